@@ -1,0 +1,76 @@
+/*
+ * mcp.h - the transport-independent MCP dispatcher.
+ *
+ * A transport (stdio, Streamable HTTP) reads whole JSON-RPC messages and
+ * hands each one to mcp_handle() together with a sink: the place where the
+ * messages that belong to that inbound message go (its response, and for a
+ * tools/call the progress and log notifications and server-to-client
+ * requests sent while it runs). Calls run on the dispatcher's worker pool,
+ * so mcp_handle() returns quickly and responses may come out of order.
+ *
+ * Per-session facts (negotiated version, client capabilities, log level)
+ * live in struct mcp_session, owned by the transport: stdio has one, HTTP
+ * one per Mcp-Session-Id. The dispatcher itself keeps no session state, so
+ * a stateless front end could build an mcp_session per request.
+ */
+#ifndef RLMCP_HOST_MCP_H
+#define RLMCP_HOST_MCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct registry;
+struct mcp_dispatcher;
+struct mcp_session;
+
+/*
+ * Where outgoing messages go. send() is called from any thread, one whole
+ * JSON-RPC message per call, no trailing newline. final is true for the
+ * response to the inbound request (or, for a cancelled call, with json ==
+ * NULL to say that no response will come); after a final send the
+ * dispatcher drops its reference with release().
+ */
+struct mcp_sink {
+    void (*send)(struct mcp_sink *sink, const char *json, size_t len,
+                 bool final);
+    void (*retain)(struct mcp_sink *sink);
+    void (*release)(struct mcp_sink *sink);
+};
+
+/* Per-request facts from the transport. Strings are copied by mcp_handle. */
+struct mcp_request_ctx {
+    const char *api_key; /* the caller's Runloop key, or NULL: never logged */
+};
+
+struct mcp_options {
+    const char *server_name;
+    const char *server_version;
+    const char *instructions; /* may be NULL */
+    unsigned workers;         /* worker threads for calls */
+    unsigned default_timeout_ms;
+    size_t page_size;         /* tools/list page size */
+};
+
+struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
+                                  struct registry *reg);
+/* Cancels in-flight calls, waits for them, frees. */
+void mcp_destroy(struct mcp_dispatcher *d);
+
+struct mcp_session *mcp_session_new(struct mcp_dispatcher *d);
+/* Cancels the session's calls; frees once they have finished. */
+void mcp_session_free(struct mcp_session *s);
+bool mcp_session_initialized(const struct mcp_session *s);
+
+/*
+ * Handle one inbound message (request, notification or a response to a
+ * server-to-client request). Returns true when it was a request, i.e. a
+ * response will be sent to the sink (HTTP answers 202 otherwise).
+ */
+bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
+                const char *msg, size_t len, struct mcp_sink *sink,
+                const struct mcp_request_ctx *ctx);
+
+/* Stop taking calls, cancel the in-flight ones and wait up to ms. */
+void mcp_drain(struct mcp_dispatcher *d, unsigned ms);
+
+#endif
