@@ -276,8 +276,17 @@ struct rlmcp_http_req {
     uint32_t timeout_ms;   /* per attempt; 0: the host default (30 s) */
     int32_t max_retries;   /* <0: host default (5); 0: never retry */
     size_t max_body;       /* response bytes to keep; 0: host default */
+    uint32_t flags;        /* RLMCP_HTTP_* */
     /* 1.x: append only */
 };
+
+/*
+ * A clean-up request (e.g. killing the remote execution of a cancelled
+ * call): it is sent even when the call is already cancelled, bounded by its
+ * own timeout, and not retried past that.
+ */
+#define RLMCP_HTTP_IGNORE_CANCEL (1u << 0)
+
 #define RLMCP_HTTP_REQ_INIT \
     {.struct_size = sizeof(struct rlmcp_http_req), .max_retries = -1}
 
