@@ -90,4 +90,70 @@ const struct prompt_entry *registry_prompt_at(const struct registry *reg,
 const struct prompt_entry *registry_find_prompt(const struct registry *reg,
                                                 const char *name);
 
+/* ---- Building (main thread only, before the dispatcher starts) -------- */
+
+struct host_tools_config; /* config.h */
+
+struct registry *registry_new(void);
+
+/*
+ * Register a plugin's definitions (the register_* services). The def is
+ * read up to min(def->struct_size, ours); a larger def with a non-zero
+ * unknown tail is RLMCP_EVERSION. Validation failures return RLMCP_EINVAL
+ * (or RLMCP_EEXIST for a taken name) with the reason in err; after
+ * registry_select() every call is RLMCP_ESTATE.
+ */
+int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
+                      const char *plugin_name,
+                      const struct rlmcp_tool_def *def, char *err,
+                      size_t errlen);
+int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
+                          const struct rlmcp_resource_def *def, char *err,
+                          size_t errlen);
+int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
+                        const struct rlmcp_prompt_def *def, char *err,
+                        size_t errlen);
+
+/*
+ * Drop everything plugin registered, calling each user_data_free (a failed
+ * init). Not after registry_select().
+ */
+void registry_remove_plugin(struct registry *reg,
+                            const struct loaded_plugin *plugin);
+
+/*
+ * Call user_data_free for everything plugin registered (selected or not)
+ * and forget the pointers. The loader calls it after the plugins' shutdown
+ * and before dlclose.
+ */
+void registry_release_plugin(struct registry *reg,
+                             const struct loaded_plugin *plugin);
+
+/*
+ * Apply the deployment's tools: selection (read_only > exclude > allow;
+ * aliases rename tools and parameters), fill timeouts (default_timeout_ms
+ * when the def says 0), sort by exposed name, serialise each list_json and
+ * freeze. sel may be NULL (every tool). file names the deployment in
+ * errors. lenient (on_plugin_error: skip) turns unknown tool names into
+ * warnings, since a skipped plugin's tools are unknown. Returns 0, or -1
+ * with "file:line:col: ..." in err.
+ */
+int registry_select(struct registry *reg, const struct host_tools_config *sel,
+                    const char *file, bool lenient,
+                    unsigned default_timeout_ms, char *err, size_t errlen);
+
+bool registry_frozen(const struct registry *reg);
+
+/* Every registered tool, selected or not (for --list-tools --all). */
+size_t registry_all_tool_count(const struct registry *reg);
+
+/*
+ * Free the registry. user_data_free is NOT called here (the plugin code
+ * may be unloaded by now): that is registry_release_plugin's job.
+ */
+void registry_free(struct registry *reg);
+
+/* Name rule for tools and prompts: [A-Za-z0-9_.-]{1,128}. */
+bool registry_valid_name(const char *name);
+
 #endif
