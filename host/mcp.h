@@ -48,8 +48,12 @@ struct mcp_options {
     const char *instructions; /* may be NULL */
     unsigned workers;         /* worker threads for calls */
     unsigned default_timeout_ms;
-    size_t page_size;         /* tools/list page size */
+    size_t page_size;         /* tools/list page size; 0: 100 */
+    size_t max_message_bytes; /* largest inbound message; 0: 16 MiB */
 };
+
+#define MCP_DEFAULT_MAX_MESSAGE (16u * 1024 * 1024)
+#define MCP_LATEST_PROTOCOL_VERSION "2025-11-25"
 
 struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
                                   struct registry *reg);
@@ -65,6 +69,11 @@ bool mcp_session_initialized(const struct mcp_session *s);
  * Handle one inbound message (request, notification or a response to a
  * server-to-client request). Returns true when it was a request, i.e. a
  * response will be sent to the sink (HTTP answers 202 otherwise).
+ * Malformed input never fails: it is answered with a JSON-RPC error (id
+ * null when the id could not be read). May be called from several threads
+ * at once, also for one session. The sink is retained while a call holds it
+ * and receives its final message from any thread, possibly before
+ * mcp_handle returns.
  */
 bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
                 const char *msg, size_t len, struct mcp_sink *sink,
@@ -72,5 +81,38 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
 
 /* Stop taking calls, cancel the in-flight ones and wait up to ms. */
 void mcp_drain(struct mcp_dispatcher *d, unsigned ms);
+
+/* ---- Set-up (main thread, before serving) ----------------------------- */
+
+struct rlclient;
+
+/* The Runloop client calls use; NULL: runloop_request fails (EHTTP). */
+void mcp_set_rlclient(struct mcp_dispatcher *d, struct rlclient *c);
+
+/*
+ * The key used when a request brings none (mcp_request_ctx.api_key NULL):
+ * the deployment's runloop.api_key. Copied; NULL clears. Never logged.
+ */
+void mcp_set_default_api_key(struct mcp_dispatcher *d, const char *key);
+
+/* ---- Facts for transports ----------------------------------------------- */
+
+/* The effective inbound message limit (options.max_message_bytes). */
+size_t mcp_max_message(const struct mcp_dispatcher *d);
+
+/* True for a revision this server speaks (2025-11-25, -06-18, -03-26). */
+bool mcp_protocol_version_supported(const char *version);
+
+/* The negotiated revision, or NULL before initialize. */
+const char *mcp_session_protocol_version(const struct mcp_session *s);
+
+/*
+ * A JSON-RPC error message with id null, for a transport that rejects a
+ * message before mcp_handle sees it (e.g. over the size limit). malloc'd.
+ */
+char *mcp_error_message(int code, const char *message);
+
+/* Calls running or queued (all sessions). */
+unsigned mcp_inflight(struct mcp_dispatcher *d);
 
 #endif
