@@ -1,12 +1,13 @@
 /*
- * stdio.h - the MCP stdio transport: one session over stdin/stdout.
+ * mcp_stdio.h - the MCP stdio transport (not "stdio.h": host/ is on the
+ * include path and would shadow the C library header): one session over stdin/stdout.
  *
  * Newline-delimited JSON-RPC on stdin (a trailing \r is stripped); each
  * outgoing message is written to stdout with one '\n' under a lock. stdout
  * carries protocol messages only; logs go to stderr.
  */
-#ifndef RLMCP_HOST_STDIO_H
-#define RLMCP_HOST_STDIO_H
+#ifndef RLMCP_HOST_MCP_STDIO_H
+#define RLMCP_HOST_MCP_STDIO_H
 
 struct mcp_dispatcher;
 
