@@ -1,0 +1,159 @@
+/* devboxd sandbox runtime: one isolated Linux sandbox per devbox.
+ *
+ * A sandbox is: an overlay root filesystem (read-only lower layers + the
+ * devbox's writable upper layer, both under the per-devbox directory), run
+ * by bubblewrap in fresh pid/ipc/uts/mount/user/net/cgroup namespaces as an
+ * unprivileged per-devbox host uid, inside cgroup v1 limits, with an in-sandbox
+ * agent (devboxd-agent, pid 1) that runs commands for devboxd.  Layout of the
+ * per-devbox directory, what a devbox sees and the agent protocol are in
+ * docs/sandbox.md.
+ *
+ * Ownership: every pointer returned by this API is owned by the caller and
+ * released with the matching *_free/sandbox_release.  Strings in specs are
+ * borrowed for the duration of the call only.
+ *
+ * Threading: sandbox_init() once, before any thread uses the API.  After
+ * that, sandbox_* functions may be called from any thread concurrently on
+ * the same sandbox, except sandbox_stop()/sandbox_release(), which the
+ * caller must not race with other calls on that sandbox.  An sb_proc is
+ * used by one thread at a time (the caller serialises).
+ *
+ * Errors: functions return 0 or a negative errno value; those taking
+ * err/errlen also write a one-line human message saying what to fix.
+ * devboxd must run as root (it mounts overlays and creates cgroups); the
+ * sandbox itself never holds host privileges.
+ */
+#ifndef DEVBOXD_SANDBOX_H
+#define DEVBOXD_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Process-wide runtime configuration.  NULL/0 fields take the default. */
+struct sb_runtime {
+    const char *state_dir;   /* required: sandbox bookkeeping (uid claims) lives in
+                                <state_dir>/sandbox/; usually devboxd's --state-dir */
+    const char *agent_path;  /* default: devboxd-agent next to /proc/self/exe, then
+                                <exe dir>/../libexec/runloop-mcp/devboxd-agent */
+    const char *bwrap_path;  /* default: /usr/bin/bwrap */
+    const char *slirp_path;  /* default: /usr/bin/slirp4netns */
+    const char *cgroup_root; /* default: /sys/fs/cgroup (v1 controllers below it) */
+    const char *cgroup_name; /* parent group name, default "devboxd" */
+    uint32_t uid_base;       /* first host uid handed to devboxes, default 200000 */
+    uint32_t uid_count;      /* size of the range, default 65536 */
+};
+
+int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
+void sandbox_shutdown_runtime(void); /* frees what sandbox_init allocated */
+
+struct sb_limits {
+    uint64_t memory_bytes; /* 0 = unlimited; cgroup memory.limit_in_bytes */
+    uint32_t pids_max;     /* 0 = default 4096; cgroup pids.max */
+    uint32_t cpu_millis;   /* 0 = unlimited; 1000 = one core (cfs quota) */
+    uint64_t disk_bytes;   /* advisory: reported by sandbox_usage, not enforced */
+};
+
+enum sb_network {
+    SB_NET_OUTBOUND = 0, /* slirp4netns: outside reachable, host loopback not */
+    SB_NET_NONE = 1,     /* only lo */
+};
+
+struct sb_spec {
+    const char *id;  /* devbox id: [A-Za-z0-9_-]{1,63}; becomes the hostname */
+    const char *dir; /* per-devbox dir (created if missing); sandbox owns its layout */
+    /* Read-only layers, topmost first (snapshots/blueprints later).  Each is
+     * a directory tree rooted at "/"; see docs/sandbox.md for ownership. */
+    const char *const *lower_layers;
+    size_t n_layers;
+    struct sb_limits limits;
+    enum sb_network net;
+    const char *const *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */
+};
+
+struct sandbox;
+struct sb_proc;
+
+/* Mounts the root, creates cgroups, starts bwrap + agent (+ slirp4netns)
+ * and returns once the agent answered.  Bounded: fails after 10 s. */
+int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen);
+
+/* All processes killed and reaped, cgroups removed, root unmounted; the
+ * writable layer stays on disk.  Idempotent.  The handle stays valid (only
+ * sandbox_failure_reason/usage remain meaningful) until sandbox_release(). */
+int sandbox_stop(struct sandbox *sb);
+void sandbox_release(struct sandbox *sb); /* stops if needed, then frees */
+
+/* Deletes the per-devbox dir (writable layer included) and releases the
+ * devbox's host uid.  The sandbox must be stopped. */
+int sandbox_destroy_dir(const char *dir, char *err, size_t errlen);
+
+/* 0 while the sandbox runs; -ESRCH once its agent/init is gone (then
+ * sandbox_failure_reason says why, if it was a limit). */
+int sandbox_check(struct sandbox *sb);
+
+/* NULL while healthy; "out_of_memory" once the cgroup OOM-killed a process;
+ * "sandbox_exited" when the sandbox's init died otherwise.  Static string. */
+const char *sandbox_failure_reason(struct sandbox *sb);
+
+/* Host uid/gid the devbox's user runs as (uid 1000 inside). */
+uid_t sandbox_host_uid(const struct sandbox *sb);
+
+struct sb_exec {
+    const char *command;    /* shell string, run with bash -c */
+    const char *shell_name; /* NULL = fresh shell; else [A-Za-z0-9_.-]{1,64}: keeps cwd
+                               and exported env between commands; commands on one
+                               named shell run one after the other (queued) */
+    const char *cwd;        /* NULL = shell's cwd (named) or /home/user */
+    const char *const *env; /* NULL-terminated KEY=VAL extras, may be NULL */
+    int stdout_fd;          /* opened by the caller (e.g. O_WRONLY|O_APPEND file, 0600 root);
+                               passed to the agent with SCM_RIGHTS; -1 = /dev/null */
+    int stderr_fd;          /* same; may equal stdout_fd */
+    bool want_stdin;        /* true: sb_proc_write_stdin/close_stdin feed it; false: /dev/null */
+};
+
+int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
+                 char *err, size_t errlen);
+
+/* Waits for the command's exit.  timeout_ms < 0 waits forever, 0 polls.
+ * Returns 0 with *exit_status set (exit code, or 128+signal when killed),
+ * -ETIMEDOUT, or -ESRCH if the sandbox died first (*exit_status = -1). */
+int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status);
+/* fd that becomes readable when sb_proc_wait(p, 0, ..) has news (for poll loops). */
+int sb_proc_fd(const struct sb_proc *p);
+/* Signals the command's process group.  -ESRCH once it exited. */
+int sb_proc_kill(struct sb_proc *p, int sig);
+/* Writes all of buf (blocking) to the command's stdin; -EPIPE if it closed. */
+int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len);
+int sb_proc_close_stdin(struct sb_proc *p);
+/* Frees the handle; a still-running command keeps running. */
+void sb_proc_free(struct sb_proc *p);
+
+/* Opens path inside the devbox root as the devbox's user (permissions as
+ * inside; created files owned by sandbox_host_uid).  Relative paths are
+ * relative to /home/user.  Resolution never leaves the root (openat2
+ * RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV), so "..", absolute
+ * symlinks and races cannot reach the host; paths on bind mounts (/usr,
+ * /proc, /dev) are refused with -EXDEV.  Returns an O_CLOEXEC fd or -errno.
+ * Works while the sandbox is running. */
+int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode);
+
+struct sb_usage {
+    uint64_t memory_bytes;      /* current, cgroup memory.usage_in_bytes */
+    uint64_t memory_peak_bytes; /* memory.max_usage_in_bytes */
+    uint64_t cpu_nanos;         /* cpuacct.usage */
+    uint32_t pids;              /* pids.current */
+    uint64_t oom_kills;         /* memory.oom_control oom_kill */
+};
+int sandbox_usage(struct sandbox *sb, struct sb_usage *u);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
