@@ -1,0 +1,891 @@
+/*
+ * lifecycle.c - devbox lifecycle tools: create, list, get, update, suspend,
+ * resume, shutdown, keep alive, resource usage.
+ *
+ * Config (all optional):
+ *   create_wait_seconds      how long create/resume wait for `running` (120)
+ *   min_keep_alive_seconds   lowest accepted keep_alive_time_seconds (60)
+ *   max_keep_alive_seconds   highest accepted keep_alive_time_seconds (172800)
+ *   default_keep_alive_seconds  sent when the caller gives none (unset)
+ *   default_metadata         {k: v} merged under the caller's metadata
+ *   default_blueprint_name   used when no blueprint/snapshot is given
+ *   hide_shutdown            list_devboxes hides shutdown devboxes (true)
+ * Out-of-range keep-alive values are rejected (not clamped) so the agent
+ * learns the limit instead of getting a silently shorter devbox.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+struct lc {
+    const struct rlmcp_host_api *api;
+    long long wait_s;
+    long long min_keep, max_keep, default_keep;
+    cJSON *default_metadata;
+    char *default_blueprint;
+    bool hide_shutdown;
+};
+
+#define ID_PROP(what)                                                        \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "      \
+    "devbox " what ", as returned by create_devbox or list_devboxes (e.g. " \
+    "dbx_...).\"}"
+
+#define DEVBOX_OUT                                                           \
+    "{\"type\":\"object\",\"properties\":{"                                 \
+    "\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"        \
+    "\"name\":{\"type\":[\"string\",\"null\"]},"                            \
+    "\"metadata\":{\"type\":[\"object\",\"null\"]}},"                      \
+    "\"required\":[\"id\",\"status\"]}"
+
+#define RO_ANN                                                               \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+    "\"idempotentHint\":true,\"openWorldHint\":true}"
+
+/* ---------------------------------------------------------------------- */
+
+static const char *const running_set[] = {"running", "failure", "shutdown",
+                                          NULL};
+static const char *const suspended_set[] = {"suspended", "failure",
+                                            "shutdown", NULL};
+
+static char *what_devbox(const char *id)
+{
+    return rlmcp_h_sprintf("devbox %s", id);
+}
+
+/* Report a devbox that did not reach `running` in time, or failed. */
+static int not_ready(const struct rlmcp_h *h, const cJSON *dbx,
+                     const char *id, long long waited_s)
+{
+    const char *st = rlmcp_h_devbox_status(dbx);
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(dbx, "failure_reason");
+
+    if (strcmp(st, "failure") == 0 || strcmp(st, "shutdown") == 0)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
+            "Create a new devbox; check blueprint and launch_commands if it "
+            "fails again.",
+            "devbox %s stopped while starting: status %s%s%s", id, st,
+            cJSON_IsString(fr) ? ", failure_reason " : "",
+            cJSON_IsString(fr) ? fr->valuestring : "");
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_DEVBOX_NOT_READY,
+        "Poll get_devbox with this devbox_id until status is running, or "
+        "shut it down with shutdown_devbox.",
+        "devbox_id=%s is not running yet after %lld s (status %s)", id,
+        waited_s, st);
+}
+
+/* A compact view of a devbox for lists: what an agent decides on. */
+static cJSON *devbox_summary(const cJSON *dbx)
+{
+    static const char *const keys[] = {
+        "id", "name", "status", "blueprint_id", "snapshot_id",
+        "create_time_ms", "end_time_ms", "metadata", "failure_reason",
+        "shutdown_reason", NULL};
+    cJSON *out = cJSON_CreateObject();
+    size_t i;
+
+    for (i = 0; out != NULL && keys[i] != NULL; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(dbx, keys[i]);
+        if (v == NULL || cJSON_IsNull(v))
+            continue;
+        cJSON_AddItemToObject(out, keys[i], cJSON_Duplicate(v, true));
+    }
+    return out;
+}
+
+/* ---- create_devbox ------------------------------------------------------ */
+
+static const char create_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"description\":\"Optional display name "
+    "for the devbox.\"},"
+    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Start from "
+    "this blueprint id (bpt_...). Give at most one of blueprint_id, "
+    "blueprint_name, snapshot_id.\"},"
+    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Start from "
+    "the latest successful build of this blueprint name.\"},"
+    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Start from "
+    "this disk snapshot.\"},"
+    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"
+    "\":{\"type\":\"string\"},\"description\":\"Environment variables set "
+    "for every command (creation time only).\"},"
+    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Text files to write once it runs: "
+    "{absolute path: contents}.\"},"
+    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""
+    "},\"description\":\"Commands run at every boot. Redirect output of "
+    "background jobs (cmd > /tmp/x.log 2>&1 &).\"},"
+    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","
+    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"
+    "\"description\":\"Machine size; default SMALL-ish per backend.\"},"
+    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"]"
+    "},"
+    "\"keep_alive_time_seconds\":{\"type\":\"integer\",\"description\":"
+    "\"Maximum lifetime in seconds; the devbox shuts down after it. The "
+    "server's limits apply (see the error if out of range).\"},"
+    "\"idle_time_seconds\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"Act after this many idle seconds (needs on_idle).\"},"
+    "\"on_idle\":{\"type\":\"string\",\"enum\":[\"suspend\",\"shutdown\"]},"
+    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Tags, e.g. {\\\"project\\\":\\\"x\\\"}."
+    "\"},"
+    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until running "
+    "(default true). With false the devbox is returned while it starts.\"}"
+    "}}";
+
+static int keep_alive_ok(const struct lc *lc, const struct rlmcp_h *h,
+                         long long v)
+{
+    if (v < lc->min_keep || v > lc->max_keep)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_INVALID_ARGUMENT,
+            "Pick a keep_alive_time_seconds inside the range this server "
+            "allows.",
+            "keep_alive_time_seconds=%lld is outside the allowed range "
+            "%lld-%lld seconds",
+            v, lc->min_keep, lc->max_keep);
+    return RLMCP_OK;
+}
+
+/* Copy optional string args into the create body. */
+static int add_strings(const struct rlmcp_h *h, const cJSON *args,
+                       cJSON *body, int *n_sources)
+{
+    static const char *const names[] = {"name", "blueprint_id",
+                                        "blueprint_name", "snapshot_id",
+                                        NULL};
+    size_t i;
+
+    for (i = 0; names[i] != NULL; i++) {
+        const char *v = NULL;
+        int rc = rlmcp_h_arg_str(h, args, names[i], false, &v);
+        if (rc != RLMCP_OK)
+            return rc;
+        if (v == NULL)
+            continue;
+        if (i > 0)
+            (*n_sources)++;
+        cJSON_AddStringToObject(body, names[i], v);
+    }
+    if (*n_sources > 1)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "give at most one of blueprint_id, "
+                            "blueprint_name and snapshot_id");
+    return RLMCP_OK;
+}
+
+static int build_launch(const struct lc *lc, const struct rlmcp_h *h,
+                        const cJSON *args, cJSON *body)
+{
+    cJSON *lp = cJSON_CreateObject();
+    const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(args,
+                                                         "launch_commands");
+    const cJSON *it = NULL;
+    const char *size = NULL, *arch = NULL, *on_idle = NULL;
+    long long keep = lc->default_keep, idle = 0;
+    int rc;
+
+    if (lp == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddItemToObject(body, "launch_parameters", lp);
+    rc = rlmcp_h_arg_str(h, args, "resource_size", false, &size);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "architecture", false, &arch);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "on_idle", false, &on_idle);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(h, args, "keep_alive_time_seconds", false, 1,
+                             10000000, &keep);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(h, args, "idle_time_seconds", false, 1,
+                             10000000, &idle);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (keep > 0) {
+        rc = keep_alive_ok(lc, h, keep);
+        if (rc != RLMCP_OK)
+            return rc;
+        cJSON_AddNumberToObject(lp, "keep_alive_time_seconds", (double)keep);
+    }
+    if (size != NULL)
+        cJSON_AddStringToObject(lp, "resource_size_request", size);
+    if (arch != NULL)
+        cJSON_AddStringToObject(lp, "architecture", arch);
+    if ((idle > 0) != (on_idle != NULL))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "idle_time_seconds and on_idle go together: "
+                            "give both or neither");
+    if (idle > 0) {
+        cJSON *lcfg = cJSON_AddObjectToObject(lp, "lifecycle");
+        cJSON *ai = cJSON_AddObjectToObject(lcfg, "after_idle");
+        cJSON_AddNumberToObject(ai, "idle_time_seconds", (double)idle);
+        cJSON_AddStringToObject(ai, "on_idle", on_idle);
+    }
+    if (cmds != NULL && !cJSON_IsNull(cmds)) {
+        if (!cJSON_IsArray(cmds))
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "argument 'launch_commands' must be an "
+                                "array of strings");
+        cJSON_ArrayForEach(it, cmds)
+        {
+            if (!cJSON_IsString(it))
+                return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                    "argument 'launch_commands' must be an "
+                                    "array of strings");
+        }
+        cJSON_AddItemToObject(lp, "launch_commands",
+                              cJSON_Duplicate(cmds, true));
+    }
+    return RLMCP_OK;
+}
+
+static int build_metadata(const struct lc *lc, const struct rlmcp_h *h,
+                          const cJSON *args, cJSON *body)
+{
+    const cJSON *user = NULL;
+    const cJSON *it = NULL;
+    cJSON *md = NULL;
+    int rc = rlmcp_h_arg_str_map(h, args, "metadata", &user);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    if (user == NULL && lc->default_metadata == NULL)
+        return RLMCP_OK;
+    md = lc->default_metadata != NULL
+             ? cJSON_Duplicate(lc->default_metadata, true)
+             : cJSON_CreateObject();
+    if (md == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_ArrayForEach(it, user)
+    {
+        cJSON_DeleteItemFromObjectCaseSensitive(md, it->string);
+        cJSON_AddStringToObject(md, it->string, it->valuestring);
+    }
+    cJSON_AddItemToObject(body, "metadata", md);
+    return RLMCP_OK;
+}
+
+/* Write {path: contents} with write_file_contents. */
+static int write_files(const struct rlmcp_h *h, const char *id,
+                       const cJSON *files)
+{
+    const cJSON *it = NULL;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents", id);
+    int rc = RLMCP_OK;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_ArrayForEach(it, files)
+    {
+        cJSON *body = cJSON_CreateObject();
+        char *what = rlmcp_h_sprintf("writing %s on devbox %s", it->string,
+                                     id);
+        cJSON_AddStringToObject(body, "file_path", it->string);
+        cJSON_AddStringToObject(body, "contents", it->valuestring);
+        rc = rlmcp_h_request(h, "POST", path, body, NULL,
+                             what != NULL ? what : "write", NULL);
+        cJSON_Delete(body);
+        free(what);
+        if (rc != RLMCP_OK)
+            break;
+    }
+    free(path);
+    return rc;
+}
+
+static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct lc *lc = ud;
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *body = NULL, *dbx = NULL, *ready = NULL;
+    const cJSON *env = NULL, *files = NULL;
+    const cJSON *idj = NULL;
+    bool wait = true;
+    int n_sources = 0;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, create_schema, &args);
+    if (rc != RLMCP_OK)
+        goto out;
+    body = cJSON_CreateObject();
+    if (body == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = add_strings(&h, args, body, &n_sources);
+    if (rc == RLMCP_OK && n_sources == 0 && lc->default_blueprint != NULL)
+        cJSON_AddStringToObject(body, "blueprint_name", lc->default_blueprint);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "environment_variables", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "files", &files);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
+    if (rc == RLMCP_OK)
+        rc = build_launch(lc, &h, args, body);
+    if (rc == RLMCP_OK)
+        rc = build_metadata(lc, &h, args, body);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (files != NULL && !wait) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "files need the devbox running: drop wait=false "
+                          "or write them later with write_file");
+        goto out;
+    }
+    if (env != NULL)
+        cJSON_AddItemToObject(body, "environment_variables",
+                              cJSON_Duplicate(env, true));
+    rc = rlmcp_h_request(&h, "POST", "/v1/devboxes", body, NULL,
+                         "creating a devbox", &dbx);
+    if (rc != RLMCP_OK)
+        goto out;
+    idj = cJSON_GetObjectItemCaseSensitive(dbx, "id");
+    if (!cJSON_IsString(idj) || !rlmcp_h_id_valid(idj->valuestring)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API returned a devbox without an id");
+        goto out;
+    }
+    if (wait) {
+        rc = rlmcp_h_devbox_wait(&h, idj->valuestring, running_set,
+                                 (uint64_t)lc->wait_s * 1000u, &ready);
+        if (rc != RLMCP_OK)
+            goto out;
+        if (strcmp(rlmcp_h_devbox_status(ready), "running") != 0) {
+            rc = not_ready(&h, ready, idj->valuestring, lc->wait_s);
+            goto out;
+        }
+        if (files != NULL) {
+            rc = write_files(&h, idj->valuestring, files);
+            if (rc != RLMCP_OK)
+                goto out;
+        }
+    }
+    rc = rlmcp_h_result_json(&h, ready != NULL ? ready : dbx);
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(dbx);
+    cJSON_Delete(ready);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- list_devboxes -------------------------------------------------------- */
+
+static const char list_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"status\":{\"type\":\"string\",\"enum\":[\"queued\",\"provisioning\","
+    "\"initializing\",\"running\",\"suspending\",\"suspended\","
+    "\"resuming\",\"failure\",\"shutdown\"],\"description\":\"Only "
+    "devboxes in this status.\"},"
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+    "\"description\":\"Page size (default 20).\"},"
+    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
+    "after this devbox id (next_starting_after of the previous page).\"}"
+    "}}";
+
+static const char list_out[] =
+    "{\"type\":\"object\",\"properties\":{\"devboxes\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"object\"}},\"has_more\":{\"type\":\"boolean\"},"
+    "\"next_starting_after\":{\"type\":\"string\"}},"
+    "\"required\":[\"devboxes\",\"has_more\"]}";
+
+static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct lc *lc = ud;
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *page = NULL, *out = NULL, *arr = NULL;
+    const cJSON *items = NULL, *it = NULL, *last = NULL;
+    const char *status = NULL, *after = NULL;
+    long long limit = 20;
+    char *path = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "status", false, &status);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status != NULL && !rlmcp_h_id_valid(status)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'status' is not a devbox status");
+        goto out;
+    }
+    path = rlmcp_h_sprintf("/v1/devboxes?limit=%lld%s%s%s%s", limit,
+                           status ? "&status=" : "", status ? status : "",
+                           after ? "&starting_after=" : "",
+                           after ? after : "");
+    if (path == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing devboxes",
+                         &page);
+    if (rc != RLMCP_OK)
+        goto out;
+    out = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(out, "devboxes");
+    items = cJSON_GetObjectItemCaseSensitive(page, "devboxes");
+    cJSON_ArrayForEach(it, items)
+    {
+        last = it;
+        if (status == NULL && lc->hide_shutdown &&
+            strcmp(rlmcp_h_devbox_status(it), "shutdown") == 0)
+            continue;
+        cJSON_AddItemToArray(arr, devbox_summary(it));
+    }
+    cJSON_AddBoolToObject(out, "has_more",
+                          cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                              page, "has_more")));
+    if (last != NULL &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(last, "id")) &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "has_more")))
+        cJSON_AddStringToObject(
+            out, "next_starting_after",
+            cJSON_GetObjectItemCaseSensitive(last, "id")->valuestring);
+    rc = rlmcp_h_result_json(&h, out);
+out:
+    free(path);
+    cJSON_Delete(args);
+    cJSON_Delete(page);
+    cJSON_Delete(out);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- simple per-devbox calls ------------------------------------------------ */
+
+/*
+ * One request on one devbox: method + "/v1/devboxes/{id}" + suffix. The
+ * answer (an object) is the result; empty answers become `empty`.
+ */
+static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
+                       size_t al, const char *schema, const char *method,
+                       const char *suffix, bool shutdown)
+{
+    struct rlmcp_h h = {lc->api, call};
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *args = NULL, *got = NULL, *res = NULL;
+    const char *id = NULL;
+    bool force = false;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    o.max_retries = -1;
+    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK && shutdown)
+        rc = rlmcp_h_arg_bool(&h, args, "force", &force);
+    if (rc != RLMCP_OK)
+        goto out;
+    /* A shutdown's 409 (snapshot in progress) must not be retried. */
+    if (shutdown)
+        o.max_retries = 0;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s%s%s", id, suffix,
+                           force ? "?force=true" : "");
+    what = what_devbox(id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, method, path, NULL, &o, what, &got);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (cJSON_IsObject(got)) {
+        rc = rlmcp_h_result_json(&h, got);
+        goto out;
+    }
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    cJSON_AddBoolToObject(res, "ok", true);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(got);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static const char id_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PROP("to use") "},\"required\":[\"devbox_id\"]}";
+
+static const char shutdown_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PROP("to shut down") ",\"force\":{\"type\":\"boolean\","
+    "\"description\":\"Shut down even while a snapshot is in progress "
+    "(default false).\"}},\"required\":[\"devbox_id\"]}";
+
+static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return devbox_call(ud, call, aj, al, id_schema, "GET", "", false);
+}
+
+static int t_shutdown(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return devbox_call(ud, call, aj, al, shutdown_schema, "POST",
+                       "/shutdown", true);
+}
+
+static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al,
+                        void *ud)
+{
+    return devbox_call(ud, call, aj, al, id_schema, "POST", "/keep_alive",
+                       false);
+}
+
+static int t_usage(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return devbox_call(ud, call, aj, al, id_schema, "GET", "/usage", false);
+}
+
+/* ---- suspend / resume: act, then wait for the target state -------------------- */
+
+static const char wait_id_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PROP("to act on") ",\"wait\":{\"type\":\"boolean\",\"description\":"
+    "\"Wait for the new state (default true).\"}},"
+    "\"required\":[\"devbox_id\"]}";
+
+static int transition(struct lc *lc, rlmcp_call *call, const char *aj,
+                      size_t al, const char *suffix,
+                      const char *const *target, bool resume)
+{
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *got = NULL, *ready = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    bool wait = true;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, wait_id_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s%s", id, suffix);
+    what = what_devbox(id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, &got);
+    if (rc != RLMCP_OK || !wait)
+        goto done;
+    rc = rlmcp_h_devbox_wait(&h, id, target, (uint64_t)lc->wait_s * 1000u,
+                             &ready);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (resume && strcmp(rlmcp_h_devbox_status(ready), "running") != 0) {
+        rc = not_ready(&h, ready, id, lc->wait_s);
+        goto out;
+    }
+done:
+    if (rc != RLMCP_OK)
+        goto out;
+    if (ready != NULL || cJSON_IsObject(got)) {
+        rc = rlmcp_h_result_json(&h, ready != NULL ? ready : got);
+    } else {
+        cJSON *res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "id", id);
+        cJSON_AddStringToObject(res, "status", resume ? "resuming"
+                                                      : "suspending");
+        rc = rlmcp_h_result_json(&h, res);
+        cJSON_Delete(res);
+    }
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(got);
+    cJSON_Delete(ready);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_suspend(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return transition(ud, call, aj, al, "/suspend", suspended_set, false);
+}
+
+static int t_resume(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return transition(ud, call, aj, al, "/resume", running_set, true);
+}
+
+/* ---- update_devbox ------------------------------------------------------------ */
+
+static const char update_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PROP("to update") ",\"name\":{\"type\":\"string\",\"description\":"
+    "\"New name; an empty string clears it.\"},\"metadata\":{\"type\":"
+    "\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+    "\"description\":\"Replaces ALL metadata; {} clears it.\"}},"
+    "\"required\":[\"devbox_id\"]}";
+
+static int t_update(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct lc *lc = ud;
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *body = NULL, *got = NULL;
+    const cJSON *md = NULL;
+    const char *id = NULL, *name = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, update_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "metadata", &md);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (name == NULL && md == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "nothing to update: give name and/or metadata");
+        goto out;
+    }
+    body = cJSON_CreateObject();
+    if (name != NULL)
+        cJSON_AddStringToObject(body, "name", name);
+    if (md != NULL)
+        cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(md, true));
+    path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    what = what_devbox(id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &got);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, got);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(got);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- registration -------------------------------------------------------------- */
+
+struct spec {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+    uint32_t timeout_ms;
+};
+
+static const char ok_out[] =
+    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
+    "\"string\"},\"ok\":{\"type\":\"boolean\"}}}";
+
+static const char usage_out[] =
+    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"total_elapsed_seconds\":{\"type\":\"number\"},"
+    "\"total_active_seconds\":{\"type\":\"number\"},"
+    "\"vcpu_seconds\":{\"type\":\"number\"},"
+    "\"memory_gb_seconds\":{\"type\":\"number\"},"
+    "\"disk_gb_seconds\":{\"type\":\"number\"}}}";
+
+static const struct spec specs[] = {
+    {"create_devbox", "Create a devbox",
+     "Create a fresh isolated Linux sandbox (devbox) and wait until it is "
+     "running. Returns the devbox; use its id with execute_command, "
+     "write_file, etc. If it is not running within the server's wait bound "
+     "the error names the devbox id so you can poll get_devbox or shut it "
+     "down. Shut it down with shutdown_devbox when done.",
+     create_schema, DEVBOX_OUT,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":false,\"openWorldHint\":true}",
+     t_create, 0},
+    {"list_devboxes", "List devboxes",
+     "List devboxes (newest first), optionally only those in one status. "
+     "Shut down devboxes are hidden unless you ask for status=shutdown.",
+     list_schema, list_out, RO_ANN, t_list, 0},
+    {"get_devbox", "Get a devbox",
+     "Get one devbox: status, name, metadata, launch parameters.",
+     id_schema, DEVBOX_OUT, RO_ANN, t_get, 0},
+    {"update_devbox", "Update a devbox",
+     "Change a devbox's name and/or replace its metadata.", update_schema,
+     DEVBOX_OUT,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_update, 0},
+    {"suspend_devbox", "Suspend a devbox",
+     "Suspend a running devbox: its disk is kept, memory and processes are "
+     "lost, compute billing stops. Resume it with resume_devbox.",
+     wait_id_schema, DEVBOX_OUT,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_suspend, 0},
+    {"resume_devbox", "Resume a devbox",
+     "Resume a suspended devbox (same id and disk; processes restart) and "
+     "wait until it is running.",
+     wait_id_schema, DEVBOX_OUT,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_resume, 0},
+    {"shutdown_devbox", "Shut down a devbox",
+     "Permanently shut down a devbox and delete its data. This cannot be "
+     "undone.",
+     shutdown_schema, DEVBOX_OUT,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_shutdown, 0},
+    {"keep_devbox_alive", "Keep a devbox alive",
+     "Reset a devbox's idle timer so an idle policy does not suspend or "
+     "shut it down. It does not extend the maximum lifetime.",
+     id_schema, ok_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_keep_alive, 0},
+    {"get_resource_usage", "Get devbox resource usage",
+     "Accumulated usage of a devbox: elapsed and active seconds, vCPU, "
+     "memory and disk GB-seconds (not live utilisation).",
+     id_schema, usage_out, RO_ANN, t_usage, 0},
+};
+
+static void lc_free(struct lc *lc)
+{
+    if (lc == NULL)
+        return;
+    cJSON_Delete(lc->default_metadata);
+    free(lc->default_blueprint);
+    free(lc);
+}
+
+static int lc_config(struct lc *lc, rlmcp_plugin *self,
+                     const struct rlmcp_host_api *api)
+{
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    const cJSON *md = NULL, *it = NULL, *bp = NULL;
+    int rc = RLMCP_EINVAL;
+
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "create_wait_seconds", 120, &lc->wait_s) ||
+        lc->wait_s < 1 || lc->wait_s > 3600) {
+        api->set_error(self, "config create_wait_seconds must be an integer "
+                             "1-3600");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep) ||
+        !rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800,
+                         &lc->max_keep) ||
+        lc->min_keep < 1 || lc->max_keep < lc->min_keep) {
+        api->set_error(self, "config min_keep_alive_seconds and "
+                             "max_keep_alive_seconds must be integers with "
+                             "1 <= min <= max");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "default_keep_alive_seconds", 0,
+                         &lc->default_keep) ||
+        (lc->default_keep != 0 &&
+         (lc->default_keep < lc->min_keep || lc->default_keep > lc->max_keep))) {
+        api->set_error(self, "config default_keep_alive_seconds must be an "
+                             "integer between min_keep_alive_seconds and "
+                             "max_keep_alive_seconds");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_bool(cfg, "hide_shutdown", true, &lc->hide_shutdown)) {
+        api->set_error(self, "config hide_shutdown must be true or false");
+        goto out;
+    }
+    md = cJSON_GetObjectItemCaseSensitive(cfg, "default_metadata");
+    if (md != NULL) {
+        if (!cJSON_IsObject(md)) {
+            api->set_error(self, "config default_metadata must be a mapping "
+                                 "of strings");
+            goto out;
+        }
+        cJSON_ArrayForEach(it, md)
+        {
+            if (!cJSON_IsString(it)) {
+                api->set_error(self, "config default_metadata.%s must be a "
+                                     "string", it->string);
+                goto out;
+            }
+        }
+        lc->default_metadata = cJSON_Duplicate(md, true);
+    }
+    bp = cJSON_GetObjectItemCaseSensitive(cfg, "default_blueprint_name");
+    if (bp != NULL) {
+        if (!cJSON_IsString(bp)) {
+            api->set_error(self, "config default_blueprint_name must be a "
+                                 "string");
+            goto out;
+        }
+        lc->default_blueprint = strdup(bp->valuestring);
+    }
+    rc = RLMCP_OK;
+out:
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    struct lc *lc = calloc(1, sizeof(*lc));
+    size_t i;
+    int rc;
+
+    if (lc == NULL)
+        return RLMCP_ENOMEM;
+    lc->api = api;
+    rc = lc_config(lc, self, api);
+    if (rc != RLMCP_OK)
+        goto fail;
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = specs[i].name;
+        def.title = specs[i].title;
+        def.description = specs[i].desc;
+        def.input_schema_json = specs[i].in;
+        def.output_schema_json = specs[i].out;
+        def.annotations_json = specs[i].ann;
+        def.handler = specs[i].fn;
+        def.user_data = lc;
+        /* create/resume may wait create_wait_seconds, plus slack. */
+        def.timeout_ms = (uint32_t)(lc->wait_s + 120) * 1000u;
+        rc = api->register_tool(self, &def);
+        if (rc != RLMCP_OK) {
+            api->set_error(self, "registering %s failed: %s", specs[i].name,
+                           api->strerror(rc));
+            goto fail;
+        }
+    }
+    *state_out = lc;
+    return RLMCP_OK;
+fail:
+    lc_free(lc);
+    return rc;
+}
+
+static void lc_shutdown(rlmcp_plugin *self, void *state)
+{
+    lc_free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("lifecycle", "0.1.0",
+                    "Devbox lifecycle: create, list, get, update, suspend, "
+                    "resume, shutdown, keep alive, usage",
+                    lc_init, lc_shutdown)

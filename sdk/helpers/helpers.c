@@ -1,0 +1,1032 @@
+/*
+ * helpers.c - argument getters, error mapping, Runloop request wrappers and
+ * text utilities shared by the bundled plugins. See rlmcp_helpers.h.
+ */
+#define _GNU_SOURCE
+#include "rlmcp_helpers.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* ---- error mapping ------------------------------------------------------- */
+
+const char *rlmcp_h_code_for_status(long status)
+{
+    if (status == 400 || status == 422)
+        return RLMCP_ERR_INVALID_ARGUMENT;
+    if (status == 401)
+        return RLMCP_ERR_UNAUTHENTICATED;
+    if (status == 403)
+        return RLMCP_ERR_PERMISSION_DENIED;
+    if (status == 404)
+        return RLMCP_ERR_NOT_FOUND;
+    if (status == 408 || status == 504)
+        return RLMCP_ERR_TIMEOUT;
+    if (status == 409)
+        return RLMCP_ERR_CONFLICT;
+    if (status == 413)
+        return RLMCP_ERR_TOO_LARGE;
+    if (status == 429)
+        return RLMCP_ERR_RATE_LIMITED;
+    if (status == 502 || status == 503)
+        return RLMCP_ERR_UNAVAILABLE;
+    return RLMCP_ERR_INTERNAL;
+}
+
+struct remedy {
+    const char *code;
+    const char *text;
+};
+
+static const struct remedy remedies[] = {
+    {RLMCP_ERR_INVALID_ARGUMENT,
+     "Fix the argument named in the message (see the tool's input schema) "
+     "and call the tool again."},
+    {RLMCP_ERR_NOT_FOUND,
+     "Check the id: list_devboxes shows the devboxes that exist; a shut "
+     "down devbox cannot be used again, create a new one."},
+    {RLMCP_ERR_UNAUTHENTICATED,
+     "Set RUNLOOP_API_KEY to a valid Runloop API key (stdio) or send it as "
+     "Authorization: Bearer <key> (HTTP), then retry."},
+    {RLMCP_ERR_PERMISSION_DENIED,
+     "The API key is valid but not allowed to do this (restricted key or "
+     "plan limit); use a key with the needed permissions."},
+    {RLMCP_ERR_CONFLICT,
+     "The devbox is busy with another operation (e.g. a snapshot); wait a "
+     "few seconds and retry, or pass force=true where the tool offers it."},
+    {RLMCP_ERR_RATE_LIMITED,
+     "Too many requests; wait a few seconds before retrying."},
+    {RLMCP_ERR_UNAVAILABLE,
+     "The Runloop backend could not be reached or is temporarily down; "
+     "retry in a few seconds, and check the server's base URL if it "
+     "persists."},
+    {RLMCP_ERR_TIMEOUT,
+     "The operation took longer than its limit; raise timeout_seconds, or "
+     "use execute_command_async and poll with get_execution."},
+    {RLMCP_ERR_DEVBOX_NOT_RUNNING,
+     "Resume the devbox with resume_devbox (if suspended) or create a new "
+     "one with create_devbox, then retry."},
+    {RLMCP_ERR_DEVBOX_NOT_READY,
+     "The devbox is still starting; poll get_devbox until status is "
+     "running, or shut it down with shutdown_devbox."},
+    {RLMCP_ERR_TOO_LARGE,
+     "The data exceeds the configured size limit; split it, compress it, "
+     "or move it with execute_command (e.g. curl inside the devbox)."},
+    {RLMCP_ERR_CANCELLED, "The call was cancelled; call the tool again."},
+    {RLMCP_ERR_INTERNAL,
+     "An unexpected server-side error; retry once, and report it if it "
+     "persists."},
+};
+
+const char *rlmcp_h_remedy_for_code(const char *code)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(remedies) / sizeof(remedies[0]); i++) {
+        if (strcmp(remedies[i].code, code) == 0)
+            return remedies[i].text;
+    }
+    return remedies[sizeof(remedies) / sizeof(remedies[0]) - 1].text;
+}
+
+char *rlmcp_h_error_message(const char *body, size_t len)
+{
+    cJSON *doc = NULL;
+    const cJSON *msg = NULL;
+    char *out = NULL;
+    size_t cut = len;
+
+    if (body == NULL || len == 0)
+        return strdup("");
+    doc = cJSON_ParseWithLength(body, len);
+    if (doc != NULL) {
+        msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+        if (cJSON_IsString(msg))
+            out = strdup(msg->valuestring);
+        else if (msg != NULL)
+            out = cJSON_PrintUnformatted(msg);
+        if (out != NULL)
+            goto out;
+    }
+    if (cut > 300)
+        cut = 300;
+    out = strndup(body, cut);
+out:
+    cJSON_Delete(doc);
+    return out;
+}
+
+static int fail_v(const struct rlmcp_h *h, const char *code,
+                  const char *remedy, const char *fmt, va_list ap)
+{
+    char *msg = NULL;
+
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    h->api->result_error(h->call, code, remedy, "%s",
+                         msg != NULL ? msg : code);
+    free(msg);
+    return RLMCP_H_REPORTED;
+}
+
+int rlmcp_h_fail(const struct rlmcp_h *h, const char *code,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = fail_v(h, code, rlmcp_h_remedy_for_code(code), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int rlmcp_h_fail_remedy(const struct rlmcp_h *h, const char *code,
+                        const char *remedy, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = fail_v(h, code, remedy, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int rlmcp_h_fail_resp(const struct rlmcp_h *h,
+                      const struct rlmcp_http_resp *resp, const char *what)
+{
+    const char *code = rlmcp_h_code_for_status(resp->status);
+    char *msg = rlmcp_h_error_message(resp->body, resp->body_len);
+
+    rlmcp_h_fail(h, code, "%s: Runloop API answered HTTP %ld%s%s", what,
+                 resp->status, msg != NULL && msg[0] ? ": " : "",
+                 msg != NULL ? msg : "");
+    free(msg);
+    return RLMCP_H_REPORTED;
+}
+
+int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
+{
+    switch (rc) {
+    case RLMCP_ECANCELLED:
+        return RLMCP_ECANCELLED;
+    case RLMCP_EHTTP:
+        return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
+                            "%s: the Runloop API could not be reached "
+                            "(the server log names the URL)",
+                            what);
+    case RLMCP_ETIMEDOUT:
+        return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
+                            "%s: the Runloop API did not answer in time",
+                            what);
+    case RLMCP_ENOMEM:
+        return RLMCP_ENOMEM;
+    default:
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL, "%s: request failed: %s",
+                            what, h->api->strerror(rc));
+    }
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static int do_request(const struct rlmcp_h *h, const char *method,
+                      const char *path, const cJSON *body,
+                      const struct rlmcp_h_req_opts *opts,
+                      struct rlmcp_http_resp **resp_out)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    char *text = NULL;
+    int rc;
+
+    if (body != NULL) {
+        text = cJSON_PrintUnformatted(body);
+        if (text == NULL)
+            return RLMCP_ENOMEM;
+    }
+    req.method = method;
+    req.path = path;
+    req.body = text;
+    req.body_len = text != NULL ? strlen(text) : 0;
+    if (opts != NULL) {
+        req.timeout_ms = opts->timeout_ms;
+        req.max_retries = opts->max_retries;
+        req.flags = opts->flags;
+        req.max_body = opts->max_body;
+        req.accept = opts->accept;
+    }
+    rc = h->api->runloop_request(h->call, &req, resp_out);
+    free(text);
+    return rc;
+}
+
+int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
+                           const char *path, const cJSON *body,
+                           const struct rlmcp_h_req_opts *opts,
+                           const char *what, long *status_out, cJSON **out,
+                           char **msg_out)
+{
+    struct rlmcp_http_resp *resp = NULL;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (msg_out != NULL)
+        *msg_out = NULL;
+    rc = do_request(h, method, path, body, opts, &resp);
+    if (rc != RLMCP_OK) {
+        rc = rlmcp_h_fail_rc(h, rc, what);
+        goto out;
+    }
+    *status_out = resp->status;
+    if (out != NULL && resp->body_len > 0)
+        *out = cJSON_ParseWithLength(resp->body, resp->body_len);
+    if (msg_out != NULL && (resp->status < 200 || resp->status > 299))
+        *msg_out = rlmcp_h_error_message(resp->body, resp->body_len);
+out:
+    h->api->http_resp_free(resp);
+    return rc;
+}
+
+int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
+                    const char *path, const cJSON *body,
+                    const struct rlmcp_h_req_opts *opts, const char *what,
+                    cJSON **out)
+{
+    struct rlmcp_http_resp *resp = NULL;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    rc = do_request(h, method, path, body, opts, &resp);
+    if (rc != RLMCP_OK) {
+        rc = rlmcp_h_fail_rc(h, rc, what);
+        goto out;
+    }
+    if (resp->status < 200 || resp->status > 299) {
+        rc = rlmcp_h_fail_resp(h, resp, what);
+        goto out;
+    }
+    if (out != NULL && resp->body_len > 0)
+        *out = cJSON_ParseWithLength(resp->body, resp->body_len);
+out:
+    h->api->http_resp_free(resp);
+    return rc;
+}
+
+/* ---- arguments ------------------------------------------------------------ */
+
+int rlmcp_h_args(const struct rlmcp_h *h, const char *json, size_t len,
+                 cJSON **out)
+{
+    cJSON *doc = NULL;
+
+    *out = NULL;
+    if (json == NULL || len == 0) {
+        *out = cJSON_CreateObject();
+        return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    }
+    doc = cJSON_ParseWithLength(json, len);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "arguments must be a JSON object");
+    }
+    *out = doc;
+    return RLMCP_OK;
+}
+
+static int missing(const struct rlmcp_h *h, const char *name)
+{
+    return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                        "missing required argument '%s'", name);
+}
+
+int rlmcp_h_arg_str(const struct rlmcp_h *h, const cJSON *args,
+                    const char *name, bool required, const char **out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+
+    if (it == NULL || cJSON_IsNull(it))
+        return required ? missing(h, name) : RLMCP_OK;
+    if (!cJSON_IsString(it))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be a string", name);
+    if (required && it->valuestring[0] == '\0')
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must not be empty", name);
+    *out = it->valuestring;
+    return RLMCP_OK;
+}
+
+int rlmcp_h_arg_int(const struct rlmcp_h *h, const cJSON *args,
+                    const char *name, bool required, long long min,
+                    long long max, long long *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+    double v;
+
+    if (it == NULL || cJSON_IsNull(it))
+        return required ? missing(h, name) : RLMCP_OK;
+    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be an integer", name);
+    v = it->valuedouble;
+    if (v < (double)min || v > (double)max)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be between %lld and %lld "
+                            "(got %.0f)",
+                            name, min, max, v);
+    *out = (long long)v;
+    return RLMCP_OK;
+}
+
+int rlmcp_h_arg_bool(const struct rlmcp_h *h, const cJSON *args,
+                     const char *name, bool *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+
+    if (it == NULL || cJSON_IsNull(it))
+        return RLMCP_OK;
+    if (!cJSON_IsBool(it))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be true or false", name);
+    *out = cJSON_IsTrue(it);
+    return RLMCP_OK;
+}
+
+int rlmcp_h_arg_str_map(const struct rlmcp_h *h, const cJSON *args,
+                        const char *name, const cJSON **out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+    const cJSON *v = NULL;
+
+    if (it == NULL || cJSON_IsNull(it))
+        return RLMCP_OK;
+    if (!cJSON_IsObject(it))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be an object of strings",
+                            name);
+    cJSON_ArrayForEach(v, it)
+    {
+        if (!cJSON_IsString(v))
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "argument '%s': value of '%s' must be a "
+                                "string",
+                                name, v->string);
+    }
+    *out = it;
+    return RLMCP_OK;
+}
+
+bool rlmcp_h_id_valid(const char *s)
+{
+    size_t n = 0;
+
+    if (s == NULL)
+        return false;
+    for (; s[n] != '\0'; n++) {
+        unsigned char c = (unsigned char)s[n];
+        if (!isalnum(c) && c != '_' && c != '-' && c != '.')
+            return false;
+    }
+    return n > 0 && n <= 128 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args,
+                   const char *name, bool required, const char **out)
+{
+    const char *v = NULL;
+    int rc = rlmcp_h_arg_str(h, args, name, required, &v);
+
+    if (rc != RLMCP_OK || v == NULL)
+        return rc;
+    if (!rlmcp_h_id_valid(v))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' is not a valid id: use the id "
+                            "exactly as returned (letters, digits, '_', "
+                            "'-', '.'; at most 128)",
+                            name);
+    *out = v;
+    return RLMCP_OK;
+}
+
+/* ---- results --------------------------------------------------------------- */
+
+int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj)
+{
+    char *text = cJSON_PrintUnformatted(obj);
+    int rc;
+
+    if (text == NULL)
+        return RLMCP_ENOMEM;
+    rc = h->api->result_json(h->call, text, strlen(text));
+    free(text);
+    return rc;
+}
+
+/* ---- config ------------------------------------------------------------------ */
+
+bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
+                     long long *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, name);
+
+    *out = def;
+    if (it == NULL)
+        return true;
+    if (!cJSON_IsNumber(it) ||
+        it->valuedouble != (double)(long long)it->valuedouble)
+        return false;
+    *out = (long long)it->valuedouble;
+    return true;
+}
+
+bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def,
+                      bool *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, name);
+
+    *out = def;
+    if (it == NULL)
+        return true;
+    if (!cJSON_IsBool(it))
+        return false;
+    *out = cJSON_IsTrue(it);
+    return true;
+}
+
+/* ---- base64 ------------------------------------------------------------------ */
+
+static const char b64chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *rlmcp_h_b64_encode(const void *data, size_t len, size_t *out_len)
+{
+    const unsigned char *in = data;
+    size_t n = 4 * ((len + 2) / 3);
+    char *out = malloc(n + 1);
+    size_t i, o = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i + 2 < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64chars[v >> 18 & 63];
+        out[o++] = b64chars[v >> 12 & 63];
+        out[o++] = b64chars[v >> 6 & 63];
+        out[o++] = b64chars[v & 63];
+    }
+    if (i < len) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)in[i + 1] << 8;
+        out[o++] = b64chars[v >> 18 & 63];
+        out[o++] = b64chars[v >> 12 & 63];
+        out[o++] = i + 1 < len ? b64chars[v >> 6 & 63] : '=';
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+    if (out_len != NULL)
+        *out_len = o;
+    return out;
+}
+
+size_t rlmcp_h_b64_decoded_max(size_t len)
+{
+    return len / 4 * 3 + 3;
+}
+
+static int b64val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+unsigned char *rlmcp_h_b64_decode(const char *s, size_t len, size_t *out_len)
+{
+    unsigned char *out = malloc(rlmcp_h_b64_decoded_max(len) + 1);
+    uint32_t acc = 0;
+    size_t i, o = 0, nq = 0, pad = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int v;
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        v = b64val(c);
+        if (v < 0 || pad > 0)
+            goto bad;
+        acc = acc << 6 | (uint32_t)v;
+        if (++nq == 4) {
+            out[o++] = (unsigned char)(acc >> 16);
+            out[o++] = (unsigned char)(acc >> 8);
+            out[o++] = (unsigned char)acc;
+            nq = 0;
+            acc = 0;
+        }
+    }
+    if (nq == 1 || pad > 2)
+        goto bad;
+    if (nq == 2) {
+        out[o++] = (unsigned char)(acc >> 4);
+    } else if (nq == 3) {
+        out[o++] = (unsigned char)(acc >> 10);
+        out[o++] = (unsigned char)(acc >> 2);
+    }
+    *out_len = o;
+    return out;
+bad:
+    free(out);
+    return NULL;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at p (max n bytes), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    size_t need, i;
+
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        need = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+        need = 3;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+        need = 4;
+    else
+        return 0;
+    if (need > n)
+        return 0;
+    for (i = 1; i < need; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    if (need == 3 && p[0] == 0xE0 && p[1] < 0xA0)
+        return 0;
+    if (need == 3 && p[0] == 0xED && p[1] >= 0xA0)
+        return 0;
+    if (need == 4 && p[0] == 0xF0 && p[1] < 0x90)
+        return 0;
+    if (need == 4 && p[0] == 0xF4 && p[1] >= 0x90)
+        return 0;
+    return need;
+}
+
+bool rlmcp_h_is_text(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t i = 0;
+
+    while (i < len) {
+        size_t n;
+        if (p[i] == 0)
+            return false;
+        n = utf8_seq(p + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+struct mime_ext {
+    const char *ext;
+    const char *mime;
+};
+
+static const struct mime_ext mime_exts[] = {
+    {"png", "image/png"},        {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},      {"gif", "image/gif"},
+    {"webp", "image/webp"},      {"svg", "image/svg+xml"},
+    {"pdf", "application/pdf"},  {"zip", "application/zip"},
+    {"gz", "application/gzip"},  {"tgz", "application/gzip"},
+    {"tar", "application/x-tar"}, {"json", "application/json"},
+    {"xml", "application/xml"},  {"html", "text/html"},
+    {"htm", "text/html"},        {"css", "text/css"},
+    {"js", "text/javascript"},   {"txt", "text/plain"},
+    {"md", "text/markdown"},     {"csv", "text/csv"},
+    {"py", "text/x-python"},     {"c", "text/x-c"},
+    {"h", "text/x-c"},           {"sh", "application/x-sh"},
+    {"wasm", "application/wasm"}, {"mp3", "audio/mpeg"},
+    {"wav", "audio/wav"},        {"mp4", "video/mp4"},
+};
+
+const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    const char *dot = path != NULL ? strrchr(path, '.') : NULL;
+    const char *slash = path != NULL ? strrchr(path, '/') : NULL;
+    size_t i;
+
+    if (dot != NULL && (slash == NULL || dot > slash)) {
+        for (i = 0; i < sizeof(mime_exts) / sizeof(mime_exts[0]); i++) {
+            if (strcasecmp(dot + 1, mime_exts[i].ext) == 0)
+                return mime_exts[i].mime;
+        }
+    }
+    if (len >= 8 && memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return "image/png";
+    if (len >= 3 && memcmp(p, "\xff\xd8\xff", 3) == 0)
+        return "image/jpeg";
+    if (len >= 6 && (memcmp(p, "GIF87a", 6) == 0 || memcmp(p, "GIF89a", 6) == 0))
+        return "image/gif";
+    if (len >= 5 && memcmp(p, "%PDF-", 5) == 0)
+        return "application/pdf";
+    if (len >= 4 && memcmp(p, "PK\x03\x04", 4) == 0)
+        return "application/zip";
+    if (len >= 2 && memcmp(p, "\x1f\x8b", 2) == 0)
+        return "application/gzip";
+    if (len >= 4 && memcmp(p, "\x7f" "ELF", 4) == 0)
+        return "application/x-executable";
+    if (rlmcp_h_is_text(data, len))
+        return "text/plain";
+    return "application/octet-stream";
+}
+
+char *rlmcp_h_shell_quote(const char *s)
+{
+    size_t n = 2, i, o = 0;
+    char *out;
+
+    for (i = 0; s[i] != '\0'; i++)
+        n += s[i] == '\'' ? 4 : 1;
+    out = malloc(n + 1);
+    if (out == NULL)
+        return NULL;
+    out[o++] = '\'';
+    for (i = 0; s[i] != '\0'; i++) {
+        if (s[i] == '\'') {
+            memcpy(out + o, "'\\''", 4);
+            o += 4;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+    return out;
+}
+
+char *rlmcp_h_sprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *out = NULL;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&out, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : out;
+}
+
+uint64_t rlmcp_h_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- capture ------------------------------------------------------------------------ */
+
+bool rlmcp_h_capture_init(struct rlmcp_h_capture *c, size_t max)
+{
+    memset(c, 0, sizeof(*c));
+    if (max < 2)
+        max = 2;
+    c->head_cap = max / 2;
+    c->tail_cap = max - c->head_cap;
+    c->head = malloc(c->head_cap);
+    c->tail = malloc(c->tail_cap);
+    if (c->head == NULL || c->tail == NULL) {
+        rlmcp_h_capture_free(c);
+        return false;
+    }
+    return true;
+}
+
+void rlmcp_h_capture_add(struct rlmcp_h_capture *c, const char *data,
+                         size_t len)
+{
+    size_t take;
+
+    c->total += len;
+    take = c->head_cap - c->head_len;
+    if (take > len)
+        take = len;
+    memcpy(c->head + c->head_len, data, take);
+    c->head_len += take;
+    data += take;
+    len -= take;
+    if (len >= c->tail_cap) {
+        /* Only the last tail_cap bytes can survive. */
+        data += len - c->tail_cap;
+        len = c->tail_cap;
+    }
+    while (len > 0) {
+        size_t room = c->tail_cap - c->tail_pos;
+        size_t n = len < room ? len : room;
+        memcpy(c->tail + c->tail_pos, data, n);
+        c->tail_pos = (c->tail_pos + n) % c->tail_cap;
+        c->tail_len += n;
+        if (c->tail_len > c->tail_cap)
+            c->tail_len = c->tail_cap;
+        data += n;
+        len -= n;
+    }
+}
+
+void rlmcp_h_capture_reset(struct rlmcp_h_capture *c)
+{
+    c->head_len = 0;
+    c->tail_len = 0;
+    c->tail_pos = 0;
+    c->total = 0;
+}
+
+void rlmcp_h_capture_free(struct rlmcp_h_capture *c)
+{
+    free(c->head);
+    free(c->tail);
+    c->head = NULL;
+    c->tail = NULL;
+}
+
+/* Copy the ring's contents in order into out; returns the length. */
+static size_t ring_linear(const struct rlmcp_h_capture *c, char *out)
+{
+    size_t start;
+    size_t first;
+
+    if (c->tail_len < c->tail_cap) {
+        start = (c->tail_pos + c->tail_cap - c->tail_len) % c->tail_cap;
+    } else {
+        start = c->tail_pos;
+    }
+    first = c->tail_cap - start;
+    if (first > c->tail_len)
+        first = c->tail_len;
+    memcpy(out, c->tail + start, first);
+    memcpy(out + first, c->tail, c->tail_len - first);
+    return c->tail_len;
+}
+
+/* Bytes to drop at the end of p[0..n) so it does not end mid-character. */
+static size_t utf8_tail_trim(const char *p, size_t n)
+{
+    size_t back = 0;
+
+    while (back < 4 && back < n &&
+           ((unsigned char)p[n - 1 - back] & 0xC0) == 0x80)
+        back++;
+    if (back < n) {
+        size_t need = utf8_seq((const unsigned char *)p + n - 1 - back,
+                               back + 1);
+        if (need == 0 && (unsigned char)p[n - 1 - back] >= 0xC0)
+            return back + 1;
+    }
+    return 0;
+}
+
+/* Bytes to skip at the start of p so it begins on a character. */
+static size_t utf8_head_skip(const char *p, size_t n)
+{
+    size_t i = 0;
+
+    while (i < 3 && i < n && ((unsigned char)p[i] & 0xC0) == 0x80)
+        i++;
+    return i;
+}
+
+char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
+                           const char *execution_id, bool *truncated)
+{
+    char *tail = NULL;
+    char *marker = NULL;
+    char *out = NULL;
+    size_t tail_len, head_len, skip, omitted;
+
+    tail = malloc(c->tail_cap + 1);
+    if (tail == NULL)
+        goto out;
+    tail_len = ring_linear(c, tail);
+    if (c->total <= c->head_cap + c->tail_cap) {
+        *truncated = false;
+        out = malloc(c->head_len + tail_len + 1);
+        if (out == NULL)
+            goto out;
+        memcpy(out, c->head, c->head_len);
+        memcpy(out + c->head_len, tail, tail_len);
+        out[c->head_len + tail_len] = '\0';
+        goto out;
+    }
+    *truncated = true;
+    head_len = c->head_len - utf8_tail_trim(c->head, c->head_len);
+    skip = utf8_head_skip(tail, tail_len);
+    omitted = (size_t)(c->total - head_len - (tail_len - skip));
+    if (execution_id != NULL)
+        marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes; full output: "
+                                 "get_execution_logs execution_id=%s]\u2026\n",
+                                 omitted, execution_id);
+    else
+        marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes]\u2026\n",
+                                 omitted);
+    if (marker == NULL)
+        goto out;
+    out = rlmcp_h_sprintf("%.*s%s%.*s", (int)head_len, c->head, marker,
+                          (int)(tail_len - skip), tail + skip);
+out:
+    free(tail);
+    free(marker);
+    return out;
+}
+
+/* ---- schema-driven argument check ---------------------------------------------- */
+
+int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json,
+                        size_t len, const char *schema_json, cJSON **out)
+{
+    cJSON *schema = NULL;
+    cJSON *args = NULL;
+    const cJSON *props = NULL;
+    const cJSON *req = NULL;
+    const cJSON *addl = NULL;
+    const cJSON *it = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = rlmcp_h_args(h, json, len, &args);
+    if (rc != RLMCP_OK)
+        goto out;
+    schema = cJSON_Parse(schema_json);
+    if (schema == NULL) {
+        rc = RLMCP_EINTERNAL;
+        goto out;
+    }
+    props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    addl = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
+    if (cJSON_IsFalse(addl)) {
+        cJSON_ArrayForEach(it, args)
+        {
+            if (cJSON_GetObjectItemCaseSensitive(props, it->string) != NULL)
+                continue;
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                              "unknown argument '%s' (see the tool's input "
+                              "schema for the accepted names)",
+                              it->string);
+            goto out;
+        }
+    }
+    req = cJSON_GetObjectItemCaseSensitive(schema, "required");
+    cJSON_ArrayForEach(it, req)
+    {
+        if (!cJSON_IsString(it))
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(args, it->valuestring) == NULL) {
+            rc = missing(h, it->valuestring);
+            goto out;
+        }
+    }
+    *out = args;
+    args = NULL;
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(schema);
+    return rc;
+}
+
+/* ---- devboxes ------------------------------------------------------------------- */
+
+const char *rlmcp_h_devbox_status(const cJSON *dbx)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(dbx, "status");
+
+    return cJSON_IsString(st) ? st->valuestring : "";
+}
+
+static bool status_in(const char *st, const char *const *statuses)
+{
+    size_t i;
+
+    for (i = 0; statuses[i] != NULL; i++) {
+        if (strcmp(st, statuses[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
+                        const char *const *statuses, uint64_t wait_ms,
+                        cJSON **dbx_out)
+{
+    uint64_t deadline = rlmcp_h_now_ms() + wait_ms;
+    char *path = NULL;
+    char *get_path = NULL;
+    char *what = NULL;
+    cJSON *body = NULL;
+    cJSON *arr = NULL;
+    cJSON *dbx = NULL;
+    size_t i;
+    int rc = RLMCP_ENOMEM;
+
+    *dbx_out = NULL;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/wait_for_status", id);
+    get_path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    what = rlmcp_h_sprintf("devbox %s", id);
+    body = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(body, "statuses");
+    if (path == NULL || get_path == NULL || what == NULL || arr == NULL)
+        goto out;
+    for (i = 0; statuses[i] != NULL; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(statuses[i]));
+    /* Look first: the common case is already there, or nearly. */
+    rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &dbx);
+    if (rc != RLMCP_OK)
+        goto out;
+    while (!status_in(rlmcp_h_devbox_status(dbx), statuses)) {
+        struct rlmcp_h_req_opts o = {0};
+        uint64_t now = rlmcp_h_now_ms();
+        long status = 0;
+        cJSON *got = NULL;
+
+        if (now >= deadline)
+            break;
+        o.max_retries = 0;
+        o.timeout_ms = (uint32_t)(deadline - now < 1000 ? 1000 : deadline - now);
+        {
+            struct rlmcp_http_resp *resp = NULL;
+            rc = do_request(h, "POST", path, body, &o, &resp);
+            if (rc == RLMCP_ETIMEDOUT) {
+                /* Our own bound passed mid-poll: report the last view. */
+                rc = RLMCP_OK;
+                break;
+            }
+            if (rc != RLMCP_OK) {
+                rc = rlmcp_h_fail_rc(h, rc, what);
+                goto out;
+            }
+            status = resp->status;
+            if (resp->body_len > 0)
+                got = cJSON_ParseWithLength(resp->body, resp->body_len);
+            if (status == 404 || status == 401 || status == 403) {
+                rc = rlmcp_h_fail_resp(h, resp, what);
+                h->api->http_resp_free(resp);
+                cJSON_Delete(got);
+                goto out;
+            }
+            h->api->http_resp_free(resp);
+        }
+        if (status >= 200 && status <= 299 && cJSON_IsObject(got)) {
+            cJSON_Delete(dbx);
+            dbx = got;
+            continue;
+        }
+        cJSON_Delete(got);
+        if (status == 408)
+            continue;
+        /* Another status: fall back to a plain GET poll. */
+        cJSON_Delete(dbx);
+        dbx = NULL;
+        rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &dbx);
+        if (rc != RLMCP_OK)
+            goto out;
+        if (status_in(rlmcp_h_devbox_status(dbx), statuses))
+            break;
+        rc = h->api->sleep_ms(h->call, 500);
+        if (rc != RLMCP_OK)
+            goto out;
+    }
+    rc = RLMCP_OK;
+    *dbx_out = dbx;
+    dbx = NULL;
+out:
+    free(path);
+    free(get_path);
+    free(what);
+    cJSON_Delete(body);
+    cJSON_Delete(dbx);
+    return rc;
+}

@@ -1,0 +1,226 @@
+/*
+ * rlmcp_helpers.h - optional helper library for plugin authors.
+ *
+ * A static library (rlmcp_helpers) linked into plugins. It uses cJSON, which
+ * the ABI header deliberately does not: JSON still crosses the ABI as text.
+ *
+ * Convention for functions that talk to the host on behalf of a call:
+ *   0 (RLMCP_OK)       success
+ *   RLMCP_H_REPORTED   an error result was already set with result_error();
+ *                      the handler returns RLMCP_OK
+ *   < 0                RLMCP_* code (ECANCELLED, ENOMEM...) to return as is
+ * rlmcp_h_ret() turns such a value into the handler's return value.
+ */
+#ifndef RLMCP_HELPERS_H
+#define RLMCP_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "rlmcp/plugin.h"
+
+#define RLMCP_H_REPORTED 1
+
+static inline int rlmcp_h_ret(int rc)
+{
+    return rc > 0 ? RLMCP_OK : rc;
+}
+
+/* The handler's context: the services table and the current call. */
+struct rlmcp_h {
+    const struct rlmcp_host_api *api;
+    rlmcp_call *call;
+};
+
+/* ---- error codes (docs/errors.md) ------------------------------------ */
+
+#define RLMCP_ERR_INVALID_ARGUMENT "invalid_argument"
+#define RLMCP_ERR_NOT_FOUND "not_found"
+#define RLMCP_ERR_UNAUTHENTICATED "unauthenticated"
+#define RLMCP_ERR_PERMISSION_DENIED "permission_denied"
+#define RLMCP_ERR_CONFLICT "conflict"
+#define RLMCP_ERR_RATE_LIMITED "rate_limited"
+#define RLMCP_ERR_UNAVAILABLE "unavailable"
+#define RLMCP_ERR_TIMEOUT "timeout"
+#define RLMCP_ERR_DEVBOX_NOT_RUNNING "devbox_not_running"
+#define RLMCP_ERR_DEVBOX_NOT_READY "devbox_not_ready"
+#define RLMCP_ERR_TOO_LARGE "too_large"
+#define RLMCP_ERR_CANCELLED "cancelled"
+#define RLMCP_ERR_INTERNAL "internal"
+
+/* The error code for an HTTP status from the Runloop API. */
+const char *rlmcp_h_code_for_status(long status);
+/* The default remedy text for a code; never NULL. */
+const char *rlmcp_h_remedy_for_code(const char *code);
+/*
+ * The message of a Runloop error body: body.message when the body is JSON,
+ * else the raw text (cut to 300 bytes). Returns a malloc'd string.
+ */
+char *rlmcp_h_error_message(const char *body, size_t len);
+
+/* result_error with the code's default remedy. Returns RLMCP_H_REPORTED. */
+int rlmcp_h_fail(const struct rlmcp_h *h, const char *code,
+                 const char *fmt, ...) RLMCP_PRINTF(3, 4);
+/* Same with a remedy of the caller's choice. */
+int rlmcp_h_fail_remedy(const struct rlmcp_h *h, const char *code,
+                        const char *remedy, const char *fmt, ...)
+    RLMCP_PRINTF(4, 5);
+
+/*
+ * Report a failed Runloop response: maps the status to a code, uses the
+ * body's message and names `what` (e.g. "devbox dbx_1"). RLMCP_H_REPORTED.
+ */
+int rlmcp_h_fail_resp(const struct rlmcp_h *h,
+                      const struct rlmcp_http_resp *resp, const char *what);
+/*
+ * Report a transport-level failure (rc from runloop_request). Returns
+ * RLMCP_ECANCELLED for a cancelled call (nothing is reported then), else
+ * RLMCP_H_REPORTED.
+ */
+int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what);
+
+/* ---- Runloop requests -------------------------------------------------- */
+
+struct rlmcp_h_req_opts {
+    uint32_t timeout_ms; /* 0: host default */
+    int32_t max_retries; /* <0: host default */
+    uint32_t flags;      /* RLMCP_HTTP_* */
+    size_t max_body;     /* 0: host default */
+    const char *accept;  /* NULL: application/json */
+};
+
+/*
+ * Send a JSON request (body may be NULL) and parse the 2xx answer into
+ * *out (NULL when the body is empty or not JSON; out may be NULL). A non-2xx
+ * answer or a transport failure is reported against `what`.
+ * Returns 0, RLMCP_H_REPORTED or a negative RLMCP code.
+ */
+int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
+                    const char *path, const cJSON *body,
+                    const struct rlmcp_h_req_opts *opts, const char *what,
+                    cJSON **out);
+/*
+ * Same, but a non-2xx status is returned in *status_out with *out holding
+ * the parsed body (if JSON) instead of being reported; *msg_out (optional)
+ * receives the error message (malloc'd). Transport failures are reported.
+ */
+int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
+                           const char *path, const cJSON *body,
+                           const struct rlmcp_h_req_opts *opts,
+                           const char *what, long *status_out, cJSON **out,
+                           char **msg_out);
+
+/* ---- arguments ---------------------------------------------------------- */
+
+/* Parse the arguments object; reports invalid_argument when not an object. */
+int rlmcp_h_args(const struct rlmcp_h *h, const char *json, size_t len,
+                 cJSON **out);
+/*
+ * Getters: 0 with *out set (left untouched when absent and optional), or
+ * RLMCP_H_REPORTED after an invalid_argument error naming the argument.
+ */
+int rlmcp_h_arg_str(const struct rlmcp_h *h, const cJSON *args,
+                    const char *name, bool required, const char **out);
+int rlmcp_h_arg_int(const struct rlmcp_h *h, const cJSON *args,
+                    const char *name, bool required, long long min,
+                    long long max, long long *out);
+int rlmcp_h_arg_bool(const struct rlmcp_h *h, const cJSON *args,
+                     const char *name, bool *out);
+/* An object whose values are all strings; *out borrowed from args. */
+int rlmcp_h_arg_str_map(const struct rlmcp_h *h, const cJSON *args,
+                        const char *name, const cJSON **out);
+/* An id used in a URL path: 1-128 chars of [A-Za-z0-9_.-]. */
+int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args,
+                   const char *name, bool required, const char **out);
+bool rlmcp_h_id_valid(const char *s);
+
+/*
+ * Parse the arguments and check them against the tool's input schema
+ * text: unknown names (when additionalProperties is false) and missing
+ * required names are invalid_argument errors. Types are checked by the
+ * getters below.
+ */
+int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json,
+                        size_t len, const char *schema_json, cJSON **out);
+
+/* ---- devboxes ------------------------------------------------------------ */
+
+/*
+ * Wait until the devbox's status is one of `statuses` (NULL-terminated) or
+ * wait_ms passes, long-polling POST /v1/devboxes/{id}/wait_for_status.
+ * *dbx_out receives the last DevboxView seen (caller frees). Returns 0
+ * (check the status yourself: the bound may have passed),
+ * RLMCP_H_REPORTED or a negative code.
+ */
+int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
+                        const char *const *statuses, uint64_t wait_ms,
+                        cJSON **dbx_out);
+/* The devbox's status string, or "" (borrowed from dbx). */
+const char *rlmcp_h_devbox_status(const cJSON *dbx);
+
+/* ---- results ------------------------------------------------------------- */
+
+/* Set structuredContent from obj (not consumed). */
+int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj);
+
+/* ---- config helpers (init time, no call) --------------------------------- */
+
+/* Integer from a config object; def when absent; false when wrong type. */
+bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
+                     long long *out);
+bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def,
+                      bool *out);
+
+/* ---- text utilities ------------------------------------------------------ */
+
+/* Base64 (standard alphabet, padded). Return malloc'd buffers or NULL. */
+char *rlmcp_h_b64_encode(const void *data, size_t len, size_t *out_len);
+/* NULL with *bad set when the input is not valid base64 (whitespace ok). */
+unsigned char *rlmcp_h_b64_decode(const char *s, size_t len, size_t *out_len);
+/* An upper bound of the decoded size of a base64 text. */
+size_t rlmcp_h_b64_decoded_max(size_t len);
+
+/* True when data is valid UTF-8 with no NUL byte. */
+bool rlmcp_h_is_text(const void *data, size_t len);
+/* A MIME type from the file name's extension, else from magic bytes. */
+const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len);
+
+/* Single-quote s for POSIX sh. malloc'd. */
+char *rlmcp_h_shell_quote(const char *s);
+
+/* asprintf that returns NULL on failure. */
+char *rlmcp_h_sprintf(const char *fmt, ...) RLMCP_PRINTF(1, 2);
+
+/* Monotonic milliseconds. */
+uint64_t rlmcp_h_now_ms(void);
+
+/*
+ * A bounded output capture: keeps the first head_cap and the last tail_cap
+ * bytes of a stream and counts the rest, so any amount of output can pass
+ * through in constant memory.
+ */
+struct rlmcp_h_capture {
+    char *head;
+    size_t head_len, head_cap;
+    char *tail; /* ring buffer */
+    size_t tail_len, tail_pos, tail_cap;
+    uint64_t total;
+};
+/* max bytes kept in total (split half/half). false on ENOMEM. */
+bool rlmcp_h_capture_init(struct rlmcp_h_capture *c, size_t max);
+void rlmcp_h_capture_add(struct rlmcp_h_capture *c, const char *data,
+                         size_t len);
+void rlmcp_h_capture_reset(struct rlmcp_h_capture *c);
+void rlmcp_h_capture_free(struct rlmcp_h_capture *c);
+/*
+ * The kept text: everything when it fit, else head + marker + tail, cut at
+ * UTF-8 boundaries. The marker names the omitted byte count and, when
+ * execution_id is set, the tool to fetch the full output. malloc'd.
+ */
+char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
+                           const char *execution_id, bool *truncated);
+
+#endif

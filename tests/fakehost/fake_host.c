@@ -1,0 +1,831 @@
+/*
+ * fake_host.c - see fake_host.h. Test-only code: it aborts on ENOMEM.
+ */
+#define _GNU_SOURCE
+#include "fake_host.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FH_MAX 512
+
+struct fh_route_ent {
+    char *method;
+    char *path;
+    long status;
+    char *body;
+    size_t body_len;
+    int rc;
+    int times;
+    int used;
+    bool sse;
+    char **sse_data;
+    size_t sse_n;
+};
+
+struct rlmcp_plugin {
+    int dummy;
+};
+struct rlmcp_call {
+    int dummy;
+};
+
+static struct {
+    const struct rlmcp_plugin_desc *desc;
+    void *state;
+    char *config;
+    char *init_error;
+    struct rlmcp_tool_def tools[64];
+    size_t n_tools;
+    struct fh_route_ent routes[FH_MAX];
+    size_t n_routes;
+    struct fh_request reqs[FH_MAX];
+    size_t n_reqs;
+    cJSON *parsed[FH_MAX];
+    size_t n_parsed;
+    cJSON *result;
+    char *text;
+    char *err_code, *err_msg, *err_remedy;
+    char *prog_msg[FH_MAX];
+    double prog_val[FH_MAX];
+    size_t n_prog;
+    bool cancelled;
+    int cancel_after;
+    bool in_init;
+} fh;
+
+static struct rlmcp_plugin fh_self;
+static struct rlmcp_call fh_the_call;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        abort();
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *p;
+    if (s == NULL)
+        return NULL;
+    p = strdup(s);
+    if (p == NULL)
+        abort();
+    return p;
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+/* ---- services -------------------------------------------------------- */
+
+static int svc_register_tool(rlmcp_plugin *self,
+                             const struct rlmcp_tool_def *def)
+{
+    size_t i;
+
+    if (!fh.in_init)
+        return RLMCP_ESTATE;
+    if (def->name == NULL || def->handler == NULL ||
+        def->description == NULL || def->input_schema_json == NULL)
+        return RLMCP_EINVAL;
+    for (i = 0; i < fh.n_tools; i++) {
+        if (strcmp(fh.tools[i].name, def->name) == 0)
+            return RLMCP_EEXIST;
+    }
+    /* Schemas must parse, as the host checks. */
+    {
+        cJSON *s = cJSON_Parse(def->input_schema_json);
+        bool ok = cJSON_IsObject(s);
+        cJSON_Delete(s);
+        if (!ok)
+            return RLMCP_EINVAL;
+        if (def->output_schema_json != NULL) {
+            s = cJSON_Parse(def->output_schema_json);
+            ok = cJSON_IsObject(s);
+            cJSON_Delete(s);
+            if (!ok)
+                return RLMCP_EINVAL;
+        }
+        if (def->annotations_json != NULL) {
+            s = cJSON_Parse(def->annotations_json);
+            ok = cJSON_IsObject(s);
+            cJSON_Delete(s);
+            if (!ok)
+                return RLMCP_EINVAL;
+        }
+    }
+    if (fh.n_tools == 64)
+        return RLMCP_ENOMEM;
+    fh.tools[fh.n_tools] = *def;
+    fh.tools[fh.n_tools].name = xstrdup(def->name);
+    fh.tools[fh.n_tools].title = xstrdup(def->title);
+    fh.tools[fh.n_tools].description = xstrdup(def->description);
+    fh.tools[fh.n_tools].input_schema_json = xstrdup(def->input_schema_json);
+    fh.tools[fh.n_tools].output_schema_json = xstrdup(def->output_schema_json);
+    fh.tools[fh.n_tools].annotations_json = xstrdup(def->annotations_json);
+    fh.n_tools++;
+    return RLMCP_OK;
+}
+
+static int svc_register_resource(rlmcp_plugin *self,
+                                 const struct rlmcp_resource_def *def)
+{
+    return RLMCP_ENOTSUP;
+}
+
+static int svc_register_prompt(rlmcp_plugin *self,
+                               const struct rlmcp_prompt_def *def)
+{
+    return RLMCP_ENOTSUP;
+}
+
+static void svc_set_error(rlmcp_plugin *self, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    free(fh.init_error);
+    fh.init_error = s;
+}
+
+static const char *svc_config_json(rlmcp_plugin *self, size_t *len_out)
+{
+    if (len_out != NULL)
+        *len_out = strlen(fh.config);
+    return fh.config;
+}
+
+static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt,
+                     va_list ap)
+{
+    if (getenv("FH_VERBOSE") == NULL)
+        return;
+    fprintf(stderr, "[fake-host log %d] ", level);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+static void svc_log(rlmcp_plugin *self, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    svc_vlog(self, level, fmt, ap);
+    va_end(ap);
+}
+
+static void *svc_alloc(size_t n)
+{
+    return malloc(n);
+}
+static void *svc_calloc(size_t n, size_t s)
+{
+    return calloc(n, s);
+}
+static char *svc_strdup(const char *s)
+{
+    return strdup(s);
+}
+static void svc_free(void *p)
+{
+    free(p);
+}
+
+static const char *svc_strerror(int code)
+{
+    switch (code) {
+    case RLMCP_OK: return "ok";
+    case RLMCP_EINVAL: return "invalid argument";
+    case RLMCP_ENOMEM: return "out of memory";
+    case RLMCP_ECANCELLED: return "cancelled";
+    case RLMCP_ETIMEDOUT: return "timed out";
+    case RLMCP_EHTTP: return "transport failure";
+    default: return "error";
+    }
+}
+
+static void append_text(const char *t)
+{
+    size_t a = fh.text ? strlen(fh.text) : 0;
+    size_t b = strlen(t);
+    char *n = xmalloc(a + b + 1);
+    if (a)
+        memcpy(n, fh.text, a);
+    memcpy(n + a, t, b + 1);
+    free(fh.text);
+    fh.text = n;
+}
+
+static int svc_result_text(rlmcp_call *call, const char *text)
+{
+    append_text(text);
+    return RLMCP_OK;
+}
+
+static int svc_result_content(rlmcp_call *call, const char *json, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(json, len);
+    bool ok = cJSON_IsObject(o) &&
+              cJSON_IsString(cJSON_GetObjectItem(o, "type"));
+    cJSON_Delete(o);
+    return ok ? RLMCP_OK : RLMCP_EINVAL;
+}
+
+static int svc_result_json(rlmcp_call *call, const char *json, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(json, len);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return RLMCP_EINVAL;
+    }
+    cJSON_Delete(fh.result);
+    fh.result = o;
+    return RLMCP_OK;
+}
+
+static int svc_result_error(rlmcp_call *call, const char *code,
+                            const char *remedy, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    free(fh.err_code);
+    free(fh.err_msg);
+    free(fh.err_remedy);
+    fh.err_code = xstrdup(code);
+    fh.err_msg = s;
+    fh.err_remedy = xstrdup(remedy);
+    cJSON_Delete(fh.result);
+    fh.result = NULL;
+    if (getenv("FH_VERBOSE") != NULL)
+        fprintf(stderr, "[fake-host error] %s: %s\n", code, s);
+    return RLMCP_OK;
+}
+
+static int svc_progress(rlmcp_call *call, double progress, double total,
+                        const char *message)
+{
+    if (fh.n_prog == FH_MAX)
+        return RLMCP_OK;
+    fh.prog_val[fh.n_prog] = progress;
+    fh.prog_msg[fh.n_prog] = xstrdup(message ? message : "");
+    fh.n_prog++;
+    return RLMCP_OK;
+}
+
+static bool svc_is_cancelled(rlmcp_call *call)
+{
+    return fh.cancelled;
+}
+
+static int svc_sleep_ms(rlmcp_call *call, uint32_t ms)
+{
+    /* Tests never wait: time is not simulated. */
+    return fh.cancelled ? RLMCP_ECANCELLED : RLMCP_OK;
+}
+
+static void svc_call_log(rlmcp_call *call, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    svc_vlog(NULL, level, fmt, ap);
+    va_end(ap);
+}
+
+static bool path_match(const char *pattern, const char *path)
+{
+    size_t n = strlen(pattern);
+    if (n > 0 && pattern[n - 1] == '*')
+        return strncmp(pattern, path, n - 1) == 0;
+    return strcmp(pattern, path) == 0;
+}
+
+static struct fh_route_ent *find_route(const char *method, const char *path,
+                                       bool sse)
+{
+    size_t i;
+
+    for (i = 0; i < fh.n_routes; i++) {
+        struct fh_route_ent *r = &fh.routes[i];
+        if (r->sse != sse)
+            continue;
+        if (r->times > 0 && r->used >= r->times)
+            continue;
+        if (!sse && strcmp(r->method, method) != 0)
+            continue;
+        if (!path_match(r->path, path))
+            continue;
+        r->used++;
+        return r;
+    }
+    return NULL;
+}
+
+static void record(const struct rlmcp_http_req *req)
+{
+    struct fh_request *r;
+    size_t i;
+
+    if (fh.n_reqs == FH_MAX)
+        abort();
+    r = &fh.reqs[fh.n_reqs++];
+    memset(r, 0, sizeof(*r));
+    r->method = xstrdup(req->method);
+    r->path = xstrdup(req->path);
+    if (req->body != NULL)
+        r->body = xstrndup(req->body, req->body_len);
+    r->accept = xstrdup(req->accept);
+    r->flags = req->flags;
+    r->timeout_ms = req->timeout_ms;
+    r->max_retries = req->max_retries;
+    r->max_body = req->max_body;
+    r->cancelled_at_send = fh.cancelled;
+    r->n_parts = req->n_parts;
+    for (i = 0; i < req->n_parts; i++) {
+        const struct rlmcp_http_part *p = &req->parts[i];
+        if (p->name != NULL && strcmp(p->name, "path") == 0)
+            r->part_path = xstrndup(p->data, p->len);
+        if (p->name != NULL && strcmp(p->name, "file") == 0) {
+            r->part_file = xmalloc(p->len);
+            memcpy(r->part_file, p->data, p->len);
+            r->part_file_len = p->len;
+        }
+    }
+}
+
+static void tick_cancel(void)
+{
+    if (fh.cancel_after > 0 && --fh.cancel_after == 0)
+        fh.cancelled = true;
+}
+
+static int svc_runloop_request(rlmcp_call *call,
+                               const struct rlmcp_http_req *req,
+                               struct rlmcp_http_resp **resp_out)
+{
+    struct fh_route_ent *route;
+    struct rlmcp_http_resp *resp;
+    char *body;
+    size_t len;
+
+    *resp_out = NULL;
+    if (req->method == NULL || req->path == NULL)
+        return RLMCP_EINVAL;
+    record(req);
+    if (fh.cancelled && !(req->flags & RLMCP_HTTP_IGNORE_CANCEL))
+        return RLMCP_ECANCELLED;
+    route = find_route(req->method, req->path, false);
+    tick_cancel();
+    if (route != NULL && route->rc != 0)
+        return route->rc;
+    resp = xmalloc(sizeof(*resp));
+    memset(resp, 0, sizeof(*resp));
+    resp->struct_size = sizeof(*resp);
+    if (route == NULL) {
+        if (getenv("FH_VERBOSE") != NULL)
+            fprintf(stderr, "[fake-host] no route for %s %s\n", req->method,
+                    req->path);
+        resp->status = 599;
+        body = xstrdup("{\"message\":\"fake host: no route\"}");
+        len = strlen(body);
+    } else {
+        resp->status = route->status;
+        len = route->body_len;
+        body = xmalloc(len + 1);
+        memcpy(body, route->body, len);
+        body[len] = '\0';
+    }
+    if (req->max_body > 0 && len > req->max_body) {
+        len = req->max_body;
+        body[len] = '\0';
+        resp->truncated = true;
+    }
+    resp->body = body;
+    resp->body_len = len;
+    *resp_out = resp;
+    return RLMCP_OK;
+}
+
+static void svc_http_resp_free(struct rlmcp_http_resp *resp)
+{
+    if (resp == NULL)
+        return;
+    free((char *)resp->body);
+    free(resp);
+}
+
+static int svc_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
+                           rlmcp_sse_fn on_event, void *user,
+                           long *status_out)
+{
+    struct fh_route_ent *route;
+    size_t i;
+
+    record(req);
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    route = find_route("GET", req->path, true);
+    if (route == NULL) {
+        if (status_out != NULL)
+            *status_out = 404;
+        return RLMCP_OK;
+    }
+    if (status_out != NULL)
+        *status_out = route->status;
+    if (route->status < 200 || route->status > 299)
+        return RLMCP_OK;
+    for (i = 0; i < route->sse_n; i++) {
+        if (fh.cancelled)
+            return RLMCP_ECANCELLED;
+        if (on_event(user, NULL, NULL, route->sse_data[i],
+                     strlen(route->sse_data[i])) != 0)
+            break;
+    }
+    if (route->rc != 0)
+        return route->rc;
+    return fh.cancelled ? RLMCP_ECANCELLED : RLMCP_OK;
+}
+
+static int svc_client_request(rlmcp_call *call, const char *method,
+                              const char *params_json, uint32_t timeout_ms,
+                              char **result_out)
+{
+    return RLMCP_ENOTSUP;
+}
+
+static int svc_resource_contents(rlmcp_call *call, const char *uri,
+                                 const char *mime_type, const void *data,
+                                 size_t len, bool is_blob)
+{
+    return RLMCP_ENOTSUP;
+}
+
+static int svc_prompt_message(rlmcp_call *call, const char *role,
+                              const char *content_json)
+{
+    return RLMCP_ENOTSUP;
+}
+
+static rlmcp_plugin *svc_call_plugin(rlmcp_call *call)
+{
+    return &fh_self;
+}
+
+static const struct rlmcp_host_api fh_table = {
+    .size = sizeof(struct rlmcp_host_api),
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_ABI_MINOR,
+    .host_version = "fake-host",
+    .register_tool = svc_register_tool,
+    .register_resource = svc_register_resource,
+    .register_prompt = svc_register_prompt,
+    .set_error = svc_set_error,
+    .config_json = svc_config_json,
+    .log = svc_log,
+    .vlog = svc_vlog,
+    .alloc = svc_alloc,
+    .calloc = svc_calloc,
+    .strdup = svc_strdup,
+    .free = svc_free,
+    .strerror = svc_strerror,
+    .result_text = svc_result_text,
+    .result_content = svc_result_content,
+    .result_json = svc_result_json,
+    .result_error = svc_result_error,
+    .progress = svc_progress,
+    .is_cancelled = svc_is_cancelled,
+    .sleep_ms = svc_sleep_ms,
+    .call_log = svc_call_log,
+    .runloop_request = svc_runloop_request,
+    .http_resp_free = svc_http_resp_free,
+    .runloop_sse = svc_runloop_sse,
+    .client_request = svc_client_request,
+    .resource_contents = svc_resource_contents,
+    .prompt_message = svc_prompt_message,
+    .call_plugin = svc_call_plugin,
+};
+
+/* ---- test API ---------------------------------------------------------- */
+
+const struct rlmcp_host_api *fh_api(void)
+{
+    return &fh_table;
+}
+
+rlmcp_call *fh_call_handle(void)
+{
+    return &fh_the_call;
+}
+
+int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json)
+{
+    int rc;
+
+    fh.desc = desc;
+    fh.config = xstrdup(config_json != NULL ? config_json : "{}");
+    fh.in_init = true;
+    rc = desc->init(&fh_self, &fh_table, &fh.state);
+    fh.in_init = false;
+    if (rc != RLMCP_OK) {
+        size_t i;
+        /* Undo like the host does: drop the tools, free their data. */
+        for (i = 0; i < fh.n_tools; i++) {
+            if (fh.tools[i].user_data_free != NULL)
+                fh.tools[i].user_data_free(fh.tools[i].user_data);
+        }
+        fh.desc = NULL;
+    }
+    return rc;
+}
+
+const char *fh_init_error(void)
+{
+    return fh.init_error;
+}
+
+size_t fh_tool_count(void)
+{
+    return fh.n_tools;
+}
+
+const struct rlmcp_tool_def *fh_tool_at(size_t i)
+{
+    return i < fh.n_tools ? &fh.tools[i] : NULL;
+}
+
+const struct rlmcp_tool_def *fh_tool(const char *name)
+{
+    size_t i;
+    for (i = 0; i < fh.n_tools; i++) {
+        if (strcmp(fh.tools[i].name, name) == 0)
+            return &fh.tools[i];
+    }
+    return NULL;
+}
+
+void fh_reset(void)
+{
+    size_t i, j;
+
+    for (i = 0; i < fh.n_routes; i++) {
+        free(fh.routes[i].method);
+        free(fh.routes[i].path);
+        free(fh.routes[i].body);
+        for (j = 0; j < fh.routes[i].sse_n; j++)
+            free(fh.routes[i].sse_data[j]);
+        free(fh.routes[i].sse_data);
+    }
+    fh.n_routes = 0;
+    for (i = 0; i < fh.n_reqs; i++) {
+        struct fh_request *r = &fh.reqs[i];
+        free(r->method);
+        free(r->path);
+        free(r->body);
+        free(r->accept);
+        free(r->part_path);
+        free(r->part_file);
+    }
+    fh.n_reqs = 0;
+    for (i = 0; i < fh.n_parsed; i++)
+        cJSON_Delete(fh.parsed[i]);
+    fh.n_parsed = 0;
+    cJSON_Delete(fh.result);
+    fh.result = NULL;
+    free(fh.text);
+    fh.text = NULL;
+    free(fh.err_code);
+    free(fh.err_msg);
+    free(fh.err_remedy);
+    fh.err_code = fh.err_msg = fh.err_remedy = NULL;
+    for (i = 0; i < fh.n_prog; i++)
+        free(fh.prog_msg[i]);
+    fh.n_prog = 0;
+    fh.cancelled = false;
+    fh.cancel_after = 0;
+}
+
+void fh_unload(void)
+{
+    size_t i;
+
+    fh_reset();
+    if (fh.desc != NULL && fh.desc->shutdown != NULL)
+        fh.desc->shutdown(&fh_self, fh.state);
+    for (i = 0; i < fh.n_tools; i++) {
+        struct rlmcp_tool_def *t = &fh.tools[i];
+        if (fh.desc != NULL && t->user_data_free != NULL)
+            t->user_data_free(t->user_data);
+        free((char *)t->name);
+        free((char *)t->title);
+        free((char *)t->description);
+        free((char *)t->input_schema_json);
+        free((char *)t->output_schema_json);
+        free((char *)t->annotations_json);
+    }
+    fh.n_tools = 0;
+    free(fh.config);
+    fh.config = NULL;
+    free(fh.init_error);
+    fh.init_error = NULL;
+    fh.desc = NULL;
+    fh.state = NULL;
+}
+
+static struct fh_route_ent *new_route(const char *method, const char *path)
+{
+    struct fh_route_ent *r;
+
+    if (fh.n_routes == FH_MAX)
+        abort();
+    r = &fh.routes[fh.n_routes++];
+    memset(r, 0, sizeof(*r));
+    r->method = xstrdup(method);
+    r->path = xstrdup(path);
+    return r;
+}
+
+void fh_route_n(const char *method, const char *path, long status,
+                const char *body, int times)
+{
+    struct fh_route_ent *r = new_route(method, path);
+    r->status = status;
+    r->body = xstrdup(body != NULL ? body : "");
+    r->body_len = strlen(r->body);
+    r->times = times;
+}
+
+void fh_route(const char *method, const char *path, long status,
+              const char *body)
+{
+    fh_route_n(method, path, status, body, 1);
+}
+
+void fh_route_rc(const char *method, const char *path, int rc, int times)
+{
+    struct fh_route_ent *r = new_route(method, path);
+    r->rc = rc;
+    r->times = times;
+    r->body = xstrdup("");
+}
+
+void fh_route_bytes(const char *method, const char *path, long status,
+                    const void *data, size_t len, int times)
+{
+    struct fh_route_ent *r = new_route(method, path);
+    r->status = status;
+    r->body = xmalloc(len + 1);
+    memcpy(r->body, data, len);
+    r->body_len = len;
+    r->times = times;
+}
+
+void fh_route_sse(const char *path, const char *const *datas, size_t n,
+                  long status, int rc)
+{
+    struct fh_route_ent *r = new_route("GET", path);
+    size_t i;
+
+    r->sse = true;
+    r->status = status;
+    r->rc = rc;
+    r->times = 1;
+    r->body = xstrdup("");
+    r->sse_data = xmalloc(sizeof(char *) * (n ? n : 1));
+    for (i = 0; i < n; i++)
+        r->sse_data[i] = xstrdup(datas[i]);
+    r->sse_n = n;
+}
+
+void fh_cancel_after(int n)
+{
+    fh.cancel_after = n;
+    if (n == 0)
+        fh.cancelled = true;
+}
+
+int fh_call(const char *tool, const char *args_json)
+{
+    const struct rlmcp_tool_def *t = fh_tool(tool);
+
+    if (t == NULL) {
+        fprintf(stderr, "fake host: no tool %s\n", tool);
+        return RLMCP_ENOTFOUND;
+    }
+    return t->handler(&fh_the_call, args_json,
+                      args_json != NULL ? strlen(args_json) : 0,
+                      t->user_data);
+}
+
+size_t fh_request_count(void)
+{
+    return fh.n_reqs;
+}
+
+const struct fh_request *fh_request_at(size_t i)
+{
+    return i < fh.n_reqs ? &fh.reqs[i] : NULL;
+}
+
+const struct fh_request *fh_find_request(const char *method,
+                                         const char *path_prefix)
+{
+    size_t i;
+    for (i = 0; i < fh.n_reqs; i++) {
+        if (strcmp(fh.reqs[i].method, method) == 0 &&
+            strncmp(fh.reqs[i].path, path_prefix, strlen(path_prefix)) == 0)
+            return &fh.reqs[i];
+    }
+    return NULL;
+}
+
+const struct fh_request *fh_find_last_request(const char *method,
+                                              const char *path_prefix)
+{
+    size_t i;
+    for (i = fh.n_reqs; i > 0; i--) {
+        if (strcmp(fh.reqs[i - 1].method, method) == 0 &&
+            strncmp(fh.reqs[i - 1].path, path_prefix,
+                    strlen(path_prefix)) == 0)
+            return &fh.reqs[i - 1];
+    }
+    return NULL;
+}
+
+size_t fh_count_requests(const char *method, const char *path_prefix)
+{
+    size_t i, n = 0;
+    for (i = 0; i < fh.n_reqs; i++) {
+        if (strcmp(fh.reqs[i].method, method) == 0 &&
+            strncmp(fh.reqs[i].path, path_prefix, strlen(path_prefix)) == 0)
+            n++;
+    }
+    return n;
+}
+
+cJSON *fh_request_json(const struct fh_request *r)
+{
+    cJSON *o;
+    if (r == NULL || r->body == NULL)
+        return NULL;
+    o = cJSON_Parse(r->body);
+    if (o != NULL && fh.n_parsed < FH_MAX)
+        fh.parsed[fh.n_parsed++] = o;
+    return o;
+}
+
+cJSON *fh_result(void)
+{
+    return fh.result;
+}
+
+const char *fh_result_text(void)
+{
+    return fh.text != NULL ? fh.text : "";
+}
+
+const char *fh_error_code(void)
+{
+    return fh.err_code;
+}
+
+const char *fh_error_message(void)
+{
+    return fh.err_msg;
+}
+
+const char *fh_error_remedy(void)
+{
+    return fh.err_remedy;
+}
+
+size_t fh_progress_count(void)
+{
+    return fh.n_prog;
+}
+
+const char *fh_progress_message(size_t i)
+{
+    return i < fh.n_prog ? fh.prog_msg[i] : NULL;
+}
+
+double fh_progress_value(size_t i)
+{
+    return i < fh.n_prog ? fh.prog_val[i] : -1;
+}

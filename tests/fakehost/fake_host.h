@@ -1,0 +1,102 @@
+/*
+ * fake_host.h - a fake host-services table for plugin unit tests.
+ *
+ * One global fake host: it loads a plugin's descriptor with a config,
+ * records the tools it registers, and runs tool handlers. runloop_request
+ * answers from a scripted table of (method, path) -> (status, body) and
+ * records every request; runloop_sse replays scripted events. Results,
+ * errors and progress are recorded for assertions. Single-threaded.
+ */
+#ifndef RLMCP_FAKE_HOST_H
+#define RLMCP_FAKE_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "rlmcp/plugin.h"
+
+struct fh_request {
+    char *method;
+    char *path;
+    char *body; /* NUL-terminated copy, or NULL */
+    char *accept;
+    uint32_t flags;
+    uint32_t timeout_ms;
+    int32_t max_retries;
+    size_t max_body;
+    bool cancelled_at_send; /* the call was cancelled when it was sent */
+    /* multipart: the "path" field and the "file" part */
+    char *part_path;
+    unsigned char *part_file;
+    size_t part_file_len;
+    size_t n_parts;
+};
+
+/* Load the plugin (descriptor from RLMCP_PLUGIN_DEFINE) with a config. */
+int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json);
+/* Shut the plugin down and free everything. */
+void fh_unload(void);
+/* The last set_error text from init, or NULL. */
+const char *fh_init_error(void);
+
+/* Registered tools. */
+size_t fh_tool_count(void);
+const struct rlmcp_tool_def *fh_tool(const char *name);
+const struct rlmcp_tool_def *fh_tool_at(size_t i);
+
+/* Forget the recorded results, requests and routes of the previous call. */
+void fh_reset(void);
+
+/*
+ * Script an answer: path is matched exactly (query included), or as a
+ * prefix when it ends with '*'. times: how often it answers (0: always).
+ * Routes are tried in the order they were added.
+ */
+void fh_route(const char *method, const char *path, long status,
+              const char *body);
+void fh_route_n(const char *method, const char *path, long status,
+                const char *body, int times);
+/* A transport failure (RLMCP_EHTTP, RLMCP_ETIMEDOUT...) instead. */
+void fh_route_rc(const char *method, const char *path, int rc, int times);
+/* Raw bytes with a content type (e.g. downloads). */
+void fh_route_bytes(const char *method, const char *path, long status,
+                    const void *data, size_t len, int times);
+/* SSE answer: n data strings delivered as events. */
+void fh_route_sse(const char *path, const char *const *datas, size_t n,
+                  long status, int rc);
+
+/* Cancel the running call once `n` more requests have been answered. */
+void fh_cancel_after(int n);
+
+/* Run a tool's handler; returns its return code. */
+int fh_call(const char *tool, const char *args_json);
+
+/* Recorded requests. */
+size_t fh_request_count(void);
+const struct fh_request *fh_request_at(size_t i);
+/* The first/last request with this method and path prefix, or NULL. */
+const struct fh_request *fh_find_request(const char *method,
+                                         const char *path_prefix);
+const struct fh_request *fh_find_last_request(const char *method,
+                                              const char *path_prefix);
+size_t fh_count_requests(const char *method, const char *path_prefix);
+/* A request's body parsed (owned by the fake host until fh_reset). */
+cJSON *fh_request_json(const struct fh_request *r);
+
+/* Recorded result. */
+cJSON *fh_result(void);           /* structuredContent, or NULL */
+const char *fh_result_text(void); /* concatenated text blocks, or "" */
+const char *fh_error_code(void);  /* NULL when no error was set */
+const char *fh_error_message(void);
+const char *fh_error_remedy(void);
+size_t fh_progress_count(void);
+const char *fh_progress_message(size_t i);
+double fh_progress_value(size_t i);
+
+/* The services table (for tests of helpers without a plugin). */
+const struct rlmcp_host_api *fh_api(void);
+rlmcp_call *fh_call_handle(void);
+
+#endif
