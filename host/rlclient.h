@@ -6,6 +6,12 @@
  * logged. The dispatcher implements the runloop_request / runloop_sse host
  * services on top of these functions, passing the call's key and a
  * cancellation probe.
+ *
+ * Retries follow the official Runloop SDK (docs/backends.md): connection
+ * errors and timeouts, 408/409/429/>=500, x-should-retry wins, retry-after-ms
+ * then Retry-After, else min(1 s * 2^n, 60 s) * (1 - rand * 0.25); a 409 on a
+ * path ending in /shutdown is never retried. Non-GET requests carry an
+ * x-request-id that stays the same across the retries of one call.
  */
 #ifndef RLMCP_HOST_RLCLIENT_H
 #define RLMCP_HOST_RLCLIENT_H
@@ -20,29 +26,65 @@ struct rlclient;
 struct rlclient_options {
     const char *base_url;    /* e.g. https://api.runloop.ai or http://localhost */
     const char *unix_socket; /* non-NULL: connect here (local engine) */
-    const char *user_agent;
+    const char *user_agent;  /* NULL: "runloop-mcp/<version>" */
     unsigned default_timeout_ms; /* per attempt, 30000 when 0 */
     int default_max_retries;     /* 5 when < 0 */
+    /* Appended: */
+    unsigned retry_base_ms;      /* first backoff step, 1000 when 0 */
+    size_t default_max_body;     /* response bytes kept, 16 MiB when 0 */
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */
 typedef bool (*rlclient_cancel_fn)(void *ctx);
 
+/*
+ * Initialise libcurl once for the process. The host calls it at startup
+ * before any thread exists; rlclient_create calls it too (idempotent).
+ * Returns 0, or -1 when libcurl cannot be initialised.
+ */
+int rlclient_global_init(void);
+
+/* NULL on bad options (logged) or out of memory. opts strings are copied. */
 struct rlclient *rlclient_create(const struct rlclient_options *opts);
 void rlclient_destroy(struct rlclient *c);
 
-/* Same contract as the runloop_request service in plugin.h. */
+/*
+ * Same contract as the runloop_request service in plugin.h: RLMCP_OK with
+ * *resp_out whenever an HTTP status arrived; RLMCP_EHTTP (no status after
+ * the retries), RLMCP_ETIMEDOUT (the last attempt timed out),
+ * RLMCP_ECANCELLED, RLMCP_EINVAL (bad request fields), RLMCP_ENOMEM.
+ * api_key NULL or "" sends no Authorization header.
+ */
 int rlclient_request(struct rlclient *c, const char *api_key,
                      const struct rlmcp_http_req *req,
                      struct rlmcp_http_resp **resp_out,
                      rlclient_cancel_fn cancelled, void *cancel_ctx);
 
-/* Same contract as the runloop_sse service in plugin.h. */
+/*
+ * Same contract as the runloop_sse service in plugin.h. req->timeout_ms
+ * bounds the whole stream (0: no bound beyond cancellation);
+ * req->max_body bounds one event (0: 1 MiB; a bigger event ends the stream
+ * with RLMCP_EINTERNAL). Retries happen only before the first event; a
+ * stream broken after events returns RLMCP_EHTTP (or RLMCP_ETIMEDOUT) so
+ * the caller can resume from its last offset.
+ */
 int rlclient_sse(struct rlclient *c, const char *api_key,
                  const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
                  void *user, long *status_out, rlclient_cancel_fn cancelled,
                  void *cancel_ctx);
 
 void rlclient_resp_free(struct rlmcp_http_resp *resp);
+
+/*
+ * Why the calling thread's last failed rlclient_request/rlclient_sse
+ * failed: one line naming the method and URL (never a key), e.g.
+ * "GET http://localhost/v1/devboxes via unix:/s.sock: Couldn't connect to
+ * server (1 attempt)". "" when none. Valid until the thread's next call.
+ */
+const char *rlclient_last_error(void);
+
+/* Where requests go, for messages: "https://api.runloop.ai" or
+ * "unix:/path/devboxd.sock". Borrowed from the client. */
+const char *rlclient_target(const struct rlclient *c);
 
 #endif

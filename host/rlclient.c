@@ -1,0 +1,1176 @@
+/*
+ * rlclient.c - the host's Runloop HTTP client (see rlclient.h).
+ *
+ * Each call borrows an (easy, multi) handle pair from a pool. The multi
+ * handle owns the connection cache, so a pair returned to the pool keeps its
+ * live connections for the next call (libcurl does not support sharing one
+ * connection cache between concurrent threads). DNS and TLS sessions are
+ * shared across all pairs through a locked CURLSH, so even a new connection
+ * resumes TLS instead of doing a full handshake.
+ *
+ * Transfers are driven with curl_multi_poll in 50 ms slices so that the
+ * cancellation probe is checked at least every 50 ms, also while waiting
+ * for a slow server; backoff sleeps are sliced the same way.
+ */
+#include "rlclient.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "log.h"
+#include "sse.h"
+
+#ifndef RLMCP_VERSION
+#define RLMCP_VERSION "0"
+#endif
+
+#define RL_DEFAULT_TIMEOUT_MS 30000u
+#define RL_DEFAULT_RETRIES 5
+#define RL_DEFAULT_RETRY_BASE_MS 1000u
+#define RL_MAX_RETRY_DELAY_MS 60000.0
+#define RL_DEFAULT_MAX_BODY (16u * 1024u * 1024u)
+#define RL_SLICE_MS 50
+#define RL_POOL_KEEP 16
+
+struct rl_handle {
+    CURL *easy;
+    CURLM *multi;
+    struct rl_handle *next;
+};
+
+struct rlclient {
+    char *base_url; /* without a trailing '/' */
+    char *unix_socket;
+    char *user_agent;
+    char *target; /* for messages: base URL without userinfo, or unix:path */
+    unsigned timeout_ms;
+    int max_retries;
+    unsigned retry_base_ms;
+    size_t max_body;
+    CURLSH *share;
+    pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t pool_lock;
+    struct rl_handle *pool;
+    unsigned pool_size;
+};
+
+/* One attempt's receiving state. */
+struct rl_xfer {
+    CURL *easy;
+    rlclient_cancel_fn cancelled;
+    void *cancel_ctx;
+    bool was_cancelled;
+    /* plain responses */
+    char *body;
+    size_t len;
+    size_t cap;
+    size_t max;
+    bool truncated;
+    bool nomem;
+    /* SSE */
+    struct sse_parser *sse;
+    int sse_rc;
+    bool sse_non2xx;
+};
+
+/* The per-call facts shared by all attempts. */
+struct rl_call {
+    struct rlclient *c;
+    const char *api_key;
+    const struct rlmcp_http_req *req;
+    rlclient_cancel_fn cancelled;
+    void *cancel_ctx;
+    char url[4096];
+    char request_id[64];
+    bool sse;
+    int max_retries;
+    unsigned timeout_ms;
+    size_t max_body;
+};
+
+static __thread char tls_last_error[1024];
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_rc = -1;
+
+static void global_init_once(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+int rlclient_global_init(void)
+{
+    pthread_once(&global_once, global_init_once);
+    return global_rc;
+}
+
+const char *rlclient_last_error(void)
+{
+    return tls_last_error;
+}
+
+const char *rlclient_target(const struct rlclient *c)
+{
+    return c->target;
+}
+
+static void set_last_error(const char *fmt, ...) RLMCP_PRINTF(1, 2);
+static void set_last_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(tls_last_error, sizeof(tls_last_error), fmt, ap);
+    va_end(ap);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Client lifetime                                                        */
+/* ---------------------------------------------------------------------- */
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access acc,
+                       void *user)
+{
+    struct rlclient *c = user;
+
+    (void)h;
+    (void)acc;
+    pthread_mutex_lock(&c->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *user)
+{
+    struct rlclient *c = user;
+
+    (void)h;
+    pthread_mutex_unlock(&c->share_locks[data]);
+}
+
+/* "https://user:pw@host/x" -> "https://host/x": userinfo never shows. */
+static char *redact_url(const char *url)
+{
+    const char *scheme_end = strstr(url, "://");
+    const char *auth = NULL;
+    const char *at = NULL;
+    const char *slash = NULL;
+    char *out = NULL;
+
+    if (scheme_end == NULL)
+        return strdup(url);
+    auth = scheme_end + 3;
+    slash = strchr(auth, '/');
+    at = strchr(auth, '@');
+    if (at == NULL || (slash != NULL && at > slash))
+        return strdup(url);
+    out = malloc(strlen(url) + 1);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, url, (size_t)(auth - url));
+    strcpy(out + (auth - url), at + 1);
+    return out;
+}
+
+static int check_base_url(const char *url)
+{
+    size_t i;
+
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "runloop base URL must start with http:// or https:// "
+                "(check runloop.base_url or RUNLOOP_BASE_URL)");
+        return -1;
+    }
+    for (i = 0; url[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)url[i];
+
+        if (ch <= 0x20 || ch == 0x7f) {
+            log_msg(RLMCP_LOG_ERROR, NULL,
+                    "runloop base URL contains a space or control character");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int client_init_share(struct rlclient *c)
+{
+    int i;
+
+    for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_locks[i], NULL);
+    pthread_mutex_init(&c->pool_lock, NULL);
+    c->share = curl_share_init();
+    if (c->share == NULL)
+        return -1;
+    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return 0;
+}
+
+static int client_set_target(struct rlclient *c)
+{
+    size_t n = 0;
+
+    if (c->unix_socket != NULL) {
+        n = strlen(c->unix_socket) + 6;
+        c->target = malloc(n);
+        if (c->target == NULL)
+            return -1;
+        snprintf(c->target, n, "unix:%s", c->unix_socket);
+        return 0;
+    }
+    c->target = redact_url(c->base_url);
+    return c->target != NULL ? 0 : -1;
+}
+
+struct rlclient *rlclient_create(const struct rlclient_options *opts)
+{
+    struct rlclient *c = NULL;
+    const char *base = NULL;
+    size_t blen = 0;
+
+    if (rlclient_global_init() != 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "libcurl failed to initialise");
+        return NULL;
+    }
+    if (opts == NULL)
+        return NULL;
+    base = opts->base_url;
+    if (base == NULL || base[0] == '\0')
+        base = opts->unix_socket != NULL ? "http://localhost"
+                                         : "https://api.runloop.ai";
+    if (check_base_url(base) != 0)
+        return NULL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->base_url = strdup(base);
+    if (c->base_url == NULL)
+        goto fail;
+    blen = strlen(c->base_url);
+    while (blen > 0 && c->base_url[blen - 1] == '/')
+        c->base_url[--blen] = '\0';
+    if (opts->unix_socket != NULL) {
+        c->unix_socket = strdup(opts->unix_socket);
+        if (c->unix_socket == NULL)
+            goto fail;
+    }
+    c->user_agent = strdup(opts->user_agent != NULL
+                               ? opts->user_agent
+                               : "runloop-mcp/" RLMCP_VERSION);
+    if (c->user_agent == NULL || client_set_target(c) != 0)
+        goto fail;
+    c->timeout_ms = opts->default_timeout_ms ? opts->default_timeout_ms
+                                             : RL_DEFAULT_TIMEOUT_MS;
+    c->max_retries = opts->default_max_retries < 0 ? RL_DEFAULT_RETRIES
+                                                   : opts->default_max_retries;
+    c->retry_base_ms = opts->retry_base_ms ? opts->retry_base_ms
+                                           : RL_DEFAULT_RETRY_BASE_MS;
+    c->max_body = opts->default_max_body ? opts->default_max_body
+                                         : RL_DEFAULT_MAX_BODY;
+    if (client_init_share(c) != 0)
+        goto fail;
+    return c;
+fail:
+    rlclient_destroy(c);
+    return NULL;
+}
+
+static void handle_free(struct rl_handle *h)
+{
+    if (h == NULL)
+        return;
+    if (h->multi != NULL)
+        curl_multi_cleanup(h->multi);
+    if (h->easy != NULL)
+        curl_easy_cleanup(h->easy);
+    free(h);
+}
+
+void rlclient_destroy(struct rlclient *c)
+{
+    int i;
+
+    if (c == NULL)
+        return;
+    while (c->pool != NULL) {
+        struct rl_handle *h = c->pool;
+
+        c->pool = h->next;
+        handle_free(h);
+    }
+    if (c->share != NULL) {
+        curl_share_cleanup(c->share);
+        for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+            pthread_mutex_destroy(&c->share_locks[i]);
+        pthread_mutex_destroy(&c->pool_lock);
+    }
+    free(c->base_url);
+    free(c->unix_socket);
+    free(c->user_agent);
+    free(c->target);
+    free(c);
+}
+
+static struct rl_handle *pool_get(struct rlclient *c)
+{
+    struct rl_handle *h = NULL;
+
+    pthread_mutex_lock(&c->pool_lock);
+    h = c->pool;
+    if (h != NULL) {
+        c->pool = h->next;
+        c->pool_size--;
+    }
+    pthread_mutex_unlock(&c->pool_lock);
+    if (h != NULL) {
+        curl_easy_reset(h->easy);
+        return h;
+    }
+    h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->easy = curl_easy_init();
+    h->multi = curl_multi_init();
+    if (h->easy == NULL || h->multi == NULL) {
+        handle_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void pool_put(struct rlclient *c, struct rl_handle *h)
+{
+    bool keep = false;
+
+    pthread_mutex_lock(&c->pool_lock);
+    if (c->pool_size < RL_POOL_KEEP) {
+        h->next = c->pool;
+        c->pool = h;
+        c->pool_size++;
+        keep = true;
+    }
+    pthread_mutex_unlock(&c->pool_lock);
+    if (!keep)
+        handle_free(h);
+}
+
+void rlclient_resp_free(struct rlmcp_http_resp *resp)
+{
+    if (resp == NULL)
+        return;
+    free((char *)resp->content_type);
+    free((char *)resp->body);
+    free(resp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Validation                                                             */
+/* ---------------------------------------------------------------------- */
+
+static bool has_ctl(const char *s, bool space_ok)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch < 0x20 || ch == 0x7f || (!space_ok && ch == ' '))
+            return true;
+    }
+    return false;
+}
+
+static int validate_req(const struct rlmcp_http_req *req, const char *api_key)
+{
+    size_t i;
+
+    if (req == NULL || req->struct_size < offsetof(struct rlmcp_http_req,
+                                                   max_body)) {
+        set_last_error("request is NULL or its struct_size is too small");
+        return RLMCP_EINVAL;
+    }
+    if (req->method == NULL ||
+        (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)) {
+        set_last_error("request method must be \"GET\" or \"POST\"");
+        return RLMCP_EINVAL;
+    }
+    if (req->path == NULL || req->path[0] != '/' || has_ctl(req->path, false)) {
+        set_last_error("request path must start with '/' and be URL-encoded "
+                       "(no spaces or control characters)");
+        return RLMCP_EINVAL;
+    }
+    if (strcmp(req->method, "GET") == 0 &&
+        (req->body != NULL || req->n_parts > 0)) {
+        set_last_error("a GET request cannot carry a body");
+        return RLMCP_EINVAL;
+    }
+    if (req->body != NULL && req->n_parts > 0) {
+        set_last_error("a request has either a JSON body or multipart parts, "
+                       "not both");
+        return RLMCP_EINVAL;
+    }
+    if (req->n_parts > 0 && req->parts == NULL) {
+        set_last_error("n_parts is set but parts is NULL");
+        return RLMCP_EINVAL;
+    }
+    for (i = 0; i < req->n_parts; i++) {
+        const struct rlmcp_http_part *p = &req->parts[i];
+
+        if (p->name == NULL || (p->data == NULL && p->len > 0)) {
+            set_last_error("multipart part %zu needs a name (and data when "
+                           "len > 0)", i);
+            return RLMCP_EINVAL;
+        }
+    }
+    if (req->accept != NULL && has_ctl(req->accept, true)) {
+        set_last_error("Accept value contains control characters");
+        return RLMCP_EINVAL;
+    }
+    if (api_key != NULL && strlen(api_key) > 512) {
+        set_last_error("the API key is longer than 512 characters; check "
+                       "RUNLOOP_API_KEY");
+        return RLMCP_EINVAL;
+    }
+    if (api_key != NULL && has_ctl(api_key, false)) {
+        set_last_error("the API key contains spaces or control characters; "
+                       "check RUNLOOP_API_KEY");
+        return RLMCP_EINVAL;
+    }
+    return RLMCP_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receiving                                                              */
+/* ---------------------------------------------------------------------- */
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
+{
+    struct rl_xfer *x = user;
+    size_t n = size * nmemb;
+    size_t room = x->max - x->len;
+    size_t take = n < room ? n : room;
+
+    if (x->len + take + 1 > x->cap) {
+        size_t cap = x->cap ? x->cap : 4096;
+        char *nb = NULL;
+
+        while (cap < x->len + take + 1)
+            cap *= 2;
+        if (cap > x->max + 1)
+            cap = x->max + 1;
+        nb = realloc(x->body, cap);
+        if (nb == NULL) {
+            x->nomem = true;
+            return 0;
+        }
+        x->body = nb;
+        x->cap = cap;
+    }
+    memcpy(x->body + x->len, ptr, take);
+    x->len += take;
+    if (take < n) {
+        /* Kept max bytes; stop reading rather than download the rest. */
+        x->truncated = true;
+        return 0;
+    }
+    return n;
+}
+
+static size_t on_sse(char *ptr, size_t size, size_t nmemb, void *user)
+{
+    struct rl_xfer *x = user;
+    size_t n = size * nmemb;
+    long status = 0;
+
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        x->sse_non2xx = true; /* error bodies are not events */
+        return n;
+    }
+    x->sse_rc = sse_parser_feed(x->sse, ptr, n);
+    return x->sse_rc == SSE_OK ? n : 0;
+}
+
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn,
+                       curl_off_t ut, curl_off_t un)
+{
+    struct rl_xfer *x = user;
+
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    if (x->cancelled != NULL && x->cancelled(x->cancel_ctx)) {
+        x->was_cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* Drive one transfer, checking the probe every slice. */
+static CURLcode run_transfer(struct rl_handle *h, struct rl_xfer *x)
+{
+    CURLcode res = CURLE_OK;
+    CURLMsg *msg = NULL;
+    int running = 1;
+    int left = 0;
+
+    if (curl_multi_add_handle(h->multi, h->easy) != CURLM_OK)
+        return CURLE_FAILED_INIT;
+    for (;;) {
+        if (curl_multi_perform(h->multi, &running) != CURLM_OK) {
+            res = CURLE_FAILED_INIT;
+            break;
+        }
+        if (running == 0)
+            break;
+        if (x->cancelled != NULL && x->cancelled(x->cancel_ctx)) {
+            x->was_cancelled = true;
+            res = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        curl_multi_poll(h->multi, NULL, 0, RL_SLICE_MS, NULL);
+    }
+    if (running == 0) {
+        while ((msg = curl_multi_info_read(h->multi, &left)) != NULL) {
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == h->easy)
+                res = msg->data.result;
+        }
+    }
+    curl_multi_remove_handle(h->multi, h->easy);
+    return res;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Retry policy (runloop-api.md section 1.4)                              */
+/* ---------------------------------------------------------------------- */
+
+static bool is_shutdown_path(const char *path)
+{
+    const char *q = strchr(path, '?');
+    size_t n = q != NULL ? (size_t)(q - path) : strlen(path);
+    static const char suffix[] = "/shutdown";
+    size_t sn = sizeof(suffix) - 1;
+
+    return n >= sn && memcmp(path + n - sn, suffix, sn) == 0;
+}
+
+static const char *header_value(CURL *easy, const char *name)
+{
+    struct curl_header *h = NULL;
+
+    if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK)
+        return NULL;
+    return h->value;
+}
+
+static bool status_retryable(CURL *easy, long status, const char *path)
+{
+    const char *xsr = NULL;
+
+    if (status >= 200 && status <= 299)
+        return false;
+    /* A shutdown refused for in-progress snapshots stays refused. */
+    if (status == 409 && is_shutdown_path(path))
+        return false;
+    xsr = header_value(easy, "x-should-retry");
+    if (xsr != NULL && strcmp(xsr, "true") == 0)
+        return true;
+    if (xsr != NULL && strcmp(xsr, "false") == 0)
+        return false;
+    return status == 408 || status == 409 || status == 429 || status >= 500;
+}
+
+static double rand_unit(void)
+{
+    uint32_t r = 0;
+
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        r = (uint32_t)time(NULL) * 2654435761u;
+    return (double)r / 4294967296.0;
+}
+
+/* Server hints, as the SDK reads them; -1 when none applies. */
+static double hinted_delay_ms(CURL *easy)
+{
+    const char *v = NULL;
+    char *end = NULL;
+    double ms = -1;
+
+    v = header_value(easy, "retry-after-ms");
+    if (v != NULL) {
+        double d = strtod(v, &end);
+
+        if (end != v && !isnan(d))
+            ms = d;
+    }
+    v = header_value(easy, "retry-after");
+    if (v != NULL && ms <= 0) {
+        double d = strtod(v, &end);
+
+        if (end != v && !isnan(d)) {
+            ms = d * 1000.0;
+        } else {
+            time_t when = curl_getdate(v, NULL);
+
+            if (when != -1)
+                ms = difftime(when, time(NULL)) * 1000.0;
+        }
+    }
+    if (ms != -1 && ms < 0)
+        ms = 0;
+    return ms;
+}
+
+static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
+                           int retries_made)
+{
+    double ms = -1;
+    double step = 0;
+
+    if (easy_or_null != NULL)
+        ms = hinted_delay_ms(easy_or_null);
+    if (ms >= 0)
+        return (long)ms;
+    step = (double)c->retry_base_ms * pow(2.0, retries_made);
+    if (step > RL_MAX_RETRY_DELAY_MS)
+        step = RL_MAX_RETRY_DELAY_MS;
+    return (long)(step * (1.0 - rand_unit() * 0.25));
+}
+
+/* Sleep in slices, returning true when the probe fired. */
+static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled,
+                              void *ctx)
+{
+    struct timespec start;
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        long elapsed = 0;
+        long slice = 0;
+        struct timespec ts;
+
+        if (cancelled != NULL && cancelled(ctx))
+            return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        elapsed = (now.tv_sec - start.tv_sec) * 1000 +
+                  (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (elapsed >= ms)
+            return false;
+        slice = ms - elapsed < RL_SLICE_MS ? ms - elapsed : RL_SLICE_MS;
+        ts.tv_sec = 0;
+        ts.tv_nsec = slice * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+}
+
+static bool curl_error_retryable(CURLcode res)
+{
+    switch (res) {
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_OUT_OF_MEMORY:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_FAILED_INIT:
+    case CURLE_ABORTED_BY_CALLBACK:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Building a request                                                     */
+/* ---------------------------------------------------------------------- */
+
+static void make_request_id(char *out, size_t n)
+{
+    unsigned char b[16];
+    size_t i;
+
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        for (i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)(rand_unit() * 256.0);
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* uuid v4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, n,
+             "rlmcp-retry-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+             b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* name and value joined as "Name: value"; value NULL gives "Name:", which
+ * removes a header libcurl would add on its own. */
+static struct curl_slist *add_header(struct curl_slist *l, bool *ok,
+                                     const char *name, const char *val)
+{
+    char line[1024];
+    struct curl_slist *nl = NULL;
+
+    if (!*ok)
+        return l;
+    if (val != NULL)
+        snprintf(line, sizeof(line), "%s: %s", name, val);
+    else
+        snprintf(line, sizeof(line), "%s:", name);
+    nl = curl_slist_append(l, line);
+    explicit_bzero(line, sizeof(line)); /* may hold the key */
+    if (nl == NULL) {
+        *ok = false;
+        return l;
+    }
+    return nl;
+}
+
+static struct curl_slist *build_headers(const struct rl_call *rc)
+{
+    const struct rlmcp_http_req *req = rc->req;
+    struct curl_slist *h = NULL;
+    bool ok = true;
+    const char *accept = req->accept;
+
+    if (accept == NULL)
+        accept = rc->sse ? "text/event-stream" : "application/json";
+    h = add_header(h, &ok, "Accept", accept);
+    if (rc->api_key != NULL && rc->api_key[0] != '\0') {
+        char auth[600];
+
+        snprintf(auth, sizeof(auth), "Bearer %s", rc->api_key);
+        h = add_header(h, &ok, "Authorization", auth);
+        explicit_bzero(auth, sizeof(auth));
+    }
+    /* The SDK sends JSON content type on every non-GET, body or not. */
+    if (strcmp(req->method, "GET") != 0 && req->n_parts == 0)
+        h = add_header(h, &ok, "Content-Type", "application/json");
+    if (rc->request_id[0] != '\0')
+        h = add_header(h, &ok, "x-request-id", rc->request_id);
+    h = add_header(h, &ok, "Expect", NULL);
+    if (!ok) {
+        curl_slist_free_all(h);
+        return NULL;
+    }
+    return h;
+}
+
+static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
+{
+    curl_mime *mime = curl_mime_init(easy);
+    size_t i;
+
+    if (mime == NULL)
+        return NULL;
+    for (i = 0; i < req->n_parts; i++) {
+        const struct rlmcp_http_part *p = &req->parts[i];
+        curl_mimepart *part = curl_mime_addpart(mime);
+
+        if (part == NULL ||
+            curl_mime_name(part, p->name) != CURLE_OK ||
+            curl_mime_data(part, p->len > 0 ? p->data : "", p->len) !=
+                CURLE_OK ||
+            (p->filename != NULL &&
+             curl_mime_filename(part, p->filename) != CURLE_OK) ||
+            (p->content_type != NULL &&
+             curl_mime_type(part, p->content_type) != CURLE_OK)) {
+            curl_mime_free(mime);
+            return NULL;
+        }
+    }
+    return mime;
+}
+
+static void setup_easy(const struct rl_call *rc, CURL *easy,
+                       struct rl_xfer *x, struct curl_slist *headers,
+                       curl_mime *mime, char *errbuf)
+{
+    const struct rlclient *c = rc->c;
+    const struct rlmcp_http_req *req = rc->req;
+
+    curl_easy_setopt(easy, CURLOPT_URL, rc->url);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+    if (!rc->sse) /* a compressed stream would arrive in bursts */
+        curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    if (c->unix_socket != NULL)
+        curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
+    if (rc->timeout_ms > 0)
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)rc->timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(rc->timeout_ms > 0 ? rc->timeout_ms
+                                               : c->timeout_ms));
+    if (mime != NULL) {
+        curl_easy_setopt(easy, CURLOPT_MIMEPOST, mime);
+    } else if (strcmp(req->method, "POST") == 0) {
+        curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(req->body != NULL ? req->body_len : 0));
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
+                         req->body != NULL ? req->body : "");
+    } else {
+        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, rc->sse ? on_sse : on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The attempt loop                                                       */
+/* ---------------------------------------------------------------------- */
+
+enum attempt_outcome {
+    OUT_DONE,      /* a final answer (status or SSE end) */
+    OUT_RETRY,     /* retryable status: headers hold the hints */
+    OUT_CONN_FAIL, /* retryable transport failure */
+    OUT_FATAL,     /* return rc at once */
+};
+
+struct attempt {
+    enum attempt_outcome out;
+    int rc;
+    long status;
+    bool timed_out;
+    CURLcode res;
+    char err[CURL_ERROR_SIZE];
+};
+
+static struct rlmcp_http_resp *make_resp(CURL *easy, struct rl_xfer *x,
+                                         long status)
+{
+    struct rlmcp_http_resp *r = calloc(1, sizeof(*r));
+    const char *ct = NULL;
+
+    if (r == NULL)
+        return NULL;
+    r->struct_size = sizeof(*r);
+    r->status = status;
+    curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct != NULL) {
+        r->content_type = strdup(ct);
+        if (r->content_type == NULL) {
+            free(r);
+            return NULL;
+        }
+    }
+    if (x->body == NULL) {
+        x->body = malloc(1);
+        if (x->body == NULL) {
+            rlclient_resp_free(r);
+            return NULL;
+        }
+    }
+    x->body[x->len] = '\0';
+    r->body = x->body;
+    r->body_len = x->len;
+    r->truncated = x->truncated;
+    x->body = NULL;
+    return r;
+}
+
+/* Decide what one finished transfer means. */
+static void classify(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
+                     CURLcode res, struct attempt *a)
+{
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &a->status);
+    a->res = res;
+    if (x->was_cancelled) {
+        a->out = OUT_FATAL;
+        a->rc = RLMCP_ECANCELLED;
+        return;
+    }
+    if (x->nomem || (rc->sse && x->sse_rc == SSE_NOMEM)) {
+        a->out = OUT_FATAL;
+        a->rc = RLMCP_ENOMEM;
+        return;
+    }
+    if (rc->sse && x->sse_rc == SSE_TOO_LARGE) {
+        snprintf(a->err, sizeof(a->err),
+                 "a server-sent event exceeded %zu bytes", rc->max_body);
+        a->out = OUT_FATAL;
+        a->rc = RLMCP_EINTERNAL;
+        return;
+    }
+    /* Our own write aborts (truncation, on_event stop) are answers. */
+    if (res == CURLE_WRITE_ERROR && (x->truncated || x->sse_rc == SSE_STOPPED))
+        res = CURLE_OK;
+    if (res == CURLE_OK) {
+        a->out = status_retryable(easy, a->status, rc->req->path) ? OUT_RETRY
+                                                                  : OUT_DONE;
+        a->rc = RLMCP_OK;
+        return;
+    }
+    a->timed_out = res == CURLE_OPERATION_TIMEDOUT;
+    if (rc->sse && x->sse != NULL && sse_parser_events(x->sse) > 0) {
+        /* Events were delivered: the caller resumes, we do not replay. */
+        a->out = OUT_FATAL;
+        a->rc = a->timed_out ? RLMCP_ETIMEDOUT : RLMCP_EHTTP;
+        return;
+    }
+    a->out = curl_error_retryable(res) ? OUT_CONN_FAIL : OUT_FATAL;
+    a->rc = a->timed_out ? RLMCP_ETIMEDOUT : RLMCP_EHTTP;
+}
+
+struct sse_sink {
+    rlmcp_sse_fn fn;
+    void *user;
+};
+
+static int sse_forward(void *user, const char *event, const char *id,
+                       const char *data, size_t data_len)
+{
+    struct sse_sink *s = user;
+
+    return s->fn(s->user, event, id, data, data_len);
+}
+
+/* One attempt on a pooled handle. On OUT_DONE fills *resp_out (plain). */
+static void attempt_once(const struct rl_call *rc, struct rl_handle *h,
+                         struct sse_sink *sink, struct attempt *a,
+                         struct rlmcp_http_resp **resp_out)
+{
+    struct rl_xfer x = {0};
+    struct curl_slist *headers = NULL;
+    curl_mime *mime = NULL;
+    CURLcode res = CURLE_OK;
+
+    memset(a, 0, sizeof(*a));
+    x.easy = h->easy;
+    x.cancelled = rc->cancelled;
+    x.cancel_ctx = rc->cancel_ctx;
+    x.max = rc->max_body;
+    headers = build_headers(rc);
+    if (headers == NULL)
+        goto nomem;
+    if (rc->req->n_parts > 0) {
+        mime = build_mime(h->easy, rc->req);
+        if (mime == NULL)
+            goto nomem;
+    }
+    if (rc->sse) {
+        x.sse = sse_parser_new(rc->max_body, sse_forward, sink);
+        if (x.sse == NULL)
+            goto nomem;
+    }
+    curl_easy_reset(h->easy);
+    setup_easy(rc, h->easy, &x, headers, mime, a->err);
+    res = run_transfer(h, &x);
+    classify(rc, h->easy, &x, res, a);
+    /* A retryable status keeps its body: it is the answer if retries end. */
+    if ((a->out == OUT_DONE || a->out == OUT_RETRY) && !rc->sse) {
+        *resp_out = make_resp(h->easy, &x, a->status);
+        if (*resp_out == NULL) {
+            a->out = OUT_FATAL;
+            a->rc = RLMCP_ENOMEM;
+        }
+    }
+    goto out;
+nomem:
+    a->out = OUT_FATAL;
+    a->rc = RLMCP_ENOMEM;
+out:
+    /* The easy handle must not point at freed headers or mime. */
+    curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h->easy, CURLOPT_MIMEPOST, NULL);
+    curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(headers);
+    curl_mime_free(mime);
+    sse_parser_free(x.sse);
+    free(x.body);
+}
+
+static void describe_failure(const struct rl_call *rc, const struct attempt *a,
+                             int attempts)
+{
+    const struct rlclient *c = rc->c;
+    const char *why = a->err[0] != '\0' ? a->err : curl_easy_strerror(a->res);
+    char via[600] = "";
+
+    if (c->unix_socket != NULL)
+        snprintf(via, sizeof(via), " via unix:%s", c->unix_socket);
+    if (a->rc == RLMCP_ECANCELLED)
+        why = "cancelled";
+    set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method, rc->url, via,
+                   why, attempts, attempts == 1 ? "" : "s");
+}
+
+static int build_url(struct rl_call *rc)
+{
+    int n = snprintf(rc->url, sizeof(rc->url), "%s%s", rc->c->base_url,
+                     rc->req->path);
+
+    if (n < 0 || (size_t)n >= sizeof(rc->url)) {
+        set_last_error("request URL longer than %zu bytes", sizeof(rc->url));
+        return RLMCP_EINVAL;
+    }
+    return RLMCP_OK;
+}
+
+static void log_retry(const struct rl_call *rc, const struct attempt *a,
+                      long delay, int attempt_no)
+{
+    if (a->out == OUT_RETRY)
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "runloop: %s %s answered %ld; retry %d of %d in %ld ms",
+                rc->req->method, rc->url, a->status, attempt_no,
+                rc->max_retries, delay);
+    else
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "runloop: %s %s failed (%s); retry %d of %d in %ld ms",
+                rc->req->method, rc->url,
+                a->err[0] ? a->err : curl_easy_strerror(a->res), attempt_no,
+                rc->max_retries, delay);
+}
+
+static int run_call(struct rl_call *rc, struct sse_sink *sink,
+                    struct rlmcp_http_resp **resp_out, long *status_out)
+{
+    struct rl_handle *h = NULL;
+    struct attempt a;
+    int retries = 0;
+    int rc_out = RLMCP_OK;
+
+    h = pool_get(rc->c);
+    if (h == NULL) {
+        set_last_error("out of memory");
+        return RLMCP_ENOMEM;
+    }
+    for (;;) {
+        long delay = 0;
+        bool retryable = false;
+
+        if (rc->cancelled != NULL && rc->cancelled(rc->cancel_ctx)) {
+            memset(&a, 0, sizeof(a));
+            a.rc = RLMCP_ECANCELLED;
+            describe_failure(rc, &a, retries);
+            rc_out = RLMCP_ECANCELLED;
+            goto out;
+        }
+        attempt_once(rc, h, sink, &a, resp_out);
+        if (status_out != NULL)
+            *status_out = a.status;
+        retryable = a.out == OUT_RETRY || a.out == OUT_CONN_FAIL;
+        if (!retryable || retries >= rc->max_retries) {
+            if (a.out == OUT_RETRY) /* out of retries: the status stands */
+                a.out = OUT_DONE;
+            break;
+        }
+        if (resp_out != NULL) {
+            rlclient_resp_free(*resp_out);
+            *resp_out = NULL;
+        }
+        delay = retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
+                               retries);
+        retries++;
+        log_retry(rc, &a, delay, retries);
+        if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {
+            a.rc = RLMCP_ECANCELLED;
+            a.out = OUT_FATAL;
+            retries--; /* no attempt followed this backoff */
+            break;
+        }
+    }
+    rc_out = a.out == OUT_DONE ? RLMCP_OK : a.rc;
+    if (rc_out != RLMCP_OK) {
+        describe_failure(rc, &a, retries + 1);
+        if (rc_out != RLMCP_ECANCELLED)
+            log_msg(RLMCP_LOG_WARNING, NULL, "runloop: %s", tls_last_error);
+    }
+out:
+    pool_put(rc->c, h);
+    return rc_out;
+}
+
+static int prepare_call(struct rl_call *rc, struct rlclient *c,
+                        const char *api_key, const struct rlmcp_http_req *req,
+                        rlclient_cancel_fn cancelled, void *cancel_ctx,
+                        bool sse)
+{
+    int err = RLMCP_OK;
+
+    tls_last_error[0] = '\0';
+    if (c == NULL) {
+        set_last_error("no Runloop client");
+        return RLMCP_EINVAL;
+    }
+    err = validate_req(req, api_key);
+    if (err != RLMCP_OK)
+        return err;
+    memset(rc, 0, sizeof(*rc));
+    rc->c = c;
+    rc->api_key = api_key;
+    rc->req = req;
+    rc->cancelled = cancelled;
+    rc->cancel_ctx = cancel_ctx;
+    rc->sse = sse;
+    rc->max_retries = req->max_retries < 0 ? c->max_retries : req->max_retries;
+    if (sse)
+        rc->timeout_ms = req->timeout_ms;
+    else
+        rc->timeout_ms = req->timeout_ms ? req->timeout_ms : c->timeout_ms;
+    if (sse)
+        rc->max_body = req->max_body ? req->max_body : 1024u * 1024u;
+    else
+        rc->max_body = req->max_body ? req->max_body : c->max_body;
+    if (strcmp(req->method, "GET") != 0)
+        make_request_id(rc->request_id, sizeof(rc->request_id));
+    return build_url(rc);
+}
+
+int rlclient_request(struct rlclient *c, const char *api_key,
+                     const struct rlmcp_http_req *req,
+                     struct rlmcp_http_resp **resp_out,
+                     rlclient_cancel_fn cancelled, void *cancel_ctx)
+{
+    struct rl_call rc;
+    int err = RLMCP_OK;
+
+    if (resp_out == NULL)
+        return RLMCP_EINVAL;
+    *resp_out = NULL;
+    err = prepare_call(&rc, c, api_key, req, cancelled, cancel_ctx, false);
+    if (err != RLMCP_OK)
+        return err;
+    return run_call(&rc, NULL, resp_out, NULL);
+}
+
+int rlclient_sse(struct rlclient *c, const char *api_key,
+                 const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
+                 void *user, long *status_out, rlclient_cancel_fn cancelled,
+                 void *cancel_ctx)
+{
+    struct rl_call rc;
+    struct sse_sink sink = {.fn = on_event, .user = user};
+    long status = 0;
+    int err = RLMCP_OK;
+
+    if (status_out != NULL)
+        *status_out = 0;
+    if (on_event == NULL)
+        return RLMCP_EINVAL;
+    err = prepare_call(&rc, c, api_key, req, cancelled, cancel_ctx, true);
+    if (err != RLMCP_OK)
+        return err;
+    err = run_call(&rc, &sink, NULL, &status);
+    if (status_out != NULL)
+        *status_out = status;
+    return err;
+}
