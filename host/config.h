@@ -1,5 +1,5 @@
 /*
- * config.h - the deployment file (YAML, conf/*.yaml) as parsed values.
+ * config.h - the deployment file (YAML, e.g. conf/runloop-mcp.yaml) as parsed values.
  *
  * config_load() reads and validates the whole file with libyaml: unknown
  * keys, wrong types and bad enum values are errors naming file:line:col and
