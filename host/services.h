@@ -13,4 +13,7 @@
 
 const struct rlmcp_host_api *services_table(void);
 
+/* The strerror service: text for a RLMCP_* code, static, never NULL. */
+const char *rlmcp_strerror_(int code);
+
 #endif

@@ -1,0 +1,1535 @@
+/*
+ * config.c - the deployment file: libyaml document -> struct host_config.
+ *
+ * The whole file is loaded as a libyaml document first, so every node keeps
+ * its position for error messages, then each section is walked with a
+ * fixed list of allowed keys. Values never appear in messages for secret
+ * keys; enum and type errors quote only non-secret values.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+#include <yaml.h>
+
+#include "rlmcp/plugin.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:8000"
+
+struct ctx {
+    const char *file;
+    yaml_document_t doc;
+    char *err;
+    size_t errlen;
+    bool failed;
+};
+
+/* ---- errors ----------------------------------------------------------- */
+
+static void fail_at(struct ctx *c, unsigned line, unsigned col,
+                    const char *fmt, ...) RLMCP_PRINTF(4, 5);
+static void fail_at(struct ctx *c, unsigned line, unsigned col,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    int n = 0;
+
+    if (c->failed || c->err == NULL || c->errlen == 0) {
+        c->failed = true;
+        return;
+    }
+    c->failed = true;
+    n = snprintf(c->err, c->errlen, "%s:%u:%u: ", c->file, line, col);
+    if (n < 0 || (size_t)n >= c->errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+#define FAIL(c, node, ...)                                                   \
+    fail_at((c), (unsigned)(node)->start_mark.line + 1,                      \
+            (unsigned)(node)->start_mark.column + 1, __VA_ARGS__)
+
+static struct config_pos pos_of(const yaml_node_t *n)
+{
+    struct config_pos p = {(unsigned)n->start_mark.line + 1,
+                           (unsigned)n->start_mark.column + 1};
+    return p;
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+/* ---- suggestions ------------------------------------------------------- */
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    size_t row[65];
+    size_t i = 0;
+    size_t j = 0;
+
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = tolower((unsigned char)a[i - 1]) ==
+                                  tolower((unsigned char)b[j - 1])
+                              ? 0
+                              : 1;
+            size_t best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *config_suggest(const char *word, const char *const *candidates)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    size_t i = 0;
+
+    if (word == NULL || candidates == NULL)
+        return NULL;
+    for (i = 0; candidates[i] != NULL; i++) {
+        size_t d = edit_distance(word, candidates[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = candidates[i];
+        }
+    }
+    return best;
+}
+
+static void join_names(const char *const *names, char *out, size_t outlen)
+{
+    size_t used = 0;
+    size_t i = 0;
+
+    out[0] = '\0';
+    for (i = 0; names[i] != NULL; i++) {
+        int n = snprintf(out + used, outlen - used, "%s%s", i ? ", " : "",
+                         names[i]);
+        if (n < 0 || (size_t)n >= outlen - used)
+            return;
+        used += (size_t)n;
+    }
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+static bool is_env_name_char(char ch, bool first)
+{
+    if (ch == '_' || isalpha((unsigned char)ch))
+        return true;
+    return !first && isdigit((unsigned char)ch);
+}
+
+struct buf {
+    char *p;
+    size_t len;
+    size_t cap;
+};
+
+static int buf_add(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        char *np = NULL;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        np = realloc(b->p, cap);
+        if (np == NULL)
+            return -1;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/*
+ * One ${...} reference starting at s (pointing at '$'). Appends its value
+ * to b and returns the number of input bytes used, or 0 on error.
+ */
+static size_t expand_ref(struct ctx *c, const yaml_node_t *n, const char *s,
+                         struct buf *b)
+{
+    const char *name = s + 2;
+    const char *p = name;
+    const char *end = NULL;
+    const char *val = NULL;
+    char var[256];
+    size_t nlen = 0;
+
+    while (*p != '\0' && is_env_name_char(*p, p == name))
+        p++;
+    nlen = (size_t)(p - name);
+    end = strchr(p, '}');
+    if (end == NULL) {
+        FAIL(c, n, "unterminated '${' in a value; close it with '}' or write '$$' for a literal '$'");
+        return 0;
+    }
+    if (nlen == 0 || nlen >= sizeof(var)) {
+        FAIL(c, n, "bad environment reference '%.*s'; write ${NAME}, ${NAME:-default} or ${NAME:?message}",
+             (int)(end - s + 1), s);
+        return 0;
+    }
+    memcpy(var, name, nlen);
+    var[nlen] = '\0';
+    val = getenv(var);
+    if (p == end) {
+        /* ${NAME}: unset expands to nothing, as in a shell. */
+        if (val != NULL && buf_add(b, val, strlen(val)) < 0)
+            return 0;
+    } else if (p[0] == ':' && (p[1] == '-' || p[1] == '?')) {
+        bool empty = val == NULL || val[0] == '\0';
+        const char *alt = p + 2;
+        size_t alen = (size_t)(end - alt);
+        if (!empty) {
+            if (buf_add(b, val, strlen(val)) < 0)
+                return 0;
+        } else if (p[1] == '-') {
+            if (buf_add(b, alt, alen) < 0)
+                return 0;
+        } else {
+            FAIL(c, n, "environment variable %s is not set: %.*s", var,
+                 (int)alen, alen ? alt : "set it before starting runloop-mcp");
+            return 0;
+        }
+    } else {
+        FAIL(c, n, "bad environment reference '%.*s'; write ${NAME}, ${NAME:-default} or ${NAME:?message}",
+             (int)(end - s + 1), s);
+        return 0;
+    }
+    return (size_t)(end - s) + 1;
+}
+
+/* The scalar's text with ${VAR} expanded; malloc'd, NULL on error. */
+static char *scalar_expand(struct ctx *c, const yaml_node_t *n)
+{
+    const char *s = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    struct buf b = {0};
+    size_t i = 0;
+
+    if (buf_add(&b, "", 0) < 0)
+        goto oom;
+    if (memchr(s, '\0', len) != NULL) {
+        FAIL(c, n, "a value contains a NUL character; remove it");
+        goto out;
+    }
+    while (i < len) {
+        if (s[i] == '$' && i + 1 < len && s[i + 1] == '$') {
+            if (buf_add(&b, "$", 1) < 0)
+                goto oom;
+            i += 2;
+        } else if (s[i] == '$' && i + 1 < len && s[i + 1] == '{') {
+            size_t used = expand_ref(c, n, s + i, &b);
+            if (used == 0)
+                goto out;
+            i += used;
+        } else {
+            if (buf_add(&b, s + i, 1) < 0)
+                goto oom;
+            i++;
+        }
+    }
+    return b.p;
+oom:
+    FAIL(c, n, "out of memory");
+out:
+    free(b.p);
+    return NULL;
+}
+
+static bool is_plain(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE &&
+           n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+static bool plain_is_null(const yaml_node_t *n, const char *v)
+{
+    return is_plain(n) && (v[0] == '\0' || strcmp(v, "~") == 0 ||
+                           strcasecmp(v, "null") == 0);
+}
+
+static const char *key_text(const yaml_node_t *k)
+{
+    return k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value
+                                       : "?";
+}
+
+/* Require a scalar; *out is the expanded text or NULL for a YAML null. */
+static int get_string(struct ctx *c, const yaml_node_t *n, const char *what,
+                      char **out)
+{
+    char *v = NULL;
+
+    if (n->type != YAML_SCALAR_NODE) {
+        FAIL(c, n, "'%s' must be a string, not %s", what, node_kind(n));
+        return -1;
+    }
+    v = scalar_expand(c, n);
+    if (v == NULL)
+        return -1;
+    if (plain_is_null(n, v)) {
+        free(v);
+        v = NULL;
+    }
+    free(*out);
+    *out = v;
+    return 0;
+}
+
+static int parse_bool_text(const char *v, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", NULL};
+    static const char *const no[] = {"false", "no", "off", NULL};
+    size_t i = 0;
+
+    for (i = 0; yes[i] != NULL; i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(v, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int get_bool(struct ctx *c, const yaml_node_t *n, const char *what,
+                    bool *out)
+{
+    char *v = NULL;
+    int rc = -1;
+
+    if (n->type != YAML_SCALAR_NODE) {
+        FAIL(c, n, "'%s' must be true or false, not %s", what, node_kind(n));
+        return -1;
+    }
+    v = scalar_expand(c, n);
+    if (v == NULL)
+        return -1;
+    if (parse_bool_text(v, out) < 0) {
+        FAIL(c, n, "'%s' must be true or false, not '%s'", what, v);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(v);
+    return rc;
+}
+
+static int get_uint(struct ctx *c, const yaml_node_t *n, const char *what,
+                    unsigned long long min, unsigned long long max,
+                    unsigned long long *out)
+{
+    char *v = NULL;
+    char *end = NULL;
+    unsigned long long x = 0;
+    int rc = -1;
+
+    if (n->type != YAML_SCALAR_NODE) {
+        FAIL(c, n, "'%s' must be a whole number, not %s", what, node_kind(n));
+        return -1;
+    }
+    v = scalar_expand(c, n);
+    if (v == NULL)
+        return -1;
+    errno = 0;
+    if (!isdigit((unsigned char)v[0]))
+        goto bad;
+    x = strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0')
+        goto bad;
+    if (x < min || x > max) {
+        FAIL(c, n, "'%s' is %llu; it must be between %llu and %llu", what, x,
+             min, max);
+        goto out;
+    }
+    *out = x;
+    rc = 0;
+    goto out;
+bad:
+    FAIL(c, n, "'%s' must be a whole number (e.g. %llu), not '%s'", what,
+         min > 1 ? min : 1, v);
+out:
+    free(v);
+    return rc;
+}
+
+/* names: NULL-terminated; *out gets the index. */
+static int get_enum(struct ctx *c, const yaml_node_t *n, const char *what,
+                    const char *const *names, int *out)
+{
+    char *v = NULL;
+    char allowed[256];
+    const char *hint = NULL;
+    int rc = -1;
+    int i = 0;
+
+    join_names(names, allowed, sizeof(allowed));
+    if (n->type != YAML_SCALAR_NODE) {
+        FAIL(c, n, "'%s' must be one of: %s; not %s", what, allowed,
+             node_kind(n));
+        return -1;
+    }
+    v = scalar_expand(c, n);
+    if (v == NULL)
+        return -1;
+    for (i = 0; names[i] != NULL; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            rc = 0;
+            goto out;
+        }
+    }
+    hint = config_suggest(v, names);
+    if (hint != NULL)
+        FAIL(c, n, "'%s' is '%s'; did you mean '%s'? (allowed: %s)", what, v,
+             hint, allowed);
+    else
+        FAIL(c, n, "'%s' is '%s'; it must be one of: %s", what, v, allowed);
+out:
+    free(v);
+    return rc;
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+static yaml_node_t *node_at(struct ctx *c, int id)
+{
+    return yaml_document_get_node(&c->doc, id);
+}
+
+/* Checks a mapping: string keys, no duplicates. */
+static int check_mapping(struct ctx *c, const yaml_node_t *n,
+                         const char *section)
+{
+    yaml_node_pair_t *a = NULL;
+    yaml_node_pair_t *b = NULL;
+
+    if (n->type != YAML_MAPPING_NODE) {
+        FAIL(c, n, "'%s' must be a mapping (key: value lines), not %s",
+             section, node_kind(n));
+        return -1;
+    }
+    for (a = n->data.mapping.pairs.start; a < n->data.mapping.pairs.top; a++) {
+        yaml_node_t *ka = node_at(c, a->key);
+        if (ka->type != YAML_SCALAR_NODE) {
+            FAIL(c, ka, "keys in '%s' must be plain words, not %s", section,
+                 node_kind(ka));
+            return -1;
+        }
+        for (b = n->data.mapping.pairs.start; b < a; b++) {
+            yaml_node_t *kb = node_at(c, b->key);
+            if (strcmp(key_text(ka), key_text(kb)) == 0) {
+                FAIL(c, ka, "duplicate key '%s' in '%s' (first at line %u); keep one",
+                     key_text(ka), section, (unsigned)kb->start_mark.line + 1);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Index of key in allowed, or -1 after an "unknown key" error. */
+static int key_index(struct ctx *c, const yaml_node_t *k, const char *section,
+                     const char *const *allowed)
+{
+    char list[512];
+    const char *hint = NULL;
+    int i = 0;
+
+    for (i = 0; allowed[i] != NULL; i++) {
+        if (strcmp(key_text(k), allowed[i]) == 0)
+            return i;
+    }
+    join_names(allowed, list, sizeof(list));
+    hint = config_suggest(key_text(k), allowed);
+    if (hint != NULL)
+        FAIL(c, k, "unknown key '%s' in '%s'; did you mean '%s'? (allowed: %s)",
+             key_text(k), section, hint, list);
+    else
+        FAIL(c, k, "unknown key '%s' in '%s' (allowed: %s)", key_text(k),
+             section, list);
+    return -1;
+}
+
+#define FOR_PAIRS(c, map, k, v)                                              \
+    for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start;            \
+         p_ < (map)->data.mapping.pairs.top &&                               \
+         ((k) = node_at((c), p_->key), (v) = node_at((c), p_->value), 1);    \
+         p_++)
+
+/* ---- YAML -> JSON (plugin config, raw http section) -------------------- */
+
+static bool looks_numeric(const char *v)
+{
+    const char *p = v;
+
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '-' || *p == '+')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
+static cJSON *scalar_to_json(struct ctx *c, const yaml_node_t *n)
+{
+    char *v = scalar_expand(c, n);
+    cJSON *j = NULL;
+    bool bv = false;
+
+    if (v == NULL)
+        return NULL;
+    if (!is_plain(n))
+        j = cJSON_CreateString(v);
+    else if (plain_is_null(n, v))
+        j = cJSON_CreateNull();
+    else if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0 ||
+             strcmp(v, "True") == 0 || strcmp(v, "False") == 0) {
+        parse_bool_text(v, &bv);
+        j = cJSON_CreateBool(bv);
+    } else if (looks_numeric(v))
+        j = cJSON_CreateNumber(strtod(v, NULL));
+    else
+        j = cJSON_CreateString(v);
+    free(v);
+    if (j == NULL)
+        FAIL(c, n, "out of memory");
+    return j;
+}
+
+static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
+                           const char *section)
+{
+    cJSON *j = NULL;
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+
+    if (depth > 64) {
+        FAIL(c, n, "'%s' is nested more than 64 levels deep; flatten it",
+             section);
+        return NULL;
+    }
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return scalar_to_json(c, n);
+    case YAML_SEQUENCE_NODE:
+        j = cJSON_CreateArray();
+        if (j == NULL)
+            goto oom;
+        for (yaml_node_item_t *it = n->data.sequence.items.start;
+             it < n->data.sequence.items.top; it++) {
+            cJSON *e = node_to_json(c, node_at(c, *it), depth + 1, section);
+            if (e == NULL)
+                goto err;
+            cJSON_AddItemToArray(j, e);
+        }
+        return j;
+    case YAML_MAPPING_NODE:
+        if (check_mapping(c, n, section) < 0)
+            return NULL;
+        j = cJSON_CreateObject();
+        if (j == NULL)
+            goto oom;
+        FOR_PAIRS(c, n, k, v)
+        {
+            cJSON *e = node_to_json(c, v, depth + 1, section);
+            if (e == NULL)
+                goto err;
+            cJSON_AddItemToObject(j, key_text(k), e);
+        }
+        return j;
+    default:
+        FAIL(c, n, "empty value in '%s'", section);
+        return NULL;
+    }
+oom:
+    FAIL(c, n, "out of memory");
+err:
+    cJSON_Delete(j);
+    return NULL;
+}
+
+static char *node_to_json_text(struct ctx *c, const yaml_node_t *n,
+                               const char *section)
+{
+    cJSON *j = node_to_json(c, n, 0, section);
+    char *s = NULL;
+
+    if (j == NULL)
+        return NULL;
+    s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (s == NULL)
+        FAIL(c, n, "out of memory");
+    return s;
+}
+
+/* ---- lists of strings -------------------------------------------------- */
+
+static int get_name_list(struct ctx *c, const yaml_node_t *n, const char *what,
+                         struct config_name **out, size_t *n_out)
+{
+    size_t cap = 0;
+    size_t i = 0;
+    struct config_name *list = NULL;
+
+    if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0 &&
+        is_plain(n)) {
+        *out = NULL;
+        *n_out = 0;
+        return 0;
+    }
+    if (n->type != YAML_SEQUENCE_NODE) {
+        FAIL(c, n, "'%s' must be a list, e.g. [a, b], not %s", what,
+             node_kind(n));
+        return -1;
+    }
+    cap = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    list = calloc(cap ? cap : 1, sizeof(*list));
+    if (list == NULL) {
+        FAIL(c, n, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < cap; i++) {
+        yaml_node_t *e = node_at(c, n->data.sequence.items.start[i]);
+        char *s = NULL;
+        if (e->type != YAML_SCALAR_NODE) {
+            FAIL(c, e, "entries of '%s' must be names, not %s", what,
+                 node_kind(e));
+            goto err;
+        }
+        if (get_string(c, e, what, &s) < 0)
+            goto err;
+        if (s == NULL) {
+            FAIL(c, e, "empty entry in '%s'; remove it or write a name", what);
+            goto err;
+        }
+        list[i].name = s;
+        list[i].pos = pos_of(e);
+    }
+    *out = list;
+    *n_out = cap;
+    return 0;
+err:
+    for (i = 0; i < cap; i++)
+        free(list[i].name);
+    free(list);
+    return -1;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static bool valid_listen(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char *end = NULL;
+    unsigned long port = 0;
+
+    if (colon == NULL || colon == s)
+        return false;
+    if (s[0] == '[' && colon[-1] != ']')
+        return false;
+    errno = 0;
+    port = strtoul(colon + 1, &end, 10);
+    return colon[1] != '\0' && *end == '\0' && errno == 0 && port <= 65535;
+}
+
+static int parse_http(struct ctx *c, const yaml_node_t *n,
+                      struct host_http_config *h)
+{
+    static const char *const keys[] = {
+        "listen",       "allowed_origins",      "auth_token",
+        "allow_query_key", "max_body_bytes",    "max_sessions",
+        "session_idle_seconds", "max_connections", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    unsigned long long x = 0;
+    struct config_name *origins = NULL;
+    size_t n_origins = 0;
+    size_t i = 0;
+
+    if (check_mapping(c, n, "server.http") < 0)
+        return -1;
+    h->present = true;
+    FOR_PAIRS(c, n, k, v)
+    {
+        switch (key_index(c, k, "server.http", keys)) {
+        case 0:
+            if (get_string(c, v, "server.http.listen", &h->listen) < 0)
+                return -1;
+            if (h->listen == NULL || !valid_listen(h->listen)) {
+                FAIL(c, v, "'server.http.listen' must be HOST:PORT, e.g. 127.0.0.1:8000");
+                return -1;
+            }
+            break;
+        case 1:
+            if (get_name_list(c, v, "server.http.allowed_origins", &origins,
+                              &n_origins) < 0)
+                return -1;
+            h->allowed_origins = calloc(n_origins + 1, sizeof(char *));
+            if (h->allowed_origins == NULL) {
+                for (i = 0; i < n_origins; i++)
+                    free(origins[i].name);
+                free(origins);
+                FAIL(c, v, "out of memory");
+                return -1;
+            }
+            for (i = 0; i < n_origins; i++)
+                h->allowed_origins[i] = origins[i].name;
+            h->n_allowed_origins = n_origins;
+            free(origins);
+            break;
+        case 2:
+            /* A secret: get_string never quotes the value. */
+            if (get_string(c, v, "server.http.auth_token", &h->auth_token) < 0)
+                return -1;
+            if (h->auth_token != NULL && h->auth_token[0] == '\0') {
+                free(h->auth_token);
+                h->auth_token = NULL;
+            }
+            break;
+        case 3:
+            if (get_bool(c, v, "server.http.allow_query_key",
+                         &h->allow_query_key) < 0)
+                return -1;
+            break;
+        case 4:
+            if (get_uint(c, v, "server.http.max_body_bytes", 1024,
+                         (unsigned long long)1 << 32, &x) < 0)
+                return -1;
+            h->max_body_bytes = (size_t)x;
+            break;
+        case 5:
+            if (get_uint(c, v, "server.http.max_sessions", 1, 1000000, &x) < 0)
+                return -1;
+            h->max_sessions = (unsigned)x;
+            break;
+        case 6:
+            if (get_uint(c, v, "server.http.session_idle_seconds", 1,
+                         86400 * 30, &x) < 0)
+                return -1;
+            h->session_idle_seconds = (unsigned)x;
+            break;
+        case 7:
+            if (get_uint(c, v, "server.http.max_connections", 1, 1000000,
+                         &x) < 0)
+                return -1;
+            h->max_connections = (unsigned)x;
+            break;
+        default:
+            return -1;
+        }
+    }
+    h->raw_json = node_to_json_text(c, n, "server.http");
+    return h->raw_json == NULL ? -1 : 0;
+}
+
+static int parse_server(struct ctx *c, const yaml_node_t *n,
+                        struct host_server_config *s)
+{
+    static const char *const keys[] = {"name", "transport", "http",
+                                       "instructions", NULL};
+    static const char *const transports[] = {"stdio", "http", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    int t = 0;
+
+    if (check_mapping(c, n, "server") < 0)
+        return -1;
+    FOR_PAIRS(c, n, k, v)
+    {
+        switch (key_index(c, k, "server", keys)) {
+        case 0:
+            if (get_string(c, v, "server.name", &s->name) < 0)
+                return -1;
+            if (s->name == NULL) {
+                FAIL(c, v, "'server.name' is empty; write a name or remove the key");
+                return -1;
+            }
+            break;
+        case 1:
+            if (get_enum(c, v, "server.transport", transports, &t) < 0)
+                return -1;
+            s->transport = (enum host_transport)t;
+            break;
+        case 2:
+            if (parse_http(c, v, &s->http) < 0)
+                return -1;
+            break;
+        case 3:
+            if (get_string(c, v, "server.instructions", &s->instructions) < 0)
+                return -1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_host(struct ctx *c, const yaml_node_t *n,
+                      struct host_host_config *h)
+{
+    static const char *const keys[] = {"plugin_dir", "on_plugin_error",
+                                       "call_timeout_ms", "workers",
+                                       "log_level", NULL};
+    static const char *const modes[] = {"fail", "skip", NULL};
+    static const char *const levels[] = {"debug", "info", "notice",
+                                         "warning", "error", "critical",
+                                         "alert", "emergency", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    unsigned long long x = 0;
+    int e = 0;
+
+    if (check_mapping(c, n, "host") < 0)
+        return -1;
+    FOR_PAIRS(c, n, k, v)
+    {
+        switch (key_index(c, k, "host", keys)) {
+        case 0:
+            if (get_string(c, v, "host.plugin_dir", &h->plugin_dir) < 0)
+                return -1;
+            h->plugin_dir_pos = pos_of(v);
+            break;
+        case 1:
+            if (get_enum(c, v, "host.on_plugin_error", modes, &e) < 0)
+                return -1;
+            h->on_plugin_error = (enum host_on_plugin_error)e;
+            break;
+        case 2:
+            if (get_uint(c, v, "host.call_timeout_ms", 100, 86400000ULL,
+                         &x) < 0)
+                return -1;
+            h->call_timeout_ms = (unsigned)x;
+            break;
+        case 3:
+            if (get_uint(c, v, "host.workers", 1, 256, &x) < 0)
+                return -1;
+            h->workers = (unsigned)x;
+            break;
+        case 4:
+            if (get_enum(c, v, "host.log_level", levels, &e) < 0)
+                return -1;
+            h->log_level = e;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_runloop(struct ctx *c, const yaml_node_t *n,
+                         struct host_runloop_config *r)
+{
+    static const char *const keys[] = {"backend", "base_url", "api_key",
+                                       "state_dir", "devboxd", NULL};
+    static const char *const backends[] = {"auto", "cloud", "local", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    int e = 0;
+
+    if (check_mapping(c, n, "runloop") < 0)
+        return -1;
+    FOR_PAIRS(c, n, k, v)
+    {
+        switch (key_index(c, k, "runloop", keys)) {
+        case 0:
+            if (get_enum(c, v, "runloop.backend", backends, &e) < 0)
+                return -1;
+            r->backend = (enum host_backend)e;
+            break;
+        case 1:
+            if (get_string(c, v, "runloop.base_url", &r->base_url) < 0)
+                return -1;
+            if (r->base_url != NULL && strncmp(r->base_url, "http://", 7) != 0 &&
+                strncmp(r->base_url, "https://", 8) != 0 &&
+                strncmp(r->base_url, "unix:", 5) != 0) {
+                FAIL(c, v, "'runloop.base_url' must start with https://, http:// or unix:");
+                return -1;
+            }
+            break;
+        case 2:
+            /* A secret: only its type is ever reported. */
+            if (get_string(c, v, "runloop.api_key", &r->api_key) < 0)
+                return -1;
+            if (r->api_key != NULL && r->api_key[0] == '\0') {
+                free(r->api_key);
+                r->api_key = NULL;
+            }
+            break;
+        case 3:
+            if (get_string(c, v, "runloop.state_dir", &r->state_dir) < 0)
+                return -1;
+            break;
+        case 4:
+            if (get_string(c, v, "runloop.devboxd", &r->devboxd) < 0)
+                return -1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static bool valid_plugin_name(const char *s)
+{
+    size_t n = 0;
+
+    for (; s[n] != '\0'; n++) {
+        if (!(islower((unsigned char)s[n]) || isdigit((unsigned char)s[n]) ||
+              s[n] == '_'))
+            return false;
+    }
+    return n > 0 && n <= 64;
+}
+
+static int parse_plugin(struct ctx *c, const yaml_node_t *n,
+                        struct host_plugin_config *p)
+{
+    static const char *const keys[] = {"name", "path", "enabled", "config",
+                                       NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    const yaml_node_t *config = NULL;
+    const yaml_node_t *name_node = n;
+
+    p->enabled = true;
+    p->pos = pos_of(n);
+    if (n->type == YAML_SCALAR_NODE) {
+        /* "- exec" is short for "- name: exec" */
+        if (get_string(c, n, "plugins[].name", &p->name) < 0)
+            return -1;
+    } else {
+        if (check_mapping(c, n, "plugins[]") < 0)
+            return -1;
+        FOR_PAIRS(c, n, k, v)
+        {
+            switch (key_index(c, k, "plugins[]", keys)) {
+            case 0:
+                if (get_string(c, v, "plugins[].name", &p->name) < 0)
+                    return -1;
+                name_node = v;
+                break;
+            case 1:
+                if (get_string(c, v, "plugins[].path", &p->path) < 0)
+                    return -1;
+                p->path_pos = pos_of(v);
+                break;
+            case 2:
+                if (get_bool(c, v, "plugins[].enabled", &p->enabled) < 0)
+                    return -1;
+                break;
+            case 3:
+                config = v;
+                break;
+            default:
+                return -1;
+            }
+        }
+    }
+    if (p->name == NULL) {
+        FAIL(c, n, "a plugins entry has no 'name'; add e.g. 'name: exec'");
+        return -1;
+    }
+    if (!valid_plugin_name(p->name)) {
+        FAIL(c, name_node, "plugin name '%s' is not valid; use lower-case letters, digits and '_' (it is the NAME in rlmcp_NAME.so)",
+             p->name);
+        return -1;
+    }
+    if (config != NULL && !(config->type == YAML_MAPPING_NODE ||
+                            (is_plain(config) && config->data.scalar.length == 0))) {
+        FAIL(c, config, "'config' of plugin '%s' must be a mapping, not %s",
+             p->name, node_kind(config));
+        return -1;
+    }
+    if (config != NULL && config->type == YAML_MAPPING_NODE)
+        p->config_json = node_to_json_text(c, config, "config");
+    else
+        p->config_json = strdup("{}");
+    if (p->config_json == NULL) {
+        if (!c->failed)
+            FAIL(c, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_plugins(struct ctx *c, const yaml_node_t *n,
+                         struct host_config *cfg)
+{
+    size_t count = 0;
+    size_t i = 0;
+    size_t j = 0;
+
+    if (n->type == YAML_SCALAR_NODE && is_plain(n) &&
+        n->data.scalar.length == 0)
+        return 0;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        FAIL(c, n, "'plugins' must be a list of plugins, e.g. '- name: exec', not %s",
+             node_kind(n));
+        return -1;
+    }
+    count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    cfg->plugins = calloc(count ? count : 1, sizeof(*cfg->plugins));
+    if (cfg->plugins == NULL) {
+        FAIL(c, n, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < count; i++) {
+        yaml_node_t *e = node_at(c, n->data.sequence.items.start[i]);
+        cfg->n_plugins = i + 1;
+        if (parse_plugin(c, e, &cfg->plugins[i]) < 0)
+            return -1;
+        for (j = 0; j < i; j++) {
+            if (strcmp(cfg->plugins[j].name, cfg->plugins[i].name) == 0) {
+                FAIL(c, e, "plugin '%s' is listed twice (first at line %u); keep one entry",
+                     cfg->plugins[i].name, cfg->plugins[j].pos.line);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int parse_param_aliases(struct ctx *c, const yaml_node_t *n,
+                               struct config_alias *a)
+{
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    size_t count = 0;
+
+    if (check_mapping(c, n, "tools.aliases.params") < 0)
+        return -1;
+    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    a->params = calloc(count ? count : 1, sizeof(*a->params));
+    if (a->params == NULL) {
+        FAIL(c, n, "out of memory");
+        return -1;
+    }
+    FOR_PAIRS(c, n, k, v)
+    {
+        struct config_param_alias *pa = &a->params[a->n_params];
+        pa->pos = pos_of(k);
+        pa->from = strdup(key_text(k));
+        a->n_params++;
+        if (pa->from == NULL) {
+            FAIL(c, k, "out of memory");
+            return -1;
+        }
+        if (get_string(c, v, "tools.aliases.params", &pa->to) < 0)
+            return -1;
+        if (pa->to == NULL || pa->to[0] == '\0') {
+            FAIL(c, v, "parameter alias for '%s' is empty; write the new parameter name",
+                 pa->from);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_alias(struct ctx *c, const yaml_node_t *k,
+                       const yaml_node_t *v, struct config_alias *a)
+{
+    static const char *const keys[] = {"name", "params", NULL};
+    yaml_node_t *kk = NULL;
+    yaml_node_t *vv = NULL;
+
+    a->pos = pos_of(k);
+    a->from = strdup(key_text(k));
+    if (a->from == NULL) {
+        FAIL(c, k, "out of memory");
+        return -1;
+    }
+    if (v->type == YAML_SCALAR_NODE) {
+        if (get_string(c, v, "tools.aliases", &a->to) < 0)
+            return -1;
+    } else if (v->type == YAML_MAPPING_NODE) {
+        if (check_mapping(c, v, "tools.aliases") < 0)
+            return -1;
+        FOR_PAIRS(c, v, kk, vv)
+        {
+            switch (key_index(c, kk, "tools.aliases.<tool>", keys)) {
+            case 0:
+                if (get_string(c, vv, "tools.aliases.<tool>.name", &a->to) < 0)
+                    return -1;
+                break;
+            case 1:
+                if (parse_param_aliases(c, vv, a) < 0)
+                    return -1;
+                break;
+            default:
+                return -1;
+            }
+        }
+        if (a->to == NULL) {
+            a->to = strdup(a->from);
+            if (a->to == NULL) {
+                FAIL(c, v, "out of memory");
+                return -1;
+            }
+        }
+    } else {
+        FAIL(c, v, "alias of '%s' must be a new name or {name: NEW, params: {OLD: NEW}}, not %s",
+             a->from, node_kind(v));
+        return -1;
+    }
+    if (a->to == NULL || a->to[0] == '\0') {
+        FAIL(c, v, "alias of '%s' is empty; write the name clients should see",
+             a->from);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_aliases(struct ctx *c, const yaml_node_t *v,
+                         struct host_tools_config *t)
+{
+    yaml_node_t *ak = NULL;
+    yaml_node_t *av = NULL;
+    size_t count = 0;
+    size_t i = 0;
+
+    if (is_plain(v) && v->data.scalar.length == 0)
+        return 0;
+    if (check_mapping(c, v, "tools.aliases") < 0)
+        return -1;
+    count = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    t->aliases = calloc(count ? count : 1, sizeof(*t->aliases));
+    if (t->aliases == NULL) {
+        FAIL(c, v, "out of memory");
+        return -1;
+    }
+    FOR_PAIRS(c, v, ak, av)
+    {
+        t->n_aliases++;
+        if (parse_alias(c, ak, av, &t->aliases[t->n_aliases - 1]) < 0)
+            return -1;
+    }
+    /* Two tools cannot take the same new name. */
+    for (i = 1; i < t->n_aliases; i++) {
+        size_t j = 0;
+        for (j = 0; j < i; j++) {
+            if (strcmp(t->aliases[i].to, t->aliases[j].to) == 0) {
+                fail_at(c, t->aliases[i].pos.line, t->aliases[i].pos.col,
+                        "aliases '%s' and '%s' both rename to '%s'; pick different names",
+                        t->aliases[j].from, t->aliases[i].from,
+                        t->aliases[i].to);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int parse_tools(struct ctx *c, const yaml_node_t *n,
+                       struct host_tools_config *t)
+{
+    static const char *const keys[] = {"allow", "exclude", "read_only",
+                                       "aliases", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+
+    if (check_mapping(c, n, "tools") < 0)
+        return -1;
+    FOR_PAIRS(c, n, k, v)
+    {
+        switch (key_index(c, k, "tools", keys)) {
+        case 0:
+            if (get_name_list(c, v, "tools.allow", &t->allow, &t->n_allow) < 0)
+                return -1;
+            t->allow_set = true;
+            break;
+        case 1:
+            if (get_name_list(c, v, "tools.exclude", &t->exclude,
+                              &t->n_exclude) < 0)
+                return -1;
+            break;
+        case 2:
+            if (get_bool(c, v, "tools.read_only", &t->read_only) < 0)
+                return -1;
+            break;
+        case 3:
+            if (parse_aliases(c, v, t) < 0)
+                return -1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* plugin:NAME entries must name a listed plugin. */
+static int check_tool_refs(struct ctx *c, const struct host_config *cfg,
+                           const struct config_name *list, size_t n,
+                           const char *what)
+{
+    size_t i = 0;
+
+    for (i = 0; i < n; i++) {
+        const char *name = list[i].name;
+        if (strncmp(name, "plugin:", 7) != 0)
+            continue;
+        if (config_find_plugin(cfg, name + 7) == NULL) {
+            fail_at(c, list[i].pos.line, list[i].pos.col,
+                    "'%s' in '%s' names plugin '%s', which is not in 'plugins'; add it there or fix the name",
+                    name, what, name + 7);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- top level --------------------------------------------------------- */
+
+int config_init_defaults(struct host_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->server.name = strdup("runloop-mcp");
+    cfg->server.transport = HOST_TRANSPORT_STDIO;
+    cfg->server.http.listen = strdup(DEFAULT_LISTEN);
+    cfg->server.http.max_body_bytes = 4u << 20;
+    cfg->server.http.max_sessions = 64;
+    cfg->server.http.session_idle_seconds = 1800;
+    cfg->server.http.max_connections = 256;
+    cfg->host.on_plugin_error = HOST_PLUGIN_ERROR_FAIL;
+    cfg->host.call_timeout_ms = 300000;
+    cfg->host.workers = 8;
+    cfg->host.log_level = RLMCP_LOG_INFO;
+    cfg->runloop.backend = HOST_BACKEND_AUTO;
+    if (cfg->server.name == NULL || cfg->server.http.listen == NULL) {
+        config_free(cfg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_root(struct ctx *c, const yaml_node_t *root,
+                      struct host_config *cfg)
+{
+    static const char *const keys[] = {"server", "host", "runloop",
+                                       "plugins", "tools", NULL};
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    bool have_plugins = false;
+    int rc = 0;
+
+    if (root->type != YAML_MAPPING_NODE) {
+        FAIL(c, root, "the deployment must be a mapping with the sections server, host, runloop, plugins, tools; found %s",
+             node_kind(root));
+        return -1;
+    }
+    if (check_mapping(c, root, "the deployment") < 0)
+        return -1;
+    FOR_PAIRS(c, root, k, v)
+    {
+        switch (key_index(c, k, "the deployment", keys)) {
+        case 0:
+            rc = parse_server(c, v, &cfg->server);
+            break;
+        case 1:
+            rc = parse_host(c, v, &cfg->host);
+            break;
+        case 2:
+            rc = parse_runloop(c, v, &cfg->runloop);
+            break;
+        case 3:
+            have_plugins = true;
+            rc = parse_plugins(c, v, cfg);
+            break;
+        case 4:
+            rc = parse_tools(c, v, &cfg->tools);
+            break;
+        default:
+            rc = -1;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (!have_plugins) {
+        FAIL(c, root, "no 'plugins' list; add the plugins to load, e.g. 'plugins: [{name: exec}]'");
+        return -1;
+    }
+    if (check_tool_refs(c, cfg, cfg->tools.allow, cfg->tools.n_allow,
+                        "tools.allow") < 0 ||
+        check_tool_refs(c, cfg, cfg->tools.exclude, cfg->tools.n_exclude,
+                        "tools.exclude") < 0)
+        return -1;
+    return 0;
+}
+
+static int load_document(struct ctx *c, const char *text, size_t len,
+                         struct host_config *cfg)
+{
+    yaml_parser_t parser;
+    yaml_document_t extra;
+    yaml_node_t *root = NULL;
+    bool doc_ok = false;
+    int rc = -1;
+
+    if (!yaml_parser_initialize(&parser)) {
+        fail_at(c, 1, 1, "out of memory");
+        return -1;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &c->doc)) {
+        fail_at(c, (unsigned)parser.problem_mark.line + 1,
+                (unsigned)parser.problem_mark.column + 1,
+                "YAML syntax error: %s%s%s; check the indentation and quoting here",
+                parser.problem ? parser.problem : "unreadable",
+                parser.context ? " " : "", parser.context ? parser.context : "");
+        goto out;
+    }
+    doc_ok = true;
+    root = yaml_document_get_root_node(&c->doc);
+    if (root == NULL) {
+        fail_at(c, 1, 1, "the deployment is empty; write at least a 'plugins' list (see docs/deployments.md)");
+        goto out;
+    }
+    if (!yaml_parser_load(&parser, &extra)) {
+        fail_at(c, (unsigned)parser.problem_mark.line + 1,
+                (unsigned)parser.problem_mark.column + 1,
+                "YAML syntax error: %s; check the indentation and quoting here",
+                parser.problem ? parser.problem : "unreadable");
+        goto out;
+    }
+    if (yaml_document_get_root_node(&extra) != NULL) {
+        fail_at(c, (unsigned)extra.start_mark.line + 1,
+                (unsigned)extra.start_mark.column + 1,
+                "a second YAML document ('---'); a deployment is one document, remove it");
+        yaml_document_delete(&extra);
+        goto out;
+    }
+    yaml_document_delete(&extra);
+    rc = parse_root(c, root, cfg);
+out:
+    if (doc_ok)
+        yaml_document_delete(&c->doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int config_load_string(const char *name, const char *text, size_t len,
+                       struct host_config *cfg, char *err, size_t errlen)
+{
+    struct ctx c;
+
+    memset(&c, 0, sizeof(c));
+    c.file = name;
+    c.err = err;
+    c.errlen = errlen;
+    if (errlen > 0)
+        err[0] = '\0';
+    if (config_init_defaults(cfg) < 0) {
+        fail_at(&c, 1, 1, "out of memory");
+        return -1;
+    }
+    cfg->path = strdup(name);
+    if (cfg->path == NULL) {
+        fail_at(&c, 1, 1, "out of memory");
+        goto err;
+    }
+    if (load_document(&c, text, len, cfg) < 0)
+        goto err;
+    return 0;
+err:
+    config_free(cfg);
+    return -1;
+}
+
+int config_load(const char *path, struct host_config *cfg, char *err,
+                size_t errlen)
+{
+    FILE *f = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    int rc = -1;
+
+    memset(cfg, 0, sizeof(*cfg));
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open the deployment file: %s; pass an existing file with --config",
+                 path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        size_t got = 0;
+        if (len + 4096 > cap) {
+            char *np = NULL;
+            cap = cap ? cap * 2 : 8192;
+            if (cap > (16u << 20)) {
+                snprintf(err, errlen, "%s: the deployment file is larger than 16 MiB; is it the right file?",
+                         path);
+                goto out;
+            }
+            np = realloc(text, cap);
+            if (np == NULL) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                goto out;
+            }
+            text = np;
+        }
+        got = fread(text + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+        goto out;
+    }
+    text[len] = '\0';
+    rc = config_load_string(path, text, len, cfg, err, errlen);
+out:
+    free(text);
+    if (f != NULL)
+        fclose(f);
+    return rc;
+}
+
+static void free_names(struct config_name *list, size_t n)
+{
+    size_t i = 0;
+
+    for (i = 0; i < n; i++)
+        free(list[i].name);
+    free(list);
+}
+
+void config_free(struct host_config *cfg)
+{
+    size_t i = 0;
+    size_t j = 0;
+
+    if (cfg == NULL)
+        return;
+    free(cfg->path);
+    free(cfg->server.name);
+    free(cfg->server.instructions);
+    free(cfg->server.http.listen);
+    for (i = 0; i < cfg->server.http.n_allowed_origins; i++)
+        free(cfg->server.http.allowed_origins[i]);
+    free(cfg->server.http.allowed_origins);
+    free(cfg->server.http.auth_token);
+    free(cfg->server.http.raw_json);
+    free(cfg->host.plugin_dir);
+    free(cfg->runloop.base_url);
+    free(cfg->runloop.api_key);
+    free(cfg->runloop.state_dir);
+    free(cfg->runloop.devboxd);
+    for (i = 0; i < cfg->n_plugins; i++) {
+        free(cfg->plugins[i].name);
+        free(cfg->plugins[i].path);
+        free(cfg->plugins[i].config_json);
+    }
+    free(cfg->plugins);
+    free_names(cfg->tools.allow, cfg->tools.n_allow);
+    free_names(cfg->tools.exclude, cfg->tools.n_exclude);
+    for (i = 0; i < cfg->tools.n_aliases; i++) {
+        struct config_alias *a = &cfg->tools.aliases[i];
+        free(a->from);
+        free(a->to);
+        for (j = 0; j < a->n_params; j++) {
+            free(a->params[j].from);
+            free(a->params[j].to);
+        }
+        free(a->params);
+    }
+    free(cfg->tools.aliases);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+const struct host_plugin_config *config_find_plugin(const struct host_config *cfg,
+                                                    const char *name)
+{
+    size_t i = 0;
+
+    for (i = 0; i < cfg->n_plugins; i++) {
+        if (strcmp(cfg->plugins[i].name, name) == 0)
+            return &cfg->plugins[i];
+    }
+    return NULL;
+}
+
+const char *config_transport_name(enum host_transport t)
+{
+    return t == HOST_TRANSPORT_HTTP ? "http" : "stdio";
+}
+
+const char *config_backend_name(enum host_backend b)
+{
+    switch (b) {
+    case HOST_BACKEND_CLOUD:
+        return "cloud";
+    case HOST_BACKEND_LOCAL:
+        return "local";
+    default:
+        return "auto";
+    }
+}

@@ -1,0 +1,552 @@
+/*
+ * main.c - the runloop-mcp command line: find and load the deployment,
+ * load its plugins, apply the tool selection, then list, check or serve.
+ *
+ * Exit codes: 0 ok, 2 usage or deployment error, 1 runtime failure
+ * (a plugin that cannot be loaded, a transport that cannot start).
+ */
+#define _GNU_SOURCE /* asprintf, vasprintf */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "loader.h"
+#include "log.h"
+#include "mcp.h"
+#include "registry.h"
+
+#if __has_include("mcp.c")
+#define HAVE_DISPATCHER 1
+#endif
+#if defined(HAVE_DISPATCHER) && __has_include("mcp_stdio.h") &&            \
+    (__has_include("mcp_stdio.c") || __has_include("stdio.c"))
+#include "mcp_stdio.h"
+#define HAVE_STDIO 1
+#endif
+#if defined(HAVE_DISPATCHER) && __has_include("http.h") && __has_include("http.c")
+#include "http.h"
+#define HAVE_HTTP 1
+#endif
+#if __has_include("backend.h") && __has_include("backend.c")
+#include "backend.h"
+#define HAVE_BACKEND 1
+#endif
+
+#ifndef RLMCP_VERSION
+#define RLMCP_VERSION "0.0.0"
+#endif
+#ifndef RLMCP_INSTALL_CONF_DIR
+#define RLMCP_INSTALL_CONF_DIR "/usr/local/share/runloop-mcp/conf"
+#endif
+
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+#define DEFAULT_CONF "runloop-mcp.yaml"
+
+enum action { ACT_SERVE, ACT_LIST, ACT_CHECK };
+
+struct options {
+    const char *config;
+    const char *transport;
+    const char *listen;
+    const char *log_level;
+    enum action action;
+    bool json;
+    bool all;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: runloop-mcp [OPTION]...\n"
+            "Serve MCP tools that drive Runloop devboxes, as selected by a deployment file.\n"
+            "\n"
+            "  -c, --config FILE        deployment file (default: $RLMCP_CONFIG, else\n"
+            "                           conf/" DEFAULT_CONF " next to the binary or installed)\n"
+            "  -t, --transport KIND     stdio or http (overrides server.transport)\n"
+            "  -l, --listen HOST:PORT   HTTP address (overrides server.http.listen;\n"
+            "                           implies --transport http)\n"
+            "      --list-tools         print the tools this deployment exposes and exit\n"
+            "      --json               with --list-tools: print JSON\n"
+            "      --all                with --list-tools: also the tools the selection hides\n"
+            "      --check-config       validate the deployment, load its plugins, print a\n"
+            "                           summary and exit\n"
+            "      --log-level LEVEL    debug, info, notice, warning, error (overrides\n"
+            "                           host.log_level)\n"
+            "  -V, --version            print the version and plugin ABI and exit\n"
+            "  -h, --help               print this help and exit\n"
+            "\n"
+            "Exit status: 0 ok, 2 usage or deployment error, 1 runtime failure.\n"
+            "Docs: docs/cli.md, docs/deployments.md\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    enum { OPT_LIST = 256, OPT_CHECK, OPT_JSON, OPT_ALL, OPT_LOG };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"transport", required_argument, NULL, 't'},
+        {"listen", required_argument, NULL, 'l'},
+        {"list-tools", no_argument, NULL, OPT_LIST},
+        {"check-config", no_argument, NULL, OPT_CHECK},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"all", no_argument, NULL, OPT_ALL},
+        {"log-level", required_argument, NULL, OPT_LOG},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch = 0;
+
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":c:t:l:Vh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            o->config = optarg;
+            break;
+        case 't':
+            o->transport = optarg;
+            break;
+        case 'l':
+            o->listen = optarg;
+            break;
+        case OPT_LIST:
+            o->action = ACT_LIST;
+            break;
+        case OPT_CHECK:
+            o->action = ACT_CHECK;
+            break;
+        case OPT_JSON:
+            o->json = true;
+            break;
+        case OPT_ALL:
+            o->all = true;
+            break;
+        case OPT_LOG:
+            o->log_level = optarg;
+            break;
+        case 'V':
+            printf("runloop-mcp %s (plugin ABI %d.%d)\n", RLMCP_VERSION,
+                   RLMCP_ABI_MAJOR, RLMCP_ABI_MINOR);
+            exit(0);
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case ':':
+            fprintf(stderr, "runloop-mcp: option '%s' needs a value; see --help\n",
+                    argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "runloop-mcp: unknown option '%s'; see --help\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "runloop-mcp: unexpected argument '%s'; give the deployment with --config FILE\n",
+                argv[optind]);
+        return -1;
+    }
+    if ((o->json || o->all) && o->action != ACT_LIST) {
+        fprintf(stderr, "runloop-mcp: --json and --all go with --list-tools\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- finding the deployment -------------------------------------------- */
+
+static bool readable(const char *p)
+{
+    return access(p, R_OK) == 0;
+}
+
+static char *exe_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    char *slash = NULL;
+
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (slash == NULL)
+        return NULL;
+    *slash = '\0';
+    return strdup(buf);
+}
+
+/*
+ * $RLMCP_CONFIG, then <bindir>/../conf (an unpacked tree),
+ * <bindir>/../../conf (the build tree: build/bin -> repo conf/),
+ * <bindir>/../share/runloop-mcp/conf (a relocated install), then the
+ * configured install dir. Returns malloc'd path or NULL (tried in *tried).
+ */
+static char *find_config(char *tried, size_t triedlen)
+{
+    const char *env = getenv("RLMCP_CONFIG");
+    static const char *const rel[] = {"/../conf/", "/../../conf/",
+                                      "/../share/runloop-mcp/conf/"};
+    char *dir = exe_dir();
+    char *path = NULL;
+    size_t used = 0;
+    size_t i = 0;
+
+    tried[0] = '\0';
+    if (env != NULL && env[0] != '\0') {
+        free(dir);
+        return strdup(env);
+    }
+    for (i = 0; dir != NULL && i < sizeof(rel) / sizeof(rel[0]); i++) {
+        if (asprintf(&path, "%s%s%s", dir, rel[i], DEFAULT_CONF) < 0)
+            break;
+        if (readable(path))
+            goto out;
+        used += (size_t)snprintf(tried + used, used < triedlen ? triedlen - used : 0,
+                                 "%s%s", used ? ", " : "", path);
+        free(path);
+        path = NULL;
+    }
+    if (asprintf(&path, "%s/%s", RLMCP_INSTALL_CONF_DIR, DEFAULT_CONF) < 0) {
+        path = NULL;
+        goto out;
+    }
+    if (!readable(path)) {
+        snprintf(tried + used, used < triedlen ? triedlen - used : 0, "%s%s",
+                 used ? ", " : "", path);
+        free(path);
+        path = NULL;
+    }
+out:
+    free(dir);
+    return path;
+}
+
+/* ---- CLI overrides ----------------------------------------------------- */
+
+static int apply_overrides(const struct options *o, struct host_config *cfg)
+{
+    if (o->transport != NULL) {
+        if (strcmp(o->transport, "stdio") == 0) {
+            cfg->server.transport = HOST_TRANSPORT_STDIO;
+        } else if (strcmp(o->transport, "http") == 0) {
+            cfg->server.transport = HOST_TRANSPORT_HTTP;
+        } else {
+            fprintf(stderr, "runloop-mcp: --transport '%s' is not known; use stdio or http\n",
+                    o->transport);
+            return -1;
+        }
+    }
+    if (o->listen != NULL) {
+        const char *colon = strrchr(o->listen, ':');
+        char *end = NULL;
+        char *copy = NULL;
+        long port = colon ? strtol(colon + 1, &end, 10) : -1;
+        if (colon == NULL || colon == o->listen || colon[1] == '\0' ||
+            *end != '\0' || port < 0 || port > 65535) {
+            fprintf(stderr, "runloop-mcp: --listen '%s' is not HOST:PORT; e.g. --listen 127.0.0.1:8000\n",
+                    o->listen);
+            return -1;
+        }
+        copy = strdup(o->listen);
+        if (copy == NULL)
+            return -1;
+        free(cfg->server.http.listen);
+        cfg->server.http.listen = copy;
+        if (o->transport == NULL)
+            cfg->server.transport = HOST_TRANSPORT_HTTP;
+    }
+    if (o->log_level != NULL) {
+        int lvl = log_level_parse(o->log_level);
+        if (lvl < 0) {
+            fprintf(stderr, "runloop-mcp: --log-level '%s' is not known; use debug, info, notice, warning or error\n",
+                    o->log_level);
+            return -1;
+        }
+        cfg->host.log_level = lvl;
+    }
+    return 0;
+}
+
+/* ---- --list-tools ------------------------------------------------------ */
+
+static bool is_exposed(const struct registry *reg, const struct tool_entry *t)
+{
+    return registry_find_tool(reg, t->name) == t;
+}
+
+static int list_json(const struct registry *reg, bool all)
+{
+    cJSON *arr = cJSON_CreateArray();
+    size_t n = all ? registry_all_tool_count(reg) : registry_tool_count(reg);
+    char *text = NULL;
+    size_t i = 0;
+
+    if (arr == NULL)
+        return -1;
+    for (i = 0; i < n; i++) {
+        const struct tool_entry *t =
+            all ? registry_tool_raw_((struct registry *)reg, i)
+                : registry_tool_at(reg, i);
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL)
+            goto fail;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "plugin", t->plugin_name);
+        if (strcmp(t->name, t->original_name) != 0)
+            cJSON_AddStringToObject(o, "original_name", t->original_name);
+        cJSON_AddBoolToObject(o, "read_only", t->read_only);
+        if (all)
+            cJSON_AddBoolToObject(o, "exposed", is_exposed(reg, t));
+        if (t->title != NULL)
+            cJSON_AddStringToObject(o, "title", t->title);
+        cJSON_AddStringToObject(o, "description", t->description);
+        cJSON_AddItemToObject(o, "inputSchema",
+                              cJSON_Duplicate(t->input_schema, true));
+    }
+    text = cJSON_Print(arr);
+    if (text == NULL)
+        goto fail;
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(arr);
+    return 0;
+fail:
+    cJSON_Delete(arr);
+    return -1;
+}
+
+static void list_table(const struct registry *reg, bool all)
+{
+    size_t n = all ? registry_all_tool_count(reg) : registry_tool_count(reg);
+    int wname = 4;
+    int wplug = 6;
+    size_t i = 0;
+
+    for (i = 0; i < n; i++) {
+        const struct tool_entry *t =
+            all ? registry_tool_raw_((struct registry *)reg, i)
+                : registry_tool_at(reg, i);
+        if ((int)strlen(t->name) > wname)
+            wname = (int)strlen(t->name);
+        if ((int)strlen(t->plugin_name) > wplug)
+            wplug = (int)strlen(t->plugin_name);
+    }
+    printf("%-*s  %-*s  %s%s\n", wname, "TOOL", wplug, "PLUGIN", "ACCESS",
+           all ? "      EXPOSED" : "");
+    for (i = 0; i < n; i++) {
+        const struct tool_entry *t =
+            all ? registry_tool_raw_((struct registry *)reg, i)
+                : registry_tool_at(reg, i);
+        printf("%-*s  %-*s  %-10s", wname, t->name, wplug, t->plugin_name,
+               t->read_only ? "read-only" : "read-write");
+        if (all)
+            printf("  %s", is_exposed(reg, t) ? "yes" : "no");
+        if (strcmp(t->name, t->original_name) != 0)
+            printf("  (alias of %s)", t->original_name);
+        printf("\n");
+    }
+}
+
+/* ---- --check-config ---------------------------------------------------- */
+
+static void print_check(const struct host_config *cfg, const struct loader *l,
+                        const struct registry *reg)
+{
+    size_t i = 0;
+    char *dir = loader_plugin_dir(cfg);
+
+    printf("deployment: %s\n", cfg->path);
+    printf("server:     %s, transport %s", cfg->server.name,
+           config_transport_name(cfg->server.transport));
+    if (cfg->server.transport == HOST_TRANSPORT_HTTP)
+        printf(" on %s", cfg->server.http.listen);
+    printf("\n");
+#ifdef HAVE_BACKEND
+    {
+        char desc[512] = "";
+        backend_describe(cfg, desc, sizeof(desc));
+        printf("backend:    %s\n", desc);
+    }
+#else
+    printf("backend:    %s%s%s (api key %s)\n",
+           config_backend_name(cfg->runloop.backend),
+           cfg->runloop.base_url ? ", base_url " : "",
+           cfg->runloop.base_url ? cfg->runloop.base_url : "",
+           cfg->runloop.api_key ? "set" : "not set");
+#endif
+    printf("plugin dir: %s\n", dir ? dir : "?");
+    printf("plugins:    %zu loaded", l->n_plugins);
+    if (l->n_skipped > 0)
+        printf(", %zu skipped", l->n_skipped);
+    printf("\n");
+    for (i = 0; i < l->n_plugins; i++) {
+        const struct loaded_plugin *lp = l->plugins[i];
+        printf("  %-16s %-10s ABI %u.%u  %s\n", lp->name,
+               lp->desc.version ? lp->desc.version : "?", lp->desc.abi_major,
+               lp->desc.abi_minor, lp->path);
+    }
+    printf("tools:      %zu exposed of %zu registered\n",
+           registry_tool_count(reg), registry_all_tool_count(reg));
+    if (registry_resource_count(reg) > 0 || registry_prompt_count(reg) > 0)
+        printf("resources:  %zu, prompts: %zu\n", registry_resource_count(reg),
+               registry_prompt_count(reg));
+    printf("ok\n");
+    free(dir);
+}
+
+/* ---- serving ----------------------------------------------------------- */
+
+#ifdef HAVE_STDIO
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stdio_request_stop();
+}
+#endif
+
+static int serve(const struct host_config *cfg, struct registry *reg)
+{
+#ifdef HAVE_DISPATCHER
+    struct mcp_options opts;
+    struct mcp_dispatcher *d = NULL;
+    int rc = EXIT_RUNTIME;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.server_name = cfg->server.name;
+    opts.server_version = RLMCP_VERSION;
+    opts.instructions = cfg->server.instructions;
+    opts.workers = cfg->host.workers;
+    opts.default_timeout_ms = cfg->host.call_timeout_ms;
+    d = mcp_create(&opts, reg);
+    if (d == NULL) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "cannot start the MCP dispatcher (out of memory or threads)");
+        return EXIT_RUNTIME;
+    }
+    if (cfg->server.transport == HOST_TRANSPORT_STDIO) {
+#ifdef HAVE_STDIO
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        rc = stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
+#else
+        log_msg(RLMCP_LOG_ERROR, NULL, "the stdio transport is not built into this binary");
+#endif
+    } else {
+#ifdef HAVE_HTTP
+        rc = http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
+#else
+        log_msg(RLMCP_LOG_ERROR, NULL, "the HTTP transport is not built into this binary; use --transport stdio");
+#endif
+    }
+    mcp_drain(d, 5000);
+    mcp_destroy(d);
+    return rc;
+#else
+    (void)cfg;
+    (void)reg;
+    log_msg(RLMCP_LOG_ERROR, NULL, "the MCP dispatcher is not built into this binary; only --list-tools and --check-config work");
+    return EXIT_RUNTIME;
+#endif
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static int load_config(const struct options *o, struct host_config *cfg)
+{
+    char err[1024] = "";
+    char tried[2048] = "";
+    char *path = NULL;
+    int rc = -1;
+
+    if (o->config != NULL)
+        path = strdup(o->config);
+    else
+        path = find_config(tried, sizeof(tried));
+    if (path == NULL) {
+        fprintf(stderr, "runloop-mcp: error: no deployment file found (looked for %s); pass --config FILE or set RLMCP_CONFIG\n",
+                tried);
+        return -1;
+    }
+    if (config_load(path, cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "runloop-mcp: error: %s\n", err);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(path);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct host_config cfg;
+    struct registry *reg = NULL;
+    struct loader *ldr = NULL;
+    char err[1024] = "";
+    int rc = EXIT_USAGE;
+
+    memset(&o, 0, sizeof(o));
+    memset(&cfg, 0, sizeof(cfg));
+    signal(SIGPIPE, SIG_IGN);
+    if (parse_args(argc, argv, &o) < 0)
+        return EXIT_USAGE;
+    if (load_config(&o, &cfg) < 0)
+        return EXIT_USAGE;
+    if (apply_overrides(&o, &cfg) < 0)
+        goto out;
+    log_set_level(cfg.host.log_level);
+    reg = registry_new();
+    if (reg == NULL) {
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    if (loader_load_all(&cfg, reg, &ldr) < 0) {
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    if (registry_select(reg, &cfg.tools, cfg.path,
+                        cfg.host.on_plugin_error == HOST_PLUGIN_ERROR_SKIP,
+                        cfg.host.call_timeout_ms, err, sizeof(err)) < 0) {
+        fprintf(stderr, "runloop-mcp: error: %s\n", err);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    switch (o.action) {
+    case ACT_LIST:
+        if (o.json)
+            rc = list_json(reg, o.all) == 0 ? 0 : EXIT_RUNTIME;
+        else {
+            list_table(reg, o.all);
+            rc = 0;
+        }
+        break;
+    case ACT_CHECK:
+        print_check(&cfg, ldr, reg);
+        rc = 0;
+        break;
+    default:
+        rc = serve(&cfg, reg);
+        break;
+    }
+out:
+    fflush(stdout);
+    loader_unload_all(ldr);
+    registry_free(reg);
+    config_free(&cfg);
+    return rc;
+}
