@@ -1,0 +1,1820 @@
+/*
+ * http.c - Streamable HTTP transport on libmicrohttpd.
+ *
+ * Threads: MHD runs a small pool of epoll threads. A POSTed request goes to
+ * the dispatcher with a sink (struct http_stream); the sink collects what
+ * the dispatcher sends, from any worker thread. JSON replies suspend the
+ * connection until the final message arrives; SSE replies stream through a
+ * content reader that suspends itself when it has nothing to write and is
+ * resumed by the sink. Every stream keeps its events until they reached a
+ * client completely, so a client that drops off can resume with GET and
+ * Last-Event-ID (bounded per session; see docs/http.md).
+ *
+ * Locks: srv->lock (session table) before sess->lock; sess->lock guards
+ * the session's fields and all of its streams. Nothing calls into the
+ * dispatcher while holding either lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <uthash.h>
+
+#include "http.h"
+#include "log.h"
+#include "mcp.h"
+
+#define SESSION_ID_BYTES 16
+#define SSE_RETRY_MS 1000
+#define JSONRPC_SERVER_ERROR (-32000)
+#define JSONRPC_SESSION_NOT_FOUND (-32001)
+#define JSONRPC_PARSE_ERROR (-32700)
+#define JSONRPC_INVALID_REQUEST (-32600)
+
+struct http_server;
+struct http_session;
+struct http_req;
+
+struct http_ev {
+    uint64_t seq;
+    char *text; /* the whole SSE event, ready to write */
+    size_t len;
+    bool final;
+};
+
+/* One reply: the sink the dispatcher writes to, and its stored events. */
+struct http_stream {
+    struct mcp_sink sink; /* first: the dispatcher's handle */
+    atomic_int refs;
+    struct http_session *sess; /* counted reference */
+    uint64_t no;               /* per session; event ids are "<no>-<seq>" */
+    bool sse;
+    char *req_id; /* the JSON-RPC id as text, for log lines */
+    /* Everything below is guarded by sess->lock. */
+    bool done;   /* the final send happened */
+    bool listed; /* on sess->streams (holds a reference) */
+    char *json_reply; /* JSON mode: the response */
+    size_t json_len;
+    struct http_ev *evs; /* SSE mode: stored events, oldest first */
+    size_t n_evs;
+    size_t cap_evs;
+    size_t bytes;
+    uint64_t next_seq;
+    struct http_req *tap; /* the request currently reading it, or NULL */
+    struct http_stream *prev;
+    struct http_stream *next;
+};
+
+struct http_session {
+    char id[SESSION_ID_BYTES * 2 + 1];
+    atomic_int refs;
+    pthread_mutex_t lock;
+    struct http_server *srv;
+    struct mcp_session *ms;
+    /* Guarded by lock. */
+    unsigned handling; /* access handlers inside mcp_handle() */
+    unsigned busy;     /* streams whose final message is still due */
+    bool terminated;
+    bool ms_freed;
+    double last_used;
+    uint64_t next_stream;
+    struct http_stream *streams; /* oldest first */
+    struct http_stream *streams_tail;
+    size_t store_events;
+    size_t store_bytes;
+    UT_hash_handle hh; /* guarded by srv->lock */
+};
+
+enum req_phase {
+    PHASE_NEW = 0,
+    PHASE_BODY,    /* reading a POST body */
+    PHASE_WAITING, /* suspended until the JSON reply arrives */
+    PHASE_DONE     /* a response is queued */
+};
+
+/* Per HTTP request: MHD's con_cls. Also the reader of an SSE reply. */
+struct http_req {
+    struct http_server *srv;
+    struct MHD_Connection *conn;
+    enum req_phase phase;
+    double t0;
+    char *body;
+    size_t len;
+    size_t cap;
+    bool too_big;
+    unsigned status; /* for the access log */
+    bool is_init;    /* an initialize request: the reply names the session */
+    char method[8];
+    char url[64];
+    struct http_session *sess;     /* counted reference, may be NULL */
+    struct http_stream *stream;    /* counted reference, may be NULL */
+    /* SSE reading state, guarded by sess->lock. */
+    bool suspended;
+    bool primed;
+    uint64_t cursor; /* next seq to write */
+    size_t woff;     /* bytes of that event already written */
+};
+
+struct http_server {
+    struct MHD_Daemon *mhd;
+    struct mcp_dispatcher *d;
+    struct http_options opts;
+    char **origins; /* owned copy of opts.allowed_origins */
+    char *auth_token;
+    char *listen;
+    char *name;
+    char *version;
+    char host[256];
+    uint16_t port;
+    bool loopback;
+    atomic_bool stopping;
+    atomic_int connections;
+    pthread_mutex_t lock; /* the session table */
+    struct http_session *sessions;
+    unsigned n_sessions;
+    pthread_t reaper;
+    bool reaper_started;
+    pthread_cond_t reaper_cond;
+    bool reaper_stop;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Responses                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void add_common_headers(struct http_server *srv,
+                               struct MHD_Connection *conn,
+                               struct MHD_Response *resp)
+{
+    const char *origin =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+
+    /* Only reached for allowed origins: the check runs before. */
+    if (origin != NULL) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                "Mcp-Session-Id");
+        MHD_add_response_header(resp, "Vary", "Origin");
+    }
+    (void)srv;
+}
+
+static enum MHD_Result queue_buffer(struct http_req *req, unsigned status,
+                                    const char *ctype, char *body,
+                                    size_t len, bool take,
+                                    const char *session_id)
+{
+    struct MHD_Response *resp = NULL;
+    enum MHD_Result ret = MHD_NO;
+
+    resp = MHD_create_response_from_buffer(
+        len, body, take ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+    if (resp == NULL) {
+        if (take)
+            free(body);
+        return MHD_NO;
+    }
+    if (ctype != NULL)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (session_id != NULL)
+        MHD_add_response_header(resp, "Mcp-Session-Id", session_id);
+    add_common_headers(req->srv, req->conn, resp);
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE ||
+        status == MHD_HTTP_TOO_MANY_REQUESTS)
+        MHD_add_response_header(resp, "Retry-After", "5");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"runloop-mcp\"");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                "GET, POST, DELETE");
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    ret = MHD_queue_response(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    req->phase = PHASE_DONE;
+    req->status = status;
+    return ret;
+}
+
+/*
+ * A JSON-RPC error body with id null: what every transport-level refusal
+ * carries, so MCP clients show the message to the user.
+ */
+static enum MHD_Result reply_error(struct http_req *req, unsigned status,
+                                   int code, const char *fmt, ...)
+    RLMCP_PRINTF(4, 5);
+
+static enum MHD_Result reply_error(struct http_req *req, unsigned status,
+                                   int code, const char *fmt, ...)
+{
+    char msg[512];
+    cJSON *root = NULL;
+    cJSON *err = NULL;
+    char *text = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_msg(RLMCP_LOG_DEBUG, NULL, "http: %u: %s", status, msg);
+    root = cJSON_CreateObject();
+    if (root == NULL)
+        goto out;
+    cJSON_AddStringToObject(root, "jsonrpc", "2.0");
+    err = cJSON_AddObjectToObject(root, "error");
+    if (err == NULL)
+        goto out;
+    cJSON_AddNumberToObject(err, "code", code);
+    cJSON_AddStringToObject(err, "message", msg);
+    cJSON_AddNullToObject(root, "id");
+    text = cJSON_PrintUnformatted(root);
+out:
+    cJSON_Delete(root);
+    if (text == NULL)
+        return queue_buffer(req, status, NULL, "", 0, false, NULL);
+    return queue_buffer(req, status, "application/json", text, strlen(text),
+                        true, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sessions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void stream_unref(struct http_stream *st);
+
+static void session_ref(struct http_session *s)
+{
+    atomic_fetch_add(&s->refs, 1);
+}
+
+static void session_unref(struct http_session *s)
+{
+    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/* Caller holds s->lock. Unlinks st; the caller drops the list's ref. */
+static void session_unlist(struct http_session *s, struct http_stream *st)
+{
+    if (!st->listed)
+        return;
+    if (st->prev != NULL)
+        st->prev->next = st->next;
+    else
+        s->streams = st->next;
+    if (st->next != NULL)
+        st->next->prev = st->prev;
+    else
+        s->streams_tail = st->prev;
+    st->prev = NULL;
+    st->next = NULL;
+    st->listed = false;
+    s->store_events -= st->n_evs;
+    s->store_bytes -= st->bytes;
+}
+
+static void stream_free_events(struct http_stream *st)
+{
+    for (size_t i = 0; i < st->n_evs; i++)
+        free(st->evs[i].text);
+    free(st->evs);
+    st->evs = NULL;
+    st->n_evs = 0;
+    st->cap_evs = 0;
+    st->bytes = 0;
+}
+
+/* Caller holds s->lock: does a stored final reply still wait for a client? */
+static bool stream_undelivered(const struct http_stream *st)
+{
+    return st->sse && st->n_evs > 0 && st->evs[st->n_evs - 1].final;
+}
+
+/*
+ * End a session (DELETE, idle expiry, failed initialize, shutdown). Its
+ * calls are cancelled once no access handler is inside mcp_handle() with it.
+ */
+static void session_terminate(struct http_server *srv, struct http_session *s,
+                              const char *why)
+{
+    struct http_stream *drop = NULL;
+    bool free_ms = false;
+    bool in_table = false;
+
+    pthread_mutex_lock(&srv->lock);
+    if (!s->terminated) {
+        struct http_session *found = NULL;
+        HASH_FIND_STR(srv->sessions, s->id, found);
+        if (found == s) {
+            HASH_DEL(srv->sessions, s);
+            srv->n_sessions--;
+            in_table = true;
+        }
+    }
+    pthread_mutex_unlock(&srv->lock);
+
+    pthread_mutex_lock(&s->lock);
+    s->terminated = true;
+    for (struct http_stream *st = s->streams; st != NULL;) {
+        struct http_stream *next = st->next;
+        if (st->tap == NULL) {
+            if (stream_undelivered(st))
+                log_msg(RLMCP_LOG_WARNING, NULL,
+                        "http: session %.8s… ended (%s) before the reply to "
+                        "request %s reached the client; the reply is dropped",
+                        s->id, why, st->req_id ? st->req_id : "?");
+            session_unlist(s, st);
+            st->next = drop; /* reuse the link for the drop list */
+            drop = st;
+        }
+        st = next;
+    }
+    if (s->handling == 0 && !s->ms_freed) {
+        s->ms_freed = true;
+        free_ms = true;
+    }
+    pthread_mutex_unlock(&s->lock);
+
+    while (drop != NULL) {
+        struct http_stream *next = drop->next;
+        drop->next = NULL;
+        stream_unref(drop);
+        drop = next;
+    }
+    if (free_ms && s->ms != NULL)
+        mcp_session_free(s->ms);
+    if (in_table) {
+        log_msg(RLMCP_LOG_INFO, NULL, "http: session %.8s… ended (%s)", s->id,
+                why);
+        session_unref(s); /* the table's reference */
+    }
+}
+
+/* Returns a counted reference, or NULL: 0 ok, -1 limit, -2 no memory. */
+static struct http_session *session_create(struct http_server *srv, int *why)
+{
+    unsigned char raw[SESSION_ID_BYTES];
+    struct http_session *s = NULL;
+    size_t got = 0;
+
+    *why = -2;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno != EINTR)
+            return NULL;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+    atomic_init(&s->refs, 2); /* the table's and the caller's */
+    pthread_mutex_init(&s->lock, NULL);
+    s->srv = srv;
+    s->last_used = now_s();
+    s->ms = mcp_session_new(srv->d);
+    if (s->ms == NULL) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&srv->lock);
+    if (srv->n_sessions >= srv->opts.max_sessions) {
+        pthread_mutex_unlock(&srv->lock);
+        mcp_session_free(s->ms);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        *why = -1;
+        return NULL;
+    }
+    HASH_ADD_STR(srv->sessions, id, s);
+    srv->n_sessions++;
+    pthread_mutex_unlock(&srv->lock);
+    *why = 0;
+    log_msg(RLMCP_LOG_INFO, NULL, "http: session %.8s… started", s->id);
+    return s;
+}
+
+static struct http_session *session_lookup(struct http_server *srv,
+                                           const char *id)
+{
+    struct http_session *s = NULL;
+
+    pthread_mutex_lock(&srv->lock);
+    HASH_FIND_STR(srv->sessions, id, s);
+    if (s != NULL)
+        session_ref(s);
+    pthread_mutex_unlock(&srv->lock);
+    if (s == NULL)
+        return NULL;
+    pthread_mutex_lock(&s->lock);
+    s->last_used = now_s();
+    pthread_mutex_unlock(&s->lock);
+    return s;
+}
+
+/* Expire idle sessions: clients rarely send DELETE. */
+static void sessions_expire(struct http_server *srv)
+{
+    struct http_session *s = NULL;
+    struct http_session *tmp = NULL;
+    struct http_session **victims = NULL;
+    size_t n = 0;
+    double now = now_s();
+    double idle = (double)srv->opts.session_idle_seconds;
+
+    pthread_mutex_lock(&srv->lock);
+    victims = calloc(srv->n_sessions + 1, sizeof(*victims));
+    HASH_ITER(hh, srv->sessions, s, tmp)
+    {
+        bool old = false;
+        if (victims == NULL)
+            break;
+        pthread_mutex_lock(&s->lock);
+        old = s->busy == 0 && s->handling == 0 && now - s->last_used >= idle;
+        pthread_mutex_unlock(&s->lock);
+        if (old) {
+            session_ref(s);
+            victims[n++] = s;
+        }
+    }
+    pthread_mutex_unlock(&srv->lock);
+    for (size_t i = 0; i < n; i++) {
+        session_terminate(srv, victims[i], "idle timeout");
+        session_unref(victims[i]);
+    }
+    free(victims);
+}
+
+static void *reaper_main(void *arg)
+{
+    struct http_server *srv = arg;
+    struct timespec ts;
+
+    pthread_mutex_lock(&srv->lock);
+    while (!srv->reaper_stop) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&srv->reaper_cond, &srv->lock, &ts);
+        if (srv->reaper_stop)
+            break;
+        pthread_mutex_unlock(&srv->lock);
+        sessions_expire(srv);
+        pthread_mutex_lock(&srv->lock);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams: the dispatcher's sinks                                          */
+/* ------------------------------------------------------------------------ */
+
+static void stream_ref(struct http_stream *st)
+{
+    atomic_fetch_add(&st->refs, 1);
+}
+
+static void stream_unref(struct http_stream *st)
+{
+    if (st == NULL || atomic_fetch_sub(&st->refs, 1) != 1)
+        return;
+    stream_free_events(st);
+    free(st->json_reply);
+    free(st->req_id);
+    session_unref(st->sess);
+    free(st);
+}
+
+static void sink_retain(struct mcp_sink *sink)
+{
+    stream_ref((struct http_stream *)sink);
+}
+
+static void sink_release(struct mcp_sink *sink)
+{
+    stream_unref((struct http_stream *)sink);
+}
+
+/* "id: 3-7\nevent: message\ndata: {...}\n\n", newlines in data split. */
+static char *format_event(uint64_t no, uint64_t seq, const char *json,
+                          size_t len, size_t *out_len)
+{
+    size_t extra = 0;
+    size_t cap = 0;
+    size_t o = 0;
+    char *buf = NULL;
+    int w = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (json[i] == '\n')
+            extra += 6;
+    }
+    cap = 64 + len + extra + 3;
+    buf = malloc(cap);
+    if (buf == NULL)
+        return NULL;
+    w = snprintf(buf, cap, "id: %" PRIu64 "-%" PRIu64 "\nevent: message\ndata: ",
+                 no, seq);
+    o = (size_t)w;
+    for (size_t i = 0; i < len; i++) {
+        if (json[i] == '\r')
+            continue;
+        if (json[i] == '\n') {
+            memcpy(buf + o, "\ndata: ", 7);
+            o += 7;
+            continue;
+        }
+        buf[o++] = json[i];
+    }
+    buf[o++] = '\n';
+    buf[o++] = '\n';
+    buf[o] = '\0';
+    *out_len = o;
+    return buf;
+}
+
+/*
+ * Caller holds s->lock. Keep the session's event store within its bounds:
+ * first drop events a live reader has written already, then whole replies
+ * nobody is reading (oldest first; their list references go to *dropped
+ * for the caller to release after unlocking). The final event of a reply
+ * being read is never dropped.
+ */
+static void store_trim(struct http_session *s, struct http_stream *cur,
+                       struct http_stream **dropped)
+{
+    struct http_server *srv = s->srv;
+    size_t max_ev = srv->opts.event_store_events;
+    size_t max_bytes = srv->opts.event_store_bytes;
+
+    for (struct http_stream *st = s->streams; st != NULL; st = st->next) {
+        size_t drop = 0;
+        if (s->store_events <= max_ev && s->store_bytes <= max_bytes)
+            return;
+        while (drop < st->n_evs && st->tap != NULL &&
+               st->evs[drop].seq < st->tap->cursor && !st->evs[drop].final)
+            drop++;
+        for (size_t i = 0; i < drop; i++) {
+            s->store_events--;
+            s->store_bytes -= st->evs[i].len;
+            st->bytes -= st->evs[i].len;
+            free(st->evs[i].text);
+        }
+        if (drop > 0) {
+            memmove(st->evs, st->evs + drop,
+                    (st->n_evs - drop) * sizeof(*st->evs));
+            st->n_evs -= drop;
+        }
+    }
+    for (struct http_stream *st = s->streams; st != NULL;) {
+        struct http_stream *next = st->next;
+        if (s->store_events <= max_ev && s->store_bytes <= max_bytes)
+            return;
+        if (st != cur && st->tap == NULL) {
+            if (stream_undelivered(st))
+                log_msg(RLMCP_LOG_WARNING, NULL,
+                        "http: session %.8s…: event store full, dropping the "
+                        "undelivered reply to request %s",
+                        s->id, st->req_id ? st->req_id : "?");
+            session_unlist(s, st);
+            stream_free_events(st);
+            st->next = *dropped;
+            *dropped = st;
+        }
+        st = next;
+    }
+}
+
+static void stream_unref_list(struct http_stream *list)
+{
+    while (list != NULL) {
+        struct http_stream *next = list->next;
+        list->next = NULL;
+        stream_unref(list);
+        list = next;
+    }
+}
+
+/* Caller holds s->lock. Wake the reader if it sleeps. */
+static void stream_wake(struct http_stream *st)
+{
+    struct http_req *tap = st->tap;
+
+    if (tap != NULL && tap->suspended) {
+        tap->suspended = false;
+        MHD_resume_connection(tap->conn);
+    }
+}
+
+/* Caller holds s->lock: append one SSE event. */
+static void stream_append(struct http_stream *st, const char *json,
+                          size_t len, bool final)
+{
+    struct http_session *s = st->sess;
+    size_t tlen = 0;
+    char *text = NULL;
+
+    if (st->n_evs == st->cap_evs) {
+        size_t cap = st->cap_evs ? st->cap_evs * 2 : 8;
+        struct http_ev *evs = realloc(st->evs, cap * sizeof(*evs));
+        if (evs == NULL)
+            goto nomem;
+        st->evs = evs;
+        st->cap_evs = cap;
+    }
+    text = format_event(st->no, st->next_seq, json, len, &tlen);
+    if (text == NULL)
+        goto nomem;
+    st->evs[st->n_evs].seq = st->next_seq++;
+    st->evs[st->n_evs].text = text;
+    st->evs[st->n_evs].len = tlen;
+    st->evs[st->n_evs].final = final;
+    st->n_evs++;
+    st->bytes += tlen;
+    if (st->listed) {
+        s->store_events++;
+        s->store_bytes += tlen;
+    }
+    return;
+nomem:
+    log_msg(RLMCP_LOG_ERROR, NULL,
+            "http: out of memory: a message for request %s is lost",
+            st->req_id ? st->req_id : "?");
+}
+
+static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
+                      bool final)
+{
+    struct http_stream *st = (struct http_stream *)sink;
+    struct http_session *s = st->sess;
+    struct http_stream *dropped = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    if (st->done) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    if (json != NULL && st->sse) {
+        stream_append(st, json, len, final);
+    } else if (json != NULL && final) {
+        st->json_reply = malloc(len + 1);
+        if (st->json_reply != NULL) {
+            memcpy(st->json_reply, json, len);
+            st->json_reply[len] = '\0';
+            st->json_len = len;
+        }
+    } else if (json != NULL) {
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "http: dropped a message sent on the JSON reply to request %s",
+                st->req_id ? st->req_id : "?");
+    }
+    if (final) {
+        st->done = true;
+        if (s->busy > 0)
+            s->busy--;
+        s->last_used = now_s();
+        if (st->sse && st->tap == NULL && json != NULL && st->listed)
+            log_msg(RLMCP_LOG_INFO, NULL,
+                    "http: session %.8s…: the reply to request %s is ready but "
+                    "its client went away; kept for GET with Last-Event-ID",
+                    s->id, st->req_id ? st->req_id : "?");
+    }
+    if (st->sse && st->listed)
+        store_trim(s, st, &dropped);
+    stream_wake(st);
+    pthread_mutex_unlock(&s->lock);
+    stream_unref_list(dropped);
+}
+
+static struct http_stream *stream_new(struct http_session *s, bool sse,
+                                      const cJSON *id)
+{
+    struct http_stream *st = calloc(1, sizeof(*st));
+
+    if (st == NULL)
+        return NULL;
+    st->sink.send = sink_send;
+    st->sink.retain = sink_retain;
+    st->sink.release = sink_release;
+    atomic_init(&st->refs, 1);
+    session_ref(s);
+    st->sess = s;
+    st->sse = sse;
+    st->next_seq = 1;
+    if (id != NULL)
+        st->req_id = cJSON_PrintUnformatted(id);
+    pthread_mutex_lock(&s->lock);
+    st->no = ++s->next_stream;
+    s->busy++;
+    /* Every stream is listed so that shutdown can find its reader. */
+    stream_ref(st);
+    st->listed = true;
+    st->prev = s->streams_tail;
+    if (s->streams_tail != NULL)
+        s->streams_tail->next = st;
+    else
+        s->streams = st;
+    s->streams_tail = st;
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SSE content reader                                                       */
+/* ------------------------------------------------------------------------ */
+
+static size_t copy_out(char *buf, size_t max, const char *src, size_t len,
+                       size_t *off)
+{
+    size_t n = len - *off;
+
+    if (n > max)
+        n = max;
+    memcpy(buf, src + *off, n);
+    *off += n;
+    return n;
+}
+
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct http_req *req = cls;
+    struct http_stream *st = req->stream;
+    struct http_session *s = st->sess;
+    size_t w = 0;
+    ssize_t ret = 0;
+
+    (void)pos;
+    pthread_mutex_lock(&s->lock);
+    if (atomic_load(&req->srv->stopping) || st->tap != req) {
+        ret = MHD_CONTENT_READER_END_WITH_ERROR;
+        goto out;
+    }
+    if (!req->primed) {
+        /* Priming event (SEP-1699): an id to resume from, empty data. */
+        char prime[96];
+        int n = snprintf(prime, sizeof(prime),
+                         "id: %" PRIu64 "-0\nretry: %d\ndata: \n\n", st->no,
+                         SSE_RETRY_MS);
+        size_t off = req->woff;
+        w += copy_out(buf, max, prime, (size_t)n, &off);
+        req->woff = off;
+        if (req->woff < (size_t)n)
+            goto wrote;
+        req->woff = 0;
+        req->primed = true;
+    }
+    for (size_t i = 0; i < st->n_evs && w < max; i++) {
+        struct http_ev *ev = &st->evs[i];
+        if (ev->seq < req->cursor)
+            continue;
+        w += copy_out(buf + w, max - w, ev->text, ev->len, &req->woff);
+        if (req->woff < ev->len)
+            break;
+        req->woff = 0;
+        req->cursor = ev->seq + 1;
+    }
+wrote:
+    if (w > 0) {
+        ret = (ssize_t)w;
+        goto out;
+    }
+    if (st->done && req->cursor >= st->next_seq) {
+        ret = MHD_CONTENT_READER_END_OF_STREAM;
+        goto out;
+    }
+    req->suspended = true;
+    MHD_suspend_connection(req->conn);
+    ret = 0;
+out:
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static enum MHD_Result queue_sse(struct http_req *req, const char *session_id)
+{
+    struct MHD_Response *resp = NULL;
+    enum MHD_Result ret = MHD_NO;
+
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
+                                             sse_reader, req, NULL);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                            "no-cache, no-transform");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    if (session_id != NULL)
+        MHD_add_response_header(resp, "Mcp-Session-Id", session_id);
+    add_common_headers(req->srv, req->conn, resp);
+    ret = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    req->phase = PHASE_DONE;
+    req->status = MHD_HTTP_OK;
+    return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request checks                                                           */
+/* ------------------------------------------------------------------------ */
+
+static const char *hdr(struct http_req *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* Host, Origin, endpoint token. Returns MHD_YES after queueing a refusal,
+ * or -1 when the request may go on. */
+static int check_access(struct http_req *req, bool need_token)
+{
+    struct http_server *srv = req->srv;
+    const char *host = hdr(req, MHD_HTTP_HEADER_HOST);
+    const char *origin = hdr(req, "Origin");
+    const char *const *origins = (const char *const *)srv->origins;
+
+    if (srv->loopback && !http_host_header_ok(host, srv->port, origins))
+        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+                           "Forbidden: Host header '%.100s' is not allowed; "
+                           "this server answers only to localhost, 127.0.0.1 "
+                           "or [::1] (DNS-rebinding protection). Behind a "
+                           "proxy, list its public origin in "
+                           "server.http.allowed_origins",
+                           host ? host : "(none)");
+    if (!http_origin_ok(origin, origins, srv->loopback))
+        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+                           "Forbidden: Origin '%.100s' is not allowed; add it "
+                           "to server.http.allowed_origins to let that web "
+                           "page call this server",
+                           origin);
+    if (need_token && srv->auth_token != NULL) {
+        const char *tok = http_bearer(hdr(req, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (!http_token_equal(tok, srv->auth_token))
+            return reply_error(req, MHD_HTTP_UNAUTHORIZED, JSONRPC_SERVER_ERROR,
+                               "Unauthorized: this endpoint needs "
+                               "'Authorization: Bearer <token>' with the "
+                               "token configured in server.http.auth_token; "
+                               "send your Runloop key in X-Runloop-Api-Key");
+    }
+    return -1;
+}
+
+/*
+ * The caller's Runloop key for this request. Returns MHD_YES after a
+ * refusal, -1 otherwise; *key is NULL when the caller brought none.
+ */
+static int caller_key(struct http_req *req, const char **key)
+{
+    struct http_server *srv = req->srv;
+    const char *query = MHD_lookup_connection_value(
+        req->conn, MHD_GET_ARGUMENT_KIND, "api_key");
+    const char *k = NULL;
+
+    *key = NULL;
+    if (query != NULL && !srv->opts.allow_query_key)
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: the api_key query parameter is "
+                           "disabled on this server because URLs end up in "
+                           "logs; send the key as 'X-Runloop-Api-Key: <key>' "
+                           "or 'Authorization: Bearer <key>', or set "
+                           "server.http.allow_query_key: true");
+    k = hdr(req, "X-Runloop-Api-Key");
+    if (k == NULL && srv->auth_token == NULL)
+        k = http_bearer(hdr(req, MHD_HTTP_HEADER_AUTHORIZATION));
+    if (k == NULL && query != NULL)
+        k = query;
+    if (k != NULL && *k == '\0')
+        k = NULL;
+    *key = k;
+    return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* POST /mcp                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Methods whose handlers may talk to the client before they answer. */
+static bool wants_sse(const char *method)
+{
+    return method != NULL && (strcmp(method, "tools/call") == 0 ||
+                              strcmp(method, "resources/read") == 0 ||
+                              strcmp(method, "prompts/get") == 0);
+}
+
+/* The credentials rule: see docs/http.md "Credentials". */
+static bool key_missing(struct http_server *srv, const char *key,
+                        const char *method)
+{
+    if (method == NULL || strcmp(method, "tools/call") != 0)
+        return false;
+    return key == NULL && !srv->opts.backend_is_local &&
+           !srv->opts.server_key_present;
+}
+
+static enum MHD_Result reply_unauthenticated(struct http_req *req,
+                                             const cJSON *id)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *result = NULL;
+    cJSON *content = NULL;
+    cJSON *item = NULL;
+    char *text = NULL;
+    static const char err_text[] =
+        "{\"error\":{\"code\":\"unauthenticated\",\"message\":\"this "
+        "deployment talks to the Runloop API and has no key of its own, and "
+        "the request carried none\",\"remedy\":\"send your Runloop API key "
+        "with every request as 'Authorization: Bearer <key>' or "
+        "'X-Runloop-Api-Key: <key>' (create one at "
+        "https://platform.runloop.ai/settings), or ask the operator to set "
+        "runloop.api_key\"}}";
+
+    if (root == NULL)
+        return MHD_NO;
+    cJSON_AddStringToObject(root, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(root, "id", cJSON_Duplicate(id, true));
+    result = cJSON_AddObjectToObject(root, "result");
+    content = cJSON_AddArrayToObject(result, "content");
+    item = cJSON_CreateObject();
+    cJSON_AddStringToObject(item, "type", "text");
+    cJSON_AddStringToObject(item, "text", err_text);
+    cJSON_AddItemToArray(content, item);
+    cJSON_AddBoolToObject(result, "isError", true);
+    text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (text == NULL)
+        return MHD_NO;
+    return queue_buffer(req, MHD_HTTP_OK, "application/json", text,
+                        strlen(text), true, NULL);
+}
+
+/* Checks that need only the headers, before the body is read. */
+static int post_precheck(struct http_req *req)
+{
+    struct http_server *srv = req->srv;
+    const char *accept = hdr(req, MHD_HTTP_HEADER_ACCEPT);
+    const char *ctype = hdr(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *clen = hdr(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *pv = hdr(req, "MCP-Protocol-Version");
+
+    if (!http_accept_ok(accept, true, true))
+        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
+                           "Not Acceptable: the Accept header must list both "
+                           "application/json and text/event-stream");
+    if (!http_content_type_json(ctype))
+        return reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                           JSONRPC_SERVER_ERROR,
+                           "Unsupported Media Type: send the JSON-RPC "
+                           "message with Content-Type: application/json");
+    if (clen != NULL && strtoull(clen, NULL, 10) > srv->opts.max_body_bytes)
+        return reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
+                           JSONRPC_SERVER_ERROR,
+                           "Payload Too Large: the body exceeds %zu bytes "
+                           "(server.http.max_body_bytes); send smaller "
+                           "arguments or raise the limit",
+                           srv->opts.max_body_bytes);
+    if (pv != NULL && !http_protocol_version_ok(pv))
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: unsupported MCP-Protocol-Version "
+                           "'%.40s'; this server speaks 2025-11-25, "
+                           "2025-06-18 and 2025-03-26",
+                           pv);
+    return -1;
+}
+
+/* Find or create the session for a parsed message; refusals queued. */
+static int post_session(struct http_req *req, bool is_init)
+{
+    struct http_server *srv = req->srv;
+    const char *sid = hdr(req, "Mcp-Session-Id");
+    int why = 0;
+
+    if (is_init) {
+        if (sid != NULL)
+            return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                               "Bad Request: initialize starts a new session "
+                               "and must not carry an Mcp-Session-Id header");
+        req->sess = session_create(srv, &why);
+        if (req->sess == NULL && why == -1) {
+            sessions_expire(srv);
+            req->sess = session_create(srv, &why);
+        }
+        if (req->sess == NULL && why == -1)
+            return reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS,
+                               JSONRPC_SERVER_ERROR,
+                               "Too Many Requests: %u sessions are open "
+                               "(server.http.max_sessions); end unused ones "
+                               "with DELETE /mcp or retry after idle ones "
+                               "expire (%u s)",
+                               srv->opts.max_sessions,
+                               srv->opts.session_idle_seconds);
+        if (req->sess == NULL)
+            return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                               JSONRPC_SERVER_ERROR,
+                               "Internal error: cannot create a session");
+        return -1;
+    }
+    if (sid == NULL)
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: Mcp-Session-Id header is required; "
+                           "send initialize first");
+    req->sess = session_lookup(srv, sid);
+    if (req->sess == NULL)
+        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
+                           "Session not found: it was deleted, expired after "
+                           "%u s idle, or the server restarted; send "
+                           "initialize to start a new session",
+                           srv->opts.session_idle_seconds);
+    return -1;
+}
+
+/* Caller holds nothing. JSON reply ready: send it (initialize: session). */
+static enum MHD_Result post_reply_json(struct http_req *req)
+{
+    struct http_stream *st = req->stream;
+    struct http_session *s = req->sess;
+    char *body = NULL;
+    size_t len = 0;
+    bool have = false;
+    bool init_failed = false;
+    const char *sid = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    have = st->json_reply != NULL;
+    body = st->json_reply;
+    len = st->json_len;
+    st->json_reply = NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (!have)
+        return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
+    if (req->is_init) {
+        /* The initialize answer: an error ends the new session. */
+        cJSON *msg = cJSON_ParseWithLength(body, len);
+        init_failed = msg == NULL || cJSON_GetObjectItem(msg, "error") != NULL;
+        cJSON_Delete(msg);
+        sid = s->id;
+    }
+    if (init_failed) {
+        session_terminate(req->srv, s, "initialize failed");
+        sid = NULL;
+    }
+    return queue_buffer(req, MHD_HTTP_OK, "application/json", body, len, true,
+                        sid);
+}
+
+/* Suspend until the JSON reply is there, or answer now if it is. */
+static enum MHD_Result post_wait_json(struct http_req *req)
+{
+    struct http_session *s = req->sess;
+    bool done = false;
+
+    pthread_mutex_lock(&s->lock);
+    done = req->stream->done;
+    if (!done && atomic_load(&req->srv->stopping)) {
+        pthread_mutex_unlock(&s->lock);
+        return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           JSONRPC_SERVER_ERROR,
+                           "Service Unavailable: the server is shutting down");
+    }
+    if (!done) {
+        req->stream->tap = req;
+        req->suspended = true;
+        req->phase = PHASE_WAITING;
+        MHD_suspend_connection(req->conn);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (done)
+        return post_reply_json(req);
+    return MHD_YES;
+}
+
+static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
+{
+    struct http_server *srv = req->srv;
+    const cJSON *jm = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *method = cJSON_IsString(jm) ? jm->valuestring : NULL;
+    bool is_init = method != NULL && strcmp(method, "initialize") == 0;
+    struct mcp_request_ctx ctx = {0};
+    const char *key = NULL;
+    bool sse = false;
+    bool handled = false;
+    bool free_ms = false;
+    int r = 0;
+
+    r = caller_key(req, &key);
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    req->is_init = is_init;
+    r = post_session(req, is_init);
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    if (id != NULL && key_missing(srv, key, method))
+        return reply_unauthenticated(req, id);
+    sse = id != NULL && wants_sse(method);
+    req->stream = stream_new(req->sess, sse, id);
+    if (req->stream == NULL)
+        return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                           JSONRPC_SERVER_ERROR, "Internal error: no memory");
+    ctx.api_key = key;
+
+    pthread_mutex_lock(&req->sess->lock);
+    req->sess->handling++;
+    pthread_mutex_unlock(&req->sess->lock);
+    handled = mcp_handle(srv->d, req->sess->ms, req->body, req->len,
+                         &req->stream->sink, &ctx);
+    pthread_mutex_lock(&req->sess->lock);
+    req->sess->handling--;
+    if (req->sess->terminated && req->sess->handling == 0 &&
+        !req->sess->ms_freed) {
+        req->sess->ms_freed = true;
+        free_ms = true;
+    }
+    if (!handled && !req->stream->done) {
+        /* No reply will come: the stream never becomes busy work. */
+        req->stream->done = true;
+        if (req->sess->busy > 0)
+            req->sess->busy--;
+    }
+    pthread_mutex_unlock(&req->sess->lock);
+    if (free_ms)
+        mcp_session_free(req->sess->ms);
+
+    if (!handled)
+        return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
+    if (!sse)
+        return post_wait_json(req);
+    pthread_mutex_lock(&req->sess->lock);
+    req->stream->tap = req;
+    req->cursor = 1;
+    pthread_mutex_unlock(&req->sess->lock);
+    return queue_sse(req, NULL);
+}
+
+static enum MHD_Result post_body_done(struct http_req *req)
+{
+    cJSON *msg = NULL;
+    const cJSON *ver = NULL;
+    enum MHD_Result ret = MHD_NO;
+
+    if (req->too_big)
+        return reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
+                           JSONRPC_SERVER_ERROR,
+                           "Payload Too Large: the body exceeds %zu bytes "
+                           "(server.http.max_body_bytes); send smaller "
+                           "arguments or raise the limit",
+                           req->srv->opts.max_body_bytes);
+    msg = cJSON_ParseWithLength(req->body ? req->body : "", req->len);
+    if (msg == NULL)
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR,
+                           "Parse error: the body is not valid JSON");
+    if (cJSON_IsArray(msg)) {
+        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+                          "Invalid Request: JSON-RPC batches are not "
+                          "supported; send one message per POST");
+        goto out;
+    }
+    ver = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+    if (!cJSON_IsObject(msg) || !cJSON_IsString(ver) ||
+        strcmp(ver->valuestring, "2.0") != 0) {
+        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+                          "Invalid Request: expected one JSON-RPC 2.0 message "
+                          "object with \"jsonrpc\":\"2.0\"");
+        goto out;
+    }
+    ret = post_dispatch(req, msg);
+out:
+    cJSON_Delete(msg);
+    return ret;
+}
+
+static enum MHD_Result post_upload(struct http_req *req, const char *data,
+                                   size_t *size)
+{
+    size_t n = *size;
+    size_t max = req->srv->opts.max_body_bytes;
+
+    *size = 0;
+    if (req->too_big || req->len + n > max) {
+        req->too_big = true; /* keep reading, answer 413 at the end */
+        return MHD_YES;
+    }
+    if (req->len + n + 1 > req->cap) {
+        size_t cap = req->cap ? req->cap : 1024;
+        char *b = NULL;
+        while (cap < req->len + n + 1)
+            cap *= 2;
+        b = realloc(req->body, cap);
+        if (b == NULL)
+            return MHD_NO;
+        req->body = b;
+        req->cap = cap;
+    }
+    memcpy(req->body + req->len, data, n);
+    req->len += n;
+    req->body[req->len] = '\0';
+    return MHD_YES;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GET and DELETE /mcp                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int need_session(struct http_req *req)
+{
+    const char *sid = hdr(req, "Mcp-Session-Id");
+
+    if (sid == NULL)
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: Mcp-Session-Id header is required");
+    req->sess = session_lookup(req->srv, sid);
+    if (req->sess == NULL)
+        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
+                           "Session not found: it was deleted, expired after "
+                           "%u s idle, or the server restarted; send "
+                           "initialize to start a new session",
+                           req->srv->opts.session_idle_seconds);
+    return -1;
+}
+
+/* GET with Last-Event-ID: replay that reply stream from after the id. */
+static enum MHD_Result handle_get(struct http_req *req)
+{
+    const char *accept = hdr(req, MHD_HTTP_HEADER_ACCEPT);
+    const char *last = hdr(req, "Last-Event-ID");
+    const char *pv = hdr(req, "MCP-Protocol-Version");
+    struct http_session *s = NULL;
+    struct http_stream *st = NULL;
+    struct http_req *old = NULL;
+    uint64_t no = 0;
+    uint64_t seq = 0;
+    int r = 0;
+
+    if (!http_accept_ok(accept, false, true))
+        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
+                           "Not Acceptable: GET /mcp opens an SSE stream; "
+                           "send Accept: text/event-stream");
+    if (pv != NULL && !http_protocol_version_ok(pv))
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: unsupported MCP-Protocol-Version "
+                           "'%.40s'",
+                           pv);
+    r = need_session(req);
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    if (last == NULL)
+        return reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
+                           JSONRPC_SERVER_ERROR,
+                           "Method Not Allowed: this server sends every "
+                           "message on the stream of the request it belongs "
+                           "to; GET /mcp only resumes a stream (Last-Event-ID)");
+    if (!http_parse_event_id(last, &no, &seq))
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: Last-Event-ID '%.40s' is not an "
+                           "event id of this server",
+                           last);
+    s = req->sess;
+    pthread_mutex_lock(&s->lock);
+    for (st = s->streams; st != NULL; st = st->next) {
+        if (st->no == no && st->sse)
+            break;
+    }
+    if (st != NULL) {
+        old = st->tap;
+        if (old != NULL)
+            stream_wake(st); /* the old reader ends: it is no longer tap */
+        stream_ref(st);
+        req->stream = st;
+        st->tap = req;
+        req->primed = true;
+        req->cursor = seq + 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st == NULL)
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                           "Bad Request: nothing to resume after event %.40s: "
+                           "that reply was delivered completely or dropped",
+                           last);
+    log_msg(RLMCP_LOG_INFO, NULL,
+            "http: session %.8s…: resuming the reply to request %s after "
+            "event %s",
+            s->id, st->req_id ? st->req_id : "?", last);
+    return queue_sse(req, NULL);
+}
+
+static enum MHD_Result handle_delete(struct http_req *req)
+{
+    int r = need_session(req);
+
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    session_terminate(req->srv, req->sess, "DELETE");
+    return queue_buffer(req, MHD_HTTP_OK, NULL, "", 0, false, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Routing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static enum MHD_Result handle_info(struct http_req *req, const char *url)
+{
+    char buf[512];
+    int n = 0;
+
+    if (strcmp(url, "/health") == 0) {
+        n = snprintf(buf, sizeof(buf), "{\"status\":\"ok\"}");
+    } else {
+        cJSON *o = cJSON_CreateObject();
+        char *t = NULL;
+        cJSON_AddStringToObject(o, "name", req->srv->name);
+        cJSON_AddStringToObject(o, "version", req->srv->version);
+        cJSON_AddStringToObject(o, "endpoint", "/mcp");
+        t = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (t == NULL)
+            return MHD_NO;
+        return queue_buffer(req, MHD_HTTP_OK, "application/json", t,
+                            strlen(t), true, NULL);
+    }
+    return queue_buffer(req, MHD_HTTP_OK, "application/json", buf, (size_t)n,
+                        false, NULL);
+}
+
+/* CORS preflight for allowed browser origins. */
+static enum MHD_Result handle_options(struct http_req *req)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        0, "", MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_NO;
+
+    if (resp == NULL)
+        return MHD_NO;
+    add_common_headers(req->srv, req->conn, resp);
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                            "GET, POST, DELETE");
+    MHD_add_response_header(
+        resp, "Access-Control-Allow-Headers",
+        "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+        "MCP-Protocol-Version, Last-Event-ID, X-Runloop-Api-Key");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    ret = MHD_queue_response(req->conn, MHD_HTTP_NO_CONTENT, resp);
+    MHD_destroy_response(resp);
+    req->phase = PHASE_DONE;
+    req->status = MHD_HTTP_NO_CONTENT;
+    return ret;
+}
+
+static enum MHD_Result route_first(struct http_req *req, const char *url,
+                                   const char *method)
+{
+    struct http_server *srv = req->srv;
+    bool mcp = strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0;
+    int r = 0;
+
+    if (atomic_load(&srv->stopping))
+        return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           JSONRPC_SERVER_ERROR,
+                           "Service Unavailable: the server is shutting down");
+    if ((unsigned)atomic_load(&srv->connections) > srv->opts.max_connections)
+        return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           JSONRPC_SERVER_ERROR,
+                           "Service Unavailable: %u connections are open "
+                           "(server.http.max_connections); close idle "
+                           "connections or retry later",
+                           srv->opts.max_connections);
+    if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0)
+        return handle_info(req, url);
+    r = check_access(req, mcp);
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    if (strcmp(method, "OPTIONS") == 0)
+        return handle_options(req);
+    if (strcmp(url, "/") == 0 && strcmp(method, "GET") == 0)
+        return handle_info(req, url);
+    if (!mcp)
+        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SERVER_ERROR,
+                           "Not Found: the MCP endpoint is /mcp");
+    if (strcmp(method, "POST") == 0) {
+        r = post_precheck(req);
+        if (r >= 0)
+            return (enum MHD_Result)r;
+        req->phase = PHASE_BODY;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") == 0)
+        return handle_get(req);
+    if (strcmp(method, "DELETE") == 0)
+        return handle_delete(req);
+    return reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_SERVER_ERROR,
+                       "Method Not Allowed: /mcp takes POST, GET and DELETE");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct http_server *srv = cls;
+    struct http_req *req = *con_cls;
+
+    (void)version;
+    if (req == NULL) {
+        req = calloc(1, sizeof(*req));
+        if (req == NULL)
+            return MHD_NO;
+        req->srv = srv;
+        req->conn = conn;
+        req->t0 = now_s();
+        snprintf(req->method, sizeof(req->method), "%s", method);
+        snprintf(req->url, sizeof(req->url), "%s", url);
+        *con_cls = req;
+        return route_first(req, url, method);
+    }
+    switch (req->phase) {
+    case PHASE_BODY:
+        if (*upload_data_size != 0)
+            return post_upload(req, upload_data, upload_data_size);
+        return post_body_done(req);
+    case PHASE_WAITING:
+        /* Resumed: the reply arrived, or the server is stopping. */
+        return post_wait_json(req);
+    case PHASE_NEW:
+    case PHASE_DONE:
+    default:
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    struct http_req *req = *con_cls;
+    struct http_stream *st = NULL;
+    struct http_stream *unlisted = NULL;
+
+    (void)cls;
+    (void)conn;
+    if (req == NULL)
+        return;
+    *con_cls = NULL;
+    st = req->stream;
+    if (st != NULL) {
+        struct http_session *s = st->sess;
+        pthread_mutex_lock(&s->lock);
+        if (st->tap == req) {
+            bool all = st->done && req->cursor >= st->next_seq;
+            st->tap = NULL;
+            if (!st->sse || (all && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) ||
+                s->terminated) {
+                /* Delivered (or never resumable): forget it. */
+                if (st->listed) {
+                    session_unlist(s, st);
+                    unlisted = st;
+                }
+                stream_free_events(st);
+            } else if (st->done) {
+                log_msg(RLMCP_LOG_INFO, NULL,
+                        "http: session %.8s…: the client left before the "
+                        "reply to request %s was delivered; kept for GET "
+                        "with Last-Event-ID",
+                        s->id, st->req_id ? st->req_id : "?");
+            }
+        } else if (!st->sse && st->listed) {
+            session_unlist(s, st);
+            unlisted = st;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (log_get_level() <= RLMCP_LOG_DEBUG) {
+        char url[128];
+        http_redact_url(req->url, url, sizeof(url));
+        log_msg(RLMCP_LOG_DEBUG, NULL, "http: %s %s %u session=%.8s %.2f ms%s",
+                req->method, url, req->status, req->sess ? req->sess->id : "-",
+                (now_s() - req->t0) * 1e3,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
+                                                           : " (client left)");
+    }
+    stream_unref(unlisted);
+    stream_unref(st);
+    session_unref(req->sess);
+    free(req->body);
+    free(req);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+
+    (void)conn;
+    (void)socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&srv->connections, 1);
+    else
+        atomic_fetch_sub(&srv->connections, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    size_t n = 0;
+
+    (void)cls;
+    vsnprintf(line, sizeof(line), fmt, ap);
+    n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    log_msg(RLMCP_LOG_DEBUG, NULL, "http: libmicrohttpd: %s", line);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int resolve_listen(struct http_server *srv, struct sockaddr_storage *ss,
+                          char *err, size_t errlen)
+{
+    struct addrinfo hints = {0};
+    struct addrinfo *res = NULL;
+    const char *name = srv->host;
+    int rc = 0;
+
+    if (http_parse_listen(srv->listen, srv->host, sizeof(srv->host),
+                          &srv->port) != 0) {
+        snprintf(err, errlen,
+                 "server.http.listen '%s' is not HOST:PORT; write e.g. "
+                 "127.0.0.1:8000 or [::1]:8000",
+                 srv->listen);
+        return -1;
+    }
+    if (strcmp(name, "localhost") == 0)
+        name = "127.0.0.1";
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    rc = getaddrinfo(name, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        snprintf(err, errlen,
+                 "server.http.listen: cannot resolve '%s' (%s); use an IP "
+                 "address such as 127.0.0.1",
+                 srv->host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (ss->ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_port = htons(srv->port);
+        srv->loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+        in6->sin6_port = htons(srv->port);
+        srv->loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    return 0;
+}
+
+static int check_options(struct http_server *srv, char *err, size_t errlen)
+{
+    if (!srv->loopback && srv->auth_token == NULL) {
+        snprintf(err, errlen,
+                 "refusing to listen on %s without an access token: anyone "
+                 "who reaches it could run code in your devboxes. Set "
+                 "server.http.auth_token (at least 16 characters, e.g. "
+                 "${RLMCP_HTTP_TOKEN}) or listen on 127.0.0.1",
+                 srv->listen);
+        return -1;
+    }
+    if (srv->auth_token != NULL && strlen(srv->auth_token) < 16) {
+        snprintf(err, errlen,
+                 "server.http.auth_token is shorter than 16 characters; use "
+                 "a long random value (e.g. `openssl rand -hex 32`)");
+        return -1;
+    }
+    if (srv->opts.max_body_bytes < 1024) {
+        snprintf(err, errlen,
+                 "server.http.max_body_bytes must be at least 1024");
+        return -1;
+    }
+    if (srv->opts.max_sessions == 0 || srv->opts.max_connections == 0) {
+        snprintf(err, errlen,
+                 "server.http.max_sessions and max_connections must be at "
+                 "least 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* Many idle clients need many descriptors: lift the soft limit. */
+static void raise_fd_limit(unsigned want)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur >= (rlim_t)want + 64)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+static void server_free(struct http_server *srv)
+{
+    if (srv->origins != NULL) {
+        for (size_t i = 0; srv->origins[i] != NULL; i++)
+            free(srv->origins[i]);
+        free(srv->origins);
+    }
+    if (srv->auth_token != NULL) {
+        explicit_bzero(srv->auth_token, strlen(srv->auth_token));
+        free(srv->auth_token);
+    }
+    free(srv->listen);
+    free(srv->name);
+    free(srv->version);
+    pthread_mutex_destroy(&srv->lock);
+    pthread_cond_destroy(&srv->reaper_cond);
+    free(srv);
+}
+
+static int copy_options(struct http_server *srv, const struct http_options *o)
+{
+    size_t n = 0;
+
+    srv->opts = *o;
+    if (srv->opts.event_store_events == 0)
+        srv->opts.event_store_events = 256;
+    if (srv->opts.event_store_bytes == 0)
+        srv->opts.event_store_bytes = 1024 * 1024;
+    if (srv->opts.mhd_threads == 0)
+        srv->opts.mhd_threads = 2;
+    if (srv->opts.session_idle_seconds == 0)
+        srv->opts.session_idle_seconds = 1800;
+    if (srv->opts.connection_timeout_s == 0)
+        srv->opts.connection_timeout_s = 120;
+    while (o->allowed_origins != NULL && o->allowed_origins[n] != NULL)
+        n++;
+    srv->origins = calloc(n + 1, sizeof(char *));
+    if (srv->origins == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        srv->origins[i] = strdup(o->allowed_origins[i]);
+        if (srv->origins[i] == NULL)
+            return -1;
+    }
+    srv->opts.allowed_origins = NULL;
+    srv->auth_token = dup_or_null(o->auth_token);
+    if (srv->auth_token != NULL && *srv->auth_token == '\0') {
+        free(srv->auth_token);
+        srv->auth_token = NULL;
+    }
+    srv->opts.auth_token = NULL;
+    srv->listen = strdup(o->listen ? o->listen : "127.0.0.1:8000");
+    srv->name = strdup(o->server_name ? o->server_name : "runloop-mcp");
+    srv->version = strdup(o->server_version ? o->server_version : "0");
+    if (srv->listen == NULL || srv->name == NULL || srv->version == NULL)
+        return -1;
+    return 0;
+}
+
+struct http_server *http_server_start(struct mcp_dispatcher *d,
+                                      const struct http_options *opts,
+                                      char *err, size_t errlen)
+{
+    struct http_server *srv = calloc(1, sizeof(*srv));
+    struct sockaddr_storage ss;
+    const union MHD_DaemonInfo *info = NULL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+
+    if (srv == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->reaper_cond, NULL);
+    srv->d = d;
+    if (copy_options(srv, opts) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    memset(&ss, 0, sizeof(ss));
+    if (resolve_listen(srv, &ss, err, errlen) != 0 ||
+        check_options(srv, err, errlen) != 0)
+        goto fail;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    raise_fd_limit(srv->opts.max_connections);
+    srv->mhd = MHD_start_daemon(
+        flags, srv->port, NULL, NULL, on_request, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->opts.mhd_threads,
+        MHD_OPTION_CONNECTION_LIMIT, srv->opts.max_connections + 64u,
+        MHD_OPTION_CONNECTION_TIMEOUT, srv->opts.connection_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    if (srv->mhd == NULL) {
+        snprintf(err, errlen,
+                 "cannot listen on %s: the port is in use or the address is "
+                 "not on this machine; pick another with --listen HOST:PORT",
+                 srv->listen);
+        goto fail;
+    }
+    info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    if (info != NULL && info->port != 0)
+        srv->port = info->port;
+    if (pthread_create(&srv->reaper, NULL, reaper_main, srv) == 0)
+        srv->reaper_started = true;
+    return srv;
+fail:
+    server_free(srv);
+    return NULL;
+}
+
+uint16_t http_server_port(const struct http_server *srv)
+{
+    return srv->port;
+}
+
+/* Wake every suspended reader so MHD can close it (required before stop). */
+static void resume_all(struct http_server *srv)
+{
+    struct http_session *s = NULL;
+    struct http_session *tmp = NULL;
+
+    pthread_mutex_lock(&srv->lock);
+    HASH_ITER(hh, srv->sessions, s, tmp)
+    {
+        pthread_mutex_lock(&s->lock);
+        for (struct http_stream *st = s->streams; st != NULL; st = st->next)
+            stream_wake(st);
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&srv->lock);
+}
+
+void http_server_stop(struct http_server *srv)
+{
+    struct http_session *s = NULL;
+    struct http_session *tmp = NULL;
+
+    if (srv == NULL)
+        return;
+    atomic_store(&srv->stopping, true);
+    if (srv->reaper_started) {
+        pthread_mutex_lock(&srv->lock);
+        srv->reaper_stop = true;
+        pthread_cond_signal(&srv->reaper_cond);
+        pthread_mutex_unlock(&srv->lock);
+        pthread_join(srv->reaper, NULL);
+    }
+    resume_all(srv);
+    MHD_stop_daemon(srv->mhd);
+    for (;;) {
+        pthread_mutex_lock(&srv->lock);
+        s = srv->sessions;
+        if (s != NULL)
+            session_ref(s);
+        pthread_mutex_unlock(&srv->lock);
+        if (s == NULL)
+            break;
+        session_terminate(srv, s, "server stopping");
+        session_unref(s);
+    }
+    (void)tmp;
+    server_free(srv);
+}

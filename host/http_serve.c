@@ -1,0 +1,119 @@
+/*
+ * http_serve.c - `runloop-mcp --transport http`: the deployment's
+ * server.http section to transport options, and the serve loop that runs
+ * until SIGINT or SIGTERM.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "http.h"
+#include "log.h"
+
+#ifndef RLMCP_VERSION
+#define RLMCP_VERSION "0.0.0"
+#endif
+
+/*
+ * Is the Runloop backend this machine's local engine? Only then may a
+ * caller go without a Runloop key. backend: auto means the cloud API as
+ * soon as the deployment names a base URL or a key; otherwise the local
+ * engine (decided once at startup, never per request).
+ */
+static bool backend_local(const struct host_runloop_config *rl)
+{
+    if (rl->backend == HOST_BACKEND_LOCAL)
+        return true;
+    if (rl->backend == HOST_BACKEND_CLOUD)
+        return false;
+    return rl->base_url == NULL && rl->api_key == NULL;
+}
+
+void http_options_from_config(struct http_options *opts,
+                              const struct host_config *cfg)
+{
+    const struct host_http_config *h = &cfg->server.http;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->listen = h->listen != NULL ? h->listen : "127.0.0.1:8000";
+    opts->allowed_origins = (const char *const *)h->allowed_origins;
+    opts->auth_token = h->auth_token;
+    opts->allow_query_key = h->allow_query_key;
+    opts->max_body_bytes = h->max_body_bytes ? h->max_body_bytes
+                                             : 4u * 1024 * 1024;
+    opts->max_sessions = h->max_sessions ? h->max_sessions : 64;
+    opts->max_connections = h->max_connections ? h->max_connections : 256;
+    opts->session_idle_seconds =
+        h->session_idle_seconds ? h->session_idle_seconds : 1800;
+    opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
+    opts->server_version = RLMCP_VERSION;
+    opts->backend_is_local = backend_local(&cfg->runloop);
+    opts->server_key_present = cfg->runloop.api_key != NULL;
+}
+
+static int stop_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    char c = (char)sig;
+
+    if (write(stop_pipe[1], &c, 1) < 0) {
+        /* nothing to do: a stop is already pending */
+    }
+    errno = saved;
+}
+
+int http_serve(struct mcp_dispatcher *d, const struct host_config *cfg)
+{
+    struct http_options opts;
+    struct http_server *srv = NULL;
+    struct sigaction sa;
+    struct sigaction old_int;
+    struct sigaction old_term;
+    struct pollfd pfd;
+    char err[512] = "";
+    char c = 0;
+
+    http_options_from_config(&opts, cfg);
+    if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "http: pipe: %s", strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    srv = http_server_start(d, &opts, err, sizeof(err));
+    if (srv == NULL) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "http: %s", err);
+        goto out;
+    }
+    log_msg(RLMCP_LOG_NOTICE, NULL,
+            "http: listening on http://%s/mcp (port %u)%s", opts.listen,
+            (unsigned)http_server_port(srv),
+            opts.auth_token ? ", bearer token required" : "");
+    pfd.fd = stop_pipe[0];
+    pfd.events = POLLIN;
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+        ;
+    if (read(stop_pipe[0], &c, 1) == 1)
+        log_msg(RLMCP_LOG_NOTICE, NULL, "http: signal %d, stopping", (int)c);
+    http_server_stop(srv);
+out:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    close(stop_pipe[0]);
+    close(stop_pipe[1]);
+    stop_pipe[0] = stop_pipe[1] = -1;
+    return srv != NULL ? 0 : 1;
+}
