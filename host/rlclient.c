@@ -51,6 +51,7 @@ struct rlclient {
     char *unix_socket;
     char *user_agent;
     char *target; /* for messages: base URL without userinfo, or unix:path */
+    char *display_base; /* base URL without userinfo */
     unsigned timeout_ms;
     int max_retries;
     unsigned retry_base_ms;
@@ -89,6 +90,7 @@ struct rl_call {
     rlclient_cancel_fn cancelled;
     void *cancel_ctx;
     char url[4096];
+    char shown_url[4096]; /* url without userinfo, for messages */
     char request_id[64];
     bool sse;
     int max_retries;
@@ -271,6 +273,9 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
                                : "runloop-mcp/" RLMCP_VERSION);
     if (c->user_agent == NULL || client_set_target(c) != 0)
         goto fail;
+    c->display_base = redact_url(c->base_url);
+    if (c->display_base == NULL)
+        goto fail;
     c->timeout_ms = opts->default_timeout_ms ? opts->default_timeout_ms
                                              : RL_DEFAULT_TIMEOUT_MS;
     c->max_retries = opts->default_max_retries < 0 ? RL_DEFAULT_RETRIES
@@ -320,6 +325,7 @@ void rlclient_destroy(struct rlclient *c)
     free(c->unix_socket);
     free(c->user_agent);
     free(c->target);
+    free(c->display_base);
     free(c);
 }
 
@@ -1008,8 +1014,8 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
         snprintf(via, sizeof(via), " via unix:%s", c->unix_socket);
     if (a->rc == RLMCP_ECANCELLED)
         why = "cancelled";
-    set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method, rc->url, via,
-                   why, attempts, attempts == 1 ? "" : "s");
+    set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method,
+                   rc->shown_url, via, why, attempts, attempts == 1 ? "" : "s");
 }
 
 static int build_url(struct rl_call *rc)
@@ -1021,6 +1027,8 @@ static int build_url(struct rl_call *rc)
         set_last_error("request URL longer than %zu bytes", sizeof(rc->url));
         return RLMCP_EINVAL;
     }
+    snprintf(rc->shown_url, sizeof(rc->shown_url), "%s%s",
+             rc->c->display_base, rc->req->path);
     return RLMCP_OK;
 }
 
@@ -1030,12 +1038,12 @@ static void log_retry(const struct rl_call *rc, const struct attempt *a,
     if (a->out == OUT_RETRY)
         log_msg(RLMCP_LOG_DEBUG, NULL,
                 "runloop: %s %s answered %ld; retry %d of %d in %ld ms",
-                rc->req->method, rc->url, a->status, attempt_no,
+                rc->req->method, rc->shown_url, a->status, attempt_no,
                 rc->max_retries, delay);
     else
         log_msg(RLMCP_LOG_DEBUG, NULL,
                 "runloop: %s %s failed (%s); retry %d of %d in %ld ms",
-                rc->req->method, rc->url,
+                rc->req->method, rc->shown_url,
                 a->err[0] ? a->err : curl_easy_strerror(a->res), attempt_no,
                 rc->max_retries, delay);
 }
