@@ -1,0 +1,1094 @@
+/*
+ * call.c - one tools/call, resources/read or prompts/get in progress, and
+ * the call-scope host services plugins use while its handler runs.
+ */
+#define _GNU_SOURCE /* vasprintf */
+#include "call.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jsonrpc.h"
+#include "loader.h"
+#include "log.h"
+#include "mcp_internal.h"
+#include "rlclient.h"
+
+#include "schema.h"
+
+#if !__has_include("schema.c")
+/* Stand-in until host/schema.c lands: validation is skipped. */
+#pragma weak schema_validate
+#define schema_available() (&schema_validate != NULL)
+#else
+#define schema_available() true
+#endif
+
+/* Progress closer together than this is coalesced (latest value wins). */
+#define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
+
+static const char *code_text(int code)
+{
+    switch (code) {
+    case RLMCP_OK: return "ok";
+    case RLMCP_EINVAL: return "invalid argument";
+    case RLMCP_ENOMEM: return "out of memory";
+    case RLMCP_ESTATE: return "wrong state";
+    case RLMCP_ENOTFOUND: return "not found";
+    case RLMCP_ECANCELLED: return "cancelled";
+    case RLMCP_ETIMEDOUT: return "timed out";
+    case RLMCP_EHTTP: return "HTTP transport failure";
+    case RLMCP_EVERSION: return "version not understood";
+    case RLMCP_ENOTSUP: return "not supported";
+    case RLMCP_EEXIST: return "already exists";
+    default: return "internal error";
+    }
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,
+                            struct mcp_sink *sink, enum call_kind kind,
+                            const cJSON *id, const char *api_key)
+{
+    struct rlmcp_call *c = calloc(1, sizeof(*c));
+    pthread_condattr_t attr;
+
+    if (c == NULL)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->cancelled, false);
+    c->d = d;
+    c->kind = kind;
+    c->id = cJSON_Duplicate(id, false);
+    c->id_key = c->id != NULL ? jsonrpc_id_key(c->id) : NULL;
+    c->items = cJSON_CreateArray();
+    if (api_key != NULL)
+        c->api_key = strdup(api_key);
+    if (c->id == NULL || c->id_key == NULL || c->items == NULL ||
+        (api_key != NULL && c->api_key == NULL)) {
+        cJSON_Delete(c->id);
+        free(c->id_key);
+        cJSON_Delete(c->items);
+        free(c->api_key);
+        free(c);
+        return NULL;
+    }
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&c->send_lock, NULL);
+    c->s = s;
+    mcp_session_ref(s);
+    c->sink = sink;
+    if (sink->retain != NULL)
+        sink->retain(sink);
+    return c;
+}
+
+void call_ref(struct rlmcp_call *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+}
+
+void call_unref(struct rlmcp_call *c)
+{
+    if (c == NULL || atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    if (c->sink->release != NULL)
+        c->sink->release(c->sink);
+    mcp_session_unref(c->s);
+    cJSON_Delete(c->id);
+    free(c->id_key);
+    cJSON_Delete(c->progress_token);
+    free(c->args_json);
+    free(c->uri);
+    if (c->api_key != NULL) {
+        explicit_bzero(c->api_key, strlen(c->api_key));
+        free(c->api_key);
+    }
+    cJSON_Delete(c->items);
+    cJSON_Delete(c->structured);
+    free(c->pend_message);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->send_lock);
+    free(c);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void send_progress_locked(struct rlmcp_call *c, double progress,
+                                 double total, const char *message)
+{
+    cJSON *p = cJSON_CreateObject();
+    char *json = NULL;
+
+    if (p == NULL)
+        return;
+    cJSON_AddItemToObject(p, "progressToken",
+                          cJSON_Duplicate(c->progress_token, false));
+    cJSON_AddNumberToObject(p, "progress", progress);
+    if (total >= 0)
+        cJSON_AddNumberToObject(p, "total", total);
+    if (message != NULL)
+        cJSON_AddStringToObject(p, "message", message);
+    json = jsonrpc_notification("notifications/progress", p);
+    if (json != NULL)
+        c->sink->send(c->sink, json, strlen(json), false);
+    free(json);
+}
+
+/* Send a coalesced progress update still held back. send_lock held. */
+static void flush_progress_locked(struct rlmcp_call *c)
+{
+    if (!c->progress_pending || c->responded)
+        return;
+    c->progress_pending = false;
+    c->progress_sent_ns = mcp_now_ns();
+    send_progress_locked(c, c->pend_progress, c->pend_total,
+                         c->pend_message);
+    free(c->pend_message);
+    c->pend_message = NULL;
+}
+
+static void flush_progress(struct rlmcp_call *c)
+{
+    pthread_mutex_lock(&c->send_lock);
+    flush_progress_locked(c);
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+bool call_send(struct rlmcp_call *c, const char *json, bool final)
+{
+    bool sent = false;
+
+    pthread_mutex_lock(&c->send_lock);
+    if (c->responded)
+        goto out;
+    if (final) {
+        /* Progress belongs before the answer (clients drop it after). */
+        if (json != NULL)
+            flush_progress_locked(c);
+        c->responded = true;
+    }
+    c->sink->send(c->sink, json, json != NULL ? strlen(json) : 0, final);
+    sent = true;
+out:
+    pthread_mutex_unlock(&c->send_lock);
+    return sent;
+}
+
+void call_fail(struct rlmcp_call *c, int code, const char *message)
+{
+    char *json = jsonrpc_error(c->id, code, message, NULL);
+
+    call_send(c, json, true);
+    free(json);
+}
+
+/* {"content":[{"type":"text","text":"{\"error\":{...}}"}],"isError":true} */
+static cJSON *error_block(const char *code, const char *message,
+                          const char *remedy)
+{
+    cJSON *outer = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(outer, "error");
+    cJSON *block = NULL;
+    char *text = NULL;
+
+    cJSON_AddStringToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", message);
+    if (remedy != NULL)
+        cJSON_AddStringToObject(e, "remedy", remedy);
+    text = cJSON_PrintUnformatted(outer);
+    cJSON_Delete(outer);
+    if (text == NULL)
+        return NULL;
+    block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddStringToObject(block, "text", text);
+    free(text);
+    return block;
+}
+
+static char *tool_error_answer(const cJSON *id, const char *code,
+                               const char *message, const char *remedy)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(r, "content");
+
+    cJSON_AddItemToArray(content, error_block(code, message, remedy));
+    cJSON_AddBoolToObject(r, "isError", true);
+    return jsonrpc_result(id, r);
+}
+
+char *call_tool_error_json(const cJSON *id, const char *code,
+                           const char *message, const char *remedy)
+{
+    return tool_error_answer(id, code, message, remedy);
+}
+
+static char *timeout_answer(struct rlmcp_call *c)
+{
+    char msg[512];
+
+    if (c->kind == CALL_TOOL) {
+        snprintf(msg, sizeof(msg),
+                 "tool '%s' did not finish within its time limit of %u ms "
+                 "and was cancelled", c->what, c->timeout_ms);
+        return tool_error_answer(
+            c->id, "timeout", msg,
+            "split the work into shorter steps or run it in the background; "
+            "the operator can raise the limit (tool timeout in the "
+            "deployment)");
+    }
+    snprintf(msg, sizeof(msg), "'%s' did not finish within %u ms", c->what,
+             c->timeout_ms);
+    return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL);
+}
+
+static char *shutdown_answer(struct rlmcp_call *c)
+{
+    const char *msg = "the server is shutting down; the call was cancelled";
+
+    if (c->kind == CALL_TOOL)
+        return tool_error_answer(c->id, "unavailable", msg,
+                                 "retry once the server is back");
+    return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL);
+}
+
+void call_cancel(struct rlmcp_call *c, enum cancel_reason reason)
+{
+    char *json = NULL;
+
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load(&c->cancelled)) {
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    c->reason = reason;
+    atomic_store(&c->cancelled, true);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+
+    if (reason == CANCEL_CLIENT) {
+        /* No response for a cancelled request; the sink may close. */
+        call_send(c, NULL, true);
+    } else if (reason == CANCEL_TIMEOUT) {
+        log_msg(RLMCP_LOG_WARNING, c->plugin_name,
+                "'%s' hit its %u ms time limit; cancelled", c->what,
+                c->timeout_ms);
+        json = timeout_answer(c);
+        call_send(c, json, true);
+        free(json);
+    }
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+static int run_handler(struct rlmcp_call *c)
+{
+    pthread_mutex_t *serial = NULL;
+    int rc = RLMCP_EINTERNAL;
+
+    switch (c->kind) {
+    case CALL_TOOL:
+        if (c->tool->flags & RLMCP_TOOL_SERIAL) {
+            /* The entry is shared read-only, except for this lock. */
+            serial = (pthread_mutex_t *)&c->tool->serial_lock;
+            pthread_mutex_lock(serial);
+        }
+        if (!atomic_load(&c->cancelled))
+            rc = c->tool->handler(c, c->args_json, c->args_len,
+                                  c->tool->user_data);
+        else
+            rc = RLMCP_ECANCELLED;
+        if (serial != NULL)
+            pthread_mutex_unlock(serial);
+        break;
+    case CALL_RESOURCE:
+        rc = c->resource->read(c, c->uri, c->resource->user_data);
+        break;
+    case CALL_PROMPT:
+        rc = c->prompt->get(c, c->args_json, c->args_len,
+                            c->prompt->user_data);
+        break;
+    }
+    return rc;
+}
+
+static cJSON *take(cJSON **slot)
+{
+    cJSON *v = *slot;
+
+    *slot = NULL;
+    return v;
+}
+
+/* The structuredContent is due and must match the output schema. */
+static bool output_ok(struct rlmcp_call *c, const cJSON *structured)
+{
+    char err[512];
+
+    if (c->tool->output_schema == NULL)
+        return true;
+    if (structured == NULL) {
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
+                "tool '%s' declares an outputSchema but returned no "
+                "structured result (result_json)", c->what);
+        return false;
+    }
+    if (!schema_available())
+        return true;
+    if (schema_validate(c->tool->output_schema, structured,
+                        "structuredContent", err, sizeof(err)) != 0) {
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
+                "tool '%s' returned a structured result that does not match "
+                "its outputSchema: %s", c->what, err);
+        return false;
+    }
+    return true;
+}
+
+static char *internal_tool_error(struct rlmcp_call *c)
+{
+    return tool_error_answer(c->id, "internal",
+                             "the tool failed unexpectedly; details are in "
+                             "the server log",
+                             "retry; if it fails again, report it to the "
+                             "operator");
+}
+
+static char *tool_answer(struct rlmcp_call *c, int rc)
+{
+    cJSON *items = NULL;
+    cJSON *structured = NULL;
+    cJSON *r = NULL;
+    char *text = NULL;
+    bool is_error;
+
+    if (rc < 0) {
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
+                "tool '%s' failed: %s (%d)", c->what, code_text(rc), rc);
+        return internal_tool_error(c);
+    }
+    pthread_mutex_lock(&c->lock);
+    items = take(&c->items);
+    structured = take(&c->structured);
+    is_error = c->is_error;
+    pthread_mutex_unlock(&c->lock);
+
+    if (is_error) {
+        cJSON_Delete(structured);
+        structured = NULL;
+    } else if (!output_ok(c, structured)) {
+        cJSON_Delete(items);
+        cJSON_Delete(structured);
+        return internal_tool_error(c);
+    }
+    if (structured != NULL && cJSON_GetArraySize(items) == 0) {
+        /* Mirror for clients that read only content (spec: SHOULD). */
+        cJSON *block = cJSON_CreateObject();
+
+        text = cJSON_PrintUnformatted(structured);
+        cJSON_AddStringToObject(block, "type", "text");
+        cJSON_AddStringToObject(block, "text", text != NULL ? text : "{}");
+        cJSON_AddItemToArray(items, block);
+        free(text);
+    }
+    r = cJSON_CreateObject();
+    cJSON_AddItemToObject(r, "content", items);
+    if (structured != NULL)
+        cJSON_AddItemToObject(r, "structuredContent", structured);
+    if (is_error)
+        cJSON_AddBoolToObject(r, "isError", true);
+    return jsonrpc_result(c->id, r);
+}
+
+static char *resource_answer(struct rlmcp_call *c, int rc)
+{
+    char msg[512];
+    cJSON *r = NULL;
+    cJSON *data = NULL;
+    char *json = NULL;
+
+    if (rc == RLMCP_ENOTFOUND) {
+        snprintf(msg, sizeof(msg),
+                 "resource not found: %s; see resources/list", c->uri);
+        data = cJSON_CreateObject();
+        cJSON_AddStringToObject(data, "uri", c->uri);
+        json = jsonrpc_error(c->id, MCP_RESOURCE_NOT_FOUND, msg, data);
+        cJSON_Delete(data);
+        return json;
+    }
+    if (rc < 0) {
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
+                "reading resource '%s' failed: %s (%d)", c->uri,
+                code_text(rc), rc);
+        return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
+                             "reading the resource failed; details are in "
+                             "the server log", NULL);
+    }
+    r = cJSON_CreateObject();
+    pthread_mutex_lock(&c->lock);
+    cJSON_AddItemToObject(r, "contents", take(&c->items));
+    pthread_mutex_unlock(&c->lock);
+    return jsonrpc_result(c->id, r);
+}
+
+static char *prompt_answer(struct rlmcp_call *c, int rc)
+{
+    cJSON *r = NULL;
+
+    if (rc < 0) {
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
+                "prompt '%s' failed: %s (%d)", c->what, code_text(rc), rc);
+        return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
+                             "the prompt failed; details are in the server "
+                             "log", NULL);
+    }
+    r = cJSON_CreateObject();
+    if (c->prompt->description != NULL)
+        cJSON_AddStringToObject(r, "description", c->prompt->description);
+    pthread_mutex_lock(&c->lock);
+    cJSON_AddItemToObject(r, "messages", take(&c->items));
+    pthread_mutex_unlock(&c->lock);
+    return jsonrpc_result(c->id, r);
+}
+
+static void answer(struct rlmcp_call *c, int rc)
+{
+    enum cancel_reason reason;
+    char *json = NULL;
+
+    pthread_mutex_lock(&c->lock);
+    reason = c->reason;
+    pthread_mutex_unlock(&c->lock);
+    switch (reason) {
+    case CANCEL_CLIENT:
+        call_send(c, NULL, true);
+        return;
+    case CANCEL_TIMEOUT:
+        return; /* the timer answered */
+    case CANCEL_SHUTDOWN:
+        json = shutdown_answer(c);
+        break;
+    case CANCEL_NONE:
+        if (c->kind == CALL_TOOL)
+            json = tool_answer(c, rc);
+        else if (c->kind == CALL_RESOURCE)
+            json = resource_answer(c, rc);
+        else
+            json = prompt_answer(c, rc);
+        break;
+    }
+    if (json == NULL) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "out of memory answering '%s'",
+                c->what);
+        call_fail(c, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    call_send(c, json, true);
+    free(json);
+}
+
+void call_job(void *arg)
+{
+    struct rlmcp_call *c = arg;
+    int rc = RLMCP_ECANCELLED;
+
+    if (!atomic_load(&c->cancelled))
+        rc = run_handler(c);
+    answer(c, rc);
+    mcp_unlink_call(c);
+    call_unref(c);
+}
+
+/* ---- call-scope services ------------------------------------------------ */
+
+static int append_item(struct rlmcp_call *c, enum call_kind kind,
+                       cJSON *item)
+{
+    int rc = RLMCP_OK;
+
+    if (item == NULL)
+        return RLMCP_ENOMEM;
+    pthread_mutex_lock(&c->lock);
+    if (c->kind != kind || c->items == NULL) {
+        rc = RLMCP_ESTATE;
+    } else if (kind == CALL_TOOL && c->is_error) {
+        rc = RLMCP_ESTATE; /* an error result carries only its error */
+    } else {
+        cJSON_AddItemToArray(c->items, item);
+        item = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    cJSON_Delete(item);
+    return rc;
+}
+
+int call_result_text(rlmcp_call *call, const char *text)
+{
+    cJSON *block = NULL;
+    char *clean = NULL;
+
+    if (call == NULL || text == NULL)
+        return RLMCP_EINVAL;
+    clean = jsonrpc_utf8_sanitize(text, strlen(text));
+    if (clean == NULL)
+        return RLMCP_ENOMEM;
+    block = cJSON_CreateObject();
+    if (block != NULL &&
+        (cJSON_AddStringToObject(block, "type", "text") == NULL ||
+         cJSON_AddStringToObject(block, "text", clean) == NULL)) {
+        cJSON_Delete(block);
+        block = NULL;
+    }
+    free(clean);
+    return append_item(call, CALL_TOOL, block);
+}
+
+/* Parse plugin JSON text: valid UTF-8, one object. */
+static int parse_object(const char *json, size_t len, cJSON **out)
+{
+    cJSON *v = NULL;
+    const char *end = NULL;
+
+    *out = NULL;
+    if (json == NULL || !jsonrpc_utf8_valid(json, len, NULL))
+        return RLMCP_EINVAL;
+    v = cJSON_ParseWithLengthOpts(json, len, &end, false);
+    if (!cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        return RLMCP_EINVAL;
+    }
+    *out = v;
+    return RLMCP_OK;
+}
+
+static bool has_string_type(const cJSON *o)
+{
+    return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "type"));
+}
+
+int call_result_content(rlmcp_call *call, const char *json, size_t len)
+{
+    cJSON *block = NULL;
+
+    if (call == NULL || parse_object(json, len, &block) != RLMCP_OK)
+        return RLMCP_EINVAL;
+    if (!has_string_type(block)) {
+        cJSON_Delete(block);
+        return RLMCP_EINVAL;
+    }
+    return append_item(call, CALL_TOOL, block);
+}
+
+int call_result_json(rlmcp_call *call, const char *json, size_t len)
+{
+    cJSON *v = NULL;
+    int rc = RLMCP_OK;
+
+    if (call == NULL || parse_object(json, len, &v) != RLMCP_OK)
+        return RLMCP_EINVAL;
+    pthread_mutex_lock(&call->lock);
+    if (call->kind != CALL_TOOL) {
+        rc = RLMCP_ESTATE;
+    } else {
+        cJSON_Delete(call->structured);
+        call->structured = v;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&call->lock);
+    cJSON_Delete(v);
+    return rc;
+}
+
+int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
+                      const char *fmt, ...)
+{
+    va_list ap;
+    char *raw = NULL;
+    char *msg = NULL;
+    char *clean_remedy = NULL;
+    cJSON *block = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (call == NULL || code == NULL || code[0] == '\0' || fmt == NULL)
+        return RLMCP_EINVAL;
+    va_start(ap, fmt);
+    if (vasprintf(&raw, fmt, ap) < 0)
+        raw = NULL;
+    va_end(ap);
+    if (raw == NULL)
+        goto out;
+    msg = jsonrpc_utf8_sanitize(raw, strlen(raw));
+    if (remedy != NULL)
+        clean_remedy = jsonrpc_utf8_sanitize(remedy, strlen(remedy));
+    if (msg == NULL || (remedy != NULL && clean_remedy == NULL))
+        goto out;
+    block = error_block(code, msg, clean_remedy);
+    if (block == NULL)
+        goto out;
+    pthread_mutex_lock(&call->lock);
+    if (call->kind != CALL_TOOL || call->items == NULL) {
+        rc = RLMCP_ESTATE;
+    } else {
+        cJSON_Delete(call->items);
+        call->items = cJSON_CreateArray();
+        cJSON_AddItemToArray(call->items, block);
+        block = NULL;
+        cJSON_Delete(call->structured);
+        call->structured = NULL;
+        call->is_error = true;
+        rc = RLMCP_OK;
+    }
+    pthread_mutex_unlock(&call->lock);
+out:
+    cJSON_Delete(block);
+    free(raw);
+    free(msg);
+    free(clean_remedy);
+    return rc;
+}
+
+int call_progress(rlmcp_call *call, double progress, double total,
+                  const char *message)
+{
+    uint64_t now;
+    bool final_step;
+    int rc = RLMCP_OK;
+
+    if (call == NULL || isnan(progress) || isinf(progress) || isnan(total))
+        return RLMCP_EINVAL;
+    if (call->progress_token == NULL)
+        return RLMCP_OK;
+    pthread_mutex_lock(&call->send_lock);
+    if (call->responded)
+        goto out;
+    if (call->progress_any && progress <= call->last_progress) {
+        rc = RLMCP_EINVAL; /* the spec wants progress to grow */
+        goto out;
+    }
+    call->progress_any = true;
+    call->last_progress = progress;
+    now = mcp_now_ns();
+    final_step = total >= 0 && progress >= total;
+    if (final_step || now - call->progress_sent_ns >= PROGRESS_COALESCE_NS) {
+        call->progress_pending = false;
+        free(call->pend_message);
+        call->pend_message = NULL;
+        call->progress_sent_ns = now;
+        send_progress_locked(call, progress, total, message);
+        goto out;
+    }
+    /* A burst: keep only the latest; sent at the next chance. */
+    free(call->pend_message);
+    call->pend_message = message != NULL ? strdup(message) : NULL;
+    call->pend_progress = progress;
+    call->pend_total = total;
+    call->progress_pending = true;
+out:
+    pthread_mutex_unlock(&call->send_lock);
+    return rc;
+}
+
+bool call_is_cancelled(rlmcp_call *call)
+{
+    return call == NULL || atomic_load(&call->cancelled);
+}
+
+static struct timespec deadline_in(uint32_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int call_sleep_ms(rlmcp_call *call, uint32_t ms)
+{
+    struct timespec until;
+    int rc = 0;
+
+    if (call == NULL)
+        return RLMCP_EINVAL;
+    flush_progress(call);
+    until = deadline_in(ms);
+    pthread_mutex_lock(&call->lock);
+    while (!atomic_load(&call->cancelled) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&call->cond, &call->lock, &until);
+    pthread_mutex_unlock(&call->lock);
+    return atomic_load(&call->cancelled) ? RLMCP_ECANCELLED : RLMCP_OK;
+}
+
+void call_log(rlmcp_call *call, int level, const char *fmt, ...)
+{
+    va_list ap;
+    char *raw = NULL;
+    char *text = NULL;
+    char *json = NULL;
+    cJSON *p = NULL;
+
+    if (call == NULL || fmt == NULL)
+        return;
+    if (level < RLMCP_LOG_DEBUG)
+        level = RLMCP_LOG_DEBUG;
+    if (level > RLMCP_LOG_EMERGENCY)
+        level = RLMCP_LOG_EMERGENCY;
+    va_start(ap, fmt);
+    if (vasprintf(&raw, fmt, ap) < 0)
+        raw = NULL;
+    va_end(ap);
+    if (raw == NULL)
+        return;
+    text = jsonrpc_utf8_sanitize(raw, strlen(raw));
+    if (text == NULL)
+        goto out;
+    log_msg(level, call->plugin_name, "%s", text);
+    if (level < atomic_load(&call->s->log_level))
+        goto out;
+    p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "level", mcp_level_name(level));
+    if (call->plugin_name != NULL)
+        cJSON_AddStringToObject(p, "logger", call->plugin_name);
+    cJSON_AddStringToObject(p, "data", text);
+    json = jsonrpc_notification("notifications/message", p);
+    if (json != NULL)
+        call_send(call, json, false);
+out:
+    free(json);
+    free(text);
+    free(raw);
+}
+
+static bool probe_cancelled(void *ctx)
+{
+    return atomic_load(&((struct rlmcp_call *)ctx)->cancelled);
+}
+
+static const char *call_key(struct rlmcp_call *c)
+{
+    return c->api_key != NULL ? c->api_key : c->d->default_key;
+}
+
+int call_runloop_request(rlmcp_call *call, const struct rlmcp_http_req *req,
+                         struct rlmcp_http_resp **resp_out)
+{
+    if (resp_out != NULL)
+        *resp_out = NULL;
+    if (call == NULL || req == NULL || resp_out == NULL)
+        return RLMCP_EINVAL;
+    if (call->d->rl == NULL) {
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
+                "no Runloop API client is configured (runloop: section)");
+        return RLMCP_EHTTP;
+    }
+    return rlclient_request(call->d->rl, call_key(call), req, resp_out,
+                            probe_cancelled, call);
+}
+
+void call_http_resp_free(struct rlmcp_http_resp *resp)
+{
+    rlclient_resp_free(resp);
+}
+
+int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
+                     rlmcp_sse_fn on_event, void *user, long *status_out)
+{
+    if (status_out != NULL)
+        *status_out = 0;
+    if (call == NULL || req == NULL || on_event == NULL)
+        return RLMCP_EINVAL;
+    if (call->d->rl == NULL) {
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
+                "no Runloop API client is configured (runloop: section)");
+        return RLMCP_EHTTP;
+    }
+    return rlclient_sse(call->d->rl, call_key(call), req, on_event, user,
+                        status_out, probe_cancelled, call);
+}
+
+/* The client capability a server-to-client method needs, or NULL. */
+static bool client_allows(struct rlmcp_call *c, const char *method)
+{
+    bool ok = true;
+
+    pthread_mutex_lock(&c->s->lock);
+    if (strcmp(method, "sampling/createMessage") == 0)
+        ok = c->s->cap_sampling;
+    else if (strcmp(method, "elicitation/create") == 0)
+        ok = c->s->cap_elicitation;
+    else if (strcmp(method, "roots/list") == 0)
+        ok = c->s->cap_roots;
+    pthread_mutex_unlock(&c->s->lock);
+    return ok;
+}
+
+static void pending_unlink(struct mcp_session *s, struct pending_req *p)
+{
+    struct pending_req **pp;
+
+    pthread_mutex_lock(&s->lock);
+    for (pp = &s->pending; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait for the answer, the call's cancellation or the timeout. */
+static bool wait_answer(struct rlmcp_call *c, struct pending_req *p,
+                        uint32_t timeout_ms)
+{
+    struct timespec until = deadline_in(timeout_ms);
+    int rc = 0;
+    bool done;
+
+    pthread_mutex_lock(&c->lock);
+    while (!p->done && !atomic_load(&c->cancelled) && rc != ETIMEDOUT) {
+        if (timeout_ms != 0)
+            rc = pthread_cond_timedwait(&c->cond, &c->lock, &until);
+        else
+            pthread_cond_wait(&c->cond, &c->lock);
+    }
+    done = p->done;
+    pthread_mutex_unlock(&c->lock);
+    return done;
+}
+
+/* Tell the client we gave up on our request (spec: SHOULD). */
+static void cancel_client_request(struct rlmcp_call *c, const char *id,
+                                  const char *reason)
+{
+    cJSON *params = cJSON_CreateObject();
+    char *json = NULL;
+
+    cJSON_AddStringToObject(params, "requestId", id);
+    cJSON_AddStringToObject(params, "reason", reason);
+    json = jsonrpc_notification("notifications/cancelled", params);
+    if (json != NULL)
+        call_send(c, json, false);
+    free(json);
+}
+
+static char *build_request(const char *id, const char *method,
+                           cJSON *params)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *json = NULL;
+
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "method", method);
+    if (params != NULL)
+        cJSON_AddItemToObject(o, "params", params);
+    json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return json;
+}
+
+int call_client_request(rlmcp_call *call, const char *method,
+                        const char *params_json, uint32_t timeout_ms,
+                        char **result_out)
+{
+    struct pending_req p;
+    cJSON *params = NULL;
+    char id[48];
+    char *json = NULL;
+    bool answered;
+    int rc = RLMCP_EINVAL;
+
+    memset(&p, 0, sizeof(p));
+    if (result_out != NULL)
+        *result_out = NULL;
+    if (call == NULL || method == NULL || method[0] == '\0' ||
+        result_out == NULL)
+        return RLMCP_EINVAL;
+    if (params_json != NULL &&
+        parse_object(params_json, strlen(params_json), &params) != RLMCP_OK)
+        return RLMCP_EINVAL;
+    if (!client_allows(call, method)) {
+        cJSON_Delete(params);
+        return RLMCP_ENOTSUP;
+    }
+    if (atomic_load(&call->cancelled)) {
+        cJSON_Delete(params);
+        return RLMCP_ECANCELLED;
+    }
+    snprintf(id, sizeof(id), "rlmcp-%lu",
+             atomic_fetch_add(&call->d->next_request_id, 1) + 1);
+    json = build_request(id, method, params);
+    if (asprintf(&p.id_key, "\"%s\"", id) < 0)
+        p.id_key = NULL;
+    p.call = call;
+    if (json == NULL || p.id_key == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    pthread_mutex_lock(&call->s->lock);
+    p.next = call->s->pending;
+    call->s->pending = &p;
+    pthread_mutex_unlock(&call->s->lock);
+
+    flush_progress(call);
+    if (!call_send(call, json, false)) {
+        pending_unlink(call->s, &p);
+        rc = RLMCP_ECANCELLED;
+        goto out;
+    }
+    answered = wait_answer(call, &p, timeout_ms);
+    pending_unlink(call->s, &p);
+    if (!answered) {
+        bool cancelled = atomic_load(&call->cancelled);
+
+        cancel_client_request(call, id, cancelled ? "cancelled" : "timeout");
+        rc = cancelled ? RLMCP_ECANCELLED : RLMCP_ETIMEDOUT;
+        goto out;
+    }
+    if (p.result != NULL) {
+        *result_out = cJSON_PrintUnformatted(p.result);
+        rc = *result_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    } else {
+        *result_out = cJSON_PrintUnformatted(p.error);
+        rc = RLMCP_EINVAL;
+    }
+out:
+    free(json);
+    free(p.id_key);
+    cJSON_Delete(p.result);
+    cJSON_Delete(p.error);
+    return rc;
+}
+
+static char *base64(const unsigned char *data, size_t len)
+{
+    static const char tbl[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t out_len = 4 * ((len + 2) / 3);
+    char *out = malloc(out_len + 1);
+    size_t i;
+    size_t o = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i + 2 < len; i += 3) {
+        uint32_t v = ((uint32_t)data[i] << 16) | ((uint32_t)data[i + 1] << 8) |
+                     data[i + 2];
+
+        out[o++] = tbl[(v >> 18) & 63];
+        out[o++] = tbl[(v >> 12) & 63];
+        out[o++] = tbl[(v >> 6) & 63];
+        out[o++] = tbl[v & 63];
+    }
+    if (i < len) {
+        uint32_t v = (uint32_t)data[i] << 16;
+
+        if (i + 1 < len)
+            v |= (uint32_t)data[i + 1] << 8;
+        out[o++] = tbl[(v >> 18) & 63];
+        out[o++] = tbl[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+int call_resource_contents(rlmcp_call *call, const char *uri,
+                           const char *mime_type, const void *data,
+                           size_t len, bool is_blob)
+{
+    cJSON *item = NULL;
+    char *value = NULL;
+
+    if (call == NULL || (data == NULL && len > 0))
+        return RLMCP_EINVAL;
+    if (call->kind != CALL_RESOURCE)
+        return RLMCP_ESTATE;
+    if (is_blob)
+        value = base64(data != NULL ? data : (const void *)"", len);
+    else
+        value = jsonrpc_utf8_sanitize(data != NULL ? data : "", len);
+    if (value == NULL)
+        return RLMCP_ENOMEM;
+    item = cJSON_CreateObject();
+    cJSON_AddStringToObject(item, "uri", uri != NULL ? uri : call->uri);
+    if (mime_type != NULL)
+        cJSON_AddStringToObject(item, "mimeType", mime_type);
+    cJSON_AddStringToObject(item, is_blob ? "blob" : "text", value);
+    free(value);
+    return append_item(call, CALL_RESOURCE, item);
+}
+
+int call_prompt_message(rlmcp_call *call, const char *role,
+                        const char *content_json)
+{
+    cJSON *content = NULL;
+    cJSON *msg = NULL;
+
+    if (call == NULL || role == NULL || content_json == NULL ||
+        (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0))
+        return RLMCP_EINVAL;
+    if (call->kind != CALL_PROMPT)
+        return RLMCP_ESTATE;
+    if (parse_object(content_json, strlen(content_json), &content) !=
+            RLMCP_OK ||
+        !has_string_type(content)) {
+        cJSON_Delete(content);
+        return RLMCP_EINVAL;
+    }
+    msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "role", role);
+    cJSON_AddItemToObject(msg, "content", content);
+    return append_item(call, CALL_PROMPT, msg);
+}
+
+rlmcp_plugin *call_plugin(rlmcp_call *call)
+{
+    return call != NULL ? loader_handle(call->plugin) : NULL;
+}
+
+bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
+                          cJSON *result, cJSON *error)
+{
+    struct pending_req *p = NULL;
+    bool found = false;
+
+    pthread_mutex_lock(&s->lock);
+    for (p = s->pending; p != NULL; p = p->next) {
+        if (strcmp(p->id_key, id_key) != 0)
+            continue;
+        pthread_mutex_lock(&p->call->lock);
+        if (!p->done) {
+            p->result = result;
+            p->error = error;
+            result = NULL;
+            error = NULL;
+            p->done = true;
+            pthread_cond_broadcast(&p->call->cond);
+            found = true;
+        }
+        pthread_mutex_unlock(&p->call->lock);
+        break;
+    }
+    pthread_mutex_unlock(&s->lock);
+    cJSON_Delete(result);
+    cJSON_Delete(error);
+    return found;
+}

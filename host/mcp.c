@@ -1,0 +1,1478 @@
+/*
+ * mcp.c - the MCP dispatcher: JSON-RPC checks, the lifecycle, the methods
+ * answered inline (initialize, ping, lists, logging) and the ones queued
+ * on the worker pool (tools/call, resources/read, prompts/get).
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "mcp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "call.h"
+#include "jsonrpc.h"
+#include "loader.h"
+#include "log.h"
+#include "mcp_internal.h"
+#include "pool.h"
+
+#include "schema.h"
+
+#if !__has_include("schema.c")
+/* Stand-in until host/schema.c lands: validation is skipped. */
+#pragma weak schema_validate
+#define schema_available() (&schema_validate != NULL)
+#else
+#define schema_available() true
+#endif
+
+#define DEFAULT_WORKERS 8
+#define DEFAULT_TIMEOUT_MS 300000u
+#define DEFAULT_PAGE_SIZE 100
+#define DESTROY_DRAIN_MS 5000
+
+static const char *const supported_versions[] = {
+    "2025-11-25", "2025-06-18", "2025-03-26",
+};
+
+/* One inbound request answered inline. */
+struct req {
+    struct mcp_dispatcher *d;
+    struct mcp_session *s;
+    struct mcp_sink *sink;
+    const struct mcp_request_ctx *ctx;
+    struct jsonrpc_msg *m;
+    const cJSON *params; /* NULL when absent */
+};
+
+uint64_t mcp_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *mcp_level_name(int level)
+{
+    return log_level_name(level);
+}
+
+bool mcp_protocol_version_supported(const char *version)
+{
+    size_t i;
+
+    if (version == NULL)
+        return false;
+    for (i = 0; i < sizeof(supported_versions) / sizeof(*supported_versions);
+         i++) {
+        if (strcmp(version, supported_versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+char *mcp_error_message(int code, const char *message)
+{
+    return jsonrpc_error(NULL, code, message, NULL);
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void send_final(struct mcp_sink *sink, char *json)
+{
+    if (json == NULL) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "out of memory building a response");
+        json = jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory",
+                             NULL);
+    }
+    if (json != NULL)
+        sink->send(sink, json, strlen(json), true);
+    free(json);
+}
+
+static void reply(struct req *r, cJSON *result)
+{
+    send_final(r->sink, jsonrpc_result(r->m->id, result));
+}
+
+static void reply_error_data(struct req *r, int code, const cJSON *data,
+                             const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error_data(struct req *r, int code, const cJSON *data,
+                             const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    send_final(r->sink, jsonrpc_error(r->m->id, code, msg, data));
+}
+
+#define reply_error(r, code, ...) reply_error_data(r, code, NULL, __VA_ARGS__)
+
+static const cJSON *param(const struct req *r, const char *name)
+{
+    return r->params != NULL
+               ? cJSON_GetObjectItemCaseSensitive(r->params, name)
+               : NULL;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+struct mcp_session *mcp_session_new(struct mcp_dispatcher *d)
+{
+    struct mcp_session *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->d = d;
+    atomic_init(&s->refs, 1);
+    atomic_init(&s->log_level, RLMCP_LOG_INFO);
+    pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
+void mcp_session_ref(struct mcp_session *s)
+{
+    atomic_fetch_add(&s->refs, 1);
+}
+
+void mcp_session_unref(struct mcp_session *s)
+{
+    size_t i;
+
+    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    for (i = 0; i < s->n_subs; i++)
+        free(s->subs[i]);
+    free(s->subs);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/* Referenced copies of the session's calls (caller unrefs, frees). */
+static struct rlmcp_call **session_calls(struct mcp_session *s, size_t *n)
+{
+    struct rlmcp_call **v = NULL;
+    struct rlmcp_call *c;
+    size_t count = 0;
+
+    for (c = s->calls; c != NULL; c = c->s_next)
+        count++;
+    v = calloc(count + 1, sizeof(*v));
+    *n = 0;
+    if (v == NULL)
+        return NULL;
+    for (c = s->calls; c != NULL; c = c->s_next) {
+        call_ref(c);
+        v[(*n)++] = c;
+    }
+    return v;
+}
+
+void mcp_session_free(struct mcp_session *s)
+{
+    struct rlmcp_call **calls = NULL;
+    size_t n = 0;
+    size_t i;
+
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->closed = true;
+    calls = session_calls(s, &n);
+    pthread_mutex_unlock(&s->lock);
+    for (i = 0; i < n; i++) {
+        call_cancel(calls[i], CANCEL_CLIENT);
+        call_unref(calls[i]);
+    }
+    free(calls);
+    mcp_session_unref(s);
+}
+
+bool mcp_session_initialized(const struct mcp_session *s)
+{
+    bool v;
+
+    pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+    v = s->initialized;
+    pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+    return v;
+}
+
+const char *mcp_session_protocol_version(const struct mcp_session *s)
+{
+    /* version is written once, before initialized is set. */
+    return mcp_session_initialized(s) ? s->version : NULL;
+}
+
+/* ---- call bookkeeping --------------------------------------------------- */
+
+void mcp_unlink_call(struct rlmcp_call *c)
+{
+    struct mcp_session *s = c->s;
+    struct mcp_dispatcher *d = c->d;
+
+    pthread_mutex_lock(&s->lock);
+    if (c->in_session) {
+        if (c->s_prev != NULL)
+            c->s_prev->s_next = c->s_next;
+        else
+            s->calls = c->s_next;
+        if (c->s_next != NULL)
+            c->s_next->s_prev = c->s_prev;
+        c->in_session = false;
+    }
+    pthread_mutex_unlock(&s->lock);
+
+    pthread_mutex_lock(&d->lock);
+    if (c->in_dispatcher) {
+        if (c->d_prev != NULL)
+            c->d_prev->d_next = c->d_next;
+        else
+            d->inflight = c->d_next;
+        if (c->d_next != NULL)
+            c->d_next->d_prev = c->d_prev;
+        c->in_dispatcher = false;
+        d->n_inflight--;
+        if (d->n_inflight == 0)
+            pthread_cond_broadcast(&d->idle_cond);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+static struct rlmcp_call *find_call(struct mcp_session *s, const char *key)
+{
+    struct rlmcp_call *c;
+
+    for (c = s->calls; c != NULL; c = c->s_next) {
+        if (strcmp(c->id_key, key) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Link the call and hand it to the pool; always consumes c. */
+static void enqueue(struct req *r, struct rlmcp_call *c)
+{
+    struct mcp_dispatcher *d = r->d;
+    struct mcp_session *s = r->s;
+    char msg[256];
+
+    pthread_mutex_lock(&s->lock);
+    if (find_call(s, c->id_key) != NULL) {
+        pthread_mutex_unlock(&s->lock);
+        snprintf(msg, sizeof(msg),
+                 "request id %.64s is already used by a request in "
+                 "progress; use a new id", c->id_key);
+        call_fail(c, JSONRPC_INVALID_REQUEST, msg);
+        call_unref(c);
+        return;
+    }
+    c->s_next = s->calls;
+    if (s->calls != NULL)
+        s->calls->s_prev = c;
+    s->calls = c;
+    c->in_session = true;
+    pthread_mutex_unlock(&s->lock);
+
+    pthread_mutex_lock(&d->lock);
+    if (d->draining) {
+        pthread_mutex_unlock(&d->lock);
+        goto refuse;
+    }
+    if (c->timeout_ms > 0)
+        c->deadline_ns = mcp_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+    c->d_next = d->inflight;
+    if (d->inflight != NULL)
+        d->inflight->d_prev = c;
+    d->inflight = c;
+    c->in_dispatcher = true;
+    d->n_inflight++;
+    pthread_cond_signal(&d->timer_cond);
+    pthread_mutex_unlock(&d->lock);
+
+    if (pool_submit(d->pool, call_job, c) == 0)
+        return;
+refuse:
+    call_fail(c, JSONRPC_INTERNAL_ERROR,
+              "the server is shutting down; no new calls are taken");
+    mcp_unlink_call(c);
+    call_unref(c);
+}
+
+static struct rlmcp_call *new_call(struct req *r, enum call_kind kind)
+{
+    const char *key = r->ctx != NULL ? r->ctx->api_key : NULL;
+    struct rlmcp_call *c = call_new(r->d, r->s, r->sink, kind, r->m->id, key);
+
+    if (c == NULL)
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+    else
+        c->timeout_ms = r->d->default_timeout_ms;
+    return c;
+}
+
+/* ---- initialize, ping, logging ------------------------------------------ */
+
+static cJSON *server_capabilities(struct mcp_dispatcher *d)
+{
+    cJSON *caps = cJSON_CreateObject();
+    cJSON *o = NULL;
+
+    o = cJSON_AddObjectToObject(caps, "tools");
+    cJSON_AddBoolToObject(o, "listChanged", false);
+    cJSON_AddObjectToObject(caps, "logging");
+    cJSON_AddObjectToObject(caps, "completions");
+    if (registry_resource_count(d->reg) > 0) {
+        o = cJSON_AddObjectToObject(caps, "resources");
+        cJSON_AddBoolToObject(o, "subscribe", true);
+        cJSON_AddBoolToObject(o, "listChanged", false);
+    }
+    if (registry_prompt_count(d->reg) > 0) {
+        o = cJSON_AddObjectToObject(caps, "prompts");
+        cJSON_AddBoolToObject(o, "listChanged", false);
+    }
+    return caps;
+}
+
+static bool has_object(const cJSON *caps, const char *name)
+{
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, name));
+}
+
+static void m_initialize(struct req *r)
+{
+    const cJSON *pv = param(r, "protocolVersion");
+    const cJSON *caps = param(r, "capabilities");
+    const char *version = supported_versions[0];
+    cJSON *res = NULL;
+    cJSON *info = NULL;
+
+    if (r->params == NULL) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "initialize needs params {protocolVersion, "
+                    "capabilities, clientInfo}");
+        return;
+    }
+    if (!cJSON_IsString(pv)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.protocolVersion must be a string such as \"%s\"",
+                    supported_versions[0]);
+        return;
+    }
+    if (caps != NULL && !cJSON_IsObject(caps)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.capabilities must be an object");
+        return;
+    }
+    /* Echo a version we speak, else offer our latest (lifecycle spec). */
+    if (mcp_protocol_version_supported(pv->valuestring))
+        version = pv->valuestring;
+    pthread_mutex_lock(&r->s->lock);
+    if (r->s->initialized) {
+        pthread_mutex_unlock(&r->s->lock);
+        reply_error(r, JSONRPC_INVALID_REQUEST,
+                    "the session is already initialized; send initialize "
+                    "once per session");
+        return;
+    }
+    snprintf(r->s->version, sizeof(r->s->version), "%s", version);
+    r->s->cap_sampling = has_object(caps, "sampling");
+    r->s->cap_elicitation = has_object(caps, "elicitation");
+    r->s->cap_roots = has_object(caps, "roots");
+    r->s->initialized = true;
+    pthread_mutex_unlock(&r->s->lock);
+
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "protocolVersion", version);
+    cJSON_AddItemToObject(res, "capabilities", server_capabilities(r->d));
+    info = cJSON_AddObjectToObject(res, "serverInfo");
+    cJSON_AddStringToObject(info, "name", r->d->server_name);
+    cJSON_AddStringToObject(info, "version", r->d->server_version);
+    if (r->d->instructions != NULL)
+        cJSON_AddStringToObject(res, "instructions", r->d->instructions);
+    reply(r, res);
+}
+
+static void m_ping(struct req *r)
+{
+    reply(r, cJSON_CreateObject());
+}
+
+static void m_set_level(struct req *r)
+{
+    const cJSON *level = param(r, "level");
+    int v = -1;
+
+    if (cJSON_IsString(level))
+        v = log_level_parse(level->valuestring);
+    if (v < 0) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.level must be one of debug, info, notice, "
+                    "warning, error, critical, alert, emergency");
+        return;
+    }
+    atomic_store(&r->s->log_level, v);
+    reply(r, cJSON_CreateObject());
+}
+
+static void m_complete(struct req *r)
+{
+    const cJSON *ref = param(r, "ref");
+    const cJSON *arg = param(r, "argument");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ref, "type");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(arg, "name");
+    cJSON *res = NULL;
+    cJSON *comp = NULL;
+
+    if (!cJSON_IsObject(ref) || !cJSON_IsString(type) ||
+        (strcmp(type->valuestring, "ref/prompt") != 0 &&
+         strcmp(type->valuestring, "ref/resource") != 0)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.ref must be {type: \"ref/prompt\", name} or "
+                    "{type: \"ref/resource\", uri}");
+        return;
+    }
+    if (!cJSON_IsObject(arg) || !cJSON_IsString(name)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.argument must be {name, value}");
+        return;
+    }
+    /* No plugin offers completions yet: an honest empty answer. */
+    res = cJSON_CreateObject();
+    comp = cJSON_AddObjectToObject(res, "completion");
+    cJSON_AddArrayToObject(comp, "values");
+    cJSON_AddNumberToObject(comp, "total", 0);
+    cJSON_AddBoolToObject(comp, "hasMore", false);
+    reply(r, res);
+}
+
+/* ---- pagination --------------------------------------------------------- */
+
+/* Cursors are "c<offset>": opaque to clients, checked strictly here. */
+static bool parse_cursor(struct req *r, size_t count, size_t page,
+                         size_t *offset)
+{
+    const cJSON *cursor = param(r, "cursor");
+    const char *s = NULL;
+    char *end = NULL;
+    unsigned long long v;
+
+    *offset = 0;
+    if (cursor == NULL || cJSON_IsNull(cursor))
+        return true;
+    if (!cJSON_IsString(cursor))
+        goto bad;
+    s = cursor->valuestring;
+    if (s[0] != 'c' || s[1] < '0' || s[1] > '9')
+        goto bad;
+    errno = 0;
+    v = strtoull(s + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v >= count || v % page != 0)
+        goto bad;
+    *offset = (size_t)v;
+    return true;
+bad:
+    reply_error(r, JSONRPC_INVALID_PARAMS,
+                "invalid params.cursor; pass the nextCursor of the previous "
+                "page unchanged, or omit it for the first page");
+    return false;
+}
+
+static void add_next_cursor(cJSON *res, size_t next, size_t count)
+{
+    char buf[32];
+
+    if (next >= count)
+        return;
+    snprintf(buf, sizeof(buf), "c%zu", next);
+    cJSON_AddStringToObject(res, "nextCursor", buf);
+}
+
+/* tools/list: a page is pre-joined text, so the answer is a concatenation. */
+static void m_tools_list(struct req *r)
+{
+    struct mcp_dispatcher *d = r->d;
+    size_t count = registry_tool_count(d->reg);
+    size_t offset = 0;
+    size_t page_no;
+    char *id = NULL;
+    char *json = NULL;
+    char next[48] = "";
+
+    if (!parse_cursor(r, count, d->page_size, &offset))
+        return;
+    page_no = offset / d->page_size;
+    if (offset + d->page_size < count)
+        snprintf(next, sizeof(next), ",\"nextCursor\":\"c%zu\"",
+                 offset + d->page_size);
+    id = jsonrpc_id_key(r->m->id);
+    if (id == NULL ||
+        asprintf(&json,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s}}",
+                 id, d->tool_pages[page_no], next) < 0)
+        json = NULL;
+    free(id);
+    send_final(r->sink, json);
+}
+
+static cJSON *resource_item(const struct resource_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (e->uri != NULL)
+        cJSON_AddStringToObject(o, "uri", e->uri);
+    else
+        cJSON_AddStringToObject(o, "uriTemplate", e->uri_template);
+    cJSON_AddStringToObject(o, "name", e->name);
+    if (e->title != NULL)
+        cJSON_AddStringToObject(o, "title", e->title);
+    if (e->description != NULL)
+        cJSON_AddStringToObject(o, "description", e->description);
+    if (e->mime_type != NULL)
+        cJSON_AddStringToObject(o, "mimeType", e->mime_type);
+    return o;
+}
+
+/* resources/list (templates false) and resources/templates/list. */
+static void list_resources(struct req *r, bool templates)
+{
+    struct registry *reg = r->d->reg;
+    size_t n = registry_resource_count(reg);
+    size_t *idx = calloc(n + 1, sizeof(*idx));
+    size_t count = 0;
+    size_t offset = 0;
+    size_t i;
+    cJSON *res = NULL;
+    cJSON *arr = NULL;
+
+    if (idx == NULL) {
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        const struct resource_entry *e = registry_resource_at(reg, i);
+
+        if ((e->uri_template != NULL) == templates)
+            idx[count++] = i;
+    }
+    if (parse_cursor(r, count, r->d->page_size, &offset)) {
+        res = cJSON_CreateObject();
+        arr = cJSON_AddArrayToObject(res, templates ? "resourceTemplates"
+                                                    : "resources");
+        for (i = offset; i < count && i < offset + r->d->page_size; i++)
+            cJSON_AddItemToArray(
+                arr, resource_item(registry_resource_at(reg, idx[i])));
+        add_next_cursor(res, offset + r->d->page_size, count);
+        reply(r, res);
+    }
+    free(idx);
+}
+
+static void m_resources_list(struct req *r)
+{
+    list_resources(r, false);
+}
+
+static void m_templates_list(struct req *r)
+{
+    list_resources(r, true);
+}
+
+static void m_prompts_list(struct req *r)
+{
+    struct registry *reg = r->d->reg;
+    size_t count = registry_prompt_count(reg);
+    size_t offset = 0;
+    size_t i;
+    cJSON *res = NULL;
+    cJSON *arr = NULL;
+
+    if (!parse_cursor(r, count, r->d->page_size, &offset))
+        return;
+    res = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(res, "prompts");
+    for (i = offset; i < count && i < offset + r->d->page_size; i++) {
+        const struct prompt_entry *p = registry_prompt_at(reg, i);
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "name", p->name);
+        if (p->title != NULL)
+            cJSON_AddStringToObject(o, "title", p->title);
+        cJSON_AddStringToObject(o, "description",
+                                p->description != NULL ? p->description : "");
+        if (p->arguments != NULL)
+            cJSON_AddItemToObject(o, "arguments",
+                                  cJSON_Duplicate(p->arguments, true));
+        cJSON_AddItemToArray(arr, o);
+    }
+    add_next_cursor(res, offset + r->d->page_size, count);
+    reply(r, res);
+}
+
+/* ---- tools/call --------------------------------------------------------- */
+
+static void reply_tool_error(struct req *r, const char *code,
+                             const char *message, const char *remedy)
+{
+    send_final(r->sink, call_tool_error_json(r->m->id, code, message, remedy));
+}
+
+/* Rename exposed (aliased) parameter names back to the plugin's own. */
+static void unalias(const struct tool_entry *t, cJSON *args)
+{
+    size_t i;
+
+    for (i = 0; i < t->n_param_aliases; i++) {
+        const struct param_alias *a = &t->param_aliases[i];
+        cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(args, a->exposed);
+
+        if (v == NULL)
+            continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(args, a->original);
+        cJSON_AddItemToObject(args, a->original, v);
+    }
+}
+
+static cJSON *progress_token(const struct req *r)
+{
+    const cJSON *meta = param(r, "_meta");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+
+    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+        return cJSON_Duplicate(tok, false);
+    return NULL;
+}
+
+/* Validate and copy the arguments; NULL after answering a tool error. */
+static char *tool_arguments(struct req *r, const struct tool_entry *t,
+                            size_t *len)
+{
+    const cJSON *given = param(r, "arguments");
+    cJSON *args = NULL;
+    char err[512];
+    char *json = NULL;
+
+    if (given != NULL && !cJSON_IsNull(given) && !cJSON_IsObject(given)) {
+        reply_tool_error(r, "invalid_arguments",
+                         "arguments must be an object of named parameters",
+                         "send arguments as a JSON object matching the "
+                         "tool's inputSchema (see tools/list)");
+        return NULL;
+    }
+    args = cJSON_IsObject(given) ? cJSON_Duplicate(given, true)
+                                 : cJSON_CreateObject();
+    if (args == NULL) {
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return NULL;
+    }
+    err[0] = '\0';
+    if (t->input_schema != NULL && schema_available() &&
+        schema_validate(t->input_schema, args, "arguments", err,
+                        sizeof(err)) != 0) {
+        reply_tool_error(r, "invalid_arguments", err,
+                         "fix the arguments to match the tool's inputSchema "
+                         "(see tools/list) and call again");
+        cJSON_Delete(args);
+        return NULL;
+    }
+    unalias(t, args);
+    json = cJSON_PrintUnformatted(args);
+    cJSON_Delete(args);
+    if (json == NULL)
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+    else
+        *len = strlen(json);
+    return json;
+}
+
+static void m_tools_call(struct req *r)
+{
+    const cJSON *name = param(r, "name");
+    const struct tool_entry *t = NULL;
+    struct rlmcp_call *c = NULL;
+    char *args = NULL;
+    size_t len = 0;
+
+    if (r->params == NULL || !cJSON_IsString(name)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "tools/call needs params {name, arguments}: name must "
+                    "be a tool name from tools/list");
+        return;
+    }
+    t = registry_find_tool(r->d->reg, name->valuestring);
+    if (t == NULL) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "unknown tool '%.128s'; call tools/list for the tools "
+                    "this server offers", name->valuestring);
+        return;
+    }
+    args = tool_arguments(r, t, &len);
+    if (args == NULL)
+        return;
+    c = new_call(r, CALL_TOOL);
+    if (c == NULL) {
+        free(args);
+        return;
+    }
+    c->tool = t;
+    c->what = t->name;
+    c->plugin = t->plugin;
+    c->plugin_name = t->plugin_name;
+    c->args_json = args;
+    c->args_len = len;
+    c->progress_token = progress_token(r);
+    if (t->timeout_ms != 0)
+        c->timeout_ms = t->timeout_ms;
+    enqueue(r, c);
+}
+
+/* ---- resources ---------------------------------------------------------- */
+
+/* RFC 6570 level 1: each {var} matches one or more characters but '/'. */
+static bool template_match(const char *tpl, const char *uri)
+{
+    while (*tpl != '\0') {
+        if (*tpl == '{') {
+            const char *close = strchr(tpl, '}');
+            const char *u = uri;
+
+            if (close == NULL)
+                return false;
+            tpl = close + 1;
+            /* Shortest match first, so literal text after it can match. */
+            while (*u != '\0' && *u != '/') {
+                u++;
+                if (template_match(tpl, u))
+                    return true;
+            }
+            return false;
+        }
+        if (*tpl != *uri)
+            return false;
+        tpl++;
+        uri++;
+    }
+    return *uri == '\0';
+}
+
+static const struct resource_entry *find_resource(struct registry *reg,
+                                                  const char *uri)
+{
+    size_t n = registry_resource_count(reg);
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        const struct resource_entry *e = registry_resource_at(reg, i);
+
+        if (e->uri != NULL && strcmp(e->uri, uri) == 0)
+            return e;
+    }
+    for (i = 0; i < n; i++) {
+        const struct resource_entry *e = registry_resource_at(reg, i);
+
+        if (e->uri_template != NULL && template_match(e->uri_template, uri))
+            return e;
+    }
+    return NULL;
+}
+
+/* params.uri of a known resource, or NULL after answering an error. */
+static const char *resource_uri(struct req *r,
+                                const struct resource_entry **entry)
+{
+    const cJSON *uri = param(r, "uri");
+    cJSON *data = NULL;
+
+    if (!cJSON_IsString(uri)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.uri must be a resource URI (string); see "
+                    "resources/list");
+        return NULL;
+    }
+    *entry = find_resource(r->d->reg, uri->valuestring);
+    if (*entry == NULL) {
+        data = cJSON_CreateObject();
+        cJSON_AddStringToObject(data, "uri", uri->valuestring);
+        reply_error_data(r, MCP_RESOURCE_NOT_FOUND, data,
+                         "resource not found: %.512s; see resources/list",
+                         uri->valuestring);
+        cJSON_Delete(data);
+        return NULL;
+    }
+    return uri->valuestring;
+}
+
+static void m_resources_read(struct req *r)
+{
+    const struct resource_entry *e = NULL;
+    const char *uri = resource_uri(r, &e);
+    struct rlmcp_call *c = NULL;
+
+    if (uri == NULL)
+        return;
+    c = new_call(r, CALL_RESOURCE);
+    if (c == NULL)
+        return;
+    c->resource = e;
+    c->uri = strdup(uri);
+    c->what = c->uri;
+    c->plugin = e->plugin;
+    c->plugin_name = e->plugin != NULL ? e->plugin->name : NULL;
+    if (c->uri == NULL) {
+        call_fail(c, JSONRPC_INTERNAL_ERROR, "out of memory");
+        call_unref(c);
+        return;
+    }
+    enqueue(r, c);
+}
+
+static void m_subscribe(struct req *r)
+{
+    const struct resource_entry *e = NULL;
+    const char *uri = resource_uri(r, &e);
+    struct mcp_session *s = r->s;
+    char **grown = NULL;
+    size_t i;
+
+    if (uri == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (i = 0; i < s->n_subs; i++) {
+        if (strcmp(s->subs[i], uri) == 0)
+            break;
+    }
+    if (i == s->n_subs) {
+        grown = realloc(s->subs, (s->n_subs + 1) * sizeof(*s->subs));
+        if (grown != NULL) {
+            s->subs = grown;
+            s->subs[s->n_subs] = strdup(uri);
+            if (s->subs[s->n_subs] != NULL)
+                s->n_subs++;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    reply(r, cJSON_CreateObject());
+}
+
+static void m_unsubscribe(struct req *r)
+{
+    const cJSON *uri = param(r, "uri");
+    struct mcp_session *s = r->s;
+    size_t i;
+
+    if (!cJSON_IsString(uri)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.uri must be the URI passed to "
+                    "resources/subscribe");
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    for (i = 0; i < s->n_subs; i++) {
+        if (strcmp(s->subs[i], uri->valuestring) == 0) {
+            free(s->subs[i]);
+            s->subs[i] = s->subs[--s->n_subs];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    reply(r, cJSON_CreateObject());
+}
+
+/* ---- prompts ------------------------------------------------------------ */
+
+/* Every value a string, every required argument present. */
+static bool prompt_args_ok(struct req *r, const struct prompt_entry *p,
+                           const cJSON *args)
+{
+    const cJSON *a = NULL;
+
+    cJSON_ArrayForEach(a, args) {
+        if (!cJSON_IsString(a)) {
+            reply_error(r, JSONRPC_INVALID_PARAMS,
+                        "argument '%.128s' of prompt '%.128s' must be a "
+                        "string", a->string, p->name);
+            return false;
+        }
+    }
+    cJSON_ArrayForEach(a, p->arguments) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "name");
+
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "required")) ||
+            !cJSON_IsString(name))
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(args, name->valuestring) ==
+            NULL) {
+            reply_error(r, JSONRPC_INVALID_PARAMS,
+                        "prompt '%.128s' needs argument '%.128s'; see "
+                        "prompts/list", p->name, name->valuestring);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void m_prompts_get(struct req *r)
+{
+    const cJSON *name = param(r, "name");
+    const cJSON *args = param(r, "arguments");
+    const struct prompt_entry *p = NULL;
+    struct rlmcp_call *c = NULL;
+    cJSON *empty = NULL;
+    char *json = NULL;
+
+    if (!cJSON_IsString(name)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.name must be a prompt name from prompts/list");
+        return;
+    }
+    p = registry_find_prompt(r->d->reg, name->valuestring);
+    if (p == NULL) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "unknown prompt '%.128s'; call prompts/list",
+                    name->valuestring);
+        return;
+    }
+    if (args != NULL && !cJSON_IsNull(args) && !cJSON_IsObject(args)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.arguments must be an object of strings");
+        return;
+    }
+    if (!cJSON_IsObject(args))
+        args = empty = cJSON_CreateObject();
+    if (!prompt_args_ok(r, p, args)) {
+        cJSON_Delete(empty);
+        return;
+    }
+    json = cJSON_PrintUnformatted(args);
+    cJSON_Delete(empty);
+    c = json != NULL ? new_call(r, CALL_PROMPT) : NULL;
+    if (c == NULL) {
+        if (json == NULL)
+            reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+        free(json);
+        return;
+    }
+    c->prompt = p;
+    c->what = p->name;
+    c->plugin = p->plugin;
+    c->plugin_name = p->plugin != NULL ? p->plugin->name : NULL;
+    c->args_json = json;
+    c->args_len = strlen(json);
+    enqueue(r, c);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+struct method {
+    const char *name;
+    void (*fn)(struct req *r);
+    bool needs_init;
+};
+
+static const struct method methods[] = {
+    {"initialize", m_initialize, false},
+    {"ping", m_ping, false},
+    {"tools/list", m_tools_list, true},
+    {"tools/call", m_tools_call, true},
+    {"logging/setLevel", m_set_level, true},
+    {"resources/list", m_resources_list, true},
+    {"resources/templates/list", m_templates_list, true},
+    {"resources/read", m_resources_read, true},
+    {"resources/subscribe", m_subscribe, true},
+    {"resources/unsubscribe", m_unsubscribe, true},
+    {"prompts/list", m_prompts_list, true},
+    {"prompts/get", m_prompts_get, true},
+    {"completion/complete", m_complete, true},
+};
+
+static const struct method *find_method(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(methods) / sizeof(*methods); i++) {
+        if (strcmp(methods[i].name, name) == 0)
+            return &methods[i];
+    }
+    return NULL;
+}
+
+static void handle_request(struct req *r)
+{
+    const struct method *m = find_method(r->m->method);
+
+    if (m == NULL) {
+        reply_error(r, JSONRPC_METHOD_NOT_FOUND,
+                    "method '%.128s' not found; this server speaks MCP "
+                    "(initialize, ping, tools/list, tools/call, ...)",
+                    r->m->method);
+        return;
+    }
+    if (m->needs_init && !mcp_session_initialized(r->s)) {
+        reply_error(r, JSONRPC_INVALID_REQUEST,
+                    "the session is not initialized: send initialize "
+                    "first");
+        return;
+    }
+    m->fn(r);
+}
+
+static void handle_cancelled(struct mcp_session *s, const cJSON *params)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+    struct rlmcp_call *c = NULL;
+    char *key = NULL;
+
+    if (!jsonrpc_id_valid(id)) {
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "notifications/cancelled without a valid requestId ignored");
+        return;
+    }
+    key = jsonrpc_id_key(id);
+    if (key == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    c = find_call(s, key);
+    if (c != NULL)
+        call_ref(c);
+    pthread_mutex_unlock(&s->lock);
+    if (c == NULL) {
+        /* Normal race: the call may have just finished. */
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "notifications/cancelled for request %.64s, which is not in "
+                "progress: ignored", key);
+    } else {
+        log_msg(RLMCP_LOG_DEBUG, NULL, "request %.64s cancelled by the client",
+                key);
+        call_cancel(c, CANCEL_CLIENT);
+        call_unref(c);
+    }
+    free(key);
+}
+
+static void handle_notification(struct mcp_session *s,
+                                const struct jsonrpc_msg *m)
+{
+    if (strcmp(m->method, "notifications/cancelled") == 0)
+        handle_cancelled(s, m->params);
+    else if (strcmp(m->method, "notifications/initialized") != 0)
+        log_msg(RLMCP_LOG_DEBUG, NULL, "notification '%.128s' ignored",
+                m->method);
+}
+
+static void handle_response(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+    cJSON *result = NULL;
+    cJSON *error = NULL;
+    char *key = NULL;
+
+    if (cJSON_IsNull(m->id)) {
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "the client reported an error without a request id");
+        return;
+    }
+    key = jsonrpc_id_key(m->id);
+    if (key == NULL)
+        return;
+    if (m->result != NULL)
+        result = cJSON_DetachItemViaPointer(m->root, (cJSON *)m->result);
+    else
+        error = cJSON_DetachItemViaPointer(m->root, (cJSON *)m->error);
+    if (!mcp_deliver_response(s, key, result, error))
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "response %.64s matches no request waiting: ignored", key);
+    free(key);
+}
+
+bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
+                const char *msg, size_t len, struct mcp_sink *sink,
+                const struct mcp_request_ctx *ctx)
+{
+    struct jsonrpc_msg m;
+    struct req r;
+    cJSON *bad_id = NULL;
+    char err[512];
+    int rc;
+    bool is_request = true;
+
+    rc = jsonrpc_parse(msg, len, &m, &bad_id, err, sizeof(err));
+    if (rc != 0) {
+        if (m.kind == JSONRPC_NOTIFICATION) {
+            /* Nobody to answer: a notification never gets a response. */
+            log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s",
+                    err);
+            is_request = false;
+        } else {
+            send_final(sink, jsonrpc_error(bad_id, rc, err, NULL));
+        }
+        goto out;
+    }
+    memset(&r, 0, sizeof(r));
+    r.d = d;
+    r.s = s;
+    r.sink = sink;
+    r.ctx = ctx;
+    r.m = &m;
+    r.params = m.params;
+    switch (m.kind) {
+    case JSONRPC_REQUEST:
+        handle_request(&r);
+        break;
+    case JSONRPC_NOTIFICATION:
+        if (find_method(m.method) != NULL) {
+            /* A request without an id: answer so the client learns why. */
+            send_final(sink,
+                       jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+                                     "this request has no \"id\"; add a "
+                                     "string or integer id (only "
+                                     "notifications go without one)",
+                                     NULL));
+            break;
+        }
+        handle_notification(s, &m);
+        is_request = false;
+        break;
+    case JSONRPC_RESPONSE:
+        handle_response(s, &m);
+        is_request = false;
+        break;
+    }
+out:
+    cJSON_Delete(bad_id);
+    jsonrpc_msg_free(&m);
+    return is_request;
+}
+
+/* ---- dispatcher life cycle ---------------------------------------------- */
+
+static struct timespec ns_to_timespec(uint64_t ns)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return ts;
+}
+
+/* Calls past their deadline, referenced; NULL-terminated, or NULL. */
+static struct rlmcp_call **expired_calls(struct mcp_dispatcher *d,
+                                         uint64_t now, uint64_t *earliest)
+{
+    struct rlmcp_call **v = NULL;
+    struct rlmcp_call *c;
+    size_t n = 0;
+    size_t cap = 0;
+
+    *earliest = 0;
+    for (c = d->inflight; c != NULL; c = c->d_next) {
+        struct rlmcp_call **grown = NULL;
+
+        if (c->deadline_ns == 0 || c->timer_fired)
+            continue;
+        if (c->deadline_ns > now) {
+            if (*earliest == 0 || c->deadline_ns < *earliest)
+                *earliest = c->deadline_ns;
+            continue;
+        }
+        if (n + 1 >= cap) {
+            cap = cap != 0 ? cap * 2 : 8;
+            grown = realloc(v, cap * sizeof(*v));
+            if (grown == NULL)
+                break; /* retried at the next wake-up */
+            v = grown;
+        }
+        c->timer_fired = true;
+        call_ref(c);
+        v[n++] = c;
+        v[n] = NULL;
+    }
+    return v;
+}
+
+static void *timer_main(void *arg)
+{
+    struct mcp_dispatcher *d = arg;
+    struct rlmcp_call **due = NULL;
+    uint64_t earliest = 0;
+    size_t i;
+
+    pthread_mutex_lock(&d->lock);
+    while (!d->stopping) {
+        due = expired_calls(d, mcp_now_ns(), &earliest);
+        if (due != NULL) {
+            pthread_mutex_unlock(&d->lock);
+            for (i = 0; due[i] != NULL; i++) {
+                call_cancel(due[i], CANCEL_TIMEOUT);
+                call_unref(due[i]);
+            }
+            free(due);
+            pthread_mutex_lock(&d->lock);
+            continue;
+        }
+        if (earliest != 0) {
+            struct timespec ts = ns_to_timespec(earliest);
+
+            pthread_cond_timedwait(&d->timer_cond, &d->lock, &ts);
+        } else {
+            pthread_cond_wait(&d->timer_cond, &d->lock);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+/* Append text to a growing buffer. */
+static int buf_add(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    size_t n = strlen(s);
+    char *grown = NULL;
+
+    if (*len + n + 1 > *cap) {
+        size_t want = (*len + n + 1) * 2;
+
+        grown = realloc(*buf, want);
+        if (grown == NULL)
+            return -1;
+        *buf = grown;
+        *cap = want;
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+    return 0;
+}
+
+/* The tools/list entry of a tool when the registry did not serialise it. */
+static char *tool_list_json(const struct tool_entry *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *s = NULL;
+
+    cJSON_AddStringToObject(o, "name", t->name);
+    if (t->title != NULL)
+        cJSON_AddStringToObject(o, "title", t->title);
+    cJSON_AddStringToObject(o, "description",
+                            t->description != NULL ? t->description : "");
+    cJSON_AddItemToObject(o, "inputSchema",
+                          t->input_schema != NULL
+                              ? cJSON_Duplicate(t->input_schema, true)
+                              : cJSON_CreateObject());
+    if (t->output_schema != NULL)
+        cJSON_AddItemToObject(o, "outputSchema",
+                              cJSON_Duplicate(t->output_schema, true));
+    if (t->annotations != NULL)
+        cJSON_AddItemToObject(o, "annotations",
+                              cJSON_Duplicate(t->annotations, true));
+    s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static int build_tool_pages(struct mcp_dispatcher *d)
+{
+    size_t count = registry_tool_count(d->reg);
+    size_t pages = count == 0 ? 1 : (count + d->page_size - 1) / d->page_size;
+    size_t p;
+
+    d->tool_pages = calloc(pages, sizeof(*d->tool_pages));
+    if (d->tool_pages == NULL)
+        return -1;
+    d->n_tool_pages = pages;
+    for (p = 0; p < pages; p++) {
+        size_t len = 0;
+        size_t cap = 0;
+        size_t i;
+
+        if (buf_add(&d->tool_pages[p], &len, &cap, "") != 0)
+            return -1;
+        for (i = p * d->page_size; i < count && i < (p + 1) * d->page_size;
+             i++) {
+            const struct tool_entry *t = registry_tool_at(d->reg, i);
+            char *own = t->list_json == NULL ? tool_list_json(t) : NULL;
+            const char *item = t->list_json != NULL ? t->list_json : own;
+            int rc = 0;
+
+            if (item == NULL)
+                return -1;
+            if (i != p * d->page_size)
+                rc = buf_add(&d->tool_pages[p], &len, &cap, ",");
+            if (rc == 0)
+                rc = buf_add(&d->tool_pages[p], &len, &cap, item);
+            free(own);
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_fields(struct mcp_dispatcher *d)
+{
+    size_t i;
+
+    for (i = 0; i < d->n_tool_pages; i++)
+        free(d->tool_pages[i]);
+    free(d->tool_pages);
+    free(d->server_name);
+    free(d->server_version);
+    free(d->instructions);
+    if (d->default_key != NULL) {
+        explicit_bzero(d->default_key, strlen(d->default_key));
+        free(d->default_key);
+    }
+}
+
+static char *dup_or(const char *s, const char *fallback)
+{
+    return strdup(s != NULL ? s : fallback);
+}
+
+struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
+                                  struct registry *reg)
+{
+    struct mcp_dispatcher *d = calloc(1, sizeof(*d));
+    pthread_condattr_t attr;
+
+    if (d == NULL)
+        return NULL;
+    d->reg = reg;
+    d->server_name = dup_or(opts->server_name, "runloop-mcp");
+    d->server_version = dup_or(opts->server_version, RLMCP_VERSION);
+    d->instructions = opts->instructions != NULL ? strdup(opts->instructions)
+                                                 : NULL;
+    d->workers = opts->workers != 0 ? opts->workers : DEFAULT_WORKERS;
+    d->default_timeout_ms = opts->default_timeout_ms != 0
+                                ? opts->default_timeout_ms
+                                : DEFAULT_TIMEOUT_MS;
+    d->page_size = opts->page_size != 0 ? opts->page_size : DEFAULT_PAGE_SIZE;
+    d->max_message = opts->max_message_bytes != 0 ? opts->max_message_bytes
+                                                  : MCP_DEFAULT_MAX_MESSAGE;
+    atomic_init(&d->next_request_id, 0);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->timer_cond, &attr);
+    pthread_cond_init(&d->idle_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    if (d->server_name == NULL || d->server_version == NULL ||
+        (opts->instructions != NULL && d->instructions == NULL) ||
+        build_tool_pages(d) != 0)
+        goto fail;
+    d->pool = pool_create(d->workers);
+    if (d->pool == NULL)
+        goto fail;
+    if (pthread_create(&d->timer, NULL, timer_main, d) != 0) {
+        pool_destroy(d->pool);
+        goto fail;
+    }
+    d->timer_running = true;
+    return d;
+fail:
+    log_msg(RLMCP_LOG_ERROR, NULL, "cannot create the MCP dispatcher: out "
+                                   "of memory or threads");
+    free_fields(d);
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->timer_cond);
+    pthread_cond_destroy(&d->idle_cond);
+    free(d);
+    return NULL;
+}
+
+void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
+{
+    struct rlmcp_call **calls = NULL;
+    struct rlmcp_call *c;
+    struct timespec until;
+    size_t n = 0;
+    size_t i;
+
+    pthread_mutex_lock(&d->lock);
+    d->draining = true;
+    calls = calloc(d->n_inflight + 1, sizeof(*calls));
+    for (c = d->inflight; c != NULL && calls != NULL; c = c->d_next) {
+        call_ref(c);
+        calls[n++] = c;
+    }
+    pthread_mutex_unlock(&d->lock);
+    for (i = 0; i < n; i++) {
+        call_cancel(calls[i], CANCEL_SHUTDOWN);
+        call_unref(calls[i]);
+    }
+    free(calls);
+
+    until = ns_to_timespec(mcp_now_ns() + (uint64_t)ms * 1000000ull);
+    pthread_mutex_lock(&d->lock);
+    while (d->n_inflight > 0) {
+        if (pthread_cond_timedwait(&d->idle_cond, &d->lock, &until) ==
+            ETIMEDOUT)
+            break;
+    }
+    n = d->n_inflight;
+    pthread_mutex_unlock(&d->lock);
+    if (n > 0)
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "%zu call(s) did not stop within %u ms of cancellation", n,
+                ms);
+}
+
+unsigned mcp_inflight(struct mcp_dispatcher *d)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&d->lock);
+    n = d->n_inflight;
+    pthread_mutex_unlock(&d->lock);
+    return n;
+}
+
+void mcp_destroy(struct mcp_dispatcher *d)
+{
+    if (d == NULL)
+        return;
+    mcp_drain(d, DESTROY_DRAIN_MS);
+    pthread_mutex_lock(&d->lock);
+    d->stopping = true;
+    pthread_cond_broadcast(&d->timer_cond);
+    pthread_mutex_unlock(&d->lock);
+    if (d->timer_running)
+        pthread_join(d->timer, NULL);
+    if (!pool_wait_idle(d->pool, 1000)) {
+        /* A handler ignores cancellation: freeing now would crash it. */
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "handlers still running at shutdown; leaving them to the "
+                "process exit");
+        return;
+    }
+    pool_destroy(d->pool);
+    free_fields(d);
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->timer_cond);
+    pthread_cond_destroy(&d->idle_cond);
+    free(d);
+}
+
+void mcp_set_rlclient(struct mcp_dispatcher *d, struct rlclient *c)
+{
+    d->rl = c;
+}
+
+void mcp_set_default_api_key(struct mcp_dispatcher *d, const char *key)
+{
+    if (d->default_key != NULL) {
+        explicit_bzero(d->default_key, strlen(d->default_key));
+        free(d->default_key);
+    }
+    d->default_key = key != NULL ? strdup(key) : NULL;
+}
+
+size_t mcp_max_message(const struct mcp_dispatcher *d)
+{
+    return d->max_message;
+}

@@ -1,0 +1,170 @@
+/*
+ * mcp_internal.h - what the dispatcher (mcp.c) and the calls (call.c)
+ * share. Not for transports: they use mcp.h.
+ *
+ * Lock order: dispatcher lock and session lock are never held together;
+ * session lock before a call's lock; a call's send_lock is taken with no
+ * other lock held (sinks may block on I/O).
+ */
+#ifndef RLMCP_HOST_MCP_INTERNAL_H
+#define RLMCP_HOST_MCP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "mcp.h"
+#include "registry.h"
+
+enum call_kind { CALL_TOOL = 1, CALL_RESOURCE, CALL_PROMPT };
+
+/* Why a call was cancelled: it decides what, if anything, is answered. */
+enum cancel_reason {
+    CANCEL_NONE = 0,
+    CANCEL_CLIENT,   /* notifications/cancelled or session end: no answer */
+    CANCEL_TIMEOUT,  /* the timer answers with a timeout error */
+    CANCEL_SHUTDOWN  /* drain: answered with a shutdown error if it ends */
+};
+
+/* A server-to-client request waiting for the client's answer. */
+struct pending_req {
+    struct pending_req *next;
+    char *id_key;
+    struct rlmcp_call *call;
+    bool done;    /* under call->lock */
+    cJSON *result;
+    cJSON *error;
+};
+
+struct rlmcp_call {
+    atomic_int refs;
+    struct mcp_dispatcher *d;
+    struct mcp_session *s;
+    struct mcp_sink *sink;
+    enum call_kind kind;
+    cJSON *id;
+    char *id_key;
+    cJSON *progress_token; /* NULL: the client wants no progress */
+    const struct tool_entry *tool;
+    const struct resource_entry *resource;
+    const struct prompt_entry *prompt;
+    char *args_json; /* tool and prompt calls */
+    size_t args_len;
+    char *uri;       /* resource reads */
+    char *api_key;   /* never logged */
+    const char *what; /* tool/prompt name or uri, for logs */
+    struct loaded_plugin *plugin;
+    const char *plugin_name;
+    uint32_t timeout_ms;
+    uint64_t deadline_ns; /* monotonic; 0: none */
+
+    pthread_mutex_t lock;  /* everything below up to send_lock */
+    pthread_cond_t cond;   /* sleep_ms and client_request waits */
+    atomic_bool cancelled;
+    enum cancel_reason reason;
+    cJSON *items;          /* content / contents / messages */
+    cJSON *structured;
+    bool is_error;
+    double last_progress;
+    bool progress_any;
+    uint64_t progress_sent_ns;
+    bool progress_pending;
+    double pend_progress;
+    double pend_total;
+    char *pend_message;
+
+    bool in_session;       /* linked in s->calls (session lock) */
+    bool in_dispatcher;    /* linked in d->inflight (dispatcher lock) */
+    bool timer_fired;      /* the timer took it (dispatcher lock) */
+
+    pthread_mutex_t send_lock; /* orders this call's outgoing messages */
+    bool responded;            /* the final message went out */
+
+    /* The session's calls (session lock), the dispatcher's (its lock). */
+    struct rlmcp_call *s_next, *s_prev;
+    struct rlmcp_call *d_next, *d_prev;
+};
+
+struct mcp_session {
+    struct mcp_dispatcher *d;
+    atomic_int refs;
+    pthread_mutex_t lock;
+    bool initialized;
+    bool closed;
+    char version[16];
+    bool cap_sampling;
+    bool cap_elicitation;
+    bool cap_roots;
+    atomic_int log_level; /* lowest level sent as notifications/message */
+    struct rlmcp_call *calls;
+    struct pending_req *pending;
+    char **subs;          /* resources/subscribe URIs */
+    size_t n_subs;
+};
+
+struct mcp_dispatcher {
+    char *server_name;
+    char *server_version;
+    char *instructions;
+    unsigned workers;
+    unsigned default_timeout_ms;
+    size_t page_size;
+    size_t max_message;
+    struct registry *reg;
+    struct pool *pool;
+    struct rlclient *rl;
+    char *default_key;
+
+    pthread_mutex_t lock;
+    pthread_cond_t timer_cond; /* the timer's wake-up */
+    pthread_cond_t idle_cond;  /* n_inflight reached 0 */
+    pthread_t timer;
+    bool timer_running;
+    bool stopping;             /* the timer exits */
+    bool draining;             /* no new calls */
+    struct rlmcp_call *inflight;
+    unsigned n_inflight;
+    atomic_ulong next_request_id;
+
+    char **tool_pages;         /* pre-joined tools/list pages */
+    size_t n_tool_pages;
+};
+
+uint64_t mcp_now_ns(void);
+
+/* call.c: the dispatcher's side of a call. */
+struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,
+                            struct mcp_sink *sink, enum call_kind kind,
+                            const cJSON *id, const char *api_key);
+void call_ref(struct rlmcp_call *c);
+void call_unref(struct rlmcp_call *c);
+/* The pool job: run the handler, answer, unlink, drop the job's ref. */
+void call_job(void *arg);
+/* Cancel; CANCEL_CLIENT sends the sink its final NULL at once. */
+void call_cancel(struct rlmcp_call *c, enum cancel_reason reason);
+/* Send one message; final ones only once. False when already answered. */
+bool call_send(struct rlmcp_call *c, const char *json, bool final);
+/* A final JSON-RPC error, e.g. when the call could not be queued. */
+void call_fail(struct rlmcp_call *c, int code, const char *message);
+
+/* A whole isError tools/call answer {"error":{code,message,remedy}}. */
+char *call_tool_error_json(const cJSON *id, const char *code,
+                           const char *message, const char *remedy);
+
+/* mcp.c: bookkeeping the calls use. */
+void mcp_session_ref(struct mcp_session *s);
+void mcp_session_unref(struct mcp_session *s);
+/* Remove c from its session's and the dispatcher's lists. */
+void mcp_unlink_call(struct rlmcp_call *c);
+
+/* Wake a call waiting for this answer; false when nobody waits. */
+bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
+                          cJSON *result, cJSON *error);
+
+/* "debug".."emergency" */
+const char *mcp_level_name(int level);
+
+#endif
