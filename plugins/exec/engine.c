@@ -1,0 +1,680 @@
+/*
+ * engine.c - running one command to completion on a devbox.
+ *
+ * 1. POST /execute with an optimistic in-request wait: short commands
+ *    finish in one round trip.
+ * 2. Otherwise stream stdout over SSE (each chunk is a progress
+ *    notification, the stream ending means the output is complete), then
+ *    long-poll executions/{eid}/wait_for_status for the exit status.
+ * 3. On the deadline or cancellation the remote execution is killed with
+ *    an IGNORE_CANCEL request, so it is sent even for a cancelled call.
+ * Output is kept head + tail per stream in constant memory; when the API
+ * says its copy was cut, the full text is re-read from the SSE stream.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "exec_internal.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
+                          const char *path, const char *body)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *resp = NULL;
+    rlmcp_plugin *self = h->api->call_plugin(h->call);
+    int rc;
+
+    req.method = method;
+    req.path = path;
+    req.body = body;
+    req.body_len = body != NULL ? strlen(body) : 0;
+    req.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    req.timeout_ms = 15000;
+    req.max_retries = 1;
+    rc = h->api->runloop_request(h->call, &req, &resp);
+    if (rc != RLMCP_OK)
+        h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s failed: %s",
+                    method, path, h->api->strerror(rc));
+    else if (resp->status < 200 || resp->status > 299)
+        h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s: HTTP %ld",
+                    method, path, resp->status);
+    h->api->http_resp_free(resp);
+}
+
+static void kill_execution(const struct rlmcp_h *h, const char *devbox_id,
+                           const char *eid)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill",
+                                 devbox_id, eid);
+
+    if (path == NULL)
+        return;
+    exec_cleanup_request(h, "POST", path, "{\"kill_process_group\":true}");
+    free(path);
+}
+
+int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
+                        long status, const char *msg, const char *what)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *resp = NULL;
+    char *path = NULL;
+    cJSON *dbx = NULL;
+    const char *st = NULL;
+    int rc;
+
+    if (status == 401 || status == 403 || status == 429)
+        goto plain;
+    /* Was it the devbox's state? Ask, without reporting failures. */
+    path = rlmcp_h_sprintf("/v1/devboxes/%s", devbox_id);
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    req.method = "GET";
+    req.path = path;
+    rc = h->api->runloop_request(h->call, &req, &resp);
+    free(path);
+    if (rc == RLMCP_ECANCELLED)
+        return rc;
+    if (rc == RLMCP_OK && resp->status == 404) {
+        h->api->http_resp_free(resp);
+        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
+                            "devbox %s does not exist", devbox_id);
+    }
+    if (rc == RLMCP_OK && resp->status >= 200 && resp->status <= 299)
+        dbx = cJSON_ParseWithLength(resp->body, resp->body_len);
+    h->api->http_resp_free(resp);
+    st = rlmcp_h_devbox_status(dbx);
+    if (dbx != NULL && strcmp(st, "running") != 0) {
+        const char *remedy =
+            strcmp(st, "suspended") == 0 || strcmp(st, "suspending") == 0
+                ? "Resume it with resume_devbox, then retry."
+            : strcmp(st, "shutdown") == 0 || strcmp(st, "failure") == 0
+                ? "This devbox is gone; create a new one with create_devbox."
+                : "It is still starting; poll get_devbox until status is "
+                  "running, then retry.";
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
+                                 "%s: devbox %s is %s, not running", what,
+                                 devbox_id, st);
+        cJSON_Delete(dbx);
+        return rc;
+    }
+    cJSON_Delete(dbx);
+plain:
+    return rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
+                        "%s: Runloop API answered HTTP %ld%s%s", what, status,
+                        msg != NULL && msg[0] ? ": " : "",
+                        msg != NULL ? msg : "");
+}
+
+/* POST with a JSON body; a non-2xx answer goes to exec_fail_on_devbox. */
+static int devbox_post(const struct rlmcp_h *h, const char *devbox_id,
+                       const char *path, const cJSON *body,
+                       const struct rlmcp_h_req_opts *o, const char *what,
+                       cJSON **out)
+{
+    long status = 0;
+    char *msg = NULL;
+    int rc;
+
+    rc = rlmcp_h_request_status(h, "POST", path, body, o, what, &status,
+                                out, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status < 200 || status > 299) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        rc = exec_fail_on_devbox(h, devbox_id, status, msg, what);
+    }
+out:
+    free(msg);
+    return rc;
+}
+
+int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
+                    const char *path, const char *contents)
+{
+    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents",
+                                devbox_id);
+    char *what = rlmcp_h_sprintf("writing %s on devbox %s", path, devbox_id);
+    cJSON *body = cJSON_CreateObject();
+    cJSON *got = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (url == NULL || what == NULL || body == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "file_path", path);
+    cJSON_AddStringToObject(body, "contents", contents);
+    rc = devbox_post(h, devbox_id, url, body, NULL, what, &got);
+out:
+    free(url);
+    free(what);
+    cJSON_Delete(body);
+    cJSON_Delete(got);
+    return rc;
+}
+
+static bool env_name_ok(const char *s)
+{
+    size_t i;
+
+    if (s == NULL || s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+int exec_prefix(const struct rlmcp_h *h, const char *command,
+                const char *working_dir, const cJSON *env, char **out)
+{
+    char *acc = NULL, *q = NULL, *next = NULL;
+    const cJSON *it = NULL;
+
+    *out = NULL;
+    if (working_dir == NULL && env == NULL) {
+        *out = strdup(command);
+        return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    }
+    acc = strdup("");
+    if (acc == NULL)
+        return RLMCP_ENOMEM;
+    if (working_dir != NULL) {
+        q = rlmcp_h_shell_quote(working_dir);
+        next = q != NULL ? rlmcp_h_sprintf("cd -- %s && ", q) : NULL;
+        free(q);
+        free(acc);
+        acc = next;
+        if (acc == NULL)
+            return RLMCP_ENOMEM;
+    }
+    cJSON_ArrayForEach(it, env)
+    {
+        if (!env_name_ok(it->string)) {
+            free(acc);
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "env: '%s' is not a valid variable name "
+                                "(letters, digits, '_', not starting with a "
+                                "digit)",
+                                it->string);
+        }
+        q = rlmcp_h_shell_quote(it->valuestring);
+        next = q != NULL ? rlmcp_h_sprintf("%sexport %s=%s && ", acc,
+                                           it->string, q)
+                         : NULL;
+        free(q);
+        free(acc);
+        acc = next;
+        if (acc == NULL)
+            return RLMCP_ENOMEM;
+    }
+    /* Braces keep the command's own operators together. */
+    *out = rlmcp_h_sprintf("%s{ %s\n}", acc, command);
+    free(acc);
+    return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
+/* A UUIDv7: 48-bit ms timestamp, version, random bits, variant. */
+static void uuid7(char out[37])
+{
+    unsigned char b[16];
+    struct timespec ts;
+    uint64_t ms;
+    size_t i;
+
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        for (i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)rand();
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    for (i = 0; i < 6; i++)
+        b[i] = (unsigned char)(ms >> (40 - 8 * i));
+    b[6] = (unsigned char)((b[6] & 0x0F) | 0x70);
+    b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+             b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+struct sse_acc {
+    const struct rlmcp_h *h;
+    struct rlmcp_h_capture *cap;
+    bool progress;       /* forward chunks as progress */
+    uint64_t received;   /* bytes of output taken */
+    uint64_t limit;      /* stop after this many bytes (0: none) */
+    bool error;          /* an `error` event arrived */
+    bool stopped;        /* we stopped at limit */
+};
+
+static int on_chunk(void *user, const char *event, const char *id,
+                    const char *data, size_t data_len)
+{
+    struct sse_acc *a = user;
+    cJSON *doc = NULL;
+    const cJSON *o = NULL;
+    const cJSON *off = NULL;
+    const char *text;
+    size_t len, skip = 0;
+
+    if (event != NULL && strcmp(event, "error") == 0) {
+        a->error = true;
+        return 1;
+    }
+    doc = cJSON_ParseWithLength(data, data_len);
+    o = cJSON_GetObjectItemCaseSensitive(doc, "output");
+    if (!cJSON_IsString(o)) {
+        cJSON_Delete(doc);
+        return 0;
+    }
+    text = o->valuestring;
+    len = strlen(text);
+    /* A replayed chunk after a reconnect: drop what we already have. */
+    off = cJSON_GetObjectItemCaseSensitive(doc, "offset");
+    if (cJSON_IsNumber(off) && off->valuedouble >= 0 &&
+        (uint64_t)off->valuedouble < a->received) {
+        uint64_t have = a->received - (uint64_t)off->valuedouble;
+        skip = have >= len ? len : (size_t)have;
+    }
+    text += skip;
+    len -= skip;
+    if (a->limit > 0 && a->received + len > a->limit) {
+        len = (size_t)(a->limit - a->received);
+        a->stopped = true;
+    }
+    if (len > 0) {
+        rlmcp_h_capture_add(a->cap, text, len);
+        a->received += len;
+        if (a->progress) {
+            char *msg = strndup(text, len);
+            if (msg != NULL)
+                a->h->api->progress(a->h->call, (double)a->received, -1,
+                                    msg);
+            free(msg);
+        }
+    }
+    cJSON_Delete(doc);
+    return a->stopped ? 1 : 0;
+}
+
+/*
+ * Read an output stream from `offset` into cap. *complete is true when the
+ * stream ended normally (the whole output arrived). Returns RLMCP_OK,
+ * RLMCP_ECANCELLED or RLMCP_ETIMEDOUT; other failures leave
+ * *complete false.
+ */
+static int read_stream(const struct rlmcp_h *h, const char *devbox_id,
+                       const char *eid, const char *which, uint64_t offset,
+                       uint64_t limit, uint32_t timeout_ms, bool progress,
+                       struct rlmcp_h_capture *cap, bool *complete,
+                       uint64_t *received)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct sse_acc acc = {h, cap, progress, offset, 0, false, false};
+    char *path = NULL;
+    long status = 0;
+    int rc;
+
+    *complete = false;
+    if (limit > 0)
+        acc.limit = offset + limit;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/stream_%s_updates"
+                           "?offset=%llu",
+                           devbox_id, eid, which, (unsigned long long)offset);
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    req.method = "GET";
+    req.path = path;
+    req.accept = "text/event-stream";
+    req.timeout_ms = timeout_ms;
+    req.max_retries = 0;
+    rc = h->api->runloop_sse(h->call, &req, on_chunk, &acc, &status);
+    free(path);
+    if (received != NULL)
+        *received = acc.received;
+    if (rc == RLMCP_OK && status >= 200 && status <= 299 && !acc.error &&
+        !acc.stopped)
+        *complete = true;
+    if (rc == RLMCP_ECANCELLED || rc == RLMCP_ETIMEDOUT)
+        return rc;
+    return RLMCP_OK;
+}
+
+int exec_read_stream(const struct rlmcp_h *h, const char *devbox_id,
+                     const char *eid, const char *which, uint64_t offset,
+                     uint64_t limit, uint32_t timeout_ms,
+                     struct rlmcp_h_capture *cap, bool *complete,
+                     uint64_t *received)
+{
+    return read_stream(h, devbox_id, eid, which, offset, limit, timeout_ms,
+                       false, cap, complete, received);
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static uint32_t remaining_ms(uint64_t deadline)
+{
+    uint64_t now = rlmcp_h_now_ms();
+
+    return now >= deadline ? 0 : (uint32_t)(deadline - now);
+}
+
+static bool view_completed(const cJSON *v)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(v, "status");
+
+    return cJSON_IsString(st) && strcmp(st->valuestring, "completed") == 0;
+}
+
+/*
+ * Long-poll until completed or the deadline. *view_io is replaced by the
+ * newest view. Returns RLMCP_OK (check view_completed), RLMCP_ETIMEDOUT at
+ * the deadline, RLMCP_H_REPORTED or a negative code.
+ */
+static int wait_done(struct ex *ex, const struct rlmcp_h *h,
+                     const char *devbox_id, const char *eid,
+                     uint64_t deadline, cJSON **view_io)
+{
+    char *path = NULL;
+    char *what = NULL;
+    cJSON *body = cJSON_CreateObject();
+    int rc = RLMCP_ENOMEM;
+
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/wait_for_status"
+                           "?last_n=%lld",
+                           devbox_id, eid, ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, devbox_id);
+    if (path == NULL || what == NULL || body == NULL)
+        goto out;
+    cJSON_AddItemToObject(body, "statuses",
+                          cJSON_CreateStringArray((const char *[]){"completed"},
+                                                  1));
+    while (!view_completed(*view_io)) {
+        struct rlmcp_h_req_opts o = {0};
+        uint32_t left = remaining_ms(deadline);
+        uint32_t hold_s = left / 1000 > 25 ? 25 : left / 1000;
+        long status = 0;
+        cJSON *got = NULL;
+
+        if (left == 0) {
+            rc = RLMCP_ETIMEDOUT;
+            goto out;
+        }
+        if (hold_s < 1)
+            hold_s = 1;
+        cJSON_DeleteItemFromObject(body, "timeout_seconds");
+        cJSON_AddNumberToObject(body, "timeout_seconds", hold_s);
+        o.max_retries = 0;
+        o.timeout_ms = left + 10000 < hold_s * 1000 + 10000
+                           ? left + 10000 : hold_s * 1000 + 10000;
+        rc = rlmcp_h_request_status(h, "POST", path, body, &o, what, &status,
+                                    &got, NULL);
+        if (rc != RLMCP_OK) {
+            cJSON_Delete(got);
+            goto out;
+        }
+        if (status >= 200 && status <= 299 && cJSON_IsObject(got)) {
+            cJSON_Delete(*view_io);
+            *view_io = got;
+            continue;
+        }
+        cJSON_Delete(got);
+        if (status == 408)
+            continue;
+        rc = exec_fail_on_devbox(h, devbox_id, status, NULL, what);
+        goto out;
+    }
+    rc = RLMCP_OK;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(body);
+    return rc;
+}
+
+/* Fill one stream's text into the result. */
+static int add_stream(struct ex *ex, const struct rlmcp_h *h,
+                      const char *devbox_id, const char *eid,
+                      const cJSON *view, const char *which,
+                      struct rlmcp_h_capture *streamed, bool streamed_ok,
+                      cJSON *result)
+{
+    struct rlmcp_h_capture cap;
+    char key_t[32];
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(view, which);
+    bool api_cut = false;
+    bool complete = false;
+    bool truncated = false;
+    char *out = NULL;
+    int rc = RLMCP_OK;
+
+    snprintf(key_t, sizeof(key_t), "%s_truncated", which);
+    api_cut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(view, key_t));
+    if (!rlmcp_h_capture_init(&cap, (size_t)ex->max_output))
+        return RLMCP_ENOMEM;
+    if (!api_cut) {
+        if (cJSON_IsString(text))
+            rlmcp_h_capture_add(&cap, text->valuestring,
+                                strlen(text->valuestring));
+    } else if (streamed != NULL && streamed_ok) {
+        out = rlmcp_h_capture_text(streamed, eid, &truncated);
+        goto done;
+    } else {
+        /* The API kept only the last lines: read the whole stream. */
+        rc = read_stream(h, devbox_id, eid, which, 0, 0, 60000, false, &cap,
+                         &complete, NULL);
+        if (rc == RLMCP_ECANCELLED)
+            goto out;
+        rc = RLMCP_OK;
+        if (!complete) {
+            rlmcp_h_capture_reset(&cap);
+            if (cJSON_IsString(text))
+                rlmcp_h_capture_add(&cap, text->valuestring,
+                                    strlen(text->valuestring));
+            out = rlmcp_h_capture_text(&cap, eid, &truncated);
+            if (out != NULL) {
+                char *t = rlmcp_h_sprintf(
+                    "\u2026[earlier output omitted; full output: "
+                    "get_execution_logs execution_id=%s]\u2026\n%s",
+                    eid, out);
+                free(out);
+                out = t;
+            }
+            truncated = true;
+            goto done;
+        }
+    }
+    out = rlmcp_h_capture_text(&cap, eid, &truncated);
+done:
+    if (out == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddStringToObject(result, which, out);
+    cJSON_AddBoolToObject(result, key_t, truncated);
+out:
+    free(out);
+    rlmcp_h_capture_free(&cap);
+    return rc;
+}
+
+static cJSON *base_result(const cJSON *view, const char *devbox_id,
+                          const char *eid)
+{
+    cJSON *r = cJSON_CreateObject();
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(view, "status");
+
+    if (r == NULL)
+        return NULL;
+    if (cJSON_IsNumber(ex))
+        cJSON_AddNumberToObject(r, "exit_code", ex->valuedouble);
+    else
+        cJSON_AddNullToObject(r, "exit_code");
+    cJSON_AddStringToObject(r, "execution_id", eid);
+    cJSON_AddStringToObject(r, "devbox_id", devbox_id);
+    cJSON_AddStringToObject(r, "status",
+                            cJSON_IsString(st) ? st->valuestring : "unknown");
+    return r;
+}
+
+cJSON *exec_view_result(struct ex *ex, const cJSON *view,
+                        const char *devbox_id)
+{
+    const cJSON *eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
+    const char *e = cJSON_IsString(eid) ? eid->valuestring : "";
+    cJSON *r = base_result(view, devbox_id, e);
+    static const char *const streams[] = {"stdout", "stderr"};
+    size_t i;
+
+    for (i = 0; r != NULL && i < 2; i++) {
+        struct rlmcp_h_capture cap;
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, streams[i]);
+        char key[32];
+        bool trunc = false;
+        char *out;
+
+        snprintf(key, sizeof(key), "%s_truncated", streams[i]);
+        if (!rlmcp_h_capture_init(&cap, (size_t)ex->max_output))
+            break;
+        if (cJSON_IsString(t))
+            rlmcp_h_capture_add(&cap, t->valuestring, strlen(t->valuestring));
+        out = rlmcp_h_capture_text(&cap, e, &trunc);
+        cJSON_AddStringToObject(r, streams[i], out != NULL ? out : "");
+        cJSON_AddBoolToObject(
+            r, key,
+            trunc || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(view, key)));
+        free(out);
+        rlmcp_h_capture_free(&cap);
+    }
+    return r;
+}
+
+static int start(struct ex *ex, const struct rlmcp_h *h,
+                 const struct exec_params *p, cJSON **view_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *body = cJSON_CreateObject();
+    char *path = NULL, *what = NULL;
+    char cid[37];
+    long long opt = ex->optimistic_s;
+    int rc = RLMCP_ENOMEM;
+
+    if (opt > p->timeout_s)
+        opt = p->timeout_s;
+    uuid7(cid);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=%lld",
+                           p->devbox_id, ex->last_n);
+    what = rlmcp_h_sprintf("executing on devbox %s", p->devbox_id);
+    if (body == NULL || path == NULL || what == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "command", p->command);
+    cJSON_AddStringToObject(body, "command_id", cid);
+    cJSON_AddNumberToObject(body, "optimistic_timeout", (double)opt);
+    if (p->shell_name != NULL)
+        cJSON_AddStringToObject(body, "shell_name", p->shell_name);
+    o.max_retries = -1;
+    o.timeout_ms = (uint32_t)(opt + 30) * 1000u;
+    rc = devbox_post(h, p->devbox_id, path, body, &o, what, view_out);
+    if (rc == RLMCP_OK && !cJSON_IsObject(*view_out))
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered without an "
+                          "execution", what);
+out:
+    cJSON_Delete(body);
+    free(path);
+    free(what);
+    return rc;
+}
+
+int exec_run(struct ex *ex, const struct rlmcp_h *h,
+             const struct exec_params *p, cJSON **result_out)
+{
+    struct rlmcp_h_capture streamed;
+    uint64_t t0 = rlmcp_h_now_ms();
+    uint64_t deadline = t0 + (uint64_t)p->timeout_s * 1000u;
+    cJSON *view = NULL, *result = NULL;
+    const cJSON *eidj = NULL;
+    char *eid = NULL;
+    bool have_stream = false, stream_ok = false;
+    int rc;
+
+    *result_out = NULL;
+    if (!rlmcp_h_capture_init(&streamed, (size_t)ex->max_output))
+        return RLMCP_ENOMEM;
+    rc = start(ex, h, p, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    eidj = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
+    if (!cJSON_IsString(eidj) || !rlmcp_h_id_valid(eidj->valuestring)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API answered without a valid "
+                          "execution_id");
+        goto out;
+    }
+    eid = strdup(eidj->valuestring);
+    if (eid == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (!view_completed(view) && ex->stream) {
+        uint32_t left = remaining_ms(deadline);
+        have_stream = true;
+        rc = left == 0 ? RLMCP_ETIMEDOUT
+                       : read_stream(h, p->devbox_id, eid, "stdout", 0, 0,
+                                     left, true, &streamed, &stream_ok, NULL);
+        if (rc != RLMCP_OK)
+            goto fail;
+    }
+    rc = wait_done(ex, h, p->devbox_id, eid, deadline, &view);
+    if (rc != RLMCP_OK)
+        goto fail;
+    result = base_result(view, p->devbox_id, eid);
+    if (result == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout",
+                    have_stream ? &streamed : NULL, stream_ok, result);
+    if (rc == RLMCP_OK)
+        rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL,
+                        false, result);
+    if (rc != RLMCP_OK)
+        goto fail;
+    cJSON_AddNumberToObject(result, "duration_ms",
+                            (double)(rlmcp_h_now_ms() - t0));
+    *result_out = result;
+    result = NULL;
+    goto out;
+fail:
+    if (rc == RLMCP_ETIMEDOUT || rc == RLMCP_ECANCELLED) {
+        kill_execution(h, p->devbox_id, eid);
+        if (rc == RLMCP_ETIMEDOUT)
+            rc = rlmcp_h_fail_remedy(
+                h, RLMCP_ERR_TIMEOUT,
+                "Raise timeout_seconds (up to the server's maximum), or run "
+                "it with execute_command_async and poll get_execution.",
+                "the command did not finish within %lld s; execution %s on "
+                "devbox %s was killed",
+                p->timeout_s, eid, p->devbox_id);
+    }
+out:
+    rlmcp_h_capture_free(&streamed);
+    cJSON_Delete(view);
+    cJSON_Delete(result);
+    free(eid);
+    return rc;
+}

@@ -1,0 +1,1019 @@
+/*
+ * exec.c - code execution tools: execute_command (+ async, get, wait, logs,
+ * kill, stdin), run_shell, run_code and one run_<language> per configured
+ * language. The run itself is in engine.c, run_code/run_<lang> in run.c.
+ *
+ * Config (all optional):
+ *   max_output_bytes       per stream kept in results (32768)
+ *   default_timeout_seconds / max_timeout_seconds   (600 / 3600)
+ *   optimistic_seconds     in-request wait before streaming (2; max 25)
+ *   stream_output          stream stdout as progress (true)
+ *   last_n                 lines asked of the API per stream (1000)
+ *   create_wait_seconds    wait for new devboxes to run (180)
+ *   max_log_bytes          most bytes get_execution_logs returns (1 MiB)
+ *   run_code: {purpose: code-testing, keep_alive_seconds: 3600,
+ *              blueprint_name: ...}
+ *   languages: {name: {extension, command (with {file}), blueprint,
+ *               suspend_after (true), description}}
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+#define DEVBOX_ID_PROP                                                       \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running " \
+    "devbox (dbx_...), from create_devbox or list_devboxes.\"}"
+#define EID_PROP                                                             \
+    "\"execution_id\":{\"type\":\"string\",\"description\":\"The "          \
+    "execution_id returned by execute_command_async or execute_command.\"}"
+#define TIMEOUT_PROP                                                         \
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"              \
+    "\"description\":\"Kill the command after this many seconds (default " \
+    "and maximum are set by the server; see docs).\"}"
+
+/* ---- execute_command / run_shell ---------------------------------------- */
+
+static const char execute_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP ","
+    "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
+    "line. Runs in /home/user in a fresh shell unless shell_name is set.\"},"
+    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
+    "persistent shell: cwd and exported variables carry over between calls "
+    "using the same name; its commands run one after another.\"},"
+    TIMEOUT_PROP ","
+    "\"working_dir\":{\"type\":\"string\",\"description\":\"Directory to "
+    "run in (a 'cd' before the command).\"},"
+    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Environment variables for this command "
+    "(exported before it; in a named shell they persist).\"}"
+    "},\"required\":[\"devbox_id\",\"command\"]}";
+
+static const char run_shell_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP ","
+    "\"command\":{\"type\":\"string\",\"description\":\"Shell command to "
+    "run.\"},"
+    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named shell for "
+    "stateful sessions (cwd/env persist).\"},"
+    TIMEOUT_PROP "},\"required\":[\"devbox_id\",\"command\"]}";
+
+static int arg_timeout(struct ex *ex, const struct rlmcp_h *h,
+                       const cJSON *args, long long *out)
+{
+    *out = ex->default_timeout_s;
+    return rlmcp_h_arg_int(h, args, "timeout_seconds", false, 1,
+                           ex->max_timeout_s, out);
+}
+
+static int arg_shell(const struct rlmcp_h *h, const cJSON *args,
+                     const char **out)
+{
+    int rc = rlmcp_h_arg_str(h, args, "shell_name", false, out);
+
+    if (rc == RLMCP_OK && *out != NULL && !rlmcp_h_id_valid(*out))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'shell_name' may hold only letters, "
+                            "digits, '_', '-' and '.' (at most 128)");
+    return rc;
+}
+
+static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
+                          size_t al, const char *schema, bool extras)
+{
+    struct rlmcp_h h = {ex->api, call};
+    struct exec_params p = {0};
+    cJSON *args = NULL, *result = NULL;
+    const cJSON *env = NULL;
+    const char *wd = NULL;
+    char *cmd = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &p.devbox_id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "command", true, &p.command);
+    if (rc == RLMCP_OK)
+        rc = arg_shell(&h, args, &p.shell_name);
+    if (rc == RLMCP_OK)
+        rc = arg_timeout(ex, &h, args, &p.timeout_s);
+    if (rc == RLMCP_OK && extras)
+        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
+    if (rc == RLMCP_OK && extras)
+        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
+    if (rc == RLMCP_OK)
+        rc = exec_prefix(&h, p.command, wd, env, &cmd);
+    if (rc != RLMCP_OK)
+        goto out;
+    p.command = cmd;
+    rc = exec_run(ex, &h, &p, &result);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, result);
+out:
+    free(cmd);
+    cJSON_Delete(args);
+    cJSON_Delete(result);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_execute(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return execute_common(ud, call, aj, al, execute_schema, true);
+}
+
+static int t_run_shell(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return execute_common(ud, call, aj, al, run_shell_schema, false);
+}
+
+/* ---- execute_command_async ------------------------------------------------ */
+
+static const char async_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP ","
+    "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
+    "line, e.g. a server or watcher that keeps running.\"},"
+    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
+    "persistent shell to run it in.\"},"
+    "\"working_dir\":{\"type\":\"string\",\"description\":\"Directory to "
+    "run in.\"},"
+    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Environment variables for it.\"},"
+    "\"attach_stdin\":{\"type\":\"boolean\",\"description\":\"Keep stdin "
+    "open for send_execution_stdin (default false).\"}"
+    "},\"required\":[\"devbox_id\",\"command\"]}";
+
+static const char async_out[] =
+    "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
+    "\"string\"},\"devbox_id\":{\"type\":\"string\"},\"status\":{\"type\":"
+    "\"string\"}},\"required\":[\"execution_id\",\"devbox_id\","
+    "\"status\"]}";
+
+static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
+    const cJSON *env = NULL, *eid = NULL, *st = NULL;
+    const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
+    bool stdin_ = false;
+    char *cmd = NULL, *path = NULL, *what = NULL;
+    long status = 0;
+    char *msg = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, async_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
+    if (rc == RLMCP_OK)
+        rc = arg_shell(&h, args, &shell);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
+    if (rc == RLMCP_OK)
+        rc = exec_prefix(&h, command, wd, env, &cmd);
+    if (rc != RLMCP_OK)
+        goto out;
+    body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "command", cmd);
+    if (shell != NULL)
+        cJSON_AddStringToObject(body, "shell_name", shell);
+    if (stdin_)
+        cJSON_AddBoolToObject(body, "attach_stdin", true);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
+    what = rlmcp_h_sprintf("starting a command on devbox %s", id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request_status(&h, "POST", path, body, NULL, what, &status,
+                                &view, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status < 200 || status > 299) {
+        rc = exec_fail_on_devbox(&h, id, status, msg, what);
+        goto out;
+    }
+    eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
+    st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    if (!cJSON_IsString(eid)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: no execution_id in the answer", what);
+        goto out;
+    }
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "execution_id", eid->valuestring);
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    cJSON_AddStringToObject(res, "status",
+                            cJSON_IsString(st) ? st->valuestring : "running");
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(cmd);
+    free(path);
+    free(what);
+    free(msg);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- get / wait / kill / stdin -------------------------------------------- */
+
+static const char eid_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP "," EID_PROP "},\"required\":[\"devbox_id\","
+    "\"execution_id\"]}";
+
+static const char wait_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP "," EID_PROP ",\"timeout_seconds\":{\"type\":\"integer\""
+    ",\"minimum\":1,\"description\":\"Wait at most this long (default "
+    "60). If still running the result says status running; call again.\"}"
+    "},\"required\":[\"devbox_id\",\"execution_id\"]}";
+
+static const char kill_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP "," EID_PROP ",\"kill_process_group\":{\"type\":"
+    "\"boolean\",\"description\":\"Also kill its child processes (default "
+    "true).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
+
+static const char stdin_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP "," EID_PROP ",\"text\":{\"type\":\"string\","
+    "\"description\":\"Text to write to the command's stdin (include \\\\n "
+    "for a newline).\"},\"signal\":{\"type\":\"string\",\"enum\":[\"EOF\","
+    "\"INTERRUPT\"],\"description\":\"Close stdin (EOF) or send Ctrl-C "
+    "(INTERRUPT).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
+
+static int ids(const struct rlmcp_h *h, const char *aj, size_t al,
+               const char *schema, cJSON **args, const char **id,
+               const char **eid)
+{
+    int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
+
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, *args, "devbox_id", true, id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, *args, "execution_id", true, eid);
+    return rc;
+}
+
+static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
+                           void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL, *eid = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = ids(&h, aj, al, eid_schema, &args, &id, &eid);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
+                           eid, ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = exec_view_result(ex, view, id);
+    rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
+                            void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL, *body = NULL;
+    const char *id = NULL, *eid = NULL;
+    char *path = NULL, *what = NULL;
+    long long timeout_s = 60;
+    uint64_t deadline;
+    int rc;
+
+    rc = ids(&h, aj, al, wait_schema, &args, &id, &eid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
+                             ex->max_timeout_s, &timeout_s);
+    if (rc != RLMCP_OK)
+        goto out;
+    deadline = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/wait_for_status"
+                           "?last_n=%lld",
+                           id, eid, ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+    body = cJSON_CreateObject();
+    if (path == NULL || what == NULL || body == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddItemToObject(body, "statuses",
+                          cJSON_CreateStringArray((const char *[]){"completed"},
+                                                  1));
+    for (;;) {
+        struct rlmcp_h_req_opts o = {0};
+        uint64_t now = rlmcp_h_now_ms();
+        long long left = now >= deadline ? 0 : (long long)(deadline - now);
+        long long hold = left / 1000 > 25 ? 25 : left / 1000;
+        long status = 0;
+        cJSON *got = NULL;
+        char *msg = NULL;
+
+        if (hold < 1)
+            hold = 1;
+        cJSON_DeleteItemFromObject(body, "timeout_seconds");
+        cJSON_AddNumberToObject(body, "timeout_seconds", (double)hold);
+        o.max_retries = 0;
+        o.timeout_ms = (uint32_t)(hold + 10) * 1000u;
+        rc = rlmcp_h_request_status(&h, "POST", path, body, &o, what,
+                                    &status, &got, &msg);
+        if (rc != RLMCP_OK) {
+            cJSON_Delete(got);
+            free(msg);
+            goto out;
+        }
+        if (status >= 200 && status <= 299 && cJSON_IsObject(got)) {
+            cJSON_Delete(view);
+            view = got;
+            free(msg);
+            break;
+        }
+        cJSON_Delete(got);
+        if (status != 408) {
+            rc = exec_fail_on_devbox(&h, id, status, msg, what);
+            free(msg);
+            goto out;
+        }
+        free(msg);
+        if (rlmcp_h_now_ms() >= deadline)
+            break;
+    }
+    if (view == NULL) {
+        /* The bound passed: report where it stands, without killing. */
+        free(path);
+        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld",
+                               id, eid, ex->last_n);
+        rc = path != NULL ? rlmcp_h_request(&h, "GET", path, NULL, NULL,
+                                            what, &view)
+                          : RLMCP_ENOMEM;
+        if (rc != RLMCP_OK)
+            goto out;
+    }
+    res = exec_view_result(ex, view, id);
+    rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL, *body = NULL;
+    const char *id = NULL, *eid = NULL;
+    char *path = NULL, *what = NULL;
+    bool group = true;
+    int rc;
+
+    rc = ids(&h, aj, al, kill_schema, &args, &id, &eid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "kill_process_group", &group);
+    if (rc != RLMCP_OK)
+        goto out;
+    body = cJSON_CreateObject();
+    cJSON_AddBoolToObject(body, "kill_process_group", group);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill", id, eid);
+    what = rlmcp_h_sprintf("killing execution %s on devbox %s", eid, id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (cJSON_IsObject(view) &&
+        cJSON_GetObjectItemCaseSensitive(view, "execution_id") != NULL) {
+        res = exec_view_result(ex, view, id);
+    } else {
+        res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "execution_id", eid);
+        cJSON_AddStringToObject(res, "devbox_id", id);
+        cJSON_AddStringToObject(res, "status", "killed");
+    }
+    rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_stdin(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *got = NULL, *res = NULL, *body = NULL;
+    const char *id = NULL, *eid = NULL, *text = NULL, *sig = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = ids(&h, aj, al, stdin_schema, &args, &id, &eid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "text", false, &text);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "signal", false, &sig);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (text == NULL && sig == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "give text and/or signal");
+        goto out;
+    }
+    if (sig != NULL && strcmp(sig, "EOF") != 0 &&
+        strcmp(sig, "INTERRUPT") != 0) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'signal' must be EOF or INTERRUPT");
+        goto out;
+    }
+    body = cJSON_CreateObject();
+    if (text != NULL)
+        cJSON_AddStringToObject(body, "text", text);
+    if (sig != NULL)
+        cJSON_AddStringToObject(body, "signal", sig);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/send_std_in", id,
+                           eid);
+    what = rlmcp_h_sprintf("stdin of execution %s on devbox %s", eid, id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &got);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "execution_id", eid);
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    cJSON_AddBoolToObject(
+        res, "success",
+        !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(got, "success")));
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(got);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- get_execution_logs ------------------------------------------------------ */
+
+static const char logs_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_ID_PROP "," EID_PROP ","
+    "\"stream\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\","
+    "\"both\"],\"description\":\"Which output (default both).\"},"
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte "
+    "offset to start at (default 0); use next_offset to page.\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+    "\"Most bytes per stream to return (default and cap set by the "
+    "server).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
+
+static const char logs_out[] =
+    "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
+    "\"string\"},\"status\":{\"type\":\"string\"},\"stdout\":{\"type\":"
+    "\"string\"},\"stderr\":{\"type\":\"string\"},\"stdout_next_offset\":{"
+    "\"type\":\"integer\"},\"stderr_next_offset\":{\"type\":\"integer\"},"
+    "\"stdout_has_more\":{\"type\":\"boolean\"},\"stderr_has_more\":{"
+    "\"type\":\"boolean\"}},\"required\":[\"execution_id\"]}";
+
+static int logs_stream(struct ex *ex, const struct rlmcp_h *h,
+                       const char *id, const char *eid, const char *which,
+                       long long offset, long long max_bytes,
+                       const cJSON *view, cJSON *res)
+{
+    struct rlmcp_h_capture cap;
+    char key[40];
+    bool complete = false, trunc = false;
+    uint64_t received = 0;
+    char *text = NULL;
+    int rc;
+
+    /* Room for all of max_bytes: nothing is cut inside the page. */
+    if (!rlmcp_h_capture_init(&cap, (size_t)max_bytes + 2))
+        return RLMCP_ENOMEM;
+    rc = exec_read_stream(h, id, eid, which, (uint64_t)offset,
+                            (uint64_t)max_bytes, 60000, &cap, &complete,
+                            &received);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (received == (uint64_t)offset && !complete) {
+        /* No stream from this backend: fall back to the view's lines. */
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, which);
+        if (cJSON_IsString(t) && offset == 0) {
+            size_t len = strlen(t->valuestring);
+            if ((long long)len > max_bytes)
+                len = (size_t)max_bytes;
+            rlmcp_h_capture_add(&cap, t->valuestring, len);
+            received = len;
+        }
+    }
+    text = rlmcp_h_capture_text(&cap, NULL, &trunc);
+    if (text == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddStringToObject(res, which, text);
+    snprintf(key, sizeof(key), "%s_next_offset", which);
+    cJSON_AddNumberToObject(res, key, (double)received);
+    snprintf(key, sizeof(key), "%s_has_more", which);
+    cJSON_AddBoolToObject(res, key, !complete && received > (uint64_t)offset);
+out:
+    free(text);
+    rlmcp_h_capture_free(&cap);
+    return rc;
+}
+
+static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL, *eid = NULL, *stream = "both";
+    long long offset = 0, max_bytes = ex->max_log_bytes;
+    char *path = NULL, *what = NULL;
+    const cJSON *st = NULL;
+    int rc;
+
+    rc = ids(&h, aj, al, logs_schema, &args, &id, &eid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "stream", false, &stream);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "offset", false, 0, 1LL << 50,
+                             &offset);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "max_bytes", false, 1,
+                             ex->max_log_bytes, &max_bytes);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0 &&
+        strcmp(stream, "both") != 0) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'stream' must be stdout, stderr or "
+                          "both");
+        goto out;
+    }
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
+                           eid, ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "execution_id", eid);
+    cJSON_AddStringToObject(res, "status",
+                            cJSON_IsString(st) ? st->valuestring : "unknown");
+    if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0) {
+        /* A live stream would block until the command ends: give the
+         * newest lines instead. */
+        cJSON_Delete(res);
+        res = exec_view_result(ex, view, id);
+        rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
+        goto out;
+    }
+    if (strcmp(stream, "stderr") != 0)
+        rc = logs_stream(ex, &h, id, eid, "stdout", offset, max_bytes, view,
+                         res);
+    if (rc == RLMCP_OK && strcmp(stream, "stdout") != 0)
+        rc = logs_stream(ex, &h, id, eid, "stderr", offset, max_bytes, view,
+                         res);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- configuration ------------------------------------------------------------- */
+
+static void ex_free(struct ex *ex)
+{
+    size_t i;
+
+    if (ex == NULL)
+        return;
+    for (i = 0; i < ex->n_langs; i++) {
+        free(ex->langs[i].name);
+        free(ex->langs[i].tool_name);
+        free(ex->langs[i].extension);
+        free(ex->langs[i].command);
+        free(ex->langs[i].blueprint);
+        free(ex->langs[i].description);
+    }
+    free(ex->langs);
+    free(ex->purpose);
+    free(ex->default_blueprint);
+    free(ex);
+}
+
+static bool name_ok(const char *s, bool allow_dot)
+{
+    size_t i;
+
+    if (s == NULL || s[0] == '\0' || strlen(s) > 40)
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+              (allow_dot && ((c >= 'A' && c <= 'Z') || c == '.'))))
+            return false;
+    }
+    return true;
+}
+
+static const char *cfg_str(const cJSON *o, const char *k)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
+                      struct lang *out)
+{
+    const struct rlmcp_host_api *api = ex->api;
+    const char *ext = cfg_str(l, "extension");
+    const char *cmd = cfg_str(l, "command");
+    const char *bp = cfg_str(l, "blueprint");
+    const char *desc = cfg_str(l, "description");
+    const cJSON *it = NULL;
+
+    if (!name_ok(l->string, false)) {
+        api->set_error(self, "config languages: '%s' is not a valid "
+                             "language name ([a-z0-9_], at most 40)",
+                       l->string);
+        return RLMCP_EINVAL;
+    }
+    if (!cJSON_IsObject(l)) {
+        api->set_error(self, "config languages.%s must be a mapping with "
+                             "extension and command", l->string);
+        return RLMCP_EINVAL;
+    }
+    cJSON_ArrayForEach(it, l)
+    {
+        if (strcmp(it->string, "extension") && strcmp(it->string, "command") &&
+            strcmp(it->string, "blueprint") &&
+            strcmp(it->string, "suspend_after") &&
+            strcmp(it->string, "description")) {
+            api->set_error(self, "config languages.%s: unknown key '%s' "
+                                 "(allowed: extension, command, blueprint, "
+                                 "suspend_after, description)",
+                           l->string, it->string);
+            return RLMCP_EINVAL;
+        }
+    }
+    if (ext == NULL || !name_ok(ext, true)) {
+        api->set_error(self, "config languages.%s.extension must be a file "
+                             "extension such as py", l->string);
+        return RLMCP_EINVAL;
+    }
+    if (cmd == NULL || strstr(cmd, "{file}") == NULL) {
+        api->set_error(self, "config languages.%s.command must be a command "
+                             "template containing {file}", l->string);
+        return RLMCP_EINVAL;
+    }
+    out->suspend_after = true;
+    if (!rlmcp_h_cfg_bool(l, "suspend_after", true, &out->suspend_after)) {
+        api->set_error(self, "config languages.%s.suspend_after must be "
+                             "true or false", l->string);
+        return RLMCP_EINVAL;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(l, "blueprint") != NULL && bp == NULL) {
+        api->set_error(self, "config languages.%s.blueprint must be a "
+                             "blueprint name", l->string);
+        return RLMCP_EINVAL;
+    }
+    out->name = strdup(l->string);
+    out->tool_name = rlmcp_h_sprintf("run_%s", l->string);
+    out->extension = strdup(ext);
+    out->command = strdup(cmd);
+    out->blueprint = bp != NULL ? strdup(bp) : NULL;
+    out->description =
+        desc != NULL
+            ? strdup(desc)
+            : rlmcp_h_sprintf(
+                  "Run %s code in a sandbox kept for %s: the code is saved "
+                  "to a file (default /home/user/code.%s) and run with `%s`. "
+                  "The devbox is found or created automatically%s. Returns "
+                  "exit_code, stdout and stderr; a non-zero exit is a normal "
+                  "result.",
+                  l->string, l->string, ext, cmd,
+                  out->suspend_after ? " and suspended afterwards" : "");
+    out->ex = ex;
+    if (out->name == NULL || out->tool_name == NULL ||
+        out->extension == NULL || out->command == NULL ||
+        out->description == NULL || (bp != NULL && out->blueprint == NULL))
+        return RLMCP_ENOMEM;
+    return RLMCP_OK;
+}
+
+static int ex_config_run_code(struct ex *ex, rlmcp_plugin *self,
+                              const cJSON *cfg)
+{
+    const cJSON *rc_cfg = cJSON_GetObjectItemCaseSensitive(cfg, "run_code");
+    const char *purpose = NULL, *bp = NULL;
+
+    if (rc_cfg != NULL && !cJSON_IsObject(rc_cfg)) {
+        ex->api->set_error(self, "config run_code must be a mapping");
+        return RLMCP_EINVAL;
+    }
+    purpose = cfg_str(rc_cfg, "purpose");
+    bp = cfg_str(rc_cfg, "blueprint_name");
+    ex->purpose = strdup(purpose != NULL ? purpose : "code-testing");
+    ex->default_blueprint = bp != NULL ? strdup(bp) : NULL;
+    if (!rlmcp_h_cfg_int(rc_cfg, "keep_alive_seconds", 3600,
+                         &ex->keep_alive_s) ||
+        ex->keep_alive_s < 60 || ex->keep_alive_s > 172800) {
+        ex->api->set_error(self, "config run_code.keep_alive_seconds must "
+                                 "be an integer 60-172800");
+        return RLMCP_EINVAL;
+    }
+    return ex->purpose != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
+struct int_key {
+    const char *key;
+    long long def, min, max;
+    size_t off;
+};
+
+static int ex_config(struct ex *ex, rlmcp_plugin *self)
+{
+    static const struct int_key keys[] = {
+        {"max_output_bytes", 32768, 256, 16 << 20,
+         offsetof(struct ex, max_output)},
+        {"default_timeout_seconds", 600, 1, 86400,
+         offsetof(struct ex, default_timeout_s)},
+        {"max_timeout_seconds", 3600, 1, 86400,
+         offsetof(struct ex, max_timeout_s)},
+        {"optimistic_seconds", 2, 0, 25, offsetof(struct ex, optimistic_s)},
+        {"last_n", 1000, 1, 100000, offsetof(struct ex, last_n)},
+        {"create_wait_seconds", 180, 1, 3600,
+         offsetof(struct ex, create_wait_s)},
+        {"max_log_bytes", 1 << 20, 1024, 64 << 20,
+         offsetof(struct ex, max_log_bytes)},
+    };
+    const struct rlmcp_host_api *api = ex->api;
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    const cJSON *langs = NULL, *l = NULL;
+    size_t i;
+    int rc = RLMCP_EINVAL;
+
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto out;
+    }
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        long long *dst = (long long *)((char *)ex + keys[i].off);
+        if (!rlmcp_h_cfg_int(cfg, keys[i].key, keys[i].def, dst) ||
+            *dst < keys[i].min || *dst > keys[i].max) {
+            api->set_error(self, "config %s must be an integer %lld-%lld",
+                           keys[i].key, keys[i].min, keys[i].max);
+            goto out;
+        }
+    }
+    if (ex->default_timeout_s > ex->max_timeout_s) {
+        api->set_error(self, "config default_timeout_seconds must not "
+                             "exceed max_timeout_seconds");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_bool(cfg, "stream_output", true, &ex->stream)) {
+        api->set_error(self, "config stream_output must be true or false");
+        goto out;
+    }
+    rc = ex_config_run_code(ex, self, cfg);
+    if (rc != RLMCP_OK)
+        goto out;
+    rc = RLMCP_EINVAL;
+    langs = cJSON_GetObjectItemCaseSensitive(cfg, "languages");
+    if (langs != NULL && !cJSON_IsObject(langs)) {
+        api->set_error(self, "config languages must be a mapping of "
+                             "language name to {extension, command, ...}");
+        goto out;
+    }
+    ex->n_langs = 0;
+    ex->langs = calloc((size_t)cJSON_GetArraySize(langs) + 1,
+                       sizeof(struct lang));
+    if (ex->langs == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_ArrayForEach(l, langs)
+    {
+        rc = parse_lang(ex, self, l, &ex->langs[ex->n_langs]);
+        ex->n_langs++;
+        if (rc != RLMCP_OK)
+            goto out;
+    }
+    rc = RLMCP_OK;
+out:
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+/* ---- registration ------------------------------------------------------------------ */
+
+struct spec {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+    bool long_running;
+};
+
+#define ANN(ro, destr, idem)                                                 \
+    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                    \
+    ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
+
+static char exec_out_plain[1024];
+static char exec_out_run[1200];
+
+static const struct spec specs[] = {
+    {"execute_command", "Run a command",
+     "Run a bash command on a devbox and wait for it to finish. Returns "
+     "exit_code, stdout, stderr (each capped: long output keeps its start "
+     "and end with a marker; get_execution_logs has the rest), duration_ms "
+     "and execution_id. A non-zero exit_code is a normal result. Output is "
+     "streamed as progress while it runs. For servers or very long jobs use "
+     "execute_command_async.",
+     execute_schema, exec_out_plain, ANN("false", "true", "false"), t_execute,
+     true},
+    {"execute_command_async", "Start a command in the background",
+     "Start a command and return at once with its execution_id; follow it "
+     "with get_execution, wait_for_execution, get_execution_logs, "
+     "send_execution_stdin or kill_execution.",
+     async_schema, async_out, ANN("false", "true", "false"), t_async, false},
+    {"get_execution", "Get an execution",
+     "Status of a command started earlier; exit_code and output once it "
+     "completed.",
+     eid_schema, exec_out_plain, ANN("true", "false", "true"),
+     t_get_execution, false},
+    {"wait_for_execution", "Wait for an execution",
+     "Wait (up to timeout_seconds) for a background command to finish and "
+     "return its exit_code and output; if it is still running the result "
+     "has status running and you can call again.",
+     wait_schema, exec_out_plain, ANN("true", "false", "true"),
+     t_wait_execution, true},
+    {"get_execution_logs", "Get an execution's full output",
+     "The complete stdout/stderr of a finished command, paged by byte "
+     "offset (use next_offset while has_more). For a running command, the "
+     "newest lines.",
+     logs_schema, logs_out, ANN("true", "false", "true"), t_logs, false},
+    {"kill_execution", "Kill an execution",
+     "Stop a running command (and by default its child processes).",
+     kill_schema, NULL, ANN("false", "true", "true"), t_kill, false},
+    {"send_execution_stdin", "Send input to an execution",
+     "Write text to the stdin of a command started with "
+     "execute_command_async attach_stdin=true, or close stdin / interrupt "
+     "it.",
+     stdin_schema,
+     "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
+     "\"string\"},\"success\":{\"type\":\"boolean\"}}}",
+     ANN("false", "false", "false"), t_stdin, false},
+    {"run_shell", "Run a shell command",
+     "Run a shell command on an existing devbox and wait for the result "
+     "(exit_code, stdout, stderr). Use shell_name for a stateful session.",
+     run_shell_schema, exec_out_plain, ANN("false", "true", "false"),
+     t_run_shell, true},
+    {"run_code", "Run code in a reusable test sandbox",
+     "Write files and run a command in a code-testing sandbox: a running "
+     "sandbox tagged for code testing is reused (preferring the requested "
+     "blueprint), else one is created. Files overwrite existing paths. A "
+     "sandbox created for this call is shut down if the run fails with an "
+     "error, and kept after success for reuse (shut it down with "
+     "shutdown_devbox when done). Returns exit_code, stdout, stderr, "
+     "devbox_id and whether the sandbox was reused.",
+     run_code_schema, exec_out_run, ANN("false", "true", "false"),
+     run_code_tool, true},
+};
+
+static int reg(struct ex *ex, rlmcp_plugin *self,
+               const struct rlmcp_tool_def *def)
+{
+    int rc = ex->api->register_tool(self, def);
+
+    if (rc != RLMCP_OK)
+        ex->api->set_error(self, "registering %s failed: %s", def->name,
+                           ex->api->strerror(rc));
+    return rc;
+}
+
+static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    struct ex *ex = calloc(1, sizeof(*ex));
+    uint32_t long_ms;
+    size_t i;
+    int rc;
+
+    if (ex == NULL)
+        return RLMCP_ENOMEM;
+    ex->api = api;
+    snprintf(exec_out_plain, sizeof(exec_out_plain), EXEC_RESULT_SCHEMA, "");
+    snprintf(exec_out_run, sizeof(exec_out_run), EXEC_RESULT_SCHEMA,
+             ",\"reused\":{\"type\":\"boolean\"},\"language\":{\"type\":"
+             "\"string\"},\"file_path\":{\"type\":\"string\"}");
+    rc = ex_config(ex, self);
+    if (rc != RLMCP_OK)
+        goto fail;
+    /* Room for the longest command plus starting a devbox. */
+    long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = specs[i].name;
+        def.title = specs[i].title;
+        def.description = specs[i].desc;
+        def.input_schema_json = specs[i].in;
+        def.output_schema_json = specs[i].out;
+        def.annotations_json = specs[i].ann;
+        def.handler = specs[i].fn;
+        def.user_data = ex;
+        def.timeout_ms = specs[i].long_running ? long_ms : 0;
+        rc = reg(ex, self, &def);
+        if (rc != RLMCP_OK)
+            goto fail;
+    }
+    for (i = 0; i < ex->n_langs; i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = ex->langs[i].tool_name;
+        def.description = ex->langs[i].description;
+        def.input_schema_json = run_lang_schema;
+        def.output_schema_json = exec_out_run;
+        def.annotations_json = ANN("false", "true", "false");
+        def.handler = run_lang_tool;
+        def.user_data = &ex->langs[i];
+        /* One at a time per language: the devbox is shared. */
+        def.flags = RLMCP_TOOL_SERIAL;
+        def.timeout_ms = long_ms;
+        rc = reg(ex, self, &def);
+        if (rc != RLMCP_OK)
+            goto fail;
+    }
+    *state_out = ex;
+    return RLMCP_OK;
+fail:
+    ex_free(ex);
+    return rc;
+}
+
+static void ex_shutdown(rlmcp_plugin *self, void *state)
+{
+    ex_free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("exec", "0.1.0",
+                    "Code execution: commands, background executions, "
+                    "run_code and run_<language>",
+                    ex_init, ex_shutdown)

@@ -1,0 +1,117 @@
+/*
+ * exec_internal.h - shared state of the exec plugin's source files.
+ */
+#ifndef RLMCP_EXEC_INTERNAL_H
+#define RLMCP_EXEC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+struct ex;
+
+/* One run_<language> tool. */
+struct lang {
+    char *name;      /* python */
+    char *tool_name; /* run_python */
+    char *extension; /* py */
+    char *command;   /* python3 {file} */
+    char *blueprint; /* blueprint name, or NULL: the default image */
+    bool suspend_after;
+    char *description;
+    struct ex *ex;
+};
+
+struct ex {
+    const struct rlmcp_host_api *api;
+    long long max_output;       /* bytes kept per stream */
+    long long default_timeout_s;
+    long long max_timeout_s;
+    long long optimistic_s;     /* in-request wait of execute */
+    long long last_n;           /* lines asked of the API */
+    long long create_wait_s;
+    long long max_log_bytes;
+    bool stream;                /* stream stdout as progress */
+    /* run_code */
+    char *purpose;              /* metadata purpose tag */
+    long long keep_alive_s;     /* lifetime of devboxes we create */
+    char *default_blueprint;    /* run_code's default blueprint name */
+    struct lang *langs;
+    size_t n_langs;
+};
+
+/* What exec_run hands back. */
+struct exec_out {
+    cJSON *result; /* the structured result (exec result object) */
+};
+
+struct exec_params {
+    const char *devbox_id;
+    const char *command;    /* already prefixed */
+    const char *shell_name; /* may be NULL */
+    long long timeout_s;
+};
+
+/*
+ * Run a command to completion: optimistic execute, then streaming or
+ * long-poll wait, kill on timeout or cancellation, capped output.
+ * 0 with *result_out set, RLMCP_H_REPORTED or a negative code.
+ */
+int exec_run(struct ex *ex, const struct rlmcp_h *h,
+             const struct exec_params *p, cJSON **result_out);
+
+/* Build "cd DIR && export K=V && { CMD\n}" (any part optional). */
+int exec_prefix(const struct rlmcp_h *h, const char *command,
+                const char *working_dir, const cJSON *env, char **out);
+
+/* Map an exec/file failure on a devbox, checking whether it is running. */
+int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
+                        long status, const char *msg, const char *what);
+
+/* A best-effort request whose outcome is only logged (clean-ups). */
+void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
+                          const char *path, const char *body);
+
+/*
+ * Read an execution's output stream (SSE) from offset, at most limit bytes
+ * (0: all), into cap. *complete: the stream ended normally.
+ */
+int exec_read_stream(const struct rlmcp_h *h, const char *devbox_id,
+                     const char *eid, const char *which, uint64_t offset,
+                     uint64_t limit, uint32_t timeout_ms,
+                     struct rlmcp_h_capture *cap, bool *complete,
+                     uint64_t *received);
+
+/* Result object of an execution view (completed or not). */
+cJSON *exec_view_result(struct ex *ex, const cJSON *view,
+                        const char *devbox_id);
+
+/* Tools in run.c */
+int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+extern const char run_code_schema[];
+/* Expand {file}, {dir}, {stem} (shell-quoted) in a command template. */
+char *run_expand(const char *tmpl, const char *file);
+extern const char run_lang_schema[];
+
+/* Write a text file with write_file_contents (reports errors). */
+int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
+                    const char *path, const char *contents);
+
+#define EXEC_RESULT_SCHEMA                                                   \
+    "{\"type\":\"object\",\"properties\":{"                                 \
+    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                      \
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"    \
+    "\"stdout_truncated\":{\"type\":\"boolean\"},"                          \
+    "\"stderr_truncated\":{\"type\":\"boolean\"},"                          \
+    "\"duration_ms\":{\"type\":\"integer\"},"                               \
+    "\"execution_id\":{\"type\":\"string\"},"                               \
+    "\"devbox_id\":{\"type\":\"string\"},"                                  \
+    "\"status\":{\"type\":\"string\"}"                                      \
+    "%s},\"required\":[\"exit_code\",\"stdout\",\"stderr\","                \
+    "\"stdout_truncated\",\"stderr_truncated\",\"execution_id\","           \
+    "\"devbox_id\"]}"
+
+#endif

@@ -1,0 +1,568 @@
+/*
+ * run.c - run_code (reusable code-testing sandboxes, seed 000) and the
+ * run_<language> tools (one devbox per language, seed 001).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+#define MANAGED_BY "runloop-mcp.exec"
+
+static const char *const running_set[] = {"running", "failure", "shutdown",
+                                          NULL};
+static const char *const suspended_set[] = {"suspended", "failure",
+                                            "shutdown", NULL};
+
+static const char *md_get(const cJSON *dbx, const char *key)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(dbx, "metadata");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool eq(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+/* Score a candidate; < 0 means unusable. Higher is better. */
+typedef int (*score_fn)(const cJSON *dbx, const void *ctx);
+
+/*
+ * The best-scoring devbox of GET /v1/devboxes (a few pages), copied into
+ * *out, or *out NULL when none fits.
+ */
+static int find_devbox(const struct rlmcp_h *h, const char *status,
+                       score_fn score, const void *ctx, cJSON **out)
+{
+    char *after = NULL;
+    int best_score = -1;
+    int page_no;
+    int rc = RLMCP_OK;
+
+    *out = NULL;
+    for (page_no = 0; page_no < 5; page_no++) {
+        cJSON *page = NULL;
+        const cJSON *it = NULL, *last = NULL;
+        char *path = rlmcp_h_sprintf(
+            "/v1/devboxes?limit=100%s%s%s%s", status ? "&status=" : "",
+            status ? status : "", after ? "&starting_after=" : "",
+            after ? after : "");
+
+        if (path == NULL) {
+            rc = RLMCP_ENOMEM;
+            break;
+        }
+        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, "listing devboxes",
+                             &page);
+        free(path);
+        if (rc != RLMCP_OK) {
+            cJSON_Delete(page);
+            break;
+        }
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(page,
+                                                                "devboxes"))
+        {
+            int s = score(it, ctx);
+            last = it;
+            if (s > best_score && str_field(it, "id") != NULL &&
+                rlmcp_h_id_valid(str_field(it, "id"))) {
+                best_score = s;
+                cJSON_Delete(*out);
+                *out = cJSON_Duplicate(it, true);
+            }
+        }
+        free(after);
+        after = NULL;
+        if (last != NULL && str_field(last, "id") != NULL &&
+            rlmcp_h_id_valid(str_field(last, "id")) &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "has_more")))
+            after = strdup(str_field(last, "id"));
+        cJSON_Delete(page);
+        if (after == NULL)
+            break;
+    }
+    free(after);
+    if (rc != RLMCP_OK) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Create a devbox and wait until it runs; *dbx_out is its last view. */
+static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
+                         cJSON *metadata, const char *bp_name,
+                         const char *bp_id, char **id_out, cJSON **dbx_out)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON *lp = NULL, *dbx = NULL;
+    const char *id = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    *id_out = NULL;
+    *dbx_out = NULL;
+    if (body == NULL)
+        goto out;
+    if (bp_name != NULL)
+        cJSON_AddStringToObject(body, "blueprint_name", bp_name);
+    if (bp_id != NULL)
+        cJSON_AddStringToObject(body, "blueprint_id", bp_id);
+    cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(metadata, true));
+    lp = cJSON_AddObjectToObject(body, "launch_parameters");
+    cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
+                            (double)ex->keep_alive_s);
+    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, NULL,
+                         "creating a devbox", &dbx);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = str_field(dbx, "id");
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API returned a devbox without an id");
+        goto out;
+    }
+    *id_out = strdup(id);
+    if (*id_out == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_devbox_wait(h, id, running_set,
+                             (uint64_t)ex->create_wait_s * 1000u, dbx_out);
+out:
+    cJSON_Delete(body);
+    cJSON_Delete(dbx);
+    return rc;
+}
+
+static int not_ready(const struct rlmcp_h *h, const char *id,
+                     const cJSON *dbx, long long waited_s)
+{
+    const char *st = rlmcp_h_devbox_status(dbx);
+
+    if (eq(st, "failure") || eq(st, "shutdown"))
+        return rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
+                                   "Call the tool again to get a new devbox.",
+                                   "devbox %s stopped while starting "
+                                   "(status %s)", id, st);
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_DEVBOX_NOT_READY,
+        "The sandbox is still starting (e.g. pulling its image); call the "
+        "tool again in a few seconds, or poll get_devbox.",
+        "devbox_id=%s is not running yet after %lld s (status %s)", id,
+        waited_s, st);
+}
+
+static void shutdown_devbox(const struct rlmcp_h *h, const char *id)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown?force=true", id);
+
+    if (path != NULL)
+        exec_cleanup_request(h, "POST", path, NULL);
+    free(path);
+}
+
+static int write_files(const struct rlmcp_h *h, const char *id,
+                       const cJSON *files)
+{
+    const cJSON *it = NULL;
+    int rc = RLMCP_OK;
+
+    cJSON_ArrayForEach(it, files)
+    {
+        rc = exec_write_file(h, id, it->string, it->valuestring);
+        if (rc != RLMCP_OK)
+            break;
+    }
+    return rc;
+}
+
+/* ---- run_code ------------------------------------------------------------ */
+
+const char run_code_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Files to write first: {absolute path: "
+    "text contents}, e.g. {\\\"/home/user/test_app.py\\\": \\\"assert "
+    "1+1==2\\\"}. Existing files are overwritten.\"},"
+    "\"command\":{\"type\":\"string\",\"description\":\"The bash command "
+    "to run, e.g. python3 /home/user/test_app.py.\"},"
+    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Prefer/"
+    "create a sandbox from this blueprint name.\"},"
+    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Prefer/create "
+    "a sandbox from this blueprint id.\"},"
+    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"
+    "\":{\"type\":\"string\"},\"description\":\"Variables exported for "
+    "this run only.\"},"
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"Kill the command after this many seconds.\"}"
+    "},\"required\":[\"command\"]}";
+
+struct code_ctx {
+    const char *purpose;
+    const char *bp_name;
+    const char *bp_id;
+};
+
+static int score_code(const cJSON *dbx, const void *vctx)
+{
+    const struct code_ctx *c = vctx;
+
+    if (!eq(rlmcp_h_devbox_status(dbx), "running") ||
+        !eq(md_get(dbx, "purpose"), c->purpose))
+        return -1;
+    if (c->bp_id != NULL)
+        return eq(str_field(dbx, "blueprint_id"), c->bp_id) ? 2 : 1;
+    if (c->bp_name != NULL)
+        return eq(md_get(dbx, "blueprint_name"), c->bp_name) ? 2 : 1;
+    /* No blueprint asked: prefer a sandbox from the default image. */
+    return str_field(dbx, "blueprint_id") == NULL &&
+                   md_get(dbx, "blueprint_name") == NULL
+               ? 2
+               : 1;
+}
+
+int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    struct code_ctx ctx = {ex->purpose, NULL, NULL};
+    struct exec_params p = {0};
+    cJSON *args = NULL, *found = NULL, *md = NULL, *ready = NULL;
+    cJSON *result = NULL;
+    const cJSON *files = NULL, *env = NULL, *it = NULL;
+    const char *command = NULL;
+    char *created = NULL, *cmd = NULL;
+    const char *id = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, run_code_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "files", &files);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "environment_variables", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "blueprint_name", false, &ctx.bp_name);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", false, &ctx.bp_id);
+    if (rc == RLMCP_OK) {
+        p.timeout_s = ex->default_timeout_s;
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
+                             ex->max_timeout_s, &p.timeout_s);
+    }
+    if (rc != RLMCP_OK)
+        goto out;
+    if (ctx.bp_name != NULL && ctx.bp_id != NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "give blueprint_name or blueprint_id, not both");
+        goto out;
+    }
+    if (ctx.bp_name == NULL && ctx.bp_id == NULL)
+        ctx.bp_name = ex->default_blueprint;
+    cJSON_ArrayForEach(it, files)
+    {
+        if (it->string[0] == '\0') {
+            rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                              "files: a file path must not be empty");
+            goto out;
+        }
+    }
+    rc = exec_prefix(&h, command, NULL, env, &cmd);
+    if (rc != RLMCP_OK)
+        goto out;
+    rc = find_devbox(&h, "running", score_code, &ctx, &found);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (found != NULL) {
+        id = str_field(found, "id");
+    } else {
+        md = cJSON_CreateObject();
+        cJSON_AddStringToObject(md, "purpose", ex->purpose);
+        if (ctx.bp_name != NULL)
+            cJSON_AddStringToObject(md, "blueprint_name", ctx.bp_name);
+        rc = create_devbox(ex, &h, md, ctx.bp_name, ctx.bp_id, &created,
+                           &ready);
+        if (rc != RLMCP_OK)
+            goto fail;
+        id = created;
+        if (!eq(rlmcp_h_devbox_status(ready), "running")) {
+            rc = not_ready(&h, id, ready, ex->create_wait_s);
+            goto fail;
+        }
+    }
+    rc = write_files(&h, id, files);
+    if (rc != RLMCP_OK)
+        goto fail;
+    p.devbox_id = id;
+    p.command = cmd;
+    rc = exec_run(ex, &h, &p, &result);
+    if (rc != RLMCP_OK)
+        goto fail;
+    cJSON_AddBoolToObject(result, "reused", found != NULL);
+    rc = rlmcp_h_result_json(&h, result);
+    goto out;
+fail:
+    /* A sandbox made for this call does not outlive its failure. */
+    if (created != NULL)
+        shutdown_devbox(&h, created);
+out:
+    free(created);
+    free(cmd);
+    cJSON_Delete(args);
+    cJSON_Delete(found);
+    cJSON_Delete(md);
+    cJSON_Delete(ready);
+    cJSON_Delete(result);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- run_<language> ---------------------------------------------------------- */
+
+const char run_lang_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"code\":{\"type\":\"string\",\"description\":\"The complete source "
+    "code to run.\"},"
+    "\"file_path\":{\"type\":\"string\",\"description\":\"Absolute path to "
+    "save the code at (default /home/user/code.<extension>).\"},"
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"Kill the program after this many seconds.\"}"
+    "},\"required\":[\"code\"]}";
+
+static int score_lang(const cJSON *dbx, const void *vctx)
+{
+    const struct lang *l = vctx;
+    const char *st = rlmcp_h_devbox_status(dbx);
+
+    if (!eq(md_get(dbx, "language"), l->name) ||
+        !eq(md_get(dbx, "managed_by"), MANAGED_BY))
+        return -1;
+    if (eq(st, "shutdown") || eq(st, "failure") || eq(st, ""))
+        return -1;
+    if (eq(st, "running"))
+        return 3;
+    if (eq(st, "suspended") || eq(st, "suspending") || eq(st, "resuming"))
+        return 2;
+    return 1;
+}
+
+/*
+ * Expand {file}, {dir} and {stem} (the path without its extension), each
+ * shell-quoted.
+ */
+char *run_expand(const char *tmpl, const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    const char *dot = strrchr(file, '.');
+    char *dir = slash != NULL && slash != file
+                    ? strndup(file, (size_t)(slash - file))
+                    : strdup("/");
+    char *stem = dot != NULL && (slash == NULL || dot > slash)
+                     ? strndup(file, (size_t)(dot - file))
+                     : strdup(file);
+    char *qf = rlmcp_h_shell_quote(file);
+    char *qd = dir != NULL ? rlmcp_h_shell_quote(dir) : NULL;
+    char *qs = stem != NULL ? rlmcp_h_shell_quote(stem) : NULL;
+    char *out = NULL;
+    size_t cap = strlen(tmpl) + 1, n = 0;
+    const char *p;
+
+    if (qf == NULL || qd == NULL || qs == NULL)
+        goto out;
+    for (p = tmpl; *p != '\0'; p++) {
+        if (strncmp(p, "{file}", 6) == 0)
+            cap += strlen(qf);
+        else if (strncmp(p, "{dir}", 5) == 0)
+            cap += strlen(qd);
+        else if (strncmp(p, "{stem}", 6) == 0)
+            cap += strlen(qs);
+    }
+    out = malloc(cap);
+    if (out == NULL)
+        goto out;
+    for (p = tmpl; *p != '\0';) {
+        const char *sub = NULL;
+        size_t skip = 1;
+        if (strncmp(p, "{file}", 6) == 0) {
+            sub = qf;
+            skip = 6;
+        } else if (strncmp(p, "{dir}", 5) == 0) {
+            sub = qd;
+            skip = 5;
+        } else if (strncmp(p, "{stem}", 6) == 0) {
+            sub = qs;
+            skip = 6;
+        }
+        if (sub != NULL) {
+            memcpy(out + n, sub, strlen(sub));
+            n += strlen(sub);
+        } else {
+            out[n++] = *p;
+        }
+        p += skip;
+    }
+    out[n] = '\0';
+out:
+    free(dir);
+    free(stem);
+    free(qf);
+    free(qd);
+    free(qs);
+    return out;
+}
+
+static bool abs_path_ok(const char *p)
+{
+    return p[0] == '/' && strchr(p, '\n') == NULL && strlen(p) < 4096 &&
+           strstr(p, "/../") == NULL;
+}
+
+/* Bring the found language devbox to running; creates when none. */
+static int lang_devbox(struct lang *l, const struct rlmcp_h *h,
+                       cJSON *found, char **id_out)
+{
+    struct ex *ex = l->ex;
+    cJSON *view = NULL, *md = NULL;
+    const char *st = rlmcp_h_devbox_status(found);
+    const char *id = str_field(found, "id");
+    char *created = NULL, *path = NULL;
+    int rc = RLMCP_OK;
+
+    *id_out = NULL;
+    if (found == NULL) {
+        md = cJSON_CreateObject();
+        cJSON_AddStringToObject(md, "language", l->name);
+        cJSON_AddStringToObject(md, "managed_by", MANAGED_BY);
+        rc = create_devbox(ex, h, md, l->blueprint, NULL, &created, &view);
+        cJSON_Delete(md);
+        if (rc != RLMCP_OK)
+            goto out;
+        id = created;
+    } else if (eq(st, "running")) {
+        *id_out = strdup(id);
+        return *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    } else {
+        if (eq(st, "suspending")) {
+            rc = rlmcp_h_devbox_wait(h, id, suspended_set,
+                                     (uint64_t)ex->create_wait_s * 1000u,
+                                     &view);
+            if (rc != RLMCP_OK)
+                goto out;
+            st = rlmcp_h_devbox_status(view);
+        }
+        if (eq(st, "suspended")) {
+            char *what = rlmcp_h_sprintf("resuming devbox %s", id);
+            path = rlmcp_h_sprintf("/v1/devboxes/%s/resume", id);
+            rc = path != NULL && what != NULL
+                     ? rlmcp_h_request(h, "POST", path, NULL, NULL, what, NULL)
+                     : RLMCP_ENOMEM;
+            free(what);
+            if (rc != RLMCP_OK)
+                goto out;
+        }
+        cJSON_Delete(view);
+        view = NULL;
+        rc = rlmcp_h_devbox_wait(h, id, running_set,
+                                 (uint64_t)ex->create_wait_s * 1000u, &view);
+        if (rc != RLMCP_OK)
+            goto out;
+    }
+    if (!eq(rlmcp_h_devbox_status(view), "running")) {
+        rc = not_ready(h, id, view, ex->create_wait_s);
+        goto out;
+    }
+    *id_out = strdup(id);
+    if (*id_out == NULL)
+        rc = RLMCP_ENOMEM;
+out:
+    free(created);
+    free(path);
+    cJSON_Delete(view);
+    return rc;
+}
+
+int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct lang *l = ud;
+    struct ex *ex = l->ex;
+    struct rlmcp_h h = {ex->api, call};
+    struct exec_params p = {0};
+    cJSON *args = NULL, *found = NULL, *result = NULL;
+    const char *code = NULL, *file = NULL;
+    char *def_file = NULL, *cmd = NULL, *id = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, run_lang_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "code", false, &code);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "file_path", false, &file);
+    if (rc == RLMCP_OK) {
+        p.timeout_s = ex->default_timeout_s;
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
+                             ex->max_timeout_s, &p.timeout_s);
+    }
+    if (rc != RLMCP_OK)
+        goto out;
+    if (code == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "missing required argument 'code'");
+        goto out;
+    }
+    if (file == NULL) {
+        def_file = rlmcp_h_sprintf("/home/user/code.%s", l->extension);
+        file = def_file;
+    } else if (!abs_path_ok(file)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'file_path' must be an absolute path "
+                          "without '..' or newlines, e.g. /home/user/main.%s",
+                          l->extension);
+        goto out;
+    }
+    cmd = file != NULL ? run_expand(l->command, file) : NULL;
+    if (cmd == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = find_devbox(&h, NULL, score_lang, l, &found);
+    if (rc == RLMCP_OK)
+        rc = lang_devbox(l, &h, found, &id);
+    if (rc == RLMCP_OK)
+        rc = exec_write_file(&h, id, file, code);
+    if (rc != RLMCP_OK)
+        goto out;
+    p.devbox_id = id;
+    p.command = cmd;
+    rc = exec_run(ex, &h, &p, &result);
+    if (l->suspend_after) {
+        char *path = rlmcp_h_sprintf("/v1/devboxes/%s/suspend", id);
+        if (path != NULL)
+            exec_cleanup_request(&h, "POST", path, NULL);
+        free(path);
+    }
+    if (rc != RLMCP_OK)
+        goto out;
+    cJSON_AddStringToObject(result, "language", l->name);
+    cJSON_AddStringToObject(result, "file_path", file);
+    rc = rlmcp_h_result_json(&h, result);
+out:
+    free(def_file);
+    free(cmd);
+    free(id);
+    cJSON_Delete(args);
+    cJSON_Delete(found);
+    cJSON_Delete(result);
+    return rlmcp_h_ret(rc);
+}
