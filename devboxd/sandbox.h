@@ -124,6 +124,12 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
  * Returns 0 with *exit_status set (exit code, or 128+signal when killed),
  * -ETIMEDOUT, or -ESRCH if the sandbox died first (*exit_status = -1). */
 int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status);
+/* When the agent could not run the command at all (bad cwd is NOT this:
+ * that is exit status 1 with a message on stderr), sb_proc_wait reports
+ * exit status 127 and this returns the agent's reason; else NULL. */
+const char *sb_proc_error(const struct sb_proc *p);
+/* Host-visible pid is not exposed; this is the pid inside the sandbox, 0 until started. */
+int sb_proc_pid(const struct sb_proc *p);
 /* fd that becomes readable when sb_proc_wait(p, 0, ..) has news (for poll loops). */
 int sb_proc_fd(const struct sb_proc *p);
 /* Signals the command's process group.  -ESRCH once it exited. */

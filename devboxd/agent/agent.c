@@ -1,0 +1,529 @@
+/* devboxd-agent: pid 1 of a devbox sandbox.  Runs commands devboxd sends
+ * over the inherited master socket, keeps named shells' cwd and exported
+ * environment, queues commands per named shell, reaps every zombie.
+ * Protocol: agent_proto.h.  Everything it receives is validated; it runs
+ * with the sandbox user's (lack of) privileges. */
+#define _GNU_SOURCE
+#include "agent_proto.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_JOBS 1024
+#define MAX_ENV 256
+
+struct job {
+    int chan;        /* -1 once devboxd hung up */
+    int fds[3];      /* stdin, stdout, stderr; -1 once handed to the child */
+    char *cmd;
+    char *shell;     /* NULL = fresh shell */
+    char *cwd;
+    char **env;      /* NULL-terminated */
+    pid_t pid;       /* 0 while queued */
+    unsigned long seq;
+    struct job *next;
+};
+
+static struct job *jobs;
+static size_t njobs;
+static unsigned long next_seq;
+static sigset_t child_mask;
+
+/* Named shells: source the saved state, apply the request, run the command
+ * with eval, save cwd + exports on every exit path (EXIT trap).
+ * $1 = command, $2 = cwd or "", $3 = state file, $4.. = KEY=VAL. */
+static const char named_wrapper[] =
+    "__rlmcp_st=$3\n"
+    "__rlmcp_save() { { printf 'cd -- %q 2>/dev/null\\n' \"$PWD\"; export -p; } "
+    "> \"$__rlmcp_st.new\" 2>/dev/null && mv -f -- \"$__rlmcp_st.new\" \"$__rlmcp_st\"; }\n"
+    "trap __rlmcp_save EXIT\n"
+    "if [ -r \"$__rlmcp_st\" ]; then . \"$__rlmcp_st\"; fi\n"
+    "if [ -n \"$2\" ]; then cd -- \"$2\" || exit 1; fi\n"
+    "for __rlmcp_kv in \"${@:4}\"; do export \"$__rlmcp_kv\"; done\n"
+    "unset __rlmcp_kv\n"
+    "__rlmcp_cmd=$1\n"
+    "set --\n"
+    "eval \"$__rlmcp_cmd\"\n";
+
+static void send_json(int fd, cJSON *msg)
+{
+    char *text = NULL;
+
+    if (fd < 0)
+        goto out;
+    text = cJSON_PrintUnformatted(msg);
+    if (text != NULL)
+        send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
+out:
+    free(text);
+    cJSON_Delete(msg);
+}
+
+static void send_event(int fd, const char *ev, const char *key, double num, const char *str)
+{
+    cJSON *msg = cJSON_CreateObject();
+
+    if (msg == NULL)
+        return;
+    cJSON_AddStringToObject(msg, "ev", ev);
+    if (key != NULL && str != NULL)
+        cJSON_AddStringToObject(msg, key, str);
+    else if (key != NULL)
+        cJSON_AddNumberToObject(msg, key, num);
+    send_json(fd, msg);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void job_free(struct job *j)
+{
+    size_t i;
+
+    close_fd(&j->chan);
+    for (i = 0; i < 3; i++)
+        close_fd(&j->fds[i]);
+    free(j->cmd);
+    free(j->shell);
+    free(j->cwd);
+    for (i = 0; j->env != NULL && j->env[i] != NULL; i++)
+        free(j->env[i]);
+    free(j->env);
+    free(j);
+}
+
+static void job_unlink(struct job *j)
+{
+    struct job **pp;
+
+    for (pp = &jobs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == j) {
+            *pp = j->next;
+            njobs--;
+            return;
+        }
+    }
+}
+
+static bool shell_busy(const char *shell)
+{
+    struct job *j;
+
+    for (j = jobs; j != NULL; j = j->next) {
+        if (j->pid > 0 && j->shell != NULL && strcmp(j->shell, shell) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool valid_shell(const char *s)
+{
+    size_t i;
+
+    if (s[0] == '\0' || s[0] == '.' || strlen(s) > 64)
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+static bool valid_env(const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    const char *p;
+
+    if (eq == NULL || eq == kv || (kv[0] >= '0' && kv[0] <= '9'))
+        return false;
+    for (p = kv; p < eq; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static void child_exec(struct job *j)
+{
+    char state[PATH_MAX];
+    const char *argv[8 + MAX_ENV];
+    size_t n = 0;
+    size_t i;
+    int fd;
+
+    setsid();
+    sigprocmask(SIG_UNBLOCK, &child_mask, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    for (i = 0; i < 3; i++) {
+        if (dup2(j->fds[i], (int)i) < 0)
+            _exit(127);
+    }
+    close_range(3, ~0U, 0);
+    /* Undo the agent's OOM protection for user commands. */
+    fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "0", 1) < 0) {
+            /* best effort */
+        }
+        close(fd);
+    }
+    argv[n++] = "bash";
+    argv[n++] = "-c";
+    if (j->shell == NULL) {
+        const char *dir = j->cwd != NULL ? j->cwd : getenv("HOME");
+        if (dir != NULL && chdir(dir) != 0) {
+            dprintf(2, "cd: %s: %s\n", dir, strerror(errno));
+            _exit(1);
+        }
+        for (i = 0; j->env[i] != NULL; i++)
+            putenv(j->env[i]);
+        argv[n++] = j->cmd;
+        argv[n] = NULL;
+    } else {
+        const char *home = getenv("HOME");
+        if (home != NULL && chdir(home) != 0) {
+            /* stay in / */
+        }
+        snprintf(state, sizeof(state), "%s/%s", AGENT_SHELL_DIR, j->shell);
+        argv[n++] = named_wrapper;
+        argv[n++] = "bash";
+        argv[n++] = j->cmd;
+        argv[n++] = j->cwd != NULL ? j->cwd : "";
+        argv[n++] = state;
+        for (i = 0; j->env[i] != NULL; i++)
+            argv[n++] = j->env[i];
+        argv[n] = NULL;
+    }
+    execv("/bin/bash", (char *const *)argv);
+    dprintf(2, "devboxd-agent: cannot run /bin/bash: %s\n", strerror(errno));
+    _exit(127);
+}
+
+static void job_start(struct job *j)
+{
+    pid_t pid;
+    size_t i;
+
+    pid = fork();
+    if (pid < 0) {
+        send_event(j->chan, "error", "message", 0, "cannot fork");
+        job_unlink(j);
+        job_free(j);
+        return;
+    }
+    if (pid == 0)
+        child_exec(j);
+    j->pid = pid;
+    for (i = 0; i < 3; i++)
+        close_fd(&j->fds[i]);
+    send_event(j->chan, "started", "pid", pid, NULL);
+}
+
+/* Starts the oldest queued job of each idle shell (and every fresh one). */
+static void schedule(void)
+{
+    struct job *j;
+    struct job *next;
+    struct job *oldest;
+
+    for (j = jobs; j != NULL; j = next) {
+        next = j->next;
+        if (j->pid != 0)
+            continue;
+        if (j->shell == NULL) {
+            job_start(j);
+            continue;
+        }
+        if (shell_busy(j->shell))
+            continue;
+        oldest = j;
+        for (struct job *k = jobs; k != NULL; k = k->next) {
+            if (k->pid == 0 && k->shell != NULL && strcmp(k->shell, j->shell) == 0 &&
+                k->seq < oldest->seq)
+                oldest = k;
+        }
+        job_start(oldest);
+        next = jobs; /* the list may have changed; rescan (bounded by MAX_JOBS) */
+    }
+}
+
+static const char *opt_string(const cJSON *obj, const char *key, bool *bad)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (v == NULL || cJSON_IsNull(v))
+        return NULL;
+    if (!cJSON_IsString(v)) {
+        *bad = true;
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+static const char *parse_exec(const cJSON *msg, struct job *j)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(msg, "env");
+    const cJSON *e;
+    const char *cmd;
+    const char *shell;
+    const char *cwd;
+    bool bad = false;
+    size_t n = 0;
+
+    cmd = opt_string(msg, "cmd", &bad);
+    shell = opt_string(msg, "shell", &bad);
+    cwd = opt_string(msg, "cwd", &bad);
+    if (bad || cmd == NULL)
+        return "exec needs a string cmd; shell and cwd must be strings or null";
+    if (shell != NULL && !valid_shell(shell))
+        return "invalid shell name";
+    if (env != NULL && !cJSON_IsArray(env))
+        return "env must be an array of KEY=VAL strings";
+    if (cJSON_GetArraySize(env) > MAX_ENV)
+        return "too many env entries";
+    j->env = calloc((size_t)cJSON_GetArraySize(env) + 1, sizeof(char *));
+    j->cmd = strdup(cmd);
+    j->shell = shell ? strdup(shell) : NULL;
+    j->cwd = cwd ? strdup(cwd) : NULL;
+    if (j->env == NULL || j->cmd == NULL || (shell && !j->shell) || (cwd && !j->cwd))
+        return "out of memory";
+    cJSON_ArrayForEach(e, env) {
+        if (!cJSON_IsString(e) || !valid_env(e->valuestring))
+            return "env entries must be KEY=VAL strings";
+        j->env[n] = strdup(e->valuestring);
+        if (j->env[n] == NULL)
+            return "out of memory";
+        n++;
+    }
+    return NULL;
+}
+
+static void close_cmsg_fds(struct msghdr *mh, int *fds, size_t *nfds, size_t max)
+{
+    struct cmsghdr *c;
+    size_t i;
+    size_t n;
+    int *p;
+
+    *nfds = 0;
+    for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        p = (int *)CMSG_DATA(c);
+        for (i = 0; i < n; i++) {
+            if (*nfds < max)
+                fds[(*nfds)++] = p[i];
+            else
+                close(p[i]);
+        }
+    }
+}
+
+/* Returns -1 when the master is gone (the agent then exits). */
+static int on_master(int master, char *buf)
+{
+    char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+    struct iovec iov = {.iov_base = buf, .iov_len = AGENT_MSG_MAX};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    int fds[8];
+    size_t nfds = 0;
+    size_t i;
+    ssize_t n;
+    cJSON *msg = NULL;
+    const cJSON *op;
+    struct job *j = NULL;
+    const char *bad = NULL;
+
+    n = recvmsg(master, &mh, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return (errno == EINTR || errno == EAGAIN) ? 0 : -1;
+    if (n == 0)
+        return -1;
+    close_cmsg_fds(&mh, fds, &nfds, 8);
+    buf[n] = '\0';
+    if (nfds < 1) /* nowhere to answer */
+        goto out;
+    msg = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? NULL : cJSON_ParseWithLength(buf, (size_t)n);
+    op = cJSON_GetObjectItemCaseSensitive(msg, "op");
+    if (!cJSON_IsString(op) || strcmp(op->valuestring, "exec") != 0) {
+        bad = "expected an exec message";
+    } else if (nfds != AGENT_EXEC_FDS) {
+        bad = "exec needs exactly 4 file descriptors";
+    } else if (njobs >= MAX_JOBS) {
+        bad = "too many commands in flight";
+    }
+    if (bad == NULL) {
+        j = calloc(1, sizeof(*j));
+        if (j == NULL) {
+            bad = "out of memory";
+        } else {
+            j->chan = fds[0];
+            for (i = 0; i < 3; i++)
+                j->fds[i] = fds[i + 1];
+            nfds = 0;
+            bad = parse_exec(msg, j);
+        }
+    }
+    if (bad != NULL) {
+        send_event(j != NULL ? j->chan : fds[0], "error", "message", 0, bad);
+        if (j != NULL)
+            job_free(j);
+        goto out;
+    }
+    fcntl(j->chan, F_SETFL, O_NONBLOCK);
+    j->seq = next_seq++;
+    j->next = jobs;
+    jobs = j;
+    njobs++;
+    schedule();
+out:
+    for (i = 0; i < nfds; i++)
+        close(fds[i]);
+    cJSON_Delete(msg);
+    return 0;
+}
+
+static void on_chan(struct job *j, char *buf)
+{
+    ssize_t n;
+    cJSON *msg = NULL;
+    const cJSON *op;
+    const cJSON *sig;
+
+    n = recv(j->chan, buf, AGENT_MSG_MAX, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        close_fd(&j->chan); /* devboxd let go; the command keeps running */
+        return;
+    }
+    buf[n] = '\0';
+    msg = cJSON_ParseWithLength(buf, (size_t)n);
+    op = cJSON_GetObjectItemCaseSensitive(msg, "op");
+    sig = cJSON_GetObjectItemCaseSensitive(msg, "sig");
+    if (cJSON_IsString(op) && strcmp(op->valuestring, "kill") == 0 && cJSON_IsNumber(sig) &&
+        sig->valuedouble >= 1 && sig->valuedouble <= 64 && j->pid > 0)
+        kill(-j->pid, (int)sig->valuedouble);
+    cJSON_Delete(msg);
+}
+
+static void reap(void)
+{
+    struct job *j;
+    int status;
+    int code;
+    pid_t pid;
+
+    for (;;) {
+        pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            break;
+        for (j = jobs; j != NULL; j = j->next) {
+            if (j->pid == pid)
+                break;
+        }
+        if (j == NULL)
+            continue; /* an orphan re-parented to us */
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        send_event(j->chan, "exit", "status", code, NULL);
+        job_unlink(j);
+        job_free(j);
+    }
+    schedule();
+}
+
+static int event_loop(int master, int sfd)
+{
+    static char buf[AGENT_MSG_MAX + 1];
+    static struct pollfd pfds[MAX_JOBS + 2];
+    static struct job *pjobs[MAX_JOBS + 2];
+    struct signalfd_siginfo si;
+    struct job *j;
+    size_t n;
+    size_t i;
+
+    for (;;) {
+        n = 0;
+        pfds[n++] = (struct pollfd){.fd = master, .events = POLLIN};
+        pfds[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        for (j = jobs; j != NULL && n < MAX_JOBS + 2; j = j->next) {
+            if (j->chan < 0)
+                continue;
+            pjobs[n] = j;
+            pfds[n++] = (struct pollfd){.fd = j->chan, .events = POLLIN};
+        }
+        if (poll(pfds, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return 1;
+        }
+        if (pfds[1].revents & POLLIN) {
+            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            }
+            reap();
+            continue; /* job pointers may be stale */
+        }
+        for (i = 2; i < n; i++) {
+            if (pfds[i].revents != 0)
+                on_chan(pjobs[i], buf);
+        }
+        if (pfds[0].revents != 0 && on_master(master, buf) < 0)
+            return 0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int sfd = -1;
+    int master = AGENT_MASTER_FD;
+    struct stat st;
+    cJSON *hello = NULL;
+
+    (void)argc;
+    (void)argv;
+    if (fstat(master, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+        fprintf(stderr, "devboxd-agent: fd %d is not the devboxd socket; run by devboxd only\n",
+                master);
+        return 2;
+    }
+    fcntl(master, F_SETFD, FD_CLOEXEC);
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&child_mask);
+    sigaddset(&child_mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &child_mask, NULL);
+    sfd = signalfd(-1, &child_mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        return 2;
+    if (mkdir(AGENT_STATE_DIR, 0755) != 0 && errno != EEXIST)
+        return 2;
+    if (mkdir(AGENT_SHELL_DIR, 0700) != 0 && errno != EEXIST)
+        return 2;
+    hello = cJSON_CreateObject();
+    cJSON_AddStringToObject(hello, "ev", "hello");
+    cJSON_AddNumberToObject(hello, "version", AGENT_PROTO_VERSION);
+    send_json(master, hello);
+    return event_loop(master, sfd);
+}

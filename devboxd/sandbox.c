@@ -1,0 +1,934 @@
+/* Sandbox lifecycle: runtime init, start (overlay + cgroups + bwrap + slirp4netns
+ * + agent handshake), stop, health, usage.  Exec and open are in
+ * sandbox_exec.c. */
+#define _GNU_SOURCE
+#include "sandbox_internal.h"
+#include "sandbox_priv.h"
+#include "agent/agent_proto.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/nsfs.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sb_rt sb_rt;
+
+/* Host /etc entries every devbox sees read-only (mount points are created
+ * in the base layer by sandbox_fs.c). */
+static const char *const etc_binds[] = {
+    "ssl", "ca-certificates", "alternatives", "ld.so.conf.d", "python3", "python3.11", "perl",
+    "ld.so.cache", "ld.so.conf", "localtime", "profile", "bash.bashrc", "inputrc", "mime.types",
+    "protocols", "services", "debian_version", NULL,
+};
+
+static char *dup_or(const char *v, const char *def)
+{
+    return strdup(v != NULL && v[0] != '\0' ? v : def);
+}
+
+static char *default_agent_path(void)
+{
+    char exe[PATH_MAX];
+    char *slash;
+    char *out = NULL;
+    ssize_t n;
+
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return NULL;
+    *slash = '\0';
+    if (asprintf(&out, "%s/devboxd-agent", exe) < 0)
+        return NULL;
+    if (access(out, X_OK) == 0)
+        return out;
+    free(out);
+    out = NULL;
+    if (asprintf(&out, "%s/../libexec/runloop-mcp/devboxd-agent", exe) < 0)
+        return NULL;
+    return out;
+}
+
+void sandbox_shutdown_runtime(void)
+{
+    free(sb_rt.state_dir);
+    free(sb_rt.claims_dir);
+    free(sb_rt.agent_path);
+    free(sb_rt.bwrap_path);
+    free(sb_rt.slirp_path);
+    free(sb_rt.cgroup_root);
+    free(sb_rt.cgroup_name);
+    memset(&sb_rt, 0, sizeof(sb_rt));
+}
+
+static int mkdir_mode(const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
+{
+    char *sbdir = NULL;
+    struct stat st;
+    int rc = 0;
+
+    if (rt == NULL || rt->state_dir == NULL || rt->state_dir[0] != '/')
+        return sb_err(err, errlen, -EINVAL, "sandbox runtime needs an absolute state_dir");
+    if (geteuid() != 0)
+        return sb_err(err, errlen, -EPERM,
+                      "devboxd must run as root to mount devbox filesystems and cgroups");
+    sandbox_shutdown_runtime();
+    sb_rt.state_dir = strdup(rt->state_dir);
+    sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path) : default_agent_path();
+    sb_rt.bwrap_path = dup_or(rt->bwrap_path, "/usr/bin/bwrap");
+    sb_rt.slirp_path = dup_or(rt->slirp_path, "/usr/bin/slirp4netns");
+    sb_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
+    sb_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
+    sb_rt.uid_base = rt->uid_base ? rt->uid_base : 200000;
+    sb_rt.uid_count = rt->uid_count ? rt->uid_count : 65536;
+    if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
+        asprintf(&sb_rt.claims_dir, "%s/uids", sbdir) < 0 || sb_rt.state_dir == NULL ||
+        sb_rt.agent_path == NULL || sb_rt.bwrap_path == NULL || sb_rt.slirp_path == NULL ||
+        sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
+        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if (!sb_valid_id(sb_rt.cgroup_name) ||
+        (uint64_t)sb_rt.uid_base + sb_rt.uid_count > 0xfffffffeULL || sb_rt.uid_base < 1000) {
+        rc = sb_err(err, errlen, -EINVAL, "invalid cgroup name or uid range");
+        goto out;
+    }
+    if (access(sb_rt.agent_path, X_OK) != 0) {
+        rc = sb_err(err, errlen, -ENOENT, "devbox agent %s is not executable; build devboxd-agent",
+                    sb_rt.agent_path);
+        goto out;
+    }
+    if (access(sb_rt.bwrap_path, X_OK) != 0) {
+        rc = sb_err(err, errlen, -ENOENT, "%s missing; install bubblewrap", sb_rt.bwrap_path);
+        goto out;
+    }
+    rc = mkdir_mode(sbdir, 0700);
+    if (rc == 0)
+        rc = mkdir_mode(sb_rt.claims_dir, 0700);
+    if (rc == 0)
+        rc = mkdir_mode(SB_STAGE_DIR, 0755);
+    if (rc != 0) {
+        sb_err(err, errlen, rc, "cannot create %s or %s: %s", sb_rt.claims_dir, SB_STAGE_DIR,
+               strerror(-rc));
+        goto out;
+    }
+    sb_cg_detect();
+    /* slirp4netns opens /dev/net/tun after joining the devbox's namespaces;
+     * as an unprivileged uid that needs the usual 0666 mode. */
+    sb_rt.slirp_as_root = !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
+out:
+    free(sbdir);
+    if (rc != 0)
+        sandbox_shutdown_runtime();
+    return rc;
+}
+
+/* ---- small process helpers ------------------------------------------ */
+
+int64_t sb_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* poll() one fd for events until deadline (ms, monotonic); -ETIMEDOUT. */
+int sb_poll_until(int fd, short events, int64_t deadline)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    int64_t left;
+    int rc;
+
+    for (;;) {
+        left = deadline < 0 ? -1 : deadline - sb_now_ms();
+        if (deadline >= 0 && left < 0)
+            left = 0;
+        rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (rc > 0)
+            return 0;
+        if (rc == 0)
+            return -ETIMEDOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Waits (bounded) for our own child to exit and reaps it. */
+static void reap_child(pid_t pid, int pidfd, int timeout_ms)
+{
+    int status;
+
+    if (pid <= 0)
+        return;
+    if (pidfd >= 0)
+        sb_poll_until(pidfd, POLLIN, sb_now_ms() + timeout_ms);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+}
+
+/* ---- bwrap command line ---------------------------------------------- */
+
+struct argvec {
+    char **v;
+    size_t n;
+    size_t cap;
+    bool oom;
+};
+
+static void av_add(struct argvec *a, const char *s)
+{
+    char **nv;
+
+    if (a->oom)
+        return;
+    if (a->n + 2 > a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 64;
+        nv = realloc(a->v, a->cap * sizeof(char *));
+        if (nv == NULL) {
+            a->oom = true;
+            return;
+        }
+        a->v = nv;
+    }
+    a->v[a->n] = strdup(s);
+    if (a->v[a->n] == NULL) {
+        a->oom = true;
+        return;
+    }
+    a->n++;
+    a->v[a->n] = NULL;
+}
+
+static void av_free(struct argvec *a)
+{
+    size_t i;
+
+    for (i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+static void av_setenv(struct argvec *a, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    char key[256];
+    size_t klen = (size_t)(eq - kv);
+
+    if (klen >= sizeof(key))
+        return;
+    memcpy(key, kv, klen);
+    key[klen] = '\0';
+    av_add(a, "--setenv");
+    av_add(a, key);
+    av_add(a, eq + 1);
+}
+
+static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
+{
+    char path[PATH_MAX];
+    size_t i;
+
+    av_add(a, sb_rt.bwrap_path);
+    av_add(a, "--unshare-user");
+    av_add(a, "--unshare-pid");
+    av_add(a, "--unshare-ipc");
+    av_add(a, "--unshare-uts");
+    av_add(a, "--unshare-net");
+    av_add(a, "--unshare-cgroup-try");
+    av_add(a, "--disable-userns");
+    av_add(a, "--uid");
+    av_add(a, "1000");
+    av_add(a, "--gid");
+    av_add(a, "1000");
+    av_add(a, "--hostname");
+    av_add(a, spec->id);
+    av_add(a, "--as-pid-1");
+    av_add(a, "--info-fd");
+    av_add(a, "4");
+    av_add(a, "--block-fd");
+    av_add(a, "5");
+    av_add(a, "--bind");
+    av_add(a, SB_STAGE_DIR);
+    av_add(a, "/");
+    av_add(a, "--ro-bind");
+    av_add(a, "/usr");
+    av_add(a, "/usr");
+    for (i = 0; etc_binds[i] != NULL; i++) {
+        snprintf(path, sizeof(path), "/etc/%s", etc_binds[i]);
+        av_add(a, "--ro-bind-try");
+        av_add(a, path);
+        av_add(a, path);
+    }
+    av_add(a, "--proc");
+    av_add(a, "/proc");
+    av_add(a, "--dev");
+    av_add(a, "/dev");
+    av_add(a, "--tmpfs");
+    av_add(a, "/run");
+    av_add(a, "--ro-bind");
+    av_add(a, sb_rt.agent_path);
+    av_add(a, AGENT_INSIDE_PATH);
+    av_add(a, "--clearenv");
+    av_setenv(a, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    av_setenv(a, "HOME=" SB_INSIDE_HOME);
+    av_setenv(a, "USER=user");
+    av_setenv(a, "LOGNAME=user");
+    av_setenv(a, "SHELL=/bin/bash");
+    av_setenv(a, "LANG=C.UTF-8");
+    for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
+        av_setenv(a, spec->env[i]);
+    av_add(a, "--chdir");
+    av_add(a, SB_INSIDE_HOME);
+    av_add(a, AGENT_INSIDE_PATH);
+    return a->oom ? -ENOMEM : 0;
+}
+
+/* ---- overlay --------------------------------------------------------- */
+
+static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
+{
+    char *lower = NULL;
+    char *base = NULL;
+    char *upper = NULL;
+    char *work = NULL;
+    int fsfd = -1;
+    int mfd = -1;
+    int rc = 0;
+
+    if (asprintf(&base, "%s/%s", spec->dir, SB_DIR_BASE) < 0 ||
+        asprintf(&upper, "%s/%s", spec->dir, SB_DIR_UPPER) < 0 ||
+        asprintf(&work, "%s/%s", spec->dir, SB_DIR_WORK) < 0) {
+        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    lower = sb_lowerdir(spec->lower_layers, spec->n_layers, base, err, errlen);
+    if (lower == NULL) {
+        rc = -EINVAL;
+        goto out;
+    }
+    fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fsfd < 0) {
+        rc = sb_err(err, errlen, -errno, "overlayfs unavailable: %s", strerror(errno));
+        goto out;
+    }
+    if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir", lower, 0) != 0 ||
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+        fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
+        rc = sb_err(err, errlen, -errno, "cannot mount the root overlay of %s: %s", spec->dir,
+                    strerror(errno));
+        goto out;
+    }
+    mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+    if (mfd < 0)
+        rc = sb_err(err, errlen, -errno, "cannot mount the root overlay of %s: %s", spec->dir,
+                    strerror(errno));
+out:
+    if (fsfd >= 0)
+        close(fsfd);
+    free(lower);
+    free(base);
+    free(upper);
+    free(work);
+    return rc != 0 ? rc : mfd;
+}
+
+/* ---- the launcher child ---------------------------------------------- */
+
+struct launch {
+    char **argv;
+    int mntfd;
+    int master;   /* agent end -> fd 3 */
+    int info_w;   /* -> fd 4 */
+    int block_r;  /* -> fd 5 */
+    int errpipe_w;
+    int devnull;
+    int cg_fds[SB_CG_N];
+    uid_t uid;
+    struct rlimit as_lim, nproc_lim;
+    bool use_as, use_nproc;
+};
+
+static void put_pid(int fd)
+{
+    char buf[24];
+    int i = sizeof(buf);
+    pid_t pid = getpid();
+
+    do {
+        buf[--i] = (char)('0' + pid % 10);
+        pid /= 10;
+    } while (pid > 0 && i > 0);
+    if (write(fd, buf + i, sizeof(buf) - (size_t)i) < 0)
+        _exit(120);
+}
+
+static void child_fail(int errfd, const char *what)
+{
+    char msg[160];
+    int e = errno;
+    int n;
+
+    n = snprintf(msg, sizeof(msg), "devboxd launcher: %s: %s\n", what, strerror(e));
+    if (n > 0 && write(errfd, msg, (size_t)n) < 0) {
+        /* nothing more to do */
+    }
+    _exit(121);
+}
+
+/* Runs between fork and exec: async-signal-safe calls only. */
+static void launcher_child(const struct launch *l)
+{
+    int fd;
+    int i;
+    int hi[4];
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+    for (i = 0; i < SB_CG_N; i++) {
+        if (l->cg_fds[i] >= 0)
+            put_pid(l->cg_fds[i]);
+    }
+    if (l->use_as)
+        setrlimit(RLIMIT_AS, &l->as_lim);
+    if (l->use_nproc)
+        setrlimit(RLIMIT_NPROC, &l->nproc_lim);
+    fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        /* The agent (pid 1 inside) is the last thing the OOM killer picks;
+         * it hands commands a score of 0 again.  Best effort: needs
+         * CAP_SYS_RESOURCE, which some hosts withhold even from root. */
+        if (write(fd, "-999", 4) < 0) {
+            /* the OOM killer still prefers the biggest process */
+        }
+        close(fd);
+    }
+    if (unshare(CLONE_NEWNS) != 0)
+        child_fail(l->errpipe_w, "unshare(mount)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        child_fail(l->errpipe_w, "make / private");
+    if (move_mount(l->mntfd, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        child_fail(l->errpipe_w, "attach the root overlay");
+    /* Lift the fds clear of 0..5 before placing them. */
+    hi[0] = fcntl(l->master, F_DUPFD, 10);
+    hi[1] = fcntl(l->info_w, F_DUPFD, 10);
+    hi[2] = fcntl(l->block_r, F_DUPFD, 10);
+    hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
+    if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0)
+        child_fail(l->errpipe_w, "dup");
+    if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
+        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0)
+        child_fail(l->errpipe_w, "dup2");
+    close_range(6, ~0U, 0);
+    if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, l->uid, l->uid, l->uid) != 0 ||
+        syscall(SYS_setresuid, l->uid, l->uid, l->uid) != 0)
+        child_fail(2, "drop to the devbox uid");
+    execve(l->argv[0], l->argv, envp);
+    child_fail(2, "exec bwrap");
+}
+
+/* ---- slirp4netns ------------------------------------------------------ */
+
+static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
+{
+    char nspath[64];
+    char ready_arg[32];
+    int netfd = -1;
+    int userfd = -1;
+    int ready[2] = {-1, -1};
+    int exitp[2] = {-1, -1};
+    int devnull = -1;
+    int rc = 0;
+    char buf[8];
+    pid_t pid;
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    /* As the devbox uid it joins the netns' owning userns; as root (when
+     * /dev/net/tun is root-only) it confines itself: --enable-sandbox drops
+     * every capability but NET_BIND_SERVICE and pivots to an empty root. */
+    char *argv[] = {sb_rt.slirp_path, "--configure", "--mtu=65520", "--disable-host-loopback",
+                    "--netns-type=path", "--exit-fd=5", ready_arg, "--enable-seccomp",
+                    sb_rt.slirp_as_root ? "--enable-sandbox" : "--userns-path=/proc/self/fd/4",
+                    "/proc/self/fd/3", "tap0", NULL};
+
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
+    snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=6");
+    netfd = open(nspath, O_RDONLY | O_CLOEXEC);
+    if (netfd < 0) {
+        rc = sb_err(err, errlen, -errno, "sandbox exited during network setup");
+        goto out;
+    }
+    /* The netns belongs to bwrap's outer user namespace; slirp joins that. */
+    userfd = ioctl(netfd, NS_GET_USERNS);
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (userfd < 0 || devnull < 0 || pipe2(ready, O_CLOEXEC) != 0 ||
+        pipe2(exitp, O_CLOEXEC) != 0) {
+        rc = sb_err(err, errlen, -errno, "network setup: %s", strerror(errno));
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        int h0 = fcntl(netfd, F_DUPFD, 10);
+        int h1 = fcntl(userfd, F_DUPFD, 10);
+        int h2 = fcntl(exitp[0], F_DUPFD, 10);
+        int h3 = fcntl(ready[1], F_DUPFD, 10);
+        if (h0 < 0 || h1 < 0 || h2 < 0 || h3 < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+            dup2(devnull, 2) < 0 || dup2(h0, 3) < 0 || dup2(h1, 4) < 0 || dup2(h2, 5) < 0 ||
+            dup2(h3, 6) < 0)
+            _exit(122);
+        close_range(7, ~0U, 0);
+        if (!sb_rt.slirp_as_root &&
+            (syscall(SYS_setgroups, 0, NULL) != 0 ||
+             syscall(SYS_setresgid, sb->uid, sb->uid, sb->uid) != 0 ||
+             syscall(SYS_setresuid, sb->uid, sb->uid, sb->uid) != 0))
+            _exit(123);
+        execve(argv[0], argv, envp);
+        _exit(124);
+    }
+    sb->slirp_pid = pid;
+    sb->slirp_pidfd = pidfd_open(pid, 0);
+    sb->slirp_exit_w = exitp[1];
+    exitp[1] = -1;
+    close(ready[1]);
+    ready[1] = -1;
+    rc = sb_poll_until(ready[0], POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    if (rc == 0 && read(ready[0], buf, 1) != 1)
+        rc = -EIO;
+    if (rc != 0)
+        sb_err(err, errlen, rc, "slirp4netns did not configure the devbox network");
+out:
+    if (netfd >= 0)
+        close(netfd);
+    if (userfd >= 0)
+        close(userfd);
+    if (devnull >= 0)
+        close(devnull);
+    for (int i = 0; i < 2; i++) {
+        if (ready[i] >= 0)
+            close(ready[i]);
+        if (exitp[i] >= 0)
+            close(exitp[i]);
+    }
+    return rc;
+}
+
+/* ---- start ------------------------------------------------------------ */
+
+static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
+{
+    size_t i;
+
+    if (spec == NULL || !sb_valid_id(spec->id))
+        return sb_err(err, errlen, -EINVAL, "devbox id must be 1-63 of [A-Za-z0-9_-]");
+    if (spec->dir == NULL || !sb_valid_layer_path(spec->dir))
+        return sb_err(err, errlen, -EINVAL,
+                      "devbox dir must be an absolute path without ':', ',' or '\\'");
+    if (spec->net != SB_NET_OUTBOUND && spec->net != SB_NET_NONE)
+        return sb_err(err, errlen, -EINVAL, "unknown network policy %d", (int)spec->net);
+    if (spec->n_layers > 0 && spec->lower_layers == NULL)
+        return sb_err(err, errlen, -EINVAL, "n_layers > 0 but no layer list");
+    for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
+        if (!sb_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
+            return sb_err(err, errlen, -EINVAL,
+                          "environment entry %zu must be KEY=VALUE with KEY of [A-Za-z0-9_]", i);
+    }
+    if (sb_rt.state_dir == NULL)
+        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
+    return 0;
+}
+
+static int read_info(struct sandbox *sb, int info_r, char *err, size_t errlen)
+{
+    char buf[4096];
+    size_t len = 0;
+    ssize_t n;
+    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
+    cJSON *js = NULL;
+    const cJSON *pid;
+    int rc = -EIO;
+
+    while (len < sizeof(buf) - 1) {
+        if (sb_poll_until(info_r, POLLIN, deadline) != 0)
+            return sb_err(err, errlen, -ETIMEDOUT, "bwrap did not report the sandbox pid");
+        n = read(info_r, buf + len, sizeof(buf) - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        js = cJSON_Parse(buf);
+        if (js != NULL)
+            break;
+    }
+    pid = cJSON_GetObjectItemCaseSensitive(js, "child-pid");
+    if (cJSON_IsNumber(pid) && pid->valuedouble > 1 && pid->valuedouble < 1e9) {
+        sb->init_pid = (pid_t)pid->valuedouble;
+        sb->init_pidfd = pidfd_open(sb->init_pid, 0);
+        rc = sb->init_pidfd >= 0 ? 0 : -errno;
+    }
+    cJSON_Delete(js);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "bwrap did not start the sandbox");
+    return 0;
+}
+
+static int wait_hello(struct sandbox *sb, char *err, size_t errlen)
+{
+    char buf[256];
+    ssize_t n;
+    cJSON *js = NULL;
+    const cJSON *ev;
+    const cJSON *ver;
+    int rc = 0;
+
+    rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "the devbox agent did not start in time");
+    n = recv(sb->master, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+    if (n <= 0)
+        return sb_err(err, errlen, -EIO, "the devbox agent exited during start");
+    buf[n] = '\0';
+    js = cJSON_ParseWithLength(buf, (size_t)n);
+    ev = cJSON_GetObjectItemCaseSensitive(js, "ev");
+    ver = cJSON_GetObjectItemCaseSensitive(js, "version");
+    if (!cJSON_IsString(ev) || strcmp(ev->valuestring, "hello") != 0 || !cJSON_IsNumber(ver) ||
+        ver->valueint != AGENT_PROTO_VERSION)
+        rc = sb_err(err, errlen, -EPROTO, "the devbox agent spoke an unknown protocol");
+    cJSON_Delete(js);
+    return rc;
+}
+
+static void read_errpipe(int fd, char *err, size_t errlen)
+{
+    char buf[512];
+    ssize_t n;
+
+    if (fd < 0 || err == NULL || errlen == 0)
+        return;
+    n = read(fd, buf, sizeof(buf) - 1);
+    if (n <= 0)
+        return;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    buf[n] = '\0';
+    snprintf(err + strlen(err), errlen - strlen(err), " (%s)", buf);
+}
+
+static struct sandbox *sandbox_new(const struct sb_spec *spec)
+{
+    struct sandbox *sb = calloc(1, sizeof(*sb));
+
+    if (sb == NULL)
+        return NULL;
+    pthread_mutex_init(&sb->lock, NULL);
+    snprintf(sb->id, sizeof(sb->id), "%s", spec->id);
+    sb->dir = strdup(spec->dir);
+    sb->master = sb->rootfd = sb->init_pidfd = sb->launcher_pidfd = -1;
+    sb->slirp_pidfd = sb->slirp_exit_w = sb->errpipe_r = -1;
+    if (sb->dir == NULL) {
+        free(sb);
+        return NULL;
+    }
+    return sb;
+}
+
+static void fill_rlimits(struct launch *l, const struct sb_limits *lim)
+{
+    /* Fallbacks when a controller is missing: per-process address space and
+     * per-uid process count (each devbox has its own host uid). */
+    if (!sb_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
+        l->use_as = true;
+        l->as_lim.rlim_cur = l->as_lim.rlim_max = lim->memory_bytes;
+    }
+    if (!sb_rt.have_ctl[SB_CG_PIDS]) {
+        l->use_nproc = true;
+        l->nproc_lim.rlim_cur = l->nproc_lim.rlim_max =
+            (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
+    }
+}
+
+static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
+{
+    struct argvec av = {0};
+    struct launch l;
+    int sp[2] = {-1, -1};
+    int info[2] = {-1, -1};
+    int block[2] = {-1, -1};
+    int errp[2] = {-1, -1};
+    int rc = 0;
+    int i;
+    pid_t pid;
+
+    memset(&l, 0, sizeof(l));
+    for (i = 0; i < SB_CG_N; i++)
+        l.cg_fds[i] = -1;
+    l.devnull = -1;
+    if (build_bwrap_argv(spec, &av) != 0) {
+        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = sb_cg_open_procs(&sb->cg, l.cg_fds);
+    if (rc != 0) {
+        sb_err(err, errlen, rc, "cannot open the devbox cgroups: %s", strerror(-rc));
+        goto out;
+    }
+    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (l.devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
+        pipe2(info, O_CLOEXEC) != 0 || pipe2(block, O_CLOEXEC) != 0 ||
+        pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
+        rc = sb_err(err, errlen, -errno, "cannot create sandbox channels: %s", strerror(errno));
+        goto out;
+    }
+    l.argv = av.v;
+    l.mntfd = sb->rootfd;
+    l.master = sp[1];
+    l.info_w = info[1];
+    l.block_r = block[0];
+    l.errpipe_w = errp[1];
+    l.uid = sb->uid;
+    fill_rlimits(&l, &spec->limits);
+    pid = fork();
+    if (pid < 0) {
+        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0)
+        launcher_child(&l);
+    sb->launcher_pid = pid;
+    sb->launcher_pidfd = pidfd_open(pid, 0);
+    sb->master = sp[0];
+    sp[0] = -1;
+    sb->errpipe_r = errp[0];
+    errp[0] = -1;
+    close(sp[1]);
+    sp[1] = -1;
+    close(info[1]);
+    info[1] = -1;
+    close(block[0]);
+    block[0] = -1;
+    close(errp[1]);
+    errp[1] = -1;
+    rc = read_info(sb, info[0], err, errlen);
+    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
+        rc = start_slirp(sb, err, errlen);
+    if (rc == 0 && write(block[1], "g", 1) != 1)
+        rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
+    if (rc == 0)
+        rc = wait_hello(sb, err, errlen);
+out:
+    if (rc != 0) {
+        /* Give bwrap a moment to report why, without blocking start. */
+        if (sb->errpipe_r >= 0 && sb->launcher_pidfd >= 0)
+            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 200);
+        read_errpipe(sb->errpipe_r, err, errlen);
+    }
+    for (i = 0; i < 2; i++) {
+        if (sp[i] >= 0)
+            close(sp[i]);
+        if (info[i] >= 0)
+            close(info[i]);
+        if (block[i] >= 0)
+            close(block[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+    }
+    for (i = 0; i < SB_CG_N; i++) {
+        if (l.cg_fds[i] >= 0)
+            close(l.cg_fds[i]);
+    }
+    if (l.devnull >= 0)
+        close(l.devnull);
+    av_free(&av);
+    return rc;
+}
+
+int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen)
+{
+    struct sandbox *sb = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = check_spec(spec, err, errlen);
+    if (rc != 0)
+        return rc;
+    sb = sandbox_new(spec);
+    if (sb == NULL)
+        return sb_err(err, errlen, -ENOMEM, "out of memory");
+    if (mkdir(spec->dir, 0700) != 0 && errno != EEXIST) {
+        rc = sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", spec->dir,
+                    strerror(errno));
+        goto fail;
+    }
+    rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
+    if (rc == 0)
+        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, err, errlen);
+    if (rc != 0)
+        goto fail;
+    sb->rootfd = mount_overlay(spec, err, errlen);
+    if (sb->rootfd < 0) {
+        rc = sb->rootfd;
+        goto fail;
+    }
+    rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
+    if (rc != 0)
+        goto fail;
+    sb->oom_base = sb_cg_oom_kills(&sb->cg);
+    rc = launch(sb, spec, err, errlen);
+    if (rc != 0)
+        goto fail;
+    close(sb->errpipe_r);
+    sb->errpipe_r = -1;
+    *out = sb;
+    return 0;
+fail:
+    sandbox_release(sb);
+    return rc;
+}
+
+/* ---- stop / health ------------------------------------------------------ */
+
+int sandbox_stop(struct sandbox *sb)
+{
+    uint64_t ooms;
+
+    if (sb == NULL || sb->stopped)
+        return 0;
+    sb->stopped = true;
+    ooms = sb_cg_oom_kills(&sb->cg);
+    if (ooms > sb->oom_base && sb->failure == NULL)
+        sb->failure = "out_of_memory";
+    if (sb->init_pidfd >= 0)
+        pidfd_send_signal(sb->init_pidfd, SIGKILL, NULL, 0);
+    if (sb->master >= 0) {
+        close(sb->master);
+        sb->master = -1;
+    }
+    sb_cg_kill_all(&sb->cg, 5000);
+    reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
+    sb->launcher_pid = 0;
+    if (sb->slirp_exit_w >= 0) {
+        close(sb->slirp_exit_w); /* slirp4netns exits on EOF */
+        sb->slirp_exit_w = -1;
+    }
+    reap_child(sb->slirp_pid, sb->slirp_pidfd, 2000);
+    sb->slirp_pid = 0;
+    sb_cg_remove(&sb->cg);
+    if (sb->rootfd >= 0) {
+        close(sb->rootfd); /* last reference to the overlay mount */
+        sb->rootfd = -1;
+    }
+    if (sb->init_pidfd >= 0)
+        close(sb->init_pidfd);
+    if (sb->launcher_pidfd >= 0)
+        close(sb->launcher_pidfd);
+    if (sb->slirp_pidfd >= 0)
+        close(sb->slirp_pidfd);
+    sb->init_pidfd = sb->launcher_pidfd = sb->slirp_pidfd = -1;
+    return 0;
+}
+
+void sandbox_release(struct sandbox *sb)
+{
+    if (sb == NULL)
+        return;
+    sandbox_stop(sb);
+    if (sb->errpipe_r >= 0)
+        close(sb->errpipe_r);
+    pthread_mutex_destroy(&sb->lock);
+    free(sb->dir);
+    free(sb);
+}
+
+int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
+{
+    int rc;
+
+    if (dir == NULL || dir[0] != '/' || strcmp(dir, "/") == 0)
+        return sb_err(err, errlen, -EINVAL, "devbox dir must be an absolute path");
+    rc = sb_uid_release(dir);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir, strerror(-rc));
+    rc = sb_remove_tree(dir);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "cannot remove %s: %s", dir, strerror(-rc));
+    return 0;
+}
+
+int sandbox_check(struct sandbox *sb)
+{
+    struct pollfd p;
+    uint64_t ooms;
+
+    if (sb == NULL || sb->stopped)
+        return -ESRCH;
+    ooms = sb_cg_oom_kills(&sb->cg);
+    if (ooms > sb->oom_base && sb->failure == NULL)
+        sb->failure = "out_of_memory";
+    p.fd = sb->init_pidfd;
+    p.events = POLLIN;
+    p.revents = 0;
+    if (poll(&p, 1, 0) == 1) {
+        if (sb->failure == NULL)
+            sb->failure = "sandbox_exited";
+        return -ESRCH;
+    }
+    return 0;
+}
+
+const char *sandbox_failure_reason(struct sandbox *sb)
+{
+    if (sb == NULL)
+        return NULL;
+    if (!sb->stopped)
+        sandbox_check(sb);
+    return sb->failure;
+}
+
+uid_t sandbox_host_uid(const struct sandbox *sb)
+{
+    return sb->uid;
+}
+
+int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
+{
+    memset(u, 0, sizeof(*u));
+    if (sb == NULL || sb->stopped)
+        return -ESRCH;
+    u->memory_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
+    u->memory_peak_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
+    u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
+    u->pids = (uint32_t)sb_cg_pids_current(&sb->cg);
+    u->oom_kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
+    return 0;
+}

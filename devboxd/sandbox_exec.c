@@ -1,0 +1,372 @@
+/* Commands (via the agent) and confined file opens.  Everything the agent
+ * sends back is untrusted: bounded, parsed with cJSON, type-checked; fds it
+ * tries to pass are closed. */
+#define _GNU_SOURCE
+#include "sandbox_priv.h"
+#include "agent/agent_proto.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct sb_proc {
+    int chan;     /* SEQPACKET to the agent for this command */
+    int stdin_fd; /* our end of the stdin stream socket, -1 if none */
+    int pid;      /* inside the sandbox, 0 until started */
+    bool done;
+    int status;
+    char *error;
+};
+
+static void close_passed_fds(struct msghdr *mh)
+{
+    struct cmsghdr *c;
+    size_t i;
+    size_t n;
+    int fd;
+
+    for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (i = 0; i < n; i++) {
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            close(fd);
+        }
+    }
+}
+
+static int send_with_fds(int sock, const char *text, const int *fds, size_t nfds)
+{
+    char cbuf[CMSG_SPACE(sizeof(int) * AGENT_EXEC_FDS)];
+    struct iovec iov = {.iov_base = (void *)text, .iov_len = strlen(text)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    struct cmsghdr *c;
+    ssize_t n;
+
+    if (nfds > 0) {
+        memset(cbuf, 0, sizeof(cbuf));
+        mh.msg_control = cbuf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    do {
+        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return n == (ssize_t)iov.iov_len ? 0 : -EIO;
+}
+
+static int check_exec(const struct sb_exec *req, char *err, size_t errlen)
+{
+    size_t i;
+
+    if (req == NULL || req->command == NULL)
+        return sb_err(err, errlen, -EINVAL, "command is required");
+    if (strlen(req->command) > AGENT_MSG_MAX / 2)
+        return sb_err(err, errlen, -E2BIG, "command is longer than %d bytes", AGENT_MSG_MAX / 2);
+    if (req->shell_name != NULL && !sb_valid_shell_name(req->shell_name))
+        return sb_err(err, errlen, -EINVAL,
+                      "shell_name must be 1-64 of [A-Za-z0-9_.-], not starting with '.'");
+    if (req->cwd != NULL && (req->cwd[0] == '\0' || strlen(req->cwd) > 4096))
+        return sb_err(err, errlen, -EINVAL, "cwd must be a non-empty path");
+    for (i = 0; req->env != NULL && req->env[i] != NULL; i++) {
+        if (i >= 256 || !sb_valid_env(req->env[i]))
+            return sb_err(err, errlen, -EINVAL,
+                          "environment entry %zu must be KEY=VALUE with KEY of [A-Za-z0-9_]", i);
+    }
+    return 0;
+}
+
+static char *exec_json(const struct sb_exec *req)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON *env = NULL;
+    char *text = NULL;
+    size_t i;
+
+    if (msg == NULL)
+        return NULL;
+    cJSON_AddStringToObject(msg, "op", "exec");
+    cJSON_AddStringToObject(msg, "cmd", req->command);
+    if (req->shell_name != NULL)
+        cJSON_AddStringToObject(msg, "shell", req->shell_name);
+    else
+        cJSON_AddNullToObject(msg, "shell");
+    if (req->cwd != NULL)
+        cJSON_AddStringToObject(msg, "cwd", req->cwd);
+    else
+        cJSON_AddNullToObject(msg, "cwd");
+    env = cJSON_AddArrayToObject(msg, "env");
+    for (i = 0; env != NULL && req->env != NULL && req->env[i] != NULL; i++)
+        cJSON_AddItemToArray(env, cJSON_CreateString(req->env[i]));
+    text = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (text != NULL && strlen(text) > AGENT_MSG_MAX) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
+                 char *err, size_t errlen)
+{
+    struct sb_proc *p = NULL;
+    char *text = NULL;
+    int chan[2] = {-1, -1};
+    int in[2] = {-1, -1};
+    int devnull = -1;
+    int fds[AGENT_EXEC_FDS];
+    int rc;
+
+    *out = NULL;
+    rc = check_exec(req, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (sb == NULL || sb->stopped || sb->master < 0)
+        return sb_err(err, errlen, -ESRCH, "the devbox is not running");
+    text = exec_json(req);
+    p = calloc(1, sizeof(*p));
+    if (text == NULL || p == NULL) {
+        rc = sb_err(err, errlen, -E2BIG, "command and environment too large or out of memory");
+        goto out;
+    }
+    p->chan = p->stdin_fd = -1;
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0 ||
+        (req->want_stdin && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)) {
+        rc = sb_err(err, errlen, -errno, "cannot create command channels: %s", strerror(errno));
+        goto out;
+    }
+    if (req->want_stdin)
+        shutdown(in[1], SHUT_WR); /* the command only reads */
+    fds[0] = chan[1];
+    fds[1] = req->want_stdin ? in[1] : devnull;
+    fds[2] = req->stdout_fd >= 0 ? req->stdout_fd : devnull;
+    fds[3] = req->stderr_fd >= 0 ? req->stderr_fd : devnull;
+    pthread_mutex_lock(&sb->lock);
+    rc = sb->master >= 0 ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS) : -ESRCH;
+    pthread_mutex_unlock(&sb->lock);
+    if (rc != 0) {
+        rc = sb_err(err, errlen, -ESRCH, "the devbox is not running (agent gone: %s)",
+                    strerror(-rc));
+        goto out;
+    }
+    p->chan = chan[0];
+    chan[0] = -1;
+    p->stdin_fd = in[0];
+    in[0] = -1;
+    *out = p;
+    p = NULL;
+out:
+    if (chan[0] >= 0)
+        close(chan[0]);
+    if (chan[1] >= 0)
+        close(chan[1]);
+    if (in[0] >= 0)
+        close(in[0]);
+    if (in[1] >= 0)
+        close(in[1]);
+    if (devnull >= 0)
+        close(devnull);
+    free(text);
+    sb_proc_free(p);
+    return rc;
+}
+
+/* Handles one agent message; returns 1 when the command finished. */
+static int handle_event(struct sb_proc *p, const char *buf, size_t len)
+{
+    cJSON *js = cJSON_ParseWithLength(buf, len);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(js, "ev");
+    const cJSON *num;
+    const cJSON *msg;
+    int done = 0;
+
+    if (!cJSON_IsString(ev))
+        goto out;
+    if (strcmp(ev->valuestring, "started") == 0) {
+        num = cJSON_GetObjectItemCaseSensitive(js, "pid");
+        if (cJSON_IsNumber(num) && num->valuedouble >= 1 && num->valuedouble <= 4194304)
+            p->pid = (int)num->valuedouble;
+    } else if (strcmp(ev->valuestring, "exit") == 0) {
+        num = cJSON_GetObjectItemCaseSensitive(js, "status");
+        if (cJSON_IsNumber(num) && num->valuedouble >= 0 && num->valuedouble <= 255) {
+            p->status = (int)num->valuedouble;
+            done = 1;
+        }
+    } else if (strcmp(ev->valuestring, "error") == 0) {
+        msg = cJSON_GetObjectItemCaseSensitive(js, "message");
+        free(p->error);
+        p->error = strndup(cJSON_IsString(msg) ? msg->valuestring : "agent error", 200);
+        p->status = 127;
+        done = 1;
+    }
+out:
+    cJSON_Delete(js);
+    return done;
+}
+
+int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status)
+{
+    char buf[1024];
+    char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+    struct iovec iov;
+    struct msghdr mh;
+    int64_t deadline = timeout_ms < 0 ? -1 : sb_now_ms() + timeout_ms;
+    ssize_t n;
+    int rc;
+
+    *exit_status = -1;
+    while (!p->done) {
+        if (p->chan < 0)
+            return -ESRCH;
+        rc = sb_poll_until(p->chan, POLLIN, deadline);
+        if (rc != 0)
+            return rc;
+        iov.iov_base = buf;
+        iov.iov_len = sizeof(buf) - 1;
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = cbuf;
+        mh.msg_controllen = sizeof(cbuf);
+        n = recvmsg(p->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        close_passed_fds(&mh);
+        if (n <= 0) {
+            /* Agent (or the whole sandbox) went away without an exit event. */
+            close(p->chan);
+            p->chan = -1;
+            return -ESRCH;
+        }
+        if (mh.msg_flags & MSG_TRUNC)
+            continue; /* oversized: not a message we sent for */
+        if (handle_event(p, buf, (size_t)n) == 1)
+            p->done = true;
+    }
+    *exit_status = p->status;
+    return 0;
+}
+
+const char *sb_proc_error(const struct sb_proc *p)
+{
+    return p->error;
+}
+
+int sb_proc_pid(const struct sb_proc *p)
+{
+    return p->pid;
+}
+
+int sb_proc_fd(const struct sb_proc *p)
+{
+    return p->chan;
+}
+
+int sb_proc_kill(struct sb_proc *p, int sig)
+{
+    char msg[64];
+    int rc;
+
+    if (sig < 1 || sig > 64)
+        return -EINVAL;
+    if (p->done || p->chan < 0)
+        return -ESRCH;
+    snprintf(msg, sizeof(msg), "{\"op\":\"kill\",\"sig\":%d}", sig);
+    rc = send_with_fds(p->chan, msg, NULL, 0);
+    return rc == -EPIPE || rc == -ECONNRESET ? -ESRCH : rc;
+}
+
+int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
+{
+    const char *c = buf;
+    ssize_t n;
+
+    if (p->stdin_fd < 0)
+        return -EPIPE;
+    while (len > 0) {
+        n = send(p->stdin_fd, c, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return (errno == ECONNRESET || errno == EPIPE) ? -EPIPE : -errno;
+        c += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int sb_proc_close_stdin(struct sb_proc *p)
+{
+    if (p->stdin_fd >= 0) {
+        close(p->stdin_fd);
+        p->stdin_fd = -1;
+    }
+    return 0;
+}
+
+void sb_proc_free(struct sb_proc *p)
+{
+    if (p == NULL)
+        return;
+    if (p->chan >= 0)
+        close(p->chan);
+    if (p->stdin_fd >= 0)
+        close(p->stdin_fd);
+    free(p->error);
+    free(p);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
+{
+    struct open_how how;
+    char *rel = NULL;
+    long fd;
+    int saved;
+    int tries = 0;
+    uid_t old_uid;
+    gid_t old_gid;
+
+    if (sb == NULL || sb->rootfd < 0)
+        return -ESRCH;
+    if (path == NULL || strnlen(path, 4097) > 4096)
+        return -ENAMETOOLONG;
+    rel = sb_root_relative(path);
+    if (rel == NULL)
+        return -EINVAL;
+    memset(&how, 0, sizeof(how));
+    how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY) & ~(uint64_t)O_PATH;
+    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777 & ~(mode_t)06000) : 0;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+    /* Act as the devbox user for this thread only: permissions as inside,
+     * new files owned by its host uid (fsuid/fsgid are per-thread). */
+    old_gid = (gid_t)syscall(SYS_setfsgid, sb->uid);
+    old_uid = (uid_t)syscall(SYS_setfsuid, sb->uid);
+    do {
+        fd = syscall(SYS_openat2, sb->rootfd, rel, &how, sizeof(how));
+    } while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 32);
+    saved = errno;
+    syscall(SYS_setfsuid, old_uid);
+    syscall(SYS_setfsgid, old_gid);
+    free(rel);
+    return fd < 0 ? -saved : (int)fd;
+}

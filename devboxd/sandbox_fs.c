@@ -1,0 +1,491 @@
+/* Sandbox filesystem side: validation, the per-devbox directory layout,
+ * the generated base layer and host uid claims. */
+#define _GNU_SOURCE
+#include "sandbox_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int sb_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static bool is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool sb_valid_id(const char *id)
+{
+    size_t i;
+
+    if (id == NULL || id[0] == '\0')
+        return false;
+    for (i = 0; id[i] != '\0'; i++) {
+        if (i >= SB_ID_MAX)
+            return false;
+        if (!is_alnum(id[i]) && id[i] != '_' && id[i] != '-')
+            return false;
+    }
+    /* It becomes the hostname: no leading '-'. */
+    return id[0] != '-';
+}
+
+bool sb_valid_shell_name(const char *name)
+{
+    size_t i;
+
+    if (name == NULL || name[0] == '\0' || name[0] == '.')
+        return false;
+    for (i = 0; name[i] != '\0'; i++) {
+        if (i >= SB_SHELL_MAX)
+            return false;
+        if (!is_alnum(name[i]) && name[i] != '_' && name[i] != '-' && name[i] != '.')
+            return false;
+    }
+    return true;
+}
+
+bool sb_valid_env(const char *kv)
+{
+    size_t i;
+
+    if (kv == NULL)
+        return false;
+    if (!(kv[0] == '_' || (kv[0] >= 'a' && kv[0] <= 'z') || (kv[0] >= 'A' && kv[0] <= 'Z')))
+        return false;
+    for (i = 1; kv[i] != '\0' && kv[i] != '='; i++) {
+        if (!is_alnum(kv[i]) && kv[i] != '_')
+            return false;
+    }
+    return kv[i] == '=';
+}
+
+bool sb_valid_layer_path(const char *path)
+{
+    if (path == NULL || path[0] != '/' || strlen(path) >= 1024)
+        return false;
+    /* Overlay option syntax uses these as separators/escapes. */
+    return strpbrk(path, ":,\\\n") == NULL;
+}
+
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+                  char *err, size_t errlen)
+{
+    size_t len = 0;
+    size_t i;
+    char *out = NULL;
+    struct stat st;
+
+    if (n > SB_MAX_LAYERS) {
+        sb_err(err, errlen, -EINVAL, "too many lower layers (%zu, at most %d)", n, SB_MAX_LAYERS);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        if (!sb_valid_layer_path(layers[i])) {
+            sb_err(err, errlen, -EINVAL,
+                   "lower layer %zu must be an absolute path without ':', ',' or '\\'", i);
+            return NULL;
+        }
+        if (stat(layers[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            sb_err(err, errlen, -ENOENT, "lower layer %s is not a directory", layers[i]);
+            return NULL;
+        }
+        len += strlen(layers[i]) + 1;
+    }
+    if (!sb_valid_layer_path(base)) {
+        sb_err(err, errlen, -EINVAL, "devbox dir %s must not contain ':', ',' or '\\'", base);
+        return NULL;
+    }
+    len += strlen(base) + 1;
+    out = malloc(len);
+    if (out == NULL) {
+        sb_err(err, errlen, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        strcat(out, layers[i]);
+        strcat(out, ":");
+    }
+    strcat(out, base);
+    return out;
+}
+
+char *sb_root_relative(const char *path)
+{
+    size_t len;
+    char *out = NULL;
+
+    if (path == NULL || path[0] == '\0')
+        return NULL;
+    len = strlen(path);
+    if (len >= 4096)
+        return NULL;
+    if (path[0] == '/') {
+        while (*path == '/')
+            path++;
+        out = strdup(path[0] == '\0' ? "." : path);
+        return out;
+    }
+    if (asprintf(&out, "%s/%s", SB_INSIDE_HOME + 1, path) < 0)
+        return NULL;
+    return out;
+}
+
+int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode)
+{
+    int fd = -1;
+    int rc = 0;
+    size_t len = strlen(data);
+    ssize_t n;
+
+    fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -errno;
+    while (len > 0) {
+        n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -EIO;
+            goto out;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    if (fchmod(fd, mode) != 0)
+        rc = -errno;
+out:
+    close(fd);
+    return rc;
+}
+
+int sb_read_small(const char *path, char *buf, size_t len)
+{
+    int fd = -1;
+    ssize_t n;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+static int mkdir_at(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid)
+{
+    if (mkdirat(dirfd, name, mode) != 0 && errno != EEXIST)
+        return -errno;
+    if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+        return -errno;
+    if (fchmodat(dirfd, name, mode, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+static int touch_at(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+static int symlink_at(int dirfd, const char *target, const char *name)
+{
+    if (symlinkat(target, dirfd, name) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Mount points the bwrap command line binds over, so bwrap never has to
+ * create them in the devbox's writable layer. */
+static const char *const base_dirs[] = {
+    "usr", "proc", "dev", "run", "home", "var", "etc", "etc/ssl", "etc/ca-certificates",
+    "etc/alternatives", "etc/ld.so.conf.d", "etc/python3", "etc/python3.11", "etc/perl",
+    NULL,
+};
+static const char *const base_files[] = {
+    "etc/ld.so.cache", "etc/ld.so.conf", "etc/localtime", "etc/profile", "etc/bash.bashrc",
+    "etc/inputrc", "etc/mime.types", "etc/protocols", "etc/services", "etc/debian_version",
+    NULL,
+};
+
+static int write_etc(int basefd, const char *id)
+{
+    char buf[512];
+    int rc;
+
+    rc = sb_write_file(basefd, "etc/passwd",
+                       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                       "user:x:1000:1000:user:/home/user:/bin/bash\n"
+                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                       0644);
+    if (rc == 0)
+        rc = sb_write_file(basefd, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644);
+    if (rc == 0) {
+        snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
+                 "127.0.1.1\t%s\n", id);
+        rc = sb_write_file(basefd, "etc/hosts", buf, 0644);
+    }
+    if (rc == 0) {
+        snprintf(buf, sizeof(buf), "%s\n", id);
+        rc = sb_write_file(basefd, "etc/hostname", buf, 0644);
+    }
+    if (rc == 0)
+        rc = sb_write_file(basefd, "etc/resolv.conf", "nameserver 10.0.2.3\n", 0644);
+    if (rc == 0)
+        rc = sb_write_file(basefd, "etc/nsswitch.conf",
+                           "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                           "networks: files\nprotocols: files\nservices: files\n", 0644);
+    return rc;
+}
+
+static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
+{
+    int basefd = -1;
+    int rc;
+    size_t i;
+
+    rc = mkdir_at(dirfd, SB_DIR_BASE, 0755, 0, 0);
+    if (rc != 0)
+        return rc;
+    basefd = openat(dirfd, SB_DIR_BASE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (basefd < 0)
+        return -errno;
+    for (i = 0; base_dirs[i] != NULL && rc == 0; i++)
+        rc = mkdir_at(basefd, base_dirs[i], 0755, 0, 0);
+    for (i = 0; base_files[i] != NULL && rc == 0; i++)
+        rc = touch_at(basefd, base_files[i]);
+    if (rc == 0)
+        rc = mkdir_at(basefd, "tmp", 01777, 0, 0);
+    if (rc == 0)
+        rc = mkdir_at(basefd, "var/tmp", 01777, 0, 0);
+    if (rc == 0)
+        rc = mkdir_at(basefd, "home/user", 0755, uid, gid);
+    if (rc == 0)
+        rc = symlink_at(basefd, "usr/bin", "bin");
+    if (rc == 0)
+        rc = symlink_at(basefd, "usr/sbin", "sbin");
+    if (rc == 0)
+        rc = symlink_at(basefd, "usr/lib", "lib");
+    if (rc == 0)
+        rc = symlink_at(basefd, "usr/lib64", "lib64");
+    if (rc == 0)
+        rc = symlink_at(basefd, "../usr/lib/os-release", "etc/os-release");
+    if (rc == 0)
+        rc = write_etc(basefd, id);
+    close(basefd);
+    return rc;
+}
+
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
+                   char *err, size_t errlen)
+{
+    int dirfd = -1;
+    int rc = 0;
+
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir, strerror(errno));
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir, strerror(errno));
+    /* The upper root stays root-owned 0755 (it is the devbox's "/"). */
+    if (mkdirat(dirfd, SB_DIR_UPPER, 0755) != 0 && errno != EEXIST) {
+        rc = sb_err(err, errlen, -errno, "cannot create %s/%s: %s", dir, SB_DIR_UPPER,
+                    strerror(errno));
+        goto out;
+    }
+    rc = mkdir_at(dirfd, SB_DIR_WORK, 0700, 0, 0);
+    if (rc == 0)
+        rc = prepare_base(dirfd, id, uid, gid);
+    if (rc != 0)
+        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
+out:
+    close(dirfd);
+    return rc;
+}
+
+/* ---- host uid claims ------------------------------------------------- */
+
+static uint32_t hash_str(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *s != '\0'; s++) {
+        h ^= (unsigned char)*s;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static int claim_path(uid_t uid, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s/%u", sb_rt.claims_dir, (unsigned)uid);
+
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+/* A claim file holds the devbox dir it belongs to. */
+static int claim_matches(uid_t uid, const char *dir)
+{
+    char path[4096];
+    char buf[4096];
+
+    if (claim_path(uid, path, sizeof(path)) != 0)
+        return -ENAMETOOLONG;
+    if (sb_read_small(path, buf, sizeof(buf)) < 0)
+        return -ENOENT;
+    return strcmp(buf, dir) == 0 ? 0 : -EEXIST;
+}
+
+static int claim_new(uid_t uid, const char *dir)
+{
+    char path[4096];
+    int fd = -1;
+    ssize_t n;
+    size_t len = strlen(dir);
+
+    if (claim_path(uid, path, sizeof(path)) != 0)
+        return -ENAMETOOLONG;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    n = write(fd, dir, len);
+    close(fd);
+    if (n != (ssize_t)len) {
+        unlink(path);
+        return -EIO;
+    }
+    return 0;
+}
+
+int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
+{
+    char buf[32];
+    char path[4096];
+    char *end = NULL;
+    unsigned long v;
+    uint32_t i;
+    uint32_t start;
+    uid_t cand;
+    int rc;
+    int dirfd = -1;
+
+    if (snprintf(path, sizeof(path), "%s/%s", dir, SB_FILE_UID) >= (int)sizeof(path))
+        return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
+    if (sb_read_small(path, buf, sizeof(buf)) > 0) {
+        v = strtoul(buf, &end, 10);
+        if (end == buf || v < sb_rt.uid_base || v >= (unsigned long)sb_rt.uid_base + sb_rt.uid_count)
+            return sb_err(err, errlen, -EINVAL, "%s holds no uid of the range %u+%u; remove it",
+                          path, sb_rt.uid_base, sb_rt.uid_count);
+        cand = (uid_t)v;
+        rc = claim_matches(cand, dir);
+        if (rc == -ENOENT)
+            rc = claim_new(cand, dir);
+        if (rc != 0)
+            return sb_err(err, errlen, -EEXIST, "host uid %u of %s is claimed by another devbox",
+                          (unsigned)cand, dir);
+        *uid = cand;
+        return 0;
+    }
+    start = hash_str(id) % sb_rt.uid_count;
+    for (i = 0; i < sb_rt.uid_count; i++) {
+        cand = sb_rt.uid_base + (start + i) % sb_rt.uid_count;
+        rc = claim_new(cand, dir);
+        if (rc == -EEXIST)
+            continue;
+        if (rc != 0)
+            return sb_err(err, errlen, rc, "cannot claim a host uid in %s: %s", sb_rt.claims_dir,
+                          strerror(-rc));
+        snprintf(buf, sizeof(buf), "%u\n", (unsigned)cand);
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rc = dirfd < 0 ? -errno : sb_write_file(dirfd, SB_FILE_UID, buf, 0600);
+        if (dirfd >= 0)
+            close(dirfd);
+        if (rc != 0) {
+            claim_path(cand, path, sizeof(path));
+            unlink(path);
+            return sb_err(err, errlen, rc, "cannot record the devbox uid in %s: %s", dir,
+                          strerror(-rc));
+        }
+        *uid = cand;
+        return 0;
+    }
+    return sb_err(err, errlen, -EUSERS, "all %u host uids are in use", sb_rt.uid_count);
+}
+
+int sb_uid_release(const char *dir)
+{
+    char path[4096];
+    char buf[32];
+    unsigned long v;
+    char *end = NULL;
+
+    if (snprintf(path, sizeof(path), "%s/%s", dir, SB_FILE_UID) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
+        return 0;
+    v = strtoul(buf, &end, 10);
+    if (end == buf || v > UINT32_MAX)
+        return -EINVAL;
+    if (claim_matches((uid_t)v, dir) != 0)
+        return 0; /* not ours: leave it */
+    if (claim_path((uid_t)v, path, sizeof(path)) != 0)
+        return -ENAMETOOLONG;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+/* ---- removal ---------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    int rc;
+
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP)
+        rc = rmdir(path);
+    else
+        rc = unlink(path);
+    if (rc != 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+int sb_remove_tree(const char *path)
+{
+    struct stat st;
+    int rc;
+
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    rc = nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (rc > 0)
+        rc = -EIO;
+    return rc;
+}

@@ -1,0 +1,101 @@
+/* Internals of the sandbox runtime shared by sandbox*.c and its unit tests.
+ * Not part of the API devboxd's other modules use (that is sandbox.h). */
+#ifndef DEVBOXD_SANDBOX_INTERNAL_H
+#define DEVBOXD_SANDBOX_INTERNAL_H
+
+#include "sandbox.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SB_INSIDE_UID 1000
+#define SB_INSIDE_HOME "/home/user"
+#define SB_ID_MAX 63
+#define SB_SHELL_MAX 64
+#define SB_MAX_LAYERS 64
+#define SB_DEFAULT_PIDS 4096
+#define SB_START_TIMEOUT_MS 10000
+#define SB_STAGE_DIR "/run/devboxd-stage"
+
+/* Per-devbox directory layout (relative to spec->dir). */
+#define SB_DIR_UPPER "upper" /* overlay upperdir: the devbox's writable layer */
+#define SB_DIR_WORK "work"   /* overlay workdir */
+#define SB_DIR_BASE "base"   /* generated lowest layer: /etc files, mountpoints */
+#define SB_FILE_UID "uid"    /* the host uid this devbox owns (decimal) */
+
+/* Controllers, in the order the runtime uses them. */
+enum sb_ctl { SB_CG_MEMORY, SB_CG_PIDS, SB_CG_CPU, SB_CG_CPUACCT, SB_CG_FREEZER, SB_CG_N };
+
+struct sb_rt {
+    char *state_dir;
+    char *claims_dir; /* <state_dir>/sandbox/uids */
+    char *agent_path;
+    char *bwrap_path;
+    char *slirp_path;
+    char *cgroup_root;
+    char *cgroup_name;
+    uint32_t uid_base;
+    uint32_t uid_count;
+    bool have_ctl[SB_CG_N];
+    bool slirp_as_root; /* /dev/net/tun is root-only on this host */
+};
+
+extern struct sb_rt sb_rt; /* filled by sandbox_init */
+
+/* Formats a message into err (if any) and returns rc (a negative errno). */
+int sb_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Validation (sandbox_fs.c). */
+bool sb_valid_id(const char *id);
+bool sb_valid_shell_name(const char *name);
+bool sb_valid_env(const char *kv); /* KEY=VAL, KEY [A-Za-z_][A-Za-z0-9_]* */
+/* True when a path can be used as an overlay layer option value. */
+bool sb_valid_layer_path(const char *path);
+
+/* Builds the overlay lowerdir option: layers (topmost first) then base.
+ * Returns a malloc'd string or NULL with err set. */
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+                  char *err, size_t errlen);
+
+/* Maps an API path to one relative to the sandbox root: absolute paths lose
+ * their leading '/', relative ones are prefixed with "home/user/".  Returns
+ * malloc'd string, NULL on empty/NUL-free-violating/oversized input. */
+char *sb_root_relative(const char *path);
+
+/* Per-devbox layout: creates dir, upper, work, base (mountpoints, /etc). */
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
+                   char *err, size_t errlen);
+
+/* Host uid claims (sandbox_fs.c): stable per devbox dir, unique among the
+ * devboxes of this state dir. */
+int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen);
+int sb_uid_release(const char *dir);
+
+/* rm -rf without following symlinks or crossing mounts. */
+int sb_remove_tree(const char *path);
+
+/* cgroups (sandbox_cgroup.c). */
+struct sb_cgroup {
+    char *path[SB_CG_N]; /* NULL when that controller is missing */
+};
+int sb_cg_detect(void); /* fills sb_rt.have_ctl */
+int sb_cg_create(struct sb_cgroup *cg, const char *id, const struct sb_limits *lim,
+                 char *err, size_t errlen);
+/* Opens each group's cgroup.procs for writing (fds[i] = -1 when missing),
+ * so a child can join with write() only (async-signal-safe). */
+int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N]);
+int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms);
+void sb_cg_remove(struct sb_cgroup *cg); /* rmdir + free paths */
+uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *file);
+uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
+int sb_cg_pids_current(const struct sb_cgroup *cg);
+
+/* Small file helpers. */
+int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);
+int sb_read_small(const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,34 @@
+/* struct sandbox and helpers shared by sandbox.c and sandbox_exec.c. */
+#ifndef DEVBOXD_SANDBOX_PRIV_H
+#define DEVBOXD_SANDBOX_PRIV_H
+
+#include "sandbox_internal.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct sandbox {
+    pthread_mutex_t lock; /* serialises sends on master */
+    char id[SB_ID_MAX + 1];
+    char *dir;
+    uid_t uid;            /* host uid == gid of the devbox user */
+    int master;           /* SEQPACKET to the agent */
+    int rootfd;           /* the overlay mount (fsmount fd): sandbox_open's root */
+    pid_t launcher_pid;   /* our child, which became the outer bwrap */
+    int launcher_pidfd;
+    pid_t init_pid;       /* host pid of the agent (pid 1 inside) */
+    int init_pidfd;
+    pid_t slirp_pid;
+    int slirp_pidfd;
+    int slirp_exit_w;     /* closing it ends slirp4netns */
+    int errpipe_r;        /* bwrap's stderr during start */
+    struct sb_cgroup cg;
+    uint64_t oom_base;
+    const char *failure;
+    bool stopped;
+};
+
+int64_t sb_now_ms(void);
+int sb_poll_until(int fd, short events, int64_t deadline);
+
+#endif
