@@ -62,54 +62,7 @@ static void kill_execution(const struct rlmcp_h *h, const char *devbox_id,
 int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                         long status, const char *msg, const char *what)
 {
-    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
-    struct rlmcp_http_resp *resp = NULL;
-    char *path = NULL;
-    cJSON *dbx = NULL;
-    const char *st = NULL;
-    int rc;
-
-    if (status == 401 || status == 403 || status == 429)
-        goto plain;
-    /* Was it the devbox's state? Ask, without reporting failures. */
-    path = rlmcp_h_sprintf("/v1/devboxes/%s", devbox_id);
-    if (path == NULL)
-        return RLMCP_ENOMEM;
-    req.method = "GET";
-    req.path = path;
-    rc = h->api->runloop_request(h->call, &req, &resp);
-    free(path);
-    if (rc == RLMCP_ECANCELLED)
-        return rc;
-    if (rc == RLMCP_OK && resp->status == 404) {
-        h->api->http_resp_free(resp);
-        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
-                            "devbox %s does not exist", devbox_id);
-    }
-    if (rc == RLMCP_OK && resp->status >= 200 && resp->status <= 299)
-        dbx = cJSON_ParseWithLength(resp->body, resp->body_len);
-    h->api->http_resp_free(resp);
-    st = rlmcp_h_devbox_status(dbx);
-    if (dbx != NULL && strcmp(st, "running") != 0) {
-        const char *remedy =
-            strcmp(st, "suspended") == 0 || strcmp(st, "suspending") == 0
-                ? "Resume it with resume_devbox, then retry."
-            : strcmp(st, "shutdown") == 0 || strcmp(st, "failure") == 0
-                ? "This devbox is gone; create a new one with create_devbox."
-                : "It is still starting; poll get_devbox until status is "
-                  "running, then retry.";
-        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
-                                 "%s: devbox %s is %s, not running", what,
-                                 devbox_id, st);
-        cJSON_Delete(dbx);
-        return rc;
-    }
-    cJSON_Delete(dbx);
-plain:
-    return rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
-                        "%s: Runloop API answered HTTP %ld%s%s", what, status,
-                        msg != NULL && msg[0] ? ": " : "",
-                        msg != NULL ? msg : "");
+    return rlmcp_h_fail_on_devbox(h, devbox_id, status, msg, what);
 }
 
 /* POST with a JSON body; a non-2xx answer goes to exec_fail_on_devbox. */

@@ -158,6 +158,15 @@ int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json,
 int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
                         const char *const *statuses, uint64_t wait_ms,
                         cJSON **dbx_out);
+/*
+ * Report a failed operation on a devbox (HTTP `status`, message `msg`):
+ * when the devbox is not running the error is devbox_not_running with a
+ * remedy for its state; a missing devbox is not_found; otherwise the
+ * status is mapped as usual. Returns RLMCP_H_REPORTED or ECANCELLED.
+ */
+int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
+                           long status, const char *msg, const char *what);
+
 /* The devbox's status string, or "" (borrowed from dbx). */
 const char *rlmcp_h_devbox_status(const cJSON *dbx);
 

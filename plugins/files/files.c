@@ -1,0 +1,486 @@
+/*
+ * files.c - file tools: write_file / read_file (text, binary falls back to
+ * base64 with a MIME hint) and upload_file / download_file (base64).
+ *
+ * Config (all optional, bytes):
+ *   max_read_bytes (1 MiB)  max_write_bytes (10 MiB)
+ *   max_upload_bytes (10 MiB)  max_download_bytes (10 MiB)
+ * Above a limit the tool fails with too_large before moving the data.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+struct fs {
+    const struct rlmcp_host_api *api;
+    long long max_read, max_write, max_upload, max_download;
+};
+
+#define ID_PATH_PROPS(verb)                                                  \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running " \
+    "devbox (dbx_...).\"},\"file_path\":{\"type\":\"string\","              \
+    "\"description\":\"Path of the file to " verb ": absolute, or relative " \
+    "to /home/user.\"}"
+
+static const char write_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PATH_PROPS("create or overwrite") ",\"contents\":{\"type\":"
+    "\"string\",\"description\":\"The complete UTF-8 text to write.\"}},"
+    "\"required\":[\"devbox_id\",\"file_path\",\"contents\"]}";
+
+static const char read_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PATH_PROPS("read") "},\"required\":[\"devbox_id\",\"file_path\"]}";
+
+static const char upload_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PATH_PROPS("create or overwrite") ",\"content_base64\":{\"type\":"
+    "\"string\",\"description\":\"The file's bytes, standard base64.\"}},"
+    "\"required\":[\"devbox_id\",\"file_path\",\"content_base64\"]}";
+
+static const char download_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    ID_PATH_PROPS("download") "},\"required\":[\"devbox_id\","
+    "\"file_path\"]}";
+
+static const char written_out[] =
+    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
+    "\"string\"},\"file_path\":{\"type\":\"string\"},\"size_bytes\":{"
+    "\"type\":\"integer\"}},\"required\":[\"devbox_id\",\"file_path\","
+    "\"size_bytes\"]}";
+
+static const char read_out[] =
+    "{\"type\":\"object\",\"properties\":{\"file_path\":{\"type\":"
+    "\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\","
+    "\"base64\"]},\"content\":{\"type\":\"string\"},\"size_bytes\":{"
+    "\"type\":\"integer\"},\"mime_type\":{\"type\":\"string\"}},"
+    "\"required\":[\"file_path\",\"encoding\",\"content\",\"size_bytes\"]}";
+
+static const char download_out[] =
+    "{\"type\":\"object\",\"properties\":{\"file_path\":{\"type\":"
+    "\"string\"},\"content_base64\":{\"type\":\"string\"},\"size_bytes\":{"
+    "\"type\":\"integer\"},\"mime_type\":{\"type\":\"string\"}},"
+    "\"required\":[\"file_path\",\"content_base64\",\"size_bytes\"]}";
+
+static int path_arg(const struct rlmcp_h *h, const cJSON *args,
+                    const char **out)
+{
+    int rc = rlmcp_h_arg_str(h, args, "file_path", true, out);
+
+    if (rc == RLMCP_OK && strlen(*out) > 4096)
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'file_path' is longer than 4096 bytes");
+    return rc;
+}
+
+static int too_large(const struct rlmcp_h *h, const char *what,
+                     unsigned long long size, long long limit)
+{
+    return rlmcp_h_fail(h, RLMCP_ERR_TOO_LARGE,
+                        "%s: %llu bytes exceed this server's limit of %lld "
+                        "bytes",
+                        what, size, limit);
+}
+
+static cJSON *written(const char *id, const char *path, size_t n)
+{
+    cJSON *r = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(r, "devbox_id", id);
+    cJSON_AddStringToObject(r, "file_path", path);
+    cJSON_AddNumberToObject(r, "size_bytes", (double)n);
+    return r;
+}
+
+/* Send a prepared request; non-2xx goes through the devbox-state check. */
+static int send_req(const struct rlmcp_h *h, const char *id,
+                    struct rlmcp_http_req *req, const char *what,
+                    struct rlmcp_http_resp **resp_out)
+{
+    char *msg = NULL;
+    int rc;
+
+    *resp_out = NULL;
+    rc = h->api->runloop_request(h->call, req, resp_out);
+    if (rc != RLMCP_OK)
+        return rlmcp_h_fail_rc(h, rc, what);
+    if ((*resp_out)->status >= 200 && (*resp_out)->status <= 299)
+        return RLMCP_OK;
+    msg = rlmcp_h_error_message((*resp_out)->body, (*resp_out)->body_len);
+    rc = rlmcp_h_fail_on_devbox(h, id, (*resp_out)->status, msg, what);
+    free(msg);
+    h->api->http_resp_free(*resp_out);
+    *resp_out = NULL;
+    return rc;
+}
+
+/* ---- write_file --------------------------------------------------------- */
+
+static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *resp = NULL;
+    cJSON *args = NULL, *body = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL, *contents = NULL;
+    char *url = NULL, *what = NULL, *text = NULL;
+    size_t n;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, write_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = path_arg(&h, args, &path);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "contents", false, &contents);
+    if (rc != RLMCP_OK)
+        goto out;
+    n = strlen(contents);
+    what = rlmcp_h_sprintf("writing %s on devbox %s", path, id);
+    url = rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents", id);
+    if (what == NULL || url == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if ((long long)n > fs->max_write) {
+        rc = too_large(&h, what, n, fs->max_write);
+        goto out;
+    }
+    body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "file_path", path);
+    cJSON_AddStringToObject(body, "contents", contents);
+    text = cJSON_PrintUnformatted(body);
+    if (text == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    req.method = "POST";
+    req.path = url;
+    req.body = text;
+    req.body_len = strlen(text);
+    req.timeout_ms = 120000;
+    rc = send_req(&h, id, &req, what, &resp);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = written(id, path, n);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    fs->api->http_resp_free(resp);
+    free(url);
+    free(what);
+    free(text);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- read_file / download_file --------------------------------------------- */
+
+static int fetch(struct fs *fs, const struct rlmcp_h *h, const char *id,
+                 const char *path, long long limit,
+                 struct rlmcp_http_resp **resp_out)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    cJSON *body = cJSON_CreateObject();
+    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/download_file", id);
+    char *what = rlmcp_h_sprintf("reading %s on devbox %s", path, id);
+    char *text = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (body == NULL || url == NULL || what == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "path", path);
+    text = cJSON_PrintUnformatted(body);
+    if (text == NULL)
+        goto out;
+    req.method = "POST";
+    req.path = url;
+    req.body = text;
+    req.body_len = strlen(text);
+    req.accept = "application/octet-stream";
+    /* One byte more than allowed tells "too large" from "exactly". */
+    req.max_body = (size_t)limit + 1;
+    req.timeout_ms = 120000;
+    rc = send_req(h, id, &req, what, resp_out);
+    if (rc != RLMCP_OK)
+        goto out;
+    if ((*resp_out)->truncated || (long long)(*resp_out)->body_len > limit) {
+        fs->api->http_resp_free(*resp_out);
+        *resp_out = NULL;
+        rc = rlmcp_h_fail(h, RLMCP_ERR_TOO_LARGE,
+                          "%s: the file is larger than this server's limit "
+                          "of %lld bytes",
+                          what, limit);
+    }
+out:
+    cJSON_Delete(body);
+    free(url);
+    free(what);
+    free(text);
+    return rc;
+}
+
+static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
+                       size_t al, bool download)
+{
+    struct rlmcp_h h = {fs->api, call};
+    struct rlmcp_http_resp *resp = NULL;
+    cJSON *args = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL;
+    char *b64 = NULL;
+    bool text;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al,
+                             download ? download_schema : read_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = path_arg(&h, args, &path);
+    if (rc == RLMCP_OK)
+        rc = fetch(fs, &h, id, path,
+                   download ? fs->max_download : fs->max_read, &resp);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "file_path", path);
+    text = !download && rlmcp_h_is_text(resp->body, resp->body_len);
+    if (text) {
+        cJSON_AddStringToObject(res, "encoding", "utf-8");
+        cJSON_AddStringToObject(res, "content", resp->body);
+    } else {
+        b64 = rlmcp_h_b64_encode(resp->body, resp->body_len, NULL);
+        if (b64 == NULL) {
+            rc = RLMCP_ENOMEM;
+            goto out;
+        }
+        if (!download)
+            cJSON_AddStringToObject(res, "encoding", "base64");
+        cJSON_AddStringToObject(res, download ? "content_base64" : "content",
+                                b64);
+    }
+    cJSON_AddNumberToObject(res, "size_bytes", (double)resp->body_len);
+    cJSON_AddStringToObject(res, "mime_type",
+                            rlmcp_h_mime_guess(path, resp->body,
+                                               resp->body_len));
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    fs->api->http_resp_free(resp);
+    free(b64);
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_read(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return read_common(ud, call, aj, al, false);
+}
+
+static int t_download(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return read_common(ud, call, aj, al, true);
+}
+
+/* ---- upload_file -------------------------------------------------------------- */
+
+static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_part parts[2];
+    struct rlmcp_http_resp *resp = NULL;
+    cJSON *args = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL, *b64 = NULL, *base = NULL;
+    unsigned char *data = NULL;
+    char *url = NULL, *what = NULL;
+    size_t n = 0, b64_len;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, upload_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = path_arg(&h, args, &path);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "content_base64", false, &b64);
+    if (rc != RLMCP_OK)
+        goto out;
+    what = rlmcp_h_sprintf("uploading %s to devbox %s", path, id);
+    url = rlmcp_h_sprintf("/v1/devboxes/%s/upload_file", id);
+    if (what == NULL || url == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    b64_len = strlen(b64);
+    /* Refuse before decoding: the decoded size is at least this. */
+    if (b64_len / 4 * 3 > (size_t)fs->max_upload + 3) {
+        rc = too_large(&h, what, (unsigned long long)(b64_len / 4 * 3),
+                       fs->max_upload);
+        goto out;
+    }
+    data = rlmcp_h_b64_decode(b64, b64_len, &n);
+    if (data == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'content_base64' is not valid base64");
+        goto out;
+    }
+    if ((long long)n > fs->max_upload) {
+        rc = too_large(&h, what, n, fs->max_upload);
+        goto out;
+    }
+    base = strrchr(path, '/');
+    base = base != NULL && base[1] != '\0' ? base + 1 : "upload";
+    memset(parts, 0, sizeof(parts));
+    parts[0].struct_size = sizeof(parts[0]);
+    parts[0].name = "path";
+    parts[0].data = path;
+    parts[0].len = strlen(path);
+    parts[1].struct_size = sizeof(parts[1]);
+    parts[1].name = "file";
+    parts[1].filename = base;
+    parts[1].content_type = "application/octet-stream";
+    parts[1].data = data;
+    parts[1].len = n;
+    req.method = "POST";
+    req.path = url;
+    req.parts = parts;
+    req.n_parts = 2;
+    req.timeout_ms = 120000;
+    rc = send_req(&h, id, &req, what, &resp);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = written(id, path, n);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    fs->api->http_resp_free(resp);
+    free(data);
+    free(url);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- registration ----------------------------------------------------------------- */
+
+struct spec {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+};
+
+static const struct spec specs[] = {
+    {"write_file", "Write a text file",
+     "Create or overwrite a UTF-8 text file on a devbox (parent directories "
+     "must exist). For binary data use upload_file.",
+     write_schema, written_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
+     "true,\"openWorldHint\":true}",
+     t_write},
+    {"read_file", "Read a file",
+     "Read a file from a devbox. Text comes back as is (encoding utf-8); a "
+     "binary file comes back base64-encoded (encoding base64) with a "
+     "mime_type hint.",
+     read_schema, read_out,
+     "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
+     "true,\"openWorldHint\":true}",
+     t_read},
+    {"upload_file", "Upload a file (base64)",
+     "Upload bytes (standard base64) to a path on a devbox, creating or "
+     "overwriting the file. Use it for binary files and archives; unpack "
+     "archives with execute_command.",
+     upload_schema, written_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
+     "true,\"openWorldHint\":true}",
+     t_upload},
+    {"download_file", "Download a file (base64)",
+     "Download a file from a devbox as standard base64 (any content), with "
+     "its size and a mime_type hint. Save results before the devbox is shut "
+     "down.",
+     download_schema, download_out,
+     "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
+     "true,\"openWorldHint\":true}",
+     t_download},
+};
+
+struct lim {
+    const char *key;
+    long long def;
+    size_t off;
+};
+
+static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    static const struct lim lims[] = {
+        {"max_read_bytes", 1 << 20, offsetof(struct fs, max_read)},
+        {"max_write_bytes", 10 << 20, offsetof(struct fs, max_write)},
+        {"max_upload_bytes", 10 << 20, offsetof(struct fs, max_upload)},
+        {"max_download_bytes", 10 << 20, offsetof(struct fs, max_download)},
+    };
+    struct fs *fs = calloc(1, sizeof(*fs));
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = NULL;
+    size_t i;
+    int rc = RLMCP_EINVAL;
+
+    if (fs == NULL)
+        return RLMCP_ENOMEM;
+    fs->api = api;
+    cfg = cJSON_Parse(text != NULL ? text : "{}");
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto fail;
+    }
+    for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
+        long long *dst = (long long *)((char *)fs + lims[i].off);
+        if (!rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def, dst) ||
+            *dst < 1 || *dst > (1LL << 30)) {
+            api->set_error(self, "config %s must be an integer 1-1073741824 "
+                                 "(bytes)", lims[i].key);
+            goto fail;
+        }
+    }
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = specs[i].name;
+        def.title = specs[i].title;
+        def.description = specs[i].desc;
+        def.input_schema_json = specs[i].in;
+        def.output_schema_json = specs[i].out;
+        def.annotations_json = specs[i].ann;
+        def.handler = specs[i].fn;
+        def.user_data = fs;
+        rc = api->register_tool(self, &def);
+        if (rc != RLMCP_OK) {
+            api->set_error(self, "registering %s failed: %s", specs[i].name,
+                           api->strerror(rc));
+            goto fail;
+        }
+    }
+    cJSON_Delete(cfg);
+    *state_out = fs;
+    return RLMCP_OK;
+fail:
+    cJSON_Delete(cfg);
+    free(fs);
+    return rc;
+}
+
+static void fs_shutdown(rlmcp_plugin *self, void *state)
+{
+    free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("files", "0.1.0",
+                    "Files on devboxes: read/write text, upload/download "
+                    "base64",
+                    fs_init, fs_shutdown)
