@@ -56,6 +56,7 @@ struct rlclient {
     int max_retries;
     unsigned retry_base_ms;
     size_t max_body;
+    bool quiet;
     CURLSH *share;
     pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
     pthread_mutex_t pool_lock;
@@ -284,6 +285,7 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
                                            : RL_DEFAULT_RETRY_BASE_MS;
     c->max_body = opts->default_max_body ? opts->default_max_body
                                          : RL_DEFAULT_MAX_BODY;
+    c->quiet = opts->quiet;
     if (client_init_share(c) != 0)
         goto fail;
     return c;
@@ -1100,7 +1102,8 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
     if (rc_out != RLMCP_OK) {
         describe_failure(rc, &a, retries + 1);
         if (rc_out != RLMCP_ECANCELLED)
-            log_msg(RLMCP_LOG_WARNING, NULL, "runloop: %s", tls_last_error);
+            log_msg(rc->c->quiet ? RLMCP_LOG_DEBUG : RLMCP_LOG_WARNING, NULL,
+                    "runloop: %s", tls_last_error);
     }
 out:
     pool_put(rc->c, h);

@@ -32,6 +32,7 @@ struct rlclient_options {
     /* Appended: */
     unsigned retry_base_ms;      /* first backoff step, 1000 when 0 */
     size_t default_max_body;     /* response bytes kept, 16 MiB when 0 */
+    bool quiet;                  /* log failures at debug level (probes) */
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */
