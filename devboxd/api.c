@@ -1,0 +1,1469 @@
+/* devboxd REST API: routes the Runloop paths to the engine, checks the
+ * bearer key, validates bodies with messages that say what to fix, and
+ * builds the JSON views the official SDK expects. */
+#define _GNU_SOURCE
+#include "api.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ERRLEN 512
+#define LONGPOLL_DEFAULT_S 25
+#define LONGPOLL_MAX_S 30
+#define OPTIMISTIC_MAX_S 25
+#define LIST_LIMIT_DEFAULT 20
+#define LIST_LIMIT_MAX 5000
+#define LAST_N_DEFAULT 100
+
+/* Long-poll wait that gives up once the engine is stopping. */
+static int client_wait(struct engine *eng, int64_t deadline_ms)
+{
+    if (eng->stopping)
+        return -1;
+    return engine_wait_locked(eng, deadline_ms) != 0 || eng->stopping ? -1 : 0;
+}
+
+/* ----------------------------------------------------------- validation */
+
+static const char *const create_fields[] = {
+    "name", "blueprint_id", "blueprint_name", "snapshot_id", "launch_parameters",
+    "environment_variables", "secrets", "metadata", "entrypoint", "mounts",
+    "code_mounts", "file_mounts", "tunnel", "gateways", "mcp", "repo_connection_id",
+    NULL,
+};
+
+static const char *const lp_fields[] = {
+    "resource_size_request", "custom_cpu_cores", "custom_gb_memory", "custom_disk_size",
+    "architecture", "keep_alive_time_seconds", "after_idle", "lifecycle",
+    "launch_commands", "user_parameters", "available_ports", "required_services",
+    "network_policy_id", "provisioning_tier", NULL,
+};
+
+static const char *const size_names[] = {
+    "X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "XX_LARGE", "CUSTOM_SIZE", NULL,
+};
+
+static int in_list(const char *s, const char *const *list)
+{
+    size_t i;
+
+    for (i = 0; list[i] != NULL; i++) {
+        if (strcmp(s, list[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int not_empty(const cJSON *v)
+{
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if ((cJSON_IsObject(v) || cJSON_IsArray(v)) && cJSON_GetArraySize(v) == 0)
+        return 0;
+    return 1;
+}
+
+static int check_after_idle(const cJSON *idle, const char *where, char *err, size_t errlen)
+{
+    static const char *const fields[] = {"idle_time_seconds", "on_idle", NULL};
+    const char *on = NULL;
+    int64_t secs = 0;
+    int present = 0;
+
+    if (idle == NULL || cJSON_IsNull(idle))
+        return 0;
+    if (!cJSON_IsObject(idle)) {
+        snprintf(err, errlen, "'%s' must be an object {idle_time_seconds, on_idle}", where);
+        return -1;
+    }
+    if (util_check_fields(idle, where, fields, err, errlen) != 0 ||
+        util_opt_int(idle, "idle_time_seconds", 1, 172800, &secs, &present, err, errlen) != 0 ||
+        util_opt_string(idle, "on_idle", &on, err, errlen) != 0)
+        return -1;
+    if (!present || on == NULL) {
+        snprintf(err, errlen, "'%s' needs both idle_time_seconds and on_idle", where);
+        return -1;
+    }
+    if (strcmp(on, "shutdown") != 0 && strcmp(on, "suspend") != 0) {
+        snprintf(err, errlen, "'%s.on_idle' must be \"shutdown\" or \"suspend\", got \"%s\"",
+                 where, on);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_custom_size(const cJSON *lp, const char *size, char *err, size_t errlen)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size");
+    int custom = size != NULL && strcmp(size, "CUSTOM_SIZE") == 0;
+    double cpu, mem;
+
+    if (!custom) {
+        if (not_empty(c) || not_empty(m)) {
+            snprintf(err, errlen, "custom_cpu_cores and custom_gb_memory need "
+                     "resource_size_request \"CUSTOM_SIZE\"");
+            return -1;
+        }
+    } else {
+        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(m)) {
+            snprintf(err, errlen, "resource_size_request CUSTOM_SIZE needs both "
+                     "custom_cpu_cores and custom_gb_memory (numbers)");
+            return -1;
+        }
+        cpu = c->valuedouble;
+        mem = m->valuedouble;
+        if (!(cpu == 0.5 || cpu == 1 || (cpu >= 2 && cpu <= 16 && fmod(cpu, 2) == 0))) {
+            snprintf(err, errlen, "custom_cpu_cores must be 0.5, 1 or an even number up "
+                     "to 16, got %g", cpu);
+            return -1;
+        }
+        if (!(mem == 1 || (mem >= 2 && mem <= 64 && fmod(mem, 2) == 0))) {
+            snprintf(err, errlen, "custom_gb_memory must be 1 or an even number up to 64, "
+                     "got %g", mem);
+            return -1;
+        }
+        if (mem < cpu * 2 || mem > cpu * 8) {
+            snprintf(err, errlen, "custom_gb_memory must be 2 to 8 GiB per CPU core "
+                     "(%g cores allow %g to %g GiB), got %g", cpu, cpu * 2, cpu * 8, mem);
+            return -1;
+        }
+    }
+    if (not_empty(d)) {
+        if (!cJSON_IsNumber(d) || d->valuedouble < 2 || d->valuedouble > 64 ||
+            fmod(d->valuedouble, 2) != 0) {
+            snprintf(err, errlen, "custom_disk_size must be an even number of GiB from 2 "
+                     "to 64");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
+{
+    const char *size = NULL;
+    const char *arch = NULL;
+    const char *np = NULL;
+    const char *tier = NULL;
+    const cJSON *cmds = NULL;
+    const cJSON *life = NULL;
+    const cJSON *it = NULL;
+    int64_t ka = 0;
+
+    if (lp == NULL || cJSON_IsNull(lp))
+        return 0;
+    if (!cJSON_IsObject(lp)) {
+        snprintf(err, errlen, "'launch_parameters' must be an object");
+        return -1;
+    }
+    if (util_check_fields(lp, "launch_parameters", lp_fields, err, errlen) != 0 ||
+        util_opt_string(lp, "resource_size_request", &size, err, errlen) != 0 ||
+        util_opt_string(lp, "architecture", &arch, err, errlen) != 0 ||
+        util_opt_string(lp, "network_policy_id", &np, err, errlen) != 0 ||
+        util_opt_string(lp, "provisioning_tier", &tier, err, errlen) != 0 ||
+        util_opt_int(lp, "keep_alive_time_seconds", 1, 172800, &ka, NULL, err, errlen) != 0 ||
+        util_opt_string_array(lp, "launch_commands", &cmds, err, errlen) != 0 ||
+        util_opt_string_array(lp, "required_services", &it, err, errlen) != 0)
+        return -1;
+    if (size != NULL && !in_list(size, size_names)) {
+        snprintf(err, errlen, "launch_parameters.resource_size_request \"%s\" is not valid; "
+                 "use one of X_SMALL, SMALL, MEDIUM, LARGE, X_LARGE, XX_LARGE, CUSTOM_SIZE "
+                 "(upper case)", size);
+        return -1;
+    }
+    if (check_custom_size(lp, size, err, errlen) != 0)
+        return -1;
+    if (arch != NULL && strcmp(arch, "x86_64") != 0) {
+        snprintf(err, errlen, "launch_parameters.architecture \"%s\" is not supported by "
+                 "the local engine; use \"x86_64\"", arch);
+        return -1;
+    }
+    if (tier != NULL && strcmp(tier, "standard") != 0 && strcmp(tier, "flex") != 0) {
+        snprintf(err, errlen, "launch_parameters.provisioning_tier must be \"standard\" or "
+                 "\"flex\"");
+        return -1;
+    }
+    if (np != NULL && strcmp(np, "npol_local_deny_all") != 0 &&
+        strcmp(np, "npol_local_allow_all") != 0) {
+        snprintf(err, errlen, "launch_parameters.network_policy_id \"%s\" is unknown; the "
+                 "local engine has the built-in policies npol_local_allow_all (default) and "
+                 "npol_local_deny_all", np);
+        return -1;
+    }
+    if (not_empty(it)) {
+        snprintf(err, errlen, "launch_parameters.required_services is not supported by the "
+                 "local engine yet; remove it");
+        return -1;
+    }
+    it = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
+    if (not_empty(it)) {
+        snprintf(err, errlen, "launch_parameters.user_parameters is not supported by the "
+                 "local engine yet (commands run as 'user', home /home/user); remove it");
+        return -1;
+    }
+    it = cJSON_GetObjectItemCaseSensitive(lp, "available_ports");
+    if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsArray(it)) {
+        snprintf(err, errlen, "launch_parameters.available_ports must be an array");
+        return -1;
+    }
+    if (check_after_idle(cJSON_GetObjectItemCaseSensitive(lp, "after_idle"),
+                         "launch_parameters.after_idle", err, errlen) != 0)
+        return -1;
+    life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
+    if (life != NULL && !cJSON_IsNull(life)) {
+        static const char *const fields[] = {"after_idle", "resume_triggers",
+                                             "lifecycle_hooks", NULL};
+
+        if (!cJSON_IsObject(life)) {
+            snprintf(err, errlen, "launch_parameters.lifecycle must be an object");
+            return -1;
+        }
+        if (util_check_fields(life, "launch_parameters.lifecycle", fields, err, errlen) != 0 ||
+            check_after_idle(cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
+                             "launch_parameters.lifecycle.after_idle", err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int valid_env_name(const char *s)
+{
+    size_t i;
+
+    if (s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int check_mounts(const cJSON *body, char *err, size_t errlen)
+{
+    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(body, "mounts");
+    const cJSON *fm = NULL;
+    const cJSON *it = NULL;
+    int i = 0;
+
+    if (mounts != NULL && !cJSON_IsNull(mounts) && !cJSON_IsArray(mounts)) {
+        snprintf(err, errlen, "'mounts' must be an array of mount objects");
+        return -1;
+    }
+    cJSON_ArrayForEach(it, mounts) {
+        static const char *const fields[] = {"type", "target", "content", NULL};
+        const char *type = NULL;
+        const char *target = NULL;
+        const char *content = NULL;
+        char where[32];
+
+        snprintf(where, sizeof(where), "mounts[%d]", i);
+        if (!cJSON_IsObject(it) || util_opt_string(it, "type", &type, err, errlen) != 0) {
+            snprintf(err, errlen, "'%s' must be an object with a string 'type'", where);
+            return -1;
+        }
+        if (type == NULL || strcmp(type, "file_mount") != 0) {
+            snprintf(err, errlen, "%s.type \"%s\" is not supported by the local engine yet; "
+                     "use \"file_mount\" {target, content}", where, type ? type : "");
+            return -1;
+        }
+        if (util_check_fields(it, where, fields, err, errlen) != 0 ||
+            util_opt_string(it, "target", &target, err, errlen) != 0 ||
+            util_opt_string(it, "content", &content, err, errlen) != 0)
+            return -1;
+        if (target == NULL || target[0] != '/' || content == NULL) {
+            snprintf(err, errlen, "%s needs an absolute 'target' path and a string 'content'",
+                     where);
+            return -1;
+        }
+        i++;
+    }
+    if (util_opt_string_map(body, "file_mounts", &fm, err, errlen) != 0)
+        return -1;
+    cJSON_ArrayForEach(it, fm) {
+        if (it->string[0] != '/') {
+            snprintf(err, errlen, "file_mounts key \"%s\" must be an absolute path",
+                     it->string);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_unsupported(const cJSON *body, char *err, size_t errlen)
+{
+    static const char *const later[] = {"blueprint_id", "blueprint_name", "snapshot_id",
+                                        "tunnel", NULL};
+    static const char *const never[] = {"secrets", "gateways", "mcp", "code_mounts",
+                                        "repo_connection_id", NULL};
+    size_t i;
+
+    for (i = 0; later[i] != NULL; i++) {
+        if (not_empty(cJSON_GetObjectItemCaseSensitive(body, later[i]))) {
+            snprintf(err, errlen, "'%s' is not supported by the local engine yet; remove it "
+                     "to start from the default image", later[i]);
+            return -1;
+        }
+    }
+    for (i = 0; never[i] != NULL; i++) {
+        if (not_empty(cJSON_GetObjectItemCaseSensitive(body, never[i]))) {
+            snprintf(err, errlen, "'%s' is not supported by the local engine; remove it",
+                     never[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t errlen)
+{
+    const char *s = NULL;
+    const cJSON *map = NULL;
+    const cJSON *it = NULL;
+    cJSON *spec = NULL;
+    static const char *const keep[] = {"name", "metadata", "launch_parameters",
+                                       "environment_variables", "entrypoint", "mounts",
+                                       "file_mounts", NULL};
+    size_t i;
+
+    *status = 400;
+    if (!cJSON_IsObject(body)) {
+        snprintf(err, errlen, "the request body must be a JSON object");
+        return NULL;
+    }
+    if (util_check_fields(body, "", create_fields, err, errlen) != 0 ||
+        check_unsupported(body, err, errlen) != 0 ||
+        util_opt_string(body, "name", &s, err, errlen) != 0 ||
+        util_opt_string(body, "entrypoint", &s, err, errlen) != 0 ||
+        util_opt_string_map(body, "metadata", &map, err, errlen) != 0 ||
+        util_opt_string_map(body, "environment_variables", &map, err, errlen) != 0 ||
+        check_launch_parameters(cJSON_GetObjectItemCaseSensitive(body, "launch_parameters"),
+                                err, errlen) != 0 ||
+        check_mounts(body, err, errlen) != 0)
+        return NULL;
+    cJSON_ArrayForEach(it, map) {
+        if (!valid_env_name(it->string)) {
+            snprintf(err, errlen, "environment_variables key \"%s\" is not a valid variable "
+                     "name (letters, digits and _, not starting with a digit)", it->string);
+            return NULL;
+        }
+    }
+    spec = cJSON_CreateObject();
+    for (i = 0; keep[i] != NULL; i++) {
+        it = cJSON_GetObjectItemCaseSensitive(body, keep[i]);
+        if (it != NULL && !cJSON_IsNull(it))
+            cJSON_AddItemToObject(spec, keep[i], cJSON_Duplicate(it, 1));
+    }
+    it = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    if (it == NULL)
+        cJSON_AddItemToObject(spec, "launch_parameters", cJSON_CreateObject());
+    *status = 200;
+    return spec;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
+             size_t *first, size_t *count, int *has_more, char *err, size_t errlen)
+{
+    size_t start = 0;
+    size_t i;
+
+    if (starting_after != NULL && starting_after[0] != '\0') {
+        for (i = 0; i < n; i++) {
+            if (strcmp(ids[i], starting_after) == 0)
+                break;
+        }
+        if (i == n) {
+            snprintf(err, errlen, "starting_after \"%s\" is not an id in this list; pass the "
+                     "id of the last item of the previous page", starting_after);
+            return -1;
+        }
+        start = i + 1;
+    }
+    *first = start;
+    *count = n - start < (size_t)limit ? n - start : (size_t)limit;
+    *has_more = start + *count < n;
+    return 0;
+}
+
+size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset)
+{
+    cJSON *obj = cJSON_CreateObject();
+    char *tmp = NULL;
+    char *text = NULL;
+    int n;
+
+    tmp = malloc(len + 1);
+    if (tmp == NULL) {
+        cJSON_Delete(obj);
+        return 0;
+    }
+    memcpy(tmp, data, len);
+    tmp[len] = '\0';
+    cJSON_AddStringToObject(obj, "output", tmp);
+    cJSON_AddNumberToObject(obj, "offset", (double)offset);
+    text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    free(tmp);
+    if (text == NULL)
+        return 0;
+    n = snprintf(buf, cap, "data: %s\n\n", text);
+    free(text);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    return (size_t)n;
+}
+
+static int parse_body(const struct http_request *req, struct http_response *resp,
+                      cJSON **out)
+{
+    const char *end = NULL;
+    cJSON *body = NULL;
+
+    *out = NULL;
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large: JSON bodies are limited to %u bytes "
+                   "(use upload_file for large files)", HTTP_MAX_JSON_BODY);
+        return -1;
+    }
+    if (req->body_len == 0) {
+        *out = cJSON_CreateObject();
+        return 0;
+    }
+    body = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
+    if (body == NULL) {
+        size_t at = end != NULL && end >= req->body ? (size_t)(end - req->body) : 0;
+
+        util_error(resp, 400, "malformed JSON in the request body near byte %zu; send a "
+                   "JSON object", at);
+        return -1;
+    }
+    if (!cJSON_IsObject(body)) {
+        cJSON_Delete(body);
+        util_error(resp, 400, "the request body must be a JSON object");
+        return -1;
+    }
+    *out = body;
+    return 0;
+}
+
+static int query_int(const struct http_request *req, struct http_response *resp,
+                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out)
+{
+    const char *v = http_request_query(req, name);
+    char *end = NULL;
+    long long n;
+
+    *out = def;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0' || n < lo || n > hi) {
+        util_error(resp, 400, "query parameter '%s' must be an integer from %lld to %lld, "
+                   "got \"%s\"", name, (long long)lo, (long long)hi, v);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+static int check_auth(struct engine *eng, const struct http_request *req)
+{
+    const char *h = NULL;
+    const char *key = NULL;
+    size_t klen, i;
+    unsigned char diff = 0;
+
+    if (req->trusted)
+        return 0;
+    h = http_request_header(req, "authorization");
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || eng->api_key == NULL)
+        return -1;
+    key = h + 7;
+    klen = strlen(eng->api_key);
+    if (strlen(key) != klen)
+        return -1;
+    for (i = 0; i < klen; i++)
+        diff |= (unsigned char)(key[i] ^ eng->api_key[i]);
+    return diff == 0 ? 0 : -1;
+}
+
+/* Splits "/v1/devboxes/a/b" into at most max segments (pointers into buf). */
+static size_t split_path(char *buf, char **seg, size_t max)
+{
+    size_t n = 0;
+    char *save = NULL;
+    char *tok = NULL;
+
+    for (tok = strtok_r(buf, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
+        if (n == max)
+            return max + 1;
+        seg[n++] = tok;
+    }
+    return n;
+}
+
+/* ----------------------------------------------------------- devboxes */
+
+static void handle_create(struct engine *eng, const struct http_request *req,
+                          struct http_response *resp, int await_running)
+{
+    cJSON *body = NULL;
+    cJSON *spec = NULL;
+    struct devbox *box = NULL;
+    char err[ERRLEN];
+    int status;
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    spec = api_validate_create(body, &status, err, sizeof(err));
+    cJSON_Delete(body);
+    if (spec == NULL) {
+        util_error(resp, status, "%s", err);
+        return;
+    }
+    box = engine_create(eng, spec);
+    if (box == NULL) {
+        util_error(resp, 500, "cannot create the devbox record");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    if (await_running) {
+        int64_t deadline = util_now_ms() + LONGPOLL_DEFAULT_S * 1000;
+
+        while (box->status != DBX_RUNNING && box->status != DBX_FAILURE &&
+               box->status != DBX_SHUTDOWN && client_wait(eng, deadline) == 0)
+            ;
+    }
+    util_json(resp, 200, engine_box_view_locked(box));
+    pthread_mutex_unlock(&eng->lock);
+}
+
+struct box_ref {
+    char id[40];
+    int64_t t;
+};
+
+static void handle_list(struct engine *eng, const struct http_request *req,
+                        struct http_response *resp)
+{
+    const char *st = http_request_query(req, "status");
+    const char *after = http_request_query(req, "starting_after");
+    const char *itc = http_request_query(req, "include_total_count");
+    const char **ids = NULL;
+    struct devbox **boxes = NULL;
+    struct devbox *b;
+    cJSON *out = NULL;
+    cJSON *arr = NULL;
+    char err[ERRLEN];
+    int64_t limit;
+    size_t n = 0, cap = 0, first, count, i;
+    int has_more;
+    int want = -1;
+
+    if (query_int(req, resp, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit) != 0)
+        return;
+    if (st != NULL && st[0] != '\0') {
+        want = dbx_status_parse(st);
+        if (want < 0) {
+            util_error(resp, 400, "status \"%s\" is not a devbox status; use one of "
+                       "provisioning, initializing, running, suspending, suspended, "
+                       "resuming, failure, shutdown", st);
+            return;
+        }
+    }
+    if (itc != NULL && strcmp(itc, "true") != 0 && strcmp(itc, "false") != 0) {
+        util_error(resp, 400, "include_total_count must be true or false");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    for (b = eng->boxes; b != NULL; b = b->next)
+        cap++;
+    ids = calloc(cap + 1, sizeof(*ids));
+    boxes = calloc(cap + 1, sizeof(*boxes));
+    for (b = eng->boxes; b != NULL && ids != NULL && boxes != NULL; b = b->next) {
+        if (want >= 0 && b->status != want)
+            continue;
+        ids[n] = b->id;
+        boxes[n] = b;
+        n++;
+    }
+    if (ids == NULL || boxes == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    if (api_page(ids, n, after, limit, &first, &count, &has_more, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    out = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(out, "devboxes");
+    for (i = first; i < first + count; i++)
+        cJSON_AddItemToArray(arr, engine_box_view_locked(boxes[i]));
+    cJSON_AddBoolToObject(out, "has_more", has_more);
+    if (itc == NULL || strcmp(itc, "false") != 0)
+        cJSON_AddNumberToObject(out, "total_count", (double)n);
+    else
+        cJSON_AddNullToObject(out, "total_count");
+    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
+    util_json(resp, 200, out);
+out:
+    pthread_mutex_unlock(&eng->lock);
+    free(ids);
+    free(boxes);
+}
+
+static void handle_update(struct engine *eng, struct devbox *box,
+                          const struct http_request *req, struct http_response *resp)
+{
+    static const char *const fields[] = {"name", "metadata", NULL};
+    cJSON *body = NULL;
+    const char *name = NULL;
+    const cJSON *meta = NULL;
+    char err[ERRLEN];
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "name", &name, err, sizeof(err)) != 0 ||
+        util_opt_string_map(body, "metadata", &meta, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s (only name and metadata can be updated)", err);
+        goto out;
+    }
+    pthread_mutex_lock(&eng->lock);
+    if (name != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(box->spec, "name");
+        if (name[0] != '\0')
+            cJSON_AddStringToObject(box->spec, "name", name);
+    }
+    if (meta != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(box->spec, "metadata");
+        cJSON_AddItemToObject(box->spec, "metadata", cJSON_Duplicate(meta, 1));
+    }
+    engine_save_locked(eng, box);
+    util_json(resp, 200, engine_box_view_locked(box));
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+static int parse_statuses(const cJSON *body, int (*parse)(const char *), int *set,
+                          int nset, struct http_response *resp, const char *valid)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "statuses");
+    const cJSON *it = NULL;
+    int any = 0;
+
+    memset(set, 0, sizeof(int) * (size_t)nset);
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
+        util_error(resp, 400, "'statuses' is required: a non-empty array of %s", valid);
+        return -1;
+    }
+    cJSON_ArrayForEach(it, arr) {
+        int s = cJSON_IsString(it) ? parse(it->valuestring) : -1;
+
+        if (s < 0 || s >= nset) {
+            util_error(resp, 400, "'statuses' holds \"%s\", which is not one of %s",
+                       cJSON_IsString(it) ? it->valuestring : "(not a string)", valid);
+            return -1;
+        }
+        set[s] = 1;
+        any = 1;
+    }
+    return any ? 0 : -1;
+}
+
+static int body_timeout(const cJSON *body, struct http_response *resp, int64_t *secs)
+{
+    char err[ERRLEN];
+
+    if (util_opt_int(body, "timeout_seconds", 1, LONGPOLL_MAX_S, secs, NULL, err,
+                     sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void timeout_408(struct http_response *resp, const char *what)
+{
+    util_error(resp, 408, "%s did not reach the requested status in time; repeat the "
+               "request to keep waiting", what);
+    http_response_set_header(resp, "x-should-retry", "true");
+}
+
+static void handle_box_wait(struct engine *eng, struct devbox *box,
+                            const struct http_request *req, struct http_response *resp)
+{
+    static const char *const fields[] = {"statuses", "timeout_seconds", NULL};
+    int set[DBX_N_STATUS];
+    cJSON *body = NULL;
+    int64_t secs = LONGPOLL_DEFAULT_S;
+    int64_t deadline;
+    char err[ERRLEN];
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    if (parse_statuses(body, dbx_status_parse, set, DBX_N_STATUS, resp,
+                       "provisioning, initializing, running, suspending, suspended, "
+                       "resuming, failure, shutdown") != 0 ||
+        body_timeout(body, resp, &secs) != 0)
+        goto out;
+    deadline = util_now_ms() + secs * 1000;
+    pthread_mutex_lock(&eng->lock);
+    for (;;) {
+        if (set[box->status]) {
+            util_json(resp, 200, engine_box_view_locked(box));
+            break;
+        }
+        if (box->status == DBX_FAILURE || box->status == DBX_SHUTDOWN) {
+            util_error(resp, 422, "devbox %s is %s (final) and will never reach the "
+                       "requested statuses", box->id, dbx_status_name(box->status));
+            break;
+        }
+        if (client_wait(eng, deadline) != 0 && !set[box->status]) {
+            timeout_408(resp, "the devbox");
+            break;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+static void handle_lifecycle(struct engine *eng, struct devbox *box, const char *action,
+                             const struct http_request *req, struct http_response *resp)
+{
+    char err[ERRLEN] = "";
+    int rc = 0;
+
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large");
+        return;
+    }
+    if (strcmp(action, "suspend") == 0)
+        rc = engine_suspend(eng, box, err, sizeof(err));
+    else if (strcmp(action, "resume") == 0)
+        rc = engine_resume(eng, box, err, sizeof(err));
+    else if (strcmp(action, "shutdown") == 0)
+        rc = engine_shutdown(eng, box, err, sizeof(err));
+    if (rc != 0) {
+        util_error(resp, rc, "%s", err);
+        if (rc == 409)
+            http_response_set_header(resp, "x-should-retry", "false");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    util_json(resp, 200, engine_box_view_locked(box));
+    pthread_mutex_unlock(&eng->lock);
+}
+
+static void handle_keep_alive(struct engine *eng, struct devbox *box,
+                              struct http_response *resp)
+{
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
+        util_error(resp, 400, "devbox %s is %s; keep_alive needs a live devbox", box->id,
+                   dbx_status_name(box->status));
+    } else {
+        engine_touch_locked(box);
+        util_json(resp, 200, cJSON_CreateObject());
+    }
+    pthread_mutex_unlock(&eng->lock);
+}
+
+static void handle_usage(struct engine *eng, struct devbox *box, struct http_response *resp)
+{
+    cJSON *v = cJSON_CreateObject();
+    int64_t now = util_now_ms();
+    int64_t end;
+    double active, elapsed;
+    struct sb_limits_view {
+        double cpus, mem, disk;
+    } lim = {1, 2, 4};
+    const cJSON *lp = NULL;
+    const cJSON *size = NULL;
+    static const struct {
+        const char *n;
+        double c, m, d;
+    } rows[] = {{"X_SMALL", 0.5, 1, 4}, {"SMALL", 1, 2, 4},     {"MEDIUM", 2, 4, 8},
+                {"LARGE", 2, 8, 16},    {"X_LARGE", 4, 16, 16}, {"XX_LARGE", 8, 32, 16}};
+    size_t i;
+
+    pthread_mutex_lock(&eng->lock);
+    lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    size = cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
+    for (i = 0; cJSON_IsString(size) && i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (strcmp(rows[i].n, size->valuestring) == 0) {
+            lim.cpus = rows[i].c;
+            lim.mem = rows[i].m;
+            lim.disk = rows[i].d;
+        }
+    }
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores"))) {
+        lim.cpus = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores")->valuedouble;
+        lim.mem = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory")->valuedouble;
+        lim.disk = 16;
+    }
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")))
+        lim.disk = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")->valuedouble;
+    end = box->end_time_ms > 0 ? box->end_time_ms : now;
+    elapsed = (double)(end - box->create_time_ms) / 1000.0;
+    active = (double)(box->active_ms +
+                      (box->active_since_ms > 0 ? now - box->active_since_ms : 0)) / 1000.0;
+    cJSON_AddStringToObject(v, "id", box->id);
+    cJSON_AddStringToObject(v, "status", dbx_status_name(box->status));
+    cJSON_AddNumberToObject(v, "start_time_ms", (double)box->create_time_ms);
+    if (box->end_time_ms > 0)
+        cJSON_AddNumberToObject(v, "end_time_ms", (double)box->end_time_ms);
+    else
+        cJSON_AddNullToObject(v, "end_time_ms");
+    cJSON_AddNumberToObject(v, "total_elapsed_seconds", elapsed);
+    cJSON_AddNumberToObject(v, "total_active_seconds", active);
+    cJSON_AddNumberToObject(v, "vcpu_seconds", active * lim.cpus);
+    cJSON_AddNumberToObject(v, "memory_gb_seconds", active * lim.mem);
+    cJSON_AddNumberToObject(v, "disk_gb_seconds", elapsed * lim.disk);
+    pthread_mutex_unlock(&eng->lock);
+    util_json(resp, 200, v);
+}
+
+static void handle_logs(struct engine *eng, struct devbox *box,
+                        const struct http_request *req, struct http_response *resp)
+{
+    const char *eid = http_request_query(req, "execution_id");
+    const char *shell = http_request_query(req, "shell_name");
+    char path[4200];
+    char *text = NULL;
+    char *line = NULL;
+    char *save = NULL;
+    cJSON *out = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(out, "logs");
+
+    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir, box->id);
+    pthread_mutex_lock(&eng->lock);
+    text = util_read_file(path, 64 << 20, NULL);
+    pthread_mutex_unlock(&eng->lock);
+    for (line = text != NULL ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        cJSON *e = cJSON_Parse(line);
+        const cJSON *v = NULL;
+
+        if (e == NULL)
+            continue;
+        v = cJSON_GetObjectItemCaseSensitive(e, "cmd_id");
+        if (eid != NULL && eid[0] && (!cJSON_IsString(v) || strcmp(v->valuestring, eid))) {
+            cJSON_Delete(e);
+            continue;
+        }
+        v = cJSON_GetObjectItemCaseSensitive(e, "shell_name");
+        if (shell != NULL && shell[0] &&
+            (!cJSON_IsString(v) || strcmp(v->valuestring, shell))) {
+            cJSON_Delete(e);
+            continue;
+        }
+        cJSON_AddItemToArray(arr, e);
+    }
+    free(text);
+    util_json(resp, 200, out);
+}
+
+/* --------------------------------------------------------- executions */
+
+static int valid_shell_name(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return i > 0 && i <= 64;
+}
+
+static int require_running_locked(struct devbox *box, struct http_response *resp,
+                                  const char *what)
+{
+    if (box->status == DBX_RUNNING && box->sb != NULL)
+        return 0;
+    if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
+        util_error(resp, 400, "devbox %s is %s; resume it (POST /v1/devboxes/%s/resume) "
+                   "before %s", box->id, dbx_status_name(box->status), box->id, what);
+    else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
+        util_error(resp, 400, "devbox %s is %s and cannot run commands or serve files; "
+                   "create a new devbox", box->id, dbx_status_name(box->status));
+    else
+        util_error(resp, 400, "devbox %s is %s, not running yet; wait for status running "
+                   "(POST /v1/devboxes/%s/wait_for_status) before %s", box->id,
+                   dbx_status_name(box->status), box->id, what);
+    return -1;
+}
+
+static void wait_exec_locked(struct engine *eng, struct execution *ex, int64_t deadline_ms)
+{
+    while (ex->status != EXEC_COMPLETED && client_wait(eng, deadline_ms) == 0)
+        ;
+}
+
+static void handle_execute(struct engine *eng, struct devbox *box,
+                           const struct http_request *req, struct http_response *resp,
+                           int async, int sync)
+{
+    static const char *const f_exec[] = {"command", "command_id", "optimistic_timeout",
+                                         "shell_name", NULL};
+    static const char *const f_async[] = {"command", "shell_name", "attach_stdin", NULL};
+    static const char *const f_sync[] = {"command", "shell_name", NULL};
+    cJSON *body = NULL;
+    const char *command = NULL;
+    const char *command_id = NULL;
+    const char *shell = NULL;
+    struct execution *ex = NULL;
+    int attach = 0;
+    int64_t optimistic = OPTIMISTIC_MAX_S;
+    int64_t last_n;
+    char err[ERRLEN];
+
+    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0 ||
+        parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", async ? f_async : sync ? f_sync : f_exec, err,
+                          sizeof(err)) != 0 ||
+        util_opt_string(body, "command", &command, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "command_id", &command_id, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "shell_name", &shell, err, sizeof(err)) != 0 ||
+        util_opt_bool(body, "attach_stdin", &attach, err, sizeof(err)) != 0 ||
+        util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S, &optimistic, NULL, err,
+                     sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    if (command == NULL || command[0] == '\0') {
+        util_error(resp, 400, "'command' is required: the shell command line to run");
+        goto out;
+    }
+    if (shell != NULL && !valid_shell_name(shell)) {
+        util_error(resp, 400, "shell_name \"%s\" is invalid; use 1-64 characters from "
+                   "A-Z a-z 0-9 _ - .", shell);
+        goto out;
+    }
+    if (command_id != NULL && (command_id[0] == '\0' || strlen(command_id) > 128)) {
+        util_error(resp, 400, "command_id must be 1-128 characters (a UUIDv7 is typical)");
+        goto out;
+    }
+    pthread_mutex_lock(&eng->lock);
+    if (command_id != NULL)
+        ex = engine_exec_by_command_id_locked(box, command_id);
+    if (ex != NULL) {
+        ex->refs++; /* idempotent retry: the same execution, not a second run */
+    } else {
+        if (require_running_locked(box, resp, "running commands") != 0) {
+            pthread_mutex_unlock(&eng->lock);
+            goto out;
+        }
+        ex = engine_exec_start(eng, box, command, shell, command_id, attach, "exec", err,
+                               sizeof(err));
+        if (ex == NULL) {
+            util_error(resp, 500, "cannot start the command: %s", err);
+            pthread_mutex_unlock(&eng->lock);
+            goto out;
+        }
+    }
+    if (sync)
+        wait_exec_locked(eng, ex, INT64_MAX);
+    else if (!async)
+        wait_exec_locked(eng, ex, util_now_ms() + optimistic * 1000);
+    if (sync) {
+        cJSON *v = engine_exec_view_locked(eng, ex, (int)last_n);
+
+        cJSON_DeleteItemFromObject(v, "status");
+        cJSON_DeleteItemFromObject(v, "execution_id");
+        cJSON_DeleteItemFromObject(v, "stdout_truncated");
+        cJSON_DeleteItemFromObject(v, "stderr_truncated");
+        util_json(resp, 200, v);
+    } else {
+        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
+    }
+    engine_exec_unref_locked(ex);
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+static void handle_exec_wait(struct engine *eng, struct execution *ex,
+                             const struct http_request *req, struct http_response *resp)
+{
+    static const char *const fields[] = {"statuses", "timeout_seconds", NULL};
+    int set[3];
+    cJSON *body = NULL;
+    int64_t secs = LONGPOLL_DEFAULT_S;
+    int64_t last_n;
+    int64_t deadline;
+    char err[ERRLEN];
+
+    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0 ||
+        parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    if (parse_statuses(body, exec_status_parse, set, 3, resp,
+                       "queued, running, completed") != 0 ||
+        body_timeout(body, resp, &secs) != 0)
+        goto out;
+    deadline = util_now_ms() + secs * 1000;
+    pthread_mutex_lock(&eng->lock);
+    while (!set[ex->status] && client_wait(eng, deadline) == 0)
+        ;
+    if (set[ex->status])
+        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
+    else
+        timeout_408(resp, "the execution");
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+static void handle_exec_kill(struct engine *eng, struct execution *ex,
+                             const struct http_request *req, struct http_response *resp)
+{
+    static const char *const fields[] = {"kill_process_group", NULL};
+    cJSON *body = NULL;
+    char err[ERRLEN];
+    int group = 0;
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
+        util_opt_bool(body, "kill_process_group", &group, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    /* The sandbox signals the command's whole process group either way. */
+    engine_exec_kill(eng, ex);
+    pthread_mutex_lock(&eng->lock);
+    wait_exec_locked(eng, ex, util_now_ms() + 10000);
+    util_json(resp, 200, engine_exec_view_locked(eng, ex, LAST_N_DEFAULT));
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+static void handle_exec_stdin(struct engine *eng, struct execution *ex,
+                              const struct http_request *req, struct http_response *resp)
+{
+    static const char *const fields[] = {"text", "signal", NULL};
+    cJSON *body = NULL;
+    const char *text = NULL;
+    const char *sig = NULL;
+    cJSON *out = NULL;
+    char err[ERRLEN];
+    int rc;
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "text", &text, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "signal", &sig, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    if (sig != NULL && strcmp(sig, "EOF") != 0 && strcmp(sig, "INTERRUPT") != 0) {
+        util_error(resp, 400, "signal \"%s\" is not valid; use \"EOF\" or \"INTERRUPT\"", sig);
+        goto out;
+    }
+    if (text == NULL && sig == NULL) {
+        util_error(resp, 400, "send 'text' and/or 'signal' (EOF or INTERRUPT)");
+        goto out;
+    }
+    if (!ex->attach_stdin) {
+        util_error(resp, 400, "execution %s was not started with attach_stdin: true "
+                   "(execute_async), so it takes no stdin", ex->id);
+        goto out;
+    }
+    rc = engine_exec_stdin(eng, ex, text, text != NULL ? strlen(text) : 0,
+                           sig != NULL && strcmp(sig, "EOF") == 0,
+                           sig != NULL && strcmp(sig, "INTERRUPT") == 0, err, sizeof(err));
+    if (rc != 0) {
+        util_error(resp, rc, "%s", err);
+        goto out;
+    }
+    out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "devbox_id", ex->box->id);
+    cJSON_AddStringToObject(out, "execution_id", ex->id);
+    cJSON_AddBoolToObject(out, "success", 1);
+    util_json(resp, 200, out);
+out:
+    cJSON_Delete(body);
+}
+
+/* SSE output stream: reads the execution's output file from an offset and
+ * ends once the execution completed and every byte was sent. */
+struct sse_ctx {
+    struct engine *eng;
+    struct execution *ex;
+    int fd;
+    int64_t offset;
+};
+
+static ssize_t sse_read(void *arg, char *buf, size_t max)
+{
+    struct sse_ctx *c = arg;
+    char raw[16384];
+    struct stat st;
+    int done;
+    size_t want;
+    ssize_t n;
+    size_t len;
+    size_t keep;
+
+    pthread_mutex_lock(&c->eng->lock);
+    done = c->ex->status == EXEC_COMPLETED;
+    pthread_mutex_unlock(&c->eng->lock);
+    if (fstat(c->fd, &st) != 0)
+        return -1;
+    if (st.st_size <= c->offset) {
+        if (done)
+            return 0;
+        pthread_mutex_lock(&c->eng->lock);
+        if (c->ex->status != EXEC_COMPLETED &&
+            client_wait(c->eng, util_now_ms() + 100) != 0 && c->eng->stopping) {
+            pthread_mutex_unlock(&c->eng->lock);
+            return -1;
+        }
+        pthread_mutex_unlock(&c->eng->lock);
+        return HTTP_STREAM_AGAIN;
+    }
+    /* JSON escaping can grow bytes up to 6x; keep the event within max. */
+    want = (max - 64) / 6;
+    if (want > sizeof(raw))
+        want = sizeof(raw);
+    n = pread(c->fd, raw, want, c->offset);
+    if (n <= 0)
+        return n == 0 ? HTTP_STREAM_AGAIN : -1;
+    len = (size_t)n;
+    /* Do not split a UTF-8 sequence unless the output ends there for good. */
+    keep = len;
+    while (keep > 0 && ((unsigned char)raw[keep - 1] & 0xC0) == 0x80)
+        keep--;
+    if (keep > 0 && ((unsigned char)raw[keep - 1] & 0x80) != 0) {
+        unsigned char lead = (unsigned char)raw[keep - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+
+        if (len - (keep - 1) >= need)
+            keep = len;
+        else
+            keep--;
+    } else {
+        keep = len;
+    }
+    if (keep == 0) {
+        if (!(done && c->offset + (int64_t)len >= st.st_size))
+            return HTTP_STREAM_AGAIN;
+        keep = len;
+    }
+    n = (ssize_t)api_sse_chunk(buf, max, raw, keep, c->offset);
+    if (n <= 0)
+        return -1;
+    c->offset += (int64_t)keep;
+    return n;
+}
+
+static void sse_free(void *arg)
+{
+    struct sse_ctx *c = arg;
+
+    close(c->fd);
+    pthread_mutex_lock(&c->eng->lock);
+    engine_exec_unref_locked(c->ex);
+    pthread_mutex_unlock(&c->eng->lock);
+    free(c);
+}
+
+static void handle_exec_stream(struct engine *eng, struct execution *ex, const char *which,
+                               const struct http_request *req, struct http_response *resp)
+{
+    struct sse_ctx *c = NULL;
+    char path[4200];
+    int64_t offset;
+
+    if (query_int(req, resp, "offset", 0, INT64_MAX, 0, &offset) != 0)
+        return;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        util_error(resp, 500, "out of memory");
+        return;
+    }
+    engine_exec_output_path(eng, ex, which, path, sizeof(path));
+    c->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c->fd < 0) {
+        free(c);
+        util_error(resp, 404, "the output of execution %s is no longer stored", ex->id);
+        return;
+    }
+    c->eng = eng;
+    c->ex = ex;
+    c->offset = offset;
+    pthread_mutex_lock(&eng->lock);
+    ex->refs++;
+    pthread_mutex_unlock(&eng->lock);
+    resp->status = 200;
+    http_response_set_header(resp, "content-type", "text/event-stream");
+    http_response_set_header(resp, "cache-control", "no-cache");
+    resp->stream = sse_read;
+    resp->stream_ctx = c;
+    resp->stream_free = sse_free;
+}
+
+static void route_execution(struct engine *eng, struct devbox *box, char **seg, size_t n,
+                            const struct http_request *req, struct http_response *resp)
+{
+    int is_get = strcmp(req->method, "GET") == 0;
+    struct execution *ex = NULL;
+    int64_t last_n;
+
+    pthread_mutex_lock(&eng->lock);
+    ex = engine_exec_find_locked(box, seg[4]);
+    pthread_mutex_unlock(&eng->lock);
+    if (ex == NULL) {
+        util_error(resp, 404, "execution %s not found on devbox %s", seg[4], box->id);
+        return;
+    }
+    if (n == 5 && is_get) {
+        if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0)
+            return;
+        pthread_mutex_lock(&eng->lock);
+        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
+        pthread_mutex_unlock(&eng->lock);
+        return;
+    }
+    if (n == 6 && is_get && strcmp(seg[5], "stream_stdout_updates") == 0) {
+        handle_exec_stream(eng, ex, "stdout", req, resp);
+        return;
+    }
+    if (n == 6 && is_get && strcmp(seg[5], "stream_stderr_updates") == 0) {
+        handle_exec_stream(eng, ex, "stderr", req, resp);
+        return;
+    }
+    if (n == 6 && !is_get && strcmp(seg[5], "wait_for_status") == 0) {
+        handle_exec_wait(eng, ex, req, resp);
+        return;
+    }
+    if (n == 6 && !is_get && strcmp(seg[5], "kill") == 0) {
+        handle_exec_kill(eng, ex, req, resp);
+        return;
+    }
+    if (n == 6 && !is_get && strcmp(seg[5], "send_std_in") == 0) {
+        handle_exec_stdin(eng, ex, req, resp);
+        return;
+    }
+    util_error(resp, 404, "no such endpoint: %s %s", req->method, req->path);
+}
+
+/* ---------------------------------------------------------------- router */
+
+static void route_files(struct engine *eng, struct devbox *box, const char *action,
+                        const struct http_request *req, struct http_response *resp)
+{
+    cJSON *body = NULL;
+
+    pthread_mutex_lock(&eng->lock);
+    if (require_running_locked(box, resp, "using the files API") != 0) {
+        pthread_mutex_unlock(&eng->lock);
+        return;
+    }
+    box->io_refs++;
+    engine_touch_locked(box);
+    pthread_mutex_unlock(&eng->lock);
+    if (strcmp(action, "upload_file") == 0) {
+        files_upload(eng, box, req, resp);
+    } else if (parse_body(req, resp, &body) == 0) {
+        if (strcmp(action, "read_file_contents") == 0)
+            files_read_contents(eng, box, body, resp);
+        else if (strcmp(action, "write_file_contents") == 0)
+            files_write_contents(eng, box, body, resp);
+        else
+            files_download(eng, box, body, resp);
+    }
+    cJSON_Delete(body);
+    pthread_mutex_lock(&eng->lock);
+    box->io_refs--;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+static int is_files_action(const char *a)
+{
+    return strcmp(a, "read_file_contents") == 0 || strcmp(a, "write_file_contents") == 0 ||
+           strcmp(a, "upload_file") == 0 || strcmp(a, "download_file") == 0;
+}
+
+static int is_later_action(const char *a)
+{
+    static const char *const later[] = {
+        "snapshot_disk", "snapshot_disk_async", "enable_tunnel", "remove_tunnel",
+        "create_pty_tunnel", "create_ssh_key", "create_gateway_token", "create_mcp_token",
+        NULL,
+    };
+
+    return in_list(a, later);
+}
+
+static void route_devbox(struct engine *eng, char **seg, size_t n,
+                         const struct http_request *req, struct http_response *resp)
+{
+    int is_get = strcmp(req->method, "GET") == 0;
+    const char *action = n >= 4 ? seg[3] : NULL;
+    struct devbox *box = NULL;
+
+    pthread_mutex_lock(&eng->lock);
+    box = engine_find_locked(eng, seg[2]);
+    pthread_mutex_unlock(&eng->lock);
+    if (box == NULL) {
+        if (strcmp(seg[2], "disk_snapshots") == 0 || strcmp(seg[2], "evictions") == 0 ||
+            strcmp(seg[2], "metadata") == 0)
+            util_error(resp, 400, "/v1/devboxes/%s is not supported by the local engine yet",
+                       seg[2]);
+        else
+            util_error(resp, 404, "devbox %s not found; list devboxes with GET /v1/devboxes",
+                       seg[2]);
+        return;
+    }
+    if (n == 3) {
+        if (is_get) {
+            pthread_mutex_lock(&eng->lock);
+            util_json(resp, 200, engine_box_view_locked(box));
+            pthread_mutex_unlock(&eng->lock);
+        } else {
+            handle_update(eng, box, req, resp);
+        }
+        return;
+    }
+    if (n >= 5 && strcmp(action, "executions") == 0 && n <= 6) {
+        route_execution(eng, box, seg, n, req, resp);
+        return;
+    }
+    if (n != 4)
+        goto not_found;
+    if (is_get && strcmp(action, "usage") == 0)
+        handle_usage(eng, box, resp);
+    else if (is_get && strcmp(action, "logs") == 0)
+        handle_logs(eng, box, req, resp);
+    else if (is_get)
+        goto not_found;
+    else if (strcmp(action, "suspend") == 0 || strcmp(action, "resume") == 0 ||
+             strcmp(action, "shutdown") == 0)
+        handle_lifecycle(eng, box, action, req, resp);
+    else if (strcmp(action, "keep_alive") == 0)
+        handle_keep_alive(eng, box, resp);
+    else if (strcmp(action, "wait_for_status") == 0)
+        handle_box_wait(eng, box, req, resp);
+    else if (strcmp(action, "execute") == 0)
+        handle_execute(eng, box, req, resp, 0, 0);
+    else if (strcmp(action, "execute_async") == 0)
+        handle_execute(eng, box, req, resp, 1, 0);
+    else if (strcmp(action, "execute_sync") == 0)
+        handle_execute(eng, box, req, resp, 0, 1);
+    else if (is_files_action(action))
+        route_files(eng, box, action, req, resp);
+    else if (is_later_action(action))
+        util_error(resp, 400, "%s is not supported by the local engine yet", action);
+    else
+        goto not_found;
+    return;
+not_found:
+    util_error(resp, 404, "no such endpoint: %s %s", req->method, req->path);
+}
+
+static void handle_account(struct http_response *resp)
+{
+    cJSON *v = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(v, "id", "local");
+    cJSON_AddStringToObject(v, "name", "devboxd local engine");
+    cJSON_AddStringToObject(v, "tier", "ACCOUNT_TIER_PRO");
+    cJSON_AddStringToObject(v, "account_status", "ACCOUNT_STATUS_ENABLED");
+    util_json(resp, 200, v);
+}
+
+void api_handle(void *ud, const struct http_request *req, struct http_response *resp)
+{
+    struct engine *eng = ud;
+    char *path = NULL;
+    char *seg[8];
+    size_t n;
+    int is_get;
+
+    if (check_auth(eng, req) != 0) {
+        /* Never echo or log the key that was sent. */
+        util_error(resp, 401, "missing or invalid API key: send 'Authorization: Bearer "
+                   "<key>' with the key from the state directory's api-key file (or the "
+                   "--api-key-file given to devboxd)");
+        return;
+    }
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
+        util_error(resp, 405, "method %s is not used by the Runloop API; use GET or POST",
+                   req->method);
+        http_response_set_header(resp, "allow", "GET, POST");
+        return;
+    }
+    is_get = strcmp(req->method, "GET") == 0;
+    path = strdup(req->path);
+    if (path == NULL) {
+        util_error(resp, 500, "out of memory");
+        return;
+    }
+    n = split_path(path, seg, 7);
+    if (n < 2 || n > 7 || strcmp(seg[0], "v1") != 0)
+        goto not_found;
+    if (strcmp(seg[1], "accounts") == 0 && n == 3 && is_get && strcmp(seg[2], "me") == 0) {
+        handle_account(resp);
+        goto out;
+    }
+    if (strcmp(seg[1], "devboxes") != 0) {
+        if (strcmp(seg[1], "blueprints") == 0 || strcmp(seg[1], "secrets") == 0 ||
+            strcmp(seg[1], "network-policies") == 0 || strcmp(seg[1], "objects") == 0)
+            util_error(resp, 400, "/v1/%s is not supported by the local engine yet", seg[1]);
+        else
+            goto not_found;
+        goto out;
+    }
+    if (n == 2) {
+        if (is_get)
+            handle_list(eng, req, resp);
+        else
+            handle_create(eng, req, resp, 0);
+        goto out;
+    }
+    if (n == 3 && !is_get && strcmp(seg[2], "create_and_await_running") == 0) {
+        handle_create(eng, req, resp, 1);
+        goto out;
+    }
+    route_devbox(eng, seg, n, req, resp);
+    goto out;
+not_found:
+    util_error(resp, 404, "no such endpoint: %s %s (see the Runloop API reference)",
+               req->method, req->path);
+out:
+    free(path);
+}

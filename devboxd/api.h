@@ -1,0 +1,49 @@
+/* devboxd REST API: routing, authentication, validation and JSON views. */
+#ifndef DEVBOXD_API_H
+#define DEVBOXD_API_H
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "http.h"
+
+/* The http_handler_fn for the server; ud is the struct engine. */
+void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
+
+/* Validates a create body and returns the normalised spec to keep, or NULL
+ * with a message (and the HTTP status in *status). Exposed for unit tests. */
+cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t errlen);
+
+/* Pagination over a newest-first list of ids: the slice after starting_after.
+ * Returns 0, or -1 with err when starting_after is unknown. */
+int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
+             size_t *first, size_t *count, int *has_more, char *err, size_t errlen);
+
+/* Formats one SSE event for an output chunk; returns the length written,
+ * or 0 if buf is too small. */
+size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);
+
+/* Files API (files.c). */
+void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
+                         struct http_response *resp);
+void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *body,
+                          struct http_response *resp);
+void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
+                    struct http_response *resp);
+void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
+                  struct http_response *resp);
+
+/* Multipart parsing (multipart.c): finds the parts of a multipart/form-data
+ * body. Returns 0 or -1 with a message. */
+struct mp_part {
+    char name[128];
+    char filename[256];
+    const char *data;
+    size_t len;
+};
+int multipart_boundary(const char *content_type, char *out, size_t outlen);
+int multipart_parse(const char *body, size_t len, const char *boundary,
+                    struct mp_part *parts, size_t max_parts, size_t *n_parts,
+                    char *err, size_t errlen);
+
+#endif

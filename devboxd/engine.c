@@ -1,0 +1,1267 @@
+/* devboxd engine: devbox records, their state machine and persistence.
+ * One engine mutex guards every record; slow sandbox work (start, stop,
+ * launch commands) runs on worker threads with the lock released, and a
+ * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
+#define _GNU_SOURCE
+#include "engine.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const status_names[DBX_N_STATUS] = {
+    "provisioning", "initializing", "running", "suspending",
+    "suspended",    "resuming",     "failure", "shutdown",
+};
+
+const char *dbx_status_name(int status)
+{
+    if (status < 0 || status >= DBX_N_STATUS)
+        return "failure";
+    return status_names[status];
+}
+
+int dbx_status_parse(const char *name)
+{
+    int i;
+
+    for (i = 0; i < DBX_N_STATUS; i++) {
+        if (strcmp(status_names[i], name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+const char *exec_status_name(int status)
+{
+    switch (status) {
+    case EXEC_QUEUED: return "queued";
+    case EXEC_RUNNING: return "running";
+    default: return "completed";
+    }
+}
+
+int exec_status_parse(const char *name)
+{
+    if (strcmp(name, "queued") == 0)
+        return EXEC_QUEUED;
+    if (strcmp(name, "running") == 0)
+        return EXEC_RUNNING;
+    if (strcmp(name, "completed") == 0)
+        return EXEC_COMPLETED;
+    return -1;
+}
+
+static int is_active_status(int status)
+{
+    return status == DBX_INITIALIZING || status == DBX_RUNNING ||
+           status == DBX_SUSPENDING || status == DBX_RESUMING;
+}
+
+char *engine_box_dir(struct engine *eng, const char *box_id)
+{
+    char *path = NULL;
+
+    if (asprintf(&path, "%s/devboxes/%s", eng->state_dir, box_id) < 0)
+        return NULL;
+    return path;
+}
+
+char *engine_exec_dir(struct engine *eng, const char *box_id)
+{
+    char *path = NULL;
+
+    if (asprintf(&path, "%s/devboxes/%s/executions", eng->state_dir, box_id) < 0)
+        return NULL;
+    return path;
+}
+
+void engine_exec_output_path(struct engine *eng, struct execution *ex,
+                             const char *which, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s/devboxes/%s/executions/%s.%s", eng->state_dir,
+             ex->box->id, ex->id, which);
+}
+
+/* --------------------------------------------------------------- views */
+
+cJSON *engine_box_view_locked(struct devbox *box)
+{
+    cJSON *v = cJSON_CreateObject();
+    const cJSON *spec = box->spec;
+    const cJSON *it = NULL;
+
+    cJSON_AddStringToObject(v, "id", box->id);
+    it = cJSON_GetObjectItemCaseSensitive(spec, "name");
+    if (cJSON_IsString(it))
+        cJSON_AddStringToObject(v, "name", it->valuestring);
+    else
+        cJSON_AddNullToObject(v, "name");
+    cJSON_AddStringToObject(v, "status", dbx_status_name(box->status));
+    cJSON_AddNumberToObject(v, "create_time_ms", (double)box->create_time_ms);
+    if (box->end_time_ms > 0)
+        cJSON_AddNumberToObject(v, "end_time_ms", (double)box->end_time_ms);
+    else
+        cJSON_AddNullToObject(v, "end_time_ms");
+    it = cJSON_GetObjectItemCaseSensitive(spec, "metadata");
+    cJSON_AddItemToObject(v, "metadata", it != NULL ? cJSON_Duplicate(it, 1)
+                                                   : cJSON_CreateObject());
+    it = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    cJSON_AddItemToObject(v, "launch_parameters", it != NULL ? cJSON_Duplicate(it, 1)
+                                                            : cJSON_CreateObject());
+    cJSON_AddItemToObject(v, "state_transitions", cJSON_Duplicate(box->transitions, 1));
+    cJSON_AddItemToObject(v, "capabilities", cJSON_CreateArray());
+    cJSON_AddNullToObject(v, "blueprint_id");
+    cJSON_AddNullToObject(v, "snapshot_id");
+    if (box->failure_reason != NULL)
+        cJSON_AddStringToObject(v, "failure_reason", box->failure_reason);
+    else
+        cJSON_AddNullToObject(v, "failure_reason");
+    if (box->shutdown_reason != NULL)
+        cJSON_AddStringToObject(v, "shutdown_reason", box->shutdown_reason);
+    else
+        cJSON_AddNullToObject(v, "shutdown_reason");
+    cJSON_AddNullToObject(v, "initiator_id");
+    cJSON_AddStringToObject(v, "initiator_type", "api");
+    cJSON_AddNullToObject(v, "tunnel");
+    return v;
+}
+
+/* --------------------------------------------------------- persistence */
+
+int engine_save_locked(struct engine *eng, struct devbox *box)
+{
+    cJSON *rec = cJSON_CreateObject();
+    char *dir = NULL;
+    char *path = NULL;
+    char *text = NULL;
+    int rc = -1;
+
+    cJSON_AddStringToObject(rec, "id", box->id);
+    cJSON_AddItemToObject(rec, "spec", cJSON_Duplicate(box->spec, 1));
+    cJSON_AddStringToObject(rec, "status", dbx_status_name(box->status));
+    if (box->failure_reason != NULL)
+        cJSON_AddStringToObject(rec, "failure_reason", box->failure_reason);
+    if (box->shutdown_reason != NULL)
+        cJSON_AddStringToObject(rec, "shutdown_reason", box->shutdown_reason);
+    cJSON_AddNumberToObject(rec, "create_time_ms", (double)box->create_time_ms);
+    cJSON_AddNumberToObject(rec, "end_time_ms", (double)box->end_time_ms);
+    cJSON_AddNumberToObject(rec, "active_ms", (double)box->active_ms);
+    cJSON_AddNumberToObject(rec, "ttl_deadline_ms", (double)box->ttl_deadline_ms);
+    cJSON_AddItemToObject(rec, "state_transitions", cJSON_Duplicate(box->transitions, 1));
+    text = cJSON_Print(rec);
+    dir = engine_box_dir(eng, box->id);
+    if (text == NULL || dir == NULL || util_mkdirs(dir) != 0)
+        goto out;
+    if (asprintf(&path, "%s/devbox.json", dir) < 0) {
+        path = NULL;
+        goto out;
+    }
+    rc = util_write_atomic(path, text, strlen(text), 0600);
+out:
+    if (rc != 0)
+        fprintf(stderr, "devboxd: cannot save devbox %s under %s: %s\n", box->id,
+                eng->state_dir, strerror(errno));
+    cJSON_Delete(rec);
+    free(text);
+    free(dir);
+    free(path);
+    return rc;
+}
+
+static int exec_save_locked(struct engine *eng, struct execution *ex)
+{
+    cJSON *rec = cJSON_CreateObject();
+    char path[4200];
+    char *text = NULL;
+    int rc;
+
+    cJSON_AddStringToObject(rec, "id", ex->id);
+    cJSON_AddStringToObject(rec, "command", ex->command);
+    if (ex->command_id != NULL)
+        cJSON_AddStringToObject(rec, "command_id", ex->command_id);
+    if (ex->shell_name != NULL)
+        cJSON_AddStringToObject(rec, "shell_name", ex->shell_name);
+    cJSON_AddStringToObject(rec, "kind", ex->kind);
+    cJSON_AddStringToObject(rec, "status", exec_status_name(ex->status));
+    cJSON_AddNumberToObject(rec, "exit_status", ex->exit_status);
+    cJSON_AddNumberToObject(rec, "create_time_ms", (double)ex->create_time_ms);
+    cJSON_AddNumberToObject(rec, "end_time_ms", (double)ex->end_time_ms);
+    cJSON_AddBoolToObject(rec, "attach_stdin", ex->attach_stdin);
+    text = cJSON_Print(rec);
+    cJSON_Delete(rec);
+    engine_exec_output_path(eng, ex, "json", path, sizeof(path));
+    rc = text != NULL ? util_write_atomic(path, text, strlen(text), 0600) : -1;
+    free(text);
+    return rc;
+}
+
+void engine_log_locked(struct engine *eng, struct devbox *box, const char *source,
+                       const char *level, const char *message, struct execution *ex,
+                       int exit_code)
+{
+    cJSON *e = cJSON_CreateObject();
+    char *line = NULL;
+    char path[4200];
+    int fd;
+
+    cJSON_AddStringToObject(e, "level", level);
+    cJSON_AddStringToObject(e, "source", source);
+    cJSON_AddNumberToObject(e, "timestamp_ms", (double)util_now_ms());
+    if (message != NULL)
+        cJSON_AddStringToObject(e, "message", message);
+    if (ex != NULL) {
+        cJSON_AddStringToObject(e, "cmd", ex->command);
+        cJSON_AddStringToObject(e, "cmd_id", ex->id);
+        if (ex->shell_name != NULL)
+            cJSON_AddStringToObject(e, "shell_name", ex->shell_name);
+        if (exit_code != INT32_MIN)
+            cJSON_AddNumberToObject(e, "exit_code", exit_code);
+    }
+    line = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    if (line == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir, box->id);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        size_t len = strlen(line);
+
+        line[len] = '\n';
+        if (write(fd, line, len + 1) < 0) {
+            /* logs are best effort */
+        }
+        close(fd);
+    }
+    free(line);
+}
+
+/* ------------------------------------------------------ state machine */
+
+void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
+                              const char *failure_reason, const char *shutdown_reason)
+{
+    int64_t now = util_now_ms();
+    cJSON *t = cJSON_CreateObject();
+    char msg[160];
+
+    if (is_active_status(box->status) && box->active_since_ms > 0) {
+        box->active_ms += now - box->active_since_ms;
+        box->active_since_ms = 0;
+    }
+    if (is_active_status(status))
+        box->active_since_ms = now;
+    box->status = status;
+    if (failure_reason != NULL) {
+        free(box->failure_reason);
+        box->failure_reason = strdup(failure_reason);
+    }
+    if (shutdown_reason != NULL) {
+        free(box->shutdown_reason);
+        box->shutdown_reason = strdup(shutdown_reason);
+    }
+    if (status == DBX_FAILURE || status == DBX_SHUTDOWN)
+        box->end_time_ms = now;
+    if (status == DBX_RUNNING)
+        box->last_activity_ms = now;
+    cJSON_AddStringToObject(t, "status", dbx_status_name(status));
+    cJSON_AddNumberToObject(t, "transition_time_ms", (double)now);
+    if (status == DBX_FAILURE && failure_reason != NULL)
+        cJSON_AddStringToObject(t, "failure_reason", failure_reason);
+    cJSON_AddItemToArray(box->transitions, t);
+    snprintf(msg, sizeof(msg), "devbox is %s%s%s", dbx_status_name(status),
+             failure_reason ? ": " : "", failure_reason ? failure_reason : "");
+    engine_log_locked(eng, box, "entrypoint", status == DBX_FAILURE ? "error" : "info",
+                      msg, NULL, 0);
+    engine_save_locked(eng, box);
+    pthread_cond_broadcast(&eng->changed);
+}
+
+int engine_wait_locked(struct engine *eng, int64_t deadline_ms)
+{
+    struct timespec ts;
+    int64_t now = util_now_ms();
+
+    if (now >= deadline_ms)
+        return -1;
+    ts.tv_sec = (time_t)(deadline_ms / 1000);
+    ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000;
+    pthread_cond_timedwait(&eng->changed, &eng->lock, &ts);
+    return util_now_ms() >= deadline_ms ? -1 : 0;
+}
+
+void engine_touch_locked(struct devbox *box)
+{
+    box->last_activity_ms = util_now_ms();
+}
+
+struct devbox *engine_find_locked(struct engine *eng, const char *id)
+{
+    struct devbox *b;
+
+    for (b = eng->boxes; b != NULL; b = b->next) {
+        if (strcmp(b->id, id) == 0)
+            return b;
+    }
+    return NULL;
+}
+
+void engine_box_unref_locked(struct engine *eng, struct devbox *box)
+{
+    (void)eng;
+    (void)box; /* devboxes live as long as the engine: records are kept */
+}
+
+/* ------------------------------------------------------ sandbox glue */
+
+struct size_row {
+    const char *name;
+    uint32_t cpu_millis;
+    uint64_t mem_gib;
+    uint64_t disk_gib;
+};
+
+static const struct size_row sizes[] = {
+    {"X_SMALL", 500, 1, 4},  {"SMALL", 1000, 2, 4},    {"MEDIUM", 2000, 4, 8},
+    {"LARGE", 2000, 8, 16},  {"X_LARGE", 4000, 16, 16}, {"XX_LARGE", 8000, 32, 16},
+};
+
+static void box_limits(const struct devbox *box, struct sb_limits *lim, double *cpus,
+                       double *mem_gb, double *disk_gb)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size");
+    size_t i;
+
+    memset(lim, 0, sizeof(*lim));
+    *cpus = 1;
+    *mem_gb = 2;
+    *disk_gb = 4;
+    if (cJSON_IsString(size)) {
+        for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            if (strcmp(sizes[i].name, size->valuestring) == 0) {
+                *cpus = sizes[i].cpu_millis / 1000.0;
+                *mem_gb = (double)sizes[i].mem_gib;
+                *disk_gb = (double)sizes[i].disk_gib;
+            }
+        }
+    }
+    if (cJSON_IsNumber(c))
+        *cpus = c->valuedouble;
+    if (cJSON_IsNumber(m))
+        *mem_gb = m->valuedouble;
+    if (cJSON_IsNumber(d))
+        *disk_gb = d->valuedouble;
+    else if (cJSON_IsString(size) && strcmp(size->valuestring, "CUSTOM_SIZE") == 0)
+        *disk_gb = 16;
+    lim->cpu_millis = (uint32_t)(*cpus * 1000);
+    lim->memory_bytes = (uint64_t)(*mem_gb * 1024 * 1024 * 1024);
+    lim->disk_bytes = (uint64_t)(*disk_gb * 1024 * 1024 * 1024);
+    lim->pids_max = 0;
+}
+
+static char **box_env(const struct devbox *box)
+{
+    const cJSON *envs = cJSON_GetObjectItemCaseSensitive(box->spec, "environment_variables");
+    const cJSON *it = NULL;
+    char **env = NULL;
+    size_t n = 0;
+
+    env = calloc((size_t)cJSON_GetArraySize(envs) + 1, sizeof(char *));
+    if (env == NULL)
+        return NULL;
+    cJSON_ArrayForEach(it, envs) {
+        if (asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
+            n++;
+    }
+    return env;
+}
+
+static void env_free(char **env)
+{
+    size_t i;
+
+    for (i = 0; env != NULL && env[i] != NULL; i++)
+        free(env[i]);
+    free(env);
+}
+
+static int box_network(const struct devbox *box)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *np = cJSON_GetObjectItemCaseSensitive(lp, "network_policy_id");
+
+    if (cJSON_IsString(np) && strcmp(np->valuestring, "npol_local_deny_all") == 0)
+        return SB_NET_NONE;
+    return SB_NET_OUTBOUND;
+}
+
+static char *shell_quote(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 3);
+    char *p = out;
+
+    if (out == NULL)
+        return NULL;
+    *p++ = '\'';
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            memcpy(p, "'\\''", 4);
+            p += 4;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p++ = '\'';
+    *p = '\0';
+    return out;
+}
+
+/* Runs one boot-time command to completion; returns its exit status or -1. */
+static int run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
+                            const char *kind, char *err, size_t errlen)
+{
+    struct execution *ex = NULL;
+    int status;
+
+    pthread_mutex_lock(&eng->lock);
+    ex = engine_exec_start(eng, box, cmd, NULL, NULL, 0, kind, err, errlen);
+    if (ex == NULL) {
+        pthread_mutex_unlock(&eng->lock);
+        return -1;
+    }
+    while (ex->status != EXEC_COMPLETED)
+        pthread_cond_wait(&eng->changed, &eng->lock);
+    status = ex->exit_status;
+    engine_exec_unref_locked(ex);
+    pthread_mutex_unlock(&eng->lock);
+    return status;
+}
+
+static int write_mount(struct engine *eng, struct devbox *box, const char *target,
+                       const char *content, char *err, size_t errlen)
+{
+    char *dir = strdup(target);
+    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    char *quoted = NULL;
+    char *cmd = NULL;
+    size_t len = strlen(content);
+    size_t done = 0;
+    int fd = -1;
+    int rc = -1;
+
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        quoted = shell_quote(dir);
+        if (quoted == NULL || asprintf(&cmd, "mkdir -p -- %s", quoted) < 0) {
+            cmd = NULL;
+            goto out;
+        }
+        if (run_boot_command(eng, box, cmd, "files", err, errlen) != 0) {
+            snprintf(err, errlen, "cannot create the parent directory of file mount '%s'",
+                     target);
+            goto out;
+        }
+    }
+    fd = sandbox_open(box->sb, target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write file mount '%s': %s", target, strerror(-fd));
+        goto out;
+    }
+    while (done < len) {
+        ssize_t n = write(fd, content + done, len - done);
+
+        if (n <= 0)
+            goto out;
+        done += (size_t)n;
+    }
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    free(quoted);
+    free(cmd);
+    return rc;
+}
+
+static int write_mounts(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+{
+    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(box->spec, "mounts");
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, mounts) {
+        const cJSON *target = cJSON_GetObjectItemCaseSensitive(it, "target");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+
+        if (write_mount(eng, box, target->valuestring, content->valuestring, err,
+                        errlen) != 0)
+            return -1;
+    }
+    cJSON_ArrayForEach(it, fm) {
+        if (write_mount(eng, box, it->string, it->valuestring, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+struct boot_job {
+    struct engine *eng;
+    struct devbox *box;
+    int first_boot;
+};
+
+static void boot_fail(struct engine *eng, struct devbox *box, const char *reason,
+                      const char *msg)
+{
+    struct sandbox *sb = NULL;
+
+    pthread_mutex_lock(&eng->lock);
+    engine_log_locked(eng, box, "setup_commands", "error", msg, NULL, 0);
+    sb = box->sb;
+    pthread_mutex_unlock(&eng->lock);
+    if (sb != NULL)
+        sandbox_stop(sb);
+    pthread_mutex_lock(&eng->lock);
+    engine_set_status_locked(eng, box, DBX_FAILURE, reason, NULL);
+    box->busy = 0;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
+                              size_t errlen)
+{
+    struct sb_spec spec;
+    struct sandbox *sb = NULL;
+    char **env = NULL;
+    char *dir = NULL;
+    double cpus, mem, disk;
+    int rc = -1;
+
+    memset(&spec, 0, sizeof(spec));
+    pthread_mutex_lock(&eng->lock);
+    env = box_env(box);
+    box_limits(box, &spec.limits, &cpus, &mem, &disk);
+    spec.net = (enum sb_network)box_network(box);
+    pthread_mutex_unlock(&eng->lock);
+    if (asprintf(&dir, "%s/devboxes/%s/sandbox", eng->state_dir, box->id) < 0) {
+        dir = NULL;
+        goto out;
+    }
+    spec.id = box->id;
+    spec.dir = dir;
+    spec.env = (const char *const *)env;
+    rc = sandbox_start(&spec, &sb, err, errlen);
+    if (rc == 0) {
+        pthread_mutex_lock(&eng->lock);
+        box->sb = sb;
+        pthread_mutex_unlock(&eng->lock);
+    }
+out:
+    env_free(env);
+    free(dir);
+    return rc;
+}
+
+static void *boot_thread(void *arg)
+{
+    struct boot_job *job = arg;
+    struct engine *eng = job->eng;
+    struct devbox *box = job->box;
+    const cJSON *lp = NULL;
+    const cJSON *cmds = NULL;
+    const cJSON *it = NULL;
+    const cJSON *ep = NULL;
+    char err[512] = "";
+    char msg[1024];
+
+    free(job);
+    if (boot_start_sandbox(eng, box, err, sizeof(err)) != 0) {
+        snprintf(msg, sizeof(msg), "sandbox failed to start: %s", err);
+        boot_fail(eng, box, "health_check_failed", msg);
+        return NULL;
+    }
+    pthread_mutex_lock(&eng->lock);
+    engine_set_status_locked(eng, box, DBX_INITIALIZING, NULL, NULL);
+    lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    cmds = cJSON_GetObjectItemCaseSensitive(lp, "launch_commands");
+    ep = cJSON_GetObjectItemCaseSensitive(box->spec, "entrypoint");
+    pthread_mutex_unlock(&eng->lock);
+    if (write_mounts(eng, box, err, sizeof(err)) != 0) {
+        boot_fail(eng, box, "execution_failed", err);
+        return NULL;
+    }
+    cJSON_ArrayForEach(it, cmds) {
+        int st = run_boot_command(eng, box, it->valuestring, "launch", err, sizeof(err));
+
+        if (st != 0) {
+            snprintf(msg, sizeof(msg), "launch command '%.200s' failed (exit status %d)%s%s",
+                     it->valuestring, st, err[0] ? ": " : "", err);
+            boot_fail(eng, box, "execution_failed", msg);
+            return NULL;
+        }
+    }
+    pthread_mutex_lock(&eng->lock);
+    engine_set_status_locked(eng, box, DBX_RUNNING, NULL, NULL);
+    if (cJSON_IsString(ep)) {
+        box->entrypoint = engine_exec_start(eng, box, ep->valuestring, NULL, NULL, 0,
+                                            "entrypoint", err, sizeof(err));
+        if (box->entrypoint != NULL)
+            box->entrypoint->refs++;
+    }
+    box->busy = 0;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+    return NULL;
+}
+
+static int spawn_detached(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    rc = pthread_create(&tid, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+/* Lock held. Starts the boot worker; the devbox must not be busy. */
+static int start_boot_locked(struct engine *eng, struct devbox *box, int first_boot)
+{
+    struct boot_job *job = calloc(1, sizeof(*job));
+
+    if (job == NULL)
+        return -1;
+    job->eng = eng;
+    job->box = box;
+    job->first_boot = first_boot;
+    box->busy = 1;
+    if (spawn_detached(boot_thread, job) != 0) {
+        box->busy = 0;
+        free(job);
+        engine_set_status_locked(eng, box, DBX_FAILURE, "health_check_failed", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+struct devbox *engine_create(struct engine *eng, cJSON *spec)
+{
+    struct devbox *box = calloc(1, sizeof(*box));
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *ka = cJSON_GetObjectItemCaseSensitive(lp, "keep_alive_time_seconds");
+    const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
+    const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
+    char *dir = NULL;
+
+    if (box == NULL) {
+        cJSON_Delete(spec);
+        return NULL;
+    }
+    if (idle == NULL)
+        idle = cJSON_GetObjectItemCaseSensitive(lp, "after_idle");
+    util_new_id("dbx", box->id, sizeof(box->id));
+    box->spec = spec;
+    box->transitions = cJSON_CreateArray();
+    box->create_time_ms = util_now_ms();
+    if (idle != NULL) {
+        const cJSON *secs = cJSON_GetObjectItemCaseSensitive(idle, "idle_time_seconds");
+        const cJSON *on = cJSON_GetObjectItemCaseSensitive(idle, "on_idle");
+
+        box->idle_seconds = (int64_t)secs->valuedouble;
+        box->idle_suspend = strcmp(on->valuestring, "suspend") == 0;
+    }
+    box->ttl_deadline_ms = box->create_time_ms +
+                           (cJSON_IsNumber(ka) ? (int64_t)ka->valuedouble : 3600) * 1000;
+    dir = engine_exec_dir(eng, box->id);
+    if (dir != NULL)
+        util_mkdirs(dir);
+    free(dir);
+    pthread_mutex_lock(&eng->lock);
+    box->next = eng->boxes;
+    eng->boxes = box;
+    engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+    start_boot_locked(eng, box, 1);
+    pthread_mutex_unlock(&eng->lock);
+    return box;
+}
+
+/* ------------------------------------------------------- stop workers */
+
+struct stop_job {
+    struct engine *eng;
+    struct devbox *box;
+    int target; /* DBX_SUSPENDED, DBX_SHUTDOWN or DBX_FAILURE */
+    char *reason;
+};
+
+static void *stop_thread(void *arg)
+{
+    struct stop_job *job = arg;
+    struct engine *eng = job->eng;
+    struct devbox *box = job->box;
+    struct sandbox *sb = NULL;
+    char err[256];
+
+    pthread_mutex_lock(&eng->lock);
+    while (box->io_refs > 0)
+        pthread_cond_wait(&eng->changed, &eng->lock);
+    sb = box->sb;
+    box->sb = NULL;
+    pthread_mutex_unlock(&eng->lock);
+    if (sb != NULL) {
+        sandbox_stop(sb);
+        sandbox_release(sb);
+    }
+    pthread_mutex_lock(&eng->lock);
+    /* Executions still marked running lost their processes with the sandbox. */
+    while (1) {
+        struct execution *ex;
+        int pending = 0;
+
+        for (ex = box->execs; ex != NULL; ex = ex->next) {
+            if (ex->status != EXEC_COMPLETED)
+                pending = 1;
+        }
+        if (!pending)
+            break;
+        pthread_cond_wait(&eng->changed, &eng->lock);
+    }
+    if (job->target == DBX_SHUTDOWN) {
+        char *dir = NULL;
+
+        if (asprintf(&dir, "%s/devboxes/%s/sandbox", eng->state_dir, box->id) >= 0) {
+            pthread_mutex_unlock(&eng->lock);
+            sandbox_destroy_dir(dir, err, sizeof(err));
+            pthread_mutex_lock(&eng->lock);
+            free(dir);
+        }
+    }
+    engine_set_status_locked(eng, box, job->target,
+                             job->target == DBX_FAILURE ? job->reason : NULL,
+                             job->target == DBX_SHUTDOWN ? job->reason : NULL);
+    box->busy = 0;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+    free(job->reason);
+    free(job);
+    return NULL;
+}
+
+/* Lock held. */
+static int start_stop_locked(struct engine *eng, struct devbox *box, int target,
+                             const char *reason)
+{
+    struct stop_job *job = calloc(1, sizeof(*job));
+
+    if (job == NULL)
+        return -1;
+    job->eng = eng;
+    job->box = box;
+    job->target = target;
+    job->reason = reason != NULL ? strdup(reason) : NULL;
+    if (target == DBX_SUSPENDED)
+        engine_set_status_locked(eng, box, DBX_SUSPENDING, NULL, NULL);
+    box->busy = 1;
+    if (spawn_detached(stop_thread, job) != 0) {
+        box->busy = 0;
+        free(job->reason);
+        free(job);
+        return -1;
+    }
+    return 0;
+}
+
+/* Lock held: waits for a boot or stop worker to finish (bounded). */
+static int wait_not_busy_locked(struct engine *eng, struct devbox *box)
+{
+    int64_t deadline = util_now_ms() + 60000;
+
+    while (box->busy) {
+        if (engine_wait_locked(eng, deadline) != 0 && box->busy)
+            return -1;
+    }
+    return 0;
+}
+
+int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
+        goto out;
+    if (box->status != DBX_RUNNING) {
+        snprintf(err, errlen, "devbox %s is %s; only a running devbox can be suspended "
+                 "(wait for status running first)", box->id, dbx_status_name(box->status));
+        rc = 400;
+        goto out;
+    }
+    if (wait_not_busy_locked(eng, box) != 0 || box->status != DBX_RUNNING) {
+        snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
+        rc = 409;
+        goto out;
+    }
+    if (start_stop_locked(eng, box, DBX_SUSPENDED, NULL) != 0) {
+        snprintf(err, errlen, "cannot start the suspend worker");
+        rc = 500;
+    }
+out:
+    pthread_mutex_unlock(&eng->lock);
+    return rc;
+}
+
+int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SUSPENDING)
+        wait_not_busy_locked(eng, box);
+    if (box->status == DBX_RUNNING || box->status == DBX_RESUMING)
+        goto out;
+    if (box->status != DBX_SUSPENDED) {
+        snprintf(err, errlen, "devbox %s is %s; only a suspended devbox can be resumed",
+                 box->id, dbx_status_name(box->status));
+        rc = 400;
+        goto out;
+    }
+    engine_set_status_locked(eng, box, DBX_RESUMING, NULL, NULL);
+    if (start_boot_locked(eng, box, 0) != 0) {
+        snprintf(err, errlen, "cannot start the resume worker");
+        rc = 500;
+    }
+out:
+    pthread_mutex_unlock(&eng->lock);
+    return rc;
+}
+
+int engine_shutdown(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
+        goto out; /* already final */
+    if (wait_not_busy_locked(eng, box) != 0) {
+        snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
+        rc = 409;
+        goto out;
+    }
+    if (box->status == DBX_SHUTDOWN)
+        goto out;
+    if (start_stop_locked(eng, box, DBX_SHUTDOWN, "api_shutdown") != 0) {
+        snprintf(err, errlen, "cannot start the shutdown worker");
+        rc = 500;
+        goto out;
+    }
+    /* Shutdown is quick and clients expect it done in the response. */
+    wait_not_busy_locked(eng, box);
+out:
+    pthread_mutex_unlock(&eng->lock);
+    return rc;
+}
+
+/* ---------------------------------------------------- timer and health */
+
+static void timer_tick_locked(struct engine *eng)
+{
+    int64_t now = util_now_ms();
+    struct devbox *box;
+
+    for (box = eng->boxes; box != NULL; box = box->next) {
+        if (box->status != DBX_RUNNING || box->busy)
+            continue;
+        if (box->sb != NULL && sandbox_check(box->sb) != 0) {
+            const char *why = sandbox_failure_reason(box->sb);
+            int oom = why != NULL && strcmp(why, "out_of_memory") == 0;
+
+            engine_log_locked(eng, box, "entrypoint", "error",
+                              oom ? "the devbox ran out of memory"
+                                  : "the devbox's sandbox exited", NULL, 0);
+            start_stop_locked(eng, box, DBX_FAILURE,
+                              oom ? "out_of_memory" : "health_check_failed");
+            continue;
+        }
+        if (box->ttl_deadline_ms > 0 && now >= box->ttl_deadline_ms) {
+            start_stop_locked(eng, box, DBX_SHUTDOWN, "keep_alive_timeout");
+            continue;
+        }
+        if (box->idle_seconds > 0 &&
+            now - box->last_activity_ms >= box->idle_seconds * 1000) {
+            int running = 0;
+            struct execution *ex;
+
+            for (ex = box->execs; ex != NULL; ex = ex->next)
+                running |= ex->status != EXEC_COMPLETED && ex != box->entrypoint;
+            if (running) {
+                box->last_activity_ms = now;
+                continue;
+            }
+            if (box->idle_suspend)
+                start_stop_locked(eng, box, DBX_SUSPENDED, NULL);
+            else
+                start_stop_locked(eng, box, DBX_SHUTDOWN, "idle");
+        }
+    }
+}
+
+static void *timer_thread(void *arg)
+{
+    struct engine *eng = arg;
+
+    pthread_mutex_lock(&eng->lock);
+    while (!eng->stopping) {
+        engine_wait_locked(eng, util_now_ms() + 250);
+        if (!eng->stopping)
+            timer_tick_locked(eng);
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return NULL;
+}
+
+/* --------------------------------------------------------- init/load */
+
+int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen)
+{
+    struct sb_runtime rt;
+    pthread_condattr_t ca;
+
+    memset(eng, 0, sizeof(*eng));
+    eng->state_dir = strdup(state_dir);
+    pthread_mutex_init(&eng->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_REALTIME);
+    pthread_cond_init(&eng->changed, &ca);
+    pthread_condattr_destroy(&ca);
+    memset(&rt, 0, sizeof(rt));
+    rt.state_dir = state_dir;
+    if (sandbox_init(&rt, err, errlen) != 0)
+        return -1;
+    eng->sandbox_ready = 1;
+    return 0;
+}
+
+static struct execution *exec_load(struct engine *eng, struct devbox *box,
+                                   const char *path)
+{
+    struct execution *ex = NULL;
+    cJSON *rec = NULL;
+    char *text = NULL;
+    const cJSON *it = NULL;
+
+    text = util_read_file(path, 1 << 20, NULL);
+    rec = text != NULL ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (rec == NULL)
+        return NULL;
+    ex = calloc(1, sizeof(*ex));
+    if (ex == NULL)
+        goto out;
+    ex->box = box;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "id");
+    snprintf(ex->id, sizeof(ex->id), "%s", cJSON_IsString(it) ? it->valuestring : "exn_x");
+    it = cJSON_GetObjectItemCaseSensitive(rec, "command");
+    ex->command = strdup(cJSON_IsString(it) ? it->valuestring : "");
+    it = cJSON_GetObjectItemCaseSensitive(rec, "command_id");
+    ex->command_id = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "shell_name");
+    ex->shell_name = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+    ex->kind = strdup(cJSON_IsString(it) ? it->valuestring : "exec");
+    it = cJSON_GetObjectItemCaseSensitive(rec, "status");
+    ex->status = cJSON_IsString(it) ? exec_status_parse(it->valuestring) : EXEC_COMPLETED;
+    ex->exit_status = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "exit_status"));
+    ex->create_time_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
+    ex->end_time_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "end_time_ms"));
+    if (ex->status != EXEC_COMPLETED) {
+        /* Its process died with the previous engine: as if killed. */
+        ex->status = EXEC_COMPLETED;
+        ex->exit_status = 128 + SIGKILL;
+        ex->killed = 1;
+        ex->end_time_ms = util_now_ms();
+        exec_save_locked(eng, ex);
+    }
+out:
+    cJSON_Delete(rec);
+    return ex;
+}
+
+static int cmp_exec_time(const void *a, const void *b)
+{
+    const struct execution *x = *(struct execution *const *)a;
+    const struct execution *y = *(struct execution *const *)b;
+
+    return (x->create_time_ms > y->create_time_ms) - (x->create_time_ms < y->create_time_ms);
+}
+
+static void load_execs(struct engine *eng, struct devbox *box)
+{
+    char *dir = engine_exec_dir(eng, box->id);
+    struct execution **arr = NULL;
+    size_t n = 0, i;
+    DIR *d = NULL;
+    struct dirent *de;
+
+    d = dir != NULL ? opendir(dir) : NULL;
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        char path[4200];
+        struct execution *ex;
+        struct execution **grown;
+
+        if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        ex = exec_load(eng, box, path);
+        if (ex == NULL)
+            continue;
+        grown = realloc(arr, (n + 1) * sizeof(*arr));
+        if (grown == NULL)
+            break;
+        arr = grown;
+        arr[n++] = ex;
+    }
+    if (d != NULL)
+        closedir(d);
+    if (n > 0)
+        qsort(arr, n, sizeof(*arr), cmp_exec_time);
+    for (i = 0; i < n; i++) {
+        arr[i]->next = box->execs;
+        box->execs = arr[i];
+    }
+    free(arr);
+    free(dir);
+}
+
+static struct devbox *box_load(struct engine *eng, const char *path)
+{
+    struct devbox *box = NULL;
+    cJSON *rec = NULL;
+    char *text = NULL;
+    const cJSON *it = NULL;
+
+    text = util_read_file(path, 16 << 20, NULL);
+    rec = text != NULL ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (rec == NULL) {
+        fprintf(stderr, "devboxd: skipping unreadable record %s\n", path);
+        return NULL;
+    }
+    box = calloc(1, sizeof(*box));
+    if (box == NULL)
+        goto out;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "id");
+    snprintf(box->id, sizeof(box->id), "%s", cJSON_IsString(it) ? it->valuestring : "");
+    box->spec = cJSON_DetachItemFromObjectCaseSensitive(rec, "spec");
+    if (box->spec == NULL)
+        box->spec = cJSON_CreateObject();
+    box->transitions = cJSON_DetachItemFromObjectCaseSensitive(rec, "state_transitions");
+    if (box->transitions == NULL)
+        box->transitions = cJSON_CreateArray();
+    it = cJSON_GetObjectItemCaseSensitive(rec, "status");
+    box->status = cJSON_IsString(it) ? dbx_status_parse(it->valuestring) : DBX_FAILURE;
+    if (box->status < 0)
+        box->status = DBX_FAILURE;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "failure_reason");
+    box->failure_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "shutdown_reason");
+    box->shutdown_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    box->create_time_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
+    box->end_time_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "end_time_ms"));
+    box->active_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "active_ms"));
+    box->ttl_deadline_ms = (int64_t)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "ttl_deadline_ms"));
+    {
+        const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+        const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
+        const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
+
+        if (idle == NULL)
+            idle = cJSON_GetObjectItemCaseSensitive(lp, "after_idle");
+        if (idle != NULL) {
+            box->idle_seconds = (int64_t)cJSON_GetNumberValue(
+                cJSON_GetObjectItemCaseSensitive(idle, "idle_time_seconds"));
+            it = cJSON_GetObjectItemCaseSensitive(idle, "on_idle");
+            box->idle_suspend = cJSON_IsString(it) && strcmp(it->valuestring, "suspend") == 0;
+        }
+    }
+    load_execs(eng, box);
+out:
+    cJSON_Delete(rec);
+    return box;
+}
+
+static int cmp_box_time(const void *a, const void *b)
+{
+    const struct devbox *x = *(struct devbox *const *)a;
+    const struct devbox *y = *(struct devbox *const *)b;
+
+    return (x->create_time_ms > y->create_time_ms) - (x->create_time_ms < y->create_time_ms);
+}
+
+int engine_load(struct engine *eng, char *err, size_t errlen)
+{
+    char *dir = NULL;
+    DIR *d = NULL;
+    struct dirent *de;
+    struct devbox **arr = NULL;
+    size_t n = 0, i;
+    int rc = -1;
+
+    if (asprintf(&dir, "%s/devboxes", eng->state_dir) < 0) {
+        dir = NULL;
+        goto out;
+    }
+    if (util_mkdirs(dir) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    d = opendir(dir);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        char path[4200];
+        struct devbox *box;
+        struct devbox **grown;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s/devbox.json", dir, de->d_name);
+        if (access(path, F_OK) != 0)
+            continue;
+        box = box_load(eng, path);
+        if (box == NULL)
+            continue;
+        grown = realloc(arr, (n + 1) * sizeof(*arr));
+        if (grown == NULL)
+            break;
+        arr = grown;
+        arr[n++] = box;
+    }
+    if (n > 0)
+        qsort(arr, n, sizeof(*arr), cmp_box_time);
+    pthread_mutex_lock(&eng->lock);
+    for (i = 0; i < n; i++) {
+        struct devbox *box = arr[i];
+
+        box->next = eng->boxes;
+        eng->boxes = box;
+        switch (box->status) {
+        case DBX_SUSPENDING:
+            engine_set_status_locked(eng, box, DBX_SUSPENDED, NULL, NULL);
+            break;
+        case DBX_PROVISIONING:
+        case DBX_INITIALIZING:
+        case DBX_RUNNING:
+        case DBX_RESUMING:
+            /* As after a reboot: files kept, processes gone, boot again. */
+            engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+            start_boot_locked(eng, box, 0);
+            break;
+        default:
+            break;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+    if (pthread_create(&eng->timer, NULL, timer_thread, eng) != 0) {
+        snprintf(err, errlen, "cannot start the timer thread");
+        goto out;
+    }
+    eng->timer_started = 1;
+    rc = 0;
+out:
+    if (d != NULL)
+        closedir(d);
+    free(arr);
+    free(dir);
+    return rc;
+}
+
+static void exec_free(struct execution *ex)
+{
+    free(ex->command);
+    free(ex->command_id);
+    free(ex->shell_name);
+    free(ex->kind);
+    free(ex);
+}
+
+void engine_fini(struct engine *eng)
+{
+    struct devbox *box;
+    struct devbox *next;
+
+    pthread_mutex_lock(&eng->lock);
+    eng->stopping = 1;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+    if (eng->timer_started)
+        pthread_join(eng->timer, NULL);
+    /* Stop sandboxes: records stay as they are so a restart brings them back. */
+    pthread_mutex_lock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = box->next)
+        wait_not_busy_locked(eng, box);
+    pthread_mutex_unlock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = box->next) {
+        if (box->sb != NULL) {
+            sandbox_stop(box->sb);
+        }
+    }
+    /* Wait for execution threads to see their processes gone. */
+    pthread_mutex_lock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = box->next) {
+        struct execution *ex;
+        int64_t deadline = util_now_ms() + 10000;
+
+        for (ex = box->execs; ex != NULL; ex = ex->next) {
+            while (ex->refs > 0 && engine_wait_locked(eng, deadline) == 0)
+                ;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = next) {
+        struct execution *ex;
+        struct execution *nex;
+
+        next = box->next;
+        if (box->sb != NULL)
+            sandbox_release(box->sb);
+        for (ex = box->execs; ex != NULL; ex = nex) {
+            nex = ex->next;
+            if (ex->refs == 0)
+                exec_free(ex);
+        }
+        cJSON_Delete(box->spec);
+        cJSON_Delete(box->transitions);
+        free(box->failure_reason);
+        free(box->shutdown_reason);
+        free(box);
+    }
+    if (eng->sandbox_ready)
+        sandbox_shutdown_runtime();
+    free(eng->state_dir);
+    free(eng->api_key);
+}

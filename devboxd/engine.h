@@ -1,0 +1,136 @@
+/* devboxd engine: devbox and execution records, their state machines,
+ * persistence under the state directory, and the sandbox runtime calls. */
+#ifndef DEVBOXD_ENGINE_H
+#define DEVBOXD_ENGINE_H
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "http.h"
+
+enum dbx_status {
+    DBX_PROVISIONING,
+    DBX_INITIALIZING,
+    DBX_RUNNING,
+    DBX_SUSPENDING,
+    DBX_SUSPENDED,
+    DBX_RESUMING,
+    DBX_FAILURE,
+    DBX_SHUTDOWN,
+    DBX_N_STATUS
+};
+
+enum exec_status { EXEC_QUEUED, EXEC_RUNNING, EXEC_COMPLETED };
+
+const char *dbx_status_name(int status);
+int dbx_status_parse(const char *name); /* -1 if unknown */
+const char *exec_status_name(int status);
+int exec_status_parse(const char *name);
+
+struct sandbox;
+struct sb_proc;
+struct devbox;
+
+struct execution {
+    char id[40];
+    struct devbox *box;
+    char *command;
+    char *command_id;
+    char *shell_name;
+    char *kind;          /* "exec", "launch", "entrypoint" */
+    int status;
+    int exit_status;     /* valid when completed */
+    int attach_stdin;
+    int killed;
+    int64_t create_time_ms;
+    int64_t end_time_ms;
+    struct sb_proc *proc;
+    int refs;
+    struct execution *next; /* per devbox, newest first */
+};
+
+struct devbox {
+    char id[40];
+    cJSON *spec;          /* normalised create body: name, metadata, launch_parameters… */
+    int status;
+    char *failure_reason;
+    char *shutdown_reason;
+    int64_t create_time_ms;
+    int64_t end_time_ms;
+    cJSON *transitions;
+    int64_t active_ms;         /* accumulated time in billed states */
+    int64_t active_since_ms;   /* 0 when not active */
+    int64_t ttl_deadline_ms;   /* 0 = none */
+    int64_t last_activity_ms;
+    int64_t idle_seconds;      /* 0 = no idle policy */
+    int idle_suspend;          /* on_idle: 1 suspend, 0 shutdown */
+    int busy;                  /* a lifecycle worker owns the sandbox */
+    int io_refs;               /* file API calls using sb; stops wait for 0 */
+    int refs;
+    struct sandbox *sb;
+    struct execution *execs;
+    struct execution *entrypoint;
+    struct devbox *next; /* engine list, newest first */
+};
+
+struct engine {
+    char *state_dir;
+    char *api_key;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct devbox *boxes;
+    int stopping;
+    pthread_t timer;
+    int timer_started;
+    int sandbox_ready;
+};
+
+int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);
+/* Loads every record and restarts what was running. */
+int engine_load(struct engine *eng, char *err, size_t errlen);
+void engine_fini(struct engine *eng);
+
+/* All engine_* calls below take eng->lock themselves unless noted. */
+struct devbox *engine_find_locked(struct engine *eng, const char *id);
+void engine_box_unref_locked(struct engine *eng, struct devbox *box);
+/* Starts a devbox from a validated spec (consumed); returns it with a ref. */
+struct devbox *engine_create(struct engine *eng, cJSON *spec);
+cJSON *engine_box_view_locked(struct devbox *box);
+int engine_save_locked(struct engine *eng, struct devbox *box);
+void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
+                              const char *failure_reason, const char *shutdown_reason);
+/* Lifecycle: 0, or an HTTP status with a message in err. */
+int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+int engine_shutdown(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+/* Waits (lock held, released while waiting) until pred or the deadline. */
+int engine_wait_locked(struct engine *eng, int64_t deadline_ms);
+void engine_touch_locked(struct devbox *box);
+
+/* Executions. */
+char *engine_exec_dir(struct engine *eng, const char *box_id);
+struct execution *engine_exec_find_locked(struct devbox *box, const char *eid);
+struct execution *engine_exec_by_command_id_locked(struct devbox *box, const char *cid);
+struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
+                                    const char *command, const char *shell_name,
+                                    const char *command_id, int attach_stdin,
+                                    const char *kind, char *err, size_t errlen);
+void engine_exec_unref_locked(struct execution *ex);
+cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n);
+/* Path of an execution's output file ("stdout"/"stderr"). */
+void engine_exec_output_path(struct engine *eng, struct execution *ex,
+                             const char *which, char *out, size_t outlen);
+int engine_exec_kill(struct engine *eng, struct execution *ex);
+int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text,
+                      size_t len, int eof, int interrupt, char *err, size_t errlen);
+/* Devbox log entries (JSON lines) appended under the devbox dir. */
+void engine_log_locked(struct engine *eng, struct devbox *box, const char *source,
+                       const char *level, const char *message, struct execution *ex,
+                       int exit_code);
+char *engine_box_dir(struct engine *eng, const char *box_id);
+
+/* Reads the last n lines of a file (bounded); *truncated set when cut. */
+char *engine_tail(const char *path, int last_n, int *truncated);
+
+#endif

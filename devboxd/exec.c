@@ -1,0 +1,409 @@
+/* devboxd executions: commands run through the sandbox with stdout and
+ * stderr written straight into files under the state dir (output of any
+ * size never passes through devboxd's memory), one waiter thread each. */
+#define _GNU_SOURCE
+#include "engine.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TAIL_MAX_BYTES (1 << 20) /* bound on the output carried in a view */
+
+struct execution *engine_exec_find_locked(struct devbox *box, const char *eid)
+{
+    struct execution *ex;
+
+    for (ex = box->execs; ex != NULL; ex = ex->next) {
+        if (strcmp(ex->id, eid) == 0)
+            return ex;
+    }
+    return NULL;
+}
+
+struct execution *engine_exec_by_command_id_locked(struct devbox *box, const char *cid)
+{
+    struct execution *ex;
+
+    for (ex = box->execs; ex != NULL; ex = ex->next) {
+        if (ex->command_id != NULL && strcmp(ex->command_id, cid) == 0)
+            return ex;
+    }
+    return NULL;
+}
+
+static void exec_free(struct execution *ex)
+{
+    free(ex->command);
+    free(ex->command_id);
+    free(ex->shell_name);
+    free(ex->kind);
+    free(ex);
+}
+
+void engine_exec_unref_locked(struct execution *ex)
+{
+    if (ex->refs > 0)
+        ex->refs--;
+}
+
+static int save_exec(struct engine *eng, struct execution *ex)
+{
+    cJSON *rec = cJSON_CreateObject();
+    char path[4200];
+    char *text = NULL;
+    int rc;
+
+    cJSON_AddStringToObject(rec, "id", ex->id);
+    cJSON_AddStringToObject(rec, "command", ex->command);
+    if (ex->command_id != NULL)
+        cJSON_AddStringToObject(rec, "command_id", ex->command_id);
+    if (ex->shell_name != NULL)
+        cJSON_AddStringToObject(rec, "shell_name", ex->shell_name);
+    cJSON_AddStringToObject(rec, "kind", ex->kind);
+    cJSON_AddStringToObject(rec, "status", exec_status_name(ex->status));
+    cJSON_AddNumberToObject(rec, "exit_status", ex->exit_status);
+    cJSON_AddNumberToObject(rec, "create_time_ms", (double)ex->create_time_ms);
+    cJSON_AddNumberToObject(rec, "end_time_ms", (double)ex->end_time_ms);
+    cJSON_AddBoolToObject(rec, "attach_stdin", ex->attach_stdin);
+    text = cJSON_Print(rec);
+    cJSON_Delete(rec);
+    engine_exec_output_path(eng, ex, "json", path, sizeof(path));
+    rc = text != NULL ? util_write_atomic(path, text, strlen(text), 0600) : -1;
+    free(text);
+    return rc;
+}
+
+struct exec_job {
+    struct engine *eng;
+    struct execution *ex;
+    pthread_mutex_t *proc_lock;
+};
+
+/* Per-execution lock for the sb_proc handle, which one thread may use at a
+ * time: the waiter polls with timeout 0 under it, kill/stdin take it too. */
+struct proc_slot {
+    pthread_mutex_t lock;
+};
+
+static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
+{
+    struct devbox *box = ex->box;
+    char err[256];
+
+    if (eng->stopping || box->entrypoint != ex || box->status != DBX_RUNNING || box->busy)
+        return;
+    /* The devbox shuts down when its entrypoint exits (entrypoint_exit). */
+    pthread_mutex_unlock(&eng->lock);
+    engine_shutdown(eng, box, err, sizeof(err));
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SHUTDOWN) {
+        free(box->shutdown_reason);
+        box->shutdown_reason = strdup("entrypoint_exit");
+        engine_save_locked(eng, box);
+    }
+}
+
+static void *exec_thread(void *arg)
+{
+    struct exec_job *job = arg;
+    struct engine *eng = job->eng;
+    struct execution *ex = job->ex;
+    struct sb_proc *proc = ex->proc;
+    int status = -1;
+    int rc;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = sb_proc_fd(proc), .events = POLLIN};
+
+        poll(&pfd, 1, 500);
+        pthread_mutex_lock(job->proc_lock);
+        rc = sb_proc_wait(proc, 0, &status);
+        pthread_mutex_unlock(job->proc_lock);
+        if (rc != -ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_lock(&eng->lock);
+    pthread_mutex_lock(job->proc_lock);
+    ex->proc = NULL;
+    pthread_mutex_unlock(job->proc_lock);
+    ex->status = EXEC_COMPLETED;
+    /* A sandbox that died or was stopped took the process with it. */
+    ex->exit_status = rc == 0 && status >= 0 ? status : 128 + SIGKILL;
+    ex->end_time_ms = util_now_ms();
+    save_exec(eng, ex);
+    engine_log_locked(eng, ex->box, strcmp(ex->kind, "launch") == 0 ? "setup_commands"
+                                                                   : "exec",
+                      "info", "command completed", ex, ex->exit_status);
+    pthread_cond_broadcast(&eng->changed);
+    if (strcmp(ex->kind, "entrypoint") == 0)
+        on_entrypoint_exit_locked(eng, ex);
+    ex->refs--;
+    pthread_mutex_unlock(&eng->lock);
+    sb_proc_free(proc);
+    free(job);
+    return NULL;
+}
+
+/* The lock of each execution's sb_proc, kept apart from the record so a
+ * blocking stdin write never holds the engine lock. */
+static pthread_mutex_t proc_locks[64] = {
+#define L PTHREAD_MUTEX_INITIALIZER
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+#undef L
+};
+
+static pthread_mutex_t *proc_lock_for(const struct execution *ex)
+{
+    unsigned h = 5381;
+    const char *p;
+
+    for (p = ex->id; *p != '\0'; p++)
+        h = h * 33 + (unsigned char)*p;
+    return &proc_locks[h % 64];
+}
+
+static int open_output(struct engine *eng, struct execution *ex, const char *which)
+{
+    char path[4200];
+
+    engine_exec_output_path(eng, ex, which, path, sizeof(path));
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
+                                    const char *command, const char *shell_name,
+                                    const char *command_id, int attach_stdin,
+                                    const char *kind, char *err, size_t errlen)
+{
+    struct execution *ex = NULL;
+    struct exec_job *job = NULL;
+    struct sb_exec req;
+    struct sandbox *sb = box->sb;
+    int out_fd = -1;
+    int err_fd = -1;
+    int rc;
+    pthread_attr_t attr;
+    pthread_t tid;
+
+    if (sb == NULL) {
+        snprintf(err, errlen, "devbox %s has no running sandbox", box->id);
+        return NULL;
+    }
+    ex = calloc(1, sizeof(*ex));
+    job = calloc(1, sizeof(*job));
+    if (ex == NULL || job == NULL)
+        goto fail;
+    util_new_id("exn", ex->id, sizeof(ex->id));
+    ex->box = box;
+    ex->command = strdup(command);
+    ex->command_id = command_id != NULL ? strdup(command_id) : NULL;
+    ex->shell_name = shell_name != NULL ? strdup(shell_name) : NULL;
+    ex->kind = strdup(kind);
+    ex->attach_stdin = attach_stdin;
+    ex->status = EXEC_RUNNING;
+    ex->create_time_ms = util_now_ms();
+    out_fd = open_output(eng, ex, "stdout");
+    err_fd = open_output(eng, ex, "stderr");
+    if (out_fd < 0 || err_fd < 0) {
+        snprintf(err, errlen, "cannot create output files under %s: %s", eng->state_dir,
+                 strerror(errno));
+        goto fail;
+    }
+    memset(&req, 0, sizeof(req));
+    req.command = command;
+    req.shell_name = shell_name;
+    req.stdout_fd = out_fd;
+    req.stderr_fd = err_fd;
+    req.want_stdin = attach_stdin != 0;
+    /* The sandbox call is quick (it hands the command to the agent). */
+    rc = sandbox_exec(sb, &req, &ex->proc, err, errlen);
+    close(out_fd);
+    close(err_fd);
+    out_fd = err_fd = -1;
+    if (rc != 0)
+        goto fail;
+    save_exec(eng, ex);
+    ex->next = box->execs;
+    box->execs = ex;
+    ex->refs = 2; /* the waiter thread and the caller */
+    job->eng = eng;
+    job->ex = ex;
+    job->proc_lock = proc_lock_for(ex);
+    engine_touch_locked(box);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    if (pthread_create(&tid, &attr, exec_thread, job) != 0) {
+        pthread_attr_destroy(&attr);
+        /* Leave it listed but completed so nothing waits forever. */
+        sb_proc_kill(ex->proc, SIGKILL);
+        sb_proc_free(ex->proc);
+        ex->proc = NULL;
+        ex->status = EXEC_COMPLETED;
+        ex->exit_status = 128 + SIGKILL;
+        ex->refs = 1;
+        free(job);
+        return ex;
+    }
+    pthread_attr_destroy(&attr);
+    return ex;
+fail:
+    if (out_fd >= 0)
+        close(out_fd);
+    if (err_fd >= 0)
+        close(err_fd);
+    if (ex != NULL) {
+        char path[4200];
+
+        engine_exec_output_path(eng, ex, "stdout", path, sizeof(path));
+        unlink(path);
+        engine_exec_output_path(eng, ex, "stderr", path, sizeof(path));
+        unlink(path);
+        exec_free(ex);
+    }
+    free(job);
+    return NULL;
+}
+
+int engine_exec_kill(struct engine *eng, struct execution *ex)
+{
+    pthread_mutex_t *pl = proc_lock_for(ex);
+    int rc = 0;
+
+    (void)eng;
+    pthread_mutex_lock(pl);
+    if (ex->proc != NULL) {
+        ex->killed = 1;
+        rc = sb_proc_kill(ex->proc, SIGKILL);
+    }
+    pthread_mutex_unlock(pl);
+    return rc == -ESRCH ? 0 : rc;
+}
+
+int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text,
+                      size_t len, int eof, int interrupt, char *err, size_t errlen)
+{
+    pthread_mutex_t *pl = proc_lock_for(ex);
+    int rc = 0;
+
+    (void)eng;
+    pthread_mutex_lock(pl);
+    if (ex->proc == NULL) {
+        snprintf(err, errlen, "execution %s has completed; stdin can only be sent to a "
+                 "running execution", ex->id);
+        rc = 400;
+        goto out;
+    }
+    if (len > 0 && sb_proc_write_stdin(ex->proc, text, len) != 0) {
+        snprintf(err, errlen, "the command's stdin is closed");
+        rc = 400;
+        goto out;
+    }
+    if (interrupt)
+        sb_proc_kill(ex->proc, SIGINT);
+    if (eof)
+        sb_proc_close_stdin(ex->proc);
+out:
+    pthread_mutex_unlock(pl);
+    return rc;
+}
+
+/* ------------------------------------------------------------ views */
+
+char *engine_tail(const char *path, int last_n, int *truncated)
+{
+    char *buf = NULL;
+    struct stat st;
+    off_t start;
+    off_t size;
+    size_t len;
+    size_t i;
+    int lines = 0;
+    int fd;
+
+    *truncated = 0;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return strdup("");
+    }
+    size = st.st_size;
+    start = size > TAIL_MAX_BYTES ? size - TAIL_MAX_BYTES : 0;
+    len = (size_t)(size - start);
+    buf = malloc(len + 1);
+    if (buf == NULL || pread(fd, buf, len, start) != (ssize_t)len) {
+        close(fd);
+        free(buf);
+        return strdup("");
+    }
+    close(fd);
+    buf[len] = '\0';
+    /* Walk back over last_n line ends (a final newline ends the last line). */
+    i = len;
+    if (i > 0 && buf[i - 1] == '\n')
+        i--;
+    while (i > 0) {
+        if (buf[i - 1] == '\n') {
+            lines++;
+            if (lines >= last_n)
+                break;
+        }
+        i--;
+    }
+    if (last_n <= 0)
+        i = len;
+    if (i > 0 || start > 0)
+        *truncated = 1;
+    /* Never start inside a UTF-8 sequence. */
+    while (i < len && ((unsigned char)buf[i] & 0xC0) == 0x80)
+        i++;
+    memmove(buf, buf + i, len - i + 1);
+    return buf;
+}
+
+cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n)
+{
+    cJSON *v = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(v, "devbox_id", ex->box->id);
+    cJSON_AddStringToObject(v, "execution_id", ex->id);
+    cJSON_AddStringToObject(v, "status", exec_status_name(ex->status));
+    if (ex->shell_name != NULL)
+        cJSON_AddStringToObject(v, "shell_name", ex->shell_name);
+    else
+        cJSON_AddNullToObject(v, "shell_name");
+    if (ex->status == EXEC_COMPLETED) {
+        const char *which[2] = {"stdout", "stderr"};
+        int i;
+
+        cJSON_AddNumberToObject(v, "exit_status", ex->exit_status);
+        for (i = 0; i < 2; i++) {
+            char path[4200];
+            char key[32];
+            char *text = NULL;
+            int trunc = 0;
+
+            engine_exec_output_path(eng, ex, which[i], path, sizeof(path));
+            text = engine_tail(path, last_n, &trunc);
+            cJSON_AddStringToObject(v, which[i], text != NULL ? text : "");
+            snprintf(key, sizeof(key), "%s_truncated", which[i]);
+            cJSON_AddBoolToObject(v, key, trunc);
+            free(text);
+        }
+    } else {
+        cJSON_AddNullToObject(v, "exit_status");
+    }
+    return v;
+}

@@ -1,0 +1,350 @@
+/* devboxd files API. Every path goes through sandbox_open(), which resolves
+ * it inside the devbox root only (openat2 RESOLVE_IN_ROOT), as the devbox's
+ * user. The caller holds box->io_refs so the sandbox stays up meanwhile. */
+#define _GNU_SOURCE
+#include "api.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_CONTENTS_MAX (64u << 20)
+
+static void open_error(struct http_response *resp, const char *path, int rc)
+{
+    switch (-rc) {
+    case ENOENT:
+        util_error(resp, 404, "file '%s' not found in the devbox (relative paths start at "
+                   "/home/user)", path);
+        break;
+    case EACCES:
+    case EPERM:
+        util_error(resp, 403, "permission denied for '%s': the devbox user cannot access "
+                   "it (change its mode with a command first)", path);
+        break;
+    case EISDIR:
+        util_error(resp, 400, "'%s' is a directory; give a file path", path);
+        break;
+    case EXDEV:
+        util_error(resp, 400, "'%s' is on a read-only system mount of the devbox (/usr, "
+                   "/proc, /dev); use a path under /home/user or /tmp", path);
+        break;
+    case ENOTDIR:
+        util_error(resp, 400, "a parent of '%s' is not a directory", path);
+        break;
+    default:
+        util_error(resp, 400, "cannot open '%s' in the devbox: %s", path, strerror(-rc));
+        break;
+    }
+}
+
+static int get_path(const cJSON *body, const char *field, const char *const *fields,
+                    struct http_response *resp, const char **out)
+{
+    char err[512];
+
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
+        util_opt_string(body, field, out, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        return -1;
+    }
+    if (*out == NULL || (*out)[0] == '\0') {
+        util_error(resp, 400, "'%s' is required: the file's path in the devbox", field);
+        return -1;
+    }
+    if (memchr(*out, '\0', strlen(*out) + 1) != *out + strlen(*out)) {
+        util_error(resp, 400, "'%s' contains a NUL byte", field);
+        return -1;
+    }
+    return 0;
+}
+
+/* Creates the parent directories of path inside the devbox as its user. */
+static int make_parents(struct engine *eng, struct devbox *box, const char *path)
+{
+    char *dir = strdup(path);
+    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    char *cmd = NULL;
+    struct execution *ex = NULL;
+    char err[256];
+    size_t i, j = 0;
+    int rc = -1;
+
+    if (slash == NULL || slash == dir)
+        goto out;
+    *slash = '\0';
+    cmd = malloc(strlen(dir) * 4 + 32);
+    if (cmd == NULL)
+        goto out;
+    j = (size_t)sprintf(cmd, "mkdir -p -- '");
+    for (i = 0; dir[i] != '\0'; i++) {
+        if (dir[i] == '\'') {
+            memcpy(cmd + j, "'\\''", 4);
+            j += 4;
+        } else {
+            cmd[j++] = dir[i];
+        }
+    }
+    cmd[j++] = '\'';
+    cmd[j] = '\0';
+    pthread_mutex_lock(&eng->lock);
+    ex = box->sb != NULL ? engine_exec_start(eng, box, cmd, NULL, NULL, 0, "files", err,
+                                             sizeof(err))
+                         : NULL;
+    if (ex != NULL) {
+        while (ex->status != EXEC_COMPLETED)
+            pthread_cond_wait(&eng->changed, &eng->lock);
+        rc = ex->exit_status == 0 ? 0 : -1;
+        engine_exec_unref_locked(ex);
+    }
+    pthread_mutex_unlock(&eng->lock);
+out:
+    free(dir);
+    free(cmd);
+    return rc;
+}
+
+static int open_for_write(struct engine *eng, struct devbox *box, const char *path)
+{
+    int fd = sandbox_open(box->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+    if (fd == -ENOENT && make_parents(eng, box, path) == 0)
+        fd = sandbox_open(box->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    return fd;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
+                         struct http_response *resp)
+{
+    static const char *const fields[] = {"file_path", NULL};
+    const char *path = NULL;
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    int fd;
+
+    (void)eng;
+    if (get_path(body, "file_path", fields, resp, &path) != 0)
+        return;
+    fd = sandbox_open(box->sb, path, O_RDONLY, 0);
+    if (fd < 0) {
+        open_error(resp, path, fd);
+        return;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        util_error(resp, 400, "'%s' is not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > READ_CONTENTS_MAX) {
+        util_error(resp, 400, "'%s' is %lld bytes; read_file_contents returns at most %u "
+                   "bytes, use download_file", path, (long long)st.st_size,
+                   READ_CONTENTS_MAX);
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (buf == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    while (len < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    http_response_set_body(resp, 200, "text/plain; charset=utf-8", buf, len);
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+}
+
+void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *body,
+                          struct http_response *resp)
+{
+    static const char *const fields[] = {"file_path", "contents", NULL};
+    const char *path = NULL;
+    const char *contents = NULL;
+    cJSON *out = NULL;
+    char err[256];
+    int fd;
+    int rc;
+
+    if (get_path(body, "file_path", fields, resp, &path) != 0)
+        return;
+    if (util_opt_string(body, "contents", &contents, err, sizeof(err)) != 0 ||
+        contents == NULL) {
+        util_error(resp, 400, "'contents' is required: the file's text (UTF-8)");
+        return;
+    }
+    fd = open_for_write(eng, box, path);
+    if (fd < 0) {
+        open_error(resp, path, fd);
+        return;
+    }
+    rc = write_all(fd, contents, strlen(contents));
+    close(fd);
+    if (rc != 0) {
+        util_error(resp, 400, "cannot write '%s': %s", path, strerror(-rc));
+        return;
+    }
+    out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "devbox_id", box->id);
+    cJSON_AddNumberToObject(out, "exit_status", 0);
+    cJSON_AddStringToObject(out, "stdout", "");
+    cJSON_AddStringToObject(out, "stderr", "");
+    cJSON_AddNullToObject(out, "shell_name");
+    util_json(resp, 200, out);
+}
+
+struct dl_ctx {
+    int fd;
+};
+
+static ssize_t dl_read(void *arg, char *buf, size_t max)
+{
+    struct dl_ctx *c = arg;
+    ssize_t n;
+
+    do {
+        n = read(c->fd, buf, max);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+static void dl_free(void *arg)
+{
+    struct dl_ctx *c = arg;
+
+    close(c->fd);
+    free(c);
+}
+
+void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
+                    struct http_response *resp)
+{
+    static const char *const fields[] = {"path", NULL};
+    const char *path = NULL;
+    struct dl_ctx *c = NULL;
+    struct stat st;
+    char len[32];
+    int fd;
+
+    (void)eng;
+    if (get_path(body, "path", fields, resp, &path) != 0)
+        return;
+    fd = sandbox_open(box->sb, path, O_RDONLY, 0);
+    if (fd < 0) {
+        open_error(resp, path, fd);
+        return;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        util_error(resp, 400, "'%s' is not a regular file", path);
+        return;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        util_error(resp, 500, "out of memory");
+        return;
+    }
+    c->fd = fd;
+    /* The file is read while streaming: the sandbox may be stopped after
+     * this returns, but the open fd stays valid. */
+    resp->status = 200;
+    http_response_set_header(resp, "content-type", "application/octet-stream");
+    snprintf(len, sizeof(len), "%lld", (long long)st.st_size);
+    http_response_set_header(resp, "x-file-size", len);
+    resp->stream = dl_read;
+    resp->stream_ctx = c;
+    resp->stream_free = dl_free;
+}
+
+void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
+                  struct http_response *resp)
+{
+    struct mp_part parts[8];
+    const struct mp_part *file = NULL;
+    char boundary[80];
+    char path[4096] = "";
+    char err[256];
+    size_t n = 0, i;
+    int fd;
+    int rc;
+
+    if (req->body_too_large) {
+        util_error(resp, 413, "upload too large: upload_file accepts at most %u bytes",
+                   HTTP_MAX_UPLOAD_BODY);
+        return;
+    }
+    if (multipart_boundary(http_request_header(req, "content-type"), boundary,
+                           sizeof(boundary)) != 0) {
+        util_error(resp, 400, "upload_file needs a multipart/form-data body with a "
+                   "boundary and the parts 'path' and 'file'");
+        return;
+    }
+    if (multipart_parse(req->body, req->body_len, boundary, parts, 8, &n, err,
+                        sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        if (strcmp(parts[i].name, "path") == 0) {
+            if (parts[i].len == 0 || parts[i].len >= sizeof(path) ||
+                memchr(parts[i].data, '\0', parts[i].len) != NULL) {
+                util_error(resp, 400, "the 'path' part must be a non-empty path");
+                return;
+            }
+            memcpy(path, parts[i].data, parts[i].len);
+            path[parts[i].len] = '\0';
+        } else if (strcmp(parts[i].name, "file") == 0) {
+            file = &parts[i];
+        } else {
+            util_error(resp, 400, "unknown multipart part '%s'; send only 'path' and 'file'",
+                       parts[i].name);
+            return;
+        }
+    }
+    if (path[0] == '\0' || file == NULL) {
+        util_error(resp, 400, "upload_file needs both parts: 'path' (destination) and "
+                   "'file' (the bytes)");
+        return;
+    }
+    fd = open_for_write(eng, box, path);
+    if (fd < 0) {
+        open_error(resp, path, fd);
+        return;
+    }
+    rc = write_all(fd, file->data, file->len);
+    close(fd);
+    if (rc != 0) {
+        util_error(resp, 400, "cannot write '%s': %s", path, strerror(-rc));
+        return;
+    }
+    util_json(resp, 200, cJSON_CreateObject());
+}

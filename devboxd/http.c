@@ -1,0 +1,717 @@
+/* devboxd HTTP front end: accept loop, protocol sniffing, HTTP/1.1 through
+ * libmicrohttpd (MHD_USE_NO_LISTEN_SOCKET + MHD_add_connection), and the
+ * helpers shared with the HTTP/2 transport (h2.c). */
+#define _GNU_SOURCE
+#include "http_internal.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN 24
+#define SNIFF_TIMEOUT_MS 10000
+
+/* ---------------------------------------------------------------- helpers */
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < req->n_headers; i++) {
+        if (strcasecmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    }
+    return NULL;
+}
+
+const char *http_request_query(const struct http_request *req, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < req->n_query; i++) {
+        if (strcmp(req->query[i].name, name) == 0)
+            return req->query[i].value;
+    }
+    return NULL;
+}
+
+void http_response_set_header(struct http_response *resp, const char *name,
+                              const char *value)
+{
+    size_t i;
+
+    for (i = 0; i < resp->n_headers; i++) {
+        if (strcasecmp(resp->headers[i].name, name) == 0) {
+            free(resp->headers[i].value);
+            resp->headers[i].value = strdup(value);
+            return;
+        }
+    }
+    if (resp->n_headers >= HTTP_MAX_RESP_HEADERS)
+        return;
+    resp->headers[resp->n_headers].name = strdup(name);
+    resp->headers[resp->n_headers].value = strdup(value);
+    resp->n_headers++;
+}
+
+void http_response_set_body(struct http_response *resp, int status,
+                            const char *content_type, char *body, size_t len)
+{
+    free(resp->body);
+    resp->status = status;
+    resp->body = body;
+    resp->body_len = len;
+    if (content_type != NULL)
+        http_response_set_header(resp, "content-type", content_type);
+}
+
+void http_response_clear(struct http_response *resp)
+{
+    size_t i;
+
+    for (i = 0; i < resp->n_headers; i++) {
+        free(resp->headers[i].name);
+        free(resp->headers[i].value);
+    }
+    free(resp->body);
+    if (resp->stream_free != NULL)
+        resp->stream_free(resp->stream_ctx);
+    memset(resp, 0, sizeof(*resp));
+}
+
+static void kv_free(struct http_kv *kv, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        free(kv[i].name);
+        free(kv[i].value);
+    }
+    free(kv);
+}
+
+void http_request_clear(struct http_request *req)
+{
+    free(req->method);
+    free(req->path);
+    kv_free(req->query, req->n_query);
+    kv_free(req->headers, req->n_headers);
+    free(req->body);
+    memset(req, 0, sizeof(*req));
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+void http_url_decode(char *s, int plus_is_space)
+{
+    char *out = s;
+
+    while (*s != '\0') {
+        if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+            *out++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+            s += 3;
+        } else if (*s == '+' && plus_is_space) {
+            *out++ = ' ';
+            s++;
+        } else {
+            *out++ = *s++;
+        }
+    }
+    *out = '\0';
+}
+
+int http_kv_append(struct http_kv **arr, size_t *n, const char *name,
+                     const char *value)
+{
+    struct http_kv *grown = NULL;
+
+    grown = realloc(*arr, (*n + 1) * sizeof(**arr));
+    if (grown == NULL)
+        return -1;
+    *arr = grown;
+    grown[*n].name = strdup(name);
+    grown[*n].value = strdup(value != NULL ? value : "");
+    if (grown[*n].name == NULL || grown[*n].value == NULL) {
+        free(grown[*n].name);
+        free(grown[*n].value);
+        return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+int http_parse_query(struct http_request *req, const char *qs)
+{
+    char *copy = NULL;
+    char *save = NULL;
+    char *pair = NULL;
+    int rc = -1;
+
+    copy = strdup(qs);
+    if (copy == NULL)
+        goto out;
+    for (pair = strtok_r(copy, "&", &save); pair != NULL;
+         pair = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(pair, '=');
+        const char *value = "";
+
+        if (eq != NULL) {
+            *eq = '\0';
+            value = eq + 1;
+        }
+        http_url_decode(pair, 1);
+        http_url_decode((char *)value, 1);
+        if (http_kv_append(&req->query, &req->n_query, pair, value) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(copy);
+    return rc;
+}
+
+void http_dispatch(struct http_server *srv, struct http_request *req,
+                   struct http_response *resp)
+{
+    srv->handler(srv->ud, req, resp);
+    if (resp->status == 0)
+        resp->status = 500;
+}
+
+/* ----------------------------------------------------------- HTTP/1.1 */
+
+struct mhd_req {
+    struct http_request req;
+    size_t limit;
+};
+
+struct mhd_stream {
+    struct http_response resp;
+};
+
+static ssize_t mhd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct mhd_stream *st = cls;
+    ssize_t n;
+
+    (void)pos;
+    /* Thread-per-connection: blocking here only holds this connection. */
+    do {
+        n = st->resp.stream(st->resp.stream_ctx, buf, max);
+    } while (n == HTTP_STREAM_AGAIN);
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void mhd_stream_free(void *cls)
+{
+    struct mhd_stream *st = cls;
+
+    http_response_clear(&st->resp);
+    free(st);
+}
+
+static enum MHD_Result mhd_collect_header(void *cls, enum MHD_ValueKind kind,
+                                          const char *key, const char *value)
+{
+    struct http_request *req = cls;
+    char *lower = NULL;
+    size_t i;
+
+    lower = strdup(key);
+    if (lower == NULL)
+        return MHD_NO;
+    for (i = 0; lower[i] != '\0'; i++)
+        lower[i] = (char)tolower((unsigned char)lower[i]);
+    if (kind == MHD_HEADER_KIND)
+        http_kv_append(&req->headers, &req->n_headers, lower, value);
+    else
+        http_kv_append(&req->query, &req->n_query, key, value);
+    free(lower);
+    return MHD_YES;
+}
+
+size_t http_body_limit(const char *content_type)
+{
+    if (content_type != NULL && strncasecmp(content_type, "multipart/", 10) == 0)
+        return HTTP_MAX_UPLOAD_BODY;
+    return HTTP_MAX_JSON_BODY;
+}
+
+int http_body_append(struct http_request *req, size_t limit, const char *data,
+                       size_t len)
+{
+    char *grown = NULL;
+
+    if (req->body_too_large)
+        return 0;
+    if (req->body_len + len > limit) {
+        req->body_too_large = 1;
+        return 0;
+    }
+    grown = realloc(req->body, req->body_len + len + 1);
+    if (grown == NULL)
+        return -1;
+    req->body = grown;
+    memcpy(req->body + req->body_len, data, len);
+    req->body_len += len;
+    req->body[req->body_len] = '\0';
+    return 0;
+}
+
+static int mhd_is_unix(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = NULL;
+
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL)
+        return 0;
+    return ci->client_addr->sa_family == AF_UNIX;
+}
+
+static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
+                                 struct http_response *resp)
+{
+    struct MHD_Response *mr = NULL;
+    struct mhd_stream *st = NULL;
+    enum MHD_Result ret;
+    size_t i;
+
+    if (resp->stream != NULL) {
+        st = calloc(1, sizeof(*st));
+        if (st == NULL)
+            return MHD_NO;
+        st->resp = *resp;
+        memset(resp, 0, sizeof(*resp));
+        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+                                               mhd_stream_read, st,
+                                               mhd_stream_free);
+        if (mr == NULL) {
+            mhd_stream_free(st);
+            return MHD_NO;
+        }
+        resp = &st->resp;
+    } else {
+        mr = MHD_create_response_from_buffer(resp->body_len, resp->body,
+                                             MHD_RESPMEM_MUST_FREE);
+        if (mr == NULL)
+            return MHD_NO;
+        resp->body = NULL;
+    }
+    for (i = 0; i < resp->n_headers; i++)
+        MHD_add_response_header(mr, resp->headers[i].name, resp->headers[i].value);
+    ret = MHD_queue_response(conn, (unsigned int)resp->status, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct http_server *srv = cls;
+    struct mhd_req *mr = *con_cls;
+    struct http_response resp;
+    enum MHD_Result ret;
+
+    (void)version;
+    if (mr == NULL) {
+        mr = calloc(1, sizeof(*mr));
+        if (mr == NULL)
+            return MHD_NO;
+        mr->req.method = strdup(method);
+        mr->req.path = strdup(url);
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, mhd_collect_header, &mr->req);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, mhd_collect_header,
+                                  &mr->req);
+        mr->limit = http_body_limit(http_request_header(&mr->req, "content-type"));
+        mr->req.trusted = mhd_is_unix(conn);
+        *con_cls = mr;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        if (http_body_append(&mr->req, mr->limit, upload_data, *upload_data_size) != 0)
+            return MHD_NO;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    memset(&resp, 0, sizeof(resp));
+    http_dispatch(srv, &mr->req, &resp);
+    ret = mhd_queue(conn, &resp);
+    http_response_clear(&resp);
+    return ret;
+}
+
+static void mhd_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                          enum MHD_RequestTerminationCode toe)
+{
+    struct mhd_req *mr = *con_cls;
+
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (mr == NULL)
+        return;
+    http_request_clear(&mr->req);
+    free(mr);
+    *con_cls = NULL;
+}
+
+/* --------------------------------------------------------- listen/accept */
+
+struct http_server *http_server_new(http_handler_fn handler, void *ud,
+                                    char *err, size_t errlen)
+{
+    struct http_server *srv = NULL;
+
+    srv = calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    srv->handler = handler;
+    srv->ud = ud;
+    if (pipe2(srv->stop_pipe, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+static int listen_unix(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sun;
+    int fd = -1;
+    mode_t old_umask;
+
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        snprintf(err, errlen, "unix socket path '%s' is too long (max %zu bytes)",
+                 path, sizeof(sun.sun_path) - 1);
+        return -1;
+    }
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    strcpy(sun.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    unlink(path); /* stale socket of a previous run; the state-dir lock is held */
+    old_umask = umask(077); /* the socket is born 0600: it is the access control */
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+        umask(old_umask);
+        snprintf(err, errlen, "cannot bind unix socket '%s': %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    umask(old_umask);
+    chmod(path, 0600);
+    if (listen(fd, 128) != 0) {
+        snprintf(err, errlen, "listen on '%s': %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)sa;
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    return 0;
+}
+
+static int listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
+                      char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    const char *port = NULL;
+    size_t hostlen;
+    int fd = -1;
+    int one = 1;
+    int gai;
+
+    if (colon == NULL || colon == spec || colon[1] == '\0') {
+        snprintf(err, errlen, "--listen '%s': expected unix:PATH or HOST:PORT "
+                 "(e.g. 127.0.0.1:0)", spec);
+        return -1;
+    }
+    hostlen = (size_t)(colon - spec);
+    if (spec[0] == '[' && hostlen >= 2 && spec[hostlen - 1] == ']') {
+        spec++;
+        hostlen -= 2;
+    }
+    if (hostlen >= sizeof(host)) {
+        snprintf(err, errlen, "--listen '%s': host name too long", spec);
+        return -1;
+    }
+    memcpy(host, spec, hostlen);
+    host[hostlen] = '\0';
+    port = colon + 1;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "--listen '%s': %s", spec, gai_strerror(gai));
+        return -1;
+    }
+    if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
+        snprintf(err, errlen, "--listen '%s' is not a loopback address; devboxd "
+                 "serves sandboxes with command execution, so pass "
+                 "--allow-non-loopback if you really mean it", spec);
+        goto fail;
+    }
+    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        goto fail;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 256) != 0) {
+        snprintf(err, errlen, "cannot listen on '%s': %s", spec, strerror(errno));
+        goto fail;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0) {
+        if (ss.ss_family == AF_INET)
+            *bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else
+            *bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    freeaddrinfo(res);
+    return fd;
+fail:
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    return -1;
+}
+
+int http_server_listen(struct http_server *srv, const char *spec,
+                       int allow_non_loopback, int *bound_port,
+                       char *err, size_t errlen)
+{
+    int fd;
+    int is_unix = strncmp(spec, "unix:", 5) == 0;
+
+    *bound_port = 0;
+    if (srv->n_listen >= HTTP_MAX_LISTEN) {
+        snprintf(err, errlen, "at most %d --listen addresses", HTTP_MAX_LISTEN);
+        return -1;
+    }
+    if (is_unix)
+        fd = listen_unix(spec + 5, err, errlen);
+    else
+        fd = listen_tcp(spec, allow_non_loopback, bound_port, err, errlen);
+    if (fd < 0)
+        return -1;
+    srv->listen_fds[srv->n_listen] = fd;
+    srv->listen_unix[srv->n_listen] = is_unix;
+    srv->n_listen++;
+    return 0;
+}
+
+struct conn_job {
+    struct http_server *srv;
+    int fd;
+    int is_unix;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+};
+
+/* Reads the first bytes without consuming them: the HTTP/2 preface means
+ * prior-knowledge h2c, anything else is HTTP/1.1. */
+static int sniff_h2(int fd)
+{
+    char buf[H2_PREFACE_LEN];
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int waited = 0;
+
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK);
+
+        if (n < 0 && errno != EAGAIN && errno != EINTR)
+            return -1;
+        if (n == 0)
+            return -1;
+        if (n > 0 && memcmp(buf, h2_preface, (size_t)n) != 0)
+            return 0;
+        if (n == H2_PREFACE_LEN)
+            return 1;
+        if (waited >= SNIFF_TIMEOUT_MS)
+            return -1;
+        /* Partial match: wait for more bytes (poll returns at once while
+         * any byte is unread, so nap briefly between peeks). */
+        if (n > 0)
+            usleep(2000), waited += 2;
+        else if (poll(&pfd, 1, 100) >= 0)
+            waited += 100;
+    }
+}
+
+static void *conn_thread(void *arg)
+{
+    struct conn_job *job = arg;
+    int kind;
+    int flags;
+
+    flags = fcntl(job->fd, F_GETFL);
+    fcntl(job->fd, F_SETFL, flags | O_NONBLOCK);
+    kind = sniff_h2(job->fd);
+    if (kind < 0) {
+        close(job->fd);
+    } else if (kind == 1) {
+        h2_serve_connection(job->srv, job->fd, job->is_unix);
+    } else {
+        if (MHD_add_connection(job->srv->mhd, job->fd, (struct sockaddr *)&job->addr,
+                               job->addrlen) != MHD_YES)
+            close(job->fd); /* MHD closes it on most failures; be sure */
+    }
+    free(job);
+    return NULL;
+}
+
+static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
+{
+    struct conn_job *job = NULL;
+    pthread_attr_t attr;
+    pthread_t tid;
+
+    job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return;
+    job->addrlen = sizeof(job->addr);
+    job->fd = accept4(lfd, (struct sockaddr *)&job->addr, &job->addrlen, SOCK_CLOEXEC);
+    if (job->fd < 0) {
+        free(job);
+        if (errno == EMFILE || errno == ENFILE)
+            usleep(10000); /* let connections drain rather than spin */
+        return;
+    }
+    if (is_unix) {
+        /* MHD wants a non-empty address; an AF_UNIX family marks trust. */
+        job->addr.ss_family = AF_UNIX;
+        job->addrlen = sizeof(sa_family_t) + 1;
+    }
+    job->srv = srv;
+    job->is_unix = is_unix;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    if (pthread_create(&tid, &attr, conn_thread, job) != 0) {
+        close(job->fd);
+        free(job);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void *accept_loop(void *arg)
+{
+    struct http_server *srv = arg;
+    struct pollfd pfds[HTTP_MAX_LISTEN + 1];
+    size_t i;
+
+    for (;;) {
+        for (i = 0; i < srv->n_listen; i++) {
+            pfds[i].fd = srv->listen_fds[i];
+            pfds[i].events = POLLIN;
+            pfds[i].revents = 0;
+        }
+        pfds[srv->n_listen].fd = srv->stop_pipe[0];
+        pfds[srv->n_listen].events = POLLIN;
+        pfds[srv->n_listen].revents = 0;
+        if (poll(pfds, srv->n_listen + 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pfds[srv->n_listen].revents != 0)
+            break;
+        for (i = 0; i < srv->n_listen; i++) {
+            if (pfds[i].revents & POLLIN)
+                spawn_conn(srv, srv->listen_fds[i], srv->listen_unix[i]);
+        }
+    }
+    return NULL;
+}
+
+int http_server_start(struct http_server *srv, char *err, size_t errlen)
+{
+    srv->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+                                    MHD_USE_INTERNAL_POLLING_THREAD |
+                                    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+                                    MHD_USE_POLL,
+                                0, NULL, NULL, mhd_access, srv,
+                                MHD_OPTION_NOTIFY_COMPLETED, mhd_completed, srv,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+                                MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+                                MHD_OPTION_END);
+    if (srv->mhd == NULL) {
+        snprintf(err, errlen, "cannot start the HTTP/1.1 engine (libmicrohttpd)");
+        return -1;
+    }
+    if (pthread_create(&srv->accept_thread, NULL, accept_loop, srv) != 0) {
+        snprintf(err, errlen, "cannot start the accept thread");
+        return -1;
+    }
+    srv->accept_started = 1;
+    return 0;
+}
+
+void http_server_stop(struct http_server *srv)
+{
+    size_t i;
+
+    if (srv == NULL)
+        return;
+    if (srv->accept_started) {
+        if (write(srv->stop_pipe[1], "x", 1) < 0) {
+            /* the accept thread then only stops at exit */
+        }
+        pthread_join(srv->accept_thread, NULL);
+    }
+    for (i = 0; i < srv->n_listen; i++)
+        close(srv->listen_fds[i]);
+    if (srv->mhd != NULL)
+        MHD_stop_daemon(srv->mhd);
+    close(srv->stop_pipe[0]);
+    close(srv->stop_pipe[1]);
+    free(srv);
+}

@@ -1,0 +1,36 @@
+/* Shared between http.c (accept loop, HTTP/1.1) and h2.c (HTTP/2). */
+#ifndef DEVBOXD_HTTP_INTERNAL_H
+#define DEVBOXD_HTTP_INTERNAL_H
+
+#include "http.h"
+
+#include <pthread.h>
+
+#define HTTP_MAX_LISTEN 8
+
+struct http_server {
+    http_handler_fn handler;
+    void *ud;
+    int listen_fds[HTTP_MAX_LISTEN];
+    int listen_unix[HTTP_MAX_LISTEN];
+    size_t n_listen;
+    int stop_pipe[2];
+    pthread_t accept_thread;
+    int accept_started;
+    struct MHD_Daemon *mhd;
+};
+
+/* Serves one HTTP/2 connection on fd until it ends; closes fd. */
+void h2_serve_connection(struct http_server *srv, int fd, int trusted);
+
+/* Request body accumulation shared by both transports. */
+size_t http_body_limit(const char *content_type);
+int http_body_append(struct http_request *req, size_t limit, const char *data,
+                     size_t len);
+int http_kv_append(struct http_kv **arr, size_t *n, const char *name,
+                   const char *value);
+
+/* Decodes %XX and '+' in place. */
+void http_url_decode(char *s, int plus_is_space);
+
+#endif

@@ -1,0 +1,291 @@
+/* devboxd: the local Runloop-compatible devbox engine.
+ *
+ *   devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]... [--api-key-file FILE]
+ *           [--allow-non-loopback]
+ */
+#define _GNU_SOURCE
+#include "api.h"
+#include "engine.h"
+#include "http.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_LISTEN 8
+
+struct options {
+    const char *state_dir;
+    const char *listen[MAX_LISTEN];
+    int n_listen;
+    const char *api_key_file;
+    int allow_non_loopback;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
+            "               [--api-key-file FILE] [--allow-non-loopback]\n"
+            "\n"
+            "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with local\n"
+            "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key needed:\n"
+            "the socket's 0600 mode is the access control). TCP listeners require\n"
+            "'Authorization: Bearer KEY'; KEY is read from --api-key-file or generated\n"
+            "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"state-dir", required_argument, NULL, 's'},
+        {"listen", required_argument, NULL, 'l'},
+        {"api-key-file", required_argument, NULL, 'k'},
+        {"allow-non-loopback", no_argument, NULL, 'A'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->state_dir = optarg;
+            break;
+        case 'l':
+            if (o->n_listen == MAX_LISTEN) {
+                fprintf(stderr, "devboxd: at most %d --listen options\n", MAX_LISTEN);
+                return -1;
+            }
+            o->listen[o->n_listen++] = optarg;
+            break;
+        case 'k':
+            o->api_key_file = optarg;
+            break;
+        case 'A':
+            o->allow_non_loopback = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "devboxd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return -1;
+    }
+    if (o->state_dir == NULL || o->state_dir[0] == '\0') {
+        fprintf(stderr, "devboxd: --state-dir DIR is required (where devboxes and their "
+                        "files are kept)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int lock_state_dir(const char *dir)
+{
+    char path[4200];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/devboxd.lock", dir);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "devboxd: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "devboxd: another devboxd already serves state dir %s (lock %s "
+                        "is held); stop it or use another --state-dir\n", dir, path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static char *trim_key(char *s)
+{
+    size_t len = strlen(s);
+
+    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
+        s[--len] = '\0';
+    return s;
+}
+
+static char *load_api_key(const char *dir, const char *file)
+{
+    char path[4200];
+    char *key = NULL;
+    unsigned char rnd[24];
+    char hex[sizeof(rnd) * 2 + 1];
+    char *text = NULL;
+    size_t i;
+
+    if (file != NULL) {
+        key = util_read_file(file, 4096, NULL);
+        if (key == NULL || trim_key(key)[0] == '\0') {
+            fprintf(stderr, "devboxd: cannot read an API key from --api-key-file %s (it "
+                            "must hold one non-empty line)\n", file);
+            free(key);
+            return NULL;
+        }
+        return key;
+    }
+    snprintf(path, sizeof(path), "%s/api-key", dir);
+    key = util_read_file(path, 4096, NULL);
+    if (key != NULL && trim_key(key)[0] != '\0')
+        return key;
+    free(key);
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        fprintf(stderr, "devboxd: cannot generate an API key: %s\n", strerror(errno));
+        return NULL;
+    }
+    for (i = 0; i < sizeof(rnd); i++)
+        sprintf(hex + i * 2, "%02x", rnd[i]);
+    if (asprintf(&text, "ak_local_%s\n", hex) < 0)
+        return NULL;
+    if (util_write_atomic(path, text, strlen(text), 0600) != 0) {
+        fprintf(stderr, "devboxd: cannot write %s: %s\n", path, strerror(errno));
+        free(text);
+        return NULL;
+    }
+    return trim_key(text);
+}
+
+static int write_pid_file(const char *dir, const char *const *addrs, const int *ports, int n)
+{
+    char path[4200];
+    char buf[4096];
+    size_t len;
+    int i;
+
+    snprintf(path, sizeof(path), "%s/devboxd.pid", dir);
+    len = (size_t)snprintf(buf, sizeof(buf), "pid %d\n", (int)getpid());
+    for (i = 0; i < n && len < sizeof(buf); i++) {
+        if (ports[i] > 0)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "port %d\n", ports[i]);
+        else
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "unix %s\n", addrs[i] + 5);
+    }
+    return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct engine eng;
+    struct http_server *srv = NULL;
+    char err[1024];
+    char *default_listen = NULL;
+    char *real_dir = NULL;
+    int ports[MAX_LISTEN] = {0};
+    int lock_fd = -1;
+    int engine_up = 0;
+    int rc = 1;
+    int sig = 0;
+    sigset_t set;
+    int i;
+
+    if (parse_args(argc, argv, &o) != 0)
+        return 2;
+    if (util_mkdirs(o.state_dir) != 0) {
+        fprintf(stderr, "devboxd: cannot create state dir %s: %s\n", o.state_dir,
+                strerror(errno));
+        return 1;
+    }
+    chmod(o.state_dir, 0700);
+    real_dir = realpath(o.state_dir, NULL);
+    if (real_dir == NULL) {
+        fprintf(stderr, "devboxd: state dir %s: %s\n", o.state_dir, strerror(errno));
+        return 1;
+    }
+    /* Signals are taken by sigwait below; block them before any thread. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    lock_fd = lock_state_dir(real_dir);
+    if (lock_fd < 0)
+        goto out;
+    if (engine_init(&eng, real_dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
+    engine_up = 1;
+    eng.api_key = load_api_key(real_dir, o.api_key_file);
+    if (eng.api_key == NULL)
+        goto out;
+    if (o.n_listen == 0) {
+        if (asprintf(&default_listen, "unix:%s/devboxd.sock", real_dir) < 0)
+            goto out;
+        o.listen[o.n_listen++] = default_listen;
+    }
+    srv = http_server_new(api_handle, &eng, err, sizeof(err));
+    if (srv == NULL) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
+    for (i = 0; i < o.n_listen; i++) {
+        if (http_server_listen(srv, o.listen[i], o.allow_non_loopback, &ports[i], err,
+                               sizeof(err)) != 0) {
+            fprintf(stderr, "devboxd: %s\n", err);
+            goto out;
+        }
+    }
+    if (engine_load(&eng, err, sizeof(err)) != 0) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
+    if (http_server_start(srv, err, sizeof(err)) != 0) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
+    write_pid_file(real_dir, o.listen, ports, o.n_listen);
+    for (i = 0; i < o.n_listen; i++) {
+        if (ports[i] > 0) {
+            const char *colon = strrchr(o.listen[i], ':');
+
+            fprintf(stderr, "devboxd: listening on %.*s:%d\n",
+                    (int)(colon - o.listen[i]), o.listen[i], ports[i]);
+        } else {
+            fprintf(stderr, "devboxd: listening on %s\n", o.listen[i]);
+        }
+    }
+    fflush(stderr);
+    while (sigwait(&set, &sig) == 0) {
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+    }
+    fprintf(stderr, "devboxd: shutting down (signal %d)\n", sig);
+    /* Long-polls and streams end first, then listeners, then sandboxes. */
+    pthread_mutex_lock(&eng.lock);
+    eng.stopping = 1;
+    pthread_cond_broadcast(&eng.changed);
+    pthread_mutex_unlock(&eng.lock);
+    rc = 0;
+out:
+    http_server_stop(srv);
+    if (engine_up)
+        engine_fini(&eng);
+    free(default_listen);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    free(real_dir);
+    return rc;
+}

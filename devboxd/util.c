@@ -1,0 +1,354 @@
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t util_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void util_new_id(const char *prefix, char *out, size_t outlen)
+{
+    static const char alphabet[] =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    unsigned char rnd[20];
+    char tail[21];
+    size_t i;
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        for (i = 0; i < sizeof(rnd); i++)
+            rnd[i] = (unsigned char)rand();
+    }
+    for (i = 0; i < sizeof(rnd); i++)
+        tail[i] = alphabet[rnd[i] % 62];
+    tail[sizeof(rnd)] = '\0';
+    snprintf(out, outlen, "%s_%s", prefix, tail);
+}
+
+int util_mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+    size_t i;
+
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, path, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char saved = buf[i];
+
+            buf[i] = '\0';
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = saved;
+        }
+    }
+    return 0;
+}
+
+int util_write_atomic(const char *path, const char *data, size_t len, int mode)
+{
+    char tmp[4200];
+    int fd = -1;
+    int rc = -1;
+    size_t done = 0;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        goto out;
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            goto out;
+        }
+        done += (size_t)n;
+    }
+    if (fsync(fd) != 0)
+        goto out;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto out;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto out;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        unlink(tmp);
+    return rc;
+}
+
+char *util_read_file(const char *path, size_t max, size_t *len_out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    for (;;) {
+        ssize_t n;
+
+        if (len + 4096 + 1 > cap) {
+            char *grown = NULL;
+
+            cap = cap ? cap * 2 : 8192;
+            grown = realloc(buf, cap);
+            if (grown == NULL)
+                goto fail;
+            buf = grown;
+        }
+        n = read(fd, buf + len, cap - len - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            goto fail;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max)
+            goto fail;
+    }
+    close(fd);
+    if (buf == NULL)
+        buf = calloc(1, 1);
+    if (buf != NULL)
+        buf[len] = '\0';
+    if (len_out != NULL)
+        *len_out = len;
+    return buf;
+fail:
+    close(fd);
+    free(buf);
+    return NULL;
+}
+
+int util_rmtree(const char *path)
+{
+    DIR *d = NULL;
+    struct dirent *de;
+    char child[4200];
+    struct stat stt;
+
+    if (lstat(path, &stt) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(stt.st_mode))
+        return unlink(path);
+    d = opendir(path);
+    if (d == NULL)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
+        util_rmtree(child);
+    }
+    closedir(d);
+    return rmdir(path);
+}
+
+static const char *status_slug(int status)
+{
+    switch (status) {
+    case 400: return "bad_request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 408: return "request_timeout";
+    case 409: return "conflict";
+    case 413: return "payload_too_large";
+    case 415: return "unsupported_media_type";
+    case 422: return "unprocessable_entity";
+    case 503: return "service_unavailable";
+    default: return status >= 500 ? "internal_error" : "error";
+    }
+}
+
+void util_json(struct http_response *resp, int status, cJSON *json)
+{
+    char *text = NULL;
+
+    text = cJSON_PrintUnformatted(json);
+    cJSON_Delete(json);
+    if (text == NULL) {
+        text = strdup("{\"message\":\"out of memory\"}");
+        status = 500;
+    }
+    http_response_set_body(resp, status, "application/json", text,
+                           text != NULL ? strlen(text) : 0);
+}
+
+void util_error(struct http_response *resp, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    cJSON *obj = NULL;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    obj = cJSON_CreateObject();
+    cJSON_AddStringToObject(obj, "code", status_slug(status));
+    cJSON_AddStringToObject(obj, "message", msg);
+    util_json(resp, status, obj);
+}
+
+int util_check_fields(const cJSON *obj, const char *where,
+                      const char *const *allowed, char *err, size_t errlen)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, obj) {
+        size_t i;
+        int ok = 0;
+
+        for (i = 0; allowed[i] != NULL; i++) {
+            if (strcmp(allowed[i], it->string) == 0) {
+                ok = 1;
+                break;
+            }
+        }
+        if (!ok) {
+            snprintf(err, errlen, "unknown field '%s%s%s'; remove it (see the "
+                     "Runloop API reference for the accepted fields)",
+                     where, where[0] ? "." : "", it->string);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int util_opt_string(const cJSON *obj, const char *name, const char **out,
+                    char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    *out = NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v)) {
+        snprintf(err, errlen, "'%s' must be a string", name);
+        return -1;
+    }
+    *out = v->valuestring;
+    return 0;
+}
+
+int util_opt_bool(const cJSON *obj, const char *name, int *out, char *err,
+                  size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsBool(v)) {
+        snprintf(err, errlen, "'%s' must be true or false", name);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+int util_opt_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi,
+                 int64_t *out, int *present, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    double d;
+
+    if (present != NULL)
+        *present = 0;
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsNumber(v)) {
+        snprintf(err, errlen, "'%s' must be an integer", name);
+        return -1;
+    }
+    d = v->valuedouble;
+    if (d != (double)(int64_t)d) {
+        snprintf(err, errlen, "'%s' must be a whole number, got %g", name, d);
+        return -1;
+    }
+    if (d < (double)lo || d > (double)hi) {
+        snprintf(err, errlen, "'%s' must be between %lld and %lld, got %g", name,
+                 (long long)lo, (long long)hi, d);
+        return -1;
+    }
+    *out = (int64_t)d;
+    if (present != NULL)
+        *present = 1;
+    return 0;
+}
+
+int util_opt_string_map(const cJSON *obj, const char *name, const cJSON **out,
+                        char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    const cJSON *it = NULL;
+
+    *out = NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsObject(v)) {
+        snprintf(err, errlen, "'%s' must be an object of string values", name);
+        return -1;
+    }
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsString(it)) {
+            snprintf(err, errlen, "'%s.%s' must be a string", name, it->string);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+int util_opt_string_array(const cJSON *obj, const char *name, const cJSON **out,
+                          char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    const cJSON *it = NULL;
+    int i = 0;
+
+    *out = NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v)) {
+        snprintf(err, errlen, "'%s' must be an array of strings", name);
+        return -1;
+    }
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsString(it)) {
+            snprintf(err, errlen, "'%s[%d]' must be a string", name, i);
+            return -1;
+        }
+        i++;
+    }
+    *out = v;
+    return 0;
+}
