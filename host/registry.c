@@ -11,7 +11,7 @@
 #include "config.h"
 #include "log.h"
 
-#if __has_include("schema.h") && __has_include("schema.c")
+#if __has_include("schema.h") && __has_include("schema.c") && !defined(RLMCP_NO_SCHEMA_CHECK)
 #include "schema.h"
 #define HAVE_SCHEMA_CHECK 1
 #endif

@@ -105,7 +105,14 @@ static void hint_for(struct sel_ctx *c, const char *name, char *out,
  * Does entry e of allow/exclude match tool t? Unknown names are reported
  * once, by check_names().
  */
-static bool name_matches(const struct host_tools_config *sel,
+static struct tool_entry *find_original(struct registry *reg, const char *name);
+
+/*
+ * A name means the tool registered under it; only when no tool is, it
+ * means the tool an alias renames to it.
+ */
+static bool name_matches(struct registry *reg,
+                         const struct host_tools_config *sel,
                          const struct config_name *e,
                          const struct tool_entry *t)
 {
@@ -115,6 +122,8 @@ static bool name_matches(const struct host_tools_config *sel,
         return strcmp(e->name + 7, t->plugin_name) == 0;
     if (strcmp(e->name, t->original_name) == 0)
         return true;
+    if (find_original(reg, e->name) != NULL)
+        return false;
     a = alias_of(sel, t->original_name);
     return a != NULL && strcmp(a->to, e->name) == 0;
 }
@@ -132,7 +141,7 @@ static int check_names(struct sel_ctx *c, const struct config_name *list,
         if (strncmp(list[i].name, "plugin:", 7) == 0)
             continue; /* checked against plugins: by config.c */
         for (j = 0; (t = registry_tool_raw_(c->reg, j)) != NULL; j++) {
-            if (name_matches(c->sel, &list[i], t)) {
+            if (name_matches(c->reg, c->sel, &list[i], t)) {
                 found = true;
                 break;
             }
@@ -148,7 +157,8 @@ static int check_names(struct sel_ctx *c, const struct config_name *list,
     return 0;
 }
 
-static bool is_selected(const struct host_tools_config *sel,
+static bool is_selected(struct registry *reg,
+                        const struct host_tools_config *sel,
                         const struct tool_entry *t)
 {
     size_t i = 0;
@@ -159,13 +169,13 @@ static bool is_selected(const struct host_tools_config *sel,
     if (sel->read_only && !t->read_only)
         return false;
     for (i = 0; i < sel->n_exclude; i++) {
-        if (name_matches(sel, &sel->exclude[i], t))
+        if (name_matches(reg, sel, &sel->exclude[i], t))
             return false;
     }
     if (sel->allow_set) {
         allowed = false;
         for (i = 0; i < sel->n_allow; i++) {
-            if (name_matches(sel, &sel->allow[i], t))
+            if (name_matches(reg, sel, &sel->allow[i], t))
                 allowed = true;
         }
     }
@@ -385,7 +395,7 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
     for (i = 0; (t = registry_tool_raw_(reg, i)) != NULL; i++) {
         if (t->timeout_ms == 0)
             t->timeout_ms = default_timeout_ms;
-        if (is_selected(sel, t))
+        if (is_selected(reg, sel, t))
             chosen[n++] = t;
     }
     if (check_collisions(&c, chosen, n) < 0)
