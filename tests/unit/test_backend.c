@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -431,6 +432,9 @@ static void stop_engines(const char *dir)
     n = engines_for(dir, pids, 8);
     for (i = 0; i < n; i++)
         kill(pids[i], SIGKILL);
+    /* We are their subreaper (main): collect the exited engines. */
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
 }
 
 static void get_devboxes(struct backend *b)
@@ -573,6 +577,8 @@ int main(void)
     };
 
     signal(SIGPIPE, SIG_IGN);
+    /* Detached engines re-parent to us, so the test can reap them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     rlclient_global_init();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
