@@ -720,9 +720,27 @@ int backend_open(const struct host_config *cfg, struct backend **out,
     return 0;
 }
 
-const char *backend_describe(const struct backend *b)
+const char *backend_description(const struct backend *b)
 {
     return b->describe;
+}
+
+const char *backend_describe(const struct host_config *cfg, char *buf,
+                             size_t len)
+{
+    struct backend *b = NULL;
+    char *err = NULL;
+
+    if (buf == NULL || len == 0)
+        return buf;
+    if (backend_resolve(cfg, &b, &err) != 0) {
+        snprintf(buf, len, "error: %s", err != NULL ? err : "out of memory");
+        free(err);
+        return buf;
+    }
+    snprintf(buf, len, "%s", b->describe + strlen("backend: "));
+    backend_free(b);
+    return buf;
 }
 
 struct rlclient *backend_client(const struct backend *b)

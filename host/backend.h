@@ -23,7 +23,7 @@
  *     struct backend *b = NULL;
  *     char *err = NULL;
  *     if (backend_open(cfg, &b, &err) != 0) { print err; free(err); exit 1 }
- *     log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_describe(b));
+ *     log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_description(b));
  *     mcp_set_rlclient(d, backend_client(b));
  *     mcp_set_default_api_key(d, backend_api_key(b));  // may be NULL
  *     ... serve ...
@@ -31,12 +31,14 @@
  *
  * and for --check-config (decides, starts nothing):
  *
- *     backend_resolve(cfg, &b, &err); puts(backend_describe(b)); backend_free(b);
+ *     char line[512];
+ *     printf("backend:    %s\n", backend_describe(cfg, line, sizeof(line)));
  */
 #ifndef RLMCP_HOST_BACKEND_H
 #define RLMCP_HOST_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "config.h"
 
@@ -67,7 +69,16 @@ int backend_open(const struct host_config *cfg, struct backend **out,
  * devboxd.sock (auto: no RUNLOOP_API_KEY and no RUNLOOP_BASE_URL)".
  * Never contains a key. Borrowed from b.
  */
-const char *backend_describe(const struct backend *b);
+const char *backend_description(const struct backend *b);
+
+/*
+ * For --check-config: decide from cfg and the environment (starting
+ * nothing) and write the same line without its "backend: " prefix into
+ * buf, e.g. "local engine at unix:/s/devboxd.sock (auto: ...)", or
+ * "error: <what to fix>" when no backend can be chosen. Returns buf.
+ */
+const char *backend_describe(const struct host_config *cfg, char *buf,
+                             size_t len);
 
 /* The client (after backend_connect); owned by b. */
 struct rlclient *backend_client(const struct backend *b);

@@ -69,7 +69,7 @@ static struct backend *resolve_ok(const struct host_config *cfg)
         fail_msg("backend_resolve failed: %s", err);
     assert_null(err);
     assert_non_null(b);
-    assert_null(strstr(backend_describe(b), SECRET));
+    assert_null(strstr(backend_description(b), SECRET));
     return b;
 }
 
@@ -107,7 +107,7 @@ static void t_auto_no_key_is_local(void **state)
                         "/home/tester/.local/state/devboxd");
     assert_string_equal(backend_socket(b),
                         "/home/tester/.local/state/devboxd/devboxd.sock");
-    assert_string_equal(backend_describe(b),
+    assert_string_equal(backend_description(b),
                         "backend: local engine at unix:/home/tester/.local/"
                         "state/devboxd/devboxd.sock (auto: no RUNLOOP_API_KEY "
                         "and no RUNLOOP_BASE_URL)");
@@ -137,10 +137,10 @@ static void t_auto_env_key_is_cloud(void **state)
     assert_string_equal(backend_api_key(b), SECRET);
     assert_string_equal(backend_base_url(b), "https://api.runloop.ai");
     assert_null(backend_state_dir(b));
-    contains(backend_describe(b), "backend: Runloop API at "
+    contains(backend_description(b), "backend: Runloop API at "
                                   "https://api.runloop.ai (auto: "
                                   "RUNLOOP_API_KEY is set");
-    contains(backend_describe(b), "default key from RUNLOOP_API_KEY");
+    contains(backend_description(b), "default key from RUNLOOP_API_KEY");
     backend_free(b);
 }
 
@@ -157,8 +157,8 @@ static void t_auto_config_key_wins(void **state)
     assert_false(backend_is_local(b));
     assert_string_equal(backend_api_key(b), SECRET);
     assert_string_equal(backend_base_url(b), "https://example.test");
-    contains(backend_describe(b), "auto: runloop.api_key is set");
-    contains(backend_describe(b), "URL from runloop.base_url");
+    contains(backend_description(b), "auto: runloop.api_key is set");
+    contains(backend_description(b), "URL from runloop.base_url");
     backend_free(b);
 }
 
@@ -174,7 +174,7 @@ static void t_auto_base_url_is_cloud(void **state)
     assert_false(backend_is_local(b));
     assert_null(backend_api_key(b));
     assert_string_equal(backend_base_url(b), "http://127.0.0.1:9");
-    contains(backend_describe(b), "(auto: RUNLOOP_BASE_URL is set; URL from "
+    contains(backend_description(b), "(auto: RUNLOOP_BASE_URL is set; URL from "
                                   "RUNLOOP_BASE_URL; no key");
     backend_free(b);
 
@@ -203,8 +203,8 @@ static void t_cloud_needs_key(void **state)
     b = resolve_ok(&cfg);
     assert_false(backend_is_local(b));
     assert_null(backend_api_key(b));
-    contains(backend_describe(b), "runloop.backend: cloud");
-    contains(backend_describe(b), "each HTTP caller sends its own");
+    contains(backend_description(b), "runloop.backend: cloud");
+    contains(backend_description(b), "each HTTP caller sends its own");
     backend_free(b);
 
     cfg.server.transport = HOST_TRANSPORT_STDIO;
@@ -215,6 +215,27 @@ static void t_cloud_needs_key(void **state)
     assert_string_equal(backend_base_url(b), "https://env.test");
     assert_string_equal(backend_api_key(b), SECRET);
     backend_free(b);
+}
+
+static void t_describe_for_check_config(void **state)
+{
+    struct host_config cfg;
+    char line[512];
+
+    cfg_init(&cfg, HOST_BACKEND_AUTO);
+    setenv("RLMCP_STATE_DIR", "/s", 1);
+    assert_string_equal(backend_describe(&cfg, line, sizeof(line)),
+                        "local engine at unix:/s/devboxd.sock (auto: no "
+                        "RUNLOOP_API_KEY and no RUNLOOP_BASE_URL)");
+    cfg.runloop.backend = HOST_BACKEND_CLOUD;
+    backend_describe(&cfg, line, sizeof(line));
+    contains(line, "error: runloop.backend is cloud but no API key");
+    cfg.runloop.api_key = SECRET;
+    backend_describe(&cfg, line, sizeof(line));
+    contains(line, "Runloop API at https://api.runloop.ai (runloop.backend: "
+                   "cloud; URL from default; default key from "
+                   "runloop.api_key)");
+    assert_null(strstr(line, SECRET));
 }
 
 static void t_local_explicit(void **state)
@@ -229,7 +250,7 @@ static void t_local_explicit(void **state)
     assert_true(backend_is_local(b));
     assert_null(backend_api_key(b)); /* a cloud key never goes to devboxd */
     assert_string_equal(backend_base_url(b), "http://localhost");
-    contains(backend_describe(b), "(runloop.backend: local; "
+    contains(backend_description(b), "(runloop.backend: local; "
                                   "RUNLOOP_BASE_URL ignored)");
     backend_free(b);
 }
@@ -568,6 +589,7 @@ int main(void)
         cmocka_unit_test_setup(t_auto_base_url_is_cloud, clear_env),
         cmocka_unit_test_setup(t_cloud_needs_key, clear_env),
         cmocka_unit_test_setup(t_local_explicit, clear_env),
+        cmocka_unit_test_setup(t_describe_for_check_config, clear_env),
         cmocka_unit_test_setup(t_state_dir_precedence, clear_env),
         cmocka_unit_test_setup(t_state_dir_too_long, clear_env),
         cmocka_unit_test_setup(t_devboxd_missing, clear_env),
