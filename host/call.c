@@ -19,7 +19,12 @@
 #include "mcp_internal.h"
 #include "rlclient.h"
 
+#if __has_include("schema.h")
 #include "schema.h"
+#else
+int schema_validate(const cJSON *schema, const cJSON *instance,
+                    const char *root_name, char *err, size_t errlen);
+#endif
 
 #if !__has_include("schema.c")
 /* Stand-in until host/schema.c lands: validation is skipped. */

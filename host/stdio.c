@@ -129,6 +129,7 @@ static void handle_line(struct reader *r, char *line, size_t len)
     mcp_handle(r->d, r->s, line, len, &r->out->sink, &ctx);
 }
 
+/* Answer an over-limit message with an error (id null: never parsed). */
 static void reject_oversized(struct reader *r)
 {
     char msg[256];
@@ -143,8 +144,6 @@ static void reject_oversized(struct reader *r)
     if (json != NULL)
         out_send(&r->out->sink, json, strlen(json), true);
     free(json);
-    r->discarding = true;
-    r->len = 0;
 }
 
 /* Make room for one more read; the buffer never exceeds max + a chunk. */
@@ -190,10 +189,14 @@ static void consume(struct reader *r, size_t from)
     char *end = r->buf + r->len;
 
     while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        size_t line_len = (size_t)(nl - (r->buf + start));
+
         if (r->discarding)
             r->discarding = false; /* the oversized line ends here */
+        else if (line_len > r->max)
+            reject_oversized(r); /* it arrived whole in one read */
         else
-            handle_line(r, r->buf + start, (size_t)(nl - (r->buf + start)));
+            handle_line(r, r->buf + start, line_len);
         start = (size_t)(nl + 1 - r->buf);
         p = nl + 1;
     }
@@ -206,8 +209,12 @@ static void consume(struct reader *r, size_t from)
         r->len -= start;
         maybe_shrink(r);
     }
-    if (r->len > r->max)
+    if (r->len > r->max) {
+        /* Too long already: answer now, drop the rest of the line. */
         reject_oversized(r);
+        r->discarding = true;
+        r->len = 0;
+    }
 }
 
 static int open_stop_pipe(void)
@@ -256,7 +263,9 @@ static int read_loop(struct reader *r, int in_fd)
         }
         if (n == 0) {
             /* A last message without its newline still counts. */
-            if (!r->discarding && r->len > 0)
+            if (!r->discarding && r->len > r->max)
+                reject_oversized(r);
+            else if (!r->discarding && r->len > 0)
                 handle_line(r, r->buf, r->len);
             return 1;
         }

@@ -1,0 +1,1698 @@
+/*
+ * test_dispatcher.c - the MCP dispatcher driven through mcp_handle() with a
+ * capturing sink and a registry built with the registry API: every bad
+ * input, negotiation, pagination, calls, cancel, timeout, progress,
+ * server-to-client requests, resources, prompts, drain, stdio framing.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "call.h"
+#include "config.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp.h"
+#include "mcp_stdio.h"
+#include "registry.h"
+
+/* ---- capturing sink ----------------------------------------------------- */
+
+#define MAX_MSGS 4096
+
+struct capture {
+    struct mcp_sink sink;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char *msgs[MAX_MSGS];
+    size_t n;
+    int null_finals;
+    int retains;
+    int releases;
+};
+
+static void cap_send(struct mcp_sink *sink, const char *json, size_t len,
+                     bool final)
+{
+    struct capture *c = (struct capture *)sink;
+
+    pthread_mutex_lock(&c->lock);
+    if (json == NULL) {
+        assert_true(final);
+        c->null_finals++;
+    } else if (c->n < MAX_MSGS) {
+        c->msgs[c->n++] = strndup(json, len);
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void cap_retain(struct mcp_sink *sink)
+{
+    struct capture *c = (struct capture *)sink;
+
+    pthread_mutex_lock(&c->lock);
+    c->retains++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void cap_release(struct mcp_sink *sink)
+{
+    struct capture *c = (struct capture *)sink;
+
+    pthread_mutex_lock(&c->lock);
+    c->releases++;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void cap_init(struct capture *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->sink.send = cap_send;
+    c->sink.retain = cap_retain;
+    c->sink.release = cap_release;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+}
+
+static void cap_clear(struct capture *c)
+{
+    size_t i;
+
+    pthread_mutex_lock(&c->lock);
+    for (i = 0; i < c->n; i++)
+        free(c->msgs[i]);
+    c->n = 0;
+    c->null_finals = 0;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void cap_fini(struct capture *c)
+{
+    cap_clear(c);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+typedef bool (*match_fn)(const cJSON *msg, const void *arg);
+
+/* The first captured message matching; a parsed copy, or NULL at timeout. */
+static cJSON *cap_wait(struct capture *c, match_fn match, const void *arg,
+                       int ms)
+{
+    struct timespec until;
+    cJSON *found = NULL;
+    size_t i;
+
+    deadline_after(&until, ms);
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        for (i = 0; i < c->n && found == NULL; i++) {
+            cJSON *m = cJSON_Parse(c->msgs[i]);
+
+            assert_non_null(m); /* everything sent must be valid JSON */
+            if (match(m, arg))
+                found = m;
+            else
+                cJSON_Delete(m);
+        }
+        if (found != NULL ||
+            pthread_cond_timedwait(&c->cond, &c->lock, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+static bool is_response_to(const cJSON *m, const void *arg)
+{
+    const cJSON *id = cJSON_GetObjectItem(m, "id");
+    int want = *(const int *)arg;
+
+    return cJSON_GetObjectItem(m, "method") == NULL && cJSON_IsNumber(id) &&
+           id->valueint == want;
+}
+
+static bool is_null_id_error(const cJSON *m, const void *arg)
+{
+    return cJSON_IsNull(cJSON_GetObjectItem(m, "id"));
+}
+
+static bool has_method(const cJSON *m, const void *arg)
+{
+    const cJSON *meth = cJSON_GetObjectItem(m, "method");
+
+    return cJSON_IsString(meth) && strcmp(meth->valuestring, arg) == 0;
+}
+
+static size_t cap_count(struct capture *c, const char *method)
+{
+    size_t i;
+    size_t n = 0;
+
+    pthread_mutex_lock(&c->lock);
+    for (i = 0; i < c->n; i++) {
+        cJSON *m = cJSON_Parse(c->msgs[i]);
+
+        if (has_method(m, method))
+            n++;
+        cJSON_Delete(m);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+/* ---- fixture tools ------------------------------------------------------ */
+
+/*
+ * cmocka asserts must not run on worker threads: handlers count failed
+ * checks here, and every test checks the count is zero.
+ */
+static atomic_int g_handler_failures;
+static atomic_int g_backwards_refused;
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "handler check failed: %s (line %d)\n", #cond,  \
+                    __LINE__);                                              \
+            atomic_fetch_add(&g_handler_failures, 1);                       \
+        }                                                                   \
+    } while (0)
+
+static int h_echo(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    const cJSON *text = cJSON_GetObjectItem(a, "text");
+    int rc = call_result_text(call, cJSON_IsString(text) ? text->valuestring
+                                                          : "(none)");
+
+    cJSON_Delete(a);
+    return rc;
+}
+
+/* Echo the raw arguments it got (for alias and defaulting checks). */
+static int h_args(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    char *copy = strndup(args, len);
+    int rc = call_result_text(call, copy);
+
+    free(copy);
+    return rc;
+}
+
+static int int_arg(const char *args, size_t len, const char *name, int dflt)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    const cJSON *v = cJSON_GetObjectItem(a, name);
+    int r = cJSON_IsNumber(v) ? v->valueint : dflt;
+
+    cJSON_Delete(a);
+    return r;
+}
+
+static int h_sleep(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    int ms = int_arg(args, len, "ms", 100);
+    char buf[64];
+
+    if (call_sleep_ms(call, (uint32_t)ms) == RLMCP_ECANCELLED)
+        return RLMCP_ECANCELLED;
+    snprintf(buf, sizeof(buf), "slept %d", ms);
+    return call_result_text(call, buf);
+}
+
+static int h_progress(rlmcp_call *call, const char *args, size_t len,
+                      void *ud)
+{
+    int steps = int_arg(args, len, "steps", 3);
+    int i;
+
+    for (i = 1; i <= steps; i++) {
+        call_progress(call, i, steps, "step");
+        /* Going backwards is refused (a no-op without a token). */
+        if (call_progress(call, i - 0.5, steps, NULL) == RLMCP_EINVAL)
+            atomic_fetch_add(&g_backwards_refused, 1);
+        if (call_sleep_ms(call, 30) != RLMCP_OK)
+            return RLMCP_ECANCELLED;
+    }
+    return call_result_text(call, "done");
+}
+
+static int h_burst(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    int i;
+
+    for (i = 1; i <= 1000; i++)
+        CHECK(call_progress(call, i, -1, NULL) == RLMCP_OK);
+    return call_result_text(call, "burst done");
+}
+
+static int h_fail(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    call_result_text(call, "partial output that must not leak");
+    return RLMCP_EINTERNAL;
+}
+
+static int h_bizerr(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    call_result_json(call, "{\"x\":1}", 7);
+    return call_result_error(call, "not_found", "call list_devboxes",
+                             "devbox %s does not exist", "dbx_1");
+}
+
+static int h_structured(rlmcp_call *call, const char *args, size_t len,
+                        void *ud)
+{
+    int mode = int_arg(args, len, "mode", 0);
+
+    if (mode == 1)
+        return call_result_text(call, "forgot the structured result");
+    return call_result_json(call, "{\"n\":7}", 7);
+}
+
+static int h_never(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    /* Ignores the first cancellation for a while: the timer answers. */
+    while (!call_is_cancelled(call))
+        call_sleep_ms(call, 1000);
+    return RLMCP_ECANCELLED;
+}
+
+static int h_ask(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    char *result = NULL;
+    int rc = call_client_request(
+        call, "sampling/createMessage",
+        "{\"messages\":[],\"maxTokens\":10}", 5000, &result);
+    char buf[512];
+
+    snprintf(buf, sizeof(buf), "rc=%d result=%s", rc,
+             result != NULL ? result : "null");
+    free(result);
+    return call_result_text(call, buf);
+}
+
+static int h_log(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    call_log(call, RLMCP_LOG_DEBUG, "debug line");
+    call_log(call, RLMCP_LOG_INFO, "info line");
+    call_log(call, RLMCP_LOG_ERROR, "error line %d", 42);
+    return call_result_text(call, "logged");
+}
+
+static int h_content(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    static const char img[] =
+        "{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/png\"}";
+
+    CHECK(call_result_content(call, "[1]", 3) == RLMCP_EINVAL);
+    CHECK(call_result_content(call, "{\"no\":1}", 8) == RLMCP_EINVAL);
+    CHECK(call_result_json(call, "\"str\"", 5) == RLMCP_EINVAL);
+    CHECK(call_resource_contents(call, NULL, NULL, "x", 1, false) ==
+          RLMCP_ESTATE);
+    CHECK(call_prompt_message(call, "user", "{\"type\":\"text\"}") ==
+          RLMCP_ESTATE);
+    CHECK(call_result_content(call, img, strlen(img)) == RLMCP_OK);
+    /* Invalid UTF-8 from a plugin is repaired, never sent raw. */
+    return call_result_text(call, "bad \xff byte");
+}
+
+static int r_read(rlmcp_call *call, const char *uri, void *ud)
+{
+    static const unsigned char bin[] = {0, 1, 2, 250};
+
+    if (strstr(uri, "missing") != NULL)
+        return RLMCP_ENOTFOUND;
+    if (strstr(uri, "binary") != NULL)
+        return call_resource_contents(call, NULL, "application/octet-stream",
+                                      bin, sizeof(bin), true);
+    return call_resource_contents(call, NULL, "text/plain", uri, strlen(uri),
+                                  false);
+}
+
+static int p_get(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    const cJSON *who = cJSON_GetObjectItem(a, "who");
+    char buf[256];
+
+    snprintf(buf, sizeof(buf), "{\"type\":\"text\",\"text\":\"hello %s\"}",
+             cJSON_IsString(who) ? who->valuestring : "?");
+    cJSON_Delete(a);
+    CHECK(call_prompt_message(call, "system", buf) == RLMCP_EINVAL);
+    return call_prompt_message(call, "user", buf);
+}
+
+/* ---- registry ----------------------------------------------------------- */
+
+static struct registry *g_reg;
+
+static void add_tool(const char *name, rlmcp_tool_fn fn, const char *schema,
+                     const char *out_schema, uint32_t flags, uint32_t timeout)
+{
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    char err[512] = "";
+
+    def.name = name;
+    def.description = "test tool";
+    def.input_schema_json = schema;
+    def.output_schema_json = out_schema;
+    def.flags = flags;
+    def.timeout_ms = timeout;
+    def.handler = fn;
+    assert_int_equal(registry_add_tool(g_reg, NULL, "testplug", &def, err,
+                                       sizeof(err)),
+                     RLMCP_OK);
+}
+
+static void add_resources(void)
+{
+    struct rlmcp_resource_def r = RLMCP_RESOURCE_DEF_INIT;
+    struct rlmcp_prompt_def p = RLMCP_PROMPT_DEF_INIT;
+    char err[512] = "";
+
+    r.uri = "test://static";
+    r.name = "static";
+    r.mime_type = "text/plain";
+    r.read = r_read;
+    assert_int_equal(registry_add_resource(g_reg, NULL, &r, err, sizeof(err)),
+                     RLMCP_OK);
+    r.uri = "test://binary";
+    r.name = "binary";
+    assert_int_equal(registry_add_resource(g_reg, NULL, &r, err, sizeof(err)),
+                     RLMCP_OK);
+    r.uri = NULL;
+    r.uri_template = "test://item/{id}/data";
+    r.name = "item";
+    assert_int_equal(registry_add_resource(g_reg, NULL, &r, err, sizeof(err)),
+                     RLMCP_OK);
+    p.name = "greet";
+    p.description = "greets";
+    p.arguments_json = "[{\"name\":\"who\",\"required\":true}]";
+    p.get = p_get;
+    assert_int_equal(registry_add_prompt(g_reg, NULL, &p, err, sizeof(err)),
+                     RLMCP_OK);
+}
+
+#define OBJ "{\"type\":\"object\"}"
+#define MS_SCHEMA                                                           \
+    "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\"}}}"
+
+static int group_setup(void **state)
+{
+    struct host_tools_config sel;
+    struct config_alias alias;
+    struct config_param_alias palias;
+    char err[512] = "";
+    char name[32];
+    int i;
+
+    log_set_level(RLMCP_LOG_CRITICAL); /* keep the test output readable */
+    g_reg = registry_new();
+    assert_non_null(g_reg);
+    add_tool("echo", h_echo,
+             "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":"
+             "\"string\"}},\"required\":[\"text\"]}",
+             NULL, 0, 0);
+    add_tool("args", h_args,
+             "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":"
+             "\"integer\"}}}",
+             NULL, 0, 0);
+    add_tool("sleep", h_sleep, MS_SCHEMA, NULL, 0, 0);
+    add_tool("serial_sleep", h_sleep, MS_SCHEMA, NULL, RLMCP_TOOL_SERIAL, 0);
+    add_tool("progress", h_progress, OBJ, NULL, 0, 0);
+    add_tool("burst", h_burst, OBJ, NULL, 0, 0);
+    add_tool("fail", h_fail, OBJ, NULL, 0, 0);
+    add_tool("bizerr", h_bizerr, OBJ, NULL, 0, 0);
+    add_tool("structured", h_structured, OBJ,
+             "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+             "\"integer\"}},\"required\":[\"n\"]}",
+             0, 0);
+    add_tool("never", h_never, OBJ, NULL, 0, 200);
+    add_tool("ask", h_ask, OBJ, NULL, 0, 0);
+    add_tool("log", h_log, OBJ, NULL, 0, 0);
+    add_tool("content", h_content, OBJ, NULL, 0, 0);
+    for (i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "zz_filler_%d", i);
+        add_tool(name, h_echo, OBJ, NULL, 0, 0);
+    }
+    add_resources();
+
+    /* Expose args's "seconds" parameter as "timeout_seconds". */
+    memset(&sel, 0, sizeof(sel));
+    memset(&alias, 0, sizeof(alias));
+    memset(&palias, 0, sizeof(palias));
+    palias.from = "seconds";
+    palias.to = "timeout_seconds";
+    alias.from = "args";
+    alias.to = "args";
+    alias.params = &palias;
+    alias.n_params = 1;
+    sel.aliases = &alias;
+    sel.n_aliases = 1;
+    assert_int_equal(registry_select(g_reg, &sel, "test.yaml", false, 30000,
+                                     err, sizeof(err)),
+                     0);
+    *state = NULL;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    registry_free(g_reg);
+    return 0;
+}
+
+/* ---- per-test fixture --------------------------------------------------- */
+
+struct fx {
+    struct mcp_dispatcher *d;
+    struct mcp_session *s;
+    struct capture cap;
+};
+
+static struct fx *fx_new(size_t page_size)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    struct mcp_options o;
+
+    memset(&o, 0, sizeof(o));
+    o.server_name = "test";
+    o.server_version = "9.9";
+    o.instructions = "be nice";
+    o.workers = 4;
+    o.page_size = page_size;
+    f->d = mcp_create(&o, g_reg);
+    assert_non_null(f->d);
+    f->s = mcp_session_new(f->d);
+    assert_non_null(f->s);
+    cap_init(&f->cap);
+    return f;
+}
+
+static void fx_free(struct fx *f)
+{
+    mcp_session_free(f->s);
+    mcp_destroy(f->d);
+    assert_int_equal(atomic_load(&g_handler_failures), 0);
+    /* Every retain of the sink was released. */
+    assert_int_equal(f->cap.retains, f->cap.releases);
+    cap_fini(&f->cap);
+    free(f);
+}
+
+static bool handle(struct fx *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool handle(struct fx *f, const char *fmt, ...)
+{
+    struct mcp_request_ctx ctx = {.api_key = NULL};
+    va_list ap;
+    char *msg = NULL;
+    bool r;
+
+    va_start(ap, fmt);
+    assert_true(vasprintf(&msg, fmt, ap) >= 0);
+    va_end(ap);
+    r = mcp_handle(f->d, f->s, msg, strlen(msg), &f->cap.sink, &ctx);
+    free(msg);
+    return r;
+}
+
+static cJSON *response(struct fx *f, int id)
+{
+    cJSON *m = cap_wait(&f->cap, is_response_to, &id, 10000);
+
+    assert_non_null(m);
+    return m;
+}
+
+static void init_session(struct fx *f, const char *caps)
+{
+    cJSON *m = NULL;
+
+    assert_true(handle(f,
+                       "{\"jsonrpc\":\"2.0\",\"id\":1000,\"method\":"
+                       "\"initialize\",\"params\":{\"protocolVersion\":"
+                       "\"2025-11-25\",\"capabilities\":%s,\"clientInfo\":{"
+                       "\"name\":\"t\",\"version\":\"1\"}}}",
+                       caps));
+    m = response(f, 1000);
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
+                           "\"notifications/initialized\"}"));
+    cap_clear(&f->cap);
+}
+
+static int error_code(const cJSON *m)
+{
+    const cJSON *e = cJSON_GetObjectItem(m, "error");
+
+    assert_non_null(e);
+    return cJSON_GetObjectItem(e, "code")->valueint;
+}
+
+static const char *error_message(const cJSON *m)
+{
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(m, "error"), "message")
+        ->valuestring;
+}
+
+static const cJSON *result_of(const cJSON *m)
+{
+    const cJSON *r = cJSON_GetObjectItem(m, "result");
+
+    assert_non_null(r);
+    return r;
+}
+
+static const char *first_text(const cJSON *m)
+{
+    const cJSON *content = cJSON_GetObjectItem(result_of(m), "content");
+    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(content, 0),
+                                         "text");
+
+    assert_true(cJSON_IsString(t));
+    return t->valuestring;
+}
+
+static bool is_error_result(const cJSON *m)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItem(result_of(m), "isError"));
+}
+
+/* The only message so far is an error with id null and this code. */
+static void expect_null_id_error(struct fx *f, int code, const char *text)
+{
+    cJSON *m = cap_wait(&f->cap, is_null_id_error, NULL, 1000);
+
+    assert_non_null(m);
+    assert_int_equal(error_code(m), code);
+    assert_non_null(strstr(error_message(m), text));
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+}
+
+/* Still serving: a ping is answered. */
+static void expect_ping(struct fx *f, int id)
+{
+    cJSON *m = NULL;
+
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                          "\"ping\"}", id));
+    m = response(f, id);
+    assert_int_equal(cJSON_GetArraySize(result_of(m)), 0);
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_bad_envelopes(void **state)
+{
+    struct fx *f = fx_new(0);
+    char deep[30000];
+    size_t i;
+
+    assert_true(handle(f, "{not json"));
+    expect_null_id_error(f, -32700, "invalid JSON");
+    assert_true(handle(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                          "\"ping\"}]"));
+    expect_null_id_error(f, -32600, "batches are not supported");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":"
+                          "\"ping\"}"));
+    expect_null_id_error(f, -32600, "must not be null");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}"));
+    expect_null_id_error(f, -32600, "no \"id\"");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":"
+                          "\"ping\"}"));
+    expect_null_id_error(f, -32600, "string or an integer");
+    assert_true(handle(f, "{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":"
+                          "\"ping\"}"));
+    {
+        int id = 5;
+        cJSON *m = cap_wait(&f->cap, is_response_to, &id, 1000);
+
+        /* The id was readable, so the error carries it. */
+        assert_non_null(m);
+        assert_int_equal(error_code(m), -32600);
+        assert_non_null(strstr(error_message(m), "\"2.0\""));
+        cJSON_Delete(m);
+        cap_clear(&f->cap);
+    }
+    assert_true(handle(f, "{\"id\":6,\"method\":\"ping\"}"));
+    assert_int_equal(error_code(response(f, 6)), -32600);
+    cap_clear(&f->cap);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":42}"));
+    {
+        cJSON *m = response(f, 7);
+
+        assert_int_equal(error_code(m), -32600);
+        assert_non_null(strstr(error_message(m), "\"method\""));
+        cJSON_Delete(m);
+        cap_clear(&f->cap);
+    }
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":8}"));
+    {
+        cJSON *m = response(f, 8);
+
+        assert_int_equal(error_code(m), -32600);
+        cJSON_Delete(m);
+        cap_clear(&f->cap);
+    }
+    assert_true(handle(f, "\"just a string\""));
+    expect_null_id_error(f, -32600, "object");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}"
+                          " trailing"));
+    expect_null_id_error(f, -32700, "after the JSON value");
+
+    /* 10,000-deep nesting is refused before cJSON recurses into it. */
+    for (i = 0; i < 10000; i++)
+        deep[i] = '[';
+    for (i = 0; i < 10000; i++)
+        deep[10000 + i] = ']';
+    deep[20000] = '\0';
+    assert_true(mcp_handle(f->d, f->s, deep, 20000, &f->cap.sink, NULL));
+    expect_null_id_error(f, -32700, "deeper than");
+
+    /* Invalid UTF-8 anywhere, even inside a string. */
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":"
+                          "\"p\xc3\x28ing\"}"));
+    expect_null_id_error(f, -32700, "UTF-8");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":"
+                          "\"\xed\xa0\x80\"}")); /* a surrogate */
+    expect_null_id_error(f, -32700, "UTF-8");
+
+    /* A bad notification gets no answer at all. */
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
+                           "\"notifications/x\",\"params\":[1]}"));
+    assert_int_equal(f->cap.n, 0);
+    expect_ping(f, 12);
+    fx_free(f);
+}
+
+static void test_before_initialize(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+
+    /* ping is allowed before initialize. */
+    expect_ping(f, 1);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                          "\"tools/list\"}"));
+    m = response(f, 2);
+    assert_int_equal(error_code(m), -32600);
+    assert_non_null(strstr(error_message(m), "initialize first"));
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+                          "\"tools/call\",\"params\":{\"name\":\"echo\"}}"));
+    m = response(f, 3);
+    assert_int_equal(error_code(m), -32600);
+    cJSON_Delete(m);
+    assert_false(mcp_session_initialized(f->s));
+    assert_null(mcp_session_protocol_version(f->s));
+    fx_free(f);
+}
+
+static void check_negotiation(const char *asked, const char *expected)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    const cJSON *r = NULL;
+    const cJSON *caps = NULL;
+
+    assert_true(handle(f,
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"init\",\"method\":"
+                       "\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
+                       "\"capabilities\":{},\"clientInfo\":{\"name\":\"c\","
+                       "\"version\":\"1\"}}}",
+                       asked));
+    assert_int_equal(f->cap.n, 1);
+    m = cJSON_Parse(f->cap.msgs[0]);
+    assert_string_equal(cJSON_GetObjectItem(m, "id")->valuestring, "init");
+    r = result_of(m);
+    assert_string_equal(
+        cJSON_GetObjectItem(r, "protocolVersion")->valuestring, expected);
+    assert_string_equal(mcp_session_protocol_version(f->s), expected);
+    caps = cJSON_GetObjectItem(r, "capabilities");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(caps, "tools"), "listChanged")));
+    assert_non_null(cJSON_GetObjectItem(caps, "logging"));
+    assert_non_null(cJSON_GetObjectItem(caps, "completions"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(caps, "resources"), "subscribe")));
+    assert_non_null(cJSON_GetObjectItem(caps, "prompts"));
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "serverInfo"), "name")
+            ->valuestring,
+        "test");
+    assert_string_equal(cJSON_GetObjectItem(r, "instructions")->valuestring,
+                        "be nice");
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+
+    /* A second initialize on the session is refused. */
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                          "\"initialize\",\"params\":{\"protocolVersion\":"
+                          "\"2025-11-25\"}}"));
+    m = response(f, 2);
+    assert_int_equal(error_code(m), -32600);
+    assert_non_null(strstr(error_message(m), "already initialized"));
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_initialize(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+
+    check_negotiation("2025-11-25", "2025-11-25");
+    check_negotiation("2025-06-18", "2025-06-18");
+    check_negotiation("2025-03-26", "2025-03-26");
+    check_negotiation("2024-11-05", "2025-11-25");
+    check_negotiation("bogus", "2025-11-25");
+
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                          "\"initialize\"}"));
+    m = response(f, 1);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                          "\"initialize\",\"params\":{\"protocolVersion\":7}}"));
+    m = response(f, 2);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "protocolVersion"));
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+                          "\"initialize\",\"params\":[]}"));
+    m = response(f, 3);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    assert_true(mcp_protocol_version_supported("2025-06-18"));
+    assert_false(mcp_protocol_version_supported("2024-11-05"));
+    fx_free(f);
+}
+
+static void test_unknown_method_and_params(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+
+    init_session(f, "{}");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                          "\"tools/destroy\"}"));
+    m = response(f, 1);
+    assert_int_equal(error_code(m), -32601);
+    assert_non_null(strstr(error_message(m), "tools/destroy"));
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                          "\"tools/call\",\"params\":{\"name\":3}}"));
+    m = response(f, 2);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+                          "\"tools/call\",\"params\":\"x\"}"));
+    m = response(f, 3);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
+                          "\"logging/setLevel\",\"params\":{\"level\":"
+                          "\"loud\"}}"));
+    m = response(f, 4);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "debug"));
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
+                          "\"completion/complete\",\"params\":{}}"));
+    m = response(f, 5);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
+                          "\"completion/complete\",\"params\":{\"ref\":{"
+                          "\"type\":\"ref/prompt\",\"name\":\"greet\"},"
+                          "\"argument\":{\"name\":\"who\",\"value\":\"a\"}}}"));
+    m = response(f, 6);
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(
+            cJSON_GetObjectItem(result_of(m), "completion"), "values")),
+        0);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_tools_list_pages(void **state)
+{
+    struct fx *f = fx_new(4);
+    char cursor[64] = "";
+    char prev[64] = "";
+    size_t total = 0;
+    int id = 1;
+    cJSON *m = NULL;
+
+    init_session(f, "{}");
+    for (;;) {
+        const cJSON *r = NULL;
+        const cJSON *t = NULL;
+        const cJSON *next = NULL;
+
+        if (cursor[0] == '\0')
+            handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                      "\"tools/list\"}", id);
+        else
+            handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                      "\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
+                   id, cursor);
+        m = response(f, id++);
+        r = result_of(m);
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tools")) {
+            const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
+
+            /* Sorted across pages; every tool has a schema. */
+            assert_true(strcmp(prev, name) < 0);
+            snprintf(prev, sizeof(prev), "%s", name);
+            assert_non_null(cJSON_GetObjectItem(t, "inputSchema"));
+            assert_non_null(cJSON_GetObjectItem(t, "description"));
+            total++;
+        }
+        assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(r, "tools")) <= 4);
+        next = cJSON_GetObjectItem(r, "nextCursor");
+        if (next == NULL) {
+            cJSON_Delete(m);
+            break;
+        }
+        snprintf(cursor, sizeof(cursor), "%s", next->valuestring);
+        cJSON_Delete(m);
+    }
+    assert_int_equal(total, registry_tool_count(g_reg));
+    assert_true(total > 4);
+
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"tools/list\","
+              "\"params\":{\"cursor\":\"garbage\"}}");
+    m = response(f, 90);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "cursor"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":91,\"method\":\"tools/list\","
+              "\"params\":{\"cursor\":\"c3\"}}"); /* not a page start */
+    m = response(f, 91);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":92,\"method\":\"tools/list\","
+              "\"params\":{\"cursor\":\"c4000\"}}");
+    m = response(f, 92);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":93,\"method\":\"tools/list\","
+              "\"params\":{\"cursor\":7}}");
+    m = response(f, 93);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static cJSON *call_tool(struct fx *f, int id, const char *name,
+                        const char *args)
+{
+    if (args != NULL)
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+               id, name, args);
+    else
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"%s\"}}",
+               id, name);
+    return response(f, id);
+}
+
+/* The isError text {"error":{code,message,remedy}} of a result. */
+static cJSON *tool_error(const cJSON *m)
+{
+    cJSON *e = NULL;
+
+    assert_true(is_error_result(m));
+    assert_null(cJSON_GetObjectItem(result_of(m), "structuredContent"));
+    e = cJSON_Parse(first_text(m));
+    assert_non_null(e);
+    assert_non_null(cJSON_GetObjectItem(e, "error"));
+    return e;
+}
+
+static const char *err_field(const cJSON *e, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "error"), name);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_tools_call(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *e = NULL;
+
+    init_session(f, "{}");
+    m = call_tool(f, 1, "echo", "{\"text\":\"hi\"}");
+    assert_string_equal(first_text(m), "hi");
+    assert_false(is_error_result(m));
+    cJSON_Delete(m);
+
+    m = call_tool(f, 2, "nope", "{}");
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "unknown tool 'nope'"));
+    assert_non_null(strstr(error_message(m), "tools/list"));
+    cJSON_Delete(m);
+
+    /* Missing arguments are {}: "args" echoes what the handler got. */
+    m = call_tool(f, 3, "args", NULL);
+    assert_string_equal(first_text(m), "{}");
+    cJSON_Delete(m);
+    m = call_tool(f, 4, "args", "null");
+    assert_string_equal(first_text(m), "{}");
+    cJSON_Delete(m);
+
+    /* Arguments that are no object: a tool error (SEP-1303). */
+    m = call_tool(f, 5, "echo", "\"text\"");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "invalid_arguments");
+    assert_non_null(err_field(e, "remedy"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* Wrong-typed and missing arguments name the field. */
+    m = call_tool(f, 6, "echo", "{\"text\":5}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "invalid_arguments");
+    assert_non_null(strstr(err_field(e, "message"), "arguments.text"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    m = call_tool(f, 7, "echo", "{}");
+    e = tool_error(m);
+    assert_non_null(strstr(err_field(e, "message"), "text"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* The exposed alias is validated, then mapped back for the plugin. */
+    m = call_tool(f, 8, "args", "{\"timeout_seconds\":3}");
+    assert_string_equal(first_text(m), "{\"seconds\":3}");
+    cJSON_Delete(m);
+    m = call_tool(f, 9, "args", "{\"timeout_seconds\":\"3\"}");
+    e = tool_error(m);
+    assert_non_null(strstr(err_field(e, "message"), "timeout_seconds"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_results(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *e = NULL;
+    const cJSON *r = NULL;
+    const cJSON *content = NULL;
+
+    init_session(f, "{}");
+    /* structuredContent, mirrored as text when no content was added. */
+    m = call_tool(f, 1, "structured", "{}");
+    r = result_of(m);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "structuredContent"), "n")
+            ->valueint,
+        7);
+    assert_string_equal(first_text(m), "{\"n\":7}");
+    assert_false(is_error_result(m));
+    cJSON_Delete(m);
+
+    /* An output schema without a structured result: internal error. */
+    m = call_tool(f, 2, "structured", "{\"mode\":1}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "internal");
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* A business error drops structuredContent and keeps code/remedy. */
+    m = call_tool(f, 3, "bizerr", "{}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "not_found");
+    assert_string_equal(err_field(e, "message"), "devbox dbx_1 does not exist");
+    assert_string_equal(err_field(e, "remedy"), "call list_devboxes");
+    assert_int_equal(cJSON_GetArraySize(
+                         cJSON_GetObjectItem(result_of(m), "content")),
+                     1);
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* A negative return: generic internal error, no plugin text leaks. */
+    m = call_tool(f, 4, "fail", "{}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "internal");
+    assert_null(strstr(f->cap.msgs[0], "must not leak"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* Content blocks pass through; invalid UTF-8 is repaired. */
+    m = call_tool(f, 5, "content", "{}");
+    content = cJSON_GetObjectItem(result_of(m), "content");
+    assert_int_equal(cJSON_GetArraySize(content), 2);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(content, 0), "type")
+            ->valuestring,
+        "image");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(content, 1), "text")
+            ->valuestring,
+        "bad \xef\xbf\xbd byte");
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_cancel(void **state)
+{
+    struct fx *f = fx_new(0);
+    int id = 1;
+    cJSON *m = NULL;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":20000}}}");
+    assert_int_equal(mcp_inflight(f->d), 1);
+    /* ping is answered while the call runs. */
+    expect_ping(f, 2);
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
+                           "\"notifications/cancelled\",\"params\":{"
+                           "\"requestId\":1,\"reason\":\"user\"}}"));
+    /* No response; the sink got its final NULL, and the call ends fast. */
+    pthread_mutex_lock(&f->cap.lock);
+    assert_int_equal(f->cap.null_finals, 1);
+    pthread_mutex_unlock(&f->cap.lock);
+    {
+        int waited = 0;
+
+        while (mcp_inflight(f->d) > 0 && waited < 5000) {
+            usleep(10000);
+            waited += 10;
+        }
+    }
+    assert_int_equal(mcp_inflight(f->d), 0);
+    m = cap_wait(&f->cap, is_response_to, &id, 300);
+    assert_null(m);
+
+    /* Cancel for an unknown id: ignored, nothing sent. */
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
+                           "\"notifications/cancelled\",\"params\":{"
+                           "\"requestId\":\"nobody\"}}"));
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
+                           "\"notifications/cancelled\"}"));
+    assert_int_equal(f->cap.n, 0);
+    expect_ping(f, 3);
+    fx_free(f);
+}
+
+static void test_timeout(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *e = NULL;
+
+    init_session(f, "{}");
+    m = call_tool(f, 1, "never", "{}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "timeout");
+    assert_non_null(strstr(err_field(e, "message"), "200 ms"));
+    assert_non_null(strstr(err_field(e, "message"), "never"));
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static bool is_progress(const cJSON *m, const void *arg)
+{
+    return has_method(m, "notifications/progress");
+}
+
+static void test_progress(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    double last = 0;
+    size_t i;
+    size_t n_progress = 0;
+    size_t result_at = 0;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"progress\",\"arguments\":{\"steps\":4},"
+              "\"_meta\":{\"progressToken\":\"tok-1\"}}}");
+    m = response(f, 1);
+    assert_string_equal(first_text(m), "done");
+    cJSON_Delete(m);
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *msg = cJSON_Parse(f->cap.msgs[i]);
+
+        if (is_progress(msg, NULL)) {
+            const cJSON *p = cJSON_GetObjectItem(msg, "params");
+            double v = cJSON_GetObjectItem(p, "progress")->valuedouble;
+
+            assert_string_equal(
+                cJSON_GetObjectItem(p, "progressToken")->valuestring, "tok-1");
+            assert_int_equal(cJSON_GetObjectItem(p, "total")->valueint, 4);
+            assert_true(v > last);
+            last = v;
+            n_progress++;
+            assert_int_equal(result_at, 0); /* never after the result */
+        } else {
+            result_at = i + 1;
+        }
+        cJSON_Delete(msg);
+    }
+    assert_int_equal(n_progress, 4);
+    assert_true(last == 4);
+    assert_int_equal(atomic_load(&g_backwards_refused), 4);
+    cap_clear(&f->cap);
+
+    /* No progressToken: no progress notifications. */
+    m = call_tool(f, 2, "progress", "{\"steps\":2}");
+    cJSON_Delete(m);
+    assert_int_equal(cap_count(&f->cap, "notifications/progress"), 0);
+    cap_clear(&f->cap);
+
+    /* A burst of 1000 is coalesced, and the last value still arrives. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"burst\",\"_meta\":{\"progressToken\":"
+              "77}}}");
+    m = response(f, 3);
+    cJSON_Delete(m);
+    n_progress = cap_count(&f->cap, "notifications/progress");
+    assert_true(n_progress >= 1 && n_progress < 100);
+    m = cJSON_Parse(f->cap.msgs[f->cap.n - 2]);
+    assert_true(is_progress(m, NULL));
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"),
+                                         "progress")->valueint,
+                     1000);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_concurrent_calls(void **state)
+{
+    struct fx *f = fx_new(0);
+    static const int ms[] = {600, 400, 200, 50};
+    int order[4];
+    size_t n = 0;
+    size_t i;
+
+    init_session(f, "{}");
+    for (i = 0; i < 4; i++)
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":%d}}}",
+               i + 1, ms[i]);
+    /* ping while all four run. */
+    expect_ping(f, 99);
+    for (i = 0; i < 4; i++) {
+        int id = (int)i + 1;
+        cJSON *m = cap_wait(&f->cap, is_response_to, &id, 10000);
+
+        assert_non_null(m);
+        cJSON_Delete(m);
+    }
+    /* Out of order: the shortest first. */
+    for (i = 0; i < f->cap.n && n < 4; i++) {
+        cJSON *m = cJSON_Parse(f->cap.msgs[i]);
+
+        order[n++] = cJSON_GetObjectItem(m, "id")->valueint;
+        cJSON_Delete(m);
+    }
+    assert_int_equal(order[0], 4);
+    assert_int_equal(order[3], 1);
+    cap_clear(&f->cap);
+
+    /* A request id in use is refused; the first call is unaffected. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":300}}}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"x\"}}}");
+    {
+        cJSON *m = response(f, 7);
+
+        assert_int_equal(error_code(m), -32600);
+        assert_non_null(strstr(error_message(m), "already used"));
+        cJSON_Delete(m);
+        cap_clear(&f->cap);
+        m = response(f, 7);
+        assert_string_equal(first_text(m), "slept 300");
+        cJSON_Delete(m);
+    }
+    fx_free(f);
+}
+
+static void test_serial(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct timespec t0;
+    struct timespec t1;
+    double secs;
+    int i;
+
+    init_session(f, "{}");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 1; i <= 3; i++)
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"serial_sleep\",\"arguments\":{"
+                  "\"ms\":150}}}", i);
+    for (i = 1; i <= 3; i++)
+        cJSON_Delete(response(f, i));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    /* Three 150 ms calls that never overlap take at least 450 ms. */
+    assert_true(secs >= 0.44);
+    fx_free(f);
+}
+
+static bool is_sampling(const cJSON *m, const void *arg)
+{
+    return has_method(m, "sampling/createMessage");
+}
+
+static void test_client_request(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *req = NULL;
+    char *id = NULL;
+
+    /* Without the sampling capability the tool gets ENOTSUP at once. */
+    init_session(f, "{}");
+    m = call_tool(f, 1, "ask", "{}");
+    assert_non_null(strstr(first_text(m), "rc=-9"));
+    cJSON_Delete(m);
+    fx_free(f);
+
+    f = fx_new(0);
+    init_session(f, "{\"sampling\":{}}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"ask\"}}");
+    req = cap_wait(&f->cap, is_sampling, NULL, 5000);
+    assert_non_null(req);
+    id = cJSON_PrintUnformatted(cJSON_GetObjectItem(req, "id"));
+    /* An answer to an unknown id is ignored; the right one is taken. */
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":\"zzz\",\"result\":{}}"));
+    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{"
+                           "\"role\":\"assistant\",\"content\":{\"type\":"
+                           "\"text\",\"text\":\"42\"}}}", id));
+    m = response(f, 2);
+    assert_non_null(strstr(first_text(m), "rc=0"));
+    assert_non_null(strstr(first_text(m), "\"42\""));
+    cJSON_Delete(m);
+    cJSON_Delete(req);
+    free(id);
+    cap_clear(&f->cap);
+
+    /* An error answer comes back as RLMCP_EINVAL with the error object. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"ask\"}}");
+    req = cap_wait(&f->cap, is_sampling, NULL, 5000);
+    assert_non_null(req);
+    id = cJSON_PrintUnformatted(cJSON_GetObjectItem(req, "id"));
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-1,"
+              "\"message\":\"user said no\"}}", id);
+    m = response(f, 3);
+    assert_non_null(strstr(first_text(m), "rc=-1"));
+    assert_non_null(strstr(first_text(m), "user said no"));
+    cJSON_Delete(m);
+    cJSON_Delete(req);
+    free(id);
+    cap_clear(&f->cap);
+
+    /* Cancelling the call wakes the waiting request. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"ask\"}}");
+    req = cap_wait(&f->cap, is_sampling, NULL, 5000);
+    assert_non_null(req);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+              "\"params\":{\"requestId\":4}}");
+    cJSON_Delete(req);
+    fx_free(f);
+}
+
+static bool is_log(const cJSON *m, const void *arg)
+{
+    return has_method(m, "notifications/message");
+}
+
+static void test_logging(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    size_t i;
+    int n_info = 0;
+    int n_error = 0;
+    int n_debug = 0;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\","
+              "\"params\":{\"level\":\"warning\"}}");
+    m = response(f, 1);
+    assert_int_equal(cJSON_GetArraySize(result_of(m)), 0);
+    cJSON_Delete(m);
+    cJSON_Delete(call_tool(f, 2, "log", "{}"));
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *msg = cJSON_Parse(f->cap.msgs[i]);
+
+        if (is_log(msg, NULL)) {
+            const cJSON *p = cJSON_GetObjectItem(msg, "params");
+            const char *level = cJSON_GetObjectItem(p, "level")->valuestring;
+
+            n_error += strcmp(level, "error") == 0;
+            n_info += strcmp(level, "info") == 0;
+            assert_string_equal(cJSON_GetObjectItem(p, "data")->valuestring,
+                                "error line 42");
+            assert_string_equal(cJSON_GetObjectItem(p, "logger")->valuestring,
+                                "testplug");
+        }
+        cJSON_Delete(msg);
+    }
+    assert_int_equal(n_error, 1);
+    assert_int_equal(n_info, 0);
+    cap_clear(&f->cap);
+
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"logging/setLevel\","
+              "\"params\":{\"level\":\"debug\"}}");
+    cJSON_Delete(response(f, 3));
+    cJSON_Delete(call_tool(f, 4, "log", "{}"));
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *msg = cJSON_Parse(f->cap.msgs[i]);
+
+        if (is_log(msg, NULL))
+            n_debug++;
+        cJSON_Delete(msg);
+    }
+    assert_int_equal(n_debug, 3);
+    fx_free(f);
+}
+
+static void test_resources(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    const cJSON *c = NULL;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\"}");
+    m = response(f, 1);
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "resources")), 2);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+              "\"resources/templates/list\"}");
+    m = response(f, 2);
+    c = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(result_of(m), "resourceTemplates"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "uriTemplate")->valuestring,
+                        "test://item/{id}/data");
+    cJSON_Delete(m);
+
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://item/123/data\"}}");
+    m = response(f, 3);
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "contents"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "text")->valuestring,
+                        "test://item/123/data");
+    assert_string_equal(cJSON_GetObjectItem(c, "uri")->valuestring,
+                        "test://item/123/data");
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://binary\"}}");
+    m = response(f, 4);
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "contents"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "blob")->valuestring,
+                        "AAEC+g==");
+    cJSON_Delete(m);
+
+    /* Unknown URIs: -32002 from the lookup and from the handler. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://nothing\"}}");
+    m = response(f, 5);
+    assert_int_equal(error_code(m), -32002);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://item/missing/data\"}}");
+    m = response(f, 6);
+    assert_int_equal(error_code(m), -32002);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://item/a/b/data\"}}");
+    m = response(f, 7);
+    assert_int_equal(error_code(m), -32002); /* {id} does not span '/' */
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/read\"}");
+    m = response(f, 8);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+              "\"resources/subscribe\",\"params\":{\"uri\":\"test://static\"}}");
+    m = response(f, 9);
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":"
+              "\"resources/subscribe\",\"params\":{\"uri\":\"x://y\"}}");
+    m = response(f, 10);
+    assert_int_equal(error_code(m), -32002);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":"
+              "\"resources/unsubscribe\",\"params\":{\"uri\":"
+              "\"test://static\"}}");
+    m = response(f, 11);
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_prompts(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    const cJSON *msg = NULL;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}");
+    m = response(f, 1);
+    msg = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "prompts"), 0);
+    assert_string_equal(cJSON_GetObjectItem(msg, "name")->valuestring,
+                        "greet");
+    assert_non_null(cJSON_GetObjectItem(msg, "arguments"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/get\","
+              "\"params\":{\"name\":\"greet\",\"arguments\":{\"who\":\"ann\"}}}");
+    m = response(f, 2);
+    msg = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "messages"), 0);
+    assert_string_equal(cJSON_GetObjectItem(msg, "role")->valuestring, "user");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(msg, "content"), "text")
+            ->valuestring,
+        "hello ann");
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\","
+              "\"params\":{\"name\":\"greet\"}}");
+    m = response(f, 3);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "'who'"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"prompts/get\","
+              "\"params\":{\"name\":\"nope\"}}");
+    m = response(f, 4);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "prompts/list"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/get\","
+              "\"params\":{\"name\":\"greet\",\"arguments\":{\"who\":1}}}");
+    m = response(f, 5);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+static void test_drain(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *e = NULL;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":30000}}}");
+    mcp_drain(f->d, 5000);
+    assert_int_equal(mcp_inflight(f->d), 0);
+    m = response(f, 1);
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "unavailable");
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+    /* New calls are refused once draining; ping still works. */
+    m = call_tool(f, 2, "echo", "{\"text\":\"x\"}");
+    assert_int_equal(error_code(m), -32603);
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+    expect_ping(f, 3);
+    fx_free(f);
+}
+
+static void test_session_free_cancels(void **state)
+{
+    struct fx *f = fx_new(0);
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":30000}}}");
+    mcp_session_free(f->s);
+    f->s = mcp_session_new(f->d);
+    {
+        int waited = 0;
+
+        while (mcp_inflight(f->d) > 0 && waited < 5000) {
+            usleep(10000);
+            waited += 10;
+        }
+    }
+    assert_int_equal(mcp_inflight(f->d), 0);
+    assert_int_equal(f->cap.null_finals, 1);
+    fx_free(f);
+}
+
+/* ---- stdio framing ------------------------------------------------------ */
+
+struct stdio_run {
+    struct mcp_dispatcher *d;
+    int in_fd;
+    int out_fd;
+    int rc;
+};
+
+static void *stdio_thread(void *arg)
+{
+    struct stdio_run *r = arg;
+
+    r->rc = stdio_serve_fds(r->d, r->in_fd, r->out_fd);
+    close(r->out_fd);
+    return NULL;
+}
+
+static void write_str(int fd, const char *s, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, s, len);
+
+        assert_true(w > 0);
+        s += w;
+        len -= (size_t)w;
+    }
+}
+
+static void test_stdio_framing(void **state)
+{
+    struct mcp_options o;
+    struct stdio_run run;
+    pthread_t th;
+    int in_pipe[2];
+    int out_pipe[2];
+    char *big = NULL;
+    char out[65536];
+    size_t got = 0;
+    ssize_t n;
+    const size_t big_len = 5000;
+
+    memset(&o, 0, sizeof(o));
+    o.max_message_bytes = 1024;
+    run.d = mcp_create(&o, g_reg);
+    assert_non_null(run.d);
+    assert_int_equal(pipe(in_pipe), 0);
+    assert_int_equal(pipe(out_pipe), 0);
+    run.in_fd = in_pipe[0];
+    run.out_fd = out_pipe[1];
+    assert_int_equal(pthread_create(&th, NULL, stdio_thread, &run), 0);
+
+    write_str(in_pipe[1], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                          "\"ping\"}\r\n\n   \n", 47);
+    /* An oversized line, split across writes, then a normal request. */
+    big = malloc(big_len);
+    memset(big, 'x', big_len);
+    write_str(in_pipe[1], big, big_len);
+    write_str(in_pipe[1], big, big_len);
+    write_str(in_pipe[1], "\n", 1);
+    free(big);
+    /* A last message without a newline before EOF still counts. */
+    write_str(in_pipe[1], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}",
+              40);
+    close(in_pipe[1]);
+    while ((n = read(out_pipe[0], out + got, sizeof(out) - 1 - got)) > 0)
+        got += (size_t)n;
+    out[got] = '\0';
+    pthread_join(th, NULL);
+    close(in_pipe[0]);
+    close(out_pipe[0]);
+    assert_int_equal(run.rc, 0);
+    assert_string_equal(
+        out,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+        "\"message\":\"message exceeds the 1024-byte limit and was "
+        "discarded; send smaller messages (for big data use files in the "
+        "devbox)\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
+    mcp_destroy(run.d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_envelopes),
+        cmocka_unit_test(test_before_initialize),
+        cmocka_unit_test(test_initialize),
+        cmocka_unit_test(test_unknown_method_and_params),
+        cmocka_unit_test(test_tools_list_pages),
+        cmocka_unit_test(test_tools_call),
+        cmocka_unit_test(test_results),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_concurrent_calls),
+        cmocka_unit_test(test_serial),
+        cmocka_unit_test(test_client_request),
+        cmocka_unit_test(test_logging),
+        cmocka_unit_test(test_resources),
+        cmocka_unit_test(test_prompts),
+        cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_session_free_cancels),
+        cmocka_unit_test(test_stdio_framing),
+    };
+
+    /* TEST_FILTER=test_progress runs one test (a glob). */
+    if (getenv("TEST_FILTER") != NULL)
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
