@@ -1,1 +1,722 @@
-int main(void){return 0;}
+/*
+ * test_exec.c - the exec plugin against the fake host table.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "exec_internal.h"
+#include "fake_host.h"
+
+const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
+
+#define CONFIG                                                               \
+    "{\"max_output_bytes\":1024,\"default_timeout_seconds\":30,"            \
+    "\"max_timeout_seconds\":120,\"create_wait_seconds\":5,"                \
+    "\"run_code\":{\"purpose\":\"code-testing\",\"keep_alive_seconds\":"    \
+    "3600},\"languages\":{\"python\":{\"extension\":\"py\",\"command\":"    \
+    "\"python3 {file}\"},\"c\":{\"extension\":\"c\",\"command\":"           \
+    "\"gcc -o {stem} {file} && {stem}\",\"blueprint\":\"gcc-bp\","          \
+    "\"suspend_after\":false}}}"
+
+#define EXEC_PATH "/v1/devboxes/dbx_1/execute?last_n=1000"
+#define DONE(out, code)                                                      \
+    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"       \
+    "\"completed\",\"exit_status\":" #code ",\"stdout\":\"" out "\","       \
+    "\"stderr\":\"\",\"stdout_truncated\":false,\"stderr_truncated\":"      \
+    "false}"
+#define RUNNING_EXE                                                          \
+    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"       \
+    "\"running\"}"
+
+static int setup(void **state)
+{
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(), CONFIG), RLMCP_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fh_unload();
+    return 0;
+}
+
+static const char *rstr(const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(fh_result(), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool rbool(const char *key)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), key));
+}
+
+static void registers_tools(void **state)
+{
+    static const char *const names[] = {
+        "execute_command", "execute_command_async", "get_execution",
+        "wait_for_execution", "get_execution_logs", "kill_execution",
+        "send_execution_stdin", "run_shell", "run_code", "run_python",
+        "run_c"};
+    size_t i;
+
+    assert_int_equal(fh_tool_count(), 11);
+    for (i = 0; i < 11; i++) {
+        const struct rlmcp_tool_def *t = fh_tool(names[i]);
+        assert_non_null(t);
+        assert_non_null(strstr(t->annotations_json, "\"openWorldHint\":true"));
+    }
+    assert_true(fh_tool("run_python")->flags & RLMCP_TOOL_SERIAL);
+    assert_non_null(strstr(fh_tool("run_python")->description, "python3"));
+    assert_non_null(strstr(fh_tool("get_execution")->annotations_json,
+                           "\"readOnlyHint\":true"));
+    assert_non_null(strstr(fh_tool("execute_command")->output_schema_json,
+                           "stdout_truncated"));
+    /* long-running tools get a timeout covering max_timeout_seconds */
+    assert_true(fh_tool("execute_command")->timeout_ms >= 120000);
+}
+
+static void execute_fast_path(void **state)
+{
+    cJSON *body;
+    const cJSON *cid;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, DONE("hi\\n", 0));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"echo "
+                             "hi\",\"shell_name\":\"s1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("stdout"), "hi\n");
+    assert_string_equal(rstr("stderr"), "");
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "exit_code")->valueint,
+                     0);
+    assert_string_equal(rstr("execution_id"), "exe_1");
+    assert_string_equal(rstr("devbox_id"), "dbx_1");
+    assert_false(rbool("stdout_truncated"));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(fh_result(),
+                                                   "duration_ms")));
+    assert_int_equal(fh_request_count(), 1);
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
+                        "echo hi");
+    assert_string_equal(cJSON_GetObjectItem(body, "shell_name")->valuestring,
+                        "s1");
+    cid = cJSON_GetObjectItem(body, "command_id");
+    assert_true(cJSON_IsString(cid));
+    assert_int_equal(strlen(cid->valuestring), 36);
+    assert_int_equal(cid->valuestring[14], '7');
+    assert_true(cJSON_GetObjectItem(body, "optimistic_timeout")->valueint <=
+                25);
+}
+
+static void execute_nonzero_exit_is_result(void **state)
+{
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, DONE("", 3));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"exit "
+                             "3\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "exit_code")->valueint,
+                     3);
+}
+
+static void execute_prefix_working_dir_env(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, DONE("", 0));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"ls; "
+                             "pwd\",\"working_dir\":\"/tmp/a b\",\"env\":"
+                             "{\"A\":\"it's\"}}"),
+                     RLMCP_OK);
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
+                        "cd -- '/tmp/a b' && export A='it'\\''s' && "
+                        "{ ls; pwd\n}");
+
+    fh_reset();
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\","
+                               "\"env\":{\"1A\":\"v\"}}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
+}
+
+static void execute_bad_args(void **state)
+{
+    static const char *const bad[] = {
+        "{\"command\":\"x\"}",
+        "{\"devbox_id\":\"dbx_1\"}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":42}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"x\",\"extra\":1}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"x\",\"timeout_seconds\":0}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"x\",\"timeout_seconds\":999}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"x\",\"timeout_seconds\":1.5}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"x\",\"shell_name\":\"a b\"}",
+        "{\"devbox_id\":\"x/y\",\"command\":\"x\"}",
+        "{\"devbox_id\":\"dbx_1\",\"command\":\"\"}",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        fh_reset();
+        assert_int_equal(fh_call("execute_command", bad[i]), RLMCP_OK);
+        assert_non_null(fh_error_code());
+        assert_string_equal(fh_error_code(), "invalid_argument");
+        assert_int_equal(fh_request_count(), 0);
+    }
+}
+
+static void truncation_keeps_head_and_tail(void **state)
+{
+    size_t n = 100000, i;
+    char *out = malloc(n + 1);
+    char *resp;
+    const char *s;
+
+    for (i = 0; i < n; i++)
+        out[i] = (char)('a' + i % 26);
+    memcpy(out, "HEAD", 4);
+    memcpy(out + n - 4, "TAIL", 4);
+    out[n] = '\0';
+    assert_true(asprintf(&resp,
+                         "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+                         "\"exit_status\":0,\"stdout\":\"%s\",\"stderr\":\"e\"}",
+                         out) > 0);
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, resp);
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"gen\"}"),
+                     RLMCP_OK);
+    s = rstr("stdout");
+    assert_non_null(s);
+    assert_true(rbool("stdout_truncated"));
+    assert_false(rbool("stderr_truncated"));
+    assert_memory_equal(s, "HEAD", 4);
+    assert_string_equal(s + strlen(s) - 4, "TAIL");
+    assert_non_null(strstr(s, "[truncated 98976 bytes; full output: "
+                              "get_execution_logs execution_id=exe_1]"));
+    assert_true(strlen(s) < 1024 + 200);
+    free(out);
+    free(resp);
+}
+
+static void api_truncated_refetches_stream(void **state)
+{
+    const char *chunks[] = {"{\"output\":\"line1\\n\",\"offset\":0}",
+                            "{\"output\":\"line2\\n\",\"offset\":6}"};
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"line2\\n\",\"stdout_truncated\""
+             ":true,\"stderr\":\"\"}");
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 chunks, 2, 200, 0);
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("stdout"), "line1\nline2\n");
+    assert_false(rbool("stdout_truncated"));
+    /* the re-read is not forwarded as progress */
+    assert_int_equal(fh_progress_count(), 0);
+}
+
+static void streaming_progress(void **state)
+{
+    const char *chunks[] = {"{\"output\":\"1\\n\",\"offset\":0}",
+                            "{\"output\":\"2\\n\",\"offset\":2}",
+                            "{\"output\":\"3\\n\",\"offset\":4}"};
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 chunks, 3, 200, 0);
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             200, DONE("1\\n2\\n3\\n", 0));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"for i in "
+                             "1 2 3; do echo $i; sleep 1; done\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_progress_count(), 3);
+    assert_string_equal(fh_progress_message(0), "1\n");
+    assert_string_equal(fh_progress_message(2), "3\n");
+    assert_true(fh_progress_value(1) > fh_progress_value(0));
+    assert_string_equal(rstr("stdout"), "1\n2\n3\n");
+}
+
+static void wait_loop_without_stream(void **state)
+{
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    /* no SSE route: the fake answers 404, the plugin falls back */
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             408, "{}");
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             200, DONE("ok", 0));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("stdout"), "ok");
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/executions/"
+                                               "exe_1/wait_for_status"),
+                     2);
+    assert_non_null(strstr(fh_find_request("POST", "/v1/devboxes/dbx_1/"
+                                                   "executions/exe_1/wait")
+                               ->body,
+                           "\"completed\""));
+}
+
+static void timeout_kills(void **state)
+{
+    const struct fh_request *k;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates*",
+                 NULL, 0, 200, RLMCP_ETIMEDOUT);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             RUNNING_EXE);
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\",\"timeout_seconds\":2}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(), "exe_1"));
+    assert_non_null(strstr(fh_error_message(), "2 s"));
+    k = fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill");
+    assert_non_null(k);
+    assert_true(k->flags & RLMCP_HTTP_IGNORE_CANCEL);
+}
+
+static void cancel_kills(void **state)
+{
+    const struct fh_request *k;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             RUNNING_EXE);
+    fh_cancel_after(1); /* cancelled right after execute answered */
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\"}"),
+                     RLMCP_ECANCELLED);
+    assert_null(fh_error_code());
+    k = fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill");
+    assert_non_null(k);
+    assert_true(k->cancelled_at_send);
+    assert_true(k->flags & RLMCP_HTTP_IGNORE_CANCEL);
+    assert_non_null(strstr(k->body, "\"kill_process_group\":true"));
+}
+
+static void suspended_devbox(void **state)
+{
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 400,
+             "{\"message\":\"devbox is not running\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"suspended\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(fh_error_code(), "devbox_not_running");
+    assert_non_null(strstr(fh_error_message(), "suspended"));
+    assert_non_null(strstr(fh_error_remedy(), "resume_devbox"));
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_x/execute*", 404,
+             "{\"message\":\"not found\"}");
+    fh_route("GET", "/v1/devboxes/dbx_x", 404, "{\"message\":\"not found\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_x\",\"command\":\"x\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_message(), "dbx_x"));
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 401, "{\"message\":\"invalid key\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(fh_error_code(), "unauthenticated");
+    /* no devbox lookup for a rejected key */
+    assert_int_equal(fh_request_count(), 1);
+
+    fh_reset();
+    fh_route_rc("POST", EXEC_PATH, RLMCP_EHTTP, 1);
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+}
+
+static void async_get_wait_kill_stdin(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200, RUNNING_EXE);
+    assert_int_equal(fh_call("execute_command_async",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"cat\","
+                             "\"attach_stdin\":true}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("execution_id"), "exe_1");
+    assert_string_equal(rstr("status"), "running");
+    body = fh_request_json(fh_request_at(0));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(body, "attach_stdin")));
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1?last_n=1000", 200,
+             DONE("done", 1));
+    assert_int_equal(fh_call("get_execution", "{\"devbox_id\":\"dbx_1\","
+                                              "\"execution_id\":\"exe_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("status"), "completed");
+    assert_string_equal(rstr("stdout"), "done");
+
+    fh_reset();
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             200, DONE("w", 0));
+    assert_int_equal(fh_call("wait_for_execution",
+                             "{\"devbox_id\":\"dbx_1\",\"execution_id\":"
+                             "\"exe_1\",\"timeout_seconds\":5}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("stdout"), "w");
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             DONE("", 137));
+    assert_int_equal(fh_call("kill_execution", "{\"devbox_id\":\"dbx_1\","
+                                               "\"execution_id\":\"exe_1\"}"),
+                     RLMCP_OK);
+    body = fh_request_json(fh_request_at(0));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(body, "kill_process_group")));
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/send_std_in", 200,
+             "{\"success\":true}");
+    assert_int_equal(fh_call("send_execution_stdin",
+                             "{\"devbox_id\":\"dbx_1\",\"execution_id\":"
+                             "\"exe_1\",\"text\":\"hello\\n\"}"),
+                     RLMCP_OK);
+    assert_true(rbool("success"));
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "text")->valuestring,
+                        "hello\n");
+
+    fh_reset();
+    fh_call("send_execution_stdin", "{\"devbox_id\":\"dbx_1\","
+                                    "\"execution_id\":\"exe_1\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    fh_reset();
+    fh_call("send_execution_stdin", "{\"devbox_id\":\"dbx_1\","
+                                    "\"execution_id\":\"exe_1\",\"signal\":"
+                                    "\"KILL\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+}
+
+static void logs_pages(void **state)
+{
+    const char *chunks[] = {"{\"output\":\"abcdef\",\"offset\":2}",
+                            "{\"output\":\"ghij\",\"offset\":8}"};
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1?last_n=1000", 200,
+             DONE("x", 0));
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=2",
+                 chunks, 2, 200, 0);
+    assert_int_equal(fh_call("get_execution_logs",
+                             "{\"devbox_id\":\"dbx_1\",\"execution_id\":"
+                             "\"exe_1\",\"stream\":\"stdout\",\"offset\":2,"
+                             "\"max_bytes\":8}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("stdout"), "abcdefgh");
+    assert_int_equal(
+        cJSON_GetObjectItem(fh_result(), "stdout_next_offset")->valueint, 10);
+    assert_true(rbool("stdout_has_more"));
+    assert_null(cJSON_GetObjectItem(fh_result(), "stderr"));
+}
+
+static void run_code_reuses(void **state)
+{
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_other\",\"status\":\"running\","
+             "\"metadata\":{}},{\"id\":\"dbx_1\",\"status\":\"running\","
+             "\"metadata\":{\"purpose\":\"code-testing\"}}],"
+             "\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 200, "{}");
+    fh_route("POST", EXEC_PATH, 200, DONE("passed", 0));
+    assert_int_equal(fh_call("run_code",
+                             "{\"files\":{\"/home/user/t.py\":\"print(1)\"},"
+                             "\"command\":\"python3 /home/user/t.py\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_true(rbool("reused"));
+    assert_string_equal(rstr("devbox_id"), "dbx_1");
+    assert_null(fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown"));
+    for (size_t i = 0; i < fh_request_count(); i++)
+        assert_string_not_equal(fh_request_at(i)->path, "/v1/devboxes");
+}
+
+static void run_code_prefers_blueprint(void **state)
+{
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_a\",\"status\":\"running\","
+             "\"metadata\":{\"purpose\":\"code-testing\"}},{\"id\":\"dbx_b\","
+             "\"status\":\"running\",\"metadata\":{\"purpose\":"
+             "\"code-testing\",\"blueprint_name\":\"node\"}}],"
+             "\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes/dbx_b/execute*", 200, DONE("", 0));
+    assert_int_equal(fh_call("run_code", "{\"command\":\"node -v\","
+                                         "\"blueprint_name\":\"node\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("devbox_id"), "dbx_b");
+    assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_b/execute"));
+}
+
+static void run_code_creates_and_cleans_up(void **state)
+{
+    cJSON *body;
+    const struct fh_request *sd;
+
+    /* created, execution fails -> shut down */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"provisioning\"}");
+    fh_route("GET", "/v1/devboxes/dbx_n", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/execute*", 500,
+             "{\"message\":\"boom\"}");
+    fh_route("GET", "/v1/devboxes/dbx_n", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/shutdown?force=true", 200, "{}");
+    assert_int_equal(fh_call("run_code", "{\"command\":\"true\"}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "internal");
+    assert_non_null(strstr(fh_error_message(), "boom"));
+    sd = fh_find_request("POST", "/v1/devboxes/dbx_n/shutdown");
+    assert_non_null(sd);
+    assert_string_equal(sd->path, "/v1/devboxes/dbx_n/shutdown?force=true");
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes"));
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"), "purpose")
+            ->valuestring,
+        "code-testing");
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "launch_parameters"),
+                            "keep_alive_time_seconds")
+            ->valueint,
+        3600);
+
+    /* created, non-zero exit -> kept */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("GET", "/v1/devboxes/dbx_n", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/execute*", 200, DONE("", 1));
+    assert_int_equal(fh_call("run_code", "{\"command\":\"false\"}"), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_false(rbool("reused"));
+    assert_null(fh_find_request("POST", "/v1/devboxes/dbx_n/shutdown"));
+
+    /* created, cancelled -> shut down even though cancelled */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("GET", "/v1/devboxes/dbx_n", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/execute*", 200,
+             "{\"execution_id\":\"exe_9\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/executions/exe_9/kill", 200, "{}");
+    fh_route("POST", "/v1/devboxes/dbx_n/shutdown?force=true", 200, "{}");
+    fh_cancel_after(4);
+    assert_int_equal(fh_call("run_code", "{\"command\":\"sleep 600\"}"),
+                     RLMCP_ECANCELLED);
+    assert_non_null(fh_find_request("POST",
+                                    "/v1/devboxes/dbx_n/executions/exe_9/kill"));
+    sd = fh_find_request("POST", "/v1/devboxes/dbx_n/shutdown");
+    assert_non_null(sd);
+    assert_true(sd->cancelled_at_send);
+}
+
+static void run_python_resumes_and_suspends(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_old\",\"status\":\"shutdown\","
+             "\"metadata\":{\"language\":\"python\",\"managed_by\":"
+             "\"runloop-mcp.exec\"}},{\"id\":\"dbx_1\",\"status\":"
+             "\"suspended\",\"metadata\":{\"language\":\"python\","
+             "\"managed_by\":\"runloop-mcp.exec\"}},{\"id\":\"dbx_c\","
+             "\"status\":\"running\",\"metadata\":{\"language\":\"c\","
+             "\"managed_by\":\"runloop-mcp.exec\"}}],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes/dbx_1/resume", 200, "{}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 200, "{}");
+    fh_route("POST", EXEC_PATH, 200, DONE("3\\n", 0));
+    fh_route("POST", "/v1/devboxes/dbx_1/suspend", 200, "{}");
+    assert_int_equal(fh_call("run_python", "{\"code\":\"print(1+2)\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("stdout"), "3\n");
+    assert_string_equal(rstr("language"), "python");
+    assert_string_equal(rstr("file_path"), "/home/user/code.py");
+    body = fh_request_json(
+        fh_find_request("POST", "/v1/devboxes/dbx_1/write_file_contents"));
+    assert_string_equal(cJSON_GetObjectItem(body, "contents")->valuestring,
+                        "print(1+2)");
+    body = fh_request_json(fh_find_request("POST", EXEC_PATH));
+    assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
+                        "python3 '/home/user/code.py'");
+    assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_1/resume"));
+    assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_1/suspend"));
+}
+
+static void run_c_creates_without_suspend(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_2\",\"status\":\"provisioning\"}");
+    fh_route("GET", "/v1/devboxes/dbx_2", 200,
+             "{\"id\":\"dbx_2\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_2/write_file_contents", 200, "{}");
+    fh_route("POST", "/v1/devboxes/dbx_2/execute*", 200, DONE("hi", 0));
+    assert_int_equal(fh_call("run_c", "{\"code\":\"int main(){}\","
+                                      "\"file_path\":\"/tmp/m.c\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes"));
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"), "language")
+            ->valuestring,
+        "c");
+    assert_string_equal(
+        cJSON_GetObjectItem(body, "blueprint_name")->valuestring, "gcc-bp");
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_2/execute"));
+    assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
+                        "gcc -o '/tmp/m' '/tmp/m.c' && '/tmp/m'");
+    assert_null(fh_find_request("POST", "/v1/devboxes/dbx_2/suspend"));
+
+    fh_reset();
+    fh_call("run_c", "{\"code\":\"x\",\"file_path\":\"rel.c\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    fh_reset();
+    fh_call("run_c", "{}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+}
+
+static void run_lang_not_ready(void **state)
+{
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=100", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_3\",\"status\":\"provisioning\"}");
+    fh_route_n("GET", "/v1/devboxes/dbx_3", 200,
+               "{\"id\":\"dbx_3\",\"status\":\"provisioning\"}", 0);
+    fh_route_rc("POST", "/v1/devboxes/dbx_3/wait_for_status",
+                RLMCP_ETIMEDOUT, 0);
+    fh_call("run_python", "{\"code\":\"1\"}");
+    assert_string_equal(fh_error_code(), "devbox_not_ready");
+    assert_non_null(strstr(fh_error_message(), "dbx_3"));
+    /* kept for the next call */
+    assert_null(fh_find_request("POST", "/v1/devboxes/dbx_3/shutdown"));
+}
+
+static void expand_template(void **state)
+{
+    char *s = run_expand("cd {dir} && x {file} {stem} {other}",
+                         "/home/user/it's.py");
+    assert_string_equal(s, "cd '/home/user' && x '/home/user/it'\\''s.py' "
+                           "'/home/user/it'\\''s' {other}");
+    free(s);
+    s = run_expand("{file}", "/noext");
+    assert_string_equal(s, "'/noext'");
+    free(s);
+}
+
+static void bad_config(void **state)
+{
+    static const char *const bad[] = {
+        "{\"languages\":{\"py\":{\"extension\":\"py\",\"command\":\"python3\"}}}",
+        "{\"languages\":{\"Py\":{\"extension\":\"py\",\"command\":\"{file}\"}}}",
+        "{\"languages\":{\"py\":{\"command\":\"{file}\"}}}",
+        "{\"languages\":{\"py\":{\"extension\":\"py\",\"command\":\"{file}\","
+        "\"nope\":1}}}",
+        "{\"languages\":[]}",
+        "{\"max_output_bytes\":10}",
+        "{\"default_timeout_seconds\":100,\"max_timeout_seconds\":10}",
+        "{\"run_code\":{\"keep_alive_seconds\":5}}",
+        "{\"stream_output\":1}",
+    };
+    size_t i;
+
+    fh_unload();
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+                             RLMCP_OK);
+        assert_non_null(fh_init_error());
+        fh_unload();
+    }
+    setup(state);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registers_tools),
+        cmocka_unit_test(execute_fast_path),
+        cmocka_unit_test(execute_nonzero_exit_is_result),
+        cmocka_unit_test(execute_prefix_working_dir_env),
+        cmocka_unit_test(execute_bad_args),
+        cmocka_unit_test(truncation_keeps_head_and_tail),
+        cmocka_unit_test(api_truncated_refetches_stream),
+        cmocka_unit_test(streaming_progress),
+        cmocka_unit_test(wait_loop_without_stream),
+        cmocka_unit_test(timeout_kills),
+        cmocka_unit_test(cancel_kills),
+        cmocka_unit_test(suspended_devbox),
+        cmocka_unit_test(async_get_wait_kill_stdin),
+        cmocka_unit_test(logs_pages),
+        cmocka_unit_test(run_code_reuses),
+        cmocka_unit_test(run_code_prefers_blueprint),
+        cmocka_unit_test(run_code_creates_and_cleans_up),
+        cmocka_unit_test(run_python_resumes_and_suspends),
+        cmocka_unit_test(run_c_creates_without_suspend),
+        cmocka_unit_test(run_lang_not_ready),
+        cmocka_unit_test(expand_template),
+        cmocka_unit_test(bad_config),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
