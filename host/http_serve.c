@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,11 +21,24 @@
 #define RLMCP_VERSION "0.0.0"
 #endif
 
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && *v != '\0';
+}
+
+/* A default Runloop key the deployment holds for callers without one. */
+static bool server_key(const struct host_runloop_config *rl)
+{
+    return rl->api_key != NULL || env_set("RUNLOOP_API_KEY");
+}
+
 /*
  * Is the Runloop backend this machine's local engine? Only then may a
- * caller go without a Runloop key. backend: auto means the cloud API as
- * soon as the deployment names a base URL or a key; otherwise the local
- * engine (decided once at startup, never per request).
+ * caller go without a Runloop key. The rule of docs/backends.md: auto is
+ * the cloud API when a key or RUNLOOP_BASE_URL is configured, else the
+ * local engine; decided once at startup, never per request.
  */
 static bool backend_local(const struct host_runloop_config *rl)
 {
@@ -32,7 +46,7 @@ static bool backend_local(const struct host_runloop_config *rl)
         return true;
     if (rl->backend == HOST_BACKEND_CLOUD)
         return false;
-    return rl->base_url == NULL && rl->api_key == NULL;
+    return !server_key(rl) && !env_set("RUNLOOP_BASE_URL");
 }
 
 void http_options_from_config(struct http_options *opts,
@@ -54,7 +68,7 @@ void http_options_from_config(struct http_options *opts,
     opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
     opts->server_version = RLMCP_VERSION;
     opts->backend_is_local = backend_local(&cfg->runloop);
-    opts->server_key_present = cfg->runloop.api_key != NULL;
+    opts->server_key_present = server_key(&cfg->runloop);
 }
 
 static int stop_pipe[2] = {-1, -1};
