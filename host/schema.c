@@ -1,0 +1,2809 @@
+/*
+ * schema.c - JSON Schema 2020-12 subset: registration checks, validation,
+ * and the ECMA-262 to POSIX ERE pattern translation with its cache.
+ *
+ * Layout: text helpers, patterns (translate, compile, cache), validation,
+ * registration checks. See docs/schema.md for the user-facing rules.
+ */
+#include "schema.h"
+
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#define SCHEMA_PATH_MAX 512
+#define SCHEMA_CHECK_MAX_DEPTH 128
+#define RX_CACHE_MAX 4096
+#define SHOW_STRING_MAX 40 /* code points of a string value shown in errors */
+#define POINTER_TOKEN_MAX 256
+
+/* ------------------------------------------------------------------------ */
+/* Text helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A bounded append-only writer; NULL/0 buffers swallow everything. */
+struct wbuf {
+    char *buf;
+    size_t cap;
+    size_t len;
+};
+
+static void wb_vappend(struct wbuf *w, const char *fmt, va_list ap)
+{
+    int n;
+
+    if (w->buf == NULL || w->cap == 0 || w->len + 1 >= w->cap) {
+        return;
+    }
+    n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
+    if (n < 0) {
+        return;
+    }
+    w->len += (size_t)n;
+    if (w->len >= w->cap) {
+        w->len = w->cap - 1;
+    }
+}
+
+static void wb_append(struct wbuf *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void wb_append(struct wbuf *w, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    wb_vappend(w, fmt, ap);
+    va_end(ap);
+}
+
+static void wb_init(struct wbuf *w, char *buf, size_t cap)
+{
+    w->buf = buf;
+    w->cap = buf != NULL ? cap : 0;
+    w->len = 0;
+    if (w->cap > 0) {
+        buf[0] = '\0';
+    }
+}
+
+static bool is_integral(double d)
+{
+    return isfinite(d) && floor(d) == d;
+}
+
+/* The shortest text that reads back as d. */
+static void fmt_num(double d, char *out, size_t outlen)
+{
+    int prec;
+
+    if (is_integral(d) && fabs(d) < 1e17) {
+        snprintf(out, outlen, "%.0f", d);
+        return;
+    }
+    for (prec = 1; prec < 17; prec++) {
+        snprintf(out, outlen, "%.*g", prec, d);
+        if (strtod(out, NULL) == d) {
+            return;
+        }
+    }
+    snprintf(out, outlen, "%.17g", d);
+}
+
+static size_t utf8_count(const char *s)
+{
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (; *p != '\0'; p++) {
+        if ((*p & 0xC0) != 0x80) {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Append s as a JSON string literal, cut after max code points. */
+static void wb_quoted(struct wbuf *w, const char *s, size_t max)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t cps = 0;
+
+    wb_append(w, "\"");
+    for (; *p != '\0'; p++) {
+        if ((*p & 0xC0) != 0x80 && cps++ == max) {
+            wb_append(w, "...");
+            break;
+        }
+        if (*p == '"' || *p == '\\') {
+            wb_append(w, "\\%c", *p);
+        } else if (*p == '\n') {
+            wb_append(w, "\\n");
+        } else if (*p < 0x20) {
+            wb_append(w, "\\u%04x", *p);
+        } else {
+            wb_append(w, "%c", *p);
+        }
+    }
+    wb_append(w, "\"");
+}
+
+static const char *json_type_name(const cJSON *v)
+{
+    if (cJSON_IsNull(v)) {
+        return "null";
+    }
+    if (cJSON_IsBool(v)) {
+        return "boolean";
+    }
+    if (cJSON_IsNumber(v)) {
+        return "number";
+    }
+    if (cJSON_IsString(v)) {
+        return "string";
+    }
+    if (cJSON_IsArray(v)) {
+        return "array";
+    }
+    if (cJSON_IsObject(v)) {
+        return "object";
+    }
+    return "invalid value";
+}
+
+/* "string \"10\"", "number 1.5", "object", ... */
+static void wb_describe(struct wbuf *w, const cJSON *v)
+{
+    char num[40];
+
+    wb_append(w, "%s", json_type_name(v));
+    if (cJSON_IsString(v)) {
+        wb_append(w, " ");
+        wb_quoted(w, v->valuestring, SHOW_STRING_MAX);
+    } else if (cJSON_IsNumber(v)) {
+        fmt_num(v->valuedouble, num, sizeof(num));
+        wb_append(w, " %s", num);
+    } else if (cJSON_IsBool(v)) {
+        wb_append(w, " %s", cJSON_IsTrue(v) ? "true" : "false");
+    }
+}
+
+/* A JSON literal as a schema author wrote it (enum, const). */
+static void wb_literal(struct wbuf *w, const cJSON *v)
+{
+    char num[40];
+    char *text = NULL;
+
+    if (cJSON_IsString(v)) {
+        wb_quoted(w, v->valuestring, SHOW_STRING_MAX);
+    } else if (cJSON_IsNumber(v)) {
+        fmt_num(v->valuedouble, num, sizeof(num));
+        wb_append(w, "%s", num);
+    } else if (cJSON_IsBool(v)) {
+        wb_append(w, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    } else if (cJSON_IsNull(v)) {
+        wb_append(w, "null");
+    } else {
+        /* Error path only: containers are rare in enum/const. */
+        text = cJSON_PrintUnformatted(v);
+        wb_append(w, "%s", text != NULL ? text : "<object>");
+        cJSON_free(text);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Patterns: ECMA-262 source -> POSIX ERE, compiled under C.UTF-8           */
+/* ------------------------------------------------------------------------ */
+
+/* A growable string; translation runs only on a cache miss. */
+struct sbuf {
+    char *s;
+    size_t len;
+    size_t cap;
+    bool oom;
+};
+
+static void sb_putn(struct sbuf *b, const char *p, size_t n)
+{
+    char *grown = NULL;
+    size_t want = b->len + n + 1;
+
+    if (b->oom) {
+        return;
+    }
+    if (want > b->cap) {
+        size_t cap = b->cap == 0 ? 64 : b->cap;
+        while (cap < want) {
+            cap *= 2;
+        }
+        grown = realloc(b->s, cap);
+        if (grown == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->s = grown;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+    sb_putn(b, s, strlen(s));
+}
+
+static void sb_putcp(struct sbuf *b, uint32_t cp)
+{
+    char u[4];
+    size_t n;
+
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    sb_putn(b, u, n);
+}
+
+/* Translation state: the cursor and where to say what went wrong. */
+struct rx {
+    const char *p;
+    struct sbuf out;
+    struct wbuf why;
+};
+
+static int rx_fail(struct rx *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int rx_fail(struct rx *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    wb_vappend(&r->why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* n hex digits at p into *out; -1 when they are not all there. */
+static int read_hex(const char *p, int n, uint32_t *out)
+{
+    uint32_t v = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) {
+            return -1;
+        }
+        v = v * 16 + (uint32_t)h;
+    }
+    *out = v;
+    return 0;
+}
+
+/* One UTF-8 character at r->p (already validated by the JSON parser). */
+static uint32_t rx_take_utf8(struct rx *r)
+{
+    const unsigned char *p = (const unsigned char *)r->p;
+    uint32_t cp = p[0];
+    int extra = 0;
+    int i;
+
+    if (cp >= 0xF0) {
+        cp &= 0x07;
+        extra = 3;
+    } else if (cp >= 0xE0) {
+        cp &= 0x0F;
+        extra = 2;
+    } else if (cp >= 0xC0) {
+        cp &= 0x1F;
+        extra = 1;
+    }
+    for (i = 1; i <= extra && (p[i] & 0xC0) == 0x80; i++) {
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    r->p += i;
+    return cp;
+}
+
+/* \uXXXX (with a following low surrogate) or \u{X...}; r->p is at 'u'. */
+static int rx_unicode_escape(struct rx *r, uint32_t *cp)
+{
+    const char *p = r->p + 1;
+    uint32_t lo = 0;
+
+    if (*p == '{') {
+        uint32_t v = 0;
+        p++;
+        while (hexval(*p) >= 0 && v <= 0x10FFFF) {
+            v = v * 16 + (uint32_t)hexval(*p);
+            p++;
+        }
+        if (*p != '}' || v > 0x10FFFF) {
+            return rx_fail(r, "malformed \\u{...} escape");
+        }
+        *cp = v;
+        r->p = p + 1;
+        return 0;
+    }
+    if (read_hex(p, 4, cp) < 0) {
+        return rx_fail(r, "\\u must be followed by 4 hex digits");
+    }
+    p += 4;
+    if (*cp >= 0xD800 && *cp <= 0xDBFF && p[0] == '\\' && p[1] == 'u' &&
+        read_hex(p + 2, 4, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
+        *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
+        p += 6;
+    }
+    if (*cp >= 0xD800 && *cp <= 0xDFFF) {
+        return rx_fail(r, "a lone surrogate \\u%04X cannot be matched in UTF-8",
+                       (unsigned)*cp);
+    }
+    r->p = p;
+    return 0;
+}
+
+/*
+ * An escape that stands for one character, r->p just after the backslash.
+ * in_class: inside [...] where \b is backspace. Class escapes (\d...) and
+ * unsupported ones are handled by the callers before this.
+ */
+static int rx_char_escape(struct rx *r, bool in_class, uint32_t *cp)
+{
+    char c = *r->p;
+
+    switch (c) {
+    case 'n': *cp = '\n'; break;
+    case 'r': *cp = '\r'; break;
+    case 't': *cp = '\t'; break;
+    case 'f': *cp = '\f'; break;
+    case 'v': *cp = '\v'; break;
+    case 'u':
+        if (rx_unicode_escape(r, cp) < 0) {
+            return -1;
+        }
+        goto check;
+    case 'x':
+        if (read_hex(r->p + 1, 2, cp) < 0) {
+            return rx_fail(r, "\\x must be followed by 2 hex digits");
+        }
+        r->p += 3;
+        goto check;
+    case '\0':
+        return rx_fail(r, "the pattern ends with a lone backslash");
+    default:
+        if (c == 'b' && in_class) {
+            *cp = '\b';
+            break;
+        }
+        if (c == 'b' || c == 'B') {
+            return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
+        }
+        if (c >= '1' && c <= '9') {
+            return rx_fail(r, "backreferences (\\%c) are not supported", c);
+        }
+        if (c == '0') {
+            return rx_fail(r, "\\0 (NUL) cannot be matched");
+        }
+        if (c == 'p' || c == 'P') {
+            return rx_fail(r, "Unicode property escapes (\\%c{...}) are not "
+                              "supported", c);
+        }
+        if (c == 'c' || c == 'k') {
+            return rx_fail(r, "the escape \\%c is not supported", c);
+        }
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9')) {
+            return rx_fail(r, "unknown escape \\%c", c);
+        }
+        /* An escaped punctuation or non-ASCII character is itself. */
+        *cp = rx_take_utf8(r);
+        goto check;
+    }
+    r->p++;
+check:
+    if (*cp == 0) {
+        return rx_fail(r, "\\0 (NUL) cannot be matched");
+    }
+    return 0;
+}
+
+/* The ERE bracket text a class escape stands for, NULL if none. */
+static const char *class_escape(char c, bool *negated)
+{
+    *negated = (c == 'D' || c == 'W' || c == 'S');
+    switch (c) {
+    case 'd': case 'D': return "0-9";
+    case 'w': case 'W': return "A-Za-z0-9_";
+    case 's': case 'S': return "[:space:]";
+    default: return NULL;
+    }
+}
+
+/* The parts of one bracket expression, sorted for ERE's placement rules. */
+struct rx_class {
+    bool negated;
+    bool rbracket, lbracket, caret, dash;
+    struct sbuf items; /* ranges, ordinary characters, [:classes:] */
+};
+
+static bool class_special(uint32_t cp)
+{
+    return cp == ']' || cp == '[' || cp == '^' || cp == '-';
+}
+
+static void class_add_char(struct rx_class *k, uint32_t cp)
+{
+    if (cp == ']') {
+        k->rbracket = true;
+    } else if (cp == '[') {
+        k->lbracket = true;
+    } else if (cp == '^') {
+        k->caret = true;
+    } else if (cp == '-') {
+        k->dash = true;
+    } else {
+        sb_putcp(&k->items, cp);
+    }
+}
+
+/* One class member: a character (*cp) or a class escape (*cls). */
+static int rx_class_atom(struct rx *r, uint32_t *cp, const char **cls)
+{
+    bool negated = false;
+
+    *cls = NULL;
+    if (*r->p != '\\') {
+        *cp = rx_take_utf8(r);
+        return 0;
+    }
+    r->p++;
+    *cls = class_escape(*r->p, &negated);
+    if (*cls != NULL) {
+        if (negated) {
+            return rx_fail(r, "negated class escapes (\\D, \\W, \\S) inside "
+                              "[...] are not supported; use [^...]");
+        }
+        r->p++;
+        return 0;
+    }
+    if (*r->p == '-') {
+        r->p++;
+        *cp = '-';
+        return 0;
+    }
+    return rx_char_escape(r, true, cp);
+}
+
+static void rx_class_emit(struct rx *r, struct rx_class *k)
+{
+    bool empty_before_caret = !k->rbracket && k->items.len == 0 &&
+                              !k->lbracket;
+
+    if (!k->negated && k->caret && empty_before_caret && !k->dash) {
+        sb_puts(&r->out, "\\^"); /* [^] would negate */
+        return;
+    }
+    sb_puts(&r->out, k->negated ? "[^" : "[");
+    if (!k->negated && k->caret && empty_before_caret) {
+        sb_puts(&r->out, "-^]"); /* only '-' and '^' */
+        return;
+    }
+    if (k->rbracket) {
+        sb_puts(&r->out, "]");
+    }
+    if (k->items.s != NULL) {
+        sb_puts(&r->out, k->items.s);
+    }
+    /* '[' last but for '^' and '-', so it cannot open [: [. [= */
+    if (k->lbracket) {
+        sb_puts(&r->out, "[");
+    }
+    if (k->caret) {
+        sb_puts(&r->out, "^");
+    }
+    if (k->dash) {
+        sb_puts(&r->out, "-");
+    }
+    sb_puts(&r->out, "]");
+}
+
+/* A range lo-hi; r->p is past the '-'. */
+static int rx_class_range(struct rx *r, struct rx_class *k, uint32_t lo)
+{
+    uint32_t hi = 0;
+    const char *cls = NULL;
+
+    if (rx_class_atom(r, &hi, &cls) < 0) {
+        return -1;
+    }
+    if (cls != NULL) {
+        return rx_fail(r, "a class escape cannot end a range in [...]");
+    }
+    if (hi < lo) {
+        return rx_fail(r, "range out of order in [...]");
+    }
+    if (class_special(lo) || class_special(hi)) {
+        return rx_fail(r, "ranges that start or end with ']', '[', '^' or "
+                          "'-' are not supported; list those characters "
+                          "singly");
+    }
+    sb_putcp(&k->items, lo);
+    sb_puts(&k->items, "-");
+    sb_putcp(&k->items, hi);
+    return 0;
+}
+
+/* [...] with r->p just after '['. */
+static int rx_class(struct rx *r)
+{
+    struct rx_class k = {0};
+    uint32_t cp = 0;
+    const char *cls = NULL;
+    int rc = -1;
+
+    if (*r->p == '^') {
+        k.negated = true;
+        r->p++;
+    }
+    if (*r->p == ']') {
+        rx_fail(r, "empty classes [] and [^] are not supported");
+        goto out;
+    }
+    while (*r->p != ']') {
+        if (*r->p == '\0') {
+            rx_fail(r, "unclosed '['");
+            goto out;
+        }
+        if (rx_class_atom(r, &cp, &cls) < 0) {
+            goto out;
+        }
+        if (cls != NULL) {
+            sb_puts(&k.items, cls);
+        } else if (r->p[0] == '-' && r->p[1] != ']' && r->p[1] != '\0') {
+            r->p++;
+            if (rx_class_range(r, &k, cp) < 0) {
+                goto out;
+            }
+        } else {
+            class_add_char(&k, cp);
+        }
+    }
+    r->p++;
+    if (k.items.oom) {
+        r->out.oom = true;
+    }
+    rx_class_emit(r, &k);
+    rc = 0;
+out:
+    free(k.items.s);
+    return rc;
+}
+
+/* Emit one literal character outside a class. */
+static void rx_literal(struct rx *r, uint32_t cp)
+{
+    if (cp < 0x80 && strchr(".[\\()*+?{|^$", (int)cp) != NULL) {
+        sb_puts(&r->out, "\\");
+    }
+    sb_putcp(&r->out, cp);
+}
+
+/* \... outside a class, r->p at the backslash. */
+static int rx_escape(struct rx *r)
+{
+    bool negated = false;
+    const char *cls = NULL;
+    uint32_t cp = 0;
+
+    r->p++;
+    cls = class_escape(*r->p, &negated);
+    if (cls != NULL) {
+        sb_puts(&r->out, negated ? "[^" : "[");
+        sb_puts(&r->out, cls);
+        sb_puts(&r->out, "]");
+        r->p++;
+        return 0;
+    }
+    if (rx_char_escape(r, false, &cp) < 0) {
+        return -1;
+    }
+    rx_literal(r, cp);
+    return 0;
+}
+
+/* {n}, {n,}, {n,m}: copied as is; anything else is an error. */
+static int rx_interval(struct rx *r)
+{
+    const char *p = r->p + 1;
+    const char *start = r->p;
+
+    if (*p < '0' || *p > '9') {
+        goto bad;
+    }
+    while (*p >= '0' && *p <= '9') {
+        p++;
+    }
+    if (*p == ',') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            p++;
+        }
+    }
+    if (*p != '}') {
+        goto bad;
+    }
+    sb_putn(&r->out, start, (size_t)(p + 1 - start));
+    r->p = p + 1;
+    return 0;
+bad:
+    return rx_fail(r, "'{' must start a quantifier {n}, {n,} or {n,m}; "
+                      "escape a literal brace as \\{");
+}
+
+/* (...: plain, (?:...) and (?<name>...) become ERE groups. */
+static int rx_group(struct rx *r, int *depth)
+{
+    const char *p = r->p + 1;
+
+    if (*p == '?') {
+        if (p[1] == ':') {
+            p += 2;
+        } else if (p[1] == '<' && p[2] != '=' && p[2] != '!') {
+            p = strchr(p, '>');
+            if (p == NULL) {
+                return rx_fail(r, "unclosed group name (?<...");
+            }
+            p++;
+        } else if (p[1] == '=' || p[1] == '!' || p[1] == '<') {
+            return rx_fail(r, "lookahead and lookbehind assertions are not "
+                              "supported");
+        } else {
+            return rx_fail(r, "the group syntax (?%c is not supported",
+                           p[1] != '\0' ? p[1] : ' ');
+        }
+    }
+    sb_puts(&r->out, "(");
+    (*depth)++;
+    r->p = p;
+    return 0;
+}
+
+static int rx_translate(struct rx *r)
+{
+    int depth = 0;
+
+    while (*r->p != '\0') {
+        int rc = 0;
+        switch (*r->p) {
+        case '\\': rc = rx_escape(r); break;
+        case '[': r->p++; rc = rx_class(r); break;
+        case '(': rc = rx_group(r, &depth); break;
+        case '{': rc = rx_interval(r); break;
+        case ')':
+            if (depth == 0) {
+                return rx_fail(r, "unmatched ')'");
+            }
+            depth--;
+            sb_puts(&r->out, ")");
+            r->p++;
+            break;
+        case '.':
+            /* ECMA '.' stops at line terminators, ERE '.' does not. */
+            sb_puts(&r->out, "[^\n\r\xE2\x80\xA8\xE2\x80\xA9]");
+            r->p++;
+            break;
+        default:
+            sb_putcp(&r->out, rx_take_utf8(r));
+            break;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    if (depth != 0) {
+        return rx_fail(r, "unclosed '('");
+    }
+    return 0;
+}
+
+/* Compiled patterns, keyed by their source text, kept until cleanup. */
+struct rx_entry {
+    UT_hash_handle hh;
+    bool ok;
+    regex_t re;
+    char *why; /* when !ok */
+    char pattern[];
+};
+
+static pthread_rwlock_t rx_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct rx_entry *rx_cache = NULL;
+static pthread_once_t rx_locale_once = PTHREAD_ONCE_INIT;
+static locale_t rx_locale = (locale_t)0;
+
+static void rx_locale_init(void)
+{
+    rx_locale = newlocale(LC_ALL_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* Run regcomp/regexec in C.UTF-8: '.' and lengths count code points. */
+static locale_t rx_enter(void)
+{
+    pthread_once(&rx_locale_once, rx_locale_init);
+    if (rx_locale == (locale_t)0) {
+        return (locale_t)0;
+    }
+    return uselocale(rx_locale);
+}
+
+static void rx_leave(locale_t old)
+{
+    if (old != (locale_t)0) {
+        uselocale(old);
+    }
+}
+
+static void rx_entry_free(struct rx_entry *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    if (e->ok) {
+        regfree(&e->re);
+    }
+    free(e->why);
+    free(e);
+}
+
+/* Translate and compile; NULL only when out of memory. */
+static struct rx_entry *rx_build(const char *pattern)
+{
+    size_t plen = strlen(pattern);
+    struct rx_entry *e = calloc(1, sizeof(*e) + plen + 1);
+    char why[256];
+    struct rx r = {.p = pattern};
+    locale_t old = (locale_t)0;
+    int rc;
+
+    if (e == NULL) {
+        return NULL;
+    }
+    memcpy(e->pattern, pattern, plen + 1);
+    wb_init(&r.why, why, sizeof(why));
+    if (rx_translate(&r) < 0) {
+        goto fail;
+    }
+    if (r.out.oom) {
+        wb_append(&r.why, "out of memory");
+        goto fail;
+    }
+    old = rx_enter();
+    rc = regcomp(&e->re, r.out.s != NULL ? r.out.s : "",
+                 REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        regerror(rc, &e->re, why, sizeof(why));
+    }
+    rx_leave(old);
+    if (rc != 0) {
+        goto fail;
+    }
+    e->ok = true;
+    free(r.out.s);
+    return e;
+fail:
+    free(r.out.s);
+    e->why = strdup(why);
+    if (e->why == NULL) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/*
+ * The compiled pattern, from the cache when possible. *owned is set when
+ * the cache was full and the caller must rx_entry_free() the result.
+ */
+static struct rx_entry *rx_get(const char *pattern, bool *owned)
+{
+    struct rx_entry *e = NULL;
+    struct rx_entry *built = NULL;
+
+    *owned = false;
+    pthread_rwlock_rdlock(&rx_lock);
+    HASH_FIND_STR(rx_cache, pattern, e);
+    pthread_rwlock_unlock(&rx_lock);
+    if (e != NULL) {
+        return e;
+    }
+    built = rx_build(pattern);
+    if (built == NULL) {
+        return NULL;
+    }
+    pthread_rwlock_wrlock(&rx_lock);
+    HASH_FIND_STR(rx_cache, pattern, e);
+    if (e == NULL && HASH_COUNT(rx_cache) < RX_CACHE_MAX) {
+        HASH_ADD_STR(rx_cache, pattern, built);
+        e = built;
+        built = NULL;
+    }
+    pthread_rwlock_unlock(&rx_lock);
+    if (e == NULL) {
+        *owned = true;
+        return built;
+    }
+    rx_entry_free(built);
+    return e;
+}
+
+/*
+ * 1 when subject matches pattern, 0 when not, -1 when the pattern is not
+ * usable (why set) or memory ran out.
+ */
+static int rx_match(const char *pattern, const char *subject, struct wbuf *why)
+{
+    bool owned = false;
+    struct rx_entry *e = rx_get(pattern, &owned);
+    locale_t old = (locale_t)0;
+    int rc = -1;
+
+    if (e == NULL) {
+        wb_append(why, "out of memory compiling the pattern");
+        return -1;
+    }
+    if (!e->ok) {
+        wb_append(why, "%s", e->why);
+        goto out;
+    }
+    old = rx_enter();
+    rc = regexec(&e->re, subject, 0, NULL, 0) == 0 ? 1 : 0;
+    rx_leave(old);
+out:
+    if (owned) {
+        rx_entry_free(e);
+    }
+    return rc;
+}
+
+void schema_cleanup(void)
+{
+    struct rx_entry *e = NULL;
+    struct rx_entry *tmp = NULL;
+
+    pthread_rwlock_wrlock(&rx_lock);
+    HASH_ITER(hh, rx_cache, e, tmp) {
+        HASH_DEL(rx_cache, e);
+        rx_entry_free(e);
+    }
+    pthread_rwlock_unlock(&rx_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keywords                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* The keywords of one schema object, found in a single pass. */
+struct kws {
+    const cJSON *ref, *type, *enum_, *const_;
+    const cJSON *multiple_of, *maximum, *exclusive_maximum, *minimum,
+        *exclusive_minimum;
+    const cJSON *max_length, *min_length, *pattern;
+    const cJSON *prefix_items, *items, *contains, *max_items, *min_items,
+        *unique_items, *max_contains, *min_contains;
+    const cJSON *properties, *pattern_properties, *additional_properties,
+        *property_names, *max_properties, *min_properties, *required,
+        *dependent_required, *dependent_schemas;
+    const cJSON *all_of, *any_of, *one_of, *not_, *if_, *then_, *else_;
+    const cJSON *defs, *definitions;
+};
+
+struct cctx;
+typedef int (*kw_check_fn)(struct cctx *cc, const char *kw, const cJSON *v);
+
+struct kw_def {
+    const char *name;
+    ptrdiff_t slot; /* offsetof in struct kws, or -1 */
+    kw_check_fn check;
+};
+
+/* Checkers, defined with the registration checks below. */
+static int ck_sub(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_items(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_map(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_pattern_map(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_list(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_type(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_names(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_dep_required(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_enum(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_count(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_number(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_exclusive(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_positive(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_pattern(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_bool(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_string(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_id(struct cctx *cc, const char *kw, const cJSON *v);
+static int ck_unsupported(struct cctx *cc, const char *kw, const cJSON *v);
+
+#define KW(name, field, fn) {name, offsetof(struct kws, field), fn}
+#define KW_CHECK_ONLY(name, fn) {name, -1, fn}
+
+/* Sorted by strcmp for bsearch. Anything else is an annotation. */
+static const struct kw_def kw_table[] = {
+    KW("$defs", defs, ck_map),
+    KW_CHECK_ONLY("$dynamicRef", ck_unsupported),
+    KW_CHECK_ONLY("$id", ck_id),
+    KW_CHECK_ONLY("$recursiveRef", ck_unsupported),
+    KW("$ref", ref, ck_ref),
+    KW_CHECK_ONLY("$schema", ck_string),
+    KW_CHECK_ONLY("additionalItems", ck_unsupported),
+    KW("additionalProperties", additional_properties, ck_sub),
+    KW("allOf", all_of, ck_list),
+    KW("anyOf", any_of, ck_list),
+    KW("const", const_, NULL),
+    KW("contains", contains, ck_sub),
+    KW("definitions", definitions, ck_map),
+    KW_CHECK_ONLY("dependencies", ck_unsupported),
+    KW("dependentRequired", dependent_required, ck_dep_required),
+    KW("dependentSchemas", dependent_schemas, ck_map),
+    KW("else", else_, ck_sub),
+    KW("enum", enum_, ck_enum),
+    KW("exclusiveMaximum", exclusive_maximum, ck_exclusive),
+    KW("exclusiveMinimum", exclusive_minimum, ck_exclusive),
+    KW("if", if_, ck_sub),
+    KW("items", items, ck_items),
+    KW("maxContains", max_contains, ck_count),
+    KW("maxItems", max_items, ck_count),
+    KW("maxLength", max_length, ck_count),
+    KW("maxProperties", max_properties, ck_count),
+    KW("maximum", maximum, ck_number),
+    KW("minContains", min_contains, ck_count),
+    KW("minItems", min_items, ck_count),
+    KW("minLength", min_length, ck_count),
+    KW("minProperties", min_properties, ck_count),
+    KW("minimum", minimum, ck_number),
+    KW("multipleOf", multiple_of, ck_positive),
+    KW("not", not_, ck_sub),
+    KW("oneOf", one_of, ck_list),
+    KW("pattern", pattern, ck_pattern),
+    KW("patternProperties", pattern_properties, ck_pattern_map),
+    KW("prefixItems", prefix_items, ck_list),
+    KW("properties", properties, ck_map),
+    KW("propertyNames", property_names, ck_sub),
+    KW("required", required, ck_names),
+    KW("then", then_, ck_sub),
+    KW("type", type, ck_type),
+    KW_CHECK_ONLY("unevaluatedItems", ck_unsupported),
+    KW_CHECK_ONLY("unevaluatedProperties", ck_unsupported),
+    KW("uniqueItems", unique_items, ck_bool),
+};
+
+static int kw_cmp(const void *key, const void *elem)
+{
+    const struct kw_def *d = elem;
+
+    return strcmp(key, d->name);
+}
+
+static const struct kw_def *kw_find(const char *name)
+{
+    return bsearch(name, kw_table, sizeof(kw_table) / sizeof(kw_table[0]),
+                   sizeof(kw_table[0]), kw_cmp);
+}
+
+static void kws_collect(const cJSON *s, struct kws *k)
+{
+    const cJSON *child = NULL;
+
+    memset(k, 0, sizeof(*k));
+    cJSON_ArrayForEach(child, s) {
+        const struct kw_def *d = kw_find(child->string);
+        if (d != NULL && d->slot >= 0) {
+            *(const cJSON **)((char *)k + d->slot) = child;
+        }
+    }
+}
+
+/*
+ * Resolve a local reference: "#" or "#/json/pointer" (RFC 6901, with
+ * %-escapes) inside root. NULL when it does not resolve or is not local.
+ */
+static const cJSON *resolve_ref(const cJSON *root, const char *ref)
+{
+    const cJSON *node = root;
+    const char *p = ref + 1;
+    char tok[POINTER_TOKEN_MAX];
+
+    if (ref[0] != '#' || (*p != '\0' && *p != '/')) {
+        return NULL;
+    }
+    while (*p == '/') {
+        size_t n = 0;
+        p++;
+        while (*p != '\0' && *p != '/') {
+            char ch = *p++;
+            uint32_t hex = 0;
+            if (ch == '%' && read_hex(p, 2, &hex) == 0 && hex != 0) {
+                ch = (char)hex;
+                p += 2;
+            }
+            if (ch == '~' && (*p == '0' || *p == '1')) {
+                ch = *p == '0' ? '~' : '/';
+                p++;
+            }
+            if (n + 1 >= sizeof(tok)) {
+                return NULL;
+            }
+            tok[n++] = ch;
+        }
+        tok[n] = '\0';
+        if (cJSON_IsObject(node)) {
+            node = cJSON_GetObjectItemCaseSensitive(node, tok);
+        } else if (cJSON_IsArray(node) && n > 0 &&
+                   strspn(tok, "0123456789") == n && n < 9) {
+            node = cJSON_GetArrayItem(node, atoi(tok));
+        } else {
+            return NULL;
+        }
+        if (node == NULL) {
+            return NULL;
+        }
+    }
+    if (!cJSON_IsObject(node) && !cJSON_IsBool(node)) {
+        return NULL;
+    }
+    return node;
+}
+
+static bool type_name_matches(const char *t, const cJSON *v)
+{
+    switch (t[0]) {
+    case 'o': return strcmp(t, "object") == 0 && cJSON_IsObject(v);
+    case 's': return strcmp(t, "string") == 0 && cJSON_IsString(v);
+    case 'a': return strcmp(t, "array") == 0 && cJSON_IsArray(v);
+    case 'b': return strcmp(t, "boolean") == 0 && cJSON_IsBool(v);
+    case 'n':
+        if (strcmp(t, "null") == 0) {
+            return cJSON_IsNull(v);
+        }
+        return strcmp(t, "number") == 0 && cJSON_IsNumber(v);
+    case 'i':
+        return strcmp(t, "integer") == 0 && cJSON_IsNumber(v) &&
+               is_integral(v->valuedouble);
+    default: return false;
+    }
+}
+
+static bool type_name_known(const char *t)
+{
+    static const char *const names[] = {"null", "boolean", "object", "array",
+                                        "number", "integer", "string"};
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(t, names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* 1 match, 0 no match, -1 malformed "type". */
+static int type_matches(const cJSON *type, const cJSON *v)
+{
+    const cJSON *t = NULL;
+
+    if (cJSON_IsString(type)) {
+        return type_name_matches(type->valuestring, v) ? 1 : 0;
+    }
+    if (!cJSON_IsArray(type)) {
+        return -1;
+    }
+    cJSON_ArrayForEach(t, type) {
+        if (!cJSON_IsString(t)) {
+            return -1;
+        }
+        if (type_name_matches(t->valuestring, v)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "string", "string or null", "string, integer or null" */
+static void wb_type_list(struct wbuf *w, const cJSON *type)
+{
+    const cJSON *t = NULL;
+    int n = cJSON_GetArraySize(type);
+    int i = 0;
+
+    if (cJSON_IsString(type)) {
+        wb_append(w, "%s", type->valuestring);
+        return;
+    }
+    cJSON_ArrayForEach(t, type) {
+        const char *sep = i == 0 ? "" : (i == n - 1 ? " or " : ", ");
+        wb_append(w, "%s%s", sep, cJSON_IsString(t) ? t->valuestring : "?");
+        i++;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validation                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct vctx {
+    const cJSON *root;
+    struct wbuf err; /* the current error's destination; may swallow */
+    char path[SCHEMA_PATH_MAX];
+    size_t plen;
+    int depth;
+    bool fatal; /* a schema problem or the depth limit: stop everything */
+    char fatal_msg[320];
+};
+
+static size_t path_push(struct vctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static size_t path_push(struct vctx *c, const char *fmt, ...)
+{
+    size_t mark = c->plen;
+    size_t room = sizeof(c->path) - c->plen;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(c->path + c->plen, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        c->plen += (size_t)n < room ? (size_t)n : room - 1;
+    }
+    return mark;
+}
+
+static void path_pop(struct vctx *c, size_t mark)
+{
+    c->plen = mark;
+    c->path[mark] = '\0';
+}
+
+/* Start an error at the current path; the caller appends the rest. */
+static struct wbuf *v_err(struct vctx *c)
+{
+    wb_append(&c->err, "%s: ", c->path);
+    return &c->err;
+}
+
+static int v_fail(struct vctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int v_fail(struct vctx *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    v_err(c);
+    va_start(ap, fmt);
+    wb_vappend(&c->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int v_fatal(struct vctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int v_fatal(struct vctx *c, const char *fmt, ...)
+{
+    struct wbuf w;
+    va_list ap;
+
+    if (c->fatal) {
+        return -1;
+    }
+    c->fatal = true;
+    wb_init(&w, c->fatal_msg, sizeof(c->fatal_msg));
+    wb_append(&w, "schema error at %s: ", c->path);
+    va_start(ap, fmt);
+    wb_vappend(&w, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Keyword value readers: a malformed value is a schema error. */
+static int kw_number(struct vctx *c, const cJSON *kw, double *out)
+{
+    if (!cJSON_IsNumber(kw)) {
+        return v_fatal(c, "\"%s\" must be a number", kw->string);
+    }
+    *out = kw->valuedouble;
+    return 0;
+}
+
+static int kw_count(struct vctx *c, const cJSON *kw, double *out)
+{
+    if (!cJSON_IsNumber(kw) || !is_integral(kw->valuedouble) ||
+        kw->valuedouble < 0) {
+        return v_fatal(c, "\"%s\" must be a non-negative integer",
+                       kw->string);
+    }
+    *out = kw->valuedouble;
+    return 0;
+}
+
+static int v_schema(struct vctx *c, const cJSON *s, const cJSON *inst);
+
+/* Validate with no error text (if, not, counting oneOf). */
+static int v_silent(struct vctx *c, const cJSON *s, const cJSON *inst)
+{
+    struct wbuf saved = c->err;
+    int rc;
+
+    wb_init(&c->err, NULL, 0);
+    rc = v_schema(c, s, inst);
+    c->err = saved;
+    return rc;
+}
+
+static int v_type(struct vctx *c, const cJSON *type, const cJSON *inst)
+{
+    int m = type_matches(type, inst);
+    struct wbuf *w = NULL;
+
+    if (m < 0) {
+        return v_fatal(c, "\"type\" must be a type name or an array of them");
+    }
+    if (m == 1) {
+        return 0;
+    }
+    w = v_err(c);
+    wb_append(w, "expected ");
+    wb_type_list(w, type);
+    wb_append(w, ", got ");
+    wb_describe(w, inst);
+    return -1;
+}
+
+static int v_enum(struct vctx *c, const cJSON *en, const cJSON *inst)
+{
+    const cJSON *v = NULL;
+    struct wbuf *w = NULL;
+    int i = 0;
+
+    if (!cJSON_IsArray(en)) {
+        return v_fatal(c, "\"enum\" must be an array");
+    }
+    cJSON_ArrayForEach(v, en) {
+        if (cJSON_Compare(v, inst, true)) {
+            return 0;
+        }
+    }
+    w = v_err(c);
+    wb_append(w, "must be one of ");
+    cJSON_ArrayForEach(v, en) {
+        wb_append(w, "%s", i++ == 0 ? "" : ", ");
+        wb_literal(w, v);
+    }
+    wb_append(w, "; got ");
+    wb_describe(w, inst);
+    return -1;
+}
+
+static int v_const(struct vctx *c, const cJSON *cn, const cJSON *inst)
+{
+    struct wbuf *w = NULL;
+
+    if (cJSON_Compare(cn, inst, true)) {
+        return 0;
+    }
+    w = v_err(c);
+    wb_append(w, "must be ");
+    wb_literal(w, cn);
+    wb_append(w, "; got ");
+    wb_describe(w, inst);
+    return -1;
+}
+
+static bool multiple_of(double x, double m)
+{
+    double q = x / m;
+
+    if (!isfinite(q)) {
+        return false;
+    }
+    if (is_integral(x) && is_integral(m)) {
+        return fmod(x, m) == 0;
+    }
+    /* Decimal steps (0.1) are not exact in binary: allow rounding noise. */
+    return fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q));
+}
+
+enum bound { BOUND_GE, BOUND_GT, BOUND_LE, BOUND_LT };
+
+static int v_bound(struct vctx *c, const cJSON *kw, double x, enum bound b)
+{
+    static const char *const ops[] = {">=", ">", "<=", "<"};
+    double lim = 0;
+    bool ok = false;
+    char a[40], v[40];
+
+    if (kw == NULL) {
+        return 0;
+    }
+    if (kw_number(c, kw, &lim) < 0) {
+        return -1;
+    }
+    switch (b) {
+    case BOUND_GE: ok = x >= lim; break;
+    case BOUND_GT: ok = x > lim; break;
+    case BOUND_LE: ok = x <= lim; break;
+    case BOUND_LT: ok = x < lim; break;
+    }
+    if (ok) {
+        return 0;
+    }
+    fmt_num(lim, a, sizeof(a));
+    fmt_num(x, v, sizeof(v));
+    return v_fail(c, "must be %s %s, got %s", ops[b], a, v);
+}
+
+static int v_number(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    double x = inst->valuedouble;
+    double m = 0;
+    char a[40], b[40];
+
+    if (v_bound(c, k->minimum, x, BOUND_GE) < 0 ||
+        v_bound(c, k->exclusive_minimum, x, BOUND_GT) < 0 ||
+        v_bound(c, k->maximum, x, BOUND_LE) < 0 ||
+        v_bound(c, k->exclusive_maximum, x, BOUND_LT) < 0) {
+        return -1;
+    }
+    if (k->multiple_of == NULL) {
+        return 0;
+    }
+    if (kw_number(c, k->multiple_of, &m) < 0) {
+        return -1;
+    }
+    if (m <= 0) {
+        return v_fatal(c, "\"multipleOf\" must be greater than 0");
+    }
+    if (multiple_of(x, m)) {
+        return 0;
+    }
+    fmt_num(m, a, sizeof(a));
+    fmt_num(x, b, sizeof(b));
+    return v_fail(c, "must be a multiple of %s, got %s", a, b);
+}
+
+static int v_string(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    const char *s = inst->valuestring;
+    size_t bytes = strlen(s);
+    double lim = 0;
+    struct wbuf why;
+    char whybuf[256];
+    int m;
+
+    if (k->max_length != NULL) {
+        if (kw_count(c, k->max_length, &lim) < 0) {
+            return -1;
+        }
+        /* Code points never outnumber bytes: count only when needed. */
+        if ((double)bytes > lim && (double)utf8_count(s) > lim) {
+            return v_fail(c, "string longer than maxLength %.0f", lim);
+        }
+    }
+    if (k->min_length != NULL) {
+        if (kw_count(c, k->min_length, &lim) < 0) {
+            return -1;
+        }
+        if ((double)utf8_count(s) < lim) {
+            return v_fail(c, "string shorter than minLength %.0f", lim);
+        }
+    }
+    if (k->pattern == NULL) {
+        return 0;
+    }
+    if (!cJSON_IsString(k->pattern)) {
+        return v_fatal(c, "\"pattern\" must be a string");
+    }
+    wb_init(&why, whybuf, sizeof(whybuf));
+    m = rx_match(k->pattern->valuestring, s, &why);
+    if (m < 0) {
+        return v_fatal(c, "pattern '%s' is not usable: %s",
+                       k->pattern->valuestring, whybuf);
+    }
+    if (m == 0) {
+        struct wbuf *w = v_err(c);
+        wb_append(w, "string ");
+        wb_quoted(w, s, SHOW_STRING_MAX);
+        wb_append(w, " does not match pattern '%s'", k->pattern->valuestring);
+        return -1;
+    }
+    return 0;
+}
+
+static int v_item(struct vctx *c, const cJSON *s, const cJSON *item, int i)
+{
+    size_t mark = path_push(c, "[%d]", i);
+    int rc = v_schema(c, s, item);
+
+    path_pop(c, mark);
+    return rc;
+}
+
+static int v_array_items(struct vctx *c, const struct kws *k,
+                         const cJSON *inst)
+{
+    const cJSON *prefix = k->prefix_items;
+    const cJSON *ps = NULL;
+    const cJSON *item = NULL;
+    int n_prefix = 0;
+    int i = 0;
+
+    if (prefix != NULL) {
+        if (!cJSON_IsArray(prefix)) {
+            return v_fatal(c, "\"prefixItems\" must be an array of schemas");
+        }
+        n_prefix = cJSON_GetArraySize(prefix);
+        ps = prefix->child;
+    }
+    cJSON_ArrayForEach(item, inst) {
+        const cJSON *s = ps != NULL ? ps : k->items;
+        if (ps == NULL && cJSON_IsFalse(s)) {
+            return v_fail(c, "array has %d items, but at most %d are "
+                             "allowed", cJSON_GetArraySize(inst), n_prefix);
+        }
+        if (s != NULL && v_item(c, s, item, i) < 0) {
+            return -1;
+        }
+        if (ps != NULL) {
+            ps = ps->next;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static int v_contains(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    const cJSON *item = NULL;
+    double min = 1;
+    double max = INFINITY;
+    int found = 0;
+
+    if ((k->min_contains != NULL && kw_count(c, k->min_contains, &min) < 0) ||
+        (k->max_contains != NULL && kw_count(c, k->max_contains, &max) < 0)) {
+        return -1;
+    }
+    cJSON_ArrayForEach(item, inst) {
+        if (v_silent(c, k->contains, item) == 0) {
+            found++;
+        } else if (c->fatal) {
+            return -1;
+        }
+    }
+    if (found < min) {
+        return v_fail(c, "array needs at least %.0f item(s) matching the "
+                         "\"contains\" schema, found %d", min, found);
+    }
+    if (found > max) {
+        return v_fail(c, "array has %d items matching the \"contains\" "
+                         "schema, more than maxContains %.0f", found, max);
+    }
+    return 0;
+}
+
+static int v_unique(struct vctx *c, const cJSON *inst)
+{
+    const cJSON *a = NULL;
+    const cJSON *b = NULL;
+    int i = 0;
+    int j;
+
+    for (a = inst->child; a != NULL; a = a->next, i++) {
+        for (b = a->next, j = i + 1; b != NULL; b = b->next, j++) {
+            if (cJSON_Compare(a, b, true)) {
+                return v_fail(c, "items [%d] and [%d] are equal, but "
+                                 "uniqueItems requires distinct items", i, j);
+            }
+        }
+    }
+    return 0;
+}
+
+static int v_array(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    double n = (double)cJSON_GetArraySize(inst);
+    double lim = 0;
+
+    if (k->min_items != NULL) {
+        if (kw_count(c, k->min_items, &lim) < 0) {
+            return -1;
+        }
+        if (n < lim) {
+            return v_fail(c, "array has %.0f items, fewer than minItems %.0f",
+                          n, lim);
+        }
+    }
+    if (k->max_items != NULL) {
+        if (kw_count(c, k->max_items, &lim) < 0) {
+            return -1;
+        }
+        if (n > lim) {
+            return v_fail(c, "array has %.0f items, more than maxItems %.0f",
+                          n, lim);
+        }
+    }
+    if (v_array_items(c, k, inst) < 0) {
+        return -1;
+    }
+    if (k->contains != NULL && v_contains(c, k, inst) < 0) {
+        return -1;
+    }
+    if (cJSON_IsTrue(k->unique_items) && v_unique(c, inst) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Levenshtein distance for "did you mean"; large for long names. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    size_t prev[65], cur[65];
+    size_t i, j;
+
+    if (la > 64 || lb > 64) {
+        return SIZE_MAX;
+    }
+    for (j = 0; j <= lb; j++) {
+        prev[j] = j;
+    }
+    for (i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1;
+            size_t ins = cur[j - 1] + 1;
+            size_t best = sub < del ? sub : del;
+            cur[j] = best < ins ? best : ins;
+        }
+        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+static const char *closest_name(const cJSON *props, const char *key)
+{
+    const cJSON *p = NULL;
+    const char *best = NULL;
+    size_t best_d = 3; /* suggest only within two edits */
+
+    cJSON_ArrayForEach(p, props) {
+        size_t d = edit_distance(key, p->string);
+        if (d < best_d && d < strlen(p->string)) {
+            best = p->string;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+static int v_unknown_property(struct vctx *c, const struct kws *k,
+                              const char *key)
+{
+    struct wbuf *w = v_err(c);
+    const cJSON *p = NULL;
+    const char *hint = NULL;
+    int i = 0;
+
+    wb_append(w, "unknown property '%.80s' (", key);
+    if (cJSON_GetArraySize(k->properties) > 0) {
+        wb_append(w, "allowed: ");
+        cJSON_ArrayForEach(p, k->properties) {
+            wb_append(w, "%s%s", i++ == 0 ? "" : ", ", p->string);
+        }
+        hint = closest_name(k->properties, key);
+    }
+    cJSON_ArrayForEach(p, k->pattern_properties) {
+        wb_append(w, "%s'%s'", i == 0 ? "allowed: names matching " :
+                  " or names matching ", p->string);
+        i++;
+    }
+    if (i == 0) {
+        wb_append(w, "this object takes no properties");
+    }
+    wb_append(w, ")");
+    if (hint != NULL) {
+        wb_append(w, "; did you mean '%s'?", hint);
+    }
+    return -1;
+}
+
+/* 1 when key is named in properties or matches a patternProperties key. */
+static int declared_property(struct vctx *c, const struct kws *k,
+                             const char *key)
+{
+    const cJSON *pp = NULL;
+    char whybuf[200];
+    struct wbuf why;
+
+    if (cJSON_GetObjectItemCaseSensitive(k->properties, key) != NULL) {
+        return 1;
+    }
+    cJSON_ArrayForEach(pp, k->pattern_properties) {
+        int m;
+        wb_init(&why, whybuf, sizeof(whybuf));
+        m = rx_match(pp->string, key, &why);
+        if (m < 0) {
+            return v_fatal(c, "patternProperties key '%s' is not usable: %s",
+                           pp->string, whybuf);
+        }
+        if (m == 1) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int v_required(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    const cJSON *r = NULL;
+    struct wbuf *w = NULL;
+    int missing = 0;
+
+    cJSON_ArrayForEach(r, k->required) {
+        if (!cJSON_IsString(r)) {
+            return v_fatal(c, "\"required\" must be an array of strings");
+        }
+        if (cJSON_GetObjectItemCaseSensitive(inst, r->valuestring) == NULL) {
+            missing++;
+        }
+    }
+    if (missing == 0) {
+        return 0;
+    }
+    w = v_err(c);
+    wb_append(w, "missing required propert%s ", missing == 1 ? "y" : "ies");
+    missing = 0;
+    cJSON_ArrayForEach(r, k->required) {
+        if (cJSON_GetObjectItemCaseSensitive(inst, r->valuestring) == NULL) {
+            wb_append(w, "%s'%s'", missing++ == 0 ? "" : ", ", r->valuestring);
+        }
+    }
+    return -1;
+}
+
+static int v_dependent_required(struct vctx *c, const struct kws *k,
+                                const cJSON *inst)
+{
+    const cJSON *dep = NULL;
+    const cJSON *r = NULL;
+
+    cJSON_ArrayForEach(dep, k->dependent_required) {
+        if (cJSON_GetObjectItemCaseSensitive(inst, dep->string) == NULL) {
+            continue;
+        }
+        cJSON_ArrayForEach(r, dep) {
+            if (!cJSON_IsString(r)) {
+                return v_fatal(c, "\"dependentRequired\" values must be "
+                                  "arrays of strings");
+            }
+            if (cJSON_GetObjectItemCaseSensitive(inst, r->valuestring) ==
+                NULL) {
+                return v_fail(c, "property '%s' is required when '%s' is "
+                                 "present", r->valuestring, dep->string);
+            }
+        }
+    }
+    return 0;
+}
+
+/* The schemas that apply to one member's value and name. */
+static int v_member(struct vctx *c, const struct kws *k, const cJSON *m)
+{
+    const cJSON *sub = NULL;
+    const cJSON *pp = NULL;
+    bool matched = false;
+    char whybuf[200];
+    struct wbuf why;
+
+    sub = cJSON_GetObjectItemCaseSensitive(k->properties, m->string);
+    if (sub != NULL) {
+        matched = true;
+        if (v_schema(c, sub, m) < 0) {
+            return -1;
+        }
+    }
+    cJSON_ArrayForEach(pp, k->pattern_properties) {
+        int r;
+        wb_init(&why, whybuf, sizeof(whybuf));
+        r = rx_match(pp->string, m->string, &why);
+        if (r < 0) {
+            return v_fatal(c, "patternProperties key '%s' is not usable: %s",
+                           pp->string, whybuf);
+        }
+        if (r == 1) {
+            matched = true;
+            if (v_schema(c, pp, m) < 0) {
+                return -1;
+            }
+        }
+    }
+    if (!matched && k->additional_properties != NULL &&
+        v_schema(c, k->additional_properties, m) < 0) {
+        return -1;
+    }
+    if (k->property_names != NULL) {
+        /* The name as a string instance, without allocating. */
+        cJSON name = {.type = cJSON_String, .valuestring = m->string};
+        size_t mark = path_push(c, " (property name)");
+        int rc = v_schema(c, k->property_names, &name);
+        path_pop(c, mark);
+        return rc;
+    }
+    return 0;
+}
+
+static int v_object_size(struct vctx *c, const struct kws *k, double n)
+{
+    double lim = 0;
+
+    if (k->min_properties != NULL) {
+        if (kw_count(c, k->min_properties, &lim) < 0) {
+            return -1;
+        }
+        if (n < lim) {
+            return v_fail(c, "object has %.0f properties, fewer than "
+                             "minProperties %.0f", n, lim);
+        }
+    }
+    if (k->max_properties != NULL) {
+        if (kw_count(c, k->max_properties, &lim) < 0) {
+            return -1;
+        }
+        if (n > lim) {
+            return v_fail(c, "object has %.0f properties, more than "
+                             "maxProperties %.0f", n, lim);
+        }
+    }
+    return 0;
+}
+
+static int v_object(struct vctx *c, const struct kws *k, const cJSON *inst)
+{
+    const cJSON *m = NULL;
+    const cJSON *dep = NULL;
+
+    if (v_object_size(c, k, (double)cJSON_GetArraySize(inst)) < 0) {
+        return -1;
+    }
+    /* Unknown names first: a typo also looks like a missing property. */
+    if (cJSON_IsFalse(k->additional_properties)) {
+        cJSON_ArrayForEach(m, inst) {
+            int d = declared_property(c, k, m->string);
+            if (d < 0) {
+                return -1;
+            }
+            if (d == 0) {
+                return v_unknown_property(c, k, m->string);
+            }
+        }
+    }
+    if (v_required(c, k, inst) < 0 || v_dependent_required(c, k, inst) < 0) {
+        return -1;
+    }
+    cJSON_ArrayForEach(m, inst) {
+        size_t mark = path_push(c, ".%s", m->string);
+        int rc = v_member(c, k, m);
+        path_pop(c, mark);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    cJSON_ArrayForEach(dep, k->dependent_schemas) {
+        if (cJSON_GetObjectItemCaseSensitive(inst, dep->string) != NULL &&
+            v_schema(c, dep, inst) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The "type" a branch of anyOf/oneOf declares, following one $ref. */
+static const cJSON *branch_type(const struct vctx *c, const cJSON *b)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
+    const cJSON *ref = NULL;
+    const cJSON *target = NULL;
+
+    if (t != NULL || !cJSON_IsObject(b)) {
+        return t;
+    }
+    ref = cJSON_GetObjectItemCaseSensitive(b, "$ref");
+    if (!cJSON_IsString(ref)) {
+        return NULL;
+    }
+    target = resolve_ref(c->root, ref->valuestring);
+    return cJSON_GetObjectItemCaseSensitive(target, "type");
+}
+
+/* "expected string or integer, got boolean true" over all branches. */
+static int v_no_type_matched(struct vctx *c, const cJSON *arr,
+                             const cJSON *inst)
+{
+    struct wbuf *w = v_err(c);
+    const cJSON *b = NULL;
+    const cJSON *t = NULL;
+    int i = 0;
+
+    wb_append(w, "expected ");
+    cJSON_ArrayForEach(b, arr) {
+        const cJSON *type = branch_type(c, b);
+        if (cJSON_IsString(type)) {
+            wb_append(w, "%s%s", i++ == 0 ? "" : " or ", type->valuestring);
+            continue;
+        }
+        cJSON_ArrayForEach(t, type) {
+            wb_append(w, "%s%s", i++ == 0 ? "" : " or ", t->valuestring);
+        }
+    }
+    wb_append(w, ", got ");
+    wb_describe(w, inst);
+    return -1;
+}
+
+/* One branch's error appended to the current one, minus a repeated path. */
+static void v_branch_error(struct vctx *c, const cJSON *b, const cJSON *inst)
+{
+    struct wbuf saved = c->err;
+    size_t plen = c->plen;
+
+    if (saved.len + 1 >= saved.cap) {
+        return;
+    }
+    wb_init(&c->err, saved.buf + saved.len, saved.cap - saved.len);
+    v_schema(c, b, inst);
+    if (c->err.len > plen + 2 && strncmp(c->err.buf, c->path, plen) == 0 &&
+        c->err.buf[plen] == ':') {
+        memmove(c->err.buf, c->err.buf + plen + 2, c->err.len - plen - 1);
+        c->err.len -= plen + 2;
+    }
+    saved.len += c->err.len;
+    c->err = saved;
+}
+
+/* No branch of anyOf/oneOf matched: say why as usefully as we can. */
+static int v_none_matched(struct vctx *c, const cJSON *arr, const cJSON *inst,
+                          const char *kw)
+{
+    const cJSON *b = NULL;
+    const cJSON *only = NULL;
+    int compatible = 0;
+    int typed = 0;
+    int n = 0;
+
+    if (c->err.buf == NULL || c->fatal) {
+        return -1; /* nobody reads the text */
+    }
+    cJSON_ArrayForEach(b, arr) {
+        const cJSON *t = branch_type(c, b);
+        n++;
+        if (t != NULL) {
+            typed++;
+        }
+        if (t == NULL || type_matches(t, inst) == 1) {
+            compatible++;
+            only = b;
+        }
+    }
+    if (compatible == 1) {
+        return v_schema(c, only, inst); /* the branch meant for this type */
+    }
+    if (compatible == 0 && typed == n) {
+        return v_no_type_matched(c, arr, inst);
+    }
+    v_err(c);
+    wb_append(&c->err, "does not match any alternative in %s", kw);
+    n = 0;
+    cJSON_ArrayForEach(b, arr) {
+        if (n == 4) {
+            wb_append(&c->err, "; ...");
+            break;
+        }
+        wb_append(&c->err, "; alternative %d: ", ++n);
+        v_branch_error(c, b, inst);
+    }
+    return -1;
+}
+
+static int v_any_of(struct vctx *c, const cJSON *arr, const cJSON *inst)
+{
+    const cJSON *b = NULL;
+
+    cJSON_ArrayForEach(b, arr) {
+        if (v_silent(c, b, inst) == 0) {
+            return 0;
+        }
+        if (c->fatal) {
+            return -1;
+        }
+    }
+    return v_none_matched(c, arr, inst, "anyOf");
+}
+
+static int v_one_of(struct vctx *c, const cJSON *arr, const cJSON *inst)
+{
+    const cJSON *b = NULL;
+    int first = -1;
+    int i = 0;
+
+    cJSON_ArrayForEach(b, arr) {
+        if (v_silent(c, b, inst) == 0) {
+            if (first >= 0) {
+                return v_fail(c, "matches more than one alternative in oneOf "
+                                 "(%d and %d); it must match exactly one",
+                              first + 1, i + 1);
+            }
+            first = i;
+        } else if (c->fatal) {
+            return -1;
+        }
+        i++;
+    }
+    if (first >= 0) {
+        return 0;
+    }
+    return v_none_matched(c, arr, inst, "oneOf");
+}
+
+static int v_applicators(struct vctx *c, const struct kws *k,
+                         const cJSON *inst)
+{
+    const cJSON *b = NULL;
+    int r;
+
+    cJSON_ArrayForEach(b, k->all_of) {
+        if (v_schema(c, b, inst) < 0) {
+            return -1;
+        }
+    }
+    if (k->any_of != NULL && v_any_of(c, k->any_of, inst) < 0) {
+        return -1;
+    }
+    if (k->one_of != NULL && v_one_of(c, k->one_of, inst) < 0) {
+        return -1;
+    }
+    if (k->not_ != NULL) {
+        r = v_silent(c, k->not_, inst);
+        if (c->fatal) {
+            return -1;
+        }
+        if (r == 0) {
+            return v_fail(c, "must not match the schema in \"not\"");
+        }
+    }
+    if (k->if_ == NULL) {
+        return 0;
+    }
+    r = v_silent(c, k->if_, inst);
+    if (c->fatal) {
+        return -1;
+    }
+    if (r == 0 && k->then_ != NULL) {
+        return v_schema(c, k->then_, inst);
+    }
+    if (r != 0 && k->else_ != NULL) {
+        return v_schema(c, k->else_, inst);
+    }
+    return 0;
+}
+
+/* Container-valued keywords must have the right shape before use. */
+static int v_shapes(struct vctx *c, const struct kws *k)
+{
+    const cJSON *objs[] = {k->properties, k->pattern_properties,
+                           k->dependent_required, k->dependent_schemas};
+    const cJSON *arrays[] = {k->required, k->prefix_items, k->all_of,
+                             k->any_of, k->one_of, k->enum_};
+    size_t i;
+
+    for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+        if (objs[i] != NULL && !cJSON_IsObject(objs[i])) {
+            return v_fatal(c, "\"%s\" must be an object", objs[i]->string);
+        }
+    }
+    for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        if (arrays[i] != NULL && !cJSON_IsArray(arrays[i])) {
+            return v_fatal(c, "\"%s\" must be an array", arrays[i]->string);
+        }
+    }
+    return 0;
+}
+
+static int v_keywords(struct vctx *c, const cJSON *s, const cJSON *inst)
+{
+    struct kws k;
+    const cJSON *target = NULL;
+
+    kws_collect(s, &k);
+    if (v_shapes(c, &k) < 0) {
+        return -1;
+    }
+    if (k.ref != NULL) {
+        if (!cJSON_IsString(k.ref)) {
+            return v_fatal(c, "\"$ref\" must be a string");
+        }
+        target = resolve_ref(c->root, k.ref->valuestring);
+        if (target == NULL) {
+            return v_fatal(c, "$ref '%s' does not resolve",
+                           k.ref->valuestring);
+        }
+        if (v_schema(c, target, inst) < 0) {
+            return -1;
+        }
+    }
+    if ((k.type != NULL && v_type(c, k.type, inst) < 0) ||
+        (k.enum_ != NULL && v_enum(c, k.enum_, inst) < 0) ||
+        (k.const_ != NULL && v_const(c, k.const_, inst) < 0)) {
+        return -1;
+    }
+    if ((cJSON_IsNumber(inst) && v_number(c, &k, inst) < 0) ||
+        (cJSON_IsString(inst) && v_string(c, &k, inst) < 0) ||
+        (cJSON_IsArray(inst) && v_array(c, &k, inst) < 0) ||
+        (cJSON_IsObject(inst) && v_object(c, &k, inst) < 0)) {
+        return -1;
+    }
+    return v_applicators(c, &k, inst);
+}
+
+static int v_schema(struct vctx *c, const cJSON *s, const cJSON *inst)
+{
+    int rc = -1;
+
+    if (c->fatal) {
+        return -1;
+    }
+    if (cJSON_IsTrue(s)) {
+        return 0;
+    }
+    if (cJSON_IsFalse(s)) {
+        return v_fail(c, "no value is allowed here");
+    }
+    if (!cJSON_IsObject(s)) {
+        return v_fatal(c, "a schema must be an object or a boolean");
+    }
+    if (c->depth >= SCHEMA_MAX_DEPTH) {
+        return v_fatal(c, "more than %d nested schemas apply here (a "
+                          "recursive $ref, or an instance nested too deeply)",
+                       SCHEMA_MAX_DEPTH);
+    }
+    c->depth++;
+    rc = v_keywords(c, s, inst);
+    c->depth--;
+    return rc;
+}
+
+int schema_validate(const cJSON *schema, const cJSON *instance,
+                    const char *root_name, char *err, size_t errlen)
+{
+    struct vctx c;
+    int rc;
+
+    c.root = schema;
+    c.plen = 0;
+    c.path[0] = '\0';
+    c.depth = 0;
+    c.fatal = false;
+    c.fatal_msg[0] = '\0';
+    wb_init(&c.err, err, errlen);
+    path_push(&c, "%s", root_name != NULL ? root_name : "value");
+    if (schema == NULL || instance == NULL) {
+        return v_fail(&c, "nothing to validate (schema or value missing)");
+    }
+    rc = v_schema(&c, schema, instance);
+    if (c.fatal) {
+        wb_init(&c.err, err, errlen);
+        wb_append(&c.err, "%s", c.fatal_msg);
+        return -1;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registration checks                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct cctx {
+    const cJSON *root;
+    struct wbuf err;
+    char loc[SCHEMA_PATH_MAX]; /* JSON pointer of the schema being checked */
+    size_t llen;
+    int depth;
+    const cJSON **done; /* schemas whose $ref/applicator graph is acyclic */
+    size_t ndone;
+    size_t capdone;
+};
+
+static int ck_fail(struct cctx *cc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int ck_fail(struct cctx *cc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cc->err.len > 0) {
+        return -1; /* keep the first, innermost message */
+    }
+    wb_append(&cc->err, "%s: ", cc->loc);
+    va_start(ap, fmt);
+    wb_vappend(&cc->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Append "/token" with RFC 6901 escaping; returns the mark for loc_pop. */
+static size_t loc_push(struct cctx *cc, const char *token)
+{
+    size_t mark = cc->llen;
+    const char *p = token;
+
+    if (cc->llen + 1 < sizeof(cc->loc)) {
+        cc->loc[cc->llen++] = '/';
+    }
+    for (; *p != '\0' && cc->llen + 2 < sizeof(cc->loc); p++) {
+        if (*p == '~' || *p == '/') {
+            cc->loc[cc->llen++] = '~';
+            cc->loc[cc->llen++] = *p == '~' ? '0' : '1';
+        } else {
+            cc->loc[cc->llen++] = *p;
+        }
+    }
+    cc->loc[cc->llen] = '\0';
+    return mark;
+}
+
+static void loc_pop(struct cctx *cc, size_t mark)
+{
+    cc->llen = mark;
+    cc->loc[mark] = '\0';
+}
+
+static int ck_schema(struct cctx *cc, const cJSON *s);
+
+/* A kind name and a short value, for "got ..." in messages. */
+static const char *ck_got(const cJSON *v, char *buf, size_t len)
+{
+    struct wbuf w;
+
+    wb_init(&w, buf, len);
+    wb_describe(&w, v);
+    return buf;
+}
+
+static int ck_sub(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    size_t mark = loc_push(cc, kw);
+    int rc = ck_schema(cc, v);
+
+    loc_pop(cc, mark);
+    return rc;
+}
+
+static int ck_items(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    if (cJSON_IsArray(v)) {
+        return ck_fail(cc, "the array form of \"items\" is draft-07; in "
+                           "2020-12 use \"prefixItems\" for the tuple and "
+                           "\"items\" for the rest");
+    }
+    return ck_sub(cc, kw, v);
+}
+
+static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *m = NULL;
+    char got[80];
+    size_t mark;
+    size_t inner;
+    int rc = 0;
+
+    if (!cJSON_IsObject(v)) {
+        return ck_fail(cc, "\"%s\" must be an object of schemas, got %s", kw,
+                       ck_got(v, got, sizeof(got)));
+    }
+    mark = loc_push(cc, kw);
+    cJSON_ArrayForEach(m, v) {
+        inner = loc_push(cc, m->string);
+        rc = ck_schema(cc, m);
+        loc_pop(cc, inner);
+        if (rc < 0) {
+            break;
+        }
+    }
+    loc_pop(cc, mark);
+    return rc;
+}
+
+/* A pattern that must translate and compile (and is cached now). */
+static int ck_regex(struct cctx *cc, const char *what, const char *pattern)
+{
+    bool owned = false;
+    struct rx_entry *e = rx_get(pattern, &owned);
+    int rc = 0;
+
+    if (e == NULL) {
+        return ck_fail(cc, "out of memory compiling %s '%s'", what, pattern);
+    }
+    if (!e->ok) {
+        rc = ck_fail(cc, "%s '%s' is not supported: %s (patterns are the "
+                         "POSIX ERE subset of ECMA-262 in docs/schema.md)",
+                     what, pattern, e->why);
+    }
+    if (owned) {
+        rx_entry_free(e);
+    }
+    return rc;
+}
+
+static int ck_pattern_map(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *m = NULL;
+
+    if (cJSON_IsObject(v)) {
+        cJSON_ArrayForEach(m, v) {
+            if (ck_regex(cc, "patternProperties key", m->string) < 0) {
+                return -1;
+            }
+        }
+    }
+    return ck_map(cc, kw, v);
+}
+
+static int ck_list(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *m = NULL;
+    char idx[24];
+    char got[80];
+    size_t mark;
+    size_t inner;
+    int i = 0;
+    int rc = 0;
+
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+        return ck_fail(cc, "\"%s\" must be a non-empty array of schemas, "
+                           "got %s", kw, ck_got(v, got, sizeof(got)));
+    }
+    mark = loc_push(cc, kw);
+    cJSON_ArrayForEach(m, v) {
+        snprintf(idx, sizeof(idx), "%d", i++);
+        inner = loc_push(cc, idx);
+        rc = ck_schema(cc, m);
+        loc_pop(cc, inner);
+        if (rc < 0) {
+            break;
+        }
+    }
+    loc_pop(cc, mark);
+    return rc;
+}
+
+/* An array of distinct strings (required, dependentRequired values). */
+static int ck_string_set(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *a = NULL;
+    const cJSON *b = NULL;
+    char got[80];
+
+    if (!cJSON_IsArray(v)) {
+        return ck_fail(cc, "\"%s\" must be an array of property names, got "
+                           "%s", kw, ck_got(v, got, sizeof(got)));
+    }
+    cJSON_ArrayForEach(a, v) {
+        if (!cJSON_IsString(a)) {
+            return ck_fail(cc, "\"%s\" must hold only strings, got %s", kw,
+                           ck_got(a, got, sizeof(got)));
+        }
+        for (b = a->next; b != NULL; b = b->next) {
+            if (cJSON_IsString(b) && strcmp(a->valuestring,
+                                            b->valuestring) == 0) {
+                return ck_fail(cc, "\"%s\" lists '%s' twice", kw,
+                               a->valuestring);
+            }
+        }
+    }
+    return 0;
+}
+
+static int ck_names(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    return ck_string_set(cc, kw, v);
+}
+
+static int ck_dep_required(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *m = NULL;
+    char got[80];
+
+    if (!cJSON_IsObject(v)) {
+        return ck_fail(cc, "\"%s\" must be an object of arrays, got %s", kw,
+                       ck_got(v, got, sizeof(got)));
+    }
+    cJSON_ArrayForEach(m, v) {
+        if (ck_string_set(cc, kw, m) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int ck_type_name(struct cctx *cc, const cJSON *t)
+{
+    char got[80];
+
+    if (!cJSON_IsString(t)) {
+        return ck_fail(cc, "\"type\" must be a type name or an array of "
+                           "them, got %s", ck_got(t, got, sizeof(got)));
+    }
+    if (!type_name_known(t->valuestring)) {
+        return ck_fail(cc, "unknown type '%s' (use null, boolean, object, "
+                           "array, number, integer or string)",
+                       t->valuestring);
+    }
+    return 0;
+}
+
+static int ck_type(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    const cJSON *t = NULL;
+    const cJSON *u = NULL;
+
+    if (!cJSON_IsArray(v)) {
+        return ck_type_name(cc, v);
+    }
+    if (cJSON_GetArraySize(v) == 0) {
+        return ck_fail(cc, "\"type\" must not be an empty array");
+    }
+    cJSON_ArrayForEach(t, v) {
+        if (ck_type_name(cc, t) < 0) {
+            return -1;
+        }
+        for (u = t->next; u != NULL; u = u->next) {
+            if (cJSON_IsString(u) && strcmp(t->valuestring,
+                                            u->valuestring) == 0) {
+                return ck_fail(cc, "\"type\" lists '%s' twice",
+                               t->valuestring);
+            }
+        }
+    }
+    return 0;
+}
+
+static int ck_enum(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+        return ck_fail(cc, "\"enum\" must be a non-empty array of allowed "
+                           "values, got %s", ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_count(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsNumber(v) || !is_integral(v->valuedouble) ||
+        v->valuedouble < 0) {
+        return ck_fail(cc, "\"%s\" must be a non-negative integer, got %s",
+                       kw, ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_number(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsNumber(v)) {
+        return ck_fail(cc, "\"%s\" must be a number, got %s", kw,
+                       ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_exclusive(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    if (cJSON_IsBool(v)) {
+        return ck_fail(cc, "\"%s\": %s is the draft-04 form; in 2020-12 it "
+                           "is the limit itself, e.g. \"%s\": 0",
+                       kw, cJSON_IsTrue(v) ? "true" : "false", kw);
+    }
+    return ck_number(cc, kw, v);
+}
+
+static int ck_positive(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0)) {
+        return ck_fail(cc, "\"%s\" must be a number greater than 0, got %s",
+                       kw, ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_pattern(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsString(v)) {
+        return ck_fail(cc, "\"pattern\" must be a string, got %s",
+                       ck_got(v, got, sizeof(got)));
+    }
+    return ck_regex(cc, "pattern", v->valuestring);
+}
+
+static int ck_bool(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsBool(v)) {
+        return ck_fail(cc, "\"%s\" must be true or false, got %s", kw,
+                       ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsString(v)) {
+        return ck_fail(cc, "\"$ref\" must be a string, got %s",
+                       ck_got(v, got, sizeof(got)));
+    }
+    if (v->valuestring[0] != '#') {
+        return ck_fail(cc, "$ref '%s' is not supported: only references "
+                           "inside this schema are (#/$defs/name, "
+                           "#/definitions/name or another #/ JSON pointer)",
+                       v->valuestring);
+    }
+    if (v->valuestring[1] != '\0' && v->valuestring[1] != '/') {
+        return ck_fail(cc, "$ref '%s': anchors are not supported; use a JSON "
+                           "pointer such as #/$defs/name", v->valuestring);
+    }
+    if (resolve_ref(cc->root, v->valuestring) == NULL) {
+        return ck_fail(cc, "$ref '%s' does not resolve to a schema in this "
+                           "document", v->valuestring);
+    }
+    return 0;
+}
+
+static int ck_string(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
+
+    if (!cJSON_IsString(v)) {
+        return ck_fail(cc, "\"%s\" must be a string, got %s", kw,
+                       ck_got(v, got, sizeof(got)));
+    }
+    return 0;
+}
+
+static int ck_id(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    if (cc->depth > 1) {
+        return ck_fail(cc, "\"$id\" inside a subschema is not supported (it "
+                           "would change what $ref resolves against); "
+                           "remove it");
+    }
+    return ck_string(cc, kw, v);
+}
+
+static int ck_unsupported(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    static const struct {
+        const char *kw;
+        const char *fix;
+    } fixes[] = {
+        {"unevaluatedProperties",
+         "list the properties and use \"additionalProperties\""},
+        {"unevaluatedItems", "use \"prefixItems\" with \"items\""},
+        {"dependencies",
+         "split it into \"dependentRequired\" and \"dependentSchemas\""},
+        {"additionalItems",
+         "use \"prefixItems\" for the tuple and \"items\" for the rest"},
+        {"$dynamicRef", "use \"$ref\" to a #/$defs entry"},
+        {"$recursiveRef", "use \"$ref\" to a #/$defs entry"},
+    };
+    const char *fix = "remove it";
+    size_t i;
+
+    for (i = 0; i < sizeof(fixes) / sizeof(fixes[0]); i++) {
+        if (strcmp(kw, fixes[i].kw) == 0) {
+            fix = fixes[i].fix;
+        }
+    }
+    return ck_fail(cc, "\"%s\" is not supported by this server's validator; "
+                       "%s", kw, fix);
+}
+
+/* Pairs of limits that together admit nothing. */
+static int ck_limits(struct cctx *cc, const struct kws *k)
+{
+    const cJSON *pairs[][2] = {
+        {k->min_length, k->max_length},   {k->min_items, k->max_items},
+        {k->min_properties, k->max_properties},
+        {k->min_contains, k->max_contains}, {k->minimum, k->maximum},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const cJSON *lo = pairs[i][0];
+        const cJSON *hi = pairs[i][1];
+        char a[40], b[40];
+        if (!cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) ||
+            lo->valuedouble <= hi->valuedouble) {
+            continue;
+        }
+        fmt_num(lo->valuedouble, a, sizeof(a));
+        fmt_num(hi->valuedouble, b, sizeof(b));
+        return ck_fail(cc, "\"%s\" %s is greater than \"%s\" %s, so no value "
+                           "can be valid", lo->string, a, hi->string, b);
+    }
+    return 0;
+}
+
+/* A required name that additionalProperties:false would then reject. */
+static int ck_required_declared(struct cctx *cc, const struct kws *k)
+{
+    const cJSON *r = NULL;
+    const cJSON *pp = NULL;
+
+    if (!cJSON_IsFalse(k->additional_properties) ||
+        !cJSON_IsArray(k->required)) {
+        return 0;
+    }
+    cJSON_ArrayForEach(r, k->required) {
+        bool declared = cJSON_GetObjectItemCaseSensitive(
+                            k->properties, r->valuestring) != NULL;
+        cJSON_ArrayForEach(pp, k->pattern_properties) {
+            struct wbuf why = {0};
+            if (!declared && rx_match(pp->string, r->valuestring, &why) == 1) {
+                declared = true;
+            }
+        }
+        if (!declared) {
+            return ck_fail(cc, "\"required\" lists '%s', but "
+                               "\"additionalProperties\" is false and "
+                               "\"properties\" does not declare it",
+                           r->valuestring);
+        }
+    }
+    return 0;
+}
+
+static bool done_has(const struct cctx *cc, const cJSON *s)
+{
+    size_t i;
+
+    for (i = 0; i < cc->ndone; i++) {
+        if (cc->done[i] == s) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int done_add(struct cctx *cc, const cJSON *s)
+{
+    const cJSON **grown = NULL;
+
+    if (cc->ndone == cc->capdone) {
+        size_t cap = cc->capdone == 0 ? 32 : cc->capdone * 2;
+        grown = realloc(cc->done, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return ck_fail(cc, "out of memory");
+        }
+        cc->done = grown;
+        cc->capdone = cap;
+    }
+    cc->done[cc->ndone++] = s;
+    return 0;
+}
+
+/*
+ * Depth-first over the edges that apply another schema to the same value
+ * ($ref, allOf/anyOf/oneOf, not, if/then/else, dependentSchemas). A cycle
+ * there never consumes input, so validation could only hit the depth limit.
+ */
+static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack,
+                    int n)
+{
+    static const char *const lists[] = {"allOf", "anyOf", "oneOf",
+                                        "dependentSchemas"};
+    static const char *const singles[] = {"not", "if", "then", "else"};
+    const cJSON *e = NULL;
+    const cJSON *ref = NULL;
+    size_t i;
+    int j;
+
+    if (!cJSON_IsObject(s) || done_has(cc, s)) {
+        return 0;
+    }
+    for (j = 0; j < n; j++) {
+        if (stack[j] == s) {
+            return ck_fail(cc, "$ref cycle: this schema reaches itself "
+                               "through $ref/allOf/anyOf/oneOf/not/if without "
+                               "descending into a property or item, so no "
+                               "value could ever be validated");
+        }
+    }
+    if (n >= SCHEMA_MAX_DEPTH) {
+        return ck_fail(cc, "more than %d schemas apply to one value through "
+                           "$ref and combinators", SCHEMA_MAX_DEPTH);
+    }
+    stack[n] = s;
+    ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+    if (cJSON_IsString(ref) &&
+        ck_cycle(cc, resolve_ref(cc->root, ref->valuestring), stack,
+                 n + 1) < 0) {
+        return -1;
+    }
+    for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(s, lists[i])) {
+            if (ck_cycle(cc, e, stack, n + 1) < 0) {
+                return -1;
+            }
+        }
+    }
+    for (i = 0; i < sizeof(singles) / sizeof(singles[0]); i++) {
+        e = cJSON_GetObjectItemCaseSensitive(s, singles[i]);
+        if (e != NULL && ck_cycle(cc, e, stack, n + 1) < 0) {
+            return -1;
+        }
+    }
+    return done_add(cc, s);
+}
+
+/* Rules over a whole schema object; kept out of ck_keywords' recursion. */
+static __attribute__((noinline)) int ck_node_rules(struct cctx *cc,
+                                                   const cJSON *s)
+{
+    const cJSON *stack[SCHEMA_MAX_DEPTH];
+    struct kws k;
+
+    kws_collect(s, &k);
+    if (ck_limits(cc, &k) < 0 || ck_required_declared(cc, &k) < 0) {
+        return -1;
+    }
+    return ck_cycle(cc, s, stack, 0);
+}
+
+static int ck_keywords(struct cctx *cc, const cJSON *s)
+{
+    const cJSON *kw = NULL;
+
+    cJSON_ArrayForEach(kw, s) {
+        const struct kw_def *d = kw_find(kw->string);
+        if (d != NULL && d->check != NULL &&
+            d->check(cc, kw->string, kw) < 0) {
+            return -1;
+        }
+    }
+    return ck_node_rules(cc, s);
+}
+
+static int ck_schema(struct cctx *cc, const cJSON *s)
+{
+    char got[80];
+    int rc;
+
+    if (cJSON_IsBool(s)) {
+        return 0;
+    }
+    if (!cJSON_IsObject(s)) {
+        return ck_fail(cc, "a schema must be an object or a boolean, got %s",
+                       ck_got(s, got, sizeof(got)));
+    }
+    if (cc->depth >= SCHEMA_CHECK_MAX_DEPTH) {
+        return ck_fail(cc, "schemas nested deeper than %d levels",
+                       SCHEMA_CHECK_MAX_DEPTH);
+    }
+    cc->depth++;
+    rc = ck_keywords(cc, s);
+    cc->depth--;
+    return rc;
+}
+
+int schema_check(const cJSON *schema, char *err, size_t errlen)
+{
+    struct cctx cc;
+    char got[80];
+    int rc = -1;
+
+    memset(&cc, 0, sizeof(cc));
+    cc.root = schema;
+    wb_init(&cc.err, err, errlen);
+    snprintf(cc.loc, sizeof(cc.loc), "#");
+    cc.llen = 1;
+    if (!cJSON_IsObject(schema)) {
+        ck_fail(&cc, "the schema must be a JSON object, got %s",
+                schema != NULL ? ck_got(schema, got, sizeof(got)) : "nothing");
+        goto out;
+    }
+    rc = ck_schema(&cc, schema);
+out:
+    free(cc.done);
+    return rc;
+}
+
+static int check_object_root(const cJSON *schema, const char *what, char *err,
+                             size_t errlen)
+{
+    const cJSON *type = NULL;
+    struct wbuf w;
+    char got[80];
+
+    if (schema_check(schema, err, errlen) < 0) {
+        return -1;
+    }
+    type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    if (cJSON_IsString(type) && strcmp(type->valuestring, "object") == 0) {
+        return 0;
+    }
+    wb_init(&w, err, errlen);
+    wb_append(&w, "#: an MCP %s must have \"type\": \"object\" at the top "
+                  "level, got %s", what,
+              type != NULL ? ck_got(type, got, sizeof(got)) : "no \"type\"");
+    return -1;
+}
+
+int schema_check_tool_input(const cJSON *schema, char *err, size_t errlen)
+{
+    return check_object_root(schema, "inputSchema", err, errlen);
+}
+
+int schema_check_tool_output(const cJSON *schema, char *err, size_t errlen)
+{
+    return check_object_root(schema, "outputSchema", err, errlen);
+}
