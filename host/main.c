@@ -375,8 +375,7 @@ static void print_check(const struct host_config *cfg, const struct loader *l,
 #ifdef HAVE_BACKEND
     {
         char desc[512] = "";
-        backend_describe(cfg, desc, sizeof(desc));
-        printf("backend:    %s\n", desc);
+        printf("backend:    %s\n", backend_describe(cfg, desc, sizeof(desc)));
     }
 #else
     printf("backend:    %s%s%s (api key %s)\n",
@@ -421,6 +420,17 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     struct mcp_options opts;
     struct mcp_dispatcher *d = NULL;
     int rc = EXIT_RUNTIME;
+#ifdef HAVE_BACKEND
+    struct backend *b = NULL;
+    char *berr = NULL;
+
+    if (backend_open(cfg, &b, &berr) != 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "%s", berr ? berr : "no Runloop backend");
+        free(berr);
+        return EXIT_RUNTIME;
+    }
+    log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_description(b));
+#endif
 
     memset(&opts, 0, sizeof(opts));
     opts.server_name = cfg->server.name;
@@ -431,8 +441,12 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     d = mcp_create(&opts, reg);
     if (d == NULL) {
         log_msg(RLMCP_LOG_ERROR, NULL, "cannot start the MCP dispatcher (out of memory or threads)");
-        return EXIT_RUNTIME;
+        goto out;
     }
+#ifdef HAVE_BACKEND
+    mcp_set_rlclient(d, backend_client(b));
+    mcp_set_default_api_key(d, backend_api_key(b));
+#endif
     if (cfg->server.transport == HOST_TRANSPORT_STDIO) {
 #ifdef HAVE_STDIO
         struct sigaction sa;
@@ -453,7 +467,11 @@ static int serve(const struct host_config *cfg, struct registry *reg)
 #endif
     }
     mcp_drain(d, 5000);
+out:
     mcp_destroy(d);
+#ifdef HAVE_BACKEND
+    backend_free(b); /* after the dispatcher: calls use its client */
+#endif
     return rc;
 #else
     (void)cfg;
