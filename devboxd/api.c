@@ -525,6 +525,8 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     cJSON *body = NULL;
     cJSON *spec = NULL;
     struct devbox *box = NULL;
+    cJSON *view = NULL;
+    int64_t deadline;
     char err[ERRLEN];
     int status;
 
@@ -536,19 +538,21 @@ static void handle_create(struct engine *eng, const struct http_request *req,
         util_error(resp, status, "%s", err);
         return;
     }
-    box = engine_create(eng, spec);
+    box = engine_create(eng, spec, &view);
     if (box == NULL) {
         util_error(resp, 500, "cannot create the devbox record");
         return;
     }
-    pthread_mutex_lock(&eng->lock);
-    if (await_running) {
-        int64_t deadline = util_now_ms() + LONGPOLL_DEFAULT_S * 1000;
-
-        while (box->status != DBX_RUNNING && box->status != DBX_FAILURE &&
-               box->status != DBX_SHUTDOWN && client_wait(eng, deadline) == 0)
-            ;
+    if (!await_running) {
+        util_json(resp, 200, view);
+        return;
     }
+    cJSON_Delete(view);
+    pthread_mutex_lock(&eng->lock);
+    deadline = util_now_ms() + LONGPOLL_DEFAULT_S * 1000;
+    while (box->status != DBX_RUNNING && box->status != DBX_FAILURE &&
+           box->status != DBX_SHUTDOWN && client_wait(eng, deadline) == 0)
+        ;
     util_json(resp, 200, engine_box_view_locked(box));
     pthread_mutex_unlock(&eng->lock);
 }
@@ -764,7 +768,7 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
     else if (strcmp(action, "resume") == 0)
         rc = engine_resume(eng, box, err, sizeof(err));
     else if (strcmp(action, "shutdown") == 0)
-        rc = engine_shutdown(eng, box, err, sizeof(err));
+        rc = engine_shutdown(eng, box, "api_shutdown", err, sizeof(err));
     if (rc != 0) {
         util_error(resp, rc, "%s", err);
         if (rc == 409)

@@ -664,7 +664,7 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     return 0;
 }
 
-struct devbox *engine_create(struct engine *eng, cJSON *spec)
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
 {
     struct devbox *box = calloc(1, sizeof(*box));
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
@@ -700,6 +700,7 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec)
     box->next = eng->boxes;
     eng->boxes = box;
     engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+    *view = engine_box_view_locked(box);
     start_boot_locked(eng, box, 1);
     pthread_mutex_unlock(&eng->lock);
     return box;
@@ -855,7 +856,8 @@ out:
     return rc;
 }
 
-int engine_shutdown(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, char *err,
+                    size_t errlen)
 {
     int rc = 0;
 
@@ -869,7 +871,7 @@ int engine_shutdown(struct engine *eng, struct devbox *box, char *err, size_t er
     }
     if (box->status == DBX_SHUTDOWN)
         goto out;
-    if (start_stop_locked(eng, box, DBX_SHUTDOWN, "api_shutdown") != 0) {
+    if (start_stop_locked(eng, box, DBX_SHUTDOWN, reason) != 0) {
         snprintf(err, errlen, "cannot start the shutdown worker");
         rc = 500;
         goto out;

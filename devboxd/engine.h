@@ -94,8 +94,9 @@ void engine_fini(struct engine *eng);
 /* All engine_* calls below take eng->lock themselves unless noted. */
 struct devbox *engine_find_locked(struct engine *eng, const char *id);
 void engine_box_unref_locked(struct engine *eng, struct devbox *box);
-/* Starts a devbox from a validated spec (consumed); returns it with a ref. */
-struct devbox *engine_create(struct engine *eng, cJSON *spec);
+/* Starts a devbox from a validated spec (consumed). *view receives its
+ * view as created (status provisioning), taken before the boot can run. */
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view);
 cJSON *engine_box_view_locked(struct devbox *box);
 int engine_save_locked(struct engine *eng, struct devbox *box);
 void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
@@ -103,7 +104,9 @@ void engine_set_status_locked(struct engine *eng, struct devbox *box, int status
 /* Lifecycle: 0, or an HTTP status with a message in err. */
 int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen);
 int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen);
-int engine_shutdown(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+/* reason: the shutdown_reason to record (api_shutdown, entrypoint_exit…). */
+int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, char *err,
+                    size_t errlen);
 /* Waits (lock held, released while waiting) until pred or the deadline. */
 int engine_wait_locked(struct engine *eng, int64_t deadline_ms);
 void engine_touch_locked(struct devbox *box);

@@ -103,13 +103,8 @@ static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
         return;
     /* The devbox shuts down when its entrypoint exits (entrypoint_exit). */
     pthread_mutex_unlock(&eng->lock);
-    engine_shutdown(eng, box, err, sizeof(err));
+    engine_shutdown(eng, box, "entrypoint_exit", err, sizeof(err));
     pthread_mutex_lock(&eng->lock);
-    if (box->status == DBX_SHUTDOWN) {
-        free(box->shutdown_reason);
-        box->shutdown_reason = strdup("entrypoint_exit");
-        engine_save_locked(eng, box);
-    }
 }
 
 static void *exec_thread(void *arg)

@@ -1,7 +1,8 @@
-/* Development stand-in for devboxd/sandbox.c, built only while the real
- * sandbox runtime is absent from the tree. NO ISOLATION: commands run as
- * plain host processes in <dir>/root/home/user. Named shells do not keep
- * state. Never ship a build that uses this file. */
+/* Development stand-in for the sandbox runtime (devboxd/sandbox*.c), built
+ * only with -DDEVBOXD_SANDBOX_STANDIN=ON or while the real runtime is absent.
+ * NOT AN ISOLATION BOUNDARY: commands run as root under a bare bwrap with
+ * <dir>/root as / and the host's /usr read-only, so paths stay inside the
+ * devbox's directory. Named shells keep no state. Never ship it. */
 #define _GNU_SOURCE
 #include "../sandbox.h"
 
@@ -67,6 +68,24 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
     snprintf(sb->root, sizeof(sb->root), "%s/root", spec->dir);
     snprintf(home, sizeof(home), "%s/home/user", sb->root);
     mkdirs(home);
+    {
+        static const char *const dirs[] = {"usr", "etc", "proc", "dev", "tmp"};
+        static const char *const links[][2] = {
+            {"usr/bin", "bin"}, {"usr/lib", "lib"}, {"usr/lib64", "lib64"}};
+        char p[4200];
+
+        for (size_t i = 0; i < 5; i++) {
+            snprintf(p, sizeof(p), "%s/%s", sb->root, dirs[i]);
+            mkdir(p, 0755);
+        }
+        snprintf(p, sizeof(p), "%s/tmp", sb->root);
+        chmod(p, 01777);
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(p, sizeof(p), "%s/%s", sb->root, links[i][1]);
+            if (symlink(links[i][0], p) != 0 && errno != EEXIST)
+                return -errno;
+        }
+    }
     sb->root_fd = open(sb->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sb->root_fd < 0) {
         snprintf(err, errlen, "open root: %s", strerror(errno));
@@ -130,8 +149,13 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
             _exit(127);
         for (size_t i = 0; sb->env[i]; i++)
             putenv(sb->env[i]);
-        setenv("HOME", home, 1);
-        execl("/bin/bash", "bash", "-c", req->command, (char *)NULL);
+        setenv("HOME", "/home/user", 1);
+        execl("/usr/bin/bwrap", "bwrap", "--unshare-pid", "--die-with-parent", "--unshare-user",
+              "--uid", "1000", "--gid", "1000",
+              "--bind", sb->root, "/", "--ro-bind", "/usr", "/usr",
+              "--ro-bind", "/etc", "/etc",
+              "--proc", "/proc", "--dev", "/dev", "--chdir", "/home/user",
+              "bash", "-c", req->command, (char *)NULL);
         _exit(127);
     }
     if (in[0] >= 0)

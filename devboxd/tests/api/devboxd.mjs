@@ -1,0 +1,106 @@
+// Test helper: starts a real devboxd on a free loopback port with a temp
+// state dir, and builds official Runloop SDK clients against it.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const sourceDir = process.env.RLMCP_SOURCE_DIR ?? path.resolve(here, '../../..');
+export const buildDir = process.env.RLMCP_BUILD_DIR ?? path.join(sourceDir, 'build');
+export const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+
+// The official SDK, resolved from the pinned test clients in tests/.
+const require = createRequire(path.join(sourceDir, 'tests', 'package.json'));
+export const { Runloop } = require('@runloop/api-client');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor(cond, { timeoutMs = 30000, stepMs = 50, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(stepMs);
+  }
+}
+
+export class Devboxd {
+  constructor({ stateDir, extraArgs = [] } = {}) {
+    this.ownDir = !stateDir;
+    this.stateDir = stateDir ?? mkdtempSync(path.join(tmpdir(), 'devboxd-api-'));
+    this.extraArgs = extraArgs;
+    this.proc = null;
+    this.stderr = '';
+  }
+
+  async start() {
+    const pidFile = path.join(this.stateDir, 'devboxd.pid');
+    rmSync(pidFile, { force: true });
+    this.stderr = '';
+    this.proc = spawn(devboxdBin, ['--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
+      ...this.extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc.stderr.on('data', (d) => { this.stderr += d.toString(); });
+    const exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
+    this.exited = exited;
+    const port = await Promise.race([
+      waitFor(() => {
+        if (!existsSync(pidFile)) return null;
+        const m = /^port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'));
+        return m ? Number(m[1]) : null;
+      }, { timeoutMs: 30000, what: 'devboxd to listen' }),
+      exited.then((code) => { throw new Error(`devboxd exited (${code}): ${this.stderr}`); }),
+    ]);
+    this.port = port;
+    this.baseURL = `http://127.0.0.1:${port}`;
+    this.key = readFileSync(path.join(this.stateDir, 'api-key'), 'utf8').trim();
+    return this;
+  }
+
+  client(opts = {}) {
+    return new Runloop({ bearerToken: this.key, baseURL: this.baseURL, maxRetries: 0, ...opts });
+  }
+
+  async stop() {
+    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill('SIGTERM');
+      const t = setTimeout(() => this.proc.kill('SIGKILL'), 30000);
+      await this.exited;
+      clearTimeout(t);
+    }
+    this.proc = null;
+  }
+
+  async cleanup() {
+    await this.stop();
+    if (this.ownDir) rmSync(this.stateDir, { recursive: true, force: true });
+  }
+
+  // Raw HTTP/1.1 request, for checks the SDK cannot express.
+  async raw(method, p, { body, headers = {}, auth = true } = {}) {
+    const h = { ...headers };
+    if (auth) h.authorization = `Bearer ${this.key}`;
+    const res = await fetch(this.baseURL + p, { method, headers: h, body });
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+}
+
+// Asserts an SDK call fails with the given status and a message matching re.
+export async function rejectsWith(assert, promise, status, re) {
+  let err = null;
+  try {
+    await promise;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, `expected HTTP ${status}, the call succeeded`);
+  assert.equal(err.status, status, `expected HTTP ${status}, got ${err.status}: ${err.message}`);
+  if (re) assert.match(String(err.error?.message ?? err.message), re);
+  return err;
+}

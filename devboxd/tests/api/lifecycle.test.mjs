@@ -1,0 +1,234 @@
+// Devbox lifecycle, pagination and bad input, through the official Runloop
+// SDK with its default transport (cleartext HTTP/2) and with http2:false.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Devboxd, rejectsWith } from './devboxd.mjs';
+
+const engine = new Devboxd();
+// POST /v1/devboxes/{id}/wait_for_status through the SDK's own request path
+// (the SDK exposes it only inside awaitRunning/awaitSuspended).
+const waitBox = (client, id, body) =>
+  client.post(`/v1/devboxes/${id}/wait_for_status`, { body, maxRetries: 0 });
+before(async () => { await engine.start(); });
+after(async () => { await engine.cleanup(); });
+
+for (const mode of [{ name: 'h2c (SDK default)', opts: {} }, { name: 'HTTP/1.1', opts: { http2: false } }]) {
+  describe(`devboxes over ${mode.name}`, () => {
+    let client;
+    before(() => { client = engine.client(mode.opts); });
+
+    test('create, retrieve, update, suspend, resume, usage, logs, shutdown', async () => {
+      const box = await client.devboxes.createAndAwaitRunning({
+        name: 'life',
+        metadata: { team: 'qa' },
+        environment_variables: { GREETING: 'hello there' },
+        mounts: [{ type: 'file_mount', target: '/home/user/conf/app.txt', content: 'mounted\n' }],
+        launch_parameters: {
+          resource_size_request: 'SMALL',
+          keep_alive_time_seconds: 600,
+          launch_commands: ['echo booted > /home/user/boot.txt'],
+        },
+      });
+      assert.equal(box.status, 'running');
+      assert.match(box.id, /^dbx_/);
+      assert.equal(box.name, 'life');
+      assert.deepEqual(box.metadata, { team: 'qa' });
+      const seen = box.state_transitions.map((t) => t.status);
+      assert.deepEqual(seen, ['provisioning', 'initializing', 'running']);
+
+      const got = await client.devboxes.retrieve(box.id);
+      assert.equal(got.id, box.id);
+      assert.equal(got.launch_parameters.resource_size_request, 'SMALL');
+
+      const r = await client.devboxes.executeAndAwaitCompletion(box.id, {
+        command: 'echo "$GREETING"; cat conf/app.txt boot.txt; id -u; echo $HOME',
+      });
+      assert.equal(r.exit_status, 0, r.stderr);
+      assert.equal(r.stdout, 'hello there\nmounted\nbooted\n1000\n/home/user\n');
+
+      const upd = await client.devboxes.update(box.id, { name: 'renamed', metadata: { a: 'b' } });
+      assert.equal(upd.name, 'renamed');
+      assert.deepEqual(upd.metadata, { a: 'b' });
+
+      await client.devboxes.keepAlive(box.id);
+      await client.devboxes.writeFileContents(box.id, { file_path: 'kept.txt', contents: 'disk state' });
+
+      await client.devboxes.suspend(box.id);
+      const susp = await client.devboxes.awaitSuspended(box.id);
+      assert.equal(susp.status, 'suspended');
+      await rejectsWith(assert, client.devboxes.execute(box.id, { command: 'true' }), 400,
+        /suspended; resume it/);
+
+      await client.devboxes.resume(box.id);
+      const back = await client.devboxes.awaitRunning(box.id);
+      assert.equal(back.status, 'running');
+      const kept = await client.devboxes.readFileContents(box.id, { file_path: 'kept.txt' });
+      assert.equal(kept, 'disk state');
+
+      const usage = await client.devboxes.retrieveResourceUsage(box.id);
+      assert.equal(usage.id, box.id);
+      assert.ok(usage.total_active_seconds > 0);
+      assert.ok(usage.total_elapsed_seconds >= usage.total_active_seconds);
+      assert.equal(usage.vcpu_seconds, usage.total_active_seconds * 1);
+      assert.equal(usage.memory_gb_seconds, usage.total_active_seconds * 2);
+
+      const logs = await client.devboxes.logs.list(box.id);
+      assert.ok(logs.logs.some((l) => l.source === 'setup_commands' && l.cmd?.includes('booted')));
+
+      const down = await client.devboxes.shutdown(box.id);
+      assert.equal(down.status, 'shutdown');
+      assert.equal(down.shutdown_reason, 'api_shutdown');
+      assert.ok(down.end_time_ms >= down.create_time_ms);
+      await rejectsWith(assert, client.devboxes.execute(box.id, { command: 'true' }), 400,
+        /shutdown/);
+    });
+
+    test('a failing launch command ends in failure with a reason', async () => {
+      const box = await client.devboxes.create({
+        launch_parameters: { launch_commands: ['echo about to fail', 'exit 7'] },
+      });
+      assert.equal(box.status, 'provisioning');
+      const done = await waitBox(client, box.id, { statuses: ['failure', 'running'] });
+      assert.equal(done.status, 'failure');
+      assert.equal(done.failure_reason, 'execution_failed');
+      await assert.rejects(client.devboxes.awaitRunning(box.id), /failure/);
+      const logs = await client.devboxes.logs.list(box.id);
+      assert.ok(logs.logs.some((l) => /launch command 'exit 7' failed/.test(l.message ?? '')));
+    });
+
+    test('entrypoint exit shuts the devbox down', async () => {
+      const box = await client.devboxes.create({ entrypoint: 'sleep 0.3' });
+      const done = await waitBox(client, box.id, { statuses: ['shutdown'] });
+      assert.equal(done.status, 'shutdown');
+      assert.equal(done.shutdown_reason, 'entrypoint_exit');
+    });
+  });
+}
+
+describe('pagination', () => {
+  test('limit, starting_after, has_more, total_count and the status filter', async () => {
+    const client = engine.client();
+    const ids = [];
+    for (let i = 0; i < 5; i++) {
+      const b = await client.devboxes.create({ name: `page-${i}`, metadata: { page: 'yes' } });
+      ids.push(b.id);
+    }
+    const all = await client.devboxes.list({ limit: 5000 });
+    const total = all.total_count;
+    assert.ok(total >= 5);
+    const first = await client.devboxes.list({ limit: 2 });
+    assert.equal(first.devboxes.length, 2);
+    assert.equal(first.has_more, true);
+    assert.equal(first.total_count, total);
+    // Newest first: the last created comes first.
+    assert.equal(first.devboxes[0].id, ids[4]);
+    assert.equal(first.devboxes[1].id, ids[3]);
+    const second = await client.devboxes.list({ limit: 2, starting_after: first.devboxes[1].id });
+    assert.deepEqual(second.devboxes.map((d) => d.id), [ids[2], ids[1]]);
+    // The SDK's auto-pagination walks every page exactly once.
+    const walked = [];
+    for await (const d of client.devboxes.list({ limit: 2 })) walked.push(d.id);
+    assert.equal(walked.length, total);
+    assert.equal(new Set(walked).size, total);
+    for (const id of ids) assert.ok(walked.includes(id));
+
+    for (const id of ids) await client.devboxes.awaitRunning(id);
+    await client.devboxes.shutdown(ids[0]);
+    const downs = [];
+    for await (const d of client.devboxes.list({ status: 'shutdown', limit: 1 })) downs.push(d);
+    assert.ok(downs.some((d) => d.id === ids[0]));
+    assert.ok(downs.every((d) => d.status === 'shutdown'));
+    const noCount = await engine.raw('GET', '/v1/devboxes?limit=1&include_total_count=false');
+    assert.equal(noCount.status, 200);
+    assert.equal(noCount.json.total_count, null);
+    for (const id of ids.slice(1)) await client.devboxes.shutdown(id);
+  });
+});
+
+describe('bad input', () => {
+  let client;
+  before(() => { client = engine.client(); });
+
+  test('lower-case resource size is a 400 that names the valid values', async () => {
+    await rejectsWith(assert, client.devboxes.create({
+      launch_parameters: { resource_size_request: 'small' } }), 400, /X_SMALL, SMALL/);
+  });
+  test('custom size rules', async () => {
+    await rejectsWith(assert, client.devboxes.create({
+      launch_parameters: { resource_size_request: 'CUSTOM_SIZE', custom_cpu_cores: 2 } }), 400,
+      /needs both/);
+    await rejectsWith(assert, client.devboxes.create({
+      launch_parameters: { resource_size_request: 'CUSTOM_SIZE', custom_cpu_cores: 1,
+        custom_gb_memory: 16 } }), 400, /2 to 8 GiB per CPU/);
+    await rejectsWith(assert, client.devboxes.create({
+      launch_parameters: { custom_cpu_cores: 2, custom_gb_memory: 4 } }), 400, /CUSTOM_SIZE/);
+  });
+  test('unknown fields and wrong types', async () => {
+    await rejectsWith(assert, client.devboxes.create({ nmae: 'typo' }), 400, /unknown field 'nmae'/);
+    await rejectsWith(assert, client.devboxes.create({ launch_parameters: { keep_alive: 5 } }),
+      400, /launch_parameters.keep_alive/);
+    await rejectsWith(assert, client.devboxes.create({ name: 5 }), 400, /'name' must be a string/);
+    await rejectsWith(assert, client.devboxes.create({ metadata: { a: 1 } }), 400,
+      /'metadata.a' must be a string/);
+    await rejectsWith(assert, client.devboxes.create({
+      launch_parameters: { keep_alive_time_seconds: 999999 } }), 400, /between 1 and 172800/);
+    await rejectsWith(assert, client.devboxes.create({ environment_variables: { '1BAD': 'x' } }),
+      400, /not a valid variable name/);
+    await rejectsWith(assert, client.devboxes.create({
+      mounts: [{ type: 'file_mount', target: 'relative', content: 'x' }] }), 400, /absolute/);
+  });
+  test('blueprints and snapshots are refused clearly for now', async () => {
+    await rejectsWith(assert, client.devboxes.create({ blueprint_id: 'bpt_x' }), 400,
+      /blueprint_id' is not supported by the local engine yet/);
+    await rejectsWith(assert, client.devboxes.create({ snapshot_id: 'snp_x' }), 400,
+      /snapshot_id' is not supported/);
+    await rejectsWith(assert, client.devboxes.create({ blueprint_name: 'x' }), 400,
+      /blueprint_name' is not supported/);
+  });
+  test('unknown ids are 404', async () => {
+    await rejectsWith(assert, client.devboxes.retrieve('dbx_nope'), 404, /dbx_nope not found/);
+    await rejectsWith(assert, client.devboxes.suspend('dbx_nope'), 404, /not found/);
+    await rejectsWith(assert, client.devboxes.executions.retrieve('dbx_nope', 'exn_x'), 404);
+  });
+  test('bad list parameters', async () => {
+    await rejectsWith(assert, client.devboxes.list({ status: 'RUNNING' }), 400, /not a devbox status/);
+    await rejectsWith(assert, client.devboxes.list({ limit: 0 }), 400, /'limit' must be an integer/);
+    await rejectsWith(assert, client.devboxes.list({ starting_after: 'dbx_gone' }), 400,
+      /starting_after/);
+  });
+  test('wait_for_status needs statuses', async () => {
+    const b = await client.devboxes.create({});
+    await rejectsWith(assert, waitBox(client, b.id, { statuses: [] }), 400,
+      /'statuses' is required/);
+    await rejectsWith(assert, waitBox(client, b.id, { statuses: ['up'] }), 400,
+      /not one of/);
+    await client.devboxes.awaitRunning(b.id);
+    await client.devboxes.shutdown(b.id);
+    await rejectsWith(assert, waitBox(client, b.id, { statuses: ['running'] }), 422,
+      /never reach/);
+  });
+  test('malformed JSON, oversized bodies, wrong method, unknown path (raw HTTP)', async () => {
+    let r = await engine.raw('POST', '/v1/devboxes', { body: '{"name": ', headers: { 'content-type': 'application/json' } });
+    assert.equal(r.status, 400);
+    assert.match(r.json.message, /malformed JSON/);
+    r = await engine.raw('POST', '/v1/devboxes', { body: '[1,2]' });
+    assert.equal(r.status, 400);
+    assert.match(r.json.message, /must be a JSON object/);
+    r = await engine.raw('POST', '/v1/devboxes', { body: JSON.stringify({ name: 'x'.repeat(2 << 20) }) });
+    assert.equal(r.status, 413);
+    assert.match(r.json.message, /too large/);
+    r = await engine.raw('DELETE', '/v1/devboxes/dbx_x');
+    assert.equal(r.status, 405);
+    r = await engine.raw('GET', '/v2/nothing');
+    assert.equal(r.status, 404);
+    assert.match(r.json.message, /no such endpoint/);
+  });
+  test('a bad or missing key is a 401 in the Runloop error shape', async () => {
+    const bad = engine.client({ bearerToken: 'ak_wrong' });
+    await rejectsWith(assert, bad.devboxes.list(), 401, /invalid API key/);
+    const r = await engine.raw('GET', '/v1/devboxes', { auth: false });
+    assert.equal(r.status, 401);
+    assert.equal(typeof r.json.message, 'string');
+    assert.ok(!r.text.includes(engine.key));
+  });
+});
