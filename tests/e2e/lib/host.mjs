@@ -1,0 +1,116 @@
+// Helpers for the host end-to-end tests: find the built binary, start it
+// over stdio as a raw JSON-lines child or through the official MCP SDK
+// client, and make sure every process started is gone afterwards.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const sourceDir = process.env.RLMCP_SOURCE_DIR ?? path.resolve(here, '../../..');
+export const buildDir = process.env.RLMCP_BUILD_DIR ?? path.join(sourceDir, 'build');
+export const hostBin = path.join(buildDir, 'bin', 'runloop-mcp');
+export const pluginDir = path.join(buildDir, 'plugins');
+export const stdioConf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'stdio.yaml');
+
+export function hostEnv(extra = {}) {
+  return { ...process.env, RLMCP_PLUGIN_DIR: pluginDir, ...extra };
+}
+
+export function requireBuilt() {
+  for (const f of [hostBin, path.join(pluginDir, 'rlmcp_hello.so'),
+    path.join(pluginDir, 'rlmcp_testtools.so')]) {
+    if (!existsSync(f)) throw new Error(`${f} is missing: build the project first (RLMCP_BUILD_DIR=${buildDir})`);
+  }
+}
+
+/** Resolve when cond() is true; reject after ms with what we waited for. */
+export async function waitFor(cond, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * The host as a raw child: write lines, read parsed JSON lines.
+ * stdout must carry only JSON-RPC: a non-JSON line is recorded in `junk`.
+ */
+export class RawHost {
+  constructor({ conf = stdioConf, args = [], env = {} } = {}) {
+    this.messages = [];
+    this.junk = [];
+    this.stderr = '';
+    this.exit = null;
+    this.child = spawn(hostBin, ['--config', conf, ...args], {
+      env: hostEnv(env), stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let buf = '';
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        try { this.messages.push(JSON.parse(line)); } catch { this.junk.push(line); }
+      }
+    });
+    this.child.stderr.setEncoding('utf8');
+    this.child.stderr.on('data', (d) => { this.stderr += d; });
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code, signal) => { this.exit = { code, signal }; resolve(this.exit); });
+    });
+    this.child.stdin.on('error', () => {}); // EPIPE after an early exit shows up in the asserts
+  }
+
+  /** Write one message (object or raw string/Buffer) followed by '\n'. */
+  send(msg) {
+    const data = typeof msg === 'string' || Buffer.isBuffer(msg) ? msg : JSON.stringify(msg);
+    return new Promise((resolve, reject) => {
+      this.child.stdin.write(data, (e) => (e ? reject(e) : undefined));
+      this.child.stdin.write('\n', (e) => (e ? reject(e) : resolve()));
+    });
+  }
+
+  /** The first message matching pred that arrives (or arrived). */
+  next(pred, ms = 10000, what = 'a message') {
+    return waitFor(() => this.messages.find(pred), ms, what);
+  }
+
+  response(id, ms = 10000) {
+    return this.next((m) => m.id === id && !('method' in m), ms, `the response to id ${JSON.stringify(id)}`);
+  }
+
+  async request(id, method, params) {
+    const msg = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) msg.params = params;
+    await this.send(msg);
+    return this.response(id);
+  }
+
+  async initialize(capabilities = {}) {
+    const r = await this.request('init', 'initialize', {
+      protocolVersion: '2025-11-25', capabilities, clientInfo: { name: 'raw-test', version: '1' },
+    });
+    await this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return r;
+  }
+
+  /** Close stdin and wait for the exit; SIGKILL after ms as a last resort. */
+  async close(ms = 10000) {
+    if (this.exit) return this.exit;
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), ms);
+    const e = await this.exited;
+    clearTimeout(timer);
+    return e;
+  }
+
+  kill() {
+    if (!this.exit) this.child.kill('SIGKILL');
+  }
+}
