@@ -1739,13 +1739,13 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
     raise_fd_limit(srv->opts.max_connections);
     srv->mhd = MHD_start_daemon(
         flags, srv->port, NULL, NULL, on_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->opts.mhd_threads,
         MHD_OPTION_CONNECTION_LIMIT, srv->opts.max_connections + 64u,
         MHD_OPTION_CONNECTION_TIMEOUT, srv->opts.connection_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (srv->mhd == NULL) {
         snprintf(err, errlen,

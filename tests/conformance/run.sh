@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# run.sh - the official MCP conformance suite (@modelcontextprotocol/conformance
+# 0.1.13, Node 20) against runloop-mcp with conf/conformance.yaml.
+#
+#   tests/conformance/run.sh http  [conformance options...]
+#   tests/conformance/run.sh stdio [conformance options...]
+#
+# http:  runloop-mcp --transport http on a free loopback port.
+# stdio: runloop-mcp --transport stdio behind stdio-http-bridge.mjs (the suite
+#        speaks Streamable HTTP only).
+# Every active scenario must pass: no expected-failures file. Prints the
+# suite's "Total: N passed, N failed" line; exits non-zero on any failure.
+# Environment: RLMCP_BUILD_DIR (default build/), RLMCP_SOURCE_DIR.
+set -euo pipefail
+
+mode="${1:-}"
+[ "$mode" = http ] || [ "$mode" = stdio ] || { sed -n '2,13p' "$0"; exit 2; }
+shift
+
+SRC="${RLMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+BUILD="${RLMCP_BUILD_DIR:-$SRC/build}"
+BIN="$BUILD/bin/runloop-mcp"
+CONF="$SRC/conf/conformance.yaml"
+SUITE="$SRC/tests/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+[ -x "$BIN" ] || { echo "run.sh: $BIN not built" >&2; exit 2; }
+[ -f "$SUITE" ] || { echo "run.sh: $SUITE missing (cd tests && npm ci)" >&2; exit 2; }
+
+work="$(mktemp -d /tmp/rlmcp-conformance.XXXXXX)"
+pid=""
+cleanup() {
+    status=$?
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    # The local engine the host started for this run's private state dir.
+    if [ -f "$work/state/devboxd.pid" ]; then
+        dpid="$(awk '/^pid /{print $2; exit}' "$work/state/devboxd.pid" 2>/dev/null || true)"
+        [ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null || true
+    fi
+    if [ $status -ne 0 ] && [ -f "$work/server.log" ]; then
+        echo "---- server log (last 40 lines) ----" >&2
+        tail -n 40 "$work/server.log" >&2
+    fi
+    rm -rf "$work"
+    exit $status
+}
+trap cleanup EXIT INT TERM
+
+export RLMCP_STATE_DIR="$work/state"
+export RLMCP_PLUGIN_DIR="$BUILD/plugins"
+
+# Start a server that prints its port in its log; wait for it (bounded).
+wait_port() { # regex
+    local port=""
+    for _ in $(seq 1 600); do # 60 s: a loaded machine may be slow to start
+        port="$(grep -oE "$1" "$work/server.log" 2>/dev/null | grep -oE '[0-9]+' | tail -n 1 || true)"
+        [ -n "$port" ] && { echo "$port"; return 0; }
+        kill -0 "$pid" 2>/dev/null || { echo "run.sh: the server exited" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "run.sh: the server did not start listening within 60 s" >&2
+    return 1
+}
+
+if [ "$mode" = http ]; then
+    "$BIN" -c "$CONF" --transport http --listen 127.0.0.1:0 2>"$work/server.log" &
+    pid=$!
+    port="$(wait_port '\(port [0-9]+\)')"
+else
+    BRIDGE_IDLE_MS=5000 node "$SRC/tests/conformance/stdio-http-bridge.mjs" 0 -- \
+        "$BIN" -c "$CONF" --transport stdio 2>"$work/server.log" &
+    pid=$!
+    port="$(wait_port 'bridge listening on [0-9]+')"
+fi
+
+set +e
+node "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
+rc=$?
+set -e
+# The summary is coloured; strip the escapes before matching.
+sed -e 's/\x1b\[[0-9;]*m//g' "$work/suite.log" >"$work/suite.txt"
+grep -E '^[✓✗] ' "$work/suite.txt" || true
+total="$(grep -E '^Total: [0-9]+ passed, [0-9]+ failed' "$work/suite.txt" | tail -n 1 || true)"
+if [ -z "$total" ]; then
+    echo "run.sh: the suite printed no Total line; its output:" >&2
+    tail -n 40 "$work/suite.txt" >&2
+    exit 1
+fi
+echo "conformance ($mode): $total"
+failed="$(echo "$total" | sed -E 's/.* ([0-9]+) failed.*/\1/')"
+passed="$(echo "$total" | sed -E 's/^Total: ([0-9]+) passed.*/\1/')"
+if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
+    grep -B2 -A12 'FAILURE' "$work/suite.txt" | head -n 80 >&2 || true
+    exit 1
+fi
+exit 0
