@@ -26,6 +26,7 @@ struct pool {
     unsigned max_threads;
     unsigned n_threads;
     unsigned n_idle;      /* threads waiting for work */
+    unsigned n_queued;    /* jobs not yet picked up */
     unsigned n_running;   /* jobs being run */
     bool stopping;
 };
@@ -48,6 +49,7 @@ static void *worker_main(void *arg)
         p->head = j->next;
         if (p->head == NULL)
             p->tail = NULL;
+        p->n_queued--;
         p->n_running++;
         pthread_mutex_unlock(&p->lock);
 
@@ -85,13 +87,17 @@ struct pool *pool_create(unsigned max_threads)
     return p;
 }
 
-/* Start one more thread when every thread is busy. Called locked. */
+/*
+ * Start one more thread unless an idle one is left for this job (idle
+ * threads that were signalled but did not run yet count as taken).
+ * Called locked.
+ */
 static void maybe_grow(struct pool *p)
 {
     pthread_attr_t attr;
     int rc;
 
-    if (p->n_idle > 0 || p->n_threads >= p->max_threads)
+    if (p->n_queued < p->n_idle || p->n_threads >= p->max_threads)
         return;
     pthread_attr_init(&attr);
     /* Handlers are plain C; 1 MiB of stack keeps idle RSS and VSZ small. */
@@ -128,6 +134,7 @@ int pool_submit(struct pool *p, pool_job_fn fn, void *arg)
     else
         p->head = j;
     p->tail = j;
+    p->n_queued++;
     j = NULL;
     pthread_cond_signal(&p->work);
     rc = 0;
