@@ -58,9 +58,15 @@ static char *dir_of(const char *file)
 
 char *loader_plugin_dir(const struct host_config *cfg)
 {
+    /* The build tree (build/bin -> build/plugins), then an installed tree
+     * moved elsewhere (<prefix>/bin -> <prefix>/lib/runloop-mcp/plugins). */
+    static const char *const rel[] = {"/../plugins",
+                                      "/../lib/runloop-mcp/plugins",
+                                      "/../lib64/runloop-mcp/plugins"};
     const char *env = getenv("RLMCP_PLUGIN_DIR");
     char *dir = NULL;
     char *out = NULL;
+    size_t i = 0;
 
     if (cfg != NULL && cfg->host.plugin_dir != NULL) {
         if (cfg->host.plugin_dir[0] == '/')
@@ -74,16 +80,16 @@ char *loader_plugin_dir(const struct host_config *cfg)
     if (env != NULL && env[0] != '\0')
         return strdup(env);
     dir = exe_dir();
-    if (dir != NULL) {
-        if (asprintf(&out, "%s/../plugins", dir) < 0)
+    for (i = 0; dir != NULL && i < sizeof(rel) / sizeof(rel[0]); i++) {
+        if (asprintf(&out, "%s%s", dir, rel[i]) < 0)
             out = NULL;
-        free(dir);
         if (out != NULL && is_dir(out))
-            return out;
+            break;
         free(out);
         out = NULL;
     }
-    return strdup(RLMCP_INSTALL_PLUGIN_DIR);
+    free(dir);
+    return out != NULL ? out : strdup(RLMCP_INSTALL_PLUGIN_DIR);
 }
 
 static char *plugin_path(const struct host_plugin_config *p, const char *dir)

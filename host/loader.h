@@ -55,7 +55,8 @@ struct loader {
 /*
  * The plugin directory: cfg's plugin_dir (a relative one is taken relative
  * to the deployment file's directory), else $RLMCP_PLUGIN_DIR, else
- * <bindir>/../plugins when it exists, else RLMCP_INSTALL_PLUGIN_DIR.
+ * <bindir>/../plugins (build tree) or <bindir>/../lib/runloop-mcp/plugins
+ * (a relocated install) when it exists, else RLMCP_INSTALL_PLUGIN_DIR.
  * Returns a malloc'd string.
  */
 char *loader_plugin_dir(const struct host_config *cfg);
