@@ -566,9 +566,31 @@ static int rx_class_range(struct rx *r, struct rx_class *k, uint32_t lo)
                           "'-' are not supported; list those characters "
                           "singly");
     }
-    sb_putcp(&k->items, lo);
-    sb_puts(&k->items, "-");
-    sb_putcp(&k->items, hi);
+    if (hi < 0x80) {
+        sb_putcp(&k->items, lo);
+        sb_puts(&k->items, "-");
+        sb_putcp(&k->items, hi);
+        return 0;
+    }
+    /*
+     * glibc's C.UTF-8 has no collation order for non-ASCII range ends
+     * (REG_ECOLLATE), so list those characters one by one.
+     */
+    if (hi - lo > 1024) {
+        return rx_fail(r, "ranges over more than 1024 non-ASCII characters "
+                          "are not supported in [...]");
+    }
+    if (lo < 0x80) {
+        sb_putcp(&k->items, lo);
+        sb_puts(&k->items, "-");
+        sb_putcp(&k->items, 0x7F);
+        lo = 0x80;
+    }
+    for (; lo <= hi; lo++) {
+        if (lo < 0xD800 || lo > 0xDFFF) {
+            sb_putcp(&k->items, lo);
+        }
+    }
     return 0;
 }
 

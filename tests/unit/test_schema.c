@@ -1,0 +1,846 @@
+/*
+ * test_schema.c - JSON Schema checks (registration) and validation (calls).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "schema.h"
+
+static cJSON *parse(const char *text)
+{
+    cJSON *v = cJSON_Parse(text);
+
+    if (v == NULL) {
+        fail_msg("test JSON does not parse: %s", text);
+    }
+    return v;
+}
+
+/* Validate inst against schema (which must pass schema_check). */
+static int run(const char *schema, const char *inst, char *err, size_t len)
+{
+    cJSON *s = parse(schema);
+    cJSON *i = parse(inst);
+    char cerr[512];
+    int rc;
+
+    if (schema_check(s, cerr, sizeof(cerr)) != 0) {
+        fail_msg("schema rejected: %s\n  %s", cerr, schema);
+    }
+    rc = schema_validate(s, i, "arguments", err, len);
+    cJSON_Delete(s);
+    cJSON_Delete(i);
+    return rc;
+}
+
+static void ok(const char *schema, const char *inst)
+{
+    char err[1024];
+
+    if (run(schema, inst, err, sizeof(err)) != 0) {
+        fail_msg("expected valid: %s\n  schema %s\n  error: %s", inst, schema,
+                 err);
+    }
+    assert_string_equal(err, "");
+}
+
+/* Invalid, with exactly this message. */
+static void bad(const char *schema, const char *inst, const char *want)
+{
+    char err[1024];
+
+    if (run(schema, inst, err, sizeof(err)) == 0) {
+        fail_msg("expected invalid: %s\n  schema %s", inst, schema);
+    }
+    assert_string_equal(err, want);
+}
+
+/* Invalid, with a message containing want. */
+static void bad_has(const char *schema, const char *inst, const char *want)
+{
+    char err[1024];
+
+    if (run(schema, inst, err, sizeof(err)) == 0) {
+        fail_msg("expected invalid: %s\n  schema %s", inst, schema);
+    }
+    if (strstr(err, want) == NULL) {
+        fail_msg("error %s\n  lacks %s", err, want);
+    }
+}
+
+/* schema_check rejects, with a message containing want. */
+static void check_fails(const char *schema, const char *want)
+{
+    cJSON *s = parse(schema);
+    char err[1024];
+
+    if (schema_check(s, err, sizeof(err)) == 0) {
+        fail_msg("schema accepted: %s", schema);
+    }
+    if (strstr(err, want) == NULL) {
+        fail_msg("check error %s\n  lacks %s", err, want);
+    }
+    cJSON_Delete(s);
+}
+
+/* ---- type ---------------------------------------------------------------- */
+
+static void test_type(void **state)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{"
+                    "\"timeout_seconds\":{\"type\":\"integer\"}}}";
+
+    ok(s, "{\"timeout_seconds\":10}");
+    ok(s, "{\"timeout_seconds\":10.0}"); /* no fraction: an integer */
+    ok(s, "{}");
+    bad(s, "{\"timeout_seconds\":\"10\"}",
+        "arguments.timeout_seconds: expected integer, got string \"10\"");
+    bad(s, "{\"timeout_seconds\":1.5}",
+        "arguments.timeout_seconds: expected integer, got number 1.5");
+    bad(s, "[]", "arguments: expected object, got array");
+    bad(s, "null", "arguments: expected object, got null");
+
+    ok("{\"type\":\"number\"}", "1.5");
+    ok("{\"type\":\"null\"}", "null");
+    ok("{\"type\":\"boolean\"}", "false");
+    ok("{\"type\":\"array\"}", "[1]");
+    ok("{\"type\":\"string\"}", "\"x\"");
+    bad("{\"type\":\"boolean\"}", "0", "arguments: expected boolean, got number 0");
+    bad("{\"type\":\"string\"}", "true",
+        "arguments: expected string, got boolean true");
+    bad("{\"type\":\"number\"}", "{}", "arguments: expected number, got object");
+
+    ok("{\"type\":[\"string\",\"null\"]}", "null");
+    ok("{\"type\":[\"string\",\"null\"]}", "\"a\"");
+    bad("{\"type\":[\"string\",\"null\"]}", "5",
+        "arguments: expected string or null, got number 5");
+    bad("{\"type\":[\"string\",\"integer\",\"null\"]}", "[]",
+        "arguments: expected string, integer or null, got array");
+}
+
+/* ---- objects --------------------------------------------------------------- */
+
+static const char *exec_schema =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"command\":{\"type\":\"string\"},\"devbox_id\":{\"type\":\"string\"}},"
+    "\"required\":[\"command\"],\"additionalProperties\":false}";
+
+static void test_required(void **state)
+{
+    ok(exec_schema, "{\"command\":\"ls\"}");
+    bad(exec_schema, "{}", "arguments: missing required property 'command'");
+    bad(exec_schema, "{\"devbox_id\":\"d\"}",
+        "arguments: missing required property 'command'");
+    bad("{\"type\":\"object\",\"required\":[\"a\",\"b\",\"c\"]}", "{\"b\":1}",
+        "arguments: missing required properties 'a', 'c'");
+    /* required applies only to objects */
+    ok("{\"required\":[\"a\"]}", "\"not an object\"");
+}
+
+static void test_additional_properties(void **state)
+{
+    bad(exec_schema, "{\"comand\":\"ls\"}",
+        "arguments: unknown property 'comand' (allowed: command, devbox_id); "
+        "did you mean 'command'?");
+    bad(exec_schema, "{\"command\":\"ls\",\"zzz\":1}",
+        "arguments: unknown property 'zzz' (allowed: command, devbox_id)");
+    bad("{\"type\":\"object\",\"additionalProperties\":false}", "{\"a\":1}",
+        "arguments: unknown property 'a' (this object takes no properties)");
+
+    /* a schema for the rest */
+    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{}},"
+                    "\"additionalProperties\":{\"type\":\"integer\"}}";
+    ok(s, "{\"a\":\"x\",\"b\":1,\"c\":2}");
+    bad(s, "{\"a\":\"x\",\"b\":\"y\"}",
+        "arguments.b: expected integer, got string \"y\"");
+}
+
+static void test_pattern_properties(void **state)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{\"name\":{}},"
+                    "\"patternProperties\":{\"^x-\":{\"type\":\"string\"},"
+                    "\"^n_[0-9]+$\":{\"type\":\"number\"}},"
+                    "\"additionalProperties\":false}";
+
+    ok(s, "{\"name\":1,\"x-a\":\"s\",\"n_12\":3}");
+    bad(s, "{\"x-a\":5}", "arguments.x-a: expected string, got number 5");
+    bad(s, "{\"n_1\":\"s\"}", "arguments.n_1: expected number, got string \"s\"");
+    bad(s, "{\"other\":1}",
+        "arguments: unknown property 'other' (allowed: name or names "
+        "matching '^x-' or names matching '^n_[0-9]+$')");
+}
+
+static void test_object_counts_and_dependencies(void **state)
+{
+    const char *s = "{\"type\":\"object\",\"minProperties\":1,"
+                    "\"maxProperties\":2,"
+                    "\"dependentRequired\":{\"user\":[\"password\"]}}";
+
+    ok(s, "{\"a\":1}");
+    bad(s, "{}", "arguments: object has 0 properties, fewer than "
+                 "minProperties 1");
+    bad(s, "{\"a\":1,\"b\":2,\"c\":3}",
+        "arguments: object has 3 properties, more than maxProperties 2");
+    bad(s, "{\"user\":\"u\"}",
+        "arguments: property 'password' is required when 'user' is present");
+    ok(s, "{\"user\":\"u\",\"password\":\"p\"}");
+
+    const char *names = "{\"type\":\"object\",\"propertyNames\":"
+                        "{\"pattern\":\"^[a-z]+$\",\"maxLength\":5}}";
+    ok(names, "{\"abc\":1}");
+    bad(names, "{\"Abc\":1}",
+        "arguments.Abc (property name): string \"Abc\" does not match "
+        "pattern '^[a-z]+$'");
+    bad(names, "{\"abcdefg\":1}",
+        "arguments.abcdefg (property name): string longer than maxLength 5");
+
+    const char *dep = "{\"type\":\"object\",\"dependentSchemas\":{\"a\":"
+                      "{\"required\":[\"b\"]}}}";
+    ok(dep, "{}");
+    bad(dep, "{\"a\":1}", "arguments: missing required property 'b'");
+}
+
+/* ---- strings ------------------------------------------------------------- */
+
+static void test_string_lengths(void **state)
+{
+    const char *files = "{\"type\":\"object\",\"properties\":{\"files\":{"
+                        "\"type\":\"object\",\"additionalProperties\":{"
+                        "\"type\":\"string\",\"maxLength\":1000}}}}";
+    char *big = malloc(1200);
+    char *inst = malloc(1300);
+
+    memset(big, 'x', 1001);
+    big[1001] = '\0';
+    snprintf(inst, 1300, "{\"files\":{\"a.py\":\"%s\"}}", big);
+    bad(files, inst, "arguments.files.a.py: string longer than maxLength 1000");
+    big[1000] = '\0';
+    snprintf(inst, 1300, "{\"files\":{\"a.py\":\"%s\"}}", big);
+    ok(files, inst);
+    free(big);
+    free(inst);
+
+    /* lengths are code points, not bytes */
+    const char *three = "{\"type\":\"string\",\"minLength\":3,\"maxLength\":3}";
+    ok(three, "\"\xC3\xA9\xC3\xA9\xC3\xA9\"");             /* 6 bytes */
+    ok(three, "\"a\xF0\x9F\x98\x80z\"");                   /* emoji, 6 bytes */
+    ok(three, "\"a\\ud83d\\ude00z\"");                      /* escaped pair */
+    bad(three, "\"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE5\x90\x8D\"",
+        "arguments: string longer than maxLength 3");
+    bad(three, "\"\xC3\xA9\xC3\xA9\"", "arguments: string shorter than minLength 3");
+    ok("{\"maxLength\":0}", "\"\"");
+    ok("{\"minLength\":2}", "5"); /* only strings */
+}
+
+static void test_pattern(void **state)
+{
+    const char *digits = "{\"type\":\"string\",\"pattern\":\"^\\\\d+$\"}";
+
+    ok(digits, "\"12345\"");
+    bad(digits, "\"12a\"",
+        "arguments: string \"12a\" does not match pattern '^\\d+$'");
+    /* unanchored search, like ECMA-262 */
+    ok("{\"pattern\":\"b+\"}", "\"abbbc\"");
+    bad_has("{\"pattern\":\"^b\"}", "\"abc\"", "does not match pattern '^b'");
+    /* '.' is one code point and stops at line terminators */
+    ok("{\"pattern\":\"^.$\"}", "\"\xC3\xA9\"");
+    ok("{\"pattern\":\"^.$\"}", "\"\xF0\x9F\x98\x80\"");
+    bad_has("{\"pattern\":\"^a.b$\"}", "\"a\\nb\"", "does not match");
+    ok("{\"pattern\":\"^a[^x]b$\"}", "\"a\\nb\"");
+    /* escapes and classes */
+    ok("{\"pattern\":\"^\\\\w+\\\\s\\\\S+$\"}", "\"ab_9 x!\"");
+    bad_has("{\"pattern\":\"^\\\\W$\"}", "\"a\"", "does not match");
+    ok("{\"pattern\":\"^\\\\D\\\\d$\"}", "\"x1\"");
+    ok("{\"pattern\":\"^[\\\\d.]+$\"}", "\"1.5\"");
+    bad_has("{\"pattern\":\"^[\\\\d.]+$\"}", "\"1,5\"", "does not match");
+    ok("{\"pattern\":\"^[\\\\]a]+$\"}", "\"]a]\"");
+    ok("{\"pattern\":\"^[-a]+$\"}", "\"-a\"");
+    ok("{\"pattern\":\"^[a-]+$\"}", "\"a-\"");
+    ok("{\"pattern\":\"^[\\\\^]$\"}", "\"^\"");
+    ok("{\"pattern\":\"^[^^]$\"}", "\"a\"");
+    bad_has("{\"pattern\":\"^[^^]$\"}", "\"^\"", "does not match");
+    ok("{\"pattern\":\"^[\\\\[\\\\]]+$\"}", "\"[]\"");
+    ok("{\"pattern\":\"^[a-z\\\\-]+$\"}", "\"a-b\"");
+    ok("{\"pattern\":\"^\\\\.\\\\*\\\\+\\\\?\\\\(\\\\)\\\\{\\\\}\\\\|\\\\$\\\\^\\\\/$\"}",
+       "\".*+?(){}|$^/\"");
+    ok("{\"pattern\":\"^\\\\u00e9\\\\x41$\"}", "\"\xC3\xA9" "A\"");
+    ok("{\"pattern\":\"^\\\\ud83d\\\\ude00$\"}", "\"\xF0\x9F\x98\x80\"");
+    ok("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"\xC3\xA9\"");
+    ok("{\"pattern\":\"^[a-\\\\u00ff]+$\"}", "\"z\xC3\xA9\"");
+    bad_has("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"e\"", "does not match");
+    ok("{\"pattern\":\"^[^\\\\u00e0-\\\\u00ff]$\"}", "\"e\"");
+    ok("{\"pattern\":\"^\\\\t$\"}", "\"\\t\"");
+    /* groups and quantifiers */
+    ok("{\"pattern\":\"^(?:ab)+$\"}", "\"abab\"");
+    ok("{\"pattern\":\"^(?<word>ab){2}$\"}", "\"abab\"");
+    ok("{\"pattern\":\"^a{2,3}?b*?$\"}", "\"aab\"");
+    ok("{\"pattern\":\"^(cat|dog)s?$\"}", "\"dogs\"");
+    bad_has("{\"pattern\":\"^a{2}$\"}", "\"aaa\"", "does not match");
+    ok("{\"pattern\":\"^[A-Za-z0-9_.-]{1,128}$\"}", "\"run_code.v2\"");
+}
+
+static void test_pattern_rejected(void **state)
+{
+    check_fails("{\"pattern\":\"^(?=a)\"}",
+                "lookahead and lookbehind assertions are not supported");
+    check_fails("{\"pattern\":\"(?<!a)b\"}", "lookahead and lookbehind");
+    check_fails("{\"pattern\":\"(a)\\\\1\"}", "backreferences (\\1)");
+    check_fails("{\"pattern\":\"\\\\bword\"}", "word boundaries");
+    check_fails("{\"pattern\":\"\\\\p{L}\"}", "Unicode property escapes");
+    check_fails("{\"pattern\":\"a[]\"}", "empty classes");
+    check_fails("{\"pattern\":\"[abc\"}", "unclosed '['");
+    check_fails("{\"pattern\":\"(abc\"}", "unclosed '('");
+    check_fails("{\"pattern\":\"abc)\"}", "unmatched ')'");
+    check_fails("{\"pattern\":\"a{x}\"}", "escape a literal brace");
+    check_fails("{\"pattern\":\"[\\\\D]\"}", "negated class escapes");
+    check_fails("{\"pattern\":\"\\\\q\"}", "unknown escape \\q");
+    check_fails("{\"pattern\":\"\\\\u12\"}", "4 hex digits");
+    check_fails("{\"pattern\":\"\\\\ud800\"}", "lone surrogate");
+    check_fails("{\"pattern\":\"[z-a]\"}", "range out of order");
+    check_fails("{\"pattern\":\"[\\\\u4e00-\\\\u9fff]\"}",
+                "more than 1024 non-ASCII characters");
+    check_fails("{\"pattern\":\"a\\\\\"}", "lone backslash");
+    check_fails("{\"pattern\":\"(?i)a\"}", "group syntax (?i");
+    check_fails("{\"pattern\":\"a{3,2}\"}", "pattern 'a{3,2}' is not supported");
+    check_fails("{\"patternProperties\":{\"(?=x)\":{}}}",
+                "patternProperties key '(?=x)' is not supported");
+    /* the location is named */
+    check_fails("{\"type\":\"object\",\"properties\":{\"a\":{\"pattern\":"
+                "\"\\\\bx\"}}}", "#/properties/a: pattern '\\bx'");
+}
+
+/* ---- numbers ------------------------------------------------------------- */
+
+static void test_numbers(void **state)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{\"t\":{"
+                    "\"type\":\"number\",\"minimum\":1,\"maximum\":3600}}}";
+
+    ok(s, "{\"t\":1}");
+    ok(s, "{\"t\":3600}");
+    bad(s, "{\"t\":0}", "arguments.t: must be >= 1, got 0");
+    bad(s, "{\"t\":3600.5}", "arguments.t: must be <= 3600, got 3600.5");
+    bad("{\"exclusiveMinimum\":0}", "0", "arguments: must be > 0, got 0");
+    ok("{\"exclusiveMinimum\":0}", "0.001");
+    bad("{\"exclusiveMaximum\":10}", "10", "arguments: must be < 10, got 10");
+    ok("{\"exclusiveMaximum\":10}", "9.99");
+    ok("{\"multipleOf\":0.1}", "0.3");
+    ok("{\"multipleOf\":0.01}", "19.99");
+    ok("{\"multipleOf\":3}", "-9");
+    bad("{\"multipleOf\":0.5}", "0.3",
+        "arguments: must be a multiple of 0.5, got 0.3");
+    bad("{\"multipleOf\":2}", "7", "arguments: must be a multiple of 2, got 7");
+    ok("{\"type\":\"integer\"}", "1e3");
+    ok("{\"type\":\"integer\",\"maximum\":9007199254740993}",
+       "9007199254740992");
+    ok("{\"minimum\":5}", "\"strings are not numbers\"");
+}
+
+/* ---- enum and const ------------------------------------------------------ */
+
+static void test_enum_const(void **state)
+{
+    const char *s = "{\"enum\":[\"python\",\"node\",3,null,{\"a\":[1]}]}";
+
+    ok(s, "\"node\"");
+    ok(s, "3.0");
+    ok(s, "null");
+    ok(s, "{\"a\":[1]}");
+    bad(s, "\"ruby\"",
+        "arguments: must be one of \"python\", \"node\", 3, null, {\"a\":[1]}; "
+        "got string \"ruby\"");
+    bad(s, "{\"a\":[2]}", "arguments: must be one of \"python\", \"node\", 3, "
+                          "null, {\"a\":[1]}; got object");
+    ok("{\"const\":{\"x\":1,\"y\":2}}", "{\"y\":2,\"x\":1}");
+    bad("{\"const\":\"v1\"}", "\"v2\"",
+        "arguments: must be \"v1\"; got string \"v2\"");
+    bad("{\"const\":true}", "1", "arguments: must be true; got number 1");
+    /* long strings are cut in messages */
+    bad_has("{\"const\":\"a\"}",
+            "\"0123456789012345678901234567890123456789TAIL\"",
+            "got string \"0123456789012345678901234567890123456789...\"");
+}
+
+/* ---- arrays -------------------------------------------------------------- */
+
+static void test_arrays(void **state)
+{
+    const char *s = "{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+                    "\"minItems\":1,\"maxItems\":3,\"uniqueItems\":true}";
+
+    ok(s, "[\"a\",\"b\"]");
+    bad(s, "[]", "arguments: array has 0 items, fewer than minItems 1");
+    bad(s, "[\"a\",\"b\",\"c\",\"d\"]",
+        "arguments: array has 4 items, more than maxItems 3");
+    bad(s, "[\"a\",5]", "arguments[1]: expected string, got number 5");
+    bad(s, "[\"a\",\"b\",\"a\"]", "arguments: items [0] and [2] are equal, "
+                                  "but uniqueItems requires distinct items");
+    ok("{\"uniqueItems\":true}", "[1,\"1\",[1],{\"a\":1},{\"a\":2}]");
+    bad_has("{\"uniqueItems\":true}", "[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1}]",
+            "items [0] and [1] are equal");
+
+    const char *tuple = "{\"type\":\"array\",\"prefixItems\":[{\"type\":"
+                        "\"string\"},{\"type\":\"integer\"}],\"items\":false}";
+    ok(tuple, "[\"a\",1]");
+    ok(tuple, "[\"a\"]");
+    bad(tuple, "[1,1]", "arguments[0]: expected string, got number 1");
+    bad(tuple, "[\"a\",1,true]",
+        "arguments: array has 3 items, but at most 2 are allowed");
+    const char *rest = "{\"prefixItems\":[{\"const\":\"cmd\"}],"
+                       "\"items\":{\"type\":\"number\"}}";
+    ok(rest, "[\"cmd\",1,2]");
+    bad(rest, "[\"cmd\",1,\"x\"]",
+        "arguments[2]: expected number, got string \"x\"");
+
+    const char *has = "{\"contains\":{\"type\":\"integer\"},\"minContains\":2,"
+                      "\"maxContains\":3}";
+    ok(has, "[1,\"a\",2]");
+    bad(has, "[1,\"a\"]", "arguments: array needs at least 2 item(s) "
+                          "matching the \"contains\" schema, found 1");
+    bad(has, "[1,2,3,4]", "arguments: array has 4 items matching the "
+                          "\"contains\" schema, more than maxContains 3");
+    bad("{\"contains\":{\"const\":1}}", "[]",
+        "arguments: array needs at least 1 item(s) matching the \"contains\" "
+        "schema, found 0");
+}
+
+/* ---- combinators --------------------------------------------------------- */
+
+static void test_any_one_all_not(void **state)
+{
+    const char *any = "{\"anyOf\":[{\"type\":\"string\",\"maxLength\":2},"
+                      "{\"type\":\"integer\"}]}";
+    ok(any, "\"ab\"");
+    ok(any, "7");
+    /* exactly one branch takes strings: its message is the useful one */
+    bad(any, "\"abc\"", "arguments: string longer than maxLength 2");
+    bad(any, "true", "arguments: expected string or integer, got boolean true");
+
+    const char *any2 = "{\"anyOf\":[{\"minimum\":10},{\"maximum\":0}]}";
+    bad(any2, "5", "arguments: does not match any alternative in anyOf; "
+                   "alternative 1: must be >= 10, got 5; alternative 2: "
+                   "must be <= 0, got 5");
+
+    const char *one = "{\"oneOf\":[{\"type\":\"integer\"},"
+                      "{\"type\":\"number\",\"minimum\":0}]}";
+    ok(one, "-3");
+    ok(one, "0.5");
+    bad(one, "3", "arguments: matches more than one alternative in oneOf "
+                  "(1 and 2); it must match exactly one");
+    bad(one, "\"x\"",
+        "arguments: expected integer or number, got string \"x\"");
+
+    const char *all = "{\"allOf\":[{\"type\":\"string\"},{\"minLength\":2}]}";
+    ok(all, "\"ab\"");
+    bad(all, "\"a\"", "arguments: string shorter than minLength 2");
+
+    const char *no = "{\"not\":{\"type\":\"null\"}}";
+    ok(no, "0");
+    bad(no, "null", "arguments: must not match the schema in \"not\"");
+
+    const char *cond = "{\"type\":\"object\",\"if\":{\"properties\":{\"kind\":"
+                       "{\"const\":\"file\"}},\"required\":[\"kind\"]},"
+                       "\"then\":{\"required\":[\"path\"]},"
+                       "\"else\":{\"required\":[\"url\"]}}";
+    ok(cond, "{\"kind\":\"file\",\"path\":\"/x\"}");
+    ok(cond, "{\"kind\":\"web\",\"url\":\"u\"}");
+    bad(cond, "{\"kind\":\"file\"}", "arguments: missing required property 'path'");
+    bad(cond, "{\"kind\":\"web\"}", "arguments: missing required property 'url'");
+
+    /* nested within properties: the path is kept */
+    bad("{\"properties\":{\"a\":{\"anyOf\":[{\"type\":\"string\"},"
+        "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]}}}",
+        "{\"a\":[\"x\",1]}",
+        "arguments.a[1]: expected string, got number 1");
+}
+
+static void test_boolean_schemas(void **state)
+{
+    ok("{\"properties\":{\"a\":true}}", "{\"a\":[1,2]}");
+    bad("{\"properties\":{\"a\":false}}", "{\"a\":1}",
+        "arguments.a: no value is allowed here");
+    ok("{\"properties\":{\"a\":false}}", "{}");
+}
+
+/* ---- $ref ---------------------------------------------------------------- */
+
+/* The conformance suite's json_schema_2020_12_tool input schema, verbatim. */
+static const char *conformance_schema =
+    "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
+    "\"type\":\"object\","
+    "\"$defs\":{\"address\":{\"type\":\"object\",\"properties\":{"
+    "\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
+    "\"properties\":{\"name\":{\"type\":\"string\"},"
+    "\"address\":{\"$ref\":\"#/$defs/address\"}},"
+    "\"additionalProperties\":false}";
+
+static void test_conformance_schema(void **state)
+{
+    cJSON *s = parse(conformance_schema);
+    char err[256];
+
+    assert_int_equal(schema_check_tool_input(s, err, sizeof(err)), 0);
+    cJSON_Delete(s);
+    ok(conformance_schema, "{}");
+    ok(conformance_schema,
+       "{\"name\":\"Ada\",\"address\":{\"street\":\"1 Main\",\"city\":\"X\"}}");
+    bad(conformance_schema, "{\"address\":{\"city\":7}}",
+        "arguments.address.city: expected string, got number 7");
+    bad(conformance_schema, "{\"address\":\"Main St\"}",
+        "arguments.address: expected object, got string \"Main St\"");
+    bad(conformance_schema, "{\"nme\":\"Ada\"}",
+        "arguments: unknown property 'nme' (allowed: name, address); "
+        "did you mean 'name'?");
+}
+
+static void test_refs(void **state)
+{
+    const char *defs = "{\"type\":\"object\",\"definitions\":{\"id\":{"
+                       "\"type\":\"string\",\"pattern\":\"^dbx_\"}},"
+                       "\"properties\":{\"devbox_id\":{\"$ref\":"
+                       "\"#/definitions/id\",\"maxLength\":8}}}";
+    ok(defs, "{\"devbox_id\":\"dbx_1\"}");
+    bad(defs, "{\"devbox_id\":\"box_1\"}",
+        "arguments.devbox_id: string \"box_1\" does not match pattern '^dbx_'");
+    /* siblings of $ref apply too (2020-12) */
+    bad(defs, "{\"devbox_id\":\"dbx_123456\"}",
+        "arguments.devbox_id: string longer than maxLength 8");
+
+    /* JSON pointer escapes: ~1 is '/', ~0 is '~', %25 is '%' */
+    const char *esc = "{\"$defs\":{\"a/b\":{\"type\":\"integer\"},"
+                      "\"c~d\":{\"type\":\"string\"},\"e%f\":{\"const\":1}},"
+                      "\"properties\":{\"x\":{\"$ref\":\"#/$defs/a~1b\"},"
+                      "\"y\":{\"$ref\":\"#/$defs/c~0d\"},"
+                      "\"z\":{\"$ref\":\"#/$defs/e%25f\"}}}";
+    ok(esc, "{\"x\":1,\"y\":\"s\",\"z\":1}");
+    bad(esc, "{\"x\":\"1\"}", "arguments.x: expected integer, got string \"1\"");
+    bad(esc, "{\"y\":1}", "arguments.y: expected string, got number 1");
+
+    /* recursion that consumes input is fine */
+    const char *tree = "{\"$defs\":{\"node\":{\"type\":\"object\","
+                       "\"properties\":{\"v\":{\"type\":\"integer\"},"
+                       "\"kids\":{\"type\":\"array\",\"items\":"
+                       "{\"$ref\":\"#/$defs/node\"}}},"
+                       "\"additionalProperties\":false}},"
+                       "\"$ref\":\"#/$defs/node\"}";
+    ok(tree, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":3}]}]}");
+    bad(tree, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":\"x\"}]}]}",
+        "arguments.kids[0].kids[0].v: expected integer, got string \"x\"");
+    /* "#" is the root */
+    ok("{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}}}",
+       "{\"next\":{\"next\":{}}}");
+}
+
+static void test_ref_cycles(void **state)
+{
+    check_fails("{\"type\":\"object\",\"$defs\":{\"a\":{\"$ref\":"
+                "\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},"
+                "\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}}}",
+                "$ref cycle");
+    check_fails("{\"$ref\":\"#\"}", "$ref cycle");
+    check_fails("{\"allOf\":[{\"$ref\":\"#\"}]}", "$ref cycle");
+    check_fails("{\"$defs\":{\"a\":{\"anyOf\":[{\"type\":\"string\"},"
+                "{\"not\":{\"$ref\":\"#/$defs/a\"}}]}}}", "$ref cycle");
+
+    /* the same cycle, unchecked, must not hang or overflow at validation */
+    cJSON *s = parse("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},"
+                     "\"b\":{\"$ref\":\"#/$defs/a\"}},"
+                     "\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}}}");
+    cJSON *i = parse("{\"x\":1}");
+    char err[512];
+    assert_int_equal(schema_validate(s, i, "arguments", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "schema error at arguments.x: more than 64 "
+                                "nested schemas apply here"));
+    cJSON_Delete(s);
+    cJSON_Delete(i);
+}
+
+/* ---- deep instances ------------------------------------------------------ */
+
+static char *nested(const char *open, const char *mid, const char *close,
+                    int depth)
+{
+    size_t lo = strlen(open), lc = strlen(close), lm = strlen(mid);
+    char *buf = malloc((lo + lc) * (size_t)depth + lm + 1);
+    char *p = buf;
+    int i;
+
+    for (i = 0; i < depth; i++, p += lo) {
+        memcpy(p, open, lo);
+    }
+    memcpy(p, mid, lm);
+    p += lm;
+    for (i = 0; i < depth; i++, p += lc) {
+        memcpy(p, close, lc);
+    }
+    *p = '\0';
+    return buf;
+}
+
+static void test_deep_instances(void **state)
+{
+    const char *rec = "{\"type\":\"object\",\"additionalProperties\":"
+                      "{\"$ref\":\"#\"}}";
+    char *shallow = nested("{\"a\":", "{}", "}", 20);
+    char *deep = nested("{\"a\":", "{}", "}", 500);
+    char *arrays = nested("[", "1", "]", 900);
+    char err[512];
+
+    ok(rec, shallow);
+    assert_int_equal(run(rec, deep, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "more than 64 nested schemas apply here"));
+    /* a schema that does not descend never looks deep */
+    ok("{\"type\":\"array\"}", arrays);
+    bad("{\"type\":\"object\"}", arrays, "arguments: expected object, got array");
+    ok("{}", deep);
+    free(shallow);
+    free(deep);
+    free(arrays);
+}
+
+/* ---- registration checks ------------------------------------------------- */
+
+static void test_check_keywords(void **state)
+{
+    check_fails("[]", "the schema must be a JSON object, got array");
+    check_fails("{\"type\":\"text\"}", "unknown type 'text'");
+    check_fails("{\"type\":[]}", "must not be an empty array");
+    check_fails("{\"type\":[\"string\",\"string\"]}", "lists 'string' twice");
+    check_fails("{\"type\":5}", "\"type\" must be a type name");
+    check_fails("{\"properties\":{\"a\":{\"minLength\":-1}}}",
+                "#/properties/a: \"minLength\" must be a non-negative "
+                "integer, got number -1");
+    check_fails("{\"maxItems\":1.5}", "\"maxItems\" must be a non-negative");
+    check_fails("{\"minimum\":\"5\"}",
+                "#: \"minimum\" must be a number, got string \"5\"");
+    check_fails("{\"multipleOf\":0}", "\"multipleOf\" must be a number greater");
+    check_fails("{\"exclusiveMinimum\":true}", "draft-04 form");
+    check_fails("{\"required\":\"a\"}", "\"required\" must be an array");
+    check_fails("{\"required\":[\"a\",\"a\"]}", "lists 'a' twice");
+    check_fails("{\"required\":[1]}", "must hold only strings");
+    check_fails("{\"properties\":[]}", "\"properties\" must be an object");
+    check_fails("{\"properties\":{\"a\":5}}",
+                "#/properties/a: a schema must be an object or a boolean");
+    check_fails("{\"items\":[{}]}", "the array form of \"items\" is draft-07");
+    check_fails("{\"anyOf\":[]}", "\"anyOf\" must be a non-empty array");
+    check_fails("{\"allOf\":{}}", "\"allOf\" must be a non-empty array");
+    check_fails("{\"enum\":[]}", "\"enum\" must be a non-empty array");
+    check_fails("{\"uniqueItems\":\"yes\"}", "must be true or false");
+    check_fails("{\"unevaluatedProperties\":false}",
+                "\"unevaluatedProperties\" is not supported");
+    check_fails("{\"dependencies\":{}}", "dependentRequired");
+    check_fails("{\"$ref\":\"other.json#/x\"}", "only references inside");
+    check_fails("{\"$ref\":\"#anchor\"}", "anchors are not supported");
+    check_fails("{\"$ref\":\"#/$defs/missing\"}", "does not resolve");
+    check_fails("{\"$ref\":5}", "\"$ref\" must be a string");
+    check_fails("{\"properties\":{\"a\":{\"$id\":\"x\"}}}",
+                "\"$id\" inside a subschema");
+    check_fails("{\"minLength\":5,\"maxLength\":3}",
+                "\"minLength\" 5 is greater than \"maxLength\" 3");
+    check_fails("{\"minimum\":2,\"maximum\":1}", "\"minimum\" 2 is greater");
+    check_fails("{\"type\":\"object\",\"properties\":{\"a\":{}},"
+                "\"required\":[\"b\"],\"additionalProperties\":false}",
+                "\"required\" lists 'b', but \"additionalProperties\" is false");
+    check_fails("{\"dependentRequired\":{\"a\":\"b\"}}", "must be an array");
+    check_fails("{\"properties\":{\"a\":{\"properties\":{\"b\":{\"items\":"
+                "{\"type\":\"x\"}}}}}}",
+                "#/properties/a/properties/b/items: unknown type 'x'");
+    check_fails("{\"$defs\":{\"a/b\":{\"type\":1}}}", "#/$defs/a~1b:");
+}
+
+static void test_check_accepts(void **state)
+{
+    /* annotations and unknown keywords are ignored; nullable has no effect */
+    const char *s = "{\"type\":\"object\",\"title\":\"T\",\"description\":\"d\","
+                    "\"examples\":[{}],\"x-vendor\":{\"type\":5},"
+                    "\"properties\":{\"url\":{\"type\":\"string\",\"format\":"
+                    "\"uri\",\"default\":\"x\",\"nullable\":true,"
+                    "\"deprecated\":true,\"readOnly\":true}},"
+                    "\"required\":[\"url\"]}";
+    cJSON *v = parse(s);
+    char err[256];
+
+    assert_int_equal(schema_check(v, err, sizeof(err)), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(schema_check_tool_input(v, err, sizeof(err)), 0);
+    cJSON_Delete(v);
+    ok(s, "{\"url\":\"not a uri, format is an annotation\"}");
+    bad(s, "{\"url\":null}", "arguments.url: expected string, got null");
+    ok("{\"properties\":{\"a\":true,\"b\":false}}", "{}");
+}
+
+static void test_check_tool_roots(void **state)
+{
+    char err[256];
+    cJSON *v = parse("{\"properties\":{}}");
+
+    assert_int_equal(schema_check(v, err, sizeof(err)), 0);
+    assert_int_equal(schema_check_tool_input(v, err, sizeof(err)), -1);
+    assert_string_equal(err, "#: an MCP inputSchema must have \"type\": "
+                             "\"object\" at the top level, got no \"type\"");
+    cJSON_Delete(v);
+    v = parse("{\"type\":\"array\"}");
+    assert_int_equal(schema_check_tool_output(v, err, sizeof(err)), -1);
+    assert_string_equal(err, "#: an MCP outputSchema must have \"type\": "
+                             "\"object\" at the top level, got string "
+                             "\"array\"");
+    cJSON_Delete(v);
+    v = parse("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"q\"}}}");
+    assert_int_equal(schema_check_tool_input(v, err, sizeof(err)), -1);
+    assert_string_equal(err, "#/properties/a: unknown type 'q' (use null, "
+                             "boolean, object, array, number, integer or "
+                             "string)");
+    cJSON_Delete(v);
+    assert_int_equal(schema_check(NULL, err, sizeof(err)), -1);
+    assert_int_equal(schema_check_tool_input(NULL, NULL, 0), -1);
+}
+
+/* ---- unchecked schemas, buffers, threads --------------------------------- */
+
+static void test_unchecked_schema_errors(void **state)
+{
+    const char *cases[][2] = {
+        {"{\"properties\":{\"a\":{\"minLength\":\"x\"}}}", "{\"a\":\"s\"}"},
+        {"{\"properties\":{\"a\":{\"pattern\":\"(?=x)\"}}}", "{\"a\":\"s\"}"},
+        {"{\"patternProperties\":[1]}", "{\"a\":1}"},
+        {"{\"type\":7}", "1"},
+        {"{\"$ref\":\"#/nope\"}", "1"},
+        {"{\"properties\":{\"a\":3}}", "{\"a\":1}"},
+        {"{\"allOf\":{}}", "1"},
+    };
+    size_t i;
+    char err[512];
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *s = parse(cases[i][0]);
+        cJSON *v = parse(cases[i][1]);
+        assert_int_equal(schema_validate(s, v, NULL, err, sizeof(err)), -1);
+        if (strncmp(err, "schema error at value", 21) != 0) {
+            fail_msg("case %zu: %s", i, err);
+        }
+        cJSON_Delete(s);
+        cJSON_Delete(v);
+    }
+}
+
+static void test_buffers(void **state)
+{
+    cJSON *s = parse(exec_schema);
+    cJSON *v = parse("{\"comand\":\"ls\"}");
+    char small[16];
+
+    assert_int_equal(schema_validate(s, v, "arguments", NULL, 0), -1);
+    memset(small, 'Z', sizeof(small));
+    assert_int_equal(schema_validate(s, v, "arguments", small, sizeof(small)),
+                     -1);
+    assert_string_equal(small, "arguments: unkn");
+    assert_int_equal(schema_validate(s, NULL, "arguments", small,
+                                     sizeof(small)), -1);
+    assert_int_equal(schema_check(s, NULL, 0), 0);
+    cJSON_Delete(s);
+    cJSON_Delete(v);
+}
+
+struct worker {
+    const cJSON *schema;
+    int failures;
+};
+
+static void *validate_many(void *arg)
+{
+    struct worker *w = arg;
+    char err[256];
+    char text[64];
+    int i;
+
+    for (i = 0; i < 2000; i++) {
+        cJSON *v = NULL;
+        snprintf(text, sizeof(text), "{\"id\":\"dbx_%d\",\"n\":%d}", i, i % 7);
+        v = cJSON_Parse(text);
+        if (schema_validate(w->schema, v, "arguments", err, sizeof(err)) != 0) {
+            w->failures++;
+        }
+        cJSON_Delete(v);
+        v = cJSON_Parse("{\"id\":\"nope\"}");
+        if (schema_validate(w->schema, v, "arguments", err, sizeof(err)) == 0 ||
+            strstr(err, "does not match pattern") == NULL) {
+            w->failures++;
+        }
+        cJSON_Delete(v);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    /* Fresh patterns so the threads race to compile and cache them. */
+    cJSON *s = parse("{\"type\":\"object\",\"properties\":{"
+                     "\"id\":{\"type\":\"string\",\"pattern\":"
+                     "\"^dbx_[0-9]+$\"},"
+                     "\"n\":{\"type\":\"integer\",\"maximum\":6}},"
+                     "\"patternProperties\":{\"^[a-z]+$\":{}},"
+                     "\"additionalProperties\":false}");
+    pthread_t th[6];
+    struct worker w[6];
+    int i;
+
+    schema_cleanup();
+    for (i = 0; i < 6; i++) {
+        w[i].schema = s;
+        w[i].failures = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, validate_many, &w[i]), 0);
+    }
+    for (i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    cJSON_Delete(s);
+    schema_cleanup();
+    /* usable again after cleanup */
+    ok("{\"pattern\":\"^a+$\"}", "\"aaa\"");
+}
+
+static int teardown_all(void **state)
+{
+    schema_cleanup();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type),
+        cmocka_unit_test(test_required),
+        cmocka_unit_test(test_additional_properties),
+        cmocka_unit_test(test_pattern_properties),
+        cmocka_unit_test(test_object_counts_and_dependencies),
+        cmocka_unit_test(test_string_lengths),
+        cmocka_unit_test(test_pattern),
+        cmocka_unit_test(test_pattern_rejected),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_enum_const),
+        cmocka_unit_test(test_arrays),
+        cmocka_unit_test(test_any_one_all_not),
+        cmocka_unit_test(test_boolean_schemas),
+        cmocka_unit_test(test_conformance_schema),
+        cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_ref_cycles),
+        cmocka_unit_test(test_deep_instances),
+        cmocka_unit_test(test_check_keywords),
+        cmocka_unit_test(test_check_accepts),
+        cmocka_unit_test(test_check_tool_roots),
+        cmocka_unit_test(test_unchecked_schema_errors),
+        cmocka_unit_test(test_buffers),
+        cmocka_unit_test(test_threads),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, teardown_all);
+}
