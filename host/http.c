@@ -1742,7 +1742,8 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->opts.mhd_threads,
-        MHD_OPTION_CONNECTION_LIMIT, srv->opts.max_connections + 64u,
+        MHD_OPTION_CONNECTION_LIMIT,
+        srv->opts.max_connections * 2u + 64u, /* split across threads */
         MHD_OPTION_CONNECTION_TIMEOUT, srv->opts.connection_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
@@ -1768,6 +1769,14 @@ fail:
 uint16_t http_server_port(const struct http_server *srv)
 {
     return srv->port;
+}
+
+void http_server_url(const struct http_server *srv, char *buf, size_t len)
+{
+    bool v6 = strchr(srv->host, ':') != NULL;
+
+    snprintf(buf, len, "http://%s%s%s:%u/mcp", v6 ? "[" : "", srv->host,
+             v6 ? "]" : "", (unsigned)srv->port);
 }
 
 /* Wake every suspended reader so MHD can close it (required before stop). */

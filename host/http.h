@@ -58,6 +58,8 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
                                       char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 uint16_t http_server_port(const struct http_server *srv);
+/* "http://127.0.0.1:8000/mcp" */
+void http_server_url(const struct http_server *srv, char *buf, size_t len);
 /* Stop accepting, end the streams, free every session, free srv. */
 void http_server_stop(struct http_server *srv);
 

@@ -93,6 +93,7 @@ int http_serve(struct mcp_dispatcher *d, const struct host_config *cfg)
     struct sigaction old_term;
     struct pollfd pfd;
     char err[512] = "";
+    char url[300] = "";
     char c = 0;
 
     http_options_from_config(&opts, cfg);
@@ -112,8 +113,8 @@ int http_serve(struct mcp_dispatcher *d, const struct host_config *cfg)
         log_msg(RLMCP_LOG_ERROR, NULL, "http: %s", err);
         goto out;
     }
-    log_msg(RLMCP_LOG_NOTICE, NULL,
-            "http: listening on http://%s/mcp (port %u)%s", opts.listen,
+    http_server_url(srv, url, sizeof(url));
+    log_msg(RLMCP_LOG_NOTICE, NULL, "http: listening on %s (port %u)%s", url,
             (unsigned)http_server_port(srv),
             opts.auth_token ? ", bearer token required" : "");
     pfd.fd = stop_pipe[0];

@@ -1,0 +1,402 @@
+// http_bad_input.test.mjs - the Streamable HTTP transport against bad and
+// hostile input, with raw HTTP (node:http, node:net): every refusal has the
+// documented status and a JSON-RPC error body, and the server keeps serving.
+//
+// Servers run the conformance fixtures on a cloud backend whose URL nothing
+// answers (127.0.0.1:9) and without a default key: the fixtures never call
+// Runloop, and a caller without a key must get "unauthenticated".
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+
+const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
+const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
+const BIN = path.join(BUILD, 'bin', 'runloop-mcp');
+const KEY = 'rl_test_SECRET_d41d8cd98f00b204e9800998ecf8427e';
+const TOKEN = 'endpoint-token-0123456789abcdef';
+const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-http-bad-'));
+const servers = [];
+
+function baseEnv() {
+  const env = { ...process.env, RLMCP_PLUGIN_DIR: path.join(BUILD, 'plugins'), RLMCP_STATE_DIR: path.join(work, 'state') };
+  delete env.RUNLOOP_API_KEY;
+  delete env.RUNLOOP_BASE_URL;
+  return env;
+}
+
+function writeConf(name, http) {
+  const lines = ['server:', '  name: http-bad-input', '  http:', '    listen: 127.0.0.1:0'];
+  for (const [k, v] of Object.entries(http)) lines.push(`    ${k}: ${JSON.stringify(v)}`);
+  lines.push('runloop:', '  backend: cloud', '  base_url: http://127.0.0.1:9', 'plugins:', '  - name: conformance', '');
+  const file = path.join(work, `${name}.yaml`);
+  writeFileSync(file, lines.join('\n'));
+  return file;
+}
+
+// Start runloop-mcp; resolve once it logs its port (bounded: 60 s).
+function startServer(name, http, extraArgs = []) {
+  const conf = writeConf(name, http);
+  const child = spawn(BIN, ['-c', conf, '--transport', 'http', '--log-level', 'debug', ...extraArgs], {
+    env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const srv = { child, log: '', port: 0, exited: false };
+  servers.push(srv);
+  child.stderr.setEncoding('utf8');
+  child.on('exit', () => { srv.exited = true; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server ${name} did not start:\n${srv.log}`)), 60000);
+    child.stderr.on('data', (d) => {
+      srv.log += d;
+      const m = /\(port (\d+)\)/.exec(srv.log);
+      if (m && !srv.port) {
+        srv.port = Number(m[1]);
+        clearTimeout(timer);
+        resolve(srv);
+      }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); if (!srv.port) reject(new Error(`server ${name} exited ${code}:\n${srv.log}`)); });
+  });
+}
+
+async function stopServer(srv) {
+  if (srv.exited) return;
+  const gone = new Promise((r) => srv.child.once('exit', r));
+  srv.child.kill('SIGTERM');
+  const t = setTimeout(() => srv.child.kill('SIGKILL'), 10000);
+  await gone;
+  clearTimeout(t);
+}
+
+// One raw HTTP request on a fresh connection; the body is read whole.
+function request(port, { method = 'POST', path: p = '/mcp', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { data += c; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.setTimeout(30000, () => req.destroy(new Error('request timed out')));
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+const JSON_HDRS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const init = (id = 0, caps = {}) => JSON.stringify({
+  jsonrpc: '2.0', id, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: caps, clientInfo: { name: 'bad-input', version: '1' } },
+});
+
+async function openSession(port, extra = {}, caps = {}) {
+  const r = await request(port, { headers: { ...JSON_HDRS, ...extra }, body: init(0, caps) });
+  assert.equal(r.status, 200, r.body);
+  const sid = r.headers['mcp-session-id'];
+  assert.match(sid, /^[0-9a-f]{32}$/);
+  const n = await request(port, {
+    headers: { ...JSON_HDRS, ...extra, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
+  assert.equal(n.status, 202);
+  return sid;
+}
+
+function assertRpcError(r, status, pattern) {
+  assert.equal(r.status, status, `status ${r.status}: ${r.body}`);
+  const b = JSON.parse(r.body);
+  assert.equal(b.jsonrpc, '2.0');
+  assert.equal(b.id, null);
+  assert.equal(typeof b.error?.code, 'number');
+  if (pattern) assert.match(b.error.message, pattern);
+}
+
+// Parse SSE text into events [{id, data}].
+function sseEvents(text) {
+  return text.split('\n\n').filter((b) => b.trim()).map((block) => {
+    const ev = { id: undefined, data: '' };
+    for (const line of block.split('\n')) {
+      if (line.startsWith('id: ')) ev.id = line.slice(4);
+      else if (line.startsWith('data: ')) ev.data += line.slice(6);
+    }
+    return ev;
+  });
+}
+
+let S; // the main server
+before(async () => {
+  S = await startServer('main', { max_body_bytes: 4096, max_connections: 1010, max_sessions: 40, allow_query_key: true });
+});
+
+after(async () => {
+  for (const s of servers) await stopServer(s);
+  rmSync(work, { recursive: true, force: true });
+});
+
+test('health and root answer without credentials, with no details', async () => {
+  const h = await request(S.port, { method: 'GET', path: '/health' });
+  assert.equal(h.status, 200);
+  assert.deepEqual(JSON.parse(h.body), { status: 'ok' });
+  const r = await request(S.port, { method: 'GET', path: '/' });
+  assert.equal(r.status, 200);
+  assert.equal(JSON.parse(r.body).name, 'http-bad-input');
+  assert.equal(typeof JSON.parse(r.body).version, 'string');
+});
+
+test('wrong Accept -> 406', async () => {
+  const r = await request(S.port, { headers: { ...JSON_HDRS, accept: 'text/html' }, body: init() });
+  assertRpcError(r, 406, /Accept/);
+  const only = await request(S.port, { headers: { ...JSON_HDRS, accept: 'application/json' }, body: init() });
+  assertRpcError(only, 406, /text\/event-stream/);
+});
+
+test('wrong Content-Type -> 415', async () => {
+  const r = await request(S.port, { headers: { ...JSON_HDRS, 'content-type': 'text/plain' }, body: init() });
+  assertRpcError(r, 415, /Content-Type: application\/json/);
+});
+
+test('GET without an SSE Accept -> 406; GET without Last-Event-ID -> 405', async () => {
+  const sid = await openSession(S.port);
+  const r = await request(S.port, { method: 'GET', headers: { accept: 'application/json', 'mcp-session-id': sid } });
+  assertRpcError(r, 406, /text\/event-stream/);
+  const g = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid } });
+  assertRpcError(g, 405, /Last-Event-ID/);
+});
+
+test('body over the limit -> 413 (declared length and chunked)', async () => {
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(8000) } });
+  const r = await request(S.port, { headers: JSON_HDRS, body: big });
+  assertRpcError(r, 413, /max_body_bytes/);
+  const chunked = await new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: S.port, method: 'POST', path: '/mcp', agent: false,
+      headers: { ...JSON_HDRS, 'transfer-encoding': 'chunked' } }, (res) => {
+      let d = ''; res.on('data', (c) => { d += c; }); res.on('end', () => resolve({ status: res.statusCode, body: d }));
+    });
+    req.on('error', reject);
+    for (let i = 0; i < 10; i++) req.write('x'.repeat(1000));
+    req.end();
+  });
+  assertRpcError(chunked, 413, /max_body_bytes/);
+});
+
+test('malformed JSON -> 400 parse error; batches and non-2.0 -> 400', async () => {
+  const r = await request(S.port, { headers: JSON_HDRS, body: '{"jsonrpc":"2.0","id":1,"method":' });
+  assertRpcError(r, 400);
+  assert.equal(JSON.parse(r.body).error.code, -32700);
+  const batch = await request(S.port, { headers: JSON_HDRS, body: '[' + init() + ']' });
+  assertRpcError(batch, 400, /batch/);
+  const v1 = await request(S.port, { headers: JSON_HDRS, body: '{"jsonrpc":"1.0","id":1,"method":"ping"}' });
+  assertRpcError(v1, 400, /2\.0/);
+});
+
+test('missing, unknown and deleted session ids -> 400 / 404 / 404', async () => {
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' });
+  const none = await request(S.port, { headers: JSON_HDRS, body: ping });
+  assertRpcError(none, 400, /Mcp-Session-Id/);
+  const unknown = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': 'f'.repeat(32) }, body: ping });
+  assertRpcError(unknown, 404, /initialize/);
+  const sid = await openSession(S.port);
+  const ok = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: ping });
+  assert.equal(ok.status, 200);
+  assert.deepEqual(JSON.parse(ok.body).result, {});
+  const del = await request(S.port, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
+  assert.equal(del.status, 200);
+  const reuse = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: ping });
+  assertRpcError(reuse, 404);
+  const del2 = await request(S.port, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
+  assertRpcError(del2, 404);
+});
+
+test('MCP-Protocol-Version: unsupported -> 400, any supported one accepted', async () => {
+  const sid = await openSession(S.port);
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'ping' });
+  const bad = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid, 'mcp-protocol-version': '1999-01-01' }, body: ping });
+  assertRpcError(bad, 400, /MCP-Protocol-Version/);
+  for (const v of ['2025-03-26', '2025-06-18', '2025-11-25']) {
+    const ok = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid, 'mcp-protocol-version': v }, body: ping });
+    assert.equal(ok.status, 200, v);
+  }
+});
+
+test('foreign Origin -> 403; loopback Origin accepted', async () => {
+  const r = await request(S.port, { headers: { ...JSON_HDRS, origin: 'https://evil.example.com' }, body: init() });
+  assertRpcError(r, 403, /Origin/);
+  const ok = await request(S.port, { headers: { ...JSON_HDRS, origin: `http://localhost:${S.port}` }, body: init() });
+  assert.equal(ok.status, 200);
+});
+
+test('non-loopback Host -> 403 (DNS rebinding)', async () => {
+  const r = await request(S.port, { headers: { ...JSON_HDRS, host: 'evil.example.com' }, body: init() });
+  assertRpcError(r, 403, /Host/);
+  const port = await request(S.port, { headers: { ...JSON_HDRS, host: '127.0.0.1:1' }, body: init() });
+  assertRpcError(port, 403, /Host/);
+  for (const h of [`localhost:${S.port}`, `127.0.0.1:${S.port}`, `[::1]:${S.port}`]) {
+    const ok = await request(S.port, { headers: { ...JSON_HDRS, host: h }, body: init() });
+    assert.equal(ok.status, 200, h);
+  }
+});
+
+test('api_key in the URL is refused unless allow_query_key is on', async () => {
+  const off = await startServer('noquery', {});
+  const r = await request(off.port, { path: `/mcp?api_key=${KEY}`, headers: JSON_HDRS, body: init() });
+  assertRpcError(r, 400, /allow_query_key/);
+  assert.ok(!r.body.includes(KEY));
+  await stopServer(off);
+});
+
+test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a key gets through', async () => {
+  const sid = await openSession(S.port);
+  const call = (headers, p = '/mcp') => request(S.port, {
+    path: p, headers: { ...JSON_HDRS, 'mcp-session-id': sid, ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }),
+  });
+  const r = await call({});
+  assert.equal(r.status, 200);
+  const res = JSON.parse(r.body).result;
+  assert.equal(res.isError, true);
+  const err = JSON.parse(res.content[0].text).error;
+  assert.equal(err.code, 'unauthenticated');
+  assert.match(err.remedy, /X-Runloop-Api-Key/);
+  // Discovery still works without a key.
+  const list = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: '{"jsonrpc":"2.0","id":10,"method":"tools/list"}' });
+  assert.ok(JSON.parse(list.body).result.tools.length > 0);
+  for (const [hdrs, p] of [[{ 'x-runloop-api-key': KEY }, '/mcp'], [{ authorization: `Bearer ${KEY}` }, '/mcp'], [{}, `/mcp?api_key=${KEY}`]]) {
+    const ok = await call(hdrs, p);
+    assert.equal(ok.status, 200);
+    const text = sseEvents(ok.body).map((e) => e.data).filter(Boolean).map((d) => JSON.parse(d)).find((m) => m.id === 9);
+    assert.ok(text, ok.body);
+    assert.notEqual(text.result.isError, true, JSON.stringify(text));
+    assert.match(text.result.content[0].text, /simple text/);
+  }
+});
+
+test('session limit -> 429 with what to do', async () => {
+  const small = await startServer('sessions', { max_sessions: 3 });
+  for (let i = 0; i < 3; i++) await openSession(small.port);
+  const r = await request(small.port, { headers: JSON_HDRS, body: init() });
+  assertRpcError(r, 429, /max_sessions/);
+  assert.ok(r.headers['retry-after']);
+  await stopServer(small);
+});
+
+test('endpoint token: 401 without it, served with it', async () => {
+  const tok = await startServer('token', { auth_token: TOKEN });
+  const r = await request(tok.port, { headers: JSON_HDRS, body: init() });
+  assertRpcError(r, 401, /auth_token/);
+  assert.match(r.headers['www-authenticate'], /Bearer/);
+  const wrong = await request(tok.port, { headers: { ...JSON_HDRS, authorization: 'Bearer nope' }, body: init() });
+  assertRpcError(wrong, 401);
+  const ok = await request(tok.port, { headers: { ...JSON_HDRS, authorization: `Bearer ${TOKEN}` }, body: init() });
+  assert.equal(ok.status, 200);
+  const h = await request(tok.port, { method: 'GET', path: '/health' });
+  assert.equal(h.status, 200);
+  await stopServer(tok);
+  assert.ok(!tok.log.includes(TOKEN), 'the endpoint token is in the log');
+});
+
+test('listening beyond loopback without a token: startup refuses with a fix', () => {
+  const conf = writeConf('open', {});
+  const r = spawnSync(BIN, ['-c', conf, '--listen', '0.0.0.0:0'], { env: baseEnv(), encoding: 'utf8', timeout: 60000 });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /auth_token/);
+});
+
+test('1,000 idle connections: still serving; beyond max_connections -> 503', async () => {
+  const idle = [];
+  const connect = () => new Promise((resolve, reject) => {
+    const s = net.connect({ host: '127.0.0.1', port: S.port }, () => resolve(s));
+    s.on('error', reject);
+  });
+  try {
+    for (let i = 0; i < 1000; i++) idle.push(await connect());
+    // Wait until the server has accepted them all (bounded), then serve one.
+    const sid = await openSession(S.port);
+    const list = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    assert.equal(list.status, 200);
+    // Past the configured 1010: raw requests on 30 more connections.
+    const extra = [];
+    for (let i = 0; i < 30; i++) extra.push(await connect());
+    const answers = await Promise.all(extra.map((s) => new Promise((resolve) => {
+      let data = '';
+      s.setEncoding('utf8');
+      s.on('data', (c) => { data += c; });
+      s.on('close', () => resolve(data));
+      s.on('error', () => resolve(data));
+      s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${S.port}\r\nConnection: close\r\n\r\n`);
+    })));
+    const refused = answers.filter((a) => a.startsWith('HTTP/1.1 503'));
+    assert.ok(refused.length >= 1, `no 503 among ${answers.length} answers: ${answers.map((a) => a.slice(0, 12)).join(',')}`);
+    assert.match(refused[0], /max_connections/);
+    assert.match(refused[0], /"jsonrpc":"2.0"/);
+  } finally {
+    for (const s of idle) s.destroy();
+  }
+  // Once they are gone the server serves normally again (bounded wait).
+  let ok = false;
+  for (let i = 0; i < 100 && !ok; i++) {
+    const h = await request(S.port, { method: 'GET', path: '/' });
+    ok = h.status === 200;
+    if (!ok) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(ok, 'the server did not recover after the idle connections closed');
+});
+
+test('a client that disconnects mid-stream gets the result on resume; server keeps serving', async () => {
+  const auth = { 'x-runloop-api-key': KEY };
+  const sid = await openSession(S.port, auth, { sampling: {} });
+  const hdrs = { ...JSON_HDRS, ...auth, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+  // test_sampling waits for our answer to its sampling request, so the call
+  // cannot finish before we drop the connection.
+  const { lastId, samplingReq } = await new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: S.port, method: 'POST', path: '/mcp', headers: hdrs, agent: false }, (res) => {
+      assert.equal(res.headers['content-type'], 'text/event-stream');
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => {
+        buf += c;
+        const evs = sseEvents(buf.slice(0, buf.lastIndexOf('\n\n') + 2));
+        const s = evs.find((e) => e.data && JSON.parse(e.data).method === 'sampling/createMessage');
+        if (s) {
+          req.destroy(); // drop the connection mid-stream
+          resolve({ lastId: s.id, samplingReq: JSON.parse(s.data) });
+        }
+      });
+    });
+    req.on('error', (e) => { if (e.code !== 'ECONNRESET') reject(e); });
+    req.end(JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'test_sampling', arguments: { prompt: 'hi' } } }));
+  });
+  assert.match(lastId, /^\d+-\d+$/);
+  // Answer the sampling request on a new POST: 202.
+  const answer = await request(S.port, { headers: hdrs, body: JSON.stringify({
+    jsonrpc: '2.0', id: samplingReq.id,
+    result: { role: 'assistant', content: { type: 'text', text: 'resumed fine' }, model: 'test', stopReason: 'endTurn' },
+  }) });
+  assert.equal(answer.status, 202);
+  // Resume: the rest of the stream, ending with the call's result.
+  const resumed = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
+  assert.equal(resumed.status, 200, resumed.body);
+  const msgs = sseEvents(resumed.body).filter((e) => e.data).map((e) => JSON.parse(e.data));
+  const result = msgs.find((m) => m.id === 77);
+  assert.ok(result, resumed.body);
+  assert.match(result.result.content[0].text, /resumed fine/);
+  // Replayed completely: a second resume has nothing left.
+  const again = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
+  assertRpcError(again, 400, /delivered/);
+  const ping = await request(S.port, { headers: hdrs, body: '{"jsonrpc":"2.0","id":78,"method":"ping"}' });
+  assert.equal(ping.status, 200);
+});
+
+test('the caller key never reaches the log', async () => {
+  // Everything above sent KEY in headers and the URL; add a few failures.
+  await request(S.port, { path: `/mcp?api_key=${KEY}`, headers: { ...JSON_HDRS, 'mcp-session-id': 'nope' }, body: '{}' });
+  await request(S.port, { headers: { ...JSON_HDRS, authorization: `Bearer ${KEY}` }, body: 'not json' });
+  await stopServer(S);
+  assert.match(S.log, /http: POST \/mcp/, 'no access log lines at debug level');
+  assert.ok(!S.log.includes(KEY), 'the Runloop key appears in the server log');
+  assert.ok(!S.log.includes(KEY.slice(8, 30)), 'part of the Runloop key appears in the server log');
+});
