@@ -1234,14 +1234,11 @@ void engine_fini(struct engine *eng)
     }
     /* Wait for execution threads to see their processes gone. */
     pthread_mutex_lock(&eng->lock);
-    for (box = eng->boxes; box != NULL; box = box->next) {
-        struct execution *ex;
+    {
         int64_t deadline = util_now_ms() + 10000;
 
-        for (ex = box->execs; ex != NULL; ex = ex->next) {
-            while (ex->refs > 0 && engine_wait_locked(eng, deadline) == 0)
-                ;
-        }
+        while (eng->exec_threads > 0 && engine_wait_locked(eng, deadline) == 0)
+            ;
     }
     pthread_mutex_unlock(&eng->lock);
     for (box = eng->boxes; box != NULL; box = next) {
@@ -1253,7 +1250,7 @@ void engine_fini(struct engine *eng)
             sandbox_release(box->sb);
         for (ex = box->execs; ex != NULL; ex = nex) {
             nex = ex->next;
-            if (ex->refs == 0)
+            if (eng->exec_threads == 0)
                 exec_free(ex);
         }
         cJSON_Delete(box->spec);

@@ -84,6 +84,7 @@ struct engine {
     pthread_t timer;
     int timer_started;
     int sandbox_ready;
+    int exec_threads;   /* live execution waiter threads */
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);

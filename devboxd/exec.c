@@ -142,8 +142,10 @@ static void *exec_thread(void *arg)
     if (strcmp(ex->kind, "entrypoint") == 0)
         on_entrypoint_exit_locked(eng, ex);
     ex->refs--;
-    pthread_mutex_unlock(&eng->lock);
     sb_proc_free(proc);
+    eng->exec_threads--;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
     free(job);
     return NULL;
 }
@@ -239,7 +241,9 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 128 * 1024);
+    eng->exec_threads++;
     if (pthread_create(&tid, &attr, exec_thread, job) != 0) {
+        eng->exec_threads--;
         pthread_attr_destroy(&attr);
         /* Leave it listed but completed so nothing waits forever. */
         sb_proc_kill(ex->proc, SIGKILL);

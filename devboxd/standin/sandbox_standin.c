@@ -150,7 +150,7 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
         for (size_t i = 0; sb->env[i]; i++)
             putenv(sb->env[i]);
         setenv("HOME", "/home/user", 1);
-        execl("/usr/bin/bwrap", "bwrap", "--unshare-pid", "--die-with-parent", "--unshare-user",
+        execl("/usr/bin/bwrap", "bwrap", "--unshare-pid", "--unshare-user",
               "--uid", "1000", "--gid", "1000",
               "--bind", sb->root, "/", "--ro-bind", "/usr", "/usr",
               "--ro-bind", "/etc", "/etc",
