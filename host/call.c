@@ -19,20 +19,7 @@
 #include "mcp_internal.h"
 #include "rlclient.h"
 
-#if __has_include("schema.h")
 #include "schema.h"
-#else
-int schema_validate(const cJSON *schema, const cJSON *instance,
-                    const char *root_name, char *err, size_t errlen);
-#endif
-
-#if !__has_include("schema.c")
-/* Stand-in until host/schema.c lands: validation is skipped. */
-#pragma weak schema_validate
-#define schema_available() (&schema_validate != NULL)
-#else
-#define schema_available() true
-#endif
 
 /* Progress closer together than this is coalesced (latest value wins). */
 #define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
@@ -350,8 +337,6 @@ static bool output_ok(struct rlmcp_call *c, const cJSON *structured)
                 "structured result (result_json)", c->what);
         return false;
     }
-    if (!schema_available())
-        return true;
     if (schema_validate(c->tool->output_schema, structured,
                         "structuredContent", err, sizeof(err)) != 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name,

@@ -20,20 +20,7 @@
 #include "mcp_internal.h"
 #include "pool.h"
 
-#if __has_include("schema.h")
 #include "schema.h"
-#else
-int schema_validate(const cJSON *schema, const cJSON *instance,
-                    const char *root_name, char *err, size_t errlen);
-#endif
-
-#if !__has_include("schema.c")
-/* Stand-in until host/schema.c lands: validation is skipped. */
-#pragma weak schema_validate
-#define schema_available() (&schema_validate != NULL)
-#else
-#define schema_available() true
-#endif
 
 #define DEFAULT_WORKERS 8
 #define DEFAULT_TIMEOUT_MS 300000u
@@ -680,7 +667,7 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
         return NULL;
     }
     err[0] = '\0';
-    if (t->input_schema != NULL && schema_available() &&
+    if (t->input_schema != NULL &&
         schema_validate(t->input_schema, args, "arguments", err,
                         sizeof(err)) != 0) {
         reply_tool_error(r, "invalid_arguments", err,
