@@ -17,28 +17,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "backend.h"
 #include "config.h"
+#include "http.h"
 #include "loader.h"
 #include "log.h"
 #include "mcp.h"
-#include "registry.h"
-
-#if __has_include("mcp.c")
-#define HAVE_DISPATCHER 1
-#endif
-#if defined(HAVE_DISPATCHER) && __has_include("mcp_stdio.h") &&            \
-    (__has_include("mcp_stdio.c") || __has_include("stdio.c"))
 #include "mcp_stdio.h"
-#define HAVE_STDIO 1
-#endif
-#if defined(HAVE_DISPATCHER) && __has_include("http.h") && __has_include("http.c")
-#include "http.h"
-#define HAVE_HTTP 1
-#endif
-#if __has_include("backend.h") && __has_include("backend.c")
-#include "backend.h"
-#define HAVE_BACKEND 1
-#endif
+#include "registry.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -372,18 +358,10 @@ static void print_check(const struct host_config *cfg, const struct loader *l,
     if (cfg->server.transport == HOST_TRANSPORT_HTTP)
         printf(" on %s", cfg->server.http.listen);
     printf("\n");
-#ifdef HAVE_BACKEND
     {
         char desc[512] = "";
         printf("backend:    %s\n", backend_describe(cfg, desc, sizeof(desc)));
     }
-#else
-    printf("backend:    %s%s%s (api key %s)\n",
-           config_backend_name(cfg->runloop.backend),
-           cfg->runloop.base_url ? ", base_url " : "",
-           cfg->runloop.base_url ? cfg->runloop.base_url : "",
-           cfg->runloop.api_key ? "set" : "not set");
-#endif
     printf("plugin dir: %s\n", dir ? dir : "?");
     printf("plugins:    %zu loaded", l->n_plugins);
     if (l->n_skipped > 0)
@@ -406,23 +384,35 @@ static void print_check(const struct host_config *cfg, const struct loader *l,
 
 /* ---- serving ----------------------------------------------------------- */
 
-#ifdef HAVE_STDIO
 static void on_stop_signal(int sig)
 {
     (void)sig;
     stdio_request_stop();
 }
-#endif
+
+/* The transport's loop; returns when the client goes or a signal came. */
+static int run_transport(const struct host_config *cfg,
+                         struct mcp_dispatcher *d)
+{
+    struct sigaction sa;
+
+    if (cfg->server.transport == HOST_TRANSPORT_HTTP)
+        return http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME; /* own signals */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
+}
 
 static int serve(const struct host_config *cfg, struct registry *reg)
 {
-#ifdef HAVE_DISPATCHER
     struct mcp_options opts;
     struct mcp_dispatcher *d = NULL;
-    int rc = EXIT_RUNTIME;
-#ifdef HAVE_BACKEND
     struct backend *b = NULL;
     char *berr = NULL;
+    int rc = EXIT_RUNTIME;
 
     if (backend_open(cfg, &b, &berr) != 0) {
         log_msg(RLMCP_LOG_ERROR, NULL, "%s", berr ? berr : "no Runloop backend");
@@ -430,8 +420,6 @@ static int serve(const struct host_config *cfg, struct registry *reg)
         return EXIT_RUNTIME;
     }
     log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_description(b));
-#endif
-
     memset(&opts, 0, sizeof(opts));
     opts.server_name = cfg->server.name;
     opts.server_version = RLMCP_VERSION;
@@ -443,42 +431,15 @@ static int serve(const struct host_config *cfg, struct registry *reg)
         log_msg(RLMCP_LOG_ERROR, NULL, "cannot start the MCP dispatcher (out of memory or threads)");
         goto out;
     }
-#ifdef HAVE_BACKEND
     mcp_set_rlclient(d, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
-#endif
-    if (cfg->server.transport == HOST_TRANSPORT_STDIO) {
-#ifdef HAVE_STDIO
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        rc = stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
-#else
-        log_msg(RLMCP_LOG_ERROR, NULL, "the stdio transport is not built into this binary");
-#endif
-    } else {
-#ifdef HAVE_HTTP
-        rc = http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
-#else
-        log_msg(RLMCP_LOG_ERROR, NULL, "the HTTP transport is not built into this binary; use --transport stdio");
-#endif
-    }
+    rc = run_transport(cfg, d);
+    /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);
 out:
     mcp_destroy(d);
-#ifdef HAVE_BACKEND
-    backend_free(b); /* after the dispatcher: calls use its client */
-#endif
+    backend_free(b); /* after the dispatcher: calls used its client */
     return rc;
-#else
-    (void)cfg;
-    (void)reg;
-    log_msg(RLMCP_LOG_ERROR, NULL, "the MCP dispatcher is not built into this binary; only --list-tools and --check-config work");
-    return EXIT_RUNTIME;
-#endif
 }
 
 /* ---- main -------------------------------------------------------------- */
