@@ -664,8 +664,13 @@ static void test_bad_envelopes(void **state)
         cap_clear(&f->cap);
     }
     assert_true(handle(f, "{\"id\":6,\"method\":\"ping\"}"));
-    assert_int_equal(error_code(response(f, 6)), -32600);
-    cap_clear(&f->cap);
+    {
+        cJSON *m = response(f, 6);
+
+        assert_int_equal(error_code(m), -32600);
+        cJSON_Delete(m);
+        cap_clear(&f->cap);
+    }
     assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":42}"));
     {
         cJSON *m = response(f, 7);
