@@ -79,6 +79,17 @@ set +e
 node "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
 rc=$?
 set -e
+# Stop the server (and the bridge's children) now, so that its exit status
+# and any sanitizer report are part of the verdict.
+kill -TERM "$pid"
+server_rc=0
+wait "$pid" || server_rc=$?
+pid=""
+if [ "$server_rc" -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$work/server.log"; then
+    echo "run.sh: the server exited with status $server_rc or reported a sanitizer error:" >&2
+    grep -A30 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$work/server.log" | head -n 60 >&2 || true
+    rc=1
+fi
 # The summary is coloured; strip the escapes before matching.
 sed -e 's/\x1b\[[0-9;]*m//g' "$work/suite.log" >"$work/suite.txt"
 grep -E '^[✓✗] ' "$work/suite.txt" || true

@@ -32,6 +32,13 @@ const rpcError = (res, status, code, message) =>
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
 
 const sessions = new Map(); // id -> { http, child, progressOwner, lastUsed }
+const closing = new Set(); // children being stopped: awaited before exit
+
+function closeChild(s) {
+  const p = s.child.close().catch(() => {});
+  closing.add(p);
+  p.finally(() => closing.delete(p));
+}
 
 // The child inherits our environment (PATH, RLMCP_*), not just the SDK's
 // safe default subset, so that it finds its plugins and state dir.
@@ -66,7 +73,7 @@ async function openSession() {
   };
   s.http.onclose = () => {
     if (s.http.sessionId) sessions.delete(s.http.sessionId);
-    s.child.close().catch(() => {});
+    closeChild(s);
   };
   s.child.onclose = () => {
     s.http.close().catch(() => {});
@@ -111,12 +118,14 @@ const server = app.listen(port, '127.0.0.1', () => {
   console.error(`bridge listening on ${server.address().port}`);
 });
 
+// Children get the SDK's close sequence (stdin end, then SIGTERM, SIGKILL);
+// the bridge exits once every one of them has exited.
 async function shutdown() {
   clearInterval(reaper);
-  await Promise.all([...sessions.values()].map((s) => s.http.close().catch(() => {})));
   server.close();
-  // Children get the SDK's close sequence (stdin end, then signals).
-  setTimeout(() => process.exit(0), 300).unref();
+  await Promise.all([...sessions.values()].map((s) => s.http.close().catch(() => {})));
+  while (closing.size > 0) await Promise.all([...closing]);
+  process.exit(0);
 }
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);

@@ -47,7 +47,7 @@ function startServer(name, http, extraArgs = []) {
   const srv = { child, log: '', port: 0, exited: false };
   servers.push(srv);
   child.stderr.setEncoding('utf8');
-  child.on('exit', () => { srv.exited = true; });
+  child.on('close', () => { srv.exited = true; });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server ${name} did not start:\n${srv.log}`)), 60000);
     child.stderr.on('data', (d) => {
@@ -63,13 +63,17 @@ function startServer(name, http, extraArgs = []) {
   });
 }
 
+// Stop with SIGTERM: a clean exit, and no sanitizer report in the log
+// (the suite also runs against a -DRLMCP_SANITIZE=ON build).
 async function stopServer(srv) {
   if (srv.exited) return;
-  const gone = new Promise((r) => srv.child.once('exit', r));
+  const gone = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
   srv.child.kill('SIGTERM');
-  const t = setTimeout(() => srv.child.kill('SIGKILL'), 10000);
-  await gone;
+  const t = setTimeout(() => srv.child.kill('SIGKILL'), 20000);
+  const { code, sig } = await gone;
   clearTimeout(t);
+  assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
+  assert.equal(code, 0, `server exited with ${code ?? sig}:\n${srv.log.slice(-2000)}`);
 }
 
 // One raw HTTP request on a fresh connection; the body is read whole.
