@@ -173,14 +173,14 @@ int http_parse_query(struct http_request *req, const char *qs)
     for (pair = strtok_r(copy, "&", &save); pair != NULL;
          pair = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(pair, '=');
-        const char *value = "";
+        char *value = pair + strlen(pair); /* "" inside copy: decoded in place */
 
         if (eq != NULL) {
             *eq = '\0';
             value = eq + 1;
         }
         http_url_decode(pair, 1);
-        http_url_decode((char *)value, 1);
+        http_url_decode(value, 1);
         if (http_kv_append(&req->query, &req->n_query, pair, value) != 0)
             goto out;
     }
