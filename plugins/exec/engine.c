@@ -541,6 +541,12 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
         cJSON_AddStringToObject(body, "shell_name", p->shell_name);
     o.max_retries = -1;
     o.timeout_ms = (uint32_t)(opt + 30) * 1000u;
+    /*
+     * Sent even when the call is cancelled meanwhile: without the answer
+     * we would not know the execution to kill. It is bounded by the
+     * optimistic wait; exec_run checks for cancellation right after.
+     */
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
     rc = devbox_post(h, p->devbox_id, path, body, &o, what, view_out);
     if (rc == RLMCP_OK && !cJSON_IsObject(*view_out))
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
@@ -582,6 +588,10 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     if (eid == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
+    }
+    if (h->api->is_cancelled(h->call)) {
+        rc = RLMCP_ECANCELLED;
+        goto fail;
     }
     if (!view_completed(view) && ex->stream) {
         uint32_t left = remaining_ms(deadline);

@@ -106,6 +106,7 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
                          cJSON *metadata, const char *bp_name,
                          const char *bp_id, char **id_out, cJSON **dbx_out)
 {
+    struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();
     cJSON *lp = NULL, *dbx = NULL;
     const char *id = NULL;
@@ -123,7 +124,10 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
     lp = cJSON_AddObjectToObject(body, "launch_parameters");
     cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
                             (double)ex->keep_alive_s);
-    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, NULL,
+    /* Not abandoned on cancellation: the caller shuts down what it made. */
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.max_retries = -1;
+    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, &o,
                          "creating a devbox", &dbx);
     if (rc != RLMCP_OK)
         goto out;
@@ -136,6 +140,10 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
     *id_out = strdup(id);
     if (*id_out == NULL) {
         rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (h->api->is_cancelled(h->call)) {
+        rc = RLMCP_ECANCELLED;
         goto out;
     }
     rc = rlmcp_h_devbox_wait(h, id, running_set,

@@ -330,6 +330,26 @@ static void cancel_kills(void **state)
     assert_non_null(strstr(k->body, "\"kill_process_group\":true"));
 }
 
+static void cancel_during_execute_kills(void **state)
+{
+    const struct fh_request *x, *k;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200, "{}");
+    fh_cancel_after(0); /* cancelled while execute is in flight */
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\"}"),
+                     RLMCP_ECANCELLED);
+    x = fh_find_request("POST", EXEC_PATH);
+    assert_true(x->flags & RLMCP_HTTP_IGNORE_CANCEL);
+    k = fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill");
+    assert_non_null(k);
+    assert_null(fh_find_request("GET", "/v1/devboxes/dbx_1/executions/exe_1/"
+                                       "stream"));
+}
+
 static void suspended_devbox(void **state)
 {
     fh_reset();
@@ -706,6 +726,7 @@ int main(void)
         cmocka_unit_test(wait_loop_without_stream),
         cmocka_unit_test(timeout_kills),
         cmocka_unit_test(cancel_kills),
+        cmocka_unit_test(cancel_during_execute_kills),
         cmocka_unit_test(suspended_devbox),
         cmocka_unit_test(async_get_wait_kill_stdin),
         cmocka_unit_test(logs_pages),

@@ -1,0 +1,354 @@
+// End-to-end: the lifecycle, exec and files plugins through the built host,
+// driven by the official MCP SDK client over stdio, against a real devboxd
+// on a temporary state dir. Covers every tool, progress streaming, a
+// cancelled command killed on the engine, timeouts, truncation, binary
+// round trips, run_code reuse and clean-up, run_python/run_c and bad input.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
+const LONG = { timeout: 300000 };
+
+/** A devboxd on its own state dir; stop() kills it and waits. */
+async function startEngine(stateDir) {
+  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  let exited = false;
+  const gone = new Promise((r) => child.on('exit', () => { exited = true; r(); }));
+  const sock = path.join(stateDir, 'devboxd.sock');
+  await waitFor(async () => {
+    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
+    return existsSync(sock) && (await engineGet(sock, '/v1/devboxes?limit=1').then(() => true, () => false));
+  }, 30000, 'devboxd to answer on its socket');
+  return {
+    sock,
+    stderr: () => stderr,
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 20000);
+      await gone;
+      clearTimeout(t);
+    },
+  };
+}
+
+/** Plain REST to the engine over its unix socket (no key needed there). */
+function engineRequest(sock, method, p, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request({ socketPath: sock, method, path: p,
+      headers: data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {} }, (res) => {
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { buf += d; });
+      res.on('end', () => {
+        if (res.statusCode >= 300) return reject(new Error(`${method} ${p}: ${res.statusCode} ${buf}`));
+        try { resolve(buf ? JSON.parse(buf) : null); } catch (e) { reject(e); }
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(60000, () => req.destroy(new Error('engine request timed out')));
+    if (data) req.write(data);
+    req.end();
+  });
+}
+const engineGet = (sock, p) => engineRequest(sock, 'GET', p);
+
+function errorOf(result) {
+  assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);
+  const text = result.content.find((c) => c.type === 'text').text;
+  return JSON.parse(text).error;
+}
+
+function ok(result) {
+  assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
+  assert.ok(result.structuredContent, 'structuredContent is set');
+  return result.structuredContent;
+}
+
+describe('plugins end to end (local engine)', () => {
+  let tmp;
+  let engine;
+  let client;
+  let transport;
+  let box; // a devbox shared by the tests that only need one
+
+  const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000, ...opts });
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-plugins-'));
+    engine = await startEngine(path.join(tmp, 'state'));
+    transport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+      stderr: 'pipe',
+    });
+    let hostErr = '';
+    transport.stderr?.on('data', (d) => { hostErr += d; });
+    client = new Client({ name: 'plugins-e2e', version: '1' });
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
+    }
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    await engine?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('lists the tools with schemas and honest annotations', async () => {
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    for (const n of ['create_devbox', 'list_devboxes', 'get_devbox', 'update_devbox', 'suspend_devbox',
+      'resume_devbox', 'shutdown_devbox', 'keep_devbox_alive', 'get_resource_usage', 'execute_command',
+      'execute_command_async', 'get_execution', 'wait_for_execution', 'get_execution_logs', 'kill_execution',
+      'send_execution_stdin', 'run_shell', 'run_code', 'run_python', 'run_c', 'write_file', 'read_file',
+      'upload_file', 'download_file']) {
+      assert.ok(byName[n], `${n} is listed`);
+      assert.equal(byName[n].annotations?.openWorldHint, true, `${n} openWorldHint`);
+    }
+    assert.equal(byName.get_devbox.annotations.readOnlyHint, true);
+    assert.equal(byName.shutdown_devbox.annotations.destructiveHint, true);
+    assert.ok(byName.execute_command.outputSchema.properties.stdout_truncated);
+  });
+
+  it('create_devbox waits until running; get/list/update/keep-alive/usage', LONG, async () => {
+    box = ok(await call('create_devbox', { name: 'e2e', metadata: { suite: 'plugins' }, files: { '/home/user/hello.txt': 'hi\n' } }));
+    assert.match(box.id, /^[A-Za-z0-9_.-]+$/);
+    assert.equal(box.status, 'running');
+    const got = ok(await call('get_devbox', { devbox_id: box.id }));
+    assert.equal(got.id, box.id);
+    assert.equal(got.metadata.suite, 'plugins');
+    const list = ok(await call('list_devboxes', {}));
+    assert.ok(list.devboxes.some((d) => d.id === box.id));
+    const upd = ok(await call('update_devbox', { devbox_id: box.id, name: 'renamed' }));
+    assert.equal(upd.name, 'renamed');
+    ok(await call('keep_devbox_alive', { devbox_id: box.id }));
+    const usage = ok(await call('get_resource_usage', { devbox_id: box.id }));
+    assert.equal(typeof usage, 'object');
+    const read = ok(await call('read_file', { devbox_id: box.id, file_path: '/home/user/hello.txt' }));
+    assert.equal(read.content, 'hi\n');
+  });
+
+  it('execute_command: output, non-zero exit, working_dir and env', LONG, async () => {
+    const r = ok(await call('execute_command', { devbox_id: box.id, command: 'echo out; echo err >&2; exit 3' }));
+    assert.equal(r.exit_code, 3);
+    assert.equal(r.stdout, 'out\n');
+    assert.equal(r.stderr, 'err\n');
+    assert.equal(r.devbox_id, box.id);
+    assert.ok(r.execution_id);
+    assert.equal(typeof r.duration_ms, 'number');
+    const w = ok(await call('execute_command', { devbox_id: box.id, command: 'pwd; echo "$GREETING"', working_dir: '/tmp', env: { GREETING: "it's me" } }));
+    assert.equal(w.stdout, "/tmp\nit's me\n");
+    const s = ok(await call('run_shell', { devbox_id: box.id, command: 'cd /tmp && export X=1', shell_name: 'sh1' }));
+    assert.equal(s.exit_code, 0);
+    const s2 = ok(await call('run_shell', { devbox_id: box.id, command: 'echo $PWD $X', shell_name: 'sh1' }));
+    assert.equal(s2.stdout, '/tmp 1\n');
+  });
+
+  it('a 5-second command streams its output as progress', LONG, async () => {
+    const progress = [];
+    const r = ok(await call('execute_command',
+      { devbox_id: box.id, command: 'for i in 1 2 3 4 5; do echo tick $i; sleep 1; done' },
+      { onprogress: (p) => progress.push(p) }));
+    assert.equal(r.stdout, 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n');
+    assert.ok(progress.length >= 2, `expected several progress notifications, got ${JSON.stringify(progress)}`);
+    assert.ok(progress.every((p) => typeof p.message === 'string' && p.message.includes('tick')), JSON.stringify(progress));
+    for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress);
+    assert.ok(r.duration_ms >= 4000, `duration ${r.duration_ms}`);
+  });
+
+  it('truncation keeps head and tail; get_execution_logs has the rest', LONG, async () => {
+    const r = ok(await call('execute_command', { devbox_id: box.id, command: "echo START; head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }));
+    assert.equal(r.stdout_truncated, true);
+    assert.ok(r.stdout.startsWith('START\naaa'), r.stdout.slice(0, 20));
+    assert.ok(r.stdout.endsWith('aaa\nEND\n'), r.stdout.slice(-20));
+    assert.match(r.stdout, new RegExp(`…\\[truncated \\d+ bytes; full output: get_execution_logs execution_id=${r.execution_id}\\]…`));
+    assert.ok(r.stdout.length < 4096 + 200);
+    const logs = ok(await call('get_execution_logs', { devbox_id: box.id, execution_id: r.execution_id, stream: 'stdout', offset: 0, max_bytes: 100 }));
+    assert.equal(logs.stdout, 'START\n' + 'a'.repeat(94));
+    assert.equal(logs.stdout_next_offset, 100);
+    assert.equal(logs.stdout_has_more, true);
+    const tail = ok(await call('get_execution_logs', { devbox_id: box.id, execution_id: r.execution_id, stream: 'stdout', offset: 200006 }));
+    assert.equal(tail.stdout, '\nEND\n');
+    assert.equal(tail.stdout_has_more, false);
+  });
+
+  it('a cancelled sleep 600 is killed on the engine', LONG, async () => {
+    const marker = `rlmcp_cancel_${randomBytes(4).toString('hex')}`;
+    const ac = new AbortController();
+    const started = Date.now();
+    const pending = call('execute_command', { devbox_id: box.id, command: `exec -a ${marker} sleep 600` }, { signal: ac.signal });
+    // Let it start on the engine before cancelling.
+    const probe = `cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '${marker.slice(0, -1)}[${marker.slice(-1)}]' || true`;
+    await waitFor(async () => {
+      const v = ok(await call('execute_command', { devbox_id: box.id, command: probe }));
+      return Number(v.stdout.trim()) > 0;
+    }, 60000, 'the sleep to run');
+    ac.abort();
+    await assert.rejects(pending);
+    assert.ok(Date.now() - started < 120000);
+    await waitFor(async () => {
+      const v = ok(await call('execute_command', { devbox_id: box.id, command: probe }));
+      return Number(v.stdout.trim()) === 0;
+    }, 30000, 'the cancelled sleep to be killed');
+  });
+
+  it('timeout_seconds kills the command and says so', LONG, async () => {
+    const e = errorOf(await call('execute_command', { devbox_id: box.id, command: 'sleep 600', timeout_seconds: 3 }));
+    assert.equal(e.code, 'timeout');
+    const m = e.message.match(/execution (\S+) on devbox (\S+) was killed/);
+    assert.ok(m, e.message);
+    const ex = await engineGet(engine.sock, `/v1/devboxes/${m[2]}/executions/${m[1]}`);
+    await waitFor(async () => (await engineGet(engine.sock, `/v1/devboxes/${m[2]}/executions/${m[1]}`)).status === 'completed', 20000, 'the killed execution to complete');
+    assert.ok(ex);
+  });
+
+  it('async execution: start, stdin, wait, get, logs, kill', LONG, async () => {
+    const a = ok(await call('execute_command_async', { devbox_id: box.id, command: 'read line; echo "got $line"', attach_stdin: true }));
+    assert.ok(a.execution_id);
+    const s = ok(await call('send_execution_stdin', { devbox_id: box.id, execution_id: a.execution_id, text: 'hello\n' }));
+    assert.equal(s.success, true);
+    const w = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: a.execution_id, timeout_seconds: 60 }));
+    assert.equal(w.status, 'completed');
+    assert.equal(w.stdout, 'got hello\n');
+    const g = ok(await call('get_execution', { devbox_id: box.id, execution_id: a.execution_id }));
+    assert.equal(g.exit_code, 0);
+    const l = ok(await call('get_execution_logs', { devbox_id: box.id, execution_id: a.execution_id }));
+    assert.equal(l.stdout, 'got hello\n');
+    const b = ok(await call('execute_command_async', { devbox_id: box.id, command: 'sleep 600' }));
+    const still = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: b.execution_id, timeout_seconds: 1 }));
+    assert.notEqual(still.status, 'completed');
+    ok(await call('kill_execution', { devbox_id: box.id, execution_id: b.execution_id }));
+    const done = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: b.execution_id, timeout_seconds: 30 }));
+    assert.equal(done.status, 'completed');
+  });
+
+  it('files: text, binary round trip, oversize', LONG, async () => {
+    ok(await call('write_file', { devbox_id: box.id, file_path: '/home/user/a.txt', contents: 'héllo\n' }));
+    const t = ok(await call('read_file', { devbox_id: box.id, file_path: '/home/user/a.txt' }));
+    assert.deepEqual([t.encoding, t.content, t.size_bytes], ['utf-8', 'héllo\n', 7]);
+    const bin = randomBytes(3000);
+    bin[0] = 0; // surely binary
+    const up = ok(await call('upload_file', { devbox_id: box.id, file_path: '/home/user/b.bin', content_base64: bin.toString('base64') }));
+    assert.equal(up.size_bytes, 3000);
+    const down = ok(await call('download_file', { devbox_id: box.id, file_path: '/home/user/b.bin' }));
+    assert.equal(down.content_base64, bin.toString('base64'));
+    const rd = ok(await call('read_file', { devbox_id: box.id, file_path: '/home/user/b.bin' }));
+    assert.equal(rd.encoding, 'base64');
+    assert.equal(rd.content, bin.toString('base64'));
+    const sum = ok(await call('execute_command', { devbox_id: box.id, command: 'sha256sum /home/user/b.bin | cut -c1-64' }));
+    const { createHash } = await import('node:crypto');
+    assert.equal(sum.stdout.trim(), createHash('sha256').update(bin).digest('hex'));
+    let e = errorOf(await call('write_file', { devbox_id: box.id, file_path: '/home/user/big', contents: 'x'.repeat(70000) }));
+    assert.equal(e.code, 'too_large');
+    e = errorOf(await call('upload_file', { devbox_id: box.id, file_path: '/home/user/big', content_base64: randomBytes(70000).toString('base64') }));
+    assert.equal(e.code, 'too_large');
+    ok(await call('execute_command', { devbox_id: box.id, command: 'head -c 70000 /dev/zero > /home/user/big' }));
+    e = errorOf(await call('download_file', { devbox_id: box.id, file_path: '/home/user/big' }));
+    assert.equal(e.code, 'too_large');
+    e = errorOf(await call('read_file', { devbox_id: box.id, file_path: '/home/user/does-not-exist' }));
+    assert.equal(e.code, 'not_found');
+  });
+
+  it('bad input: missing, extra, wrong-typed arguments and unknown ids', LONG, async () => {
+    const cases = [
+      ['execute_command', { devbox_id: box.id }, /command/],
+      ['execute_command', { devbox_id: box.id, command: 'true', bogus: 1 }, /bogus/],
+      ['execute_command', { devbox_id: box.id, command: 42 }, /command/],
+      ['execute_command', { devbox_id: box.id, command: 'true', timeout_seconds: 'soon' }, /timeout_seconds/],
+      ['create_devbox', { keep_alive_time_seconds: 999999 }, /keep_alive_time_seconds/],
+      ['get_devbox', { devbox_id: '../etc' }, /devbox_id/],
+    ];
+    for (const [name, args, re] of cases) {
+      const r = await call(name, args);
+      assert.equal(r.isError, true, `${name} ${JSON.stringify(args)}`);
+      assert.match(r.content.map((c) => c.text).join(' '), re);
+    }
+    let e = errorOf(await call('get_devbox', { devbox_id: 'dbx_doesnotexist' }));
+    assert.equal(e.code, 'not_found');
+    assert.ok(e.remedy);
+    e = errorOf(await call('execute_command', { devbox_id: 'dbx_doesnotexist', command: 'true' }));
+    assert.equal(e.code, 'not_found');
+    e = errorOf(await call('get_execution', { devbox_id: box.id, execution_id: 'exe_doesnotexist' }));
+    assert.equal(e.code, 'not_found');
+  });
+
+  it('a suspended devbox: devbox_not_running, then resume', LONG, async () => {
+    const s = ok(await call('suspend_devbox', { devbox_id: box.id }));
+    assert.equal(s.status, 'suspended');
+    const e = errorOf(await call('execute_command', { devbox_id: box.id, command: 'true' }));
+    assert.equal(e.code, 'devbox_not_running');
+    assert.match(e.remedy, /resume_devbox/);
+    const r = ok(await call('resume_devbox', { devbox_id: box.id }));
+    assert.equal(r.status, 'running');
+    const x = ok(await call('execute_command', { devbox_id: box.id, command: 'cat /home/user/a.txt' }));
+    assert.equal(x.stdout, 'héllo\n');
+  });
+
+  it('run_code reuses a code-testing sandbox and cleans up one it created on failure', LONG, async () => {
+    const first = ok(await call('run_code', { files: { '/home/user/t.py': "print('passed')\n" }, command: 'python3 /home/user/t.py' }));
+    assert.equal(first.stdout, 'passed\n');
+    assert.equal(first.reused, false);
+    const second = ok(await call('run_code', { files: { '/home/user/t.py': "print('again')\n" }, command: 'python3 /home/user/t.py; exit 1' }));
+    assert.equal(second.reused, true);
+    assert.equal(second.devbox_id, first.devbox_id);
+    assert.equal(second.exit_code, 1);
+    assert.equal(second.stdout, 'again\n');
+    // The sandbox survives a non-zero exit; shut it down so the next run
+    // must create one, then make that run fail.
+    ok(await call('shutdown_devbox', { devbox_id: first.devbox_id }));
+    const e = errorOf(await call('run_code', { command: 'sleep 600', timeout_seconds: 2 }));
+    assert.equal(e.code, 'timeout');
+    const created = e.message.match(/on devbox (\S+) was killed/)[1];
+    assert.notEqual(created, first.devbox_id);
+    await waitFor(async () => (await engineGet(engine.sock, `/v1/devboxes/${created}`)).status === 'shutdown', 60000, 'run_code to shut down the devbox it created');
+  });
+
+  it('run_python and run_c find or create their devbox and suspend it', LONG, async () => {
+    const py = ok(await call('run_python', { code: 'print(6*7)' }));
+    assert.equal(py.stdout, '42\n');
+    assert.equal(py.language, 'python');
+    assert.equal(py.file_path, '/home/user/code.py');
+    await waitFor(async () => ['suspending', 'suspended'].includes((await engineGet(engine.sock, `/v1/devboxes/${py.devbox_id}`)).status), 30000, 'the python devbox to suspend');
+    const py2 = ok(await call('run_python', { code: 'import sys; print(sys.version_info[0]); sys.exit(2)' }));
+    assert.equal(py2.devbox_id, py.devbox_id, 'the same devbox is resumed');
+    assert.equal(py2.stdout, '3\n');
+    assert.equal(py2.exit_code, 2);
+    const c = ok(await call('run_c', { code: '#include <stdio.h>\nint main(void){puts("hi from c");return 0;}\n', file_path: '/home/user/m.c' }));
+    assert.equal(c.stdout, 'hi from c\n');
+    assert.notEqual(c.devbox_id, py.devbox_id);
+    const bad = ok(await call('run_c', { code: 'int main( {' }));
+    assert.notEqual(bad.exit_code, 0);
+    assert.match(bad.stderr, /error/);
+  });
+
+  it('shutdown_devbox ends the shared devbox', LONG, async () => {
+    const s = ok(await call('shutdown_devbox', { devbox_id: box.id }));
+    assert.equal(s.id, box.id);
+    const e = errorOf(await call('execute_command', { devbox_id: box.id, command: 'true' }));
+    assert.ok(['devbox_not_running', 'not_found'].includes(e.code), e.code);
+    const hidden = ok(await call('list_devboxes', {}));
+    assert.ok(!hidden.devboxes.some((d) => d.id === box.id), 'shut down devboxes are hidden');
+    const shown = ok(await call('list_devboxes', { status: 'shutdown' }));
+    assert.ok(shown.devboxes.some((d) => d.id === box.id));
+  });
+});
