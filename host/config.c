@@ -31,7 +31,11 @@ struct ctx {
     char *err;
     size_t errlen;
     bool failed;
+    size_t json_nodes; /* converted so far: aliases must not explode */
 };
+
+/* YAML aliases can make a small file expand exponentially. */
+#define MAX_JSON_NODES 100000
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -569,6 +573,11 @@ static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
     if (depth > 64) {
         FAIL(c, n, "'%s' is nested more than 64 levels deep; flatten it",
              section);
+        return NULL;
+    }
+    if (++c->json_nodes > MAX_JSON_NODES) {
+        FAIL(c, n, "'%s' expands to more than %d values (YAML aliases?); make it smaller",
+             section, MAX_JSON_NODES);
         return NULL;
     }
     switch (n->type) {

@@ -360,6 +360,28 @@ static void test_plugin_config_json(void **state)
                  "t.yaml:5:7: duplicate key 'k' in 'config'", NULL);
 }
 
+static void test_alias_bombs(void **state)
+{
+    char yaml[4096];
+    size_t used = 0;
+    int i = 0;
+    int j = 0;
+
+    /* 10^9 values from a few hundred bytes: refused, quickly. */
+    used += (size_t)snprintf(yaml + used, sizeof(yaml) - used,
+                             "plugins:\n  - name: a\n    config:\n      l0: &l0 [x,x,x,x,x,x,x,x,x,x]\n");
+    for (i = 1; i < 10; i++) {
+        used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "      l%d: &l%d [", i, i);
+        for (j = 0; j < 10; j++)
+            used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "%s*l%d", j ? "," : "", i - 1);
+        used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "]\n");
+    }
+    expect_error(yaml, "'config' expands to more than 100000 values (YAML aliases?)", NULL);
+    /* A node containing an alias to itself. */
+    expect_error("plugins:\n  - name: a\n    config: &x {k: [*x]}\n",
+                 "'config' is nested more than 64 levels deep", NULL);
+}
+
 static void test_secrets_never_printed(void **state)
 {
     expect_error("runloop:\n  api_key: sekrit-123\n  backend: bogus\nplugins: []\n",
@@ -404,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_empty_and_missing),
         cmocka_unit_test(test_plugin_config_json),
+        cmocka_unit_test(test_alias_bombs),
         cmocka_unit_test(test_secrets_never_printed),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_suggest),

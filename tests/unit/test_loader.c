@@ -270,6 +270,20 @@ static void test_name_mismatch_and_twice(void **state)
     done(&e);
 }
 
+static void test_bad_descriptors(void **state)
+{
+    struct env e;
+
+    assert_int_equal(load(&e, "plugins: [fx_no_init]\n", NULL), -1);
+    expect_log("rlmcp_fx_no_init.so: the descriptor has no init function; pass one to RLMCP_PLUGIN_DEFINE");
+    done(&e);
+    logbuf[0] = '\0';
+    assert_int_equal(load(&e, "plugins: [fx_bad_name]\n", NULL), -1);
+    expect_log("rlmcp_fx_bad_name.so: the descriptor's name is missing or not [a-z0-9_]+");
+    expect_no_log("init must never run");
+    done(&e);
+}
+
 static void test_skip_mode(void **state)
 {
     struct env e;
@@ -375,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized_structs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_name_mismatch_and_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_skip_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abi_1_0_plugin, setup, teardown),
