@@ -543,6 +543,8 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     pthread_mutex_unlock(&eng->lock);
 }
 
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
                               size_t errlen)
 {
@@ -566,7 +568,11 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     spec.id = box->id;
     spec.dir = dir;
     spec.env = (const char *const *)env;
+    /* Concurrent sandbox_start calls intermittently failed here ("bwrap:
+     * loopback: Failed RTM_NEWADDR"); one start at a time costs ~40 ms each. */
+    pthread_mutex_lock(&start_lock);
     rc = sandbox_start(&spec, &sb, err, errlen);
+    pthread_mutex_unlock(&start_lock);
     if (rc == 0) {
         pthread_mutex_lock(&eng->lock);
         box->sb = sb;
