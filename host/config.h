@@ -54,7 +54,8 @@ struct host_http_config {
     unsigned max_sessions;       /* 64 */
     unsigned session_idle_seconds; /* 1800 */
     unsigned max_connections;    /* 256 */
-    char *raw_json;              /* the http: map as JSON, NULL if absent */
+    char *raw_json;              /* the http: map as JSON, NULL if absent;
+                                    holds auth_token: never log it */
 };
 
 struct host_server_config {
