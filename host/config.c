@@ -688,6 +688,36 @@ err:
     return -1;
 }
 
+/* A list of strings as a NULL-terminated array (replacing *out). */
+static int get_string_array(struct ctx *c, const yaml_node_t *n,
+                            const char *what, char ***out, size_t *n_out)
+{
+    struct config_name *list = NULL;
+    size_t count = 0;
+    size_t i = 0;
+    char **arr = NULL;
+
+    if (get_name_list(c, n, what, &list, &count) < 0)
+        return -1;
+    arr = calloc(count + 1, sizeof(char *));
+    if (arr == NULL) {
+        for (i = 0; i < count; i++)
+            free(list[i].name);
+        free(list);
+        FAIL(c, n, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < count; i++)
+        arr[i] = list[i].name;
+    free(list);
+    for (i = 0; i < *n_out; i++)
+        free((*out)[i]);
+    free(*out);
+    *out = arr;
+    *n_out = count;
+    return 0;
+}
+
 /* ---- sections ---------------------------------------------------------- */
 
 static bool valid_listen(const char *s)
@@ -715,9 +745,6 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
     unsigned long long x = 0;
-    struct config_name *origins = NULL;
-    size_t n_origins = 0;
-    size_t i = 0;
 
     if (check_mapping(c, n, "server.http") < 0)
         return -1;
@@ -734,21 +761,10 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
             }
             break;
         case 1:
-            if (get_name_list(c, v, "server.http.allowed_origins", &origins,
-                              &n_origins) < 0)
+            if (get_string_array(c, v, "server.http.allowed_origins",
+                                 &h->allowed_origins,
+                                 &h->n_allowed_origins) < 0)
                 return -1;
-            h->allowed_origins = calloc(n_origins + 1, sizeof(char *));
-            if (h->allowed_origins == NULL) {
-                for (i = 0; i < n_origins; i++)
-                    free(origins[i].name);
-                free(origins);
-                FAIL(c, v, "out of memory");
-                return -1;
-            }
-            for (i = 0; i < n_origins; i++)
-                h->allowed_origins[i] = origins[i].name;
-            h->n_allowed_origins = n_origins;
-            free(origins);
             break;
         case 2:
             /* A secret: get_string never quotes the value. */
@@ -957,6 +973,11 @@ static bool valid_plugin_name(const char *s)
     return n > 0 && n <= 64;
 }
 
+static int finish_plugin(struct ctx *c, const yaml_node_t *n,
+                         const yaml_node_t *name_node,
+                         const yaml_node_t *config,
+                         struct host_plugin_config *p);
+
 static int parse_plugin(struct ctx *c, const yaml_node_t *n,
                         struct host_plugin_config *p)
 {
@@ -1001,6 +1022,15 @@ static int parse_plugin(struct ctx *c, const yaml_node_t *n,
             }
         }
     }
+    return finish_plugin(c, n, name_node, config, p);
+}
+
+/* Checks once the entry is read: name rules, config to JSON. */
+static int finish_plugin(struct ctx *c, const yaml_node_t *n,
+                         const yaml_node_t *name_node,
+                         const yaml_node_t *config,
+                         struct host_plugin_config *p)
+{
     if (p->name == NULL) {
         FAIL(c, n, "a plugins entry has no 'name'; add e.g. 'name: exec'");
         return -1;
