@@ -432,9 +432,15 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
                          &page);
     if (rc != RLMCP_OK)
         goto out;
+    items = cJSON_GetObjectItemCaseSensitive(page, "devboxes");
+    if (!cJSON_IsArray(items)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "listing devboxes: the Runloop API answered "
+                          "without a devboxes list");
+        goto out;
+    }
     out = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(out, "devboxes");
-    items = cJSON_GetObjectItemCaseSensitive(page, "devboxes");
     cJSON_ArrayForEach(it, items)
     {
         last = it;

@@ -213,6 +213,11 @@ static void list_hides_shutdown_and_pages(void **state)
     assert_int_equal(
         cJSON_GetArraySize(cJSON_GetObjectItem(fh_result(), "devboxes")), 1);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(fh_result(), "has_more")));
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes?limit=20", 200, "{\"ok\":true}");
+    assert_int_equal(fh_call("list_devboxes", "{}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "internal");
 }
 
 static void get_maps_errors(void **state)
