@@ -1,0 +1,108 @@
+// End-to-end: the shipped conf/testing.yaml (seed 000's surface) against a
+// real devboxd: its tool names and renamed parameters (sandbox_id), the
+// 60-3600 s lifetime, the purpose tag shared with run_code, and a seed
+// workflow: create, upload, run, download, shut down.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const conf = path.join(sourceDir, 'conf', 'testing.yaml');
+const LONG = { timeout: 240000 };
+
+describe('conf/testing.yaml (seed 000 surface)', () => {
+  let tmp;
+  let engine;
+  let client;
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-testing-conf-'));
+    const state = path.join(tmp, 'state');
+    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'inherit'] });
+    await waitFor(() => existsSync(path.join(state, 'devboxd.sock')), 30000, 'devboxd socket');
+    // backend auto with no key and no base URL: the local engine on
+    // RLMCP_STATE_DIR (the one started above; the host starts none).
+    const transport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_STATE_DIR: state },
+      stderr: 'inherit',
+    });
+    client = new Client({ name: 'testing-conf-e2e', version: '1' });
+    await client.connect(transport);
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* gone */ }
+    if (engine && engine.exitCode === null) {
+      const gone = new Promise((r) => engine.once('exit', r));
+      engine.kill('SIGTERM');
+      const t = setTimeout(() => engine.kill('SIGKILL'), 20000);
+      await gone;
+      clearTimeout(t);
+    }
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 230000 });
+  const ok = (r) => {
+    assert.notEqual(r.isError, true, JSON.stringify(r.content));
+    return r.structuredContent;
+  };
+
+  it('exposes the seed tool names with sandbox_id', async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    assert.deepEqual(names, ['create_sandbox', 'download_artifact', 'execute_in_sandbox', 'get_sandbox',
+      'get_sandbox_usage', 'list_sandbox', 'resume_sandbox', 'run_code', 'shutdown_sandbox', 'suspend_sandbox',
+      'upload_test_file']);
+    const exec = tools.find((t) => t.name === 'execute_in_sandbox');
+    assert.ok(exec.inputSchema.properties.sandbox_id);
+    assert.ok(!exec.inputSchema.properties.devbox_id);
+    assert.deepEqual(exec.inputSchema.required.sort(), ['command', 'sandbox_id']);
+  });
+
+  it('lifetime is limited to 60-3600 s', async () => {
+    for (const v of [59, 3601]) {
+      const r = await call('create_sandbox', { keep_alive_time_seconds: v });
+      assert.equal(r.isError, true);
+      const e = JSON.parse(r.content[0].text).error;
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /60-3600/);
+    }
+  });
+
+  it('seed workflow: create with files, run, upload, download, reuse by run_code, shut down', LONG, async () => {
+    const sb = ok(await call('create_sandbox', { files: { '/home/user/package.txt': 'v1\n' } }));
+    assert.equal(sb.status, 'running');
+    assert.equal(sb.metadata.purpose, 'code-testing');
+    const got = ok(await call('get_sandbox', { sandbox_id: sb.id }));
+    assert.equal(got.id, sb.id);
+    const r = ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cat /home/user/package.txt' }));
+    assert.equal(r.stdout, 'v1\n');
+    ok(await call('upload_test_file', { sandbox_id: sb.id, file_path: '/home/user/in.bin', content_base64: Buffer.from([1, 2, 3, 0, 255]).toString('base64') }));
+    ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cp /home/user/in.bin /home/user/report.bin' }));
+    const d = ok(await call('download_artifact', { sandbox_id: sb.id, file_path: '/home/user/report.bin' }));
+    assert.deepEqual([...Buffer.from(d.content_base64, 'base64')], [1, 2, 3, 0, 255]);
+    const usage = ok(await call('get_sandbox_usage', { sandbox_id: sb.id }));
+    assert.equal(typeof usage, 'object');
+    // A sandbox made by create_sandbox carries the purpose tag: run_code reuses it.
+    const rc = ok(await call('run_code', { files: { '/home/user/t.sh': 'echo passed\n' }, command: 'bash /home/user/t.sh' }));
+    assert.equal(rc.reused, true);
+    assert.equal(rc.devbox_id, sb.id);
+    const listed = ok(await call('list_sandbox', {}));
+    assert.ok(listed.devboxes.some((x) => x.id === sb.id));
+    ok(await call('shutdown_sandbox', { sandbox_id: sb.id }));
+    const after = ok(await call('list_sandbox', {}));
+    assert.ok(!after.devboxes.some((x) => x.id === sb.id), 'shutdown sandboxes are excluded');
+  });
+});
