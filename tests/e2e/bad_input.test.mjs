@@ -17,6 +17,7 @@ describe('bad input over stdio', () => {
     const exit = await host.close();
     assert.deepEqual(host.junk, [], 'stdout carries only JSON-RPC messages');
     assert.equal(exit.code, 0, `clean exit on EOF; stderr:\n${host.stderr}`);
+    assert.doesNotMatch(host.stderr, /Sanitizer|runtime error/);
   });
 
   // The server still answers: a ping with a fresh id.
@@ -174,6 +175,7 @@ describe('shutdown', () => {
       const exit = await Promise.race([host.exited, new Promise((r) => setTimeout(() => r('timeout'), 8000))]);
       assert.notEqual(exit, 'timeout', 'the host exits within 8 s of SIGTERM');
       assert.equal(exit.code, 0, host.stderr);
+      assert.doesNotMatch(host.stderr, /Sanitizer|runtime error/);
       const r = host.messages.find((m) => m.id === 'long');
       assert.ok(r, 'the in-flight call got an answer before exit');
       assert.equal(r.result.isError, true);

@@ -30,7 +30,12 @@ describe('host over stdio with the MCP SDK client', () => {
     c = await connect();
   });
   after(async () => {
+    const t0 = Date.now();
     await c?.client.close();
+    // The host exits on EOF by itself: the SDK sends SIGTERM only after 2 s.
+    assert.ok(Date.now() - t0 < 1900, `close took ${Date.now() - t0} ms`);
+    // Sanitizer builds report on stderr at exit.
+    assert.doesNotMatch(c?.stderr() ?? '', /Sanitizer|runtime error/);
   });
 
   it('initializes with the latest protocol and our server info', () => {
@@ -188,6 +193,7 @@ describe('server-to-client requests over stdio', () => {
       assert.match(JSON.stringify(r.content), /forty-two/);
     } finally {
       await c.client.close();
+      assert.doesNotMatch(c.stderr(), /Sanitizer|runtime error/);
     }
   });
 
@@ -201,6 +207,7 @@ describe('server-to-client requests over stdio', () => {
       assert.match(JSON.stringify(r.content), /not supported|ENOTSUP|not_supported|-9/i);
     } finally {
       await c.client.close();
+      assert.doesNotMatch(c.stderr(), /Sanitizer|runtime error/);
     }
   });
 });
