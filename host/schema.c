@@ -20,7 +20,10 @@
 
 #include <uthash.h>
 
-#define SCHEMA_PATH_MAX 512
+#define SCHEMA_PATH_MAX 1024
+#define PATH_KEY_MAX 40   /* code points of one key in a path */
+#define PATH_SHOW_HEAD 60 /* bytes of a long path shown before "..." */
+#define PATH_SHOW_TAIL 140
 #define SCHEMA_CHECK_MAX_DEPTH 128
 #define RX_CACHE_MAX 4096
 #define SHOW_STRING_MAX 40 /* code points of a string value shown in errors */
@@ -30,18 +33,42 @@
 /* Text helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
+/* len, less a UTF-8 sequence cut short at the end of s[0..len). */
+static size_t utf8_whole(const char *s, size_t len)
+{
+    size_t i = len;
+    size_t cont = 0;
+    unsigned char lead;
+    size_t need;
+
+    while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i == 0) {
+        return len;
+    }
+    lead = (unsigned char)s[i - 1];
+    if (lead < 0xC0) {
+        return len; /* ASCII, or stray continuation bytes: nothing to fix */
+    }
+    need = lead >= 0xF0 ? 3 : (lead >= 0xE0 ? 2 : 1);
+    return cont < need ? i - 1 : len;
+}
+
 /* A bounded append-only writer; NULL/0 buffers swallow everything. */
 struct wbuf {
     char *buf;
     size_t cap;
     size_t len;
+    bool full; /* cut once: append nothing more */
 };
 
 static void wb_vappend(struct wbuf *w, const char *fmt, va_list ap)
 {
     int n;
 
-    if (w->buf == NULL || w->cap == 0 || w->len + 1 >= w->cap) {
+    if (w->buf == NULL || w->cap == 0 || w->full || w->len + 1 >= w->cap) {
         return;
     }
     n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
@@ -50,7 +77,10 @@ static void wb_vappend(struct wbuf *w, const char *fmt, va_list ap)
     }
     w->len += (size_t)n;
     if (w->len >= w->cap) {
-        w->len = w->cap - 1;
+        /* Cut, but never inside a UTF-8 sequence: the text goes to JSON. */
+        w->len = utf8_whole(w->buf, w->cap - 1);
+        w->buf[w->len] = '\0';
+        w->full = true;
     }
 }
 
@@ -70,6 +100,7 @@ static void wb_init(struct wbuf *w, char *buf, size_t cap)
     w->buf = buf;
     w->cap = buf != NULL ? cap : 0;
     w->len = 0;
+    w->full = false;
     if (w->cap > 0) {
         buf[0] = '\0';
     }
@@ -134,6 +165,20 @@ static void wb_quoted(struct wbuf *w, const char *s, size_t max)
         }
     }
     wb_append(w, "\"");
+}
+
+/* Append s raw, cut after max code points. */
+static void wb_cut(struct wbuf *w, const char *s, size_t max)
+{
+    const char *p = s;
+    size_t cps = 0;
+
+    for (; *p != '\0'; p++) {
+        if (((unsigned char)*p & 0xC0) != 0x80 && cps++ == max) {
+            break;
+        }
+    }
+    wb_append(w, "%.*s%s", (int)(p - s), s, *p != '\0' ? "..." : "");
 }
 
 static const char *json_type_name(const cJSON *v)
@@ -463,6 +508,7 @@ struct rx_class {
     bool negated;
     bool rbracket, lbracket, caret, dash;
     struct sbuf items; /* ranges, ordinary characters, [:classes:] */
+    struct sbuf alts;  /* "|[^0-9]" per \D, \W, \S: ERE has no such member */
 };
 
 static bool class_special(uint32_t cp)
@@ -485,23 +531,22 @@ static void class_add_char(struct rx_class *k, uint32_t cp)
     }
 }
 
-/* One class member: a character (*cp) or a class escape (*cls). */
-static int rx_class_atom(struct rx *r, uint32_t *cp, const char **cls)
+/*
+ * One class member: a character (*cp) or a class escape (*cls, with
+ * *negated for \D, \W, \S).
+ */
+static int rx_class_atom(struct rx *r, uint32_t *cp, const char **cls,
+                         bool *negated)
 {
-    bool negated = false;
-
     *cls = NULL;
+    *negated = false;
     if (*r->p != '\\') {
         *cp = rx_take_utf8(r);
         return 0;
     }
     r->p++;
-    *cls = class_escape(*r->p, &negated);
+    *cls = class_escape(*r->p, negated);
     if (*cls != NULL) {
-        if (negated) {
-            return rx_fail(r, "negated class escapes (\\D, \\W, \\S) inside "
-                              "[...] are not supported; use [^...]");
-        }
         r->p++;
         return 0;
     }
@@ -513,7 +558,7 @@ static int rx_class_atom(struct rx *r, uint32_t *cp, const char **cls)
     return rx_char_escape(r, true, cp);
 }
 
-static void rx_class_emit(struct rx *r, struct rx_class *k)
+static void rx_class_emit_bracket(struct rx *r, struct rx_class *k)
 {
     bool empty_before_caret = !k->rbracket && k->items.len == 0 &&
                               !k->lbracket;
@@ -546,13 +591,34 @@ static void rx_class_emit(struct rx *r, struct rx_class *k)
     sb_puts(&r->out, "]");
 }
 
+/* [ab\S] becomes ([ab]|[^[:space:]]): a group does not change matching. */
+static void rx_class_emit(struct rx *r, struct rx_class *k)
+{
+    bool plain = k->rbracket || k->lbracket || k->caret || k->dash ||
+                 k->items.len > 0;
+
+    if (k->alts.len == 0) {
+        rx_class_emit_bracket(r, k);
+        return;
+    }
+    sb_puts(&r->out, "(");
+    if (plain) {
+        rx_class_emit_bracket(r, k);
+        sb_puts(&r->out, k->alts.s);
+    } else {
+        sb_puts(&r->out, k->alts.s + 1); /* skip the first '|' */
+    }
+    sb_puts(&r->out, ")");
+}
+
 /* A range lo-hi; r->p is past the '-'. */
 static int rx_class_range(struct rx *r, struct rx_class *k, uint32_t lo)
 {
     uint32_t hi = 0;
     const char *cls = NULL;
+    bool negated = false;
 
-    if (rx_class_atom(r, &hi, &cls) < 0) {
+    if (rx_class_atom(r, &hi, &cls, &negated) < 0) {
         return -1;
     }
     if (cls != NULL) {
@@ -594,12 +660,31 @@ static int rx_class_range(struct rx *r, struct rx_class *k, uint32_t lo)
     return 0;
 }
 
+/* A class escape inside [...]. */
+static int rx_class_escape(struct rx *r, struct rx_class *k, const char *cls,
+                           bool negated)
+{
+    if (!negated) {
+        sb_puts(&k->items, cls);
+        return 0;
+    }
+    if (k->negated) {
+        return rx_fail(r, "\\D, \\W and \\S inside [^...] are not "
+                          "supported; list what to exclude instead");
+    }
+    sb_puts(&k->alts, "|[^");
+    sb_puts(&k->alts, cls);
+    sb_puts(&k->alts, "]");
+    return 0;
+}
+
 /* [...] with r->p just after '['. */
 static int rx_class(struct rx *r)
 {
     struct rx_class k = {0};
     uint32_t cp = 0;
     const char *cls = NULL;
+    bool negated = false;
     int rc = -1;
 
     if (*r->p == '^') {
@@ -615,11 +700,13 @@ static int rx_class(struct rx *r)
             rx_fail(r, "unclosed '['");
             goto out;
         }
-        if (rx_class_atom(r, &cp, &cls) < 0) {
+        if (rx_class_atom(r, &cp, &cls, &negated) < 0) {
             goto out;
         }
         if (cls != NULL) {
-            sb_puts(&k.items, cls);
+            if (rx_class_escape(r, &k, cls, negated) < 0) {
+                goto out;
+            }
         } else if (r->p[0] == '-' && r->p[1] != ']' && r->p[1] != '\0') {
             r->p++;
             if (rx_class_range(r, &k, cp) < 0) {
@@ -630,13 +717,14 @@ static int rx_class(struct rx *r)
         }
     }
     r->p++;
-    if (k.items.oom) {
+    if (k.items.oom || k.alts.oom) {
         r->out.oom = true;
     }
     rx_class_emit(r, &k);
     rc = 0;
 out:
     free(k.items.s);
+    free(k.alts.s);
     return rc;
 }
 
@@ -1208,17 +1296,26 @@ static size_t path_push(struct vctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static size_t path_push(struct vctx *c, const char *fmt, ...)
 {
+    struct wbuf w = {.buf = c->path, .cap = sizeof(c->path), .len = c->plen};
     size_t mark = c->plen;
-    size_t room = sizeof(c->path) - c->plen;
     va_list ap;
-    int n;
 
     va_start(ap, fmt);
-    n = vsnprintf(c->path + c->plen, room, fmt, ap);
+    wb_vappend(&w, fmt, ap);
     va_end(ap);
-    if (n > 0) {
-        c->plen += (size_t)n < room ? (size_t)n : room - 1;
-    }
+    c->plen = w.len;
+    return mark;
+}
+
+/* ".key", with a long key cut short. */
+static size_t path_push_key(struct vctx *c, const char *key)
+{
+    struct wbuf w = {.buf = c->path, .cap = sizeof(c->path), .len = c->plen};
+    size_t mark = c->plen;
+
+    wb_append(&w, ".");
+    wb_cut(&w, key, PATH_KEY_MAX);
+    c->plen = w.len;
     return mark;
 }
 
@@ -1228,10 +1325,29 @@ static void path_pop(struct vctx *c, size_t mark)
     c->path[mark] = '\0';
 }
 
+/* The current path; a long one keeps its start and its end (the field). */
+static void wb_path(struct wbuf *w, const struct vctx *c)
+{
+    size_t head;
+    size_t tail;
+
+    if (c->plen <= PATH_SHOW_HEAD + PATH_SHOW_TAIL + 3) {
+        wb_append(w, "%s", c->path);
+        return;
+    }
+    head = utf8_whole(c->path, PATH_SHOW_HEAD);
+    tail = c->plen - PATH_SHOW_TAIL;
+    while (((unsigned char)c->path[tail] & 0xC0) == 0x80) {
+        tail++;
+    }
+    wb_append(w, "%.*s(...)%s", (int)head, c->path, c->path + tail);
+}
+
 /* Start an error at the current path; the caller appends the rest. */
 static struct wbuf *v_err(struct vctx *c)
 {
-    wb_append(&c->err, "%s: ", c->path);
+    wb_path(&c->err, c);
+    wb_append(&c->err, ": ");
     return &c->err;
 }
 
@@ -1260,7 +1376,9 @@ static int v_fatal(struct vctx *c, const char *fmt, ...)
     }
     c->fatal = true;
     wb_init(&w, c->fatal_msg, sizeof(c->fatal_msg));
-    wb_append(&w, "schema error at %s: ", c->path);
+    wb_append(&w, "schema error at ");
+    wb_path(&w, c);
+    wb_append(&w, ": ");
     va_start(ap, fmt);
     wb_vappend(&w, fmt, ap);
     va_end(ap);
@@ -1286,6 +1404,95 @@ static int kw_count(struct vctx *c, const cJSON *kw, double *out)
     }
     *out = kw->valuedouble;
     return 0;
+}
+
+/*
+ * JSON equality as JSON Schema defines it: numbers by value (1 == 1.0,
+ * exactly; cJSON_Compare allows a rounding slack), objects regardless of
+ * member order.
+ */
+static bool json_equal(const cJSON *a, const cJSON *b)
+{
+    const cJSON *x = NULL;
+    const cJSON *y = NULL;
+
+    if (cJSON_IsNumber(a) || cJSON_IsNumber(b)) {
+        return cJSON_IsNumber(a) && cJSON_IsNumber(b) &&
+               a->valuedouble == b->valuedouble;
+    }
+    if ((a->type & 0xFF) != (b->type & 0xFF)) {
+        return false;
+    }
+    if (cJSON_IsString(a)) {
+        return strcmp(a->valuestring, b->valuestring) == 0;
+    }
+    if (cJSON_IsArray(a)) {
+        for (x = a->child, y = b->child; x != NULL && y != NULL;
+             x = x->next, y = y->next) {
+            if (!json_equal(x, y)) {
+                return false;
+            }
+        }
+        return x == NULL && y == NULL;
+    }
+    if (cJSON_IsObject(a)) {
+        if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) {
+            return false;
+        }
+        cJSON_ArrayForEach(x, a) {
+            y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+            if (y == NULL || !json_equal(x, y)) {
+                return false;
+            }
+        }
+    }
+    return true; /* null, true, false */
+}
+
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* A hash consistent with json_equal (member order does not count). */
+static uint64_t json_hash(const cJSON *v)
+{
+    const cJSON *x = NULL;
+    uint64_t h = (uint64_t)(v->type & 0xFF);
+    double d;
+
+    if (cJSON_IsNumber(v)) {
+        d = v->valuedouble == 0 ? 0.0 : v->valuedouble; /* -0 == 0 */
+        memcpy(&h, &d, sizeof(h));
+        return mix64(h ^ 0x4e);
+    }
+    if (cJSON_IsString(v)) {
+        return mix64(str_hash(v->valuestring));
+    }
+    if (cJSON_IsArray(v)) {
+        cJSON_ArrayForEach(x, v) {
+            h = mix64(h * 31 + json_hash(x));
+        }
+    } else if (cJSON_IsObject(v)) {
+        cJSON_ArrayForEach(x, v) {
+            h += mix64(str_hash(x->string) ^ json_hash(x));
+        }
+    }
+    return mix64(h);
 }
 
 static int v_schema(struct vctx *c, const cJSON *s, const cJSON *inst);
@@ -1331,7 +1538,7 @@ static int v_enum(struct vctx *c, const cJSON *en, const cJSON *inst)
         return v_fatal(c, "\"enum\" must be an array");
     }
     cJSON_ArrayForEach(v, en) {
-        if (cJSON_Compare(v, inst, true)) {
+        if (json_equal(v, inst)) {
             return 0;
         }
     }
@@ -1350,7 +1557,7 @@ static int v_const(struct vctx *c, const cJSON *cn, const cJSON *inst)
 {
     struct wbuf *w = NULL;
 
-    if (cJSON_Compare(cn, inst, true)) {
+    if (json_equal(cn, inst)) {
         return 0;
     }
     w = v_err(c);
@@ -1552,7 +1759,14 @@ static int v_contains(struct vctx *c, const struct kws *k, const cJSON *inst)
     return 0;
 }
 
-static int v_unique(struct vctx *c, const cJSON *inst)
+static int unique_fail(struct vctx *c, int i, int j)
+{
+    return v_fail(c, "items [%d] and [%d] are equal, but uniqueItems "
+                     "requires distinct items", i < j ? i : j, i < j ? j : i);
+}
+
+/* Small arrays: compare every pair. */
+static int v_unique_pairs(struct vctx *c, const cJSON *inst)
 {
     const cJSON *a = NULL;
     const cJSON *b = NULL;
@@ -1561,13 +1775,67 @@ static int v_unique(struct vctx *c, const cJSON *inst)
 
     for (a = inst->child; a != NULL; a = a->next, i++) {
         for (b = a->next, j = i + 1; b != NULL; b = b->next, j++) {
-            if (cJSON_Compare(a, b, true)) {
-                return v_fail(c, "items [%d] and [%d] are equal, but "
-                                 "uniqueItems requires distinct items", i, j);
+            if (json_equal(a, b)) {
+                return unique_fail(c, i, j);
             }
         }
     }
     return 0;
+}
+
+struct hashed_item {
+    uint64_t hash;
+    int index;
+    const cJSON *item;
+};
+
+static int hashed_cmp(const void *pa, const void *pb)
+{
+    const struct hashed_item *a = pa;
+    const struct hashed_item *b = pb;
+
+    if (a->hash != b->hash) {
+        return a->hash < b->hash ? -1 : 1;
+    }
+    return a->index - b->index;
+}
+
+/* Large arrays: sort by hash, compare within equal hashes: O(n log n). */
+static int v_unique_hashed(struct vctx *c, const cJSON *inst, int n)
+{
+    struct hashed_item *v = calloc((size_t)n, sizeof(*v));
+    const cJSON *item = NULL;
+    int i = 0;
+    int j;
+    int rc = 0;
+
+    if (v == NULL) {
+        return v_fatal(c, "out of memory checking uniqueItems");
+    }
+    cJSON_ArrayForEach(item, inst) {
+        v[i].hash = json_hash(item);
+        v[i].index = i;
+        v[i].item = item;
+        i++;
+    }
+    qsort(v, (size_t)n, sizeof(*v), hashed_cmp);
+    for (i = 0; i < n && rc == 0; i++) {
+        for (j = i + 1; j < n && v[j].hash == v[i].hash; j++) {
+            if (json_equal(v[i].item, v[j].item)) {
+                rc = unique_fail(c, v[i].index, v[j].index);
+                break;
+            }
+        }
+    }
+    free(v);
+    return rc;
+}
+
+static int v_unique(struct vctx *c, const cJSON *inst)
+{
+    int n = cJSON_GetArraySize(inst);
+
+    return n <= 32 ? v_unique_pairs(c, inst) : v_unique_hashed(c, inst, n);
 }
 
 static int v_array(struct vctx *c, const struct kws *k, const cJSON *inst)
@@ -1657,7 +1925,9 @@ static int v_unknown_property(struct vctx *c, const struct kws *k,
     const char *hint = NULL;
     int i = 0;
 
-    wb_append(w, "unknown property '%.80s' (", key);
+    wb_append(w, "unknown property '");
+    wb_cut(w, key, SHOW_STRING_MAX);
+    wb_append(w, "' (");
     if (cJSON_GetArraySize(k->properties) > 0) {
         wb_append(w, "allowed: ");
         cJSON_ArrayForEach(p, k->properties) {
@@ -1854,7 +2124,7 @@ static int v_object(struct vctx *c, const struct kws *k, const cJSON *inst)
         return -1;
     }
     cJSON_ArrayForEach(m, inst) {
-        size_t mark = path_push(c, ".%s", m->string);
+        size_t mark = path_push_key(c, m->string);
         int rc = v_member(c, k, m);
         path_pop(c, mark);
         if (rc < 0) {
@@ -2240,6 +2510,23 @@ static const char *ck_got(const cJSON *v, char *buf, size_t len)
     return buf;
 }
 
+/* cJSON keeps both copies of a repeated key; which one wins is unclear. */
+static int ck_no_duplicates(struct cctx *cc, const cJSON *obj)
+{
+    const cJSON *a = NULL;
+    const cJSON *b = NULL;
+
+    cJSON_ArrayForEach(a, obj) {
+        for (b = a->next; b != NULL; b = b->next) {
+            if (strcmp(a->string, b->string) == 0) {
+                return ck_fail(cc, "the key \"%s\" appears twice; keep one",
+                               a->string);
+            }
+        }
+    }
+    return 0;
+}
+
 static int ck_sub(struct cctx *cc, const char *kw, const cJSON *v)
 {
     size_t mark = loc_push(cc, kw);
@@ -2272,6 +2559,10 @@ static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
                        ck_got(v, got, sizeof(got)));
     }
     mark = loc_push(cc, kw);
+    if (ck_no_duplicates(cc, v) < 0) {
+        loc_pop(cc, mark);
+        return -1;
+    }
     cJSON_ArrayForEach(m, v) {
         inner = loc_push(cc, m->string);
         rc = ck_schema(cc, m);
@@ -2745,6 +3036,9 @@ static int ck_keywords(struct cctx *cc, const cJSON *s)
 {
     const cJSON *kw = NULL;
 
+    if (ck_no_duplicates(cc, s) < 0) {
+        return -1;
+    }
     cJSON_ArrayForEach(kw, s) {
         const struct kw_def *d = kw_find(kw->string);
         if (d != NULL && d->check != NULL &&

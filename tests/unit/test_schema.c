@@ -2,6 +2,7 @@
  * test_schema.c - JSON Schema checks (registration) and validation (calls).
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -278,6 +279,13 @@ static void test_pattern(void **state)
     bad_has("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"e\"", "does not match");
     ok("{\"pattern\":\"^[^\\\\u00e0-\\\\u00ff]$\"}", "\"e\"");
     ok("{\"pattern\":\"^\\\\t$\"}", "\"\\t\"");
+    ok("{\"pattern\":\"^[\\\\\\\\]$\"}", "\"\\\\\"");      /* [\\] is a backslash */
+    /* negated escapes in a class: [\s\S] is "anything", newline too */
+    ok("{\"pattern\":\"^[\\\\s\\\\S]+$\"}", "\"a \\n\xC3\xA9\"");
+    ok("{\"pattern\":\"^[a\\\\D]$\"}", "\"x\"");
+    ok("{\"pattern\":\"^[5\\\\D]$\"}", "\"5\"");
+    bad_has("{\"pattern\":\"^[5\\\\D]$\"}", "\"6\"", "does not match");
+    ok("{\"pattern\":\"^[\\\\W]{2}$\"}", "\"!?\"");
     /* groups and quantifiers */
     ok("{\"pattern\":\"^(?:ab)+$\"}", "\"abab\"");
     ok("{\"pattern\":\"^(?<word>ab){2}$\"}", "\"abab\"");
@@ -300,7 +308,7 @@ static void test_pattern_rejected(void **state)
     check_fails("{\"pattern\":\"(abc\"}", "unclosed '('");
     check_fails("{\"pattern\":\"abc)\"}", "unmatched ')'");
     check_fails("{\"pattern\":\"a{x}\"}", "escape a literal brace");
-    check_fails("{\"pattern\":\"[\\\\D]\"}", "negated class escapes");
+    check_fails("{\"pattern\":\"[^\\\\D]\"}", "\\D, \\W and \\S inside [^...]");
     check_fails("{\"pattern\":\"\\\\q\"}", "unknown escape \\q");
     check_fails("{\"pattern\":\"\\\\u12\"}", "4 hex digits");
     check_fails("{\"pattern\":\"\\\\ud800\"}", "lone surrogate");
@@ -808,6 +816,146 @@ static void test_threads(void **state)
     ok("{\"pattern\":\"^a+$\"}", "\"aaa\"");
 }
 
+/* A large array must not cost n^2 comparisons; duplicates far apart. */
+static void test_unique_large(void **state)
+{
+    const int n = 50000;
+    cJSON *s = parse("{\"type\":\"array\",\"uniqueItems\":true}");
+    cJSON *arr = cJSON_CreateArray();
+    cJSON *objs = cJSON_CreateArray();
+    char err[256];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(i * 0.5));
+    }
+    assert_int_equal(schema_validate(s, arr, "arguments", err, sizeof(err)), 0);
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(7.0)); /* equals item 14 */
+    assert_int_equal(schema_validate(s, arr, "arguments", err, sizeof(err)), -1);
+    assert_string_equal(err, "arguments: items [14] and [50000] are equal, but "
+                             "uniqueItems requires distinct items");
+    for (i = 0; i < 100; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "a", i);
+        cJSON_AddStringToObject(o, "b", "x");
+        cJSON_AddItemToArray(objs, o);
+    }
+    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)), 0);
+    cJSON_AddItemToArray(objs, parse("{\"b\":\"x\",\"a\":42}"));
+    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "items [42] and [100] are equal"));
+    cJSON_Delete(arr);
+    cJSON_Delete(objs);
+    cJSON_Delete(s);
+}
+
+/* Numbers are equal by value, exactly (not cJSON_Compare's slack). */
+static void test_equality(void **state)
+{
+    ok("{\"enum\":[1]}", "1.0");
+    ok("{\"const\":0}", "-0");
+    bad_has("{\"enum\":[0.3]}", "0.30000000000000004", "must be one of 0.3");
+    ok("{\"const\":[1,{\"a\":null}]}", "[1.0,{\"a\":null}]");
+    bad_has("{\"const\":[1,2]}", "[2,1]", "must be [1,2]");
+    bad_has("{\"const\":{\"a\":1}}", "{\"a\":1,\"b\":2}", "must be {\"a\":1}");
+    bad_has("{\"const\":\"1\"}", "1", "must be \"1\"");
+    ok("{\"uniqueItems\":true}", "[0.1,0.30000000000000004,0.3]");
+}
+
+static bool valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p != '\0') {
+        int n = *p < 0x80 ? 0 : *p >= 0xF0 ? 3 : *p >= 0xE0 ? 2 :
+                *p >= 0xC0 ? 1 : -1;
+        if (n < 0) {
+            return false;
+        }
+        for (p++; n > 0; n--, p++) {
+            if ((*p & 0xC0) != 0x80) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Messages are cut at a character boundary, never inside UTF-8. */
+static void test_utf8_messages(void **state)
+{
+    cJSON *s = parse(exec_schema);
+    cJSON *v = parse("{\"\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
+                     "\":1}");
+    char err[512];
+    size_t len;
+
+    for (len = 20; len < 120; len++) {
+        assert_int_equal(schema_validate(s, v, "arguments", err, len), -1);
+        if (!valid_utf8(err)) {
+            fail_msg("errlen %zu: cut inside a character: %s", len, err);
+        }
+    }
+    assert_int_equal(schema_validate(s, v, "arguments", err, sizeof(err)), -1);
+    /* the name is shown up to 40 characters, also in a path */
+    assert_int_equal(run("{\"additionalProperties\":{\"type\":\"string\"}}",
+                         "{\"0123456789012345678901234567890123456789xyz\":1}",
+                         err, sizeof(err)), -1);
+    assert_string_equal(err, "arguments.0123456789012345678901234567890123456789..."
+                             ": expected string, got number 1");
+    assert_int_equal(schema_validate(s, v, "arguments", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "\xC3\xA9...' (allowed: command, devbox_id)"));
+    cJSON_Delete(s);
+    cJSON_Delete(v);
+
+    /* a path longer than the path buffer stays valid UTF-8 too */
+    char *deep = malloc(20000);
+    char *schema = malloc(20000);
+    char *p = deep;
+    char *q = schema;
+    int i;
+    for (i = 0; i < 55; i++) {
+        p += sprintf(p, "{\"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\":");
+        q += sprintf(q, "{\"additionalProperties\":");
+    }
+    p += sprintf(p, "5");
+    q += sprintf(q, "{\"type\":\"string\"}");
+    for (i = 0; i < 55; i++) {
+        *p++ = '}';
+        *q++ = '}';
+    }
+    *p = '\0';
+    *q = '\0';
+    s = parse(schema);
+    v = parse(deep);
+    assert_int_equal(schema_check(s, err, sizeof(err)), 0);
+    assert_int_equal(schema_validate(s, v, "arguments", err, sizeof(err)), -1);
+    assert_true(valid_utf8(err));
+    /* the middle of a long path gives way to the reason */
+    assert_non_null(strstr(err, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E.(...)."));
+    assert_non_null(strstr(err, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E: expected "
+                                "string, got number 5"));
+    assert_int_equal(strncmp(err, "arguments.\xE6\x97\xA5", 13), 0);
+    cJSON_Delete(s);
+    cJSON_Delete(v);
+    free(deep);
+    free(schema);
+}
+
+static void test_check_duplicates(void **state)
+{
+    check_fails("{\"type\":\"object\",\"type\":\"string\"}",
+                "#: the key \"type\" appears twice; keep one");
+    check_fails("{\"properties\":{\"a\":{},\"a\":{\"type\":\"string\"}}}",
+                "#/properties: the key \"a\" appears twice");
+}
+
 static int teardown_all(void **state)
 {
     schema_cleanup();
@@ -840,6 +988,10 @@ int main(void)
         cmocka_unit_test(test_unchecked_schema_errors),
         cmocka_unit_test(test_buffers),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_unique_large),
+        cmocka_unit_test(test_equality),
+        cmocka_unit_test(test_utf8_messages),
+        cmocka_unit_test(test_check_duplicates),
     };
 
     return cmocka_run_group_tests(tests, NULL, teardown_all);
