@@ -553,6 +553,7 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     char **env = NULL;
     char *dir = NULL;
     double cpus, mem, disk;
+    int attempt;
     int rc = -1;
 
     memset(&spec, 0, sizeof(spec));
@@ -568,11 +569,19 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     spec.id = box->id;
     spec.dir = dir;
     spec.env = (const char *const *)env;
-    /* Concurrent sandbox_start calls intermittently failed here ("bwrap:
-     * loopback: Failed RTM_NEWADDR"); one start at a time costs ~40 ms each. */
-    pthread_mutex_lock(&start_lock);
-    rc = sandbox_start(&spec, &sb, err, errlen);
-    pthread_mutex_unlock(&start_lock);
+    /* Sandbox starts intermittently fail before anything ran inside
+     * ("bwrap: loopback: Failed RTM_NEWADDR"), more often when concurrent:
+     * start one at a time (~40 ms each) and retry such a start twice. */
+    for (attempt = 0; attempt < 3; attempt++) {
+        pthread_mutex_lock(&start_lock);
+        rc = sandbox_start(&spec, &sb, err, errlen);
+        pthread_mutex_unlock(&start_lock);
+        if (rc == 0 || strstr(err, "RTM_NEWADDR") == NULL)
+            break;
+        pthread_mutex_lock(&eng->lock);
+        engine_log_locked(eng, box, "setup_commands", "warn", err, NULL, 0);
+        pthread_mutex_unlock(&eng->lock);
+    }
     if (rc == 0) {
         pthread_mutex_lock(&eng->lock);
         box->sb = sb;

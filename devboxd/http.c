@@ -272,10 +272,17 @@ int http_body_append(struct http_request *req, size_t limit, const char *data,
         req->body_too_large = 1;
         return 0;
     }
-    grown = realloc(req->body, req->body_len + len + 1);
-    if (grown == NULL)
-        return -1;
-    req->body = grown;
+    if (req->body_len + len + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 16384;
+
+        while (cap < req->body_len + len + 1)
+            cap *= 2; /* geometric: large uploads stay linear */
+        grown = realloc(req->body, cap);
+        if (grown == NULL)
+            return -1;
+        req->body = grown;
+        req->body_cap = cap;
+    }
     memcpy(req->body + req->body_len, data, len);
     req->body_len += len;
     req->body[req->body_len] = '\0';

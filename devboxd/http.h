@@ -25,6 +25,7 @@ struct http_request {
     size_t n_headers;
     char *body;          /* NUL-terminated, may contain NULs */
     size_t body_len;
+    size_t body_cap;
     int body_too_large;  /* body exceeded the limit; body is truncated */
     int trusted;         /* arrived over the unix socket: no key needed */
 };

@@ -64,14 +64,22 @@ export class Devboxd {
     return new Runloop({ bearerToken: this.key, baseURL: this.baseURL, maxRetries: 0, ...opts });
   }
 
+  // Stops devboxd with SIGTERM and fails if it did not exit cleanly or a
+  // sanitizer (ASan/UBSan/LSan builds) reported anything.
   async stop() {
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.kill('SIGTERM');
-      const t = setTimeout(() => this.proc.kill('SIGKILL'), 30000);
-      await this.exited;
+    const proc = this.proc;
+    this.proc = null;
+    if (!proc) return;
+    let code = proc.exitCode;
+    if (code === null && proc.signalCode === null) {
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 60000);
+      code = await this.exited;
       clearTimeout(t);
     }
-    this.proc = null;
+    if (/ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer/.test(this.stderr))
+      throw new Error(`devboxd sanitizer report:\n${this.stderr}`);
+    if (code !== 0) throw new Error(`devboxd exited with ${code ?? proc.signalCode}:\n${this.stderr}`);
   }
 
   async cleanup() {
