@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -21,32 +22,29 @@
 #define RLMCP_VERSION "0.0.0"
 #endif
 
-static bool env_set(const char *name)
-{
-    const char *v = getenv(name);
-
-    return v != NULL && *v != '\0';
-}
-
-/* A default Runloop key the deployment holds for callers without one. */
-static bool server_key(const struct host_runloop_config *rl)
-{
-    return rl->api_key != NULL || env_set("RUNLOOP_API_KEY");
-}
-
 /*
- * Is the Runloop backend this machine's local engine? Only then may a
- * caller go without a Runloop key. The rule of docs/backends.md: auto is
- * the cloud API when a key or RUNLOOP_BASE_URL is configured, else the
- * local engine; decided once at startup, never per request.
+ * The credentials rule needs two facts about the backend: is it this
+ * machine's local engine (callers need no key), and does the deployment
+ * hold a default key. backend_resolve() decides exactly as the host does
+ * at startup (docs/backends.md), without touching the network. When it
+ * cannot decide, the safe answer is "cloud, no default key": callers
+ * without a key are refused, never switched to the local engine.
  */
-static bool backend_local(const struct host_runloop_config *rl)
+static void backend_facts(const struct host_config *cfg, bool *local,
+                          bool *has_key)
 {
-    if (rl->backend == HOST_BACKEND_LOCAL)
-        return true;
-    if (rl->backend == HOST_BACKEND_CLOUD)
-        return false;
-    return !server_key(rl) && !env_set("RUNLOOP_BASE_URL");
+    struct backend *b = NULL;
+    char *err = NULL;
+
+    *local = false;
+    *has_key = false;
+    if (backend_resolve(cfg, &b, &err) != 0) {
+        free(err);
+        return;
+    }
+    *local = backend_is_local(b);
+    *has_key = backend_api_key(b) != NULL;
+    backend_free(b);
 }
 
 void http_options_from_config(struct http_options *opts,
@@ -67,8 +65,7 @@ void http_options_from_config(struct http_options *opts,
         h->session_idle_seconds ? h->session_idle_seconds : 1800;
     opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
     opts->server_version = RLMCP_VERSION;
-    opts->backend_is_local = backend_local(&cfg->runloop);
-    opts->server_key_present = server_key(&cfg->runloop);
+    backend_facts(cfg, &opts->backend_is_local, &opts->server_key_present);
 }
 
 static int stop_pipe[2] = {-1, -1};

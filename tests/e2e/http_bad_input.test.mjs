@@ -29,18 +29,22 @@ function baseEnv() {
   return env;
 }
 
-function writeConf(name, http) {
+const CLOUD = { backend: 'cloud', base_url: 'http://127.0.0.1:9' };
+
+function writeConf(name, http, runloop = CLOUD) {
   const lines = ['server:', '  name: http-bad-input', '  http:', '    listen: 127.0.0.1:0'];
   for (const [k, v] of Object.entries(http)) lines.push(`    ${k}: ${JSON.stringify(v)}`);
-  lines.push('runloop:', '  backend: cloud', '  base_url: http://127.0.0.1:9', 'plugins:', '  - name: conformance', '');
+  lines.push('runloop:');
+  for (const [k, v] of Object.entries(runloop)) lines.push(`  ${k}: ${JSON.stringify(v)}`);
+  lines.push('plugins:', '  - name: conformance', '');
   const file = path.join(work, `${name}.yaml`);
   writeFileSync(file, lines.join('\n'));
   return file;
 }
 
 // Start runloop-mcp; resolve once it logs its port (bounded: 60 s).
-function startServer(name, http, extraArgs = []) {
-  const conf = writeConf(name, http);
+function startServer(name, http, extraArgs = [], runloop = CLOUD) {
+  const conf = writeConf(name, http, runloop);
   const child = spawn(BIN, ['-c', conf, '--transport', 'http', '--log-level', 'debug', ...extraArgs], {
     env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -130,6 +134,20 @@ function sseEvents(text) {
     }
     return ev;
   });
+}
+
+// tools/call test_simple_text; returns the parsed result (JSON or SSE reply).
+async function callSimple(port, sid, headers = {}) {
+  const r = await request(port, {
+    headers: { ...JSON_HDRS, 'mcp-session-id': sid, ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }),
+  });
+  assert.equal(r.status, 200, r.body);
+  const msg = r.body.trimStart().startsWith('{')
+    ? JSON.parse(r.body)
+    : sseEvents(r.body).filter((e) => e.data).map((e) => JSON.parse(e.data)).find((m) => m.id === 9);
+  assert.ok(msg, r.body);
+  return msg.result;
 }
 
 let S; // the main server
@@ -279,6 +297,30 @@ test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a k
   }
 });
 
+test('a deployment key: callers need no key of their own (the local engine: see tests/conformance)', async () => {
+  const keyed = await startServer('keyed', {}, [], { ...CLOUD, api_key: 'server-side-key-0123456789' });
+  const sid = await openSession(keyed.port);
+  const res = await callSimple(keyed.port, sid);
+  assert.notEqual(res.isError, true, JSON.stringify(res));
+  await stopServer(keyed);
+  assert.ok(!keyed.log.includes('server-side-key-0123456789'), 'the deployment key is in the log');
+});
+
+test('idle sessions expire -> 404', async () => {
+  const short = await startServer('idle', { session_idle_seconds: 1 });
+  const sid = await openSession(short.port);
+  const ping = () => request(short.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: '{"jsonrpc":"2.0","id":3,"method":"ping"}' });
+  assert.equal((await ping()).status, 200);
+  // Wait without touching the session (a request would keep it alive) until
+  // the server reports the expiry; bounded at 20 s for a loaded machine.
+  for (let i = 0; i < 200 && !/ended \(idle timeout\)/.test(short.log); i++) {
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.match(short.log, /ended \(idle timeout\)/);
+  assertRpcError(await ping(), 404, /expired/);
+  await stopServer(short);
+});
+
 test('session limit -> 429 with what to do', async () => {
   const small = await startServer('sessions', { max_sessions: 3 });
   for (let i = 0; i < 3; i++) await openSession(small.port);
@@ -299,6 +341,14 @@ test('endpoint token: 401 without it, served with it', async () => {
   assert.equal(ok.status, 200);
   const h = await request(tok.port, { method: 'GET', path: '/health' });
   assert.equal(h.status, 200);
+  // Operator mode: the token opens the endpoint, the Runloop key still comes
+  // from X-Runloop-Api-Key (the token itself is never used as one).
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const sid = await openSession(tok.port, auth);
+  const noKey = await callSimple(tok.port, sid, auth);
+  assert.equal(JSON.parse(noKey.content[0].text).error.code, 'unauthenticated');
+  const withKey = await callSimple(tok.port, sid, { ...auth, 'x-runloop-api-key': KEY });
+  assert.notEqual(withKey.isError, true);
   await stopServer(tok);
   assert.ok(!tok.log.includes(TOKEN), 'the endpoint token is in the log');
 });
