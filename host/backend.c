@@ -586,6 +586,44 @@ static void log_tail(const struct backend *b, char *out, size_t n)
     snprintf(out, n, "%s", line != NULL ? line + 1 : buf);
 }
 
+/* The pid in <state>/devboxd.pid ("pid N"), or 0. */
+static int engine_pid(const struct backend *b)
+{
+    char path[PATH_MAX];
+    FILE *f = NULL;
+    int pid = 0;
+
+    snprintf(path, sizeof(path), "%s/devboxd.pid", b->state_dir);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "pid %d", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    return pid;
+}
+
+/*
+ * Did the devboxd we spawned win, or a concurrent host's? devboxd writes
+ * its pid file just after it starts serving, and a loser exits once it
+ * finds the lock taken: wait (briefly) for one of the two.
+ */
+static int serving_is_ours(const struct backend *b, int pid)
+{
+    long end = now_ms() + 2000;
+
+    while (now_ms() < end) {
+        struct timespec ts = {0, 20 * 1000000L};
+
+        if (engine_pid(b) == pid)
+            return pid;
+        if (process_dead(pid))
+            return 0;
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static long wait_bound_ms(void)
 {
     const char *v = env_nonempty("RLMCP_DEVBOXD_WAIT_MS");
@@ -680,7 +718,7 @@ static int ensure_engine(struct backend *b, char **err)
             pid, b->state_dir, b->state_dir);
     rc = wait_for_engine(b, pc, pid, err);
     if (rc == 0)
-        b->started_pid = process_dead(pid) ? 0 : pid;
+        b->started_pid = serving_is_ours(b, pid);
 out:
     free(bin);
     rlclient_destroy(pc);

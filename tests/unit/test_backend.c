@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -371,6 +372,63 @@ static void t_devboxd_exits_at_once(void **state)
     rm_rf(dir);
 }
 
+static int engines_for(const char *dir, int *pids, int max);
+
+/* Something that is not devboxd answers on the socket: say so, start
+ * nothing, and never fall back elsewhere. */
+static void t_foreign_server_on_socket(void **state)
+{
+    struct host_config cfg;
+    struct backend *b = NULL;
+    char dir[] = "/tmp/rlb-XXXXXX";
+    char sock[128];
+    char *err = NULL;
+    int out[2];
+    char line[256] = "";
+    pid_t fs = -1;
+    ssize_t n = 0;
+    int pids[4];
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/devboxd.sock", dir);
+    assert_int_equal(pipe(out), 0);
+    fs = fork();
+    if (fs == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(RLMCP_BINARY_DIR "/bin/faultserver", "faultserver", "--unix",
+              sock, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    n = read(out[0], line, sizeof(line) - 1); /* "listening on ..." */
+    close(out[0]);
+    assert_true(n > 0);
+    /* With no script every request gets 200 {"ok":true}: make it 404. */
+    {
+        CURL *e = curl_easy_init();
+
+        curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, sock);
+        curl_easy_setopt(e, CURLOPT_URL, "http://localhost/__script");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+                         "[{\"status\":404},{\"status\":404}]");
+        assert_int_equal(curl_easy_perform(e), CURLE_OK);
+        curl_easy_cleanup(e);
+    }
+    cfg_init(&cfg, HOST_BACKEND_LOCAL);
+    cfg.runloop.state_dir = dir;
+    cfg.runloop.devboxd = "/bin/false";
+    assert_int_equal(backend_open(&cfg, &b, &err), -1);
+    assert_null(b);
+    contains(err, "answers HTTP 404 to GET /v1/devboxes?limit=1 instead of a "
+                  "devboxd");
+    free(err);
+    assert_int_equal(engines_for(dir, pids, 4), 0);
+    kill(fs, SIGTERM);
+    waitpid(fs, NULL, 0);
+    rm_rf(dir);
+}
+
 /* ---------------------------------------------------------------------- */
 /* A real devboxd                                                         */
 /* ---------------------------------------------------------------------- */
@@ -573,7 +631,17 @@ static void t_real_two_hosts_one_engine(void **state)
         assert_int_equal(WEXITSTATUS(st) & 3, 0);
         started += (WEXITSTATUS(st) & 4) ? 1 : 0;
     }
-    /* Exactly one engine serves the state dir, whoever started it. */
+    /* Exactly one engine serves the state dir, whoever started it (a
+     * loser may take a moment to find the lock taken and exit). */
+    {
+        double end = now_ms() + 15000;
+
+        while (engines_for(dir, pids, 4) > 1 && now_ms() < end) {
+            struct timespec ts = {0, 20 * 1000000L};
+
+            nanosleep(&ts, NULL);
+        }
+    }
     assert_int_equal(engines_for(dir, pids, 4), 1);
     assert_int_equal(started, 1);
     stop_engines(dir);
@@ -594,6 +662,7 @@ int main(void)
         cmocka_unit_test_setup(t_state_dir_too_long, clear_env),
         cmocka_unit_test_setup(t_devboxd_missing, clear_env),
         cmocka_unit_test_setup(t_devboxd_exits_at_once, clear_env),
+        cmocka_unit_test_setup(t_foreign_server_on_socket, clear_env),
         cmocka_unit_test_setup(t_real_autostart_and_reuse, clear_env),
         cmocka_unit_test_setup(t_real_two_hosts_one_engine, clear_env),
     };

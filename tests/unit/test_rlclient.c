@@ -53,26 +53,29 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-static int start_faultserver(void)
+/* Start faultserver with extra args; returns its pid, fills line. */
+static pid_t spawn_faultserver(const char *arg1, const char *arg2, char *line,
+                               size_t linesz)
 {
     const char *bin = RLMCP_BINARY_DIR "/bin/faultserver";
     int fds[2];
-    char line[128] = "";
     size_t used = 0;
     double deadline = now_ms() + 15000;
+    pid_t pid = -1;
 
+    line[0] = '\0';
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "faultserver not built at %s\n", bin);
         return -1;
     }
     if (pipe(fds) != 0)
         return -1;
-    g_fs_pid = fork();
-    if (g_fs_pid == 0) {
+    pid = fork();
+    if (pid == 0) {
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execl(bin, "faultserver", (char *)NULL);
+        execl(bin, "faultserver", arg1, arg2, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -82,13 +85,29 @@ static int start_faultserver(void)
 
         if (poll(&pfd, 1, 200) <= 0)
             continue;
-        n = read(fds[0], line + used, sizeof(line) - 1 - used);
+        n = read(fds[0], line + used, linesz - 1 - used);
         if (n <= 0)
             break;
         used += (size_t)n;
         line[used] = '\0';
     }
     close(fds[0]);
+    return pid;
+}
+
+static void stop_pid(pid_t pid)
+{
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+static int start_faultserver(void)
+{
+    char line[128];
+
+    g_fs_pid = spawn_faultserver(NULL, NULL, line, sizeof(line));
     if (sscanf(line, "listening on 127.0.0.1:%d", &g_port) != 1) {
         fprintf(stderr, "faultserver did not start: '%s'\n", line);
         return -1;
@@ -105,10 +124,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    if (g_fs_pid > 0) {
-        kill(g_fs_pid, SIGTERM);
-        waitpid(g_fs_pid, NULL, 0);
-    }
+    stop_pid(g_fs_pid);
     return 0;
 }
 
@@ -818,6 +834,56 @@ static void t_unreachable(void **state)
     rlclient_destroy(c);
 }
 
+/* The same client over a unix socket (how the local engine is reached). */
+static void t_unix_socket(void **state)
+{
+    char dir[] = "/tmp/rlc-XXXXXX";
+    char sock[128];
+    char line[256];
+    char want[160];
+    struct rlclient_options o = {.default_max_retries = -1,
+                                 .retry_base_ms = 20};
+    struct rlclient *c = NULL;
+    struct rlmcp_http_resp *r = NULL;
+    pid_t pid = -1;
+    CURL *e = NULL;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/devboxd.sock", dir);
+    pid = spawn_faultserver("--unix", sock, line, sizeof(line));
+    snprintf(want, sizeof(want), "listening on unix:%s\n", sock);
+    assert_string_equal(line, want);
+    o.unix_socket = sock;
+    c = rlclient_create(&o);
+    assert_non_null(c);
+    snprintf(want, sizeof(want), "unix:%s", sock);
+    assert_string_equal(rlclient_target(c), want);
+    /* Script through the socket with plain libcurl. */
+    e = curl_easy_init();
+    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, sock);
+    curl_easy_setopt(e, CURLOPT_URL, "http://localhost/__script");
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+                     "[{\"status\":503},{\"status\":200,\"body\":\"u\"}]");
+    assert_int_equal(curl_easy_perform(e), CURLE_OK);
+    curl_easy_cleanup(e);
+    assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes?limit=1", NULL, -1,
+                            &r),
+                     RLMCP_OK);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(r->body, "u"); /* after one retry */
+    rlclient_resp_free(r);
+    stop_pid(pid);
+    /* Nothing listening: EHTTP naming the URL and the socket. */
+    assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes", NULL, 1, &r),
+                     RLMCP_EHTTP);
+    snprintf(want, sizeof(want), "GET http://localhost/v1/devboxes via "
+                                 "unix:%s", sock);
+    if (strstr(rlclient_last_error(), want) == NULL)
+        fail_msg("'%s' lacks '%s'", rlclient_last_error(), want);
+    rlclient_destroy(c);
+    rmdir(dir);
+}
+
 struct captured {
     char lines[16384];
 };
@@ -1139,6 +1205,7 @@ int main(void)
         cmocka_unit_test(t_multipart),
         cmocka_unit_test(t_binary_download),
         cmocka_unit_test(t_unreachable),
+        cmocka_unit_test(t_unix_socket),
         cmocka_unit_test(t_key_never_logged),
         cmocka_unit_test(t_bad_input),
         cmocka_unit_test(t_connection_reuse),
