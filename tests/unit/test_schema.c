@@ -254,6 +254,14 @@ static void test_pattern(void **state)
     /* '.' is one code point and stops at line terminators */
     ok("{\"pattern\":\"^.$\"}", "\"\xC3\xA9\"");
     ok("{\"pattern\":\"^.$\"}", "\"\xF0\x9F\x98\x80\"");
+    /* ASCII subjects take the C-locale compilation: same answers */
+    ok("{\"pattern\":\"^.{2}$\"}", "\"ab\"");
+    ok("{\"pattern\":\"^.{2}$\"}", "\"\xC3\xA9\xC3\xA9\"");
+    bad_has("{\"pattern\":\"^.{2}$\"}", "\"\xC3\xA9\"", "does not match");
+    ok("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"a\"");
+    bad_has("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"\xC3\xA9\"", "does not match");
+    ok("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"\xC3\xA8\"");
+    bad_has("{\"pattern\":\"^\xC3\xA9\"}", "\"e\"", "does not match");
     bad_has("{\"pattern\":\"^a.b$\"}", "\"a\\nb\"", "does not match");
     ok("{\"pattern\":\"^a[^x]b$\"}", "\"a\\nb\"");
     /* escapes and classes */
