@@ -53,6 +53,28 @@ static int clear_env(void **state)
     return 0;
 }
 
+/* A test's temporary state dir and what runs on it; the teardown stops and
+ * removes everything even when the test failed half-way. */
+struct tmpdir {
+    char dir[32];
+    pid_t fs; /* a faultserver, or 0 */
+};
+
+static int with_tmp(void **state)
+{
+    struct tmpdir *t = calloc(1, sizeof(*t));
+
+    if (t == NULL)
+        return -1;
+    snprintf(t->dir, sizeof(t->dir), "/tmp/rlb-XXXXXX");
+    if (mkdtemp(t->dir) == NULL) {
+        free(t);
+        return -1;
+    }
+    *state = t;
+    return clear_env(state);
+}
+
 static void cfg_init(struct host_config *cfg, enum host_backend mode)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -326,10 +348,9 @@ static void t_devboxd_missing(void **state)
 {
     struct host_config cfg;
     struct backend *b = NULL;
-    char dir[] = "/tmp/rlb-XXXXXX";
+    char *dir = ((struct tmpdir *)*state)->dir;
     char *err = NULL;
 
-    assert_non_null(mkdtemp(dir));
     cfg_init(&cfg, HOST_BACKEND_LOCAL);
     cfg.runloop.state_dir = dir;
     cfg.runloop.devboxd = "/nonexistent/devboxd";
@@ -338,7 +359,6 @@ static void t_devboxd_missing(void **state)
     contains(err, "runloop.devboxd '/nonexistent/devboxd' is not an "
                   "executable file");
     free(err);
-    rm_rf(dir);
 }
 
 static double now_ms(void)
@@ -353,11 +373,10 @@ static void t_devboxd_exits_at_once(void **state)
 {
     struct host_config cfg;
     struct backend *b = NULL;
-    char dir[] = "/tmp/rlb-XXXXXX";
+    char *dir = ((struct tmpdir *)*state)->dir;
     char *err = NULL;
     double t0 = 0;
 
-    assert_non_null(mkdtemp(dir));
     cfg_init(&cfg, HOST_BACKEND_LOCAL);
     cfg.runloop.state_dir = dir;
     cfg.runloop.devboxd = "/bin/false"; /* starts, exits, holds no lock */
@@ -369,7 +388,6 @@ static void t_devboxd_exits_at_once(void **state)
     contains(err, "(it exited)");
     contains(err, "devboxd.log");
     free(err);
-    rm_rf(dir);
 }
 
 static int engines_for(const char *dir, int *pids, int max);
@@ -380,7 +398,7 @@ static void t_foreign_server_on_socket(void **state)
 {
     struct host_config cfg;
     struct backend *b = NULL;
-    char dir[] = "/tmp/rlb-XXXXXX";
+    char *dir = ((struct tmpdir *)*state)->dir;
     char sock[128];
     char *err = NULL;
     int out[2];
@@ -389,7 +407,6 @@ static void t_foreign_server_on_socket(void **state)
     ssize_t n = 0;
     int pids[4];
 
-    assert_non_null(mkdtemp(dir));
     snprintf(sock, sizeof(sock), "%s/devboxd.sock", dir);
     assert_int_equal(pipe(out), 0);
     fs = fork();
@@ -400,6 +417,7 @@ static void t_foreign_server_on_socket(void **state)
               sock, (char *)NULL);
         _exit(127);
     }
+    ((struct tmpdir *)*state)->fs = fs;
     close(out[1]);
     n = read(out[0], line, sizeof(line) - 1); /* "listening on ..." */
     close(out[0]);
@@ -424,9 +442,6 @@ static void t_foreign_server_on_socket(void **state)
                   "devboxd");
     free(err);
     assert_int_equal(engines_for(dir, pids, 4), 0);
-    kill(fs, SIGTERM);
-    waitpid(fs, NULL, 0);
-    rm_rf(dir);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -540,20 +555,17 @@ static void t_real_autostart_and_reuse(void **state)
     struct host_config cfg;
     struct backend *b = NULL;
     struct backend *b2 = NULL;
-    char dir[] = "/tmp/rlb-XXXXXX";
+    char *dir = ((struct tmpdir *)*state)->dir;
     char *err = NULL;
     int pids[4];
 
     if (!devboxd_ready())
         return;
-    assert_non_null(mkdtemp(dir));
     cfg_init(&cfg, HOST_BACKEND_AUTO);
     cfg.runloop.state_dir = dir;
     cfg.runloop.devboxd = DEVBOXD;
-    if (backend_open(&cfg, &b, &err) != 0) {
-        stop_engines(dir);
+    if (backend_open(&cfg, &b, &err) != 0)
         fail_msg("backend_open: %s", err);
-    }
     assert_true(backend_is_local(b));
     assert_true(backend_started_pid(b) > 0);
     get_devboxes(b); /* over the unix socket */
@@ -569,14 +581,13 @@ static void t_real_autostart_and_reuse(void **state)
     assert_int_equal(engines_for(dir, pids, 4), 1);
     stop_engines(dir);
     assert_int_equal(engines_for(dir, pids, 4), 0);
-    rm_rf(dir);
 }
 
 /* Two host processes open the same new state dir at the same moment. */
 static void t_real_two_hosts_one_engine(void **state)
 {
     struct host_config cfg;
-    char dir[] = "/tmp/rlb-XXXXXX";
+    char *dir = ((struct tmpdir *)*state)->dir;
     int go[2];
     pid_t kids[2];
     int i;
@@ -585,7 +596,6 @@ static void t_real_two_hosts_one_engine(void **state)
 
     if (!devboxd_ready())
         return;
-    assert_non_null(mkdtemp(dir));
     cfg_init(&cfg, HOST_BACKEND_LOCAL);
     cfg.runloop.state_dir = dir;
     cfg.runloop.devboxd = DEVBOXD;
@@ -645,7 +655,20 @@ static void t_real_two_hosts_one_engine(void **state)
     assert_int_equal(engines_for(dir, pids, 4), 1);
     assert_int_equal(started, 1);
     stop_engines(dir);
-    rm_rf(dir);
+}
+
+static int tmp_cleanup(void **state)
+{
+    struct tmpdir *t = *state;
+
+    if (t->fs > 0) {
+        kill(t->fs, SIGTERM);
+        waitpid(t->fs, NULL, 0);
+    }
+    stop_engines(t->dir);
+    rm_rf(t->dir);
+    free(t);
+    return 0;
 }
 
 int main(void)
@@ -660,11 +683,16 @@ int main(void)
         cmocka_unit_test_setup(t_describe_for_check_config, clear_env),
         cmocka_unit_test_setup(t_state_dir_precedence, clear_env),
         cmocka_unit_test_setup(t_state_dir_too_long, clear_env),
-        cmocka_unit_test_setup(t_devboxd_missing, clear_env),
-        cmocka_unit_test_setup(t_devboxd_exits_at_once, clear_env),
-        cmocka_unit_test_setup(t_foreign_server_on_socket, clear_env),
-        cmocka_unit_test_setup(t_real_autostart_and_reuse, clear_env),
-        cmocka_unit_test_setup(t_real_two_hosts_one_engine, clear_env),
+        cmocka_unit_test_setup_teardown(t_devboxd_missing, with_tmp,
+                                        tmp_cleanup),
+        cmocka_unit_test_setup_teardown(t_devboxd_exits_at_once, with_tmp,
+                                        tmp_cleanup),
+        cmocka_unit_test_setup_teardown(t_foreign_server_on_socket, with_tmp,
+                                        tmp_cleanup),
+        cmocka_unit_test_setup_teardown(t_real_autostart_and_reuse, with_tmp,
+                                        tmp_cleanup),
+        cmocka_unit_test_setup_teardown(t_real_two_hosts_one_engine, with_tmp,
+                                        tmp_cleanup),
     };
 
     signal(SIGPIPE, SIG_IGN);

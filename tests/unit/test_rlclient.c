@@ -834,10 +834,28 @@ static void t_unreachable(void **state)
     rlclient_destroy(c);
 }
 
+static char g_unix_dir[32];
+static pid_t g_unix_fs = -1;
+
+/* Whatever t_unix_socket left running or on disk, also after a failure. */
+static int unix_teardown(void **state)
+{
+    char sock[128];
+
+    stop_pid(g_unix_fs);
+    g_unix_fs = -1;
+    if (g_unix_dir[0] != '\0') {
+        snprintf(sock, sizeof(sock), "%s/devboxd.sock", g_unix_dir);
+        unlink(sock);
+        rmdir(g_unix_dir);
+    }
+    return 0;
+}
+
 /* The same client over a unix socket (how the local engine is reached). */
 static void t_unix_socket(void **state)
 {
-    char dir[] = "/tmp/rlc-XXXXXX";
+    char *dir = g_unix_dir;
     char sock[128];
     char line[256];
     char want[160];
@@ -848,9 +866,11 @@ static void t_unix_socket(void **state)
     pid_t pid = -1;
     CURL *e = NULL;
 
+    snprintf(g_unix_dir, sizeof(g_unix_dir), "/tmp/rlc-XXXXXX");
     assert_non_null(mkdtemp(dir));
     snprintf(sock, sizeof(sock), "%s/devboxd.sock", dir);
     pid = spawn_faultserver("--unix", sock, line, sizeof(line));
+    g_unix_fs = pid;
     snprintf(want, sizeof(want), "listening on unix:%s\n", sock);
     assert_string_equal(line, want);
     o.unix_socket = sock;
@@ -873,6 +893,7 @@ static void t_unix_socket(void **state)
     assert_string_equal(r->body, "u"); /* after one retry */
     rlclient_resp_free(r);
     stop_pid(pid);
+    g_unix_fs = -1;
     /* Nothing listening: EHTTP naming the URL and the socket. */
     assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes", NULL, 1, &r),
                      RLMCP_EHTTP);
@@ -881,7 +902,6 @@ static void t_unix_socket(void **state)
     if (strstr(rlclient_last_error(), want) == NULL)
         fail_msg("'%s' lacks '%s'", rlclient_last_error(), want);
     rlclient_destroy(c);
-    rmdir(dir);
 }
 
 struct captured {
@@ -1205,7 +1225,7 @@ int main(void)
         cmocka_unit_test(t_multipart),
         cmocka_unit_test(t_binary_download),
         cmocka_unit_test(t_unreachable),
-        cmocka_unit_test(t_unix_socket),
+        cmocka_unit_test_teardown(t_unix_socket, unix_teardown),
         cmocka_unit_test(t_key_never_logged),
         cmocka_unit_test(t_bad_input),
         cmocka_unit_test(t_connection_reuse),
