@@ -597,7 +597,7 @@ static void store_trim(struct http_session *s, struct http_stream *cur,
         struct http_stream *next = st->next;
         if (s->store_events <= max_ev && s->store_bytes <= max_bytes)
             return;
-        if (st != cur && st->tap == NULL) {
+        if (st->sse && st != cur && st->tap == NULL) {
             if (stream_undelivered(st))
                 log_msg(RLMCP_LOG_WARNING, NULL,
                         "http: session %.8s…: event store full, dropping the "
@@ -681,7 +681,9 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
         pthread_mutex_unlock(&s->lock);
         return;
     }
-    if (json != NULL && st->sse) {
+    if (json != NULL && st->sse && !st->listed && st->tap == NULL) {
+        /* Evicted and unread: nobody can ever receive it. */
+    } else if (json != NULL && st->sse) {
         stream_append(st, json, len, final);
     } else if (json != NULL && final) {
         st->json_reply = malloc(len + 1);
@@ -1113,6 +1115,42 @@ static enum MHD_Result post_wait_json(struct http_req *req)
     return MHD_YES;
 }
 
+/*
+ * Hand the body to the dispatcher. The session's calls may not be cancelled
+ * (mcp_session_free) while we are inside mcp_handle with it: a concurrent
+ * DELETE leaves that to whoever leaves last.
+ */
+static bool dispatch(struct http_req *req, const char *key)
+{
+    struct http_session *s = req->sess;
+    struct mcp_request_ctx ctx = {0};
+    bool handled = false;
+    bool free_ms = false;
+
+    ctx.api_key = key;
+    pthread_mutex_lock(&s->lock);
+    s->handling++;
+    pthread_mutex_unlock(&s->lock);
+    handled = mcp_handle(req->srv->d, s->ms, req->body, req->len,
+                         &req->stream->sink, &ctx);
+    pthread_mutex_lock(&s->lock);
+    s->handling--;
+    if (s->terminated && s->handling == 0 && !s->ms_freed) {
+        s->ms_freed = true;
+        free_ms = true;
+    }
+    if (!handled && !req->stream->done) {
+        /* No reply will come: the stream never becomes busy work. */
+        req->stream->done = true;
+        if (s->busy > 0)
+            s->busy--;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (free_ms)
+        mcp_session_free(s->ms);
+    return handled;
+}
+
 static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
 {
     struct http_server *srv = req->srv;
@@ -1120,11 +1158,9 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const char *method = cJSON_IsString(jm) ? jm->valuestring : NULL;
     bool is_init = method != NULL && strcmp(method, "initialize") == 0;
-    struct mcp_request_ctx ctx = {0};
     const char *key = NULL;
     bool sse = false;
     bool handled = false;
-    bool free_ms = false;
     int r = 0;
 
     r = caller_key(req, &key);
@@ -1141,38 +1177,19 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     if (req->stream == NULL)
         return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
                            JSONRPC_SERVER_ERROR, "Internal error: no memory");
-    ctx.api_key = key;
-
-    pthread_mutex_lock(&req->sess->lock);
-    req->sess->handling++;
-    pthread_mutex_unlock(&req->sess->lock);
-    handled = mcp_handle(srv->d, req->sess->ms, req->body, req->len,
-                         &req->stream->sink, &ctx);
-    pthread_mutex_lock(&req->sess->lock);
-    req->sess->handling--;
-    if (req->sess->terminated && req->sess->handling == 0 &&
-        !req->sess->ms_freed) {
-        req->sess->ms_freed = true;
-        free_ms = true;
+    if (sse) {
+        /* Read from the start: attached before the first event exists, so
+         * a full event store never evicts a reply that has a reader. */
+        pthread_mutex_lock(&req->sess->lock);
+        req->stream->tap = req;
+        req->cursor = 1;
+        pthread_mutex_unlock(&req->sess->lock);
     }
-    if (!handled && !req->stream->done) {
-        /* No reply will come: the stream never becomes busy work. */
-        req->stream->done = true;
-        if (req->sess->busy > 0)
-            req->sess->busy--;
-    }
-    pthread_mutex_unlock(&req->sess->lock);
-    if (free_ms)
-        mcp_session_free(req->sess->ms);
-
+    handled = dispatch(req, key);
     if (!handled)
         return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
     if (!sse)
         return post_wait_json(req);
-    pthread_mutex_lock(&req->sess->lock);
-    req->stream->tap = req;
-    req->cursor = 1;
-    pthread_mutex_unlock(&req->sess->lock);
     return queue_sse(req, NULL);
 }
 
@@ -1262,6 +1279,34 @@ static int need_session(struct http_req *req)
     return -1;
 }
 
+/*
+ * Make req the reader of stream no of its session, from seq + 1 on. A
+ * reader still attached (its client is gone, undetected while suspended)
+ * is woken and ends: it is no longer the stream's tap.
+ */
+static struct http_stream *resume_attach(struct http_req *req, uint64_t no,
+                                         uint64_t seq)
+{
+    struct http_session *s = req->sess;
+    struct http_stream *st = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    for (st = s->streams; st != NULL; st = st->next) {
+        if (st->no == no && st->sse)
+            break;
+    }
+    if (st != NULL) {
+        stream_wake(st);
+        stream_ref(st);
+        req->stream = st;
+        st->tap = req;
+        req->primed = true;
+        req->cursor = seq + 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 /* GET with Last-Event-ID: replay that reply stream from after the id. */
 static enum MHD_Result handle_get(struct http_req *req)
 {
@@ -1270,7 +1315,6 @@ static enum MHD_Result handle_get(struct http_req *req)
     const char *pv = hdr(req, "MCP-Protocol-Version");
     struct http_session *s = NULL;
     struct http_stream *st = NULL;
-    struct http_req *old = NULL;
     uint64_t no = 0;
     uint64_t seq = 0;
     int r = 0;
@@ -1299,22 +1343,7 @@ static enum MHD_Result handle_get(struct http_req *req)
                            "event id of this server",
                            last);
     s = req->sess;
-    pthread_mutex_lock(&s->lock);
-    for (st = s->streams; st != NULL; st = st->next) {
-        if (st->no == no && st->sse)
-            break;
-    }
-    if (st != NULL) {
-        old = st->tap;
-        if (old != NULL)
-            stream_wake(st); /* the old reader ends: it is no longer tap */
-        stream_ref(st);
-        req->stream = st;
-        st->tap = req;
-        req->primed = true;
-        req->cursor = seq + 1;
-    }
-    pthread_mutex_unlock(&s->lock);
+    st = resume_attach(req, no, seq);
     if (st == NULL)
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: nothing to resume after event %.40s: "
