@@ -6,9 +6,9 @@
 # until EOF or SIGTERM.
 set -uo pipefail
 
-BIN=$1
-BUILD=$2
-SRC=$3
+BIN=$(realpath "$1")
+BUILD=$(realpath "$2")
+SRC=$(realpath "$3")
 CONF=$SRC/tests/fixtures/conf
 export RLMCP_TEST_FIXTURES=$BUILD/fixtures
 export RLMCP_TEST_PLUGINS=$BUILD/plugins

@@ -6,8 +6,8 @@
 # runloop-mcp --list-tools.
 set -uo pipefail
 
-BUILD=$1
-SRC=$2
+BUILD=$(realpath "$1")
+SRC=$(realpath "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
