@@ -886,11 +886,40 @@ static char *build_request(const char *id, const char *method,
     cJSON_AddStringToObject(o, "jsonrpc", "2.0");
     cJSON_AddStringToObject(o, "id", id);
     cJSON_AddStringToObject(o, "method", method);
-    if (params != NULL)
-        cJSON_AddItemToObject(o, "params", params);
-    json = cJSON_PrintUnformatted(o);
+    if (params != NULL && !cJSON_AddItemToObject(o, "params", params))
+        cJSON_Delete(params); /* o is NULL: out of memory */
+    json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return json;
+}
+
+/*
+ * Register p, send the request and wait. RLMCP_OK once answered, else
+ * RLMCP_ECANCELLED or RLMCP_ETIMEDOUT (the client is told we gave up).
+ */
+static int exchange(struct rlmcp_call *call, struct pending_req *p,
+                    const char *id, const char *json, uint32_t timeout_ms)
+{
+    bool cancelled;
+
+    pthread_mutex_lock(&call->s->lock);
+    p->next = call->s->pending;
+    call->s->pending = p;
+    pthread_mutex_unlock(&call->s->lock);
+
+    flush_progress(call);
+    if (!call_send(call, json, false)) {
+        pending_unlink(call->s, p);
+        return RLMCP_ECANCELLED; /* already answered: the call is over */
+    }
+    if (wait_answer(call, p, timeout_ms)) {
+        pending_unlink(call->s, p);
+        return RLMCP_OK;
+    }
+    pending_unlink(call->s, p);
+    cancelled = atomic_load(&call->cancelled);
+    cancel_client_request(call, id, cancelled ? "cancelled" : "timeout");
+    return cancelled ? RLMCP_ECANCELLED : RLMCP_ETIMEDOUT;
 }
 
 int call_client_request(rlmcp_call *call, const char *method,
@@ -901,7 +930,6 @@ int call_client_request(rlmcp_call *call, const char *method,
     cJSON *params = NULL;
     char id[48];
     char *json = NULL;
-    bool answered;
     int rc = RLMCP_EINVAL;
 
     memset(&p, 0, sizeof(p));
@@ -923,7 +951,7 @@ int call_client_request(rlmcp_call *call, const char *method,
     }
     snprintf(id, sizeof(id), "rlmcp-%lu",
              atomic_fetch_add(&call->d->next_request_id, 1) + 1);
-    json = build_request(id, method, params);
+    json = build_request(id, method, params); /* consumes params */
     if (asprintf(&p.id_key, "\"%s\"", id) < 0)
         p.id_key = NULL;
     p.call = call;
@@ -931,26 +959,9 @@ int call_client_request(rlmcp_call *call, const char *method,
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    pthread_mutex_lock(&call->s->lock);
-    p.next = call->s->pending;
-    call->s->pending = &p;
-    pthread_mutex_unlock(&call->s->lock);
-
-    flush_progress(call);
-    if (!call_send(call, json, false)) {
-        pending_unlink(call->s, &p);
-        rc = RLMCP_ECANCELLED;
+    rc = exchange(call, &p, id, json, timeout_ms);
+    if (rc != RLMCP_OK)
         goto out;
-    }
-    answered = wait_answer(call, &p, timeout_ms);
-    pending_unlink(call->s, &p);
-    if (!answered) {
-        bool cancelled = atomic_load(&call->cancelled);
-
-        cancel_client_request(call, id, cancelled ? "cancelled" : "timeout");
-        rc = cancelled ? RLMCP_ECANCELLED : RLMCP_ETIMEDOUT;
-        goto out;
-    }
     if (p.result != NULL) {
         *result_out = cJSON_PrintUnformatted(p.result);
         rc = *result_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
