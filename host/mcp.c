@@ -654,7 +654,7 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     char *json = NULL;
 
     if (given != NULL && !cJSON_IsNull(given) && !cJSON_IsObject(given)) {
-        reply_tool_error(r, "invalid_arguments",
+        reply_tool_error(r, "invalid_argument",
                          "arguments must be an object of named parameters",
                          "send arguments as a JSON object matching the "
                          "tool's inputSchema (see tools/list)");
@@ -670,7 +670,7 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     if (t->input_schema != NULL &&
         schema_validate(t->input_schema, args, "arguments", err,
                         sizeof(err)) != 0) {
-        reply_tool_error(r, "invalid_arguments", err,
+        reply_tool_error(r, "invalid_argument", err,
                          "fix the arguments to match the tool's inputSchema "
                          "(see tools/list) and call again");
         cJSON_Delete(args);

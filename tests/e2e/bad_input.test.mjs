@@ -125,7 +125,7 @@ describe('bad input over stdio', () => {
     const r = await host.request('w1', 'tools/call', { name: 'hello', arguments: { name: 5 } });
     assert.equal(r.result.isError, true, JSON.stringify(r));
     const err = JSON.parse(r.result.content[0].text).error;
-    assert.equal(err.code, 'invalid_arguments');
+    assert.equal(err.code, 'invalid_argument');
     assert.match(err.message, /arguments\.name/);
     assert.ok(err.remedy);
     assert.equal(r.result.structuredContent, undefined);

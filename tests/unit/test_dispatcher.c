@@ -1002,7 +1002,7 @@ static void test_tools_call(void **state)
     /* Arguments that are no object: a tool error (SEP-1303). */
     m = call_tool(f, 5, "echo", "\"text\"");
     e = tool_error(m);
-    assert_string_equal(err_field(e, "code"), "invalid_arguments");
+    assert_string_equal(err_field(e, "code"), "invalid_argument");
     assert_non_null(err_field(e, "remedy"));
     cJSON_Delete(e);
     cJSON_Delete(m);
@@ -1010,7 +1010,7 @@ static void test_tools_call(void **state)
     /* Wrong-typed and missing arguments name the field. */
     m = call_tool(f, 6, "echo", "{\"text\":5}");
     e = tool_error(m);
-    assert_string_equal(err_field(e, "code"), "invalid_arguments");
+    assert_string_equal(err_field(e, "code"), "invalid_argument");
     assert_non_null(strstr(err_field(e, "message"), "arguments.text"));
     cJSON_Delete(e);
     cJSON_Delete(m);
