@@ -100,6 +100,7 @@ struct http_session {
 
 enum req_phase {
     PHASE_NEW = 0,
+    PHASE_HEADERS, /* a request without a body: answered on the next call */
     PHASE_BODY,    /* reading a POST body */
     PHASE_WAITING, /* suspended until the JSON reply arrives */
     PHASE_DONE     /* a response is queued */
@@ -1482,9 +1483,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         snprintf(req->method, sizeof(req->method), "%s", method);
         snprintf(req->url, sizeof(req->url), "%s", url);
         *con_cls = req;
-        return route_first(req, url, method);
+        /* POST is checked on its headers so that a refused body is never
+         * read. Other methods are answered once the request is complete:
+         * MHD keeps the connection alive only then. */
+        if (strcmp(method, "POST") == 0)
+            return route_first(req, url, method);
+        req->phase = PHASE_HEADERS;
+        return MHD_YES;
     }
     switch (req->phase) {
+    case PHASE_HEADERS:
+        if (*upload_data_size != 0) {
+            *upload_data_size = 0; /* a body where none belongs: ignored */
+            return MHD_YES;
+        }
+        return route_first(req, url, method);
     case PHASE_BODY:
         if (*upload_data_size != 0)
             return post_upload(req, upload_data, upload_data_size);

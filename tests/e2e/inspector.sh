@@ -95,4 +95,8 @@ expect "stdio tools/list lists the fixtures" "$work/s-list.json" \
     fail "tools/call over stdio: $(tail -n 3 "$work/s-call.err")"
 expect "stdio tools/call test_simple_text" "$work/s-call.json" \
     'r.isError !== true && r.content[0].text === "This is a simple text response for testing."'
+# A sanitizer build reports through the servers' stderr.
+if grep -lE 'AddressSanitizer|LeakSanitizer|runtime error:' "$work"/*.err "$work/server.log" 2>/dev/null; then
+    fail "sanitizer report in the server output"
+fi
 echo "inspector.sh: all passed"
