@@ -740,12 +740,15 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     close(errp[1]);
     errp[1] = -1;
     rc = read_info(sb, info[0], err, errlen);
-    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
-        rc = start_slirp(sb, err, errlen);
     if (rc == 0 && write(block[1], "g", 1) != 1)
         rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
     if (rc == 0)
         rc = wait_hello(sb, err, errlen);
+    /* Network last: bwrap configures lo concurrently with its setup, and
+     * slirp4netns' netlink requests must not race with it.  No command
+     * runs before start returns, so none sees the network missing. */
+    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
+        rc = start_slirp(sb, err, errlen);
 out:
     if (rc != 0) {
         /* Give bwrap a moment to report why, without blocking start. */
@@ -828,15 +831,18 @@ int sandbox_stop(struct sandbox *sb)
     ooms = sb_cg_oom_kills(&sb->cg);
     if (ooms > sb->oom_base && sb->failure == NULL)
         sb->failure = "out_of_memory";
+    /* Kill pid 1 inside first (the kernel then kills the whole pid
+     * namespace) and let the outer bwrap reap it and exit: killing bwrap
+     * first would orphan the agent to the host's init. */
     if (sb->init_pidfd >= 0)
         pidfd_send_signal(sb->init_pidfd, SIGKILL, NULL, 0);
     if (sb->master >= 0) {
         close(sb->master);
         sb->master = -1;
     }
-    sb_cg_kill_all(&sb->cg, 5000);
     reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
     sb->launcher_pid = 0;
+    sb_cg_kill_all(&sb->cg, 5000); /* anything that slipped out of the pid namespace */
     if (sb->slirp_exit_w >= 0) {
         close(sb->slirp_exit_w); /* slirp4netns exits on EOF */
         sb->slirp_exit_w = -1;
@@ -930,5 +936,6 @@ int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
     u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
     u->pids = (uint32_t)sb_cg_pids_current(&sb->cg);
     u->oom_kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
+    u->pids_denied = sb_cg_pids_denied(&sb->cg);
     return 0;
 }

@@ -155,6 +155,7 @@ struct sb_usage {
     uint64_t cpu_nanos;         /* cpuacct.usage */
     uint32_t pids;              /* pids.current */
     uint64_t oom_kills;         /* memory.oom_control oom_kill */
+    uint64_t pids_denied;       /* forks refused at pids_max (pids.events "max") */
 };
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u);
 

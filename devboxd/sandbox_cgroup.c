@@ -287,3 +287,18 @@ int sb_cg_pids_current(const struct sb_cgroup *cg)
 {
     return (int)sb_cg_read_u64(cg, SB_CG_PIDS, "pids.current");
 }
+
+uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg)
+{
+    char path[4096];
+    char buf[128];
+    const char *p;
+
+    if (cg->path[SB_CG_PIDS] == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s/pids.events", cg->path[SB_CG_PIDS]);
+    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
+        return 0;
+    p = strstr(buf, "max ");
+    return p != NULL ? strtoull(p + 4, NULL, 10) : 0;
+}

@@ -93,6 +93,7 @@ void sb_cg_remove(struct sb_cgroup *cg); /* rmdir + free paths */
 uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *file);
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
 int sb_cg_pids_current(const struct sb_cgroup *cg);
+uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
 
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);
