@@ -327,6 +327,11 @@ int stdio_serve_fds(struct mcp_dispatcher *d, int in_fd, int out_fd)
         goto out;
     }
     rc = read_loop(&r, in_fd);
+    log_msg(RLMCP_LOG_DEBUG, NULL, "stdio: %s; %u call(s) in flight",
+            rc == 1   ? "end of input"
+            : rc == 0 ? "stop requested"
+                      : "read error",
+            mcp_inflight(d));
     if (rc == 1)
         eof_grace(d);
     rc = rc < 0 ? -1 : 0;

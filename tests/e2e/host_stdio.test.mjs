@@ -13,7 +13,7 @@ import { hostBin, hostEnv, requireBuilt, stdioConf, waitFor } from './lib/host.m
 
 async function connect(capabilities = {}) {
   const transport = new StdioClientTransport({
-    command: hostBin, args: ['--config', stdioConf], env: hostEnv(), stderr: 'pipe',
+    command: hostBin, args: ['--config', stdioConf, '--log-level', 'debug'], env: hostEnv(), stderr: 'pipe',
   });
   let stderr = '';
   transport.stderr?.on('data', (d) => { stderr += d; });
@@ -30,10 +30,10 @@ describe('host over stdio with the MCP SDK client', () => {
     c = await connect();
   });
   after(async () => {
-    const t0 = Date.now();
     await c?.client.close();
-    // The host exits on EOF by itself: the SDK sends SIGTERM only after 2 s.
-    assert.ok(Date.now() - t0 < 1900, `close took ${Date.now() - t0} ms`);
+    // The host saw EOF and left by itself (not through the SDK's SIGTERM).
+    assert.match(c?.stderr() ?? '', /stdio: end of input/);
+    assert.doesNotMatch(c?.stderr() ?? '', /stdio: stop requested/);
     // Sanitizer builds report on stderr at exit.
     assert.doesNotMatch(c?.stderr() ?? '', /Sanitizer|runtime error/);
   });
@@ -107,22 +107,18 @@ describe('host over stdio with the MCP SDK client', () => {
 
   it('honours cancellation and keeps serving', async () => {
     const ac = new AbortController();
-    const t0 = Date.now();
     const call = c.client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, undefined, { signal: ac.signal });
     setTimeout(() => ac.abort('test cancel'), 300);
     await assert.rejects(call, /abort|cancel/i);
-    assert.ok(Date.now() - t0 < 5000);
-    // The server is still serving, and promptly.
-    const t1 = Date.now();
+    // The server received notifications/cancelled and is still serving.
+    await waitFor(() => /request \S+ cancelled by the client/.test(c.stderr()), 10000, 'the cancel in the host log');
     await c.client.ping();
     const r = await c.client.callTool({ name: 'hello', arguments: {} });
     assert.equal(r.structuredContent.greeting, 'Hello, world!');
-    assert.ok(Date.now() - t1 < 2000);
   });
 
   it('runs 10 concurrent calls; answers come out of order', async () => {
     const order = [];
-    const t0 = Date.now();
     // Durations 1000, 900, ..., 100 ms: the last started finishes first.
     const calls = Array.from({ length: 10 }, (_, i) => {
       const steps = 10 - i;
@@ -130,20 +126,18 @@ describe('host over stdio with the MCP SDK client', () => {
         .then((r) => { order.push(i); return r; });
     });
     const results = await Promise.all(calls);
-    const elapsed = Date.now() - t0;
     results.forEach((r, i) => assert.equal(r.structuredContent.greeting, `Hello, c${i}!`));
+    // Run one after another they would finish in start order.
     assert.notDeepEqual(order, [...order].sort((a, b) => a - b), `completion order ${order}`);
-    assert.equal(order[0] > order[9], true, `completion order ${order}`);
-    // Sequential would take 5.5 s; in parallel about 1 s (8 workers).
-    assert.ok(elapsed < 4000, `10 calls took ${elapsed} ms`);
   });
 
   it('ping is answered while the workers are busy', async () => {
-    const long = Array.from({ length: 8 }, () => c.client.callTool({ name: 'hello', arguments: { steps: 10, step_ms: 100 } }));
-    await new Promise((r) => setTimeout(r, 100));
-    const t0 = Date.now();
+    let done = 0;
+    const long = Array.from({ length: 10 }, () => c.client.callTool({ name: 'sleep', arguments: { seconds: 2 } })
+      .then(() => { done++; }));
     await c.client.ping();
-    assert.ok(Date.now() - t0 < 500, 'ping is not queued behind calls');
+    // The ping was answered before any of the calls it followed ended.
+    assert.equal(done, 0);
     await Promise.all(long);
   });
 

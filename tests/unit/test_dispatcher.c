@@ -270,6 +270,29 @@ static int h_burst(rlmcp_call *call, const char *args, size_t len, void *ud)
     return call_result_text(call, "burst done");
 }
 
+/* Counts overlapping runs: max_running tells whether calls overlapped. */
+struct overlap {
+    atomic_int running;
+    atomic_int max_running;
+};
+static struct overlap g_serial_overlap;
+static struct overlap g_parallel_overlap;
+
+static int h_overlap(rlmcp_call *call, const char *args, size_t len,
+                     void *ud)
+{
+    struct overlap *o = ud;
+    int now = atomic_fetch_add(&o->running, 1) + 1;
+    int max = atomic_load(&o->max_running);
+
+    while (now > max &&
+           !atomic_compare_exchange_weak(&o->max_running, &max, now))
+        ;
+    call_sleep_ms(call, 100);
+    atomic_fetch_sub(&o->running, 1);
+    return call_result_text(call, "counted");
+}
+
 static int h_fail(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     call_result_text(call, "partial output that must not leak");
@@ -370,12 +393,14 @@ static int p_get(rlmcp_call *call, const char *args, size_t len, void *ud)
 
 static struct registry *g_reg;
 
-static void add_tool(const char *name, rlmcp_tool_fn fn, const char *schema,
-                     const char *out_schema, uint32_t flags, uint32_t timeout)
+static void add_tool_ud(const char *name, rlmcp_tool_fn fn,
+                        const char *schema, const char *out_schema,
+                        uint32_t flags, uint32_t timeout, void *ud)
 {
     struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     char err[512] = "";
 
+    def.user_data = ud;
     def.name = name;
     def.description = "test tool";
     def.input_schema_json = schema;
@@ -386,6 +411,12 @@ static void add_tool(const char *name, rlmcp_tool_fn fn, const char *schema,
     assert_int_equal(registry_add_tool(g_reg, NULL, "testplug", &def, err,
                                        sizeof(err)),
                      RLMCP_OK);
+}
+
+static void add_tool(const char *name, rlmcp_tool_fn fn, const char *schema,
+                     const char *out_schema, uint32_t flags, uint32_t timeout)
+{
+    add_tool_ud(name, fn, schema, out_schema, flags, timeout, NULL);
 }
 
 static void add_resources(void)
@@ -442,7 +473,10 @@ static int group_setup(void **state)
              "\"integer\"}}}",
              NULL, 0, 0);
     add_tool("sleep", h_sleep, MS_SCHEMA, NULL, 0, 0);
-    add_tool("serial_sleep", h_sleep, MS_SCHEMA, NULL, RLMCP_TOOL_SERIAL, 0);
+    add_tool_ud("serial_overlap", h_overlap, OBJ, NULL, RLMCP_TOOL_SERIAL, 0,
+                &g_serial_overlap);
+    add_tool_ud("parallel_overlap", h_overlap, OBJ, NULL, 0, 0,
+                &g_parallel_overlap);
     add_tool("progress", h_progress, OBJ, NULL, 0, 0);
     add_tool("burst", h_burst, OBJ, NULL, 0, 0);
     add_tool("fail", h_fail, OBJ, NULL, 0, 0);
@@ -1274,26 +1308,29 @@ static void test_concurrent_calls(void **state)
     fx_free(f);
 }
 
+static void run_overlapping(struct fx *f, const char *tool)
+{
+    int i;
+
+    for (i = 1; i <= 4; i++)
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"%s\"}}", i, tool);
+    for (i = 1; i <= 4; i++)
+        cJSON_Delete(response(f, i));
+    cap_clear(&f->cap);
+}
+
 static void test_serial(void **state)
 {
     struct fx *f = fx_new(0);
-    struct timespec t0;
-    struct timespec t1;
-    double secs;
-    int i;
 
     init_session(f, "{}");
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 1; i <= 3; i++)
-        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"serial_sleep\",\"arguments\":{"
-                  "\"ms\":150}}}", i);
-    for (i = 1; i <= 3; i++)
-        cJSON_Delete(response(f, i));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    /* Three 150 ms calls that never overlap take at least 450 ms. */
-    assert_true(secs >= 0.44);
+    /* Four calls of a SERIAL tool never overlap ... */
+    run_overlapping(f, "serial_overlap");
+    assert_int_equal(atomic_load(&g_serial_overlap.max_running), 1);
+    /* ... while the same handler without the flag does. */
+    run_overlapping(f, "parallel_overlap");
+    assert_true(atomic_load(&g_parallel_overlap.max_running) > 1);
     fx_free(f);
 }
 
