@@ -48,10 +48,12 @@ async function startHost(baseUrl, key) {
     stderr: 'pipe',
   });
   let stderr = '';
+  let ended = false;
   transport.stderr?.on('data', (d) => { stderr += d; });
+  transport.stderr?.on('end', () => { ended = true; });
   const client = new Client({ name: 'plugins-backend-e2e', version: '1' });
   await client.connect(transport);
-  return { client, stderr: () => stderr };
+  return { client, stderr: () => stderr, ended: () => ended };
 }
 
 function toolError(r) {
@@ -89,6 +91,11 @@ describe('plugins and backend failures', () => {
   after(async () => {
     for (const h of hosts) {
       try { await h.client.close(); } catch { /* gone */ }
+    }
+    // Sanitizer builds report at exit on stderr: none may appear.
+    for (const h of hosts) {
+      await waitFor(() => h.ended(), 15000, 'a host to exit');
+      assert.doesNotMatch(h.stderr(), /AddressSanitizer|LeakSanitizer|runtime error/, h.stderr());
     }
     for (const c of children) {
       if (c.exitCode === null && c.signalCode === null) {

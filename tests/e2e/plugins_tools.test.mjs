@@ -83,6 +83,8 @@ describe('plugins end to end (local engine)', () => {
   let client;
   let transport;
   let box; // a devbox shared by the tests that only need one
+  let hostErr = '';
+  let hostErrEnded = false;
 
   const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000, ...opts });
 
@@ -98,8 +100,8 @@ describe('plugins end to end (local engine)', () => {
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
       stderr: 'pipe',
     });
-    let hostErr = '';
     transport.stderr?.on('data', (d) => { hostErr += d; });
+    transport.stderr?.on('end', () => { hostErrEnded = true; });
     client = new Client({ name: 'plugins-e2e', version: '1' });
     try {
       await client.connect(transport);
@@ -112,6 +114,9 @@ describe('plugins end to end (local engine)', () => {
     try { await client?.close(); } catch { /* already gone */ }
     await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
+    // Sanitizer builds report at exit on stderr: none may appear.
+    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
+    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
   });
 
   it('lists the tools with schemas and honest annotations', async () => {
