@@ -70,6 +70,7 @@ static char *default_agent_path(void)
 
 void sandbox_shutdown_runtime(void)
 {
+    sb_cg_remove_parents();
     free(sb_rt.state_dir);
     free(sb_rt.claims_dir);
     free(sb_rt.agent_path);

@@ -302,3 +302,17 @@ uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg)
     p = strstr(buf, "max ");
     return p != NULL ? strtoull(p + 4, NULL, 10) : 0;
 }
+
+void sb_cg_remove_parents(void)
+{
+    char path[4096];
+    int i;
+
+    if (sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL)
+        return;
+    for (i = 0; i < SB_CG_N; i++) {
+        snprintf(path, sizeof(path), "%s/%s/%s", sb_rt.cgroup_root, ctl_names[i],
+                 sb_rt.cgroup_name);
+        rmdir(path); /* fails harmlessly while devbox groups remain */
+    }
+}

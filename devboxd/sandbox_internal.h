@@ -90,6 +90,7 @@ int sb_cg_create(struct sb_cgroup *cg, const char *id, const struct sb_limits *l
 int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N]);
 int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms);
 void sb_cg_remove(struct sb_cgroup *cg); /* rmdir + free paths */
+void sb_cg_remove_parents(void);         /* rmdir the (empty) parent groups */
 uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *file);
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
 int sb_cg_pids_current(const struct sb_cgroup *cg);
