@@ -29,6 +29,11 @@ struct mcp_session;
  * response to the inbound request (or, for a cancelled call, with json ==
  * NULL to say that no response will come); after a final send the
  * dispatcher drops its reference with release().
+ * Answers made inside mcp_handle() (errors, lists, ping) are sent before it
+ * returns, without retain/release. A queued call (tools/call,
+ * resources/read, prompts/get) retains the sink in mcp_handle() and
+ * releases it once its handler is done, after its final send. Messages of
+ * one call never interleave and its progress always precedes its result.
  */
 struct mcp_sink {
     void (*send)(struct mcp_sink *sink, const char *json, size_t len,
