@@ -4,7 +4,8 @@
 # forced onto 127.0.0.1), measured in the same run:
 #   1. tools/list p50 from a keep-alive raw HTTP client (http_bench.mjs)
 #   2. sustained tools/list throughput with wrk (http_tools_list.lua)
-#   3. 1,000 concurrent sessions held: server RSS before and after
+#   3. 1,000 concurrent sessions held: server RSS before (fresh process)
+#      and after
 # Targets for runloop-mcp: p50 <= 0.2 ms, >= 20,000 req/s on 2 cores.
 # No assertions on time: this prints figures and ratios.
 # Environment: RLMCP_BUILD_DIR (default build/), WRK_SECONDS (10),
@@ -65,6 +66,11 @@ YAML
 declare -A R
 measure() { # name port
     local name="$1" port="$2" url="http://127.0.0.1:$2/mcp" sid out
+    # Sessions first, on the fresh process: RSS before is the idle server.
+    out="$(node "$HERE/http_bench.mjs" sessions "$url" "$SESSIONS_N" "$pid")"
+    R[$name.alive]="$(echo "$out" | node -pe 'JSON.parse(require("fs").readFileSync(0)).alive')"
+    R[$name.rss0]="$(echo "$out" | node -pe '(JSON.parse(require("fs").readFileSync(0)).rss_before_kib/1024).toFixed(1)')"
+    R[$name.rss1]="$(echo "$out" | node -pe '(JSON.parse(require("fs").readFileSync(0)).rss_after_kib/1024).toFixed(1)')"
     out="$(node "$HERE/http_bench.mjs" latency "$url" "$LATENCY_N")"
     R[$name.p50]="$(echo "$out" | node -pe 'JSON.parse(require("fs").readFileSync(0)).p50_ms')"
     R[$name.p99]="$(echo "$out" | node -pe 'JSON.parse(require("fs").readFileSync(0)).p99_ms')"
@@ -75,10 +81,6 @@ measure() { # name port
     echo "$out" | sed "s/^/  [$name wrk] /" >&2
     R[$name.rps]="$(echo "$out" | awk '/^Requests\/sec:/{printf "%d", $2}')"
     R[$name.non2xx]="$(echo "$out" | sed -nE 's/.*non2xx=([0-9]+).*/\1/p')"
-    out="$(node "$HERE/http_bench.mjs" sessions "$url" "$SESSIONS_N" "$pid")"
-    R[$name.alive]="$(echo "$out" | node -pe 'JSON.parse(require("fs").readFileSync(0)).alive')"
-    R[$name.rss0]="$(echo "$out" | node -pe '(JSON.parse(require("fs").readFileSync(0)).rss_before_kib/1024).toFixed(1)')"
-    R[$name.rss1]="$(echo "$out" | node -pe '(JSON.parse(require("fs").readFileSync(0)).rss_after_kib/1024).toFixed(1)')"
 }
 
 RLMCP_PLUGIN_DIR="$BUILD/plugins" RUNLOOP_API_KEY= RUNLOOP_BASE_URL= \
