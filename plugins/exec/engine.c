@@ -337,9 +337,9 @@ static bool view_completed(const cJSON *v)
  * newest view. Returns RLMCP_OK (check view_completed), RLMCP_ETIMEDOUT at
  * the deadline, RLMCP_H_REPORTED or a negative code.
  */
-static int wait_done(struct ex *ex, const struct rlmcp_h *h,
-                     const char *devbox_id, const char *eid,
-                     uint64_t deadline, cJSON **view_io)
+int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
+                   const char *devbox_id, const char *eid, uint64_t deadline,
+                   cJSON **view_io)
 {
     char *path = NULL;
     char *what = NULL;
@@ -602,7 +602,7 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
         if (rc != RLMCP_OK)
             goto fail;
     }
-    rc = wait_done(ex, h, p->devbox_id, eid, deadline, &view);
+    rc = exec_wait_done(ex, h, p->devbox_id, eid, deadline, &view);
     if (rc != RLMCP_OK)
         goto fail;
     result = base_result(view, p->devbox_id, eid);

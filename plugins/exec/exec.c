@@ -309,11 +309,10 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
 {
     struct ex *ex = ud;
     struct rlmcp_h h = {ex->api, call};
-    cJSON *args = NULL, *view = NULL, *res = NULL, *body = NULL;
+    cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *eid = NULL;
     char *path = NULL, *what = NULL;
     long long timeout_s = 60;
-    uint64_t deadline;
     int rc;
 
     rc = ids(&h, aj, al, wait_schema, &args, &id, &eid);
@@ -322,75 +321,27 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
                              ex->max_timeout_s, &timeout_s);
     if (rc != RLMCP_OK)
         goto out;
-    deadline = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/wait_for_status"
-                           "?last_n=%lld",
-                           id, eid, ex->last_n);
-    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-    body = cJSON_CreateObject();
-    if (path == NULL || what == NULL || body == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    cJSON_AddItemToObject(body, "statuses",
-                          cJSON_CreateStringArray((const char *[]){"completed"},
-                                                  1));
-    for (;;) {
-        struct rlmcp_h_req_opts o = {0};
-        uint64_t now = rlmcp_h_now_ms();
-        long long left = now >= deadline ? 0 : (long long)(deadline - now);
-        long long hold = left / 1000 > 25 ? 25 : left / 1000;
-        long status = 0;
-        cJSON *got = NULL;
-        char *msg = NULL;
-
-        if (hold < 1)
-            hold = 1;
-        cJSON_DeleteItemFromObject(body, "timeout_seconds");
-        cJSON_AddNumberToObject(body, "timeout_seconds", (double)hold);
-        o.max_retries = 0;
-        o.timeout_ms = (uint32_t)(hold + 10) * 1000u;
-        rc = rlmcp_h_request_status(&h, "POST", path, body, &o, what,
-                                    &status, &got, &msg);
-        if (rc != RLMCP_OK) {
-            cJSON_Delete(got);
-            free(msg);
-            goto out;
-        }
-        if (status >= 200 && status <= 299 && cJSON_IsObject(got)) {
-            cJSON_Delete(view);
-            view = got;
-            free(msg);
-            break;
-        }
-        cJSON_Delete(got);
-        if (status != 408) {
-            rc = exec_fail_on_devbox(&h, id, status, msg, what);
-            free(msg);
-            goto out;
-        }
-        free(msg);
-        if (rlmcp_h_now_ms() >= deadline)
-            break;
-    }
-    if (view == NULL) {
+    rc = exec_wait_done(ex, &h, id, eid,
+                        rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u, &view);
+    if (rc == RLMCP_ETIMEDOUT) {
         /* The bound passed: report where it stands, without killing. */
-        free(path);
+        cJSON_Delete(view);
+        view = NULL;
         path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld",
                                id, eid, ex->last_n);
-        rc = path != NULL ? rlmcp_h_request(&h, "GET", path, NULL, NULL,
-                                            what, &view)
-                          : RLMCP_ENOMEM;
-        if (rc != RLMCP_OK)
-            goto out;
+        what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+        rc = path != NULL && what != NULL
+                 ? rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view)
+                 : RLMCP_ENOMEM;
     }
+    if (rc != RLMCP_OK)
+        goto out;
     res = exec_view_result(ex, view, id);
     rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
 out:
     free(path);
     free(what);
     cJSON_Delete(args);
-    cJSON_Delete(body);
     cJSON_Delete(view);
     cJSON_Delete(res);
     return rlmcp_h_ret(rc);

@@ -62,6 +62,16 @@ struct exec_params {
 int exec_run(struct ex *ex, const struct rlmcp_h *h,
              const struct exec_params *p, cJSON **result_out);
 
+/*
+ * Long-poll executions/{eid}/wait_for_status until completed or deadline
+ * (monotonic ms). *view_io (may start NULL) gets the newest view.
+ * RLMCP_OK when completed, RLMCP_ETIMEDOUT at the deadline (nothing
+ * reported), RLMCP_H_REPORTED or a negative code.
+ */
+int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
+                   const char *devbox_id, const char *eid, uint64_t deadline,
+                   cJSON **view_io);
+
 /* Build "cd DIR && export K=V && { CMD\n}" (any part optional). */
 int exec_prefix(const struct rlmcp_h *h, const char *command,
                 const char *working_dir, const cJSON *env, char **out);

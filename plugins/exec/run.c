@@ -241,14 +241,42 @@ static int score_code(const cJSON *dbx, const void *vctx)
                : 1;
 }
 
+/*
+ * A running sandbox for run_code: *found (reused, a copy of its view) or
+ * *created (its id; the caller shuts it down on failure, also when this
+ * returns an error after creating it).
+ */
+static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
+                       const struct code_ctx *ctx, cJSON **found,
+                       char **created)
+{
+    cJSON *md = NULL, *ready = NULL;
+    int rc;
+
+    rc = find_devbox(h, "running", score_code, ctx, found);
+    if (rc != RLMCP_OK || *found != NULL)
+        return rc;
+    md = cJSON_CreateObject();
+    if (md == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddStringToObject(md, "purpose", ex->purpose);
+    if (ctx->bp_name != NULL)
+        cJSON_AddStringToObject(md, "blueprint_name", ctx->bp_name);
+    rc = create_devbox(ex, h, md, ctx->bp_name, ctx->bp_id, created, &ready);
+    if (rc == RLMCP_OK && !eq(rlmcp_h_devbox_status(ready), "running"))
+        rc = not_ready(h, *created, ready, ex->create_wait_s);
+    cJSON_Delete(md);
+    cJSON_Delete(ready);
+    return rc;
+}
+
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct ex *ex = ud;
     struct rlmcp_h h = {ex->api, call};
     struct code_ctx ctx = {ex->purpose, NULL, NULL};
     struct exec_params p = {0};
-    cJSON *args = NULL, *found = NULL, *md = NULL, *ready = NULL;
-    cJSON *result = NULL;
+    cJSON *args = NULL, *found = NULL, *result = NULL;
     const cJSON *files = NULL, *env = NULL, *it = NULL;
     const char *command = NULL;
     char *created = NULL, *cmd = NULL;
@@ -291,26 +319,10 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     rc = exec_prefix(&h, command, NULL, env, &cmd);
     if (rc != RLMCP_OK)
         goto out;
-    rc = find_devbox(&h, "running", score_code, &ctx, &found);
+    rc = code_devbox(ex, &h, &ctx, &found, &created);
     if (rc != RLMCP_OK)
-        goto out;
-    if (found != NULL) {
-        id = str_field(found, "id");
-    } else {
-        md = cJSON_CreateObject();
-        cJSON_AddStringToObject(md, "purpose", ex->purpose);
-        if (ctx.bp_name != NULL)
-            cJSON_AddStringToObject(md, "blueprint_name", ctx.bp_name);
-        rc = create_devbox(ex, &h, md, ctx.bp_name, ctx.bp_id, &created,
-                           &ready);
-        if (rc != RLMCP_OK)
-            goto fail;
-        id = created;
-        if (!eq(rlmcp_h_devbox_status(ready), "running")) {
-            rc = not_ready(&h, id, ready, ex->create_wait_s);
-            goto fail;
-        }
-    }
+        goto fail;
+    id = found != NULL ? str_field(found, "id") : created;
     rc = write_files(&h, id, files);
     if (rc != RLMCP_OK)
         goto fail;
@@ -331,8 +343,6 @@ out:
     free(cmd);
     cJSON_Delete(args);
     cJSON_Delete(found);
-    cJSON_Delete(md);
-    cJSON_Delete(ready);
     cJSON_Delete(result);
     return rlmcp_h_ret(rc);
 }

@@ -938,6 +938,40 @@ static bool status_in(const char *st, const char *const *statuses)
     return false;
 }
 
+/*
+ * One long-poll of wait_for_status, bounded by the deadline. *got: the view
+ * when the server answered 2xx; *status: the HTTP status, 0 when our own
+ * bound passed first. Returns 0, RLMCP_H_REPORTED or a negative code.
+ */
+static int devbox_poll_once(const struct rlmcp_h *h, const char *path,
+                            const cJSON *body, const char *what,
+                            uint64_t deadline, long *status, cJSON **got)
+{
+    struct rlmcp_h_req_opts o = {0};
+    struct rlmcp_http_resp *resp = NULL;
+    uint64_t now = rlmcp_h_now_ms();
+    int rc;
+
+    *status = 0;
+    *got = NULL;
+    o.max_retries = 0;
+    o.timeout_ms = (uint32_t)(deadline - now < 1000 ? 1000 : deadline - now);
+    rc = do_request(h, "POST", path, body, &o, &resp);
+    if (rc == RLMCP_ETIMEDOUT)
+        return RLMCP_OK;
+    if (rc != RLMCP_OK)
+        return rlmcp_h_fail_rc(h, rc, what);
+    *status = resp->status;
+    if (resp->status == 404 || resp->status == 401 || resp->status == 403) {
+        rc = rlmcp_h_fail_resp(h, resp, what);
+    } else if (resp->status >= 200 && resp->status <= 299 &&
+               resp->body_len > 0) {
+        *got = cJSON_ParseWithLength(resp->body, resp->body_len);
+    }
+    h->api->http_resp_free(resp);
+    return rc;
+}
+
 int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
                         const char *const *statuses, uint64_t wait_ms,
                         cJSON **dbx_out)
@@ -964,42 +998,18 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
         cJSON_AddItemToArray(arr, cJSON_CreateString(statuses[i]));
     /* Look first: the common case is already there, or nearly. */
     rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &dbx);
-    if (rc != RLMCP_OK)
-        goto out;
-    while (!status_in(rlmcp_h_devbox_status(dbx), statuses)) {
-        struct rlmcp_h_req_opts o = {0};
-        uint64_t now = rlmcp_h_now_ms();
+    while (rc == RLMCP_OK &&
+           !status_in(rlmcp_h_devbox_status(dbx), statuses) &&
+           rlmcp_h_now_ms() < deadline) {
         long status = 0;
         cJSON *got = NULL;
 
-        if (now >= deadline)
-            break;
-        o.max_retries = 0;
-        o.timeout_ms = (uint32_t)(deadline - now < 1000 ? 1000 : deadline - now);
-        {
-            struct rlmcp_http_resp *resp = NULL;
-            rc = do_request(h, "POST", path, body, &o, &resp);
-            if (rc == RLMCP_ETIMEDOUT) {
-                /* Our own bound passed mid-poll: report the last view. */
-                rc = RLMCP_OK;
-                break;
-            }
-            if (rc != RLMCP_OK) {
-                rc = rlmcp_h_fail_rc(h, rc, what);
-                goto out;
-            }
-            status = resp->status;
-            if (resp->body_len > 0)
-                got = cJSON_ParseWithLength(resp->body, resp->body_len);
-            if (status == 404 || status == 401 || status == 403) {
-                rc = rlmcp_h_fail_resp(h, resp, what);
-                h->api->http_resp_free(resp);
-                cJSON_Delete(got);
-                goto out;
-            }
-            h->api->http_resp_free(resp);
+        rc = devbox_poll_once(h, path, body, what, deadline, &status, &got);
+        if (rc != RLMCP_OK || status == 0) {
+            cJSON_Delete(got);
+            break; /* reported, or our bound passed: report the last view */
         }
-        if (status >= 200 && status <= 299 && cJSON_IsObject(got)) {
+        if (cJSON_IsObject(got)) {
             cJSON_Delete(dbx);
             dbx = got;
             continue;
@@ -1011,17 +1021,13 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
         cJSON_Delete(dbx);
         dbx = NULL;
         rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &dbx);
-        if (rc != RLMCP_OK)
-            goto out;
-        if (status_in(rlmcp_h_devbox_status(dbx), statuses))
-            break;
-        rc = h->api->sleep_ms(h->call, 500);
-        if (rc != RLMCP_OK)
-            goto out;
+        if (rc == RLMCP_OK && !status_in(rlmcp_h_devbox_status(dbx), statuses))
+            rc = h->api->sleep_ms(h->call, 500);
     }
-    rc = RLMCP_OK;
-    *dbx_out = dbx;
-    dbx = NULL;
+    if (rc == RLMCP_OK) {
+        *dbx_out = dbx;
+        dbx = NULL;
+    }
 out:
     free(path);
     free(get_path);

@@ -175,6 +175,26 @@ const char *rlmcp_h_devbox_status(const cJSON *dbx);
 /* Set structuredContent from obj (not consumed). */
 int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj);
 
+/* ---- list tools (pages.c) ------------------------------------------------ */
+
+/* Percent-encode s for a URL query value (RFC 3986 unreserved kept). */
+char *rlmcp_h_url_encode(const char *s);
+/*
+ * A new object with only `keys` (NULL-terminated) of obj, skipping absent
+ * and null values; keys NULL copies everything. NULL on ENOMEM.
+ */
+cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys);
+/*
+ * Turn a Runloop list page {<key>: [...], has_more, total_count?} into the
+ * tool result {<key>: [picked items], has_more, next_starting_after?,
+ * total_count?}; next_starting_after is the last item's id when more
+ * pages exist. A page without the list is reported (internal) against
+ * `what`. Returns 0, RLMCP_H_REPORTED or RLMCP_ENOMEM.
+ */
+int rlmcp_h_page_result(const struct rlmcp_h *h, const cJSON *page,
+                        const char *key, const char *const *keep,
+                        const char *what, cJSON **out);
+
 /* ---- config helpers (init time, no call) --------------------------------- */
 
 /* Integer from a config object; def when absent; false when wrong type. */

@@ -1,0 +1,97 @@
+/*
+ * pages.c - helpers for list tools: URL-encoding query values, picking the
+ * fields an agent decides on, and turning a Runloop list page into a tool
+ * result with a cursor for the next page.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlmcp_helpers.h"
+
+char *rlmcp_h_url_encode(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(n * 3 + 1);
+    char *p = out;
+    size_t i;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                    c == '.' || c == '~';
+        if (keep) {
+            *p++ = (char)c;
+            continue;
+        }
+        *p++ = '%';
+        *p++ = hex[c >> 4];
+        *p++ = hex[c & 15];
+    }
+    *p = '\0';
+    return out;
+}
+
+cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys)
+{
+    cJSON *out = NULL;
+    size_t i;
+
+    if (keys == NULL)
+        return cJSON_Duplicate(obj, true);
+    out = cJSON_CreateObject();
+    for (i = 0; out != NULL && keys[i] != NULL; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, keys[i]);
+        if (v == NULL || cJSON_IsNull(v))
+            continue;
+        cJSON_AddItemToObject(out, keys[i], cJSON_Duplicate(v, true));
+    }
+    return out;
+}
+
+int rlmcp_h_page_result(const struct rlmcp_h *h, const cJSON *page,
+                        const char *key, const char *const *keep,
+                        const char *what, cJSON **out)
+{
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(page, key);
+    const cJSON *it = NULL;
+    const cJSON *last_id = NULL;
+    const cJSON *total = NULL;
+    cJSON *res = NULL;
+    cJSON *arr = NULL;
+    bool more;
+
+    *out = NULL;
+    if (!cJSON_IsArray(items))
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "%s: the Runloop API answered without a '%s' "
+                            "list",
+                            what, key);
+    res = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(res, key);
+    if (arr == NULL) {
+        cJSON_Delete(res);
+        return RLMCP_ENOMEM;
+    }
+    cJSON_ArrayForEach(it, items)
+    {
+        last_id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        cJSON_AddItemToArray(arr, rlmcp_h_pick(it, keep));
+    }
+    more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "has_more"));
+    /* An empty page ends the listing, whatever has_more says. */
+    if (cJSON_GetArraySize(items) == 0)
+        more = false;
+    cJSON_AddBoolToObject(res, "has_more", more);
+    if (more && cJSON_IsString(last_id))
+        cJSON_AddStringToObject(res, "next_starting_after",
+                                last_id->valuestring);
+    total = cJSON_GetObjectItemCaseSensitive(page, "total_count");
+    if (cJSON_IsNumber(total))
+        cJSON_AddNumberToObject(res, "total_count", total->valuedouble);
+    *out = res;
+    return RLMCP_OK;
+}
