@@ -269,11 +269,12 @@ static int on_chunk(void *user, const char *event, const char *id,
  * RLMCP_ECANCELLED or RLMCP_ETIMEDOUT; other failures leave
  * *complete false.
  */
-static int read_stream(const struct rlmcp_h *h, const char *devbox_id,
-                       const char *eid, const char *which, uint64_t offset,
-                       uint64_t limit, uint32_t timeout_ms, bool progress,
-                       struct rlmcp_h_capture *cap, bool *complete,
-                       uint64_t *received)
+static int read_stream_status(const struct rlmcp_h *h, const char *devbox_id,
+                              const char *eid, const char *which,
+                              uint64_t offset, uint64_t limit,
+                              uint32_t timeout_ms, bool progress,
+                              struct rlmcp_h_capture *cap, bool *complete,
+                              uint64_t *received, long *status_out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct sse_acc acc = {h, cap, progress, offset, 0, false, false};
@@ -298,12 +299,54 @@ static int read_stream(const struct rlmcp_h *h, const char *devbox_id,
     free(path);
     if (received != NULL)
         *received = acc.received;
+    if (status_out != NULL)
+        *status_out = status;
     if (rc == RLMCP_OK && status >= 200 && status <= 299 && !acc.error &&
         !acc.stopped)
         *complete = true;
     if (rc == RLMCP_ECANCELLED || rc == RLMCP_ETIMEDOUT)
         return rc;
     return RLMCP_OK;
+}
+
+static int read_stream(const struct rlmcp_h *h, const char *devbox_id,
+                       const char *eid, const char *which, uint64_t offset,
+                       uint64_t limit, uint32_t timeout_ms, bool progress,
+                       struct rlmcp_h_capture *cap, bool *complete,
+                       uint64_t *received)
+{
+    return read_stream_status(h, devbox_id, eid, which, offset, limit,
+                              timeout_ms, progress, cap, complete, received,
+                              NULL);
+}
+
+/*
+ * Follow a running execution's stdout until it is complete, forwarding
+ * chunks as progress. A stream the server ends with 408 (idle) is
+ * reopened at the byte offset reached, as the Runloop SDK does.
+ */
+static int follow_stdout(const struct rlmcp_h *h, const char *devbox_id,
+                         const char *eid, uint64_t deadline,
+                         struct rlmcp_h_capture *cap, bool *complete)
+{
+    uint64_t received = 0;
+    int reconnects;
+    int rc = RLMCP_OK;
+
+    *complete = false;
+    for (reconnects = 0; reconnects < 1000; reconnects++) {
+        uint64_t now = rlmcp_h_now_ms();
+        long status = 0;
+
+        if (now >= deadline)
+            return RLMCP_ETIMEDOUT;
+        rc = read_stream_status(h, devbox_id, eid, "stdout", received, 0,
+                                (uint32_t)(deadline - now), true, cap,
+                                complete, &received, &status);
+        if (rc != RLMCP_OK || *complete || status != 408)
+            break;
+    }
+    return rc;
 }
 
 int exec_read_stream(const struct rlmcp_h *h, const char *devbox_id,
@@ -597,8 +640,8 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
         uint32_t left = remaining_ms(deadline);
         have_stream = true;
         rc = left == 0 ? RLMCP_ETIMEDOUT
-                       : read_stream(h, p->devbox_id, eid, "stdout", 0, 0,
-                                     left, true, &streamed, &stream_ok, NULL);
+                       : follow_stdout(h, p->devbox_id, eid, deadline,
+                                       &streamed, &stream_ok);
         if (rc != RLMCP_OK)
             goto fail;
     }

@@ -262,6 +262,40 @@ static void streaming_progress(void **state)
     assert_string_equal(rstr("stdout"), "1\n2\n3\n");
 }
 
+static void stream_reconnects_after_408(void **state)
+{
+    const char *chunks[] = {"{\"output\":\"ab\",\"offset\":0}",
+                            "{\"output\":\"bcd\",\"offset\":1}",
+                            "{\"output\":\"e\",\"offset\":4}"};
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    /* the first attempt idles out with 408 before any event */
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 NULL, 0, 408, 0);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 chunks, 3, 200, 0);
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"e\",\"stdout_truncated\":true,"
+             "\"stderr\":\"\"}");
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_count_requests("GET", "/v1/devboxes/dbx_1/executions/"
+                                              "exe_1/stream_stdout"),
+                     2);
+    /* the overlap ("b") is not duplicated; the streamed copy is used */
+    assert_string_equal(rstr("stdout"), "abcde");
+    assert_int_equal(fh_progress_count(), 3);
+    assert_string_equal(fh_progress_message(1), "cd");
+}
+
 static void wait_loop_without_stream(void **state)
 {
     fh_reset();
@@ -471,6 +505,47 @@ static void logs_pages(void **state)
         cJSON_GetObjectItem(fh_result(), "stdout_next_offset")->valueint, 10);
     assert_true(rbool("stdout_has_more"));
     assert_null(cJSON_GetObjectItem(fh_result(), "stderr"));
+}
+
+static void run_shell_and_running_logs(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, DONE("x", 0));
+    assert_int_equal(fh_call("run_shell", "{\"devbox_id\":\"dbx_1\","
+                                          "\"command\":\"ls\",\"shell_name\":"
+                                          "\"srv\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("stdout"), "x");
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
+                        "ls");
+    assert_string_equal(cJSON_GetObjectItem(body, "shell_name")->valuestring,
+                        "srv");
+    fh_reset();
+    fh_call("run_shell", "{\"devbox_id\":\"dbx_1\",\"command\":\"ls\","
+                         "\"working_dir\":\"/tmp\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+
+    /* logs of a running execution: the newest lines, no blocking stream */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1?last_n=1000", 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\","
+             "\"stdout\":\"so far\"}");
+    assert_int_equal(fh_call("get_execution_logs",
+                             "{\"devbox_id\":\"dbx_1\",\"execution_id\":"
+                             "\"exe_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("status"), "running");
+    assert_string_equal(rstr("stdout"), "so far");
+    assert_null(fh_find_request("GET", "/v1/devboxes/dbx_1/executions/exe_1/"
+                                       "stream"));
+    fh_reset();
+    fh_call("get_execution_logs", "{\"devbox_id\":\"dbx_1\","
+                                  "\"execution_id\":\"exe_1\",\"stream\":"
+                                  "\"both2\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
 }
 
 static void run_code_reuses(void **state)
@@ -723,6 +798,7 @@ int main(void)
         cmocka_unit_test(truncation_keeps_head_and_tail),
         cmocka_unit_test(api_truncated_refetches_stream),
         cmocka_unit_test(streaming_progress),
+        cmocka_unit_test(stream_reconnects_after_408),
         cmocka_unit_test(wait_loop_without_stream),
         cmocka_unit_test(timeout_kills),
         cmocka_unit_test(cancel_kills),
@@ -730,6 +806,7 @@ int main(void)
         cmocka_unit_test(suspended_devbox),
         cmocka_unit_test(async_get_wait_kill_stdin),
         cmocka_unit_test(logs_pages),
+        cmocka_unit_test(run_shell_and_running_logs),
         cmocka_unit_test(run_code_reuses),
         cmocka_unit_test(run_code_prefers_blueprint),
         cmocka_unit_test(run_code_creates_and_cleans_up),
