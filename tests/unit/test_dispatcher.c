@@ -38,6 +38,7 @@ struct capture {
     char *msgs[MAX_MSGS];
     size_t n;
     int null_finals;
+    int invalid;   /* messages that were not valid JSON */
     int retains;
     int releases;
 };
@@ -51,8 +52,15 @@ static void cap_send(struct mcp_sink *sink, const char *json, size_t len,
     if (json == NULL) {
         assert_true(final);
         c->null_finals++;
-    } else if (c->n < MAX_MSGS) {
-        c->msgs[c->n++] = strndup(json, len);
+    } else {
+        cJSON *m = cJSON_ParseWithLength(json, len);
+
+        if (m == NULL || !jsonrpc_utf8_valid(json, len, NULL) ||
+            memchr(json, '\n', len) != NULL)
+            c->invalid++;
+        cJSON_Delete(m);
+        if (c->n < MAX_MSGS)
+            c->msgs[c->n++] = strndup(json, len);
     }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
@@ -552,6 +560,7 @@ static void fx_free(struct fx *f)
     mcp_session_free(f->s);
     mcp_destroy(f->d);
     assert_int_equal(atomic_load(&g_handler_failures), 0);
+    assert_int_equal(f->cap.invalid, 0);
     /* Every retain of the sink was released. */
     assert_int_equal(f->cap.retains, f->cap.releases);
     cap_fini(&f->cap);
@@ -1626,6 +1635,91 @@ static void test_session_free_cancels(void **state)
     fx_free(f);
 }
 
+/*
+ * Mutated valid messages (fixed seed): nothing crashes, every message sent
+ * back is valid JSON-RPC, and the server still answers afterwards.
+ */
+static void test_mutations(void **state)
+{
+    static const char *const seeds[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+        "\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},\"_meta\":{"
+        "\"progressToken\":5}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/list\",\"params\":{"
+        "\"cursor\":\"c4\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{"
+        "\"uri\":\"test://item/1/data\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\",\"params\":{"
+        "\"name\":\"greet\",\"arguments\":{\"who\":\"a\"}}}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+        "\"requestId\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"rlmcp-1\",\"result\":{\"a\":[1,2]}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/setLevel\",\"params\":{"
+        "\"level\":\"debug\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"completion/complete\",\"params\":{"
+        "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"greet\"},\"argument\":{"
+        "\"name\":\"who\",\"value\":\"\"}}}",
+    };
+    static const char junk[] = "{}[]\",:\\0-e.\xff\xc3\x80 ";
+    struct fx *f = fx_new(0);
+    unsigned seed = 12345;
+    char buf[512];
+    size_t i;
+    int n;
+
+    init_session(f, "{\"sampling\":{}}");
+    for (n = 0; n < 5000; n++) {
+        const char *base = seeds[rand_r(&seed) % (sizeof(seeds) / sizeof(*seeds))];
+        size_t len = strlen(base);
+        int edits = 1 + rand_r(&seed) % 4;
+
+        memcpy(buf, base, len);
+        while (edits-- > 0 && len > 1) {
+            size_t at = (size_t)rand_r(&seed) % len;
+
+            switch (rand_r(&seed) % 3) {
+            case 0: /* replace */
+                buf[at] = junk[rand_r(&seed) % (sizeof(junk) - 1)];
+                break;
+            case 1: /* delete */
+                memmove(buf + at, buf + at + 1, len - at - 1);
+                len--;
+                break;
+            default: /* insert */
+                if (len + 1 < sizeof(buf)) {
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = junk[rand_r(&seed) % (sizeof(junk) - 1)];
+                    len++;
+                }
+            }
+        }
+        mcp_handle(f->d, f->s, buf, len, &f->cap.sink, NULL);
+        if (f->cap.n > MAX_MSGS / 2)
+            cap_clear(&f->cap); /* cap_send checked each one already */
+    }
+    {
+        int waited = 0;
+
+        while (mcp_inflight(f->d) > 0 && waited < 10000) {
+            usleep(10000);
+            waited += 10;
+        }
+    }
+    pthread_mutex_lock(&f->cap.lock);
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *m = cJSON_Parse(f->cap.msgs[i]);
+
+        assert_non_null(m);
+        assert_string_equal(cJSON_GetObjectItem(m, "jsonrpc")->valuestring,
+                            "2.0");
+        cJSON_Delete(m);
+    }
+    pthread_mutex_unlock(&f->cap.lock);
+    cap_clear(&f->cap);
+    expect_ping(f, 424242);
+    fx_free(f);
+}
+
 /* ---- stdio framing ------------------------------------------------------ */
 
 struct stdio_run {
@@ -1730,6 +1824,7 @@ int main(void)
         cmocka_unit_test(test_prompts),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_session_free_cancels),
+        cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_stdio_framing),
     };
 
