@@ -163,6 +163,33 @@ describe('bad input over stdio', () => {
   });
 });
 
+describe('framing', () => {
+  it('2,000 pipelined requests in one write, CRLF endings: each answered once', async () => {
+    requireBuilt();
+    const host = new RawHost();
+    try {
+      await host.initialize();
+      const lines = [];
+      for (let i = 0; i < 2000; i++) {
+        lines.push(i % 2 === 0
+          ? JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping' })
+          : JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `n${i}` } } }));
+      }
+      await host.send(lines.join('\r\n') + '\r\n');
+      await waitFor(() => host.messages.filter((m) => typeof m.id === 'number').length >= 2000, 60000, '2,000 answers');
+      const ids = host.messages.filter((m) => typeof m.id === 'number').map((m) => m.id);
+      assert.equal(new Set(ids).size, 2000, 'no answer lost or duplicated');
+      for (const m of host.messages.filter((x) => typeof x.id === 'number' && x.id % 2 === 1)) {
+        assert.match(JSON.stringify(m.result.content), new RegExp(`n${m.id}`));
+      }
+      assert.deepEqual(host.junk, []);
+    } finally {
+      await host.close();
+      host.kill();
+    }
+  });
+});
+
 describe('shutdown', () => {
   it('SIGTERM with a call in flight: the call is answered, the exit is clean', async () => {
     requireBuilt();
