@@ -41,6 +41,7 @@ static struct job *jobs;
 static size_t njobs;
 static unsigned long next_seq;
 static sigset_t child_mask;
+static const char *state_dir = AGENT_STATE_DIR; /* --state-dir (tests run outside a sandbox) */
 
 /* Named shells: source the saved state, apply the request, run the command
  * with eval, save cwd + exports on every exit path (EXIT trap).
@@ -205,7 +206,7 @@ static void child_exec(struct job *j)
         if (home != NULL && chdir(home) != 0) {
             /* stay in / */
         }
-        snprintf(state, sizeof(state), "%s/%s", AGENT_SHELL_DIR, j->shell);
+        snprintf(state, sizeof(state), "%s/shells/%s", state_dir, j->shell);
         argv[n++] = named_wrapper;
         argv[n++] = "bash";
         argv[n++] = j->cmd;
@@ -425,8 +426,11 @@ static void on_chan(struct job *j, char *buf)
     op = cJSON_GetObjectItemCaseSensitive(msg, "op");
     sig = cJSON_GetObjectItemCaseSensitive(msg, "sig");
     if (cJSON_IsString(op) && strcmp(op->valuestring, "kill") == 0 && cJSON_IsNumber(sig) &&
-        sig->valuedouble >= 1 && sig->valuedouble <= 64 && j->pid > 0)
-        kill(-j->pid, (int)sig->valuedouble);
+        sig->valuedouble >= 1 && sig->valuedouble <= 64 && j->pid > 0) {
+        /* Before the child's setsid() its group does not exist yet. */
+        if (kill(-j->pid, (int)sig->valuedouble) != 0 && errno == ESRCH)
+            kill(j->pid, (int)sig->valuedouble);
+    }
     cJSON_Delete(msg);
 }
 
@@ -497,13 +501,18 @@ static int event_loop(int master, int sfd)
 
 int main(int argc, char **argv)
 {
+    char shells[PATH_MAX];
     int sfd = -1;
     int master = AGENT_MASTER_FD;
     struct stat st;
     cJSON *hello = NULL;
 
-    (void)argc;
-    (void)argv;
+    if (argc == 3 && strcmp(argv[1], "--state-dir") == 0 && argv[2][0] == '/') {
+        state_dir = argv[2];
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: devboxd-agent [--state-dir /abs/dir]\n");
+        return 2;
+    }
     if (fstat(master, &st) != 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "devboxd-agent: fd %d is not the devboxd socket; run by devboxd only\n",
                 master);
@@ -517,10 +526,12 @@ int main(int argc, char **argv)
     sfd = signalfd(-1, &child_mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0)
         return 2;
-    if (mkdir(AGENT_STATE_DIR, 0755) != 0 && errno != EEXIST)
+    snprintf(shells, sizeof(shells), "%s/shells", state_dir);
+    if ((mkdir(state_dir, 0700) != 0 && errno != EEXIST) ||
+        (mkdir(shells, 0700) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "devboxd-agent: cannot create %s: %s\n", shells, strerror(errno));
         return 2;
-    if (mkdir(AGENT_SHELL_DIR, 0700) != 0 && errno != EEXIST)
-        return 2;
+    }
     hello = cJSON_CreateObject();
     cJSON_AddStringToObject(hello, "ev", "hello");
     cJSON_AddNumberToObject(hello, "version", AGENT_PROTO_VERSION);
