@@ -1,0 +1,619 @@
+/*
+ * snapshots.c - disk snapshot tools: create_snapshot, list_snapshots,
+ * delete_snapshot, get_snapshot_status.
+ *
+ * Config (all optional):
+ *   mode                   "async" (snapshot_disk_async, then poll the
+ *                          status with progress; default) or "sync"
+ *                          (one snapshot_disk request)
+ *   wait_seconds           how long create_snapshot waits for the snapshot
+ *                          to complete (600, 1-86400)
+ *   poll_interval_ms       status polling interval in async mode (1000,
+ *                          100-60000)
+ * A new devbox boots from a snapshot through create_devbox's snapshot_id
+ * (lifecycle plugin).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+struct snap {
+    const struct rlmcp_host_api *api;
+    bool sync;
+    long long wait_s;
+    long long poll_ms;
+};
+
+static const char *const snapshot_keys[] = {
+    "id", "name", "source_devbox_id", "source_blueprint_id",
+    "create_time_ms", "size_bytes", "commit_message", "metadata", NULL};
+
+#define SNAPSHOT_ID_PROP(what)                                               \
+    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Id of the "    \
+    "snapshot " what ", as returned by create_snapshot or list_snapshots."  \
+    "\"}"
+
+#define SNAPSHOT_PROPS                                                       \
+    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"          \
+    "\"source_devbox_id\":{\"type\":\"string\"},"                           \
+    "\"source_blueprint_id\":{\"type\":\"string\"},"                        \
+    "\"create_time_ms\":{\"type\":\"integer\"},"                            \
+    "\"size_bytes\":{\"type\":\"integer\"},"                                \
+    "\"commit_message\":{\"type\":\"string\"},"                             \
+    "\"metadata\":{\"type\":\"object\"}"
+
+static const char create_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the devbox "
+    "whose disk to capture (dbx_...). It may keep running; only the disk is "
+    "saved, not memory or processes.\"},"
+    "\"name\":{\"type\":\"string\",\"description\":\"Optional name, e.g. "
+    "before-refactor.\"},"
+    "\"commit_message\":{\"type\":\"string\",\"maxLength\":1000,"
+    "\"description\":\"Optional note on what this state holds (at most 1000 "
+    "characters).\"},"
+    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"Optional tags {key: value} to find it "
+    "later.\"},"
+    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until the "
+    "snapshot is complete (default true). With false the snapshot id comes "
+    "back at once with status in_progress; poll get_snapshot_status.\"}},"
+    "\"required\":[\"devbox_id\"]}";
+
+static const char create_out[] =
+    "{\"type\":\"object\",\"properties\":{" SNAPSHOT_PROPS ","
+    "\"status\":{\"type\":\"string\",\"enum\":[\"in_progress\",\"complete\","
+    "\"error\",\"deleted\"]}},\"required\":[\"id\",\"status\"]}";
+
+static const char list_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Only snapshots "
+    "taken of this devbox.\"},"
+    "\"source_blueprint_id\":{\"type\":\"string\",\"description\":\"Only "
+    "snapshots of devboxes built from this blueprint.\"},"
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+    "\"description\":\"Page size (default 20).\"},"
+    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
+    "after this snapshot id (next_starting_after of the previous page).\"}"
+    "}}";
+
+static const char list_out[] =
+    "{\"type\":\"object\",\"properties\":{\"snapshots\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"object\",\"properties\":{" SNAPSHOT_PROPS "}}},"
+    "\"has_more\":{\"type\":\"boolean\"},\"next_starting_after\":{\"type\":"
+    "\"string\"},\"total_count\":{\"type\":\"integer\"}},"
+    "\"required\":[\"snapshots\",\"has_more\"]}";
+
+static const char delete_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    SNAPSHOT_ID_PROP("to delete") "},\"required\":[\"snapshot_id\"]}";
+
+static const char delete_out[] =
+    "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
+    "\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"snapshot_id\",\"deleted\"]}";
+
+static const char status_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    SNAPSHOT_ID_PROP("to check") "},\"required\":[\"snapshot_id\"]}";
+
+static const char status_out[] =
+    "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
+    "\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"in_progress\","
+    "\"complete\",\"error\",\"deleted\"]},\"error_message\":{\"type\":"
+    "\"string\"},\"snapshot\":{\"type\":\"object\",\"properties\":{"
+    SNAPSHOT_PROPS "}}},\"required\":[\"snapshot_id\",\"status\"]}";
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A snapshot result: the picked view plus its status. */
+static int snapshot_result(const struct rlmcp_h *h, const cJSON *view,
+                           const char *status)
+{
+    cJSON *res = rlmcp_h_pick(view, snapshot_keys);
+    int rc;
+
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddStringToObject(res, "status", status);
+    rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+/*
+ * A request on a devbox: a failure goes through the devbox-state check so
+ * a snapshot of a shut down devbox says devbox_not_running.
+ */
+static int devbox_post(const struct rlmcp_h *h, const char *id,
+                       const char *path, const cJSON *body,
+                       const struct rlmcp_h_req_opts *o, const char *what,
+                       cJSON **out)
+{
+    char *msg = NULL;
+    long status = 0;
+    int rc;
+
+    rc = rlmcp_h_request_status(h, "POST", path, body, o, what, &status, out,
+                                &msg);
+    if (rc == RLMCP_OK && (status < 200 || status > 299)) {
+        rc = rlmcp_h_fail_on_devbox(h, id, status, msg, what);
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    free(msg);
+    return rc;
+}
+
+/* ---- create_snapshot -------------------------------------------------------- */
+
+static int create_body(const struct rlmcp_h *h, const cJSON *args,
+                       cJSON **out)
+{
+    const char *name = NULL, *msg = NULL;
+    const cJSON *md = NULL;
+    cJSON *body = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = rlmcp_h_arg_str(h, args, "name", false, &name);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "commit_message", false, &msg);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(h, args, "metadata", &md);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (msg != NULL && strlen(msg) > 1000)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'commit_message' is longer than 1000 "
+                            "characters (%zu)",
+                            strlen(msg));
+    body = cJSON_CreateObject();
+    if (body == NULL)
+        return RLMCP_ENOMEM;
+    if (name != NULL)
+        cJSON_AddStringToObject(body, "name", name);
+    if (msg != NULL)
+        cJSON_AddStringToObject(body, "commit_message", msg);
+    if (md != NULL)
+        cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(md, true));
+    *out = body;
+    return RLMCP_OK;
+}
+
+/*
+ * Poll the status of snapshot `sid` until it leaves in_progress or the
+ * bound passes, reporting progress. *st_out: the last status view.
+ */
+static int poll_status(struct snap *sn, const struct rlmcp_h *h,
+                       const char *sid, cJSON **st_out)
+{
+    uint64_t start = rlmcp_h_now_ms();
+    uint64_t deadline = start + (uint64_t)sn->wait_s * 1000u;
+    /* Also bounded in polls, so the bound holds when sleeps are short. */
+    long long polls_left = sn->wait_s * 1000 / sn->poll_ms + 1;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status",
+                                 sid);
+    char *what = rlmcp_h_sprintf("snapshot %s", sid);
+    double n = 0;
+    int rc = RLMCP_ENOMEM;
+
+    *st_out = NULL;
+    if (path == NULL || what == NULL)
+        goto out;
+    for (;;) {
+        const char *st = NULL;
+        char *note = NULL;
+        cJSON_Delete(*st_out);
+        *st_out = NULL;
+        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, st_out);
+        if (rc != RLMCP_OK)
+            goto out;
+        st = str_of(*st_out, "status");
+        if (st == NULL || strcmp(st, "in_progress") != 0 ||
+            rlmcp_h_now_ms() >= deadline || --polls_left <= 0)
+            break;
+        note = rlmcp_h_sprintf("snapshot %s in progress (%llu s)", sid,
+                               (unsigned long long)((rlmcp_h_now_ms() -
+                                                     start) / 1000u));
+        h->api->progress(h->call, ++n, -1, note);
+        free(note);
+        rc = h->api->sleep_ms(h->call, (uint32_t)sn->poll_ms);
+        if (rc != RLMCP_OK)
+            goto out;
+    }
+out:
+    free(path);
+    free(what);
+    return rc;
+}
+
+/* Turn the final status view into the result or an error. */
+static int finish_create(struct snap *sn, const struct rlmcp_h *h,
+                         const char *sid, const cJSON *view,
+                         const cJSON *st)
+{
+    const char *status = str_of(st, "status");
+    const char *err = str_of(st, "error_message");
+    const cJSON *final = cJSON_GetObjectItemCaseSensitive(st, "snapshot");
+
+    if (status == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "snapshot %s: the Runloop API answered the "
+                            "status query without a status",
+                            sid);
+    if (strcmp(status, "complete") == 0)
+        return snapshot_result(h, cJSON_IsObject(final) ? final : view,
+                               status);
+    if (strcmp(status, "in_progress") == 0)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_TIMEOUT,
+            "Poll get_snapshot_status with this snapshot_id until it is "
+            "complete.",
+            "snapshot_id=%s is still in progress after %lld s", sid,
+            sn->wait_s);
+    if (strcmp(status, "deleted") == 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
+                            "snapshot %s was deleted before it completed",
+                            sid);
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_INTERNAL,
+        "Check the devbox with get_devbox and try create_snapshot again.",
+        "snapshot %s failed: %s", sid,
+        err != NULL ? err : "no error message given");
+}
+
+static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *st = NULL;
+    const char *id = NULL, *sid = NULL;
+    char *path = NULL, *what = NULL;
+    bool wait = true;
+    int rc;
+
+    o.max_retries = -1;
+    rc = rlmcp_h_args_schema(&h, aj, al, create_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
+    if (rc == RLMCP_OK)
+        rc = create_body(&h, args, &body);
+    if (rc != RLMCP_OK)
+        goto out;
+    /* The sync call can only wait; wait=false needs the async endpoint. */
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/%s", id,
+                           sn->sync && wait ? "snapshot_disk"
+                                            : "snapshot_disk_async");
+    what = rlmcp_h_sprintf("snapshot of devbox %s", id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (sn->sync && wait)
+        o.timeout_ms = (uint32_t)sn->wait_s * 1000u;
+    rc = devbox_post(&h, id, path, body, &o, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    sid = str_of(view, "id");
+    if (sid == NULL || !rlmcp_h_id_valid(sid)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API returned a snapshot without "
+                          "a valid id",
+                          what);
+        goto out;
+    }
+    if (sn->sync && wait) {
+        rc = snapshot_result(&h, view, "complete");
+        goto out;
+    }
+    if (!wait) {
+        rc = snapshot_result(&h, view, "in_progress");
+        goto out;
+    }
+    rc = poll_status(sn, &h, sid, &st);
+    if (rc == RLMCP_OK)
+        rc = finish_create(sn, &h, sid, view, st);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(st);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- list_snapshots ---------------------------------------------------------- */
+
+/* Append "&name=value" (value URL-encoded) when value is set. */
+static int add_query(char **path, const char *name, const char *value)
+{
+    char *enc = NULL;
+    char *next = NULL;
+
+    if (value == NULL)
+        return RLMCP_OK;
+    enc = rlmcp_h_url_encode(value);
+    if (enc != NULL)
+        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
+    free(enc);
+    if (next == NULL)
+        return RLMCP_ENOMEM;
+    free(*path);
+    *path = next;
+    return RLMCP_OK;
+}
+
+static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *page = NULL, *res = NULL;
+    const char *dbx = NULL, *bpt = NULL, *after = NULL;
+    long long limit = 20;
+    char *path = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", false, &dbx);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "source_blueprint_id", false, &bpt);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots?limit=%lld", limit);
+    if (path == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = add_query(&path, "devbox_id", dbx);
+    if (rc == RLMCP_OK)
+        rc = add_query(&path, "source_blueprint_id", bpt);
+    if (rc == RLMCP_OK)
+        rc = add_query(&path, "starting_after", after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL,
+                             "listing snapshots", &page);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_page_result(&h, page, "snapshots", snapshot_keys,
+                                 "listing snapshots", &res);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    cJSON_Delete(args);
+    cJSON_Delete(page);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- delete_snapshot / get_snapshot_status ------------------------------------------ */
+
+static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *res = NULL;
+    const char *sid = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, delete_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/delete", sid);
+    what = rlmcp_h_sprintf("deleting snapshot %s", sid);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "snapshot_id", sid);
+    cJSON_AddBoolToObject(res, "deleted", true);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_status(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *st = NULL, *res = NULL;
+    const cJSON *view = NULL;
+    const char *sid = NULL, *status = NULL, *err = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, status_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
+    what = rlmcp_h_sprintf("snapshot %s", sid);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &st);
+    if (rc != RLMCP_OK)
+        goto out;
+    status = str_of(st, "status");
+    if (status == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered without a status",
+                          what);
+        goto out;
+    }
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "snapshot_id", sid);
+    cJSON_AddStringToObject(res, "status", status);
+    err = str_of(st, "error_message");
+    if (err != NULL)
+        cJSON_AddStringToObject(res, "error_message", err);
+    view = cJSON_GetObjectItemCaseSensitive(st, "snapshot");
+    if (cJSON_IsObject(view))
+        cJSON_AddItemToObject(res, "snapshot",
+                              rlmcp_h_pick(view, snapshot_keys));
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(st);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- registration -------------------------------------------------------------- */
+
+struct spec {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+};
+
+#define RO_ANN                                                               \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+    "\"idempotentHint\":true,\"openWorldHint\":true}"
+
+static const struct spec specs[] = {
+    {"create_snapshot", "Snapshot a devbox's disk",
+     "Save the disk of a devbox as a snapshot (files only: no memory or "
+     "processes) and wait until it is complete. Start new devboxes from it "
+     "with create_devbox snapshot_id=<id> to fan out or roll back. Snapshots "
+     "are kept (and billed as storage) until delete_snapshot.",
+     create_schema, create_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":false,\"openWorldHint\":true}",
+     t_create},
+    {"list_snapshots", "List disk snapshots",
+     "List disk snapshots (newest first), optionally only those of one "
+     "devbox or blueprint. Page with starting_after.",
+     list_schema, list_out, RO_ANN, t_list},
+    {"delete_snapshot", "Delete a disk snapshot",
+     "Delete a disk snapshot permanently. Devboxes already started from it "
+     "keep running; the API refuses while the snapshot is in use.",
+     delete_schema, delete_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_delete},
+    {"get_snapshot_status", "Get a snapshot's status",
+     "Status of a snapshot: in_progress, complete, error (with "
+     "error_message) or deleted, and the snapshot once complete.",
+     status_schema, status_out, RO_ANN, t_status},
+};
+
+static int sn_config(struct snap *sn, rlmcp_plugin *self,
+                     const struct rlmcp_host_api *api)
+{
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    const cJSON *mode = NULL;
+    int rc = RLMCP_EINVAL;
+
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto out;
+    }
+    mode = cJSON_GetObjectItemCaseSensitive(cfg, "mode");
+    if (mode != NULL &&
+        (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "sync") != 0 &&
+                                   strcmp(mode->valuestring, "async") != 0))) {
+        api->set_error(self, "config mode must be \"sync\" or \"async\"");
+        goto out;
+    }
+    sn->sync = mode != NULL && strcmp(mode->valuestring, "sync") == 0;
+    if (!rlmcp_h_cfg_int(cfg, "wait_seconds", 600, &sn->wait_s) ||
+        sn->wait_s < 1 || sn->wait_s > 86400) {
+        api->set_error(self, "config wait_seconds must be an integer "
+                             "1-86400");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &sn->poll_ms) ||
+        sn->poll_ms < 100 || sn->poll_ms > 60000) {
+        api->set_error(self, "config poll_interval_ms must be an integer "
+                             "100-60000");
+        goto out;
+    }
+    rc = RLMCP_OK;
+out:
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    struct snap *sn = calloc(1, sizeof(*sn));
+    size_t i;
+    int rc;
+
+    if (sn == NULL)
+        return RLMCP_ENOMEM;
+    sn->api = api;
+    rc = sn_config(sn, self, api);
+    if (rc != RLMCP_OK)
+        goto fail;
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = specs[i].name;
+        def.title = specs[i].title;
+        def.description = specs[i].desc;
+        def.input_schema_json = specs[i].in;
+        def.output_schema_json = specs[i].out;
+        def.annotations_json = specs[i].ann;
+        def.handler = specs[i].fn;
+        def.user_data = sn;
+        /* create_snapshot may wait wait_seconds, plus slack. */
+        if (i == 0)
+            def.timeout_ms = (uint32_t)(sn->wait_s + 60) * 1000u;
+        rc = api->register_tool(self, &def);
+        if (rc != RLMCP_OK) {
+            api->set_error(self, "registering %s failed: %s", specs[i].name,
+                           api->strerror(rc));
+            goto fail;
+        }
+    }
+    *state_out = sn;
+    return RLMCP_OK;
+fail:
+    free(sn);
+    return rc;
+}
+
+static void sn_shutdown(rlmcp_plugin *self, void *state)
+{
+    free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("snapshots", "0.1.0",
+                    "Disk snapshots: create (with progress), list, delete, "
+                    "status",
+                    sn_init, sn_shutdown)
