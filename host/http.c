@@ -10,9 +10,10 @@
  * client completely, so a client that drops off can resume with GET and
  * Last-Event-ID (bounded per session; see docs/http.md).
  *
- * Locks: srv->lock (session table) before sess->lock; sess->lock guards
- * the session's fields and all of its streams. Nothing calls into the
- * dispatcher while holding either lock.
+ * Locks: srv->lock (session table) or srv->reqs_lock (live requests)
+ * before sess->lock; sess->lock guards the session's fields and all of its
+ * streams and readers. Nothing calls into the dispatcher while holding a
+ * lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -127,6 +128,8 @@ struct http_req {
     bool primed;
     uint64_t cursor; /* next seq to write */
     size_t woff;     /* bytes of that event already written */
+    struct http_req *prev; /* srv->reqs, for waking everything at stop */
+    struct http_req *next;
 };
 
 struct http_server {
@@ -144,6 +147,8 @@ struct http_server {
     atomic_bool stopping;
     atomic_int connections;
     pthread_mutex_t lock; /* the session table */
+    pthread_mutex_t reqs_lock; /* before any sess->lock */
+    struct http_req *reqs;     /* every request MHD has not completed */
     struct http_session *sessions;
     unsigned n_sessions;
     pthread_t reaper;
@@ -342,7 +347,8 @@ static void session_terminate(struct http_server *srv, struct http_session *s,
     s->terminated = true;
     for (struct http_stream *st = s->streams; st != NULL;) {
         struct http_stream *next = st->next;
-        if (st->tap == NULL) {
+        /* Unread replies go; the rest leave with their requests. */
+        if (st->sse && st->tap == NULL) {
             if (stream_undelivered(st))
                 log_msg(RLMCP_LOG_WARNING, NULL,
                         "http: session %.8s… ended (%s) before the reply to "
@@ -1174,7 +1180,8 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     if (id != NULL && key_missing(srv, key, method))
         return reply_unauthenticated(req, id);
     sse = id != NULL && wants_sse(method);
-    req->stream = stream_new(req->sess, sse, id);
+    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id),
+                     __ATOMIC_RELEASE);
     if (req->stream == NULL)
         return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
                            JSONRPC_SERVER_ERROR, "Internal error: no memory");
@@ -1299,7 +1306,7 @@ static struct http_stream *resume_attach(struct http_req *req, uint64_t no,
     if (st != NULL) {
         stream_wake(st);
         stream_ref(st);
-        req->stream = st;
+        __atomic_store_n(&req->stream, st, __ATOMIC_RELEASE);
         st->tap = req;
         req->primed = true;
         req->cursor = seq + 1;
@@ -1483,6 +1490,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         snprintf(req->method, sizeof(req->method), "%s", method);
         snprintf(req->url, sizeof(req->url), "%s", url);
         *con_cls = req;
+        pthread_mutex_lock(&srv->reqs_lock);
+        req->next = srv->reqs;
+        if (srv->reqs != NULL)
+            srv->reqs->prev = req;
+        srv->reqs = req;
+        pthread_mutex_unlock(&srv->reqs_lock);
         /* POST is checked on its headers so that a refused body is never
          * read. Other methods are answered once the request is complete:
          * MHD keeps the connection alive only then. */
@@ -1525,6 +1538,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     if (req == NULL)
         return;
     *con_cls = NULL;
+    pthread_mutex_lock(&req->srv->reqs_lock);
+    if (req->prev != NULL)
+        req->prev->next = req->next;
+    else
+        req->srv->reqs = req->next;
+    if (req->next != NULL)
+        req->next->prev = req->prev;
+    pthread_mutex_unlock(&req->srv->reqs_lock);
     st = req->stream;
     if (st != NULL) {
         struct http_session *s = st->sess;
@@ -1707,6 +1728,7 @@ static void server_free(struct http_server *srv)
     free(srv->name);
     free(srv->version);
     pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->reqs_lock);
     pthread_cond_destroy(&srv->reaper_cond);
     free(srv);
 }
@@ -1766,6 +1788,7 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
         return NULL;
     }
     pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->reqs_lock, NULL);
     pthread_cond_init(&srv->reaper_cond, NULL);
     srv->d = d;
     if (copy_options(srv, opts) != 0) {
@@ -1821,21 +1844,28 @@ void http_server_url(const struct http_server *srv, char *buf, size_t len)
              v6 ? "]" : "", (unsigned)srv->port);
 }
 
-/* Wake every suspended reader so MHD can close it (required before stop). */
+/*
+ * Wake every suspended request so that MHD can close it: stopping the
+ * daemon with a suspended connection is not allowed. Walks the requests,
+ * not the sessions, because a terminated session may still have readers.
+ */
 static void resume_all(struct http_server *srv)
 {
-    struct http_session *s = NULL;
-    struct http_session *tmp = NULL;
-
-    pthread_mutex_lock(&srv->lock);
-    HASH_ITER(hh, srv->sessions, s, tmp)
-    {
+    pthread_mutex_lock(&srv->reqs_lock);
+    for (struct http_req *r = srv->reqs; r != NULL; r = r->next) {
+        /* Set by MHD threads; stays alive while r is listed. */
+        struct http_stream *st = __atomic_load_n(&r->stream, __ATOMIC_ACQUIRE);
+        struct http_session *s = st != NULL ? st->sess : NULL;
+        if (s == NULL)
+            continue;
         pthread_mutex_lock(&s->lock);
-        for (struct http_stream *st = s->streams; st != NULL; st = st->next)
-            stream_wake(st);
+        if (r->suspended) {
+            r->suspended = false;
+            MHD_resume_connection(r->conn);
+        }
         pthread_mutex_unlock(&s->lock);
     }
-    pthread_mutex_unlock(&srv->lock);
+    pthread_mutex_unlock(&srv->reqs_lock);
 }
 
 void http_server_stop(struct http_server *srv)

@@ -154,7 +154,18 @@ test('sessions deleted while their calls run: the streams end, the server keeps 
   assert.match(messages(r.body).find((m) => m.id === 2000).result.content[0].text, /simple text/);
 });
 
-test('clean stop after the load', async () => {
+test('a clean stop with calls waiting on the client, after the load', async () => {
+  // A call blocked on a sampling request nobody answers keeps its SSE reply
+  // suspended; a second one's client has gone. Stopping must still be clean.
+  const r = await post(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { sampling: {} }, clientInfo: { name: 'c', version: '1' } } }), {});
+  const sid = r.headers['mcp-session-id'];
+  await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), { 'mcp-session-id': sid });
+  const sampling = JSON.stringify({ jsonrpc: '2.0', id: 3000, method: 'tools/call', params: { name: 'test_sampling', arguments: { prompt: 'x' } } });
+  const waiting = startCall(sampling, { 'mcp-session-id': sid });
+  await waiting.started;
+  const gone = await post(sampling.replace('3000', '3001'), { 'mcp-session-id': sid }, { dropAfterFirstEvent: true });
+  assert.ok(gone.dropped);
+  waiting.ended.catch(() => {});
   agent.destroy();
   const done = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
   srv.child.kill('SIGTERM');
