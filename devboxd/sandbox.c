@@ -910,7 +910,7 @@ int sandbox_check(struct sandbox *sb)
             sb->failure = "sandbox_exited";
         return -ESRCH;
     }
-    return 0;
+    return sb->failure != NULL ? -ENOMEM : 0;
 }
 
 const char *sandbox_failure_reason(struct sandbox *sb)

@@ -93,8 +93,10 @@ void sandbox_release(struct sandbox *sb); /* stops if needed, then frees */
  * devbox's host uid.  The sandbox must be stopped. */
 int sandbox_destroy_dir(const char *dir, char *err, size_t errlen);
 
-/* 0 while the sandbox runs; -ESRCH once its agent/init is gone (then
- * sandbox_failure_reason says why, if it was a limit). */
+/* 0 while the sandbox is healthy; -ENOMEM once its cgroup OOM-killed a
+ * process (the sandbox may still run; the devbox has failed with
+ * "out_of_memory"); -ESRCH once its agent/init is gone.  In both cases
+ * sandbox_failure_reason() says why. */
 int sandbox_check(struct sandbox *sb);
 
 /* NULL while healthy; "out_of_memory" once the cgroup OOM-killed a process;

@@ -366,10 +366,14 @@ static void test_memory_bomb_contained(void **state)
     c = sbt_start(&env, "iso_membomb", &lim, SB_NET_NONE);
     assert_non_null(c);
     assert_null(sandbox_failure_reason(c));
+    assert_int_equal(sandbox_check(c), 0);
     st = sbt_run_quiet(c, "python3 -c 'a=[]\nwhile True: a.append(bytearray(8<<20))'", T);
     assert_int_equal(st, 128 + 9); /* SIGKILLed by the cgroup OOM killer */
     assert_non_null(sandbox_failure_reason(c));
     assert_string_equal(sandbox_failure_reason(c), "out_of_memory");
+    assert_int_equal(sandbox_check(c), -ENOMEM);
+    assert_int_equal(sandbox_check(box_a), 0); /* the others stay healthy */
+    assert_int_equal(sandbox_check(box_b), 0);
     assert_int_equal(sbt_run(box_a, NULL, "echo still-here", &out, T), 0);
     assert_true(contains(out, "still-here"));
     free(out);
