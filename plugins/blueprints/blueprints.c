@@ -1,0 +1,814 @@
+/*
+ * blueprints.c - blueprint tools: build_blueprint (build, streaming new log
+ * lines as progress until a terminal status), list_blueprints,
+ * get_blueprint, get_blueprint_logs, delete_blueprint.
+ *
+ * Config (all optional):
+ *   build_wait_seconds   how long build_blueprint follows a build (1800,
+ *                        1-86400); past it the error names the blueprint id
+ *   poll_interval_ms     status/log polling interval (1000, 100-60000)
+ *   max_progress_bytes   log text carried by one progress message (4096,
+ *                        256-65536); longer batches keep their last lines
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+#include "build_log.h"
+
+struct bp {
+    const struct rlmcp_host_api *api;
+    long long wait_s;
+    long long poll_ms;
+    long long max_progress;
+};
+
+static const char *const summary_keys[] = {
+    "id", "name", "status", "state", "create_time_ms",
+    "build_finish_time_ms", "base_blueprint_id", "failure_reason",
+    "is_public", "metadata", NULL};
+
+#define BP_ID_PROP(what)                                                     \
+    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Id of the "   \
+    "blueprint " what " (bpt_...), as returned by build_blueprint or "      \
+    "list_blueprints.\"}"
+
+#define STATUS_ENUM                                                          \
+    "[\"queued\",\"provisioning\",\"building\",\"awaiting_upload\","        \
+    "\"failed\",\"build_complete\"]"
+
+#define SUMMARY_PROPS                                                        \
+    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"          \
+    "\"status\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"     \
+    "\"create_time_ms\":{\"type\":\"integer\"},"                            \
+    "\"build_finish_time_ms\":{\"type\":\"integer\"},"                      \
+    "\"base_blueprint_id\":{\"type\":\"string\"},"                          \
+    "\"failure_reason\":{\"type\":\"string\"},"                             \
+    "\"is_public\":{\"type\":\"boolean\"},\"metadata\":{\"type\":\"object\"}"
+
+#define STR_MAP(desc)                                                        \
+    "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"  \
+    "\"description\":\"" desc "\"}"
+
+static const char build_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name "
+    "of the blueprint. Several builds may share a name; create_devbox "
+    "blueprint_name=<name> uses the latest successful one.\"},"
+    "\"dockerfile\":{\"type\":\"string\",\"description\":\"A complete "
+    "Dockerfile. Without it the default starter image is the base. FROM "
+    "another blueprint with FROM runloop:bpt_...\"},"
+    "\"system_setup_commands\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"string\"},\"description\":\"Shell commands run in order at build "
+    "time, e.g. [\\\"sudo apt-get install -y jq\\\"]. Keep the total under "
+    "32 KB.\"},"
+    "\"base_blueprint_id\":{\"type\":\"string\",\"description\":\"Build on "
+    "this blueprint. Give at most one of base_blueprint_id and "
+    "base_blueprint_name.\"},"
+    "\"base_blueprint_name\":{\"type\":\"string\",\"description\":\"Build "
+    "on the latest successful build of this blueprint name.\"},"
+    "\"file_mounts\":" STR_MAP("Small text files baked into the image: "
+                               "{absolute path: contents}.") ","
+    "\"build_args\":" STR_MAP("Docker build arguments {NAME: value}.") ","
+    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""
+    "},\"description\":\"Default commands run at every boot of devboxes "
+    "made from this blueprint.\"},"
+    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","
+    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"
+    "\"description\":\"Default machine size of devboxes from it.\"},"
+    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"],"
+    "\"description\":\"Must match the devboxes started from it.\"},"
+    "\"metadata\":" STR_MAP("Tags {key: value}.") ","
+    "\"wait\":{\"type\":\"boolean\",\"description\":\"Follow the build "
+    "until it finishes (default true), sending new build log lines as "
+    "progress. With false the blueprint comes back at once; poll "
+    "get_blueprint.\"}},\"required\":[\"name\"]}";
+
+static const char build_out[] =
+    "{\"type\":\"object\",\"properties\":{" SUMMARY_PROPS ","
+    "\"log_lines\":{\"type\":\"integer\"}},\"required\":[\"id\","
+    "\"status\"]}";
+
+static const char list_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"description\":\"Only builds with this "
+    "name.\"},"
+    "\"status\":{\"type\":\"string\",\"enum\":" STATUS_ENUM ","
+    "\"description\":\"Only builds in this status.\"},"
+    "\"public\":{\"type\":\"boolean\",\"description\":\"List the public "
+    "prebuilt blueprints instead of the account's (default false).\"},"
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+    "\"description\":\"Page size (default 20).\"},"
+    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
+    "after this blueprint id (next_starting_after of the previous page).\"}"
+    "}}";
+
+static const char list_out[] =
+    "{\"type\":\"object\",\"properties\":{\"blueprints\":{\"type\":"
+    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    SUMMARY_PROPS "}}},\"has_more\":{\"type\":\"boolean\"},"
+    "\"next_starting_after\":{\"type\":\"string\"},\"total_count\":{"
+    "\"type\":\"integer\"}},\"required\":[\"blueprints\",\"has_more\"]}";
+
+static const char id_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    BP_ID_PROP("to use") "},\"required\":[\"blueprint_id\"]}";
+
+static const char get_out[] =
+    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"}},"
+    "\"required\":[\"id\",\"status\"]}";
+
+static const char logs_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    BP_ID_PROP("whose build log to read") ",\"tail\":{\"type\":\"integer\","
+    "\"minimum\":1,\"maximum\":10000,\"description\":\"Only the last N "
+    "lines (default 200).\"}},\"required\":[\"blueprint_id\"]}";
+
+static const char logs_out[] =
+    "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
+    "\"string\"},\"lines\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"object\",\"properties\":{\"level\":{\"type\":\"string\"},"
+    "\"message\":{\"type\":\"string\"},\"timestamp_ms\":{\"type\":"
+    "\"integer\"}}}},\"total_lines\":{\"type\":\"integer\"},"
+    "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"blueprint_id\","
+    "\"lines\",\"total_lines\",\"truncated\"]}";
+
+static const char delete_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    BP_ID_PROP("to delete") "},\"required\":[\"blueprint_id\"]}";
+
+static const char delete_out[] =
+    "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
+    "\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"blueprint_id\",\"deleted\"]}";
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- build_blueprint: the request body ---------------------------------------- */
+
+static int str_array_arg(const struct rlmcp_h *h, const cJSON *args,
+                         const char *name, const cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+    const cJSON *it = NULL;
+
+    *out = NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return RLMCP_OK;
+    if (!cJSON_IsArray(v))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be an array of strings",
+                            name);
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!cJSON_IsString(it))
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "argument '%s' must be an array of strings",
+                                name);
+    }
+    *out = v;
+    return RLMCP_OK;
+}
+
+/* Copy the optional string arguments; base id and name exclude each other. */
+static int body_strings(const struct rlmcp_h *h, const cJSON *args,
+                        cJSON *body)
+{
+    static const char *const names[] = {"name", "dockerfile",
+                                        "base_blueprint_id",
+                                        "base_blueprint_name", NULL};
+    const char *v = NULL;
+    size_t i;
+    int rc = RLMCP_OK;
+
+    for (i = 0; names[i] != NULL && rc == RLMCP_OK; i++) {
+        v = NULL;
+        rc = rlmcp_h_arg_str(h, args, names[i], i == 0, &v);
+        if (rc == RLMCP_OK && v != NULL)
+            cJSON_AddStringToObject(body, names[i], v);
+    }
+    if (rc != RLMCP_OK)
+        return rc;
+    if (str_of(body, "name")[0] == '\0')
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'name' must not be empty");
+    if (str_of(body, "base_blueprint_id") != NULL &&
+        str_of(body, "base_blueprint_name") != NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "give at most one of base_blueprint_id and "
+                            "base_blueprint_name");
+    return RLMCP_OK;
+}
+
+static int body_launch(const struct rlmcp_h *h, const cJSON *args,
+                       cJSON *body)
+{
+    const cJSON *cmds = NULL;
+    const char *size = NULL, *arch = NULL;
+    cJSON *lp = NULL;
+    int rc;
+
+    rc = str_array_arg(h, args, "launch_commands", &cmds);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "resource_size", false, &size);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "architecture", false, &arch);
+    if (rc != RLMCP_OK || (cmds == NULL && size == NULL && arch == NULL))
+        return rc;
+    lp = cJSON_AddObjectToObject(body, "launch_parameters");
+    if (lp == NULL)
+        return RLMCP_ENOMEM;
+    if (cmds != NULL)
+        cJSON_AddItemToObject(lp, "launch_commands",
+                              cJSON_Duplicate(cmds, true));
+    if (size != NULL)
+        cJSON_AddStringToObject(lp, "resource_size_request", size);
+    if (arch != NULL)
+        cJSON_AddStringToObject(lp, "architecture", arch);
+    return RLMCP_OK;
+}
+
+static int build_body(const struct rlmcp_h *h, const cJSON *args,
+                      cJSON **out)
+{
+    static const char *const maps[] = {"file_mounts", "build_args",
+                                       "metadata", NULL};
+    cJSON *body = cJSON_CreateObject();
+    const cJSON *setup = NULL;
+    size_t i;
+    int rc;
+
+    *out = NULL;
+    if (body == NULL)
+        return RLMCP_ENOMEM;
+    rc = body_strings(h, args, body);
+    if (rc == RLMCP_OK)
+        rc = str_array_arg(h, args, "system_setup_commands", &setup);
+    if (rc == RLMCP_OK && setup != NULL)
+        cJSON_AddItemToObject(body, "system_setup_commands",
+                              cJSON_Duplicate(setup, true));
+    for (i = 0; maps[i] != NULL && rc == RLMCP_OK; i++) {
+        const cJSON *m = NULL;
+        rc = rlmcp_h_arg_str_map(h, args, maps[i], &m);
+        if (rc == RLMCP_OK && m != NULL)
+            cJSON_AddItemToObject(body, maps[i], cJSON_Duplicate(m, true));
+    }
+    if (rc == RLMCP_OK)
+        rc = body_launch(h, args, body);
+    if (rc != RLMCP_OK) {
+        cJSON_Delete(body);
+        return rc;
+    }
+    *out = body;
+    return RLMCP_OK;
+}
+
+/* ---- build_blueprint: following the build ---------------------------------------- */
+
+struct follow {
+    struct bp *bp;
+    const struct rlmcp_h *h;
+    const char *id;
+    char *get_path, *logs_path, *what;
+    size_t seen;       /* log lines already sent as progress */
+    double progress;   /* last progress value sent */
+    char *last_status; /* last status announced */
+    cJSON *logs;       /* the last logs array read (owned by logs_doc) */
+    cJSON *logs_doc;
+};
+
+static bool status_terminal(const char *st)
+{
+    return strcmp(st, "build_complete") == 0 || strcmp(st, "failed") == 0 ||
+           strcmp(st, "awaiting_upload") == 0;
+}
+
+/* Read the build log; a failure here is not fatal to the build. */
+static int read_logs(struct follow *f)
+{
+    cJSON *doc = NULL;
+    const cJSON *arr = NULL;
+    long status = 0;
+    int rc;
+
+    rc = rlmcp_h_request_status(f->h, "GET", f->logs_path, NULL, NULL,
+                                f->what, &status, &doc, NULL);
+    if (rc != RLMCP_OK)
+        return rc;
+    arr = cJSON_GetObjectItemCaseSensitive(doc, "logs");
+    if (status < 200 || status > 299 || !cJSON_IsArray(arr)) {
+        cJSON_Delete(doc);
+        return RLMCP_OK;
+    }
+    cJSON_Delete(f->logs_doc);
+    f->logs_doc = doc;
+    f->logs = (cJSON *)arr;
+    return RLMCP_OK;
+}
+
+/* Send the new log lines (and a status change) as one progress message. */
+static void announce(struct follow *f, const char *status)
+{
+    size_t total = (size_t)cJSON_GetArraySize(f->logs);
+    bool changed = f->last_status == NULL ||
+                   strcmp(f->last_status, status) != 0;
+    char *lines = NULL;
+    char *msg = NULL;
+
+    if (total < f->seen)
+        f->seen = 0; /* the log was replaced: start over */
+    if (total == f->seen && !changed)
+        return;
+    lines = bp_log_join(f->logs, f->seen, (size_t)f->bp->max_progress);
+    msg = rlmcp_h_sprintf("blueprint %s %s%s%s", f->id, status,
+                          lines != NULL && lines[0] != '\0' ? "\n" : "",
+                          lines != NULL ? lines : "");
+    f->progress += 1;
+    f->h->api->progress(f->h->call, f->progress, -1, msg);
+    f->seen = total;
+    if (changed) {
+        free(f->last_status);
+        f->last_status = strdup(status);
+    }
+    free(lines);
+    free(msg);
+}
+
+/* Poll until a terminal status or the bound; *view_out: the last view. */
+static int follow_build(struct follow *f, cJSON **view_out)
+{
+    uint64_t deadline = rlmcp_h_now_ms() + (uint64_t)f->bp->wait_s * 1000u;
+    long long polls_left = f->bp->wait_s * 1000 / f->bp->poll_ms + 1;
+    int rc;
+
+    *view_out = NULL;
+    for (;;) {
+        const char *st = NULL;
+        cJSON_Delete(*view_out);
+        *view_out = NULL;
+        rc = rlmcp_h_request(f->h, "GET", f->get_path, NULL, NULL, f->what,
+                             view_out);
+        if (rc == RLMCP_OK)
+            rc = read_logs(f);
+        if (rc != RLMCP_OK)
+            return rc;
+        st = str_of(*view_out, "status");
+        if (st == NULL)
+            return rlmcp_h_fail(f->h, RLMCP_ERR_INTERNAL,
+                                "%s: the Runloop API answered without a "
+                                "build status",
+                                f->what);
+        announce(f, st);
+        if (status_terminal(st) || rlmcp_h_now_ms() >= deadline ||
+            --polls_left <= 0)
+            return RLMCP_OK;
+        rc = f->h->api->sleep_ms(f->h->call, (uint32_t)f->bp->poll_ms);
+        if (rc != RLMCP_OK)
+            return rc;
+    }
+}
+
+static int report_failed(struct follow *f, const cJSON *view)
+{
+    const char *reason = str_of(view, "failure_reason");
+    const char *name = str_of(view, "name");
+    char *step = bp_log_failing_step(f->logs);
+    int rc;
+
+    rc = rlmcp_h_fail_remedy(
+        f->h, RLMCP_ERR_INVALID_ARGUMENT,
+        "Fix the failing step in dockerfile or system_setup_commands (the "
+        "whole log: get_blueprint_logs), then call build_blueprint again.",
+        "blueprint %s (%s) failed to build%s%s; failing step: %s", f->id,
+        name != NULL ? name : "unnamed", reason != NULL ? ": " : "",
+        reason != NULL ? reason : "",
+        step != NULL ? step : "(the build log is empty)");
+    free(step);
+    return rc;
+}
+
+static int finish_build(struct follow *f, const cJSON *view)
+{
+    const char *st = str_of(view, "status");
+    cJSON *res = NULL;
+    int rc;
+
+    if (strcmp(st, "failed") == 0)
+        return report_failed(f, view);
+    if (strcmp(st, "awaiting_upload") == 0)
+        return rlmcp_h_fail(f->h, RLMCP_ERR_INTERNAL,
+                            "blueprint %s is awaiting an upload, which "
+                            "build_blueprint does not provide",
+                            f->id);
+    if (strcmp(st, "build_complete") != 0)
+        return rlmcp_h_fail_remedy(
+            f->h, RLMCP_ERR_TIMEOUT,
+            "Poll get_blueprint with this blueprint_id until status is "
+            "build_complete or failed.",
+            "blueprint_id=%s is still %s after %lld s", f->id, st,
+            f->bp->wait_s);
+    res = rlmcp_h_pick(view, summary_keys);
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddNumberToObject(res, "log_lines",
+                            (double)cJSON_GetArraySize(f->logs));
+    rc = rlmcp_h_result_json(f->h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static int follow_and_finish(struct bp *bp, const struct rlmcp_h *h,
+                             const char *id)
+{
+    struct follow f = {0};
+    cJSON *view = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    f.bp = bp;
+    f.h = h;
+    f.id = id;
+    f.get_path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
+    f.logs_path = rlmcp_h_sprintf("/v1/blueprints/%s/logs", id);
+    f.what = rlmcp_h_sprintf("blueprint %s", id);
+    if (f.get_path == NULL || f.logs_path == NULL || f.what == NULL)
+        goto out;
+    rc = follow_build(&f, &view);
+    if (rc == RLMCP_OK)
+        rc = finish_build(&f, view);
+out:
+    free(f.get_path);
+    free(f.logs_path);
+    free(f.what);
+    free(f.last_status);
+    cJSON_Delete(f.logs_doc);
+    cJSON_Delete(view);
+    return rc;
+}
+
+static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL;
+    bool wait = true;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, build_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
+    if (rc == RLMCP_OK)
+        rc = build_body(&h, args, &body);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "POST", "/v1/blueprints", body, NULL,
+                             "building a blueprint", &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = str_of(view, "id");
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "building a blueprint: the Runloop API returned "
+                          "a blueprint without a valid id");
+        goto out;
+    }
+    if (wait) {
+        rc = follow_and_finish(bp, &h, id);
+        goto out;
+    }
+    res = rlmcp_h_pick(view, summary_keys);
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (str_of(res, "status") == NULL)
+        cJSON_AddStringToObject(res, "status", "queued");
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- list / get / logs / delete ---------------------------------------------------- */
+
+static int add_query(char **path, const char *name, const char *value)
+{
+    char *enc = NULL;
+    char *next = NULL;
+
+    if (value == NULL)
+        return RLMCP_OK;
+    enc = rlmcp_h_url_encode(value);
+    if (enc != NULL)
+        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
+    free(enc);
+    if (next == NULL)
+        return RLMCP_ENOMEM;
+    free(*path);
+    *path = next;
+    return RLMCP_OK;
+}
+
+static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *page = NULL, *res = NULL;
+    const char *name = NULL, *status = NULL, *after = NULL;
+    bool pub = false;
+    long long limit = 20;
+    char *path = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "status", false, &status);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "public", &pub);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/blueprints%s?limit=%lld",
+                           pub ? "/list_public" : "", limit);
+    if (path == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = add_query(&path, "name", name);
+    if (rc == RLMCP_OK)
+        rc = add_query(&path, "status", status);
+    if (rc == RLMCP_OK)
+        rc = add_query(&path, "starting_after", after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL,
+                             "listing blueprints", &page);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_page_result(&h, page, "blueprints", summary_keys,
+                                 "listing blueprints", &res);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    cJSON_Delete(args);
+    cJSON_Delete(page);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* Parse the arguments, take blueprint_id, build path and what. */
+static int id_call_prep(const struct rlmcp_h *h, const char *aj, size_t al,
+                        const char *schema, const char *suffix,
+                        cJSON **args, const char **id, char **path,
+                        char **what)
+{
+    int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
+
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, *args, "blueprint_id", true, id);
+    if (rc != RLMCP_OK)
+        return rc;
+    *path = rlmcp_h_sprintf("/v1/blueprints/%s%s", *id, suffix);
+    *what = rlmcp_h_sprintf("blueprint %s", *id);
+    return *path != NULL && *what != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
+static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *view = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = id_call_prep(&h, aj, al, id_schema, "", &args, &id, &path, &what);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    if (rc == RLMCP_OK && (!cJSON_IsObject(view) ||
+                           str_of(view, "id") == NULL ||
+                           str_of(view, "status") == NULL))
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered without an id and "
+                          "status",
+                          what);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, view);
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *doc = NULL, *res = NULL;
+    const cJSON *logs = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    long long tail = 200;
+    int rc;
+
+    rc = id_call_prep(&h, aj, al, logs_schema, "/logs", &args, &id, &path,
+                      &what);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "tail", false, 1, 10000, &tail);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &doc);
+    if (rc != RLMCP_OK)
+        goto out;
+    logs = cJSON_GetObjectItemCaseSensitive(doc, "logs");
+    if (!cJSON_IsArray(logs)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered without a logs list",
+                          what);
+        goto out;
+    }
+    res = bp_log_tail(id, logs, (size_t)tail);
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(doc);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *res = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    rc = id_call_prep(&h, aj, al, delete_schema, "/delete", &args, &id,
+                      &path, &what);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "blueprint_id", id);
+    cJSON_AddBoolToObject(res, "deleted", true);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- registration ------------------------------------------------------------------- */
+
+struct spec {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+};
+
+#define RO_ANN                                                               \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+    "\"idempotentHint\":true,\"openWorldHint\":true}"
+
+static const struct spec specs[] = {
+    {"build_blueprint", "Build a blueprint",
+     "Build a reusable devbox image (blueprint) from a Dockerfile and/or "
+     "setup commands and follow the build: new build log lines arrive as "
+     "progress notifications until it is build_complete. A failed build is "
+     "an error naming the failing step. Then start devboxes from it with "
+     "create_devbox blueprint_id=<id> or blueprint_name=<name>.",
+     build_schema, build_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":false,\"openWorldHint\":true}",
+     t_build},
+    {"list_blueprints", "List blueprints",
+     "List blueprint builds (newest first), optionally by name or status; "
+     "public=true lists the public prebuilt ones. Page with starting_after.",
+     list_schema, list_out, RO_ANN, t_list},
+    {"get_blueprint", "Get a blueprint",
+     "Get one blueprint: build status (queued, provisioning, building, "
+     "build_complete, failed), failure_reason and its build parameters.",
+     id_schema, get_out, RO_ANN, t_get},
+    {"get_blueprint_logs", "Get a blueprint's build log",
+     "Read the build log of a blueprint (the last `tail` lines), e.g. to see "
+     "why a build failed.",
+     logs_schema, logs_out, RO_ANN, t_logs},
+    {"delete_blueprint", "Delete a blueprint",
+     "Delete a blueprint build permanently. The API refuses while snapshots "
+     "depend on it (delete those first).",
+     delete_schema, delete_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_delete},
+};
+
+static int bp_config(struct bp *bp, rlmcp_plugin *self,
+                     const struct rlmcp_host_api *api)
+{
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    int rc = RLMCP_EINVAL;
+
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "build_wait_seconds", 1800, &bp->wait_s) ||
+        bp->wait_s < 1 || bp->wait_s > 86400) {
+        api->set_error(self, "config build_wait_seconds must be an integer "
+                             "1-86400");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &bp->poll_ms) ||
+        bp->poll_ms < 100 || bp->poll_ms > 60000) {
+        api->set_error(self, "config poll_interval_ms must be an integer "
+                             "100-60000");
+        goto out;
+    }
+    if (!rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096,
+                         &bp->max_progress) ||
+        bp->max_progress < 256 || bp->max_progress > 65536) {
+        api->set_error(self, "config max_progress_bytes must be an integer "
+                             "256-65536");
+        goto out;
+    }
+    rc = RLMCP_OK;
+out:
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    struct bp *bp = calloc(1, sizeof(*bp));
+    size_t i;
+    int rc;
+
+    if (bp == NULL)
+        return RLMCP_ENOMEM;
+    bp->api = api;
+    rc = bp_config(bp, self, api);
+    if (rc != RLMCP_OK)
+        goto fail;
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        def.name = specs[i].name;
+        def.title = specs[i].title;
+        def.description = specs[i].desc;
+        def.input_schema_json = specs[i].in;
+        def.output_schema_json = specs[i].out;
+        def.annotations_json = specs[i].ann;
+        def.handler = specs[i].fn;
+        def.user_data = bp;
+        /* build_blueprint may follow a build for build_wait_seconds. */
+        if (specs[i].fn == t_build)
+            def.timeout_ms = (uint32_t)(bp->wait_s + 60) * 1000u;
+        rc = api->register_tool(self, &def);
+        if (rc != RLMCP_OK) {
+            api->set_error(self, "registering %s failed: %s", specs[i].name,
+                           api->strerror(rc));
+            goto fail;
+        }
+    }
+    *state_out = bp;
+    return RLMCP_OK;
+fail:
+    free(bp);
+    return rc;
+}
+
+static void bp_shutdown(rlmcp_plugin *self, void *state)
+{
+    free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("blueprints", "0.1.0",
+                    "Blueprints: build (with log progress), list, get, "
+                    "logs, delete",
+                    bp_init, bp_shutdown)

@@ -1,0 +1,419 @@
+/*
+ * test_blueprints.c - the blueprints plugin against the fake host table,
+ * and the build-log helpers on their own.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../build_log.h"
+#include "fake_host.h"
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
+
+static int setup(void **state)
+{
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(),
+                             "{\"build_wait_seconds\":1,"
+                             "\"poll_interval_ms\":100,"
+                             "\"max_progress_bytes\":256}"),
+                     RLMCP_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fh_unload();
+    return 0;
+}
+
+static const char *rstr(const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(fh_result(), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+#define BPT(st) "{\"id\":\"bpt_1\",\"name\":\"py\",\"status\":\"" st "\"}"
+
+static void registers(void **state)
+{
+    assert_int_equal(fh_tool_count(), 5);
+    assert_non_null(strstr(fh_tool("list_blueprints")->annotations_json,
+                           "\"readOnlyHint\":true"));
+    assert_non_null(strstr(fh_tool("get_blueprint_logs")->annotations_json,
+                           "\"readOnlyHint\":true"));
+    assert_non_null(strstr(fh_tool("delete_blueprint")->annotations_json,
+                           "\"destructiveHint\":true"));
+    assert_non_null(strstr(fh_tool("build_blueprint")->annotations_json,
+                           "\"idempotentHint\":false"));
+    assert_int_equal(fh_tool("build_blueprint")->timeout_ms, 61000);
+}
+
+static void build_request_body(void **state)
+{
+    cJSON *body, *lp;
+
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    assert_int_equal(
+        fh_call("build_blueprint",
+                "{\"name\":\"py\",\"dockerfile\":\"FROM runloop:bpt_0\\nRUN "
+                "true\",\"system_setup_commands\":[\"pip install x\"],"
+                "\"base_blueprint_name\":\"base\",\"file_mounts\":{\"/a\":"
+                "\"1\"},\"build_args\":{\"V\":\"2\"},\"metadata\":{\"m\":"
+                "\"3\"},\"launch_commands\":[\"echo hi\"],\"resource_size\":"
+                "\"SMALL\",\"architecture\":\"x86_64\",\"wait\":false}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("id"), "bpt_1");
+    assert_string_equal(rstr("status"), "queued");
+    assert_int_equal(fh_request_count(), 1);
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "name")->valuestring, "py");
+    assert_non_null(strstr(
+        cJSON_GetObjectItem(body, "dockerfile")->valuestring, "RUN true"));
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(
+                            body, "system_setup_commands"), 0)->valuestring,
+                        "pip install x");
+    assert_string_equal(
+        cJSON_GetObjectItem(body, "base_blueprint_name")->valuestring, "base");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(
+                            body, "file_mounts"), "/a")->valuestring,
+                        "1");
+    assert_non_null(cJSON_GetObjectItem(body, "build_args"));
+    assert_non_null(cJSON_GetObjectItem(body, "metadata"));
+    lp = cJSON_GetObjectItem(body, "launch_parameters");
+    assert_string_equal(
+        cJSON_GetObjectItem(lp, "resource_size_request")->valuestring,
+        "SMALL");
+    assert_string_equal(cJSON_GetObjectItem(lp, "architecture")->valuestring,
+                        "x86_64");
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(lp, "launch_commands")), 1);
+    assert_null(cJSON_GetObjectItem(body, "wait"));
+}
+
+static void build_follows_with_log_progress(void **state)
+{
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("provisioning"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"blueprint_id\":\"bpt_1\",\"logs\":[{\"level\":\"info\","
+             "\"message\":\"Step 1/2 : RUN apt-get update\"}]}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"message\":\"Step 1/2 : RUN apt-get update\"},"
+             "{\"message\":\"Step 2/2 : RUN pip install x\"},"
+             "{\"message\":\"Successfully installed x\"}]}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"message\":\"Step 1/2 : RUN apt-get update\"},"
+             "{\"message\":\"Step 2/2 : RUN pip install x\"},"
+             "{\"message\":\"Successfully installed x\"}]}");
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "log_lines")->valueint,
+                     3);
+    /* one message per new batch of lines or status change */
+    assert_int_equal(fh_progress_count(), 3);
+    assert_true(fh_progress_value(1) > fh_progress_value(0));
+    assert_true(fh_progress_value(2) > fh_progress_value(1));
+    assert_non_null(strstr(fh_progress_message(0), "building"));
+    assert_non_null(strstr(fh_progress_message(0), "Step 1/2"));
+    /* only the new lines, not the ones sent before */
+    assert_null(strstr(fh_progress_message(1), "Step 1/2"));
+    assert_non_null(strstr(fh_progress_message(1), "Step 2/2"));
+    assert_non_null(strstr(fh_progress_message(1), "Successfully"));
+    assert_non_null(strstr(fh_progress_message(2), "build_complete"));
+}
+
+static void build_failure_names_step(void **state)
+{
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200,
+             "{\"id\":\"bpt_1\",\"name\":\"py\",\"status\":\"failed\","
+             "\"failure_reason\":\"build_failed\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"level\":\"info\",\"message\":\"step 1/2: RUN "
+             "true\"},{\"level\":\"info\",\"message\":\"step 2/2: RUN "
+             "false\"},{\"level\":\"info\",\"message\":\"some output\"},"
+             "{\"level\":\"error\",\"message\":\"command exited with code 1"
+             "\"},{\"level\":\"info\",\"message\":\"cleaning up\"}]}");
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "bpt_1"));
+    assert_non_null(strstr(fh_error_message(), "build_failed"));
+    assert_non_null(strstr(fh_error_message(),
+                           "step 2/2: RUN false: command exited with code 1"));
+    assert_non_null(strstr(fh_error_remedy(), "get_blueprint_logs"));
+
+    /* awaiting_upload is terminal for this tool */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("awaiting_upload"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}");
+    fh_call("build_blueprint", "{\"name\":\"py\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 2);
+}
+
+static void build_bound_and_cancel(void **state)
+{
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
+    fh_route_n("GET", "/v1/blueprints/bpt_1", 200, BPT("building"), 0);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(), "blueprint_id=bpt_1"));
+    assert_non_null(strstr(fh_error_remedy(), "get_blueprint"));
+    /* 1 s / 100 ms: 11 polls of the status (and of the logs) */
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1/logs"),
+                     11);
+    /* the status did not change and no lines came: one message */
+    assert_int_equal(fh_progress_count(), 1);
+
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
+    fh_route_n("GET", "/v1/blueprints/bpt_1", 200, BPT("building"), 0);
+    fh_cancel_after(3);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
+                     RLMCP_ECANCELLED);
+    assert_null(fh_error_code());
+}
+
+static void build_bad_input(void **state)
+{
+    static const char *const bad[] = {
+        "{}",
+        "{\"name\":\"\"}",
+        "{\"name\":\"a\",\"base_blueprint_id\":\"bpt_1\","
+        "\"base_blueprint_name\":\"b\"}",
+        "{\"name\":\"a\",\"system_setup_commands\":\"ls\"}",
+        "{\"name\":\"a\",\"system_setup_commands\":[1]}",
+        "{\"name\":\"a\",\"launch_commands\":[true]}",
+        "{\"name\":\"a\",\"file_mounts\":{\"/a\":1}}",
+        "{\"name\":\"a\",\"dockerfile\":7}",
+        "{\"name\":\"a\",\"nope\":true}",
+        "{\"name\":\"a\",\"wait\":\"yes\"}",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        fh_reset();
+        assert_int_equal(fh_call("build_blueprint", bad[i]), RLMCP_OK);
+        assert_string_equal(fh_error_code(), "invalid_argument");
+        assert_int_equal(fh_request_count(), 0);
+    }
+
+    /* the API rejects it */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 400,
+             "{\"message\":\"unsupported instruction\"}");
+    fh_call("build_blueprint", "{\"name\":\"a\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "unsupported instruction"));
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, "{\"status\":\"queued\"}");
+    fh_call("build_blueprint", "{\"name\":\"a\"}");
+    assert_string_equal(fh_error_code(), "internal");
+}
+
+static void list_get_logs_delete(void **state)
+{
+    const cJSON *lines;
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints?limit=5&name=runloop%2Fstarter&status="
+                    "build_complete",
+             200,
+             "{\"blueprints\":[{\"id\":\"bpt_1\",\"name\":\"runloop/starter"
+             "\",\"status\":\"build_complete\",\"parameters\":{}}],"
+             "\"has_more\":false}");
+    assert_int_equal(fh_call("list_blueprints",
+                             "{\"name\":\"runloop/starter\",\"status\":"
+                             "\"build_complete\",\"limit\":5}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(fh_result(),
+                                                            "blueprints")),
+                     1);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+                                        fh_result(), "blueprints"), 0),
+                                    "parameters"));
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/list_public?limit=20", 200,
+             "{\"blueprints\":[],\"has_more\":false}");
+    assert_int_equal(fh_call("list_blueprints", "{\"public\":true}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200,
+             "{\"id\":\"bpt_1\",\"status\":\"failed\",\"parameters\":{"
+             "\"name\":\"py\"}}");
+    assert_int_equal(fh_call("get_blueprint", "{\"blueprint_id\":\"bpt_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("status"), "failed");
+    assert_non_null(cJSON_GetObjectItem(fh_result(), "parameters"));
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_x", 404,
+             "{\"message\":\"blueprint not found\"}");
+    fh_call("get_blueprint", "{\"blueprint_id\":\"bpt_x\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"level\":\"info\",\"message\":\"a\","
+             "\"timestamp_ms\":1},{\"level\":\"info\",\"message\":\"b\"},"
+             "{\"level\":\"error\",\"message\":\"c\"}]}");
+    assert_int_equal(fh_call("get_blueprint_logs",
+                             "{\"blueprint_id\":\"bpt_1\",\"tail\":2}"),
+                     RLMCP_OK);
+    lines = cJSON_GetObjectItem(fh_result(), "lines");
+    assert_int_equal(cJSON_GetArraySize(lines), 2);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(lines, 0), "message")
+            ->valuestring,
+        "b");
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "total_lines")->valueint,
+                     3);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "truncated")));
+
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200, "{}");
+    fh_call("get_blueprint_logs", "{\"blueprint_id\":\"bpt_1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    fh_reset();
+    fh_call("get_blueprint_logs", "{\"blueprint_id\":\"bpt_1\",\"tail\":0}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "");
+    assert_int_equal(fh_call("delete_blueprint",
+                             "{\"blueprint_id\":\"bpt_1\"}"),
+                     RLMCP_OK);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "deleted")));
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 400,
+             "{\"message\":\"snapshots depend on this blueprint\"}");
+    fh_call("delete_blueprint", "{\"blueprint_id\":\"bpt_1\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "snapshots depend"));
+    fh_reset();
+    fh_call("delete_blueprint", "{\"blueprint_id\":\"a/b\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
+}
+
+static void bad_config(void **state)
+{
+    static const char *const bad[] = {
+        "{\"build_wait_seconds\":0}", "{\"poll_interval_ms\":99}",
+        "{\"max_progress_bytes\":10}", "\"x\""};
+    size_t i;
+
+    fh_unload();
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+                             RLMCP_OK);
+        assert_non_null(fh_init_error());
+        fh_unload();
+    }
+    setup(state);
+}
+
+/* ---- build_log.c -------------------------------------------------------------- */
+
+static void log_join(void **state)
+{
+    cJSON *logs = cJSON_Parse("[{\"message\":\"aaaa\"},{\"message\":\"bbbb\"},"
+                              "{\"message\":\"cccc\"}]");
+    char *s = bp_log_join(logs, 0, 100);
+
+    assert_string_equal(s, "aaaa\nbbbb\ncccc");
+    free(s);
+    s = bp_log_join(logs, 1, 100);
+    assert_string_equal(s, "bbbb\ncccc");
+    free(s);
+    s = bp_log_join(logs, 3, 100);
+    assert_string_equal(s, "");
+    free(s);
+    /* only the last lines that fit */
+    s = bp_log_join(logs, 0, 10);
+    assert_string_equal(s, "[1 earlier lines omitted]\nbbbb\ncccc");
+    free(s);
+    /* one line longer than max is cut */
+    s = bp_log_join(logs, 2, 2);
+    assert_string_equal(s, "cc");
+    free(s);
+    cJSON_Delete(logs);
+}
+
+static void log_failing_step(void **state)
+{
+    cJSON *logs;
+    char *s;
+
+    assert_null(bp_log_failing_step(NULL));
+    logs = cJSON_Parse("[]");
+    assert_null(bp_log_failing_step(logs));
+    cJSON_Delete(logs);
+
+    /* BuildKit style, error found by message */
+    logs = cJSON_Parse("[{\"message\":\"#5 [2/3] RUN make\"},{\"message\":"
+                       "\"make: *** [all] Error 2\"},{\"message\":\"done\"}]");
+    s = bp_log_failing_step(logs);
+    assert_string_equal(s, "#5 [2/3] RUN make: make: *** [all] Error 2");
+    free(s);
+    cJSON_Delete(logs);
+
+    /* an unsupported instruction named on the error line itself */
+    logs = cJSON_Parse("[{\"level\":\"ERROR\",\"message\":\"step 3/3: "
+                       "EXPOSE 80 is not supported locally\"}]");
+    s = bp_log_failing_step(logs);
+    assert_string_equal(s, "step 3/3: EXPOSE 80 is not supported locally");
+    free(s);
+    cJSON_Delete(logs);
+
+    /* nothing recognisable: the last line */
+    logs = cJSON_Parse("[{\"message\":\"x\"},{\"message\":\"y\"}]");
+    s = bp_log_failing_step(logs);
+    assert_string_equal(s, "y");
+    free(s);
+    cJSON_Delete(logs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registers),
+        cmocka_unit_test(build_request_body),
+        cmocka_unit_test(build_follows_with_log_progress),
+        cmocka_unit_test(build_failure_names_step),
+        cmocka_unit_test(build_bound_and_cancel),
+        cmocka_unit_test(build_bad_input),
+        cmocka_unit_test(list_get_logs_delete),
+        cmocka_unit_test(bad_config),
+        cmocka_unit_test(log_join),
+        cmocka_unit_test(log_failing_step),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
