@@ -822,6 +822,8 @@ fail:
 
 /* ---- stop / health ------------------------------------------------------ */
 
+static void set_failure(struct sandbox *sb, const char *why);
+
 int sandbox_stop(struct sandbox *sb)
 {
     uint64_t ooms;
@@ -830,8 +832,8 @@ int sandbox_stop(struct sandbox *sb)
         return 0;
     sb->stopped = true;
     ooms = sb_cg_oom_kills(&sb->cg);
-    if (ooms > sb->oom_base && sb->failure == NULL)
-        sb->failure = "out_of_memory";
+    if (ooms > sb->oom_base)
+        set_failure(sb, "out_of_memory");
     /* Kill pid 1 inside first (the kernel then kills the whole pid
      * namespace) and let the outer bwrap reap it and exit: killing bwrap
      * first would orphan the agent to the host's init. */
@@ -892,25 +894,40 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+static void set_failure(struct sandbox *sb, const char *why)
+{
+    pthread_mutex_lock(&sb->lock);
+    if (sb->failure == NULL)
+        sb->failure = why;
+    pthread_mutex_unlock(&sb->lock);
+}
+
+static const char *get_failure(struct sandbox *sb)
+{
+    const char *why;
+
+    pthread_mutex_lock(&sb->lock);
+    why = sb->failure;
+    pthread_mutex_unlock(&sb->lock);
+    return why;
+}
+
 int sandbox_check(struct sandbox *sb)
 {
     struct pollfd p;
-    uint64_t ooms;
 
     if (sb == NULL || sb->stopped)
         return -ESRCH;
-    ooms = sb_cg_oom_kills(&sb->cg);
-    if (ooms > sb->oom_base && sb->failure == NULL)
-        sb->failure = "out_of_memory";
+    if (sb_cg_oom_kills(&sb->cg) > sb->oom_base)
+        set_failure(sb, "out_of_memory");
     p.fd = sb->init_pidfd;
     p.events = POLLIN;
     p.revents = 0;
     if (poll(&p, 1, 0) == 1) {
-        if (sb->failure == NULL)
-            sb->failure = "sandbox_exited";
+        set_failure(sb, "sandbox_exited");
         return -ESRCH;
     }
-    return sb->failure != NULL ? -ENOMEM : 0;
+    return get_failure(sb) != NULL ? -ENOMEM : 0;
 }
 
 const char *sandbox_failure_reason(struct sandbox *sb)
@@ -919,7 +936,7 @@ const char *sandbox_failure_reason(struct sandbox *sb)
         return NULL;
     if (!sb->stopped)
         sandbox_check(sb);
-    return sb->failure;
+    return get_failure(sb);
 }
 
 uid_t sandbox_host_uid(const struct sandbox *sb)

@@ -1,0 +1,81 @@
+// The isolation contract through devboxd's REST API with the official
+// Runloop SDK: what a hostile command can reach when it arrives over HTTP.
+// Needs root (devboxd does). Cleans up devboxd, its state dir and the
+// planted secret in every case.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { Devboxd, waitFor } from '../api/devboxd.mjs';
+
+const engine = new Devboxd();
+const secretPath = `/root/.rlmcp-secret-${randomBytes(6).toString('hex')}`;
+const secret = `HOSTSECRET-${randomBytes(8).toString('hex')}`;
+let client;
+let boxA;
+
+before(async () => {
+  writeFileSync(secretPath, secret, { mode: 0o644 });
+  await engine.start();
+  client = engine.client();
+  boxA = (await client.devboxes.createAndAwaitRunning({ name: 'iso-a' })).id;
+});
+after(async () => {
+  rmSync(secretPath, { force: true });
+  await engine.cleanup();
+});
+
+const run = async (id, command) =>
+  client.devboxes.executeAndAwaitCompletion(id, { command });
+
+test("devboxd's own port and the host loopback are unreachable from inside", async () => {
+  // Sanity: the port answers from the host.
+  const ping = await engine.raw('GET', '/v1/devboxes');
+  assert.equal(ping.status, 200);
+  const r = await run(boxA,
+    `for h in 127.0.0.1 10.0.2.2 10.0.2.3 localhost; do ` +
+    `timeout 5 bash -c "exec 3<>/dev/tcp/$h/${engine.port}" 2>/dev/null && echo CONNECTED-$h; done; ` +
+    `ls -la ${engine.stateDir} 2>&1; echo DONE`);
+  assert.match(r.stdout, /DONE/);
+  assert.doesNotMatch(r.stdout, /CONNECTED/);
+  assert.doesNotMatch(r.stdout, /api-key/);
+});
+
+test('a secret planted in the host home is not readable', async () => {
+  const r = await run(boxA, `cat ${secretPath}; ls -a /root; grep -rs ${secret} /etc /home /tmp; echo DONE`);
+  assert.match(r.stdout, /DONE/);
+  assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret));
+  let text = null;
+  try {
+    text = await client.devboxes.readFileContents(boxA, { file_path: `../../../..${secretPath}` });
+  } catch (e) {
+    assert.ok([400, 403, 404].includes(e.status), `unexpected ${e.status}`);
+  }
+  assert.ok(text === null || !text.includes(secret));
+});
+
+test('a deny-all network policy leaves only lo', async () => {
+  const b = await client.devboxes.createAndAwaitRunning({
+    name: 'iso-nonet', launch_parameters: { network_policy_id: 'npol_local_deny_all' } });
+  try {
+    const r = await run(b.id, "ip -o link | awk '{print $2}'");
+    assert.equal(r.stdout, 'lo:\n');
+  } finally {
+    await client.devboxes.shutdown(b.id);
+  }
+});
+
+test('a memory bomb fails its devbox with out_of_memory; the engine and others keep serving', async () => {
+  const b = await client.devboxes.createAndAwaitRunning({
+    name: 'iso-membomb', launch_parameters: { resource_size_request: 'X_SMALL' } });
+  const r = await client.devboxes.executeAndAwaitCompletion(b.id, {
+    command: "python3 -c 'a=[]\nwhile True: a.append(bytearray(16<<20))'" });
+  assert.equal(r.exit_status, 137);
+  const failed = await waitFor(async () => {
+    const d = await client.devboxes.retrieve(b.id);
+    return d.status === 'failure' ? d : null;
+  }, { timeoutMs: 30000, what: 'the devbox to fail' });
+  assert.equal(failed.failure_reason, 'out_of_memory');
+  const ok = await run(boxA, 'echo still-here');
+  assert.equal(ok.stdout, 'still-here\n');
+});
