@@ -101,6 +101,8 @@ try {
   console.log(`  direct POST /execute to devboxd : p50 ${fmt(d50)} ms  p90 ${fmt(pct(direct, 0.9))} ms`);
   console.log(`  through runloop-mcp (MCP stdio) : p50 ${fmt(h50)} ms  p90 ${fmt(pct(viaHost, 0.9))} ms`);
   console.log(`  added by the host at p50        : ${fmt(h50 - d50)} ms  (ratio ${(h50 / d50).toFixed(2)}x)`);
+  const paired = viaHost.map((v, i) => v - direct[i]);
+  console.log(`  median of paired differences    : ${fmt(pct(paired, 0.5))} ms`);
 
   const cmd = "head -c 100000000 /dev/zero | tr '\\0' a";
   const hostBefore = hwm(hostPid);
