@@ -68,7 +68,14 @@ static void wb_vappend(struct wbuf *w, const char *fmt, va_list ap)
 {
     int n;
 
-    if (w->buf == NULL || w->cap == 0 || w->full || w->len + 1 >= w->cap) {
+    if (w->buf == NULL || w->cap == 0 || w->full) {
+        return;
+    }
+    if (w->len + 1 >= w->cap) {
+        /* Full: the last append may have been part of a character. */
+        w->len = utf8_whole(w->buf, w->len);
+        w->buf[w->len] = '\0';
+        w->full = true;
         return;
     }
     n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
@@ -785,26 +792,131 @@ static int rx_escape(struct rx *r)
     return 0;
 }
 
+/*
+ * The pattern's size once glibc expands its repetitions (it copies the
+ * repeated subtree for a+ and a{n,m}), tracked per open group so that
+ * nested counts multiply. Too large a result would make regcomp use
+ * gigabytes: such patterns are refused.
+ */
+#define RX_MAX_GROUPS 32
+#define RX_MAX_UNITS 20000
+
+struct rx_shape {
+    size_t size[RX_MAX_GROUPS + 1]; /* expanded elements per open group */
+    int depth;
+    size_t last;     /* size of what a quantifier would repeat; 0: nothing */
+    bool quantified; /* the previous token was a quantifier */
+    bool lazy;       /* ... and it already took its lazy '?' */
+};
+
+static int shape_grow(struct rx *r, struct rx_shape *sh, size_t n)
+{
+    size_t *top = &sh->size[sh->depth];
+
+    if (n > RX_MAX_UNITS || *top + n > RX_MAX_UNITS) {
+        return rx_fail(r, "the pattern is too large once its repetitions "
+                          "are expanded (over %d elements); lower the "
+                          "{n,m} counts", RX_MAX_UNITS);
+    }
+    *top += n;
+    return 0;
+}
+
+static int shape_atom(struct rx *r, struct rx_shape *sh, size_t n)
+{
+    sh->last = n;
+    sh->quantified = false;
+    return shape_grow(r, sh, n);
+}
+
+/* '^', '$', '|': nothing before them can be repeated. */
+static void shape_break(struct rx_shape *sh)
+{
+    sh->last = 0;
+    sh->quantified = false;
+}
+
+static int shape_open(struct rx *r, struct rx_shape *sh)
+{
+    if (sh->depth == RX_MAX_GROUPS) {
+        return rx_fail(r, "groups nested more than %d deep", RX_MAX_GROUPS);
+    }
+    sh->depth++;
+    sh->size[sh->depth] = 0;
+    shape_break(sh);
+    return 0;
+}
+
+static int shape_close(struct rx *r, struct rx_shape *sh)
+{
+    size_t inner = sh->size[sh->depth];
+
+    sh->depth--;
+    return shape_atom(r, sh, inner > 0 ? inner : 1);
+}
+
+/* A quantifier that repeats the last atom up to times (>= 1) times. */
+static int shape_quant(struct rx *r, struct rx_shape *sh, size_t times,
+                       char q)
+{
+    size_t extra;
+
+    if (sh->quantified) {
+        if (q == '?' && !sh->lazy) {
+            sh->lazy = true; /* a lazy quantifier, e.g. *? or {2,3}? */
+            return 0;
+        }
+        return rx_fail(r, "a quantifier cannot follow another quantifier "
+                          "('%c')", q);
+    }
+    if (sh->last == 0) {
+        return rx_fail(r, "nothing to repeat before '%c'", q);
+    }
+    extra = times - 1 > RX_MAX_UNITS / sh->last ? (size_t)RX_MAX_UNITS + 1
+                                                : sh->last * (times - 1);
+    sh->last = 0;
+    sh->quantified = true;
+    sh->lazy = false;
+    return shape_grow(r, sh, extra);
+}
+
+/* A bound of {n,m}, saturated well above any count we accept. */
+static size_t read_count(const char **pp)
+{
+    const char *p = *pp;
+    size_t v = 0;
+
+    while (*p >= '0' && *p <= '9') {
+        v = v > 1000000 ? v : v * 10 + (size_t)(*p - '0');
+        p++;
+    }
+    *pp = p;
+    return v;
+}
+
 /* {n}, {n,}, {n,m}: copied as is; anything else is an error. */
-static int rx_interval(struct rx *r)
+static int rx_interval(struct rx *r, struct rx_shape *sh)
 {
     const char *p = r->p + 1;
     const char *start = r->p;
+    size_t n;
+    size_t times;
 
     if (*p < '0' || *p > '9') {
         goto bad;
     }
-    while (*p >= '0' && *p <= '9') {
-        p++;
-    }
+    n = read_count(&p);
+    times = n;
     if (*p == ',') {
         p++;
-        while (*p >= '0' && *p <= '9') {
-            p++;
-        }
+        /* {n,} expands to n copies and a star; {n,m} to m copies */
+        times = (*p >= '0' && *p <= '9') ? read_count(&p) : n + 1;
     }
     if (*p != '}') {
         goto bad;
+    }
+    if (shape_quant(r, sh, times > 0 ? times : 1, '{') < 0) {
+        return -1;
     }
     sb_putn(&r->out, start, (size_t)(p + 1 - start));
     r->p = p + 1;
@@ -815,7 +927,7 @@ bad:
 }
 
 /* (...: plain, (?:...) and (?<name>...) become ERE groups. */
-static int rx_group(struct rx *r, int *depth)
+static int rx_group(struct rx *r, struct rx_shape *sh)
 {
     const char *p = r->p + 1;
 
@@ -836,46 +948,87 @@ static int rx_group(struct rx *r, int *depth)
                            p[1] != '\0' ? p[1] : ' ');
         }
     }
+    if (shape_open(r, sh) < 0) {
+        return -1;
+    }
     sb_puts(&r->out, "(");
-    (*depth)++;
     r->p = p;
+    return 0;
+}
+
+#define RX_OPERATORS "(){*+?^$|"
+
+/* One token that is not an atom: group, quantifier, anchor, '|'. */
+static int rx_operator(struct rx *r, struct rx_shape *sh, char c)
+{
+    switch (c) {
+    case '(':
+        return rx_group(r, sh);
+    case ')':
+        if (sh->depth == 0) {
+            return rx_fail(r, "unmatched ')'");
+        }
+        sb_puts(&r->out, ")");
+        r->p++;
+        return shape_close(r, sh);
+    case '{':
+        return rx_interval(r, sh);
+    case '*':
+    case '+':
+    case '?':
+        sb_putn(&r->out, &c, 1);
+        r->p++;
+        return shape_quant(r, sh, c == '+' ? 2 : 1, c);
+    default: /* '^', '$', '|' */
+        sb_putn(&r->out, &c, 1);
+        r->p++;
+        shape_break(sh);
+        return 0;
+    }
+}
+
+/* One atom: an escape, a class, '.', or a literal character. */
+static int rx_atom(struct rx *r, char c)
+{
+    if (c == '\\') {
+        return rx_escape(r);
+    }
+    if (c == '[') {
+        r->p++;
+        return rx_class(r);
+    }
+    if (c == '.') {
+        /* ECMA '.' stops at line terminators, ERE '.' does not. */
+        sb_puts(&r->out, r->ascii ? "[^\n\r]"
+                                  : "[^\n\r\xE2\x80\xA8\xE2\x80\xA9]");
+        r->p++;
+        return 0;
+    }
+    sb_putcp(&r->out, rx_take_utf8(r));
     return 0;
 }
 
 static int rx_translate(struct rx *r)
 {
-    int depth = 0;
+    struct rx_shape sh;
+    int rc;
 
+    memset(&sh, 0, sizeof(sh));
     while (*r->p != '\0') {
-        int rc = 0;
-        switch (*r->p) {
-        case '\\': rc = rx_escape(r); break;
-        case '[': r->p++; rc = rx_class(r); break;
-        case '(': rc = rx_group(r, &depth); break;
-        case '{': rc = rx_interval(r); break;
-        case ')':
-            if (depth == 0) {
-                return rx_fail(r, "unmatched ')'");
+        char c = *r->p;
+        if (strchr(RX_OPERATORS, c) != NULL) {
+            rc = rx_operator(r, &sh, c);
+        } else {
+            rc = rx_atom(r, c);
+            if (rc == 0) {
+                rc = shape_atom(r, &sh, 1);
             }
-            depth--;
-            sb_puts(&r->out, ")");
-            r->p++;
-            break;
-        case '.':
-            /* ECMA '.' stops at line terminators, ERE '.' does not. */
-            sb_puts(&r->out, r->ascii ? "[^\n\r]"
-                                      : "[^\n\r\xE2\x80\xA8\xE2\x80\xA9]");
-            r->p++;
-            break;
-        default:
-            sb_putcp(&r->out, rx_take_utf8(r));
-            break;
         }
         if (rc < 0) {
             return -1;
         }
     }
-    if (depth != 0) {
+    if (sh.depth != 0) {
         return rx_fail(r, "unclosed '('");
     }
     return 0;

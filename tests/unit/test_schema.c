@@ -301,6 +301,9 @@ static void test_pattern(void **state)
     ok("{\"pattern\":\"^(cat|dog)s?$\"}", "\"dogs\"");
     bad_has("{\"pattern\":\"^a{2}$\"}", "\"aaa\"", "does not match");
     ok("{\"pattern\":\"^[A-Za-z0-9_.-]{1,128}$\"}", "\"run_code.v2\"");
+    ok("{\"pattern\":\"^(?:[a-z]{1,10}\\\\.){0,50}$\"}", "\"ab.cd.\"");
+    ok("{\"pattern\":\"^.{0,10000}$\"}", "\"long enough\"");
+    ok("{\"pattern\":\"^(a|b)*?c+?$\"}", "\"abcc\"");
 }
 
 static void test_pattern_rejected(void **state)
@@ -326,6 +329,22 @@ static void test_pattern_rejected(void **state)
     check_fails("{\"pattern\":\"a\\\\\"}", "lone backslash");
     check_fails("{\"pattern\":\"(?i)a\"}", "group syntax (?i");
     check_fails("{\"pattern\":\"a{3,2}\"}", "pattern 'a{3,2}' is not supported");
+    /* stacked quantifiers (ECMA-262 rejects them; glibc would blow up) */
+    check_fails("{\"pattern\":\"a++\"}", "a quantifier cannot follow another "
+                                       "quantifier ('+')");
+    check_fails("{\"pattern\":\"a{2}{3}\"}", "cannot follow another quantifier");
+    check_fails("{\"pattern\":\"a*??\"}", "cannot follow another quantifier");
+    check_fails("{\"pattern\":\"^\\\\d{3}+++++++++++++++\"}",
+                "cannot follow another quantifier");
+    check_fails("{\"pattern\":\"*a\"}", "nothing to repeat before '*'");
+    check_fails("{\"pattern\":\"^?\"}", "nothing to repeat before '?'");
+    check_fails("{\"pattern\":\"a|{2}\"}", "nothing to repeat before '{'");
+    /* repetition counts that would expand to a huge automaton */
+    check_fails("{\"pattern\":\"(a{1000}){1000}\"}", "too large once its "
+                                                      "repetitions are expanded");
+    check_fails("{\"pattern\":\"a{20001}\"}", "too large");
+    check_fails("{\"pattern\":\"((((((((((((((((((((((((((((((((("
+                "a)))))))))))))))))))))))))))))))))\"}", "groups nested more");
     check_fails("{\"patternProperties\":{\"(?=x)\":{}}}",
                 "patternProperties key '(?=x)' is not supported");
     /* the location is named */
@@ -911,6 +930,20 @@ static void test_utf8_messages(void **state)
         }
     }
     assert_int_equal(schema_validate(s, v, "arguments", err, sizeof(err)), -1);
+    /* the same for a quoted value, at every buffer size */
+    {
+        cJSON *ps = parse("{\"pattern\":\"^x\"}");
+        cJSON *pv = parse("\"\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80\xC3\xA9"
+                          "\xE6\x97\xA5\xF0\x9F\x98\x80\"");
+        for (len = 1; len < 80; len++) {
+            assert_int_equal(schema_validate(ps, pv, "arguments", err, len), -1);
+            if (!valid_utf8(err)) {
+                fail_msg("errlen %zu: cut inside a character: %s", len, err);
+            }
+        }
+        cJSON_Delete(ps);
+        cJSON_Delete(pv);
+    }
     /* the name is shown up to 40 characters, also in a path */
     assert_int_equal(run("{\"additionalProperties\":{\"type\":\"string\"}}",
                          "{\"0123456789012345678901234567890123456789xyz\":1}",
