@@ -1,0 +1,433 @@
+/*
+ * test_pty.c - the pty plugin against the fake host table, and the
+ * terminal-output cleanup on its own.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../screen.h"
+#include "fake_host.h"
+#include "rlmcp/plugin.h"
+#include "rlmcp_helpers.h"
+
+const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
+
+static int setup(void **state)
+{
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fh_unload();
+    return 0;
+}
+
+static const char *rstr(const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(fh_result(), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Call and expect invalid_argument mentioning `needle`, with no request. */
+static void expect_bad(const char *tool, const char *args,
+                       const char *needle)
+{
+    fh_reset();
+    assert_int_equal(fh_call(tool, args), RLMCP_OK);
+    if (fh_error_code() == NULL ||
+        strcmp(fh_error_code(), "invalid_argument") != 0)
+        print_message("%s %s -> %s\n", tool, args,
+                      fh_error_code() ? fh_error_code() : "(ok)");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    if (needle != NULL && strstr(fh_error_message(), needle) == NULL)
+        print_message("message: %s\n", fh_error_message());
+    if (needle != NULL)
+        assert_non_null(strstr(fh_error_message(), needle));
+    assert_int_equal(fh_request_count(), 0);
+}
+
+static void registers(void **state)
+{
+    static const char *const names[] = {
+        "pty_connect", "pty_send_command", "pty_control", "create_pty_tunnel",
+        "enable_tunnel", "get_tunnel_url", "remove_tunnel"};
+    size_t i;
+
+    assert_int_equal(fh_tool_count(), 7);
+    for (i = 0; i < 7; i++)
+        assert_non_null(fh_tool(names[i]));
+    assert_non_null(strstr(fh_tool("get_tunnel_url")->annotations_json,
+                           "\"readOnlyHint\":true"));
+    assert_non_null(strstr(fh_tool("remove_tunnel")->annotations_json,
+                           "\"destructiveHint\":true"));
+    assert_non_null(strstr(fh_tool("pty_control")->annotations_json,
+                           "\"destructiveHint\":true"));
+}
+
+static void session_name_rules(void **state)
+{
+    char name[300];
+    char args[400];
+
+    expect_bad("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"\"}",
+               "session_name");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}",
+               "1-256");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a/b\"}", "1-256");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"caf\\u00e9\"}",
+               "1-256");
+    memset(name, 'a', 257);
+    name[257] = '\0';
+    snprintf(args, sizeof(args),
+             "{\"devbox_id\":\"dbx_1\",\"session_name\":\"%s\"}", name);
+    expect_bad("pty_connect", args, "1-256");
+    expect_bad("pty_connect", "{\"session_name\":\"a\"}", "devbox_id");
+    expect_bad("pty_connect", "{\"devbox_id\":\"dbx_1\"}", "session_name");
+
+    /* 256 characters of the whole alphabet pass the checks */
+    memset(name, 'Z', 256);
+    memcpy(name, "az_AZ-09", 8);
+    name[256] = '\0';
+    snprintf(args, sizeof(args),
+             "{\"devbox_id\":\"dbx_1\",\"session_name\":\"%s\"}", name);
+    fh_reset();
+    fh_call("pty_connect", args);
+    assert_string_equal(fh_error_code(), "unavailable");
+}
+
+static void cols_rows_rules(void **state)
+{
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"cols\":0,"
+               "\"rows\":24}",
+               "cols");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"cols\":80,"
+               "\"rows\":1001}",
+               "rows");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"cols\":80}",
+               "both cols and rows");
+    expect_bad("pty_connect",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"cols\":"
+               "80.5,\"rows\":24}",
+               "cols");
+    fh_reset();
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"cols\":1000,\"rows\":1}");
+    assert_string_equal(fh_error_code(), "unavailable");
+}
+
+static void control_rules(void **state)
+{
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\"}", "action");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"explode\"}",
+               "resize, signal or close");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"resize\",\"cols\":100}",
+               "both cols and rows");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"resize\",\"cols\":100,\"rows\":0}",
+               "rows");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"signal\"}",
+               "signal");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"signal\",\"signal\":\"SIGFOO\"}",
+               "SIGHUP, SIGINT");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"signal\",\"signal\":\"SIGINT\",\"cols\":3,\"rows\":3}",
+               "resize only");
+    expect_bad("pty_control",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
+               "\"close\",\"signal\":\"SIGINT\"}",
+               "signal only");
+    fh_reset();
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"signal\",\"signal\":\"INT\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+    fh_reset();
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"resize\",\"cols\":120,\"rows\":40}");
+    assert_string_equal(fh_error_code(), "unavailable");
+}
+
+static void send_command_unavailable(void **state)
+{
+    expect_bad("pty_send_command",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\"}", "command");
+    expect_bad("pty_send_command",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"command\":"
+               "\"x\",\"max_wait\":0}",
+               "max_wait");
+    expect_bad("pty_send_command",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"command\":"
+               "\"x\",\"max_wait\":601}",
+               "max_wait");
+    expect_bad("pty_send_command",
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"command\":"
+               "\"x\",\"quiet_ms\":5}",
+               "quiet_ms");
+    fh_reset();
+    assert_int_equal(fh_call("pty_send_command",
+                             "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                             "\"repl\",\"command\":\"python3 -i\","
+                             "\"max_wait\":30.0}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "unavailable");
+    assert_non_null(strstr(fh_error_message(), "WebSocket"));
+    assert_non_null(strstr(fh_error_remedy(), "execute_command"));
+    assert_int_equal(fh_request_count(), 0);
+}
+
+static void pty_tunnel(void **state)
+{
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/create_pty_tunnel", 200,
+             "{\"tunnel_key\":\"k3y\",\"auth_token\":\"tok\"}");
+    assert_int_equal(fh_call("create_pty_tunnel", "{\"devbox_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("pty_url"), "https://13-k3y.tunnel.runloop.ai");
+    assert_string_equal(rstr("auth_token"), "tok");
+    assert_null(fh_request_at(0)->body);
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/create_pty_tunnel", 200,
+             "{\"tunnel_key\":\"bad.key/x\",\"auth_token\":\"tok\"}");
+    fh_call("create_pty_tunnel", "{\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/create_pty_tunnel", 400,
+             "{\"message\":\"devbox is suspended\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"suspended\"}");
+    fh_call("create_pty_tunnel", "{\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "devbox_not_running");
+}
+
+static void enable_get_remove(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 200,
+             "{\"tunnel_key\":\"abc\",\"auth_mode\":\"authenticated\","
+             "\"auth_token\":\"t0k\",\"http_keep_alive\":true}");
+    assert_int_equal(fh_call("enable_tunnel", "{\"devbox_id\":\"dbx_1\","
+                                              "\"port\":8000,"
+                                              "\"wake_on_http\":true}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    body = fh_request_json(fh_request_at(0));
+    /* authenticated unless asked otherwise */
+    assert_string_equal(cJSON_GetObjectItem(body, "auth_mode")->valuestring,
+                        "authenticated");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(body, "wake_on_http")));
+    assert_null(cJSON_GetObjectItem(body, "http_keep_alive"));
+    assert_string_equal(rstr("url"), "https://8000-abc.tunnel.runloop.ai");
+    assert_string_equal(rstr("url_template"),
+                        "https://{port}-abc.tunnel.runloop.ai");
+    assert_string_equal(rstr("auth_token"), "t0k");
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 200,
+             "{\"tunnel_key\":\"abc\",\"auth_mode\":\"open\"}");
+    fh_call("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
+                             "\"open\"}");
+    body = fh_request_json(fh_request_at(0));
+    assert_string_equal(cJSON_GetObjectItem(body, "auth_mode")->valuestring,
+                        "open");
+    assert_null(rstr("url"));
+    assert_null(rstr("auth_token"));
+    expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
+                                "\"public\"}",
+               "auth_mode");
+    expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"port\":70000}",
+               "port");
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":{"
+             "\"tunnel_key\":\"abc\",\"auth_mode\":\"open\"}}");
+    assert_int_equal(fh_call("get_tunnel_url", "{\"devbox_id\":\"dbx_1\","
+                                               "\"port\":3000}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("url"), "https://3000-abc.tunnel.runloop.ai");
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint,
+                     3000);
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":null}");
+    fh_call("get_tunnel_url", "{\"devbox_id\":\"dbx_1\",\"port\":3000}");
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_remedy(), "enable_tunnel"));
+    expect_bad("get_tunnel_url", "{\"devbox_id\":\"dbx_1\"}", "port");
+    expect_bad("get_tunnel_url", "{\"devbox_id\":\"dbx_1\",\"port\":0}",
+               "port");
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/remove_tunnel", 200, "{}");
+    assert_int_equal(fh_call("remove_tunnel", "{\"devbox_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "removed")));
+    assert_null(fh_request_at(0)->body);
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/remove_tunnel", 404,
+             "{\"message\":\"no tunnel\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_call("remove_tunnel", "{\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+}
+
+static void config_template(void **state)
+{
+    static const char *const bad[] = {
+        "{\"tunnel_url_template\":\"https://x.localhost\"}",
+        "{\"tunnel_url_template\":\"ftp://{port}-{tunnel_key}.x\"}",
+        "{\"tunnel_url_template\":5}",
+        "{\"default_auth_mode\":\"public\"}", "[]"};
+    size_t i;
+
+    fh_unload();
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+                             RLMCP_OK);
+        assert_non_null(fh_init_error());
+        fh_unload();
+    }
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(),
+                             "{\"tunnel_url_template\":\"http://"
+                             "{port}-{tunnel_key}.localhost:8080/"
+                             "{tunnel_key}\",\"default_auth_mode\":"
+                             "\"open\"}"),
+                     RLMCP_OK);
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 200,
+             "{\"tunnel_key\":\"kk\",\"auth_mode\":\"open\"}");
+    fh_call("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"port\":65535}");
+    assert_string_equal(rstr("url"), "http://65535-kk.localhost:8080/kk");
+    assert_string_equal(
+        cJSON_GetObjectItem(fh_request_json(fh_request_at(0)), "auth_mode")
+            ->valuestring,
+        "open");
+    fh_unload();
+    setup(state);
+}
+
+/* ---- screen.c ------------------------------------------------------------------- */
+
+static void screen_is(const char *in, size_t len, const char *want)
+{
+    char *got = pty_screen_text(in, len);
+
+    assert_non_null(got);
+    if (strcmp(got, want) != 0)
+        print_message("got [%s] want [%s]\n", got, want);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+#define SCREEN(in, want) screen_is(in, sizeof(in) - 1, want)
+
+static void screen_cleanup(void **state)
+{
+    SCREEN("", "");
+    SCREEN("plain\r\ntext\n", "plain\ntext\n");
+    /* colours and cursor keys */
+    SCREEN("\x1b[1;32mok\x1b[0m done", "ok done");
+    SCREEN("\x1b[?2004h$ ls\r\n\x1b[?2004l", "$ ls\n");
+    /* OSC title, ended by BEL or ST */
+    SCREEN("\x1b]0;user@box: ~\x07$ ", "$ ");
+    SCREEN("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link");
+    /* DCS string and two-byte escapes */
+    SCREEN("a\x1bPq#0;2;0;0;0\x1b\\b\x1b(Bc\x1b=d", "abcd");
+    /* \r overwrites: a progress bar keeps its last state */
+    SCREEN(" 10%\r 50%\r100%\n", "100%\n");
+    SCREEN("abc\rX", "Xbc");
+    /* backspace moves left without erasing; erase echo blanks */
+    SCREEN("ab\b\bX", "Xb");
+    SCREEN("ab\b \b", "a ");
+    SCREEN("\b\bx", "x");
+    /* erase in line */
+    SCREEN("abcdef\r\x1b[Kxy", "xy");
+    SCREEN("abcdef\x1b[3D\x1b[0Kz", "abcz");
+    SCREEN("abcdef\x1b[2K", "");
+    SCREEN("abcdef\x1b[3D\x1b[1K", "   def");
+    /* cursor forward pads, column absolute */
+    SCREEN("a\x1b[3Cb", "a   b");
+    SCREEN("abcdef\x1b[2Gx", "axcdef");
+    /* other controls dropped, tab kept */
+    SCREEN("a\x07\x00" "b\tc\x7f", "ab\tc");
+    /* UTF-8 moves by characters; invalid bytes become U+FFFD */
+    SCREEN("h\xc3\xa9llo\b\b\b\bE", "hEllo");
+    SCREEN("a\x9b" "b", "a\xef\xbf\xbd" "b");
+    SCREEN("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    /* sequences cut off at the end are dropped */
+    SCREEN("ok\x1b[1;3", "ok");
+    SCREEN("ok\x1b]0;tit", "ok");
+    SCREEN("ok\x1b", "ok");
+    /* a python prompt after bracketed paste */
+    SCREEN(">>> 1+1\r\n2\r\n>>> ", ">>> 1+1\n2\n>>> ");
+}
+
+static void screen_big_input(void **state)
+{
+    size_t n = 1 << 20, i;
+    char *in = malloc(n);
+    char *got = NULL;
+
+    assert_non_null(in);
+    for (i = 0; i < n; i++)
+        in[i] = (char)(i % 7 == 6 ? '\n' : (i % 13 == 0 ? '\x1b' : 'x'));
+    got = pty_screen_text(in, n);
+    assert_non_null(got);
+    assert_true(strlen(got) < n);
+    free(got);
+    /* a huge cursor move is bounded */
+    got = pty_screen_text("\x1b[99999999Cx", 12);
+    assert_non_null(got);
+    assert_int_equal(strlen(got), 4097);
+    free(got);
+    free(in);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registers),
+        cmocka_unit_test(session_name_rules),
+        cmocka_unit_test(cols_rows_rules),
+        cmocka_unit_test(control_rules),
+        cmocka_unit_test(send_command_unavailable),
+        cmocka_unit_test(pty_tunnel),
+        cmocka_unit_test(enable_get_remove),
+        cmocka_unit_test(config_template),
+        cmocka_unit_test(screen_cleanup),
+        cmocka_unit_test(screen_big_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
