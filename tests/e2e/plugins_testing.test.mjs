@@ -62,9 +62,10 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
   it('exposes the seed tool names with sandbox_id', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['create_sandbox', 'create_snapshot', 'download_artifact', 'execute_in_sandbox',
-      'get_sandbox', 'get_sandbox_usage', 'list_sandbox', 'list_snapshot', 'resume_sandbox', 'run_code',
-      'shutdown_sandbox', 'suspend_sandbox', 'upload_test_file']);
+    assert.deepEqual(names, ['build_blueprint', 'create_sandbox', 'create_snapshot', 'download_artifact',
+      'execute_in_sandbox', 'get_sandbox', 'get_sandbox_usage', 'list_blueprint', 'list_sandbox', 'list_snapshot',
+      'resume_sandbox', 'run_code', 'shutdown_sandbox', 'suspend_sandbox', 'upload_test_file']);
+    assert.ok(!names.some((n) => n.startsWith('pty_') || n.includes('tunnel')), 'no PTY or tunnel tools');
     const snap = tools.find((t) => t.name === 'create_snapshot');
     assert.ok(snap.inputSchema.properties.sandbox_id);
     const exec = tools.find((t) => t.name === 'execute_in_sandbox');
