@@ -534,9 +534,10 @@ static void conn_loop(struct h2_conn *c)
 
         if (conn_fill_out(c) != 0 || conn_write(c) != 0)
             break;
-        pending = c->out_len > c->out_off;
-        if (!pending && !nghttp2_session_want_read(c->session) &&
-            !nghttp2_session_want_write(c->session))
+        /* The out buffer is capped: nghttp2 may have more to send right
+         * away, so wait for writability rather than only for input. */
+        pending = c->out_len > c->out_off || nghttp2_session_want_write(c->session);
+        if (!pending && !nghttp2_session_want_read(c->session))
             break;
         pfd[0].fd = c->fd;
         pfd[0].events = (short)(POLLIN | (pending ? POLLOUT : 0));

@@ -72,6 +72,17 @@ for (const mode of [{ name: 'h2c (SDK default)', opts: {} }, { name: 'HTTP/1.1',
       assert.equal(all.stdout.split('\n').length - 1, 300);
     });
 
+    test('large views arrive whole; a view carries at most the last 1 MiB', async () => {
+      const r = await client.devboxes.execute(boxId, { command: "head -c 600000 /dev/zero | tr '\\0' a",
+        command_id: `big-${mode.name}` });
+      assert.equal(r.stdout.length, 600000);
+      assert.equal(r.stdout_truncated, false);
+      const r2 = await client.devboxes.execute(boxId, { command: "head -c 3000000 /dev/zero | tr '\\0' b",
+        command_id: `bigger-${mode.name}` });
+      assert.equal(r2.stdout.length, 1 << 20);
+      assert.equal(r2.stdout_truncated, true);
+    });
+
     test('execute_async, wait_for_status with 408 on timeout, kill', async () => {
       const a = await client.devboxes.executions.executeAsync(boxId, { command: 'sleep 60' });
       assert.ok(["queued", "running"].includes(a.status), JSON.stringify(a));

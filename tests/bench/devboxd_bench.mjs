@@ -1,0 +1,94 @@
+// devboxd benchmark: prints our figures beside the peer figure where one
+// exists (Runloop's cloud documents "a few seconds" from start to first
+// command). No assertions: figures only.
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_bench.mjs [--quick]
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { Devboxd } from '../../devboxd/tests/api/devboxd.mjs';
+
+const quick = process.argv.includes('--quick');
+const N_CREATE = quick ? 10 : 30;
+const N_EXEC = quick ? 100 : 400;
+const N_BOXES = quick ? 20 : 100;
+const OUT_BYTES = quick ? 128 * 1024 * 1024 : 1024 * 1024 * 1024;
+
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
+const ms = (x) => `${x.toFixed(1)} ms`;
+function procMem(pid) {
+  const st = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const get = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(st)?.[1] ?? NaN) / 1024;
+  return { rss: get('VmRSS'), hwm: get('VmHWM') };
+}
+const row = (what, ours, peer, target) =>
+  console.log(`${what.padEnd(44)} ${String(ours).padEnd(22)} ${String(peer).padEnd(34)} ${target}`);
+
+const engine = new Devboxd();
+await engine.start();
+const pid = engine.proc.pid;
+try {
+  console.log(`devboxd benchmark (${quick ? 'quick' : 'full'}), ${engine.baseURL}, official Runloop SDK`);
+  row('figure', 'devboxd (this run)', 'peer (Runloop cloud, documented)', 'target');
+  const client = engine.client();
+  const h1 = engine.client({ http2: false });
+
+  // 1. create -> running, one at a time.
+  const create = [];
+  for (let i = 0; i < N_CREATE; i++) {
+    const t0 = performance.now();
+    const b = await client.devboxes.createAndAwaitRunning({});
+    create.push(performance.now() - t0);
+    if (b.status !== 'running') throw new Error(`devbox ${b.id} is ${b.status}`);
+    await client.devboxes.shutdown(b.id);
+  }
+  row(`create -> running p50 (n=${N_CREATE})`, ms(pct(create, 0.5)), '"a few seconds" to first command', '<= 100 ms');
+  row('create -> running p90', ms(pct(create, 0.9)), '', '');
+
+  // 2. execute "true" round trip on a running devbox.
+  const box = await client.devboxes.createAndAwaitRunning({});
+  for (const [label, c] of [['h2c', client], ['HTTP/1.1', h1]]) {
+    const lat = [];
+    for (let i = 0; i < N_EXEC; i++) {
+      const t0 = performance.now();
+      const r = await c.devboxes.execute(box.id, { command: 'true', command_id: `b-${label}-${i}` });
+      lat.push(performance.now() - t0);
+      if (r.status !== 'completed' || r.exit_status !== 0) throw new Error('execute failed');
+    }
+    row(`execute "true" p50, ${label} (n=${N_EXEC})`, ms(pct(lat, 0.5)), '', '<= 15 ms');
+    row(`execute "true" p90, ${label}`, ms(pct(lat, 0.9)), '', '');
+  }
+
+  // 3. N concurrent devboxes: create all, run a command in each.
+  let t0 = performance.now();
+  const boxes = await Promise.all(Array.from({ length: N_BOXES }, () =>
+    client.devboxes.createAndAwaitRunning({ launch_parameters: { resource_size_request: 'X_SMALL' } })));
+  const tUp = performance.now() - t0;
+  const notUp = boxes.filter((b) => b.status !== 'running').length;
+  t0 = performance.now();
+  const outs = await Promise.all(boxes.map((b) => client.devboxes.executeAndAwaitCompletion(b.id,
+    { command: 'echo $(hostname)' })));
+  const tExec = performance.now() - t0;
+  const okExec = outs.filter((o) => o.exit_status === 0).length;
+  const memN = procMem(pid);
+  row(`${N_BOXES} concurrent devboxes: all running`, `${(tUp / 1000).toFixed(2)} s`, '', `${N_BOXES} on this machine`);
+  row(`  not running`, `${notUp}`, '', '0');
+  row(`  one command in each (ok ${okExec}/${N_BOXES})`, `${(tExec / 1000).toFixed(2)} s`, '', '');
+  row(`  devboxd RSS / peak`, `${memN.rss.toFixed(1)} / ${memN.hwm.toFixed(1)} MiB`, '', '');
+  await Promise.all(boxes.map((b) => client.devboxes.shutdown(b.id)));
+
+  // 4. Large stdout from one command, stored to disk, not memory.
+  const before = procMem(pid);
+  t0 = performance.now();
+  const big = await client.devboxes.executions.executeAsync(box.id,
+    { command: `head -c ${OUT_BYTES} /dev/zero | tr '\\0' 'x'; echo` });
+  const done = await client.devboxes.executions.awaitCompleted(box.id, big.execution_id);
+  const tBig = performance.now() - t0;
+  const file = path.join(engine.stateDir, 'devboxes', box.id, 'executions', `${big.execution_id}.stdout`);
+  const size = statSync(file).size;
+  const after = procMem(pid);
+  row(`${(OUT_BYTES / 2 ** 20).toFixed(0)} MiB stdout stored (${size} bytes)`, `${(tBig / 1000).toFixed(2)} s`, '', '');
+  row('  devboxd RSS before / after / peak', `${before.rss.toFixed(1)} / ${after.rss.toFixed(1)} / ${after.hwm.toFixed(1)} MiB`, '', 'peak <= 64 MiB');
+  row('  view carries a bounded tail', `${done.stdout.length} chars, truncated=${done.stdout_truncated}`, '', '');
+  await client.devboxes.shutdown(box.id);
+} finally {
+  await engine.cleanup();
+}
