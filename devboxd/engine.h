@@ -67,6 +67,7 @@ struct devbox {
     int idle_suspend;          /* on_idle: 1 suspend, 0 shutdown */
     int busy;                  /* a lifecycle worker owns the sandbox */
     int io_refs;               /* file API calls using sb; stops wait for 0 */
+    uint64_t oom_kills;        /* OOM kills already reported in the logs */
     int refs;
     struct sandbox *sb;
     struct execution *execs;

@@ -107,6 +107,23 @@ static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
     pthread_mutex_lock(&eng->lock);
 }
 
+/* A command killed by the devbox's memory limit is reported in its logs
+ * (the devbox keeps running unless the sandbox itself died). */
+static void report_oom_locked(struct engine *eng, struct devbox *box)
+{
+    struct sb_usage u;
+    char msg[200];
+
+    if (box->sb == NULL || box->busy || sandbox_usage(box->sb, &u) != 0 ||
+        u.oom_kills <= box->oom_kills)
+        return;
+    snprintf(msg, sizeof(msg), "out of memory: the devbox's memory limit killed a process "
+             "(%llu OOM kills so far); use a larger resource_size_request",
+             (unsigned long long)u.oom_kills);
+    box->oom_kills = u.oom_kills;
+    engine_log_locked(eng, box, "kmsg", "error", msg, NULL, 0);
+}
+
 static void *exec_thread(void *arg)
 {
     struct exec_job *job = arg;
@@ -138,6 +155,7 @@ static void *exec_thread(void *arg)
     engine_log_locked(eng, ex->box, strcmp(ex->kind, "launch") == 0 ? "setup_commands"
                                                                    : "exec",
                       "info", "command completed", ex, ex->exit_status);
+    report_oom_locked(eng, ex->box);
     pthread_cond_broadcast(&eng->changed);
     if (strcmp(ex->kind, "entrypoint") == 0)
         on_entrypoint_exit_locked(eng, ex);

@@ -232,3 +232,49 @@ describe('bad input', () => {
     assert.ok(!r.text.includes(engine.key));
   });
 });
+
+describe('policies and limits', () => {
+  let client;
+  before(() => { client = engine.client(); });
+
+  test('keep_alive_time_seconds expiry shuts the devbox down', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ launch_parameters: { keep_alive_time_seconds: 2 } });
+    const done = await waitBox(client, b.id, { statuses: ['shutdown'], timeout_seconds: 20 });
+    assert.equal(done.status, 'shutdown');
+    assert.equal(done.shutdown_reason, 'keep_alive_timeout');
+  });
+
+  test('after_idle suspends an idle devbox; keep_alive and commands count as activity', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({
+      launch_parameters: { lifecycle: { after_idle: { idle_time_seconds: 2, on_idle: 'suspend' } } } });
+    const t0 = Date.now();
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 700));
+      await client.devboxes.keepAlive(b.id);
+    }
+    assert.equal((await client.devboxes.retrieve(b.id)).status, 'running',
+      `suspended despite keep_alive after ${Date.now() - t0} ms`);
+    const done = await waitBox(client, b.id, { statuses: ['suspended'], timeout_seconds: 20 });
+    assert.equal(done.status, 'suspended');
+    await client.devboxes.shutdown(b.id);
+  });
+
+  test('a memory bomb is killed by the size limit and reported; the engine keeps serving', async () => {
+    const small = await client.devboxes.createAndAwaitRunning({
+      launch_parameters: { resource_size_request: 'X_SMALL' } });
+    const other = await client.devboxes.createAndAwaitRunning({});
+    // bash keeps the whole substitution in memory: it grows past the 1 GiB limit.
+    const bomb = await client.devboxes.executeAndAwaitCompletion(small.id,
+      { command: "x=$(head -c 3000000000 /dev/zero | tr '\\0' a); echo survived ${#x}" });
+    assert.notEqual(bomb.exit_status, 0);
+    const logs = await client.devboxes.logs.list(small.id);
+    const view = await client.devboxes.retrieve(small.id);
+    const reported = logs.logs.some((l) => /out of memory/.test(l.message ?? '')) ||
+      view.failure_reason === 'out_of_memory';
+    assert.ok(reported, `not reported: ${JSON.stringify(view)} ${JSON.stringify(logs.logs.slice(-3))}`);
+    const ok = await client.devboxes.executeAndAwaitCompletion(other.id, { command: 'echo fine' });
+    assert.equal(ok.stdout, 'fine\n');
+    await client.devboxes.shutdown(small.id);
+    await client.devboxes.shutdown(other.id);
+  });
+});
