@@ -770,6 +770,21 @@ static bool probe_cancelled(void *ctx)
     return atomic_load(&((struct rlmcp_call *)ctx)->cancelled);
 }
 
+/*
+ * A clean-up request (RLMCP_HTTP_IGNORE_CANCEL) must still go out after the
+ * call was cancelled, e.g. to kill the remote execution; it is bounded by
+ * its own timeout instead. Plugins built before the flags field existed
+ * never set it.
+ */
+static rlclient_cancel_fn call_probe(const struct rlmcp_http_req *req)
+{
+    size_t end = offsetof(struct rlmcp_http_req, flags) + sizeof(req->flags);
+
+    if (req->struct_size >= end && (req->flags & RLMCP_HTTP_IGNORE_CANCEL))
+        return NULL;
+    return probe_cancelled;
+}
+
 static const char *call_key(struct rlmcp_call *c)
 {
     return c->api_key != NULL ? c->api_key : c->d->default_key;
@@ -788,7 +803,7 @@ int call_runloop_request(rlmcp_call *call, const struct rlmcp_http_req *req,
         return RLMCP_EHTTP;
     }
     return rlclient_request(call->d->rl, call_key(call), req, resp_out,
-                            probe_cancelled, call);
+                            call_probe(req), call);
 }
 
 void call_http_resp_free(struct rlmcp_http_resp *resp)
@@ -809,7 +824,7 @@ int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
         return RLMCP_EHTTP;
     }
     return rlclient_sse(call->d->rl, call_key(call), req, on_event, user,
-                        status_out, probe_cancelled, call);
+                        status_out, call_probe(req), call);
 }
 
 /* The client capability a server-to-client method needs, or NULL. */
