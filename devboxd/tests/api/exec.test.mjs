@@ -166,13 +166,26 @@ for (const mode of [{ name: 'h2c (SDK default)', opts: {} }, { name: 'HTTP/1.1',
     });
 
     test('a long-poll does not block other requests on the same connection', async () => {
-      const a = await client.devboxes.executions.executeAsync(boxId, { command: 'sleep 3' });
-      const t0 = Date.now();
-      const waiting = client.devboxes.waitForCommand(boxId, a.execution_id, { statuses: ['completed'] });
+      const gate = `/tmp/gate-${mode.opts.http2 === false ? 'h1' : 'h2'}`;
+      const a = await client.devboxes.executions.executeAsync(boxId,
+        { command: `while [ ! -e ${gate} ]; do sleep 0.05; done` });
+      let resolved = false;
+      const waiting = client.devboxes.waitForCommand(boxId, a.execution_id, { statuses: ['completed'] })
+        .then((v) => { resolved = true; return v; });
+      // These are served while the long-poll above is held open.
       for (let i = 0; i < 5; i++) await client.devboxes.retrieve(boxId);
-      assert.ok(Date.now() - t0 < 2500, 'retrieve calls were held behind the long-poll');
+      const dep = await client.devboxes.executeAndAwaitCompletion(boxId, { command: `touch ${gate}` });
+      assert.equal(dep.exit_status, 0);
+      assert.equal(resolved, false, 'the long-poll returned before its command could finish');
       const done = await waiting;
       assert.equal(done.status, 'completed');
+      assert.equal(done.exit_status, 0);
+    });
+
+    test('execute_sync (deprecated) still answers', async () => {
+      const r = await client.devboxes.executeSync(boxId, { command: 'echo sync' });
+      assert.equal(r.exit_status, 0);
+      assert.equal(r.stdout, 'sync\n');
     });
   });
 }

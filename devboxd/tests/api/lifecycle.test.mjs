@@ -246,10 +246,10 @@ describe('policies and limits', () => {
 
   test('after_idle suspends an idle devbox; keep_alive and commands count as activity', async () => {
     const b = await client.devboxes.createAndAwaitRunning({
-      launch_parameters: { lifecycle: { after_idle: { idle_time_seconds: 2, on_idle: 'suspend' } } } });
+      launch_parameters: { lifecycle: { after_idle: { idle_time_seconds: 3, on_idle: 'suspend' } } } });
     const t0 = Date.now();
-    for (let i = 0; i < 4; i++) {
-      await new Promise((r) => setTimeout(r, 700));
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 500));
       await client.devboxes.keepAlive(b.id);
     }
     assert.equal((await client.devboxes.retrieve(b.id)).status, 'running',
