@@ -207,7 +207,17 @@ struct mhd_req {
 
 struct mhd_stream {
     struct http_response resp;
+    int fd; /* the client socket, to notice a client that went away */
 };
+
+static int client_gone(int fd)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+
+    if (fd < 0)
+        return 0;
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 static ssize_t mhd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -216,9 +226,13 @@ static ssize_t mhd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
     (void)pos;
     /* Thread-per-connection: blocking here only holds this connection. */
-    do {
+    for (;;) {
         n = st->resp.stream(st->resp.stream_ctx, buf, max);
-    } while (n == HTTP_STREAM_AGAIN);
+        if (n != HTTP_STREAM_AGAIN)
+            break;
+        if (client_gone(st->fd))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (n < 0)
@@ -304,6 +318,7 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
 {
     struct MHD_Response *mr = NULL;
     struct mhd_stream *st = NULL;
+    const union MHD_ConnectionInfo *ci = NULL;
     enum MHD_Result ret;
     size_t i;
 
@@ -313,6 +328,8 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
             return MHD_NO;
         st->resp = *resp;
         memset(resp, 0, sizeof(*resp));
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        st->fd = ci != NULL ? ci->connect_fd : -1;
         mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
                                                mhd_stream_read, st,
                                                mhd_stream_free);
