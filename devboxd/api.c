@@ -148,6 +148,52 @@ static int check_custom_size(const cJSON *lp, const char *size, char *err, size_
     return 0;
 }
 
+static int check_lp_enums(const char *size, const char *arch, const char *tier,
+                          const char *np, char *err, size_t errlen)
+{
+    if (size != NULL && !in_list(size, size_names)) {
+        snprintf(err, errlen, "launch_parameters.resource_size_request \"%s\" is not valid; "
+                 "use one of X_SMALL, SMALL, MEDIUM, LARGE, X_LARGE, XX_LARGE, CUSTOM_SIZE "
+                 "(upper case)", size);
+        return -1;
+    }
+    if (arch != NULL && strcmp(arch, "x86_64") != 0) {
+        snprintf(err, errlen, "launch_parameters.architecture \"%s\" is not supported by "
+                 "the local engine; use \"x86_64\"", arch);
+        return -1;
+    }
+    if (tier != NULL && strcmp(tier, "standard") != 0 && strcmp(tier, "flex") != 0) {
+        snprintf(err, errlen, "launch_parameters.provisioning_tier must be \"standard\" or "
+                 "\"flex\"");
+        return -1;
+    }
+    if (np != NULL && strcmp(np, "npol_local_deny_all") != 0 &&
+        strcmp(np, "npol_local_allow_all") != 0) {
+        snprintf(err, errlen, "launch_parameters.network_policy_id \"%s\" is unknown; the "
+                 "local engine has the built-in policies npol_local_allow_all (default) and "
+                 "npol_local_deny_all", np);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
+{
+    static const char *const fields[] = {"after_idle", "resume_triggers", "lifecycle_hooks",
+                                         NULL};
+
+    if (life == NULL || cJSON_IsNull(life))
+        return 0;
+    if (!cJSON_IsObject(life)) {
+        snprintf(err, errlen, "launch_parameters.lifecycle must be an object");
+        return -1;
+    }
+    if (util_check_fields(life, "launch_parameters.lifecycle", fields, err, errlen) != 0)
+        return -1;
+    return check_after_idle(cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
+                            "launch_parameters.lifecycle.after_idle", err, errlen);
+}
+
 static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
 {
     const char *size = NULL;
@@ -174,31 +220,9 @@ static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
         util_opt_string_array(lp, "launch_commands", &cmds, err, errlen) != 0 ||
         util_opt_string_array(lp, "required_services", &it, err, errlen) != 0)
         return -1;
-    if (size != NULL && !in_list(size, size_names)) {
-        snprintf(err, errlen, "launch_parameters.resource_size_request \"%s\" is not valid; "
-                 "use one of X_SMALL, SMALL, MEDIUM, LARGE, X_LARGE, XX_LARGE, CUSTOM_SIZE "
-                 "(upper case)", size);
+    if (check_lp_enums(size, arch, tier, np, err, errlen) != 0 ||
+        check_custom_size(lp, size, err, errlen) != 0)
         return -1;
-    }
-    if (check_custom_size(lp, size, err, errlen) != 0)
-        return -1;
-    if (arch != NULL && strcmp(arch, "x86_64") != 0) {
-        snprintf(err, errlen, "launch_parameters.architecture \"%s\" is not supported by "
-                 "the local engine; use \"x86_64\"", arch);
-        return -1;
-    }
-    if (tier != NULL && strcmp(tier, "standard") != 0 && strcmp(tier, "flex") != 0) {
-        snprintf(err, errlen, "launch_parameters.provisioning_tier must be \"standard\" or "
-                 "\"flex\"");
-        return -1;
-    }
-    if (np != NULL && strcmp(np, "npol_local_deny_all") != 0 &&
-        strcmp(np, "npol_local_allow_all") != 0) {
-        snprintf(err, errlen, "launch_parameters.network_policy_id \"%s\" is unknown; the "
-                 "local engine has the built-in policies npol_local_allow_all (default) and "
-                 "npol_local_deny_all", np);
-        return -1;
-    }
     if (not_empty(it)) {
         snprintf(err, errlen, "launch_parameters.required_services is not supported by the "
                  "local engine yet; remove it");
@@ -219,20 +243,7 @@ static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
                          "launch_parameters.after_idle", err, errlen) != 0)
         return -1;
     life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
-    if (life != NULL && !cJSON_IsNull(life)) {
-        static const char *const fields[] = {"after_idle", "resume_triggers",
-                                             "lifecycle_hooks", NULL};
-
-        if (!cJSON_IsObject(life)) {
-            snprintf(err, errlen, "launch_parameters.lifecycle must be an object");
-            return -1;
-        }
-        if (util_check_fields(life, "launch_parameters.lifecycle", fields, err, errlen) != 0 ||
-            check_after_idle(cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
-                             "launch_parameters.lifecycle.after_idle", err, errlen) != 0)
-            return -1;
-    }
-    return 0;
+    return check_lifecycle(life, err, errlen);
 }
 
 static int valid_env_name(const char *s)
@@ -929,84 +940,113 @@ static void wait_exec_locked(struct engine *eng, struct execution *ex, int64_t d
         ;
 }
 
-static void handle_execute(struct engine *eng, struct devbox *box,
-                           const struct http_request *req, struct http_response *resp,
-                           int async, int sync)
+struct exec_args {
+    const char *command;
+    const char *command_id;
+    const char *shell;
+    int attach;
+    int64_t optimistic;
+    int64_t last_n;
+};
+
+/* Validates an execute/execute_async/execute_sync request (body borrowed
+ * into a). Returns 0, or -1 with the error response set. */
+static int parse_exec_args(const struct http_request *req, const cJSON *body, int async,
+                           int sync, struct exec_args *a, struct http_response *resp)
 {
     static const char *const f_exec[] = {"command", "command_id", "optimistic_timeout",
                                          "shell_name", NULL};
     static const char *const f_async[] = {"command", "shell_name", "attach_stdin", NULL};
     static const char *const f_sync[] = {"command", "shell_name", NULL};
-    cJSON *body = NULL;
-    const char *command = NULL;
-    const char *command_id = NULL;
-    const char *shell = NULL;
-    struct execution *ex = NULL;
-    int attach = 0;
-    int64_t optimistic = OPTIMISTIC_MAX_S;
-    int64_t last_n;
     char err[ERRLEN];
 
-    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0 ||
-        parse_body(req, resp, &body) != 0)
-        return;
+    memset(a, 0, sizeof(*a));
+    a->optimistic = OPTIMISTIC_MAX_S;
+    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &a->last_n) != 0)
+        return -1;
     if (util_check_fields(body, "", async ? f_async : sync ? f_sync : f_exec, err,
                           sizeof(err)) != 0 ||
-        util_opt_string(body, "command", &command, err, sizeof(err)) != 0 ||
-        util_opt_string(body, "command_id", &command_id, err, sizeof(err)) != 0 ||
-        util_opt_string(body, "shell_name", &shell, err, sizeof(err)) != 0 ||
-        util_opt_bool(body, "attach_stdin", &attach, err, sizeof(err)) != 0 ||
-        util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S, &optimistic, NULL, err,
-                     sizeof(err)) != 0) {
+        util_opt_string(body, "command", &a->command, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "command_id", &a->command_id, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "shell_name", &a->shell, err, sizeof(err)) != 0 ||
+        util_opt_bool(body, "attach_stdin", &a->attach, err, sizeof(err)) != 0 ||
+        util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S, &a->optimistic, NULL,
+                     err, sizeof(err)) != 0) {
         util_error(resp, 400, "%s", err);
-        goto out;
+        return -1;
     }
-    if (command == NULL || command[0] == '\0') {
+    if (a->command == NULL || a->command[0] == '\0') {
         util_error(resp, 400, "'command' is required: the shell command line to run");
-        goto out;
+        return -1;
     }
-    if (shell != NULL && !valid_shell_name(shell)) {
+    if (a->shell != NULL && !valid_shell_name(a->shell)) {
         util_error(resp, 400, "shell_name \"%s\" is invalid; use 1-64 characters from "
-                   "A-Z a-z 0-9 _ - .", shell);
-        goto out;
+                   "A-Z a-z 0-9 _ - .", a->shell);
+        return -1;
     }
-    if (command_id != NULL && (command_id[0] == '\0' || strlen(command_id) > 128)) {
+    if (a->command_id != NULL && (a->command_id[0] == '\0' || strlen(a->command_id) > 128)) {
         util_error(resp, 400, "command_id must be 1-128 characters (a UUIDv7 is typical)");
-        goto out;
+        return -1;
     }
-    pthread_mutex_lock(&eng->lock);
-    if (command_id != NULL)
-        ex = engine_exec_by_command_id_locked(box, command_id);
+    return 0;
+}
+
+/* Lock held. The execution for a command_id already seen (an idempotent
+ * retry, never a second run) or a new one; NULL with the response set. */
+static struct execution *exec_find_or_start_locked(struct engine *eng, struct devbox *box,
+                                                   const struct exec_args *a,
+                                                   struct http_response *resp)
+{
+    struct execution *ex = NULL;
+    char err[ERRLEN];
+
+    if (a->command_id != NULL)
+        ex = engine_exec_by_command_id_locked(box, a->command_id);
     if (ex != NULL) {
-        ex->refs++; /* idempotent retry: the same execution, not a second run */
-    } else {
-        if (require_running_locked(box, resp, "running commands") != 0) {
-            pthread_mutex_unlock(&eng->lock);
-            goto out;
-        }
-        ex = engine_exec_start(eng, box, command, shell, command_id, attach, "exec", err,
-                               sizeof(err));
-        if (ex == NULL) {
-            util_error(resp, 500, "cannot start the command: %s", err);
-            pthread_mutex_unlock(&eng->lock);
-            goto out;
-        }
+        ex->refs++;
+        return ex;
+    }
+    if (require_running_locked(box, resp, "running commands") != 0)
+        return NULL;
+    ex = engine_exec_start(eng, box, a->command, a->shell, a->command_id, a->attach, "exec",
+                           err, sizeof(err));
+    if (ex == NULL)
+        util_error(resp, 500, "cannot start the command: %s", err);
+    return ex;
+}
+
+static void handle_execute(struct engine *eng, struct devbox *box,
+                           const struct http_request *req, struct http_response *resp,
+                           int async, int sync)
+{
+    struct exec_args a;
+    struct execution *ex = NULL;
+    cJSON *body = NULL;
+    cJSON *v = NULL;
+
+    if (parse_body(req, resp, &body) != 0)
+        return;
+    if (parse_exec_args(req, body, async, sync, &a, resp) != 0)
+        goto out;
+    pthread_mutex_lock(&eng->lock);
+    ex = exec_find_or_start_locked(eng, box, &a, resp);
+    if (ex == NULL) {
+        pthread_mutex_unlock(&eng->lock);
+        goto out;
     }
     if (sync)
         wait_exec_locked(eng, ex, INT64_MAX);
     else if (!async)
-        wait_exec_locked(eng, ex, util_now_ms() + optimistic * 1000);
+        wait_exec_locked(eng, ex, util_now_ms() + a.optimistic * 1000);
+    v = engine_exec_view_locked(eng, ex, (int)a.last_n);
     if (sync) {
-        cJSON *v = engine_exec_view_locked(eng, ex, (int)last_n);
-
+        /* DevboxExecutionDetailView: no status, id or truncation flags. */
         cJSON_DeleteItemFromObject(v, "status");
         cJSON_DeleteItemFromObject(v, "execution_id");
         cJSON_DeleteItemFromObject(v, "stdout_truncated");
         cJSON_DeleteItemFromObject(v, "stderr_truncated");
-        util_json(resp, 200, v);
-    } else {
-        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
     }
+    util_json(resp, 200, v);
     engine_exec_unref_locked(ex);
     pthread_mutex_unlock(&eng->lock);
 out:

@@ -196,29 +196,14 @@ static int open_output(struct engine *eng, struct execution *ex, const char *whi
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 }
 
-struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
-                                    const char *command, const char *shell_name,
-                                    const char *command_id, int attach_stdin,
-                                    const char *kind, char *err, size_t errlen)
+static struct execution *exec_new(struct devbox *box, const char *command,
+                                  const char *shell_name, const char *command_id,
+                                  int attach_stdin, const char *kind)
 {
-    struct execution *ex = NULL;
-    struct exec_job *job = NULL;
-    struct sb_exec req;
-    struct sandbox *sb = box->sb;
-    int out_fd = -1;
-    int err_fd = -1;
-    int rc;
-    pthread_attr_t attr;
-    pthread_t tid;
+    struct execution *ex = calloc(1, sizeof(*ex));
 
-    if (sb == NULL) {
-        snprintf(err, errlen, "devbox %s has no running sandbox", box->id);
+    if (ex == NULL)
         return NULL;
-    }
-    ex = calloc(1, sizeof(*ex));
-    job = calloc(1, sizeof(*job));
-    if (ex == NULL || job == NULL)
-        goto fail;
     util_new_id("exn", ex->id, sizeof(ex->id));
     ex->box = box;
     ex->command = strdup(command);
@@ -228,69 +213,111 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
     ex->attach_stdin = attach_stdin;
     ex->status = EXEC_RUNNING;
     ex->create_time_ms = util_now_ms();
-    out_fd = open_output(eng, ex, "stdout");
-    err_fd = open_output(eng, ex, "stderr");
+    if (ex->command == NULL || ex->kind == NULL) {
+        exec_free(ex);
+        return NULL;
+    }
+    return ex;
+}
+
+/* Hands the command to the sandbox with its output files as stdout/stderr. */
+static int exec_submit(struct engine *eng, struct sandbox *sb, struct execution *ex,
+                       char *err, size_t errlen)
+{
+    struct sb_exec req;
+    int out_fd = open_output(eng, ex, "stdout");
+    int err_fd = open_output(eng, ex, "stderr");
+    int rc = -1;
+
     if (out_fd < 0 || err_fd < 0) {
         snprintf(err, errlen, "cannot create output files under %s: %s", eng->state_dir,
                  strerror(errno));
-        goto fail;
+        goto out;
     }
     memset(&req, 0, sizeof(req));
-    req.command = command;
-    req.shell_name = shell_name;
+    req.command = ex->command;
+    req.shell_name = ex->shell_name;
     req.stdout_fd = out_fd;
     req.stderr_fd = err_fd;
-    req.want_stdin = attach_stdin != 0;
-    /* The sandbox call is quick (it hands the command to the agent). */
+    req.want_stdin = ex->attach_stdin != 0;
+    /* Quick: the sandbox passes the command to its agent and returns. */
     rc = sandbox_exec(sb, &req, &ex->proc, err, errlen);
-    close(out_fd);
-    close(err_fd);
-    out_fd = err_fd = -1;
-    if (rc != 0)
-        goto fail;
-    save_exec(eng, ex);
-    ex->next = box->execs;
-    box->execs = ex;
-    ex->refs = 2; /* the waiter thread and the caller */
-    job->eng = eng;
-    job->ex = ex;
-    job->proc_lock = proc_lock_for(ex);
-    engine_touch_locked(box);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
-    eng->exec_threads++;
-    if (pthread_create(&tid, &attr, exec_thread, job) != 0) {
-        eng->exec_threads--;
-        pthread_attr_destroy(&attr);
-        /* Leave it listed but completed so nothing waits forever. */
-        sb_proc_kill(ex->proc, SIGKILL);
-        sb_proc_free(ex->proc);
-        ex->proc = NULL;
-        ex->status = EXEC_COMPLETED;
-        ex->exit_status = 128 + SIGKILL;
-        ex->refs = 1;
-        free(job);
-        return ex;
-    }
-    pthread_attr_destroy(&attr);
-    return ex;
-fail:
+out:
     if (out_fd >= 0)
         close(out_fd);
     if (err_fd >= 0)
         close(err_fd);
-    if (ex != NULL) {
+    if (rc != 0) {
         char path[4200];
 
         engine_exec_output_path(eng, ex, "stdout", path, sizeof(path));
         unlink(path);
         engine_exec_output_path(eng, ex, "stderr", path, sizeof(path));
         unlink(path);
-        exec_free(ex);
     }
+    return rc;
+}
+
+/* Lock held. Starts the waiter thread; without one the execution is
+ * killed and completed so nothing waits for it forever. */
+static void exec_spawn_waiter(struct engine *eng, struct execution *ex)
+{
+    struct exec_job *job = calloc(1, sizeof(*job));
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc = -1;
+
+    if (job != NULL) {
+        job->eng = eng;
+        job->ex = ex;
+        job->proc_lock = proc_lock_for(ex);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 128 * 1024);
+        eng->exec_threads++;
+        rc = pthread_create(&tid, &attr, exec_thread, job);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc == 0)
+        return;
+    if (job != NULL)
+        eng->exec_threads--;
     free(job);
-    return NULL;
+    sb_proc_kill(ex->proc, SIGKILL);
+    sb_proc_free(ex->proc);
+    ex->proc = NULL;
+    ex->status = EXEC_COMPLETED;
+    ex->exit_status = 128 + SIGKILL;
+    ex->refs--;
+}
+
+struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
+                                    const char *command, const char *shell_name,
+                                    const char *command_id, int attach_stdin,
+                                    const char *kind, char *err, size_t errlen)
+{
+    struct execution *ex = NULL;
+
+    if (box->sb == NULL) {
+        snprintf(err, errlen, "devbox %s has no running sandbox", box->id);
+        return NULL;
+    }
+    ex = exec_new(box, command, shell_name, command_id, attach_stdin, kind);
+    if (ex == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (exec_submit(eng, box->sb, ex, err, errlen) != 0) {
+        exec_free(ex);
+        return NULL;
+    }
+    save_exec(eng, ex);
+    ex->next = box->execs;
+    box->execs = ex;
+    ex->refs = 2; /* the waiter thread and the caller */
+    engine_touch_locked(box);
+    exec_spawn_waiter(eng, ex);
+    return ex;
 }
 
 int engine_exec_kill(struct engine *eng, struct execution *ex)

@@ -183,6 +183,72 @@ static int write_pid_file(const char *dir, const char *const *addrs, const int *
     return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
 }
 
+static int open_listeners(struct http_server *srv, const struct options *o, int *ports)
+{
+    char err[1024];
+    int i;
+
+    for (i = 0; i < o->n_listen; i++) {
+        if (http_server_listen(srv, o->listen[i], o->allow_non_loopback, &ports[i], err,
+                               sizeof(err)) != 0) {
+            fprintf(stderr, "devboxd: %s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void announce(const struct options *o, const int *ports)
+{
+    int i;
+
+    for (i = 0; i < o->n_listen; i++) {
+        if (ports[i] > 0) {
+            const char *colon = strrchr(o->listen[i], ':');
+
+            fprintf(stderr, "devboxd: listening on %.*s:%d\n",
+                    (int)(colon - o->listen[i]), o->listen[i], ports[i]);
+        } else {
+            fprintf(stderr, "devboxd: listening on %s\n", o->listen[i]);
+        }
+    }
+    fflush(stderr);
+}
+
+static void stop_clients(struct engine *eng)
+{
+    pthread_mutex_lock(&eng->lock);
+    eng->stopping = 1;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+/* Creates the state dir (0700) and returns its absolute path. */
+static char *prepare_state_dir(const char *dir)
+{
+    char *real_dir = NULL;
+
+    if (util_mkdirs(dir) != 0) {
+        fprintf(stderr, "devboxd: cannot create state dir %s: %s\n", dir, strerror(errno));
+        return NULL;
+    }
+    chmod(dir, 0700);
+    real_dir = realpath(dir, NULL);
+    if (real_dir == NULL)
+        fprintf(stderr, "devboxd: state dir %s: %s\n", dir, strerror(errno));
+    return real_dir;
+}
+
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -197,28 +263,14 @@ int main(int argc, char **argv)
     int rc = 1;
     int sig = 0;
     sigset_t set;
-    int i;
 
     if (parse_args(argc, argv, &o) != 0)
         return 2;
-    if (util_mkdirs(o.state_dir) != 0) {
-        fprintf(stderr, "devboxd: cannot create state dir %s: %s\n", o.state_dir,
-                strerror(errno));
+    real_dir = prepare_state_dir(o.state_dir);
+    if (real_dir == NULL)
         return 1;
-    }
-    chmod(o.state_dir, 0700);
-    real_dir = realpath(o.state_dir, NULL);
-    if (real_dir == NULL) {
-        fprintf(stderr, "devboxd: state dir %s: %s\n", o.state_dir, strerror(errno));
-        return 1;
-    }
     /* Signals are taken by sigwait below; block them before any thread. */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    block_signals(&set);
 
     lock_fd = lock_state_dir(real_dir);
     if (lock_fd < 0)
@@ -241,13 +293,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    for (i = 0; i < o.n_listen; i++) {
-        if (http_server_listen(srv, o.listen[i], o.allow_non_loopback, &ports[i], err,
-                               sizeof(err)) != 0) {
-            fprintf(stderr, "devboxd: %s\n", err);
-            goto out;
-        }
-    }
+    if (open_listeners(srv, &o, ports) != 0)
+        goto out;
     if (engine_load(&eng, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
@@ -257,27 +304,14 @@ int main(int argc, char **argv)
         goto out;
     }
     write_pid_file(real_dir, o.listen, ports, o.n_listen);
-    for (i = 0; i < o.n_listen; i++) {
-        if (ports[i] > 0) {
-            const char *colon = strrchr(o.listen[i], ':');
-
-            fprintf(stderr, "devboxd: listening on %.*s:%d\n",
-                    (int)(colon - o.listen[i]), o.listen[i], ports[i]);
-        } else {
-            fprintf(stderr, "devboxd: listening on %s\n", o.listen[i]);
-        }
-    }
-    fflush(stderr);
+    announce(&o, ports);
     while (sigwait(&set, &sig) == 0) {
         if (sig == SIGTERM || sig == SIGINT)
             break;
     }
     fprintf(stderr, "devboxd: shutting down (signal %d)\n", sig);
     /* Long-polls and streams end first, then listeners, then sandboxes. */
-    pthread_mutex_lock(&eng.lock);
-    eng.stopping = 1;
-    pthread_cond_broadcast(&eng.changed);
-    pthread_mutex_unlock(&eng.lock);
+    stop_clients(&eng);
     rc = 0;
 out:
     http_server_stop(srv);
