@@ -2713,15 +2713,50 @@ int schema_validate(const cJSON *schema, const cJSON *instance,
 /* Registration checks                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* A small set of schema nodes; schemas are small, so a linear scan. */
+struct ptrset {
+    const cJSON **v;
+    size_t n;
+    size_t cap;
+};
+
+static bool ptrset_has(const struct ptrset *set, const cJSON *p)
+{
+    size_t i;
+
+    for (i = 0; i < set->n; i++) {
+        if (set->v[i] == p) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int ptrset_add(struct ptrset *set, const cJSON *p)
+{
+    const cJSON **grown = NULL;
+
+    if (set->n == set->cap) {
+        size_t cap = set->cap == 0 ? 32 : set->cap * 2;
+        grown = realloc(set->v, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return -1;
+        }
+        set->v = grown;
+        set->cap = cap;
+    }
+    set->v[set->n++] = p;
+    return 0;
+}
+
 struct cctx {
     const cJSON *root;
     struct wbuf err;
     char loc[SCHEMA_PATH_MAX]; /* JSON pointer of the schema being checked */
     size_t llen;
     int depth;
-    const cJSON **done; /* schemas whose $ref/applicator graph is acyclic */
-    size_t ndone;
-    size_t capdone;
+    struct ptrset done; /* schemas whose $ref/applicator graph is acyclic */
+    struct ptrset seen; /* schemas checked (or being checked) */
 };
 
 static int ck_fail(struct cctx *cc, const char *fmt, ...)
@@ -3077,7 +3112,11 @@ static int ck_bool(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
 {
+    const cJSON *target = NULL;
+    char saved[SCHEMA_PATH_MAX];
+    size_t saved_len;
     char got[80];
+    int rc;
 
     if (!cJSON_IsString(v)) {
         return ck_fail(cc, "\"$ref\" must be a string, got %s",
@@ -3093,11 +3132,26 @@ static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
         return ck_fail(cc, "$ref '%s': anchors are not supported; use a JSON "
                            "pointer such as #/$defs/name", v->valuestring);
     }
-    if (resolve_ref(cc->root, v->valuestring) == NULL) {
+    target = resolve_ref(cc->root, v->valuestring);
+    if (target == NULL) {
         return ck_fail(cc, "$ref '%s' does not resolve to a schema in this "
                            "document", v->valuestring);
     }
-    return 0;
+    /*
+     * The target may sit where the walk does not go (under an unknown
+     * keyword): check it as a schema too, named by the pointer.
+     */
+    if (ptrset_has(&cc->seen, target)) {
+        return 0;
+    }
+    memcpy(saved, cc->loc, cc->llen + 1);
+    saved_len = cc->llen;
+    snprintf(cc->loc, sizeof(cc->loc), "%s", v->valuestring);
+    cc->llen = strlen(cc->loc);
+    rc = ck_schema(cc, target);
+    memcpy(cc->loc, saved, saved_len + 1);
+    cc->llen = saved_len;
+    return rc;
 }
 
 static int ck_string(struct cctx *cc, const char *kw, const cJSON *v)
@@ -3204,35 +3258,6 @@ static int ck_required_declared(struct cctx *cc, const struct kws *k)
     return 0;
 }
 
-static bool done_has(const struct cctx *cc, const cJSON *s)
-{
-    size_t i;
-
-    for (i = 0; i < cc->ndone; i++) {
-        if (cc->done[i] == s) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static int done_add(struct cctx *cc, const cJSON *s)
-{
-    const cJSON **grown = NULL;
-
-    if (cc->ndone == cc->capdone) {
-        size_t cap = cc->capdone == 0 ? 32 : cc->capdone * 2;
-        grown = realloc(cc->done, cap * sizeof(*grown));
-        if (grown == NULL) {
-            return ck_fail(cc, "out of memory");
-        }
-        cc->done = grown;
-        cc->capdone = cap;
-    }
-    cc->done[cc->ndone++] = s;
-    return 0;
-}
-
 /*
  * Depth-first over the edges that apply another schema to the same value
  * ($ref, allOf/anyOf/oneOf, not, if/then/else, dependentSchemas). A cycle
@@ -3249,7 +3274,7 @@ static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack,
     size_t i;
     int j;
 
-    if (!cJSON_IsObject(s) || done_has(cc, s)) {
+    if (!cJSON_IsObject(s) || ptrset_has(&cc->done, s)) {
         return 0;
     }
     for (j = 0; j < n; j++) {
@@ -3284,7 +3309,10 @@ static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack,
             return -1;
         }
     }
-    return done_add(cc, s);
+    if (ptrset_add(&cc->done, s) < 0) {
+        return ck_fail(cc, "out of memory");
+    }
+    return 0;
 }
 
 /* Rules over a whole schema object; kept out of ck_keywords' recursion. */
@@ -3330,6 +3358,12 @@ static int ck_schema(struct cctx *cc, const cJSON *s)
         return ck_fail(cc, "a schema must be an object or a boolean, got %s",
                        ck_got(s, got, sizeof(got)));
     }
+    if (ptrset_has(&cc->seen, s)) {
+        return 0; /* reached again through a $ref */
+    }
+    if (ptrset_add(&cc->seen, s) < 0) {
+        return ck_fail(cc, "out of memory");
+    }
     if (cc->depth >= SCHEMA_CHECK_MAX_DEPTH) {
         return ck_fail(cc, "schemas nested deeper than %d levels",
                        SCHEMA_CHECK_MAX_DEPTH);
@@ -3358,7 +3392,8 @@ int schema_check(const cJSON *schema, char *err, size_t errlen)
     }
     rc = ck_schema(&cc, schema);
 out:
-    free(cc.done);
+    free(cc.done.v);
+    free(cc.seen.v);
     return rc;
 }
 

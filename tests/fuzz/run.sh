@@ -55,6 +55,7 @@ else
 fi
 
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ -fsanitize-recover=float-cast-overflow
  -Wall -Wextra -Wno-unused-parameter -I$src/host -I$src/sdk/include
  -DRLMCP_VERSION=\"fuzz\" -DRLMCP_INSTALL_PLUGIN_DIR=\"/nonexistent\"
  -DRLMCP_INSTALL_CONF_DIR=\"/nonexistent\" $(pkg-config --cflags libcjson)"
@@ -95,7 +96,9 @@ for h in "${harnesses[@]}"; do
     if [ "$seconds" -gt 0 ] && [ $libfuzzer -eq 1 ]; then
         work=$(mktemp -d /tmp/rlmcp-fuzz-corpus.XXXXXX)
         cp "$corpus"/* "$work"/
-        if "$out/fuzz_$h" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+        # Known findings (findings/ubsan.supp) must not stop the search.
+        if UBSAN_OPTIONS="$UBSAN_OPTIONS:suppressions=$here/findings/ubsan.supp" \
+           "$out/fuzz_$h" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
                -artifact_prefix="$out/artifacts/$h-" -print_final_stats=1 "$work" >"$out/$h.fuzz.log" 2>&1; then
             echo "fuzz: $h: $seconds s, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$h.fuzz.log" | grep -o '[0-9]*$') executions, no failure"
         else

@@ -572,6 +572,12 @@ static void test_refs(void **state)
     ok(tree, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":3}]}]}");
     bad(tree, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":\"x\"}]}]}",
         "arguments.kids[0].kids[0].v: expected integer, got string \"x\"");
+    /* a target under an unknown keyword works like one in $defs */
+    ok("{\"x-lib\":{\"id\":{\"type\":\"string\"}},\"properties\":{\"a\":"
+       "{\"$ref\":\"#/x-lib/id\"}}}", "{\"a\":\"s\"}");
+    bad("{\"x-lib\":{\"id\":{\"type\":\"string\"}},\"properties\":{\"a\":"
+        "{\"$ref\":\"#/x-lib/id\"}}}", "{\"a\":1}",
+        "arguments.a: expected string, got number 1");
     /* "#" is the root */
     ok("{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}}}",
        "{\"next\":{\"next\":{}}}");
@@ -692,6 +698,16 @@ static void test_check_keywords(void **state)
                 "{\"type\":\"x\"}}}}}}",
                 "#/properties/a/properties/b/items: unknown type 'x'");
     check_fails("{\"$defs\":{\"a/b\":{\"type\":1}}}", "#/$defs/a~1b:");
+    /* a $ref target outside the known keywords is checked too */
+    check_fails("{\"x-lib\":{\"a\":{\"$ref\":\"#/nowhere\"}},"
+                "\"properties\":{\"x\":{\"$ref\":\"#/x-lib/a\"}}}",
+                "#/x-lib/a: $ref '#/nowhere' does not resolve");
+    check_fails("{\"x-lib\":{\"a\":{\"minimum\":\"1\"}},"
+                "\"properties\":{\"x\":{\"$ref\":\"#/x-lib/a\"}}}",
+                "#/x-lib/a: \"minimum\" must be a number");
+    check_fails("{\"x-lib\":{\"a\":{\"$ref\":\"#/x-lib/a\"}},"
+                "\"properties\":{\"x\":{\"$ref\":\"#/x-lib/a\"}}}",
+                "$ref cycle");
 }
 
 static void test_check_accepts(void **state)
