@@ -573,6 +573,30 @@ struct box_ref {
     int64_t t;
 };
 
+/* Query parameters metadata[KEY]=VALUE filter the list (all must match). */
+static int metadata_matches(const struct http_request *req, const struct devbox *b)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(b->spec, "metadata");
+    size_t i;
+
+    for (i = 0; i < req->n_query; i++) {
+        const char *name = req->query[i].name;
+        size_t len = strlen(name);
+        const cJSON *v = NULL;
+        char key[256];
+
+        if (strncmp(name, "metadata[", 9) != 0 || len < 11 || name[len - 1] != ']' ||
+            len - 10 >= sizeof(key))
+            continue;
+        memcpy(key, name + 9, len - 10);
+        key[len - 10] = '\0';
+        v = cJSON_GetObjectItemCaseSensitive(meta, key);
+        if (!cJSON_IsString(v) || strcmp(v->valuestring, req->query[i].value) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp)
 {
@@ -612,6 +636,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     boxes = calloc(cap + 1, sizeof(*boxes));
     for (b = eng->boxes; b != NULL && ids != NULL && boxes != NULL; b = b->next) {
         if (want >= 0 && b->status != want)
+            continue;
+        if (!metadata_matches(req, b))
             continue;
         ids[n] = b->id;
         boxes[n] = b;

@@ -138,6 +138,11 @@ describe('pagination', () => {
     for await (const d of client.devboxes.list({ status: 'shutdown', limit: 1 })) downs.push(d);
     assert.ok(downs.some((d) => d.id === ids[0]));
     assert.ok(downs.every((d) => d.status === 'shutdown'));
+    const tagged = await engine.raw('GET', '/v1/devboxes?limit=100&metadata%5Bpage%5D=yes');
+    assert.equal(tagged.status, 200);
+    assert.deepEqual(tagged.json.devboxes.map((d) => d.id).sort(), [...ids].sort());
+    const none = await engine.raw('GET', '/v1/devboxes?metadata%5Bpage%5D=no');
+    assert.equal(none.json.devboxes.length, 0);
     const noCount = await engine.raw('GET', '/v1/devboxes?limit=1&include_total_count=false');
     assert.equal(noCount.status, 200);
     assert.equal(noCount.json.total_count, null);
@@ -236,6 +241,18 @@ describe('bad input', () => {
 describe('policies and limits', () => {
   let client;
   before(() => { client = engine.client(); });
+
+  test('the built-in deny-all network policy leaves only loopback', async () => {
+    const open = await client.devboxes.createAndAwaitRunning({});
+    const closed = await client.devboxes.createAndAwaitRunning({
+      launch_parameters: { network_policy_id: 'npol_local_deny_all' } });
+    const ifaces = async (id) => (await client.devboxes.executeAndAwaitCompletion(id,
+      { command: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '" })).stdout.trim();
+    assert.equal(await ifaces(closed.id), 'lo');
+    assert.notEqual(await ifaces(open.id), 'lo');
+    await client.devboxes.shutdown(open.id);
+    await client.devboxes.shutdown(closed.id);
+  });
 
   test('keep_alive_time_seconds expiry shuts the devbox down', async () => {
     const b = await client.devboxes.createAndAwaitRunning({ launch_parameters: { keep_alive_time_seconds: 2 } });
