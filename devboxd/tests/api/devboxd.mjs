@@ -56,7 +56,9 @@ export class Devboxd {
     ]);
     this.port = port;
     this.baseURL = `http://127.0.0.1:${port}`;
-    this.key = readFileSync(path.join(this.stateDir, 'api-key'), 'utf8').trim();
+    const kf = this.extraArgs.indexOf('--api-key-file');
+    const keyPath = kf >= 0 ? this.extraArgs[kf + 1] : path.join(this.stateDir, 'api-key');
+    this.key = readFileSync(keyPath, 'utf8').trim();
     return this;
   }
 

@@ -1,0 +1,99 @@
+// devboxd's command line and listeners: unix socket (0600, no key),
+// --api-key-file, loopback-only TCP, bad options.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Devboxd, devboxdBin, waitFor } from './devboxd.mjs';
+
+const dirs = [];
+const engines = [];
+after(async () => {
+  for (const e of engines) await e.cleanup();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = () => { const d = mkdtempSync(path.join(tmpdir(), 'devboxd-cli-')); dirs.push(d); return d; };
+
+function unixGet(socketPath, p, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath, path: p, method: 'GET', headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('unix socket: created 0600, no key needed; TCP still needs the key from --api-key-file', async () => {
+  const dir = tempDir();
+  const keyFile = path.join(dir, 'given-key');
+  writeFileSync(keyFile, 'ak_given_key_123\n');
+  const sock = path.join(dir, 'd.sock');
+  const e = new Devboxd({ extraArgs: ['--listen', `unix:${sock}`, '--api-key-file', keyFile] });
+  engines.push(e);
+  await e.start();
+  assert.equal(statSync(sock).mode & 0o777, 0o600);
+  const r = await unixGet(sock, '/v1/devboxes');
+  assert.equal(r.status, 200);
+  assert.deepEqual(JSON.parse(r.body).devboxes, []);
+  // The TCP listener takes the given key, not a generated one.
+  const ok = await fetch(`${e.baseURL}/v1/devboxes`, { headers: { authorization: 'Bearer ak_given_key_123' } });
+  assert.equal(ok.status, 200);
+  const bad = await fetch(`${e.baseURL}/v1/devboxes`);
+  assert.equal(bad.status, 401);
+  assert.ok(!e.stderr.includes('ak_given_key_123'), 'the key appeared in the log');
+});
+
+test('the generated key file is 0600 and stable across restarts', async () => {
+  const e = new Devboxd();
+  engines.push(e);
+  await e.start();
+  const key = e.key;
+  assert.match(key, /^ak_local_[0-9a-f]{48}$/);
+  assert.equal(statSync(path.join(e.stateDir, 'api-key')).mode & 0o777, 0o600);
+  assert.equal(statSync(e.stateDir).mode & 0o777, 0o700);
+  await e.stop();
+  await e.start();
+  assert.equal(e.key, key);
+});
+
+test('non-loopback listen addresses are refused unless allowed; bad options explain themselves', () => {
+  const dir = tempDir();
+  const run = (args) => spawnSync(devboxdBin, args, { encoding: 'utf8', timeout: 30000 });
+  let r = run(['--state-dir', dir, '--listen', '0.0.0.0:0']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /not a loopback address.*--allow-non-loopback/);
+  r = run(['--listen', '127.0.0.1:0']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--state-dir DIR is required/);
+  r = run(['--state-dir', dir, '--listen', 'nonsense']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /expected unix:PATH or HOST:PORT/);
+  r = run(['--state-dir', dir, '--api-key-file', path.join(dir, 'missing')]);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /cannot read an API key/);
+  r = run(['--state-dir', dir, '--bogus']);
+  assert.equal(r.status, 2);
+});
+
+test('the default listener is DIR/devboxd.sock', async () => {
+  const dir = tempDir();
+  const { spawn } = await import('node:child_process');
+  const p = spawn(devboxdBin, ['--state-dir', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  p.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((r) => p.once('exit', r));
+  try {
+    await waitFor(() => /listening on unix:/.test(err), { what: 'the default unix listener' });
+    const r = await unixGet(path.join(dir, 'devboxd.sock'), '/v1/devboxes');
+    assert.equal(r.status, 200);
+  } finally {
+    p.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  }
+});
