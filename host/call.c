@@ -654,12 +654,19 @@ int call_progress(rlmcp_call *call, double progress, double total,
 {
     uint64_t now;
     bool final_step;
+    char *clean = NULL;
     int rc = RLMCP_OK;
 
     if (call == NULL || isnan(progress) || isinf(progress) || isnan(total))
         return RLMCP_EINVAL;
     if (call->progress_token == NULL)
         return RLMCP_OK;
+    /* Output chunks may end mid-character: never send invalid UTF-8. */
+    if (message != NULL) {
+        clean = jsonrpc_utf8_sanitize(message, strlen(message));
+        if (clean == NULL)
+            return RLMCP_ENOMEM;
+    }
     pthread_mutex_lock(&call->send_lock);
     if (call->responded)
         goto out;
@@ -676,17 +683,19 @@ int call_progress(rlmcp_call *call, double progress, double total,
         free(call->pend_message);
         call->pend_message = NULL;
         call->progress_sent_ns = now;
-        send_progress_locked(call, progress, total, message);
+        send_progress_locked(call, progress, total, clean);
         goto out;
     }
     /* A burst: keep only the latest; sent at the next chance. */
     free(call->pend_message);
-    call->pend_message = message != NULL ? strdup(message) : NULL;
+    call->pend_message = clean;
+    clean = NULL;
     call->pend_progress = progress;
     call->pend_total = total;
     call->progress_pending = true;
 out:
     pthread_mutex_unlock(&call->send_lock);
+    free(clean);
     return rc;
 }
 

@@ -269,6 +269,15 @@ static int h_progress(rlmcp_call *call, const char *args, size_t len,
     return call_result_text(call, "done");
 }
 
+/* A message cut in the middle of a character (e.g. an output chunk). */
+static int h_progress_cut(rlmcp_call *call, const char *args, size_t len,
+                          void *ud)
+{
+    CHECK(call_progress(call, 1, 2, "half \xe2\x82") == RLMCP_OK);
+    CHECK(call_progress(call, 2, 2, "bad \xff byte") == RLMCP_OK);
+    return call_result_text(call, "cut done");
+}
+
 static int h_burst(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     int i;
@@ -487,6 +496,7 @@ static int group_setup(void **state)
                 &g_parallel_overlap);
     add_tool("progress", h_progress, OBJ, NULL, 0, 0);
     add_tool("burst", h_burst, OBJ, NULL, 0, 0);
+    add_tool("progress_cut", h_progress_cut, OBJ, NULL, 0, 0);
     add_tool("fail", h_fail, OBJ, NULL, 0, 0);
     add_tool("bizerr", h_bizerr, OBJ, NULL, 0, 0);
     add_tool("structured", h_structured, OBJ,
@@ -1265,6 +1275,40 @@ static void test_progress(void **state)
     fx_free(f);
 }
 
+/* Progress messages with invalid UTF-8 are repaired, never sent raw. */
+static void test_progress_utf8(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    size_t i;
+    size_t n_progress = 0;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"progress_cut\",\"_meta\":{"
+              "\"progressToken\":\"t\"}}}");
+    m = response(f, 1);
+    assert_string_equal(first_text(m), "cut done");
+    cJSON_Delete(m);
+    assert_int_equal(f->cap.invalid, 0);
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *msg = cJSON_Parse(f->cap.msgs[i]);
+        const cJSON *text = NULL;
+
+        if (is_progress(msg, NULL)) {
+            text = cJSON_GetObjectItem(cJSON_GetObjectItem(msg, "params"),
+                                       "message");
+            assert_true(cJSON_IsString(text));
+            assert_true(strncmp(text->valuestring, "half ", 5) == 0 ||
+                        strncmp(text->valuestring, "bad ", 4) == 0);
+            n_progress++;
+        }
+        cJSON_Delete(msg);
+    }
+    assert_int_equal(n_progress, 2);
+    fx_free(f);
+}
+
 static void test_concurrent_calls(void **state)
 {
     struct fx *f = fx_new(0);
@@ -1816,6 +1860,7 @@ int main(void)
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_progress_utf8),
         cmocka_unit_test(test_concurrent_calls),
         cmocka_unit_test(test_serial),
         cmocka_unit_test(test_client_request),
