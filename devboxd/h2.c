@@ -526,11 +526,17 @@ static int conn_read(struct h2_conn *c)
     }
 }
 
+/* A connection with no open stream is closed after this long idle. */
+#define H2_IDLE_MS (10 * 60 * 1000)
+
 static void conn_loop(struct h2_conn *c)
 {
+    int idle_ms = 0;
+
     for (;;) {
         struct pollfd pfd[2];
         int pending;
+        int n;
 
         if (conn_fill_out(c) != 0 || conn_write(c) != 0)
             break;
@@ -545,11 +551,22 @@ static void conn_loop(struct h2_conn *c)
         pfd[1].fd = c->evfd;
         pfd[1].events = POLLIN;
         pfd[1].revents = 0;
-        if (poll(pfd, 2, -1) < 0) {
+        n = poll(pfd, 2, 1000);
+        if (n < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        if (n == 0) {
+            idle_ms = c->streams == NULL ? idle_ms + 1000 : 0;
+            if (idle_ms >= H2_IDLE_MS) {
+                /* GOAWAY first: the client's pool then reconnects cleanly. */
+                nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+                idle_ms = INT32_MIN;
+            }
+            continue;
+        }
+        idle_ms = 0;
         if (pfd[1].revents & POLLIN) {
             uint64_t v;
 
