@@ -3,6 +3,7 @@
  * builds the JSON views the official SDK expects. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "layers.h"
 #include "util.h"
 
 #include <errno.h>
@@ -315,8 +316,7 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
 
 static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 {
-    static const char *const later[] = {"blueprint_id", "blueprint_name", "snapshot_id",
-                                        "tunnel", NULL};
+    static const char *const later[] = {"tunnel", NULL};
     static const char *const never[] = {"secrets", "gateways", "mcp", "code_mounts",
                                         "repo_connection_id", NULL};
     size_t i;
@@ -362,7 +362,10 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
         util_opt_string_map(body, "environment_variables", &map, err, errlen) != 0 ||
         check_launch_parameters(cJSON_GetObjectItemCaseSensitive(body, "launch_parameters"),
                                 err, errlen) != 0 ||
-        check_mounts(body, err, errlen) != 0)
+        check_mounts(body, err, errlen) != 0 ||
+        util_opt_string(body, "snapshot_id", &s, err, errlen) != 0 ||
+        util_opt_string(body, "blueprint_id", &s, err, errlen) != 0 ||
+        util_opt_string(body, "blueprint_name", &s, err, errlen) != 0)
         return NULL;
     cJSON_ArrayForEach(it, map) {
         if (!valid_env_name(it->string)) {
@@ -544,12 +547,24 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     if (parse_body(req, resp, &body) != 0)
         return;
     spec = api_validate_create(body, &status, err, sizeof(err));
-    cJSON_Delete(body);
     if (spec == NULL) {
+        cJSON_Delete(body);
+        util_error(resp, status, "%s", err);
+        return;
+    }
+    /* snapshot_id / blueprint_*: the layer chain goes into the spec; the
+     * registry lock keeps the layers from being deleted until the box exists. */
+    layers_lock(eng);
+    status = layers_resolve_create(eng, body, spec, err, sizeof(err));
+    cJSON_Delete(body);
+    if (status != 0) {
+        layers_unlock();
+        cJSON_Delete(spec);
         util_error(resp, status, "%s", err);
         return;
     }
     box = engine_create(eng, spec, &view);
+    layers_unlock();
     if (box == NULL) {
         util_error(resp, 500, "cannot create the devbox record");
         return;
@@ -790,6 +805,13 @@ out:
     cJSON_Delete(body);
 }
 
+static int query_true(const struct http_request *req, const char *name)
+{
+    const char *v = http_request_query(req, name);
+
+    return v != NULL && strcmp(v, "true") == 0;
+}
+
 static void handle_lifecycle(struct engine *eng, struct devbox *box, const char *action,
                              const struct http_request *req, struct http_response *resp)
 {
@@ -804,7 +826,13 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
         rc = engine_suspend(eng, box, err, sizeof(err));
     else if (strcmp(action, "resume") == 0)
         rc = engine_resume(eng, box, err, sizeof(err));
-    else if (strcmp(action, "shutdown") == 0)
+    else if (strcmp(action, "shutdown") == 0 && !query_true(req, "force") &&
+             snapshots_in_progress(eng, box->id) > 0) {
+        rc = 409;
+        snprintf(err, sizeof(err), "devbox %s has a snapshot in progress; wait for it (GET "
+                 "/v1/devboxes/disk_snapshots/{id}/status) or shut down with force=true",
+                 box->id);
+    } else if (strcmp(action, "shutdown") == 0)
         rc = engine_shutdown(eng, box, "api_shutdown", err, sizeof(err));
     if (rc != 0) {
         util_error(resp, rc, "%s", err);
@@ -1391,7 +1419,7 @@ static int is_files_action(const char *a)
 static int is_later_action(const char *a)
 {
     static const char *const later[] = {
-        "snapshot_disk", "snapshot_disk_async", "enable_tunnel", "remove_tunnel",
+        "enable_tunnel", "remove_tunnel",
         "create_pty_tunnel", "create_ssh_key", "create_gateway_token", "create_mcp_token",
         NULL,
     };
@@ -1409,8 +1437,12 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
     pthread_mutex_lock(&eng->lock);
     box = engine_find_locked(eng, seg[2]);
     pthread_mutex_unlock(&eng->lock);
+    if (box == NULL && strcmp(seg[2], "disk_snapshots") == 0) {
+        snapshots_route(eng, seg, n, req, resp);
+        return;
+    }
     if (box == NULL) {
-        if (strcmp(seg[2], "disk_snapshots") == 0 || strcmp(seg[2], "evictions") == 0 ||
+        if (strcmp(seg[2], "evictions") == 0 ||
             strcmp(seg[2], "metadata") == 0)
             util_error(resp, 400, "/v1/devboxes/%s is not supported by the local engine yet",
                        seg[2]);
@@ -1456,6 +1488,8 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
         handle_execute(eng, box, req, resp, 0, 1);
     else if (is_files_action(action))
         route_files(eng, box, action, req, resp);
+    else if (strcmp(action, "snapshot_disk") == 0 || strcmp(action, "snapshot_disk_async") == 0)
+        snapshots_create(eng, box, req, resp, strcmp(action, "snapshot_disk_async") == 0);
     else if (is_later_action(action))
         util_error(resp, 400, "%s is not supported by the local engine yet", action);
     else
@@ -1510,8 +1544,12 @@ void api_handle(void *ud, const struct http_request *req, struct http_response *
         handle_account(resp);
         goto out;
     }
+    if (strcmp(seg[1], "blueprints") == 0) {
+        blueprints_route(eng, seg, n, req, resp);
+        goto out;
+    }
     if (strcmp(seg[1], "devboxes") != 0) {
-        if (strcmp(seg[1], "blueprints") == 0 || strcmp(seg[1], "secrets") == 0 ||
+        if (strcmp(seg[1], "secrets") == 0 ||
             strcmp(seg[1], "network-policies") == 0 || strcmp(seg[1], "objects") == 0)
             util_error(resp, 400, "/v1/%s is not supported by the local engine yet", seg[1]);
         else

@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "layers.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -120,8 +121,12 @@ cJSON *engine_box_view_locked(struct devbox *box)
                                                             : cJSON_CreateObject());
     cJSON_AddItemToObject(v, "state_transitions", cJSON_Duplicate(box->transitions, 1));
     cJSON_AddItemToObject(v, "capabilities", cJSON_CreateArray());
-    cJSON_AddNullToObject(v, "blueprint_id");
-    cJSON_AddNullToObject(v, "snapshot_id");
+    it = cJSON_GetObjectItemCaseSensitive(spec, "blueprint_id");
+    cJSON_AddItemToObject(v, "blueprint_id", cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
+                                                               : cJSON_CreateNull());
+    it = cJSON_GetObjectItemCaseSensitive(spec, "snapshot_id");
+    cJSON_AddItemToObject(v, "snapshot_id", cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
+                                                              : cJSON_CreateNull());
     if (box->failure_reason != NULL)
         cJSON_AddStringToObject(v, "failure_reason", box->failure_reason);
     else
@@ -552,6 +557,9 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     struct sandbox *sb = NULL;
     char **env = NULL;
     char *dir = NULL;
+    cJSON *chain = NULL;
+    char **layers = NULL;
+    size_t n_layers = 0;
     double cpus, mem, disk;
     int attempt;
     int rc = -1;
@@ -561,11 +569,19 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     env = box_env(box);
     box_limits(box, &spec.limits, &cpus, &mem, &disk);
     spec.net = (enum sb_network)box_network(box);
+    chain = cJSON_CreateObject();
+    cJSON_AddItemToObject(chain, "_layers", cJSON_Duplicate(
+        cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1));
     pthread_mutex_unlock(&eng->lock);
     if (asprintf(&dir, "%s/devboxes/%s/sandbox", eng->state_dir, box->id) < 0) {
         dir = NULL;
         goto out;
     }
+    /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
+    if (layers_prepare_box(chain, dir, box->id, &layers, &n_layers, err, errlen) != 0)
+        goto out;
+    spec.lower_layers = (const char *const *)layers;
+    spec.n_layers = n_layers;
     spec.id = box->id;
     spec.dir = dir;
     spec.env = (const char *const *)env;
@@ -590,6 +606,8 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
 out:
     env_free(env);
     free(dir);
+    layers_free_paths(layers, n_layers);
+    cJSON_Delete(chain);
     return rc;
 }
 

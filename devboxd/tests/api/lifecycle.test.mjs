@@ -182,13 +182,13 @@ describe('bad input', () => {
     await rejectsWith(assert, client.devboxes.create({
       mounts: [{ type: 'file_mount', target: 'relative', content: 'x' }] }), 400, /absolute/);
   });
-  test('blueprints and snapshots are refused clearly for now', async () => {
-    await rejectsWith(assert, client.devboxes.create({ blueprint_id: 'bpt_x' }), 400,
-      /blueprint_id' is not supported by the local engine yet/);
-    await rejectsWith(assert, client.devboxes.create({ snapshot_id: 'snp_x' }), 400,
-      /snapshot_id' is not supported/);
+  test('unknown snapshots and blueprints are refused clearly', async () => {
+    await rejectsWith(assert, client.devboxes.create({ blueprint_id: 'bpt_x' }), 404,
+      /blueprint_id bpt_x not found/);
+    await rejectsWith(assert, client.devboxes.create({ snapshot_id: 'snp_x' }), 404,
+      /snapshot_id snp_x not found/);
     await rejectsWith(assert, client.devboxes.create({ blueprint_name: 'x' }), 400,
-      /blueprint_name' is not supported/);
+      /no successful build of a blueprint named "x"/);
   });
   test('unknown ids are 404', async () => {
     await rejectsWith(assert, client.devboxes.retrieve('dbx_nope'), 404, /dbx_nope not found/);

@@ -101,8 +101,8 @@ static void test_create_invalid(void **state)
     expect_reject("{\"launch_parameters\":{\"network_policy_id\":\"npol_x\"}}", "npol_local_deny_all");
     expect_reject("{\"launch_parameters\":{\"user_parameters\":{\"username\":\"root\",\"uid\":0}}}",
                   "user_parameters");
-    expect_reject("{\"blueprint_id\":\"bpt_1\"}", "not supported by the local engine yet");
-    expect_reject("{\"snapshot_id\":\"s\"}", "not supported by the local engine yet");
+    expect_reject("{\"blueprint_id\":5}", "blueprint_id");
+    expect_reject("{\"snapshot_id\":[]}", "snapshot_id");
     expect_reject("{\"secrets\":{\"A\":\"b\"}}", "not supported by the local engine");
     expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}", "file_mount");
     expect_reject("{\"mounts\":[{\"type\":\"file_mount\",\"target\":\"rel\",\"content\":\"x\"}]}",
@@ -360,7 +360,7 @@ static void test_router(void **state)
     call(&eng, "GET", "/v2/x", NULL, 1, &resp);
     assert_int_equal(resp.status, 404);
     http_response_clear(&resp);
-    call(&eng, "GET", "/v1/blueprints", NULL, 1, &resp);
+    call(&eng, "GET", "/v1/secrets", NULL, 1, &resp);
     assert_int_equal(resp.status, 400);
     assert_non_null(strstr(resp.body, "not supported by the local engine yet"));
     http_response_clear(&resp);

@@ -1,0 +1,1208 @@
+/* Blueprints: builds run in a build sandbox on the base layers (worker
+ * threads, bounded concurrency); the build's writable layer becomes the
+ * blueprint's layer.  Logs are JSON lines appended as the steps run. */
+#define _GNU_SOURCE
+#include "layers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "dockerfile.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define ERRLEN 512
+#define MAX_BUILDS 2             /* concurrent build sandboxes */
+#define MAX_FILE_MOUNT 131000    /* the SDK's per-file check */
+#define MAX_FILE_MOUNTS 1310000
+#define MAX_SETUP_BYTES (64 * 1024)
+#define MAX_LOG_LINES 20000      /* per build; more output is cut */
+#define LOG_LINE_MAX 4096
+#define LOCAL_BASE "runloop:runloop/starter-x86_64"
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slot_cond = PTHREAD_COND_INITIALIZER;
+static int slots_used;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct build {
+    struct engine *eng;
+    char id[40];
+    char *dir;           /* <state>/blueprints/<id> */
+    cJSON *params;       /* the create body */
+    cJSON *base_chain;   /* layers of the base blueprint, if any */
+    char *base_id;
+    struct sandbox *sb;
+    cJSON *env;          /* ENV values (expanded) kept for devboxes */
+    int log_lines;
+    int step;
+    int n_steps;
+    int copies;
+};
+
+static const char *rec_str(const cJSON *rec, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, name));
+}
+
+static void set_str(cJSON *rec, const char *name, const char *value)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(rec, name);
+    if (value != NULL)
+        cJSON_AddStringToObject(rec, name, value);
+}
+
+static cJSON *find_locked(const char *id)
+{
+    cJSON *rec = NULL;
+
+    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
+        const char *rid = rec_str(rec, "id");
+
+        if (rid != NULL && strcmp(rid, id) == 0)
+            return rec;
+    }
+    return NULL;
+}
+
+cJSON *blueprints_find_locked(const char *id, const char *name)
+{
+    cJSON *rec = NULL;
+
+    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
+        const char *st = rec_str(rec, "status");
+        const char *state = rec_str(rec, "state");
+        const char *key = rec_str(rec, id != NULL ? "id" : "name");
+
+        if (st == NULL || strcmp(st, "build_complete") != 0 || state == NULL ||
+            strcmp(state, "created") != 0 || key == NULL)
+            continue;
+        if (strcmp(key, id != NULL ? id : name) == 0)
+            return rec; /* newest first: the latest successful build of a name */
+    }
+    return NULL;
+}
+
+/* BlueprintView of a record. */
+static cJSON *bp_view(const cJSON *rec)
+{
+    static const char *const opt[] = {"base_blueprint_id", "failure_reason", NULL};
+    cJSON *v = cJSON_CreateObject();
+    const cJSON *it = NULL;
+    size_t i;
+
+    cJSON_AddStringToObject(v, "id", rec_str(rec, "id"));
+    cJSON_AddStringToObject(v, "name", rec_str(rec, "name"));
+    cJSON_AddStringToObject(v, "status", rec_str(rec, "status"));
+    cJSON_AddStringToObject(v, "state", rec_str(rec, "state"));
+    cJSON_AddNumberToObject(v, "create_time_ms", cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
+    it = cJSON_GetObjectItemCaseSensitive(rec, "build_finish_time_ms");
+    if (cJSON_IsNumber(it))
+        cJSON_AddNumberToObject(v, "build_finish_time_ms", it->valuedouble);
+    else
+        cJSON_AddNullToObject(v, "build_finish_time_ms");
+    cJSON_AddItemToObject(v, "parameters", cJSON_Duplicate(
+        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), 1));
+    for (i = 0; opt[i] != NULL; i++) {
+        const char *s = rec_str(rec, opt[i]);
+
+        if (s != NULL)
+            cJSON_AddStringToObject(v, opt[i], s);
+        else
+            cJSON_AddNullToObject(v, opt[i]);
+    }
+    cJSON_AddNullToObject(v, "containerized_services");
+    cJSON_AddItemToObject(v, "devbox_capabilities", cJSON_CreateArray());
+    cJSON_AddFalseToObject(v, "is_public");
+    it = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "metadata");
+    cJSON_AddItemToObject(v, "metadata", cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
+                                                             : cJSON_CreateObject());
+    return v;
+}
+
+/* ---------------------------------------------------------------- logs */
+
+static void log_append(const char *dir, const char *level, const char *msg)
+{
+    cJSON *e = cJSON_CreateObject();
+    char *text = NULL;
+    char *path = NULL;
+    int fd = -1;
+
+    cJSON_AddStringToObject(e, "level", level);
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddNumberToObject(e, "timestamp_ms", (double)util_now_ms());
+    text = cJSON_PrintUnformatted(e);
+    if (text == NULL || asprintf(&path, "%s/logs.jsonl", dir) < 0) {
+        path = NULL;
+        goto out;
+    }
+    pthread_mutex_lock(&log_lock);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        size_t len = strlen(text);
+
+        text[len] = '\n'; /* one write per line so readers see whole lines */
+        if (write(fd, text, len + 1) < 0)
+            fprintf(stderr, "devboxd: cannot append to %s\n", path);
+        text[len] = '\0';
+        close(fd);
+    }
+    pthread_mutex_unlock(&log_lock);
+out:
+    cJSON_Delete(e);
+    free(text);
+    free(path);
+}
+
+static void blog(struct build *b, const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void blog(struct build *b, const char *level, const char *fmt, ...)
+{
+    char msg[LOG_LINE_MAX];
+    va_list ap;
+
+    if (b->log_lines > MAX_LOG_LINES)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (++b->log_lines > MAX_LOG_LINES)
+        snprintf(msg, sizeof(msg), "[build output cut after %d log lines]", MAX_LOG_LINES);
+    log_append(b->dir, level, msg);
+}
+
+/* ------------------------------------------------------------- status */
+
+static void set_status(struct build *b, const char *status, const char *failure)
+{
+    cJSON *rec = NULL;
+
+    layers_lock(b->eng);
+    rec = find_locked(b->id);
+    if (rec != NULL) {
+        set_str(rec, "status", status);
+        if (failure != NULL)
+            set_str(rec, "failure_reason", failure);
+        if (strcmp(status, "build_complete") == 0 || strcmp(status, "failed") == 0)
+            cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
+        layers_save_record("blueprints", "blueprint.json", rec);
+    }
+    layers_unlock();
+}
+
+/* ---------------------------------------------------------- build steps */
+
+static char *dquote(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 2 + 3);
+    size_t o = 0;
+
+    if (out == NULL)
+        return NULL;
+    out[o++] = '"';
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\' || *s == '`')
+            out[o++] = '\\';
+        out[o++] = *s;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return out;
+}
+
+/* Logs the complete lines of buf[0..len) and keeps the partial last one. */
+static size_t log_lines_of(struct build *b, char *buf, size_t len, int flush)
+{
+    size_t start = 0, i;
+
+    for (i = 0; i < len; i++) {
+        if (buf[i] == '\n') {
+            blog(b, "info", "%.*s", (int)(i - start), buf + start);
+            start = i + 1;
+        }
+    }
+    if (flush && start < len) {
+        blog(b, "info", "%.*s", (int)(len - start), buf + start);
+        start = len;
+    }
+    if (len - start >= LOG_LINE_MAX) { /* a very long line: log it cut */
+        blog(b, "info", "%.*s", (int)(len - start), buf + start);
+        start = len;
+    }
+    memmove(buf, buf + start, len - start);
+    return len - start;
+}
+
+/* Runs cmd in the build's named shell, streaming its output into the logs
+ * while it runs.  Returns the exit status, or -1 with err. */
+static int run_cmd(struct build *b, const char *cmd, int log_output, char *capture,
+                   size_t capcap, char *err, size_t errlen)
+{
+    struct sb_exec req;
+    struct sb_proc *p = NULL;
+    char *outpath = NULL;
+    char buf[LOG_LINE_MAX + 1];
+    size_t have = 0;
+    off_t off = 0;
+    int fd = -1;
+    int status = -1;
+    int rc;
+
+    if (asprintf(&outpath, "%s/step.out", b->dir) < 0)
+        return -1;
+    fd = open(outpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", outpath, strerror(errno));
+        goto out;
+    }
+    memset(&req, 0, sizeof(req));
+    req.command = cmd;
+    req.shell_name = "build";
+    req.stdout_fd = fd;
+    req.stderr_fd = fd;
+    if (sandbox_exec(b->sb, &req, &p, err, errlen) != 0)
+        goto out;
+    for (;;) {
+        ssize_t n;
+
+        rc = sb_proc_wait(p, 200, &status);
+        while ((n = pread(fd, buf + have, sizeof(buf) - 1 - have, off)) > 0) {
+            off += n;
+            have += (size_t)n;
+            if (log_output)
+                have = log_lines_of(b, buf, have, 0);
+            else if (capture != NULL && capcap > 0)
+                have = have >= capcap ? capcap - 1 : have;
+            if (have >= sizeof(buf) - 1)
+                have = 0;
+        }
+        if (rc != -ETIMEDOUT)
+            break;
+    }
+    if (log_output)
+        log_lines_of(b, buf, have, 1);
+    else if (capture != NULL && capcap > 0) {
+        memcpy(capture, buf, have < capcap ? have : capcap - 1);
+        capture[have < capcap ? have : capcap - 1] = '\0';
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "the build sandbox stopped");
+        status = -1;
+    } else if (status == 127 && sb_proc_error(p) != NULL) {
+        snprintf(err, errlen, "%s", sb_proc_error(p));
+    }
+out:
+    if (p != NULL)
+        sb_proc_free(p);
+    if (fd >= 0)
+        close(fd);
+    if (outpath != NULL)
+        unlink(outpath);
+    free(outpath);
+    return status;
+}
+
+static int write_file(struct build *b, const char *path, const char *content, char *err,
+                      size_t errlen)
+{
+    size_t len = strlen(content);
+    size_t done = 0;
+    int fd = sandbox_open(b->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(-fd));
+        return -1;
+    }
+    while (done < len) {
+        ssize_t n = write(fd, content + done, len - done);
+
+        if (n <= 0) {
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
+/* export NAME="value" in the build shell; *value_out gets the expansion. */
+static int export_var(struct build *b, const char *key, const char *value, int keep,
+                      char *err, size_t errlen)
+{
+    char *q = dquote(value);
+    char *cmd = NULL;
+    char expanded[LOG_LINE_MAX];
+    int st;
+
+    if (q == NULL || asprintf(&cmd, "export %s=%s && printf '%%s' \"$%s\"", key, q, key) < 0) {
+        free(q);
+        return -1;
+    }
+    expanded[0] = '\0';
+    st = run_cmd(b, cmd, 0, expanded, sizeof(expanded), err, errlen);
+    if (st == 0 && keep) {
+        cJSON_DeleteItemFromObjectCaseSensitive(b->env, key);
+        cJSON_AddStringToObject(b->env, key, expanded);
+    }
+    free(q);
+    free(cmd);
+    return st;
+}
+
+static const char *mount_content(const cJSON *fm, const char *src)
+{
+    const cJSON *it = NULL;
+    const char *want = src;
+
+    if (strncmp(want, "./", 2) == 0)
+        want += 2;
+    cJSON_ArrayForEach(it, fm) {
+        const char *base = strrchr(it->string, '/');
+
+        if (strcmp(it->string, src) == 0 || (base != NULL && strcmp(base + 1, want) == 0))
+            return it->valuestring;
+    }
+    return NULL;
+}
+
+static int step_copy(struct build *b, const struct df_step *s, char *err, size_t errlen)
+{
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(b->params, "file_mounts");
+    const char *content = mount_content(fm, s->src);
+    const char *base = strrchr(s->src, '/');
+    char tmp[64];
+    char *qd = NULL;
+    char *qb = NULL;
+    char *cmd = NULL;
+    int st = -1;
+
+    if (content == NULL) {
+        snprintf(err, errlen, "COPY source \"%s\" is not in file_mounts; the local engine "
+                 "copies only files given inline in file_mounts", s->src);
+        return -1;
+    }
+    snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-copy-%d", b->copies++);
+    if (write_file(b, tmp, content, err, errlen) != 0)
+        return -1;
+    qd = dquote(s->dst);
+    qb = dquote(base != NULL ? base + 1 : s->src);
+    if (qd != NULL && qb != NULL &&
+        asprintf(&cmd, "d=%s; case \"$d\" in */) mkdir -p \"$d\" && d=\"$d\"%s;; esac; "
+                 "mkdir -p \"$(dirname \"$d\")\" && cp %s \"$d\" && rm -f %s", qd, qb, tmp,
+                 tmp) >= 0)
+        st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
+    free(qd);
+    free(qb);
+    free(cmd);
+    return st;
+}
+
+static int step_user(const struct df_step *s, char *err, size_t errlen)
+{
+    static const char *const ok[] = {"user", "1000", "user:user", "1000:1000", NULL};
+    size_t i;
+
+    for (i = 0; ok[i] != NULL; i++) {
+        if (strcmp(s->arg, ok[i]) == 0)
+            return 0;
+    }
+    snprintf(err, errlen, "USER %s is not supported by the local engine: build steps and "
+             "devboxes run as user (uid 1000); write USER user or remove it", s->arg);
+    return -1;
+}
+
+static int step_arg(struct build *b, const struct df_step *s, char *err, size_t errlen)
+{
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(b->params, "build_args");
+    size_t i;
+
+    for (i = 0; i < s->n_pairs; i++) {
+        const char *v = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(args, s->pairs[i].key));
+
+        if (v == NULL)
+            v = s->pairs[i].value;
+        if (v != NULL && export_var(b, s->pairs[i].key, v, 0, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One Dockerfile instruction (FROM is handled before the sandbox starts). */
+static int run_step(struct build *b, const struct df_step *s, char *err, size_t errlen)
+{
+    char *q = NULL;
+    char *cmd = NULL;
+    size_t i;
+    int st = 0;
+
+    switch (s->kind) {
+    case DF_RUN:
+        return run_cmd(b, s->arg, 1, NULL, 0, err, errlen);
+    case DF_ENV:
+        for (i = 0; i < s->n_pairs && st == 0; i++)
+            st = export_var(b, s->pairs[i].key, s->pairs[i].value, 1, err, errlen);
+        return st;
+    case DF_ARG:
+        return step_arg(b, s, err, errlen);
+    case DF_WORKDIR:
+        q = dquote(s->arg);
+        if (q == NULL || asprintf(&cmd, "mkdir -p %s && cd %s", q, q) < 0) {
+            free(q);
+            return -1;
+        }
+        st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
+        free(q);
+        free(cmd);
+        return st;
+    case DF_USER:
+        return step_user(s, err, errlen);
+    case DF_COPY:
+        return step_copy(b, s, err, errlen);
+    default:
+        return 0;
+    }
+}
+
+/* --------------------------------------------------------------- build */
+
+static int start_sandbox(struct build *b, char *err, size_t errlen)
+{
+    struct sb_spec spec;
+    cJSON *holder = cJSON_CreateObject();
+    char **paths = NULL;
+    char *sbdir = NULL;
+    size_t n = 0;
+    int attempt;
+    int rc = -1;
+
+    memset(&spec, 0, sizeof(spec));
+    if (b->base_chain != NULL)
+        cJSON_AddItemToObject(holder, "_layers", cJSON_Duplicate(b->base_chain, 1));
+    if (asprintf(&sbdir, "%s/sandbox", b->dir) < 0) {
+        sbdir = NULL;
+        goto out;
+    }
+    if (layers_prepare_box(holder, sbdir, b->id, &paths, &n, err, errlen) != 0)
+        goto out;
+    spec.id = b->id;
+    spec.dir = sbdir;
+    spec.lower_layers = (const char *const *)paths;
+    spec.n_layers = n;
+    spec.net = SB_NET_OUTBOUND;
+    for (attempt = 0; attempt < 3; attempt++) {
+        rc = sandbox_start(&spec, &b->sb, err, errlen);
+        if (rc == 0 || strstr(err, "RTM_NEWADDR") == NULL)
+            break;
+    }
+out:
+    layers_free_paths(paths, n);
+    free(sbdir);
+    cJSON_Delete(holder);
+    return rc;
+}
+
+/* Stops the build sandbox; on success its writable layer becomes the
+ * blueprint's layer.  Returns 0 with *owner set, or -1. */
+static int finish_sandbox(struct build *b, int keep, uid_t *owner, char *err, size_t errlen)
+{
+    char *sbdir = NULL;
+    char *upper = NULL;
+    char *layer = NULL;
+    int rc = -1;
+
+    if (b->sb == NULL)
+        return keep ? -1 : 0;
+    *owner = sandbox_host_uid(b->sb);
+    sandbox_stop(b->sb);
+    sandbox_release(b->sb);
+    b->sb = NULL;
+    if (asprintf(&sbdir, "%s/sandbox", b->dir) < 0 || asprintf(&upper, "%s/upper", sbdir) < 0 ||
+        asprintf(&layer, "%s/layer", b->dir) < 0)
+        goto out;
+    rc = 0;
+    if (keep) {
+        util_rmtree(layer);
+        if (rename(upper, layer) != 0) {
+            snprintf(err, errlen, "cannot keep the build layer: %s", strerror(errno));
+            rc = -1;
+        }
+    }
+    sandbox_destroy_dir(sbdir, err, errlen);
+out:
+    free(sbdir);
+    free(upper);
+    free(layer);
+    return rc;
+}
+
+static int write_mounts(struct build *b, char *err, size_t errlen)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(b->params, "file_mounts")) {
+        char *q = dquote(it->string);
+        char *cmd = NULL;
+        int st = -1;
+
+        if (q != NULL && asprintf(&cmd, "mkdir -p \"$(dirname %s)\"", q) >= 0)
+            st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
+        free(q);
+        free(cmd);
+        if (st != 0 || write_file(b, it->string, it->valuestring, err, errlen) != 0) {
+            blog(b, "error", "file_mounts %s: cannot write it in the build: %s", it->string,
+                 err[0] ? err : "mkdir failed");
+            return -1;
+        }
+        blog(b, "info", "file_mounts: wrote %s", it->string);
+    }
+    return 0;
+}
+
+/* Runs every step; logs and returns -1 at the first failure. */
+static int run_steps(struct build *b, const struct df_file *df, char *err, size_t errlen)
+{
+    const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(b->params, "system_setup_commands");
+    const cJSON *it = NULL;
+    size_t i;
+    int k = 0;
+    int st;
+
+    for (i = 0; i < df->n; i++) {
+        const struct df_step *s = &df->steps[i];
+
+        if (s->kind == DF_FROM)
+            continue;
+        b->step++;
+        blog(b, "info", "Step %d/%d: %s", b->step, b->n_steps, s->text);
+        err[0] = '\0';
+        st = run_step(b, s, err, errlen);
+        if (st != 0) {
+            blog(b, "error", "step %d/%d (Dockerfile line %d): %s failed: %s%s%d",
+                 b->step, b->n_steps, s->line, s->text, err[0] ? err : "",
+                 err[0] ? "; exit code " : "command exited with code ", st);
+            return -1;
+        }
+    }
+    cJSON_ArrayForEach(it, cmds) {
+        b->step++;
+        blog(b, "info", "Step %d/%d: RUN %s", b->step, b->n_steps, it->valuestring);
+        err[0] = '\0';
+        st = run_cmd(b, it->valuestring, 1, NULL, 0, err, errlen);
+        if (st != 0) {
+            blog(b, "error", "step %d/%d: system_setup_commands[%d] %s failed: %s%s%d",
+                 b->step, b->n_steps, k, it->valuestring, err[0] ? err : "",
+                 err[0] ? "; exit code " : "command exited with code ", st);
+            return -1;
+        }
+        k++;
+    }
+    return 0;
+}
+
+/* Resolves FROM: the local base or a blueprint (by id or name). */
+static int resolve_from(struct build *b, const struct df_file *df, char *err, size_t errlen)
+{
+    const char *img = NULL;
+    const char *ref = NULL;
+    const cJSON *rec = NULL;
+    size_t i;
+
+    for (i = 0; i < df->n; i++) {
+        if (df->steps[i].kind == DF_FROM)
+            img = df->steps[i].arg;
+    }
+    if (img == NULL || strcmp(img, LOCAL_BASE) == 0 ||
+        strcmp(img, "runloop/starter-x86_64") == 0)
+        return 0;
+    if (strncmp(img, "runloop:", 8) != 0) {
+        snprintf(err, errlen, "FROM %s: the local engine has no image registry; use FROM "
+                 LOCAL_BASE " or FROM runloop:<blueprint id or name>", img);
+        return -1;
+    }
+    ref = img + 8;
+    layers_lock(b->eng);
+    rec = blueprints_find_locked(strncmp(ref, "bpt_", 4) == 0 ? ref : NULL,
+                                 strncmp(ref, "bpt_", 4) == 0 ? NULL : ref);
+    if (rec != NULL && b->base_id != NULL && strcmp(b->base_id, rec_str(rec, "id")) != 0)
+        rec = NULL;
+    if (rec != NULL && b->base_id == NULL) {
+        cJSON *mine = find_locked(b->id);
+
+        b->base_id = strdup(rec_str(rec, "id"));
+        b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1);
+        if (mine != NULL) { /* depends on the base from now on */
+            set_str(mine, "base_blueprint_id", b->base_id);
+            cJSON_DeleteItemFromObjectCaseSensitive(mine, "layers");
+            cJSON_AddItemToObject(mine, "layers", cJSON_Duplicate(b->base_chain, 1));
+            layers_save_record("blueprints", "blueprint.json", mine);
+        }
+    }
+    layers_unlock();
+    if (rec == NULL) {
+        snprintf(err, errlen, "FROM %s: no successful build of that blueprint%s", img,
+                 b->base_id != NULL ? " (or it differs from base_blueprint_id)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static int count_steps(const struct df_file *df, const cJSON *params)
+{
+    int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(params,
+                                                                "system_setup_commands"));
+    size_t i;
+
+    for (i = 0; i < df->n; i++)
+        n += df->steps[i].kind != DF_FROM;
+    return n;
+}
+
+/* Success: records the layer chain and ENV. */
+static void record_success(struct build *b, uid_t owner)
+{
+    cJSON *rec = NULL;
+    cJSON *layers = cJSON_CreateArray();
+    cJSON *own = cJSON_CreateObject();
+    char *layer = NULL;
+    const cJSON *it = NULL;
+
+    if (asprintf(&layer, "%s/layer", b->dir) < 0)
+        layer = NULL;
+    cJSON_AddStringToObject(own, "path", layer != NULL ? layer : "");
+    cJSON_AddNumberToObject(own, "owner", (double)owner);
+    cJSON_AddItemToArray(layers, own);
+    cJSON_ArrayForEach(it, b->base_chain)
+        cJSON_AddItemToArray(layers, cJSON_Duplicate(it, 1));
+    layers_lock(b->eng);
+    rec = find_locked(b->id);
+    if (rec != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(rec, "layers");
+        cJSON_AddItemToObject(rec, "layers", layers);
+        layers = NULL;
+        cJSON_DeleteItemFromObjectCaseSensitive(rec, "env");
+        cJSON_AddItemToObject(rec, "env", cJSON_Duplicate(b->env, 1));
+    }
+    layers_unlock();
+    cJSON_Delete(layers);
+    free(layer);
+}
+
+static void build_run(struct build *b)
+{
+    struct df_file df;
+    const cJSON *dockerfile = cJSON_GetObjectItemCaseSensitive(b->params, "dockerfile");
+    char err[ERRLEN] = "";
+    uid_t owner = 0;
+    int ok = 0;
+
+    memset(&df, 0, sizeof(df));
+    blog(b, "info", "build %s queued on the local engine", b->id);
+    if (cJSON_IsString(dockerfile) && dockerfile->valuestring[0] != '\0' &&
+        dockerfile_parse(dockerfile->valuestring, &df, err, sizeof(err)) != 0) {
+        blog(b, "error", "Dockerfile %s", err);
+        goto done;
+    }
+    if (resolve_from(b, &df, err, sizeof(err)) != 0) {
+        blog(b, "error", "Dockerfile %s", err);
+        goto done;
+    }
+    b->n_steps = count_steps(&df, b->params);
+    set_status(b, "building", NULL);
+    blog(b, "info", "starting the build sandbox%s%s", b->base_id ? " on blueprint " : "",
+         b->base_id ? b->base_id : "");
+    if (start_sandbox(b, err, sizeof(err)) != 0) {
+        blog(b, "error", "the build sandbox failed to start: %s", err);
+        goto done;
+    }
+    if (write_mounts(b, err, sizeof(err)) != 0 || run_steps(b, &df, err, sizeof(err)) != 0)
+        goto done;
+    ok = 1;
+done:
+    if (finish_sandbox(b, ok, &owner, err, sizeof(err)) != 0 && ok) {
+        blog(b, "error", "%s", err);
+        ok = 0;
+    }
+    if (ok) {
+        record_success(b, owner);
+        blog(b, "info", "build complete");
+    }
+    set_status(b, ok ? "build_complete" : "failed", ok ? NULL : "build_failed");
+    dockerfile_free(&df);
+}
+
+static void build_free(struct build *b)
+{
+    free(b->dir);
+    free(b->base_id);
+    cJSON_Delete(b->params);
+    cJSON_Delete(b->base_chain);
+    cJSON_Delete(b->env);
+    free(b);
+}
+
+static void *build_thread(void *arg)
+{
+    struct build *b = arg;
+
+    pthread_mutex_lock(&slot_lock);
+    while (slots_used >= MAX_BUILDS)
+        pthread_cond_wait(&slot_cond, &slot_lock);
+    slots_used++;
+    pthread_mutex_unlock(&slot_lock);
+    build_run(b);
+    pthread_mutex_lock(&slot_lock);
+    slots_used--;
+    pthread_cond_signal(&slot_cond);
+    pthread_mutex_unlock(&slot_lock);
+    build_free(b);
+    return NULL;
+}
+
+void blueprints_load_locked(struct engine *eng, cJSON *list)
+{
+    cJSON *rec = NULL;
+
+    (void)eng;
+    cJSON_ArrayForEach(rec, list) {
+        const char *st = rec_str(rec, "status");
+        char *dir = NULL;
+        char err[ERRLEN];
+
+        if (st != NULL && (strcmp(st, "build_complete") == 0 || strcmp(st, "failed") == 0))
+            continue;
+        set_str(rec, "status", "failed");
+        set_str(rec, "failure_reason", "build_failed");
+        cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
+        layers_save_record("blueprints", "blueprint.json", rec);
+        if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(), rec_str(rec, "id")) < 0)
+            continue;
+        log_append(dir, "error", "devboxd restarted during the build; build it again");
+        free(dir);
+        if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
+                     rec_str(rec, "id")) >= 0)
+            sandbox_destroy_dir(dir, err, sizeof(err));
+        free(dir);
+    }
+}
+
+/* -------------------------------------------------------------- create */
+
+static int check_file_mounts(const cJSON *fm, char *err, size_t errlen)
+{
+    const cJSON *it = NULL;
+    size_t total = 0;
+
+    cJSON_ArrayForEach(it, fm) {
+        size_t len = strlen(it->valuestring);
+
+        if (it->string[0] != '/') {
+            snprintf(err, errlen, "file_mounts key \"%s\" must be an absolute path",
+                     it->string);
+            return -1;
+        }
+        if (len > MAX_FILE_MOUNT) {
+            snprintf(err, errlen, "file_mounts[\"%s\"] is %zu bytes; keep each file under %d "
+                     "bytes", it->string, len, MAX_FILE_MOUNT);
+            return -1;
+        }
+        total += len;
+    }
+    if (total > MAX_FILE_MOUNTS) {
+        snprintf(err, errlen, "file_mounts hold %zu bytes in all; keep them under %d", total,
+                 MAX_FILE_MOUNTS);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_setup(const cJSON *cmds, char *err, size_t errlen)
+{
+    const cJSON *it = NULL;
+    size_t total = 0;
+
+    cJSON_ArrayForEach(it, cmds)
+        total += strlen(it->valuestring);
+    if (total > MAX_SETUP_BYTES) {
+        snprintf(err, errlen, "system_setup_commands hold %zu bytes; keep them under %d",
+                 total, MAX_SETUP_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_launch(const cJSON *body, char *err, size_t errlen)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(body, "launch_parameters");
+    cJSON *probe = NULL;
+    cJSON *spec = NULL;
+    int status;
+
+    if (lp == NULL || cJSON_IsNull(lp))
+        return 0;
+    probe = cJSON_CreateObject();
+    cJSON_AddItemToObject(probe, "launch_parameters", cJSON_Duplicate(lp, 1));
+    spec = api_validate_create(probe, &status, err, errlen);
+    cJSON_Delete(probe);
+    if (spec == NULL)
+        return -1;
+    cJSON_Delete(spec);
+    return 0;
+}
+
+static int check_create(const cJSON *body, char *err, size_t errlen)
+{
+    static const char *const fields[] = {
+        "name", "dockerfile", "system_setup_commands", "file_mounts", "launch_parameters",
+        "base_blueprint_id", "base_blueprint_name", "build_args", "metadata", "code_mounts",
+        "build_context", "secrets", "services", "network_policy_id", NULL,
+    };
+    static const char *const never[] = {"code_mounts", "build_context", "secrets", "services",
+                                        "network_policy_id", NULL};
+    const char *s = NULL;
+    const cJSON *m = NULL;
+    size_t i;
+
+    if (util_check_fields(body, "", fields, err, errlen) != 0)
+        return -1;
+    for (i = 0; never[i] != NULL; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, never[i]);
+
+        if (v != NULL && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
+            snprintf(err, errlen, "'%s' is not supported by the local engine; remove it "
+                     "(give files inline in file_mounts)", never[i]);
+            return -1;
+        }
+    }
+    if (util_opt_string(body, "name", &s, err, errlen) != 0)
+        return -1;
+    if (s == NULL || s[0] == '\0' || strlen(s) > 256) {
+        snprintf(err, errlen, "name is required: a string of 1 to 256 characters");
+        return -1;
+    }
+    if (util_opt_string(body, "dockerfile", &s, err, errlen) != 0)
+        return -1;
+    if (s != NULL && strlen(s) > DOCKERFILE_MAX) {
+        snprintf(err, errlen, "dockerfile is over %u bytes", DOCKERFILE_MAX);
+        return -1;
+    }
+    if (util_opt_string_array(body, "system_setup_commands", &m, err, errlen) != 0 ||
+        check_setup(m, err, errlen) != 0 ||
+        util_opt_string_map(body, "file_mounts", &m, err, errlen) != 0 ||
+        check_file_mounts(m, err, errlen) != 0 ||
+        util_opt_string_map(body, "build_args", &m, err, errlen) != 0 ||
+        util_opt_string_map(body, "metadata", &m, err, errlen) != 0 ||
+        util_opt_string(body, "base_blueprint_id", &s, err, errlen) != 0 ||
+        util_opt_string(body, "base_blueprint_name", &s, err, errlen) != 0)
+        return -1;
+    return check_launch(body, err, errlen);
+}
+
+/* Registry lock held: finds the base named by the body; 0 or an HTTP status. */
+static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err, size_t errlen)
+{
+    const char *id = rec_str(body, "base_blueprint_id");
+    const char *name = rec_str(body, "base_blueprint_name");
+
+    *base = NULL;
+    if (id != NULL && id[0] == '\0')
+        id = NULL;
+    if (name != NULL && name[0] == '\0')
+        name = NULL;
+    if (id != NULL && name != NULL) {
+        snprintf(err, errlen, "set only one of base_blueprint_id and base_blueprint_name");
+        return 400;
+    }
+    if (id == NULL && name == NULL)
+        return 0;
+    *base = blueprints_find_locked(id, name);
+    if (*base == NULL) {
+        snprintf(err, errlen, "base blueprint %s has no successful build; list blueprints "
+                 "with GET /v1/blueprints", id != NULL ? id : name);
+        return id != NULL ? 404 : 400;
+    }
+    return 0;
+}
+
+static int spawn_build(struct build *b)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    rc = pthread_create(&tid, &attr, build_thread, b);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+static void handle_create(struct engine *eng, const struct http_request *req,
+                          struct http_response *resp)
+{
+    cJSON *body = NULL;
+    cJSON *rec = NULL;
+    const cJSON *base = NULL;
+    struct build *b = NULL;
+    char err[ERRLEN] = "";
+    int status;
+
+    if (layers_parse_body(req, resp, &body) != 0)
+        return;
+    if (check_create(body, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        goto oom;
+    b->eng = eng;
+    b->env = cJSON_CreateObject();
+    util_new_id("bpt", b->id, sizeof(b->id));
+    if (asprintf(&b->dir, "%s/blueprints/%s", eng->state_dir, b->id) < 0) {
+        b->dir = NULL;
+        goto oom;
+    }
+    layers_lock(eng);
+    status = resolve_base_locked(body, &base, err, sizeof(err));
+    if (status != 0) {
+        layers_unlock();
+        util_error(resp, status, "%s", err);
+        goto out;
+    }
+    rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "id", b->id);
+    cJSON_AddStringToObject(rec, "name", rec_str(body, "name"));
+    cJSON_AddStringToObject(rec, "status", "provisioning");
+    cJSON_AddStringToObject(rec, "state", "created");
+    cJSON_AddNumberToObject(rec, "create_time_ms", (double)util_now_ms());
+    cJSON_AddItemToObject(rec, "parameters", cJSON_Duplicate(body, 1));
+    if (base != NULL) {
+        b->base_id = strdup(rec_str(base, "id"));
+        b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1);
+        cJSON_AddStringToObject(rec, "base_blueprint_id", b->base_id);
+        cJSON_AddItemToObject(rec, "layers", cJSON_Duplicate(b->base_chain, 1));
+    }
+    util_mkdirs(b->dir);
+    cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
+    layers_save_record("blueprints", "blueprint.json", rec);
+    util_json(resp, 200, bp_view(rec));
+    layers_unlock();
+    b->params = body;
+    body = NULL;
+    if (spawn_build(b) != 0) {
+        log_append(b->dir, "error", "cannot start the build worker");
+        set_status(b, "failed", "build_failed");
+        build_free(b);
+    }
+    b = NULL;
+    goto out;
+oom:
+    util_error(resp, 500, "out of memory");
+out:
+    if (b != NULL)
+        build_free(b);
+    cJSON_Delete(body);
+}
+
+/* -------------------------------------------------------------- routes */
+
+static void handle_list(struct engine *eng, const struct http_request *req,
+                        struct http_response *resp, int public_only)
+{
+    const char *name = http_request_query(req, "name");
+    const char *want = http_request_query(req, "status");
+    const char *after = http_request_query(req, "starting_after");
+    const char *itc = http_request_query(req, "include_total_count");
+    static const char *const statuses[] = {"queued", "provisioning", "building",
+                                           "awaiting_upload", "failed", "build_complete", NULL};
+    const char **ids = NULL;
+    const cJSON **recs = NULL;
+    const cJSON *rec = NULL;
+    cJSON *out = NULL;
+    cJSON *arr = NULL;
+    char err[ERRLEN];
+    int64_t limit;
+    size_t n = 0, cap, first = 0, count = 0, i;
+    int has_more = 0;
+
+    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
+        return;
+    if (want != NULL && want[0] != '\0') {
+        for (i = 0; statuses[i] != NULL && strcmp(statuses[i], want) != 0; i++)
+            ;
+        if (statuses[i] == NULL) {
+            util_error(resp, 400, "status \"%s\" is not a blueprint status; use one of queued, "
+                       "provisioning, building, awaiting_upload, failed, build_complete", want);
+            return;
+        }
+    }
+    layers_lock(eng);
+    cap = (size_t)cJSON_GetArraySize(layers_blueprints_locked()) + 1;
+    ids = calloc(cap, sizeof(*ids));
+    recs = calloc(cap, sizeof(*recs));
+    if (ids == NULL || recs == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
+        if (public_only || strcmp(rec_str(rec, "state"), "created") != 0)
+            continue;
+        if (name != NULL && name[0] != '\0' && strcmp(rec_str(rec, "name"), name) != 0)
+            continue;
+        if (want != NULL && want[0] != '\0' && strcmp(rec_str(rec, "status"), want) != 0)
+            continue;
+        ids[n] = rec_str(rec, "id");
+        recs[n++] = rec;
+    }
+    if (n > 0 && api_page(ids, n, after, limit, &first, &count, &has_more, err,
+                          sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        goto out;
+    }
+    out = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(out, "blueprints");
+    for (i = first; i < first + count; i++)
+        cJSON_AddItemToArray(arr, bp_view(recs[i]));
+    cJSON_AddBoolToObject(out, "has_more", has_more);
+    if (itc == NULL || strcmp(itc, "false") != 0)
+        cJSON_AddNumberToObject(out, "total_count", (double)n);
+    else
+        cJSON_AddNullToObject(out, "total_count");
+    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
+    util_json(resp, 200, out);
+out:
+    layers_unlock();
+    free(ids);
+    free(recs);
+}
+
+static void not_found(struct http_response *resp, const char *id)
+{
+    util_error(resp, 404, "blueprint %s not found; list blueprints with GET /v1/blueprints", id);
+}
+
+static void handle_delete(struct engine *eng, const char *id, struct http_response *resp)
+{
+    cJSON *rec = NULL;
+    const char *st = NULL;
+    char who[64] = "";
+    char *layer = NULL;
+
+    layers_lock(eng);
+    rec = find_locked(id);
+    if (rec == NULL) {
+        not_found(resp, id);
+        goto out;
+    }
+    st = rec_str(rec, "status");
+    if (strcmp(rec_str(rec, "state"), "deleted") == 0) {
+        util_json(resp, 200, cJSON_CreateObject());
+        goto out;
+    }
+    if (strcmp(st, "build_complete") != 0 && strcmp(st, "failed") != 0) {
+        util_error(resp, 400, "blueprint %s is %s; delete it once the build ends (poll GET "
+                   "/v1/blueprints/%s)", id, st, id);
+        goto out;
+    }
+    if (asprintf(&layer, "%s/blueprints/%s/layer", eng->state_dir, id) < 0) {
+        layer = NULL;
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    if (layers_in_use_locked(eng, layer, id, who, sizeof(who))) {
+        util_error(resp, 400, "blueprint %s is in use by %s; shut down the devboxes and delete "
+                   "the snapshots and blueprints built on it first", id, who);
+        goto out;
+    }
+    util_rmtree(layer);
+    set_str(rec, "state", "deleted");
+    layers_save_record("blueprints", "blueprint.json", rec);
+    util_json(resp, 200, cJSON_CreateObject());
+out:
+    layers_unlock();
+    free(layer);
+}
+
+static void handle_logs(struct engine *eng, const char *id, struct http_response *resp)
+{
+    cJSON *out = NULL;
+    cJSON *arr = NULL;
+    char *path = NULL;
+    char *text = NULL;
+    char *line = NULL;
+    char *save = NULL;
+    int known;
+
+    layers_lock(eng);
+    known = find_locked(id) != NULL;
+    layers_unlock();
+    if (!known) {
+        not_found(resp, id);
+        return;
+    }
+    if (asprintf(&path, "%s/blueprints/%s/logs.jsonl", eng->state_dir, id) < 0)
+        path = NULL;
+    text = path != NULL ? util_read_file(path, 32u << 20, NULL) : NULL;
+    out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "blueprint_id", id);
+    arr = cJSON_AddArrayToObject(out, "logs");
+    for (line = text != NULL ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        cJSON *e = cJSON_Parse(line);
+
+        if (cJSON_IsObject(e))
+            cJSON_AddItemToArray(arr, e);
+        else
+            cJSON_Delete(e); /* a line being written */
+    }
+    util_json(resp, 200, out);
+    free(text);
+    free(path);
+}
+
+void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
+                      struct http_response *resp)
+{
+    int is_get = strcmp(req->method, "GET") == 0;
+    cJSON *rec = NULL;
+
+    if (n == 2 && is_get) {
+        handle_list(eng, req, resp, 0);
+    } else if (n == 2) {
+        handle_create(eng, req, resp);
+    } else if (n == 3 && is_get && strcmp(seg[2], "list_public") == 0) {
+        handle_list(eng, req, resp, 1);
+    } else if (n == 3 && is_get) {
+        layers_lock(eng);
+        rec = find_locked(seg[2]);
+        if (rec != NULL)
+            util_json(resp, 200, bp_view(rec));
+        else
+            not_found(resp, seg[2]);
+        layers_unlock();
+    } else if (n == 4 && !is_get && strcmp(seg[3], "delete") == 0) {
+        handle_delete(eng, seg[2], resp);
+    } else if (n == 4 && is_get && strcmp(seg[3], "logs") == 0) {
+        handle_logs(eng, seg[2], resp);
+    } else {
+        util_error(resp, 404, "no such endpoint: %s %s (blueprint endpoints: GET/POST "
+                   "/v1/blueprints, GET /v1/blueprints/{id}, POST .../{id}/delete, GET "
+                   ".../{id}/logs)", req->method, req->path);
+    }
+}

@@ -1,0 +1,548 @@
+/* Layers: storage, per-devbox copies and the snapshot/blueprint registry. */
+#define _GNU_SOURCE
+#include "layers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox_internal.h"
+#include "util.h"
+
+extern char **environ;
+
+static struct {
+    pthread_mutex_t lock;
+    int loaded;
+    char *state_dir;
+    cJSON *snaps; /* records, newest first */
+    cJSON *bps;
+} g = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL};
+
+/* ------------------------------------------------------------ registry */
+
+static double rec_time(const cJSON *rec)
+{
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
+}
+
+/* Inserts rec keeping the list newest first. */
+static void insert_sorted(cJSON *list, cJSON *rec)
+{
+    cJSON *it = NULL;
+    int i = 0;
+
+    cJSON_ArrayForEach(it, list) {
+        if (rec_time(it) < rec_time(rec)) {
+            cJSON_InsertItemInArray(list, i, rec);
+            return;
+        }
+        i++;
+    }
+    cJSON_AddItemToArray(list, rec);
+}
+
+static void load_kind(const char *kind, const char *file, cJSON *list)
+{
+    char *dirpath = NULL;
+    DIR *d = NULL;
+    struct dirent *de;
+
+    if (asprintf(&dirpath, "%s/%s", g.state_dir, kind) < 0)
+        return;
+    util_mkdirs(dirpath);
+    d = opendir(dirpath);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        char *path = NULL;
+        char *text = NULL;
+        cJSON *rec = NULL;
+
+        if (de->d_name[0] == '.')
+            continue;
+        if (asprintf(&path, "%s/%s/%s", dirpath, de->d_name, file) < 0)
+            continue;
+        text = util_read_file(path, 4 << 20, NULL);
+        rec = text != NULL ? cJSON_Parse(text) : NULL;
+        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")))
+            insert_sorted(list, rec);
+        else if (text != NULL) {
+            fprintf(stderr, "devboxd: skipping unreadable record %s\n", path);
+            cJSON_Delete(rec);
+        }
+        free(text);
+        free(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    free(dirpath);
+}
+
+void layers_lock(struct engine *eng)
+{
+    pthread_mutex_lock(&g.lock);
+    if (g.loaded)
+        return;
+    g.state_dir = eng->state_dir != NULL ? strdup(eng->state_dir) : NULL;
+    g.snaps = cJSON_CreateArray();
+    g.bps = cJSON_CreateArray();
+    if (g.state_dir != NULL) {
+        load_kind("snapshots", "snapshot.json", g.snaps);
+        load_kind("blueprints", "blueprint.json", g.bps);
+        snapshots_load_locked(g.snaps);
+        blueprints_load_locked(eng, g.bps);
+    }
+    g.loaded = 1;
+}
+
+void layers_unlock(void)
+{
+    pthread_mutex_unlock(&g.lock);
+}
+
+cJSON *layers_snapshots_locked(void)
+{
+    return g.snaps;
+}
+
+cJSON *layers_blueprints_locked(void)
+{
+    return g.bps;
+}
+
+const char *layers_state_dir(void)
+{
+    return g.state_dir;
+}
+
+int layers_save_record(const char *kind, const char *file, const cJSON *rec)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+    char *dir = NULL;
+    char *path = NULL;
+    char *text = NULL;
+    int rc = -1;
+
+    if (!cJSON_IsString(id) || g.state_dir == NULL)
+        return -1;
+    text = cJSON_Print(rec);
+    if (text == NULL || asprintf(&dir, "%s/%s/%s", g.state_dir, kind, id->valuestring) < 0) {
+        dir = NULL;
+        goto out;
+    }
+    if (util_mkdirs(dir) != 0 || asprintf(&path, "%s/%s", dir, file) < 0) {
+        path = NULL;
+        goto out;
+    }
+    rc = util_write_atomic(path, text, strlen(text), 0600);
+out:
+    if (rc != 0)
+        fprintf(stderr, "devboxd: cannot save %s record %s: %s\n", kind, id->valuestring,
+                strerror(errno));
+    free(text);
+    free(dir);
+    free(path);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- copy */
+
+static __thread uid_t chown_from;
+static __thread uid_t chown_to;
+static __thread int64_t size_sum;
+
+static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    (void)ftw;
+    if (st->st_uid == chown_from || st->st_gid == chown_from) {
+        uid_t u = st->st_uid == chown_from ? chown_to : (uid_t)-1;
+        gid_t gr = st->st_gid == chown_from ? chown_to : (gid_t)-1;
+        mode_t keep = st->st_mode & 07777;
+
+        if (lchown(path, u, gr) != 0)
+            return -1;
+        /* chown clears set-id bits; keep the layer's modes as they were. */
+        if (!S_ISLNK(st->st_mode) && (keep & 06000) != 0 && chmod(path, keep) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
+{
+    char *from = NULL;
+    char *argv[6];
+    pid_t pid;
+    int status = 0;
+    int rc = -1;
+
+    if (asprintf(&from, "%s/.", src) < 0)
+        return -1;
+    argv[0] = "cp";
+    argv[1] = "-a";
+    argv[2] = "--reflink=auto";
+    argv[3] = from;
+    argv[4] = (char *)dst;
+    argv[5] = NULL;
+    if (posix_spawn(&pid, "/bin/cp", NULL, NULL, argv, environ) != 0) {
+        snprintf(err, errlen, "cannot run /bin/cp: %s", strerror(errno));
+        goto out;
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(err, errlen, "copying %s to %s failed (cp status %d)", src, dst, status);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(from);
+    return rc;
+}
+
+int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, char *err,
+                size_t errlen)
+{
+    if (mkdir(dst, 0755) != 0) {
+        snprintf(err, errlen, "cannot create layer dir %s: %s", dst, strerror(errno));
+        return -1;
+    }
+    if (run_cp(src, dst, err, errlen) != 0)
+        return -1;
+    if (from_uid == to_uid)
+        return 0;
+    chown_from = from_uid;
+    chown_to = to_uid;
+    if (nftw(dst, chown_one, 32, FTW_PHYS) != 0) {
+        snprintf(err, errlen, "cannot hand the layer %s to uid %u: %s", dst,
+                 (unsigned)to_uid, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int size_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)flag;
+    (void)ftw;
+    if (S_ISREG(st->st_mode))
+        size_sum += st->st_size;
+    return 0;
+}
+
+int64_t layers_size(const char *path)
+{
+    size_sum = 0;
+    nftw(path, size_one, 32, FTW_PHYS);
+    return size_sum;
+}
+
+/* ------------------------------------------------------ per-devbox copies */
+
+void layers_free_paths(char **paths, size_t n)
+{
+    size_t i;
+
+    for (i = 0; paths != NULL && i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+static int prepare_one(const cJSON *layer, const char *sbdir, size_t k, uid_t uid,
+                       char **out, char *err, size_t errlen)
+{
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(layer, "path");
+    const cJSON *owner = cJSON_GetObjectItemCaseSensitive(layer, "owner");
+    char *dst = NULL;
+    char *ready = NULL;
+    struct stat st;
+    int rc = -1;
+
+    if (!cJSON_IsString(path) || !cJSON_IsNumber(owner)) {
+        snprintf(err, errlen, "the devbox record has a malformed layer list");
+        return -1;
+    }
+    if (asprintf(&dst, "%s/layers/%zu", sbdir, k) < 0 ||
+        asprintf(&ready, "%s/layers/%zu.ready", sbdir, k) < 0)
+        goto out;
+    if (stat(ready, &st) == 0) { /* copied by an earlier boot */
+        rc = 0;
+        goto out;
+    }
+    util_rmtree(dst);
+    if (stat(path->valuestring, &st) != 0) {
+        snprintf(err, errlen, "layer %s is missing: %s", path->valuestring, strerror(errno));
+        goto out;
+    }
+    if (layers_copy(path->valuestring, dst, (uid_t)owner->valuedouble, uid, err, errlen) != 0)
+        goto out;
+    rc = util_write_atomic(ready, "", 0, 0600);
+out:
+    if (rc == 0) {
+        *out = dst;
+        dst = NULL;
+    }
+    free(dst);
+    free(ready);
+    return rc;
+}
+
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, char ***paths,
+                       size_t *n, char *err, size_t errlen)
+{
+    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(spec, "_layers");
+    char **out = NULL;
+    char *ldir = NULL;
+    size_t count, k;
+    uid_t uid;
+    int rc = -1;
+
+    *paths = NULL;
+    *n = 0;
+    count = cJSON_IsArray(chain) ? (size_t)cJSON_GetArraySize(chain) : 0;
+    if (count == 0)
+        return 0;
+    out = calloc(count, sizeof(*out));
+    if (out == NULL || asprintf(&ldir, "%s/layers", sbdir) < 0) {
+        ldir = NULL;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (mkdir(sbdir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", sbdir, strerror(errno));
+        goto out;
+    }
+    if (mkdir(ldir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", ldir, strerror(errno));
+        goto out;
+    }
+    /* Same claim as sandbox_start makes next: it finds <sbdir>/uid. */
+    if (sb_uid_claim(sbdir, id, &uid, err, errlen) != 0)
+        goto out;
+    for (k = 0; k < count; k++) {
+        if (prepare_one(cJSON_GetArrayItem(chain, (int)k), sbdir, k, uid, &out[k], err,
+                        errlen) != 0)
+            goto out;
+    }
+    *paths = out;
+    *n = count;
+    out = NULL;
+    rc = 0;
+out:
+    layers_free_paths(out, count);
+    free(ldir);
+    return rc;
+}
+
+/* ------------------------------------------------------------ in use */
+
+static int chain_has(const cJSON *chain, const char *path)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, chain) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "path");
+
+        if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int list_uses(const cJSON *list, const char *path, const char *except_id, char *who,
+                     size_t wholen)
+{
+    const cJSON *rec = NULL;
+
+    cJSON_ArrayForEach(rec, list) {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+
+        if (id == NULL || (except_id != NULL && strcmp(id, except_id) == 0))
+            continue;
+        if (st != NULL && (strcmp(st, "deleted") == 0 || strcmp(st, "error") == 0 ||
+                           strcmp(st, "failed") == 0))
+            continue;
+        if (chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"), path)) {
+            snprintf(who, wholen, "%s", id);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int layers_in_use_locked(struct engine *eng, const char *path, const char *except_id,
+                         char *who, size_t wholen)
+{
+    struct devbox *b;
+    int used = 0;
+
+    if (list_uses(g.snaps, path, except_id, who, wholen) ||
+        list_uses(g.bps, path, except_id, who, wholen))
+        return 1;
+    pthread_mutex_lock(&eng->lock);
+    for (b = eng->boxes; b != NULL && !used; b = b->next) {
+        if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
+            continue;
+        if (chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
+            snprintf(who, wholen, "%s", b->id);
+            used = 1;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return used;
+}
+
+/* ------------------------------------------------------ create from */
+
+static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errlen)
+{
+    const cJSON *rec = NULL;
+    const char *st = NULL;
+    const char *bp = NULL;
+
+    cJSON_ArrayForEach(rec, g.snaps) {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+
+        if (id != NULL && strcmp(id, sid) == 0)
+            break;
+    }
+    st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+    if (rec == NULL || st == NULL || strcmp(st, "deleted") == 0) {
+        snprintf(err, errlen, "snapshot_id %s not found; list snapshots with GET "
+                 "/v1/devboxes/disk_snapshots", sid);
+        return 404;
+    }
+    if (strcmp(st, "complete") != 0) {
+        snprintf(err, errlen, "snapshot %s is %s; a devbox can start only from a complete "
+                 "snapshot (poll GET /v1/devboxes/disk_snapshots/%s/status)", sid, st, sid);
+        return 400;
+    }
+    cJSON_AddStringToObject(spec, "snapshot_id", sid);
+    bp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "source_blueprint_id"));
+    if (bp != NULL)
+        cJSON_AddStringToObject(spec, "blueprint_id", bp);
+    cJSON_AddItemToObject(spec, "_layers",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
+    return 0;
+}
+
+/* Blueprint launch_parameters and ENV are defaults under the create body's. */
+static void blueprint_defaults(const cJSON *rec, cJSON *spec)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "launch_parameters");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(rec, "env");
+    cJSON *mine = NULL;
+    const cJSON *it = NULL;
+
+    if (cJSON_IsObject(lp) && cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters") == NULL)
+        cJSON_AddItemToObject(spec, "launch_parameters", cJSON_Duplicate(lp, 1));
+    if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) == 0)
+        return;
+    mine = cJSON_GetObjectItemCaseSensitive(spec, "environment_variables");
+    if (mine == NULL)
+        mine = cJSON_AddObjectToObject(spec, "environment_variables");
+    cJSON_ArrayForEach(it, env) {
+        if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
+            cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
+    }
+}
+
+int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
+                          size_t errlen)
+{
+    const char *sid = NULL;
+    const char *bid = NULL;
+    const char *bname = NULL;
+    const cJSON *rec = NULL;
+    int given = 0;
+
+    (void)eng;
+    if (util_opt_string(body, "snapshot_id", &sid, err, errlen) != 0 ||
+        util_opt_string(body, "blueprint_id", &bid, err, errlen) != 0 ||
+        util_opt_string(body, "blueprint_name", &bname, err, errlen) != 0)
+        return 400;
+    given = (sid != NULL && sid[0]) + (bid != NULL && bid[0]) + (bname != NULL && bname[0]);
+    if (given == 0)
+        return 0;
+    if (given > 1) {
+        snprintf(err, errlen, "set only one of snapshot_id, blueprint_id and blueprint_name");
+        return 400;
+    }
+    if (sid != NULL && sid[0])
+        return resolve_snapshot(sid, spec, err, errlen);
+    rec = blueprints_find_locked(bid != NULL && bid[0] ? bid : NULL,
+                                 bname != NULL && bname[0] ? bname : NULL);
+    if (rec == NULL) {
+        if (bid != NULL && bid[0])
+            snprintf(err, errlen, "blueprint_id %s not found or not built (status must be "
+                     "build_complete); list blueprints with GET /v1/blueprints", bid);
+        else
+            snprintf(err, errlen, "no successful build of a blueprint named \"%s\"; list "
+                     "blueprints with GET /v1/blueprints?name=%s", bname, bname);
+        return bid != NULL && bid[0] ? 404 : 400;
+    }
+    cJSON_AddStringToObject(spec, "blueprint_id",
+                            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+    cJSON_AddItemToObject(spec, "_layers",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
+    blueprint_defaults(rec, spec);
+    return 0;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+int layers_parse_body(const struct http_request *req, struct http_response *resp, cJSON **out)
+{
+    const char *end = NULL;
+    cJSON *body = NULL;
+
+    *out = NULL;
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large: JSON bodies are limited to %u bytes",
+                   HTTP_MAX_JSON_BODY);
+        return -1;
+    }
+    if (req->body_len == 0) {
+        *out = cJSON_CreateObject();
+        return 0;
+    }
+    body = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
+    if (body == NULL || !cJSON_IsObject(body)) {
+        cJSON_Delete(body);
+        util_error(resp, 400, "the request body must be a JSON object");
+        return -1;
+    }
+    *out = body;
+    return 0;
+}
+
+int layers_query_int(const struct http_request *req, struct http_response *resp,
+                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out)
+{
+    const char *v = http_request_query(req, name);
+    char *end = NULL;
+    long long x;
+
+    *out = def;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    errno = 0;
+    x = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0' || x < lo || x > hi) {
+        util_error(resp, 400, "query parameter '%s' must be an integer from %lld to %lld, "
+                   "got \"%s\"", name, (long long)lo, (long long)hi, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* devboxd snapshots and blueprints: read-only filesystem layers, their
+ * records (persisted under the state directory) and the REST routes.
+ *
+ * A layer is a directory tree rooted at "/" stored under the state dir
+ * (<state>/snapshots/<id>/layer, <state>/blueprints/<id>/layer) together with
+ * the host uid that owned the files when it was recorded.  A devbox's spec
+ * keeps its whole layer chain ("_layers": [{path, owner}], topmost first);
+ * before each boot the chain is copied into the devbox's sandbox dir with
+ * the owner's files handed to the devbox's own host uid (layers_prepare_box).
+ *
+ * Locking: one registry lock (layers_lock) guards the snapshot and
+ * blueprint records; it may be taken before eng->lock, never after. */
+#ifndef DEVBOXD_LAYERS_H
+#define DEVBOXD_LAYERS_H
+
+#include <cjson/cJSON.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "http.h"
+
+/* ---- layers.c ---- */
+void layers_lock(struct engine *eng);   /* also loads the records on first use */
+void layers_unlock(void);
+/* Registry of records (registry lock held): arrays of record objects, newest first. */
+cJSON *layers_snapshots_locked(void);
+cJSON *layers_blueprints_locked(void);
+const char *layers_state_dir(void);
+/* Writes a record to <state>/<kind>/<id>/<file>. */
+int layers_save_record(const char *kind, const char *file, const cJSON *rec);
+
+/* Copies the tree src into dst (created; must not exist) preserving modes,
+ * xattrs and overlay whiteouts; files owned by from_uid become to_uid's. */
+int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, char *err,
+                size_t errlen);
+/* Bytes in the regular files of a tree. */
+int64_t layers_size(const char *path);
+/* Before a sandbox start: copies the spec's "_layers" chain into
+ * <sbdir>/layers/<k> owned by the devbox's host uid (claimed now; the same
+ * uid sandbox_start will use).  Reuses copies made by an earlier boot. */
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, char ***paths,
+                       size_t *n, char *err, size_t errlen);
+void layers_free_paths(char **paths, size_t n);
+/* Registry lock held: 1 if a live devbox, snapshot or blueprint (other than
+ * except_id) has path in its layer chain; *who receives the user's id. */
+int layers_in_use_locked(struct engine *eng, const char *path, const char *except_id,
+                         char *who, size_t wholen);
+/* Registry lock held: resolves snapshot_id / blueprint_id / blueprint_name
+ * of a create body into spec (_layers, ids, blueprint defaults). 0 or an
+ * HTTP status with err. */
+int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
+                          size_t errlen);
+
+/* ---- snapshots.c ---- */
+/* /v1/devboxes/disk_snapshots[/...]: seg[2] == "disk_snapshots". */
+void snapshots_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
+                     struct http_response *resp);
+/* POST /v1/devboxes/{id}/snapshot_disk[_async]. */
+void snapshots_create(struct engine *eng, struct devbox *box, const struct http_request *req,
+                      struct http_response *resp, int async);
+int snapshots_in_progress(struct engine *eng, const char *box_id);
+void snapshots_load_locked(cJSON *list); /* fixes up records after a restart */
+
+/* ---- blueprints.c ---- */
+/* /v1/blueprints[/...]. */
+void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
+                      struct http_response *resp);
+void blueprints_load_locked(struct engine *eng, cJSON *list);
+/* Registry lock held: the newest build_complete record named name, or by id. */
+cJSON *blueprints_find_locked(const char *id, const char *name);
+
+/* ---- shared by snapshots.c / blueprints.c ---- */
+int layers_parse_body(const struct http_request *req, struct http_response *resp, cJSON **out);
+int layers_query_int(const struct http_request *req, struct http_response *resp,
+                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out);
+
+#endif
