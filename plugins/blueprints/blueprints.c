@@ -686,16 +686,11 @@ out:
 
 /* ---- registration ------------------------------------------------------------------- */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-};
-
 #define RO_ANN                                                               \
     "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
     "\"idempotentHint\":true,\"openWorldHint\":true}"
 
-static const struct spec specs[] = {
+static const struct rlmcp_h_tool specs[] = {
     {"build_blueprint", "Build a blueprint",
      "Build a reusable devbox image (blueprint) from a Dockerfile and/or "
      "setup commands and follow the build: new build log lines arrive as "
@@ -705,26 +700,26 @@ static const struct spec specs[] = {
      build_schema, build_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
-     t_build},
+     t_build, true},
     {"list_blueprints", "List blueprints",
      "List blueprint builds (newest first), optionally by name or status; "
      "public=true lists the public prebuilt ones. Page with starting_after.",
-     list_schema, list_out, RO_ANN, t_list},
+     list_schema, list_out, RO_ANN, t_list, false},
     {"get_blueprint", "Get a blueprint",
      "Get one blueprint: build status (queued, provisioning, building, "
      "build_complete, failed), failure_reason and its build parameters.",
-     id_schema, get_out, RO_ANN, t_get},
+     id_schema, get_out, RO_ANN, t_get, false},
     {"get_blueprint_logs", "Get a blueprint's build log",
      "Read the build log of a blueprint (the last `tail` lines), e.g. to see "
      "why a build failed.",
-     logs_schema, logs_out, RO_ANN, t_logs},
+     logs_schema, logs_out, RO_ANN, t_logs, false},
     {"delete_blueprint", "Delete a blueprint",
      "Delete a blueprint build permanently. The API refuses while snapshots "
      "depend on it (delete those first).",
      delete_schema, delete_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_delete},
+     t_delete, false},
 };
 
 static int bp_config(struct bp *bp, rlmcp_plugin *self,
@@ -767,7 +762,6 @@ static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     struct bp *bp = calloc(1, sizeof(*bp));
-    size_t i;
     int rc;
 
     if (bp == NULL)
@@ -776,26 +770,12 @@ static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = bp_config(bp, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = bp;
-        /* build_blueprint may follow a build for build_wait_seconds. */
-        if (specs[i].fn == t_build)
-            def.timeout_ms = (uint32_t)(bp->wait_s + 60) * 1000u;
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", specs[i].name,
-                           api->strerror(rc));
-            goto fail;
-        }
-    }
+    /* build_blueprint may follow a build for build_wait_seconds. */
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), bp,
+                                (uint32_t)(bp->wait_s + 60) * 1000u);
+    if (rc != RLMCP_OK)
+        goto fail;
     *state_out = bp;
     return RLMCP_OK;
 fail:

@@ -818,12 +818,6 @@ out:
 
 /* ---- registration ------------------------------------------------------------------ */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-    bool long_running;
-};
-
 #define ANN(ro, destr, idem)                                                 \
     "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                    \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
@@ -831,7 +825,7 @@ struct spec {
 static char exec_out_plain[1024];
 static char exec_out_run[1200];
 
-static const struct spec specs[] = {
+static const struct rlmcp_h_tool specs[] = {
     {"execute_command", "Run a command",
      "Run a bash command on a devbox and wait for it to finish. Returns "
      "exit_code, stdout, stderr (each capped: long output keeps its start "
@@ -921,21 +915,10 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = ex;
-        def.timeout_ms = specs[i].long_running ? long_ms : 0;
-        rc = reg(ex, self, &def);
-        if (rc != RLMCP_OK)
-            goto fail;
-    }
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), ex, long_ms);
+    if (rc != RLMCP_OK)
+        goto fail;
     for (i = 0; i < ex->n_langs; i++) {
         struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
         def.name = ex->langs[i].tool_name;

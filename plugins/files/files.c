@@ -372,19 +372,14 @@ out:
 
 /* ---- registration ----------------------------------------------------------------- */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-};
-
-static const struct spec specs[] = {
+static const struct rlmcp_h_tool specs[] = {
     {"write_file", "Write a text file",
      "Create or overwrite a UTF-8 text file on a devbox (parent directories "
      "must exist). For binary data use upload_file.",
      write_schema, written_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
-     t_write},
+     t_write, false},
     {"read_file", "Read a file",
      "Read a file from a devbox. Text comes back as is (encoding utf-8); a "
      "binary file comes back base64-encoded (encoding base64) with a "
@@ -392,7 +387,7 @@ static const struct spec specs[] = {
      read_schema, read_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
-     t_read},
+     t_read, false},
     {"upload_file", "Upload a file (base64)",
      "Upload bytes (standard base64) to a path on a devbox, creating or "
      "overwriting the file. Use it for binary files and archives; unpack "
@@ -400,7 +395,7 @@ static const struct spec specs[] = {
      upload_schema, written_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
-     t_upload},
+     t_upload, false},
     {"download_file", "Download a file (base64)",
      "Download a file from a devbox as standard base64 (any content), with "
      "its size and a mime_type hint. Save results before the devbox is shut "
@@ -408,7 +403,7 @@ static const struct spec specs[] = {
      download_schema, download_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
-     t_download},
+     t_download, false},
 };
 
 struct lim {
@@ -449,23 +444,10 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
             goto fail;
         }
     }
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = fs;
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", specs[i].name,
-                           api->strerror(rc));
-            goto fail;
-        }
-    }
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), fs, 0);
+    if (rc != RLMCP_OK)
+        goto fail;
     cJSON_Delete(cfg);
     *state_out = fs;
     return RLMCP_OK;

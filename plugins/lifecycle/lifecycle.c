@@ -690,12 +690,6 @@ out:
 
 /* ---- registration -------------------------------------------------------------- */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-    uint32_t timeout_ms;
-};
-
 static const char ok_out[] =
     "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
     "\"string\"},\"ok\":{\"type\":\"boolean\"}}}";
@@ -708,7 +702,8 @@ static const char usage_out[] =
     "\"memory_gb_seconds\":{\"type\":\"number\"},"
     "\"disk_gb_seconds\":{\"type\":\"number\"}}}";
 
-static const struct spec specs[] = {
+/* Every devbox call keeps the bound of create_wait_seconds plus slack. */
+static const struct rlmcp_h_tool specs[] = {
     {"create_devbox", "Create a devbox",
      "Create a fresh isolated Linux sandbox (devbox) and wait until it is "
      "running. Returns the devbox; use its id with execute_command, "
@@ -718,52 +713,52 @@ static const struct spec specs[] = {
      create_schema, DEVBOX_OUT,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
-     t_create, 0},
+     t_create, true},
     {"list_devboxes", "List devboxes",
      "List devboxes (newest first), optionally only those in one status. "
      "Shut down devboxes are hidden unless you ask for status=shutdown.",
-     list_schema, list_out, RO_ANN, t_list, 0},
+     list_schema, list_out, RO_ANN, t_list, true},
     {"get_devbox", "Get a devbox",
      "Get one devbox: status, name, metadata, launch parameters.",
-     id_schema, DEVBOX_OUT, RO_ANN, t_get, 0},
+     id_schema, DEVBOX_OUT, RO_ANN, t_get, true},
     {"update_devbox", "Update a devbox",
      "Change a devbox's name and/or replace its metadata.", update_schema,
      DEVBOX_OUT,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_update, 0},
+     t_update, true},
     {"suspend_devbox", "Suspend a devbox",
      "Suspend a running devbox: its disk is kept, memory and processes are "
      "lost, compute billing stops. Resume it with resume_devbox.",
      wait_id_schema, DEVBOX_OUT,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_suspend, 0},
+     t_suspend, true},
     {"resume_devbox", "Resume a devbox",
      "Resume a suspended devbox (same id and disk; processes restart) and "
      "wait until it is running.",
      wait_id_schema, DEVBOX_OUT,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_resume, 0},
+     t_resume, true},
     {"shutdown_devbox", "Shut down a devbox",
      "Permanently shut down a devbox and delete its data. This cannot be "
      "undone.",
      shutdown_schema, DEVBOX_OUT,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_shutdown, 0},
+     t_shutdown, true},
     {"keep_devbox_alive", "Keep a devbox alive",
      "Reset a devbox's idle timer so an idle policy does not suspend or "
      "shut it down. It does not extend the maximum lifetime.",
      id_schema, ok_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_keep_alive, 0},
+     t_keep_alive, true},
     {"get_resource_usage", "Get devbox resource usage",
      "Accumulated usage of a devbox: elapsed and active seconds, vCPU, "
      "memory and disk GB-seconds (not live utilisation).",
-     id_schema, usage_out, RO_ANN, t_usage, 0},
+     id_schema, usage_out, RO_ANN, t_usage, true},
 };
 
 static void lc_free(struct lc *lc)
@@ -851,7 +846,6 @@ static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     struct lc *lc = calloc(1, sizeof(*lc));
-    size_t i;
     int rc;
 
     if (lc == NULL)
@@ -860,25 +854,12 @@ static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = lc_config(lc, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = lc;
-        /* create/resume may wait create_wait_seconds, plus slack. */
-        def.timeout_ms = (uint32_t)(lc->wait_s + 120) * 1000u;
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", specs[i].name,
-                           api->strerror(rc));
-            goto fail;
-        }
-    }
+    /* create/suspend/resume may wait create_wait_seconds, plus slack. */
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), lc,
+                                (uint32_t)(lc->wait_s + 120) * 1000u);
+    if (rc != RLMCP_OK)
+        goto fail;
     *state_out = lc;
     return RLMCP_OK;
 fail:

@@ -681,49 +681,44 @@ out:
 
 /* ---- registration ------------------------------------------------------------------ */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-};
-
 #define ANN(ro, destr, idem)                                                 \
     "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                   \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
 
-static const struct spec specs[] = {
+static const struct rlmcp_h_tool specs[] = {
     {"pty_connect", "Open a terminal session",
      "Create, or reconnect to, a named interactive terminal (bash on a "
      "real PTY) on a devbox, for programs that need a TTY: REPLs, TUIs. "
      "For ordinary commands use execute_command.",
-     connect_schema, connect_out, ANN("false", "false", "true"), t_connect},
+     connect_schema, connect_out, ANN("false", "false", "true"), t_connect, false},
     {"pty_send_command", "Type into a terminal session",
      "Type text into a named terminal session and return what the terminal "
      "printed until it is quiet for quiet_ms or max_wait passes, as plain "
      "text (escape sequences removed, carriage returns and backspaces "
      "applied).",
-     send_schema, send_out, ANN("false", "true", "false"), t_send},
+     send_schema, send_out, ANN("false", "true", "false"), t_send, false},
     {"pty_control", "Control a terminal session",
      "Resize a terminal session (the program gets SIGWINCH), send a POSIX "
      "signal to its foreground process group, or close it.",
-     control_schema, control_out, ANN("false", "true", "false"), t_control},
+     control_schema, control_out, ANN("false", "true", "false"), t_control, false},
     {"create_pty_tunnel", "Create a PTY tunnel",
      "Create a fresh authenticated tunnel to the devbox's terminal service "
      "and return its URL and token, for a terminal client of your own. "
      "Treat the token as a secret.",
-     id_schema, pty_tunnel_out, ANN("false", "false", "false"), t_pty_tunnel},
+     id_schema, pty_tunnel_out, ANN("false", "false", "false"), t_pty_tunnel, false},
     {"enable_tunnel", "Expose devbox ports",
      "Enable the devbox's tunnel: every port gets a URL "
      "(url_template with {port}). The service must listen on 0.0.0.0. "
      "authenticated (default here) needs the auth_token in the "
      "X-Runloop-Tunnel-Authorization: Bearer header.",
-     enable_schema, tunnel_out, ANN("false", "false", "false"), t_enable},
+     enable_schema, tunnel_out, ANN("false", "false", "false"), t_enable, false},
     {"get_tunnel_url", "Get a tunnel URL",
      "The URL of a port on a devbox whose tunnel is enabled, with the "
      "token to send when the tunnel is authenticated.",
-     url_schema, url_out, ANN("true", "false", "true"), t_url},
+     url_schema, url_out, ANN("true", "false", "true"), t_url, false},
     {"remove_tunnel", "Remove a devbox's tunnel",
      "Remove the devbox's tunnel: its URLs stop working.", id_schema,
-     removed_out, ANN("false", "true", "true"), t_remove},
+     removed_out, ANN("false", "true", "true"), t_remove, false},
 };
 
 static void pt_free(struct pty *pt)
@@ -781,7 +776,6 @@ static int pt_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     struct pty *pt = calloc(1, sizeof(*pt));
-    size_t i;
     int rc;
 
     if (pt == NULL)
@@ -790,23 +784,10 @@ static int pt_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = pt_config(pt, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = pt;
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", specs[i].name,
-                           api->strerror(rc));
-            goto fail;
-        }
-    }
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), pt, 0);
+    if (rc != RLMCP_OK)
+        goto fail;
     *state_out = pt;
     return RLMCP_OK;
 fail:

@@ -494,16 +494,11 @@ out:
 
 /* ---- registration -------------------------------------------------------------- */
 
-struct spec {
-    const char *name, *title, *desc, *in, *out, *ann;
-    rlmcp_tool_fn fn;
-};
-
 #define RO_ANN                                                               \
     "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
     "\"idempotentHint\":true,\"openWorldHint\":true}"
 
-static const struct spec specs[] = {
+static const struct rlmcp_h_tool specs[] = {
     {"create_snapshot", "Snapshot a devbox's disk",
      "Save the disk of a devbox as a snapshot (files only: no memory or "
      "processes) and wait until it is complete. Start new devboxes from it "
@@ -512,22 +507,22 @@ static const struct spec specs[] = {
      create_schema, create_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
-     t_create},
+     t_create, true},
     {"list_snapshots", "List disk snapshots",
      "List disk snapshots (newest first), optionally only those of one "
      "devbox or blueprint. Page with starting_after.",
-     list_schema, list_out, RO_ANN, t_list},
+     list_schema, list_out, RO_ANN, t_list, false},
     {"delete_snapshot", "Delete a disk snapshot",
      "Delete a disk snapshot permanently. Devboxes already started from it "
      "keep running; the API refuses while the snapshot is in use.",
      delete_schema, delete_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_delete},
+     t_delete, false},
     {"get_snapshot_status", "Get a snapshot's status",
      "Status of a snapshot: in_progress, complete, error (with "
      "error_message) or deleted, and the snapshot once complete.",
-     status_schema, status_out, RO_ANN, t_status},
+     status_schema, status_out, RO_ANN, t_status, false},
 };
 
 static int sn_config(struct snap *sn, rlmcp_plugin *self,
@@ -572,7 +567,6 @@ static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     struct snap *sn = calloc(1, sizeof(*sn));
-    size_t i;
     int rc;
 
     if (sn == NULL)
@@ -581,26 +575,12 @@ static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = sn_config(sn, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-        def.name = specs[i].name;
-        def.title = specs[i].title;
-        def.description = specs[i].desc;
-        def.input_schema_json = specs[i].in;
-        def.output_schema_json = specs[i].out;
-        def.annotations_json = specs[i].ann;
-        def.handler = specs[i].fn;
-        def.user_data = sn;
-        /* create_snapshot may wait wait_seconds, plus slack. */
-        if (i == 0)
-            def.timeout_ms = (uint32_t)(sn->wait_s + 60) * 1000u;
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", specs[i].name,
-                           api->strerror(rc));
-            goto fail;
-        }
-    }
+    /* create_snapshot may wait wait_seconds, plus slack. */
+    rc = rlmcp_h_register_tools(self, api, specs,
+                                sizeof(specs) / sizeof(specs[0]), sn,
+                                (uint32_t)(sn->wait_s + 60) * 1000u);
+    if (rc != RLMCP_OK)
+        goto fail;
     *state_out = sn;
     return RLMCP_OK;
 fail:

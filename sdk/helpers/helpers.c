@@ -432,6 +432,38 @@ int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj)
 
 /* ---- config ------------------------------------------------------------------ */
 
+/* ---- tool registration ---------------------------------------------------- */
+
+int rlmcp_h_register_tools(rlmcp_plugin *self,
+                           const struct rlmcp_host_api *api,
+                           const struct rlmcp_h_tool *tools, size_t n,
+                           void *user_data, uint32_t long_timeout_ms)
+{
+    size_t i;
+    int rc = RLMCP_OK;
+
+    for (i = 0; i < n; i++) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+
+        def.name = tools[i].name;
+        def.title = tools[i].title;
+        def.description = tools[i].desc;
+        def.input_schema_json = tools[i].in;
+        def.output_schema_json = tools[i].out;
+        def.annotations_json = tools[i].ann;
+        def.handler = tools[i].fn;
+        def.user_data = user_data;
+        def.timeout_ms = tools[i].long_running ? long_timeout_ms : 0;
+        rc = api->register_tool(self, &def);
+        if (rc != RLMCP_OK) {
+            api->set_error(self, "registering %s failed: %s", tools[i].name,
+                           api->strerror(rc));
+            break;
+        }
+    }
+    return rc;
+}
+
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out)
 {

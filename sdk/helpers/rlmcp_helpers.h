@@ -195,6 +195,25 @@ int rlmcp_h_page_result(const struct rlmcp_h *h, const cJSON *page,
                         const char *key, const char *const *keep,
                         const char *what, cJSON **out);
 
+/* ---- tool registration (init time) ------------------------------------- */
+
+/* One tool of a plugin's static table (JSON texts as in rlmcp_tool_def). */
+struct rlmcp_h_tool {
+    const char *name, *title, *desc, *in, *out, *ann;
+    rlmcp_tool_fn fn;
+    bool long_running; /* gets long_timeout_ms instead of the host default */
+};
+
+/*
+ * Register n tools, each with user_data; long-running ones get
+ * long_timeout_ms. On failure the plugin error names the tool and the
+ * code is returned (the caller's init fails).
+ */
+int rlmcp_h_register_tools(rlmcp_plugin *self,
+                           const struct rlmcp_host_api *api,
+                           const struct rlmcp_h_tool *tools, size_t n,
+                           void *user_data, uint32_t long_timeout_ms);
+
 /* ---- config helpers (init time, no call) --------------------------------- */
 
 /* Integer from a config object; def when absent; false when wrong type. */

@@ -1,0 +1,114 @@
+/*
+ * test_helpers.c - the SDK helper library's tool registration, driven
+ * through the fake host: every tool registered with the plugin's data,
+ * long-running ones with the long bound, a failure named in the error.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+#include "rlmcp_helpers.h"
+
+static int marker;
+
+static int t_noop(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    (void)args;
+    (void)len;
+    (void)ud;
+    return call != NULL ? RLMCP_OK : RLMCP_EINVAL;
+}
+
+#define OBJ "{\"type\":\"object\"}"
+
+static const struct rlmcp_h_tool good[] = {
+    {"quick", "Quick", "A quick tool.", OBJ, NULL, NULL, t_noop, false},
+    {"slow", "Slow", "A slow tool.", OBJ, OBJ, NULL, t_noop, true},
+};
+
+/* The second entry repeats the first name: the host refuses it. */
+static const struct rlmcp_h_tool dup[] = {
+    {"twice", NULL, "First.", OBJ, NULL, NULL, t_noop, false},
+    {"twice", NULL, "Second.", OBJ, NULL, NULL, t_noop, false},
+};
+
+static int init_good(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                     void **state_out)
+{
+    *state_out = &marker;
+    return rlmcp_h_register_tools(self, api, good, 2, &marker, 90000);
+}
+
+static int init_dup(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                    void **state_out)
+{
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, dup, 2, NULL, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_good = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "good",
+    .version = "1",
+    .description = "registers two tools",
+    .init = init_good,
+};
+
+static const struct rlmcp_plugin_desc desc_dup = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "dup",
+    .version = "1",
+    .description = "registers one name twice",
+    .init = init_dup,
+};
+
+static void registers_all(void **state)
+{
+    const struct rlmcp_tool_def *q = NULL;
+    const struct rlmcp_tool_def *s = NULL;
+
+    (void)state;
+    assert_int_equal(fh_load(&desc_good, "{}"), RLMCP_OK);
+    assert_int_equal(fh_tool_count(), 2);
+    q = fh_tool("quick");
+    s = fh_tool("slow");
+    assert_non_null(q);
+    assert_non_null(s);
+    assert_string_equal(q->title, "Quick");
+    assert_string_equal(q->description, "A quick tool.");
+    assert_string_equal(s->output_schema_json, OBJ);
+    assert_ptr_equal(q->user_data, &marker);
+    assert_ptr_equal(s->user_data, &marker);
+    assert_int_equal(q->timeout_ms, 0); /* the host's default */
+    assert_int_equal(s->timeout_ms, 90000);
+    assert_int_equal(fh_call("quick", "{}"), RLMCP_OK);
+    fh_unload();
+}
+
+static void failure_names_tool(void **state)
+{
+    (void)state;
+    assert_int_not_equal(fh_load(&desc_dup, "{}"), RLMCP_OK);
+    assert_non_null(fh_init_error());
+    assert_non_null(strstr(fh_init_error(), "registering twice failed"));
+    fh_unload();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registers_all),
+        cmocka_unit_test(failure_names_tool),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
