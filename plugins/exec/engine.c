@@ -602,14 +602,78 @@ out:
     return rc;
 }
 
+/* Start the command; *eid_out receives its checked execution id. */
+static int start_execution(struct ex *ex, const struct rlmcp_h *h,
+                           const struct exec_params *p, cJSON **view_out,
+                           char **eid_out)
+{
+    const cJSON *eidj = NULL;
+    int rc = start(ex, h, p, view_out);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    eidj = cJSON_GetObjectItemCaseSensitive(*view_out, "execution_id");
+    if (!cJSON_IsString(eidj) || !rlmcp_h_id_valid(eidj->valuestring))
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "the Runloop API answered without a valid "
+                            "execution_id");
+    *eid_out = strdup(eidj->valuestring);
+    return *eid_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
+/* The finished execution's result: status, both streams, duration. */
+static int finish_result(struct ex *ex, const struct rlmcp_h *h,
+                         const struct exec_params *p, const char *eid,
+                         const cJSON *view,
+                         struct rlmcp_h_capture *streamed,
+                         bool stream_ok, uint64_t t0, cJSON **result_out)
+{
+    cJSON *result = base_result(view, p->devbox_id, eid);
+    int rc;
+
+    if (result == NULL)
+        return RLMCP_ENOMEM;
+    rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout", streamed,
+                    stream_ok, result);
+    if (rc == RLMCP_OK)
+        rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL,
+                        false, result);
+    if (rc != RLMCP_OK) {
+        cJSON_Delete(result);
+        return rc;
+    }
+    cJSON_AddNumberToObject(result, "duration_ms",
+                            (double)(rlmcp_h_now_ms() - t0));
+    *result_out = result;
+    return RLMCP_OK;
+}
+
+/* A timed-out or cancelled execution is killed; a timeout is reported. */
+static int fail_execution(const struct rlmcp_h *h,
+                          const struct exec_params *p, const char *eid,
+                          int rc)
+{
+    if (rc != RLMCP_ETIMEDOUT && rc != RLMCP_ECANCELLED)
+        return rc;
+    kill_execution(h, p->devbox_id, eid);
+    if (rc == RLMCP_ECANCELLED)
+        return rc;
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_TIMEOUT,
+        "Raise timeout_seconds (up to the server's maximum), or run "
+        "it with execute_command_async and poll get_execution.",
+        "the command did not finish within %lld s; execution %s on "
+        "devbox %s was killed",
+        p->timeout_s, eid, p->devbox_id);
+}
+
 int exec_run(struct ex *ex, const struct rlmcp_h *h,
              const struct exec_params *p, cJSON **result_out)
 {
     struct rlmcp_h_capture streamed;
     uint64_t t0 = rlmcp_h_now_ms();
     uint64_t deadline = t0 + (uint64_t)p->timeout_s * 1000u;
-    cJSON *view = NULL, *result = NULL;
-    const cJSON *eidj = NULL;
+    cJSON *view = NULL;
     char *eid = NULL;
     bool have_stream = false, stream_ok = false;
     int rc;
@@ -617,70 +681,29 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     *result_out = NULL;
     if (!rlmcp_h_capture_init(&streamed, (size_t)ex->max_output))
         return RLMCP_ENOMEM;
-    rc = start(ex, h, p, &view);
+    rc = start_execution(ex, h, p, &view, &eid);
     if (rc != RLMCP_OK)
         goto out;
-    eidj = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
-    if (!cJSON_IsString(eidj) || !rlmcp_h_id_valid(eidj->valuestring)) {
-        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
-                          "the Runloop API answered without a valid "
-                          "execution_id");
-        goto out;
-    }
-    eid = strdup(eidj->valuestring);
-    if (eid == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    if (h->api->is_cancelled(h->call)) {
+    if (h->api->is_cancelled(h->call))
         rc = RLMCP_ECANCELLED;
-        goto fail;
-    }
-    if (!view_completed(view) && ex->stream) {
+    if (rc == RLMCP_OK && !view_completed(view) && ex->stream) {
         uint32_t left = remaining_ms(deadline);
         have_stream = true;
         rc = left == 0 ? RLMCP_ETIMEDOUT
                        : follow_stdout(h, p->devbox_id, eid, deadline,
                                        &streamed, &stream_ok);
-        if (rc != RLMCP_OK)
-            goto fail;
     }
-    rc = exec_wait_done(ex, h, p->devbox_id, eid, deadline, &view);
-    if (rc != RLMCP_OK)
-        goto fail;
-    result = base_result(view, p->devbox_id, eid);
-    if (result == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout",
-                    have_stream ? &streamed : NULL, stream_ok, result);
     if (rc == RLMCP_OK)
-        rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL,
-                        false, result);
+        rc = exec_wait_done(ex, h, p->devbox_id, eid, deadline, &view);
+    if (rc == RLMCP_OK)
+        rc = finish_result(ex, h, p, eid, view,
+                           have_stream ? &streamed : NULL, stream_ok, t0,
+                           result_out);
     if (rc != RLMCP_OK)
-        goto fail;
-    cJSON_AddNumberToObject(result, "duration_ms",
-                            (double)(rlmcp_h_now_ms() - t0));
-    *result_out = result;
-    result = NULL;
-    goto out;
-fail:
-    if (rc == RLMCP_ETIMEDOUT || rc == RLMCP_ECANCELLED) {
-        kill_execution(h, p->devbox_id, eid);
-        if (rc == RLMCP_ETIMEDOUT)
-            rc = rlmcp_h_fail_remedy(
-                h, RLMCP_ERR_TIMEOUT,
-                "Raise timeout_seconds (up to the server's maximum), or run "
-                "it with execute_command_async and poll get_execution.",
-                "the command did not finish within %lld s; execution %s on "
-                "devbox %s was killed",
-                p->timeout_s, eid, p->devbox_id);
-    }
+        rc = fail_execution(h, p, eid, rc);
 out:
     rlmcp_h_capture_free(&streamed);
     cJSON_Delete(view);
-    cJSON_Delete(result);
     free(eid);
     return rc;
 }

@@ -291,53 +291,37 @@ static int t_download(rlmcp_call *call, const char *aj, size_t al, void *ud)
 
 /* ---- upload_file -------------------------------------------------------------- */
 
-static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
+/* Decode content_base64 within the upload limit (checked before decoding). */
+static int decode_upload(struct fs *fs, const struct rlmcp_h *h,
+                         const char *what, const char *b64,
+                         unsigned char **data_out, size_t *n_out)
 {
-    struct fs *fs = ud;
-    struct rlmcp_h h = {fs->api, call};
+    size_t b64_len = strlen(b64);
+
+    /* Refuse before decoding: the decoded size is at least this. */
+    if (b64_len / 4 * 3 > (size_t)fs->max_upload + 3)
+        return too_large(h, what, (unsigned long long)(b64_len / 4 * 3),
+                         fs->max_upload);
+    *data_out = rlmcp_h_b64_decode(b64, b64_len, n_out);
+    if (*data_out == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'content_base64' is not valid base64");
+    if ((long long)*n_out > fs->max_upload)
+        return too_large(h, what, *n_out, fs->max_upload);
+    return RLMCP_OK;
+}
+
+/* POST the multipart upload: the path, then the file named after it. */
+static int post_upload(const struct rlmcp_h *h, const char *id,
+                       const char *path, const unsigned char *data,
+                       size_t n, const char *url, const char *what)
+{
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_part parts[2];
     struct rlmcp_http_resp *resp = NULL;
-    cJSON *args = NULL, *res = NULL;
-    const char *id = NULL, *path = NULL, *b64 = NULL, *base = NULL;
-    unsigned char *data = NULL;
-    char *url = NULL, *what = NULL;
-    size_t n = 0, b64_len;
+    const char *base = strrchr(path, '/');
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, upload_schema, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = path_arg(&h, args, &path);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "content_base64", false, &b64);
-    if (rc != RLMCP_OK)
-        goto out;
-    what = rlmcp_h_sprintf("uploading %s to devbox %s", path, id);
-    url = rlmcp_h_sprintf("/v1/devboxes/%s/upload_file", id);
-    if (what == NULL || url == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    b64_len = strlen(b64);
-    /* Refuse before decoding: the decoded size is at least this. */
-    if (b64_len / 4 * 3 > (size_t)fs->max_upload + 3) {
-        rc = too_large(&h, what, (unsigned long long)(b64_len / 4 * 3),
-                       fs->max_upload);
-        goto out;
-    }
-    data = rlmcp_h_b64_decode(b64, b64_len, &n);
-    if (data == NULL) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
-                          "argument 'content_base64' is not valid base64");
-        goto out;
-    }
-    if ((long long)n > fs->max_upload) {
-        rc = too_large(&h, what, n, fs->max_upload);
-        goto out;
-    }
-    base = strrchr(path, '/');
     base = base != NULL && base[1] != '\0' ? base + 1 : "upload";
     memset(parts, 0, sizeof(parts));
     parts[0].struct_size = sizeof(parts[0]);
@@ -355,13 +339,45 @@ static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
     req.parts = parts;
     req.n_parts = 2;
     req.timeout_ms = 120000;
-    rc = send_req(&h, id, &req, what, &resp);
+    rc = send_req(h, id, &req, what, &resp);
+    h->api->http_resp_free(resp);
+    return rc;
+}
+
+static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    cJSON *args = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL, *b64 = NULL;
+    unsigned char *data = NULL;
+    char *url = NULL, *what = NULL;
+    size_t n = 0;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, upload_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = path_arg(&h, args, &path);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "content_base64", false, &b64);
+    if (rc != RLMCP_OK)
+        goto out;
+    what = rlmcp_h_sprintf("uploading %s to devbox %s", path, id);
+    url = rlmcp_h_sprintf("/v1/devboxes/%s/upload_file", id);
+    if (what == NULL || url == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = decode_upload(fs, &h, what, b64, &data, &n);
+    if (rc == RLMCP_OK)
+        rc = post_upload(&h, id, path, data, n, url, what);
     if (rc != RLMCP_OK)
         goto out;
     res = written(id, path, n);
     rc = rlmcp_h_result_json(&h, res);
 out:
-    fs->api->http_resp_free(resp);
     free(data);
     free(url);
     free(what);
