@@ -298,15 +298,63 @@ static int write_files(const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
+/* The POST /v1/devboxes body from the arguments; files and wait too. */
+static int create_body(struct lc *lc, const struct rlmcp_h *h,
+                       const cJSON *args, cJSON *body, const cJSON **files,
+                       bool *wait)
+{
+    const cJSON *env = NULL;
+    int n_sources = 0;
+    int rc = add_strings(h, args, body, &n_sources);
+
+    if (rc == RLMCP_OK && n_sources == 0 && lc->default_blueprint != NULL)
+        cJSON_AddStringToObject(body, "blueprint_name", lc->default_blueprint);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(h, args, "environment_variables", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(h, args, "files", files);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(h, args, "wait", wait);
+    if (rc == RLMCP_OK)
+        rc = build_launch(lc, h, args, body);
+    if (rc == RLMCP_OK)
+        rc = build_metadata(lc, h, args, body);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (*files != NULL && !*wait)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "files need the devbox running: drop wait=false "
+                            "or write them later with write_file");
+    if (env != NULL)
+        cJSON_AddItemToObject(body, "environment_variables",
+                              cJSON_Duplicate(env, true));
+    return RLMCP_OK;
+}
+
+/* Wait until the new devbox runs, then write the files into it. */
+static int await_running(struct lc *lc, const struct rlmcp_h *h,
+                         const char *id, const cJSON *files, cJSON **ready)
+{
+    int rc = rlmcp_h_devbox_wait(h, id, running_set,
+                                 (uint64_t)lc->wait_s * 1000u, ready);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    if (strcmp(rlmcp_h_devbox_status(*ready), "running") != 0)
+        return not_ready(h, *ready, id, lc->wait_s);
+    if (files != NULL)
+        return write_files(h, id, files);
+    return RLMCP_OK;
+}
+
 static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct lc *lc = ud;
     struct rlmcp_h h = {lc->api, call};
     cJSON *args = NULL, *body = NULL, *dbx = NULL, *ready = NULL;
-    const cJSON *env = NULL, *files = NULL;
+    const cJSON *files = NULL;
     const cJSON *idj = NULL;
     bool wait = true;
-    int n_sources = 0;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, create_schema, &args);
@@ -317,32 +365,10 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = add_strings(&h, args, body, &n_sources);
-    if (rc == RLMCP_OK && n_sources == 0 && lc->default_blueprint != NULL)
-        cJSON_AddStringToObject(body, "blueprint_name", lc->default_blueprint);
+    rc = create_body(lc, &h, args, body, &files, &wait);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str_map(&h, args, "environment_variables", &env);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str_map(&h, args, "files", &files);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
-    if (rc == RLMCP_OK)
-        rc = build_launch(lc, &h, args, body);
-    if (rc == RLMCP_OK)
-        rc = build_metadata(lc, &h, args, body);
-    if (rc != RLMCP_OK)
-        goto out;
-    if (files != NULL && !wait) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
-                          "files need the devbox running: drop wait=false "
-                          "or write them later with write_file");
-        goto out;
-    }
-    if (env != NULL)
-        cJSON_AddItemToObject(body, "environment_variables",
-                              cJSON_Duplicate(env, true));
-    rc = rlmcp_h_request(&h, "POST", "/v1/devboxes", body, NULL,
-                         "creating a devbox", &dbx);
+        rc = rlmcp_h_request(&h, "POST", "/v1/devboxes", body, NULL,
+                             "creating a devbox", &dbx);
     if (rc != RLMCP_OK)
         goto out;
     idj = cJSON_GetObjectItemCaseSensitive(dbx, "id");
@@ -351,22 +377,10 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
                           "the Runloop API returned a devbox without an id");
         goto out;
     }
-    if (wait) {
-        rc = rlmcp_h_devbox_wait(&h, idj->valuestring, running_set,
-                                 (uint64_t)lc->wait_s * 1000u, &ready);
-        if (rc != RLMCP_OK)
-            goto out;
-        if (strcmp(rlmcp_h_devbox_status(ready), "running") != 0) {
-            rc = not_ready(&h, ready, idj->valuestring, lc->wait_s);
-            goto out;
-        }
-        if (files != NULL) {
-            rc = write_files(&h, idj->valuestring, files);
-            if (rc != RLMCP_OK)
-                goto out;
-        }
-    }
-    rc = rlmcp_h_result_json(&h, ready != NULL ? ready : dbx);
+    if (wait)
+        rc = await_running(lc, &h, idj->valuestring, files, &ready);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, ready != NULL ? ready : dbx);
 out:
     cJSON_Delete(args);
     cJSON_Delete(body);
