@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 #include "layers.h"
+#include "tunnel.h"
 #include "util.h"
 
 #include <errno.h>
@@ -316,7 +317,7 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
 
 static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 {
-    static const char *const later[] = {"tunnel", NULL};
+    static const char *const later[] = {NULL};
     static const char *const never[] = {"secrets", "gateways", "mcp", "code_mounts",
                                         "repo_connection_id", NULL};
     size_t i;
@@ -346,7 +347,7 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
     cJSON *spec = NULL;
     static const char *const keep[] = {"name", "metadata", "launch_parameters",
                                        "environment_variables", "entrypoint", "mounts",
-                                       "file_mounts", NULL};
+                                       "file_mounts", "tunnel", NULL};
     size_t i;
 
     *status = 400;
@@ -363,6 +364,8 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
         check_launch_parameters(cJSON_GetObjectItemCaseSensitive(body, "launch_parameters"),
                                 err, errlen) != 0 ||
         check_mounts(body, err, errlen) != 0 ||
+        tunnel_check_spec(cJSON_GetObjectItemCaseSensitive(body, "tunnel"), "tunnel", err,
+                          errlen) != 0 ||
         util_opt_string(body, "snapshot_id", &s, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_id", &s, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_name", &s, err, errlen) != 0)
@@ -1419,7 +1422,6 @@ static int is_files_action(const char *a)
 static int is_later_action(const char *a)
 {
     static const char *const later[] = {
-        "enable_tunnel", "remove_tunnel",
         "create_pty_tunnel", "create_ssh_key", "create_gateway_token", "create_mcp_token",
         NULL,
     };
@@ -1488,6 +1490,10 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
         handle_execute(eng, box, req, resp, 0, 1);
     else if (is_files_action(action))
         route_files(eng, box, action, req, resp);
+    else if (strcmp(action, "enable_tunnel") == 0)
+        tunnel_api_enable(eng, box, req, resp);
+    else if (strcmp(action, "remove_tunnel") == 0)
+        tunnel_api_remove(eng, box, req, resp);
     else if (strcmp(action, "snapshot_disk") == 0 || strcmp(action, "snapshot_disk_async") == 0)
         snapshots_create(eng, box, req, resp, strcmp(action, "snapshot_disk_async") == 0);
     else if (is_later_action(action))

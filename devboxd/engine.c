@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "tunnel.h"
 #include "layers.h"
 #include "sandbox.h"
 #include "util.h"
@@ -137,7 +138,10 @@ cJSON *engine_box_view_locked(struct devbox *box)
         cJSON_AddNullToObject(v, "shutdown_reason");
     cJSON_AddNullToObject(v, "initiator_id");
     cJSON_AddStringToObject(v, "initiator_type", "api");
-    cJSON_AddNullToObject(v, "tunnel");
+    if (box->tunnel != NULL)
+        cJSON_AddItemToObject(v, "tunnel", cJSON_Duplicate(box->tunnel, 1));
+    else
+        cJSON_AddNullToObject(v, "tunnel");
     return v;
 }
 
@@ -163,6 +167,8 @@ int engine_save_locked(struct engine *eng, struct devbox *box)
     cJSON_AddNumberToObject(rec, "active_ms", (double)box->active_ms);
     cJSON_AddNumberToObject(rec, "ttl_deadline_ms", (double)box->ttl_deadline_ms);
     cJSON_AddItemToObject(rec, "state_transitions", cJSON_Duplicate(box->transitions, 1));
+    if (box->tunnel != NULL)
+        cJSON_AddItemToObject(rec, "tunnel", cJSON_Duplicate(box->tunnel, 1));
     text = cJSON_Print(rec);
     dir = engine_box_dir(eng, box->id);
     if (text == NULL || dir == NULL || util_mkdirs(dir) != 0)
@@ -274,8 +280,12 @@ void engine_set_status_locked(struct engine *eng, struct devbox *box, int status
         free(box->shutdown_reason);
         box->shutdown_reason = strdup(shutdown_reason);
     }
-    if (status == DBX_FAILURE || status == DBX_SHUTDOWN)
+    if (status == DBX_FAILURE || status == DBX_SHUTDOWN) {
         box->end_time_ms = now;
+        /* A tunnel lives until the devbox ends (it survives suspend). */
+        cJSON_Delete(box->tunnel);
+        box->tunnel = NULL;
+    }
     if (status == DBX_RUNNING)
         box->last_activity_ms = now;
     cJSON_AddStringToObject(t, "status", dbx_status_name(status));
@@ -714,6 +724,8 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
         idle = cJSON_GetObjectItemCaseSensitive(lp, "after_idle");
     util_new_id("dbx", box->id, sizeof(box->id));
     box->spec = spec;
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(spec, "tunnel")))
+        box->tunnel = tunnel_new_view(cJSON_GetObjectItemCaseSensitive(spec, "tunnel"));
     box->transitions = cJSON_CreateArray();
     box->create_time_ms = util_now_ms();
     if (idle != NULL) {
@@ -1112,6 +1124,11 @@ static struct devbox *box_load(struct engine *eng, const char *path)
     box->spec = cJSON_DetachItemFromObjectCaseSensitive(rec, "spec");
     if (box->spec == NULL)
         box->spec = cJSON_CreateObject();
+    box->tunnel = cJSON_DetachItemFromObjectCaseSensitive(rec, "tunnel");
+    if (box->tunnel != NULL && !cJSON_IsObject(box->tunnel)) {
+        cJSON_Delete(box->tunnel);
+        box->tunnel = NULL;
+    }
     box->transitions = cJSON_DetachItemFromObjectCaseSensitive(rec, "state_transitions");
     if (box->transitions == NULL)
         box->transitions = cJSON_CreateArray();
@@ -1288,6 +1305,7 @@ void engine_fini(struct engine *eng)
         }
         cJSON_Delete(box->spec);
         cJSON_Delete(box->transitions);
+        cJSON_Delete(box->tunnel);
         free(box->failure_reason);
         free(box->shutdown_reason);
         free(box);

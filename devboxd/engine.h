@@ -69,6 +69,7 @@ struct devbox {
     int io_refs;               /* file API calls using sb; stops wait for 0 */
     uint64_t oom_kills;        /* OOM kills already reported in the logs */
     int refs;
+    cJSON *tunnel;        /* TunnelView or NULL (tunnel.c); removed at shutdown/failure */
     struct sandbox *sb;
     struct execution *execs;
     struct execution *entrypoint;

@@ -1,12 +1,13 @@
 /* devboxd: the local Runloop-compatible devbox engine.
  *
  *   devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]... [--api-key-file FILE]
- *           [--allow-non-loopback]
+ *           [--allow-non-loopback] [--tunnel-listen HOST:PORT]
  */
 #define _GNU_SOURCE
 #include "api.h"
 #include "engine.h"
 #include "http.h"
+#include "tunnel.h"
 #include "util.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ struct options {
     int n_listen;
     const char *api_key_file;
     int allow_non_loopback;
+    const char *tunnel_listen; /* default 127.0.0.1:0 */
 };
 
 static void usage(FILE *f)
@@ -36,12 +38,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
             "               [--api-key-file FILE] [--allow-non-loopback]\n"
+            "               [--tunnel-listen HOST:PORT]\n"
             "\n"
             "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with local\n"
             "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key needed:\n"
             "the socket's 0600 mode is the access control). TCP listeners require\n"
             "'Authorization: Bearer KEY'; KEY is read from --api-key-file or generated\n"
-            "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n");
+            "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n"
+            "Tunnels (enable_tunnel) are served on --tunnel-listen (default\n"
+            "127.0.0.1:0) as http://{port}-{tunnel_key}.localhost:TUNNEL_PORT/.\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -51,6 +56,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"listen", required_argument, NULL, 'l'},
         {"api-key-file", required_argument, NULL, 'k'},
         {"allow-non-loopback", no_argument, NULL, 'A'},
+        {"tunnel-listen", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -74,6 +80,9 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'A':
             o->allow_non_loopback = 1;
+            break;
+        case 't':
+            o->tunnel_listen = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -165,7 +174,8 @@ static char *load_api_key(const char *dir, const char *file)
     return trim_key(text);
 }
 
-static int write_pid_file(const char *dir, const char *const *addrs, const int *ports, int n)
+static int write_pid_file(const char *dir, const char *const *addrs, const int *ports, int n,
+                          int tunnel_port)
 {
     char path[4200];
     char buf[4096];
@@ -180,6 +190,12 @@ static int write_pid_file(const char *dir, const char *const *addrs, const int *
         else
             len += (size_t)snprintf(buf + len, sizeof(buf) - len, "unix %s\n", addrs[i] + 5);
     }
+    /* Last, so readers of the first "port" line are unaffected. */
+    if (len < sizeof(buf))
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+                                "tunnel_port %d\ntunnel_url_template "
+                                "http://{port}-{tunnel_key}.localhost:%d\n",
+                                tunnel_port, tunnel_port);
     return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
 }
 
@@ -254,6 +270,8 @@ int main(int argc, char **argv)
     struct options o;
     struct engine eng;
     struct http_server *srv = NULL;
+    struct tunnel_server *tun = NULL;
+    int tunnel_port = 0;
     char err[1024];
     char *default_listen = NULL;
     char *real_dir = NULL;
@@ -295,16 +313,25 @@ int main(int argc, char **argv)
     }
     if (open_listeners(srv, &o, ports) != 0)
         goto out;
+    tun = tunnel_server_new(&eng, o.tunnel_listen ? o.tunnel_listen : "127.0.0.1:0",
+                            o.allow_non_loopback, &tunnel_port, err, sizeof(err));
+    if (tun == NULL) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
     if (engine_load(&eng, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    if (http_server_start(srv, err, sizeof(err)) != 0) {
+    if (http_server_start(srv, err, sizeof(err)) != 0 ||
+        tunnel_server_start(tun, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    write_pid_file(real_dir, o.listen, ports, o.n_listen);
+    write_pid_file(real_dir, o.listen, ports, o.n_listen, tunnel_port);
     announce(&o, ports);
+    fprintf(stderr, "devboxd: tunnels on http://{port}-{tunnel_key}.localhost:%d/\n",
+            tunnel_port);
     while (sigwait(&set, &sig) == 0) {
         if (sig == SIGTERM || sig == SIGINT)
             break;
@@ -315,6 +342,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     http_server_stop(srv);
+    tunnel_server_stop(tun); /* its connections use the engine */
     if (engine_up)
         engine_fini(&eng);
     free(default_listen);

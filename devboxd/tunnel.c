@@ -1,0 +1,196 @@
+/* Tunnel records: enable_tunnel / remove_tunnel and the TunnelView kept in
+ * the devbox record (struct devbox.tunnel, persisted in devbox.json). The
+ * listener that serves tunnel URLs is tunnel_proxy.c. */
+#define _GNU_SOURCE
+#include "tunnel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "util.h"
+
+#define ERRLEN 512
+
+static const char *const spec_fields[] = {"auth_mode", "http_keep_alive", "wake_on_http",
+                                          NULL};
+
+int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t errlen)
+{
+    const char *mode = NULL;
+    int b = 0;
+    const char *sep = where[0] != '\0' ? "." : "";
+
+    if (spec == NULL || cJSON_IsNull(spec))
+        return 0;
+    if (!cJSON_IsObject(spec)) {
+        snprintf(err, errlen, "%s must be an object {auth_mode?, http_keep_alive?, "
+                 "wake_on_http?}", where[0] != '\0' ? where : "the body");
+        return -1;
+    }
+    if (util_check_fields(spec, where, spec_fields, err, errlen) != 0)
+        return -1;
+    if (util_opt_string(spec, "auth_mode", &mode, err, errlen) != 0)
+        return -1;
+    if (mode != NULL && strcmp(mode, "open") != 0 && strcmp(mode, "authenticated") != 0) {
+        snprintf(err, errlen, "%s%sauth_mode \"%.64s\" is not valid; use \"open\" or "
+                 "\"authenticated\"", where, sep, mode);
+        return -1;
+    }
+    if (util_opt_bool(spec, "http_keep_alive", &b, err, errlen) != 0 ||
+        util_opt_bool(spec, "wake_on_http", &b, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
+/* Random lower-case letters and digits: the key goes into a host name,
+ * whose case clients may change. */
+static void random_chars(char *out, size_t n, const char *alphabet)
+{
+    unsigned char rnd[64];
+    size_t alen = strlen(alphabet);
+    size_t i;
+
+    if (n > sizeof(rnd))
+        n = sizeof(rnd);
+    if (getrandom(rnd, n, 0) != (ssize_t)n) {
+        /* getrandom on Linux ≥ 3.17 does not fail for ≤ 256 bytes once seeded. */
+        abort();
+    }
+    for (i = 0; i < n; i++)
+        out[i] = alphabet[rnd[i] % alen]; /* 36 or 16 symbols: bias is negligible here */
+    out[n] = '\0';
+}
+
+static int spec_bool(const cJSON *spec, const char *name, int dflt)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(spec, name);
+
+    return cJSON_IsBool(it) ? cJSON_IsTrue(it) : dflt;
+}
+
+static const char *spec_mode(const cJSON *spec)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(spec, "auth_mode");
+
+    return cJSON_IsString(it) ? it->valuestring : "open";
+}
+
+cJSON *tunnel_new_view(const cJSON *spec)
+{
+    cJSON *v = cJSON_CreateObject();
+    char key[TUNNEL_KEY_LEN + 1];
+    char token[TUNNEL_TOKEN_LEN + 1];
+    const char *mode = spec_mode(spec);
+
+    random_chars(key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    cJSON_AddStringToObject(v, "tunnel_key", key);
+    cJSON_AddStringToObject(v, "auth_mode", mode);
+    if (strcmp(mode, "authenticated") == 0) {
+        random_chars(token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
+        cJSON_AddStringToObject(v, "auth_token", token);
+    }
+    cJSON_AddNumberToObject(v, "create_time_ms", (double)util_now_ms());
+    cJSON_AddBoolToObject(v, "http_keep_alive", spec_bool(spec, "http_keep_alive", 1));
+    cJSON_AddBoolToObject(v, "wake_on_http", spec_bool(spec, "wake_on_http", 0));
+    return v;
+}
+
+int tunnel_token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    unsigned char diff = la != lb;
+    size_t i;
+
+    for (i = 0; i < la && i < lb; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+/* The body of an enable_tunnel call: empty means {}. */
+static cJSON *parse_spec_body(const struct http_request *req, struct http_response *resp)
+{
+    cJSON *body = NULL;
+    char err[ERRLEN] = "";
+
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large");
+        return NULL;
+    }
+    if (req->body_len == 0)
+        return cJSON_CreateObject();
+    body = cJSON_ParseWithLength(req->body, req->body_len);
+    if (body == NULL) {
+        util_error(resp, 400, "the body is not valid JSON; send {\"auth_mode\": \"open\"} "
+                   "or {\"auth_mode\": \"authenticated\"}");
+        return NULL;
+    }
+    if (tunnel_check_spec(body, "", err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        cJSON_Delete(body);
+        return NULL;
+    }
+    return body;
+}
+
+static int same_spec(const cJSON *view, const cJSON *spec)
+{
+    return strcmp(spec_mode(view), spec_mode(spec)) == 0 &&
+           spec_bool(view, "http_keep_alive", 1) == spec_bool(spec, "http_keep_alive", 1) &&
+           spec_bool(view, "wake_on_http", 0) == spec_bool(spec, "wake_on_http", 0);
+}
+
+void tunnel_api_enable(struct engine *eng, struct devbox *box,
+                       const struct http_request *req, struct http_response *resp)
+{
+    cJSON *spec = parse_spec_body(req, resp);
+
+    if (spec == NULL)
+        return;
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
+        util_error(resp, 400, "devbox %s is %s; a tunnel needs a live devbox (create a new "
+                   "one)", box->id, dbx_status_name(box->status));
+        goto out;
+    }
+    if (box->tunnel != NULL) {
+        /* One tunnel per devbox: asking again for the same one returns it. */
+        if (same_spec(box->tunnel, spec))
+            util_json(resp, 200, cJSON_Duplicate(box->tunnel, 1));
+        else
+            util_error(resp, 400, "devbox %s already has a tunnel (auth_mode %s); a devbox "
+                       "has one tunnel: call remove_tunnel first to change it", box->id,
+                       spec_mode(box->tunnel));
+        goto out;
+    }
+    box->tunnel = tunnel_new_view(spec);
+    engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled", NULL, 0);
+    engine_save_locked(eng, box);
+    util_json(resp, 200, cJSON_Duplicate(box->tunnel, 1));
+out:
+    pthread_mutex_unlock(&eng->lock);
+    cJSON_Delete(spec);
+}
+
+void tunnel_api_remove(struct engine *eng, struct devbox *box,
+                       const struct http_request *req, struct http_response *resp)
+{
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    if (box->tunnel != NULL) {
+        cJSON_Delete(box->tunnel);
+        box->tunnel = NULL;
+        engine_log_locked(eng, box, "entrypoint", "info", "tunnel removed", NULL, 0);
+        engine_save_locked(eng, box);
+        /* Relayed connections see the tunnel gone at their next check. */
+        pthread_cond_broadcast(&eng->changed);
+    }
+    pthread_mutex_unlock(&eng->lock);
+    util_json(resp, 200, cJSON_CreateObject());
+}

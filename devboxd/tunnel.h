@@ -1,0 +1,58 @@
+/* devboxd tunnels: the devbox's tunnel record (enable_tunnel, remove_tunnel,
+ * DevboxView.tunnel) and the tunnel listener that serves
+ * http://{port}-{tunnel_key}.localhost:<tunnel port>/ by relaying each
+ * connection to 127.0.0.1:{port} inside the devbox's network namespace.
+ * See docs/devboxd.md, "Tunnels". */
+#ifndef DEVBOXD_TUNNEL_H
+#define DEVBOXD_TUNNEL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "engine.h"
+#include "http.h"
+
+#define TUNNEL_KEY_LEN 24   /* lower-case [a-z0-9]: host names are case-insensitive */
+#define TUNNEL_TOKEN_LEN 48 /* hex */
+
+/* ---- records (tunnel.c) ---- */
+
+/* Validates a tunnel spec ({auth_mode?, http_keep_alive?, wake_on_http?}, as
+ * in enable_tunnel's body and the create body's "tunnel"). where names the
+ * object in messages ("" or "tunnel"). Returns 0 or -1 with err. */
+int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t errlen);
+
+/* A new TunnelView from a checked spec (may be NULL: defaults): fresh
+ * tunnel_key, auth_token when authenticated, create_time_ms now. */
+cJSON *tunnel_new_view(const cJSON *spec);
+
+/* POST /v1/devboxes/{id}/enable_tunnel and …/remove_tunnel. */
+void tunnel_api_enable(struct engine *eng, struct devbox *box,
+                       const struct http_request *req, struct http_response *resp);
+void tunnel_api_remove(struct engine *eng, struct devbox *box,
+                       const struct http_request *req, struct http_response *resp);
+
+/* Constant-time string equality (for tokens). */
+int tunnel_token_equal(const char *a, const char *b);
+
+/* ---- the tunnel listener (tunnel_proxy.c) ---- */
+
+struct tunnel_server;
+
+/* Binds spec "HOST:PORT" (port 0 = ephemeral); loopback only unless
+ * allow_non_loopback. *bound_port receives the port. */
+struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
+                                        int allow_non_loopback, int *bound_port,
+                                        char *err, size_t errlen);
+int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen);
+/* Closes the listener, ends every relayed connection (bounded) and frees.
+ * Must run before engine_fini. NULL is a no-op. */
+void tunnel_server_stop(struct tunnel_server *ts);
+
+/* Parses a tunnel Host ("{port}-{key}.localhost[:p]" or
+ * "{port}-{key}.tunnel.localhost[:p]", case-insensitive, trailing dot
+ * allowed). Returns 0 with *port and key (lower-cased) or -1. Exposed for
+ * unit tests. */
+int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen);
+
+#endif

@@ -1,0 +1,1008 @@
+/* The tunnel listener: its own TCP socket (loopback by default), one thread
+ * per connection. The first request's Host header ({port}-{tunnel_key}.
+ * localhost) picks the devbox and port; the connection is then relayed
+ * byte for byte to 127.0.0.1:{port} inside the devbox's network namespace
+ * (a socket created after setns() into the sandbox's netns), so HTTP,
+ * SSE and WebSocket upgrades all pass. Client bytes keep going through
+ * http_parser until an upgrade, so every later request on the connection
+ * is checked too (same tunnel and port, token when authenticated). */
+#define _GNU_SOURCE
+#include "tunnel.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "util.h"
+
+#define HEAD_MAX (64 * 1024)     /* first request head, bytes */
+#define RELAY_BUF (64 * 1024)    /* per direction */
+#define HEAD_TIMEOUT_MS 30000    /* first request head must arrive within */
+#define CONNECT_TIMEOUT_MS 5000  /* connect inside the devbox */
+#define CHECK_MS 250             /* tunnel/devbox still valid? */
+#define HVAL_MAX 512             /* longest header value we look at */
+
+struct tunnel_server {
+    struct engine *eng;
+    int lfd;
+    int host_netns; /* devboxd's own network namespace, to switch back */
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stopping;
+    int conns;
+};
+
+/* Headers the tunnel reads; other headers pass untouched. */
+enum { H_HOST, H_XHOST, H_AUTH, H_TAUTH, H_N };
+static const char *const hnames[H_N] = {"host", "x-runloop-host", "authorization",
+                                        "x-runloop-tunnel-authorization"};
+
+struct tconn {
+    struct tunnel_server *ts;
+    int cfd;
+    int ufd;
+    http_parser parser;
+    http_parser_settings settings;
+    /* header accumulation for the current request */
+    char field[40];
+    size_t field_len;
+    int field_long;
+    int in_value;
+    int cur;                /* H_* of the value being read, or -1 */
+    char hval[H_N][HVAL_MAX];
+    size_t hlen[H_N];
+    int hbad[H_N];          /* too long or repeated */
+    int heads;              /* request heads completed */
+    int routed;
+    int violation;
+    /* the route of the first request */
+    char box_id[40];
+    char key[TUNNEL_KEY_LEN + 8];
+    int port;
+    int keep_alive;
+};
+
+/* ------------------------------------------------------------ responses */
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+            if (poll(&p, 1, 5000) <= 0)
+                return;
+            continue;
+        }
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* A JSON error in the API's shape, then the connection closes. */
+static void send_error(int fd, int status, const char *retry_after, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void send_error(int fd, int status, const char *retry_after, const char *fmt, ...)
+{
+    static const char *const codes[] = {"bad_request", "unauthorized", "not_found",
+                                        "bad_gateway", "service_unavailable", "error"};
+    char msg[768];
+    char head[512];
+    char *body = NULL;
+    cJSON *j = cJSON_CreateObject();
+    const char *code = codes[5];
+    va_list ap;
+    int hl;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (status == 400 || status == 408 || status == 431)
+        code = codes[0];
+    else if (status == 401)
+        code = codes[1];
+    else if (status == 404)
+        code = codes[2];
+    else if (status == 502)
+        code = codes[3];
+    else if (status == 503)
+        code = codes[4];
+    cJSON_AddStringToObject(j, "code", code);
+    cJSON_AddStringToObject(j, "message", msg);
+    body = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (body == NULL)
+        return;
+    hl = snprintf(head, sizeof(head),
+                  "HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                  "content-length: %zu\r\nconnection: close\r\n%s%s%s\r\n",
+                  status, reason_phrase(status), strlen(body),
+                  retry_after ? "retry-after: " : "", retry_after ? retry_after : "",
+                  retry_after ? "\r\n" : "");
+    write_all(fd, head, (size_t)hl);
+    write_all(fd, body, strlen(body));
+    free(body);
+}
+
+/* --------------------------------------------------------- host parsing */
+
+int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
+{
+    char h[256];
+    size_t len = strlen(host);
+    char *dash = NULL;
+    char *dot = NULL;
+    char *colon = NULL;
+    char *end = NULL;
+    long p;
+    size_t i;
+
+    if (len == 0 || len >= sizeof(h))
+        return -1;
+    for (i = 0; i <= len; i++)
+        h[i] = (char)tolower((unsigned char)host[i]);
+    colon = strrchr(h, ':');
+    if (colon != NULL) {
+        if (colon[1] == '\0' || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+            return -1;
+        *colon = '\0';
+    }
+    len = strlen(h);
+    if (len > 0 && h[len - 1] == '.')
+        h[--len] = '\0';
+    dot = strchr(h, '.');
+    if (dot == NULL || (strcmp(dot + 1, "localhost") != 0 &&
+                        strcmp(dot + 1, "tunnel.localhost") != 0))
+        return -1;
+    *dot = '\0';
+    dash = strchr(h, '-');
+    if (dash == NULL || dash == h || dash - h > 5 || h[0] == '0')
+        return -1;
+    *dash = '\0';
+    if (strspn(h, "0123456789") != strlen(h))
+        return -1;
+    p = strtol(h, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535)
+        return -1;
+    if (dash[1] == '\0' || strlen(dash + 1) >= keylen ||
+        strspn(dash + 1, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(dash + 1))
+        return -1;
+    *port = (int)p;
+    strcpy(key, dash + 1);
+    return 0;
+}
+
+/* ------------------------------------------------------- header capture */
+
+static void end_header(struct tconn *c)
+{
+    c->in_value = 0;
+    c->cur = -1;
+    c->field_len = 0;
+    c->field_long = 0;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    struct tconn *c = p->data;
+
+    memset(c->hlen, 0, sizeof(c->hlen));
+    memset(c->hbad, 0, sizeof(c->hbad));
+    end_header(c);
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    struct tconn *c = p->data;
+    size_t i;
+
+    if (c->in_value)
+        end_header(c);
+    for (i = 0; i < len; i++) {
+        if (c->field_len + 1 >= sizeof(c->field)) {
+            c->field_long = 1;
+            break;
+        }
+        c->field[c->field_len++] = (char)tolower((unsigned char)at[i]);
+    }
+    c->field[c->field_len] = '\0';
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    struct tconn *c = p->data;
+    int i;
+
+    if (!c->in_value) {
+        c->in_value = 1;
+        c->cur = -1;
+        for (i = 0; i < H_N && !c->field_long; i++) {
+            if (strcmp(c->field, hnames[i]) == 0)
+                c->cur = i;
+        }
+        if (c->cur >= 0 && c->hlen[c->cur] > 0)
+            c->hbad[c->cur] = 1; /* repeated: ambiguous routing or auth */
+        if (c->cur >= 0)
+            c->hlen[c->cur] = 0;
+    }
+    if (c->cur < 0)
+        return 0;
+    if (c->hlen[c->cur] + len >= HVAL_MAX) {
+        c->hbad[c->cur] = 1;
+        return 0;
+    }
+    memcpy(c->hval[c->cur] + c->hlen[c->cur], at, len);
+    c->hlen[c->cur] += len;
+    c->hval[c->cur][c->hlen[c->cur]] = '\0';
+    return 0;
+}
+
+static const char *hget(const struct tconn *c, int which)
+{
+    return c->hlen[which] > 0 && !c->hbad[which] ? c->hval[which] : NULL;
+}
+
+/* The token sent with a request: X-Runloop-Tunnel-Authorization first (so
+ * the app's own Authorization passes through), else Authorization. */
+static const char *bearer_of(const struct tconn *c)
+{
+    const char *v = hget(c, H_TAUTH);
+
+    if (v == NULL)
+        v = hget(c, H_AUTH);
+    if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
+        return NULL;
+    v += 7;
+    while (*v == ' ')
+        v++;
+    return v;
+}
+
+/* ---------------------------------------------------------------- route */
+
+struct route {
+    int status;            /* 0 = go; else the error to answer */
+    char msg[512];
+    const char *retry_after;
+    int netns;             /* the devbox's netns when status is 0 */
+    int wake;              /* resume the devbox (wake on HTTP) */
+};
+
+static int lifecycle_wakes(const struct devbox *box)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(life, "resume_triggers");
+
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rt, "http"));
+}
+
+static struct devbox *find_by_key_locked(struct engine *eng, const char *key)
+{
+    struct devbox *b;
+
+    for (b = eng->boxes; b != NULL; b = b->next) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(b->tunnel, "tunnel_key");
+
+        if (cJSON_IsString(k) && strcmp(k->valuestring, key) == 0)
+            return b;
+    }
+    return NULL;
+}
+
+/* Lock held. The authentication rules of an (existing) tunnel. */
+static int check_auth_locked(const struct devbox *box, const struct tconn *c,
+                             struct route *r)
+{
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->tunnel,
+                                                                             "auth_mode"));
+    const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->tunnel,
+                                                                             "auth_token"));
+    const char *got = bearer_of(c);
+    int is_auth = mode != NULL && strcmp(mode, "authenticated") == 0;
+
+    if (hget(c, H_XHOST) != NULL && !is_auth) {
+        r->status = 401;
+        snprintf(r->msg, sizeof(r->msg), "X-Runloop-Host routing is only allowed for "
+                 "authenticated tunnels; send the request to the tunnel host itself");
+        return -1;
+    }
+    if (!is_auth)
+        return 0;
+    if (got == NULL) {
+        r->status = 401;
+        snprintf(r->msg, sizeof(r->msg), "this tunnel is authenticated: send "
+                 "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (the devbox's "
+                 "tunnel.auth_token from GET /v1/devboxes/%s)", box->id);
+        return -1;
+    }
+    if (want == NULL || !tunnel_token_equal(got, want)) {
+        r->status = 401;
+        snprintf(r->msg, sizeof(r->msg), "wrong tunnel token for devbox %s: use the "
+                 "devbox's current tunnel.auth_token (it changes when the tunnel is "
+                 "re-enabled)", box->id);
+        return -1;
+    }
+    return 0;
+}
+
+/* Lock held. Routing state by devbox status. */
+static void check_status_locked(struct devbox *box, struct route *r)
+{
+    if (box->status == DBX_RUNNING && box->sb != NULL) {
+        r->netns = sandbox_netns_open(box->sb);
+        if (r->netns >= 0)
+            return;
+        r->status = 503;
+        r->retry_after = "1";
+        snprintf(r->msg, sizeof(r->msg), "devbox %s is stopping; retry", box->id);
+        return;
+    }
+    r->status = 503;
+    if (box->status == DBX_SUSPENDED &&
+        (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(box->tunnel, "wake_on_http")) ||
+         lifecycle_wakes(box))) {
+        r->wake = 1;
+        r->retry_after = "5";
+        snprintf(r->msg, sizeof(r->msg), "devbox %s was suspended and is resuming (wake on "
+                 "HTTP); retry in a few seconds", box->id);
+    } else if (box->status == DBX_SUSPENDED) {
+        snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it (POST "
+                 "/v1/devboxes/%s/resume) or enable the tunnel with wake_on_http", box->id,
+                 box->id);
+    } else {
+        r->retry_after = "1";
+        snprintf(r->msg, sizeof(r->msg), "devbox %s is %s; retry once it is running",
+                 box->id, dbx_status_name(box->status));
+    }
+}
+
+static void route_first(struct tconn *c, struct route *r)
+{
+    struct engine *eng = c->ts->eng;
+    struct devbox *box = NULL;
+    const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
+
+    memset(r, 0, sizeof(*r));
+    r->netns = -1;
+    if (host == NULL || tunnel_parse_host(host, &c->port, c->key, sizeof(c->key)) != 0) {
+        r->status = 400;
+        snprintf(r->msg, sizeof(r->msg), "this is devboxd's tunnel listener: send the "
+                 "request to http://{port}-{tunnel_key}.localhost:<tunnel port>/ (one Host "
+                 "header naming the devbox port and its tunnel_key)");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    box = find_by_key_locked(eng, c->key);
+    if (box == NULL) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
+                 "shut down (enable_tunnel gives a new key)", c->key);
+    } else if (check_auth_locked(box, c, r) == 0) {
+        snprintf(c->box_id, sizeof(c->box_id), "%s", box->id);
+        c->keep_alive = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(box->tunnel,
+                                                                       "http_keep_alive"));
+        check_status_locked(box, r);
+        if (r->status == 0 && c->keep_alive)
+            engine_touch_locked(box);
+    }
+    pthread_mutex_unlock(&eng->lock);
+    if (r->wake) {
+        char err[256];
+
+        engine_resume(eng, box, err, sizeof(err));
+    }
+}
+
+/* A later request on a routed connection: same tunnel and port, and the
+ * token again when authenticated. */
+static int check_next(struct tconn *c)
+{
+    struct engine *eng = c->ts->eng;
+    struct devbox *box = NULL;
+    struct route r;
+    const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
+    char key[sizeof(c->key)];
+    int port = 0;
+    int rc = -1;
+
+    memset(&r, 0, sizeof(r));
+    if (host == NULL || tunnel_parse_host(host, &port, key, sizeof(key)) != 0 ||
+        port != c->port || strcmp(key, c->key) != 0)
+        return -1;
+    pthread_mutex_lock(&eng->lock);
+    box = find_by_key_locked(eng, key);
+    if (box != NULL && strcmp(box->id, c->box_id) == 0 && check_auth_locked(box, c, &r) == 0) {
+        if (c->keep_alive)
+            engine_touch_locked(box);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return rc;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct tconn *c = p->data;
+
+    c->heads++;
+    if (!c->routed) {
+        http_parser_pause(p, 1); /* the caller routes before anything more */
+        return 0;
+    }
+    if (check_next(c) != 0) {
+        c->violation = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------- connect */
+
+/* A TCP socket to 127.0.0.1:port inside the devbox: created in the
+ * devbox's netns (the socket keeps it), connected after switching back. */
+static int connect_inside(struct tconn *c, int netns, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    struct pollfd pfd;
+    socklen_t sl = sizeof(int);
+    int fd = -1;
+    int soerr = 0;
+
+    if (setns(netns, CLONE_NEWNET) != 0) {
+        snprintf(err, errlen, "cannot enter devbox %s's network: %s", c->box_id,
+                 strerror(errno));
+        return -1;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (setns(c->ts->host_netns, CLONE_NEWNET) != 0) {
+        /* This thread must not serve anything else from the devbox's netns. */
+        fprintf(stderr, "devboxd: tunnel: cannot leave devbox %s's network: %s\n",
+                c->box_id, strerror(errno));
+        abort();
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)c->port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS)
+        goto fail;
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    if (poll(&pfd, 1, CONNECT_TIMEOUT_MS) != 1) {
+        errno = ETIMEDOUT;
+        goto fail;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
+        errno = soerr != 0 ? soerr : errno;
+        goto fail;
+    }
+    return fd;
+fail:
+    snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
+             "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
+             strerror(errno));
+    close(fd);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- relay */
+
+struct pipe_buf {
+    char *data;
+    size_t len;
+    size_t off;
+};
+
+/* Feeds client bytes to the parser until an upgrade turns the connection
+ * into an opaque stream. -1 when a request must not go through. */
+static int inspect(struct tconn *c, const char *buf, size_t len)
+{
+    size_t n;
+
+    if (c->parser.upgrade)
+        return 0;
+    n = http_parser_execute(&c->parser, &c->settings, buf, len);
+    if (c->violation || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK)
+        return -1;
+    (void)n; /* n < len only after an upgrade: the rest is the new protocol */
+    return 0;
+}
+
+/* Lock taken: is the tunnel still there and its devbox running? Also
+ * counts traffic as activity when the tunnel keeps the devbox alive. */
+static int still_valid(struct tconn *c, int moved)
+{
+    struct engine *eng = c->ts->eng;
+    struct devbox *box = NULL;
+    int ok = 0;
+
+    pthread_mutex_lock(&c->ts->lock);
+    ok = !c->ts->stopping;
+    pthread_mutex_unlock(&c->ts->lock);
+    if (!ok)
+        return 0;
+    pthread_mutex_lock(&eng->lock);
+    box = find_by_key_locked(eng, c->key);
+    ok = box != NULL && strcmp(box->id, c->box_id) == 0 && box->status == DBX_RUNNING &&
+         !eng->stopping;
+    if (ok && moved && c->keep_alive)
+        engine_touch_locked(box);
+    pthread_mutex_unlock(&eng->lock);
+    return ok;
+}
+
+/* Moves bytes from fd into b (empty). 1 read, 0 EOF, -1 error/again. */
+static int fill(int fd, struct pipe_buf *b)
+{
+    ssize_t n = recv(fd, b->data, RELAY_BUF, 0);
+
+    if (n > 0) {
+        b->len = (size_t)n;
+        b->off = 0;
+        return 1;
+    }
+    if (n == 0)
+        return 0;
+    return errno == EAGAIN || errno == EINTR ? 2 : -1;
+}
+
+static int drain(int fd, struct pipe_buf *b)
+{
+    ssize_t n = send(fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    b->off += (size_t)n;
+    if (b->off == b->len)
+        b->len = b->off = 0;
+    return 0;
+}
+
+struct relay_state {
+    struct pipe_buf up;   /* client → devbox */
+    struct pipe_buf down; /* devbox → client */
+    int c_eof;
+    int u_eof;
+    int up_shut;
+    int moved;
+};
+
+/* One poll round; 1 to go on, 0 when done. */
+static int relay_step(struct tconn *c, struct relay_state *s)
+{
+    struct pollfd pfd[2];
+    int r;
+
+    pfd[0].fd = c->cfd;
+    pfd[0].events = (short)((s->up.len == 0 && !s->c_eof ? POLLIN : 0) |
+                            (s->down.len > 0 ? POLLOUT : 0));
+    pfd[1].fd = c->ufd;
+    pfd[1].events = (short)((s->down.len == 0 && !s->u_eof ? POLLIN : 0) |
+                            (s->up.len > 0 ? POLLOUT : 0));
+    pfd[0].revents = pfd[1].revents = 0;
+    if (poll(pfd, 2, CHECK_MS) < 0 && errno != EINTR)
+        return 0;
+    if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && s->up.len == 0 && !s->c_eof) {
+        r = fill(c->cfd, &s->up);
+        if (r < 0)
+            return 0;
+        if (r == 0)
+            s->c_eof = 1;
+        if (r == 1 && inspect(c, s->up.data, s->up.len) != 0)
+            return 0; /* a later request failed its checks: drop the connection */
+        s->moved |= r == 1;
+    }
+    if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && s->down.len == 0 && !s->u_eof) {
+        r = fill(c->ufd, &s->down);
+        if (r < 0)
+            return 0;
+        if (r == 0)
+            s->u_eof = 1;
+        s->moved |= r == 1;
+    }
+    if (s->up.len > 0 && drain(c->ufd, &s->up) != 0)
+        return 0;
+    if (s->down.len > 0 && drain(c->cfd, &s->down) != 0)
+        return 0;
+    if (s->c_eof && s->up.len == 0 && !s->up_shut) {
+        shutdown(c->ufd, SHUT_WR); /* half-close: the service still answers */
+        s->up_shut = 1;
+    }
+    /* The service closed and everything it sent reached the client. */
+    return !(s->u_eof && s->down.len == 0);
+}
+
+static void relay(struct tconn *c, const char *first, size_t first_len)
+{
+    struct relay_state s;
+    int64_t next_check = util_now_ms() + CHECK_MS;
+
+    memset(&s, 0, sizeof(s));
+    s.up.data = malloc(RELAY_BUF > first_len ? RELAY_BUF : first_len);
+    s.down.data = malloc(RELAY_BUF);
+    if (s.up.data == NULL || s.down.data == NULL)
+        goto out;
+    memcpy(s.up.data, first, first_len);
+    s.up.len = first_len;
+    fcntl(c->cfd, F_SETFL, fcntl(c->cfd, F_GETFL) | O_NONBLOCK);
+    while (relay_step(c, &s)) {
+        if (util_now_ms() >= next_check) {
+            if (!still_valid(c, s.moved))
+                break;
+            s.moved = 0;
+            next_check = util_now_ms() + CHECK_MS;
+        }
+    }
+out:
+    free(s.up.data);
+    free(s.down.data);
+}
+
+/* ----------------------------------------------------- first request */
+
+/* Reads until the first request head is complete. Returns the bytes read
+ * (all of them are forwarded later) with *rest_off where the parser paused,
+ * or -1 after answering an error. */
+static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
+{
+    size_t len = 0;
+    int64_t deadline = util_now_ms() + HEAD_TIMEOUT_MS;
+
+    while (c->heads == 0) {
+        struct pollfd pfd = {.fd = c->cfd, .events = POLLIN};
+        enum http_errno e;
+        ssize_t n;
+        size_t parsed;
+
+        if (len == HEAD_MAX) {
+            send_error(c->cfd, 431, NULL, "the request head is larger than %d bytes",
+                       HEAD_MAX);
+            return -1;
+        }
+        if (util_now_ms() >= deadline) {
+            send_error(c->cfd, 408, NULL, "no complete request head within %d s",
+                       HEAD_TIMEOUT_MS / 1000);
+            return -1;
+        }
+        if (poll(&pfd, 1, CHECK_MS) <= 0) {
+            int stopping;
+
+            pthread_mutex_lock(&c->ts->lock);
+            stopping = c->ts->stopping;
+            pthread_mutex_unlock(&c->ts->lock);
+            if (stopping)
+                return -1;
+            continue;
+        }
+        n = recv(c->cfd, buf + len, HEAD_MAX - len, 0);
+        if (n <= 0)
+            return -1; /* the client went away before a full request */
+        parsed = http_parser_execute(&c->parser, &c->settings, buf + len, (size_t)n);
+        *rest_off = len + parsed;
+        len += (size_t)n;
+        e = HTTP_PARSER_ERRNO(&c->parser);
+        if (e != HPE_OK && e != HPE_PAUSED) {
+            send_error(c->cfd, 400, NULL, "not an HTTP/1.x request (%s); tunnels serve "
+                       "HTTP/1.1, SSE and WebSocket", http_errno_description(e));
+            return -1;
+        }
+    }
+    return (ssize_t)len;
+}
+
+static void serve(struct tconn *c)
+{
+    char *buf = malloc(HEAD_MAX);
+    struct route r;
+    char err[512];
+    ssize_t len;
+    size_t rest_off = 0;
+
+    if (buf == NULL)
+        return;
+    len = read_first_head(c, buf, &rest_off);
+    if (len < 0)
+        goto out;
+    route_first(c, &r);
+    if (r.status != 0) {
+        send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
+        goto out;
+    }
+    c->ufd = connect_inside(c, r.netns, err, sizeof(err));
+    close(r.netns);
+    if (c->ufd < 0) {
+        send_error(c->cfd, 502, NULL, "%s", err);
+        goto out;
+    }
+    /* Bytes after the first head (pipelined requests) are checked like any
+     * later request before anything is forwarded. */
+    http_parser_pause(&c->parser, 0);
+    c->routed = 1;
+    if (rest_off < (size_t)len && inspect(c, buf + rest_off, (size_t)len - rest_off) != 0)
+        goto out;
+    relay(c, buf, (size_t)len);
+out:
+    free(buf);
+}
+
+/* ------------------------------------------------------------- threads */
+
+static void *conn_thread(void *arg)
+{
+    struct tconn *c = arg;
+    struct tunnel_server *ts = c->ts;
+
+    http_parser_settings_init(&c->settings);
+    c->settings.on_message_begin = on_message_begin;
+    c->settings.on_header_field = on_header_field;
+    c->settings.on_header_value = on_header_value;
+    c->settings.on_headers_complete = on_headers_complete;
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    c->cur = -1;
+    serve(c);
+    close(c->cfd);
+    if (c->ufd >= 0)
+        close(c->ufd);
+    free(c);
+    pthread_mutex_lock(&ts->lock);
+    ts->conns--;
+    pthread_cond_broadcast(&ts->cond);
+    pthread_mutex_unlock(&ts->lock);
+    return NULL;
+}
+
+static void start_conn(struct tunnel_server *ts, int fd)
+{
+    struct tconn *c = calloc(1, sizeof(*c));
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc;
+
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    c->ts = ts;
+    c->cfd = fd;
+    c->ufd = -1;
+    pthread_mutex_lock(&ts->lock);
+    ts->conns++;
+    pthread_mutex_unlock(&ts->lock);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    rc = pthread_create(&tid, &attr, conn_thread, c);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        close(fd);
+        free(c);
+        pthread_mutex_lock(&ts->lock);
+        ts->conns--;
+        pthread_cond_broadcast(&ts->cond);
+        pthread_mutex_unlock(&ts->lock);
+    }
+}
+
+static void *accept_thread(void *arg)
+{
+    struct tunnel_server *ts = arg;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = ts->lfd, .events = POLLIN};
+        int stopping;
+        int fd;
+
+        pthread_mutex_lock(&ts->lock);
+        stopping = ts->stopping;
+        pthread_mutex_unlock(&ts->lock);
+        if (stopping)
+            break;
+        if (poll(&pfd, 1, CHECK_MS) <= 0)
+            continue;
+        fd = accept4(ts->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            start_conn(ts, fd);
+    }
+    return NULL;
+}
+
+/* -------------------------------------------------------------- server */
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return 0;
+}
+
+static int listen_on(const char *spec, int allow_non_loopback, int *bound_port, char *err,
+                     size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
+    const char *colon = strrchr(spec, ':');
+    char host[256];
+    size_t hostlen;
+    int fd = -1;
+    int one = 1;
+    int gai;
+
+    if (colon == NULL || colon == spec || colon[1] == '\0' ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+        snprintf(err, errlen, "--tunnel-listen '%s': expected HOST:PORT (e.g. "
+                 "127.0.0.1:0 for a free port)", spec);
+        return -1;
+    }
+    hostlen = (size_t)(colon - spec);
+    if (spec[0] == '[' && hostlen >= 2 && spec[hostlen - 1] == ']') {
+        spec++;
+        hostlen -= 2;
+    }
+    if (hostlen >= sizeof(host)) {
+        snprintf(err, errlen, "--tunnel-listen: host name too long");
+        return -1;
+    }
+    memcpy(host, spec, hostlen);
+    host[hostlen] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    gai = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "--tunnel-listen '%s': %s", spec, gai_strerror(gai));
+        return -1;
+    }
+    if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
+        snprintf(err, errlen, "--tunnel-listen '%s' is not a loopback address; tunnels "
+                 "expose devbox ports, so pass --allow-non-loopback if you really mean it",
+                 spec);
+        goto fail;
+    }
+    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 256) != 0) {
+        snprintf(err, errlen, "cannot listen on '%s' for tunnels: %s", spec, strerror(errno));
+        goto fail;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
+        *bound_port = ntohs(ss.ss_family == AF_INET
+                                ? ((struct sockaddr_in *)&ss)->sin_port
+                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    freeaddrinfo(res);
+    return fd;
+fail:
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    return -1;
+}
+
+struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
+                                        int allow_non_loopback, int *bound_port,
+                                        char *err, size_t errlen)
+{
+    struct tunnel_server *ts = calloc(1, sizeof(*ts));
+
+    if (ts == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ts->eng = eng;
+    ts->lfd = -1;
+    pthread_mutex_init(&ts->lock, NULL);
+    pthread_cond_init(&ts->cond, NULL);
+    ts->host_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (ts->host_netns < 0) {
+        snprintf(err, errlen, "cannot open devboxd's network namespace: %s",
+                 strerror(errno));
+        goto fail;
+    }
+    ts->lfd = listen_on(spec, allow_non_loopback, bound_port, err, errlen);
+    if (ts->lfd < 0)
+        goto fail;
+    return ts;
+fail:
+    tunnel_server_stop(ts);
+    return NULL;
+}
+
+int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen)
+{
+    int rc = pthread_create(&ts->thread, NULL, accept_thread, ts);
+
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the tunnel listener: %s", strerror(rc));
+        return -1;
+    }
+    ts->started = 1;
+    return 0;
+}
+
+void tunnel_server_stop(struct tunnel_server *ts)
+{
+    int64_t deadline;
+
+    if (ts == NULL)
+        return;
+    pthread_mutex_lock(&ts->lock);
+    ts->stopping = 1;
+    pthread_mutex_unlock(&ts->lock);
+    if (ts->started)
+        pthread_join(ts->thread, NULL);
+    if (ts->lfd >= 0)
+        close(ts->lfd);
+    /* Connection threads notice within CHECK_MS; a peer stuck in a write
+     * is bounded by write_all's timeout. */
+    deadline = util_now_ms() + 10000;
+    pthread_mutex_lock(&ts->lock);
+    while (ts->conns > 0 && util_now_ms() < deadline) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 100 * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&ts->cond, &ts->lock, &t);
+    }
+    pthread_mutex_unlock(&ts->lock);
+    if (ts->conns > 0) {
+        /* Leaking beats freeing under live threads. */
+        fprintf(stderr, "devboxd: %d tunnel connections did not end in time\n", ts->conns);
+        return;
+    }
+    if (ts->host_netns >= 0)
+        close(ts->host_netns);
+    pthread_mutex_destroy(&ts->lock);
+    pthread_cond_destroy(&ts->cond);
+    free(ts);
+}
