@@ -107,6 +107,17 @@ static void cap_clear(struct capture *c)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* Workers append while the test reads: count under the lock. */
+static size_t cap_size(struct capture *c)
+{
+    size_t n;
+
+    pthread_mutex_lock(&c->lock);
+    n = c->n;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 static void cap_fini(struct capture *c)
 {
     cap_clear(c);
@@ -1738,7 +1749,7 @@ static void test_mutations(void **state)
             }
         }
         mcp_handle(f->d, f->s, buf, len, &f->cap.sink, NULL);
-        if (f->cap.n > MAX_MSGS / 2)
+        if (cap_size(&f->cap) > MAX_MSGS / 2)
             cap_clear(&f->cap); /* cap_send checked each one already */
     }
     {
