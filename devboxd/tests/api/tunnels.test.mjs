@@ -1,0 +1,434 @@
+// Tunnels through the official Runloop SDK: enable_tunnel / remove_tunnel /
+// DevboxView.tunnel, and the tunnel listener serving
+// http://{port}-{tunnel_key}.localhost:<tunnel port>/ from services running
+// inside the devbox (python http.server, a raw upgrade echo server).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Devboxd, rejectsWith, waitFor } from './devboxd.mjs';
+
+const engine = new Devboxd();
+let client;
+let tunnelPort;
+let boxId;
+
+function readTunnelPort() {
+  const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+  const m = /^tunnel_port (\d+)$/m.exec(pid);
+  assert.ok(m, `no tunnel_port in devboxd.pid:\n${pid}`);
+  assert.match(pid, new RegExp(`^tunnel_url_template http://\\{port\\}-\\{tunnel_key\\}\\.localhost:${m[1]}$`, 'm'));
+  return Number(m[1]);
+}
+
+const tunnelHost = (port, key) => `${port}-${key}.localhost:${tunnelPort}`;
+
+// GET through the tunnel URL. *.localhost is loopback (RFC 6761); the
+// lookup is pinned to 127.0.0.1 since glibc does not resolve it by itself.
+function tget(port, key, p = '/', { headers = {}, host } = {}) {
+  const url = `http://${tunnelHost(port, key)}${p}`;
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, {
+      headers: host ? { ...headers, host } : headers,
+      agent: false,
+      lookup: (h, opts, cb) => (opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
+        : cb(null, '127.0.0.1', 4)),
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(body); } catch { /* not JSON */ }
+        resolve({ status: res.statusCode, headers: res.headers, body, json });
+      });
+    });
+    req.setTimeout(20000, () => req.destroy(new Error(`tunnel request ${url} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+// Raw bytes to the tunnel listener; resolves with everything it answered.
+function rawTunnel(bytes) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(tunnelPort, '127.0.0.1', () => s.write(bytes));
+    let out = '';
+    s.setEncoding('latin1');
+    s.on('data', (d) => { out += d; });
+    s.on('end', () => resolve(out));
+    s.on('close', () => resolve(out));
+    s.on('error', (e) => (e.code === 'ECONNRESET' || e.code === 'EPIPE' ? resolve(out) : reject(e)));
+    s.setTimeout(20000, () => s.destroy(new Error('raw tunnel request timed out')));
+  });
+}
+
+// Like rawTunnel, but ends the connection once `count` answers of the
+// file came back (the server keeps the connection open).
+function rawTunnelUntil(bytes, count) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(tunnelPort, '127.0.0.1', () => s.write(bytes));
+    let out = '';
+    s.setEncoding('latin1');
+    s.on('data', (d) => {
+      out += d;
+      if ((out.match(/hello through the tunnel/g) ?? []).length >= count) { s.destroy(); resolve(out); }
+    });
+    s.on('close', () => resolve(out));
+    s.on('error', reject);
+    s.setTimeout(20000, () => s.destroy(new Error(`raw tunnel: ${count} answers not seen: ${out}`)));
+  });
+}
+
+const ECHO_PY = `import socket, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 9000))
+s.listen(16)
+def serve(c):
+    buf = b""
+    while b"\\r\\n\\r\\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            c.close()
+            return
+        buf += d
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+    rest = buf.split(b"\\r\\n\\r\\n", 1)[1]
+    if rest:
+        c.sendall(rest.upper())
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d.upper())
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
+// Upgrade through the tunnel; resolves with the upgraded socket.
+function upgrade(key, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: tunnelPort, path: '/ws', agent: false,
+      headers: { host: tunnelHost(9000, key), connection: 'Upgrade', upgrade: 'echo', ...headers } });
+    req.on('upgrade', (res, socket, head) => resolve({ res, socket, head }));
+    req.on('response', (res) => reject(new Error(`no upgrade: HTTP ${res.statusCode}`)));
+    req.on('error', reject);
+    req.setTimeout(20000, () => req.destroy(new Error('upgrade timed out')));
+    req.end();
+  });
+}
+
+function readN(socket, n, head = Buffer.alloc(0)) {
+  return new Promise((resolve, reject) => {
+    let got = head;
+    const done = () => { socket.off('data', onData); resolve(got); };
+    const onData = (d) => { got = Buffer.concat([got, d]); if (got.length >= n) done(); };
+    if (got.length >= n) return resolve(got);
+    socket.on('data', onData);
+    socket.once('error', reject);
+  });
+}
+
+before(async () => {
+  await engine.start();
+  tunnelPort = readTunnelPort();
+  client = engine.client();
+  const b = await client.devboxes.createAndAwaitRunning({ name: 'tunnels' });
+  boxId = b.id;
+  assert.equal(b.tunnel, null);
+  await client.devboxes.writeFileContents(boxId, { file_path: '/tmp/www/hello.txt', contents: 'hello through the tunnel\n' });
+  await client.devboxes.writeFileContents(boxId, { file_path: '/tmp/echo.py', contents: ECHO_PY });
+  await client.devboxes.executions.executeAsync(boxId,
+    { command: 'cd /tmp/www && exec python3 -m http.server 8080 --bind 0.0.0.0 --protocol HTTP/1.1' });
+  // Bound to the devbox's loopback only: still reachable (the tunnel connects inside).
+  await client.devboxes.executions.executeAsync(boxId,
+    { command: 'cd /tmp/www && exec python3 -m http.server 8081 --bind 127.0.0.1' });
+  await client.devboxes.executions.executeAsync(boxId, { command: 'exec python3 /tmp/echo.py' });
+});
+after(async () => { await engine.cleanup(); });
+
+describe('open tunnel', () => {
+  let tv;
+  test('enable_tunnel returns the TunnelView and the devbox view carries it', async () => {
+    const t0 = Date.now();
+    tv = await client.devboxes.enableTunnel(boxId, { auth_mode: 'open' });
+    assert.match(tv.tunnel_key, /^[a-z0-9]{24}$/);
+    assert.equal(tv.auth_mode, 'open');
+    assert.equal(tv.auth_token, undefined);
+    assert.equal(tv.http_keep_alive, true);
+    assert.equal(tv.wake_on_http, false);
+    assert.ok(tv.create_time_ms >= t0 - 1000 && tv.create_time_ms <= Date.now() + 1000);
+    const view = await client.devboxes.retrieve(boxId);
+    assert.deepEqual(view.tunnel, tv);
+    // Same request again: the same (one) tunnel; a different mode is refused.
+    const again = await client.devboxes.enableTunnel(boxId, { auth_mode: 'open' });
+    assert.equal(again.tunnel_key, tv.tunnel_key);
+    await rejectsWith(assert, client.devboxes.enableTunnel(boxId, { auth_mode: 'authenticated' }), 400,
+      /already has a tunnel.*remove_tunnel first/);
+  });
+
+  test('the tunnel URL serves a python http.server running in the devbox', async () => {
+    const r = await waitFor(async () => {
+      const x = await tget(8080, tv.tunnel_key, '/hello.txt');
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'http.server through the tunnel' });
+    assert.equal(r.body, 'hello through the tunnel\n');
+    assert.match(r.headers.server, /SimpleHTTP/);
+    // A 404 of the service itself passes through as the service's answer.
+    const missing = await tget(8080, tv.tunnel_key, '/nope.txt');
+    assert.equal(missing.status, 404);
+    assert.match(missing.body, /File not found/);
+    // The key is case-insensitive like any host name; the .tunnel.localhost form works too.
+    const upper = await tget(8080, tv.tunnel_key, '/hello.txt',
+      { host: `8080-${tv.tunnel_key.toUpperCase()}.tunnel.localhost` });
+    assert.equal(upper.status, 200);
+  });
+
+  test('a service bound to the devbox loopback is reachable, every port of the tunnel', async () => {
+    const r = await waitFor(async () => {
+      const x = await tget(8081, tv.tunnel_key, '/hello.txt');
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'the 127.0.0.1-bound server' });
+    assert.equal(r.body, 'hello through the tunnel\n');
+  });
+
+  test('a port with nothing listening is a 502 naming the port', async () => {
+    const r = await tget(8099, tv.tunnel_key, '/');
+    assert.equal(r.status, 502);
+    assert.equal(r.json.code, 'bad_gateway');
+    assert.match(r.json.message, /nothing answers on port 8099 inside devbox/);
+  });
+
+  test('the tunnel cannot reach services on the host loopback', async () => {
+    const secret = http.createServer((req, res) => res.end('HOST-SECRET'));
+    await new Promise((r) => secret.listen(0, '127.0.0.1', r));
+    try {
+      const port = secret.address().port;
+      const r = await tget(port, tv.tunnel_key, '/');
+      assert.equal(r.status, 502, `the host service answered through the tunnel: ${r.body}`);
+      assert.doesNotMatch(r.body, /HOST-SECRET/);
+      // Nor is devboxd's own API listener reachable as a devbox port.
+      const api = await tget(engine.port, tv.tunnel_key, '/v1/devboxes');
+      assert.equal(api.status, 502);
+    } finally {
+      secret.close();
+    }
+  });
+
+  test('an upgrade passes and bytes relay both ways (1 MiB round trip)', async () => {
+    const { res, socket, head } = await waitFor(() => upgrade(tv.tunnel_key).catch(() => null),
+      { timeoutMs: 30000, what: 'the echo server through the tunnel' });
+    assert.equal(res.statusCode, 101);
+    socket.write('hello');
+    assert.equal((await readN(socket, 5, head)).toString(), 'HELLO');
+    const big = Buffer.alloc(1 << 20, 'abcdefgh');
+    const got = readN(socket, big.length);
+    socket.write(big);
+    const back = await got;
+    assert.equal(back.length, big.length);
+    assert.ok(back.equals(Buffer.alloc(1 << 20, 'ABCDEFGH')));
+    socket.destroy();
+  });
+
+  test('X-Runloop-Host routing is refused for an open tunnel', async () => {
+    const r = await tget(8080, tv.tunnel_key, '/hello.txt',
+      { headers: { 'x-runloop-host': tunnelHost(8080, tv.tunnel_key) } });
+    assert.equal(r.status, 401);
+    assert.match(r.json.message, /only allowed for authenticated tunnels/);
+  });
+
+  test('remove_tunnel: the URL answers 404 and an upgraded connection is closed', async () => {
+    const { socket } = await upgrade(tv.tunnel_key);
+    const closed = new Promise((r) => socket.on('close', r));
+    socket.on('error', () => {});
+    await client.devboxes.removeTunnel(boxId);
+    await closed; // bounded by the test timeout; devboxd checks every 250 ms
+    const view = await client.devboxes.retrieve(boxId);
+    assert.equal(view.tunnel, null);
+    const r = await tget(8080, tv.tunnel_key, '/hello.txt');
+    assert.equal(r.status, 404);
+    assert.equal(r.json.code, 'not_found');
+    assert.match(r.json.message, /no tunnel has key/);
+    // Removing again is harmless.
+    await client.devboxes.removeTunnel(boxId);
+  });
+});
+
+describe('authenticated tunnel', () => {
+  let tv;
+  test('enable over HTTP/1.1 too; the view carries the token', async () => {
+    tv = await engine.client({ http2: false }).devboxes.enableTunnel(boxId, { auth_mode: 'authenticated' });
+    assert.equal(tv.auth_mode, 'authenticated');
+    assert.match(tv.auth_token, /^[0-9a-f]{48}$/);
+    assert.equal((await client.devboxes.retrieve(boxId)).tunnel.auth_token, tv.auth_token);
+  });
+
+  test('right token serves; missing and wrong tokens are 401 with what to send', async () => {
+    const ok = await waitFor(async () => {
+      const x = await tget(8080, tv.tunnel_key, '/hello.txt',
+        { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'authenticated request' });
+    assert.equal(ok.body, 'hello through the tunnel\n');
+    const viaAuth = await tget(8080, tv.tunnel_key, '/hello.txt',
+      { headers: { authorization: `Bearer ${tv.auth_token}` } });
+    assert.equal(viaAuth.status, 200);
+
+    const none = await tget(8080, tv.tunnel_key, '/hello.txt');
+    assert.equal(none.status, 401);
+    assert.equal(none.json.code, 'unauthorized');
+    assert.match(none.json.message, /X-Runloop-Tunnel-Authorization: Bearer <auth_token>/);
+    const wrong = await tget(8080, tv.tunnel_key, '/hello.txt',
+      { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token.slice(0, -1)}0` } });
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.json.message, /wrong tunnel token/);
+    assert.doesNotMatch(wrong.body, new RegExp(tv.auth_token));
+    const apiKey = await tget(8080, tv.tunnel_key, '/hello.txt',
+      { headers: { authorization: `Bearer ${engine.key}` } });
+    assert.equal(apiKey.status, 401, 'the API key is not a tunnel token');
+  });
+
+  test('X-Runloop-Host routes an authenticated request sent to another host name', async () => {
+    const r = await tget(8080, tv.tunnel_key, '/hello.txt', {
+      host: 'example.invalid',
+      headers: { 'x-runloop-host': tunnelHost(8080, tv.tunnel_key),
+        'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });
+    assert.equal(r.status, 200);
+  });
+
+  test('a later request on the same connection is checked too', async () => {
+    const head = (auth) => `GET /hello.txt HTTP/1.1\r\nHost: ${tunnelHost(8080, tv.tunnel_key)}\r\n` +
+      `${auth ? `X-Runloop-Tunnel-Authorization: Bearer ${tv.auth_token}\r\n` : ''}\r\n`;
+    // The server keeps HTTP/1.1 connections open: two good requests on one
+    // connection get two answers, a token-less second one never reaches it.
+    const both = await rawTunnelUntil(head(true) + head(true) + 'GET /x HTTP/1.1\r\n', 2);
+    assert.equal((both.match(/hello through the tunnel/g) ?? []).length, 2, both);
+    // First request answered, then a token-less one on the same connection:
+    // devboxd closes the connection without forwarding it.
+    const s = net.connect(tunnelPort, '127.0.0.1');
+    let out = '';
+    s.setEncoding('latin1');
+    const closed = new Promise((resolve) => s.on('close', resolve));
+    s.on('error', () => {});
+    s.on('data', (d) => { out += d; });
+    s.write(head(true));
+    await waitFor(() => /hello through the tunnel/.test(out), { timeoutMs: 20000, what: 'first answer' });
+    s.write(head(false));
+    await closed;
+    assert.equal((out.match(/hello through the tunnel/g) ?? []).length, 1, out);
+    // In one write, a bad request after a good one: nothing is forwarded.
+    const pipelined = await rawTunnel(head(true) + head(false));
+    assert.equal((pipelined.match(/hello through the tunnel/g) ?? []).length, 0, pipelined);
+  });
+});
+
+describe('tunnel listener bad input', () => {
+  test('no Host, a foreign Host, non-HTTP bytes and an oversized head', async () => {
+    const noHost = await rawTunnel('GET / HTTP/1.0\r\n\r\n');
+    assert.match(noHost, /^HTTP\/1.1 400 /);
+    assert.match(noHost, /\{port\}-\{tunnel_key\}\.localhost/);
+    const foreign = await rawTunnel('GET / HTTP/1.1\r\nHost: example.com\r\n\r\n');
+    assert.match(foreign, /^HTTP\/1.1 400 /);
+    const badPort = await rawTunnel('GET / HTTP/1.1\r\nHost: 70000-abc.localhost\r\n\r\n');
+    assert.match(badPort, /^HTTP\/1.1 400 /);
+    const twoHosts = await rawTunnel('GET / HTTP/1.1\r\nHost: 8080-abc.localhost\r\nHost: 8081-abc.localhost\r\n\r\n');
+    assert.match(twoHosts, /^HTTP\/1.1 400 /);
+    const junk = await rawTunnel('\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n');
+    assert.match(junk, /^HTTP\/1.1 400 /);
+    assert.match(junk, /not an HTTP\/1.x request/);
+    const huge = await rawTunnel(`GET / HTTP/1.1\r\nHost: 8080-abc.localhost\r\nX-Big: ${'a'.repeat(70000)}\r\n\r\n`);
+    assert.match(huge, /^HTTP\/1.1 (431|400) /);
+  });
+
+  test('enable_tunnel body validation names the field', async () => {
+    await rejectsWith(assert, client.devboxes.enableTunnel(boxId, { auth_mode: 'public' }), 400,
+      /auth_mode "public" is not valid; use "open" or "authenticated"/);
+    await rejectsWith(assert, client.devboxes.enableTunnel(boxId, { auth_mode: 'open', port: 8080 }), 400,
+      /unknown field 'port'/);
+    await rejectsWith(assert, client.devboxes.enableTunnel(boxId, { wake_on_http: 'yes' }), 400,
+      /wake_on_http/);
+    await rejectsWith(assert, client.devboxes.enableTunnel('dbx_nope', { auth_mode: 'open' }), 404,
+      /not found/);
+    await rejectsWith(assert, client.devboxes.create({ tunnel: { auth_mode: 'public' } }), 400,
+      /tunnel\.auth_mode "public" is not valid/);
+  });
+});
+
+describe('lifecycle', () => {
+  const entrypoint = 'mkdir -p /tmp/w && echo up > /tmp/w/up.txt && cd /tmp/w && exec python3 -m http.server 8080 --bind 0.0.0.0';
+
+  test('create-time tunnel; suspend keeps it (503 while suspended); resume serves again', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ entrypoint, tunnel: { auth_mode: 'open' } });
+    assert.match(b.tunnel.tunnel_key, /^[a-z0-9]{24}$/);
+    const key = b.tunnel.tunnel_key;
+    await waitFor(async () => (await tget(8080, key, '/up.txt')).status === 200,
+      { timeoutMs: 30000, what: 'entrypoint server' });
+    await client.devboxes.suspend(b.id);
+    const s = await client.devboxes.awaitSuspended(b.id);
+    assert.equal(s.tunnel.tunnel_key, key, 'the tunnel survives suspend');
+    const r = await tget(8080, key, '/up.txt');
+    assert.equal(r.status, 503);
+    assert.match(r.json.message, /is suspended: resume it/);
+    assert.equal((await client.devboxes.retrieve(b.id)).status, 'suspended', 'no wake without wake_on_http');
+    await client.devboxes.resume(b.id);
+    await client.devboxes.awaitRunning(b.id);
+    const back = await waitFor(async () => {
+      const x = await tget(8080, key, '/up.txt');
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'server after resume' });
+    assert.equal(back.body, 'up\n');
+    await client.devboxes.shutdown(b.id);
+  });
+
+  test('wake_on_http: a request to a suspended devbox answers 503 + Retry-After and resumes it', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ entrypoint,
+      tunnel: { auth_mode: 'open', wake_on_http: true } });
+    const key = b.tunnel.tunnel_key;
+    assert.equal(b.tunnel.wake_on_http, true);
+    await client.devboxes.suspend(b.id);
+    await client.devboxes.awaitSuspended(b.id);
+    const r = await tget(8080, key, '/up.txt');
+    assert.equal(r.status, 503);
+    assert.equal(r.headers['retry-after'], '5');
+    assert.match(r.json.message, /resuming \(wake on HTTP\)/);
+    await client.devboxes.awaitRunning(b.id);
+    await waitFor(async () => (await tget(8080, key, '/up.txt')).status === 200,
+      { timeoutMs: 30000, what: 'server after wake' });
+    await client.devboxes.shutdown(b.id);
+  });
+
+  test('shutdown removes the tunnel: view null, URL 404, enable refused', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ entrypoint });
+    const tv = await client.devboxes.enableTunnel(b.id, { auth_mode: 'authenticated' });
+    await client.devboxes.shutdown(b.id);
+    const v = await client.devboxes.retrieve(b.id);
+    assert.equal(v.status, 'shutdown');
+    assert.equal(v.tunnel, null);
+    const r = await tget(8080, tv.tunnel_key, '/up.txt',
+      { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });
+    assert.equal(r.status, 404);
+    await rejectsWith(assert, client.devboxes.enableTunnel(b.id, { auth_mode: 'open' }), 400,
+      /is shutdown; a tunnel needs a live devbox/);
+  });
+
+  test('the tunnel is kept in the record across a devboxd restart', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ entrypoint });
+    const tv = await client.devboxes.enableTunnel(b.id, { auth_mode: 'authenticated' });
+    await engine.stop();
+    await engine.start();
+    tunnelPort = readTunnelPort();
+    client = engine.client();
+    const v = await client.devboxes.awaitRunning(b.id);
+    assert.deepEqual(v.tunnel, tv);
+    const r = await waitFor(async () => {
+      const x = await tget(8080, tv.tunnel_key, '/up.txt',
+        { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'server after restart' });
+    assert.equal(r.body, 'up\n');
+  });
+});
