@@ -27,7 +27,7 @@
 
 #define BACKEND_CLOUD_URL "https://api.runloop.ai"
 #define BACKEND_LOCAL_URL "http://localhost"
-#define BACKEND_WAIT_MS 30000L     /* devboxd start bound */
+#define BACKEND_WAIT_MS 30000L /* devboxd start bound */
 #define BACKEND_PROBE_PATH "/v1/devboxes?limit=1"
 
 struct backend {
@@ -407,8 +407,8 @@ static char *find_devboxd(const struct backend *b, char **err)
     if (n > 0) {
         self[n] = '\0';
         slash = strrchr(self, '/');
-        if (slash != NULL && asprintf(&p, "%.*s/devboxd",
-                                      (int)(slash - self), self) >= 0) {
+        if (slash != NULL &&
+            asprintf(&p, "%.*s/devboxd", (int)(slash - self), self) >= 0) {
             if (executable(p))
                 return p;
             free(p);
@@ -448,8 +448,8 @@ static int spawn_devboxd(const struct backend *b, const char *bin, char **err)
     logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (logfd < 0 || nullfd < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
-        *err = fmt_err("cannot start devboxd: %s: %s", logpath,
-                       strerror(errno));
+        *err =
+            fmt_err("cannot start devboxd: %s: %s", logpath, strerror(errno));
         goto out;
     }
     mid = fork();
@@ -660,8 +660,7 @@ static int wait_for_engine(struct backend *b, struct rlclient *pc, int pid,
          * (it lost the race to that one), else nothing will answer. */
         if (dead_since == 0 && process_dead(pid))
             dead_since = t;
-        if (t - start >= bound ||
-            (dead_since != 0 && !engine_lock_held(b))) {
+        if (t - start >= bound || (dead_since != 0 && !engine_lock_held(b))) {
             log_tail(b, tail, sizeof(tail));
             *err = fmt_err("devboxd did not answer on unix:%s within %ld ms%s; "
                            "see %s/devboxd.log%s%s",

@@ -27,18 +27,30 @@
 static const char *code_text(int code)
 {
     switch (code) {
-    case RLMCP_OK: return "ok";
-    case RLMCP_EINVAL: return "invalid argument";
-    case RLMCP_ENOMEM: return "out of memory";
-    case RLMCP_ESTATE: return "wrong state";
-    case RLMCP_ENOTFOUND: return "not found";
-    case RLMCP_ECANCELLED: return "cancelled";
-    case RLMCP_ETIMEDOUT: return "timed out";
-    case RLMCP_EHTTP: return "HTTP transport failure";
-    case RLMCP_EVERSION: return "version not understood";
-    case RLMCP_ENOTSUP: return "not supported";
-    case RLMCP_EEXIST: return "already exists";
-    default: return "internal error";
+    case RLMCP_OK:
+        return "ok";
+    case RLMCP_EINVAL:
+        return "invalid argument";
+    case RLMCP_ENOMEM:
+        return "out of memory";
+    case RLMCP_ESTATE:
+        return "wrong state";
+    case RLMCP_ENOTFOUND:
+        return "not found";
+    case RLMCP_ECANCELLED:
+        return "cancelled";
+    case RLMCP_ETIMEDOUT:
+        return "timed out";
+    case RLMCP_EHTTP:
+        return "HTTP transport failure";
+    case RLMCP_EVERSION:
+        return "version not understood";
+    case RLMCP_ENOTSUP:
+        return "not supported";
+    case RLMCP_EEXIST:
+        return "already exists";
+    default:
+        return "internal error";
     }
 }
 
@@ -145,8 +157,7 @@ static void flush_progress_locked(struct rlmcp_call *c)
         return;
     c->progress_pending = false;
     c->progress_sent_ns = mcp_now_ns();
-    send_progress_locked(c, c->pend_progress, c->pend_total,
-                         c->pend_message);
+    send_progress_locked(c, c->pend_progress, c->pend_total, c->pend_message);
     free(c->pend_message);
     c->pend_message = NULL;
 }
@@ -234,7 +245,8 @@ static char *timeout_answer(struct rlmcp_call *c)
     if (c->kind == CALL_TOOL) {
         snprintf(msg, sizeof(msg),
                  "tool '%s' did not finish within its time limit of %u ms "
-                 "and was cancelled", c->what, c->timeout_ms);
+                 "and was cancelled",
+                 c->what, c->timeout_ms);
         return tool_error_answer(
             c->id, "timeout", msg,
             "split the work into shorter steps or run it in the background; "
@@ -309,8 +321,7 @@ static int run_handler(struct rlmcp_call *c)
         rc = c->resource->read(c, c->uri, c->resource->user_data);
         break;
     case CALL_PROMPT:
-        rc = c->prompt->get(c, c->args_json, c->args_len,
-                            c->prompt->user_data);
+        rc = c->prompt->get(c, c->args_json, c->args_len, c->prompt->user_data);
         break;
     }
     return rc;
@@ -334,14 +345,16 @@ static bool output_ok(struct rlmcp_call *c, const cJSON *structured)
     if (structured == NULL) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name,
                 "tool '%s' declares an outputSchema but returned no "
-                "structured result (result_json)", c->what);
+                "structured result (result_json)",
+                c->what);
         return false;
     }
-    if (schema_validate(c->tool->output_schema, structured,
-                        "structuredContent", err, sizeof(err)) != 0) {
+    if (schema_validate(c->tool->output_schema, structured, "structuredContent",
+                        err, sizeof(err)) != 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name,
                 "tool '%s' returned a structured result that does not match "
-                "its outputSchema: %s", c->what, err);
+                "its outputSchema: %s",
+                c->what, err);
         return false;
     }
     return true;
@@ -365,8 +378,8 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
     bool is_error;
 
     if (rc < 0) {
-        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
-                "tool '%s' failed: %s (%d)", c->what, code_text(rc), rc);
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name, "tool '%s' failed: %s (%d)",
+                c->what, code_text(rc), rc);
         return internal_tool_error(c);
     }
     pthread_mutex_lock(&c->lock);
@@ -410,8 +423,8 @@ static char *resource_answer(struct rlmcp_call *c, int rc)
     char *json = NULL;
 
     if (rc == RLMCP_ENOTFOUND) {
-        snprintf(msg, sizeof(msg),
-                 "resource not found: %s; see resources/list", c->uri);
+        snprintf(msg, sizeof(msg), "resource not found: %s; see resources/list",
+                 c->uri);
         data = cJSON_CreateObject();
         cJSON_AddStringToObject(data, "uri", c->uri);
         json = jsonrpc_error(c->id, MCP_RESOURCE_NOT_FOUND, msg, data);
@@ -420,11 +433,12 @@ static char *resource_answer(struct rlmcp_call *c, int rc)
     }
     if (rc < 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name,
-                "reading resource '%s' failed: %s (%d)", c->uri,
-                code_text(rc), rc);
+                "reading resource '%s' failed: %s (%d)", c->uri, code_text(rc),
+                rc);
         return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
                              "reading the resource failed; details are in "
-                             "the server log", NULL);
+                             "the server log",
+                             NULL);
     }
     r = cJSON_CreateObject();
     pthread_mutex_lock(&c->lock);
@@ -438,11 +452,12 @@ static char *prompt_answer(struct rlmcp_call *c, int rc)
     cJSON *r = NULL;
 
     if (rc < 0) {
-        log_msg(RLMCP_LOG_ERROR, c->plugin_name,
-                "prompt '%s' failed: %s (%d)", c->what, code_text(rc), rc);
+        log_msg(RLMCP_LOG_ERROR, c->plugin_name, "prompt '%s' failed: %s (%d)",
+                c->what, code_text(rc), rc);
         return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
                              "the prompt failed; details are in the server "
-                             "log", NULL);
+                             "log",
+                             NULL);
     }
     r = cJSON_CreateObject();
     if (c->prompt->description != NULL)
@@ -480,8 +495,7 @@ static void answer(struct rlmcp_call *c, int rc)
         break;
     }
     if (json == NULL) {
-        log_msg(RLMCP_LOG_ERROR, NULL, "out of memory answering '%s'",
-                c->what);
+        log_msg(RLMCP_LOG_ERROR, NULL, "out of memory answering '%s'", c->what);
         call_fail(c, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
@@ -503,8 +517,7 @@ void call_job(void *arg)
 
 /* ---- call-scope services ------------------------------------------------ */
 
-static int append_item(struct rlmcp_call *c, enum call_kind kind,
-                       cJSON *item)
+static int append_item(struct rlmcp_call *c, enum call_kind kind, cJSON *item)
 {
     int rc = RLMCP_OK;
 
@@ -901,8 +914,7 @@ static void cancel_client_request(struct rlmcp_call *c, const char *id,
     free(json);
 }
 
-static char *build_request(const char *id, const char *method,
-                           cJSON *params)
+static char *build_request(const char *id, const char *method, cJSON *params)
 {
     cJSON *o = cJSON_CreateObject();
     char *json = NULL;
@@ -1036,8 +1048,8 @@ static char *base64(const unsigned char *data, size_t len)
 }
 
 int call_resource_contents(rlmcp_call *call, const char *uri,
-                           const char *mime_type, const void *data,
-                           size_t len, bool is_blob)
+                           const char *mime_type, const void *data, size_t len,
+                           bool is_blob)
 {
     cJSON *item = NULL;
     char *value = NULL;

@@ -35,8 +35,8 @@ int call_client_request(rlmcp_call *call, const char *method,
                         const char *params_json, uint32_t timeout_ms,
                         char **result_out);
 int call_resource_contents(rlmcp_call *call, const char *uri,
-                           const char *mime_type, const void *data,
-                           size_t len, bool is_blob);
+                           const char *mime_type, const void *data, size_t len,
+                           bool is_blob);
 int call_prompt_message(rlmcp_call *call, const char *role,
                         const char *content_json);
 rlmcp_plugin *call_plugin(rlmcp_call *call);

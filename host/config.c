@@ -39,10 +39,10 @@ struct ctx {
 
 /* ---- errors ----------------------------------------------------------- */
 
-static void fail_at(struct ctx *c, unsigned line, unsigned col,
-                    const char *fmt, ...) RLMCP_PRINTF(4, 5);
-static void fail_at(struct ctx *c, unsigned line, unsigned col,
-                    const char *fmt, ...)
+static void fail_at(struct ctx *c, unsigned line, unsigned col, const char *fmt,
+                    ...) RLMCP_PRINTF(4, 5);
+static void fail_at(struct ctx *c, unsigned line, unsigned col, const char *fmt,
+                    ...)
 {
     va_list ap;
     int n = 0;
@@ -60,8 +60,8 @@ static void fail_at(struct ctx *c, unsigned line, unsigned col,
     va_end(ap);
 }
 
-#define FAIL(c, node, ...)                                                   \
-    fail_at((c), (unsigned)(node)->start_mark.line + 1,                      \
+#define FAIL(c, node, ...)                                                     \
+    fail_at((c), (unsigned)(node)->start_mark.line + 1,                        \
             (unsigned)(node)->start_mark.column + 1, __VA_ARGS__)
 
 static struct config_pos pos_of(const yaml_node_t *n)
@@ -206,11 +206,15 @@ static size_t expand_ref(struct ctx *c, const yaml_node_t *n, const char *s,
     nlen = (size_t)(p - name);
     end = strchr(p, '}');
     if (end == NULL) {
-        FAIL(c, n, "unterminated '${' in a value; close it with '}' or write '$$' for a literal '$'");
+        FAIL(c, n,
+             "unterminated '${' in a value; close it with '}' or write '$$' "
+             "for a literal '$'");
         return 0;
     }
     if (nlen == 0 || nlen >= sizeof(var)) {
-        FAIL(c, n, "bad environment reference '%.*s'; write ${NAME}, ${NAME:-default} or ${NAME:?message}",
+        FAIL(c, n,
+             "bad environment reference '%.*s'; write ${NAME}, "
+             "${NAME:-default} or ${NAME:?message}",
              (int)(end - s + 1), s);
         return 0;
     }
@@ -237,7 +241,9 @@ static size_t expand_ref(struct ctx *c, const yaml_node_t *n, const char *s,
             return 0;
         }
     } else {
-        FAIL(c, n, "bad environment reference '%.*s'; write ${NAME}, ${NAME:-default} or ${NAME:?message}",
+        FAIL(c, n,
+             "bad environment reference '%.*s'; write ${NAME}, "
+             "${NAME:-default} or ${NAME:?message}",
              (int)(end - s + 1), s);
         return 0;
     }
@@ -290,8 +296,8 @@ static bool is_plain(const yaml_node_t *n)
 
 static bool plain_is_null(const yaml_node_t *n, const char *v)
 {
-    return is_plain(n) && (v[0] == '\0' || strcmp(v, "~") == 0 ||
-                           strcasecmp(v, "null") == 0);
+    return is_plain(n) &&
+           (v[0] == '\0' || strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0);
 }
 
 static const char *key_text(const yaml_node_t *k)
@@ -454,8 +460,8 @@ static int check_mapping(struct ctx *c, const yaml_node_t *n,
     yaml_node_pair_t *b = NULL;
 
     if (n->type != YAML_MAPPING_NODE) {
-        FAIL(c, n, "'%s' must be a mapping (key: value lines), not %s",
-             section, node_kind(n));
+        FAIL(c, n, "'%s' must be a mapping (key: value lines), not %s", section,
+             node_kind(n));
         return -1;
     }
     for (a = n->data.mapping.pairs.start; a < n->data.mapping.pairs.top; a++) {
@@ -468,7 +474,8 @@ static int check_mapping(struct ctx *c, const yaml_node_t *n,
         for (b = n->data.mapping.pairs.start; b < a; b++) {
             yaml_node_t *kb = node_at(c, b->key);
             if (strcmp(key_text(ka), key_text(kb)) == 0) {
-                FAIL(c, ka, "duplicate key '%s' in '%s' (first at line %u); keep one",
+                FAIL(c, ka,
+                     "duplicate key '%s' in '%s' (first at line %u); keep one",
                      key_text(ka), section, (unsigned)kb->start_mark.line + 1);
                 return -1;
             }
@@ -500,10 +507,10 @@ static int key_index(struct ctx *c, const yaml_node_t *k, const char *section,
     return -1;
 }
 
-#define FOR_PAIRS(c, map, k, v)                                              \
-    for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start;            \
-         p_ < (map)->data.mapping.pairs.top &&                               \
-         ((k) = node_at((c), p_->key), (v) = node_at((c), p_->value), 1);    \
+#define FOR_PAIRS(c, map, k, v)                                                \
+    for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start;               \
+         p_ < (map)->data.mapping.pairs.top &&                                 \
+         ((k) = node_at((c), p_->key), (v) = node_at((c), p_->value), 1);      \
          p_++)
 
 /* ---- YAML -> JSON (plugin config, raw http section) -------------------- */
@@ -576,7 +583,9 @@ static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
         return NULL;
     }
     if (++c->json_nodes > MAX_JSON_NODES) {
-        FAIL(c, n, "'%s' expands to more than %d values (YAML aliases?); make it smaller",
+        FAIL(c, n,
+             "'%s' expands to more than %d values (YAML aliases?); make it "
+             "smaller",
              section, MAX_JSON_NODES);
         return NULL;
     }
@@ -738,10 +747,15 @@ static bool valid_listen(const char *s)
 static int parse_http(struct ctx *c, const yaml_node_t *n,
                       struct host_http_config *h)
 {
-    static const char *const keys[] = {
-        "listen",       "allowed_origins",      "auth_token",
-        "allow_query_key", "max_body_bytes",    "max_sessions",
-        "session_idle_seconds", "max_connections", NULL};
+    static const char *const keys[] = {"listen",
+                                       "allowed_origins",
+                                       "auth_token",
+                                       "allow_query_key",
+                                       "max_body_bytes",
+                                       "max_sessions",
+                                       "session_idle_seconds",
+                                       "max_connections",
+                                       NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
     unsigned long long x = 0;
@@ -756,7 +770,9 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
             if (get_string(c, v, "server.http.listen", &h->listen) < 0)
                 return -1;
             if (h->listen == NULL || !valid_listen(h->listen)) {
-                FAIL(c, v, "'server.http.listen' must be HOST:PORT, e.g. 127.0.0.1:8000");
+                FAIL(c, v,
+                     "'server.http.listen' must be HOST:PORT, e.g. "
+                     "127.0.0.1:8000");
                 return -1;
             }
             break;
@@ -798,8 +814,8 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
             h->session_idle_seconds = (unsigned)x;
             break;
         case 7:
-            if (get_uint(c, v, "server.http.max_connections", 1, 1000000,
-                         &x) < 0)
+            if (get_uint(c, v, "server.http.max_connections", 1, 1000000, &x) <
+                0)
                 return -1;
             h->max_connections = (unsigned)x;
             break;
@@ -830,7 +846,8 @@ static int parse_server(struct ctx *c, const yaml_node_t *n,
             if (get_string(c, v, "server.name", &s->name) < 0)
                 return -1;
             if (s->name == NULL) {
-                FAIL(c, v, "'server.name' is empty; write a name or remove the key");
+                FAIL(c, v,
+                     "'server.name' is empty; write a name or remove the key");
                 return -1;
             }
             break;
@@ -857,13 +874,13 @@ static int parse_server(struct ctx *c, const yaml_node_t *n,
 static int parse_host(struct ctx *c, const yaml_node_t *n,
                       struct host_host_config *h)
 {
-    static const char *const keys[] = {"plugin_dir", "on_plugin_error",
+    static const char *const keys[] = {"plugin_dir",      "on_plugin_error",
                                        "call_timeout_ms", "workers",
-                                       "log_level", NULL};
+                                       "log_level",       NULL};
     static const char *const modes[] = {"fail", "skip", NULL};
-    static const char *const levels[] = {"debug", "info", "notice",
-                                         "warning", "error", "critical",
-                                         "alert", "emergency", NULL};
+    static const char *const levels[] = {"debug",   "info",      "notice",
+                                         "warning", "error",     "critical",
+                                         "alert",   "emergency", NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
     unsigned long long x = 0;
@@ -885,8 +902,8 @@ static int parse_host(struct ctx *c, const yaml_node_t *n,
             h->on_plugin_error = (enum host_on_plugin_error)e;
             break;
         case 2:
-            if (get_uint(c, v, "host.call_timeout_ms", 100, 86400000ULL,
-                         &x) < 0)
+            if (get_uint(c, v, "host.call_timeout_ms", 100, 86400000ULL, &x) <
+                0)
                 return -1;
             h->call_timeout_ms = (unsigned)x;
             break;
@@ -910,8 +927,8 @@ static int parse_host(struct ctx *c, const yaml_node_t *n,
 static int parse_runloop(struct ctx *c, const yaml_node_t *n,
                          struct host_runloop_config *r)
 {
-    static const char *const keys[] = {"backend", "base_url", "api_key",
-                                       "state_dir", "devboxd", NULL};
+    static const char *const keys[] = {"backend",   "base_url", "api_key",
+                                       "state_dir", "devboxd",  NULL};
     static const char *const backends[] = {"auto", "cloud", "local", NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
@@ -930,10 +947,13 @@ static int parse_runloop(struct ctx *c, const yaml_node_t *n,
         case 1:
             if (get_string(c, v, "runloop.base_url", &r->base_url) < 0)
                 return -1;
-            if (r->base_url != NULL && strncmp(r->base_url, "http://", 7) != 0 &&
+            if (r->base_url != NULL &&
+                strncmp(r->base_url, "http://", 7) != 0 &&
                 strncmp(r->base_url, "https://", 8) != 0 &&
                 strncmp(r->base_url, "unix:", 5) != 0) {
-                FAIL(c, v, "'runloop.base_url' must start with https://, http:// or unix:");
+                FAIL(c, v,
+                     "'runloop.base_url' must start with https://, http:// or "
+                     "unix:");
                 return -1;
             }
             break;
@@ -1036,12 +1056,15 @@ static int finish_plugin(struct ctx *c, const yaml_node_t *n,
         return -1;
     }
     if (!valid_plugin_name(p->name)) {
-        FAIL(c, name_node, "plugin name '%s' is not valid; use lower-case letters, digits and '_' (it is the NAME in rlmcp_NAME.so)",
+        FAIL(c, name_node,
+             "plugin name '%s' is not valid; use lower-case letters, digits "
+             "and '_' (it is the NAME in rlmcp_NAME.so)",
              p->name);
         return -1;
     }
-    if (config != NULL && !(config->type == YAML_MAPPING_NODE ||
-                            (is_plain(config) && config->data.scalar.length == 0))) {
+    if (config != NULL &&
+        !(config->type == YAML_MAPPING_NODE ||
+          (is_plain(config) && config->data.scalar.length == 0))) {
         FAIL(c, config, "'config' of plugin '%s' must be a mapping, not %s",
              p->name, node_kind(config));
         return -1;
@@ -1069,7 +1092,8 @@ static int parse_plugins(struct ctx *c, const yaml_node_t *n,
         n->data.scalar.length == 0)
         return 0;
     if (n->type != YAML_SEQUENCE_NODE) {
-        FAIL(c, n, "'plugins' must be a list of plugins, e.g. '- name: exec', not %s",
+        FAIL(c, n,
+             "'plugins' must be a list of plugins, e.g. '- name: exec', not %s",
              node_kind(n));
         return -1;
     }
@@ -1086,7 +1110,9 @@ static int parse_plugins(struct ctx *c, const yaml_node_t *n,
             return -1;
         for (j = 0; j < i; j++) {
             if (strcmp(cfg->plugins[j].name, cfg->plugins[i].name) == 0) {
-                FAIL(c, e, "plugin '%s' is listed twice (first at line %u); keep one entry",
+                FAIL(c, e,
+                     "plugin '%s' is listed twice (first at line %u); keep one "
+                     "entry",
                      cfg->plugins[i].name, cfg->plugins[j].pos.line);
                 return -1;
             }
@@ -1123,7 +1149,9 @@ static int parse_param_aliases(struct ctx *c, const yaml_node_t *n,
         if (get_string(c, v, "tools.aliases.params", &pa->to) < 0)
             return -1;
         if (pa->to == NULL || pa->to[0] == '\0') {
-            FAIL(c, v, "parameter alias for '%s' is empty; write the new parameter name",
+            FAIL(c, v,
+                 "parameter alias for '%s' is empty; write the new parameter "
+                 "name",
                  pa->from);
             return -1;
         }
@@ -1173,7 +1201,9 @@ static int parse_alias(struct ctx *c, const yaml_node_t *k,
             }
         }
     } else {
-        FAIL(c, v, "alias of '%s' must be a new name or {name: NEW, params: {OLD: NEW}}, not %s",
+        FAIL(c, v,
+             "alias of '%s' must be a new name or {name: NEW, params: {OLD: "
+             "NEW}}, not %s",
              a->from, node_kind(v));
         return -1;
     }
@@ -1215,7 +1245,8 @@ static int parse_aliases(struct ctx *c, const yaml_node_t *v,
         for (j = 0; j < i; j++) {
             if (strcmp(t->aliases[i].to, t->aliases[j].to) == 0) {
                 fail_at(c, t->aliases[i].pos.line, t->aliases[i].pos.col,
-                        "aliases '%s' and '%s' both rename to '%s'; pick different names",
+                        "aliases '%s' and '%s' both rename to '%s'; pick "
+                        "different names",
                         t->aliases[j].from, t->aliases[i].from,
                         t->aliases[i].to);
                 return -1;
@@ -1276,7 +1307,8 @@ static int check_tool_refs(struct ctx *c, const struct host_config *cfg,
             continue;
         if (config_find_plugin(cfg, name + 7) == NULL) {
             fail_at(c, list[i].pos.line, list[i].pos.col,
-                    "'%s' in '%s' names plugin '%s', which is not in 'plugins'; add it there or fix the name",
+                    "'%s' in '%s' names plugin '%s', which is not in "
+                    "'plugins'; add it there or fix the name",
                     name, what, name + 7);
             return -1;
         }
@@ -1311,7 +1343,7 @@ int config_init_defaults(struct host_config *cfg)
 static int parse_root(struct ctx *c, const yaml_node_t *root,
                       struct host_config *cfg)
 {
-    static const char *const keys[] = {"server", "host", "runloop",
+    static const char *const keys[] = {"server",  "host",  "runloop",
                                        "plugins", "tools", NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
@@ -1319,7 +1351,9 @@ static int parse_root(struct ctx *c, const yaml_node_t *root,
     int rc = 0;
 
     if (root->type != YAML_MAPPING_NODE) {
-        FAIL(c, root, "the deployment must be a mapping with the sections server, host, runloop, plugins, tools; found %s",
+        FAIL(c, root,
+             "the deployment must be a mapping with the sections server, host, "
+             "runloop, plugins, tools; found %s",
              node_kind(root));
         return -1;
     }
@@ -1351,7 +1385,9 @@ static int parse_root(struct ctx *c, const yaml_node_t *root,
             return -1;
     }
     if (!have_plugins) {
-        FAIL(c, root, "no 'plugins' list; add the plugins to load, e.g. 'plugins: [{name: exec}]'");
+        FAIL(c, root,
+             "no 'plugins' list; add the plugins to load, e.g. 'plugins: "
+             "[{name: exec}]'");
         return -1;
     }
     if (check_tool_refs(c, cfg, cfg->tools.allow, cfg->tools.n_allow,
@@ -1377,17 +1413,20 @@ static int load_document(struct ctx *c, const char *text, size_t len,
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &c->doc)) {
-        fail_at(c, (unsigned)parser.problem_mark.line + 1,
-                (unsigned)parser.problem_mark.column + 1,
-                "YAML syntax error: %s%s%s; check the indentation and quoting here",
-                parser.problem ? parser.problem : "unreadable",
-                parser.context ? " " : "", parser.context ? parser.context : "");
+        fail_at(
+            c, (unsigned)parser.problem_mark.line + 1,
+            (unsigned)parser.problem_mark.column + 1,
+            "YAML syntax error: %s%s%s; check the indentation and quoting here",
+            parser.problem ? parser.problem : "unreadable",
+            parser.context ? " " : "", parser.context ? parser.context : "");
         goto out;
     }
     doc_ok = true;
     root = yaml_document_get_root_node(&c->doc);
     if (root == NULL) {
-        fail_at(c, 1, 1, "the deployment is empty; write at least a 'plugins' list (see docs/deployments.md)");
+        fail_at(c, 1, 1,
+                "the deployment is empty; write at least a 'plugins' list (see "
+                "docs/deployments.md)");
         goto out;
     }
     if (!yaml_parser_load(&parser, &extra)) {
@@ -1400,7 +1439,8 @@ static int load_document(struct ctx *c, const char *text, size_t len,
     if (yaml_document_get_root_node(&extra) != NULL) {
         fail_at(c, (unsigned)extra.start_mark.line + 1,
                 (unsigned)extra.start_mark.column + 1,
-                "a second YAML document ('---'); a deployment is one document, remove it");
+                "a second YAML document ('---'); a deployment is one document, "
+                "remove it");
         yaml_document_delete(&extra);
         goto out;
     }
@@ -1453,7 +1493,9 @@ int config_load(const char *path, struct host_config *cfg, char *err,
     memset(cfg, 0, sizeof(*cfg));
     f = fopen(path, "rb");
     if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open the deployment file: %s; pass an existing file with --config",
+        snprintf(err, errlen,
+                 "%s: cannot open the deployment file: %s; pass an existing "
+                 "file with --config",
                  path, strerror(errno));
         return -1;
     }
@@ -1463,7 +1505,9 @@ int config_load(const char *path, struct host_config *cfg, char *err,
             char *np = NULL;
             cap = cap ? cap * 2 : 8192;
             if (cap > (16u << 20)) {
-                snprintf(err, errlen, "%s: the deployment file is larger than 16 MiB; is it the right file?",
+                snprintf(err, errlen,
+                         "%s: the deployment file is larger than 16 MiB; is it "
+                         "the right file?",
                          path);
                 goto out;
             }
@@ -1544,8 +1588,8 @@ void config_free(struct host_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-const struct host_plugin_config *config_find_plugin(const struct host_config *cfg,
-                                                    const char *name)
+const struct host_plugin_config *
+config_find_plugin(const struct host_config *cfg, const char *name)
 {
     size_t i = 0;
 

@@ -1,5 +1,6 @@
 /*
- * config.h - the deployment file (YAML, e.g. conf/runloop-mcp.yaml) as parsed values.
+ * config.h - the deployment file (YAML, e.g. conf/runloop-mcp.yaml) as parsed
+ * values.
  *
  * config_load() reads and validates the whole file with libyaml: unknown
  * keys, wrong types and bad enum values are errors naming file:line:col and
@@ -15,8 +16,15 @@
 #include <stddef.h>
 
 enum host_transport { HOST_TRANSPORT_STDIO = 0, HOST_TRANSPORT_HTTP = 1 };
-enum host_on_plugin_error { HOST_PLUGIN_ERROR_FAIL = 0, HOST_PLUGIN_ERROR_SKIP = 1 };
-enum host_backend { HOST_BACKEND_AUTO = 0, HOST_BACKEND_CLOUD = 1, HOST_BACKEND_LOCAL = 2 };
+enum host_on_plugin_error {
+    HOST_PLUGIN_ERROR_FAIL = 0,
+    HOST_PLUGIN_ERROR_SKIP = 1
+};
+enum host_backend {
+    HOST_BACKEND_AUTO = 0,
+    HOST_BACKEND_CLOUD = 1,
+    HOST_BACKEND_LOCAL = 2
+};
 
 /* Where a value was written: 1-based line and column. 0 when defaulted. */
 struct config_pos {
@@ -44,55 +52,55 @@ struct config_alias {
 };
 
 struct host_http_config {
-    bool present;                /* an http: section was written */
-    char *listen;                /* "127.0.0.1:8000" */
-    char **allowed_origins;      /* NULL-terminated; may be empty */
+    bool present;           /* an http: section was written */
+    char *listen;           /* "127.0.0.1:8000" */
+    char **allowed_origins; /* NULL-terminated; may be empty */
     size_t n_allowed_origins;
-    char *auth_token;            /* secret: never logged; NULL when unset */
-    bool allow_query_key;        /* false */
-    size_t max_body_bytes;       /* 4 MiB */
-    unsigned max_sessions;       /* 64 */
+    char *auth_token;              /* secret: never logged; NULL when unset */
+    bool allow_query_key;          /* false */
+    size_t max_body_bytes;         /* 4 MiB */
+    unsigned max_sessions;         /* 64 */
     unsigned session_idle_seconds; /* 1800 */
-    unsigned max_connections;    /* 256 */
-    char *raw_json;              /* the http: map as JSON, NULL if absent;
-                                    holds auth_token: never log it */
+    unsigned max_connections;      /* 256 */
+    char *raw_json;                /* the http: map as JSON, NULL if absent;
+                                      holds auth_token: never log it */
 };
 
 struct host_server_config {
-    char *name;                  /* "runloop-mcp" */
-    char *instructions;          /* NULL */
+    char *name;         /* "runloop-mcp" */
+    char *instructions; /* NULL */
     enum host_transport transport;
     struct host_http_config http;
 };
 
 struct host_host_config {
-    char *plugin_dir;            /* NULL: the default search (loader.h) */
+    char *plugin_dir; /* NULL: the default search (loader.h) */
     struct config_pos plugin_dir_pos;
     enum host_on_plugin_error on_plugin_error;
-    unsigned call_timeout_ms;    /* 300000 */
-    unsigned workers;            /* 8 */
-    int log_level;               /* RLMCP_LOG_INFO */
+    unsigned call_timeout_ms; /* 300000 */
+    unsigned workers;         /* 8 */
+    int log_level;            /* RLMCP_LOG_INFO */
 };
 
 struct host_runloop_config {
-    enum host_backend backend;   /* auto */
-    char *base_url;              /* NULL: backend's default */
-    char *api_key;               /* secret: never logged; NULL when unset/empty */
-    char *state_dir;             /* NULL */
-    char *devboxd;               /* path of the devboxd binary, NULL */
+    enum host_backend backend; /* auto */
+    char *base_url;            /* NULL: backend's default */
+    char *api_key;             /* secret: never logged; NULL when unset/empty */
+    char *state_dir;           /* NULL */
+    char *devboxd;             /* path of the devboxd binary, NULL */
 };
 
 struct host_plugin_config {
     char *name;
-    char *path;                  /* NULL: <plugin_dir>/rlmcp_<name>.so */
-    bool enabled;                /* true */
-    char *config_json;           /* the config: subtree as JSON, "{}" if absent */
+    char *path;        /* NULL: <plugin_dir>/rlmcp_<name>.so */
+    bool enabled;      /* true */
+    char *config_json; /* the config: subtree as JSON, "{}" if absent */
     struct config_pos pos;
     struct config_pos path_pos;
 };
 
 struct host_tools_config {
-    bool allow_set;              /* false: every tool of the loaded plugins */
+    bool allow_set; /* false: every tool of the loaded plugins */
     struct config_name *allow;
     size_t n_allow;
     struct config_name *exclude;
@@ -103,7 +111,7 @@ struct host_tools_config {
 };
 
 struct host_config {
-    char *path;                  /* the file, as given */
+    char *path; /* the file, as given */
     struct host_server_config server;
     struct host_host_config host;
     struct host_runloop_config runloop;
@@ -130,8 +138,8 @@ int config_load_string(const char *name, const char *text, size_t len,
 void config_free(struct host_config *cfg);
 
 /* A plugin entry by name, or NULL. */
-const struct host_plugin_config *config_find_plugin(const struct host_config *cfg,
-                                                    const char *name);
+const struct host_plugin_config *
+config_find_plugin(const struct host_config *cfg, const char *name);
 
 const char *config_transport_name(enum host_transport t);
 const char *config_backend_name(enum host_backend b);

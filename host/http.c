@@ -65,8 +65,8 @@ struct http_stream {
     bool sse;
     char *req_id; /* the JSON-RPC id as text, for log lines */
     /* Everything below is guarded by sess->lock. */
-    bool done;   /* the final send happened */
-    bool listed; /* on sess->streams (holds a reference) */
+    bool done;        /* the final send happened */
+    bool listed;      /* on sess->streams (holds a reference) */
     char *json_reply; /* JSON mode: the response */
     size_t json_len;
     struct http_ev *evs; /* SSE mode: stored events, oldest first */
@@ -121,13 +121,13 @@ struct http_req {
     bool is_init;    /* an initialize request: the reply names the session */
     char method[8];
     char url[64];
-    struct http_session *sess;     /* counted reference, may be NULL */
-    struct http_stream *stream;    /* counted reference, may be NULL */
+    struct http_session *sess;  /* counted reference, may be NULL */
+    struct http_stream *stream; /* counted reference, may be NULL */
     /* SSE reading state, guarded by sess->lock. */
     bool suspended;
     bool primed;
-    uint64_t cursor; /* next seq to write */
-    size_t woff;     /* bytes of that event already written */
+    uint64_t cursor;       /* next seq to write */
+    size_t woff;           /* bytes of that event already written */
     struct http_req *prev; /* srv->reqs, for waking everything at stop */
     struct http_req *next;
 };
@@ -146,7 +146,7 @@ struct http_server {
     bool loopback;
     atomic_bool stopping;
     atomic_int connections;
-    pthread_mutex_t lock; /* the session table */
+    pthread_mutex_t lock;      /* the session table */
     pthread_mutex_t reqs_lock; /* before any sess->lock */
     struct http_req *reqs;     /* every request MHD has not completed */
     struct http_session *sessions;
@@ -187,9 +187,8 @@ static void add_common_headers(struct http_server *srv,
 }
 
 static enum MHD_Result queue_buffer(struct http_req *req, unsigned status,
-                                    const char *ctype, char *body,
-                                    size_t len, bool take,
-                                    const char *session_id)
+                                    const char *ctype, char *body, size_t len,
+                                    bool take, const char *session_id)
 {
     struct MHD_Response *resp = NULL;
     enum MHD_Result ret = MHD_NO;
@@ -547,8 +546,9 @@ static char *format_event(uint64_t no, uint64_t seq, const char *json,
     buf = malloc(cap);
     if (buf == NULL)
         return NULL;
-    w = snprintf(buf, cap, "id: %" PRIu64 "-%" PRIu64 "\nevent: message\ndata: ",
-                 no, seq);
+    w = snprintf(buf, cap,
+                 "id: %" PRIu64 "-%" PRIu64 "\nevent: message\ndata: ", no,
+                 seq);
     o = (size_t)w;
     for (size_t i = 0; i < len; i++) {
         if (json[i] == '\r')
@@ -641,8 +641,8 @@ static void stream_wake(struct http_stream *st)
 }
 
 /* Caller holds s->lock: append one SSE event. */
-static void stream_append(struct http_stream *st, const char *json,
-                          size_t len, bool final)
+static void stream_append(struct http_stream *st, const char *json, size_t len,
+                          bool final)
 {
     struct http_session *s = st->sess;
     size_t tlen = 0;
@@ -1034,14 +1034,13 @@ static int post_session(struct http_req *req, bool is_init)
             req->sess = session_create(srv, &why);
         }
         if (req->sess == NULL && why == -1)
-            return reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS,
-                               JSONRPC_SERVER_ERROR,
-                               "Too Many Requests: %u sessions are open "
-                               "(server.http.max_sessions); end unused ones "
-                               "with DELETE /mcp or retry after idle ones "
-                               "expire (%u s)",
-                               srv->opts.max_sessions,
-                               srv->opts.session_idle_seconds);
+            return reply_error(
+                req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
+                "Too Many Requests: %u sessions are open "
+                "(server.http.max_sessions); end unused ones "
+                "with DELETE /mcp or retry after idle ones "
+                "expire (%u s)",
+                srv->opts.max_sessions, srv->opts.session_idle_seconds);
         if (req->sess == NULL)
             return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                JSONRPC_SERVER_ERROR,
@@ -1340,11 +1339,11 @@ static enum MHD_Result handle_get(struct http_req *req)
     if (r >= 0)
         return (enum MHD_Result)r;
     if (last == NULL)
-        return reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
-                           JSONRPC_SERVER_ERROR,
-                           "Method Not Allowed: this server sends every "
-                           "message on the stream of the request it belongs "
-                           "to; GET /mcp only resumes a stream (Last-Event-ID)");
+        return reply_error(
+            req, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_SERVER_ERROR,
+            "Method Not Allowed: this server sends every "
+            "message on the stream of the request it belongs "
+            "to; GET /mcp only resumes a stream (Last-Event-ID)");
     if (!http_parse_event_id(last, &no, &seq))
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: Last-Event-ID '%.40s' is not an "
@@ -1395,8 +1394,8 @@ static enum MHD_Result handle_info(struct http_req *req, const char *url)
         cJSON_Delete(o);
         if (t == NULL)
             return MHD_NO;
-        return queue_buffer(req, MHD_HTTP_OK, "application/json", t,
-                            strlen(t), true, NULL);
+        return queue_buffer(req, MHD_HTTP_OK, "application/json", t, strlen(t),
+                            true, NULL);
     }
     return queue_buffer(req, MHD_HTTP_OK, "application/json", buf, (size_t)n,
                         false, NULL);
@@ -1405,8 +1404,8 @@ static enum MHD_Result handle_info(struct http_req *req, const char *url)
 /* CORS preflight for allowed browser origins. */
 static enum MHD_Result handle_options(struct http_req *req)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        0, "", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     enum MHD_Result ret = MHD_NO;
 
     if (resp == NULL)
@@ -1526,8 +1525,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     struct http_req *req = *con_cls;
     struct http_stream *st = NULL;
@@ -1553,7 +1552,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
         if (st->tap == req) {
             bool all = st->done && req->cursor >= st->next_seq;
             st->tap = NULL;
-            if (!st->sse || (all && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) ||
+            if (!st->sse ||
+                (all && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) ||
                 s->terminated) {
                 /* Delivered (or never resumable): forget it. */
                 if (st->listed) {
@@ -1804,10 +1804,9 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
     raise_fd_limit(srv->opts.max_connections);
     srv->mhd = MHD_start_daemon(
         flags, srv->port, NULL, NULL, on_request, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->opts.mhd_threads,
-        MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)srv->opts.mhd_threads, MHD_OPTION_CONNECTION_LIMIT,
         srv->opts.max_connections * 2u + 64u, /* split across threads */
         MHD_OPTION_CONNECTION_TIMEOUT, srv->opts.connection_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,

@@ -21,9 +21,9 @@ struct http_server;
 
 /* Everything the transport needs, independent of the config file. */
 struct http_options {
-    const char *listen;            /* "HOST:PORT"; port 0 picks a free one */
+    const char *listen; /* "HOST:PORT"; port 0 picks a free one */
     const char *const *allowed_origins; /* NULL-terminated, may be NULL */
-    const char *auth_token;        /* the endpoint's own bearer token */
+    const char *auth_token;             /* the endpoint's own bearer token */
     bool allow_query_key;          /* accept ?api_key= (seed compatibility) */
     size_t max_body_bytes;         /* 413 above */
     unsigned max_sessions;         /* 429 above */
@@ -39,9 +39,9 @@ struct http_options {
      */
     bool backend_is_local;
     bool server_key_present;
-    unsigned event_store_events;   /* per session; 0: 256 */
-    size_t event_store_bytes;      /* per session; 0: 1 MiB */
-    unsigned mhd_threads;          /* 0: 2 */
+    unsigned event_store_events; /* per session; 0: 256 */
+    size_t event_store_bytes;    /* per session; 0: 1 MiB */
+    unsigned mhd_threads;        /* 0: 2 */
 };
 
 /* Fill opts from the deployment (pointers borrow from cfg). */

@@ -309,8 +309,8 @@ const char *http_bearer(const char *authorization)
 
 static bool secret_param(const char *name, size_t len)
 {
-    static const char *const secret[] = {"api_key", "apikey", "key", "token",
-                                         "access_token", NULL};
+    static const char *const secret[] = {"api_key", "apikey",       "key",
+                                         "token",   "access_token", NULL};
 
     for (size_t i = 0; secret[i] != NULL; i++) {
         if (strlen(secret[i]) == len && strncasecmp(name, secret[i], len) == 0)

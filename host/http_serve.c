@@ -57,8 +57,8 @@ void http_options_from_config(struct http_options *opts,
     opts->allowed_origins = (const char *const *)h->allowed_origins;
     opts->auth_token = h->auth_token;
     opts->allow_query_key = h->allow_query_key;
-    opts->max_body_bytes = h->max_body_bytes ? h->max_body_bytes
-                                             : 4u * 1024 * 1024;
+    opts->max_body_bytes =
+        h->max_body_bytes ? h->max_body_bytes : 4u * 1024 * 1024;
     opts->max_sessions = h->max_sessions ? h->max_sessions : 64;
     opts->max_connections = h->max_connections ? h->max_connections : 256;
     opts->session_idle_seconds =

@@ -183,8 +183,8 @@ static bool only_space(const char *p, const char *end)
 }
 
 /* Syntax-level checks: UTF-8, depth, JSON, one object. */
-static int parse_root(const char *buf, size_t len, cJSON **root_out,
-                      char *err, size_t errlen)
+static int parse_root(const char *buf, size_t len, cJSON **root_out, char *err,
+                      size_t errlen)
 {
     size_t bad = 0;
     const char *end = NULL;
@@ -193,13 +193,15 @@ static int parse_root(const char *buf, size_t len, cJSON **root_out,
     if (!jsonrpc_utf8_valid(buf, len, &bad)) {
         set_err(err, errlen,
                 "message is not valid UTF-8 (bad byte at offset %zu); "
-                "encode all text as UTF-8", bad);
+                "encode all text as UTF-8",
+                bad);
         return JSONRPC_PARSE_ERROR;
     }
     if (jsonrpc_depth(buf, len, JSONRPC_MAX_DEPTH) > JSONRPC_MAX_DEPTH) {
         set_err(err, errlen,
                 "message nests arrays/objects deeper than %d levels; "
-                "flatten the JSON", JSONRPC_MAX_DEPTH);
+                "flatten the JSON",
+                JSONRPC_MAX_DEPTH);
         return JSONRPC_PARSE_ERROR;
     }
     root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
@@ -208,7 +210,8 @@ static int parse_root(const char *buf, size_t len, cJSON **root_out,
 
         set_err(err, errlen,
                 "invalid JSON near byte %zu; send one complete JSON-RPC "
-                "object per message", at);
+                "object per message",
+                at);
         return JSONRPC_PARSE_ERROR;
     }
     if (end != NULL && !only_space(end, buf + len)) {
@@ -238,8 +241,7 @@ static int parse_root(const char *buf, size_t len, cJSON **root_out,
 static int classify_call(struct jsonrpc_msg *msg, const cJSON *method,
                          const cJSON *id, char *err, size_t errlen)
 {
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg->root,
-                                                           "params");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg->root, "params");
 
     if (!cJSON_IsString(method)) {
         set_err(err, errlen, "\"method\" must be a string");
@@ -262,8 +264,8 @@ static int classify_call(struct jsonrpc_msg *msg, const cJSON *method,
     }
     if (params != NULL && !cJSON_IsNull(params)) {
         if (!cJSON_IsObject(params)) {
-            set_err(err, errlen,
-                    "\"params\" of '%s' must be an object", msg->method);
+            set_err(err, errlen, "\"params\" of '%s' must be an object",
+                    msg->method);
             return JSONRPC_INVALID_PARAMS;
         }
         msg->params = params;
@@ -274,10 +276,8 @@ static int classify_call(struct jsonrpc_msg *msg, const cJSON *method,
 static int classify_response(struct jsonrpc_msg *msg, const cJSON *id,
                              char *err, size_t errlen)
 {
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(msg->root,
-                                                           "result");
-    const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg->root,
-                                                          "error");
+    const cJSON *result = cJSON_GetObjectItemCaseSensitive(msg->root, "result");
+    const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg->root, "error");
 
     if (result == NULL && error == NULL) {
         set_err(err, errlen,
@@ -291,13 +291,15 @@ static int classify_response(struct jsonrpc_msg *msg, const cJSON *id,
         return JSONRPC_INVALID_REQUEST;
     }
     if (error != NULL && !cJSON_IsObject(error)) {
-        set_err(err, errlen, "\"error\" must be an object with code and "
-                             "message");
+        set_err(err, errlen,
+                "\"error\" must be an object with code and "
+                "message");
         return JSONRPC_INVALID_REQUEST;
     }
     if (!jsonrpc_id_valid(id) && !(error != NULL && cJSON_IsNull(id))) {
-        set_err(err, errlen, "a response needs the string or integer \"id\" "
-                             "of the request it answers");
+        set_err(err, errlen,
+                "a response needs the string or integer \"id\" "
+                "of the request it answers");
         return JSONRPC_INVALID_REQUEST;
     }
     msg->kind = JSONRPC_RESPONSE;
@@ -381,7 +383,7 @@ static char *print_and_free(cJSON *o)
 }
 
 char *jsonrpc_error(const cJSON *id, int code, const char *message,
-                   const cJSON *data)
+                    const cJSON *data)
 {
     cJSON *o = envelope(id);
     cJSON *e = NULL;

@@ -32,11 +32,11 @@ enum jsonrpc_kind {
 
 struct jsonrpc_msg {
     enum jsonrpc_kind kind;
-    cJSON *root;          /* owned */
-    const cJSON *id;      /* requests and responses; borrowed from root */
-    const char *method;   /* requests and notifications */
-    const cJSON *params;  /* may be NULL; an object when set */
-    const cJSON *result;  /* responses: exactly one of result/error */
+    cJSON *root;         /* owned */
+    const cJSON *id;     /* requests and responses; borrowed from root */
+    const char *method;  /* requests and notifications */
+    const cJSON *params; /* may be NULL; an object when set */
+    const cJSON *result; /* responses: exactly one of result/error */
     const cJSON *error;
 };
 

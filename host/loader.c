@@ -72,7 +72,8 @@ char *loader_plugin_dir(const struct host_config *cfg)
         if (cfg->host.plugin_dir[0] == '/')
             return strdup(cfg->host.plugin_dir);
         dir = dir_of(cfg->path);
-        if (dir == NULL || asprintf(&out, "%s/%s", dir, cfg->host.plugin_dir) < 0)
+        if (dir == NULL ||
+            asprintf(&out, "%s/%s", dir, cfg->host.plugin_dir) < 0)
             out = NULL;
         free(dir);
         return out;
@@ -133,65 +134,87 @@ static bool valid_desc_name(const char *s)
 #define LOAD_FAIL(lp, ...) log_msg(RLMCP_LOG_ERROR, (lp)->name, __VA_ARGS__)
 
 /* Version and size checks on the descriptor: no plugin code runs. */
-static int check_desc(struct loaded_plugin *lp, const struct rlmcp_plugin_desc *d)
+static int check_desc(struct loaded_plugin *lp,
+                      const struct rlmcp_plugin_desc *d)
 {
     const unsigned char *bytes = (const unsigned char *)d;
     size_t i = 0;
 
     if (d->abi_major != RLMCP_ABI_MAJOR) {
-        LOAD_FAIL(lp, "%s: plugin ABI %u.%u, host ABI %d.%d: the major versions differ; rebuild the plugin against this host's SDK (rlmcp/plugin.h %d.x)",
-                  lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
-                  RLMCP_ABI_MINOR, RLMCP_ABI_MAJOR);
+        LOAD_FAIL(
+            lp,
+            "%s: plugin ABI %u.%u, host ABI %d.%d: the major versions differ; "
+            "rebuild the plugin against this host's SDK (rlmcp/plugin.h %d.x)",
+            lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
+            RLMCP_ABI_MINOR, RLMCP_ABI_MAJOR);
         return -1;
     }
     if (d->abi_minor > RLMCP_ABI_MINOR) {
-        LOAD_FAIL(lp, "%s: plugin ABI %u.%u, host ABI %d.%d: the plugin needs a newer host; upgrade runloop-mcp or rebuild the plugin with -DRLMCP_TARGET_ABI_MINOR=%d",
+        LOAD_FAIL(lp,
+                  "%s: plugin ABI %u.%u, host ABI %d.%d: the plugin needs a "
+                  "newer host; upgrade runloop-mcp or rebuild the plugin with "
+                  "-DRLMCP_TARGET_ABI_MINOR=%d",
                   lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
                   RLMCP_ABI_MINOR, RLMCP_ABI_MINOR);
         return -1;
     }
     if (d->struct_size < LOADER_DESC_SIZE_1_0) {
-        LOAD_FAIL(lp, "%s: plugin ABI %u.%u, host ABI %d.%d: descriptor struct_size %zu is smaller than ABI 1.0's %zu; define the descriptor with RLMCP_PLUGIN_DEFINE",
+        LOAD_FAIL(lp,
+                  "%s: plugin ABI %u.%u, host ABI %d.%d: descriptor "
+                  "struct_size %zu is smaller than ABI 1.0's %zu; define the "
+                  "descriptor with RLMCP_PLUGIN_DEFINE",
                   lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
                   RLMCP_ABI_MINOR, d->struct_size, LOADER_DESC_SIZE_1_0);
         return -1;
     }
     for (i = sizeof(*d); i < d->struct_size; i++) {
         if (bytes[i] != 0) {
-            LOAD_FAIL(lp, "%s: plugin ABI %u.%u, host ABI %d.%d: the descriptor sets fields this host does not know (struct_size %zu > %zu); upgrade runloop-mcp",
+            LOAD_FAIL(lp,
+                      "%s: plugin ABI %u.%u, host ABI %d.%d: the descriptor "
+                      "sets fields this host does not know (struct_size %zu > "
+                      "%zu); upgrade runloop-mcp",
                       lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
                       RLMCP_ABI_MINOR, d->struct_size, sizeof(*d));
             return -1;
         }
     }
-    memcpy(&lp->desc, d, d->struct_size < sizeof(*d) ? d->struct_size : sizeof(*d));
+    memcpy(&lp->desc, d,
+           d->struct_size < sizeof(*d) ? d->struct_size : sizeof(*d));
     if (lp->desc.init == NULL) {
-        LOAD_FAIL(lp, "%s: the descriptor has no init function; pass one to RLMCP_PLUGIN_DEFINE",
+        LOAD_FAIL(lp,
+                  "%s: the descriptor has no init function; pass one to "
+                  "RLMCP_PLUGIN_DEFINE",
                   lp->path);
         return -1;
     }
     if (!valid_desc_name(lp->desc.name)) {
-        LOAD_FAIL(lp, "%s: the descriptor's name is missing or not [a-z0-9_]+; fix RLMCP_PLUGIN_DEFINE's first argument",
+        LOAD_FAIL(lp,
+                  "%s: the descriptor's name is missing or not [a-z0-9_]+; fix "
+                  "RLMCP_PLUGIN_DEFINE's first argument",
                   lp->path);
         return -1;
     }
     if (strcmp(lp->desc.name, lp->name) != 0) {
-        LOAD_FAIL(lp, "%s: this file is plugin '%s', not '%s'; fix plugins[].name or plugins[].path in the deployment",
+        LOAD_FAIL(lp,
+                  "%s: this file is plugin '%s', not '%s'; fix plugins[].name "
+                  "or plugins[].path in the deployment",
                   lp->path, lp->desc.name, lp->name);
         return -1;
     }
     return 0;
 }
 
-static bool already_loaded(const struct loader *l, const struct loaded_plugin *lp)
+static bool already_loaded(const struct loader *l,
+                           const struct loaded_plugin *lp)
 {
     size_t i = 0;
 
     for (i = 0; i < l->n_plugins; i++) {
         if (l->plugins[i]->dl == lp->dl ||
             strcmp(l->plugins[i]->name, lp->name) == 0) {
-            LOAD_FAIL(lp, "%s: already loaded as plugin '%s'; list each plugin once",
-                      lp->path, l->plugins[i]->name);
+            LOAD_FAIL(
+                lp, "%s: already loaded as plugin '%s'; list each plugin once",
+                lp->path, l->plugins[i]->name);
             return true;
         }
     }
@@ -208,7 +231,9 @@ static int open_plugin(struct loader *l, struct loaded_plugin *lp)
     lp->dl = dlopen(lp->path, RTLD_NOW | RTLD_LOCAL);
     if (lp->dl == NULL) {
         const char *why = dlerror();
-        LOAD_FAIL(lp, "%s: cannot load: %s; build the plugin or fix host.plugin_dir / plugins[].path (host ABI %d.%d)",
+        LOAD_FAIL(lp,
+                  "%s: cannot load: %s; build the plugin or fix "
+                  "host.plugin_dir / plugins[].path (host ABI %d.%d)",
                   lp->path, why ? why : "unknown error", RLMCP_ABI_MAJOR,
                   RLMCP_ABI_MINOR);
         return -1;
@@ -217,7 +242,10 @@ static int open_plugin(struct loader *l, struct loaded_plugin *lp)
         return -1;
     sym = dlsym(lp->dl, RLMCP_DESCRIPTOR_SYMBOL);
     if (sym == NULL) {
-        LOAD_FAIL(lp, "%s: not a runloop-mcp plugin: no %s() symbol; define it with RLMCP_PLUGIN_DEFINE and build with visibility for it (host ABI %d.%d)",
+        LOAD_FAIL(lp,
+                  "%s: not a runloop-mcp plugin: no %s() symbol; define it "
+                  "with RLMCP_PLUGIN_DEFINE and build with visibility for it "
+                  "(host ABI %d.%d)",
                   lp->path, RLMCP_DESCRIPTOR_SYMBOL, RLMCP_ABI_MAJOR,
                   RLMCP_ABI_MINOR);
         return -1;
@@ -226,7 +254,8 @@ static int open_plugin(struct loader *l, struct loaded_plugin *lp)
     memcpy(&fn, &sym, sizeof(fn));
     d = fn();
     if (d == NULL) {
-        LOAD_FAIL(lp, "%s: %s() returned NULL; it must return a static descriptor",
+        LOAD_FAIL(lp,
+                  "%s: %s() returned NULL; it must return a static descriptor",
                   lp->path, RLMCP_DESCRIPTOR_SYMBOL);
         return -1;
     }
@@ -241,7 +270,9 @@ static int init_plugin(struct loaded_plugin *lp)
     rc = lp->desc.init(loader_handle(lp), services_table(), &lp->state);
     lp->in_init = false;
     if (rc != RLMCP_OK) {
-        LOAD_FAIL(lp, "%s: init failed: %s (%s); fix the plugin's config section or see the plugin's documentation",
+        LOAD_FAIL(lp,
+                  "%s: init failed: %s (%s); fix the plugin's config section "
+                  "or see the plugin's documentation",
                   lp->path, lp->init_error ? lp->init_error : "no reason given",
                   rlmcp_strerror_(rc));
         /* Undo: nothing it registered survives, its user data is freed. */
@@ -256,9 +287,8 @@ static int init_plugin(struct loaded_plugin *lp)
     return 0;
 }
 
-static struct loaded_plugin *load_one(struct loader *l,
-                                      const struct host_plugin_config *p,
-                                      const char *dir)
+static struct loaded_plugin *
+load_one(struct loader *l, const struct host_plugin_config *p, const char *dir)
 {
     struct loaded_plugin *lp = calloc(1, sizeof(*lp));
 
@@ -303,7 +333,8 @@ int loader_load_all(const struct host_config *cfg, struct registry *reg,
         const struct host_plugin_config *p = &cfg->plugins[i];
         struct loaded_plugin *lp = NULL;
         if (!p->enabled) {
-            log_msg(RLMCP_LOG_DEBUG, p->name, "disabled in the deployment; not loaded");
+            log_msg(RLMCP_LOG_DEBUG, p->name,
+                    "disabled in the deployment; not loaded");
             continue;
         }
         lp = load_one(l, p, dir);
@@ -312,11 +343,15 @@ int loader_load_all(const struct host_config *cfg, struct registry *reg,
             continue;
         }
         if (!skip) {
-            log_msg(RLMCP_LOG_ERROR, NULL, "%s: plugin '%s' failed to load; fix it, or set host.on_plugin_error: skip to start without it",
+            log_msg(RLMCP_LOG_ERROR, NULL,
+                    "%s: plugin '%s' failed to load; fix it, or set "
+                    "host.on_plugin_error: skip to start without it",
                     cfg->path ? cfg->path : "deployment", p->name);
             goto fail;
         }
-        log_msg(RLMCP_LOG_WARNING, p->name, "skipped (host.on_plugin_error: skip); its tools are not offered");
+        log_msg(
+            RLMCP_LOG_WARNING, p->name,
+            "skipped (host.on_plugin_error: skip); its tools are not offered");
         l->n_skipped++;
     }
     free(dir);

@@ -27,29 +27,29 @@ struct rlmcp_plugin {
 };
 
 struct loaded_plugin {
-    struct rlmcp_plugin handle;  /* &lp->handle is what plugins get */
+    struct rlmcp_plugin handle; /* &lp->handle is what plugins get */
     char *name;
     char *path;
-    void *dl;                    /* dlopen handle */
+    void *dl;                      /* dlopen handle */
     struct rlmcp_plugin_desc desc; /* copy of the descriptor (our size) */
-    const char *config_json;     /* borrowed from host_config, "{}" */
+    const char *config_json;       /* borrowed from host_config, "{}" */
     size_t config_len;
-    void *state;                 /* from init */
-    bool in_init;                /* register_* / set_error allowed */
-    bool initialized;            /* init returned RLMCP_OK */
-    char *init_error;            /* set_error text */
+    void *state;      /* from init */
+    bool in_init;     /* register_* / set_error allowed */
+    bool initialized; /* init returned RLMCP_OK */
+    char *init_error; /* set_error text */
     struct registry *reg;
 };
 
 struct loader {
     struct loaded_plugin **plugins; /* deployment order */
     size_t n_plugins;
-    size_t n_skipped;            /* dropped under on_plugin_error: skip */
+    size_t n_skipped; /* dropped under on_plugin_error: skip */
     struct registry *reg;
 };
 
 /* The descriptor size of ABI 1.0: the loader accepts nothing smaller. */
-#define LOADER_DESC_SIZE_1_0                                                 \
+#define LOADER_DESC_SIZE_1_0                                                   \
     (offsetof(struct rlmcp_plugin_desc, shutdown) + sizeof(rlmcp_shutdown_fn))
 
 /*

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 static const char *const level_names[] = {
-    "debug", "info", "notice", "warning", "error", "critical", "alert",
-    "emergency",
+    "debug", "info",     "notice", "warning",
+    "error", "critical", "alert",  "emergency",
 };
 #define N_LEVELS (sizeof(level_names) / sizeof(level_names[0]))
 
@@ -80,11 +80,11 @@ void log_vmsg(int level, const char *who, const char *fmt, va_list ap)
     if (level < log_get_level())
         return;
     if (who != NULL && who[0] != '\0')
-        prefix = snprintf(line, sizeof(line), "runloop-mcp: %s: %s: ",
-                          log_level_name(level), who);
+        prefix = snprintf(line, sizeof(line),
+                          "runloop-mcp: %s: %s: ", log_level_name(level), who);
     else
-        prefix = snprintf(line, sizeof(line), "runloop-mcp: %s: ",
-                          log_level_name(level));
+        prefix = snprintf(line, sizeof(line),
+                          "runloop-mcp: %s: ", log_level_name(level));
     if (prefix < 0 || (size_t)prefix >= sizeof(line))
         prefix = 0;
     n = vsnprintf(line + prefix, sizeof(line) - (size_t)prefix, fmt, ap);

@@ -51,27 +51,37 @@ struct options {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: runloop-mcp [OPTION]...\n"
-            "Serve MCP tools that drive Runloop devboxes, as selected by a deployment file.\n"
-            "\n"
-            "  -c, --config FILE        deployment file (default: $RLMCP_CONFIG, else\n"
-            "                           conf/" DEFAULT_CONF " next to the binary or installed)\n"
-            "  -t, --transport KIND     stdio or http (overrides server.transport)\n"
-            "  -l, --listen HOST:PORT   HTTP address (overrides server.http.listen;\n"
-            "                           implies --transport http)\n"
-            "      --list-tools         print the tools this deployment exposes and exit\n"
-            "      --json               with --list-tools: print JSON\n"
-            "      --all                with --list-tools: also the tools the selection hides\n"
-            "      --check-config       validate the deployment, load its plugins, print a\n"
-            "                           summary and exit\n"
-            "      --log-level LEVEL    debug, info, notice, warning, error (overrides\n"
-            "                           host.log_level)\n"
-            "  -V, --version            print the version and plugin ABI and exit\n"
-            "  -h, --help               print this help and exit\n"
-            "\n"
-            "Exit status: 0 ok, 2 usage or deployment error, 1 runtime failure.\n"
-            "Docs: docs/cli.md, docs/deployments.md\n");
+    fprintf(
+        out,
+        "Usage: runloop-mcp [OPTION]...\n"
+        "Serve MCP tools that drive Runloop devboxes, as selected by a "
+        "deployment file.\n"
+        "\n"
+        "  -c, --config FILE        deployment file (default: $RLMCP_CONFIG, "
+        "else\n"
+        "                           conf/" DEFAULT_CONF
+        " next to the binary or installed)\n"
+        "  -t, --transport KIND     stdio or http (overrides "
+        "server.transport)\n"
+        "  -l, --listen HOST:PORT   HTTP address (overrides "
+        "server.http.listen;\n"
+        "                           implies --transport http)\n"
+        "      --list-tools         print the tools this deployment exposes "
+        "and exit\n"
+        "      --json               with --list-tools: print JSON\n"
+        "      --all                with --list-tools: also the tools the "
+        "selection hides\n"
+        "      --check-config       validate the deployment, load its plugins, "
+        "print a\n"
+        "                           summary and exit\n"
+        "      --log-level LEVEL    debug, info, notice, warning, error "
+        "(overrides\n"
+        "                           host.log_level)\n"
+        "  -V, --version            print the version and plugin ABI and exit\n"
+        "  -h, --help               print this help and exit\n"
+        "\n"
+        "Exit status: 0 ok, 2 usage or deployment error, 1 runtime failure.\n"
+        "Docs: docs/cli.md, docs/deployments.md\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -127,7 +137,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             usage(stdout);
             exit(0);
         case ':':
-            fprintf(stderr, "runloop-mcp: option '%s' needs a value; see --help\n",
+            fprintf(stderr,
+                    "runloop-mcp: option '%s' needs a value; see --help\n",
                     argv[optind - 1]);
             return -1;
         default:
@@ -137,7 +148,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "runloop-mcp: unexpected argument '%s'; give the deployment with --config FILE\n",
+        fprintf(stderr,
+                "runloop-mcp: unexpected argument '%s'; give the deployment "
+                "with --config FILE\n",
                 argv[optind]);
         return -1;
     }
@@ -197,8 +210,9 @@ static char *find_config(char *tried, size_t triedlen)
             break;
         if (readable(path))
             goto out;
-        used += (size_t)snprintf(tried + used, used < triedlen ? triedlen - used : 0,
-                                 "%s%s", used ? ", " : "", path);
+        used += (size_t)snprintf(tried + used,
+                                 used < triedlen ? triedlen - used : 0, "%s%s",
+                                 used ? ", " : "", path);
         free(path);
         path = NULL;
     }
@@ -227,7 +241,9 @@ static int apply_overrides(const struct options *o, struct host_config *cfg)
         } else if (strcmp(o->transport, "http") == 0) {
             cfg->server.transport = HOST_TRANSPORT_HTTP;
         } else {
-            fprintf(stderr, "runloop-mcp: --transport '%s' is not known; use stdio or http\n",
+            fprintf(stderr,
+                    "runloop-mcp: --transport '%s' is not known; use stdio or "
+                    "http\n",
                     o->transport);
             return -1;
         }
@@ -239,7 +255,9 @@ static int apply_overrides(const struct options *o, struct host_config *cfg)
         long port = colon ? strtol(colon + 1, &end, 10) : -1;
         if (colon == NULL || colon == o->listen || colon[1] == '\0' ||
             *end != '\0' || port < 0 || port > 65535) {
-            fprintf(stderr, "runloop-mcp: --listen '%s' is not HOST:PORT; e.g. --listen 127.0.0.1:8000\n",
+            fprintf(stderr,
+                    "runloop-mcp: --listen '%s' is not HOST:PORT; e.g. "
+                    "--listen 127.0.0.1:8000\n",
                     o->listen);
             return -1;
         }
@@ -254,7 +272,9 @@ static int apply_overrides(const struct options *o, struct host_config *cfg)
     if (o->log_level != NULL) {
         int lvl = log_level_parse(o->log_level);
         if (lvl < 0) {
-            fprintf(stderr, "runloop-mcp: --log-level '%s' is not known; use debug, info, notice, warning or error\n",
+            fprintf(stderr,
+                    "runloop-mcp: --log-level '%s' is not known; use debug, "
+                    "info, notice, warning or error\n",
                     o->log_level);
             return -1;
         }
@@ -415,7 +435,8 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     int rc = EXIT_RUNTIME;
 
     if (backend_open(cfg, &b, &berr) != 0) {
-        log_msg(RLMCP_LOG_ERROR, NULL, "%s", berr ? berr : "no Runloop backend");
+        log_msg(RLMCP_LOG_ERROR, NULL, "%s",
+                berr ? berr : "no Runloop backend");
         free(berr);
         return EXIT_RUNTIME;
     }
@@ -428,7 +449,8 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     opts.default_timeout_ms = cfg->host.call_timeout_ms;
     d = mcp_create(&opts, reg);
     if (d == NULL) {
-        log_msg(RLMCP_LOG_ERROR, NULL, "cannot start the MCP dispatcher (out of memory or threads)");
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "cannot start the MCP dispatcher (out of memory or threads)");
         goto out;
     }
     mcp_set_rlclient(d, backend_client(b));
@@ -456,7 +478,9 @@ static int load_config(const struct options *o, struct host_config *cfg)
     else
         path = find_config(tried, sizeof(tried));
     if (path == NULL) {
-        fprintf(stderr, "runloop-mcp: error: no deployment file found (looked for %s); pass --config FILE or set RLMCP_CONFIG\n",
+        fprintf(stderr,
+                "runloop-mcp: error: no deployment file found (looked for %s); "
+                "pass --config FILE or set RLMCP_CONFIG\n",
                 tried);
         return -1;
     }

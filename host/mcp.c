@@ -28,7 +28,9 @@
 #define DESTROY_DRAIN_MS 5000
 
 static const char *const supported_versions[] = {
-    "2025-11-25", "2025-06-18", "2025-03-26",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
 };
 
 /* One inbound request answered inline. */
@@ -79,8 +81,8 @@ static void send_final(struct mcp_sink *sink, char *json)
 {
     if (json == NULL) {
         log_msg(RLMCP_LOG_ERROR, NULL, "out of memory building a response");
-        json = jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory",
-                             NULL);
+        json =
+            jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
     }
     if (json != NULL)
         sink->send(sink, json, strlen(json), true);
@@ -111,9 +113,8 @@ static void reply_error_data(struct req *r, int code, const cJSON *data,
 
 static const cJSON *param(const struct req *r, const char *name)
 {
-    return r->params != NULL
-               ? cJSON_GetObjectItemCaseSensitive(r->params, name)
-               : NULL;
+    return r->params != NULL ? cJSON_GetObjectItemCaseSensitive(r->params, name)
+                             : NULL;
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -263,7 +264,8 @@ static void enqueue(struct req *r, struct rlmcp_call *c)
         pthread_mutex_unlock(&s->lock);
         snprintf(msg, sizeof(msg),
                  "request id %.64s is already used by a request in "
-                 "progress; use a new id", c->id_key);
+                 "progress; use a new id",
+                 c->id_key);
         call_fail(c, JSONRPC_INVALID_REQUEST, msg);
         call_unref(c);
         return;
@@ -508,9 +510,10 @@ static void m_tools_list(struct req *r)
                  offset + d->page_size);
     id = jsonrpc_id_key(r->m->id);
     if (id == NULL ||
-        asprintf(&json,
-                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s}}",
-                 id, d->tool_pages[page_no], next) < 0)
+        asprintf(
+            &json,
+            "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s}}", id,
+            d->tool_pages[page_no], next) < 0)
         json = NULL;
     free(id);
     send_final(r->sink, json);
@@ -668,8 +671,8 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     }
     err[0] = '\0';
     if (t->input_schema != NULL &&
-        schema_validate(t->input_schema, args, "arguments", err,
-                        sizeof(err)) != 0) {
+        schema_validate(t->input_schema, args, "arguments", err, sizeof(err)) !=
+            0) {
         reply_tool_error(r, "invalid_argument", err,
                          "fix the arguments to match the tool's inputSchema "
                          "(see tools/list) and call again");
@@ -704,7 +707,8 @@ static void m_tools_call(struct req *r)
     if (t == NULL) {
         reply_error(r, JSONRPC_INVALID_PARAMS,
                     "unknown tool '%.128s'; call tools/list for the tools "
-                    "this server offers", name->valuestring);
+                    "this server offers",
+                    name->valuestring);
         return;
     }
     args = tool_arguments(r, t, &len);
@@ -887,25 +891,28 @@ static bool prompt_args_ok(struct req *r, const struct prompt_entry *p,
 {
     const cJSON *a = NULL;
 
-    cJSON_ArrayForEach(a, args) {
+    cJSON_ArrayForEach(a, args)
+    {
         if (!cJSON_IsString(a)) {
             reply_error(r, JSONRPC_INVALID_PARAMS,
                         "argument '%.128s' of prompt '%.128s' must be a "
-                        "string", a->string, p->name);
+                        "string",
+                        a->string, p->name);
             return false;
         }
     }
-    cJSON_ArrayForEach(a, p->arguments) {
+    cJSON_ArrayForEach(a, p->arguments)
+    {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "name");
 
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "required")) ||
             !cJSON_IsString(name))
             continue;
-        if (cJSON_GetObjectItemCaseSensitive(args, name->valuestring) ==
-            NULL) {
+        if (cJSON_GetObjectItemCaseSensitive(args, name->valuestring) == NULL) {
             reply_error(r, JSONRPC_INVALID_PARAMS,
                         "prompt '%.128s' needs argument '%.128s'; see "
-                        "prompts/list", p->name, name->valuestring);
+                        "prompts/list",
+                        p->name, name->valuestring);
             return false;
         }
     }
@@ -1040,7 +1047,8 @@ static void handle_cancelled(struct mcp_session *s, const cJSON *params)
         /* Normal race: the call may have just finished. */
         log_msg(RLMCP_LOG_DEBUG, NULL,
                 "notifications/cancelled for request %.64s, which is not in "
-                "progress: ignored", key);
+                "progress: ignored",
+                key);
     } else {
         log_msg(RLMCP_LOG_DEBUG, NULL, "request %.64s cancelled by the client",
                 key);
@@ -1099,8 +1107,7 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
     if (rc != 0) {
         if (m.kind == JSONRPC_NOTIFICATION) {
             /* Nobody to answer: a notification never gets a response. */
-            log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s",
-                    err);
+            log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s", err);
             is_request = false;
         } else {
             send_final(sink, jsonrpc_error(bad_id, rc, err, NULL));
@@ -1121,12 +1128,11 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
     case JSONRPC_NOTIFICATION:
         if (find_method(m.method) != NULL) {
             /* A request without an id: answer so the client learns why. */
-            send_final(sink,
-                       jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
-                                     "this request has no \"id\"; add a "
-                                     "string or integer id (only "
-                                     "notifications go without one)",
-                                     NULL));
+            send_final(sink, jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+                                           "this request has no \"id\"; add a "
+                                           "string or integer id (only "
+                                           "notifications go without one)",
+                                           NULL));
             break;
         }
         handle_notification(s, &m);
@@ -1155,8 +1161,8 @@ static struct timespec ns_to_timespec(uint64_t ns)
 }
 
 /* Calls past their deadline, referenced; NULL-terminated, or NULL. */
-static struct rlmcp_call **expired_calls(struct mcp_dispatcher *d,
-                                         uint64_t now, uint64_t *earliest)
+static struct rlmcp_call **expired_calls(struct mcp_dispatcher *d, uint64_t now,
+                                         uint64_t *earliest)
 {
     struct rlmcp_call **v = NULL;
     struct rlmcp_call *c;
@@ -1337,8 +1343,8 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
     d->reg = reg;
     d->server_name = dup_or(opts->server_name, "runloop-mcp");
     d->server_version = dup_or(opts->server_version, RLMCP_VERSION);
-    d->instructions = opts->instructions != NULL ? strdup(opts->instructions)
-                                                 : NULL;
+    d->instructions =
+        opts->instructions != NULL ? strdup(opts->instructions) : NULL;
     d->workers = opts->workers != 0 ? opts->workers : DEFAULT_WORKERS;
     d->default_timeout_ms = opts->default_timeout_ms != 0
                                 ? opts->default_timeout_ms
@@ -1367,8 +1373,9 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
     d->timer_running = true;
     return d;
 fail:
-    log_msg(RLMCP_LOG_ERROR, NULL, "cannot create the MCP dispatcher: out "
-                                   "of memory or threads");
+    log_msg(RLMCP_LOG_ERROR, NULL,
+            "cannot create the MCP dispatcher: out "
+            "of memory or threads");
     free_fields(d);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->timer_cond);
@@ -1410,8 +1417,7 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
     pthread_mutex_unlock(&d->lock);
     if (n > 0)
         log_msg(RLMCP_LOG_WARNING, NULL,
-                "%zu call(s) did not stop within %u ms of cancellation", n,
-                ms);
+                "%zu call(s) did not stop within %u ms of cancellation", n, ms);
 }
 
 unsigned mcp_inflight(struct mcp_dispatcher *d)

@@ -24,9 +24,9 @@ enum call_kind { CALL_TOOL = 1, CALL_RESOURCE, CALL_PROMPT };
 /* Why a call was cancelled: it decides what, if anything, is answered. */
 enum cancel_reason {
     CANCEL_NONE = 0,
-    CANCEL_CLIENT,   /* notifications/cancelled or session end: no answer */
-    CANCEL_TIMEOUT,  /* the timer answers with a timeout error */
-    CANCEL_SHUTDOWN  /* drain: answered with a shutdown error if it ends */
+    CANCEL_CLIENT,  /* notifications/cancelled or session end: no answer */
+    CANCEL_TIMEOUT, /* the timer answers with a timeout error */
+    CANCEL_SHUTDOWN /* drain: answered with a shutdown error if it ends */
 };
 
 /* A server-to-client request waiting for the client's answer. */
@@ -34,7 +34,7 @@ struct pending_req {
     struct pending_req *next;
     char *id_key;
     struct rlmcp_call *call;
-    bool done;    /* under call->lock */
+    bool done; /* under call->lock */
     cJSON *result;
     cJSON *error;
 };
@@ -53,19 +53,19 @@ struct rlmcp_call {
     const struct prompt_entry *prompt;
     char *args_json; /* tool and prompt calls */
     size_t args_len;
-    char *uri;       /* resource reads */
-    char *api_key;   /* never logged */
+    char *uri;        /* resource reads */
+    char *api_key;    /* never logged */
     const char *what; /* tool/prompt name or uri, for logs */
     struct loaded_plugin *plugin;
     const char *plugin_name;
     uint32_t timeout_ms;
     uint64_t deadline_ns; /* monotonic; 0: none */
 
-    pthread_mutex_t lock;  /* everything below up to send_lock */
-    pthread_cond_t cond;   /* sleep_ms and client_request waits */
+    pthread_mutex_t lock; /* everything below up to send_lock */
+    pthread_cond_t cond;  /* sleep_ms and client_request waits */
     atomic_bool cancelled;
     enum cancel_reason reason;
-    cJSON *items;          /* content / contents / messages */
+    cJSON *items; /* content / contents / messages */
     cJSON *structured;
     bool is_error;
     double last_progress;
@@ -76,9 +76,9 @@ struct rlmcp_call {
     double pend_total;
     char *pend_message;
 
-    bool in_session;       /* linked in s->calls (session lock) */
-    bool in_dispatcher;    /* linked in d->inflight (dispatcher lock) */
-    bool timer_fired;      /* the timer took it (dispatcher lock) */
+    bool in_session;    /* linked in s->calls (session lock) */
+    bool in_dispatcher; /* linked in d->inflight (dispatcher lock) */
+    bool timer_fired;   /* the timer took it (dispatcher lock) */
 
     pthread_mutex_t send_lock; /* orders this call's outgoing messages */
     bool responded;            /* the final message went out */
@@ -101,7 +101,7 @@ struct mcp_session {
     atomic_int log_level; /* lowest level sent as notifications/message */
     struct rlmcp_call *calls;
     struct pending_req *pending;
-    char **subs;          /* resources/subscribe URIs */
+    char **subs; /* resources/subscribe URIs */
     size_t n_subs;
 };
 
@@ -123,13 +123,13 @@ struct mcp_dispatcher {
     pthread_cond_t idle_cond;  /* n_inflight reached 0 */
     pthread_t timer;
     bool timer_running;
-    bool stopping;             /* the timer exits */
-    bool draining;             /* no new calls */
+    bool stopping; /* the timer exits */
+    bool draining; /* no new calls */
     struct rlmcp_call *inflight;
     unsigned n_inflight;
     atomic_ulong next_request_id;
 
-    char **tool_pages;         /* pre-joined tools/list pages */
+    char **tool_pages; /* pre-joined tools/list pages */
     size_t n_tool_pages;
 };
 

@@ -1,6 +1,7 @@
 /*
  * mcp_stdio.h - the MCP stdio transport (not "stdio.h": host/ is on the
- * include path and would shadow the C library header): one session over stdin/stdout.
+ * include path and would shadow the C library header): one session over
+ * stdin/stdout.
  *
  * Newline-delimited JSON-RPC on stdin (a trailing \r is stripped); each
  * outgoing message is written to stdout with one '\n' under a lock. stdout

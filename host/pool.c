@@ -18,16 +18,16 @@ struct job {
 
 struct pool {
     pthread_mutex_t lock;
-    pthread_cond_t work;  /* a job was queued, or stop */
-    pthread_cond_t idle;  /* queue empty and nothing running */
+    pthread_cond_t work; /* a job was queued, or stop */
+    pthread_cond_t idle; /* queue empty and nothing running */
     struct job *head;
     struct job *tail;
     pthread_t *threads;
     unsigned max_threads;
     unsigned n_threads;
-    unsigned n_idle;      /* threads waiting for work */
-    unsigned n_queued;    /* jobs not yet picked up */
-    unsigned n_running;   /* jobs being run */
+    unsigned n_idle;    /* threads waiting for work */
+    unsigned n_queued;  /* jobs not yet picked up */
+    unsigned n_running; /* jobs being run */
     bool stopping;
 };
 
@@ -107,7 +107,8 @@ static void maybe_grow(struct pool *p)
     if (rc != 0) {
         log_msg(RLMCP_LOG_WARNING, NULL,
                 "worker pool: cannot start thread %u (error %d); %u keep "
-                "serving", p->n_threads + 1, rc, p->n_threads);
+                "serving",
+                p->n_threads + 1, rc, p->n_threads);
         return;
     }
     p->n_threads++;

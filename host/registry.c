@@ -17,7 +17,7 @@ struct registry {
     struct tool_entry **tools; /* every registered tool, in order */
     size_t n_tools;
     size_t cap_tools;
-    struct tool_entry **sel;   /* selected, sorted by exposed name */
+    struct tool_entry **sel; /* selected, sorted by exposed name */
     size_t n_sel;
     struct resource_entry **res;
     size_t n_res;
@@ -29,13 +29,13 @@ struct registry {
 };
 
 /* Sizes of the 1.0 definitions: the smallest struct_size accepted. */
-#define TOOL_DEF_SIZE_1_0                                                    \
+#define TOOL_DEF_SIZE_1_0                                                      \
     (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void (*)(void *)))
-#define RESOURCE_DEF_SIZE_1_0                                                \
-    (offsetof(struct rlmcp_resource_def, user_data_free) +                  \
+#define RESOURCE_DEF_SIZE_1_0                                                  \
+    (offsetof(struct rlmcp_resource_def, user_data_free) +                     \
      sizeof(void (*)(void *)))
-#define PROMPT_DEF_SIZE_1_0                                                  \
-    (offsetof(struct rlmcp_prompt_def, user_data_free) +                    \
+#define PROMPT_DEF_SIZE_1_0                                                    \
+    (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
      sizeof(void (*)(void *)))
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -85,14 +85,17 @@ static int read_sized(const void *src, void *dst, size_t ours, size_t min,
     memset(dst, 0, ours);
     if (theirs < min) {
         set_err(err, errlen,
-                "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise it with the _INIT macro from rlmcp/plugin.h",
+                "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise "
+                "it with the _INIT macro from rlmcp/plugin.h",
                 what, theirs, min);
         return RLMCP_EVERSION;
     }
     for (i = ours; i < theirs; i++) {
         if (bytes[i] != 0) {
             set_err(err, errlen,
-                    "%s has fields this host does not know (struct_size %zu > %zu, non-zero at byte %zu); run a newer runloop-mcp or leave those fields zero",
+                    "%s has fields this host does not know (struct_size %zu > "
+                    "%zu, non-zero at byte %zu); run a newer runloop-mcp or "
+                    "leave those fields zero",
                     what, theirs, ours, i);
             return RLMCP_EVERSION;
         }
@@ -142,7 +145,8 @@ static cJSON *parse_object(const char *json, const char *what, char *err,
     j = cJSON_Parse(json);
     if (j == NULL) {
         set_err(err, errlen, "%s is not valid JSON (near offset %td)", what,
-                cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : (ptrdiff_t)0);
+                cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json
+                                    : (ptrdiff_t)0);
         return NULL;
     }
     if (!cJSON_IsObject(j)) {
@@ -178,8 +182,8 @@ static int check_schema(const cJSON *schema, const char *what, char *err,
         cJSON_ArrayForEach(it, req)
         {
             if (!cJSON_IsString(it)) {
-                set_err(err, errlen,
-                        "%s: \"required\" must hold only strings", what);
+                set_err(err, errlen, "%s: \"required\" must hold only strings",
+                        what);
                 return -1;
             }
         }
@@ -259,14 +263,17 @@ static int validate_tool(const struct rlmcp_tool_def *d, char *err,
                          size_t errlen)
 {
     if (!registry_valid_name(d->name)) {
-        set_err(err, errlen,
-                "tool name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
-                d->name ? d->name : "(null)");
+        set_err(
+            err, errlen,
+            "tool name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
+            d->name ? d->name : "(null)");
         return RLMCP_EINVAL;
     }
     if (d->description == NULL || d->description[0] == '\0') {
-        set_err(err, errlen, "tool '%s' has no description; describe what it does for the model",
-                d->name);
+        set_err(
+            err, errlen,
+            "tool '%s' has no description; describe what it does for the model",
+            d->name);
         return RLMCP_EINVAL;
     }
     if (d->handler == NULL) {
@@ -274,7 +281,9 @@ static int validate_tool(const struct rlmcp_tool_def *d, char *err,
         return RLMCP_EINVAL;
     }
     if (d->input_schema_json == NULL) {
-        set_err(err, errlen, "tool '%s' has no input_schema_json; give at least {\"type\":\"object\"}",
+        set_err(err, errlen,
+                "tool '%s' has no input_schema_json; give at least "
+                "{\"type\":\"object\"}",
                 d->name);
         return RLMCP_EINVAL;
     }
@@ -294,7 +303,8 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
         return RLMCP_EINVAL;
     if (d->output_schema_json != NULL) {
         snprintf(what, sizeof(what), "tool '%s' output schema", d->name);
-        t->output_schema = parse_object(d->output_schema_json, what, err, errlen);
+        t->output_schema =
+            parse_object(d->output_schema_json, what, err, errlen);
         if (t->output_schema == NULL ||
             check_schema(t->output_schema, what, err, errlen) < 0)
             return RLMCP_EINVAL;
@@ -314,9 +324,8 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
 }
 
 int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
-                      const char *plugin_name,
-                      const struct rlmcp_tool_def *def, char *err,
-                      size_t errlen)
+                      const char *plugin_name, const struct rlmcp_tool_def *def,
+                      char *err, size_t errlen)
 {
     struct rlmcp_tool_def d;
     struct tool_entry *t = NULL;
@@ -341,7 +350,8 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
     other = find_registered(reg, d.name);
     if (other != NULL) {
         set_err(err, errlen,
-                "tool '%s' is already registered by plugin '%s'; tool names are unique host-wide (rename one, or use a deployment alias)",
+                "tool '%s' is already registered by plugin '%s'; tool names "
+                "are unique host-wide (rename one, or use a deployment alias)",
                 d.name, other->plugin_name);
         return RLMCP_EEXIST;
     }
@@ -403,11 +413,13 @@ static int validate_resource(const struct registry *reg,
 
     if ((d->uri == NULL) == (d->uri_template == NULL) ||
         (key != NULL && key[0] == '\0')) {
-        set_err(err, errlen, "a resource needs exactly one of uri or uri_template");
+        set_err(err, errlen,
+                "a resource needs exactly one of uri or uri_template");
         return RLMCP_EINVAL;
     }
     if (strchr(key, ':') == NULL) {
-        set_err(err, errlen, "resource URI '%.200s' has no scheme; write e.g. devbox://...",
+        set_err(err, errlen,
+                "resource URI '%.200s' has no scheme; write e.g. devbox://...",
                 key);
         return RLMCP_EINVAL;
     }
@@ -423,7 +435,8 @@ static int validate_resource(const struct registry *reg,
         const struct resource_entry *r = reg->res[i];
         const char *rk = r->uri ? r->uri : r->uri_template;
         if (strcmp(rk, key) == 0) {
-            set_err(err, errlen, "resource '%.200s' is already registered", key);
+            set_err(err, errlen, "resource '%.200s' is already registered",
+                    key);
             return RLMCP_EEXIST;
         }
     }
@@ -471,8 +484,8 @@ int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
     r->user_data = d.user_data;
     r->user_data_free = d.user_data_free;
     r->plugin = plugin;
-    if (grow((void **)&reg->res, &reg->cap_res, reg->n_res,
-             sizeof(*reg->res)) < 0)
+    if (grow((void **)&reg->res, &reg->cap_res, reg->n_res, sizeof(*reg->res)) <
+        0)
         goto oom;
     reg->res[reg->n_res++] = r;
     return RLMCP_OK;
@@ -499,7 +512,9 @@ static int check_prompt_args(const cJSON *args, const char *name, char *err,
     const cJSON *a = NULL;
 
     if (!cJSON_IsArray(args)) {
-        set_err(err, errlen, "prompt '%s' arguments_json must be an array of {name, description, required}",
+        set_err(err, errlen,
+                "prompt '%s' arguments_json must be an array of {name, "
+                "description, required}",
                 name);
         return RLMCP_EINVAL;
     }
@@ -509,7 +524,9 @@ static int check_prompt_args(const cJSON *args, const char *name, char *err,
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "required");
         if (!cJSON_IsObject(a) || !cJSON_IsString(n) ||
             (r != NULL && !cJSON_IsBool(r))) {
-            set_err(err, errlen, "prompt '%s': every argument needs a string \"name\" (and \"required\" must be true or false)",
+            set_err(err, errlen,
+                    "prompt '%s': every argument needs a string \"name\" (and "
+                    "\"required\" must be true or false)",
                     name);
             return RLMCP_EINVAL;
         }
@@ -534,18 +551,20 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
         set_err(err, errlen, "register_prompt called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), PROMPT_DEF_SIZE_1_0,
-                    "rlmcp_prompt_def", err, errlen);
+    rc = read_sized(def, &d, sizeof(d), PROMPT_DEF_SIZE_1_0, "rlmcp_prompt_def",
+                    err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     if (!registry_valid_name(d.name)) {
-        set_err(err, errlen, "prompt name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
-                d.name ? d.name : "(null)");
+        set_err(
+            err, errlen,
+            "prompt name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
+            d.name ? d.name : "(null)");
         return RLMCP_EINVAL;
     }
     if (d.description == NULL || d.description[0] == '\0' || d.get == NULL) {
-        set_err(err, errlen, "prompt '%s' needs a description and a get handler",
-                d.name);
+        set_err(err, errlen,
+                "prompt '%s' needs a description and a get handler", d.name);
         return RLMCP_EINVAL;
     }
     for (i = 0; i < reg->n_prompts; i++) {

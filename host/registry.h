@@ -104,9 +104,8 @@ struct registry *registry_new(void);
  * registry_select() every call is RLMCP_ESTATE.
  */
 int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
-                      const char *plugin_name,
-                      const struct rlmcp_tool_def *def, char *err,
-                      size_t errlen);
+                      const char *plugin_name, const struct rlmcp_tool_def *def,
+                      char *err, size_t errlen);
 int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
                           const struct rlmcp_resource_def *def, char *err,
                           size_t errlen);
@@ -139,8 +138,8 @@ void registry_release_plugin(struct registry *reg,
  * with "file:line:col: ..." in err.
  */
 int registry_select(struct registry *reg, const struct host_tools_config *sel,
-                    const char *file, bool lenient,
-                    unsigned default_timeout_ms, char *err, size_t errlen);
+                    const char *file, bool lenient, unsigned default_timeout_ms,
+                    char *err, size_t errlen);
 
 bool registry_frozen(const struct registry *reg);
 

@@ -269,9 +269,9 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
         if (c->unix_socket == NULL)
             goto fail;
     }
-    c->user_agent = strdup(opts->user_agent != NULL
-                               ? opts->user_agent
-                               : "runloop-mcp/" RLMCP_VERSION);
+    c->user_agent =
+        strdup(opts->user_agent != NULL ? opts->user_agent
+                                        : "runloop-mcp/" RLMCP_VERSION);
     if (c->user_agent == NULL || client_set_target(c) != 0)
         goto fail;
     c->display_base = redact_url(c->base_url);
@@ -281,10 +281,10 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
                                              : RL_DEFAULT_TIMEOUT_MS;
     c->max_retries = opts->default_max_retries < 0 ? RL_DEFAULT_RETRIES
                                                    : opts->default_max_retries;
-    c->retry_base_ms = opts->retry_base_ms ? opts->retry_base_ms
-                                           : RL_DEFAULT_RETRY_BASE_MS;
-    c->max_body = opts->default_max_body ? opts->default_max_body
-                                         : RL_DEFAULT_MAX_BODY;
+    c->retry_base_ms =
+        opts->retry_base_ms ? opts->retry_base_ms : RL_DEFAULT_RETRY_BASE_MS;
+    c->max_body =
+        opts->default_max_body ? opts->default_max_body : RL_DEFAULT_MAX_BODY;
     c->quiet = opts->quiet;
     if (client_init_share(c) != 0)
         goto fail;
@@ -402,8 +402,8 @@ static int validate_req(const struct rlmcp_http_req *req, const char *api_key)
 {
     size_t i;
 
-    if (req == NULL || req->struct_size < offsetof(struct rlmcp_http_req,
-                                                   max_body)) {
+    if (req == NULL ||
+        req->struct_size < offsetof(struct rlmcp_http_req, max_body)) {
         set_last_error("request is NULL or its struct_size is too small");
         return RLMCP_EINVAL;
     }
@@ -436,7 +436,8 @@ static int validate_req(const struct rlmcp_http_req *req, const char *api_key)
 
         if (p->name == NULL || (p->data == NULL && p->len > 0)) {
             set_last_error("multipart part %zu needs a name (and data when "
-                           "len > 0)", i);
+                           "len > 0)",
+                           i);
             return RLMCP_EINVAL;
         }
     }
@@ -509,8 +510,8 @@ static size_t on_sse(char *ptr, size_t size, size_t nmemb, void *user)
     return x->sse_rc == SSE_OK ? n : 0;
 }
 
-static int on_progress(void *user, curl_off_t dt, curl_off_t dn,
-                       curl_off_t ut, curl_off_t un)
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                       curl_off_t un)
 {
     struct rl_xfer *x = user;
 
@@ -657,8 +658,7 @@ static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
 }
 
 /* Sleep in slices, returning true when the probe fired. */
-static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled,
-                              void *ctx)
+static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled, void *ctx)
 {
     struct timespec start;
     struct timespec now;
@@ -716,8 +716,8 @@ static void make_request_id(char *out, size_t n)
     snprintf(out, n,
              "rlmcp-retry-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
              "%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-             b[10], b[11], b[12], b[13], b[14], b[15]);
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+             b[11], b[12], b[13], b[14], b[15]);
 }
 
 /* name and value joined as "Name: value"; value NULL gives "Name:", which
@@ -784,8 +784,7 @@ static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
         const struct rlmcp_http_part *p = &req->parts[i];
         curl_mimepart *part = curl_mime_addpart(mime);
 
-        if (part == NULL ||
-            curl_mime_name(part, p->name) != CURLE_OK ||
+        if (part == NULL || curl_mime_name(part, p->name) != CURLE_OK ||
             curl_mime_data(part, p->len > 0 ? p->data : "", p->len) !=
                 CURLE_OK ||
             (p->filename != NULL &&
@@ -799,9 +798,9 @@ static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
     return mime;
 }
 
-static void setup_easy(const struct rl_call *rc, CURL *easy,
-                       struct rl_xfer *x, struct curl_slist *headers,
-                       curl_mime *mime, char *errbuf)
+static void setup_easy(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
+                       struct curl_slist *headers, curl_mime *mime,
+                       char *errbuf)
 {
     const struct rlclient *c = rc->c;
     const struct rlmcp_http_req *req = rc->req;
@@ -820,9 +819,9 @@ static void setup_easy(const struct rl_call *rc, CURL *easy,
         curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
     if (rc->timeout_ms > 0)
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)rc->timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(rc->timeout_ms > 0 ? rc->timeout_ms
-                                               : c->timeout_ms));
+    curl_easy_setopt(
+        easy, CURLOPT_CONNECTTIMEOUT_MS,
+        (long)(rc->timeout_ms > 0 ? rc->timeout_ms : c->timeout_ms));
     if (mime != NULL) {
         curl_easy_setopt(easy, CURLOPT_MIMEPOST, mime);
     } else if (strcmp(req->method, "POST") == 0) {
@@ -1016,8 +1015,8 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
         snprintf(via, sizeof(via), " via unix:%s", c->unix_socket);
     if (a->rc == RLMCP_ECANCELLED)
         why = "cancelled";
-    set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method,
-                   rc->shown_url, via, why, attempts, attempts == 1 ? "" : "s");
+    set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method, rc->shown_url,
+                   via, why, attempts, attempts == 1 ? "" : "s");
 }
 
 static int build_url(struct rl_call *rc)
@@ -1029,8 +1028,8 @@ static int build_url(struct rl_call *rc)
         set_last_error("request URL longer than %zu bytes", sizeof(rc->url));
         return RLMCP_EINVAL;
     }
-    snprintf(rc->shown_url, sizeof(rc->shown_url), "%s%s",
-             rc->c->display_base, rc->req->path);
+    snprintf(rc->shown_url, sizeof(rc->shown_url), "%s%s", rc->c->display_base,
+             rc->req->path);
     return RLMCP_OK;
 }
 
@@ -1087,8 +1086,8 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
             rlclient_resp_free(*resp_out);
             *resp_out = NULL;
         }
-        delay = retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
-                               retries);
+        delay =
+            retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL, retries);
         retries++;
         log_retry(rc, &a, delay, retries);
         if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {

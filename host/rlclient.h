@@ -24,15 +24,15 @@
 struct rlclient;
 
 struct rlclient_options {
-    const char *base_url;    /* e.g. https://api.runloop.ai or http://localhost */
-    const char *unix_socket; /* non-NULL: connect here (local engine) */
-    const char *user_agent;  /* NULL: "runloop-mcp/<version>" */
+    const char *base_url; /* e.g. https://api.runloop.ai or http://localhost */
+    const char *unix_socket;     /* non-NULL: connect here (local engine) */
+    const char *user_agent;      /* NULL: "runloop-mcp/<version>" */
     unsigned default_timeout_ms; /* per attempt, 30000 when 0 */
     int default_max_retries;     /* 5 when < 0 */
     /* Appended: */
-    unsigned retry_base_ms;      /* first backoff step, 1000 when 0 */
-    size_t default_max_body;     /* response bytes kept, 16 MiB when 0 */
-    bool quiet;                  /* log failures at debug level (probes) */
+    unsigned retry_base_ms;  /* first backoff step, 1000 when 0 */
+    size_t default_max_body; /* response bytes kept, 16 MiB when 0 */
+    bool quiet;              /* log failures at debug level (probes) */
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */

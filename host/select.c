@@ -39,8 +39,9 @@ static int sel_problem(struct sel_ctx *c, struct config_pos pos,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (c->lenient) {
-        log_msg(RLMCP_LOG_WARNING, NULL, "%s:%u:%u: %s (ignored: on_plugin_error is skip)",
-                c->file, pos.line, pos.col, msg);
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "%s:%u:%u: %s (ignored: on_plugin_error is skip)", c->file,
+                pos.line, pos.col, msg);
         return 0;
     }
     snprintf(c->err, c->errlen, "%s:%u:%u: %s", c->file, pos.line, pos.col,
@@ -48,10 +49,10 @@ static int sel_problem(struct sel_ctx *c, struct config_pos pos,
     return -1;
 }
 
-static void sel_error(struct sel_ctx *c, struct config_pos pos,
-                      const char *fmt, ...) RLMCP_PRINTF(3, 4);
-static void sel_error(struct sel_ctx *c, struct config_pos pos,
-                      const char *fmt, ...)
+static void sel_error(struct sel_ctx *c, struct config_pos pos, const char *fmt,
+                      ...) RLMCP_PRINTF(3, 4);
+static void sel_error(struct sel_ctx *c, struct config_pos pos, const char *fmt,
+                      ...)
 {
     char msg[768];
     va_list ap;
@@ -98,7 +99,9 @@ static void hint_for(struct sel_ctx *c, const char *name, char *out,
     if (best != NULL)
         snprintf(out, outlen, "; did you mean '%s'?", best);
     else
-        snprintf(out, outlen, "; run 'runloop-mcp --list-tools --all' to see every tool the plugins offer");
+        snprintf(out, outlen,
+                 "; run 'runloop-mcp --list-tools --all' to see every tool the "
+                 "plugins offer");
 }
 
 /*
@@ -149,9 +152,10 @@ static int check_names(struct sel_ctx *c, const struct config_name *list,
         if (found)
             continue;
         hint_for(c, list[i].name, hint, sizeof(hint));
-        if (sel_problem(c, list[i].pos,
-                        "unknown tool '%s' in '%s': no loaded plugin registers it%s",
-                        list[i].name, what, hint) < 0)
+        if (sel_problem(
+                c, list[i].pos,
+                "unknown tool '%s' in '%s': no loaded plugin registers it%s",
+                list[i].name, what, hint) < 0)
             return -1;
     }
     return 0;
@@ -186,7 +190,8 @@ static bool is_selected(struct registry *reg,
 static int rename_param(struct sel_ctx *c, struct tool_entry *t,
                         const struct config_param_alias *pa)
 {
-    cJSON *props = cJSON_GetObjectItemCaseSensitive(t->input_schema, "properties");
+    cJSON *props =
+        cJSON_GetObjectItemCaseSensitive(t->input_schema, "properties");
     cJSON *req = cJSON_GetObjectItemCaseSensitive(t->input_schema, "required");
     cJSON *item = NULL;
     cJSON *r = NULL;
@@ -194,18 +199,23 @@ static int rename_param(struct sel_ctx *c, struct tool_entry *t,
 
     item = props ? cJSON_GetObjectItemCaseSensitive(props, pa->from) : NULL;
     if (item == NULL) {
-        sel_error(c, pa->pos, "tool '%s' has no parameter '%s' to rename; check the tool's input schema (runloop-mcp --list-tools --json)",
+        sel_error(c, pa->pos,
+                  "tool '%s' has no parameter '%s' to rename; check the tool's "
+                  "input schema (runloop-mcp --list-tools --json)",
                   t->original_name, pa->from);
         return -1;
     }
     if (!registry_valid_name(pa->to)) {
-        sel_error(c, pa->pos, "new parameter name '%s' is not valid; use A-Z a-z 0-9 _ . -",
+        sel_error(c, pa->pos,
+                  "new parameter name '%s' is not valid; use A-Z a-z 0-9 _ . -",
                   pa->to);
         return -1;
     }
     if (cJSON_GetObjectItemCaseSensitive(props, pa->to) != NULL) {
-        sel_error(c, pa->pos, "tool '%s' already has a parameter '%s'; pick another new name",
-                  t->original_name, pa->to);
+        sel_error(
+            c, pa->pos,
+            "tool '%s' already has a parameter '%s'; pick another new name",
+            t->original_name, pa->to);
         return -1;
     }
     /* Rename in place so the property order clients see is unchanged. */
@@ -270,13 +280,17 @@ static int apply_aliases(struct sel_ctx *c)
         char *name = NULL;
         if (t == NULL) {
             hint_for(c, a->from, hint, sizeof(hint));
-            if (sel_problem(c, a->pos, "alias for unknown tool '%s': no loaded plugin registers it%s",
+            if (sel_problem(c, a->pos,
+                            "alias for unknown tool '%s': no loaded plugin "
+                            "registers it%s",
                             a->from, hint) < 0)
                 return -1;
             continue;
         }
         if (!registry_valid_name(a->to)) {
-            sel_error(c, a->pos, "alias '%s' for tool '%s' is not a valid tool name; use 1-128 of A-Z a-z 0-9 _ . -",
+            sel_error(c, a->pos,
+                      "alias '%s' for tool '%s' is not a valid tool name; use "
+                      "1-128 of A-Z a-z 0-9 _ . -",
                       a->to, a->from);
             return -1;
         }
@@ -343,9 +357,12 @@ static int check_collisions(struct sel_ctx *c, struct tool_entry **sel,
                 a = alias_of(c->sel, sel[j]->original_name);
             if (a != NULL)
                 pos = a->pos;
-            sel_error(c, pos, "two tools would both be called '%s' ('%s' of plugin '%s' and '%s' of plugin '%s'); change the alias or exclude one",
-                      sel[i]->name, sel[j]->original_name, sel[j]->plugin_name,
-                      sel[i]->original_name, sel[i]->plugin_name);
+            sel_error(
+                c, pos,
+                "two tools would both be called '%s' ('%s' of plugin '%s' and "
+                "'%s' of plugin '%s'); change the alias or exclude one",
+                sel[i]->name, sel[j]->original_name, sel[j]->plugin_name,
+                sel[i]->original_name, sel[i]->plugin_name);
             return -1;
         }
     }
@@ -366,10 +383,10 @@ static int collect_names(struct sel_ctx *c)
 }
 
 int registry_select(struct registry *reg, const struct host_tools_config *sel,
-                    const char *file, bool lenient,
-                    unsigned default_timeout_ms, char *err, size_t errlen)
+                    const char *file, bool lenient, unsigned default_timeout_ms,
+                    char *err, size_t errlen)
 {
-    struct sel_ctx c = {reg, sel, file ? file : "deployment", lenient, err,
+    struct sel_ctx c = {reg,    sel, file ? file : "deployment", lenient, err,
                         errlen, NULL};
     struct tool_entry **chosen = NULL;
     struct tool_entry *t = NULL;

@@ -128,10 +128,9 @@ static const char *svc_config_json(rlmcp_plugin *self, size_t *len_out)
     return json;
 }
 
-static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt,
-                     va_list ap) RLMCP_PRINTF(3, 0);
-static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt,
-                     va_list ap)
+static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt, va_list ap)
+    RLMCP_PRINTF(3, 0);
+static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt, va_list ap)
 {
     struct loaded_plugin *lp = loader_from_handle(self);
 

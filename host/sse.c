@@ -21,9 +21,9 @@ struct sse_parser {
     sse_event_fn fn;
     void *user;
     size_t max_event;
-    int sticky;       /* non-OK status once stopped or failed */
-    bool pending_cr;  /* last chunk ended in CR: skip a leading LF */
-    bool first_line;  /* strip a BOM from the first line only */
+    int sticky;      /* non-OK status once stopped or failed */
+    bool pending_cr; /* last chunk ended in CR: skip a leading LF */
+    bool first_line; /* strip a BOM from the first line only */
     long retry_ms;
     size_t events;
     struct sse_buf line;
@@ -71,8 +71,7 @@ static const char *buf_str(const struct sse_buf *b)
     return b->p != NULL ? b->p : "";
 }
 
-struct sse_parser *sse_parser_new(size_t max_event, sse_event_fn fn,
-                                  void *user)
+struct sse_parser *sse_parser_new(size_t max_event, sse_event_fn fn, void *user)
 {
     struct sse_parser *p = NULL;
 

@@ -21,8 +21,8 @@ typedef int (*sse_event_fn)(void *user, const char *event, const char *id,
 
 enum sse_status {
     SSE_OK = 0,
-    SSE_STOPPED = 1,     /* the callback returned non-zero */
-    SSE_TOO_LARGE = -1,  /* an event or line exceeded max_event bytes */
+    SSE_STOPPED = 1,    /* the callback returned non-zero */
+    SSE_TOO_LARGE = -1, /* an event or line exceeded max_event bytes */
     SSE_NOMEM = -2,
 };
 

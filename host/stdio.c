@@ -110,9 +110,9 @@ struct reader {
     struct mcp_session *s;
     struct stdio_out *out;
     char *buf;
-    size_t len;   /* bytes held: the start of an unfinished line */
+    size_t len; /* bytes held: the start of an unfinished line */
     size_t cap;
-    size_t max;   /* message limit */
+    size_t max;      /* message limit */
     bool discarding; /* inside an oversized line: drop until '\n' */
 };
 

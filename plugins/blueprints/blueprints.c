@@ -26,66 +26,146 @@ struct bp {
     long long max_progress;
 };
 
-static const char *const summary_keys[] = {
-    "id", "name", "status", "state", "create_time_ms",
-    "build_finish_time_ms", "base_blueprint_id", "failure_reason",
-    "is_public", "metadata", NULL};
+static const char *const summary_keys[] = {"id",
+                                           "name",
+                                           "status",
+                                           "state",
+                                           "create_time_ms",
+                                           "build_finish_time_ms",
+                                           "base_blueprint_id",
+                                           "failure_reason",
+                                           "is_public",
+                                           "metadata",
+                                           NULL};
 
-#define BP_ID_PROP(what)                                                     \
-    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Id of the "   \
-    "blueprint " what " (bpt_...), as returned by build_blueprint or "      \
+#define BP_ID_PROP(what)                                                       \
+    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Id of the "       \
+    "blueprint " what " (bpt_...), as returned by build_blueprint or "         \
     "list_blueprints.\"}"
 
-#define STATUS_ENUM                                                          \
-    "[\"queued\",\"provisioning\",\"building\",\"awaiting_upload\","        \
+#define STATUS_ENUM                                                            \
+    "[\"queued\",\"provisioning\",\"building\",\"awaiting_upload\","           \
     "\"failed\",\"build_complete\"]"
 
-#define SUMMARY_PROPS                                                        \
-    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"          \
-    "\"status\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"     \
-    "\"create_time_ms\":{\"type\":\"integer\"},"                            \
-    "\"build_finish_time_ms\":{\"type\":\"integer\"},"                      \
-    "\"base_blueprint_id\":{\"type\":\"string\"},"                          \
-    "\"failure_reason\":{\"type\":\"string\"},"                             \
+#define SUMMARY_PROPS                                                          \
+    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"             \
+    "\"status\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"        \
+    "\"create_time_ms\":{\"type\":\"integer\"},"                               \
+    "\"build_finish_time_ms\":{\"type\":\"integer\"},"                         \
+    "\"base_blueprint_id\":{\"type\":\"string\"},"                             \
+    "\"failure_reason\":{\"type\":\"string\"},"                                \
     "\"is_public\":{\"type\":\"boolean\"},\"metadata\":{\"type\":\"object\"}"
 
-#define STR_MAP(desc)                                                        \
-    "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"  \
+#define STR_MAP(desc)                                                          \
+    "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"     \
     "\"description\":\"" desc "\"}"
 
-static const char build_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name "
-    "of the blueprint. Several builds may share a name; create_devbox "
-    "blueprint_name=<name> uses the latest successful one.\"},"
-    "\"dockerfile\":{\"type\":\"string\",\"description\":\"A complete "
-    "Dockerfile. Without it the default starter image is the base. FROM "
-    "another blueprint with FROM runloop:bpt_...\"},"
-    "\"system_setup_commands\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"string\"},\"description\":\"Shell commands run in order at build "
-    "time, e.g. [\\\"sudo apt-get install -y jq\\\"]. Keep the total under "
-    "32 KB.\"},"
-    "\"base_blueprint_id\":{\"type\":\"string\",\"description\":\"Build on "
-    "this blueprint. Give at most one of base_blueprint_id and "
-    "base_blueprint_name.\"},"
-    "\"base_blueprint_name\":{\"type\":\"string\",\"description\":\"Build "
-    "on the latest successful build of this blueprint name.\"},"
-    "\"file_mounts\":" STR_MAP("Small text files baked into the image: "
-                               "{absolute path: contents}.") ","
-    "\"build_args\":" STR_MAP("Docker build arguments {NAME: value}.") ","
-    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""
-    "},\"description\":\"Default commands run at every boot of devboxes "
-    "made from this blueprint.\"},"
-    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","
-    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"
-    "\"description\":\"Default machine size of devboxes from it.\"},"
-    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"],"
-    "\"description\":\"Must match the devboxes started from it.\"},"
-    "\"metadata\":" STR_MAP("Tags {key: value}.") ","
-    "\"wait\":{\"type\":\"boolean\",\"description\":\"Follow the build "
-    "until it finishes (default true), sending new build log lines as "
-    "progress. With false the blueprint comes back at once; poll "
-    "get_blueprint.\"}},\"required\":[\"name\"]}";
+static const char
+    build_schema[] =
+        "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+        "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name "
+        "of the blueprint. Several builds may share a name; create_devbox "
+        "blueprint_name=<name> uses the latest successful one.\"},"
+        "\"dockerfile\":{\"type\":\"string\",\"description\":\"A complete "
+        "Dockerfile. Without it the default starter image is the base. FROM "
+        "another blueprint with FROM runloop:bpt_...\"},"
+        "\"system_setup_commands\":{\"type\":\"array\",\"items\":{\"type\":"
+        "\"string\"},\"description\":\"Shell commands run in order at build "
+        "time, e.g. [\\\"sudo apt-get install -y jq\\\"]. Keep the total under "
+        "32 KB.\"},"
+        "\"base_blueprint_id\":{\"type\":\"string\",\"description\":\"Build on "
+        "this blueprint. Give at most one of base_blueprint_id and "
+        "base_blueprint_name.\"},"
+        "\"base_blueprint_name\":{\"type\":\"string\",\"description\":\"Build "
+        "on the latest successful build of this blueprint name.\"},"
+        "\"file_mounts\":" STR_MAP(
+            "Small text files baked into the image: "
+            "{absolute path: contents}.") ","
+                                          "\"build_args\":" STR_MAP(
+                                              "Docker build arguments {NAME: "
+                                              "value}.") ","
+                                                         "\"launch_commands\":{"
+                                                         "\"type\":\"array\","
+                                                         "\"items\":{\"type\":"
+                                                         "\"string\""
+                                                         "},\"description\":"
+                                                         "\"Default commands "
+                                                         "run at every boot of "
+                                                         "devboxes "
+                                                         "made from this "
+                                                         "blueprint.\"},"
+                                                         "\"resource_size\":{"
+                                                         "\"type\":\"string\","
+                                                         "\"enum\":[\"X_"
+                                                         "SMALL\","
+                                                         "\"SMALL\",\"MEDIUM\","
+                                                         "\"LARGE\",\"X_"
+                                                         "LARGE\",\"XX_LARGE\"]"
+                                                         ","
+                                                         "\"description\":"
+                                                         "\"Default machine "
+                                                         "size of devboxes "
+                                                         "from it.\"},"
+                                                         "\"architecture\":{"
+                                                         "\"type\":\"string\","
+                                                         "\"enum\":[\"x86_64\","
+                                                         "\"arm64\"],"
+                                                         "\"description\":"
+                                                         "\"Must match the "
+                                                         "devboxes started "
+                                                         "from it.\"},"
+                                                         "\"metadata\""
+                                                         ":" STR_MAP(
+                                                             "Tags {key: "
+                                                             "value}.") ","
+                                                                        "\"wait"
+                                                                        "\":{"
+                                                                        "\"type"
+                                                                        "\":"
+                                                                        "\"bool"
+                                                                        "ean\","
+                                                                        "\"desc"
+                                                                        "riptio"
+                                                                        "n\":"
+                                                                        "\"Foll"
+                                                                        "ow "
+                                                                        "the "
+                                                                        "build "
+                                                                        "until "
+                                                                        "it "
+                                                                        "finish"
+                                                                        "es "
+                                                                        "(defau"
+                                                                        "lt "
+                                                                        "true),"
+                                                                        " sendi"
+                                                                        "ng "
+                                                                        "new "
+                                                                        "build "
+                                                                        "log "
+                                                                        "lines "
+                                                                        "as "
+                                                                        "progre"
+                                                                        "ss. "
+                                                                        "With "
+                                                                        "false "
+                                                                        "the "
+                                                                        "bluepr"
+                                                                        "int "
+                                                                        "comes "
+                                                                        "back "
+                                                                        "at "
+                                                                        "once; "
+                                                                        "poll "
+                                                                        "get_"
+                                                                        "bluepr"
+                                                                        "int."
+                                                                        "\"}},"
+                                                                        "\"requ"
+                                                                        "ired\""
+                                                                        ":["
+                                                                        "\"name"
+                                                                        "\"]}";
 
 static const char build_out[] =
     "{\"type\":\"object\",\"properties\":{" SUMMARY_PROPS ","
@@ -108,14 +188,14 @@ static const char list_schema[] =
 
 static const char list_out[] =
     "{\"type\":\"object\",\"properties\":{\"blueprints\":{\"type\":"
-    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-    SUMMARY_PROPS "}}},\"has_more\":{\"type\":\"boolean\"},"
+    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{" SUMMARY_PROPS
+    "}}},\"has_more\":{\"type\":\"boolean\"},"
     "\"next_starting_after\":{\"type\":\"string\"},\"total_count\":{"
     "\"type\":\"integer\"}},\"required\":[\"blueprints\",\"has_more\"]}";
 
 static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    BP_ID_PROP("to use") "},\"required\":[\"blueprint_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" BP_ID_PROP("to use") "},\"required\":[\"blueprint_id\"]}";
 
 static const char get_out[] =
     "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
@@ -123,10 +203,13 @@ static const char get_out[] =
     "\"required\":[\"id\",\"status\"]}";
 
 static const char logs_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    BP_ID_PROP("whose build log to read") ",\"tail\":{\"type\":\"integer\","
-    "\"minimum\":1,\"maximum\":10000,\"description\":\"Only the last N "
-    "lines (default 200).\"}},\"required\":[\"blueprint_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" BP_ID_PROP(
+        "whose build log to read") ",\"tail\":{\"type\":\"integer\","
+                                   "\"minimum\":1,\"maximum\":10000,"
+                                   "\"description\":\"Only the last N "
+                                   "lines (default "
+                                   "200).\"}},\"required\":[\"blueprint_id\"]}";
 
 static const char logs_out[] =
     "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
@@ -138,8 +221,8 @@ static const char logs_out[] =
     "\"lines\",\"total_lines\",\"truncated\"]}";
 
 static const char delete_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    BP_ID_PROP("to delete") "},\"required\":[\"blueprint_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" BP_ID_PROP("to delete") "},\"required\":[\"blueprint_id\"]}";
 
 static const char delete_out[] =
     "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
@@ -153,7 +236,8 @@ static const char *str_of(const cJSON *obj, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* ---- build_blueprint: the request body ---------------------------------------- */
+/* ---- build_blueprint: the request body
+ * ---------------------------------------- */
 
 static int str_array_arg(const struct rlmcp_h *h, const cJSON *args,
                          const char *name, const cJSON **out)
@@ -166,8 +250,7 @@ static int str_array_arg(const struct rlmcp_h *h, const cJSON *args,
         return RLMCP_OK;
     if (!cJSON_IsArray(v))
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
-                            "argument '%s' must be an array of strings",
-                            name);
+                            "argument '%s' must be an array of strings", name);
     cJSON_ArrayForEach(it, v)
     {
         if (!cJSON_IsString(it))
@@ -180,12 +263,10 @@ static int str_array_arg(const struct rlmcp_h *h, const cJSON *args,
 }
 
 /* Copy the optional string arguments; base id and name exclude each other. */
-static int body_strings(const struct rlmcp_h *h, const cJSON *args,
-                        cJSON *body)
+static int body_strings(const struct rlmcp_h *h, const cJSON *args, cJSON *body)
 {
-    static const char *const names[] = {"name", "dockerfile",
-                                        "base_blueprint_id",
-                                        "base_blueprint_name", NULL};
+    static const char *const names[] = {
+        "name", "dockerfile", "base_blueprint_id", "base_blueprint_name", NULL};
     const char *v = NULL;
     size_t i;
     int rc = RLMCP_OK;
@@ -209,8 +290,7 @@ static int body_strings(const struct rlmcp_h *h, const cJSON *args,
     return RLMCP_OK;
 }
 
-static int body_launch(const struct rlmcp_h *h, const cJSON *args,
-                       cJSON *body)
+static int body_launch(const struct rlmcp_h *h, const cJSON *args, cJSON *body)
 {
     const cJSON *cmds = NULL;
     const char *size = NULL, *arch = NULL;
@@ -237,11 +317,10 @@ static int body_launch(const struct rlmcp_h *h, const cJSON *args,
     return RLMCP_OK;
 }
 
-static int build_body(const struct rlmcp_h *h, const cJSON *args,
-                      cJSON **out)
+static int build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
-    static const char *const maps[] = {"file_mounts", "build_args",
-                                       "metadata", NULL};
+    static const char *const maps[] = {"file_mounts", "build_args", "metadata",
+                                       NULL};
     cJSON *body = cJSON_CreateObject();
     const cJSON *setup = NULL;
     size_t i;
@@ -272,7 +351,8 @@ static int build_body(const struct rlmcp_h *h, const cJSON *args,
     return RLMCP_OK;
 }
 
-/* ---- build_blueprint: following the build ---------------------------------------- */
+/* ---- build_blueprint: following the build
+ * ---------------------------------------- */
 
 struct follow {
     struct bp *bp;
@@ -300,8 +380,8 @@ static int read_logs(struct follow *f)
     long status = 0;
     int rc;
 
-    rc = rlmcp_h_request_status(f->h, "GET", f->logs_path, NULL, NULL,
-                                f->what, &status, &doc, NULL);
+    rc = rlmcp_h_request_status(f->h, "GET", f->logs_path, NULL, NULL, f->what,
+                                &status, &doc, NULL);
     if (rc != RLMCP_OK)
         return rc;
     arr = cJSON_GetObjectItemCaseSensitive(doc, "logs");
@@ -319,8 +399,8 @@ static int read_logs(struct follow *f)
 static void announce(struct follow *f, const char *status)
 {
     size_t total = (size_t)cJSON_GetArraySize(f->logs);
-    bool changed = f->last_status == NULL ||
-                   strcmp(f->last_status, status) != 0;
+    bool changed =
+        f->last_status == NULL || strcmp(f->last_status, status) != 0;
     char *lines = NULL;
     char *msg = NULL;
 
@@ -500,7 +580,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- list / get / logs / delete ---------------------------------------------------- */
+/* ---- list / get / logs / delete
+ * ---------------------------------------------------- */
 
 static int add_query(char **path, const char *name, const char *value)
 {
@@ -556,8 +637,8 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = add_query(&path, "starting_after", after);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL,
-                             "listing blueprints", &page);
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing blueprints",
+                             &page);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_page_result(&h, page, "blueprints", summary_keys,
                                  "listing blueprints", &res);
@@ -573,9 +654,8 @@ out:
 
 /* Parse the arguments, take blueprint_id, build path and what. */
 static int id_call_prep(const struct rlmcp_h *h, const char *aj, size_t al,
-                        const char *schema, const char *suffix,
-                        cJSON **args, const char **id, char **path,
-                        char **what)
+                        const char *schema, const char *suffix, cJSON **args,
+                        const char **id, char **path, char **what)
 {
     int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
 
@@ -600,9 +680,9 @@ static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
     rc = id_call_prep(&h, aj, al, id_schema, "", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
-    if (rc == RLMCP_OK && (!cJSON_IsObject(view) ||
-                           str_of(view, "id") == NULL ||
-                           str_of(view, "status") == NULL))
+    if (rc == RLMCP_OK &&
+        (!cJSON_IsObject(view) || str_of(view, "id") == NULL ||
+         str_of(view, "status") == NULL))
         rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
                           "%s: the Runloop API answered without an id and "
                           "status",
@@ -666,8 +746,8 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = id_call_prep(&h, aj, al, delete_schema, "/delete", &args, &id,
-                      &path, &what);
+    rc = id_call_prep(&h, aj, al, delete_schema, "/delete", &args, &id, &path,
+                      &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
     if (rc != RLMCP_OK)
@@ -684,10 +764,11 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- registration ------------------------------------------------------------------- */
+/* ---- registration
+ * ------------------------------------------------------------------- */
 
-#define RO_ANN                                                               \
-    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+#define RO_ANN                                                                 \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                        \
     "\"idempotentHint\":true,\"openWorldHint\":true}"
 
 static const struct rlmcp_h_tool specs[] = {
@@ -745,8 +826,7 @@ static int bp_config(struct bp *bp, rlmcp_plugin *self,
                              "100-60000");
         goto out;
     }
-    if (!rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096,
-                         &bp->max_progress) ||
+    if (!rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096, &bp->max_progress) ||
         bp->max_progress < 256 || bp->max_progress > 65536) {
         api->set_error(self, "config max_progress_bytes must be an integer "
                              "256-65536");

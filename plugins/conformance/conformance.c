@@ -13,7 +13,7 @@
 
 #include "rlmcp/plugin.h"
 
-#define PNG_1PX                                                             \
+#define PNG_1PX                                                                \
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIA" \
     "X8jx0gAAAABJRU5ErkJggg=="
 #define WAV_TINY "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -36,13 +36,14 @@ static int t_simple_text(rlmcp_call *call, const char *args, size_t len,
                          void *ud)
 {
     (void)args, (void)len, (void)ud;
-    return api->result_text(call, "This is a simple text response for testing.");
+    return api->result_text(call,
+                            "This is a simple text response for testing.");
 }
 
 static int t_image(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    static const char img[] =
-        "{\"type\":\"image\",\"data\":\"" PNG_1PX "\",\"mimeType\":\"image/png\"}";
+    static const char img[] = "{\"type\":\"image\",\"data\":\"" PNG_1PX
+                              "\",\"mimeType\":\"image/png\"}";
 
     (void)args, (void)len, (void)ud;
     return api->result_content(call, img, strlen(img));
@@ -50,8 +51,8 @@ static int t_image(rlmcp_call *call, const char *args, size_t len, void *ud)
 
 static int t_audio(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    static const char au[] =
-        "{\"type\":\"audio\",\"data\":\"" WAV_TINY "\",\"mimeType\":\"audio/wav\"}";
+    static const char au[] = "{\"type\":\"audio\",\"data\":\"" WAV_TINY
+                             "\",\"mimeType\":\"audio/wav\"}";
 
     (void)args, (void)len, (void)ud;
     return api->result_content(call, au, strlen(au));
@@ -60,7 +61,8 @@ static int t_audio(rlmcp_call *call, const char *args, size_t len, void *ud)
 static int t_embedded(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     static const char res[] =
-        "{\"type\":\"resource\",\"resource\":{\"uri\":\"test://embedded-resource\","
+        "{\"type\":\"resource\",\"resource\":{\"uri\":\"test://"
+        "embedded-resource\","
         "\"mimeType\":\"text/plain\",\"text\":\"This is an embedded resource "
         "content.\"}}";
 
@@ -70,8 +72,8 @@ static int t_embedded(rlmcp_call *call, const char *args, size_t len, void *ud)
 
 static int t_mixed(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    static const char img[] =
-        "{\"type\":\"image\",\"data\":\"" PNG_1PX "\",\"mimeType\":\"image/png\"}";
+    static const char img[] = "{\"type\":\"image\",\"data\":\"" PNG_1PX
+                              "\",\"mimeType\":\"image/png\"}";
     static const char res[] =
         "{\"type\":\"resource\",\"resource\":{\"uri\":"
         "\"test://mixed-content-resource\",\"mimeType\":\"application/json\","
@@ -113,8 +115,7 @@ static int t_error(rlmcp_call *call, const char *args, size_t len, void *ud)
                              "testing");
 }
 
-static int t_progress(rlmcp_call *call, const char *args, size_t len,
-                      void *ud)
+static int t_progress(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     static const double steps[] = {0, 50, 100};
     int rc = 0;
@@ -176,8 +177,7 @@ out:
 }
 
 /* "LLM response: <text>" from a sampling/createMessage answer. */
-static int t_sampling(rlmcp_call *call, const char *args, size_t len,
-                      void *ud)
+static int t_sampling(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     cJSON *a = cJSON_ParseWithLength(args, len);
     const char *prompt = arg_string(a, "prompt");
@@ -216,11 +216,12 @@ static int elicit(rlmcp_call *call, const char *message, const char *schema)
 static int t_elicitation(rlmcp_call *call, const char *args, size_t len,
                          void *ud)
 {
-    static const char schema[] =
-        "{\"type\":\"object\",\"properties\":{"
-        "\"username\":{\"type\":\"string\",\"description\":\"User's response\"},"
-        "\"email\":{\"type\":\"string\",\"description\":\"User's email address\"}},"
-        "\"required\":[\"username\",\"email\"]}";
+    static const char schema[] = "{\"type\":\"object\",\"properties\":{"
+                                 "\"username\":{\"type\":\"string\","
+                                 "\"description\":\"User's response\"},"
+                                 "\"email\":{\"type\":\"string\","
+                                 "\"description\":\"User's email address\"}},"
+                                 "\"required\":[\"username\",\"email\"]}";
     cJSON *a = cJSON_ParseWithLength(args, len);
     const char *msg = arg_string(a, "message");
     int rc = 0;
@@ -243,13 +244,16 @@ static int t_elicit_defaults(rlmcp_call *call, const char *args, size_t len,
         "\"score\":{\"type\":\"number\",\"description\":\"User score\","
         "\"default\":95.5},"
         "\"status\":{\"type\":\"string\",\"description\":\"User status\","
-        "\"enum\":[\"active\",\"inactive\",\"pending\"],\"default\":\"active\"},"
+        "\"enum\":[\"active\",\"inactive\",\"pending\"],\"default\":\"active\"}"
+        ","
         "\"verified\":{\"type\":\"boolean\",\"description\":\"Verification "
         "status\",\"default\":true}},\"required\":[]}";
 
     (void)args, (void)len, (void)ud;
-    return elicit(call, "Please review and update the form fields with "
-                        "defaults", schema);
+    return elicit(call,
+                  "Please review and update the form fields with "
+                  "defaults",
+                  schema);
 }
 
 static int t_elicit_enums(rlmcp_call *call, const char *args, size_t len,
@@ -314,28 +318,27 @@ static int t_reconnection(rlmcp_call *call, const char *args, size_t len,
     return api->result_text(call, "Reconnection test completed");
 }
 
-/* ---- resources ------------------------------------------------------------ */
+/* ---- resources ------------------------------------------------------------
+ */
 
 static int r_static_text(rlmcp_call *call, const char *uri, void *ud)
 {
     static const char t[] = "This is the content of the static text resource.";
 
     (void)ud;
-    return api->resource_contents(call, uri, "text/plain", t, strlen(t),
-                                  false);
+    return api->resource_contents(call, uri, "text/plain", t, strlen(t), false);
 }
 
 static int r_static_binary(rlmcp_call *call, const char *uri, void *ud)
 {
     /* The 1x1 PNG, as bytes: the host base64-encodes blobs. */
     static const unsigned char png[] = {
-        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00,
-        0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
-        0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89,
-        0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63,
-        0xfc, 0xcf, 0xc0, 0xf0, 0x1f, 0x00, 0x05, 0x05, 0x02, 0x00, 0x5f,
-        0xc8, 0xf1, 0xd2, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44,
-        0xae, 0x42, 0x60, 0x82};
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d,
+        0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+        0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00,
+        0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xfc, 0xcf, 0xc0, 0xf0,
+        0x1f, 0x00, 0x05, 0x05, 0x02, 0x00, 0x5f, 0xc8, 0xf1, 0xd2, 0x00, 0x00,
+        0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
 
     (void)ud;
     return api->resource_contents(call, uri, "image/png", png, sizeof(png),
@@ -370,11 +373,11 @@ static int r_watched(rlmcp_call *call, const char *uri, void *ud)
     static const char t[] = "Watched resource content";
 
     (void)ud;
-    return api->resource_contents(call, uri, "text/plain", t, strlen(t),
-                                  false);
+    return api->resource_contents(call, uri, "text/plain", t, strlen(t), false);
 }
 
-/* ---- prompts -------------------------------------------------------------- */
+/* ---- prompts --------------------------------------------------------------
+ */
 
 static int user_text(rlmcp_call *call, const char *text)
 {
@@ -407,16 +410,16 @@ static int p_args(rlmcp_call *call, const char *args, size_t len, void *ud)
     int rc = 0;
 
     (void)ud;
-    snprintf(text, sizeof(text), "Prompt with arguments: arg1='%.400s', "
-                                 "arg2='%.400s'",
+    snprintf(text, sizeof(text),
+             "Prompt with arguments: arg1='%.400s', "
+             "arg2='%.400s'",
              a1 ? a1 : "", a2 ? a2 : "");
     rc = user_text(call, text);
     cJSON_Delete(a);
     return rc;
 }
 
-static int p_embedded(rlmcp_call *call, const char *args, size_t len,
-                      void *ud)
+static int p_embedded(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     cJSON *a = cJSON_ParseWithLength(args, len);
     const char *uri = arg_string(a, "resourceUri");
@@ -430,7 +433,8 @@ static int p_embedded(rlmcp_call *call, const char *args, size_t len,
     r = cJSON_AddObjectToObject(c, "resource");
     cJSON_AddStringToObject(r, "uri", uri ? uri : "test://example-resource");
     cJSON_AddStringToObject(r, "mimeType", "text/plain");
-    cJSON_AddStringToObject(r, "text", "Embedded resource content for testing.");
+    cJSON_AddStringToObject(r, "text",
+                            "Embedded resource content for testing.");
     json = cJSON_PrintUnformatted(c);
     if (json != NULL)
         rc = api->prompt_message(call, "user", json);
@@ -444,8 +448,8 @@ static int p_embedded(rlmcp_call *call, const char *args, size_t len,
 
 static int p_image(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    static const char img[] =
-        "{\"type\":\"image\",\"data\":\"" PNG_1PX "\",\"mimeType\":\"image/png\"}";
+    static const char img[] = "{\"type\":\"image\",\"data\":\"" PNG_1PX
+                              "\",\"mimeType\":\"image/png\"}";
     int rc = 0;
 
     (void)args, (void)len, (void)ud;
@@ -455,7 +459,8 @@ static int p_image(rlmcp_call *call, const char *args, size_t len, void *ud)
     return rc;
 }
 
-/* ---- registration --------------------------------------------------------- */
+/* ---- registration ---------------------------------------------------------
+ */
 
 struct tool_row {
     const char *name;
@@ -486,20 +491,24 @@ static const struct tool_row tools[] = {
      "Tests response with multiple content types (text, image, resource)",
      NO_ARGS, t_mixed, false},
     {"test_tool_with_logging",
-     "Tests tool that emits log messages during execution", NO_ARGS,
-     t_logging, false},
+     "Tests tool that emits log messages during execution", NO_ARGS, t_logging,
+     false},
     {"test_error_handling", "Tests error response handling", NO_ARGS, t_error,
      false},
-    {"test_tool_with_progress", "Tests tool that reports progress "
-                                "notifications", NO_ARGS, t_progress, false},
-    {"test_sampling", "Tests server-initiated sampling (LLM completion "
-                      "request)",
+    {"test_tool_with_progress",
+     "Tests tool that reports progress "
+     "notifications",
+     NO_ARGS, t_progress, false},
+    {"test_sampling",
+     "Tests server-initiated sampling (LLM completion "
+     "request)",
      "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
      "\"description\":\"The prompt to send to the LLM\"}},\"required\":"
      "[\"prompt\"]}",
      t_sampling, false},
-    {"test_elicitation", "Tests server-initiated elicitation (user input "
-                         "request)",
+    {"test_elicitation",
+     "Tests server-initiated elicitation (user input "
+     "request)",
      "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
      "\"description\":\"The message to show the user\"}},\"required\":"
      "[\"message\"]}",
@@ -544,10 +553,9 @@ static int add_tools(rlmcp_plugin *self)
     return RLMCP_OK;
 }
 
-static int add_resource(rlmcp_plugin *self, const char *uri,
-                        const char *tmpl, const char *name,
-                        const char *description, const char *mime,
-                        uint32_t flags, rlmcp_resource_fn fn)
+static int add_resource(rlmcp_plugin *self, const char *uri, const char *tmpl,
+                        const char *name, const char *description,
+                        const char *mime, uint32_t flags, rlmcp_resource_fn fn)
 {
     struct rlmcp_resource_def def = RLMCP_RESOURCE_DEF_INIT;
     int rc = 0;
@@ -593,23 +601,30 @@ static int conf_init(rlmcp_plugin *self, const struct rlmcp_host_api *a,
     *state = NULL;
     rc = add_tools(self);
     if (rc == RLMCP_OK)
-        rc = add_resource(self, "test://static-text", NULL, "Static Text "
-                          "Resource", "A static text resource for testing",
-                          "text/plain", 0, r_static_text);
+        rc = add_resource(self, "test://static-text", NULL,
+                          "Static Text "
+                          "Resource",
+                          "A static text resource for testing", "text/plain", 0,
+                          r_static_text);
     if (rc == RLMCP_OK)
-        rc = add_resource(self, "test://static-binary", NULL, "Static Binary "
-                          "Resource", "A static binary resource (image) for "
-                          "testing", "image/png", 0, r_static_binary);
+        rc = add_resource(self, "test://static-binary", NULL,
+                          "Static Binary "
+                          "Resource",
+                          "A static binary resource (image) for "
+                          "testing",
+                          "image/png", 0, r_static_binary);
     if (rc == RLMCP_OK)
         rc = add_resource(self, NULL, "test://template/{id}/data",
-                          "Resource Template", "A resource template with "
-                          "parameter substitution", "application/json", 0,
-                          r_template);
+                          "Resource Template",
+                          "A resource template with "
+                          "parameter substitution",
+                          "application/json", 0, r_template);
     if (rc == RLMCP_OK)
-        rc = add_resource(self, "test://watched-resource", NULL, "Watched "
-                          "Resource", "A resource that can be subscribed to",
-                          "text/plain", RLMCP_RESOURCE_SUBSCRIBABLE,
-                          r_watched);
+        rc = add_resource(self, "test://watched-resource", NULL,
+                          "Watched "
+                          "Resource",
+                          "A resource that can be subscribed to", "text/plain",
+                          RLMCP_RESOURCE_SUBSCRIBABLE, r_watched);
     if (rc == RLMCP_OK)
         rc = add_prompt(self, "test_simple_prompt",
                         "A simple prompt without arguments", NULL, p_simple);
@@ -629,8 +644,7 @@ static int conf_init(rlmcp_plugin *self, const struct rlmcp_host_api *a,
                         p_embedded);
     if (rc == RLMCP_OK)
         rc = add_prompt(self, "test_prompt_with_image",
-                        "A prompt that includes image content", NULL,
-                        p_image);
+                        "A prompt that includes image content", NULL, p_image);
     return rc;
 }
 

@@ -42,16 +42,16 @@ void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
         h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s failed: %s",
                     method, path, h->api->strerror(rc));
     else if (resp->status < 200 || resp->status > 299)
-        h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s: HTTP %ld",
-                    method, path, resp->status);
+        h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s: HTTP %ld", method,
+                    path, resp->status);
     h->api->http_resp_free(resp);
 }
 
 static void kill_execution(const struct rlmcp_h *h, const char *devbox_id,
                            const char *eid)
 {
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill",
-                                 devbox_id, eid);
+    char *path =
+        rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill", devbox_id, eid);
 
     if (path == NULL)
         return;
@@ -75,8 +75,8 @@ static int devbox_post(const struct rlmcp_h *h, const char *devbox_id,
     char *msg = NULL;
     int rc;
 
-    rc = rlmcp_h_request_status(h, "POST", path, body, o, what, &status,
-                                out, &msg);
+    rc = rlmcp_h_request_status(h, "POST", path, body, o, what, &status, out,
+                                &msg);
     if (rc != RLMCP_OK)
         goto out;
     if (status < 200 || status > 299) {
@@ -92,8 +92,8 @@ out:
 int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
                     const char *path, const char *contents)
 {
-    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents",
-                                devbox_id);
+    char *url =
+        rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents", devbox_id);
     char *what = rlmcp_h_sprintf("writing %s on devbox %s", path, devbox_id);
     cJSON *body = cJSON_CreateObject();
     cJSON *got = NULL;
@@ -161,9 +161,9 @@ int exec_prefix(const struct rlmcp_h *h, const char *command,
                                 it->string);
         }
         q = rlmcp_h_shell_quote(it->valuestring);
-        next = q != NULL ? rlmcp_h_sprintf("%sexport %s=%s && ", acc,
-                                           it->string, q)
-                         : NULL;
+        next = q != NULL
+                   ? rlmcp_h_sprintf("%sexport %s=%s && ", acc, it->string, q)
+                   : NULL;
         free(q);
         free(acc);
         acc = next;
@@ -197,8 +197,8 @@ static void uuid7(char out[37])
     snprintf(out, 37,
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
              "%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-             b[10], b[11], b[12], b[13], b[14], b[15]);
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+             b[11], b[12], b[13], b[14], b[15]);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -206,11 +206,11 @@ static void uuid7(char out[37])
 struct sse_acc {
     const struct rlmcp_h *h;
     struct rlmcp_h_capture *cap;
-    bool progress;       /* forward chunks as progress */
-    uint64_t received;   /* bytes of output taken */
-    uint64_t limit;      /* stop after this many bytes (0: none) */
-    bool error;          /* an `error` event arrived */
-    bool stopped;        /* we stopped at limit */
+    bool progress;     /* forward chunks as progress */
+    uint64_t received; /* bytes of output taken */
+    uint64_t limit;    /* stop after this many bytes (0: none) */
+    bool error;        /* an `error` event arrived */
+    bool stopped;      /* we stopped at limit */
 };
 
 static int on_chunk(void *user, const char *event, const char *id,
@@ -254,8 +254,7 @@ static int on_chunk(void *user, const char *event, const char *id,
         if (a->progress) {
             char *msg = strndup(text, len);
             if (msg != NULL)
-                a->h->api->progress(a->h->call, (double)a->received, -1,
-                                    msg);
+                a->h->api->progress(a->h->call, (double)a->received, -1, msg);
             free(msg);
         }
     }
@@ -341,8 +340,8 @@ static int follow_stdout(const struct rlmcp_h *h, const char *devbox_id,
         if (now >= deadline)
             return RLMCP_ETIMEDOUT;
         rc = read_stream_status(h, devbox_id, eid, "stdout", received, 0,
-                                (uint32_t)(deadline - now), true, cap,
-                                complete, &received, &status);
+                                (uint32_t)(deadline - now), true, cap, complete,
+                                &received, &status);
         if (rc != RLMCP_OK || *complete || status != 408)
             break;
     }
@@ -395,9 +394,9 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
     what = rlmcp_h_sprintf("execution %s on devbox %s", eid, devbox_id);
     if (path == NULL || what == NULL || body == NULL)
         goto out;
-    cJSON_AddItemToObject(body, "statuses",
-                          cJSON_CreateStringArray((const char *[]){"completed"},
-                                                  1));
+    cJSON_AddItemToObject(
+        body, "statuses",
+        cJSON_CreateStringArray((const char *[]){"completed"}, 1));
     while (!view_completed(*view_io)) {
         struct rlmcp_h_req_opts o = {0};
         uint32_t left = remaining_ms(deadline);
@@ -415,7 +414,8 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
         cJSON_AddNumberToObject(body, "timeout_seconds", hold_s);
         o.max_retries = 0;
         o.timeout_ms = left + 10000 < hold_s * 1000 + 10000
-                           ? left + 10000 : hold_s * 1000 + 10000;
+                           ? left + 10000
+                           : hold_s * 1000 + 10000;
         rc = rlmcp_h_request_status(h, "POST", path, body, &o, what, &status,
                                     &got, NULL);
         if (rc != RLMCP_OK) {
@@ -443,10 +443,9 @@ out:
 
 /* Fill one stream's text into the result. */
 static int add_stream(struct ex *ex, const struct rlmcp_h *h,
-                      const char *devbox_id, const char *eid,
-                      const cJSON *view, const char *which,
-                      struct rlmcp_h_capture *streamed, bool streamed_ok,
-                      cJSON *result)
+                      const char *devbox_id, const char *eid, const cJSON *view,
+                      const char *which, struct rlmcp_h_capture *streamed,
+                      bool streamed_ok, cJSON *result)
 {
     struct rlmcp_h_capture cap;
     char key_t[32];
@@ -527,8 +526,7 @@ static cJSON *base_result(const cJSON *view, const char *devbox_id,
     return r;
 }
 
-cJSON *exec_view_result(struct ex *ex, const cJSON *view,
-                        const char *devbox_id)
+cJSON *exec_view_result(struct ex *ex, const cJSON *view, const char *devbox_id)
 {
     const cJSON *eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
     const char *e = cJSON_IsString(eid) ? eid->valuestring : "";
@@ -572,8 +570,8 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
     if (opt > p->timeout_s)
         opt = p->timeout_s;
     uuid7(cid);
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=%lld",
-                           p->devbox_id, ex->last_n);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=%lld", p->devbox_id,
+                           ex->last_n);
     what = rlmcp_h_sprintf("executing on devbox %s", p->devbox_id);
     if (body == NULL || path == NULL || what == NULL)
         goto out;
@@ -594,7 +592,8 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
     if (rc == RLMCP_OK && !cJSON_IsObject(*view_out))
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
                           "%s: the Runloop API answered without an "
-                          "execution", what);
+                          "execution",
+                          what);
 out:
     cJSON_Delete(body);
     free(path);
@@ -624,8 +623,7 @@ static int start_execution(struct ex *ex, const struct rlmcp_h *h,
 /* The finished execution's result: status, both streams, duration. */
 static int finish_result(struct ex *ex, const struct rlmcp_h *h,
                          const struct exec_params *p, const char *eid,
-                         const cJSON *view,
-                         struct rlmcp_h_capture *streamed,
+                         const cJSON *view, struct rlmcp_h_capture *streamed,
                          bool stream_ok, uint64_t t0, cJSON **result_out)
 {
     cJSON *result = base_result(view, p->devbox_id, eid);
@@ -636,8 +634,8 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
     rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout", streamed,
                     stream_ok, result);
     if (rc == RLMCP_OK)
-        rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL,
-                        false, result);
+        rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL, false,
+                        result);
     if (rc != RLMCP_OK) {
         cJSON_Delete(result);
         return rc;
@@ -649,9 +647,8 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
 }
 
 /* A timed-out or cancelled execution is killed; a timeout is reported. */
-static int fail_execution(const struct rlmcp_h *h,
-                          const struct exec_params *p, const char *eid,
-                          int rc)
+static int fail_execution(const struct rlmcp_h *h, const struct exec_params *p,
+                          const char *eid, int rc)
 {
     if (rc != RLMCP_ETIMEDOUT && rc != RLMCP_ECANCELLED)
         return rc;
@@ -696,9 +693,8 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     if (rc == RLMCP_OK)
         rc = exec_wait_done(ex, h, p->devbox_id, eid, deadline, &view);
     if (rc == RLMCP_OK)
-        rc = finish_result(ex, h, p, eid, view,
-                           have_stream ? &streamed : NULL, stream_ok, t0,
-                           result_out);
+        rc = finish_result(ex, h, p, eid, view, have_stream ? &streamed : NULL,
+                           stream_ok, t0, result_out);
     if (rc != RLMCP_OK)
         rc = fail_execution(h, p, eid, rc);
 out:

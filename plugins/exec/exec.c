@@ -24,28 +24,28 @@
 
 #include "exec_internal.h"
 
-#define DEVBOX_ID_PROP                                                       \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running " \
+#define DEVBOX_ID_PROP                                                         \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running "    \
     "devbox (dbx_...), from create_devbox or list_devboxes.\"}"
-#define EID_PROP                                                             \
-    "\"execution_id\":{\"type\":\"string\",\"description\":\"The "          \
+#define EID_PROP                                                               \
+    "\"execution_id\":{\"type\":\"string\",\"description\":\"The "             \
     "execution_id returned by execute_command_async or execute_command.\"}"
-#define TIMEOUT_PROP                                                         \
-    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"              \
-    "\"description\":\"Kill the command after this many seconds (default " \
+#define TIMEOUT_PROP                                                           \
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"                 \
+    "\"description\":\"Kill the command after this many seconds (default "     \
     "and maximum are set by the server; see docs).\"}"
 
 /* ---- execute_command / run_shell ---------------------------------------- */
 
 static const char execute_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP ","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP ","
     "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
     "line. Runs in /home/user in a fresh shell unless shell_name is set.\"},"
     "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
     "persistent shell: cwd and exported variables carry over between calls "
-    "using the same name; its commands run one after another.\"},"
-    TIMEOUT_PROP ","
+    "using the same name; its commands run one after another.\"}," TIMEOUT_PROP
+    ","
     "\"working_dir\":{\"type\":\"string\",\"description\":\"Directory to "
     "run in (a 'cd' before the command).\"},"
     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
@@ -54,13 +54,13 @@ static const char execute_schema[] =
     "},\"required\":[\"devbox_id\",\"command\"]}";
 
 static const char run_shell_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP ","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP ","
     "\"command\":{\"type\":\"string\",\"description\":\"Shell command to "
     "run.\"},"
     "\"shell_name\":{\"type\":\"string\",\"description\":\"Named shell for "
-    "stateful sessions (cwd/env persist).\"},"
-    TIMEOUT_PROP "},\"required\":[\"devbox_id\",\"command\"]}";
+    "stateful sessions (cwd/env persist).\"}," TIMEOUT_PROP
+    "},\"required\":[\"devbox_id\",\"command\"]}";
 
 static int arg_timeout(struct ex *ex, const struct rlmcp_h *h,
                        const cJSON *args, long long *out)
@@ -131,11 +131,12 @@ static int t_run_shell(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return execute_common(ud, call, aj, al, run_shell_schema, false);
 }
 
-/* ---- execute_command_async ------------------------------------------------ */
+/* ---- execute_command_async ------------------------------------------------
+ */
 
 static const char async_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP ","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP ","
     "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
     "line, e.g. a server or watcher that keeps running.\"},"
     "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
@@ -229,29 +230,30 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- get / wait / kill / stdin -------------------------------------------- */
+/* ---- get / wait / kill / stdin --------------------------------------------
+ */
 
 static const char eid_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP "," EID_PROP "},\"required\":[\"devbox_id\","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP "," EID_PROP "},\"required\":[\"devbox_id\","
     "\"execution_id\"]}";
 
 static const char wait_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP "," EID_PROP ",\"timeout_seconds\":{\"type\":\"integer\""
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP "," EID_PROP ",\"timeout_seconds\":{\"type\":\"integer\""
     ",\"minimum\":1,\"description\":\"Wait at most this long (default "
     "60). If still running the result says status running; call again.\"}"
     "},\"required\":[\"devbox_id\",\"execution_id\"]}";
 
 static const char kill_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP "," EID_PROP ",\"kill_process_group\":{\"type\":"
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP "," EID_PROP ",\"kill_process_group\":{\"type\":"
     "\"boolean\",\"description\":\"Also kill its child processes (default "
     "true).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
 
 static const char stdin_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP "," EID_PROP ",\"text\":{\"type\":\"string\","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP "," EID_PROP ",\"text\":{\"type\":\"string\","
     "\"description\":\"Text to write to the command's stdin (include \\\\n "
     "for a newline).\"},\"signal\":{\"type\":\"string\",\"enum\":[\"EOF\","
     "\"INTERRUPT\"],\"description\":\"Close stdin (EOF) or send Ctrl-C "
@@ -283,8 +285,8 @@ static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
     rc = ids(&h, aj, al, eid_schema, &args, &id, &eid);
     if (rc != RLMCP_OK)
         goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
-                           eid, ex->last_n);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
+                           ex->last_n);
     what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
     if (path == NULL || what == NULL) {
         rc = RLMCP_ENOMEM;
@@ -327,8 +329,8 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
         /* The bound passed: report where it stands, without killing. */
         cJSON_Delete(view);
         view = NULL;
-        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld",
-                               id, eid, ex->last_n);
+        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
+                               eid, ex->last_n);
         what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
         rc = path != NULL && what != NULL
                  ? rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view)
@@ -425,8 +427,8 @@ static int t_stdin(rlmcp_call *call, const char *aj, size_t al, void *ud)
         cJSON_AddStringToObject(body, "text", text);
     if (sig != NULL)
         cJSON_AddStringToObject(body, "signal", sig);
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/send_std_in", id,
-                           eid);
+    path =
+        rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/send_std_in", id, eid);
     what = rlmcp_h_sprintf("stdin of execution %s on devbox %s", eid, id);
     if (path == NULL || what == NULL) {
         rc = RLMCP_ENOMEM;
@@ -452,11 +454,12 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- get_execution_logs ------------------------------------------------------ */
+/* ---- get_execution_logs
+ * ------------------------------------------------------ */
 
 static const char logs_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_ID_PROP "," EID_PROP ","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" DEVBOX_ID_PROP "," EID_PROP ","
     "\"stream\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\","
     "\"both\"],\"description\":\"Which output (default both).\"},"
     "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte "
@@ -473,10 +476,9 @@ static const char logs_out[] =
     "\"stdout_has_more\":{\"type\":\"boolean\"},\"stderr_has_more\":{"
     "\"type\":\"boolean\"}},\"required\":[\"execution_id\"]}";
 
-static int logs_stream(struct ex *ex, const struct rlmcp_h *h,
-                       const char *id, const char *eid, const char *which,
-                       long long offset, long long max_bytes,
-                       const cJSON *view, cJSON *res)
+static int logs_stream(struct ex *ex, const struct rlmcp_h *h, const char *id,
+                       const char *eid, const char *which, long long offset,
+                       long long max_bytes, const cJSON *view, cJSON *res)
 {
     struct rlmcp_h_capture cap;
     char key[40];
@@ -489,8 +491,8 @@ static int logs_stream(struct ex *ex, const struct rlmcp_h *h,
     if (!rlmcp_h_capture_init(&cap, (size_t)max_bytes + 2))
         return RLMCP_ENOMEM;
     rc = exec_read_stream(h, id, eid, which, (uint64_t)offset,
-                            (uint64_t)max_bytes, 60000, &cap, &complete,
-                            &received);
+                          (uint64_t)max_bytes, 60000, &cap, &complete,
+                          &received);
     if (rc != RLMCP_OK)
         goto out;
     if (received == (uint64_t)offset && !complete) {
@@ -535,11 +537,10 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "stream", false, &stream);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "offset", false, 0, 1LL << 50,
-                             &offset);
+        rc = rlmcp_h_arg_int(&h, args, "offset", false, 0, 1LL << 50, &offset);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "max_bytes", false, 1,
-                             ex->max_log_bytes, &max_bytes);
+        rc = rlmcp_h_arg_int(&h, args, "max_bytes", false, 1, ex->max_log_bytes,
+                             &max_bytes);
     if (rc != RLMCP_OK)
         goto out;
     if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0 &&
@@ -549,8 +550,8 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
                           "both");
         goto out;
     }
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
-                           eid, ex->last_n);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
+                           ex->last_n);
     what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
     if (path == NULL || what == NULL) {
         rc = RLMCP_ENOMEM;
@@ -589,7 +590,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- configuration ------------------------------------------------------------- */
+/* ---- configuration
+ * ------------------------------------------------------------- */
 
 static void ex_free(struct ex *ex)
 {
@@ -643,14 +645,17 @@ static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
     const cJSON *it = NULL;
 
     if (!name_ok(l->string, false)) {
-        api->set_error(self, "config languages: '%s' is not a valid "
-                             "language name ([a-z0-9_], at most 40)",
+        api->set_error(self,
+                       "config languages: '%s' is not a valid "
+                       "language name ([a-z0-9_], at most 40)",
                        l->string);
         return RLMCP_EINVAL;
     }
     if (!cJSON_IsObject(l)) {
-        api->set_error(self, "config languages.%s must be a mapping with "
-                             "extension and command", l->string);
+        api->set_error(self,
+                       "config languages.%s must be a mapping with "
+                       "extension and command",
+                       l->string);
         return RLMCP_EINVAL;
     }
     cJSON_ArrayForEach(it, l)
@@ -659,32 +664,42 @@ static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
             strcmp(it->string, "blueprint") &&
             strcmp(it->string, "suspend_after") &&
             strcmp(it->string, "description")) {
-            api->set_error(self, "config languages.%s: unknown key '%s' "
-                                 "(allowed: extension, command, blueprint, "
-                                 "suspend_after, description)",
+            api->set_error(self,
+                           "config languages.%s: unknown key '%s' "
+                           "(allowed: extension, command, blueprint, "
+                           "suspend_after, description)",
                            l->string, it->string);
             return RLMCP_EINVAL;
         }
     }
     if (ext == NULL || !name_ok(ext, true)) {
-        api->set_error(self, "config languages.%s.extension must be a file "
-                             "extension such as py", l->string);
+        api->set_error(self,
+                       "config languages.%s.extension must be a file "
+                       "extension such as py",
+                       l->string);
         return RLMCP_EINVAL;
     }
     if (cmd == NULL || strstr(cmd, "{file}") == NULL) {
-        api->set_error(self, "config languages.%s.command must be a command "
-                             "template containing {file}", l->string);
+        api->set_error(self,
+                       "config languages.%s.command must be a command "
+                       "template containing {file}",
+                       l->string);
         return RLMCP_EINVAL;
     }
     out->suspend_after = true;
     if (!rlmcp_h_cfg_bool(l, "suspend_after", true, &out->suspend_after)) {
-        api->set_error(self, "config languages.%s.suspend_after must be "
-                             "true or false", l->string);
+        api->set_error(self,
+                       "config languages.%s.suspend_after must be "
+                       "true or false",
+                       l->string);
         return RLMCP_EINVAL;
     }
-    if (cJSON_GetObjectItemCaseSensitive(l, "blueprint") != NULL && bp == NULL) {
-        api->set_error(self, "config languages.%s.blueprint must be a "
-                             "blueprint name", l->string);
+    if (cJSON_GetObjectItemCaseSensitive(l, "blueprint") != NULL &&
+        bp == NULL) {
+        api->set_error(self,
+                       "config languages.%s.blueprint must be a "
+                       "blueprint name",
+                       l->string);
         return RLMCP_EINVAL;
     }
     out->name = strdup(l->string);
@@ -704,9 +719,9 @@ static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
                   l->string, l->string, ext, cmd,
                   out->suspend_after ? " and suspended afterwards" : "");
     out->ex = ex;
-    if (out->name == NULL || out->tool_name == NULL ||
-        out->extension == NULL || out->command == NULL ||
-        out->description == NULL || (bp != NULL && out->blueprint == NULL))
+    if (out->name == NULL || out->tool_name == NULL || out->extension == NULL ||
+        out->command == NULL || out->description == NULL ||
+        (bp != NULL && out->blueprint == NULL))
         return RLMCP_ENOMEM;
     return RLMCP_OK;
 }
@@ -797,8 +812,8 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
         goto out;
     }
     ex->n_langs = 0;
-    ex->langs = calloc((size_t)cJSON_GetArraySize(langs) + 1,
-                       sizeof(struct lang));
+    ex->langs =
+        calloc((size_t)cJSON_GetArraySize(langs) + 1, sizeof(struct lang));
     if (ex->langs == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
@@ -816,10 +831,11 @@ out:
     return rc;
 }
 
-/* ---- registration ------------------------------------------------------------------ */
+/* ---- registration
+ * ------------------------------------------------------------------ */
 
-#define ANN(ro, destr, idem)                                                 \
-    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                    \
+#define ANN(ro, destr, idem)                                                   \
+    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                      \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
 
 static char exec_out_plain[1024];
@@ -843,8 +859,8 @@ static const struct rlmcp_h_tool specs[] = {
     {"get_execution", "Get an execution",
      "Status of a command started earlier; exit_code and output once it "
      "completed.",
-     eid_schema, exec_out_plain, ANN("true", "false", "true"),
-     t_get_execution, false},
+     eid_schema, exec_out_plain, ANN("true", "false", "true"), t_get_execution,
+     false},
     {"wait_for_execution", "Wait for an execution",
      "Wait (up to timeout_seconds) for a background command to finish and "
      "return its exit_code and output; if it is still running the result "

@@ -26,18 +26,18 @@ struct lang {
 
 struct ex {
     const struct rlmcp_host_api *api;
-    long long max_output;       /* bytes kept per stream */
+    long long max_output; /* bytes kept per stream */
     long long default_timeout_s;
     long long max_timeout_s;
-    long long optimistic_s;     /* in-request wait of execute */
-    long long last_n;           /* lines asked of the API */
+    long long optimistic_s; /* in-request wait of execute */
+    long long last_n;       /* lines asked of the API */
     long long create_wait_s;
     long long max_log_bytes;
-    bool stream;                /* stream stdout as progress */
+    bool stream; /* stream stdout as progress */
     /* run_code */
-    char *purpose;              /* metadata purpose tag */
-    long long keep_alive_s;     /* lifetime of devboxes we create */
-    char *default_blueprint;    /* run_code's default blueprint name */
+    char *purpose;           /* metadata purpose tag */
+    long long keep_alive_s;  /* lifetime of devboxes we create */
+    char *default_blueprint; /* run_code's default blueprint name */
     struct lang *langs;
     size_t n_langs;
 };
@@ -110,18 +110,18 @@ extern const char run_lang_schema[];
 int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
                     const char *path, const char *contents);
 
-#define EXEC_RESULT_SCHEMA                                                   \
-    "{\"type\":\"object\",\"properties\":{"                                 \
-    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                      \
-    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"    \
-    "\"stdout_truncated\":{\"type\":\"boolean\"},"                          \
-    "\"stderr_truncated\":{\"type\":\"boolean\"},"                          \
-    "\"duration_ms\":{\"type\":\"integer\"},"                               \
-    "\"execution_id\":{\"type\":\"string\"},"                               \
-    "\"devbox_id\":{\"type\":\"string\"},"                                  \
-    "\"status\":{\"type\":\"string\"}"                                      \
-    "%s},\"required\":[\"exit_code\",\"stdout\",\"stderr\","                \
-    "\"stdout_truncated\",\"stderr_truncated\",\"execution_id\","           \
+#define EXEC_RESULT_SCHEMA                                                     \
+    "{\"type\":\"object\",\"properties\":{"                                    \
+    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                         \
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"       \
+    "\"stdout_truncated\":{\"type\":\"boolean\"},"                             \
+    "\"stderr_truncated\":{\"type\":\"boolean\"},"                             \
+    "\"duration_ms\":{\"type\":\"integer\"},"                                  \
+    "\"execution_id\":{\"type\":\"string\"},"                                  \
+    "\"devbox_id\":{\"type\":\"string\"},"                                     \
+    "\"status\":{\"type\":\"string\"}"                                         \
+    "%s},\"required\":[\"exit_code\",\"stdout\",\"stderr\","                   \
+    "\"stdout_truncated\",\"stderr_truncated\",\"execution_id\","              \
     "\"devbox_id\"]}"
 
 #endif

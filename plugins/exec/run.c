@@ -13,8 +13,8 @@
 
 static const char *const running_set[] = {"running", "failure", "shutdown",
                                           NULL};
-static const char *const suspended_set[] = {"suspended", "failure",
-                                            "shutdown", NULL};
+static const char *const suspended_set[] = {"suspended", "failure", "shutdown",
+                                            NULL};
 
 static const char *md_get(const cJSON *dbx, const char *key)
 {
@@ -71,8 +71,8 @@ static int find_devbox(const struct rlmcp_h *h, const char *status,
             cJSON_Delete(page);
             break;
         }
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(page,
-                                                                "devboxes"))
+        cJSON_ArrayForEach(it,
+                           cJSON_GetObjectItemCaseSensitive(page, "devboxes"))
         {
             int s = score(it, ctx);
             last = it;
@@ -154,8 +154,8 @@ out:
     return rc;
 }
 
-static int not_ready(const struct rlmcp_h *h, const char *id,
-                     const cJSON *dbx, long long waited_s)
+static int not_ready(const struct rlmcp_h *h, const char *id, const cJSON *dbx,
+                     long long waited_s)
 {
     const char *st = rlmcp_h_devbox_status(dbx);
 
@@ -163,7 +163,8 @@ static int not_ready(const struct rlmcp_h *h, const char *id,
         return rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
                                    "Call the tool again to get a new devbox.",
                                    "devbox %s stopped while starting "
-                                   "(status %s)", id, st);
+                                   "(status %s)",
+                                   id, st);
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_DEVBOX_NOT_READY,
         "The sandbox is still starting (e.g. pulling its image); call the "
@@ -347,7 +348,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- run_<language> ---------------------------------------------------------- */
+/* ---- run_<language>
+ * ---------------------------------------------------------- */
 
 const char run_lang_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
@@ -448,8 +450,8 @@ static bool abs_path_ok(const char *p)
 }
 
 /* Bring the found language devbox to running; creates when none. */
-static int lang_devbox(struct lang *l, const struct rlmcp_h *h,
-                       cJSON *found, char **id_out)
+static int lang_devbox(struct lang *l, const struct rlmcp_h *h, cJSON *found,
+                       char **id_out)
 {
     struct ex *ex = l->ex;
     cJSON *view = NULL, *md = NULL;
@@ -473,9 +475,9 @@ static int lang_devbox(struct lang *l, const struct rlmcp_h *h,
         return *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
     } else {
         if (eq(st, "suspending")) {
-            rc = rlmcp_h_devbox_wait(h, id, suspended_set,
-                                     (uint64_t)ex->create_wait_s * 1000u,
-                                     &view);
+            rc =
+                rlmcp_h_devbox_wait(h, id, suspended_set,
+                                    (uint64_t)ex->create_wait_s * 1000u, &view);
             if (rc != RLMCP_OK)
                 goto out;
             st = rlmcp_h_devbox_status(view);

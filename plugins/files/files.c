@@ -20,32 +20,38 @@ struct fs {
     long long max_read, max_write, max_upload, max_download;
 };
 
-#define ID_PATH_PROPS(verb)                                                  \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running " \
-    "devbox (dbx_...).\"},\"file_path\":{\"type\":\"string\","              \
-    "\"description\":\"Path of the file to " verb ": absolute, or relative " \
+#define ID_PATH_PROPS(verb)                                                    \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running "    \
+    "devbox (dbx_...).\"},\"file_path\":{\"type\":\"string\","                 \
+    "\"description\":\"Path of the file to " verb ": absolute, or relative "   \
     "to /home/user.\"}"
 
 static const char write_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PATH_PROPS("create or overwrite") ",\"contents\":{\"type\":"
-    "\"string\",\"description\":\"The complete UTF-8 text to write.\"}},"
-    "\"required\":[\"devbox_id\",\"file_path\",\"contents\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PATH_PROPS(
+        "create or overwrite") ",\"contents\":{\"type\":"
+                               "\"string\",\"description\":\"The complete "
+                               "UTF-8 text to write.\"}},"
+                               "\"required\":[\"devbox_id\",\"file_path\","
+                               "\"contents\"]}";
 
 static const char read_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PATH_PROPS("read") "},\"required\":[\"devbox_id\",\"file_path\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PATH_PROPS("read") "},\"required\":[\"devbox_id\",\"file_path\"]}";
 
 static const char upload_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PATH_PROPS("create or overwrite") ",\"content_base64\":{\"type\":"
-    "\"string\",\"description\":\"The file's bytes, standard base64.\"}},"
-    "\"required\":[\"devbox_id\",\"file_path\",\"content_base64\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PATH_PROPS(
+        "create or overwrite") ",\"content_base64\":{\"type\":"
+                               "\"string\",\"description\":\"The file's bytes, "
+                               "standard base64.\"}},"
+                               "\"required\":[\"devbox_id\",\"file_path\","
+                               "\"content_base64\"]}";
 
 static const char download_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PATH_PROPS("download") "},\"required\":[\"devbox_id\","
-    "\"file_path\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PATH_PROPS("download") "},\"required\":[\"devbox_id\","
+                                  "\"file_path\"]}";
 
 static const char written_out[] =
     "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
@@ -181,7 +187,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- read_file / download_file --------------------------------------------- */
+/* ---- read_file / download_file ---------------------------------------------
+ */
 
 static int fetch(struct fs *fs, const struct rlmcp_h *h, const char *id,
                  const char *path, long long limit,
@@ -245,8 +252,8 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = path_arg(&h, args, &path);
     if (rc == RLMCP_OK)
-        rc = fetch(fs, &h, id, path,
-                   download ? fs->max_download : fs->max_read, &resp);
+        rc = fetch(fs, &h, id, path, download ? fs->max_download : fs->max_read,
+                   &resp);
     if (rc != RLMCP_OK)
         goto out;
     res = cJSON_CreateObject();
@@ -267,9 +274,8 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
                                 b64);
     }
     cJSON_AddNumberToObject(res, "size_bytes", (double)resp->body_len);
-    cJSON_AddStringToObject(res, "mime_type",
-                            rlmcp_h_mime_guess(path, resp->body,
-                                               resp->body_len));
+    cJSON_AddStringToObject(
+        res, "mime_type", rlmcp_h_mime_guess(path, resp->body, resp->body_len));
     rc = rlmcp_h_result_json(&h, res);
 out:
     fs->api->http_resp_free(resp);
@@ -289,7 +295,8 @@ static int t_download(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return read_common(ud, call, aj, al, true);
 }
 
-/* ---- upload_file -------------------------------------------------------------- */
+/* ---- upload_file
+ * -------------------------------------------------------------- */
 
 /* Decode content_base64 within the upload limit (checked before decoding). */
 static int decode_upload(struct fs *fs, const struct rlmcp_h *h,
@@ -313,8 +320,8 @@ static int decode_upload(struct fs *fs, const struct rlmcp_h *h,
 
 /* POST the multipart upload: the path, then the file named after it. */
 static int post_upload(const struct rlmcp_h *h, const char *id,
-                       const char *path, const unsigned char *data,
-                       size_t n, const char *url, const char *what)
+                       const char *path, const unsigned char *data, size_t n,
+                       const char *url, const char *what)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_part parts[2];
@@ -386,7 +393,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- registration ----------------------------------------------------------------- */
+/* ---- registration
+ * ----------------------------------------------------------------- */
 
 static const struct rlmcp_h_tool specs[] = {
     {"write_file", "Write a text file",
@@ -453,10 +461,12 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     }
     for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
         long long *dst = (long long *)((char *)fs + lims[i].off);
-        if (!rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def, dst) ||
-            *dst < 1 || *dst > (1LL << 30)) {
-            api->set_error(self, "config %s must be an integer 1-1073741824 "
-                                 "(bytes)", lims[i].key);
+        if (!rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def, dst) || *dst < 1 ||
+            *dst > (1LL << 30)) {
+            api->set_error(self,
+                           "config %s must be an integer 1-1073741824 "
+                           "(bytes)",
+                           lims[i].key);
             goto fail;
         }
     }

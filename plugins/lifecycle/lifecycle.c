@@ -28,28 +28,28 @@ struct lc {
     bool hide_shutdown;
 };
 
-#define ID_PROP(what)                                                        \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "      \
-    "devbox " what ", as returned by create_devbox or list_devboxes (e.g. " \
+#define ID_PROP(what)                                                          \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "          \
+    "devbox " what ", as returned by create_devbox or list_devboxes (e.g. "    \
     "dbx_...).\"}"
 
-#define DEVBOX_OUT                                                           \
-    "{\"type\":\"object\",\"properties\":{"                                 \
-    "\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"        \
-    "\"name\":{\"type\":[\"string\",\"null\"]},"                            \
-    "\"metadata\":{\"type\":[\"object\",\"null\"]}},"                      \
+#define DEVBOX_OUT                                                             \
+    "{\"type\":\"object\",\"properties\":{"                                    \
+    "\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"           \
+    "\"name\":{\"type\":[\"string\",\"null\"]},"                               \
+    "\"metadata\":{\"type\":[\"object\",\"null\"]}},"                          \
     "\"required\":[\"id\",\"status\"]}"
 
-#define RO_ANN                                                               \
-    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+#define RO_ANN                                                                 \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                        \
     "\"idempotentHint\":true,\"openWorldHint\":true}"
 
 /* ---------------------------------------------------------------------- */
 
 static const char *const running_set[] = {"running", "failure", "shutdown",
                                           NULL};
-static const char *const suspended_set[] = {"suspended", "failure",
-                                            "shutdown", NULL};
+static const char *const suspended_set[] = {"suspended", "failure", "shutdown",
+                                            NULL};
 
 static char *what_devbox(const char *id)
 {
@@ -57,8 +57,8 @@ static char *what_devbox(const char *id)
 }
 
 /* Report a devbox that did not reach `running` in time, or failed. */
-static int not_ready(const struct rlmcp_h *h, const cJSON *dbx,
-                     const char *id, long long waited_s)
+static int not_ready(const struct rlmcp_h *h, const cJSON *dbx, const char *id,
+                     long long waited_s)
 {
     const char *st = rlmcp_h_devbox_status(dbx);
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(dbx, "failure_reason");
@@ -82,10 +82,17 @@ static int not_ready(const struct rlmcp_h *h, const cJSON *dbx,
 /* A compact view of a devbox for lists: what an agent decides on. */
 static cJSON *devbox_summary(const cJSON *dbx)
 {
-    static const char *const keys[] = {
-        "id", "name", "status", "blueprint_id", "snapshot_id",
-        "create_time_ms", "end_time_ms", "metadata", "failure_reason",
-        "shutdown_reason", NULL};
+    static const char *const keys[] = {"id",
+                                       "name",
+                                       "status",
+                                       "blueprint_id",
+                                       "snapshot_id",
+                                       "create_time_ms",
+                                       "end_time_ms",
+                                       "metadata",
+                                       "failure_reason",
+                                       "shutdown_reason",
+                                       NULL};
     cJSON *out = cJSON_CreateObject();
     size_t i;
 
@@ -153,12 +160,11 @@ static int keep_alive_ok(const struct lc *lc, const struct rlmcp_h *h,
 }
 
 /* Copy optional string args into the create body. */
-static int add_strings(const struct rlmcp_h *h, const cJSON *args,
-                       cJSON *body, int *n_sources)
+static int add_strings(const struct rlmcp_h *h, const cJSON *args, cJSON *body,
+                       int *n_sources)
 {
     static const char *const names[] = {"name", "blueprint_id",
-                                        "blueprint_name", "snapshot_id",
-                                        NULL};
+                                        "blueprint_name", "snapshot_id", NULL};
     size_t i;
 
     for (i = 0; names[i] != NULL; i++) {
@@ -183,8 +189,8 @@ static int build_launch(const struct lc *lc, const struct rlmcp_h *h,
                         const cJSON *args, cJSON *body)
 {
     cJSON *lp = cJSON_CreateObject();
-    const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(args,
-                                                         "launch_commands");
+    const cJSON *cmds =
+        cJSON_GetObjectItemCaseSensitive(args, "launch_commands");
     const cJSON *it = NULL;
     const char *size = NULL, *arch = NULL, *on_idle = NULL;
     long long keep = lc->default_keep, idle = 0;
@@ -202,8 +208,8 @@ static int build_launch(const struct lc *lc, const struct rlmcp_h *h,
         rc = rlmcp_h_arg_int(h, args, "keep_alive_time_seconds", false, 1,
                              10000000, &keep);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(h, args, "idle_time_seconds", false, 1,
-                             10000000, &idle);
+        rc = rlmcp_h_arg_int(h, args, "idle_time_seconds", false, 1, 10000000,
+                             &idle);
     if (rc != RLMCP_OK)
         return rc;
     if (keep > 0) {
@@ -283,8 +289,7 @@ static int write_files(const struct rlmcp_h *h, const char *id,
     cJSON_ArrayForEach(it, files)
     {
         cJSON *body = cJSON_CreateObject();
-        char *what = rlmcp_h_sprintf("writing %s on devbox %s", it->string,
-                                     id);
+        char *what = rlmcp_h_sprintf("writing %s on devbox %s", it->string, id);
         cJSON_AddStringToObject(body, "file_path", it->string);
         cJSON_AddStringToObject(body, "contents", it->valuestring);
         rc = rlmcp_h_request(h, "POST", path, body, NULL,
@@ -332,8 +337,8 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
 }
 
 /* Wait until the new devbox runs, then write the files into it. */
-static int await_running(struct lc *lc, const struct rlmcp_h *h,
-                         const char *id, const cJSON *files, cJSON **ready)
+static int await_running(struct lc *lc, const struct rlmcp_h *h, const char *id,
+                         const cJSON *files, cJSON **ready)
 {
     int rc = rlmcp_h_devbox_wait(h, id, running_set,
                                  (uint64_t)lc->wait_s * 1000u, ready);
@@ -389,7 +394,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- list_devboxes -------------------------------------------------------- */
+/* ---- list_devboxes --------------------------------------------------------
+ */
 
 static const char list_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
@@ -436,14 +442,13 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     path = rlmcp_h_sprintf("/v1/devboxes?limit=%lld%s%s%s%s", limit,
                            status ? "&status=" : "", status ? status : "",
-                           after ? "&starting_after=" : "",
-                           after ? after : "");
+                           after ? "&starting_after=" : "", after ? after : "");
     if (path == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing devboxes",
-                         &page);
+    rc =
+        rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing devboxes", &page);
     if (rc != RLMCP_OK)
         goto out;
     items = cJSON_GetObjectItemCaseSensitive(page, "devboxes");
@@ -463,9 +468,9 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
             continue;
         cJSON_AddItemToArray(arr, devbox_summary(it));
     }
-    cJSON_AddBoolToObject(out, "has_more",
-                          cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                              page, "has_more")));
+    cJSON_AddBoolToObject(
+        out, "has_more",
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "has_more")));
     if (last != NULL &&
         cJSON_IsString(cJSON_GetObjectItemCaseSensitive(last, "id")) &&
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "has_more")))
@@ -481,7 +486,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- simple per-devbox calls ------------------------------------------------ */
+/* ---- simple per-devbox calls ------------------------------------------------
+ */
 
 /*
  * One request on one devbox: method + "/v1/devboxes/{id}" + suffix. The
@@ -538,14 +544,16 @@ out:
 }
 
 static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PROP("to use") "},\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PROP("to use") "},\"required\":[\"devbox_id\"]}";
 
 static const char shutdown_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PROP("to shut down") ",\"force\":{\"type\":\"boolean\","
-    "\"description\":\"Shut down even while a snapshot is in progress "
-    "(default false).\"}},\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PROP(
+        "to shut down") ",\"force\":{\"type\":\"boolean\","
+                        "\"description\":\"Shut down even while a snapshot is "
+                        "in progress "
+                        "(default false).\"}},\"required\":[\"devbox_id\"]}";
 
 static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -554,12 +562,11 @@ static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 
 static int t_shutdown(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return devbox_call(ud, call, aj, al, shutdown_schema, "POST",
-                       "/shutdown", true);
+    return devbox_call(ud, call, aj, al, shutdown_schema, "POST", "/shutdown",
+                       true);
 }
 
-static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al,
-                        void *ud)
+static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     return devbox_call(ud, call, aj, al, id_schema, "POST", "/keep_alive",
                        false);
@@ -570,17 +577,18 @@ static int t_usage(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return devbox_call(ud, call, aj, al, id_schema, "GET", "/usage", false);
 }
 
-/* ---- suspend / resume: act, then wait for the target state -------------------- */
+/* ---- suspend / resume: act, then wait for the target state
+ * -------------------- */
 
 static const char wait_id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PROP("to act on") ",\"wait\":{\"type\":\"boolean\",\"description\":"
-    "\"Wait for the new state (default true).\"}},"
-    "\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PROP("to act on") ",\"wait\":{\"type\":\"boolean\",\"description\":"
+                             "\"Wait for the new state (default true).\"}},"
+                             "\"required\":[\"devbox_id\"]}";
 
 static int transition(struct lc *lc, rlmcp_call *call, const char *aj,
-                      size_t al, const char *suffix,
-                      const char *const *target, bool resume)
+                      size_t al, const char *suffix, const char *const *target,
+                      bool resume)
 {
     struct rlmcp_h h = {lc->api, call};
     cJSON *args = NULL, *got = NULL, *ready = NULL;
@@ -621,8 +629,8 @@ done:
     } else {
         cJSON *res = cJSON_CreateObject();
         cJSON_AddStringToObject(res, "id", id);
-        cJSON_AddStringToObject(res, "status", resume ? "resuming"
-                                                      : "suspending");
+        cJSON_AddStringToObject(res, "status",
+                                resume ? "resuming" : "suspending");
         rc = rlmcp_h_result_json(&h, res);
         cJSON_Delete(res);
     }
@@ -645,15 +653,19 @@ static int t_resume(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return transition(ud, call, aj, al, "/resume", running_set, true);
 }
 
-/* ---- update_devbox ------------------------------------------------------------ */
+/* ---- update_devbox
+ * ------------------------------------------------------------ */
 
 static const char update_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    ID_PROP("to update") ",\"name\":{\"type\":\"string\",\"description\":"
-    "\"New name; an empty string clears it.\"},\"metadata\":{\"type\":"
-    "\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-    "\"description\":\"Replaces ALL metadata; {} clears it.\"}},"
-    "\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PROP("to update") ",\"name\":{\"type\":\"string\",\"description\":"
+                             "\"New name; an empty string clears "
+                             "it.\"},\"metadata\":{\"type\":"
+                             "\"object\",\"additionalProperties\":{\"type\":"
+                             "\"string\"},"
+                             "\"description\":\"Replaces ALL metadata; {} "
+                             "clears it.\"}},"
+                             "\"required\":[\"devbox_id\"]}";
 
 static int t_update(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -702,7 +714,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- registration -------------------------------------------------------------- */
+/* ---- registration
+ * -------------------------------------------------------------- */
 
 static const char ok_out[] =
     "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
@@ -733,8 +746,8 @@ static const struct rlmcp_h_tool specs[] = {
      "Shut down devboxes are hidden unless you ask for status=shutdown.",
      list_schema, list_out, RO_ANN, t_list, true},
     {"get_devbox", "Get a devbox",
-     "Get one devbox: status, name, metadata, launch parameters.",
-     id_schema, DEVBOX_OUT, RO_ANN, t_get, true},
+     "Get one devbox: status, name, metadata, launch parameters.", id_schema,
+     DEVBOX_OUT, RO_ANN, t_get, true},
     {"update_devbox", "Update a devbox",
      "Change a devbox's name and/or replace its metadata.", update_schema,
      DEVBOX_OUT,
@@ -813,8 +826,8 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
     }
     if (!rlmcp_h_cfg_int(cfg, "default_keep_alive_seconds", 0,
                          &lc->default_keep) ||
-        (lc->default_keep != 0 &&
-         (lc->default_keep < lc->min_keep || lc->default_keep > lc->max_keep))) {
+        (lc->default_keep != 0 && (lc->default_keep < lc->min_keep ||
+                                   lc->default_keep > lc->max_keep))) {
         api->set_error(self, "config default_keep_alive_seconds must be an "
                              "integer between min_keep_alive_seconds and "
                              "max_keep_alive_seconds");
@@ -834,8 +847,10 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
         cJSON_ArrayForEach(it, md)
         {
             if (!cJSON_IsString(it)) {
-                api->set_error(self, "config default_metadata.%s must be a "
-                                     "string", it->string);
+                api->set_error(self,
+                               "config default_metadata.%s must be a "
+                               "string",
+                               it->string);
                 goto out;
             }
         }

@@ -26,22 +26,28 @@ struct snap {
     long long poll_ms;
 };
 
-static const char *const snapshot_keys[] = {
-    "id", "name", "source_devbox_id", "source_blueprint_id",
-    "create_time_ms", "size_bytes", "commit_message", "metadata", NULL};
+static const char *const snapshot_keys[] = {"id",
+                                            "name",
+                                            "source_devbox_id",
+                                            "source_blueprint_id",
+                                            "create_time_ms",
+                                            "size_bytes",
+                                            "commit_message",
+                                            "metadata",
+                                            NULL};
 
-#define SNAPSHOT_ID_PROP(what)                                               \
-    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Id of the "    \
-    "snapshot " what ", as returned by create_snapshot or list_snapshots."  \
+#define SNAPSHOT_ID_PROP(what)                                                 \
+    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Id of the "        \
+    "snapshot " what ", as returned by create_snapshot or list_snapshots."     \
     "\"}"
 
-#define SNAPSHOT_PROPS                                                       \
-    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"          \
-    "\"source_devbox_id\":{\"type\":\"string\"},"                           \
-    "\"source_blueprint_id\":{\"type\":\"string\"},"                        \
-    "\"create_time_ms\":{\"type\":\"integer\"},"                            \
-    "\"size_bytes\":{\"type\":\"integer\"},"                                \
-    "\"commit_message\":{\"type\":\"string\"},"                             \
+#define SNAPSHOT_PROPS                                                         \
+    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"             \
+    "\"source_devbox_id\":{\"type\":\"string\"},"                              \
+    "\"source_blueprint_id\":{\"type\":\"string\"},"                           \
+    "\"create_time_ms\":{\"type\":\"integer\"},"                               \
+    "\"size_bytes\":{\"type\":\"integer\"},"                                   \
+    "\"commit_message\":{\"type\":\"string\"},"                                \
     "\"metadata\":{\"type\":\"object\"}"
 
 static const char create_schema[] =
@@ -87,8 +93,8 @@ static const char list_out[] =
     "\"required\":[\"snapshots\",\"has_more\"]}";
 
 static const char delete_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    SNAPSHOT_ID_PROP("to delete") "},\"required\":[\"snapshot_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" SNAPSHOT_ID_PROP("to delete") "},\"required\":[\"snapshot_id\"]}";
 
 static const char delete_out[] =
     "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
@@ -96,17 +102,18 @@ static const char delete_out[] =
     "\"required\":[\"snapshot_id\",\"deleted\"]}";
 
 static const char status_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    SNAPSHOT_ID_PROP("to check") "},\"required\":[\"snapshot_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" SNAPSHOT_ID_PROP("to check") "},\"required\":[\"snapshot_id\"]}";
 
 static const char status_out[] =
     "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
     "\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"in_progress\","
     "\"complete\",\"error\",\"deleted\"]},\"error_message\":{\"type\":"
-    "\"string\"},\"snapshot\":{\"type\":\"object\",\"properties\":{"
-    SNAPSHOT_PROPS "}}},\"required\":[\"snapshot_id\",\"status\"]}";
+    "\"string\"},\"snapshot\":{\"type\":\"object\",\"properties\":"
+    "{" SNAPSHOT_PROPS "}}},\"required\":[\"snapshot_id\",\"status\"]}";
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 static const char *str_of(const cJSON *obj, const char *key)
 {
@@ -154,10 +161,10 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
-/* ---- create_snapshot -------------------------------------------------------- */
+/* ---- create_snapshot --------------------------------------------------------
+ */
 
-static int create_body(const struct rlmcp_h *h, const cJSON *args,
-                       cJSON **out)
+static int create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
     const char *name = NULL, *msg = NULL;
     const cJSON *md = NULL;
@@ -201,8 +208,7 @@ static int poll_status(struct snap *sn, const struct rlmcp_h *h,
     uint64_t deadline = start + (uint64_t)sn->wait_s * 1000u;
     /* Also bounded in polls, so the bound holds when sleeps are short. */
     long long polls_left = sn->wait_s * 1000 / sn->poll_ms + 1;
-    char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status",
-                                 sid);
+    char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
     char *what = rlmcp_h_sprintf("snapshot %s", sid);
     double n = 0;
     int rc = RLMCP_ENOMEM;
@@ -222,9 +228,9 @@ static int poll_status(struct snap *sn, const struct rlmcp_h *h,
         if (st == NULL || strcmp(st, "in_progress") != 0 ||
             rlmcp_h_now_ms() >= deadline || --polls_left <= 0)
             break;
-        note = rlmcp_h_sprintf("snapshot %s in progress (%llu s)", sid,
-                               (unsigned long long)((rlmcp_h_now_ms() -
-                                                     start) / 1000u));
+        note = rlmcp_h_sprintf(
+            "snapshot %s in progress (%llu s)", sid,
+            (unsigned long long)((rlmcp_h_now_ms() - start) / 1000u));
         h->api->progress(h->call, ++n, -1, note);
         free(note);
         rc = h->api->sleep_ms(h->call, (uint32_t)sn->poll_ms);
@@ -239,8 +245,7 @@ out:
 
 /* Turn the final status view into the result or an error. */
 static int finish_create(struct snap *sn, const struct rlmcp_h *h,
-                         const char *sid, const cJSON *view,
-                         const cJSON *st)
+                         const char *sid, const cJSON *view, const cJSON *st)
 {
     const char *status = str_of(st, "status");
     const char *err = str_of(st, "error_message");
@@ -252,8 +257,7 @@ static int finish_create(struct snap *sn, const struct rlmcp_h *h,
                             "status query without a status",
                             sid);
     if (strcmp(status, "complete") == 0)
-        return snapshot_result(h, cJSON_IsObject(final) ? final : view,
-                               status);
+        return snapshot_result(h, cJSON_IsObject(final) ? final : view, status);
     if (strcmp(status, "in_progress") == 0)
         return rlmcp_h_fail_remedy(
             h, RLMCP_ERR_TIMEOUT,
@@ -263,8 +267,7 @@ static int finish_create(struct snap *sn, const struct rlmcp_h *h,
             sn->wait_s);
     if (strcmp(status, "deleted") == 0)
         return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
-                            "snapshot %s was deleted before it completed",
-                            sid);
+                            "snapshot %s was deleted before it completed", sid);
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_INTERNAL,
         "Check the devbox with get_devbox and try create_snapshot again.",
@@ -336,7 +339,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- list_snapshots ---------------------------------------------------------- */
+/* ---- list_snapshots
+ * ---------------------------------------------------------- */
 
 /* Append "&name=value" (value URL-encoded) when value is set. */
 static int add_query(char **path, const char *name, const char *value)
@@ -389,8 +393,8 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = add_query(&path, "starting_after", after);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL,
-                             "listing snapshots", &page);
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing snapshots",
+                             &page);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_page_result(&h, page, "snapshots", snapshot_keys,
                                  "listing snapshots", &res);
@@ -404,7 +408,8 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- delete_snapshot / get_snapshot_status ------------------------------------------ */
+/* ---- delete_snapshot / get_snapshot_status
+ * ------------------------------------------ */
 
 static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -467,9 +472,9 @@ static int t_status(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     status = str_of(st, "status");
     if (status == NULL) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "%s: the Runloop API answered without a status",
-                          what);
+        rc =
+            rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                         "%s: the Runloop API answered without a status", what);
         goto out;
     }
     res = cJSON_CreateObject();
@@ -492,10 +497,11 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- registration -------------------------------------------------------------- */
+/* ---- registration
+ * -------------------------------------------------------------- */
 
-#define RO_ANN                                                               \
-    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                     \
+#define RO_ANN                                                                 \
+    "{\"readOnlyHint\":true,\"destructiveHint\":false,"                        \
     "\"idempotentHint\":true,\"openWorldHint\":true}"
 
 static const struct rlmcp_h_tool specs[] = {

@@ -121,21 +121,20 @@ out:
     return out;
 }
 
-static int fail_v(const struct rlmcp_h *h, const char *code,
-                  const char *remedy, const char *fmt, va_list ap)
+static int fail_v(const struct rlmcp_h *h, const char *code, const char *remedy,
+                  const char *fmt, va_list ap)
 {
     char *msg = NULL;
 
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
-    h->api->result_error(h->call, code, remedy, "%s",
-                         msg != NULL ? msg : code);
+    h->api->result_error(h->call, code, remedy, "%s", msg != NULL ? msg : code);
     free(msg);
     return RLMCP_H_REPORTED;
 }
 
-int rlmcp_h_fail(const struct rlmcp_h *h, const char *code,
-                 const char *fmt, ...)
+int rlmcp_h_fail(const struct rlmcp_h *h, const char *code, const char *fmt,
+                 ...)
 {
     va_list ap;
     int rc;
@@ -183,8 +182,7 @@ int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
                             what);
     case RLMCP_ETIMEDOUT:
         return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
-                            "%s: the Runloop API did not answer in time",
-                            what);
+                            "%s: the Runloop API did not answer in time", what);
     case RLMCP_ENOMEM:
         return RLMCP_ENOMEM;
     default:
@@ -193,7 +191,8 @@ int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
     }
 }
 
-/* ---- requests ------------------------------------------------------------- */
+/* ---- requests -------------------------------------------------------------
+ */
 
 static int do_request(const struct rlmcp_h *h, const char *method,
                       const char *path, const cJSON *body,
@@ -279,7 +278,8 @@ out:
     return rc;
 }
 
-/* ---- arguments ------------------------------------------------------------ */
+/* ---- arguments ------------------------------------------------------------
+ */
 
 int rlmcp_h_args(const struct rlmcp_h *h, const char *json, size_t len,
                  cJSON **out)
@@ -333,7 +333,8 @@ int rlmcp_h_arg_int(const struct rlmcp_h *h, const cJSON *args,
 
     if (it == NULL || cJSON_IsNull(it))
         return required ? missing(h, name) : RLMCP_OK;
-    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble)
+    if (!cJSON_IsNumber(it) ||
+        it->valuedouble != (double)(long long)it->valuedouble)
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
                             "argument '%s' must be an integer", name);
     v = it->valuedouble;
@@ -370,8 +371,7 @@ int rlmcp_h_arg_str_map(const struct rlmcp_h *h, const cJSON *args,
         return RLMCP_OK;
     if (!cJSON_IsObject(it))
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
-                            "argument '%s' must be an object of strings",
-                            name);
+                            "argument '%s' must be an object of strings", name);
     cJSON_ArrayForEach(v, it)
     {
         if (!cJSON_IsString(v))
@@ -398,8 +398,8 @@ bool rlmcp_h_id_valid(const char *s)
     return n > 0 && n <= 128 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args,
-                   const char *name, bool required, const char **out)
+int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args, const char *name,
+                   bool required, const char **out)
 {
     const char *v = NULL;
     int rc = rlmcp_h_arg_str(h, args, name, required, &v);
@@ -416,7 +416,8 @@ int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args,
     return RLMCP_OK;
 }
 
-/* ---- results --------------------------------------------------------------- */
+/* ---- results ---------------------------------------------------------------
+ */
 
 int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj)
 {
@@ -430,12 +431,13 @@ int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj)
     return rc;
 }
 
-/* ---- config ------------------------------------------------------------------ */
+/* ---- config
+ * ------------------------------------------------------------------ */
 
-/* ---- tool registration ---------------------------------------------------- */
+/* ---- tool registration ----------------------------------------------------
+ */
 
-int rlmcp_h_register_tools(rlmcp_plugin *self,
-                           const struct rlmcp_host_api *api,
+int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms)
 {
@@ -479,8 +481,7 @@ bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
     return true;
 }
 
-bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def,
-                      bool *out)
+bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, name);
 
@@ -493,7 +494,8 @@ bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def,
     return true;
 }
 
-/* ---- base64 ------------------------------------------------------------------ */
+/* ---- base64
+ * ------------------------------------------------------------------ */
 
 static const char b64chars[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -508,7 +510,8 @@ char *rlmcp_h_b64_encode(const void *data, size_t len, size_t *out_len)
     if (out == NULL)
         return NULL;
     for (i = 0; i + 2 < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        uint32_t v =
+            (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
         out[o++] = b64chars[v >> 18 & 63];
         out[o++] = b64chars[v >> 12 & 63];
         out[o++] = b64chars[v >> 6 & 63];
@@ -593,7 +596,8 @@ bad:
     return NULL;
 }
 
-/* ---- text ------------------------------------------------------------------------ */
+/* ---- text
+ * ------------------------------------------------------------------------ */
 
 /* Length of the valid UTF-8 sequence at p (max n bytes), 0 if invalid. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
@@ -650,20 +654,34 @@ struct mime_ext {
 };
 
 static const struct mime_ext mime_exts[] = {
-    {"png", "image/png"},        {"jpg", "image/jpeg"},
-    {"jpeg", "image/jpeg"},      {"gif", "image/gif"},
-    {"webp", "image/webp"},      {"svg", "image/svg+xml"},
-    {"pdf", "application/pdf"},  {"zip", "application/zip"},
-    {"gz", "application/gzip"},  {"tgz", "application/gzip"},
-    {"tar", "application/x-tar"}, {"json", "application/json"},
-    {"xml", "application/xml"},  {"html", "text/html"},
-    {"htm", "text/html"},        {"css", "text/css"},
-    {"js", "text/javascript"},   {"txt", "text/plain"},
-    {"md", "text/markdown"},     {"csv", "text/csv"},
-    {"py", "text/x-python"},     {"c", "text/x-c"},
-    {"h", "text/x-c"},           {"sh", "application/x-sh"},
-    {"wasm", "application/wasm"}, {"mp3", "audio/mpeg"},
-    {"wav", "audio/wav"},        {"mp4", "video/mp4"},
+    {"png", "image/png"},
+    {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},
+    {"gif", "image/gif"},
+    {"webp", "image/webp"},
+    {"svg", "image/svg+xml"},
+    {"pdf", "application/pdf"},
+    {"zip", "application/zip"},
+    {"gz", "application/gzip"},
+    {"tgz", "application/gzip"},
+    {"tar", "application/x-tar"},
+    {"json", "application/json"},
+    {"xml", "application/xml"},
+    {"html", "text/html"},
+    {"htm", "text/html"},
+    {"css", "text/css"},
+    {"js", "text/javascript"},
+    {"txt", "text/plain"},
+    {"md", "text/markdown"},
+    {"csv", "text/csv"},
+    {"py", "text/x-python"},
+    {"c", "text/x-c"},
+    {"h", "text/x-c"},
+    {"sh", "application/x-sh"},
+    {"wasm", "application/wasm"},
+    {"mp3", "audio/mpeg"},
+    {"wav", "audio/wav"},
+    {"mp4", "video/mp4"},
 };
 
 const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len)
@@ -683,7 +701,8 @@ const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len)
         return "image/png";
     if (len >= 3 && memcmp(p, "\xff\xd8\xff", 3) == 0)
         return "image/jpeg";
-    if (len >= 6 && (memcmp(p, "GIF87a", 6) == 0 || memcmp(p, "GIF89a", 6) == 0))
+    if (len >= 6 &&
+        (memcmp(p, "GIF87a", 6) == 0 || memcmp(p, "GIF89a", 6) == 0))
         return "image/gif";
     if (len >= 5 && memcmp(p, "%PDF-", 5) == 0)
         return "application/pdf";
@@ -691,7 +710,10 @@ const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len)
         return "application/zip";
     if (len >= 2 && memcmp(p, "\x1f\x8b", 2) == 0)
         return "application/gzip";
-    if (len >= 4 && memcmp(p, "\x7f" "ELF", 4) == 0)
+    if (len >= 4 && memcmp(p,
+                           "\x7f"
+                           "ELF",
+                           4) == 0)
         return "application/x-executable";
     if (rlmcp_h_is_text(data, len))
         return "text/plain";
@@ -742,7 +764,8 @@ uint64_t rlmcp_h_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* ---- capture ------------------------------------------------------------------------ */
+/* ---- capture
+ * ------------------------------------------------------------------------ */
 
 bool rlmcp_h_capture_init(struct rlmcp_h_capture *c, size_t max)
 {
@@ -835,8 +858,8 @@ static size_t utf8_tail_trim(const char *p, size_t n)
            ((unsigned char)p[n - 1 - back] & 0xC0) == 0x80)
         back++;
     if (back < n) {
-        size_t need = utf8_seq((const unsigned char *)p + n - 1 - back,
-                               back + 1);
+        size_t need =
+            utf8_seq((const unsigned char *)p + n - 1 - back, back + 1);
         if (need == 0 && (unsigned char)p[n - 1 - back] >= 0xC0)
             return back + 1;
     }
@@ -884,8 +907,8 @@ char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
                                  "get_execution_logs execution_id=%s]\u2026\n",
                                  omitted, execution_id);
     else
-        marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes]\u2026\n",
-                                 omitted);
+        marker =
+            rlmcp_h_sprintf("\n\u2026[truncated %zu bytes]\u2026\n", omitted);
     if (marker == NULL)
         goto out;
     out = rlmcp_h_sprintf("%.*s%s%.*s", (int)head_len, c->head, marker,
@@ -896,10 +919,11 @@ out:
     return out;
 }
 
-/* ---- schema-driven argument check ---------------------------------------------- */
+/* ---- schema-driven argument check
+ * ---------------------------------------------- */
 
-int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json,
-                        size_t len, const char *schema_json, cJSON **out)
+int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json, size_t len,
+                        const char *schema_json, cJSON **out)
 {
     cJSON *schema = NULL;
     cJSON *args = NULL;
@@ -950,7 +974,8 @@ out:
     return rc;
 }
 
-/* ---- devboxes ------------------------------------------------------------------- */
+/* ---- devboxes
+ * ------------------------------------------------------------------- */
 
 const char *rlmcp_h_devbox_status(const cJSON *dbx)
 {
@@ -1030,8 +1055,7 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
         cJSON_AddItemToArray(arr, cJSON_CreateString(statuses[i]));
     /* Look first: the common case is already there, or nearly. */
     rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &dbx);
-    while (rc == RLMCP_OK &&
-           !status_in(rlmcp_h_devbox_status(dbx), statuses) &&
+    while (rc == RLMCP_OK && !status_in(rlmcp_h_devbox_status(dbx), statuses) &&
            rlmcp_h_now_ms() < deadline) {
         long status = 0;
         cJSON *got = NULL;
@@ -1093,8 +1117,8 @@ int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
         return rc;
     if (rc == RLMCP_OK && resp->status == 404) {
         h->api->http_resp_free(resp);
-        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
-                            "devbox %s does not exist", devbox_id);
+        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND, "devbox %s does not exist",
+                            devbox_id);
     }
     if (rc == RLMCP_OK && resp->status >= 200 && resp->status <= 299)
         dbx = cJSON_ParseWithLength(resp->body, resp->body_len);
@@ -1121,4 +1145,3 @@ plain:
                         msg != NULL && msg[0] ? ": " : "",
                         msg != NULL ? msg : "");
 }
-

@@ -62,8 +62,8 @@ const char *rlmcp_h_remedy_for_code(const char *code);
 char *rlmcp_h_error_message(const char *body, size_t len);
 
 /* result_error with the code's default remedy. Returns RLMCP_H_REPORTED. */
-int rlmcp_h_fail(const struct rlmcp_h *h, const char *code,
-                 const char *fmt, ...) RLMCP_PRINTF(3, 4);
+int rlmcp_h_fail(const struct rlmcp_h *h, const char *code, const char *fmt,
+                 ...) RLMCP_PRINTF(3, 4);
 /* Same with a remedy of the caller's choice. */
 int rlmcp_h_fail_remedy(const struct rlmcp_h *h, const char *code,
                         const char *remedy, const char *fmt, ...)
@@ -133,8 +133,8 @@ int rlmcp_h_arg_bool(const struct rlmcp_h *h, const cJSON *args,
 int rlmcp_h_arg_str_map(const struct rlmcp_h *h, const cJSON *args,
                         const char *name, const cJSON **out);
 /* An id used in a URL path: 1-128 chars of [A-Za-z0-9_.-]. */
-int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args,
-                   const char *name, bool required, const char **out);
+int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args, const char *name,
+                   bool required, const char **out);
 bool rlmcp_h_id_valid(const char *s);
 
 /*
@@ -143,8 +143,8 @@ bool rlmcp_h_id_valid(const char *s);
  * required names are invalid_argument errors. Types are checked by the
  * getters below.
  */
-int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json,
-                        size_t len, const char *schema_json, cJSON **out);
+int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json, size_t len,
+                        const char *schema_json, cJSON **out);
 
 /* ---- devboxes ------------------------------------------------------------ */
 
@@ -209,8 +209,7 @@ struct rlmcp_h_tool {
  * long_timeout_ms. On failure the plugin error names the tool and the
  * code is returned (the caller's init fails).
  */
-int rlmcp_h_register_tools(rlmcp_plugin *self,
-                           const struct rlmcp_host_api *api,
+int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms);
 
@@ -219,8 +218,7 @@ int rlmcp_h_register_tools(rlmcp_plugin *self,
 /* Integer from a config object; def when absent; false when wrong type. */
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out);
-bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def,
-                      bool *out);
+bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out);
 
 /* ---- text utilities ------------------------------------------------------ */
 

@@ -95,8 +95,8 @@ static int svc_register_tool(rlmcp_plugin *self,
 
     if (!fh.in_init)
         return RLMCP_ESTATE;
-    if (def->name == NULL || def->handler == NULL ||
-        def->description == NULL || def->input_schema_json == NULL)
+    if (def->name == NULL || def->handler == NULL || def->description == NULL ||
+        def->input_schema_json == NULL)
         return RLMCP_EINVAL;
     for (i = 0; i < fh.n_tools; i++) {
         if (strcmp(fh.tools[i].name, def->name) == 0)
@@ -169,8 +169,7 @@ static const char *svc_config_json(rlmcp_plugin *self, size_t *len_out)
     return fh.config;
 }
 
-static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt,
-                     va_list ap)
+static void svc_vlog(rlmcp_plugin *self, int level, const char *fmt, va_list ap)
 {
     if (getenv("FH_VERBOSE") == NULL)
         return;
@@ -207,13 +206,20 @@ static void svc_free(void *p)
 static const char *svc_strerror(int code)
 {
     switch (code) {
-    case RLMCP_OK: return "ok";
-    case RLMCP_EINVAL: return "invalid argument";
-    case RLMCP_ENOMEM: return "out of memory";
-    case RLMCP_ECANCELLED: return "cancelled";
-    case RLMCP_ETIMEDOUT: return "timed out";
-    case RLMCP_EHTTP: return "transport failure";
-    default: return "error";
+    case RLMCP_OK:
+        return "ok";
+    case RLMCP_EINVAL:
+        return "invalid argument";
+    case RLMCP_ENOMEM:
+        return "out of memory";
+    case RLMCP_ECANCELLED:
+        return "cancelled";
+    case RLMCP_ETIMEDOUT:
+        return "timed out";
+    case RLMCP_EHTTP:
+        return "transport failure";
+    default:
+        return "error";
     }
 }
 
@@ -238,8 +244,8 @@ static int svc_result_text(rlmcp_call *call, const char *text)
 static int svc_result_content(rlmcp_call *call, const char *json, size_t len)
 {
     cJSON *o = cJSON_ParseWithLength(json, len);
-    bool ok = cJSON_IsObject(o) &&
-              cJSON_IsString(cJSON_GetObjectItem(o, "type"));
+    bool ok =
+        cJSON_IsObject(o) && cJSON_IsString(cJSON_GetObjectItem(o, "type"));
     cJSON_Delete(o);
     return ok ? RLMCP_OK : RLMCP_EINVAL;
 }
@@ -432,8 +438,7 @@ static void svc_http_resp_free(struct rlmcp_http_resp *resp)
 }
 
 static int svc_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
-                           rlmcp_sse_fn on_event, void *user,
-                           long *status_out)
+                           rlmcp_sse_fn on_event, void *user, long *status_out)
 {
     struct fh_route_ent *route;
     size_t i;
@@ -729,8 +734,7 @@ int fh_call(const char *tool, const char *args_json)
         return RLMCP_ENOTFOUND;
     }
     return t->handler(&fh_the_call, args_json,
-                      args_json != NULL ? strlen(args_json) : 0,
-                      t->user_data);
+                      args_json != NULL ? strlen(args_json) : 0, t->user_data);
 }
 
 size_t fh_request_count(void)
@@ -761,8 +765,7 @@ const struct fh_request *fh_find_last_request(const char *method,
     size_t i;
     for (i = fh.n_reqs; i > 0; i--) {
         if (strcmp(fh.reqs[i - 1].method, method) == 0 &&
-            strncmp(fh.reqs[i - 1].path, path_prefix,
-                    strlen(path_prefix)) == 0)
+            strncmp(fh.reqs[i - 1].path, path_prefix, strlen(path_prefix)) == 0)
             return &fh.reqs[i - 1];
     }
     return NULL;

@@ -40,7 +40,7 @@
 #define DEVBOXD RLMCP_BINARY_DIR "/bin/devboxd"
 
 static const char *const g_vars[] = {
-    "RUNLOOP_API_KEY", "RUNLOOP_BASE_URL", "RLMCP_STATE_DIR",
+    "RUNLOOP_API_KEY", "RUNLOOP_BASE_URL",      "RLMCP_STATE_DIR",
     "XDG_STATE_HOME",  "RLMCP_DEVBOXD_WAIT_MS", NULL};
 
 static int clear_env(void **state)
@@ -161,8 +161,8 @@ static void t_auto_env_key_is_cloud(void **state)
     assert_string_equal(backend_base_url(b), "https://api.runloop.ai");
     assert_null(backend_state_dir(b));
     contains(backend_description(b), "backend: Runloop API at "
-                                  "https://api.runloop.ai (auto: "
-                                  "RUNLOOP_API_KEY is set");
+                                     "https://api.runloop.ai (auto: "
+                                     "RUNLOOP_API_KEY is set");
     contains(backend_description(b), "default key from RUNLOOP_API_KEY");
     backend_free(b);
 }
@@ -198,7 +198,7 @@ static void t_auto_base_url_is_cloud(void **state)
     assert_null(backend_api_key(b));
     assert_string_equal(backend_base_url(b), "http://127.0.0.1:9");
     contains(backend_description(b), "(auto: RUNLOOP_BASE_URL is set; URL from "
-                                  "RUNLOOP_BASE_URL; no key");
+                                     "RUNLOOP_BASE_URL; no key");
     backend_free(b);
 
     /* A base URL in the deployment alone does not leave the local engine. */
@@ -274,7 +274,7 @@ static void t_local_explicit(void **state)
     assert_null(backend_api_key(b)); /* a cloud key never goes to devboxd */
     assert_string_equal(backend_base_url(b), "http://localhost");
     contains(backend_description(b), "(runloop.backend: local; "
-                                  "RUNLOOP_BASE_URL ignored)");
+                                     "RUNLOOP_BASE_URL ignored)");
     backend_free(b);
 }
 
@@ -457,7 +457,8 @@ static bool devboxd_ready(void)
     if (stat(RLMCP_SOURCE_DIR "/devboxd/CMakeLists.txt", &st) == 0)
         fail_msg("devboxd has landed but %s is not built", DEVBOXD);
     print_message("SKIPPED: %s not built and devboxd/ has no CMakeLists.txt "
-                  "yet\n", DEVBOXD);
+                  "yet\n",
+                  DEVBOXD);
     return false;
 }
 
@@ -489,7 +490,8 @@ static int engines_for(const char *dir, int *pids, int max)
             continue;
         stat_line[got] = '\0';
         rp = strrchr(stat_line, ')');
-        if (rp == NULL || rp[2] == 'Z' || strstr(stat_line, "(devboxd)") == NULL)
+        if (rp == NULL || rp[2] == 'Z' ||
+            strstr(stat_line, "(devboxd)") == NULL)
             continue;
         snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
         fd = open(path, O_RDONLY);

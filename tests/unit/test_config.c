@@ -115,7 +115,8 @@ static void test_full_file(void **state)
         "  read_only: true\n"
         "  aliases:\n"
         "    execute_command: run_in_sandbox\n"
-        "    write_file: {name: put_file, params: {file_path: path, contents: data}}\n"
+        "    write_file: {name: put_file, params: {file_path: path, contents: "
+        "data}}\n"
         "    read_file: {params: {file_path: path}}\n";
 
     assert_int_equal(load(yaml, &cfg), 0);
@@ -125,7 +126,8 @@ static void test_full_file(void **state)
     assert_true(cfg.server.http.present);
     assert_string_equal(cfg.server.http.listen, "[::1]:9000");
     assert_int_equal(cfg.server.http.n_allowed_origins, 2);
-    assert_string_equal(cfg.server.http.allowed_origins[1], "https://b.example");
+    assert_string_equal(cfg.server.http.allowed_origins[1],
+                        "https://b.example");
     assert_null(cfg.server.http.allowed_origins[2]);
     assert_string_equal(cfg.server.http.auth_token, "tok");
     assert_true(cfg.server.http.allow_query_key);
@@ -171,15 +173,19 @@ static void test_full_file(void **state)
 static void test_unknown_keys(void **state)
 {
     expect_error("plugins: []\ntools:\n  alow: [x]\n",
-                 "t.yaml:3:3: unknown key 'alow' in 'tools'; did you mean 'allow'? (allowed: allow, exclude, read_only, aliases)",
+                 "t.yaml:3:3: unknown key 'alow' in 'tools'; did you mean "
+                 "'allow'? (allowed: allow, exclude, read_only, aliases)",
                  NULL);
-    expect_error("plugins: []\nsrever: {}\n", "t.yaml:2:1: unknown key 'srever'",
-                 "did you mean 'server'?", NULL);
-    expect_error("plugins: []\nhost:\n  zzzzzzzz: 1\n",
-                 "t.yaml:3:3: unknown key 'zzzzzzzz' in 'host' (allowed: plugin_dir,",
+    expect_error("plugins: []\nsrever: {}\n",
+                 "t.yaml:2:1: unknown key 'srever'", "did you mean 'server'?",
                  NULL);
+    expect_error(
+        "plugins: []\nhost:\n  zzzzzzzz: 1\n",
+        "t.yaml:3:3: unknown key 'zzzzzzzz' in 'host' (allowed: plugin_dir,",
+        NULL);
     expect_error("plugins:\n  - name: a\n    confg: {}\n",
-                 "t.yaml:3:5: unknown key 'confg' in 'plugins[]'; did you mean 'config'?",
+                 "t.yaml:3:5: unknown key 'confg' in 'plugins[]'; did you mean "
+                 "'config'?",
                  NULL);
     expect_error("plugins: []\nserver:\n  http:\n    listn: 1.2.3.4:5\n",
                  "t.yaml:4:5: unknown key 'listn' in 'server.http'", NULL);
@@ -190,11 +196,11 @@ static void test_unknown_keys(void **state)
 static void test_wrong_types(void **state)
 {
     expect_error("plugins: []\nhost:\n  workers: many\n",
-                 "t.yaml:3:12: 'host.workers' must be a whole number", "not 'many'",
-                 NULL);
-    expect_error("plugins: []\nhost:\n  workers: 0\n",
-                 "t.yaml:3:12: 'host.workers' is 0; it must be between 1 and 256",
-                 NULL);
+                 "t.yaml:3:12: 'host.workers' must be a whole number",
+                 "not 'many'", NULL);
+    expect_error(
+        "plugins: []\nhost:\n  workers: 0\n",
+        "t.yaml:3:12: 'host.workers' is 0; it must be between 1 and 256", NULL);
     expect_error("plugins: []\nhost:\n  workers: -3\n", "whole number", NULL);
     expect_error("plugins: []\nserver: [a]\n",
                  "t.yaml:2:9: 'server' must be a mapping", "not a list", NULL);
@@ -202,10 +208,12 @@ static void test_wrong_types(void **state)
                  "t.yaml:3:10: 'tools.allow' must be a list", NULL);
     expect_error("plugins: []\ntools:\n  allow: [[a]]\n",
                  "entries of 'tools.allow' must be names", NULL);
-    expect_error("plugins: []\ntools:\n  read_only: maybe\n",
-                 "t.yaml:3:14: 'tools.read_only' must be true or false, not 'maybe'",
+    expect_error(
+        "plugins: []\ntools:\n  read_only: maybe\n",
+        "t.yaml:3:14: 'tools.read_only' must be true or false, not 'maybe'",
+        NULL);
+    expect_error("plugins: {a: 1}\n", "t.yaml:1:10: 'plugins' must be a list",
                  NULL);
-    expect_error("plugins: {a: 1}\n", "t.yaml:1:10: 'plugins' must be a list", NULL);
     expect_error("plugins:\n  - name: a\n    config: [1]\n",
                  "t.yaml:3:13: 'config' of plugin 'a' must be a mapping", NULL);
     expect_error("plugins:\n  - name: Bad-Name\n",
@@ -219,7 +227,8 @@ static void test_wrong_types(void **state)
     expect_error("- a\n- b\n", "t.yaml:1:1: the deployment must be a mapping",
                  NULL);
     expect_error("plugins: []\ntools:\n  aliases:\n    a: [b]\n",
-                 "t.yaml:4:8: alias of 'a' must be a new name or {name: NEW, params: {OLD: NEW}}",
+                 "t.yaml:4:8: alias of 'a' must be a new name or {name: NEW, "
+                 "params: {OLD: NEW}}",
                  NULL);
     expect_error("plugins: []\ntools:\n  aliases: {a: x, b: x}\n",
                  "aliases 'a' and 'b' both rename to 'x'", NULL);
@@ -228,11 +237,13 @@ static void test_wrong_types(void **state)
 static void test_bad_enums(void **state)
 {
     expect_error("plugins: []\nserver:\n  transport: htp\n",
-                 "t.yaml:3:14: 'server.transport' is 'htp'; did you mean 'http'? (allowed: stdio, http)",
+                 "t.yaml:3:14: 'server.transport' is 'htp'; did you mean "
+                 "'http'? (allowed: stdio, http)",
                  NULL);
-    expect_error("plugins: []\nhost:\n  on_plugin_error: ignore\n",
-                 "'host.on_plugin_error' is 'ignore'; it must be one of: fail, skip",
-                 NULL);
+    expect_error(
+        "plugins: []\nhost:\n  on_plugin_error: ignore\n",
+        "'host.on_plugin_error' is 'ignore'; it must be one of: fail, skip",
+        NULL);
     expect_error("plugins: []\nrunloop:\n  backend: clod\n",
                  "did you mean 'cloud'?", NULL);
     expect_error("plugins: []\nhost:\n  log_level: loud\n",
@@ -242,17 +253,17 @@ static void test_bad_enums(void **state)
 static void test_env_expansion(void **state)
 {
     struct host_config cfg;
-    const char *yaml =
-        "server:\n"
-        "  name: ${RLMCP_T_NAME}\n"
-        "  instructions: \"a ${RLMCP_T_UNSET} b $$HOME ${RLMCP_T_EMPTY:-dflt} ${RLMCP_T_NAME:-no}\"\n"
-        "host:\n"
-        "  workers: ${RLMCP_T_WORKERS:-4}\n"
-        "runloop:\n"
-        "  api_key: ${RLMCP_T_UNSET}\n"
-        "  base_url: ${RLMCP_T_URL:-https://api.runloop.ai}\n"
-        "plugins:\n"
-        "  - name: ${RLMCP_T_PLUGIN:-exec}\n";
+    const char *yaml = "server:\n"
+                       "  name: ${RLMCP_T_NAME}\n"
+                       "  instructions: \"a ${RLMCP_T_UNSET} b $$HOME "
+                       "${RLMCP_T_EMPTY:-dflt} ${RLMCP_T_NAME:-no}\"\n"
+                       "host:\n"
+                       "  workers: ${RLMCP_T_WORKERS:-4}\n"
+                       "runloop:\n"
+                       "  api_key: ${RLMCP_T_UNSET}\n"
+                       "  base_url: ${RLMCP_T_URL:-https://api.runloop.ai}\n"
+                       "plugins:\n"
+                       "  - name: ${RLMCP_T_PLUGIN:-exec}\n";
 
     setenv("RLMCP_T_NAME", "envname", 1);
     setenv("RLMCP_T_EMPTY", "", 1);
@@ -275,11 +286,14 @@ static void test_env_expansion(void **state)
     config_free(&cfg);
 
     setenv("RLMCP_T_WORKERS", "seven", 1);
-    expect_error(yaml, "t.yaml:5:12: 'host.workers' must be a whole number", NULL);
+    expect_error(yaml, "t.yaml:5:12: 'host.workers' must be a whole number",
+                 NULL);
     unsetenv("RLMCP_T_WORKERS");
 
-    expect_error("plugins: []\nrunloop:\n  api_key: ${RLMCP_T_UNSET:?export your Runloop key}\n",
-                 "t.yaml:3:12: environment variable RLMCP_T_UNSET is not set: export your Runloop key",
+    expect_error("plugins: []\nrunloop:\n  api_key: ${RLMCP_T_UNSET:?export "
+                 "your Runloop key}\n",
+                 "t.yaml:3:12: environment variable RLMCP_T_UNSET is not set: "
+                 "export your Runloop key",
                  NULL);
     expect_error("plugins: []\nserver: {name: \"${RLMCP_T_NAME\"}\n",
                  "unterminated '${'", NULL);
@@ -295,8 +309,8 @@ static void test_yaml_syntax(void **state)
                  "t.yaml:3:", "YAML syntax error", NULL);
     expect_error("plugins: []\nserver:\n  name: a\n   transport: stdio\n",
                  "t.yaml:4:", "YAML syntax error", NULL);
-    expect_error("plugins: []\n---\nplugins: []\n",
-                 "a second YAML document", NULL);
+    expect_error("plugins: []\n---\nplugins: []\n", "a second YAML document",
+                 NULL);
 }
 
 static void test_duplicates(void **state)
@@ -304,9 +318,10 @@ static void test_duplicates(void **state)
     expect_error("plugins:\n  - name: exec\n  - files\n  - name: exec\n",
                  "t.yaml:4:5: plugin 'exec' is listed twice (first at line 2)",
                  NULL);
-    expect_error("plugins: []\nhost:\n  workers: 1\n  workers: 2\n",
-                 "t.yaml:4:3: duplicate key 'workers' in 'host' (first at line 3)",
-                 NULL);
+    expect_error(
+        "plugins: []\nhost:\n  workers: 1\n  workers: 2\n",
+        "t.yaml:4:3: duplicate key 'workers' in 'host' (first at line 3)",
+        NULL);
 }
 
 static void test_empty_and_missing(void **state)
@@ -315,7 +330,8 @@ static void test_empty_and_missing(void **state)
     expect_error("# only a comment\n", "the deployment is empty", NULL);
     expect_error("server: {name: x}\n", "no 'plugins' list", NULL);
     expect_error("plugins: []\ntools:\n  allow: [plugin:nope]\n",
-                 "t.yaml:3:11: 'plugin:nope' in 'tools.allow' names plugin 'nope', which is not in 'plugins'",
+                 "t.yaml:3:11: 'plugin:nope' in 'tools.allow' names plugin "
+                 "'nope', which is not in 'plugins'",
                  NULL);
 }
 
@@ -323,36 +339,42 @@ static void test_plugin_config_json(void **state)
 {
     struct host_config cfg;
     cJSON *j = NULL;
-    const char *yaml =
-        "plugins:\n"
-        "  - name: exec\n"
-        "    config:\n"
-        "      max_output_bytes: 65536\n"
-        "      ratio: 0.5\n"
-        "      quoted: \"123\"\n"
-        "      on: true\n"
-        "      nothing: ~\n"
-        "      port: ${RLMCP_T_PORT:-8080}\n"
-        "      langs:\n"
-        "        python: {cmd: [python3, -c]}\n"
-        "      list: [a, 1, false]\n"
-        "  - name: files\n";
+    const char *yaml = "plugins:\n"
+                       "  - name: exec\n"
+                       "    config:\n"
+                       "      max_output_bytes: 65536\n"
+                       "      ratio: 0.5\n"
+                       "      quoted: \"123\"\n"
+                       "      on: true\n"
+                       "      nothing: ~\n"
+                       "      port: ${RLMCP_T_PORT:-8080}\n"
+                       "      langs:\n"
+                       "        python: {cmd: [python3, -c]}\n"
+                       "      list: [a, 1, false]\n"
+                       "  - name: files\n";
 
     assert_int_equal(load(yaml, &cfg), 0);
     assert_string_equal(cfg.plugins[1].config_json, "{}");
     j = cJSON_Parse(cfg.plugins[0].config_json);
     assert_non_null(j);
-    assert_int_equal(cJSON_GetObjectItem(j, "max_output_bytes")->valueint, 65536);
+    assert_int_equal(cJSON_GetObjectItem(j, "max_output_bytes")->valueint,
+                     65536);
     assert_true(cJSON_GetObjectItem(j, "ratio")->valuedouble == 0.5);
     assert_true(cJSON_IsString(cJSON_GetObjectItem(j, "quoted")));
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "on")));
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "nothing")));
     assert_int_equal(cJSON_GetObjectItem(j, "port")->valueint, 8080);
-    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                            cJSON_GetObjectItem(j, "langs"), "python"), "cmd"), 1)->valuestring,
-                        "-c");
+    assert_string_equal(
+        cJSON_GetArrayItem(
+            cJSON_GetObjectItem(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(j, "langs"), "python"),
+                "cmd"),
+            1)
+            ->valuestring,
+        "-c");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "list")), 3);
-    assert_true(cJSON_IsFalse(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "list"), 2)));
+    assert_true(
+        cJSON_IsFalse(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "list"), 2)));
     cJSON_Delete(j);
     config_free(&cfg);
 
@@ -369,14 +391,19 @@ static void test_alias_bombs(void **state)
 
     /* 10^9 values from a few hundred bytes: refused, quickly. */
     used += (size_t)snprintf(yaml + used, sizeof(yaml) - used,
-                             "plugins:\n  - name: a\n    config:\n      l0: &l0 [x,x,x,x,x,x,x,x,x,x]\n");
+                             "plugins:\n  - name: a\n    config:\n      l0: "
+                             "&l0 [x,x,x,x,x,x,x,x,x,x]\n");
     for (i = 1; i < 10; i++) {
-        used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "      l%d: &l%d [", i, i);
+        used += (size_t)snprintf(yaml + used, sizeof(yaml) - used,
+                                 "      l%d: &l%d [", i, i);
         for (j = 0; j < 10; j++)
-            used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "%s*l%d", j ? "," : "", i - 1);
+            used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "%s*l%d",
+                                     j ? "," : "", i - 1);
         used += (size_t)snprintf(yaml + used, sizeof(yaml) - used, "]\n");
     }
-    expect_error(yaml, "'config' expands to more than 100000 values (YAML aliases?)", NULL);
+    expect_error(yaml,
+                 "'config' expands to more than 100000 values (YAML aliases?)",
+                 NULL);
     /* A node containing an alias to itself. */
     expect_error("plugins:\n  - name: a\n    config: &x {k: [*x]}\n",
                  "'config' is nested more than 64 levels deep", NULL);
@@ -384,14 +411,16 @@ static void test_alias_bombs(void **state)
 
 static void test_secrets_never_printed(void **state)
 {
-    expect_error("runloop:\n  api_key: sekrit-123\n  backend: bogus\nplugins: []\n",
-                 "'runloop.backend' is 'bogus'", NULL);
+    expect_error(
+        "runloop:\n  api_key: sekrit-123\n  backend: bogus\nplugins: []\n",
+        "'runloop.backend' is 'bogus'", NULL);
     assert_null(strstr(err, "sekrit"));
     expect_error("runloop:\n  api_key: [sekrit-123]\nplugins: []\n",
                  "'runloop.api_key' must be a string", NULL);
     assert_null(strstr(err, "sekrit"));
-    expect_error("server:\n  http:\n    auth_token: {v: sekrit-123}\nplugins: []\n",
-                 "'server.http.auth_token' must be a string", NULL);
+    expect_error(
+        "server:\n  http:\n    auth_token: {v: sekrit-123}\nplugins: []\n",
+        "'server.http.auth_token' must be a string", NULL);
     assert_null(strstr(err, "sekrit"));
 }
 
@@ -399,8 +428,10 @@ static void test_missing_file(void **state)
 {
     struct host_config cfg;
 
-    assert_int_equal(config_load("/nonexistent/x.yaml", &cfg, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "/nonexistent/x.yaml: cannot open the deployment file"));
+    assert_int_equal(config_load("/nonexistent/x.yaml", &cfg, err, sizeof(err)),
+                     -1);
+    assert_non_null(
+        strstr(err, "/nonexistent/x.yaml: cannot open the deployment file"));
     assert_non_null(strstr(err, "--config"));
 }
 
@@ -409,7 +440,8 @@ static void test_suggest(void **state)
     static const char *const names[] = {"run_code", "execute_command", NULL};
 
     assert_string_equal(config_suggest("run_cod", names), "run_code");
-    assert_string_equal(config_suggest("EXECUTE_COMMAND", names), "execute_command");
+    assert_string_equal(config_suggest("EXECUTE_COMMAND", names),
+                        "execute_command");
     assert_null(config_suggest("completely_else", names));
 }
 

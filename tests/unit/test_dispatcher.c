@@ -38,7 +38,7 @@ struct capture {
     char *msgs[MAX_MSGS];
     size_t n;
     int null_finals;
-    int invalid;   /* messages that were not valid JSON */
+    int invalid; /* messages that were not valid JSON */
     int retains;
     int releases;
 };
@@ -212,13 +212,13 @@ static size_t cap_count(struct capture *c, const char *method)
  */
 static atomic_int g_handler_failures;
 static atomic_int g_backwards_refused;
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "handler check failed: %s (line %d)\n", #cond,  \
-                    __LINE__);                                              \
-            atomic_fetch_add(&g_handler_failures, 1);                       \
-        }                                                                   \
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "handler check failed: %s (line %d)\n", #cond,     \
+                    __LINE__);                                                 \
+            atomic_fetch_add(&g_handler_failures, 1);                          \
+        }                                                                      \
     } while (0)
 
 static int h_echo(rlmcp_call *call, const char *args, size_t len, void *ud)
@@ -226,7 +226,7 @@ static int h_echo(rlmcp_call *call, const char *args, size_t len, void *ud)
     cJSON *a = cJSON_ParseWithLength(args, len);
     const cJSON *text = cJSON_GetObjectItem(a, "text");
     int rc = call_result_text(call, cJSON_IsString(text) ? text->valuestring
-                                                          : "(none)");
+                                                         : "(none)");
 
     cJSON_Delete(a);
     return rc;
@@ -263,8 +263,7 @@ static int h_sleep(rlmcp_call *call, const char *args, size_t len, void *ud)
     return call_result_text(call, buf);
 }
 
-static int h_progress(rlmcp_call *call, const char *args, size_t len,
-                      void *ud)
+static int h_progress(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     int steps = int_arg(args, len, "steps", 3);
     int i;
@@ -306,8 +305,7 @@ struct overlap {
 static struct overlap g_serial_overlap;
 static struct overlap g_parallel_overlap;
 
-static int h_overlap(rlmcp_call *call, const char *args, size_t len,
-                     void *ud)
+static int h_overlap(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     struct overlap *o = ud;
     int now = atomic_fetch_add(&o->running, 1) + 1;
@@ -355,9 +353,9 @@ static int h_never(rlmcp_call *call, const char *args, size_t len, void *ud)
 static int h_ask(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     char *result = NULL;
-    int rc = call_client_request(
-        call, "sampling/createMessage",
-        "{\"messages\":[],\"maxTokens\":10}", 5000, &result);
+    int rc = call_client_request(call, "sampling/createMessage",
+                                 "{\"messages\":[],\"maxTokens\":10}", 5000,
+                                 &result);
     char buf[512];
 
     snprintf(buf, sizeof(buf), "rc=%d result=%s", rc,
@@ -421,9 +419,9 @@ static int p_get(rlmcp_call *call, const char *args, size_t len, void *ud)
 
 static struct registry *g_reg;
 
-static void add_tool_ud(const char *name, rlmcp_tool_fn fn,
-                        const char *schema, const char *out_schema,
-                        uint32_t flags, uint32_t timeout, void *ud)
+static void add_tool_ud(const char *name, rlmcp_tool_fn fn, const char *schema,
+                        const char *out_schema, uint32_t flags,
+                        uint32_t timeout, void *ud)
 {
     struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     char err[512] = "";
@@ -436,9 +434,9 @@ static void add_tool_ud(const char *name, rlmcp_tool_fn fn,
     def.flags = flags;
     def.timeout_ms = timeout;
     def.handler = fn;
-    assert_int_equal(registry_add_tool(g_reg, NULL, "testplug", &def, err,
-                                       sizeof(err)),
-                     RLMCP_OK);
+    assert_int_equal(
+        registry_add_tool(g_reg, NULL, "testplug", &def, err, sizeof(err)),
+        RLMCP_OK);
 }
 
 static void add_tool(const char *name, rlmcp_tool_fn fn, const char *schema,
@@ -477,7 +475,7 @@ static void add_resources(void)
 }
 
 #define OBJ "{\"type\":\"object\"}"
-#define MS_SCHEMA                                                           \
+#define MS_SCHEMA                                                              \
     "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\"}}}"
 
 static int group_setup(void **state)
@@ -656,8 +654,8 @@ static const cJSON *result_of(const cJSON *m)
 static const char *first_text(const cJSON *m)
 {
     const cJSON *content = cJSON_GetObjectItem(result_of(m), "content");
-    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(content, 0),
-                                         "text");
+    const cJSON *t =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(content, 0), "text");
 
     assert_true(cJSON_IsString(t));
     return t->valuestring;
@@ -685,8 +683,10 @@ static void expect_ping(struct fx *f, int id)
 {
     cJSON *m = NULL;
 
-    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
-                          "\"ping\"}", id));
+    assert_true(handle(f,
+                       "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                       "\"ping\"}",
+                       id));
     m = response(f, id);
     assert_int_equal(cJSON_GetArraySize(result_of(m)), 0);
     cJSON_Delete(m);
@@ -823,8 +823,8 @@ static void check_negotiation(const char *asked, const char *expected)
     m = cJSON_Parse(f->cap.msgs[0]);
     assert_string_equal(cJSON_GetObjectItem(m, "id")->valuestring, "init");
     r = result_of(m);
-    assert_string_equal(
-        cJSON_GetObjectItem(r, "protocolVersion")->valuestring, expected);
+    assert_string_equal(cJSON_GetObjectItem(r, "protocolVersion")->valuestring,
+                        expected);
     assert_string_equal(mcp_session_protocol_version(f->s), expected);
     caps = cJSON_GetObjectItem(r, "capabilities");
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(
@@ -870,8 +870,9 @@ static void test_initialize(void **state)
     m = response(f, 1);
     assert_int_equal(error_code(m), -32602);
     cJSON_Delete(m);
-    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
-                          "\"initialize\",\"params\":{\"protocolVersion\":7}}"));
+    assert_true(handle(f,
+                       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                       "\"initialize\",\"params\":{\"protocolVersion\":7}}"));
     m = response(f, 2);
     assert_int_equal(error_code(m), -32602);
     assert_non_null(strstr(error_message(m), "protocolVersion"));
@@ -949,15 +950,19 @@ static void test_tools_list_pages(void **state)
         const cJSON *next = NULL;
 
         if (cursor[0] == '\0')
-            handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
-                      "\"tools/list\"}", id);
+            handle(f,
+                   "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                   "\"tools/list\"}",
+                   id);
         else
-            handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
-                      "\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
+            handle(f,
+                   "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                   "\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
                    id, cursor);
         m = response(f, id++);
         r = result_of(m);
-        cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tools")) {
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tools"))
+        {
             const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
 
             /* Sorted across pages; every tool has a schema. */
@@ -1007,12 +1012,14 @@ static cJSON *call_tool(struct fx *f, int id, const char *name,
                         const char *args)
 {
     if (args != NULL)
-        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+        handle(f,
+               "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
                id, name, args);
     else
-        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"%s\"}}",
+        handle(f,
+               "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"%s\"}}",
                id, name);
     return response(f, id);
 }
@@ -1129,9 +1136,8 @@ static void test_results(void **state)
     assert_string_equal(err_field(e, "code"), "not_found");
     assert_string_equal(err_field(e, "message"), "devbox dbx_1 does not exist");
     assert_string_equal(err_field(e, "remedy"), "call list_devboxes");
-    assert_int_equal(cJSON_GetArraySize(
-                         cJSON_GetObjectItem(result_of(m), "content")),
-                     1);
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "content")), 1);
     cJSON_Delete(e);
     cJSON_Delete(m);
 
@@ -1279,9 +1285,10 @@ static void test_progress(void **state)
     assert_true(n_progress >= 1 && n_progress < 100);
     m = cJSON_Parse(f->cap.msgs[f->cap.n - 2]);
     assert_true(is_progress(m, NULL));
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"),
-                                         "progress")->valueint,
-                     1000);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"), "progress")
+            ->valueint,
+        1000);
     cJSON_Delete(m);
     fx_free(f);
 }
@@ -1330,8 +1337,9 @@ static void test_concurrent_calls(void **state)
 
     init_session(f, "{}");
     for (i = 0; i < 4; i++)
-        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":%d}}}",
+        handle(f,
+               "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":%d}}}",
                i + 1, ms[i]);
     /* ping while all four run. */
     expect_ping(f, 99);
@@ -1377,8 +1385,10 @@ static void run_overlapping(struct fx *f, const char *tool)
     int i;
 
     for (i = 1; i <= 4; i++)
-        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"%s\"}}", i, tool);
+        handle(f,
+               "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"%s\"}}",
+               i, tool);
     for (i = 1; i <= 4; i++)
         cJSON_Delete(response(f, i));
     cap_clear(&f->cap);
@@ -1425,10 +1435,13 @@ static void test_client_request(void **state)
     assert_non_null(req);
     id = cJSON_PrintUnformatted(cJSON_GetObjectItem(req, "id"));
     /* An answer to an unknown id is ignored; the right one is taken. */
-    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":\"zzz\",\"result\":{}}"));
-    assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{"
-                           "\"role\":\"assistant\",\"content\":{\"type\":"
-                           "\"text\",\"text\":\"42\"}}}", id));
+    assert_false(
+        handle(f, "{\"jsonrpc\":\"2.0\",\"id\":\"zzz\",\"result\":{}}"));
+    assert_false(handle(f,
+                        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{"
+                        "\"role\":\"assistant\",\"content\":{\"type\":"
+                        "\"text\",\"text\":\"42\"}}}",
+                        id));
     m = response(f, 2);
     assert_non_null(strstr(first_text(m), "rc=0"));
     assert_non_null(strstr(first_text(m), "\"42\""));
@@ -1443,8 +1456,10 @@ static void test_client_request(void **state)
     req = cap_wait(&f->cap, is_sampling, NULL, 5000);
     assert_non_null(req);
     id = cJSON_PrintUnformatted(cJSON_GetObjectItem(req, "id"));
-    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-1,"
-              "\"message\":\"user said no\"}}", id);
+    handle(f,
+           "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-1,"
+           "\"message\":\"user said no\"}}",
+           id);
     m = response(f, 3);
     assert_non_null(strstr(first_text(m), "rc=-1"));
     assert_non_null(strstr(first_text(m), "user said no"));
@@ -1579,8 +1594,9 @@ static void test_resources(void **state)
     assert_int_equal(error_code(m), -32602);
     cJSON_Delete(m);
 
-    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
-              "\"resources/subscribe\",\"params\":{\"uri\":\"test://static\"}}");
+    handle(f,
+           "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+           "\"resources/subscribe\",\"params\":{\"uri\":\"test://static\"}}");
     m = response(f, 9);
     assert_non_null(cJSON_GetObjectItem(m, "result"));
     cJSON_Delete(m);
@@ -1608,12 +1624,12 @@ static void test_prompts(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}");
     m = response(f, 1);
     msg = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "prompts"), 0);
-    assert_string_equal(cJSON_GetObjectItem(msg, "name")->valuestring,
-                        "greet");
+    assert_string_equal(cJSON_GetObjectItem(msg, "name")->valuestring, "greet");
     assert_non_null(cJSON_GetObjectItem(msg, "arguments"));
     cJSON_Delete(m);
-    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/get\","
-              "\"params\":{\"name\":\"greet\",\"arguments\":{\"who\":\"ann\"}}}");
+    handle(f,
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/get\","
+           "\"params\":{\"name\":\"greet\",\"arguments\":{\"who\":\"ann\"}}}");
     m = response(f, 2);
     msg = cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "messages"), 0);
     assert_string_equal(cJSON_GetObjectItem(msg, "role")->valuestring, "user");
@@ -1700,18 +1716,23 @@ static void test_mutations(void **state)
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
         "\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},\"_meta\":{"
         "\"progressToken\":5}}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/list\",\"params\":{"
+        "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/"
+        "list\",\"params\":{"
         "\"cursor\":\"c4\"}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/"
+        "read\",\"params\":{"
         "\"uri\":\"test://item/1/data\"}}",
         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\",\"params\":{"
         "\"name\":\"greet\",\"arguments\":{\"who\":\"a\"}}}",
-        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+        "cancelled\",\"params\":{"
         "\"requestId\":1}}",
         "{\"jsonrpc\":\"2.0\",\"id\":\"rlmcp-1\",\"result\":{\"a\":[1,2]}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/setLevel\",\"params\":{"
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/"
+        "setLevel\",\"params\":{"
         "\"level\":\"debug\"}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"completion/complete\",\"params\":{"
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"completion/"
+        "complete\",\"params\":{"
         "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"greet\"},\"argument\":{"
         "\"name\":\"who\",\"value\":\"\"}}}",
     };
@@ -1724,7 +1745,8 @@ static void test_mutations(void **state)
 
     init_session(f, "{\"sampling\":{}}");
     for (n = 0; n < 5000; n++) {
-        const char *base = seeds[rand_r(&seed) % (sizeof(seeds) / sizeof(*seeds))];
+        const char *base =
+            seeds[rand_r(&seed) % (sizeof(seeds) / sizeof(*seeds))];
         size_t len = strlen(base);
         int edits = 1 + rand_r(&seed) % 4;
 
@@ -1827,8 +1849,10 @@ static void test_stdio_framing(void **state)
     run.out_fd = out_pipe[1];
     assert_int_equal(pthread_create(&th, NULL, stdio_thread, &run), 0);
 
-    write_str(in_pipe[1], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
-                          "\"ping\"}\r\n\n   \n", 47);
+    write_str(in_pipe[1],
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+              "\"ping\"}\r\n\n   \n",
+              47);
     /* An oversized line, split across writes, then a normal request. */
     big = malloc(big_len);
     memset(big, 'x', big_len);
@@ -1848,13 +1872,12 @@ static void test_stdio_framing(void **state)
     close(out_pipe[0]);
     assert_int_equal(run.rc, 0);
     assert_string_equal(
-        out,
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
-        "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
-        "\"message\":\"message exceeds the 1024-byte limit and was "
-        "discarded; send smaller messages (for big data use files in the "
-        "devbox)\"}}\n"
-        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
+        out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+             "\"message\":\"message exceeds the 1024-byte limit and was "
+             "discarded; send smaller messages (for big data use files in the "
+             "devbox)\"}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
     mcp_destroy(run.d);
 }
 

@@ -21,18 +21,25 @@ static void test_parse_listen(void **state)
     uint16_t port = 0;
 
     (void)state;
-    assert_int_equal(http_parse_listen("127.0.0.1:8000", host, sizeof(host), &port), 0);
+    assert_int_equal(
+        http_parse_listen("127.0.0.1:8000", host, sizeof(host), &port), 0);
     assert_string_equal(host, "127.0.0.1");
     assert_int_equal(port, 8000);
-    assert_int_equal(http_parse_listen("[::1]:0", host, sizeof(host), &port), 0);
+    assert_int_equal(http_parse_listen("[::1]:0", host, sizeof(host), &port),
+                     0);
     assert_string_equal(host, "::1");
     assert_int_equal(port, 0);
-    assert_int_equal(http_parse_listen("localhost:65535", host, sizeof(host), &port), 0);
-    assert_int_equal(http_parse_listen("localhost:65536", host, sizeof(host), &port), -1);
-    assert_int_equal(http_parse_listen("localhost", host, sizeof(host), &port), -1);
+    assert_int_equal(
+        http_parse_listen("localhost:65535", host, sizeof(host), &port), 0);
+    assert_int_equal(
+        http_parse_listen("localhost:65536", host, sizeof(host), &port), -1);
+    assert_int_equal(http_parse_listen("localhost", host, sizeof(host), &port),
+                     -1);
     assert_int_equal(http_parse_listen(":80", host, sizeof(host), &port), -1);
-    assert_int_equal(http_parse_listen("::1:80", host, sizeof(host), &port), -1);
-    assert_int_equal(http_parse_listen("[::1]80", host, sizeof(host), &port), -1);
+    assert_int_equal(http_parse_listen("::1:80", host, sizeof(host), &port),
+                     -1);
+    assert_int_equal(http_parse_listen("[::1]80", host, sizeof(host), &port),
+                     -1);
     assert_int_equal(http_parse_listen("a:8x", host, sizeof(host), &port), -1);
     assert_int_equal(http_parse_listen("a:-1", host, sizeof(host), &port), -1);
     assert_int_equal(http_parse_listen("", host, sizeof(host), &port), -1);
@@ -89,19 +96,23 @@ static void test_origin(void **state)
     assert_false(http_origin_ok("file://localhost", NULL, true));
     assert_false(http_origin_ok("http://localhost/path", NULL, true));
     assert_true(http_origin_ok("https://app.example.com", origins, false));
-    assert_false(http_origin_ok("https://app.example.com.evil", origins, false));
+    assert_false(
+        http_origin_ok("https://app.example.com.evil", origins, false));
 }
 
 static void test_accept_and_ctype(void **state)
 {
     (void)state;
-    assert_true(http_accept_ok("application/json, text/event-stream", true, true));
-    assert_true(http_accept_ok("text/event-stream;q=0.9,application/json", true, true));
+    assert_true(
+        http_accept_ok("application/json, text/event-stream", true, true));
+    assert_true(
+        http_accept_ok("text/event-stream;q=0.9,application/json", true, true));
     assert_true(http_accept_ok("*/*", true, true));
     assert_true(http_accept_ok("application/*, text/*", true, true));
     assert_false(http_accept_ok("application/json", true, true));
     assert_false(http_accept_ok("text/html", true, true));
-    assert_false(http_accept_ok("application/jsonx, text/event-stream", true, true));
+    assert_false(
+        http_accept_ok("application/jsonx, text/event-stream", true, true));
     assert_false(http_accept_ok(NULL, true, true));
     assert_true(http_accept_ok("text/event-stream", false, true));
     assert_true(http_content_type_json("application/json"));
@@ -218,8 +229,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
     return size * n;
 }
 
-static long fetch(const char *url, const char *method, const char *const *headers,
-                  const char *body, struct buf *out)
+static long fetch(const char *url, const char *method,
+                  const char *const *headers, const char *body, struct buf *out)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *hl = NULL;
@@ -256,16 +267,17 @@ static void test_served_checks(void **state)
     const char *const bad_accept[] = {"Content-Type: application/json",
                                       "Accept: text/html", NULL};
     const char *const evil_host[] = {"Host: evil.example.com", NULL};
-    const char *const no_session[] = {"Content-Type: application/json",
-                                      "Accept: application/json, text/event-stream",
-                                      NULL};
+    const char *const no_session[] = {
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream", NULL};
 
     (void)state;
     srv = http_server_start(NULL, &o, err, sizeof(err));
     assert_non_null(srv);
     assert_true(http_server_port(srv) > 0);
     http_server_url(srv, url, sizeof(url));
-    snprintf(base, sizeof(base), "http://127.0.0.1:%u", (unsigned)http_server_port(srv));
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u",
+             (unsigned)http_server_port(srv));
     snprintf(want, sizeof(want), "%s/mcp", base);
     assert_string_equal(url, want);
 
@@ -277,7 +289,8 @@ static void test_served_checks(void **state)
     assert_non_null(strstr(b.data, "\"id\":null"));
     assert_int_equal(fetch(url, "POST", evil_host, "{}", &b), 403);
     assert_int_equal(fetch(url, "POST", no_session,
-                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &b),
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                           &b),
                      400);
     assert_non_null(strstr(b.data, "Mcp-Session-Id"));
     assert_int_equal(fetch(url, "PUT", NULL, NULL, &b), 405);

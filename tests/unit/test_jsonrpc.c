@@ -26,16 +26,19 @@ static void test_utf8(void **state)
     assert_false(jsonrpc_utf8_valid("\xe0\x80\xaf", 3, NULL)); /* overlong */
     assert_false(jsonrpc_utf8_valid("\xed\xa0\x80", 3, NULL)); /* surrogate */
     assert_false(jsonrpc_utf8_valid("\xf4\x90\x80\x80", 4, NULL)); /* >10FFFF */
-    assert_false(jsonrpc_utf8_valid("\xe2\x82", 2, &bad));     /* truncated */
+    assert_false(jsonrpc_utf8_valid("\xe2\x82", 2, &bad)); /* truncated */
     assert_int_equal(bad, 0);
     assert_false(jsonrpc_utf8_valid("\x80", 1, NULL)); /* lone continuation */
 }
 
 static void test_sanitize(void **state)
 {
-    char *s = jsonrpc_utf8_sanitize("a\xff" "b\xc3\xa9", 5);
+    char *s = jsonrpc_utf8_sanitize("a\xff"
+                                    "b\xc3\xa9",
+                                    5);
 
-    assert_string_equal(s, "a\xef\xbf\xbd" "b\xc3\xa9");
+    assert_string_equal(s, "a\xef\xbf\xbd"
+                           "b\xc3\xa9");
     free(s);
     s = jsonrpc_utf8_sanitize("x\0y", 3); /* NUL would cut the text */
     assert_string_equal(s, "x\xef\xbf\xbdy");
@@ -169,8 +172,8 @@ static void test_bad_inputs(void **state)
 
         if (rc != cases[i].code || strstr(err, cases[i].text) == NULL ||
             (bad_id != NULL) != cases[i].has_id)
-            fail_msg("case %zu (%s): rc %d, err '%s', id %s", i,
-                     cases[i].msg, rc, err, bad_id ? "set" : "unset");
+            fail_msg("case %zu (%s): rc %d, err '%s', id %s", i, cases[i].msg,
+                     rc, err, bad_id ? "set" : "unset");
         cJSON_Delete(bad_id);
         jsonrpc_msg_free(&m);
     }
@@ -214,7 +217,8 @@ static void test_builders(void **state)
     assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}");
     free(s);
     s = jsonrpc_notification("notifications/x", NULL);
-    assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}");
+    assert_string_equal(s,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}");
     free(s);
     cJSON_Delete(data);
     cJSON_Delete(id);
@@ -223,9 +227,9 @@ static void test_builders(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_utf8),        cmocka_unit_test(test_sanitize),
-        cmocka_unit_test(test_depth),       cmocka_unit_test(test_ids),
-        cmocka_unit_test(test_kinds),       cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_utf8),         cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_depth),        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_kinds),        cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_deep_nesting), cmocka_unit_test(test_builders),
     };
 

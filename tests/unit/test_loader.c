@@ -81,7 +81,8 @@ static int load(struct env *e, const char *plugins_yaml, const char *extra)
 
     snprintf(yaml, sizeof(yaml), "host:\n  plugin_dir: %s\n%s%s", FIXTURES,
              extra ? extra : "", plugins_yaml);
-    if (config_load_string("l.yaml", yaml, strlen(yaml), &e->cfg, err, sizeof(err)) != 0)
+    if (config_load_string("l.yaml", yaml, strlen(yaml), &e->cfg, err,
+                           sizeof(err)) != 0)
         fail_msg("bad test yaml: %s", err);
     e->reg = registry_new();
     assert_non_null(e->reg);
@@ -113,7 +114,11 @@ static void test_good_plugins_and_order(void **state)
     struct env e;
     char err[256];
 
-    assert_int_equal(load(&e, "plugins:\n  - name: fx_good\n    config: {k: 1}\n  - fx_second\n", NULL), 0);
+    assert_int_equal(
+        load(&e,
+             "plugins:\n  - name: fx_good\n    config: {k: 1}\n  - fx_second\n",
+             NULL),
+        0);
     assert_int_equal(e.ldr->n_plugins, 2);
     assert_string_equal(e.ldr->plugins[0]->name, "fx_good");
     assert_string_equal(e.ldr->plugins[0]->desc.version, "1.2.3");
@@ -122,12 +127,16 @@ static void test_good_plugins_and_order(void **state)
     /* Each plugin sees only its own config section. */
     expect_log("runloop-mcp: info: fx_good: config {\"k\":1}");
     expect_log("runloop-mcp: info: fx_second: config {}");
-    assert_int_equal(registry_select(e.reg, NULL, "l.yaml", false, 777, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(e.reg, NULL, "l.yaml", false, 777, err, sizeof(err)),
+        0);
     assert_int_equal(registry_find_tool(e.reg, "fx_other")->timeout_ms, 1234);
-    assert_int_equal(registry_find_tool(e.reg, "fx_other")->flags, RLMCP_TOOL_SERIAL);
+    assert_int_equal(registry_find_tool(e.reg, "fx_other")->flags,
+                     RLMCP_TOOL_SERIAL);
     assert_int_equal(registry_find_tool(e.reg, "fx_echo")->timeout_ms, 777);
     assert_true(registry_find_tool(e.reg, "fx_read")->read_only);
-    assert_true(registry_find_tool(e.reg, "fx_echo")->plugin == e.ldr->plugins[0]);
+    assert_true(registry_find_tool(e.reg, "fx_echo")->plugin ==
+                e.ldr->plugins[0]);
     assert_true(is_loaded("rlmcp_fx_good.so"));
     logbuf[0] = '\0';
     loader_unload_all(e.ldr);
@@ -147,8 +156,11 @@ static void test_wrong_major(void **state)
     struct env e;
 
     assert_int_equal(load(&e, "plugins: [fx_wrong_major]\n", NULL), -1);
-    expect_log("runloop-mcp: error: fx_wrong_major: " FIXTURES "/rlmcp_fx_wrong_major.so: plugin ABI 2.0, host ABI 1.0: the major versions differ; rebuild the plugin");
-    expect_log("l.yaml: plugin 'fx_wrong_major' failed to load; fix it, or set host.on_plugin_error: skip");
+    expect_log("runloop-mcp: error: fx_wrong_major: " FIXTURES
+               "/rlmcp_fx_wrong_major.so: plugin ABI 2.0, host ABI 1.0: the "
+               "major versions differ; rebuild the plugin");
+    expect_log("l.yaml: plugin 'fx_wrong_major' failed to load; fix it, or set "
+               "host.on_plugin_error: skip");
     expect_no_log("init must never run");
     assert_false(is_loaded("rlmcp_fx_wrong_major.so"));
     done(&e);
@@ -159,7 +171,9 @@ static void test_newer_minor(void **state)
     struct env e;
     char want[256];
 
-    snprintf(want, sizeof(want), "plugin ABI 1.%d, host ABI 1.%d: the plugin needs a newer host; upgrade runloop-mcp",
+    snprintf(want, sizeof(want),
+             "plugin ABI 1.%d, host ABI 1.%d: the plugin needs a newer host; "
+             "upgrade runloop-mcp",
              RLMCP_ABI_MINOR + 1, RLMCP_ABI_MINOR);
     assert_int_equal(load(&e, "plugins: [fx_newer_minor]\n", NULL), -1);
     expect_log(want);
@@ -172,11 +186,13 @@ static void test_missing_symbol_and_file(void **state)
     struct env e;
 
     assert_int_equal(load(&e, "plugins: [fx_no_symbol]\n", NULL), -1);
-    expect_log("rlmcp_fx_no_symbol.so: not a runloop-mcp plugin: no rlmcp_plugin_descriptor() symbol");
+    expect_log("rlmcp_fx_no_symbol.so: not a runloop-mcp plugin: no "
+               "rlmcp_plugin_descriptor() symbol");
     done(&e);
     logbuf[0] = '\0';
     assert_int_equal(load(&e, "plugins: [fx_nonexistent]\n", NULL), -1);
-    expect_log("fx_nonexistent: " FIXTURES "/rlmcp_fx_nonexistent.so: cannot load:");
+    expect_log("fx_nonexistent: " FIXTURES
+               "/rlmcp_fx_nonexistent.so: cannot load:");
     expect_log("build the plugin or fix host.plugin_dir / plugins[].path");
     done(&e);
 }
@@ -186,7 +202,9 @@ static void test_init_failure(void **state)
     struct env e;
 
     assert_int_equal(load(&e, "plugins: [fx_init_fail]\n", NULL), -1);
-    expect_log("fx_init_fail: " FIXTURES "/rlmcp_fx_init_fail.so: init failed: the widget frobnicator is missing (invalid argument)");
+    expect_log("fx_init_fail: " FIXTURES
+               "/rlmcp_fx_init_fail.so: init failed: the widget frobnicator is "
+               "missing (invalid argument)");
     /* Everything it registered is gone, its user data freed, it is unloaded. */
     expect_log("fx_init_fail: user_data_free fx_fail_tool");
     expect_log("fx_init_fail: user_data_free fx_fail_resource");
@@ -207,7 +225,8 @@ static void test_register_outside_init(void **state)
     assert_int_equal(registry_all_tool_count(e.reg), 1);
     loader_unload_all(e.ldr);
     e.ldr = NULL;
-    expect_log("fx_late_register: register_tool called outside init; register everything from init()");
+    expect_log("fx_late_register: register_tool called outside init; register "
+               "everything from init()");
     expect_log("fx_late_register: late register rc=-3");
     assert_int_equal(registry_all_tool_count(e.reg), 1);
     done(&e);
@@ -218,7 +237,8 @@ static void test_duplicate_tool(void **state)
     struct env e;
 
     assert_int_equal(load(&e, "plugins: [fx_good, fx_dup]\n", NULL), -1);
-    expect_log("fx_dup: tool 'fx_echo' is already registered by plugin 'fx_good'");
+    expect_log(
+        "fx_dup: tool 'fx_echo' is already registered by plugin 'fx_good'");
     expect_log("fx_dup: duplicate register rc=-10");
     expect_log("init failed: could not register fx_echo");
     expect_log("fx_dup: user_data_free fx_dup_own");
@@ -252,7 +272,8 @@ static void test_oversized_structs(void **state)
     done(&e);
     logbuf[0] = '\0';
     assert_int_equal(load(&e, "plugins: [fx_big_desc]\n", NULL), -1);
-    expect_log("rlmcp_fx_big_desc.so: plugin ABI 1.0, host ABI 1.0: the descriptor sets fields this host does not know");
+    expect_log("rlmcp_fx_big_desc.so: plugin ABI 1.0, host ABI 1.0: the "
+               "descriptor sets fields this host does not know");
     expect_no_log("init must never run");
     done(&e);
 }
@@ -261,12 +282,21 @@ static void test_name_mismatch_and_twice(void **state)
 {
     struct env e;
 
-    assert_int_equal(load(&e, "plugins:\n  - {name: other, path: rlmcp_fx_good.so}\n", NULL), -1);
-    expect_log("this file is plugin 'fx_good', not 'other'; fix plugins[].name or plugins[].path");
+    assert_int_equal(
+        load(&e, "plugins:\n  - {name: other, path: rlmcp_fx_good.so}\n", NULL),
+        -1);
+    expect_log("this file is plugin 'fx_good', not 'other'; fix plugins[].name "
+               "or plugins[].path");
     done(&e);
     logbuf[0] = '\0';
-    assert_int_equal(load(&e, "plugins:\n  - fx_good\n  - {name: fx_good_again, path: " FIXTURES "/rlmcp_fx_good.so}\n", NULL), -1);
-    expect_log("fx_good_again: " FIXTURES "/rlmcp_fx_good.so: already loaded as plugin 'fx_good'");
+    assert_int_equal(
+        load(&e,
+             "plugins:\n  - fx_good\n  - {name: fx_good_again, path: " FIXTURES
+             "/rlmcp_fx_good.so}\n",
+             NULL),
+        -1);
+    expect_log("fx_good_again: " FIXTURES
+               "/rlmcp_fx_good.so: already loaded as plugin 'fx_good'");
     done(&e);
 }
 
@@ -275,11 +305,13 @@ static void test_bad_descriptors(void **state)
     struct env e;
 
     assert_int_equal(load(&e, "plugins: [fx_no_init]\n", NULL), -1);
-    expect_log("rlmcp_fx_no_init.so: the descriptor has no init function; pass one to RLMCP_PLUGIN_DEFINE");
+    expect_log("rlmcp_fx_no_init.so: the descriptor has no init function; pass "
+               "one to RLMCP_PLUGIN_DEFINE");
     done(&e);
     logbuf[0] = '\0';
     assert_int_equal(load(&e, "plugins: [fx_bad_name]\n", NULL), -1);
-    expect_log("rlmcp_fx_bad_name.so: the descriptor's name is missing or not [a-z0-9_]+");
+    expect_log("rlmcp_fx_bad_name.so: the descriptor's name is missing or not "
+               "[a-z0-9_]+");
     expect_no_log("init must never run");
     done(&e);
 }
@@ -288,12 +320,16 @@ static void test_skip_mode(void **state)
 {
     struct env e;
 
-    assert_int_equal(load(&e, "plugins: [fx_wrong_major, fx_good, fx_init_fail, fx_missing]\n",
-                          "  on_plugin_error: skip\n"), 0);
+    assert_int_equal(
+        load(&e,
+             "plugins: [fx_wrong_major, fx_good, fx_init_fail, fx_missing]\n",
+             "  on_plugin_error: skip\n"),
+        0);
     assert_int_equal(e.ldr->n_plugins, 1);
     assert_int_equal(e.ldr->n_skipped, 3);
     assert_string_equal(e.ldr->plugins[0]->name, "fx_good");
-    expect_log("runloop-mcp: warning: fx_wrong_major: skipped (host.on_plugin_error: skip)");
+    expect_log("runloop-mcp: warning: fx_wrong_major: skipped "
+               "(host.on_plugin_error: skip)");
     expect_log("runloop-mcp: warning: fx_init_fail: skipped");
     expect_log("fx_init_fail: user_data_free fx_fail_tool");
     assert_int_equal(registry_all_tool_count(e.reg), 3);
@@ -304,7 +340,11 @@ static void test_disabled(void **state)
 {
     struct env e;
 
-    assert_int_equal(load(&e, "plugins:\n  - {name: fx_wrong_major, enabled: false}\n  - fx_second\n", NULL), 0);
+    assert_int_equal(load(&e,
+                          "plugins:\n  - {name: fx_wrong_major, enabled: "
+                          "false}\n  - fx_second\n",
+                          NULL),
+                     0);
     assert_int_equal(e.ldr->n_plugins, 1);
     expect_log("fx_wrong_major: disabled in the deployment; not loaded");
     done(&e);
@@ -317,16 +357,21 @@ static void test_abi_1_0_plugin(void **state)
     char err[256];
 
     /* The 1.0 tool def ends with user_data_free. */
-    snprintf(want, sizeof(want), "abi10: abi10 config {\"a\":[1,2]} (11) def size %zu",
+    snprintf(want, sizeof(want),
+             "abi10: abi10 config {\"a\":[1,2]} (11) def size %zu",
              offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void *));
-    assert_int_equal(load(&e, "plugins:\n  - name: abi10\n    config: {a: [1, 2]}\n", NULL), 0);
+    assert_int_equal(
+        load(&e, "plugins:\n  - name: abi10\n    config: {a: [1, 2]}\n", NULL),
+        0);
     expect_log(want);
     assert_int_equal(e.ldr->plugins[0]->desc.abi_major, 1);
     assert_int_equal(e.ldr->plugins[0]->desc.abi_minor, 0);
-    assert_int_equal(registry_select(e.reg, NULL, "l.yaml", false, 1, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(e.reg, NULL, "l.yaml", false, 1, err, sizeof(err)), 0);
     assert_non_null(registry_find_tool(e.reg, "abi10_echo"));
     assert_true(registry_find_tool(e.reg, "abi10_echo")->read_only);
-    assert_string_equal(registry_find_tool(e.reg, "abi10_echo")->title, "Echo (ABI 1.0)");
+    assert_string_equal(registry_find_tool(e.reg, "abi10_echo")->title,
+                        "Echo (ABI 1.0)");
     loader_unload_all(e.ldr);
     e.ldr = NULL;
     expect_log("abi10: abi10 shutdown");
@@ -340,12 +385,16 @@ static void test_plugin_dir(void **state)
     char *dir = NULL;
     const char *yaml = "host: {plugin_dir: rel/plugins}\nplugins: []\n";
 
-    assert_int_equal(config_load_string("/etc/x/d.yaml", yaml, strlen(yaml), &cfg, err, sizeof(err)), 0);
+    assert_int_equal(config_load_string("/etc/x/d.yaml", yaml, strlen(yaml),
+                                        &cfg, err, sizeof(err)),
+                     0);
     dir = loader_plugin_dir(&cfg);
     assert_string_equal(dir, "/etc/x/rel/plugins");
     free(dir);
     config_free(&cfg);
-    assert_int_equal(config_load_string("d.yaml", "plugins: []\n", 12, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(config_load_string("d.yaml", "plugins: []\n", 12, &cfg,
+                                        err, sizeof(err)),
+                     0);
     setenv("RLMCP_PLUGIN_DIR", "/from/env", 1);
     dir = loader_plugin_dir(&cfg);
     assert_string_equal(dir, "/from/env");
@@ -379,16 +428,21 @@ static void test_services_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_good_plugins_and_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_good_plugins_and_order, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_wrong_major, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_minor, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_symbol_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_symbol_and_file, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_register_outside_init, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_outside_init, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_tool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_schema, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oversized_structs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_name_mismatch_and_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_structs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_name_mismatch_and_twice, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_skip_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),

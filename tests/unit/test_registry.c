@@ -40,8 +40,8 @@ static const char schema[] =
     "\"contents\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\"}},"
     "\"required\":[\"file_path\",\"contents\"]}";
 
-static int add(struct registry *reg, struct loaded_plugin *p, const char *plugin,
-               const char *name, const char *annotations)
+static int add(struct registry *reg, struct loaded_plugin *p,
+               const char *plugin, const char *name, const char *annotations)
 {
     struct rlmcp_tool_def d = RLMCP_TOOL_DEF_INIT;
 
@@ -64,26 +64,34 @@ static struct registry *sample(void)
 
     assert_non_null(reg);
     assert_int_equal(add(reg, PA, "a", "write_file", NULL), RLMCP_OK);
-    assert_int_equal(add(reg, PA, "a", "read_file", "{\"readOnlyHint\":true}"), RLMCP_OK);
-    assert_int_equal(add(reg, PA, "a", "execute_command", "{\"readOnlyHint\":false}"), RLMCP_OK);
+    assert_int_equal(add(reg, PA, "a", "read_file", "{\"readOnlyHint\":true}"),
+                     RLMCP_OK);
+    assert_int_equal(
+        add(reg, PA, "a", "execute_command", "{\"readOnlyHint\":false}"),
+        RLMCP_OK);
     assert_int_equal(add(reg, PA, "a", "kill", NULL), RLMCP_OK);
-    assert_int_equal(add(reg, PB, "b", "zeta", "{\"readOnlyHint\":true,\"title\":\"Z\"}"), RLMCP_OK);
+    assert_int_equal(
+        add(reg, PB, "b", "zeta", "{\"readOnlyHint\":true,\"title\":\"Z\"}"),
+        RLMCP_OK);
     assert_int_equal(add(reg, PB, "b", "alpha", NULL), RLMCP_OK);
     return reg;
 }
 
 /* Apply a tools: section; returns registry_select's result. */
-static int select_yaml(struct registry *reg, const char *tools_yaml, bool lenient)
+static int select_yaml(struct registry *reg, const char *tools_yaml,
+                       bool lenient)
 {
     struct host_config cfg;
     char yaml[2048];
     int rc = 0;
 
     snprintf(yaml, sizeof(yaml), "plugins: [a, b]\n%s", tools_yaml);
-    if (config_load_string("d.yaml", yaml, strlen(yaml), &cfg, err, sizeof(err)) != 0)
+    if (config_load_string("d.yaml", yaml, strlen(yaml), &cfg, err,
+                           sizeof(err)) != 0)
         fail_msg("bad test yaml: %s", err);
     err[0] = '\0';
-    rc = registry_select(reg, &cfg.tools, cfg.path, lenient, 5000, err, sizeof(err));
+    rc = registry_select(reg, &cfg.tools, cfg.path, lenient, 5000, err,
+                         sizeof(err));
     config_free(&cfg);
     return rc;
 }
@@ -108,9 +116,11 @@ static void test_all_sorted(void **state)
     struct registry *reg = sample();
     const struct tool_entry *t = NULL;
 
-    assert_int_equal(registry_select(reg, NULL, "d.yaml", false, 5000, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(reg, NULL, "d.yaml", false, 5000, err, sizeof(err)), 0);
     assert_true(registry_frozen(reg));
-    assert_string_equal(names(reg), "alpha,execute_command,kill,read_file,write_file,zeta");
+    assert_string_equal(names(reg),
+                        "alpha,execute_command,kill,read_file,write_file,zeta");
     t = registry_find_tool(reg, "zeta");
     assert_non_null(t);
     assert_string_equal(t->plugin_name, "b");
@@ -122,11 +132,13 @@ static void test_all_sorted(void **state)
     {
         cJSON *j = cJSON_Parse(t->list_json);
         assert_non_null(j);
-        assert_string_equal(cJSON_GetObjectItem(j, "name")->valuestring, "zeta");
-        assert_string_equal(cJSON_GetObjectItem(j, "description")->valuestring, "desc");
+        assert_string_equal(cJSON_GetObjectItem(j, "name")->valuestring,
+                            "zeta");
+        assert_string_equal(cJSON_GetObjectItem(j, "description")->valuestring,
+                            "desc");
         assert_true(cJSON_IsObject(cJSON_GetObjectItem(j, "inputSchema")));
-        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "annotations"),
-                                                     "readOnlyHint")));
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+            cJSON_GetObjectItem(j, "annotations"), "readOnlyHint")));
         assert_null(cJSON_GetObjectItem(j, "outputSchema"));
         cJSON_Delete(j);
     }
@@ -139,28 +151,43 @@ static void test_allow_exclude_read_only(void **state)
 {
     struct registry *reg = sample();
 
-    assert_int_equal(select_yaml(reg, "tools:\n  allow: [kill, zeta, alpha]\n  exclude: [kill]\n", false), 0);
+    assert_int_equal(
+        select_yaml(reg,
+                    "tools:\n  allow: [kill, zeta, alpha]\n  exclude: [kill]\n",
+                    false),
+        0);
     assert_string_equal(names(reg), "alpha,zeta"); /* exclude beats allow */
     assert_int_equal(registry_all_tool_count(reg), 6);
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  allow: [kill, zeta, read_file]\n  read_only: true\n", false), 0);
-    assert_string_equal(names(reg), "read_file,zeta"); /* read_only beats allow */
+    assert_int_equal(
+        select_yaml(
+            reg,
+            "tools:\n  allow: [kill, zeta, read_file]\n  read_only: true\n",
+            false),
+        0);
+    assert_string_equal(names(reg),
+                        "read_file,zeta"); /* read_only beats allow */
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  read_only: true\n  exclude: [zeta]\n", false), 0);
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  read_only: true\n  exclude: [zeta]\n",
+                    false),
+        0);
     assert_string_equal(names(reg), "read_file");
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  allow: [plugin:b, kill]\n", false), 0);
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  allow: [plugin:b, kill]\n", false), 0);
     assert_string_equal(names(reg), "alpha,kill,zeta");
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  exclude: [plugin:a]\n", false), 0);
+    assert_int_equal(select_yaml(reg, "tools:\n  exclude: [plugin:a]\n", false),
+                     0);
     assert_string_equal(names(reg), "alpha,zeta");
     registry_free(reg);
 
@@ -175,13 +202,13 @@ static void test_aliases(void **state)
     struct registry *reg = sample();
     const struct tool_entry *t = NULL;
     cJSON *j = NULL;
-    const char *yaml =
-        "tools:\n"
-        "  allow: [run_in_sandbox, write_file, kill]\n"
-        "  aliases:\n"
-        "    execute_command: run_in_sandbox\n"
-        "    write_file: {name: put_file, params: {file_path: path, contents: data}}\n"
-        "    kill: {params: {mode: signal}}\n";
+    const char *yaml = "tools:\n"
+                       "  allow: [run_in_sandbox, write_file, kill]\n"
+                       "  aliases:\n"
+                       "    execute_command: run_in_sandbox\n"
+                       "    write_file: {name: put_file, params: {file_path: "
+                       "path, contents: data}}\n"
+                       "    kill: {params: {mode: signal}}\n";
 
     assert_int_equal(select_yaml(reg, yaml, false), 0);
     assert_string_equal(names(reg), "kill,put_file,run_in_sandbox");
@@ -202,8 +229,10 @@ static void test_aliases(void **state)
     j = cJSON_Parse(t->list_json);
     assert_non_null(j);
     {
-        cJSON *props = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputSchema"), "properties");
-        cJSON *req = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputSchema"), "required");
+        cJSON *props = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(j, "inputSchema"), "properties");
+        cJSON *req = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputSchema"),
+                                         "required");
         assert_string_equal(props->child->string, "path");
         assert_string_equal(props->child->next->string, "data");
         assert_string_equal(props->child->next->next->string, "mode");
@@ -211,13 +240,15 @@ static void test_aliases(void **state)
         assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "path");
         assert_string_equal(cJSON_GetArrayItem(req, 1)->valuestring, "data");
     }
-    assert_string_equal(cJSON_GetObjectItem(j, "name")->valuestring, "put_file");
+    assert_string_equal(cJSON_GetObjectItem(j, "name")->valuestring,
+                        "put_file");
     cJSON_Delete(j);
 
     t = registry_find_tool(reg, "kill"); /* params only: name unchanged */
     assert_non_null(t);
     assert_int_equal(t->n_param_aliases, 1);
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(t->input_schema, "properties"), "signal"));
+    assert_non_null(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(t->input_schema, "properties"), "signal"));
     registry_free(reg);
 }
 
@@ -226,50 +257,80 @@ static void test_selection_errors(void **state)
     struct registry *reg = sample();
 
     assert_int_equal(select_yaml(reg, "tools:\n  allow: [kil]\n", false), -1);
-    assert_string_equal(err, "d.yaml:3:11: unknown tool 'kil' in 'tools.allow': no loaded plugin registers it; did you mean 'kill'?");
+    assert_string_equal(err,
+                        "d.yaml:3:11: unknown tool 'kil' in 'tools.allow': no "
+                        "loaded plugin registers it; did you mean 'kill'?");
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  exclude: [nothing_like_it]\n", false), -1);
-    assert_non_null(strstr(err, "d.yaml:3:13: unknown tool 'nothing_like_it' in 'tools.exclude'"));
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  exclude: [nothing_like_it]\n", false), -1);
+    assert_non_null(strstr(
+        err, "d.yaml:3:13: unknown tool 'nothing_like_it' in 'tools.exclude'"));
     assert_non_null(strstr(err, "--list-tools --all"));
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  aliases:\n    exec_cmd: x\n", false), -1);
-    assert_non_null(strstr(err, "d.yaml:4:5: alias for unknown tool 'exec_cmd'"));
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  aliases:\n    exec_cmd: x\n", false), -1);
+    assert_non_null(
+        strstr(err, "d.yaml:4:5: alias for unknown tool 'exec_cmd'"));
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  aliases:\n    kill: {params: {pid: p}}\n", false), -1);
-    assert_non_null(strstr(err, "d.yaml:4:21: tool 'kill' has no parameter 'pid' to rename"));
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  aliases:\n    kill: {params: {pid: p}}\n",
+                    false),
+        -1);
+    assert_non_null(strstr(
+        err, "d.yaml:4:21: tool 'kill' has no parameter 'pid' to rename"));
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  aliases:\n    kill: {params: {mode: contents}}\n", false), -1);
-    assert_non_null(strstr(err, "tool 'kill' already has a parameter 'contents'"));
+    assert_int_equal(
+        select_yaml(
+            reg, "tools:\n  aliases:\n    kill: {params: {mode: contents}}\n",
+            false),
+        -1);
+    assert_non_null(
+        strstr(err, "tool 'kill' already has a parameter 'contents'"));
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  aliases:\n    kill: alpha\n", false), -1);
-    assert_non_null(strstr(err, "d.yaml:4:5: two tools would both be called 'alpha'"));
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  aliases:\n    kill: alpha\n", false), -1);
+    assert_non_null(
+        strstr(err, "d.yaml:4:5: two tools would both be called 'alpha'"));
     registry_free(reg);
 
     /* ... unless the clash is excluded. */
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  exclude: [alpha]\n  aliases:\n    kill: alpha\n", false), 0);
-    assert_string_equal(names(reg), "alpha,execute_command,read_file,write_file,zeta");
-    assert_string_equal(registry_find_tool(reg, "alpha")->original_name, "kill");
+    assert_int_equal(
+        select_yaml(reg,
+                    "tools:\n  exclude: [alpha]\n  aliases:\n    kill: alpha\n",
+                    false),
+        0);
+    assert_string_equal(names(reg),
+                        "alpha,execute_command,read_file,write_file,zeta");
+    assert_string_equal(registry_find_tool(reg, "alpha")->original_name,
+                        "kill");
     registry_free(reg);
 
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  aliases:\n    kill: \"bad name\"\n", false), -1);
-    assert_non_null(strstr(err, "alias 'bad name' for tool 'kill' is not a valid tool name"));
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  aliases:\n    kill: \"bad name\"\n", false),
+        -1);
+    assert_non_null(strstr(
+        err, "alias 'bad name' for tool 'kill' is not a valid tool name"));
     registry_free(reg);
 
     /* Lenient (on_plugin_error: skip): unknown names are warnings. */
     reg = sample();
-    assert_int_equal(select_yaml(reg, "tools:\n  allow: [kill, from_skipped_plugin]\n  aliases: {gone: x}\n", true), 0);
+    assert_int_equal(select_yaml(reg,
+                                 "tools:\n  allow: [kill, "
+                                 "from_skipped_plugin]\n  aliases: {gone: x}\n",
+                                 true),
+                     0);
     assert_string_equal(names(reg), "kill");
     registry_free(reg);
 }
@@ -297,48 +358,62 @@ static void test_bad_registrations(void **state)
     assert_non_null(strstr(err, "already registered by plugin 'a'"));
     assert_int_equal(add(reg, PA, "a", "t1", "[]"), RLMCP_EINVAL);
     assert_non_null(strstr(err, "annotations must be a JSON object"));
-    assert_int_equal(add(reg, PA, "a", "t1", "{\"readOnlyHint\":\"yes\"}"), RLMCP_EINVAL);
-    assert_non_null(strstr(err, "annotations.readOnlyHint must be true or false"));
+    assert_int_equal(add(reg, PA, "a", "t1", "{\"readOnlyHint\":\"yes\"}"),
+                     RLMCP_EINVAL);
+    assert_non_null(
+        strstr(err, "annotations.readOnlyHint must be true or false"));
     assert_int_equal(add(reg, PA, "a", "t1", "{not json"), RLMCP_EINVAL);
 
     d.name = "s";
     d.handler = handler;
     d.input_schema_json = schema;
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     assert_non_null(strstr(err, "has no description"));
     d.description = "x";
     d.handler = NULL;
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     d.handler = handler;
     d.input_schema_json = "{\"type\":\"string\"}";
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
-    assert_non_null(strstr(err, "tool 's' input schema must have \"type\": \"object\""));
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
+    assert_non_null(
+        strstr(err, "tool 's' input schema must have \"type\": \"object\""));
     d.input_schema_json = "[1]";
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     d.input_schema_json = "{\"type\":\"object\",\"required\":\"x\"}";
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     d.input_schema_json = NULL;
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     d.input_schema_json = schema;
     d.output_schema_json = "{\"type\":\"array\"}";
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
     assert_non_null(strstr(err, "output schema"));
     d.output_schema_json = NULL;
 
     /* Sizes: smaller than 1.0 is refused; larger is fine if the tail is 0. */
     d.struct_size = offsetof(struct rlmcp_tool_def, handler);
-    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)), RLMCP_EVERSION);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EVERSION);
     assert_non_null(strstr(err, "smaller than ABI 1.0"));
     memset(&big, 0, sizeof(big));
     big.d = d;
     big.d.struct_size = sizeof(big);
     big.d.name = "future_ok";
-    assert_int_equal(registry_add_tool(reg, PA, "a", &big.d, err, sizeof(err)), RLMCP_OK);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &big.d, err, sizeof(err)),
+                     RLMCP_OK);
     big.d.name = "future_bad";
     big.extra[3] = 1;
-    assert_int_equal(registry_add_tool(reg, PA, "a", &big.d, err, sizeof(err)), RLMCP_EVERSION);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &big.d, err, sizeof(err)),
+                     RLMCP_EVERSION);
     assert_non_null(strstr(err, "fields this host does not know"));
-    assert_int_equal(registry_add_tool(reg, PA, "a", NULL, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_tool(reg, PA, "a", NULL, err, sizeof(err)),
+                     RLMCP_EINVAL);
     assert_int_equal(registry_all_tool_count(reg), 3);
     registry_free(reg);
 }
@@ -362,36 +437,49 @@ static void test_resources_prompts(void **state)
     r.uri = "devbox://x/log";
     r.name = "log";
     r.read = res_read;
-    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)), RLMCP_OK);
-    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)), RLMCP_EEXIST);
+    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)),
+                     RLMCP_OK);
+    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)),
+                     RLMCP_EEXIST);
     r.uri_template = "devbox://{id}/log";
-    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)),
+                     RLMCP_EINVAL);
     r.uri = NULL;
-    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)), RLMCP_OK);
+    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)),
+                     RLMCP_OK);
     r.uri_template = "noscheme";
-    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_resource(reg, PA, &r, err, sizeof(err)),
+                     RLMCP_EINVAL);
     assert_int_equal(registry_resource_count(reg), 2);
 
     p.name = "zz";
     p.description = "d";
     p.get = prompt_get;
     p.arguments_json = "[{\"name\":\"x\",\"required\":true}]";
-    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)), RLMCP_OK);
-    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)), RLMCP_EEXIST);
+    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)),
+                     RLMCP_OK);
+    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)),
+                     RLMCP_EEXIST);
     p.name = "aa";
     p.arguments_json = "{\"name\":\"x\"}";
-    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)),
+                     RLMCP_EINVAL);
     p.arguments_json = "[{\"nom\":\"x\"}]";
-    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)),
+                     RLMCP_EINVAL);
     p.arguments_json = NULL;
     p.description = NULL;
-    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)), RLMCP_EINVAL);
+    assert_int_equal(registry_add_prompt(reg, PA, &p, err, sizeof(err)),
+                     RLMCP_EINVAL);
     p.description = "d";
-    assert_int_equal(registry_add_prompt(reg, PB, &p, err, sizeof(err)), RLMCP_OK);
-    assert_int_equal(registry_select(reg, NULL, "d.yaml", false, 1, err, sizeof(err)), 0);
+    assert_int_equal(registry_add_prompt(reg, PB, &p, err, sizeof(err)),
+                     RLMCP_OK);
+    assert_int_equal(
+        registry_select(reg, NULL, "d.yaml", false, 1, err, sizeof(err)), 0);
     assert_string_equal(registry_prompt_at(reg, 0)->name, "aa"); /* sorted */
     assert_non_null(registry_find_prompt(reg, "zz"));
-    assert_int_equal(registry_add_prompt(reg, PB, &p, err, sizeof(err)), RLMCP_ESTATE);
+    assert_int_equal(registry_add_prompt(reg, PB, &p, err, sizeof(err)),
+                     RLMCP_ESTATE);
     registry_free(reg);
 }
 
@@ -403,8 +491,10 @@ static void test_remove_and_release(void **state)
     registry_remove_plugin(reg, PB);
     assert_int_equal(freed, 2);
     assert_int_equal(registry_all_tool_count(reg), 4);
-    assert_int_equal(registry_select(reg, NULL, "d.yaml", false, 1, err, sizeof(err)), 0);
-    assert_string_equal(names(reg), "execute_command,kill,read_file,write_file");
+    assert_int_equal(
+        registry_select(reg, NULL, "d.yaml", false, 1, err, sizeof(err)), 0);
+    assert_string_equal(names(reg),
+                        "execute_command,kill,read_file,write_file");
     freed = 0;
     registry_release_plugin(reg, PA);
     assert_int_equal(freed, 4);

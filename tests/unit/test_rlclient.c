@@ -277,9 +277,8 @@ static void t_get_headers(void **state)
     cJSON *log = NULL;
 
     script(NULL);
-    assert_int_equal(do_req(c, KEY, "GET", "/v1/devboxes?limit=1", NULL, -1,
-                            &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, KEY, "GET", "/v1/devboxes?limit=1", NULL, -1, &r), RLMCP_OK);
     assert_int_equal(r->status, 200);
     assert_string_equal(r->body, "{\"ok\":true}");
     assert_int_equal(r->body_len, 11);
@@ -323,18 +322,20 @@ static void t_post_json_and_empty(void **state)
     assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes", body, -1, &r),
                      RLMCP_OK);
     rlclient_resp_free(r);
-    assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes/d/suspend", NULL,
-                            -1, &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, KEY, "POST", "/v1/devboxes/d/suspend", NULL, -1, &r),
+        RLMCP_OK);
     rlclient_resp_free(r);
     log = server_log();
     assert_string_equal(hdr(log, 0, "content-type"), "application/json");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0),
-                                            "body_hex")->valuestring,
-                        "7b226e616d65223a2278227d");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "body_hex")
+            ->valuestring,
+        "7b226e616d65223a2278227d");
     assert_string_equal(hdr(log, 1, "content-type"), "application/json");
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(log, 1),
-                                         "body_len")->valueint, 0);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(log, 1), "body_len")->valueint,
+        0);
     assert_null(hdr(log, 1, "expect"));
     cJSON_Delete(log);
     rlclient_destroy(c);
@@ -360,9 +361,9 @@ static void t_retry_statuses(void **state)
                  "\"body\":\"done\"}]",
                  statuses[i], statuses[i]);
         script(js);
-        assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes/d/resume", NULL,
-                                -1, &r),
-                         RLMCP_OK);
+        assert_int_equal(
+            do_req(c, KEY, "POST", "/v1/devboxes/d/resume", NULL, -1, &r),
+            RLMCP_OK);
         assert_int_equal(r->status, 200);
         assert_string_equal(r->body, "done");
         rlclient_resp_free(r);
@@ -407,9 +408,9 @@ static void t_shutdown_409_never_retried(void **state)
     struct rlmcp_http_resp *r = NULL;
 
     script("[{\"status\":409},{\"status\":200}]");
-    assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown", NULL,
-                            -1, &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown", NULL, -1, &r),
+        RLMCP_OK);
     assert_int_equal(r->status, 409);
     rlclient_resp_free(r);
     assert_int_equal(arrivals(), 1);
@@ -427,16 +428,16 @@ static void t_shutdown_409_never_retried(void **state)
 
     /* A shutdown's 503 is still retried; so is a 409 elsewhere. */
     script("[{\"status\":503},{\"status\":200}]");
-    assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown", NULL,
-                            -1, &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown", NULL, -1, &r),
+        RLMCP_OK);
     assert_int_equal(r->status, 200);
     rlclient_resp_free(r);
     assert_int_equal(arrivals(), 2);
     script("[{\"status\":409},{\"status\":200}]");
-    assert_int_equal(do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown_x", NULL,
-                            -1, &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown_x", NULL, -1, &r),
+        RLMCP_OK);
     assert_int_equal(r->status, 200);
     rlclient_resp_free(r);
     assert_int_equal(arrivals(), 2);
@@ -886,9 +887,8 @@ static void t_unix_socket(void **state)
                      "[{\"status\":503},{\"status\":200,\"body\":\"u\"}]");
     assert_int_equal(curl_easy_perform(e), CURLE_OK);
     curl_easy_cleanup(e);
-    assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes?limit=1", NULL, -1,
-                            &r),
-                     RLMCP_OK);
+    assert_int_equal(
+        do_req(c, NULL, "GET", "/v1/devboxes?limit=1", NULL, -1, &r), RLMCP_OK);
     assert_int_equal(r->status, 200);
     assert_string_equal(r->body, "u"); /* after one retry */
     rlclient_resp_free(r);
@@ -897,8 +897,10 @@ static void t_unix_socket(void **state)
     /* Nothing listening: EHTTP naming the URL and the socket. */
     assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes", NULL, 1, &r),
                      RLMCP_EHTTP);
-    snprintf(want, sizeof(want), "GET http://localhost/v1/devboxes via "
-                                 "unix:%s", sock);
+    snprintf(want, sizeof(want),
+             "GET http://localhost/v1/devboxes via "
+             "unix:%s",
+             sock);
     if (strstr(rlclient_last_error(), want) == NULL)
         fail_msg("'%s' lacks '%s'", rlclient_last_error(), want);
     rlclient_destroy(c);
@@ -984,8 +986,7 @@ static void t_bad_input(void **state)
     assert_int_equal(do_req(c, KEY, "PUT", "/v1/a", NULL, -1, &r),
                      RLMCP_EINVAL);
     assert_non_null(strstr(rlclient_last_error(), "GET"));
-    assert_int_equal(do_req(c, KEY, "GET", "v1/a", NULL, -1, &r),
-                     RLMCP_EINVAL);
+    assert_int_equal(do_req(c, KEY, "GET", "v1/a", NULL, -1, &r), RLMCP_EINVAL);
     assert_non_null(strstr(rlclient_last_error(), "start with '/'"));
     assert_int_equal(do_req(c, KEY, "GET", "/v1/a b", NULL, -1, &r),
                      RLMCP_EINVAL);
@@ -994,9 +995,9 @@ static void t_bad_input(void **state)
     assert_int_equal(do_req(c, KEY, "GET", "/v1/a", "{}", -1, &r),
                      RLMCP_EINVAL);
     assert_int_equal(do_req(c, KEY, "GET", NULL, NULL, -1, &r), RLMCP_EINVAL);
-    assert_int_equal(do_req(c, "ak_x\r\nX-Evil: 1", "GET", "/v1/a", NULL, -1,
-                            &r),
-                     RLMCP_EINVAL);
+    assert_int_equal(
+        do_req(c, "ak_x\r\nX-Evil: 1", "GET", "/v1/a", NULL, -1, &r),
+        RLMCP_EINVAL);
     assert_null(strstr(rlclient_last_error(), "ak_x"));
     req.method = "POST";
     req.path = "/v1/a";
@@ -1032,18 +1033,19 @@ static void t_connection_reuse(void **state)
 
     script(NULL);
     for (i = 0; i < 5; i++) {
-        assert_int_equal(do_req(c, KEY, i % 2 ? "POST" : "GET", "/v1/a", NULL,
-                                -1, &r),
-                         RLMCP_OK);
+        assert_int_equal(
+            do_req(c, KEY, i % 2 ? "POST" : "GET", "/v1/a", NULL, -1, &r),
+            RLMCP_OK);
         rlclient_resp_free(r);
     }
     log = server_log();
-    port0 = cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "peer_port")
-                ->valueint;
+    port0 =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "peer_port")->valueint;
     for (i = 1; i < 5; i++)
-        assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(log, i),
-                                             "peer_port")->valueint,
-                         port0);
+        assert_int_equal(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(log, i), "peer_port")
+                ->valueint,
+            port0);
     cJSON_Delete(log);
     rlclient_destroy(c);
 }
@@ -1135,9 +1137,8 @@ static void t_sse_stream(void **state)
            "\"\\r\\nid: 2\\nevent: error\\ndata: {\\\"code\\\":1}\\n\\n\"]}]");
     assert_int_equal(do_sse(c, &e, &status, NULL, NULL), RLMCP_OK);
     assert_int_equal(status, 200);
-    assert_string_equal(e.log,
-                        "[message||{\"output\":\"a\",\"offset\":0}]"
-                        "[error|2|{\"code\":1}]");
+    assert_string_equal(e.log, "[message||{\"output\":\"a\",\"offset\":0}]"
+                               "[error|2|{\"code\":1}]");
     log = server_log();
     assert_int_equal(cJSON_GetArraySize(log), 2);
     assert_string_equal(hdr(log, 1, "accept"), "text/event-stream");
@@ -1158,8 +1159,9 @@ static void t_sse_status_stop_drop(void **state)
 
     memset(&e, 0, sizeof(e));
     e.stop_after = 1;
-    script("[{\"content_type\":\"text/event-stream\",\"chunk_delay_ms\":20,"
-           "\"chunks\":[\"data: 1\\n\\n\",\"data: 2\\n\\n\",\"data: 3\\n\\n\"]}]");
+    script(
+        "[{\"content_type\":\"text/event-stream\",\"chunk_delay_ms\":20,"
+        "\"chunks\":[\"data: 1\\n\\n\",\"data: 2\\n\\n\",\"data: 3\\n\\n\"]}]");
     assert_int_equal(do_sse(c, &e, &status, NULL, NULL), RLMCP_OK);
     assert_int_equal(e.n, 1);
 
@@ -1197,8 +1199,7 @@ static void t_sse_cancel_and_oversize(void **state)
     req.method = "GET";
     req.path = "/v1/s";
     req.max_body = 16;
-    assert_int_equal(rlclient_sse(c, KEY, &req, on_ev, &e, &status, NULL,
-                                  NULL),
+    assert_int_equal(rlclient_sse(c, KEY, &req, on_ev, &e, &status, NULL, NULL),
                      RLMCP_EINTERNAL);
     assert_int_equal(e.n, 0);
     assert_non_null(strstr(rlclient_last_error(), "16 bytes"));

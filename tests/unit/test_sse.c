@@ -35,8 +35,7 @@ static int on_event(void *user, const char *event, const char *id,
 }
 
 /* Parse text in one go, returning the feed status. */
-static int parse_whole(const char *text, size_t len, struct rec *r,
-                       size_t max)
+static int parse_whole(const char *text, size_t len, struct rec *r, size_t max)
 {
     struct sse_parser *p = sse_parser_new(max, on_event, r);
     int rc;
@@ -116,14 +115,17 @@ static void t_bom_and_retry(void **state)
 {
     struct rec r = {0};
     struct sse_parser *p = sse_parser_new(0, on_event, &r);
-    const char *text = "\xEF\xBB\xBF" "retry: 1500\ndata: z\n\nretry: x1\n";
+    const char *text = "\xEF\xBB\xBF"
+                       "retry: 1500\ndata: z\n\nretry: x1\n";
 
     assert_non_null(p);
     assert_int_equal(sse_parser_feed(p, text, strlen(text)), SSE_OK);
     assert_string_equal(r.log, "[message||z]");
     assert_int_equal(sse_parser_retry_ms(p), 1500);
     sse_parser_free(p);
-    check_all_splits("\xEF\xBB\xBF" "data: bom\n\n", "[message||bom]");
+    check_all_splits("\xEF\xBB\xBF"
+                     "data: bom\n\n",
+                     "[message||bom]");
 }
 
 static void t_id_sticky_and_nul(void **state)

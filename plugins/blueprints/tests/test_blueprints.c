@@ -78,22 +78,24 @@ static void build_request_body(void **state)
     assert_int_equal(fh_request_count(), 1);
     body = fh_request_json(fh_request_at(0));
     assert_string_equal(cJSON_GetObjectItem(body, "name")->valuestring, "py");
-    assert_non_null(strstr(
-        cJSON_GetObjectItem(body, "dockerfile")->valuestring, "RUN true"));
-    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(
-                            body, "system_setup_commands"), 0)->valuestring,
-                        "pip install x");
+    assert_non_null(strstr(cJSON_GetObjectItem(body, "dockerfile")->valuestring,
+                           "RUN true"));
+    assert_string_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(body, "system_setup_commands"),
+                           0)
+            ->valuestring,
+        "pip install x");
     assert_string_equal(
         cJSON_GetObjectItem(body, "base_blueprint_name")->valuestring, "base");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                            body, "file_mounts"), "/a")->valuestring,
-                        "1");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "file_mounts"), "/a")
+            ->valuestring,
+        "1");
     assert_non_null(cJSON_GetObjectItem(body, "build_args"));
     assert_non_null(cJSON_GetObjectItem(body, "metadata"));
     lp = cJSON_GetObjectItem(body, "launch_parameters");
     assert_string_equal(
-        cJSON_GetObjectItem(lp, "resource_size_request")->valuestring,
-        "SMALL");
+        cJSON_GetObjectItem(lp, "resource_size_request")->valuestring, "SMALL");
     assert_string_equal(cJSON_GetObjectItem(lp, "architecture")->valuestring,
                         "x86_64");
     assert_int_equal(
@@ -119,8 +121,7 @@ static void build_follows_with_log_progress(void **state)
              "{\"logs\":[{\"message\":\"Step 1/2 : RUN apt-get update\"},"
              "{\"message\":\"Step 2/2 : RUN pip install x\"},"
              "{\"message\":\"Successfully installed x\"}]}");
-    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
-                     RLMCP_OK);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
     assert_null(fh_error_code());
     assert_string_equal(rstr("status"), "build_complete");
     assert_int_equal(cJSON_GetObjectItem(fh_result(), "log_lines")->valueint,
@@ -151,8 +152,7 @@ static void build_failure_names_step(void **state)
              "false\"},{\"level\":\"info\",\"message\":\"some output\"},"
              "{\"level\":\"error\",\"message\":\"command exited with code 1"
              "\"},{\"level\":\"info\",\"message\":\"cleaning up\"}]}");
-    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
-                     RLMCP_OK);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
     assert_string_equal(fh_error_code(), "invalid_argument");
     assert_non_null(strstr(fh_error_message(), "bpt_1"));
     assert_non_null(strstr(fh_error_message(), "build_failed"));
@@ -176,14 +176,12 @@ static void build_bound_and_cancel(void **state)
     fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
     fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
     fh_route_n("GET", "/v1/blueprints/bpt_1", 200, BPT("building"), 0);
-    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"),
-                     RLMCP_OK);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
     assert_string_equal(fh_error_code(), "timeout");
     assert_non_null(strstr(fh_error_message(), "blueprint_id=bpt_1"));
     assert_non_null(strstr(fh_error_remedy(), "get_blueprint"));
     /* 1 s / 100 ms: 11 polls of the status (and of the logs) */
-    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1/logs"),
-                     11);
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1/logs"), 11);
     /* the status did not change and no lines came: one message */
     assert_int_equal(fh_progress_count(), 1);
 
@@ -239,8 +237,9 @@ static void list_get_logs_delete(void **state)
     const cJSON *lines;
 
     fh_reset();
-    fh_route("GET", "/v1/blueprints?limit=5&name=runloop%2Fstarter&status="
-                    "build_complete",
+    fh_route("GET",
+             "/v1/blueprints?limit=5&name=runloop%2Fstarter&status="
+             "build_complete",
              200,
              "{\"blueprints\":[{\"id\":\"bpt_1\",\"name\":\"runloop/starter"
              "\",\"status\":\"build_complete\",\"parameters\":{}}],"
@@ -250,18 +249,16 @@ static void list_get_logs_delete(void **state)
                              "\"build_complete\",\"limit\":5}"),
                      RLMCP_OK);
     assert_null(fh_error_code());
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(fh_result(),
-                                                            "blueprints")),
-                     1);
-    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
-                                        fh_result(), "blueprints"), 0),
-                                    "parameters"));
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(fh_result(), "blueprints")), 1);
+    assert_null(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(fh_result(), "blueprints"), 0),
+        "parameters"));
 
     fh_reset();
     fh_route("GET", "/v1/blueprints/list_public?limit=20", 200,
              "{\"blueprints\":[],\"has_more\":false}");
-    assert_int_equal(fh_call("list_blueprints", "{\"public\":true}"),
-                     RLMCP_OK);
+    assert_int_equal(fh_call("list_blueprints", "{\"public\":true}"), RLMCP_OK);
     assert_null(fh_error_code());
 
     fh_reset();
@@ -307,9 +304,8 @@ static void list_get_logs_delete(void **state)
 
     fh_reset();
     fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "");
-    assert_int_equal(fh_call("delete_blueprint",
-                             "{\"blueprint_id\":\"bpt_1\"}"),
-                     RLMCP_OK);
+    assert_int_equal(
+        fh_call("delete_blueprint", "{\"blueprint_id\":\"bpt_1\"}"), RLMCP_OK);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "deleted")));
     fh_reset();
     fh_route("POST", "/v1/blueprints/bpt_1/delete", 400,
@@ -325,9 +321,9 @@ static void list_get_logs_delete(void **state)
 
 static void bad_config(void **state)
 {
-    static const char *const bad[] = {
-        "{\"build_wait_seconds\":0}", "{\"poll_interval_ms\":99}",
-        "{\"max_progress_bytes\":10}", "\"x\""};
+    static const char *const bad[] = {"{\"build_wait_seconds\":0}",
+                                      "{\"poll_interval_ms\":99}",
+                                      "{\"max_progress_bytes\":10}", "\"x\""};
     size_t i;
 
     fh_unload();
@@ -340,7 +336,8 @@ static void bad_config(void **state)
     setup(state);
 }
 
-/* ---- build_log.c -------------------------------------------------------------- */
+/* ---- build_log.c
+ * -------------------------------------------------------------- */
 
 static void log_join(void **state)
 {

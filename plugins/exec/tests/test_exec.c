@@ -17,23 +17,23 @@
 
 const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
 
-#define CONFIG                                                               \
-    "{\"max_output_bytes\":1024,\"default_timeout_seconds\":30,"            \
-    "\"max_timeout_seconds\":120,\"create_wait_seconds\":5,"                \
-    "\"run_code\":{\"purpose\":\"code-testing\",\"keep_alive_seconds\":"    \
-    "3600},\"languages\":{\"python\":{\"extension\":\"py\",\"command\":"    \
-    "\"python3 {file}\"},\"c\":{\"extension\":\"c\",\"command\":"           \
-    "\"gcc -o {stem} {file} && {stem}\",\"blueprint\":\"gcc-bp\","          \
+#define CONFIG                                                                 \
+    "{\"max_output_bytes\":1024,\"default_timeout_seconds\":30,"               \
+    "\"max_timeout_seconds\":120,\"create_wait_seconds\":5,"                   \
+    "\"run_code\":{\"purpose\":\"code-testing\",\"keep_alive_seconds\":"       \
+    "3600},\"languages\":{\"python\":{\"extension\":\"py\",\"command\":"       \
+    "\"python3 {file}\"},\"c\":{\"extension\":\"c\",\"command\":"              \
+    "\"gcc -o {stem} {file} && {stem}\",\"blueprint\":\"gcc-bp\","             \
     "\"suspend_after\":false}}}"
 
 #define EXEC_PATH "/v1/devboxes/dbx_1/execute?last_n=1000"
-#define DONE(out, code)                                                      \
-    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"       \
-    "\"completed\",\"exit_status\":" #code ",\"stdout\":\"" out "\","       \
-    "\"stderr\":\"\",\"stdout_truncated\":false,\"stderr_truncated\":"      \
+#define DONE(out, code)                                                        \
+    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"          \
+    "\"completed\",\"exit_status\":" #code ",\"stdout\":\"" out "\","          \
+    "\"stderr\":\"\",\"stdout_truncated\":false,\"stderr_truncated\":"         \
     "false}"
-#define RUNNING_EXE                                                          \
-    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"       \
+#define RUNNING_EXE                                                            \
+    "{\"execution_id\":\"exe_1\",\"devbox_id\":\"dbx_1\",\"status\":"          \
     "\"running\"}"
 
 static int setup(void **state)
@@ -61,11 +61,17 @@ static bool rbool(const char *key)
 
 static void registers_tools(void **state)
 {
-    static const char *const names[] = {
-        "execute_command", "execute_command_async", "get_execution",
-        "wait_for_execution", "get_execution_logs", "kill_execution",
-        "send_execution_stdin", "run_shell", "run_code", "run_python",
-        "run_c"};
+    static const char *const names[] = {"execute_command",
+                                        "execute_command_async",
+                                        "get_execution",
+                                        "wait_for_execution",
+                                        "get_execution_logs",
+                                        "kill_execution",
+                                        "send_execution_stdin",
+                                        "run_shell",
+                                        "run_code",
+                                        "run_python",
+                                        "run_c"};
     size_t i;
 
     assert_int_equal(fh_tool_count(), 11);
@@ -103,8 +109,8 @@ static void execute_fast_path(void **state)
     assert_string_equal(rstr("execution_id"), "exe_1");
     assert_string_equal(rstr("devbox_id"), "dbx_1");
     assert_false(rbool("stdout_truncated"));
-    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(fh_result(),
-                                                   "duration_ms")));
+    assert_true(
+        cJSON_IsNumber(cJSON_GetObjectItem(fh_result(), "duration_ms")));
     assert_int_equal(fh_request_count(), 1);
     body = fh_request_json(fh_request_at(0));
     assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
@@ -192,10 +198,11 @@ static void truncation_keeps_head_and_tail(void **state)
     memcpy(out, "HEAD", 4);
     memcpy(out + n - 4, "TAIL", 4);
     out[n] = '\0';
-    assert_true(asprintf(&resp,
-                         "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
-                         "\"exit_status\":0,\"stdout\":\"%s\",\"stderr\":\"e\"}",
-                         out) > 0);
+    assert_true(
+        asprintf(&resp,
+                 "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+                 "\"exit_status\":0,\"stdout\":\"%s\",\"stderr\":\"e\"}",
+                 out) > 0);
     fh_reset();
     fh_route("POST", EXEC_PATH, 200, resp);
     assert_int_equal(fh_call("execute_command",
@@ -387,8 +394,7 @@ static void cancel_during_execute_kills(void **state)
 static void suspended_devbox(void **state)
 {
     fh_reset();
-    fh_route("POST", EXEC_PATH, 400,
-             "{\"message\":\"devbox is not running\"}");
+    fh_route("POST", EXEC_PATH, 400, "{\"message\":\"devbox is not running\"}");
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
              "{\"id\":\"dbx_1\",\"status\":\"suspended\"}");
     fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
@@ -651,8 +657,8 @@ static void run_code_creates_and_cleans_up(void **state)
     fh_cancel_after(4);
     assert_int_equal(fh_call("run_code", "{\"command\":\"sleep 600\"}"),
                      RLMCP_ECANCELLED);
-    assert_non_null(fh_find_request("POST",
-                                    "/v1/devboxes/dbx_n/executions/exe_9/kill"));
+    assert_non_null(
+        fh_find_request("POST", "/v1/devboxes/dbx_n/executions/exe_9/kill"));
     sd = fh_find_request("POST", "/v1/devboxes/dbx_n/shutdown");
     assert_non_null(sd);
     assert_true(sd->cancelled_at_send);
@@ -718,7 +724,8 @@ static void run_c_creates_without_suspend(void **state)
         "c");
     assert_string_equal(
         cJSON_GetObjectItem(body, "blueprint_name")->valuestring, "gcc-bp");
-    body = fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_2/execute"));
+    body =
+        fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_2/execute"));
     assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
                         "gcc -o '/tmp/m' '/tmp/m.c' && '/tmp/m'");
     assert_null(fh_find_request("POST", "/v1/devboxes/dbx_2/suspend"));
@@ -740,8 +747,8 @@ static void run_lang_not_ready(void **state)
              "{\"id\":\"dbx_3\",\"status\":\"provisioning\"}");
     fh_route_n("GET", "/v1/devboxes/dbx_3", 200,
                "{\"id\":\"dbx_3\",\"status\":\"provisioning\"}", 0);
-    fh_route_rc("POST", "/v1/devboxes/dbx_3/wait_for_status",
-                RLMCP_ETIMEDOUT, 0);
+    fh_route_rc("POST", "/v1/devboxes/dbx_3/wait_for_status", RLMCP_ETIMEDOUT,
+                0);
     fh_call("run_python", "{\"code\":\"1\"}");
     assert_string_equal(fh_error_code(), "devbox_not_ready");
     assert_non_null(strstr(fh_error_message(), "dbx_3"));
@@ -751,8 +758,8 @@ static void run_lang_not_ready(void **state)
 
 static void expand_template(void **state)
 {
-    char *s = run_expand("cd {dir} && x {file} {stem} {other}",
-                         "/home/user/it's.py");
+    char *s =
+        run_expand("cd {dir} && x {file} {stem} {other}", "/home/user/it's.py");
     assert_string_equal(s, "cd '/home/user' && x '/home/user/it'\\''s.py' "
                            "'/home/user/it'\\''s' {other}");
     free(s);
@@ -764,8 +771,10 @@ static void expand_template(void **state)
 static void bad_config(void **state)
 {
     static const char *const bad[] = {
-        "{\"languages\":{\"py\":{\"extension\":\"py\",\"command\":\"python3\"}}}",
-        "{\"languages\":{\"Py\":{\"extension\":\"py\",\"command\":\"{file}\"}}}",
+        "{\"languages\":{\"py\":{\"extension\":\"py\",\"command\":\"python3\"}}"
+        "}",
+        "{\"languages\":{\"Py\":{\"extension\":\"py\",\"command\":\"{file}\"}}"
+        "}",
         "{\"languages\":{\"py\":{\"command\":\"{file}\"}}}",
         "{\"languages\":{\"py\":{\"extension\":\"py\",\"command\":\"{file}\","
         "\"nope\":1}}}",

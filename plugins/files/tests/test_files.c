@@ -86,8 +86,8 @@ static void write_file(void **state)
 
 static void read_text_and_binary(void **state)
 {
-    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n',
-                                        0x1a, '\n', 0, 1, 2, 0xff};
+    static const unsigned char png[] = {0x89, 'P',  'N', 'G', '\r', '\n',
+                                        0x1a, '\n', 0,   1,   2,    0xff};
     cJSON *body;
     size_t n = 0;
     unsigned char *dec;
@@ -199,22 +199,22 @@ static void upload_download_roundtrip(void **state)
 static void bad_config(void **state)
 {
     fh_unload();
-    assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(),
-                                 "{\"max_read_bytes\":0}"),
-                         RLMCP_OK);
+    assert_int_not_equal(
+        fh_load(rlmcp_plugin_descriptor(), "{\"max_read_bytes\":0}"), RLMCP_OK);
     assert_non_null(strstr(fh_init_error(), "max_read_bytes"));
     fh_unload();
     setup(state);
 }
 
-/* ---- the helper library --------------------------------------------------- */
+/* ---- the helper library ---------------------------------------------------
+ */
 
 static void helpers_base64(void **state)
 {
-    static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba",
-                                     "foobar"};
-    static const char *const out[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==",
-                                      "Zm9vYmE=", "Zm9vYmFy"};
+    static const char *const in[] = {"",     "f",     "fo",    "foo",
+                                     "foob", "fooba", "foobar"};
+    static const char *const out[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                      "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
     size_t i, n;
 
     for (i = 0; i < 7; i++) {
@@ -263,7 +263,10 @@ static void helpers_capture(void **state)
 
     /* no cut inside a UTF-8 character */
     assert_true(rlmcp_h_capture_init(&c, 4));
-    rlmcp_h_capture_add(&c, "a\xc3\xa9" "bbbbbb\xc3\xa9", 11);
+    rlmcp_h_capture_add(&c,
+                        "a\xc3\xa9"
+                        "bbbbbb\xc3\xa9",
+                        11);
     s = rlmcp_h_capture_text(&c, NULL, &t);
     assert_true(t);
     assert_true(rlmcp_h_is_text(s, strlen(s)));

@@ -14,8 +14,9 @@
 
 const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
 
-#define RUNNING "{\"id\":\"dbx_1\",\"status\":\"running\",\"name\":null," \
-                "\"metadata\":{}}"
+#define RUNNING                                                                \
+    "{\"id\":\"dbx_1\",\"status\":\"running\",\"name\":null,"                  \
+    "\"metadata\":{}}"
 
 static int setup(void **state)
 {
@@ -37,9 +38,9 @@ static int teardown(void **state)
 static void registers_all_tools(void **state)
 {
     static const char *const names[] = {
-        "create_devbox", "list_devboxes", "get_devbox", "update_devbox",
-        "suspend_devbox", "resume_devbox", "shutdown_devbox",
-        "keep_devbox_alive", "get_resource_usage"};
+        "create_devbox",   "list_devboxes",     "get_devbox",
+        "update_devbox",   "suspend_devbox",    "resume_devbox",
+        "shutdown_devbox", "keep_devbox_alive", "get_resource_usage"};
     size_t i;
 
     assert_int_equal(fh_tool_count(), 9);
@@ -84,8 +85,8 @@ static void create_waits_and_sends_body(void **state)
                              "\"files\":{\"/home/user/a.txt\":\"hi\"}}"),
                      RLMCP_OK);
     assert_null(fh_error_code());
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "status")->valuestring, "running");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "running");
     body = fh_request_json(fh_find_request("POST", "/v1/devboxes"));
     assert_string_equal(cJSON_GetObjectItem(body, "name")->valuestring, "box");
     assert_string_equal(
@@ -94,8 +95,7 @@ static void create_waits_and_sends_body(void **state)
     assert_int_equal(
         cJSON_GetObjectItem(lp, "keep_alive_time_seconds")->valueint, 600);
     assert_string_equal(
-        cJSON_GetObjectItem(lp, "resource_size_request")->valuestring,
-        "SMALL");
+        cJSON_GetObjectItem(lp, "resource_size_request")->valuestring, "SMALL");
     assert_string_equal(
         cJSON_GetObjectItem(
             cJSON_GetObjectItem(cJSON_GetObjectItem(lp, "lifecycle"),
@@ -112,9 +112,8 @@ static void create_waits_and_sends_body(void **state)
         cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"), "x")
             ->valuestring,
         "y");
-    assert_int_equal(fh_count_requests("POST",
-                                       "/v1/devboxes/dbx_1/wait_for_status"),
-                     2);
+    assert_int_equal(
+        fh_count_requests("POST", "/v1/devboxes/dbx_1/wait_for_status"), 2);
     body = fh_request_json(
         fh_find_request("POST", "/v1/devboxes/dbx_1/write_file_contents"));
     assert_string_equal(cJSON_GetObjectItem(body, "file_path")->valuestring,
@@ -130,8 +129,8 @@ static void create_not_ready_carries_id(void **state)
                "{\"id\":\"dbx_9\",\"status\":\"provisioning\"}", 0);
     /* The long poll keeps timing out; the bound is 5 s of real time, so
      * answer with our own ETIMEDOUT to end it like the host would. */
-    fh_route_rc("POST", "/v1/devboxes/dbx_9/wait_for_status",
-                RLMCP_ETIMEDOUT, 0);
+    fh_route_rc("POST", "/v1/devboxes/dbx_9/wait_for_status", RLMCP_ETIMEDOUT,
+                0);
     assert_int_equal(fh_call("create_devbox", "{}"), RLMCP_OK);
     assert_string_equal(fh_error_code(), "devbox_not_ready");
     assert_non_null(strstr(fh_error_message(), "dbx_9"));
@@ -196,16 +195,17 @@ static void list_hides_shutdown_and_pages(void **state)
         cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "id")->valuestring,
         "dbx_a");
     /* summaries, not the whole view */
-    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0),
-                                    "launch_parameters"));
+    assert_null(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "launch_parameters"));
     assert_string_equal(
         cJSON_GetObjectItem(fh_result(), "next_starting_after")->valuestring,
         "dbx_b");
 
     fh_reset();
-    fh_route("GET", "/v1/devboxes?limit=20&status=shutdown&starting_after=dbx_b",
-             200, "{\"devboxes\":[{\"id\":\"dbx_c\",\"status\":\"shutdown\"}],"
-                  "\"has_more\":false}");
+    fh_route("GET",
+             "/v1/devboxes?limit=20&status=shutdown&starting_after=dbx_b", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_c\",\"status\":\"shutdown\"}],"
+             "\"has_more\":false}");
     assert_int_equal(fh_call("list_devboxes",
                              "{\"status\":\"shutdown\",\"starting_after\":"
                              "\"dbx_b\"}"),
@@ -283,14 +283,14 @@ static void shutdown_force_and_no_retry(void **state)
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/shutdown?force=true", 200,
              "{\"id\":\"dbx_1\",\"status\":\"shutdown\"}");
-    assert_int_equal(fh_call("shutdown_devbox",
-                             "{\"devbox_id\":\"dbx_1\",\"force\":true}"),
-                     RLMCP_OK);
+    assert_int_equal(
+        fh_call("shutdown_devbox", "{\"devbox_id\":\"dbx_1\",\"force\":true}"),
+        RLMCP_OK);
     r = fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown");
     assert_non_null(r);
     assert_int_equal(r->max_retries, 0);
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "status")->valuestring, "shutdown");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "shutdown");
 
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 409,
@@ -311,8 +311,8 @@ static void suspend_resume_wait(void **state)
              "{\"id\":\"dbx_1\",\"status\":\"suspended\"}");
     assert_int_equal(fh_call("suspend_devbox", "{\"devbox_id\":\"dbx_1\"}"),
                      RLMCP_OK);
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "status")->valuestring, "suspended");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "suspended");
     assert_non_null(strstr(
         fh_find_request("POST", "/v1/devboxes/dbx_1/wait_for_status")->body,
         "\"suspended\""));
@@ -323,16 +323,16 @@ static void suspend_resume_wait(void **state)
     fh_route("GET", "/v1/devboxes/dbx_1", 200, RUNNING);
     assert_int_equal(fh_call("resume_devbox", "{\"devbox_id\":\"dbx_1\"}"),
                      RLMCP_OK);
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "status")->valuestring, "running");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "running");
 
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/suspend", 200, "");
-    assert_int_equal(fh_call("suspend_devbox",
-                             "{\"devbox_id\":\"dbx_1\",\"wait\":false}"),
-                     RLMCP_OK);
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "status")->valuestring, "suspending");
+    assert_int_equal(
+        fh_call("suspend_devbox", "{\"devbox_id\":\"dbx_1\",\"wait\":false}"),
+        RLMCP_OK);
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "suspending");
     assert_int_equal(fh_request_count(), 1);
 }
 
@@ -365,8 +365,8 @@ static void update_keep_alive_usage(void **state)
              "{\"id\":\"dbx_1\",\"vcpu_seconds\":12.5}");
     assert_int_equal(fh_call("get_resource_usage", "{\"devbox_id\":\"dbx_1\"}"),
                      RLMCP_OK);
-    assert_true(
-        cJSON_GetObjectItem(fh_result(), "vcpu_seconds")->valuedouble == 12.5);
+    assert_true(cJSON_GetObjectItem(fh_result(), "vcpu_seconds")->valuedouble ==
+                12.5);
 }
 
 static void bad_config_fails_init(void **state)

@@ -62,8 +62,7 @@ static void create_async_polls_with_progress(void **state)
     cJSON *body;
 
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_route_n("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
                "{\"status\":\"in_progress\"}", 2);
     fh_route("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
@@ -99,8 +98,7 @@ static void create_async_polls_with_progress(void **state)
 static void create_no_wait_and_bound(void **state)
 {
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     assert_int_equal(fh_call("create_snapshot", "{\"devbox_id\":\"dbx_1\","
                                                 "\"wait\":false}"),
                      RLMCP_OK);
@@ -111,8 +109,7 @@ static void create_no_wait_and_bound(void **state)
 
     /* never completes: the bound (1 s / 100 ms = 11 polls) ends it */
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_route_n("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
                "{\"status\":\"in_progress\"}", 0);
     assert_int_equal(fh_call("create_snapshot", "{\"devbox_id\":\"dbx_1\"}"),
@@ -127,8 +124,7 @@ static void create_no_wait_and_bound(void **state)
 static void create_errors(void **state)
 {
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_route("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
              "{\"status\":\"error\",\"error_message\":\"disk full\"}");
     fh_call("create_snapshot", "{\"devbox_id\":\"dbx_1\"}");
@@ -152,8 +148,8 @@ static void create_errors(void **state)
     assert_string_equal(fh_error_code(), "not_found");
 
     fh_reset();
-    fh_route_rc("POST", "/v1/devboxes/dbx_1/snapshot_disk_async",
-                RLMCP_EHTTP, 0);
+    fh_route_rc("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", RLMCP_EHTTP,
+                0);
     fh_call("create_snapshot", "{\"devbox_id\":\"dbx_1\"}");
     assert_string_equal(fh_error_code(), "unavailable");
 
@@ -208,8 +204,7 @@ static void create_sync_mode(void **state)
 
     /* wait=false needs the async endpoint even in sync mode */
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_call("create_snapshot", "{\"devbox_id\":\"dbx_1\",\"wait\":false}");
     assert_string_equal(rstr("status"), "in_progress");
     fh_unload();
@@ -237,8 +232,9 @@ static void list_paths_and_pages(void **state)
                      5);
 
     fh_reset();
-    fh_route("GET", "/v1/devboxes/disk_snapshots?limit=20&source_blueprint_id="
-                    "bpt_1&starting_after=snp_2",
+    fh_route("GET",
+             "/v1/devboxes/disk_snapshots?limit=20&source_blueprint_id="
+             "bpt_1&starting_after=snp_2",
              200, "{\"snapshots\":[],\"has_more\":true}");
     assert_int_equal(fh_call("list_snapshots",
                              "{\"source_blueprint_id\":\"bpt_1\","
@@ -297,11 +293,12 @@ static void delete_and_status(void **state)
 
     fh_reset();
     fh_route("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
-             "{\"status\":\"complete\",\"snapshot\":" "{\"id\":\"snp_1\","
+             "{\"status\":\"complete\",\"snapshot\":"
+             "{\"id\":\"snp_1\","
              "\"source_devbox_id\":\"dbx_1\"}}");
-    assert_int_equal(fh_call("get_snapshot_status",
-                             "{\"snapshot_id\":\"snp_1\"}"),
-                     RLMCP_OK);
+    assert_int_equal(
+        fh_call("get_snapshot_status", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
     assert_string_equal(rstr("status"), "complete");
     snap = cJSON_GetObjectItem(fh_result(), "snapshot");
     assert_string_equal(
@@ -327,8 +324,7 @@ static void delete_and_status(void **state)
 static void cancel_stops_polling(void **state)
 {
     fh_reset();
-    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200,
-             snap_view);
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_route_n("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
                "{\"status\":\"in_progress\"}", 0);
     fh_cancel_after(2);
