@@ -365,7 +365,10 @@ static int list_uses(const cJSON *list, const char *path, const char *except_id,
     cJSON_ArrayForEach(rec, list) {
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
         const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+        const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "state"));
 
+        if (state != NULL && strcmp(state, "deleted") == 0)
+            continue;
         if (id == NULL || (except_id != NULL && strcmp(id, except_id) == 0))
             continue;
         if (st != NULL && (strcmp(st, "deleted") == 0 || strcmp(st, "error") == 0 ||
@@ -441,11 +444,15 @@ static void blueprint_defaults(const cJSON *rec, cJSON *spec)
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "launch_parameters");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(rec, "env");
-    cJSON *mine = NULL;
+    cJSON *mine = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *it = NULL;
 
-    if (cJSON_IsObject(lp) && cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters") == NULL)
-        cJSON_AddItemToObject(spec, "launch_parameters", cJSON_Duplicate(lp, 1));
+    if (mine == NULL)
+        mine = cJSON_AddObjectToObject(spec, "launch_parameters");
+    cJSON_ArrayForEach(it, lp) { /* field by field: the create body's win */
+        if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
+            cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
+    }
     if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) == 0)
         return;
     mine = cJSON_GetObjectItemCaseSensitive(spec, "environment_variables");
