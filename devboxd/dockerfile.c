@@ -306,13 +306,13 @@ static int parse_from(struct df_step *st, const char *rest, char *err, size_t er
         fail(err, errlen, "line %d: FROM needs an image", st->line);
         goto out;
     }
-    if (n != 1 && !(n == 3 && strcasecmp(w[1], "AS") == 0)) {
-        fail(err, errlen, "line %d: write FROM <image> [AS name]", st->line);
-        goto out;
-    }
     if (strncmp(w[0], "--", 2) == 0) {
         fail(err, errlen, "line %d: FROM option %s is not supported by the local engine",
              st->line, w[0]);
+        goto out;
+    }
+    if (n != 1 && !(n == 3 && strcasecmp(w[1], "AS") == 0)) {
+        fail(err, errlen, "line %d: write FROM <image> [AS name]", st->line);
         goto out;
     }
     st->arg = strdup(w[0]);
@@ -414,6 +414,8 @@ static const char *next_logical(const char *p, char *buf, size_t cap, int *lines
             return p;
         cont = len > 0 && s[len - 1] == '\\';
         if (cont)
+            len--;
+        while (cont && len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
             len--;
         if (b + len + 2 >= cap)
             len = cap - b - 2;
