@@ -1,0 +1,215 @@
+// End-to-end: the pty plugin's tunnel tools (enable_tunnel, get_tunnel_url,
+// remove_tunnel) through the built host, driven by the official MCP SDK
+// client over stdio, against a real devboxd whose tunnel listener serves
+// the URLs the tools return. A python http.server inside the devbox must
+// answer through the URL get_tunnel_url gives.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const LONG = { timeout: 300000 };
+
+/** devboxd on its own state dir (unix socket + loopback tunnel listener). */
+async function startEngine(stateDir) {
+  const child = spawn(devboxdBin, ['--state-dir', stateDir, '--tunnel-listen', '127.0.0.1:0'],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  let exited = false;
+  let code = null;
+  const gone = new Promise((r) => child.on('exit', (c, s) => { exited = true; code = c ?? s; r(); }));
+  const pidFile = path.join(stateDir, 'devboxd.pid');
+  const tunnelPort = await waitFor(() => {
+    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
+    if (!existsSync(pidFile)) return null;
+    const m = /^tunnel_port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'));
+    return m ? Number(m[1]) : null;
+  }, 30000, 'devboxd to write its tunnel port');
+  return {
+    tunnelPort,
+    stderr: () => stderr,
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
+      await gone;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
+
+/** GET a tunnel URL as given; *.localhost is pinned to 127.0.0.1 (RFC 6761). */
+function fetchUrl(url, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, {
+      headers, agent: false,
+      lookup: (h, opts, cb) => {
+        if (!h.endsWith('.localhost')) return cb(new Error(`not a .localhost URL: ${h}`));
+        return opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4);
+      },
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.setTimeout(20000, () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+function ok(result) {
+  assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
+  assert.ok(result.structuredContent, 'structuredContent is set');
+  return result.structuredContent;
+}
+
+function errorOf(result) {
+  assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);
+  return JSON.parse(result.content.find((c) => c.type === 'text').text).error;
+}
+
+describe('tunnel tools end to end (local engine)', () => {
+  let tmp;
+  let engine;
+  let client;
+  let hostErr = '';
+  let hostErrEnded = false;
+  let box;
+  let firstKey;
+
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_pty.so'),
+      path.join(pluginDir, 'rlmcp_lifecycle.so'), path.join(pluginDir, 'rlmcp_exec.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-tunnels-'));
+    const state = path.join(tmp, 'state');
+    engine = await startEngine(state);
+    // The URL template is devboxd's (its pid file says so); the port is
+    // only known once devboxd listens, so the deployment is written here.
+    const template = /^tunnel_url_template (.+)$/m.exec(readFileSync(path.join(state, 'devboxd.pid'), 'utf8'))[1];
+    const conf = path.join(tmp, 'tunnels.yaml');
+    writeFileSync(conf, [
+      'server:', '  name: runloop-mcp-tunnels-test', '  transport: stdio',
+      'host:', '  log_level: warning',
+      'runloop:', '  backend: local', `  state_dir: ${state}`,
+      'plugins:',
+      '  - name: lifecycle', '    config:', '      create_wait_seconds: 120',
+      '  - name: exec', '    config:', '      create_wait_seconds: 120',
+      '  - name: pty', '    config:', `      tunnel_url_template: "${template}"`,
+      '',
+    ].join('\n'));
+    const transport = new StdioClientTransport({
+      command: hostBin, args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d) => { hostErr += d; });
+    transport.stderr?.on('end', () => { hostErrEnded = true; });
+    client = new Client({ name: 'tunnels-e2e', version: '1' });
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
+    }
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    const code = await engine?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
+    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
+    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
+  });
+
+  it('lists the tunnel tools with honest annotations', async () => {
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    for (const n of ['enable_tunnel', 'get_tunnel_url', 'remove_tunnel']) assert.ok(byName[n], `${n} listed`);
+    assert.equal(byName.get_tunnel_url.annotations.readOnlyHint, true);
+    assert.equal(byName.remove_tunnel.annotations.destructiveHint, true);
+  });
+
+  it('enable_tunnel (authenticated by default) gives a URL that serves a python http.server', LONG, async () => {
+    box = ok(await call('create_devbox', { name: 'tunnels-e2e' }));
+    assert.equal(box.status, 'running');
+    ok(await call('execute_command', { devbox_id: box.id,
+      command: 'mkdir -p /tmp/www && echo served-by-devbox > /tmp/www/index.txt' }));
+    ok(await call('execute_command_async', { devbox_id: box.id,
+      command: 'cd /tmp/www && exec python3 -m http.server 8080 --bind 0.0.0.0' }));
+
+    const t = ok(await call('enable_tunnel', { devbox_id: box.id, port: 8080 }));
+    assert.equal(t.devbox_id, box.id);
+    assert.equal(t.auth_mode, 'authenticated');
+    assert.match(t.auth_token, /^[0-9a-f]{48}$/);
+    assert.equal(t.url, `http://8080-${t.tunnel_key}.localhost:${engine.tunnelPort}`);
+    assert.equal(t.url_template, `http://{port}-${t.tunnel_key}.localhost:${engine.tunnelPort}`);
+
+    firstKey = t.tunnel_key;
+    const got = ok(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
+    assert.equal(got.url, t.url);
+    assert.equal(got.auth_token, t.auth_token);
+    const auth = { 'x-runloop-tunnel-authorization': `Bearer ${got.auth_token}` };
+    const r = await waitFor(async () => {
+      const x = await fetchUrl(`${got.url}/index.txt`, auth);
+      return x.status === 200 ? x : null;
+    }, 30000, 'the http.server through the tunnel URL');
+    assert.equal(r.body, 'served-by-devbox\n');
+    // The token is what makes it work.
+    const none = await fetchUrl(`${got.url}/index.txt`);
+    assert.equal(none.status, 401);
+    const wrong = await fetchUrl(`${got.url}/index.txt`, { 'x-runloop-tunnel-authorization': 'Bearer 0000' });
+    assert.equal(wrong.status, 401);
+  });
+
+  it('remove_tunnel: the URL stops working and get_tunnel_url says to enable it', LONG, async () => {
+    const before = ok(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
+    const rm = ok(await call('remove_tunnel', { devbox_id: box.id }));
+    assert.deepEqual(rm, { devbox_id: box.id, removed: true });
+    const r = await fetchUrl(`${before.url}/index.txt`,
+      { 'x-runloop-tunnel-authorization': `Bearer ${before.auth_token}` });
+    assert.equal(r.status, 404);
+    const err = errorOf(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
+    assert.match(JSON.stringify(err), /has no tunnel/);
+    assert.match(JSON.stringify(err), /enable_tunnel/);
+  });
+
+  it('an open tunnel serves without a token; a new key after re-enabling', LONG, async () => {
+    const t = ok(await call('enable_tunnel', { devbox_id: box.id, auth_mode: 'open' }));
+    assert.equal(t.auth_mode, 'open');
+    assert.equal(t.auth_token, undefined);
+    assert.notEqual(t.tunnel_key, firstKey);
+    const u = ok(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
+    const r = await fetchUrl(`${u.url}/index.txt`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'served-by-devbox\n');
+    // Another port of the same tunnel: nothing listens there.
+    const other = ok(await call('get_tunnel_url', { devbox_id: box.id, port: 8090 }));
+    assert.equal((await fetchUrl(`${other.url}/`)).status, 502);
+  });
+
+  it('bad input: bad auth_mode, port out of range, unknown devbox', LONG, async () => {
+    const e1 = errorOf(await call('enable_tunnel', { devbox_id: box.id, auth_mode: 'public' }));
+    assert.match(JSON.stringify(e1), /auth_mode/);
+    const e2 = errorOf(await call('get_tunnel_url', { devbox_id: box.id, port: 70000 }));
+    assert.match(JSON.stringify(e2), /port/);
+    const e3 = errorOf(await call('enable_tunnel', { devbox_id: 'dbx_nope', auth_mode: 'open' }));
+    assert.match(JSON.stringify(e3), /not.found|not_found/i);
+    ok(await call('shutdown_devbox', { devbox_id: box.id }));
+    const e4 = errorOf(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
+    assert.match(JSON.stringify(e4), /has no tunnel/, 'shutdown removed the tunnel');
+  });
+});
