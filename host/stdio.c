@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,12 @@ void stdio_request_stop(void)
 
 struct stdio_out {
     struct mcp_sink sink; /* first: the sink pointer is the struct's */
+    /*
+     * The transport holds one reference, each call one more: a call's last
+     * use of its sink comes after it left the in-flight count, so that
+     * count cannot tell when the sink may go.
+     */
+    atomic_int refs;
     pthread_mutex_t lock;
     int fd;
     bool broken;
@@ -101,8 +108,21 @@ static void out_send(struct mcp_sink *sink, const char *json, size_t len,
     pthread_mutex_unlock(&o->lock);
 }
 
-static void out_noop(struct mcp_sink *sink)
+static void out_retain(struct mcp_sink *sink)
 {
+    struct stdio_out *o = (struct stdio_out *)sink;
+
+    atomic_fetch_add(&o->refs, 1);
+}
+
+static void out_release(struct mcp_sink *sink)
+{
+    struct stdio_out *o = (struct stdio_out *)sink;
+
+    if (atomic_fetch_sub(&o->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&o->lock);
+    free(o);
 }
 
 struct reader {
@@ -311,8 +331,9 @@ int stdio_serve_fds(struct mcp_dispatcher *d, int in_fd, int out_fd)
     if (out == NULL)
         return -1;
     out->sink.send = out_send;
-    out->sink.retain = out_noop;
-    out->sink.release = out_noop;
+    out->sink.retain = out_retain;
+    out->sink.release = out_release;
+    atomic_init(&out->refs, 1);
     out->fd = out_fd;
     pthread_mutex_init(&out->lock, NULL);
     ignore_sigpipe();
@@ -343,11 +364,8 @@ out:
     pthread_mutex_lock(&out->lock);
     broken = out->broken;
     pthread_mutex_unlock(&out->lock);
-    /* A call that ignored cancellation may still write: then keep it. */
-    if (mcp_inflight(d) == 0) {
-        pthread_mutex_destroy(&out->lock);
-        free(out);
-    }
+    /* A call that ignored cancellation may still write: it keeps out. */
+    out_release(&out->sink);
     return broken ? -1 : rc;
 }
 

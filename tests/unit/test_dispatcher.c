@@ -24,6 +24,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcp_internal.h" /* call_ref: a call kept past its answer */
 #include "mcp_stdio.h"
 #include "registry.h"
 
@@ -288,6 +289,16 @@ static int h_progress_cut(rlmcp_call *call, const char *args, size_t len,
     return call_result_text(call, "cut done");
 }
 
+/* Keeps a reference to its call, as a straggling worker would. */
+static rlmcp_call *g_kept_call;
+
+static int h_keep(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    call_ref(call);
+    g_kept_call = call;
+    return call_result_text(call, "kept");
+}
+
 static int h_burst(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     int i;
@@ -506,6 +517,7 @@ static int group_setup(void **state)
     add_tool("progress", h_progress, OBJ, NULL, 0, 0);
     add_tool("burst", h_burst, OBJ, NULL, 0, 0);
     add_tool("progress_cut", h_progress_cut, OBJ, NULL, 0, 0);
+    add_tool("keep", h_keep, OBJ, NULL, 0, 0);
     add_tool("fail", h_fail, OBJ, NULL, 0, 0);
     add_tool("bizerr", h_bizerr, OBJ, NULL, 0, 0);
     add_tool("structured", h_structured, OBJ,
@@ -1881,6 +1893,54 @@ static void test_stdio_framing(void **state)
     mcp_destroy(run.d);
 }
 
+/*
+ * The stdio sink lives while a call holds it: the call's last release comes
+ * after it left the in-flight count, so the transport must not free the
+ * sink when that count reads 0 (ASan saw the release touch freed memory).
+ */
+static void test_stdio_sink_outlives(void **state)
+{
+    static const char input[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+        "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+        "\"params\":{\"name\":\"keep\",\"arguments\":{}}}\n";
+    struct mcp_options o;
+    struct stdio_run run;
+    pthread_t th;
+    int in_pipe[2];
+    int out_pipe[2];
+    char out[65536];
+    size_t got = 0;
+    ssize_t n;
+
+    memset(&o, 0, sizeof(o));
+    g_kept_call = NULL;
+    run.d = mcp_create(&o, g_reg);
+    assert_non_null(run.d);
+    assert_int_equal(pipe(in_pipe), 0);
+    assert_int_equal(pipe(out_pipe), 0);
+    run.in_fd = in_pipe[0];
+    run.out_fd = out_pipe[1];
+    assert_int_equal(pthread_create(&th, NULL, stdio_thread, &run), 0);
+    write_str(in_pipe[1], input, strlen(input));
+    close(in_pipe[1]);
+    while ((n = read(out_pipe[0], out + got, sizeof(out) - 1 - got)) > 0)
+        got += (size_t)n;
+    out[got] = '\0';
+    pthread_join(th, NULL);
+    close(in_pipe[0]);
+    close(out_pipe[0]);
+    assert_int_equal(run.rc, 0);
+    assert_non_null(strstr(out, "kept"));
+    assert_non_null(g_kept_call);
+    /* The transport is gone; the last reference releases the sink. */
+    call_unref(g_kept_call);
+    g_kept_call = NULL;
+    mcp_destroy(run.d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1905,6 +1965,7 @@ int main(void)
         cmocka_unit_test(test_session_free_cancels),
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_stdio_framing),
+        cmocka_unit_test(test_stdio_sink_outlives),
     };
 
     /* TEST_FILTER=test_progress runs one test (a glob). */
