@@ -2792,6 +2792,9 @@ static size_t loc_push(struct cctx *cc, const char *token)
             cc->loc[cc->llen++] = *p;
         }
     }
+    if (*p != '\0') {
+        cc->llen = utf8_whole(cc->loc, cc->llen); /* cut at a character */
+    }
     cc->loc[cc->llen] = '\0';
     return mark;
 }
@@ -3147,7 +3150,8 @@ static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
     memcpy(saved, cc->loc, cc->llen + 1);
     saved_len = cc->llen;
     snprintf(cc->loc, sizeof(cc->loc), "%s", v->valuestring);
-    cc->llen = strlen(cc->loc);
+    cc->llen = utf8_whole(cc->loc, strlen(cc->loc));
+    cc->loc[cc->llen] = '\0';
     rc = ck_schema(cc, target);
     memcpy(cc->loc, saved, saved_len + 1);
     cc->llen = saved_len;
