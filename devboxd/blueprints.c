@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_cond = PTHREAD_COND_INITIALIZER;
 static int slots_used;
+static int builds_alive;  /* worker threads not yet finished */
+static int stopping;      /* devboxd is stopping: end the builds */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct build {
@@ -278,6 +281,10 @@ static int run_cmd(struct build *b, const char *cmd, int log_output, char *captu
         ssize_t n;
 
         rc = sb_proc_wait(p, 200, &status);
+        if (rc == -ETIMEDOUT && __atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
+            sb_proc_kill(p, SIGKILL);
+            snprintf(err, errlen, "devboxd is stopping");
+        }
         while ((n = pread(fd, buf + have, sizeof(buf) - 1 - have, off)) > 0) {
             off += n;
             have += (size_t)n;
@@ -759,18 +766,40 @@ static void *build_thread(void *arg)
 {
     struct build *b = arg;
 
+    int run;
+
     pthread_mutex_lock(&slot_lock);
-    while (slots_used >= MAX_BUILDS)
+    while (slots_used >= MAX_BUILDS && !stopping)
         pthread_cond_wait(&slot_cond, &slot_lock);
-    slots_used++;
+    run = !stopping;
+    if (run)
+        slots_used++;
     pthread_mutex_unlock(&slot_lock);
-    build_run(b);
+    if (run) {
+        build_run(b);
+    } else {
+        log_append(b->dir, "error", "devboxd stopped before the build ran; build it again");
+        set_status(b, "failed", "build_failed");
+    }
     pthread_mutex_lock(&slot_lock);
-    slots_used--;
-    pthread_cond_signal(&slot_cond);
+    if (run)
+        slots_used--;
+    builds_alive--;
+    pthread_cond_broadcast(&slot_cond);
     pthread_mutex_unlock(&slot_lock);
     build_free(b);
     return NULL;
+}
+
+void blueprints_stop_all(void)
+{
+    pthread_mutex_lock(&slot_lock);
+    __atomic_store_n(&stopping, 1, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&slot_cond);
+    while (builds_alive > 0)
+        pthread_cond_wait(&slot_cond, &slot_lock);
+    __atomic_store_n(&stopping, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&slot_lock);
 }
 
 void blueprints_load_locked(struct engine *eng, cJSON *list)
@@ -947,8 +976,16 @@ static int spawn_build(struct build *b)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 512 * 1024);
+    pthread_mutex_lock(&slot_lock);
+    builds_alive++;
+    pthread_mutex_unlock(&slot_lock);
     rc = pthread_create(&tid, &attr, build_thread, b);
     pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_mutex_lock(&slot_lock);
+        builds_alive--;
+        pthread_mutex_unlock(&slot_lock);
+    }
     return rc;
 }
 

@@ -1266,6 +1266,8 @@ void engine_fini(struct engine *eng)
     struct devbox *box;
     struct devbox *next;
 
+    /* Snapshot copies hold devboxes and builds hold sandboxes: end them first. */
+    layers_fini();
     pthread_mutex_lock(&eng->lock);
     eng->stopping = 1;
     pthread_cond_broadcast(&eng->changed);

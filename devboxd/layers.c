@@ -33,20 +33,23 @@ static double rec_time(const cJSON *rec)
     return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
 }
 
-/* Inserts rec keeping the list newest first. */
-static void insert_sorted(cJSON *list, cJSON *rec)
+static int cmp_newest_first(const void *a, const void *b)
 {
-    cJSON *it = NULL;
-    int i = 0;
+    double x = rec_time(*(cJSON *const *)a);
+    double y = rec_time(*(cJSON *const *)b);
 
-    cJSON_ArrayForEach(it, list) {
-        if (rec_time(it) < rec_time(rec)) {
-            cJSON_InsertItemInArray(list, i, rec);
-            return;
-        }
-        i++;
-    }
-    cJSON_AddItemToArray(list, rec);
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Appends the records newest first.  (cJSON 1.7.15's InsertItemInArray
+ * loses items when inserting in the middle, so sort first, then append.) */
+static void add_sorted(cJSON *list, cJSON **recs, size_t n)
+{
+    size_t i;
+
+    qsort(recs, n, sizeof(*recs), cmp_newest_first);
+    for (i = 0; i < n; i++)
+        cJSON_AddItemToArray(list, recs[i]);
 }
 
 static void load_kind(const char *kind, const char *file, cJSON *list)
@@ -54,6 +57,8 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
     char *dirpath = NULL;
     DIR *d = NULL;
     struct dirent *de;
+    cJSON **recs = NULL;
+    size_t n = 0, cap = 0;
 
     if (asprintf(&dirpath, "%s/%s", g.state_dir, kind) < 0)
         return;
@@ -70,9 +75,19 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
             continue;
         text = util_read_file(path, 4 << 20, NULL);
         rec = text != NULL ? cJSON_Parse(text) : NULL;
-        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")))
-            insert_sorted(list, rec);
-        else if (text != NULL) {
+        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
+            n == cap) {
+            cJSON **more = realloc(recs, (cap * 2 + 16) * sizeof(*recs));
+
+            if (more != NULL) {
+                recs = more;
+                cap = cap * 2 + 16;
+            }
+        }
+        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
+            n < cap) {
+            recs[n++] = rec;
+        } else if (rec != NULL || text != NULL) {
             fprintf(stderr, "devboxd: skipping unreadable record %s\n", path);
             cJSON_Delete(rec);
         }
@@ -81,6 +96,8 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
     }
     if (d != NULL)
         closedir(d);
+    add_sorted(list, recs, n);
+    free(recs);
     free(dirpath);
 }
 
@@ -99,6 +116,21 @@ void layers_lock(struct engine *eng)
         blueprints_load_locked(eng, g.bps);
     }
     g.loaded = 1;
+}
+
+void layers_fini(void)
+{
+    snapshots_wait_all();
+    blueprints_stop_all();
+    pthread_mutex_lock(&g.lock);
+    cJSON_Delete(g.snaps);
+    cJSON_Delete(g.bps);
+    free(g.state_dir);
+    g.snaps = NULL;
+    g.bps = NULL;
+    g.state_dir = NULL;
+    g.loaded = 0;
+    pthread_mutex_unlock(&g.lock);
 }
 
 void layers_unlock(void)

@@ -21,6 +21,9 @@
 
 /* ---- layers.c ---- */
 void layers_lock(struct engine *eng);   /* also loads the records on first use */
+/* At engine stop, before the devboxes go: waits for snapshot copies, stops
+ * builds (they end failed) and frees the registry. */
+void layers_fini(void);
 void layers_unlock(void);
 /* Registry of records (registry lock held): arrays of record objects, newest first. */
 cJSON *layers_snapshots_locked(void);
@@ -60,12 +63,14 @@ void snapshots_create(struct engine *eng, struct devbox *box, const struct http_
                       struct http_response *resp, int async);
 int snapshots_in_progress(struct engine *eng, const char *box_id);
 void snapshots_load_locked(cJSON *list); /* fixes up records after a restart */
+void snapshots_wait_all(void);            /* waits for async snapshot workers */
 
 /* ---- blueprints.c ---- */
 /* /v1/blueprints[/...]. */
 void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
                       struct http_response *resp);
 void blueprints_load_locked(struct engine *eng, cJSON *list);
+void blueprints_stop_all(void); /* kills running build steps, waits for the workers */
 /* Registry lock held: the newest build_complete record named name, or by id. */
 cJSON *blueprints_find_locked(const char *id, const char *name);
 

@@ -15,6 +15,18 @@
 #define ERRLEN 512
 #define COMMIT_MAX 1000
 
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
+static int workers; /* async snapshot threads alive */
+
+void snapshots_wait_all(void)
+{
+    pthread_mutex_lock(&workers_lock);
+    while (workers > 0)
+        pthread_cond_wait(&workers_cond, &workers_lock);
+    pthread_mutex_unlock(&workers_lock);
+}
+
 static const char *rec_str(const cJSON *rec, const char *name)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, name));
@@ -164,6 +176,10 @@ static void *snap_thread(void *arg)
     if (snap_run(job, err, sizeof(err)) != 0)
         fprintf(stderr, "devboxd: snapshot %s failed: %s\n", job->id, err);
     job_free(job);
+    pthread_mutex_lock(&workers_lock);
+    workers--;
+    pthread_cond_broadcast(&workers_cond);
+    pthread_mutex_unlock(&workers_lock);
     return NULL;
 }
 
@@ -286,6 +302,9 @@ void snapshots_create(struct engine *eng, struct devbox *box, const struct http_
         pthread_attr_t attr;
         int rc;
 
+        pthread_mutex_lock(&workers_lock);
+        workers++;
+        pthread_mutex_unlock(&workers_lock);
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         rc = pthread_create(&tid, &attr, snap_thread, job);
