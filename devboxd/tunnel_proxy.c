@@ -36,6 +36,7 @@
 #define CONNECT_TIMEOUT_MS 5000  /* connect inside the devbox */
 #define CHECK_MS 250             /* tunnel/devbox still valid? */
 #define HVAL_MAX 512             /* longest header value we look at */
+#define MAX_CONNS 1024           /* relayed connections at once (a thread each) */
 
 struct tunnel_server {
     struct engine *eng;
@@ -811,8 +812,17 @@ static void start_conn(struct tunnel_server *ts, int fd)
     c->cfd = fd;
     c->ufd = -1;
     pthread_mutex_lock(&ts->lock);
-    ts->conns++;
+    rc = ts->conns < MAX_CONNS;
+    if (rc)
+        ts->conns++;
     pthread_mutex_unlock(&ts->lock);
+    if (!rc) {
+        send_error(fd, 503, "1", "devboxd's tunnel listener has %d connections open; retry",
+                   MAX_CONNS);
+        close(fd);
+        free(c);
+        return;
+    }
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
