@@ -47,6 +47,8 @@ static void add_sorted(cJSON *list, cJSON **recs, size_t n)
 {
     size_t i;
 
+    if (n == 0)
+        return;
     qsort(recs, n, sizeof(*recs), cmp_newest_first);
     for (i = 0; i < n; i++)
         cJSON_AddItemToArray(list, recs[i]);
