@@ -627,6 +627,12 @@ static int relay_step(struct tconn *c, struct relay_state *s)
     pfd[0].revents = pfd[1].revents = 0;
     if (poll(pfd, 2, CHECK_MS) < 0 && errno != EINTR)
         return 0;
+    /* Hang-ups are reported even for fds polled for nothing: a side that
+     * is gone for good ends the relay instead of spinning. */
+    if (((pfd[0].revents & (POLLHUP | POLLERR)) && s->c_eof && s->up.len == 0) ||
+        ((pfd[1].revents & (POLLHUP | POLLERR)) && s->u_eof && s->down.len == 0) ||
+        (pfd[0].revents & POLLNVAL) || (pfd[1].revents & POLLNVAL))
+        return 0;
     if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && s->up.len == 0 && !s->c_eof) {
         r = fill(c->cfd, &s->up);
         if (r < 0)

@@ -23,6 +23,9 @@ function readTunnelPort() {
   return Number(m[1]);
 }
 
+// The token with its last digit changed (never equal to the original).
+const flipLast = (t) => t.slice(0, -1) + (t.endsWith('0') ? '1' : '0');
+
 const tunnelHost = (port, key) => `${port}-${key}.localhost:${tunnelPort}`;
 
 // GET through the tunnel URL. *.localhost is loopback (RFC 6761); the
@@ -283,7 +286,7 @@ describe('authenticated tunnel', () => {
     assert.equal(none.json.code, 'unauthorized');
     assert.match(none.json.message, /X-Runloop-Tunnel-Authorization: Bearer <auth_token>/);
     const wrong = await tget(8080, tv.tunnel_key, '/hello.txt',
-      { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token.slice(0, -1)}0` } });
+      { headers: { 'x-runloop-tunnel-authorization': `Bearer ${flipLast(tv.auth_token)}` } });
     assert.equal(wrong.status, 401);
     assert.match(wrong.json.message, /wrong tunnel token/);
     assert.doesNotMatch(wrong.body, new RegExp(tv.auth_token));
@@ -323,6 +326,25 @@ describe('authenticated tunnel', () => {
     // In one write, a bad request after a good one: nothing is forwarded.
     const pipelined = await rawTunnel(head(true) + head(false));
     assert.equal((pipelined.match(/hello through the tunnel/g) ?? []).length, 0, pipelined);
+  });
+});
+
+describe('half-close', () => {
+  test('a client that half-closes after its request still gets the whole answer', async () => {
+    const tv = (await client.devboxes.retrieve(boxId)).tunnel;
+    const out = await new Promise((resolve, reject) => {
+      const sock = net.connect(tunnelPort, '127.0.0.1', () => sock.end(
+        `GET /hello.txt HTTP/1.1\r\nHost: ${tunnelHost(8080, tv.tunnel_key)}\r\n` +
+        `X-Runloop-Tunnel-Authorization: Bearer ${tv.auth_token}\r\n\r\n`));
+      let got = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (d) => { got += d; });
+      sock.on('close', () => resolve(got));
+      sock.on('error', reject);
+      sock.setTimeout(20000, () => sock.destroy(new Error(`no close after half-close: ${got}`)));
+    });
+    assert.match(out, /^HTTP\/1\.[01] 200 /);
+    assert.match(out, /hello through the tunnel\n$/);
   });
 });
 
