@@ -149,9 +149,11 @@ bool jsonrpc_id_valid(const cJSON *id)
     if (!cJSON_IsNumber(id))
         return false;
     v = id->valuedouble;
-    /* Integers only, and exactly representable ones. */
-    return v == (double)(int64_t)v && v >= -9007199254740991.0 &&
-           v <= 9007199254740991.0;
+    /* Integers only, and exactly representable ones. The range check comes
+     * first: converting an out-of-range double to int64_t is undefined. */
+    if (!(v >= -9007199254740991.0 && v <= 9007199254740991.0))
+        return false;
+    return v == (double)(int64_t)v;
 }
 
 char *jsonrpc_id_key(const cJSON *id)

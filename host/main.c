@@ -25,6 +25,7 @@
 #include "mcp.h"
 #include "mcp_stdio.h"
 #include "registry.h"
+#include "schema.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -551,5 +552,6 @@ out:
     loader_unload_all(ldr);
     registry_free(reg);
     config_free(&cfg);
+    schema_cleanup(); /* the shared compiled-pattern cache */
     return rc;
 }

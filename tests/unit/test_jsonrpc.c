@@ -71,6 +71,11 @@ static void test_ids(void **state)
     free(key);
     cJSON_SetNumberValue(v, 1.5);
     assert_false(jsonrpc_id_valid(v));
+    /* Far outside int64_t: rejected without an undefined conversion. */
+    cJSON_SetNumberValue(v, 7.7e61);
+    assert_false(jsonrpc_id_valid(v));
+    cJSON_SetNumberValue(v, -7.7e61);
+    assert_false(jsonrpc_id_valid(v));
     cJSON_Delete(v);
     v = cJSON_CreateString("a\"b");
     assert_true(jsonrpc_id_valid(v));
