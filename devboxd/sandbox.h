@@ -155,6 +155,13 @@ void sb_proc_free(struct sb_proc *p);
  * Works while the sandbox is running. */
 int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode);
 
+/* Connects to 127.0.0.1:port inside the devbox's network namespace (for
+ * tunnels/port forwarding: devboxd then proxies bytes between a host client
+ * and this socket).  Returns a connected O_CLOEXEC TCP socket or -errno
+ * (-ECONNREFUSED when nothing listens there, -ETIMEDOUT after timeout_ms).
+ * Never reaches the host's loopback. */
+int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms);
+
 struct sb_usage {
     uint64_t memory_bytes;      /* current, cgroup memory.usage_in_bytes */
     uint64_t memory_peak_bytes; /* memory.max_usage_in_bytes */

@@ -8,8 +8,11 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,4 +372,88 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
     syscall(SYS_setfsgid, old_gid);
     free(rel);
     return fd < 0 ? -saved : (int)fd;
+}
+
+/* ---- connections into the devbox's network namespace ----------------- */
+
+struct connect_job {
+    int pidfd;
+    uint16_t port;
+    int timeout_ms;
+    int result; /* fd or -errno */
+};
+
+static int connect_bounded(int fd, const struct sockaddr_in *sin, int timeout_ms)
+{
+    socklen_t len = sizeof(int);
+    int soerr = 0;
+    int rc;
+
+    if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0)
+        return 0;
+    if (errno != EINPROGRESS)
+        return -errno;
+    rc = sb_poll_until(fd, POLLOUT, sb_now_ms() + timeout_ms);
+    if (rc != 0)
+        return rc;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
+        return -errno;
+    return -soerr;
+}
+
+/* Runs on its own thread: setns(CLONE_NEWNET) changes only this thread's
+ * namespace, and the socket keeps the namespace it was created in. */
+static void *connect_thread(void *arg)
+{
+    struct connect_job *job = arg;
+    struct sockaddr_in sin;
+    int fd = -1;
+    int rc;
+    int flags;
+
+    if (setns(job->pidfd, CLONE_NEWNET) != 0) {
+        job->result = -errno;
+        return NULL;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        job->result = -errno;
+        return NULL;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(job->port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = connect_bounded(fd, &sin, job->timeout_ms);
+    flags = fcntl(fd, F_GETFL);
+    if (rc == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0))
+        rc = -errno;
+    if (rc != 0) {
+        close(fd);
+        job->result = rc;
+        return NULL;
+    }
+    job->result = fd;
+    return NULL;
+}
+
+int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
+{
+    struct connect_job job;
+    pthread_t th;
+    int rc;
+
+    if (sb == NULL || sb->stopped || sb->init_pidfd < 0)
+        return -ESRCH;
+    if (port == 0)
+        return -EINVAL;
+    job.pidfd = sb->init_pidfd;
+    job.port = port;
+    job.timeout_ms = timeout_ms < 0 ? SB_START_TIMEOUT_MS : timeout_ms;
+    job.result = -EIO;
+    rc = pthread_create(&th, NULL, connect_thread, &job);
+    if (rc != 0)
+        return -rc;
+    pthread_join(th, NULL);
+    return job.result;
 }

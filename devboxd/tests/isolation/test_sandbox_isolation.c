@@ -489,6 +489,42 @@ static void test_open_symlink_race(void **state)
     print_message("race: %d opens inside, 0 escapes, over %d attempts\n", opened, i);
 }
 
+/* ---- connections into a devbox (tunnels) ----------------------------------- */
+
+static void test_connect_into_devbox_only(void **state)
+{
+    char buf[512];
+    const char req[] = "GET / HTTP/1.0\r\n\r\n";
+    ssize_t n;
+    int fd = -1;
+    int i;
+
+    (void)state;
+    assert_int_equal(sbt_run(box_b, NULL,
+                             "mkdir -p ~/www && echo served-from-b > ~/www/index.html && "
+                             "cd ~/www && setsid python3 -m http.server 18080 --bind 127.0.0.1 "
+                             ">/dev/null 2>&1 < /dev/null &", NULL, T), 0);
+    /* Bounded wait for the server to listen. */
+    for (i = 0; i < 200; i++) {
+        fd = sandbox_connect_tcp(box_b, 18080, 2000);
+        if (fd >= 0)
+            break;
+        usleep(50 * 1000);
+    }
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "200 OK"));
+    /* The same port in another devbox is a different namespace... */
+    assert_int_equal(sandbox_connect_tcp(box_a, 18080, 2000), -ECONNREFUSED);
+    /* ...and the host's loopback server is not reachable this way either. */
+    assert_int_equal(sandbox_connect_tcp(box_a, (uint16_t)lo_port, 2000), -ECONNREFUSED);
+    assert_int_equal(sandbox_connect_tcp(box_a, 0, 2000), -EINVAL);
+}
+
 /* ---- cleanup ------------------------------------------------------------- */
 
 static int count_uid_procs(uid_t uid)
@@ -580,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_memory_bomb_contained),
         cmocka_unit_test(test_open_cannot_escape),
         cmocka_unit_test(test_open_symlink_race),
+        cmocka_unit_test(test_connect_into_devbox_only),
         cmocka_unit_test(test_stop_cleans_up),
     };
 
