@@ -16,6 +16,7 @@
 #include <http_parser.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -580,6 +581,11 @@ static int still_valid(struct tconn *c, int moved)
 static int fill(int fd, struct pipe_buf *b)
 {
     ssize_t n = recv(fd, b->data, RELAY_BUF, 0);
+    int one = 1;
+
+    /* ACK at once: a service writing head and body separately (Nagle)
+     * would otherwise wait for the delayed ACK (~40 ms) per response. */
+    setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 
     if (n > 0) {
         b->len = (size_t)n;
@@ -667,6 +673,7 @@ static void relay(struct tconn *c, const char *first, size_t first_len)
 {
     struct relay_state s;
     int64_t next_check = util_now_ms() + CHECK_MS;
+    int one = 1;
 
     memset(&s, 0, sizeof(s));
     s.up.data = malloc(RELAY_BUF > first_len ? RELAY_BUF : first_len);
@@ -676,6 +683,9 @@ static void relay(struct tconn *c, const char *first, size_t first_len)
     memcpy(s.up.data, first, first_len);
     s.up.len = first_len;
     fcntl(c->cfd, F_SETFL, fcntl(c->cfd, F_GETFL) | O_NONBLOCK);
+    /* Relayed bytes go out as they come: no coalescing delay of our own. */
+    setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     while (relay_step(c, &s)) {
         if (util_now_ms() >= next_check) {
             if (!still_valid(c, s.moved))
