@@ -944,25 +944,6 @@ uid_t sandbox_host_uid(const struct sandbox *sb)
     return sb->uid;
 }
 
-int sandbox_netns_open(struct sandbox *sb)
-{
-    char path[64];
-    int fd;
-
-    if (sb->stopped || sb->init_pid <= 0 || sb->init_pidfd < 0)
-        return -ESRCH;
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sb->init_pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    /* init still alive after the open: the pid was not reused. */
-    if (pidfd_send_signal(sb->init_pidfd, 0, NULL, 0) != 0) {
-        close(fd);
-        return -ESRCH;
-    }
-    return fd;
-}
-
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));

@@ -106,10 +106,6 @@ const char *sandbox_failure_reason(struct sandbox *sb);
 /* Host uid/gid the devbox's user runs as (uid 1000 inside). */
 uid_t sandbox_host_uid(const struct sandbox *sb);
 
-/* An O_CLOEXEC fd of the sandbox's network namespace (for setns(), e.g.
- * devboxd's tunnels connecting to a devbox port), or -ESRCH once stopped. */
-int sandbox_netns_open(struct sandbox *sb);
-
 struct sb_exec {
     const char *command;    /* shell string, run with bash -c */
     const char *shell_name; /* NULL = fresh shell; else [A-Za-z0-9_.-]{1,64}: keeps cwd

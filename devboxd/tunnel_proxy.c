@@ -42,7 +42,6 @@
 struct tunnel_server {
     struct engine *eng;
     int lfd;
-    int host_netns; /* devboxd's own network namespace, to switch back */
     pthread_t thread;
     int started;
     pthread_mutex_t lock;
@@ -305,7 +304,7 @@ struct route {
     int status;            /* 0 = go; else the error to answer */
     char msg[512];
     const char *retry_after;
-    int netns;             /* the devbox's netns when status is 0 */
+    struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
 };
 
@@ -371,12 +370,9 @@ static int check_auth_locked(const struct devbox *box, const struct tconn *c,
 static void check_status_locked(struct devbox *box, struct route *r)
 {
     if (box->status == DBX_RUNNING && box->sb != NULL) {
-        r->netns = sandbox_netns_open(box->sb);
-        if (r->netns >= 0)
-            return;
-        r->status = 503;
-        r->retry_after = "1";
-        snprintf(r->msg, sizeof(r->msg), "devbox %s is stopping; retry", box->id);
+        /* Keeps box->sb from being stopped until the connect is done. */
+        box->io_refs++;
+        r->box = box;
         return;
     }
     r->status = 503;
@@ -405,7 +401,6 @@ static void route_first(struct tconn *c, struct route *r)
     const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
 
     memset(r, 0, sizeof(*r));
-    r->netns = -1;
     if (host == NULL || tunnel_parse_host(host, &c->port, c->key, sizeof(c->key)) != 0) {
         r->status = 400;
         snprintf(r->msg, sizeof(r->msg), "this is devboxd's tunnel listener: send the "
@@ -480,54 +475,26 @@ static int on_headers_complete(http_parser *p)
 
 /* -------------------------------------------------------------- connect */
 
-/* A TCP socket to 127.0.0.1:port inside the devbox: created in the
- * devbox's netns (the socket keeps it), connected after switching back. */
-static int connect_inside(struct tconn *c, int netns, char *err, size_t errlen)
+/* A TCP socket to 127.0.0.1:port inside the devbox (the sandbox runtime
+ * creates it in the devbox's network namespace), then the io ref taken by
+ * route_first is dropped. -1 with err on failure. */
+static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t errlen)
 {
-    struct sockaddr_in sa;
-    struct pollfd pfd;
-    socklen_t sl = sizeof(int);
-    int fd = -1;
-    int soerr = 0;
+    struct engine *eng = c->ts->eng;
+    int fd = sandbox_connect_tcp(box->sb, (uint16_t)c->port, CONNECT_TIMEOUT_MS);
 
-    if (setns(netns, CLONE_NEWNET) != 0) {
-        snprintf(err, errlen, "cannot enter devbox %s's network: %s", c->box_id,
-                 strerror(errno));
-        return -1;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (setns(c->ts->host_netns, CLONE_NEWNET) != 0) {
-        /* This thread must not serve anything else from the devbox's netns. */
-        fprintf(stderr, "devboxd: tunnel: cannot leave devbox %s's network: %s\n",
-                c->box_id, strerror(errno));
-        abort();
-    }
-    if (fd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)c->port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS)
-        goto fail;
-    pfd.fd = fd;
-    pfd.events = POLLOUT;
-    if (poll(&pfd, 1, CONNECT_TIMEOUT_MS) != 1) {
-        errno = ETIMEDOUT;
-        goto fail;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
-        errno = soerr != 0 ? soerr : errno;
-        goto fail;
-    }
-    return fd;
-fail:
-    snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
-             "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
-             strerror(errno));
-    close(fd);
+    pthread_mutex_lock(&eng->lock);
+    box->io_refs--;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+    if (fd >= 0)
+        return fd;
+    if (fd == -ESRCH)
+        snprintf(err, errlen, "devbox %s stopped while connecting; retry", c->box_id);
+    else
+        snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
+                 "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
+                 strerror(-fd));
     return -1;
 }
 
@@ -683,6 +650,7 @@ static void relay(struct tconn *c, const char *first, size_t first_len)
     memcpy(s.up.data, first, first_len);
     s.up.len = first_len;
     fcntl(c->cfd, F_SETFL, fcntl(c->cfd, F_GETFL) | O_NONBLOCK);
+    fcntl(c->ufd, F_SETFL, fcntl(c->ufd, F_GETFL) | O_NONBLOCK);
     /* Relayed bytes go out as they come: no coalescing delay of our own. */
     setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -769,8 +737,7 @@ static void serve(struct tconn *c)
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
         goto out;
     }
-    c->ufd = connect_inside(c, r.netns, err, sizeof(err));
-    close(r.netns);
+    c->ufd = connect_inside(c, r.box, err, sizeof(err));
     if (c->ufd < 0) {
         send_error(c->cfd, 502, NULL, "%s", err);
         goto out;
@@ -965,12 +932,6 @@ struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
     ts->lfd = -1;
     pthread_mutex_init(&ts->lock, NULL);
     pthread_cond_init(&ts->cond, NULL);
-    ts->host_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (ts->host_netns < 0) {
-        snprintf(err, errlen, "cannot open devboxd's network namespace: %s",
-                 strerror(errno));
-        goto fail;
-    }
     ts->lfd = listen_on(spec, allow_non_loopback, bound_port, err, errlen);
     if (ts->lfd < 0)
         goto fail;
@@ -1026,8 +987,6 @@ void tunnel_server_stop(struct tunnel_server *ts)
         fprintf(stderr, "devboxd: %d tunnel connections did not end in time\n", ts->conns);
         return;
     }
-    if (ts->host_netns >= 0)
-        close(ts->host_netns);
     pthread_mutex_destroy(&ts->lock);
     pthread_cond_destroy(&ts->cond);
     free(ts);
