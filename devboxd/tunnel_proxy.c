@@ -2,7 +2,7 @@
  * per connection. The first request's Host header ({port}-{tunnel_key}.
  * localhost) picks the devbox and port; the connection is then relayed
  * byte for byte to 127.0.0.1:{port} inside the devbox's network namespace
- * (a socket created after setns() into the sandbox's netns), so HTTP,
+ * (sandbox_connect_tcp: a socket made in the devbox's netns), so HTTP,
  * SSE and WebSocket upgrades all pass. Client bytes keep going through
  * http_parser until an upgrade, so every later request on the connection
  * is checked too (same tunnel and port, token when authenticated). */
@@ -19,7 +19,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
