@@ -352,6 +352,61 @@ static int rec_matches(const cJSON *rec, const char *dbx, const char *bp)
     return 1;
 }
 
+/* Does value v appear in the comma-separated list? */
+static int in_csv(const char *list, const char *v)
+{
+    size_t vl = strlen(v);
+    const char *p = list;
+
+    while (p != NULL) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+
+        if (len == vl && strncmp(p, v, vl) == 0)
+            return 1;
+        p = comma != NULL ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* metadata[<key>]=<v> and metadata[<key>][in]=<v1,v2> query filters.
+ * Returns 1 if rec passes them all, 0 if not, -1 with err on a bad filter. */
+static int metadata_matches(const struct http_request *req, const cJSON *rec, char *err,
+                            size_t errlen)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "metadata");
+    size_t i;
+
+    for (i = 0; i < req->n_query; i++) {
+        const char *name = req->query[i].name;
+        const char *close = NULL;
+        const char *have = NULL;
+        char key[256];
+        size_t klen;
+        int is_in;
+
+        if (strncmp(name, "metadata[", 9) != 0)
+            continue;
+        close = strchr(name + 9, ']');
+        klen = close != NULL ? (size_t)(close - name - 9) : 0;
+        is_in = close != NULL && strcmp(close + 1, "[in]") == 0;
+        if (close == NULL || klen == 0 || klen >= sizeof(key) ||
+            (close[1] != '\0' && !is_in)) {
+            snprintf(err, errlen, "query parameter '%s' is not a metadata filter; use "
+                     "metadata[<key>]=<value> or metadata[<key>][in]=<v1>,<v2>", name);
+            return -1;
+        }
+        memcpy(key, name + 9, klen);
+        key[klen] = '\0';
+        have = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, key));
+        if (have == NULL)
+            return 0;
+        if (is_in ? !in_csv(req->query[i].value, have) : strcmp(have, req->query[i].value) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp, int public_only)
 {
@@ -380,7 +435,16 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         goto out;
     }
     cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
+        int m;
+
         if (public_only || !rec_matches(rec, dbx, bp))
+            continue;
+        m = metadata_matches(req, rec, err, sizeof(err));
+        if (m < 0) {
+            util_error(resp, 400, "%s", err);
+            goto out;
+        }
+        if (m == 0)
             continue;
         ids[n] = rec_str(rec, "id");
         recs[n++] = rec;

@@ -108,6 +108,22 @@ describe('snapshots', () => {
     assert.ok(mine.snapshots.every((s) => s.source_devbox_id === src.id));
     assert.ok(mine.snapshots.some((s) => s.id === snap.id));
 
+    // Metadata filters: equality and [in] lists.
+    await client.devboxes.diskSnapshots.update(ids[1], { metadata: { tier: 'gold', team: 'b' } });
+    await client.devboxes.diskSnapshots.update(ids[2], { metadata: { tier: 'silver' } });
+    const gold = await engine.raw('GET', `/v1/devboxes/disk_snapshots?devbox_id=${other.id}&metadata%5Btier%5D=gold`);
+    assert.equal(gold.status, 200, gold.text);
+    assert.deepEqual(gold.json.snapshots.map((s) => s.id), [ids[1]]);
+    const either = await engine.raw('GET',
+      `/v1/devboxes/disk_snapshots?devbox_id=${other.id}&metadata%5Btier%5D%5Bin%5D=gold,silver`);
+    assert.deepEqual(either.json.snapshots.map((s) => s.id), [ids[2], ids[1]]);
+    const both = await engine.raw('GET',
+      `/v1/devboxes/disk_snapshots?metadata%5Btier%5D=gold&metadata%5Bteam%5D=a`);
+    assert.deepEqual(both.json.snapshots, []);
+    const badf = await engine.raw('GET', '/v1/devboxes/disk_snapshots?metadata%5Btier=gold');
+    assert.equal(badf.status, 400);
+    assert.match(badf.json.message, /not a metadata filter/);
+
     const upd = await client.devboxes.diskSnapshots.update(ids[0], { name: 'renamed', metadata: { x: '1' } });
     assert.equal(upd.name, 'renamed');
     assert.deepEqual(upd.metadata, { x: '1' });
