@@ -174,6 +174,25 @@ describe('blueprints', () => {
     assert.match(await logText(b.id), /second-line-42/);
   });
 
+  test('builds run at most two at a time; the others wait in provisioning', async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++)
+      ids.push((await client.blueprints.create({ name: `queue-${i}`,
+        system_setup_commands: ['sleep 2'] })).id);
+    let maxBuilding = 0;
+    let sawWaiting = false;
+    await waitFor(async () => {
+      const st = await Promise.all(ids.map(async (id) => (await client.blueprints.retrieve(id)).status));
+      const building = st.filter((s) => s === 'building').length;
+      maxBuilding = Math.max(maxBuilding, building);
+      if (building === 2 && st.includes('provisioning')) sawWaiting = true;
+      return st.every((s) => s === 'build_complete' || s === 'failed') ? st : null;
+    }, { timeoutMs: 180000, stepMs: 50, what: 'three builds' });
+    assert.ok(maxBuilding <= 2, `${maxBuilding} builds ran at once`);
+    for (const id of ids) assert.equal((await client.blueprints.retrieve(id)).status, 'build_complete');
+    console.log(`# most builds at once: ${maxBuilding}; a third seen waiting: ${sawWaiting}`);
+  });
+
   test('list by name and status with pagination', async () => {
     const all = await client.blueprints.list({ limit: 100 });
     assert.ok(all.blueprints.length >= 3);
