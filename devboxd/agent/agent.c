@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -519,6 +520,10 @@ int main(int argc, char **argv)
         return 2;
     }
     fcntl(master, F_SETFD, FD_CLOEXEC);
+    /* Commands run as our uid: without this they could ptrace us or take
+     * our sockets with pidfd_getfd and speak to devboxd in our name.
+     * Commands are dumpable again after their execve. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&child_mask);
     sigaddset(&child_mask, SIGCHLD);

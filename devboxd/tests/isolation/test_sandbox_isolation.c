@@ -272,6 +272,41 @@ static void test_cannot_see_or_signal_host(void **state)
     free(out);
 }
 
+static void test_cannot_hijack_the_agent(void **state)
+{
+    char *out = NULL;
+
+    (void)state;
+    /* pid 1 is the agent, same uid as the commands: it must still refuse
+     * ptrace, fd theft and memory access. */
+    sbt_run(box_a, NULL,
+            "python3 - <<'EOF'\n"
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "pfd = os.pidfd_open(1)\n"
+            "for fd in range(0, 8):\n"
+            "    if libc.syscall(438, pfd, fd, 0) >= 0: print('GOT-FD', fd)\n"
+            "if libc.ptrace(16, 1, 0, 0) == 0: print('PTRACED')\n"
+            "try:\n"
+            "    open('/proc/1/mem', 'rb'); print('MEM-OPEN')\n"
+            "except OSError: pass\n"
+            "try:\n"
+            "    os.listdir('/proc/1/fd'); print('FD-LIST')\n"
+            "except OSError: pass\n"
+            "print('DONE')\n"
+            "EOF", &out, T);
+    assert_true(contains(out, "DONE"));
+    assert_false(contains(out, "GOT-FD"));
+    assert_false(contains(out, "PTRACED"));
+    assert_false(contains(out, "MEM-OPEN"));
+    assert_false(contains(out, "FD-LIST"));
+    free(out);
+    out = NULL;
+    assert_int_equal(sbt_run(box_a, NULL, "echo agent-ok", &out, T), 0);
+    assert_true(contains(out, "agent-ok"));
+    free(out);
+}
+
 /* ---- network ---------------------------------------------------------- */
 
 static void test_cannot_reach_host_loopback(void **state)
@@ -610,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_cannot_read_other_devbox),
         cmocka_unit_test(test_cannot_write_outside_root),
         cmocka_unit_test(test_cannot_see_or_signal_host),
+        cmocka_unit_test(test_cannot_hijack_the_agent),
         cmocka_unit_test(test_cannot_reach_host_loopback),
         cmocka_unit_test(test_net_none_has_only_lo),
         cmocka_unit_test(test_fork_bomb_contained),
