@@ -20,6 +20,8 @@
 #define JSONRPC_INVALID_PARAMS (-32602)
 #define JSONRPC_INTERNAL_ERROR (-32603)
 #define MCP_RESOURCE_NOT_FOUND (-32002)
+/* Implementation-defined server error: too much work queued. */
+#define JSONRPC_SERVER_BUSY (-32000)
 
 /* Deeper JSON is refused before parsing (cJSON's own limit). */
 #define JSONRPC_MAX_DEPTH CJSON_NESTING_LIMIT

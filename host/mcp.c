@@ -252,6 +252,16 @@ static struct rlmcp_call *find_call(struct mcp_session *s, const char *key)
     return NULL;
 }
 
+static unsigned session_call_count(const struct mcp_session *s)
+{
+    const struct rlmcp_call *c;
+    unsigned n = 0;
+
+    for (c = s->calls; c != NULL; c = c->s_next)
+        n++;
+    return n;
+}
+
 /* Link the call and hand it to the pool; always consumes c. */
 static void enqueue(struct req *r, struct rlmcp_call *c)
 {
@@ -267,6 +277,18 @@ static void enqueue(struct req *r, struct rlmcp_call *c)
                  "progress; use a new id",
                  c->id_key);
         call_fail(c, JSONRPC_INVALID_REQUEST, msg);
+        call_unref(c);
+        return;
+    }
+    /* Calls wait in the pool's queue; a client that keeps sending them
+     * without reading results must not grow it without bound. */
+    if (session_call_count(s) >= MCP_MAX_SESSION_CALLS) {
+        pthread_mutex_unlock(&s->lock);
+        snprintf(msg, sizeof(msg),
+                 "too many requests in progress on this session (limit "
+                 "%u); wait for results or cancel some, then retry",
+                 MCP_MAX_SESSION_CALLS);
+        call_fail(c, JSONRPC_SERVER_BUSY, msg);
         call_unref(c);
         return;
     }

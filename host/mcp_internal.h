@@ -19,6 +19,9 @@
 #include "mcp.h"
 #include "registry.h"
 
+/* Requests one session may have in progress (queued or running). */
+#define MCP_MAX_SESSION_CALLS 256u
+
 enum call_kind { CALL_TOOL = 1, CALL_RESOURCE, CALL_PROMPT };
 
 /* Why a call was cancelled: it decides what, if anything, is answered. */

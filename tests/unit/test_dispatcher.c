@@ -1696,6 +1696,34 @@ static void test_drain(void **state)
     fx_free(f);
 }
 
+/*
+ * A session may not queue requests without bound: past the limit a call is
+ * refused at once with a busy error, and the session keeps serving.
+ */
+static void test_session_call_limit(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    unsigned i;
+
+    init_session(f, "{}");
+    for (i = 0; i < MCP_MAX_SESSION_CALLS; i++)
+        handle(f,
+               "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":"
+               "30000}}}",
+               100 + i);
+    m = call_tool(f, 1, "echo", "{\"text\":\"x\"}");
+    assert_int_equal(error_code(m), -32000);
+    assert_non_null(strstr(error_message(m), "too many requests in progress"));
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+    expect_ping(f, 2);
+    mcp_drain(f->d, 10000);
+    assert_int_equal(mcp_inflight(f->d), 0);
+    fx_free(f);
+}
+
 static void test_session_free_cancels(void **state)
 {
     struct fx *f = fx_new(0);
@@ -1962,6 +1990,7 @@ int main(void)
         cmocka_unit_test(test_resources),
         cmocka_unit_test(test_prompts),
         cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_session_call_limit),
         cmocka_unit_test(test_session_free_cancels),
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_stdio_framing),
