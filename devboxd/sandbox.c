@@ -944,6 +944,18 @@ uid_t sandbox_host_uid(const struct sandbox *sb)
     return sb->uid;
 }
 
+int sandbox_dir_uid(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
+{
+    if (sb_rt.state_dir == NULL)
+        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
+    if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
+        return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir,
+                      strerror(errno));
+    return sb_uid_claim(dir, id, uid, err, errlen);
+}
+
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));

@@ -105,6 +105,10 @@ const char *sandbox_failure_reason(struct sandbox *sb);
 
 /* Host uid/gid the devbox's user runs as (uid 1000 inside). */
 uid_t sandbox_host_uid(const struct sandbox *sb);
+/* The same uid before the first start: claims it for dir (created if
+ * missing) and records it there, as sandbox_start would (e.g. to hand
+ * layer files to the devbox before it boots). */
+int sandbox_dir_uid(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen);
 
 struct sb_exec {
     const char *command;    /* shell string, run with bash -c */
@@ -117,6 +121,12 @@ struct sb_exec {
                                passed to the agent with SCM_RIGHTS; -1 = /dev/null */
     int stderr_fd;          /* same; may equal stdout_fd */
     bool want_stdin;        /* true: sb_proc_write_stdin/close_stdin feed it; false: /dev/null */
+    /* Appended for PTY sessions: run on a new pseudo-terminal (stdin/stdout/
+     * stderr fields ignored; fresh shell only).  sb_proc_pty_fd() returns the
+     * master once sandbox_exec returned. */
+    bool want_pty;
+    uint16_t pty_cols;      /* 1-1000 */
+    uint16_t pty_rows;      /* 1-1000 */
 };
 
 int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
@@ -132,6 +142,10 @@ int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status);
 const char *sb_proc_error(const struct sb_proc *p);
 /* Host-visible pid is not exposed; this is the pid inside the sandbox, 0 until started. */
 int sb_proc_pid(const struct sb_proc *p);
+/* The pty master of a want_pty command (owned by p; read/write the
+ * terminal, TIOCSWINSZ to resize; reads fail with EIO once the command and
+ * its children closed the terminal), or -1. */
+int sb_proc_pty_fd(const struct sb_proc *p);
 /* fd that becomes readable when sb_proc_wait(p, 0, ..) has news (for poll loops). */
 int sb_proc_fd(const struct sb_proc *p);
 /* Signals the command's process group.  -ESRCH once it exited. */

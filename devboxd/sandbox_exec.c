@@ -17,14 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
 struct sb_proc {
     int chan;     /* SEQPACKET to the agent for this command */
     int stdin_fd; /* our end of the stdin stream socket, -1 if none */
     int pid;      /* inside the sandbox, 0 until started */
+    int pty_fd;   /* pty master (want_pty), -1 otherwise */
     bool done;
     int status;
     char *error;
@@ -87,6 +90,10 @@ static int check_exec(const struct sb_exec *req, char *err, size_t errlen)
                       "shell_name must be 1-64 of [A-Za-z0-9_.-], not starting with '.'");
     if (req->cwd != NULL && (req->cwd[0] == '\0' || strlen(req->cwd) > 4096))
         return sb_err(err, errlen, -EINVAL, "cwd must be a non-empty path");
+    if (req->want_pty && (req->shell_name != NULL || req->pty_cols < 1 || req->pty_cols > 1000 ||
+                          req->pty_rows < 1 || req->pty_rows > 1000))
+        return sb_err(err, errlen, -EINVAL,
+                      "a pty command needs cols and rows of 1-1000 and no shell_name");
     for (i = 0; req->env != NULL && req->env[i] != NULL; i++) {
         if (i >= 256 || !sb_valid_env(req->env[i]))
             return sb_err(err, errlen, -EINVAL,
@@ -114,6 +121,11 @@ static char *exec_json(const struct sb_exec *req)
         cJSON_AddStringToObject(msg, "cwd", req->cwd);
     else
         cJSON_AddNullToObject(msg, "cwd");
+    if (req->want_pty) {
+        cJSON *pty = cJSON_AddObjectToObject(msg, "pty");
+        cJSON_AddNumberToObject(pty, "cols", req->pty_cols);
+        cJSON_AddNumberToObject(pty, "rows", req->pty_rows);
+    }
     env = cJSON_AddArrayToObject(msg, "env");
     for (i = 0; env != NULL && req->env != NULL && req->env[i] != NULL; i++)
         cJSON_AddItemToArray(env, cJSON_CreateString(req->env[i]));
@@ -124,6 +136,68 @@ static char *exec_json(const struct sb_exec *req)
         text = NULL;
     }
     return text;
+}
+
+static int handle_event(struct sb_proc *p, const char *buf, size_t len);
+
+/* Takes the one fd of a {"ev":"pty"} message if it is a pty master. */
+static int take_pty_fd(struct sb_proc *p, struct msghdr *mh)
+{
+    struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+    unsigned int ptn;
+    int fd;
+
+    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+        c->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(mh, c) != NULL)
+        return -EPROTO;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    /* Only a pty master answers TIOCGPTN: nothing else is accepted. */
+    if (ioctl(fd, TIOCGPTN, &ptn) != 0)
+        return -EPROTO;
+    p->pty_fd = fd;
+    return 0;
+}
+
+/* Bounded wait for the agent's pty master (sent before "started"). */
+static int wait_pty(struct sb_proc *p)
+{
+    char buf[1024];
+    char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+    struct iovec iov;
+    struct msghdr mh;
+    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
+    ssize_t n;
+    int rc;
+
+    while (p->pty_fd < 0) {
+        if (p->done)
+            return -EIO;
+        rc = sb_poll_until(p->chan, POLLIN, deadline);
+        if (rc != 0)
+            return rc;
+        iov.iov_base = buf;
+        iov.iov_len = sizeof(buf) - 1;
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = cbuf;
+        mh.msg_controllen = sizeof(cbuf);
+        n = recvmsg(p->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0) {
+            close_passed_fds(&mh);
+            return -ESRCH;
+        }
+        buf[n] = '\0';
+        if (strcmp(buf, "{\"ev\":\"pty\"}") == 0 && !(mh.msg_flags & MSG_CTRUNC) &&
+            take_pty_fd(p, &mh) == 0)
+            continue;
+        close_passed_fds(&mh);
+        if (!(mh.msg_flags & MSG_TRUNC) && handle_event(p, buf, (size_t)n) == 1)
+            p->done = true;
+    }
+    return 0;
 }
 
 int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
@@ -149,7 +223,7 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
         rc = sb_err(err, errlen, -E2BIG, "command and environment too large or out of memory");
         goto out;
     }
-    p->chan = p->stdin_fd = -1;
+    p->chan = p->stdin_fd = p->pty_fd = -1;
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0 ||
         (req->want_stdin && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)) {
@@ -174,6 +248,14 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     chan[0] = -1;
     p->stdin_fd = in[0];
     in[0] = -1;
+    if (req->want_pty) {
+        rc = wait_pty(p);
+        if (rc != 0) {
+            rc = sb_err(err, errlen, rc, "the devbox could not open a terminal%s%s",
+                        p->error ? ": " : "", p->error ? p->error : "");
+            goto out;
+        }
+    }
     *out = p;
     p = NULL;
 out:
@@ -278,6 +360,11 @@ int sb_proc_pid(const struct sb_proc *p)
     return p->pid;
 }
 
+int sb_proc_pty_fd(const struct sb_proc *p)
+{
+    return p->pty_fd;
+}
+
 int sb_proc_fd(const struct sb_proc *p)
 {
     return p->chan;
@@ -333,6 +420,8 @@ void sb_proc_free(struct sb_proc *p)
         close(p->chan);
     if (p->stdin_fd >= 0)
         close(p->stdin_fd);
+    if (p->pty_fd >= 0)
+        close(p->pty_fd);
     free(p->error);
     free(p);
 }

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -34,6 +36,7 @@ struct job {
     char *cwd;
     char **env;      /* NULL-terminated */
     pid_t pid;       /* 0 while queued */
+    int cols, rows;  /* > 0: run on a new pseudo-terminal of this size */
     unsigned long seq;
     struct job *next;
 };
@@ -166,7 +169,24 @@ static bool valid_env(const char *kv)
     return true;
 }
 
-static void child_exec(struct job *j)
+/* In the child: a new session whose controlling terminal is the pty slave. */
+static void child_pty(const char *slave)
+{
+    int fd;
+
+    setsid();
+    fd = open(slave, O_RDWR);
+    if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) != 0)
+        _exit(127);
+    if (dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+        _exit(127);
+    if (fd > 2)
+        close(fd);
+    if (getenv("TERM") == NULL)
+        setenv("TERM", "xterm-256color", 1);
+}
+
+static void child_exec(struct job *j, const char *slave)
 {
     char state[PATH_MAX];
     const char *argv[8 + MAX_ENV];
@@ -174,12 +194,16 @@ static void child_exec(struct job *j)
     size_t i;
     int fd;
 
-    setsid();
     sigprocmask(SIG_UNBLOCK, &child_mask, NULL);
     signal(SIGPIPE, SIG_DFL);
-    for (i = 0; i < 3; i++) {
-        if (dup2(j->fds[i], (int)i) < 0)
-            _exit(127);
+    if (slave != NULL) {
+        child_pty(slave);
+    } else {
+        setsid();
+        for (i = 0; i < 3; i++) {
+            if (dup2(j->fds[i], (int)i) < 0)
+                _exit(127);
+        }
     }
     close_range(3, ~0U, 0);
     /* Undo the agent's OOM protection for user commands. */
@@ -222,20 +246,72 @@ static void child_exec(struct job *j)
     _exit(127);
 }
 
+/* Opens a pty master sized cols x rows; *slave receives the slave path. */
+static int open_pty(const struct job *j, char *slave, size_t len)
+{
+    struct winsize ws = {.ws_row = (unsigned short)j->rows, .ws_col = (unsigned short)j->cols};
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (m < 0)
+        return -1;
+    if (grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, slave, len) != 0 ||
+        ioctl(m, TIOCSWINSZ, &ws) != 0) {
+        close(m);
+        return -1;
+    }
+    return m;
+}
+
+/* Hands the pty master to devboxd on the job's channel. */
+static void send_master(int chan, int master)
+{
+    static const char msg[] = "{\"ev\":\"pty\"}";
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof(msg) - 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct cmsghdr *c;
+
+    memset(cbuf, 0, sizeof(cbuf));
+    c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &master, sizeof(int));
+    sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static void job_start(struct job *j)
 {
+    char slave[128];
+    int master = -1;
     pid_t pid;
     size_t i;
 
+    if (j->cols > 0) {
+        master = open_pty(j, slave, sizeof(slave));
+        if (master < 0) {
+            send_event(j->chan, "error", "message", 0, "cannot open a pseudo-terminal");
+            job_unlink(j);
+            job_free(j);
+            return;
+        }
+    }
     pid = fork();
     if (pid < 0) {
         send_event(j->chan, "error", "message", 0, "cannot fork");
+        if (master >= 0)
+            close(master);
         job_unlink(j);
         job_free(j);
         return;
     }
     if (pid == 0)
-        child_exec(j);
+        child_exec(j, master >= 0 ? slave : NULL);
+    if (master >= 0) {
+        send_master(j->chan, master);
+        close(master); /* devboxd holds the only master now */
+    }
     j->pid = pid;
     for (i = 0; i < 3; i++)
         close_fd(&j->fds[i]);
@@ -286,6 +362,7 @@ static const char *opt_string(const cJSON *obj, const char *key, bool *bad)
 static const char *parse_exec(const cJSON *msg, struct job *j)
 {
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(msg, "env");
+    const cJSON *pty = cJSON_GetObjectItemCaseSensitive(msg, "pty");
     const cJSON *e;
     const char *cmd;
     const char *shell;
@@ -302,6 +379,17 @@ static const char *parse_exec(const cJSON *msg, struct job *j)
         return "invalid shell name";
     if (env != NULL && !cJSON_IsArray(env))
         return "env must be an array of KEY=VAL strings";
+    if (pty != NULL && !cJSON_IsNull(pty)) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(pty, "cols");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(pty, "rows");
+        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(r) || c->valuedouble < 1 ||
+            c->valuedouble > 1000 || r->valuedouble < 1 || r->valuedouble > 1000)
+            return "pty needs cols and rows of 1-1000";
+        if (shell != NULL)
+            return "a pty command runs in its own shell, not a named one";
+        j->cols = (int)c->valuedouble;
+        j->rows = (int)r->valuedouble;
+    }
     if (cJSON_GetArraySize(env) > MAX_ENV)
         return "too many env entries";
     j->env = calloc((size_t)cJSON_GetArraySize(env) + 1, sizeof(char *));

@@ -8,9 +8,11 @@
  *
  *  agent -> devboxd, master: {"ev":"hello","version":1}          (once)
  *  devboxd -> agent, master: {"op":"exec","cmd":S,"shell":S|null,"cwd":S|null,
- *                             "env":[S,...]}  + exactly 4 fds:
- *                             channel, stdin, stdout, stderr
- *  agent -> devboxd, channel: {"ev":"started","pid":N}
+ *                             "env":[S,...], "pty":{"cols":N,"rows":N}|absent}
+ *                             + exactly 4 fds: channel, stdin, stdout, stderr
+ *                             (with a pty the command's 0/1/2 are the slave)
+ *  agent -> devboxd, channel: {"ev":"pty"} + the pty master fd (pty only, first)
+ *                             {"ev":"started","pid":N}
  *                             {"ev":"exit","status":N}   (N = code, or 128+signal)
  *                             {"ev":"error","message":S} (command never ran)
  *  devboxd -> agent, channel: {"op":"kill","sig":N}

@@ -97,6 +97,12 @@ int main(void)
         }
         if (nfds < 1)
             continue;
+        if (strstr(buf, "\"pty\"") != NULL) {
+            /* A "terminal" that is no terminal, then a quick exit. */
+            send_fds(fds[0], "{\"ev\":\"pty\"}", 12, 1);
+            say(fds[0], "{\"ev\":\"exit\",\"status\":0}");
+            continue;
+        }
         garbage(fds[0]);
         if (strstr(buf, "\"valid\"") != NULL)
             say(fds[0], "{\"ev\":\"exit\",\"status\":3}");

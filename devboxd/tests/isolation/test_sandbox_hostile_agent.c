@@ -130,6 +130,26 @@ static void test_hangup_is_reported(void **state)
     assert_int_equal(sandbox_check(box), 0); /* the sandbox itself is fine */
 }
 
+static void test_fake_terminal_refused(void **state)
+{
+    struct sb_exec req;
+    struct sb_proc *p = NULL;
+    char err[256] = "";
+    int before = count_fds();
+
+    (void)state;
+    memset(&req, 0, sizeof(req));
+    req.command = "bash -i";
+    req.stdout_fd = req.stderr_fd = -1;
+    req.want_pty = true;
+    req.pty_cols = 80;
+    req.pty_rows = 24;
+    assert_int_not_equal(sandbox_exec(box, &req, &p, err, sizeof(err)), 0);
+    assert_null(p);
+    assert_non_null(strstr(err, "terminal"));
+    assert_int_equal(count_fds(), before); /* the /dev/null it passed was closed */
+}
+
 static void test_bad_or_missing_hello_fails_start(void **state)
 {
     struct sb_spec spec;
@@ -161,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_garbage_then_valid_exit),
         cmocka_unit_test(test_silent_agent_is_bounded),
         cmocka_unit_test(test_hangup_is_reported),
+        cmocka_unit_test(test_fake_terminal_refused),
         cmocka_unit_test(test_bad_or_missing_hello_fails_start),
     };
 

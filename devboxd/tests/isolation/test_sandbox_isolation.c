@@ -20,8 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -565,6 +568,75 @@ static void test_connect_into_devbox_only(void **state)
     assert_int_equal(sandbox_connect_tcp(box_a, 0, 2000), -EINVAL);
 }
 
+/* ---- PTY sessions ------------------------------------------------------------ */
+
+/* Reads the pty until want appears (bounded); returns what was read. */
+static char *pty_read_until(int fd, const char *want, char *buf, size_t len)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t used = 0;
+    ssize_t n;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < 400 && strstr(buf, want) == NULL; i++) {
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        n = read(fd, buf + used, len - 1 - used);
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        buf[used] = '\0';
+        if (used + 1 >= len)
+            used = 0; /* keep the tail only */
+    }
+    return buf;
+}
+
+static void test_pty_session(void **state)
+{
+    struct sb_exec req;
+    struct sb_proc *p = NULL;
+    struct winsize ws = {.ws_row = 20, .ws_col = 50};
+    char err[256] = "";
+    char buf[8192];
+    const char *cmd1 = "stty size; tty; echo mark-$((6*7))\n";
+    const char *cmd2 = "stty size; echo mark-$((7*7))\n";
+    int status = -1;
+    int fd;
+
+    (void)state;
+    memset(&req, 0, sizeof(req));
+    req.command = "exec bash --norc --noprofile -i";
+    req.stdout_fd = req.stderr_fd = -1;
+    req.want_pty = true;
+    req.pty_cols = 100;
+    req.pty_rows = 40;
+    assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), 0);
+    fd = sb_proc_pty_fd(p);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, cmd1, strlen(cmd1)), (ssize_t)strlen(cmd1));
+    pty_read_until(fd, "mark-42", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "40 100"));
+    assert_non_null(strstr(buf, "/dev/pts/"));
+    assert_non_null(strstr(buf, "mark-42"));
+    /* Resize from devboxd's side of the terminal. */
+    assert_int_equal(ioctl(fd, TIOCSWINSZ, &ws), 0);
+    assert_int_equal(write(fd, cmd2, strlen(cmd2)), (ssize_t)strlen(cmd2));
+    pty_read_until(fd, "mark-49", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "20 50"));
+    assert_int_equal(write(fd, "exit 5\n", 7), 7);
+    assert_int_equal(sb_proc_wait(p, T, &status), 0);
+    assert_int_equal(status, 5);
+    sb_proc_free(p);
+    /* Bad sizes and named shells are refused before reaching the agent. */
+    req.pty_cols = 0;
+    assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), -EINVAL);
+    req.pty_cols = 80;
+    req.shell_name = "s";
+    assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), -EINVAL);
+}
+
 /* ---- cleanup ------------------------------------------------------------- */
 
 static int count_uid_procs(uid_t uid)
@@ -658,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_open_cannot_escape),
         cmocka_unit_test(test_open_symlink_race),
         cmocka_unit_test(test_connect_into_devbox_only),
+        cmocka_unit_test(test_pty_session),
         cmocka_unit_test(test_stop_cleans_up),
     };
 

@@ -283,6 +283,10 @@ static void test_hostile_messages(void **state)
         "{\"op\":\"exec\",\"cmd\":\"true\",\"env\":[7]}",
         "{\"op\":\"exec\",\"cmd\":\"true\",\"cwd\":[]}",
         "[1,2,3]",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":0,\"rows\":24}}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":80,\"rows\":1001}}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":\"80\",\"rows\":24}}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"shell\":\"s\",\"pty\":{\"cols\":80,\"rows\":24}}",
     };
     char last[256];
     size_t i;
