@@ -1422,7 +1422,7 @@ static int is_files_action(const char *a)
 static int is_later_action(const char *a)
 {
     static const char *const later[] = {
-        "create_pty_tunnel", "create_ssh_key", "create_gateway_token", "create_mcp_token",
+        "create_ssh_key", "create_gateway_token", "create_mcp_token",
         NULL,
     };
 
@@ -1494,6 +1494,8 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
         tunnel_api_enable(eng, box, req, resp);
     else if (strcmp(action, "remove_tunnel") == 0)
         tunnel_api_remove(eng, box, req, resp);
+    else if (strcmp(action, "create_pty_tunnel") == 0)
+        tunnel_api_pty(eng, box, req, resp);
     else if (strcmp(action, "snapshot_disk") == 0 || strcmp(action, "snapshot_disk_async") == 0)
         snapshots_create(eng, box, req, resp, strcmp(action, "snapshot_disk_async") == 0);
     else if (is_later_action(action))

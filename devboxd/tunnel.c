@@ -194,3 +194,112 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
     pthread_mutex_unlock(&eng->lock);
     util_json(resp, 200, cJSON_CreateObject());
 }
+
+/* ---------------------------------------------------------- PTY tunnels */
+
+struct pty_tunnel {
+    char key[TUNNEL_KEY_LEN + 1];
+    char token[TUNNEL_TOKEN_LEN + 1];
+    char box_id[40];
+    int64_t create_time_ms;
+    struct pty_tunnel *next; /* newest first */
+};
+
+/* Guarded by eng->lock (one engine per process). */
+static struct pty_tunnel *pty_tunnels;
+static tunnel_pty_handler_fn pty_handler;
+static void *pty_handler_ud;
+
+void tunnel_set_pty_handler(tunnel_pty_handler_fn fn, void *ud)
+{
+    pty_handler = fn;
+    pty_handler_ud = ud;
+}
+
+/* Lock held: drops the oldest of a devbox's PTY tunnels beyond the cap. */
+static void pty_trim_locked(const char *box_id)
+{
+    struct pty_tunnel **pp = &pty_tunnels;
+    int seen = 0;
+
+    while (*pp != NULL) {
+        struct pty_tunnel *t = *pp;
+
+        if (strcmp(t->box_id, box_id) == 0 && ++seen > TUNNEL_PTY_MAX) {
+            *pp = t->next;
+            free(t);
+            continue;
+        }
+        pp = &t->next;
+    }
+}
+
+const char *tunnel_pty_find_locked(const char *key, char *token, int64_t *create_time_ms)
+{
+    struct pty_tunnel *t;
+
+    for (t = pty_tunnels; t != NULL; t = t->next) {
+        if (strcmp(t->key, key) == 0) {
+            memcpy(token, t->token, sizeof(t->token));
+            *create_time_ms = t->create_time_ms;
+            return t->box_id;
+        }
+    }
+    return NULL;
+}
+
+void tunnel_pty_clear(void)
+{
+    while (pty_tunnels != NULL) {
+        struct pty_tunnel *t = pty_tunnels;
+
+        pty_tunnels = t->next;
+        free(t);
+    }
+}
+
+int tunnel_pty_handle(struct engine *eng, const char *box_id, int fd, const char *buf,
+                      size_t len)
+{
+    if (pty_handler == NULL)
+        return -1;
+    pty_handler(pty_handler_ud, eng, box_id, fd, buf, len);
+    return 0;
+}
+
+void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_request *req,
+                    struct http_response *resp)
+{
+    struct pty_tunnel *t = NULL;
+    cJSON *v = NULL;
+
+    if (req->body_too_large) {
+        util_error(resp, 413, "request body too large");
+        return;
+    }
+    pthread_mutex_lock(&eng->lock);
+    if (box->status != DBX_RUNNING) {
+        util_error(resp, 400, "devbox %s is %s; a PTY tunnel needs a running devbox%s",
+                   box->id, dbx_status_name(box->status),
+                   box->status == DBX_SUSPENDED ? " (resume it first)" : "");
+        goto out;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    random_chars(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    random_chars(t->token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
+    snprintf(t->box_id, sizeof(t->box_id), "%s", box->id);
+    t->create_time_ms = util_now_ms();
+    t->next = pty_tunnels;
+    pty_tunnels = t;
+    pty_trim_locked(box->id);
+    v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "tunnel_key", t->key);
+    cJSON_AddStringToObject(v, "auth_token", t->token);
+    util_json(resp, 200, v);
+out:
+    pthread_mutex_unlock(&eng->lock);
+}

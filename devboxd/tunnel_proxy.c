@@ -36,6 +36,7 @@
 #define CONNECT_TIMEOUT_MS 5000  /* connect inside the devbox */
 #define CHECK_MS 250             /* tunnel/devbox still valid? */
 #define HVAL_MAX 512             /* longest header value we look at */
+#define URL_MAX 2048             /* request target kept (PTY ?token=) */
 #define MAX_CONNS 1024           /* relayed connections at once (a thread each) */
 
 struct tunnel_server {
@@ -69,6 +70,9 @@ struct tconn {
     char hval[H_N][HVAL_MAX];
     size_t hlen[H_N];
     int hbad[H_N];          /* too long or repeated */
+    char url[URL_MAX];      /* request target, "" when longer than URL_MAX */
+    size_t url_len;
+    int url_long;
     int heads;              /* request heads completed */
     int routed;
     int violation;
@@ -89,6 +93,7 @@ static const char *reason_phrase(int status)
     case 404: return "Not Found";
     case 408: return "Request Timeout";
     case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -144,6 +149,8 @@ static void send_error(int fd, int status, const char *retry_after, const char *
         code = codes[3];
     else if (status == 503)
         code = codes[4];
+    else if (status == 501)
+        code = "not_implemented";
     cJSON_AddStringToObject(j, "code", code);
     cJSON_AddStringToObject(j, "message", msg);
     body = cJSON_PrintUnformatted(j);
@@ -225,8 +232,47 @@ static int on_message_begin(http_parser *p)
 
     memset(c->hlen, 0, sizeof(c->hlen));
     memset(c->hbad, 0, sizeof(c->hbad));
+    c->url_len = 0;
+    c->url_long = 0;
+    c->url[0] = '\0';
     end_header(c);
     return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+    struct tconn *c = p->data;
+
+    if (c->url_long || c->url_len + len >= URL_MAX) {
+        c->url_long = 1;
+        c->url[0] = '\0';
+        return 0;
+    }
+    memcpy(c->url + c->url_len, at, len);
+    c->url_len += len;
+    c->url[c->url_len] = '\0';
+    return 0;
+}
+
+/* The value of ?token= in the request target (rl-cli sends the PTY token
+ * there), copied into out; NULL when absent. */
+static const char *query_token(const struct tconn *c, char *out, size_t outlen)
+{
+    const char *q = strchr(c->url, '?');
+
+    while (q != NULL) {
+        size_t n;
+
+        q++;
+        n = strcspn(q, "&#");
+        if (n > 6 && strncmp(q, "token=", 6) == 0 && n - 6 < outlen) {
+            memcpy(out, q + 6, n - 6);
+            out[n - 6] = '\0';
+            return out;
+        }
+        q = q[n] == '&' ? q + n : NULL;
+    }
+    return NULL;
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t len)
@@ -305,6 +351,7 @@ struct route {
     const char *retry_after;
     struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
+    int pty;               /* a PTY tunnel: hand the connection over */
 };
 
 static int lifecycle_wakes(const struct devbox *box)
@@ -393,6 +440,57 @@ static void check_status_locked(struct devbox *box, struct route *r)
     }
 }
 
+/* Lock held. Is the PTY tunnel's devbox still in the boot it was made in? */
+static int pty_alive_locked(const struct devbox *box, int64_t made_ms)
+{
+    const cJSON *last = NULL;
+    const cJSON *t = NULL;
+
+    if (box->status != DBX_RUNNING)
+        return 0;
+    cJSON_ArrayForEach(t, box->transitions)
+        last = t;
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(last, "transition_time_ms")) <=
+           (double)made_ms;
+}
+
+/* Lock held. A key that is not a devbox tunnel may be a PTY tunnel. */
+static void route_pty_locked(struct tconn *c, struct route *r)
+{
+    struct engine *eng = c->ts->eng;
+    char token[TUNNEL_TOKEN_LEN + 1];
+    char qtok[TUNNEL_TOKEN_LEN + 8];
+    int64_t made = 0;
+    const char *id = tunnel_pty_find_locked(c->key, token, &made);
+    struct devbox *box = id != NULL ? engine_find_locked(eng, id) : NULL;
+    const char *got = bearer_of(c);
+
+    if (box == NULL || !pty_alive_locked(box, made)) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
+                 "stopped (PTY tunnels end with the devbox's boot; create_pty_tunnel gives "
+                 "a new key)", c->key);
+        return;
+    }
+    if (c->port != TUNNEL_PTY_PORT) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg), "a PTY tunnel serves port %d only",
+                 TUNNEL_PTY_PORT);
+        return;
+    }
+    if (got == NULL)
+        got = query_token(c, qtok, sizeof(qtok));
+    if (got == NULL || !tunnel_token_equal(got, token)) {
+        r->status = 401;
+        snprintf(r->msg, sizeof(r->msg), "%s PTY tunnel token for devbox %s: send "
+                 "'Authorization: Bearer <auth_token>' from create_pty_tunnel",
+                 got == NULL ? "missing" : "wrong", box->id);
+        return;
+    }
+    snprintf(c->box_id, sizeof(c->box_id), "%s", box->id);
+    r->pty = 1;
+}
+
 static void route_first(struct tconn *c, struct route *r)
 {
     struct engine *eng = c->ts->eng;
@@ -410,9 +508,7 @@ static void route_first(struct tconn *c, struct route *r)
     pthread_mutex_lock(&eng->lock);
     box = find_by_key_locked(eng, c->key);
     if (box == NULL) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
-                 "shut down (enable_tunnel gives a new key)", c->key);
+        route_pty_locked(c, r);
     } else if (check_auth_locked(box, c, r) == 0) {
         snprintf(c->box_id, sizeof(c->box_id), "%s", box->id);
         c->keep_alive = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(box->tunnel,
@@ -736,6 +832,14 @@ static void serve(struct tconn *c)
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
         goto out;
     }
+    if (r.pty) {
+        if (tunnel_pty_handle(c->ts->eng, c->box_id, c->cfd, buf, (size_t)len) == 0)
+            c->cfd = -1; /* the PTY service owns the connection now */
+        else
+            send_error(c->cfd, 501, NULL, "this devboxd does not serve PTY sessions yet; "
+                       "use execute with a named shell (shell_name) instead");
+        goto out;
+    }
     c->ufd = connect_inside(c, r.box, err, sizeof(err));
     if (c->ufd < 0) {
         send_error(c->cfd, 502, NULL, "%s", err);
@@ -761,6 +865,7 @@ static void *conn_thread(void *arg)
 
     http_parser_settings_init(&c->settings);
     c->settings.on_message_begin = on_message_begin;
+    c->settings.on_url = on_url;
     c->settings.on_header_field = on_header_field;
     c->settings.on_header_value = on_header_value;
     c->settings.on_headers_complete = on_headers_complete;
@@ -768,7 +873,8 @@ static void *conn_thread(void *arg)
     c->parser.data = c;
     c->cur = -1;
     serve(c);
-    close(c->cfd);
+    if (c->cfd >= 0)
+        close(c->cfd);
     if (c->ufd >= 0)
         close(c->ufd);
     free(c);
@@ -986,6 +1092,7 @@ void tunnel_server_stop(struct tunnel_server *ts)
         fprintf(stderr, "devboxd: %d tunnel connections did not end in time\n", ts->conns);
         return;
     }
+    tunnel_pty_clear();
     pthread_mutex_destroy(&ts->lock);
     pthread_cond_destroy(&ts->cond);
     free(ts);

@@ -329,6 +329,55 @@ describe('authenticated tunnel', () => {
   });
 });
 
+describe('PTY tunnel (create_pty_tunnel)', () => {
+  test('fresh key and token per call; port 13 only; token checked; 501 until PTY is served', async () => {
+    const a = await client.devboxes.createPtyTunnel(boxId);
+    const b = await client.devboxes.createPtyTunnel(boxId);
+    assert.match(a.tunnel_key, /^[a-z0-9]{24}$/);
+    assert.match(a.auth_token, /^[0-9a-f]{48}$/);
+    assert.notEqual(a.tunnel_key, b.tunnel_key);
+    assert.notEqual(a.auth_token, b.auth_token);
+    // It is not the devbox's tunnel.
+    assert.notEqual((await client.devboxes.retrieve(boxId)).tunnel?.tunnel_key, a.tunnel_key);
+    const none = await tget(13, a.tunnel_key, '/pty/s1?cols=80&rows=24');
+    assert.equal(none.status, 401);
+    assert.match(none.json.message, /missing PTY tunnel token/);
+    const wrong = await tget(13, a.tunnel_key, '/pty/s1', { headers: { authorization: `Bearer ${b.auth_token}` } });
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.json.message, /wrong PTY tunnel token/);
+    const otherPort = await tget(8080, a.tunnel_key, '/hello.txt', { headers: { authorization: `Bearer ${a.auth_token}` } });
+    assert.equal(otherPort.status, 404);
+    assert.match(otherPort.json.message, /serves port 13 only/);
+    // Right token (header, or ?token= as rl-cli sends it): passes the checks.
+    for (const r of [
+      await tget(13, a.tunnel_key, '/pty/s1?cols=80&rows=24', { headers: { authorization: `Bearer ${a.auth_token}` } }),
+      await tget(13, a.tunnel_key, `/pty/s1?cols=80&token=${a.auth_token}`),
+      await tget(13, b.tunnel_key, '/pty/s1', { headers: { 'x-runloop-tunnel-authorization': `Bearer ${b.auth_token}` } }),
+    ]) {
+      assert.equal(r.status, 501, r.body);
+      assert.match(r.json.message, /does not serve PTY sessions yet/);
+    }
+  });
+
+  test('a PTY tunnel ends with the devbox boot; bad states are refused', async () => {
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'pty-tunnel' });
+    const t = await client.devboxes.createPtyTunnel(box.id);
+    const auth = { headers: { authorization: `Bearer ${t.auth_token}` } };
+    assert.equal((await tget(13, t.tunnel_key, '/pty/x', auth)).status, 501);
+    await client.devboxes.suspend(box.id);
+    await client.devboxes.awaitSuspended(box.id);
+    await rejectsWith(assert, client.devboxes.createPtyTunnel(box.id), 400, /needs a running devbox \(resume it first\)/);
+    assert.equal((await tget(13, t.tunnel_key, '/pty/x', auth)).status, 404);
+    await client.devboxes.resume(box.id);
+    await client.devboxes.awaitRunning(box.id);
+    const after = await tget(13, t.tunnel_key, '/pty/x', auth);
+    assert.equal(after.status, 404, 'a PTY tunnel from before a resume stays dead');
+    assert.match(after.json.message, /PTY tunnels end with the devbox's boot/);
+    await client.devboxes.shutdown(box.id);
+    await rejectsWith(assert, client.devboxes.createPtyTunnel(box.id), 400, /is shutdown/);
+  });
+});
+
 describe('half-close', () => {
   test('a client that half-closes after its request still gets the whole answer', async () => {
     const tv = (await client.devboxes.retrieve(boxId)).tunnel;
