@@ -201,6 +201,19 @@ describe('tunnel tools end to end (local engine)', () => {
     assert.equal((await fetchUrl(`${other.url}/`)).status, 502);
   });
 
+  it('create_pty_tunnel: port-13 URL and token from devboxd; its PTY service answers 501 for now', LONG, async () => {
+    const p = ok(await call('create_pty_tunnel', { devbox_id: box.id }));
+    assert.equal(p.devbox_id, box.id);
+    assert.match(p.tunnel_key, /^[a-z0-9]{24}$/);
+    assert.match(p.auth_token, /^[0-9a-f]{48}$/);
+    assert.equal(p.pty_url, `http://13-${p.tunnel_key}.localhost:${engine.tunnelPort}`);
+    const noTok = await fetchUrl(`${p.pty_url}/pty/s?cols=80&rows=24`);
+    assert.equal(noTok.status, 401);
+    const r = await fetchUrl(`${p.pty_url}/pty/s?cols=80&rows=24`, { authorization: `Bearer ${p.auth_token}` });
+    assert.equal(r.status, 501);
+    assert.match(r.body, /does not serve PTY sessions yet/);
+  });
+
   it('bad input: bad auth_mode, port out of range, unknown devbox', LONG, async () => {
     const e1 = errorOf(await call('enable_tunnel', { devbox_id: box.id, auth_mode: 'public' }));
     assert.match(JSON.stringify(e1), /auth_mode/);
