@@ -459,89 +459,105 @@ static void launcher_child(const struct launch *l)
 
 /* ---- slirp4netns ------------------------------------------------------ */
 
+/* Child side of start_slirp: fds = {netns, userns, exit pipe, ready pipe}
+ * become 3..6; async-signal-safe calls only. */
+static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
+{
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    int hi[4];
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        hi[i] = fcntl(fds[i], F_DUPFD, 10);
+        if (hi[i] < 0)
+            _exit(122);
+    }
+    if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+        _exit(122);
+    for (i = 0; i < 4; i++) {
+        if (dup2(hi[i], 3 + i) < 0)
+            _exit(122);
+    }
+    close_range(7, ~0U, 0);
+    if (!sb_rt.slirp_as_root &&
+        (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+         syscall(SYS_setresuid, uid, uid, uid) != 0))
+        _exit(123);
+    execve(argv[0], argv, envp);
+    _exit(124);
+}
+
 static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
 {
     char nspath[64];
-    char ready_arg[32];
-    int netfd = -1;
-    int userfd = -1;
-    int ready[2] = {-1, -1};
-    int exitp[2] = {-1, -1};
+    int fds[4] = {-1, -1, -1, -1}; /* netns, userns, exit read end, ready write end */
+    int ready_r = -1;
+    int exit_w = -1;
+    int pp[2];
     int devnull = -1;
     int rc = 0;
+    int i;
     char buf[8];
     pid_t pid;
-    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     /* As the devbox uid it joins the netns' owning userns; as root (when
      * /dev/net/tun is root-only) it confines itself: --enable-sandbox drops
      * every capability but NET_BIND_SERVICE and pivots to an empty root. */
     char *argv[] = {sb_rt.slirp_path, "--configure", "--mtu=65520", "--disable-host-loopback",
-                    "--netns-type=path", "--exit-fd=5", ready_arg, "--enable-seccomp",
+                    "--netns-type=path", "--exit-fd=5", "--ready-fd=6", "--enable-seccomp",
                     sb_rt.slirp_as_root ? "--enable-sandbox" : "--userns-path=/proc/self/fd/4",
                     "/proc/self/fd/3", "tap0", NULL};
 
     snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
-    snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=6");
-    netfd = open(nspath, O_RDONLY | O_CLOEXEC);
-    if (netfd < 0) {
+    fds[0] = open(nspath, O_RDONLY | O_CLOEXEC);
+    if (fds[0] < 0) {
         rc = sb_err(err, errlen, -errno, "sandbox exited during network setup");
         goto out;
     }
     /* The netns belongs to bwrap's outer user namespace; slirp joins that. */
-    userfd = ioctl(netfd, NS_GET_USERNS);
+    fds[1] = ioctl(fds[0], NS_GET_USERNS);
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (userfd < 0 || devnull < 0 || pipe2(ready, O_CLOEXEC) != 0 ||
-        pipe2(exitp, O_CLOEXEC) != 0) {
+    if (fds[1] < 0 || devnull < 0 || pipe2(pp, O_CLOEXEC) != 0) {
         rc = sb_err(err, errlen, -errno, "network setup: %s", strerror(errno));
         goto out;
     }
+    fds[2] = pp[0];
+    exit_w = pp[1];
+    if (pipe2(pp, O_CLOEXEC) != 0) {
+        rc = sb_err(err, errlen, -errno, "network setup: %s", strerror(errno));
+        goto out;
+    }
+    ready_r = pp[0];
+    fds[3] = pp[1];
     pid = fork();
     if (pid < 0) {
         rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
         goto out;
     }
-    if (pid == 0) {
-        int h0 = fcntl(netfd, F_DUPFD, 10);
-        int h1 = fcntl(userfd, F_DUPFD, 10);
-        int h2 = fcntl(exitp[0], F_DUPFD, 10);
-        int h3 = fcntl(ready[1], F_DUPFD, 10);
-        if (h0 < 0 || h1 < 0 || h2 < 0 || h3 < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
-            dup2(devnull, 2) < 0 || dup2(h0, 3) < 0 || dup2(h1, 4) < 0 || dup2(h2, 5) < 0 ||
-            dup2(h3, 6) < 0)
-            _exit(122);
-        close_range(7, ~0U, 0);
-        if (!sb_rt.slirp_as_root &&
-            (syscall(SYS_setgroups, 0, NULL) != 0 ||
-             syscall(SYS_setresgid, sb->uid, sb->uid, sb->uid) != 0 ||
-             syscall(SYS_setresuid, sb->uid, sb->uid, sb->uid) != 0))
-            _exit(123);
-        execve(argv[0], argv, envp);
-        _exit(124);
-    }
+    if (pid == 0)
+        slirp_child(fds, devnull, sb->uid, argv);
     sb->slirp_pid = pid;
     sb->slirp_pidfd = pidfd_open(pid, 0);
-    sb->slirp_exit_w = exitp[1];
-    exitp[1] = -1;
-    close(ready[1]);
-    ready[1] = -1;
-    rc = sb_poll_until(ready[0], POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
-    if (rc == 0 && read(ready[0], buf, 1) != 1)
+    sb->slirp_exit_w = exit_w;
+    exit_w = -1;
+    close(fds[3]);
+    fds[3] = -1;
+    rc = sb_poll_until(ready_r, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    if (rc == 0 && read(ready_r, buf, 1) != 1)
         rc = -EIO;
     if (rc != 0)
-        sb_err(err, errlen, rc, "slirp4netns did not configure the devbox network");
+        sb_err(err, errlen, rc, "slirp4netns (%s) did not configure the devbox network; "
+               "install it or create the devbox without network", sb_rt.slirp_path);
 out:
-    if (netfd >= 0)
-        close(netfd);
-    if (userfd >= 0)
-        close(userfd);
+    for (i = 0; i < 4; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    if (ready_r >= 0)
+        close(ready_r);
+    if (exit_w >= 0)
+        close(exit_w);
     if (devnull >= 0)
         close(devnull);
-    for (int i = 0; i < 2; i++) {
-        if (ready[i] >= 0)
-            close(ready[i]);
-        if (exitp[i] >= 0)
-            close(exitp[i]);
-    }
     return rc;
 }
 
@@ -679,6 +695,41 @@ static void fill_rlimits(struct launch *l, const struct sb_limits *lim)
     }
 }
 
+/* Agent handshake and network, once the launcher runs: pid from bwrap's
+ * info fd, release bwrap, wait for the agent's hello, then slirp4netns. */
+static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r, int block_w,
+                     char *err, size_t errlen)
+{
+    int rc;
+
+    rc = read_info(sb, info_r, err, errlen);
+    if (rc == 0 && write(block_w, "g", 1) != 1)
+        rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
+    if (rc == 0)
+        rc = wait_hello(sb, err, errlen);
+    /* Network last: bwrap configures lo concurrently with its setup, and
+     * slirp4netns' netlink requests must not race with it.  No command
+     * runs before start returns, so none sees the network missing. */
+    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
+        rc = start_slirp(sb, err, errlen);
+    if (rc != 0) {
+        /* Give bwrap a moment to report why, without blocking start. */
+        if (sb->errpipe_r >= 0)
+            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 200);
+        read_errpipe(sb->errpipe_r, err, errlen);
+    }
+    return rc;
+}
+
+static void close_pair(int p[2])
+{
+    if (p[0] >= 0)
+        close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+    p[0] = p[1] = -1;
+}
+
 static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
 {
     struct argvec av = {0};
@@ -694,7 +745,7 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     memset(&l, 0, sizeof(l));
     for (i = 0; i < SB_CG_N; i++)
         l.cg_fds[i] = -1;
-    l.devnull = -1;
+    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (build_bwrap_argv(spec, &av) != 0) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
@@ -704,7 +755,6 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
         sb_err(err, errlen, rc, "cannot open the devbox cgroups: %s", strerror(-rc));
         goto out;
     }
-    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (l.devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
         pipe2(info, O_CLOEXEC) != 0 || pipe2(block, O_CLOEXEC) != 0 ||
         pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -732,6 +782,7 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     sp[0] = -1;
     sb->errpipe_r = errp[0];
     errp[0] = -1;
+    /* Only the child keeps these ends. */
     close(sp[1]);
     sp[1] = -1;
     close(info[1]);
@@ -740,33 +791,12 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     block[0] = -1;
     close(errp[1]);
     errp[1] = -1;
-    rc = read_info(sb, info[0], err, errlen);
-    if (rc == 0 && write(block[1], "g", 1) != 1)
-        rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
-    if (rc == 0)
-        rc = wait_hello(sb, err, errlen);
-    /* Network last: bwrap configures lo concurrently with its setup, and
-     * slirp4netns' netlink requests must not race with it.  No command
-     * runs before start returns, so none sees the network missing. */
-    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
-        rc = start_slirp(sb, err, errlen);
+    rc = handshake(sb, spec, info[0], block[1], err, errlen);
 out:
-    if (rc != 0) {
-        /* Give bwrap a moment to report why, without blocking start. */
-        if (sb->errpipe_r >= 0 && sb->launcher_pidfd >= 0)
-            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 200);
-        read_errpipe(sb->errpipe_r, err, errlen);
-    }
-    for (i = 0; i < 2; i++) {
-        if (sp[i] >= 0)
-            close(sp[i]);
-        if (info[i] >= 0)
-            close(info[i]);
-        if (block[i] >= 0)
-            close(block[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
+    close_pair(sp);
+    close_pair(info);
+    close_pair(block);
+    close_pair(errp);
     for (i = 0; i < SB_CG_N; i++) {
         if (l.cg_fds[i] >= 0)
             close(l.cg_fds[i]);
