@@ -308,8 +308,16 @@ static struct rlclient *make_client(const struct backend *b, bool quiet)
         .default_max_retries = -1,
         .quiet = quiet,
     };
+    struct rlclient *c = NULL;
+    char *pidfile = NULL;
 
-    return rlclient_create(&o);
+    /* Tunnels of the local engine: devboxd.pid names its listener. */
+    if (b->local && asprintf(&pidfile, "%s/devboxd.pid", b->state_dir) < 0)
+        return NULL;
+    o.tunnel_info_file = pidfile;
+    c = rlclient_create(&o);
+    free(pidfile);
+    return c;
 }
 
 /* 1: a devboxd answers; 0: nothing listens; -1: something else answers. */

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "mcp_internal.h"
 #include "rlclient.h"
+#include "ws.h"
 
 #include "schema.h"
 
@@ -847,6 +848,79 @@ int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
     }
     return rlclient_sse(call->d->rl, call_key(call), req, on_event, user,
                         status_out, call_probe(req), call);
+}
+
+/* ---- ABI 1.1: tunnels ------------------------------------------------ */
+
+/*
+ * The origin of t's port for this host's backend, or NULL after logging
+ * why. The call's API key is never used here: a tunnel gets its own token.
+ */
+static char *tunnel_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t)
+{
+    char *origin = NULL;
+
+    if (t == NULL || t->struct_size < sizeof(struct rlmcp_tunnel)) {
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
+                "tunnel is NULL or its struct_size is too small; use "
+                "RLMCP_TUNNEL_INIT");
+        return NULL;
+    }
+    if (call->d->rl == NULL) {
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
+                "no Runloop API client is configured (runloop: section)");
+        return NULL;
+    }
+    origin = rlclient_tunnel_origin(call->d->rl, t->tunnel_key, t->port);
+    if (origin == NULL)
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name, "tunnel: %s",
+                rlclient_last_error());
+    return origin;
+}
+
+int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                                const struct rlmcp_http_req *req,
+                                struct rlmcp_http_resp **resp_out)
+{
+    char *origin = NULL;
+    int rc = RLMCP_EINVAL;
+
+    if (resp_out != NULL)
+        *resp_out = NULL;
+    if (call == NULL || req == NULL || resp_out == NULL)
+        return RLMCP_EINVAL;
+    origin = tunnel_origin(call, t);
+    if (origin == NULL)
+        return RLMCP_EINVAL;
+    rc = rlclient_tunnel_request(call->d->rl, origin, t->auth_token, req,
+                                 resp_out, call_probe(req), call);
+    if (rc == RLMCP_EINVAL)
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name, "tunnel request: %s",
+                rlclient_last_error());
+    free(origin);
+    return rc;
+}
+
+int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                              struct rlmcp_pty_exchange *x)
+{
+    char err[2600] = "";
+    char *origin = NULL;
+    int rc = RLMCP_EINVAL;
+
+    if (call == NULL || x == NULL ||
+        x->struct_size < sizeof(struct rlmcp_pty_exchange))
+        return RLMCP_EINVAL;
+    origin = tunnel_origin(call, t);
+    if (origin == NULL)
+        return RLMCP_EINVAL;
+    rc = ws_pty_exchange(origin, t->auth_token, x, probe_cancelled, call, err,
+                         sizeof(err));
+    if (rc != RLMCP_OK && rc != RLMCP_ECANCELLED)
+        log_msg(rc == RLMCP_EHTTP ? RLMCP_LOG_WARNING : RLMCP_LOG_ERROR,
+                call->plugin_name, "pty exchange: %s", err);
+    free(origin);
+    return rc;
 }
 
 /* The client capability a server-to-client method needs, or NULL. */

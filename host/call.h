@@ -31,6 +31,12 @@ int call_runloop_request(rlmcp_call *call, const struct rlmcp_http_req *req,
 void call_http_resp_free(struct rlmcp_http_resp *resp);
 int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
                      rlmcp_sse_fn on_event, void *user, long *status_out);
+/* ABI 1.1: tunnel services (a devbox tunnel origin, never the API key). */
+int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                                const struct rlmcp_http_req *req,
+                                struct rlmcp_http_resp **resp_out);
+int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                              struct rlmcp_pty_exchange *x);
 int call_client_request(rlmcp_call *call, const char *method,
                         const char *params_json, uint32_t timeout_ms,
                         char **result_out);

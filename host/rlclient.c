@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -57,6 +58,7 @@ struct rlclient {
     unsigned retry_base_ms;
     size_t max_body;
     bool quiet;
+    char *tunnel_info_file; /* local engine: devboxd.pid */
     CURLSH *share;
     pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
     pthread_mutex_t pool_lock;
@@ -93,6 +95,7 @@ struct rl_call {
     char url[4096];
     char shown_url[4096]; /* url without userinfo, for messages */
     char request_id[64];
+    const char *origin; /* tunnel: replaces base_url, TCP only */
     bool sse;
     int max_retries;
     unsigned timeout_ms;
@@ -269,6 +272,11 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
         if (c->unix_socket == NULL)
             goto fail;
     }
+    if (opts->tunnel_info_file != NULL) {
+        c->tunnel_info_file = strdup(opts->tunnel_info_file);
+        if (c->tunnel_info_file == NULL)
+            goto fail;
+    }
     c->user_agent =
         strdup(opts->user_agent != NULL ? opts->user_agent
                                         : "runloop-mcp/" RLMCP_VERSION);
@@ -325,6 +333,7 @@ void rlclient_destroy(struct rlclient *c)
     }
     free(c->base_url);
     free(c->unix_socket);
+    free(c->tunnel_info_file);
     free(c->user_agent);
     free(c->target);
     free(c->display_base);
@@ -583,12 +592,17 @@ static const char *header_value(CURL *easy, const char *name)
     return h->value;
 }
 
-static bool status_retryable(CURL *easy, long status, const char *path)
+static bool status_retryable(CURL *easy, long status, const char *path,
+                             bool tunnel)
 {
     const char *xsr = NULL;
 
     if (status >= 200 && status <= 299)
         return false;
+    /* A tunnel's own statuses are the devbox service's: only the routing
+     * layer's "not there yet" answers are retried. */
+    if (tunnel)
+        return status == 502 || status == 503 || status == 504;
     /* A shutdown refused for in-progress snapshots stays refused. */
     if (status == 409 && is_shutdown_path(path))
         return false;
@@ -639,6 +653,22 @@ static double hinted_delay_ms(CURL *easy)
     if (ms != -1 && ms < 0)
         ms = 0;
     return ms;
+}
+
+/* Tunnels: min(base/4 * 2^n, 2 s) (250 ms steps by default), as the
+ * official clients retry a PTY tunnel that is still being routed; a server
+ * hint is followed up to 5 s. */
+static long tunnel_delay_ms(const struct rlclient *c, CURL *easy_or_null,
+                            int retries_made)
+{
+    double ms = -1;
+    double step = (double)c->retry_base_ms / 4.0 * pow(2.0, retries_made);
+
+    if (easy_or_null != NULL)
+        ms = hinted_delay_ms(easy_or_null);
+    if (ms >= 0)
+        return (long)(ms < 5000.0 ? ms : 5000.0);
+    return (long)(step < 2000.0 ? step : 2000.0);
 }
 
 static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
@@ -815,7 +845,7 @@ static void setup_easy(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
     if (!rc->sse) /* a compressed stream would arrive in bursts */
         curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
-    if (c->unix_socket != NULL)
+    if (c->unix_socket != NULL && rc->origin == NULL)
         curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
     if (rc->timeout_ms > 0)
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)rc->timeout_ms);
@@ -920,8 +950,10 @@ static void classify(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
     if (res == CURLE_WRITE_ERROR && (x->truncated || x->sse_rc == SSE_STOPPED))
         res = CURLE_OK;
     if (res == CURLE_OK) {
-        a->out = status_retryable(easy, a->status, rc->req->path) ? OUT_RETRY
-                                                                  : OUT_DONE;
+        a->out = status_retryable(easy, a->status, rc->req->path,
+                                  rc->origin != NULL)
+                     ? OUT_RETRY
+                     : OUT_DONE;
         a->rc = RLMCP_OK;
         return;
     }
@@ -1011,7 +1043,7 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
     const char *why = a->err[0] != '\0' ? a->err : curl_easy_strerror(a->res);
     char via[600] = "";
 
-    if (c->unix_socket != NULL)
+    if (c->unix_socket != NULL && rc->origin == NULL)
         snprintf(via, sizeof(via), " via unix:%s", c->unix_socket);
     if (a->rc == RLMCP_ECANCELLED)
         why = "cancelled";
@@ -1021,14 +1053,15 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
 
 static int build_url(struct rl_call *rc)
 {
-    int n = snprintf(rc->url, sizeof(rc->url), "%s%s", rc->c->base_url,
-                     rc->req->path);
+    const char *base = rc->origin != NULL ? rc->origin : rc->c->base_url;
+    const char *shown = rc->origin != NULL ? rc->origin : rc->c->display_base;
+    int n = snprintf(rc->url, sizeof(rc->url), "%s%s", base, rc->req->path);
 
     if (n < 0 || (size_t)n >= sizeof(rc->url)) {
         set_last_error("request URL longer than %zu bytes", sizeof(rc->url));
         return RLMCP_EINVAL;
     }
-    snprintf(rc->shown_url, sizeof(rc->shown_url), "%s%s", rc->c->display_base,
+    snprintf(rc->shown_url, sizeof(rc->shown_url), "%s%s", shown,
              rc->req->path);
     return RLMCP_OK;
 }
@@ -1086,8 +1119,12 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
             rlclient_resp_free(*resp_out);
             *resp_out = NULL;
         }
-        delay =
-            retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL, retries);
+        if (rc->origin != NULL)
+            delay = tunnel_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
+                                    retries);
+        else
+            delay = retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
+                                   retries);
         retries++;
         log_retry(rc, &a, delay, retries);
         if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {
@@ -1183,4 +1220,197 @@ int rlclient_sse(struct rlclient *c, const char *api_key,
     if (status_out != NULL)
         *status_out = status;
     return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tunnels (plugin ABI 1.1)                                               */
+/* ---------------------------------------------------------------------- */
+
+static bool tunnel_key_ok(const char *key)
+{
+    size_t n = key != NULL ? strlen(key) : 0;
+
+    return n >= 1 && n <= 512 &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789_-") == n;
+}
+
+/* tmpl with {port} and {tunnel_key} filled, any path after the host cut. */
+static int expand_template(const char *tmpl, const char *key, unsigned port,
+                           char *out, size_t n, char *err, size_t errlen)
+{
+    const char *p = tmpl;
+    const char *host = strstr(tmpl, "://");
+    size_t o = 0;
+    char portbuf[8];
+
+    snprintf(portbuf, sizeof(portbuf), "%u", port);
+    if (host == NULL) {
+        snprintf(err, errlen, "tunnel URL template '%.100s' has no scheme",
+                 tmpl);
+        return -1;
+    }
+    host += 3;
+    while (*p != '\0' && !(p > host && *p == '/')) {
+        const char *add = NULL;
+        size_t skip = 1;
+        size_t alen = 1;
+
+        if (strncmp(p, "{port}", 6) == 0) {
+            add = portbuf;
+            skip = 6;
+        } else if (strncmp(p, "{tunnel_key}", 12) == 0) {
+            add = key;
+            skip = 12;
+        }
+        alen = add != NULL ? strlen(add) : 1;
+        if (o + alen >= n) {
+            snprintf(err, errlen, "tunnel origin longer than %zu bytes", n);
+            return -1;
+        }
+        memcpy(out + o, add != NULL ? add : p, alen);
+        o += alen;
+        p += skip;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
+                                 const char *key, unsigned port, char *out,
+                                 size_t n, char *err, size_t errlen)
+{
+    const char *host = NULL;
+    size_t scheme_len = 0;
+    size_t host_len = 0;
+    int w = 0;
+
+    if (!tunnel_key_ok(key)) {
+        snprintf(err, errlen, "tunnel_key must be 1-512 characters of "
+                              "A-Z a-z 0-9 _ -");
+        return -1;
+    }
+    if (port < 1 || port > 65535) {
+        snprintf(err, errlen, "tunnel port must be 1-65535, not %u", port);
+        return -1;
+    }
+    if (tmpl != NULL)
+        return expand_template(tmpl, key, port, out, n, err, errlen);
+    if (base_url == NULL || strstr(base_url, "://") == NULL) {
+        snprintf(err, errlen, "no API base URL to derive the tunnel domain "
+                              "from");
+        return -1;
+    }
+    scheme_len = (size_t)(strstr(base_url, "://") - base_url);
+    host = base_url + scheme_len + 3;
+    if (strchr(host, '@') != NULL &&
+        strchr(host, '@') < host + strcspn(host, "/"))
+        host = strchr(host, '@') + 1; /* userinfo never goes to a tunnel */
+    host_len = strcspn(host, ":/?#");
+    if (host_len > 4 && strncasecmp(host, "api.", 4) == 0) {
+        host += 4;
+        host_len -= 4;
+    }
+    if (host_len == 0) {
+        snprintf(err, errlen, "the API base URL has no host");
+        return -1;
+    }
+    w = snprintf(out, n, "%.*s://%u-%s.tunnel.%.*s", (int)scheme_len,
+                 base_url, port, key, (int)host_len, host);
+    if (w < 0 || (size_t)w >= n) {
+        snprintf(err, errlen, "tunnel origin longer than %zu bytes", n);
+        return -1;
+    }
+    return 0;
+}
+
+/* devboxd's "tunnel_url_template ..." line; malloc'd or NULL. */
+static char *read_tunnel_template(const char *file, char *err, size_t errlen)
+{
+    FILE *f = fopen(file, "r");
+    char line[1024];
+    char *out = NULL;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot read %s (%s): is devboxd running?",
+                 file, strerror(errno));
+        return NULL;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "tunnel_url_template ", 20) == 0) {
+            line[strcspn(line, "\r\n")] = '\0';
+            out = strdup(line + 20);
+            break;
+        }
+    }
+    fclose(f);
+    if (out == NULL)
+        snprintf(err, errlen, "%s names no tunnel listener "
+                              "(tunnel_url_template): this devboxd has no "
+                              "tunnels; update it",
+                 file);
+    return out;
+}
+
+char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
+                             unsigned port)
+{
+    char err[512] = "";
+    char out[1200];
+    char *tmpl = NULL;
+    int rc = 0;
+
+    if (c == NULL) {
+        set_last_error("no Runloop client");
+        return NULL;
+    }
+    if (c->tunnel_info_file != NULL) {
+        tmpl = read_tunnel_template(c->tunnel_info_file, err, sizeof(err));
+        if (tmpl == NULL) {
+            set_last_error("%s", err);
+            return NULL;
+        }
+    }
+    rc = rlclient_tunnel_origin_build(c->base_url, tmpl, key, port, out,
+                                      sizeof(out), err, sizeof(err));
+    free(tmpl);
+    if (rc != 0) {
+        set_last_error("%s", err);
+        return NULL;
+    }
+    return strdup(out);
+}
+
+int rlclient_tunnel_request(struct rlclient *c, const char *origin,
+                            const char *token,
+                            const struct rlmcp_http_req *req,
+                            struct rlmcp_http_resp **resp_out,
+                            rlclient_cancel_fn cancelled, void *cancel_ctx)
+{
+    struct rl_call rc;
+    int err = RLMCP_OK;
+
+    if (resp_out == NULL)
+        return RLMCP_EINVAL;
+    *resp_out = NULL;
+    if (origin == NULL || (strncmp(origin, "http://", 7) != 0 &&
+                           strncmp(origin, "https://", 8) != 0)) {
+        set_last_error("tunnel origin must be an http:// or https:// URL");
+        return RLMCP_EINVAL;
+    }
+    if (token != NULL && (strlen(token) > 512 || has_ctl(token, false))) {
+        set_last_error("the tunnel token is longer than 512 characters or "
+                       "holds spaces or control characters");
+        return RLMCP_EINVAL;
+    }
+    err = prepare_call(&rc, c, token, req, cancelled, cancel_ctx, false);
+    if (err != RLMCP_OK)
+        return err;
+    rc.origin = origin;
+    if (req->max_retries < 0)
+        rc.max_retries = 4;
+    err = build_url(&rc);
+    if (err != RLMCP_OK)
+        return err;
+    return run_call(&rc, NULL, resp_out, NULL);
 }

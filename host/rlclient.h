@@ -33,6 +33,10 @@ struct rlclient_options {
     unsigned retry_base_ms;  /* first backoff step, 1000 when 0 */
     size_t default_max_body; /* response bytes kept, 16 MiB when 0 */
     bool quiet;              /* log failures at debug level (probes) */
+    /* Appended (tunnels): local engine only, devboxd's pid file, whose
+     * "tunnel_url_template" line names the tunnel listener. Re-read per
+     * call, since devboxd picks a new port at each start. */
+    const char *tunnel_info_file;
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */
@@ -87,5 +91,35 @@ const char *rlclient_last_error(void);
 /* Where requests go, for messages: "https://api.runloop.ai" or
  * "unix:/path/devboxd.sock". Borrowed from the client. */
 const char *rlclient_target(const struct rlclient *c);
+
+/*
+ * Tunnels (plugin ABI 1.1). The origin of a devbox tunnel port, without a
+ * trailing '/': with tmpl (devboxd's "http://{port}-{tunnel_key}.localhost:
+ * P") its placeholders filled; else from base_url: scheme://{port}-{key}.
+ * tunnel.{host}, host being base_url's host without a leading "api." (its
+ * port and path dropped). key must be [A-Za-z0-9_-]{1,512}, port 1-65535.
+ * Returns 0, or -1 with a reason in err.
+ */
+int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
+                                 const char *key, unsigned port, char *out,
+                                 size_t n, char *err, size_t errlen);
+
+/* The same for this client's backend (reads tunnel_info_file when set).
+ * malloc'd, or NULL with rlclient_last_error() set. */
+char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
+                             unsigned port);
+
+/*
+ * A request to a tunnel origin: like rlclient_request, but to origin +
+ * req->path over TCP (never the unix socket), with "Authorization: Bearer
+ * <token>" when token is set, and retrying only connection failures and
+ * 502/503/504 (req->max_retries < 0: 4; backoff min(250 ms * 2^n, 2 s), a
+ * Retry-After hint up to 5 s).
+ */
+int rlclient_tunnel_request(struct rlclient *c, const char *origin,
+                            const char *token,
+                            const struct rlmcp_http_req *req,
+                            struct rlmcp_http_resp **resp_out,
+                            rlclient_cancel_fn cancelled, void *cancel_ctx);
 
 #endif

@@ -238,6 +238,9 @@ static const struct rlmcp_host_api table = {
     .resource_contents = call_resource_contents,
     .prompt_message = call_prompt_message,
     .call_plugin = call_plugin,
+    /* ABI 1.1 */
+    .runloop_tunnel_request = call_runloop_tunnel_request,
+    .runloop_pty_exchange = call_runloop_pty_exchange,
 };
 
 const struct rlmcp_host_api *services_table(void)

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 0
+#define RLMCP_ABI_MINOR 1
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -308,6 +308,46 @@ struct rlmcp_http_resp {
 typedef int (*rlmcp_sse_fn)(void *user, const char *event, const char *id,
                             const char *data, size_t data_len);
 
+/*
+ * Added in ABI 1.1: a devbox's tunnel, as the API returns it
+ * (create_pty_tunnel's PtyTunnelView, or DevboxView.tunnel), plus the port
+ * to reach. For runloop_tunnel_request and runloop_pty_exchange.
+ */
+struct rlmcp_tunnel {
+    size_t struct_size;     /* sizeof; use RLMCP_TUNNEL_INIT */
+    const char *tunnel_key; /* [A-Za-z0-9_-]{1,512} */
+    const char *auth_token; /* the tunnel's token; NULL for open tunnels */
+    uint16_t port;          /* port inside the devbox, 1-65535; PTY: 13 */
+    /* 1.x: append only */
+};
+#define RLMCP_TUNNEL_INIT {.struct_size = sizeof(struct rlmcp_tunnel)}
+
+/*
+ * Added in ABI 1.1: one PTY WebSocket exchange (runloop_pty_exchange).
+ * Output bytes are raw terminal output; return non-zero to stop reading.
+ */
+typedef int (*rlmcp_output_fn)(void *user, const void *data, size_t n);
+
+struct rlmcp_pty_exchange {
+    size_t struct_size;      /* sizeof; use RLMCP_PTY_EXCHANGE_INIT */
+    const char *connect_url; /* server-relative WebSocket path, as
+                                PtyConnectView.connect_url gives it */
+    const void *input;       /* bytes to type; may be NULL when len is 0 */
+    size_t input_len;        /* at most 1 MiB */
+    uint32_t quiet_ms;       /* end after this much silence; 0: 500 */
+    uint32_t max_wait_ms;    /* end at the latest; 0: 30000 */
+    rlmcp_output_fn on_output; /* required */
+    void *user;
+    /* Set by the host: */
+    long upgrade_status;     /* HTTP status of a refused upgrade, else 0 */
+    int close_code;          /* the server's close code (4000: the shell
+                                exited, 4001: ping timeout), 0 if we closed */
+    bool quiet;              /* ended because the output was quiet */
+    /* 1.x: append only */
+};
+#define RLMCP_PTY_EXCHANGE_INIT \
+    {.struct_size = sizeof(struct rlmcp_pty_exchange)}
+
 /* ------------------------------------------------------------------------ */
 /* The host services table                                                  */
 /* ------------------------------------------------------------------------ */
@@ -494,6 +534,49 @@ struct rlmcp_host_api {
      * Threads: any, while the handler runs.
      */
     rlmcp_plugin *(*call_plugin)(rlmcp_call *call);
+
+    /*
+     * Added in ABI 1.1. Send a request to a port of a devbox's tunnel
+     * instead of the API base URL: the host builds the tunnel origin for
+     * its backend (cloud: https://{port}-{tunnel_key}.tunnel.{domain},
+     * {domain} being the API host without a leading "api."; local engine:
+     * devboxd's tunnel listener) and sends `Authorization: Bearer
+     * <auth_token>` (none when auth_token is NULL). The API key never goes
+     * to a tunnel. req is used as for runloop_request (path, body, accept,
+     * timeout, max_body, flags), except retries: only connection failures
+     * and 502/503/504 are retried (req->max_retries < 0: 4 retries, backoff
+     * min(250 ms * 2^n, 2 s)), as the official clients do for tunnels that
+     * are still being routed. Same return codes as runloop_request.
+     * Ownership: t and req are copied; *resp_out is the plugin's, freed
+     * with api->http_resp_free. Threads: any, while the handler runs;
+     * blocks.
+     */
+    int (*runloop_tunnel_request)(rlmcp_call *call,
+                                  const struct rlmcp_tunnel *t,
+                                  const struct rlmcp_http_req *req,
+                                  struct rlmcp_http_resp **resp_out);
+
+    /*
+     * Added in ABI 1.1. One bounded exchange on a PTY session's WebSocket
+     * (the data plane at x->connect_url on the tunnel of t, ws:// or wss://
+     * as the origin is http or https, same Authorization as above): connect,
+     * send x->input as one binary frame (nothing when input_len is 0), then
+     * hand every output frame to x->on_output until the output was quiet
+     * for x->quiet_ms, x->max_wait_ms passed since the connect, the server
+     * closed, on_output returned non-zero or the call was cancelled; then
+     * close normally (1000), which keeps the session alive on the server.
+     * Pings are answered. Returns RLMCP_OK when connected (also when the
+     * server closed: see x->close_code), RLMCP_EHTTP when the upgrade was
+     * refused (x->upgrade_status holds the status, e.g. 400 when another
+     * client is attached) or the connection failed, RLMCP_ECANCELLED,
+     * RLMCP_EINVAL (bad fields; a message was logged).
+     * Ownership: t and the input are copied or used only during the call;
+     * output bytes are borrowed until on_output returns; x stays the
+     * plugin's and the host writes its result fields. Threads: any, while
+     * the handler runs; blocks; on_output runs on the calling thread.
+     */
+    int (*runloop_pty_exchange)(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                                struct rlmcp_pty_exchange *x);
 
     /* 1.x: append only, each with an "Added in ABI 1.N" comment. */
 };
