@@ -852,49 +852,73 @@ fail:
 
 /* ---- stop / health ------------------------------------------------------ */
 
-static void set_failure(struct sandbox *sb, const char *why);
 
 int sandbox_stop(struct sandbox *sb)
 {
-    uint64_t ooms;
+    struct sb_cgroup cg;
+    int master;
+    int rootfd;
+    int init_pidfd;
 
-    if (sb == NULL || sb->stopped)
+    if (sb == NULL)
         return 0;
+    /* Take the shared fds out under the lock so a concurrent exec, open,
+     * connect or check never uses a closed (or reused) descriptor. */
+    pthread_mutex_lock(&sb->lock);
+    if (sb->stopped) {
+        pthread_mutex_unlock(&sb->lock);
+        return 0;
+    }
     sb->stopped = true;
-    ooms = sb_cg_oom_kills(&sb->cg);
-    if (ooms > sb->oom_base)
-        set_failure(sb, "out_of_memory");
+    if (sb_cg_oom_kills(&sb->cg) > sb->oom_base && sb->failure == NULL)
+        sb->failure = "out_of_memory";
+    cg = sb->cg;
+    memset(&sb->cg, 0, sizeof(sb->cg));
+    master = sb->master;
+    rootfd = sb->rootfd;
+    init_pidfd = sb->init_pidfd;
+    sb->master = sb->rootfd = sb->init_pidfd = -1;
+    pthread_mutex_unlock(&sb->lock);
     /* Kill pid 1 inside first (the kernel then kills the whole pid
      * namespace) and let the outer bwrap reap it and exit: killing bwrap
      * first would orphan the agent to the host's init. */
-    if (sb->init_pidfd >= 0)
-        pidfd_send_signal(sb->init_pidfd, SIGKILL, NULL, 0);
-    if (sb->master >= 0) {
-        close(sb->master);
-        sb->master = -1;
-    }
+    if (init_pidfd >= 0)
+        pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
+    if (master >= 0)
+        close(master);
     reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
     sb->launcher_pid = 0;
-    sb_cg_kill_all(&sb->cg, 5000); /* anything that slipped out of the pid namespace */
+    sb_cg_kill_all(&cg, 5000); /* anything that slipped out of the pid namespace */
     if (sb->slirp_exit_w >= 0) {
         close(sb->slirp_exit_w); /* slirp4netns exits on EOF */
         sb->slirp_exit_w = -1;
     }
     reap_child(sb->slirp_pid, sb->slirp_pidfd, 2000);
     sb->slirp_pid = 0;
-    sb_cg_remove(&sb->cg);
-    if (sb->rootfd >= 0) {
-        close(sb->rootfd); /* last reference to the overlay mount */
-        sb->rootfd = -1;
-    }
-    if (sb->init_pidfd >= 0)
-        close(sb->init_pidfd);
+    sb_cg_remove(&cg);
+    if (rootfd >= 0)
+        close(rootfd); /* last reference to the overlay mount */
+    if (init_pidfd >= 0)
+        close(init_pidfd);
     if (sb->launcher_pidfd >= 0)
         close(sb->launcher_pidfd);
     if (sb->slirp_pidfd >= 0)
         close(sb->slirp_pidfd);
-    sb->init_pidfd = sb->launcher_pidfd = sb->slirp_pidfd = -1;
+    sb->launcher_pidfd = sb->slirp_pidfd = -1;
     return 0;
+}
+
+/* A private duplicate of one of the sandbox's fds (-ESRCH once stopped). */
+int sb_dup_fd(struct sandbox *sb, const int *field)
+{
+    int fd;
+
+    pthread_mutex_lock(&sb->lock);
+    fd = (sb->stopped || *field < 0) ? -ESRCH : fcntl(*field, F_DUPFD_CLOEXEC, 0);
+    if (fd == -1)
+        fd = -errno;
+    pthread_mutex_unlock(&sb->lock);
+    return fd;
 }
 
 void sandbox_release(struct sandbox *sb)
@@ -924,14 +948,6 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-static void set_failure(struct sandbox *sb, const char *why)
-{
-    pthread_mutex_lock(&sb->lock);
-    if (sb->failure == NULL)
-        sb->failure = why;
-    pthread_mutex_unlock(&sb->lock);
-}
-
 static const char *get_failure(struct sandbox *sb)
 {
     const char *why;
@@ -945,27 +961,36 @@ static const char *get_failure(struct sandbox *sb)
 int sandbox_check(struct sandbox *sb)
 {
     struct pollfd p;
+    int rc = 0;
 
-    if (sb == NULL || sb->stopped)
+    if (sb == NULL)
         return -ESRCH;
-    if (sb_cg_oom_kills(&sb->cg) > sb->oom_base)
-        set_failure(sb, "out_of_memory");
+    pthread_mutex_lock(&sb->lock);
+    if (sb->stopped) {
+        pthread_mutex_unlock(&sb->lock);
+        return -ESRCH;
+    }
+    if (sb->failure == NULL && sb_cg_oom_kills(&sb->cg) > sb->oom_base)
+        sb->failure = "out_of_memory";
     p.fd = sb->init_pidfd;
     p.events = POLLIN;
     p.revents = 0;
     if (poll(&p, 1, 0) == 1) {
-        set_failure(sb, "sandbox_exited");
-        return -ESRCH;
+        if (sb->failure == NULL)
+            sb->failure = "sandbox_exited";
+        rc = -ESRCH;
+    } else if (sb->failure != NULL) {
+        rc = -ENOMEM;
     }
-    return get_failure(sb) != NULL ? -ENOMEM : 0;
+    pthread_mutex_unlock(&sb->lock);
+    return rc;
 }
 
 const char *sandbox_failure_reason(struct sandbox *sb)
 {
     if (sb == NULL)
         return NULL;
-    if (!sb->stopped)
-        sandbox_check(sb);
+    sandbox_check(sb);
     return get_failure(sb);
 }
 
@@ -989,13 +1014,19 @@ int sandbox_dir_uid(const char *dir, const char *id, uid_t *uid, char *err, size
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (sb == NULL || sb->stopped)
+    if (sb == NULL)
         return -ESRCH;
+    pthread_mutex_lock(&sb->lock);
+    if (sb->stopped) {
+        pthread_mutex_unlock(&sb->lock);
+        return -ESRCH;
+    }
     u->memory_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
     u->memory_peak_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
     u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
     u->pids = (uint32_t)sb_cg_pids_current(&sb->cg);
     u->oom_kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
     u->pids_denied = sb_cg_pids_denied(&sb->cg);
+    pthread_mutex_unlock(&sb->lock);
     return 0;
 }

@@ -57,7 +57,8 @@ static int send_with_fds(int sock, const char *text, const int *fds, size_t nfds
     struct iovec iov = {.iov_base = (void *)text, .iov_len = strlen(text)};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
     struct cmsghdr *c;
-    ssize_t n;
+    int64_t deadline = -1;
+    ssize_t n = -1;
 
     if (nfds > 0) {
         memset(cbuf, 0, sizeof(cbuf));
@@ -69,11 +70,21 @@ static int send_with_fds(int sock, const char *text, const int *fds, size_t nfds
         c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
         memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
-    do {
-        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
+    /* Bounded: an agent that stops reading must not hang devboxd (the
+     * caller may hold the sandbox lock). */
+    for (;;) {
+        n = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0 || errno == EINTR)
+            break;
+        if (errno != EAGAIN)
+            return -errno;
+        if (deadline < 0)
+            deadline = sb_now_ms() + SB_SEND_TIMEOUT_MS;
+        if (sb_poll_until(sock, POLLOUT, deadline) != 0)
+            return -ETIMEDOUT;
+    }
     if (n < 0)
-        return -errno;
+        return -EINTR;
     return n == (ssize_t)iov.iov_len ? 0 : -EIO;
 }
 
@@ -215,7 +226,7 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     rc = check_exec(req, err, errlen);
     if (rc != 0)
         return rc;
-    if (sb == NULL || sb->stopped || sb->master < 0)
+    if (sb == NULL)
         return sb_err(err, errlen, -ESRCH, "the devbox is not running");
     text = exec_json(req);
     p = calloc(1, sizeof(*p));
@@ -237,7 +248,8 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     fds[2] = req->stdout_fd >= 0 ? req->stdout_fd : devnull;
     fds[3] = req->stderr_fd >= 0 ? req->stderr_fd : devnull;
     pthread_mutex_lock(&sb->lock);
-    rc = sb->master >= 0 ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS) : -ESRCH;
+    rc = (!sb->stopped && sb->master >= 0) ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS)
+                                           : -ESRCH;
     pthread_mutex_unlock(&sb->lock);
     if (rc != 0) {
         rc = sb_err(err, errlen, -ESRCH, "the devbox is not running (agent gone: %s)",
@@ -435,16 +447,22 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
     long fd;
     int saved;
     int tries = 0;
+    int rootfd;
     uid_t old_uid;
     gid_t old_gid;
 
-    if (sb == NULL || sb->rootfd < 0)
+    if (sb == NULL)
         return -ESRCH;
     if (path == NULL || strnlen(path, 4097) > 4096)
         return -ENAMETOOLONG;
     rel = sb_root_relative(path);
     if (rel == NULL)
         return -EINVAL;
+    rootfd = sb_dup_fd(sb, &sb->rootfd);
+    if (rootfd < 0) {
+        free(rel);
+        return rootfd;
+    }
     memset(&how, 0, sizeof(how));
     how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY) & ~(uint64_t)O_PATH;
     how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777 & ~(mode_t)06000) : 0;
@@ -454,11 +472,12 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
     old_gid = (gid_t)syscall(SYS_setfsgid, sb->uid);
     old_uid = (uid_t)syscall(SYS_setfsuid, sb->uid);
     do {
-        fd = syscall(SYS_openat2, sb->rootfd, rel, &how, sizeof(how));
+        fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
     } while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 32);
     saved = errno;
     syscall(SYS_setfsuid, old_uid);
     syscall(SYS_setfsgid, old_gid);
+    close(rootfd);
     free(rel);
     return fd < 0 ? -saved : (int)fd;
 }
@@ -532,17 +551,22 @@ int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
     pthread_t th;
     int rc;
 
-    if (sb == NULL || sb->stopped || sb->init_pidfd < 0)
+    if (sb == NULL)
         return -ESRCH;
     if (port == 0)
         return -EINVAL;
-    job.pidfd = sb->init_pidfd;
+    job.pidfd = sb_dup_fd(sb, &sb->init_pidfd);
+    if (job.pidfd < 0)
+        return job.pidfd;
     job.port = port;
     job.timeout_ms = timeout_ms < 0 ? SB_START_TIMEOUT_MS : timeout_ms;
     job.result = -EIO;
     rc = pthread_create(&th, NULL, connect_thread, &job);
-    if (rc != 0)
+    if (rc != 0) {
+        close(job.pidfd);
         return -rc;
+    }
     pthread_join(th, NULL);
+    close(job.pidfd);
     return job.result;
 }

@@ -18,6 +18,7 @@
 #define SB_MAX_LAYERS 64
 #define SB_DEFAULT_PIDS 4096
 #define SB_START_TIMEOUT_MS 10000
+#define SB_SEND_TIMEOUT_MS 5000 /* an agent not reading its socket for this long is stuck */
 #define SB_STAGE_DIR "/run/devboxd-stage"
 
 /* Per-devbox directory layout (relative to spec->dir). */

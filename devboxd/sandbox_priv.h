@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 struct sandbox {
-    pthread_mutex_t lock; /* serialises sends on master */
+    pthread_mutex_t lock; /* guards master/rootfd/init_pidfd/cg/failure/stopped */
     char id[SB_ID_MAX + 1];
     char *dir;
     uid_t uid;            /* host uid == gid of the devbox user */
@@ -29,6 +29,9 @@ struct sandbox {
 };
 
 int64_t sb_now_ms(void);
+/* Duplicate of sb->master/rootfd/init_pidfd taken under sb->lock, so it
+ * stays valid across a concurrent sandbox_stop; -ESRCH once stopped. */
+int sb_dup_fd(struct sandbox *sb, const int *field);
 int sb_poll_until(int fd, short events, int64_t deadline);
 
 #endif

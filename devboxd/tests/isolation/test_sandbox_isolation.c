@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -637,6 +638,71 @@ static void test_pty_session(void **state)
     assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), -EINVAL);
 }
 
+/* ---- concurrent calls while the sandbox stops ---------------------------- */
+
+static volatile int race_stop;
+
+static void *race_worker(void *arg)
+{
+    struct sandbox *sb = arg;
+    struct sb_exec req;
+    struct sb_proc *p = NULL;
+    struct sb_usage u;
+    char err[256];
+    int status;
+    int fd;
+    long bad = 0;
+
+    memset(&req, 0, sizeof(req));
+    req.command = "true";
+    req.stdout_fd = req.stderr_fd = -1;
+    while (!race_stop) {
+        fd = sandbox_open(sb, "/etc/hostname", O_RDONLY, 0);
+        if (fd >= 0)
+            close(fd);
+        else if (fd != -ESRCH)
+            bad++;
+        if (sandbox_exec(sb, &req, &p, err, sizeof(err)) == 0) {
+            sb_proc_wait(p, 5000, &status);
+            sb_proc_free(p);
+        }
+        fd = sandbox_connect_tcp(sb, 9, 1000);
+        if (fd >= 0)
+            close(fd);
+        sandbox_usage(sb, &u);
+        sandbox_check(sb);
+    }
+    return (void *)bad;
+}
+
+static void test_stop_races_with_calls(void **state)
+{
+    struct sandbox *c = NULL;
+    pthread_t th[3];
+    void *bad;
+    int i;
+
+    (void)state;
+    c = sbt_start(&env, "iso_race", NULL, SB_NET_NONE);
+    assert_non_null(c);
+    race_stop = 0;
+    for (i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, race_worker, c), 0);
+    usleep(300 * 1000);
+    assert_int_equal(sandbox_stop(c), 0); /* while the workers hammer it */
+    usleep(100 * 1000);
+    race_stop = 1;
+    for (i = 0; i < 3; i++) {
+        pthread_join(th[i], &bad);
+        assert_int_equal((long)bad, 0);
+    }
+    /* After stop every call says so. */
+    assert_int_equal(sandbox_open(c, "x", O_RDONLY, 0), -ESRCH);
+    assert_int_equal(sandbox_connect_tcp(c, 80, 100), -ESRCH);
+    assert_int_equal(sandbox_check(c), -ESRCH);
+    sbt_destroy(&env, c, "iso_race");
+}
+
 /* ---- cleanup ------------------------------------------------------------- */
 
 static int count_uid_procs(uid_t uid)
@@ -731,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_open_symlink_race),
         cmocka_unit_test(test_connect_into_devbox_only),
         cmocka_unit_test(test_pty_session),
+        cmocka_unit_test(test_stop_races_with_calls),
         cmocka_unit_test(test_stop_cleans_up),
     };
 
