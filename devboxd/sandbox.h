@@ -14,9 +14,12 @@
  *
  * Threading: sandbox_init() once, before any thread uses the API.  After
  * that, sandbox_* functions may be called from any thread concurrently on
- * the same sandbox, except sandbox_stop()/sandbox_release(), which the
- * caller must not race with other calls on that sandbox.  An sb_proc is
- * used by one thread at a time (the caller serialises).
+ * the same sandbox, sandbox_stop() included (calls racing with it fail with
+ * -ESRCH, never touch a closed descriptor); only sandbox_release() must not
+ * race with other calls on that sandbox.  An sb_proc is used by one thread
+ * at a time (the caller serialises) and may outlive its sandbox's stop.
+ * sandbox_start/stop fork and waitpid() their own children by pid: devboxd
+ * must not reap with waitpid(-1) or ignore SIGCHLD.
  *
  * Errors: functions return 0 or a negative errno value; those taking
  * err/errlen also write a one-line human message saying what to fix.
