@@ -254,6 +254,24 @@ static void av_setenv(struct argvec *a, const char *kv)
     av_add(a, eq + 1);
 }
 
+/* The PTY server (devboxd-ptyd, built next to the agent) at
+ * /run/devbox/ptyd, when present: devboxd starts it inside at boot
+ * (pty_engine.c). */
+static void add_ptyd_bind(struct argvec *a)
+{
+    char path[PATH_MAX];
+    char *slash = NULL;
+
+    snprintf(path, sizeof(path), "%s", sb_rt.agent_path);
+    slash = strrchr(path, '/');
+    if (slash == NULL || (size_t)(slash - path) + sizeof("/devboxd-ptyd") > sizeof(path))
+        return;
+    strcpy(slash, "/devboxd-ptyd");
+    av_add(a, "--ro-bind-try");
+    av_add(a, path);
+    av_add(a, "/run/devbox/ptyd");
+}
+
 static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
 {
     char path[PATH_MAX];
@@ -299,6 +317,7 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
     av_add(a, "--ro-bind");
     av_add(a, sb_rt.agent_path);
     av_add(a, AGENT_INSIDE_PATH);
+    add_ptyd_bind(a);
     av_add(a, "--clearenv");
     av_setenv(a, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     av_setenv(a, "HOME=" SB_INSIDE_HOME);

@@ -174,6 +174,10 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode);
  * (-ECONNREFUSED when nothing listens there, -ETIMEDOUT after timeout_ms).
  * Never reaches the host's loopback. */
 int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms);
+/* A listening TCP socket on 127.0.0.1:port inside the devbox's network
+ * namespace (privileged ports too: devboxd creates it), O_CLOEXEC, or
+ * -errno.  For services devboxd starts inside (the PTY server, port 13). */
+int sandbox_listen_tcp(struct sandbox *sb, uint16_t port);
 
 struct sb_usage {
     uint64_t memory_bytes;      /* current, cgroup memory.usage_in_bytes */

@@ -570,3 +570,63 @@ int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
     close(job.pidfd);
     return job.result;
 }
+
+/* Listening socket on 127.0.0.1:port inside the devbox's network namespace,
+ * created by devboxd (root) so a privileged port works (the PTY server's
+ * port 13); handed to a process inside. Runs on its own thread like
+ * connect_thread. */
+static void *listen_thread(void *arg)
+{
+    struct connect_job *job = arg;
+    struct sockaddr_in sin;
+    int one = 1;
+    int fd = -1;
+
+    if (setns(job->pidfd, CLONE_NEWNET) != 0) {
+        job->result = -errno;
+        return NULL;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        job->result = -errno;
+        return NULL;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(job->port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 64) != 0) {
+        job->result = -errno;
+        close(fd);
+        return NULL;
+    }
+    job->result = fd;
+    return NULL;
+}
+
+int sandbox_listen_tcp(struct sandbox *sb, uint16_t port)
+{
+    struct connect_job job;
+    pthread_t th;
+    int rc;
+
+    if (sb == NULL)
+        return -ESRCH;
+    if (port == 0)
+        return -EINVAL;
+    job.pidfd = sb_dup_fd(sb, &sb->init_pidfd);
+    if (job.pidfd < 0)
+        return job.pidfd;
+    job.port = port;
+    job.timeout_ms = 0;
+    job.result = -EIO;
+    rc = pthread_create(&th, NULL, listen_thread, &job);
+    if (rc != 0) {
+        close(job.pidfd);
+        return -rc;
+    }
+    pthread_join(th, NULL);
+    close(job.pidfd);
+    return job.result;
+}
