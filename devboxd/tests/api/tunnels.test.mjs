@@ -3,12 +3,14 @@
 // http://{port}-{tunnel_key}.localhost:<tunnel port>/ from services running
 // inside the devbox (python http.server, a raw upgrade echo server).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, waitFor } from './devboxd.mjs';
+import { Devboxd, devboxdBin, rejectsWith, waitFor } from './devboxd.mjs';
 
 const engine = new Devboxd();
 let client;
@@ -413,6 +415,25 @@ describe('tunnel listener bad input', () => {
     assert.match(junk, /not an HTTP\/1.x request/);
     const huge = await rawTunnel(`GET / HTTP/1.1\r\nHost: 8080-abc.localhost\r\nX-Big: ${'a'.repeat(70000)}\r\n\r\n`);
     assert.match(huge, /^HTTP\/1.1 (431|400) /);
+  });
+
+  test('--tunnel-listen: loopback only unless allowed; malformed values named', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'devboxd-tunnel-cli-'));
+    try {
+      for (const [arg, re] of [
+        ['0.0.0.0:0', /--tunnel-listen '0\.0\.0\.0:0' is not a loopback address/],
+        ['127.0.0.1', /--tunnel-listen '127\.0\.0\.1': expected HOST:PORT/],
+        ['127.0.0.1:http', /expected HOST:PORT/],
+        ['no.such.host.invalid:0', /--tunnel-listen 'no\.such\.host\.invalid:0'/],
+      ]) {
+        const r = spawnSync(devboxdBin, ['--state-dir', dir, '--listen', '127.0.0.1:0', '--tunnel-listen', arg],
+          { encoding: 'utf8', timeout: 30000 });
+        assert.notEqual(r.status, 0, `devboxd accepted --tunnel-listen ${arg}`);
+        assert.match(r.stderr, re);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('enable_tunnel body validation names the field', async () => {
