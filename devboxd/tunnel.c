@@ -216,6 +216,20 @@ void tunnel_set_pty_handler(tunnel_pty_handler_fn fn, void *ud)
     pty_handler_ud = ud;
 }
 
+int tunnel_pty_has_handler(void)
+{
+    return pty_handler != NULL;
+}
+
+int tunnel_pty_handle(struct engine *eng, const char *box_id, int fd, const char *buf,
+                      size_t len)
+{
+    if (pty_handler == NULL)
+        return -1;
+    pty_handler(pty_handler_ud, eng, box_id, fd, buf, len);
+    return 0;
+}
+
 /* Lock held: drops the oldest of a devbox's PTY tunnels beyond the cap. */
 static void pty_trim_locked(const char *box_id)
 {
@@ -234,14 +248,13 @@ static void pty_trim_locked(const char *box_id)
     }
 }
 
-const char *tunnel_pty_find_locked(const char *key, char *token, int64_t *create_time_ms)
+const char *tunnel_pty_find_locked(const char *key, char *token)
 {
     struct pty_tunnel *t;
 
     for (t = pty_tunnels; t != NULL; t = t->next) {
         if (strcmp(t->key, key) == 0) {
             memcpy(token, t->token, sizeof(t->token));
-            *create_time_ms = t->create_time_ms;
             return t->box_id;
         }
     }
@@ -256,15 +269,6 @@ void tunnel_pty_clear(void)
         pty_tunnels = t->next;
         free(t);
     }
-}
-
-int tunnel_pty_handle(struct engine *eng, const char *box_id, int fd, const char *buf,
-                      size_t len)
-{
-    if (pty_handler == NULL)
-        return -1;
-    pty_handler(pty_handler_ud, eng, box_id, fd, buf, len);
-    return 0;
 }
 
 void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_request *req,

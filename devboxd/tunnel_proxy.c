@@ -93,7 +93,6 @@ static const char *reason_phrase(int status)
     case 404: return "Not Found";
     case 408: return "Request Timeout";
     case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -149,8 +148,6 @@ static void send_error(int fd, int status, const char *retry_after, const char *
         code = codes[3];
     else if (status == 503)
         code = codes[4];
-    else if (status == 501)
-        code = "not_implemented";
     cJSON_AddStringToObject(j, "code", code);
     cJSON_AddStringToObject(j, "message", msg);
     body = cJSON_PrintUnformatted(j);
@@ -351,7 +348,18 @@ struct route {
     const char *retry_after;
     struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
-    int pty;               /* a PTY tunnel: hand the connection over */
+    int pty;               /* a PTY tunnel */
+};
+
+/* What a tunnel key leads to: the devbox's tunnel or one of its PTY
+ * tunnels. Filled under eng->lock. */
+struct target {
+    struct devbox *box;
+    int pty;
+    int authenticated;
+    char token[TUNNEL_TOKEN_LEN + 1];
+    int keep_alive;
+    int wake;
 };
 
 static int lifecycle_wakes(const struct devbox *box)
@@ -363,58 +371,98 @@ static int lifecycle_wakes(const struct devbox *box)
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rt, "http"));
 }
 
-static struct devbox *find_by_key_locked(struct engine *eng, const char *key)
+/* Lock held. 0 with *t filled, or -1 when no live tunnel has the key. */
+static int lookup_locked(struct engine *eng, const char *key, struct target *t)
 {
     struct devbox *b;
+    const char *id = NULL;
 
+    memset(t, 0, sizeof(*t));
     for (b = eng->boxes; b != NULL; b = b->next) {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(b->tunnel, "tunnel_key");
+        const char *mode = NULL;
+        const char *tok = NULL;
 
-        if (cJSON_IsString(k) && strcmp(k->valuestring, key) == 0)
-            return b;
+        if (!cJSON_IsString(k) || strcmp(k->valuestring, key) != 0)
+            continue;
+        mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "auth_mode"));
+        tok = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "auth_token"));
+        t->box = b;
+        t->authenticated = mode != NULL && strcmp(mode, "authenticated") == 0;
+        snprintf(t->token, sizeof(t->token), "%s", tok != NULL ? tok : "");
+        t->keep_alive = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(b->tunnel,
+                                                                        "http_keep_alive"));
+        t->wake = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "wake_on_http")) ||
+                  lifecycle_wakes(b);
+        return 0;
     }
-    return NULL;
+    id = tunnel_pty_find_locked(key, t->token);
+    b = id != NULL ? engine_find_locked(eng, id) : NULL;
+    /* PTY tunnels end with their devbox (kept across suspend/resume). */
+    if (b == NULL || b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
+        return -1;
+    t->box = b;
+    t->pty = 1;
+    t->authenticated = 1;
+    return 0;
 }
 
-/* Lock held. The authentication rules of an (existing) tunnel. */
-static int check_auth_locked(const struct devbox *box, const struct tconn *c,
-                             struct route *r)
+/* The token of a request: a Bearer header, or ?token= on PTY tunnels (the
+ * form rl-cli uses for the WebSocket). */
+static const char *token_of(const struct tconn *c, const struct target *t, char *qbuf,
+                            size_t qlen)
 {
-    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->tunnel,
-                                                                             "auth_mode"));
-    const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->tunnel,
-                                                                             "auth_token"));
     const char *got = bearer_of(c);
-    int is_auth = mode != NULL && strcmp(mode, "authenticated") == 0;
 
-    if (hget(c, H_XHOST) != NULL && !is_auth) {
+    if (got == NULL && t->pty)
+        got = query_token(c, qbuf, qlen);
+    return got;
+}
+
+/* Lock held. The port and authentication rules of a tunnel. */
+static int check_auth(const struct tconn *c, const struct target *t, struct route *r)
+{
+    char qtok[TUNNEL_TOKEN_LEN + 8];
+    const char *got = NULL;
+
+    if (t->pty && c->port != TUNNEL_PTY_PORT) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg), "a PTY tunnel serves port %d only",
+                 TUNNEL_PTY_PORT);
+        return -1;
+    }
+    if (hget(c, H_XHOST) != NULL && !t->authenticated) {
         r->status = 401;
         snprintf(r->msg, sizeof(r->msg), "X-Runloop-Host routing is only allowed for "
                  "authenticated tunnels; send the request to the tunnel host itself");
         return -1;
     }
-    if (!is_auth)
+    if (!t->authenticated)
         return 0;
+    got = token_of(c, t, qtok, sizeof(qtok));
     if (got == NULL) {
         r->status = 401;
         snprintf(r->msg, sizeof(r->msg), "this tunnel is authenticated: send "
-                 "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (the devbox's "
-                 "tunnel.auth_token from GET /v1/devboxes/%s)", box->id);
+                 "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (%s)",
+                 t->pty ? "the auth_token create_pty_tunnel returned"
+                        : "the devbox's tunnel.auth_token from GET /v1/devboxes/{id}");
         return -1;
     }
-    if (want == NULL || !tunnel_token_equal(got, want)) {
+    if (!tunnel_token_equal(got, t->token)) {
         r->status = 401;
         snprintf(r->msg, sizeof(r->msg), "wrong tunnel token for devbox %s: use the "
-                 "devbox's current tunnel.auth_token (it changes when the tunnel is "
-                 "re-enabled)", box->id);
+                 "current auth_token of this tunnel (a new one comes with each "
+                 "enable_tunnel / create_pty_tunnel)", t->box->id);
         return -1;
     }
     return 0;
 }
 
 /* Lock held. Routing state by devbox status. */
-static void check_status_locked(struct devbox *box, struct route *r)
+static void check_status_locked(const struct target *t, struct route *r)
 {
+    struct devbox *box = t->box;
+
     if (box->status == DBX_RUNNING && box->sb != NULL) {
         /* Keeps box->sb from being stopped until the connect is done. */
         box->io_refs++;
@@ -422,17 +470,15 @@ static void check_status_locked(struct devbox *box, struct route *r)
         return;
     }
     r->status = 503;
-    if (box->status == DBX_SUSPENDED &&
-        (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(box->tunnel, "wake_on_http")) ||
-         lifecycle_wakes(box))) {
+    if (box->status == DBX_SUSPENDED && t->wake && !t->pty) {
         r->wake = 1;
         r->retry_after = "5";
         snprintf(r->msg, sizeof(r->msg), "devbox %s was suspended and is resuming (wake on "
                  "HTTP); retry in a few seconds", box->id);
     } else if (box->status == DBX_SUSPENDED) {
         snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it (POST "
-                 "/v1/devboxes/%s/resume) or enable the tunnel with wake_on_http", box->id,
-                 box->id);
+                 "/v1/devboxes/%s/resume)%s", box->id, box->id,
+                 t->pty ? "" : " or enable the tunnel with wake_on_http");
     } else {
         r->retry_after = "1";
         snprintf(r->msg, sizeof(r->msg), "devbox %s is %s; retry once it is running",
@@ -440,61 +486,10 @@ static void check_status_locked(struct devbox *box, struct route *r)
     }
 }
 
-/* Lock held. Is the PTY tunnel's devbox still in the boot it was made in? */
-static int pty_alive_locked(const struct devbox *box, int64_t made_ms)
-{
-    const cJSON *last = NULL;
-    const cJSON *t = NULL;
-
-    if (box->status != DBX_RUNNING)
-        return 0;
-    cJSON_ArrayForEach(t, box->transitions)
-        last = t;
-    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(last, "transition_time_ms")) <=
-           (double)made_ms;
-}
-
-/* Lock held. A key that is not a devbox tunnel may be a PTY tunnel. */
-static void route_pty_locked(struct tconn *c, struct route *r)
-{
-    struct engine *eng = c->ts->eng;
-    char token[TUNNEL_TOKEN_LEN + 1];
-    char qtok[TUNNEL_TOKEN_LEN + 8];
-    int64_t made = 0;
-    const char *id = tunnel_pty_find_locked(c->key, token, &made);
-    struct devbox *box = id != NULL ? engine_find_locked(eng, id) : NULL;
-    const char *got = bearer_of(c);
-
-    if (box == NULL || !pty_alive_locked(box, made)) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
-                 "stopped (PTY tunnels end with the devbox's boot; create_pty_tunnel gives "
-                 "a new key)", c->key);
-        return;
-    }
-    if (c->port != TUNNEL_PTY_PORT) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg), "a PTY tunnel serves port %d only",
-                 TUNNEL_PTY_PORT);
-        return;
-    }
-    if (got == NULL)
-        got = query_token(c, qtok, sizeof(qtok));
-    if (got == NULL || !tunnel_token_equal(got, token)) {
-        r->status = 401;
-        snprintf(r->msg, sizeof(r->msg), "%s PTY tunnel token for devbox %s: send "
-                 "'Authorization: Bearer <auth_token>' from create_pty_tunnel",
-                 got == NULL ? "missing" : "wrong", box->id);
-        return;
-    }
-    snprintf(c->box_id, sizeof(c->box_id), "%s", box->id);
-    r->pty = 1;
-}
-
 static void route_first(struct tconn *c, struct route *r)
 {
     struct engine *eng = c->ts->eng;
-    struct devbox *box = NULL;
+    struct target t;
     const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
 
     memset(r, 0, sizeof(*r));
@@ -506,22 +501,23 @@ static void route_first(struct tconn *c, struct route *r)
         return;
     }
     pthread_mutex_lock(&eng->lock);
-    box = find_by_key_locked(eng, c->key);
-    if (box == NULL) {
-        route_pty_locked(c, r);
-    } else if (check_auth_locked(box, c, r) == 0) {
-        snprintf(c->box_id, sizeof(c->box_id), "%s", box->id);
-        c->keep_alive = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(box->tunnel,
-                                                                       "http_keep_alive"));
-        check_status_locked(box, r);
+    if (lookup_locked(eng, c->key, &t) != 0) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
+                 "shut down (enable_tunnel / create_pty_tunnel give a new key)", c->key);
+    } else if (check_auth(c, &t, r) == 0) {
+        snprintf(c->box_id, sizeof(c->box_id), "%s", t.box->id);
+        c->keep_alive = t.keep_alive;
+        r->pty = t.pty;
+        check_status_locked(&t, r);
         if (r->status == 0 && c->keep_alive)
-            engine_touch_locked(box);
+            engine_touch_locked(t.box);
     }
     pthread_mutex_unlock(&eng->lock);
     if (r->wake) {
         char err[256];
 
-        engine_resume(eng, box, err, sizeof(err));
+        engine_resume(eng, t.box, err, sizeof(err));
     }
 }
 
@@ -530,7 +526,7 @@ static void route_first(struct tconn *c, struct route *r)
 static int check_next(struct tconn *c)
 {
     struct engine *eng = c->ts->eng;
-    struct devbox *box = NULL;
+    struct target t;
     struct route r;
     const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
     char key[sizeof(c->key)];
@@ -542,10 +538,10 @@ static int check_next(struct tconn *c)
         port != c->port || strcmp(key, c->key) != 0)
         return -1;
     pthread_mutex_lock(&eng->lock);
-    box = find_by_key_locked(eng, key);
-    if (box != NULL && strcmp(box->id, c->box_id) == 0 && check_auth_locked(box, c, &r) == 0) {
+    if (lookup_locked(eng, key, &t) == 0 && strcmp(t.box->id, c->box_id) == 0 &&
+        check_auth(c, &t, &r) == 0) {
         if (c->keep_alive)
-            engine_touch_locked(box);
+            engine_touch_locked(t.box);
         rc = 0;
     }
     pthread_mutex_unlock(&eng->lock);
@@ -570,6 +566,15 @@ static int on_headers_complete(http_parser *p)
 
 /* -------------------------------------------------------------- connect */
 
+/* Drops the io ref route_first took. */
+static void connect_release(struct engine *eng, struct devbox *box)
+{
+    pthread_mutex_lock(&eng->lock);
+    box->io_refs--;
+    pthread_cond_broadcast(&eng->changed);
+    pthread_mutex_unlock(&eng->lock);
+}
+
 /* A TCP socket to 127.0.0.1:port inside the devbox (the sandbox runtime
  * creates it in the devbox's network namespace), then the io ref taken by
  * route_first is dropped. -1 with err on failure. */
@@ -578,10 +583,7 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
     struct engine *eng = c->ts->eng;
     int fd = sandbox_connect_tcp(box->sb, (uint16_t)c->port, CONNECT_TIMEOUT_MS);
 
-    pthread_mutex_lock(&eng->lock);
-    box->io_refs--;
-    pthread_cond_broadcast(&eng->changed);
-    pthread_mutex_unlock(&eng->lock);
+    connect_release(eng, box);
     if (fd >= 0)
         return fd;
     if (fd == -ESRCH)
@@ -622,6 +624,7 @@ static int still_valid(struct tconn *c, int moved)
 {
     struct engine *eng = c->ts->eng;
     struct devbox *box = NULL;
+    struct target t;
     int ok = 0;
 
     pthread_mutex_lock(&c->ts->lock);
@@ -630,8 +633,9 @@ static int still_valid(struct tconn *c, int moved)
     if (!ok)
         return 0;
     pthread_mutex_lock(&eng->lock);
-    box = find_by_key_locked(eng, c->key);
-    ok = box != NULL && strcmp(box->id, c->box_id) == 0 && box->status == DBX_RUNNING &&
+    ok = lookup_locked(eng, c->key, &t) == 0;
+    box = ok ? t.box : NULL;
+    ok = ok && strcmp(box->id, c->box_id) == 0 && box->status == DBX_RUNNING &&
          !eng->stopping;
     if (ok && moved && c->keep_alive)
         engine_touch_locked(box);
@@ -832,12 +836,11 @@ static void serve(struct tconn *c)
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
         goto out;
     }
-    if (r.pty) {
-        if (tunnel_pty_handle(c->ts->eng, c->box_id, c->cfd, buf, (size_t)len) == 0)
-            c->cfd = -1; /* the PTY service owns the connection now */
-        else
-            send_error(c->cfd, 501, NULL, "this devboxd does not serve PTY sessions yet; "
-                       "use execute with a named shell (shell_name) instead");
+    if (r.pty && tunnel_pty_has_handler()) {
+        /* A registered PTY service takes the connection as it is. */
+        connect_release(c->ts->eng, r.box);
+        tunnel_pty_handle(c->ts->eng, c->box_id, c->cfd, buf, (size_t)len);
+        c->cfd = -1;
         goto out;
     }
     c->ufd = connect_inside(c, r.box, err, sizeof(err));

@@ -332,7 +332,15 @@ describe('authenticated tunnel', () => {
 });
 
 describe('PTY tunnel (create_pty_tunnel)', () => {
-  test('fresh key and token per call; port 13 only; token checked; 501 until PTY is served', async () => {
+  // The listener's own answers; anything else came from inside the devbox
+  // (the PTY server on port 13, or the relay's 502/503 when there is none).
+  const listenerVerdict = /tunnel token|no tunnel has key|serves port 13 only|tunnel listener/;
+  const reachedDevbox = (r) => {
+    assert.notEqual(r.status, 401, r.body);
+    assert.doesNotMatch(r.body, listenerVerdict);
+  };
+
+  test('fresh key and token per call; port 13 only; the token is checked before the devbox', async () => {
     const a = await client.devboxes.createPtyTunnel(boxId);
     const b = await client.devboxes.createPtyTunnel(boxId);
     assert.match(a.tunnel_key, /^[a-z0-9]{24}$/);
@@ -343,39 +351,43 @@ describe('PTY tunnel (create_pty_tunnel)', () => {
     assert.notEqual((await client.devboxes.retrieve(boxId)).tunnel?.tunnel_key, a.tunnel_key);
     const none = await tget(13, a.tunnel_key, '/pty/s1?cols=80&rows=24');
     assert.equal(none.status, 401);
-    assert.match(none.json.message, /missing PTY tunnel token/);
+    assert.match(none.json.message, /auth_token create_pty_tunnel returned/);
     const wrong = await tget(13, a.tunnel_key, '/pty/s1', { headers: { authorization: `Bearer ${b.auth_token}` } });
     assert.equal(wrong.status, 401);
-    assert.match(wrong.json.message, /wrong PTY tunnel token/);
+    assert.match(wrong.json.message, /wrong tunnel token/);
+    const wrongQuery = await tget(13, a.tunnel_key, `/pty/s1?token=${flipLast(a.auth_token)}`);
+    assert.equal(wrongQuery.status, 401);
     const otherPort = await tget(8080, a.tunnel_key, '/hello.txt', { headers: { authorization: `Bearer ${a.auth_token}` } });
     assert.equal(otherPort.status, 404);
     assert.match(otherPort.json.message, /serves port 13 only/);
-    // Right token (header, or ?token= as rl-cli sends it): passes the checks.
-    for (const r of [
-      await tget(13, a.tunnel_key, '/pty/s1?cols=80&rows=24', { headers: { authorization: `Bearer ${a.auth_token}` } }),
-      await tget(13, a.tunnel_key, `/pty/s1?cols=80&token=${a.auth_token}`),
-      await tget(13, b.tunnel_key, '/pty/s1', { headers: { 'x-runloop-tunnel-authorization': `Bearer ${b.auth_token}` } }),
-    ]) {
-      assert.equal(r.status, 501, r.body);
-      assert.match(r.json.message, /does not serve PTY sessions yet/);
-    }
+    // Right token (either header, or ?token= as rl-cli sends it): through to the devbox.
+    reachedDevbox(await tget(13, a.tunnel_key, '/pty/s1?cols=80&rows=24', { headers: { authorization: `Bearer ${a.auth_token}` } }));
+    reachedDevbox(await tget(13, a.tunnel_key, `/pty/s1?cols=80&rows=24&token=${a.auth_token}`));
+    reachedDevbox(await tget(13, b.tunnel_key, '/pty/s1', { headers: { 'x-runloop-tunnel-authorization': `Bearer ${b.auth_token}` } }));
   });
 
-  test('a PTY tunnel ends with the devbox boot; bad states are refused', async () => {
+  test('the 16 most recent are kept; suspend/resume keeps them; shutdown ends them', async () => {
     const box = await client.devboxes.createAndAwaitRunning({ name: 'pty-tunnel' });
-    const t = await client.devboxes.createPtyTunnel(box.id);
-    const auth = { headers: { authorization: `Bearer ${t.auth_token}` } };
-    assert.equal((await tget(13, t.tunnel_key, '/pty/x', auth)).status, 501);
+    const keys = [];
+    for (let i = 0; i < 17; i++) keys.push(await client.devboxes.createPtyTunnel(box.id));
+    const auth = (t) => ({ headers: { authorization: `Bearer ${t.auth_token}` } });
+    const oldest = await tget(13, keys[0].tunnel_key, '/pty/x', auth(keys[0]));
+    assert.equal(oldest.status, 404, 'the 17th PTY tunnel pushed the first out');
+    reachedDevbox(await tget(13, keys[1].tunnel_key, '/pty/x', auth(keys[1])));
+    const t = keys[16];
     await client.devboxes.suspend(box.id);
     await client.devboxes.awaitSuspended(box.id);
     await rejectsWith(assert, client.devboxes.createPtyTunnel(box.id), 400, /needs a running devbox \(resume it first\)/);
-    assert.equal((await tget(13, t.tunnel_key, '/pty/x', auth)).status, 404);
+    const susp = await tget(13, t.tunnel_key, '/pty/x', auth(t));
+    assert.equal(susp.status, 503);
+    assert.match(susp.json.message, /is suspended: resume it/);
     await client.devboxes.resume(box.id);
     await client.devboxes.awaitRunning(box.id);
-    const after = await tget(13, t.tunnel_key, '/pty/x', auth);
-    assert.equal(after.status, 404, 'a PTY tunnel from before a resume stays dead');
-    assert.match(after.json.message, /PTY tunnels end with the devbox's boot/);
+    reachedDevbox(await tget(13, t.tunnel_key, '/pty/x', auth(t)));
     await client.devboxes.shutdown(box.id);
+    const gone = await tget(13, t.tunnel_key, '/pty/x', auth(t));
+    assert.equal(gone.status, 404);
+    assert.match(gone.json.message, /no tunnel has key/);
     await rejectsWith(assert, client.devboxes.createPtyTunnel(box.id), 400, /is shutdown/);
   });
 });
