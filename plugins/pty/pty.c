@@ -4,20 +4,23 @@
  * remove_tunnel.
  *
  * The tunnel tools use the Runloop API's devbox endpoints. The PTY session
- * tools cannot reach their server with ABI 1.0: the /pty/{session} control
- * plane is served on the devbox's PTY tunnel origin (13-{key}.tunnel.
- * <domain>, authenticated with the tunnel's own token) and the byte stream
- * only over a WebSocket there, while runloop_request reaches the API base
- * URL only. They validate their arguments and then answer `unavailable`
- * saying so (docs/tools-issue6.md). screen.c holds the output cleanup that
- * pty_send_command applies once the host can move PTY bytes.
+ * tools reach the /pty/{session} control plane and its WebSocket data plane
+ * on the devbox's PTY tunnel origin (13-{key}.tunnel.<domain>, authenticated
+ * with the tunnel's own token) through the host's ABI 1.1 services
+ * runloop_tunnel_request and runloop_pty_exchange. The plugin targets ABI
+ * 1.0: on a 1.0 host they check their arguments and answer `unavailable`.
+ * The host keeps no PTY state between calls: every session call creates a
+ * fresh PTY tunnel (create_pty_tunnel) and uses it once
+ * (docs/tools-issue6.md). screen.c holds the output cleanup.
  *
  * Config (all optional):
  *   tunnel_url_template  URL of a tunnel port, with {port} and {tunnel_key}
- *                        ("https://{port}-{tunnel_key}.tunnel.runloop.ai")
+ *                        ("https://{port}-{tunnel_key}.tunnel.runloop.ai");
+ *                        for the URLs the tunnel tools return only
  *   default_auth_mode    enable_tunnel's auth_mode when none is given
  *                        ("authenticated"; or "open")
  */
+#define RLMCP_TARGET_ABI_MINOR 0 /* 1.1 services guarded by RLMCP_API_HAS */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "screen.h"
 
 struct pty {
     const struct rlmcp_host_api *api;
@@ -34,6 +38,7 @@ struct pty {
 };
 
 #define PTY_PORT 13 /* the fixed port of the PTY control and data plane */
+#define PTY_MAX_OUTPUT (512u * 1024u) /* raw output kept per exchange */
 
 #define DEVBOX_PROP(what)                                                    \
     "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "      \
@@ -270,7 +275,7 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
-/* ---- PTY session tools: argument checks, then `unavailable` ---------------------- */
+/* ---- PTY session tools: argument checks ------------------------------------------- */
 
 static int session_arg(const struct rlmcp_h *h, const cJSON *args,
                        const char **out)
@@ -380,36 +385,164 @@ static int send_args(const struct rlmcp_h *h, const cJSON *args)
     return RLMCP_OK;
 }
 
-static int pty_unavailable(const struct rlmcp_h *h, const char *tool,
-                           bool data_plane)
+/* On a host older than ABI 1.1 the session tools cannot reach their server. */
+static int pty_unavailable(const struct rlmcp_h *h, const char *tool)
 {
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_UNAVAILABLE,
-        data_plane
-            ? "Use execute_command (with shell_name for a shell that keeps "
-              "its state) for commands, and feed REPLs a script instead "
-              "(e.g. python3 - <<'EOF' ... EOF). create_pty_tunnel gives a "
-              "tunnel URL and token for a terminal client of your own."
-            : "create_pty_tunnel gives the PTY tunnel URL and token for a "
-              "terminal client of your own; use execute_command with "
-              "shell_name for a shell that keeps its state.",
-        "%s is not available on this server: %s",
-        tool,
-        data_plane
-            ? "terminal bytes move only over the PTY session's WebSocket on "
-              "the devbox's PTY tunnel, and this server's plugins can send "
-              "plain HTTP requests to the Runloop API only"
-            : "PTY sessions are served on the devbox's PTY tunnel (port 13, "
-              "with the tunnel's own token), and this server's plugins can "
-              "send requests to the Runloop API only");
+        "Use execute_command (with shell_name for a shell that keeps its "
+        "state) for commands; create_pty_tunnel gives the PTY tunnel URL and "
+        "token for a terminal client of your own.",
+        "%s is not available on this server: its runloop-mcp host is older "
+        "than plugin ABI 1.1 and cannot reach the devbox's PTY tunnel",
+        tool);
+}
+
+static bool have_tunnels(const struct rlmcp_host_api *api)
+{
+    return RLMCP_API_HAS(api, runloop_tunnel_request) &&
+           RLMCP_API_HAS(api, runloop_pty_exchange);
+}
+
+/* A fresh PTY tunnel of the devbox; its key and token are copied out. */
+static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
+                           char **key, char **tok)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/create_pty_tunnel", id);
+    char *what = rlmcp_h_sprintf("devbox %s", id);
+    cJSON *tv = NULL;
+    const char *k = NULL, *t = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (path == NULL || what == NULL)
+        goto out;
+    rc = devbox_post(h, id, path, NULL, what, &tv);
+    if (rc != RLMCP_OK)
+        goto out;
+    k = str_of(tv, "tunnel_key");
+    t = str_of(tv, "auth_token");
+    if (k == NULL || !tunnel_key_valid(k) || t == NULL) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API returned a PTY tunnel without "
+                          "a usable tunnel_key and auth_token",
+                          what);
+        goto out;
+    }
+    *key = strdup(k);
+    *tok = strdup(t);
+    rc = *key != NULL && *tok != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(tv);
+    return rc;
+}
+
+/*
+ * A request to the PTY server through the tunnel. A 2xx answer is parsed
+ * into *out; other statuses are reported (404 with not_found_remedy).
+ */
+static int pty_request(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
+                       const char *method, const char *path,
+                       const cJSON *body, const char *what,
+                       const char *not_found_remedy, cJSON **out)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *resp = NULL;
+    char *text = NULL;
+    char *msg = NULL;
+    int rc;
+
+    if (body != NULL) {
+        text = cJSON_PrintUnformatted(body);
+        if (text == NULL)
+            return RLMCP_ENOMEM;
+    }
+    req.method = method;
+    req.path = path;
+    req.body = text;
+    req.body_len = text != NULL ? strlen(text) : 0;
+    rc = h->api->runloop_tunnel_request(h->call, t, &req, &resp);
+    if (rc != RLMCP_OK) {
+        rc = rlmcp_h_fail_rc(h, rc, what);
+        goto out;
+    }
+    if (resp->status >= 200 && resp->status <= 299) {
+        *out = cJSON_ParseWithLength(resp->body, resp->body_len);
+        if (!cJSON_IsObject(*out))
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                              "%s: the PTY server answered %ld without a "
+                              "JSON object",
+                              what, resp->status);
+        goto out;
+    }
+    msg = rlmcp_h_error_message(resp->body, resp->body_len);
+    if (resp->status == 404 && not_found_remedy != NULL)
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_NOT_FOUND, not_found_remedy,
+                                 "%s: %s", what, msg != NULL ? msg : "");
+    else if (resp->status == 401)
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the PTY tunnel refused the token it was "
+                          "created with (%s)",
+                          what, msg != NULL ? msg : "");
+    else
+        rc = rlmcp_h_fail_resp(h, resp, what);
+out:
+    free(text);
+    free(msg);
+    h->api->http_resp_free(resp);
+    return rc;
+}
+
+/* GET /pty/{session}[?cols&rows]: create or reattach; *view is the
+ * PtyConnectView. */
+static int pty_open(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
+                    const char *id, const char *sess, long long cols,
+                    long long rows, cJSON **view)
+{
+    char *path = NULL;
+    char *what = rlmcp_h_sprintf("PTY session %s on devbox %s", sess, id);
+    int rc = RLMCP_ENOMEM;
+
+    if (cols > 0)
+        path = rlmcp_h_sprintf("/pty/%s?cols=%lld&rows=%lld", sess, cols,
+                               rows);
+    else
+        path = rlmcp_h_sprintf("/pty/%s", sess);
+    if (path != NULL && what != NULL)
+        rc = pty_request(h, t, "GET", path, NULL, what, NULL, view);
+    free(path);
+    free(what);
+    return rc;
+}
+
+static void tunnel_of(struct rlmcp_tunnel *t, const char *key, const char *tok)
+{
+    t->tunnel_key = key;
+    t->auth_token = tok;
+    t->port = PTY_PORT;
+}
+
+static void free_secret(char *s)
+{
+    if (s == NULL)
+        return;
+    memset(s, 0, strlen(s));
+    free(s);
 }
 
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
+    static const char *const keys[] = {
+        "session_name", "created", "attached", "connect_url", "cols", "rows",
+        "idle_ttl_seconds", "status", NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    cJSON *args = NULL;
+    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
+    cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *sess = NULL;
+    char *key = NULL, *tok = NULL;
+    long long cols = 0, rows = 0;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, connect_schema, &args);
@@ -419,18 +552,169 @@ static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = session_arg(&h, args, &sess);
     if (rc == RLMCP_OK)
         rc = cols_rows(&h, args, false, "");
-    if (rc == RLMCP_OK)
-        rc = pty_unavailable(&h, "pty_connect", false);
+    if (rc == RLMCP_OK && !have_tunnels(pt->api))
+        rc = pty_unavailable(&h, "pty_connect");
+    if (rc != RLMCP_OK)
+        goto out;
+    rlmcp_h_arg_int(&h, args, "cols", false, 1, 1000, &cols);
+    rlmcp_h_arg_int(&h, args, "rows", false, 1, 1000, &rows);
+    rc = open_pty_tunnel(&h, id, &key, &tok);
+    if (rc != RLMCP_OK)
+        goto out;
+    tunnel_of(&t, key, tok);
+    rc = pty_open(&h, &t, id, sess, cols, rows, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = rlmcp_h_pick(view, keys);
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
+        cJSON_AddStringToObject(res, "session_name", sess);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free_secret(key);
+    free_secret(tok);
     cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
+}
+
+/* ---- pty_send_command ---------------------------------------------------------------- */
+
+struct send_opts {
+    const char *command;
+    bool newline;
+    long long quiet_ms;
+    uint32_t max_wait_ms;
+};
+
+static void send_opts_of(const cJSON *args, struct send_opts *o)
+{
+    const cJSON *mw = cJSON_GetObjectItemCaseSensitive(args, "max_wait");
+    const cJSON *nl = cJSON_GetObjectItemCaseSensitive(args, "append_newline");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(args, "quiet_ms");
+
+    o->command = str_of(args, "command");
+    o->newline = !cJSON_IsFalse(nl);
+    o->quiet_ms = cJSON_IsNumber(q) ? (long long)q->valuedouble : 500;
+    o->max_wait_ms = 30000;
+    if (cJSON_IsNumber(mw))
+        o->max_wait_ms = (uint32_t)ceil(mw->valuedouble * 1000.0);
+}
+
+static int on_output(void *user, const void *data, size_t n)
+{
+    rlmcp_h_capture_add(user, data, n);
+    return 0;
+}
+
+/* The exchange failed before any output: say why in the model's terms. */
+static int exchange_failed(const struct rlmcp_h *h, int rc,
+                           const struct rlmcp_pty_exchange *x,
+                           const char *sess)
+{
+    if (rc == RLMCP_EHTTP && x->upgrade_status == 400)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_CONFLICT,
+            "Another client is attached to this session; detach it or use "
+            "another session_name.",
+            "PTY session %s: the server refused to attach (HTTP 400): a "
+            "session takes one WebSocket client at a time",
+            sess);
+    if (rc == RLMCP_EHTTP && x->upgrade_status > 0)
+        return rlmcp_h_fail(h, rlmcp_h_code_for_status(x->upgrade_status),
+                            "PTY session %s: the server refused the "
+                            "WebSocket with HTTP %ld",
+                            sess, x->upgrade_status);
+    if (rc == RLMCP_EHTTP)
+        return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
+                            "PTY session %s: the terminal's WebSocket could "
+                            "not be opened (the server log says why)",
+                            sess);
+    return rlmcp_h_fail_rc(h, rc, "PTY session");
+}
+
+static int send_result(const struct rlmcp_h *h, const char *sess,
+                       const struct rlmcp_h_capture *cap,
+                       const struct rlmcp_pty_exchange *x)
+{
+    cJSON *res = cJSON_CreateObject();
+    char *raw = NULL, *text = NULL;
+    bool truncated = false;
+    int rc = RLMCP_ENOMEM;
+
+    raw = rlmcp_h_capture_text(cap, NULL, &truncated);
+    text = raw != NULL ? pty_screen_text(raw, strlen(raw)) : NULL;
+    if (res == NULL || text == NULL)
+        goto out;
+    cJSON_AddStringToObject(res, "session_name", sess);
+    cJSON_AddStringToObject(res, "output", text);
+    cJSON_AddBoolToObject(res, "quiet", x->quiet);
+    if (truncated)
+        cJSON_AddBoolToObject(res, "output_truncated", true);
+    if (x->close_code == 4000)
+        cJSON_AddStringToObject(res, "session_status",
+                                "exited: the shell ended; the next "
+                                "pty_connect starts a fresh one");
+    rc = rlmcp_h_result_json(h, res);
+out:
+    free(raw);
+    free(text);
+    cJSON_Delete(res);
+    return rc;
+}
+
+/* Attach, type, read until quiet or max_wait, detach. */
+static int send_exchange(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
+                         const char *sess, const char *connect_url,
+                         const struct send_opts *o)
+{
+    struct rlmcp_pty_exchange x = RLMCP_PTY_EXCHANGE_INIT;
+    struct rlmcp_h_capture cap;
+    size_t n = strlen(o->command);
+    char *input = malloc(n + 2);
+    int rc = RLMCP_ENOMEM;
+
+    if (input == NULL)
+        return RLMCP_ENOMEM;
+    if (!rlmcp_h_capture_init(&cap, PTY_MAX_OUTPUT)) {
+        free(input);
+        return RLMCP_ENOMEM;
+    }
+    memcpy(input, o->command, n);
+    /* A newline ends the line, as the official clients send it; the
+     * shell's and python's readline take it like Enter. */
+    if (o->newline)
+        input[n++] = '\n';
+    x.connect_url = connect_url;
+    x.input = input;
+    x.input_len = n;
+    x.quiet_ms = (uint32_t)o->quiet_ms;
+    x.max_wait_ms = o->max_wait_ms;
+    x.on_output = on_output;
+    x.user = &cap;
+    rc = h->api->runloop_pty_exchange(h->call, t, &x);
+    if (rc == RLMCP_OK)
+        rc = send_result(h, sess, &cap, &x);
+    else
+        rc = exchange_failed(h, rc, &x, sess);
+    rlmcp_h_capture_free(&cap);
+    free(input);
+    return rc;
 }
 
 static int t_send(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    cJSON *args = NULL;
-    const char *id = NULL, *sess = NULL;
+    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
+    struct send_opts o;
+    cJSON *args = NULL, *view = NULL;
+    const char *id = NULL, *sess = NULL, *url = NULL;
+    char *key = NULL, *tok = NULL;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, send_schema, &args);
@@ -440,18 +724,70 @@ static int t_send(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = session_arg(&h, args, &sess);
     if (rc == RLMCP_OK)
         rc = send_args(&h, args);
-    if (rc == RLMCP_OK)
-        rc = pty_unavailable(&h, "pty_send_command", true);
+    if (rc == RLMCP_OK && !have_tunnels(pt->api))
+        rc = pty_unavailable(&h, "pty_send_command");
+    if (rc != RLMCP_OK)
+        goto out;
+    send_opts_of(args, &o);
+    rc = open_pty_tunnel(&h, id, &key, &tok);
+    if (rc != RLMCP_OK)
+        goto out;
+    tunnel_of(&t, key, tok);
+    rc = pty_open(&h, &t, id, sess, 0, 0, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    url = str_of(view, "connect_url");
+    if (url == NULL || url[0] != '/') {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "PTY session %s: the server gave no usable "
+                          "connect_url",
+                          sess);
+        goto out;
+    }
+    rc = send_exchange(&h, &t, sess, url, &o);
+out:
+    free_secret(key);
+    free_secret(tok);
     cJSON_Delete(args);
+    cJSON_Delete(view);
     return rlmcp_h_ret(rc);
+}
+
+/* ---- pty_control --------------------------------------------------------------------- */
+
+/* The control body; signal names get their SIG prefix. */
+static cJSON *control_body(const cJSON *args)
+{
+    cJSON *body = cJSON_CreateObject();
+    const char *action = str_of(args, "action");
+    const char *sig = str_of(args, "signal");
+    const cJSON *cols = cJSON_GetObjectItemCaseSensitive(args, "cols");
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(args, "rows");
+    char name[16];
+
+    if (body == NULL)
+        return NULL;
+    cJSON_AddStringToObject(body, "action", action);
+    if (strcmp(action, "resize") == 0) {
+        cJSON_AddNumberToObject(body, "cols", cols->valuedouble);
+        cJSON_AddNumberToObject(body, "rows", rows->valuedouble);
+    } else if (strcmp(action, "signal") == 0) {
+        snprintf(name, sizeof(name), "%s%s",
+                 strncmp(sig, "SIG", 3) == 0 ? "" : "SIG", sig);
+        cJSON_AddStringToObject(body, "signal", name);
+    }
+    return body;
 }
 
 static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
+    static const char *const keys[] = {"session_name", "status", NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    cJSON *args = NULL;
+    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
+    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *sess = NULL;
+    char *key = NULL, *tok = NULL, *path = NULL, *what = NULL;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, control_schema, &args);
@@ -461,9 +797,44 @@ static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = session_arg(&h, args, &sess);
     if (rc == RLMCP_OK)
         rc = control_args(&h, args);
-    if (rc == RLMCP_OK)
-        rc = pty_unavailable(&h, "pty_control", false);
+    if (rc == RLMCP_OK && !have_tunnels(pt->api))
+        rc = pty_unavailable(&h, "pty_control");
+    if (rc != RLMCP_OK)
+        goto out;
+    body = control_body(args);
+    path = rlmcp_h_sprintf("/pty/%s/control", sess);
+    what = rlmcp_h_sprintf("PTY session %s on devbox %s", sess, id);
+    if (body == NULL || path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = open_pty_tunnel(&h, id, &key, &tok);
+    if (rc != RLMCP_OK)
+        goto out;
+    tunnel_of(&t, key, tok);
+    rc = pty_request(&h, &t, "POST", path, body, what,
+                     "pty_connect creates the session (a closed session "
+                     "is gone).",
+                     &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = rlmcp_h_pick(view, keys);
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
+        cJSON_AddStringToObject(res, "session_name", sess);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free_secret(key);
+    free_secret(tok);
+    free(path);
+    free(what);
     cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 

@@ -5,6 +5,7 @@
 #include "fake_host.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,12 @@ static struct {
     bool cancelled;
     int cancel_after;
     bool in_init;
+    /* ABI 1.1 */
+    struct fh_pty_script pty_script[32];
+    size_t n_pty_script, pty_used;
+    struct fh_pty_record pty[FH_MAX];
+    size_t n_pty;
+    bool abi10;
 } fh;
 
 static struct rlmcp_plugin fh_self;
@@ -493,6 +500,113 @@ static rlmcp_plugin *svc_call_plugin(rlmcp_call *call)
     return &fh_self;
 }
 
+/* ---- ABI 1.1: tunnels --------------------------------------------------- */
+
+static int svc_runloop_tunnel_request(rlmcp_call *call,
+                                      const struct rlmcp_tunnel *t,
+                                      const struct rlmcp_http_req *req,
+                                      struct rlmcp_http_resp **resp_out)
+{
+    struct rlmcp_http_req copy;
+    struct fh_request *r;
+    char *path;
+    int rc;
+
+    *resp_out = NULL;
+    if (t == NULL || t->struct_size < sizeof(*t) || t->tunnel_key == NULL ||
+        t->port == 0 || req->path == NULL)
+        return RLMCP_EINVAL;
+    if (asprintf(&path, "tunnel/%u%s", (unsigned)t->port, req->path) < 0)
+        abort();
+    copy = *req;
+    copy.path = path;
+    rc = svc_runloop_request(call, &copy, resp_out);
+    r = &fh.reqs[fh.n_reqs - 1];
+    r->tunnel_key = xstrdup(t->tunnel_key);
+    r->tunnel_token = xstrdup(t->auth_token);
+    free(path);
+    return rc;
+}
+
+static int svc_runloop_pty_exchange(rlmcp_call *call,
+                                    const struct rlmcp_tunnel *t,
+                                    struct rlmcp_pty_exchange *x)
+{
+    struct fh_pty_record *r;
+    const struct fh_pty_script *sc;
+    size_t i;
+
+    if (t == NULL || x == NULL || x->struct_size < sizeof(*x) ||
+        x->connect_url == NULL || x->on_output == NULL ||
+        t->tunnel_key == NULL || fh.n_pty == FH_MAX)
+        return RLMCP_EINVAL;
+    r = &fh.pty[fh.n_pty++];
+    memset(r, 0, sizeof(*r));
+    r->connect_url = xstrdup(x->connect_url);
+    r->input = xstrndup(x->input != NULL ? x->input : "", x->input_len);
+    r->input_len = x->input_len;
+    r->quiet_ms = x->quiet_ms;
+    r->max_wait_ms = x->max_wait_ms;
+    r->tunnel_key = xstrdup(t->tunnel_key);
+    r->tunnel_token = xstrdup(t->auth_token);
+    r->port = t->port;
+    x->upgrade_status = 0;
+    x->close_code = 0;
+    x->quiet = false;
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    if (fh.n_pty_script == 0)
+        return RLMCP_EHTTP;
+    sc = &fh.pty_script[fh.pty_used < fh.n_pty_script ? fh.pty_used
+                                                      : fh.n_pty_script - 1];
+    fh.pty_used++;
+    for (i = 0; i < sc->n_chunks; i++) {
+        if (x->on_output(x->user, sc->chunks[i], strlen(sc->chunks[i])) != 0)
+            break;
+    }
+    x->upgrade_status = sc->upgrade_status;
+    x->close_code = sc->close_code;
+    x->quiet = sc->quiet;
+    return sc->rc;
+}
+
+void fh_pty_script_add(const struct fh_pty_script *sc)
+{
+    if (fh.n_pty_script == sizeof(fh.pty_script) / sizeof(fh.pty_script[0]))
+        abort();
+    fh.pty_script[fh.n_pty_script++] = *sc;
+}
+
+size_t fh_pty_count(void)
+{
+    return fh.n_pty;
+}
+
+const struct fh_pty_record *fh_pty_at(size_t i)
+{
+    return i < fh.n_pty ? &fh.pty[i] : NULL;
+}
+
+void fh_use_abi_1_0(bool on)
+{
+    fh.abi10 = on;
+}
+
+static void pty_reset(void)
+{
+    size_t i;
+
+    for (i = 0; i < fh.n_pty; i++) {
+        free(fh.pty[i].connect_url);
+        free(fh.pty[i].input);
+        free(fh.pty[i].tunnel_key);
+        free(fh.pty[i].tunnel_token);
+    }
+    fh.n_pty = 0;
+    fh.n_pty_script = 0;
+    fh.pty_used = 0;
+}
+
 static const struct rlmcp_host_api fh_table = {
     .size = sizeof(struct rlmcp_host_api),
     .abi_major = RLMCP_ABI_MAJOR,
@@ -525,13 +639,30 @@ static const struct rlmcp_host_api fh_table = {
     .resource_contents = svc_resource_contents,
     .prompt_message = svc_prompt_message,
     .call_plugin = svc_call_plugin,
+    .runloop_tunnel_request = svc_runloop_tunnel_request,
+    .runloop_pty_exchange = svc_runloop_pty_exchange,
 };
+
+/* An ABI 1.0 host: the table ends before the 1.1 services. */
+static struct rlmcp_host_api fh_table10;
+
+static const struct rlmcp_host_api *current_table(void)
+{
+    if (!fh.abi10)
+        return &fh_table;
+    fh_table10 = fh_table;
+    fh_table10.size = offsetof(struct rlmcp_host_api, runloop_tunnel_request);
+    fh_table10.abi_minor = 0;
+    fh_table10.runloop_tunnel_request = NULL;
+    fh_table10.runloop_pty_exchange = NULL;
+    return &fh_table10;
+}
 
 /* ---- test API ---------------------------------------------------------- */
 
 const struct rlmcp_host_api *fh_api(void)
 {
-    return &fh_table;
+    return current_table();
 }
 
 rlmcp_call *fh_call_handle(void)
@@ -546,7 +677,7 @@ int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json)
     fh.desc = desc;
     fh.config = xstrdup(config_json != NULL ? config_json : "{}");
     fh.in_init = true;
-    rc = desc->init(&fh_self, &fh_table, &fh.state);
+    rc = desc->init(&fh_self, current_table(), &fh.state);
     fh.in_init = false;
     if (rc != RLMCP_OK) {
         size_t i;
@@ -606,6 +737,8 @@ void fh_reset(void)
         free(r->accept);
         free(r->part_path);
         free(r->part_file);
+        free(r->tunnel_key);
+        free(r->tunnel_token);
     }
     fh.n_reqs = 0;
     for (i = 0; i < fh.n_parsed; i++)
@@ -624,6 +757,7 @@ void fh_reset(void)
     fh.n_prog = 0;
     fh.cancelled = false;
     fh.cancel_after = 0;
+    pty_reset();
 }
 
 void fh_unload(void)
@@ -651,6 +785,7 @@ void fh_unload(void)
     fh.init_error = NULL;
     fh.desc = NULL;
     fh.state = NULL;
+    fh.abi10 = false;
 }
 
 static struct fh_route_ent *new_route(const char *method, const char *path)

@@ -32,6 +32,10 @@ struct fh_request {
     unsigned char *part_file;
     size_t part_file_len;
     size_t n_parts;
+    /* ABI 1.1 tunnel requests (runloop_tunnel_request): the tunnel used.
+     * Their path is recorded and routed as "tunnel/<port><path>". */
+    char *tunnel_key;
+    char *tunnel_token;
 };
 
 /* Load the plugin (descriptor from RLMCP_PLUGIN_DEFINE) with a config. */
@@ -94,6 +98,39 @@ const char *fh_error_remedy(void);
 size_t fh_progress_count(void);
 const char *fh_progress_message(size_t i);
 double fh_progress_value(size_t i);
+
+/*
+ * ABI 1.1 tunnel services. runloop_tunnel_request is routed through the
+ * same table with the path "tunnel/<port><path>" (e.g. fh_route("GET",
+ * "tunnel/13/pty/s1*", 200, ...)). runloop_pty_exchange answers from a
+ * script of exchanges, used in order (the last one repeats): output chunks
+ * delivered to on_output, then the result fields and return code.
+ */
+struct fh_pty_script {
+    const char *const *chunks; /* NUL-terminated chunks, n_chunks of them */
+    size_t n_chunks;
+    int rc;              /* return code (RLMCP_OK, RLMCP_EHTTP...) */
+    long upgrade_status; /* set on the exchange */
+    int close_code;
+    bool quiet;
+};
+void fh_pty_script_add(const struct fh_pty_script *sc);
+
+/* What the plugin passed to runloop_pty_exchange. */
+struct fh_pty_record {
+    char *connect_url;
+    char *input; /* NUL-terminated copy */
+    size_t input_len;
+    uint32_t quiet_ms, max_wait_ms;
+    char *tunnel_key, *tunnel_token;
+    unsigned port;
+};
+size_t fh_pty_count(void);
+const struct fh_pty_record *fh_pty_at(size_t i);
+
+/* Before fh_load: present an ABI 1.0 host (table without the 1.1
+ * services, abi_minor 0). Reset by fh_unload. */
+void fh_use_abi_1_0(bool on);
 
 /* The services table (for tests of helpers without a plugin). */
 const struct rlmcp_host_api *fh_api(void);

@@ -55,6 +55,20 @@ static void expect_bad(const char *tool, const char *args,
     assert_int_equal(fh_request_count(), 0);
 }
 
+/* Valid arguments: the tool goes on to create a PTY tunnel. */
+static void expect_passes(const char *tool, const char *args)
+{
+    fh_reset();
+    assert_int_equal(fh_call(tool, args), RLMCP_OK);
+    if (fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel") ==
+        NULL)
+        print_message("%s %s -> %s %s\n", tool, args,
+                      fh_error_code() ? fh_error_code() : "(ok)",
+                      fh_error_message() ? fh_error_message() : "");
+    assert_non_null(
+        fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel"));
+}
+
 static void registers(void **state)
 {
     static const char *const names[] = {
@@ -102,9 +116,7 @@ static void session_name_rules(void **state)
     name[256] = '\0';
     snprintf(args, sizeof(args),
              "{\"devbox_id\":\"dbx_1\",\"session_name\":\"%s\"}", name);
-    fh_reset();
-    fh_call("pty_connect", args);
-    assert_string_equal(fh_error_code(), "unavailable");
+    expect_passes("pty_connect", args);
 }
 
 static void cols_rows_rules(void **state)
@@ -124,10 +136,8 @@ static void cols_rows_rules(void **state)
                "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"cols\":"
                "80.5,\"rows\":24}",
                "cols");
-    fh_reset();
-    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
-                           "\"cols\":1000,\"rows\":1}");
-    assert_string_equal(fh_error_code(), "unavailable");
+    expect_passes("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                 "\"s\",\"cols\":1000,\"rows\":1}");
 }
 
 static void control_rules(void **state)
@@ -162,17 +172,15 @@ static void control_rules(void **state)
                "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"action\":"
                "\"close\",\"signal\":\"SIGINT\"}",
                "signal only");
-    fh_reset();
-    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
-                           "\"action\":\"signal\",\"signal\":\"INT\"}");
-    assert_string_equal(fh_error_code(), "unavailable");
-    fh_reset();
-    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
-                           "\"action\":\"resize\",\"cols\":120,\"rows\":40}");
-    assert_string_equal(fh_error_code(), "unavailable");
+    expect_passes("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                 "\"s\",\"action\":\"signal\",\"signal\":"
+                                 "\"INT\"}");
+    expect_passes("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                 "\"s\",\"action\":\"resize\",\"cols\":120,"
+                                 "\"rows\":40}");
 }
 
-static void send_command_unavailable(void **state)
+static void send_command_rules(void **state)
 {
     expect_bad("pty_send_command",
                "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\"}", "command");
@@ -188,16 +196,280 @@ static void send_command_unavailable(void **state)
                "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\",\"command\":"
                "\"x\",\"quiet_ms\":5}",
                "quiet_ms");
+    expect_passes("pty_send_command",
+                  "{\"devbox_id\":\"dbx_1\",\"session_name\":\"repl\","
+                  "\"command\":\"python3 -i\",\"max_wait\":30.0}");
+}
+
+/* ---- ABI 1.1: the session tools through the tunnel services ---------------- */
+
+static void route_tunnel(void)
+{
+    fh_route("POST", "/v1/devboxes/dbx_1/create_pty_tunnel", 200,
+             "{\"tunnel_key\":\"k3y\",\"auth_token\":\"t0k\"}");
+}
+
+static void abi10_host_unavailable(void **state)
+{
+    static const char *const calls[][2] = {
+        {"pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\"}"},
+        {"pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                             "\"s\",\"command\":\"ls\"}"},
+        {"pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                        "\"action\":\"close\"}"}};
+    size_t i;
+
+    fh_unload();
+    fh_use_abi_1_0(true);
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
+    assert_int_equal(fh_api()->abi_minor, 0);
+    for (i = 0; i < 3; i++) {
+        fh_reset();
+        assert_int_equal(fh_call(calls[i][0], calls[i][1]), RLMCP_OK);
+        assert_string_equal(fh_error_code(), "unavailable");
+        assert_non_null(strstr(fh_error_message(), "ABI 1.1"));
+        assert_non_null(strstr(fh_error_remedy(), "execute_command"));
+        assert_int_equal(fh_request_count(), 0);
+    }
+    /* bad input is still reported as such */
+    expect_bad("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}",
+               "1-256");
+    /* the tunnel tools work on a 1.0 host */
     fh_reset();
+    route_tunnel();
+    assert_int_equal(fh_call("create_pty_tunnel", "{\"devbox_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    /* back to a 1.1 host for the other tests */
+    fh_unload();
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
+    assert_int_equal(fh_api()->abi_minor, RLMCP_ABI_MINOR);
+}
+
+static void connect_flow(void **state)
+{
+    const struct fh_request *r = NULL;
+
+    fh_reset();
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/s1?cols=100&rows=30", 200,
+             "{\"attached\":false,\"created\":true,\"connect_url\":"
+             "\"/pty/s1/attach\",\"idle_ttl_seconds\":1800,\"cols\":100,"
+             "\"rows\":30,\"session_name\":\"s1\",\"status\":\"running\","
+             "\"protocol_version\":\"1\"}");
+    assert_int_equal(fh_call("pty_connect",
+                             "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\","
+                             "\"cols\":100,\"rows\":30}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("connect_url"), "/pty/s1/attach");
+    assert_string_equal(rstr("session_name"), "s1");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "created")));
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "cols")->valueint, 100);
+    assert_null(cJSON_GetObjectItem(fh_result(), "protocol_version"));
+    r = fh_find_request("GET", "tunnel/13/pty/s1");
+    assert_non_null(r);
+    assert_string_equal(r->tunnel_key, "k3y");
+    assert_string_equal(r->tunnel_token, "t0k");
+    /* the token is not in the result */
+    assert_null(strstr(fh_result_text(), "t0k"));
+
+    /* without cols/rows no query */
+    fh_reset();
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/s1", 200,
+             "{\"attached\":true,\"created\":false,\"connect_url\":"
+             "\"/pty/s1/attach\"}");
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\"}");
+    assert_null(fh_error_code());
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "attached")));
+}
+
+static void connect_failures(void **state)
+{
+    fh_reset();
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/s1", 401,
+             "{\"message\":\"wrong tunnel token\"}");
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_non_null(strstr(fh_error_message(), "wrong tunnel token"));
+
+    fh_reset();
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/s1", 503, "{\"message\":\"booting\"}");
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+
+    fh_reset();
+    route_tunnel();
+    fh_route_rc("GET", "tunnel/13/pty/s1", RLMCP_EHTTP, 0);
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+
+    /* a PTY tunnel without a token */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/create_pty_tunnel", 200,
+             "{\"tunnel_key\":\"k3y\"}");
+    fh_call("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_int_equal(fh_count_requests("GET", "tunnel/"), 0);
+}
+
+static void route_session(void)
+{
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/repl", 200,
+             "{\"attached\":false,\"created\":false,\"connect_url\":"
+             "\"/pty/repl/attach\"}");
+}
+
+static void send_flow(void **state)
+{
+    static const char *const out[] = {"print(6*7)\r\n",
+                                      "\x1b[1m42\x1b[0m\r\n>>> "};
+    struct fh_pty_script sc = {out, 2, RLMCP_OK, 0, 0, true};
+    const struct fh_pty_record *p = NULL;
+    const char *text = NULL;
+
+    fh_reset();
+    route_session();
+    fh_pty_script_add(&sc);
     assert_int_equal(fh_call("pty_send_command",
                              "{\"devbox_id\":\"dbx_1\",\"session_name\":"
-                             "\"repl\",\"command\":\"python3 -i\","
-                             "\"max_wait\":30.0}"),
+                             "\"repl\",\"command\":\"print(6*7)\","
+                             "\"quiet_ms\":300,\"max_wait\":2.5}"),
                      RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_pty_count(), 1);
+    p = fh_pty_at(0);
+    assert_string_equal(p->input, "print(6*7)\n");
+    assert_string_equal(p->connect_url, "/pty/repl/attach");
+    assert_int_equal(p->quiet_ms, 300);
+    assert_int_equal(p->max_wait_ms, 2500);
+    assert_int_equal(p->port, 13);
+    assert_string_equal(p->tunnel_key, "k3y");
+    assert_string_equal(p->tunnel_token, "t0k");
+    text = rstr("output");
+    assert_non_null(text);
+    assert_string_equal(text, "print(6*7)\n42\n>>> ");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "quiet")));
+    assert_null(cJSON_GetObjectItem(fh_result(), "session_status"));
+
+    /* no newline; defaults; the shell exited */
+    fh_reset();
+    route_session();
+    sc.n_chunks = 0;
+    sc.quiet = false;
+    sc.close_code = 4000;
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"\\u0003\","
+                                "\"append_newline\":false}");
+    assert_null(fh_error_code());
+    p = fh_pty_at(0);
+    assert_int_equal(p->input_len, 1);
+    assert_int_equal(p->input[0], 3);
+    assert_int_equal(p->quiet_ms, 500);
+    assert_int_equal(p->max_wait_ms, 30000);
+    assert_string_equal(rstr("output"), "");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "quiet")));
+    assert_non_null(rstr("session_status"));
+}
+
+static void send_failures(void **state)
+{
+    struct fh_pty_script sc = {NULL, 0, RLMCP_EHTTP, 400, 0, false};
+
+    /* second attach refused at the upgrade */
+    fh_reset();
+    route_session();
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"ls\"}");
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_message(), "one WebSocket client"));
+
+    /* no connection at all */
+    fh_reset();
+    route_session();
+    sc.upgrade_status = 0;
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"ls\"}");
     assert_string_equal(fh_error_code(), "unavailable");
-    assert_non_null(strstr(fh_error_message(), "WebSocket"));
-    assert_non_null(strstr(fh_error_remedy(), "execute_command"));
-    assert_int_equal(fh_request_count(), 0);
+
+    /* cancelled: nothing is reported */
+    fh_reset();
+    route_session();
+    sc.rc = RLMCP_ECANCELLED;
+    fh_pty_script_add(&sc);
+    assert_int_equal(fh_call("pty_send_command",
+                             "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                             "\"repl\",\"command\":\"ls\"}"),
+                     RLMCP_ECANCELLED);
+    assert_null(fh_error_code());
+
+    /* a connect view without connect_url */
+    fh_reset();
+    route_tunnel();
+    fh_route("GET", "tunnel/13/pty/repl", 200, "{\"attached\":false}");
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"ls\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_int_equal(fh_pty_count(), 0);
+}
+
+static void control_flow(void **state)
+{
+    const struct fh_request *r = NULL;
+    cJSON *body = NULL;
+
+    fh_reset();
+    route_tunnel();
+    fh_route("POST", "tunnel/13/pty/s/control", 200,
+             "{\"session_name\":\"s\",\"status\":\"running\"}");
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"signal\",\"signal\":\"INT\"}");
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "running");
+    r = fh_find_request("POST", "tunnel/13/pty/s/control");
+    body = fh_request_json(r);
+    assert_string_equal(cJSON_GetObjectItem(body, "action")->valuestring,
+                        "signal");
+    assert_string_equal(cJSON_GetObjectItem(body, "signal")->valuestring,
+                        "SIGINT");
+
+    fh_reset();
+    route_tunnel();
+    fh_route("POST", "tunnel/13/pty/s/control", 200,
+             "{\"session_name\":\"s\",\"status\":\"running\"}");
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"resize\",\"cols\":120,\"rows\":40}");
+    body = fh_request_json(fh_find_request("POST", "tunnel/13/pty/s/control"));
+    assert_int_equal(cJSON_GetObjectItem(body, "cols")->valueint, 120);
+    assert_int_equal(cJSON_GetObjectItem(body, "rows")->valueint, 40);
+    assert_null(cJSON_GetObjectItem(body, "signal"));
+
+    fh_reset();
+    route_tunnel();
+    fh_route("POST", "tunnel/13/pty/s/control", 404,
+             "{\"message\":\"no session named s\"}");
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"close\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_remedy(), "pty_connect"));
+    body = fh_request_json(fh_find_request("POST", "tunnel/13/pty/s/control"));
+    assert_int_equal(cJSON_GetArraySize(body), 1);
+
+    fh_reset();
+    route_tunnel();
+    fh_route("POST", "tunnel/13/pty/s/control", 400,
+             "{\"message\":\"no foreground process group\"}");
+    fh_call("pty_control", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"s\","
+                           "\"action\":\"signal\",\"signal\":\"SIGTERM\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "no foreground process group"));
 }
 
 static void pty_tunnel(void **state)
@@ -422,7 +694,13 @@ int main(void)
         cmocka_unit_test(session_name_rules),
         cmocka_unit_test(cols_rows_rules),
         cmocka_unit_test(control_rules),
-        cmocka_unit_test(send_command_unavailable),
+        cmocka_unit_test(send_command_rules),
+        cmocka_unit_test(abi10_host_unavailable),
+        cmocka_unit_test(connect_flow),
+        cmocka_unit_test(connect_failures),
+        cmocka_unit_test(send_flow),
+        cmocka_unit_test(send_failures),
+        cmocka_unit_test(control_flow),
         cmocka_unit_test(pty_tunnel),
         cmocka_unit_test(enable_get_remove),
         cmocka_unit_test(config_template),
