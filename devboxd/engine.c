@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "pty_engine.h"
 #include "tunnel.h"
 #include "layers.h"
 #include "sandbox.h"
@@ -611,7 +612,7 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     if (rc == 0) {
         pthread_mutex_lock(&eng->lock);
         box->sb = sb;
-        pthread_mutex_unlock(&eng->lock);
+        pthread_mutex_unlock(&eng->lock);        pty_engine_boot(eng, box, sb); /* PTY server on port 13 inside */
     }
 out:
     env_free(env);

@@ -95,6 +95,7 @@ void ptyd_buf_keep_tail(struct ptyd_buf *b, size_t max)
 static void exec_shell(void)
 {
     const char *home = getenv("HOME");
+    sigset_t mask;
 
     if (home == NULL || chdir(home) != 0)
         home = "/";
@@ -103,8 +104,12 @@ static void exec_shell(void)
     closefrom(3);
     setenv("TERM", "xterm-256color", 1);
     unsetenv("PTYD_LISTEN_FD");
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
+    /* Dispositions and masks survive exec: the shell starts from defaults
+     * whatever ptyd inherited (an ignored SIGINT would make Ctrl-C void). */
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigemptyset(&mask);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     execl("/bin/bash", "bash", "-i", (char *)NULL);
     _exit(127);
 }

@@ -1,0 +1,227 @@
+// PTY sessions through devboxd: create_pty_tunnel with the official SDK,
+// then the PTY API (devboxd-ptyd inside the devbox on port 13) through the
+// tunnel listener: connect, control, and the WebSocket data plane (ws).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createRequire } from 'node:module';
+import { Devboxd, sourceDir } from './devboxd.mjs';
+
+const require = createRequire(path.join(sourceDir, 'tests', 'package.json'));
+const WebSocket = require('ws');
+
+const engine = new Devboxd();
+let client;
+let tunnelPort;
+let boxId;
+let pty; // {tunnel_key, auth_token}
+
+const pin = (h, opts, cb) => (opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
+  : cb(null, '127.0.0.1', 4));
+const origin = () => `13-${pty.tunnel_key}.localhost:${tunnelPort}`;
+
+function request(method, p, { body, token = pty.auth_token, key } = {}) {
+  const host = key ? `13-${key}.localhost:${tunnelPort}` : origin();
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  return new Promise((resolve, reject) => {
+    const req = http.request(`http://${host}${p}`, { method, headers, agent: false, lookup: pin }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(text); } catch { /* not JSON */ }
+        resolve({ status: res.statusCode, text, json });
+      });
+    });
+    req.setTimeout(20000, () => req.destroy(new Error(`${method} ${p} timed out`)));
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+  });
+}
+
+const control = (name, body) => request('POST', `/pty/${name}/control`, { body });
+
+// An attached terminal: collects output; waitFor(re) resolves on a match.
+function attach(connectUrl, { token = pty.auth_token, query = false } = {}) {
+  const url = `ws://${origin()}${connectUrl}${query ? `?token=${token}` : ''}`;
+  const ws = new WebSocket(url, { lookup: pin, headers: query ? {} : { authorization: `Bearer ${token}` } });
+  const t = { ws, out: '', closed: null, status: null };
+  t.closedP = new Promise((resolve) => ws.on('close', (code) => { t.closed = code; resolve(code); }));
+  ws.on('message', (d) => { t.out += d.toString('utf8'); });
+  ws.on('unexpected-response', (req, res) => { t.status = res.statusCode; ws.terminate(); });
+  ws.on('error', () => {});
+  t.opened = new Promise((resolve, reject) => {
+    ws.on('open', () => resolve(t));
+    t.closedP.then(() => reject(Object.assign(new Error(`attach failed (HTTP ${t.status})`), { status: t.status })));
+  });
+  t.send = (s) => ws.send(Buffer.from(s));
+  t.waitFor = async (re, ms = 20000) => {
+    const deadline = Date.now() + ms;
+    while (!re.test(t.out)) {
+      if (Date.now() > deadline) throw new Error(`no ${re} in terminal output:\n${t.out.slice(-2000)}`);
+      if (t.closed !== null) throw new Error(`closed (${t.closed}) before ${re}:\n${t.out.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  t.close = async () => { ws.close(); await t.closedP; };
+  return t;
+}
+
+async function open(name, q = '') {
+  const c = await request('GET', `/pty/${name}${q}`);
+  assert.equal(c.status, 200, c.text);
+  const t = attach(c.json.connect_url);
+  await t.opened;
+  return { view: c.json, t };
+}
+
+before(async () => {
+  await engine.start();
+  const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+  tunnelPort = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+  client = engine.client();
+  boxId = (await client.devboxes.createAndAwaitRunning({ name: 'pty' })).id;
+  pty = await client.devboxes.createPtyTunnel(boxId);
+});
+
+after(async () => { await engine.cleanup(); });
+
+describe('PTY sessions', () => {
+  test('connect creates, then reattaches; view fields', async () => {
+    const a = await request('GET', '/pty/view1?cols=100&rows=30');
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual({ ...a.json }, {
+      attached: false, created: true, connect_url: '/pty/view1/attach', idle_ttl_seconds: 1800,
+      cols: 100, rows: 30, session_name: 'view1', status: 'running', protocol_version: '1',
+    });
+    const b = await request('GET', '/pty/view1');
+    assert.equal(b.json.created, false);
+    assert.equal(b.json.cols, 100);
+  });
+
+  test('python3 -i round trip', async () => {
+    const { t } = await open('py');
+    t.send('python3 -i\n');
+    await t.waitFor(/>>> /);
+    t.send('print(6*7)\n');
+    await t.waitFor(/\r\n42\r\n/);
+    await t.close();
+  });
+
+  test('resize delivers SIGWINCH with the new size; SIGINT interrupts sleep', async () => {
+    const { t } = await open('winch', '?cols=80&rows=24');
+    t.send(`python3 -c "import signal,shutil,time; signal.signal(signal.SIGWINCH, lambda *a: print('WINCH', *shutil.get_terminal_size(), flush=True)); print('READY', flush=True); time.sleep(60)"\n`);
+    await t.waitFor(/READY\r\n/);
+    const r = await control('winch', { action: 'resize', cols: 123, rows: 45 });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { session_name: 'winch', status: 'running' });
+    await t.waitFor(/WINCH 123 45/);
+    assert.equal((await control('winch', { action: 'signal', signal: 'SIGINT' })).status, 200);
+    await t.waitFor(/KeyboardInterrupt/);
+    t.send('sleep 100\n');
+    await new Promise((r2) => setTimeout(r2, 300)); // let bash start it (the check below does not depend on it)
+    const started = Date.now();
+    const s = await control('winch', { action: 'signal', signal: 'SIGINT' });
+    assert.equal(s.status, 200, s.text);
+    t.send('echo DONE$((3+4))\n');
+    await t.waitFor(/DONE7/, 20000);
+    assert.ok(Date.now() - started < 20000);
+    await t.close();
+  });
+
+  test('reconnect resumes the same shell (cwd, env); close gives a fresh one', async () => {
+    const first = await open('resume');
+    first.t.send('cd /tmp && export FOO=bar$((40+2)) && echo SET$((1))\n');
+    await first.t.waitFor(/SET1/);
+    await first.t.close();
+    const again = await open('resume');
+    assert.equal(again.view.created, false);
+    again.t.send('echo "[$PWD:$FOO]"\n');
+    await again.t.waitFor(/\[\/tmp:bar42\]/);
+    const c = await control('resume', { action: 'close' });
+    assert.equal(c.status, 200, c.text);
+    assert.deepEqual(c.json, { session_name: 'resume', status: 'closed' });
+    assert.equal(await again.t.closedP, 4000);
+    const fresh = await open('resume');
+    assert.equal(fresh.view.created, true);
+    fresh.t.send('echo "[$PWD:$FOO]"\n');
+    await fresh.t.waitFor(/\[\/home\/user:\]/);
+    await fresh.t.close();
+  });
+
+  test('single attach: a second attach is 400 at upgrade; ?token= works for the WebSocket', async () => {
+    const { view, t } = await open('single');
+    assert.equal((await request('GET', '/pty/single')).json.attached, true);
+    const second = attach(view.connect_url);
+    await assert.rejects(second.opened, (e) => e.status === 400);
+    await t.close();
+    const q = attach(view.connect_url, { query: true });
+    await q.opened;
+    q.send('echo Q$((1+1))\n');
+    await q.waitFor(/Q2/);
+    await q.close();
+  });
+
+  test('the shell exiting closes the WebSocket with 4000', async () => {
+    const { t } = await open('exit1');
+    t.send('exit\n');
+    assert.equal(await t.closedP, 4000);
+    assert.equal((await request('GET', '/pty/exit1')).json.created, true);
+  });
+});
+
+describe('PTY bad input', () => {
+  test('invalid session names', async () => {
+    for (const n of ['bad.name', 'a%20b', 'x'.repeat(257), 'caf%C3%A9']) {
+      const r = await request('GET', `/pty/${n}`);
+      assert.equal(r.status, 400, `${n}: ${r.text}`);
+      assert.match(r.json.message, /1-256 characters of \[A-Za-z0-9_-\]/);
+    }
+    assert.equal((await request('GET', `/pty/${'y'.repeat(256)}`)).status, 200);
+    assert.equal((await control('bad.name', { action: 'close' })).status, 400);
+  });
+
+  test('cols/rows outside 1-1000 or only one of them', async () => {
+    for (const q of ['?cols=0&rows=24', '?cols=80&rows=1001', '?cols=80', '?rows=5', '?cols=abc&rows=2', '?cols=-1&rows=5', '?cols=1.5&rows=5']) {
+      const r = await request('GET', `/pty/dims${q}`);
+      assert.equal(r.status, 400, `${q}: ${r.text}`);
+      assert.match(r.json.message, /cols and rows|both cols and rows/);
+    }
+    assert.equal((await request('GET', '/pty/dims?cols=1000&rows=1')).status, 200);
+    for (const b of [{ action: 'resize', cols: 0, rows: 10 }, { action: 'resize', cols: 10 }, { action: 'resize', cols: 1001, rows: 5 }, { action: 'resize', cols: '80', rows: 24 }]) {
+      const r = await control('dims', b);
+      assert.equal(r.status, 400, JSON.stringify(b));
+      assert.match(r.json.message, /resize needs integer cols and rows/);
+    }
+  });
+
+  test('unknown signals, bad bodies, unknown sessions', async () => {
+    await request('GET', '/pty/sig');
+    for (const s of ['SIGFOO', 'INT', 'sigint', '']) {
+      const r = await control('sig', { action: 'signal', signal: s });
+      assert.equal(r.status, 400, s);
+      assert.match(r.json.message, /unknown signal name/);
+    }
+    assert.equal((await control('sig', { action: 'signal' })).status, 400);
+    const nb = await control('sig', 'not json');
+    assert.equal(nb.status, 400);
+    assert.match(nb.json.message, /JSON object/);
+    assert.match((await control('sig', { action: 'explode' })).json.message, /action must be/);
+    assert.equal((await control('nosuch', { action: 'resize', cols: 5, rows: 5 })).status, 404);
+    assert.equal((await request('GET', '/other')).status, 404);
+  });
+
+  test('wrong or missing token: 401 before the PTY server', async () => {
+    const other = await client.devboxes.createPtyTunnel(boxId);
+    assert.equal((await request('GET', '/pty/tok', { token: null })).status, 401);
+    assert.equal((await request('GET', '/pty/tok', { token: other.auth_token })).status, 401);
+    const ws = attach('/pty/tok/attach', { token: 'f'.repeat(48) });
+    await assert.rejects(ws.opened, (e) => e.status === 401);
+    // Each tunnel works with its own token.
+    assert.equal((await request('GET', '/pty/tok', { key: other.tunnel_key, token: other.auth_token })).status, 200);
+  });
+});
