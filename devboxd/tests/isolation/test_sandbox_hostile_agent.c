@@ -160,6 +160,8 @@ static void test_bad_or_missing_hello_fails_start(void **state)
     const char *want[] = {"unknown protocol", "exited"};
     size_t i;
 
+    int before = count_fds();
+
     (void)state;
     for (i = 0; i < 2; i++) {
         dir = sbt_devbox_dir(&env, ids[i]);
@@ -173,6 +175,7 @@ static void test_bad_or_missing_hello_fails_start(void **state)
         assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
         free(dir);
     }
+    assert_int_equal(count_fds(), before); /* failed starts leak no descriptor */
 }
 
 int main(void)

@@ -738,6 +738,18 @@ static int count_uid_procs(uid_t uid)
     return n;
 }
 
+static int count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+
+    while (d != NULL && readdir(d) != NULL)
+        n++;
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
 static void test_stop_cleans_up(void **state)
 {
     struct sandbox *c = NULL;
@@ -749,6 +761,8 @@ static void test_stop_cleans_up(void **state)
     FILE *f;
     char line[1024];
     bool stage_mounted = false;
+
+    int fds_before = count_open_fds();
 
     (void)state;
     c = sbt_start(&env, "iso_cleanup", NULL, SB_NET_OUTBOUND);
@@ -778,6 +792,7 @@ static void test_stop_cleans_up(void **state)
     sbt_destroy(&env, c, "iso_cleanup");
     assert_int_not_equal(stat(dir, &st), 0);
     free(dir);
+    assert_int_equal(count_open_fds(), fds_before); /* no descriptor leaked */
 }
 
 int main(void)
