@@ -779,6 +779,7 @@ static void *stop_thread(void *arg)
         sandbox_stop(sb);
         sandbox_release(sb);
     }
+    pty_engine_forget(box->id); /* its devboxd-ptyd ended with the sandbox */
     pthread_mutex_lock(&eng->lock);
     /* Executions still marked running lost their processes with the sandbox. */
     while (1) {

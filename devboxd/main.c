@@ -324,7 +324,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    pty_engine_init(); /* PTY tunnels relay to devboxd-ptyd inside the devbox */
     if (http_server_start(srv, err, sizeof(err)) != 0 ||
         tunnel_server_start(tun, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
@@ -344,8 +343,8 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     http_server_stop(srv);
-    pty_engine_shutdown();   /* ends PTY relays, which the tunnel listener handed over */
     tunnel_server_stop(tun); /* its connections use the engine */
+    pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
     if (engine_up)
         engine_fini(&eng);
     free(default_listen);
