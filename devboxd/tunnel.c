@@ -207,28 +207,6 @@ struct pty_tunnel {
 
 /* Guarded by eng->lock (one engine per process). */
 static struct pty_tunnel *pty_tunnels;
-static tunnel_pty_handler_fn pty_handler;
-static void *pty_handler_ud;
-
-void tunnel_set_pty_handler(tunnel_pty_handler_fn fn, void *ud)
-{
-    pty_handler = fn;
-    pty_handler_ud = ud;
-}
-
-int tunnel_pty_has_handler(void)
-{
-    return pty_handler != NULL;
-}
-
-int tunnel_pty_handle(struct engine *eng, const char *box_id, int fd, const char *buf,
-                      size_t len)
-{
-    if (pty_handler == NULL)
-        return -1;
-    pty_handler(pty_handler_ud, eng, box_id, fd, buf, len);
-    return 0;
-}
 
 /* Lock held: drops the oldest of a devbox's PTY tunnels beyond the cap. */
 static void pty_trim_locked(const char *box_id)

@@ -38,28 +38,13 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
  * listens), a fresh key and token per call, the TUNNEL_PTY_MAX most recent
  * per devbox kept (older ones answer 404), memory only (gone after a devboxd
  * restart). Kept across suspend/resume, dead once the devbox is shutdown or
- * failed. Relayed to 127.0.0.1:13 inside the devbox like any tunnel, or
- * handed to the PTY handler when one is set (below). */
+ * failed. Relayed to 127.0.0.1:13 inside the devbox like any tunnel. */
 #define TUNNEL_PTY_PORT 13
 #define TUNNEL_PTY_MAX 16
 
 /* POST /v1/devboxes/{id}/create_pty_tunnel → PtyTunnelView {tunnel_key, auth_token}. */
 void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_request *req,
                     struct http_response *resp);
-
-/* Optional: a PTY-tunnel request whose token checked out is handed to
- * this handler instead of being relayed to port 13 inside the devbox by the
- * listener itself. Called on the connection's own thread (it may block); it
- * owns fd from then on. buf/len: the bytes read so far (the whole first
- * request head, maybe more), valid during the call only. Set it before
- * tunnel_server_start. */
-typedef void (*tunnel_pty_handler_fn)(void *ud, struct engine *eng, const char *box_id,
-                                      int fd, const char *buf, size_t len);
-void tunnel_set_pty_handler(tunnel_pty_handler_fn fn, void *ud);
-int tunnel_pty_has_handler(void);
-/* 0 after handing fd to the handler; -1 when none is set (fd stays yours). */
-int tunnel_pty_handle(struct engine *eng, const char *box_id, int fd, const char *buf,
-                      size_t len);
 
 /* Lock (eng->lock) held. The devbox id of a PTY tunnel key, its token
  * copied into token (TUNNEL_TOKEN_LEN + 1 bytes); NULL if unknown. */

@@ -348,7 +348,6 @@ struct route {
     const char *retry_after;
     struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
-    int pty;               /* a PTY tunnel */
 };
 
 /* What a tunnel key leads to: the devbox's tunnel or one of its PTY
@@ -508,7 +507,6 @@ static void route_first(struct tconn *c, struct route *r)
     } else if (check_auth(c, &t, r) == 0) {
         snprintf(c->box_id, sizeof(c->box_id), "%s", t.box->id);
         c->keep_alive = t.keep_alive;
-        r->pty = t.pty;
         check_status_locked(&t, r);
         if (r->status == 0 && c->keep_alive)
             engine_touch_locked(t.box);
@@ -834,13 +832,6 @@ static void serve(struct tconn *c)
     route_first(c, &r);
     if (r.status != 0) {
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
-        goto out;
-    }
-    if (r.pty && tunnel_pty_has_handler()) {
-        /* A registered PTY service takes the connection as it is. */
-        connect_release(c->ts->eng, r.box);
-        tunnel_pty_handle(c->ts->eng, c->box_id, c->cfd, buf, (size_t)len);
-        c->cfd = -1;
         goto out;
     }
     c->ufd = connect_inside(c, r.box, err, sizeof(err));
