@@ -78,6 +78,7 @@ void sandbox_shutdown_runtime(void)
     free(sb_rt.slirp_path);
     free(sb_rt.cgroup_root);
     free(sb_rt.cgroup_name);
+    free(sb_rt.seccomp_prog);
     memset(&sb_rt, 0, sizeof(sb_rt));
 }
 
@@ -140,6 +141,11 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
         goto out;
     }
     sb_cg_detect();
+    rc = sb_seccomp_program(&sb_rt.seccomp_prog, &sb_rt.seccomp_len);
+    if (rc != 0) {
+        sb_err(err, errlen, rc, "cannot build the devbox seccomp filter: %s", strerror(-rc));
+        goto out;
+    }
     /* slirp4netns opens /dev/net/tun after joining the devbox's namespaces;
      * as an unprivileged uid that needs the usual 0666 mode. */
     sb_rt.slirp_as_root = !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
@@ -296,6 +302,8 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
     av_add(a, "4");
     av_add(a, "--block-fd");
     av_add(a, "5");
+    av_add(a, "--seccomp");
+    av_add(a, "6");
     av_add(a, "--bind");
     av_add(a, SB_STAGE_DIR);
     av_add(a, "/");
@@ -392,6 +400,7 @@ struct launch {
     int info_w;   /* -> fd 4 */
     int block_r;  /* -> fd 5 */
     int errpipe_w;
+    int seccomp_fd; /* -> fd 6 */
     int devnull;
     int cg_fds[SB_CG_N];
     uid_t uid;
@@ -431,7 +440,7 @@ static void launcher_child(const struct launch *l)
 {
     int fd;
     int i;
-    int hi[4];
+    int hi[5];
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
     for (i = 0; i < SB_CG_N; i++) {
@@ -463,12 +472,14 @@ static void launcher_child(const struct launch *l)
     hi[1] = fcntl(l->info_w, F_DUPFD, 10);
     hi[2] = fcntl(l->block_r, F_DUPFD, 10);
     hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
-    if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0)
+    hi[4] = fcntl(l->seccomp_fd, F_DUPFD, 10);
+    if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || hi[4] < 0)
         child_fail(l->errpipe_w, "dup");
     if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
-        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0)
+        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0 ||
+        dup2(hi[4], 6) < 0)
         child_fail(l->errpipe_w, "dup2");
-    close_range(6, ~0U, 0);
+    close_range(7, ~0U, 0);
     if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, l->uid, l->uid, l->uid) != 0 ||
         syscall(SYS_setresuid, l->uid, l->uid, l->uid) != 0)
         child_fail(2, "drop to the devbox uid");
@@ -483,7 +494,7 @@ static void launcher_child(const struct launch *l)
 static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
 {
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    int hi[4];
+    int hi[5];
     int i;
 
     for (i = 0; i < 4; i++) {
@@ -765,6 +776,12 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     for (i = 0; i < SB_CG_N; i++)
         l.cg_fds[i] = -1;
     l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    l.seccomp_fd = sb_seccomp_fd();
+    if (l.seccomp_fd < 0) {
+        rc = sb_err(err, errlen, l.seccomp_fd, "cannot stage the seccomp filter: %s",
+                    strerror(-l.seccomp_fd));
+        goto out;
+    }
     if (build_bwrap_argv(spec, &av) != 0) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
@@ -822,6 +839,8 @@ out:
     }
     if (l.devnull >= 0)
         close(l.devnull);
+    if (l.seccomp_fd >= 0)
+        close(l.seccomp_fd);
     av_free(&av);
     return rc;
 }

@@ -42,6 +42,8 @@ struct sb_rt {
     uint32_t uid_count;
     bool have_ctl[SB_CG_N];
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
+    char *seccomp_prog; /* classic BPF for bwrap --seccomp (sandbox_seccomp.c) */
+    size_t seccomp_len;
 };
 
 extern struct sb_rt sb_rt; /* filled by sandbox_init */
@@ -96,6 +98,11 @@ uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *f
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
 int sb_cg_pids_current(const struct sb_cgroup *cg);
 uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
+
+/* Seccomp (sandbox_seccomp.c): builds the program once; returns a memfd
+ * holding it, positioned at 0, for one bwrap launch. */
+int sb_seccomp_program(char **prog, size_t *len);
+int sb_seccomp_fd(void);
 
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);

@@ -314,6 +314,31 @@ static void test_cannot_hijack_the_agent(void **state)
     free(out);
 }
 
+static void test_seccomp_denies_kernel_extras(void **state)
+{
+    char *out = NULL;
+
+    (void)state;
+    /* keyctl(KEYCTL_GET_KEYRING_ID, session) works for any host user; the
+     * devbox's filter refuses it with EPERM, like bpf and perf_event_open. */
+    sbt_run(box_a, NULL,
+            "python3 - <<'EOF'\n"
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "for name, nr, args in (('keyctl', 250, (0, -3, 0)), ('bpf', 321, (0, 0, 0)),\n"
+            "                       ('perf_event_open', 298, (0, 0, -1, -1, 0)),\n"
+            "                       ('userfaultfd', 323, (0,))):\n"
+            "    r = libc.syscall(nr, *args)\n"
+            "    print(name, 'EPERM' if r < 0 and ctypes.get_errno() == 1 else 'ALLOWED')\n"
+            "EOF", &out, T);
+    assert_non_null(out);
+    assert_true(contains(out, "keyctl EPERM"));
+    assert_true(contains(out, "bpf EPERM"));
+    assert_true(contains(out, "perf_event_open EPERM"));
+    assert_true(contains(out, "userfaultfd EPERM"));
+    free(out);
+}
+
 /* ---- network ---------------------------------------------------------- */
 
 static void test_cannot_reach_host_loopback(void **state)
@@ -626,6 +651,16 @@ static void test_pty_session(void **state)
     assert_int_equal(write(fd, cmd2, strlen(cmd2)), (ssize_t)strlen(cmd2));
     pty_read_until(fd, "mark-49", buf, sizeof(buf));
     assert_non_null(strstr(buf, "20 50"));
+    /* No typing into the terminal from inside (seccomp: TIOCSTI). */
+    {
+        const char *sti = "python3 -c \"import fcntl,termios\ntry:\n fcntl.ioctl(0, "
+                          "termios.TIOCSTI, b'x'); print('STI-' + 'OK')\nexcept OSError as e: "
+                          "print('STI-' + 'DENIED', e.errno)\"\n";
+        assert_int_equal(write(fd, sti, strlen(sti)), (ssize_t)strlen(sti));
+        pty_read_until(fd, "STI-DENIED 1", buf, sizeof(buf));
+        assert_non_null(strstr(buf, "STI-DENIED 1"));
+        assert_null(strstr(buf, "STI-OK"));
+    }
     assert_int_equal(write(fd, "exit 5\n", 7), 7);
     assert_int_equal(sb_proc_wait(p, T, &status), 0);
     assert_int_equal(status, 5);
@@ -804,6 +839,7 @@ int main(void)
         cmocka_unit_test(test_cannot_write_outside_root),
         cmocka_unit_test(test_cannot_see_or_signal_host),
         cmocka_unit_test(test_cannot_hijack_the_agent),
+        cmocka_unit_test(test_seccomp_denies_kernel_extras),
         cmocka_unit_test(test_cannot_reach_host_loopback),
         cmocka_unit_test(test_net_none_has_only_lo),
         cmocka_unit_test(test_fork_bomb_contained),
