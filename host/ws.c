@@ -3,8 +3,9 @@
  *
  * The exchange runs an lws context of its own on the calling thread: lws
  * contexts are not thread-safe, and a context per call keeps concurrent
- * calls apart without a shared service thread. A 20 ms wsi timer wakes the
- * service loop to check the quiet and max-wait bounds and cancellation.
+ * calls apart without a shared service thread. A 20 ms context timer (sul)
+ * wakes the service loop to check the quiet and max-wait bounds and
+ * cancellation, also while the connection is still being made.
  */
 #define _GNU_SOURCE
 #include "ws.h"
@@ -29,6 +30,10 @@ enum ws_phase { WS_CONNECTING, WS_OPEN, WS_CLOSING, WS_DONE };
 
 struct ws_state {
     struct rlmcp_pty_exchange *x;
+    struct lws_context *ctx;
+    struct lws *wsi; /* lws clears it when the connection goes */
+    lws_sorted_usec_list_t sul;
+    uint32_t quiet_ms, max_wait_ms;
     const char *token;
     ws_cancel_fn cancelled;
     void *cancel_ctx;
@@ -177,7 +182,7 @@ static void start_close(struct lws *wsi, struct ws_state *s)
     lws_callback_on_writable(wsi);
 }
 
-/* The wsi timer: bounds, quiet and cancellation. -1 drops the connection. */
+/* Every tick: bounds, quiet and cancellation. -1 drops the connection. */
 static int on_tick(struct lws *wsi, struct ws_state *s)
 {
     long now = now_ms();
@@ -189,24 +194,38 @@ static int on_tick(struct lws *wsi, struct ws_state *s)
         start_close(wsi, s);
     }
     if (s->phase == WS_CONNECTING &&
-        now - s->start_ms >= (long)s->x->max_wait_ms) {
+        now - s->start_ms >= (long)s->max_wait_ms) {
         snprintf(s->err, sizeof(s->err), "no WebSocket connection within "
                                          "max_wait");
         s->failed = true;
         return -1;
     }
     if (s->phase == WS_OPEN && !s->input_pending) {
-        if (now - s->last_ms >= (long)s->x->quiet_ms) {
+        if (now - s->last_ms >= (long)s->quiet_ms) {
             s->x->quiet = true;
             start_close(wsi, s);
-        } else if (now - s->start_ms >= (long)s->x->max_wait_ms) {
+        } else if (now - s->start_ms >= (long)s->max_wait_ms) {
             start_close(wsi, s);
         }
     }
     if (s->phase == WS_CLOSING && now - s->closing_ms >= WS_CLOSE_GRACE_MS)
         return -1; /* the peer never answered our close */
-    lws_set_timer_usecs(wsi, WS_TICK_US);
     return 0;
+}
+
+static void tick_cb(lws_sorted_usec_list_t *sul)
+{
+    struct ws_state *s = lws_container_of(sul, struct ws_state, sul);
+
+    if (s->phase == WS_DONE)
+        return;
+    if (s->wsi == NULL) { /* gone without a callback we act on */
+        s->phase = WS_DONE;
+        return;
+    }
+    if (on_tick(s->wsi, s) != 0)
+        lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+    lws_sul_schedule(s->ctx, 0, &s->sul, tick_cb, WS_TICK_US);
 }
 
 static int on_writeable(struct lws *wsi, struct ws_state *s)
@@ -288,17 +307,17 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
             s->x->close_code = LWS_CLOSE_STATUS_NO_STATUS;
         }
         break;
-    case LWS_CALLBACK_TIMER:
-        return on_tick(wsi, s);
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         on_connect_error(wsi, s, in);
         s->phase = WS_DONE;
+        s->wsi = NULL;
         break;
     case LWS_CALLBACK_CLIENT_CLOSED:
     case LWS_CALLBACK_WSI_DESTROY:
         if (s->phase == WS_CONNECTING && !s->failed && !s->was_cancelled)
             on_connect_error(wsi, s, "connection closed during the upgrade");
         s->phase = WS_DONE;
+        s->wsi = NULL;
         break;
     default:
         break;
@@ -401,12 +420,11 @@ int ws_pty_exchange(const char *origin, const char *token,
         return rc;
     if (ws_target_parse(origin, x->connect_url, &t, err, errlen) != 0)
         return RLMCP_EINVAL;
-    if (x->quiet_ms == 0)
-        x->quiet_ms = WS_DEFAULT_QUIET_MS;
-    if (x->max_wait_ms == 0)
-        x->max_wait_ms = WS_DEFAULT_MAX_WAIT_MS;
     pthread_once(&log_once, log_init);
     memset(&s, 0, sizeof(s));
+    s.quiet_ms = x->quiet_ms != 0 ? x->quiet_ms : WS_DEFAULT_QUIET_MS;
+    s.max_wait_ms = x->max_wait_ms != 0 ? x->max_wait_ms
+                                        : WS_DEFAULT_MAX_WAIT_MS;
     s.x = x;
     s.token = token;
     s.cancelled = cancelled;
@@ -435,22 +453,31 @@ int ws_pty_exchange(const char *origin, const char *token,
     ci.ssl_connection = t.tls ? LCCSCF_USE_SSL : 0;
     ci.local_protocol_name = ws_protocols[0].name;
     ci.opaque_user_data = &s;
-    ci.pwsi = &wsi;
-    if (lws_client_connect_via_info(&ci) == NULL) {
+    ci.pwsi = &s.wsi;
+    s.ctx = ctx;
+    wsi = lws_client_connect_via_info(&ci);
+    if (wsi == NULL) {
         if (!s.failed)
             on_connect_error(NULL, &s, "cannot start the connection");
         s.phase = WS_DONE;
     } else {
-        lws_set_timer_usecs(wsi, WS_TICK_US);
+        lws_sul_schedule(ctx, 0, &s.sul, tick_cb, WS_TICK_US);
     }
     while (s.phase != WS_DONE) {
-        if (lws_service(ctx, 0) < 0)
+        /* Backstop: the ticks end every exchange long before this. */
+        if (lws_service(ctx, 0) < 0 ||
+            now_ms() - s.start_ms > (long)s.max_wait_ms + 60000L) {
+            if (!s.failed && s.phase == WS_CONNECTING)
+                on_connect_error(NULL, &s, "the WebSocket never finished");
             break;
+        }
     }
     rc = finish(&s, &t, err, errlen);
 out:
-    if (ctx != NULL)
+    if (ctx != NULL) {
+        lws_sul_cancel(&s.sul);
         lws_context_destroy(ctx);
+    }
     if (s.frame != NULL) {
         explicit_bzero(s.frame, LWS_PRE + x->input_len);
         free(s.frame);
