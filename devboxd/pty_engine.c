@@ -59,12 +59,14 @@ static void remember(const char *box_id, struct sb_proc *p)
     pthread_mutex_unlock(&pty_lock);
 }
 
-static int idle_ttl(void)
+/* Seconds from the environment variable, def when unset or out of 1..max. */
+static int env_seconds(const char *name, int def, int max)
 {
-    const char *v = getenv("DEVBOXD_PTY_IDLE_TTL");
-    long n = v != NULL ? strtol(v, NULL, 10) : 0;
+    const char *v = getenv(name);
+    char *end = NULL;
+    long n = v != NULL ? strtol(v, &end, 10) : 0;
 
-    return n >= 1 && n <= 7 * 24 * 3600 ? (int)n : 1800;
+    return v != NULL && *v != '\0' && *end == '\0' && n >= 1 && n <= max ? (int)n : def;
 }
 
 void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
@@ -74,6 +76,9 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     char cmd[256];
     char err[256] = "";
     char msg[400];
+    int ttl;
+    int ping_timeout;
+    int ping_interval;
     int lfd = sandbox_listen_tcp(sb, TUNNEL_PTY_PORT);
 
     if (lfd < 0) {
@@ -81,8 +86,12 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
         goto fail;
     }
     /* The listening socket arrives as stdout; ptyd takes it as fd 3. */
-    snprintf(cmd, sizeof(cmd), "test -x " PTYD_INSIDE " || { echo missing >&2; exit 127; }; "
-             "exec " PTYD_INSIDE " --listen-fd 3 --idle-ttl %d 3>&1 >/dev/null", idle_ttl());
+    ttl = env_seconds("DEVBOXD_PTY_IDLE_TTL", 1800, 7 * 24 * 3600);
+    ping_timeout = env_seconds("DEVBOXD_PTY_PING_TIMEOUT", 60, 3600);
+    ping_interval = ping_timeout / 3 < 1 ? 1 : ping_timeout / 3 > 20 ? 20 : ping_timeout / 3;
+    snprintf(cmd, sizeof(cmd), "exec " PTYD_INSIDE " --listen-fd 3 --idle-ttl %d "
+             "--ping-timeout %d --ping-interval %d 3>&1 >/dev/null", ttl, ping_timeout,
+             ping_interval);
     memset(&req, 0, sizeof(req));
     req.command = cmd;
     req.stdout_fd = lfd;

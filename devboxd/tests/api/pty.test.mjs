@@ -225,3 +225,94 @@ describe('PTY bad input', () => {
     assert.equal((await request('GET', '/pty/tok', { key: other.tunnel_key, token: other.auth_token })).status, 200);
   });
 });
+
+describe('PTY lifecycle', () => {
+  test('suspend/resume resets the sessions; ptyd serves again after resume', async () => {
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'pty-resume' });
+    const saved = pty;
+    try {
+      pty = await client.devboxes.createPtyTunnel(box.id);
+      const first = await open('life');
+      first.t.send('export MARK=m$((1+1)); echo OK$((2+2))\n');
+      await first.t.waitFor(/OK4/);
+      await client.devboxes.suspend(box.id);
+      await client.devboxes.awaitSuspended(box.id);
+      assert.notEqual(await first.t.closedP, null, 'the attached client is disconnected by the suspend');
+      await client.devboxes.resume(box.id);
+      await client.devboxes.awaitRunning(box.id);
+      const again = await open('life');
+      assert.equal(again.view.created, true, 'a resumed devbox has a fresh PTY server');
+      again.t.send('echo "[$MARK]"\n');
+      await again.t.waitFor(/\[\]/);
+      await again.t.close();
+    } finally {
+      pty = saved;
+      await client.devboxes.shutdown(box.id);
+    }
+  });
+});
+
+// A second devboxd with short PTY timers (DEVBOXD_PTY_IDLE_TTL,
+// DEVBOXD_PTY_PING_TIMEOUT in its environment).
+describe('PTY timers', () => {
+  const fast = new Devboxd();
+  let saved;
+  before(async () => {
+    saved = { pty, tunnelPort };
+    process.env.DEVBOXD_PTY_IDLE_TTL = '2';
+    process.env.DEVBOXD_PTY_PING_TIMEOUT = '3';
+    try {
+      await fast.start();
+    } finally {
+      delete process.env.DEVBOXD_PTY_IDLE_TTL;
+      delete process.env.DEVBOXD_PTY_PING_TIMEOUT;
+    }
+    const pid = readFileSync(path.join(fast.stateDir, 'devboxd.pid'), 'utf8');
+    tunnelPort = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+    const c = fast.client();
+    const box = await c.devboxes.createAndAwaitRunning({ name: 'pty-timers' });
+    pty = await c.devboxes.createPtyTunnel(box.id);
+  });
+  after(async () => {
+    ({ pty, tunnelPort } = saved);
+    await fast.cleanup();
+  });
+
+  test('a client that never answers pings is closed with 4001; one that does stays', async () => {
+    const c = await request('GET', '/pty/ping');
+    assert.equal(c.json.idle_ttl_seconds, 2);
+    const url = `ws://${origin()}${c.json.connect_url}`;
+    const mute = new WebSocket(url, { lookup: pin, autoPong: false, headers: { authorization: `Bearer ${pty.auth_token}` } });
+    const code = await new Promise((resolve, reject) => {
+      mute.on('close', resolve);
+      mute.on('error', reject);
+      setTimeout(() => reject(new Error('no close within 30 s')), 30000);
+    });
+    assert.equal(code, 4001);
+    const { t } = await open('ping');
+    const t0 = Date.now();
+    while (Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(t.closed, null, 'a client answering pings stays attached past the timeout');
+    t.send('echo ALIVE$((1+1))\n');
+    await t.waitFor(/ALIVE2/);
+    await t.close();
+  });
+
+  test('idle TTL: the session survives a short detach, and is replaced after the TTL', async () => {
+    const first = await open('ttl');
+    first.t.send('export K=v$((3*3)); echo OK$((5+5))\n');
+    await first.t.waitFor(/OK10/);
+    await first.t.close();
+    const soon = await request('GET', '/pty/ttl');
+    assert.equal(soon.json.created, false);
+    let view = null;
+    const t0 = Date.now();
+    while (Date.now() - t0 < 20000) {
+      await new Promise((r) => setTimeout(r, 500));
+      const v = await request('GET', '/pty/ttl');
+      if (v.json.created) { view = v.json; break; }
+    }
+    assert.ok(view, 'the session was not replaced within 20 s of a 2 s idle TTL');
+    assert.ok(Date.now() - t0 >= 1500, 'replaced before the TTL');
+  });
+});
