@@ -906,6 +906,7 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
 {
     char err[2600] = "";
     char *origin = NULL;
+    int retries = 0;
     int rc = RLMCP_EINVAL;
 
     if (call == NULL || x == NULL ||
@@ -914,8 +915,23 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
     origin = tunnel_origin(call, t);
     if (origin == NULL)
         return RLMCP_EINVAL;
-    rc = ws_pty_exchange(origin, t->auth_token, x, probe_cancelled, call, err,
-                         sizeof(err));
+    /* A refused upgrade delivered no output: 502/503/504 (the tunnel not
+     * routed yet) are retried like tunnel requests. */
+    for (retries = 0;; retries++) {
+        long status = 0;
+        uint32_t delay = 250u << retries;
+
+        rc = ws_pty_exchange(origin, t->auth_token, x, probe_cancelled, call,
+                             err, sizeof(err));
+        status = x->upgrade_status;
+        if (rc != RLMCP_EHTTP || retries >= 4 ||
+            (status != 502 && status != 503 && status != 504))
+            break;
+        if (call_sleep_ms(call, delay < 2000u ? delay : 2000u) != RLMCP_OK) {
+            rc = RLMCP_ECANCELLED;
+            break;
+        }
+    }
     if (rc != RLMCP_OK && rc != RLMCP_ECANCELLED)
         log_msg(rc == RLMCP_EHTTP ? RLMCP_LOG_WARNING : RLMCP_LOG_ERROR,
                 call->plugin_name, "pty exchange: %s", err);

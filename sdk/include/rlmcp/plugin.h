@@ -565,11 +565,13 @@ struct rlmcp_host_api {
      * for x->quiet_ms, x->max_wait_ms passed since the connect, the server
      * closed, on_output returned non-zero or the call was cancelled; then
      * close normally (1000), which keeps the session alive on the server.
-     * Pings are answered. Returns RLMCP_OK when connected (also when the
-     * server closed: see x->close_code), RLMCP_EHTTP when the upgrade was
-     * refused (x->upgrade_status holds the status, e.g. 400 when another
-     * client is attached) or the connection failed, RLMCP_ECANCELLED,
-     * RLMCP_EINVAL (bad fields; a message was logged).
+     * Pings are answered. An upgrade refused with 502/503/504 (tunnel not
+     * routed yet) is retried like runloop_tunnel_request does. Returns
+     * RLMCP_OK when connected (also when the server closed: see
+     * x->close_code), RLMCP_EHTTP when the upgrade was refused
+     * (x->upgrade_status holds the status, e.g. 400 when another client is
+     * attached) or the connection failed, RLMCP_ECANCELLED, RLMCP_EINVAL
+     * (bad fields; a message was logged).
      * Ownership: t and the input are copied or used only during the call;
      * output bytes are borrowed until on_output returns; x stays the
      * plugin's and the host writes its result fields. Threads: any, while
