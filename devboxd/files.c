@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define READ_CONTENTS_MAX (64u << 20)
+/* open_regular(): the path names a FIFO, socket or device, not a file. */
+#define NOT_REGULAR (-ENOSTR)
 
 static void open_error(struct http_response *resp, const char *path, int rc)
 {
@@ -37,6 +39,10 @@ static void open_error(struct http_response *resp, const char *path, int rc)
         break;
     case ENOTDIR:
         util_error(resp, 400, "a parent of '%s' is not a directory", path);
+        break;
+    case -NOT_REGULAR:
+        util_error(resp, 400, "'%s' is not a regular file (a FIFO, socket or device); "
+                   "give the path of a regular file", path);
         break;
     default:
         util_error(resp, 400, "cannot open '%s' in the devbox: %s", path, strerror(-rc));
@@ -110,12 +116,39 @@ out:
     return rc;
 }
 
+/* Opens a regular file in the devbox. O_NONBLOCK because the devbox owns
+ * its files: a FIFO planted at the path would otherwise block open() (and
+ * with it this request and any suspend/shutdown waiting for io_refs)
+ * forever. Anything but a regular file is refused with NOT_REGULAR. */
+static int open_regular(struct devbox *box, const char *path, int flags, mode_t mode)
+{
+    struct stat st;
+    int fd;
+    int fl;
+
+    fd = sandbox_open(box->sb, path, flags | O_NONBLOCK, mode);
+    if (fd == -ENXIO)
+        return NOT_REGULAR; /* a FIFO with no reader, opened for writing */
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return NOT_REGULAR;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        close(fd);
+        return -EIO;
+    }
+    return fd;
+}
+
 static int open_for_write(struct engine *eng, struct devbox *box, const char *path)
 {
-    int fd = sandbox_open(box->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open_regular(box, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
     if (fd == -ENOENT && make_parents(eng, box, path) == 0)
-        fd = sandbox_open(box->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        fd = open_regular(box, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     return fd;
 }
 
@@ -149,13 +182,13 @@ void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *bo
     (void)eng;
     if (get_path(body, "file_path", fields, resp, &path) != 0)
         return;
-    fd = sandbox_open(box->sb, path, O_RDONLY, 0);
+    fd = open_regular(box, path, O_RDONLY, 0);
     if (fd < 0) {
         open_error(resp, path, fd);
         return;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        util_error(resp, 400, "'%s' is not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        util_error(resp, 500, "cannot stat '%s': %s", path, strerror(errno));
         goto out;
     }
     if ((uint64_t)st.st_size > READ_CONTENTS_MAX) {
@@ -257,14 +290,14 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
     (void)eng;
     if (get_path(body, "path", fields, resp, &path) != 0)
         return;
-    fd = sandbox_open(box->sb, path, O_RDONLY, 0);
+    fd = open_regular(box, path, O_RDONLY, 0);
     if (fd < 0) {
         open_error(resp, path, fd);
         return;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        util_error(resp, 400, "'%s' is not a regular file", path);
+        util_error(resp, 500, "cannot stat '%s': %s", path, strerror(errno));
         return;
     }
     c = calloc(1, sizeof(*c));
