@@ -309,6 +309,22 @@ out:
 
 /* ----------------------------------------------------------------- http */
 
+/* lws 4.1 reads request bodies by Content-Length only: without one the body
+ * is empty (HTTP/1.1), and a chunked body is refused (connection closed, so
+ * its bytes are never taken for a request). */
+static int start_control(struct lws *wsi, struct pss *p)
+{
+    p->is_control = 1;
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
+        send_error(wsi, 411, "send the control body with a Content-Length header (chunked "
+                   "bodies are not supported)");
+        return -1;
+    }
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
+        return serve_control(wsi, p);
+    return 0; /* the body follows */
+}
+
 static int on_http(struct lws *wsi, struct pss *p, const char *path)
 {
     int is_get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
@@ -324,10 +340,8 @@ static int on_http(struct lws *wsi, struct pss *p, const char *path)
         return finish(wsi, send_error(wsi, 400, "invalid session name: %s", name_rule));
     if (r == R_CONNECT && is_get)
         return serve_connect(wsi, p->name);
-    if (r == R_CONTROL && is_post) {
-        p->is_control = 1;
-        return 0; /* the body follows */
-    }
+    if (r == R_CONTROL && is_post)
+        return start_control(wsi, p);
     if (r == R_ATTACH)
         return finish(wsi, send_error(wsi, 400, "%s is the WebSocket data plane: connect with "
                                       "a WebSocket upgrade", path));

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createRequire } from 'node:module';
@@ -174,6 +175,19 @@ describe('PTY sessions', () => {
   });
 });
 
+// Raw request bytes through the tunnel listener; resolves with the answer.
+function raw(head, body = '') {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(tunnelPort, '127.0.0.1', () => s.write(`${head}Host: ${origin()}\r\nAuthorization: Bearer ${pty.auth_token}\r\nConnection: close\r\n\r\n${body}`));
+    let out = '';
+    s.setEncoding('latin1');
+    s.on('data', (d) => { out += d; });
+    s.on('close', () => resolve(out));
+    s.on('error', reject);
+    s.setTimeout(20000, () => s.destroy(new Error(`no answer to ${head}: ${out}`)));
+  });
+}
+
 describe('PTY bad input', () => {
   test('invalid session names', async () => {
     for (const n of ['bad.name', 'a%20b', 'x'.repeat(257), 'caf%C3%A9']) {
@@ -213,6 +227,13 @@ describe('PTY bad input', () => {
     assert.match((await control('sig', { action: 'explode' })).json.message, /action must be/);
     assert.equal((await control('nosuch', { action: 'resize', cols: 5, rows: 5 })).status, 404);
     assert.equal((await request('GET', '/other')).status, 404);
+    assert.equal((await request('DELETE', '/pty/sig')).status, 405);
+    // No body at all (no Content-Length): answered, not left waiting.
+    assert.match(await raw('POST /pty/sig/control HTTP/1.1\r\n'), /^HTTP\/1\.1 400[^]*JSON object/);
+    assert.match(await raw('POST /pty/sig/control HTTP/1.1\r\nTransfer-Encoding: chunked\r\n', '5\r\nhello\r\n0\r\n\r\n'),
+      /^HTTP\/1\.1 411[^]*Content-Length/);
+    const big = await request('POST', '/pty/sig/control', { body: 'x'.repeat(70000) });
+    assert.equal(big.status, 413);
   });
 
   test('wrong or missing token: 401 before the PTY server', async () => {
