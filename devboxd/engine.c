@@ -552,6 +552,7 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     pthread_mutex_unlock(&eng->lock);
     if (sb != NULL)
         sandbox_stop(sb);
+    pty_engine_forget(box->id);
     pthread_mutex_lock(&eng->lock);
     engine_set_status_locked(eng, box, DBX_FAILURE, reason, NULL);
     box->busy = 0;
