@@ -280,8 +280,8 @@ describe('PTY timers', () => {
   let saved;
   before(async () => {
     saved = { pty, tunnelPort };
-    process.env.DEVBOXD_PTY_IDLE_TTL = '2';
-    process.env.DEVBOXD_PTY_PING_TIMEOUT = '3';
+    process.env.DEVBOXD_PTY_IDLE_TTL = '3';
+    process.env.DEVBOXD_PTY_PING_TIMEOUT = '4';
     try {
       await fast.start();
     } finally {
@@ -301,7 +301,7 @@ describe('PTY timers', () => {
 
   test('a client that never answers pings is closed with 4001; one that does stays', async () => {
     const c = await request('GET', '/pty/ping');
-    assert.equal(c.json.idle_ttl_seconds, 2);
+    assert.equal(c.json.idle_ttl_seconds, 3);
     const url = `ws://${origin()}${c.json.connect_url}`;
     const mute = new WebSocket(url, { lookup: pin, autoPong: false, headers: { authorization: `Bearer ${pty.auth_token}` } });
     const code = await new Promise((resolve, reject) => {
@@ -312,7 +312,7 @@ describe('PTY timers', () => {
     assert.equal(code, 4001);
     const { t } = await open('ping');
     const t0 = Date.now();
-    while (Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 100));
+    while (Date.now() - t0 < 7000) await new Promise((r) => setTimeout(r, 100));
     assert.equal(t.closed, null, 'a client answering pings stays attached past the timeout');
     t.send('echo ALIVE$((1+1))\n');
     await t.waitFor(/ALIVE2/);
@@ -333,7 +333,7 @@ describe('PTY timers', () => {
       const v = await request('GET', '/pty/ttl');
       if (v.json.created) { view = v.json; break; }
     }
-    assert.ok(view, 'the session was not replaced within 20 s of a 2 s idle TTL');
+    assert.ok(view, 'the session was not replaced within 20 s of a 3 s idle TTL');
     assert.ok(Date.now() - t0 >= 1500, 'replaced before the TTL');
   });
 });
