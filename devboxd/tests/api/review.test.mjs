@@ -1,6 +1,9 @@
 // Regression tests for defects found in review of devboxd: each test names
 // the bug it pins down.
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Devboxd, rejectsWith, toFile, waitFor } from './devboxd.mjs';
 
@@ -41,4 +44,74 @@ describe('files API and FIFOs planted in the devbox', () => {
         { timeoutMs: 60000, what: 'the devbox to shut down' });
     });
   }
+});
+
+// A snapshot copies the devbox's writable layer as root while the devbox
+// runs. The devbox used to be able to swap a directory for a symlink to a
+// host path between cp's lstat and its opendir, and so get host files
+// copied into the snapshot (and into every devbox booted from it). The copy
+// now runs in a private root that holds only /usr, the source and the
+// destination, so a swapped-in symlink cannot name a host path.
+describe('snapshot copy and symlink swaps inside the devbox', () => {
+  let hostDir;
+  before(() => {
+    hostDir = mkdtempSync(path.join(tmpdir(), 'devboxd-review-host-'));
+    mkdirSync(path.join(hostDir, 'secretdir'));
+    writeFileSync(path.join(hostDir, 'secretdir', 'host-secret.txt'), 'host secret\n');
+  });
+  after(() => { rmSync(hostDir, { recursive: true, force: true }); });
+
+  const findSecret = (dir) => {
+    if (!existsSync(dir)) return false;
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.name === 'host-secret.txt') return true;
+      if (e.isDirectory() && !e.isSymbolicLink() && findSecret(path.join(dir, e.name))) return true;
+    }
+    return false;
+  };
+
+  test('no host file reaches a snapshot when a directory becomes a symlink mid-copy', async () => {
+    const client = engine.client({ timeout: 120000 });
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'swapper' });
+    // w/d holds a big file and an (empty) directory named like the host
+    // one. While cp copies the big file, d becomes a symlink to the host
+    // directory, so cp's next entry, w/d/secretdir, resolves on the host.
+    await client.devboxes.executeAndAwaitCompletion(box.id, {
+      // big first: cp walks a directory in inode order.
+      command: 'mkdir -p w/d && head -c 100663296 /dev/zero | tr "\\0" x > w/d/big && mkdir w/d/secretdir',
+    });
+    // The devbox would do the swap itself with two renames in a loop; to
+    // hit the window every time the test does the same renames in the
+    // devbox's writable layer, which is where the devbox's own renames land.
+    const upper = path.join(engine.stateDir, 'devboxes', box.id, 'sandbox', 'upper', 'home', 'user', 'w');
+    assert.ok(existsSync(path.join(upper, 'd', 'big')), `no ${upper}/d/big`);
+    const snapsDir = path.join(engine.stateDir, 'snapshots');
+    const before = new Set(existsSync(snapsDir) ? readdirSync(snapsDir) : []);
+    let snap = null;
+    let failure = null;
+    const call = client.devboxes.snapshotDisk(box.id, { name: 'race' })
+      .then((s) => { snap = s; }, (e) => { failure = e; });
+    let swapped = false;
+    const deadline = Date.now() + 60000;
+    while (!swapped && snap === null && failure === null && Date.now() < deadline) {
+      const fresh = (existsSync(snapsDir) ? readdirSync(snapsDir) : []).filter((d) => !before.has(d));
+      const big = fresh.length ? path.join(snapsDir, fresh[0], 'layer', 'home', 'user', 'w', 'd', 'big') : null;
+      if (big && existsSync(big)) {
+        renameSync(path.join(upper, 'd'), path.join(upper, 'real'));
+        symlinkSync(hostDir, path.join(upper, 'd'));
+        swapped = true;
+      } else {
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    await call;
+    assert.ok(swapped, `the copy ended before the swap (${snap ? 'completed' : failure?.message})`);
+    // cp may meet a path that changed under it and fail: fine, as long as
+    // no host file lands in a snapshot.
+    if (failure) assert.equal(failure.status, 500, `unexpected snapshot failure: ${failure.message}`);
+    for (const d of readdirSync(snapsDir))
+      assert.ok(!findSecret(path.join(snapsDir, d)),
+        `a host file was copied into snapshot ${d} (${snap ? 'completed' : 'failed'})`);
+    await client.devboxes.shutdown(box.id);
+  });
 });
