@@ -20,7 +20,7 @@
 #include "registry.h"
 
 /* Requests one session may have in progress (queued or running). */
-#define MCP_MAX_SESSION_CALLS 256u
+#define MCP_MAX_SESSION_CALLS 4096u
 
 enum call_kind { CALL_TOOL = 1, CALL_RESOURCE, CALL_PROMPT };
 
