@@ -6,6 +6,7 @@
  * resumed there. */
 #define _GNU_SOURCE
 #include "http_internal.h"
+#include "util.h"
 
 #include <errno.h>
 #include <nghttp2/nghttp2.h>
@@ -20,6 +21,15 @@
 
 #define H2_STREAM_BUF_MAX (256 * 1024) /* back-pressure for streamed bodies */
 #define H2_OUT_HIGH (256 * 1024)
+/* Request handlers running for one connection. A stream reset by the client
+ * closes at once for nghttp2 (and no longer counts against
+ * MAX_CONCURRENT_STREAMS) while its handler may still be blocked in a
+ * long-poll: without this cap, open-and-reset loops pile up threads. */
+#define H2_MAX_WORKERS 256
+/* Request header bytes (names + values) and fields kept per stream; a
+ * request over either is answered 431 without reaching the handler. */
+#define H2_MAX_HEADER_BYTES (64 * 1024)
+#define H2_MAX_HEADERS 128
 
 struct h2_conn;
 
@@ -29,6 +39,8 @@ struct h2_stream {
     int refs;
     size_t limit;
     struct http_request req;
+    size_t header_bytes;
+    int headers_too_large;
     /* Response side, guarded by conn->lock. */
     int resp_ready;
     int submitted;
@@ -49,6 +61,7 @@ struct h2_stream {
 struct h2_conn {
     pthread_mutex_t lock;
     int refs;
+    int workers; /* stream_worker threads alive, guarded by lock */
     int fd;
     int evfd;
     int trusted;
@@ -184,6 +197,12 @@ static void stream_pump(struct h2_stream *st, struct http_response *resp)
     stream_finish(st, aborted);
 }
 
+static void headers_too_large(struct http_response *resp)
+{
+    util_error(resp, 431, "request headers are too large: send at most %d header fields "
+               "and %d KiB of header data", H2_MAX_HEADERS, H2_MAX_HEADER_BYTES / 1024);
+}
+
 static void *stream_worker(void *arg)
 {
     struct h2_stream *st = arg;
@@ -192,7 +211,10 @@ static void *stream_worker(void *arg)
     size_t i;
 
     memset(&resp, 0, sizeof(resp));
-    http_dispatch(c->srv, &st->req, &resp);
+    if (st->headers_too_large)
+        headers_too_large(&resp);
+    else
+        http_dispatch(c->srv, &st->req, &resp);
     pthread_mutex_lock(&c->lock);
     st->status = resp.status;
     for (i = 0; i < resp.n_headers; i++) {
@@ -214,6 +236,9 @@ static void *stream_worker(void *arg)
     if (resp.stream != NULL)
         stream_pump(st, &resp);
     http_response_clear(&resp);
+    pthread_mutex_lock(&c->lock);
+    c->workers--;
+    pthread_mutex_unlock(&c->lock);
     stream_unref(st);
     return NULL;
 }
@@ -224,6 +249,13 @@ static void stream_dispatch(struct h2_stream *st)
     pthread_t tid;
 
     pthread_mutex_lock(&st->conn->lock);
+    if (st->conn->workers >= H2_MAX_WORKERS) {
+        pthread_mutex_unlock(&st->conn->lock);
+        nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
+                                  NGHTTP2_REFUSED_STREAM);
+        return;
+    }
+    st->conn->workers++;
     st->refs++;
     pthread_mutex_unlock(&st->conn->lock);
     pthread_attr_init(&attr);
@@ -232,6 +264,9 @@ static void stream_dispatch(struct h2_stream *st)
     if (pthread_create(&tid, &attr, stream_worker, st) != 0) {
         nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_REFUSED_STREAM);
+        pthread_mutex_lock(&st->conn->lock);
+        st->conn->workers--;
+        pthread_mutex_unlock(&st->conn->lock);
         stream_unref(st);
     }
     pthread_attr_destroy(&attr);
@@ -370,13 +405,16 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
 
     (void)flags;
     (void)user_data;
-    (void)namelen;
-    (void)valuelen;
     if (frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (st == NULL)
+    if (st == NULL || st->headers_too_large)
         return 0;
+    st->header_bytes += namelen + valuelen;
+    if (st->header_bytes > H2_MAX_HEADER_BYTES || st->req.n_headers >= H2_MAX_HEADERS) {
+        st->headers_too_large = 1; /* answered 431 once the request ends */
+        return 0;
+    }
     if (strcmp((const char *)name, ":method") == 0) {
         free(st->req.method);
         st->req.method = strdup((const char *)value);
@@ -426,7 +464,9 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (st == NULL || st->req.method == NULL || st->req.path == NULL)
+    if (st == NULL)
+        return 0;
+    if (!st->headers_too_large && (st->req.method == NULL || st->req.path == NULL))
         return 0;
     stream_dispatch(st);
     return 0;
@@ -588,6 +628,7 @@ void h2_serve_connection(struct http_server *srv, int fd, int trusted)
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_BYTES},
     };
     struct h2_conn *c = NULL;
 

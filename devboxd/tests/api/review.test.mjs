@@ -1,7 +1,8 @@
 // Regression tests for defects found in review of devboxd: each test names
 // the bug it pins down.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -113,5 +114,79 @@ describe('snapshot copy and symlink swaps inside the devbox', () => {
       assert.ok(!findSecret(path.join(snapsDir, d)),
         `a host file was copied into snapshot ${d} (${snap ? 'completed' : 'failed'})`);
     await client.devboxes.shutdown(box.id);
+  });
+});
+
+// HTTP/2: a stream the client resets closes at once for nghttp2, but its
+// handler may sit in a long-poll. Open-and-reset loops used to start one
+// thread per stream without bound; now a connection runs at most 256
+// handlers and refuses further streams until they end. Oversized request
+// headers used to be stored without bound; now they get 431.
+describe('HTTP/2 limits', () => {
+  const threads = () => Number(/^Threads:\s+(\d+)/m.exec(
+    readFileSync(`/proc/${engine.proc.pid}/status`, 'utf8'))[1]);
+
+  const h2request = (session, headers, body) => new Promise((resolve) => {
+    const r = session.request({ ':method': body ? 'POST' : 'GET', authorization: `Bearer ${engine.key}`,
+      ...headers });
+    let status = 0;
+    let text = '';
+    r.on('response', (h) => { status = h[':status']; });
+    r.on('data', (d) => { text += d; });
+    r.on('end', () => resolve({ status, text }));
+    r.on('error', (err) => resolve({ status: -1, text: String(err) }));
+    r.end(body);
+  });
+
+  test('reset long-polls do not pile up handler threads', async () => {
+    const client = engine.client();
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'h2-reset' });
+    const base = threads();
+    const session = http2.connect(engine.baseURL);
+    const body = JSON.stringify({ statuses: ['shutdown'], timeout_seconds: 30 });
+    const sent = [];
+    for (let i = 0; i < 600; i++) {
+      sent.push(new Promise((resolve) => {
+        const r = session.request({ ':method': 'POST', ':path': `/v1/devboxes/${box.id}/wait_for_status`,
+          authorization: `Bearer ${engine.key}`, 'content-type': 'application/json' });
+        r.on('error', () => {});
+        r.on('close', resolve);
+        r.end(body, () => r.close(http2.constants.NGHTTP2_CANCEL));
+      }));
+    }
+    await Promise.all(sent);
+    // Every stream was sent and reset; give the server a moment to have
+    // dispatched what it will dispatch, then count its threads.
+    let peak = 0;
+    const until = Date.now() + 2000;
+    while (Date.now() < until) {
+      peak = Math.max(peak, threads());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    session.close();
+    assert.ok(peak - base <= 256 + 32, `devboxd went from ${base} to ${peak} threads`);
+    // Another connection is served meanwhile.
+    const other = http2.connect(engine.baseURL);
+    const r = await h2request(other, { ':path': `/v1/devboxes/${box.id}` });
+    other.close();
+    assert.equal(r.status, 200, r.text);
+    await client.devboxes.shutdown(box.id);
+  });
+
+  test('too many or too large request headers get 431', async () => {
+    // Node would refuse to send a header block over 64 KiB itself.
+    const session = http2.connect(engine.baseURL, { maxSendHeaderBlockLength: 1 << 24 });
+    const many = {};
+    for (let i = 0; i < 200; i++) many[`x-many-${i}`] = 'v';
+    const big = {};
+    for (let i = 0; i < 40; i++) big[`x-big-${i}`] = 'v'.repeat(4000);
+    const r1 = await h2request(session, { ':path': '/v1/devboxes', ...many });
+    const r2 = await h2request(session, { ':path': '/v1/devboxes', ...big });
+    const r3 = await h2request(session, { ':path': '/v1/devboxes' });
+    session.close();
+    assert.equal(r1.status, 431, r1.text);
+    assert.match(JSON.parse(r1.text).message, /headers are too large/);
+    assert.equal(r2.status, 431, r2.text);
+    assert.equal(r3.status, 200, r3.text);
   });
 });
