@@ -280,6 +280,7 @@ test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a k
   const r = await call({});
   assert.equal(r.status, 200);
   const res = JSON.parse(r.body).result;
+  assert.ok(res, `expected a result, got: ${r.body}`);
   assert.equal(res.isError, true);
   const err = JSON.parse(res.content[0].text).error;
   assert.equal(err.code, 'unauthenticated');
