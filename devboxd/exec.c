@@ -349,10 +349,20 @@ int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text
         rc = 400;
         goto out;
     }
-    if (len > 0 && sb_proc_write_stdin(ex->proc, text, len) != 0) {
-        snprintf(err, errlen, "the command's stdin is closed");
-        rc = 400;
-        goto out;
+    if (len > 0) {
+        int wrc = sb_proc_write_stdin(ex->proc, text, len);
+
+        if (wrc == -ETIMEDOUT) {
+            snprintf(err, errlen, "the command is not reading its stdin (nothing read for "
+                     "10 s; part of the text may have been delivered); send less or kill it");
+            rc = 400;
+            goto out;
+        }
+        if (wrc != 0) {
+            snprintf(err, errlen, "the command's stdin is closed");
+            rc = 400;
+            goto out;
+        }
     }
     if (interrupt)
         sb_proc_kill(ex->proc, SIGINT);

@@ -153,7 +153,8 @@ int sb_proc_pty_fd(const struct sb_proc *p);
 int sb_proc_fd(const struct sb_proc *p);
 /* Signals the command's process group.  -ESRCH once it exited. */
 int sb_proc_kill(struct sb_proc *p, int sig);
-/* Writes all of buf (blocking) to the command's stdin; -EPIPE if it closed. */
+/* Writes all of buf to the command's stdin; -EPIPE if it closed, -ETIMEDOUT
+ * if it read nothing for 10 s (part of buf may have been written). */
 int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len);
 int sb_proc_close_stdin(struct sb_proc *p);
 /* Frees the handle; a still-running command keeps running. */

@@ -396,17 +396,29 @@ int sb_proc_kill(struct sb_proc *p, int sig)
     return rc == -EPIPE || rc == -ECONNRESET ? -ESRCH : rc;
 }
 
+/* How long a stdin write waits for the command to read before giving up. */
+#define SB_STDIN_STALL_MS 10000
+
 int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
 {
     const char *c = buf;
     ssize_t n;
+    int rc;
 
     if (p->stdin_fd < 0)
         return -EPIPE;
     while (len > 0) {
-        n = send(p->stdin_fd, c, len, MSG_NOSIGNAL);
+        n = send(p->stdin_fd, c, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* Bounded: a command that stops reading must not hold the
+             * caller (and the locks it holds) forever. */
+            rc = sb_poll_until(p->stdin_fd, POLLOUT, sb_now_ms() + SB_STDIN_STALL_MS);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         if (n < 0)
             return (errno == ECONNRESET || errno == EPIPE) ? -EPIPE : -errno;
         c += n;

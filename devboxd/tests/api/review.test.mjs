@@ -190,3 +190,29 @@ describe('HTTP/2 limits', () => {
     assert.equal(r3.status, 200, r3.text);
   });
 });
+
+// send_std_in to a command that never reads its stdin used to block in
+// send() forever while holding the execution's process lock: the request
+// never answered, kill of that execution hung behind it, and so did the
+// waiters of other executions sharing the lock. Now the write gives up
+// after a bounded wait with 400 and the execution can still be killed.
+describe('send_std_in to a command that does not read', () => {
+  test('answers 400 in bounded time; kill still works', async () => {
+    const client = engine.client({ timeout: 60000 });
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'stdin-full' });
+    const a = await client.devboxes.executions.executeAsync(box.id, { command: 'sleep 600',
+      attach_stdin: true });
+    // Well over a socket buffer, under the 1 MiB JSON body limit.
+    const text = 'x'.repeat(900 * 1024);
+    const t0 = Date.now();
+    await rejectsWith(assert, client.devboxes.executions.sendStdIn(box.id, a.execution_id, { text }),
+      400, /not reading its stdin/);
+    assert.ok(Date.now() - t0 < 45000, `send_std_in took ${Date.now() - t0} ms`);
+    const other = await client.devboxes.executeAndAwaitCompletion(box.id, { command: 'echo alive' });
+    assert.equal(other.stdout, 'alive\n');
+    await client.devboxes.executions.kill(box.id, a.execution_id);
+    const done = await client.devboxes.executions.awaitCompleted(box.id, a.execution_id);
+    assert.equal(done.status, 'completed');
+    await client.devboxes.shutdown(box.id);
+  });
+});
