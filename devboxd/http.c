@@ -627,6 +627,7 @@ static void *conn_thread(void *arg)
                                job->addrlen) != MHD_YES)
             close(job->fd); /* MHD closes it on most failures; be sure */
     }
+    __atomic_sub_fetch(&job->srv->conns, 1, __ATOMIC_SEQ_CST);
     free(job);
     return NULL;
 }
@@ -653,12 +654,19 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
         job->addr.ss_family = AF_UNIX;
         job->addrlen = sizeof(sa_family_t) + 1;
     }
+    if (__atomic_add_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST) > HTTP_MAX_CONNS) {
+        __atomic_sub_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST);
+        close(job->fd);
+        free(job);
+        return;
+    }
     job->srv = srv;
     job->is_unix = is_unix;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     if (pthread_create(&tid, &attr, conn_thread, job) != 0) {
+        __atomic_sub_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST);
         close(job->fd);
         free(job);
     }
@@ -704,6 +712,7 @@ int http_server_start(struct http_server *srv, char *err, size_t errlen)
                                 0, NULL, NULL, mhd_access, srv,
                                 MHD_OPTION_NOTIFY_COMPLETED, mhd_completed, srv,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_MAX_CONNS,
                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
                                 MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
                                 MHD_OPTION_END);

@@ -7,6 +7,11 @@
 #include <pthread.h>
 
 #define HTTP_MAX_LISTEN 8
+/* Connections served at once: HTTP/2 and still-sniffing ones (a thread
+ * each, counted in conns) and, separately, HTTP/1.1 ones (libmicrohttpd's
+ * thread per connection, its own limit). Beyond this a new connection is
+ * closed at once rather than costing another thread. */
+#define HTTP_MAX_CONNS 1024
 
 struct http_server {
     http_handler_fn handler;
@@ -18,6 +23,7 @@ struct http_server {
     pthread_t accept_thread;
     int accept_started;
     struct MHD_Daemon *mhd;
+    int conns; /* sniffing + HTTP/2 connection threads, __atomic */
 };
 
 /* Serves one HTTP/2 connection on fd until it ends; closes fd. */

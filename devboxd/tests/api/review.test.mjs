@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -214,5 +215,36 @@ describe('send_std_in to a command that does not read', () => {
     const done = await client.devboxes.executions.awaitCompleted(box.id, a.execution_id);
     assert.equal(done.status, 'completed');
     await client.devboxes.shutdown(box.id);
+  });
+});
+
+// Every accepted connection used to get a thread, without bound: a client
+// opening idle connections (no key needed to connect) made devboxd start
+// one thread per socket. Now at most 1024 connections are served at once;
+// further ones are closed at once, and service resumes when they go.
+describe('connection cap', () => {
+  test('idle connections beyond the cap cost no thread', async () => {
+    const threads = () => Number(/^Threads:\s+(\d+)/m.exec(
+      readFileSync(`/proc/${engine.proc.pid}/status`, 'utf8'))[1]);
+    const base = threads();
+    const socks = [];
+    const opened = [];
+    for (let i = 0; i < 1300; i++) {
+      const s = net.connect(engine.port, '127.0.0.1');
+      s.on('error', () => {});
+      socks.push(s);
+      opened.push(new Promise((resolve) => { s.once('connect', resolve); s.once('close', resolve); }));
+    }
+    await Promise.all(opened);
+    let peak = 0;
+    const until = Date.now() + 1500;
+    while (Date.now() < until) {
+      peak = Math.max(peak, threads());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const s of socks) s.destroy();
+    assert.ok(peak - base <= 1024 + 16, `devboxd went from ${base} to ${peak} threads`);
+    await waitFor(async () => (await engine.raw('GET', '/v1/devboxes').catch(() => ({ status: 0 }))).status === 200,
+      { timeoutMs: 30000, what: 'devboxd to serve again' });
   });
 });
