@@ -148,28 +148,86 @@ fail:
     return NULL;
 }
 
-int util_rmtree(const char *path)
+/* Empties the directory open as d: removes files and empty directories,
+ * or opens the first non-empty subdirectory into *child. Returns 0 when d
+ * is empty, 1 with *child set, -1 on an entry it cannot remove. */
+static int rmtree_step(DIR *d, int *child)
 {
-    DIR *d = NULL;
     struct dirent *de;
-    char child[4200];
-    struct stat stt;
+    int fd = dirfd(d);
 
-    if (lstat(path, &stt) != 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(stt.st_mode))
-        return unlink(path);
-    d = opendir(path);
-    if (d == NULL)
-        return -1;
+    *child = -1;
+    rewinddir(d);
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
-        util_rmtree(child);
+        if (unlinkat(fd, de->d_name, 0) == 0)
+            continue;
+        if (errno != EISDIR)
+            return -1;
+        if (unlinkat(fd, de->d_name, AT_REMOVEDIR) == 0)
+            continue;
+        if (errno != ENOTEMPTY && errno != EEXIST)
+            return -1;
+        *child = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return *child >= 0 ? 1 : -1;
     }
-    closedir(d);
-    return rmdir(path);
+    return 0;
+}
+
+/* Iterative and fd-relative: trees built inside a devbox (snapshot and
+ * blueprint layers) may nest far deeper than a thread's stack or PATH_MAX
+ * allows, and a symlink in them is removed, never followed. One directory
+ * fd is open at a time: after a subdirectory is emptied we climb back
+ * through ".." and re-read the parent, whose done entries are gone. */
+int util_rmtree(const char *path)
+{
+    struct stat st;
+    DIR *d = NULL;
+    size_t depth = 0;
+    int fd;
+    int child;
+    int rc = -1;
+
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        int step;
+
+        d = fdopendir(fd);
+        if (d == NULL) {
+            close(fd);
+            goto out;
+        }
+        step = rmtree_step(d, &child);
+        if (step < 0)
+            goto out; /* stop rather than revisit an entry that stays */
+        if (step == 1) {
+            closedir(d);
+            d = NULL;
+            fd = child;
+            depth++;
+            continue;
+        }
+        if (depth == 0)
+            break;
+        fd = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        closedir(d);
+        d = NULL;
+        if (fd < 0)
+            goto out;
+        depth--;
+    }
+    rc = rmdir(path);
+out:
+    if (d != NULL)
+        closedir(d);
+    return rc;
 }
 
 static const char *status_slug(int status)
