@@ -174,6 +174,11 @@ bool call_send(struct rlmcp_call *c, const char *json, bool final)
 {
     bool sent = false;
 
+    /* Once answered, the request id is free for the client to use again
+     * (JSON-RPC ids are unique among requests in progress), even while a
+     * timed-out handler is still winding down. */
+    if (final)
+        mcp_unlink_call_session(c);
     pthread_mutex_lock(&c->send_lock);
     if (c->responded)
         goto out;

@@ -208,10 +208,9 @@ const char *mcp_session_protocol_version(const struct mcp_session *s)
 
 /* ---- call bookkeeping --------------------------------------------------- */
 
-void mcp_unlink_call(struct rlmcp_call *c)
+void mcp_unlink_call_session(struct rlmcp_call *c)
 {
     struct mcp_session *s = c->s;
-    struct mcp_dispatcher *d = c->d;
 
     pthread_mutex_lock(&s->lock);
     if (c->in_session) {
@@ -224,7 +223,13 @@ void mcp_unlink_call(struct rlmcp_call *c)
         c->in_session = false;
     }
     pthread_mutex_unlock(&s->lock);
+}
 
+void mcp_unlink_call(struct rlmcp_call *c)
+{
+    struct mcp_dispatcher *d = c->d;
+
+    mcp_unlink_call_session(c);
     pthread_mutex_lock(&d->lock);
     if (c->in_dispatcher) {
         if (c->d_prev != NULL)

@@ -162,6 +162,8 @@ void mcp_session_ref(struct mcp_session *s);
 void mcp_session_unref(struct mcp_session *s);
 /* Remove c from its session's and the dispatcher's lists. */
 void mcp_unlink_call(struct rlmcp_call *c);
+/* Remove c from its session's list only (its id is free again). */
+void mcp_unlink_call_session(struct rlmcp_call *c);
 
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,

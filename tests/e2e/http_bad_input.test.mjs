@@ -293,6 +293,7 @@ test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a k
     assert.equal(ok.status, 200);
     const text = sseEvents(ok.body).map((e) => e.data).filter(Boolean).map((d) => JSON.parse(d)).find((m) => m.id === 9);
     assert.ok(text, ok.body);
+    assert.ok(text.result, `expected a result, got: ${JSON.stringify(text)}`);
     assert.notEqual(text.result.isError, true, JSON.stringify(text));
     assert.match(text.result.content[0].text, /simple text/);
   }

@@ -361,6 +361,16 @@ static int h_never(rlmcp_call *call, const char *args, size_t len, void *ud)
     return RLMCP_ECANCELLED;
 }
 
+static int h_slow_stop(rlmcp_call *call, const char *args, size_t len,
+                       void *ud)
+{
+    /* Like never, but its clean-up takes a while after the timeout. */
+    while (!call_is_cancelled(call))
+        call_sleep_ms(call, 1000);
+    usleep(500 * 1000);
+    return RLMCP_ECANCELLED;
+}
+
 static int h_ask(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     char *result = NULL;
@@ -525,6 +535,7 @@ static int group_setup(void **state)
              "\"integer\"}},\"required\":[\"n\"]}",
              0, 0);
     add_tool("never", h_never, OBJ, NULL, 0, 200);
+    add_tool("slow_stop", h_slow_stop, OBJ, NULL, 0, 200);
     add_tool("ask", h_ask, OBJ, NULL, 0, 0);
     add_tool("log", h_log, OBJ, NULL, 0, 0);
     add_tool("content", h_content, OBJ, NULL, 0, 0);
@@ -1232,6 +1243,32 @@ static void test_timeout(void **state)
     assert_non_null(strstr(err_field(e, "message"), "200 ms"));
     assert_non_null(strstr(err_field(e, "message"), "never"));
     cJSON_Delete(e);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
+/*
+ * Once a request is answered its id may be used again, even while its
+ * timed-out handler is still cleaning up.
+ */
+static void test_id_reuse_after_answer(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    cJSON *e = NULL;
+
+    init_session(f, "{}");
+    m = call_tool(f, 1, "slow_stop", "{}");
+    e = tool_error(m);
+    assert_string_equal(err_field(e, "code"), "timeout");
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    cap_clear(&f->cap);
+    assert_int_equal(mcp_inflight(f->d), 1); /* still cleaning up */
+    m = call_tool(f, 1, "echo", "{\"text\":\"again\"}");
+    assert_non_null(m);
+    assert_null(cJSON_GetObjectItem(m, "error"));
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
     cJSON_Delete(m);
     fx_free(f);
 }
@@ -1981,6 +2018,7 @@ int main(void)
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_id_reuse_after_answer),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_progress_utf8),
         cmocka_unit_test(test_concurrent_calls),
