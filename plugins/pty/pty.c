@@ -11,7 +11,7 @@
  * 1.0: on a 1.0 host they check their arguments and answer `unavailable`.
  * The host keeps no PTY state between calls: every session call creates a
  * fresh PTY tunnel (create_pty_tunnel) and uses it once
- * (docs/tools-issue6.md). screen.c holds the output cleanup.
+ * (docs/tools.md). screen.c holds the output cleanup.
  *
  * Config (all optional):
  *   tunnel_url_template  URL of a tunnel port, with {port} and {tunnel_key}
