@@ -207,6 +207,7 @@ static void *stream_worker(void *arg)
 {
     struct h2_stream *st = arg;
     struct h2_conn *c = st->conn;
+    struct http_server *srv = c->srv;
     struct http_response resp;
     size_t i;
 
@@ -214,7 +215,7 @@ static void *stream_worker(void *arg)
     if (st->headers_too_large)
         headers_too_large(&resp);
     else
-        http_dispatch(c->srv, &st->req, &resp);
+        http_dispatch(srv, &st->req, &resp);
     pthread_mutex_lock(&c->lock);
     st->status = resp.status;
     for (i = 0; i < resp.n_headers; i++) {
@@ -240,6 +241,7 @@ static void *stream_worker(void *arg)
     c->workers--;
     pthread_mutex_unlock(&c->lock);
     stream_unref(st);
+    http_server_release(srv); /* last: srv may be freed once released */
     return NULL;
 }
 
@@ -249,7 +251,7 @@ static void stream_dispatch(struct h2_stream *st)
     pthread_t tid;
 
     pthread_mutex_lock(&st->conn->lock);
-    if (st->conn->workers >= H2_MAX_WORKERS) {
+    if (st->conn->workers >= H2_MAX_WORKERS || http_server_hold(st->conn->srv) != 0) {
         pthread_mutex_unlock(&st->conn->lock);
         nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_REFUSED_STREAM);
@@ -267,6 +269,7 @@ static void stream_dispatch(struct h2_stream *st)
         pthread_mutex_lock(&st->conn->lock);
         st->conn->workers--;
         pthread_mutex_unlock(&st->conn->lock);
+        http_server_release(st->conn->srv);
         stream_unref(st);
     }
     pthread_attr_destroy(&attr);
@@ -674,5 +677,4 @@ out:
             conn_unref(c);
         }
     }
-    close(fd);
 }

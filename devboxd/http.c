@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -419,6 +420,10 @@ struct http_server *http_server_new(http_handler_fn handler, void *ud,
     }
     srv->handler = handler;
     srv->ud = ud;
+    pthread_mutex_init(&srv->conn_lock, NULL);
+    pthread_cond_init(&srv->conn_cond, NULL);
+    for (size_t i = 0; i < HTTP_MAX_CONNS; i++)
+        srv->conn_fds[i] = -1;
     if (pipe2(srv->stop_pipe, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         free(srv);
@@ -573,6 +578,7 @@ int http_server_listen(struct http_server *srv, const char *spec,
 
 struct conn_job {
     struct http_server *srv;
+    int slot; /* index in srv->conn_fds */
     int fd;
     int is_unix;
     struct sockaddr_storage addr;
@@ -618,18 +624,64 @@ static void *conn_thread(void *arg)
     flags = fcntl(job->fd, F_GETFL);
     fcntl(job->fd, F_SETFL, flags | O_NONBLOCK);
     kind = sniff_h2(job->fd);
-    if (kind < 0) {
-        close(job->fd);
-    } else if (kind == 1) {
+    if (kind == 1)
         h2_serve_connection(job->srv, job->fd, job->is_unix);
-    } else {
+    /* Out of the table before the fd is closed or handed to libmicrohttpd,
+     * so http_server_stop never shuts down a reused descriptor. */
+    pthread_mutex_lock(&job->srv->conn_lock);
+    job->srv->conn_fds[job->slot] = -1;
+    pthread_mutex_unlock(&job->srv->conn_lock);
+    if (kind == 0) {
         if (MHD_add_connection(job->srv->mhd, job->fd, (struct sockaddr *)&job->addr,
                                job->addrlen) != MHD_YES)
             close(job->fd); /* MHD closes it on most failures; be sure */
+    } else {
+        close(job->fd);
     }
-    __atomic_sub_fetch(&job->srv->conns, 1, __ATOMIC_SEQ_CST);
+    http_server_release(job->srv);
     free(job);
     return NULL;
+}
+
+int http_server_hold(struct http_server *srv)
+{
+    int rc = -1;
+
+    pthread_mutex_lock(&srv->conn_lock);
+    if (!srv->stopping) {
+        srv->conns++;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&srv->conn_lock);
+    return rc;
+}
+
+void http_server_release(struct http_server *srv)
+{
+    pthread_mutex_lock(&srv->conn_lock);
+    srv->conns--;
+    pthread_cond_broadcast(&srv->conn_cond);
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
+/* Takes a connection slot (and a hold) for fd; -1 when HTTP_MAX_CONNS
+ * connections are served already or the server is stopping. */
+static int conn_register(struct http_server *srv, int fd)
+{
+    int slot = -1;
+    int i;
+
+    pthread_mutex_lock(&srv->conn_lock);
+    for (i = 0; i < HTTP_MAX_CONNS && !srv->stopping; i++) {
+        if (srv->conn_fds[i] < 0) {
+            srv->conn_fds[i] = fd;
+            srv->conns++;
+            slot = i;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->conn_lock);
+    return slot;
 }
 
 static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
@@ -654,8 +706,8 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
         job->addr.ss_family = AF_UNIX;
         job->addrlen = sizeof(sa_family_t) + 1;
     }
-    if (__atomic_add_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST) > HTTP_MAX_CONNS) {
-        __atomic_sub_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST);
+    job->slot = conn_register(srv, job->fd);
+    if (job->slot < 0) {
         close(job->fd);
         free(job);
         return;
@@ -666,7 +718,10 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     if (pthread_create(&tid, &attr, conn_thread, job) != 0) {
-        __atomic_sub_fetch(&srv->conns, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_lock(&srv->conn_lock);
+        srv->conn_fds[job->slot] = -1;
+        pthread_mutex_unlock(&srv->conn_lock);
+        http_server_release(srv);
         close(job->fd);
         free(job);
     }
@@ -728,9 +783,35 @@ int http_server_start(struct http_server *srv, char *err, size_t errlen)
     return 0;
 }
 
+/* Ends the sniffing and HTTP/2 connections and waits (bounded) for them
+ * and their request workers; returns whether all ended. */
+static int stop_connections(struct http_server *srv)
+{
+    struct timespec deadline;
+    int i;
+    int all;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    pthread_mutex_lock(&srv->conn_lock);
+    srv->stopping = 1;
+    for (i = 0; i < HTTP_MAX_CONNS; i++) {
+        if (srv->conn_fds[i] >= 0)
+            shutdown(srv->conn_fds[i], SHUT_RDWR);
+    }
+    while (srv->conns > 0) {
+        if (pthread_cond_timedwait(&srv->conn_cond, &srv->conn_lock, &deadline) != 0)
+            break;
+    }
+    all = srv->conns == 0;
+    pthread_mutex_unlock(&srv->conn_lock);
+    return all;
+}
+
 void http_server_stop(struct http_server *srv)
 {
     size_t i;
+    int all;
 
     if (srv == NULL)
         return;
@@ -742,9 +823,17 @@ void http_server_stop(struct http_server *srv)
     }
     for (i = 0; i < srv->n_listen; i++)
         close(srv->listen_fds[i]);
+    all = stop_connections(srv);
     if (srv->mhd != NULL)
         MHD_stop_daemon(srv->mhd);
     close(srv->stop_pipe[0]);
     close(srv->stop_pipe[1]);
+    if (!all) {
+        /* A thread still uses srv: leave it allocated (process exit). */
+        fprintf(stderr, "devboxd: HTTP/2 connections still busy at shutdown\n");
+        return;
+    }
+    pthread_mutex_destroy(&srv->conn_lock);
+    pthread_cond_destroy(&srv->conn_cond);
     free(srv);
 }

@@ -23,11 +23,23 @@ struct http_server {
     pthread_t accept_thread;
     int accept_started;
     struct MHD_Daemon *mhd;
-    int conns; /* sniffing + HTTP/2 connection threads, __atomic */
+    /* Sniffing and HTTP/2 connections (their fds, -1 when free) plus HTTP/2
+     * request workers: http_server_stop ends the connections and waits for
+     * all of them before freeing the server they use. */
+    pthread_mutex_t conn_lock;
+    pthread_cond_t conn_cond;
+    int conns;
+    int stopping;
+    int conn_fds[HTTP_MAX_CONNS];
 };
 
-/* Serves one HTTP/2 connection on fd until it ends; closes fd. */
+/* Serves one HTTP/2 connection on fd until it ends; the caller closes fd. */
 void h2_serve_connection(struct http_server *srv, int fd, int trusted);
+
+/* An HTTP/2 request worker holds the server while it runs. hold fails
+ * (-1) once the server is stopping. */
+int http_server_hold(struct http_server *srv);
+void http_server_release(struct http_server *srv);
 
 /* Request body accumulation shared by both transports. */
 size_t http_body_limit(const char *content_type);

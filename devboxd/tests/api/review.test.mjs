@@ -248,3 +248,49 @@ describe('connection cap', () => {
       { timeoutMs: 30000, what: 'devboxd to serve again' });
   });
 });
+
+// Shutdown used to free the HTTP server while HTTP/2 connection threads
+// and their request workers still ran: a request arriving on an open h2
+// connection during engine teardown used the freed server (caught by the
+// sanitizer build). Now shutdown ends those connections and waits for
+// them first. devboxd must exit 0 with no sanitizer report.
+describe('shutdown with busy HTTP/2 connections', () => {
+  test('requests keep arriving over h2 while devboxd stops', async () => {
+    const own = new Devboxd();
+    await own.start();
+    try {
+      const client = own.client();
+      await client.devboxes.createAndAwaitRunning({ name: 'teardown-1' });
+      await client.devboxes.createAndAwaitRunning({ name: 'teardown-2' });
+      const sessions = [0, 1, 2, 3].map(() => http2.connect(own.baseURL));
+      for (const s of sessions) s.on('error', () => {});
+      let stop = false;
+      const spam = sessions.map(async (s) => {
+        while (!stop && !s.closed && !s.destroyed) {
+          await new Promise((resolve) => {
+            let r;
+            try {
+              r = s.request({ ':method': 'GET', ':path': '/v1/devboxes', authorization: `Bearer ${own.key}` });
+            } catch { resolve(); return; }
+            r.on('error', resolve);
+            r.on('close', resolve);
+            r.resume();
+            r.end();
+          });
+        }
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      const exited = own.exited;
+      own.proc.kill('SIGTERM');
+      const code = await Promise.race([exited,
+        new Promise((r) => setTimeout(() => r('timeout'), 60000))]);
+      stop = true;
+      for (const s of sessions) s.destroy();
+      await Promise.all(spam);
+      assert.equal(code, 0, `devboxd exited with ${code}:\n${own.stderr}`);
+      assert.doesNotMatch(own.stderr, /Sanitizer|runtime error/);
+    } finally {
+      await own.cleanup().catch(() => {});
+    }
+  });
+});
