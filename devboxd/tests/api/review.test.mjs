@@ -282,8 +282,10 @@ describe('shutdown with busy HTTP/2 connections', () => {
       await new Promise((r) => setTimeout(r, 200));
       const exited = own.exited;
       own.proc.kill('SIGTERM');
+      let timer;
       const code = await Promise.race([exited,
-        new Promise((r) => setTimeout(() => r('timeout'), 60000))]);
+        new Promise((r) => { timer = setTimeout(() => r('timeout'), 60000); })]);
+      clearTimeout(timer);
       stop = true;
       for (const s of sessions) s.destroy();
       await Promise.all(spam);
