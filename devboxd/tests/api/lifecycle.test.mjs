@@ -231,6 +231,10 @@ describe('bad input', () => {
   test('a bad or missing key is a 401 in the Runloop error shape', async () => {
     const bad = engine.client({ bearerToken: 'ak_wrong' });
     await rejectsWith(assert, bad.devboxes.list(), 401, /invalid API key/);
+    // Near misses: a prefix, one byte more, the key twice.
+    for (const k of [engine.key.slice(0, -1), `${engine.key}x`, engine.key + engine.key]) {
+      await rejectsWith(assert, engine.client({ bearerToken: k }).devboxes.list(), 401, /invalid API key/);
+    }
     const r = await engine.raw('GET', '/v1/devboxes', { auth: false });
     assert.equal(r.status, 401);
     assert.equal(typeof r.json.message, 'string');
