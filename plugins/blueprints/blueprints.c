@@ -814,25 +814,13 @@ static int bp_config(struct bp *bp, rlmcp_plugin *self,
         api->set_error(self, "config must be a mapping");
         goto out;
     }
-    if (!rlmcp_h_cfg_int(cfg, "build_wait_seconds", 1800, &bp->wait_s) ||
-        bp->wait_s < 1 || bp->wait_s > 86400) {
-        api->set_error(self, "config build_wait_seconds must be an integer "
-                             "1-86400");
-        goto out;
-    }
-    if (!rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &bp->poll_ms) ||
-        bp->poll_ms < 100 || bp->poll_ms > 60000) {
-        api->set_error(self, "config poll_interval_ms must be an integer "
-                             "100-60000");
-        goto out;
-    }
-    if (!rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096, &bp->max_progress) ||
-        bp->max_progress < 256 || bp->max_progress > 65536) {
-        api->set_error(self, "config max_progress_bytes must be an integer "
-                             "256-65536");
-        goto out;
-    }
-    rc = RLMCP_OK;
+    if (rlmcp_h_cfg_range(self, api, cfg, "build_wait_seconds", 1800, 1,
+                          86400, &bp->wait_s) &&
+        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100,
+                          60000, &bp->poll_ms) &&
+        rlmcp_h_cfg_range(self, api, cfg, "max_progress_bytes", 4096, 256,
+                          65536, &bp->max_progress))
+        rc = RLMCP_OK;
 out:
     cJSON_Delete(cfg);
     return rc;

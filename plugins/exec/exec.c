@@ -785,12 +785,9 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
     }
     for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         long long *dst = (long long *)((char *)ex + keys[i].off);
-        if (!rlmcp_h_cfg_int(cfg, keys[i].key, keys[i].def, dst) ||
-            *dst < keys[i].min || *dst > keys[i].max) {
-            api->set_error(self, "config %s must be an integer %lld-%lld",
-                           keys[i].key, keys[i].min, keys[i].max);
+        if (!rlmcp_h_cfg_range(self, api, cfg, keys[i].key, keys[i].def,
+                               keys[i].min, keys[i].max, dst))
             goto out;
-        }
     }
     if (ex->default_timeout_s > ex->max_timeout_s) {
         api->set_error(self, "config default_timeout_seconds must not "

@@ -809,12 +809,9 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
         api->set_error(self, "config must be a mapping");
         goto out;
     }
-    if (!rlmcp_h_cfg_int(cfg, "create_wait_seconds", 120, &lc->wait_s) ||
-        lc->wait_s < 1 || lc->wait_s > 3600) {
-        api->set_error(self, "config create_wait_seconds must be an integer "
-                             "1-3600");
+    if (!rlmcp_h_cfg_range(self, api, cfg, "create_wait_seconds", 120, 1,
+                           3600, &lc->wait_s))
         goto out;
-    }
     if (!rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep) ||
         !rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800,
                          &lc->max_keep) ||

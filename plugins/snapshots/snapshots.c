@@ -551,19 +551,11 @@ static int sn_config(struct snap *sn, rlmcp_plugin *self,
         goto out;
     }
     sn->sync = mode != NULL && strcmp(mode->valuestring, "sync") == 0;
-    if (!rlmcp_h_cfg_int(cfg, "wait_seconds", 600, &sn->wait_s) ||
-        sn->wait_s < 1 || sn->wait_s > 86400) {
-        api->set_error(self, "config wait_seconds must be an integer "
-                             "1-86400");
-        goto out;
-    }
-    if (!rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &sn->poll_ms) ||
-        sn->poll_ms < 100 || sn->poll_ms > 60000) {
-        api->set_error(self, "config poll_interval_ms must be an integer "
-                             "100-60000");
-        goto out;
-    }
-    rc = RLMCP_OK;
+    if (rlmcp_h_cfg_range(self, api, cfg, "wait_seconds", 600, 1, 86400,
+                          &sn->wait_s) &&
+        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100,
+                          60000, &sn->poll_ms))
+        rc = RLMCP_OK;
 out:
     cJSON_Delete(cfg);
     return rc;

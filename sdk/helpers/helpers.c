@@ -481,6 +481,17 @@ bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
     return true;
 }
 
+bool rlmcp_h_cfg_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                       const cJSON *cfg, const char *name, long long def,
+                       long long min, long long max, long long *out)
+{
+    if (rlmcp_h_cfg_int(cfg, name, def, out) && *out >= min && *out <= max)
+        return true;
+    api->set_error(self, "config %s must be an integer %lld-%lld", name, min,
+                   max);
+    return false;
+}
+
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, name);

@@ -219,6 +219,14 @@ int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out);
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out);
+/*
+ * Integer in [min, max] from a config object (def when absent). On a wrong
+ * type or a value out of range it records "config NAME must be an integer
+ * MIN-MAX" with api->set_error and returns false. Init only.
+ */
+bool rlmcp_h_cfg_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                       const cJSON *cfg, const char *name, long long def,
+                       long long min, long long max, long long *out);
 
 /* ---- text utilities ------------------------------------------------------ */
 

@@ -71,6 +71,51 @@ static const struct rlmcp_plugin_desc desc_dup = {
     .init = init_dup,
 };
 
+static long long range_value;
+
+static int init_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                      void **state_out)
+{
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    bool ok = rlmcp_h_cfg_range(self, api, cfg, "wait_seconds", 600, 1, 86400,
+                                &range_value);
+
+    cJSON_Delete(cfg);
+    return ok ? RLMCP_OK : RLMCP_EINVAL;
+}
+
+static const struct rlmcp_plugin_desc desc_range = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "range",
+    .version = "1",
+    .description = "reads one bounded integer",
+    .init = init_range,
+};
+
+/* Default, in range, out of range, wrong type: one message for the last two. */
+static void cfg_range(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_range, "{}"), RLMCP_OK);
+    assert_int_equal(range_value, 600);
+    fh_unload();
+    assert_int_equal(fh_load(&desc_range, "{\"wait_seconds\":86400}"), RLMCP_OK);
+    assert_int_equal(range_value, 86400);
+    fh_unload();
+    assert_int_not_equal(fh_load(&desc_range, "{\"wait_seconds\":0}"), RLMCP_OK);
+    assert_string_equal(fh_init_error(),
+                        "config wait_seconds must be an integer 1-86400");
+    fh_unload();
+    assert_int_not_equal(fh_load(&desc_range, "{\"wait_seconds\":\"9\"}"),
+                         RLMCP_OK);
+    assert_string_equal(fh_init_error(),
+                        "config wait_seconds must be an integer 1-86400");
+    fh_unload();
+}
+
 static void registers_all(void **state)
 {
     const struct rlmcp_tool_def *q = NULL;
@@ -108,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registers_all),
         cmocka_unit_test(failure_names_tool),
+        cmocka_unit_test(cfg_range),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
