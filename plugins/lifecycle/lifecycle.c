@@ -809,8 +809,8 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
         api->set_error(self, "config must be a mapping");
         goto out;
     }
-    if (!rlmcp_h_cfg_range(self, api, cfg, "create_wait_seconds", 120, 1,
-                           3600, &lc->wait_s))
+    if (!rlmcp_h_cfg_range(self, api, cfg, "create_wait_seconds", 120, 1, 3600,
+                           &lc->wait_s))
         goto out;
     if (!rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep) ||
         !rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800,

@@ -553,8 +553,8 @@ static int sn_config(struct snap *sn, rlmcp_plugin *self,
     sn->sync = mode != NULL && strcmp(mode->valuestring, "sync") == 0;
     if (rlmcp_h_cfg_range(self, api, cfg, "wait_seconds", 600, 1, 86400,
                           &sn->wait_s) &&
-        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100,
-                          60000, &sn->poll_ms))
+        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100, 60000,
+                          &sn->poll_ms))
         rc = RLMCP_OK;
 out:
     cJSON_Delete(cfg);

@@ -102,10 +102,12 @@ static void cfg_range(void **state)
     assert_int_equal(fh_load(&desc_range, "{}"), RLMCP_OK);
     assert_int_equal(range_value, 600);
     fh_unload();
-    assert_int_equal(fh_load(&desc_range, "{\"wait_seconds\":86400}"), RLMCP_OK);
+    assert_int_equal(fh_load(&desc_range, "{\"wait_seconds\":86400}"),
+                     RLMCP_OK);
     assert_int_equal(range_value, 86400);
     fh_unload();
-    assert_int_not_equal(fh_load(&desc_range, "{\"wait_seconds\":0}"), RLMCP_OK);
+    assert_int_not_equal(fh_load(&desc_range, "{\"wait_seconds\":0}"),
+                         RLMCP_OK);
     assert_string_equal(fh_init_error(),
                         "config wait_seconds must be an integer 1-86400");
     fh_unload();
