@@ -416,6 +416,34 @@ int api_page(const char *const *ids, size_t n, const char *starting_after, int64
     return 0;
 }
 
+void api_list_reply(struct http_response *resp, const char *key, const char *const *ids,
+                    const void *const *items, size_t n, const char *starting_after,
+                    int64_t limit, const char *include_total_count, api_view_fn view)
+{
+    cJSON *out = NULL;
+    cJSON *arr = NULL;
+    char err[ERRLEN];
+    size_t first, count, i;
+    int has_more;
+
+    if (api_page(ids, n, starting_after, limit, &first, &count, &has_more, err,
+                 sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        return;
+    }
+    out = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(out, key);
+    for (i = first; i < first + count; i++)
+        cJSON_AddItemToArray(arr, view(items[i]));
+    cJSON_AddBoolToObject(out, "has_more", has_more);
+    if (include_total_count == NULL || strcmp(include_total_count, "false") != 0)
+        cJSON_AddNumberToObject(out, "total_count", (double)n);
+    else
+        cJSON_AddNullToObject(out, "total_count");
+    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
+    util_json(resp, 200, out);
+}
+
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset)
 {
     cJSON *obj = cJSON_CreateObject();
@@ -619,6 +647,12 @@ static int metadata_matches(const struct http_request *req, const struct devbox 
     return 1;
 }
 
+/* The engine lock is held while api_list_reply builds the views. */
+static cJSON *box_item_view(const void *box)
+{
+    return engine_box_view_locked((struct devbox *)box);
+}
+
 static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp)
 {
@@ -628,12 +662,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     const char **ids = NULL;
     struct devbox **boxes = NULL;
     struct devbox *b;
-    cJSON *out = NULL;
-    cJSON *arr = NULL;
-    char err[ERRLEN];
     int64_t limit;
-    size_t n = 0, cap = 0, first, count, i;
-    int has_more;
+    size_t n = 0, cap = 0;
     int want = -1;
 
     if (query_int(req, resp, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit) != 0)
@@ -669,21 +699,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         util_error(resp, 500, "out of memory");
         goto out;
     }
-    if (api_page(ids, n, after, limit, &first, &count, &has_more, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
-        goto out;
-    }
-    out = cJSON_CreateObject();
-    arr = cJSON_AddArrayToObject(out, "devboxes");
-    for (i = first; i < first + count; i++)
-        cJSON_AddItemToArray(arr, engine_box_view_locked(boxes[i]));
-    cJSON_AddBoolToObject(out, "has_more", has_more);
-    if (itc == NULL || strcmp(itc, "false") != 0)
-        cJSON_AddNumberToObject(out, "total_count", (double)n);
-    else
-        cJSON_AddNullToObject(out, "total_count");
-    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
-    util_json(resp, 200, out);
+    api_list_reply(resp, "devboxes", ids, (const void *const *)boxes, n, after, limit, itc,
+                   box_item_view);
 out:
     pthread_mutex_unlock(&eng->lock);
     free(ids);

@@ -19,6 +19,16 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
 int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
              size_t *first, size_t *count, int *has_more, char *err, size_t errlen);
 
+/* One list item's view; the caller of api_list_reply owns what it points to. */
+typedef cJSON *(*api_view_fn)(const void *item);
+
+/* Answers one page of a filtered, newest-first list: {KEY: [views],
+ * has_more, total_count (null when include_total_count is "false"),
+ * remaining_count}, or 400 when starting_after is not in ids. */
+void api_list_reply(struct http_response *resp, const char *key, const char *const *ids,
+                    const void *const *items, size_t n, const char *starting_after,
+                    int64_t limit, const char *include_total_count, api_view_fn view);
+
 /* Formats one SSE event for an output chunk; returns the length written,
  * or 0 if buf is too small. */
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);

@@ -407,6 +407,11 @@ static int metadata_matches(const struct http_request *req, const cJSON *rec, ch
     return 1;
 }
 
+static cJSON *snap_view_item(const void *rec)
+{
+    return snap_view(rec);
+}
+
 static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp, int public_only)
 {
@@ -417,12 +422,9 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     const char **ids = NULL;
     const cJSON **recs = NULL;
     const cJSON *rec = NULL;
-    cJSON *out = NULL;
-    cJSON *arr = NULL;
     char err[ERRLEN];
     int64_t limit;
-    size_t n = 0, cap, first = 0, count = 0, i;
-    int has_more = 0;
+    size_t n = 0, cap;
 
     if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
@@ -449,22 +451,9 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         ids[n] = rec_str(rec, "id");
         recs[n++] = rec;
     }
-    if (n > 0 && api_page(ids, n, after, limit, &first, &count, &has_more, err,
-                          sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
-        goto out;
-    }
-    out = cJSON_CreateObject();
-    arr = cJSON_AddArrayToObject(out, "snapshots");
-    for (i = first; i < first + count; i++)
-        cJSON_AddItemToArray(arr, snap_view(recs[i]));
-    cJSON_AddBoolToObject(out, "has_more", has_more);
-    if (itc == NULL || strcmp(itc, "false") != 0)
-        cJSON_AddNumberToObject(out, "total_count", (double)n);
-    else
-        cJSON_AddNullToObject(out, "total_count");
-    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
-    util_json(resp, 200, out);
+    /* An unknown starting_after on an empty list is an empty page here. */
+    api_list_reply(resp, "snapshots", ids, (const void *const *)recs, n, n > 0 ? after : NULL, limit,
+                   itc, snap_view_item);
 out:
     layers_unlock();
     free(ids);
