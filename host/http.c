@@ -36,7 +36,9 @@
 
 #include "http.h"
 #include "log.h"
+#include "jsonrpc.h"
 #include "mcp.h"
+#include "revision.h"
 
 #define SESSION_ID_BYTES 16
 #define SSE_RETRY_MS 1000
@@ -63,7 +65,9 @@ struct http_stream {
     struct http_session *sess; /* counted reference */
     uint64_t no;               /* per session; event ids are "<no>-<seq>" */
     bool sse;
-    char *req_id; /* the JSON-RPC id as text, for log lines */
+    bool stateless;  /* a 2026-07-28 request: its answer is adapted */
+    char method[48]; /* the request's method, for that adaptation */
+    char *req_id;    /* the JSON-RPC id as text, for log lines */
     /* Everything below is guarded by sess->lock. */
     bool done;        /* the final send happened */
     bool listed;      /* on sess->streams (holds a reference) */
@@ -85,6 +89,7 @@ struct http_session {
     pthread_mutex_t lock;
     struct http_server *srv;
     struct mcp_session *ms;
+    bool stateless; /* one 2026-07-28 request's; never in the table */
     /* Guarded by lock. */
     unsigned handling; /* access handlers inside mcp_handle() */
     unsigned busy;     /* streams whose final message is still due */
@@ -427,6 +432,31 @@ static struct http_session *session_create(struct http_server *srv, int *why)
     return s;
 }
 
+/*
+ * The session of one stateless request: not in the table, no id, gone with
+ * its request (which holds the only reference).
+ */
+static struct http_session *session_create_private(struct http_server *srv)
+{
+    struct http_session *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    snprintf(s->id, sizeof(s->id), "-");
+    atomic_init(&s->refs, 1);
+    pthread_mutex_init(&s->lock, NULL);
+    s->srv = srv;
+    s->stateless = true;
+    s->last_used = now_s();
+    s->ms = mcp_session_new(srv->d);
+    if (s->ms == NULL) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 static struct http_session *session_lookup(struct http_server *srv,
                                            const char *id)
 {
@@ -682,6 +712,15 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
     struct http_stream *st = (struct http_stream *)sink;
     struct http_session *s = st->sess;
     struct http_stream *dropped = NULL;
+    char *adapted = NULL;
+
+    if (st->stateless && final && json != NULL) {
+        adapted = rev_adapt_final(json, len, st->method);
+        if (adapted != NULL) {
+            json = adapted;
+            len = strlen(adapted);
+        }
+    }
 
     pthread_mutex_lock(&s->lock);
     if (st->done) {
@@ -720,15 +759,19 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
     stream_wake(st);
     pthread_mutex_unlock(&s->lock);
     stream_unref_list(dropped);
+    free(adapted);
 }
 
 static struct http_stream *stream_new(struct http_session *s, bool sse,
-                                      const cJSON *id)
+                                      const cJSON *id, const char *method)
 {
     struct http_stream *st = calloc(1, sizeof(*st));
 
     if (st == NULL)
         return NULL;
+    st->stateless = s->stateless;
+    if (method != NULL)
+        snprintf(st->method, sizeof(st->method), "%s", method);
     st->sink.send = sink_send;
     st->sink.retain = sink_retain;
     st->sink.release = sink_release;
@@ -785,7 +828,9 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         ret = MHD_CONTENT_READER_END_WITH_ERROR;
         goto out;
     }
-    if (!req->primed) {
+    if (!req->primed && s->stateless) {
+        req->primed = true; /* 2026-07-28 has no resumption to prime */
+    } else if (!req->primed) {
         /* Priming event (SEP-1699): an id to resume from, empty data. */
         char prime[96];
         int n = snprintf(prime, sizeof(prime),
@@ -989,7 +1034,6 @@ static int post_precheck(struct http_req *req)
     const char *accept = hdr(req, MHD_HTTP_HEADER_ACCEPT);
     const char *ctype = hdr(req, MHD_HTTP_HEADER_CONTENT_TYPE);
     const char *clen = hdr(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *pv = hdr(req, "MCP-Protocol-Version");
 
     if (!http_accept_ok(accept, true, true))
         return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
@@ -1007,13 +1051,82 @@ static int post_precheck(struct http_req *req)
                            "(server.http.max_body_bytes); send smaller "
                            "arguments or raise the limit",
                            srv->opts.max_body_bytes);
-    if (pv != NULL && !http_protocol_version_ok(pv))
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
-                           "Bad Request: unsupported MCP-Protocol-Version "
-                           "'%.40s'; this server speaks 2025-11-25, "
-                           "2025-06-18 and 2025-03-26",
-                           pv);
+    /* MCP-Protocol-Version is checked with the body (post_revision),
+     * which says whether this is a stateless (2026-07-28) request. */
     return -1;
+}
+
+/* A JSON-RPC error answering the request (its id), with an HTTP status. */
+static enum MHD_Result reply_rpc_error(struct http_req *req, unsigned status,
+                                       const cJSON *id, int code,
+                                       const char *msg, const cJSON *data)
+{
+    char *text = jsonrpc_error(id, code, msg, data);
+
+    log_msg(RLMCP_LOG_DEBUG, NULL, "http: %u: %s", status, msg);
+    if (text == NULL)
+        return queue_buffer(req, status, NULL, "", 0, false, NULL);
+    return queue_buffer(req, status, "application/json", text, strlen(text),
+                        true, NULL);
+}
+
+/*
+ * Which revision a POST speaks. A request without a session that names
+ * 2026-07-28 (header or params._meta) is stateless: its _meta and headers
+ * are checked here, in the order the revision gives (malformed _meta,
+ * header mismatch, unsupported version), each refused with 400. Returns
+ * MHD_YES/NO after a refusal, -1 to go on; *stateless says which way.
+ */
+static int post_revision(struct http_req *req, const cJSON *msg,
+                         const char *method, bool *stateless)
+{
+    const char *sid = hdr(req, "Mcp-Session-Id");
+    const char *pv = hdr(req, "MCP-Protocol-Version");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    struct rev_meta meta;
+    cJSON *data = NULL;
+    char err[512];
+    int code = 0;
+    int hcode = 0;
+    int ret = -1;
+
+    /* initialize too: in 2026-07-28 it is a removed method (404). */
+    *stateless = sid == NULL && method != NULL &&
+                 (rev_is_stateless(pv) || rev_meta_version(params) != NULL);
+    if (!*stateless) {
+        if (pv != NULL && !http_protocol_version_ok(pv))
+            return reply_error(
+                req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+                "Bad Request: unsupported MCP-Protocol-Version '%.40s'; "
+                "this server speaks 2025-11-25, 2025-06-18 and 2025-03-26 "
+                "after initialize, and %s per request (with "
+                "params._meta)",
+                pv, MCP_REV_STATELESS);
+        return -1;
+    }
+    if (id == NULL)
+        return -1; /* a notification: nobody to refuse it to */
+    code = rev_meta_check(params, &meta, err, sizeof(err), &data);
+    if (code == JSONRPC_INVALID_PARAMS) {
+        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, code, err, NULL);
+        goto out;
+    }
+    hcode = rev_header_check(method, params, pv, hdr(req, "Mcp-Method"),
+                             hdr(req, "Mcp-Name"), err, sizeof(err));
+    if (hcode != 0) {
+        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, hcode, err, NULL);
+        goto out;
+    }
+    if (code != 0)
+        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, code,
+                              "unsupported protocol version in "
+                              "params._meta; pick one of error.data."
+                              "supported",
+                              data);
+out:
+    cJSON_Delete(data);
+    return ret;
 }
 
 /* Find or create the session for a parsed message; refusals queued. */
@@ -1071,6 +1184,7 @@ static enum MHD_Result post_reply_json(struct http_req *req)
     bool have = false;
     bool init_failed = false;
     const char *sid = NULL;
+    unsigned status = MHD_HTTP_OK;
 
     pthread_mutex_lock(&s->lock);
     have = st->json_reply != NULL;
@@ -1091,8 +1205,9 @@ static enum MHD_Result post_reply_json(struct http_req *req)
         session_terminate(req->srv, s, "initialize failed");
         sid = NULL;
     }
-    return queue_buffer(req, MHD_HTTP_OK, "application/json", body, len, true,
-                        sid);
+    if (s->stateless)
+        status = rev_http_status(rev_error_code(body, len));
+    return queue_buffer(req, status, "application/json", body, len, true, sid);
 }
 
 /* Suspend until the JSON reply is there, or answer now if it is. */
@@ -1134,6 +1249,8 @@ static bool dispatch(struct http_req *req, const char *key)
     bool free_ms = false;
 
     ctx.api_key = key;
+    if (s->stateless)
+        ctx.revision = MCP_REV_STATELESS;
     pthread_mutex_lock(&s->lock);
     s->handling++;
     pthread_mutex_unlock(&s->lock);
@@ -1167,19 +1284,31 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     const char *key = NULL;
     bool sse = false;
     bool handled = false;
+    bool stateless = false;
     int r = 0;
 
     r = caller_key(req, &key);
     if (r >= 0)
         return (enum MHD_Result)r;
     req->is_init = is_init;
-    r = post_session(req, is_init);
+    r = post_revision(req, msg, method, &stateless);
+    if (r >= 0)
+        return (enum MHD_Result)r;
+    if (stateless) {
+        req->sess = session_create_private(srv);
+        if (req->sess == NULL)
+            return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                               JSONRPC_SERVER_ERROR,
+                               "Internal error: no memory");
+    } else {
+        r = post_session(req, is_init);
+    }
     if (r >= 0)
         return (enum MHD_Result)r;
     if (id != NULL && key_missing(srv, key, method))
         return reply_unauthenticated(req, id);
     sse = id != NULL && wants_sse(method);
-    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id),
+    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, method),
                      __ATOMIC_RELEASE);
     if (req->stream == NULL)
         return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -1585,6 +1714,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     stream_unref(unlisted);
     stream_unref(st);
+    if (req->sess != NULL && req->sess->stateless)
+        session_terminate(req->srv, req->sess, "request done");
     session_unref(req->sess);
     free(req->body);
     free(req);

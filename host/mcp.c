@@ -19,6 +19,7 @@
 #include "log.h"
 #include "mcp_internal.h"
 #include "pool.h"
+#include "revision.h"
 
 #include "schema.h"
 
@@ -41,6 +42,7 @@ struct req {
     const struct mcp_request_ctx *ctx;
     struct jsonrpc_msg *m;
     const cJSON *params; /* NULL when absent */
+    bool stateless;      /* a 2026-07-28 request (revision.h) */
 };
 
 uint64_t mcp_now_ns(void)
@@ -343,7 +345,8 @@ static struct rlmcp_call *new_call(struct req *r, enum call_kind kind)
 
 /* ---- initialize, ping, logging ------------------------------------------ */
 
-static cJSON *server_capabilities(struct mcp_dispatcher *d)
+/* stateless: 2026-07-28 has no resources/subscribe (nor, here, listen). */
+static cJSON *server_capabilities(struct mcp_dispatcher *d, bool stateless)
 {
     cJSON *caps = cJSON_CreateObject();
     cJSON *o = NULL;
@@ -354,7 +357,7 @@ static cJSON *server_capabilities(struct mcp_dispatcher *d)
     cJSON_AddObjectToObject(caps, "completions");
     if (registry_resource_count(d->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "resources");
-        cJSON_AddBoolToObject(o, "subscribe", true);
+        cJSON_AddBoolToObject(o, "subscribe", !stateless);
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
     if (registry_prompt_count(d->reg) > 0) {
@@ -414,7 +417,8 @@ static void m_initialize(struct req *r)
 
     res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "protocolVersion", version);
-    cJSON_AddItemToObject(res, "capabilities", server_capabilities(r->d));
+    cJSON_AddItemToObject(res, "capabilities",
+                          server_capabilities(r->d, false));
     info = cJSON_AddObjectToObject(res, "serverInfo");
     cJSON_AddStringToObject(info, "name", r->d->server_name);
     cJSON_AddStringToObject(info, "version", r->d->server_version);
@@ -426,6 +430,27 @@ static void m_initialize(struct req *r)
 static void m_ping(struct req *r)
 {
     reply(r, cJSON_CreateObject());
+}
+
+/* server/discover (2026-07-28): what initialize answered before. */
+static void m_discover(struct req *r)
+{
+    cJSON *res = cJSON_CreateObject();
+    cJSON *versions = cJSON_AddArrayToObject(res, "supportedVersions");
+    cJSON *meta = NULL;
+    cJSON *info = NULL;
+    size_t i;
+
+    for (i = 0; i < rev_n_supported; i++)
+        cJSON_AddItemToArray(versions, cJSON_CreateString(rev_supported[i]));
+    cJSON_AddItemToObject(res, "capabilities", server_capabilities(r->d, true));
+    if (r->d->instructions != NULL)
+        cJSON_AddStringToObject(res, "instructions", r->d->instructions);
+    meta = cJSON_AddObjectToObject(res, "_meta");
+    info = cJSON_AddObjectToObject(meta, REV_META_SERVER_INFO);
+    cJSON_AddStringToObject(info, "name", r->d->server_name);
+    cJSON_AddStringToObject(info, "version", r->d->server_version);
+    reply(r, res);
 }
 
 static void m_set_level(struct req *r)
@@ -998,26 +1023,31 @@ static void m_prompts_get(struct req *r)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* Which revisions offer a method. */
+enum method_rev { REV_ALL = 0, REV_SESSION, REV_STATELESS };
+
 struct method {
     const char *name;
     void (*fn)(struct req *r);
     bool needs_init;
+    enum method_rev rev;
 };
 
 static const struct method methods[] = {
-    {"initialize", m_initialize, false},
-    {"ping", m_ping, false},
-    {"tools/list", m_tools_list, true},
-    {"tools/call", m_tools_call, true},
-    {"logging/setLevel", m_set_level, true},
-    {"resources/list", m_resources_list, true},
-    {"resources/templates/list", m_templates_list, true},
-    {"resources/read", m_resources_read, true},
-    {"resources/subscribe", m_subscribe, true},
-    {"resources/unsubscribe", m_unsubscribe, true},
-    {"prompts/list", m_prompts_list, true},
-    {"prompts/get", m_prompts_get, true},
-    {"completion/complete", m_complete, true},
+    {"initialize", m_initialize, false, REV_SESSION},
+    {"ping", m_ping, false, REV_SESSION},
+    {"server/discover", m_discover, false, REV_STATELESS},
+    {"tools/list", m_tools_list, true, REV_ALL},
+    {"tools/call", m_tools_call, true, REV_ALL},
+    {"logging/setLevel", m_set_level, true, REV_SESSION},
+    {"resources/list", m_resources_list, true, REV_ALL},
+    {"resources/templates/list", m_templates_list, true, REV_ALL},
+    {"resources/read", m_resources_read, true, REV_ALL},
+    {"resources/subscribe", m_subscribe, true, REV_SESSION},
+    {"resources/unsubscribe", m_unsubscribe, true, REV_SESSION},
+    {"prompts/list", m_prompts_list, true, REV_ALL},
+    {"prompts/get", m_prompts_get, true, REV_ALL},
+    {"completion/complete", m_complete, true, REV_ALL},
 };
 
 static const struct method *find_method(const char *name)
@@ -1031,17 +1061,55 @@ static const struct method *find_method(const char *name)
     return NULL;
 }
 
+/*
+ * A stateless request: its _meta is its session's facts. False after
+ * answering an error (missing or bad _meta, unsupported version).
+ */
+static bool stateless_prepare(struct req *r)
+{
+    struct rev_meta meta;
+    struct mcp_session *s = r->s;
+    cJSON *data = NULL;
+    char err[512];
+    int code;
+
+    code = rev_meta_check(r->params, &meta, err, sizeof(err), &data);
+    if (code != 0) {
+        reply_error_data(r, code, data, "%s", err);
+        cJSON_Delete(data);
+        return false;
+    }
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->version, sizeof(s->version), "%s", MCP_REV_STATELESS);
+    s->cap_sampling = meta.cap_sampling;
+    s->cap_elicitation = meta.cap_elicitation;
+    s->cap_roots = meta.cap_roots;
+    s->initialized = true;
+    pthread_mutex_unlock(&s->lock);
+    atomic_store(&s->log_level, meta.log_level);
+    return true;
+}
+
 static void handle_request(struct req *r)
 {
     const struct method *m = find_method(r->m->method);
+    enum method_rev not_here = r->stateless ? REV_SESSION : REV_STATELESS;
 
-    if (m == NULL) {
+    if (m == NULL || m->rev == not_here) {
         reply_error(r, JSONRPC_METHOD_NOT_FOUND,
-                    "method '%.128s' not found; this server speaks MCP "
-                    "(initialize, ping, tools/list, tools/call, ...)",
-                    r->m->method);
+                    "method '%.128s' not found in MCP %s; this server "
+                    "speaks %s",
+                    r->m->method,
+                    r->stateless ? MCP_REV_STATELESS : "2025-11-25",
+                    r->stateless ? "server/discover, tools/list, "
+                                   "tools/call, resources/*, prompts/*, "
+                                   "completion/complete"
+                                 : "initialize, ping, tools/list, "
+                                   "tools/call, ...");
         return;
     }
+    if (r->stateless && !stateless_prepare(r))
+        return;
     if (m->needs_init && !mcp_session_initialized(r->s)) {
         reply_error(r, JSONRPC_INVALID_REQUEST,
                     "the session is not initialized: send initialize "
@@ -1148,6 +1216,7 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
     r.ctx = ctx;
     r.m = &m;
     r.params = m.params;
+    r.stateless = ctx != NULL && rev_is_stateless(ctx->revision);
     switch (m.kind) {
     case JSONRPC_REQUEST:
         handle_request(&r);

@@ -45,6 +45,13 @@ struct mcp_sink {
 /* Per-request facts from the transport. Strings are copied by mcp_handle. */
 struct mcp_request_ctx {
     const char *api_key; /* the caller's Runloop key, or NULL: never logged */
+    /*
+     * The revision this request speaks. NULL: the session's, negotiated by
+     * initialize. "2026-07-28": a stateless request; its version, client
+     * capabilities and log level come from its own params._meta and apply
+     * to it alone (the transport gives it a session of its own).
+     */
+    const char *revision;
 };
 
 struct mcp_options {

@@ -1,0 +1,228 @@
+// http_stateless.test.mjs - MCP 2026-07-28 (stateless, per-request _meta)
+// beside 2025-11-25 sessions on one HTTP server, with raw HTTP: the answers
+// the revision adds (server/discover, resultType, caching hints) and every
+// bad-input case (missing or conflicting _meta, headers that disagree with
+// the body, an unknown revision, methods the revision removed).
+//
+// The server runs the conformance fixtures on a cloud backend nothing
+// answers (127.0.0.1:9) with a placeholder key: the fixtures never call it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import http from 'node:http';
+import path from 'node:path';
+
+const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
+const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
+const BIN = path.join(BUILD, 'bin', 'runloop-mcp');
+const REV = '2026-07-28';
+const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-stateless-'));
+let srv;
+
+function start() {
+  const conf = path.join(work, 'stateless.yaml');
+  writeFileSync(conf, [
+    'server:', '  name: stateless-test', '  http:', '    listen: 127.0.0.1:0',
+    'runloop:', '  backend: cloud', '  base_url: "http://127.0.0.1:9"', '  api_key: "rl_placeholder"',
+    'plugins:', '  - name: conformance', '',
+  ].join('\n'));
+  const env = { ...process.env, RLMCP_PLUGIN_DIR: path.join(BUILD, 'plugins'), RLMCP_STATE_DIR: path.join(work, 'state') };
+  delete env.RUNLOOP_API_KEY;
+  const child = spawn(BIN, ['-c', conf, '--transport', 'http'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const s = { child, log: '', port: 0, exited: false };
+  child.stderr.setEncoding('utf8');
+  child.on('close', () => { s.exited = true; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${s.log}`)), 60000);
+    child.stderr.on('data', (d) => {
+      s.log += d;
+      const m = /\(port (\d+)\)/.exec(s.log);
+      if (m && !s.port) { s.port = Number(m[1]); clearTimeout(timer); resolve(s); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); if (!s.port) reject(new Error(`server exited ${code}:\n${s.log}`)); });
+  });
+}
+
+function request(headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: srv.port, method: 'POST', path: '/mcp', headers, agent: false }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { data += c; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.setTimeout(30000, () => req.destroy(new Error('request timed out')));
+    req.end(body);
+  });
+}
+
+// Every JSON-RPC message of a reply (JSON or SSE).
+function messages(body) {
+  if (body.trimStart().startsWith('{')) return [JSON.parse(body)];
+  return body.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
+}
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': REV,
+  'io.modelcontextprotocol/clientInfo': { name: 'stateless-test', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+let nextId = 1;
+
+// A 2026-07-28 request: standard headers from the body unless overridden.
+async function call(method, params = {}, { meta = META, headers = {}, noMeta = false } = {}) {
+  const id = nextId++;
+  const p = noMeta ? params : { ...params, _meta: { ...meta, ...(params._meta ?? {}) } };
+  const h = {
+    'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': REV, 'mcp-method': method,
+  };
+  const name = method === 'resources/read' ? params.uri : params.name;
+  if (name !== undefined && (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read')) h['mcp-name'] = name;
+  for (const [k, v] of Object.entries(headers)) {
+    if (v === undefined) delete h[k]; else h[k] = v;
+  }
+  const r = await request(h, JSON.stringify({ jsonrpc: '2.0', id, method, params: p }));
+  const msgs = messages(r.body);
+  return { ...r, id, msgs, msg: msgs.find((m) => m.id === id) };
+}
+
+function assertError(r, status, code, pattern) {
+  assert.equal(r.status, status, `status ${r.status}: ${r.body}`);
+  assert.ok(r.msg, `no answer with id ${r.id}: ${r.body}`);
+  assert.equal(r.msg.error?.code, code, r.body);
+  if (pattern) assert.match(r.msg.error.message, pattern);
+}
+
+before(async () => { srv = await start(); });
+
+after(async () => {
+  if (srv && !srv.exited) {
+    const gone = new Promise((r) => srv.child.once('close', (code) => r(code)));
+    srv.child.kill('SIGTERM');
+    const code = await gone;
+    assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
+    assert.equal(code, 0, srv.log.slice(-2000));
+  }
+  rmSync(work, { recursive: true, force: true });
+});
+
+test('server/discover lists both revisions, capabilities and the server in _meta', async () => {
+  const r = await call('server/discover');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.headers['mcp-session-id'], undefined, 'no session in 2026-07-28');
+  const res = r.msg.result;
+  assert.ok(res.supportedVersions.includes(REV) && res.supportedVersions.includes('2025-11-25'));
+  assert.equal(res.resultType, 'complete');
+  assert.equal(typeof res.capabilities.tools, 'object');
+  assert.equal(res._meta['io.modelcontextprotocol/serverInfo'].name, 'stateless-test');
+  assert.equal(res.capabilities.resources.subscribe, false, 'no resources/subscribe in 2026-07-28');
+});
+
+test('tools/list: resultType, caching hints, tools in name order', async () => {
+  const r = await call('tools/list');
+  const res = r.msg.result;
+  assert.equal(res.resultType, 'complete');
+  assert.ok(Number.isInteger(res.ttlMs) && res.ttlMs >= 0);
+  assert.ok(['public', 'private'].includes(res.cacheScope));
+  const names = res.tools.map((t) => t.name);
+  assert.deepEqual(names, [...names].sort());
+  for (const m of ['prompts/list', 'resources/list', 'resources/templates/list']) {
+    const l = await call(m);
+    assert.equal(l.msg.result.resultType, 'complete', m);
+    assert.equal(typeof l.msg.result.ttlMs, 'number', m);
+  }
+});
+
+test('tools/call and resources/read answer with resultType; no log without logLevel', async () => {
+  const r = await call('tools/call', { name: 'test_simple_text', arguments: {} });
+  assert.equal(r.msg.result.resultType, 'complete');
+  assert.equal(r.msg.result.content[0].type, 'text');
+  const read = await call('resources/read', { uri: 'test://static-text' });
+  assert.equal(read.msg.result.resultType, 'complete');
+  assert.equal(typeof read.msg.result.ttlMs, 'number');
+  const quiet = await call('tools/call', { name: 'test_tool_with_logging', arguments: {} });
+  assert.equal(quiet.msgs.filter((m) => m.method === 'notifications/message').length, 0, quiet.body);
+  const loud = await call('tools/call', { name: 'test_tool_with_logging', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
+  assert.ok(loud.msgs.filter((m) => m.method === 'notifications/message').length >= 3, loud.body);
+  const bad = await call('tools/call', { name: 'test_simple_text', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'loud' } });
+  assertError(bad, 400, -32602, /logLevel/);
+});
+
+test('missing _meta or its required members -> 400 -32602 with the request id', async () => {
+  assertError(await call('tools/list', {}, { noMeta: true }), 400, -32602, /_meta is required/);
+  const { ['io.modelcontextprotocol/protocolVersion']: _v, ...noVersion } = META;
+  assertError(await call('tools/list', {}, { meta: noVersion }), 400, -32602, /protocolVersion/);
+  const { ['io.modelcontextprotocol/clientCapabilities']: _c, ...noCaps } = META;
+  assertError(await call('tools/list', {}, { meta: noCaps }), 400, -32602, /clientCapabilities/);
+  const { ['io.modelcontextprotocol/clientInfo']: _i, ...noInfo } = META;
+  assert.equal((await call('tools/list', {}, { meta: noInfo })).status, 200, 'clientInfo is optional');
+  assertError(await call('tools/list', {}, { meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': 'all' } }), 400, -32602);
+});
+
+test('an unknown revision -> 400 -32022 listing what is supported', async () => {
+  const r = await call('tools/list', {}, {
+    meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' },
+    headers: { 'mcp-protocol-version': '2099-01-01' },
+  });
+  assertError(r, 400, -32022);
+  assert.equal(r.msg.error.data.requested, '2099-01-01');
+  assert.ok(r.msg.error.data.supported.includes(REV));
+});
+
+test('headers that disagree with the body -> 400 -32020', async () => {
+  // The version header against _meta.
+  assertError(await call('tools/list', {}, { meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } }),
+    400, -32020, /MCP-Protocol-Version/);
+  // Mcp-Method missing or naming another method.
+  assertError(await call('tools/list', {}, { headers: { 'mcp-method': 'prompts/list' } }), 400, -32020, /Mcp-Method/);
+  assertError(await call('tools/list', {}, { headers: { 'mcp-method': undefined } }), 400, -32020, /Mcp-Method/);
+  // Mcp-Name missing, another tool, another case.
+  const args = { name: 'test_simple_text', arguments: {} };
+  assertError(await call('tools/call', args, { headers: { 'mcp-name': 'test_error_handling' } }), 400, -32020, /Mcp-Name/);
+  assertError(await call('tools/call', args, { headers: { 'mcp-name': undefined } }), 400, -32020, /Mcp-Name/);
+  assertError(await call('tools/call', args, { headers: { 'mcp-name': 'TEST_SIMPLE_TEXT' } }), 400, -32020);
+  assertError(await call('resources/read', { uri: 'test://static-text' }, { headers: { 'mcp-name': 'test://static-binary' } }), 400, -32020);
+  // Optional whitespace around a value is not part of it (RFC 9110).
+  const ok = await call('tools/call', args, { headers: { 'mcp-name': '  test_simple_text ' } });
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(ok.msg.result.resultType, 'complete');
+});
+
+test('methods 2026-07-28 removed -> 404 -32601; unknown resource -> -32602', async () => {
+  for (const m of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'nope/nothing']) {
+    assertError(await call(m, m === 'resources/subscribe' ? { uri: 'test://static-text' } : {}), 404, -32601);
+  }
+  const r = await call('resources/read', { uri: 'test://no-such-resource' });
+  assert.equal(r.msg.error?.code, -32602, r.body);
+});
+
+test('a 2025-11-25 session on the same server is unchanged', async () => {
+  const hdrs = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await request(hdrs, JSON.stringify({
+    jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+  }));
+  assert.equal(init.status, 200, init.body);
+  const sid = init.headers['mcp-session-id'];
+  assert.match(sid, /^[0-9a-f]{32}$/);
+  assert.equal(JSON.parse(init.body).result.protocolVersion, '2025-11-25');
+  const s = { ...hdrs, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+  const list = await request(s, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+  const res = JSON.parse(list.body).result;
+  assert.ok(res.tools.length > 0);
+  assert.equal(res.resultType, undefined);
+  assert.equal(res.ttlMs, undefined);
+  const ping = await request(s, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }));
+  assert.deepEqual(JSON.parse(ping.body).result, {});
+  // server/discover belongs to 2026-07-28 only.
+  const disc = await request(s, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'server/discover' }));
+  assert.equal(JSON.parse(disc.body).error.code, -32601);
+  // Without a session and without a 2026-07-28 request, the old refusal.
+  const none = await request(hdrs, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' }));
+  assert.equal(none.status, 400);
+  assert.match(JSON.parse(none.body).error.message, /Mcp-Session-Id/);
+});
