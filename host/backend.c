@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "log.h"
 #include "rlclient.h"
 
@@ -40,7 +42,14 @@ struct backend {
     char describe[1024];
     struct rlclient *client;
     int started_pid;
+    long restarted_ms; /* last restart of the engine we started */
 };
+
+/* One restart at a time; the client's down hook runs on any worker. */
+static pthread_mutex_t restart_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Refused connections closer together than this restart nothing. */
+#define BACKEND_RESTART_GAP_MS 2000L
 
 static char *fmt_err(const char *fmt, ...) RLMCP_PRINTF(1, 2);
 static char *fmt_err(const char *fmt, ...)
@@ -732,6 +741,47 @@ out:
     return rc;
 }
 
+/*
+ * The client's down hook: the engine's socket refused a connection. When
+ * the devboxd this host started is gone (and no other holds the state
+ * dir), start it again and say so; the circuit breaker's probes notice
+ * when it answers. Never waits for it: the call that noticed fails fast.
+ */
+static void engine_down(void *ctx)
+{
+    struct backend *b = ctx;
+    char *err = NULL;
+    char *bin = NULL;
+    int old = 0;
+    int pid = -1;
+
+    pthread_mutex_lock(&restart_lock);
+    old = b->started_pid;
+    if (old <= 0 || now_ms() - b->restarted_ms < BACKEND_RESTART_GAP_MS ||
+        !process_dead(old) || engine_lock_held(b))
+        goto out;
+    b->restarted_ms = now_ms();
+    bin = find_devboxd(b, &err);
+    if (bin != NULL)
+        pid = spawn_devboxd(b, bin, &err);
+    if (pid < 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "devboxd (pid %d), started by this host for %s, exited; "
+                "restarting it failed: %s",
+                old, b->state_dir, err != NULL ? err : "unknown error");
+        goto out;
+    }
+    b->started_pid = pid;
+    log_msg(RLMCP_LOG_WARNING, NULL,
+            "devboxd (pid %d), started by this host for %s, exited; started "
+            "it again (pid %d); its log: %s/devboxd.log",
+            old, b->state_dir, pid, b->state_dir);
+out:
+    pthread_mutex_unlock(&restart_lock);
+    free(bin);
+    free(err);
+}
+
 int backend_connect(struct backend *b, char **err)
 {
     *err = NULL;
@@ -746,6 +796,8 @@ int backend_connect(struct backend *b, char **err)
                        b->base_url);
         return -1;
     }
+    if (b->local)
+        rlclient_set_down_hook(b->client, engine_down, b);
     return 0;
 }
 

@@ -818,20 +818,59 @@ static const char *call_key(struct rlmcp_call *c)
     return c->api_key != NULL ? c->api_key : c->d->default_key;
 }
 
+/*
+ * The bound of one request: the call's deadline. A clean-up request
+ * (RLMCP_HTTP_IGNORE_CANCEL) sent after the deadline passed (the host
+ * already answered with a timeout) is bounded by its own timeout only.
+ */
+static struct rlclient_bound call_bound(struct rlmcp_call *call,
+                                        const struct rlmcp_http_req *req)
+{
+    struct rlclient_bound b = {call_probe(req), call, 0};
+    bool cleanup = b.cancelled == NULL;
+
+    if (call->deadline_ns != 0 &&
+        (!cleanup || call->deadline_ns > mcp_now_ns()))
+        b.deadline_ms = call->deadline_ns / 1000000ull;
+    return b;
+}
+
+/* Keep why a request failed for call_last_error (handler thread only). */
+static int note_result(struct rlmcp_call *call, int rc)
+{
+    if (rc == RLMCP_OK)
+        call->last_error[0] = '\0';
+    else
+        snprintf(call->last_error, sizeof(call->last_error), "%s",
+                 rlclient_last_error());
+    return rc;
+}
+
+static bool no_client(struct rlmcp_call *call)
+{
+    if (call->d->rl != NULL)
+        return false;
+    log_msg(RLMCP_LOG_ERROR, call->plugin_name,
+            "no Runloop API client is configured (runloop: section)");
+    snprintf(call->last_error, sizeof(call->last_error),
+             "no Runloop API client is configured");
+    return true;
+}
+
 int call_runloop_request(rlmcp_call *call, const struct rlmcp_http_req *req,
                          struct rlmcp_http_resp **resp_out)
 {
+    struct rlclient_bound b;
+
     if (resp_out != NULL)
         *resp_out = NULL;
     if (call == NULL || req == NULL || resp_out == NULL)
         return RLMCP_EINVAL;
-    if (call->d->rl == NULL) {
-        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
-                "no Runloop API client is configured (runloop: section)");
+    if (no_client(call))
         return RLMCP_EHTTP;
-    }
-    return rlclient_request(call->d->rl, call_key(call), req, resp_out,
-                            call_probe(req), call);
+    b = call_bound(call, req);
+    return note_result(call, rlclient_request_bound(call->d->rl, call_key(call),
+                                                    req, resp_out, &b));
 }
 
 void call_http_resp_free(struct rlmcp_http_resp *resp)
@@ -842,17 +881,28 @@ void call_http_resp_free(struct rlmcp_http_resp *resp)
 int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
                      rlmcp_sse_fn on_event, void *user, long *status_out)
 {
+    struct rlclient_bound b;
+
     if (status_out != NULL)
         *status_out = 0;
     if (call == NULL || req == NULL || on_event == NULL)
         return RLMCP_EINVAL;
-    if (call->d->rl == NULL) {
-        log_msg(RLMCP_LOG_ERROR, call->plugin_name,
-                "no Runloop API client is configured (runloop: section)");
+    if (no_client(call))
         return RLMCP_EHTTP;
-    }
-    return rlclient_sse(call->d->rl, call_key(call), req, on_event, user,
-                        status_out, call_probe(req), call);
+    b = call_bound(call, req);
+    return note_result(call,
+                       rlclient_sse_bound(call->d->rl, call_key(call), req,
+                                          on_event, user, status_out, &b));
+}
+
+uint64_t call_deadline_ms(rlmcp_call *call)
+{
+    return call != NULL ? call->deadline_ns / 1000000ull : 0;
+}
+
+const char *call_last_error(rlmcp_call *call)
+{
+    return call != NULL ? call->last_error : "";
 }
 
 /* ---- ABI 1.1: tunnels ------------------------------------------------ */
@@ -861,7 +911,8 @@ int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
  * The origin of t's port for this host's backend, or NULL after logging
  * why. The call's API key is never used here: a tunnel gets its own token.
  */
-static char *tunnel_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t)
+static char *tunnel_origin(struct rlmcp_call *call,
+                           const struct rlmcp_tunnel *t)
 {
     char *origin = NULL;
 
@@ -887,6 +938,7 @@ int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
                                 const struct rlmcp_http_req *req,
                                 struct rlmcp_http_resp **resp_out)
 {
+    struct rlclient_bound b;
     char *origin = NULL;
     int rc = RLMCP_EINVAL;
 
@@ -897,8 +949,10 @@ int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
     origin = tunnel_origin(call, t);
     if (origin == NULL)
         return RLMCP_EINVAL;
-    rc = rlclient_tunnel_request(call->d->rl, origin, t->auth_token, req,
-                                 resp_out, call_probe(req), call);
+    b = call_bound(call, req);
+    rc = note_result(call, rlclient_tunnel_request_bound(call->d->rl, origin,
+                                                         t->auth_token, req,
+                                                         resp_out, &b));
     if (rc == RLMCP_EINVAL)
         log_msg(RLMCP_LOG_ERROR, call->plugin_name, "tunnel request: %s",
                 rlclient_last_error());

@@ -46,5 +46,8 @@ int call_resource_contents(rlmcp_call *call, const char *uri,
 int call_prompt_message(rlmcp_call *call, const char *role,
                         const char *content_json);
 rlmcp_plugin *call_plugin(rlmcp_call *call);
+/* ABI 1.2: the call's deadline and why its last request failed. */
+uint64_t call_deadline_ms(rlmcp_call *call);
+const char *call_last_error(rlmcp_call *call);
 
 #endif

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "call.h"
+#include "deadline.h"
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
@@ -780,6 +781,7 @@ static void m_tools_call(struct req *r)
     c->progress_token = progress_token(r);
     if (t->timeout_ms != 0)
         c->timeout_ms = t->timeout_ms;
+    c->timeout_ms = deadline_call_ms(c->timeout_ms, args, len);
     enqueue(r, c);
 }
 

@@ -63,6 +63,7 @@ struct rlmcp_call {
     const char *plugin_name;
     uint32_t timeout_ms;
     uint64_t deadline_ns; /* monotonic; 0: none */
+    char last_error[768]; /* why the last runloop_* request failed */
 
     pthread_mutex_t lock; /* everything below up to send_lock */
     pthread_cond_t cond;  /* sleep_ms and client_request waits */

@@ -26,6 +26,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "breaker.h"
 #include "log.h"
 #include "sse.h"
 
@@ -64,6 +65,9 @@ struct rlclient {
     pthread_mutex_t pool_lock;
     struct rl_handle *pool;
     unsigned pool_size;
+    struct breaker breaker; /* API requests only, never tunnels */
+    rlclient_down_fn on_down;
+    void *on_down_ctx;
 };
 
 /* One attempt's receiving state. */
@@ -100,6 +104,8 @@ struct rl_call {
     int max_retries;
     unsigned timeout_ms;
     size_t max_body;
+    uint64_t deadline_ms; /* monotonic; 0: none */
+    bool probe;           /* let through the open breaker as its probe */
 };
 
 static __thread char tls_last_error[1024];
@@ -210,6 +216,7 @@ static int client_init_share(struct rlclient *c)
 {
     int i;
 
+    breaker_init(&c->breaker);
     for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_locks[i], NULL);
     pthread_mutex_init(&c->pool_lock, NULL);
@@ -330,6 +337,7 @@ void rlclient_destroy(struct rlclient *c)
         for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
             pthread_mutex_destroy(&c->share_locks[i]);
         pthread_mutex_destroy(&c->pool_lock);
+        breaker_destroy(&c->breaker);
     }
     free(c->base_url);
     free(c->unix_socket);
@@ -828,12 +836,45 @@ static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
     return mime;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* What is left of the call's time limit; UINT64_MAX when it has none. */
+static uint64_t remaining_ms(const struct rl_call *rc)
+{
+    uint64_t now = mono_ms();
+
+    if (rc->deadline_ms == 0)
+        return UINT64_MAX;
+    return rc->deadline_ms > now ? rc->deadline_ms - now : 0;
+}
+
+/* One attempt's bound: the request's own, cut to the call's time left. */
+static unsigned attempt_timeout_ms(const struct rl_call *rc)
+{
+    uint64_t left = remaining_ms(rc);
+
+    if (left == UINT64_MAX)
+        return rc->timeout_ms;
+    if (left == 0)
+        left = 1;
+    if (rc->timeout_ms == 0 || left < rc->timeout_ms)
+        return (unsigned)(left < UINT32_MAX ? left : UINT32_MAX);
+    return rc->timeout_ms;
+}
+
 static void setup_easy(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
                        struct curl_slist *headers, curl_mime *mime,
                        char *errbuf)
 {
     const struct rlclient *c = rc->c;
     const struct rlmcp_http_req *req = rc->req;
+    unsigned attempt_ms = attempt_timeout_ms(rc);
 
     curl_easy_setopt(easy, CURLOPT_URL, rc->url);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -847,11 +888,10 @@ static void setup_easy(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
         curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
     if (c->unix_socket != NULL && rc->origin == NULL)
         curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
-    if (rc->timeout_ms > 0)
-        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)rc->timeout_ms);
-    curl_easy_setopt(
-        easy, CURLOPT_CONNECTTIMEOUT_MS,
-        (long)(rc->timeout_ms > 0 ? rc->timeout_ms : c->timeout_ms));
+    if (attempt_ms > 0)
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)attempt_ms);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(attempt_ms > 0 ? attempt_ms : c->timeout_ms));
     if (mime != NULL) {
         curl_easy_setopt(easy, CURLOPT_MIMEPOST, mime);
     } else if (strcmp(req->method, "POST") == 0) {
@@ -950,10 +990,10 @@ static void classify(const struct rl_call *rc, CURL *easy, struct rl_xfer *x,
     if (res == CURLE_WRITE_ERROR && (x->truncated || x->sse_rc == SSE_STOPPED))
         res = CURLE_OK;
     if (res == CURLE_OK) {
-        a->out = status_retryable(easy, a->status, rc->req->path,
-                                  rc->origin != NULL)
-                     ? OUT_RETRY
-                     : OUT_DONE;
+        a->out =
+            status_retryable(easy, a->status, rc->req->path, rc->origin != NULL)
+                ? OUT_RETRY
+                : OUT_DONE;
         a->rc = RLMCP_OK;
         return;
     }
@@ -1082,14 +1122,98 @@ static void log_retry(const struct rl_call *rc, const struct attempt *a,
                 rc->max_retries, delay);
 }
 
+/* A connection that was never established: the backend is not there. */
+static bool attempt_unreachable(const struct attempt *a)
+{
+    return a->out == OUT_CONN_FAIL && (a->res == CURLE_COULDNT_CONNECT ||
+                                       a->res == CURLE_COULDNT_RESOLVE_HOST);
+}
+
+/* The breaker learns from every API attempt; tunnels are devboxes' own. */
+static void breaker_note(struct rl_call *rc, const struct attempt *a)
+{
+    struct rlclient *c = rc->c;
+    bool fatal = false;
+
+    if (rc->origin != NULL)
+        return;
+    if (a->out == OUT_DONE || a->out == OUT_RETRY) {
+        breaker_success(&c->breaker);
+        return;
+    }
+    if (!attempt_unreachable(a))
+        return;
+    /* Nothing listens on the local engine's socket: no retry within a
+     * call brings it back, so fail now (and let the host restart it). */
+    fatal = c->unix_socket != NULL;
+    breaker_failure(&c->breaker, mono_ms(), fatal,
+                    a->err[0] ? a->err : curl_easy_strerror(a->res));
+    if (fatal && c->on_down != NULL)
+        c->on_down(c->on_down_ctx);
+}
+
+/* Backoff before the next attempt; unreachable backends get short steps
+ * (the breaker ends those retries after a few). */
+static long next_delay_ms(const struct rl_call *rc, struct rl_handle *h,
+                          const struct attempt *a, int retries)
+{
+    if (rc->origin != NULL)
+        return tunnel_delay_ms(rc->c, a->out == OUT_RETRY ? h->easy : NULL,
+                               retries);
+    if (attempt_unreachable(a))
+        return 100L << (retries < 4 ? retries : 4);
+    return retry_delay_ms(rc->c, a->out == OUT_RETRY ? h->easy : NULL, retries);
+}
+
+static int fail_now(const struct rl_call *rc, int code, const char *fmt, ...)
+    RLMCP_PRINTF(3, 4);
+static int fail_now(const struct rl_call *rc, int code, const char *fmt, ...)
+{
+    char why[700];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    set_last_error("%s %s: %s", rc->req->method, rc->shown_url, why);
+    if (code != RLMCP_ECANCELLED)
+        log_msg(rc->c->quiet ? RLMCP_LOG_DEBUG : RLMCP_LOG_WARNING, NULL,
+                "runloop: %s", tls_last_error);
+    return code;
+}
+
+/*
+ * Stop retrying when the backoff does not fit the call's time left: the
+ * call ends now with an error saying so, never with a late success.
+ */
+static int out_of_budget(const struct rl_call *rc, const struct attempt *a,
+                         long delay, uint64_t left)
+{
+    if (a->out == OUT_RETRY)
+        return fail_now(rc, RLMCP_ETIMEDOUT,
+                        "answered HTTP %ld and asked for a retry in %ld ms, "
+                        "beyond the %llu ms left of the call's time limit; "
+                        "not retried",
+                        a->status, delay, (unsigned long long)left);
+    return fail_now(rc, RLMCP_ETIMEDOUT,
+                    "%s; the next retry (in %ld ms) does not fit the %llu "
+                    "ms left of the call's time limit",
+                    a->err[0] ? a->err : curl_easy_strerror(a->res), delay,
+                    (unsigned long long)left);
+}
+
 static int run_call(struct rl_call *rc, struct sse_sink *sink,
                     struct rlmcp_http_resp **resp_out, long *status_out)
 {
     struct rl_handle *h = NULL;
     struct attempt a;
+    char why[512];
     int retries = 0;
     int rc_out = RLMCP_OK;
 
+    if (rc->origin == NULL &&
+        !breaker_allow(&rc->c->breaker, mono_ms(), why, sizeof(why)))
+        return fail_now(rc, RLMCP_EHTTP, "%s", why);
     h = pool_get(rc->c);
     if (h == NULL) {
         set_last_error("out of memory");
@@ -1097,6 +1221,7 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
     }
     for (;;) {
         long delay = 0;
+        uint64_t left = 0;
         bool retryable = false;
 
         if (rc->cancelled != NULL && rc->cancelled(rc->cancel_ctx)) {
@@ -1106,25 +1231,43 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
             rc_out = RLMCP_ECANCELLED;
             goto out;
         }
+        if (remaining_ms(rc) == 0) {
+            rc_out = fail_now(rc, RLMCP_ETIMEDOUT,
+                              "the call's time limit was reached before "
+                              "an answer (%d attempt%s)",
+                              retries, retries == 1 ? "" : "s");
+            goto out;
+        }
         attempt_once(rc, h, sink, &a, resp_out);
+        breaker_note(rc, &a);
         if (status_out != NULL)
             *status_out = a.status;
+        if (a.rc == RLMCP_ETIMEDOUT && remaining_ms(rc) == 0) {
+            rc_out = fail_now(rc, RLMCP_ETIMEDOUT,
+                              "no answer within the call's time limit "
+                              "(%d attempt%s)",
+                              retries + 1, retries == 0 ? "" : "s");
+            goto out;
+        }
         retryable = a.out == OUT_RETRY || a.out == OUT_CONN_FAIL;
+        if (retryable && rc->origin == NULL &&
+            breaker_state(&rc->c->breaker) == BREAKER_OPEN)
+            retryable = false; /* down: the breaker answers from now on */
         if (!retryable || retries >= rc->max_retries) {
             if (a.out == OUT_RETRY) /* out of retries: the status stands */
                 a.out = OUT_DONE;
             break;
         }
+        delay = next_delay_ms(rc, h, &a, retries);
+        left = remaining_ms(rc);
+        if (left != UINT64_MAX && (uint64_t)delay >= left) {
+            rc_out = out_of_budget(rc, &a, delay, left);
+            goto out;
+        }
         if (resp_out != NULL) {
             rlclient_resp_free(*resp_out);
             *resp_out = NULL;
         }
-        if (rc->origin != NULL)
-            delay = tunnel_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
-                                    retries);
-        else
-            delay = retry_delay_ms(rc->c, a.out == OUT_RETRY ? h->easy : NULL,
-                                   retries);
         retries++;
         log_retry(rc, &a, delay, retries);
         if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {
@@ -1142,14 +1285,19 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
                     "runloop: %s", tls_last_error);
     }
 out:
+    if (rc_out != RLMCP_OK && resp_out != NULL) {
+        rlclient_resp_free(*resp_out);
+        *resp_out = NULL;
+    }
+    if (rc_out == RLMCP_ECANCELLED && rc->origin == NULL)
+        breaker_abandon(&rc->c->breaker);
     pool_put(rc->c, h);
     return rc_out;
 }
 
 static int prepare_call(struct rl_call *rc, struct rlclient *c,
                         const char *api_key, const struct rlmcp_http_req *req,
-                        rlclient_cancel_fn cancelled, void *cancel_ctx,
-                        bool sse)
+                        const struct rlclient_bound *b, bool sse)
 {
     int err = RLMCP_OK;
 
@@ -1165,8 +1313,9 @@ static int prepare_call(struct rl_call *rc, struct rlclient *c,
     rc->c = c;
     rc->api_key = api_key;
     rc->req = req;
-    rc->cancelled = cancelled;
-    rc->cancel_ctx = cancel_ctx;
+    rc->cancelled = b->cancelled;
+    rc->cancel_ctx = b->cancel_ctx;
+    rc->deadline_ms = b->deadline_ms;
     rc->sse = sse;
     rc->max_retries = req->max_retries < 0 ? c->max_retries : req->max_retries;
     if (sse)
@@ -1182,27 +1331,37 @@ static int prepare_call(struct rl_call *rc, struct rlclient *c,
     return build_url(rc);
 }
 
-int rlclient_request(struct rlclient *c, const char *api_key,
-                     const struct rlmcp_http_req *req,
-                     struct rlmcp_http_resp **resp_out,
-                     rlclient_cancel_fn cancelled, void *cancel_ctx)
+int rlclient_request_bound(struct rlclient *c, const char *api_key,
+                           const struct rlmcp_http_req *req,
+                           struct rlmcp_http_resp **resp_out,
+                           const struct rlclient_bound *b)
 {
     struct rl_call rc;
     int err = RLMCP_OK;
 
-    if (resp_out == NULL)
+    if (resp_out == NULL || b == NULL)
         return RLMCP_EINVAL;
     *resp_out = NULL;
-    err = prepare_call(&rc, c, api_key, req, cancelled, cancel_ctx, false);
+    err = prepare_call(&rc, c, api_key, req, b, false);
     if (err != RLMCP_OK)
         return err;
     return run_call(&rc, NULL, resp_out, NULL);
 }
 
-int rlclient_sse(struct rlclient *c, const char *api_key,
-                 const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
-                 void *user, long *status_out, rlclient_cancel_fn cancelled,
-                 void *cancel_ctx)
+int rlclient_request(struct rlclient *c, const char *api_key,
+                     const struct rlmcp_http_req *req,
+                     struct rlmcp_http_resp **resp_out,
+                     rlclient_cancel_fn cancelled, void *cancel_ctx)
+{
+    struct rlclient_bound b = {cancelled, cancel_ctx, 0};
+
+    return rlclient_request_bound(c, api_key, req, resp_out, &b);
+}
+
+int rlclient_sse_bound(struct rlclient *c, const char *api_key,
+                       const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
+                       void *user, long *status_out,
+                       const struct rlclient_bound *b)
 {
     struct rl_call rc;
     struct sse_sink sink = {.fn = on_event, .user = user};
@@ -1211,15 +1370,36 @@ int rlclient_sse(struct rlclient *c, const char *api_key,
 
     if (status_out != NULL)
         *status_out = 0;
-    if (on_event == NULL)
+    if (on_event == NULL || b == NULL)
         return RLMCP_EINVAL;
-    err = prepare_call(&rc, c, api_key, req, cancelled, cancel_ctx, true);
+    err = prepare_call(&rc, c, api_key, req, b, true);
     if (err != RLMCP_OK)
         return err;
     err = run_call(&rc, &sink, NULL, &status);
     if (status_out != NULL)
         *status_out = status;
     return err;
+}
+
+int rlclient_sse(struct rlclient *c, const char *api_key,
+                 const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
+                 void *user, long *status_out, rlclient_cancel_fn cancelled,
+                 void *cancel_ctx)
+{
+    struct rlclient_bound b = {cancelled, cancel_ctx, 0};
+
+    return rlclient_sse_bound(c, api_key, req, on_event, user, status_out, &b);
+}
+
+void rlclient_set_down_hook(struct rlclient *c, rlclient_down_fn fn, void *ctx)
+{
+    c->on_down = fn;
+    c->on_down_ctx = ctx;
+}
+
+bool rlclient_backend_down(struct rlclient *c)
+{
+    return breaker_state(&c->breaker) != BREAKER_CLOSED;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1286,8 +1466,9 @@ int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
     int w = 0;
 
     if (!tunnel_key_ok(key)) {
-        snprintf(err, errlen, "tunnel_key must be 1-512 characters of "
-                              "A-Z a-z 0-9 _ -");
+        snprintf(err, errlen,
+                 "tunnel_key must be 1-512 characters of "
+                 "A-Z a-z 0-9 _ -");
         return -1;
     }
     if (port < 1 || port > 65535) {
@@ -1297,8 +1478,9 @@ int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
     if (tmpl != NULL)
         return expand_template(tmpl, key, port, out, n, err, errlen);
     if (base_url == NULL || strstr(base_url, "://") == NULL) {
-        snprintf(err, errlen, "no API base URL to derive the tunnel domain "
-                              "from");
+        snprintf(err, errlen,
+                 "no API base URL to derive the tunnel domain "
+                 "from");
         return -1;
     }
     scheme_len = (size_t)(strstr(base_url, "://") - base_url);
@@ -1315,8 +1497,8 @@ int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
         snprintf(err, errlen, "the API base URL has no host");
         return -1;
     }
-    w = snprintf(out, n, "%.*s://%u-%s.tunnel.%.*s", (int)scheme_len,
-                 base_url, port, key, (int)host_len, host);
+    w = snprintf(out, n, "%.*s://%u-%s.tunnel.%.*s", (int)scheme_len, base_url,
+                 port, key, (int)host_len, host);
     if (w < 0 || (size_t)w >= n) {
         snprintf(err, errlen, "tunnel origin longer than %zu bytes", n);
         return -1;
@@ -1332,8 +1514,8 @@ static char *read_tunnel_template(const char *file, char *err, size_t errlen)
     char *out = NULL;
 
     if (f == NULL) {
-        snprintf(err, errlen, "cannot read %s (%s): is devboxd running?",
-                 file, strerror(errno));
+        snprintf(err, errlen, "cannot read %s (%s): is devboxd running?", file,
+                 strerror(errno));
         return NULL;
     }
     while (fgets(line, sizeof(line), f) != NULL) {
@@ -1345,9 +1527,10 @@ static char *read_tunnel_template(const char *file, char *err, size_t errlen)
     }
     fclose(f);
     if (out == NULL)
-        snprintf(err, errlen, "%s names no tunnel listener "
-                              "(tunnel_url_template): this devboxd has no "
-                              "tunnels; update it",
+        snprintf(err, errlen,
+                 "%s names no tunnel listener "
+                 "(tunnel_url_template): this devboxd has no "
+                 "tunnels; update it",
                  file);
     return out;
 }
@@ -1382,10 +1565,20 @@ char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
 }
 
 int rlclient_tunnel_request(struct rlclient *c, const char *origin,
-                            const char *token,
-                            const struct rlmcp_http_req *req,
+                            const char *token, const struct rlmcp_http_req *req,
                             struct rlmcp_http_resp **resp_out,
                             rlclient_cancel_fn cancelled, void *cancel_ctx)
+{
+    struct rlclient_bound b = {cancelled, cancel_ctx, 0};
+
+    return rlclient_tunnel_request_bound(c, origin, token, req, resp_out, &b);
+}
+
+int rlclient_tunnel_request_bound(struct rlclient *c, const char *origin,
+                                  const char *token,
+                                  const struct rlmcp_http_req *req,
+                                  struct rlmcp_http_resp **resp_out,
+                                  const struct rlclient_bound *b)
 {
     struct rl_call rc;
     int err = RLMCP_OK;
@@ -1403,7 +1596,7 @@ int rlclient_tunnel_request(struct rlclient *c, const char *origin,
                        "holds spaces or control characters");
         return RLMCP_EINVAL;
     }
-    err = prepare_call(&rc, c, token, req, cancelled, cancel_ctx, false);
+    err = prepare_call(&rc, c, token, req, b, false);
     if (err != RLMCP_OK)
         return err;
     rc.origin = origin;

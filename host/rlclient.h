@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rlmcp/plugin.h"
 
@@ -41,6 +42,22 @@ struct rlclient_options {
 
 /* Probe polled during transfers; true aborts within 100 ms. */
 typedef bool (*rlclient_cancel_fn)(void *ctx);
+
+/*
+ * What bounds one request: the call's cancellation probe and its deadline
+ * (CLOCK_MONOTONIC milliseconds, 0: none). Every attempt's timeout is cut
+ * to the time left; a backoff (also a Retry-After hint) that does not fit
+ * ends the request with RLMCP_ETIMEDOUT and a message saying so.
+ */
+struct rlclient_bound {
+    rlclient_cancel_fn cancelled;
+    void *cancel_ctx;
+    uint64_t deadline_ms;
+};
+
+/* Called (on the calling thread) when the local engine's socket refused a
+ * connection, e.g. to restart an engine the host started. */
+typedef void (*rlclient_down_fn)(void *ctx);
 
 /*
  * Initialise libcurl once for the process. The host calls it at startup
@@ -78,7 +95,27 @@ int rlclient_sse(struct rlclient *c, const char *api_key,
                  void *user, long *status_out, rlclient_cancel_fn cancelled,
                  void *cancel_ctx);
 
+/* The same three, bounded by b (deadline and cancellation). */
+int rlclient_request_bound(struct rlclient *c, const char *api_key,
+                           const struct rlmcp_http_req *req,
+                           struct rlmcp_http_resp **resp_out,
+                           const struct rlclient_bound *b);
+int rlclient_sse_bound(struct rlclient *c, const char *api_key,
+                       const struct rlmcp_http_req *req, rlmcp_sse_fn on_event,
+                       void *user, long *status_out,
+                       const struct rlclient_bound *b);
+
 void rlclient_resp_free(struct rlmcp_http_resp *resp);
+
+/*
+ * Circuit breaker (host/breaker.h): after a few connection failures in a
+ * row (at once for a refused local engine socket) API requests fail at
+ * once with RLMCP_EHTTP and a message saying the backend is down, until a
+ * probe request after a cool-down gets an answer. Tunnels are not
+ * affected. True while open or probing.
+ */
+bool rlclient_backend_down(struct rlclient *c);
+void rlclient_set_down_hook(struct rlclient *c, rlclient_down_fn fn, void *ctx);
 
 /*
  * Why the calling thread's last failed rlclient_request/rlclient_sse
@@ -117,9 +154,14 @@ char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
  * Retry-After hint up to 5 s).
  */
 int rlclient_tunnel_request(struct rlclient *c, const char *origin,
-                            const char *token,
-                            const struct rlmcp_http_req *req,
+                            const char *token, const struct rlmcp_http_req *req,
                             struct rlmcp_http_resp **resp_out,
                             rlclient_cancel_fn cancelled, void *cancel_ctx);
+
+int rlclient_tunnel_request_bound(struct rlclient *c, const char *origin,
+                                  const char *token,
+                                  const struct rlmcp_http_req *req,
+                                  struct rlmcp_http_resp **resp_out,
+                                  const struct rlclient_bound *b);
 
 #endif

@@ -241,6 +241,9 @@ static const struct rlmcp_host_api table = {
     /* ABI 1.1 */
     .runloop_tunnel_request = call_runloop_tunnel_request,
     .runloop_pty_exchange = call_runloop_pty_exchange,
+    /* ABI 1.2 */
+    .call_deadline_ms = call_deadline_ms,
+    .call_last_error = call_last_error,
 };
 
 const struct rlmcp_host_api *services_table(void)

@@ -170,17 +170,41 @@ int rlmcp_h_fail_resp(const struct rlmcp_h *h,
     return RLMCP_H_REPORTED;
 }
 
+/* The host's reason for the last failed request (ABI 1.2), or "". */
+static const char *last_error(const struct rlmcp_h *h)
+{
+    const char *why = NULL;
+
+    if (RLMCP_API_HAS(h->api, call_last_error))
+        why = h->api->call_last_error(h->call);
+    return why != NULL ? why : "";
+}
+
 int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
 {
+    const char *why = NULL;
+
     switch (rc) {
     case RLMCP_ECANCELLED:
         return RLMCP_ECANCELLED;
     case RLMCP_EHTTP:
+        why = last_error(h);
+        if (why[0] != '\0')
+            return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
+                                "%s: the Runloop API could not be reached: "
+                                "%s",
+                                what, why);
         return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
                             "%s: the Runloop API could not be reached "
                             "(the server log names the URL)",
                             what);
     case RLMCP_ETIMEDOUT:
+        why = last_error(h);
+        if (why[0] != '\0')
+            return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
+                                "%s: the Runloop API did not answer in "
+                                "time: %s",
+                                what, why);
         return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
                             "%s: the Runloop API did not answer in time", what);
     case RLMCP_ENOMEM:

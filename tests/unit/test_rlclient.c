@@ -1206,6 +1206,180 @@ static void t_sse_cancel_and_oversize(void **state)
     rlclient_destroy(c);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Deadlines and the circuit breaker                                      */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t mono_now_ms(void)
+{
+    return (uint64_t)now_ms();
+}
+
+static int req_until(struct rlclient *c, const char *method, const char *path,
+                     uint64_t deadline_ms, struct rlmcp_http_resp **resp)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlclient_bound b = {NULL, NULL, deadline_ms};
+
+    req.method = method;
+    req.path = path;
+    return rlclient_request_bound(c, KEY, &req, resp, &b);
+}
+
+/* A backend that answers after the deadline: the call ends at the deadline
+ * (the attempt is cut, not the 30 s default), with no answer. */
+static void t_deadline_cuts_attempt(void **state)
+{
+    struct rlclient *c = client();
+    struct rlmcp_http_resp *r = NULL;
+
+    script("[{\"status\":200,\"delay_ms\":20000}]");
+    assert_int_equal(req_until(c, "GET", "/v1/slow", mono_now_ms() + 300, &r),
+                     RLMCP_ETIMEDOUT);
+    assert_null(r);
+    assert_non_null(strstr(rlclient_last_error(), "time limit"));
+    assert_int_equal(arrivals(), 1);
+    rlclient_destroy(c);
+}
+
+/* Retry-After beyond the time left ends the request at once with an error
+ * that says so; never a late success after the wait. */
+static void t_retry_after_beyond_deadline(void **state)
+{
+    struct rlclient *c = client();
+    struct rlmcp_http_resp *r = NULL;
+
+    script("[{\"status\":429,\"headers\":{\"Retry-After\":\"30\"}},"
+           "{\"status\":200}]");
+    assert_int_equal(req_until(c, "POST", "/v1/x", mono_now_ms() + 5000, &r),
+                     RLMCP_ETIMEDOUT);
+    assert_null(r);
+    assert_non_null(strstr(rlclient_last_error(), "HTTP 429"));
+    assert_non_null(strstr(rlclient_last_error(), "30000 ms"));
+    assert_non_null(strstr(rlclient_last_error(), "not retried"));
+    assert_int_equal(arrivals(), 1);
+    /* A hint that fits is followed, as before. */
+    script("[{\"status\":503,\"headers\":{\"retry-after-ms\":\"100\"}},"
+           "{\"status\":200}]");
+    assert_int_equal(req_until(c, "POST", "/v1/x", mono_now_ms() + 5000, &r),
+                     RLMCP_OK);
+    assert_int_equal(r->status, 200);
+    rlclient_resp_free(r);
+    assert_int_equal(arrivals(), 2);
+    rlclient_destroy(c);
+}
+
+/* A deadline already passed sends nothing. */
+static void t_deadline_passed(void **state)
+{
+    struct rlclient *c = client();
+    struct rlmcp_http_resp *r = NULL;
+
+    script(NULL);
+    assert_int_equal(req_until(c, "GET", "/v1/a", mono_now_ms() - 1, &r),
+                     RLMCP_ETIMEDOUT);
+    assert_int_equal(arrivals(), 0);
+    rlclient_destroy(c);
+}
+
+static char g_brk_dir[32];
+static pid_t g_brk_fs = -1;
+static int g_down_calls;
+
+static void on_down(void *ctx)
+{
+    (void)ctx;
+    g_down_calls++;
+}
+
+static int breaker_teardown(void **state)
+{
+    char sock[128];
+
+    stop_pid(g_brk_fs);
+    g_brk_fs = -1;
+    if (g_brk_dir[0] != '\0') {
+        snprintf(sock, sizeof(sock), "%s/devboxd.sock", g_brk_dir);
+        unlink(sock);
+        rmdir(g_brk_dir);
+    }
+    return 0;
+}
+
+/*
+ * The local engine's socket with nothing behind it: one attempt, no retry
+ * schedule; the down hook runs (the host restarts an engine it started);
+ * later calls fail at once with a message saying the backend is down and
+ * send nothing; once an engine answers, a probe closes the breaker.
+ */
+static void t_breaker_local_engine(void **state)
+{
+    struct rlclient_options o = {.default_max_retries = -1,
+                                 .retry_base_ms = 1000};
+    struct rlclient *c = NULL;
+    struct rlmcp_http_resp *r = NULL;
+    char sock[128];
+    char line[256];
+    double until = 0;
+    int rc = 0;
+
+    snprintf(g_brk_dir, sizeof(g_brk_dir), "/tmp/rlb-XXXXXX");
+    assert_non_null(mkdtemp(g_brk_dir));
+    snprintf(sock, sizeof(sock), "%s/devboxd.sock", g_brk_dir);
+    o.unix_socket = sock;
+    c = rlclient_create(&o);
+    assert_non_null(c);
+    rlclient_set_down_hook(c, on_down, NULL);
+    g_down_calls = 0;
+
+    assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes", NULL, -1, &r),
+                     RLMCP_EHTTP);
+    assert_non_null(strstr(rlclient_last_error(), "(1 attempt)"));
+    assert_int_equal(g_down_calls, 1);
+    assert_true(rlclient_backend_down(c));
+
+    assert_int_equal(do_req(c, NULL, "GET", "/v1/devboxes", NULL, -1, &r),
+                     RLMCP_EHTTP);
+    assert_non_null(strstr(rlclient_last_error(), "unreachable for"));
+    assert_non_null(strstr(rlclient_last_error(), "next probe in"));
+
+    g_brk_fs = spawn_faultserver("--unix", sock, line, sizeof(line));
+    assert_true(g_brk_fs > 0);
+    /* Probes go after a cool-down of at least 500 ms: wait for one. */
+    until = now_ms() + 20000;
+    do {
+        rc = do_req(c, NULL, "GET", "/v1/devboxes", NULL, 0, &r);
+        if (rc != RLMCP_OK)
+            usleep(50 * 1000);
+    } while (rc != RLMCP_OK && now_ms() < until);
+    assert_int_equal(rc, RLMCP_OK);
+    assert_int_equal(r->status, 200);
+    rlclient_resp_free(r);
+    assert_false(rlclient_backend_down(c));
+    rlclient_destroy(c);
+}
+
+/* A closed TCP port: a few short retries (not the 1 s schedule), then the
+ * breaker is open and the next call sends nothing. */
+static void t_breaker_refused_tcp(void **state)
+{
+    char base[64];
+    struct rlclient *c = NULL;
+    struct rlmcp_http_resp *r = NULL;
+
+    snprintf(base, sizeof(base), "http://127.0.0.1:%d", closed_port());
+    c = client_with(base, 1000);
+    assert_int_equal(do_req(c, KEY, "GET", "/v1/devboxes", NULL, -1, &r),
+                     RLMCP_EHTTP);
+    assert_non_null(strstr(rlclient_last_error(), "3 attempts"));
+    assert_true(rlclient_backend_down(c));
+    assert_int_equal(do_req(c, KEY, "GET", "/v1/devboxes", NULL, -1, &r),
+                     RLMCP_EHTTP);
+    assert_non_null(strstr(rlclient_last_error(), "unreachable for"));
+    assert_null(strstr(rlclient_last_error(), KEY));
+    rlclient_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1234,6 +1408,11 @@ int main(void)
         cmocka_unit_test(t_sse_stream),
         cmocka_unit_test(t_sse_status_stop_drop),
         cmocka_unit_test(t_sse_cancel_and_oversize),
+        cmocka_unit_test(t_deadline_cuts_attempt),
+        cmocka_unit_test(t_retry_after_beyond_deadline),
+        cmocka_unit_test(t_deadline_passed),
+        cmocka_unit_test_teardown(t_breaker_local_engine, breaker_teardown),
+        cmocka_unit_test(t_breaker_refused_tcp),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 1
+#define RLMCP_ABI_MINOR 2
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -579,6 +579,29 @@ struct rlmcp_host_api {
      */
     int (*runloop_pty_exchange)(rlmcp_call *call, const struct rlmcp_tunnel *t,
                                 struct rlmcp_pty_exchange *x);
+
+    /*
+     * Added in ABI 1.2. The moment the call must have answered by, in
+     * CLOCK_MONOTONIC milliseconds (clock_gettime(CLOCK_MONOTONIC) in ms,
+     * as rlmcp_h_now_ms gives it); 0 when it has none. It starts when the
+     * request was read and lasts the tool's timeout_seconds argument when
+     * the call passed one, else the tool's timeout. The host already cuts
+     * every runloop_* request, retry and backoff to it (clean-up requests
+     * flagged RLMCP_HTTP_IGNORE_CANCEL excepted) and answers with a
+     * timeout error when it passes; a tool that must stop remote work
+     * keeps time for that before it. Threads: any, while the handler runs.
+     */
+    uint64_t (*call_deadline_ms)(rlmcp_call *call);
+
+    /*
+     * Added in ABI 1.2. Why this call's last runloop_* request failed
+     * (RLMCP_EHTTP, RLMCP_ETIMEDOUT): one line naming the method and URL
+     * and the cause, e.g. that the backend is down (circuit breaker) or
+     * that a Retry-After did not fit the deadline; never a key. "" after
+     * a success. Ownership: borrowed until the call's next request.
+     * Threads: the handler's thread.
+     */
+    const char *(*call_last_error)(rlmcp_call *call);
 
     /* 1.x: append only, each with an "Added in ABI 1.N" comment. */
 };
