@@ -42,6 +42,8 @@
 
 #define SESSION_ID_BYTES 16
 #define SSE_RETRY_MS 1000
+/* Replies written in full that a session keeps for a resume. */
+#define RESUME_WRITTEN_KEEP 64
 #define JSONRPC_SERVER_ERROR (-32000)
 #define JSONRPC_SESSION_NOT_FOUND (-32001)
 #define JSONRPC_PARSE_ERROR (-32700)
@@ -71,6 +73,7 @@ struct http_stream {
     /* Everything below is guarded by sess->lock. */
     bool done;        /* the final send happened */
     bool listed;      /* on sess->streams (holds a reference) */
+    bool written;     /* every event went to a socket; kept for a resume */
     char *json_reply; /* JSON mode: the response */
     size_t json_len;
     struct http_ev *evs; /* SSE mode: stored events, oldest first */
@@ -99,6 +102,7 @@ struct http_session {
     uint64_t next_stream;
     struct http_stream *streams; /* oldest first */
     struct http_stream *streams_tail;
+    unsigned n_written; /* listed streams with written set */
     size_t store_events;
     size_t store_bytes;
     UT_hash_handle hh; /* guarded by srv->lock */
@@ -303,6 +307,8 @@ static void session_unlist(struct http_session *s, struct http_stream *st)
     st->prev = NULL;
     st->next = NULL;
     st->listed = false;
+    if (st->written)
+        s->n_written--;
     s->store_events -= st->n_evs;
     s->store_bytes -= st->bytes;
 }
@@ -321,7 +327,8 @@ static void stream_free_events(struct http_stream *st)
 /* Caller holds s->lock: does a stored final reply still wait for a client? */
 static bool stream_undelivered(const struct http_stream *st)
 {
-    return st->sse && st->n_evs > 0 && st->evs[st->n_evs - 1].final;
+    return st->sse && !st->written && st->n_evs > 0 &&
+           st->evs[st->n_evs - 1].final;
 }
 
 /*
@@ -597,23 +604,47 @@ static char *format_event(uint64_t no, uint64_t seq, const char *json,
     return buf;
 }
 
+/* Caller holds s->lock: unlist st and hand its list reference to *dropped
+ * for the caller to release after unlocking. */
+static void store_drop(struct http_session *s, struct http_stream *st,
+                       struct http_stream **dropped)
+{
+    session_unlist(s, st);
+    stream_free_events(st);
+    st->next = *dropped;
+    *dropped = st;
+}
+
+static bool store_over(const struct http_session *s)
+{
+    const struct http_options *o = &s->srv->opts;
+
+    return s->store_events > o->event_store_events ||
+           s->store_bytes > o->event_store_bytes;
+}
+
 /*
  * Caller holds s->lock. Keep the session's event store within its bounds:
- * first drop events a live reader has written already, then whole replies
- * nobody is reading (oldest first; their list references go to *dropped
- * for the caller to release after unlocking). The final event of a reply
+ * first drop replies written in full (at most RESUME_WRITTEN_KEEP are kept:
+ * a client that lost its connection may not have read what the kernel
+ * accepted), then events a live reader has written already, then whole
+ * replies nobody is reading (oldest first). The final event of a reply
  * being read is never dropped.
  */
 static void store_trim(struct http_session *s, struct http_stream *cur,
                        struct http_stream **dropped)
 {
-    struct http_server *srv = s->srv;
-    size_t max_ev = srv->opts.event_store_events;
-    size_t max_bytes = srv->opts.event_store_bytes;
-
+    for (struct http_stream *st = s->streams; st != NULL;) {
+        struct http_stream *next = st->next;
+        if (!store_over(s) && s->n_written <= RESUME_WRITTEN_KEEP)
+            break;
+        if (st->written && st->tap == NULL && st != cur)
+            store_drop(s, st, dropped);
+        st = next;
+    }
     for (struct http_stream *st = s->streams; st != NULL; st = st->next) {
         size_t drop = 0;
-        if (s->store_events <= max_ev && s->store_bytes <= max_bytes)
+        if (!store_over(s))
             return;
         while (drop < st->n_evs && st->tap != NULL &&
                st->evs[drop].seq < st->tap->cursor && !st->evs[drop].final)
@@ -632,7 +663,7 @@ static void store_trim(struct http_session *s, struct http_stream *cur,
     }
     for (struct http_stream *st = s->streams; st != NULL;) {
         struct http_stream *next = st->next;
-        if (s->store_events <= max_ev && s->store_bytes <= max_bytes)
+        if (!store_over(s))
             return;
         if (st->sse && st != cur && st->tap == NULL) {
             if (stream_undelivered(st))
@@ -640,10 +671,7 @@ static void store_trim(struct http_session *s, struct http_stream *cur,
                         "http: session %.8s…: event store full, dropping the "
                         "undelivered reply to request %s",
                         s->id, st->req_id ? st->req_id : "?");
-            session_unlist(s, st);
-            stream_free_events(st);
-            st->next = *dropped;
-            *dropped = st;
+            store_drop(s, st, dropped);
         }
         st = next;
     }
@@ -1681,10 +1709,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (st->tap == req) {
             bool all = st->done && req->cursor >= st->next_seq;
             st->tap = NULL;
-            if (!st->sse ||
-                (all && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) ||
-                s->terminated) {
-                /* Delivered (or never resumable): forget it. */
+            if (st->sse && all && st->listed && !s->terminated &&
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+                /* Written in full, which is not yet read: keep it (bounded)
+                 * for a client whose connection broke meanwhile. */
+                if (!st->written) {
+                    st->written = true;
+                    s->n_written++;
+                }
+                store_trim(s, NULL, &unlisted);
+            } else if (!st->sse ||
+                       (all && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) ||
+                       s->terminated) {
+                /* Never resumable, or the session ended: forget it. */
                 if (st->listed) {
                     session_unlist(s, st);
                     unlisted = st;
@@ -1712,7 +1749,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
                                                            : " (client left)");
     }
-    stream_unref(unlisted);
+    stream_unref_list(unlisted);
     stream_unref(st);
     if (req->sess != NULL && req->sess->stateless)
         session_terminate(req->srv, req->sess, "request done");
@@ -1870,7 +1907,7 @@ static int copy_options(struct http_server *srv, const struct http_options *o)
 
     srv->opts = *o;
     if (srv->opts.event_store_events == 0)
-        srv->opts.event_store_events = 256;
+        srv->opts.event_store_events = 4096;
     if (srv->opts.event_store_bytes == 0)
         srv->opts.event_store_bytes = 1024 * 1024;
     if (srv->opts.mhd_threads == 0)

@@ -39,7 +39,7 @@ struct http_options {
      */
     bool backend_is_local;
     bool server_key_present;
-    unsigned event_store_events; /* per session; 0: 256 */
+    unsigned event_store_events; /* per session; 0: 4096 */
     size_t event_store_bytes;    /* per session; 0: 1 MiB */
     unsigned mhd_threads;        /* 0: 2 */
 };

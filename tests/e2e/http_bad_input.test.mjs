@@ -440,9 +440,19 @@ test('a client that disconnects mid-stream gets the result on resume; server kee
   const result = msgs.find((m) => m.id === 77);
   assert.ok(result, resumed.body);
   assert.match(result.result.content[0].text, /resumed fine/);
-  // Replayed completely: a second resume has nothing left.
-  const again = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
-  assertRpcError(again, 400, /delivered/);
+  // A reply written in full stays resumable (the client may not have read
+  // it): a second resume replays the same result under the same event id.
+  const resume = () => request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
+  const again = await resume();
+  assert.equal(again.status, 200, again.body);
+  const replayed = sseEvents(again.body).filter((e) => e.data && JSON.parse(e.data).id === 77);
+  assert.equal(replayed.length, 1, again.body);
+  assert.equal(replayed[0].id, sseEvents(resumed.body).find((e) => e.data && JSON.parse(e.data).id === 77).id);
+  // Kept for the 64 most recent written replies only: after 70 more, it is gone.
+  await Promise.all(Array.from({ length: 70 }, (_, i) => request(S.port, { headers: hdrs, body: JSON.stringify({
+    jsonrpc: '2.0', id: 1000 + i, method: 'tools/call', params: { name: 'test_tool_with_progress', arguments: {}, _meta: { progressToken: `t${i}` } },
+  }) }).then((r) => assert.equal(r.status, 200, r.body))));
+  assertRpcError(await resume(), 400, /delivered/);
   const ping = await request(S.port, { headers: hdrs, body: '{"jsonrpc":"2.0","id":78,"method":"ping"}' });
   assert.equal(ping.status, 200);
 });
