@@ -526,8 +526,9 @@ static int query_int(const struct http_request *req, struct http_response *resp,
     return 0;
 }
 
-static int check_auth(struct engine *eng, const struct http_request *req)
+int api_authorized(void *ud, const struct http_request *req)
 {
+    struct engine *eng = ud;
     const char *h = NULL;
     const char *key = NULL;
     size_t klen, n, i;
@@ -1547,7 +1548,7 @@ void api_handle(void *ud, const struct http_request *req, struct http_response *
     size_t n;
     int is_get;
 
-    if (check_auth(eng, req) != 0) {
+    if (api_authorized(eng, req) != 0) {
         /* Never echo or log the key that was sent. */
         util_error(resp, 401, "missing or invalid API key: send 'Authorization: Bearer "
                    "<key>' with the key from the state directory's api-key file (or the "

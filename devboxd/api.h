@@ -9,6 +9,9 @@
 
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
+/* 0 when req carries the API key (or came over the unix socket); ud is the
+ * struct engine. The server checks it as soon as a request head arrives. */
+int api_authorized(void *ud, const struct http_request *req);
 
 /* Validates a create body and returns the normalised spec to keep, or NULL
  * with a message (and the HTTP status in *status). Exposed for unit tests. */

@@ -41,6 +41,8 @@ struct h2_stream {
     struct http_request req;
     size_t header_bytes;
     int headers_too_large;
+    int refused; /* failed authorization: answered at once, body ignored */
+    int dispatched;
     /* Response side, guarded by conn->lock. */
     int resp_ready;
     int submitted;
@@ -65,6 +67,7 @@ struct h2_conn {
     int fd;
     int evfd;
     int trusted;
+    int slot; /* in srv->conn_tab */
     struct http_server *srv;
     nghttp2_session *session;
     struct h2_stream *streams;
@@ -250,6 +253,9 @@ static void stream_dispatch(struct h2_stream *st)
     pthread_attr_t attr;
     pthread_t tid;
 
+    if (st->dispatched)
+        return;
+    st->dispatched = 1;
     pthread_mutex_lock(&st->conn->lock);
     if (st->conn->workers >= H2_MAX_WORKERS || http_server_hold(st->conn->srv) != 0) {
         pthread_mutex_unlock(&st->conn->lock);
@@ -447,7 +453,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     (void)flags;
     (void)user_data;
     st = nghttp2_session_get_stream_user_data(session, stream_id);
-    if (st == NULL)
+    if (st == NULL || st->refused || st->dispatched)
         return 0;
     if (st->limit == 0)
         st->limit = http_body_limit(http_request_header(&st->req, "content-type"));
@@ -456,18 +462,34 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     return 0;
 }
 
+/* A complete request head: credentials are checked before any body is
+ * read, and a failing request is answered (401) at once. */
+static void on_request_head(struct h2_conn *c, struct h2_stream *st)
+{
+    if (st->headers_too_large || st->req.method == NULL || st->req.path == NULL)
+        return;
+    if (http_authorized(c->srv, &st->req)) {
+        http_conn_trust(c->srv, &c->srv->conn_tab, c->slot);
+        return;
+    }
+    st->refused = 1;
+    stream_dispatch(st);
+}
+
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
                          void *user_data)
 {
     struct h2_stream *st = NULL;
 
-    (void)user_data;
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
-        return 0;
-    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (st == NULL)
+        return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS &&
+        frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        on_request_head(user_data, st);
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     if (!st->headers_too_large && (st->req.method == NULL || st->req.path == NULL))
         return 0;
@@ -625,7 +647,7 @@ static void conn_loop(struct h2_conn *c)
     }
 }
 
-void h2_serve_connection(struct http_server *srv, int fd, int trusted)
+void h2_serve_connection(struct http_server *srv, int fd, int slot, int is_unix)
 {
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_settings_entry settings[] = {
@@ -642,7 +664,8 @@ void h2_serve_connection(struct http_server *srv, int fd, int trusted)
     c->refs = 1;
     c->fd = fd;
     c->srv = srv;
-    c->trusted = trusted;
+    c->trusted = is_unix;
+    c->slot = slot;
     c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (c->evfd < 0)
         goto out;

@@ -199,12 +199,108 @@ void http_dispatch(struct http_server *srv, struct http_request *req,
         resp->status = 500;
 }
 
+/* ------------------------------------------------------ connection slots */
+
+/* Lock held. Makes room by shutting down the oldest connection that has
+ * not sent an authenticated request head; its owner frees the slot once it
+ * notices. Returns whether one was found. */
+static int conn_evict_locked(struct conn_table *tab)
+{
+    struct conn_slot *oldest = NULL;
+    int i;
+
+    for (i = 0; i < tab->n_slots; i++) {
+        struct conn_slot *sl = &tab->slots[i];
+
+        if (sl->fd < 0 || !sl->started || sl->trusted || sl->evicted)
+            continue;
+        if (oldest == NULL || sl->seq < oldest->seq)
+            oldest = sl;
+    }
+    if (oldest == NULL)
+        return 0;
+    shutdown(oldest->fd, SHUT_RDWR);
+    oldest->evicted = 1;
+    tab->active--;
+    return 1;
+}
+
+/* Takes a slot of tab for fd, dropping an unauthenticated connection when
+ * full; -1 when none is left (the caller closes fd) or the server stops. */
+static int conn_slot_take(struct http_server *srv, struct conn_table *tab,
+                          int fd, int started)
+{
+    int slot = -1;
+    int i;
+
+    pthread_mutex_lock(&srv->conn_lock);
+    if (srv->stopping)
+        goto out;
+    if (tab->active >= tab->max_active && !conn_evict_locked(tab))
+        goto out;
+    for (i = 0; i < tab->n_slots; i++) {
+        struct conn_slot *sl = &tab->slots[i];
+
+        if (sl->fd >= 0)
+            continue;
+        memset(sl, 0, sizeof(*sl));
+        sl->fd = fd;
+        sl->started = started;
+        sl->seq = ++srv->conn_seq;
+        tab->active++;
+        slot = i;
+        break;
+    }
+out:
+    pthread_mutex_unlock(&srv->conn_lock);
+    return slot;
+}
+
+static void conn_slot_free(struct http_server *srv, struct conn_table *tab,
+                           int slot)
+{
+    struct conn_slot *sl = &tab->slots[slot];
+
+    pthread_mutex_lock(&srv->conn_lock);
+    if (sl->fd >= 0 && !sl->evicted)
+        tab->active--;
+    sl->fd = -1;
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
+void http_conn_trust(struct http_server *srv, struct conn_table *tab, int slot)
+{
+    if (slot < 0 || slot >= tab->n_slots)
+        return;
+    pthread_mutex_lock(&srv->conn_lock);
+    tab->slots[slot].trusted = 1;
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
+void http_server_set_authorizer(struct http_server *srv,
+                                int (*fn)(void *ud,
+                                          const struct http_request *req))
+{
+    srv->authorize = fn;
+}
+
+int http_authorized(struct http_server *srv, const struct http_request *req)
+{
+    return srv->authorize == NULL || srv->authorize(srv->ud, req) == 0;
+}
+
 /* ----------------------------------------------------------- HTTP/1.1 */
 
 struct mhd_req {
     struct http_request req;
     size_t limit;
 };
+
+/* Connections whose head has not authenticated yet are closed after this
+ * long without traffic; authenticated ones (kept-alive SDK pools) after
+ * HTTP_IDLE_TIMEOUT_S. */
+#define HTTP_HEAD_TIMEOUT_S 30
+#define HTTP_IDLE_TIMEOUT_S 120
 
 struct mhd_stream {
     struct http_response resp;
@@ -353,6 +449,53 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
     return ret;
 }
 
+static void mhd_trust(struct http_server *srv, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = NULL;
+    struct conn_slot *slot = NULL;
+
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    slot = ci != NULL ? ci->socket_context : NULL;
+    if (slot == NULL || slot->trusted)
+        return;
+    http_conn_trust(srv, &srv->h1_tab, (int)(slot - srv->h1_slots));
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                              (unsigned int)HTTP_IDLE_TIMEOUT_S);
+}
+
+/* Ties libmicrohttpd's connection to the slot devboxd reserved for its fd,
+ * and frees the slot when the library is done with it: the library calls
+ * CLOSED before it closes the fd, so a slot's fd is always still open while
+ * conn_lock is held. */
+static void mhd_notify(void *cls, struct MHD_Connection *conn,
+                       void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+    const union MHD_ConnectionInfo *ci = NULL;
+    struct conn_slot *slot = *socket_context;
+    int fd;
+    int i;
+
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (slot != NULL)
+            conn_slot_free(srv, &srv->h1_tab, (int)(slot - srv->h1_slots));
+        *socket_context = NULL;
+        return;
+    }
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    fd = ci != NULL ? ci->connect_fd : -1;
+    pthread_mutex_lock(&srv->conn_lock);
+    for (i = 0; i < srv->h1_tab.n_slots; i++) {
+        if (srv->h1_slots[i].fd == fd && fd >= 0 && !srv->h1_slots[i].started) {
+            srv->h1_slots[i].started = 1;
+            *socket_context = &srv->h1_slots[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
 static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -376,6 +519,15 @@ static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
         mr->limit = http_body_limit(http_request_header(&mr->req, "content-type"));
         mr->req.trusted = mhd_is_unix(conn);
         *con_cls = mr;
+        if (!http_authorized(srv, &mr->req)) {
+            /* Answered (401) before any body byte is read or buffered. */
+            memset(&resp, 0, sizeof(resp));
+            http_dispatch(srv, &mr->req, &resp);
+            ret = mhd_queue(conn, &resp);
+            http_response_clear(&resp);
+            return ret;
+        }
+        mhd_trust(srv, conn);
         return MHD_YES;
     }
     if (*upload_data_size != 0) {
@@ -422,8 +574,16 @@ struct http_server *http_server_new(http_handler_fn handler, void *ud,
     srv->ud = ud;
     pthread_mutex_init(&srv->conn_lock, NULL);
     pthread_cond_init(&srv->conn_cond, NULL);
-    for (size_t i = 0; i < HTTP_MAX_CONNS; i++)
-        srv->conn_fds[i] = -1;
+    srv->conn_tab.slots = srv->conn_slots;
+    srv->conn_tab.n_slots = HTTP_CONN_SLOTS;
+    srv->conn_tab.max_active = HTTP_MAX_CONNS;
+    for (size_t i = 0; i < HTTP_CONN_SLOTS; i++)
+        srv->conn_slots[i].fd = -1;
+    srv->h1_tab.slots = srv->h1_slots;
+    srv->h1_tab.n_slots = HTTP_H1_SLOTS;
+    srv->h1_tab.max_active = HTTP_MAX_H1;
+    for (size_t i = 0; i < HTTP_H1_SLOTS; i++)
+        srv->h1_slots[i].fd = -1;
     if (pipe2(srv->stop_pipe, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         free(srv);
@@ -578,7 +738,7 @@ int http_server_listen(struct http_server *srv, const char *spec,
 
 struct conn_job {
     struct http_server *srv;
-    int slot; /* index in srv->conn_fds */
+    int slot; /* index in srv->conn_tab */
     int fd;
     int is_unix;
     struct sockaddr_storage addr;
@@ -615,6 +775,31 @@ static int sniff_h2(int fd)
     }
 }
 
+/* Gives an HTTP/1.1 connection to libmicrohttpd within devboxd's own
+ * limit, so the library's limit is never what refuses it. */
+static void hand_to_mhd(struct conn_job *job)
+{
+    struct http_server *srv = job->srv;
+    int slot;
+
+    slot = conn_slot_take(srv, &srv->h1_tab, job->fd, 0);
+    if (slot < 0) {
+        close(job->fd);
+        return;
+    }
+    if (MHD_add_connection(srv->mhd, job->fd, (struct sockaddr *)&job->addr,
+                           job->addrlen) == MHD_YES)
+        return;
+    /* The library closed the fd already (it always does on failure). */
+    pthread_mutex_lock(&srv->conn_lock);
+    if (!srv->h1_slots[slot].started) {
+        if (!srv->h1_slots[slot].evicted)
+            srv->h1_tab.active--;
+        srv->h1_slots[slot].fd = -1;
+    }
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
 static void *conn_thread(void *arg)
 {
     struct conn_job *job = arg;
@@ -625,19 +810,14 @@ static void *conn_thread(void *arg)
     fcntl(job->fd, F_SETFL, flags | O_NONBLOCK);
     kind = sniff_h2(job->fd);
     if (kind == 1)
-        h2_serve_connection(job->srv, job->fd, job->is_unix);
+        h2_serve_connection(job->srv, job->fd, job->slot, job->is_unix);
     /* Out of the table before the fd is closed or handed to libmicrohttpd,
-     * so http_server_stop never shuts down a reused descriptor. */
-    pthread_mutex_lock(&job->srv->conn_lock);
-    job->srv->conn_fds[job->slot] = -1;
-    pthread_mutex_unlock(&job->srv->conn_lock);
-    if (kind == 0) {
-        if (MHD_add_connection(job->srv->mhd, job->fd, (struct sockaddr *)&job->addr,
-                               job->addrlen) != MHD_YES)
-            close(job->fd); /* MHD closes it on most failures; be sure */
-    } else {
+     * so neither eviction nor http_server_stop shuts down a reused fd. */
+    conn_slot_free(job->srv, &job->srv->conn_tab, job->slot);
+    if (kind == 0)
+        hand_to_mhd(job);
+    else
         close(job->fd);
-    }
     http_server_release(job->srv);
     free(job);
     return NULL;
@@ -664,23 +844,17 @@ void http_server_release(struct http_server *srv)
     pthread_mutex_unlock(&srv->conn_lock);
 }
 
-/* Takes a connection slot (and a hold) for fd; -1 when HTTP_MAX_CONNS
- * connections are served already or the server is stopping. */
+/* Takes a connection slot (and a hold) for fd; -1 when no slot is left or
+ * the server is stopping. */
 static int conn_register(struct http_server *srv, int fd)
 {
-    int slot = -1;
-    int i;
+    int slot;
 
-    pthread_mutex_lock(&srv->conn_lock);
-    for (i = 0; i < HTTP_MAX_CONNS && !srv->stopping; i++) {
-        if (srv->conn_fds[i] < 0) {
-            srv->conn_fds[i] = fd;
-            srv->conns++;
-            slot = i;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&srv->conn_lock);
+    if (http_server_hold(srv) != 0)
+        return -1;
+    slot = conn_slot_take(srv, &srv->conn_tab, fd, 1);
+    if (slot < 0)
+        http_server_release(srv);
     return slot;
 }
 
@@ -718,9 +892,7 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     if (pthread_create(&tid, &attr, conn_thread, job) != 0) {
-        pthread_mutex_lock(&srv->conn_lock);
-        srv->conn_fds[job->slot] = -1;
-        pthread_mutex_unlock(&srv->conn_lock);
+        conn_slot_free(srv, &srv->conn_tab, job->slot);
         http_server_release(srv);
         close(job->fd);
         free(job);
@@ -760,17 +932,15 @@ static void *accept_loop(void *arg)
 
 int http_server_start(struct http_server *srv, char *err, size_t errlen)
 {
-    srv->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
-                                    MHD_USE_INTERNAL_POLLING_THREAD |
-                                    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
-                                    MHD_USE_POLL,
-                                0, NULL, NULL, mhd_access, srv,
-                                MHD_OPTION_NOTIFY_COMPLETED, mhd_completed, srv,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_MAX_CONNS,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-                                MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
-                                MHD_OPTION_END);
+    srv->mhd = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+            MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_POLL,
+        0, NULL, NULL, mhd_access, srv, MHD_OPTION_NOTIFY_COMPLETED,
+        mhd_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, mhd_notify, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_HEAD_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_MHD_LIMIT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
     if (srv->mhd == NULL) {
         snprintf(err, errlen, "cannot start the HTTP/1.1 engine (libmicrohttpd)");
         return -1;
@@ -795,9 +965,9 @@ static int stop_connections(struct http_server *srv)
     deadline.tv_sec += 10;
     pthread_mutex_lock(&srv->conn_lock);
     srv->stopping = 1;
-    for (i = 0; i < HTTP_MAX_CONNS; i++) {
-        if (srv->conn_fds[i] >= 0)
-            shutdown(srv->conn_fds[i], SHUT_RDWR);
+    for (i = 0; i < HTTP_CONN_SLOTS; i++) {
+        if (srv->conn_slots[i].fd >= 0)
+            shutdown(srv->conn_slots[i].fd, SHUT_RDWR);
     }
     while (srv->conns > 0) {
         if (pthread_cond_timedwait(&srv->conn_cond, &srv->conn_lock, &deadline) != 0)

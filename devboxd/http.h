@@ -62,6 +62,12 @@ struct http_server *http_server_new(http_handler_fn handler, void *ud,
 int http_server_listen(struct http_server *srv, const char *spec,
                        int allow_non_loopback, int *bound_port,
                        char *err, size_t errlen);
+/* fn(ud, req) returns 0 when a request head carries valid credentials:
+ * checked before the body is read; a failing request is still answered by
+ * the handler (its 401) but its body is never buffered. */
+void http_server_set_authorizer(struct http_server *srv,
+                                int (*fn)(void *ud,
+                                          const struct http_request *req));
 int http_server_start(struct http_server *srv, char *err, size_t errlen);
 void http_server_stop(struct http_server *srv);
 

@@ -312,6 +312,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
+    http_server_set_authorizer(srv, api_authorized);
     if (open_listeners(srv, &o, ports) != 0)
         goto out;
     tun = tunnel_server_new(&eng, o.tunnel_listen ? o.tunnel_listen : "127.0.0.1:0",
