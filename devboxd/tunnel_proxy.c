@@ -430,6 +430,16 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
                  TUNNEL_PTY_PORT);
         return -1;
     }
+    /* Port 13 is the devbox's PTY server (a shell as the devbox user): only
+     * a PTY tunnel's own key and token reach it, never an app tunnel's. */
+    if (!t->pty && c->port == TUNNEL_PTY_PORT) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg),
+                 "port %d is the devbox's PTY server: reach it "
+                 "through the tunnel_key and auth_token from create_pty_tunnel",
+                 TUNNEL_PTY_PORT);
+        return -1;
+    }
     if (hget(c, H_XHOST) != NULL && !t->authenticated) {
         r->status = 401;
         snprintf(r->msg, sizeof(r->msg), "X-Runloop-Host routing is only allowed for "
@@ -449,9 +459,11 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
     }
     if (!tunnel_token_equal(got, t->token)) {
         r->status = 401;
-        snprintf(r->msg, sizeof(r->msg), "wrong tunnel token for devbox %s: use the "
-                 "current auth_token of this tunnel (a new one comes with each "
-                 "enable_tunnel / create_pty_tunnel)", t->box->id);
+        /* Names no devbox: the caller has not proved it may know which. */
+        snprintf(r->msg, sizeof(r->msg),
+                 "wrong tunnel token: use the current "
+                 "auth_token of this tunnel (a new one comes with each "
+                 "enable_tunnel / create_pty_tunnel)");
         return -1;
     }
     return 0;

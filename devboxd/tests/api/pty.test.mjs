@@ -92,6 +92,35 @@ before(async () => {
 after(async () => { await engine.cleanup(); });
 
 describe('PTY sessions', () => {
+  // An app tunnel used to reach port 13 like any other port: with an open
+  // tunnel anyone holding a preview URL got a shell by changing the port,
+  // and an authenticated app tunnel's token opened the PTY too. Port 13
+  // now answers only under a PTY tunnel's key with that tunnel's token.
+  test('port 13 needs the PTY tunnel and its own token, whatever tunnel is used', async () => {
+    const open = await client.devboxes.enableTunnel(boxId, { auth_mode: 'open' });
+    try {
+      const r = await request('GET', '/pty/hijack1', { key: open.tunnel_key, token: null });
+      assert.equal(r.status, 404, r.text);
+      assert.match(r.json.message, /port 13/);
+    } finally {
+      await client.devboxes.removeTunnel(boxId);
+    }
+    const authd = await client.devboxes.enableTunnel(boxId, { auth_mode: 'authenticated' });
+    try {
+      const r = await request('GET', '/pty/hijack2', { key: authd.tunnel_key, token: authd.auth_token });
+      assert.equal(r.status, 404, r.text);
+      // The app tunnel's token is no PTY token either; the 401 names no devbox.
+      const w = await request('GET', '/pty/hijack3', { token: authd.auth_token });
+      assert.equal(w.status, 401, w.text);
+      assert.doesNotMatch(w.text, new RegExp(boxId));
+    } finally {
+      await client.devboxes.removeTunnel(boxId);
+    }
+    // No session was created through any of them.
+    const probe = await request('GET', '/pty/hijack1');
+    assert.equal(probe.json.created, true);
+  });
+
   test('connect creates, then reattaches; view fields', async () => {
     const a = await request('GET', '/pty/view1?cols=100&rows=30');
     assert.equal(a.status, 200, a.text);
