@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 #include "layers.h"
+#include "secrets.h"
 #include "tunnel.h"
 #include "util.h"
 
@@ -318,7 +319,7 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
 static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 {
     static const char *const later[] = {NULL};
-    static const char *const never[] = {"secrets", "gateways", "mcp", "code_mounts",
+    static const char *const never[] = {"gateways", "mcp", "code_mounts",
                                         "repo_connection_id", NULL};
     size_t i;
 
@@ -357,6 +358,7 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
     }
     if (util_check_fields(body, "", create_fields, err, errlen) != 0 ||
         check_unsupported(body, err, errlen) != 0 ||
+        secrets_check_spec(body, err, errlen) != 0 ||
         util_opt_string(body, "name", &s, err, errlen) != 0 ||
         util_opt_string(body, "entrypoint", &s, err, errlen) != 0 ||
         util_opt_string_map(body, "metadata", &map, err, errlen) != 0 ||
@@ -585,6 +587,14 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     spec = api_validate_create(body, &status, err, sizeof(err));
     if (spec == NULL) {
         cJSON_Delete(body);
+        util_error(resp, status, "%s", err);
+        return;
+    }
+    /* Secret values are copied now: nothing is created when one is missing. */
+    status = secrets_resolve_create(eng, body, spec, err, sizeof(err));
+    if (status != 0) {
+        cJSON_Delete(body);
+        cJSON_Delete(spec);
         util_error(resp, status, "%s", err);
         return;
     }
@@ -1578,9 +1588,12 @@ void api_handle(void *ud, const struct http_request *req, struct http_response *
         blueprints_route(eng, seg, n, req, resp);
         goto out;
     }
+    if (strcmp(seg[1], "secrets") == 0) {
+        secrets_route(eng, seg, n, req, resp);
+        goto out;
+    }
     if (strcmp(seg[1], "devboxes") != 0) {
-        if (strcmp(seg[1], "secrets") == 0 ||
-            strcmp(seg[1], "network-policies") == 0 || strcmp(seg[1], "objects") == 0)
+        if (strcmp(seg[1], "network-policies") == 0 || strcmp(seg[1], "objects") == 0)
             util_error(resp, 400, "/v1/%s is not supported by the local engine yet", seg[1]);
         else
             goto not_found;

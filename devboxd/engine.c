@@ -391,15 +391,22 @@ static void box_limits(const struct devbox *box, struct sb_limits *lim, double *
 static char **box_env(const struct devbox *box)
 {
     const cJSON *envs = cJSON_GetObjectItemCaseSensitive(box->spec, "environment_variables");
+    /* Secret values and MCP Hub tokens resolved at create (secrets.h). */
+    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(box->spec, "_secret_env");
     const cJSON *it = NULL;
     char **env = NULL;
     size_t n = 0;
 
-    env = calloc((size_t)cJSON_GetArraySize(envs) + 1, sizeof(char *));
+    env = calloc((size_t)cJSON_GetArraySize(envs) + (size_t)cJSON_GetArraySize(priv) + 1,
+                 sizeof(char *));
     if (env == NULL)
         return NULL;
     cJSON_ArrayForEach(it, envs) {
         if (asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
+            n++;
+    }
+    cJSON_ArrayForEach(it, priv) {
+        if (cJSON_IsString(it) && asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
             n++;
     }
     return env;
@@ -409,8 +416,10 @@ static void env_free(char **env)
 {
     size_t i;
 
-    for (i = 0; env != NULL && env[i] != NULL; i++)
+    for (i = 0; env != NULL && env[i] != NULL; i++) {
+        explicit_bzero(env[i], strlen(env[i])); /* may hold secret values */
         free(env[i]);
+    }
     free(env);
 }
 

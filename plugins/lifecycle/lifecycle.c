@@ -121,6 +121,11 @@ static const char create_schema[] =
     "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"
     "\":{\"type\":\"string\"},\"description\":\"Environment variables set "
     "for every command (creation time only).\"},"
+    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\""
+    ":\"string\"},\"description\":\"Account secrets as environment "
+    "variables: {ENV_VAR: SECRET_NAME}, e.g. {\\\"GITHUB_TOKEN\\\": "
+    "\\\"my_github_token\\\"}. The secret must exist (list_secrets); its "
+    "value is copied in at creation and never shown.\"},"
     "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
     "\"string\"},\"description\":\"Text files to write once it runs: "
     "{absolute path: contents}.\"},"
@@ -309,6 +314,7 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
                        bool *wait)
 {
     const cJSON *env = NULL;
+    const cJSON *secrets = NULL;
     int n_sources = 0;
     int rc = add_strings(h, args, body, &n_sources);
 
@@ -316,6 +322,8 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
         cJSON_AddStringToObject(body, "blueprint_name", lc->default_blueprint);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(h, args, "environment_variables", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(h, args, "secrets", &secrets);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(h, args, "files", files);
     if (rc == RLMCP_OK)
@@ -333,6 +341,8 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
     if (env != NULL)
         cJSON_AddItemToObject(body, "environment_variables",
                               cJSON_Duplicate(env, true));
+    if (secrets != NULL)
+        cJSON_AddItemToObject(body, "secrets", cJSON_Duplicate(secrets, true));
     return RLMCP_OK;
 }
 

@@ -103,7 +103,12 @@ static void test_create_invalid(void **state)
                   "user_parameters");
     expect_reject("{\"blueprint_id\":5}", "blueprint_id");
     expect_reject("{\"snapshot_id\":[]}", "snapshot_id");
-    expect_reject("{\"secrets\":{\"A\":\"b\"}}", "not supported by the local engine");
+    expect_reject("{\"mcp\":{\"A\":{}}}", "not supported by the local engine");
+    expect_reject("{\"secrets\":{\"A\":5}}", "secrets");
+    expect_reject("{\"secrets\":{\"1A\":\"B\"}}", "not a valid variable name");
+    expect_reject("{\"secrets\":{\"A\":\"b-c\"}}", "not a valid secret name");
+    expect_reject("{\"secrets\":{\"A\":\"B\"},\"environment_variables\":{\"A\":\"x\"}}",
+                  "both environment_variables and secrets");
     expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}", "file_mount");
     expect_reject("{\"mounts\":[{\"type\":\"file_mount\",\"target\":\"rel\",\"content\":\"x\"}]}",
                   "absolute");
@@ -360,7 +365,7 @@ static void test_router(void **state)
     call(&eng, "GET", "/v2/x", NULL, 1, &resp);
     assert_int_equal(resp.status, 404);
     http_response_clear(&resp);
-    call(&eng, "GET", "/v1/secrets", NULL, 1, &resp);
+    call(&eng, "GET", "/v1/objects", NULL, 1, &resp);
     assert_int_equal(resp.status, 400);
     assert_non_null(strstr(resp.body, "not supported by the local engine yet"));
     http_response_clear(&resp);

@@ -79,6 +79,7 @@ static void create_waits_and_sends_body(void **state)
     assert_int_equal(fh_call("create_devbox",
                              "{\"name\":\"box\",\"blueprint_name\":\"bp\","
                              "\"environment_variables\":{\"A\":\"1\"},"
+                             "\"secrets\":{\"TOKEN\":\"GH_TOKEN\"},"
                              "\"resource_size\":\"SMALL\","
                              "\"idle_time_seconds\":300,\"on_idle\":"
                              "\"suspend\",\"metadata\":{\"x\":\"y\"},"
@@ -91,6 +92,10 @@ static void create_waits_and_sends_body(void **state)
     assert_string_equal(cJSON_GetObjectItem(body, "name")->valuestring, "box");
     assert_string_equal(
         cJSON_GetObjectItem(body, "blueprint_name")->valuestring, "bp");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "secrets"), "TOKEN")
+            ->valuestring,
+        "GH_TOKEN");
     lp = cJSON_GetObjectItem(body, "launch_parameters");
     assert_int_equal(
         cJSON_GetObjectItem(lp, "keep_alive_time_seconds")->valueint, 600);

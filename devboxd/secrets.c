@@ -1,0 +1,625 @@
+/* devboxd account secrets: the /v1/secrets routes, their durable store,
+ * and the `secrets` of a devbox create. Values are never put in a reply,
+ * a log line or an error message. */
+#define _GNU_SOURCE
+#include "secrets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "layers.h"
+#include "util.h"
+
+static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ------------------------------------------------------------- store */
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+int store_write(const char *dir, const char *file, const char *data, size_t len)
+{
+    char path[4200];
+    char tmp[4300];
+    int fd = -1;
+    int rc = -1;
+    int saved;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, file);
+    if (util_mkdirs(dir) != 0)
+        return -1;
+    /* A stale temp file could carry other modes: start from a fresh one. */
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        goto out;
+    if (fchmod(fd, 0600) != 0 || write_all(fd, data, len) != 0 ||
+        fsync(fd) != 0)
+        goto out;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto out;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto out;
+    /* The rename is durable only once the directory is. */
+    rc = fsync_dir(dir);
+out:
+    saved = errno;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        unlink(tmp);
+    errno = saved;
+    return rc;
+}
+
+int store_remove(const char *dir, const char *file)
+{
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return -1;
+    return fsync_dir(dir);
+}
+
+/* ----------------------------------------------------------- records */
+
+int secrets_name_valid(const char *s)
+{
+    size_t i;
+
+    if (s == NULL || s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+
+        if (i >= SECRET_NAME_MAX)
+            return 0;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static char *secrets_dir(struct engine *eng)
+{
+    char *dir = NULL;
+
+    if (asprintf(&dir, "%s/secrets", eng->state_dir) < 0)
+        return NULL;
+    return dir;
+}
+
+/* Lock held. The record of a valid name, or NULL. */
+static cJSON *load_locked(struct engine *eng, const char *name)
+{
+    char *dir = secrets_dir(eng);
+    char path[4200];
+    char *text = NULL;
+    cJSON *rec = NULL;
+
+    if (dir == NULL || !secrets_name_valid(name))
+        goto out;
+    snprintf(path, sizeof(path), "%s/%s.json", dir, name);
+    text = util_read_file(path, 4 * SECRET_VALUE_MAX + 4096, NULL);
+    if (text != NULL)
+        rec = cJSON_Parse(text);
+    if (rec != NULL &&
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "value"))) {
+        cJSON_Delete(rec);
+        rec = NULL;
+    }
+out:
+    free(text);
+    free(dir);
+    return rec;
+}
+
+static int save_locked(struct engine *eng, const cJSON *rec)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(rec, "name");
+    char *dir = secrets_dir(eng);
+    char *text = cJSON_PrintUnformatted(rec);
+    char file[SECRET_NAME_MAX + 8];
+    int rc = -1;
+
+    if (dir != NULL && text != NULL && cJSON_IsString(name)) {
+        snprintf(file, sizeof(file), "%s.json", name->valuestring);
+        rc = store_write(dir, file, text, strlen(text));
+    }
+    if (text != NULL) {
+        explicit_bzero(text, strlen(text));
+        free(text);
+    }
+    free(dir);
+    return rc;
+}
+
+static int by_create_time_desc(const void *a, const void *b)
+{
+    const cJSON *ra = *(const cJSON *const *)a;
+    const cJSON *rb = *(const cJSON *const *)b;
+    double ta = cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(ra, "create_time_ms"));
+    double tb = cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rb, "create_time_ms"));
+
+    if (ta != tb)
+        return ta < tb ? 1 : -1;
+    return strcmp(cJSON_GetObjectItemCaseSensitive(ra, "name")->valuestring,
+                  cJSON_GetObjectItemCaseSensitive(rb, "name")->valuestring);
+}
+
+/* Lock held. Every record, newest first, as a cJSON array. */
+static cJSON *load_all_locked(struct engine *eng)
+{
+    cJSON *all = cJSON_CreateArray();
+    char *dir = secrets_dir(eng);
+    DIR *d = NULL;
+    struct dirent *e = NULL;
+    cJSON **recs = NULL;
+    size_t n = 0;
+    size_t cap = 0;
+    size_t i;
+
+    d = dir != NULL ? opendir(dir) : NULL;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char name[SECRET_NAME_MAX + 8];
+        size_t len = strlen(e->d_name);
+        cJSON *rec = NULL;
+
+        if (len < 6 || len - 5 > SECRET_NAME_MAX ||
+            strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        memcpy(name, e->d_name, len - 5);
+        name[len - 5] = '\0';
+        rec = load_locked(eng, name);
+        if (rec == NULL)
+            continue;
+        if (n == cap) {
+            cJSON **grown = realloc(recs, (cap ? cap * 2 : 16) * sizeof(*recs));
+
+            if (grown == NULL) {
+                cJSON_Delete(rec);
+                break;
+            }
+            recs = grown;
+            cap = cap ? cap * 2 : 16;
+        }
+        recs[n++] = rec;
+    }
+    if (d != NULL)
+        closedir(d);
+    if (n > 0)
+        qsort(recs, n, sizeof(*recs), by_create_time_desc);
+    for (i = 0; i < n; i++)
+        cJSON_AddItemToArray(all, recs[i]);
+    free(recs);
+    free(dir);
+    return all;
+}
+
+/* SecretView: everything but the value. */
+static cJSON *secret_view(const void *item)
+{
+    const cJSON *rec = item;
+    cJSON *v = cJSON_CreateObject();
+    static const char *const keys[] = {"id", "name", "create_time_ms",
+                                       "update_time_ms", NULL};
+    size_t i;
+
+    for (i = 0; keys[i] != NULL; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(rec, keys[i]);
+
+        if (it != NULL)
+            cJSON_AddItemToObject(v, keys[i], cJSON_Duplicate(it, 0));
+    }
+    return v;
+}
+
+static void scrub_delete(cJSON *rec)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, "value");
+
+    if (cJSON_IsString(v))
+        explicit_bzero(v->valuestring, strlen(v->valuestring));
+    cJSON_Delete(rec);
+}
+
+static void scrub_delete_all(cJSON *all)
+{
+    cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, all)
+    {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(it, "value");
+
+        if (cJSON_IsString(v))
+            explicit_bzero(v->valuestring, strlen(v->valuestring));
+    }
+    cJSON_Delete(all);
+}
+
+char *secrets_value(struct engine *eng, const char *name_or_id, char *id_out)
+{
+    cJSON *rec = NULL;
+    cJSON *all = NULL;
+    const cJSON *it = NULL;
+    char *value = NULL;
+
+    pthread_mutex_lock(&secrets_lock);
+    if (strncmp(name_or_id, "sec_", 4) == 0) {
+        all = load_all_locked(eng);
+        cJSON_ArrayForEach(it, all)
+        {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+
+            if (cJSON_IsString(id) && strcmp(id->valuestring, name_or_id) == 0)
+                rec = cJSON_Duplicate(it, 1);
+        }
+        scrub_delete_all(all);
+    }
+    if (rec == NULL)
+        rec = load_locked(eng, name_or_id);
+    pthread_mutex_unlock(&secrets_lock);
+    if (rec == NULL)
+        return NULL;
+    value = strdup(cJSON_GetObjectItemCaseSensitive(rec, "value")->valuestring);
+    if (id_out != NULL)
+        snprintf(
+            id_out, 40, "%s",
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+    scrub_delete(rec);
+    return value;
+}
+
+/* ------------------------------------------------------------ routes */
+
+static int check_value(const cJSON *body, const char **value,
+                       struct http_response *resp)
+{
+    static const char *const fields[] = {"name", "value", NULL};
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "value");
+    char err[256];
+
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
+        util_error(resp, 400, "%s", err);
+        return -1;
+    }
+    if (!cJSON_IsString(v)) {
+        util_error(
+            resp, 400,
+            "'value' is required and must be a string (the secret's value)");
+        return -1;
+    }
+    if (strlen(v->valuestring) > SECRET_VALUE_MAX) {
+        util_error(resp, 400,
+                   "'value' is %zu bytes; a secret holds at most %d bytes",
+                   strlen(v->valuestring), SECRET_VALUE_MAX);
+        return -1;
+    }
+    *value = v->valuestring;
+    return 0;
+}
+
+static int check_name(const char *name, struct http_response *resp)
+{
+    if (secrets_name_valid(name))
+        return 0;
+    util_error(
+        resp, 400,
+        "secret name \"%.140s\" is not valid: use 1 to %d letters, digits "
+        "and _, not starting with a digit (an environment variable name, e.g. "
+        "API_KEY)",
+        name, SECRET_NAME_MAX);
+    return -1;
+}
+
+static void handle_create(struct engine *eng, const cJSON *body,
+                          struct http_response *resp)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const char *value = NULL;
+    cJSON *rec = NULL;
+    cJSON *all = NULL;
+    char id[40];
+    int64_t now = util_now_ms();
+
+    if (!cJSON_IsString(name)) {
+        util_error(resp, 400,
+                   "'name' is required and must be a string, e.g. \"API_KEY\"");
+        return;
+    }
+    if (check_name(name->valuestring, resp) != 0 ||
+        check_value(body, &value, resp) != 0)
+        return;
+    pthread_mutex_lock(&secrets_lock);
+    rec = load_locked(eng, name->valuestring);
+    if (rec != NULL) {
+        util_error(resp, 409,
+                   "a secret named %s already exists; update it with POST "
+                   "/v1/secrets/%s or delete it first",
+                   name->valuestring, name->valuestring);
+        goto out;
+    }
+    all = load_all_locked(eng);
+    if (cJSON_GetArraySize(all) >= SECRETS_MAX) {
+        util_error(resp, 400,
+                   "the account already holds %d secrets, the most the local "
+                   "engine keeps; delete unused ones first",
+                   SECRETS_MAX);
+        goto out;
+    }
+    util_new_id("sec", id, sizeof(id));
+    rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "id", id);
+    cJSON_AddStringToObject(rec, "name", name->valuestring);
+    cJSON_AddStringToObject(rec, "value", value);
+    cJSON_AddNumberToObject(rec, "create_time_ms", (double)now);
+    cJSON_AddNumberToObject(rec, "update_time_ms", (double)now);
+    if (save_locked(eng, rec) != 0) {
+        util_error(resp, 500, "cannot store secret %s under %s: %s",
+                   name->valuestring, eng->state_dir, strerror(errno));
+        goto out;
+    }
+    util_json(resp, 200, secret_view(rec));
+out:
+    pthread_mutex_unlock(&secrets_lock);
+    scrub_delete_all(all);
+    scrub_delete(rec);
+}
+
+static void handle_update(struct engine *eng, const char *name,
+                          const cJSON *body, struct http_response *resp)
+{
+    const cJSON *bname = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const char *value = NULL;
+    cJSON *rec = NULL;
+
+    if (check_value(body, &value, resp) != 0)
+        return;
+    if (bname != NULL &&
+        !(cJSON_IsString(bname) && strcmp(bname->valuestring, name) == 0)) {
+        util_error(resp, 400,
+                   "a secret cannot be renamed: leave 'name' out of the update "
+                   "(create a new secret and delete %s instead)",
+                   name);
+        return;
+    }
+    pthread_mutex_lock(&secrets_lock);
+    rec = load_locked(eng, name);
+    if (rec == NULL) {
+        util_error(resp, 404,
+                   "secret %s not found; create it with POST /v1/secrets",
+                   name);
+        goto out;
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(rec, "value",
+                                           cJSON_CreateString(value));
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        rec, "update_time_ms", cJSON_CreateNumber((double)util_now_ms()));
+    if (save_locked(eng, rec) != 0) {
+        util_error(resp, 500, "cannot store secret %s: %s", name,
+                   strerror(errno));
+        goto out;
+    }
+    util_json(resp, 200, secret_view(rec));
+out:
+    pthread_mutex_unlock(&secrets_lock);
+    scrub_delete(rec);
+}
+
+static void handle_delete(struct engine *eng, const char *name,
+                          struct http_response *resp)
+{
+    char *dir = secrets_dir(eng);
+    char file[SECRET_NAME_MAX + 8];
+    cJSON *rec = NULL;
+
+    pthread_mutex_lock(&secrets_lock);
+    rec = load_locked(eng, name);
+    if (rec == NULL) {
+        util_error(resp, 404,
+                   "secret %s not found; list secrets with GET /v1/secrets",
+                   name);
+        goto out;
+    }
+    snprintf(file, sizeof(file), "%s.json", name);
+    if (dir == NULL || store_remove(dir, file) != 0) {
+        util_error(resp, 500, "cannot delete secret %s: %s", name,
+                   strerror(errno));
+        goto out;
+    }
+    util_json(resp, 200, secret_view(rec));
+out:
+    pthread_mutex_unlock(&secrets_lock);
+    scrub_delete(rec);
+    free(dir);
+}
+
+static void handle_list(struct engine *eng, const struct http_request *req,
+                        struct http_response *resp)
+{
+    cJSON *all = NULL;
+    const cJSON *it = NULL;
+    const char **ids = NULL;
+    const void **items = NULL;
+    int64_t limit;
+    size_t n = 0;
+
+    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
+        return;
+    pthread_mutex_lock(&secrets_lock);
+    all = load_all_locked(eng);
+    pthread_mutex_unlock(&secrets_lock);
+    ids = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*ids));
+    items = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*items));
+    if (ids == NULL || items == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(it, all)
+    {
+        ids[n] =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+        items[n++] = it;
+    }
+    api_list_reply(resp, "secrets", ids, items, n,
+                   http_request_query(req, "starting_after"), limit,
+                   http_request_query(req, "include_total_count"), secret_view);
+out:
+    free(ids);
+    free(items);
+    scrub_delete_all(all);
+}
+
+void secrets_route(struct engine *eng, char **seg, size_t n,
+                   const struct http_request *req, struct http_response *resp)
+{
+    int is_get = strcmp(req->method, "GET") == 0;
+    cJSON *body = NULL;
+    cJSON *rec = NULL;
+
+    if (n == 2 && is_get) {
+        handle_list(eng, req, resp);
+        return;
+    }
+    if (n > 4 || (n == 4 && (is_get || strcmp(seg[3], "delete") != 0))) {
+        util_error(resp, 404, "no such endpoint: %s %s", req->method,
+                   req->path);
+        return;
+    }
+    if (n >= 3 && check_name(seg[2], resp) != 0)
+        return;
+    if (n == 3 && is_get) {
+        pthread_mutex_lock(&secrets_lock);
+        rec = load_locked(eng, seg[2]);
+        pthread_mutex_unlock(&secrets_lock);
+        if (rec == NULL)
+            util_error(resp, 404,
+                       "secret %s not found; list secrets with GET /v1/secrets",
+                       seg[2]);
+        else
+            util_json(resp, 200, secret_view(rec));
+        scrub_delete(rec);
+        return;
+    }
+    if (n == 4) {
+        handle_delete(eng, seg[2], resp);
+        return;
+    }
+    if (layers_parse_body(req, resp, &body) != 0)
+        return;
+    if (n == 2)
+        handle_create(eng, body, resp);
+    else
+        handle_update(eng, seg[2], body, resp);
+    cJSON_Delete(body);
+}
+
+/* ------------------------------------------------------ devbox create */
+
+int secrets_check_spec(const cJSON *body, char *err, size_t errlen)
+{
+    const cJSON *map = NULL;
+    const cJSON *env = NULL;
+    const cJSON *it = NULL;
+
+    if (util_opt_string_map(body, "secrets", &map, err, errlen) != 0)
+        return -1;
+    env = cJSON_GetObjectItemCaseSensitive(body, "environment_variables");
+    cJSON_ArrayForEach(it, map)
+    {
+        if (!secrets_name_valid(it->string)) {
+            snprintf(err, errlen,
+                     "secrets key \"%.140s\" is not a valid variable name "
+                     "(letters, digits and _, not starting with a digit)",
+                     it->string);
+            return -1;
+        }
+        if (!secrets_name_valid(it->valuestring)) {
+            snprintf(err, errlen,
+                     "secrets.%s names \"%.140s\", which is not a valid secret "
+                     "name; use the name of a secret from GET /v1/secrets",
+                     it->string, it->valuestring);
+            return -1;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(env, it->string) != NULL) {
+            snprintf(err, errlen,
+                     "%s is set by both environment_variables and secrets; "
+                     "keep one",
+                     it->string);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int secrets_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
+                           char *err, size_t errlen)
+{
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(body, "secrets");
+    const cJSON *it = NULL;
+    cJSON *env = NULL;
+
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) == 0)
+        return 0;
+    env = cJSON_GetObjectItemCaseSensitive(spec, "_secret_env");
+    if (env == NULL)
+        env = cJSON_AddObjectToObject(spec, "_secret_env");
+    cJSON_ArrayForEach(it, map)
+    {
+        char *value = secrets_value(eng, it->valuestring, NULL);
+
+        if (value == NULL) {
+            snprintf(err, errlen,
+                     "secrets.%s names the secret %s, which does not exist; "
+                     "create it with POST /v1/secrets (create_secret) or fix "
+                     "the name",
+                     it->string, it->valuestring);
+            return 400;
+        }
+        cJSON_AddStringToObject(env, it->string, value);
+        explicit_bzero(value, strlen(value));
+        free(value);
+    }
+    return 0;
+}

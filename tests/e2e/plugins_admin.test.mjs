@@ -1,0 +1,172 @@
+// End-to-end: the admin plugin's secret tools (list_secrets, create_secret,
+// update_secret, delete_secret) and create_devbox's `secrets` through the
+// built host, driven by the official MCP SDK client over stdio, against a
+// real devboxd. The value reaches the devbox's environment and no tool
+// result, error or log line.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const LONG = { timeout: 300000 };
+const VALUE = 'e2e-secret-value-4711';
+
+async function startEngine(stateDir) {
+  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  let exited = false;
+  let code = null;
+  const gone = new Promise((r) => child.on('exit', (c, s) => { exited = true; code = c ?? s; r(); }));
+  const pidFile = path.join(stateDir, 'devboxd.pid');
+  await waitFor(() => {
+    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
+    return existsSync(pidFile) && /^pid /m.test(readFileSync(pidFile, 'utf8'));
+  }, 30000, 'devboxd to start');
+  return {
+    stderr: () => stderr,
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
+      await gone;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
+
+function ok(result) {
+  assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
+  assert.ok(result.structuredContent, 'structuredContent is set');
+  return result.structuredContent;
+}
+
+function errorOf(result) {
+  assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);
+  return JSON.parse(result.content.find((c) => c.type === 'text').text).error;
+}
+
+describe('admin tools end to end (local engine)', () => {
+  let tmp;
+  let engine;
+  let client;
+  let hostErr = '';
+  let hostErrEnded = false;
+  const seen = [];
+
+  const call = async (name, args) => {
+    const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
+    seen.push(JSON.stringify(r));
+    return r;
+  };
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_admin.so'),
+      path.join(pluginDir, 'rlmcp_lifecycle.so'), path.join(pluginDir, 'rlmcp_exec.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-admin-'));
+    const state = path.join(tmp, 'state');
+    engine = await startEngine(state);
+    const conf = path.join(tmp, 'admin.yaml');
+    writeFileSync(conf, [
+      'server:', '  name: runloop-mcp-admin-test', '  transport: stdio',
+      'host:', '  log_level: debug',
+      'runloop:', '  backend: local', `  state_dir: ${state}`,
+      'plugins:',
+      '  - name: admin',
+      '  - name: lifecycle', '    config:', '      create_wait_seconds: 120',
+      '  - name: exec', '    config:', '      create_wait_seconds: 120',
+      '',
+    ].join('\n'));
+    const transport = new StdioClientTransport({
+      command: hostBin, args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d) => { hostErr += d; });
+    transport.stderr?.on('end', () => { hostErrEnded = true; });
+    client = new Client({ name: 'admin-e2e', version: '1' });
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
+    }
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    const code = await engine?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
+    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
+    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
+  });
+
+  it('lists the secret tools with honest annotations', async () => {
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    for (const n of ['list_secrets', 'create_secret', 'update_secret', 'delete_secret'])
+      assert.ok(byName[n], `${n} listed`);
+    assert.equal(byName.list_secrets.annotations.readOnlyHint, true);
+    assert.equal(byName.delete_secret.annotations.destructiveHint, true);
+    assert.ok(byName.create_devbox.inputSchema.properties.secrets, 'create_devbox takes secrets');
+  });
+
+  it('create, list, update, delete; the value only reaches the devbox', LONG, async () => {
+    const s = ok(await call('create_secret', { name: 'E2E_TOKEN', value: VALUE }));
+    assert.match(s.id, /^sec_/);
+    assert.equal(s.name, 'E2E_TOKEN');
+    const list = ok(await call('list_secrets', {}));
+    assert.deepEqual(list.secrets.map((x) => x.name), ['E2E_TOKEN']);
+    assert.equal(list.has_more, false);
+
+    const box = ok(await call('create_devbox', { name: 'with-secret', secrets: { GH_TOKEN: 'E2E_TOKEN' } }));
+    assert.equal(box.status, 'running');
+    const r = ok(await call('execute_command', { devbox_id: box.id, command: 'printf %s "$GH_TOKEN"' }));
+    assert.equal(r.stdout, VALUE);
+
+    const u = ok(await call('update_secret', { name: 'E2E_TOKEN', value: 'second-value' }));
+    assert.equal(u.id, s.id);
+    const d = ok(await call('delete_secret', { name: 'E2E_TOKEN' }));
+    assert.deepEqual(d, { id: s.id, name: 'E2E_TOKEN', deleted: true });
+    // The devbox keeps the value it was created with.
+    const again = ok(await call('execute_command', { devbox_id: box.id, command: 'printf %s "$GH_TOKEN"' }));
+    assert.equal(again.stdout, VALUE);
+    ok(await call('shutdown_devbox', { devbox_id: box.id }));
+  });
+
+  it('bad input: names, a missing secret (nothing created), unknown secret', LONG, async () => {
+    let e = errorOf(await call('create_secret', { name: '9LIVES', value: 'x' }));
+    assert.equal(e.code, 'invalid_argument');
+    assert.match(e.message, /name.*9LIVES.*pattern|not a valid secret name/);
+    e = errorOf(await call('create_secret', { name: 'OK_NAME' }));
+    assert.equal(e.code, 'invalid_argument');
+    e = errorOf(await call('create_secret', { name: 'HUGE', value: 'x'.repeat(32 * 1024 + 1) }));
+    assert.match(e.message, /at most 32768 bytes/);
+    e = errorOf(await call('delete_secret', { name: 'NOT_THERE' }));
+    assert.equal(e.code, 'not_found');
+
+    const before = ok(await call('list_devboxes', {}));
+    e = errorOf(await call('create_devbox', { name: 'no-secret', secrets: { X: 'NOT_THERE' } }));
+    assert.match(e.message, /secret NOT_THERE, which does not exist/);
+    const after = ok(await call('list_devboxes', {}));
+    assert.equal(after.devboxes.length, before.devboxes.length, 'nothing was created');
+  });
+
+  it('never shows the value in results, errors or logs', () => {
+    for (const text of seen) {
+      if (text.includes('"stdout"')) continue; // the devbox's own echo of it
+      assert.doesNotMatch(text, new RegExp(VALUE));
+    }
+    assert.doesNotMatch(hostErr, new RegExp(`${VALUE}|second-value`));
+    assert.doesNotMatch(engine.stderr(), new RegExp(`${VALUE}|second-value`));
+  });
+});
