@@ -21,6 +21,7 @@
 #include "ws.h"
 
 #include "schema.h"
+#include "textmap.h"
 
 /* Progress closer together than this is coalesced (latest value wins). */
 #define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
@@ -620,6 +621,37 @@ int call_result_json(rlmcp_call *call, const char *json, size_t len)
     return rc;
 }
 
+/*
+ * An error names tools and parameters as the deployment exposes them; the
+ * remedy also loses what sends the agent to a hidden tool (NULL when
+ * nothing is left).
+ */
+static int deployment_text(const rlmcp_call *call, char **msg, char **remedy)
+{
+    char *m = NULL;
+    char *r = NULL;
+
+    if (call->d == NULL || call->d->reg == NULL || call->tool == NULL)
+        return 0;
+    m = textmap_apply(call->d->reg, call->tool, *msg, TEXTMAP_RENAME);
+    if (m == NULL)
+        return -1;
+    free(*msg);
+    *msg = m;
+    if (*remedy == NULL)
+        return 0;
+    r = textmap_apply(call->d->reg, call->tool, *remedy, TEXTMAP_DROP_HIDDEN);
+    if (r == NULL)
+        return -1;
+    free(*remedy);
+    *remedy = NULL;
+    if (r[0] == '\0')
+        free(r);
+    else
+        *remedy = r;
+    return 0;
+}
+
 int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
                       const char *fmt, ...)
 {
@@ -642,6 +674,8 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
     if (remedy != NULL)
         clean_remedy = jsonrpc_utf8_sanitize(remedy, strlen(remedy));
     if (msg == NULL || (remedy != NULL && clean_remedy == NULL))
+        goto out;
+    if (deployment_text(call, &msg, &clean_remedy) < 0)
         goto out;
     block = error_block(code, msg, clean_remedy);
     if (block == NULL)

@@ -809,3 +809,16 @@ struct tool_entry *registry_tool_raw_(struct registry *reg, size_t i)
 {
     return i < reg->n_tools ? reg->tools[i] : NULL;
 }
+
+const struct tool_entry *registry_find_original(const struct registry *reg,
+                                                const char *w, size_t n)
+{
+    size_t i = 0;
+
+    for (i = 0; i < reg->n_tools; i++) {
+        const char *name = reg->tools[i]->original_name;
+        if (strlen(name) == n && memcmp(name, w, n) == 0)
+            return reg->tools[i];
+    }
+    return NULL;
+}

@@ -36,6 +36,7 @@ struct tool_entry {
     cJSON *annotations;   /* may be NULL */
     char *list_json;      /* this tool's tools/list object, serialised */
     bool read_only;       /* annotations.readOnlyHint == true */
+    bool selected;        /* exposed by this deployment */
     uint32_t flags;       /* RLMCP_TOOL_* */
     uint32_t timeout_ms;  /* effective: def or deployment default */
     rlmcp_tool_fn handler;
@@ -80,6 +81,10 @@ const struct tool_entry *registry_find_tool(const struct registry *reg,
 size_t registry_tool_count(const struct registry *reg);
 const struct tool_entry *registry_tool_at(const struct registry *reg,
                                           size_t i); /* sorted by name */
+
+/* Any registered tool (selected or not) by its registered name w[0..n). */
+const struct tool_entry *registry_find_original(const struct registry *reg,
+                                                const char *w, size_t n);
 
 size_t registry_resource_count(const struct registry *reg);
 const struct resource_entry *registry_resource_at(const struct registry *reg,

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "log.h"
 #include "registry.h"
+#include "textmap.h"
 
 struct sel_ctx {
     struct registry *reg;
@@ -307,6 +308,46 @@ static int apply_aliases(struct sel_ctx *c)
     return 0;
 }
 
+/* Every "description" string in a schema, rewritten for the deployment. */
+static int map_schema_text(const struct registry *reg,
+                           const struct tool_entry *t, cJSON *node)
+{
+    cJSON *it = NULL;
+    char *text = NULL;
+
+    cJSON_ArrayForEach(it, node)
+    {
+        if (cJSON_IsString(it) && it->string != NULL &&
+            strcmp(it->string, "description") == 0) {
+            text = textmap_apply(reg, t, it->valuestring, TEXTMAP_DROP_HIDDEN);
+            if (text == NULL || !cJSON_SetValuestring(it, text)) {
+                free(text);
+                return -1;
+            }
+            free(text);
+        } else if ((cJSON_IsObject(it) || cJSON_IsArray(it)) &&
+                   map_schema_text(reg, t, it) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A tool's description and parameter descriptions name tools and
+ * parameters as this deployment exposes them, and no hidden tool.
+ */
+static int map_tool_text(const struct registry *reg, struct tool_entry *t)
+{
+    char *text = textmap_apply(reg, t, t->description, TEXTMAP_DROP_HIDDEN);
+
+    if (text == NULL)
+        return -1;
+    free(t->description);
+    t->description = text;
+    return map_schema_text(reg, t, t->input_schema);
+}
+
 static int build_list_json(struct tool_entry *t)
 {
     cJSON *o = cJSON_CreateObject();
@@ -417,8 +458,10 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
     }
     if (check_collisions(&c, chosen, n) < 0)
         goto out;
+    for (i = 0; i < n; i++)
+        chosen[i]->selected = true;
     for (i = 0; i < n; i++) {
-        if (build_list_json(chosen[i]) < 0)
+        if (map_tool_text(reg, chosen[i]) < 0 || build_list_json(chosen[i]) < 0)
             goto oom;
     }
     registry_set_selected_(reg, chosen, n);

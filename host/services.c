@@ -17,6 +17,7 @@
 #include "loader.h"
 #include "log.h"
 #include "registry.h"
+#include "textmap.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -244,6 +245,9 @@ static const struct rlmcp_host_api table = {
     /* ABI 1.2 */
     .call_deadline_ms = call_deadline_ms,
     .call_last_error = call_last_error,
+    /* ABI 1.3 */
+    .exposed_tool_name = call_exposed_tool_name,
+    .exposed_param_name = call_exposed_param_name,
 };
 
 const struct rlmcp_host_api *services_table(void)

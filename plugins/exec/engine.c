@@ -450,6 +450,7 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
     struct rlmcp_h_capture cap;
     char key_t[32];
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(view, which);
+    char *hint = exec_logs_hint(h, eid);
     bool api_cut = false;
     bool complete = false;
     bool truncated = false;
@@ -465,7 +466,7 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             rlmcp_h_capture_add(&cap, text->valuestring,
                                 strlen(text->valuestring));
     } else if (streamed != NULL && streamed_ok) {
-        out = rlmcp_h_capture_text(streamed, eid, &truncated);
+        out = rlmcp_h_capture_text(streamed, hint, &truncated);
         goto done;
     } else {
         /* The API kept only the last lines: read the whole stream. */
@@ -479,12 +480,11 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             if (cJSON_IsString(text))
                 rlmcp_h_capture_add(&cap, text->valuestring,
                                     strlen(text->valuestring));
-            out = rlmcp_h_capture_text(&cap, eid, &truncated);
+            out = rlmcp_h_capture_text(&cap, hint, &truncated);
             if (out != NULL) {
                 char *t = rlmcp_h_sprintf(
-                    "\u2026[earlier output omitted; full output: "
-                    "get_execution_logs execution_id=%s]\u2026\n%s",
-                    eid, out);
+                    "\u2026[earlier output omitted%s%s]\u2026\n%s",
+                    hint != NULL ? "; " : "", hint != NULL ? hint : "", out);
                 free(out);
                 out = t;
             }
@@ -492,7 +492,7 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             goto done;
         }
     }
-    out = rlmcp_h_capture_text(&cap, eid, &truncated);
+    out = rlmcp_h_capture_text(&cap, hint, &truncated);
 done:
     if (out == NULL) {
         rc = RLMCP_ENOMEM;
@@ -502,6 +502,7 @@ done:
     cJSON_AddBoolToObject(result, key_t, truncated);
 out:
     free(out);
+    free(hint);
     rlmcp_h_capture_free(&cap);
     return rc;
 }
@@ -526,11 +527,27 @@ static cJSON *base_result(const cJSON *view, const char *devbox_id,
     return r;
 }
 
-cJSON *exec_view_result(struct ex *ex, const cJSON *view, const char *devbox_id)
+char *exec_logs_hint(const struct rlmcp_h *h, const char *eid)
+{
+    char *ref = NULL;
+    char *hint = NULL;
+
+    if (eid == NULL || eid[0] == '\0')
+        return NULL;
+    ref = rlmcp_h_tool_ref(h, "get_execution_logs", "execution_id", eid);
+    if (ref != NULL)
+        hint = rlmcp_h_sprintf("full output: %s", ref);
+    free(ref);
+    return hint;
+}
+
+cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
+                        const cJSON *view, const char *devbox_id)
 {
     const cJSON *eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
     const char *e = cJSON_IsString(eid) ? eid->valuestring : "";
     cJSON *r = base_result(view, devbox_id, e);
+    char *hint = exec_logs_hint(h, e);
     static const char *const streams[] = {"stdout", "stderr"};
     size_t i;
 
@@ -546,7 +563,7 @@ cJSON *exec_view_result(struct ex *ex, const cJSON *view, const char *devbox_id)
             break;
         if (cJSON_IsString(t))
             rlmcp_h_capture_add(&cap, t->valuestring, strlen(t->valuestring));
-        out = rlmcp_h_capture_text(&cap, e, &trunc);
+        out = rlmcp_h_capture_text(&cap, hint, &trunc);
         cJSON_AddStringToObject(r, streams[i], out != NULL ? out : "");
         cJSON_AddBoolToObject(
             r, key,
@@ -554,6 +571,7 @@ cJSON *exec_view_result(struct ex *ex, const cJSON *view, const char *devbox_id)
         free(out);
         rlmcp_h_capture_free(&cap);
     }
+    free(hint);
     return r;
 }
 

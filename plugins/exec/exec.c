@@ -295,7 +295,7 @@ static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
     rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
     if (rc != RLMCP_OK)
         goto out;
-    res = exec_view_result(ex, view, id);
+    res = exec_view_result(ex, &h, view, id);
     rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
 out:
     free(path);
@@ -338,7 +338,7 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     }
     if (rc != RLMCP_OK)
         goto out;
-    res = exec_view_result(ex, view, id);
+    res = exec_view_result(ex, &h, view, id);
     rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
 out:
     free(path);
@@ -377,7 +377,7 @@ static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     if (cJSON_IsObject(view) &&
         cJSON_GetObjectItemCaseSensitive(view, "execution_id") != NULL) {
-        res = exec_view_result(ex, view, id);
+        res = exec_view_result(ex, &h, view, id);
     } else {
         res = cJSON_CreateObject();
         cJSON_AddStringToObject(res, "execution_id", eid);
@@ -569,7 +569,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
         /* A live stream would block until the command ends: give the
          * newest lines instead. */
         cJSON_Delete(res);
-        res = exec_view_result(ex, view, id);
+        res = exec_view_result(ex, &h, view, id);
         rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
         goto out;
     }
@@ -841,9 +841,10 @@ static char exec_out_run[1200];
 static const struct rlmcp_h_tool specs[] = {
     {"execute_command", "Run a command",
      "Run a bash command on a devbox and wait for it to finish. Returns "
-     "exit_code, stdout, stderr (each capped: long output keeps its start "
-     "and end with a marker; get_execution_logs has the rest), duration_ms "
-     "and execution_id. A non-zero exit_code is a normal result. Output is "
+     "exit_code, stdout, stderr, duration_ms and execution_id. Long output "
+     "keeps its start and end with a marker saying how many bytes were "
+     "dropped. get_execution_logs has the full output. A non-zero "
+     "exit_code is a normal result. Output is "
      "streamed as progress while it runs. For servers or very long jobs use "
      "execute_command_async.",
      execute_schema, exec_out_plain, ANN("false", "true", "false"), t_execute,

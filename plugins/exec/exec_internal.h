@@ -95,8 +95,15 @@ int exec_read_stream(const struct rlmcp_h *h, const char *devbox_id,
                      uint64_t *received);
 
 /* Result object of an execution view (completed or not). */
-cJSON *exec_view_result(struct ex *ex, const cJSON *view,
-                        const char *devbox_id);
+cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
+                        const cJSON *view, const char *devbox_id);
+
+/*
+ * "full output: get_execution_logs execution_id=<eid>" as the deployment
+ * names them, or NULL when it hides get_execution_logs (the capped output
+ * is then all the agent gets). malloc'd.
+ */
+char *exec_logs_hint(const struct rlmcp_h *h, const char *eid);
 
 /* Tools in run.c */
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);

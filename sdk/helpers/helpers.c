@@ -911,8 +911,24 @@ static size_t utf8_head_skip(const char *p, size_t n)
     return i;
 }
 
-char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
-                           const char *execution_id, bool *truncated)
+char *rlmcp_h_tool_ref(const struct rlmcp_h *h, const char *tool,
+                       const char *param, const char *value)
+{
+    const char *t = tool;
+    const char *p = param;
+
+    if (RLMCP_API_HAS(h->api, exposed_tool_name) &&
+        RLMCP_API_HAS(h->api, exposed_param_name)) {
+        t = h->api->exposed_tool_name(h->call, tool);
+        p = h->api->exposed_param_name(h->call, tool, param);
+    }
+    if (t == NULL || p == NULL)
+        return NULL;
+    return rlmcp_h_sprintf("%s %s=%s", t, p, value);
+}
+
+char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
+                           bool *truncated)
 {
     char *tail = NULL;
     char *marker = NULL;
@@ -937,10 +953,9 @@ char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
     head_len = c->head_len - utf8_tail_trim(c->head, c->head_len);
     skip = utf8_head_skip(tail, tail_len);
     omitted = (size_t)(c->total - head_len - (tail_len - skip));
-    if (execution_id != NULL)
-        marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes; full output: "
-                                 "get_execution_logs execution_id=%s]\u2026\n",
-                                 omitted, execution_id);
+    if (hint != NULL)
+        marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes; %s]\u2026\n",
+                                 omitted, hint);
     else
         marker =
             rlmcp_h_sprintf("\n\u2026[truncated %zu bytes]\u2026\n", omitted);

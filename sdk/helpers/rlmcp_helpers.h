@@ -271,10 +271,20 @@ void rlmcp_h_capture_reset(struct rlmcp_h_capture *c);
 void rlmcp_h_capture_free(struct rlmcp_h_capture *c);
 /*
  * The kept text: everything when it fit, else head + marker + tail, cut at
- * UTF-8 boundaries. The marker names the omitted byte count and, when
- * execution_id is set, the tool to fetch the full output. malloc'd.
+ * UTF-8 boundaries. The marker names the omitted byte count and, when hint
+ * is set, adds it (e.g. "full output: get_execution_logs
+ * execution_id=exe_1", from rlmcp_h_tool_ref). malloc'd.
  */
-char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c,
-                           const char *execution_id, bool *truncated);
+char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
+                           bool *truncated);
+
+/*
+ * "tool param=value" with the names this deployment exposes (aliases
+ * applied), for text that sends the agent to another tool; NULL when the
+ * deployment hides the tool (or out of memory). On hosts before ABI 1.3
+ * the registered names. malloc'd.
+ */
+char *rlmcp_h_tool_ref(const struct rlmcp_h *h, const char *tool,
+                       const char *param, const char *value);
 
 #endif

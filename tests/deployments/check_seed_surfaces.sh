@@ -22,6 +22,24 @@ export RLMCP_PLUGIN_DIR="$build/plugins"
 unset RUNLOOP_API_KEY RUNLOOP_BASE_URL
 export XDG_STATE_HOME="$tmp/state"
 
+# Every tool the bundled plugins register: the names an exposed text must
+# not use unless the deployment exposes that very name.
+cat >"$tmp/all.yaml" <<'EOF'
+plugins:
+  - name: lifecycle
+  - name: exec
+  - name: files
+  - name: snapshots
+  - name: blueprints
+  - name: pty
+EOF
+if ! "$bin" --config "$tmp/all.yaml" --list-tools --all --json \
+    >"$tmp/all.json" 2>"$tmp/err.txt"; then
+    echo "FAIL: listing every bundled tool failed:" >&2
+    cat "$tmp/err.txt" >&2
+    exit 1
+fi
+
 status=0
 for deployment in testing full runloop-mcp; do
     conf="$src/conf/$deployment.yaml"
@@ -38,6 +56,35 @@ for deployment in testing full runloop-mcp; do
         const tools = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
         for (const t of tools) console.log(t.name);
     ' "$tmp/out.json" | sort >"$tmp/actual.txt" || { status=1; continue; }
+    # No description, parameter description or title names a tool the
+    # deployment hides, or a tool by its name before an alias.
+    if ! node -e '
+        const fs = require("fs");
+        const all = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+        const tools = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+        const exposed = new Set(tools.map((t) => t.name));
+        const hidden = all.map((t) => t.name).filter((n) => !exposed.has(n));
+        let bad = 0;
+        const walk = (where, v) => {
+            if (typeof v === "string") {
+                for (const h of hidden) {
+                    if (new RegExp(`(^|[^A-Za-z0-9_/])${h}($|[^A-Za-z0-9_])`).test(v)) {
+                        console.error(`${where} names hidden tool ${h}: ${v}`);
+                        bad++;
+                    }
+                }
+            } else if (v && typeof v === "object") {
+                for (const [k, x] of Object.entries(v))
+                    if (k === "description" || k === "title" || typeof x === "object")
+                        walk(`${where}.${k}`, x);
+            }
+        };
+        for (const t of tools) walk(t.name, t);
+        process.exit(bad ? 1 : 0);
+    ' "$tmp/all.json" "$tmp/out.json"; then
+        echo "FAIL $deployment: exposed text names tools it does not expose" >&2
+        status=1
+    fi
     grep -v '^\s*#' "$expected" | grep -v '^\s*$' | grep -v '^pending ' |
         sort >"$tmp/required.txt"
     grep '^pending ' "$expected" | awk '{print $2}' | sort >"$tmp/pending.txt"

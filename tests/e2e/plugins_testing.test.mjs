@@ -74,6 +74,22 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     assert.deepEqual(exec.inputSchema.required.sort(), ['command', 'sandbox_id']);
   });
 
+  // Tools this deployment does not expose, by any name they are known by.
+  const hiddenRe = /\b(create_devbox|list_devboxes|get_devbox|resume_devbox|shutdown_devbox|execute_command|execute_command_async|get_execution|get_execution_logs|wait_for_execution|write_file|read_file|upload_file|download_file|delete_snapshot|get_snapshot_status|get_blueprint|get_blueprint_logs|list_snapshots|list_blueprints|enable_tunnel|pty_connect)\b/;
+
+  it('instructions and error remedies name only exposed tools', async () => {
+    const instr = client.getInstructions();
+    assert.match(instr, /shutdown_sandbox/);
+    assert.doesNotMatch(instr, hiddenRe);
+    const r = await call('get_sandbox', { sandbox_id: 'dbx_doesnotexist' });
+    assert.equal(r.isError, true);
+    const e = JSON.parse(r.content[0].text).error;
+    assert.equal(e.code, 'not_found');
+    // The plugin's remedy sends the agent to list_devboxes: here list_sandbox.
+    assert.match(e.remedy, /list_sandbox/);
+    assert.doesNotMatch(`${e.message} ${e.remedy}`, hiddenRe);
+  });
+
   it('lifetime is limited to 60-3600 s', async () => {
     for (const v of [59, 3601]) {
       const r = await call('create_sandbox', { keep_alive_time_seconds: v });
@@ -92,6 +108,16 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     assert.equal(got.id, sb.id);
     const r = ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cat /home/user/package.txt' }));
     assert.equal(r.stdout, 'v1\n');
+    // Output past the 32 KiB cap: get_execution_logs is hidden, so the
+    // marker keeps head and tail and says how many bytes were dropped.
+    const big = ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'echo HEAD; head -c 200000 /dev/zero | tr "\\0" x; echo; echo TAIL' }));
+    assert.equal(big.stdout_truncated, true);
+    assert.ok(big.stdout.startsWith('HEAD\n'), big.stdout.slice(0, 20));
+    assert.ok(big.stdout.endsWith('TAIL\n'), big.stdout.slice(-20));
+    const m = big.stdout.match(/\[truncated (\d+) bytes\]/);
+    assert.ok(m, 'marker with the dropped byte count');
+    assert.equal(Number(m[1]) + big.stdout.length - m[0].length - 4, 5 + 200001 + 5);
+    assert.doesNotMatch(big.stdout, hiddenRe);
     ok(await call('upload_test_file', { sandbox_id: sb.id, file_path: '/home/user/in.bin', content_base64: Buffer.from([1, 2, 3, 0, 255]).toString('base64') }));
     ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cp /home/user/in.bin /home/user/report.bin' }));
     const d = ok(await call('download_artifact', { sandbox_id: sb.id, file_path: '/home/user/report.bin' }));

@@ -61,6 +61,9 @@ static struct {
     struct fh_pty_record pty[FH_MAX];
     size_t n_pty;
     bool abi10;
+    /* ABI 1.3 */
+    char *hidden[8];
+    size_t n_hidden;
 } fh;
 
 static struct rlmcp_plugin fh_self;
@@ -592,6 +595,31 @@ void fh_use_abi_1_0(bool on)
     fh.abi10 = on;
 }
 
+void fh_hide_tool(const char *tool)
+{
+    if (fh.n_hidden < sizeof(fh.hidden) / sizeof(fh.hidden[0]))
+        fh.hidden[fh.n_hidden++] = xstrdup(tool);
+}
+
+/* Every tool is exposed under its own name unless fh_hide_tool hid it. */
+static const char *svc_exposed_tool_name(rlmcp_call *call, const char *tool)
+{
+    size_t i;
+
+    (void)call;
+    for (i = 0; i < fh.n_hidden; i++) {
+        if (strcmp(fh.hidden[i], tool) == 0)
+            return NULL;
+    }
+    return tool;
+}
+
+static const char *svc_exposed_param_name(rlmcp_call *call, const char *tool,
+                                          const char *param)
+{
+    return svc_exposed_tool_name(call, tool) != NULL ? param : NULL;
+}
+
 static void pty_reset(void)
 {
     size_t i;
@@ -641,6 +669,8 @@ static const struct rlmcp_host_api fh_table = {
     .call_plugin = svc_call_plugin,
     .runloop_tunnel_request = svc_runloop_tunnel_request,
     .runloop_pty_exchange = svc_runloop_pty_exchange,
+    .exposed_tool_name = svc_exposed_tool_name,
+    .exposed_param_name = svc_exposed_param_name,
 };
 
 /* An ABI 1.0 host: the table ends before the 1.1 services. */
@@ -655,6 +685,8 @@ static const struct rlmcp_host_api *current_table(void)
     fh_table10.abi_minor = 0;
     fh_table10.runloop_tunnel_request = NULL;
     fh_table10.runloop_pty_exchange = NULL;
+    fh_table10.exposed_tool_name = NULL;
+    fh_table10.exposed_param_name = NULL;
     return &fh_table10;
 }
 
@@ -758,6 +790,9 @@ void fh_reset(void)
     fh.cancelled = false;
     fh.cancel_after = 0;
     pty_reset();
+    for (i = 0; i < fh.n_hidden; i++)
+        free(fh.hidden[i]);
+    fh.n_hidden = 0;
 }
 
 void fh_unload(void)

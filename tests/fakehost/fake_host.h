@@ -132,6 +132,10 @@ const struct fh_pty_record *fh_pty_at(size_t i);
  * services, abi_minor 0). Reset by fh_unload. */
 void fh_use_abi_1_0(bool on);
 
+/* exposed_tool_name answers NULL for tool (a deployment hiding it) until
+ * fh_reset. */
+void fh_hide_tool(const char *tool);
+
 /* The services table (for tests of helpers without a plugin). */
 const struct rlmcp_host_api *fh_api(void);
 rlmcp_call *fh_call_handle(void);

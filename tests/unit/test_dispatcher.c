@@ -339,7 +339,8 @@ static int h_fail(rlmcp_call *call, const char *args, size_t len, void *ud)
 static int h_bizerr(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     call_result_json(call, "{\"x\":1}", 7);
-    return call_result_error(call, "not_found", "call list_devboxes",
+    return call_result_error(call, "not_found",
+                             "Check the id. Or call list_devboxes.",
                              "devbox %s does not exist", "dbx_1");
 }
 
@@ -361,8 +362,7 @@ static int h_never(rlmcp_call *call, const char *args, size_t len, void *ud)
     return RLMCP_ECANCELLED;
 }
 
-static int h_slow_stop(rlmcp_call *call, const char *args, size_t len,
-                       void *ud)
+static int h_slow_stop(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     /* Like never, but its clean-up takes a while after the timeout. */
     while (!call_is_cancelled(call))
@@ -1158,7 +1158,8 @@ static void test_results(void **state)
     e = tool_error(m);
     assert_string_equal(err_field(e, "code"), "not_found");
     assert_string_equal(err_field(e, "message"), "devbox dbx_1 does not exist");
-    assert_string_equal(err_field(e, "remedy"), "call list_devboxes");
+    /* list_devboxes is a tool this host does not expose: not named. */
+    assert_string_equal(err_field(e, "remedy"), "Check the id.");
     assert_int_equal(
         cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "content")), 1);
     cJSON_Delete(e);

@@ -217,6 +217,19 @@ static void truncation_keeps_head_and_tail(void **state)
     assert_non_null(strstr(s, "[truncated 98976 bytes; full output: "
                               "get_execution_logs execution_id=exe_1]"));
     assert_true(strlen(s) < 1024 + 200);
+    /* A deployment hiding get_execution_logs: head, tail and the count. */
+    fh_reset();
+    fh_hide_tool("get_execution_logs");
+    fh_route("POST", EXEC_PATH, 200, resp);
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"gen\"}"),
+                     RLMCP_OK);
+    s = rstr("stdout");
+    assert_non_null(s);
+    assert_memory_equal(s, "HEAD", 4);
+    assert_string_equal(s + strlen(s) - 4, "TAIL");
+    assert_non_null(strstr(s, "[truncated 98976 bytes]"));
+    assert_null(strstr(s, "get_execution_logs"));
     free(out);
     free(resp);
 }

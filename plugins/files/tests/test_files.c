@@ -252,7 +252,8 @@ static void helpers_capture(void **state)
     /* many small writes wrap the ring */
     for (i = 0; i < 1000; i++)
         rlmcp_h_capture_add(&c, i == 999 ? "Z" : "y", 1);
-    s = rlmcp_h_capture_text(&c, "e1", &t);
+    s = rlmcp_h_capture_text(
+        &c, "full output: get_execution_logs execution_id=e1", &t);
     assert_true(t);
     assert_memory_equal(s, "abcde", 5);
     assert_string_equal(s + strlen(s) - 5, "yyyyZ");

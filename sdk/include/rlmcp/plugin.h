@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 2
+#define RLMCP_ABI_MINOR 3
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -602,6 +602,28 @@ struct rlmcp_host_api {
      * Threads: the handler's thread.
      */
     const char *(*call_last_error)(rlmcp_call *call);
+
+    /*
+     * Added in ABI 1.3. The name under which this deployment exposes the
+     * tool registered as `tool` (by any plugin), after aliases; NULL when
+     * the deployment hides it (not selected, or its plugin not loaded).
+     * Text a tool returns that names another tool (a marker saying where
+     * the rest of an output is, a hint in a result) asks here first, so it
+     * never sends the agent to a tool it cannot call. Errors need not:
+     * the host rewrites result_error's message and remedy itself, and
+     * tool descriptions when it applies the deployment's selection.
+     * Ownership: the string is the host's, valid until shutdown.
+     * Threads: any, while the handler runs.
+     */
+    const char *(*exposed_tool_name)(rlmcp_call *call, const char *tool);
+
+    /*
+     * Added in ABI 1.3. The exposed name of parameter `param` of the tool
+     * registered as `tool` (param itself when not renamed); NULL when the
+     * tool is hidden. Ownership and threads as exposed_tool_name.
+     */
+    const char *(*exposed_param_name)(rlmcp_call *call, const char *tool,
+                                      const char *param);
 
     /* 1.x: append only, each with an "Added in ABI 1.N" comment. */
 };
