@@ -44,6 +44,8 @@ struct options {
     const char *config;
     const char *transport;
     const char *listen;
+    const char *host; /* --host, --port: seed 000's spelling of --listen */
+    const char *port;
     const char *log_level;
     enum action action;
     bool json;
@@ -67,6 +69,12 @@ static void usage(FILE *out)
         "  -l, --listen HOST:PORT   HTTP address (overrides "
         "server.http.listen;\n"
         "                           implies --transport http)\n"
+        "      --host HOST          HTTP host only (the port stays the "
+        "deployment's);\n"
+        "                           implies --transport http\n"
+        "      --port PORT          HTTP port only (the host stays the "
+        "deployment's);\n"
+        "                           implies --transport http\n"
         "      --list-tools         print the tools this deployment exposes "
         "and exit\n"
         "      --json               with --list-tools: print JSON\n"
@@ -87,11 +95,21 @@ static void usage(FILE *out)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    enum { OPT_LIST = 256, OPT_CHECK, OPT_JSON, OPT_ALL, OPT_LOG };
+    enum {
+        OPT_LIST = 256,
+        OPT_CHECK,
+        OPT_JSON,
+        OPT_ALL,
+        OPT_LOG,
+        OPT_HOST,
+        OPT_PORT
+    };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"transport", required_argument, NULL, 't'},
         {"listen", required_argument, NULL, 'l'},
+        {"host", required_argument, NULL, OPT_HOST},
+        {"port", required_argument, NULL, OPT_PORT},
         {"list-tools", no_argument, NULL, OPT_LIST},
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"json", no_argument, NULL, OPT_JSON},
@@ -114,6 +132,12 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'l':
             o->listen = optarg;
+            break;
+        case OPT_HOST:
+            o->host = optarg;
+            break;
+        case OPT_PORT:
+            o->port = optarg;
             break;
         case OPT_LIST:
             o->action = ACT_LIST;
@@ -234,6 +258,103 @@ out:
 
 /* ---- CLI overrides ----------------------------------------------------- */
 
+/*
+ * --host and --port (seed 000's launch line): each replaces its half of
+ * the deployment's server.http.listen. *out is malloc'd HOST:PORT.
+ */
+static int host_port_listen(const struct options *o, const char *cur,
+                            char **out)
+{
+    char host[256] = "127.0.0.1";
+    uint16_t port = 8000;
+    char *end = NULL;
+    long p = 0;
+
+    *out = NULL;
+    if (o->listen != NULL) {
+        fprintf(stderr, "runloop-mcp: give --listen HOST:PORT or --host and "
+                        "--port, not both\n");
+        return -1;
+    }
+    if (cur != NULL && http_parse_listen(cur, host, sizeof(host), &port) != 0) {
+        snprintf(host, sizeof(host), "127.0.0.1");
+        port = 8000;
+    }
+    if (o->host != NULL) {
+        if (o->host[0] == '\0' || strlen(o->host) >= sizeof(host) ||
+            strpbrk(o->host, "[]/ \t") != NULL) {
+            fprintf(stderr,
+                    "runloop-mcp: --host '%s' is not a host name or IP "
+                    "address; e.g. --host 127.0.0.1\n",
+                    o->host);
+            return -1;
+        }
+        snprintf(host, sizeof(host), "%s", o->host);
+    }
+    if (o->port != NULL) {
+        p = strtol(o->port, &end, 10);
+        if (o->port[0] < '0' || o->port[0] > '9' || *end != '\0' || p < 0 ||
+            p > 65535) {
+            fprintf(stderr,
+                    "runloop-mcp: --port '%s' is not a port number; use "
+                    "0-65535, e.g. --port 8000\n",
+                    o->port);
+            return -1;
+        }
+        port = (uint16_t)p;
+    }
+    /* An IPv6 address needs brackets in HOST:PORT. */
+    if (asprintf(out, strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
+                 (unsigned)port) < 0) {
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* --listen, or --host/--port: the HTTP address, and transport http. */
+static int apply_listen(const struct options *o, struct host_config *cfg)
+{
+    const char *listen = o->listen;
+    char *joined = NULL;
+    const char *colon = NULL;
+    char *end = NULL;
+    char *copy = NULL;
+    long port = -1;
+    int rc = -1;
+
+    if ((o->host != NULL || o->port != NULL) &&
+        host_port_listen(o, cfg->server.http.listen, &joined) < 0)
+        goto out;
+    if (joined != NULL)
+        listen = joined;
+    if (listen == NULL) {
+        rc = 0;
+        goto out;
+    }
+    colon = strrchr(listen, ':');
+    port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (colon == NULL || colon == listen || colon[1] == '\0' || *end != '\0' ||
+        port < 0 || port > 65535) {
+        fprintf(stderr,
+                "runloop-mcp: --listen '%s' is not HOST:PORT; e.g. "
+                "--listen 127.0.0.1:8000\n",
+                listen);
+        goto out;
+    }
+    copy = strdup(listen);
+    if (copy == NULL)
+        goto out;
+    free(cfg->server.http.listen);
+    cfg->server.http.listen = copy;
+    if (o->transport == NULL)
+        cfg->server.transport = HOST_TRANSPORT_HTTP;
+    rc = 0;
+out:
+    free(joined);
+    return rc;
+}
+
 static int apply_overrides(const struct options *o, struct host_config *cfg)
 {
     if (o->transport != NULL) {
@@ -249,27 +370,8 @@ static int apply_overrides(const struct options *o, struct host_config *cfg)
             return -1;
         }
     }
-    if (o->listen != NULL) {
-        const char *colon = strrchr(o->listen, ':');
-        char *end = NULL;
-        char *copy = NULL;
-        long port = colon ? strtol(colon + 1, &end, 10) : -1;
-        if (colon == NULL || colon == o->listen || colon[1] == '\0' ||
-            *end != '\0' || port < 0 || port > 65535) {
-            fprintf(stderr,
-                    "runloop-mcp: --listen '%s' is not HOST:PORT; e.g. "
-                    "--listen 127.0.0.1:8000\n",
-                    o->listen);
-            return -1;
-        }
-        copy = strdup(o->listen);
-        if (copy == NULL)
-            return -1;
-        free(cfg->server.http.listen);
-        cfg->server.http.listen = copy;
-        if (o->transport == NULL)
-            cfg->server.transport = HOST_TRANSPORT_HTTP;
-    }
+    if (apply_listen(o, cfg) < 0)
+        return -1;
     if (o->log_level != NULL) {
         int lvl = log_level_parse(o->log_level);
         if (lvl < 0) {

@@ -69,6 +69,14 @@ static const char *const bundled_tools[] = {
     "get_blueprint",
     "get_blueprint_logs",
     "delete_blueprint",
+    "list_secrets",
+    "create_secret",
+    "update_secret",
+    "delete_secret",
+    "list_mcp_configs",
+    "create_mcp_config",
+    "update_mcp_config",
+    "delete_mcp_config",
     NULL,
 };
 

@@ -77,6 +77,20 @@ lacks out "sekrit-key-123"
 lacks err "sekrit-key-123"
 run "check with --listen" 0 --config "$CONF/good.yaml" --listen 127.0.0.1:0 --check-config
 has out "transport http on 127.0.0.1:0"
+run "check with --host --port" 0 --config "$CONF/good.yaml" --host 127.0.0.2 --port 8123 --check-config
+has out "transport http on 127.0.0.2:8123"
+run "check with --port only" 0 --config "$CONF/good.yaml" --port 8124 --check-config
+has out "transport http on 127.0.0.1:8124"
+run "check with IPv6 --host" 0 --config "$CONF/good.yaml" --host ::1 --port 0 --check-config
+has out "transport http on [::1]:0"
+run "bad --port" 2 --config "$CONF/good.yaml" --port 80x --check-config
+has err "--port '80x' is not a port number; use 0-65535"
+run "bad --port range" 2 --config "$CONF/good.yaml" --port 65536 --check-config
+has err "--port '65536' is not a port number"
+run "bad --host" 2 --config "$CONF/good.yaml" --host "a b" --check-config
+has err "--host 'a b' is not a host name or IP address"
+run "--listen with --port" 2 --config "$CONF/good.yaml" --listen 127.0.0.1:1 --port 2 --check-config
+has err "give --listen HOST:PORT or --host and --port, not both"
 
 run "unknown key" 2 --config "$CONF/bad_key.yaml" --check-config
 has err "$CONF/bad_key.yaml:6:3: unknown key 'alow' in 'tools'; did you mean 'allow'?"

@@ -32,6 +32,7 @@ plugins:
   - name: snapshots
   - name: blueprints
   - name: pty
+  - name: admin
 EOF
 if ! "$bin" --config "$tmp/all.yaml" --list-tools --all --json \
     >"$tmp/all.json" 2>"$tmp/err.txt"; then

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
@@ -88,6 +89,31 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     // The plugin's remedy sends the agent to list_devboxes: here list_sandbox.
     assert.match(e.remedy, /list_sandbox/);
     assert.doesNotMatch(`${e.message} ${e.remedy}`, hiddenRe);
+  });
+
+  it("seed 000's launch line: --host and --port serve HTTP", async () => {
+    // Port 0: the kernel picks a free one and the host logs it.
+    const child = spawn(hostBin, ['--config', conf, '--host', '127.0.0.1', '--port', '0'], {
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_STATE_DIR: path.join(tmp, 'state') },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr.on('data', (d) => { log += d; });
+    const exited = new Promise((r) => child.once('exit', r));
+    let http;
+    try {
+      await waitFor(() => /\(port (\d+)\)/.test(log) || child.exitCode !== null, 30000, 'the HTTP host to listen');
+      const port = Number(/\(port (\d+)\)/.exec(log)?.[1]);
+      assert.ok(port > 0, log);
+      http = new Client({ name: 'testing-conf-http', version: '1' });
+      await http.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+      const { tools } = await http.listTools();
+      assert.ok(tools.some((t) => t.name === 'execute_in_sandbox'));
+    } finally {
+      try { await http?.close(); } catch { /* gone */ }
+      child.kill('SIGTERM');
+      await exited;
+    }
   });
 
   it('lifetime is limited to 60-3600 s', async () => {
