@@ -172,11 +172,14 @@ for (const mode of [{ name: 'h2c (SDK default)', opts: {} }, { name: 'HTTP/1.1',
       let resolved = false;
       const waiting = client.devboxes.waitForCommand(boxId, a.execution_id, { statuses: ['completed'] })
         .then((v) => { resolved = true; return v; });
-      // These are served while the long-poll above is held open.
+      // These are served while the long-poll above is held open: the
+      // command cannot finish before the gate exists.
       for (let i = 0; i < 5; i++) await client.devboxes.retrieve(boxId);
+      const other = await client.devboxes.executeAndAwaitCompletion(boxId, { command: 'echo other' });
+      assert.equal(other.exit_status, 0);
+      assert.equal(resolved, false, 'the long-poll returned before its command could finish');
       const dep = await client.devboxes.executeAndAwaitCompletion(boxId, { command: `touch ${gate}` });
       assert.equal(dep.exit_status, 0);
-      assert.equal(resolved, false, 'the long-poll returned before its command could finish');
       const done = await waiting;
       assert.equal(done.status, 'completed');
       assert.equal(done.exit_status, 0);
