@@ -133,6 +133,9 @@ cJSON *engine_box_view_locked(struct devbox *box)
         cJSON_AddStringToObject(v, "failure_reason", box->failure_reason);
     else
         cJSON_AddNullToObject(v, "failure_reason");
+    if (box->failure_message !=
+        NULL) /* not in Runloop's API: the enum alone hides the cause */
+        cJSON_AddStringToObject(v, "failure_message", box->failure_message);
     if (box->shutdown_reason != NULL)
         cJSON_AddStringToObject(v, "shutdown_reason", box->shutdown_reason);
     else
@@ -161,6 +164,8 @@ int engine_save_locked(struct engine *eng, struct devbox *box)
     cJSON_AddStringToObject(rec, "status", dbx_status_name(box->status));
     if (box->failure_reason != NULL)
         cJSON_AddStringToObject(rec, "failure_reason", box->failure_reason);
+    if (box->failure_message != NULL)
+        cJSON_AddStringToObject(rec, "failure_message", box->failure_message);
     if (box->shutdown_reason != NULL)
         cJSON_AddStringToObject(rec, "shutdown_reason", box->shutdown_reason);
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)box->create_time_ms);
@@ -563,6 +568,8 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
         sandbox_stop(sb);
     pty_engine_forget(box->id);
     pthread_mutex_lock(&eng->lock);
+    free(box->failure_message);
+    box->failure_message = strdup(msg);
     engine_set_status_locked(eng, box, DBX_FAILURE, reason, NULL);
     box->busy = 0;
     pthread_cond_broadcast(&eng->changed);
@@ -1150,6 +1157,8 @@ static struct devbox *box_load(struct engine *eng, const char *path)
         box->status = DBX_FAILURE;
     it = cJSON_GetObjectItemCaseSensitive(rec, "failure_reason");
     box->failure_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    it = cJSON_GetObjectItemCaseSensitive(rec, "failure_message");
+    box->failure_message = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
     it = cJSON_GetObjectItemCaseSensitive(rec, "shutdown_reason");
     box->shutdown_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
     box->create_time_ms = (int64_t)cJSON_GetNumberValue(
@@ -1321,6 +1330,7 @@ void engine_fini(struct engine *eng)
         cJSON_Delete(box->transitions);
         cJSON_Delete(box->tunnel);
         free(box->failure_reason);
+        free(box->failure_message);
         free(box->shutdown_reason);
         free(box);
     }

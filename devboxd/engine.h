@@ -55,6 +55,8 @@ struct devbox {
     cJSON *spec;          /* normalised create body: name, metadata, launch_parameters… */
     int status;
     char *failure_reason;
+    char *failure_message; /* why, in words (boot failures); view field
+                              failure_message */
     char *shutdown_reason;
     int64_t create_time_ms;
     int64_t end_time_ms;

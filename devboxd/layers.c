@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,8 +252,12 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     const char *argv[40];
     char links[4][64];
     size_t n = 0;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigset_t all;
     pid_t pid;
     int status = 0;
+    int spawn_rc;
     int rc = -1;
 
     argv[n++] = "bwrap";
@@ -284,8 +289,17 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     argv[n++] = "/src/.";
     argv[n++] = "/dst";
     argv[n] = NULL;
-    if (posix_spawn(&pid, bwrap, NULL, NULL, (char *const *)argv, environ) != 0) {
-        snprintf(err, errlen, "cannot run %s: %s", bwrap, strerror(errno));
+    /* Not devboxd's blocked signals and ignored SIGPIPE. */
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    spawn_rc = posix_spawn(&pid, bwrap, NULL, &attr, (char *const *)argv, environ);
+    posix_spawnattr_destroy(&attr);
+    if (spawn_rc != 0) {
+        snprintf(err, errlen, "cannot run %s: %s", bwrap, strerror(spawn_rc));
         goto out;
     }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

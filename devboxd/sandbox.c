@@ -37,6 +37,15 @@ static const char *const etc_binds[] = {
     "protocols", "services", "debian_version", NULL,
 };
 
+/* Fixed fds the launcher hands bwrap: the helper binaries, opened by
+ * devboxd (root) for each launch and copied in by bwrap (--ro-bind-data),
+ * so bwrap, running as the devbox uid, never needs search permission on
+ * their directories (0700 checkouts and state dirs). */
+#define SB_AGENT_FD 7
+#define SB_PTYD_FD 8
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
 static char *dup_or(const char *v, const char *def)
 {
     return strdup(v != NULL && v[0] != '\0' ? v : def);
@@ -71,6 +80,7 @@ static char *default_agent_path(void)
 void sandbox_shutdown_runtime(void)
 {
     sb_cg_remove_parents();
+    free(sb_rt.ptyd_path);
     free(sb_rt.state_dir);
     free(sb_rt.claims_dir);
     free(sb_rt.agent_path);
@@ -87,6 +97,39 @@ static int mkdir_mode(const char *path, mode_t mode)
     if (mkdir(path, mode) != 0 && errno != EEXIST)
         return -errno;
     return 0;
+}
+
+/* The PTY server (devboxd-ptyd) is built next to the agent; optional. */
+static char *ptyd_path(void)
+{
+    char *path = NULL;
+    char *slash = strrchr(sb_rt.agent_path, '/');
+    int dirlen = slash != NULL ? (int)(slash - sb_rt.agent_path) : 0;
+
+    if (slash == NULL ||
+        asprintf(&path, "%.*s/devboxd-ptyd", dirlen, sb_rt.agent_path) < 0)
+        return NULL;
+    if (access(path, R_OK) == 0)
+        return path;
+    free(path);
+    return NULL;
+}
+
+/* Opens a helper binary for one launch (a private offset: bwrap reads it
+ * to the end). */
+static int open_helper(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return sb_err(err, errlen, -errno, "cannot open %s: %s", path,
+                      strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sb_err(err, errlen, -ENOEXEC, "%s is not a regular file", path);
+    }
+    return fd;
 }
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
@@ -126,6 +169,7 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
                     sb_rt.agent_path);
         goto out;
     }
+    sb_rt.ptyd_path = ptyd_path();
     if (access(sb_rt.bwrap_path, X_OK) != 0) {
         rc = sb_err(err, errlen, -ENOENT, "%s missing; install bubblewrap", sb_rt.bwrap_path);
         goto out;
@@ -260,24 +304,6 @@ static void av_setenv(struct argvec *a, const char *kv)
     av_add(a, eq + 1);
 }
 
-/* The PTY server (devboxd-ptyd, built next to the agent) at
- * /run/devbox/ptyd, when present: devboxd starts it inside at boot
- * (pty_engine.c). */
-static void add_ptyd_bind(struct argvec *a)
-{
-    char path[PATH_MAX];
-    char *slash = NULL;
-
-    snprintf(path, sizeof(path), "%s", sb_rt.agent_path);
-    slash = strrchr(path, '/');
-    if (slash == NULL || (size_t)(slash - path) + sizeof("/devboxd-ptyd") > sizeof(path))
-        return;
-    strcpy(slash, "/devboxd-ptyd");
-    av_add(a, "--ro-bind-try");
-    av_add(a, path);
-    av_add(a, "/run/devbox/ptyd");
-}
-
 static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
 {
     char path[PATH_MAX];
@@ -322,10 +348,19 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
     av_add(a, "/dev");
     av_add(a, "--tmpfs");
     av_add(a, "/run");
-    av_add(a, "--ro-bind");
-    av_add(a, sb_rt.agent_path);
+    av_add(a, "--perms");
+    av_add(a, "0555");
+    av_add(a, "--ro-bind-data");
+    av_add(a, STR(SB_AGENT_FD));
     av_add(a, AGENT_INSIDE_PATH);
-    add_ptyd_bind(a);
+    if (sb_rt.ptyd_path != NULL) {
+        /* devboxd starts it inside at boot (pty_engine.c) */
+        av_add(a, "--perms");
+        av_add(a, "0555");
+        av_add(a, "--ro-bind-data");
+        av_add(a, STR(SB_PTYD_FD));
+        av_add(a, "/run/devbox/ptyd");
+    }
     av_add(a, "--clearenv");
     av_setenv(a, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     av_setenv(a, "HOME=" SB_INSIDE_HOME);
@@ -401,6 +436,8 @@ struct launch {
     int block_r;  /* -> fd 5 */
     int errpipe_w;
     int seccomp_fd; /* -> fd 6 */
+    int agent_fd;   /* -> SB_AGENT_FD */
+    int ptyd_fd;    /* -> SB_PTYD_FD, or -1 */
     int devnull;
     int cg_fds[SB_CG_N];
     uid_t uid;
@@ -435,12 +472,30 @@ static void child_fail(int errfd, const char *what)
     _exit(121);
 }
 
+/* devboxd blocks SIGTERM/SIGINT/SIGHUP (sigwait) and ignores SIGPIPE; a
+ * blocked mask and ignored signals survive execve, so every process of a
+ * devbox would inherit them.  Async-signal-safe. */
+static void child_default_signals(void)
+{
+    struct sigaction sa;
+    sigset_t none;
+    int sig;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    /* Fails harmlessly for SIGKILL and SIGSTOP. */
+    for (sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* Runs between fork and exec: async-signal-safe calls only. */
 static void launcher_child(const struct launch *l)
 {
     int fd;
     int i;
-    int hi[5];
+    int hi[7];
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
     for (i = 0; i < SB_CG_N; i++) {
@@ -473,13 +528,21 @@ static void launcher_child(const struct launch *l)
     hi[2] = fcntl(l->block_r, F_DUPFD, 10);
     hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
     hi[4] = fcntl(l->seccomp_fd, F_DUPFD, 10);
-    if (hi[0] < 0 || hi[1] < 0 || hi[2] < 0 || hi[3] < 0 || hi[4] < 0)
-        child_fail(l->errpipe_w, "dup");
+    hi[5] = fcntl(l->agent_fd, F_DUPFD, 10);
+    hi[6] = l->ptyd_fd >= 0 ? fcntl(l->ptyd_fd, F_DUPFD, 10) : 0;
+    for (i = 0; i < 7; i++) {
+        if (hi[i] < 0)
+            child_fail(l->errpipe_w, "dup");
+    }
     if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
         dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0 ||
-        dup2(hi[4], 6) < 0)
+        dup2(hi[4], 6) < 0 || dup2(hi[5], SB_AGENT_FD) < 0 ||
+        (l->ptyd_fd >= 0 && dup2(hi[6], SB_PTYD_FD) < 0))
         child_fail(l->errpipe_w, "dup2");
-    close_range(7, ~0U, 0);
+    if (l->ptyd_fd < 0)
+        close(SB_PTYD_FD);
+    close_range(SB_PTYD_FD + 1, ~0U, 0);
+    child_default_signals();
     if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, l->uid, l->uid, l->uid) != 0 ||
         syscall(SYS_setresuid, l->uid, l->uid, l->uid) != 0)
         child_fail(2, "drop to the devbox uid");
@@ -509,6 +572,7 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
             _exit(122);
     }
     close_range(7, ~0U, 0);
+    child_default_signals();
     if (!sb_rt.slirp_as_root &&
         (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
          syscall(SYS_setresuid, uid, uid, uid) != 0))
@@ -775,7 +839,20 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     memset(&l, 0, sizeof(l));
     for (i = 0; i < SB_CG_N; i++)
         l.cg_fds[i] = -1;
+    l.seccomp_fd = l.agent_fd = l.ptyd_fd = -1;
     l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    l.agent_fd = open_helper(sb_rt.agent_path, err, errlen);
+    if (l.agent_fd < 0) {
+        rc = l.agent_fd;
+        goto out;
+    }
+    if (sb_rt.ptyd_path != NULL) {
+        l.ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
+        if (l.ptyd_fd < 0) {
+            rc = l.ptyd_fd;
+            goto out;
+        }
+    }
     l.seccomp_fd = sb_seccomp_fd();
     if (l.seccomp_fd < 0) {
         rc = sb_err(err, errlen, l.seccomp_fd, "cannot stage the seccomp filter: %s",
@@ -841,6 +918,10 @@ out:
         close(l.devnull);
     if (l.seccomp_fd >= 0)
         close(l.seccomp_fd);
+    if (l.agent_fd >= 0)
+        close(l.agent_fd);
+    if (l.ptyd_fd >= 0)
+        close(l.ptyd_fd);
     av_free(&av);
     return rc;
 }

@@ -42,6 +42,7 @@ struct sb_rt {
     uint32_t uid_count;
     bool have_ctl[SB_CG_N];
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
+    char *ptyd_path;    /* devboxd-ptyd next to the agent, NULL when not built */
     char *seccomp_prog; /* classic BPF for bwrap --seccomp (sandbox_seccomp.c) */
     size_t seccomp_len;
 };

@@ -193,8 +193,12 @@ static void child_exec(struct job *j, const char *slave)
     size_t n = 0;
     size_t i;
     int fd;
+    sigset_t none;
 
-    sigprocmask(SIG_UNBLOCK, &child_mask, NULL);
+    /* Commands start with no signal blocked or ignored, whatever the
+     * agent inherited (timeout, kill and interrupts must work). */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     if (slave != NULL) {
         child_pty(slave);

@@ -158,13 +158,16 @@ static int not_ready(const struct rlmcp_h *h, const char *id, const cJSON *dbx,
                      long long waited_s)
 {
     const char *st = rlmcp_h_devbox_status(dbx);
+    /* The local engine says why in words. */
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(dbx, "failure_message");
 
     if (eq(st, "failure") || eq(st, "shutdown"))
         return rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
                                    "Call the tool again to get a new devbox.",
                                    "devbox %s stopped while starting "
-                                   "(status %s)",
-                                   id, st);
+                                   "(status %s)%s%.600s",
+                                   id, st, cJSON_IsString(fm) ? ": " : "",
+                                   cJSON_IsString(fm) ? fm->valuestring : "");
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_DEVBOX_NOT_READY,
         "The sandbox is still starting (e.g. pulling its image); call the "

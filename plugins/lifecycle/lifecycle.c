@@ -62,15 +62,19 @@ static int not_ready(const struct rlmcp_h *h, const cJSON *dbx, const char *id,
 {
     const char *st = rlmcp_h_devbox_status(dbx);
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(dbx, "failure_reason");
+    /* The local engine says why in words, too. */
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(dbx, "failure_message");
 
     if (strcmp(st, "failure") == 0 || strcmp(st, "shutdown") == 0)
         return rlmcp_h_fail_remedy(
             h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
             "Create a new devbox; check blueprint and launch_commands if it "
             "fails again.",
-            "devbox %s stopped while starting: status %s%s%s", id, st,
+            "devbox %s stopped while starting: status %s%s%s%s%.600s", id, st,
             cJSON_IsString(fr) ? ", failure_reason " : "",
-            cJSON_IsString(fr) ? fr->valuestring : "");
+            cJSON_IsString(fr) ? fr->valuestring : "",
+            cJSON_IsString(fm) ? ": " : "",
+            cJSON_IsString(fm) ? fm->valuestring : "");
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_DEVBOX_NOT_READY,
         "Poll get_devbox with this devbox_id until status is running, or "

@@ -297,6 +297,12 @@ describe('plugins end to end (local engine)', () => {
     assert.equal(e.code, 'not_found');
   });
 
+  it('a devbox that fails to boot: the MCP error carries the cause', LONG, async () => {
+    const e = errorOf(await call('create_devbox', { launch_commands: ['echo about to fail', 'exit 7'] }));
+    assert.equal(e.code, 'devbox_not_running');
+    assert.match(e.message, /failure_reason execution_failed: .*launch command 'exit 7' failed \(exit status 7\)/);
+  });
+
   it('a suspended devbox: devbox_not_running, then resume', LONG, async () => {
     const s = ok(await call('suspend_devbox', { devbox_id: box.id }));
     assert.equal(s.status, 'suspended');

@@ -91,6 +91,8 @@ for (const mode of [{ name: 'h2c (SDK default)', opts: {} }, { name: 'HTTP/1.1',
       const done = await waitBox(client, box.id, { statuses: ['failure', 'running'] });
       assert.equal(done.status, 'failure');
       assert.equal(done.failure_reason, 'execution_failed');
+      // The cause in words, not only the enum.
+      assert.match(done.failure_message, /launch command 'exit 7' failed \(exit status 7\)/);
       await assert.rejects(client.devboxes.awaitRunning(box.id), /failure/);
       const logs = await client.devboxes.logs.list(box.id);
       assert.ok(logs.logs.some((l) => /launch command 'exit 7' failed/.test(l.message ?? '')));
