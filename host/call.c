@@ -17,6 +17,7 @@
 #include "loader.h"
 #include "log.h"
 #include "mcp_internal.h"
+#include "mrtr.h"
 #include "rlclient.h"
 #include "ws.h"
 
@@ -123,6 +124,7 @@ void call_unref(struct rlmcp_call *c)
     cJSON_Delete(c->items);
     cJSON_Delete(c->structured);
     free(c->pend_message);
+    mrtr_free(c->mrtr);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->send_lock);
@@ -493,6 +495,11 @@ static void answer(struct rlmcp_call *c, int rc)
         json = shutdown_answer(c);
         break;
     case CANCEL_NONE:
+        /* A stateless call may end asking the client for input. */
+        if (c->mrtr != NULL)
+            json = mrtr_final(c->mrtr, c->id, rc);
+        if (json != NULL)
+            break;
         if (c->kind == CALL_TOOL)
             json = tool_answer(c, rc);
         else if (c->kind == CALL_RESOURCE)
@@ -1032,7 +1039,19 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
     return rc;
 }
 
-/* The client capability a server-to-client method needs, or NULL. */
+/* The client capability a server-to-client method needs. */
+static const char *method_capability(const char *method)
+{
+    if (strcmp(method, "sampling/createMessage") == 0)
+        return "sampling";
+    if (strcmp(method, "elicitation/create") == 0)
+        return "elicitation";
+    if (strcmp(method, "roots/list") == 0)
+        return "roots";
+    return method;
+}
+
+/* Whether the client declared the capability a method needs. */
 static bool client_allows(struct rlmcp_call *c, const char *method)
 {
     bool ok = true;
@@ -1161,6 +1180,8 @@ int call_client_request(rlmcp_call *call, const char *method,
         parse_object(params_json, strlen(params_json), &params) != RLMCP_OK)
         return RLMCP_EINVAL;
     if (!client_allows(call, method)) {
+        if (call->mrtr != NULL)
+            mrtr_missing_capability(call->mrtr, method_capability(method));
         cJSON_Delete(params);
         return RLMCP_ENOTSUP;
     }
@@ -1168,6 +1189,12 @@ int call_client_request(rlmcp_call *call, const char *method,
         cJSON_Delete(params);
         return RLMCP_ECANCELLED;
     }
+    if (call->mrtr != NULL) {
+        /* 2026-07-28: known answers return at once; others end the round. */
+        rc = mrtr_request(call->mrtr, method, params, result_out);
+        return rc == 0 ? RLMCP_OK : rc == 1 ? RLMCP_ECANCELLED : rc;
+    }
+    mrtr_strip_key(params); /* the key is for input rounds only */
     snprintf(id, sizeof(id), "rlmcp-%lu",
              atomic_fetch_add(&call->d->next_request_id, 1) + 1);
     json = build_request(id, method, params); /* consumes params */

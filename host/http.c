@@ -113,6 +113,7 @@ enum req_phase {
     PHASE_HEADERS, /* a request without a body: answered on the next call */
     PHASE_BODY,    /* reading a POST body */
     PHASE_WAITING, /* suspended until the JSON reply arrives */
+    PHASE_FIRST,   /* stateless: suspended until the first message */
     PHASE_DONE     /* a response is queued */
 };
 
@@ -759,6 +760,10 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
         /* Evicted and unread: nobody can ever receive it. */
     } else if (json != NULL && st->sse) {
         stream_append(st, json, len, final);
+        if (final && st->stateless && st->n_evs == 1)
+            st->json_reply = strndup(json, len); /* may go out as JSON */
+        if (final && st->json_reply != NULL)
+            st->json_len = len;
     } else if (json != NULL && final) {
         st->json_reply = malloc(len + 1);
         if (st->json_reply != NULL) {
@@ -1265,6 +1270,41 @@ static enum MHD_Result post_wait_json(struct http_req *req)
 }
 
 /*
+ * A stateless request whose handler may stream: wait for its first message.
+ * A lone final answer goes out as JSON, so an error keeps its HTTP status
+ * (e.g. 400 for -32021); anything else starts the SSE reply.
+ */
+static enum MHD_Result post_wait_first(struct http_req *req)
+{
+    struct http_session *s = req->sess;
+    struct http_stream *st = req->stream;
+    bool json = false;
+
+    pthread_mutex_lock(&s->lock);
+    if (st->n_evs == 0 && !st->done) {
+        if (atomic_load(&req->srv->stopping)) {
+            pthread_mutex_unlock(&s->lock);
+            return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                               JSONRPC_SERVER_ERROR,
+                               "Service Unavailable: the server is shutting "
+                               "down");
+        }
+        req->suspended = true;
+        req->phase = PHASE_FIRST;
+        MHD_suspend_connection(req->conn);
+        pthread_mutex_unlock(&s->lock);
+        return MHD_YES;
+    }
+    json = st->done && st->n_evs == 1 && st->json_reply != NULL;
+    if (json)
+        req->cursor = st->next_seq; /* delivered as JSON */
+    pthread_mutex_unlock(&s->lock);
+    if (json)
+        return post_reply_json(req);
+    return queue_sse(req, NULL);
+}
+
+/*
  * Hand the body to the dispatcher. The session's calls may not be cancelled
  * (mcp_session_free) while we are inside mcp_handle with it: a concurrent
  * DELETE leaves that to whoever leaves last.
@@ -1354,6 +1394,8 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
     if (!sse)
         return post_wait_json(req);
+    if (stateless)
+        return post_wait_first(req);
     return queue_sse(req, NULL);
 }
 
@@ -1674,6 +1716,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     case PHASE_WAITING:
         /* Resumed: the reply arrived, or the server is stopping. */
         return post_wait_json(req);
+    case PHASE_FIRST:
+        return post_wait_first(req);
     case PHASE_NEW:
     case PHASE_DONE:
     default:

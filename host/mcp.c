@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "log.h"
 #include "mcp_internal.h"
+#include "mrtr.h"
 #include "pool.h"
 #include "revision.h"
 
@@ -668,6 +669,34 @@ static void m_prompts_list(struct req *r)
 
 /* ---- tools/call --------------------------------------------------------- */
 
+/*
+ * A stateless call's input rounds (mrtr.h), from its inputResponses and
+ * requestState. *out stays NULL for session calls. False after answering.
+ */
+static bool stateless_mrtr(struct req *r, const char *kind, const char *target,
+                           struct mrtr **out)
+{
+    char err[512];
+    char *key = NULL;
+
+    *out = NULL;
+    if (!r->stateless)
+        return true;
+    if (asprintf(&key, "%s:%s", kind, target) < 0)
+        key = NULL;
+    err[0] = '\0';
+    if (key != NULL)
+        *out = mrtr_new(r->params, key, err, sizeof(err));
+    free(key);
+    if (*out != NULL)
+        return true;
+    if (err[0] != '\0')
+        reply_error(r, JSONRPC_INVALID_PARAMS, "%s", err);
+    else
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+    return false;
+}
+
 static void reply_tool_error(struct req *r, const char *code,
                              const char *message, const char *remedy)
 {
@@ -747,6 +776,7 @@ static void m_tools_call(struct req *r)
     const cJSON *name = param(r, "name");
     const struct tool_entry *t = NULL;
     struct rlmcp_call *c = NULL;
+    struct mrtr *mr = NULL;
     char *args = NULL;
     size_t len = 0;
 
@@ -767,11 +797,17 @@ static void m_tools_call(struct req *r)
     args = tool_arguments(r, t, &len);
     if (args == NULL)
         return;
-    c = new_call(r, CALL_TOOL);
-    if (c == NULL) {
+    if (!stateless_mrtr(r, "tool", t->name, &mr)) {
         free(args);
         return;
     }
+    c = new_call(r, CALL_TOOL);
+    if (c == NULL) {
+        free(args);
+        mrtr_free(mr);
+        return;
+    }
+    c->mrtr = mr;
     c->tool = t;
     c->what = t->name;
     c->plugin = t->plugin;
@@ -866,12 +902,16 @@ static void m_resources_read(struct req *r)
     const struct resource_entry *e = NULL;
     const char *uri = resource_uri(r, &e);
     struct rlmcp_call *c = NULL;
+    struct mrtr *mr = NULL;
 
-    if (uri == NULL)
+    if (uri == NULL || !stateless_mrtr(r, "resource", uri, &mr))
         return;
     c = new_call(r, CALL_RESOURCE);
-    if (c == NULL)
+    if (c == NULL) {
+        mrtr_free(mr);
         return;
+    }
+    c->mrtr = mr;
     c->resource = e;
     c->uri = strdup(uri);
     c->what = c->uri;
@@ -979,6 +1019,7 @@ static void m_prompts_get(struct req *r)
     const cJSON *args = param(r, "arguments");
     const struct prompt_entry *p = NULL;
     struct rlmcp_call *c = NULL;
+    struct mrtr *mr = NULL;
     cJSON *empty = NULL;
     char *json = NULL;
 
@@ -1007,13 +1048,19 @@ static void m_prompts_get(struct req *r)
     }
     json = cJSON_PrintUnformatted(args);
     cJSON_Delete(empty);
+    if (json != NULL && !stateless_mrtr(r, "prompt", p->name, &mr)) {
+        free(json);
+        return;
+    }
     c = json != NULL ? new_call(r, CALL_PROMPT) : NULL;
     if (c == NULL) {
         if (json == NULL)
             reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
         free(json);
+        mrtr_free(mr);
         return;
     }
+    c->mrtr = mr;
     c->prompt = p;
     c->what = p->name;
     c->plugin = p->plugin;

@@ -64,6 +64,7 @@ struct rlmcp_call {
     uint32_t timeout_ms;
     uint64_t deadline_ns; /* monotonic; 0: none */
     char last_error[768]; /* why the last runloop_* request failed */
+    struct mrtr *mrtr;    /* stateless calls: client requests (mrtr.h) */
 
     pthread_mutex_t lock; /* everything below up to send_lock */
     pthread_cond_t cond;  /* sleep_ms and client_request waits */

@@ -196,8 +196,13 @@ static bool cacheable(const char *method)
 
 static void add_result_fields(cJSON *result, const char *method)
 {
-    if (cJSON_GetObjectItemCaseSensitive(result, "resultType") == NULL)
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(result, "resultType");
+
+    if (type == NULL)
         cJSON_AddStringToObject(result, "resultType", "complete");
+    else if (!cJSON_IsString(type) ||
+             strcmp(type->valuestring, "complete") != 0)
+        return; /* input_required: not a cacheable answer */
     if (method == NULL || !cacheable(method))
         return;
     if (cJSON_GetObjectItemCaseSensitive(result, "ttlMs") == NULL)

@@ -459,6 +459,297 @@ static int p_image(rlmcp_call *call, const char *args, size_t len, void *ud)
     return rc;
 }
 
+/* ---- 2026-07-28 fixtures: input rounds (MRTR) and capabilities -----------
+ *
+ * Each client request names its key in params._meta["rlmcp/input-key"]; in
+ * a stateless call the host turns the requests into an InputRequiredResult
+ * under those keys and hands the answers back when the client calls again.
+ */
+
+#define INPUT_KEY "rlmcp/input-key"
+
+/* A client request under a key; *answer is the parsed result or NULL. */
+static int ask_keyed(rlmcp_call *call, const char *key, const char *method,
+                     cJSON *params, cJSON **answer)
+{
+    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+    char *pjson = NULL;
+    char *raw = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    *answer = NULL;
+    cJSON_AddStringToObject(meta, INPUT_KEY, key);
+    pjson = cJSON_PrintUnformatted(params);
+    if (pjson == NULL)
+        goto out;
+    rc = api->client_request(call, method, pjson, 60000, &raw);
+    if (rc == RLMCP_OK)
+        *answer = cJSON_Parse(raw);
+out:
+    if (raw != NULL)
+        api->free(raw);
+    cJSON_free(pjson);
+    cJSON_Delete(params);
+    return rc;
+}
+
+/* elicitation/create params asking for one string or boolean field. */
+static cJSON *elicit_params(const char *message, const char *field,
+                            const char *type)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON *schema = cJSON_AddObjectToObject(p, "requestedSchema");
+    cJSON *props = NULL;
+    cJSON *req = NULL;
+
+    cJSON_AddStringToObject(p, "message", message);
+    cJSON_AddStringToObject(schema, "type", "object");
+    props = cJSON_AddObjectToObject(schema, "properties");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, field), "type",
+                            type);
+    req = cJSON_AddArrayToObject(schema, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString(field));
+    return p;
+}
+
+static cJSON *sampling_params(const char *text, int max_tokens)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON *m = cJSON_CreateObject();
+    cJSON *c = cJSON_AddObjectToObject(m, "content");
+
+    cJSON_AddStringToObject(m, "role", "user");
+    cJSON_AddStringToObject(c, "type", "text");
+    cJSON_AddStringToObject(c, "text", text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(p, "messages"), m);
+    cJSON_AddNumberToObject(p, "maxTokens", max_tokens);
+    return p;
+}
+
+/* content.<field> of an elicitation answer, as text ("?" when absent). */
+static const char *elicited(const cJSON *answer, const char *field)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(answer, "content"), field);
+
+    return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+static int t_irr_elicitation(rlmcp_call *call, const char *args, size_t len,
+                             void *ud)
+{
+    cJSON *ans = NULL;
+    char text[256];
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(call, "user_name", "elicitation/create",
+                   elicit_params("What is your name?", "name", "string"), &ans);
+    if (rc == RLMCP_OK) {
+        snprintf(text, sizeof(text), "Hello, %s!", elicited(ans, "name"));
+        rc = api->result_text(call, text);
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* The text of a sampling answer's content. */
+static const char *sampled(const cJSON *answer)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(answer, "content"), "text");
+
+    return cJSON_IsString(t) ? t->valuestring : "?";
+}
+
+static int t_irr_sampling(rlmcp_call *call, const char *args, size_t len,
+                          void *ud)
+{
+    cJSON *ans = NULL;
+    char text[512];
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc =
+        ask_keyed(call, "capital_question", "sampling/createMessage",
+                  sampling_params("What is the capital of France?", 100), &ans);
+    if (rc == RLMCP_OK) {
+        snprintf(text, sizeof(text), "LLM response: %s", sampled(ans));
+        rc = api->result_text(call, text);
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* "Roots: uri, uri" from a ListRootsResult. */
+static int roots_text(rlmcp_call *call, const cJSON *ans)
+{
+    const cJSON *r = NULL;
+    char text[1024] = "Roots:";
+    size_t n = strlen(text);
+
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(ans, "roots"))
+    {
+        const cJSON *uri = cJSON_GetObjectItemCaseSensitive(r, "uri");
+        if (cJSON_IsString(uri) && n < sizeof(text))
+            n += (size_t)snprintf(text + n, sizeof(text) - n, " %s",
+                                  uri->valuestring);
+    }
+    return api->result_text(call, text);
+}
+
+static int t_irr_roots(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *ans = NULL;
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(call, "client_roots", "roots/list", cJSON_CreateObject(),
+                   &ans);
+    if (rc == RLMCP_OK)
+        rc = roots_text(call, ans);
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* The host checks requestState before the handler runs again. */
+static int t_irr_state(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *ans = NULL;
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(call, "confirm", "elicitation/create",
+                   elicit_params("Please confirm", "ok", "boolean"), &ans);
+    if (rc == RLMCP_OK)
+        rc = api->result_text(call, "state-ok: the request state was "
+                                    "verified and the answer received");
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* All three requests first, so that one round asks for all of them. */
+static int t_irr_multiple(rlmcp_call *call, const char *args, size_t len,
+                          void *ud)
+{
+    cJSON *name = NULL;
+    cJSON *greet = NULL;
+    cJSON *roots = NULL;
+    char text[512];
+    int rc1, rc2, rc3;
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc1 =
+        ask_keyed(call, "user_name", "elicitation/create",
+                  elicit_params("What is your name?", "name", "string"), &name);
+    rc2 = ask_keyed(call, "greeting", "sampling/createMessage",
+                    sampling_params("Generate a greeting", 50), &greet);
+    rc3 = ask_keyed(call, "client_roots", "roots/list", cJSON_CreateObject(),
+                    &roots);
+    rc = rc1 != RLMCP_OK ? rc1 : rc2 != RLMCP_OK ? rc2 : rc3;
+    if (rc == RLMCP_OK) {
+        snprintf(text, sizeof(text), "%s, %s (%d roots)", sampled(greet),
+                 elicited(name, "name"),
+                 cJSON_GetArraySize(
+                     cJSON_GetObjectItemCaseSensitive(roots, "roots")));
+        rc = api->result_text(call, text);
+    }
+    cJSON_Delete(name);
+    cJSON_Delete(greet);
+    cJSON_Delete(roots);
+    return rc;
+}
+
+/* Two rounds: step2 is asked only once step1 is answered. */
+static int t_irr_multi_round(rlmcp_call *call, const char *args, size_t len,
+                             void *ud)
+{
+    cJSON *a1 = NULL;
+    cJSON *a2 = NULL;
+    char text[512];
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(
+        call, "step1", "elicitation/create",
+        elicit_params("Step 1: What is your name?", "name", "string"), &a1);
+    if (rc == RLMCP_OK)
+        rc = ask_keyed(call, "step2", "elicitation/create",
+                       elicit_params("Step 2: What is your favorite color?",
+                                     "color", "string"),
+                       &a2);
+    if (rc == RLMCP_OK) {
+        snprintf(text, sizeof(text), "%s likes %s", elicited(a1, "name"),
+                 elicited(a2, "color"));
+        rc = api->result_text(call, text);
+    }
+    cJSON_Delete(a1);
+    cJSON_Delete(a2);
+    return rc;
+}
+
+/* Asks for what the client may offer: a refused request is skipped. */
+static int t_irr_capabilities(rlmcp_call *call, const char *args, size_t len,
+                              void *ud)
+{
+    cJSON *e = NULL;
+    cJSON *smp = NULL;
+    int rc1, rc2;
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc1 = ask_keyed(call, "user_name", "elicitation/create",
+                    elicit_params("What is your name?", "name", "string"), &e);
+    rc2 =
+        ask_keyed(call, "capital_question", "sampling/createMessage",
+                  sampling_params("What is the capital of France?", 100), &smp);
+    rc = rc2;
+    if (rc1 != RLMCP_OK && rc1 != RLMCP_ENOTSUP)
+        rc = rc1;
+    if (rc == RLMCP_OK)
+        rc = api->result_text(call, sampled(smp));
+    cJSON_Delete(e);
+    cJSON_Delete(smp);
+    return rc;
+}
+
+/* Sampling is required: without it the call fails (-32021 in 2026). */
+static int t_missing_capability(rlmcp_call *call, const char *args, size_t len,
+                                void *ud)
+{
+    cJSON *ans = NULL;
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(call, "completion", "sampling/createMessage",
+                   sampling_params("Say hello", 20), &ans);
+    if (rc == RLMCP_OK)
+        rc = api->result_text(call, sampled(ans));
+    cJSON_Delete(ans);
+    return rc;
+}
+
+static int p_irr(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *ans = NULL;
+    char text[512];
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_keyed(call, "user_context", "elicitation/create",
+                   elicit_params("What context should the prompt use?",
+                                 "context", "string"),
+                   &ans);
+    if (rc == RLMCP_OK) {
+        snprintf(text, sizeof(text), "Use this context: %s",
+                 elicited(ans, "context"));
+        rc = user_text(call, text);
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
 /* ---- registration ---------------------------------------------------------
  */
 
@@ -472,11 +763,18 @@ struct tool_row {
 
 static const char schema_2020[] =
     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-    "\"type\":\"object\",\"$defs\":{\"address\":{\"type\":\"object\","
-    "\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":"
-    "\"string\"}}}},\"properties\":{\"name\":{\"type\":\"string\"},"
-    "\"address\":{\"$ref\":\"#/$defs/address\"}},"
-    "\"additionalProperties\":false}";
+    "\"type\":\"object\",\"$defs\":{\"address\":{\"$anchor\":"
+    "\"addressDef\",\"type\":\"object\",\"properties\":{\"street\":"
+    "{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
+    "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":"
+    "{\"$ref\":\"#/$defs/address\"},\"contactMethod\":{\"type\":"
+    "\"string\",\"enum\":[\"phone\",\"email\"]},\"phone\":{\"type\":"
+    "\"string\"},\"email\":{\"type\":\"string\"}},"
+    "\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":"
+    "[\"email\"]}]}],\"if\":{\"properties\":{\"contactMethod\":"
+    "{\"const\":\"phone\"}},\"required\":[\"contactMethod\"]},"
+    "\"then\":{\"required\":[\"phone\"]},\"else\":{\"required\":"
+    "[\"email\"]},\"additionalProperties\":false}";
 
 static const struct tool_row tools[] = {
     {"test_simple_text", "Tests simple text content response", NO_ARGS,
@@ -523,6 +821,38 @@ static const struct tool_row tools[] = {
      "Tool with JSON Schema 2020-12 features for conformance testing "
      "(SEP-1613)",
      schema_2020, t_schema_2020, true},
+    {"test_logging_tool",
+     "Emits log messages (sent only when the request asks for a log level)",
+     NO_ARGS, t_logging, false},
+    {"test_streaming_elicitation",
+     "Asks the user for input while it runs (an input round in 2026-07-28)",
+     NO_ARGS, t_irr_elicitation, false},
+    {"test_missing_capability",
+     "Needs the client's sampling capability and fails without it", NO_ARGS,
+     t_missing_capability, false},
+    {"test_input_required_result_elicitation",
+     "Asks for the user's name (input round: elicitation)", NO_ARGS,
+     t_irr_elicitation, false},
+    {"test_input_required_result_sampling",
+     "Asks the client's model a question (input round: sampling)", NO_ARGS,
+     t_irr_sampling, false},
+    {"test_input_required_result_list_roots",
+     "Asks for the client's roots (input round: roots/list)", NO_ARGS,
+     t_irr_roots, false},
+    {"test_input_required_result_request_state",
+     "Asks for a confirmation and checks the echoed request state", NO_ARGS,
+     t_irr_state, false},
+    {"test_input_required_result_multiple_inputs",
+     "Asks for elicitation, sampling and roots in one round", NO_ARGS,
+     t_irr_multiple, false},
+    {"test_input_required_result_multi_round",
+     "Asks two questions in two rounds", NO_ARGS, t_irr_multi_round, false},
+    {"test_input_required_result_tampered_state",
+     "Asks for a name; a tampered request state is refused", NO_ARGS,
+     t_irr_elicitation, false},
+    {"test_input_required_result_capabilities",
+     "Asks only for input the client declared it can give", NO_ARGS,
+     t_irr_capabilities, false},
     {"test_reconnection",
      "Tests SSE stream resumption: the result may arrive on a resumed "
      "stream (SEP-1699)",
@@ -645,6 +975,10 @@ static int conf_init(rlmcp_plugin *self, const struct rlmcp_host_api *a,
     if (rc == RLMCP_OK)
         rc = add_prompt(self, "test_prompt_with_image",
                         "A prompt that includes image content", NULL, p_image);
+    if (rc == RLMCP_OK)
+        rc = add_prompt(self, "test_input_required_result_prompt",
+                        "A prompt that asks the user for context first", NULL,
+                        p_irr);
     return rc;
 }
 

@@ -113,6 +113,18 @@ fi
 echo "conformance ($mode): $total"
 failed="$(echo "$total" | sed -E 's/.* ([0-9]+) failed.*/\1/')"
 passed="$(echo "$total" | sed -E 's/^Total: ([0-9]+) passed.*/\1/')"
+# With --requirements REV the suite also runs what REV does not score
+# (extensions, scenarios pending upstream) and lists them after the total.
+# Those are shown; every scenario REV scores must pass.
+unscored="$(sed -n '/^Not scored for /,$p' "$work/suite.txt" | grep -E '^ +✗ ' | sed -E 's/^ +✗ ([^ ]+).*/\1/' || true)"
+if [ -n "$unscored" ]; then
+    echo "not scored for this revision and failing: $(echo $unscored)"
+    scored_failed=0
+    for sc in $(grep -E '^✗ ' "$work/suite.txt" | sed -E 's/^✗ ([^:]+):.*/\1/'); do
+        echo "$unscored" | grep -qx "$sc" || scored_failed=$((scored_failed + 1))
+    done
+    failed=$scored_failed
+fi
 if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     grep -B2 -A12 'FAILURE' "$work/suite.txt" | head -n 80 >&2 || true
     exit 1

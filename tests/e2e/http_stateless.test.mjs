@@ -226,3 +226,68 @@ test('a 2025-11-25 session on the same server is unchanged', async () => {
   assert.equal(none.status, 400);
   assert.match(JSON.parse(none.body).error.message, /Mcp-Session-Id/);
 });
+
+test('input rounds: input_required, answers, a signed requestState', async () => {
+  const elicit = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const meta = { ...META, ...elicit };
+  const args = { name: 'test_input_required_result_multi_round', arguments: {} };
+  const r1 = await call('tools/call', args, { meta });
+  const res1 = r1.msg.result;
+  assert.equal(res1.resultType, 'input_required', r1.body);
+  assert.equal(res1.inputRequests.step1.method, 'elicitation/create');
+  assert.equal(res1.inputRequests.step1.params._meta, undefined, 'the host keeps its input key to itself');
+  assert.equal(r1.msgs.filter((m) => m.method === 'elicitation/create').length, 0, 'no request on the stream');
+  const r2 = await call('tools/call', { ...args, inputResponses: { step1: { action: 'accept', content: { name: 'Ada' } } }, requestState: res1.requestState }, { meta });
+  const res2 = r2.msg.result;
+  assert.equal(res2.resultType, 'input_required', r2.body);
+  assert.ok(res2.inputRequests.step2);
+  assert.notEqual(res2.requestState, res1.requestState);
+  // The third round carries only step2: step1 comes back from the state.
+  const r3 = await call('tools/call', { ...args, inputResponses: { step2: { action: 'accept', content: { color: 'green' } } }, requestState: res2.requestState }, { meta });
+  assert.equal(r3.msg.result.resultType, 'complete', r3.body);
+  assert.equal(r3.msg.result.content[0].text, 'Ada likes green');
+});
+
+test('input rounds: tampered or foreign requestState and malformed inputResponses -> -32602', async () => {
+  const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const args = { name: 'test_input_required_result_multi_round', arguments: {} };
+  const r1 = await call('tools/call', args, { meta });
+  const state = r1.msg.result.requestState;
+  const flipped = state.slice(0, 5) + (state[5] === 'A' ? 'B' : 'A') + state.slice(6);
+  for (const requestState of [flipped, `${state}0`, 'v1.', 'garbage', '']) {
+    const r = await call('tools/call', { ...args, inputResponses: {}, requestState }, { meta });
+    assert.equal(r.msg.error?.code, -32602, `${requestState}: ${r.body}`);
+    assert.match(r.msg.error.message, /requestState/);
+  }
+  // A state made for another tool does not unlock this one.
+  const other = await call('tools/call', { name: 'test_input_required_result_elicitation', arguments: {}, requestState: state }, { meta });
+  assert.equal(other.msg.error?.code, -32602, other.body);
+  assert.match(other.msg.error.message, /another request/);
+  for (const inputResponses of [{ step1: 12345 }, { step1: 'yes' }, [1, 2], 'all']) {
+    const r = await call('tools/call', { ...args, inputResponses }, { meta });
+    assert.equal(r.msg.error?.code, -32602, `${JSON.stringify(inputResponses)}: ${r.body}`);
+    assert.match(r.msg.error.message, /inputResponses/);
+  }
+  const badState = await call('tools/call', { ...args, requestState: 42 }, { meta });
+  assert.equal(badState.msg.error?.code, -32602, badState.body);
+});
+
+test('input rounds ask only for declared capabilities; a required one missing -> 400 -32021', async () => {
+  const sampling = { ...META, 'io.modelcontextprotocol/clientCapabilities': { sampling: {} } };
+  const r = await call('tools/call', { name: 'test_input_required_result_capabilities', arguments: {} }, { meta: sampling });
+  const keys = Object.entries(r.msg.result.inputRequests).map(([, v]) => v.method);
+  assert.deepEqual(keys, ['sampling/createMessage'], r.body);
+  const m = await call('tools/call', { name: 'test_missing_capability', arguments: {} });
+  assertError(m, 400, -32021, /clientCapabilities/);
+  assert.deepEqual(m.msg.error.data.requiredCapabilities, { sampling: {} });
+  // Declared: an input round, not an error.
+  const ok = await call('tools/call', { name: 'test_missing_capability', arguments: {} }, { meta: sampling });
+  assert.equal(ok.msg.result.resultType, 'input_required', ok.body);
+  // prompts/get takes input rounds too.
+  const elicit = { ...META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const p1 = await call('prompts/get', { name: 'test_input_required_result_prompt' }, { meta: elicit });
+  assert.equal(p1.msg.result.resultType, 'input_required', p1.body);
+  const p2 = await call('prompts/get', { name: 'test_input_required_result_prompt', inputResponses: { user_context: { action: 'accept', content: { context: 'tests' } } }, requestState: p1.msg.result.requestState }, { meta: elicit });
+  assert.equal(p2.msg.result.resultType, 'complete', p2.body);
+  assert.match(JSON.stringify(p2.msg.result.messages), /Use this context: tests/);
+});

@@ -504,6 +504,14 @@ struct rlmcp_host_api {
      * declare the capability, RLMCP_EINVAL with the JSON-RPC error object in
      * *result_out when the client answered with an error, or
      * RLMCP_ECANCELLED / RLMCP_ETIMEDOUT.
+     * In a 2026-07-28 (stateless) call the client is not asked at once: a
+     * request it answered in an earlier round returns its answer; any other
+     * returns RLMCP_ECANCELLED and the call ends with an InputRequiredResult
+     * asking for it, after which the client calls again and the handler
+     * runs again from the start. So make every request before acting on
+     * any answer, and name each with params._meta["rlmcp/input-key"] (the
+     * key the client answers under; default "input-N"; never sent to the
+     * client). A handler that fails after RLMCP_ENOTSUP answers -32021.
      * Ownership: params copied; *result_out is the plugin's, freed with
      * api->free. Threads: any, while the handler runs; blocks.
      */
