@@ -541,6 +541,17 @@ char *exec_logs_hint(const struct rlmcp_h *h, const char *eid)
     return hint;
 }
 
+int exec_live_output(const struct rlmcp_h *h, const char *devbox_id,
+                     const char *eid, const char *which, uint64_t offset,
+                     uint64_t limit, struct rlmcp_h_capture *cap,
+                     bool *complete, uint64_t *received)
+{
+    int rc = read_stream(h, devbox_id, eid, which, offset, limit,
+                         EXEC_LIVE_WINDOW_MS, false, cap, complete, received);
+
+    return rc == RLMCP_ETIMEDOUT ? RLMCP_OK : rc;
+}
+
 cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
                         const cJSON *view, const char *devbox_id)
 {
@@ -561,8 +572,18 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
         snprintf(key, sizeof(key), "%s_truncated", streams[i]);
         if (!rlmcp_h_capture_init(&cap, (size_t)ex->max_output))
             break;
-        if (cJSON_IsString(t))
+        if (cJSON_IsString(t) && t->valuestring[0] != '\0') {
             rlmcp_h_capture_add(&cap, t->valuestring, strlen(t->valuestring));
+        } else if (!view_completed(view) && e[0] != '\0') {
+            /* The API has no output until it completes: what the stream
+             * holds so far. */
+            bool complete = false;
+            if (exec_live_output(h, devbox_id, e, streams[i], 0, 0, &cap,
+                                 &complete, NULL) == RLMCP_ECANCELLED) {
+                rlmcp_h_capture_free(&cap);
+                break;
+            }
+        }
         out = rlmcp_h_capture_text(&cap, hint, &trunc);
         cJSON_AddStringToObject(r, streams[i], out != NULL ? out : "");
         cJSON_AddBoolToObject(

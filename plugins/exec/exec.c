@@ -478,7 +478,8 @@ static const char logs_out[] =
 
 static int logs_stream(struct ex *ex, const struct rlmcp_h *h, const char *id,
                        const char *eid, const char *which, long long offset,
-                       long long max_bytes, const cJSON *view, cJSON *res)
+                       long long max_bytes, const cJSON *view, bool running,
+                       cJSON *res)
 {
     struct rlmcp_h_capture cap;
     char key[40];
@@ -490,12 +491,18 @@ static int logs_stream(struct ex *ex, const struct rlmcp_h *h, const char *id,
     /* Room for all of max_bytes: nothing is cut inside the page. */
     if (!rlmcp_h_capture_init(&cap, (size_t)max_bytes + 2))
         return RLMCP_ENOMEM;
-    rc = exec_read_stream(h, id, eid, which, (uint64_t)offset,
-                          (uint64_t)max_bytes, 60000, &cap, &complete,
-                          &received);
+    if (running)
+        rc = exec_live_output(h, id, eid, which, (uint64_t)offset,
+                              (uint64_t)max_bytes, &cap, &complete, &received);
+    else
+        rc = exec_read_stream(h, id, eid, which, (uint64_t)offset,
+                              (uint64_t)max_bytes, 60000, &cap, &complete,
+                              &received);
     if (rc != RLMCP_OK)
         goto out;
-    if (received == (uint64_t)offset && !complete) {
+    if (received < (uint64_t)offset)
+        received = (uint64_t)offset; /* nothing new yet */
+    if (received == (uint64_t)offset && !complete && !running) {
         /* No stream from this backend: fall back to the view's lines. */
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, which);
         if (cJSON_IsString(t) && offset == 0) {
@@ -515,7 +522,9 @@ static int logs_stream(struct ex *ex, const struct rlmcp_h *h, const char *id,
     snprintf(key, sizeof(key), "%s_next_offset", which);
     cJSON_AddNumberToObject(res, key, (double)received);
     snprintf(key, sizeof(key), "%s_has_more", which);
-    cJSON_AddBoolToObject(res, key, !complete && received > (uint64_t)offset);
+    /* A running command may write more. */
+    cJSON_AddBoolToObject(
+        res, key, running || (!complete && received > (uint64_t)offset));
 out:
     free(text);
     rlmcp_h_capture_free(&cap);
@@ -531,6 +540,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     long long offset = 0, max_bytes = ex->max_log_bytes;
     char *path = NULL, *what = NULL;
     const cJSON *st = NULL;
+    bool running = false;
     int rc;
 
     rc = ids(&h, aj, al, logs_schema, &args, &id, &eid);
@@ -565,20 +575,15 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON_AddStringToObject(res, "execution_id", eid);
     cJSON_AddStringToObject(res, "status",
                             cJSON_IsString(st) ? st->valuestring : "unknown");
-    if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0) {
-        /* A live stream would block until the command ends: give the
-         * newest lines instead. */
-        cJSON_Delete(res);
-        res = exec_view_result(ex, &h, view, id);
-        rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
-        goto out;
-    }
+    /* Running: the streams hold the output so far (read for a moment, as
+     * a live stream would block until the command ends). */
+    running = cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0;
     if (strcmp(stream, "stderr") != 0)
         rc = logs_stream(ex, &h, id, eid, "stdout", offset, max_bytes, view,
-                         res);
+                         running, res);
     if (rc == RLMCP_OK && strcmp(stream, "stdout") != 0)
         rc = logs_stream(ex, &h, id, eid, "stderr", offset, max_bytes, view,
-                         res);
+                         running, res);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_json(&h, res);
 out:

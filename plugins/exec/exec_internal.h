@@ -94,7 +94,24 @@ int exec_read_stream(const struct rlmcp_h *h, const char *devbox_id,
                      struct rlmcp_h_capture *cap, bool *complete,
                      uint64_t *received);
 
-/* Result object of an execution view (completed or not). */
+/*
+ * How long a running execution's output stream is read for the output so
+ * far (the API's view has none until the command completes).
+ */
+#define EXEC_LIVE_WINDOW_MS 800
+
+/*
+ * The output so far of a running execution's stream `which`: what arrives
+ * within EXEC_LIVE_WINDOW_MS. RLMCP_OK (also when the window ended it),
+ * RLMCP_ECANCELLED.
+ */
+int exec_live_output(const struct rlmcp_h *h, const char *devbox_id,
+                     const char *eid, const char *which, uint64_t offset,
+                     uint64_t limit, struct rlmcp_h_capture *cap,
+                     bool *complete, uint64_t *received);
+
+/* Result object of an execution view (completed or not); for a running
+ * one, with the output so far. */
 cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
                         const cJSON *view, const char *devbox_id);
 

@@ -247,6 +247,28 @@ describe('plugins end to end (local engine)', () => {
     assert.equal(done.status, 'completed');
   });
 
+  it("a running command's output so far: get_execution and get_execution_logs", LONG, async () => {
+    const a = ok(await call('execute_command_async', { devbox_id: box.id, command: 'echo started; echo warming >&2; sleep 300' }));
+    const ids = { devbox_id: box.id, execution_id: a.execution_id };
+    let g;
+    await waitFor(async () => {
+      g = ok(await call('get_execution', ids));
+      return g.stdout === 'started\n' && g.stderr === 'warming\n';
+    }, 60000, 'get_execution to show the output so far');
+    assert.notEqual(g.status, 'completed');
+    assert.equal(g.exit_code, null);
+    const l = ok(await call('get_execution_logs', ids));
+    assert.notEqual(l.status, 'completed');
+    assert.equal(l.stdout, 'started\n');
+    assert.equal(l.stderr, 'warming\n');
+    assert.equal(l.stdout_next_offset, 8);
+    assert.equal(l.stdout_has_more, true);
+    const next = ok(await call('get_execution_logs', { ...ids, stream: 'stdout', offset: l.stdout_next_offset }));
+    assert.equal(next.stdout, '');
+    assert.equal(next.stdout_next_offset, 8);
+    ok(await call('kill_execution', ids));
+  });
+
   it('files: text, binary round trip, oversize', LONG, async () => {
     ok(await call('write_file', { devbox_id: box.id, file_path: '/home/user/a.txt', contents: 'héllo\n' }));
     const t = ok(await call('read_file', { devbox_id: box.id, file_path: '/home/user/a.txt' }));

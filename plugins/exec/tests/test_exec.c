@@ -54,6 +54,12 @@ static const char *rstr(const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static double rnum(const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(fh_result(), key);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
 static bool rbool(const char *key)
 {
     return cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), key));
@@ -528,6 +534,7 @@ static void logs_pages(void **state)
 
 static void run_shell_and_running_logs(void **state)
 {
+    const char *so_far[] = {"{\"output\":\"so far\",\"offset\":0}"};
     cJSON *body;
 
     fh_reset();
@@ -547,19 +554,33 @@ static void run_shell_and_running_logs(void **state)
                          "\"working_dir\":\"/tmp\"}");
     assert_string_equal(fh_error_code(), "invalid_argument");
 
-    /* logs of a running execution: the newest lines, no blocking stream */
+    /* logs of a running execution: what its streams hold so far (the
+     * API's view has no output until it completes); more may come */
     fh_reset();
     fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1?last_n=1000", 200,
-             "{\"execution_id\":\"exe_1\",\"status\":\"running\","
-             "\"stdout\":\"so far\"}");
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 so_far, 1, 200, RLMCP_ETIMEDOUT);
     assert_int_equal(fh_call("get_execution_logs",
                              "{\"devbox_id\":\"dbx_1\",\"execution_id\":"
                              "\"exe_1\"}"),
                      RLMCP_OK);
     assert_string_equal(rstr("status"), "running");
     assert_string_equal(rstr("stdout"), "so far");
-    assert_null(fh_find_request("GET", "/v1/devboxes/dbx_1/executions/exe_1/"
-                                       "stream"));
+    assert_true(rbool("stdout_has_more"));
+    assert_int_equal((int)rnum("stdout_next_offset"), 6);
+    /* get_execution too */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1?last_n=1000", 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 so_far, 1, 200, RLMCP_ETIMEDOUT);
+    assert_int_equal(fh_call("get_execution", "{\"devbox_id\":\"dbx_1\","
+                                              "\"execution_id\":\"exe_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("stdout"), "so far");
     fh_reset();
     fh_call("get_execution_logs", "{\"devbox_id\":\"dbx_1\","
                                   "\"execution_id\":\"exe_1\",\"stream\":"
