@@ -40,41 +40,38 @@ struct pty {
 #define PTY_PORT 13 /* the fixed port of the PTY control and data plane */
 #define PTY_MAX_OUTPUT (512u * 1024u) /* raw output kept per exchange */
 
-#define DEVBOX_PROP(what)                                                      \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "          \
+#define DEVBOX_PROP(what)                                                    \
+    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "      \
     "running devbox " what " (dbx_...).\"}"
 
-#define SESSION_PROP                                                           \
-    "\"session_name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"     \
-    "256,\"pattern\":\"^[A-Za-z0-9_-]+$\",\"description\":\"Your name for "    \
-    "the terminal session (1-256 of A-Z a-z 0-9 _ -). The same name "          \
+#define SESSION_PROP                                                         \
+    "\"session_name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" \
+    "256,\"pattern\":\"^[A-Za-z0-9_-]+$\",\"description\":\"Your name for " \
+    "the terminal session (1-256 of A-Z a-z 0-9 _ -). The same name "      \
     "reconnects to the same shell.\"}"
 
-#define COLS_ROWS_PROPS                                                        \
-    "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"           \
-    "\"description\":\"Terminal width in columns (1-1000); give rows "         \
-    "too.\"},\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"        \
-    "1000,\"description\":\"Terminal height in rows (1-1000); give cols "      \
+#define COLS_ROWS_PROPS                                                      \
+    "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"        \
+    "\"description\":\"Terminal width in columns (1-1000); give rows "      \
+    "too.\"},\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"     \
+    "1000,\"description\":\"Terminal height in rows (1-1000); give cols "   \
     "too.\"}"
 
 static const char *const signals[] = {
-    "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",  "SIGUSR1",
-    "SIGUSR2", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH", "SIGALRM",
-    "SIGTTIN", "SIGTTOU", "SIGPIPE", NULL};
+    "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",
+    "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGSTOP", "SIGTSTP",
+    "SIGWINCH", "SIGALRM", "SIGTTIN", "SIGTTOU", "SIGPIPE", NULL};
 
-#define SIGNALS_TEXT                                                           \
-    "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, SIGUSR1, SIGUSR2, SIGCONT, "   \
+#define SIGNALS_TEXT                                                         \
+    "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, SIGUSR1, SIGUSR2, SIGCONT, " \
     "SIGSTOP, SIGTSTP, SIGWINCH, SIGALRM, SIGTTIN, SIGTTOU, SIGPIPE"
 
-/* ---- schemas ----------------------------------------------------------------
- */
+/* ---- schemas ---------------------------------------------------------------- */
 
 static const char connect_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP("to open the terminal on") "," SESSION_PROP
-                                               "," COLS_ROWS_PROPS
-                                               "},\"required\":[\"devbox_id\","
-                                               "\"session_name\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("to open the terminal on") "," SESSION_PROP ","
+    COLS_ROWS_PROPS "},\"required\":[\"devbox_id\",\"session_name\"]}";
 
 static const char connect_out[] =
     "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
@@ -84,31 +81,21 @@ static const char connect_out[] =
     "\"type\":\"integer\"}},\"required\":[\"session_name\"]}";
 
 static const char send_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP(
-        "running the session") "," SESSION_PROP ","
-                               "\"command\":{\"type\":\"string\","
-                               "\"description\":\"Text to type into "
-                               "the terminal, e.g. a shell command or a line "
-                               "for a REPL. A newline is "
-                               "added unless append_newline is false. Control "
-                               "keys as escapes, e.g. "
-                               "\\\"\\\\u0003\\\" for Ctrl-C.\"},"
-                               "\"append_newline\":{\"type\":\"boolean\","
-                               "\"description\":\"Press "
-                               "Enter after the text (default true).\"},"
-                               "\"quiet_ms\":{\"type\":\"integer\",\"minimum\":"
-                               "10,\"maximum\":60000,"
-                               "\"description\":\"Return once the terminal "
-                               "printed nothing for this "
-                               "many milliseconds (default 500).\"},"
-                               "\"max_wait\":{\"type\":\"number\","
-                               "\"exclusiveMinimum\":0,\"maximum\":"
-                               "600,\"description\":\"Return after at most "
-                               "this many seconds even if "
-                               "output continues (default 30).\"}},"
-                               "\"required\":[\"devbox_id\",\"session_name\","
-                               "\"command\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("running the session") "," SESSION_PROP ","
+    "\"command\":{\"type\":\"string\",\"description\":\"Text to type into "
+    "the terminal, e.g. a shell command or a line for a REPL. A newline is "
+    "added unless append_newline is false. Control keys as escapes, e.g. "
+    "\\\"\\\\u0003\\\" for Ctrl-C.\"},"
+    "\"append_newline\":{\"type\":\"boolean\",\"description\":\"Press "
+    "Enter after the text (default true).\"},"
+    "\"quiet_ms\":{\"type\":\"integer\",\"minimum\":10,\"maximum\":60000,"
+    "\"description\":\"Return once the terminal printed nothing for this "
+    "many milliseconds (default 500).\"},"
+    "\"max_wait\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":"
+    "600,\"description\":\"Return after at most this many seconds even if "
+    "output continues (default 30).\"}},"
+    "\"required\":[\"devbox_id\",\"session_name\",\"command\"]}";
 
 static const char send_out[] =
     "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
@@ -116,23 +103,15 @@ static const char send_out[] =
     "\"boolean\"}},\"required\":[\"session_name\",\"output\"]}";
 
 static const char control_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP(
-        "running the session") "," SESSION_PROP ","
-                               "\"action\":{\"type\":\"string\",\"enum\":["
-                               "\"resize\",\"signal\","
-                               "\"close\"],\"description\":\"resize (needs "
-                               "cols and rows; the program "
-                               "gets SIGWINCH), signal (needs signal), or "
-                               "close (ends the shell; the "
-                               "next pty_connect starts a fresh "
-                               "one).\"}," COLS_ROWS_PROPS ","
-                               "\"signal\":{\"type\":\"string\","
-                               "\"description\":\"POSIX signal name "
-                               "for action signal, sent to the foreground "
-                               "process group: " SIGNALS_TEXT
-                               ".\"}},\"required\":[\"devbox_id\",\"session_"
-                               "name\",\"action\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("running the session") "," SESSION_PROP ","
+    "\"action\":{\"type\":\"string\",\"enum\":[\"resize\",\"signal\","
+    "\"close\"],\"description\":\"resize (needs cols and rows; the program "
+    "gets SIGWINCH), signal (needs signal), or close (ends the shell; the "
+    "next pty_connect starts a fresh one).\"}," COLS_ROWS_PROPS ","
+    "\"signal\":{\"type\":\"string\",\"description\":\"POSIX signal name "
+    "for action signal, sent to the foreground process group: " SIGNALS_TEXT
+    ".\"}},\"required\":[\"devbox_id\",\"session_name\",\"action\"]}";
 
 static const char control_out[] =
     "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
@@ -140,8 +119,8 @@ static const char control_out[] =
     "\"required\":[\"session_name\"]}";
 
 static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP("to use") "},\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("to use") "},\"required\":[\"devbox_id\"]}";
 
 static const char pty_tunnel_out[] =
     "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
@@ -151,33 +130,25 @@ static const char pty_tunnel_out[] =
     "\"tunnel_key\",\"auth_token\",\"pty_url\"]}";
 
 static const char enable_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP(
-        "to expose") ","
-                     "\"auth_mode\":{\"type\":\"string\",\"enum\":[\"open\","
-                     "\"authenticated\"],\"description\":\"authenticated (this "
-                     "server's "
-                     "default): callers must send the returned auth_token; "
-                     "open: anyone "
-                     "with the URL gets in.\"},"
-                     "\"http_keep_alive\":{\"type\":\"boolean\","
-                     "\"description\":\"Tunnel "
-                     "traffic resets the devbox's idle timer (default "
-                     "true).\"},"
-                     "\"wake_on_http\":{\"type\":\"boolean\",\"description\":"
-                     "\"A request "
-                     "to a suspended devbox resumes it (default false).\"},"
-                     "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"
-                     "65535,"
-                     "\"description\":\"Also return the URL of this port (the "
-                     "service must "
-                     "listen on 0.0.0.0).\"}},\"required\":[\"devbox_id\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("to expose") ","
+    "\"auth_mode\":{\"type\":\"string\",\"enum\":[\"open\","
+    "\"authenticated\"],\"description\":\"authenticated (this server's "
+    "default): callers must send the returned auth_token; open: anyone "
+    "with the URL gets in.\"},"
+    "\"http_keep_alive\":{\"type\":\"boolean\",\"description\":\"Tunnel "
+    "traffic resets the devbox's idle timer (default true).\"},"
+    "\"wake_on_http\":{\"type\":\"boolean\",\"description\":\"A request "
+    "to a suspended devbox resumes it (default false).\"},"
+    "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,"
+    "\"description\":\"Also return the URL of this port (the service must "
+    "listen on 0.0.0.0).\"}},\"required\":[\"devbox_id\"]}";
 
-#define TUNNEL_OUT_PROPS                                                       \
-    "\"devbox_id\":{\"type\":\"string\"},\"tunnel_key\":{\"type\":"            \
-    "\"string\"},\"auth_mode\":{\"type\":\"string\"},\"auth_token\":{"         \
-    "\"type\":\"string\"},\"auth_header\":{\"type\":\"string\"},"              \
-    "\"url_template\":{\"type\":\"string\"},\"url\":{\"type\":\"string\"},"    \
+#define TUNNEL_OUT_PROPS                                                     \
+    "\"devbox_id\":{\"type\":\"string\"},\"tunnel_key\":{\"type\":"         \
+    "\"string\"},\"auth_mode\":{\"type\":\"string\"},\"auth_token\":{"      \
+    "\"type\":\"string\"},\"auth_header\":{\"type\":\"string\"},"           \
+    "\"url_template\":{\"type\":\"string\"},\"url\":{\"type\":\"string\"}," \
     "\"port\":{\"type\":\"integer\"}"
 
 static const char tunnel_out[] =
@@ -185,13 +156,11 @@ static const char tunnel_out[] =
     "\"required\":[\"devbox_id\",\"tunnel_key\",\"url_template\"]}";
 
 static const char url_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_PROP("with a tunnel") ",\"port\":{\"type\":\"integer\","
-                                     "\"minimum\":1,\"maximum\":65535,"
-                                     "\"description\":\"Port of the service "
-                                     "inside the devbox, e.g. "
-                                     "8000.\"}},\"required\":[\"devbox_id\","
-                                     "\"port\"]}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    DEVBOX_PROP("with a tunnel") ",\"port\":{\"type\":\"integer\","
+    "\"minimum\":1,\"maximum\":65535,\"description\":\"Port of the service "
+    "inside the devbox, e.g. 8000.\"}},\"required\":[\"devbox_id\","
+    "\"port\"]}";
 
 static const char url_out[] =
     "{\"type\":\"object\",\"properties\":{" TUNNEL_OUT_PROPS "},"
@@ -202,8 +171,7 @@ static const char removed_out[] =
     "\"string\"},\"removed\":{\"type\":\"boolean\"}},"
     "\"required\":[\"devbox_id\",\"removed\"]}";
 
-/* ---- shared helpers
- * ------------------------------------------------------------ */
+/* ---- shared helpers ------------------------------------------------------------ */
 
 static const char *str_of(const cJSON *obj, const char *key)
 {
@@ -296,8 +264,8 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
     long status = 0;
     int rc;
 
-    rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status, out,
-                                &msg);
+    rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status,
+                                out, &msg);
     if (rc == RLMCP_OK && (status < 200 || status > 299)) {
         rc = rlmcp_h_fail_on_devbox(h, id, status, msg, what);
         cJSON_Delete(*out);
@@ -307,8 +275,7 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
-/* ---- PTY session tools: argument checks
- * ------------------------------------------- */
+/* ---- PTY session tools: argument checks ------------------------------------------- */
 
 static int session_arg(const struct rlmcp_h *h, const cJSON *args,
                        const char **out)
@@ -442,8 +409,8 @@ static bool have_tunnels(const struct rlmcp_host_api *api)
 }
 
 /* A fresh PTY tunnel of the devbox; its key and token are copied out. */
-static int open_pty_tunnel(const struct rlmcp_h *h, const char *id, char **key,
-                           char **tok)
+static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
+                           char **key, char **tok)
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/%s/create_pty_tunnel", id);
     char *what = rlmcp_h_sprintf("devbox %s", id);
@@ -480,9 +447,9 @@ out:
  * into *out; other statuses are reported (404 with not_found_remedy).
  */
 static int pty_request(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
-                       const char *method, const char *path, const cJSON *body,
-                       const char *what, const char *not_found_remedy,
-                       cJSON **out)
+                       const char *method, const char *path,
+                       const cJSON *body, const char *what,
+                       const char *not_found_remedy, cJSON **out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_resp *resp = NULL;
@@ -542,7 +509,8 @@ static int pty_open(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
     int rc = RLMCP_ENOMEM;
 
     if (cols > 0)
-        path = rlmcp_h_sprintf("/pty/%s?cols=%lld&rows=%lld", sess, cols, rows);
+        path = rlmcp_h_sprintf("/pty/%s?cols=%lld&rows=%lld", sess, cols,
+                               rows);
     else
         path = rlmcp_h_sprintf("/pty/%s", sess);
     if (path != NULL && what != NULL)
@@ -570,8 +538,8 @@ static void free_secret(char *s)
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     static const char *const keys[] = {
-        "session_name", "created",          "attached", "connect_url", "cols",
-        "rows",         "idle_ttl_seconds", "status",   NULL};
+        "session_name", "created", "attached", "connect_url", "cols", "rows",
+        "idle_ttl_seconds", "status", NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
     struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
@@ -618,8 +586,7 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- pty_send_command
- * ---------------------------------------------------------------- */
+/* ---- pty_send_command ---------------------------------------------------------------- */
 
 struct send_opts {
     const char *command;
@@ -650,7 +617,8 @@ static int on_output(void *user, const void *data, size_t n)
 
 /* The exchange failed before any output: say why in the model's terms. */
 static int exchange_failed(const struct rlmcp_h *h, int rc,
-                           const struct rlmcp_pty_exchange *x, const char *sess)
+                           const struct rlmcp_pty_exchange *x,
+                           const char *sess)
 {
     if (rc == RLMCP_EHTTP && x->upgrade_status == 400)
         return rlmcp_h_fail_remedy(
@@ -789,8 +757,7 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- pty_control
- * --------------------------------------------------------------------- */
+/* ---- pty_control --------------------------------------------------------------------- */
 
 /* The control body; signal names get their SIG prefix. */
 static cJSON *control_body(const cJSON *args)
@@ -875,8 +842,7 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- tunnels
- * ----------------------------------------------------------------------- */
+/* ---- tunnels ----------------------------------------------------------------------- */
 
 /* The tunnel result: key, mode, token, template and (port) URL. */
 static int tunnel_result(struct pty *pt, const struct rlmcp_h *h,
@@ -925,7 +891,8 @@ out:
     return rc;
 }
 
-static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al, void *ud)
+static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al,
+                        void *ud)
 {
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
@@ -1068,8 +1035,8 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = devbox_prep(&h, aj, al, id_schema, "/remove_tunnel", &args, &id, &path,
-                     &what);
+    rc = devbox_prep(&h, aj, al, id_schema, "/remove_tunnel", &args, &id,
+                     &path, &what);
     if (rc == RLMCP_OK)
         rc = devbox_post(&h, id, path, NULL, what, &got);
     if (rc != RLMCP_OK)
@@ -1087,11 +1054,10 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-/* ---- registration
- * ------------------------------------------------------------------ */
+/* ---- registration ------------------------------------------------------------------ */
 
-#define ANN(ro, destr, idem)                                                   \
-    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                      \
+#define ANN(ro, destr, idem)                                                 \
+    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                   \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
 
 static const struct rlmcp_h_tool specs[] = {
@@ -1099,8 +1065,7 @@ static const struct rlmcp_h_tool specs[] = {
      "Create, or reconnect to, a named interactive terminal (bash on a "
      "real PTY) on a devbox, for programs that need a TTY: REPLs, TUIs. "
      "For ordinary commands use execute_command.",
-     connect_schema, connect_out, ANN("false", "false", "true"), t_connect,
-     false},
+     connect_schema, connect_out, ANN("false", "false", "true"), t_connect, false},
     {"pty_send_command", "Type into a terminal session",
      "Type text into a named terminal session and return what the terminal "
      "printed until it is quiet for quiet_ms or max_wait passes, as plain "
@@ -1110,21 +1075,18 @@ static const struct rlmcp_h_tool specs[] = {
     {"pty_control", "Control a terminal session",
      "Resize a terminal session (the program gets SIGWINCH), send a POSIX "
      "signal to its foreground process group, or close it.",
-     control_schema, control_out, ANN("false", "true", "false"), t_control,
-     false},
+     control_schema, control_out, ANN("false", "true", "false"), t_control, false},
     {"create_pty_tunnel", "Create a PTY tunnel",
      "Create a fresh authenticated tunnel to the devbox's terminal service "
      "and return its URL and token, for a terminal client of your own. "
      "Treat the token as a secret.",
-     id_schema, pty_tunnel_out, ANN("false", "false", "false"), t_pty_tunnel,
-     false},
+     id_schema, pty_tunnel_out, ANN("false", "false", "false"), t_pty_tunnel, false},
     {"enable_tunnel", "Expose devbox ports",
      "Enable the devbox's tunnel: every port gets a URL "
      "(url_template with {port}). The service must listen on 0.0.0.0. "
      "authenticated (default here) needs the auth_token in the "
      "X-Runloop-Tunnel-Authorization: Bearer header.",
-     enable_schema, tunnel_out, ANN("false", "false", "false"), t_enable,
-     false},
+     enable_schema, tunnel_out, ANN("false", "false", "false"), t_enable, false},
     {"get_tunnel_url", "Get a tunnel URL",
      "The URL of a port on a devbox whose tunnel is enabled, with the "
      "token to send when the tunnel is authenticated.",

@@ -38,7 +38,8 @@ static const char *rstr(const char *key)
 }
 
 /* Call and expect invalid_argument mentioning `needle`, with no request. */
-static void expect_bad(const char *tool, const char *args, const char *needle)
+static void expect_bad(const char *tool, const char *args,
+                       const char *needle)
 {
     fh_reset();
     assert_int_equal(fh_call(tool, args), RLMCP_OK);
@@ -59,7 +60,8 @@ static void expect_passes(const char *tool, const char *args)
 {
     fh_reset();
     assert_int_equal(fh_call(tool, args), RLMCP_OK);
-    if (fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel") == NULL)
+    if (fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel") ==
+        NULL)
         print_message("%s %s -> %s %s\n", tool, args,
                       fh_error_code() ? fh_error_code() : "(ok)",
                       fh_error_message() ? fh_error_message() : "");
@@ -69,10 +71,9 @@ static void expect_passes(const char *tool, const char *args)
 
 static void registers(void **state)
 {
-    static const char *const names[] = {"pty_connect",   "pty_send_command",
-                                        "pty_control",   "create_pty_tunnel",
-                                        "enable_tunnel", "get_tunnel_url",
-                                        "remove_tunnel"};
+    static const char *const names[] = {
+        "pty_connect", "pty_send_command", "pty_control", "create_pty_tunnel",
+        "enable_tunnel", "get_tunnel_url", "remove_tunnel"};
     size_t i;
 
     assert_int_equal(fh_tool_count(), 7);
@@ -94,7 +95,8 @@ static void session_name_rules(void **state)
     expect_bad("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"\"}",
                "session_name");
     expect_bad("pty_connect",
-               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}", "1-256");
+               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}",
+               "1-256");
     expect_bad("pty_connect",
                "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a/b\"}", "1-256");
     expect_bad("pty_connect",
@@ -203,8 +205,7 @@ static void send_command_rules(void **state)
                   "\"command\":\"\",\"append_newline\":false}");
 }
 
-/* ---- ABI 1.1: the session tools through the tunnel services ----------------
- */
+/* ---- ABI 1.1: the session tools through the tunnel services ---------------- */
 
 static void route_tunnel(void)
 {
@@ -235,8 +236,8 @@ static void abi10_host_unavailable(void **state)
         assert_int_equal(fh_request_count(), 0);
     }
     /* bad input is still reported as such */
-    expect_bad("pty_connect",
-               "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}", "1-256");
+    expect_bad("pty_connect", "{\"devbox_id\":\"dbx_1\",\"session_name\":\"a b\"}",
+               "1-256");
     /* the tunnel tools work on a 1.0 host */
     fh_reset();
     route_tunnel();
@@ -536,9 +537,8 @@ static void enable_get_remove(void **state)
                         "open");
     assert_null(rstr("url"));
     assert_null(rstr("auth_token"));
-    expect_bad("enable_tunnel",
-               "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
-               "\"public\"}",
+    expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
+                                "\"public\"}",
                "auth_mode");
     expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"port\":70000}",
                "port");
@@ -551,7 +551,8 @@ static void enable_get_remove(void **state)
                                                "\"port\":3000}"),
                      RLMCP_OK);
     assert_string_equal(rstr("url"), "https://3000-abc.tunnel.runloop.ai");
-    assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint, 3000);
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint,
+                     3000);
 
     fh_reset();
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
@@ -583,8 +584,8 @@ static void config_template(void **state)
     static const char *const bad[] = {
         "{\"tunnel_url_template\":\"https://x.localhost\"}",
         "{\"tunnel_url_template\":\"ftp://{port}-{tunnel_key}.x\"}",
-        "{\"tunnel_url_template\":5}", "{\"default_auth_mode\":\"public\"}",
-        "[]"};
+        "{\"tunnel_url_template\":5}",
+        "{\"default_auth_mode\":\"public\"}", "[]"};
     size_t i;
 
     fh_unload();
@@ -613,8 +614,7 @@ static void config_template(void **state)
     setup(state);
 }
 
-/* ---- screen.c
- * ------------------------------------------------------------------- */
+/* ---- screen.c ------------------------------------------------------------------- */
 
 static void screen_is(const char *in, size_t len, const char *want)
 {
@@ -657,15 +657,10 @@ static void screen_cleanup(void **state)
     SCREEN("a\x1b[3Cb", "a   b");
     SCREEN("abcdef\x1b[2Gx", "axcdef");
     /* other controls dropped, tab kept */
-    SCREEN("a\x07\x00"
-           "b\tc\x7f",
-           "ab\tc");
+    SCREEN("a\x07\x00" "b\tc\x7f", "ab\tc");
     /* UTF-8 moves by characters; invalid bytes become U+FFFD */
     SCREEN("h\xc3\xa9llo\b\b\b\bE", "hEllo");
-    SCREEN("a\x9b"
-           "b",
-           "a\xef\xbf\xbd"
-           "b");
+    SCREEN("a\x9b" "b", "a\xef\xbf\xbd" "b");
     SCREEN("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     /* sequences cut off at the end are dropped */
     SCREEN("ok\x1b[1;3", "ok");
