@@ -47,18 +47,6 @@ void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
     h->api->http_resp_free(resp);
 }
 
-static void kill_execution(const struct rlmcp_h *h, const char *devbox_id,
-                           const char *eid)
-{
-    char *path =
-        rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill", devbox_id, eid);
-
-    if (path == NULL)
-        return;
-    exec_cleanup_request(h, "POST", path, "{\"kill_process_group\":true}");
-    free(path);
-}
-
 int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                         long status, const char *msg, const char *what)
 {
@@ -386,6 +374,7 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
     char *path = NULL;
     char *what = NULL;
     cJSON *body = cJSON_CreateObject();
+    int lost = 0;
     int rc = RLMCP_ENOMEM;
 
     path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/wait_for_status"
@@ -408,16 +397,33 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
             rc = RLMCP_ETIMEDOUT;
             goto out;
         }
+        /* The server answers when its hold ends: keep that inside the
+         * time left so the answer is not cut off. */
+        if (left > 1500 && hold_s > (left - 500) / 1000)
+            hold_s = (left - 500) / 1000;
         if (hold_s < 1)
             hold_s = 1;
         cJSON_DeleteItemFromObject(body, "timeout_seconds");
         cJSON_AddNumberToObject(body, "timeout_seconds", hold_s);
         o.max_retries = 0;
-        o.timeout_ms = left + 10000 < hold_s * 1000 + 10000
-                           ? left + 10000
-                           : hold_s * 1000 + 10000;
+        o.transport_unreported = true;
+        o.timeout_ms =
+            left < hold_s * 1000 + 10000 ? left : hold_s * 1000 + 10000;
         rc = rlmcp_h_request_status(h, "POST", path, body, &o, what, &status,
                                     &got, NULL);
+        if (rc == RLMCP_EHTTP && lost < 3 && remaining_ms(deadline) > 200) {
+            /* A wait is safe to repeat: a lost answer (connection reset)
+             * must not read as "unavailable" while time is left. */
+            lost++;
+            cJSON_Delete(got);
+            if (h->api->sleep_ms(h->call, 100) != RLMCP_OK) {
+                rc = RLMCP_ECANCELLED;
+                goto out;
+            }
+            continue;
+        }
+        if (rc == RLMCP_EHTTP)
+            rc = rlmcp_h_fail_rc(h, rc, what);
         if (rc != RLMCP_OK) {
             cJSON_Delete(got);
             goto out;
@@ -597,17 +603,23 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
 }
 
 static int start(struct ex *ex, const struct rlmcp_h *h,
-                 const struct exec_params *p, cJSON **view_out)
+                 const struct exec_params *p, uint64_t work_until,
+                 cJSON **view_out)
 {
     struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();
     char *path = NULL, *what = NULL;
     char cid[37];
     long long opt = ex->optimistic_s;
+    uint32_t left = remaining_ms(work_until);
     int rc = RLMCP_ENOMEM;
 
     if (opt > p->timeout_s)
         opt = p->timeout_s;
+    /* The server's in-request wait must end well before our own bound,
+     * or the answer naming the execution would be cut off. */
+    if (opt > (long long)(left / 1000) - 1)
+        opt = left >= 2000 ? (long long)(left / 1000) - 1 : 0;
     uuid7(cid);
     path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=%lld", p->devbox_id,
                            ex->last_n);
@@ -621,13 +633,20 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
         cJSON_AddStringToObject(body, "shell_name", p->shell_name);
     o.max_retries = -1;
     o.timeout_ms = (uint32_t)(opt + 30) * 1000u;
+    if (left == 0)
+        left = 1;
+    if (o.timeout_ms > left)
+        o.timeout_ms = left;
     /*
      * Sent even when the call is cancelled meanwhile: without the answer
      * we would not know the execution to kill. It is bounded by the
      * optimistic wait; exec_run checks for cancellation right after.
      */
     o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.transport_unreported = true; /* a timeout is reported by fail_start */
     rc = devbox_post(h, p->devbox_id, path, body, &o, what, view_out);
+    if (rc == RLMCP_EHTTP)
+        rc = rlmcp_h_fail_rc(h, rc, what);
     if (rc == RLMCP_OK && !cJSON_IsObject(*view_out))
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
                           "%s: the Runloop API answered without an "
@@ -642,11 +661,12 @@ out:
 
 /* Start the command; *eid_out receives its checked execution id. */
 static int start_execution(struct ex *ex, const struct rlmcp_h *h,
-                           const struct exec_params *p, cJSON **view_out,
-                           char **eid_out)
+                           const struct exec_params *p, uint64_t work_until,
+                           cJSON **view_out, char **eid_out)
 {
     const cJSON *eidj = NULL;
-    int rc = start(ex, h, p, view_out);
+    char *msg = NULL;
+    int rc = start(ex, h, p, work_until, view_out);
 
     if (rc != RLMCP_OK)
         return rc;
@@ -656,7 +676,18 @@ static int start_execution(struct ex *ex, const struct rlmcp_h *h,
                             "the Runloop API answered without a valid "
                             "execution_id");
     *eid_out = strdup(eidj->valuestring);
-    return *eid_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    if (*eid_out == NULL)
+        return RLMCP_ENOMEM;
+    /* The first progress names a running execution, so a client that
+     * loses this call (host restart, cancel) can still find and stop it. */
+    if (view_completed(*view_out))
+        return RLMCP_OK; /* the result names it right away */
+    msg = rlmcp_h_sprintf("execution %s started on devbox %s", *eid_out,
+                          p->devbox_id);
+    if (msg != NULL)
+        h->api->progress(h->call, 0, -1, msg);
+    free(msg);
+    return RLMCP_OK;
 }
 
 /* The finished execution's result: status, both streams, duration. */
@@ -685,30 +716,64 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
     return RLMCP_OK;
 }
 
-/* A timed-out or cancelled execution is killed; a timeout is reported. */
+/*
+ * A timed-out or cancelled execution is killed, and the kill confirmed by
+ * reading its status back within the clean-up time; a timeout is reported
+ * saying whether it is stopped, naming the execution either way.
+ */
 static int fail_execution(const struct rlmcp_h *h, const struct exec_params *p,
-                          const char *eid, int rc)
+                          const struct exec_limits *l, const char *eid, int rc)
 {
+    char why[200];
+    bool cancelled = rc == RLMCP_ECANCELLED;
+    bool stopped = false;
+
     if (rc != RLMCP_ETIMEDOUT && rc != RLMCP_ECANCELLED)
         return rc;
-    kill_execution(h, p->devbox_id, eid);
-    if (rc == RLMCP_ECANCELLED)
+    stopped = exec_stop(h, p->devbox_id, eid, exec_cleanup_until(l, cancelled),
+                        why, sizeof(why));
+    if (cancelled)
+        return rc;
+    if (stopped)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_TIMEOUT,
+            "Raise timeout_seconds (up to the server's maximum), or run "
+            "it with execute_command_async and poll get_execution.",
+            "the command did not finish within %lld s; execution %s on "
+            "devbox %s was killed (its status reads completed)",
+            p->timeout_s, eid, p->devbox_id);
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_TIMEOUT,
+        "The command may still be running: check it with get_execution "
+        "(devbox_id and execution_id from this message) and stop it with "
+        "kill_execution once the backend answers.",
+        "the command did not finish within %lld s; execution %s on devbox "
+        "%s could NOT be confirmed stopped within the time limit (%s)",
+        p->timeout_s, eid, p->devbox_id, why);
+}
+
+/* The start request got no answer in time: the execution may exist. */
+static int fail_start(const struct rlmcp_h *h, const struct exec_params *p,
+                      int rc)
+{
+    if (rc != RLMCP_ETIMEDOUT)
         return rc;
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_TIMEOUT,
-        "Raise timeout_seconds (up to the server's maximum), or run "
-        "it with execute_command_async and poll get_execution.",
-        "the command did not finish within %lld s; execution %s on "
-        "devbox %s was killed",
-        p->timeout_s, eid, p->devbox_id);
+        "The command may start once the backend answers: list_executions "
+        "for this devbox shows it (and kill_execution stops it).",
+        "devbox %s: the request starting the command got no answer within "
+        "the time limit (%lld s); whether it started is unknown",
+        p->devbox_id, p->timeout_s);
 }
 
 int exec_run(struct ex *ex, const struct rlmcp_h *h,
              const struct exec_params *p, cJSON **result_out)
 {
     struct rlmcp_h_capture streamed;
+    struct exec_limits lim;
     uint64_t t0 = rlmcp_h_now_ms();
-    uint64_t deadline = t0 + (uint64_t)p->timeout_s * 1000u;
+    uint64_t deadline = 0;
     cJSON *view = NULL;
     char *eid = NULL;
     bool have_stream = false, stream_ok = false;
@@ -717,9 +782,13 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     *result_out = NULL;
     if (!rlmcp_h_capture_init(&streamed, (size_t)ex->max_output))
         return RLMCP_ENOMEM;
-    rc = start_execution(ex, h, p, &view, &eid);
-    if (rc != RLMCP_OK)
+    exec_limits(h, p->timeout_s, &lim);
+    deadline = lim.work_until;
+    rc = start_execution(ex, h, p, deadline, &view, &eid);
+    if (rc != RLMCP_OK) {
+        rc = fail_start(h, p, rc);
         goto out;
+    }
     if (h->api->is_cancelled(h->call))
         rc = RLMCP_ECANCELLED;
     if (rc == RLMCP_OK && !view_completed(view) && ex->stream) {
@@ -735,7 +804,7 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
         rc = finish_result(ex, h, p, eid, view, have_stream ? &streamed : NULL,
                            stream_ok, t0, result_out);
     if (rc != RLMCP_OK)
-        rc = fail_execution(h, p, eid, rc);
+        rc = fail_execution(h, p, &lim, eid, rc);
 out:
     rlmcp_h_capture_free(&streamed);
     cJSON_Delete(view);

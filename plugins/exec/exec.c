@@ -315,6 +315,7 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     const char *id = NULL, *eid = NULL;
     char *path = NULL, *what = NULL;
     long long timeout_s = 60;
+    struct exec_limits lim;
     int rc;
 
     rc = ids(&h, aj, al, wait_schema, &args, &id, &eid);
@@ -323,8 +324,9 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
                              ex->max_timeout_s, &timeout_s);
     if (rc != RLMCP_OK)
         goto out;
-    rc = exec_wait_done(ex, &h, id, eid,
-                        rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u, &view);
+    /* Wait while the call's time lets a status read follow. */
+    exec_limits(&h, timeout_s, &lim);
+    rc = exec_wait_done(ex, &h, id, eid, lim.work_until, &view);
     if (rc == RLMCP_ETIMEDOUT) {
         /* The bound passed: report where it stands, without killing. */
         cJSON_Delete(view);

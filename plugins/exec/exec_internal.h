@@ -72,6 +72,29 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
                    const char *devbox_id, const char *eid, uint64_t deadline,
                    cJSON **view_io);
 
+/*
+ * A call's time limits (stop.c). work_until: the command's own end (its
+ * timeout_s) cut so that a clean-up reserve (a tenth of the timeout,
+ * 0.3-2 s) is left before answer_by, the call's deadline less a margin
+ * (0: the host gave none).
+ */
+struct exec_limits {
+    uint64_t work_until;
+    uint64_t answer_by;
+};
+void exec_limits(const struct rlmcp_h *h, long long timeout_s,
+                 struct exec_limits *out);
+/* Until when a clean-up may run: answer_by, else 5 s from now. */
+uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled);
+
+/*
+ * Kill an execution and read its status back until it says completed,
+ * retrying (no longer than until). True when confirmed; else why[] says
+ * what failed last.
+ */
+bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
+               uint64_t until, char *why, size_t whylen);
+
 /* Build "cd DIR && export K=V && { CMD\n}" (any part optional). */
 int exec_prefix(const struct rlmcp_h *h, const char *command,
                 const char *working_dir, const cJSON *env, char **out);

@@ -263,7 +263,9 @@ int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
         *msg_out = NULL;
     rc = do_request(h, method, path, body, opts, &resp);
     if (rc != RLMCP_OK) {
-        rc = rlmcp_h_fail_rc(h, rc, what);
+        if (opts == NULL || !opts->transport_unreported ||
+            (rc != RLMCP_EHTTP && rc != RLMCP_ETIMEDOUT))
+            rc = rlmcp_h_fail_rc(h, rc, what);
         goto out;
     }
     *status_out = resp->status;

@@ -90,6 +90,9 @@ struct rlmcp_h_req_opts {
     uint32_t flags;      /* RLMCP_HTTP_* */
     size_t max_body;     /* 0: host default */
     const char *accept;  /* NULL: application/json */
+    /* Return RLMCP_EHTTP / RLMCP_ETIMEDOUT unreported, for a caller that
+     * retries or must clean up (e.g. kill an execution) before failing. */
+    bool transport_unreported;
 };
 
 /*

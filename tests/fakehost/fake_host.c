@@ -635,6 +635,25 @@ static void pty_reset(void)
     fh.pty_used = 0;
 }
 
+static uint64_t g_deadline_ms;
+
+void fh_set_deadline_ms(uint64_t ms)
+{
+    g_deadline_ms = ms;
+}
+
+static uint64_t svc_call_deadline_ms(rlmcp_call *call)
+{
+    (void)call;
+    return g_deadline_ms;
+}
+
+static const char *svc_call_last_error(rlmcp_call *call)
+{
+    (void)call;
+    return "";
+}
+
 static const struct rlmcp_host_api fh_table = {
     .size = sizeof(struct rlmcp_host_api),
     .abi_major = RLMCP_ABI_MAJOR,
@@ -669,6 +688,8 @@ static const struct rlmcp_host_api fh_table = {
     .call_plugin = svc_call_plugin,
     .runloop_tunnel_request = svc_runloop_tunnel_request,
     .runloop_pty_exchange = svc_runloop_pty_exchange,
+    .call_deadline_ms = svc_call_deadline_ms,
+    .call_last_error = svc_call_last_error,
     .exposed_tool_name = svc_exposed_tool_name,
     .exposed_param_name = svc_exposed_param_name,
 };
@@ -752,6 +773,7 @@ void fh_reset(void)
 {
     size_t i, j;
 
+    g_deadline_ms = 0;
     for (i = 0; i < fh.n_routes; i++) {
         free(fh.routes[i].method);
         free(fh.routes[i].path);

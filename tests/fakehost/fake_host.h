@@ -73,6 +73,9 @@ void fh_route_sse(const char *path, const char *const *datas, size_t n,
 
 /* Cancel the running call once `n` more requests have been answered. */
 void fh_cancel_after(int n);
+/* ABI 1.2: the call's deadline (monotonic ms; 0: none) that
+ * call_deadline_ms returns. Reset by fh_reset. */
+void fh_set_deadline_ms(uint64_t ms);
 
 /* Run a tool's handler; returns its return code. */
 int fh_call(const char *tool, const char *args_json);

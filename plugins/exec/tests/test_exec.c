@@ -281,9 +281,13 @@ static void streaming_progress(void **state)
                              "1 2 3; do echo $i; sleep 1; done\"}"),
                      RLMCP_OK);
     assert_null(fh_error_code());
-    assert_int_equal(fh_progress_count(), 3);
-    assert_string_equal(fh_progress_message(0), "1\n");
-    assert_string_equal(fh_progress_message(2), "3\n");
+    /* The first progress names the execution (it is still running). */
+    assert_int_equal(fh_progress_count(), 4);
+    assert_string_equal(fh_progress_message(0),
+                        "execution exe_1 started on devbox dbx_1");
+    assert_string_equal(fh_progress_message(1), "1\n");
+    assert_string_equal(fh_progress_message(3), "3\n");
+    assert_true(fh_progress_value(2) > fh_progress_value(1));
     assert_true(fh_progress_value(1) > fh_progress_value(0));
     assert_string_equal(rstr("stdout"), "1\n2\n3\n");
 }
@@ -318,8 +322,8 @@ static void stream_reconnects_after_408(void **state)
                      2);
     /* the overlap ("b") is not duplicated; the streamed copy is used */
     assert_string_equal(rstr("stdout"), "abcde");
-    assert_int_equal(fh_progress_count(), 3);
-    assert_string_equal(fh_progress_message(1), "cd");
+    assert_int_equal(fh_progress_count(), 4);
+    assert_string_equal(fh_progress_message(2), "cd");
 }
 
 static void wait_loop_without_stream(void **state)
@@ -367,6 +371,60 @@ static void timeout_kills(void **state)
     k = fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill");
     assert_non_null(k);
     assert_true(k->flags & RLMCP_HTTP_IGNORE_CANCEL);
+}
+
+/* A kill answered 503 twice is retried within the clean-up time until the
+ * status reads completed; only then does the result say "killed". */
+static void timeout_kill_retried_and_confirmed(void **state)
+{
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates*",
+                 NULL, 0, 200, RLMCP_ETIMEDOUT);
+    fh_route_n("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 503,
+               "{\"message\":\"busy\"}", 2);
+    fh_route_n("GET", "/v1/devboxes/dbx_1/executions/exe_1", 200, RUNNING_EXE,
+               2);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             DONE("", 137));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\",\"timeout_seconds\":2}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(), "was killed (its status reads "
+                                               "completed)"));
+    assert_int_equal(
+        fh_count_requests("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill"),
+        3);
+}
+
+/* A kill that never gets through within the call's time is reported as
+ * not confirmed, naming the execution. */
+static void timeout_kill_unconfirmed(void **state)
+{
+    uint64_t t0 = 0;
+
+    fh_reset();
+    t0 = rlmcp_h_now_ms();
+    fh_set_deadline_ms(t0 + 2000);
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates*",
+                 NULL, 0, 200, RLMCP_ETIMEDOUT);
+    fh_route_rc("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", RLMCP_EHTTP,
+                0);
+    fh_route_rc("GET", "/v1/devboxes/dbx_1/executions/exe_1", RLMCP_EHTTP, 0);
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\",\"timeout_seconds\":2}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(), "exe_1"));
+    assert_non_null(strstr(fh_error_message(), "NOT be confirmed stopped"));
+    assert_non_null(strstr(fh_error_remedy(), "get_execution"));
+    /* retried within the clean-up time, not given up after one try */
+    assert_true(fh_count_requests(
+                    "POST", "/v1/devboxes/dbx_1/executions/exe_1/kill") >= 2);
 }
 
 static void cancel_kills(void **state)
@@ -844,6 +902,8 @@ int main(void)
         cmocka_unit_test(stream_reconnects_after_408),
         cmocka_unit_test(wait_loop_without_stream),
         cmocka_unit_test(timeout_kills),
+        cmocka_unit_test(timeout_kill_retried_and_confirmed),
+        cmocka_unit_test(timeout_kill_unconfirmed),
         cmocka_unit_test(cancel_kills),
         cmocka_unit_test(cancel_during_execute_kills),
         cmocka_unit_test(suspended_devbox),
