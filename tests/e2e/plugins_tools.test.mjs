@@ -175,8 +175,10 @@ describe('plugins end to end (local engine)', () => {
       { devbox_id: box.id, command: 'for i in 1 2 3 4 5; do echo tick $i; sleep 1; done' },
       { onprogress: (p) => progress.push(p) }));
     assert.equal(r.stdout, 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n');
-    assert.ok(progress.length >= 2, `expected several progress notifications, got ${JSON.stringify(progress)}`);
-    assert.ok(progress.every((p) => typeof p.message === 'string' && p.message.includes('tick')), JSON.stringify(progress));
+    assert.ok(progress.length >= 3, `expected several progress notifications, got ${JSON.stringify(progress)}`);
+    // The first one names the execution, so a client that loses the call can find it.
+    assert.equal(progress[0].message, `execution ${r.execution_id} started on devbox ${box.id}`);
+    assert.ok(progress.slice(1).every((p) => typeof p.message === 'string' && p.message.includes('tick')), JSON.stringify(progress));
     for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress);
     assert.ok(r.duration_ms >= 4000, `duration ${r.duration_ms}`);
   });
