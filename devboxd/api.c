@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 #include "layers.h"
+#include "mcphub.h"
 #include "secrets.h"
 #include "tunnel.h"
 #include "util.h"
@@ -319,7 +320,7 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
 static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 {
     static const char *const later[] = {NULL};
-    static const char *const never[] = {"gateways", "mcp", "code_mounts",
+    static const char *const never[] = {"gateways", "code_mounts",
                                         "repo_connection_id", NULL};
     size_t i;
 
@@ -359,6 +360,7 @@ cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t err
     if (util_check_fields(body, "", create_fields, err, errlen) != 0 ||
         check_unsupported(body, err, errlen) != 0 ||
         secrets_check_spec(body, err, errlen) != 0 ||
+        mcpcfg_check_spec(body, err, errlen) != 0 ||
         util_opt_string(body, "name", &s, err, errlen) != 0 ||
         util_opt_string(body, "entrypoint", &s, err, errlen) != 0 ||
         util_opt_string_map(body, "metadata", &map, err, errlen) != 0 ||
@@ -590,8 +592,11 @@ static void handle_create(struct engine *eng, const struct http_request *req,
         util_error(resp, status, "%s", err);
         return;
     }
-    /* Secret values are copied now: nothing is created when one is missing. */
+    /* Secret values and MCP servers are resolved now: nothing is created
+     * when one is missing. */
     status = secrets_resolve_create(eng, body, spec, err, sizeof(err));
+    if (status == 0)
+        status = mcpcfg_resolve_create(eng, body, spec, err, sizeof(err));
     if (status != 0) {
         cJSON_Delete(body);
         cJSON_Delete(spec);
@@ -1590,6 +1595,10 @@ void api_handle(void *ud, const struct http_request *req, struct http_response *
     }
     if (strcmp(seg[1], "secrets") == 0) {
         secrets_route(eng, seg, n, req, resp);
+        goto out;
+    }
+    if (strcmp(seg[1], "mcp-configs") == 0) {
+        mcpcfg_route(eng, seg, n, req, resp);
         goto out;
     }
     if (strcmp(seg[1], "devboxes") != 0) {

@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "mcphub.h"
 #include "pty_engine.h"
 #include "tunnel.h"
 #include "layers.h"
@@ -567,6 +568,7 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     if (sb != NULL)
         sandbox_stop(sb);
     pty_engine_forget(box->id);
+    mcphub_forget(box->id);
     pthread_mutex_lock(&eng->lock);
     free(box->failure_message);
     box->failure_message = strdup(msg);
@@ -630,6 +632,7 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
         pthread_mutex_lock(&eng->lock);
         box->sb = sb;
         pthread_mutex_unlock(&eng->lock);        pty_engine_boot(eng, box, sb); /* PTY server on port 13 inside */
+        mcphub_boot(eng, box, sb);     /* $RL_MCP_URL when it has MCP servers */
     }
 out:
     env_free(env);
@@ -797,6 +800,7 @@ static void *stop_thread(void *arg)
         sandbox_release(sb);
     }
     pty_engine_forget(box->id); /* its devboxd-ptyd ended with the sandbox */
+    mcphub_forget(box->id);
     pthread_mutex_lock(&eng->lock);
     /* Executions still marked running lost their processes with the sandbox. */
     while (1) {

@@ -7,6 +7,7 @@
 #include "api.h"
 #include "engine.h"
 #include "http.h"
+#include "mcphub.h"
 #include "pty_engine.h"
 #include "tunnel.h"
 #include "util.h"
@@ -346,6 +347,7 @@ out:
     http_server_stop(srv);
     tunnel_server_stop(tun); /* its connections use the engine */
     pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
+    mcphub_shutdown();       /* stops the MCP Hub listeners */
     if (engine_up)
         engine_fini(&eng);
     free(default_listen);

@@ -103,7 +103,8 @@ static void test_create_invalid(void **state)
                   "user_parameters");
     expect_reject("{\"blueprint_id\":5}", "blueprint_id");
     expect_reject("{\"snapshot_id\":[]}", "snapshot_id");
-    expect_reject("{\"mcp\":{\"A\":{}}}", "not supported by the local engine");
+    expect_reject("{\"mcp\":{\"A\":{}}}", "must be {mcp_config");
+    expect_reject("{\"gateways\":{\"A\":{}}}", "not supported by the local engine");
     expect_reject("{\"secrets\":{\"A\":5}}", "secrets");
     expect_reject("{\"secrets\":{\"1A\":\"B\"}}", "not a valid variable name");
     expect_reject("{\"secrets\":{\"A\":\"b-c\"}}", "not a valid secret name");

@@ -1,0 +1,51 @@
+/* devboxd MCP Hub: MCP configs (mcpcfg.c) and the hub itself (mcphub.c).
+ *
+ * /v1/mcp-configs records live under <state>/mcp-configs/ (0600). A devbox
+ * create's `mcp: {ENV: {mcp_config, secret}}` resolves, at create time,
+ * each server's endpoint, allowed tools and credential (the secret's value
+ * and secret-backed custom headers) into the devbox's private spec
+ * ("_mcp"); the devbox gets $RL_MCP_URL and an opaque token in $ENV.
+ * devboxd serves $RL_MCP_URL itself from a listener in the devbox's network
+ * namespace (127.0.0.1:MCPHUB_PORT, reachable from that devbox only): a
+ * request with a server's token is forwarded to its endpoint with the real
+ * credential added; tools/list answers keep only the allowed tools and
+ * tools/call of any other tool is refused. The credential never enters
+ * the devbox. See docs/devboxd.md, "MCP Hub". */
+#ifndef DEVBOXD_MCPHUB_H
+#define DEVBOXD_MCPHUB_H
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "http.h"
+
+#define MCPHUB_PORT 14 /* inside each devbox: http://127.0.0.1:14/mcp */
+#define MCPHUB_URL "http://127.0.0.1:14/mcp"
+#define MCP_MAX_HEADERS 8
+#define MCP_MAX_SERVERS 16 /* per devbox */
+
+/* ---- mcpcfg.c ---- */
+/* /v1/mcp-configs[/{id}[/delete]]: seg[1] == "mcp-configs". */
+void mcpcfg_route(struct engine *eng, char **seg, size_t n,
+                  const struct http_request *req, struct http_response *resp);
+/* Checks the shape of a create body's `mcp` map. 0 or -1 with err. */
+int mcpcfg_check_spec(const cJSON *body, char *err, size_t errlen);
+/* Resolves a create body's `mcp` into spec "_mcp" and adds RL_MCP_URL and
+ * the tokens to spec "_secret_env". 0, or an HTTP status with err. */
+int mcpcfg_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
+                          char *err, size_t errlen);
+/* 1 when pattern list `allowed` (array of globs) admits tool name. */
+int mcpcfg_tool_allowed(const cJSON *allowed, const char *name);
+
+/* ---- mcphub.c ---- */
+struct sandbox;
+/* Serves the hub inside a devbox whose sandbox just started (boot or
+ * resume) when its spec has MCP servers. Best effort: a failure goes to
+ * the devbox's logs. */
+void mcphub_boot(struct engine *eng, struct devbox *box, struct sandbox *sb);
+/* Stops the hub of a devbox whose sandbox stopped. */
+void mcphub_forget(const char *box_id);
+/* Stops every hub (engine stop). */
+void mcphub_shutdown(void);
+
+#endif

@@ -1,0 +1,302 @@
+// MCP configs through the official Runloop SDK (create, list, retrieve,
+// update, delete, bad input), and the MCP Hub itself: a devbox created with
+// `mcp` reaches the reference MCP server (@modelcontextprotocol/server-everything
+// over Streamable HTTP on loopback) through $RL_MCP_URL with its token; the
+// upstream sees the real credential, the devbox never does; only allowed
+// tools are listed and callable; other devboxes and other tokens get nothing.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Devboxd, rejectsWith, sourceDir, waitFor } from './devboxd.mjs';
+
+const engine = new Devboxd();
+let client;
+let everything = null;
+let everythingErr = '';
+let proxy = null;
+const seenHeaders = [];
+let upstreamURL = '';
+const CREDENTIAL = 'upstream-credential-9f8e7d';
+const APP_KEY = 'app-key-5c4b3a';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// A recording pass-through in front of server-everything: the test sees
+// exactly the headers the hub sent upstream.
+function startProxy(target) {
+  const srv = http.createServer((req, res) => {
+    seenHeaders.push({ method: req.method, headers: req.headers });
+    const up = http.request({ host: '127.0.0.1', port: target, path: req.url, method: req.method,
+      headers: { ...req.headers, host: `127.0.0.1:${target}` } }, (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', () => { res.writeHead(502); res.end(); });
+    req.pipe(up);
+  });
+  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
+}
+
+before(async () => {
+  await engine.start();
+  client = engine.client();
+  const port = await freePort();
+  const entry = path.join(sourceDir, 'tests', 'node_modules', '@modelcontextprotocol',
+    'server-everything', 'dist', 'index.js');
+  everything = spawn(process.execPath, [entry, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  everything.stderr.on('data', (d) => { everythingErr += d; });
+  await waitFor(() => /listening on port/i.test(everythingErr) || everything.exitCode !== null,
+    { timeoutMs: 60000, what: 'server-everything to listen' });
+  assert.equal(everything.exitCode, null, everythingErr);
+  proxy = await startProxy(port);
+  upstreamURL = `http://127.0.0.1:${proxy.address().port}/mcp`;
+});
+
+after(async () => {
+  if (everything && everything.exitCode === null) {
+    const gone = new Promise((r) => everything.once('exit', r));
+    everything.kill('SIGTERM');
+    await gone;
+  }
+  if (proxy) {
+    proxy.closeAllConnections();
+    await new Promise((r) => proxy.close(r));
+  }
+  await engine.cleanup();
+});
+
+describe('MCP configs API', () => {
+  test('create, list, retrieve, update, delete', async () => {
+    await client.secrets.create({ name: 'HDR_SECRET', value: 'hv' });
+    const c = await client.mcpConfigs.create({
+      name: 'docs-readonly', endpoint: 'https://mcp.example.com/mcp', allowed_tools: ['search_*'],
+      description: 'docs', custom_headers: [{ name: 'X-Team', value: 'qa' }, { name: 'X-Key', secret: 'HDR_SECRET' }],
+    });
+    assert.match(c.id, /^mcp_/);
+    assert.equal(c.name, 'docs-readonly');
+    assert.deepEqual(c.auth_mechanism, { type: 'bearer' });
+    assert.deepEqual(c.allowed_tools, ['search_*']);
+    assert.equal(c.custom_headers[0].value, 'qa');
+    assert.match(c.custom_headers[1].secret, /^sec_/, 'reads return the secret id');
+    assert.equal(c.custom_headers[1].value, undefined);
+
+    const other = await client.mcpConfigs.create({ name: 'other', endpoint: 'http://127.0.0.1:1/x',
+      allowed_tools: ['*'], auth_mechanism: { type: 'header', key: 'X-Api-Key' } });
+    const page = await client.mcpConfigs.list();
+    assert.deepEqual(page.mcp_configs.map((x) => x.name), ['other', 'docs-readonly']);
+    const byName = await client.mcpConfigs.list({ name: 'docs' });
+    assert.deepEqual(byName.mcp_configs.map((x) => x.id), [c.id]);
+    const p1 = await client.mcpConfigs.list({ limit: 1 });
+    assert.equal(p1.has_more, true);
+    const p2 = await client.mcpConfigs.list({ limit: 1, starting_after: p1.mcp_configs[0].id });
+    assert.deepEqual(p2.mcp_configs.map((x) => x.id), [c.id]);
+
+    assert.equal((await client.mcpConfigs.retrieve(c.id)).endpoint, 'https://mcp.example.com/mcp');
+    const u = await client.mcpConfigs.update(c.id, { allowed_tools: ['search_*', 'get_*'], description: 'more' });
+    assert.deepEqual(u.allowed_tools, ['search_*', 'get_*']);
+    assert.equal(u.custom_headers.length, 2, 'omitted custom_headers are kept');
+    const cleared = await client.mcpConfigs.update(c.id, { custom_headers: [] });
+    assert.deepEqual(cleared.custom_headers, []);
+    assert.equal((await client.mcpConfigs.delete(other.id)).id, other.id);
+    await rejectsWith(assert, client.mcpConfigs.retrieve(other.id), 404, /not found/);
+    await rejectsWith(assert, client.mcpConfigs.delete(other.id), 404, /not found/);
+  });
+
+  test('bad input', async () => {
+    const base = { name: 'bad', endpoint: 'https://x.example/mcp', allowed_tools: ['*'] };
+    const cases = [
+      [{ ...base, endpoint: 'ftp://x.example/mcp' }, /must be an http:\/\/ or https:\/\/ URL/],
+      [{ ...base, endpoint: 'file:///etc/passwd' }, /http:\/\/ or https:\/\//],
+      [{ ...base, endpoint: 'not a url' }, /http:\/\/ or https:\/\//],
+      [{ name: 'bad', endpoint: 'https://x.example/mcp' }, /needs 'name', 'endpoint' and 'allowed_tools'/],
+      [{ ...base, allowed_tools: [] }, /1 to 100 glob patterns/],
+      [{ ...base, allowed_tools: [''] }, /non-empty strings/],
+      [{ ...base, name: 'has space' }, /'name' "has space" is not valid/],
+      [{ ...base, auth_mechanism: { type: 'oauth' } }, /bearer.*header.*basic/],
+      [{ ...base, auth_mechanism: { type: 'header' } }, /needs 'key'/],
+      [{ ...base, auth_mechanism: { type: 'bearer', key: 'X' } }, /only for type "header"/],
+      [{ ...base, custom_headers: Array.from({ length: 9 }, (_, i) => ({ name: `X-${i}`, value: 'v' })) },
+        /at most 8/],
+      [{ ...base, custom_headers: [{ name: 'Authorization', value: 'v' }] }, /reserved/],
+      [{ ...base, custom_headers: [{ name: 'Mcp-Session-Id', value: 'v' }] }, /reserved/],
+      [{ ...base, custom_headers: [{ name: 'X-A', value: 'v', secret: 'HDR_SECRET' }] }, /exactly one of/],
+      [{ ...base, custom_headers: [{ name: 'X-A', value: 'v' }, { name: 'x-a', value: 'w' }] }, /unique/],
+      [{ ...base, custom_headers: [{ name: 'X-A', value: 'a\r\nInjected: 1' }] }, /one line/],
+      [{ ...base, custom_headers: [{ name: 'X-A', secret: 'NO_SUCH' }] }, /not an account secret/],
+      [{ ...base, custom_headers: [{ name: 'Bad Name', value: 'v' }] }, /not a valid HTTP header name/],
+      [{ ...base, auth_mechanism: { type: 'header', key: 'X-K' }, custom_headers: [{ name: 'x-k', value: 'v' }] },
+        /collides with auth_mechanism.key/],
+    ];
+    for (const [body, re] of cases) await rejectsWith(assert, client.mcpConfigs.create(body), 400, re);
+    await rejectsWith(assert, client.mcpConfigs.create({ ...base, name: 'docs-readonly' }), 409, /already exists/);
+    await rejectsWith(assert, client.mcpConfigs.retrieve('mcp_nope'), 404, /not found/);
+    await rejectsWith(assert, client.mcpConfigs.update('mcp_nope', { description: 'x' }), 404, /not found/);
+    assert.equal((await engine.raw('GET', '/v1/mcp-configs/..%2F..%2Fapi-key')).status, 404);
+  });
+});
+
+// Runs inside a devbox: a raw Streamable HTTP client (python3, no packages).
+const CLIENT_PY = String.raw`
+import json, os, sys, urllib.request, urllib.error
+url = os.environ.get('RL_MCP_URL', 'http://127.0.0.1:14/mcp')
+tok = sys.argv[1] if len(sys.argv) > 1 else os.environ['EVERY_MCP']
+sid = None
+def rpc(msg):
+    global sid
+    h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+         'Authorization': 'Bearer ' + tok}
+    if sid:
+        h['Mcp-Session-Id'] = sid
+        h['MCP-Protocol-Version'] = '2025-06-18'
+    req = urllib.request.Request(url, data=json.dumps(msg).encode(), headers=h, method='POST')
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            sid = r.headers.get('Mcp-Session-Id') or sid
+            body = r.read().decode()
+            ctype = r.headers.get('Content-Type') or ''
+            status = r.status
+    except urllib.error.HTTPError as e:
+        return {'status': e.code, 'body': e.read().decode()}
+    except OSError as e:
+        return {'status': 0, 'error': str(e)}
+    msgs = []
+    if ctype.startswith('text/event-stream'):
+        for ev in body.replace('\r\n', '\n').split('\n\n'):
+            data = '\n'.join(l[5:].lstrip() for l in ev.split('\n') if l.startswith('data:'))
+            if data:
+                msgs.append(json.loads(data))
+    elif body:
+        msgs.append(json.loads(body))
+    return {'status': status, 'msgs': msgs}
+out = {'init': rpc({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {
+    'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'in-devbox', 'version': '1'}}})}
+if out['init']['status'] == 200:
+    out['initialized'] = rpc({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+    out['list'] = rpc({'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'})
+    out['echo'] = rpc({'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call',
+                       'params': {'name': 'echo', 'arguments': {'message': 'hi hub'}}})
+    out['denied'] = rpc({'jsonrpc': '2.0', 'id': 4, 'method': 'tools/call',
+                         'params': {'name': 'get-env', 'arguments': {}}})
+print(json.dumps(out))
+`;
+
+describe('MCP Hub inside a devbox', () => {
+  let cfg;
+  let box;
+  const runClient = async (id, token = '') => {
+    const r = await client.devboxes.executeAndAwaitCompletion(id, {
+      command: `python3 /home/user/hub_client.py ${token}`,
+    });
+    assert.equal(r.exit_status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const writeClient = (id) => client.devboxes.writeFileContents(id,
+    { file_path: '/home/user/hub_client.py', contents: CLIENT_PY });
+
+  test('only allowed tools are listed and callable, with the real credential upstream', async () => {
+    await client.secrets.create({ name: 'EVERY_TOKEN', value: CREDENTIAL });
+    await client.secrets.create({ name: 'EVERY_APP_KEY', value: APP_KEY });
+    cfg = await client.mcpConfigs.create({
+      name: 'everything', endpoint: upstreamURL, allowed_tools: ['echo', 'get-s*'],
+      custom_headers: [{ name: 'X-Team', value: 'qa' }, { name: 'X-App-Key', secret: 'EVERY_APP_KEY' }],
+    });
+    const before = (await client.devboxes.list()).devboxes.length;
+    await rejectsWith(assert, client.devboxes.create({
+      mcp: { EVERY_MCP: { mcp_config: cfg.id, secret: 'NO_SUCH_SECRET' } },
+    }), 400, /mcp.EVERY_MCP.secret "NO_SUCH_SECRET" is not an account secret/);
+    await rejectsWith(assert, client.devboxes.create({
+      mcp: { EVERY_MCP: { mcp_config: 'mcp_missing', secret: 'EVERY_TOKEN' } },
+    }), 400, /is not an MCP config id or name/);
+    await rejectsWith(assert, client.devboxes.create({ mcp: { RL_MCP_URL: { mcp_config: cfg.id, secret: 'EVERY_TOKEN' } } }),
+      400, /not RL_MCP_URL/);
+    assert.equal((await client.devboxes.list()).devboxes.length, before, 'nothing was created');
+
+    // By name, as the multi-tenant form of the docs.
+    box = await client.devboxes.createAndAwaitRunning({
+      mcp: { EVERY_MCP: { mcp_config: 'everything', secret: 'EVERY_TOKEN' } },
+    });
+    const env = await client.devboxes.executeAndAwaitCompletion(box.id, {
+      command: 'echo "$RL_MCP_URL"; printf %s "$EVERY_MCP" | wc -c; env | grep -c -e upstream-credential -e app-key- || true',
+    });
+    assert.equal(env.stdout, 'http://127.0.0.1:14/mcp\n64\n0\n', 'URL, a 64-char token, no credential in the devbox');
+    await writeClient(box.id);
+    const out = await runClient(box.id);
+
+    assert.equal(out.init.status, 200, JSON.stringify(out.init));
+    assert.equal(out.init.msgs[0].result.serverInfo.name.length > 0, true);
+    assert.equal(out.initialized.status, 202);
+    const names = out.list.msgs.find((m) => m.id === 2).result.tools.map((t) => t.name).sort();
+    assert.deepEqual(names, ['echo', 'get-structured-content', 'get-sum']);
+    const echo = out.echo.msgs.find((m) => m.id === 3);
+    assert.match(JSON.stringify(echo.result.content), /hi hub/);
+    const denied = out.denied.msgs.find((m) => m.id === 4);
+    assert.equal(denied.error.code, -32602);
+    assert.match(denied.error.message, /tool "get-env" is not allowed by MCP config everything/);
+
+    // Upstream saw the credential and the custom headers, never the hub token.
+    assert.ok(seenHeaders.length >= 4, `${seenHeaders.length} upstream requests`);
+    for (const { headers } of seenHeaders) {
+      assert.equal(headers.authorization, `Bearer ${CREDENTIAL}`);
+      assert.equal(headers['x-team'], 'qa');
+      assert.equal(headers['x-app-key'], APP_KEY);
+    }
+    assert.ok(!seenHeaders.some((s) => s.method === 'POST' && JSON.stringify(s).includes('get-env')),
+      'the refused call never reached the upstream');
+    assert.doesNotMatch(engine.stderr, new RegExp(`${CREDENTIAL}|${APP_KEY}`));
+  });
+
+  test('wrong or missing token, other devboxes and the host get nothing', async () => {
+    let out = await runClient(box.id, 'not-the-token');
+    assert.equal(out.init.status, 401);
+    assert.match(out.init.body, /unknown MCP Hub token/);
+    out = await runClient(box.id, '""');
+    assert.equal(out.init.status, 401);
+
+    const token = (await client.devboxes.executeAndAwaitCompletion(box.id, { command: 'printf %s "$EVERY_MCP"' })).stdout;
+    const plain = await client.devboxes.createAndAwaitRunning({ name: 'no-mcp' });
+    await writeClient(plain.id);
+    out = await runClient(plain.id, token);
+    assert.equal(out.init.status, 0, 'no listener in a devbox without MCP servers');
+    assert.match(out.init.error, /refused/i);
+
+    const second = await client.devboxes.createAndAwaitRunning({
+      mcp: { EVERY_MCP: { mcp_config: cfg.id, secret: 'EVERY_TOKEN' } },
+    });
+    await writeClient(second.id);
+    out = await runClient(second.id, token);
+    assert.equal(out.init.status, 401, 'a token works only in its own devbox');
+    out = await runClient(second.id);
+    assert.equal(out.init.status, 200, 'its own token works');
+
+    // Nothing listens on the host side for the hub.
+    const hostTry = await fetch('http://127.0.0.1:14/mcp', { method: 'POST' }).then(() => 'answered', (e) => 'refused');
+    assert.equal(hostTry, 'refused');
+    await client.devboxes.shutdown(plain.id);
+    await client.devboxes.shutdown(second.id);
+  });
+
+  test('deleting the config and secret keeps a created devbox working, across suspend/resume', async () => {
+    await client.mcpConfigs.delete(cfg.id);
+    await client.secrets.delete('EVERY_TOKEN');
+    await client.devboxes.suspend(box.id);
+    await client.devboxes.awaitSuspended(box.id);
+    await client.devboxes.resume(box.id);
+    await client.devboxes.awaitRunning(box.id);
+    const out = await runClient(box.id);
+    assert.equal(out.init.status, 200, JSON.stringify(out.init));
+    const names = out.list.msgs.find((m) => m.id === 2).result.tools.map((t) => t.name).sort();
+    assert.deepEqual(names, ['echo', 'get-structured-content', 'get-sum']);
+    await client.devboxes.shutdown(box.id);
+  });
+});
