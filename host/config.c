@@ -755,6 +755,7 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
                                        "max_sessions",
                                        "session_idle_seconds",
                                        "max_connections",
+                                       "state_secret",
                                        NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
@@ -818,6 +819,20 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
                 0)
                 return -1;
             h->max_connections = (unsigned)x;
+            break;
+        case 8:
+            /* A secret: get_string never quotes the value. */
+            if (get_string(c, v, "server.http.state_secret", &h->state_secret) <
+                0)
+                return -1;
+            if (h->state_secret == NULL || strlen(h->state_secret) < 32) {
+                FAIL(c, v,
+                     "'server.http.state_secret' must be at least 32 "
+                     "characters (e.g. the output of 'openssl rand -hex "
+                     "32'); every replica behind one balancer needs the "
+                     "same value");
+                return -1;
+            }
             break;
         default:
             return -1;
@@ -1560,6 +1575,11 @@ void config_free(struct host_config *cfg)
         free(cfg->server.http.allowed_origins[i]);
     free(cfg->server.http.allowed_origins);
     free(cfg->server.http.auth_token);
+    if (cfg->server.http.state_secret != NULL) {
+        explicit_bzero(cfg->server.http.state_secret,
+                       strlen(cfg->server.http.state_secret));
+        free(cfg->server.http.state_secret);
+    }
     free(cfg->server.http.raw_json);
     free(cfg->host.plugin_dir);
     free(cfg->runloop.base_url);

@@ -62,8 +62,10 @@ struct host_http_config {
     unsigned max_sessions;         /* 64 */
     unsigned session_idle_seconds; /* 1800 */
     unsigned max_connections;      /* 256 */
-    char *raw_json;                /* the http: map as JSON, NULL if absent;
-                                      holds auth_token: never log it */
+    char *state_secret; /* signs 2026-07-28 requestState; replicas share
+                           it. Secret: never logged; NULL: random */
+    char *raw_json;     /* the http: map as JSON, NULL if absent;
+                           holds secrets: never log it */
 };
 
 struct host_server_config {

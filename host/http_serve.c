@@ -13,10 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #include "backend.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
+#include "mrtr.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -68,6 +71,24 @@ void http_options_from_config(struct http_options *opts,
     backend_facts(cfg, &opts->backend_is_local, &opts->server_key_present);
 }
 
+/*
+ * The key that signs 2026-07-28 requestState (mrtr.h): SHA-256 of
+ * server.http.state_secret, so replicas sharing it accept each other's
+ * states; else random, and a state is good only on this process.
+ */
+static int state_secret(const struct host_config *cfg)
+{
+    const char *s = cfg->server.http.state_secret;
+    unsigned char md[32];
+
+    if (s == NULL)
+        return mrtr_set_secret(NULL, 0);
+    SHA256((const unsigned char *)s, strlen(s), md);
+    mrtr_set_secret(md, sizeof(md));
+    explicit_bzero(md, sizeof(md));
+    return 0;
+}
+
 static int stop_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
@@ -94,6 +115,8 @@ int http_serve(struct mcp_dispatcher *d, const struct host_config *cfg)
     char c = 0;
 
     http_options_from_config(&opts, cfg);
+    if (state_secret(cfg) != 0)
+        return 1;
     if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         log_msg(RLMCP_LOG_ERROR, NULL, "http: pipe: %s", strerror(errno));
         return 1;
