@@ -3,6 +3,7 @@
  * builds the JSON views the official SDK expects. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "idempotency.h"
 #include "layers.h"
 #include "mcphub.h"
 #include "secrets.h"
@@ -1555,27 +1556,14 @@ static void handle_account(struct http_response *resp)
     util_json(resp, 200, v);
 }
 
-void api_handle(void *ud, const struct http_request *req, struct http_response *resp)
+static void route_request(struct engine *eng, const struct http_request *req,
+                          struct http_response *resp)
 {
-    struct engine *eng = ud;
     char *path = NULL;
     char *seg[8];
     size_t n;
     int is_get;
 
-    if (api_authorized(eng, req) != 0) {
-        /* Never echo or log the key that was sent. */
-        util_error(resp, 401, "missing or invalid API key: send 'Authorization: Bearer "
-                   "<key>' with the key from the state directory's api-key file (or the "
-                   "--api-key-file given to devboxd)");
-        return;
-    }
-    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
-        util_error(resp, 405, "method %s is not used by the Runloop API; use GET or POST",
-                   req->method);
-        http_response_set_header(resp, "allow", "GET, POST");
-        return;
-    }
     is_get = strcmp(req->method, "GET") == 0;
     path = strdup(req->path);
     if (path == NULL) {
@@ -1626,4 +1614,33 @@ not_found:
                req->method, req->path);
 out:
     free(path);
+}
+
+void api_handle(void *ud, const struct http_request *req,
+                struct http_response *resp)
+{
+    struct engine *eng = ud;
+    struct idem_claim *claim = NULL;
+
+    if (api_authorized(eng, req) != 0) {
+        /* Never echo or log the key that was sent. */
+        util_error(resp, 401,
+                   "missing or invalid API key: send 'Authorization: Bearer "
+                   "<key>' with the key from the state directory's api-key "
+                   "file (or the "
+                   "--api-key-file given to devboxd)");
+        return;
+    }
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
+        util_error(resp, 405,
+                   "method %s is not used by the Runloop API; use GET or POST",
+                   req->method);
+        http_response_set_header(resp, "allow", "GET, POST");
+        return;
+    }
+    /* A retry of a request already answered gets that answer again. */
+    if (idem_begin(eng->idem, req, &claim, resp) != 0)
+        return;
+    route_request(eng, req, resp);
+    idem_finish(eng->idem, claim, resp);
 }

@@ -29,6 +29,7 @@ const char *exec_status_name(int status);
 int exec_status_parse(const char *name);
 
 struct sandbox;
+struct idem_store;
 struct sb_proc;
 struct devbox;
 
@@ -89,6 +90,8 @@ struct engine {
     int timer_started;
     int sandbox_ready;
     int exec_threads;   /* live execution waiter threads */
+    struct idem_store
+        *idem; /* x-request-id answers (idempotency.c); NULL: none */
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);

@@ -7,6 +7,7 @@
 #include "api.h"
 #include "engine.h"
 #include "http.h"
+#include "idempotency.h"
 #include "mcphub.h"
 #include "pty_engine.h"
 #include "tunnel.h"
@@ -326,6 +327,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
+    eng.idem = idem_open(real_dir, err, sizeof(err));
+    if (eng.idem == NULL) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
     if (http_server_start(srv, err, sizeof(err)) != 0 ||
         tunnel_server_start(tun, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
@@ -348,8 +354,10 @@ out:
     tunnel_server_stop(tun); /* its connections use the engine */
     pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
     mcphub_shutdown();       /* stops the MCP Hub listeners */
-    if (engine_up)
+    if (engine_up) {
+        idem_close(eng.idem);
         engine_fini(&eng);
+    }
     free(default_listen);
     if (lock_fd >= 0)
         close(lock_fd);

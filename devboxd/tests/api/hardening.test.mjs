@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd } from './devboxd.mjs';
+import { Devboxd, waitFor } from './devboxd.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -89,5 +89,126 @@ describe('half-open connection flood', () => {
     } finally {
       for (const s of socks) s.destroy();
     }
+  });
+});
+
+// An HTTP/1.1 proxy in front of devboxd that lets the work happen but
+// resets the client's connection instead of answering, once per
+// x-request-id whose request matches `drop` (a lost response). The SDK
+// then retries with the same x-request-id.
+async function lossyProxy(target, drop) {
+  const seen = new Set();
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
+    req.on('end', () => {
+      const headers = { ...req.headers };
+      delete headers.host;
+      const up = http.request({ host: '127.0.0.1', port: target.port, method: req.method,
+        path: req.url, headers, agent: false }, (ur) => {
+        const body = [];
+        ur.on('data', (d) => body.push(d));
+        ur.on('end', () => {
+          const id = req.headers['x-request-id'];
+          if (id && drop(req) && !seen.has(id)) {
+            seen.add(id);
+            server.dropped++;
+            req.socket.destroy();
+            return;
+          }
+          const h = { ...ur.headers };
+          delete h['transfer-encoding'];
+          delete h.connection;
+          res.writeHead(ur.statusCode, h);
+          res.end(Buffer.concat(body));
+        });
+      });
+      up.on('error', () => req.socket.destroy());
+      up.end(Buffer.concat(chunks));
+    });
+  });
+  server.dropped = 0;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  server.url = `http://127.0.0.1:${server.address().port}`;
+  return server;
+}
+
+// A lost response used to make the SDK's retry repeat the side effect:
+// two devboxes, a command run twice, stdin delivered twice. devboxd now
+// keeps the first answer per x-request-id and replays it.
+describe('retries with x-request-id do nothing twice', () => {
+  const engine = new Devboxd();
+  let proxy;
+  let direct;
+  let lossy;
+  before(async () => {
+    await engine.start();
+    direct = engine.client();
+    proxy = await lossyProxy(engine, (req) => req.method === 'POST');
+    lossy = engine.client({ baseURL: proxy.url, http2: false, maxRetries: 2, timeout: 60000 });
+  });
+  after(async () => {
+    proxy?.close();
+    await engine.cleanup();
+  });
+
+  const completed = (box, eid) => waitFor(async () =>
+    (await direct.devboxes.executions.retrieve(box, eid)).status === 'completed',
+  { timeoutMs: 60000, what: `execution ${eid} to complete` });
+  const lines = async (id, file) =>
+    (await direct.devboxes.executeAndAwaitCompletion(id, { command: `cat ${file} 2>/dev/null | wc -l` })).stdout.trim();
+
+  test('create, execute_async and send_std_in through a connection that drops the first answer', async () => {
+    const box = await lossy.devboxes.create({ name: 'idem-create' });
+    assert.ok(proxy.dropped >= 1);
+    const all = [];
+    for await (const b of direct.devboxes.list({ limit: 100 })) if (b.name === 'idem-create') all.push(b.id);
+    assert.deepEqual(all, [box.id], 'the retried create made one devbox, the one the client got');
+    await direct.devboxes.awaitRunning(box.id);
+
+    const ex = await lossy.devboxes.executeAsync(box.id, { command: 'echo ran >> /home/user/ran.txt' });
+    await completed(box.id, ex.execution_id);
+    assert.equal(await lines(box.id, '/home/user/ran.txt'), '1', 'execute_async ran once');
+
+    const cat = await direct.devboxes.executeAsync(box.id, { command: 'cat >> /home/user/pay.txt', attach_stdin: true });
+    await lossy.devboxes.executions.sendStdIn(box.id, cat.execution_id, { text: 'PAYMENT-1\n' });
+    // (raw: the SDK takes a lone `signal` for its own request option)
+    const eof = await engine.raw('POST', `/v1/devboxes/${box.id}/executions/${cat.execution_id}/send_std_in`,
+      { body: JSON.stringify({ signal: 'EOF' }), headers: { 'content-type': 'application/json' } });
+    assert.equal(eof.status, 200, eof.text);
+    await completed(box.id, cat.execution_id);
+    assert.equal(await lines(box.id, '/home/user/pay.txt'), '1', 'stdin delivered once');
+
+    const before = proxy.dropped;
+    const snap = await lossy.devboxes.snapshotDisk(box.id, { name: 'idem-snap' });
+    assert.ok(proxy.dropped > before);
+    const snaps = [];
+    for await (const s of direct.devboxes.diskSnapshots.list({ limit: 100 })) if (s.name === 'idem-snap') snaps.push(s.id);
+    assert.deepEqual(snaps, [snap.id], 'the retried snapshot made one snapshot');
+  });
+
+  test('same x-request-id with another body is 409; same body replays, also after a restart', async () => {
+    const id = `idem-test-${Date.now()}`;
+    const body = JSON.stringify({ name: 'idem-raw' });
+    const headers = { 'content-type': 'application/json', 'x-request-id': id };
+    const first = await engine.raw('POST', '/v1/devboxes', { body, headers });
+    assert.equal(first.status, 200, first.text);
+    const again = await engine.raw('POST', '/v1/devboxes', { body, headers });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.id, first.json.id);
+    assert.equal(again.headers.get('x-idempotent-replayed'), 'true');
+    const other = await engine.raw('POST', '/v1/devboxes', { body: JSON.stringify({ name: 'idem-other' }), headers });
+    assert.equal(other.status, 409, other.text);
+    assert.match(other.json.message, /already used for another request/);
+
+    await engine.stop();
+    await engine.start();
+    direct = engine.client();
+    const later = await engine.raw('POST', '/v1/devboxes', { body, headers });
+    assert.equal(later.status, 200, later.text);
+    assert.equal(later.json.id, first.json.id, 'replayed after the restart');
+    const named = [];
+    for await (const b of direct.devboxes.list({ limit: 100 })) if (b.name === 'idem-raw') named.push(b.id);
+    assert.deepEqual(named, [first.json.id]);
   });
 });
