@@ -617,6 +617,10 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     }
     box = engine_create(eng, spec, &view);
     layers_unlock();
+    if (box == NULL && util_write_error() != 0) {
+        util_storage_error(resp, util_write_error());
+        return;
+    }
     if (box == NULL) {
         util_error(resp, 500, "cannot create the devbox record");
         return;
@@ -729,6 +733,7 @@ static void handle_update(struct engine *eng, struct devbox *box,
 {
     static const char *const fields[] = {"name", "metadata", NULL};
     cJSON *body = NULL;
+    cJSON *old = NULL;
     const char *name = NULL;
     const cJSON *meta = NULL;
     char err[ERRLEN];
@@ -742,6 +747,7 @@ static void handle_update(struct engine *eng, struct devbox *box,
         goto out;
     }
     pthread_mutex_lock(&eng->lock);
+    old = cJSON_Duplicate(box->spec, 1);
     if (name != NULL) {
         cJSON_DeleteItemFromObjectCaseSensitive(box->spec, "name");
         if (name[0] != '\0')
@@ -751,10 +757,19 @@ static void handle_update(struct engine *eng, struct devbox *box,
         cJSON_DeleteItemFromObjectCaseSensitive(box->spec, "metadata");
         cJSON_AddItemToObject(box->spec, "metadata", cJSON_Duplicate(meta, 1));
     }
-    engine_save_locked(eng, box);
-    util_json(resp, 200, engine_box_view_locked(box));
+    if (engine_save_locked(eng, box) != 0 && old != NULL) {
+        /* Not saved, so not changed: the caller gets the error. */
+        cJSON_Delete(box->spec);
+        box->spec = old;
+        old = NULL;
+        util_storage_error(resp,
+                           util_write_error() != 0 ? util_write_error() : EIO);
+    } else {
+        util_json(resp, 200, engine_box_view_locked(box));
+    }
     pthread_mutex_unlock(&eng->lock);
 out:
+    cJSON_Delete(old);
     cJSON_Delete(body);
 }
 
@@ -1641,6 +1656,14 @@ void api_handle(void *ud, const struct http_request *req,
     /* A retry of a request already answered gets that answer again. */
     if (idem_begin(eng->idem, req, &claim, resp) != 0)
         return;
+    util_write_error_reset();
     route_request(eng, req, resp);
+    /* A change is acknowledged only once saved: a record this request
+     * failed to write turns its answer into the storage error. */
+    if (util_write_error() != 0 &&
+        (resp->status < 300 || resp->status >= 500)) {
+        http_response_clear(resp);
+        util_storage_error(resp, util_write_error());
+    }
     idem_finish(eng->idem, claim, resp);
 }

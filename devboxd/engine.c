@@ -765,7 +765,22 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
     pthread_mutex_lock(&eng->lock);
     box->next = eng->boxes;
     eng->boxes = box;
+    util_write_error_reset();
     engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+    if (util_write_error() != 0) {
+        /* Not saved: it must not exist (nor boot) unacknowledged. */
+        eng->boxes = box->next;
+        pthread_mutex_unlock(&eng->lock);
+        dir = engine_box_dir(eng, box->id);
+        if (dir != NULL)
+            util_rmtree(dir);
+        free(dir);
+        cJSON_Delete(box->spec);
+        cJSON_Delete(box->transitions);
+        cJSON_Delete(box->tunnel);
+        free(box);
+        return NULL;
+    }
     *view = engine_box_view_locked(box);
     start_boot_locked(eng, box, 1);
     pthread_mutex_unlock(&eng->lock);

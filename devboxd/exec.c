@@ -307,7 +307,18 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    /* Saved before it runs: a command is never run unrecorded. */
+    if (save_exec(eng, ex) != 0) {
+        snprintf(err, errlen, "cannot save the execution record: %s",
+                 strerror(errno));
+        exec_free(ex);
+        return NULL;
+    }
     if (exec_submit(eng, box->sb, ex, err, errlen) != 0) {
+        char path[4200];
+
+        engine_exec_output_path(eng, ex, "json", path, sizeof(path));
+        unlink(path);
         exec_free(ex);
         return NULL;
     }

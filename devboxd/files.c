@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define READ_CONTENTS_MAX (64u << 20)
@@ -143,15 +144,6 @@ static int open_regular(struct devbox *box, const char *path, int flags, mode_t 
     return fd;
 }
 
-static int open_for_write(struct engine *eng, struct devbox *box, const char *path)
-{
-    int fd = open_regular(box, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    if (fd == -ENOENT && make_parents(eng, box, path) == 0)
-        fd = open_regular(box, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    return fd;
-}
-
 static int write_all(int fd, const char *data, size_t len)
 {
     size_t done = 0;
@@ -167,6 +159,110 @@ static int write_all(int fd, const char *data, size_t len)
         done += (size_t)n;
     }
     return 0;
+}
+
+/* The file's directory (open, inside the devbox) and its last component. */
+static int open_parent(struct engine *eng, struct devbox *box, const char *path,
+                       char *base, size_t baselen)
+{
+    char *dir = strdup(path);
+    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    const char *name = slash != NULL ? slash + 1 : dir;
+    const char *parent = slash == NULL ? "." : slash == dir ? "/" : dir;
+    int fd = -ENOMEM;
+
+    if (dir == NULL)
+        goto out;
+    fd = -EISDIR;
+    if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strlen(name) + 1 > baselen)
+        goto out;
+    snprintf(base, baselen, "%s", name);
+    if (slash != NULL)
+        *slash = '\0';
+    fd = sandbox_open(box->sb, parent, O_RDONLY | O_DIRECTORY, 0);
+    if (fd == -ENOENT && make_parents(eng, box, path) == 0)
+        fd = sandbox_open(box->sb, parent, O_RDONLY | O_DIRECTORY, 0);
+out:
+    free(dir);
+    return fd;
+}
+
+/* Until as_devboxd: this thread's file-system calls act as the devbox's
+ * user (fsuid/fsgid are per thread), as sandbox_open does. */
+static uid_t as_user(struct devbox *box, uid_t *old_gid)
+{
+    uid_t uid = sandbox_host_uid(box->sb);
+
+    *old_gid = (uid_t)syscall(SYS_setfsgid, uid);
+    return (uid_t)syscall(SYS_setfsuid, uid);
+}
+
+static void as_devboxd(uid_t old_uid, uid_t old_gid)
+{
+    syscall(SYS_setfsuid, old_uid);
+    syscall(SYS_setfsgid, old_gid);
+}
+
+/* Writes a file inside the devbox so that a failure (a full disk) never
+ * leaves it torn: the bytes go to a temporary file in the same directory,
+ * fsync, then rename over the old one. An existing file must be a regular
+ * file the devbox user may write (as before); its mode is kept. Returns 0
+ * or -errno (NOT_REGULAR). */
+static int write_file(struct engine *eng, struct devbox *box, const char *path,
+                      const char *data, size_t len)
+{
+    char base[256];
+    char tmp[300];
+    struct stat st;
+    mode_t mode = 0644;
+    uid_t old_uid, old_gid;
+    int dfd = -1;
+    int fd;
+    int rc;
+
+    fd = open_regular(box, path, O_WRONLY, 0);
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        mode = st.st_mode & 07777 & ~(mode_t)06000;
+    if (fd >= 0)
+        close(fd);
+    else if (fd != -ENOENT)
+        return fd;
+    dfd = open_parent(eng, box, path, base, sizeof(base));
+    if (dfd < 0)
+        return dfd;
+    snprintf(tmp, sizeof(tmp), ".%.200s.%ld.devboxd-tmp", base, (long)gettid());
+    old_uid = as_user(box, &old_gid);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                mode);
+    rc = fd < 0 ? -errno : 0;
+    if (rc == 0) {
+        rc = write_all(fd, data, len);
+        if (rc == 0 && fsync(fd) != 0)
+            rc = -errno;
+        if (close(fd) != 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && renameat(dfd, tmp, dfd, base) != 0)
+            rc = -errno;
+        if (rc != 0)
+            unlinkat(dfd, tmp, 0);
+    }
+    as_devboxd(old_uid, old_gid);
+    if (rc == 0)
+        fsync(dfd);
+    close(dfd);
+    return rc;
+}
+
+static void write_error(struct http_response *resp, const char *path, int rc)
+{
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        util_error(resp, 507,
+                   "the devbox's disk is full: '%s' was not written (an "
+                   "existing file is unchanged); free space inside the devbox",
+                   path);
+    else
+        open_error(resp, path, rc);
 }
 
 void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
@@ -224,7 +320,6 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
     const char *contents = NULL;
     cJSON *out = NULL;
     char err[256];
-    int fd;
     int rc;
 
     if (get_path(body, "file_path", fields, resp, &path) != 0)
@@ -234,15 +329,9 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
         util_error(resp, 400, "'contents' is required: the file's text (UTF-8)");
         return;
     }
-    fd = open_for_write(eng, box, path);
-    if (fd < 0) {
-        open_error(resp, path, fd);
-        return;
-    }
-    rc = write_all(fd, contents, strlen(contents));
-    close(fd);
+    rc = write_file(eng, box, path, contents, strlen(contents));
     if (rc != 0) {
-        util_error(resp, 400, "cannot write '%s': %s", path, strerror(-rc));
+        write_error(resp, path, rc);
         return;
     }
     out = cJSON_CreateObject();
@@ -327,7 +416,6 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
     char path[4096] = "";
     char err[256];
     size_t n = 0, i;
-    int fd;
     int rc;
 
     if (req->body_too_large) {
@@ -368,15 +456,9 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
                    "'file' (the bytes)");
         return;
     }
-    fd = open_for_write(eng, box, path);
-    if (fd < 0) {
-        open_error(resp, path, fd);
-        return;
-    }
-    rc = write_all(fd, file->data, file->len);
-    close(fd);
+    rc = write_file(eng, box, path, file->data, file->len);
     if (rc != 0) {
-        util_error(resp, 400, "cannot write '%s': %s", path, strerror(-rc));
+        write_error(resp, path, rc);
         return;
     }
     util_json(resp, 200, cJSON_CreateObject());

@@ -61,12 +61,66 @@ int util_mkdirs(const char *path)
     return 0;
 }
 
+static __thread int write_errno;
+
+int util_write_error(void)
+{
+    return write_errno;
+}
+
+void util_write_error_reset(void)
+{
+    write_errno = 0;
+}
+
+void util_storage_error(struct http_response *resp, int err)
+{
+    if (err == ENOSPC || err == EDQUOT)
+        util_error(
+            resp, 507,
+            "the engine's disk is full: devboxd could not save this "
+            "change (nothing was acknowledged); free space on the disk of "
+            "devboxd's state directory, then retry");
+    else
+        util_error(
+            resp, 507,
+            "devboxd could not save this change to its state "
+            "directory (%s); nothing was acknowledged, retry once the state "
+            "disk is writable",
+            strerror(err));
+}
+
+/* fsync of the directory holding path: the rename itself is durable. */
+static int fsync_parent(const char *path)
+{
+    char dir[4200];
+    char *slash = NULL;
+    int fd;
+    int rc;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
 int util_write_atomic(const char *path, const char *data, size_t len, int mode)
 {
     char tmp[4200];
     int fd = -1;
     int rc = -1;
     size_t done = 0;
+    int saved;
 
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -91,12 +145,19 @@ int util_write_atomic(const char *path, const char *data, size_t len, int mode)
     fd = -1;
     if (rename(tmp, path) != 0)
         goto out;
+    if (fsync_parent(path) != 0)
+        goto out;
     rc = 0;
 out:
+    saved = errno;
     if (fd >= 0)
         close(fd);
-    if (rc != 0)
+    if (rc != 0) {
         unlink(tmp);
+        if (write_errno == 0)
+            write_errno = saved != 0 ? saved : EIO;
+    }
+    errno = saved;
     return rc;
 }
 
@@ -244,6 +305,8 @@ static const char *status_slug(int status)
     case 415: return "unsupported_media_type";
     case 422: return "unprocessable_entity";
     case 503: return "service_unavailable";
+    case 507:
+        return "insufficient_storage";
     default: return status >= 500 ? "internal_error" : "error";
     }
 }

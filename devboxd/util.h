@@ -13,8 +13,18 @@ int64_t util_now_ms(void);
 void util_new_id(const char *prefix, char *out, size_t outlen);
 /* mkdir -p with mode 0700. */
 int util_mkdirs(const char *path);
-/* Writes data to path via a temp file, fsync and rename. */
+/* Writes data to path durably: temp file, fsync, rename, fsync of the
+ * directory. On failure (errno set) the old file is untouched and the
+ * calling thread's write error is set (util_write_error). */
 int util_write_atomic(const char *path, const char *data, size_t len, int mode);
+/* The errno of the first util_write_atomic failure on this thread since
+ * util_write_error_reset (0: none): a request handler checks it before
+ * acknowledging a change that must be saved. */
+int util_write_error(void);
+void util_write_error_reset(void);
+/* Answers 507 for a state-disk write error (err: an errno), saying the
+ * engine's disk is full when it is. */
+void util_storage_error(struct http_response *resp, int err);
 /* Reads a whole (small) file; NUL-terminated. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
 int util_rmtree(const char *path);

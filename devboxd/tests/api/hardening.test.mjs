@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -210,5 +211,78 @@ describe('retries with x-request-id do nothing twice', () => {
     const named = [];
     for await (const b of direct.devboxes.list({ limit: 100 })) if (b.name === 'idem-raw') named.push(b.id);
     assert.deepEqual(named, [first.json.id]);
+  });
+});
+
+// With the state disk full devboxd used to answer 200 to changes it never
+// saved (gone after a restart) and overwrote files in place, leaving a torn
+// prefix where the old file was. Now a change is acknowledged only once
+// durable, else 507 saying the disk is full, and files are replaced by
+// rename so the old one survives.
+describe('full state disk', () => {
+  const mnt = mkdtempSync(path.join(tmpdir(), 'devboxd-full-'));
+  let engine;
+  let client;
+  let box;
+  const filler = path.join(mnt, 'filler');
+  before(async () => {
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=96m,mode=0700', 'tmpfs', mnt]);
+    assert.equal(m.status, 0, `cannot mount a tmpfs for the state dir: ${m.stderr}`);
+    engine = new Devboxd({ stateDir: path.join(mnt, 'state') });
+    await engine.start();
+    client = engine.client({ maxRetries: 0 });
+    box = await client.devboxes.createAndAwaitRunning({ name: 'full', metadata: { v: 'old' } });
+    await client.devboxes.writeFileContents(box.id, { file_path: 'f.txt', contents: 'A'.repeat(19000) });
+  });
+  after(async () => {
+    rmSync(filler, { force: true });
+    await engine?.stop();
+    spawnSync('umount', ['-l', mnt]);
+    rmSync(mnt, { recursive: true, force: true });
+  });
+
+  const fill = () => {
+    const fd = openSync(filler, 'a');
+    try {
+      for (const size of [1 << 20, 4096, 1]) {
+        const buf = Buffer.alloc(size, 1);
+        for (;;) {
+          try { writeSync(fd, buf); } catch (e) { if (e.code === 'ENOSPC') break; throw e; }
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  };
+
+  test('changes on a full disk are refused with 507 and survive nothing; files are not torn', async () => {
+    fill();
+    const raw = (p, body) => engine.raw('POST', p, { body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' } });
+    const upd = await raw(`/v1/devboxes/${box.id}`, { metadata: { v: 'new' } });
+    assert.equal(upd.status, 507, upd.text);
+    assert.match(upd.json.message, /engine's disk is full/);
+    const crt = await raw('/v1/devboxes', { name: 'full-2' });
+    assert.equal(crt.status, 507, crt.text);
+    assert.match(crt.json.message, /disk is full/);
+    const ex = await raw(`/v1/devboxes/${box.id}/execute_async`, { command: 'echo hi' });
+    assert.equal(ex.status, 507, ex.text);
+    assert.match(ex.json.message, /disk is full/);
+    const wr = await raw(`/v1/devboxes/${box.id}/write_file_contents`, { file_path: 'f.txt', contents: 'B'.repeat(20480) });
+    assert.equal(wr.status, 507, wr.text);
+    assert.match(wr.json.message, /disk is full/);
+    const rd = await raw(`/v1/devboxes/${box.id}/read_file_contents`, { file_path: 'f.txt' });
+    assert.equal(rd.status, 200, rd.text);
+    assert.equal(rd.text, 'A'.repeat(19000), 'the old file is intact');
+
+    rmSync(filler, { force: true });
+    await engine.stop();
+    await engine.start();
+    client = engine.client({ maxRetries: 0 });
+    const after = await client.devboxes.retrieve(box.id);
+    assert.deepEqual(after.metadata, { v: 'old' }, 'the refused update did not happen');
+    const names = [];
+    for await (const b of client.devboxes.list({ limit: 100 })) names.push(b.name);
+    assert.deepEqual(names, ['full'], 'the refused create left no devbox');
   });
 });
