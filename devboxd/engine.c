@@ -578,6 +578,59 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     pthread_mutex_unlock(&eng->lock);
 }
 
+/* The boot worker's way out when a shutdown or devboxd's stop cancelled
+ * the boot: it gives the devbox back (not busy, status unchanged) and the
+ * canceller stops the sandbox as for a running devbox (the shutdown worker,
+ * or engine_fini). Returns whether it was cancelled. */
+static int boot_cancelled(struct engine *eng, struct devbox *box)
+{
+    int why;
+
+    pthread_mutex_lock(&eng->lock);
+    why = box->cancel_boot;
+    if (why != 0) {
+        engine_log_locked(eng, box, "setup_commands", "info",
+                          why == BOOT_CANCEL_SHUTDOWN
+                              ? "boot cancelled by a shutdown"
+                              : "boot cancelled: devboxd is stopping",
+                          NULL, 0);
+        box->cancel_boot = 0;
+        box->busy = 0;
+        pthread_cond_broadcast(&eng->changed);
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return why != 0;
+}
+
+/* Lock held (released meanwhile). Tells a boot worker to stop and kills
+ * its running launch command, so a command that blocks (sleep 600) cannot
+ * hold a shutdown or devboxd's stop. */
+static void cancel_boot_locked(struct engine *eng, struct devbox *box, int why)
+{
+    struct execution *run[8];
+    struct execution *ex;
+    size_t n = 0;
+    size_t i;
+
+    if (!box->busy ||
+        (box->status != DBX_PROVISIONING && box->status != DBX_INITIALIZING &&
+         box->status != DBX_RESUMING))
+        return;
+    box->cancel_boot = why;
+    for (ex = box->execs; ex != NULL && n < 8; ex = ex->next) {
+        if (ex->status != EXEC_COMPLETED && strcmp(ex->kind, "launch") == 0) {
+            ex->refs++;
+            run[n++] = ex;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+    for (i = 0; i < n; i++)
+        engine_exec_kill(eng, run[i]);
+    pthread_mutex_lock(&eng->lock);
+    for (i = 0; i < n; i++)
+        engine_exec_unref_locked(run[i]);
+}
+
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
@@ -671,8 +724,14 @@ static void *boot_thread(void *arg)
         return NULL;
     }
     cJSON_ArrayForEach(it, cmds) {
-        int st = run_boot_command(eng, box, it->valuestring, "launch", err, sizeof(err));
+        int st;
 
+        if (boot_cancelled(eng, box))
+            return NULL;
+        st = run_boot_command(eng, box, it->valuestring, "launch", err,
+                              sizeof(err));
+        if (boot_cancelled(eng, box))
+            return NULL;
         if (st != 0) {
             snprintf(msg, sizeof(msg), "launch command '%.200s' failed (exit status %d)%s%s",
                      it->valuestring, st, err[0] ? ": " : "", err);
@@ -680,6 +739,8 @@ static void *boot_thread(void *arg)
             return NULL;
         }
     }
+    if (boot_cancelled(eng, box))
+        return NULL;
     pthread_mutex_lock(&eng->lock);
     engine_set_status_locked(eng, box, DBX_RUNNING, NULL, NULL);
     if (cJSON_IsString(ep)) {
@@ -947,6 +1008,7 @@ int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, 
     pthread_mutex_lock(&eng->lock);
     if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
         goto out; /* already final */
+    cancel_boot_locked(eng, box, BOOT_CANCEL_SHUTDOWN);
     if (wait_not_busy_locked(eng, box) != 0) {
         snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
         rc = 409;
@@ -1316,6 +1378,8 @@ void engine_fini(struct engine *eng)
         pthread_join(eng->timer, NULL);
     /* Stop sandboxes: records stay as they are so a restart brings them back. */
     pthread_mutex_lock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = box->next)
+        cancel_boot_locked(eng, box, BOOT_CANCEL_STOP);
     for (box = eng->boxes; box != NULL; box = box->next)
         wait_not_busy_locked(eng, box);
     pthread_mutex_unlock(&eng->lock);

@@ -69,6 +69,7 @@ struct devbox {
     int64_t idle_seconds;      /* 0 = no idle policy */
     int idle_suspend;          /* on_idle: 1 suspend, 0 shutdown */
     int busy;                  /* a lifecycle worker owns the sandbox */
+    int cancel_boot;           /* BOOT_CANCEL_*: the boot worker stops early */
     int io_refs;               /* file API calls using sb; stops wait for 0 */
     uint64_t oom_kills;        /* OOM kills already reported in the logs */
     int refs;
@@ -78,6 +79,12 @@ struct devbox {
     struct execution *entrypoint;
     struct devbox *next; /* engine list, newest first */
 };
+
+/* Why a boot worker is told to stop before running (launch commands are
+ * killed): a shutdown (the devbox ends shut down) or devboxd stopping (the
+ * record keeps its status, so the next start boots it again). */
+#define BOOT_CANCEL_SHUTDOWN 1
+#define BOOT_CANCEL_STOP 2
 
 struct engine {
     char *state_dir;

@@ -286,3 +286,42 @@ describe('full state disk', () => {
     assert.deepEqual(names, ['full'], 'the refused create left no devbox');
   });
 });
+
+// A launch command that blocks (sleep 600) used to hold the boot worker:
+// shutdown timed out (force too) and devboxd ignored SIGTERM for 85 s.
+// Now shutdown and SIGTERM kill the launch command and go on.
+describe('devboxes whose launch command blocks', () => {
+  const engine = new Devboxd();
+  before(async () => { await engine.start(); });
+  after(async () => { await engine.cleanup(); });
+
+  const booting = async (client, name) => {
+    const box = await client.devboxes.create({ name, launch_parameters: { launch_commands: ['sleep 600'] } });
+    await waitFor(async () => (await client.devboxes.retrieve(box.id)).status === 'initializing',
+      { timeoutMs: 60000, what: `${name} to run its launch command` });
+    return box;
+  };
+
+  test('shutdown returns promptly and the devbox ends shut down', async () => {
+    const client = engine.client({ timeout: 20000 });
+    const box = await booting(client, 'blocked-boot');
+    const down = await client.devboxes.shutdown(box.id);
+    assert.equal(down.status, 'shutdown');
+    assert.equal(down.shutdown_reason, 'api_shutdown');
+  });
+
+  test('SIGTERM stops devboxd within a bounded time while a boot blocks, and the boot resumes next start', async () => {
+    const client = engine.client({ timeout: 20000 });
+    const box = await booting(client, 'blocked-at-stop');
+    const proc = engine.proc;
+    proc.kill('SIGTERM');
+    const code = await Promise.race([engine.exited, sleep(30000).then(() => 'still running after 30 s')]);
+    if (code !== 0) proc.kill('SIGKILL');
+    assert.equal(code, 0, engine.stderr);
+    engine.proc = null;
+    await engine.start();
+    const again = await engine.client().devboxes.retrieve(box.id);
+    assert.ok(['provisioning', 'initializing'].includes(again.status), again.status);
+    await engine.client({ timeout: 20000 }).devboxes.shutdown(box.id);
+  });
+});
