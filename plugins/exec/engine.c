@@ -756,15 +756,20 @@ static int fail_execution(const struct rlmcp_h *h, const struct exec_params *p,
 static int fail_start(const struct rlmcp_h *h, const struct exec_params *p,
                       int rc)
 {
+    const char *why = "";
+
     if (rc != RLMCP_ETIMEDOUT)
         return rc;
+    if (RLMCP_API_HAS(h->api, call_last_error))
+        why = h->api->call_last_error(h->call);
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_TIMEOUT,
         "The command may start once the backend answers: list_executions "
         "for this devbox shows it (and kill_execution stops it).",
-        "devbox %s: the request starting the command got no answer within "
-        "the time limit (%lld s); whether it started is unknown",
-        p->devbox_id, p->timeout_s);
+        "devbox %s: the request starting the command did not complete "
+        "within the time limit (%lld s); whether the command started is "
+        "unknown%s%s",
+        p->devbox_id, p->timeout_s, why[0] ? ": " : "", why);
 }
 
 int exec_run(struct ex *ex, const struct rlmcp_h *h,

@@ -1,0 +1,224 @@
+// End-to-end: deadlines, clean-up and a dead backend, through the built
+// host (official MCP SDK client over stdio) talking to a real devboxd via
+// the fault proxy (tests/fixtures/faultproxy), which stalls, resets and
+// answers 429/503 on request; devboxd itself is frozen with SIGSTOP.
+//
+// Bounds on how long a call may take are generous (the client's own
+// request timeout); the figures themselves are in tests/bench/deadline_bench.mjs.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { startFaultProxy } from '../fixtures/faultproxy/faultproxy.mjs';
+
+const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-cloud.yaml');
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const KEY = 'ak_deadline_test_key_1';
+const LONG = { timeout: 240000 };
+
+function toolError(r) {
+  assert.equal(r.isError, true, JSON.stringify(r));
+  return JSON.parse(r.content.find((c) => c.type === 'text').text).error;
+}
+
+function ok(r) {
+  assert.notEqual(r.isError, true, JSON.stringify(r));
+  return r.structuredContent;
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startHost(baseUrl, extraEnv = {}) {
+  const transport = new StdioClientTransport({
+    command: hostBin,
+    args: ['--config', conf],
+    env: { PATH: process.env.PATH, RLMCP_PLUGIN_DIR: pluginDir, RUNLOOP_BASE_URL: baseUrl, RUNLOOP_API_KEY: KEY, ...extraEnv },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  let ended = false;
+  transport.stderr?.on('data', (d) => { stderr += d; });
+  transport.stderr?.on('end', () => { ended = true; });
+  const client = new Client({ name: 'deadlines-e2e', version: '1' });
+  await client.connect(transport);
+  return { client, stderr: () => stderr, ended: () => ended };
+}
+
+describe('deadlines, clean-up and a dead backend', () => {
+  let tmp;
+  let engine;
+  let proxy;
+  let host;
+  let box;
+  const hosts = [];
+
+  // A call bounded by the client at `ms`: the host must answer before.
+  const call = (name, args, ms = 60000, extra = {}) =>
+    host.client.callTool({ name, arguments: args }, undefined, { timeout: ms, ...extra });
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-deadlines-'));
+    const state = path.join(tmp, 'state');
+    const keyFile = path.join(tmp, 'key');
+    writeFileSync(keyFile, `${KEY}\n`, { mode: 0o600 });
+    engine = spawn(devboxdBin, ['--state-dir', state, '--listen', `unix:${path.join(state, 'devboxd.sock')}`,
+      '--listen', '127.0.0.1:0', '--api-key-file', keyFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let engErr = '';
+    engine.stderr.on('data', (d) => { engErr += d; });
+    const pidFile = path.join(state, 'devboxd.pid');
+    const port = await waitFor(() => {
+      if (engine.exitCode !== null) throw new Error(`devboxd exited: ${engErr}`);
+      if (!existsSync(pidFile)) return null;
+      const m = readFileSync(pidFile, 'utf8').match(/^port (\d+)$/m);
+      return m ? Number(m[1]) : null;
+    }, 60000, 'devboxd to write its port');
+    proxy = await startFaultProxy({ target: `http://127.0.0.1:${port}` });
+    host = await startHost(proxy.url);
+    hosts.push(host);
+    box = ok(await call('create_devbox', {}, 180000));
+    assert.equal(box.status, 'running');
+  });
+
+  after(async () => {
+    if (engine && engine.exitCode === null) engine.kill('SIGCONT');
+    proxy?.thaw();
+    for (const h of hosts) {
+      try { await h.client.close(); } catch { /* gone */ }
+    }
+    for (const h of hosts) {
+      await waitFor(() => h.ended(), 15000, 'a host to exit');
+      assert.doesNotMatch(h.stderr(), /AddressSanitizer|LeakSanitizer|runtime error/, h.stderr());
+    }
+    await proxy?.close();
+    if (engine && engine.exitCode === null) {
+      const gone = new Promise((r) => engine.once('exit', r));
+      engine.kill('SIGTERM');
+      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
+      await gone;
+      clearTimeout(t);
+    }
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('a timed-out command is killed, confirmed, and never runs on', LONG, async () => {
+    const e = toolError(await call('execute_command',
+      { devbox_id: box.id, command: 'sleep 20; touch /tmp/late-marker', timeout_seconds: 3 }, 30000));
+    assert.equal(e.code, 'timeout');
+    assert.match(e.message, /execution \S+ on devbox \S+ was killed \(its status reads completed\)/);
+    const eid = e.message.match(/execution (\S+) on devbox/)[1];
+    const st = ok(await call('get_execution', { devbox_id: box.id, execution_id: eid }));
+    assert.equal(st.status, 'completed');
+    const probe = ok(await call('execute_command', { devbox_id: box.id, command: 'test -e /tmp/late-marker; echo $?' }));
+    assert.equal(probe.stdout.trim(), '1');
+  });
+
+  it('a kill answered 503 twice is retried until the status reads completed', LONG, async () => {
+    proxy.add({ match: { method: 'POST', path: /\/kill$/ }, action: 'status', status: 503, times: 2 });
+    const e = toolError(await call('execute_command',
+      { devbox_id: box.id, command: 'sleep 20', timeout_seconds: 4 }, 30000));
+    proxy.clear();
+    assert.equal(e.code, 'timeout');
+    assert.match(e.message, /was killed \(its status reads completed\)/);
+    assert.ok(proxy.log.filter((l) => /\/kill$/.test(l.path)).length >= 3);
+  });
+
+  it('a stalled start ends at the deadline and says the command may have started', LONG, async () => {
+    proxy.add({ match: { method: 'POST', path: '/execute' }, action: 'stall', times: 1 });
+    const e = toolError(await call('execute_command',
+      { devbox_id: box.id, command: 'echo hi', timeout_seconds: 3 }, 30000));
+    proxy.clear();
+    assert.equal(e.code, 'timeout');
+    assert.match(e.message, /whether the command started is unknown/);
+    assert.match(e.remedy, /list_executions/);
+  });
+
+  it('Retry-After beyond the budget ends the call with an error saying so', LONG, async () => {
+    proxy.add({ match: { method: 'POST', path: '/execute' }, action: 'status', status: 429,
+      headers: { 'retry-after': '30' }, times: 1 });
+    const e = toolError(await call('execute_command',
+      { devbox_id: box.id, command: 'echo hi', timeout_seconds: 5 }, 30000));
+    proxy.clear();
+    assert.equal(e.code, 'timeout');
+    assert.match(e.message, /HTTP 429 and asked for a retry in 30000 ms, beyond the \d+ ms left/);
+  });
+
+  it('a lost answer is retried with the same x-request-id', LONG, async () => {
+    const before = proxy.log.length;
+    proxy.add({ match: { method: 'POST', path: '/execute' }, action: 'lose', times: 1 });
+    await call('execute_command', { devbox_id: box.id, command: 'echo once', timeout_seconds: 20 }, 60000);
+    proxy.clear();
+    const posts = proxy.log.slice(before).filter((l) => l.method === 'POST' && l.path.includes('/execute'));
+    assert.ok(posts.length >= 2, JSON.stringify(posts));
+    assert.ok(posts[0].requestId, 'a mutating request carries x-request-id');
+    assert.equal(posts[1].requestId, posts[0].requestId);
+  });
+
+  it('wait_for_execution survives a reset and keeps its bound on a stall', LONG, async () => {
+    const r = ok(await call('execute_command_async', { devbox_id: box.id, command: 'sleep 1; echo done' }));
+    proxy.add({ match: { method: 'POST', path: /wait_for_status/ }, action: 'reset', times: 1 });
+    const w = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: r.execution_id, timeout_seconds: 20 }, 60000));
+    proxy.clear();
+    assert.equal(w.status, 'completed');
+    assert.equal(w.stdout, 'done\n');
+
+    const r2 = ok(await call('execute_command_async', { devbox_id: box.id, command: 'sleep 30' }));
+    proxy.add({ match: { method: 'POST', path: /wait_for_status/ }, action: 'stall' });
+    const w2 = await call('wait_for_execution', { devbox_id: box.id, execution_id: r2.execution_id, timeout_seconds: 3 }, 30000);
+    proxy.clear();
+    // Either the status read in the reserve ("running") or an honest timeout.
+    if (w2.isError) assert.equal(toolError(w2).code, 'timeout');
+    else assert.equal(w2.structuredContent.status, 'running');
+    ok(await call('kill_execution', { devbox_id: box.id, execution_id: r2.execution_id }));
+  });
+
+  it('with devboxd frozen a command times out and says it could not confirm the kill', LONG, async () => {
+    let eid = null;
+    const progress = [];
+    const p = call('execute_command', { devbox_id: box.id, command: 'sleep 25', timeout_seconds: 5 }, 30000,
+      { onprogress: (n) => progress.push(n) });
+    await waitFor(() => progress.find((n) => /^execution \S+ started/.test(n.message ?? '')), 20000, 'the first progress');
+    eid = progress[0].message.match(/^execution (\S+) started/)[1];
+    engine.kill('SIGSTOP');
+    let e;
+    try {
+      e = toolError(await p);
+    } finally {
+      engine.kill('SIGCONT');
+    }
+    assert.equal(e.code, 'timeout');
+    assert.match(e.message, new RegExp(`execution ${eid} on devbox ${box.id} could NOT be confirmed stopped`));
+    assert.match(e.remedy, /kill_execution/);
+    ok(await call('kill_execution', { devbox_id: box.id, execution_id: eid }));
+  });
+
+  it('an unreachable backend fails fast, and later calls at once (circuit breaker)', LONG, async () => {
+    const port = await freePort();
+    const h = await startHost(`http://127.0.0.1:${port}`);
+    hosts.push(h);
+    const first = toolError(await h.client.callTool({ name: 'get_devbox', arguments: { devbox_id: 'dbx_1' } }, undefined, { timeout: 20000 }));
+    assert.equal(first.code, 'unavailable');
+    assert.match(first.message, /could not be reached/);
+    const later = toolError(await h.client.callTool({ name: 'list_devboxes', arguments: {} }, undefined, { timeout: 20000 }));
+    assert.equal(later.code, 'unavailable');
+    assert.match(later.message, /unreachable for \d+ ms/);
+    assert.ok(!JSON.stringify(later).includes(KEY));
+  });
+});
