@@ -454,6 +454,13 @@ static int check_name(const char *name, char *err, size_t errlen)
     return 0;
 }
 
+/* Sets rec[key] = v (consumed), replacing any earlier value. */
+static void set_item(cJSON *rec, const char *key, cJSON *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(rec, key);
+    cJSON_AddItemToObject(rec, key, v);
+}
+
 /* Applies the fields of body onto rec (a new record when create). 0 or an
  * HTTP status with err. Lock held (names must stay unique). */
 static int apply_body(struct engine *eng, cJSON *all, cJSON *rec,
@@ -519,19 +526,15 @@ static int apply_body(struct engine *eng, cJSON *all, cJSON *rec,
         return status;
     }
     if (name != NULL)
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "name",
-                                               cJSON_CreateString(name));
+        set_item(rec, "name", cJSON_CreateString(name));
     if (ep != NULL)
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "endpoint",
-                                               cJSON_CreateString(ep));
+        set_item(rec, "endpoint", cJSON_CreateString(ep));
     if (tools != NULL && !cJSON_IsNull(tools))
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "allowed_tools",
-                                               cJSON_Duplicate(tools, 1));
+        set_item(rec, "allowed_tools", cJSON_Duplicate(tools, 1));
     if (desc != NULL)
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "description",
-                                               cJSON_CreateString(desc));
-    cJSON_ReplaceItemInObjectCaseSensitive(rec, "auth_mechanism", auth);
-    cJSON_ReplaceItemInObjectCaseSensitive(rec, "custom_headers", hdrs);
+        set_item(rec, "description", cJSON_CreateString(desc));
+    set_item(rec, "auth_mechanism", auth);
+    set_item(rec, "custom_headers", hdrs);
     return 0;
 }
 

@@ -130,6 +130,14 @@ static const char create_schema[] =
     "variables: {ENV_VAR: SECRET_NAME}, e.g. {\\\"GITHUB_TOKEN\\\": "
     "\\\"my_github_token\\\"}. The secret must exist (list_secrets); its "
     "value is copied in at creation and never shown.\"},"
+    "\"mcp\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"mcp_config\":{\"type\":\"string\"},\"secret\":{\"type\":"
+    "\"string\"}},\"required\":[\"mcp_config\",\"secret\"]},"
+    "\"description\":\"MCP Hub servers: {ENV_VAR: {mcp_config: <config id "
+    "or name>, secret: <secret holding its credential>}}. The devbox gets "
+    "$RL_MCP_URL and a token in $ENV_VAR (send it as Authorization: Bearer); "
+    "the credential stays outside the devbox.\"},"
     "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
     "\"string\"},\"description\":\"Text files to write once it runs: "
     "{absolute path: contents}.\"},"
@@ -312,6 +320,33 @@ static int write_files(const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
+/* mcp: {ENV_VAR: {mcp_config, secret}}, both strings; *out borrowed. */
+static int arg_mcp(const struct rlmcp_h *h, const cJSON *args,
+                   const cJSON **out)
+{
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(args, "mcp");
+    const cJSON *it = NULL;
+
+    if (map == NULL || cJSON_IsNull(map))
+        return RLMCP_OK;
+    if (!cJSON_IsObject(map))
+        goto bad;
+    cJSON_ArrayForEach(it, map)
+    {
+        if (!cJSON_IsString(
+                cJSON_GetObjectItemCaseSensitive(it, "mcp_config")) ||
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, "secret")) ||
+            cJSON_GetArraySize(it) != 2)
+            goto bad;
+    }
+    *out = map;
+    return RLMCP_OK;
+bad:
+    return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                        "argument 'mcp' must be {ENV_VAR: {mcp_config: <id or "
+                        "name>, secret: <secret name>}}");
+}
+
 /* The POST /v1/devboxes body from the arguments; files and wait too. */
 static int create_body(struct lc *lc, const struct rlmcp_h *h,
                        const cJSON *args, cJSON *body, const cJSON **files,
@@ -319,6 +354,7 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
 {
     const cJSON *env = NULL;
     const cJSON *secrets = NULL;
+    const cJSON *mcp = NULL;
     int n_sources = 0;
     int rc = add_strings(h, args, body, &n_sources);
 
@@ -328,6 +364,8 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
         rc = rlmcp_h_arg_str_map(h, args, "environment_variables", &env);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(h, args, "secrets", &secrets);
+    if (rc == RLMCP_OK)
+        rc = arg_mcp(h, args, &mcp);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(h, args, "files", files);
     if (rc == RLMCP_OK)
@@ -347,6 +385,8 @@ static int create_body(struct lc *lc, const struct rlmcp_h *h,
                               cJSON_Duplicate(env, true));
     if (secrets != NULL)
         cJSON_AddItemToObject(body, "secrets", cJSON_Duplicate(secrets, true));
+    if (mcp != NULL)
+        cJSON_AddItemToObject(body, "mcp", cJSON_Duplicate(mcp, true));
     return RLMCP_OK;
 }
 

@@ -1,8 +1,10 @@
 // End-to-end: the admin plugin's secret tools (list_secrets, create_secret,
-// update_secret, delete_secret) and create_devbox's `secrets` through the
+// update_secret, delete_secret), its MCP config tools (list/create/update/
+// delete_mcp_config) and create_devbox's `secrets` and `mcp` through the
 // built host, driven by the official MCP SDK client over stdio, against a
-// real devboxd. The value reaches the devbox's environment and no tool
-// result, error or log line.
+// real devboxd. A secret value reaches the devbox's environment and no tool
+// result, error or log line; a devbox created with `mcp` reaches the
+// reference MCP server through $RL_MCP_URL with only the allowed tools.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -11,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { startEverything } from './lib/everything.mjs';
 
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
@@ -161,9 +164,64 @@ describe('admin tools end to end (local engine)', () => {
     assert.equal(after.devboxes.length, before.devboxes.length, 'nothing was created');
   });
 
+  it('MCP config tools: create, list, update, delete; bad input', async () => {
+    const c = ok(await call('create_mcp_config', { name: 'e2e-docs', endpoint: 'https://mcp.example.com/mcp',
+      allowed_tools: ['search_*'], custom_headers: [{ name: 'X-Team', value: 'qa' }] }));
+    assert.match(c.id, /^mcp_/);
+    assert.deepEqual(c.auth_mechanism, { type: 'bearer' });
+    const list = ok(await call('list_mcp_configs', { name: 'e2e-' }));
+    assert.deepEqual(list.mcp_configs.map((x) => x.id), [c.id]);
+    const u = ok(await call('update_mcp_config', { mcp_config_id: c.id, allowed_tools: ['*'], description: 'all' }));
+    assert.deepEqual(u.allowed_tools, ['*']);
+    assert.equal(u.description, 'all');
+    assert.equal(u.custom_headers.length, 1);
+    assert.deepEqual(ok(await call('delete_mcp_config', { mcp_config_id: c.id })), { mcp_config_id: c.id, deleted: true });
+    assert.equal(ok(await call('list_mcp_configs', {})).mcp_configs.length, 0);
+
+    let e = errorOf(await call('create_mcp_config', { name: 'x', endpoint: 'ftp://h/mcp', allowed_tools: ['*'] }));
+    assert.equal(e.code, 'invalid_argument');
+    assert.match(e.message, /http:\/\/ or https:\/\//);
+    e = errorOf(await call('create_mcp_config', { name: 'x', endpoint: 'https://h/mcp', allowed_tools: ['*'],
+      custom_headers: [{ name: 'Authorization', value: 'v' }] }));
+    assert.match(e.message, /reserved/);
+    e = errorOf(await call('update_mcp_config', { mcp_config_id: 'mcp_missing', description: 'x' }));
+    assert.equal(e.code, 'not_found');
+    e = errorOf(await call('delete_mcp_config', { mcp_config_id: 'mcp_missing' }));
+    assert.equal(e.code, 'not_found');
+  });
+
+  it('create_devbox mcp: only the allowed tools through $RL_MCP_URL', LONG, async () => {
+    const upstream = await startEverything();
+    try {
+      ok(await call('create_secret', { name: 'EVERY_TOKEN', value: VALUE }));
+      const cfg = ok(await call('create_mcp_config', { name: 'everything', endpoint: upstream.url,
+        allowed_tools: ['echo', 'get-sum'] }));
+      let e = errorOf(await call('create_devbox', { mcp: { EVERY_MCP: { mcp_config: cfg.id, secret: 'NOPE' } } }));
+      assert.match(e.message, /not an account secret/);
+      e = errorOf(await call('create_devbox', { mcp: { EVERY_MCP: { mcp_config: cfg.id } } }));
+      assert.equal(e.code, 'invalid_argument');
+      const box = ok(await call('create_devbox', { name: 'hub',
+        mcp: { EVERY_MCP: { mcp_config: 'everything', secret: 'EVERY_TOKEN' } },
+        files: { '/home/user/hub_client.py': readFileSync(path.join(sourceDir, 'tests', 'fixtures', 'mcp_hub_client.py'), 'utf8') } }));
+      const r = ok(await call('execute_command', { devbox_id: box.id, command: 'python3 /home/user/hub_client.py' }));
+      const out = JSON.parse(r.stdout);
+      assert.equal(out.init.status, 200, r.stdout);
+      const names = out.list.msgs.find((m) => m.id === 2).result.tools.map((t) => t.name).sort();
+      assert.deepEqual(names, ['echo', 'get-sum']);
+      assert.match(JSON.stringify(out.echo.msgs), /hi hub/);
+      assert.match(out.denied.msgs[0].error.message, /not allowed/);
+      assert.ok(upstream.seen.every((x) => x.headers.authorization === `Bearer ${VALUE}`));
+      ok(await call('shutdown_devbox', { devbox_id: box.id }));
+      ok(await call('delete_mcp_config', { mcp_config_id: cfg.id }));
+      ok(await call('delete_secret', { name: 'EVERY_TOKEN' }));
+    } finally {
+      await upstream.stop();
+    }
+  });
+
   it('never shows the value in results, errors or logs', () => {
     for (const text of seen) {
-      if (text.includes('"stdout"')) continue; // the devbox's own echo of it
+      if (text.includes('"stdout"') || text.includes('hub_client')) continue; // the devbox's own output
       assert.doesNotMatch(text, new RegExp(VALUE));
     }
     assert.doesNotMatch(hostErr, new RegExp(`${VALUE}|second-value`));

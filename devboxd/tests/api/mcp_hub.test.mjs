@@ -5,74 +5,30 @@
 // upstream sees the real credential, the devbox never does; only allowed
 // tools are listed and callable; other devboxes and other tokens get nothing.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import http from 'node:http';
-import net from 'node:net';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, sourceDir, waitFor } from './devboxd.mjs';
+import { Devboxd, rejectsWith, sourceDir } from './devboxd.mjs';
+import { startEverything } from '../../../tests/e2e/lib/everything.mjs';
 
 const engine = new Devboxd();
 let client;
-let everything = null;
-let everythingErr = '';
-let proxy = null;
-const seenHeaders = [];
+let upstream = null;
+let seenHeaders = [];
 let upstreamURL = '';
 const CREDENTIAL = 'upstream-credential-9f8e7d';
 const APP_KEY = 'app-key-5c4b3a';
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-// A recording pass-through in front of server-everything: the test sees
-// exactly the headers the hub sent upstream.
-function startProxy(target) {
-  const srv = http.createServer((req, res) => {
-    seenHeaders.push({ method: req.method, headers: req.headers });
-    const up = http.request({ host: '127.0.0.1', port: target, path: req.url, method: req.method,
-      headers: { ...req.headers, host: `127.0.0.1:${target}` } }, (ur) => {
-      res.writeHead(ur.statusCode, ur.headers);
-      ur.pipe(res);
-    });
-    up.on('error', () => { res.writeHead(502); res.end(); });
-    req.pipe(up);
-  });
-  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
-}
-
 before(async () => {
   await engine.start();
   client = engine.client();
-  const port = await freePort();
-  const entry = path.join(sourceDir, 'tests', 'node_modules', '@modelcontextprotocol',
-    'server-everything', 'dist', 'index.js');
-  everything = spawn(process.execPath, [entry, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  everything.stderr.on('data', (d) => { everythingErr += d; });
-  await waitFor(() => /listening on port/i.test(everythingErr) || everything.exitCode !== null,
-    { timeoutMs: 60000, what: 'server-everything to listen' });
-  assert.equal(everything.exitCode, null, everythingErr);
-  proxy = await startProxy(port);
-  upstreamURL = `http://127.0.0.1:${proxy.address().port}/mcp`;
+  upstream = await startEverything();
+  upstreamURL = upstream.url;
+  seenHeaders = upstream.seen;
 });
 
 after(async () => {
-  if (everything && everything.exitCode === null) {
-    const gone = new Promise((r) => everything.once('exit', r));
-    everything.kill('SIGTERM');
-    await gone;
-  }
-  if (proxy) {
-    proxy.closeAllConnections();
-    await new Promise((r) => proxy.close(r));
-  }
+  await upstream?.stop();
   await engine.cleanup();
 });
 
@@ -105,6 +61,8 @@ describe('MCP configs API', () => {
     assert.equal((await client.mcpConfigs.retrieve(c.id)).endpoint, 'https://mcp.example.com/mcp');
     const u = await client.mcpConfigs.update(c.id, { allowed_tools: ['search_*', 'get_*'], description: 'more' });
     assert.deepEqual(u.allowed_tools, ['search_*', 'get_*']);
+    assert.equal(u.description, 'more');
+    assert.equal(u.name, 'docs-readonly');
     assert.equal(u.custom_headers.length, 2, 'omitted custom_headers are kept');
     const cleared = await client.mcpConfigs.update(c.id, { custom_headers: [] });
     assert.deepEqual(cleared.custom_headers, []);
@@ -147,49 +105,7 @@ describe('MCP configs API', () => {
 });
 
 // Runs inside a devbox: a raw Streamable HTTP client (python3, no packages).
-const CLIENT_PY = String.raw`
-import json, os, sys, urllib.request, urllib.error
-url = os.environ.get('RL_MCP_URL', 'http://127.0.0.1:14/mcp')
-tok = sys.argv[1] if len(sys.argv) > 1 else os.environ['EVERY_MCP']
-sid = None
-def rpc(msg):
-    global sid
-    h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
-         'Authorization': 'Bearer ' + tok}
-    if sid:
-        h['Mcp-Session-Id'] = sid
-        h['MCP-Protocol-Version'] = '2025-06-18'
-    req = urllib.request.Request(url, data=json.dumps(msg).encode(), headers=h, method='POST')
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            sid = r.headers.get('Mcp-Session-Id') or sid
-            body = r.read().decode()
-            ctype = r.headers.get('Content-Type') or ''
-            status = r.status
-    except urllib.error.HTTPError as e:
-        return {'status': e.code, 'body': e.read().decode()}
-    except OSError as e:
-        return {'status': 0, 'error': str(e)}
-    msgs = []
-    if ctype.startswith('text/event-stream'):
-        for ev in body.replace('\r\n', '\n').split('\n\n'):
-            data = '\n'.join(l[5:].lstrip() for l in ev.split('\n') if l.startswith('data:'))
-            if data:
-                msgs.append(json.loads(data))
-    elif body:
-        msgs.append(json.loads(body))
-    return {'status': status, 'msgs': msgs}
-out = {'init': rpc({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {
-    'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'in-devbox', 'version': '1'}}})}
-if out['init']['status'] == 200:
-    out['initialized'] = rpc({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
-    out['list'] = rpc({'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'})
-    out['echo'] = rpc({'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call',
-                       'params': {'name': 'echo', 'arguments': {'message': 'hi hub'}}})
-    out['denied'] = rpc({'jsonrpc': '2.0', 'id': 4, 'method': 'tools/call',
-                         'params': {'name': 'get-env', 'arguments': {}}})
-print(json.dumps(out))
-`;
+const CLIENT_PY = readFileSync(path.join(sourceDir, 'tests', 'fixtures', 'mcp_hub_client.py'), 'utf8');
 
 describe('MCP Hub inside a devbox', () => {
   let cfg;

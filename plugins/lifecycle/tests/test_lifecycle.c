@@ -80,6 +80,8 @@ static void create_waits_and_sends_body(void **state)
                              "{\"name\":\"box\",\"blueprint_name\":\"bp\","
                              "\"environment_variables\":{\"A\":\"1\"},"
                              "\"secrets\":{\"TOKEN\":\"GH_TOKEN\"},"
+                             "\"mcp\":{\"GH_MCP\":{\"mcp_config\":\"gh\","
+                             "\"secret\":\"GH_TOKEN\"}},"
                              "\"resource_size\":\"SMALL\","
                              "\"idle_time_seconds\":300,\"on_idle\":"
                              "\"suspend\",\"metadata\":{\"x\":\"y\"},"
@@ -96,6 +98,12 @@ static void create_waits_and_sends_body(void **state)
         cJSON_GetObjectItem(cJSON_GetObjectItem(body, "secrets"), "TOKEN")
             ->valuestring,
         "GH_TOKEN");
+    assert_string_equal(
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(body, "mcp"), "GH_MCP"),
+            "mcp_config")
+            ->valuestring,
+        "gh");
     lp = cJSON_GetObjectItem(body, "launch_parameters");
     assert_int_equal(
         cJSON_GetObjectItem(lp, "keep_alive_time_seconds")->valueint, 600);
@@ -168,6 +176,10 @@ static void create_rejects_bad_input(void **state)
         "{\"metadata\":{\"a\":1}}",
         "{\"launch_commands\":\"echo\"}",
         "{\"wait\":\"yes\"}",
+        "{\"secrets\":{\"A\":1}}",
+        "{\"mcp\":{\"A\":\"cfg\"}}",
+        "{\"mcp\":{\"A\":{\"mcp_config\":\"c\"}}}",
+        "{\"mcp\":[1]}",
         "[1,2]",
     };
     size_t i;
