@@ -2,9 +2,12 @@
  * files.c - file tools: write_file / read_file (text, binary falls back to
  * base64 with a MIME hint) and upload_file / download_file (base64).
  *
+ * Also list_files and remove_file (fsops.c).
+ *
  * Config (all optional, bytes):
  *   max_read_bytes (1 MiB)  max_write_bytes (10 MiB)
  *   max_upload_bytes (10 MiB)  max_download_bytes (10 MiB)
+ *   max_list_entries (1000, entries)
  * Above a limit the tool fails with too_large before moving the data.
  */
 #define _GNU_SOURCE
@@ -12,12 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fsops.h"
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
 
 struct fs {
     const struct rlmcp_host_api *api;
     long long max_read, max_write, max_upload, max_download;
+    long long max_list;
 };
 
 #define ID_PATH_PROPS(verb)                                                    \
@@ -31,7 +40,12 @@ static const char write_schema[] =
     "{" ID_PATH_PROPS(
         "create or overwrite") ",\"contents\":{\"type\":"
                                "\"string\",\"description\":\"The complete "
-                               "UTF-8 text to write.\"}},"
+                               "UTF-8 text to write.\"},\"mode\":{"
+                               "\"type\":\"string\",\"pattern\":"
+                               "\"^0?[0-7]{3}$\",\"description\":"
+                               "\"Permissions as octal, e.g. 0755 for a "
+                               "script (default: the replaced file's, "
+                               "else 0644).\"}},"
                                "\"required\":[\"devbox_id\",\"file_path\","
                                "\"contents\"]}";
 
@@ -55,13 +69,50 @@ static const char download_schema[] =
 
 static const char written_out[] =
     "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"file_path\":{\"type\":\"string\"},\"size_bytes\":{"
+    "\"string\"},\"file_path\":{\"type\":\"string\"},\"resolved_path\":{"
+    "\"type\":\"string\"},\"size_bytes\":{"
     "\"type\":\"integer\"}},\"required\":[\"devbox_id\",\"file_path\","
     "\"size_bytes\"]}";
 
+static const char list_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a "
+    "running devbox (dbx_...).\"},\"path\":{\"type\":\"string\","
+    "\"description\":\"Directory to list: absolute, or relative to "
+    "/home/user (default /home/user). A file lists itself.\"}},"
+    "\"required\":[\"devbox_id\"]}";
+
+static const char list_out[] =
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+    "\"count\":{\"type\":\"integer\"},\"truncated\":{\"type\":"
+    "\"boolean\"},\"entries\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"type\":"
+    "{\"type\":\"string\",\"enum\":[\"file\",\"directory\",\"symlink\","
+    "\"fifo\",\"socket\",\"char_device\",\"block_device\",\"other\"]},"
+    "\"size_bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":"
+    "\"string\"}},\"required\":[\"name\",\"type\",\"size_bytes\","
+    "\"mode\"]}}},\"required\":[\"path\",\"count\",\"truncated\","
+    "\"entries\"]}";
+
+static const char remove_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+    "{" ID_PATH_PROPS(
+        "remove (a file, a symlink itself, or an empty "
+        "directory)") ",\"recursive\":{\"type\":\"boolean\","
+                      "\"description\":\"Remove a directory with everything in "
+                      "it (default "
+                      "false).\"}},\"required\":[\"devbox_id\",\"file_path\"]}";
+
+static const char removed_out[] =
+    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
+    "\"string\"},\"file_path\":{\"type\":\"string\"},\"resolved_path\":{"
+    "\"type\":\"string\"},\"removed\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"devbox_id\",\"file_path\",\"removed\"]}";
+
 static const char read_out[] =
     "{\"type\":\"object\",\"properties\":{\"file_path\":{\"type\":"
-    "\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\","
+    "\"string\"},\"resolved_path\":{\"type\":\"string\"},\"encoding\":{"
+    "\"type\":\"string\",\"enum\":[\"utf-8\","
     "\"base64\"]},\"content\":{\"type\":\"string\"},\"size_bytes\":{"
     "\"type\":\"integer\"},\"mime_type\":{\"type\":\"string\"}},"
     "\"required\":[\"file_path\",\"encoding\",\"content\",\"size_bytes\"]}";
@@ -92,20 +143,54 @@ static int too_large(const struct rlmcp_h *h, const char *what,
                         what, size, limit);
 }
 
-static cJSON *written(const char *id, const char *path, size_t n)
+static cJSON *written(const char *id, const char *path, const char *resolved,
+                      size_t n)
 {
     cJSON *r = cJSON_CreateObject();
+    char *abs = resolved == NULL ? fs_resolved(path) : NULL;
 
     cJSON_AddStringToObject(r, "devbox_id", id);
     cJSON_AddStringToObject(r, "file_path", path);
+    cJSON_AddStringToObject(r, "resolved_path",
+                            resolved != NULL ? resolved
+                            : abs != NULL    ? abs
+                                             : path);
+    free(abs);
     cJSON_AddNumberToObject(r, "size_bytes", (double)n);
     return r;
 }
 
-/* Send a prepared request; non-2xx goes through the devbox-state check. */
+/* Is the devbox there and running? (A 404 then means the file.) */
+static bool devbox_running(const struct rlmcp_h *h, const char *id)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *resp = NULL;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    cJSON *dbx = NULL;
+    bool running = false;
+
+    if (path == NULL)
+        return false;
+    req.method = "GET";
+    req.path = path;
+    if (h->api->runloop_request(h->call, &req, &resp) == RLMCP_OK &&
+        resp->status >= 200 && resp->status <= 299)
+        dbx = cJSON_ParseWithLength(resp->body, resp->body_len);
+    running = dbx != NULL && strcmp(rlmcp_h_devbox_status(dbx), "running") == 0;
+    h->api->http_resp_free(resp);
+    cJSON_Delete(dbx);
+    free(path);
+    return running;
+}
+
+/*
+ * Send a prepared request; non-2xx goes through the devbox-state check,
+ * except a 404 on a running devbox for file_path (when given): the file
+ * is missing, and the remedy says so.
+ */
 static int send_req(const struct rlmcp_h *h, const char *id,
-                    struct rlmcp_http_req *req, const char *what,
-                    struct rlmcp_http_resp **resp_out)
+                    const char *file_path, struct rlmcp_http_req *req,
+                    const char *what, struct rlmcp_http_resp **resp_out)
 {
     char *msg = NULL;
     int rc;
@@ -117,7 +202,11 @@ static int send_req(const struct rlmcp_h *h, const char *id,
     if ((*resp_out)->status >= 200 && (*resp_out)->status <= 299)
         return RLMCP_OK;
     msg = rlmcp_h_error_message((*resp_out)->body, (*resp_out)->body_len);
-    rc = rlmcp_h_fail_on_devbox(h, id, (*resp_out)->status, msg, what);
+    if ((*resp_out)->status == 404 && file_path != NULL &&
+        devbox_running(h, id))
+        rc = fs_fail_missing(h, what, file_path);
+    else
+        rc = rlmcp_h_fail_on_devbox(h, id, (*resp_out)->status, msg, what);
     free(msg);
     h->api->http_resp_free(*resp_out);
     *resp_out = NULL;
@@ -126,6 +215,70 @@ static int send_req(const struct rlmcp_h *h, const char *id,
 
 /* ---- write_file --------------------------------------------------------- */
 
+static bool mode_ok(const char *m)
+{
+    size_t n = strlen(m);
+    size_t i = 0;
+
+    if (n == 4 && m[0] == '0') {
+        m++;
+        n--;
+    }
+    if (n != 3)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (m[i] < '0' || m[i] > '7')
+            return false;
+    }
+    return true;
+}
+
+/* A fresh name beside path: ".<name>.rlmcp-<pid>-<n>" in its directory. */
+static char *tmp_beside(const char *path)
+{
+    static atomic_uint seq;
+    const char *slash = strrchr(path, '/');
+    unsigned n = atomic_fetch_add(&seq, 1);
+    int dir_len = slash != NULL ? (int)(slash - path + 1) : 0;
+    const char *base = slash != NULL ? slash + 1 : path;
+
+    return rlmcp_h_sprintf("%.*s.%.64s.rlmcp-%ld-%llu-%u", dir_len, path, base,
+                           (long)getpid(), (unsigned long long)rlmcp_h_now_ms(),
+                           n);
+}
+
+/* Rename the written temporary file over path (mode applied). */
+static int commit_write(const struct rlmcp_h *h, const char *id,
+                        const char *tmp, const char *path, const char *mode,
+                        const char *what, char **resolved_out)
+{
+    char *script = fs_commit_script(tmp, path, mode);
+    cJSON *view = NULL;
+    char *nl = NULL;
+    int rc;
+
+    *resolved_out = NULL;
+    if (script == NULL)
+        return RLMCP_ENOMEM;
+    rc = fs_run_script(h, id, script, what, &view);
+    free(script);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (fs_exit_status(view) != 0) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "%s: could not put the file in place: %s", what,
+                          fs_text(view, "stderr"));
+        goto out;
+    }
+    *resolved_out = strdup(fs_text(view, "stdout"));
+    nl = *resolved_out != NULL ? strchr(*resolved_out, '\n') : NULL;
+    if (nl != NULL)
+        *nl = '\0';
+out:
+    cJSON_Delete(view);
+    return rc;
+}
+
 static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct fs *fs = ud;
@@ -133,8 +286,9 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_resp *resp = NULL;
     cJSON *args = NULL, *body = NULL, *res = NULL;
-    const char *id = NULL, *path = NULL, *contents = NULL;
-    char *url = NULL, *what = NULL, *text = NULL;
+    const char *id = NULL, *path = NULL, *contents = NULL, *mode = NULL;
+    char *url = NULL, *what = NULL, *text = NULL, *tmp = NULL;
+    char *resolved = NULL;
     size_t n;
     int rc;
 
@@ -145,8 +299,24 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = path_arg(&h, args, &path);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "contents", false, &contents);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "mode", false, &mode);
+    if (rc == RLMCP_OK && mode != NULL && !mode_ok(mode))
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'mode' must be octal permissions such as "
+                          "0644 or 755, not '%s'",
+                          mode);
+    if (rc == RLMCP_OK && path[strlen(path) - 1] == '/')
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'file_path' ends with '/': give the "
+                          "file's path, not a directory");
     if (rc != RLMCP_OK)
         goto out;
+    tmp = tmp_beside(path);
+    if (tmp == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
     n = strlen(contents);
     what = rlmcp_h_sprintf("writing %s on devbox %s", path, id);
     url = rlmcp_h_sprintf("/v1/devboxes/%s/write_file_contents", id);
@@ -159,7 +329,7 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "file_path", path);
+    cJSON_AddStringToObject(body, "file_path", tmp);
     cJSON_AddStringToObject(body, "contents", contents);
     text = cJSON_PrintUnformatted(body);
     if (text == NULL) {
@@ -171,16 +341,20 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     req.body = text;
     req.body_len = strlen(text);
     req.timeout_ms = 120000;
-    rc = send_req(&h, id, &req, what, &resp);
+    rc = send_req(&h, id, NULL, &req, what, &resp);
+    if (rc == RLMCP_OK)
+        rc = commit_write(&h, id, tmp, path, mode, what, &resolved);
     if (rc != RLMCP_OK)
         goto out;
-    res = written(id, path, n);
+    res = written(id, path, resolved, n);
     rc = rlmcp_h_result_json(&h, res);
 out:
     fs->api->http_resp_free(resp);
     free(url);
     free(what);
     free(text);
+    free(tmp);
+    free(resolved);
     cJSON_Delete(args);
     cJSON_Delete(body);
     cJSON_Delete(res);
@@ -215,7 +389,7 @@ static int fetch(struct fs *fs, const struct rlmcp_h *h, const char *id,
     /* One byte more than allowed tells "too large" from "exactly". */
     req.max_body = (size_t)limit + 1;
     req.timeout_ms = 120000;
-    rc = send_req(h, id, &req, what, resp_out);
+    rc = send_req(h, id, path, &req, what, resp_out);
     if (rc != RLMCP_OK)
         goto out;
     if ((*resp_out)->truncated || (long long)(*resp_out)->body_len > limit) {
@@ -242,6 +416,7 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
     cJSON *args = NULL, *res = NULL;
     const char *id = NULL, *path = NULL;
     char *b64 = NULL;
+    char *resolved = NULL;
     bool text;
     int rc;
 
@@ -258,6 +433,9 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
         goto out;
     res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "file_path", path);
+    resolved = fs_resolved(path);
+    if (resolved != NULL)
+        cJSON_AddStringToObject(res, "resolved_path", resolved);
     text = !download && rlmcp_h_is_text(resp->body, resp->body_len);
     if (text) {
         cJSON_AddStringToObject(res, "encoding", "utf-8");
@@ -280,6 +458,7 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
 out:
     fs->api->http_resp_free(resp);
     free(b64);
+    free(resolved);
     cJSON_Delete(args);
     cJSON_Delete(res);
     return rlmcp_h_ret(rc);
@@ -346,7 +525,7 @@ static int post_upload(const struct rlmcp_h *h, const char *id,
     req.parts = parts;
     req.n_parts = 2;
     req.timeout_ms = 120000;
-    rc = send_req(h, id, &req, what, &resp);
+    rc = send_req(h, id, NULL, &req, what, &resp);
     h->api->http_resp_free(resp);
     return rc;
 }
@@ -382,7 +561,7 @@ static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = post_upload(&h, id, path, data, n, url, what);
     if (rc != RLMCP_OK)
         goto out;
-    res = written(id, path, n);
+    res = written(id, path, NULL, n);
     rc = rlmcp_h_result_json(&h, res);
 out:
     free(data);
@@ -393,13 +572,142 @@ out:
     return rlmcp_h_ret(rc);
 }
 
+/* ---- list_files / remove_file ------------------------------------------- */
+
+/* The script's common outcomes: missing path, or its own error text. */
+static int script_failed(const struct rlmcp_h *h, const cJSON *view,
+                         const char *what, const char *path)
+{
+    int x = fs_exit_status(view);
+
+    if (x == FS_MISSING)
+        return fs_fail_missing(h, what, path);
+    if (x == FS_NOT_EMPTY)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_CONFLICT,
+            "Pass recursive=true to remove the directory with everything in "
+            "it.",
+            "%s: the directory is not empty", what);
+    if (x == FS_ROOT)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "%s: refusing to remove /", what);
+    return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT, "%s: %s", what,
+                        fs_text(view, "stderr")[0] != '\0'
+                            ? fs_text(view, "stderr")
+                            : "the devbox refused it");
+}
+
+static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL;
+    char *script = NULL, *what = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "path", false, &path);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (path == NULL || path[0] == '\0')
+        path = "/home/user";
+    what = rlmcp_h_sprintf("listing %s on devbox %s", path, id);
+    script = fs_list_script(path, fs->max_list);
+    if (what == NULL || script == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = fs_run_script(&h, id, script, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (fs_exit_status(view) != 0) {
+        rc = script_failed(&h, view, what, path);
+        goto out;
+    }
+    res = fs_list_result(view, fs->max_list);
+    if (res == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the devbox's answer could not be read (are "
+                          "realpath, find and base64 installed?)",
+                          what);
+        goto out;
+    }
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(script);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL, *path = NULL;
+    char *script = NULL, *what = NULL, *resolved = NULL, *nl = NULL;
+    bool recursive = false;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, remove_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = path_arg(&h, args, &path);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "recursive", &recursive);
+    if (rc != RLMCP_OK)
+        goto out;
+    what = rlmcp_h_sprintf("removing %s on devbox %s", path, id);
+    script = fs_remove_script(path, recursive);
+    if (what == NULL || script == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = fs_run_script(&h, id, script, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (fs_exit_status(view) != 0) {
+        rc = script_failed(&h, view, what, path);
+        goto out;
+    }
+    resolved = strdup(fs_text(view, "stdout"));
+    nl = resolved != NULL ? strchr(resolved, '\n') : NULL;
+    if (nl != NULL)
+        *nl = '\0';
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    cJSON_AddStringToObject(res, "file_path", path);
+    cJSON_AddStringToObject(res, "resolved_path",
+                            resolved != NULL ? resolved : path);
+    cJSON_AddBoolToObject(res, "removed", true);
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(script);
+    free(what);
+    free(resolved);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
 /* ---- registration
  * ----------------------------------------------------------------- */
 
 static const struct rlmcp_h_tool specs[] = {
     {"write_file", "Write a text file",
-     "Create or overwrite a UTF-8 text file on a devbox (parent directories "
-     "must exist). For binary data use upload_file.",
+     "Create or overwrite a UTF-8 text file on a devbox, atomically: "
+     "readers see the old file or the new one, never a part. Parent "
+     "directories must exist; mode sets its permissions (e.g. 0755). "
+     "Returns the resolved absolute path. For binary data use upload_file.",
      write_schema, written_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
@@ -407,7 +715,7 @@ static const struct rlmcp_h_tool specs[] = {
     {"read_file", "Read a file",
      "Read a file from a devbox. Text comes back as is (encoding utf-8); a "
      "binary file comes back base64-encoded (encoding base64) with a "
-     "mime_type hint.",
+     "mime_type hint. resolved_path is the absolute path read.",
      read_schema, read_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
@@ -428,6 +736,23 @@ static const struct rlmcp_h_tool specs[] = {
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_download, false},
+    {"list_files", "List a directory",
+     "List a directory on a devbox: each entry's name, type (file, "
+     "directory, symlink, ...), size_bytes and mode (octal), sorted by "
+     "name. A symlink is listed as itself. At most the server's "
+     "max_list_entries are returned (truncated says so).",
+     list_schema, list_out,
+     "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
+     "true,\"openWorldHint\":true}",
+     t_list, false},
+    {"remove_file", "Remove a file or directory",
+     "Remove a file, a symlink (never what it points to) or an empty "
+     "directory on a devbox; a directory with contents only with "
+     "recursive=true. A missing path is a not_found error.",
+     remove_schema, removed_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
+     "false,\"openWorldHint\":true}",
+     t_remove, false},
 };
 
 struct lim {
@@ -444,6 +769,7 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         {"max_write_bytes", 10 << 20, offsetof(struct fs, max_write)},
         {"max_upload_bytes", 10 << 20, offsetof(struct fs, max_upload)},
         {"max_download_bytes", 10 << 20, offsetof(struct fs, max_download)},
+        {"max_list_entries", 1000, offsetof(struct fs, max_list)},
     };
     struct fs *fs = calloc(1, sizeof(*fs));
     const char *text = api->config_json(self, NULL);

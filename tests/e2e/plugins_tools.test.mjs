@@ -126,7 +126,7 @@ describe('plugins end to end (local engine)', () => {
       'resume_devbox', 'shutdown_devbox', 'keep_devbox_alive', 'get_resource_usage', 'execute_command',
       'execute_command_async', 'get_execution', 'wait_for_execution', 'get_execution_logs', 'kill_execution',
       'send_execution_stdin', 'run_shell', 'run_code', 'run_python', 'run_c', 'write_file', 'read_file',
-      'upload_file', 'download_file']) {
+      'upload_file', 'download_file', 'list_files', 'remove_file']) {
       assert.ok(byName[n], `${n} is listed`);
       assert.equal(byName[n].annotations?.openWorldHint, true, `${n} openWorldHint`);
     }
@@ -269,6 +269,45 @@ describe('plugins end to end (local engine)', () => {
     assert.equal(next.stdout, '');
     assert.equal(next.stdout_next_offset, 8);
     ok(await call('kill_execution', ids));
+  });
+
+  it('files: atomic write with mode, list, resolved paths, remove, missing files', LONG, async () => {
+    const w = ok(await call('write_file', { devbox_id: box.id, file_path: 'work/run.sh', contents: 'echo ran\n', mode: '0755' }));
+    assert.equal(w.resolved_path, '/home/user/work/run.sh');
+    const x = ok(await call('execute_command', { devbox_id: box.id, command: './work/run.sh && stat -c %a work/run.sh && ls -A work' }));
+    assert.equal(x.stdout, 'ran\n755\nrun.sh\n', 'executable, and no temporary file left beside it');
+    // Replacing keeps the mode when none is given.
+    ok(await call('write_file', { devbox_id: box.id, file_path: '/home/user/work/run.sh', contents: 'echo again\n' }));
+    const r = ok(await call('read_file', { devbox_id: box.id, file_path: 'work/run.sh' }));
+    assert.equal(r.content, 'echo again\n');
+    assert.equal(r.resolved_path, '/home/user/work/run.sh');
+    ok(await call('execute_command', { devbox_id: box.id, command: 'mkdir -p work/sub && head -c 10 /dev/zero > work/sub/z && ln -s run.sh work/ln && printf x > "work/odd\nname"' }));
+    const l = ok(await call('list_files', { devbox_id: box.id, path: 'work' }));
+    assert.equal(l.path, '/home/user/work');
+    assert.equal(l.truncated, false);
+    assert.deepEqual(l.entries.map((e) => [e.name, e.type]),
+      [['ln', 'symlink'], ['odd\nname', 'file'], ['run.sh', 'file'], ['sub', 'directory']]);
+    assert.equal(l.entries.find((e) => e.name === 'run.sh').mode, '0755');
+    assert.equal(l.entries.find((e) => e.name === 'run.sh').size_bytes, 11);
+    const e1 = errorOf(await call('read_file', { devbox_id: box.id, file_path: '/home/user/work/nope.txt' }));
+    assert.equal(e1.code, 'not_found');
+    assert.match(e1.remedy, /Check the path/);
+    assert.doesNotMatch(e1.remedy, /devbox|list_devboxes/);
+    const e2 = errorOf(await call('list_files', { devbox_id: box.id, path: '/nowhere' }));
+    assert.equal(e2.code, 'not_found');
+    const e3 = errorOf(await call('remove_file', { devbox_id: box.id, file_path: 'work/sub' }));
+    assert.equal(e3.code, 'conflict');
+    assert.match(e3.remedy, /recursive=true/);
+    // Removing the symlink leaves its target.
+    ok(await call('remove_file', { devbox_id: box.id, file_path: 'work/ln' }));
+    const rm = ok(await call('remove_file', { devbox_id: box.id, file_path: 'work/sub', recursive: true }));
+    assert.equal(rm.resolved_path, '/home/user/work/sub');
+    const after = ok(await call('list_files', { devbox_id: box.id, path: '/home/user/work' }));
+    assert.deepEqual(after.entries.map((e) => e.name), ['odd\nname', 'run.sh']);
+    const e4 = errorOf(await call('remove_file', { devbox_id: box.id, file_path: 'work/sub' }));
+    assert.equal(e4.code, 'not_found');
+    const e5 = errorOf(await call('write_file', { devbox_id: box.id, file_path: 'work/y', contents: 'x', mode: '9999' }));
+    assert.equal(e5.code, 'invalid_argument');
   });
 
   it('files: text, binary round trip, oversize', LONG, async () => {

@@ -1,6 +1,7 @@
 /*
  * test_files.c - the files plugin against the fake host table.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,7 +42,11 @@ static const char *rstr(const char *key)
 
 static void registers(void **state)
 {
-    assert_int_equal(fh_tool_count(), 4);
+    assert_int_equal(fh_tool_count(), 6);
+    assert_non_null(strstr(fh_tool("list_files")->annotations_json,
+                           "\"readOnlyHint\":true"));
+    assert_non_null(strstr(fh_tool("remove_file")->annotations_json,
+                           "\"destructiveHint\":true"));
     assert_non_null(strstr(fh_tool("read_file")->annotations_json,
                            "\"readOnlyHint\":true"));
     assert_non_null(strstr(fh_tool("download_file")->annotations_json,
@@ -50,25 +55,46 @@ static void registers(void **state)
                            "\"readOnlyHint\":false"));
 }
 
+#define EXEC_PATH "/v1/devboxes/dbx_1/execute?last_n=10000"
+
 static void write_file(void **state)
 {
     cJSON *body;
+    const char *cmd;
 
+    /* Written beside the target, then renamed over it (mode applied). */
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 200,
              "{\"exit_status\":0}");
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"/home/user/a.py\\n\"}");
     assert_int_equal(fh_call("write_file", "{\"devbox_id\":\"dbx_1\","
                                            "\"file_path\":\"/home/user/a.py\","
-                                           "\"contents\":\"print(1)\"}"),
+                                           "\"contents\":\"print(1)\","
+                                           "\"mode\":\"0755\"}"),
                      RLMCP_OK);
     assert_null(fh_error_code());
     assert_int_equal(cJSON_GetObjectItem(fh_result(), "size_bytes")->valueint,
                      8);
+    assert_string_equal(rstr("resolved_path"), "/home/user/a.py");
     body = fh_request_json(fh_request_at(0));
-    assert_string_equal(cJSON_GetObjectItem(body, "file_path")->valuestring,
-                        "/home/user/a.py");
+    assert_true(strncmp(cJSON_GetObjectItem(body, "file_path")->valuestring,
+                        "/home/user/.a.py.rlmcp-",
+                        strlen("/home/user/.a.py.rlmcp-")) == 0);
     assert_string_equal(cJSON_GetObjectItem(body, "contents")->valuestring,
                         "print(1)");
+    body = fh_request_json(fh_request_at(1));
+    cmd = cJSON_GetObjectItem(body, "command")->valuestring;
+    assert_non_null(strstr(cmd, "chmod '0755'"));
+    assert_non_null(strstr(cmd, "mv -f -- \"$t\" \"$p\""));
+    assert_non_null(strstr(cmd, "p='/home/user/a.py'"));
+
+    fh_reset();
+    fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
+                          "\"contents\":\"x\",\"mode\":\"rwx\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
 
     fh_reset();
     fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
@@ -100,6 +126,7 @@ static void read_text_and_binary(void **state)
     assert_string_equal(rstr("encoding"), "utf-8");
     assert_string_equal(rstr("content"), "héllo\n");
     assert_string_equal(rstr("mime_type"), "text/plain");
+    assert_string_equal(rstr("resolved_path"), "/home/user/notes.txt");
     body = fh_request_json(fh_request_at(0));
     assert_string_equal(cJSON_GetObjectItem(body, "path")->valuestring,
                         "notes.txt");
@@ -140,7 +167,10 @@ static void read_too_large_and_missing(void **state)
              "{\"id\":\"dbx_1\",\"status\":\"running\"}");
     fh_call("read_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/nope\"}");
     assert_string_equal(fh_error_code(), "not_found");
-    assert_non_null(strstr(fh_error_message(), "file not found"));
+    assert_non_null(strstr(fh_error_message(), "no file or directory '/nope'"));
+    /* The remedy is about the path, not about devbox ids. */
+    assert_non_null(strstr(fh_error_remedy(), "Check the path"));
+    assert_null(strstr(fh_error_remedy(), "list_devboxes"));
 
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/download_file", 400,
@@ -149,6 +179,77 @@ static void read_too_large_and_missing(void **state)
              "{\"id\":\"dbx_1\",\"status\":\"suspended\"}");
     fh_call("read_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/x\"}");
     assert_string_equal(fh_error_code(), "devbox_not_running");
+}
+
+static void list_and_remove(void **state)
+{
+    static const char recs[] = "f/5/644/b.txt\0d/4096/755/a dir\0"
+                               "l/7/777/link\0";
+    char *b64 = rlmcp_h_b64_encode(recs, sizeof(recs) - 1, NULL);
+    char *reply = NULL;
+    const cJSON *arr, *e;
+    const char *cmd;
+
+    assert_true(asprintf(&reply,
+                         "{\"execution_id\":\"exe_1\",\"status\":"
+                         "\"completed\",\"exit_status\":0,\"stdout\":"
+                         "\"/home/user\\n%s\",\"stderr\":\"\"}",
+                         b64) > 0);
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, reply);
+    assert_int_equal(fh_call("list_files", "{\"devbox_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("path"), "/home/user");
+    arr = cJSON_GetObjectItem(fh_result(), "entries");
+    assert_int_equal(cJSON_GetArraySize(arr), 3);
+    e = cJSON_GetArrayItem(arr, 0); /* sorted by name */
+    assert_string_equal(cJSON_GetObjectItem(e, "name")->valuestring, "a dir");
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring,
+                        "directory");
+    assert_string_equal(cJSON_GetObjectItem(e, "mode")->valuestring, "0755");
+    e = cJSON_GetArrayItem(arr, 1);
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "file");
+    assert_int_equal(cJSON_GetObjectItem(e, "size_bytes")->valueint, 5);
+    e = cJSON_GetArrayItem(arr, 2);
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "symlink");
+    cmd = cJSON_GetObjectItem(fh_request_json(fh_request_at(0)), "command")
+              ->valuestring;
+    assert_non_null(strstr(cmd, "p='/home/user'"));
+
+    /* A missing path: not_found about the path. */
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":3,\"stdout\":\"\",\"stderr\":\"\"}");
+    fh_call("list_files", "{\"devbox_id\":\"dbx_1\",\"path\":\"/nope\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_remedy(), "Check the path"));
+
+    /* remove_file: a non-empty directory needs recursive. */
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":5,\"stdout\":\"\",\"stderr\":\"\"}");
+    fh_call("remove_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"d\"}");
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_remedy(), "recursive=true"));
+    cmd = cJSON_GetObjectItem(fh_request_json(fh_request_at(0)), "command")
+              ->valuestring;
+    assert_null(strstr(cmd, "rm -rf"));
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"/home/user/d\\n\"}");
+    assert_int_equal(fh_call("remove_file", "{\"devbox_id\":\"dbx_1\","
+                                            "\"file_path\":\"d\","
+                                            "\"recursive\":true}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("resolved_path"), "/home/user/d");
+    cmd = cJSON_GetObjectItem(fh_request_json(fh_request_at(0)), "command")
+              ->valuestring;
+    assert_non_null(strstr(cmd, "rm -rf"));
+    free(reply);
+    free(b64);
 }
 
 static void upload_download_roundtrip(void **state)
@@ -316,6 +417,7 @@ int main(void)
         cmocka_unit_test(read_too_large_and_missing),
         cmocka_unit_test(upload_download_roundtrip),
         cmocka_unit_test(bad_config),
+        cmocka_unit_test(list_and_remove),
         cmocka_unit_test(helpers_base64),
         cmocka_unit_test(helpers_capture),
         cmocka_unit_test(helpers_misc),
