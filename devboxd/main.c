@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #define MAX_LISTEN 8
+#ifndef DEVBOXD_VERSION
+#define DEVBOXD_VERSION "0.0.0"
+#endif
 
 struct options {
     const char *state_dir;
@@ -41,7 +44,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
             "               [--api-key-file FILE] [--allow-non-loopback]\n"
-            "               [--tunnel-listen HOST:PORT]\n"
+            "               [--tunnel-listen HOST:PORT] [--version]\n"
             "\n"
             "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with local\n"
             "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key needed:\n"
@@ -61,6 +64,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"allow-non-loopback", no_argument, NULL, 'A'},
         {"tunnel-listen", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -89,6 +93,9 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'h':
             usage(stdout);
+            exit(0);
+        case 'V':
+            printf("devboxd %s\n", DEVBOXD_VERSION);
             exit(0);
         default:
             usage(stderr);
@@ -197,8 +204,9 @@ static int write_pid_file(const char *dir, const char *const *addrs, const int *
     if (len < sizeof(buf))
         len += (size_t)snprintf(buf + len, sizeof(buf) - len,
                                 "tunnel_port %d\ntunnel_url_template "
-                                "http://{port}-{tunnel_key}.localhost:%d\n",
-                                tunnel_port, tunnel_port);
+                                "http://{port}-{tunnel_key}.localhost:%d\n"
+                                "version %s\n",
+                                tunnel_port, tunnel_port, DEVBOXD_VERSION);
     return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
 }
 

@@ -186,6 +186,32 @@ static int decide_local(const struct host_config *cfg, struct backend *b,
     return b->base_url != NULL ? 0 : -1;
 }
 
+/* The mark that makes key look like a placeholder, or NULL. */
+static const char *placeholder_mark(const char *key)
+{
+    static const char *const marks[] = {"...", "\xe2\x80\xa6", "<",
+                                        ">",   "${",           "$("};
+    size_t i = 0;
+    const char *p = key;
+
+    for (i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+        if (strstr(key, marks[i]) != NULL)
+            return marks[i];
+    /* "ak_", "ak_xxxx", "ak_****": the prefix with nothing real after it. */
+    if (strncmp(p, "ak_", 3) == 0) {
+        for (p += 3; *p == 'x' || *p == 'X' || *p == '*' || *p == '.'; p++)
+            ;
+        if (*p == '\0')
+            return "ak_";
+    }
+    return NULL;
+}
+
+bool backend_key_is_placeholder(const char *key)
+{
+    return placeholder_mark(key) != NULL;
+}
+
 static int decide_cloud(const struct host_config *cfg, struct backend *b,
                         const char *why, char **err)
 {
@@ -207,6 +233,15 @@ static int decide_cloud(const struct host_config *cfg, struct backend *b,
     if (key == NULL) {
         key = env_nonempty("RUNLOOP_API_KEY");
         key_src = "RUNLOOP_API_KEY";
+    }
+    /* The key itself is never printed, even when it looks fake. */
+    if (key != NULL && backend_key_is_placeholder(key)) {
+        *err = fmt_err("%s looks like a placeholder copied from an example "
+                       "(it has '%s'), not a Runloop API key: set it to your "
+                       "key, or remove it (also from the MCP client's config) "
+                       "to use the local engine",
+                       key_src, placeholder_mark(key));
+        return -1;
     }
     if (key == NULL && cfg->server.transport != HOST_TRANSPORT_HTTP &&
         cfg->runloop.backend == HOST_BACKEND_CLOUD) {
@@ -690,7 +725,7 @@ static int wait_for_engine(struct backend *b, struct rlclient *pc, int pid,
     }
 }
 
-static int ensure_engine(struct backend *b, char **err)
+static int ensure_engine(struct backend *b, bool may_start, char **err)
 {
     struct rlclient *pc = NULL;
     char *bin = NULL;
@@ -715,6 +750,10 @@ static int ensure_engine(struct backend *b, char **err)
                        "instead of a devboxd; stop it or choose another "
                        "runloop.state_dir",
                        b->socket_path, status, BACKEND_PROBE_PATH);
+        goto out;
+    }
+    if (!may_start) {
+        *err = fmt_err("no local engine answers on unix:%s", b->socket_path);
         goto out;
     }
     bin = find_devboxd(b, err);
@@ -782,12 +821,12 @@ out:
     free(err);
 }
 
-int backend_connect(struct backend *b, char **err)
+static int connect_to(struct backend *b, bool may_start, char **err)
 {
     *err = NULL;
     if (b->client != NULL)
         return 0;
-    if (b->local && ensure_engine(b, err) != 0)
+    if (b->local && ensure_engine(b, may_start, err) != 0)
         return -1;
     b->client = make_client(b, false);
     if (b->client == NULL) {
@@ -799,6 +838,33 @@ int backend_connect(struct backend *b, char **err)
     if (b->local)
         rlclient_set_down_hook(b->client, engine_down, b);
     return 0;
+}
+
+int backend_connect(struct backend *b, char **err)
+{
+    return connect_to(b, true, err);
+}
+
+int backend_attach(struct backend *b, char **err)
+{
+    return connect_to(b, false, err);
+}
+
+bool backend_pid_gone(int pid)
+{
+    return process_dead(pid);
+}
+
+int backend_engine_pid(const struct backend *b)
+{
+    int pid = 0;
+
+    if (!b->local)
+        return 0;
+    pid = engine_pid(b);
+    if (pid <= 0 || process_dead(pid) || !engine_lock_held(b))
+        return 0;
+    return pid;
 }
 
 int backend_open(const struct host_config *cfg, struct backend **out,

@@ -60,6 +60,29 @@ int backend_resolve(const struct host_config *cfg, struct backend **out,
  */
 int backend_connect(struct backend *b, char **err);
 
+/*
+ * Like backend_connect, but never starts an engine: -1 with *err when no
+ * local engine answers (for `runloop-mcp engine status`).
+ */
+int backend_attach(struct backend *b, char **err);
+
+/*
+ * Local only: the pid in <state>/devboxd.pid when that process lives and
+ * some devboxd holds the state dir's lock; else 0. Starts nothing.
+ */
+int backend_engine_pid(const struct backend *b);
+
+/*
+ * Whether a configured key looks like an example's placeholder ("ak_...",
+ * "<your key>", "ak_xxxx", an unexpanded "${VAR}") rather than
+ * a key. Such a key is refused when the backend is chosen: copied verbatim
+ * it would select the cloud and fail every call with "unauthenticated".
+ */
+bool backend_key_is_placeholder(const char *key);
+
+/* Whether pid is gone (or a zombie nobody reaped yet). */
+bool backend_pid_gone(int pid);
+
 /* backend_resolve + backend_connect. *out is NULL on failure. */
 int backend_open(const struct host_config *cfg, struct backend **out,
                  char **err);

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "config.h"
 #include "http.h"
 #include "loader.h"
@@ -57,8 +58,13 @@ static void usage(FILE *out)
     fprintf(
         out,
         "Usage: runloop-mcp [OPTION]...\n"
+        "       runloop-mcp engine status|start|stop|logs [OPTION]...\n"
+        "       runloop-mcp install-client claude|cursor|vscode|codex "
+        "[OPTION]...\n"
         "Serve MCP tools that drive Runloop devboxes, as selected by a "
-        "deployment file.\n"
+        "deployment file;\n"
+        "look after the local engine; add this server to an MCP client's "
+        "config.\n"
         "\n"
         "  -c, --config FILE        deployment file (default: $RLMCP_CONFIG, "
         "else\n"
@@ -597,6 +603,15 @@ out:
     return rc;
 }
 
+static int load_config_path(const char *path, struct host_config *cfg)
+{
+    struct options o;
+
+    memset(&o, 0, sizeof(o));
+    o.config = path;
+    return load_config(&o, cfg);
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -609,6 +624,10 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     memset(&cfg, 0, sizeof(cfg));
     signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && strcmp(argv[1], "engine") == 0)
+        return engine_cmd_main(argc - 1, argv + 1, load_config_path);
+    if (argc > 1 && strcmp(argv[1], "install-client") == 0)
+        return client_cmd_main(argc - 1, argv + 1);
     if (parse_args(argc, argv, &o) < 0)
         return EXIT_USAGE;
     if (load_config(&o, &cfg) < 0)

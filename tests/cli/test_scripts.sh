@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# test_scripts.sh SOURCE_DIR - scripts/run's launch path in a copy of the
+# scripts: the bootstrap check runs once and then only when its inputs
+# change (a touch without a change costs a checksum, no check); launched
+# without a terminal it never runs apt-get or sudo but names what is missing
+# and how to install it, and exits 1; each step prints a line on stderr and
+# stdout stays clean; the build's progress lines.
+set -uo pipefail
+
+SRC=$(realpath "$1")
+tmp=$(mktemp -d /tmp/rlmcp-scripts-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
+has() {
+    if grep -qF -- "$2" "$1"; then pass "$(basename "$1") has '$2'"; else
+        fail "$(basename "$1") lacks '$2'"; sed 's/^/    : /' "$1"; fi
+}
+
+# The tree: the real scripts and lockfiles, a stand-in server binary that
+# says how it was started, and a build newer than every source.
+T=$tmp/tree
+mkdir -p "$T/scripts" "$T/tests" "$T/build/bin"
+cp "$SRC/scripts/run" "$SRC/scripts/bootstrap" "$SRC/scripts/steps.sh" "$T/scripts/"
+cp "$SRC/tests/package.json" "$SRC/tests/package-lock.json" "$T/tests/"
+cat >"$T/build/bin/runloop-mcp" <<'EOF'
+#!/bin/sh
+echo "server $*"
+EOF
+chmod +x "$T/build/bin/runloop-mcp"
+touch "$T/build/.built"
+
+# Spies first on PATH: dpkg-query (answers "installed" for everything and
+# counts its calls), and apt-get and sudo, which must never run.
+spy=$tmp/spy
+mkdir -p "$spy"
+cat >"$spy/dpkg-query" <<EOF
+#!/bin/bash
+echo x >>"$tmp/dpkg-calls"
+for p in "\${@:3}"; do
+    [ "\$p" = rlmcp-no-such-package ] && continue
+    echo "\$p install ok installed"
+done
+EOF
+for t in apt-get sudo; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s/forbidden"\nexit 1\n' "$t" "$tmp" >"$spy/$t"
+done
+chmod +x "$spy"/*
+export PATH=$spy:$PATH
+calls() { [ -f "$tmp/dpkg-calls" ] && wc -l <"$tmp/dpkg-calls" || echo 0; }
+
+# 1. First launch (no terminal): one check, the server starts, stdout clean.
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && pass "first launch (exit 0)" || fail "first launch: exit $rc"
+has "$tmp/err" "scripts/run: checking packages (scripts/bootstrap --check --run)"
+if [ "$(cat "$tmp/out")" = "server --version" ]; then pass "stdout holds only the server's output"; else
+    fail "stdout: $(cat "$tmp/out")"; fi
+[ "$(calls)" -eq 1 ] && pass "one package check" || fail "package checks: $(calls)"
+
+# 2. Later launches: no check, nothing on stderr.
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+[ "$(calls)" -eq 1 ] && pass "no check on a warm launch" || fail "warm launch checked again"
+if [ ! -s "$tmp/err" ]; then pass "a warm launch prints nothing"; else fail "warm launch printed"; cat "$tmp/err"; fi
+"$T/scripts/run" --http 127.0.0.1:0 --config x.yaml </dev/null >"$tmp/out" 2>"$tmp/err"
+if [ "$(cat "$tmp/out")" = "server --transport http --listen 127.0.0.1:0 --config x.yaml" ]; then
+    pass "--http ADDR becomes --transport http --listen ADDR"; else fail "args: $(cat "$tmp/out")"; fi
+
+# 3. An input touched but unchanged (a checkout): a checksum, no check.
+sleep 1.1 # the stamp's mtime resolution on some filesystems
+touch "$T/tests/package-lock.json"
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+[ "$(calls)" -eq 1 ] && pass "an unchanged input causes no check" || fail "touched input checked again"
+
+# 4. The package list changes: checked again; a missing package is named,
+#    with the install command, exit 1, and no apt-get or sudo.
+sleep 1.1
+sed -i 's/^    python3 nodejs npm/    rlmcp-no-such-package python3 nodejs npm/' "$T/scripts/bootstrap"
+grep -q rlmcp-no-such-package "$T/scripts/bootstrap" || fail "could not edit the package list"
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] && pass "missing package: exit 1" || fail "missing package: exit $rc"
+[ "$(calls)" -eq 2 ] && pass "a changed list is checked again" || fail "package checks: $(calls)"
+has "$tmp/err" "bootstrap: missing Debian packages: rlmcp-no-such-package"
+has "$tmp/err" "bootstrap: install them with: sudo apt-get install rlmcp-no-such-package"
+if [ ! -s "$tmp/out" ]; then pass "the server did not start"; else fail "server started: $(cat "$tmp/out")"; fi
+if [ ! -e "$tmp/forbidden" ]; then pass "no apt-get, no sudo"; else fail "ran: $(cat "$tmp/forbidden")"; fi
+# Still missing on the next launch: the failed check left no stamp.
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && pass "still refused on the next launch" || fail "the failed check was stamped"
+
+# 5. Test-only packages are not needed to run.
+sed -i 's/rlmcp-no-such-package python3/python3/' "$T/scripts/bootstrap"
+cat >"$spy/dpkg-query" <<EOF
+#!/bin/bash
+echo x >>"$tmp/dpkg-calls"
+for p in "\${@:3}"; do
+    case "\$p" in wrk|hyperfine) continue ;; esac
+    echo "\$p install ok installed"
+done
+EOF
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && pass "wrk and hyperfine are not needed to run" || { fail "run needs test packages"; cat "$tmp/err"; }
+"$T/scripts/bootstrap" --check >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && pass "but the full check wants them" || fail "full check passed without wrk"
+has "$tmp/err" "missing Debian packages: wrk hyperfine"
+if [ ! -e "$tmp/forbidden" ]; then pass "still no apt-get, no sudo"; else fail "ran: $(cat "$tmp/forbidden")"; fi
+
+# 6. Progress: one line per compiled file, with the percentage, from
+#    cmake's own lines; the whole output kept in the log.
+(
+    cd "$T" && STEPS_NAME=scripts/run && . scripts/steps.sh
+    printf '%s\n' \
+        '[  3%] Building C object host/CMakeFiles/rlmcp_host.dir/http.c.o' \
+        '[ 50%] Linking C executable ../bin/runloop-mcp' \
+        'some compiler chatter' \
+        '[100%] Building C object plugins/exec/CMakeFiles/test_exec.dir/tests/test_exec.c.o' |
+        steps_progress "$tmp/build.log"
+) 2>"$tmp/err"
+has "$tmp/err" "scripts/run: building [3%] host/http.c"
+has "$tmp/err" "scripts/run: building [50%] bin/runloop-mcp"
+has "$tmp/err" "scripts/run: building [100%] plugins/exec/tests/test_exec.c"
+if ! grep -q chatter "$tmp/err" && grep -q chatter "$tmp/build.log"; then
+    pass "other lines go to the log only"; else fail "chatter handling"; fi
+
+# 7. A source newer than the last build makes the launch build (the build
+#    itself fails here: there is no CMake project in the copy).
+mkdir -p "$T/host"
+touch "$T/host/new.c"
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -ne 0 ] && pass "a changed source starts a build (exit $rc)" || fail "no build"
+has "$tmp/err" "scripts/run: configuring"
+has "$tmp/err" "configuring failed; the output is above"
+if [ ! -s "$tmp/out" ]; then pass "a failed build starts no server"; else fail "server started"; fi
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
