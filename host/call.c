@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "call_audit.h"
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
@@ -397,6 +398,7 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
     is_error = c->is_error;
     pthread_mutex_unlock(&c->lock);
 
+    call_note_devbox(c, structured);
     if (is_error) {
         cJSON_Delete(structured);
         structured = NULL;
@@ -521,10 +523,12 @@ void call_job(void *arg)
 {
     struct rlmcp_call *c = arg;
     int rc = RLMCP_ECANCELLED;
+    uint64_t start_ns = call_account_begin(c);
 
     if (!atomic_load(&c->cancelled))
         rc = run_handler(c);
     answer(c, rc);
+    call_account_end(c, rc, start_ns);
     mcp_unlink_call(c);
     call_unref(c);
 }
@@ -698,6 +702,7 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
         cJSON_Delete(call->structured);
         call->structured = NULL;
         call->is_error = true;
+        snprintf(call->err_code, sizeof(call->err_code), "%s", code);
         rc = RLMCP_OK;
     }
     pthread_mutex_unlock(&call->lock);

@@ -756,7 +756,11 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
                                        "session_idle_seconds",
                                        "max_connections",
                                        "state_secret",
+                                       "metrics",
                                        NULL};
+    static const char *const metrics_modes[] = {"private", "public", "off",
+                                                NULL};
+    int e = 0;
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
     unsigned long long x = 0;
@@ -834,6 +838,11 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
                 return -1;
             }
             break;
+        case 9:
+            if (get_enum(c, v, "server.http.metrics", metrics_modes, &e) < 0)
+                return -1;
+            h->metrics = (enum host_metrics)e;
+            break;
         default:
             return -1;
         }
@@ -889,9 +898,10 @@ static int parse_server(struct ctx *c, const yaml_node_t *n,
 static int parse_host(struct ctx *c, const yaml_node_t *n,
                       struct host_host_config *h)
 {
-    static const char *const keys[] = {"plugin_dir",      "on_plugin_error",
-                                       "call_timeout_ms", "workers",
-                                       "log_level",       NULL};
+    static const char *const keys[] = {
+        "plugin_dir",      "on_plugin_error", "call_timeout_ms",
+        "workers",         "log_level",       "audit_log",
+        "audit_max_bytes", "audit_keep",      NULL};
     static const char *const modes[] = {"fail", "skip", NULL};
     static const char *const levels[] = {"debug",   "info",      "notice",
                                          "warning", "error",     "critical",
@@ -931,6 +941,24 @@ static int parse_host(struct ctx *c, const yaml_node_t *n,
             if (get_enum(c, v, "host.log_level", levels, &e) < 0)
                 return -1;
             h->log_level = e;
+            break;
+        case 5:
+            if (get_string(c, v, "host.audit_log", &h->audit_log) < 0)
+                return -1;
+            if (h->audit_log != NULL && h->audit_log[0] == '\0') {
+                free(h->audit_log); /* "${RLMCP_AUDIT_LOG:-}" unset */
+                h->audit_log = NULL;
+            }
+            break;
+        case 6:
+            if (get_uint(c, v, "host.audit_max_bytes", 0, 1ULL << 40,
+                         &h->audit_max_bytes) < 0)
+                return -1;
+            break;
+        case 7:
+            if (get_uint(c, v, "host.audit_keep", 0, 100, &x) < 0)
+                return -1;
+            h->audit_keep = (unsigned)x;
             break;
         default:
             return -1;
@@ -1347,6 +1375,8 @@ int config_init_defaults(struct host_config *cfg)
     cfg->host.call_timeout_ms = 300000;
     cfg->host.workers = 8;
     cfg->host.log_level = RLMCP_LOG_INFO;
+    cfg->host.audit_max_bytes = 64ULL << 20;
+    cfg->host.audit_keep = 5;
     cfg->runloop.backend = HOST_BACKEND_AUTO;
     if (cfg->server.name == NULL || cfg->server.http.listen == NULL) {
         config_free(cfg);
@@ -1582,6 +1612,7 @@ void config_free(struct host_config *cfg)
     }
     free(cfg->server.http.raw_json);
     free(cfg->host.plugin_dir);
+    free(cfg->host.audit_log);
     free(cfg->runloop.base_url);
     free(cfg->runloop.api_key);
     free(cfg->runloop.state_dir);

@@ -51,6 +51,13 @@ struct config_alias {
     struct config_pos pos;
 };
 
+/* GET /metrics: behind the same auth as /mcp, open, or not served. */
+enum host_metrics {
+    HOST_METRICS_PRIVATE = 0,
+    HOST_METRICS_PUBLIC,
+    HOST_METRICS_OFF
+};
+
 struct host_http_config {
     bool present;           /* an http: section was written */
     char *listen;           /* "127.0.0.1:8000" */
@@ -62,6 +69,7 @@ struct host_http_config {
     unsigned max_sessions;         /* 64 */
     unsigned session_idle_seconds; /* 1800 */
     unsigned max_connections;      /* 256 */
+    enum host_metrics metrics;     /* private */
     char *state_secret; /* signs 2026-07-28 requestState; replicas share
                            it. Secret: never logged; NULL: random */
     char *raw_json;     /* the http: map as JSON, NULL if absent;
@@ -82,6 +90,11 @@ struct host_host_config {
     unsigned call_timeout_ms; /* 300000 */
     unsigned workers;         /* 8 */
     int log_level;            /* RLMCP_LOG_INFO */
+
+    /* The audit log (audit.h); NULL: none. */
+    char *audit_log;
+    unsigned long long audit_max_bytes; /* 64 MiB; 0: never rotate */
+    unsigned audit_keep;                /* 5 rotated files */
 };
 
 struct host_runloop_config {

@@ -34,10 +34,12 @@
 #include <microhttpd.h>
 #include <uthash.h>
 
+#include "config.h" /* enum host_metrics */
 #include "http.h"
 #include "log.h"
 #include "jsonrpc.h"
 #include "mcp.h"
+#include "metrics.h"
 #include "revision.h"
 
 #define SESSION_ID_BYTES 16
@@ -418,6 +420,12 @@ static struct http_session *session_create(struct http_server *srv, int *why)
     s->srv = srv;
     s->last_used = now_s();
     s->ms = mcp_session_new(srv->d);
+    if (s->ms != NULL) {
+        char label[9]; /* as the access log shows it: 8 digits */
+
+        snprintf(label, sizeof(label), "%.8s", s->id);
+        mcp_session_set_label(s->ms, label);
+    }
     if (s->ms == NULL) {
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -1600,6 +1608,24 @@ static enum MHD_Result handle_info(struct http_req *req, const char *url)
                         false, NULL);
 }
 
+/* GET /metrics: Prometheus text (metrics.h). */
+static enum MHD_Result handle_metrics(struct http_req *req)
+{
+    struct metrics_gauges g;
+    size_t len = 0;
+    char *text = NULL;
+
+    pthread_mutex_lock(&req->srv->lock);
+    g.sessions = (long)req->srv->n_sessions;
+    pthread_mutex_unlock(&req->srv->lock);
+    text = metrics_render(&g, &len);
+    if (text == NULL)
+        return MHD_NO;
+    return queue_buffer(req, MHD_HTTP_OK,
+                        "text/plain; version=0.0.4; charset=utf-8", text, len,
+                        true, NULL);
+}
+
 /* CORS preflight for allowed browser origins. */
 static enum MHD_Result handle_options(struct http_req *req)
 {
@@ -1644,6 +1670,12 @@ static enum MHD_Result route_first(struct http_req *req, const char *url,
                            srv->opts.max_connections);
     if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0)
         return handle_info(req, url);
+    /* /metrics takes /mcp's endpoint token unless configured public. */
+    if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0 &&
+        srv->opts.metrics != HOST_METRICS_OFF) {
+        r = check_access(req, srv->opts.metrics == HOST_METRICS_PRIVATE);
+        return r >= 0 ? (enum MHD_Result)r : handle_metrics(req);
+    }
     r = check_access(req, mcp);
     if (r >= 0)
         return (enum MHD_Result)r;

@@ -42,6 +42,7 @@ struct http_options {
     unsigned event_store_events; /* per session; 0: 4096 */
     size_t event_store_bytes;    /* per session; 0: 1 MiB */
     unsigned mhd_threads;        /* 0: 2 */
+    int metrics; /* enum host_metrics: GET /metrics private, public, off */
 };
 
 /* Fill opts from the deployment (pointers borrow from cfg). */

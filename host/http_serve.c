@@ -68,6 +68,7 @@ void http_options_from_config(struct http_options *opts,
         h->session_idle_seconds ? h->session_idle_seconds : 1800;
     opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
     opts->server_version = RLMCP_VERSION;
+    opts->metrics = (int)h->metrics;
     backend_facts(cfg, &opts->backend_is_local, &opts->server_key_present);
 }
 

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "audit.h"
 #include "backend.h"
 #include "cli.h"
 #include "config.h"
@@ -491,6 +492,16 @@ static void print_check(const struct host_config *cfg, const struct loader *l,
         char desc[512] = "";
         printf("backend:    %s\n", backend_describe(cfg, desc, sizeof(desc)));
     }
+    if (cfg->server.transport == HOST_TRANSPORT_HTTP)
+        printf("metrics:    GET /metrics, %s\n",
+               cfg->server.http.metrics == HOST_METRICS_OFF ? "off"
+               : cfg->server.http.metrics == HOST_METRICS_PUBLIC
+                   ? "public"
+                   : "behind the /mcp endpoint's auth");
+    if (cfg->host.audit_log != NULL)
+        printf("audit log:  %s (rotated at %llu bytes, %u kept)\n",
+               cfg->host.audit_log, cfg->host.audit_max_bytes,
+               cfg->host.audit_keep);
     printf("plugin dir: %s\n", dir ? dir : "?");
     printf("plugins:    %zu loaded", l->n_plugins);
     if (l->n_skipped > 0)
@@ -541,12 +552,20 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     struct mcp_dispatcher *d = NULL;
     struct backend *b = NULL;
     char *berr = NULL;
+    char aerr[512] = "";
     int rc = EXIT_RUNTIME;
 
+    if (cfg->host.audit_log != NULL &&
+        audit_open(cfg->host.audit_log, cfg->host.audit_max_bytes,
+                   cfg->host.audit_keep, aerr, sizeof(aerr)) != 0) {
+        log_msg(RLMCP_LOG_ERROR, NULL, "%s", aerr);
+        return EXIT_RUNTIME;
+    }
     if (backend_open(cfg, &b, &berr) != 0) {
         log_msg(RLMCP_LOG_ERROR, NULL, "%s",
                 berr ? berr : "no Runloop backend");
         free(berr);
+        audit_close();
         return EXIT_RUNTIME;
     }
     log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_description(b));
@@ -570,6 +589,7 @@ static int serve(const struct host_config *cfg, struct registry *reg)
 out:
     mcp_destroy(d);
     backend_free(b); /* after the dispatcher: calls used its client */
+    audit_close();   /* after the calls that write it */
     return rc;
 }
 

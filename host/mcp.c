@@ -136,6 +136,11 @@ struct mcp_session *mcp_session_new(struct mcp_dispatcher *d)
     return s;
 }
 
+void mcp_session_set_label(struct mcp_session *s, const char *label)
+{
+    snprintf(s->label, sizeof(s->label), "%s", label);
+}
+
 void mcp_session_ref(struct mcp_session *s)
 {
     atomic_fetch_add(&s->refs, 1);

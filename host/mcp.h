@@ -76,6 +76,8 @@ struct mcp_session *mcp_session_new(struct mcp_dispatcher *d);
 /* Cancels the session's calls; frees once they have finished. */
 void mcp_session_free(struct mcp_session *s);
 bool mcp_session_initialized(const struct mcp_session *s);
+/* A short name for the session in the audit log (at most 15 bytes kept). */
+void mcp_session_set_label(struct mcp_session *s, const char *label);
 
 /*
  * Handle one inbound message (request, notification or a response to a

@@ -88,6 +88,10 @@ struct rlmcp_call {
     pthread_mutex_t send_lock; /* orders this call's outgoing messages */
     bool responded;            /* the final message went out */
 
+    /* For metrics and the audit log (call_audit.c); under lock. */
+    char err_code[32];  /* the code of an error result */
+    char devbox_id[64]; /* the devbox the result names */
+
     /* The session's calls (session lock), the dispatcher's (its lock). */
     struct rlmcp_call *s_next, *s_prev;
     struct rlmcp_call *d_next, *d_prev;
@@ -104,6 +108,7 @@ struct mcp_session {
     bool cap_elicitation;
     bool cap_roots;
     atomic_int log_level; /* lowest level sent as notifications/message */
+    char label[16]; /* for the audit log: a short session id, "" on stdio */
     struct rlmcp_call *calls;
     struct pending_req *pending;
     char **subs; /* resources/subscribe URIs */

@@ -28,6 +28,7 @@
 
 #include "breaker.h"
 #include "log.h"
+#include "metrics.h"
 #include "sse.h"
 
 #ifndef RLMCP_VERSION
@@ -1240,6 +1241,8 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
         }
         attempt_once(rc, h, sink, &a, resp_out);
         breaker_note(rc, &a);
+        if (!rc->c->quiet) /* probes of the local engine are not traffic */
+            metrics_backend_attempt(a.status);
         if (status_out != NULL)
             *status_out = a.status;
         if (a.rc == RLMCP_ETIMEDOUT && remaining_ms(rc) == 0) {
@@ -1269,6 +1272,7 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
             *resp_out = NULL;
         }
         retries++;
+        metrics_backend_retry();
         log_retry(rc, &a, delay, retries);
         if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {
             a.rc = RLMCP_ECANCELLED;
