@@ -26,7 +26,9 @@
 #include "log.h"
 #include "mcp.h"
 #include "mcp_stdio.h"
+#include "metrics.h"
 #include "registry.h"
+#include "rlclient.h"
 #include "schema.h"
 
 #ifndef RLMCP_VERSION
@@ -546,6 +548,11 @@ static int run_transport(const struct host_config *cfg,
     return stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
 }
 
+static int circuit_state(void *client)
+{
+    return rlclient_breaker_state(client);
+}
+
 static int serve(const struct host_config *cfg, struct registry *reg)
 {
     struct mcp_options opts;
@@ -582,12 +589,14 @@ static int serve(const struct host_config *cfg, struct registry *reg)
         goto out;
     }
     mcp_set_rlclient(d, backend_client(b));
+    metrics_set_circuit_source(circuit_state, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
     rc = run_transport(cfg, d);
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);
 out:
     mcp_destroy(d);
+    metrics_set_circuit_source(NULL, NULL);
     backend_free(b); /* after the dispatcher: calls used its client */
     audit_close();   /* after the calls that write it */
     return rc;

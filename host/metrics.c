@@ -53,6 +53,16 @@ static unsigned long long dropped; /* beyond the table sizes */
 static atomic_long in_flight;
 static atomic_ullong backend_by_class[6]; /* error, 1xx..5xx */
 static atomic_ullong backend_retries;
+static int (*circuit_fn)(void *ctx);
+static void *circuit_ctx;
+
+void metrics_set_circuit_source(int (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&lock);
+    circuit_fn = fn;
+    circuit_ctx = ctx;
+    pthread_mutex_unlock(&lock);
+}
 
 void metrics_call_begin(void)
 {
@@ -223,6 +233,14 @@ static void render_backend(FILE *f)
             "# TYPE rlmcp_backend_retries_total counter\n"
             "rlmcp_backend_retries_total %llu\n",
             atomic_load(&backend_retries));
+    if (circuit_fn != NULL)
+        fprintf(f,
+                "# HELP rlmcp_backend_circuit_state The backend's circuit "
+                "breaker: 0 closed, 1 open (calls fail at once), 2 half-open "
+                "(a probe is out).\n"
+                "# TYPE rlmcp_backend_circuit_state gauge\n"
+                "rlmcp_backend_circuit_state %d\n",
+                circuit_fn(circuit_ctx));
 }
 
 char *metrics_render(const struct metrics_gauges *g, size_t *len)
@@ -249,8 +267,8 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
                 g->sessions);
     pthread_mutex_lock(&lock);
     render_tools(f);
+    render_backend(f); /* circuit_fn is read under the lock */
     pthread_mutex_unlock(&lock);
-    render_backend(f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -9,6 +9,7 @@
  *   rlmcp_http_sessions                           gauge (from the transport)
  *   rlmcp_backend_requests_total{status}          counter (2xx..5xx, error)
  *   rlmcp_backend_retries_total                   counter
+ *   rlmcp_backend_circuit_state                   gauge (0, 1 open, 2 probing)
  *   rlmcp_build_info{version}                     gauge, always 1
  *
  * Process-wide and thread-safe: calls finish on worker threads, backend
@@ -34,6 +35,12 @@ void metrics_call_end(const char *tool, const char *outcome, const char *code,
  * failure, timeout). */
 void metrics_backend_attempt(long status);
 void metrics_backend_retry(void);
+
+/*
+ * Where rlmcp_backend_circuit_state comes from (0 closed, 1 open, 2
+ * half-open): fn(ctx) at render time; NULL: not shown.
+ */
+void metrics_set_circuit_source(int (*fn)(void *ctx), void *ctx);
 
 /* The values only the transport knows, at render time. */
 struct metrics_gauges {

@@ -1406,6 +1406,11 @@ bool rlclient_backend_down(struct rlclient *c)
     return breaker_state(&c->breaker) != BREAKER_CLOSED;
 }
 
+int rlclient_breaker_state(struct rlclient *c)
+{
+    return (int)breaker_state(&c->breaker);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Tunnels (plugin ABI 1.1)                                               */
 /* ---------------------------------------------------------------------- */

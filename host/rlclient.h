@@ -115,6 +115,8 @@ void rlclient_resp_free(struct rlmcp_http_resp *resp);
  * affected. True while open or probing.
  */
 bool rlclient_backend_down(struct rlclient *c);
+/* The breaker's state for metrics: 0 closed, 1 open, 2 half-open. */
+int rlclient_breaker_state(struct rlclient *c);
 void rlclient_set_down_hook(struct rlclient *c, rlclient_down_fn fn, void *ctx);
 
 /*

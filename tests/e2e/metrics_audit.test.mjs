@@ -168,6 +168,7 @@ test('calls are counted, timed and audited', async () => {
   assert.ok(Number(sample(fam, 'rlmcp_backend_requests_total', { status: '4xx' }).value) >= 1);
   assert.equal(fam.find((f) => f.name === 'rlmcp_backend_retries_total').type, 'COUNTER');
   assert.equal(fam.find((f) => f.name === 'rlmcp_build_info').metrics[0].value, '1');
+  assert.equal(sample(fam, 'rlmcp_backend_circuit_state').value, '0');
 
   // The audit log: one line per call, no key.
   const lines = readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
