@@ -615,8 +615,12 @@ static void handle_create(struct engine *eng, const struct http_request *req,
         util_error(resp, status, "%s", err);
         return;
     }
-    box = engine_create(eng, spec, &view);
+    box = engine_create(eng, spec, &view, err, sizeof(err));
     layers_unlock();
+    if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
+        util_error(resp, 400, "%s", err);
+        return;
+    }
     if (box == NULL && util_write_error() != 0) {
         util_storage_error(resp, util_write_error());
         return;

@@ -789,7 +789,39 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     return 0;
 }
 
-struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
+/* Lock held.  Whether the caps admit box beside the devboxes that hold
+ * (or are about to hold) a sandbox. */
+static int admit_locked(struct engine *eng, const struct devbox *box, char *err, size_t errlen)
+{
+    const struct devbox *b;
+    struct sb_limits lim;
+    double cpus, mem, disk;
+    double used_cpus = 0;
+    double used_mem = 0;
+    unsigned n = 0;
+
+    for (b = eng->boxes; b != NULL; b = b->next) {
+        if (b->status != DBX_PROVISIONING && !is_active_status(b->status))
+            continue;
+        box_limits(b, &lim, &cpus, &mem, &disk);
+        used_cpus += cpus;
+        used_mem += mem;
+        n++;
+    }
+    box_limits(box, &lim, &cpus, &mem, &disk);
+    return admission_check(&eng->caps, n, used_mem, used_cpus, mem, cpus, err, errlen);
+}
+
+static void box_discard(struct devbox *box)
+{
+    cJSON_Delete(box->spec);
+    cJSON_Delete(box->tunnel);
+    cJSON_Delete(box->transitions);
+    free(box);
+}
+
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
+                             size_t errlen)
 {
     struct devbox *box = calloc(1, sizeof(*box));
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
@@ -798,6 +830,8 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
     const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
     char *dir = NULL;
 
+    if (errlen > 0)
+        err[0] = '\0';
     if (box == NULL) {
         cJSON_Delete(spec);
         return NULL;
@@ -819,11 +853,16 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
     }
     box->ttl_deadline_ms = box->create_time_ms +
                            (cJSON_IsNumber(ka) ? (int64_t)ka->valuedouble : 3600) * 1000;
+    pthread_mutex_lock(&eng->lock);
+    if (admit_locked(eng, box, err, errlen) != 0) {
+        pthread_mutex_unlock(&eng->lock);
+        box_discard(box);
+        return NULL;
+    }
     dir = engine_exec_dir(eng, box->id);
     if (dir != NULL)
         util_mkdirs(dir);
     free(dir);
-    pthread_mutex_lock(&eng->lock);
     box->next = eng->boxes;
     eng->boxes = box;
     util_write_error_reset();
@@ -836,10 +875,7 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view)
         if (dir != NULL)
             util_rmtree(dir);
         free(dir);
-        cJSON_Delete(box->spec);
-        cJSON_Delete(box->transitions);
-        cJSON_Delete(box->tunnel);
-        free(box);
+        box_discard(box);
         return NULL;
     }
     *view = engine_box_view_locked(box);
@@ -1100,6 +1136,8 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     pthread_condattr_setclock(&ca, CLOCK_REALTIME);
     pthread_cond_init(&eng->changed, &ca);
     pthread_condattr_destroy(&ca);
+    if (admission_caps_init(&eng->caps, err, errlen) != 0)
+        return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
     if (sandbox_init(&rt, err, errlen) != 0)

@@ -3,6 +3,7 @@
 #ifndef DEVBOXD_ENGINE_H
 #define DEVBOXD_ENGINE_H
 
+#include "admission.h"
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -99,6 +100,7 @@ struct engine {
     int exec_threads;   /* live execution waiter threads */
     struct idem_store
         *idem; /* x-request-id answers (idempotency.c); NULL: none */
+    struct admission_caps caps;
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);
@@ -110,8 +112,11 @@ void engine_fini(struct engine *eng);
 struct devbox *engine_find_locked(struct engine *eng, const char *id);
 void engine_box_unref_locked(struct engine *eng, struct devbox *box);
 /* Starts a devbox from a validated spec (consumed). *view receives its
- * view as created (status provisioning), taken before the boot can run. */
-struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view);
+ * view as created (status provisioning), taken before the boot can run.
+ * NULL with err set when the admission caps refuse it (err empty: out of
+ * memory). */
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
+                             size_t errlen);
 cJSON *engine_box_view_locked(struct devbox *box);
 int engine_save_locked(struct engine *eng, struct devbox *box);
 void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,

@@ -1,0 +1,88 @@
+/* Engine-wide admission caps (admission.h). */
+#define _GNU_SOURCE
+#include "admission.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* A positive number from the environment, or def when unset. */
+static int env_number(const char *name, double def, double *out, char *err,
+                      size_t errlen)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    double x;
+
+    *out = def;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    errno = 0;
+    x = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !isfinite(x) || x <= 0 ||
+        x > 1e9) {
+        snprintf(err, errlen, "%s must be a positive number, got \"%.40s\"",
+                 name, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double machine_gb =
+        pages > 0 && page > 0 ? (double)pages * (double)page / 1073741824.0 : 4;
+    double n = 0;
+
+    /* Limits are ceilings, not reservations: idle devboxes use little, so
+     * the defaults overcommit, but not without bound. */
+    if (env_number("RLMCP_MAX_DEVBOXES", 256, &n, err, errlen) != 0 ||
+        env_number("RLMCP_MAX_MEMORY_GB", 8 * machine_gb, &caps->max_memory_gb,
+                   err, errlen) != 0 ||
+        env_number("RLMCP_MAX_CPUS", 32.0 * (cpus > 0 ? (double)cpus : 1),
+                   &caps->max_cpus, err, errlen) != 0)
+        return -1;
+    caps->max_devboxes = n < 1 ? 1 : (unsigned)n;
+    return 0;
+}
+
+int admission_check(const struct admission_caps *caps, unsigned n,
+                    double used_mem_gb, double used_cpus, double mem_gb,
+                    double cpus, char *err, size_t errlen)
+{
+    if (n + 1 > caps->max_devboxes) {
+        snprintf(err, errlen,
+                 "too many devboxes: %u are running or starting, the engine "
+                 "admits %u "
+                 "(RLMCP_MAX_DEVBOXES); shut one down or raise the cap",
+                 n, caps->max_devboxes);
+        return -1;
+    }
+    if (used_mem_gb + mem_gb > caps->max_memory_gb + 1e-9) {
+        snprintf(err, errlen,
+                 "not enough memory: running devboxes are allowed %.1f GiB, "
+                 "this one asks %.1f GiB, "
+                 "the engine admits %.1f GiB in all (RLMCP_MAX_MEMORY_GB); ask "
+                 "for a smaller "
+                 "resource_size_request, shut one down or raise the cap",
+                 used_mem_gb, mem_gb, caps->max_memory_gb);
+        return -1;
+    }
+    if (used_cpus + cpus > caps->max_cpus + 1e-9) {
+        snprintf(
+            err, errlen,
+            "not enough CPU: running devboxes are allowed %.1f CPUs, this one "
+            "asks %.1f, the "
+            "engine admits %.1f in all (RLMCP_MAX_CPUS); ask for a smaller "
+            "resource_size_request, shut one down or raise the cap",
+            used_cpus, cpus, caps->max_cpus);
+        return -1;
+    }
+    return 0;
+}

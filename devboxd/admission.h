@@ -1,0 +1,27 @@
+/* Engine-wide admission caps: how many devboxes may run at once and how
+ * much memory and CPU their limits may add up to, against the machine.
+ * Configured from the environment (docs/devboxd.md "Limits"). */
+#ifndef DEVBOXD_ADMISSION_H
+#define DEVBOXD_ADMISSION_H
+
+#include <stddef.h>
+
+struct admission_caps {
+    unsigned max_devboxes; /* RLMCP_MAX_DEVBOXES, default 256 */
+    double max_memory_gb;  /* RLMCP_MAX_MEMORY_GB, default 8 x the machine's
+                              memory */
+    double max_cpus;       /* RLMCP_MAX_CPUS, default 32 x the machine's CPUs */
+};
+
+/* The caps from the environment and the machine; -1 with err naming the
+ * variable when one is not a positive number. */
+int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen);
+
+/* Whether one more devbox with mem_gb/cpus limits fits beside n admitted
+ * devboxes whose limits add up to used_mem_gb/used_cpus.  0, or -1 with err
+ * naming the cap and how to raise it. */
+int admission_check(const struct admission_caps *caps, unsigned n,
+                    double used_mem_gb, double used_cpus, double mem_gb,
+                    double cpus, char *err, size_t errlen);
+
+#endif
