@@ -6,6 +6,7 @@
 #include "idempotency.h"
 #include "layers.h"
 #include "mcphub.h"
+#include "sandbox.h"
 #include "secrets.h"
 #include "tunnel.h"
 #include "util.h"
@@ -919,6 +920,30 @@ static void handle_keep_alive(struct engine *eng, struct devbox *box,
     pthread_mutex_unlock(&eng->lock);
 }
 
+/*
+ * devboxd's extension to the usage view: the running sandbox's current
+ * figures from its cgroups (null when it is not running). CPU is
+ * cumulative; two reads give the rate.
+ */
+static void add_current_usage_locked(struct devbox *box, cJSON *v, int64_t now)
+{
+    struct sb_usage u;
+    cJSON *cur = NULL;
+
+    if (box->sb == NULL || box->busy || box->status != DBX_RUNNING ||
+        sandbox_usage(box->sb, &u) != 0) {
+        cJSON_AddNullToObject(v, "current");
+        return;
+    }
+    cur = cJSON_AddObjectToObject(v, "current");
+    cJSON_AddNumberToObject(cur, "sampled_at_ms", (double)now);
+    cJSON_AddNumberToObject(cur, "cpu_seconds", (double)u.cpu_nanos / 1e9);
+    cJSON_AddNumberToObject(cur, "memory_bytes", (double)u.memory_bytes);
+    cJSON_AddNumberToObject(cur, "memory_peak_bytes", (double)u.memory_peak_bytes);
+    cJSON_AddNumberToObject(cur, "processes", (double)u.pids);
+    cJSON_AddNumberToObject(cur, "oom_kills", (double)u.oom_kills);
+}
+
 static void handle_usage(struct engine *eng, struct devbox *box, struct http_response *resp)
 {
     cJSON *v = cJSON_CreateObject();
@@ -970,6 +995,7 @@ static void handle_usage(struct engine *eng, struct devbox *box, struct http_res
     cJSON_AddNumberToObject(v, "vcpu_seconds", active * lim.cpus);
     cJSON_AddNumberToObject(v, "memory_gb_seconds", active * lim.mem);
     cJSON_AddNumberToObject(v, "disk_gb_seconds", elapsed * lim.disk);
+    add_current_usage_locked(box, v, now);
     pthread_mutex_unlock(&eng->lock);
     util_json(resp, 200, v);
 }

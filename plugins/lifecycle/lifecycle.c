@@ -23,6 +23,7 @@ struct lc {
     const struct rlmcp_host_api *api;
     long long wait_s;
     long long min_keep, max_keep, default_keep;
+    char *create_schema; /* create_schema with the lifetime range */
     cJSON *default_metadata;
     char *default_blueprint;
     bool hide_shutdown;
@@ -151,7 +152,7 @@ static const char create_schema[] =
     "},"
     "\"keep_alive_time_seconds\":{\"type\":\"integer\",\"description\":"
     "\"Maximum lifetime in seconds; the devbox shuts down after it. The "
-    "server's limits apply (see the error if out of range).\"},"
+    "server's range is this parameter's minimum and maximum.\"},"
     "\"idle_time_seconds\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"Act after this many idle seconds (needs on_idle).\"},"
     "\"on_idle\":{\"type\":\"string\",\"enum\":[\"suspend\",\"shutdown\"]},"
@@ -580,7 +581,8 @@ static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
     rc = rlmcp_h_request(&h, method, path, NULL, &o, what, &got);
     if (rc != RLMCP_OK)
         goto out;
-    if (cJSON_IsObject(got)) {
+    /* An empty answer (keep_alive's {}) becomes {devbox_id, ok}. */
+    if (cJSON_IsObject(got) && got->child != NULL) {
         rc = rlmcp_h_result_json(&h, got);
         goto out;
     }
@@ -626,9 +628,76 @@ static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al, void *ud)
                        false);
 }
 
+/* A number of obj's object `o`, or -1. */
+static double num_in(const cJSON *obj, const char *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, o), key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/*
+ * The accumulated usage, and when the backend reports the running
+ * devbox's current figures (devboxd's `current`), the CPU rate from two
+ * reads USAGE_SAMPLE_MS apart.
+ */
+#define USAGE_SAMPLE_MS 500
+
 static int t_usage(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return devbox_call(ud, call, aj, al, id_schema, "GET", "/usage", false);
+    struct lc *lc = ud;
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *first = NULL, *got = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    double c0, c1, t0, t1;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, id_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/usage", id);
+    what = what_devbox(id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &first);
+    if (rc != RLMCP_OK || num_in(first, "current", "cpu_seconds") < 0) {
+        got = first;
+        first = NULL;
+        goto answer;
+    }
+    rc = lc->api->sleep_ms(call, USAGE_SAMPLE_MS);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &got);
+    if (rc != RLMCP_OK)
+        goto out;
+    c0 = num_in(first, "current", "cpu_seconds");
+    c1 = num_in(got, "current", "cpu_seconds");
+    t0 = num_in(first, "current", "sampled_at_ms");
+    t1 = num_in(got, "current", "sampled_at_ms");
+    if (c1 >= c0 && c0 >= 0 && t1 > t0)
+        cJSON_AddNumberToObject(
+            cJSON_GetObjectItemCaseSensitive(got, "current"), "cpu_cores_used",
+            (c1 - c0) / ((t1 - t0) / 1000.0));
+answer:
+    if (rc == RLMCP_OK)
+        rc = cJSON_IsObject(got) ? rlmcp_h_result_json(&h, got)
+                                 : rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                                                "%s: the usage answer is not "
+                                                "an object",
+                                                what);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(first);
+    cJSON_Delete(got);
+    return rlmcp_h_ret(rc);
 }
 
 /* ---- suspend / resume: act, then wait for the target state
@@ -781,7 +850,12 @@ static const char usage_out[] =
     "\"total_active_seconds\":{\"type\":\"number\"},"
     "\"vcpu_seconds\":{\"type\":\"number\"},"
     "\"memory_gb_seconds\":{\"type\":\"number\"},"
-    "\"disk_gb_seconds\":{\"type\":\"number\"}}}";
+    "\"disk_gb_seconds\":{\"type\":\"number\"},"
+    "\"current\":{\"type\":[\"object\",\"null\"],\"properties\":{"
+    "\"cpu_cores_used\":{\"type\":\"number\"},\"cpu_seconds\":{\"type\":"
+    "\"number\"},\"memory_bytes\":{\"type\":\"number\"},"
+    "\"memory_peak_bytes\":{\"type\":\"number\"},\"processes\":{"
+    "\"type\":\"number\"}}}}}";
 
 /* Every devbox call keeps the bound of create_wait_seconds plus slack. */
 static const struct rlmcp_h_tool specs[] = {
@@ -837,8 +911,10 @@ static const struct rlmcp_h_tool specs[] = {
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_keep_alive, true},
     {"get_resource_usage", "Get devbox resource usage",
-     "Accumulated usage of a devbox: elapsed and active seconds, vCPU, "
-     "memory and disk GB-seconds (not live utilisation).",
+     "Usage of a devbox: accumulated elapsed and active seconds, vCPU, "
+     "memory and disk GB-seconds; where the backend reports them, its "
+     "current CPU (cores used over half a second) and memory use in "
+     "current (null when it is not running).",
      id_schema, usage_out, RO_ANN, t_usage, true},
 };
 
@@ -847,6 +923,7 @@ static void lc_free(struct lc *lc)
     if (lc == NULL)
         return;
     cJSON_Delete(lc->default_metadata);
+    free(lc->create_schema);
     free(lc->default_blueprint);
     free(lc);
 }
@@ -922,10 +999,30 @@ out:
     return rc;
 }
 
+/*
+ * create_devbox's schema with this server's lifetime range as minimum and
+ * maximum of keep_alive_time_seconds, so clients see it before a call.
+ */
+static int lifetime_schema(struct lc *lc)
+{
+    static const char key[] =
+        "\"keep_alive_time_seconds\":{\"type\":\"integer\",";
+    const char *at = strstr(create_schema, key);
+
+    if (at == NULL)
+        return RLMCP_EINTERNAL;
+    at += strlen(key);
+    lc->create_schema = rlmcp_h_sprintf(
+        "%.*s\"minimum\":%lld,\"maximum\":%lld,%s", (int)(at - create_schema),
+        create_schema, lc->min_keep, lc->max_keep, at);
+    return lc->create_schema != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
 static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     struct lc *lc = calloc(1, sizeof(*lc));
+    struct rlmcp_h_tool tools[sizeof(specs) / sizeof(specs[0])];
     int rc;
 
     if (lc == NULL)
@@ -934,9 +1031,14 @@ static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = lc_config(lc, self, api);
     if (rc != RLMCP_OK)
         goto fail;
+    rc = lifetime_schema(lc);
+    if (rc != RLMCP_OK)
+        goto fail;
+    memcpy(tools, specs, sizeof(specs));
+    tools[0].in = lc->create_schema;
     /* create/suspend/resume may wait create_wait_seconds, plus slack. */
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), lc,
+    rc = rlmcp_h_register_tools(self, api, tools,
+                                sizeof(tools) / sizeof(tools[0]), lc,
                                 (uint32_t)(lc->wait_s + 120) * 1000u);
     if (rc != RLMCP_OK)
         goto fail;

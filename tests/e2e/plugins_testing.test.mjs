@@ -116,13 +116,17 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     }
   });
 
-  it('lifetime is limited to 60-3600 s', async () => {
-    for (const v of [59, 3601]) {
+  it('lifetime is limited to 60-3600 s, and the input schema says so', async () => {
+    const { tools } = await client.listTools();
+    const k = tools.find((t) => t.name === 'create_sandbox').inputSchema.properties.keep_alive_time_seconds;
+    assert.equal(k.minimum, 60);
+    assert.equal(k.maximum, 3600);
+    for (const [v, bound] of [[59, />= 60/], [3601, /<= 3600/]]) {
       const r = await call('create_sandbox', { keep_alive_time_seconds: v });
       assert.equal(r.isError, true);
       const e = JSON.parse(r.content[0].text).error;
       assert.equal(e.code, 'invalid_argument');
-      assert.match(e.message, /60-3600/);
+      assert.match(e.message, bound);
     }
   });
 

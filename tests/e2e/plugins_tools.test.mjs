@@ -146,9 +146,14 @@ describe('plugins end to end (local engine)', () => {
     assert.ok(list.devboxes.some((d) => d.id === box.id));
     const upd = ok(await call('update_devbox', { devbox_id: box.id, name: 'renamed' }));
     assert.equal(upd.name, 'renamed');
-    ok(await call('keep_devbox_alive', { devbox_id: box.id }));
+    const kept = ok(await call('keep_devbox_alive', { devbox_id: box.id }));
+    assert.deepEqual(kept, { devbox_id: box.id, ok: true });
     const usage = ok(await call('get_resource_usage', { devbox_id: box.id }));
-    assert.equal(typeof usage, 'object');
+    assert.ok(usage.total_elapsed_seconds > 0);
+    // The local engine reports the running sandbox's current figures.
+    assert.ok(usage.current.memory_bytes > 0, JSON.stringify(usage));
+    assert.ok(usage.current.cpu_cores_used >= 0, JSON.stringify(usage));
+    assert.ok(usage.current.processes >= 1, JSON.stringify(usage));
     const read = ok(await call('read_file', { devbox_id: box.id, file_path: '/home/user/hello.txt' }));
     assert.equal(read.content, 'hi\n');
   });
