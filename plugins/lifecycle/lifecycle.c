@@ -10,6 +10,8 @@
  *   default_metadata         {k: v} merged under the caller's metadata
  *   default_blueprint_name   used when no blueprint/snapshot is given
  *   hide_shutdown            list_devboxes hides shutdown devboxes (true)
+ *   account_secrets          create_devbox offers `secrets` and `mcp`
+ *                            (true; false for surfaces without them)
  * Out-of-range keep-alive values are rejected (not clamped) so the agent
  * learns the limit instead of getting a silently shorter devbox.
  */
@@ -27,6 +29,7 @@ struct lc {
     cJSON *default_metadata;
     char *default_blueprint;
     bool hide_shutdown;
+    bool secrets; /* create_devbox offers secrets and mcp */
 };
 
 #define ID_PROP(what)                                                          \
@@ -112,56 +115,65 @@ static cJSON *devbox_summary(const cJSON *dbx)
 
 /* ---- create_devbox ------------------------------------------------------ */
 
-static const char create_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"description\":\"Optional display name "
-    "for the devbox.\"},"
-    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Start from "
-    "this blueprint id (bpt_...). Give at most one of blueprint_id, "
-    "blueprint_name, snapshot_id.\"},"
-    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Start from "
-    "the latest successful build of this blueprint name.\"},"
-    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Start from "
-    "this disk snapshot.\"},"
-    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"
-    "\":{\"type\":\"string\"},\"description\":\"Environment variables set "
+#define CREATE_HEAD                                                            \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"     \
+    "\"name\":{\"type\":\"string\",\"description\":\"Optional display name "   \
+    "for the devbox.\"},"                                                      \
+    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Start from "      \
+    "this blueprint id (bpt_...). Give at most one of blueprint_id, "          \
+    "blueprint_name, snapshot_id.\"},"                                         \
+    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Start from "    \
+    "the latest successful build of this blueprint name.\"},"                  \
+    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Start from "       \
+    "this disk snapshot.\"},"                                                  \
+    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"    \
+    "\":{\"type\":\"string\"},\"description\":\"Environment variables set "    \
     "for every command (creation time only).\"},"
-    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\""
-    ":\"string\"},\"description\":\"Account secrets as environment "
-    "variables: {ENV_VAR: SECRET_NAME}, e.g. {\\\"GITHUB_TOKEN\\\": "
-    "\\\"my_github_token\\\"}. The secret must exist (list_secrets); its "
-    "value is copied in at creation and never shown.\"},"
-    "\"mcp\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"mcp_config\":{\"type\":\"string\"},\"secret\":{\"type\":"
-    "\"string\"}},\"required\":[\"mcp_config\",\"secret\"]},"
-    "\"description\":\"MCP Hub servers: {ENV_VAR: {mcp_config: <config id "
-    "or name>, secret: <secret holding its credential>}}. The devbox gets "
-    "$RL_MCP_URL and a token in $ENV_VAR (send it as Authorization: Bearer); "
+
+#define CREATE_SECRETS                                                         \
+    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\""      \
+    ":\"string\"},\"description\":\"Account secrets as environment "           \
+    "variables: {ENV_VAR: SECRET_NAME}, e.g. {\\\"GITHUB_TOKEN\\\": "          \
+    "\\\"my_github_token\\\"}. The secret must exist (list_secrets); its "     \
+    "value is copied in at creation and never shown.\"},"                      \
+    "\"mcp\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"         \
+    "\"object\",\"additionalProperties\":false,\"properties\":{"               \
+    "\"mcp_config\":{\"type\":\"string\"},\"secret\":{\"type\":"               \
+    "\"string\"}},\"required\":[\"mcp_config\",\"secret\"]},"                  \
+    "\"description\":\"MCP Hub servers: {ENV_VAR: {mcp_config: <config id "    \
+    "or name>, secret: <secret holding its credential>}}. The devbox gets "    \
+    "$RL_MCP_URL and a token in $ENV_VAR (send it as Authorization: Bearer); " \
     "the credential stays outside the devbox.\"},"
-    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Text files to write once it runs: "
-    "{absolute path: contents}.\"},"
-    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""
-    "},\"description\":\"Commands run at every boot. Redirect output of "
-    "background jobs (cmd > /tmp/x.log 2>&1 &).\"},"
-    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","
-    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"
-    "\"description\":\"Machine size; default SMALL-ish per backend.\"},"
-    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"]"
-    "},"
-    "\"keep_alive_time_seconds\":{\"type\":\"integer\",\"description\":"
-    "\"Maximum lifetime in seconds; the devbox shuts down after it. The "
-    "server's range is this parameter's minimum and maximum.\"},"
-    "\"idle_time_seconds\":{\"type\":\"integer\",\"minimum\":1,"
-    "\"description\":\"Act after this many idle seconds (needs on_idle).\"},"
-    "\"on_idle\":{\"type\":\"string\",\"enum\":[\"suspend\",\"shutdown\"]},"
-    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Tags, e.g. {\\\"project\\\":\\\"x\\\"}."
-    "\"},"
-    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until running "
-    "(default true). With false the devbox is returned while it starts.\"}"
-    "}}";
+
+#define CREATE_TAIL                                                            \
+    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"       \
+    "\"string\"},\"description\":\"Text files to write once it runs: "         \
+    "{absolute path: contents}.\"},"                                           \
+    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""   \
+    "},\"description\":\"Commands run at every boot. Redirect output of "      \
+    "background jobs (cmd > /tmp/x.log 2>&1 &).\"},"                           \
+    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","            \
+    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"                \
+    "\"description\":\"Machine size; default SMALL-ish per backend.\"},"       \
+    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"]"    \
+    "},"                                                                       \
+    "\"keep_alive_time_seconds\":{\"type\":\"integer\",\"description\":"       \
+    "\"Maximum lifetime in seconds; the devbox shuts down after it. The "      \
+    "server's range is this parameter's minimum and maximum.\"},"              \
+    "\"idle_time_seconds\":{\"type\":\"integer\",\"minimum\":1,"               \
+    "\"description\":\"Act after this many idle seconds (needs on_idle).\"},"  \
+    "\"on_idle\":{\"type\":\"string\",\"enum\":[\"suspend\",\"shutdown\"]},"   \
+    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"    \
+    "\"string\"},\"description\":\"Tags, e.g. {\\\"project\\\":\\\"x\\\"}."    \
+    "\"},"                                                                     \
+    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until running "     \
+    "(default true). With false the devbox is returned while it starts.\"}"    \
+    "}}"
+
+/* create_devbox with secrets and mcp (account_secrets: true, the default)
+ * and without them. */
+static const char create_schema[] = CREATE_HEAD CREATE_SECRETS CREATE_TAIL;
+static const char create_schema_plain[] = CREATE_HEAD CREATE_TAIL;
 
 static int keep_alive_ok(const struct lc *lc, const struct rlmcp_h *h,
                          long long v)
@@ -417,7 +429,7 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool wait = true;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, create_schema, &args);
+    rc = rlmcp_h_args_schema(&h, aj, al, lc->create_schema, &args);
     if (rc != RLMCP_OK)
         goto out;
     body = cJSON_CreateObject();
@@ -965,6 +977,10 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
         api->set_error(self, "config hide_shutdown must be true or false");
         goto out;
     }
+    if (!rlmcp_h_cfg_bool(cfg, "account_secrets", true, &lc->secrets)) {
+        api->set_error(self, "config account_secrets must be true or false");
+        goto out;
+    }
     md = cJSON_GetObjectItemCaseSensitive(cfg, "default_metadata");
     if (md != NULL) {
         if (!cJSON_IsObject(md)) {
@@ -1007,14 +1023,16 @@ static int lifetime_schema(struct lc *lc)
 {
     static const char key[] =
         "\"keep_alive_time_seconds\":{\"type\":\"integer\",";
-    const char *at = strstr(create_schema, key);
+    /* Without secrets and mcp when account_secrets is false. */
+    const char *base = lc->secrets ? create_schema : create_schema_plain;
+    const char *at = strstr(base, key);
 
     if (at == NULL)
         return RLMCP_EINTERNAL;
     at += strlen(key);
-    lc->create_schema = rlmcp_h_sprintf(
-        "%.*s\"minimum\":%lld,\"maximum\":%lld,%s", (int)(at - create_schema),
-        create_schema, lc->min_keep, lc->max_keep, at);
+    lc->create_schema =
+        rlmcp_h_sprintf("%.*s\"minimum\":%lld,\"maximum\":%lld,%s",
+                        (int)(at - base), base, lc->min_keep, lc->max_keep, at);
     return lc->create_schema != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 }
 

@@ -42,7 +42,7 @@ if ! "$bin" --config "$tmp/all.yaml" --list-tools --all --json \
 fi
 
 status=0
-for deployment in testing full runloop-mcp; do
+for deployment in testing full runloop-mcp admin; do
     conf="$src/conf/$deployment.yaml"
     expected="$here/expected/$deployment.txt"
     if ! "$bin" --config "$conf" --list-tools --json >"$tmp/out.json" \

@@ -393,6 +393,7 @@ static void bad_config_fails_init(void **state)
         "{\"min_keep_alive_seconds\":100,\"max_keep_alive_seconds\":50}",
         "{\"default_metadata\":{\"a\":1}}",
         "{\"hide_shutdown\":\"no\"}",
+        "{\"account_secrets\":1}",
         "{\"default_keep_alive_seconds\":10}",
         "[]",
     };
@@ -406,6 +407,27 @@ static void bad_config_fails_init(void **state)
         assert_int_equal(fh_tool_count(), 0);
         fh_unload();
     }
+    setup(state);
+}
+
+/* account_secrets: false drops secrets and mcp from create_devbox. */
+static void secrets_can_be_left_out(void **state)
+{
+    assert_non_null(
+        strstr(fh_tool("create_devbox")->input_schema_json, "\"secrets\""));
+    fh_unload();
+    assert_int_equal(
+        fh_load(rlmcp_plugin_descriptor(), "{\"account_secrets\":false}"),
+        RLMCP_OK);
+    assert_null(
+        strstr(fh_tool("create_devbox")->input_schema_json, "\"secrets\""));
+    assert_null(strstr(fh_tool("create_devbox")->input_schema_json, "\"mcp\""));
+    fh_reset();
+    assert_int_equal(
+        fh_call("create_devbox", "{\"secrets\":{\"A\":\"B\"}}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
+    fh_unload();
     setup(state);
 }
 
@@ -423,6 +445,7 @@ int main(void)
         cmocka_unit_test(suspend_resume_wait),
         cmocka_unit_test(update_keep_alive_usage),
         cmocka_unit_test(bad_config_fails_init),
+        cmocka_unit_test(secrets_can_be_left_out),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
