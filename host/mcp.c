@@ -568,11 +568,13 @@ static void m_tools_list(struct req *r)
         snprintf(next, sizeof(next), ",\"nextCursor\":\"c%zu\"",
                  offset + d->page_size);
     id = jsonrpc_id_key(r->m->id);
+    /* 2026-07-28 fields here, last: the transport then sends it as is. */
     if (id == NULL ||
         asprintf(
             &json,
-            "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s}}", id,
-            d->tool_pages[page_no], next) < 0)
+            "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s%s}}",
+            id, d->tool_pages[page_no], next,
+            r->stateless ? REV_LIST_FIELDS : "") < 0)
         json = NULL;
     free(id);
     send_final(r->sink, json);

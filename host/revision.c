@@ -216,12 +216,19 @@ static void add_result_fields(cJSON *result, const char *method)
 
 char *rev_adapt_final(const char *json, size_t len, const char *method)
 {
-    cJSON *msg = cJSON_ParseWithLength(json, len);
+    static const char done[] = ",\"resultType\":\"complete\"}}";
+    cJSON *msg = NULL;
     cJSON *result = NULL;
     cJSON *error = NULL;
     cJSON *code = NULL;
     char *out = NULL;
 
+    /* Compact JSON ending so has resultType last in its top-level result
+     * (a nested object would end in a third brace): already adapted. */
+    if (len >= sizeof(done) - 1 &&
+        memcmp(json + len - (sizeof(done) - 1), done, sizeof(done) - 1) == 0)
+        return NULL;
+    msg = cJSON_ParseWithLength(json, len);
     if (msg == NULL)
         goto out;
     result = cJSON_GetObjectItemCaseSensitive(msg, "result");

@@ -33,6 +33,9 @@
 /* Cache hints on list results: the deployment is fixed between reloads. */
 #define REV_LIST_TTL_MS 60000
 #define REV_READ_TTL_MS 0
+/* What a list result gains, as text; "resultType" last (rev_adapt_final). */
+#define REV_LIST_FIELDS                                                        \
+    ",\"ttlMs\":60000,\"cacheScope\":\"private\",\"resultType\":\"complete\""
 
 /* Per-request facts of a stateless request. */
 struct rev_meta {
