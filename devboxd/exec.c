@@ -323,6 +323,10 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
         return NULL;
     }
     save_exec(eng, ex);
+    /* The devbox log names a command when it starts too (not only when it
+     * ends), so a client that lost the answer can find it running. */
+    engine_log_locked(eng, box, strcmp(kind, "launch") == 0 ? "setup_commands" : "exec",
+                      "info", "command started", ex, INT32_MIN);
     ex->next = box->execs;
     box->execs = ex;
     ex->refs = 2; /* the waiter thread and the caller */

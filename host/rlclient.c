@@ -1252,6 +1252,15 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
                               retries + 1, retries == 0 ? "" : "s");
             goto out;
         }
+        if (a.timed_out && attempt_timeout_ms(rc) < rc->timeout_ms) {
+            /* An attempt that used its whole time got no answer; one
+             * with less time left is not worth sending. */
+            rc_out = fail_now(rc, RLMCP_ETIMEDOUT,
+                              "no answer within %u ms; the call's time limit "
+                              "leaves too little for another attempt",
+                              rc->timeout_ms);
+            goto out;
+        }
         retryable = a.out == OUT_RETRY || a.out == OUT_CONN_FAIL;
         if (retryable && rc->origin == NULL &&
             breaker_state(&rc->c->breaker) == BREAKER_OPEN)

@@ -861,6 +861,12 @@ static const struct rlmcp_h_tool specs[] = {
      "with get_execution, wait_for_execution, get_execution_logs, "
      "send_execution_stdin or kill_execution.",
      async_schema, async_out, ANN("false", "true", "false"), t_async, false},
+    {"list_executions", "List a devbox's executions",
+     "The commands run on a devbox, newest first, with execution_id, "
+     "command, status (running/completed) and exit_code: finds an "
+     "execution whose call was lost or timed out before naming it.",
+     list_executions_schema, list_executions_out, ANN("true", "false", "true"),
+     list_executions_tool, false},
     {"get_execution", "Get an execution",
      "Status of a command started earlier; exit_code and output once it "
      "completed.",

@@ -75,7 +75,7 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
 /*
  * A call's time limits (stop.c). work_until: the command's own end (its
  * timeout_s) cut so that a clean-up reserve (a tenth of the timeout,
- * 0.3-2 s) is left before answer_by, the call's deadline less a margin
+ * 1-3 s) is left before answer_by, the call's deadline less a margin
  * (0: the host gave none).
  */
 struct exec_limits {
@@ -144,6 +144,11 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
  * is then all the agent gets). malloc'd.
  */
 char *exec_logs_hint(const struct rlmcp_h *h, const char *eid);
+
+/* list_executions (list.c) */
+int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+extern const char list_executions_schema[];
+extern const char list_executions_out[];
 
 /* Tools in run.c */
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);

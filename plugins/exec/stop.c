@@ -33,10 +33,11 @@ void exec_limits(const struct rlmcp_h *h, long long timeout_s,
 
     if (RLMCP_API_HAS(h->api, call_deadline_ms))
         d = h->api->call_deadline_ms(h->call);
-    if (reserve < 300)
-        reserve = 300;
-    if (reserve > 2000)
-        reserve = 2000;
+    /* A kill and a status read are two round trips on a busy engine. */
+    if (reserve < 1000)
+        reserve = 1000;
+    if (reserve > 3000)
+        reserve = 3000;
     out->answer_by = d > ANSWER_MARGIN_MS ? d - ANSWER_MARGIN_MS : 0;
     out->work_until = own;
     if (out->answer_by != 0 && out->answer_by < own + reserve)

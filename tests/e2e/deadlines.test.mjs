@@ -120,7 +120,7 @@ describe('deadlines, clean-up and a dead backend', () => {
 
   it('a timed-out command is killed, confirmed, and never runs on', LONG, async () => {
     const e = toolError(await call('execute_command',
-      { devbox_id: box.id, command: 'sleep 20; touch /tmp/late-marker', timeout_seconds: 3 }, 30000));
+      { devbox_id: box.id, command: 'sleep 20; touch /tmp/late-marker', timeout_seconds: 5 }, 30000));
     assert.equal(e.code, 'timeout');
     assert.match(e.message, /execution \S+ on devbox \S+ was killed \(its status reads completed\)/);
     const eid = e.message.match(/execution (\S+) on devbox/)[1];
@@ -206,6 +206,13 @@ describe('deadlines, clean-up and a dead backend', () => {
     assert.equal(e.code, 'timeout');
     assert.match(e.message, new RegExp(`execution ${eid} on devbox ${box.id} could NOT be confirmed stopped`));
     assert.match(e.remedy, /kill_execution/);
+    // The execution can be found again. (The kill sent while frozen may
+    // still take effect once devboxd resumes: running or completed.)
+    const list = ok(await call('list_executions', { devbox_id: box.id }));
+    const found = list.executions.find((x) => x.execution_id === eid);
+    assert.ok(found, JSON.stringify(list));
+    assert.ok(['running', 'completed'].includes(found.status), JSON.stringify(found));
+    assert.equal(found.command.includes('sleep 25'), true);
     ok(await call('kill_execution', { devbox_id: box.id, execution_id: eid }));
   });
 

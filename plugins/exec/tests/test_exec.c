@@ -67,21 +67,17 @@ static bool rbool(const char *key)
 
 static void registers_tools(void **state)
 {
-    static const char *const names[] = {"execute_command",
-                                        "execute_command_async",
-                                        "get_execution",
-                                        "wait_for_execution",
-                                        "get_execution_logs",
-                                        "kill_execution",
-                                        "send_execution_stdin",
-                                        "run_shell",
-                                        "run_code",
-                                        "run_python",
-                                        "run_c"};
+    static const char *const names[] = {
+        "execute_command",    "execute_command_async",
+        "list_executions",    "get_execution",
+        "wait_for_execution", "get_execution_logs",
+        "kill_execution",     "send_execution_stdin",
+        "run_shell",          "run_code",
+        "run_python",         "run_c"};
     size_t i;
 
-    assert_int_equal(fh_tool_count(), 11);
-    for (i = 0; i < 11; i++) {
+    assert_int_equal(fh_tool_count(), 12);
+    for (i = 0; i < 12; i++) {
         const struct rlmcp_tool_def *t = fh_tool(names[i]);
         assert_non_null(t);
         assert_non_null(strstr(t->annotations_json, "\"openWorldHint\":true"));
@@ -425,6 +421,57 @@ static void timeout_kill_unconfirmed(void **state)
     /* retried within the clean-up time, not given up after one try */
     assert_true(fh_count_requests(
                     "POST", "/v1/devboxes/dbx_1/executions/exe_1/kill") >= 2);
+}
+
+/* list_executions groups the devbox log by execution, newest first; one
+ * without an exit code there is looked up for its status. */
+static void list_executions_from_log(void **state)
+{
+    const cJSON *arr = NULL;
+    const cJSON *e0 = NULL;
+    const cJSON *e1 = NULL;
+
+    fh_reset();
+    fh_route_n("GET", "/v1/devboxes/dbx_1/logs", 200,
+               "{\"logs\":["
+               "{\"level\":\"info\",\"source\":\"exec\",\"timestamp_ms\":1,"
+               "\"cmd\":\"echo a\",\"cmd_id\":\"exe_1\"},"
+               "{\"level\":\"info\",\"source\":\"exec\",\"timestamp_ms\":2,"
+               "\"cmd\":\"sleep 99\",\"cmd_id\":\"exe_2\"},"
+               "{\"level\":\"info\",\"source\":\"exec\",\"timestamp_ms\":3,"
+               "\"cmd\":\"echo a\",\"cmd_id\":\"exe_1\",\"exit_code\":0},"
+               "{\"level\":\"info\",\"source\":\"system\",\"timestamp_ms\":4,"
+               "\"message\":\"other\"}]}",
+               0);
+    fh_route_n("GET", "/v1/devboxes/dbx_1/executions/exe_2?last_n=0", 200,
+               "{\"execution_id\":\"exe_2\",\"status\":\"running\"}", 0);
+    assert_int_equal(fh_call("list_executions", "{\"devbox_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    arr = cJSON_GetObjectItem(fh_result(), "executions");
+    assert_int_equal(cJSON_GetArraySize(arr), 2);
+    e0 = cJSON_GetArrayItem(arr, 0);
+    e1 = cJSON_GetArrayItem(arr, 1);
+    assert_string_equal(cJSON_GetObjectItem(e0, "execution_id")->valuestring,
+                        "exe_2");
+    assert_string_equal(cJSON_GetObjectItem(e0, "status")->valuestring,
+                        "running");
+    assert_string_equal(cJSON_GetObjectItem(e0, "command")->valuestring,
+                        "sleep 99");
+    assert_string_equal(cJSON_GetObjectItem(e1, "status")->valuestring,
+                        "completed");
+    assert_int_equal(cJSON_GetObjectItem(e1, "exit_code")->valueint, 0);
+    assert_int_equal(
+        fh_count_requests("GET", "/v1/devboxes/dbx_1/executions/exe_1"), 0);
+    /* limit keeps the newest */
+    assert_int_equal(
+        fh_call("list_executions", "{\"devbox_id\":\"dbx_1\",\"limit\":1}"),
+        RLMCP_OK);
+    arr = cJSON_GetObjectItem(fh_result(), "executions");
+    assert_int_equal(cJSON_GetArraySize(arr), 1);
+    assert_int_equal(fh_call("list_executions", "{\"devbox_id\":\"a/b\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
 }
 
 static void cancel_kills(void **state)
@@ -904,6 +951,7 @@ int main(void)
         cmocka_unit_test(timeout_kills),
         cmocka_unit_test(timeout_kill_retried_and_confirmed),
         cmocka_unit_test(timeout_kill_unconfirmed),
+        cmocka_unit_test(list_executions_from_log),
         cmocka_unit_test(cancel_kills),
         cmocka_unit_test(cancel_during_execute_kills),
         cmocka_unit_test(suspended_devbox),
