@@ -227,6 +227,11 @@ struct code_ctx {
     const char *bp_id;
 };
 
+/*
+ * A blueprint asked for: only a sandbox of that very build is reused (the
+ * name was resolved to its latest successful build first). None asked:
+ * a sandbox from the default image is preferred.
+ */
 static int score_code(const cJSON *dbx, const void *vctx)
 {
     const struct code_ctx *c = vctx;
@@ -235,14 +240,108 @@ static int score_code(const cJSON *dbx, const void *vctx)
         !eq(md_get(dbx, "purpose"), c->purpose))
         return -1;
     if (c->bp_id != NULL)
-        return eq(str_field(dbx, "blueprint_id"), c->bp_id) ? 2 : 1;
-    if (c->bp_name != NULL)
-        return eq(md_get(dbx, "blueprint_name"), c->bp_name) ? 2 : 1;
+        return eq(str_field(dbx, "blueprint_id"), c->bp_id) ? 2 : -1;
     /* No blueprint asked: prefer a sandbox from the default image. */
     return str_field(dbx, "blueprint_id") == NULL &&
                    md_get(dbx, "blueprint_name") == NULL
                ? 2
                : 1;
+}
+
+/* s percent-encoded for a query string (RFC 3986 unreserved kept). */
+static char *url_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(strlen(s) * 3 + 1);
+    char *o = out;
+
+    if (out == NULL)
+        return NULL;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+            c == '~') {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/*
+ * The blueprint run_code was asked for, checked: blueprint_id must exist
+ * and be built; blueprint_name becomes its latest successful build's id
+ * (*id_out, malloc'd). Unknown names and ids are not_found.
+ */
+static int resolve_blueprint(const struct rlmcp_h *h, const char *name,
+                             const char *id, char **id_out)
+{
+    char *q = NULL, *path = NULL;
+    cJSON *got = NULL;
+    const cJSON *it = NULL;
+    long status = 0;
+    int rc = RLMCP_ENOMEM;
+
+    *id_out = NULL;
+    if (id != NULL) {
+        path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
+        if (path == NULL)
+            goto out;
+        rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, "blueprint",
+                                    &status, &got, NULL);
+        if (rc == RLMCP_OK && status == 404)
+            rc = rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND,
+                              "blueprint_id %s does not exist", id);
+        else if (rc == RLMCP_OK && (status < 200 || status > 299))
+            rc = rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
+                              "blueprint %s: Runloop API answered HTTP %ld", id,
+                              status);
+        else if (rc == RLMCP_OK &&
+                 !eq(str_field(got, "status"), "build_complete"))
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                              "blueprint %s is %s, not build_complete", id,
+                              str_field(got, "status") != NULL
+                                  ? str_field(got, "status")
+                                  : "unknown");
+        if (rc == RLMCP_OK && (*id_out = strdup(id)) == NULL)
+            rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    q = url_escape(name);
+    path = q != NULL ? rlmcp_h_sprintf("/v1/blueprints?name=%s&status="
+                                       "build_complete&limit=1",
+                                       q)
+                     : NULL;
+    if (path == NULL)
+        goto out;
+    rc =
+        rlmcp_h_request(h, "GET", path, NULL, NULL, "listing blueprints", &got);
+    if (rc != RLMCP_OK)
+        goto out;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(got, "blueprints"))
+    {
+        if (eq(str_field(it, "name"), name) &&
+            eq(str_field(it, "status"), "build_complete")) {
+            *id_out = strdup(str_field(it, "id"));
+            rc = *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+            goto out;
+        }
+    }
+    rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_NOT_FOUND,
+                             "Build it first with build_blueprint, or check "
+                             "the name with list_blueprints.",
+                             "no successful build of a blueprint named '%s'",
+                             name);
+out:
+    free(q);
+    free(path);
+    cJSON_Delete(got);
+    return rc;
 }
 
 /*
@@ -266,7 +365,9 @@ static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
     cJSON_AddStringToObject(md, "purpose", ex->purpose);
     if (ctx->bp_name != NULL)
         cJSON_AddStringToObject(md, "blueprint_name", ctx->bp_name);
-    rc = create_devbox(ex, h, md, ctx->bp_name, ctx->bp_id, created, &ready);
+    /* The resolved id when there is one: the very build chosen above. */
+    rc = create_devbox(ex, h, md, ctx->bp_id != NULL ? NULL : ctx->bp_name,
+                       ctx->bp_id, created, &ready);
     if (rc == RLMCP_OK && !eq(rlmcp_h_devbox_status(ready), "running"))
         rc = not_ready(h, *created, ready, ex->create_wait_s);
     cJSON_Delete(md);
@@ -283,7 +384,7 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON *args = NULL, *found = NULL, *result = NULL;
     const cJSON *files = NULL, *env = NULL, *it = NULL;
     const char *command = NULL;
-    char *created = NULL, *cmd = NULL;
+    char *created = NULL, *cmd = NULL, *bp_id = NULL;
     const char *id = NULL;
     int rc;
 
@@ -312,6 +413,12 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     if (ctx.bp_name == NULL && ctx.bp_id == NULL)
         ctx.bp_name = ex->default_blueprint;
+    if (ctx.bp_name != NULL || ctx.bp_id != NULL) {
+        rc = resolve_blueprint(&h, ctx.bp_name, ctx.bp_id, &bp_id);
+        if (rc != RLMCP_OK)
+            goto out;
+        ctx.bp_id = bp_id;
+    }
     cJSON_ArrayForEach(it, files)
     {
         if (it->string[0] == '\0') {
@@ -336,6 +443,15 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc != RLMCP_OK)
         goto fail;
     cJSON_AddBoolToObject(result, "reused", found != NULL);
+    /* Which sandbox and image ran it. */
+    if (bp_id != NULL)
+        cJSON_AddStringToObject(result, "blueprint_id", bp_id);
+    else
+        cJSON_AddNullToObject(result, "blueprint_id");
+    if (ctx.bp_name != NULL)
+        cJSON_AddStringToObject(result, "blueprint_name", ctx.bp_name);
+    else
+        cJSON_AddNullToObject(result, "blueprint_name");
     rc = rlmcp_h_result_json(&h, result);
     goto out;
 fail:
@@ -345,6 +461,7 @@ fail:
 out:
     free(created);
     free(cmd);
+    free(bp_id);
     cJSON_Delete(args);
     cJSON_Delete(found);
     cJSON_Delete(result);

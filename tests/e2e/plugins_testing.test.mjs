@@ -158,6 +158,15 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     const rc = ok(await call('run_code', { files: { '/home/user/t.sh': 'echo passed\n' }, command: 'bash /home/user/t.sh' }));
     assert.equal(rc.reused, true);
     assert.equal(rc.devbox_id, sb.id);
+    assert.equal(rc.blueprint_id, null);
+    // An unknown blueprint is an error: the default-image sandbox is not used.
+    const bad = await call('run_code', { command: 'true', blueprint_name: 'no-such-blueprint' });
+    assert.equal(bad.isError, true);
+    const be = JSON.parse(bad.content[0].text).error;
+    assert.equal(be.code, 'not_found');
+    assert.match(be.message, /no-such-blueprint/);
+    assert.match(be.remedy, /build_blueprint/);
+    assert.doesNotMatch(be.remedy, hiddenRe);
     const listed = ok(await call('list_sandbox', {}));
     assert.ok(listed.devboxes.some((x) => x.id === sb.id));
     ok(await call('shutdown_sandbox', { sandbox_id: sb.id }));

@@ -715,21 +715,64 @@ static void run_code_reuses(void **state)
         assert_string_not_equal(fh_request_at(i)->path, "/v1/devboxes");
 }
 
+#define BP_BY_NAME "/v1/blueprints?name=node&status=build_complete&limit=1"
+
 static void run_code_prefers_blueprint(void **state)
 {
+    cJSON *body;
+
+    /* The name resolves to its latest build; only a box of it is reused. */
     fh_reset();
+    fh_route("GET", BP_BY_NAME, 200,
+             "{\"blueprints\":[{\"id\":\"bpt_n\",\"name\":\"node\","
+             "\"status\":\"build_complete\"}],\"has_more\":false}");
     fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
              "{\"devboxes\":[{\"id\":\"dbx_a\",\"status\":\"running\","
              "\"metadata\":{\"purpose\":\"code-testing\"}},{\"id\":\"dbx_b\","
-             "\"status\":\"running\",\"metadata\":{\"purpose\":"
-             "\"code-testing\",\"blueprint_name\":\"node\"}}],"
+             "\"status\":\"running\",\"blueprint_id\":\"bpt_n\",\"metadata\":"
+             "{\"purpose\":\"code-testing\",\"blueprint_name\":\"node\"}}],"
              "\"has_more\":false}");
     fh_route("POST", "/v1/devboxes/dbx_b/execute*", 200, DONE("", 0));
     assert_int_equal(fh_call("run_code", "{\"command\":\"node -v\","
                                          "\"blueprint_name\":\"node\"}"),
                      RLMCP_OK);
     assert_string_equal(rstr("devbox_id"), "dbx_b");
+    assert_string_equal(rstr("blueprint_id"), "bpt_n");
+    assert_string_equal(rstr("blueprint_name"), "node");
     assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_b/execute"));
+
+    /* A box of another image is not reused: a new one from the build. */
+    fh_reset();
+    fh_route("GET", BP_BY_NAME, 200,
+             "{\"blueprints\":[{\"id\":\"bpt_n\",\"name\":\"node\","
+             "\"status\":\"build_complete\"}],\"has_more\":false}");
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_a\",\"status\":\"running\","
+             "\"metadata\":{\"purpose\":\"code-testing\"}}],"
+             "\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("GET", "/v1/devboxes/dbx_n", 200,
+             "{\"id\":\"dbx_n\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_n/execute*", 200, DONE("", 0));
+    assert_int_equal(fh_call("run_code", "{\"command\":\"node -v\","
+                                         "\"blueprint_name\":\"node\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("devbox_id"), "dbx_n");
+    assert_false(rbool("reused"));
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes"));
+    assert_string_equal(cJSON_GetObjectItem(body, "blueprint_id")->valuestring,
+                        "bpt_n");
+    assert_null(cJSON_GetObjectItem(body, "blueprint_name"));
+
+    /* An unknown name is an error, and nothing runs. */
+    fh_reset();
+    fh_route("GET", BP_BY_NAME, 200, "{\"blueprints\":[],\"has_more\":false}");
+    fh_call("run_code",
+            "{\"command\":\"node -v\",\"blueprint_name\":\"node\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_message(), "'node'"));
+    assert_int_equal(fh_request_count(), 1);
 }
 
 static void run_code_creates_and_cleans_up(void **state)
