@@ -30,6 +30,11 @@
  * request over either is answered 431 without reaching the handler. */
 #define H2_MAX_HEADER_BYTES (64 * 1024)
 #define H2_MAX_HEADERS 128
+/* Request body bytes one connection may have buffered for requests still
+ * arriving (beyond: 503), and how long such a request may stall before the
+ * connection is closed. */
+#define H2_CONN_BODY_MAX ((size_t)HTTP_MAX_UPLOAD_BODY + HTTP_MAX_JSON_BODY)
+#define H2_BODY_STALL_MS 30000
 
 struct h2_conn;
 
@@ -42,6 +47,7 @@ struct h2_stream {
     size_t header_bytes;
     int headers_too_large;
     int refused; /* failed authorization: answered at once, body ignored */
+    size_t counted; /* body bytes counted in conn->receiving */
     int dispatched;
     /* Response side, guarded by conn->lock. */
     int resp_ready;
@@ -71,6 +77,8 @@ struct h2_conn {
     struct http_server *srv;
     nghttp2_session *session;
     struct h2_stream *streams;
+    size_t receiving; /* body bytes of requests still arriving */
+    int64_t last_recv_ms;
     char *out;
     size_t out_len;
     size_t out_off;
@@ -256,6 +264,8 @@ static void stream_dispatch(struct h2_stream *st)
     if (st->dispatched)
         return;
     st->dispatched = 1;
+    st->conn->receiving -= st->counted;
+    st->counted = 0;
     pthread_mutex_lock(&st->conn->lock);
     if (st->conn->workers >= H2_MAX_WORKERS || http_server_hold(st->conn->srv) != 0) {
         pthread_mutex_unlock(&st->conn->lock);
@@ -457,6 +467,16 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
         return 0;
     if (st->limit == 0)
         st->limit = http_body_limit(http_request_header(&st->req, "content-type"));
+    /* Past its own limit a body is a 413 (nothing more buffered); else it
+     * counts against the connection's share. */
+    if (st->req.body_len + len <= st->limit && !st->req.body_too_large) {
+        if (st->conn->receiving + len > H2_CONN_BODY_MAX)
+            st->req.body_busy = 1; /* answered 503; nothing more buffered */
+        if (!st->req.body_busy) {
+            st->conn->receiving += len;
+            st->counted += len;
+        }
+    }
     if (http_body_append(&st->req, st->limit, (const char *)data, len) != 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
@@ -507,6 +527,8 @@ static void stream_detach(struct h2_conn *c, struct h2_stream *st)
             break;
         }
     }
+    c->receiving -= st->counted;
+    st->counted = 0;
     pthread_mutex_lock(&c->lock);
     st->peer_closed = 1;
     pthread_cond_broadcast(&st->space);
@@ -586,6 +608,7 @@ static int conn_read(struct h2_conn *c)
             return -1;
         if (n < 0)
             return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+        c->last_recv_ms = util_now_ms();
         if (nghttp2_session_mem_recv(c->session, buf, (size_t)n) < 0)
             return -1;
     }
@@ -593,6 +616,21 @@ static int conn_read(struct h2_conn *c)
 
 /* A connection with no open stream is closed after this long idle. */
 #define H2_IDLE_MS (10 * 60 * 1000)
+
+/* A request whose head or body stopped arriving for H2_BODY_STALL_MS:
+ * its buffered bytes would otherwise be held for good. */
+static int conn_stalled(const struct h2_conn *c)
+{
+    const struct h2_stream *st;
+
+    if (util_now_ms() - c->last_recv_ms < H2_BODY_STALL_MS)
+        return 0;
+    for (st = c->streams; st != NULL; st = st->next) {
+        if (!st->dispatched)
+            return 1;
+    }
+    return 0;
+}
 
 static void conn_loop(struct h2_conn *c)
 {
@@ -622,6 +660,8 @@ static void conn_loop(struct h2_conn *c)
                 continue;
             break;
         }
+        if (conn_stalled(c))
+            break;
         if (n == 0) {
             idle_ms = c->streams == NULL ? idle_ms + 1000 : 0;
             if (idle_ms >= H2_IDLE_MS) {
@@ -666,6 +706,7 @@ void h2_serve_connection(struct http_server *srv, int fd, int slot, int is_unix)
     c->srv = srv;
     c->trusted = is_unix;
     c->slot = slot;
+    c->last_recv_ms = util_now_ms();
     c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (c->evfd < 0)
         goto out;

@@ -3,6 +3,7 @@
  * helpers shared with the HTTP/2 transport (h2.c). */
 #define _GNU_SOURCE
 #include "http_internal.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -23,6 +24,8 @@
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN 24
 #define SNIFF_TIMEOUT_MS 10000
+
+static size_t body_buffered; /* request body bytes over all requests (atomic) */
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -110,6 +113,8 @@ void http_request_clear(struct http_request *req)
     kv_free(req->query, req->n_query);
     kv_free(req->headers, req->n_headers);
     free(req->body);
+    if (req->body_cap > 0)
+        __atomic_sub_fetch(&body_buffered, req->body_cap, __ATOMIC_RELAXED);
     memset(req, 0, sizeof(*req));
 }
 
@@ -194,6 +199,15 @@ out:
 void http_dispatch(struct http_server *srv, struct http_request *req,
                    struct http_response *resp)
 {
+    if (req->body_busy && http_authorized(srv, req)) {
+        util_error(resp, 503,
+                   "devboxd is receiving too many request bodies at once "
+                   "(%u MiB buffered); retry shortly",
+                   HTTP_MAX_BUFFERED >> 20);
+        http_response_set_header(resp, "x-should-retry", "true");
+        http_response_set_header(resp, "retry-after", "1");
+        return;
+    }
     srv->handler(srv->ud, req, resp);
     if (resp->status == 0)
         resp->status = 500;
@@ -372,25 +386,62 @@ size_t http_body_limit(const char *content_type)
     return HTTP_MAX_JSON_BODY;
 }
 
+size_t http_body_buffered(void)
+{
+    return __atomic_load_n(&body_buffered, __ATOMIC_RELAXED);
+}
+
+/* Takes more bytes from the global body budget; 0 when it is spent. */
+static int body_reserve(size_t more)
+{
+    size_t now = __atomic_add_fetch(&body_buffered, more, __ATOMIC_RELAXED);
+
+    if (now <= HTTP_MAX_BUFFERED)
+        return 1;
+    __atomic_sub_fetch(&body_buffered, more, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* The next buffer size: the announced length when known, else doubling,
+ * never past limit (+1 for the NUL). */
+static size_t body_next_cap(const struct http_request *req, size_t limit,
+                            size_t need)
+{
+    const char *cl = http_request_header(req, "content-length");
+    size_t cap = req->body_cap ? req->body_cap : 16384;
+    unsigned long long announced = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+
+    if (announced >= need && announced <= limit && req->body_cap == 0)
+        return (size_t)announced + 1;
+    while (cap < need)
+        cap *= 2; /* geometric: large uploads stay linear */
+    return cap > limit + 1 ? limit + 1 : cap;
+}
+
 int http_body_append(struct http_request *req, size_t limit, const char *data,
                        size_t len)
 {
     char *grown = NULL;
 
-    if (req->body_too_large)
+    if (req->body_too_large || req->body_busy)
         return 0;
     if (req->body_len + len > limit) {
         req->body_too_large = 1;
         return 0;
     }
     if (req->body_len + len + 1 > req->body_cap) {
-        size_t cap = req->body_cap ? req->body_cap : 16384;
+        size_t cap = body_next_cap(req, limit, req->body_len + len + 1);
 
-        while (cap < req->body_len + len + 1)
-            cap *= 2; /* geometric: large uploads stay linear */
+        if (!body_reserve(cap - req->body_cap)) {
+            req->body_busy = 1;
+            return 0;
+        }
         grown = realloc(req->body, cap);
-        if (grown == NULL)
+        if (grown == NULL) {
+            __atomic_sub_fetch(&body_buffered, cap - req->body_cap,
+                               __ATOMIC_RELAXED);
             return -1;
+        }
         req->body = grown;
         req->body_cap = cap;
     }

@@ -10,6 +10,9 @@
 #define HTTP_MAX_JSON_BODY (1u << 20)    /* 1 MiB for JSON requests */
 #define HTTP_MAX_UPLOAD_BODY (64u << 20) /* 64 MiB for multipart uploads */
 #define HTTP_MAX_RESP_HEADERS 8
+/* Request body bytes buffered at once over all connections; a body that
+ * would pass it is answered 503 (retry) without being buffered further. */
+#define HTTP_MAX_BUFFERED (256u << 20)
 
 struct http_kv {
     char *name;
@@ -27,6 +30,7 @@ struct http_request {
     size_t body_len;
     size_t body_cap;
     int body_too_large;  /* body exceeded the limit; body is truncated */
+    int body_busy;       /* HTTP_MAX_BUFFERED reached: answered 503 */
     int trusted;         /* arrived over the unix socket: no key needed */
 };
 

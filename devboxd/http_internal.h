@@ -91,6 +91,8 @@ void http_server_release(struct http_server *srv);
 size_t http_body_limit(const char *content_type);
 int http_body_append(struct http_request *req, size_t limit, const char *data,
                      size_t len);
+/* Bytes of request bodies buffered now, over all connections. */
+size_t http_body_buffered(void);
 int http_kv_append(struct http_kv **arr, size_t *n, const char *name,
                    const char *value);
 

@@ -2,9 +2,10 @@
 // the attack or fault it pins down (docs/devboxd.md, "Limits").
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import http2 from 'node:http2';
 import net from 'node:net';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -323,5 +324,54 @@ describe('devboxes whose launch command blocks', () => {
     const again = await engine.client().devboxes.retrieve(box.id);
     assert.ok(['provisioning', 'initializing'].includes(again.status), again.status);
     await engine.client({ timeout: 20000 }).devboxes.shutdown(box.id);
+  });
+});
+
+// Request bodies used to be buffered before the key was checked: eight
+// unauthenticated 32 MiB uploads over HTTP/1.1 and eight streams of one h2c
+// connection took devboxd past 500 MiB. The key is now checked when the
+// head arrives and such bodies are never buffered.
+describe('unauthenticated uploads', () => {
+  const engine = new Devboxd();
+  before(async () => { await engine.start(); });
+  after(async () => { await engine.cleanup(); });
+
+  const peakMiB = () => Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${engine.proc.pid}/status`, 'utf8'))[1]) / 1024;
+  const SIZE = 32 << 20;
+  const head = { 'content-type': 'multipart/form-data; boundary=xyz', 'content-length': String(SIZE) };
+  const body = Buffer.alloc(SIZE, 0x61);
+
+  const h1Upload = () => new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: engine.port, method: 'POST', agent: false,
+      path: '/v1/devboxes/dbx_x/upload_file', headers: head }, (res) => { res.resume(); resolve(res.statusCode); });
+    req.on('error', () => resolve('reset'));
+    req.setTimeout(60000, () => req.destroy());
+    req.end(body);
+  });
+
+  const h2Uploads = (n) => new Promise((resolve) => {
+    const s = http2.connect(engine.baseURL);
+    s.on('error', () => {});
+    const done = [];
+    for (let i = 0; i < n; i++) {
+      done.push(new Promise((r) => {
+        const st = s.request({ ':method': 'POST', ':path': '/v1/devboxes/dbx_x/upload_file', ...head });
+        st.on('response', (h) => r(h[':status']));
+        st.on('error', () => r('reset'));
+        st.on('close', () => r('closed'));
+        st.end(body);
+      }));
+    }
+    Promise.all(done).then((codes) => { s.close(); resolve(codes); });
+  });
+
+  test('eight HTTP/1.1 uploads and eight h2c streams without the key stay unbuffered', async () => {
+    const codes = await Promise.all([...Array.from({ length: 8 }, h1Upload), h2Uploads(8)]);
+    for (const c of codes.flat()) assert.ok(c === 401 || c === 'reset' || c === 'closed', `got ${c}`);
+    assert.ok(codes.flat().includes(401));
+    const peak = peakMiB();
+    assert.ok(peak < 160, `devboxd peaked at ${peak.toFixed(0)} MiB for bodies it should never buffer`);
+    const ok = await engine.raw('GET', '/v1/accounts/me');
+    assert.equal(ok.status, 200);
   });
 });
