@@ -4,7 +4,6 @@
 #include "mcphub.h"
 
 #include <curl/curl.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <pthread.h>
@@ -83,57 +82,12 @@ static int id_valid(const char *s)
     return i > 4;
 }
 
-static int by_create_time_desc(const void *a, const void *b)
-{
-    const cJSON *ra = *(const cJSON *const *)a;
-    const cJSON *rb = *(const cJSON *const *)b;
-    double ta = cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(ra, "create_time_ms"));
-    double tb = cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(rb, "create_time_ms"));
-
-    if (ta != tb)
-        return ta < tb ? 1 : -1;
-    return strcmp(
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ra, "id")),
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rb, "id")));
-}
-
 /* Lock held. Every record, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    cJSON *all = cJSON_CreateArray();
     char *dir = cfg_dir(eng);
-    DIR *d = dir != NULL ? opendir(dir) : NULL;
-    struct dirent *e = NULL;
-    cJSON *recs[5000];
-    size_t n = 0;
-    size_t i;
+    cJSON *all = store_load_all(dir, 1 << 20);
 
-    while (d != NULL && n < sizeof(recs) / sizeof(recs[0]) &&
-           (e = readdir(d)) != NULL) {
-        char path[4200];
-        char *text = NULL;
-        cJSON *rec = NULL;
-
-        if (e->d_name[0] == '.' || strstr(e->d_name, ".json") == NULL)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        text = util_read_file(path, 1 << 20, NULL);
-        rec = text != NULL ? cJSON_Parse(text) : NULL;
-        free(text);
-        if (rec != NULL &&
-            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")))
-            recs[n++] = rec;
-        else
-            cJSON_Delete(rec);
-    }
-    if (d != NULL)
-        closedir(d);
-    if (n > 0)
-        qsort(recs, n, sizeof(recs[0]), by_create_time_desc);
-    for (i = 0; i < n; i++)
-        cJSON_AddItemToArray(all, recs[i]);
     free(dir);
     return all;
 }

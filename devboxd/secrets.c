@@ -184,47 +184,65 @@ static int by_create_time_desc(const void *a, const void *b)
 
     if (ta != tb)
         return ta < tb ? 1 : -1;
-    return strcmp(cJSON_GetObjectItemCaseSensitive(ra, "name")->valuestring,
-                  cJSON_GetObjectItemCaseSensitive(rb, "name")->valuestring);
+    return strcmp(
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ra, "id")),
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rb, "id")));
 }
 
-/* Lock held. Every record, newest first, as a cJSON array. */
-static cJSON *load_all_locked(struct engine *eng)
+/* Appends the record in dir/file when it parses with a string id. */
+static int load_one(const char *dir, const char *file, size_t max_bytes,
+                    cJSON ***recs, size_t *n, size_t *cap)
+{
+    char path[4200];
+    char *text = NULL;
+    cJSON *rec = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    text = util_read_file(path, max_bytes, NULL);
+    rec = text != NULL ? cJSON_Parse(text) : NULL;
+    if (text != NULL) {
+        explicit_bzero(text, strlen(text)); /* may hold a secret value */
+        free(text);
+    }
+    if (rec == NULL ||
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id"))) {
+        cJSON_Delete(rec);
+        return 0;
+    }
+    if (*n == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 16;
+        cJSON **grown = realloc(*recs, grown_cap * sizeof(**recs));
+
+        if (grown == NULL) {
+            cJSON_Delete(rec);
+            return -1;
+        }
+        *recs = grown;
+        *cap = grown_cap;
+    }
+    (*recs)[(*n)++] = rec;
+    return 0;
+}
+
+cJSON *store_load_all(const char *dir, size_t max_bytes)
 {
     cJSON *all = cJSON_CreateArray();
-    char *dir = secrets_dir(eng);
-    DIR *d = NULL;
+    DIR *d = dir != NULL ? opendir(dir) : NULL;
     struct dirent *e = NULL;
     cJSON **recs = NULL;
     size_t n = 0;
     size_t cap = 0;
     size_t i;
 
-    d = dir != NULL ? opendir(dir) : NULL;
     while (d != NULL && (e = readdir(d)) != NULL) {
-        char name[SECRET_NAME_MAX + 8];
         size_t len = strlen(e->d_name);
-        cJSON *rec = NULL;
 
-        if (len < 6 || len - 5 > SECRET_NAME_MAX ||
+        /* Temp files start with '.'. */
+        if (e->d_name[0] == '.' || len < 6 ||
             strcmp(e->d_name + len - 5, ".json") != 0)
             continue;
-        memcpy(name, e->d_name, len - 5);
-        name[len - 5] = '\0';
-        rec = load_locked(eng, name);
-        if (rec == NULL)
-            continue;
-        if (n == cap) {
-            cJSON **grown = realloc(recs, (cap ? cap * 2 : 16) * sizeof(*recs));
-
-            if (grown == NULL) {
-                cJSON_Delete(rec);
-                break;
-            }
-            recs = grown;
-            cap = cap ? cap * 2 : 16;
-        }
-        recs[n++] = rec;
+        if (load_one(dir, e->d_name, max_bytes, &recs, &n, &cap) != 0)
+            break;
     }
     if (d != NULL)
         closedir(d);
@@ -233,6 +251,24 @@ static cJSON *load_all_locked(struct engine *eng)
     for (i = 0; i < n; i++)
         cJSON_AddItemToArray(all, recs[i]);
     free(recs);
+    return all;
+}
+
+/* Lock held. Every secret, newest first. */
+static cJSON *load_all_locked(struct engine *eng)
+{
+    char *dir = secrets_dir(eng);
+    cJSON *all = store_load_all(dir, 4 * SECRET_VALUE_MAX + 4096);
+    int i;
+
+    for (i = cJSON_GetArraySize(all) - 1; i >= 0; i--) {
+        const cJSON *rec = cJSON_GetArrayItem(all, i);
+
+        if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "value")) ||
+            !secrets_name_valid(cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(rec, "name"))))
+            cJSON_DeleteItemFromArray(all, i);
+    }
     free(dir);
     return all;
 }

@@ -40,6 +40,9 @@ int secrets_name_valid(const char *s);
  * rename, fsync of the directory. 0 or -1 with errno. */
 int store_write(const char *dir, const char *file, const char *data,
                 size_t len);
+/* Every "<dir>/<x>.json" record with a string "id", newest create_time_ms
+ * first (files over max_bytes or unparsable are skipped). */
+cJSON *store_load_all(const char *dir, size_t max_bytes);
 /* Removes dir/file and fsyncs dir. */
 int store_remove(const char *dir, const char *file);
 

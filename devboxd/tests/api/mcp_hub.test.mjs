@@ -50,13 +50,14 @@ describe('MCP configs API', () => {
     const other = await client.mcpConfigs.create({ name: 'other', endpoint: 'http://127.0.0.1:1/x',
       allowed_tools: ['*'], auth_mechanism: { type: 'header', key: 'X-Api-Key' } });
     const page = await client.mcpConfigs.list();
-    assert.deepEqual(page.mcp_configs.map((x) => x.name), ['other', 'docs-readonly']);
+    assert.deepEqual(page.mcp_configs.map((x) => x.name).sort(), ['docs-readonly', 'other']);
     const byName = await client.mcpConfigs.list({ name: 'docs' });
     assert.deepEqual(byName.mcp_configs.map((x) => x.id), [c.id]);
     const p1 = await client.mcpConfigs.list({ limit: 1 });
     assert.equal(p1.has_more, true);
     const p2 = await client.mcpConfigs.list({ limit: 1, starting_after: p1.mcp_configs[0].id });
-    assert.deepEqual(p2.mcp_configs.map((x) => x.id), [c.id]);
+    assert.deepEqual([...p1.mcp_configs, ...p2.mcp_configs].map((x) => x.id).sort(), [c.id, other.id].sort());
+    assert.equal(p2.has_more, false);
 
     assert.equal((await client.mcpConfigs.retrieve(c.id)).endpoint, 'https://mcp.example.com/mcp');
     const u = await client.mcpConfigs.update(c.id, { allowed_tools: ['search_*', 'get_*'], description: 'more' });

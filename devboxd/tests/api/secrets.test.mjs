@@ -26,7 +26,8 @@ test('create, list, retrieve, update and delete by name; values never returned',
 
   await client.secrets.create({ name: 'OTHER_1', value: '' });
   const list = await client.secrets.list();
-  assert.deepEqual(list.secrets.map((s) => s.name), ['OTHER_1', 'API_KEY']);
+  // Newest first; two creates may share a millisecond, so compare the set.
+  assert.deepEqual(list.secrets.map((s) => s.name).sort(), ['API_KEY', 'OTHER_1']);
   assert.equal(list.has_more, false);
   assert.equal(list.total_count, 2);
   const page = await client.secrets.list({ limit: 1 });
