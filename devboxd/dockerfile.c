@@ -434,16 +434,18 @@ int dockerfile_parse(const char *text, struct df_file *out, char *err, size_t er
 {
     const char *p = text;
     char *buf = NULL;
+    size_t tlen;
     int line = 1;
     int seen_from = 0;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
-    if (text == NULL || strlen(text) > DOCKERFILE_MAX)
+    if (text == NULL || (tlen = strlen(text)) > DOCKERFILE_MAX)
         return fail(err, errlen, "the dockerfile must be text of at most %u bytes",
                     DOCKERFILE_MAX);
     out->steps = calloc(MAX_STEPS, sizeof(*out->steps));
-    buf = malloc(DOCKERFILE_MAX + 2);
+    /* A logical line is never longer than the text it joins. */
+    buf = malloc(tlen + 2);
     if (out->steps == NULL || buf == NULL) {
         fail(err, errlen, "out of memory");
         goto out;
@@ -451,7 +453,7 @@ int dockerfile_parse(const char *text, struct df_file *out, char *err, size_t er
     while (*p != '\0') {
         int used = 0;
 
-        p = next_logical(p, buf, DOCKERFILE_MAX + 2, &used);
+        p = next_logical(p, buf, tlen + 2, &used);
         if (buf[0] != '\0' && parse_instruction(out, buf, line, &seen_from, err, errlen) != 0)
             goto out;
         line += used;

@@ -411,13 +411,14 @@ int util_opt_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi,
         return -1;
     }
     d = v->valuedouble;
-    if (d != (double)(int64_t)d) {
-        snprintf(err, errlen, "'%s' must be a whole number, got %g", name, d);
-        return -1;
-    }
-    if (d < (double)lo || d > (double)hi) {
+    /* Range first: casting a double outside int64_t is undefined. */
+    if (!(d >= (double)lo && d <= (double)hi && d > -9.2e18 && d < 9.2e18)) {
         snprintf(err, errlen, "'%s' must be between %lld and %lld, got %g", name,
                  (long long)lo, (long long)hi, d);
+        return -1;
+    }
+    if (d != (double)(int64_t)d) {
+        snprintf(err, errlen, "'%s' must be a whole number, got %g", name, d);
         return -1;
     }
     *out = (int64_t)d;

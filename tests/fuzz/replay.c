@@ -12,6 +12,61 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* RLMCP_FUZZ_MUTATIONS=N: also runs N mutations of each input (bytes
+ * flipped, cut, inserted or repeated; a fixed seed, so runs repeat): a
+ * short fuzz without libFuzzer, for ctest. */
+static void mutate_runs(const uint8_t *orig, size_t n)
+{
+    static uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    const char *env = getenv("RLMCP_FUZZ_MUTATIONS");
+    long runs = env != NULL ? strtol(env, NULL, 10) : 0;
+    uint8_t *buf = NULL;
+    long r;
+
+    if (runs <= 0 || (buf = malloc(2 * n + 64)) == NULL)
+        return;
+    for (r = 0; r < runs; r++) {
+        size_t len = n;
+        int k;
+
+        memcpy(buf, orig, n);
+        for (k = 0; k < 1 + (int)(seed % 4); k++) {
+            size_t at;
+
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            at = len > 0 ? (size_t)(seed >> 8) % len : 0;
+            switch (seed % 4) {
+            case 0: /* flip a byte */
+                if (len > 0)
+                    buf[at] = (uint8_t)(seed >> 24);
+                break;
+            case 1: /* cut the tail */
+                len = at;
+                break;
+            case 2: /* insert an interesting byte */
+                if (len < 2 * n + 32) {
+                    static const uint8_t b[] = {'"', '\\', '{', '}', '[', ']', ',', ':', '\n',
+                                                '\r', '-', '=', '&', '%', '\0', 0xff};
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = b[(seed >> 16) % sizeof(b)];
+                    len++;
+                }
+                break;
+            default: /* repeat a chunk */
+                if (len - at > 0 && len + 16 < 2 * n + 48) {
+                    size_t c = (len - at) < 16 ? len - at : 16;
+
+                    memmove(buf + at + c, buf + at, len - at);
+                    len += c;
+                }
+                break;
+            }
+        }
+        LLVMFuzzerTestOneInput(buf, len);
+    }
+    free(buf);
+}
+
 static int run_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -31,6 +86,7 @@ static int run_file(const char *path)
     }
     fprintf(stderr, "replay: %s\n", path);
     LLVMFuzzerTestOneInput(buf, (size_t)n);
+    mutate_runs(buf, (size_t)n);
     rc = 0;
 out:
     free(buf);
