@@ -25,6 +25,10 @@
 #include "schema.h"
 #include "textmap.h"
 
+/* Requests end this long before the call's deadline, so the handler can
+ * still answer with what it knows before the timer answers "timeout". */
+#define CALL_ANSWER_MARGIN_MS 150u
+
 /* Progress closer together than this is coalesced (latest value wins). */
 #define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
 
@@ -878,6 +882,9 @@ static struct rlclient_bound call_bound(struct rlmcp_call *call,
     if (call->deadline_ns != 0 &&
         (!cleanup || call->deadline_ns > mcp_now_ns()))
         b.deadline_ms = call->deadline_ns / 1000000ull;
+    /* Leave the handler time to answer before the timer does. */
+    if (b.deadline_ms > CALL_ANSWER_MARGIN_MS)
+        b.deadline_ms -= CALL_ANSWER_MARGIN_MS;
     return b;
 }
 

@@ -276,6 +276,16 @@ static unsigned session_call_count(const struct mcp_session *s)
     return n;
 }
 
+/* Calls that may wait long run on their own threads, so a short call
+ * never queues behind them (docs/protocol.md "Concurrency"). */
+static struct pool *call_pool(struct mcp_dispatcher *d,
+                              const struct rlmcp_call *c)
+{
+    if (c->tool != NULL && (c->tool->flags & RLMCP_TOOL_LONG))
+        return d->long_pool;
+    return d->pool;
+}
+
 /* Link the call and hand it to the pool; always consumes c. */
 static void enqueue(struct req *r, struct rlmcp_call *c)
 {
@@ -329,7 +339,7 @@ static void enqueue(struct req *r, struct rlmcp_call *c)
     pthread_cond_signal(&d->timer_cond);
     pthread_mutex_unlock(&d->lock);
 
-    if (pool_submit(d->pool, call_job, c) == 0)
+    if (pool_submit(call_pool(d, c), call_job, c) == 0)
         return;
 refuse:
     call_fail(c, JSONRPC_INTERNAL_ERROR,
@@ -1518,8 +1528,14 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
     d->pool = pool_create(d->workers);
     if (d->pool == NULL)
         goto fail;
+    d->long_pool = pool_create(MCP_LONG_WORKERS);
+    if (d->long_pool == NULL) {
+        pool_destroy(d->pool);
+        goto fail;
+    }
     if (pthread_create(&d->timer, NULL, timer_main, d) != 0) {
         pool_destroy(d->pool);
+        pool_destroy(d->long_pool);
         goto fail;
     }
     d->timer_running = true;
@@ -1593,7 +1609,7 @@ void mcp_destroy(struct mcp_dispatcher *d)
     pthread_mutex_unlock(&d->lock);
     if (d->timer_running)
         pthread_join(d->timer, NULL);
-    if (!pool_wait_idle(d->pool, 1000)) {
+    if (!pool_wait_idle(d->pool, 1000) || !pool_wait_idle(d->long_pool, 1000)) {
         /* A handler ignores cancellation: freeing now would crash it. */
         log_msg(RLMCP_LOG_ERROR, NULL,
                 "handlers still running at shutdown; leaving them to the "
@@ -1601,6 +1617,7 @@ void mcp_destroy(struct mcp_dispatcher *d)
         return;
     }
     pool_destroy(d->pool);
+    pool_destroy(d->long_pool);
     free_fields(d);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->timer_cond);

@@ -19,6 +19,9 @@
 #include "mcp.h"
 #include "registry.h"
 
+/* Threads for calls of RLMCP_TOOL_LONG tools (started on demand). */
+#define MCP_LONG_WORKERS 256u
+
 /* Requests one session may have in progress (queued or running). */
 #define MCP_MAX_SESSION_CALLS 4096u
 
@@ -125,6 +128,7 @@ struct mcp_dispatcher {
     size_t max_message;
     struct registry *reg;
     struct pool *pool;
+    struct pool *long_pool; /* RLMCP_TOOL_LONG calls: their own threads */
     struct rlclient *rl;
     char *default_key;
 

@@ -787,7 +787,7 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     *result_out = NULL;
     if (!rlmcp_h_capture_init(&streamed, (size_t)ex->max_output))
         return RLMCP_ENOMEM;
-    exec_limits(h, p->timeout_s, &lim);
+    exec_limits(h, p->timeout_s, EXEC_RESERVE_KILL, &lim);
     deadline = lim.work_until;
     rc = start_execution(ex, h, p, deadline, &view, &eid);
     if (rc != RLMCP_OK) {

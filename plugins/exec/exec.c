@@ -325,7 +325,7 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     if (rc != RLMCP_OK)
         goto out;
     /* Wait while the call's time lets a status read follow. */
-    exec_limits(&h, timeout_s, &lim);
+    exec_limits(&h, timeout_s, EXEC_RESERVE_READ, &lim);
     rc = exec_wait_done(ex, &h, id, eid, lim.work_until, &view);
     if (rc == RLMCP_ETIMEDOUT) {
         /* The bound passed: report where it stands, without killing. */
@@ -845,6 +845,10 @@ out:
 static char exec_out_plain[1024];
 static char exec_out_run[1200];
 
+/* Tools that wait for commands: they run on the host's own threads. */
+static const char *const waiting_tools[] = {
+    "execute_command", "wait_for_execution", "run_shell", "run_code", NULL};
+
 static const struct rlmcp_h_tool specs[] = {
     {"execute_command", "Run a command",
      "Run a bash command on a devbox and wait for it to finish. Returns "
@@ -942,8 +946,9 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), ex, long_ms);
+    rc = rlmcp_h_register_tools_waiting(self, api, specs,
+                                        sizeof(specs) / sizeof(specs[0]), ex,
+                                        long_ms, waiting_tools);
     if (rc != RLMCP_OK)
         goto fail;
     for (i = 0; i < ex->n_langs; i++) {
@@ -956,7 +961,7 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         def.handler = run_lang_tool;
         def.user_data = &ex->langs[i];
         /* One at a time per language: the devbox is shared. */
-        def.flags = RLMCP_TOOL_SERIAL;
+        def.flags = RLMCP_TOOL_SERIAL | RLMCP_TOOL_LONG;
         def.timeout_ms = long_ms;
         rc = reg(ex, self, &def);
         if (rc != RLMCP_OK)

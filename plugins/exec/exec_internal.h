@@ -74,16 +74,18 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
 
 /*
  * A call's time limits (stop.c). work_until: the command's own end (its
- * timeout_s) cut so that a clean-up reserve (a tenth of the timeout,
- * 1-3 s) is left before answer_by, the call's deadline less a margin
- * (0: the host gave none).
+ * timeout_s) cut so that a reserve (a tenth of the timeout: 1-3 s to
+ * kill and confirm, 0.3-1 s for a status read) is left before answer_by, the
+ * call's deadline less a margin (0: the host gave none).
  */
 struct exec_limits {
     uint64_t work_until;
     uint64_t answer_by;
 };
+/* What the reserve is for: killing and confirming, or one status read. */
+enum exec_reserve { EXEC_RESERVE_KILL, EXEC_RESERVE_READ };
 void exec_limits(const struct rlmcp_h *h, long long timeout_s,
-                 struct exec_limits *out);
+                 enum exec_reserve kind, struct exec_limits *out);
 /* Until when a clean-up may run: answer_by, else 5 s from now. */
 uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled);
 

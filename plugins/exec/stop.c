@@ -24,8 +24,10 @@
 #define DEFAULT_CLEANUP_MS 5000u
 
 void exec_limits(const struct rlmcp_h *h, long long timeout_s,
-                 struct exec_limits *out)
+                 enum exec_reserve kind, struct exec_limits *out)
 {
+    uint64_t lo = kind == EXEC_RESERVE_KILL ? 1000 : 300;
+    uint64_t hi = kind == EXEC_RESERVE_KILL ? 3000 : 1000;
     uint64_t now = rlmcp_h_now_ms();
     uint64_t own = now + (uint64_t)timeout_s * 1000u;
     uint64_t d = 0;
@@ -34,10 +36,10 @@ void exec_limits(const struct rlmcp_h *h, long long timeout_s,
     if (RLMCP_API_HAS(h->api, call_deadline_ms))
         d = h->api->call_deadline_ms(h->call);
     /* A kill and a status read are two round trips on a busy engine. */
-    if (reserve < 1000)
-        reserve = 1000;
-    if (reserve > 3000)
-        reserve = 3000;
+    if (reserve < lo)
+        reserve = lo;
+    if (reserve > hi)
+        reserve = hi;
     out->answer_by = d > ANSWER_MARGIN_MS ? d - ANSWER_MARGIN_MS : 0;
     out->work_until = own;
     if (out->answer_by != 0 && out->answer_by < own + reserve)

@@ -463,9 +463,30 @@ int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj)
 /* ---- tool registration ----------------------------------------------------
  */
 
+static bool name_in(const char *const *names, const char *name)
+{
+    size_t i;
+
+    for (i = 0; names != NULL && names[i] != NULL; i++) {
+        if (strcmp(names[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
 int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms)
+{
+    return rlmcp_h_register_tools_waiting(self, api, tools, n, user_data,
+                                          long_timeout_ms, NULL);
+}
+
+int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
+                                   const struct rlmcp_host_api *api,
+                                   const struct rlmcp_h_tool *tools, size_t n,
+                                   void *user_data, uint32_t long_timeout_ms,
+                                   const char *const *waiting)
 {
     size_t i;
     int rc = RLMCP_OK;
@@ -482,6 +503,7 @@ int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         def.handler = tools[i].fn;
         def.user_data = user_data;
         def.timeout_ms = tools[i].long_running ? long_timeout_ms : 0;
+        def.flags = name_in(waiting, tools[i].name) ? RLMCP_TOOL_LONG : 0;
         rc = api->register_tool(self, &def);
         if (rc != RLMCP_OK) {
             api->set_error(self, "registering %s failed: %s", tools[i].name,

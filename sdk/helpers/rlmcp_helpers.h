@@ -215,6 +215,13 @@ struct rlmcp_h_tool {
 int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms);
+/* The same; the tools named in waiting (NULL-terminated, may be NULL) get
+ * RLMCP_TOOL_LONG: they may wait long and run on their own threads. */
+int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
+                                   const struct rlmcp_host_api *api,
+                                   const struct rlmcp_h_tool *tools, size_t n,
+                                   void *user_data, uint32_t long_timeout_ms,
+                                   const char *const *waiting);
 
 /* ---- config helpers (init time, no call) --------------------------------- */
 

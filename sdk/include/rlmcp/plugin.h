@@ -175,6 +175,10 @@ typedef int (*rlmcp_tool_fn)(rlmcp_call *call, const char *args_json,
 
 /* Tool flags: things the host acts on. */
 #define RLMCP_TOOL_SERIAL (1u << 0) /* never run two calls of it at once */
+/* Added after ABI 1.3 (older hosts ignore it): a call may wait long
+ * (executions, builds, PTY exchanges). The host runs such calls on their
+ * own threads, so short calls never queue behind them. */
+#define RLMCP_TOOL_LONG (1u << 1)
 
 struct rlmcp_tool_def {
     size_t struct_size;         /* sizeof; use RLMCP_TOOL_DEF_INIT */
