@@ -696,10 +696,13 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         return;
     if (st != NULL && st[0] != '\0') {
         want = dbx_status_parse(st);
+        /* Runloop's queue states: no devbox here waits in them. */
+        if (strcmp(st, "queued") == 0 || strcmp(st, "scheduled") == 0)
+            want = DBX_N_STATUS;
         if (want < 0) {
             util_error(resp, 400, "status \"%s\" is not a devbox status; use one of "
                        "provisioning, initializing, running, suspending, suspended, "
-                       "resuming, failure, shutdown", st);
+                       "resuming, failure, shutdown, queued, scheduled", st);
             return;
         }
     }
@@ -1461,7 +1464,7 @@ static void route_execution(struct engine *eng, struct devbox *box, char **seg, 
         handle_exec_stdin(eng, ex, req, resp);
         return;
     }
-    util_error(resp, 404, "no such endpoint: %s %s", req->method, req->path);
+    api_unimplemented(req, resp);
 }
 
 /* ---------------------------------------------------------------- router */
@@ -1502,16 +1505,6 @@ static int is_files_action(const char *a)
            strcmp(a, "upload_file") == 0 || strcmp(a, "download_file") == 0;
 }
 
-static int is_later_action(const char *a)
-{
-    static const char *const later[] = {
-        "create_ssh_key", "create_gateway_token", "create_mcp_token",
-        NULL,
-    };
-
-    return in_list(a, later);
-}
-
 static void route_devbox(struct engine *eng, char **seg, size_t n,
                          const struct http_request *req, struct http_response *resp)
 {
@@ -1529,8 +1522,7 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
     if (box == NULL) {
         if (strcmp(seg[2], "evictions") == 0 ||
             strcmp(seg[2], "metadata") == 0)
-            util_error(resp, 400, "/v1/devboxes/%s is not supported by the local engine yet",
-                       seg[2]);
+            api_unimplemented(req, resp);
         else
             util_error(resp, 404, "devbox %s not found; list devboxes with GET /v1/devboxes",
                        seg[2]);
@@ -1581,13 +1573,11 @@ static void route_devbox(struct engine *eng, char **seg, size_t n,
         tunnel_api_pty(eng, box, req, resp);
     else if (strcmp(action, "snapshot_disk") == 0 || strcmp(action, "snapshot_disk_async") == 0)
         snapshots_create(eng, box, req, resp, strcmp(action, "snapshot_disk_async") == 0);
-    else if (is_later_action(action))
-        util_error(resp, 400, "%s is not supported by the local engine yet", action);
     else
         goto not_found;
     return;
 not_found:
-    util_error(resp, 404, "no such endpoint: %s %s", req->method, req->path);
+    api_unimplemented(req, resp);
 }
 
 static void handle_account(struct http_response *resp)
@@ -1635,11 +1625,7 @@ static void route_request(struct engine *eng, const struct http_request *req,
         goto out;
     }
     if (strcmp(seg[1], "devboxes") != 0) {
-        if (strcmp(seg[1], "network-policies") == 0 || strcmp(seg[1], "objects") == 0)
-            util_error(resp, 400, "/v1/%s is not supported by the local engine yet", seg[1]);
-        else
-            goto not_found;
-        goto out;
+        goto not_found;
     }
     if (n == 2) {
         if (is_get)
@@ -1655,10 +1641,17 @@ static void route_request(struct engine *eng, const struct http_request *req,
     route_devbox(eng, seg, n, req, resp);
     goto out;
 not_found:
-    util_error(resp, 404, "no such endpoint: %s %s (see the Runloop API reference)",
-               req->method, req->path);
+    api_unimplemented(req, resp);
 out:
     free(path);
+}
+
+void api_unimplemented(const struct http_request *req, struct http_response *resp)
+{
+    util_error(resp, 501,
+               "%s %s is not implemented by devboxd, the local engine (docs/devboxd.md "
+               "lists what it serves)",
+               req->method, req->path);
 }
 
 void api_handle(void *ud, const struct http_request *req,
@@ -1677,9 +1670,7 @@ void api_handle(void *ud, const struct http_request *req,
         return;
     }
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
-        util_error(resp, 405,
-                   "method %s is not used by the Runloop API; use GET or POST",
-                   req->method);
+        api_unimplemented(req, resp);
         http_response_set_header(resp, "allow", "GET, POST");
         return;
     }

@@ -9,6 +9,10 @@
 
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
+
+/* An endpoint this engine does not serve: 501 in the Runloop error shape,
+ * naming the method and path (never a 404, which reads as "no such id"). */
+void api_unimplemented(const struct http_request *req, struct http_response *resp);
 /* 0 when req carries the API key (or came over the unix socket); ud is the
  * struct engine. The server checks it as soon as a request head arrives. */
 int api_authorized(void *ud, const struct http_request *req);

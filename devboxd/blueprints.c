@@ -1226,8 +1226,6 @@ void blueprints_route(struct engine *eng, char **seg, size_t n, const struct htt
     } else if (n == 4 && is_get && strcmp(seg[3], "logs") == 0) {
         handle_logs(eng, seg[2], resp);
     } else {
-        util_error(resp, 404, "no such endpoint: %s %s (blueprint endpoints: GET/POST "
-                   "/v1/blueprints, GET /v1/blueprints/{id}, POST .../{id}/delete, GET "
-                   ".../{id}/logs)", req->method, req->path);
+        api_unimplemented(req, resp);
     }
 }

@@ -667,8 +667,7 @@ void mcpcfg_route(struct engine *eng, char **seg, size_t n,
         return;
     }
     if (n > 4 || (n == 4 && (is_get || strcmp(seg[3], "delete") != 0))) {
-        util_error(resp, 404, "no such endpoint: %s %s", req->method,
-                   req->path);
+        api_unimplemented(req, resp);
         return;
     }
     if (n >= 3 && !id_valid(seg[2])) {

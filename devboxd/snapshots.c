@@ -585,8 +585,6 @@ void snapshots_route(struct engine *eng, char **seg, size_t n, const struct http
     } else if (n == 5 && is_get && strcmp(seg[4], "status") == 0) {
         handle_status(eng, seg[3], resp);
     } else {
-        util_error(resp, 404, "no such endpoint: %s %s (snapshot endpoints: GET "
-                   "/v1/devboxes/disk_snapshots, POST .../{id}, POST .../{id}/delete, GET "
-                   ".../{id}/status)", req->method, req->path);
+        api_unimplemented(req, resp);
     }
 }

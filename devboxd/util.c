@@ -304,6 +304,7 @@ static const char *status_slug(int status)
     case 413: return "payload_too_large";
     case 415: return "unsupported_media_type";
     case 422: return "unprocessable_entity";
+    case 501: return "not_implemented";
     case 503: return "service_unavailable";
     case 507:
         return "insufficient_storage";

@@ -225,10 +225,38 @@ describe('bad input', () => {
     assert.equal(r.status, 413);
     assert.match(r.json.message, /too large/);
     r = await engine.raw('DELETE', '/v1/devboxes/dbx_x');
-    assert.equal(r.status, 405);
+    assert.equal(r.status, 501);
     r = await engine.raw('GET', '/v2/nothing');
-    assert.equal(r.status, 404);
-    assert.match(r.json.message, /no such endpoint/);
+    assert.equal(r.status, 501);
+    assert.equal(r.json.code, 'not_implemented');
+    assert.match(r.json.message, /GET \/v2\/nothing is not implemented by devboxd/);
+  });
+  test('every endpoint the engine does not serve is one 501 naming it (official SDK)', async () => {
+    const c = engine.client();
+    const box = await c.devboxes.create({});
+    // One from each family the engine lacks, through the SDK's own methods.
+    const cases = [
+      [() => c.networkPolicies.list(), /GET \/v1\/network-policies /],
+      [() => c.objects.list(), /GET \/v1\/objects /],
+      [() => c.scenarios.list(), /GET \/v1\/scenarios /],
+      [() => c.benchmarks.list(), /GET \/v1\/benchmarks /],
+      [() => c.gatewayConfigs.list(), /GET \/v1\/gateway-configs /],
+      [() => c.devboxes.createSSHKey(box.id), new RegExp(`POST /v1/devboxes/${box.id}/create_ssh_key `)],
+    ];
+    for (const [fn, re] of cases) {
+      await assert.rejects(fn(), (e) => {
+        assert.equal(e.status, 501, `${re}: ${e.status} ${e.message}`);
+        assert.equal(e.error?.code, 'not_implemented');
+        assert.match(e.error?.message, re);
+        return true;
+      });
+    }
+    // Runloop's queue states are accepted list filters (nothing waits here).
+    for (const status of ['queued', 'scheduled']) {
+      const page = await c.devboxes.list({ status });
+      assert.deepEqual(page.devboxes, []);
+    }
+    await c.devboxes.shutdown(box.id);
   });
   test('a bad or missing key is a 401 in the Runloop error shape', async () => {
     const bad = engine.client({ bearerToken: 'ak_wrong' });
