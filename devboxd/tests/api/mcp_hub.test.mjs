@@ -101,7 +101,10 @@ describe('MCP configs API', () => {
     await rejectsWith(assert, client.mcpConfigs.create({ ...base, name: 'docs-readonly' }), 409, /already exists/);
     await rejectsWith(assert, client.mcpConfigs.retrieve('mcp_nope'), 404, /not found/);
     await rejectsWith(assert, client.mcpConfigs.update('mcp_nope', { description: 'x' }), 404, /not found/);
-    assert.equal((await engine.raw('GET', '/v1/mcp-configs/..%2F..%2Fapi-key')).status, 404);
+    // A path outside the API: not served (501), and never a file.
+    const t = await engine.raw('GET', '/v1/mcp-configs/..%2F..%2Fapi-key');
+    assert.ok(t.status === 404 || t.status === 501, `${t.status}`);
+    assert.doesNotMatch(t.text, new RegExp(engine.key));
   });
 });
 
