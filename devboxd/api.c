@@ -1652,6 +1652,8 @@ void api_unimplemented(const struct http_request *req, struct http_response *res
                "%s %s is not implemented by devboxd, the local engine (docs/devboxd.md "
                "lists what it serves)",
                req->method, req->path);
+    /* Asking again does not help: clients must not retry it as a 5xx. */
+    http_response_set_header(resp, "x-should-retry", "false");
 }
 
 void api_handle(void *ud, const struct http_request *req,

@@ -229,6 +229,7 @@ describe('bad input', () => {
     r = await engine.raw('GET', '/v2/nothing');
     assert.equal(r.status, 501);
     assert.equal(r.json.code, 'not_implemented');
+    assert.equal(r.headers.get('x-should-retry'), 'false');
     assert.match(r.json.message, /GET \/v2\/nothing is not implemented by devboxd/);
   });
   test('every endpoint the engine does not serve is one 501 naming it (official SDK)', async () => {
