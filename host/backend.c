@@ -351,6 +351,7 @@ static struct rlclient *make_client(const struct backend *b, bool quiet)
         .unix_socket = b->local ? b->socket_path : NULL,
         .default_max_retries = -1,
         .quiet = quiet,
+        .no_breaker = quiet, /* start-up probes poll an engine coming up */
     };
     struct rlclient *c = NULL;
     char *pidfile = NULL;

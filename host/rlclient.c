@@ -67,6 +67,7 @@ struct rlclient {
     struct rl_handle *pool;
     unsigned pool_size;
     struct breaker breaker; /* API requests only, never tunnels */
+    bool no_breaker;
     rlclient_down_fn on_down;
     void *on_down_ctx;
 };
@@ -302,6 +303,7 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
     c->max_body =
         opts->default_max_body ? opts->default_max_body : RL_DEFAULT_MAX_BODY;
     c->quiet = opts->quiet;
+    c->no_breaker = opts->no_breaker;
     if (client_init_share(c) != 0)
         goto fail;
     return c;
@@ -1136,7 +1138,7 @@ static void breaker_note(struct rl_call *rc, const struct attempt *a)
     struct rlclient *c = rc->c;
     bool fatal = false;
 
-    if (rc->origin != NULL)
+    if (rc->origin != NULL || c->no_breaker)
         return;
     if (a->out == OUT_DONE || a->out == OUT_RETRY) {
         breaker_success(&c->breaker);

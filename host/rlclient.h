@@ -38,6 +38,9 @@ struct rlclient_options {
      * "tunnel_url_template" line names the tunnel listener. Re-read per
      * call, since devboxd picks a new port at each start. */
     const char *tunnel_info_file;
+    /* Appended: no circuit breaker (start-up probes that poll an engine
+     * coming up must not be answered by it). */
+    bool no_breaker;
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */
