@@ -7,6 +7,7 @@
 #                          test clients), skipped while the stamp of their
 #                          inputs (scripts/bootstrap, tests/package*.json) holds
 #   steps_build DIR ARGS   configure when needed, build with a progress count
+#                          ($STEPS_TARGET only, when set)
 #   steps_images DIR       the local engine's images: runs scripts/images
 #                          BUILD_DIR when that script exists (it must print its
 #                          own step lines and return at once when nothing changed)
@@ -115,9 +116,10 @@ steps_build() {
     elif [ $# -gt 0 ]; then
         cmake -S . -B "$dir" "$@" >/dev/null
     fi
-    step "building $dir with $STEPS_JOBS jobs"
+    step "building $dir${STEPS_TARGET:+ (${STEPS_TARGET})} with $STEPS_JOBS jobs"
     # pipefail (set by the callers) makes cmake's status the pipeline's.
-    cmake --build "$dir" -j"$STEPS_JOBS" 2>&1 | steps_progress "$dir/build.log" || rc=$?
+    cmake --build "$dir" ${STEPS_TARGET:+--target "$STEPS_TARGET"} -j"$STEPS_JOBS" 2>&1 |
+        steps_progress "$dir/build.log" || rc=$?
     if [ "$rc" -ne 0 ]; then
         grep -E ': (fatal )?error:|: warning:|Error [0-9]' "$dir/build.log" | head -40 >&2 || true
         tail -n 20 "$dir/build.log" >&2
