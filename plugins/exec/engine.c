@@ -457,6 +457,7 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
     char key_t[32];
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(view, which);
     char *hint = exec_logs_hint(h, eid);
+    uint64_t dropped = 0;
     bool api_cut = false;
     bool complete = false;
     bool truncated = false;
@@ -472,7 +473,8 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             rlmcp_h_capture_add(&cap, text->valuestring,
                                 strlen(text->valuestring));
     } else if (streamed != NULL && streamed_ok) {
-        out = rlmcp_h_capture_text(streamed, hint, &truncated);
+        out =
+            rlmcp_h_capture_text_dropped(streamed, hint, &truncated, &dropped);
         goto done;
     } else {
         /* The API kept only the last lines: read the whole stream. */
@@ -486,7 +488,8 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             if (cJSON_IsString(text))
                 rlmcp_h_capture_add(&cap, text->valuestring,
                                     strlen(text->valuestring));
-            out = rlmcp_h_capture_text(&cap, hint, &truncated);
+            out =
+                rlmcp_h_capture_text_dropped(&cap, hint, &truncated, &dropped);
             if (out != NULL) {
                 char *t = rlmcp_h_sprintf(
                     "\u2026[earlier output omitted%s%s]\u2026\n%s",
@@ -498,7 +501,7 @@ static int add_stream(struct ex *ex, const struct rlmcp_h *h,
             goto done;
         }
     }
-    out = rlmcp_h_capture_text(&cap, hint, &truncated);
+    out = rlmcp_h_capture_text_dropped(&cap, hint, &truncated, &dropped);
 done:
     if (out == NULL) {
         rc = RLMCP_ENOMEM;
@@ -506,6 +509,8 @@ done:
     }
     cJSON_AddStringToObject(result, which, out);
     cJSON_AddBoolToObject(result, key_t, truncated);
+    snprintf(key_t, sizeof(key_t), "%s_bytes_dropped", which);
+    cJSON_AddNumberToObject(result, key_t, (double)dropped);
 out:
     free(out);
     free(hint);
@@ -526,6 +531,14 @@ static cJSON *base_result(const cJSON *view, const char *devbox_id,
         cJSON_AddNumberToObject(r, "exit_code", ex->valuedouble);
     else
         cJSON_AddNullToObject(r, "exit_code");
+    /* How it ended: killed by SIGKILL/SIGTERM (128+n), else its exit. */
+    if (!cJSON_IsNumber(ex))
+        cJSON_AddNullToObject(r, "ended_by");
+    else
+        cJSON_AddStringToObject(
+            r, "ended_by",
+            ex->valueint == 128 + 9 || ex->valueint == 128 + 15 ? "killed"
+                                                                : "exit");
     cJSON_AddStringToObject(r, "execution_id", eid);
     cJSON_AddStringToObject(r, "devbox_id", devbox_id);
     cJSON_AddStringToObject(r, "status",
@@ -573,6 +586,7 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, streams[i]);
         char key[32];
         bool trunc = false;
+        uint64_t dropped = 0;
         char *out;
 
         snprintf(key, sizeof(key), "%s_truncated", streams[i]);
@@ -590,11 +604,13 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
                 break;
             }
         }
-        out = rlmcp_h_capture_text(&cap, hint, &trunc);
+        out = rlmcp_h_capture_text_dropped(&cap, hint, &trunc, &dropped);
         cJSON_AddStringToObject(r, streams[i], out != NULL ? out : "");
         cJSON_AddBoolToObject(
             r, key,
             trunc || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(view, key)));
+        snprintf(key, sizeof(key), "%s_bytes_dropped", streams[i]);
+        cJSON_AddNumberToObject(r, key, (double)dropped);
         free(out);
         rlmcp_h_capture_free(&cap);
     }

@@ -170,6 +170,10 @@ int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"       \
     "\"stdout_truncated\":{\"type\":\"boolean\"},"                             \
     "\"stderr_truncated\":{\"type\":\"boolean\"},"                             \
+    "\"stdout_bytes_dropped\":{\"type\":\"integer\"},"                         \
+    "\"stderr_bytes_dropped\":{\"type\":\"integer\"},"                         \
+    "\"ended_by\":{\"type\":[\"string\",\"null\"],\"enum\":[\"exit\","         \
+    "\"killed\",null]},"                                                       \
     "\"duration_ms\":{\"type\":\"integer\"},"                                  \
     "\"execution_id\":{\"type\":\"string\"},"                                  \
     "\"devbox_id\":{\"type\":\"string\"},"                                     \

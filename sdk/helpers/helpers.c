@@ -954,6 +954,15 @@ char *rlmcp_h_tool_ref(const struct rlmcp_h *h, const char *tool,
 char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
                            bool *truncated)
 {
+    uint64_t dropped = 0;
+
+    return rlmcp_h_capture_text_dropped(c, hint, truncated, &dropped);
+}
+
+char *rlmcp_h_capture_text_dropped(const struct rlmcp_h_capture *c,
+                                   const char *hint, bool *truncated,
+                                   uint64_t *dropped)
+{
     char *tail = NULL;
     char *marker = NULL;
     char *out = NULL;
@@ -963,6 +972,7 @@ char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
     if (tail == NULL)
         goto out;
     tail_len = ring_linear(c, tail);
+    *dropped = 0;
     if (c->total <= c->head_cap + c->tail_cap) {
         *truncated = false;
         out = malloc(c->head_len + tail_len + 1);
@@ -977,6 +987,7 @@ char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
     head_len = c->head_len - utf8_tail_trim(c->head, c->head_len);
     skip = utf8_head_skip(tail, tail_len);
     omitted = (size_t)(c->total - head_len - (tail_len - skip));
+    *dropped = omitted;
     if (hint != NULL)
         marker = rlmcp_h_sprintf("\n\u2026[truncated %zu bytes; %s]\u2026\n",
                                  omitted, hint);

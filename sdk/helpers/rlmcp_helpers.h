@@ -287,6 +287,10 @@ void rlmcp_h_capture_free(struct rlmcp_h_capture *c);
  */
 char *rlmcp_h_capture_text(const struct rlmcp_h_capture *c, const char *hint,
                            bool *truncated);
+/* The same, and *dropped: how many bytes the marker stands for. */
+char *rlmcp_h_capture_text_dropped(const struct rlmcp_h_capture *c,
+                                   const char *hint, bool *truncated,
+                                   uint64_t *dropped);
 
 /*
  * "tool param=value" with the names this deployment exposes (aliases

@@ -148,6 +148,12 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     assert.ok(m, 'marker with the dropped byte count');
     assert.equal(Number(m[1]) + big.stdout.length - m[0].length - 4, 5 + 200001 + 5);
     assert.doesNotMatch(big.stdout, hiddenRe);
+    assert.equal(big.stdout_bytes_dropped, Number(m[1]));
+    assert.equal(big.ended_by, 'exit');
+    const killed = ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'echo before; kill -9 $$' }));
+    assert.equal(killed.exit_code, 137);
+    assert.equal(killed.ended_by, 'killed');
+    assert.equal(killed.stdout, 'before\n');
     ok(await call('upload_test_file', { sandbox_id: sb.id, file_path: '/home/user/in.bin', content_base64: Buffer.from([1, 2, 3, 0, 255]).toString('base64') }));
     ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cp /home/user/in.bin /home/user/report.bin' }));
     const d = ok(await call('download_artifact', { sandbox_id: sb.id, file_path: '/home/user/report.bin' }));

@@ -218,6 +218,9 @@ static void truncation_keeps_head_and_tail(void **state)
     assert_string_equal(s + strlen(s) - 4, "TAIL");
     assert_non_null(strstr(s, "[truncated 98976 bytes; full output: "
                               "get_execution_logs execution_id=exe_1]"));
+    assert_int_equal((int)rnum("stdout_bytes_dropped"), 98976);
+    assert_int_equal((int)rnum("stderr_bytes_dropped"), 0);
+    assert_string_equal(rstr("ended_by"), "exit");
     assert_true(strlen(s) < 1024 + 200);
     /* A deployment hiding get_execution_logs: head, tail and the count. */
     fh_reset();
