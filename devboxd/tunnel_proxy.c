@@ -38,6 +38,13 @@
 #define HVAL_MAX 512             /* longest header value we look at */
 #define URL_MAX 2048             /* request target kept (PTY ?token=) */
 #define MAX_CONNS 1024           /* relayed connections at once (a thread each) */
+/* Slots beyond MAX_CONNS for connections dropped to make room and still
+ * closing: when all are open, the oldest connection whose first request
+ * has not been routed yet (no complete head, or refused) is shut down for
+ * the newcomer, so head-less clients cannot keep others out. */
+#define CONN_SPARE 64
+
+struct tconn;
 
 struct tunnel_server {
     struct engine *eng;
@@ -47,7 +54,10 @@ struct tunnel_server {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stopping;
-    int conns;
+    int conns;  /* threads alive */
+    int active; /* live[] entries not dropped */
+    unsigned long seq;
+    struct tconn *live[MAX_CONNS + CONN_SPARE]; /* guarded by lock */
 };
 
 /* Headers the tunnel reads; other headers pass untouched. */
@@ -81,6 +91,11 @@ struct tconn {
     char key[TUNNEL_KEY_LEN + 8];
     int port;
     int keep_alive;
+    /* guarded by ts->lock */
+    int slot;
+    int relaying;
+    int evicted;
+    unsigned long seq;
 };
 
 /* ------------------------------------------------------------ responses */
@@ -855,6 +870,9 @@ static void serve(struct tconn *c)
      * later request before anything is forwarded. */
     http_parser_pause(&c->parser, 0);
     c->routed = 1;
+    pthread_mutex_lock(&c->ts->lock);
+    c->relaying = 1; /* no longer dropped to make room */
+    pthread_mutex_unlock(&c->ts->lock);
     if (rest_off < (size_t)len && inspect(c, buf + rest_off, (size_t)len - rest_off) != 0)
         goto out;
     relay(c, buf, (size_t)len);
@@ -879,6 +897,13 @@ static void *conn_thread(void *arg)
     c->parser.data = c;
     c->cur = -1;
     serve(c);
+    /* Out of the table before the fd closes: eviction never shuts down a
+     * reused descriptor. */
+    pthread_mutex_lock(&ts->lock);
+    ts->live[c->slot] = NULL;
+    if (!c->evicted)
+        ts->active--;
+    pthread_mutex_unlock(&ts->lock);
     if (c->cfd >= 0)
         close(c->cfd);
     if (c->ufd >= 0)
@@ -889,6 +914,42 @@ static void *conn_thread(void *arg)
     pthread_cond_broadcast(&ts->cond);
     pthread_mutex_unlock(&ts->lock);
     return NULL;
+}
+
+/* Lock held. Takes a slot for c, dropping the oldest connection that is
+ * not relaying yet when MAX_CONNS are open; 0 when none can be dropped. */
+static int conn_admit_locked(struct tunnel_server *ts, struct tconn *c)
+{
+    struct tconn *oldest = NULL;
+    int free_slot = -1;
+    int i;
+
+    for (i = 0; i < MAX_CONNS + CONN_SPARE; i++) {
+        struct tconn *o = ts->live[i];
+
+        if (o == NULL) {
+            if (free_slot < 0)
+                free_slot = i;
+        } else if (!o->relaying && !o->evicted &&
+                   (oldest == NULL || o->seq < oldest->seq)) {
+            oldest = o;
+        }
+    }
+    if (free_slot < 0)
+        return 0;
+    if (ts->active >= MAX_CONNS) {
+        if (oldest == NULL)
+            return 0;
+        shutdown(oldest->cfd, SHUT_RDWR);
+        oldest->evicted = 1;
+        ts->active--;
+    }
+    c->slot = free_slot;
+    c->seq = ++ts->seq;
+    ts->live[free_slot] = c;
+    ts->active++;
+    ts->conns++;
+    return 1;
 }
 
 static void start_conn(struct tunnel_server *ts, int fd)
@@ -906,9 +967,7 @@ static void start_conn(struct tunnel_server *ts, int fd)
     c->cfd = fd;
     c->ufd = -1;
     pthread_mutex_lock(&ts->lock);
-    rc = ts->conns < MAX_CONNS;
-    if (rc)
-        ts->conns++;
+    rc = conn_admit_locked(ts, c);
     pthread_mutex_unlock(&ts->lock);
     if (!rc) {
         send_error(fd, 503, "1", "devboxd's tunnel listener has %d connections open; retry",
@@ -923,6 +982,11 @@ static void start_conn(struct tunnel_server *ts, int fd)
     rc = pthread_create(&tid, &attr, conn_thread, c);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        pthread_mutex_lock(&ts->lock);
+        ts->live[c->slot] = NULL;
+        if (!c->evicted)
+            ts->active--;
+        pthread_mutex_unlock(&ts->lock);
         close(fd);
         free(c);
         pthread_mutex_lock(&ts->lock);

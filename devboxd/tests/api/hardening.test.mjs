@@ -80,6 +80,36 @@ describe('half-open connection flood', () => {
     });
   }
 
+  // The tunnel listener had one global cap of 1,024 connections: head-less
+  // ones made every tunnel answer 503 while they lasted. The oldest
+  // connection not yet relaying now makes room for a newcomer.
+  test('1,100 unfinished heads on the tunnel listener do not stop tunnel requests', async () => {
+    const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+    const tport = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+    const opts = { host: '127.0.0.1', port: tport };
+    const socks = await holdHalfOpen(opts, 1100, 'GET / HTTP/1.1\r\nHost: 80-abc');
+    try {
+      // Until the listener has taken them (a thread each), they wait in
+      // the kernel's backlog and prove nothing.
+      const threads = () => Number(/^Threads:\s+(\d+)$/m.exec(readFileSync(`/proc/${engine.proc.pid}/status`, 'utf8'))[1]);
+      await waitFor(() => threads() >= 1024, { timeoutMs: 60000, what: 'the tunnel listener to take the connections' });
+      const r = await new Promise((resolve, reject) => {
+        const req = http.request({ ...opts, path: '/', agent: false,
+          headers: { host: `8080-${'k'.repeat(24)}.localhost:${tport}` } }, (res) => {
+          let body = '';
+          res.on('data', (d) => { body += d; });
+          res.on('end', () => resolve({ status: res.statusCode, body }));
+        });
+        req.setTimeout(30000, () => req.destroy(new Error('no answer from the tunnel listener')));
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(r.status, 404, r.body); // routed: no tunnel has that key
+    } finally {
+      for (const s of socks) s.destroy();
+    }
+  });
+
   // Connections that send nothing wait in the protocol sniffer; 1,100 of
   // them used to fill its table so that every new connection was closed.
   test('1,100 silent connections do not lock out an authenticated request', async () => {
