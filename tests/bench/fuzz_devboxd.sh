@@ -57,7 +57,7 @@ for h in body query multipart dockerfile; do
     work=$(mktemp -d "$out/corpus-$h.XXXXXX")
     cp "$src/tests/fuzz/corpus/devboxd_$h"/* "$work"/
     start=$(date +%s)
-    if nice "$out/fuzz_devboxd_$h" -runs="$runs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    if nice "$out/fuzz_devboxd_$h" -runs="$runs" -max_len=8192 -timeout=60 -rss_limit_mb=2048 \
            -artifact_prefix="$out/artifacts/$h-" -print_final_stats=1 "$work" \
            >"$out/$h.log" 2>&1; then
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$h.log" | grep -o '[0-9]*$')

@@ -33,6 +33,7 @@ export class Devboxd {
     this.ownDir = !stateDir;
     this.stateDir = stateDir ?? mkdtempSync(path.join(tmpdir(), 'devboxd-api-'));
     this.extraArgs = extraArgs;
+    this.bin = devboxdBin; // a benchmark may point this at a peer build
     this.proc = null;
     this.stderr = '';
   }
@@ -41,7 +42,7 @@ export class Devboxd {
     const pidFile = path.join(this.stateDir, 'devboxd.pid');
     rmSync(pidFile, { force: true });
     this.stderr = '';
-    this.proc = spawn(devboxdBin, ['--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
+    this.proc = spawn(this.bin, ['--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
       ...this.extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc.stderr.on('data', (d) => { this.stderr += d.toString(); });
     const exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
