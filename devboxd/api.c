@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ERRLEN 512
@@ -1580,14 +1581,34 @@ not_found:
     api_unimplemented(req, resp);
 }
 
-static void handle_account(struct http_response *resp)
+/*
+ * The local account: created when the state directory got its API key
+ * (that file's modification time), billed by nobody.
+ */
+static void handle_account(struct engine *eng, struct http_response *resp)
 {
     cJSON *v = cJSON_CreateObject();
+    cJSON *billing = NULL;
+    char path[4200];
+    char when[32] = "";
+    struct stat st;
+    struct tm tm;
 
+    snprintf(path, sizeof(path), "%s/api-key", eng->state_dir);
+    if (stat(path, &st) == 0 && gmtime_r(&st.st_mtime, &tm) != NULL)
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     cJSON_AddStringToObject(v, "id", "local");
     cJSON_AddStringToObject(v, "name", "devboxd local engine");
+    if (when[0] != '\0')
+        cJSON_AddStringToObject(v, "created_at", when);
+    else
+        cJSON_AddNullToObject(v, "created_at");
     cJSON_AddStringToObject(v, "tier", "ACCOUNT_TIER_PRO");
     cJSON_AddStringToObject(v, "account_status", "ACCOUNT_STATUS_ENABLED");
+    billing = cJSON_AddObjectToObject(v, "billing");
+    cJSON_AddStringToObject(billing, "account_billing_type", "UNRECOGNIZED");
+    cJSON_AddNullToObject(billing, "stripe");
+    cJSON_AddNullToObject(billing, "aws");
     util_json(resp, 200, v);
 }
 
@@ -1609,7 +1630,7 @@ static void route_request(struct engine *eng, const struct http_request *req,
     if (n < 2 || n > 7 || strcmp(seg[0], "v1") != 0)
         goto not_found;
     if (strcmp(seg[1], "accounts") == 0 && n == 3 && is_get && strcmp(seg[2], "me") == 0) {
-        handle_account(resp);
+        handle_account(eng, resp);
         goto out;
     }
     if (strcmp(seg[1], "blueprints") == 0) {

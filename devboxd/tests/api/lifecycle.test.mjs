@@ -252,6 +252,10 @@ describe('bad input', () => {
         return true;
       });
     }
+    // accounts.me carries the AccountView's billing and created_at.
+    const me = await c.accounts.me();
+    assert.match(me.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal(me.billing.account_billing_type, 'UNRECOGNIZED');
     // Runloop's queue states are accepted list filters (nothing waits here).
     for (const status of ['queued', 'scheduled']) {
       const page = await c.devboxes.list({ status });
