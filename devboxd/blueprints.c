@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "dockerfile.h"
+#include "images.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -493,6 +494,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     cJSON *holder = cJSON_CreateObject();
     char **paths = NULL;
     char *sbdir = NULL;
+    char *image = NULL;
     size_t n = 0;
     int attempt;
     int rc = -1;
@@ -504,6 +506,10 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
         sbdir = NULL;
         goto out;
     }
+    /* Blueprints build on the default image, as their devboxes run on it. */
+    if (images_path(NULL, &image, err, errlen) != 0)
+        goto out;
+    spec.image = image;
     if (layers_prepare_box(holder, sbdir, b->id, &paths, &n, err, errlen) != 0)
         goto out;
     spec.id = b->id;
@@ -519,6 +525,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
 out:
     layers_free_paths(paths, n);
     free(sbdir);
+    free(image);
     cJSON_Delete(holder);
     return rc;
 }

@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "images.h"
 #include "mcphub.h"
 #include "pty_engine.h"
 #include "tunnel.h"
@@ -640,6 +641,8 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     struct sandbox *sb = NULL;
     char **env = NULL;
     char *dir = NULL;
+    char *image_name = NULL;
+    char *image = NULL;
     cJSON *chain = NULL;
     char **layers = NULL;
     size_t n_layers = 0;
@@ -652,6 +655,8 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     env = box_env(box);
     box_limits(box, &spec.limits, &cpus, &mem, &disk);
     spec.net = (enum sb_network)box_network(box);
+    image_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->spec, "_image"));
+    image_name = image_name != NULL ? strdup(image_name) : NULL;
     chain = cJSON_CreateObject();
     cJSON_AddItemToObject(chain, "_layers", cJSON_Duplicate(
         cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1));
@@ -660,6 +665,10 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
         dir = NULL;
         goto out;
     }
+    /* The image first: built on first need (the devbox stays provisioning). */
+    if (images_path(image_name, &image, err, errlen) != 0)
+        goto out;
+    spec.image = image;
     /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
     if (layers_prepare_box(chain, dir, box->id, &layers, &n_layers, err, errlen) != 0)
         goto out;
@@ -690,6 +699,8 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
 out:
     env_free(env);
     free(dir);
+    free(image_name);
+    free(image);
     layers_free_paths(layers, n_layers);
     cJSON_Delete(chain);
     return rc;

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "images.h"
 #include "sandbox_internal.h"
 #include "util.h"
 
@@ -593,6 +594,17 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
     }
     if (sid != NULL && sid[0])
         return resolve_snapshot(sid, spec, err, errlen);
+    if (bname != NULL && bname[0]) {
+        const char *image = NULL;
+        int pub = images_public_name(bname, &image, err, errlen);
+
+        if (pub < 0)
+            return 400;
+        if (pub > 0) { /* Runloop's public images: no layers, only the image */
+            cJSON_AddStringToObject(spec, "_image", image);
+            return 0;
+        }
+    }
     rec = blueprints_find_locked(bid != NULL && bid[0] ? bid : NULL,
                                  bname != NULL && bname[0] ? bname : NULL);
     if (rec == NULL) {

@@ -333,10 +333,12 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
     av_add(a, "--bind");
     av_add(a, SB_STAGE_DIR);
     av_add(a, "/");
-    av_add(a, "--ro-bind");
-    av_add(a, "/usr");
-    av_add(a, "/usr");
-    for (i = 0; etc_binds[i] != NULL; i++) {
+    if (spec->image == NULL) {
+        av_add(a, "--ro-bind");
+        av_add(a, "/usr");
+        av_add(a, "/usr");
+    }
+    for (i = 0; spec->image == NULL && etc_binds[i] != NULL; i++) {
         snprintf(path, sizeof(path), "/etc/%s", etc_binds[i]);
         av_add(a, "--ro-bind-try");
         av_add(a, path);
@@ -378,8 +380,46 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
 
 /* ---- overlay --------------------------------------------------------- */
 
+/* The kernel's own words about a failed fsconfig (the fs context's
+ * message log), as " (…)", or "". */
+static const char *fs_log(int fsfd, char *buf, size_t len)
+{
+    char line[256];
+    ssize_t n = read(fsfd, line, sizeof(line) - 1);
+
+    if (n <= 0)
+        return "";
+    while (n > 0 && line[n - 1] == '\n')
+        n--;
+    line[n] = '\0';
+    snprintf(buf, len, " (%s)", line);
+    return buf;
+}
+
+/* The lower layers, one "lowerdir+" each (Linux >= 6.8): fsconfig takes
+ * strings of at most 256 bytes, which a stack of snapshot layers and an
+ * image outgrows.  Older kernels get the joined "lowerdir" string.  -1 with
+ * errno set. */
+static int set_lowers(int fsfd, const struct sb_spec *spec, const char *base, const char *joined)
+{
+    const char *path = NULL;
+    size_t n = spec->n_layers + 1 + (spec->image != NULL);
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        path = i < spec->n_layers ? spec->lower_layers[i] : i == spec->n_layers ? base : spec->image;
+        if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", path, 0) == 0)
+            continue;
+        if (i > 0 || errno != EINVAL)
+            return -1; /* "lowerdir+" is known but refused this layer */
+        return fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir", joined, 0);
+    }
+    return 0;
+}
+
 static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
 {
+    char why[300];
     char *lower = NULL;
     char *base = NULL;
     char *upper = NULL;
@@ -394,7 +434,7 @@ static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-    lower = sb_lowerdir(spec->lower_layers, spec->n_layers, base, err, errlen);
+    lower = sb_lowerdir(spec->lower_layers, spec->n_layers, base, spec->image, err, errlen);
     if (lower == NULL) {
         rc = -EINVAL;
         goto out;
@@ -404,12 +444,13 @@ static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
         rc = sb_err(err, errlen, -errno, "overlayfs unavailable: %s", strerror(errno));
         goto out;
     }
-    if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir", lower, 0) != 0 ||
+    if (set_lowers(fsfd, spec, base, lower) != 0 ||
         fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
         fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
         fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
-        rc = sb_err(err, errlen, -errno, "cannot mount the root overlay of %s: %s", spec->dir,
-                    strerror(errno));
+        rc = -errno;
+        sb_err(err, errlen, rc, "cannot mount the root overlay of %s: %s%s", spec->dir,
+               strerror(-rc), fs_log(fsfd, why, sizeof(why)));
         goto out;
     }
     mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
@@ -670,6 +711,9 @@ static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
         return sb_err(err, errlen, -EINVAL, "unknown network policy %d", (int)spec->net);
     if (spec->n_layers > 0 && spec->lower_layers == NULL)
         return sb_err(err, errlen, -EINVAL, "n_layers > 0 but no layer list");
+    if (spec->image != NULL && !sb_valid_layer_path(spec->image))
+        return sb_err(err, errlen, -EINVAL,
+                      "image must be an absolute path without ':', ',' or '\\'");
     for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
         if (!sb_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
             return sb_err(err, errlen, -EINVAL,
@@ -945,7 +989,8 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
     }
     rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
     if (rc == 0)
-        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, err, errlen);
+        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, spec->image != NULL, err,
+                            errlen);
     if (rc != 0)
         goto fail;
     sb->rootfd = mount_overlay(spec, err, errlen);

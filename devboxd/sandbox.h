@@ -74,6 +74,10 @@ struct sb_spec {
      * a directory tree rooted at "/"; see docs/sandbox.md for ownership. */
     const char *const *lower_layers;
     size_t n_layers;
+    /* Root filesystem image (a directory tree, e.g. from devboxd-image),
+     * the lowest layer.  NULL: no image; the host's /usr and a few /etc
+     * files are bound in read-only instead. */
+    const char *image;
     struct sb_limits limits;
     enum sb_network net;
     const char *const *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */

@@ -84,7 +84,7 @@ bool sb_valid_layer_path(const char *path)
     return strpbrk(path, ":,\\\n") == NULL;
 }
 
-char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const char *image,
                   char *err, size_t errlen)
 {
     size_t len = 0;
@@ -113,6 +113,13 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
         return NULL;
     }
     len += strlen(base) + 1;
+    if (image != NULL) {
+        if (stat(image, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            sb_err(err, errlen, -ENOENT, "image %s is not a directory", image);
+            return NULL;
+        }
+        len += strlen(image) + 1;
+    }
     out = malloc(len);
     if (out == NULL) {
         sb_err(err, errlen, -ENOMEM, "out of memory");
@@ -124,6 +131,10 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
         strcat(out, ":");
     }
     strcat(out, base);
+    if (image != NULL) {
+        strcat(out, ":");
+        strcat(out, image);
+    }
     return out;
 }
 
@@ -233,9 +244,8 @@ static const char *const base_files[] = {
     NULL,
 };
 
-static int write_etc(int basefd, const char *id)
+static int write_users(int basefd)
 {
-    char buf[512];
     int rc;
 
     rc = sb_write_file(basefd, "etc/passwd",
@@ -245,6 +255,22 @@ static int write_etc(int basefd, const char *id)
                        0644);
     if (rc == 0)
         rc = sb_write_file(basefd, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644);
+    if (rc == 0)
+        rc = sb_write_file(basefd, "etc/nsswitch.conf",
+                           "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                           "networks: files\nprotocols: files\nservices: files\n", 0644);
+    return rc;
+}
+
+/* Per-devbox /etc files.  An image brings its own users, groups and NSS
+ * setup; the host /usr mode gets a minimal set. */
+static int write_etc(int basefd, const char *id, bool image)
+{
+    char buf[512];
+    int rc = 0;
+
+    if (!image)
+        rc = write_users(basefd);
     if (rc == 0) {
         snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
                  "127.0.1.1\t%s\n", id);
@@ -256,14 +282,10 @@ static int write_etc(int basefd, const char *id)
     }
     if (rc == 0)
         rc = sb_write_file(basefd, "etc/resolv.conf", "nameserver 10.0.2.3\n", 0644);
-    if (rc == 0)
-        rc = sb_write_file(basefd, "etc/nsswitch.conf",
-                           "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-                           "networks: files\nprotocols: files\nservices: files\n", 0644);
     return rc;
 }
 
-static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
+static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid, bool image)
 {
     int basefd = -1;
     int rc;
@@ -277,7 +299,9 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
         return -errno;
     for (i = 0; base_dirs[i] != NULL && rc == 0; i++)
         rc = mkdir_at(basefd, base_dirs[i], 0755, 0, 0);
-    for (i = 0; base_files[i] != NULL && rc == 0; i++)
+    /* Mount points for the host files bound in without an image; with one
+     * they would hide the image's own. */
+    for (i = 0; !image && base_files[i] != NULL && rc == 0; i++)
         rc = touch_at(basefd, base_files[i]);
     if (rc == 0)
         rc = mkdir_at(basefd, "tmp", 01777, 0, 0);
@@ -296,12 +320,12 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
     if (rc == 0)
         rc = symlink_at(basefd, "../usr/lib/os-release", "etc/os-release");
     if (rc == 0)
-        rc = write_etc(basefd, id);
+        rc = write_etc(basefd, id, image);
     close(basefd);
     return rc;
 }
 
-int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool image,
                    char *err, size_t errlen)
 {
     int dirfd = -1;
@@ -320,7 +344,7 @@ int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
     }
     rc = mkdir_at(dirfd, SB_DIR_WORK, 0700, 0, 0);
     if (rc == 0)
-        rc = prepare_base(dirfd, id, uid, gid);
+        rc = prepare_base(dirfd, id, uid, gid, image);
     if (rc != 0)
         sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
 out:

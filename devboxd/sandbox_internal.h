@@ -60,9 +60,10 @@ bool sb_valid_env(const char *kv); /* KEY=VAL, KEY [A-Za-z_][A-Za-z0-9_]* */
 /* True when a path can be used as an overlay layer option value. */
 bool sb_valid_layer_path(const char *path);
 
-/* Builds the overlay lowerdir option: layers (topmost first) then base.
+/* Builds the overlay lowerdir option: layers (topmost first), base, then
+ * the image when not NULL.
  * Returns a malloc'd string or NULL with err set. */
-char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const char *image,
                   char *err, size_t errlen);
 
 /* Maps an API path to one relative to the sandbox root: absolute paths lose
@@ -70,8 +71,10 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
  * malloc'd string, NULL on empty/NUL-free-violating/oversized input. */
 char *sb_root_relative(const char *path);
 
-/* Per-devbox layout: creates dir, upper, work, base (mountpoints, /etc). */
-int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
+/* Per-devbox layout: creates dir, upper, work, base (mountpoints, /etc).
+ * image: the root comes from an image (no host-file mount points, no
+ * generated users). */
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool image,
                    char *err, size_t errlen);
 
 /* Host uid claims (sandbox_fs.c): stable per devbox dir, unique among the

@@ -1,10 +1,15 @@
 // devboxd benchmark: prints our figures beside the peer figure where one
 // exists (Runloop's cloud documents "a few seconds" from start to first
-// command). No assertions: figures only.
-//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_bench.mjs [--quick]
-import { readFileSync, statSync } from 'node:fs';
+// command; the previous engine is devboxd on the host's /usr without an
+// image, RLMCP_DEVBOX_IMAGE=host, measured in the same run). No
+// assertions: figures only.
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_bench.mjs [--quick] [--cold-image]
+// --cold-image also builds the images into an empty cache (minutes).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Devboxd } from '../../devboxd/tests/api/devboxd.mjs';
+import { Devboxd, buildDir } from '../../devboxd/tests/api/devboxd.mjs';
 
 const quick = process.argv.includes('--quick');
 const N_CREATE = quick ? 10 : 30;
@@ -22,16 +27,17 @@ function procMem(pid) {
 const row = (what, ours, peer, target) =>
   console.log(`${what.padEnd(44)} ${String(ours).padEnd(22)} ${String(peer).padEnd(34)} ${target}`);
 
-const engine = new Devboxd();
-await engine.start();
-const pid = engine.proc.pid;
-try {
-  console.log(`devboxd benchmark (${quick ? 'quick' : 'full'}), ${engine.baseURL}, official Runloop SDK`);
-  row('figure', 'devboxd (this run)', 'peer (Runloop cloud, documented)', 'target');
-  const client = engine.client();
-  const h1 = engine.client({ http2: false });
+const imageTool = path.join(buildDir, 'bin', 'devboxd-image');
+const timed = (args, env) => {
+  const t0 = performance.now();
+  const dir = execFileSync(imageTool, args, { env: { ...process.env, ...env }, encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return { s: (performance.now() - t0) / 1000, dir };
+};
+const sizeMB = (dir) => Number(execFileSync('du', ['-sm', dir], { encoding: 'utf8' }).split('\t')[0]);
 
-  // 1. create -> running, one at a time.
+// create -> running (one at a time) and execute "true" on one devbox.
+async function latencies(client, h1) {
   const create = [];
   for (let i = 0; i < N_CREATE; i++) {
     const t0 = performance.now();
@@ -40,11 +46,8 @@ try {
     if (b.status !== 'running') throw new Error(`devbox ${b.id} is ${b.status}`);
     await client.devboxes.shutdown(b.id);
   }
-  row(`create -> running p50 (n=${N_CREATE})`, ms(pct(create, 0.5)), '"a few seconds" to first command', '<= 100 ms');
-  row('create -> running p90', ms(pct(create, 0.9)), '', '');
-
-  // 2. execute "true" round trip on a running devbox.
   const box = await client.devboxes.createAndAwaitRunning({});
+  const exec = {};
   for (const [label, c] of [['h2c', client], ['HTTP/1.1', h1]]) {
     const lat = [];
     for (let i = 0; i < N_EXEC; i++) {
@@ -53,9 +56,64 @@ try {
       lat.push(performance.now() - t0);
       if (r.status !== 'completed' || r.exit_status !== 0) throw new Error('execute failed');
     }
-    row(`execute "true" p50, ${label} (n=${N_EXEC})`, ms(pct(lat, 0.5)), '', '<= 15 ms');
-    row(`execute "true" p90, ${label}`, ms(pct(lat, 0.9)), '', '');
+    exec[label] = lat;
   }
+  return { create, exec, box };
+}
+
+// The previous engine: no image, the host's /usr (same binary, same run).
+async function previousEngine() {
+  process.env.RLMCP_DEVBOX_IMAGE = 'host';
+  const prev = new Devboxd();
+  try {
+    await prev.start();
+    const r = await latencies(prev.client(), prev.client({ http2: false }));
+    await prev.client().devboxes.shutdown(r.box.id);
+    return r;
+  } finally {
+    delete process.env.RLMCP_DEVBOX_IMAGE;
+    await prev.cleanup();
+  }
+}
+
+// Image builds: warm (cached) always, cold into an empty cache on request.
+console.log('images (devboxd-image)');
+for (const name of ['starter', 'universal']) {
+  const warm = timed([name]);
+  row(`${name}: warm (cached) lookup`, `${warm.s.toFixed(2)} s`, '', '');
+  row(`${name}: size`, `${sizeMB(warm.dir)} MB`, '', '');
+  if (process.argv.includes('--cold-image')) {
+    const cache = mkdtempSync(path.join(tmpdir(), 'rlmcp-image-cold-'));
+    try {
+      const cold = timed([name], { RLMCP_IMAGE_CACHE: cache });
+      row(`${name}: cold build`, `${cold.s.toFixed(1)} s`, 'mmdebstrap here: 27 s / 75 s (idle)', '');
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  }
+}
+
+const prev = await previousEngine();
+const engine = new Devboxd();
+await engine.start();
+const pid = engine.proc.pid;
+try {
+  console.log(`devboxd benchmark (${quick ? 'quick' : 'full'}), ${engine.baseURL}, official Runloop SDK`);
+  row('figure', 'devboxd (universal image)', 'previous engine (host /usr)', 'target');
+  const client = engine.client();
+  const h1 = engine.client({ http2: false });
+
+  // 1-2. create -> running one at a time; execute "true" round trip.
+  const ours = await latencies(client, h1);
+  const box = ours.box;
+  row(`create -> running p50 (n=${N_CREATE})`, ms(pct(ours.create, 0.5)), ms(pct(prev.create, 0.5)), '< 100 ms');
+  row('create -> running p90', ms(pct(ours.create, 0.9)), ms(pct(prev.create, 0.9)), '');
+  for (const label of ['h2c', 'HTTP/1.1']) {
+    row(`execute "true" p50, ${label} (n=${N_EXEC})`, ms(pct(ours.exec[label], 0.5)),
+      ms(pct(prev.exec[label], 0.5)), '< 10 ms');
+    row(`execute "true" p90, ${label}`, ms(pct(ours.exec[label], 0.9)), ms(pct(prev.exec[label], 0.9)), '');
+  }
+  row('(Runloop cloud, documented)', '', '"a few seconds" to first command', '');
 
   // 3. N concurrent devboxes: create all, run a command in each.
   let t0 = performance.now();

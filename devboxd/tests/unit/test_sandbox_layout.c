@@ -80,7 +80,7 @@ static void test_layout(void **st)
     char err[256] = "";
 
     (void)st;
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, false, err, sizeof(err)), 0);
     assert_mode(dir, "", S_IFDIR, 0700, 0);
     assert_mode(dir, "upper", S_IFDIR, 0755, 0);
     assert_mode(dir, "work", S_IFDIR, 0700, 0);
@@ -102,7 +102,7 @@ static void test_layout(void **st)
     assert_string_equal(buf, "nameserver 10.0.2.3\n");
     free(f);
     /* Idempotent (every start re-runs it). */
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, false, err, sizeof(err)), 0);
     free(dir);
 }
 

@@ -131,24 +131,32 @@ static void test_lowerdir(void **state)
     layers[0] = l1;
     layers[1] = l2;
     /* Topmost first, base last. */
-    got = sb_lowerdir(layers, 2, "/srv/box/base", err, sizeof(err));
+    got = sb_lowerdir(layers, 2, "/srv/box/base", NULL, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:%s:/srv/box/base", l1, l2);
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
-    got = sb_lowerdir(NULL, 0, "/srv/box/base", err, sizeof(err));
+    got = sb_lowerdir(NULL, 0, "/srv/box/base", NULL, err, sizeof(err));
     assert_string_equal(got, "/srv/box/base");
     free(got);
     /* Missing layer, injected option, too many layers: refused with a reason. */
     bad[0] = "/nonexistent/layer";
-    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", err, sizeof(err)));
+    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "not a directory"));
     bad[0] = "/tmp,upperdir=/etc";
-    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", err, sizeof(err)));
+    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "must be an absolute path"));
-    assert_null(sb_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base", err, sizeof(err)));
+    assert_null(sb_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "too many"));
-    assert_null(sb_lowerdir(NULL, 0, "/srv/b:ad", err, sizeof(err)));
+    assert_null(sb_lowerdir(NULL, 0, "/srv/b:ad", NULL, err, sizeof(err)));
+    /* The image is the lowest layer; a missing one is refused. */
+    got = sb_lowerdir(layers, 1, "/srv/box/base", l2, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:/srv/box/base:%s", l1, l2);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    assert_null(sb_lowerdir(NULL, 0, "/srv/box/base", "/nonexistent/image", err, sizeof(err)));
+    assert_non_null(strstr(err, "image /nonexistent/image is not a directory"));
     rmdir(l1);
     rmdir(l2);
     rmdir(tmp);

@@ -1,0 +1,214 @@
+/* Images: Runloop's public names, the default image, and the image builder
+ * (devboxd-image) run on first need.  See images.h. */
+#define _GNU_SOURCE
+#include "images.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define IMAGES_MAX 8
+
+/* Runloop's public image names agents copy from its docs and examples. */
+static const struct {
+    const char *name;
+    const char *image;
+} public_names[] = {
+    {"runloop/starter-x86_64", "starter"},
+    {"runloop/universal-ubuntu-24.04-x86_64", "universal"},
+    {"runloop/universal-ubuntu-22.04-x86_64", "universal"},
+};
+
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *name;
+    char *path;
+} known[IMAGES_MAX];
+
+int images_public_name(const char *name, const char **image, char *err,
+                       size_t errlen)
+{
+    size_t i;
+
+    *image = NULL;
+    if (name == NULL || strncmp(name, "runloop/", 8) != 0)
+        return 0;
+    for (i = 0; i < sizeof(public_names) / sizeof(public_names[0]); i++) {
+        if (strcmp(name, public_names[i].name) == 0) {
+            *image = public_names[i].image;
+            return 1;
+        }
+    }
+    snprintf(
+        err, errlen,
+        "unknown image \"%.100s\": this engine runs runloop/starter-x86_64 and "
+        "runloop/universal-ubuntu-24.04-x86_64 (also -22.04-); no arm64 or "
+        "docker-in-docker "
+        "images",
+        name);
+    return -1;
+}
+
+const char *images_default(void)
+{
+    const char *v = getenv("RLMCP_DEVBOX_IMAGE");
+
+    return v != NULL && v[0] != '\0' ? v : "host";
+}
+
+/* devboxd-image next to this executable, else in ../libexec/runloop-mcp. */
+static char *builder_path(void)
+{
+    char exe[PATH_MAX];
+    char *slash = NULL;
+    char *out = NULL;
+    ssize_t n;
+
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return NULL;
+    *slash = '\0';
+    if (asprintf(&out, "%s/devboxd-image", exe) < 0)
+        return NULL;
+    if (access(out, X_OK) == 0)
+        return out;
+    free(out);
+    if (asprintf(&out, "%s/../libexec/runloop-mcp/devboxd-image", exe) < 0)
+        return NULL;
+    return out;
+}
+
+/* Reads the builder's stdout (the image dir, one line) and waits for it. */
+static int collect(pid_t pid, int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    ssize_t n;
+    int status = 0;
+
+    while (got < len - 1) {
+        n = read(fd, buf + got, len - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
+        buf[--got] = '\0';
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's. */
+static int run_builder(const char *name, char **path, char *err, size_t errlen)
+{
+    char *builder = builder_path();
+    char *argv[] = {builder, (char *)name, NULL};
+    char out[PATH_MAX];
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigset_t all;
+    struct stat st;
+    int pp[2] = {-1, -1};
+    pid_t pid;
+    int rc = -1;
+    int status;
+
+    if (builder == NULL || pipe2(pp, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot run the image builder: %s",
+                 strerror(errno));
+        goto out;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    status = posix_spawn(&pid, builder, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(pp[1]);
+    pp[1] = -1;
+    if (status != 0) {
+        snprintf(err, errlen, "cannot run the image builder %s: %s", builder,
+                 strerror(status));
+        goto out;
+    }
+    status = collect(pid, pp[0], out, sizeof(out));
+    if (status != 0 || out[0] != '/' || stat(out, &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen,
+                 "the %s image could not be built (devboxd-image exit status "
+                 "%d; its messages "
+                 "are in devboxd's log)",
+                 name, status);
+        goto out;
+    }
+    *path = strdup(out);
+    rc = *path != NULL ? 0 : -1;
+out:
+    if (pp[0] >= 0)
+        close(pp[0]);
+    if (pp[1] >= 0)
+        close(pp[1]);
+    free(builder);
+    return rc;
+}
+
+int images_path(const char *name, char **path, char *err, size_t errlen)
+{
+    size_t i;
+    int rc = -1;
+
+    *path = NULL;
+    if (name == NULL)
+        name = images_default();
+    if (strcmp(name, "host") == 0)
+        return 0;
+    if (strcmp(name, "starter") != 0 && strcmp(name, "universal") != 0) {
+        snprintf(err, errlen,
+                 "unknown image \"%.100s\" (images: starter, universal, host)",
+                 name);
+        return -1;
+    }
+    /* One lookup or build at a time: a second devbox waits for the build
+     * the first one started. */
+    pthread_mutex_lock(&images_lock);
+    for (i = 0; i < IMAGES_MAX && known[i].name != NULL; i++) {
+        if (strcmp(known[i].name, name) == 0) {
+            *path = strdup(known[i].path);
+            rc = *path != NULL ? 0 : -1;
+            goto out;
+        }
+    }
+    rc = run_builder(name, path, err, errlen);
+    if (rc == 0 && i < IMAGES_MAX) {
+        known[i].name = strdup(name);
+        known[i].path = strdup(*path);
+    }
+out:
+    pthread_mutex_unlock(&images_lock);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/* Root filesystem images devboxes run on: Runloop's public image names,
+ * the default, and their directories from the image builder
+ * (devboxd-image, built next to devboxd; see docs/devboxd.md "Images"). */
+#ifndef DEVBOXD_IMAGES_H
+#define DEVBOXD_IMAGES_H
+
+#include <stddef.h>
+
+/* Maps a blueprint_name in Runloop's "runloop/" namespace to one of our
+ * images ("starter" or "universal").  Returns 1 and sets *image for a
+ * known name, 0 when name is not in that namespace (a user blueprint), -1
+ * with err set for an unknown "runloop/" name. */
+int images_public_name(const char *name, const char **image, char *err,
+                       size_t errlen);
+
+/* The image a devbox gets when its create names none: $RLMCP_DEVBOX_IMAGE,
+ * default "host": no image (the host's /usr, read-only). */
+const char *images_default(void);
+
+/* The root directory of image name (NULL = images_default()), building it
+ * first when the machine-wide cache has none (minutes; progress lines go
+ * to devboxd's stderr).  Sets *path (malloc'd; NULL for "host") and returns
+ * 0, or returns -1 with err set.  Thread-safe; concurrent callers wait for
+ * one build. */
+int images_path(const char *name, char **path, char *err, size_t errlen);
+
+#endif
