@@ -94,8 +94,10 @@ for (const name of ['starter', 'universal']) {
 }
 
 const prev = await previousEngine();
+process.env.RLMCP_DEVBOX_IMAGE = 'universal';
 const engine = new Devboxd();
 await engine.start();
+delete process.env.RLMCP_DEVBOX_IMAGE;
 const pid = engine.proc.pid;
 try {
   console.log(`devboxd benchmark (${quick ? 'quick' : 'full'}), ${engine.baseURL}, official Runloop SDK`);
