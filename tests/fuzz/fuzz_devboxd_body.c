@@ -49,11 +49,11 @@ static void check_tunnel(const cJSON *body)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    cJSON *body = cJSON_ParseWithLength((const char *)data, size);
+    cJSON *body = NULL;
 
     if (data == NULL)
         return 0; /* the replay driver's final call */
-
+    body = cJSON_ParseWithLength((const char *)data, size);
     if (body == NULL)
         return 0;
     if (cJSON_IsObject(body)) {

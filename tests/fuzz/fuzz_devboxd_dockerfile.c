@@ -18,7 +18,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (data == NULL)
         return 0; /* the replay driver's final call */
-
     if (size > DOCKERFILE_MAX)
         return 0;
     text = malloc(size + 1);

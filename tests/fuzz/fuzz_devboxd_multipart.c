@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *nl = memchr(data, '\n', size);
+    const uint8_t *nl = NULL;
     char ctype[1024];
     char boundary[256];
     char err[512];
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (data == NULL)
         return 0; /* the replay driver's final call */
-
+    nl = memchr(data, '\n', size);
     if (nl == NULL)
         return 0;
     ctlen = (size_t)(nl - data);

@@ -46,12 +46,12 @@ static void check_host(const char *host)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = NULL;
     char *nl = NULL;
 
     if (data == NULL)
         return 0; /* the replay driver's final call */
-
+    text = malloc(size + 1);
     if (text == NULL)
         return 0;
     memcpy(text, data, size);
