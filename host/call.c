@@ -430,12 +430,60 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
     return jsonrpc_result(c->id, r);
 }
 
+/* The JSON-RPC code of a failed read: its error code decides. */
+static int resource_error_code(const char *code)
+{
+    if (strcmp(code, "not_found") == 0)
+        return MCP_RESOURCE_NOT_FOUND;
+    if (strcmp(code, "invalid_argument") == 0 || strcmp(code, "too_large") == 0)
+        return JSONRPC_INVALID_PARAMS;
+    return JSONRPC_INTERNAL_ERROR;
+}
+
+/*
+ * A read the handler failed with result_error: a JSON-RPC error whose
+ * message is the handler's and whose data holds the uri, the error code
+ * (docs/errors.md) and the remedy.
+ */
+static char *resource_error_answer(struct rlmcp_call *c, cJSON *items)
+{
+    const cJSON *block = cJSON_GetArrayItem(items, 0);
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(block, "text");
+    cJSON *outer = cJSON_IsString(text) ? cJSON_Parse(text->valuestring) : NULL;
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(outer, "error");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+    cJSON *data = cJSON_CreateObject();
+    char *json = NULL;
+    cJSON *item = NULL;
+
+    cJSON_AddStringToObject(data, "uri", c->uri);
+    cJSON_ArrayForEach(item, e)
+    {
+        if (strcmp(item->string, "message") != 0)
+            cJSON_AddItemToObject(data, item->string,
+                                  cJSON_Duplicate(item, true));
+    }
+    json = jsonrpc_error(
+        c->id,
+        cJSON_IsString(code) ? resource_error_code(code->valuestring)
+                             : JSONRPC_INTERNAL_ERROR,
+        cJSON_IsString(msg) ? msg->valuestring : "reading the resource failed",
+        data);
+    cJSON_Delete(data);
+    cJSON_Delete(outer);
+    return json;
+}
+
 static char *resource_answer(struct rlmcp_call *c, int rc)
 {
     char msg[512];
     cJSON *r = NULL;
     cJSON *data = NULL;
+    cJSON *items = NULL;
+    cJSON *meta = NULL;
     char *json = NULL;
+    bool is_error;
 
     if (rc == RLMCP_ENOTFOUND) {
         snprintf(msg, sizeof(msg), "resource not found: %s; see resources/list",
@@ -455,10 +503,21 @@ static char *resource_answer(struct rlmcp_call *c, int rc)
                              "the server log",
                              NULL);
     }
-    r = cJSON_CreateObject();
     pthread_mutex_lock(&c->lock);
-    cJSON_AddItemToObject(r, "contents", take(&c->items));
+    items = take(&c->items);
+    meta = take(&c->structured);
+    is_error = c->is_error;
     pthread_mutex_unlock(&c->lock);
+    if (is_error) {
+        json = resource_error_answer(c, items);
+        cJSON_Delete(items);
+        cJSON_Delete(meta);
+        return json;
+    }
+    r = cJSON_CreateObject();
+    cJSON_AddItemToObject(r, "contents", items);
+    if (meta != NULL)
+        cJSON_AddItemToObject(r, "_meta", meta);
     return jsonrpc_result(c->id, r);
 }
 
@@ -548,7 +607,7 @@ static int append_item(struct rlmcp_call *c, enum call_kind kind, cJSON *item)
     pthread_mutex_lock(&c->lock);
     if (c->kind != kind || c->items == NULL) {
         rc = RLMCP_ESTATE;
-    } else if (kind == CALL_TOOL && c->is_error) {
+    } else if (c->is_error) {
         rc = RLMCP_ESTATE; /* an error result carries only its error */
     } else {
         cJSON_AddItemToArray(c->items, item);
@@ -624,9 +683,10 @@ int call_result_json(rlmcp_call *call, const char *json, size_t len)
     if (call == NULL || parse_object(json, len, &v) != RLMCP_OK)
         return RLMCP_EINVAL;
     pthread_mutex_lock(&call->lock);
-    if (call->kind != CALL_TOOL) {
+    if (call->kind == CALL_PROMPT) {
         rc = RLMCP_ESTATE;
     } else {
+        /* A resource read's structured value is its result's _meta. */
         cJSON_Delete(call->structured);
         call->structured = v;
         v = NULL;
@@ -696,9 +756,10 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
     if (block == NULL)
         goto out;
     pthread_mutex_lock(&call->lock);
-    if (call->kind != CALL_TOOL || call->items == NULL) {
+    if (call->kind == CALL_PROMPT || call->items == NULL) {
         rc = RLMCP_ESTATE;
     } else {
+        /* A resource read answers it as a JSON-RPC error (resource_answer). */
         cJSON_Delete(call->items);
         call->items = cJSON_CreateArray();
         cJSON_AddItemToArray(call->items, block);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "call.h"
+#include "complete.h"
 #include "deadline.h"
 #include "jsonrpc.h"
 #include "loader.h"
@@ -21,6 +22,7 @@
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "pool.h"
+#include "resources.h"
 #include "revision.h"
 
 #include "schema.h"
@@ -493,8 +495,7 @@ static void m_complete(struct req *r)
     const cJSON *arg = param(r, "argument");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ref, "type");
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(arg, "name");
-    cJSON *res = NULL;
-    cJSON *comp = NULL;
+    const cJSON *value = NULL;
 
     if (!cJSON_IsObject(ref) || !cJSON_IsString(type) ||
         (strcmp(type->valuestring, "ref/prompt") != 0 &&
@@ -509,13 +510,17 @@ static void m_complete(struct req *r)
                     "params.argument must be {name, value}");
         return;
     }
-    /* No plugin offers completions yet: an honest empty answer. */
-    res = cJSON_CreateObject();
-    comp = cJSON_AddObjectToObject(res, "completion");
-    cJSON_AddArrayToObject(comp, "values");
-    cJSON_AddNumberToObject(comp, "total", 0);
-    cJSON_AddBoolToObject(comp, "hasMore", false);
-    reply(r, res);
+    value = cJSON_GetObjectItemCaseSensitive(arg, "value");
+    if (value != NULL && !cJSON_IsString(value)) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "params.argument.value must be a string (what is typed "
+                    "so far)");
+        return;
+    }
+    complete_answer(r->d, r->sink, r->m->id,
+                    complete_kind_of(name->valuestring),
+                    cJSON_IsString(value) ? value->valuestring : "",
+                    r->ctx != NULL ? r->ctx->api_key : NULL);
 }
 
 /* ---- pagination --------------------------------------------------------- */
@@ -840,54 +845,6 @@ static void m_tools_call(struct req *r)
 
 /* ---- resources ---------------------------------------------------------- */
 
-/* RFC 6570 level 1: each {var} matches one or more characters but '/'. */
-static bool template_match(const char *tpl, const char *uri)
-{
-    while (*tpl != '\0') {
-        if (*tpl == '{') {
-            const char *close = strchr(tpl, '}');
-            const char *u = uri;
-
-            if (close == NULL)
-                return false;
-            tpl = close + 1;
-            /* Shortest match first, so literal text after it can match. */
-            while (*u != '\0' && *u != '/') {
-                u++;
-                if (template_match(tpl, u))
-                    return true;
-            }
-            return false;
-        }
-        if (*tpl != *uri)
-            return false;
-        tpl++;
-        uri++;
-    }
-    return *uri == '\0';
-}
-
-static const struct resource_entry *find_resource(struct registry *reg,
-                                                  const char *uri)
-{
-    size_t n = registry_resource_count(reg);
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        const struct resource_entry *e = registry_resource_at(reg, i);
-
-        if (e->uri != NULL && strcmp(e->uri, uri) == 0)
-            return e;
-    }
-    for (i = 0; i < n; i++) {
-        const struct resource_entry *e = registry_resource_at(reg, i);
-
-        if (e->uri_template != NULL && template_match(e->uri_template, uri))
-            return e;
-    }
-    return NULL;
-}
-
 /* params.uri of a known resource, or NULL after answering an error. */
 static const char *resource_uri(struct req *r,
                                 const struct resource_entry **entry)
@@ -901,7 +858,7 @@ static const char *resource_uri(struct req *r,
                     "resources/list");
         return NULL;
     }
-    *entry = find_resource(r->d->reg, uri->valuestring);
+    *entry = resources_find(r->d->reg, uri->valuestring);
     if (*entry == NULL) {
         data = cJSON_CreateObject();
         cJSON_AddStringToObject(data, "uri", uri->valuestring);

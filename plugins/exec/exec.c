@@ -597,6 +597,150 @@ out:
     return rlmcp_h_ret(rc);
 }
 
+/* ---- devbox://{devbox_id}/executions/{execution_id}/stdout|stderr ------
+ */
+
+/* Parse the URI: the ids and which stream. */
+static int out_uri(const struct rlmcp_h *h, const char *uri, char *id,
+                   char *eid, const char **which)
+{
+    static const char pre[] = "executions/";
+    const char *rest = NULL;
+    const char *slash = NULL;
+    size_t n;
+    int rc = rlmcp_h_devbox_uri(h, uri, id, 130, &rest);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    slash = strncmp(rest, pre, sizeof(pre) - 1) == 0
+                ? strchr(rest + sizeof(pre) - 1, '/')
+                : NULL;
+    n = slash != NULL ? (size_t)(slash - rest) - (sizeof(pre) - 1) : 0;
+    if (slash != NULL && n > 0 && n <= 128) {
+        memcpy(eid, rest + sizeof(pre) - 1, n);
+        eid[n] = '\0';
+        *which = slash + 1;
+    }
+    if (slash == NULL || n == 0 || n > 128 || !rlmcp_h_id_valid(eid) ||
+        (strcmp(*which, "stdout") != 0 && strcmp(*which, "stderr") != 0))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "'%.256s' is not an execution output URI: write "
+                            "devbox://{devbox_id}/executions/{execution_id}/"
+                            "stdout (or stderr)",
+                            uri);
+    return RLMCP_OK;
+}
+
+/* The result's _meta: where the execution stands. */
+static int out_meta(const struct rlmcp_h *h, const cJSON *view)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
+    cJSON *meta = cJSON_CreateObject();
+    int rc;
+
+    cJSON_AddStringToObject(meta, "runloop/status",
+                            cJSON_IsString(st) ? st->valuestring : "unknown");
+    if (cJSON_IsNumber(ex))
+        cJSON_AddNumberToObject(meta, "runloop/exit_status", ex->valuedouble);
+    rc = rlmcp_h_result_json(h, meta);
+    cJSON_Delete(meta);
+    /* A host from before resource _meta: the contents still go out. */
+    return rc == RLMCP_ESTATE ? RLMCP_OK : rc;
+}
+
+static int r_output(rlmcp_call *call, const char *uri, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *view = NULL, *res = NULL;
+    const cJSON *st = NULL, *text = NULL, *next = NULL;
+    const char *which = NULL;
+    char id[130], eid[130], key[40];
+    char *path = NULL, *what = NULL;
+    bool running;
+    int rc;
+
+    rc = out_uri(&h, uri, id, eid, &which);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
+                           ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+    res = cJSON_CreateObject();
+    if (path == NULL || what == NULL || res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    running = cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0;
+    /* One byte over the cap tells "too large" from "exactly the cap". */
+    rc = logs_stream(ex, &h, id, eid, which, 0, ex->max_log_bytes + 1, view,
+                     running, res);
+    if (rc != RLMCP_OK)
+        goto out;
+    text = cJSON_GetObjectItemCaseSensitive(res, which);
+    snprintf(key, sizeof(key), "%s_next_offset", which);
+    next = cJSON_GetObjectItemCaseSensitive(res, key);
+    if (cJSON_IsNumber(next) && next->valuedouble > (double)ex->max_log_bytes) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_TOO_LARGE,
+                          "%s: its %s is larger than this server's limit of "
+                          "%lld bytes for a resource; page it with "
+                          "get_execution_logs (offset, max_bytes)",
+                          what, which, ex->max_log_bytes);
+        goto out;
+    }
+    rc = out_meta(&h, view);
+    if (rc == RLMCP_OK)
+        rc = ex->api->resource_contents(
+            call, uri, "text/plain",
+            cJSON_IsString(text) ? text->valuestring : "",
+            cJSON_IsString(text) ? strlen(text->valuestring) : 0, false);
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+static int register_outputs(struct ex *ex, rlmcp_plugin *self)
+{
+    static const char *const streams[] = {"stdout", "stderr"};
+    size_t i;
+    int rc = RLMCP_OK;
+
+    for (i = 0; i < 2 && rc == RLMCP_OK; i++) {
+        struct rlmcp_resource_def def = RLMCP_RESOURCE_DEF_INIT;
+        char tmpl[80], name[40], desc[256];
+
+        snprintf(tmpl, sizeof(tmpl),
+                 "devbox://{devbox_id}/executions/{execution_id}/%s",
+                 streams[i]);
+        snprintf(name, sizeof(name), "execution-%s", streams[i]);
+        snprintf(desc, sizeof(desc),
+                 "The %s of an execution so far (all of it once completed); "
+                 "_meta runloop/status says whether it still runs. "
+                 "Subscribe to hear when it grows or completes.",
+                 streams[i]);
+        def.uri_template = tmpl;
+        def.name = name;
+        def.description = desc;
+        def.mime_type = "text/plain";
+        def.flags = RLMCP_RESOURCE_SUBSCRIBABLE;
+        def.read = r_output;
+        def.user_data = ex;
+        rc = ex->api->register_resource(self, &def);
+        if (rc != RLMCP_OK)
+            ex->api->set_error(self, "registering %s failed: %s", tmpl,
+                               ex->api->strerror(rc));
+    }
+    return rc;
+}
+
 /* ---- configuration
  * ------------------------------------------------------------- */
 
@@ -949,6 +1093,8 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = rlmcp_h_register_tools_waiting(self, api, specs,
                                         sizeof(specs) / sizeof(specs[0]), ex,
                                         long_ms, waiting_tools);
+    if (rc == RLMCP_OK)
+        rc = register_outputs(ex, self);
     if (rc != RLMCP_OK)
         goto fail;
     for (i = 0; i < ex->n_langs; i++) {

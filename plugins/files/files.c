@@ -474,6 +474,149 @@ static int t_download(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return read_common(ud, call, aj, al, true);
 }
 
+/* ---- the devbox://{devbox_id}/{+path} resource ---------------------------
+ */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode the path part of a URI into "/" + path; NULL on a bad
+ * escape or an encoded NUL. */
+static char *uri_path_decode(const char *in)
+{
+    size_t n = strlen(in);
+    char *out = malloc(n + 2);
+    size_t o = 0;
+    size_t i;
+
+    if (out == NULL)
+        return NULL;
+    out[o++] = '/';
+    for (i = 0; i < n; i++) {
+        int hi = 0;
+        int lo = 0;
+
+        if (in[i] != '%') {
+            out[o++] = in[i];
+            continue;
+        }
+        if (i + 2 < n) {
+            hi = hexval(in[i + 1]);
+            lo = hi >= 0 ? hexval(in[i + 2]) : -1;
+        } else {
+            hi = -1;
+        }
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(out);
+            return NULL;
+        }
+        out[o++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* An absolute path with no empty, "." or ".." segment and no trailing '/'. */
+static const char *path_problem(const char *abs)
+{
+    const char *seg = abs + 1;
+
+    if (strlen(abs) > 4096)
+        return "is longer than 4096 bytes";
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t len = end != NULL ? (size_t)(end - seg) : strlen(seg);
+
+        if (len == 0)
+            return end != NULL || seg == abs + 1
+                       ? "has an empty segment ('//' or nothing after the "
+                         "devbox id)"
+                       : "ends with '/': name a file, not a directory";
+        if ((len == 1 && seg[0] == '.') ||
+            (len == 2 && seg[0] == '.' && seg[1] == '.'))
+            return "has a '.' or '..' segment: write the plain absolute path";
+        if (end == NULL)
+            return NULL;
+        seg = end + 1;
+    }
+}
+
+static int r_read(rlmcp_call *call, const char *uri, void *ud)
+{
+    struct fs *fs = ud;
+    struct rlmcp_h h = {fs->api, call};
+    struct rlmcp_http_resp *resp = NULL;
+    const char *rest = NULL;
+    const char *problem = NULL;
+    const char *mime = NULL;
+    char id[130];
+    char *path = NULL;
+    bool text;
+    int rc;
+
+    rc = rlmcp_h_devbox_uri(&h, uri, id, sizeof(id), &rest);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = uri_path_decode(rest);
+    if (path == NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "'%.256s': the path has a bad %%-escape (or an "
+                          "encoded NUL); escape as %%XX with two hex digits",
+                          uri);
+        goto out;
+    }
+    problem = path_problem(path);
+    if (problem != NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "'%.256s': the path %s (devbox://{devbox_id}/"
+                          "{path} reads the absolute path /{path})",
+                          uri, problem);
+        goto out;
+    }
+    rc = fetch(fs, &h, id, path, fs->max_read, &resp);
+    if (rc != RLMCP_OK)
+        goto out;
+    mime = rlmcp_h_mime_guess(path, resp->body, resp->body_len);
+    text = rlmcp_h_is_text(resp->body, resp->body_len);
+    rc = fs->api->resource_contents(call, uri, mime, resp->body, resp->body_len,
+                                    !text);
+out:
+    fs->api->http_resp_free(resp);
+    free(path);
+    return rlmcp_h_ret(rc);
+}
+
+static int register_resource(rlmcp_plugin *self,
+                             const struct rlmcp_host_api *api, struct fs *fs)
+{
+    struct rlmcp_resource_def def = RLMCP_RESOURCE_DEF_INIT;
+    int rc;
+
+    def.uri_template = "devbox://{devbox_id}/{+path}";
+    def.name = "devbox-file";
+    def.title = "A file on a devbox";
+    def.description = "The file at absolute path /{path} on a running devbox: "
+                      "text as text, anything else as a base64 blob, with a "
+                      "MIME type guessed from its name and bytes. Files "
+                      "over the server's max_read_bytes are refused.";
+    def.read = r_read;
+    def.user_data = fs;
+    rc = api->register_resource(self, &def);
+    if (rc != RLMCP_OK)
+        api->set_error(self, "registering the devbox file resource failed: %s",
+                       api->strerror(rc));
+    return rc;
+}
+
 /* ---- upload_file
  * -------------------------------------------------------------- */
 
@@ -798,6 +941,8 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     }
     rc = rlmcp_h_register_tools(self, api, specs,
                                 sizeof(specs) / sizeof(specs[0]), fs, 0);
+    if (rc == RLMCP_OK)
+        rc = register_resource(self, api, fs);
     if (rc != RLMCP_OK)
         goto fail;
     cJSON_Delete(cfg);

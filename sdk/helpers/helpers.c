@@ -424,6 +424,44 @@ bool rlmcp_h_id_valid(const char *s)
     return n > 0 && n <= 128 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+int rlmcp_h_devbox_uri(const struct rlmcp_h *h, const char *uri, char *id,
+                       size_t idlen, const char **rest)
+{
+    static const char scheme[] = "devbox://";
+    const char *start = NULL;
+    const char *slash = NULL;
+    size_t n;
+
+    if (strncmp(uri, scheme, sizeof(scheme) - 1) != 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "'%.256s' is not a devbox:// URI", uri);
+    start = uri + sizeof(scheme) - 1;
+    slash = strchr(start, '/');
+    n = slash != NULL ? (size_t)(slash - start) : strlen(start);
+    if (n == 0 || n >= idlen || n > 128) {
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "'%.256s' names no devbox: write "
+                            "devbox://{devbox_id}/... with an id such as "
+                            "dbx_... (see list_devboxes)",
+                            uri);
+    }
+    memcpy(id, start, n);
+    id[n] = '\0';
+    if (!rlmcp_h_id_valid(id))
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "'%.256s': '%.128s' is not a devbox id (letters, "
+                            "digits, '_', '-', '.'; use the id exactly as "
+                            "list_devboxes returns it)",
+                            uri, id);
+    if (slash == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "'%.256s' names a devbox but nothing in it: add "
+                            "a file path or executions/{execution_id}/stdout",
+                            uri);
+    *rest = slash + 1;
+    return RLMCP_OK;
+}
+
 int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args, const char *name,
                    bool required, const char **out)
 {

@@ -141,6 +141,15 @@ int rlmcp_h_arg_id(const struct rlmcp_h *h, const cJSON *args, const char *name,
 bool rlmcp_h_id_valid(const char *s);
 
 /*
+ * A devbox resource URI, devbox://{devbox_id}/{rest}: the id (checked as
+ * rlmcp_h_id_valid) is copied into id (idlen >= 129) and *rest points
+ * after its '/'. Reports invalid_argument (the read answers "invalid
+ * params") naming what is wrong. Returns 0 or RLMCP_H_REPORTED.
+ */
+int rlmcp_h_devbox_uri(const struct rlmcp_h *h, const char *uri, char *id,
+                       size_t idlen, const char **rest);
+
+/*
  * Parse the arguments and check them against the tool's input schema
  * text: unknown names (when additionalProperties is false) and missing
  * required names are invalid_argument errors. Types are checked by the

@@ -40,6 +40,7 @@ static struct {
     char *init_error;
     struct rlmcp_tool_def tools[64];
     size_t n_tools;
+    size_t n_resources; /* registered resources (counted only) */
     struct fh_route_ent routes[FH_MAX];
     size_t n_routes;
     struct fh_request reqs[FH_MAX];
@@ -150,7 +151,13 @@ static int svc_register_tool(rlmcp_plugin *self,
 static int svc_register_resource(rlmcp_plugin *self,
                                  const struct rlmcp_resource_def *def)
 {
-    return RLMCP_ENOTSUP;
+    if (!fh.in_init)
+        return RLMCP_ESTATE;
+    if (def->name == NULL || def->read == NULL ||
+        (def->uri == NULL) == (def->uri_template == NULL))
+        return RLMCP_EINVAL;
+    fh.n_resources++;
+    return RLMCP_OK;
 }
 
 static int svc_register_prompt(rlmcp_plugin *self,
@@ -754,6 +761,11 @@ size_t fh_tool_count(void)
     return fh.n_tools;
 }
 
+size_t fh_resource_count(void)
+{
+    return fh.n_resources;
+}
+
 const struct rlmcp_tool_def *fh_tool_at(size_t i)
 {
     return i < fh.n_tools ? &fh.tools[i] : NULL;
@@ -836,6 +848,7 @@ void fh_unload(void)
         free((char *)t->annotations_json);
     }
     fh.n_tools = 0;
+    fh.n_resources = 0;
     free(fh.config);
     fh.config = NULL;
     free(fh.init_error);

@@ -49,6 +49,8 @@ const char *fh_init_error(void);
 size_t fh_tool_count(void);
 const struct rlmcp_tool_def *fh_tool(const char *name);
 const struct rlmcp_tool_def *fh_tool_at(size_t i);
+/* Resources registered (counted; their handlers are not run here). */
+size_t fh_resource_count(void);
 
 /* Forget the recorded results, requests and routes of the previous call. */
 void fh_reset(void);

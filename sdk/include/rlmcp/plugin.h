@@ -201,12 +201,20 @@ struct rlmcp_tool_def {
  * A resource read handler: add one or more contents with
  * api->resource_contents(), then return RLMCP_OK. Return RLMCP_ENOTFOUND for
  * an unknown URI (the client gets "resource not found").
+ * Hosts after ABI 1.3 also take, in a read handler: api->result_error(),
+ * answered as a JSON-RPC error (code not_found: resource not found;
+ * invalid_argument or too_large: invalid params; else internal error) with
+ * the message, and the code and remedy in its data; and api->result_json(),
+ * which sets the read result's _meta. Older hosts answer RLMCP_ESTATE.
  * Ownership: uri is borrowed until the handler returns.
  * Threads: any worker thread, concurrently.
  */
 typedef int (*rlmcp_resource_fn)(rlmcp_call *call, const char *uri,
                                  void *user_data);
 
+/* The host re-reads a subscribed resource and sends
+ * notifications/resources/updated when the result (contents and _meta)
+ * changed. */
 #define RLMCP_RESOURCE_SUBSCRIBABLE (1u << 0)
 
 struct rlmcp_resource_def {

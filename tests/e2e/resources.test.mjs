@@ -1,0 +1,174 @@
+// End-to-end: devbox resources through the built host, driven by the
+// official MCP SDK client over stdio against a real devboxd: file and
+// execution-output templates, reads (text, blob, size cap, not found,
+// bad URIs) and completion of devbox ids and snapshot names.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
+
+const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
+const LONG = { timeout: 300000 };
+const FILE_TEMPLATE = 'devbox://{devbox_id}/{+path}';
+
+function ok(result) {
+  assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
+  return result.structuredContent;
+}
+
+/** The JSON-RPC error a read fails with. */
+async function readError(client, uri) {
+  try {
+    const r = await client.readResource({ uri });
+    assert.fail(`reading ${uri} succeeded: ${JSON.stringify(r)}`);
+  } catch (e) {
+    if (e.code === undefined) throw e;
+    return e;
+  }
+}
+
+describe('devbox resources (local engine)', () => {
+  let tmp;
+  let engine;
+  let client;
+  let box;
+  let hostErr = '';
+  let hostErrEnded = false;
+
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-resources-'));
+    engine = await startEngine(path.join(tmp, 'state'));
+    const transport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d) => { hostErr += d; });
+    transport.stderr?.on('end', () => { hostErrEnded = true; });
+    client = new Client({ name: 'resources-e2e', version: '1' });
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
+    }
+    box = ok(await call('create_devbox', { name: 'resources-e2e' }));
+    assert.equal(box.status, 'running');
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    await engine?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
+    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+  });
+
+  it('lists the file and execution-output templates; subscribe is offered', async () => {
+    const caps = client.getServerCapabilities();
+    assert.equal(caps.resources?.subscribe, true);
+    assert.ok(caps.completions);
+    const { resourceTemplates } = await client.listResourceTemplates();
+    const uris = resourceTemplates.map((t) => t.uriTemplate);
+    for (const u of [FILE_TEMPLATE, 'devbox://{devbox_id}/executions/{execution_id}/stdout',
+      'devbox://{devbox_id}/executions/{execution_id}/stderr']) assert.ok(uris.includes(u), `${u} in ${uris}`);
+  });
+
+  it('reads a text file as text and a binary file as a blob', LONG, async () => {
+    ok(await call('write_file', { devbox_id: box.id, file_path: '/home/user/dir with space/notes.txt', contents: 'hello resources\n' }));
+    const r = await client.readResource({ uri: `devbox://${box.id}/home/user/dir%20with%20space/notes.txt` });
+    assert.equal(r.contents.length, 1);
+    assert.equal(r.contents[0].text, 'hello resources\n');
+    assert.match(r.contents[0].mimeType, /^text\/plain/);
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0xff, 0xfe]);
+    ok(await call('upload_file', { devbox_id: box.id, file_path: '/home/user/pic.png', content_base64: png.toString('base64') }));
+    const b = await client.readResource({ uri: `devbox://${box.id}/home/user/pic.png` });
+    assert.equal(b.contents[0].text, undefined);
+    assert.equal(Buffer.from(b.contents[0].blob, 'base64').compare(png), 0);
+    assert.equal(b.contents[0].mimeType, 'image/png');
+  });
+
+  it('refuses a file over the size cap with a clear invalid-params error', LONG, async () => {
+    ok(await call('execute_command', { devbox_id: box.id, command: 'head -c 70000 /dev/zero | tr "\\0" a > /home/user/big.txt' }));
+    const e = await readError(client, `devbox://${box.id}/home/user/big.txt`);
+    assert.equal(e.code, -32602, e.message);
+    assert.match(e.message, /larger than this server's limit of 65536 bytes/);
+    assert.equal(e.data.code, 'too_large');
+  });
+
+  it('a missing file or unknown devbox is resource-not-found', LONG, async () => {
+    let e = await readError(client, `devbox://${box.id}/home/user/no-such-file`);
+    assert.equal(e.code, -32002, e.message);
+    assert.equal(e.data.code, 'not_found');
+    assert.equal(e.data.uri, `devbox://${box.id}/home/user/no-such-file`);
+    e = await readError(client, 'devbox://dbx_doesnotexist/etc/hostname');
+    assert.equal(e.code, -32002, e.message);
+    assert.match(e.message, /dbx_doesnotexist does not exist/);
+    e = await readError(client, `devbox://${box.id}/executions/exe_nope/stdout`);
+    assert.equal(e.code, -32002, e.message);
+  });
+
+  it('bad URIs: outside any template, path escapes, malformed ids and escapes', async () => {
+    let e = await readError(client, 'file:///etc/passwd');
+    assert.equal(e.code, -32002);
+    assert.match(e.message, /resource not found/);
+    for (const [uri, why] of [
+      [`devbox://${box.id}/home/user/../../etc/shadow`, /'\.' or '\.\.' segment/],
+      [`devbox://${box.id}/home/user/%2e%2e/x`, /'\.' or '\.\.' segment/],
+      [`devbox://${box.id}/home//user`, /empty segment/],
+      [`devbox://${box.id}/home/user/`, /name a file, not a directory/],
+      [`devbox://${box.id}/a%00b`, /bad %-escape/],
+      [`devbox://${box.id}/a%zz`, /bad %-escape/],
+      ['devbox://bad$id/etc/hostname', /is not a devbox id/],
+      [`devbox://${box.id}/executions/e$x/stdout`, /not an execution output URI|is not a devbox id/],
+    ]) {
+      e = await readError(client, uri);
+      assert.equal(e.code, -32602, `${uri}: ${e.message}`);
+      assert.match(e.message, why, uri);
+    }
+  });
+
+  it('reads execution output while it runs and once it completed', LONG, async () => {
+    const a = ok(await call('execute_command_async', { devbox_id: box.id,
+      command: 'echo line1; sleep 2; echo line2; echo oops >&2' }));
+    const uri = `devbox://${box.id}/executions/${a.execution_id}/stdout`;
+    const early = await client.readResource({ uri });
+    assert.match(early._meta['runloop/status'], /^(queued|running|completed)$/);
+    assert.ok('line1\nline2\n'.startsWith(early.contents[0].text), early.contents[0].text);
+    const w = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: a.execution_id, timeout_seconds: 120 }));
+    assert.equal(w.status, 'completed');
+    const r = await client.readResource({ uri });
+    assert.equal(r.contents[0].text, 'line1\nline2\n');
+    assert.equal(r.contents[0].mimeType, 'text/plain');
+    assert.equal(r._meta['runloop/status'], 'completed');
+    assert.equal(r._meta['runloop/exit_status'], 0);
+    const err = await client.readResource({ uri: `devbox://${box.id}/executions/${a.execution_id}/stderr` });
+    assert.equal(err.contents[0].text, 'oops\n');
+  });
+
+  it('completes devbox ids and snapshot names; other arguments get nothing', LONG, async () => {
+    const ref = { type: 'ref/resource', uri: FILE_TEMPLATE };
+    let c = await client.complete({ ref, argument: { name: 'devbox_id', value: box.id.slice(0, 4) } });
+    assert.ok(c.completion.values.includes(box.id), JSON.stringify(c));
+    c = await client.complete({ ref, argument: { name: 'devbox_id', value: 'zzz-no-such' } });
+    assert.deepEqual(c.completion.values, []);
+    const snapName = `e2e-snap-${process.pid}`;
+    await engineRequest(engine.sock, 'POST', `/v1/devboxes/${box.id}/snapshot_disk`, { name: snapName });
+    c = await client.complete({ ref, argument: { name: 'snapshot_name', value: 'e2e-snap' } });
+    assert.ok(c.completion.values.includes(snapName), JSON.stringify(c));
+    c = await client.complete({ ref, argument: { name: 'blueprint_name', value: '' } });
+    assert.ok(Array.isArray(c.completion.values));
+    c = await client.complete({ ref, argument: { name: 'path', value: '/ho' } });
+    assert.deepEqual(c.completion, { values: [], total: 0, hasMore: false });
+  });
+});
