@@ -1,6 +1,6 @@
 /*
  * audit.h - the audit log: one JSON line per tool call that ended
- * (docs/audit.md), e.g.
+ * (docs/operations.md), e.g.
  *
  *   {"time":"2026-12-01T17:40:02.125Z","caller":"sha256:4f1c0a9e2b7d",
  *    "session":"1f2e3d4c","tool":"execute_command",

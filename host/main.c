@@ -48,7 +48,7 @@ struct options {
     const char *config;
     const char *transport;
     const char *listen;
-    const char *host; /* --host, --port: seed 000's spelling of --listen */
+    const char *host; /* --host, --port: the older two-option spelling of --listen */
     const char *port;
     const char *log_level;
     enum action action;
@@ -268,7 +268,7 @@ out:
 /* ---- CLI overrides ----------------------------------------------------- */
 
 /*
- * --host and --port (seed 000's launch line): each replaces its half of
+ * --host and --port (the older launch line): each replaces its half of
  * the deployment's server.http.listen. *out is malloc'd HOST:PORT.
  */
 static int host_port_listen(const struct options *o, const char *cur,

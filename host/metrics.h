@@ -1,6 +1,6 @@
 /*
  * metrics.h - what an operator of the HTTP server watches, as Prometheus
- * text (exposition format 0.0.4) at GET /metrics (docs/metrics.md):
+ * text (exposition format 0.0.4) at GET /metrics (docs/operations.md):
  *
  *   rlmcp_tool_calls_total{tool,outcome}          counter
  *   rlmcp_tool_call_duration_seconds{tool}        histogram

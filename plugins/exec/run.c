@@ -1,6 +1,6 @@
 /*
- * run.c - run_code (reusable code-testing sandboxes, seed 000) and the
- * run_<language> tools (one devbox per language, seed 001).
+ * run.c - run_code (reusable code-testing sandboxes) and the
+ * run_<language> tools (one devbox per language).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

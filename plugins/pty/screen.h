@@ -1,7 +1,7 @@
 /*
  * screen.h - turning raw terminal output into text for a model.
  *
- * The rules (docs/tools-issue6.md repeats them):
+ * The rules (docs/tools.md, "Terminal output as text", repeats them):
  *  - CSI sequences (ESC [ params intermediates final) are removed. Four
  *    are applied to the current line first: K (erase to end of line; 2K
  *    clears the line, 1K blanks it up to the cursor), C (cursor forward n),

@@ -20,7 +20,7 @@ const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
 
 const CONF = `server:
-  name: runloop-mcp-issue6-test
+  name: runloop-mcp-snapshots-blueprints-test
   transport: stdio
 host:
   log_level: warning
@@ -35,7 +35,7 @@ plugins:
     config:
       default_timeout_seconds: 120
       create_wait_seconds: 120
-      run_code: {purpose: issue6-e2e, keep_alive_seconds: 900, blueprint_name: e2e-tools}
+      run_code: {purpose: snapshots-blueprints-e2e, keep_alive_seconds: 900, blueprint_name: e2e-tools}
   - name: files
   - name: snapshots
     config:
@@ -116,8 +116,8 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
       path.join(pluginDir, 'rlmcp_blueprints.so')]) {
       if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
     }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-issue6-'));
-    const conf = path.join(tmp, 'issue6.yaml');
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-snapbp-'));
+    const conf = path.join(tmp, 'snapshots-blueprints.yaml');
     writeFileSync(conf, CONF);
     engine = await startEngine(path.join(tmp, 'state'));
     const transport = new StdioClientTransport({
@@ -129,7 +129,7 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     });
     transport.stderr?.on('data', (d) => { hostErr += d; });
     transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'issue6-e2e', version: '1' });
+    client = new Client({ name: 'snapshots-blueprints-e2e', version: '1' });
     try {
       await client.connect(transport);
     } catch (e) {

@@ -1,4 +1,4 @@
-// Regression tests for defects found in review of devboxd: each test names
+// Regression tests for hostile inputs to devboxd: each test names
 // the bug it pins down.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -57,7 +57,7 @@ describe('files API and FIFOs planted in the devbox', () => {
 describe('snapshot copy and symlink swaps inside the devbox', () => {
   let hostDir;
   before(() => {
-    hostDir = mkdtempSync(path.join(tmpdir(), 'devboxd-review-host-'));
+    hostDir = mkdtempSync(path.join(tmpdir(), 'devboxd-hostile-host-'));
     mkdirSync(path.join(hostDir, 'secretdir'));
     writeFileSync(path.join(hostDir, 'secretdir', 'host-secret.txt'), 'host secret\n');
   });

@@ -61,7 +61,7 @@ static void write_file_at(int dfd, const char *name)
 
 static void test_deep_tree_with_symlinks(void **state)
 {
-    char base[] = "/tmp/test_review_rmtree.XXXXXX";
+    char base[] = "/tmp/test_rmtree.XXXXXX";
     char outside[256], keep[300], tree[256];
     struct stat st;
     int fd;

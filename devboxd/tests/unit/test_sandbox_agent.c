@@ -346,15 +346,21 @@ static void test_orphans_are_reaped(void **state)
     assert_int_equal(wait_exit(&c, NULL, 0), 0);
     done(&c);
     /* Outside a pid namespace orphans go to our init, so check the agent's
-     * own children instead: none may stay a zombie. */
-    usleep(300 * 1000);
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)ag.pid, (int)ag.pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        buf[n > 0 ? n : 0] = '\0';
-        close(fd);
-        zombies = (int)strlen(buf);
+     * own children instead: none may stay a zombie. Reaping is
+     * asynchronous, so wait for it with a generous bound. */
+    for (int i = 0; i < 200; i++) {
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)ag.pid, (int)ag.pid);
+        zombies = 0;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, buf, sizeof(buf) - 1);
+            buf[n > 0 ? n : 0] = '\0';
+            close(fd);
+            zombies = (int)strlen(buf);
+        }
+        if (zombies == 0)
+            break;
+        usleep(50 * 1000);
     }
     assert_int_equal(zombies, 0);
 }
