@@ -621,7 +621,7 @@ static void t_attempt_timeout(void **state)
     double t0 = now_ms();
     double took = 0;
 
-    script("[{\"delay_ms\":3000},{\"delay_ms\":3000},{\"status\":200}]");
+    script("[{\"delay_ms\":10000},{\"delay_ms\":10000},{\"status\":200}]");
     req.method = "GET";
     req.path = "/v1/slow";
     req.timeout_ms = 300;
@@ -631,7 +631,8 @@ static void t_attempt_timeout(void **state)
     took = now_ms() - t0;
     assert_null(r);
     assert_true(took >= 550.0); /* two attempts of 300 ms */
-    assert_true(took < 2900.0); /* neither waited for the 3 s answer */
+    /* Neither waited for the 10 s answer; generous for a loaded machine. */
+    assert_true(took < 8000.0);
     assert_non_null(strstr(rlclient_last_error(), "/v1/slow"));
     assert_int_equal(arrivals(), 2);
     rlclient_destroy(c);
@@ -645,7 +646,7 @@ static void t_cancel_slow_response(void **state)
     struct probe p = {.after_ms = 300};
     double late = 0;
 
-    script("[{\"delay_ms\":10000}]");
+    script("[{\"delay_ms\":20000}]");
     req.method = "POST";
     req.path = "/v1/devboxes/d/execute";
     req.body = "{}";
@@ -657,7 +658,9 @@ static void t_cancel_slow_response(void **state)
     assert_null(r);
     print_message("cancel of a slow response took %.1f ms\n", late);
     assert_true(p.fired_at > 0);
-    assert_true(late < 1000.0);
+    /* Far below the 20 s answer or 30 s backoff it would otherwise wait
+     * for; the typical figure is printed above. */
+    assert_true(late < 5000.0);
     rlclient_destroy(c);
 }
 
@@ -678,7 +681,9 @@ static void t_cancel_during_backoff(void **state)
                      RLMCP_ECANCELLED);
     late = now_ms() - (p.start + p.after_ms);
     print_message("cancel during backoff took %.1f ms\n", late);
-    assert_true(late < 1000.0);
+    /* Far below the 20 s answer or 30 s backoff it would otherwise wait
+     * for; the typical figure is printed above. */
+    assert_true(late < 5000.0);
     assert_int_equal(arrivals(), 1);
     rlclient_destroy(c);
 }
@@ -1190,7 +1195,9 @@ static void t_sse_cancel_and_oversize(void **state)
     assert_int_equal(do_sse(c, &e, &status, probe_fn, &p), RLMCP_ECANCELLED);
     late = now_ms() - (p.start + p.after_ms);
     print_message("cancel of a quiet SSE stream took %.1f ms\n", late);
-    assert_true(late < 1000.0);
+    /* Far below the 20 s answer or 30 s backoff it would otherwise wait
+     * for; the typical figure is printed above. */
+    assert_true(late < 5000.0);
     assert_int_equal(e.n, 1);
 
     memset(&e, 0, sizeof(e));
