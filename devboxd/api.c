@@ -1695,11 +1695,11 @@ void api_handle(void *ud, const struct http_request *req,
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
         api_unimplemented(req, resp);
         http_response_set_header(resp, "allow", "GET, POST");
-        return;
+        goto out;
     }
     /* A retry of a request already answered gets that answer again. */
     if (idem_begin(eng->idem, req, &claim, resp) != 0)
-        return;
+        goto out;
     util_write_error_reset();
     route_request(eng, req, resp);
     /* A change is acknowledged only once saved: a record this request
@@ -1710,4 +1710,9 @@ void api_handle(void *ud, const struct http_request *req,
         util_storage_error(resp, util_write_error());
     }
     idem_finish(eng->idem, claim, resp);
+out:
+    /* Where this engine's tunnels live (clients on TCP have no pid file). */
+    if (tunnel_url_template()[0] != '\0')
+        http_response_set_header(resp, TUNNEL_TEMPLATE_HEADER,
+                                 tunnel_url_template());
 }

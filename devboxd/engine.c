@@ -145,7 +145,7 @@ cJSON *engine_box_view_locked(struct devbox *box)
     cJSON_AddNullToObject(v, "initiator_id");
     cJSON_AddStringToObject(v, "initiator_type", "api");
     if (box->tunnel != NULL)
-        cJSON_AddItemToObject(v, "tunnel", cJSON_Duplicate(box->tunnel, 1));
+        cJSON_AddItemToObject(v, "tunnel", tunnel_view_out(box->tunnel));
     else
         cJSON_AddNullToObject(v, "tunnel");
     return v;

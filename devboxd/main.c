@@ -1,7 +1,9 @@
 /* devboxd: the local Runloop-compatible devbox engine.
  *
- *   devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]... [--api-key-file FILE]
+ *   devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]... [--api-key-file
+ * FILE]
  *           [--allow-non-loopback] [--tunnel-listen HOST:PORT]
+ *           [--tunnel-url-template URL]
  */
 #define _GNU_SOURCE
 #include "api.h"
@@ -37,22 +39,34 @@ struct options {
     const char *api_key_file;
     int allow_non_loopback;
     const char *tunnel_listen; /* default 127.0.0.1:0 */
+    const char *tunnel_url_template; /* NULL: the listener's *.localhost URL */
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
-            "               [--api-key-file FILE] [--allow-non-loopback]\n"
-            "               [--tunnel-listen HOST:PORT] [--version]\n"
-            "\n"
-            "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with local\n"
-            "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key needed:\n"
-            "the socket's 0600 mode is the access control). TCP listeners require\n"
-            "'Authorization: Bearer KEY'; KEY is read from --api-key-file or generated\n"
-            "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n"
-            "Tunnels (enable_tunnel) are served on --tunnel-listen (default\n"
-            "127.0.0.1:0) as http://{port}-{tunnel_key}.localhost:TUNNEL_PORT/.\n");
+    fprintf(
+        f,
+        "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
+        "               [--api-key-file FILE] [--allow-non-loopback]\n"
+        "               [--tunnel-listen HOST:PORT] [--tunnel-url-template "
+        "URL]\n"
+        "               [--version]\n"
+        "\n"
+        "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with "
+        "local\n"
+        "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key "
+        "needed:\n"
+        "the socket's 0600 mode is the access control). TCP listeners require\n"
+        "'Authorization: Bearer KEY'; KEY is read from --api-key-file or "
+        "generated\n"
+        "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n"
+        "Tunnels (enable_tunnel) are served on --tunnel-listen (default\n"
+        "127.0.0.1:0) as http://{port}-{tunnel_key}.localhost:TUNNEL_PORT/;\n"
+        "--tunnel-url-template http(s)://{port}-{tunnel_key}.DOMAIN[:PORT] "
+        "names\n"
+        "them instead when a proxy or wildcard DNS name fronts the listener.\n"
+        "Clients learn the template from TunnelView.url_template and the\n"
+        "X-Devboxd-Tunnel-Url-Template header of every API answer.\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -63,6 +77,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"api-key-file", required_argument, NULL, 'k'},
         {"allow-non-loopback", no_argument, NULL, 'A'},
         {"tunnel-listen", required_argument, NULL, 't'},
+        {"tunnel-url-template", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -91,6 +106,17 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 't':
             o->tunnel_listen = optarg;
             break;
+        case 'u': {
+            char err[512];
+
+            /* Checked now so a typo fails before anything starts. */
+            if (tunnel_set_url_template(optarg, 0, err, sizeof(err)) != 0) {
+                fprintf(stderr, "devboxd: %s\n", err);
+                return -1;
+            }
+            o->tunnel_url_template = optarg;
+            break;
+        }
         case 'h':
             usage(stdout);
             exit(0);
@@ -184,8 +210,9 @@ static char *load_api_key(const char *dir, const char *file)
     return trim_key(text);
 }
 
-static int write_pid_file(const char *dir, const char *const *addrs, const int *ports, int n,
-                          int tunnel_port)
+static int write_pid_file(const char *dir, const char *const *addrs,
+                          const int *ports, int n, int tunnel_port,
+                          const char *tunnel_template)
 {
     char path[4200];
     char buf[4096];
@@ -203,10 +230,9 @@ static int write_pid_file(const char *dir, const char *const *addrs, const int *
     /* Last, so readers of the first "port" line are unaffected. */
     if (len < sizeof(buf))
         len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-                                "tunnel_port %d\ntunnel_url_template "
-                                "http://{port}-{tunnel_key}.localhost:%d\n"
+                                "tunnel_port %d\ntunnel_url_template %s\n"
                                 "version %s\n",
-                                tunnel_port, tunnel_port, DEVBOXD_VERSION);
+                                tunnel_port, tunnel_template, DEVBOXD_VERSION);
     return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
 }
 
@@ -331,6 +357,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
+    if (tunnel_set_url_template(o.tunnel_url_template, tunnel_port, err,
+                                sizeof(err)) != 0) {
+        fprintf(stderr, "devboxd: %s\n", err);
+        goto out;
+    }
     if (engine_load(&eng, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
@@ -345,10 +376,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    write_pid_file(real_dir, o.listen, ports, o.n_listen, tunnel_port);
+    write_pid_file(real_dir, o.listen, ports, o.n_listen, tunnel_port,
+                   tunnel_url_template());
     announce(&o, ports);
-    fprintf(stderr, "devboxd: tunnels on http://{port}-{tunnel_key}.localhost:%d/\n",
-            tunnel_port);
+    fprintf(stderr, "devboxd: tunnels on port %d as %s/\n", tunnel_port,
+            tunnel_url_template());
     while (sigwait(&set, &sig) == 0) {
         if (sig == SIGTERM || sig == SIGINT)
             break;
@@ -366,6 +398,7 @@ out:
         idem_close(eng.idem);
         engine_fini(&eng);
     }
+    tunnel_url_template_clear();
     free(default_listen);
     if (lock_fd >= 0)
         close(lock_fd);

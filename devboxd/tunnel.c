@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tunnel.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,7 @@ void tunnel_api_enable(struct engine *eng, struct devbox *box,
     if (box->tunnel != NULL) {
         /* One tunnel per devbox: asking again for the same one returns it. */
         if (same_spec(box->tunnel, spec))
-            util_json(resp, 200, cJSON_Duplicate(box->tunnel, 1));
+            util_json(resp, 200, tunnel_view_out(box->tunnel));
         else
             util_error(resp, 400, "devbox %s already has a tunnel (auth_mode %s); a devbox "
                        "has one tunnel: call remove_tunnel first to change it", box->id,
@@ -169,7 +170,7 @@ void tunnel_api_enable(struct engine *eng, struct devbox *box,
     box->tunnel = tunnel_new_view(spec);
     engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled", NULL, 0);
     engine_save_locked(eng, box);
-    util_json(resp, 200, cJSON_Duplicate(box->tunnel, 1));
+    util_json(resp, 200, tunnel_view_out(box->tunnel));
 out:
     pthread_mutex_unlock(&eng->lock);
     cJSON_Delete(spec);
@@ -194,6 +195,8 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
     pthread_mutex_unlock(&eng->lock);
     util_json(resp, 200, cJSON_CreateObject());
 }
+
+static char *url_template;
 
 /* ---------------------------------------------------------- PTY tunnels */
 
@@ -281,7 +284,122 @@ void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_re
     v = cJSON_CreateObject();
     cJSON_AddStringToObject(v, "tunnel_key", t->key);
     cJSON_AddStringToObject(v, "auth_token", t->token);
+    if (url_template != NULL)
+        cJSON_AddStringToObject(v, "url_template", url_template);
     util_json(resp, 200, v);
 out:
     pthread_mutex_unlock(&eng->lock);
+}
+
+/* ------------------------------------------------- where tunnels live */
+
+/* Written once at start-up, before the listener threads start (with
+ * url_template above). */
+static char
+    *template_domain; /* lower-case DOMAIN of a given template, or NULL */
+
+static int template_domain_of(const char *tmpl, char *domain, size_t n,
+                              char *err, size_t errlen)
+{
+    const char *p = tmpl;
+    size_t len;
+    const char *colon;
+
+    if (strncmp(p, "http://", 7) == 0)
+        p += 7;
+    else if (strncmp(p, "https://", 8) == 0)
+        p += 8;
+    else
+        goto bad;
+    if (strncmp(p, "{port}-{tunnel_key}.", 20) != 0)
+        goto bad;
+    p += 20;
+    len = strcspn(p, ":");
+    if (len == 0 || len >= n || p[len - 1] == '.' || p[0] == '.' ||
+        p[0] == '-' ||
+        strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567"
+                  "89.-") != len)
+        goto bad;
+    colon = p + len;
+    if (*colon == ':' &&
+        (colon[1] == '\0' || strlen(colon + 1) > 5 ||
+         strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+         atoi(colon + 1) < 1 || atoi(colon + 1) > 65535))
+        goto bad;
+    for (size_t i = 0; i < len; i++)
+        domain[i] = (char)tolower((unsigned char)p[i]);
+    domain[len] = '\0';
+    return 0;
+bad:
+    snprintf(err, errlen,
+             "--tunnel-url-template \"%.80s\" must look like "
+             "http://{port}-{tunnel_key}.DOMAIN[:PORT] or https://… (DOMAIN of "
+             "letters, "
+             "digits, '-' and '.'; no path), at most %d bytes",
+             tmpl, TUNNEL_TEMPLATE_MAX);
+    return -1;
+}
+
+int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
+                            size_t errlen)
+{
+    char domain[TUNNEL_TEMPLATE_MAX + 1];
+    char *t = NULL;
+    char *d = NULL;
+
+    if (tmpl != NULL) {
+        if (strlen(tmpl) > TUNNEL_TEMPLATE_MAX ||
+            template_domain_of(tmpl, domain, sizeof(domain), err, errlen) !=
+                0) {
+            if (strlen(tmpl) > TUNNEL_TEMPLATE_MAX)
+                snprintf(err, errlen,
+                         "--tunnel-url-template is longer than %d bytes",
+                         TUNNEL_TEMPLATE_MAX);
+            return -1;
+        }
+        t = strdup(tmpl);
+        d = strdup(domain);
+    } else if (asprintf(&t, "http://{port}-{tunnel_key}.localhost:%d",
+                        tunnel_port) < 0) {
+        t = NULL;
+    }
+    if (t == NULL || (tmpl != NULL && d == NULL)) {
+        free(t);
+        free(d);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    tunnel_url_template_clear();
+    url_template = t;
+    template_domain = d;
+    return 0;
+}
+
+const char *tunnel_url_template(void)
+{
+    return url_template != NULL ? url_template : "";
+}
+
+const char *tunnel_template_domain(void)
+{
+    return template_domain;
+}
+
+void tunnel_url_template_clear(void)
+{
+    free(url_template);
+    free(template_domain);
+    url_template = NULL;
+    template_domain = NULL;
+}
+
+cJSON *tunnel_view_out(const cJSON *tunnel)
+{
+    cJSON *v = cJSON_Duplicate(tunnel, 1);
+
+    if (v != NULL && url_template != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(v, "url_template");
+        cJSON_AddStringToObject(v, "url_template", url_template);
+    }
+    return v;
 }

@@ -52,6 +52,31 @@ const char *tunnel_pty_find_locked(const char *key, char *token);
 /* Frees every PTY tunnel record (at exit). */
 void tunnel_pty_clear(void);
 
+/* ---- where tunnels live ----
+ * The URL template clients fill to reach a tunnel port, e.g.
+ * "http://{port}-{tunnel_key}.localhost:41234". devboxd advertises it as the
+ * "url_template" field of every TunnelView and PtyTunnelView, as the
+ * X-Devboxd-Tunnel-Url-Template header of every authorised API answer and in
+ * devboxd.pid. Set once at start-up, before any thread reads it. */
+#define TUNNEL_TEMPLATE_HEADER "x-devboxd-tunnel-url-template"
+#define TUNNEL_TEMPLATE_MAX 512
+
+/* tmpl NULL: the listener's own "http://{port}-{tunnel_key}.localhost:P".
+ * Else it must be http(s)://{port}-{tunnel_key}.DOMAIN[:PORT] (DOMAIN
+ * letters, digits, '-' and '.'; no path): the tunnel listener then also
+ * accepts Host names under DOMAIN (for a proxy or a wildcard DNS name in
+ * front of it). Returns 0, or -1 with what to fix in err. */
+int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
+                            size_t errlen);
+/* The advertised template ("" before tunnel_set_url_template). */
+const char *tunnel_url_template(void);
+/* The DOMAIN of a --tunnel-url-template (lower-case), NULL by default. */
+const char *tunnel_template_domain(void);
+/* Frees the template (at exit). */
+void tunnel_url_template_clear(void);
+/* A copy of a stored TunnelView with "url_template" added, for answers. */
+cJSON *tunnel_view_out(const cJSON *tunnel);
+
 /* Constant-time string equality (for tokens). */
 int tunnel_token_equal(const char *a, const char *b);
 
@@ -69,8 +94,9 @@ int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen);
  * Must run before engine_fini. NULL is a no-op. */
 void tunnel_server_stop(struct tunnel_server *ts);
 
-/* Parses a tunnel Host ("{port}-{key}.localhost[:p]" or
- * "{port}-{key}.tunnel.localhost[:p]", case-insensitive, trailing dot
+/* Parses a tunnel Host ("{port}-{key}.localhost[:p]",
+ * "{port}-{key}.tunnel.localhost[:p]" or "{port}-{key}.DOMAIN[:p]" for the
+ * DOMAIN of a --tunnel-url-template; case-insensitive, trailing dot
  * allowed). Returns 0 with *port and key (lower-cased) or -1. Exposed for
  * unit tests. */
 int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen);

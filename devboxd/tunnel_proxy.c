@@ -190,6 +190,7 @@ int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
     char *dot = NULL;
     char *colon = NULL;
     char *end = NULL;
+    const char *domain = NULL;
     long p;
     size_t i;
 
@@ -207,8 +208,10 @@ int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
     if (len > 0 && h[len - 1] == '.')
         h[--len] = '\0';
     dot = strchr(h, '.');
+    domain = tunnel_template_domain();
     if (dot == NULL || (strcmp(dot + 1, "localhost") != 0 &&
-                        strcmp(dot + 1, "tunnel.localhost") != 0))
+                        strcmp(dot + 1, "tunnel.localhost") != 0 &&
+                        (domain == NULL || strcmp(dot + 1, domain) != 0)))
         return -1;
     *dot = '\0';
     dash = strchr(h, '-');

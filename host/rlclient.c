@@ -61,6 +61,10 @@ struct rlclient {
     size_t max_body;
     bool quiet;
     char *tunnel_info_file; /* local engine: devboxd.pid */
+    /* The tunnel URL template the backend last announced in its
+     * X-Devboxd-Tunnel-Url-Template header (devboxd, any transport). */
+    pthread_mutex_t tmpl_lock;
+    char *learned_tmpl;
     CURLSH *share;
     pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
     pthread_mutex_t pool_lock;
@@ -222,6 +226,7 @@ static int client_init_share(struct rlclient *c)
     for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_locks[i], NULL);
     pthread_mutex_init(&c->pool_lock, NULL);
+    pthread_mutex_init(&c->tmpl_lock, NULL);
     c->share = curl_share_init();
     if (c->share == NULL)
         return -1;
@@ -340,8 +345,10 @@ void rlclient_destroy(struct rlclient *c)
         for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
             pthread_mutex_destroy(&c->share_locks[i]);
         pthread_mutex_destroy(&c->pool_lock);
+        pthread_mutex_destroy(&c->tmpl_lock);
         breaker_destroy(&c->breaker);
     }
+    free(c->learned_tmpl);
     free(c->base_url);
     free(c->unix_socket);
     free(c->tunnel_info_file);
@@ -1024,6 +1031,47 @@ static int sse_forward(void *user, const char *event, const char *id,
     return s->fn(s->user, event, id, data, data_len);
 }
 
+/* A usable tunnel URL template: http(s)://, both placeholders, no spaces
+ * or control characters, at most 512 bytes. */
+static bool tunnel_template_ok(const char *t)
+{
+    return t != NULL && strlen(t) <= 512 &&
+           (strncmp(t, "http://", 7) == 0 || strncmp(t, "https://", 8) == 0) &&
+           strstr(t, "{port}") != NULL && strstr(t, "{tunnel_key}") != NULL &&
+           !has_ctl(t, false);
+}
+
+/* devboxd says where its tunnels live on every API answer: keep the
+ * latest, so tunnels work whether the engine is reached by socket or URL. */
+static void learn_tunnel_template(struct rlclient *c, CURL *easy)
+{
+    const char *v = header_value(easy, "x-devboxd-tunnel-url-template");
+    char *copy = NULL;
+
+    if (!tunnel_template_ok(v))
+        return;
+    pthread_mutex_lock(&c->tmpl_lock);
+    if (c->learned_tmpl == NULL || strcmp(c->learned_tmpl, v) != 0) {
+        copy = strdup(v);
+        if (copy != NULL) {
+            free(c->learned_tmpl);
+            c->learned_tmpl = copy;
+        }
+    }
+    pthread_mutex_unlock(&c->tmpl_lock);
+}
+
+static char *learned_tunnel_template(struct rlclient *c)
+{
+    char *t = NULL;
+
+    pthread_mutex_lock(&c->tmpl_lock);
+    if (c->learned_tmpl != NULL)
+        t = strdup(c->learned_tmpl);
+    pthread_mutex_unlock(&c->tmpl_lock);
+    return t;
+}
+
 /* One attempt on a pooled handle. On OUT_DONE fills *resp_out (plain). */
 static void attempt_once(const struct rl_call *rc, struct rl_handle *h,
                          struct sse_sink *sink, struct attempt *a,
@@ -1056,6 +1104,8 @@ static void attempt_once(const struct rl_call *rc, struct rl_handle *h,
     setup_easy(rc, h->easy, &x, headers, mime, a->err);
     res = run_transfer(h, &x);
     classify(rc, h->easy, &x, res, a);
+    if (a->status > 0 && rc->origin == NULL)
+        learn_tunnel_template(rc->c, h->easy);
     /* A retryable status keeps its body: it is the answer if retries end. */
     if ((a->out == OUT_DONE || a->out == OUT_RETRY) && !rc->sse) {
         *resp_out = make_resp(h->easy, &x, a->status);
@@ -1555,8 +1605,7 @@ static char *read_tunnel_template(const char *file, char *err, size_t errlen)
     return out;
 }
 
-char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
-                             unsigned port)
+char *rlclient_tunnel_origin(struct rlclient *c, const char *key, unsigned port)
 {
     char err[512] = "";
     char out[1200];
@@ -1567,7 +1616,8 @@ char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
         set_last_error("no Runloop client");
         return NULL;
     }
-    if (c->tunnel_info_file != NULL) {
+    tmpl = learned_tunnel_template(c);
+    if (tmpl == NULL && c->tunnel_info_file != NULL) {
         tmpl = read_tunnel_template(c->tunnel_info_file, err, sizeof(err));
         if (tmpl == NULL) {
             set_last_error("%s", err);

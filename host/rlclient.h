@@ -146,9 +146,11 @@ int rlclient_tunnel_origin_build(const char *base_url, const char *tmpl,
                                  const char *key, unsigned port, char *out,
                                  size_t n, char *err, size_t errlen);
 
-/* The same for this client's backend (reads tunnel_info_file when set).
+/* The same for this client's backend: the template devboxd announced in
+ * the X-Devboxd-Tunnel-Url-Template header of its latest API answer, else
+ * tunnel_info_file's line when set, else derived from base_url (cloud).
  * malloc'd, or NULL with rlclient_last_error() set. */
-char *rlclient_tunnel_origin(const struct rlclient *c, const char *key,
+char *rlclient_tunnel_origin(struct rlclient *c, const char *key,
                              unsigned port);
 
 /*

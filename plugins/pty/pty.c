@@ -14,9 +14,11 @@
  * (docs/tools.md). screen.c holds the output cleanup.
  *
  * Config (all optional):
- *   tunnel_url_template  URL of a tunnel port, with {port} and {tunnel_key}
- *                        ("https://{port}-{tunnel_key}.tunnel.runloop.ai");
- *                        for the URLs the tunnel tools return only
+ *   tunnel_url_template  URL of a tunnel port, with {port} and {tunnel_key},
+ *                        for the URLs the tunnel tools return only. Unset:
+ *                        the url_template the engine puts in its tunnel
+ *                        views (devboxd), else the cloud's
+ *                        "https://{port}-{tunnel_key}.tunnel.runloop.ai"
  *   default_auth_mode    enable_tunnel's auth_mode when none is given
  *                        ("authenticated"; or "open")
  */
@@ -203,6 +205,32 @@ static bool tunnel_key_valid(const char *s)
  * The template with {tunnel_key} and {port} filled in; port 0 keeps
  * "{port}" for the caller to fill. malloc'd.
  */
+static char *expand_url(const char *tmpl, const char *key, long port);
+
+#define CLOUD_URL_TEMPLATE "https://{port}-{tunnel_key}.tunnel.runloop.ai"
+
+static bool url_template_ok(const char *t)
+{
+    return strlen(t) <= 512 &&
+           (strncmp(t, "http://", 7) == 0 || strncmp(t, "https://", 8) == 0) &&
+           strstr(t, "{port}") != NULL && strstr(t, "{tunnel_key}") != NULL &&
+           strpbrk(t, " \t\r\n") == NULL;
+}
+
+/* Where this tunnel's ports are: the operator's template, else the one the
+ * engine put in the tunnel view (devboxd says where its listener is, by
+ * socket or by URL), else the cloud's. */
+static const char *url_template_for(const struct pty *pt, const cJSON *view)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, "url_template");
+
+    if (pt->url_template != NULL)
+        return pt->url_template;
+    if (cJSON_IsString(t) && url_template_ok(t->valuestring))
+        return t->valuestring;
+    return CLOUD_URL_TEMPLATE;
+}
+
 static char *expand_url(const char *tmpl, const char *key, long port)
 {
     char portbuf[16] = "{port}";
@@ -860,7 +888,7 @@ static int tunnel_result(struct pty *pt, const struct rlmcp_h *h,
                             "devbox %s: the Runloop API returned a tunnel "
                             "without a usable tunnel_key",
                             id);
-    tmpl = expand_url(pt->url_template, key, 0);
+    tmpl = expand_url(url_template_for(pt, tv), key, 0);
     res = cJSON_CreateObject();
     if (tmpl == NULL || res == NULL)
         goto out;
@@ -876,7 +904,7 @@ static int tunnel_result(struct pty *pt, const struct rlmcp_h *h,
     }
     cJSON_AddStringToObject(res, "url_template", tmpl);
     if (port > 0) {
-        url = expand_url(pt->url_template, key, port);
+        url = expand_url(url_template_for(pt, tv), key, port);
         /* expand_url only fails on ENOMEM */
         if (url == NULL)
             goto out;
@@ -916,7 +944,7 @@ static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al,
                           what);
         goto out;
     }
-    url = expand_url(pt->url_template, key, PTY_PORT);
+    url = expand_url(url_template_for(pt, tv), key, PTY_PORT);
     res = cJSON_CreateObject();
     if (url == NULL || res == NULL) {
         rc = RLMCP_ENOMEM;
@@ -1110,7 +1138,7 @@ static int pt_config(struct pty *pt, rlmcp_plugin *self,
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
     const cJSON *t = NULL, *m = NULL;
-    const char *tmpl = "https://{port}-{tunnel_key}.tunnel.runloop.ai";
+    const char *tmpl = NULL;
     int rc = RLMCP_EINVAL;
 
     if (!cJSON_IsObject(cfg)) {
@@ -1119,11 +1147,7 @@ static int pt_config(struct pty *pt, rlmcp_plugin *self,
     }
     t = cJSON_GetObjectItemCaseSensitive(cfg, "tunnel_url_template");
     if (t != NULL) {
-        if (!cJSON_IsString(t) || strlen(t->valuestring) > 512 ||
-            (strncmp(t->valuestring, "http://", 7) != 0 &&
-             strncmp(t->valuestring, "https://", 8) != 0) ||
-            strstr(t->valuestring, "{port}") == NULL ||
-            strstr(t->valuestring, "{tunnel_key}") == NULL) {
+        if (!cJSON_IsString(t) || !url_template_ok(t->valuestring)) {
             api->set_error(self, "config tunnel_url_template must be an "
                                  "http:// or https:// URL of at most 512 "
                                  "bytes holding {port} and {tunnel_key}");
@@ -1140,8 +1164,12 @@ static int pt_config(struct pty *pt, rlmcp_plugin *self,
         goto out;
     }
     pt->default_open = m != NULL && strcmp(m->valuestring, "open") == 0;
-    pt->url_template = strdup(tmpl);
-    rc = pt->url_template != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    rc = RLMCP_OK;
+    if (tmpl != NULL) {
+        pt->url_template = strdup(tmpl);
+        if (pt->url_template == NULL)
+            rc = RLMCP_ENOMEM;
+    }
 out:
     cJSON_Delete(cfg);
     return rc;

@@ -1,8 +1,12 @@
 // End-to-end: the pty plugin's tunnel tools (enable_tunnel, get_tunnel_url,
-// remove_tunnel) through the built host, driven by the official MCP SDK
-// client over stdio, against a real devboxd whose tunnel listener serves
-// the URLs the tools return. A python http.server inside the devbox must
-// answer through the URL get_tunnel_url gives.
+// remove_tunnel, create_pty_tunnel) and a PTY session through the built
+// host, driven by the official MCP SDK client over stdio, against a real
+// devboxd whose tunnel listener serves the URLs the tools return. A python
+// http.server inside the devbox must answer through the URL get_tunnel_url
+// gives. Twice: with the host on devboxd's unix socket (backend: local) and
+// with the host reaching devboxd by URL (RUNLOOP_BASE_URL, TCP with its API
+// key). Neither deployment names a tunnel_url_template: devboxd says where
+// its tunnels live (TunnelView.url_template and a response header).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -17,9 +21,11 @@ import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
 
-/** devboxd on its own state dir (unix socket + loopback tunnel listener). */
-async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir, '--tunnel-listen', '127.0.0.1:0'],
+/** devboxd on its own state dir (unix socket, or a loopback TCP port when
+ *  tcp, + loopback tunnel listener). */
+async function startEngine(stateDir, tcp) {
+  const listen = tcp ? ['--listen', '127.0.0.1:0'] : [];
+  const child = spawn(devboxdBin, ['--state-dir', stateDir, ...listen, '--tunnel-listen', '127.0.0.1:0'],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
@@ -33,8 +39,10 @@ async function startEngine(stateDir) {
     const m = /^tunnel_port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'));
     return m ? Number(m[1]) : null;
   }, 30000, 'devboxd to write its tunnel port');
+  const apiPort = tcp ? Number(/^port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'))[1]) : null;
   return {
     tunnelPort,
+    apiPort,
     stderr: () => stderr,
     async stop() {
       if (!exited) child.kill('SIGTERM');
@@ -77,7 +85,7 @@ function errorOf(result) {
   return JSON.parse(result.content.find((c) => c.type === 'text').text).error;
 }
 
-describe('tunnel tools end to end (local engine)', () => {
+for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd by ${mode})`, () => {
   let tmp;
   let engine;
   let client;
@@ -95,25 +103,26 @@ describe('tunnel tools end to end (local engine)', () => {
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-tunnels-'));
     const state = path.join(tmp, 'state');
-    engine = await startEngine(state);
-    // The URL template is devboxd's (its pid file says so); the port is
-    // only known once devboxd listens, so the deployment is written here.
-    const template = /^tunnel_url_template (.+)$/m.exec(readFileSync(path.join(state, 'devboxd.pid'), 'utf8'))[1];
+    engine = await startEngine(state, mode === 'url');
     const conf = path.join(tmp, 'tunnels.yaml');
+    const env = { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir };
+    if (mode === 'url') {
+      // As for an engine on another machine: its URL and key, no state dir.
+      env.RUNLOOP_BASE_URL = `http://127.0.0.1:${engine.apiPort}`;
+      env.RUNLOOP_API_KEY = readFileSync(path.join(state, 'api-key'), 'utf8').trim();
+    }
     writeFileSync(conf, [
       'server:', '  name: runloop-mcp-tunnels-test', '  transport: stdio',
       'host:', '  log_level: warning',
-      'runloop:', '  backend: local', `  state_dir: ${state}`,
+      'runloop:', ...(mode === 'url' ? ['  backend: cloud'] : ['  backend: local', `  state_dir: ${state}`]),
       'plugins:',
       '  - name: lifecycle', '    config:', '      create_wait_seconds: 120',
       '  - name: exec', '    config:', '      create_wait_seconds: 120',
-      '  - name: pty', '    config:', `      tunnel_url_template: "${template}"`,
+      '  - name: pty',
       '',
     ].join('\n'));
     const transport = new StdioClientTransport({
-      command: hostBin, args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
-      stderr: 'pipe',
+      command: hostBin, args: ['--config', conf], env, stderr: 'pipe',
     });
     transport.stderr?.on('data', (d) => { hostErr += d; });
     transport.stderr?.on('end', () => { hostErrEnded = true; });
@@ -216,6 +225,18 @@ describe('tunnel tools end to end (local engine)', () => {
     const r = await fetchUrl(`${p.pty_url}/pty/s?cols=80&rows=24`, { authorization: `Bearer ${p.auth_token}` });
     assert.notEqual(r.status, 401, r.body);
     assert.doesNotMatch(r.body, /tunnel token|no tunnel has key|serves port 13 only|tunnel listener/);
+  });
+
+  it('a PTY session through the tunnel devboxd names: echo, then the result', LONG, async () => {
+    const c = ok(await call('pty_connect', { devbox_id: box.id, session_name: 'tun' }));
+    assert.equal(c.session_name, 'tun');
+    let seen = '';
+    await waitFor(async () => {
+      const r = ok(await call('pty_send_command', { devbox_id: box.id, session_name: 'tun',
+        command: seen === '' ? 'echo pty-$((6*7))' : '', append_newline: seen === '', quiet_ms: 400, max_wait: 10 }));
+      seen += r.output;
+      return /pty-42/.test(seen);
+    }, 90000, `pty-42 on the terminal (screen so far: ${JSON.stringify(seen)})`);
   });
 
   it('bad input: bad auth_mode, port out of range, unknown devbox', LONG, async () => {

@@ -15,6 +15,7 @@ export const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 // The official SDK, resolved from the pinned test clients in tests/.
 const require = createRequire(path.join(sourceDir, 'tests', 'package.json'));
 export const { Runloop, toFile } = require('@runloop/api-client');
+export const sdkRequire = require;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -10,7 +10,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, devboxdBin, rejectsWith, waitFor } from './devboxd.mjs';
+import { Devboxd, devboxdBin, rejectsWith, sdkRequire, waitFor } from './devboxd.mjs';
 
 const engine = new Devboxd();
 let client;
@@ -167,6 +167,8 @@ describe('open tunnel', () => {
     assert.equal(tv.http_keep_alive, true);
     assert.equal(tv.wake_on_http, false);
     assert.ok(tv.create_time_ms >= t0 - 1000 && tv.create_time_ms <= Date.now() + 1000);
+    // Where the tunnel lives: the field beside the SDK's own ones.
+    assert.equal(tv.url_template, `http://{port}-{tunnel_key}.localhost:${tunnelPort}`);
     const view = await client.devboxes.retrieve(boxId);
     assert.deepEqual(view.tunnel, tv);
     // Same request again: the same (one) tunnel; a different mode is refused.
@@ -191,6 +193,20 @@ describe('open tunnel', () => {
     const upper = await tget(8080, tv.tunnel_key, '/hello.txt',
       { host: `8080-${tv.tunnel_key.toUpperCase()}.tunnel.localhost` });
     assert.equal(upper.status, 200);
+  });
+
+  test("the SDK's getTunnelUrl assumes the cloud; url_template gives the URL that serves", async () => {
+    const { Devbox } = sdkRequire('@runloop/api-client');
+    const dbx = Devbox.fromId(client, boxId);
+    // The SDK builds https://{port}-{key}.tunnel.<API host>: nothing serves there for devboxd.
+    assert.equal(await dbx.getTunnelUrl(8080), `https://8080-${tv.tunnel_key}.tunnel.127.0.0.1`);
+    // The workaround docs/backends.md gives: fill the view's url_template.
+    const t = await dbx.getTunnel();
+    const url = t.url_template.replace('{port}', '8080').replace('{tunnel_key}', t.tunnel_key);
+    assert.equal(url, `http://${tunnelHost(8080, tv.tunnel_key)}`);
+    const r = await tget(8080, t.tunnel_key, '/hello.txt');
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'hello through the tunnel\n');
   });
 
   test('a service bound to the devbox loopback is reachable, every port of the tunnel', async () => {
@@ -343,6 +359,7 @@ describe('PTY tunnel (create_pty_tunnel)', () => {
   test('fresh key and token per call; port 13 only; the token is checked before the devbox', async () => {
     const a = await client.devboxes.createPtyTunnel(boxId);
     const b = await client.devboxes.createPtyTunnel(boxId);
+    assert.equal(a.url_template, `http://{port}-{tunnel_key}.localhost:${tunnelPort}`);
     assert.match(a.tunnel_key, /^[a-z0-9]{24}$/);
     assert.match(a.auth_token, /^[0-9a-f]{48}$/);
     assert.notEqual(a.tunnel_key, b.tunnel_key);
@@ -448,6 +465,58 @@ describe('tunnel listener bad input', () => {
     }
   });
 
+  test('every API answer names the tunnel URL template in a header (401s do not)', async () => {
+    const want = `http://{port}-{tunnel_key}.localhost:${tunnelPort}`;
+    for (const [m, p] of [['GET', '/v1/devboxes?limit=1'], ['GET', `/v1/devboxes/${boxId}`],
+      ['GET', '/v1/devboxes/dbx_nope'], ['DELETE', '/v1/devboxes']]) {
+      const r = await engine.raw(m, p);
+      assert.equal(r.headers.get('x-devboxd-tunnel-url-template'), want, `${m} ${p} (${r.status})`);
+    }
+    const anon = await engine.raw('GET', '/v1/devboxes', { auth: false });
+    assert.equal(anon.status, 401);
+    assert.equal(anon.headers.get('x-devboxd-tunnel-url-template'), null);
+  });
+
+  test('--tunnel-url-template: bad values named; a good one is advertised and its domain routed', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'devboxd-tunnel-tmpl-'));
+    try {
+      for (const arg of ['ftp://{port}-{tunnel_key}.x.test', 'http://{tunnel_key}-{port}.x.test',
+        'http://{port}-{tunnel_key}.x.test/path', 'http://{port}-{tunnel_key}.', 'http://{port}-{tunnel_key}.x.test:99999',
+        'http://{port}-{tunnel_key}.x_y.test', `http://{port}-{tunnel_key}.${'a'.repeat(600)}`]) {
+        const r = spawnSync(devboxdBin, ['--state-dir', dir, '--tunnel-url-template', arg],
+          { encoding: 'utf8', timeout: 30000 });
+        assert.equal(r.status, 2, `devboxd accepted --tunnel-url-template ${arg}: ${r.stderr}`);
+        assert.match(r.stderr, /--tunnel-url-template .*(must look like http:\/\/\{port\}-\{tunnel_key\}\.DOMAIN|longer than 512)/);
+      }
+      const tmpl = 'https://{port}-{tunnel_key}.Tunnels.Example.test';
+      const other = new Devboxd({ stateDir: dir, extraArgs: ['--tunnel-url-template', tmpl] });
+      await other.start();
+      try {
+        const r = await other.raw('GET', '/v1/devboxes');
+        assert.equal(r.headers.get('x-devboxd-tunnel-url-template'), tmpl);
+        assert.match(readFileSync(path.join(dir, 'devboxd.pid'), 'utf8'), /^tunnel_url_template https:\/\/\{port\}-\{tunnel_key\}\.Tunnels\.Example\.test$/m);
+        const tport = Number(/^tunnel_port (\d+)$/m.exec(readFileSync(path.join(dir, 'devboxd.pid'), 'utf8'))[1]);
+        const ask = (host) => new Promise((resolve, reject) => {
+          const s = net.connect(tport, '127.0.0.1', () => s.write(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`));
+          let out = '';
+          s.setEncoding('latin1');
+          s.on('data', (d) => { out += d; });
+          s.on('close', () => resolve(out));
+          s.on('error', (e) => (e.code === 'ECONNRESET' ? resolve(out) : reject(e)));
+          s.setTimeout(20000, () => s.destroy(new Error('tunnel listener did not answer')));
+        });
+        // Its domain is a tunnel host name (an unknown key: 404), others are not (400).
+        assert.match(await ask('8080-abc.tunnels.example.test'), /^HTTP\/1.1 404 [^]*no tunnel has key/);
+        assert.match(await ask('8080-abc.localhost'), /^HTTP\/1.1 404 /);
+        assert.match(await ask('8080-abc.example.test'), /^HTTP\/1.1 400 /);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('enable_tunnel body validation names the field', async () => {
     await rejectsWith(assert, client.devboxes.enableTunnel(boxId, { auth_mode: 'public' }), 400,
       /auth_mode "public" is not valid; use "open" or "authenticated"/);
@@ -527,7 +596,8 @@ describe('lifecycle', () => {
     tunnelPort = readTunnelPort();
     client = engine.client();
     const v = await client.devboxes.awaitRunning(b.id);
-    assert.deepEqual(v.tunnel, tv);
+    // The same tunnel; its url_template names the new listener's port.
+    assert.deepEqual(v.tunnel, { ...tv, url_template: `http://{port}-{tunnel_key}.localhost:${tunnelPort}` });
     const r = await waitFor(async () => {
       const x = await tget(8080, tv.tunnel_key, '/up.txt',
         { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });

@@ -554,6 +554,22 @@ static void enable_get_remove(void **state)
     assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint,
                      3000);
 
+    /* devboxd says where its tunnels live; an unusable one is ignored. */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":{"
+             "\"tunnel_key\":\"abc\",\"auth_mode\":\"open\",\"url_template\":"
+             "\"http://{port}-{tunnel_key}.localhost:4321\"}}");
+    fh_call("get_tunnel_url", "{\"devbox_id\":\"dbx_1\",\"port\":3000}");
+    assert_string_equal(rstr("url"), "http://3000-abc.localhost:4321");
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":{"
+             "\"tunnel_key\":\"abc\",\"auth_mode\":\"open\",\"url_template\":"
+             "\"ftp://{port}-{tunnel_key}.x\"}}");
+    fh_call("get_tunnel_url", "{\"devbox_id\":\"dbx_1\",\"port\":3000}");
+    assert_string_equal(rstr("url"), "https://3000-abc.tunnel.runloop.ai");
+
     fh_reset();
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
              "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":null}");
@@ -602,8 +618,10 @@ static void config_template(void **state)
                              "\"open\"}"),
                      RLMCP_OK);
     fh_reset();
+    /* The operator's template wins over the engine's. */
     fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 200,
-             "{\"tunnel_key\":\"kk\",\"auth_mode\":\"open\"}");
+             "{\"tunnel_key\":\"kk\",\"auth_mode\":\"open\",\"url_template\":"
+             "\"http://{port}-{tunnel_key}.localhost:1\"}");
     fh_call("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"port\":65535}");
     assert_string_equal(rstr("url"), "http://65535-kk.localhost:8080/kk");
     assert_string_equal(
