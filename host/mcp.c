@@ -143,6 +143,16 @@ void mcp_session_set_label(struct mcp_session *s, const char *label)
     snprintf(s->label, sizeof(s->label), "%s", label);
 }
 
+void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)
+{
+    sink->retain(sink);
+    pthread_mutex_lock(&s->lock);
+    if (s->notify != NULL)
+        s->notify->release(s->notify);
+    s->notify = sink;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void mcp_session_ref(struct mcp_session *s)
 {
     atomic_fetch_add(&s->refs, 1);
@@ -157,6 +167,8 @@ void mcp_session_unref(struct mcp_session *s)
     for (i = 0; i < s->n_subs; i++)
         free(s->subs[i]);
     free(s->subs);
+    if (s->notify != NULL)
+        s->notify->release(s->notify);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -193,6 +205,7 @@ void mcp_session_free(struct mcp_session *s)
     s->closed = true;
     calls = session_calls(s, &n);
     pthread_mutex_unlock(&s->lock);
+    resources_watch_session(s->d->watch, s);
     for (i = 0; i < n; i++) {
         call_cancel(calls[i], CANCEL_CLIENT);
         call_unref(calls[i]);
@@ -909,6 +922,15 @@ static void m_subscribe(struct req *r)
 
     if (uri == NULL)
         return;
+    if ((e->flags & RLMCP_RESOURCE_SUBSCRIBABLE) && r->d->watch != NULL &&
+        resources_watch_add(r->d->watch, s, e, uri,
+                            r->ctx != NULL ? r->ctx->api_key : NULL) != 0) {
+        reply_error(r, JSONRPC_INVALID_PARAMS,
+                    "this session already watches %u resources; "
+                    "unsubscribe from some first",
+                    RES_WATCH_MAX_PER_SESSION);
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     for (i = 0; i < s->n_subs; i++) {
         if (strcmp(s->subs[i], uri) == 0)
@@ -939,6 +961,7 @@ static void m_unsubscribe(struct req *r)
                     "resources/subscribe");
         return;
     }
+    resources_watch_remove(r->d->watch, s, uri->valuestring);
     pthread_mutex_lock(&s->lock);
     for (i = 0; i < s->n_subs; i++) {
         if (strcmp(s->subs[i], uri->valuestring) == 0) {
@@ -1482,6 +1505,9 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
         (opts->instructions != NULL && d->instructions == NULL) ||
         build_tool_pages(d) != 0)
         goto fail;
+    d->watch = resources_watch_new(d);
+    if (d->watch == NULL)
+        goto fail;
     d->pool = pool_create(d->workers);
     if (d->pool == NULL)
         goto fail;
@@ -1501,6 +1527,7 @@ fail:
     log_msg(RLMCP_LOG_ERROR, NULL,
             "cannot create the MCP dispatcher: out "
             "of memory or threads");
+    resources_watch_free(d->watch);
     free_fields(d);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->timer_cond);
@@ -1560,6 +1587,8 @@ void mcp_destroy(struct mcp_dispatcher *d)
     if (d == NULL)
         return;
     mcp_drain(d, DESTROY_DRAIN_MS);
+    resources_watch_free(d->watch);
+    d->watch = NULL;
     pthread_mutex_lock(&d->lock);
     d->stopping = true;
     pthread_cond_broadcast(&d->timer_cond);

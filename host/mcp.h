@@ -78,6 +78,13 @@ void mcp_session_free(struct mcp_session *s);
 bool mcp_session_initialized(const struct mcp_session *s);
 /* A short name for the session in the audit log (at most 15 bytes kept). */
 void mcp_session_set_label(struct mcp_session *s, const char *label);
+/*
+ * Where the session's messages that belong to no request go
+ * (notifications/resources/updated): stdio's output, an HTTP session's
+ * standalone stream. Retained until the session is freed; set it once,
+ * before serving the session.
+ */
+void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink);
 
 /*
  * Handle one inbound message (request, notification or a response to a

@@ -116,6 +116,9 @@ struct mcp_session {
     struct pending_req *pending;
     char **subs; /* resources/subscribe URIs */
     size_t n_subs;
+    /* Messages tied to no request (resources/updated); retained; NULL:
+     * the transport has nowhere to send them. */
+    struct mcp_sink *notify;
 };
 
 struct mcp_dispatcher {
@@ -142,6 +145,8 @@ struct mcp_dispatcher {
     struct rlmcp_call *inflight;
     unsigned n_inflight;
     atomic_ulong next_request_id;
+
+    struct res_watch *watch; /* resources/subscribe (resources.h) */
 
     char **tool_pages; /* pre-joined tools/list pages */
     size_t n_tool_pages;

@@ -9,6 +9,7 @@
 #define RLMCP_HOST_RESOURCES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct registry;
 struct resource_entry;
@@ -26,5 +27,35 @@ bool resources_template_match(const char *tpl, const char *uri);
  */
 const struct resource_entry *resources_find(const struct registry *reg,
                                             const char *uri);
+
+/* ---- subscriptions ------------------------------------------------------ */
+
+struct mcp_dispatcher;
+struct mcp_session;
+struct res_watch;
+
+/* How often a watched resource is re-read (after the last read ended). */
+#define RES_WATCH_INTERVAL_MS 500u
+/* Resources one session may watch at once. */
+#define RES_WATCH_MAX_PER_SESSION 64u
+
+/* The dispatcher's watcher; its thread starts with the first watch. */
+struct res_watch *resources_watch_new(struct mcp_dispatcher *d);
+
+/*
+ * Watch uri (resource e, which is RLMCP_RESOURCE_SUBSCRIBABLE) for session
+ * s, reading it with api_key (may be NULL: the deployment's). Watching it
+ * again is a no-op. 0, or -1 when the session watches too many (or out of
+ * memory).
+ */
+int resources_watch_add(struct res_watch *w, struct mcp_session *s,
+                        const struct resource_entry *e, const char *uri,
+                        const char *api_key);
+void resources_watch_remove(struct res_watch *w, struct mcp_session *s,
+                            const char *uri);
+/* Forget everything session s watches (its end). */
+void resources_watch_session(struct res_watch *w, struct mcp_session *s);
+/* Stop the thread, cancel the reads in flight, wait for them, free. */
+void resources_watch_free(struct res_watch *w);
 
 #endif

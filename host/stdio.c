@@ -347,6 +347,7 @@ int stdio_serve_fds(struct mcp_dispatcher *d, int in_fd, int out_fd)
         rc = -1;
         goto out;
     }
+    mcp_session_set_notify(r.s, &out->sink);
     rc = read_loop(&r, in_fd);
     log_msg(RLMCP_LOG_DEBUG, NULL, "stdio: %s; %u call(s) in flight",
             rc == 1   ? "end of input"

@@ -1,7 +1,8 @@
 // End-to-end: devbox resources through the built host, driven by the
 // official MCP SDK client over stdio against a real devboxd: file and
 // execution-output templates, reads (text, blob, size cap, not found,
-// bad URIs) and completion of devbox ids and snapshot names.
+// bad URIs), subscriptions to a growing execution, and completion of
+// devbox ids and snapshot names.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
@@ -39,6 +41,7 @@ describe('devbox resources (local engine)', () => {
   let box;
   let hostErr = '';
   let hostErrEnded = false;
+  const updates = [];
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
 
@@ -57,6 +60,7 @@ describe('devbox resources (local engine)', () => {
     transport.stderr?.on('data', (d) => { hostErr += d; });
     transport.stderr?.on('end', () => { hostErrEnded = true; });
     client = new Client({ name: 'resources-e2e', version: '1' });
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
     try {
       await client.connect(transport);
     } catch (e) {
@@ -154,6 +158,45 @@ describe('devbox resources (local engine)', () => {
     assert.equal(r._meta['runloop/exit_status'], 0);
     const err = await client.readResource({ uri: `devbox://${box.id}/executions/${a.execution_id}/stderr` });
     assert.equal(err.contents[0].text, 'oops\n');
+  });
+
+  it('subscribers hear an execution grow and complete; unsubscribing stops it', LONG, async () => {
+    const a = ok(await call('execute_command_async', { devbox_id: box.id,
+      command: 'for i in 1 2 3 4 5 6; do echo tick$i; sleep 1; done' }));
+    const uri = `devbox://${box.id}/executions/${a.execution_id}/stdout`;
+    const other = `devbox://${box.id}/executions/${a.execution_id}/stderr`;
+    const count = (u) => updates.filter((x) => x === u).length;
+    await client.subscribeResource({ uri });
+    // The output grows while it runs: at least one update before the end.
+    await waitFor(() => count(uri) >= 1, 120000, 'a resources/updated notification while it runs');
+    const w = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: a.execution_id, timeout_seconds: 120 }));
+    assert.equal(w.status, 'completed');
+    // Its completion changes the resource (_meta status): announced too.
+    await waitFor(async () => {
+      const r = await client.readResource({ uri });
+      return r._meta['runloop/status'] === 'completed' && count(uri) >= 2;
+    }, 60000, 'the update announcing the completion');
+    const r = await client.readResource({ uri });
+    assert.equal(r.contents[0].text, 'tick1\ntick2\ntick3\ntick4\ntick5\ntick6\n');
+    assert.equal(count(other), 0, 'no update for a resource nobody subscribed to');
+    await client.unsubscribeResource({ uri });
+    // A second execution, unsubscribed while it still writes: nothing more
+    // comes for it (one update may have been on its way already).
+    const b = ok(await call('execute_command_async', { devbox_id: box.id, command: 'for i in 1 2 3 4 5 6 7 8; do echo x$i; sleep 1; done' }));
+    const uri2 = `devbox://${box.id}/executions/${b.execution_id}/stdout`;
+    await client.subscribeResource({ uri: uri2 });
+    await waitFor(() => count(uri2) >= 1, 120000, 'an update for the second execution');
+    await client.unsubscribeResource({ uri: uri2 });
+    const seen = count(uri2);
+    const done = ok(await call('wait_for_execution', { devbox_id: box.id, execution_id: b.execution_id, timeout_seconds: 120 }));
+    assert.equal(done.status, 'completed');
+    const left = await client.readResource({ uri: uri2 });
+    assert.match(left.contents[0].text, /x8\n$/, 'it kept writing after the unsubscribe');
+    assert.ok(count(uri2) <= seen + 1, `${count(uri2) - seen} updates after unsubscribe`);
+  });
+
+  it('subscribing to a URI outside every template is resource-not-found', async () => {
+    await assert.rejects(client.subscribeResource({ uri: 'nope://x' }), (e) => e.code === -32002);
   });
 
   it('completes devbox ids and snapshot names; other arguments get nothing', LONG, async () => {
