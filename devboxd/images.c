@@ -30,6 +30,16 @@ static const struct {
     {"runloop/universal-ubuntu-22.04-x86_64", "universal"},
 };
 
+/* devboxd's own images under the blueprint names the bundled deployments
+ * use, so one deployment runs on both backends (on the cloud the name is a
+ * blueprint of the account, see docs/tools.md "run_browser"). */
+static const struct {
+    const char *name;
+    const char *image;
+} builtin_names[] = {
+    {"runloop-mcp-browser", "browser"},
+};
+
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     char *name;
@@ -58,6 +68,22 @@ int images_public_name(const char *name, const char **image, char *err,
         "images",
         name);
     return -1;
+}
+
+int images_builtin_name(const char *name, const char **image)
+{
+    size_t i;
+
+    *image = NULL;
+    for (i = 0;
+         name != NULL && i < sizeof(builtin_names) / sizeof(builtin_names[0]);
+         i++) {
+        if (strcmp(name, builtin_names[i].name) == 0) {
+            *image = builtin_names[i].image;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 const char *images_default(void)
@@ -187,10 +213,13 @@ int images_path(const char *name, char **path, char *err, size_t errlen)
         name = images_default();
     if (strcmp(name, "host") == 0)
         return 0;
-    if (strcmp(name, "starter") != 0 && strcmp(name, "universal") != 0) {
-        snprintf(err, errlen,
-                 "unknown image \"%.100s\" (images: starter, universal, host)",
-                 name);
+    if (strcmp(name, "starter") != 0 && strcmp(name, "universal") != 0 &&
+        strcmp(name, "browser") != 0) {
+        snprintf(
+            err, errlen,
+            "unknown image \"%.100s\" (images: starter, universal, browser, "
+            "host)",
+            name);
         return -1;
     }
     /* One lookup or build at a time: a second devbox waits for the build

@@ -13,6 +13,11 @@
 int images_public_name(const char *name, const char **image, char *err,
                        size_t errlen);
 
+/* Names devboxd gives its own images for deployments to ask for as a
+ * blueprint_name ("runloop-mcp-browser" -> "browser"): 1 and *image set
+ * for such a name, else 0.  A user blueprint of the same name wins. */
+int images_builtin_name(const char *name, const char **image);
+
 /* The image a devbox gets when its create names none: $RLMCP_DEVBOX_IMAGE,
  * default "host": no image (the host's /usr, read-only). */
 const char *images_default(void);

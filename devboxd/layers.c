@@ -607,6 +607,14 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
     }
     rec = blueprints_find_locked(bid != NULL && bid[0] ? bid : NULL,
                                  bname != NULL && bname[0] ? bname : NULL);
+    if (rec == NULL && bname != NULL && bname[0]) {
+        const char *image = NULL;
+
+        if (images_builtin_name(bname, &image)) {
+            cJSON_AddStringToObject(spec, "_image", image);
+            return 0;
+        }
+    }
     if (rec == NULL) {
         if (bid != NULL && bid[0])
             snprintf(err, errlen, "blueprint_id %s not found or not built (status must be "
