@@ -33,6 +33,7 @@ plugins:
   - name: blueprints
   - name: pty
   - name: admin
+  - name: browser
 EOF
 if ! "$bin" --config "$tmp/all.yaml" --list-tools --all --json \
     >"$tmp/all.json" 2>"$tmp/err.txt"; then

@@ -49,6 +49,8 @@ static struct {
     size_t n_parsed;
     cJSON *result;
     char *text;
+    cJSON *contents[FH_MAX]; /* result_content blocks */
+    size_t n_contents;
     char *err_code, *err_msg, *err_remedy;
     char *prog_msg[FH_MAX];
     double prog_val[FH_MAX];
@@ -263,6 +265,11 @@ static int svc_result_content(rlmcp_call *call, const char *json, size_t len)
     cJSON *o = cJSON_ParseWithLength(json, len);
     bool ok =
         cJSON_IsObject(o) && cJSON_IsString(cJSON_GetObjectItem(o, "type"));
+
+    if (ok && fh.n_contents < FH_MAX) {
+        fh.contents[fh.n_contents++] = o;
+        return RLMCP_OK;
+    }
     cJSON_Delete(o);
     return ok ? RLMCP_OK : RLMCP_EINVAL;
 }
@@ -814,6 +821,9 @@ void fh_reset(void)
     fh.result = NULL;
     free(fh.text);
     fh.text = NULL;
+    for (i = 0; i < fh.n_contents; i++)
+        cJSON_Delete(fh.contents[i]);
+    fh.n_contents = 0;
     free(fh.err_code);
     free(fh.err_msg);
     free(fh.err_remedy);
@@ -1001,6 +1011,16 @@ cJSON *fh_request_json(const struct fh_request *r)
 cJSON *fh_result(void)
 {
     return fh.result;
+}
+
+size_t fh_content_count(void)
+{
+    return fh.n_contents;
+}
+
+const cJSON *fh_content_at(size_t i)
+{
+    return i < fh.n_contents ? fh.contents[i] : NULL;
 }
 
 const char *fh_result_text(void)

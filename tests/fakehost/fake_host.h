@@ -97,7 +97,10 @@ cJSON *fh_request_json(const struct fh_request *r);
 /* Recorded result. */
 cJSON *fh_result(void);           /* structuredContent, or NULL */
 const char *fh_result_text(void); /* concatenated text blocks, or "" */
-const char *fh_error_code(void);  /* NULL when no error was set */
+/* Content blocks added with result_content (images...), in order. */
+size_t fh_content_count(void);
+const cJSON *fh_content_at(size_t i);
+const char *fh_error_code(void); /* NULL when no error was set */
 const char *fh_error_message(void);
 const char *fh_error_remedy(void);
 size_t fh_progress_count(void);

@@ -1,0 +1,382 @@
+/*
+ * browser.c - run_browser: Playwright-style browser automation in a devbox
+ * (seed 001's contract: action, value, session_id).
+ *
+ * A session is a devbox from the browser image (local engine) or blueprint
+ * (cloud) with a long-lived driver (driver.cjs: Node, playwright-core and
+ * the system Chromium) keeping one page alive; the devbox stays up between
+ * actions and is suspended on close. See session.c and docs/tools.md.
+ *
+ * Config: blueprint_name, executable, action_timeout_ms,
+ * max_action_timeout_ms, create_wait_seconds, keep_alive_seconds,
+ * max_text_bytes, max_screenshot_bytes, viewport_width, viewport_height.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "browser_internal.h"
+
+#define DEFAULT_BLUEPRINT "runloop-mcp-browser"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"action\":{\"type\":\"string\",\"enum\":[\"navigate\",\"click\","
+    "\"type\",\"fill\",\"screenshot\",\"get_text\",\"get_attribute\","
+    "\"wait_for_selector\",\"wait_for_navigation\",\"press\",\"hover\","
+    "\"scroll\",\"check\",\"uncheck\",\"select_option\",\"close\"],"
+    "\"description\":\"What to do. navigate: open value (a URL). click, "
+    "hover, check, uncheck: the element at selector. type (key by key) and "
+    "fill (set at once): value into selector. screenshot: the page (or the "
+    "element at selector) as an image, saved in the devbox at value if "
+    "given. get_text: text of selector (default the whole page). "
+    "get_attribute: attribute value of selector. wait_for_selector: until "
+    "selector is in state value (visible by default). wait_for_navigation: "
+    "until the page loaded, or its URL matches value (a glob). press: a key "
+    "(value, e.g. Enter), on selector if given. scroll: selector into view, "
+    "or by value pixels, or to top/bottom. select_option: the option whose "
+    "value or label is value. close: end the session.\"},"
+    "\"value\":{\"type\":\"string\",\"description\":\"Action-specific value: "
+    "URL, text, key, attribute name, option, pixels, screenshot path. For "
+    "actions that take only an element, value may hold the selector "
+    "instead.\"},"
+    "\"selector\":{\"type\":\"string\",\"description\":\"The element: a CSS "
+    "selector, or Playwright's text=..., role=..., xpath=... The first "
+    "match is used.\"},"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"The session of "
+    "earlier actions (returned by the first one). Omit it to start a new "
+    "session.\"},"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":100,\"description\":"
+    "\"How long the action may wait for its element or page (default from "
+    "the deployment, 10000).\"},"
+    "\"full_page\":{\"type\":\"boolean\",\"description\":\"screenshot: the "
+    "whole scrollable page instead of the viewport.\"}"
+    "},\"required\":[\"action\"]}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\"},"
+    "\"action\":{\"type\":\"string\"},"
+    "\"new_session\":{\"type\":\"boolean\"},"
+    "\"url\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"},"
+    "\"status\":{\"type\":[\"integer\",\"null\"]},"
+    "\"text\":{\"type\":[\"string\",\"null\"]},"
+    "\"text_truncated\":{\"type\":\"boolean\"},"
+    "\"text_bytes\":{\"type\":\"integer\"},"
+    "\"attribute\":{\"type\":\"string\"},"
+    "\"selected\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"scroll\":{\"type\":\"object\"},"
+    "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
+    "\"mime_type\":{\"type\":\"string\"},"
+    "\"closed\":{\"type\":\"boolean\"},"
+    "\"devbox_status\":{\"type\":\"string\"}"
+    "},\"required\":[\"session_id\",\"action\"]}";
+
+/* ---- results --------------------------------------------------------------
+ */
+
+/* The driver's failure as a tool error: which kind, and the session. */
+static int fail_action(const struct rlmcp_h *h, const char *id,
+                       bool new_session, const cJSON *reply)
+{
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    const char *kind =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "kind"));
+    const char *msg =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+    const char *code = RLMCP_ERR_INVALID_ARGUMENT;
+    const char *remedy = "Check the value and selector, then try again in "
+                         "the same session.";
+    char *more = rlmcp_h_sprintf(" (session_id %s stays open: pass it to "
+                                 "continue, or close it)",
+                                 id);
+    int rc;
+
+    if (kind != NULL && strcmp(kind, "no_match") == 0) {
+        code = RLMCP_ERR_NOT_FOUND;
+        remedy = "Check the selector against the page (get_text, or a "
+                 "screenshot), or wait for it with wait_for_selector and a "
+                 "larger timeout_ms.";
+    } else if (kind != NULL && strcmp(kind, "timeout") == 0) {
+        code = RLMCP_ERR_TIMEOUT;
+        remedy = "Raise timeout_ms, or check that the page can do this.";
+    }
+    rc = rlmcp_h_fail_remedy(h, code, remedy, "%s%s",
+                             msg != NULL ? msg : "the browser action failed",
+                             new_session && more != NULL ? more : "");
+    free(more);
+    return rc;
+}
+
+/* A screenshot: the image itself, then the result as text. */
+static int add_image(const struct br *br, const struct rlmcp_h *h,
+                     const char *id, const cJSON *result)
+{
+    struct rlmcp_http_resp *resp = NULL;
+    const char *path =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "path"));
+    const char *mime = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(result, "mime_type"));
+    cJSON *img = NULL;
+    char *b64 = NULL, *text = NULL, *summary = NULL;
+    int rc;
+
+    if (path == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "the browser driver saved no screenshot");
+    rc = br_session_fetch(br, h, id, path, &resp);
+    if (rc != RLMCP_OK)
+        return rc;
+    rc = RLMCP_ENOMEM;
+    b64 = rlmcp_h_b64_encode(resp->body, resp->body_len, NULL);
+    img = cJSON_CreateObject();
+    if (b64 == NULL || img == NULL)
+        goto out;
+    cJSON_AddStringToObject(img, "type", "image");
+    cJSON_AddStringToObject(img, "data", b64);
+    cJSON_AddStringToObject(img, "mimeType", mime != NULL ? mime : "image/png");
+    text = cJSON_PrintUnformatted(img);
+    summary = cJSON_PrintUnformatted(result);
+    if (text == NULL || summary == NULL)
+        goto out;
+    rc = h->api->result_content(h->call, text, strlen(text));
+    if (rc == RLMCP_OK)
+        rc = h->api->result_text(h->call, summary);
+out:
+    h->api->http_resp_free(resp);
+    cJSON_Delete(img);
+    free(b64);
+    free(text);
+    free(summary);
+    return rc;
+}
+
+/* The tool's result from the driver's reply (whose fields it keeps). */
+static cJSON *make_result(const struct br_call *c, const char *id,
+                          bool new_session, cJSON *reply)
+{
+    cJSON *res = cJSON_CreateObject();
+    cJSON *it = NULL;
+
+    if (res == NULL)
+        return NULL;
+    cJSON_AddStringToObject(res, "session_id", id);
+    cJSON_AddStringToObject(res, "action", br_action_names[c->action]);
+    cJSON_AddBoolToObject(res, "new_session", new_session);
+    cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
+    while ((it = reply->child) != NULL) {
+        cJSON_DetachItemViaPointer(reply, it);
+        if (cJSON_GetObjectItemCaseSensitive(res, it->string) != NULL)
+            cJSON_Delete(it);
+        else
+            cJSON_AddItemToObject(res, it->string, it);
+    }
+    return res;
+}
+
+/* ---- the tool --------------------------------------------------------------
+ */
+
+static int finish(const struct br *br, const struct rlmcp_h *h,
+                  const struct br_call *c, const char *id, bool new_session,
+                  cJSON *reply)
+{
+    cJSON *res = NULL;
+    const char *how = NULL;
+    int rc = RLMCP_OK;
+
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+        return fail_action(h, id, new_session, reply);
+    res = make_result(c, id, new_session, reply);
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    if (c->action == BR_CLOSE) {
+        rc = br_session_suspend(br, h, id, &how);
+        cJSON_AddBoolToObject(res, "closed", rc == RLMCP_OK);
+        if (how != NULL)
+            cJSON_AddStringToObject(res, "devbox_status", how);
+    }
+    if (rc == RLMCP_OK && c->action == BR_SCREENSHOT)
+        rc = add_image(br, h, id, res);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    const struct br *br = ud;
+    struct rlmcp_h h = {br->api, call};
+    struct br_call c;
+    cJSON *args = NULL, *reply = NULL;
+    char *started = NULL;
+    const char *id = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, input_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = br_parse_call(br, &h, args, &c);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = c.session_id;
+    if (id == NULL) {
+        rc = br_session_start(br, &h, &started);
+        if (rc != RLMCP_OK)
+            goto out;
+        id = started;
+    }
+    rc = br_session_send(br, &h, id, &c, started != NULL, &reply);
+    if (rc == RLMCP_H_REPORTED && started != NULL)
+        br_session_discard(&h, started); /* its browser never answered */
+    if (rc == RLMCP_OK)
+        rc = finish(br, &h, &c, id, started != NULL, reply);
+out:
+    free(started);
+    cJSON_Delete(args);
+    cJSON_Delete(reply);
+    return rlmcp_h_ret(rc);
+}
+
+/* ---- configuration and registration -------------------------------------- */
+
+struct int_key {
+    const char *key;
+    long long def, min, max;
+    size_t off;
+};
+
+static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+
+    if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+        return strdup(v->valuestring);
+    return def != NULL ? strdup(def) : NULL;
+}
+
+static int br_config(struct br *br, rlmcp_plugin *self)
+{
+    static const struct int_key keys[] = {
+        {"action_timeout_ms", 10000, 100, 600000,
+         offsetof(struct br, action_timeout_ms)},
+        {"max_action_timeout_ms", 120000, 100, 600000,
+         offsetof(struct br, max_timeout_ms)},
+        {"create_wait_seconds", 180, 1, 3600,
+         offsetof(struct br, create_wait_s)},
+        {"keep_alive_seconds", 3600, 60, 172800,
+         offsetof(struct br, keep_alive_s)},
+        {"max_text_bytes", 65536, 256, 4 << 20,
+         offsetof(struct br, max_text_bytes)},
+        {"max_screenshot_bytes", 8 << 20, 4096, 32 << 20,
+         offsetof(struct br, max_screenshot_bytes)},
+        {"viewport_width", 1280, 200, 7680, offsetof(struct br, width)},
+        {"viewport_height", 720, 200, 4320, offsetof(struct br, height)},
+    };
+    const struct rlmcp_host_api *api = br->api;
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    const cJSON *v = NULL;
+    size_t i;
+    int rc = RLMCP_EINVAL;
+
+    if (!cJSON_IsObject(cfg)) {
+        api->set_error(self, "config must be a mapping");
+        goto out;
+    }
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        long long *dst = (long long *)((char *)br + keys[i].off);
+        if (!rlmcp_h_cfg_range(self, api, cfg, keys[i].key, keys[i].def,
+                               keys[i].min, keys[i].max, dst))
+            goto out;
+    }
+    if (br->action_timeout_ms > br->max_timeout_ms) {
+        api->set_error(self, "config action_timeout_ms must not exceed "
+                             "max_action_timeout_ms");
+        goto out;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "blueprint_name");
+    if (v != NULL && (!cJSON_IsString(v) || v->valuestring[0] == '\0')) {
+        api->set_error(self, "config blueprint_name must be a blueprint "
+                             "name, e.g. " DEFAULT_BLUEPRINT);
+        goto out;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "executable");
+    if (v != NULL && (!cJSON_IsString(v) || v->valuestring[0] != '/')) {
+        api->set_error(self, "config executable must be the absolute path "
+                             "of Chromium inside the devbox, e.g. "
+                             "/usr/bin/chromium");
+        goto out;
+    }
+    br->blueprint_name = cfg_string(cfg, "blueprint_name", DEFAULT_BLUEPRINT);
+    br->executable = cfg_string(cfg, "executable", NULL);
+    rc = br->blueprint_name != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+out:
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+static const struct rlmcp_h_tool specs[] = {
+    {"run_browser", "Drive a web browser (Playwright)",
+     "Drive a headless Chromium in a devbox, one action per call: navigate, "
+     "click, type, fill, screenshot, get_text, get_attribute, "
+     "wait_for_selector, wait_for_navigation, press, hover, scroll, check, "
+     "uncheck, select_option, close. The first call (no session_id) starts "
+     "a session and returns its session_id; pass it to later calls, which "
+     "act on the same page. Screenshots come back as images. close ends the "
+     "session and suspends its devbox. Pages served inside the devbox "
+     "(http://localhost:PORT, file:///...) and data: URLs work offline.",
+     input_schema, output_schema,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":false,\"openWorldHint\":true}",
+     run_browser, true},
+};
+
+static const char *const waiting[] = {"run_browser", NULL};
+
+static void br_free(struct br *br)
+{
+    if (br == NULL)
+        return;
+    free(br->blueprint_name);
+    free(br->executable);
+    free(br);
+}
+
+static int br_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    struct br *br = calloc(1, sizeof(*br));
+    uint64_t long_ms;
+    int rc;
+
+    if (br == NULL)
+        return RLMCP_ENOMEM;
+    br->api = api;
+    rc = br_config(br, self);
+    if (rc != RLMCP_OK)
+        goto fail;
+    /* A first action creates the devbox and starts the browser. */
+    long_ms = (uint64_t)br->create_wait_s * 1000u +
+              (uint64_t)br->max_timeout_ms + 180000u;
+    rc = rlmcp_h_register_tools_waiting(self, api, specs,
+                                        sizeof(specs) / sizeof(specs[0]), br,
+                                        (uint32_t)long_ms, waiting);
+    if (rc != RLMCP_OK)
+        goto fail;
+    *state_out = br;
+    return RLMCP_OK;
+fail:
+    br_free(br);
+    return rc;
+}
+
+static void br_shutdown(rlmcp_plugin *self, void *state)
+{
+    (void)self;
+    br_free(state);
+}
+
+RLMCP_PLUGIN_DEFINE("browser", "0.1.0",
+                    "run_browser: a headless Chromium in a devbox", br_init,
+                    br_shutdown)

@@ -1,0 +1,581 @@
+/*
+ * session.c - a browser session is a devbox from the browser image (or
+ * blueprint) running driver.cjs; every action is one exec that hands the
+ * driver a JSON request over its unix socket with curl. The plugin keeps no
+ * state: the session id is the devbox id, and everything else is asked of
+ * the devbox.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "browser_internal.h"
+
+#define EOF_MARK "RLMCP_BROWSER_EOF"
+/* Exit statuses of the action command (besides curl's own). */
+#define EXIT_DRIVER_FAILED 90
+#define EXIT_NO_DRIVER 91
+#define CURL_CONNECT_FAILED 7
+#define CURL_TIMED_OUT 28
+#define CURL_EMPTY_REPLY 52
+
+static const char *const running_set[] = {"running", "failure", "shutdown",
+                                          NULL};
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static bool eq(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+/* Milliseconds left before the call must answer, less a margin for the
+ * answer itself; a day when the host set no deadline. */
+static uint64_t time_left(const struct rlmcp_h *h)
+{
+    uint64_t deadline = 0;
+    uint64_t now = rlmcp_h_now_ms();
+
+    if (RLMCP_API_HAS(h->api, call_deadline_ms))
+        deadline = h->api->call_deadline_ms(h->call);
+    if (deadline == 0)
+        return 86400000u;
+    return deadline > now + 2000 ? deadline - now - 2000 : 0;
+}
+
+void br_session_discard(const struct rlmcp_h *h, const char *id)
+{
+    struct rlmcp_h_req_opts o = {0};
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
+    long status = 0;
+
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.timeout_ms = 10000;
+    o.max_retries = 1;
+    if (path != NULL &&
+        rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", &status,
+                               NULL, NULL) == RLMCP_OK &&
+        (status < 200 || status > 299))
+        h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
+                    "shutting down devbox %s answered HTTP %ld", id, status);
+    free(path);
+}
+
+/* ---- what a session is --------------------------------------------------- */
+
+/*
+ * Why an action could not reach the session's driver: the session (devbox)
+ * does not exist, is not a browser session, is closed, or its browser is
+ * gone. Always reports (RLMCP_H_REPORTED) or returns a negative code.
+ */
+static int explain_session(const struct rlmcp_h *h, const char *id,
+                           const char *detail)
+{
+    static const char remedy[] =
+        "Start a new session: call run_browser without session_id (e.g. "
+        "action navigate); it returns the new session_id.";
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    cJSON *dbx = NULL;
+    long status = 0;
+    const char *st = NULL;
+    const cJSON *md = NULL;
+    int rc;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL,
+                                "looking up the session", &status, &dbx, NULL);
+    free(path);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status == 404) {
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_NOT_FOUND, remedy,
+                                 "unknown session_id '%s': no such browser "
+                                 "session (or devbox)",
+                                 id);
+        goto out;
+    }
+    if (status < 200 || status > 299) {
+        rc = rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
+                          "session %s: looking it up answered HTTP %ld", id,
+                          status);
+        goto out;
+    }
+    md = cJSON_GetObjectItemCaseSensitive(dbx, "metadata");
+    st = rlmcp_h_devbox_status(dbx);
+    if (!eq(str_field(md, "managed_by"), BR_MANAGED_BY))
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_INVALID_ARGUMENT, remedy,
+                                 "session_id '%s' is a devbox but not a "
+                                 "browser session",
+                                 id);
+    else if (!eq(st, "running"))
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
+                                 "browser session %s is closed (its devbox "
+                                 "is %s)",
+                                 id, st);
+    else
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
+                                 "the browser of session %s is no longer "
+                                 "running (%s); its devbox %s is, but the "
+                                 "page is lost",
+                                 id, detail, id);
+out:
+    cJSON_Delete(dbx);
+    return rc;
+}
+
+/* ---- starting a session -------------------------------------------------- */
+
+static char *start_command(const struct br *br)
+{
+    char *exe = NULL;
+    char *cmd = NULL;
+
+    if (br->executable != NULL) {
+        char *q = rlmcp_h_shell_quote(br->executable);
+        exe = q != NULL ? rlmcp_h_sprintf(" --executable %s", q) : NULL;
+        free(q);
+        if (exe == NULL)
+            return NULL;
+    }
+    /* The driver goes in through a here-document: one request both writes
+     * and starts it. Its output is the execution's log. */
+    cmd = rlmcp_h_sprintf("mkdir -p -m 700 " BR_DIR " && cat > " BR_DIR
+                          "/driver.cjs <<'" EOF_MARK "'\n%.*s" EOF_MARK "\n"
+                          "exec node " BR_DIR "/driver.cjs --dir " BR_DIR
+                          " --width %lld --height %lld%s\n",
+                          (int)br_driver_js_len, (const char *)br_driver_js,
+                          br->width, br->height, exe != NULL ? exe : "");
+    free(exe);
+    return cmd;
+}
+
+static int create_devbox(const struct br *br, const struct rlmcp_h *h,
+                         char **id_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *body = cJSON_CreateObject();
+    cJSON *md = NULL, *lp = NULL, *dbx = NULL;
+    const char *id = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (body == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "name", "browser-session");
+    cJSON_AddStringToObject(body, "blueprint_name", br->blueprint_name);
+    md = cJSON_AddObjectToObject(body, "metadata");
+    cJSON_AddStringToObject(md, "managed_by", BR_MANAGED_BY);
+    lp = cJSON_AddObjectToObject(body, "launch_parameters");
+    cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
+                            (double)br->keep_alive_s);
+    /* Not abandoned on cancellation: the caller shuts down what it made. */
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.max_retries = -1;
+    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, &o,
+                         "creating the browser session's devbox", &dbx);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = str_field(dbx, "id");
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API returned a devbox without an id");
+        goto out;
+    }
+    *id_out = strdup(id);
+    rc = *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+out:
+    cJSON_Delete(body);
+    cJSON_Delete(dbx);
+    return rc;
+}
+
+static int wait_running(const struct br *br, const struct rlmcp_h *h,
+                        const char *id)
+{
+    cJSON *view = NULL;
+    const char *st = NULL;
+    const char *fm = NULL;
+    int rc;
+
+    rc = rlmcp_h_devbox_wait(h, id, running_set,
+                             (uint64_t)br->create_wait_s * 1000u, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    st = rlmcp_h_devbox_status(view);
+    fm = str_field(view, "failure_message");
+    if (eq(st, "failure") || eq(st, "shutdown"))
+        rc = rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
+            "Check the deployment's browser blueprint_name, then call "
+            "run_browser again.",
+            "the browser session's devbox %s stopped while starting "
+            "(status %s)%s%.600s",
+            id, st, fm != NULL ? ": " : "", fm != NULL ? fm : "");
+    else if (!eq(st, "running"))
+        rc = rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_DEVBOX_NOT_READY,
+            "The browser image may still be building on its first use; "
+            "call run_browser again in a minute.",
+            "the browser session's devbox %s is not running after %lld s "
+            "(status %s); it was shut down",
+            id, br->create_wait_s, st);
+out:
+    cJSON_Delete(view);
+    return rc;
+}
+
+int br_session_start(const struct br *br, const struct rlmcp_h *h,
+                     char **id_out)
+{
+    cJSON *body = NULL;
+    char *id = NULL, *cmd = NULL, *path = NULL;
+    int rc;
+
+    *id_out = NULL;
+    rc = create_devbox(br, h, &id);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (h->api->is_cancelled(h->call))
+        rc = RLMCP_ECANCELLED;
+    if (rc == RLMCP_OK)
+        rc = wait_running(br, h, id);
+    if (rc != RLMCP_OK)
+        goto out;
+    cmd = start_command(br);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
+    body = cJSON_CreateObject();
+    if (cmd == NULL || path == NULL || body == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddStringToObject(body, "command", cmd);
+    rc = rlmcp_h_request(h, "POST", path, body, NULL,
+                         "starting the browser driver", NULL);
+out:
+    if (rc == RLMCP_OK) {
+        *id_out = id;
+        id = NULL;
+    } else if (id != NULL) {
+        br_session_discard(h, id);
+    }
+    free(id);
+    free(cmd);
+    free(path);
+    cJSON_Delete(body);
+    return rc;
+}
+
+/* ---- one action ------------------------------------------------------------
+ */
+
+/*
+ * The command of one action: wait for the driver's socket (only a new
+ * session waits: its browser may still be starting), then hand the request
+ * to the driver. The request is one JSON line, so the here-document's end
+ * marker cannot occur in it.
+ */
+static char *action_command(const char *request, long long wait_tenths,
+                            long long max_s)
+{
+    return rlmcp_h_sprintf(
+        "d=" BR_DIR "; n=0\n"
+        "while [ ! -S \"$d/driver.sock\" ] && [ ! -e \"$d/driver.failed\" ] "
+        "&& [ \"$n\" -lt %lld ]; do sleep 0.1; n=$((n+1)); done\n"
+        "if [ -e \"$d/driver.failed\" ]; then cat \"$d/driver.failed\"; "
+        "exit %d; fi\n"
+        "[ -S \"$d/driver.sock\" ] || exit %d\n"
+        "exec curl -sS --max-time %lld --unix-socket \"$d/driver.sock\" "
+        "-H 'content-type: application/json' --data-binary @- "
+        "http://driver/action <<'" EOF_MARK "'\n%s\n" EOF_MARK "\n",
+        wait_tenths, EXIT_DRIVER_FAILED, EXIT_NO_DRIVER, max_s, request);
+}
+
+/* The last non-empty line of s (borrowed pointer into a copy). */
+static char *last_line(const char *s)
+{
+    char *copy = strdup(s != NULL ? s : "");
+    char *end = NULL;
+    char *nl = NULL;
+
+    if (copy == NULL)
+        return NULL;
+    end = copy + strlen(copy);
+    while (end > copy && (end[-1] == '\n' || end[-1] == '\r'))
+        *--end = '\0';
+    nl = strrchr(copy, '\n');
+    if (nl != NULL)
+        memmove(copy, nl + 1, strlen(nl + 1) + 1);
+    return copy;
+}
+
+/*
+ * Run cmd in the devbox until it completes or until_ms (monotonic) passes;
+ * *view_out is the completed execution. A request the devbox refused is
+ * explained as a session problem.
+ */
+static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
+                     uint64_t until_ms, cJSON **view_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *body = cJSON_CreateObject();
+    cJSON *view = NULL;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=20", id);
+    char *msg = NULL;
+    const char *eid = NULL;
+    long status = 0;
+    uint64_t now = rlmcp_h_now_ms();
+    long long wait_s =
+        until_ms > now ? (long long)((until_ms - now) / 1000) : 1;
+    int rc = RLMCP_ENOMEM;
+
+    *view_out = NULL;
+    if (body == NULL || path == NULL)
+        goto out;
+    if (wait_s > 25)
+        wait_s = 25;
+    if (wait_s < 1)
+        wait_s = 1;
+    cJSON_AddStringToObject(body, "command", cmd);
+    cJSON_AddNumberToObject(body, "optimistic_timeout", (double)wait_s);
+    o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
+    rc = rlmcp_h_request_status(h, "POST", path, body, &o,
+                                "running the browser action", &status, &view,
+                                &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status < 200 || status > 299) {
+        rc = explain_session(h, id, msg != NULL ? msg : "exec refused");
+        goto out;
+    }
+    eid = str_field(view, "execution_id");
+    while (!eq(str_field(view, "status"), "completed")) {
+        cJSON *next = NULL;
+        char *wpath = NULL;
+
+        now = rlmcp_h_now_ms();
+        if (eid == NULL || !rlmcp_h_id_valid(eid) || now >= until_ms) {
+            rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
+                              "the browser action did not finish in time "
+                              "(execution %s)",
+                              eid != NULL ? eid : "?");
+            goto out;
+        }
+        wait_s = (long long)((until_ms - now) / 1000);
+        wait_s = wait_s < 1 ? 1 : wait_s > 25 ? 25 : wait_s;
+        cJSON_Delete(body);
+        body = cJSON_CreateObject();
+        if (body == NULL)
+            break;
+        cJSON_AddItemToObject(
+            body, "statuses",
+            cJSON_CreateStringArray((const char *[]){"completed"}, 1));
+        cJSON_AddNumberToObject(body, "timeout_seconds", (double)wait_s);
+        wpath = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/"
+                                "wait_for_status?last_n=20",
+                                id, eid);
+        o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
+        rc = wpath != NULL
+                 ? rlmcp_h_request_status(h, "POST", wpath, body, &o,
+                                          "waiting for the browser action",
+                                          &status, &next, NULL)
+                 : RLMCP_ENOMEM;
+        free(wpath);
+        if (rc != RLMCP_OK) {
+            cJSON_Delete(next);
+            goto out;
+        }
+        if (status == 408) { /* not yet */
+            cJSON_Delete(next);
+            continue;
+        }
+        if (status < 200 || status > 299) {
+            cJSON_Delete(next);
+            rc = explain_session(h, id, "the action's execution was lost");
+            goto out;
+        }
+        cJSON_Delete(view);
+        view = next;
+        eid = str_field(view, "execution_id") != NULL
+                  ? str_field(view, "execution_id")
+                  : eid;
+    }
+    *view_out = view;
+    view = NULL;
+out:
+    free(path);
+    free(msg);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    return rc;
+}
+
+/* Turn the action command's outcome into the driver's reply. */
+static int read_reply(const struct rlmcp_h *h, const char *id,
+                      const cJSON *view, cJSON **reply_out)
+{
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
+    const char *out = str_field(view, "stdout");
+    const char *err = str_field(view, "stderr");
+    int code = cJSON_IsNumber(ex) ? ex->valueint : -1;
+    char *line = NULL;
+    int rc = RLMCP_OK;
+
+    switch (code) {
+    case 0:
+        line = last_line(out);
+        *reply_out = line != NULL ? cJSON_Parse(line) : NULL;
+        if (!cJSON_IsObject(*reply_out))
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                              "session %s: the browser driver's answer is not "
+                              "JSON: %.200s",
+                              id, line != NULL ? line : "");
+        break;
+    case EXIT_DRIVER_FAILED:
+        line = last_line(out);
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_UNAVAILABLE,
+                                 "Check that the browser image or blueprint "
+                                 "has Chromium, Node and playwright-core.",
+                                 "session %s: the browser could not start: "
+                                 "%.600s",
+                                 id, line != NULL ? line : "");
+        break;
+    case EXIT_NO_DRIVER:
+        rc = explain_session(h, id, "no browser driver in the devbox");
+        break;
+    case CURL_CONNECT_FAILED:
+    case CURL_EMPTY_REPLY:
+        rc = explain_session(h, id, "the browser driver exited");
+        break;
+    case CURL_TIMED_OUT:
+        rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
+                          "session %s: the browser did not answer in time", id);
+        break;
+    default:
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "session %s: the action command exited with %d: "
+                          "%.300s",
+                          id, code, err != NULL ? err : "");
+        break;
+    }
+    free(line);
+    if (rc != RLMCP_OK) {
+        cJSON_Delete(*reply_out);
+        *reply_out = NULL;
+    }
+    return rc;
+}
+
+int br_session_send(const struct br *br, const struct rlmcp_h *h,
+                    const char *id, const struct br_call *c, bool new_session,
+                    cJSON **reply_out)
+{
+    cJSON *view = NULL;
+    char *request = NULL, *cmd = NULL;
+    uint64_t left = time_left(h);
+    long long wait_tenths = 0;
+    /* curl gives the driver the action's own bound and then some. */
+    long long max_s = c->timeout_ms / 1000 + 30;
+    int rc = RLMCP_ENOMEM;
+
+    *reply_out = NULL;
+    if (new_session)
+        wait_tenths =
+            (long long)(left / 100) > 1200 ? 1200 : (long long)(left / 100);
+    request = br_driver_request(br, c);
+    if (request != NULL)
+        cmd = action_command(request, wait_tenths, max_s);
+    if (cmd == NULL)
+        goto out;
+    rc = exec_wait(h, id, cmd, rlmcp_h_now_ms() + left, &view);
+    if (rc == RLMCP_OK)
+        rc = read_reply(h, id, view, reply_out);
+out:
+    free(request);
+    free(cmd);
+    cJSON_Delete(view);
+    return rc;
+}
+
+/* ---- closing and files ------------------------------------------------------
+ */
+
+int br_session_suspend(const struct br *br, const struct rlmcp_h *h,
+                       const char *id, const char **how_out)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/suspend", id);
+    long status = 0;
+    int rc;
+
+    (void)br;
+    *how_out = "suspended";
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request_status(h, "POST", path, NULL, NULL,
+                                "suspending the session's devbox", &status,
+                                NULL, NULL);
+    free(path);
+    if (rc != RLMCP_OK || (status >= 200 && status <= 299))
+        return rc;
+    /* A backend that cannot suspend: the session ends all the same. */
+    *how_out = "shutdown";
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request(h, "POST", path, NULL, NULL,
+                         "shutting down the session's devbox", NULL);
+    free(path);
+    return rc;
+}
+
+int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
+                     const char *id, const char *path,
+                     struct rlmcp_http_resp **resp_out)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    cJSON *body = cJSON_CreateObject();
+    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/download_file", id);
+    char *text = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    *resp_out = NULL;
+    if (body == NULL || url == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "path", path);
+    text = cJSON_PrintUnformatted(body);
+    if (text == NULL)
+        goto out;
+    req.method = "POST";
+    req.path = url;
+    req.body = text;
+    req.body_len = strlen(text);
+    req.accept = "application/octet-stream";
+    /* One byte more than allowed tells "too large" from "exactly". */
+    req.max_body = (size_t)br->max_screenshot_bytes + 1;
+    req.timeout_ms = 60000;
+    rc = h->api->runloop_request(h->call, &req, resp_out);
+    if (rc != RLMCP_OK) {
+        rc = rlmcp_h_fail_rc(h, rc, "downloading the screenshot");
+        goto out;
+    }
+    if ((*resp_out)->status < 200 || (*resp_out)->status > 299)
+        rc = rlmcp_h_fail_resp(h, *resp_out, "downloading the screenshot");
+    else if ((*resp_out)->truncated ||
+             (long long)(*resp_out)->body_len > br->max_screenshot_bytes)
+        rc = rlmcp_h_fail(h, RLMCP_ERR_TOO_LARGE,
+                          "the screenshot is larger than this server's limit "
+                          "of %lld bytes (saved at %s in the devbox)",
+                          br->max_screenshot_bytes, path);
+    if (rc != RLMCP_OK) {
+        h->api->http_resp_free(*resp_out);
+        *resp_out = NULL;
+    }
+out:
+    cJSON_Delete(body);
+    free(url);
+    free(text);
+    return rc;
+}

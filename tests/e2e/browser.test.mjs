@@ -1,0 +1,247 @@
+// End-to-end: run_browser through the built host and the official MCP SDK
+// client over stdio, against a real devboxd. A session is a devbox from the
+// browser image (Chromium, Node, playwright-core); the test serves a page
+// from inside that devbox (a node HTTP server on localhost) and drives it
+// through every action, then checks the bad-input cases.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+
+const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'browser-local.yaml');
+const LONG = { timeout: 600000 };
+
+const page = `<!doctype html>
+<html><head><title>Form</title></head><body>
+<h1 id="h">Hello browser</h1>
+<a id="next" href="/next.html">next page</a>
+<input id="name"> <button id="btn" onclick="out.textContent = 'clicked ' + document.getElementById('name').value">Go</button>
+<div id="out"></div>
+<input id="typed" oninput="typed_out.textContent = this.value"><div id="typed_out"></div>
+<input type="checkbox" id="agree" onchange="agree_out.textContent = String(this.checked)"><div id="agree_out"></div>
+<select id="color" onchange="color_out.textContent = this.value"><option value="r">Red</option><option value="g">Green</option></select>
+<div id="color_out"></div>
+<div id="hov" onmouseover="this.textContent = 'hovered'">hover me</div>
+<form id="f" onsubmit="event.preventDefault(); form_out.textContent = 'submitted ' + q.value"><input id="q"></form>
+<div id="form_out"></div>
+<div id="late"></div>
+<script>setTimeout(() => { late.innerHTML = '<span id="appeared">here now</span>'; }, 500);</script>
+<div id="bottom" style="margin-top: 3000px">the end</div>
+</body></html>
+`;
+const next = '<!doctype html><html><head><title>Next</title></head><body><p id="p">second page</p></body></html>\n';
+const server = `const http = require('http'); const fs = require('fs');
+http.createServer((q, s) => {
+  const f = q.url === '/next.html' ? 'next.html' : 'index.html';
+  s.writeHead(200, { 'content-type': 'text/html' });
+  s.end(fs.readFileSync('/home/user/' + f));
+}).listen(8080, '127.0.0.1', () => console.log('serving'));
+`;
+
+function ping(sock) {
+  return new Promise((resolve) => {
+    const req = http.request({ socketPath: sock, method: 'GET', path: '/v1/devboxes?limit=1' }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+describe('run_browser end to end (local engine, browser image)', () => {
+  let tmp;
+  let engine;
+  let engineExit;
+  let engineErr = '';
+  let client;
+  let hostErr = '';
+  let session;
+
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 590000 });
+  const diag = (r) => `${JSON.stringify(r.content).slice(0, 2000)}\n--- host:\n${hostErr.slice(-3000)}\n--- devboxd:\n${engineErr.slice(-3000)}`;
+  const ok = (r) => {
+    assert.notEqual(r.isError, true, diag(r));
+    return r.structuredContent;
+  };
+  const browse = async (args) => ok(await call('run_browser', { session_id: session, ...args }));
+  const fails = async (args, code, re) => {
+    const r = await call('run_browser', args);
+    assert.equal(r.isError, true, `expected an error: ${JSON.stringify(r.structuredContent)}`);
+    const e = JSON.parse(r.content[0].text).error;
+    if (code) assert.equal(e.code, code, e.message);
+    if (re) assert.match(e.message, re);
+    return e;
+  };
+
+  before(async () => {
+    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_browser.so')]) {
+      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
+    }
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-browser-'));
+    const state = path.join(tmp, 'state');
+    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
+    engine.stderr.on('data', (d) => { engineErr += d; });
+    engineExit = new Promise((r) => engine.on('exit', r));
+    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
+    const transport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', conf],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d) => { hostErr += d; });
+    client = new Client({ name: 'browser-e2e', version: '1' });
+    await client.connect(transport);
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    if (engine && engine.exitCode === null) {
+      engine.kill('SIGTERM');
+      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
+      await engineExit;
+      clearTimeout(t);
+    }
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('starts a session with a data: URL and serves a page inside its devbox', LONG, async () => {
+    const first = ok(await call('run_browser', {
+      action: 'navigate', value: 'data:text/html,<title>Inline</title><p id="x">inline page</p>',
+    }));
+    assert.equal(first.new_session, true);
+    assert.equal(first.title, 'Inline');
+    assert.match(first.session_id, /^[A-Za-z0-9_.-]+$/);
+    session = first.session_id;
+    // The session id is its devbox: the page and its server go there.
+    for (const [f, contents] of [['index.html', page], ['next.html', next], ['server.js', server]]) {
+      ok(await call('write_file', { devbox_id: session, file_path: `/home/user/${f}`, contents }));
+    }
+    ok(await call('execute_command_async', { devbox_id: session, command: 'cd /home/user && node server.js' }));
+    const up = ok(await call('execute_command', {
+      devbox_id: session,
+      command: 'for i in $(seq 1 300); do curl -sf -o /dev/null http://127.0.0.1:8080/ && exit 0; sleep 0.1; done; exit 1',
+    }));
+    assert.equal(up.exit_code, 0, up.stderr);
+  });
+
+  it('navigate, get_text, get_attribute on the served page', LONG, async () => {
+    const nav = await browse({ action: 'navigate', value: 'http://127.0.0.1:8080/' });
+    assert.equal(nav.new_session, false);
+    assert.equal(nav.session_id, session);
+    assert.equal(nav.title, 'Form');
+    assert.equal(nav.status, 200);
+    assert.equal((await browse({ action: 'get_text', selector: '#h' })).text, 'Hello browser');
+    // Seed 001 style: the selector as value.
+    assert.equal((await browse({ action: 'get_text', value: '#h' })).text, 'Hello browser');
+    const attr = await browse({ action: 'get_attribute', selector: '#next', value: 'href' });
+    assert.equal(attr.text, '/next.html');
+    assert.match((await browse({ action: 'get_text' })).text, /hover me/);
+  });
+
+  it('fill, click, type, press', LONG, async () => {
+    await browse({ action: 'fill', selector: '#name', value: 'Ada' });
+    await browse({ action: 'click', selector: '#btn' });
+    assert.equal((await browse({ action: 'get_text', selector: '#out' })).text, 'clicked Ada');
+    await browse({ action: 'type', selector: '#typed', value: 'xyz' });
+    assert.equal((await browse({ action: 'get_text', selector: '#typed_out' })).text, 'xyz');
+    await browse({ action: 'fill', selector: '#q', value: 'query' });
+    await browse({ action: 'press', selector: '#q', value: 'Enter' });
+    assert.equal((await browse({ action: 'get_text', selector: '#form_out' })).text, 'submitted query');
+  });
+
+  it('check, uncheck, select_option, hover, wait_for_selector', LONG, async () => {
+    await browse({ action: 'check', selector: '#agree' });
+    assert.equal((await browse({ action: 'get_text', selector: '#agree_out' })).text, 'true');
+    await browse({ action: 'uncheck', selector: '#agree' });
+    assert.equal((await browse({ action: 'get_text', selector: '#agree_out' })).text, 'false');
+    const sel = await browse({ action: 'select_option', selector: '#color', value: 'Green' });
+    assert.deepEqual(sel.selected, ['g']);
+    assert.equal((await browse({ action: 'get_text', selector: '#color_out' })).text, 'g');
+    await browse({ action: 'hover', selector: '#hov' });
+    assert.equal((await browse({ action: 'get_text', selector: '#hov' })).text, 'hovered');
+    await browse({ action: 'wait_for_selector', selector: '#appeared', timeout_ms: 30000 });
+    assert.equal((await browse({ action: 'get_text', selector: '#appeared' })).text, 'here now');
+  });
+
+  it('scroll by value and to an element', LONG, async () => {
+    const down = await browse({ action: 'scroll', value: 'bottom' });
+    assert.ok(down.scroll.y > 1000, JSON.stringify(down.scroll));
+    const up = await browse({ action: 'scroll', value: '-500' });
+    assert.equal(up.scroll.y, down.scroll.y - 500);
+    const top = await browse({ action: 'scroll', value: 'top' });
+    assert.equal(top.scroll.y, 0);
+    const el = await browse({ action: 'scroll', selector: '#bottom' });
+    assert.ok(el.scroll.y > 1000, JSON.stringify(el.scroll));
+  });
+
+  it('screenshot comes back as an image and is saved in the devbox', LONG, async () => {
+    const r = await call('run_browser', { session_id: session, action: 'screenshot', value: '/home/user/shot.png' });
+    assert.notEqual(r.isError, true, diag(r));
+    const img = r.content.find((c) => c.type === 'image');
+    assert.ok(img, JSON.stringify(r.content.map((c) => c.type)));
+    assert.equal(img.mimeType, 'image/png');
+    const png = Buffer.from(img.data, 'base64');
+    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert.equal(r.structuredContent.path, '/home/user/shot.png');
+    assert.equal(r.structuredContent.bytes, png.length);
+    const size = ok(await call('execute_command', { devbox_id: session, command: 'stat -c %s /home/user/shot.png' }));
+    assert.equal(Number(size.stdout.trim()), png.length);
+    const el = await call('run_browser', { session_id: session, action: 'screenshot', selector: '#h' });
+    assert.notEqual(el.isError, true, diag(el));
+    assert.ok(el.content.some((c) => c.type === 'image' && c.mimeType === 'image/png'));
+  });
+
+  it('click a link, wait_for_navigation', LONG, async () => {
+    await browse({ action: 'click', selector: '#next' });
+    const nav = await browse({ action: 'wait_for_navigation', value: '**/next.html' });
+    assert.match(nav.url, /\/next\.html$/);
+    assert.equal(nav.title, 'Next');
+    assert.equal((await browse({ action: 'get_text', selector: '#p' })).text, 'second page');
+  });
+
+  it('a selector that matches nothing is a clear error within the action timeout', LONG, async () => {
+    const e = await fails({ session_id: session, action: 'click', selector: '#nope', timeout_ms: 1500 }, 'not_found',
+      /no element matches selector "#nope" \(waited 1500 ms\)/);
+    assert.match(e.remedy, /wait_for_selector/);
+    // The session is still usable afterwards.
+    assert.equal((await browse({ action: 'get_text', selector: '#p' })).text, 'second page');
+  });
+
+  it('bad input is refused before it reaches a devbox', LONG, async () => {
+    await fails({ session_id: session, action: 'click' }, 'invalid_argument', /missing selector/);
+    await fails({ session_id: session, action: 'fill', selector: '#q' }, 'invalid_argument', /missing value/);
+    await fails({ session_id: session, action: 'navigate', value: 'javascript:alert(1)' }, 'invalid_argument', /URL/);
+    for (const p of ['shot.png', '../shot.png', '/home/user/../../etc/x.png', '/proc/self/x.png', 'file:///tmp/x.png', '/tmp/x.gif']) {
+      await fails({ session_id: session, action: 'screenshot', value: p }, 'invalid_argument', /cannot save the screenshot/);
+    }
+    const unknown = await call('run_browser', { session_id: session, action: 'teleport' });
+    assert.equal(unknown.isError, true);
+    assert.match(unknown.content[0].text, /action/);
+    await fails({ action: 'close' }, 'invalid_argument', /session_id/);
+    await fails({ session_id: 'dbx_no_such_session', action: 'get_text' }, 'not_found', /unknown session_id/);
+    await fails({ session_id: '../etc', action: 'get_text' }, 'invalid_argument');
+  });
+
+  it('a devbox that is not a browser session is refused', LONG, async () => {
+    const box = ok(await call('create_devbox', { name: 'plain' }));
+    await fails({ session_id: box.id, action: 'get_text' }, 'invalid_argument', /not a browser session/);
+    ok(await call('shutdown_devbox', { devbox_id: box.id }));
+  });
+
+  it('close suspends the devbox; the closed session refuses actions', LONG, async () => {
+    const c = await browse({ action: 'close' });
+    assert.equal(c.closed, true);
+    assert.equal(c.devbox_status, 'suspended');
+    await fails({ session_id: session, action: 'get_text' }, 'devbox_not_running', /is closed/);
+    await fails({ session_id: session, action: 'close' }, 'devbox_not_running', /is closed/);
+  });
+});
