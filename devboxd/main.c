@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -174,10 +173,8 @@ static char *load_api_key(const char *dir, const char *file)
 {
     char path[4200];
     char *key = NULL;
-    unsigned char rnd[24];
-    char hex[sizeof(rnd) * 2 + 1];
+    char hex[49];
     char *text = NULL;
-    size_t i;
 
     if (file != NULL) {
         key = util_read_file(file, 4096, NULL);
@@ -194,12 +191,7 @@ static char *load_api_key(const char *dir, const char *file)
     if (key != NULL && trim_key(key)[0] != '\0')
         return key;
     free(key);
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-        fprintf(stderr, "devboxd: cannot generate an API key: %s\n", strerror(errno));
-        return NULL;
-    }
-    for (i = 0; i < sizeof(rnd); i++)
-        sprintf(hex + i * 2, "%02x", rnd[i]);
+    util_random_text(hex, sizeof(hex) - 1, "0123456789abcdef");
     if (asprintf(&text, "ak_local_%s\n", hex) < 0)
         return NULL;
     if (util_write_atomic(path, text, strlen(text), 0600) != 0) {
@@ -327,6 +319,14 @@ int main(int argc, char **argv)
     /* Signals are taken by sigwait below; block them before any thread. */
     block_signals(&set);
 
+    /* Ids, keys and tokens come from the kernel or not at all. */
+    if (util_random_check() != 0) {
+        fprintf(stderr,
+                "devboxd: the kernel's random source (getrandom) is not "
+                "available: %s; devboxd needs it for ids, keys and tokens\n",
+                strerror(errno));
+        goto out;
+    }
     lock_fd = lock_state_dir(real_dir);
     if (lock_fd < 0)
         goto out;

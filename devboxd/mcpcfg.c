@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "api.h"
 #include "layers.h"
@@ -815,17 +814,6 @@ static cJSON *resolve_headers(struct engine *eng, const cJSON *cfg, char *err,
     return out;
 }
 
-static void new_token(char *out, size_t outlen)
-{
-    unsigned char rnd[32];
-    size_t i;
-
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        abort(); /* no token is better than a guessable one */
-    for (i = 0; i < sizeof(rnd) && 2 * i + 2 < outlen; i++)
-        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-}
-
 /* One server entry of spec "_mcp", or NULL with err and *status. */
 static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
                              int *status, char *err, size_t errlen)
@@ -861,7 +849,7 @@ static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
     hdrs = resolve_headers(eng, cfg, err, errlen);
     if (hdrs == NULL)
         goto out;
-    new_token(token, sizeof(token));
+    util_random_text(token, 64, "0123456789abcdef"); /* 256 bits */
     e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "env", item->string);
     cJSON_AddStringToObject(e, "token", token);

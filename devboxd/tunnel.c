@@ -48,23 +48,6 @@ int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t er
 
 /* Random lower-case letters and digits: the key goes into a host name,
  * whose case clients may change. */
-static void random_chars(char *out, size_t n, const char *alphabet)
-{
-    unsigned char rnd[64];
-    size_t alen = strlen(alphabet);
-    size_t i;
-
-    if (n > sizeof(rnd))
-        n = sizeof(rnd);
-    if (getrandom(rnd, n, 0) != (ssize_t)n) {
-        /* getrandom on Linux ≥ 3.17 does not fail for ≤ 256 bytes once seeded. */
-        abort();
-    }
-    for (i = 0; i < n; i++)
-        out[i] = alphabet[rnd[i] % alen]; /* 36 or 16 symbols: bias is negligible here */
-    out[n] = '\0';
-}
-
 static int spec_bool(const cJSON *spec, const char *name, int dflt)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(spec, name);
@@ -86,29 +69,17 @@ cJSON *tunnel_new_view(const cJSON *spec)
     char token[TUNNEL_TOKEN_LEN + 1];
     const char *mode = spec_mode(spec);
 
-    random_chars(key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    util_random_text(key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
     cJSON_AddStringToObject(v, "tunnel_key", key);
     cJSON_AddStringToObject(v, "auth_mode", mode);
     if (strcmp(mode, "authenticated") == 0) {
-        random_chars(token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
+        util_random_text(token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
         cJSON_AddStringToObject(v, "auth_token", token);
     }
     cJSON_AddNumberToObject(v, "create_time_ms", (double)util_now_ms());
     cJSON_AddBoolToObject(v, "http_keep_alive", spec_bool(spec, "http_keep_alive", 1));
     cJSON_AddBoolToObject(v, "wake_on_http", spec_bool(spec, "wake_on_http", 0));
     return v;
-}
-
-int tunnel_token_equal(const char *a, const char *b)
-{
-    size_t la = strlen(a);
-    size_t lb = strlen(b);
-    unsigned char diff = la != lb;
-    size_t i;
-
-    for (i = 0; i < la && i < lb; i++)
-        diff |= (unsigned char)(a[i] ^ b[i]);
-    return diff == 0;
 }
 
 /* The body of an enable_tunnel call: empty means {}. */
@@ -274,8 +245,8 @@ void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_re
         util_error(resp, 500, "out of memory");
         goto out;
     }
-    random_chars(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
-    random_chars(t->token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
+    util_random_text(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    util_random_text(t->token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
     snprintf(t->box_id, sizeof(t->box_id), "%s", box->id);
     t->create_time_ms = util_now_ms();
     t->next = pty_tunnels;

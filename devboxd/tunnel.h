@@ -77,9 +77,6 @@ void tunnel_url_template_clear(void);
 /* A copy of a stored TunnelView with "url_template" added, for answers. */
 cJSON *tunnel_view_out(const cJSON *tunnel);
 
-/* Constant-time string equality (for tokens). */
-int tunnel_token_equal(const char *a, const char *b);
-
 /* ---- the tunnel listener (tunnel_proxy.c) ---- */
 
 struct tunnel_server;

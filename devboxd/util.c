@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 int64_t util_now_ms(void)
 {
     struct timespec ts;
@@ -21,22 +24,78 @@ int64_t util_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int util_random_check(void)
+{
+    unsigned char probe[16];
+    ssize_t n = -1;
+
+    do {
+        n = getrandom(probe, sizeof(probe), 0);
+    } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(probe) ? 0 : -1;
+}
+
+void util_random(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = getrandom(p + got, n - got, 0);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            fprintf(stderr, "devboxd: the kernel's random source failed: %s\n",
+                    strerror(errno));
+            abort();
+        }
+        got += (size_t)r;
+    }
+}
+
+void util_random_text(char *out, size_t n, const char *alphabet)
+{
+    size_t alen = strlen(alphabet);
+    /* Bytes at or above limit are redrawn, so every symbol is equally
+     * likely (no modulo bias). */
+    unsigned limit = 256u - 256u % (unsigned)alen;
+    unsigned char rnd[64];
+    size_t used = sizeof(rnd);
+    size_t i = 0;
+
+    while (i < n) {
+        if (used == sizeof(rnd)) {
+            util_random(rnd, sizeof(rnd));
+            used = 0;
+        }
+        if (rnd[used] < limit)
+            out[i++] = alphabet[rnd[used] % alen];
+        used++;
+    }
+    out[n] = '\0';
+}
+
 void util_new_id(const char *prefix, char *out, size_t outlen)
 {
-    static const char alphabet[] =
-        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    unsigned char rnd[20];
     char tail[21];
-    size_t i;
 
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-        for (i = 0; i < sizeof(rnd); i++)
-            rnd[i] = (unsigned char)rand();
-    }
-    for (i = 0; i < sizeof(rnd); i++)
-        tail[i] = alphabet[rnd[i] % 62];
-    tail[sizeof(rnd)] = '\0';
+    util_random_text(
+        tail, sizeof(tail) - 1,
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
     snprintf(out, outlen, "%s_%s", prefix, tail);
+}
+
+int util_secret_equal(const char *given, const char *expected)
+{
+    unsigned char a[SHA256_DIGEST_LENGTH];
+    unsigned char b[SHA256_DIGEST_LENGTH];
+
+    if (given == NULL || expected == NULL || expected[0] == '\0')
+        return 0;
+    SHA256((const unsigned char *)given, strlen(given), a);
+    SHA256((const unsigned char *)expected, strlen(expected), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
 int util_mkdirs(const char *path)

@@ -10,7 +10,19 @@
 
 int64_t util_now_ms(void);
 /* "<prefix>_<20 random base62 chars>" into out (>= 32 bytes). */
+/* Fills buf with n bytes from the kernel's random source. devboxd refuses
+ * to start without one (util_random_check), so a later failure aborts:
+ * no id or token is better than a guessable one. */
+void util_random(void *buf, size_t n);
+/* 0 when the kernel's random source answers, else -1 with errno. */
+int util_random_check(void);
+/* n characters drawn uniformly from alphabet (2..256 symbols), then NUL. */
+void util_random_text(char *out, size_t n, const char *alphabet);
 void util_new_id(const char *prefix, char *out, size_t outlen);
+/* 1 when a secret sent by a client equals the expected one. Both are
+ * hashed first, so the time taken does not depend on where they differ
+ * or on how their lengths compare. */
+int util_secret_equal(const char *given, const char *expected);
 /* mkdir -p with mode 0700. */
 int util_mkdirs(const char *path);
 /* Writes data to path durably: temp file, fsync, rename, fsync of the

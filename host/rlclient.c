@@ -750,15 +750,19 @@ static bool curl_error_retryable(CURLcode res)
 /* Building a request                                                     */
 /* ---------------------------------------------------------------------- */
 
-static void make_request_id(char *out, size_t n)
+/* The idempotency key of one mutating request, from the kernel's random
+ * source or none: a guessable or repeated key would replay another
+ * request's answer. Returns 0, or -1 when getrandom failed. */
+static int make_request_id(char *out, size_t n)
 {
     unsigned char b[16];
-    size_t i;
+    ssize_t got = -1;
 
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        for (i = 0; i < sizeof(b); i++)
-            b[i] = (unsigned char)(rand_unit() * 256.0);
-    }
+    do {
+        got = getrandom(b, sizeof(b), 0);
+    } while (got < 0 && errno == EINTR);
+    if (got != (ssize_t)sizeof(b))
+        return -1;
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* uuid v4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     snprintf(out, n,
@@ -766,6 +770,7 @@ static void make_request_id(char *out, size_t n)
              "%02x%02x%02x%02x%02x%02x",
              b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
              b[11], b[12], b[13], b[14], b[15]);
+    return 0;
 }
 
 /* name and value joined as "Name: value"; value NULL gives "Name:", which
@@ -1391,8 +1396,12 @@ static int prepare_call(struct rl_call *rc, struct rlclient *c,
         rc->max_body = req->max_body ? req->max_body : 1024u * 1024u;
     else
         rc->max_body = req->max_body ? req->max_body : c->max_body;
-    if (strcmp(req->method, "GET") != 0)
-        make_request_id(rc->request_id, sizeof(rc->request_id));
+    if (strcmp(req->method, "GET") != 0 &&
+        make_request_id(rc->request_id, sizeof(rc->request_id)) != 0) {
+        set_last_error("the random source (getrandom) failed: no request id, "
+                       "so the request was not sent");
+        return RLMCP_EINTERNAL;
+    }
     return build_url(rc);
 }
 

@@ -12,6 +12,7 @@
  * says its copy was cut, the full text is re-read from the SSE stream.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,18 +165,22 @@ int exec_prefix(const struct rlmcp_h *h, const char *command,
     return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 }
 
-/* A UUIDv7: 48-bit ms timestamp, version, random bits, variant. */
-static void uuid7(char out[37])
+/* A UUIDv7: 48-bit ms timestamp, version, random bits, variant. The
+ * random bits come from the kernel or the call fails: a guessable or
+ * repeated command id would replay another command's answer. */
+static int uuid7(char out[37])
 {
     unsigned char b[16];
     struct timespec ts;
     uint64_t ms;
+    ssize_t n = -1;
     size_t i;
 
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        for (i = 0; i < sizeof(b); i++)
-            b[i] = (unsigned char)rand();
-    }
+    do {
+        n = getrandom(b, sizeof(b), 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(b))
+        return -1;
     clock_gettime(CLOCK_REALTIME, &ts);
     ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     for (i = 0; i < 6; i++)
@@ -187,6 +192,7 @@ static void uuid7(char out[37])
              "%02x%02x%02x%02x%02x%02x",
              b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
              b[11], b[12], b[13], b[14], b[15]);
+    return 0;
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -636,7 +642,12 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
      * or the answer naming the execution would be cut off. */
     if (opt > (long long)(left / 1000) - 1)
         opt = left >= 2000 ? (long long)(left / 1000) - 1 : 0;
-    uuid7(cid);
+    if (uuid7(cid) != 0) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the host's random source (getrandom) failed: no "
+                          "command id, so nothing was started");
+        goto out;
+    }
     path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=%lld", p->devbox_id,
                            ex->last_n);
     what = rlmcp_h_sprintf("executing on devbox %s", p->devbox_id);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tunnel.h"
+#include "util.h"
 
 static void parse_ok(const char *host, int want_port, const char *want_key)
 {
@@ -132,11 +133,38 @@ static void test_new_view(void **state)
 static void test_token_equal(void **state)
 {
     (void)state;
-    assert_true(tunnel_token_equal("abc", "abc"));
-    assert_false(tunnel_token_equal("abc", "abd"));
-    assert_false(tunnel_token_equal("abc", "ab"));
-    assert_false(tunnel_token_equal("", "a"));
-    assert_true(tunnel_token_equal("", ""));
+    assert_true(util_secret_equal("abc", "abc"));
+    assert_false(util_secret_equal("abc", "abd"));
+    assert_false(util_secret_equal("abc", "ab"));
+    assert_false(util_secret_equal("ab", "abc"));
+    assert_false(util_secret_equal("", "a"));
+    /* No expected secret means nothing matches, not everything. */
+    assert_false(util_secret_equal("", ""));
+    assert_false(util_secret_equal("abc", NULL));
+    assert_false(util_secret_equal(NULL, "abc"));
+}
+
+/* Random text uses only its alphabet, every symbol of it, and two draws
+ * differ. */
+static void test_random_text(void **state)
+{
+    char a[4097];
+    char b[4097];
+    int seen[3] = {0, 0, 0};
+    size_t i;
+
+    (void)state;
+    util_random_text(a, sizeof(a) - 1, "xyz");
+    util_random_text(b, sizeof(b) - 1, "xyz");
+    assert_int_equal(strlen(a), sizeof(a) - 1);
+    for (i = 0; a[i] != '\0'; i++) {
+        assert_non_null(strchr("xyz", a[i]));
+        seen[a[i] - 'x']++;
+    }
+    /* 4096 draws of 3 symbols: each near 1365; 1000 is > 12 sigma away. */
+    for (i = 0; i < 3; i++)
+        assert_true(seen[i] > 1000 && seen[i] < 1730);
+    assert_string_not_equal(a, b);
 }
 
 int main(void)
@@ -146,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_check_spec),
         cmocka_unit_test(test_new_view),
         cmocka_unit_test(test_token_equal),
+        cmocka_unit_test(test_random_text),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
