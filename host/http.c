@@ -104,7 +104,11 @@ struct http_session {
     uint64_t next_stream;
     struct http_stream *streams; /* oldest first */
     struct http_stream *streams_tail;
-    unsigned n_written; /* listed streams with written set */
+    /* The standalone GET stream (counted), where messages that belong to
+     * no request go (notify_sink); NULL when no client holds one open. */
+    struct http_stream *get_stream;
+    struct mcp_sink notify_sink; /* the mcp_session's; refs the session */
+    unsigned n_written;          /* listed streams with written set */
     size_t store_events;
     size_t store_bytes;
     UT_hash_handle hh; /* guarded by srv->lock */
@@ -280,6 +284,11 @@ out:
 /* ------------------------------------------------------------------------ */
 
 static void stream_unref(struct http_stream *st);
+static void notify_send(struct mcp_sink *sink, const char *json, size_t len,
+                        bool final);
+static void notify_retain(struct mcp_sink *sink);
+static void notify_release(struct mcp_sink *sink);
+static void get_stream_end(struct http_session *s);
 
 static void session_ref(struct http_session *s)
 {
@@ -359,6 +368,7 @@ static void session_terminate(struct http_server *srv, struct http_session *s,
 
     pthread_mutex_lock(&s->lock);
     s->terminated = true;
+    get_stream_end(s);
     for (struct http_stream *st = s->streams; st != NULL;) {
         struct http_stream *next = st->next;
         /* Unread replies go; the rest leave with their requests. */
@@ -443,6 +453,10 @@ static struct http_session *session_create(struct http_server *srv, int *why)
     HASH_ADD_STR(srv->sessions, id, s);
     srv->n_sessions++;
     pthread_mutex_unlock(&srv->lock);
+    s->notify_sink.send = notify_send;
+    s->notify_sink.retain = notify_retain;
+    s->notify_sink.release = notify_release;
+    mcp_session_set_notify(s->ms, &s->notify_sink);
     *why = 0;
     log_msg(RLMCP_LOG_INFO, NULL, "http: session %.8s… started", s->id);
     return s;
@@ -837,6 +851,62 @@ static struct http_stream *stream_new(struct http_session *s, bool sse,
     s->streams_tail = st;
     pthread_mutex_unlock(&s->lock);
     return st;
+}
+
+/* ---- the standalone GET stream ------------------------------------------ */
+
+static struct http_session *notify_session(struct mcp_sink *sink)
+{
+    return (struct http_session *)((char *)sink -
+                                   offsetof(struct http_session, notify_sink));
+}
+
+static void notify_retain(struct mcp_sink *sink)
+{
+    session_ref(notify_session(sink));
+}
+
+static void notify_release(struct mcp_sink *sink)
+{
+    session_unref(notify_session(sink));
+}
+
+/* A message that belongs to no request: onto the GET stream, if open. */
+static void notify_send(struct mcp_sink *sink, const char *json, size_t len,
+                        bool final)
+{
+    struct http_session *s = notify_session(sink);
+    struct http_stream *st = NULL;
+    struct http_stream *dropped = NULL;
+
+    (void) final;
+    if (json == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    st = s->terminated ? NULL : s->get_stream;
+    if (st != NULL && !st->done) {
+        stream_append(st, json, len, false);
+        store_trim(s, st, &dropped);
+        stream_wake(st);
+    } else {
+        log_msg(RLMCP_LOG_DEBUG, NULL,
+                "http: session %.8s…: no GET stream open; a notification is "
+                "dropped",
+                s->id);
+    }
+    pthread_mutex_unlock(&s->lock);
+    stream_unref_list(dropped);
+}
+
+/* Caller holds s->lock: the GET stream ends (its reader finishes). */
+static void get_stream_end(struct http_session *s)
+{
+    struct http_stream *st = s->get_stream;
+
+    if (st != NULL && !st->done) {
+        st->done = true;
+        stream_wake(st);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1521,6 +1591,58 @@ static struct http_stream *resume_attach(struct http_req *req, uint64_t no,
     return st;
 }
 
+/*
+ * GET without Last-Event-ID: the session's standalone stream, for messages
+ * that belong to no request (notifications/resources/updated). A new one
+ * replaces the previous one, which ends (its client may be gone unnoticed:
+ * a suspended connection is not polled). Not resumable; it does not keep
+ * the session from expiring.
+ */
+static enum MHD_Result get_open(struct http_req *req)
+{
+    struct http_session *s = req->sess;
+    struct http_stream *st = NULL;
+    struct http_stream *old = NULL;
+    struct http_stream *lost = NULL;
+
+    st = stream_new(s, true, NULL, "GET");
+    if (st == NULL)
+        return MHD_NO;
+    pthread_mutex_lock(&s->lock);
+    if (s->busy > 0)
+        s->busy--; /* no final message is due on it */
+    old = s->get_stream;
+    if (old != NULL) {
+        session_unlist(s, old);
+        stream_free_events(old);
+        if (old->tap != NULL)
+            old->tap->cursor = old->next_seq;
+        get_stream_end(s);
+    }
+    s->get_stream = NULL;
+    if (s->terminated) {
+        st->done = true;
+        session_unlist(s, st);
+        lost = st;
+    } else {
+        stream_ref(st);
+        s->get_stream = st;
+        st->tap = req;
+        req->cursor = 1;
+        req->primed = true; /* not resumable: no priming event */
+    }
+    __atomic_store_n(&req->stream, st, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->lock);
+    if (old != NULL) {
+        stream_unref(old); /* the list's */
+        stream_unref(old); /* the field's */
+    }
+    stream_unref(lost);
+    log_msg(RLMCP_LOG_DEBUG, NULL, "http: session %.8s…: GET stream opened%s",
+            s->id, old != NULL ? " (the previous one ends)" : "");
+    return queue_sse(req, NULL);
+}
+
 /* GET with Last-Event-ID: replay that reply stream from after the id. */
 static enum MHD_Result handle_get(struct http_req *req)
 {
@@ -1546,11 +1668,7 @@ static enum MHD_Result handle_get(struct http_req *req)
     if (r >= 0)
         return (enum MHD_Result)r;
     if (last == NULL)
-        return reply_error(
-            req, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_SERVER_ERROR,
-            "Method Not Allowed: this server sends every "
-            "message on the stream of the request it belongs "
-            "to; GET /mcp only resumes a stream (Last-Event-ID)");
+        return get_open(req);
     if (!http_parse_event_id(last, &no, &seq))
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: Last-Event-ID '%.40s' is not an "
@@ -1764,6 +1882,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct http_req *req = *con_cls;
     struct http_stream *st = NULL;
     struct http_stream *unlisted = NULL;
+    struct http_stream *get_ref = NULL;
 
     (void)cls;
     (void)conn;
@@ -1782,7 +1901,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (st != NULL) {
         struct http_session *s = st->sess;
         pthread_mutex_lock(&s->lock);
-        if (st->tap == req) {
+        if (s->get_stream == st) {
+            /* The standalone stream: never resumable, gone with its reader. */
+            s->get_stream = NULL;
+            get_ref = st;
+            st->done = true;
+            st->tap = NULL;
+            if (st->listed) {
+                session_unlist(s, st);
+                unlisted = st;
+            }
+            stream_free_events(st);
+        } else if (st->tap == req) {
             bool all = st->done && req->cursor >= st->next_seq;
             st->tap = NULL;
             if (st->sse && all && st->listed && !s->terminated &&
@@ -1826,6 +1956,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                                            : " (client left)");
     }
     stream_unref_list(unlisted);
+    stream_unref(get_ref);
     stream_unref(st);
     if (req->sess != NULL && req->sess->stateless)
         session_terminate(req->srv, req->sess, "request done");

@@ -182,12 +182,38 @@ test('wrong Content-Type -> 415', async () => {
   assertRpcError(r, 415, /Content-Type: application\/json/);
 });
 
-test('GET without an SSE Accept -> 406; GET without Last-Event-ID -> 405', async () => {
+/** A GET that resolves once the headers arrive; close() ends it. */
+function openGet(port, headers) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'GET', path: '/mcp', headers, agent: false }, (res) => {
+      const ended = new Promise((r) => { res.on('end', r); res.on('close', r); });
+      res.resume();
+      resolve({ status: res.statusCode, headers: res.headers, ended, close: () => req.destroy() });
+    });
+    req.on('error', (e) => { if (e.code !== 'ECONNRESET') reject(e); });
+    req.end();
+  });
+}
+
+test('GET without an SSE Accept -> 406; a standalone GET stream per session, a new one ends the old', async () => {
   const sid = await openSession(S.port);
   const r = await request(S.port, { method: 'GET', headers: { accept: 'application/json', 'mcp-session-id': sid } });
   assertRpcError(r, 406, /text\/event-stream/);
-  const g = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid } });
-  assertRpcError(g, 405, /Last-Event-ID/);
+  const g = await openGet(S.port, { accept: 'text/event-stream', 'mcp-session-id': sid });
+  assert.equal(g.status, 200);
+  assert.match(g.headers['content-type'], /text\/event-stream/);
+  const g2 = await openGet(S.port, { accept: 'text/event-stream', 'mcp-session-id': sid });
+  assert.equal(g2.status, 200);
+  await g.ended; // the first stream ends: one per session
+  g2.close();
+  const none = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 'nope' } });
+  assert.equal(none.status, 404);
+  // DELETE ends the session and its GET stream.
+  const g3 = await openGet(S.port, { accept: 'text/event-stream', 'mcp-session-id': sid });
+  assert.equal(g3.status, 200);
+  const del = await request(S.port, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
+  assert.equal(del.status, 200);
+  await g3.ended;
 });
 
 test('body over the limit -> 413 (declared length and chunked)', async () => {

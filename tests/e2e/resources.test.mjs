@@ -2,14 +2,17 @@
 // official MCP SDK client over stdio against a real devboxd: file and
 // execution-output templates, reads (text, blob, size cap, not found,
 // bad URIs), subscriptions to a growing execution, and completion of
-// devbox ids and snapshot names.
+// devbox ids and snapshot names; over stdio, and subscriptions also over
+// Streamable HTTP (the session's GET stream).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
@@ -213,5 +216,59 @@ describe('devbox resources (local engine)', () => {
     assert.ok(Array.isArray(c.completion.values));
     c = await client.complete({ ref, argument: { name: 'path', value: '/ho' } });
     assert.deepEqual(c.completion, { values: [], total: 0, hasMore: false });
+  });
+});
+
+describe('devbox resource subscriptions over Streamable HTTP (local engine)', () => {
+  let tmp;
+  let engine;
+  let host;
+  let hostLog = '';
+  let client;
+  const updates = [];
+
+  before(async () => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-resources-http-'));
+    engine = await startEngine(path.join(tmp, 'state'));
+    host = spawn(hostBin, ['--config', conf, '--transport', 'http', '--listen', '127.0.0.1:0', '--log-level', 'notice'], {
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    host.stderr.setEncoding('utf8');
+    host.stderr.on('data', (d) => { hostLog += d; });
+    const port = await waitFor(() => { const m = /\(port (\d+)\)/.exec(hostLog); return m && Number(m[1]); }, 60000, 'the HTTP server to listen');
+    client = new Client({ name: 'resources-http-e2e', version: '1' });
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* gone */ }
+    if (host && host.exitCode === null) {
+      const gone = new Promise((r) => host.on('exit', r));
+      host.kill('SIGTERM');
+      const t = setTimeout(() => host.kill('SIGKILL'), 20000);
+      await gone;
+      clearTimeout(t);
+    }
+    await engine?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    assert.doesNotMatch(hostLog, /AddressSanitizer|LeakSanitizer|runtime error/, hostLog);
+  });
+
+  it('updates arrive on the session\'s GET stream', LONG, async () => {
+    const call = async (name, args) => {
+      const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
+      return ok(r);
+    };
+    const box = await call('create_devbox', { name: 'resources-http' });
+    const a = await call('execute_command_async', { devbox_id: box.id, command: 'for i in 1 2 3 4; do echo t$i; sleep 1; done' });
+    const uri = `devbox://${box.id}/executions/${a.execution_id}/stdout`;
+    await client.subscribeResource({ uri });
+    await waitFor(() => updates.includes(uri), 120000, 'resources/updated over HTTP');
+    const r = await client.readResource({ uri });
+    assert.match(r.contents[0].text, /^t1\n/);
+    await client.unsubscribeResource({ uri });
+    await call('shutdown_devbox', { devbox_id: box.id });
   });
 });
