@@ -423,6 +423,25 @@ static int r_read(rlmcp_call *call, const char *uri, void *ud)
                                   false);
 }
 
+/* A resource that changes at every read; ".../err" fails too_large. */
+static atomic_int g_counter_reads;
+
+static int r_counter(rlmcp_call *call, const char *uri, void *ud)
+{
+    char buf[32];
+    int n = atomic_fetch_add(&g_counter_reads, 1);
+
+    if (strstr(uri, "/err") != NULL)
+        return call_result_error(call, "too_large", "read less",
+                                 "%s is too large", uri) == RLMCP_OK
+                   ? RLMCP_OK
+                   : RLMCP_EINTERNAL;
+    snprintf(buf, sizeof(buf), "n=%d", n);
+    CHECK(call_result_json(call, "{\"k\":1}", 7) == RLMCP_OK);
+    return call_resource_contents(call, NULL, "text/plain", buf, strlen(buf),
+                                  false);
+}
+
 static int p_get(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
     cJSON *a = cJSON_ParseWithLength(args, len);
@@ -485,6 +504,12 @@ static void add_resources(void)
     r.uri = NULL;
     r.uri_template = "test://item/{id}/data";
     r.name = "item";
+    assert_int_equal(registry_add_resource(g_reg, NULL, &r, err, sizeof(err)),
+                     RLMCP_OK);
+    r.uri_template = "test://count/{+rest}";
+    r.name = "counter";
+    r.flags = RLMCP_RESOURCE_SUBSCRIBABLE;
+    r.read = r_counter;
     assert_int_equal(registry_add_resource(g_reg, NULL, &r, err, sizeof(err)),
                      RLMCP_OK);
     p.name = "greet";
@@ -1664,6 +1689,72 @@ static void test_resources(void **state)
     fx_free(f);
 }
 
+static bool is_updated(const cJSON *m, const void *arg)
+{
+    const cJSON *p = cJSON_GetObjectItem(m, "params");
+    const cJSON *uri = cJSON_GetObjectItem(p, "uri");
+
+    return has_method(m, "notifications/resources/updated") &&
+           cJSON_IsString(uri) && strcmp(uri->valuestring, arg) == 0;
+}
+
+/* Subscribable resources are re-read; a change is announced; errors and
+ * _meta from the handler reach the client. */
+static void test_subscriptions(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    const cJSON *e = NULL;
+
+    mcp_session_set_notify(f->s, &f->cap.sink);
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://count/a/b\"}}");
+    m = response(f, 2);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(result_of(m), "_meta"), "k")
+            ->valueint,
+        1);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\","
+              "\"params\":{\"uri\":\"test://count/1/err\"}}");
+    m = response(f, 3);
+    assert_int_equal(error_code(m), -32602);
+    e = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "error"), "data");
+    assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring,
+                        "too_large");
+    assert_string_equal(cJSON_GetObjectItem(e, "remedy")->valuestring,
+                        "read less");
+    assert_string_equal(cJSON_GetObjectItem(e, "uri")->valuestring,
+                        "test://count/1/err");
+    cJSON_Delete(m);
+
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
+              "\"resources/subscribe\",\"params\":{\"uri\":"
+              "\"test://count/7/x\"}}");
+    m = response(f, 4);
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+    m = cap_wait(&f->cap, is_updated, "test://count/7/x", 20000);
+    assert_non_null(m);
+    cJSON_Delete(m);
+    /* Nothing for a URI nobody subscribed to. */
+    assert_null(cap_wait(&f->cap, is_updated, "test://count/8/x", 0));
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
+              "\"resources/unsubscribe\",\"params\":{\"uri\":"
+              "\"test://count/7/x\"}}");
+    m = response(f, 5);
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+    /* Still watched at the end: the destroy path stops and frees it. */
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
+              "\"resources/subscribe\",\"params\":{\"uri\":"
+              "\"test://count/9/x\"}}");
+    m = response(f, 6);
+    cJSON_Delete(m);
+    fx_free(f);
+}
+
 static void test_prompts(void **state)
 {
     struct fx *f = fx_new(0);
@@ -2027,6 +2118,7 @@ int main(void)
         cmocka_unit_test(test_client_request),
         cmocka_unit_test(test_logging),
         cmocka_unit_test(test_resources),
+        cmocka_unit_test(test_subscriptions),
         cmocka_unit_test(test_prompts),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_session_call_limit),
