@@ -757,6 +757,7 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
                                        "max_connections",
                                        "state_secret",
                                        "metrics",
+                                       "max_sessions_per_client",
                                        NULL};
     static const char *const metrics_modes[] = {"private", "public", "off",
                                                 NULL};
@@ -842,6 +843,12 @@ static int parse_http(struct ctx *c, const yaml_node_t *n,
             if (get_enum(c, v, "server.http.metrics", metrics_modes, &e) < 0)
                 return -1;
             h->metrics = (enum host_metrics)e;
+            break;
+        case 10:
+            if (get_uint(c, v, "server.http.max_sessions_per_client", 1,
+                         1000000, &x) < 0)
+                return -1;
+            h->max_sessions_per_client = (unsigned)x;
             break;
         default:
             return -1;

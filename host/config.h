@@ -63,13 +63,14 @@ struct host_http_config {
     char *listen;           /* "127.0.0.1:8000" */
     char **allowed_origins; /* NULL-terminated; may be empty */
     size_t n_allowed_origins;
-    char *auth_token;              /* secret: never logged; NULL when unset */
-    bool allow_query_key;          /* false */
-    size_t max_body_bytes;         /* 4 MiB */
-    unsigned max_sessions;         /* 64 */
-    unsigned session_idle_seconds; /* 1800 */
-    unsigned max_connections;      /* 256 */
-    enum host_metrics metrics;     /* private */
+    char *auth_token;      /* secret: never logged; NULL when unset */
+    bool allow_query_key;  /* false */
+    size_t max_body_bytes; /* 4 MiB */
+    unsigned max_sessions; /* 64 */
+    unsigned max_sessions_per_client; /* 0: by the bind (http.h) */
+    unsigned session_idle_seconds;    /* 1800 */
+    unsigned max_connections;         /* 256 */
+    enum host_metrics metrics;        /* private */
     char *state_secret; /* signs 2026-07-28 requestState; replicas share
                            it. Secret: never logged; NULL: random */
     char *raw_json;     /* the http: map as JSON, NULL if absent;

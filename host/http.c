@@ -32,6 +32,9 @@
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <uthash.h>
 
 #include "config.h" /* enum host_metrics */
@@ -43,6 +46,9 @@
 #include "revision.h"
 
 #define SESSION_ID_BYTES 16
+#define CRED_BYTES 32
+/* "1.2.3.4" or the /64 prefix of an IPv6 address, "2001:db8:0:1::/64". */
+#define PEER_LEN 64
 #define SSE_RETRY_MS 1000
 /* Replies written in full that a session keeps for a resume. */
 #define RESUME_WRITTEN_KEEP 64
@@ -94,8 +100,15 @@ struct http_session {
     pthread_mutex_t lock;
     struct http_server *srv;
     struct mcp_session *ms;
-    bool stateless; /* one 2026-07-28 request's; never in the table */
+    bool stateless;      /* one 2026-07-28 request's; never in the table */
+    char peer[PEER_LEN]; /* the opening client's address; immutable */
+    /* The credentials that opened it: HMAC of the caller's Runloop key
+     * under a per-process salt (the key itself is not kept). Immutable. */
+    bool has_cred;
+    unsigned char cred[CRED_BYTES];
     /* Guarded by lock. */
+    unsigned reqs;     /* HTTP requests attached to it right now */
+    bool used;         /* a request after initialize came in */
     unsigned handling; /* access handlers inside mcp_handle() */
     unsigned busy;     /* streams whose final message is still due */
     bool terminated;
@@ -138,6 +151,7 @@ struct http_req {
     char method[8];
     char url[64];
     struct http_session *sess;  /* counted reference, may be NULL */
+    bool attached;              /* counted in sess->reqs */
     struct http_stream *stream; /* counted reference, may be NULL */
     /* SSE reading state, guarded by sess->lock. */
     bool suspended;
@@ -167,6 +181,7 @@ struct http_server {
     struct http_req *reqs;     /* every request MHD has not completed */
     struct http_session *sessions;
     unsigned n_sessions;
+    unsigned char cred_salt[CRED_BYTES]; /* random per process */
     pthread_t reaper;
     bool reaper_started;
     pthread_cond_t reaper_cond;
@@ -343,28 +358,30 @@ static bool stream_undelivered(const struct http_stream *st)
            st->evs[st->n_evs - 1].final;
 }
 
+/* Caller holds srv->lock. Take s out of the table; true if it was in it. */
+static bool session_unhash(struct http_server *srv, struct http_session *s)
+{
+    struct http_session *found = NULL;
+
+    if (s->terminated)
+        return false;
+    HASH_FIND_STR(srv->sessions, s->id, found);
+    if (found != s)
+        return false;
+    HASH_DEL(srv->sessions, s);
+    srv->n_sessions--;
+    return true;
+}
+
 /*
- * End a session (DELETE, idle expiry, failed initialize, shutdown). Its
- * calls are cancelled once no access handler is inside mcp_handle() with it.
+ * End a session already out of the table (in_table: it was, and the
+ * table's reference is ours to drop). Its calls are cancelled once no
+ * access handler is inside mcp_handle() with it.
  */
-static void session_terminate(struct http_server *srv, struct http_session *s,
-                              const char *why)
+static void session_end(struct http_session *s, const char *why, bool in_table)
 {
     struct http_stream *drop = NULL;
     bool free_ms = false;
-    bool in_table = false;
-
-    pthread_mutex_lock(&srv->lock);
-    if (!s->terminated) {
-        struct http_session *found = NULL;
-        HASH_FIND_STR(srv->sessions, s->id, found);
-        if (found == s) {
-            HASH_DEL(srv->sessions, s);
-            srv->n_sessions--;
-            in_table = true;
-        }
-    }
-    pthread_mutex_unlock(&srv->lock);
 
     pthread_mutex_lock(&s->lock);
     s->terminated = true;
@@ -405,12 +422,174 @@ static void session_terminate(struct http_server *srv, struct http_session *s,
     }
 }
 
-/* Returns a counted reference, or NULL: 0 ok, -1 limit, -2 no memory. */
-static struct http_session *session_create(struct http_server *srv, int *why)
+/* End a session (DELETE, idle expiry, failed initialize, shutdown). */
+static void session_terminate(struct http_server *srv, struct http_session *s,
+                              const char *why)
 {
+    bool in_table = false;
+
+    pthread_mutex_lock(&srv->lock);
+    in_table = session_unhash(srv, s);
+    pthread_mutex_unlock(&srv->lock);
+    session_end(s, why, in_table);
+}
+
+/*
+ * Who a connection is, for the per-client limit: the IPv4 address, or the
+ * /64 prefix of an IPv6 one (one host usually owns a whole /64).
+ */
+static void peer_of(struct MHD_Connection *conn, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+    char buf[INET6_ADDRSTRLEN];
+
+    snprintf(out, len, "?");
+    if (sa == NULL)
+        return;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        if (inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf)) != NULL)
+            snprintf(out, len, "%s", buf);
+    } else if (sa->sa_family == AF_INET6) {
+        struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(&a)) {
+            if (inet_ntop(AF_INET, &a.s6_addr[12], buf, sizeof(buf)) != NULL)
+                snprintf(out, len, "%s", buf);
+            return;
+        }
+        memset(&a.s6_addr[8], 0, 8);
+        if (inet_ntop(AF_INET6, &a, buf, sizeof(buf)) != NULL)
+            snprintf(out, len, "%s/64", buf);
+    }
+}
+
+/* The session binding of a caller key (NULL: none). */
+static bool cred_of(const struct http_server *srv, const char *key,
+                    unsigned char out[CRED_BYTES])
+{
+    unsigned int n = CRED_BYTES;
+
+    memset(out, 0, CRED_BYTES);
+    if (key == NULL)
+        return false;
+    if (HMAC(EVP_sha256(), srv->cred_salt, sizeof(srv->cred_salt),
+             (const unsigned char *)key, strlen(key), out, &n) == NULL)
+        memset(out, 0xff, CRED_BYTES); /* matches nothing HMAC makes */
+    return true;
+}
+
+/* Does the caller bring the credentials that opened s? Constant time. */
+static bool session_cred_ok(const struct http_server *srv,
+                            const struct http_session *s, const char *key)
+{
+    unsigned char c[CRED_BYTES];
+    bool has = cred_of(srv, key, c);
+    bool same = CRYPTO_memcmp(c, s->cred, CRED_BYTES) == 0;
+
+    explicit_bzero(c, sizeof(c));
+    return has == s->has_cred && same;
+}
+
+/* A session the table may drop: no request, no call, no handler on it. */
+struct reclaim_pick {
+    struct http_session *s;
+    int rank;
+    double last_used;
+};
+
+/* Never authenticated before authenticated, unused before used. */
+static int session_rank(const struct http_session *s)
+{
+    return (s->has_cred ? 2 : 0) + (s->used ? 1 : 0);
+}
+
+static void pick_better(struct reclaim_pick *p, struct http_session *s,
+                        int rank, double last_used)
+{
+    if (p->s == NULL || rank < p->rank ||
+        (rank == p->rank && last_used < p->last_used)) {
+        p->s = s;
+        p->rank = rank;
+        p->last_used = last_used;
+    }
+}
+
+/*
+ * Caller holds srv->lock. Make room in the table for one more session of
+ * peer by taking out the idle session that goes first (session_rank, then
+ * least recently used): the peer's own when it is at its limit, else any
+ * when the table is full. Returns 0 (*victim: the session taken out, for
+ * the caller to end, or NULL), -1 when every session is in use, -3 when
+ * every one of peer's is.
+ */
+static int table_make_room(struct http_server *srv, const char *peer,
+                           struct http_session **victim)
+{
+    struct http_session *s = NULL;
+    struct http_session *tmp = NULL;
+    struct reclaim_pick any = {0};
+    struct reclaim_pick mine = {0};
+    unsigned n_peer = 0;
+    bool full = srv->n_sessions >= srv->opts.max_sessions;
+
+    *victim = NULL;
+    HASH_ITER(hh, srv->sessions, s, tmp)
+    {
+        bool same = strcmp(s->peer, peer) == 0;
+        bool idle = false;
+        int rank = 0;
+        double last = 0;
+
+        if (same)
+            n_peer++;
+        pthread_mutex_lock(&s->lock);
+        idle = s->reqs == 0 && s->busy == 0 && s->handling == 0;
+        rank = session_rank(s);
+        last = s->last_used;
+        pthread_mutex_unlock(&s->lock);
+        if (!idle)
+            continue;
+        if (same)
+            pick_better(&mine, s, rank, last);
+        pick_better(&any, s, rank, last);
+    }
+    if (n_peer >= srv->opts.max_sessions_per_client) {
+        if (mine.s == NULL)
+            return -3;
+        *victim = mine.s;
+    } else if (full) {
+        if (any.s == NULL)
+            return -1;
+        *victim = any.s;
+    }
+    if (*victim != NULL)
+        session_unhash(srv, *victim);
+    return 0;
+}
+
+static void session_free_new(struct http_session *s)
+{
+    mcp_session_free(s->ms);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/*
+ * A new session for req's client, bound to key (NULL: none). Returns a
+ * counted reference attached to req, or NULL: *why -1 the table is full of
+ * sessions in use, -3 so are the client's own, -2 no memory.
+ */
+static struct http_session *session_create(struct http_req *req,
+                                           const char *key, int *why)
+{
+    struct http_server *srv = req->srv;
     unsigned char raw[SESSION_ID_BYTES];
     struct http_session *s = NULL;
+    struct http_session *victim = NULL;
     size_t got = 0;
+    int r = 0;
 
     *why = -2;
     while (got < sizeof(raw)) {
@@ -429,35 +608,41 @@ static struct http_session *session_create(struct http_server *srv, int *why)
     pthread_mutex_init(&s->lock, NULL);
     s->srv = srv;
     s->last_used = now_s();
+    s->reqs = 1;
+    peer_of(req->conn, s->peer, sizeof(s->peer));
+    s->has_cred = cred_of(srv, key, s->cred);
     s->ms = mcp_session_new(srv->d);
-    if (s->ms != NULL) {
-        char label[9]; /* as the access log shows it: 8 digits */
-
-        snprintf(label, sizeof(label), "%.8s", s->id);
-        mcp_session_set_label(s->ms, label);
-    }
     if (s->ms == NULL) {
         pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
     }
+    {
+        char label[9]; /* as the access log shows it: 8 digits */
+
+        snprintf(label, sizeof(label), "%.8s", s->id);
+        mcp_session_set_label(s->ms, label);
+    }
     pthread_mutex_lock(&srv->lock);
-    if (srv->n_sessions >= srv->opts.max_sessions) {
-        pthread_mutex_unlock(&srv->lock);
-        mcp_session_free(s->ms);
-        pthread_mutex_destroy(&s->lock);
-        free(s);
-        *why = -1;
+    r = table_make_room(srv, s->peer, &victim);
+    if (r == 0) {
+        HASH_ADD_STR(srv->sessions, id, s);
+        srv->n_sessions++;
+    }
+    pthread_mutex_unlock(&srv->lock);
+    if (victim != NULL)
+        session_end(victim, "idle, reclaimed for a new session", true);
+    if (r != 0) {
+        session_free_new(s);
+        *why = r;
         return NULL;
     }
-    HASH_ADD_STR(srv->sessions, id, s);
-    srv->n_sessions++;
-    pthread_mutex_unlock(&srv->lock);
     s->notify_sink.send = notify_send;
     s->notify_sink.retain = notify_retain;
     s->notify_sink.release = notify_release;
     mcp_session_set_notify(s->ms, &s->notify_sink);
     *why = 0;
+    req->attached = true;
     log_msg(RLMCP_LOG_INFO, NULL, "http: session %.8s… started", s->id);
     return s;
 }
@@ -487,21 +672,41 @@ static struct http_session *session_create_private(struct http_server *srv)
     return s;
 }
 
-static struct http_session *session_lookup(struct http_server *srv,
-                                           const char *id)
+/*
+ * req no longer uses its session (its answer is queued, or it ended): the
+ * session may be reclaimed when idle, and its LRU clock restarts.
+ */
+static void req_detach(struct http_req *req)
 {
-    struct http_session *s = NULL;
+    struct http_session *s = req->sess;
 
-    pthread_mutex_lock(&srv->lock);
-    HASH_FIND_STR(srv->sessions, id, s);
-    if (s != NULL)
-        session_ref(s);
-    pthread_mutex_unlock(&srv->lock);
-    if (s == NULL)
-        return NULL;
+    if (!req->attached)
+        return;
+    req->attached = false;
     pthread_mutex_lock(&s->lock);
+    s->reqs--;
     s->last_used = now_s();
     pthread_mutex_unlock(&s->lock);
+}
+
+/* The session named id, attached to req (a counted reference), or NULL. */
+static struct http_session *session_lookup(struct http_req *req, const char *id)
+{
+    struct http_server *srv = req->srv;
+    struct http_session *s = NULL;
+
+    /* Attached under srv->lock: table_make_room never picks it after. */
+    pthread_mutex_lock(&srv->lock);
+    HASH_FIND_STR(srv->sessions, id, s);
+    if (s != NULL) {
+        session_ref(s);
+        pthread_mutex_lock(&s->lock);
+        s->reqs++;
+        s->last_used = now_s();
+        pthread_mutex_unlock(&s->lock);
+        req->attached = true;
+    }
+    pthread_mutex_unlock(&srv->lock);
     return s;
 }
 
@@ -523,7 +728,8 @@ static void sessions_expire(struct http_server *srv)
         if (victims == NULL)
             break;
         pthread_mutex_lock(&s->lock);
-        old = s->busy == 0 && s->handling == 0 && now - s->last_used >= idle;
+        old = s->reqs == 0 && s->busy == 0 && s->handling == 0 &&
+              now - s->last_used >= idle;
         pthread_mutex_unlock(&s->lock);
         if (old) {
             session_ref(s);
@@ -1240,49 +1446,87 @@ out:
     return ret;
 }
 
-/* Find or create the session for a parsed message; refusals queued. */
-static int post_session(struct http_req *req, bool is_init)
+/* 404 for a session id this server does not know (any more). */
+static int reply_no_session(struct http_req *req)
+{
+    return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
+                       "Session not found: it was deleted, expired after %u s "
+                       "idle, was reclaimed while idle for a new client, or "
+                       "the server restarted; send initialize to start a new "
+                       "session",
+                       req->srv->opts.session_idle_seconds);
+}
+
+/*
+ * The session named by Mcp-Session-Id, attached to req, when the caller
+ * brings the credentials that opened it. Returns MHD_YES/NO after a
+ * refusal, -1 to go on.
+ */
+static int use_session(struct http_req *req, const char *sid, const char *key)
+{
+    req->sess = session_lookup(req, sid);
+    if (req->sess == NULL)
+        return reply_no_session(req);
+    if (!session_cred_ok(req->srv, req->sess, key)) {
+        log_msg(RLMCP_LOG_NOTICE, NULL,
+                "http: session %.8s…: refused a request with other "
+                "credentials than the session was opened with",
+                req->sess->id);
+        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+                           "Forbidden: this session was opened with other "
+                           "credentials; send the same Runloop key "
+                           "(X-Runloop-Api-Key or Authorization) as the "
+                           "initialize that opened it, or send initialize "
+                           "to start a session of your own");
+    }
+    return -1;
+}
+
+/* A new session for an initialize; refusals queued. */
+static int new_session(struct http_req *req, const char *key)
 {
     struct http_server *srv = req->srv;
-    const char *sid = hdr(req, "Mcp-Session-Id");
     int why = 0;
+
+    req->sess = session_create(req, key, &why);
+    if (req->sess != NULL)
+        return -1;
+    if (why == -3)
+        return reply_error(
+            req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
+            "Too Many Requests: this client already has %u sessions, each "
+            "with a request or call running "
+            "(server.http.max_sessions_per_client); end one with DELETE "
+            "/mcp or retry when a call finishes",
+            srv->opts.max_sessions_per_client);
+    if (why == -1)
+        return reply_error(
+            req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
+            "Too Many Requests: all %u sessions (server.http.max_sessions) "
+            "have a request or call running; retry when a call finishes",
+            srv->opts.max_sessions);
+    return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                       JSONRPC_SERVER_ERROR,
+                       "Internal error: cannot create a session");
+}
+
+/* Find or create the session for a parsed message; refusals queued. */
+static int post_session(struct http_req *req, bool is_init, const char *key)
+{
+    const char *sid = hdr(req, "Mcp-Session-Id");
 
     if (is_init) {
         if (sid != NULL)
             return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                                "Bad Request: initialize starts a new session "
                                "and must not carry an Mcp-Session-Id header");
-        req->sess = session_create(srv, &why);
-        if (req->sess == NULL && why == -1) {
-            sessions_expire(srv);
-            req->sess = session_create(srv, &why);
-        }
-        if (req->sess == NULL && why == -1)
-            return reply_error(
-                req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
-                "Too Many Requests: %u sessions are open "
-                "(server.http.max_sessions); end unused ones "
-                "with DELETE /mcp or retry after idle ones "
-                "expire (%u s)",
-                srv->opts.max_sessions, srv->opts.session_idle_seconds);
-        if (req->sess == NULL)
-            return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                               JSONRPC_SERVER_ERROR,
-                               "Internal error: cannot create a session");
-        return -1;
+        return new_session(req, key);
     }
     if (sid == NULL)
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: Mcp-Session-Id header is required; "
                            "send initialize first");
-    req->sess = session_lookup(srv, sid);
-    if (req->sess == NULL)
-        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
-                           "Session not found: it was deleted, expired after "
-                           "%u s idle, or the server restarted; send "
-                           "initialize to start a new session",
-                           srv->opts.session_idle_seconds);
-    return -1;
+    return use_session(req, sid, key);
 }
 
 /* Caller holds nothing. JSON reply ready: send it (initialize: session). */
@@ -1316,6 +1560,8 @@ static enum MHD_Result post_reply_json(struct http_req *req)
         session_terminate(req->srv, s, "initialize failed");
         sid = NULL;
     }
+    /* Before the client can see the answer and send its next request. */
+    req_detach(req);
     if (s->stateless)
         status = rev_http_status(rev_error_code(body, len));
     return queue_buffer(req, status, "application/json", body, len, true, sid);
@@ -1385,9 +1631,10 @@ static enum MHD_Result post_wait_first(struct http_req *req)
 /*
  * Hand the body to the dispatcher. The session's calls may not be cancelled
  * (mcp_session_free) while we are inside mcp_handle with it: a concurrent
- * DELETE leaves that to whoever leaves last.
+ * DELETE leaves that to whoever leaves last. Returns 1 handled, 0 not (no
+ * reply comes), -1 the session ended meanwhile.
  */
-static bool dispatch(struct http_req *req, const char *key)
+static int dispatch(struct http_req *req, const char *key, bool used)
 {
     struct http_session *s = req->sess;
     struct mcp_request_ctx ctx = {0};
@@ -1398,7 +1645,19 @@ static bool dispatch(struct http_req *req, const char *key)
     if (s->stateless)
         ctx.revision = MCP_REV_STATELESS;
     pthread_mutex_lock(&s->lock);
+    if (s->ms_freed) {
+        /* Ended (DELETE) between the lookup and here. */
+        if (!req->stream->done) {
+            req->stream->done = true;
+            if (s->busy > 0)
+                s->busy--;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return -1;
+    }
     s->handling++;
+    if (used)
+        s->used = true;
     pthread_mutex_unlock(&s->lock);
     handled = mcp_handle(req->srv->d, s->ms, req->body, req->len,
                          &req->stream->sink, &ctx);
@@ -1417,7 +1676,7 @@ static bool dispatch(struct http_req *req, const char *key)
     pthread_mutex_unlock(&s->lock);
     if (free_ms)
         mcp_session_free(s->ms);
-    return handled;
+    return handled ? 1 : 0;
 }
 
 static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
@@ -1429,7 +1688,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     bool is_init = method != NULL && strcmp(method, "initialize") == 0;
     const char *key = NULL;
     bool sse = false;
-    bool handled = false;
+    int handled = 0;
     bool stateless = false;
     int r = 0;
 
@@ -1447,7 +1706,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
                                JSONRPC_SERVER_ERROR,
                                "Internal error: no memory");
     } else {
-        r = post_session(req, is_init);
+        r = post_session(req, is_init, key);
     }
     if (r >= 0)
         return (enum MHD_Result)r;
@@ -1467,8 +1726,10 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         req->cursor = 1;
         pthread_mutex_unlock(&req->sess->lock);
     }
-    handled = dispatch(req, key);
-    if (!handled)
+    handled = dispatch(req, key, id != NULL && !is_init);
+    if (handled < 0)
+        return reply_no_session(req);
+    if (handled == 0)
         return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
     if (!sse)
         return post_wait_json(req);
@@ -1549,18 +1810,16 @@ static enum MHD_Result post_upload(struct http_req *req, const char *data,
 static int need_session(struct http_req *req)
 {
     const char *sid = hdr(req, "Mcp-Session-Id");
+    const char *key = NULL;
+    int r = 0;
 
     if (sid == NULL)
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: Mcp-Session-Id header is required");
-    req->sess = session_lookup(req->srv, sid);
-    if (req->sess == NULL)
-        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
-                           "Session not found: it was deleted, expired after "
-                           "%u s idle, or the server restarted; send "
-                           "initialize to start a new session",
-                           req->srv->opts.session_idle_seconds);
-    return -1;
+    r = caller_key(req, &key);
+    if (r >= 0)
+        return r;
+    return use_session(req, sid, key);
 }
 
 /*
@@ -1633,6 +1892,9 @@ static enum MHD_Result get_open(struct http_req *req)
     }
     __atomic_store_n(&req->stream, st, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&s->lock);
+    /* An open GET stream does not keep the session from being reclaimed or
+     * expiring: ending the session ends the stream. */
+    req_detach(req);
     if (old != NULL) {
         stream_unref(old); /* the list's */
         stream_unref(old); /* the field's */
@@ -1960,6 +2222,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     stream_unref(st);
     if (req->sess != NULL && req->sess->stateless)
         session_terminate(req->srv, req->sess, "request done");
+    req_detach(req);
     session_unref(req->sess);
     free(req->body);
     free(req);
@@ -2067,6 +2330,12 @@ static int check_options(struct http_server *srv, char *err, size_t errlen)
                  "least 1");
         return -1;
     }
+    /* On loopback every client has the same address: a per-address limit
+     * below the table's would only shrink the table. */
+    if (srv->opts.max_sessions_per_client == 0)
+        srv->opts.max_sessions_per_client =
+            srv->loopback ? srv->opts.max_sessions
+                          : (srv->opts.max_sessions + 3) / 4;
     return 0;
 }
 
@@ -2168,6 +2437,11 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
     srv->d = d;
     if (copy_options(srv, opts) != 0) {
         snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (getrandom(srv->cred_salt, sizeof(srv->cred_salt), 0) !=
+        (ssize_t)sizeof(srv->cred_salt)) {
+        snprintf(err, errlen, "cannot read random bytes: %s", strerror(errno));
         goto fail;
     }
     memset(&ss, 0, sizeof(ss));

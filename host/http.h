@@ -24,13 +24,15 @@ struct http_options {
     const char *listen; /* "HOST:PORT"; port 0 picks a free one */
     const char *const *allowed_origins; /* NULL-terminated, may be NULL */
     const char *auth_token;             /* the endpoint's own bearer token */
-    bool allow_query_key;          /* accept ?api_key= (seed compatibility) */
-    size_t max_body_bytes;         /* 413 above */
-    unsigned max_sessions;         /* 429 above */
-    unsigned max_connections;      /* 503 above */
-    unsigned session_idle_seconds; /* sessions unused this long expire */
-    unsigned connection_timeout_s; /* idle keep-alive connections close */
-    const char *server_name;       /* for GET / */
+    bool allow_query_key;  /* accept ?api_key= (seed compatibility) */
+    size_t max_body_bytes; /* 413 above */
+    unsigned max_sessions; /* idle ones reclaimed (LRU), else 429 */
+    unsigned max_sessions_per_client; /* per address; 0: max_sessions on a
+                                         loopback bind, else a quarter */
+    unsigned max_connections;         /* 503 above */
+    unsigned session_idle_seconds;    /* sessions unused this long expire */
+    unsigned connection_timeout_s;    /* idle keep-alive connections close */
+    const char *server_name;          /* for GET / */
     const char *server_version;
     /*
      * Credentials rule (docs/http.md "Credentials"): when the backend is an

@@ -63,6 +63,7 @@ void http_options_from_config(struct http_options *opts,
     opts->max_body_bytes =
         h->max_body_bytes ? h->max_body_bytes : 4u * 1024 * 1024;
     opts->max_sessions = h->max_sessions ? h->max_sessions : 64;
+    opts->max_sessions_per_client = h->max_sessions_per_client;
     opts->max_connections = h->max_connections ? h->max_connections : 256;
     opts->session_idle_seconds =
         h->session_idle_seconds ? h->session_idle_seconds : 1800;

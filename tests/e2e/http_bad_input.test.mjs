@@ -299,8 +299,10 @@ test('api_key in the URL is refused unless allow_query_key is on', async () => {
 
 test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a key gets through', async () => {
   const sid = await openSession(S.port);
-  const call = (headers, p = '/mcp') => request(S.port, {
-    path: p, headers: { ...JSON_HDRS, 'mcp-session-id': sid, ...headers },
+  // A session belongs to the key that opened it: the keyed calls get their own.
+  const keyed = await openSession(S.port, { 'x-runloop-api-key': KEY });
+  const call = (headers, p = '/mcp', s = sid) => request(S.port, {
+    path: p, headers: { ...JSON_HDRS, 'mcp-session-id': s, ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }),
   });
   const r = await call({});
@@ -315,7 +317,7 @@ test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a k
   const list = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: '{"jsonrpc":"2.0","id":10,"method":"tools/list"}' });
   assert.ok(JSON.parse(list.body).result.tools.length > 0);
   for (const [hdrs, p] of [[{ 'x-runloop-api-key': KEY }, '/mcp'], [{ authorization: `Bearer ${KEY}` }, '/mcp'], [{}, `/mcp?api_key=${KEY}`]]) {
-    const ok = await call(hdrs, p);
+    const ok = await call(hdrs, p, keyed);
     assert.equal(ok.status, 200);
     const text = sseEvents(ok.body).map((e) => e.data).filter(Boolean).map((d) => JSON.parse(d)).find((m) => m.id === 9);
     assert.ok(text, ok.body);
@@ -349,12 +351,17 @@ test('idle sessions expire -> 404', async () => {
   await stopServer(short);
 });
 
-test('session limit -> 429 with what to do', async () => {
+test('session limit: a full table of idle sessions reclaims the least recently used (429s: http_sessions)', async () => {
   const small = await startServer('sessions', { max_sessions: 3 });
-  for (let i = 0; i < 3; i++) await openSession(small.port);
+  const sids = [];
+  for (let i = 0; i < 3; i++) sids.push(await openSession(small.port));
+  const ping = (sid) => request(small.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: '{"jsonrpc":"2.0","id":3,"method":"ping"}' });
+  assert.equal((await ping(sids[0])).status, 200); // sids[1] is now the oldest
   const r = await request(small.port, { headers: JSON_HDRS, body: init() });
-  assertRpcError(r, 429, /max_sessions/);
-  assert.ok(r.headers['retry-after']);
+  assert.equal(r.status, 200, r.body);
+  assertRpcError(await ping(sids[1]), 404, /reclaimed/);
+  assert.equal((await ping(sids[0])).status, 200);
+  assert.equal((await ping(sids[2])).status, 200);
   await stopServer(small);
 });
 
@@ -375,7 +382,8 @@ test('endpoint token: 401 without it, served with it', async () => {
   const sid = await openSession(tok.port, auth);
   const noKey = await callSimple(tok.port, sid, auth);
   assert.equal(JSON.parse(noKey.content[0].text).error.code, 'unauthenticated');
-  const withKey = await callSimple(tok.port, sid, { ...auth, 'x-runloop-api-key': KEY });
+  const keyed = await openSession(tok.port, { ...auth, 'x-runloop-api-key': KEY });
+  const withKey = await callSimple(tok.port, keyed, { ...auth, 'x-runloop-api-key': KEY });
   assert.notEqual(withKey.isError, true);
   await stopServer(tok);
   assert.ok(!tok.log.includes(TOKEN), 'the endpoint token is in the log');
@@ -460,7 +468,7 @@ test('a client that disconnects mid-stream gets the result on resume; server kee
   }) });
   assert.equal(answer.status, 202);
   // Resume: the rest of the stream, ending with the call's result.
-  const resumed = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
+  const resumed = await request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', ...auth, 'mcp-session-id': sid, 'last-event-id': lastId } });
   assert.equal(resumed.status, 200, resumed.body);
   const msgs = sseEvents(resumed.body).filter((e) => e.data).map((e) => JSON.parse(e.data));
   const result = msgs.find((m) => m.id === 77);
@@ -468,7 +476,7 @@ test('a client that disconnects mid-stream gets the result on resume; server kee
   assert.match(result.result.content[0].text, /resumed fine/);
   // A reply written in full stays resumable (the client may not have read
   // it): a second resume replays the same result under the same event id.
-  const resume = () => request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': lastId } });
+  const resume = () => request(S.port, { method: 'GET', headers: { accept: 'text/event-stream', ...auth, 'mcp-session-id': sid, 'last-event-id': lastId } });
   const again = await resume();
   assert.equal(again.status, 200, again.body);
   const replayed = sseEvents(again.body).filter((e) => e.data && JSON.parse(e.data).id === 77);
