@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mcphub.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -456,6 +457,16 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
                  "port %d is the devbox's PTY server: reach it "
                  "through the tunnel_key and auth_token from create_pty_tunnel",
                  TUNNEL_PTY_PORT);
+        return -1;
+    }
+    /* Port 14 is the devbox's MCP Hub: it forwards a token's requests with
+     * the real upstream credential added, and serves the devbox only. */
+    if (c->port == MCPHUB_PORT) {
+        r->status = 404;
+        snprintf(r->msg, sizeof(r->msg),
+                 "port %d is the devbox's MCP Hub, reachable from inside the "
+                 "devbox only ($RL_MCP_URL); no tunnel serves it",
+                 MCPHUB_PORT);
         return -1;
     }
     if (hget(c, H_XHOST) != NULL && !t->authenticated) {

@@ -6,6 +6,7 @@
 // tools are listed and callable; other devboxes and other tokens get nothing.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Devboxd, rejectsWith, sourceDir } from './devboxd.mjs';
@@ -204,6 +205,58 @@ describe('MCP Hub inside a devbox', () => {
     assert.equal(hostTry, 'refused');
     await client.devboxes.shutdown(plain.id);
     await client.devboxes.shutdown(second.id);
+  });
+
+  // Port 14 used to be reachable through app tunnels like any other port:
+  // anyone given a preview URL (and a token that leaked from the devbox)
+  // could use the hub, which adds the real upstream credential. No tunnel
+  // reaches it now, whatever its auth mode and token.
+  test('no tunnel reaches the hub on port 14', async () => {
+    const token = (await client.devboxes.executeAndAwaitCompletion(box.id, { command: 'printf %s "$EVERY_MCP"' })).stdout;
+    const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+    const tport = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'tunnel', version: '1' } } });
+    const viaTunnel = (port, key, headers) => new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: tport, method: 'POST', path: '/mcp', agent: false,
+        headers: { host: `${port}-${key}.localhost:${tport}`, 'content-type': 'application/json',
+          accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => {
+          let json = null;
+          try { json = JSON.parse(text); } catch { /* not JSON */ }
+          resolve({ status: res.statusCode, text, json });
+        });
+      });
+      req.setTimeout(30000, () => req.destroy(new Error('no answer from the tunnel listener')));
+      req.on('error', reject);
+      req.end(init);
+    });
+
+    const open = await client.devboxes.enableTunnel(box.id, { auth_mode: 'open' });
+    try {
+      const r = await viaTunnel(14, open.tunnel_key, { authorization: `Bearer ${token}` });
+      assert.equal(r.status, 404, r.text.slice(0, 300));
+      assert.match(r.json.message, /port 14 is the devbox's MCP Hub/);
+      // The same key still routes other ports (nothing listens on 8080: 502).
+      const other = await viaTunnel(8080, open.tunnel_key, {});
+      assert.equal(other.status, 502, other.text);
+    } finally {
+      await client.devboxes.removeTunnel(box.id);
+    }
+    const authd = await client.devboxes.enableTunnel(box.id, { auth_mode: 'authenticated' });
+    try {
+      const r = await viaTunnel(14, authd.tunnel_key, {
+        'x-runloop-tunnel-authorization': `Bearer ${authd.auth_token}`, authorization: `Bearer ${token}` });
+      assert.equal(r.status, 404, r.text.slice(0, 300));
+      assert.match(r.json.message, /port 14 is the devbox's MCP Hub/);
+      const bare = await viaTunnel(14, authd.tunnel_key, { authorization: `Bearer ${authd.auth_token}` });
+      assert.equal(bare.status, 404, bare.text.slice(0, 300));
+    } finally {
+      await client.devboxes.removeTunnel(box.id);
+    }
   });
 
   test('deleting the config and secret keeps a created devbox working, across suspend/resume', async () => {
