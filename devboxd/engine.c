@@ -266,9 +266,12 @@ void engine_log_locked(struct engine *eng, struct devbox *box, const char *sourc
 
 /* ------------------------------------------------------ state machine */
 
-void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
-                              const char *failure_reason, const char *shutdown_reason)
+int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
+                             const char *failure_reason,
+                             const char *shutdown_reason)
 {
+    int rc;
+
     int64_t now = util_now_ms();
     cJSON *t = cJSON_CreateObject();
     char msg[160];
@@ -305,8 +308,9 @@ void engine_set_status_locked(struct engine *eng, struct devbox *box, int status
              failure_reason ? ": " : "", failure_reason ? failure_reason : "");
     engine_log_locked(eng, box, "entrypoint", status == DBX_FAILURE ? "error" : "info",
                       msg, NULL, 0);
-    engine_save_locked(eng, box);
+    rc = engine_save_locked(eng, box);
     pthread_cond_broadcast(&eng->changed);
+    return rc;
 }
 
 int engine_wait_locked(struct engine *eng, int64_t deadline_ms)
@@ -971,7 +975,7 @@ static int start_stop_locked(struct engine *eng, struct devbox *box, int target,
     job->box = box;
     job->target = target;
     job->reason = reason != NULL ? strdup(reason) : NULL;
-    if (target == DBX_SUSPENDED)
+    if (target == DBX_SUSPENDED && box->status != DBX_SUSPENDING)
         engine_set_status_locked(eng, box, DBX_SUSPENDING, NULL, NULL);
     box->busy = 1;
     if (spawn_detached(stop_thread, job) != 0) {
@@ -995,6 +999,26 @@ static int wait_not_busy_locked(struct engine *eng, struct devbox *box)
     return 0;
 }
 
+/* Lock held. Marks a running devbox suspending only once that is saved:
+ * on a full state disk the change is undone and the devbox keeps running
+ * (the caller answers 507, nothing acknowledged). */
+static int mark_suspending_locked(struct engine *eng, struct devbox *box)
+{
+    int64_t active_ms = box->active_ms;
+    int64_t active_since_ms = box->active_since_ms;
+    int n_transitions = cJSON_GetArraySize(box->transitions);
+
+    if (engine_set_status_locked(eng, box, DBX_SUSPENDING, NULL, NULL) == 0)
+        return 0;
+    box->status = DBX_RUNNING;
+    box->active_ms = active_ms;
+    box->active_since_ms = active_since_ms;
+    while (cJSON_GetArraySize(box->transitions) > n_transitions)
+        cJSON_DeleteItemFromArray(box->transitions, n_transitions);
+    pthread_cond_broadcast(&eng->changed);
+    return -1;
+}
+
 int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen)
 {
     int rc = 0;
@@ -1011,6 +1035,14 @@ int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t err
     if (wait_not_busy_locked(eng, box) != 0 || box->status != DBX_RUNNING) {
         snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
         rc = 409;
+        goto out;
+    }
+    if (mark_suspending_locked(eng, box) != 0) {
+        snprintf(err, errlen,
+                 "devboxd could not save the suspend of devbox %s "
+                 "(its state disk is full or not writable); it keeps running",
+                 box->id);
+        rc = 507;
         goto out;
     }
     if (start_stop_locked(eng, box, DBX_SUSPENDED, NULL) != 0) {

@@ -119,8 +119,11 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
                              size_t errlen);
 cJSON *engine_box_view_locked(struct devbox *box);
 int engine_save_locked(struct engine *eng, struct devbox *box);
-void engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
-                              const char *failure_reason, const char *shutdown_reason);
+/* Returns the result of saving the record (0, or -1 with util_write_error
+ * set): the change itself is made either way. */
+int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
+                             const char *failure_reason,
+                             const char *shutdown_reason);
 /* Lifecycle: 0, or an HTTP status with a message in err. */
 int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen);
 int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen);

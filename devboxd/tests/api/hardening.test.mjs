@@ -286,7 +286,7 @@ describe('full state disk', () => {
     }
   };
 
-  test('changes on a full disk are refused with 507 and survive nothing; files are not torn', async () => {
+  test('changes on a full disk (update, create, execute, write, suspend) are refused with 507 and survive nothing; files are not torn', async () => {
     fill();
     const raw = (p, body) => engine.raw('POST', p, { body: JSON.stringify(body),
       headers: { 'content-type': 'application/json' } });
@@ -305,6 +305,17 @@ describe('full state disk', () => {
     const rd = await raw(`/v1/devboxes/${box.id}/read_file_contents`, { file_path: 'f.txt' });
     assert.equal(rd.status, 200, rd.text);
     assert.equal(rd.text, 'A'.repeat(19000), 'the old file is intact');
+    // A suspend whose record cannot be saved used to answer 507 and suspend
+    // the devbox anyway; now it is refused and the devbox keeps running.
+    const sus = await raw(`/v1/devboxes/${box.id}/suspend`, {});
+    assert.equal(sus.status, 507, sus.text);
+    assert.match(sus.json.message, /engine's disk is full/);
+    const still = await client.devboxes.retrieve(box.id);
+    assert.equal(still.status, 'running', 'the refused suspend did not happen');
+    assert.ok(!still.state_transitions?.some((t) => t.status === 'suspending'),
+      JSON.stringify(still.state_transitions));
+    const rd2 = await raw(`/v1/devboxes/${box.id}/read_file_contents`, { file_path: 'f.txt' });
+    assert.equal(rd2.status, 200, 'the devbox still serves its files');
 
     rmSync(filler, { force: true });
     await engine.stop();
@@ -312,6 +323,10 @@ describe('full state disk', () => {
     client = engine.client({ maxRetries: 0 });
     const after = await client.devboxes.retrieve(box.id);
     assert.deepEqual(after.metadata, { v: 'old' }, 'the refused update did not happen');
+    const back = await client.devboxes.awaitRunning(box.id);
+    assert.equal(back.status, 'running', 'after a restart the devbox runs again, not suspended');
+    assert.ok(!back.state_transitions?.some((t) => t.status === 'suspending' || t.status === 'suspended'),
+      JSON.stringify(back.state_transitions));
     const names = [];
     for await (const b of client.devboxes.list({ limit: 100 })) names.push(b.name);
     assert.deepEqual(names, ['full'], 'the refused create left no devbox');
