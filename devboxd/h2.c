@@ -31,8 +31,10 @@
 #define H2_MAX_HEADER_BYTES (64 * 1024)
 #define H2_MAX_HEADERS 128
 /* Request body bytes one connection may have buffered for requests still
- * arriving (beyond: 503), and how long such a request may stall before the
- * connection is closed. */
+ * arriving (beyond: 503), and how long such a request may stall: a stream
+ * whose body gets no byte for that long is answered 408 and reset (its
+ * bytes freed, the connection's other streams go on); a connection stuck
+ * in an incomplete request head that long is closed. */
 #define H2_CONN_BODY_MAX ((size_t)HTTP_MAX_UPLOAD_BODY + HTTP_MAX_JSON_BODY)
 #define H2_BODY_STALL_MS 30000
 
@@ -47,6 +49,9 @@ struct h2_stream {
     size_t header_bytes;
     int headers_too_large;
     int refused; /* failed authorization: answered at once, body ignored */
+    int head_done;        /* the request head is complete */
+    int stalled;          /* body stalled: answered 408, then reset */
+    int64_t last_recv_ms; /* last byte of this stream's head or body */
     size_t counted; /* body bytes counted in conn->receiving */
     int dispatched;
     /* Response side, guarded by conn->lock. */
@@ -214,37 +219,47 @@ static void headers_too_large(struct http_response *resp)
                "and %d KiB of header data", H2_MAX_HEADERS, H2_MAX_HEADER_BYTES / 1024);
 }
 
+/* Hands resp's status, headers and (unless streamed) body to the
+ * connection thread, which submits them. */
+static void stream_take_response(struct h2_stream *st,
+                                 struct http_response *resp)
+{
+    struct h2_conn *c = st->conn;
+    size_t i;
+
+    pthread_mutex_lock(&c->lock);
+    st->status = resp->status;
+    for (i = 0; i < resp->n_headers; i++) {
+        st->headers[i] = resp->headers[i];
+        resp->headers[i].name = NULL;
+        resp->headers[i].value = NULL;
+    }
+    st->n_headers = resp->n_headers;
+    resp->n_headers = 0;
+    if (resp->stream == NULL) {
+        st->buf = resp->body;
+        st->buf_len = resp->body_len;
+        resp->body = NULL;
+        st->eof = 1;
+    }
+    st->resp_ready = 1;
+    pthread_mutex_unlock(&c->lock);
+    conn_wake(c);
+}
+
 static void *stream_worker(void *arg)
 {
     struct h2_stream *st = arg;
     struct h2_conn *c = st->conn;
     struct http_server *srv = c->srv;
     struct http_response resp;
-    size_t i;
 
     memset(&resp, 0, sizeof(resp));
     if (st->headers_too_large)
         headers_too_large(&resp);
     else
         http_dispatch(srv, &st->req, &resp);
-    pthread_mutex_lock(&c->lock);
-    st->status = resp.status;
-    for (i = 0; i < resp.n_headers; i++) {
-        st->headers[i] = resp.headers[i];
-        resp.headers[i].name = NULL;
-        resp.headers[i].value = NULL;
-    }
-    st->n_headers = resp.n_headers;
-    resp.n_headers = 0;
-    if (resp.stream == NULL) {
-        st->buf = resp.body;
-        st->buf_len = resp.body_len;
-        resp.body = NULL;
-        st->eof = 1;
-    }
-    st->resp_ready = 1;
-    pthread_mutex_unlock(&c->lock);
-    conn_wake(c);
+    stream_take_response(st, &resp);
     if (resp.stream != NULL)
         stream_pump(st, &resp);
     http_response_clear(&resp);
@@ -405,6 +420,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
     st->id = frame->hd.stream_id;
     st->refs = 1;
     st->req.trusted = c->trusted;
+    st->last_recv_ms = util_now_ms();
     pthread_cond_init(&st->space, NULL);
     pthread_mutex_lock(&c->lock);
     c->refs++;
@@ -465,6 +481,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     st = nghttp2_session_get_stream_user_data(session, stream_id);
     if (st == NULL || st->refused || st->dispatched)
         return 0;
+    st->last_recv_ms = util_now_ms();
     if (st->limit == 0)
         st->limit = http_body_limit(http_request_header(&st->req, "content-type"));
     /* Past its own limit a body is a 413 (nothing more buffered); else it
@@ -486,6 +503,8 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
  * read, and a failing request is answered (401) at once. */
 static void on_request_head(struct h2_conn *c, struct h2_stream *st)
 {
+    st->head_done = 1;
+    st->last_recv_ms = util_now_ms();
     if (st->headers_too_large || st->req.method == NULL || st->req.path == NULL)
         return;
     if (http_authorized(c->srv, &st->req)) {
@@ -548,6 +567,25 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id,
         return 0;
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
     stream_detach(c, st);
+    return 0;
+}
+
+/* A stalled stream's 408 went out whole: ask the client to stop sending
+ * its body (RFC 9113 8.1: RST_STREAM with NO_ERROR after a complete
+ * response), which also frees the stream. */
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame,
+                         void *user_data)
+{
+    struct h2_stream *st = NULL;
+
+    (void)user_data;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+        (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS))
+        return 0;
+    st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (st != NULL && st->stalled)
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, st->id,
+                                  NGHTTP2_NO_ERROR);
     return 0;
 }
 
@@ -617,18 +655,51 @@ static int conn_read(struct h2_conn *c)
 /* A connection with no open stream is closed after this long idle. */
 #define H2_IDLE_MS (10 * 60 * 1000)
 
-/* A request whose head or body stopped arriving for H2_BODY_STALL_MS:
- * its buffered bytes would otherwise be held for good. */
-static int conn_stalled(const struct h2_conn *c)
+/* Answers a stream whose body stopped arriving 408 without running the
+ * handler, and frees what it buffered; on_frame_send resets it once the
+ * answer is out. Connection thread. */
+static void stream_stall(struct h2_conn *c, struct h2_stream *st)
 {
-    const struct h2_stream *st;
+    struct http_response resp;
 
-    if (util_now_ms() - c->last_recv_ms < H2_BODY_STALL_MS)
-        return 0;
+    st->stalled = 1;
+    st->dispatched = 1;
+    c->receiving -= st->counted;
+    st->counted = 0;
+    http_request_clear(&st->req);
+    memset(&resp, 0, sizeof(resp));
+    util_error(&resp, 408,
+               "the request body stopped arriving: no byte for %d s; "
+               "the request was not run, send it again",
+               H2_BODY_STALL_MS / 1000);
+    stream_take_response(st, &resp);
+    http_response_clear(&resp);
+}
+
+/* Requests whose head or body stopped arriving for H2_BODY_STALL_MS: their
+ * buffered bytes would otherwise be held for good. A stalled body is its
+ * stream's alone (answered 408); a stalled head stops the whole connection
+ * (HTTP/2 allows no other frame inside a header block), which is then
+ * closed: returns -1. */
+static int conn_reap_stalled(struct h2_conn *c)
+{
+    struct h2_stream *st;
+    int64_t now = util_now_ms();
+    int stalled = 0;
+
     for (st = c->streams; st != NULL; st = st->next) {
-        if (!st->dispatched)
-            return 1;
+        if (st->dispatched || now - st->last_recv_ms < H2_BODY_STALL_MS)
+            continue;
+        if (!st->head_done) {
+            if (now - c->last_recv_ms >= H2_BODY_STALL_MS)
+                return -1;
+            continue;
+        }
+        stream_stall(c, st);
+        stalled = 1;
     }
+    if (stalled)
+        conn_service_streams(c);
     return 0;
 }
 
@@ -660,7 +731,7 @@ static void conn_loop(struct h2_conn *c)
                 continue;
             break;
         }
-        if (conn_stalled(c))
+        if (conn_reap_stalled(c) != 0)
             break;
         if (n == 0) {
             idle_ms = c->streams == NULL ? idle_ms + 1000 : 0;
@@ -717,6 +788,7 @@ void h2_serve_connection(struct http_server *srv, int fd, int slot, int is_unix)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
     if (nghttp2_session_server_new(&c->session, cbs, c) != 0)
         goto out;
     nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings,

@@ -421,6 +421,158 @@ describe('unauthenticated uploads', () => {
   });
 });
 
+// Authenticated bodies are buffered, but all of them together at most
+// 256 MiB: a body that would pass it is answered 503 (retry) and not
+// buffered, so concurrent uploads cannot take devboxd's memory with them.
+describe('authenticated request bodies', () => {
+  const engine = new Devboxd();
+  before(async () => { smallQuarantine(); await engine.start(); });
+  after(async () => { await engine.cleanup(); });
+
+  const MiB = 1 << 20;
+  const peakMiB = () => Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${engine.proc.pid}/status`, 'utf8'))[1]) / 1024;
+  const head = (size) => ({ 'content-type': 'multipart/form-data; boundary=xyz', 'content-length': String(size),
+    authorization: `Bearer ${engine.key}` });
+  const PATH = '/v1/devboxes/dbx_none/upload_file'; // answered 404 once the body is in
+  const big = Buffer.alloc(60 * MiB, 0x61);
+
+  const h1Upload = (size) => new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: engine.port, method: 'POST', agent: false, path: PATH,
+      headers: head(size) }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on('error', (e) => resolve({ status: `error ${e.code}` }));
+    req.setTimeout(120000, () => req.destroy());
+    req.end(big.subarray(0, size));
+  });
+
+  const h2Upload = (size) => new Promise((resolve) => {
+    const s = http2.connect(engine.baseURL);
+    s.on('error', () => {});
+    const st = s.request({ ':method': 'POST', ':path': PATH, ...head(size) });
+    st.on('response', (h) => { st.resume(); s.close(); resolve({ status: h[':status'] }); });
+    st.on('error', (e) => { s.close(); resolve({ status: `error ${e.code}` }); });
+    st.end(big.subarray(0, size));
+  });
+
+  // An upload announcing 60 MiB that sends its first bytes and then a byte
+  // every few seconds (never idle long enough to be closed).
+  const holdUpload = () => {
+    const req = http.request({ host: '127.0.0.1', port: engine.port, method: 'POST', agent: false, path: PATH,
+      headers: head(60 * MiB) });
+    req.on('error', () => {});
+    req.write(big.subarray(0, 64 * 1024));
+    const t = setInterval(() => req.write('a'), 3000);
+    return { req, release: () => { clearInterval(t); req.destroy(); } };
+  };
+
+  // TCP sockets of this network namespace: ports and queued bytes.
+  const tcpSockets = () => readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1).filter(Boolean).map((l) => {
+    const f = l.trim().split(/\s+/);
+    const [tx, rx] = f[4].split(':').map((h) => parseInt(h, 16));
+    return { lport: parseInt(f[1].split(':')[1], 16), rport: parseInt(f[2].split(':')[1], 16), tx, rx };
+  });
+  // devboxd has read the first bytes of every held upload (nothing left
+  // queued either way), so each has taken its share of the budget: a
+  // larger upload sent before that could take the budget a held one needs.
+  const heldTaken = (held) => {
+    const socks = tcpSockets();
+    return held.every(({ req }) => {
+      const lp = req.socket?.localPort;
+      const client = socks.find((x) => x.lport === lp && x.rport === engine.port);
+      const server = socks.find((x) => x.lport === engine.port && x.rport === lp);
+      return lp && client && server && req.socket.bytesWritten >= 64 * 1024 && client.tx === 0 && server.rx === 0;
+    });
+  };
+
+  test('uploads past 256 MiB buffered at once get 503 and devboxd stays bounded', async () => {
+    // Four held 60 MiB uploads reserve 240 MiB of the budget.
+    const held = Array.from({ length: 4 }, holdUpload);
+    try {
+      await waitFor(() => heldTaken(held), { timeoutMs: 60000, what: 'devboxd to read the held uploads' });
+      const busy = await h1Upload(20 * MiB);
+      assert.equal(busy.status, 503, `a 20 MiB upload past the budget: ${JSON.stringify(busy)}`);
+      assert.equal(busy.headers['x-should-retry'], 'true');
+      assert.equal(busy.headers['retry-after'], '1');
+      assert.match(JSON.parse(busy.body).message, /too many request bodies at once \(256 MiB buffered\); retry/);
+
+      // Eight more 60 MiB uploads at once (HTTP/1.1 and h2c): each is
+      // answered 503 and none of them is buffered.
+      const before = peakMiB();
+      const codes = await Promise.all([...Array.from({ length: 6 }, () => h1Upload(60 * MiB)),
+        h2Upload(60 * MiB), h2Upload(60 * MiB)]);
+      assert.deepEqual(codes.map((c) => c.status), Array(8).fill(503));
+      const grew = peakMiB() - before;
+      assert.ok(grew < 150, `eight refused 60 MiB uploads grew devboxd's peak RSS by ${grew.toFixed(0)} MiB`);
+      const me = await engine.raw('GET', '/v1/accounts/me');
+      assert.equal(me.status, 200, 'requests without a body still answer');
+    } finally {
+      for (const h of held) h.release();
+    }
+    // Once the held uploads are gone their share is free again.
+    const ok = await waitFor(async () => {
+      const r = await h1Upload(20 * MiB);
+      return r.status !== 503 ? r : null;
+    }, { timeoutMs: 90000, stepMs: 200, what: 'the budget to be released' });
+    assert.equal(ok.status, 404, ok.body);
+  });
+
+  // An h2c stream whose body stopped held its buffered bytes for as long
+  // as the connection had any other traffic (the stall timer was the
+  // connection's), and when it did fire it closed the whole connection.
+  // Now the stalled stream alone is answered 408 and reset.
+  test('an h2c stream whose body stops is answered 408 and reset; the other streams go on', async () => {
+    const s = http2.connect(engine.baseURL);
+    let sessionClosed = false;
+    s.on('close', () => { sessionClosed = true; });
+    s.on('error', () => {});
+    const auth = { authorization: `Bearer ${engine.key}` };
+    const get = () => new Promise((resolve) => {
+      const st = s.request({ ':path': '/v1/accounts/me', ...auth });
+      st.on('response', (h) => { st.resume(); resolve(h[':status']); });
+      st.on('error', (e) => resolve(`error ${e.code}`));
+      st.on('close', () => resolve('closed'));
+      st.end();
+    });
+    const stalled = s.request({ ':method': 'POST', ':path': PATH, ...head(MiB) });
+    const answer = new Promise((resolve) => {
+      stalled.on('response', (h) => {
+        let body = '';
+        stalled.setEncoding('utf8');
+        stalled.on('data', (d) => { body += d; });
+        stalled.on('end', () => resolve({ status: h[':status'], body }));
+      });
+      stalled.on('error', (e) => resolve({ status: `error ${e.code}` }));
+      stalled.on('close', () => resolve({ status: `closed (${stalled.rstCode})` }));
+    });
+    stalled.write(big.subarray(0, 64 * 1024));
+    // Other streams keep the connection busy meanwhile: that traffic must
+    // not keep the stalled body alive.
+    let stop = false;
+    const codes = [];
+    const traffic = (async () => {
+      while (!stop) {
+        codes.push(await get());
+        await sleep(2000);
+      }
+    })();
+    const r = await Promise.race([answer,
+      sleep(150000).then(() => ({ status: 'no answer within 150 s (the bound is 30 s)' }))]);
+    stop = true;
+    await traffic;
+    assert.equal(r.status, 408, r.body);
+    assert.match(JSON.parse(r.body).message, /request body stopped arriving: no byte for 30 s/);
+    await waitFor(() => stalled.closed, { timeoutMs: 30000, what: 'the stalled stream to be reset' });
+    assert.equal(stalled.rstCode, http2.constants.NGHTTP2_NO_ERROR);
+    assert.ok(codes.length >= 3 && codes.every((c) => c === 200), `requests beside it: ${codes}`);
+    assert.equal(await get(), 200, 'the connection still serves new streams');
+    assert.equal(sessionClosed, false);
+    s.close();
+  });
+});
+
 // 16 parallel reads of a 1.3 MB blueprint log took devboxd to 185 MiB (the
 // file, its JSON tree and the printed reply per reader). The log is now
 // streamed a line at a time.
