@@ -201,6 +201,40 @@ static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
                             "launch_parameters.lifecycle.after_idle", err, errlen);
 }
 
+/* {username, uid}: who commands run as (runc runtime: root inside). */
+static int check_user_parameters(const cJSON *up, char *err, size_t errlen)
+{
+    static const char *const fields[] = {"username", "uid", NULL};
+    const char *name = NULL;
+    int64_t uid = -1;
+
+    if (up == NULL || cJSON_IsNull(up))
+        return 0;
+    if (!cJSON_IsObject(up)) {
+        snprintf(err, errlen, "launch_parameters.user_parameters must be an object "
+                 "{username, uid}");
+        return -1;
+    }
+    if (util_check_fields(up, "launch_parameters.user_parameters", fields, err, errlen) != 0 ||
+        util_opt_string(up, "username", &name, err, errlen) != 0 ||
+        util_opt_int(up, "uid", 0, 60000, &uid, NULL, err, errlen) != 0)
+        return -1;
+    if (name == NULL || uid < 0) {
+        snprintf(err, errlen, "launch_parameters.user_parameters needs both username and uid "
+                 "(root is {\"username\": \"root\", \"uid\": 0})");
+        return -1;
+    }
+    if (!sandbox_valid_user(name, (uint32_t)uid, err, errlen))
+        return -1;
+    if (!sandbox_root_inside()) {
+        snprintf(err, errlen, "launch_parameters.user_parameters needs the runc runtime "
+                 "(start devboxd with RLMCP_DEVBOX_RUNTIME=runc); without it commands run as "
+                 "'user' (uid 1000)");
+        return -1;
+    }
+    return 0;
+}
+
 static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
 {
     const char *size = NULL;
@@ -235,12 +269,9 @@ static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
                  "local engine yet; remove it");
         return -1;
     }
-    it = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
-    if (not_empty(it)) {
-        snprintf(err, errlen, "launch_parameters.user_parameters is not supported by the "
-                 "local engine yet (commands run as 'user', home /home/user); remove it");
+    if (check_user_parameters(cJSON_GetObjectItemCaseSensitive(lp, "user_parameters"), err,
+                              errlen) != 0)
         return -1;
-    }
     it = cJSON_GetObjectItemCaseSensitive(lp, "available_ports");
     if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsArray(it)) {
         snprintf(err, errlen, "launch_parameters.available_ports must be an array");

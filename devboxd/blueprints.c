@@ -510,7 +510,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     if (images_path(NULL, &image, err, errlen) != 0)
         goto out;
     spec.image = image;
-    if (layers_prepare_box(holder, sbdir, b->id, &paths, &n, err, errlen) != 0)
+    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &n, err, errlen) != 0)
         goto out;
     spec.id = b->id;
     spec.dir = sbdir;
@@ -541,7 +541,7 @@ static int finish_sandbox(struct build *b, int keep, uid_t *owner, char *err, si
 
     if (b->sb == NULL)
         return keep ? -1 : 0;
-    *owner = sandbox_host_uid(b->sb);
+    *owner = sandbox_owner_uid(b->sb);
     sandbox_stop(b->sb);
     sandbox_release(b->sb);
     b->sb = NULL;

@@ -638,6 +638,23 @@ static void cancel_boot_locked(struct engine *eng, struct devbox *box, int why)
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Lock held: launch_parameters.user_parameters (checked at create), or
+ * NULL for the default "user". */
+static void box_user(struct devbox *box, char **name, uint32_t *uid)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *up = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
+    const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(up, "username"));
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(up, "uid");
+
+    *name = NULL;
+    *uid = 0;
+    if (n == NULL || !cJSON_IsNumber(u))
+        return;
+    *name = strdup(n);
+    *uid = (uint32_t)u->valuedouble;
+}
+
 static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
                               size_t errlen)
 {
@@ -647,6 +664,7 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     char *dir = NULL;
     char *image_name = NULL;
     char *image = NULL;
+    char *user_name = NULL;
     cJSON *chain = NULL;
     char **layers = NULL;
     size_t n_layers = 0;
@@ -661,6 +679,7 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     spec.net = (enum sb_network)box_network(box);
     image_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->spec, "_image"));
     image_name = image_name != NULL ? strdup(image_name) : NULL;
+    box_user(box, &user_name, &spec.user_uid);
     chain = cJSON_CreateObject();
     cJSON_AddItemToObject(chain, "_layers", cJSON_Duplicate(
         cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1));
@@ -674,13 +693,14 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
         goto out;
     spec.image = image;
     /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
-    if (layers_prepare_box(chain, dir, box->id, &layers, &n_layers, err, errlen) != 0)
+    if (layers_prepare_box(chain, dir, box->id, image != NULL, &layers, &n_layers, err, errlen) != 0)
         goto out;
     spec.lower_layers = (const char *const *)layers;
     spec.n_layers = n_layers;
     spec.id = box->id;
     spec.dir = dir;
     spec.env = (const char *const *)env;
+    spec.user_name = user_name;
     /* Sandbox starts intermittently fail before anything ran inside
      * ("bwrap: loopback: Failed RTM_NEWADDR"), more often when concurrent:
      * start one at a time (~40 ms each) and retry such a start twice. */
@@ -705,6 +725,7 @@ out:
     free(dir);
     free(image_name);
     free(image);
+    free(user_name);
     layers_free_paths(layers, n_layers);
     cJSON_Delete(chain);
     return rc;
@@ -1183,6 +1204,7 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
         return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
+    rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME"); /* runc | bwrap (default) */
     if (sandbox_init(&rt, err, errlen) != 0)
         return -1;
     eng->sandbox_ready = 1;

@@ -197,9 +197,10 @@ static int chown_one(const char *path, const struct stat *st, int flag, struct F
 {
     (void)flag;
     (void)ftw;
-    if (st->st_uid == chown_from || st->st_gid == chown_from) {
-        uid_t u = st->st_uid == chown_from ? chown_to : (uid_t)-1;
-        gid_t gr = st->st_gid == chown_from ? chown_to : (gid_t)-1;
+    uid_t u = sandbox_shift_uid(st->st_uid, chown_from, chown_to);
+    gid_t gr = sandbox_shift_uid(st->st_gid, chown_from, chown_to);
+
+    if (u != (uid_t)-1 || gr != (gid_t)-1) {
         mode_t keep = st->st_mode & 07777;
 
         if (lchown(path, u, gr) != 0)
@@ -402,8 +403,8 @@ out:
     return rc;
 }
 
-int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, char ***paths,
-                       size_t *n, char *err, size_t errlen)
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
+                       char ***paths, size_t *n, char *err, size_t errlen)
 {
     const cJSON *chain = cJSON_GetObjectItemCaseSensitive(spec, "_layers");
     char **out = NULL;
@@ -432,7 +433,7 @@ int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, cha
         goto out;
     }
     /* Same claim as sandbox_start makes next: it finds <sbdir>/uid. */
-    if (sb_uid_claim(sbdir, id, &uid, err, errlen) != 0)
+    if (sandbox_dir_owner(sbdir, id, image, &uid, err, errlen) != 0)
         goto out;
     for (k = 0; k < count; k++) {
         if (prepare_one(cJSON_GetArrayItem(chain, (int)k), sbdir, k, uid, &out[k], err,

@@ -14,6 +14,7 @@
 #define DEVBOXD_LAYERS_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "engine.h"
@@ -41,8 +42,8 @@ int64_t layers_size(const char *path);
 /* Before a sandbox start: copies the spec's "_layers" chain into
  * <sbdir>/layers/<k> owned by the devbox's host uid (claimed now; the same
  * uid sandbox_start will use).  Reuses copies made by an earlier boot. */
-int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, char ***paths,
-                       size_t *n, char *err, size_t errlen);
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
+                       char ***paths, size_t *n, char *err, size_t errlen);
 void layers_free_paths(char **paths, size_t n);
 /* Registry lock held: 1 if a live devbox, snapshot or blueprint (other than
  * except_id) has path in its layer chain; *who receives the user's id. */

@@ -89,6 +89,8 @@ void sandbox_shutdown_runtime(void)
     free(sb_rt.cgroup_root);
     free(sb_rt.cgroup_name);
     free(sb_rt.seccomp_prog);
+    free(sb_rt.runc_path);
+    free(sb_rt.runc_root);
     memset(&sb_rt, 0, sizeof(sb_rt));
 }
 
@@ -130,6 +132,45 @@ static int open_helper(const char *path, char *err, size_t errlen)
         return sb_err(err, errlen, -ENOEXEC, "%s is not a regular file", path);
     }
     return fd;
+}
+
+/* The runc runtime, when asked for: runc present, its state under
+ * <state_dir>/sandbox/runc, user namespaces available. */
+static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
+                     size_t errlen)
+{
+    int fd;
+
+    if (rt->runtime == NULL || rt->runtime[0] == '\0' ||
+        strcmp(rt->runtime, "bwrap") == 0)
+        return 0;
+    if (strcmp(rt->runtime, "runc") != 0)
+        return sb_err(err, errlen, -EINVAL,
+                      "unknown devbox runtime \"%.40s\" (runc, bwrap)",
+                      rt->runtime);
+    sb_rt.runc_path = dup_or(rt->runc_path, "/usr/sbin/runc");
+    if (sb_rt.runc_path == NULL ||
+        asprintf(&sb_rt.runc_root, "%s/runc", sbdir) < 0) {
+        sb_rt.runc_root = NULL;
+        return sb_err(err, errlen, -ENOMEM, "out of memory");
+    }
+    if (access(sb_rt.runc_path, X_OK) != 0)
+        return sb_err(err, errlen, -ENOENT,
+                      "%s missing; install runc (scripts/bootstrap) or "
+                      "use the bwrap runtime",
+                      sb_rt.runc_path);
+    if (mkdir_mode(sb_rt.runc_root, 0700) != 0)
+        return sb_err(err, errlen, -errno, "cannot create %s: %s",
+                      sb_rt.runc_root, strerror(errno));
+    fd = sb_oci_userns(SB_RANGE_BASE);
+    if (fd < 0)
+        return sb_err(err, errlen, fd,
+                      "user namespaces are unavailable (%s); the runc runtime "
+                      "needs them (sysctl user.max_user_namespaces > 0)",
+                      strerror(-fd));
+    close(fd);
+    sb_rt.use_runc = true;
+    return 0;
 }
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
@@ -184,6 +225,9 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
                strerror(-rc));
         goto out;
     }
+    rc = init_runc(rt, sbdir, err, errlen);
+    if (rc != 0)
+        goto out;
     sb_cg_detect();
     rc = sb_seccomp_program(&sb_rt.seccomp_prog, &sb_rt.seccomp_len);
     if (rc != 0) {
@@ -970,6 +1014,424 @@ out:
     return rc;
 }
 
+/* ---- the runc runtime ------------------------------------------------- */
+
+/* Opens each layer as O_PATH and names it "/proc/self/fd/N" to the
+ * overlay: the mount's options (shown in /proc/self/mountinfo inside)
+ * then hold no host paths. */
+static int fd_name(const char *path, int *fds, size_t *nfds, char *name,
+                   size_t len)
+{
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -errno;
+    fds[(*nfds)++] = fd;
+    snprintf(name, len, "/proc/self/fd/%d", fd);
+    return 0;
+}
+
+static int oci_fsconfig(int fsfd, const struct sb_spec *spec, const char *dir,
+                        int imgfd, int *fds, size_t *nfds)
+{
+    char name[64];
+    char path[PATH_MAX];
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < spec->n_layers && rc == 0; i++) {
+        rc = fd_name(spec->lower_layers[i], fds, nfds, name, sizeof(name));
+        if (rc == 0 &&
+            fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+            rc = -errno;
+    }
+    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_BASE);
+    if (rc == 0)
+        rc = fd_name(path, fds, nfds, name, sizeof(name));
+    if (rc == 0 &&
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+        rc = -errno;
+    snprintf(name, sizeof(name), "/proc/self/fd/%d", imgfd);
+    if (rc == 0 &&
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+        rc = -errno;
+    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_UPPER);
+    if (rc == 0)
+        rc = fd_name(path, fds, nfds, name, sizeof(name));
+    if (rc == 0 &&
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", name, 0) != 0)
+        rc = -errno;
+    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_WORK);
+    if (rc == 0)
+        rc = fd_name(path, fds, nfds, name, sizeof(name));
+    if (rc == 0 && fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", name, 0) != 0)
+        rc = -errno;
+    if (rc == 0 && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+        rc = -errno;
+    return rc;
+}
+
+/* The overlay of a runc devbox: its layers, the base layer and an
+ * idmapped view of the image (root-owned files belong to the devbox's
+ * root).  set-id programs work (sudo); device nodes do not. */
+static int mount_overlay_oci(const struct sb_spec *spec, uint32_t range,
+                             char *err, size_t errlen)
+{
+    char why[300];
+    int fds[SB_MAX_LAYERS + 4];
+    size_t nfds = 0;
+    int userns = -1;
+    int imgfd = -1;
+    int fsfd = -1;
+    int mfd = -1;
+    int rc = 0;
+
+    userns = sb_oci_userns(range);
+    if (userns < 0) {
+        rc = sb_err(err, errlen, userns,
+                    "cannot create the devbox's user namespace: %s",
+                    strerror(-userns));
+        goto out;
+    }
+    imgfd = sb_oci_idmapped(spec->image, userns);
+    if (imgfd < 0) {
+        rc = sb_err(err, errlen, imgfd,
+                    "cannot map the image %s to the devbox's ids: %s",
+                    spec->image, strerror(-imgfd));
+        goto out;
+    }
+    fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fsfd < 0) {
+        rc = sb_err(err, errlen, -errno, "overlayfs unavailable: %s",
+                    strerror(errno));
+        goto out;
+    }
+    rc = oci_fsconfig(fsfd, spec, spec->dir, imgfd, fds, &nfds);
+    if (rc != 0) {
+        sb_err(err, errlen, rc, "cannot mount the root overlay of %s: %s%s",
+               spec->dir, strerror(-rc), fs_log(fsfd, why, sizeof(why)));
+        goto out;
+    }
+    mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
+    if (mfd < 0)
+        rc = sb_err(err, errlen, -errno,
+                    "cannot mount the root overlay of %s: %s", spec->dir,
+                    strerror(errno));
+out:
+    while (nfds > 0)
+        close(fds[--nfds]);
+    if (fsfd >= 0)
+        close(fsfd);
+    if (imgfd >= 0)
+        close(imgfd);
+    if (userns >= 0)
+        close(userns);
+    return rc != 0 ? rc : mfd;
+}
+
+struct oci_launch {
+    char **argv;
+    int mntfd;
+    int master;
+    int agent_fd;
+    int ptyd_fd; /* or -1 */
+    int errpipe_w;
+    int devnull;
+};
+
+/* Runs between fork and exec: async-signal-safe calls only.  The overlay
+ * is attached in a mount namespace of this launcher's own, where runc
+ * finds it as the bundle's root. */
+static void oci_child(const struct oci_launch *l)
+{
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    int hi[4];
+    int i;
+
+    if (unshare(CLONE_NEWNS) != 0)
+        child_fail(l->errpipe_w, "unshare(mount)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        child_fail(l->errpipe_w, "make / private");
+    if (move_mount(l->mntfd, "", AT_FDCWD, SB_STAGE_DIR,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        child_fail(l->errpipe_w, "attach the root overlay");
+    hi[0] = fcntl(l->master, F_DUPFD, 10);
+    hi[1] = fcntl(l->agent_fd, F_DUPFD, 10);
+    hi[2] = fcntl(l->ptyd_fd >= 0 ? l->ptyd_fd : l->devnull, F_DUPFD, 10);
+    hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
+    for (i = 0; i < 4; i++) {
+        if (hi[i] < 0)
+            child_fail(l->errpipe_w, "dup");
+    }
+    if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 ||
+        dup2(hi[3], 2) < 0 || dup2(hi[0], AGENT_MASTER_FD) < 0 ||
+        dup2(hi[1], SB_OCI_AGENT_FD) < 0 || dup2(hi[2], SB_OCI_PTYD_FD) < 0)
+        child_fail(l->errpipe_w, "dup2");
+    close_range(SB_OCI_PTYD_FD + 1, ~0U, 0);
+    child_default_signals();
+    execve(l->argv[0], l->argv, envp);
+    child_fail(2, "exec runc");
+}
+
+/* The agent's hello, and its host pid: the kernel attaches the sender's
+ * credentials (SO_PASSCRED), translated into devboxd's pid namespace. */
+static int wait_hello_oci(struct sandbox *sb, char *err, size_t errlen)
+{
+    char buf[256];
+    char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+    struct msghdr mh;
+    struct cmsghdr *cm = NULL;
+    struct ucred cred = {0};
+    cJSON *js = NULL;
+    ssize_t n;
+    int rc;
+
+    rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    if (rc != 0)
+        return sb_err(err, errlen, rc,
+                      "the devbox agent did not start in time");
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    n = recvmsg(sb->master, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0)
+        return sb_err(err, errlen, -EIO,
+                      "the devbox agent exited during start");
+    buf[n] = '\0';
+    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS)
+            memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
+    }
+    js = cJSON_ParseWithLength(buf, (size_t)n);
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(js, "ev")) ||
+        strcmp(cJSON_GetObjectItemCaseSensitive(js, "ev")->valuestring,
+               "hello") != 0 ||
+        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(js, "version")) !=
+            AGENT_PROTO_VERSION)
+        rc = sb_err(err, errlen, -EPROTO,
+                    "the devbox agent spoke an unknown protocol");
+    cJSON_Delete(js);
+    if (rc == 0 && cred.pid <= 1)
+        rc = sb_err(err, errlen, -EPROTO, "the devbox agent's pid is unknown");
+    if (rc == 0) {
+        sb->init_pid = cred.pid;
+        sb->init_pidfd = pidfd_open(cred.pid, 0);
+        if (sb->init_pidfd < 0)
+            rc = sb_err(err, errlen, -errno,
+                        "the devbox agent exited during start");
+    }
+    return rc;
+}
+
+static int oci_argv(const struct sb_spec *spec, struct argvec *av, bool ptyd)
+{
+    av_add(av, sb_rt.runc_path);
+    av_add(av, "--root");
+    av_add(av, sb_rt.runc_root);
+    av_add(av, "run");
+    av_add(av, "--bundle");
+    av_add(av, spec->dir);
+    av_add(av, "--preserve-fds");
+    av_add(av, ptyd ? "3" : "2");
+    av_add(av, "--no-new-keyring");
+    av_add(av, spec->id);
+    return av->oom ? -ENOMEM : 0;
+}
+
+/* config.json in the devbox dir (root 0600), and no state of an earlier
+ * container of this id (a devboxd that died leaves it behind). */
+static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
+                        char *err, size_t errlen)
+{
+    struct sb_oci_conf c;
+    char home[128];
+    char path[PATH_MAX];
+    char *text = NULL;
+    int dirfd = -1;
+    int rc;
+
+    memset(&c, 0, sizeof(c));
+    c.id = spec->id;
+    c.cgroup_name = sb_rt.cgroup_name;
+    c.range = sb->range;
+    c.uid = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
+    c.user = spec->user_name != NULL ? spec->user_name : "user";
+    if (c.uid == 0)
+        snprintf(home, sizeof(home), "/root");
+    else
+        snprintf(home, sizeof(home), "/home/%s", c.user);
+    c.home = home;
+    c.env = spec->env;
+    c.with_ptyd = sb_rt.ptyd_path != NULL;
+    text = sb_oci_config(&c);
+    dirfd = open(spec->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    rc = text == NULL ? -ENOMEM
+         : dirfd < 0  ? -errno
+                      : sb_write_file(dirfd, "config.json", text, 0600);
+    if (rc != 0)
+        sb_err(err, errlen, rc, "cannot write the devbox's OCI bundle: %s",
+               strerror(-rc));
+    snprintf(path, sizeof(path), "%s/%s", sb_rt.runc_root, spec->id);
+    if (rc == 0)
+        sb_remove_tree(path);
+    if (dirfd >= 0)
+        close(dirfd);
+    free(text);
+    return rc;
+}
+
+static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
+                      size_t errlen)
+{
+    struct argvec av = {0};
+    struct oci_launch l;
+    int sp[2] = {-1, -1};
+    int errp[2] = {-1, -1};
+    int one = 1;
+    int rc;
+    pid_t pid;
+
+    memset(&l, 0, sizeof(l));
+    l.agent_fd = l.ptyd_fd = -1;
+    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    rc = write_bundle(sb, spec, err, errlen);
+    if (rc != 0)
+        goto out;
+    l.agent_fd = open_helper(sb_rt.agent_path, err, errlen);
+    if (l.agent_fd < 0) {
+        rc = l.agent_fd;
+        goto out;
+    }
+    if (sb_rt.ptyd_path != NULL) {
+        l.ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
+        if (l.ptyd_fd < 0) {
+            rc = l.ptyd_fd;
+            goto out;
+        }
+    }
+    if (oci_argv(spec, &av, l.ptyd_fd >= 0) != 0) {
+        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if (l.devnull < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
+        setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
+        pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
+        rc = sb_err(err, errlen, -errno, "cannot create sandbox channels: %s",
+                    strerror(errno));
+        goto out;
+    }
+    l.argv = av.v;
+    l.mntfd = sb->rootfd;
+    l.master = sp[1];
+    l.errpipe_w = errp[1];
+    pid = fork();
+    if (pid < 0) {
+        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0)
+        oci_child(&l);
+    sb->launcher_pid = pid;
+    sb->launcher_pidfd = pidfd_open(pid, 0);
+    sb->master = sp[0];
+    sp[0] = -1;
+    sb->errpipe_r = errp[0];
+    errp[0] = -1;
+    close(sp[1]);
+    sp[1] = -1;
+    close(errp[1]);
+    errp[1] = -1;
+    rc = wait_hello_oci(sb, err, errlen);
+    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
+        rc = start_slirp(sb, err, errlen);
+    if (rc != 0) {
+        /* runc says why on stderr once it gave up. */
+        if (sb->errpipe_r >= 0)
+            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 2000);
+        read_errpipe(sb->errpipe_r, err, errlen);
+    }
+out:
+    close_pair(sp);
+    close_pair(errp);
+    if (l.devnull >= 0)
+        close(l.devnull);
+    if (l.agent_fd >= 0)
+        close(l.agent_fd);
+    if (l.ptyd_fd >= 0)
+        close(l.ptyd_fd);
+    av_free(&av);
+    return rc;
+}
+
+bool sandbox_root_inside(void)
+{
+    return sb_rt.use_runc;
+}
+
+bool sandbox_valid_user(const char *name, uint32_t uid, char *err,
+                        size_t errlen)
+{
+    if (!sb_valid_user_name(name))
+        sb_err(err, errlen, -EINVAL,
+               "user name \"%.40s\" must be 1-32 of [a-z0-9_-], starting "
+               "with a letter or '_'",
+               name != NULL ? name : "");
+    else if (uid > 60000)
+        sb_err(err, errlen, -EINVAL, "uid %u is out of range; use 0-60000",
+               (unsigned)uid);
+    else if ((uid == 0) != (strcmp(name, "root") == 0))
+        sb_err(err, errlen, -EINVAL,
+               "uid 0 is the user \"root\" and \"root\" is uid 0");
+    else if (strcmp(name, "user") == 0 && uid != SB_INSIDE_UID)
+        sb_err(err, errlen, -EINVAL, "\"user\" is uid %d", SB_INSIDE_UID);
+    else
+        return true;
+    return false;
+}
+
+static int check_user(const struct sb_spec *spec, char *err, size_t errlen)
+{
+    if (spec->user_name == NULL)
+        return 0;
+    if (!sb_rt.use_runc || spec->image == NULL)
+        return sb_err(err, errlen, -ENOTSUP,
+                      "a user other than \"user\" needs the runc "
+                      "runtime and an image (RLMCP_DEVBOX_RUNTIME=runc)");
+    if (!sandbox_valid_user(spec->user_name, spec->user_uid, err, errlen))
+        return -EINVAL;
+    return 0;
+}
+
+/* Everything sandbox_start does for a runc devbox once sb exists. */
+static int start_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
+                     size_t errlen)
+{
+    uint32_t inside = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
+    int rc;
+
+    sb->oci = true;
+    rc = sb_range_claim(spec->dir, spec->id, &sb->range, err, errlen);
+    if (rc != 0)
+        return rc;
+    sb->uid = sb->range + inside;
+    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image,
+                            spec->user_name, inside, err, errlen);
+    if (rc != 0)
+        return rc;
+    sb->rootfd = mount_overlay_oci(spec, sb->range, err, errlen);
+    if (sb->rootfd < 0)
+        return sb->rootfd;
+    rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
+    if (rc != 0)
+        return rc;
+    sb->oom_base = sb_cg_oom_kills(&sb->cg);
+    return launch_oci(sb, spec, err, errlen);
+}
+
 int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen)
 {
     struct sandbox *sb = NULL;
@@ -977,6 +1439,8 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
 
     *out = NULL;
     rc = check_spec(spec, err, errlen);
+    if (rc == 0)
+        rc = check_user(spec, err, errlen);
     if (rc != 0)
         return rc;
     sb = sandbox_new(spec);
@@ -986,6 +1450,15 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
         rc = sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", spec->dir,
                     strerror(errno));
         goto fail;
+    }
+    if (sb_rt.use_runc && spec->image != NULL) {
+        rc = start_oci(sb, spec, err, errlen);
+        if (rc != 0)
+            goto fail;
+        close(sb->errpipe_r);
+        sb->errpipe_r = -1;
+        *out = sb;
+        return 0;
     }
     rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
     if (rc == 0)
@@ -1194,3 +1667,43 @@ int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
     pthread_mutex_unlock(&sb->lock);
     return 0;
 }
+uid_t sandbox_owner_uid(const struct sandbox *sb)
+{
+    return sb->oci ? sb->range : sb->uid;
+}
+
+int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner,
+                      char *err, size_t errlen)
+{
+    uint32_t range = 0;
+    int rc;
+
+    if (!(sb_rt.use_runc && image))
+        return sandbox_dir_uid(dir, id, owner, err, errlen);
+    if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
+        return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
+                      dir, strerror(errno));
+    rc = sb_range_claim(dir, id, &range, err, errlen);
+    *owner = range;
+    return rc;
+}
+
+/* Owners of SB_RANGE_BASE and above are ranges (inside uid 0 at the
+ * owner, "user" at +1000); below, a single uid that is "user". */
+uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to)
+{
+    bool from_range = from >= SB_RANGE_BASE;
+    bool to_range = to >= SB_RANGE_BASE;
+
+    if (from_range && to_range)
+        return u >= from && u - from < SB_RANGE_SIZE ? to + (u - from)
+                                                     : (uid_t)-1;
+    if (from_range)
+        return u == from + SB_INSIDE_UID ? to : (uid_t)-1;
+    if (to_range)
+        return u == from ? to + SB_INSIDE_UID : (uid_t)-1;
+    return u == from ? to : (uid_t)-1;
+}
+

@@ -50,6 +50,11 @@ struct sb_runtime {
     const char *cgroup_name; /* parent group name, default "devboxd" */
     uint32_t uid_base;       /* first host uid handed to devboxes, default 200000 */
     uint32_t uid_count;      /* size of the range, default 65536 */
+    /* Appended: the OCI runtime for devboxes on an image (root inside a
+     * user namespace).  NULL/"" = bubblewrap (the default), "runc" = runc
+     * at runc_path.  Devboxes without an image always use bubblewrap. */
+    const char *runtime;
+    const char *runc_path;   /* default: /usr/sbin/runc */
 };
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
@@ -81,10 +86,22 @@ struct sb_spec {
     struct sb_limits limits;
     enum sb_network net;
     const char *const *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */
+    /* Appended: who commands run as (runc runtime only; the bubblewrap
+     * runtime always runs "user" 1000).  NULL = "user" (1000); "root" with
+     * uid 0; another name is created in the devbox (home /home/<name>,
+     * passwordless sudo).  [a-z_][a-z0-9_-]{0,31}, uid 0-60000. */
+    const char *user_name;
+    uint32_t user_uid;
 };
 
 struct sandbox;
 struct sb_proc;
+
+/* True when devboxes on an image run under runc (root inside; user_name
+ * honoured). */
+bool sandbox_root_inside(void);
+/* Checks a user_name/user_uid pair; false with a message in err. */
+bool sandbox_valid_user(const char *name, uint32_t uid, char *err, size_t errlen);
 
 /* Mounts the root, creates cgroups, starts bwrap + agent (+ slirp4netns)
  * and returns once the agent answered.  Bounded: fails after 10 s. */
@@ -112,6 +129,16 @@ const char *sandbox_failure_reason(struct sandbox *sb);
 
 /* Host uid/gid the devbox's user runs as (uid 1000 inside). */
 uid_t sandbox_host_uid(const struct sandbox *sb);
+/* Who owns the devbox's writable layer on the host: the devbox uid
+ * (bubblewrap runtime) or the first id of its range (runc runtime). */
+uid_t sandbox_owner_uid(const struct sandbox *sb);
+/* The owner sandbox_start will use for dir: claims it as sandbox_start
+ * would (image: whether the devbox has one, which picks the runtime). */
+int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner, char *err,
+                      size_t errlen);
+/* The host id a layer file owned by u gets when a layer of owner `from`
+ * is handed to owner `to`; (uid_t)-1 when u stays as it is. */
+uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to);
 /* The same uid before the first start: claims it for dir (created if
  * missing) and records it there, as sandbox_start would (e.g. to hand
  * layer files to the devbox before it boots). */

@@ -406,25 +406,36 @@ static int claim_new(uid_t uid, const char *dir)
     return 0;
 }
 
-int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
+/* Which claims a devbox dir records: the bubblewrap runtime's single uid
+ * or the runc runtime's range. */
+struct claim_kind {
+    const char *file; /* in the devbox dir */
+    uint32_t first;
+    uint32_t count;   /* candidates */
+    uint32_t stride;
+};
+
+static int claim_in(const struct claim_kind *k, const char *dir, const char *id, uid_t *uid,
+                    char *err, size_t errlen)
 {
     char buf[32];
     char path[4096];
     char *end = NULL;
     unsigned long v;
+    uint64_t last = (uint64_t)k->first + (uint64_t)k->count * k->stride;
     uint32_t i;
     uint32_t start;
     uid_t cand;
     int rc;
     int dirfd = -1;
 
-    if (snprintf(path, sizeof(path), "%s/%s", dir, SB_FILE_UID) >= (int)sizeof(path))
+    if (snprintf(path, sizeof(path), "%s/%s", dir, k->file) >= (int)sizeof(path))
         return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
     if (sb_read_small(path, buf, sizeof(buf)) > 0) {
         v = strtoul(buf, &end, 10);
-        if (end == buf || v < sb_rt.uid_base || v >= (unsigned long)sb_rt.uid_base + sb_rt.uid_count)
+        if (end == buf || v < k->first || v >= last || (v - k->first) % k->stride != 0)
             return sb_err(err, errlen, -EINVAL, "%s holds no uid of the range %u+%u; remove it",
-                          path, sb_rt.uid_base, sb_rt.uid_count);
+                          path, k->first, (unsigned)(last - k->first));
         cand = (uid_t)v;
         rc = claim_matches(cand, dir);
         if (rc == -ENOENT)
@@ -435,9 +446,9 @@ int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t 
         *uid = cand;
         return 0;
     }
-    start = hash_str(id) % sb_rt.uid_count;
-    for (i = 0; i < sb_rt.uid_count; i++) {
-        cand = sb_rt.uid_base + (start + i) % sb_rt.uid_count;
+    start = hash_str(id) % k->count;
+    for (i = 0; i < k->count; i++) {
+        cand = k->first + ((start + i) % k->count) * k->stride;
         rc = claim_new(cand, dir);
         if (rc == -EEXIST)
             continue;
@@ -446,7 +457,7 @@ int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t 
                           strerror(-rc));
         snprintf(buf, sizeof(buf), "%u\n", (unsigned)cand);
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        rc = dirfd < 0 ? -errno : sb_write_file(dirfd, SB_FILE_UID, buf, 0600);
+        rc = dirfd < 0 ? -errno : sb_write_file(dirfd, k->file, buf, 0600);
         if (dirfd >= 0)
             close(dirfd);
         if (rc != 0) {
@@ -458,17 +469,34 @@ int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t 
         *uid = cand;
         return 0;
     }
-    return sb_err(err, errlen, -EUSERS, "all %u host uids are in use", sb_rt.uid_count);
+    return sb_err(err, errlen, -EUSERS, "all %u host uids are in use", k->count);
 }
 
-int sb_uid_release(const char *dir)
+int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
+{
+    struct claim_kind k = {SB_FILE_UID, sb_rt.uid_base, sb_rt.uid_count, 1};
+
+    return claim_in(&k, dir, id, uid, err, errlen);
+}
+
+int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen)
+{
+    struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE, SB_RANGE_SLOTS, SB_RANGE_SIZE};
+    uid_t v = 0;
+    int rc = claim_in(&k, dir, id, &v, err, errlen);
+
+    *base = (uint32_t)v;
+    return rc;
+}
+
+static int release_one(const char *dir, const char *file)
 {
     char path[4096];
     char buf[32];
     unsigned long v;
     char *end = NULL;
 
-    if (snprintf(path, sizeof(path), "%s/%s", dir, SB_FILE_UID) >= (int)sizeof(path))
+    if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
         return -ENAMETOOLONG;
     if (sb_read_small(path, buf, sizeof(buf)) <= 0)
         return 0;
@@ -482,6 +510,15 @@ int sb_uid_release(const char *dir)
     if (unlink(path) != 0 && errno != ENOENT)
         return -errno;
     return 0;
+}
+
+int sb_uid_release(const char *dir)
+{
+    int rc = release_one(dir, SB_FILE_UID);
+
+    if (rc == 0)
+        rc = release_one(dir, SB_FILE_RANGE);
+    return rc;
 }
 
 /* ---- removal ---------------------------------------------------------- */
@@ -511,5 +548,174 @@ int sb_remove_tree(const char *path)
     rc = nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     if (rc > 0)
         rc = -EIO;
+    return rc;
+}
+
+/* ---- runc runtime layout ----------------------------------------------- */
+
+bool sb_valid_user_name(const char *name)
+{
+    size_t i;
+
+    if (name == NULL || name[0] == '\0' || strlen(name) > 32 ||
+        !((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
+        return false;
+    for (i = 1; name[i] != '\0'; i++) {
+        char c = name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static __thread uid_t own_to;
+
+/* nftw: host root's entries of the base layer become the devbox root's. */
+static int own_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)type;
+    (void)ftw;
+    if (st->st_uid != 0 && st->st_gid != 0)
+        return 0;
+    if (lchown(path, st->st_uid == 0 ? own_to : (uid_t)-1,
+               st->st_gid == 0 ? own_to : (gid_t)-1) != 0)
+        return -1;
+    return 0;
+}
+
+/* Appends "line" to a copy of the image's etc/<file> in the base layer,
+ * unless the image already has an entry starting with "key:". */
+static int add_account_line(int basefd, const char *image, const char *file, const char *key,
+                            const char *line, mode_t mode)
+{
+    char path[4096];
+    char *text = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    size_t klen = strlen(key);
+    FILE *f = NULL;
+    char *p = NULL;
+    char *nl = NULL;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "%s/etc/%s", image, file);
+    f = fopen(path, "re");
+    if (f != NULL) {
+        text = calloc(1, 1 << 20);
+        len = text != NULL ? fread(text, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+        if (text == NULL)
+            return -ENOMEM;
+    }
+    for (p = text; p != NULL && *p != '\0'; p = nl != NULL ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        if (strncmp(p, key, klen) == 0 && p[klen] == ':')
+            goto out; /* the image has it */
+    }
+    if (asprintf(&out, "%s%s%s\n", text != NULL ? text : "",
+                 len > 0 && text[len - 1] != '\n' ? "\n" : "", line) < 0) {
+        out = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    snprintf(path, sizeof(path), "etc/%s", file);
+    rc = sb_write_file(basefd, path, out, mode);
+out:
+    free(text);
+    free(out);
+    return rc;
+}
+
+/* The copied shadow file keeps the image's group (shadow), mapped. */
+static int shadow_group(int basefd, const char *image, uint32_t range)
+{
+    char path[4096];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/etc/shadow", image);
+    if (stat(path, &st) != 0 || st.st_gid == 0)
+        return 0;
+    if (fchownat(basefd, "etc/shadow", 0, range + st.st_gid, AT_SYMLINK_NOFOLLOW) != 0 &&
+        errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+/* A user the image lacks: passwd, group and shadow entries (copies of the
+ * image's files plus one line), passwordless sudo, a home. */
+static int add_user(int basefd, const char *image, const char *user, uint32_t range,
+                    uint32_t uid)
+{
+    char line[256];
+    char path[128];
+    int rc;
+
+    snprintf(line, sizeof(line), "%s:x:%u:%u::/home/%s:/bin/bash", user, uid, uid, user);
+    rc = add_account_line(basefd, image, "passwd", user, line, 0644);
+    if (rc == 0) {
+        snprintf(line, sizeof(line), "%s:x:%u:", user, uid);
+        rc = add_account_line(basefd, image, "group", user, line, 0644);
+    }
+    /* PAM (sudo) wants a shadow entry; locked password, as "user" has. */
+    if (rc == 0) {
+        snprintf(line, sizeof(line), "%s:!:19675:0:99999:7:::", user);
+        rc = add_account_line(basefd, image, "shadow", user, line, 0640);
+    }
+    if (rc == 0)
+        rc = shadow_group(basefd, image, range);
+    if (rc == 0)
+        rc = mkdir_at(basefd, "etc/sudoers.d", 0755, 0, 0);
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "etc/sudoers.d/%s", user);
+        snprintf(line, sizeof(line), "%s ALL=(ALL:ALL) NOPASSWD: ALL\n", user);
+        rc = sb_write_file(basefd, path, line, 0440);
+    }
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "home/%s", user);
+        rc = mkdir_at(basefd, path, 0755, range + uid, range + uid);
+    }
+    return rc;
+}
+
+int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const char *image,
+                       const char *user, uint32_t uid, char *err, size_t errlen)
+{
+    char path[4096];
+    int dirfd = -1;
+    int basefd = -1;
+    int rc;
+
+    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID, true, err,
+                        errlen);
+    if (rc != 0)
+        return rc;
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir, strerror(errno));
+    basefd = openat(dirfd, SB_DIR_BASE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (basefd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    /* The devbox's "/" belongs to its root. */
+    if (fchownat(dirfd, SB_DIR_UPPER, range, range, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (user != NULL && strcmp(user, "user") != 0 && strcmp(user, "root") != 0)
+        rc = add_user(basefd, image, user, range, uid);
+    if (rc != 0)
+        goto out;
+    own_to = range;
+    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_BASE);
+    if (nftw(path, own_entry, 16, FTW_PHYS | FTW_MOUNT) != 0)
+        rc = errno != 0 ? -errno : -EIO;
+out:
+    if (rc != 0)
+        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
+    if (basefd >= 0)
+        close(basefd);
+    close(dirfd);
     return rc;
 }

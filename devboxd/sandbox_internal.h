@@ -26,6 +26,16 @@
 #define SB_DIR_WORK "work"   /* overlay workdir */
 #define SB_DIR_BASE "base"   /* generated lowest layer: /etc files, mountpoints */
 #define SB_FILE_UID "uid"    /* the host uid this devbox owns (decimal) */
+#define SB_FILE_RANGE "uidrange" /* runc runtime: first host id of its range */
+
+/* runc runtime: each devbox owns SB_RANGE_SIZE host ids from
+ * SB_RANGE_BASE + k * SB_RANGE_SIZE (k < SB_RANGE_SLOTS), all above the
+ * bubblewrap runtime's single uids. */
+#define SB_RANGE_SIZE 65536u
+#define SB_RANGE_BASE 1048576u
+#define SB_RANGE_SLOTS 4096u
+#define SB_OCI_AGENT_FD 4 /* runc --preserve-fds: 3 = master, 4 = agent, 5 = ptyd */
+#define SB_OCI_PTYD_FD 5
 
 /* Controllers, in the order the runtime uses them. */
 enum sb_ctl { SB_CG_MEMORY, SB_CG_PIDS, SB_CG_CPU, SB_CG_CPUACCT, SB_CG_FREEZER, SB_CG_N };
@@ -44,6 +54,9 @@ struct sb_rt {
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
     char *ptyd_path;    /* devboxd-ptyd next to the agent, NULL when not built */
     char *seccomp_prog; /* classic BPF for bwrap --seccomp (sandbox_seccomp.c) */
+    bool use_runc;      /* devboxes on an image run under runc (sandbox_oci.c) */
+    char *runc_path;
+    char *runc_root;    /* <state_dir>/sandbox/runc: runc's --root */
     size_t seccomp_len;
 };
 
@@ -107,6 +120,33 @@ uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
  * holding it, positioned at 0, for one bwrap launch. */
 int sb_seccomp_program(char **prog, size_t *len);
 int sb_seccomp_fd(void);
+
+struct cJSON;
+struct cJSON *sb_seccomp_oci(void); /* the same filter as OCI linux.seccomp */
+
+/* runc runtime (sandbox_oci.c). */
+struct sb_oci_conf {
+    const char *id;
+    const char *cgroup_name;
+    uint32_t range;        /* first host id */
+    uint32_t uid;          /* who the agent and commands run as, inside */
+    const char *user;
+    const char *home;
+    const char *const *env;
+    bool with_ptyd;
+};
+int sb_oci_userns(uint32_t base);
+int sb_oci_idmapped(const char *path, int userns_fd);
+char *sb_oci_config(const struct sb_oci_conf *c); /* config.json text, malloc'd */
+
+/* Range claims (sandbox_fs.c): like sb_uid_claim, for the runc runtime. */
+int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen);
+/* runc runtime layout: base layer owned by the devbox's root (range), the
+ * user's home and, for a user the image lacks, its passwd/group/sudoers
+ * entries.  image: the image root (its /etc/passwd is read). */
+int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const char *image,
+                       const char *user, uint32_t uid, char *err, size_t errlen);
+bool sb_valid_user_name(const char *name);
 
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);

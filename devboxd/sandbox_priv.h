@@ -26,6 +26,8 @@ struct sandbox {
     uint64_t oom_base;
     const char *failure;
     bool stopped;
+    bool oci;             /* run by runc (sandbox_oci.c): root inside a user namespace */
+    uint32_t range;       /* oci: first host id of the devbox's range */
 };
 
 int64_t sb_now_ms(void);

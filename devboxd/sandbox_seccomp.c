@@ -5,7 +5,9 @@
 #define _GNU_SOURCE
 #include "sandbox_internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@ static const char *const denied[] = {
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "reboot", "swapon", "swapoff", "acct", "quotactl", "open_by_handle_at",
     "lookup_dcookie", "syslog", "vhangup",
+    /* asynchronous I/O that bypasses the seccomp checks of each operation */
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
     NULL,
 };
 
@@ -88,6 +92,62 @@ out:
         close(fd);
     seccomp_release(ctx);
     return rc;
+}
+
+static cJSON *oci_rule(const char *const *names, int errno_ret, unsigned idx,
+                       uint64_t mask, uint64_t value)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(r, "names");
+    cJSON *args = NULL;
+    cJSON *arg = NULL;
+    size_t i;
+
+    for (i = 0; names[i] != NULL; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
+    cJSON_AddStringToObject(r, "action", "SCMP_ACT_ERRNO");
+    cJSON_AddNumberToObject(r, "errnoRet", errno_ret);
+    if (mask != 0) {
+        args = cJSON_AddArrayToObject(r, "args");
+        arg = cJSON_CreateObject();
+        cJSON_AddNumberToObject(arg, "index", idx);
+        cJSON_AddNumberToObject(arg, "value", (double)mask);
+        cJSON_AddNumberToObject(arg, "valueTwo", (double)value);
+        cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ");
+        cJSON_AddItemToArray(args, arg);
+    }
+    return r;
+}
+
+/* The same deny list as an OCI "linux.seccomp" object for runc, plus what
+ * bubblewrap's --disable-userns did: no nested user namespaces (clone and
+ * unshare with CLONE_NEWUSER; clone3, whose flags a filter cannot read,
+ * answers ENOSYS so libc falls back to clone). */
+cJSON *sb_seccomp_oci(void)
+{
+    static const char *const ioctl_n[] = {"ioctl", NULL};
+    static const char *const userns_n[] = {"unshare", "clone", NULL};
+    static const char *const clone3_n[] = {"clone3", NULL};
+    static const char *const archs[] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86",
+                                        "SCMP_ARCH_X32", NULL};
+    cJSON *s = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(s, "architectures");
+    cJSON *rules = NULL;
+    size_t i;
+
+    cJSON_AddStringToObject(s, "defaultAction", "SCMP_ACT_ALLOW");
+    for (i = 0; archs[i] != NULL; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(archs[i]));
+    rules = cJSON_AddArrayToObject(s, "syscalls");
+    cJSON_AddItemToArray(rules, oci_rule(denied, EPERM, 0, 0, 0));
+    cJSON_AddItemToArray(rules,
+                         oci_rule(ioctl_n, EPERM, 1, 0xffffffffu, TIOCSTI));
+    cJSON_AddItemToArray(rules,
+                         oci_rule(ioctl_n, EPERM, 1, 0xffffffffu, TIOCLINUX));
+    cJSON_AddItemToArray(
+        rules, oci_rule(userns_n, EPERM, 0, CLONE_NEWUSER, CLONE_NEWUSER));
+    cJSON_AddItemToArray(rules, oci_rule(clone3_n, ENOSYS, 0, 0, 0));
+    return s;
 }
 
 int sb_seccomp_fd(void)

@@ -211,7 +211,7 @@ static int claim_box_locked(struct engine *eng, struct devbox *box, struct snap_
                    "(resume a suspended one first)", box->id, dbx_status_name(box->status));
         return -1;
     }
-    job->uid = sandbox_host_uid(box->sb);
+    job->uid = sandbox_owner_uid(box->sb);
     *chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1);
     *bp = rec_str(box->spec, "blueprint_id");
     box->io_refs++;

@@ -592,19 +592,58 @@ static int event_loop(int master, int sfd)
     }
 }
 
+/* --ptyd-fd N (runc runtime): the PTY server's binary, handed over as an
+ * open file, becomes <state_dir>/ptyd; then no fd but the master stays. */
+static int install_ptyd(int fd)
+{
+    char path[PATH_MAX];
+    char buf[65536];
+    ssize_t n;
+    int out = -1;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "%s/ptyd", state_dir);
+    out =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0555);
+    if (out < 0)
+        return -1;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        if (write(out, buf, (size_t)n) != n) {
+            rc = -1;
+            break;
+        }
+    }
+    if (n < 0)
+        rc = -1;
+    close(out);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     char shells[PATH_MAX];
     int sfd = -1;
     int master = AGENT_MASTER_FD;
+    int ptyd_fd = -1;
+    bool oci = false;
     struct stat st;
     cJSON *hello = NULL;
+    int i;
 
-    if (argc == 3 && strcmp(argv[1], "--state-dir") == 0 && argv[2][0] == '/') {
-        state_dir = argv[2];
-    } else if (argc != 1) {
-        fprintf(stderr, "usage: devboxd-agent [--state-dir /abs/dir]\n");
-        return 2;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc &&
+            argv[i + 1][0] == '/') {
+            state_dir = argv[++i];
+        } else if (strcmp(argv[i], "--ptyd-fd") == 0 && i + 1 < argc) {
+            ptyd_fd = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--oci") == 0) {
+            oci = true; /* started by runc from an inherited fd */
+        } else {
+            fprintf(stderr,
+                    "usage: devboxd-agent [--state-dir /abs/dir] [--oci] "
+                    "[--ptyd-fd N]\n");
+            return 2;
+        }
     }
     if (fstat(master, &st) != 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "devboxd-agent: fd %d is not the devboxd socket; run by devboxd only\n",
@@ -616,19 +655,25 @@ int main(int argc, char **argv)
      * our sockets with pidfd_getfd and speak to devboxd in our name.
      * Commands are dumpable again after their execve. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_NAME, "devboxd-agent", 0, 0, 0); /* runc starts us as "4" */
     signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&child_mask);
-    sigaddset(&child_mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &child_mask, NULL);
-    sfd = signalfd(-1, &child_mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0)
-        return 2;
     snprintf(shells, sizeof(shells), "%s/shells", state_dir);
     if ((mkdir(state_dir, 0700) != 0 && errno != EEXIST) ||
         (mkdir(shells, 0700) != 0 && errno != EEXIST)) {
         fprintf(stderr, "devboxd-agent: cannot create %s: %s\n", shells, strerror(errno));
         return 2;
     }
+    if (ptyd_fd > AGENT_MASTER_FD && install_ptyd(ptyd_fd) != 0)
+        fprintf(stderr, "devboxd-agent: cannot install the PTY server: %s\n",
+                strerror(errno));
+    if (oci)
+        close_range(AGENT_MASTER_FD + 1, ~0U, 0);
+    sigemptyset(&child_mask);
+    sigaddset(&child_mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &child_mask, NULL);
+    sfd = signalfd(-1, &child_mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        return 2;
     hello = cJSON_CreateObject();
     cJSON_AddStringToObject(hello, "ev", "hello");
     cJSON_AddNumberToObject(hello, "version", AGENT_PROTO_VERSION);

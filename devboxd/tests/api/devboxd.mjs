@@ -30,10 +30,11 @@ export async function waitFor(cond, { timeoutMs = 30000, stepMs = 50, what = 'co
 }
 
 export class Devboxd {
-  constructor({ stateDir, extraArgs = [] } = {}) {
+  constructor({ stateDir, extraArgs = [], env = {} } = {}) {
     this.ownDir = !stateDir;
     this.stateDir = stateDir ?? mkdtempSync(path.join(tmpdir(), 'devboxd-api-'));
     this.extraArgs = extraArgs;
+    this.env = env; // added to devboxd's environment (RLMCP_DEVBOX_RUNTIME, ...)
     this.bin = devboxdBin; // a benchmark may point this at a peer build
     this.proc = null;
     this.stderr = '';
@@ -44,7 +45,7 @@ export class Devboxd {
     rmSync(pidFile, { force: true });
     this.stderr = '';
     this.proc = spawn(this.bin, ['--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
-      ...this.extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+      ...this.extraArgs], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...this.env } });
     this.proc.stderr.on('data', (d) => { this.stderr += d.toString(); });
     const exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
     this.exited = exited;
