@@ -1306,11 +1306,62 @@ static int parse_aliases(struct ctx *c, const yaml_node_t *v,
     return 0;
 }
 
+/* One tools.timeout_ms entry: TOOL (or plugin:NAME): milliseconds. */
+static int parse_timeout(struct ctx *c, const yaml_node_t *k,
+                         const yaml_node_t *v, struct host_tools_config *t)
+{
+    char *name = NULL;
+    char what[200];
+    unsigned long long x = 0;
+
+    if (get_string(c, k, "tools.timeout_ms", &name) < 0)
+        return -1;
+    if (name == NULL || name[0] == '\0') {
+        free(name);
+        FAIL(c, k,
+             "empty tool name in 'tools.timeout_ms'; write TOOL: "
+             "MILLISECONDS, e.g. execute_command: 600000");
+        return -1;
+    }
+    t->timeouts[t->n_timeouts].name = name;
+    t->timeouts[t->n_timeouts].pos = pos_of(k);
+    t->n_timeouts++;
+    snprintf(what, sizeof(what), "tools.timeout_ms.%.150s", name);
+    if (get_uint(c, v, what, 100, 86400000ULL, &x) < 0)
+        return -1;
+    t->timeout_ms[t->n_timeouts - 1] = (unsigned)x;
+    return 0;
+}
+
+static int parse_timeouts(struct ctx *c, const yaml_node_t *n,
+                          struct host_tools_config *t)
+{
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    size_t count = 0;
+
+    if (check_mapping(c, n, "tools.timeout_ms") < 0)
+        return -1;
+    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    t->timeouts = calloc(count ? count : 1, sizeof(*t->timeouts));
+    t->timeout_ms = calloc(count ? count : 1, sizeof(*t->timeout_ms));
+    if (t->timeouts == NULL || t->timeout_ms == NULL) {
+        FAIL(c, n, "out of memory");
+        return -1;
+    }
+    FOR_PAIRS(c, n, k, v)
+    {
+        if (parse_timeout(c, k, v, t) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_tools(struct ctx *c, const yaml_node_t *n,
                        struct host_tools_config *t)
 {
-    static const char *const keys[] = {"allow", "exclude", "read_only",
-                                       "aliases", NULL};
+    static const char *const keys[] = {"allow",   "exclude",    "read_only",
+                                       "aliases", "timeout_ms", NULL};
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
 
@@ -1335,6 +1386,10 @@ static int parse_tools(struct ctx *c, const yaml_node_t *n,
             break;
         case 3:
             if (parse_aliases(c, v, t) < 0)
+                return -1;
+            break;
+        case 4:
+            if (parse_timeouts(c, v, t) < 0)
                 return -1;
             break;
         default:
@@ -1445,7 +1500,9 @@ static int parse_root(struct ctx *c, const yaml_node_t *root,
     if (check_tool_refs(c, cfg, cfg->tools.allow, cfg->tools.n_allow,
                         "tools.allow") < 0 ||
         check_tool_refs(c, cfg, cfg->tools.exclude, cfg->tools.n_exclude,
-                        "tools.exclude") < 0)
+                        "tools.exclude") < 0 ||
+        check_tool_refs(c, cfg, cfg->tools.timeouts, cfg->tools.n_timeouts,
+                        "tools.timeout_ms") < 0)
         return -1;
     return 0;
 }
@@ -1632,6 +1689,8 @@ void config_free(struct host_config *cfg)
     free(cfg->plugins);
     free_names(cfg->tools.allow, cfg->tools.n_allow);
     free_names(cfg->tools.exclude, cfg->tools.n_exclude);
+    free_names(cfg->tools.timeouts, cfg->tools.n_timeouts);
+    free(cfg->tools.timeout_ms);
     for (i = 0; i < cfg->tools.n_aliases; i++) {
         struct config_alias *a = &cfg->tools.aliases[i];
         free(a->from);

@@ -124,6 +124,11 @@ struct host_tools_config {
     bool read_only;
     struct config_alias *aliases;
     size_t n_aliases;
+    /* tools.timeout_ms: a default time limit per tool (or plugin:NAME),
+     * over the plugin's own and host.call_timeout_ms. */
+    struct config_name *timeouts;
+    unsigned *timeout_ms; /* parallel to timeouts */
+    size_t n_timeouts;
 };
 
 struct host_config {

@@ -38,7 +38,7 @@ struct tool_entry {
     bool read_only;       /* annotations.readOnlyHint == true */
     bool selected;        /* exposed by this deployment */
     uint32_t flags;       /* RLMCP_TOOL_* */
-    uint32_t timeout_ms;  /* effective: def or deployment default */
+    uint32_t timeout_ms;  /* effective: tools.timeout_ms, def, host default */
     rlmcp_tool_fn handler;
     void *user_data;
     void (*user_data_free)(void *user_data);
@@ -135,12 +135,12 @@ void registry_release_plugin(struct registry *reg,
 
 /*
  * Apply the deployment's tools: selection (read_only > exclude > allow;
- * aliases rename tools and parameters), fill timeouts (default_timeout_ms
- * when the def says 0), sort by exposed name, serialise each list_json and
- * freeze. sel may be NULL (every tool). file names the deployment in
- * errors. lenient (on_plugin_error: skip) turns unknown tool names into
- * warnings, since a skipped plugin's tools are unknown. Returns 0, or -1
- * with "file:line:col: ..." in err.
+ * aliases rename tools and parameters), fill timeouts (tools.timeout_ms,
+ * else the def's, else default_timeout_ms), sort by exposed name, serialise
+ * each list_json and freeze. sel may be NULL (every tool). file names the
+ * deployment in errors. lenient (on_plugin_error: skip) turns unknown tool
+ * names into warnings, since a skipped plugin's tools are unknown. Returns 0,
+ * or -1 with "file:line:col: ..." in err.
  */
 int registry_select(struct registry *reg, const struct host_tools_config *sel,
                     const char *file, bool lenient, unsigned default_timeout_ms,

@@ -410,6 +410,29 @@ static int check_collisions(struct sel_ctx *c, struct tool_entry **sel,
     return 0;
 }
 
+/*
+ * The deployment's time limit for t (tools.timeout_ms), 0 when it sets
+ * none: an entry naming the tool wins over a plugin:NAME one.
+ */
+static unsigned configured_timeout(struct registry *reg,
+                                   const struct host_tools_config *sel,
+                                   const struct tool_entry *t)
+{
+    unsigned by_plugin = 0;
+    size_t i = 0;
+
+    if (sel == NULL)
+        return 0;
+    for (i = 0; i < sel->n_timeouts; i++) {
+        if (!name_matches(reg, sel, &sel->timeouts[i], t))
+            continue;
+        if (strncmp(sel->timeouts[i].name, "plugin:", 7) != 0)
+            return sel->timeout_ms[i];
+        by_plugin = sel->timeout_ms[i];
+    }
+    return by_plugin;
+}
+
 static int collect_names(struct sel_ctx *c)
 {
     size_t n = registry_all_tool_count(c->reg);
@@ -443,7 +466,9 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
         goto oom;
     if (sel != NULL &&
         (check_names(&c, sel->allow, sel->n_allow, "tools.allow") < 0 ||
-         check_names(&c, sel->exclude, sel->n_exclude, "tools.exclude") < 0))
+         check_names(&c, sel->exclude, sel->n_exclude, "tools.exclude") < 0 ||
+         check_names(&c, sel->timeouts, sel->n_timeouts, "tools.timeout_ms") <
+             0))
         goto out;
     if (apply_aliases(&c) < 0)
         goto out;
@@ -451,7 +476,10 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
     if (chosen == NULL)
         goto oom;
     for (i = 0; (t = registry_tool_raw_(reg, i)) != NULL; i++) {
-        if (t->timeout_ms == 0)
+        unsigned ms = configured_timeout(reg, sel, t);
+        if (ms != 0)
+            t->timeout_ms = ms;
+        else if (t->timeout_ms == 0)
             t->timeout_ms = default_timeout_ms;
         if (is_selected(reg, sel, t))
             chosen[n++] = t;

@@ -10,7 +10,9 @@
 //    of sessions with calls running answers 429 naming max_sessions;
 //  - credential binding: a request on a session with another key, or none,
 //    is 403 (POST, GET resume, DELETE) without echoing anything secret; the
-//    same key in either header is accepted.
+//    same key in either header is accepted;
+//  - the deployment's per-tool time limit (tools.timeout_ms) ends a call that
+//    passes no timeout argument.
 // The servers run the conformance fixtures on a cloud backend nothing
 // answers (127.0.0.1:9): no tool here calls Runloop.
 import { test, after } from 'node:test';
@@ -38,18 +40,18 @@ function baseEnv() {
   return env;
 }
 
-function writeConf(name, httpOpts) {
+function writeConf(name, httpOpts, extra = []) {
   const lines = ['server:', '  name: http-sessions', '  http:', '    listen: 127.0.0.1:0'];
   for (const [k, v] of Object.entries(httpOpts)) lines.push(`    ${k}: ${JSON.stringify(v)}`);
-  lines.push('runloop:', '  backend: cloud', '  base_url: http://127.0.0.1:9', 'plugins:', '  - name: conformance', '');
+  lines.push('runloop:', '  backend: cloud', '  base_url: http://127.0.0.1:9', 'plugins:', '  - name: conformance', ...extra, '');
   const file = path.join(work, `${name}.yaml`);
   writeFileSync(file, lines.join('\n'));
   return file;
 }
 
 // Start runloop-mcp; resolve once it logs its port (bounded: 60 s).
-function startServer(name, httpOpts = {}) {
-  const child = spawn(BIN, ['-c', writeConf(name, httpOpts), '--transport', 'http', '--log-level', 'info'], {
+function startServer(name, httpOpts = {}, extra = []) {
+  const child = spawn(BIN, ['-c', writeConf(name, httpOpts, extra), '--transport', 'http', '--log-level', 'info'], {
     env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'],
   });
   const srv = { child, log: '', port: 0, exited: false };
@@ -284,4 +286,23 @@ test('a session is bound to the credentials that opened it: 403 for another key,
   await stopServer(srv);
   assert.ok(!srv.log.includes(KEY_A) && !srv.log.includes(KEY_B), 'a key is in the log');
   assert.match(srv.log, /refused a request with other credentials/);
+});
+
+test('tools.timeout_ms: a call without a timeout argument ends at the deployment\'s limit for that tool', async () => {
+  const srv = await startServer('tooltimeout', {}, ['tools:', '  timeout_ms:', '    test_sampling: 1500']);
+  const sid = await openSession(srv.port, K);
+  // test_sampling waits for a sampling answer that never comes.
+  const r = await request(srv.port, {
+    headers: inSession(sid, K),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_sampling', arguments: { prompt: 'hi' } } }),
+  });
+  assert.equal(r.status, 200, r.body);
+  const msg = r.body.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6)
+    .map((l) => JSON.parse(l.slice(6))).find((m) => m.id === 9);
+  assert.ok(msg, r.body);
+  const text = msg.result?.content?.[0]?.text ?? JSON.stringify(msg);
+  assert.equal(msg.result?.isError, true, text);
+  assert.equal(JSON.parse(text).error.code, 'timeout', text);
+  assert.match(text, /1500 ms/);
+  await stopServer(srv);
 });

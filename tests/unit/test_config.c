@@ -90,6 +90,7 @@ static void test_full_file(void **state)
         "    allow_query_key: yes\n"
         "    max_body_bytes: 65536\n"
         "    max_sessions: 3\n"
+        "    max_sessions_per_client: 2\n"
         "    session_idle_seconds: 60\n"
         "    max_connections: 9\n"
         "host:\n"
@@ -133,6 +134,7 @@ static void test_full_file(void **state)
     assert_true(cfg.server.http.allow_query_key);
     assert_int_equal(cfg.server.http.max_body_bytes, 65536);
     assert_int_equal(cfg.server.http.max_sessions, 3);
+    assert_int_equal(cfg.server.http.max_sessions_per_client, 2);
     assert_int_equal(cfg.server.http.session_idle_seconds, 60);
     assert_int_equal(cfg.server.http.max_connections, 9);
     assert_non_null(strstr(cfg.server.http.raw_json, "\"max_sessions\":3"));
@@ -153,7 +155,7 @@ static void test_full_file(void **state)
     assert_true(cfg.tools.allow_set);
     assert_int_equal(cfg.tools.n_allow, 2);
     assert_string_equal(cfg.tools.allow[1].name, "plugin:files");
-    assert_int_equal(cfg.tools.allow[0].pos.line, 32);
+    assert_int_equal(cfg.tools.allow[0].pos.line, 33);
     assert_int_equal(cfg.tools.allow[0].pos.col, 11);
     assert_string_equal(cfg.tools.exclude[0].name, "kill");
     assert_true(cfg.tools.read_only);
@@ -174,7 +176,8 @@ static void test_unknown_keys(void **state)
 {
     expect_error("plugins: []\ntools:\n  alow: [x]\n",
                  "t.yaml:3:3: unknown key 'alow' in 'tools'; did you mean "
-                 "'allow'? (allowed: allow, exclude, read_only, aliases)",
+                 "'allow'? (allowed: allow, exclude, read_only, aliases, "
+                 "timeout_ms)",
                  NULL);
     expect_error("plugins: []\nsrever: {}\n",
                  "t.yaml:2:1: unknown key 'srever'", "did you mean 'server'?",
@@ -191,6 +194,46 @@ static void test_unknown_keys(void **state)
                  "t.yaml:4:5: unknown key 'listn' in 'server.http'", NULL);
     expect_error("plugins: []\ntools:\n  aliases:\n    a: {nam: b}\n",
                  "t.yaml:4:9: unknown key 'nam'", "did you mean 'name'?", NULL);
+}
+
+/* tools.timeout_ms: per-tool default time limits, checked with positions. */
+static void test_tool_timeouts(void **state)
+{
+    struct host_config cfg;
+    const char *yaml = "plugins: [exec]\n"
+                       "tools:\n"
+                       "  timeout_ms:\n"
+                       "    execute_command: 600000\n"
+                       "    plugin:exec: 1000\n";
+
+    (void)state;
+    assert_int_equal(load(yaml, &cfg), 0);
+    assert_int_equal(cfg.tools.n_timeouts, 2);
+    assert_string_equal(cfg.tools.timeouts[0].name, "execute_command");
+    assert_int_equal(cfg.tools.timeouts[0].pos.line, 4);
+    assert_int_equal(cfg.tools.timeout_ms[0], 600000);
+    assert_string_equal(cfg.tools.timeouts[1].name, "plugin:exec");
+    assert_int_equal(cfg.tools.timeout_ms[1], 1000);
+    config_free(&cfg);
+
+    expect_error("plugins: []\ntools:\n  timeout_ms:\n    get_devbox: 5\n",
+                 "t.yaml:4:17: 'tools.timeout_ms.get_devbox' is 5; it must be "
+                 "between 100 and 86400000",
+                 NULL);
+    expect_error("plugins: []\ntools:\n  timeout_ms:\n    get_devbox: soon\n",
+                 "t.yaml:4:17: 'tools.timeout_ms.get_devbox' must be a whole "
+                 "number",
+                 NULL);
+    expect_error("plugins: []\ntools:\n  timeout_ms: 5000\n",
+                 "t.yaml:3:15: 'tools.timeout_ms' must be a mapping", NULL);
+    expect_error("plugins: []\ntools:\n  timeout_ms:\n    \"\": 5000\n",
+                 "t.yaml:4:5: empty tool name in 'tools.timeout_ms'", NULL);
+    expect_error("plugins: []\ntools:\n  timeout_ms:\n    a: 500\n    a: 600\n",
+                 "t.yaml:5:5: duplicate key 'a' in 'tools.timeout_ms'", NULL);
+    expect_error("plugins: [exec]\ntools:\n  timeout_ms: {plugin:files: 500}\n",
+                 "t.yaml:3:16: 'plugin:files' in 'tools.timeout_ms' names "
+                 "plugin 'files'",
+                 NULL);
 }
 
 static void test_wrong_types(void **state)
@@ -452,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_tool_timeouts),
         cmocka_unit_test(test_bad_enums),
         cmocka_unit_test(test_env_expansion),
         cmocka_unit_test(test_yaml_syntax),

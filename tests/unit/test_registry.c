@@ -335,6 +335,59 @@ static void test_selection_errors(void **state)
     registry_free(reg);
 }
 
+/* tools.timeout_ms over the def's timeout over the host default. */
+static void test_tool_timeouts(void **state)
+{
+    struct registry *reg = registry_new();
+    struct rlmcp_tool_def d = RLMCP_TOOL_DEF_INIT;
+
+    (void)state;
+    assert_non_null(reg);
+    d.description = "desc";
+    d.input_schema_json = schema;
+    d.handler = handler;
+    d.timeout_ms = 42000; /* the plugin's own */
+    d.name = "own";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.name = "own_overridden";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.timeout_ms = 0;
+    d.name = "plain";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.name = "by_plugin";
+    assert_int_equal(registry_add_tool(reg, PB, "b", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.name = "by_name";
+    assert_int_equal(registry_add_tool(reg, PB, "b", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    assert_int_equal(
+        select_yaml(reg,
+                    "tools:\n  aliases: {by_name: renamed}\n  timeout_ms:\n"
+                    "    own_overridden: 1500\n    plugin:b: 2500\n"
+                    "    renamed: 3500\n",
+                    false),
+        0);
+    assert_int_equal(registry_find_tool(reg, "own")->timeout_ms, 42000);
+    assert_int_equal(registry_find_tool(reg, "own_overridden")->timeout_ms,
+                     1500);
+    assert_int_equal(registry_find_tool(reg, "plain")->timeout_ms, 5000);
+    assert_int_equal(registry_find_tool(reg, "by_plugin")->timeout_ms, 2500);
+    /* By its alias; a tool's own entry wins over its plugin's. */
+    assert_int_equal(registry_find_tool(reg, "renamed")->timeout_ms, 3500);
+    registry_free(reg);
+
+    reg = sample();
+    assert_int_equal(
+        select_yaml(reg, "tools:\n  timeout_ms: {kil: 1000}\n", false), -1);
+    assert_non_null(strstr(err, "d.yaml:3:16: unknown tool 'kil' in "
+                                "'tools.timeout_ms'"));
+    assert_non_null(strstr(err, "did you mean 'kill'?"));
+    registry_free(reg);
+}
+
 static void test_bad_registrations(void **state)
 {
     struct registry *reg = registry_new();
@@ -511,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_allow_exclude_read_only),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_selection_errors),
+        cmocka_unit_test(test_tool_timeouts),
         cmocka_unit_test(test_bad_registrations),
         cmocka_unit_test(test_resources_prompts),
         cmocka_unit_test(test_remove_and_release),
