@@ -69,7 +69,8 @@ static const char output_schema[] =
     "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
     "\"mime_type\":{\"type\":\"string\"},"
     "\"closed\":{\"type\":\"boolean\"},"
-    "\"devbox_status\":{\"type\":\"string\"}"
+    "\"devbox_status\":{\"type\":\"string\"},"
+    "\"browser_had_exited\":{\"type\":\"boolean\"}"
     "},\"required\":[\"session_id\",\"action\"]}";
 
 /* ---- results --------------------------------------------------------------
@@ -212,6 +213,7 @@ static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON *args = NULL, *reply = NULL;
     char *started = NULL;
     const char *id = NULL;
+    bool gone = false;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, input_schema, &args);
@@ -226,11 +228,15 @@ static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
             goto out;
         id = started;
     }
-    rc = br_session_send(br, &h, id, &c, started != NULL, &reply);
+    rc = br_session_send(br, &h, id, &c, started != NULL,
+                         c.action == BR_CLOSE ? &gone : NULL, &reply);
     if (rc == RLMCP_H_REPORTED && started != NULL)
         br_session_discard(&h, started); /* its browser never answered */
+    if (rc == RLMCP_OK && gone) /* close: the devbox goes all the same */
+        reply = cJSON_Parse("{\"ok\":true,\"browser_had_exited\":true}");
     if (rc == RLMCP_OK)
-        rc = finish(br, &h, &c, id, started != NULL, reply);
+        rc = reply != NULL ? finish(br, &h, &c, id, started != NULL, reply)
+                           : RLMCP_ENOMEM;
 out:
     free(started);
     cJSON_Delete(args);

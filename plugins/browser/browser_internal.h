@@ -76,11 +76,15 @@ char *br_driver_request(const struct br *br, const struct br_call *c);
 /* Create a session's devbox and start its driver; *id_out (malloc'd). */
 int br_session_start(const struct br *br, const struct rlmcp_h *h,
                      char **id_out);
-/* Send one request to the session's driver; *reply_out is its answer (a
- * new session's first action waits for the driver to come up). */
+/*
+ * Send one request to the session's driver; *reply_out is its answer (a
+ * new session's first action waits for the driver to come up). With gone
+ * set, a running session whose browser is gone is not an error: *gone is
+ * true and *reply_out NULL.
+ */
 int br_session_send(const struct br *br, const struct rlmcp_h *h,
                     const char *id, const struct br_call *c, bool new_session,
-                    cJSON **reply_out);
+                    bool *gone, cJSON **reply_out);
 /* Suspend the session's devbox (shut it down when suspend is refused);
  * *how_out: "suspended" or "shutdown". */
 int br_session_suspend(const struct br *br, const struct rlmcp_h *h,

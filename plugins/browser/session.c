@@ -70,10 +70,12 @@ void br_session_discard(const struct rlmcp_h *h, const char *id)
 /*
  * Why an action could not reach the session's driver: the session (devbox)
  * does not exist, is not a browser session, is closed, or its browser is
- * gone. Always reports (RLMCP_H_REPORTED) or returns a negative code.
+ * gone. Reports (RLMCP_H_REPORTED) or returns a negative code; except that
+ * with gone set, a running browser session whose browser is gone is
+ * RLMCP_OK with *gone true (close still suspends it).
  */
 static int explain_session(const struct rlmcp_h *h, const char *id,
-                           const char *detail)
+                           const char *detail, bool *gone)
 {
     static const char remedy[] =
         "Start a new session: call run_browser without session_id (e.g. "
@@ -117,6 +119,8 @@ static int explain_session(const struct rlmcp_h *h, const char *id,
                                  "browser session %s is closed (its devbox "
                                  "is %s)",
                                  id, st);
+    else if (gone != NULL)
+        *gone = true;
     else
         rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
                                  "the browser of session %s is no longer "
@@ -318,7 +322,7 @@ static char *last_line(const char *s)
  * explained as a session problem.
  */
 static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
-                     uint64_t until_ms, cJSON **view_out)
+                     uint64_t until_ms, bool *gone, cJSON **view_out)
 {
     struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();
@@ -348,7 +352,7 @@ static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
     if (rc != RLMCP_OK)
         goto out;
     if (status < 200 || status > 299) {
-        rc = explain_session(h, id, msg != NULL ? msg : "exec refused");
+        rc = explain_session(h, id, msg != NULL ? msg : "exec refused", gone);
         goto out;
     }
     eid = str_field(view, "execution_id");
@@ -394,7 +398,8 @@ static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
         }
         if (status < 200 || status > 299) {
             cJSON_Delete(next);
-            rc = explain_session(h, id, "the action's execution was lost");
+            rc =
+                explain_session(h, id, "the action's execution was lost", gone);
             goto out;
         }
         cJSON_Delete(view);
@@ -415,7 +420,7 @@ out:
 
 /* Turn the action command's outcome into the driver's reply. */
 static int read_reply(const struct rlmcp_h *h, const char *id,
-                      const cJSON *view, cJSON **reply_out)
+                      const cJSON *view, bool *gone, cJSON **reply_out)
 {
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
     const char *out = str_field(view, "stdout");
@@ -444,11 +449,11 @@ static int read_reply(const struct rlmcp_h *h, const char *id,
                                  id, line != NULL ? line : "");
         break;
     case EXIT_NO_DRIVER:
-        rc = explain_session(h, id, "no browser driver in the devbox");
+        rc = explain_session(h, id, "no browser driver in the devbox", gone);
         break;
     case CURL_CONNECT_FAILED:
     case CURL_EMPTY_REPLY:
-        rc = explain_session(h, id, "the browser driver exited");
+        rc = explain_session(h, id, "the browser driver exited", gone);
         break;
     case CURL_TIMED_OUT:
         rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
@@ -471,7 +476,7 @@ static int read_reply(const struct rlmcp_h *h, const char *id,
 
 int br_session_send(const struct br *br, const struct rlmcp_h *h,
                     const char *id, const struct br_call *c, bool new_session,
-                    cJSON **reply_out)
+                    bool *gone, cJSON **reply_out)
 {
     cJSON *view = NULL;
     char *request = NULL, *cmd = NULL;
@@ -490,9 +495,9 @@ int br_session_send(const struct br *br, const struct rlmcp_h *h,
         cmd = action_command(request, wait_tenths, max_s);
     if (cmd == NULL)
         goto out;
-    rc = exec_wait(h, id, cmd, rlmcp_h_now_ms() + left, &view);
-    if (rc == RLMCP_OK)
-        rc = read_reply(h, id, view, reply_out);
+    rc = exec_wait(h, id, cmd, rlmcp_h_now_ms() + left, gone, &view);
+    if (rc == RLMCP_OK && view != NULL)
+        rc = read_reply(h, id, view, gone, reply_out);
 out:
     free(request);
     free(cmd);

@@ -510,6 +510,20 @@ static void close_suspends_or_shuts_down(void **state)
     assert_string_equal(
         cJSON_GetObjectItem(fh_result(), "devbox_status")->valuestring,
         "shutdown");
+    /* A session whose browser died still has its devbox suspended. */
+    fh_reset();
+    route_exec(7, "");
+    route_devbox("running", "runloop-mcp.browser");
+    fh_route("POST", "/v1/devboxes/dbx_1/suspend", 200, "{}");
+    assert_int_equal(fh_call("run_browser", "{\"action\":\"close\","
+                                            "\"session_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "closed")));
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "browser_had_exited")));
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/suspend"),
+                     1);
 }
 
 static void configured_blueprint_and_executable(void **state)
