@@ -156,6 +156,11 @@ describe('run_browser end to end (local engine, browser image)', () => {
     await browse({ action: 'fill', selector: '#q', value: 'query' });
     await browse({ action: 'press', selector: '#q', value: 'Enter' });
     assert.equal((await browse({ action: 'get_text', selector: '#form_out' })).text, 'submitted query');
+    // press without a selector goes to the focused element.
+    await browse({ action: 'fill', selector: '#q', value: 'again' });
+    await browse({ action: 'click', selector: '#q' });
+    await browse({ action: 'press', value: 'Enter' });
+    assert.equal((await browse({ action: 'get_text', selector: '#form_out' })).text, 'submitted again');
   });
 
   it('check, uncheck, select_option, hover, wait_for_selector', LONG, async () => {
@@ -195,6 +200,11 @@ describe('run_browser end to end (local engine, browser image)', () => {
     assert.equal(r.structuredContent.bytes, png.length);
     const size = ok(await call('execute_command', { devbox_id: session, command: 'stat -c %s /home/user/shot.png' }));
     assert.equal(Number(size.stdout.trim()), png.length);
+    // full_page: taller than the 720-pixel viewport (PNG height at bytes 20-23).
+    const full = await call('run_browser', { session_id: session, action: 'screenshot', full_page: true });
+    assert.notEqual(full.isError, true, diag(full));
+    const fpng = Buffer.from(full.content.find((c) => c.type === 'image').data, 'base64');
+    assert.ok(fpng.readUInt32BE(20) > 720, `full page height ${fpng.readUInt32BE(20)}`);
     const el = await call('run_browser', { session_id: session, action: 'screenshot', selector: '#h' });
     assert.notEqual(el.isError, true, diag(el));
     assert.ok(el.content.some((c) => c.type === 'image' && c.mimeType === 'image/png'));
@@ -206,6 +216,9 @@ describe('run_browser end to end (local engine, browser image)', () => {
     assert.match(nav.url, /\/next\.html$/);
     assert.equal(nav.title, 'Next');
     assert.equal((await browse({ action: 'get_text', selector: '#p' })).text, 'second page');
+    // Without a pattern: until the page has loaded.
+    const loaded = await browse({ action: 'wait_for_navigation' });
+    assert.equal(loaded.title, 'Next');
   });
 
   it('a selector that matches nothing is a clear error within the action timeout', LONG, async () => {
