@@ -30,6 +30,7 @@
 #include "registry.h"
 #include "rlclient.h"
 #include "schema.h"
+#include "tasks.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -591,6 +592,7 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     mcp_set_rlclient(d, backend_client(b));
     metrics_set_circuit_source(circuit_state, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
+    tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
     rc = run_transport(cfg, d);
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);

@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "resources.h"
 #include "revision.h"
+#include "tasks.h"
 
 #include "schema.h"
 
@@ -304,8 +305,12 @@ static struct pool *call_pool(struct mcp_dispatcher *d,
 /* Link the call and hand it to the pool; always consumes c. */
 static void enqueue(struct req *r, struct rlmcp_call *c)
 {
-    struct mcp_dispatcher *d = r->d;
-    struct mcp_session *s = r->s;
+    mcp_enqueue_call(r->d, r->s, c);
+}
+
+void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
+                      struct rlmcp_call *c)
+{
     char msg[256];
 
     pthread_mutex_lock(&s->lock);
@@ -377,6 +382,24 @@ static struct rlmcp_call *new_call(struct req *r, enum call_kind kind)
 
 /* ---- initialize, ping, logging ------------------------------------------ */
 
+/* Tasks: 2025-11-25's experimental capability, 2026-07-28's extension. */
+static void task_capabilities(cJSON *caps, bool stateless)
+{
+    cJSON *o = NULL;
+
+    if (stateless) {
+        o = cJSON_AddObjectToObject(caps, "extensions");
+        cJSON_AddObjectToObject(o, TASKS_EXTENSION);
+        return;
+    }
+    o = cJSON_AddObjectToObject(caps, "tasks");
+    cJSON_AddObjectToObject(o, "list");
+    cJSON_AddObjectToObject(o, "cancel");
+    o = cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "requests"),
+                                "tools");
+    cJSON_AddObjectToObject(o, "call");
+}
+
 /* stateless: 2026-07-28 has no resources/subscribe (nor, here, listen). */
 static cJSON *server_capabilities(struct mcp_dispatcher *d, bool stateless)
 {
@@ -396,6 +419,8 @@ static cJSON *server_capabilities(struct mcp_dispatcher *d, bool stateless)
         o = cJSON_AddObjectToObject(caps, "prompts");
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
+    if (tasks_available(d->reg))
+        task_capabilities(caps, stateless);
     return caps;
 }
 
@@ -806,6 +831,54 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     return json;
 }
 
+static void task_req(const struct req *r, struct tasks_req *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->d = r->d;
+    q->s = r->s;
+    q->sink = r->sink;
+    q->id = r->m->id;
+    q->params = r->params;
+    q->api_key = r->ctx != NULL ? r->ctx->api_key : NULL;
+    q->stateless = r->stateless;
+}
+
+/* tasks/get, tasks/result, tasks/cancel, tasks/list, tasks/update. */
+static void m_tasks(struct req *r)
+{
+    struct tasks_req q;
+    cJSON *data = NULL;
+
+    if (!tasks_available(r->d->reg)) {
+        reply_error(r, JSONRPC_METHOD_NOT_FOUND,
+                    "method '%s' not found: no tool of this deployment runs "
+                    "as a task",
+                    r->m->method);
+        return;
+    }
+    if (r->stateless && !r->s->cap_tasks) {
+        data = cJSON_CreateObject();
+        cJSON_AddObjectToObject(
+            cJSON_AddObjectToObject(
+                cJSON_AddObjectToObject(data, "requiredCapabilities"),
+                "extensions"),
+            TASKS_EXTENSION);
+        reply_error_data(r, MCP_MISSING_CLIENT_CAPABILITY, data,
+                         "%s needs the %s extension: declare it in "
+                         "params._meta[\"%s\"].extensions",
+                         r->m->method, TASKS_EXTENSION, REV_META_CAPS);
+        cJSON_Delete(data);
+        return;
+    }
+    if (r->params == NULL && strcmp(r->m->method, "tasks/list") != 0) {
+        reply_error(r, JSONRPC_INVALID_PARAMS, "%s needs params {taskId}",
+                    r->m->method);
+        return;
+    }
+    task_req(r, &q);
+    tasks_handle(&q, r->m->method);
+}
+
 static void m_tools_call(struct req *r)
 {
     const cJSON *name = param(r, "name");
@@ -832,6 +905,14 @@ static void m_tools_call(struct req *r)
     args = tool_arguments(r, t, &len);
     if (args == NULL)
         return;
+    if (t->has_task &&
+        tasks_requested(r->stateless, r->s->cap_tasks, r->params)) {
+        struct tasks_req q;
+
+        task_req(r, &q);
+        tasks_tools_call(&q, t, args, len);
+        return;
+    }
     if (!stateless_mrtr(r, "tool", t->name, &mr)) {
         free(args);
         return;
@@ -1094,6 +1175,11 @@ static const struct method methods[] = {
     {"prompts/list", m_prompts_list, true, REV_ALL},
     {"prompts/get", m_prompts_get, true, REV_ALL},
     {"completion/complete", m_complete, true, REV_ALL},
+    {"tasks/get", m_tasks, true, REV_ALL},
+    {"tasks/cancel", m_tasks, true, REV_ALL},
+    {"tasks/result", m_tasks, true, REV_SESSION},
+    {"tasks/list", m_tasks, true, REV_SESSION},
+    {"tasks/update", m_tasks, true, REV_STATELESS},
 };
 
 static const struct method *find_method(const char *name)
@@ -1130,6 +1216,7 @@ static bool stateless_prepare(struct req *r)
     s->cap_sampling = meta.cap_sampling;
     s->cap_elicitation = meta.cap_elicitation;
     s->cap_roots = meta.cap_roots;
+    s->cap_tasks = meta.cap_tasks;
     s->initialized = true;
     pthread_mutex_unlock(&s->lock);
     atomic_store(&s->log_level, meta.log_level);

@@ -68,6 +68,8 @@ struct rlmcp_call {
     uint64_t deadline_ns; /* monotonic; 0: none */
     char last_error[768]; /* why the last runloop_* request failed */
     struct mrtr *mrtr;    /* stateless calls: client requests (mrtr.h) */
+    rlmcp_tool_fn op;     /* a task op (tasks.c) run instead of the handler */
+    bool op_unchecked;    /* its result is not the tool's: no outputSchema */
 
     pthread_mutex_t lock; /* everything below up to send_lock */
     pthread_cond_t cond;  /* sleep_ms and client_request waits */
@@ -110,6 +112,7 @@ struct mcp_session {
     bool cap_sampling;
     bool cap_elicitation;
     bool cap_roots;
+    bool cap_tasks;       /* 2026-07-28: the tasks extension (tasks.h) */
     atomic_int log_level; /* lowest level sent as notifications/message */
     char label[16]; /* for the audit log: a short session id, "" on stdio */
     struct rlmcp_call *calls;
@@ -180,6 +183,11 @@ void mcp_session_unref(struct mcp_session *s);
 void mcp_unlink_call(struct rlmcp_call *c);
 /* Remove c from its session's list only (its id is free again). */
 void mcp_unlink_call_session(struct rlmcp_call *c);
+
+/* Link a call into its session and the dispatcher and queue it on the
+ * pool; always consumes c (answers it with an error when refused). */
+void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
+                      struct rlmcp_call *c);
 
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,

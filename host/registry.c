@@ -323,6 +323,32 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
     return RLMCP_OK;
 }
 
+/* ABI 1.4: the task ops, all four or none. */
+static int tool_task(struct tool_entry *t, const struct rlmcp_tool_def *d,
+                     char *err, size_t errlen)
+{
+    struct rlmcp_task_def td;
+    int rc;
+
+    if (d->task == NULL)
+        return RLMCP_OK;
+    rc = read_sized(d->task, &td, sizeof(td), sizeof(td), "rlmcp_task_def", err,
+                    errlen);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (td.start == NULL || td.get == NULL || td.wait == NULL ||
+        td.cancel == NULL) {
+        set_err(err, errlen,
+                "tool '%s': a task definition needs start, get, wait and "
+                "cancel",
+                d->name);
+        return RLMCP_EINVAL;
+    }
+    t->task = td;
+    t->has_task = true;
+    return RLMCP_OK;
+}
+
 int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
                       const char *plugin_name, const struct rlmcp_tool_def *def,
                       char *err, size_t errlen)
@@ -376,6 +402,9 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
     t->user_data = d.user_data;
     t->user_data_free = d.user_data_free;
     t->plugin = plugin;
+    rc = tool_task(t, &d, err, errlen);
+    if (rc != RLMCP_OK)
+        goto fail;
     if (grow((void **)&reg->tools, &reg->cap_tools, reg->n_tools,
              sizeof(*reg->tools)) < 0)
         goto oom;

@@ -42,6 +42,8 @@ struct tool_entry {
     rlmcp_tool_fn handler;
     void *user_data;
     void (*user_data_free)(void *user_data);
+    bool has_task;                     /* ABI 1.4: it may run as an MCP task */
+    struct rlmcp_task_def task;        /* its ops when has_task */
     struct param_alias *param_aliases; /* may be NULL */
     size_t n_param_aliases;
     pthread_mutex_t serial_lock; /* taken around calls when SERIAL */

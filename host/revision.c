@@ -116,6 +116,9 @@ int rev_meta_check(const cJSON *params, struct rev_meta *out, char *err,
     out->cap_sampling = has_object(caps, "sampling");
     out->cap_elicitation = has_object(caps, "elicitation");
     out->cap_roots = has_object(caps, "roots");
+    out->cap_tasks =
+        has_object(cJSON_GetObjectItemCaseSensitive(caps, "extensions"),
+                   "io.modelcontextprotocol/tasks");
     return 0;
 }
 

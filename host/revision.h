@@ -42,7 +42,8 @@ struct rev_meta {
     bool cap_sampling;
     bool cap_elicitation;
     bool cap_roots;
-    int log_level; /* lowest level sent; above emergency: none asked */
+    bool cap_tasks; /* extensions["io.modelcontextprotocol/tasks"] */
+    int log_level;  /* lowest level sent; above emergency: none asked */
 };
 
 /* Every revision this host speaks, newest first. */

@@ -155,17 +155,72 @@ static const char async_out[] =
     "\"string\"}},\"required\":[\"execution_id\",\"devbox_id\","
     "\"status\"]}";
 
+/*
+ * Start cmd (already prefixed) on devbox id in the background; the result
+ * is {execution_id, devbox_id, status}.
+ */
+static int start_async(struct ex *ex, const struct rlmcp_h *h, const char *id,
+                       const char *cmd, const char *shell, bool stdin_)
+{
+    cJSON *body = NULL, *view = NULL, *res = NULL;
+    const cJSON *eid = NULL, *st = NULL;
+    char *path = NULL, *what = NULL, *msg = NULL;
+    long status = 0;
+    int rc;
+
+    (void)ex;
+    body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "command", cmd);
+    if (shell != NULL)
+        cJSON_AddStringToObject(body, "shell_name", shell);
+    if (stdin_)
+        cJSON_AddBoolToObject(body, "attach_stdin", true);
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
+    what = rlmcp_h_sprintf("starting a command on devbox %s", id);
+    if (path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status,
+                                &view, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status < 200 || status > 299) {
+        rc = exec_fail_on_devbox(h, id, status, msg, what);
+        goto out;
+    }
+    eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
+    st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    if (!cJSON_IsString(eid)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: no execution_id in the answer", what);
+        goto out;
+    }
+    res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "execution_id", eid->valuestring);
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    cJSON_AddStringToObject(res, "status",
+                            cJSON_IsString(st) ? st->valuestring : "running");
+    rc = rlmcp_h_result_json(h, res);
+out:
+    free(path);
+    free(what);
+    free(msg);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rc;
+}
+
 static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct ex *ex = ud;
     struct rlmcp_h h = {ex->api, call};
-    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
-    const cJSON *env = NULL, *eid = NULL, *st = NULL;
+    cJSON *args = NULL;
+    const cJSON *env = NULL;
     const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
     bool stdin_ = false;
-    char *cmd = NULL, *path = NULL, *what = NULL;
-    long status = 0;
-    char *msg = NULL;
+    char *cmd = NULL;
     int rc;
 
     rc = rlmcp_h_args_schema(&h, aj, al, async_schema, &args);
@@ -183,50 +238,48 @@ static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
     if (rc == RLMCP_OK)
         rc = exec_prefix(&h, command, wd, env, &cmd);
-    if (rc != RLMCP_OK)
-        goto out;
-    body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "command", cmd);
-    if (shell != NULL)
-        cJSON_AddStringToObject(body, "shell_name", shell);
-    if (stdin_)
-        cJSON_AddBoolToObject(body, "attach_stdin", true);
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
-    what = rlmcp_h_sprintf("starting a command on devbox %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request_status(&h, "POST", path, body, NULL, what, &status,
-                                &view, &msg);
-    if (rc != RLMCP_OK)
-        goto out;
-    if (status < 200 || status > 299) {
-        rc = exec_fail_on_devbox(&h, id, status, msg, what);
-        goto out;
-    }
-    eid = cJSON_GetObjectItemCaseSensitive(view, "execution_id");
-    st = cJSON_GetObjectItemCaseSensitive(view, "status");
-    if (!cJSON_IsString(eid)) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "%s: no execution_id in the answer", what);
-        goto out;
-    }
-    res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "execution_id", eid->valuestring);
-    cJSON_AddStringToObject(res, "devbox_id", id);
-    cJSON_AddStringToObject(res, "status",
-                            cJSON_IsString(st) ? st->valuestring : "running");
-    rc = rlmcp_h_result_json(&h, res);
-out:
+    if (rc == RLMCP_OK)
+        rc = start_async(ex, &h, id, cmd, shell, stdin_);
     free(cmd);
-    free(path);
-    free(what);
-    free(msg);
     cJSON_Delete(args);
-    cJSON_Delete(body);
-    cJSON_Delete(view);
-    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+/*
+ * execute_command as a task (task.c has the other ops): its arguments,
+ * started in the background. timeout_seconds is checked but does not bound
+ * the command: a task runs until it ends or tasks/cancel stops it.
+ */
+int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct ex *ex = ud;
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL;
+    const cJSON *env = NULL;
+    const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
+    long long timeout_s = 0;
+    char *cmd = NULL;
+    int rc;
+
+    rc = rlmcp_h_args_schema(&h, aj, al, execute_schema, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
+    if (rc == RLMCP_OK)
+        rc = arg_shell(&h, args, &shell);
+    if (rc == RLMCP_OK)
+        rc = arg_timeout(ex, &h, args, &timeout_s);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
+    if (rc == RLMCP_OK)
+        rc = exec_prefix(&h, command, wd, env, &cmd);
+    if (rc == RLMCP_OK)
+        rc = start_async(ex, &h, id, cmd, shell, false);
+    free(cmd);
+    cJSON_Delete(args);
     return rlmcp_h_ret(rc);
 }
 
@@ -1070,6 +1123,25 @@ static int reg(struct ex *ex, rlmcp_plugin *self,
     return rc;
 }
 
+static int reg_execute(struct ex *ex, rlmcp_plugin *self, uint32_t long_ms)
+{
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    const struct rlmcp_h_tool *t = &specs[0];
+
+    def.name = t->name;
+    def.title = t->title;
+    def.description = t->desc;
+    def.input_schema_json = t->in;
+    def.output_schema_json = t->out;
+    def.annotations_json = t->ann;
+    def.handler = t->fn;
+    def.user_data = ex;
+    def.timeout_ms = long_ms;
+    def.flags = RLMCP_TOOL_LONG;
+    def.task = &exec_task_def;
+    return reg(ex, self, &def);
+}
+
 static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
@@ -1090,9 +1162,12 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
-    rc = rlmcp_h_register_tools_waiting(self, api, specs,
-                                        sizeof(specs) / sizeof(specs[0]), ex,
-                                        long_ms, waiting_tools);
+    /* specs[0], execute_command, may also run as an MCP task. */
+    rc = reg_execute(ex, self, long_ms);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_register_tools_waiting(
+            self, api, specs + 1, sizeof(specs) / sizeof(specs[0]) - 1, ex,
+            long_ms, waiting_tools);
     if (rc == RLMCP_OK)
         rc = register_outputs(ex, self);
     if (rc != RLMCP_OK)

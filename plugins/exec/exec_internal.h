@@ -147,6 +147,10 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
  */
 char *exec_logs_hint(const struct rlmcp_h *h, const char *eid);
 
+/* execute_command as an MCP task: start (exec.c), get/wait/cancel (task.c) */
+int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud);
+extern const struct rlmcp_task_def exec_task_def;
+
 /* list_executions (list.c) */
 int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 extern const char list_executions_schema[];

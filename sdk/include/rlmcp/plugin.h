@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 3
+#define RLMCP_ABI_MINOR 4
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -180,6 +180,44 @@ typedef int (*rlmcp_tool_fn)(rlmcp_call *call, const char *args_json,
  * own threads, so short calls never queue behind them. */
 #define RLMCP_TOOL_LONG (1u << 1)
 
+/*
+ * Added in ABI 1.4: how a tool runs as an MCP task, when the client asks
+ * for one (2025-11-25 tools/call params.task; the 2026-07-28 tasks
+ * extension). The work must live outside the host process (e.g. a Runloop
+ * execution): start returns a small handle naming it, and get, wait and
+ * cancel find the work again from that handle alone. The host signs the
+ * handle into the task id, so a task outlives the client's connection and
+ * the host process, and no task state is kept in host memory.
+ *
+ * Each op is an ordinary tool handler, run as a call of the tool with the
+ * caller's credential, its own deadline and the tool's user_data:
+ *  start   args: the tool's arguments (validated). Start the work and
+ *          return at once with result_json(handle): an object of string
+ *          members, at most 512 bytes serialised (e.g. {"devbox_id":...,
+ *          "execution_id":...}). result_error fails the call as the tool
+ *          itself would; no task is created.
+ *  get     args: the handle. The work's state without waiting, as the
+ *          result the tool itself returns. Its structured "status" is
+ *          "queued" or "running" while the work goes on, "killed" or
+ *          "cancelled" once stopped by cancel, anything else when done.
+ *          result_error: the work can no longer be found (task failed).
+ *  wait    args: the handle plus "timeout_seconds" (integer). Like get,
+ *          after waiting up to that long for the work to end.
+ *  cancel  args: the handle. Stop the work and confirm that it stopped:
+ *          result_json {"status":"killed"}, or {"status":<final status>,
+ *          "already_done":true} when it had ended before; result_error
+ *          when the stop cannot be confirmed.
+ */
+struct rlmcp_task_def {
+    size_t struct_size; /* sizeof; use RLMCP_TASK_DEF_INIT */
+    rlmcp_tool_fn start;
+    rlmcp_tool_fn get;
+    rlmcp_tool_fn wait;
+    rlmcp_tool_fn cancel;
+    /* 1.x: append only */
+};
+#define RLMCP_TASK_DEF_INIT {.struct_size = sizeof(struct rlmcp_task_def)}
+
 struct rlmcp_tool_def {
     size_t struct_size;         /* sizeof; use RLMCP_TOOL_DEF_INIT */
     const char *name;           /* [A-Za-z0-9_.-]{1,128}, unique host-wide */
@@ -193,6 +231,9 @@ struct rlmcp_tool_def {
     rlmcp_tool_fn handler;      /* required */
     void *user_data;            /* handed to every call */
     void (*user_data_free)(void *user_data); /* optional, after shutdown */
+    /* Added in ABI 1.4: optional; the tool may run as an MCP task. The
+     * struct is copied at registration. */
+    const struct rlmcp_task_def *task;
     /* 1.x: append only */
 };
 #define RLMCP_TOOL_DEF_INIT {.struct_size = sizeof(struct rlmcp_tool_def)}

@@ -1,0 +1,1030 @@
+/*
+ * tasks.c - MCP tasks over the plugins' task ops (see tasks.h).
+ *
+ * Task id: "rt1.<payload>.<mac>", both base64url without padding. payload
+ * is {"t": registered tool name, "h": handle, "c": created (ms since the
+ * epoch), "l": ttl ms}; mac is HMAC-SHA256 under the task key of
+ * "rlmcp-task\n<caller>\n<payload>", caller being hex SHA-256 of the
+ * caller's credential ("-" without one). Nothing else is needed to serve a
+ * task, so it survives a reconnect and a host restart. The process also
+ * remembers the tasks it saw, for tasks/list only.
+ */
+#define _GNU_SOURCE
+#include "tasks.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp_internal.h"
+#include "registry.h"
+#include "revision.h"
+
+#define KEY_BYTES 32
+#define ID_PREFIX "rt1."
+#define ID_MAX 2048
+#define HANDLE_MAX 512
+#define DEFAULT_TTL_MS (24ll * 3600 * 1000)
+#define MAX_TTL_MS (7ll * 24 * 3600 * 1000)
+#define POLL_MS 1000
+/* tasks/result waits as long as this per op call (the op may say more). */
+#define RESULT_WAIT_S 86400
+#define LIST_MAX 1000
+#define LIST_PAGE 100
+
+enum task_op { OP_START, OP_GET, OP_RESULT, OP_CANCEL };
+
+/* A decoded, verified task id. */
+struct task_ref {
+    const struct tool_entry *tool;
+    cJSON *handle;
+    long long created_ms;
+    long long ttl_ms;
+};
+
+/* What this process saw, for tasks/list. */
+struct seen {
+    char *id;
+    char caller[65];
+    long long created_ms;
+    long long ttl_ms;
+    char status[16];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char key[KEY_BYTES];
+static bool have_key;
+static struct seen seen[LIST_MAX];
+static size_t n_seen;    /* entries in use */
+static size_t seen_next; /* the next slot to (over)write */
+
+/* ---- key ---------------------------------------------------------------- */
+
+static int random_bytes(unsigned char *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = getrandom(buf + got, len - got, 0);
+
+        if (n < 0 && errno != EINTR)
+            return -1;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    return 0;
+}
+
+int tasks_set_key(const unsigned char *k, size_t len)
+{
+    unsigned char raw[KEY_BYTES];
+
+    if (len == 0) {
+        if (random_bytes(raw, sizeof(raw)) != 0)
+            return -1;
+        k = raw;
+        len = sizeof(raw);
+    }
+    pthread_mutex_lock(&lock);
+    memset(key, 0, sizeof(key));
+    memcpy(key, k, len < sizeof(key) ? len : sizeof(key));
+    have_key = true;
+    pthread_mutex_unlock(&lock);
+    explicit_bzero(raw, sizeof(raw));
+    return 0;
+}
+
+static int read_key(const char *path, unsigned char *out, char *err,
+                    size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = 0;
+
+    if (fd < 0)
+        return errno == ENOENT ? 1 : -1;
+    n = read(fd, out, KEY_BYTES);
+    close(fd);
+    if (n != KEY_BYTES) {
+        snprintf(err, errlen,
+                 "%s: the task key must be %d bytes; delete the file to make "
+                 "a new one (tasks created with the old key are then lost)",
+                 path, KEY_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write a new key atomically: a racing process's key wins if it was first. */
+static int create_key(const char *path, unsigned char *out, char *err,
+                      size_t errlen)
+{
+    char tmp[4096];
+    int fd = -1;
+    int rc = -1;
+
+    if (random_bytes(out, KEY_BYTES) != 0)
+        goto fail;
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        goto fail;
+    if (write(fd, out, KEY_BYTES) != KEY_BYTES || fsync(fd) != 0)
+        goto fail;
+    close(fd);
+    fd = -1;
+    if (link(tmp, path) != 0 && errno != EEXIST)
+        goto fail;
+    unlink(tmp);
+    return read_key(path, out, err, errlen);
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    if (err[0] == '\0')
+        snprintf(err, errlen, "%s: cannot create the task key: %s", path,
+                 strerror(errno));
+    return rc;
+}
+
+int tasks_load_key_file(const char *path, char *err, size_t errlen)
+{
+    unsigned char k[KEY_BYTES];
+    int rc;
+
+    err[0] = '\0';
+    rc = read_key(path, k, err, errlen);
+    if (rc == 1)
+        rc = create_key(path, k, err, errlen);
+    else if (rc < 0 && err[0] == '\0')
+        snprintf(err, errlen, "%s: cannot read the task key: %s", path,
+                 strerror(errno));
+    if (rc == 0)
+        rc = tasks_set_key(k, sizeof(k));
+    explicit_bzero(k, sizeof(k));
+    return rc;
+}
+
+void tasks_init_key(const char *state_secret, const char *state_dir)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char *text = NULL;
+    char *path = NULL;
+    char err[512];
+
+    if (state_secret != NULL) {
+        if (asprintf(&text, "rlmcp-tasks\n%s", state_secret) >= 0) {
+            SHA256((const unsigned char *)text, strlen(text), md);
+            tasks_set_key(md, sizeof(md));
+            explicit_bzero(md, sizeof(md));
+            explicit_bzero(text, strlen(text));
+            free(text);
+            return;
+        }
+    } else if (state_dir != NULL &&
+               asprintf(&path, "%s/task.key", state_dir) >= 0) {
+        if (tasks_load_key_file(path, err, sizeof(err)) == 0) {
+            free(path);
+            return;
+        }
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "%s; tasks will not survive a restart of this process", err);
+        free(path);
+    }
+    if (tasks_set_key(NULL, 0) != 0)
+        log_msg(RLMCP_LOG_ERROR, NULL, "cannot draw a random task key");
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static char *b64url(const unsigned char *data, size_t len)
+{
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    size_t n = 0;
+    size_t i = 0;
+
+    if (out == NULL)
+        return NULL;
+    EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+    n = strlen(out);
+    while (n > 0 && out[n - 1] == '=')
+        out[--n] = '\0';
+    for (i = 0; i < n; i++) {
+        if (out[i] == '+')
+            out[i] = '-';
+        else if (out[i] == '/')
+            out[i] = '_';
+    }
+    return out;
+}
+
+/* Decode s[0..n) (base64url, no padding); NULL when not valid. */
+static unsigned char *b64url_decode(const char *s, size_t n, size_t *out_len)
+{
+    char *tmp = NULL;
+    unsigned char *out = NULL;
+    size_t pad = (4 - n % 4) % 4;
+    size_t i = 0;
+    int got = 0;
+
+    if (n == 0 || pad == 3)
+        return NULL;
+    tmp = malloc(n + pad + 1);
+    out = malloc((n + pad) / 4 * 3 + 1);
+    if (tmp == NULL || out == NULL)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        char ch = s[i];
+
+        if (ch == '-')
+            ch = '+';
+        else if (ch == '_')
+            ch = '/';
+        else if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                   (ch >= '0' && ch <= '9')))
+            goto fail;
+        tmp[i] = ch;
+    }
+    memset(tmp + n, '=', pad);
+    tmp[n + pad] = '\0';
+    got = EVP_DecodeBlock(out, (unsigned char *)tmp, (int)(n + pad));
+    if (got < 0 || (size_t)got < pad)
+        goto fail;
+    *out_len = (size_t)got - pad;
+    out[*out_len] = '\0';
+    free(tmp);
+    return out;
+fail:
+    free(tmp);
+    free(out);
+    return NULL;
+}
+
+/* hex SHA-256 of the caller's credential, "-" without one. */
+static void caller_of(const char *api_key, char out[65])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    int i;
+
+    if (api_key == NULL || api_key[0] == '\0') {
+        snprintf(out, 65, "-");
+        return;
+    }
+    SHA256((const unsigned char *)api_key, strlen(api_key), md);
+    for (i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int mac(const char *caller, const char *payload, unsigned char out[32])
+{
+    char *text = NULL;
+    unsigned int len = 0;
+    int rc = -1;
+
+    if (asprintf(&text, "rlmcp-task\n%s\n%s", caller, payload) < 0)
+        return -1;
+    pthread_mutex_lock(&lock);
+    if (!have_key) {
+        pthread_mutex_unlock(&lock);
+        if (tasks_set_key(NULL, 0) != 0)
+            goto out;
+        pthread_mutex_lock(&lock);
+    }
+    if (HMAC(EVP_sha256(), key, sizeof(key), (const unsigned char *)text,
+             strlen(text), out, &len) != NULL &&
+        len == 32)
+        rc = 0;
+    pthread_mutex_unlock(&lock);
+out:
+    free(text);
+    return rc;
+}
+
+static char *id_encode(const char *tool, const cJSON *handle,
+                       long long created_ms, long long ttl_ms,
+                       const char *caller)
+{
+    cJSON *p = cJSON_CreateObject();
+    unsigned char md[32];
+    char *json = NULL, *payload = NULL, *sig = NULL, *id = NULL;
+
+    cJSON_AddStringToObject(p, "t", tool);
+    cJSON_AddItemToObject(p, "h", cJSON_Duplicate(handle, true));
+    cJSON_AddNumberToObject(p, "c", (double)created_ms);
+    cJSON_AddNumberToObject(p, "l", (double)ttl_ms);
+    json = cJSON_PrintUnformatted(p);
+    if (json != NULL)
+        payload = b64url((const unsigned char *)json, strlen(json));
+    if (payload != NULL && mac(caller, payload, md) == 0)
+        sig = b64url(md, sizeof(md));
+    if (sig != NULL && asprintf(&id, ID_PREFIX "%s.%s", payload, sig) < 0)
+        id = NULL;
+    cJSON_Delete(p);
+    free(json);
+    free(payload);
+    free(sig);
+    return id;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool whole_number(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+           v->valuedouble <= 9007199254740991.0 &&
+           v->valuedouble == (double)(long long)v->valuedouble;
+}
+
+/* The payload's fields; false when any is missing or of the wrong type. */
+static bool payload_fields(struct mcp_dispatcher *d, const cJSON *p,
+                           struct task_ref *out)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "t");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "h");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "c");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(p, "l");
+
+    if (!cJSON_IsString(t) || !cJSON_IsObject(h) || !whole_number(c) ||
+        !whole_number(l))
+        return false;
+    out->tool =
+        registry_find_original(d->reg, t->valuestring, strlen(t->valuestring));
+    if (out->tool == NULL || !out->tool->has_task)
+        return false;
+    out->created_ms = (long long)c->valuedouble;
+    out->ttl_ms = (long long)l->valuedouble;
+    out->handle = cJSON_Duplicate(h, true);
+    return out->handle != NULL;
+}
+
+/*
+ * Verify and decode a task id for this caller. 0; 1 when it is not a task
+ * of this caller (malformed, forged, another caller's, expired, or its tool
+ * is gone): the same answer for all, so ids cannot be probed.
+ */
+static int id_decode(struct mcp_dispatcher *d, const char *id,
+                     const char *caller, struct task_ref *out)
+{
+    const char *payload = NULL, *dot = NULL;
+    unsigned char want[32];
+    unsigned char *got = NULL, *json = NULL;
+    size_t got_len = 0, json_len = 0;
+    char *payload_s = NULL;
+    cJSON *p = NULL;
+    int rc = 1;
+
+    memset(out, 0, sizeof(*out));
+    if (strlen(id) > ID_MAX || strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) != 0)
+        return 1;
+    payload = id + strlen(ID_PREFIX);
+    dot = strchr(payload, '.');
+    if (dot == NULL)
+        return 1;
+    payload_s = strndup(payload, (size_t)(dot - payload));
+    got = b64url_decode(dot + 1, strlen(dot + 1), &got_len);
+    if (payload_s == NULL || got == NULL || got_len != sizeof(want) ||
+        mac(caller, payload_s, want) != 0 ||
+        CRYPTO_memcmp(want, got, sizeof(want)) != 0)
+        goto out;
+    json = b64url_decode(payload_s, strlen(payload_s), &json_len);
+    p = json != NULL ? cJSON_ParseWithLength((const char *)json, json_len)
+                     : NULL;
+    if (p == NULL || !payload_fields(d, p, out))
+        goto out;
+    if (now_ms() > out->created_ms + out->ttl_ms)
+        goto out; /* expired: its ttl is over */
+    rc = 0;
+out:
+    if (rc != 0) {
+        cJSON_Delete(out->handle);
+        out->handle = NULL;
+    }
+    cJSON_Delete(p);
+    free(payload_s);
+    free(got);
+    free(json);
+    return rc;
+}
+
+/* ---- what this process saw (tasks/list) --------------------------------- */
+
+static void seen_note(const char *id, const char *caller, long long created,
+                      long long ttl, const char *status)
+{
+    size_t i;
+    struct seen *e = NULL;
+
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < n_seen; i++) {
+        if (strcmp(seen[i].id, id) == 0) {
+            e = &seen[i];
+            break;
+        }
+    }
+    if (e == NULL) {
+        char *copy = strdup(id);
+
+        if (copy == NULL)
+            goto out;
+        e = &seen[seen_next];
+        free(e->id);
+        e->id = copy;
+        snprintf(e->caller, sizeof(e->caller), "%s", caller);
+        e->created_ms = created;
+        e->ttl_ms = ttl;
+        seen_next = (seen_next + 1) % LIST_MAX;
+        if (n_seen < LIST_MAX)
+            n_seen++;
+    }
+    snprintf(e->status, sizeof(e->status), "%s", status);
+out:
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static void send_json(struct mcp_sink *sink, char *json)
+{
+    if (json == NULL)
+        json =
+            jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+    if (json != NULL)
+        sink->send(sink, json, strlen(json), true);
+    free(json);
+}
+
+static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
+                        const char *fmt, ...) RLMCP_PRINTF(4, 5);
+static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
+                        const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    send_json(q->sink, jsonrpc_error(q->id, code, msg, data));
+}
+
+static void iso_time(long long ms, char out[32])
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+
+    gmtime_r(&s, &tm);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(ms % 1000));
+}
+
+/* The Task fields of both revisions into o. */
+static void task_fields(cJSON *o, const char *id, const char *status,
+                        const char *message, long long created, long long ttl,
+                        bool stateless)
+{
+    char t[32];
+
+    cJSON_AddStringToObject(o, "taskId", id);
+    cJSON_AddStringToObject(o, "status", status);
+    if (message != NULL)
+        cJSON_AddStringToObject(o, "statusMessage", message);
+    iso_time(created, t);
+    cJSON_AddStringToObject(o, "createdAt", t);
+    iso_time(now_ms(), t);
+    cJSON_AddStringToObject(o, "lastUpdatedAt", t);
+    cJSON_AddNumberToObject(o, stateless ? "ttlMs" : "ttl", (double)ttl);
+    cJSON_AddNumberToObject(o, stateless ? "pollIntervalMs" : "pollInterval",
+                            POLL_MS);
+}
+
+/* ---- the sink that turns an op's answer into the task answer ------------ */
+
+struct task_sink {
+    struct mcp_sink sink; /* first: the sink pointer is the struct's */
+    atomic_int refs;
+    struct mcp_sink *inner;
+    enum task_op op;
+    bool stateless;
+    char caller[65];
+    char *id;         /* the task id (START: made from the answer) */
+    const char *tool; /* START: the registered name */
+    long long created_ms;
+    long long ttl_ms;
+};
+
+static void ts_retain(struct mcp_sink *sink)
+{
+    struct task_sink *ts = (struct task_sink *)sink;
+
+    atomic_fetch_add(&ts->refs, 1);
+}
+
+static void ts_release(struct mcp_sink *sink)
+{
+    struct task_sink *ts = (struct task_sink *)sink;
+
+    if (atomic_fetch_sub(&ts->refs, 1) != 1)
+        return;
+    if (ts->inner->release != NULL)
+        ts->inner->release(ts->inner);
+    free(ts->id);
+    free(ts);
+}
+
+/* The text of a tool error result's first text block. */
+static const char *error_text(const cJSON *result)
+{
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(result, "content");
+    const cJSON *first = cJSON_GetArrayItem(content, 0);
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(first, "text");
+
+    return cJSON_IsString(text) ? text->valuestring : "the task failed";
+}
+
+/* A task status from an op's CallToolResult (plugin.h rlmcp_task_def). */
+static const char *status_of(const cJSON *result)
+{
+    const cJSON *sc =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sc, "status");
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+        return "failed";
+    if (!cJSON_IsString(st))
+        return "completed";
+    if (strcmp(st->valuestring, "running") == 0 ||
+        strcmp(st->valuestring, "queued") == 0)
+        return "working";
+    if (strcmp(st->valuestring, "killed") == 0 ||
+        strcmp(st->valuestring, "cancelled") == 0)
+        return "cancelled";
+    return "completed";
+}
+
+static bool terminal(const char *status)
+{
+    return strcmp(status, "working") != 0;
+}
+
+static cJSON *answer_start(struct task_sink *ts, cJSON *result)
+{
+    cJSON *handle =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    cJSON *out = NULL, *task = NULL;
+    char *hjson = NULL;
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+        return NULL; /* the tool's own error: no task was made */
+    cJSON_DeleteItemFromObjectCaseSensitive(handle, "status");
+    hjson = cJSON_IsObject(handle) ? cJSON_PrintUnformatted(handle) : NULL;
+    if (hjson == NULL || strlen(hjson) > HANDLE_MAX) {
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "tool '%s': its task start returned no handle object of at "
+                "most %d bytes",
+                ts->tool, HANDLE_MAX);
+        free(hjson);
+        return NULL;
+    }
+    free(hjson);
+    ts->id =
+        id_encode(ts->tool, handle, ts->created_ms, ts->ttl_ms, ts->caller);
+    if (ts->id == NULL)
+        return NULL;
+    seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, "working");
+    out = cJSON_CreateObject();
+    if (ts->stateless) {
+        /* 2026-07-28: a flat Result & Task. */
+        task_fields(out, ts->id, "working", NULL, ts->created_ms, ts->ttl_ms,
+                    true);
+        cJSON_AddStringToObject(out, "resultType", "task");
+    } else {
+        task = cJSON_AddObjectToObject(out, "task");
+        task_fields(task, ts->id, "working", NULL, ts->created_ms, ts->ttl_ms,
+                    false);
+    }
+    return out;
+}
+
+static cJSON *answer_get(struct task_sink *ts, cJSON *result)
+{
+    const char *status = status_of(result);
+    const char *message =
+        strcmp(status, "failed") == 0 ? error_text(result) : NULL;
+    cJSON *out = cJSON_CreateObject();
+    cJSON *err = NULL;
+
+    seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
+    task_fields(out, ts->id, status, message, ts->created_ms, ts->ttl_ms,
+                ts->stateless);
+    if (!ts->stateless || !terminal(status))
+        return out;
+    /* 2026-07-28 DetailedTask: the outcome inline. */
+    if (strcmp(status, "failed") == 0) {
+        err = cJSON_AddObjectToObject(out, "error");
+        cJSON_AddNumberToObject(err, "code", JSONRPC_INTERNAL_ERROR);
+        cJSON_AddStringToObject(err, "message", message);
+    } else {
+        cJSON_AddStringToObject(result, "resultType", "complete");
+        cJSON_AddItemToObject(out, "result", cJSON_Duplicate(result, true));
+    }
+    return out;
+}
+
+static cJSON *answer_result(struct task_sink *ts, cJSON *result, int *code,
+                            const char **msg)
+{
+    const char *status = status_of(result);
+    cJSON *meta = NULL, *rel = NULL;
+
+    seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
+    if (!terminal(status)) {
+        *code = JSONRPC_INTERNAL_ERROR;
+        *msg = "the task is still working after the longest wait; call "
+               "tasks/result again";
+        return NULL;
+    }
+    meta = cJSON_GetObjectItemCaseSensitive(result, "_meta");
+    if (meta == NULL)
+        meta = cJSON_AddObjectToObject(result, "_meta");
+    rel = cJSON_AddObjectToObject(meta, TASKS_RELATED_META);
+    cJSON_AddStringToObject(rel, "taskId", ts->id);
+    return cJSON_Duplicate(result, true);
+}
+
+static cJSON *answer_cancel(struct task_sink *ts, cJSON *result, int *code,
+                            const char **msg)
+{
+    const cJSON *sc =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    bool already =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "already_done"));
+    const char *status = status_of(result);
+    cJSON *out = NULL;
+
+    if (strcmp(status, "failed") == 0) {
+        /* The stop could not be confirmed: say so, never "cancelled". */
+        *code = JSONRPC_INTERNAL_ERROR;
+        *msg = error_text(result);
+        return NULL;
+    }
+    seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
+    if (ts->stateless)
+        return cJSON_CreateObject(); /* an empty ack, also when it had ended */
+    if (already) {
+        *code = JSONRPC_INVALID_PARAMS;
+        *msg = "the task already ended; a terminal task cannot be cancelled";
+        return NULL;
+    }
+    out = cJSON_CreateObject();
+    task_fields(out, ts->id, "cancelled", "cancelled by the client",
+                ts->created_ms, ts->ttl_ms, false);
+    return out;
+}
+
+/* The op's answer (a CallToolResult or an error) as the task answer. */
+static char *transform(struct task_sink *ts, const char *json, size_t len)
+{
+    cJSON *msg = cJSON_ParseWithLength(json, len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(msg, "result");
+    cJSON *out = NULL;
+    const char *emsg = NULL;
+    char *text = NULL;
+    int code = 0;
+
+    if (!cJSON_IsObject(result))
+        goto out; /* an error answer goes out as it is */
+    switch (ts->op) {
+    case OP_START:
+        out = answer_start(ts, result);
+        break;
+    case OP_GET:
+        out = answer_get(ts, result);
+        break;
+    case OP_RESULT:
+        out = answer_result(ts, result, &code, &emsg);
+        break;
+    case OP_CANCEL:
+        out = answer_cancel(ts, result, &code, &emsg);
+        break;
+    }
+    if (out != NULL)
+        text = jsonrpc_result(id, out);
+    else if (code != 0)
+        text = jsonrpc_error(id, code, emsg, NULL);
+out:
+    cJSON_Delete(msg);
+    return text;
+}
+
+static void ts_send(struct mcp_sink *sink, const char *json, size_t len,
+                    bool final)
+{
+    struct task_sink *ts = (struct task_sink *)sink;
+    char *text = NULL;
+
+    if (!final)
+        return; /* an op's progress and logs are not the task's */
+    if (json != NULL)
+        text = transform(ts, json, len);
+    if (text != NULL)
+        ts->inner->send(ts->inner, text, strlen(text), true);
+    else
+        ts->inner->send(ts->inner, json, len, true);
+    free(text);
+}
+
+static struct task_sink *sink_new(const struct tasks_req *q, enum task_op op)
+{
+    struct task_sink *ts = calloc(1, sizeof(*ts));
+
+    if (ts == NULL)
+        return NULL;
+    ts->sink.send = ts_send;
+    ts->sink.retain = ts_retain;
+    ts->sink.release = ts_release;
+    atomic_init(&ts->refs, 1);
+    ts->inner = q->sink;
+    if (ts->inner->retain != NULL)
+        ts->inner->retain(ts->inner);
+    ts->op = op;
+    ts->stateless = q->stateless;
+    caller_of(q->api_key, ts->caller);
+    return ts;
+}
+
+/* Queue op of tool t with args (consumed) as a call answering into ts. */
+static void run_op(const struct tasks_req *q, struct task_sink *ts,
+                   const struct tool_entry *t, rlmcp_tool_fn op, char *args,
+                   uint32_t timeout_ms, bool unchecked)
+{
+    struct rlmcp_call *c =
+        call_new(q->d, q->s, &ts->sink, CALL_TOOL, q->id, q->api_key);
+
+    ts_release(&ts->sink); /* the call holds it now */
+    if (c == NULL) {
+        free(args);
+        reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    c->tool = t;
+    c->what = t->name;
+    c->plugin = t->plugin;
+    c->plugin_name = t->plugin_name;
+    c->args_json = args;
+    c->args_len = strlen(args);
+    c->op = op;
+    c->op_unchecked = unchecked;
+    c->timeout_ms = timeout_ms;
+    mcp_enqueue_call(q->d, q->s, c);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+bool tasks_available(const struct registry *reg)
+{
+    size_t i;
+
+    for (i = 0; i < registry_tool_count(reg); i++) {
+        if (registry_tool_at(reg, i)->has_task)
+            return true;
+    }
+    return false;
+}
+
+bool tasks_requested(bool stateless, bool cap_tasks, const cJSON *params)
+{
+    if (stateless)
+        return cap_tasks;
+    return cJSON_GetObjectItemCaseSensitive(params, "task") != NULL;
+}
+
+void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
+                      char *args, size_t len)
+{
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(q->params, "task");
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(task, "ttl");
+    struct task_sink *ts = NULL;
+    long long ttl_ms = DEFAULT_TTL_MS;
+
+    (void)len;
+    if (!q->stateless && !cJSON_IsObject(task)) {
+        free(args);
+        reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                    "params.task must be an object such as {\"ttl\": 60000} "
+                    "(ttl in milliseconds, optional)");
+        return;
+    }
+    if (!q->stateless && ttl != NULL && !cJSON_IsNull(ttl)) {
+        if (!whole_number(ttl) || ttl->valuedouble < 1) {
+            free(args);
+            reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                        "params.task.ttl must be a positive integer number "
+                        "of milliseconds");
+            return;
+        }
+        ttl_ms = (long long)ttl->valuedouble;
+        if (ttl_ms > MAX_TTL_MS)
+            ttl_ms = MAX_TTL_MS;
+    }
+    ts = sink_new(q, OP_START);
+    if (ts == NULL) {
+        free(args);
+        reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    ts->tool = t->original_name;
+    ts->created_ms = now_ms();
+    ts->ttl_ms = ttl_ms;
+    run_op(q, ts, t, t->task.start, args, t->timeout_ms, true);
+}
+
+/* params.taskId as a task of this caller; false after answering. */
+static bool task_param(const struct tasks_req *q, struct task_ref *ref,
+                       const char **id_out)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(q->params, "taskId");
+    char caller[65];
+
+    if (!cJSON_IsString(id) || id->valuestring[0] == '\0') {
+        reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                    "params.taskId must be the taskId string that "
+                    "tools/call returned");
+        return false;
+    }
+    caller_of(q->api_key, caller);
+    if (id_decode(q->d, id->valuestring, caller, ref) != 0) {
+        reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                    "no task '%.64s%s' for this caller: it does not exist, "
+                    "expired, or was created with another credential",
+                    id->valuestring, strlen(id->valuestring) > 64 ? "…" : "");
+        return false;
+    }
+    *id_out = id->valuestring;
+    return true;
+}
+
+/* The handle as an op's arguments, with timeout_seconds for waits. */
+static char *op_args(cJSON *handle, long long wait_s)
+{
+    if (wait_s > 0)
+        cJSON_AddNumberToObject(handle, "timeout_seconds", (double)wait_s);
+    return cJSON_PrintUnformatted(handle);
+}
+
+static void task_op(const struct tasks_req *q, enum task_op op)
+{
+    struct task_ref ref;
+    struct task_sink *ts = NULL;
+    const char *id = NULL;
+    char *args = NULL;
+    rlmcp_tool_fn fn = NULL;
+    uint32_t timeout_ms = 0;
+
+    if (!task_param(q, &ref, &id))
+        return;
+    switch (op) {
+    case OP_GET:
+        fn = ref.tool->task.get;
+        timeout_ms = ref.tool->timeout_ms;
+        break;
+    case OP_RESULT:
+        fn = ref.tool->task.wait;
+        timeout_ms = 0; /* blocks until the work ends (spec) */
+        break;
+    default:
+        fn = ref.tool->task.cancel;
+        timeout_ms = ref.tool->timeout_ms;
+        break;
+    }
+    args = op_args(ref.handle, op == OP_RESULT ? RESULT_WAIT_S : 0);
+    ts = sink_new(q, op);
+    if (args == NULL || ts == NULL || (ts->id = strdup(id)) == NULL) {
+        free(args);
+        if (ts != NULL)
+            ts_release(&ts->sink);
+        cJSON_Delete(ref.handle);
+        reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    ts->created_ms = ref.created_ms;
+    ts->ttl_ms = ref.ttl_ms;
+    cJSON_Delete(ref.handle);
+    run_op(q, ts, ref.tool, fn, args, timeout_ms, op == OP_CANCEL);
+}
+
+/* tasks/list (2025-11-25): the tasks this process saw for this caller. */
+static void task_list(const struct tasks_req *q)
+{
+    const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(q->params, "cursor");
+    cJSON *res = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(res, "tasks");
+    char caller[65];
+    char *end = NULL;
+    size_t skip = 0, listed = 0, i;
+    bool more = false;
+
+    if (cursor != NULL) {
+        errno = 0;
+        skip =
+            cJSON_IsString(cursor) ? strtoul(cursor->valuestring, &end, 10) : 0;
+        if (!cJSON_IsString(cursor) || end == cursor->valuestring ||
+            *end != '\0' || errno != 0 || skip > LIST_MAX) {
+            cJSON_Delete(res);
+            reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                        "params.cursor is not a cursor this server gave; "
+                        "send the nextCursor of the previous page, or none");
+            return;
+        }
+    }
+    caller_of(q->api_key, caller);
+    pthread_mutex_lock(&lock);
+    /* Newest first: walk back from the last written slot. */
+    for (i = 0; i < n_seen; i++) {
+        const struct seen *e = &seen[(seen_next + LIST_MAX - 1 - i) % LIST_MAX];
+        cJSON *t = NULL;
+
+        if (strcmp(e->caller, caller) != 0 ||
+            now_ms() > e->created_ms + e->ttl_ms)
+            continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        if (listed == LIST_PAGE) {
+            more = true;
+            break;
+        }
+        t = cJSON_CreateObject();
+        task_fields(t, e->id, e->status, NULL, e->created_ms, e->ttl_ms, false);
+        cJSON_AddItemToArray(arr, t);
+        listed++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (more) {
+        char next[32];
+        unsigned long base = 0;
+
+        if (cJSON_IsString(cursor))
+            base = strtoul(cursor->valuestring, NULL, 10);
+        snprintf(next, sizeof(next), "%lu", base + LIST_PAGE);
+        cJSON_AddStringToObject(res, "nextCursor", next);
+    }
+    send_json(q->sink, jsonrpc_result(q->id, res));
+}
+
+/* tasks/update (2026-07-28): input for a task; ours never ask for any. */
+static void task_update(const struct tasks_req *q)
+{
+    const cJSON *in =
+        cJSON_GetObjectItemCaseSensitive(q->params, "inputResponses");
+    struct task_ref ref;
+    const char *id = NULL;
+
+    if (in != NULL && !cJSON_IsObject(in)) {
+        reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                    "params.inputResponses must be an object");
+        return;
+    }
+    if (!task_param(q, &ref, &id))
+        return;
+    cJSON_Delete(ref.handle);
+    /* Nothing was asked: the answers are ignored (like unasked keys). */
+    send_json(q->sink, jsonrpc_result(q->id, cJSON_CreateObject()));
+}
+
+void tasks_handle(const struct tasks_req *q, const char *method)
+{
+    if (strcmp(method, "tasks/get") == 0)
+        task_op(q, OP_GET);
+    else if (strcmp(method, "tasks/result") == 0)
+        task_op(q, OP_RESULT);
+    else if (strcmp(method, "tasks/cancel") == 0)
+        task_op(q, OP_CANCEL);
+    else if (strcmp(method, "tasks/list") == 0)
+        task_list(q);
+    else
+        task_update(q);
+}
