@@ -588,7 +588,8 @@ static bool terminal(const char *status)
     return strcmp(status, "working") != 0;
 }
 
-static cJSON *answer_start(struct task_sink *ts, cJSON *result)
+static cJSON *answer_start(struct task_sink *ts, cJSON *result, int *code,
+                           const char **msg)
 {
     cJSON *handle =
         cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
@@ -605,13 +606,19 @@ static cJSON *answer_start(struct task_sink *ts, cJSON *result)
                 "most %d bytes",
                 ts->tool, HANDLE_MAX);
         free(hjson);
+        *code = JSONRPC_INTERNAL_ERROR;
+        *msg = "the task could not be created; details are in the server "
+               "log";
         return NULL;
     }
     free(hjson);
     ts->id =
         id_encode(ts->tool, handle, ts->created_ms, ts->ttl_ms, ts->caller);
-    if (ts->id == NULL)
+    if (ts->id == NULL) {
+        *code = JSONRPC_INTERNAL_ERROR;
+        *msg = "out of memory";
         return NULL;
+    }
     seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, "working");
     out = cJSON_CreateObject();
     if (ts->stateless) {
@@ -718,7 +725,7 @@ static char *transform(struct task_sink *ts, const char *json, size_t len)
         goto out; /* an error answer goes out as it is */
     switch (ts->op) {
     case OP_START:
-        out = answer_start(ts, result);
+        out = answer_start(ts, result, &code, &emsg);
         break;
     case OP_GET:
         out = answer_get(ts, result);
