@@ -216,6 +216,10 @@ static int exec_save_locked(struct engine *eng, struct execution *ex)
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)ex->create_time_ms);
     cJSON_AddNumberToObject(rec, "end_time_ms", (double)ex->end_time_ms);
     cJSON_AddBoolToObject(rec, "attach_stdin", ex->attach_stdin);
+    if (ex->killed)
+        cJSON_AddBoolToObject(rec, "killed", 1);
+    if (ex->oom_killed)
+        cJSON_AddBoolToObject(rec, "oom_killed", 1);
     text = cJSON_Print(rec);
     cJSON_Delete(rec);
     engine_exec_output_path(eng, ex, "json", path, sizeof(path));
@@ -1142,6 +1146,7 @@ static void timer_tick_locked(struct engine *eng)
             const char *why = sandbox_failure_reason(box->sb);
             int oom = why != NULL && strcmp(why, "out_of_memory") == 0;
 
+            box->oom_failed = oom;
             engine_log_locked(eng, box, "entrypoint", "error",
                               oom ? "the devbox ran out of memory"
                                   : "the devbox's sandbox exited", NULL, 0);
@@ -1245,6 +1250,9 @@ static struct execution *exec_load(struct engine *eng, struct devbox *box,
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
     ex->end_time_ms = (int64_t)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "end_time_ms"));
+    ex->killed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "killed"));
+    ex->oom_killed =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "oom_killed"));
     if (ex->status != EXEC_COMPLETED) {
         /* Its process died with the previous engine: as if killed. */
         ex->status = EXEC_COMPLETED;

@@ -45,6 +45,7 @@ struct execution {
     int exit_status;     /* valid when completed */
     int attach_stdin;
     int killed;
+    int oom_killed; /* SIGKILLed while the devbox's OOM-kill count rose */
     int64_t create_time_ms;
     int64_t end_time_ms;
     struct sb_proc *proc;
@@ -73,6 +74,7 @@ struct devbox {
     int cancel_boot;           /* BOOT_CANCEL_*: the boot worker stops early */
     int io_refs;               /* file API calls using sb; stops wait for 0 */
     uint64_t oom_kills;        /* OOM kills already reported in the logs */
+    int oom_failed;            /* the memory limit failed the whole devbox */
     int refs;
     cJSON *tunnel;        /* TunnelView or NULL (tunnel.c); removed at shutdown/failure */
     struct sandbox *sb;
@@ -143,6 +145,8 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
                                     const char *command_id, int attach_stdin,
                                     const char *kind, char *err, size_t errlen);
 void engine_exec_unref_locked(struct execution *ex);
+/* How a completed execution ended: "out_of_memory", "killed" or "exit". */
+const char *engine_exec_ended_by(const struct execution *ex);
 cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n);
 /* Path of an execution's output file ("stdout"/"stderr"). */
 void engine_exec_output_path(struct engine *eng, struct execution *ex,

@@ -74,6 +74,10 @@ static int save_exec(struct engine *eng, struct execution *ex)
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)ex->create_time_ms);
     cJSON_AddNumberToObject(rec, "end_time_ms", (double)ex->end_time_ms);
     cJSON_AddBoolToObject(rec, "attach_stdin", ex->attach_stdin);
+    if (ex->killed)
+        cJSON_AddBoolToObject(rec, "killed", 1);
+    if (ex->oom_killed)
+        cJSON_AddBoolToObject(rec, "oom_killed", 1);
     text = cJSON_Print(rec);
     cJSON_Delete(rec);
     engine_exec_output_path(eng, ex, "json", path, sizeof(path));
@@ -108,20 +112,32 @@ static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
 }
 
 /* A command killed by the devbox's memory limit is reported in its logs
- * (the devbox keeps running unless the sandbox itself died). */
-static void report_oom_locked(struct engine *eng, struct devbox *box)
+ * (the devbox keeps running unless the sandbox itself died). Returns 1
+ * when the devbox's OOM-kill count rose since the last look. */
+static int report_oom_locked(struct engine *eng, struct devbox *box)
 {
     struct sb_usage u;
     char msg[200];
 
     if (box->sb == NULL || box->busy || sandbox_usage(box->sb, &u) != 0 ||
         u.oom_kills <= box->oom_kills)
-        return;
+        return 0;
     snprintf(msg, sizeof(msg), "out of memory: the devbox's memory limit killed a process "
              "(%llu OOM kills so far); use a larger resource_size_request",
              (unsigned long long)u.oom_kills);
     box->oom_kills = u.oom_kills;
     engine_log_locked(eng, box, "kmsg", "error", msg, NULL, 0);
+    return 1;
+}
+
+const char *engine_exec_ended_by(const struct execution *ex)
+{
+    if (ex->oom_killed)
+        return "out_of_memory";
+    if (ex->killed || ex->exit_status == 128 + SIGKILL ||
+        ex->exit_status == 128 + SIGTERM)
+        return "killed";
+    return "exit";
 }
 
 static void *exec_thread(void *arg)
@@ -151,11 +167,16 @@ static void *exec_thread(void *arg)
     /* A sandbox that died or was stopped took the process with it. */
     ex->exit_status = rc == 0 && status >= 0 ? status : 128 + SIGKILL;
     ex->end_time_ms = util_now_ms();
+    /* The kernel's OOM killer sends SIGKILL; the cgroup's count says it was
+     * the memory limit and not a kill call. */
+    if ((report_oom_locked(eng, ex->box) || ex->box->oom_failed) &&
+        ex->exit_status == 128 + SIGKILL && !ex->killed)
+        ex->oom_killed = 1;
     save_exec(eng, ex);
-    engine_log_locked(eng, ex->box, strcmp(ex->kind, "launch") == 0 ? "setup_commands"
-                                                                   : "exec",
+    engine_log_locked(eng, ex->box,
+                      strcmp(ex->kind, "launch") == 0 ? "setup_commands"
+                                                      : "exec",
                       "info", "command completed", ex, ex->exit_status);
-    report_oom_locked(eng, ex->box);
     pthread_cond_broadcast(&eng->changed);
     if (strcmp(ex->kind, "entrypoint") == 0)
         on_entrypoint_exit_locked(eng, ex);
@@ -458,6 +479,8 @@ cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int las
         int i;
 
         cJSON_AddNumberToObject(v, "exit_status", ex->exit_status);
+        /* Not in Runloop's view: exit_status 137 alone hides the cause. */
+        cJSON_AddStringToObject(v, "ended_by", engine_exec_ended_by(ex));
         for (i = 0; i < 2; i++) {
             char path[4200];
             char key[32];

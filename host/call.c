@@ -607,9 +607,11 @@ static int append_item(struct rlmcp_call *c, enum call_kind kind, cJSON *item)
     pthread_mutex_lock(&c->lock);
     if (c->kind != kind || c->items == NULL) {
         rc = RLMCP_ESTATE;
-    } else if (c->is_error) {
-        rc = RLMCP_ESTATE; /* an error result carries only its error */
+    } else if (c->is_error && kind != CALL_TOOL) {
+        rc = RLMCP_ESTATE; /* a failed read is a JSON-RPC error */
     } else {
+        /* After a tool's error block: what the failure leaves to see (the
+         * output of a command that timed out). */
         cJSON_AddItemToArray(c->items, item);
         item = NULL;
     }

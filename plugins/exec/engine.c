@@ -530,6 +530,7 @@ static cJSON *base_result(const cJSON *view, const char *devbox_id,
     cJSON *r = cJSON_CreateObject();
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    const cJSON *how = cJSON_GetObjectItemCaseSensitive(view, "ended_by");
 
     if (r == NULL)
         return NULL;
@@ -537,9 +538,15 @@ static cJSON *base_result(const cJSON *view, const char *devbox_id,
         cJSON_AddNumberToObject(r, "exit_code", ex->valuedouble);
     else
         cJSON_AddNullToObject(r, "exit_code");
-    /* How it ended: killed by SIGKILL/SIGTERM (128+n), else its exit. */
+    /* How it ended: devboxd says (out_of_memory, killed, exit); else
+     * killed by SIGKILL/SIGTERM (128+n), else its exit. */
     if (!cJSON_IsNumber(ex))
         cJSON_AddNullToObject(r, "ended_by");
+    else if (cJSON_IsString(how) &&
+             (strcmp(how->valuestring, "out_of_memory") == 0 ||
+              strcmp(how->valuestring, "killed") == 0 ||
+              strcmp(how->valuestring, "exit") == 0))
+        cJSON_AddStringToObject(r, "ended_by", how->valuestring);
     else
         cJSON_AddStringToObject(
             r, "ended_by",
@@ -743,40 +750,131 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
     return RLMCP_OK;
 }
 
+/* One stream of a timed-out command: what was streamed, else what the
+ * kill's view kept (never a new request: the deadline is near). */
+static void add_partial(struct ex *ex, const struct rlmcp_h *h, cJSON *r,
+                        const char *which, const cJSON *view,
+                        const struct rlmcp_h_capture *streamed, const char *eid)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, which);
+    struct rlmcp_h_capture cap;
+    char key[32];
+    char *hint = exec_logs_hint(h, eid);
+    char *out = NULL;
+    bool trunc = false;
+    uint64_t dropped = 0;
+
+    /* The stream holds all of it (head and tail); the view maybe a tail. */
+    if (streamed != NULL)
+        out = rlmcp_h_capture_text_dropped(streamed, hint, &trunc, &dropped);
+    if ((out == NULL || out[0] == '\0') && cJSON_IsString(t) &&
+        rlmcp_h_capture_init(&cap, (size_t)ex->max_output)) {
+        free(out);
+        rlmcp_h_capture_add(&cap, t->valuestring, strlen(t->valuestring));
+        out = rlmcp_h_capture_text_dropped(&cap, hint, &trunc, &dropped);
+        rlmcp_h_capture_free(&cap);
+    }
+    cJSON_AddStringToObject(r, which, out != NULL ? out : "");
+    snprintf(key, sizeof(key), "%s_truncated", which);
+    cJSON_AddBoolToObject(r, key, trunc);
+    snprintf(key, sizeof(key), "%s_bytes_dropped", which);
+    cJSON_AddNumberToObject(r, key, (double)dropped);
+    free(out);
+    free(hint);
+}
+
+/*
+ * What a timed-out command printed, as a second content block
+ * {"result": exec result with ended_by "timeout"} after the error.
+ */
+static void add_timeout_result(struct ex *ex, const struct rlmcp_h *h,
+                               const struct exec_params *p, const char *eid,
+                               const cJSON *view,
+                               const struct rlmcp_h_capture *streamed,
+                               uint64_t t0, bool stopped)
+{
+    cJSON *wrap = cJSON_CreateObject();
+    cJSON *r = base_result(view, p->devbox_id, eid);
+    char *text = NULL;
+    cJSON *block = NULL;
+    char *btext = NULL;
+
+    if (wrap == NULL || r == NULL)
+        goto out;
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "ended_by");
+    cJSON_AddStringToObject(r, "ended_by", "timeout");
+    if (!stopped) {
+        cJSON_DeleteItemFromObjectCaseSensitive(r, "status");
+        cJSON_AddStringToObject(r, "status", "unknown");
+    }
+    add_partial(ex, h, r, "stdout", view, streamed, eid);
+    add_partial(ex, h, r, "stderr", view, NULL, eid);
+    cJSON_AddNumberToObject(r, "duration_ms", (double)(rlmcp_h_now_ms() - t0));
+    cJSON_AddItemToObject(wrap, "result", r);
+    r = NULL;
+    text = cJSON_PrintUnformatted(wrap);
+    block = cJSON_CreateObject();
+    if (text == NULL || block == NULL)
+        goto out;
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddStringToObject(block, "text", text);
+    btext = cJSON_PrintUnformatted(block);
+    if (btext != NULL)
+        h->api->result_content(h->call, btext, strlen(btext));
+out:
+    free(btext);
+    free(text);
+    cJSON_Delete(block);
+    cJSON_Delete(r);
+    cJSON_Delete(wrap);
+}
+
 /*
  * A timed-out or cancelled execution is killed, and the kill confirmed by
  * reading its status back within the clean-up time; a timeout is reported
- * saying whether it is stopped, naming the execution either way.
+ * saying whether it is stopped, naming the execution either way, with the
+ * output it printed so far.
  */
-static int fail_execution(const struct rlmcp_h *h, const struct exec_params *p,
-                          const struct exec_limits *l, const char *eid, int rc)
+static int fail_execution(struct ex *ex, const struct rlmcp_h *h,
+                          const struct exec_params *p,
+                          const struct exec_limits *l, const char *eid, int rc,
+                          const struct rlmcp_h_capture *streamed, uint64_t t0)
 {
     char why[200];
     bool cancelled = rc == RLMCP_ECANCELLED;
     bool stopped = false;
+    cJSON *view = NULL;
 
     if (rc != RLMCP_ETIMEDOUT && rc != RLMCP_ECANCELLED)
         return rc;
     stopped = exec_stop(h, p->devbox_id, eid, exec_cleanup_until(l, cancelled),
-                        why, sizeof(why));
-    if (cancelled)
+                        why, sizeof(why), &view);
+    if (cancelled) {
+        cJSON_Delete(view);
         return rc;
+    }
     if (stopped)
-        return rlmcp_h_fail_remedy(
+        rc = rlmcp_h_fail_remedy(
             h, RLMCP_ERR_TIMEOUT,
             "Raise timeout_seconds (up to the server's maximum), or run "
-            "it with execute_command_async and poll get_execution.",
+            "it with execute_command_async and poll get_execution. The "
+            "output it printed so far is in the result that follows.",
             "the command did not finish within %lld s; execution %s on "
             "devbox %s was killed (its status reads completed)",
             p->timeout_s, eid, p->devbox_id);
-    return rlmcp_h_fail_remedy(
-        h, RLMCP_ERR_TIMEOUT,
-        "The command may still be running: check it with get_execution "
-        "(devbox_id and execution_id from this message) and stop it with "
-        "kill_execution once the backend answers.",
-        "the command did not finish within %lld s; execution %s on devbox "
-        "%s could NOT be confirmed stopped within the time limit (%s)",
-        p->timeout_s, eid, p->devbox_id, why);
+    else
+        rc = rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_TIMEOUT,
+            "The command may still be running: check it with get_execution "
+            "(devbox_id and execution_id from this message) and stop it with "
+            "kill_execution once the backend answers.",
+            "the command did not finish within %lld s; execution %s on "
+            "devbox %s could NOT be confirmed stopped within the time limit "
+            "(%s)",
+            p->timeout_s, eid, p->devbox_id, why);
+    add_timeout_result(ex, h, p, eid, view, streamed, t0, stopped);
+    cJSON_Delete(view);
+    return rc;
 }
 
 /* The start request got no answer in time: the execution may exist. */
@@ -836,7 +934,8 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
         rc = finish_result(ex, h, p, eid, view, have_stream ? &streamed : NULL,
                            stream_ok, t0, result_out);
     if (rc != RLMCP_OK)
-        rc = fail_execution(h, p, &lim, eid, rc);
+        rc = fail_execution(ex, h, p, &lim, eid, rc,
+                            have_stream ? &streamed : NULL, t0);
 out:
     rlmcp_h_capture_free(&streamed);
     cJSON_Delete(view);

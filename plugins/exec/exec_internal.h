@@ -92,10 +92,11 @@ uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled);
 /*
  * Kill an execution and read its status back until it says completed,
  * retrying (no longer than until). True when confirmed; else why[] says
- * what failed last.
+ * what failed last. view_out (may be NULL) receives the completed view
+ * (with the output the API kept) when confirmed.
  */
 bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
-               uint64_t until, char *why, size_t whylen);
+               uint64_t until, char *why, size_t whylen, cJSON **view_out);
 
 /* Build "cd DIR && export K=V && { CMD\n}" (any part optional). */
 int exec_prefix(const struct rlmcp_h *h, const char *command,
@@ -177,7 +178,7 @@ int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
     "\"stdout_bytes_dropped\":{\"type\":\"integer\"},"                         \
     "\"stderr_bytes_dropped\":{\"type\":\"integer\"},"                         \
     "\"ended_by\":{\"type\":[\"string\",\"null\"],\"enum\":[\"exit\","         \
-    "\"killed\",null]},"                                                       \
+    "\"killed\",\"out_of_memory\",\"timeout\",null]},"                         \
     "\"duration_ms\":{\"type\":\"integer\"},"                                  \
     "\"execution_id\":{\"type\":\"string\"},"                                  \
     "\"devbox_id\":{\"type\":\"string\"},"                                     \

@@ -64,10 +64,11 @@ static void nap_ms(uint64_t ms)
     nanosleep(&ts, NULL);
 }
 
-/* One clean-up request bounded by until; *status and the view's status. */
+/* One clean-up request bounded by until; *status and the view's status;
+ * a completed view goes to *view_out when asked for. */
 static int cleanup_req(const struct rlmcp_h *h, const char *method,
                        const char *path, const char *body, uint64_t until,
-                       long *status, char *st, size_t stlen)
+                       long *status, char *st, size_t stlen, cJSON **view_out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_resp *resp = NULL;
@@ -95,6 +96,12 @@ static int cleanup_req(const struct rlmcp_h *h, const char *method,
     s = cJSON_GetObjectItemCaseSensitive(v, "status");
     if (cJSON_IsString(s))
         snprintf(st, stlen, "%s", s->valuestring);
+    if (view_out != NULL && resp->status >= 200 && resp->status <= 299 &&
+        strcmp(st, "completed") == 0) {
+        cJSON_Delete(*view_out);
+        *view_out = v;
+        v = NULL;
+    }
     cJSON_Delete(v);
     h->api->http_resp_free(resp);
     return RLMCP_OK;
@@ -114,7 +121,7 @@ static void note_failure(char *why, size_t n, const char *what, int rc,
 }
 
 bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
-               uint64_t until, char *why, size_t whylen)
+               uint64_t until, char *why, size_t whylen, cJSON **view_out)
 {
     char *kill_path =
         rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill", devbox_id, eid);
@@ -138,7 +145,7 @@ bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
 
         tries++;
         rc = cleanup_req(h, "POST", kill_path, "{\"kill_process_group\":true}",
-                         until, &status, st, sizeof(st));
+                         until, &status, st, sizeof(st), view_out);
         if (rc == RLMCP_OK && status >= 200 && status <= 299 &&
             strcmp(st, "completed") == 0) {
             done = true;
@@ -147,7 +154,7 @@ bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
         note_failure(why, whylen, "kill", rc, status, st);
         /* Read the status back: the kill may have worked all the same. */
         rc = cleanup_req(h, "GET", get_path, NULL, until, &status, st,
-                         sizeof(st));
+                         sizeof(st), view_out);
         if (rc == RLMCP_OK && status >= 200 && status <= 299 &&
             strcmp(st, "completed") == 0) {
             done = true;

@@ -118,12 +118,24 @@ describe('deadlines, clean-up and a dead backend', () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('a timed-out command is killed, confirmed, and never runs on', LONG, async () => {
-    const e = toolError(await call('execute_command',
-      { devbox_id: box.id, command: 'sleep 20; touch /tmp/late-marker', timeout_seconds: 5 }, 30000));
+  it('a timed-out command is killed, confirmed, never runs on, and its output so far is returned', LONG, async () => {
+    const raw = await call('execute_command',
+      { devbox_id: box.id, command: 'echo started; echo err-so-far >&2; sleep 20; touch /tmp/late-marker', timeout_seconds: 5 }, 30000);
+    const e = toolError(raw);
     assert.equal(e.code, 'timeout');
     assert.match(e.message, /execution \S+ on devbox \S+ was killed \(its status reads completed\)/);
+    assert.match(e.remedy, /output it printed so far/);
     const eid = e.message.match(/execution (\S+) on devbox/)[1];
+    // The second block: what it printed before the kill, and how it ended.
+    const texts = raw.content.filter((c) => c.type === 'text').map((c) => JSON.parse(c.text));
+    const partial = texts.find((t) => t.result)?.result;
+    assert.ok(partial, `no result block: ${JSON.stringify(raw.content)}`);
+    assert.equal(partial.ended_by, 'timeout');
+    assert.equal(partial.execution_id, eid);
+    assert.equal(partial.status, 'completed');
+    assert.equal(partial.stdout, 'started\n');
+    assert.equal(partial.stderr, 'err-so-far\n');
+    assert.equal(partial.stdout_bytes_dropped, 0);
     const st = ok(await call('get_execution', { devbox_id: box.id, execution_id: eid }));
     assert.equal(st.status, 'completed');
     const probe = ok(await call('execute_command', { devbox_id: box.id, command: 'test -e /tmp/late-marker; echo $?' }));

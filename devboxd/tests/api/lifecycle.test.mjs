@@ -323,13 +323,22 @@ describe('policies and limits', () => {
     const bomb = await client.devboxes.executeAndAwaitCompletion(small.id,
       { command: "x=$(head -c 3000000000 /dev/zero | tr '\\0' a); echo survived ${#x}" });
     assert.notEqual(bomb.exit_status, 0);
+    // The view says why (not in Runloop's types: exit_status 137 alone hides it).
     const logs = await client.devboxes.logs.list(small.id);
     const view = await client.devboxes.retrieve(small.id);
+    assert.equal(bomb.ended_by, 'out_of_memory', JSON.stringify([bomb, view, logs.logs.slice(-4)]));
     const reported = logs.logs.some((l) => /out of memory/.test(l.message ?? '')) ||
       view.failure_reason === 'out_of_memory';
     assert.ok(reported, `not reported: ${JSON.stringify(view)} ${JSON.stringify(logs.logs.slice(-3))}`);
     const ok = await client.devboxes.executeAndAwaitCompletion(other.id, { command: 'echo fine' });
     assert.equal(ok.stdout, 'fine\n');
+    assert.equal(ok.ended_by, 'exit');
+    // A kill is a kill (137 too, but no OOM kill counted).
+    const sleeper = await client.devboxes.executions.executeAsync(other.id, { command: 'sleep 60' });
+    await client.devboxes.executions.kill(other.id, sleeper.execution_id);
+    const killed = await client.devboxes.executions.awaitCompleted(other.id, sleeper.execution_id);
+    assert.equal(killed.exit_status, 137);
+    assert.equal(killed.ended_by, 'killed', JSON.stringify(killed));
     await client.devboxes.shutdown(small.id);
     await client.devboxes.shutdown(other.id);
   });

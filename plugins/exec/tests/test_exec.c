@@ -222,6 +222,21 @@ static void truncation_keeps_head_and_tail(void **state)
     assert_int_equal((int)rnum("stderr_bytes_dropped"), 0);
     assert_string_equal(rstr("ended_by"), "exit");
     assert_true(strlen(s) < 1024 + 200);
+    /* devboxd's ended_by wins over the exit status; unknown ones do not. */
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":137,\"ended_by\":\"out_of_memory\","
+             "\"stdout\":\"\",\"stderr\":\"\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(rstr("ended_by"), "out_of_memory");
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":137,\"ended_by\":\"bogus\","
+             "\"stdout\":\"\",\"stderr\":\"\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(rstr("ended_by"), "killed");
     /* A deployment hiding get_execution_logs: head, tail and the count. */
     fh_reset();
     fh_hide_tool("get_execution_logs");

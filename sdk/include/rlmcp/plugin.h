@@ -493,7 +493,10 @@ struct rlmcp_host_api {
      * {"error":{"code":code,"message":...,"remedy":remedy}}. code is one of
      * the documented error codes (docs/errors.md), e.g. "not_found";
      * remedy tells the agent what to do next and may be NULL. Drops any
-     * structuredContent set before.
+     * structuredContent and content set before; content blocks a tool adds
+     * after it follow the error block (e.g. exec's {"result": …} with the
+     * output of a command that timed out; hosts before this change refuse
+     * them with RLMCP_ESTATE).
      * Ownership: copied. Threads: any, while the handler runs.
      */
     int (*result_error)(rlmcp_call *call, const char *code, const char *remedy,
