@@ -22,6 +22,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "stdio_stateless.h"
 
 #define READ_CHUNK (64 * 1024)
 #define SHRINK_ABOVE (1024 * 1024)
@@ -129,6 +130,7 @@ struct reader {
     struct mcp_dispatcher *d;
     struct mcp_session *s;
     struct stdio_out *out;
+    struct stdio_stateless *sl; /* 2026-07-28 requests */
     char *buf;
     size_t len; /* bytes held: the start of an unfinished line */
     size_t cap;
@@ -146,6 +148,10 @@ static void handle_line(struct reader *r, char *line, size_t len)
         len--;
     if (len == 0)
         return;
+    if (stdio_stateless_handle(r->sl, line, len, &r->out->sink,
+                               mcp_session_initialized(r->s)))
+        return;
+    stdio_stateless_notify(r->sl, line, len);
     mcp_handle(r->d, r->s, line, len, &r->out->sink, &ctx);
 }
 
@@ -341,7 +347,8 @@ int stdio_serve_fds(struct mcp_dispatcher *d, int in_fd, int out_fd)
     r.out = out;
     r.max = mcp_max_message(d);
     r.s = mcp_session_new(d);
-    if (r.s == NULL || open_stop_pipe() != 0) {
+    r.sl = stdio_stateless_new(d);
+    if (r.s == NULL || r.sl == NULL || open_stop_pipe() != 0) {
         log_msg(RLMCP_LOG_ERROR, NULL, "stdio: cannot start: %s",
                 strerror(errno));
         rc = -1;
@@ -361,6 +368,7 @@ int stdio_serve_fds(struct mcp_dispatcher *d, int in_fd, int out_fd)
     mcp_drain(d, DRAIN_MS);
 out:
     mcp_session_free(r.s);
+    stdio_stateless_free(r.sl);
     free(r.buf);
     pthread_mutex_lock(&out->lock);
     broken = out->broken;
