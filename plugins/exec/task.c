@@ -157,7 +157,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     if (!exec_stop(&h, id, eid, rlmcp_h_now_ms() + TASK_CANCEL_MS, why,
-                   sizeof(why))) {
+                   sizeof(why), NULL)) {
         rc = rlmcp_h_fail_remedy(
             &h, RLMCP_ERR_UNAVAILABLE,
             "Cancel again once the backend answers, or check the execution "
