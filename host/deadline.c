@@ -8,17 +8,17 @@
 /* Far beyond any tool's maximum, and it keeps the ms value in 32 bits. */
 #define MAX_TIMEOUT_S (7 * 24 * 3600.0)
 
-uint32_t deadline_call_ms(uint32_t fallback_ms, const char *args_json,
-                          size_t len)
+uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
+                          const char *args_json, size_t len)
 {
     cJSON *args = NULL;
     const cJSON *t = NULL;
     uint32_t ms = fallback_ms;
 
-    if (args_json == NULL || len == 0)
+    if (arg == NULL || args_json == NULL || len == 0)
         return fallback_ms;
     args = cJSON_ParseWithLength(args_json, len);
-    t = cJSON_GetObjectItemCaseSensitive(args, "timeout_seconds");
+    t = cJSON_GetObjectItemCaseSensitive(args, arg);
     if (cJSON_IsNumber(t) && t->valuedouble >= 1 &&
         t->valuedouble <= MAX_TIMEOUT_S)
         ms = (uint32_t)(t->valuedouble * 1000.0);

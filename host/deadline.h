@@ -2,9 +2,10 @@
  * deadline.h - how long one tools/call may take.
  *
  * A call's deadline starts when its request is read. Its length is the
- * tool's own timeout argument (`timeout_seconds`, as execute_command,
- * run_code and wait_for_execution take it) when the call passes one, else
- * the tool's timeout from the deployment (tool def, else host default).
+ * tool's own timeout argument (the def's timeout_arg, else
+ * `timeout_seconds` when its schema has it: execute_command, run_code,
+ * wait_for_execution) when the call passes one, else the tool's timeout
+ * from the deployment (tools.timeout_ms, tool def, host default).
  * Every queueing, HTTP request, retry, backoff and clean-up of the call
  * fits inside it (docs/errors.md "Deadlines").
  */
@@ -14,9 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The call's time limit in ms: timeout_seconds from args_json when it is
- * a positive number, else fallback_ms. */
-uint32_t deadline_call_ms(uint32_t fallback_ms, const char *args_json,
-                          size_t len);
+/* The call's time limit in ms: argument arg (seconds) of args_json when it
+ * is a number from 1 on, else fallback_ms (also when arg is NULL). Args
+ * carry the plugin's parameter names (deployment aliases undone). */
+uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
+                          const char *args_json, size_t len);
 
 #endif

@@ -933,7 +933,7 @@ static void m_tools_call(struct req *r)
     c->progress_token = progress_token(r);
     if (t->timeout_ms != 0)
         c->timeout_ms = t->timeout_ms;
-    c->timeout_ms = deadline_call_ms(c->timeout_ms, args, len);
+    c->timeout_ms = deadline_call_ms(c->timeout_ms, t->timeout_arg, args, len);
     enqueue(r, c);
 }
 

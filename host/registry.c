@@ -232,6 +232,7 @@ static void tool_free(struct tool_entry *t)
     free(t->name);
     free(t->plugin_name);
     free(t->original_name);
+    free(t->timeout_arg);
     free(t->title);
     free(t->description);
     cJSON_Delete(t->input_schema);
@@ -349,6 +350,41 @@ static int tool_task(struct tool_entry *t, const struct rlmcp_tool_def *d,
     return RLMCP_OK;
 }
 
+/*
+ * The argument that sets a call's time limit (rlmcp_tool_def.timeout_arg):
+ * a numeric property of the input schema. Defs from before the field name
+ * none, and get "timeout_seconds" when their schema has it.
+ */
+static int tool_timeout_arg(struct tool_entry *t,
+                            const struct rlmcp_tool_def *d, char *err,
+                            size_t errlen)
+{
+    const char *name =
+        d->timeout_arg != NULL ? d->timeout_arg : "timeout_seconds";
+    const cJSON *props =
+        cJSON_GetObjectItemCaseSensitive(t->input_schema, "properties");
+    const cJSON *prop = cJSON_GetObjectItemCaseSensitive(props, name);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+    bool numeric =
+        cJSON_IsString(type) && (strcmp(type->valuestring, "integer") == 0 ||
+                                 strcmp(type->valuestring, "number") == 0);
+
+    if (name[0] == '\0')
+        return RLMCP_OK;
+    if (!numeric) {
+        if (d->timeout_arg == NULL)
+            return RLMCP_OK;
+        set_err(err, errlen,
+                "tool '%s': timeout_arg '%.64s' is not an \"integer\" or "
+                "\"number\" property of its input schema; declare it there, "
+                "or leave timeout_arg NULL",
+                d->name, name);
+        return RLMCP_EINVAL;
+    }
+    t->timeout_arg = strdup(name);
+    return t->timeout_arg != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
 int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
                       const char *plugin_name, const struct rlmcp_tool_def *def,
                       char *err, size_t errlen)
@@ -386,6 +422,8 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
         return RLMCP_ENOMEM;
     pthread_mutex_init(&t->serial_lock, NULL);
     rc = tool_fill_json(t, &d, err, errlen);
+    if (rc == RLMCP_OK)
+        rc = tool_timeout_arg(t, &d, err, errlen);
     if (rc != RLMCP_OK)
         goto fail;
     t->name = strdup(d.name);

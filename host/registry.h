@@ -39,6 +39,7 @@ struct tool_entry {
     bool selected;        /* exposed by this deployment */
     uint32_t flags;       /* RLMCP_TOOL_* */
     uint32_t timeout_ms;  /* effective: tools.timeout_ms, def, host default */
+    char *timeout_arg;    /* the argument (seconds) that overrides it; NULL */
     rlmcp_tool_fn handler;
     void *user_data;
     void (*user_data_free)(void *user_data);

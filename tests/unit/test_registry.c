@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "deadline.h"
 #include "log.h"
 #include "registry.h"
 
@@ -388,6 +389,70 @@ static void test_tool_timeouts(void **state)
     registry_free(reg);
 }
 
+/* The argument that sets a call's time limit comes from the declaration. */
+static void test_timeout_arg(void **state)
+{
+    struct registry *reg = registry_new();
+    struct rlmcp_tool_def d = RLMCP_TOOL_DEF_INIT;
+    static const char with_wait[] =
+        "{\"type\":\"object\",\"properties\":{\"wait_s\":{\"type\":"
+        "\"integer\"},\"timeout_seconds\":{\"type\":\"integer\"},"
+        "\"label\":{\"type\":\"string\"}}}";
+    static const char args[] = "{\"wait_s\":2,\"timeout_seconds\":7}";
+
+    (void)state;
+    assert_non_null(reg);
+    d.description = "desc";
+    d.handler = handler;
+    d.input_schema_json = with_wait;
+    d.name = "declared";
+    d.timeout_arg = "wait_s";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.name = "none";
+    d.timeout_arg = "";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    /* A def from before the field: timeout_seconds when the schema has it. */
+    d.name = "old";
+    d.timeout_arg = NULL;
+    d.struct_size = offsetof(struct rlmcp_tool_def, timeout_arg);
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.name = "old_no_arg";
+    d.input_schema_json = schema;
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_OK);
+    d.struct_size = sizeof(d);
+    d.name = "bad";
+    d.input_schema_json = with_wait;
+    d.timeout_arg = "label";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
+    assert_non_null(strstr(err, "tool 'bad': timeout_arg 'label' is not an "
+                                "\"integer\" or \"number\" property"));
+    d.timeout_arg = "missing";
+    assert_int_equal(registry_add_tool(reg, PA, "a", &d, err, sizeof(err)),
+                     RLMCP_EINVAL);
+    assert_int_equal(
+        registry_select(reg, NULL, "d.yaml", false, 5000, err, sizeof(err)), 0);
+
+    assert_string_equal(registry_find_tool(reg, "declared")->timeout_arg,
+                        "wait_s");
+    assert_null(registry_find_tool(reg, "none")->timeout_arg);
+    assert_string_equal(registry_find_tool(reg, "old")->timeout_arg,
+                        "timeout_seconds");
+    assert_null(registry_find_tool(reg, "old_no_arg")->timeout_arg);
+    assert_int_equal(deadline_call_ms(5000, "wait_s", args, strlen(args)),
+                     2000);
+    assert_int_equal(
+        deadline_call_ms(5000, "timeout_seconds", args, strlen(args)), 7000);
+    assert_int_equal(deadline_call_ms(5000, NULL, args, strlen(args)), 5000);
+    assert_int_equal(deadline_call_ms(5000, "wait_s", "{\"wait_s\":0}", 12),
+                     5000);
+    registry_free(reg);
+}
+
 static void test_bad_registrations(void **state)
 {
     struct registry *reg = registry_new();
@@ -565,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_selection_errors),
         cmocka_unit_test(test_tool_timeouts),
+        cmocka_unit_test(test_timeout_arg),
         cmocka_unit_test(test_bad_registrations),
         cmocka_unit_test(test_resources_prompts),
         cmocka_unit_test(test_remove_and_release),

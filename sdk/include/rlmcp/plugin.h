@@ -234,6 +234,14 @@ struct rlmcp_tool_def {
     /* Added in ABI 1.4: optional; the tool may run as an MCP task. The
      * struct is copied at registration. */
     const struct rlmcp_task_def *task;
+    /*
+     * Added after ABI 1.4 (hosts before it refuse a def that sets it): the
+     * argument, a number of seconds, that sets a call's time limit when the
+     * call passes it; an "integer" or "number" property of input_schema.
+     * NULL: "timeout_seconds" when the schema has such a property (what
+     * every host did before), else none. "": none.
+     */
+    const char *timeout_arg;
     /* 1.x: append only */
 };
 #define RLMCP_TOOL_DEF_INIT {.struct_size = sizeof(struct rlmcp_tool_def)}
