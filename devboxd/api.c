@@ -184,6 +184,70 @@ static int check_lp_enums(const char *size, const char *arch, const char *tier,
     return 0;
 }
 
+#define SUSPEND_COMMANDS_MAX 32
+#define SUSPEND_COMMAND_MAX_LEN 65536
+
+/* {suspend_commands?: [string], suspend_deadline_ms?: 1-60000}. */
+static int check_lifecycle_hooks(const cJSON *h, char *err, size_t errlen)
+{
+    static const char *const fields[] = {"suspend_commands",
+                                         "suspend_deadline_ms", NULL};
+    const char *where = "launch_parameters.lifecycle.lifecycle_hooks";
+    const cJSON *cmds = NULL;
+    const cJSON *c = NULL;
+    int64_t ms = 0;
+    int n = 0;
+
+    if (h == NULL || cJSON_IsNull(h))
+        return 0;
+    if (!cJSON_IsObject(h)) {
+        snprintf(err, errlen,
+                 "%s must be an object {suspend_commands?: [string], "
+                 "suspend_deadline_ms?: 1-60000}",
+                 where);
+        return -1;
+    }
+    if (util_check_fields(h, where, fields, err, errlen) != 0)
+        return -1;
+    if (util_opt_int(h, "suspend_deadline_ms", 1, 60000, &ms, NULL, err,
+                     errlen) != 0) {
+        snprintf(err, errlen,
+                 "%s.suspend_deadline_ms must be a whole number of "
+                 "milliseconds from 1 to 60000 (default 30000)",
+                 where);
+        return -1;
+    }
+    cmds = cJSON_GetObjectItemCaseSensitive(h, "suspend_commands");
+    if (cmds == NULL || cJSON_IsNull(cmds))
+        return 0;
+    if (!cJSON_IsArray(cmds)) {
+        snprintf(err, errlen,
+                 "%s.suspend_commands must be an array of shell command "
+                 "strings",
+                 where);
+        return -1;
+    }
+    cJSON_ArrayForEach(c, cmds)
+    {
+        if (!cJSON_IsString(c) || c->valuestring[0] == '\0' ||
+            strlen(c->valuestring) > SUSPEND_COMMAND_MAX_LEN) {
+            snprintf(err, errlen,
+                     "%s.suspend_commands[%d] must be a non-empty string of "
+                     "at most %d bytes",
+                     where, n, SUSPEND_COMMAND_MAX_LEN);
+            return -1;
+        }
+        if (++n > SUSPEND_COMMANDS_MAX) {
+            snprintf(err, errlen,
+                     "%s.suspend_commands has more than %d commands; join "
+                     "them into a script",
+                     where, SUSPEND_COMMANDS_MAX);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
 {
     static const char *const fields[] = {"after_idle", "resume_triggers", "lifecycle_hooks",
@@ -196,6 +260,10 @@ static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
         return -1;
     }
     if (util_check_fields(life, "launch_parameters.lifecycle", fields, err, errlen) != 0)
+        return -1;
+    if (check_lifecycle_hooks(
+            cJSON_GetObjectItemCaseSensitive(life, "lifecycle_hooks"), err,
+            errlen) != 0)
         return -1;
     return check_after_idle(cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
                             "launch_parameters.lifecycle.after_idle", err, errlen);

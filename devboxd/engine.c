@@ -933,14 +933,113 @@ struct stop_job {
     char *reason;
 };
 
+/* Lock held: a copy of launch_parameters.lifecycle.lifecycle_hooks, or NULL. */
+static cJSON *suspend_hooks_locked(const struct devbox *box)
+{
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
+    const cJSON *hooks =
+        cJSON_GetObjectItemCaseSensitive(life, "lifecycle_hooks");
+    const cJSON *cmds =
+        cJSON_GetObjectItemCaseSensitive(hooks, "suspend_commands");
+
+    return cJSON_GetArraySize(cmds) > 0 ? cJSON_Duplicate(hooks, 1) : NULL;
+}
+
+static void hook_log(struct engine *eng, struct devbox *box, const char *level,
+                     const char *msg)
+{
+    pthread_mutex_lock(&eng->lock);
+    engine_log_locked(eng, box, "lifecycle_hooks", level, msg, NULL, 0);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+/*
+ * lifecycle_hooks.suspend_commands, one after the other in the devbox,
+ * within suspend_deadline_ms (default 30 s) for all of them. A failure or
+ * the deadline is logged and the suspend goes on, as Runloop documents.
+ */
+static void run_suspend_hooks(struct engine *eng, struct devbox *box,
+                              struct sandbox *sb, const cJSON *hooks)
+{
+    const cJSON *cmds =
+        cJSON_GetObjectItemCaseSensitive(hooks, "suspend_commands");
+    const cJSON *dl =
+        cJSON_GetObjectItemCaseSensitive(hooks, "suspend_deadline_ms");
+    int64_t budget = cJSON_IsNumber(dl) ? (int64_t)dl->valuedouble : 30000;
+    int64_t deadline = util_now_ms() + budget;
+    const cJSON *c = NULL;
+    int i = 0;
+    char msg[512];
+
+    cJSON_ArrayForEach(c, cmds)
+    {
+        struct sb_exec req;
+        struct sb_proc *proc = NULL;
+        char err[256] = "";
+        int status = -1;
+        int64_t left = deadline - util_now_ms();
+        int rc;
+
+        i++;
+        if (left <= 0) {
+            snprintf(msg, sizeof(msg),
+                     "suspend_commands: the %lld ms deadline passed "
+                     "before command %d; the suspend goes on",
+                     (long long)budget, i);
+            hook_log(eng, box, "warn", msg);
+            return;
+        }
+        memset(&req, 0, sizeof(req));
+        req.command = c->valuestring;
+        req.stdout_fd = -1;
+        req.stderr_fd = -1;
+        if (sandbox_exec(sb, &req, &proc, err, sizeof(err)) != 0) {
+            snprintf(msg, sizeof(msg),
+                     "suspend_commands: command %d could not start: %s", i,
+                     err);
+            hook_log(eng, box, "error", msg);
+            continue;
+        }
+        rc = sb_proc_wait(proc, (int)left, &status);
+        if (rc == -ETIMEDOUT) {
+            sb_proc_kill(proc, SIGKILL);
+            sb_proc_wait(proc, 2000, &status);
+            sb_proc_free(proc);
+            snprintf(msg, sizeof(msg),
+                     "suspend_commands: command %d did not finish within "
+                     "the %lld ms deadline (killed); the suspend goes on",
+                     i, (long long)budget);
+            hook_log(eng, box, "warn", msg);
+            return;
+        }
+        sb_proc_free(proc);
+        snprintf(msg, sizeof(msg),
+                 "suspend_commands: command %d exited with status %d%s", i,
+                 status, status == 0 ? "" : "; the suspend goes on");
+        hook_log(eng, box, status == 0 ? "info" : "error", msg);
+    }
+}
+
 static void *stop_thread(void *arg)
 {
     struct stop_job *job = arg;
     struct engine *eng = job->eng;
     struct devbox *box = job->box;
     struct sandbox *sb = NULL;
+    cJSON *hooks = NULL;
     char err[256];
 
+    pthread_mutex_lock(&eng->lock);
+    sb = box->sb; /* the worker owns the devbox while busy */
+    if (job->target == DBX_SUSPENDED && sb != NULL)
+        hooks = suspend_hooks_locked(box);
+    pthread_mutex_unlock(&eng->lock);
+    /* Before anything stops: the hooks run in the live devbox. */
+    if (hooks != NULL)
+        run_suspend_hooks(eng, box, sb, hooks);
+    cJSON_Delete(hooks);
     pthread_mutex_lock(&eng->lock);
     while (box->io_refs > 0)
         pthread_cond_wait(&eng->changed, &eng->lock);

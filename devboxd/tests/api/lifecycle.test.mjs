@@ -315,6 +315,46 @@ describe('policies and limits', () => {
     await client.devboxes.shutdown(b.id);
   });
 
+  test('lifecycle_hooks.suspend_commands run before a suspend; failures and the deadline are logged', async () => {
+    const b = await client.devboxes.createAndAwaitRunning({ launch_parameters: { lifecycle: {
+      lifecycle_hooks: { suspend_commands: ['echo quiesced > /home/user/hook.txt', 'exit 3'] } } } });
+    await client.devboxes.suspend(b.id);
+    assert.equal((await client.devboxes.awaitSuspended(b.id)).status, 'suspended');
+    await client.devboxes.resume(b.id);
+    await client.devboxes.awaitRunning(b.id);
+    const r = await client.devboxes.executeAndAwaitCompletion(b.id, { command: 'cat /home/user/hook.txt' });
+    assert.equal(r.stdout, 'quiesced\n', 'the first hook ran in the devbox before the suspend');
+    const logs = (await client.devboxes.logs.list(b.id)).logs.map((l) => l.message);
+    assert.ok(logs.some((m) => /suspend_commands: command 1 exited with status 0/.test(m)), logs.join('\n'));
+    assert.ok(logs.some((m) => /suspend_commands: command 2 exited with status 3; the suspend goes on/.test(m)), logs.join('\n'));
+    await client.devboxes.shutdown(b.id);
+
+    // A hook that hangs is cut at suspend_deadline_ms; the suspend still happens.
+    const slow = await client.devboxes.createAndAwaitRunning({ launch_parameters: { lifecycle: {
+      lifecycle_hooks: { suspend_commands: ['sleep 120', 'touch /home/user/never'], suspend_deadline_ms: 1000 } } } });
+    await client.devboxes.suspend(slow.id);
+    assert.equal((await client.devboxes.awaitSuspended(slow.id)).status, 'suspended');
+    const slowLogs = (await client.devboxes.logs.list(slow.id)).logs.map((l) => l.message);
+    assert.ok(slowLogs.some((m) => /command 1 did not finish within the 1000 ms deadline \(killed\); the suspend goes on/.test(m)),
+      slowLogs.join('\n'));
+    assert.ok(!slowLogs.some((m) => /command 2/.test(m)), 'nothing runs after the deadline');
+    await client.devboxes.shutdown(slow.id);
+  });
+
+  test('lifecycle_hooks bad input: each field named with what to send', async () => {
+    const bad = async (hooks, re) => rejectsWith(assert, client.devboxes.create(
+      { launch_parameters: { lifecycle: { lifecycle_hooks: hooks } } }), 400, re);
+    await bad('echo', /lifecycle_hooks must be an object/);
+    await bad({ suspend_commands: 'echo hi' }, /suspend_commands must be an array of shell command strings/);
+    await bad({ suspend_commands: ['ok', 7] }, /suspend_commands\[1\] must be a non-empty string/);
+    await bad({ suspend_commands: [''] }, /suspend_commands\[0\] must be a non-empty string/);
+    await bad({ suspend_commands: Array(33).fill('true') }, /more than 32 commands/);
+    await bad({ suspend_deadline_ms: 60001 }, /suspend_deadline_ms must be a whole number of milliseconds from 1 to 60000/);
+    await bad({ suspend_deadline_ms: 0 }, /suspend_deadline_ms/);
+    await bad({ suspend_deadline_ms: 'soon' }, /suspend_deadline_ms/);
+    await bad({ on_resume: [] }, /on_resume/);
+  });
+
   test('a memory bomb is killed by the size limit and reported; the engine keeps serving', async () => {
     const small = await client.devboxes.createAndAwaitRunning({
       launch_parameters: { resource_size_request: 'X_SMALL' } });
