@@ -139,6 +139,7 @@ function call(method, params = {}) {
     'mcp-protocol-version': REV, 'mcp-method': method,
   };
   if (method === 'tools/call') headers['mcp-name'] = params.name;
+  if (method.startsWith('tasks/')) headers['mcp-name'] = params.taskId;
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port: lbPort, method: 'POST', path: '/mcp', headers, agent: false }, (res) => {
       let data = '';
@@ -213,6 +214,34 @@ test('a devbox, a streamed exec with progress and an async exec across replicas'
     assert.equal(got.msg.result.structuredContent.exit_code, 0);
   } finally {
     await tool('shutdown_devbox', { devbox_id: box.id });
+  }
+});
+
+test('a task started through one replica is followed and cancelled through the other', LONG, async () => {
+  const created = await tool('create_devbox', { name: 'replica-tasks' });
+  const box = created.msg.result.structuredContent.id;
+  const ext = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+  try {
+    const t1 = await call('tools/call', { name: 'execute_command', arguments: { devbox_id: box, command: 'sleep 1; echo across' }, _meta: ext });
+    assert.equal(t1.msg.result.resultType, 'task', t1.body);
+    let got;
+    const seen = new Set();
+    await waitFor(async () => {
+      got = await call('tasks/get', { taskId: t1.msg.result.taskId, _meta: ext });
+      seen.add(got.replica);
+      return got.msg.result.status !== 'working';
+    }, 120000, 'the task to end');
+    assert.ok(seen.has(t1.replica === 'a' ? 'b' : 'a'), `read on the other replica: ${[...seen]}`);
+    assert.equal(got.msg.result.status, 'completed', got.body);
+    assert.equal(got.msg.result.result.structuredContent.stdout, 'across\n');
+    const t2 = await call('tools/call', { name: 'execute_command', arguments: { devbox_id: box, command: 'sleep 300' }, _meta: ext });
+    const ack = await call('tasks/cancel', { taskId: t2.msg.result.taskId, _meta: ext });
+    assert.notEqual(ack.replica, t2.replica);
+    assert.deepEqual(ack.msg.result, { resultType: 'complete' }, ack.body);
+    await waitFor(async () => (await call('tasks/get', { taskId: t2.msg.result.taskId, _meta: ext })).msg.result.status === 'cancelled',
+      60000, 'the task to read cancelled');
+  } finally {
+    await tool('shutdown_devbox', { devbox_id: box });
   }
 });
 
