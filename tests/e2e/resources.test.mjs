@@ -225,6 +225,7 @@ describe('devbox resource subscriptions over Streamable HTTP (local engine)', ()
   let host;
   let hostLog = '';
   let client;
+  let port;
   const updates = [];
 
   before(async () => {
@@ -236,7 +237,7 @@ describe('devbox resource subscriptions over Streamable HTTP (local engine)', ()
     });
     host.stderr.setEncoding('utf8');
     host.stderr.on('data', (d) => { hostLog += d; });
-    const port = await waitFor(() => { const m = /\(port (\d+)\)/.exec(hostLog); return m && Number(m[1]); }, 60000, 'the HTTP server to listen');
+    port = await waitFor(() => { const m = /\(port (\d+)\)/.exec(hostLog); return m && Number(m[1]); }, 60000, 'the HTTP server to listen');
     client = new Client({ name: 'resources-http-e2e', version: '1' });
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
     await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
@@ -256,7 +257,7 @@ describe('devbox resource subscriptions over Streamable HTTP (local engine)', ()
     assert.doesNotMatch(hostLog, /AddressSanitizer|LeakSanitizer|runtime error/, hostLog);
   });
 
-  it('updates arrive on the session\'s GET stream', LONG, async () => {
+  it('updates arrive on the session\'s GET stream; 2026-07-28 reads (not found: -32602) and completion', LONG, async () => {
     const call = async (name, args) => {
       const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
       return ok(r);
@@ -269,6 +270,32 @@ describe('devbox resource subscriptions over Streamable HTTP (local engine)', ()
     const r = await client.readResource({ uri });
     assert.match(r.contents[0].text, /^t1\n/);
     await client.unsubscribeResource({ uri });
+
+    // MCP 2026-07-28 (stateless): the same reads; not found is -32602.
+    const rev = async (method, params, name) => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 'resources-e2e', version: '1' },
+        'io.modelcontextprotocol/clientCapabilities': {},
+      } } });
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28', 'mcp-method': method };
+      if (name) headers['mcp-name'] = name;
+      const res = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers, body });
+      const text = await res.text();
+      const line = text.trimStart().startsWith('{') ? text : text.split('\n').find((l) => l.startsWith('data: {'))?.slice(6);
+      return JSON.parse(line);
+    };
+    let m = await rev('resources/read', { uri }, uri);
+    assert.equal(m.result.resultType, 'complete');
+    assert.match(m.result.contents[0].text, /^t1\n/);
+    const missing = `devbox://${box.id}/home/user/none.txt`;
+    m = await rev('resources/read', { uri: missing }, missing);
+    assert.equal(m.error.code, -32602, JSON.stringify(m));
+    assert.equal(m.error.data.code, 'not_found');
+    m = await rev('completion/complete', { ref: { type: 'ref/resource', uri: 'devbox://{devbox_id}/{+path}' },
+      argument: { name: 'devbox_id', value: box.id } });
+    assert.deepEqual(m.result.completion.values, [box.id]);
     await call('shutdown_devbox', { devbox_id: box.id });
   });
 });
