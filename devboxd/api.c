@@ -783,8 +783,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         return;
     if (st != NULL && st[0] != '\0') {
         want = dbx_status_parse(st);
-        /* Runloop's queue states: no devbox here waits in them. */
-        if (strcmp(st, "queued") == 0 || strcmp(st, "scheduled") == 0)
+        /* Runloop's scheduling state: no devbox here waits in it. */
+        if (strcmp(st, "scheduled") == 0)
             want = DBX_N_STATUS;
         if (want < 0) {
             util_error(resp, 400, "status \"%s\" is not a devbox status; use one of "

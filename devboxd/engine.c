@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 static const char *const status_names[DBX_N_STATUS] = {
-    "provisioning", "initializing", "running", "suspending",
-    "suspended",    "resuming",     "failure", "shutdown",
+    "provisioning", "initializing", "running",  "suspending", "suspended",
+    "resuming",     "failure",      "shutdown", "queued",
 };
 
 const char *dbx_status_name(int status)
@@ -64,6 +64,16 @@ int exec_status_parse(const char *name)
     if (strcmp(name, "completed") == 0)
         return EXEC_COMPLETED;
     return -1;
+}
+
+static int is_flex(const cJSON *spec)
+{
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *tier =
+        cJSON_GetObjectItemCaseSensitive(lp, "provisioning_tier");
+
+    return cJSON_IsString(tier) && strcmp(tier->valuestring, "flex") == 0;
 }
 
 static int is_active_status(int status)
@@ -623,7 +633,7 @@ static void cancel_boot_locked(struct engine *eng, struct devbox *box, int why)
 
     if (!box->busy ||
         (box->status != DBX_PROVISIONING && box->status != DBX_INITIALIZING &&
-         box->status != DBX_RESUMING))
+         box->status != DBX_RESUMING && box->status != DBX_QUEUED))
         return;
     box->cancel_boot = why;
     for (ex = box->execs; ex != NULL && n < 8; ex = ex->next) {
@@ -748,6 +758,10 @@ static void *boot_thread(void *arg)
     char msg[1024];
 
     free(job);
+    pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_QUEUED)
+        engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+    pthread_mutex_unlock(&eng->lock);
     if (boot_start_sandbox(eng, box, err, sizeof(err)) != 0) {
         snprintf(msg, sizeof(msg), "sandbox failed to start: %s", err);
         boot_fail(eng, box, "health_check_failed", msg);
@@ -841,7 +855,8 @@ static int admit_locked(struct engine *eng, const struct devbox *box, char *err,
     unsigned n = 0;
 
     for (b = eng->boxes; b != NULL; b = b->next) {
-        if (b->status != DBX_PROVISIONING && !is_active_status(b->status))
+        if (b->status != DBX_PROVISIONING && b->status != DBX_QUEUED &&
+            !is_active_status(b->status))
             continue;
         box_limits(b, &lim, &cpus, &mem, &disk);
         used_cpus += cpus;
@@ -906,7 +921,10 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
     box->next = eng->boxes;
     eng->boxes = box;
     util_write_error_reset();
-    engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
+    /* A flex devbox starts queued as Runloop documents; here capacity is
+     * the admission caps already passed, so its boot takes it at once. */
+    engine_set_status_locked(
+        eng, box, is_flex(spec) ? DBX_QUEUED : DBX_PROVISIONING, NULL, NULL);
     if (util_write_error() != 0) {
         /* Not saved: it must not exist (nor boot) unacknowledged. */
         eng->boxes = box->next;
@@ -1537,6 +1555,7 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
         case DBX_SUSPENDING:
             engine_set_status_locked(eng, box, DBX_SUSPENDED, NULL, NULL);
             break;
+        case DBX_QUEUED:
         case DBX_PROVISIONING:
         case DBX_INITIALIZING:
         case DBX_RUNNING:

@@ -19,6 +19,8 @@ enum dbx_status {
     DBX_RESUMING,
     DBX_FAILURE,
     DBX_SHUTDOWN,
+    DBX_QUEUED, /* provisioning_tier flex: waits for capacity, then provisions
+                 */
     DBX_N_STATUS
 };
 

@@ -341,6 +341,23 @@ describe('policies and limits', () => {
     await client.devboxes.shutdown(slow.id);
   });
 
+  test('a flex devbox starts queued as documented, then runs; queued is a list and wait filter', async () => {
+    const f = await client.devboxes.create({ launch_parameters: { provisioning_tier: 'flex' } });
+    assert.equal(f.status, 'queued');
+    const std = await client.devboxes.create({ launch_parameters: { provisioning_tier: 'standard' } });
+    assert.equal(std.status, 'provisioning');
+    const running = await client.devboxes.awaitRunning(f.id);
+    assert.equal(running.status, 'running');
+    const seen = running.state_transitions.map((t) => t.status);
+    assert.deepEqual(seen.slice(0, 2), ['queued', 'provisioning'], JSON.stringify(seen));
+    assert.ok(seen.includes('running'));
+    const r = await client.devboxes.executeAndAwaitCompletion(f.id, { command: 'echo flex' });
+    assert.equal(r.stdout, 'flex\n');
+    await client.devboxes.awaitRunning(std.id);
+    await client.devboxes.shutdown(f.id);
+    await client.devboxes.shutdown(std.id);
+  });
+
   test('lifecycle_hooks bad input: each field named with what to send', async () => {
     const bad = async (hooks, re) => rejectsWith(assert, client.devboxes.create(
       { launch_parameters: { lifecycle: { lifecycle_hooks: hooks } } }), 400, re);
