@@ -243,7 +243,9 @@ describe('connection cap', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     for (const s of socks) s.destroy();
-    assert.ok(peak - base <= 1024 + 16, `devboxd went from ${base} to ${peak} threads`);
+    // 1,024 served, plus up to 64 dropped to make room whose threads are
+    // still ending (HTTP_CONN_SPARE): seen at 1,042 on a loaded machine.
+    assert.ok(peak - base <= 1024 + 64 + 16, `devboxd went from ${base} to ${peak} threads`);
     await waitFor(async () => (await engine.raw('GET', '/v1/devboxes').catch(() => ({ status: 0 }))).status === 200,
       { timeoutMs: 30000, what: 'devboxd to serve again' });
   });
