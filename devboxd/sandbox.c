@@ -157,7 +157,7 @@ static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
     if (access(sb_rt.runc_path, X_OK) != 0)
         return sb_err(err, errlen, -ENOENT,
                       "%s missing; install runc (scripts/bootstrap) or "
-                      "use the bwrap runtime",
+                      "set RLMCP_DEVBOX_RUNTIME=bwrap",
                       sb_rt.runc_path);
     if (mkdir_mode(sb_rt.runc_root, 0700) != 0)
         return sb_err(err, errlen, -errno, "cannot create %s: %s",

@@ -1,0 +1,68 @@
+// devboxd runtimes side by side in one run: root inside under runc on the
+// starter image (the default) beside bubblewrap on the host's /usr (the
+// engine before images, RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host).
+// Same binary, same machine, one engine after the other. Figures only.
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
+import { Devboxd } from '../../devboxd/tests/api/devboxd.mjs';
+
+const quick = process.argv.includes('--quick');
+const N_CREATE = quick ? 10 : 30;
+const N_EXEC = quick ? 100 : 300;
+const N_BOXES = quick ? 20 : 100;
+
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
+const ms = (x) => `${x.toFixed(1)} ms`;
+const row = (what, ours, peer, target) =>
+  console.log(`${what.padEnd(40)} ${String(ours).padEnd(24)} ${String(peer).padEnd(24)} ${target}`);
+
+async function measure(env) {
+  const engine = new Devboxd({ env });
+  await engine.start();
+  const client = engine.client();
+  try {
+    const create = [];
+    for (let i = 0; i < N_CREATE; i++) {
+      const t0 = performance.now();
+      const b = await client.devboxes.createAndAwaitRunning({});
+      create.push(performance.now() - t0);
+      if (b.status !== 'running') throw new Error(`devbox ${b.id} is ${b.status}`);
+      await client.devboxes.shutdown(b.id);
+    }
+    const box = await client.devboxes.createAndAwaitRunning({});
+    const exec = [];
+    for (let i = 0; i < N_EXEC; i++) {
+      const t0 = performance.now();
+      const r = await client.devboxes.execute(box.id, { command: 'true', command_id: `b-${i}` });
+      exec.push(performance.now() - t0);
+      if (r.status !== 'completed' || r.exit_status !== 0) throw new Error('execute failed');
+    }
+    await client.devboxes.shutdown(box.id);
+    let t0 = performance.now();
+    const boxes = await Promise.all(Array.from({ length: N_BOXES }, () =>
+      client.devboxes.createAndAwaitRunning({ launch_parameters: { resource_size_request: 'X_SMALL' } },
+        { timeout: 600000 }).catch((e) => ({ status: `error: ${e.message}` }))));
+    const up = (performance.now() - t0) / 1000;
+    const running = boxes.filter((b) => b.status === 'running');
+    t0 = performance.now();
+    const outs = await Promise.all(running.map((b) => client.devboxes.executeAndAwaitCompletion(b.id,
+      { command: 'id -un' })));
+    const run = (performance.now() - t0) / 1000;
+    const ok = outs.filter((o) => o.exit_status === 0).length;
+    await Promise.all(running.map((b) => client.devboxes.shutdown(b.id)));
+    return { create, exec, up, nUp: running.length, run, ok };
+  } finally {
+    await engine.cleanup();
+  }
+}
+
+const peer = await measure({ RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
+const ours = await measure({ RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
+console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
+row('figure', 'runc, starter image', 'bwrap, host /usr', 'target');
+row(`create -> running p50 (n=${N_CREATE})`, ms(pct(ours.create, 0.5)), ms(pct(peer.create, 0.5)), '< 100 ms');
+row('create -> running p90', ms(pct(ours.create, 0.9)), ms(pct(peer.create, 0.9)), '');
+row(`execute "true" p50 (n=${N_EXEC})`, ms(pct(ours.exec, 0.5)), ms(pct(peer.exec, 0.5)), '< 10 ms');
+row('execute "true" p90', ms(pct(ours.exec, 0.9)), ms(pct(peer.exec, 0.9)), '');
+row(`${N_BOXES} concurrent devboxes: all running`, `${ours.up.toFixed(2)} s (${ours.nUp} up)`,
+  `${peer.up.toFixed(2)} s (${peer.nUp} up)`, `${N_BOXES} up`);
+row(`  one command in each`, `${ours.run.toFixed(2)} s (ok ${ours.ok})`, `${peer.run.toFixed(2)} s (ok ${peer.ok})`, '');
