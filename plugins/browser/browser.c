@@ -230,8 +230,10 @@ static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     rc = br_session_send(br, &h, id, &c, started != NULL,
                          c.action == BR_CLOSE ? &gone : NULL, &reply);
-    if (rc == RLMCP_H_REPORTED && started != NULL)
-        br_session_discard(&h, started); /* its browser never answered */
+    /* A new session whose browser never answered (or whose call was
+     * cancelled meanwhile) is not left running. */
+    if (rc != RLMCP_OK && started != NULL)
+        br_session_discard(&h, started);
     if (rc == RLMCP_OK && gone) /* close: the devbox goes all the same */
         reply = cJSON_Parse("{\"ok\":true,\"browser_had_exited\":true}");
     if (rc == RLMCP_OK)

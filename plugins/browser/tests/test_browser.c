@@ -414,6 +414,22 @@ static void a_session_whose_browser_fails_is_shut_down(void **state)
     assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
                      1);
     assert_int_equal(fh_count_requests("POST", EXEC), 0);
+    /* Cancelled during the first action: the new devbox goes too. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
+             "{\"execution_id\":\"exe_d\"}");
+    route_exec(0, "{\"ok\":true}");
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    fh_cancel_after(3);
+    assert_int_equal(fh_call("run_browser",
+                             "{\"action\":\"navigate\",\"value\":"
+                             "\"about:blank\"}"),
+                     RLMCP_ECANCELLED);
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     1);
 }
 
 static void screenshot_is_an_image(void **state)
