@@ -420,7 +420,8 @@ out:
 
 /* Turn the action command's outcome into the driver's reply. */
 static int read_reply(const struct rlmcp_h *h, const char *id,
-                      const cJSON *view, bool *gone, cJSON **reply_out)
+                      const cJSON *view, bool new_session, bool *gone,
+                      cJSON **reply_out)
 {
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
     const char *out = str_field(view, "stdout");
@@ -441,6 +442,11 @@ static int read_reply(const struct rlmcp_h *h, const char *id,
         break;
     case EXIT_DRIVER_FAILED:
         line = last_line(out);
+        /* In a session that worked before, its browser died since. */
+        if (!new_session) {
+            rc = explain_session(h, id, line != NULL ? line : "", gone);
+            break;
+        }
         rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_UNAVAILABLE,
                                  "Check that the browser image or blueprint "
                                  "has Chromium, Node and playwright-core.",
@@ -497,7 +503,7 @@ int br_session_send(const struct br *br, const struct rlmcp_h *h,
         goto out;
     rc = exec_wait(h, id, cmd, rlmcp_h_now_ms() + left, gone, &view);
     if (rc == RLMCP_OK && view != NULL)
-        rc = read_reply(h, id, view, gone, reply_out);
+        rc = read_reply(h, id, view, new_session, gone, reply_out);
 out:
     free(request);
     free(cmd);

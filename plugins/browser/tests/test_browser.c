@@ -377,6 +377,15 @@ static void sessions_are_explained(void **state)
     assert_int_equal(fh_call("run_browser", get_text), RLMCP_OK);
     assert_string_equal(fh_error_code(), RLMCP_ERR_DEVBOX_NOT_RUNNING);
     assert_non_null(strstr(fh_error_message(), "no longer running"));
+    /* Chromium died in a session that worked: the driver said why. */
+    fh_reset();
+    route_exec(90, "Chromium exited\n");
+    route_devbox("running", "runloop-mcp.browser");
+    assert_int_equal(fh_call("run_browser", get_text), RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_DEVBOX_NOT_RUNNING);
+    assert_non_null(strstr(fh_error_message(), "(Chromium exited)"));
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     0);
 }
 
 static void a_session_whose_browser_fails_is_shut_down(void **state)
