@@ -173,7 +173,7 @@ describe('run_browser end to end (local engine, browser image)', () => {
     assert.equal((await browse({ action: 'get_text', selector: '#color_out' })).text, 'g');
     await browse({ action: 'hover', selector: '#hov' });
     assert.equal((await browse({ action: 'get_text', selector: '#hov' })).text, 'hovered');
-    await browse({ action: 'wait_for_selector', selector: '#appeared', timeout_ms: 30000 });
+    await browse({ action: 'wait_for_selector', selector: '#appeared' });
     assert.equal((await browse({ action: 'get_text', selector: '#appeared' })).text, 'here now');
   });
 
