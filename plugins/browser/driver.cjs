@@ -189,8 +189,10 @@ async function main() {
         throw new ActionError('invalid', `unknown action ${JSON.stringify(req.action)}`);
     }
     out.url = page.url();
+    // The title is read within the action's own bound: a short fixed bound
+    // gave '' on a loaded machine.
     out.title = closing ? '' : await Promise.race([
-      page.title().catch(() => ''), new Promise((r) => setTimeout(() => r(''), 2000))]);
+      page.title().catch(() => ''), new Promise((r) => setTimeout(() => r(''), Math.max(2000, timeout)))]);
     return out;
   };
 
