@@ -319,15 +319,14 @@ int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
     char *d = NULL;
 
     if (tmpl != NULL) {
-        if (strlen(tmpl) > TUNNEL_TEMPLATE_MAX ||
-            template_domain_of(tmpl, domain, sizeof(domain), err, errlen) !=
-                0) {
-            if (strlen(tmpl) > TUNNEL_TEMPLATE_MAX)
-                snprintf(err, errlen,
-                         "--tunnel-url-template is longer than %d bytes",
-                         TUNNEL_TEMPLATE_MAX);
+        if (strlen(tmpl) > TUNNEL_TEMPLATE_MAX) {
+            snprintf(err, errlen,
+                     "--tunnel-url-template is longer than %d bytes",
+                     TUNNEL_TEMPLATE_MAX);
             return -1;
         }
+        if (template_domain_of(tmpl, domain, sizeof(domain), err, errlen) != 0)
+            return -1;
         t = strdup(tmpl);
         d = strdup(domain);
     } else if (asprintf(&t, "http://{port}-{tunnel_key}.localhost:%d",
