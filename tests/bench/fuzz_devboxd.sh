@@ -7,6 +7,8 @@
 #   tests/bench/fuzz_devboxd.sh                 # 10,000,000 executions each
 #   tests/bench/fuzz_devboxd.sh --runs 100000   # fewer
 #   tests/bench/fuzz_devboxd.sh --out DIR       # keep the build (default: temp)
+#   tests/bench/fuzz_devboxd.sh --only body     # one harness (body, query,
+#                                               # multipart, dockerfile)
 #
 # ctest runs the same harnesses over their corpus plus 20,000 mutations
 # each without clang (fuzz_replay_devboxd_*). Crashing inputs are saved in
@@ -17,11 +19,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 runs=10000000
 out=""
+harnesses="body query multipart dockerfile"
 while [ $# -gt 0 ]; do
     case "$1" in
         --runs) runs=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --only)
+            case " $harnesses " in
+                *" ${2:-} "*) harnesses=$2; shift 2 ;;
+                *) echo "fuzz_devboxd.sh: --only takes one of: $harnesses" >&2; exit 2 ;;
+            esac ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "fuzz_devboxd.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,7 +58,7 @@ done
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
-for h in body query multipart dockerfile; do
+for h in $harnesses; do
     # shellcheck disable=SC2086
     nice clang $cflags $cov "$src/tests/fuzz/fuzz_devboxd_$h.c" "${objs[@]}" $link $libs \
         -o "$out/fuzz_devboxd_$h"
