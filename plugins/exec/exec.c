@@ -159,8 +159,8 @@ static const char async_out[] =
  * Start cmd (already prefixed) on devbox id in the background; the result
  * is {execution_id, devbox_id, status}.
  */
-static int start_async(struct ex *ex, const struct rlmcp_h *h, const char *id,
-                       const char *cmd, const char *shell, bool stdin_)
+static int start_async(const struct rlmcp_h *h, const char *id, const char *cmd,
+                       const char *shell, bool stdin_)
 {
     cJSON *body = NULL, *view = NULL, *res = NULL;
     const cJSON *eid = NULL, *st = NULL;
@@ -168,7 +168,6 @@ static int start_async(struct ex *ex, const struct rlmcp_h *h, const char *id,
     long status = 0;
     int rc;
 
-    (void)ex;
     body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "command", cmd);
     if (shell != NULL)
@@ -212,56 +211,26 @@ out:
     return rc;
 }
 
-static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
-{
-    struct ex *ex = ud;
-    struct rlmcp_h h = {ex->api, call};
-    cJSON *args = NULL;
-    const cJSON *env = NULL;
-    const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
-    bool stdin_ = false;
-    char *cmd = NULL;
-    int rc;
-
-    rc = rlmcp_h_args_schema(&h, aj, al, async_schema, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
-    if (rc == RLMCP_OK)
-        rc = arg_shell(&h, args, &shell);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
-    if (rc == RLMCP_OK)
-        rc = exec_prefix(&h, command, wd, env, &cmd);
-    if (rc == RLMCP_OK)
-        rc = start_async(ex, &h, id, cmd, shell, stdin_);
-    free(cmd);
-    cJSON_Delete(args);
-    return rlmcp_h_ret(rc);
-}
-
 /*
- * execute_command as a task (task.c has the other ops): its arguments,
- * started in the background. timeout_seconds is checked but does not bound
- * the command: a task runs until it ends or tasks/cancel stops it.
+ * execute_command_async, and execute_command as a task (task.c has the
+ * other ops): the arguments of schema, started in the background. A task's
+ * timeout_seconds is checked but does not bound the command: a task runs
+ * until it ends or tasks/cancel stops it. Each schema lacks the other's
+ * argument (attach_stdin, timeout_seconds), so its getter finds it absent.
  */
-int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
+                      size_t al, const char *schema)
 {
-    struct ex *ex = ud;
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL;
     const cJSON *env = NULL;
     const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
     long long timeout_s = 0;
+    bool stdin_ = false;
     char *cmd = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, execute_schema, &args);
+    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -275,12 +244,24 @@ int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
     if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
+    if (rc == RLMCP_OK)
         rc = exec_prefix(&h, command, wd, env, &cmd);
     if (rc == RLMCP_OK)
-        rc = start_async(ex, &h, id, cmd, shell, false);
+        rc = start_async(&h, id, cmd, shell, stdin_);
     free(cmd);
     cJSON_Delete(args);
     return rlmcp_h_ret(rc);
+}
+
+static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return start_tool(ud, call, aj, al, async_schema);
+}
+
+int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    return start_tool(ud, call, aj, al, execute_schema);
 }
 
 /* ---- get / wait / kill / stdin --------------------------------------------
