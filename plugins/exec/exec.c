@@ -1107,18 +1107,8 @@ static int reg(struct ex *ex, rlmcp_plugin *self,
 static int reg_execute(struct ex *ex, rlmcp_plugin *self, uint32_t long_ms)
 {
     struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-    const struct rlmcp_h_tool *t = &specs[0];
 
-    def.name = t->name;
-    def.title = t->title;
-    def.description = t->desc;
-    def.input_schema_json = t->in;
-    def.output_schema_json = t->out;
-    def.annotations_json = t->ann;
-    def.handler = t->fn;
-    def.user_data = ex;
-    def.timeout_ms = long_ms;
-    def.flags = RLMCP_TOOL_LONG;
+    rlmcp_h_tool_def(&specs[0], ex, long_ms, true, &def);
     def.task = &exec_task_def;
     return reg(ex, self, &def);
 }

@@ -512,6 +512,22 @@ static bool name_in(const char *const *names, const char *name)
     return false;
 }
 
+void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
+                      uint32_t long_timeout_ms, bool waiting,
+                      struct rlmcp_tool_def *def)
+{
+    def->name = t->name;
+    def->title = t->title;
+    def->description = t->desc;
+    def->input_schema_json = t->in;
+    def->output_schema_json = t->out;
+    def->annotations_json = t->ann;
+    def->handler = t->fn;
+    def->user_data = user_data;
+    def->timeout_ms = t->long_running ? long_timeout_ms : 0;
+    def->flags = waiting ? RLMCP_TOOL_LONG : 0;
+}
+
 int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms)
@@ -532,16 +548,8 @@ int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
     for (i = 0; i < n; i++) {
         struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
 
-        def.name = tools[i].name;
-        def.title = tools[i].title;
-        def.description = tools[i].desc;
-        def.input_schema_json = tools[i].in;
-        def.output_schema_json = tools[i].out;
-        def.annotations_json = tools[i].ann;
-        def.handler = tools[i].fn;
-        def.user_data = user_data;
-        def.timeout_ms = tools[i].long_running ? long_timeout_ms : 0;
-        def.flags = name_in(waiting, tools[i].name) ? RLMCP_TOOL_LONG : 0;
+        rlmcp_h_tool_def(&tools[i], user_data, long_timeout_ms,
+                         name_in(waiting, tools[i].name), &def);
         rc = api->register_tool(self, &def);
         if (rc != RLMCP_OK) {
             api->set_error(self, "registering %s failed: %s", tools[i].name,

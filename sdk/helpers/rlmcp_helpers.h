@@ -217,6 +217,14 @@ struct rlmcp_h_tool {
 };
 
 /*
+ * Fill def (from RLMCP_TOOL_DEF_INIT) from t as the calls below register
+ * it, for a plugin that sets more of it (e.g. def.task) before calling
+ * api->register_tool itself.
+ */
+void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
+                      uint32_t long_timeout_ms, bool waiting,
+                      struct rlmcp_tool_def *def);
+/*
  * Register n tools, each with user_data; long-running ones get
  * long_timeout_ms. On failure the plugin error names the tool and the
  * code is returned (the caller's init fails).
