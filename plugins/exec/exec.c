@@ -293,9 +293,9 @@ static const char stdin_schema[] =
     "\"INTERRUPT\"],\"description\":\"Close stdin (EOF) or send Ctrl-C "
     "(INTERRUPT).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
 
-static int ids(const struct rlmcp_h *h, const char *aj, size_t al,
-               const char *schema, cJSON **args, const char **id,
-               const char **eid)
+int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al,
+             const char *schema, cJSON **args, const char **id,
+             const char **eid)
 {
     int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
 
@@ -306,6 +306,23 @@ static int ids(const struct rlmcp_h *h, const char *aj, size_t al,
     return rc;
 }
 
+/* The execution's view, with the last last_n lines of each stream. */
+static int get_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
+                    const char *eid, cJSON **view)
+{
+    char *path = NULL, *what = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
+                           ex->last_n);
+    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
+    if (path != NULL && what != NULL)
+        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
+    free(path);
+    free(what);
+    return rc;
+}
+
 static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
                            void *ud)
 {
@@ -313,27 +330,16 @@ static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *eid = NULL;
-    char *path = NULL, *what = NULL;
     int rc;
 
-    rc = ids(&h, aj, al, eid_schema, &args, &id, &eid);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
-                           ex->last_n);
-    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    rc = exec_ids(&h, aj, al, eid_schema, &args, &id, &eid);
+    if (rc == RLMCP_OK)
+        rc = get_view(ex, &h, id, eid, &view);
     if (rc != RLMCP_OK)
         goto out;
     res = exec_view_result(ex, &h, view, id);
     rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
 out:
-    free(path);
-    free(what);
     cJSON_Delete(args);
     cJSON_Delete(view);
     cJSON_Delete(res);
@@ -347,12 +353,11 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *eid = NULL;
-    char *path = NULL, *what = NULL;
     long long timeout_s = 60;
     struct exec_limits lim;
     int rc;
 
-    rc = ids(&h, aj, al, wait_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, wait_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
                              ex->max_timeout_s, &timeout_s);
@@ -365,20 +370,13 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
         /* The bound passed: report where it stands, without killing. */
         cJSON_Delete(view);
         view = NULL;
-        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
-                               eid, ex->last_n);
-        what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-        rc = path != NULL && what != NULL
-                 ? rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view)
-                 : RLMCP_ENOMEM;
+        rc = get_view(ex, &h, id, eid, &view);
     }
     if (rc != RLMCP_OK)
         goto out;
     res = exec_view_result(ex, &h, view, id);
     rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
 out:
-    free(path);
-    free(what);
     cJSON_Delete(args);
     cJSON_Delete(view);
     cJSON_Delete(res);
@@ -395,7 +393,7 @@ static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool group = true;
     int rc;
 
-    rc = ids(&h, aj, al, kill_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, kill_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "kill_process_group", &group);
     if (rc != RLMCP_OK)
@@ -440,7 +438,7 @@ static int t_stdin(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = ids(&h, aj, al, stdin_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, stdin_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "text", false, &text);
     if (rc == RLMCP_OK)
@@ -574,12 +572,11 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *eid = NULL, *stream = "both";
     long long offset = 0, max_bytes = ex->max_log_bytes;
-    char *path = NULL, *what = NULL;
     const cJSON *st = NULL;
     bool running = false;
     int rc;
 
-    rc = ids(&h, aj, al, logs_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, logs_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "stream", false, &stream);
     if (rc == RLMCP_OK)
@@ -596,14 +593,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
                           "both");
         goto out;
     }
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
-                           ex->last_n);
-    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    rc = get_view(ex, &h, id, eid, &view);
     if (rc != RLMCP_OK)
         goto out;
     st = cJSON_GetObjectItemCaseSensitive(view, "status");
@@ -623,8 +613,6 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_json(&h, res);
 out:
-    free(path);
-    free(what);
     cJSON_Delete(args);
     cJSON_Delete(view);
     cJSON_Delete(res);
@@ -691,22 +679,18 @@ static int r_output(rlmcp_call *call, const char *uri, void *ud)
     const cJSON *st = NULL, *text = NULL, *next = NULL;
     const char *which = NULL;
     char id[130], eid[130], key[40];
-    char *path = NULL, *what = NULL;
     bool running;
     int rc;
 
     rc = out_uri(&h, uri, id, eid, &which);
     if (rc != RLMCP_OK)
         goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
-                           ex->last_n);
-    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
     res = cJSON_CreateObject();
-    if (path == NULL || what == NULL || res == NULL) {
+    if (res == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
+    rc = get_view(ex, &h, id, eid, &view);
     if (rc != RLMCP_OK)
         goto out;
     st = cJSON_GetObjectItemCaseSensitive(view, "status");
@@ -721,10 +705,11 @@ static int r_output(rlmcp_call *call, const char *uri, void *ud)
     next = cJSON_GetObjectItemCaseSensitive(res, key);
     if (cJSON_IsNumber(next) && next->valuedouble > (double)ex->max_log_bytes) {
         rc = rlmcp_h_fail(&h, RLMCP_ERR_TOO_LARGE,
-                          "%s: its %s is larger than this server's limit of "
-                          "%lld bytes for a resource; page it with "
-                          "get_execution_logs (offset, max_bytes)",
-                          what, which, ex->max_log_bytes);
+                          "execution %s on devbox %s: its %s is larger than "
+                          "this server's limit of %lld bytes for a resource; "
+                          "page it with get_execution_logs (offset, "
+                          "max_bytes)",
+                          eid, id, which, ex->max_log_bytes);
         goto out;
     }
     rc = out_meta(&h, view);
@@ -734,8 +719,6 @@ static int r_output(rlmcp_call *call, const char *uri, void *ud)
             cJSON_IsString(text) ? text->valuestring : "",
             cJSON_IsString(text) ? strlen(text->valuestring) : 0, false);
 out:
-    free(path);
-    free(what);
     cJSON_Delete(view);
     cJSON_Delete(res);
     return rlmcp_h_ret(rc);

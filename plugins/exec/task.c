@@ -25,18 +25,6 @@ static const char handle_schema[] =
     "\"string\"},\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
     "\"required\":[\"devbox_id\",\"execution_id\"]}";
 
-static int handle(const struct rlmcp_h *h, const char *aj, size_t al,
-                  cJSON **args, const char **id, const char **eid)
-{
-    int rc = rlmcp_h_args_schema(h, aj, al, handle_schema, args);
-
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(h, *args, "devbox_id", true, id);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(h, *args, "execution_id", true, eid);
-    return rc;
-}
-
 /* An execution that a kill ended reads "killed": the task was cancelled. */
 static void mark_killed(cJSON *res)
 {
@@ -86,7 +74,7 @@ static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
     const char *id = NULL, *eid = NULL;
     int rc;
 
-    rc = handle(&h, aj, al, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = read_view(&h, id, eid, &view);
     if (rc == RLMCP_OK)
@@ -106,7 +94,7 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct exec_limits lim;
     int rc;
 
-    rc = handle(&h, aj, al, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
                              TASK_MAX_WAIT_S, &timeout_s);
@@ -138,7 +126,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char why[200];
     int rc;
 
-    rc = handle(&h, aj, al, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = read_view(&h, id, eid, &view);
     if (rc != RLMCP_OK)
