@@ -201,12 +201,6 @@ static bool tunnel_key_valid(const char *s)
                      "0123456789_-") == n;
 }
 
-/*
- * The template with {tunnel_key} and {port} filled in; port 0 keeps
- * "{port}" for the caller to fill. malloc'd.
- */
-static char *expand_url(const char *tmpl, const char *key, long port);
-
 #define CLOUD_URL_TEMPLATE "https://{port}-{tunnel_key}.tunnel.runloop.ai"
 
 static bool url_template_ok(const char *t)
@@ -231,6 +225,10 @@ static const char *url_template_for(const struct pty *pt, const cJSON *view)
     return CLOUD_URL_TEMPLATE;
 }
 
+/*
+ * The template with {tunnel_key} and {port} filled in; port 0 keeps
+ * "{port}" for the caller to fill. malloc'd.
+ */
 static char *expand_url(const char *tmpl, const char *key, long port)
 {
     char portbuf[16] = "{port}";
