@@ -68,6 +68,14 @@ static bool has_prefix(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
+static bool has_suffix(const char *s, const char *x)
+{
+    size_t n = strlen(s);
+    size_t m = strlen(x);
+
+    return n >= m && strcmp(s + n - m, x) == 0;
+}
+
 static int parse_action(const struct rlmcp_h *h, const char *name,
                         enum br_action *out)
 {
@@ -122,7 +130,7 @@ static int check_shot_path(const struct rlmcp_h *h, const char *p)
               "reachable)";
     else if (strlen(p) > 1024)
         why = "it is longer than 1024 bytes";
-    else if (strstr(p, "/../") != NULL || strcmp(p + strlen(p) - 3, "/..") == 0)
+    else if (strstr(p, "/../") != NULL || has_suffix(p, "/.."))
         why = "'..' steps are not allowed";
     else if (has_prefix(p, "/proc/") || has_prefix(p, "/sys/") ||
              has_prefix(p, "/dev/") || strcmp(p, "/proc") == 0 ||
