@@ -248,12 +248,6 @@ out:
 
 /* ---- configuration and registration -------------------------------------- */
 
-struct int_key {
-    const char *key;
-    long long def, min, max;
-    size_t off;
-};
-
 static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
@@ -265,7 +259,7 @@ static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
 
 static int br_config(struct br *br, rlmcp_plugin *self)
 {
-    static const struct int_key keys[] = {
+    static const struct rlmcp_h_cfg_key keys[] = {
         {"action_timeout_ms", 10000, 100, 600000,
          offsetof(struct br, action_timeout_ms)},
         {"max_action_timeout_ms", 120000, 100, 600000,
@@ -285,19 +279,15 @@ static int br_config(struct br *br, rlmcp_plugin *self)
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
     const cJSON *v = NULL;
-    size_t i;
     int rc = RLMCP_EINVAL;
 
     if (!cJSON_IsObject(cfg)) {
         api->set_error(self, "config must be a mapping");
         goto out;
     }
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        long long *dst = (long long *)((char *)br + keys[i].off);
-        if (!rlmcp_h_cfg_range(self, api, cfg, keys[i].key, keys[i].def,
-                               keys[i].min, keys[i].max, dst))
-            goto out;
-    }
+    if (!rlmcp_h_cfg_ranges(self, api, cfg, keys,
+                            sizeof(keys) / sizeof(keys[0]), br))
+        goto out;
     if (br->action_timeout_ms > br->max_timeout_ms) {
         api->set_error(self, "config action_timeout_ms must not exceed "
                              "max_action_timeout_ms");

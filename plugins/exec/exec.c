@@ -918,15 +918,9 @@ static int ex_config_run_code(struct ex *ex, rlmcp_plugin *self,
     return ex->purpose != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 }
 
-struct int_key {
-    const char *key;
-    long long def, min, max;
-    size_t off;
-};
-
 static int ex_config(struct ex *ex, rlmcp_plugin *self)
 {
-    static const struct int_key keys[] = {
+    static const struct rlmcp_h_cfg_key keys[] = {
         {"max_output_bytes", 32768, 256, 16 << 20,
          offsetof(struct ex, max_output)},
         {"default_timeout_seconds", 600, 1, 86400,
@@ -944,19 +938,15 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
     const cJSON *langs = NULL, *l = NULL;
-    size_t i;
     int rc = RLMCP_EINVAL;
 
     if (!cJSON_IsObject(cfg)) {
         api->set_error(self, "config must be a mapping");
         goto out;
     }
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        long long *dst = (long long *)((char *)ex + keys[i].off);
-        if (!rlmcp_h_cfg_range(self, api, cfg, keys[i].key, keys[i].def,
-                               keys[i].min, keys[i].max, dst))
-            goto out;
-    }
+    if (!rlmcp_h_cfg_ranges(self, api, cfg, keys,
+                            sizeof(keys) / sizeof(keys[0]), ex))
+        goto out;
     if (ex->default_timeout_s > ex->max_timeout_s) {
         api->set_error(self, "config default_timeout_seconds must not "
                              "exceed max_timeout_seconds");

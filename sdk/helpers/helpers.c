@@ -586,6 +586,22 @@ bool rlmcp_h_cfg_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     return false;
 }
 
+bool rlmcp_h_cfg_ranges(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                        const cJSON *cfg, const struct rlmcp_h_cfg_key *keys,
+                        size_t n, void *base)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        long long *dst = (long long *)((char *)base + keys[i].off);
+
+        if (!rlmcp_h_cfg_range(self, api, cfg, keys[i].name, keys[i].def,
+                               keys[i].min, keys[i].max, dst))
+            return false;
+    }
+    return true;
+}
+
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, name);

@@ -255,6 +255,20 @@ bool rlmcp_h_cfg_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                        const cJSON *cfg, const char *name, long long def,
                        long long min, long long max, long long *out);
 
+/* One integer setting of a plugin's state struct, for rlmcp_h_cfg_ranges. */
+struct rlmcp_h_cfg_key {
+    const char *name;
+    long long def, min, max;
+    size_t off; /* offsetof the long long it sets */
+};
+/*
+ * rlmcp_h_cfg_range for each of n keys, storing into base + off; stops at
+ * the first bad one (its error recorded) and returns false. Init only.
+ */
+bool rlmcp_h_cfg_ranges(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                        const cJSON *cfg, const struct rlmcp_h_cfg_key *keys,
+                        size_t n, void *base);
+
 /* ---- text utilities ------------------------------------------------------ */
 
 /* Base64 (standard alphabet, padded). Return malloc'd buffers or NULL. */
