@@ -52,6 +52,16 @@ static void route_exec(int code, const char *out)
     cJSON_Delete(v);
 }
 
+/* A new session: its devbox is created, runs, and takes the driver. */
+static void route_new_session(void)
+{
+    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
+             "{\"execution_id\":\"exe_d\",\"status\":\"running\"}");
+}
+
 /* The devbox view explain_session reads. */
 static void route_devbox(const char *status, const char *managed_by)
 {
@@ -225,11 +235,7 @@ static void first_action_starts_a_session(void **state)
 
     (void)state;
     fh_reset();
-    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
-    fh_route("GET", "/v1/devboxes/dbx_1", 200,
-             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
-             "{\"execution_id\":\"exe_d\",\"status\":\"running\"}");
+    route_new_session();
     route_exec(0, "{\"ok\":true,\"url\":\"http://x/\",\"title\":\"X\","
                   "\"status\":200}\n");
     assert_int_equal(fh_call("run_browser",
@@ -394,11 +400,7 @@ static void a_session_whose_browser_fails_is_shut_down(void **state)
 {
     (void)state;
     fh_reset();
-    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
-    fh_route("GET", "/v1/devboxes/dbx_1", 200,
-             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
-             "{\"execution_id\":\"exe_d\"}");
+    route_new_session();
     route_exec(90, "no Chromium found (looked for /usr/bin/chromium)\n");
     fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
     assert_int_equal(fh_call("run_browser",
@@ -427,11 +429,7 @@ static void a_session_whose_browser_fails_is_shut_down(void **state)
     assert_int_equal(fh_count_requests("POST", EXEC), 0);
     /* Cancelled during the first action: the new devbox goes too. */
     fh_reset();
-    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
-    fh_route("GET", "/v1/devboxes/dbx_1", 200,
-             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
-             "{\"execution_id\":\"exe_d\"}");
+    route_new_session();
     route_exec(0, "{\"ok\":true}");
     fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
     fh_cancel_after(3);
@@ -564,11 +562,7 @@ static void configured_blueprint_and_executable(void **state)
                 "{\"blueprint_name\":\"my-browser\",\"executable\":"
                 "\"/opt/chrome/chrome\",\"action_timeout_ms\":2500}"),
         RLMCP_OK);
-    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
-    fh_route("GET", "/v1/devboxes/dbx_1", 200,
-             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
-             "{\"execution_id\":\"exe_d\"}");
+    route_new_session();
     route_exec(0, "{\"ok\":true}");
     assert_int_equal(fh_call("run_browser", "{\"action\":\"get_text\"}"),
                      RLMCP_OK);
