@@ -161,10 +161,8 @@ static char *start_command(const struct br *br)
 static int create_devbox(const struct br *br, const struct rlmcp_h *h,
                          char **id_out)
 {
-    struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();
-    cJSON *md = NULL, *lp = NULL, *dbx = NULL;
-    const char *id = NULL;
+    cJSON *md = NULL, *lp = NULL;
     int rc = RLMCP_ENOMEM;
 
     if (body == NULL)
@@ -176,24 +174,10 @@ static int create_devbox(const struct br *br, const struct rlmcp_h *h,
     lp = cJSON_AddObjectToObject(body, "launch_parameters");
     cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
                             (double)br->keep_alive_s);
-    /* Not abandoned on cancellation: the caller shuts down what it made. */
-    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    o.max_retries = -1;
-    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, &o,
-                         "creating the browser session's devbox", &dbx);
-    if (rc != RLMCP_OK)
-        goto out;
-    id = str_field(dbx, "id");
-    if (id == NULL || !rlmcp_h_id_valid(id)) {
-        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
-                          "the Runloop API returned a devbox without an id");
-        goto out;
-    }
-    *id_out = strdup(id);
-    rc = *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    rc = rlmcp_h_devbox_create(h, body, "creating the browser session's devbox",
+                               id_out);
 out:
     cJSON_Delete(body);
-    cJSON_Delete(dbx);
     return rc;
 }
 

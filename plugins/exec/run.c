@@ -106,10 +106,8 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
                          cJSON *metadata, const char *bp_name,
                          const char *bp_id, char **id_out, cJSON **dbx_out)
 {
-    struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();
-    cJSON *lp = NULL, *dbx = NULL;
-    const char *id = NULL;
+    cJSON *lp = NULL;
     int rc = RLMCP_ENOMEM;
 
     *id_out = NULL;
@@ -124,33 +122,17 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
     lp = cJSON_AddObjectToObject(body, "launch_parameters");
     cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
                             (double)ex->keep_alive_s);
-    /* Not abandoned on cancellation: the caller shuts down what it made. */
-    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    o.max_retries = -1;
-    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, &o,
-                         "creating a devbox", &dbx);
+    rc = rlmcp_h_devbox_create(h, body, "creating a devbox", id_out);
     if (rc != RLMCP_OK)
         goto out;
-    id = str_field(dbx, "id");
-    if (id == NULL || !rlmcp_h_id_valid(id)) {
-        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
-                          "the Runloop API returned a devbox without an id");
-        goto out;
-    }
-    *id_out = strdup(id);
-    if (*id_out == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     if (h->api->is_cancelled(h->call)) {
         rc = RLMCP_ECANCELLED;
         goto out;
     }
-    rc = rlmcp_h_devbox_wait(h, id, running_set,
+    rc = rlmcp_h_devbox_wait(h, *id_out, running_set,
                              (uint64_t)ex->create_wait_s * 1000u, dbx_out);
 out:
     cJSON_Delete(body);
-    cJSON_Delete(dbx);
     return rc;
 }
 

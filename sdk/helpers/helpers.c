@@ -1176,6 +1176,34 @@ static int devbox_poll_once(const struct rlmcp_h *h, const char *path,
     return rc;
 }
 
+int rlmcp_h_devbox_create(const struct rlmcp_h *h, const cJSON *body,
+                          const char *what, char **id_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *dbx = NULL;
+    const char *id = NULL;
+    int rc;
+
+    *id_out = NULL;
+    /* Not abandoned on cancellation: the caller shuts down what it made. */
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.max_retries = -1;
+    rc = rlmcp_h_request(h, "POST", "/v1/devboxes", body, &o, what, &dbx);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dbx, "id"));
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API returned a devbox without an id");
+        goto out;
+    }
+    *id_out = strdup(id);
+    rc = *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+out:
+    cJSON_Delete(dbx);
+    return rc;
+}
+
 int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
                         const char *const *statuses, uint64_t wait_ms,
                         cJSON **dbx_out)

@@ -161,6 +161,15 @@ int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json, size_t len,
 /* ---- devboxes ------------------------------------------------------------ */
 
 /*
+ * Create a devbox: POST /v1/devboxes with body (retried as the host
+ * retries; sent to the end even when the call is cancelled meanwhile, so
+ * the caller learns the id of what it made and can shut it down). *id_out
+ * receives the checked id (malloc'd). Returns 0, RLMCP_H_REPORTED (named
+ * by what) or a negative code.
+ */
+int rlmcp_h_devbox_create(const struct rlmcp_h *h, const cJSON *body,
+                          const char *what, char **id_out);
+/*
  * Wait until the devbox's status is one of `statuses` (NULL-terminated) or
  * wait_ms passes, long-polling POST /v1/devboxes/{id}/wait_for_status.
  * *dbx_out receives the last DevboxView seen (caller frees). Returns 0
