@@ -796,35 +796,24 @@ static void add_timeout_result(struct ex *ex, const struct rlmcp_h *h,
     cJSON *wrap = cJSON_CreateObject();
     cJSON *r = base_result(view, p->devbox_id, eid);
     char *text = NULL;
-    cJSON *block = NULL;
-    char *btext = NULL;
 
     if (wrap == NULL || r == NULL)
         goto out;
-    cJSON_DeleteItemFromObjectCaseSensitive(r, "ended_by");
-    cJSON_AddStringToObject(r, "ended_by", "timeout");
-    if (!stopped) {
-        cJSON_DeleteItemFromObjectCaseSensitive(r, "status");
-        cJSON_AddStringToObject(r, "status", "unknown");
-    }
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "ended_by",
+                                           cJSON_CreateString("timeout"));
+    if (!stopped)
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "status",
+                                               cJSON_CreateString("unknown"));
     add_partial(ex, h, r, "stdout", view, streamed, eid);
     add_partial(ex, h, r, "stderr", view, NULL, eid);
     cJSON_AddNumberToObject(r, "duration_ms", (double)(rlmcp_h_now_ms() - t0));
     cJSON_AddItemToObject(wrap, "result", r);
     r = NULL;
     text = cJSON_PrintUnformatted(wrap);
-    block = cJSON_CreateObject();
-    if (text == NULL || block == NULL)
-        goto out;
-    cJSON_AddStringToObject(block, "type", "text");
-    cJSON_AddStringToObject(block, "text", text);
-    btext = cJSON_PrintUnformatted(block);
-    if (btext != NULL)
-        h->api->result_content(h->call, btext, strlen(btext));
+    if (text != NULL)
+        h->api->result_text(h->call, text);
 out:
-    free(btext);
     free(text);
-    cJSON_Delete(block);
     cJSON_Delete(r);
     cJSON_Delete(wrap);
 }
