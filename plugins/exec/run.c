@@ -230,31 +230,6 @@ static int score_code(const cJSON *dbx, const void *vctx)
                : 1;
 }
 
-/* s percent-encoded for a query string (RFC 3986 unreserved kept). */
-static char *url_escape(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = malloc(strlen(s) * 3 + 1);
-    char *o = out;
-
-    if (out == NULL)
-        return NULL;
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-            c == '~') {
-            *o++ = (char)c;
-        } else {
-            *o++ = '%';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
 /*
  * The blueprint run_code was asked for, checked: blueprint_id must exist
  * and be built; blueprint_name becomes its latest successful build's id
@@ -294,7 +269,7 @@ static int resolve_blueprint(const struct rlmcp_h *h, const char *name,
             rc = RLMCP_ENOMEM;
         goto out;
     }
-    q = url_escape(name);
+    q = rlmcp_h_url_encode(name);
     path = q != NULL ? rlmcp_h_sprintf("/v1/blueprints?name=%s&status="
                                        "build_complete&limit=1",
                                        q)
