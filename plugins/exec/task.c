@@ -52,14 +52,18 @@ static int read_view(const struct rlmcp_h *h, const char *id, const char *eid,
     return rc;
 }
 
+/* The execution as the tool's result; already_done: a cancel found it
+ * ended. */
 static int answer_view(struct ex *ex, const struct rlmcp_h *h,
-                       const cJSON *view, const char *id)
+                       const cJSON *view, const char *id, bool already_done)
 {
     cJSON *res = exec_view_result(ex, h, view, id);
     int rc = RLMCP_ENOMEM;
 
     if (res != NULL) {
         mark_killed(res);
+        if (already_done)
+            cJSON_AddBoolToObject(res, "already_done", true);
         rc = rlmcp_h_result_json(h, res);
     }
     cJSON_Delete(res);
@@ -78,7 +82,7 @@ static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = read_view(&h, id, eid, &view);
     if (rc == RLMCP_OK)
-        rc = answer_view(ex, &h, view, id);
+        rc = answer_view(ex, &h, view, id, false);
     cJSON_Delete(args);
     cJSON_Delete(view);
     return rlmcp_h_ret(rc);
@@ -109,7 +113,7 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = read_view(&h, id, eid, &view);
     }
     if (rc == RLMCP_OK)
-        rc = answer_view(ex, &h, view, id);
+        rc = answer_view(ex, &h, view, id, false);
 out:
     cJSON_Delete(args);
     cJSON_Delete(view);
@@ -134,14 +138,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     st = cJSON_GetObjectItemCaseSensitive(view, "status");
     if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") == 0) {
         /* It ended before: nothing to stop. */
-        res = exec_view_result(ex, &h, view, id);
-        if (res == NULL) {
-            rc = RLMCP_ENOMEM;
-            goto out;
-        }
-        mark_killed(res);
-        cJSON_AddBoolToObject(res, "already_done", true);
-        rc = rlmcp_h_result_json(&h, res);
+        rc = answer_view(ex, &h, view, id, true);
         goto out;
     }
     if (!exec_stop(&h, id, eid, rlmcp_h_now_ms() + TASK_CANCEL_MS, why,
