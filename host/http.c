@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -43,6 +42,7 @@
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "random.h"
 #include "revision.h"
 
 #define SESSION_ID_BYTES 16
@@ -588,17 +588,11 @@ static struct http_session *session_create(struct http_req *req,
     unsigned char raw[SESSION_ID_BYTES];
     struct http_session *s = NULL;
     struct http_session *victim = NULL;
-    size_t got = 0;
     int r = 0;
 
     *why = -2;
-    while (got < sizeof(raw)) {
-        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-        if (n < 0 && errno != EINTR)
-            return NULL;
-        if (n > 0)
-            got += (size_t)n;
-    }
+    if (random_fill(raw, sizeof(raw)) != 0)
+        return NULL;
     s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
@@ -2439,8 +2433,7 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (getrandom(srv->cred_salt, sizeof(srv->cred_salt), 0) !=
-        (ssize_t)sizeof(srv->cred_salt)) {
+    if (random_fill(srv->cred_salt, sizeof(srv->cred_salt)) != 0) {
         snprintf(err, errlen, "cannot read random bytes: %s", strerror(errno));
         goto fail;
     }

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -17,6 +16,7 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "random.h"
 #include "revision.h"
 
 #define SECRET_BYTES 32
@@ -39,17 +39,11 @@ static size_t secret_len;
 int mrtr_set_secret(const unsigned char *key, size_t len)
 {
     unsigned char raw[SECRET_BYTES];
-    size_t got = 0;
     int rc = 0;
 
     if (len == 0) {
-        while (got < sizeof(raw)) {
-            ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-            if (n < 0 && errno != EINTR)
-                return -1;
-            if (n > 0)
-                got += (size_t)n;
-        }
+        if (random_fill(raw, sizeof(raw)) != 0)
+            return -1;
         key = raw;
         len = sizeof(raw);
     }

@@ -23,12 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "breaker.h"
 #include "log.h"
 #include "metrics.h"
+#include "random.h"
 #include "sse.h"
 
 #ifndef RLMCP_VERSION
@@ -632,12 +632,13 @@ static bool status_retryable(CURL *easy, long status, const char *path,
     return status == 408 || status == 409 || status == 429 || status >= 500;
 }
 
+/* In [0, 1); 0 (no jitter) when the random source fails. */
 static double rand_unit(void)
 {
     uint32_t r = 0;
 
-    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        r = (uint32_t)time(NULL) * 2654435761u;
+    if (random_fill(&r, sizeof(r)) != 0)
+        r = 0;
     return (double)r / 4294967296.0;
 }
 
@@ -756,12 +757,8 @@ static bool curl_error_retryable(CURLcode res)
 static int make_request_id(char *out, size_t n)
 {
     unsigned char b[16];
-    ssize_t got = -1;
 
-    do {
-        got = getrandom(b, sizeof(b), 0);
-    } while (got < 0 && errno == EINTR);
-    if (got != (ssize_t)sizeof(b))
+    if (random_fill(b, sizeof(b)) != 0)
         return -1;
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* uuid v4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "random.h"
 #include "mcp_internal.h"
 #include "registry.h"
 #include "revision.h"
@@ -76,27 +76,12 @@ static size_t seen_next; /* the next slot to (over)write */
 
 /* ---- key ---------------------------------------------------------------- */
 
-static int random_bytes(unsigned char *buf, size_t len)
-{
-    size_t got = 0;
-
-    while (got < len) {
-        ssize_t n = getrandom(buf + got, len - got, 0);
-
-        if (n < 0 && errno != EINTR)
-            return -1;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    return 0;
-}
-
 int tasks_set_key(const unsigned char *k, size_t len)
 {
     unsigned char raw[KEY_BYTES];
 
     if (len == 0) {
-        if (random_bytes(raw, sizeof(raw)) != 0)
+        if (random_fill(raw, sizeof(raw)) != 0)
             return -1;
         k = raw;
         len = sizeof(raw);
@@ -138,7 +123,7 @@ static int create_key(const char *path, unsigned char *out, char *err,
     int fd = -1;
     int rc = -1;
 
-    if (random_bytes(out, KEY_BYTES) != 0)
+    if (random_fill(out, KEY_BYTES) != 0)
         goto fail;
     snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
