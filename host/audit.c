@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h>
 
+#include "digest.h"
 #include "log.h"
 
 #define AUDIT_MAX_KEEP 100
@@ -94,19 +94,6 @@ void audit_close(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void sha256_hex(const void *data, size_t len, char *out, size_t n)
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    size_t i = 0;
-
-    out[0] = '\0';
-    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1)
-        return;
-    for (i = 0; i < mdlen && 2 * i + 2 < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 void audit_key_fingerprint(const char *key, char *out, size_t n)
 {
     char hex[65];
@@ -115,7 +102,7 @@ void audit_key_fingerprint(const char *key, char *out, size_t n)
         snprintf(out, n, "none");
         return;
     }
-    sha256_hex(key, strlen(key), hex, sizeof(hex));
+    digest_sha256_hex(key, strlen(key), hex);
     snprintf(out, n, "sha256:%.12s", hex);
 }
 
@@ -166,8 +153,8 @@ static char *entry_line(const struct audit_entry *e)
     snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03ldZ",
              ts.tv_nsec / 1000000L);
     audit_key_fingerprint(e->api_key, fp, sizeof(fp));
-    sha256_hex(e->args != NULL ? e->args : "", e->args ? e->args_len : 0,
-               digest, sizeof(digest));
+    digest_sha256_hex(e->args != NULL ? e->args : "",
+                      e->args ? e->args_len : 0, digest);
     cJSON_AddStringToObject(o, "time", stamp);
     cJSON_AddStringToObject(o, "caller", fp);
     cJSON_AddStringToObject(o, "session", e->session ? e->session : "");

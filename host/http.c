@@ -32,11 +32,10 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <uthash.h>
 
 #include "config.h" /* enum host_metrics */
+#include "digest.h"
 #include "http.h"
 #include "log.h"
 #include "jsonrpc.h"
@@ -46,7 +45,7 @@
 #include "revision.h"
 
 #define SESSION_ID_BYTES 16
-#define CRED_BYTES 32
+#define CRED_BYTES DIGEST_BYTES
 /* "1.2.3.4" or the /64 prefix of an IPv6 address, "2001:db8:0:1::/64". */
 #define PEER_LEN 64
 #define SSE_RETRY_MS 1000
@@ -181,7 +180,7 @@ struct http_server {
     struct http_req *reqs;     /* every request MHD has not completed */
     struct http_session *sessions;
     unsigned n_sessions;
-    unsigned char cred_salt[CRED_BYTES]; /* random per process */
+    struct digest_key cred_key; /* random per process */
     pthread_t reaper;
     bool reaper_started;
     pthread_cond_t reaper_cond;
@@ -466,22 +465,19 @@ static void peer_of(struct MHD_Connection *conn, char *out, size_t len)
 }
 
 /* The session binding of a caller key (NULL: none). */
-static bool cred_of(const struct http_server *srv, const char *key,
+static bool cred_of(struct http_server *srv, const char *key,
                     unsigned char out[CRED_BYTES])
 {
-    unsigned int n = CRED_BYTES;
-
     memset(out, 0, CRED_BYTES);
     if (key == NULL)
         return false;
-    if (HMAC(EVP_sha256(), srv->cred_salt, sizeof(srv->cred_salt),
-             (const unsigned char *)key, strlen(key), out, &n) == NULL)
+    if (digest_hmac(&srv->cred_key, key, strlen(key), out) != 0)
         memset(out, 0xff, CRED_BYTES); /* matches nothing HMAC makes */
     return true;
 }
 
 /* Does the caller bring the credentials that opened s? Constant time. */
-static bool session_cred_ok(const struct http_server *srv,
+static bool session_cred_ok(struct http_server *srv,
                             const struct http_session *s, const char *key)
 {
     unsigned char c[CRED_BYTES];
@@ -596,8 +592,7 @@ static struct http_session *session_create(struct http_req *req,
     s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+    digest_hex(raw, sizeof(raw), s->id);
     atomic_init(&s->refs, 2); /* the table's and the caller's */
     pthread_mutex_init(&s->lock, NULL);
     s->srv = srv;
@@ -2433,7 +2428,8 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (random_fill(srv->cred_salt, sizeof(srv->cred_salt)) != 0) {
+    srv->cred_key = (struct digest_key)DIGEST_KEY_INIT;
+    if (digest_key_set(&srv->cred_key, NULL, 0) != 0) {
         snprintf(err, errlen, "cannot read random bytes: %s", strerror(errno));
         goto fail;
     }

@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "mrtr.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +11,12 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include "digest.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "random.h"
 #include "revision.h"
 
-#define SECRET_BYTES 32
 #define STATE_PREFIX "v1."
 
 struct mrtr {
@@ -32,52 +29,21 @@ struct mrtr {
     unsigned n_auto; /* "input-N" keys handed out this round */
 };
 
-static pthread_mutex_t secret_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char secret[SECRET_BYTES];
-static size_t secret_len;
+static struct digest_key secret = DIGEST_KEY_INIT;
 
 int mrtr_set_secret(const unsigned char *key, size_t len)
 {
-    unsigned char raw[SECRET_BYTES];
-    int rc = 0;
-
-    if (len == 0) {
-        if (random_fill(raw, sizeof(raw)) != 0)
-            return -1;
-        key = raw;
-        len = sizeof(raw);
-    }
-    pthread_mutex_lock(&secret_lock);
-    if (len > sizeof(secret))
-        len = sizeof(secret); /* callers pass a digest of longer secrets */
-    memcpy(secret, key, len);
-    secret_len = len;
-    pthread_mutex_unlock(&secret_lock);
-    return rc;
+    return digest_key_set(&secret, key, len);
 }
 
 /* hex(HMAC-SHA256(secret, text)) into out (65 bytes). */
 static int sign(const char *text, size_t len, char out[65])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
-    unsigned int i;
+    unsigned char md[DIGEST_BYTES];
 
-    pthread_mutex_lock(&secret_lock);
-    if (secret_len == 0) {
-        pthread_mutex_unlock(&secret_lock);
-        if (mrtr_set_secret(NULL, 0) != 0)
-            return -1;
-        pthread_mutex_lock(&secret_lock);
-    }
-    if (HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)text,
-             len, md, &md_len) == NULL)
-        md_len = 0;
-    pthread_mutex_unlock(&secret_lock);
-    if (md_len != 32)
+    if (digest_hmac(&secret, text, len, md) != 0)
         return -1;
-    for (i = 0; i < md_len; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    digest_hex(md, sizeof(md), out);
     return 0;
 }
 

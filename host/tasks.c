@@ -26,9 +26,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "digest.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "random.h"
@@ -36,7 +36,7 @@
 #include "registry.h"
 #include "revision.h"
 
-#define KEY_BYTES 32
+#define KEY_BYTES DIGEST_BYTES
 #define ID_PREFIX "rt1."
 #define ID_MAX 2048
 #define HANDLE_MAX 512
@@ -68,8 +68,7 @@ struct seen {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char key[KEY_BYTES];
-static bool have_key;
+static struct digest_key key = DIGEST_KEY_INIT;
 static struct seen seen[LIST_MAX];
 static size_t n_seen;    /* entries in use */
 static size_t seen_next; /* the next slot to (over)write */
@@ -78,21 +77,7 @@ static size_t seen_next; /* the next slot to (over)write */
 
 int tasks_set_key(const unsigned char *k, size_t len)
 {
-    unsigned char raw[KEY_BYTES];
-
-    if (len == 0) {
-        if (random_fill(raw, sizeof(raw)) != 0)
-            return -1;
-        k = raw;
-        len = sizeof(raw);
-    }
-    pthread_mutex_lock(&lock);
-    memset(key, 0, sizeof(key));
-    memcpy(key, k, len < sizeof(key) ? len : sizeof(key));
-    have_key = true;
-    pthread_mutex_unlock(&lock);
-    explicit_bzero(raw, sizeof(raw));
-    return 0;
+    return digest_key_set(&key, k, len);
 }
 
 static int read_key(const char *path, unsigned char *out, char *err,
@@ -263,39 +248,21 @@ fail:
 /* hex SHA-256 of the caller's credential, "-" without one. */
 static void caller_of(const char *api_key, char out[65])
 {
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    int i;
-
     if (api_key == NULL || api_key[0] == '\0') {
         snprintf(out, 65, "-");
         return;
     }
-    SHA256((const unsigned char *)api_key, strlen(api_key), md);
-    for (i = 0; i < SHA256_DIGEST_LENGTH; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    digest_sha256_hex(api_key, strlen(api_key), out);
 }
 
 static int mac(const char *caller, const char *payload, unsigned char out[32])
 {
     char *text = NULL;
-    unsigned int len = 0;
     int rc = -1;
 
     if (asprintf(&text, "rlmcp-task\n%s\n%s", caller, payload) < 0)
         return -1;
-    pthread_mutex_lock(&lock);
-    if (!have_key) {
-        pthread_mutex_unlock(&lock);
-        if (tasks_set_key(NULL, 0) != 0)
-            goto out;
-        pthread_mutex_lock(&lock);
-    }
-    if (HMAC(EVP_sha256(), key, sizeof(key), (const unsigned char *)text,
-             strlen(text), out, &len) != NULL &&
-        len == 32)
-        rc = 0;
-    pthread_mutex_unlock(&lock);
-out:
+    rc = digest_hmac(&key, text, strlen(text), out);
     free(text);
     return rc;
 }
