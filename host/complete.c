@@ -142,16 +142,6 @@ static void job_free(struct complete_job *j)
     free(j);
 }
 
-static void send_final(struct mcp_sink *sink, char *json)
-{
-    if (json == NULL)
-        json =
-            jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
-    if (json != NULL)
-        sink->send(sink, json, strlen(json), true);
-    free(json);
-}
-
 /* The list the completion draws from; NULL (logged) when it failed. */
 static cJSON *fetch_page(struct complete_job *j)
 {
@@ -185,7 +175,7 @@ static void job_run(void *arg)
     cJSON *res = complete_from_page(j->kind, page, j->prefix);
 
     cJSON_Delete(page);
-    send_final(j->sink, res != NULL ? jsonrpc_result(j->id, res) : NULL);
+    mcp_send_final(j->sink, res != NULL ? jsonrpc_result(j->id, res) : NULL);
     j->sink->release(j->sink);
     job_free(j);
 }
@@ -213,13 +203,13 @@ void complete_answer(struct mcp_dispatcher *d, struct mcp_sink *sink,
         }
     }
     if (j == NULL) {
-        send_final(sink, jsonrpc_result(id, empty_result()));
+        mcp_send_final(sink, jsonrpc_result(id, empty_result()));
         return;
     }
     sink->retain(sink);
     if (pool_submit(d->pool, job_run, j) == 0)
         return;
     job_free(j);
-    send_final(sink, jsonrpc_result(id, empty_result()));
+    mcp_send_final(sink, jsonrpc_result(id, empty_result()));
     sink->release(sink);
 }

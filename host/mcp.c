@@ -84,7 +84,7 @@ char *mcp_error_message(int code, const char *message)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static void send_final(struct mcp_sink *sink, char *json)
+void mcp_send_final(struct mcp_sink *sink, char *json)
 {
     if (json == NULL) {
         log_msg(RLMCP_LOG_ERROR, NULL, "out of memory building a response");
@@ -98,7 +98,7 @@ static void send_final(struct mcp_sink *sink, char *json)
 
 static void reply(struct req *r, cJSON *result)
 {
-    send_final(r->sink, jsonrpc_result(r->m->id, result));
+    mcp_send_final(r->sink, jsonrpc_result(r->m->id, result));
 }
 
 static void reply_error_data(struct req *r, int code, const cJSON *data,
@@ -113,7 +113,7 @@ static void reply_error_data(struct req *r, int code, const cJSON *data,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    send_final(r->sink, jsonrpc_error(r->m->id, code, msg, data));
+    mcp_send_final(r->sink, jsonrpc_error(r->m->id, code, msg, data));
 }
 
 #define reply_error(r, code, ...) reply_error_data(r, code, NULL, __VA_ARGS__)
@@ -630,7 +630,7 @@ static void m_tools_list(struct req *r)
             r->stateless ? REV_LIST_FIELDS : "") < 0)
         json = NULL;
     free(id);
-    send_final(r->sink, json);
+    mcp_send_final(r->sink, json);
 }
 
 static cJSON *resource_item(const struct resource_entry *e)
@@ -760,7 +760,8 @@ static bool stateless_mrtr(struct req *r, const char *kind, const char *target,
 static void reply_tool_error(struct req *r, const char *code,
                              const char *message, const char *remedy)
 {
-    send_final(r->sink, call_tool_error_json(r->m->id, code, message, remedy));
+    mcp_send_final(r->sink,
+                   call_tool_error_json(r->m->id, code, message, remedy));
 }
 
 /* Rename exposed (aliased) parameter names back to the plugin's own. */
@@ -1338,7 +1339,7 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
             log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s", err);
             is_request = false;
         } else {
-            send_final(sink, jsonrpc_error(bad_id, rc, err, NULL));
+            mcp_send_final(sink, jsonrpc_error(bad_id, rc, err, NULL));
         }
         goto out;
     }
@@ -1357,11 +1358,12 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
     case JSONRPC_NOTIFICATION:
         if (find_method(m.method) != NULL) {
             /* A request without an id: answer so the client learns why. */
-            send_final(sink, jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
-                                           "this request has no \"id\"; add a "
-                                           "string or integer id (only "
-                                           "notifications go without one)",
-                                           NULL));
+            mcp_send_final(sink,
+                           jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+                                         "this request has no \"id\"; add a "
+                                         "string or integer id (only "
+                                         "notifications go without one)",
+                                         NULL));
             break;
         }
         handle_notification(s, &m);

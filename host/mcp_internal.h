@@ -189,6 +189,10 @@ void mcp_unlink_call_session(struct rlmcp_call *c);
 void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
                       struct rlmcp_call *c);
 
+/* Send json as a request's final message and free it; NULL (out of
+ * memory building it) sends an internal error instead. */
+void mcp_send_final(struct mcp_sink *sink, char *json);
+
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
                           cJSON *result, cJSON *error);

@@ -416,16 +416,6 @@ out:
 
 /* ---- answers ------------------------------------------------------------ */
 
-static void send_json(struct mcp_sink *sink, char *json)
-{
-    if (json == NULL)
-        json =
-            jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
-    if (json != NULL)
-        sink->send(sink, json, strlen(json), true);
-    free(json);
-}
-
 static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
                         const char *fmt, ...) RLMCP_PRINTF(4, 5);
 static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
@@ -437,7 +427,7 @@ static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    send_json(q->sink, jsonrpc_error(q->id, code, msg, data));
+    mcp_send_final(q->sink, jsonrpc_error(q->id, code, msg, data));
 }
 
 static void iso_time(long long ms, char out[32])
@@ -951,7 +941,7 @@ static void task_list(const struct tasks_req *q)
         snprintf(next, sizeof(next), "%lu", base + LIST_PAGE);
         cJSON_AddStringToObject(res, "nextCursor", next);
     }
-    send_json(q->sink, jsonrpc_result(q->id, res));
+    mcp_send_final(q->sink, jsonrpc_result(q->id, res));
 }
 
 /* tasks/update (2026-07-28): input for a task; ours never ask for any. */
@@ -971,7 +961,7 @@ static void task_update(const struct tasks_req *q)
         return;
     cJSON_Delete(ref.handle);
     /* Nothing was asked: the answers are ignored (like unasked keys). */
-    send_json(q->sink, jsonrpc_result(q->id, cJSON_CreateObject()));
+    mcp_send_final(q->sink, jsonrpc_result(q->id, cJSON_CreateObject()));
 }
 
 void tasks_handle(const struct tasks_req *q, const char *method)
