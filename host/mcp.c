@@ -1382,7 +1382,7 @@ out:
 
 /* ---- dispatcher life cycle ---------------------------------------------- */
 
-static struct timespec ns_to_timespec(uint64_t ns)
+struct timespec mcp_ns_timespec(uint64_t ns)
 {
     struct timespec ts;
 
@@ -1447,7 +1447,7 @@ static void *timer_main(void *arg)
             continue;
         }
         if (earliest != 0) {
-            struct timespec ts = ns_to_timespec(earliest);
+            struct timespec ts = mcp_ns_timespec(earliest);
 
             pthread_cond_timedwait(&d->timer_cond, &d->lock, &ts);
         } else {
@@ -1647,7 +1647,7 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
     }
     free(calls);
 
-    until = ns_to_timespec(mcp_now_ns() + (uint64_t)ms * 1000000ull);
+    until = mcp_ns_timespec(mcp_now_ns() + (uint64_t)ms * 1000000ull);
     pthread_mutex_lock(&d->lock);
     while (d->n_inflight > 0) {
         if (pthread_cond_timedwait(&d->idle_cond, &d->lock, &until) ==

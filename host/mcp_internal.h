@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -156,6 +157,8 @@ struct mcp_dispatcher {
 };
 
 uint64_t mcp_now_ns(void);
+/* A mcp_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to. */
+struct timespec mcp_ns_timespec(uint64_t ns);
 
 /* call.c: the dispatcher's side of a call. */
 struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,

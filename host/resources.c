@@ -261,15 +261,6 @@ static void start_read(struct res_watch *w, struct watch_sub *sub)
     sub->due_ns = now + (uint64_t)RES_WATCH_INTERVAL_MS * 1000000ull;
 }
 
-static struct timespec ns_timespec(uint64_t ns)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ns / 1000000000ull);
-    ts.tv_nsec = (long)(ns % 1000000000ull);
-    return ts;
-}
-
 static void *watch_main(void *arg)
 {
     struct res_watch *w = arg;
@@ -293,7 +284,7 @@ static void *watch_main(void *arg)
             pthread_cond_wait(&w->cond, &w->lock);
             continue;
         }
-        ts = ns_timespec(next);
+        ts = mcp_ns_timespec(next);
         pthread_cond_timedwait(&w->cond, &w->lock, &ts);
     }
     pthread_mutex_unlock(&w->lock);
@@ -486,8 +477,8 @@ void resources_watch_free(struct res_watch *w)
     if (w->running)
         pthread_join(w->thread, NULL);
     cancel_reads(w);
-    until =
-        ns_timespec(mcp_now_ns() + (uint64_t)RES_WATCH_DRAIN_MS * 1000000ull);
+    until = mcp_ns_timespec(mcp_now_ns() +
+                            (uint64_t)RES_WATCH_DRAIN_MS * 1000000ull);
     pthread_mutex_lock(&w->lock);
     while (w->n_reading > 0) {
         if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
