@@ -659,19 +659,24 @@ static cJSON *response(struct fx *f, int id)
     return m;
 }
 
+/* The answer to request id is a result (not an error). */
+static void expect_result(struct fx *f, int id)
+{
+    cJSON *m = response(f, id);
+
+    assert_non_null(cJSON_GetObjectItem(m, "result"));
+    cJSON_Delete(m);
+}
+
 static void init_session(struct fx *f, const char *caps)
 {
-    cJSON *m = NULL;
-
     assert_true(handle(f,
                        "{\"jsonrpc\":\"2.0\",\"id\":1000,\"method\":"
                        "\"initialize\",\"params\":{\"protocolVersion\":"
                        "\"2025-11-25\",\"capabilities\":%s,\"clientInfo\":{"
                        "\"name\":\"t\",\"version\":\"1\"}}}",
                        caps));
-    m = response(f, 1000);
-    assert_non_null(cJSON_GetObjectItem(m, "result"));
-    cJSON_Delete(m);
+    expect_result(f, 1000);
     assert_false(handle(f, "{\"jsonrpc\":\"2.0\",\"method\":"
                            "\"notifications/initialized\"}"));
     cap_clear(&f->cap);
@@ -1672,9 +1677,7 @@ static void test_resources(void **state)
     handle(f,
            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
            "\"resources/subscribe\",\"params\":{\"uri\":\"test://static\"}}");
-    m = response(f, 9);
-    assert_non_null(cJSON_GetObjectItem(m, "result"));
-    cJSON_Delete(m);
+    expect_result(f, 9);
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":"
               "\"resources/subscribe\",\"params\":{\"uri\":\"x://y\"}}");
     m = response(f, 10);
@@ -1683,9 +1686,7 @@ static void test_resources(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":"
               "\"resources/unsubscribe\",\"params\":{\"uri\":"
               "\"test://static\"}}");
-    m = response(f, 11);
-    assert_non_null(cJSON_GetObjectItem(m, "result"));
-    cJSON_Delete(m);
+    expect_result(f, 11);
     fx_free(f);
 }
 
@@ -1732,9 +1733,7 @@ static void test_subscriptions(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
               "\"resources/subscribe\",\"params\":{\"uri\":"
               "\"test://count/7/x\"}}");
-    m = response(f, 4);
-    assert_non_null(cJSON_GetObjectItem(m, "result"));
-    cJSON_Delete(m);
+    expect_result(f, 4);
     m = cap_wait(&f->cap, is_updated, "test://count/7/x", 20000);
     assert_non_null(m);
     cJSON_Delete(m);
@@ -1743,9 +1742,7 @@ static void test_subscriptions(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
               "\"resources/unsubscribe\",\"params\":{\"uri\":"
               "\"test://count/7/x\"}}");
-    m = response(f, 5);
-    assert_non_null(cJSON_GetObjectItem(m, "result"));
-    cJSON_Delete(m);
+    expect_result(f, 5);
     /* Still watched at the end: the destroy path stops and frees it. */
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
               "\"resources/subscribe\",\"params\":{\"uri\":"

@@ -61,6 +61,18 @@ static cJSON *values_of(cJSON *res)
         cJSON_GetObjectItemCaseSensitive(res, "completion"), "values");
 }
 
+/* The completion drawn from page for prefix prints as want. */
+static void expect_completion(enum complete_kind kind, const cJSON *page,
+                              const char *prefix, const char *want)
+{
+    cJSON *res = complete_from_page(kind, page, prefix);
+    char *text = cJSON_PrintUnformatted(res);
+
+    assert_string_equal(text, want);
+    free(text);
+    cJSON_Delete(res);
+}
+
 static void test_complete_page(void **state)
 {
     cJSON *page = cJSON_Parse(
@@ -73,22 +85,15 @@ static void test_complete_page(void **state)
                             "{\"id\":\"bpt_3\",\"name\":null}],"
                             "\"has_more\":true}");
     cJSON *res = NULL;
-    char *text = NULL;
 
     (void)state;
-    res = complete_from_page(COMPLETE_DEVBOX_ID, page, "dbx_a");
-    text = cJSON_PrintUnformatted(res);
-    assert_string_equal(text, "{\"completion\":{\"values\":[\"dbx_a1\","
-                              "\"dbx_a3\"],\"total\":2,\"hasMore\":false}}");
-    free(text);
-    cJSON_Delete(res);
+    expect_completion(COMPLETE_DEVBOX_ID, page, "dbx_a",
+                      "{\"completion\":{\"values\":[\"dbx_a1\","
+                      "\"dbx_a3\"],\"total\":2,\"hasMore\":false}}");
     /* Names repeat across blueprints (builds): each once; has_more kept. */
-    res = complete_from_page(COMPLETE_BLUEPRINT_NAME, bp, "");
-    text = cJSON_PrintUnformatted(res);
-    assert_string_equal(text, "{\"completion\":{\"values\":[\"py\"],"
-                              "\"total\":1,\"hasMore\":true}}");
-    free(text);
-    cJSON_Delete(res);
+    expect_completion(COMPLETE_BLUEPRINT_NAME, bp, "",
+                      "{\"completion\":{\"values\":[\"py\"],"
+                      "\"total\":1,\"hasMore\":true}}");
     res = complete_from_page(COMPLETE_BLUEPRINT_ID, bp, "bpt_");
     assert_int_equal(cJSON_GetArraySize(values_of(res)), 3);
     cJSON_Delete(res);
