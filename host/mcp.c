@@ -419,7 +419,7 @@ static cJSON *server_capabilities(struct mcp_dispatcher *d, bool stateless)
         o = cJSON_AddObjectToObject(caps, "prompts");
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
-    if (tasks_available(d->reg))
+    if (d->has_tasks)
         task_capabilities(caps, stateless);
     return caps;
 }
@@ -850,7 +850,7 @@ static void m_tasks(struct req *r)
     struct tasks_req q;
     cJSON *data = NULL;
 
-    if (!tasks_available(r->d->reg)) {
+    if (!r->d->has_tasks) {
         reply_error(r, JSONRPC_METHOD_NOT_FOUND,
                     "method '%s' not found: no tool of this deployment runs "
                     "as a task",
@@ -1594,6 +1594,7 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
         (opts->instructions != NULL && d->instructions == NULL) ||
         build_tool_pages(d) != 0)
         goto fail;
+    d->has_tasks = tasks_available(d->reg);
     d->watch = resources_watch_new(d);
     if (d->watch == NULL)
         goto fail;

@@ -152,6 +152,7 @@ struct mcp_dispatcher {
 
     struct res_watch *watch; /* resources/subscribe (resources.h) */
 
+    bool has_tasks;    /* a selected tool runs as a task (tasks.h) */
     char **tool_pages; /* pre-joined tools/list pages */
     size_t n_tool_pages;
 };
