@@ -453,6 +453,20 @@ out:
     return rc;
 }
 
+/* A stream's text in a result: {which}, {which}_truncated and
+ * {which}_bytes_dropped. */
+static void put_stream(cJSON *r, const char *which, const char *text,
+                       bool truncated, uint64_t dropped)
+{
+    char key[32];
+
+    cJSON_AddStringToObject(r, which, text);
+    snprintf(key, sizeof(key), "%s_truncated", which);
+    cJSON_AddBoolToObject(r, key, truncated);
+    snprintf(key, sizeof(key), "%s_bytes_dropped", which);
+    cJSON_AddNumberToObject(r, key, (double)dropped);
+}
+
 /* Fill one stream's text into the result. */
 static int add_stream(struct ex *ex, const struct rlmcp_h *h,
                       const char *devbox_id, const char *eid, const cJSON *view,
@@ -513,10 +527,7 @@ done:
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    cJSON_AddStringToObject(result, which, out);
-    cJSON_AddBoolToObject(result, key_t, truncated);
-    snprintf(key_t, sizeof(key_t), "%s_bytes_dropped", which);
-    cJSON_AddNumberToObject(result, key_t, (double)dropped);
+    put_stream(result, which, out, truncated, dropped);
 out:
     free(out);
     free(hint);
@@ -618,12 +629,10 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
             }
         }
         out = rlmcp_h_capture_text_dropped(&cap, hint, &trunc, &dropped);
-        cJSON_AddStringToObject(r, streams[i], out != NULL ? out : "");
-        cJSON_AddBoolToObject(
-            r, key,
-            trunc || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(view, key)));
-        snprintf(key, sizeof(key), "%s_bytes_dropped", streams[i]);
-        cJSON_AddNumberToObject(r, key, (double)dropped);
+        put_stream(
+            r, streams[i], out != NULL ? out : "",
+            trunc || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(view, key)),
+            dropped);
         free(out);
         rlmcp_h_capture_free(&cap);
     }
@@ -758,7 +767,6 @@ static void add_partial(struct ex *ex, const struct rlmcp_h *h, cJSON *r,
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, which);
     struct rlmcp_h_capture cap;
-    char key[32];
     char *hint = exec_logs_hint(h, eid);
     char *out = NULL;
     bool trunc = false;
@@ -774,11 +782,7 @@ static void add_partial(struct ex *ex, const struct rlmcp_h *h, cJSON *r,
         out = rlmcp_h_capture_text_dropped(&cap, hint, &trunc, &dropped);
         rlmcp_h_capture_free(&cap);
     }
-    cJSON_AddStringToObject(r, which, out != NULL ? out : "");
-    snprintf(key, sizeof(key), "%s_truncated", which);
-    cJSON_AddBoolToObject(r, key, trunc);
-    snprintf(key, sizeof(key), "%s_bytes_dropped", which);
-    cJSON_AddNumberToObject(r, key, (double)dropped);
+    put_stream(r, which, out != NULL ? out : "", trunc, dropped);
     free(out);
     free(hint);
 }
