@@ -15,8 +15,25 @@ BA=(buildah --root "$tmp/storage" --runroot "$tmp/run")
 RUNTIME=(--runtime /usr/sbin/runc) # crun cannot run on hybrid cgroups here
 TOKEN=oci-token-0123456789abcdef0123456789
 server_pid=
+port=
+# buildah run does not pass a kill on to the container: the server inside is
+# stopped by its command line (the free port makes it unique on the host),
+# then buildah run ends with it (bounded: killed if it has not).
+stop_server() {
+    local pids=''
+    if [ -n "$port" ]; then
+        pids=$(pgrep -f -- "^/usr/bin/runloop-mcp --config /etc/runloop-mcp/runloop-mcp.yaml --listen 127.0.0.1:$port\$")
+        if [ -n "$pids" ]; then kill $pids 2>/dev/null; fi
+    fi
+    if [ -n "$server_pid" ]; then
+        for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        kill "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+    fi
+    server_pid=
+}
 cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+    stop_server
     "${BA[@]}" rm --all >/dev/null 2>&1
     "${BA[@]}" rmi --all --force >/dev/null 2>&1
     umount -R "$tmp/storage" 2>/dev/null
@@ -80,8 +97,10 @@ has "$tmp/out" "refusing to listen on 0\.0\.0\.0:8000 without an access token"
 
 # With a token: serves a client on the host (a free loopback port).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-brun --env RLMCP_HTTP_TOKEN=$TOKEN "$c" -- /usr/bin/runloop-mcp --config /etc/runloop-mcp/runloop-mcp.yaml \
-    --listen 127.0.0.1:$port >"$tmp/server.log" 2>&1 &
+# buildah run itself in the background (not brun, whose $! would be a subshell).
+"${BA[@]}" run "${RUNTIME[@]}" --network host --env RLMCP_HTTP_TOKEN=$TOKEN "$c" -- \
+    /usr/bin/runloop-mcp --config /etc/runloop-mcp/runloop-mcp.yaml --listen 127.0.0.1:$port \
+    >"$tmp/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
     curl -fsS "http://127.0.0.1:$port/health" >"$tmp/out" 2>/dev/null && break
@@ -101,9 +120,7 @@ curl -sS "http://127.0.0.1:$port/mcp" "${H[@]}" -H "Mcp-Session-Id: $sid" \
 has "$tmp/out" '"name":"create_devbox"'
 curl -sS -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/metrics" >"$tmp/out"
 has "$tmp/out" "^401$"
-kill "$server_pid" 2>/dev/null
-wait "$server_pid" 2>/dev/null
-server_pid=
+stop_server
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
