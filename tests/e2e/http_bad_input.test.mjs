@@ -7,12 +7,13 @@
 // Runloop, and a caller without a key must get "unauthenticated".
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { startHttpHost, stopHttpHost } from './lib/host.mjs';
 
 const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
 const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
@@ -45,40 +46,11 @@ function writeConf(name, http, runloop = CLOUD) {
 // Start runloop-mcp; resolve once it logs its port (bounded: 60 s).
 function startServer(name, http, extraArgs = [], runloop = CLOUD) {
   const conf = writeConf(name, http, runloop);
-  const child = spawn(BIN, ['-c', conf, '--transport', 'http', '--log-level', 'debug', ...extraArgs], {
-    env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const srv = { child, log: '', port: 0, exited: false };
-  servers.push(srv);
-  child.stderr.setEncoding('utf8');
-  child.on('close', () => { srv.exited = true; });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server ${name} did not start:\n${srv.log}`)), 60000);
-    child.stderr.on('data', (d) => {
-      srv.log += d;
-      const m = /\(port (\d+)\)/.exec(srv.log);
-      if (m && !srv.port) {
-        srv.port = Number(m[1]);
-        clearTimeout(timer);
-        resolve(srv);
-      }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); if (!srv.port) reject(new Error(`server ${name} exited ${code}:\n${srv.log}`)); });
-  });
+  return startHttpHost(name, ['-c', conf, '--transport', 'http', '--log-level', 'debug', ...extraArgs],
+    { env: baseEnv(), list: servers });
 }
 
-// Stop with SIGTERM: a clean exit, and no sanitizer report in the log
-// (the suite also runs against a -DRLMCP_SANITIZE=ON build).
-async function stopServer(srv) {
-  if (srv.exited) return;
-  const gone = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
-  srv.child.kill('SIGTERM');
-  const t = setTimeout(() => srv.child.kill('SIGKILL'), 20000);
-  const { code, sig } = await gone;
-  clearTimeout(t);
-  assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
-  assert.equal(code, 0, `server exited with ${code ?? sig}:\n${srv.log.slice(-2000)}`);
-}
+const stopServer = stopHttpHost;
 
 // One raw HTTP request on a fresh connection; the body is read whole.
 function request(port, { method = 'POST', path: p = '/mcp', headers = {}, body } = {}) {

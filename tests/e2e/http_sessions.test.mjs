@@ -17,17 +17,16 @@
 // answers (127.0.0.1:9): no tool here calls Runloop.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
+import { startHttpHost, stopHttpHost } from './lib/host.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
 const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
-const BIN = path.join(BUILD, 'bin', 'runloop-mcp');
 const KEY_A = 'rl_test_KEYA_0123456789abcdef0123456789abcdef';
 const KEY_B = 'rl_test_KEYB_fedcba9876543210fedcba9876543210';
 const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-http-sessions-'));
@@ -51,40 +50,11 @@ function writeConf(name, httpOpts, extra = []) {
 
 // Start runloop-mcp; resolve once it logs its port (bounded: 60 s).
 function startServer(name, httpOpts = {}, extra = []) {
-  const child = spawn(BIN, ['-c', writeConf(name, httpOpts, extra), '--transport', 'http', '--log-level', 'info'], {
-    env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const srv = { child, log: '', port: 0, exited: false };
-  servers.push(srv);
-  child.stderr.setEncoding('utf8');
-  child.on('close', () => { srv.exited = true; });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server ${name} did not start:\n${srv.log}`)), 60000);
-    child.stderr.on('data', (d) => {
-      srv.log += d;
-      const m = /\(port (\d+)\)/.exec(srv.log);
-      if (m && !srv.port) {
-        srv.port = Number(m[1]);
-        clearTimeout(timer);
-        resolve(srv);
-      }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); if (!srv.port) reject(new Error(`server ${name} exited ${code}:\n${srv.log}`)); });
-  });
+  return startHttpHost(name, ['-c', writeConf(name, httpOpts, extra), '--transport', 'http', '--log-level', 'info'],
+    { env: baseEnv(), list: servers });
 }
 
-// SIGTERM: a clean exit and no sanitizer report (the suite also runs on an
-// ASan/UBSan build).
-async function stopServer(srv) {
-  if (srv.exited) return;
-  const gone = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
-  srv.child.kill('SIGTERM');
-  const t = setTimeout(() => srv.child.kill('SIGKILL'), 20000);
-  const { code, sig } = await gone;
-  clearTimeout(t);
-  assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
-  assert.equal(code, 0, `server exited with ${code ?? sig}:\n${srv.log.slice(-2000)}`);
-}
+const stopServer = stopHttpHost;
 
 after(async () => {
   for (const s of servers) await stopServer(s);

@@ -12,11 +12,12 @@
 //    outcome and code, the duration and the devbox; rotation by size.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync, readFileSync, readdirSync, statSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { startHttpHost, stopHttpHost } from './lib/host.mjs';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -55,33 +56,10 @@ function writeConf(name, { metrics, token = true, auditLog = false }) {
 }
 
 function startServer(name, opts) {
-  const conf = writeConf(name, opts);
-  const child = spawn(BIN, ['-c', conf], { env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
-  const srv = { child, log: '', port: 0, exited: false };
-  servers.push(srv);
-  child.stderr.setEncoding('utf8');
-  child.on('close', () => { srv.exited = true; });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${srv.log}`)), 90000);
-    child.stderr.on('data', (d) => {
-      srv.log += d;
-      const m = /\(port (\d+)\)/.exec(srv.log);
-      if (m && !srv.port) { srv.port = Number(m[1]); clearTimeout(timer); resolve(srv); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); if (!srv.port) reject(new Error(`${name} exited ${code}:\n${srv.log}`)); });
-  });
+  return startHttpHost(name, ['-c', writeConf(name, opts)], { env: env(), list: servers, ms: 90000 });
 }
 
-async function stopServer(srv) {
-  if (srv.exited) return;
-  const gone = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
-  srv.child.kill('SIGTERM');
-  const t = setTimeout(() => srv.child.kill('SIGKILL'), 20000);
-  const { code, sig } = await gone;
-  clearTimeout(t);
-  assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
-  assert.equal(code, 0, `exit ${code ?? sig}:\n${srv.log.slice(-2000)}`);
-}
+const stopServer = stopHttpHost;
 
 async function getMetrics(srv, headers = {}) {
   const r = await fetch(`http://127.0.0.1:${srv.port}/metrics`, { headers });

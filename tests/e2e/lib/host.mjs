@@ -1,6 +1,7 @@
 // Helpers for the host end-to-end tests: find the built binary, start it
 // over stdio as a raw JSON-lines child or through the official MCP SDK
 // client, and make sure every process started is gone afterwards.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -113,4 +114,45 @@ export class RawHost {
   kill() {
     if (!this.exit) this.child.kill('SIGKILL');
   }
+}
+
+/**
+ * runloop-mcp with args as an HTTP server child; resolves once it logs its
+ * port (bounded: ms). The server ({ child, log, port, exited }) is pushed on
+ * list first, so an after() can stop it even if the start failed.
+ */
+export function startHttpHost(name, args, { env, list, ms = 60000 } = {}) {
+  const child = spawn(hostBin, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const srv = { child, log: '', port: 0, exited: false };
+  list?.push(srv);
+  child.stderr.setEncoding('utf8');
+  child.on('close', () => { srv.exited = true; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server ${name} did not start:\n${srv.log}`)), ms);
+    child.stderr.on('data', (d) => {
+      srv.log += d;
+      const m = /\(port (\d+)\)/.exec(srv.log);
+      if (m && !srv.port) {
+        srv.port = Number(m[1]);
+        clearTimeout(timer);
+        resolve(srv);
+      }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); if (!srv.port) reject(new Error(`server ${name} exited ${code}:\n${srv.log}`)); });
+  });
+}
+
+/**
+ * Stop a startHttpHost server with SIGTERM: a clean exit, and no sanitizer
+ * report in its log (the suite also runs on an ASan/UBSan build).
+ */
+export async function stopHttpHost(srv) {
+  if (srv.exited) return;
+  const gone = new Promise((r) => srv.child.once('close', (code, sig) => r({ code, sig })));
+  srv.child.kill('SIGTERM');
+  const t = setTimeout(() => srv.child.kill('SIGKILL'), 20000);
+  const { code, sig } = await gone;
+  clearTimeout(t);
+  assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
+  assert.equal(code, 0, `server exited with ${code ?? sig}:\n${srv.log.slice(-2000)}`);
 }
