@@ -7,16 +7,14 @@
 // down devbox, delete of a snapshot in use, unknown ids).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
 
 const CONF = `server:
@@ -47,45 +45,7 @@ plugins:
       build_wait_seconds: 240
 `;
 
-async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  let exited = false;
-  const gone = new Promise((r) => child.on('exit', () => { exited = true; r(); }));
-  const sock = path.join(stateDir, 'devboxd.sock');
-  await waitFor(async () => {
-    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    return existsSync(sock) && (await engineGet(sock, '/v1/devboxes?limit=1').then(() => true, () => false));
-  }, 30000, 'devboxd to answer on its socket');
-  return {
-    sock,
-    stderr: () => stderr,
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 20000);
-      await gone;
-      clearTimeout(t);
-    },
-  };
-}
-
-function engineGet(sock, p) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: sock, method: 'GET', path: p }, (res) => {
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { buf += d; });
-      res.on('end', () => {
-        if (res.statusCode >= 300) return reject(new Error(`GET ${p}: ${res.statusCode} ${buf}`));
-        try { resolve(JSON.parse(buf)); } catch (e) { reject(e); }
-      });
-    });
-    req.on('error', reject);
-    req.setTimeout(60000, () => req.destroy(new Error('engine request timed out')));
-    req.end();
-  });
-}
+const engineGet = (sock, p) => engineRequest(sock, 'GET', p);
 
 function errorOf(result) {
   assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);

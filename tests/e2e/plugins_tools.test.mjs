@@ -5,64 +5,18 @@
 // round trips, run_code reuse and clean-up, run_python/run_c and bad input.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 300000 };
 
-/** A devboxd on its own state dir; stop() kills it and waits. */
-async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  let exited = false;
-  const gone = new Promise((r) => child.on('exit', () => { exited = true; r(); }));
-  const sock = path.join(stateDir, 'devboxd.sock');
-  await waitFor(async () => {
-    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    return existsSync(sock) && (await engineGet(sock, '/v1/devboxes?limit=1').then(() => true, () => false));
-  }, 30000, 'devboxd to answer on its socket');
-  return {
-    sock,
-    stderr: () => stderr,
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 20000);
-      await gone;
-      clearTimeout(t);
-    },
-  };
-}
-
-/** Plain REST to the engine over its unix socket (no key needed there). */
-function engineRequest(sock, method, p, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request({ socketPath: sock, method, path: p,
-      headers: data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {} }, (res) => {
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { buf += d; });
-      res.on('end', () => {
-        if (res.statusCode >= 300) return reject(new Error(`${method} ${p}: ${res.statusCode} ${buf}`));
-        try { resolve(buf ? JSON.parse(buf) : null); } catch (e) { reject(e); }
-      });
-    });
-    req.on('error', reject);
-    req.setTimeout(60000, () => req.destroy(new Error('engine request timed out')));
-    if (data) req.write(data);
-    req.end();
-  });
-}
 const engineGet = (sock, p) => engineRequest(sock, 'GET', p);
 
 function errorOf(result) {
