@@ -11,9 +11,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 import { startEverything } from './lib/everything.mjs';
 
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
@@ -59,8 +57,7 @@ describe('admin tools end to end (local engine)', () => {
   let tmp;
   let engine;
   let client;
-  let hostErr = '';
-  let hostErrEnded = false;
+  let host;
   const seen = [];
 
   const call = async (name, args) => {
@@ -88,27 +85,19 @@ describe('admin tools end to end (local engine)', () => {
       '  - name: exec', '    config:', '      create_wait_seconds: 120',
       '',
     ].join('\n'));
-    const transport = new StdioClientTransport({
-      command: hostBin, args: ['--config', conf],
+    host = await connectStdioHost({
+      name: 'admin-e2e',
+      args: ['--config', conf],
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
-      stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'admin-e2e', version: '1' });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
+    client = host.client;
   });
 
   after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
+    await closeStdioHost(host);
     const code = await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    await checkStdioHostExit(host);
     assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
     assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
   });
@@ -224,7 +213,7 @@ describe('admin tools end to end (local engine)', () => {
       if (text.includes('"stdout"') || text.includes('hub_client')) continue; // the devbox's own output
       assert.doesNotMatch(text, new RegExp(VALUE));
     }
-    assert.doesNotMatch(hostErr, new RegExp(`${VALUE}|second-value`));
+    assert.doesNotMatch(host.err, new RegExp(`${VALUE}|second-value`));
     assert.doesNotMatch(engine.stderr(), new RegExp(`${VALUE}|second-value`));
   });
 });

@@ -10,9 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
 import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
 const LONG = { timeout: 300000 };
@@ -62,8 +60,7 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
   let tmp;
   let engine;
   let client;
-  let hostErr = '';
-  let hostErrEnded = false;
+  let host;
   let tools; // the e2e-tools blueprint
   let box;
   let snap;
@@ -80,29 +77,20 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     const conf = path.join(tmp, 'snapshots-blueprints.yaml');
     writeFileSync(conf, CONF);
     engine = await startEngine(path.join(tmp, 'state'));
-    const transport = new StdioClientTransport({
-      command: hostBin,
+    host = await connectStdioHost({
+      name: 'snapshots-blueprints-e2e',
       args: ['--config', conf],
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir,
         RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-      stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'snapshots-blueprints-e2e', version: '1' });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
+    client = host.client;
   });
 
   after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
+    await closeStdioHost(host);
     await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    await checkStdioHostExit(host);
   });
 
   it('lists every snapshots and blueprints tool', async () => {

@@ -9,9 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
@@ -35,10 +33,8 @@ describe('plugins end to end (local engine)', () => {
   let tmp;
   let engine;
   let client;
-  let transport;
   let box; // a devbox shared by the tests that only need one
-  let hostErr = '';
-  let hostErrEnded = false;
+  let host;
 
   const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000, ...opts });
 
@@ -48,29 +44,19 @@ describe('plugins end to end (local engine)', () => {
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-plugins-'));
     engine = await startEngine(path.join(tmp, 'state'));
-    transport = new StdioClientTransport({
-      command: hostBin,
+    host = await connectStdioHost({
+      name: 'plugins-e2e',
       args: ['--config', conf],
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-      stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'plugins-e2e', version: '1' });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
+    client = host.client;
   });
 
   after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
+    await closeStdioHost(host);
     await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
-    // Sanitizer builds report at exit on stderr: none may appear.
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    await checkStdioHostExit(host);
   });
 
   it('lists the tools with schemas and honest annotations', async () => {

@@ -14,9 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
 
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
@@ -89,8 +87,7 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
   let tmp;
   let engine;
   let client;
-  let hostErr = '';
-  let hostErrEnded = false;
+  let host;
   let box;
   let firstKey;
 
@@ -121,25 +118,19 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
       '  - name: pty',
       '',
     ].join('\n'));
-    const transport = new StdioClientTransport({
-      command: hostBin, args: ['--config', conf], env, stderr: 'pipe',
+    host = await connectStdioHost({
+      name: 'tunnels-e2e',
+      args: ['--config', conf],
+      env: env,
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'tunnels-e2e', version: '1' });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
+    client = host.client;
   });
 
   after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
+    await closeStdioHost(host);
     const code = await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    await checkStdioHostExit(host);
     assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
     assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
   });

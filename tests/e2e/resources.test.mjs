@@ -11,10 +11,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
 import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
@@ -42,8 +41,7 @@ describe('devbox resources (local engine)', () => {
   let engine;
   let client;
   let box;
-  let hostErr = '';
-  let hostErrEnded = false;
+  let host;
   const updates = [];
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
@@ -54,31 +52,22 @@ describe('devbox resources (local engine)', () => {
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-resources-'));
     engine = await startEngine(path.join(tmp, 'state'));
-    const transport = new StdioClientTransport({
-      command: hostBin,
+    host = await connectStdioHost({
+      name: 'resources-e2e',
       args: ['--config', conf],
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-      stderr: 'pipe',
+      setup: (c) => c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); }),
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'resources-e2e', version: '1' });
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
+    client = host.client;
     box = ok(await call('create_devbox', { name: 'resources-e2e' }));
     assert.equal(box.status, 'running');
   });
 
   after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
+    await closeStdioHost(host);
     await engine?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
+    await checkStdioHostExit(host);
   });
 
   it('lists the file and execution-output templates; subscribe is offered', async () => {

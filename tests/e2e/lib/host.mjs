@@ -6,6 +6,8 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const sourceDir = process.env.RLMCP_SOURCE_DIR ?? path.resolve(here, '../../..');
@@ -155,4 +157,36 @@ export async function stopHttpHost(srv) {
   clearTimeout(t);
   assert.doesNotMatch(srv.log, /AddressSanitizer|LeakSanitizer|runtime error:/, srv.log.slice(-4000));
   assert.equal(code, 0, `server exited with ${code ?? sig}:\n${srv.log.slice(-2000)}`);
+}
+
+/**
+ * The host over stdio through the official MCP SDK client, its stderr kept
+ * in err (ended once the host has exited). setup(client) runs before the
+ * connect (notification handlers). A host that fails to start is closed.
+ */
+export async function connectStdioHost({ name, args, env, setup }) {
+  const host = { client: new Client({ name, version: '1' }), err: '', ended: false };
+  const transport = new StdioClientTransport({ command: hostBin, args, env, stderr: 'pipe' });
+  transport.stderr?.on('data', (d) => { host.err += d; });
+  transport.stderr?.on('end', () => { host.ended = true; });
+  setup?.(host.client);
+  try {
+    await host.client.connect(transport);
+  } catch (e) {
+    try { await host.client.close(); } catch { /* already gone */ }
+    throw new Error(`host did not start: ${e.message}\n${host.err}`);
+  }
+  return host;
+}
+
+/** Close the client of connectStdioHost (the host then exits). */
+export async function closeStdioHost(host) {
+  try { await host?.client.close(); } catch { /* already gone */ }
+}
+
+/** Wait for a closed host to exit; sanitizer builds report on stderr: none may appear. */
+export async function checkStdioHostExit(host) {
+  if (!host) return;
+  await waitFor(() => host.ended, 15000, 'the host to exit');
+  assert.doesNotMatch(host.err, /AddressSanitizer|LeakSanitizer|runtime error/, host.err);
 }
