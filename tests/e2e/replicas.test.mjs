@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { trackChild, waitFor as waitForEvery } from './lib/host.mjs';
 
 const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
 const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
@@ -23,23 +24,9 @@ const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-replicas-'));
 const state = path.join(work, 'state');
 const procs = [];
 
-function track(name, child) {
-  const p = { name, child, log: '', exited: false };
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (d) => { p.log += d; });
-  p.gone = new Promise((r) => child.on('close', (code, sig) => { p.exited = true; r({ code, sig }); }));
-  procs.push(p);
-  return p;
-}
-
-async function waitFor(cond, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const track = (name, child) => trackChild(procs, name, child);
+// Every 100 ms: some conditions here are tool calls on the devbox.
+const waitFor = (cond, ms, what) => waitForEvery(cond, ms, what, 100);
 
 function freePort() {
   return new Promise((resolve, reject) => {

@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, writeFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
+import { trackChild, waitFor as waitForEvery } from './lib/host.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -30,23 +31,9 @@ const procs = [];
 let host;
 let box;
 
-function track(name, child) {
-  const p = { name, child, log: '', exited: false };
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (d) => { p.log += d; });
-  p.gone = new Promise((r) => child.on('close', (code, sig) => { p.exited = true; r({ code, sig }); }));
-  procs.push(p);
-  return p;
-}
-
-async function waitFor(cond, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const track = (name, child) => trackChild(procs, name, child);
+// Every 100 ms: some conditions here are tool calls on the devbox.
+const waitFor = (cond, ms, what) => waitForEvery(cond, ms, what, 100);
 
 async function startHost() {
   const env = { ...process.env, RLMCP_PLUGIN_DIR: path.join(BUILD, 'plugins') };

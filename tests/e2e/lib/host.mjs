@@ -27,14 +27,14 @@ export function requireBuilt() {
   }
 }
 
-/** Resolve when cond() is true; reject after ms with what we waited for. */
-export async function waitFor(cond, ms, what) {
+/** Resolve when cond() is true (asked every stepMs); reject after ms with what we waited for. */
+export async function waitFor(cond, ms, what, stepMs = 10) {
   const end = Date.now() + ms;
   for (;;) {
     const v = await cond();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, stepMs));
   }
 }
 
@@ -189,4 +189,17 @@ export async function checkStdioHostExit(host) {
   if (!host) return;
   await waitFor(() => host.ended, 15000, 'the host to exit');
   assert.doesNotMatch(host.err, /AddressSanitizer|LeakSanitizer|runtime error/, host.err);
+}
+
+/**
+ * Keep a child's stderr in log and note its end (gone resolves with
+ * { code, sig }); pushed on list so an after() can stop every one.
+ */
+export function trackChild(list, name, child) {
+  const p = { name, child, log: '', exited: false };
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (d) => { p.log += d; });
+  p.gone = new Promise((r) => child.on('close', (code, sig) => { p.exited = true; r({ code, sig }); }));
+  list.push(p);
+  return p;
 }
