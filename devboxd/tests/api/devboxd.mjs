@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -102,6 +103,17 @@ export class Devboxd {
     try { json = JSON.parse(text); } catch { /* not JSON */ }
     return { status: res.status, headers: res.headers, text, json };
   }
+}
+
+// A test file's engine: started before its tests (ready gets an SDK client
+// for it) and cleaned up after them.
+export function useEngine(engine, ready) {
+  before(async () => {
+    await engine.start();
+    ready?.(engine.client());
+  });
+  after(async () => { await engine.cleanup(); });
+  return engine;
 }
 
 // Asserts an SDK call fails with the given status and a message matching re.

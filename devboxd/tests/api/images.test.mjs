@@ -1,16 +1,11 @@
 // Images through the official Runloop SDK: Runloop's public names resolve
 // to our images (not the host's /usr); unknown ones are a clear 400.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith } from './devboxd.mjs';
+import { describe, test } from 'node:test';
+import { Devboxd, rejectsWith, useEngine } from './devboxd.mjs';
 
-const engine = new Devboxd();
 let client;
-before(async () => {
-  await engine.start();
-  client = engine.client();
-});
-after(async () => { await engine.cleanup(); });
+useEngine(new Devboxd(), (c) => { client = c; });
 
 const run = async (id, command) => {
   // Generous: creating a venv installs pip (slow on a loaded machine).

@@ -6,16 +6,11 @@
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, waitFor } from './devboxd.mjs';
+import { describe, test } from 'node:test';
+import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
-const engine = new Devboxd({ env: { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' } });
 let client;
-before(async () => {
-  await engine.start();
-  client = engine.client();
-});
-after(async () => { await engine.cleanup(); });
+const engine = useEngine(new Devboxd({ env: { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' } }), (c) => { client = c; });
 
 const run = async (id, command) => {
   const r = await client.devboxes.executeSync(id, { command }, { timeout: 300000, maxRetries: 0 });

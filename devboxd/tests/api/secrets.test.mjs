@@ -4,16 +4,11 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { Devboxd, rejectsWith } from './devboxd.mjs';
+import { test } from 'node:test';
+import { Devboxd, rejectsWith, useEngine } from './devboxd.mjs';
 
-const engine = new Devboxd();
 let client;
-before(async () => {
-  await engine.start();
-  client = engine.client();
-});
-after(async () => { await engine.cleanup(); });
+const engine = useEngine(new Devboxd(), (c) => { client = c; });
 
 const VALUE = 'sk-live-Very$ecret "quoted" value';
 

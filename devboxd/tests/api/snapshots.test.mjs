@@ -4,17 +4,11 @@
 // delete refused while in use, shutdown refused while a snapshot is in
 // progress (force goes through), bad input, and records surviving a restart.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, waitFor } from './devboxd.mjs';
+import { describe, test } from 'node:test';
+import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
-const engine = new Devboxd();
 let client;
-
-before(async () => {
-  await engine.start();
-  client = engine.client();
-});
-after(async () => { await engine.cleanup(); });
+const engine = useEngine(new Devboxd(), (c) => { client = c; });
 
 async function run(id, command) {
   const r = await client.devboxes.executeAndAwaitCompletion(id, { command });
