@@ -7,40 +7,15 @@
 // reference MCP server through $RL_MCP_URL with only the allowed tools.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { devboxdBin, startEngine } from './lib/engine.mjs';
 import { startEverything } from './lib/everything.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
 const VALUE = 'e2e-secret-value-4711';
-
-async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  let exited = false;
-  let code = null;
-  const gone = new Promise((r) => child.on('exit', (c, s) => { exited = true; code = c ?? s; r(); }));
-  const pidFile = path.join(stateDir, 'devboxd.pid');
-  await waitFor(() => {
-    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    return existsSync(pidFile) && /^pid /m.test(readFileSync(pidFile, 'utf8'));
-  }, 30000, 'devboxd to start');
-  return {
-    stderr: () => stderr,
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
-      await gone;
-      clearTimeout(t);
-      return code;
-    },
-  };
-}
 
 function ok(result) {
   assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);

@@ -9,47 +9,21 @@
 // its tunnels live (TunnelView.url_template and a response header).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { devboxdBin, startEngine } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
 
 /** devboxd on its own state dir (unix socket, or a loopback TCP port when
  *  tcp, + loopback tunnel listener). */
-async function startEngine(stateDir, tcp) {
+async function startTunnelEngine(stateDir, tcp) {
   const listen = tcp ? ['--listen', '127.0.0.1:0'] : [];
-  const child = spawn(devboxdBin, ['--state-dir', stateDir, ...listen, '--tunnel-listen', '127.0.0.1:0'],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  let exited = false;
-  let code = null;
-  const gone = new Promise((r) => child.on('exit', (c, s) => { exited = true; code = c ?? s; r(); }));
-  const pidFile = path.join(stateDir, 'devboxd.pid');
-  const tunnelPort = await waitFor(() => {
-    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    if (!existsSync(pidFile)) return null;
-    const m = /^tunnel_port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'));
-    return m ? Number(m[1]) : null;
-  }, 30000, 'devboxd to write its tunnel port');
-  const apiPort = tcp ? Number(/^port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'))[1]) : null;
-  return {
-    tunnelPort,
-    apiPort,
-    stderr: () => stderr,
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
-      await gone;
-      clearTimeout(t);
-      return code;
-    },
-  };
+  const e = await startEngine(stateDir, [...listen, '--tunnel-listen', '127.0.0.1:0']);
+  return { ...e, tunnelPort: e.pidNumber('tunnel_port'), apiPort: tcp ? e.pidNumber('port') : null };
 }
 
 /** GET a tunnel URL as given; *.localhost is pinned to 127.0.0.1 (RFC 6761). */
@@ -100,7 +74,7 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-tunnels-'));
     const state = path.join(tmp, 'state');
-    engine = await startEngine(state, mode === 'url');
+    engine = await startTunnelEngine(state, mode === 'url');
     const conf = path.join(tmp, 'tunnels.yaml');
     const env = { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir };
     if (mode === 'url') {

@@ -1,7 +1,7 @@
 // A devboxd on its own state dir, and plain REST to it over its unix
 // socket (no key needed there), for tests that need a real engine.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { buildDir, waitFor } from './host.mjs';
@@ -28,26 +28,42 @@ export function engineRequest(sock, method, p, body) {
   });
 }
 
-/** Start devboxd on stateDir; stop() kills it and waits. */
-export async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Start devboxd on stateDir with extra args. Ready once its pid file names
+ * its ports (written after its listeners start) and, without a --listen in
+ * args, once it answers on its unix socket. pidNumber(key) reads a number
+ * from the pid file ("port", "tunnel_port"); stop() kills it, waits and
+ * resolves to its exit code (or signal).
+ */
+export async function startEngine(stateDir, args = []) {
+  const pidFile = path.join(stateDir, 'devboxd.pid');
+  rmSync(pidFile, { force: true });
+  const child = spawn(devboxdBin, ['--state-dir', stateDir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   let exited = false;
-  const gone = new Promise((r) => child.on('exit', () => { exited = true; r(); }));
-  const sock = path.join(stateDir, 'devboxd.sock');
+  let code = null;
+  const gone = new Promise((r) => child.on('exit', (c, sig) => { exited = true; code = c ?? sig; r(); }));
+  const sock = args.includes('--listen') ? null : path.join(stateDir, 'devboxd.sock');
+  const pidNumber = (key) => {
+    const m = existsSync(pidFile) && new RegExp(`^${key} (\\d+)$`, 'm').exec(readFileSync(pidFile, 'utf8'));
+    return m ? Number(m[1]) : null;
+  };
   await waitFor(async () => {
     if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    return existsSync(sock) && (await engineRequest(sock, 'GET', '/v1/devboxes?limit=1').then(() => true, () => false));
-  }, 30000, 'devboxd to answer on its socket');
+    if (pidNumber('tunnel_port') === null) return false;
+    return !sock || (existsSync(sock) && (await engineRequest(sock, 'GET', '/v1/devboxes?limit=1').then(() => true, () => false)));
+  }, 30000, 'devboxd to answer');
   return {
     sock,
+    pidNumber,
     stderr: () => stderr,
     async stop() {
       if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 20000);
+      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
       await gone;
       clearTimeout(t);
+      return code;
     },
   };
 }
