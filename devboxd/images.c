@@ -2,6 +2,7 @@
  * (devboxd-image) run on first need.  See images.h. */
 #define _GNU_SOURCE
 #include "images.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -93,32 +94,6 @@ const char *images_default(void)
     return v != NULL && v[0] != '\0' ? v : "host";
 }
 
-/* devboxd-image next to this executable, else in ../libexec/runloop-mcp. */
-static char *builder_path(void)
-{
-    char exe[PATH_MAX];
-    char *slash = NULL;
-    char *out = NULL;
-    ssize_t n;
-
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash == NULL)
-        return NULL;
-    *slash = '\0';
-    if (asprintf(&out, "%s/devboxd-image", exe) < 0)
-        return NULL;
-    if (access(out, X_OK) == 0)
-        return out;
-    free(out);
-    if (asprintf(&out, "%s/../libexec/runloop-mcp/devboxd-image", exe) < 0)
-        return NULL;
-    return out;
-}
-
 /* Reads the builder's stdout (the image dir, one line) and waits for it. */
 static int collect(pid_t pid, int fd, char *buf, size_t len)
 {
@@ -145,7 +120,7 @@ static int collect(pid_t pid, int fd, char *buf, size_t len)
 /* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's. */
 static int run_builder(const char *name, char **path, char *err, size_t errlen)
 {
-    char *builder = builder_path();
+    char *builder = sandbox_helper_path("devboxd-image");
     char *argv[] = {builder, (char *)name, NULL};
     char out[PATH_MAX];
     posix_spawn_file_actions_t fa;

@@ -51,7 +51,7 @@ static char *dup_or(const char *v, const char *def)
     return strdup(v != NULL && v[0] != '\0' ? v : def);
 }
 
-static char *default_agent_path(void)
+char *sandbox_helper_path(const char *name)
 {
     char exe[PATH_MAX];
     char *slash;
@@ -66,13 +66,13 @@ static char *default_agent_path(void)
     if (slash == NULL)
         return NULL;
     *slash = '\0';
-    if (asprintf(&out, "%s/devboxd-agent", exe) < 0)
+    if (asprintf(&out, "%s/%s", exe, name) < 0)
         return NULL;
     if (access(out, X_OK) == 0)
         return out;
     free(out);
     out = NULL;
-    if (asprintf(&out, "%s/../libexec/runloop-mcp/devboxd-agent", exe) < 0)
+    if (asprintf(&out, "%s/../libexec/runloop-mcp/%s", exe, name) < 0)
         return NULL;
     return out;
 }
@@ -186,7 +186,8 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
                       "devboxd must run as root to mount devbox filesystems and cgroups");
     sandbox_shutdown_runtime();
     sb_rt.state_dir = strdup(rt->state_dir);
-    sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path) : default_agent_path();
+    sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path)
+                                      : sandbox_helper_path("devboxd-agent");
     sb_rt.bwrap_path = dup_or(rt->bwrap_path, "/usr/bin/bwrap");
     sb_rt.slirp_path = dup_or(rt->slirp_path, "/usr/bin/slirp4netns");
     sb_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");

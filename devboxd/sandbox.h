@@ -58,6 +58,10 @@ struct sb_runtime {
 };
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
+/* A helper binary of devboxd (devboxd-agent, devboxd-image): name next to
+ * /proc/self/exe when executable there, else <exe dir>/../libexec/runloop-mcp/
+ * name.  malloc'd, NULL when out of memory or the exe path is unknown. */
+char *sandbox_helper_path(const char *name);
 void sandbox_shutdown_runtime(void); /* frees what sandbox_init allocated */
 
 struct sb_limits {
