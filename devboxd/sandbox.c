@@ -1637,18 +1637,6 @@ uid_t sandbox_host_uid(const struct sandbox *sb)
     return sb->uid;
 }
 
-int sandbox_dir_uid(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
-{
-    if (sb_rt.state_dir == NULL)
-        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
-    if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
-        return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir,
-                      strerror(errno));
-    return sb_uid_claim(dir, id, uid, err, errlen);
-}
-
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));
@@ -1673,19 +1661,21 @@ uid_t sandbox_owner_uid(const struct sandbox *sb)
     return sb->oci ? sb->range : sb->uid;
 }
 
-int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner,
-                      char *err, size_t errlen)
+int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner, char *err,
+                      size_t errlen)
 {
     uint32_t range = 0;
     int rc;
 
-    if (!(sb_rt.use_runc && image))
-        return sandbox_dir_uid(dir, id, owner, err, errlen);
+    if (sb_rt.state_dir == NULL)
+        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
     if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
         return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
-                      dir, strerror(errno));
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir,
+                      strerror(errno));
+    if (!(sb_rt.use_runc && image))
+        return sb_uid_claim(dir, id, owner, err, errlen);
     rc = sb_range_claim(dir, id, &range, err, errlen);
     *owner = range;
     return rc;

@@ -136,17 +136,15 @@ uid_t sandbox_host_uid(const struct sandbox *sb);
 /* Who owns the devbox's writable layer on the host: the devbox uid
  * (bubblewrap runtime) or the first id of its range (runc runtime). */
 uid_t sandbox_owner_uid(const struct sandbox *sb);
-/* The owner sandbox_start will use for dir: claims it as sandbox_start
- * would (image: whether the devbox has one, which picks the runtime). */
+/* The owner sandbox_start will use for dir, before the first start:
+ * claims it for dir (created if missing) and records it there, as
+ * sandbox_start would (e.g. to hand layer files to the devbox before it
+ * boots).  image: whether the devbox has one, which picks the runtime. */
 int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner, char *err,
                       size_t errlen);
 /* The host id a layer file owned by u gets when a layer of owner `from`
  * is handed to owner `to`; (uid_t)-1 when u stays as it is. */
 uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to);
-/* The same uid before the first start: claims it for dir (created if
- * missing) and records it there, as sandbox_start would (e.g. to hand
- * layer files to the devbox before it boots). */
-int sandbox_dir_uid(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen);
 
 struct sb_exec {
     const char *command;    /* shell string, run with bash -c */
