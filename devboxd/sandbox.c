@@ -803,22 +803,40 @@ static int read_info(struct sandbox *sb, int info_r, char *err, size_t errlen)
     return 0;
 }
 
-static int wait_hello(struct sandbox *sb, char *err, size_t errlen)
+/* The agent's hello.  *sender: the agent's pid in devboxd's pid namespace
+ * when the master has SO_PASSCRED (the kernel attaches and translates the
+ * sender's credentials), else 0. */
+static int wait_hello(struct sandbox *sb, pid_t *sender, char *err, size_t errlen)
 {
     char buf[256];
+    char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+    struct msghdr mh;
+    struct cmsghdr *cm = NULL;
+    struct ucred cred = {0};
     ssize_t n;
     cJSON *js = NULL;
     const cJSON *ev;
     const cJSON *ver;
     int rc = 0;
 
+    *sender = 0;
     rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
     if (rc != 0)
         return sb_err(err, errlen, rc, "the devbox agent did not start in time");
-    n = recv(sb->master, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    n = recvmsg(sb->master, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n <= 0)
         return sb_err(err, errlen, -EIO, "the devbox agent exited during start");
     buf[n] = '\0';
+    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS)
+            memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
+    }
     js = cJSON_ParseWithLength(buf, (size_t)n);
     ev = cJSON_GetObjectItemCaseSensitive(js, "ev");
     ver = cJSON_GetObjectItemCaseSensitive(js, "version");
@@ -826,6 +844,7 @@ static int wait_hello(struct sandbox *sb, char *err, size_t errlen)
         ver->valueint != AGENT_PROTO_VERSION)
         rc = sb_err(err, errlen, -EPROTO, "the devbox agent spoke an unknown protocol");
     cJSON_Delete(js);
+    *sender = cred.pid;
     return rc;
 }
 
@@ -883,13 +902,14 @@ static void fill_rlimits(struct launch *l, const struct sb_limits *lim)
 static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r, int block_w,
                      char *err, size_t errlen)
 {
+    pid_t agent; /* 0: no SO_PASSCRED here; read_info has the pid */
     int rc;
 
     rc = read_info(sb, info_r, err, errlen);
     if (rc == 0 && write(block_w, "g", 1) != 1)
         rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
     if (rc == 0)
-        rc = wait_hello(sb, err, errlen);
+        rc = wait_hello(sb, &agent, err, errlen);
     /* Network last: bwrap configures lo concurrently with its setup, and
      * slirp4netns' netlink requests must not race with it.  No command
      * runs before start returns, so none sees the network missing. */
@@ -1174,55 +1194,19 @@ static void oci_child(const struct oci_launch *l)
     child_fail(2, "exec runc");
 }
 
-/* The agent's hello, and its host pid: the kernel attaches the sender's
- * credentials (SO_PASSCRED), translated into devboxd's pid namespace. */
+/* The agent's hello, and its host pid from the hello's credentials. */
 static int wait_hello_oci(struct sandbox *sb, char *err, size_t errlen)
 {
-    char buf[256];
-    char cbuf[CMSG_SPACE(sizeof(struct ucred))];
-    struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
-    struct msghdr mh;
-    struct cmsghdr *cm = NULL;
-    struct ucred cred = {0};
-    cJSON *js = NULL;
-    ssize_t n;
-    int rc;
+    pid_t pid = 0;
+    int rc = wait_hello(sb, &pid, err, errlen);
 
-    rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
-    if (rc != 0)
-        return sb_err(err, errlen, rc,
-                      "the devbox agent did not start in time");
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof(cbuf);
-    n = recvmsg(sb->master, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n <= 0)
-        return sb_err(err, errlen, -EIO,
-                      "the devbox agent exited during start");
-    buf[n] = '\0';
-    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS)
-            memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
-    }
-    js = cJSON_ParseWithLength(buf, (size_t)n);
-    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(js, "ev")) ||
-        strcmp(cJSON_GetObjectItemCaseSensitive(js, "ev")->valuestring,
-               "hello") != 0 ||
-        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(js, "version")) !=
-            AGENT_PROTO_VERSION)
-        rc = sb_err(err, errlen, -EPROTO,
-                    "the devbox agent spoke an unknown protocol");
-    cJSON_Delete(js);
-    if (rc == 0 && cred.pid <= 1)
+    if (rc == 0 && pid <= 1)
         rc = sb_err(err, errlen, -EPROTO, "the devbox agent's pid is unknown");
     if (rc == 0) {
-        sb->init_pid = cred.pid;
-        sb->init_pidfd = pidfd_open(cred.pid, 0);
+        sb->init_pid = pid;
+        sb->init_pidfd = pidfd_open(pid, 0);
         if (sb->init_pidfd < 0)
-            rc = sb_err(err, errlen, -errno,
-                        "the devbox agent exited during start");
+            rc = sb_err(err, errlen, -errno, "the devbox agent exited during start");
     }
     return rc;
 }
