@@ -514,17 +514,23 @@ out:
 
 /* ---- the launcher child ---------------------------------------------- */
 
+/* What every launcher child gets, whichever the runtime: the helper
+ * binaries, /dev/null and its channels to devboxd. */
+struct launch_io {
+    int agent_fd; /* the agent binary */
+    int ptyd_fd;  /* the PTY server binary, or -1 */
+    int devnull;
+    int sp[2];    /* [0] devboxd's master, [1] the agent's end -> fd 3 */
+    int errp[2];  /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
+};
+
 struct launch {
     char **argv;
     int mntfd;
-    int master;   /* agent end -> fd 3 */
+    struct launch_io io; /* agent -> SB_AGENT_FD, ptyd -> SB_PTYD_FD */
     int info_w;   /* -> fd 4 */
     int block_r;  /* -> fd 5 */
-    int errpipe_w;
     int seccomp_fd; /* -> fd 6 */
-    int agent_fd;   /* -> SB_AGENT_FD */
-    int ptyd_fd;    /* -> SB_PTYD_FD, or -1 */
-    int devnull;
     int cg_fds[SB_CG_N];
     uid_t uid;
     struct rlimit as_lim, nproc_lim;
@@ -576,6 +582,18 @@ static void child_default_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Attaches the root overlay at SB_STAGE_DIR in a mount namespace of the
+ * launcher's own.  Async-signal-safe. */
+static void child_attach_root(int mntfd, int errfd)
+{
+    if (unshare(CLONE_NEWNS) != 0)
+        child_fail(errfd, "unshare(mount)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        child_fail(errfd, "make / private");
+    if (move_mount(mntfd, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        child_fail(errfd, "attach the root overlay");
+}
+
 /* Runs between fork and exec: async-signal-safe calls only. */
 static void launcher_child(const struct launch *l)
 {
@@ -602,30 +620,25 @@ static void launcher_child(const struct launch *l)
         }
         close(fd);
     }
-    if (unshare(CLONE_NEWNS) != 0)
-        child_fail(l->errpipe_w, "unshare(mount)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        child_fail(l->errpipe_w, "make / private");
-    if (move_mount(l->mntfd, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
-        child_fail(l->errpipe_w, "attach the root overlay");
+    child_attach_root(l->mntfd, l->io.errp[1]);
     /* Lift the fds clear of 0..5 before placing them. */
-    hi[0] = fcntl(l->master, F_DUPFD, 10);
+    hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
     hi[1] = fcntl(l->info_w, F_DUPFD, 10);
     hi[2] = fcntl(l->block_r, F_DUPFD, 10);
-    hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
+    hi[3] = fcntl(l->io.errp[1], F_DUPFD, 10);
     hi[4] = fcntl(l->seccomp_fd, F_DUPFD, 10);
-    hi[5] = fcntl(l->agent_fd, F_DUPFD, 10);
-    hi[6] = l->ptyd_fd >= 0 ? fcntl(l->ptyd_fd, F_DUPFD, 10) : 0;
+    hi[5] = fcntl(l->io.agent_fd, F_DUPFD, 10);
+    hi[6] = l->io.ptyd_fd >= 0 ? fcntl(l->io.ptyd_fd, F_DUPFD, 10) : 0;
     for (i = 0; i < 7; i++) {
         if (hi[i] < 0)
-            child_fail(l->errpipe_w, "dup");
+            child_fail(l->io.errp[1], "dup");
     }
-    if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
+    if (dup2(l->io.devnull, 0) < 0 || dup2(l->io.devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
         dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0 ||
         dup2(hi[4], 6) < 0 || dup2(hi[5], SB_AGENT_FD) < 0 ||
-        (l->ptyd_fd >= 0 && dup2(hi[6], SB_PTYD_FD) < 0))
-        child_fail(l->errpipe_w, "dup2");
-    if (l->ptyd_fd < 0)
+        (l->io.ptyd_fd >= 0 && dup2(hi[6], SB_PTYD_FD) < 0))
+        child_fail(l->io.errp[1], "dup2");
+    if (l->io.ptyd_fd < 0)
         close(SB_PTYD_FD);
     close_range(SB_PTYD_FD + 1, ~0U, 0);
     child_default_signals();
@@ -897,6 +910,24 @@ static void fill_rlimits(struct launch *l, const struct sb_limits *lim)
     }
 }
 
+/* Once the agent said hello (rc 0): the network.  Last, because bwrap
+ * configures lo concurrently with its setup, and slirp4netns' netlink
+ * requests must not race with it; no command runs before start returns,
+ * so none sees the network missing.  On failure, what the launcher wrote
+ * to its stderr within why_ms joins err. */
+static int finish_start(struct sandbox *sb, const struct sb_spec *spec, int rc, int why_ms,
+                        char *err, size_t errlen)
+{
+    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
+        rc = start_slirp(sb, err, errlen);
+    if (rc != 0) {
+        if (sb->errpipe_r >= 0)
+            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + why_ms);
+        read_errpipe(sb->errpipe_r, err, errlen);
+    }
+    return rc;
+}
+
 /* Agent handshake and network, once the launcher runs: pid from bwrap's
  * info fd, release bwrap, wait for the agent's hello, then slirp4netns. */
 static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r, int block_w,
@@ -910,18 +941,8 @@ static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r,
         rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
     if (rc == 0)
         rc = wait_hello(sb, &agent, err, errlen);
-    /* Network last: bwrap configures lo concurrently with its setup, and
-     * slirp4netns' netlink requests must not race with it.  No command
-     * runs before start returns, so none sees the network missing. */
-    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
-        rc = start_slirp(sb, err, errlen);
-    if (rc != 0) {
-        /* Give bwrap a moment to report why, without blocking start. */
-        if (sb->errpipe_r >= 0)
-            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 200);
-        read_errpipe(sb->errpipe_r, err, errlen);
-    }
-    return rc;
+    /* Give bwrap a moment to report why, without blocking start. */
+    return finish_start(sb, spec, rc, 200, err, errlen);
 }
 
 static void close_pair(int p[2])
@@ -933,14 +954,74 @@ static void close_pair(int p[2])
     p[0] = p[1] = -1;
 }
 
+static void close_launch_io(struct launch_io *io)
+{
+    close_pair(io->sp);
+    close_pair(io->errp);
+    if (io->devnull >= 0)
+        close(io->devnull);
+    if (io->agent_fd >= 0)
+        close(io->agent_fd);
+    if (io->ptyd_fd >= 0)
+        close(io->ptyd_fd);
+    io->devnull = io->agent_fd = io->ptyd_fd = -1;
+}
+
+/* Opens what every launcher hands on (struct launch_io); passcred: the
+ * master receives the agent's credentials (its pid) with its hello.  io is
+ * safe for close_launch_io whatever this returns. */
+static int open_launch_io(struct launch_io *io, bool passcred, char *err, size_t errlen)
+{
+    int one = 1;
+
+    io->sp[0] = io->sp[1] = io->errp[0] = io->errp[1] = -1;
+    io->agent_fd = io->ptyd_fd = -1;
+    io->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    io->agent_fd = open_helper(sb_rt.agent_path, err, errlen);
+    if (io->agent_fd < 0)
+        return io->agent_fd;
+    if (sb_rt.ptyd_path != NULL) {
+        io->ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
+        if (io->ptyd_fd < 0)
+            return io->ptyd_fd;
+    }
+    if (io->devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, io->sp) != 0 ||
+        (passcred && setsockopt(io->sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0) ||
+        pipe2(io->errp, O_CLOEXEC | O_NONBLOCK) != 0)
+        return sb_err(err, errlen, -errno, "cannot create sandbox channels: %s",
+                      strerror(errno));
+    return 0;
+}
+
+/* fork for a launcher: 0 in the child, which goes on to exec; in devboxd
+ * the launcher's pid, with sb holding the master and the stderr pipe and
+ * the child's ends closed; or -errno. */
+static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io, char *err, size_t errlen)
+{
+    pid_t pid = fork();
+
+    if (pid < 0)
+        return sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+    if (pid == 0)
+        return 0;
+    sb->launcher_pid = pid;
+    sb->launcher_pidfd = pidfd_open(pid, 0);
+    sb->master = io->sp[0];
+    io->sp[0] = -1;
+    sb->errpipe_r = io->errp[0];
+    io->errp[0] = -1;
+    /* Only the child keeps these ends. */
+    close_pair(io->sp);
+    close_pair(io->errp);
+    return pid;
+}
+
 static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
 {
     struct argvec av = {0};
     struct launch l;
-    int sp[2] = {-1, -1};
     int info[2] = {-1, -1};
     int block[2] = {-1, -1};
-    int errp[2] = {-1, -1};
     int rc = 0;
     int i;
     pid_t pid;
@@ -948,20 +1029,10 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     memset(&l, 0, sizeof(l));
     for (i = 0; i < SB_CG_N; i++)
         l.cg_fds[i] = -1;
-    l.seccomp_fd = l.agent_fd = l.ptyd_fd = -1;
-    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    l.agent_fd = open_helper(sb_rt.agent_path, err, errlen);
-    if (l.agent_fd < 0) {
-        rc = l.agent_fd;
+    l.seccomp_fd = -1;
+    rc = open_launch_io(&l.io, false, err, errlen);
+    if (rc != 0)
         goto out;
-    }
-    if (sb_rt.ptyd_path != NULL) {
-        l.ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
-        if (l.ptyd_fd < 0) {
-            rc = l.ptyd_fd;
-            goto out;
-        }
-    }
     l.seccomp_fd = sb_seccomp_fd();
     if (l.seccomp_fd < 0) {
         rc = sb_err(err, errlen, l.seccomp_fd, "cannot stage the seccomp filter: %s",
@@ -977,60 +1048,38 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
         sb_err(err, errlen, rc, "cannot open the devbox cgroups: %s", strerror(-rc));
         goto out;
     }
-    if (l.devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
-        pipe2(info, O_CLOEXEC) != 0 || pipe2(block, O_CLOEXEC) != 0 ||
-        pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
+    if (pipe2(info, O_CLOEXEC) != 0 || pipe2(block, O_CLOEXEC) != 0) {
         rc = sb_err(err, errlen, -errno, "cannot create sandbox channels: %s", strerror(errno));
         goto out;
     }
     l.argv = av.v;
     l.mntfd = sb->rootfd;
-    l.master = sp[1];
     l.info_w = info[1];
     l.block_r = block[0];
-    l.errpipe_w = errp[1];
     l.uid = sb->uid;
     fill_rlimits(&l, &spec->limits);
-    pid = fork();
-    if (pid < 0) {
-        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
-        goto out;
-    }
+    pid = fork_launcher(sb, &l.io, err, errlen);
     if (pid == 0)
         launcher_child(&l);
-    sb->launcher_pid = pid;
-    sb->launcher_pidfd = pidfd_open(pid, 0);
-    sb->master = sp[0];
-    sp[0] = -1;
-    sb->errpipe_r = errp[0];
-    errp[0] = -1;
-    /* Only the child keeps these ends. */
-    close(sp[1]);
-    sp[1] = -1;
+    if (pid < 0) {
+        rc = (int)pid;
+        goto out;
+    }
     close(info[1]);
     info[1] = -1;
     close(block[0]);
     block[0] = -1;
-    close(errp[1]);
-    errp[1] = -1;
     rc = handshake(sb, spec, info[0], block[1], err, errlen);
 out:
-    close_pair(sp);
+    close_launch_io(&l.io);
     close_pair(info);
     close_pair(block);
-    close_pair(errp);
     for (i = 0; i < SB_CG_N; i++) {
         if (l.cg_fds[i] >= 0)
             close(l.cg_fds[i]);
     }
-    if (l.devnull >= 0)
-        close(l.devnull);
     if (l.seccomp_fd >= 0)
         close(l.seccomp_fd);
-    if (l.agent_fd >= 0)
-        close(l.agent_fd);
-    if (l.ptyd_fd >= 0)
-        close(l.ptyd_fd);
     av_free(&av);
     return rc;
 }
@@ -1153,11 +1202,7 @@ out:
 struct oci_launch {
     char **argv;
     int mntfd;
-    int master;
-    int agent_fd;
-    int ptyd_fd; /* or -1 */
-    int errpipe_w;
-    int devnull;
+    struct launch_io io; /* agent -> SB_OCI_AGENT_FD, ptyd -> SB_OCI_PTYD_FD */
 };
 
 /* Runs between fork and exec: async-signal-safe calls only.  The overlay
@@ -1169,25 +1214,19 @@ static void oci_child(const struct oci_launch *l)
     int hi[4];
     int i;
 
-    if (unshare(CLONE_NEWNS) != 0)
-        child_fail(l->errpipe_w, "unshare(mount)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        child_fail(l->errpipe_w, "make / private");
-    if (move_mount(l->mntfd, "", AT_FDCWD, SB_STAGE_DIR,
-                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
-        child_fail(l->errpipe_w, "attach the root overlay");
-    hi[0] = fcntl(l->master, F_DUPFD, 10);
-    hi[1] = fcntl(l->agent_fd, F_DUPFD, 10);
-    hi[2] = fcntl(l->ptyd_fd >= 0 ? l->ptyd_fd : l->devnull, F_DUPFD, 10);
-    hi[3] = fcntl(l->errpipe_w, F_DUPFD, 10);
+    child_attach_root(l->mntfd, l->io.errp[1]);
+    hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
+    hi[1] = fcntl(l->io.agent_fd, F_DUPFD, 10);
+    hi[2] = fcntl(l->io.ptyd_fd >= 0 ? l->io.ptyd_fd : l->io.devnull, F_DUPFD, 10);
+    hi[3] = fcntl(l->io.errp[1], F_DUPFD, 10);
     for (i = 0; i < 4; i++) {
         if (hi[i] < 0)
-            child_fail(l->errpipe_w, "dup");
+            child_fail(l->io.errp[1], "dup");
     }
-    if (dup2(l->devnull, 0) < 0 || dup2(l->devnull, 1) < 0 ||
-        dup2(hi[3], 2) < 0 || dup2(hi[0], AGENT_MASTER_FD) < 0 ||
-        dup2(hi[1], SB_OCI_AGENT_FD) < 0 || dup2(hi[2], SB_OCI_PTYD_FD) < 0)
-        child_fail(l->errpipe_w, "dup2");
+    if (dup2(l->io.devnull, 0) < 0 || dup2(l->io.devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
+        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], SB_OCI_AGENT_FD) < 0 ||
+        dup2(hi[2], SB_OCI_PTYD_FD) < 0)
+        child_fail(l->io.errp[1], "dup2");
     close_range(SB_OCI_PTYD_FD + 1, ~0U, 0);
     child_default_signals();
     execve(l->argv[0], l->argv, envp);
@@ -1273,81 +1312,33 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
 {
     struct argvec av = {0};
     struct oci_launch l;
-    int sp[2] = {-1, -1};
-    int errp[2] = {-1, -1};
-    int one = 1;
     int rc;
     pid_t pid;
 
     memset(&l, 0, sizeof(l));
-    l.agent_fd = l.ptyd_fd = -1;
-    l.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    rc = write_bundle(sb, spec, err, errlen);
+    rc = open_launch_io(&l.io, true, err, errlen);
+    if (rc == 0)
+        rc = write_bundle(sb, spec, err, errlen);
     if (rc != 0)
         goto out;
-    l.agent_fd = open_helper(sb_rt.agent_path, err, errlen);
-    if (l.agent_fd < 0) {
-        rc = l.agent_fd;
-        goto out;
-    }
-    if (sb_rt.ptyd_path != NULL) {
-        l.ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
-        if (l.ptyd_fd < 0) {
-            rc = l.ptyd_fd;
-            goto out;
-        }
-    }
-    if (oci_argv(spec, &av, l.ptyd_fd >= 0) != 0) {
+    if (oci_argv(spec, &av, l.io.ptyd_fd >= 0) != 0) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
-        goto out;
-    }
-    if (l.devnull < 0 ||
-        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
-        setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
-        pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
-        rc = sb_err(err, errlen, -errno, "cannot create sandbox channels: %s",
-                    strerror(errno));
         goto out;
     }
     l.argv = av.v;
     l.mntfd = sb->rootfd;
-    l.master = sp[1];
-    l.errpipe_w = errp[1];
-    pid = fork();
-    if (pid < 0) {
-        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
-        goto out;
-    }
+    pid = fork_launcher(sb, &l.io, err, errlen);
     if (pid == 0)
         oci_child(&l);
-    sb->launcher_pid = pid;
-    sb->launcher_pidfd = pidfd_open(pid, 0);
-    sb->master = sp[0];
-    sp[0] = -1;
-    sb->errpipe_r = errp[0];
-    errp[0] = -1;
-    close(sp[1]);
-    sp[1] = -1;
-    close(errp[1]);
-    errp[1] = -1;
-    rc = wait_hello_oci(sb, err, errlen);
-    if (rc == 0 && spec->net == SB_NET_OUTBOUND)
-        rc = start_slirp(sb, err, errlen);
-    if (rc != 0) {
-        /* runc says why on stderr once it gave up. */
-        if (sb->errpipe_r >= 0)
-            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + 2000);
-        read_errpipe(sb->errpipe_r, err, errlen);
+    if (pid < 0) {
+        rc = (int)pid;
+        goto out;
     }
+    rc = wait_hello_oci(sb, err, errlen);
+    /* runc says why on stderr once it gave up. */
+    rc = finish_start(sb, spec, rc, 2000, err, errlen);
 out:
-    close_pair(sp);
-    close_pair(errp);
-    if (l.devnull >= 0)
-        close(l.devnull);
-    if (l.agent_fd >= 0)
-        close(l.agent_fd);
-    if (l.ptyd_fd >= 0)
-        close(l.ptyd_fd);
+    close_launch_io(&l.io);
     av_free(&av);
     return rc;
 }
