@@ -1382,9 +1382,8 @@ static int check_user(const struct sb_spec *spec, char *err, size_t errlen)
     return 0;
 }
 
-/* Everything sandbox_start does for a runc devbox once sb exists. */
-static int start_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                     size_t errlen)
+/* The runc devbox's ids, layout and root overlay (sandbox_start). */
+static int prepare_oci(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
 {
     uint32_t inside = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
     int rc;
@@ -1394,23 +1393,34 @@ static int start_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
     if (rc != 0)
         return rc;
     sb->uid = sb->range + inside;
-    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image,
-                            spec->user_name, inside, err, errlen);
+    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image, spec->user_name, inside,
+                            err, errlen);
     if (rc != 0)
         return rc;
     sb->rootfd = mount_overlay_oci(spec, sb->range, err, errlen);
-    if (sb->rootfd < 0)
-        return sb->rootfd;
-    rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
+    return sb->rootfd < 0 ? sb->rootfd : 0;
+}
+
+/* The bubblewrap devbox's uid, layout and root overlay (sandbox_start). */
+static int prepare_bwrap(struct sandbox *sb, const struct sb_spec *spec, char *err,
+                         size_t errlen)
+{
+    int rc;
+
+    rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
+    if (rc == 0)
+        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, spec->image != NULL, err,
+                            errlen);
     if (rc != 0)
         return rc;
-    sb->oom_base = sb_cg_oom_kills(&sb->cg);
-    return launch_oci(sb, spec, err, errlen);
+    sb->rootfd = mount_overlay(spec, err, errlen);
+    return sb->rootfd < 0 ? sb->rootfd : 0;
 }
 
 int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen)
 {
     struct sandbox *sb = NULL;
+    bool oci = false;
     int rc;
 
     *out = NULL;
@@ -1427,31 +1437,15 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
                     strerror(errno));
         goto fail;
     }
-    if (sb_rt.use_runc && spec->image != NULL) {
-        rc = start_oci(sb, spec, err, errlen);
-        if (rc != 0)
-            goto fail;
-        close(sb->errpipe_r);
-        sb->errpipe_r = -1;
-        *out = sb;
-        return 0;
-    }
-    rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
-    if (rc == 0)
-        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, spec->image != NULL, err,
-                            errlen);
+    oci = sb_rt.use_runc && spec->image != NULL;
+    rc = oci ? prepare_oci(sb, spec, err, errlen) : prepare_bwrap(sb, spec, err, errlen);
     if (rc != 0)
         goto fail;
-    sb->rootfd = mount_overlay(spec, err, errlen);
-    if (sb->rootfd < 0) {
-        rc = sb->rootfd;
-        goto fail;
-    }
     rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
     if (rc != 0)
         goto fail;
     sb->oom_base = sb_cg_oom_kills(&sb->cg);
-    rc = launch(sb, spec, err, errlen);
+    rc = oci ? launch_oci(sb, spec, err, errlen) : launch(sb, spec, err, errlen);
     if (rc != 0)
         goto fail;
     close(sb->errpipe_r);
