@@ -1086,56 +1086,45 @@ out:
 
 /* ---- the runc runtime ------------------------------------------------- */
 
-/* Opens each layer as O_PATH and names it "/proc/self/fd/N" to the
- * overlay: the mount's options (shown in /proc/self/mountinfo inside)
- * then hold no host paths. */
-static int fd_name(const char *path, int *fds, size_t *nfds, char *name,
-                   size_t len)
+/* Sets overlay option key to dir[/sub], opened as O_PATH and named
+ * "/proc/self/fd/N": the mount's options (shown in /proc/self/mountinfo
+ * inside) then hold no host paths.  The fd joins fds. */
+static int set_fd_option(int fsfd, const char *key, const char *dir, const char *sub, int *fds,
+                         size_t *nfds)
 {
-    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char path[PATH_MAX];
+    char name[64];
+    int fd;
 
+    snprintf(path, sizeof(path), "%s%s%s", dir, sub != NULL ? "/" : "", sub != NULL ? sub : "");
+    fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     fds[(*nfds)++] = fd;
-    snprintf(name, len, "/proc/self/fd/%d", fd);
+    snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+    if (fsconfig(fsfd, FSCONFIG_SET_STRING, key, name, 0) != 0)
+        return -errno;
     return 0;
 }
 
-static int oci_fsconfig(int fsfd, const struct sb_spec *spec, const char *dir,
-                        int imgfd, int *fds, size_t *nfds)
+static int oci_fsconfig(int fsfd, const struct sb_spec *spec, const char *dir, int imgfd,
+                        int *fds, size_t *nfds)
 {
     char name[64];
-    char path[PATH_MAX];
     size_t i;
     int rc = 0;
 
-    for (i = 0; i < spec->n_layers && rc == 0; i++) {
-        rc = fd_name(spec->lower_layers[i], fds, nfds, name, sizeof(name));
-        if (rc == 0 &&
-            fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
-            rc = -errno;
-    }
-    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_BASE);
+    for (i = 0; i < spec->n_layers && rc == 0; i++)
+        rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL, fds, nfds);
     if (rc == 0)
-        rc = fd_name(path, fds, nfds, name, sizeof(name));
-    if (rc == 0 &&
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
-        rc = -errno;
+        rc = set_fd_option(fsfd, "lowerdir+", dir, SB_DIR_BASE, fds, nfds);
     snprintf(name, sizeof(name), "/proc/self/fd/%d", imgfd);
-    if (rc == 0 &&
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+    if (rc == 0 && fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
         rc = -errno;
-    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_UPPER);
     if (rc == 0)
-        rc = fd_name(path, fds, nfds, name, sizeof(name));
-    if (rc == 0 &&
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", name, 0) != 0)
-        rc = -errno;
-    snprintf(path, sizeof(path), "%s/%s", dir, SB_DIR_WORK);
+        rc = set_fd_option(fsfd, "upperdir", dir, SB_DIR_UPPER, fds, nfds);
     if (rc == 0)
-        rc = fd_name(path, fds, nfds, name, sizeof(name));
-    if (rc == 0 && fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", name, 0) != 0)
-        rc = -errno;
+        rc = set_fd_option(fsfd, "workdir", dir, SB_DIR_WORK, fds, nfds);
     if (rc == 0 && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
         rc = -errno;
     return rc;
