@@ -628,29 +628,32 @@ static int out_uri(const struct rlmcp_h *h, const char *uri, char *id,
 {
     static const char pre[] = "executions/";
     const char *rest = NULL;
+    const char *start = NULL;
     const char *slash = NULL;
-    size_t n;
+    size_t n = 0;
     int rc = rlmcp_h_devbox_uri(h, uri, id, 130, &rest);
 
     if (rc != RLMCP_OK)
         return rc;
-    slash = strncmp(rest, pre, sizeof(pre) - 1) == 0
-                ? strchr(rest + sizeof(pre) - 1, '/')
-                : NULL;
-    n = slash != NULL ? (size_t)(slash - rest) - (sizeof(pre) - 1) : 0;
-    if (slash != NULL && n > 0 && n <= 128) {
-        memcpy(eid, rest + sizeof(pre) - 1, n);
+    if (strncmp(rest, pre, sizeof(pre) - 1) == 0) {
+        start = rest + sizeof(pre) - 1;
+        slash = strchr(start, '/');
+    }
+    if (slash != NULL)
+        n = (size_t)(slash - start);
+    if (n > 0 && n <= 128) {
+        memcpy(eid, start, n);
         eid[n] = '\0';
         *which = slash + 1;
+        if (rlmcp_h_id_valid(eid) &&
+            (strcmp(*which, "stdout") == 0 || strcmp(*which, "stderr") == 0))
+            return RLMCP_OK;
     }
-    if (slash == NULL || n == 0 || n > 128 || !rlmcp_h_id_valid(eid) ||
-        (strcmp(*which, "stdout") != 0 && strcmp(*which, "stderr") != 0))
-        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
-                            "'%.256s' is not an execution output URI: write "
-                            "devbox://{devbox_id}/executions/{execution_id}/"
-                            "stdout (or stderr)",
-                            uri);
-    return RLMCP_OK;
+    return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                        "'%.256s' is not an execution output URI: write "
+                        "devbox://{devbox_id}/executions/{execution_id}/"
+                        "stdout (or stderr)",
+                        uri);
 }
 
 /* The result's _meta: where the execution stands. */
