@@ -945,7 +945,7 @@ static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r,
     return finish_start(sb, spec, rc, 200, err, errlen);
 }
 
-static void close_pair(int p[2])
+void sb_close_pair(int p[2])
 {
     if (p[0] >= 0)
         close(p[0]);
@@ -956,8 +956,8 @@ static void close_pair(int p[2])
 
 static void close_launch_io(struct launch_io *io)
 {
-    close_pair(io->sp);
-    close_pair(io->errp);
+    sb_close_pair(io->sp);
+    sb_close_pair(io->errp);
     if (io->devnull >= 0)
         close(io->devnull);
     if (io->agent_fd >= 0)
@@ -1011,8 +1011,8 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io, char *err, 
     sb->errpipe_r = io->errp[0];
     io->errp[0] = -1;
     /* Only the child keeps these ends. */
-    close_pair(io->sp);
-    close_pair(io->errp);
+    sb_close_pair(io->sp);
+    sb_close_pair(io->errp);
     return pid;
 }
 
@@ -1072,8 +1072,8 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     rc = handshake(sb, spec, info[0], block[1], err, errlen);
 out:
     close_launch_io(&l.io);
-    close_pair(info);
-    close_pair(block);
+    sb_close_pair(info);
+    sb_close_pair(block);
     for (i = 0; i < SB_CG_N; i++) {
         if (l.cg_fds[i] >= 0)
             close(l.cg_fds[i]);

@@ -271,14 +271,8 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     *out = p;
     p = NULL;
 out:
-    if (chan[0] >= 0)
-        close(chan[0]);
-    if (chan[1] >= 0)
-        close(chan[1]);
-    if (in[0] >= 0)
-        close(in[0]);
-    if (in[1] >= 0)
-        close(in[1]);
+    sb_close_pair(chan);
+    sb_close_pair(in);
     if (devnull >= 0)
         close(devnull);
     free(text);

@@ -151,5 +151,7 @@ bool sb_valid_user_name(const char *name);
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);
 int sb_read_small(const char *path, char *buf, size_t len);
+/* Closes both ends of a pipe or socketpair that are open; sets them -1. */
+void sb_close_pair(int p[2]);
 
 #endif

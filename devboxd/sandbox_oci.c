@@ -99,14 +99,8 @@ int sb_oci_userns(uint32_t base)
     go[1] = -1;
     waitpid(pid, &status, 0);
 out:
-    if (go[0] >= 0)
-        close(go[0]);
-    if (go[1] >= 0)
-        close(go[1]);
-    if (ready[0] >= 0)
-        close(ready[0]);
-    if (ready[1] >= 0)
-        close(ready[1]);
+    sb_close_pair(go);
+    sb_close_pair(ready);
     return rc != 0 ? rc : fd;
 }
 
