@@ -212,7 +212,7 @@ static int t_list_secrets(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_secrets_in, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 5000, &limit);
     if (rc != RLMCP_OK)
@@ -250,8 +250,7 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(
-        &h, aj, al, create ? create_secret_in : update_secret_in, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = arg_secret_name(&h, args, &name);
     if (rc == RLMCP_OK)
@@ -308,7 +307,7 @@ static int t_delete_secret(rlmcp_call *call, const char *aj, size_t al,
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, delete_secret_in, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = arg_secret_name(&h, args, &name);
     if (rc != RLMCP_OK)
@@ -472,7 +471,7 @@ static int t_list_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_mcp_in, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
     if (rc == RLMCP_OK)
@@ -515,8 +514,7 @@ static int mcp_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, create ? create_mcp_in : update_mcp_in,
-                             &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK && !create)
         rc = rlmcp_h_arg_id(&h, args, "mcp_config_id", true, &id);
     if (rc == RLMCP_OK)
@@ -562,7 +560,7 @@ static int t_delete_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, delete_mcp_in, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "mcp_config_id", true, &id);
     if (rc != RLMCP_OK)

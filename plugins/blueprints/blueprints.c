@@ -542,7 +542,7 @@ static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool wait = true;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, build_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
     if (rc == RLMCP_OK)
@@ -611,7 +611,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
     if (rc == RLMCP_OK)
@@ -653,10 +653,10 @@ out:
 
 /* Parse the arguments, take blueprint_id, build path and what. */
 static int id_call_prep(const struct rlmcp_h *h, const char *aj, size_t al,
-                        const char *schema, const char *suffix, cJSON **args,
-                        const char **id, char **path, char **what)
+                        const char *suffix, cJSON **args, const char **id,
+                        char **path, char **what)
 {
-    int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
+    int rc = rlmcp_h_args(h, aj, al, args);
 
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(h, *args, "blueprint_id", true, id);
@@ -676,7 +676,7 @@ static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = id_call_prep(&h, aj, al, id_schema, "", &args, &id, &path, &what);
+    rc = id_call_prep(&h, aj, al, "", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &view);
     if (rc == RLMCP_OK &&
@@ -706,8 +706,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     long long tail = 200;
     int rc;
 
-    rc = id_call_prep(&h, aj, al, logs_schema, "/logs", &args, &id, &path,
-                      &what);
+    rc = id_call_prep(&h, aj, al, "/logs", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "tail", false, 1, 10000, &tail);
     if (rc == RLMCP_OK)
@@ -745,8 +744,7 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = id_call_prep(&h, aj, al, delete_schema, "/delete", &args, &id, &path,
-                      &what);
+    rc = id_call_prep(&h, aj, al, "/delete", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
     if (rc != RLMCP_OK)

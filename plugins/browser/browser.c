@@ -216,7 +216,7 @@ static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool gone = false;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, input_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = br_parse_call(br, &h, args, &c);
     if (rc != RLMCP_OK)

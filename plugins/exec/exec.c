@@ -93,7 +93,7 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     char *cmd = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &p.devbox_id);
     if (rc == RLMCP_OK)
@@ -230,7 +230,7 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
     char *cmd = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -293,11 +293,10 @@ static const char stdin_schema[] =
     "\"INTERRUPT\"],\"description\":\"Close stdin (EOF) or send Ctrl-C "
     "(INTERRUPT).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
 
-int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al,
-             const char *schema, cJSON **args, const char **id,
-             const char **eid)
+int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
+             const char **id, const char **eid)
 {
-    int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
+    int rc = rlmcp_h_args(h, aj, al, args);
 
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(h, *args, "devbox_id", true, id);
@@ -332,7 +331,7 @@ static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
     const char *id = NULL, *eid = NULL;
     int rc;
 
-    rc = exec_ids(&h, aj, al, eid_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = get_view(ex, &h, id, eid, &view);
     if (rc != RLMCP_OK)
@@ -357,7 +356,7 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     struct exec_limits lim;
     int rc;
 
-    rc = exec_ids(&h, aj, al, wait_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
                              ex->max_timeout_s, &timeout_s);
@@ -393,7 +392,7 @@ static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool group = true;
     int rc;
 
-    rc = exec_ids(&h, aj, al, kill_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "kill_process_group", &group);
     if (rc != RLMCP_OK)
@@ -438,7 +437,7 @@ static int t_stdin(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = exec_ids(&h, aj, al, stdin_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "text", false, &text);
     if (rc == RLMCP_OK)
@@ -576,7 +575,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool running = false;
     int rc;
 
-    rc = exec_ids(&h, aj, al, logs_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "stream", false, &stream);
     if (rc == RLMCP_OK)

@@ -148,10 +148,9 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
  */
 char *exec_logs_hint(const struct rlmcp_h *h, const char *eid);
 
-/* Parse args against schema and check devbox_id and execution_id. */
-int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al,
-             const char *schema, cJSON **args, const char **id,
-             const char **eid);
+/* Parse the (host-validated) args and take devbox_id and execution_id. */
+int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
+             const char **id, const char **eid);
 
 /* execute_command as an MCP task: start (exec.c), get/wait/cancel (task.c) */
 int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud);

@@ -131,7 +131,7 @@ int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     int n = 0, i = 0;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_executions_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)

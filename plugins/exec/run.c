@@ -345,7 +345,7 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     const char *id = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, run_code_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
     if (rc == RLMCP_OK)
@@ -601,7 +601,7 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *def_file = NULL, *cmd = NULL, *id = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, run_lang_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "code", false, &code);
     if (rc == RLMCP_OK)

@@ -19,12 +19,6 @@
 /* How long cancel may take to kill and confirm. */
 #define TASK_CANCEL_MS 15000u
 
-static const char handle_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"devbox_id\":{\"type\":\"string\"},\"execution_id\":{\"type\":"
-    "\"string\"},\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
-    "\"required\":[\"devbox_id\",\"execution_id\"]}";
-
 /* An execution that a kill ended reads "killed": the task was cancelled. */
 static void mark_killed(cJSON *res)
 {
@@ -78,7 +72,7 @@ static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
     const char *id = NULL, *eid = NULL;
     int rc;
 
-    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = read_view(&h, id, eid, &view);
     if (rc == RLMCP_OK)
@@ -98,7 +92,7 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct exec_limits lim;
     int rc;
 
-    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
                              TASK_MAX_WAIT_S, &timeout_s);
@@ -130,7 +124,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char why[200];
     int rc;
 
-    rc = exec_ids(&h, aj, al, handle_schema, &args, &id, &eid);
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
         rc = read_view(&h, id, eid, &view);
     if (rc != RLMCP_OK)

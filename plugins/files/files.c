@@ -292,7 +292,7 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     size_t n;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, write_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -420,8 +420,7 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
     bool text;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al,
-                             download ? download_schema : read_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -684,7 +683,7 @@ static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
     size_t n = 0;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, upload_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -749,7 +748,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *script = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -799,7 +798,7 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool recursive = false;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, remove_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)

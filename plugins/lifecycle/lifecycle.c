@@ -429,7 +429,7 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool wait = true;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, lc->create_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc != RLMCP_OK)
         goto out;
     body = cJSON_CreateObject();
@@ -493,7 +493,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "status", false, &status);
     if (rc == RLMCP_OK)
@@ -573,7 +573,7 @@ static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
     int rc;
 
     o.max_retries = -1;
-    rc = rlmcp_h_args_schema(&h, aj, al, schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK && shutdown)
@@ -666,7 +666,7 @@ static int t_usage(rlmcp_call *call, const char *aj, size_t al, void *ud)
     double c0, c1, t0, t1;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, id_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc != RLMCP_OK)
@@ -732,7 +732,7 @@ static int transition(struct lc *lc, rlmcp_call *call, const char *aj,
     bool wait = true;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, wait_id_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -812,7 +812,7 @@ static int t_update(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, update_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)

@@ -267,10 +267,10 @@ static char *expand_url(const char *tmpl, const char *key, long port)
 
 /* Parse and check the devbox id; *path = "/v1/devboxes/{id}{suffix}". */
 static int devbox_prep(const struct rlmcp_h *h, const char *aj, size_t al,
-                       const char *schema, const char *suffix, cJSON **args,
-                       const char **id, char **path, char **what)
+                       const char *suffix, cJSON **args, const char **id,
+                       char **path, char **what)
 {
-    int rc = rlmcp_h_args_schema(h, aj, al, schema, args);
+    int rc = rlmcp_h_args(h, aj, al, args);
 
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(h, *args, "devbox_id", true, id);
@@ -575,7 +575,7 @@ static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
     long long cols = 0, rows = 0;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, connect_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -747,7 +747,7 @@ static int t_send(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *key = NULL, *tok = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, send_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -820,7 +820,7 @@ static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *key = NULL, *tok = NULL, *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, control_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -927,8 +927,8 @@ static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al,
     char *path = NULL, *what = NULL, *url = NULL;
     int rc;
 
-    rc = devbox_prep(&h, aj, al, id_schema, "/create_pty_tunnel", &args, &id,
-                     &path, &what);
+    rc =
+        devbox_prep(&h, aj, al, "/create_pty_tunnel", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = devbox_post(&h, id, path, NULL, what, &tv);
     if (rc != RLMCP_OK)
@@ -978,8 +978,7 @@ static int t_enable(rlmcp_call *call, const char *aj, size_t al, void *ud)
     long long port = 0;
     int rc;
 
-    rc = devbox_prep(&h, aj, al, enable_schema, "/enable_tunnel", &args, &id,
-                     &path, &what);
+    rc = devbox_prep(&h, aj, al, "/enable_tunnel", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "auth_mode", false, &mode);
     if (rc == RLMCP_OK)
@@ -1029,7 +1028,7 @@ static int t_url(rlmcp_call *call, const char *aj, size_t al, void *ud)
     long long port = 0;
     int rc;
 
-    rc = devbox_prep(&h, aj, al, url_schema, "", &args, &id, &path, &what);
+    rc = devbox_prep(&h, aj, al, "", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_int(&h, args, "port", true, 1, 65535, &port);
     if (rc == RLMCP_OK)
@@ -1061,8 +1060,7 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = devbox_prep(&h, aj, al, id_schema, "/remove_tunnel", &args, &id,
-                     &path, &what);
+    rc = devbox_prep(&h, aj, al, "/remove_tunnel", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
         rc = devbox_post(&h, id, path, NULL, what, &got);
     if (rc != RLMCP_OK)

@@ -287,7 +287,7 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     int rc;
 
     o.max_retries = -1;
-    rc = rlmcp_h_args_schema(&h, aj, al, create_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
@@ -371,7 +371,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, list_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", false, &dbx);
     if (rc == RLMCP_OK)
@@ -420,7 +420,7 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, delete_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
     if (rc != RLMCP_OK)
@@ -456,7 +456,7 @@ static int t_status(rlmcp_call *call, const char *aj, size_t al, void *ud)
     char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args_schema(&h, aj, al, status_schema, &args);
+    rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
     if (rc != RLMCP_OK)

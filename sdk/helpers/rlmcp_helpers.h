@@ -153,7 +153,9 @@ int rlmcp_h_devbox_uri(const struct rlmcp_h *h, const char *uri, char *id,
  * Parse the arguments and check them against the tool's input schema
  * text: unknown names (when additionalProperties is false) and missing
  * required names are invalid_argument errors. Types are checked by the
- * getters below.
+ * getters above. The host already validates arguments against the input
+ * schema before a handler runs, so rlmcp_h_args() is enough for most
+ * tools; this re-parses the schema on every call.
  */
 int rlmcp_h_args_schema(const struct rlmcp_h *h, const char *json, size_t len,
                         const char *schema_json, cJSON **out);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema.h"
+
 #define FH_MAX 512
 
 struct fh_route_ent {
@@ -39,6 +41,8 @@ static struct {
     char *config;
     char *init_error;
     struct rlmcp_tool_def tools[64];
+    cJSON *in_schema[64]; /* parsed and checked as the host does */
+    cJSON *out_schema[64];
     size_t n_tools;
     size_t n_resources; /* registered resources (counted only) */
     struct fh_route_ent routes[FH_MAX];
@@ -101,9 +105,53 @@ static char *xstrndup(const char *s, size_t n)
 
 /* ---- services -------------------------------------------------------- */
 
+/* One schema parsed and checked by the host's validator; -1 after
+ * saying why on stderr. */
+static int check_schema(const char *tool, const char *json, bool input,
+                        cJSON **out)
+{
+    char err[512] = "";
+    cJSON *s = cJSON_Parse(json);
+    int rc;
+
+    if (s == NULL) {
+        fprintf(stderr, "fake host: tool %s: %s schema is not JSON\n", tool,
+                input ? "input" : "output");
+        return -1;
+    }
+    rc = input ? schema_check_tool_input(s, err, sizeof(err))
+               : schema_check_tool_output(s, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "fake host: tool %s: %s schema: %s\n", tool,
+                input ? "input" : "output", err);
+        cJSON_Delete(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+static int check_schemas(const struct rlmcp_tool_def *def, cJSON **in,
+                         cJSON **out)
+{
+    *in = NULL;
+    *out = NULL;
+    if (check_schema(def->name, def->input_schema_json, true, in) != 0)
+        return -1;
+    if (def->output_schema_json != NULL &&
+        check_schema(def->name, def->output_schema_json, false, out) != 0) {
+        cJSON_Delete(*in);
+        *in = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int svc_register_tool(rlmcp_plugin *self,
                              const struct rlmcp_tool_def *def)
 {
+    cJSON *in = NULL;
+    cJSON *out = NULL;
     size_t i;
 
     if (!fh.in_init)
@@ -115,30 +163,20 @@ static int svc_register_tool(rlmcp_plugin *self,
         if (strcmp(fh.tools[i].name, def->name) == 0)
             return RLMCP_EEXIST;
     }
-    /* Schemas must parse, as the host checks. */
-    {
-        cJSON *s = cJSON_Parse(def->input_schema_json);
-        bool ok = cJSON_IsObject(s);
-        cJSON_Delete(s);
+    /* Annotations must parse, as the host checks. */
+    if (def->annotations_json != NULL) {
+        cJSON *a = cJSON_Parse(def->annotations_json);
+        bool ok = cJSON_IsObject(a);
+        cJSON_Delete(a);
         if (!ok)
             return RLMCP_EINVAL;
-        if (def->output_schema_json != NULL) {
-            s = cJSON_Parse(def->output_schema_json);
-            ok = cJSON_IsObject(s);
-            cJSON_Delete(s);
-            if (!ok)
-                return RLMCP_EINVAL;
-        }
-        if (def->annotations_json != NULL) {
-            s = cJSON_Parse(def->annotations_json);
-            ok = cJSON_IsObject(s);
-            cJSON_Delete(s);
-            if (!ok)
-                return RLMCP_EINVAL;
-        }
     }
     if (fh.n_tools == 64)
         return RLMCP_ENOMEM;
+    if (check_schemas(def, &in, &out) != 0)
+        return RLMCP_EINVAL;
+    fh.in_schema[fh.n_tools] = in;
+    fh.out_schema[fh.n_tools] = out;
     fh.tools[fh.n_tools] = *def;
     fh.tools[fh.n_tools].name = xstrdup(def->name);
     fh.tools[fh.n_tools].title = xstrdup(def->title);
@@ -856,8 +894,12 @@ void fh_unload(void)
         free((char *)t->input_schema_json);
         free((char *)t->output_schema_json);
         free((char *)t->annotations_json);
+        cJSON_Delete(fh.in_schema[i]);
+        cJSON_Delete(fh.out_schema[i]);
+        fh.in_schema[i] = fh.out_schema[i] = NULL;
     }
     fh.n_tools = 0;
+    schema_cleanup();
     fh.n_resources = 0;
     free(fh.config);
     fh.config = NULL;
@@ -940,16 +982,104 @@ void fh_cancel_after(int n)
         fh.cancelled = true;
 }
 
+/* The tool's index, or -1 after saying so on stderr. */
+static int tool_index(const char *tool)
+{
+    size_t i;
+
+    for (i = 0; i < fh.n_tools; i++) {
+        if (strcmp(fh.tools[i].name, tool) == 0)
+            return (int)i;
+    }
+    fprintf(stderr, "fake host: no tool %s\n", tool);
+    return -1;
+}
+
+/*
+ * The arguments as the host hands them over (absent: {}), or NULL after
+ * answering the call with the host's invalid_argument error (*rc
+ * RLMCP_OK), or NULL with *rc RLMCP_EINVAL for text that is not JSON,
+ * which a client cannot send.
+ */
+static char *host_arguments(size_t ti, const char *args_json, int *rc)
+{
+    cJSON *args = NULL;
+    char err[512] = "";
+    char *json = NULL;
+
+    *rc = RLMCP_OK;
+    args = cJSON_Parse(args_json != NULL ? args_json : "{}");
+    if (args == NULL) {
+        fprintf(stderr, "fake host: arguments are not JSON: %s\n", args_json);
+        *rc = RLMCP_EINVAL;
+        return NULL;
+    }
+    if (cJSON_IsNull(args)) {
+        cJSON_Delete(args);
+        args = cJSON_CreateObject();
+    }
+    if (!cJSON_IsObject(args)) {
+        svc_result_error(&fh_the_call, "invalid_argument",
+                         "send arguments as a JSON object matching the "
+                         "tool's inputSchema (see tools/list)",
+                         "arguments must be an object of named parameters");
+        goto out;
+    }
+    if (schema_validate(fh.in_schema[ti], args, "arguments", err,
+                        sizeof(err)) != 0) {
+        svc_result_error(&fh_the_call, "invalid_argument",
+                         "fix the arguments to match the tool's inputSchema "
+                         "(see tools/list) and call again",
+                         "%s", err);
+        goto out;
+    }
+    json = cJSON_PrintUnformatted(args);
+    if (json == NULL)
+        abort();
+out:
+    cJSON_Delete(args);
+    return json;
+}
+
+/* As the host: a result the tool declares must match its outputSchema. */
+static void check_output(size_t ti)
+{
+    char err[512] = "";
+
+    if (fh.out_schema[ti] == NULL || fh.err_code != NULL)
+        return;
+    if (fh.result == NULL)
+        snprintf(err, sizeof(err), "no structured result");
+    else if (schema_validate(fh.out_schema[ti], fh.result, "structuredContent",
+                             err, sizeof(err)) == 0)
+        return;
+    fprintf(stderr,
+            "fake host: tool %s: result does not match its "
+            "outputSchema: %s\n",
+            fh.tools[ti].name, err);
+    svc_result_error(&fh_the_call, "internal",
+                     "retry; if it fails again, report it to the operator",
+                     "the tool failed unexpectedly (%s)", err);
+}
+
 int fh_call(const char *tool, const char *args_json)
 {
-    const struct rlmcp_tool_def *t = fh_tool(tool);
+    int ti = tool_index(tool);
+    const struct rlmcp_tool_def *t = NULL;
+    char *json = NULL;
+    int rc;
 
-    if (t == NULL) {
-        fprintf(stderr, "fake host: no tool %s\n", tool);
+    if (ti < 0)
         return RLMCP_ENOTFOUND;
-    }
-    return t->handler(&fh_the_call, args_json,
-                      args_json != NULL ? strlen(args_json) : 0, t->user_data);
+    t = &fh.tools[ti];
+    json = host_arguments((size_t)ti, args_json, &rc);
+    if (json == NULL)
+        return rc;
+    rc = t->handler(&fh_the_call, json, strlen(json), t->user_data);
+    if (rc == RLMCP_OK)
+        check_output((size_t)ti);
+    free(json);
+    return rc;
 }
 
 size_t fh_request_count(void)

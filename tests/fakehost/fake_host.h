@@ -2,10 +2,11 @@
  * fake_host.h - a fake host-services table for plugin unit tests.
  *
  * One global fake host: it loads a plugin's descriptor with a config,
- * records the tools it registers, and runs tool handlers. runloop_request
- * answers from a scripted table of (method, path) -> (status, body) and
- * records every request; runloop_sse replays scripted events. Results,
- * errors and progress are recorded for assertions. Single-threaded.
+ * records the tools it registers (their schemas checked as the host checks
+ * them), and runs tool handlers behind the host's argument validation.
+ * runloop_request answers from a scripted table of (method, path) -> (status,
+ * body) and records every request; runloop_sse replays scripted events.
+ * Results, errors and progress are recorded for assertions. Single-threaded.
  */
 #ifndef RLMCP_FAKE_HOST_H
 #define RLMCP_FAKE_HOST_H
@@ -79,7 +80,15 @@ void fh_cancel_after(int n);
  * call_deadline_ms returns. Reset by fh_reset. */
 void fh_set_deadline_ms(uint64_t ms);
 
-/* Run a tool's handler; returns its return code. */
+/*
+ * Call a tool the way the host does: the arguments (NULL: none) are
+ * validated against the tool's input schema by the host's validator
+ * (host/schema.c) and a mismatch is answered with the host's
+ * invalid_argument error without running the handler; a result of a tool
+ * with an outputSchema must match it (else an "internal" error, as the
+ * host answers). Returns the handler's return code (RLMCP_OK when the
+ * host answered), RLMCP_EINVAL for arguments that are not JSON.
+ */
 int fh_call(const char *tool, const char *args_json);
 
 /* Recorded requests. */

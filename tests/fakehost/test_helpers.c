@@ -71,6 +71,119 @@ static const struct rlmcp_plugin_desc desc_dup = {
     .init = init_dup,
 };
 
+/* ---- the fake host validates as the host does ---- */
+
+static int handler_runs;
+
+static int t_count(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    const struct rlmcp_host_api *api = ud;
+
+    const char *res = "{\"n\":1}";
+
+    handler_runs++;
+    if (strstr(args, "\"bad_result\"") != NULL)
+        res = "{\"n\":\"x\"}";
+    return api->result_json(call, res, strlen(res));
+}
+
+#define COUNT_IN                                                               \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"     \
+    "\"n\":{\"type\":\"integer\",\"minimum\":1},\"bad_result\":{\"type\":"     \
+    "\"boolean\"}},\"required\":[\"n\"]}"
+#define COUNT_OUT                                                              \
+    "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}"
+
+static int init_count(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                      void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"count",   NULL, "Counts.", COUNT_IN,
+                                      COUNT_OUT, NULL, t_count,   false};
+
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, (void *)api, 0);
+}
+
+/* A pattern the host's validator refuses: registration fails. */
+#define BAD_PATTERN_IN                                                         \
+    "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\","         \
+    "\"pattern\":\"(\"}}}"
+
+static int init_bad_pattern(rlmcp_plugin *self,
+                            const struct rlmcp_host_api *api, void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"bad", NULL, "Bad.", BAD_PATTERN_IN,
+                                      NULL,  NULL, t_noop, false};
+
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, NULL, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_count = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "count",
+    .version = "1",
+    .description = "one tool with input and output schemas",
+    .init = init_count,
+};
+
+static const struct rlmcp_plugin_desc desc_bad_pattern = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "bad",
+    .version = "1",
+    .description = "a schema the host refuses",
+    .init = init_bad_pattern,
+};
+
+/* Bad arguments get the host's message and never reach the handler. */
+static void arguments_validated_like_the_host(void **state)
+{
+    (void)state;
+    handler_runs = 0;
+    assert_int_equal(fh_load(&desc_count, "{}"), RLMCP_OK);
+    assert_int_equal(fh_call("count", "{\"n\":\"3\"}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_string_equal(fh_error_message(),
+                        "arguments.n: expected integer, got string \"3\"");
+    fh_reset();
+    assert_int_equal(fh_call("count", "{\"n\":1,\"m\":2}"), RLMCP_OK);
+    assert_non_null(strstr(fh_error_message(), "unknown property 'm'"));
+    fh_reset();
+    assert_int_equal(fh_call("count", NULL), RLMCP_OK);
+    assert_non_null(
+        strstr(fh_error_message(), "missing required property 'n'"));
+    fh_reset();
+    assert_int_equal(fh_call("count", "[1]"), RLMCP_OK);
+    assert_string_equal(fh_error_message(),
+                        "arguments must be an object of named parameters");
+    fh_reset();
+    assert_int_equal(fh_call("count", "{\"n\":"), RLMCP_EINVAL);
+    assert_int_equal(handler_runs, 0);
+    fh_reset();
+    assert_int_equal(fh_call("count", "{\"n\":2}"), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(handler_runs, 1);
+    fh_unload();
+}
+
+/* A result outside the outputSchema is the host's internal error. */
+static void results_checked_like_the_host(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_count, "{}"), RLMCP_OK);
+    assert_int_equal(fh_call("count", "{\"n\":1,\"bad_result\":true}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "internal");
+    assert_non_null(strstr(fh_error_message(), "structuredContent.n"));
+    fh_unload();
+    assert_int_not_equal(fh_load(&desc_bad_pattern, "{}"), RLMCP_OK);
+    fh_unload();
+}
+
 static long long range_value;
 
 static int init_range(rlmcp_plugin *self, const struct rlmcp_host_api *api,
@@ -156,6 +269,8 @@ int main(void)
         cmocka_unit_test(registers_all),
         cmocka_unit_test(failure_names_tool),
         cmocka_unit_test(cfg_range),
+        cmocka_unit_test(arguments_validated_like_the_host),
+        cmocka_unit_test(results_checked_like_the_host),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

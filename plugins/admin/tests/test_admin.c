@@ -76,7 +76,10 @@ static void bad_secret_names_never_reach_the_api(void **state)
         fh_reset();
         assert_int_equal(fh_call("update_secret", bad[i]), RLMCP_OK);
         assert_string_equal(fh_error_code(), RLMCP_ERR_INVALID_ARGUMENT);
-        assert_non_null(strstr(fh_error_message(), "not a valid secret name"));
+        assert_non_null(strstr(fh_error_message(), "name: string \""));
+        assert_non_null(strstr(fh_error_message(),
+                               "does not match pattern "
+                               "'^[A-Za-z_][A-Za-z0-9_]*$'"));
         assert_int_equal(fh_request_count(), 0);
     }
     fh_reset();

@@ -125,7 +125,8 @@ static void bad_input_never_reaches_a_devbox(void **state)
         const char *args;
         const char *says;
     } bad[] = {
-        {"{\"action\":\"teleport\"}", "unknown action 'teleport'"},
+        {"{\"action\":\"teleport\"}",
+         "action: must be one of \"navigate\", \"click\""},
         {"{}", "action"},
         {"{\"action\":\"click\",\"session_id\":\"dbx_1\"}", "missing selector"},
         {"{\"action\":\"hover\",\"session_id\":\"dbx_1\"}", "missing selector"},
