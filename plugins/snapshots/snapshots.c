@@ -18,6 +18,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 struct snap {
     const struct rlmcp_host_api *api;
@@ -35,82 +36,6 @@ static const char *const snapshot_keys[] = {"id",
                                             "commit_message",
                                             "metadata",
                                             NULL};
-
-#define SNAPSHOT_ID_PROP(what)                                                 \
-    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Id of the "        \
-    "snapshot " what ", as returned by create_snapshot or list_snapshots."     \
-    "\"}"
-
-#define SNAPSHOT_PROPS                                                         \
-    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"             \
-    "\"source_devbox_id\":{\"type\":\"string\"},"                              \
-    "\"source_blueprint_id\":{\"type\":\"string\"},"                           \
-    "\"create_time_ms\":{\"type\":\"integer\"},"                               \
-    "\"size_bytes\":{\"type\":\"integer\"},"                                   \
-    "\"commit_message\":{\"type\":\"string\"},"                                \
-    "\"metadata\":{\"type\":\"object\"}"
-
-static const char create_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the devbox "
-    "whose disk to capture (dbx_...). It may keep running; only the disk is "
-    "saved, not memory or processes.\"},"
-    "\"name\":{\"type\":\"string\",\"description\":\"Optional name, e.g. "
-    "before-refactor.\"},"
-    "\"commit_message\":{\"type\":\"string\",\"maxLength\":1000,"
-    "\"description\":\"Optional note on what this state holds (at most 1000 "
-    "characters).\"},"
-    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Optional tags {key: value} to find it "
-    "later.\"},"
-    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until the "
-    "snapshot is complete (default true). With false the snapshot id comes "
-    "back at once with status in_progress; poll get_snapshot_status.\"}},"
-    "\"required\":[\"devbox_id\"]}";
-
-static const char create_out[] =
-    "{\"type\":\"object\",\"properties\":{" SNAPSHOT_PROPS ","
-    "\"status\":{\"type\":\"string\",\"enum\":[\"in_progress\",\"complete\","
-    "\"error\",\"deleted\"]}},\"required\":[\"id\",\"status\"]}";
-
-static const char list_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Only snapshots "
-    "taken of this devbox.\"},"
-    "\"source_blueprint_id\":{\"type\":\"string\",\"description\":\"Only "
-    "snapshots of devboxes built from this blueprint.\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-    "\"description\":\"Page size (default 20).\"},"
-    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
-    "after this snapshot id (next_starting_after of the previous page).\"}"
-    "}}";
-
-static const char list_out[] =
-    "{\"type\":\"object\",\"properties\":{\"snapshots\":{\"type\":\"array\","
-    "\"items\":{\"type\":\"object\",\"properties\":{" SNAPSHOT_PROPS "}}},"
-    "\"has_more\":{\"type\":\"boolean\"},\"next_starting_after\":{\"type\":"
-    "\"string\"},\"total_count\":{\"type\":\"integer\"}},"
-    "\"required\":[\"snapshots\",\"has_more\"]}";
-
-static const char delete_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" SNAPSHOT_ID_PROP("to delete") "},\"required\":[\"snapshot_id\"]}";
-
-static const char delete_out[] =
-    "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
-    "\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"snapshot_id\",\"deleted\"]}";
-
-static const char status_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" SNAPSHOT_ID_PROP("to check") "},\"required\":[\"snapshot_id\"]}";
-
-static const char status_out[] =
-    "{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":"
-    "\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"in_progress\","
-    "\"complete\",\"error\",\"deleted\"]},\"error_message\":{\"type\":"
-    "\"string\"},\"snapshot\":{\"type\":\"object\",\"properties\":"
-    "{" SNAPSHOT_PROPS "}}},\"required\":[\"snapshot_id\",\"status\"]}";
 
 /* ---- helpers ----------------------------------------------------------------
  */
@@ -510,25 +435,26 @@ static const struct rlmcp_h_tool specs[] = {
      "processes) and wait until it is complete. Start new devboxes from it "
      "with create_devbox snapshot_id=<id> to fan out or roll back. Snapshots "
      "are kept (and billed as storage) until delete_snapshot.",
-     create_schema, create_out,
+     schema_create_snapshot, schema_create_snapshot_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
      t_create, true},
     {"list_snapshots", "List disk snapshots",
      "List disk snapshots (newest first), optionally only those of one "
      "devbox or blueprint. Page with starting_after.",
-     list_schema, list_out, RO_ANN, t_list, false},
+     schema_list_snapshots, schema_list_snapshots_out, RO_ANN, t_list, false},
     {"delete_snapshot", "Delete a disk snapshot",
      "Delete a disk snapshot permanently. Devboxes already started from it "
      "keep running; the API refuses while the snapshot is in use.",
-     delete_schema, delete_out,
+     schema_delete_snapshot, schema_delete_snapshot_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_delete, false},
     {"get_snapshot_status", "Get a snapshot's status",
      "Status of a snapshot: in_progress, complete, error (with "
      "error_message) or deleted, and the snapshot once complete.",
-     status_schema, status_out, RO_ANN, t_status, false},
+     schema_get_snapshot_status, schema_get_snapshot_status_out, RO_ANN,
+     t_status, false},
 };
 
 static int sn_config(struct snap *sn, rlmcp_plugin *self,
