@@ -16,6 +16,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 #define NAME_MAX_LEN 128
 #define MAX_HEADERS 8
@@ -32,126 +33,6 @@ static const char *const mcp_keys[] = {
     NULL};
 
 /* ---- schemas ------------------------------------------------------------ */
-
-#define SECRET_NAME_PROP(what)                                                 \
-    "\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z_][A-Za-z0-9_]*$\","  \
-    "\"maxLength\":128,\"description\":\"" what "\"}"
-
-#define SECRET_VIEW                                                            \
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"       \
-    "\"name\":{\"type\":\"string\"},\"create_time_ms\":{\"type\":"             \
-    "\"integer\"},\"update_time_ms\":{\"type\":\"integer\"}}}"
-
-static const char list_secrets_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,"
-    "\"description\":\"Most secrets to return (default 20).\"}}}";
-
-static const char list_secrets_out[] =
-    "{\"type\":\"object\",\"properties\":{\"secrets\":{\"type\":\"array\","
-    "\"items\":" SECRET_VIEW "},\"has_more\":{\"type\":\"boolean\"},"
-    "\"total_count\":{\"type\":\"integer\"}},"
-    "\"required\":[\"secrets\",\"has_more\"]}";
-
-static const char create_secret_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" SECRET_NAME_PROP(
-        "Unique name, an environment variable name (letters, digits, _), e.g. "
-        "GITHUB_TOKEN.") ","
-                         "\"value\":{\"type\":\"string\",\"description\":\"The "
-                         "secret value. "
-                         "Stored write-only: no tool shows it again.\"}},"
-                         "\"required\":[\"name\",\"value\"]}";
-
-static const char update_secret_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" SECRET_NAME_PROP(
-        "Name of the secret to change.") ","
-                                         "\"value\":{\"type\":\"string\","
-                                         "\"description\":\"The new value. "
-                                         "Devboxes created before keep the old "
-                                         "one.\"}},"
-                                         "\"required\":[\"name\",\"value\"]}";
-
-static const char delete_secret_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" SECRET_NAME_PROP(
-        "Name of the secret to delete.") "},"
-                                         "\"required\":[\"name\"]}";
-
-static const char delete_secret_out[] =
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"name\",\"deleted\"]}";
-
-#define MCP_FIELDS                                                             \
-    "\"endpoint\":{\"type\":\"string\",\"description\":\"URL of the "          \
-    "upstream MCP server (Streamable HTTP), http:// or https://.\"},"          \
-    "\"allowed_tools\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"   \
-    "\"minItems\":1,\"description\":\"Glob patterns of the tools devboxes "    \
-    "may list and call, e.g. [\\\"*\\\"] or [\\\"search_*\\\", "               \
-    "\\\"get_issue\\\"].\"},"                                                  \
-    "\"description\":{\"type\":\"string\"},"                                   \
-    "\"auth_mechanism\":{\"type\":\"object\",\"additionalProperties\":false,"  \
-    "\"properties\":{\"type\":{\"type\":\"string\",\"enum\":[\"bearer\","      \
-    "\"header\",\"basic\"]},\"key\":{\"type\":\"string\",\"description\":"     \
-    "\"Header name, for type header only.\"}},\"required\":[\"type\"],"        \
-    "\"description\":\"How the credential secret bound at devbox launch is "   \
-    "sent upstream (default bearer: Authorization: Bearer <secret>).\"},"      \
-    "\"custom_headers\":{\"type\":\"array\",\"maxItems\":8,\"items\":{"        \
-    "\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"      \
-    "\"name\":{\"type\":\"string\"},\"secret\":{\"type\":\"string\","          \
-    "\"description\":\"Account secret name or id holding the value.\"},"       \
-    "\"value\":{\"type\":\"string\",\"description\":\"Literal value (shown "   \
-    "by reads: use secret for credentials).\"}},\"required\":[\"name\"]},"     \
-    "\"description\":\"Up to 8 extra headers sent upstream, each with "        \
-    "exactly one of secret or value.\"}"
-
-#define MCP_VIEW                                                               \
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"       \
-    "\"name\":{\"type\":\"string\"},\"endpoint\":{\"type\":\"string\"},"       \
-    "\"allowed_tools\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"  \
-    "\"description\":{\"type\":\"string\"},\"auth_mechanism\":{\"type\":"      \
-    "\"object\"},\"custom_headers\":{\"type\":\"array\"},\"create_time_ms\":"  \
-    "{\"type\":\"integer\"}}}"
-
-static const char list_mcp_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"description\":\"Only configs whose name "
-    "starts with this.\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,"
-    "\"description\":\"Page size (default 20).\"},"
-    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
-    "after this config id (next_starting_after of the previous page).\"}}}";
-
-static const char list_mcp_out[] =
-    "{\"type\":\"object\",\"properties\":{\"mcp_configs\":{\"type\":\"array\","
-    "\"items\":" MCP_VIEW "},\"has_more\":{\"type\":\"boolean\"},"
-    "\"next_starting_after\":{\"type\":\"string\"},\"total_count\":{\"type\":"
-    "\"integer\"}},\"required\":[\"mcp_configs\",\"has_more\"]}";
-
-static const char create_mcp_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"description\":\"Unique name, e.g. "
-    "github-readonly.\"}," MCP_FIELDS "},"
-    "\"required\":[\"name\",\"endpoint\",\"allowed_tools\"]}";
-
-static const char update_mcp_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"mcp_config_id\":{\"type\":\"string\",\"description\":\"Id of the "
-    "config (mcp_...).\"},"
-    "\"name\":{\"type\":\"string\"}," MCP_FIELDS "},"
-    "\"required\":[\"mcp_config_id\"]}";
-
-static const char delete_mcp_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"mcp_config_id\":{\"type\":\"string\",\"description\":\"Id of the "
-    "config to delete (mcp_...).\"}},\"required\":[\"mcp_config_id\"]}";
-
-static const char delete_mcp_out[] =
-    "{\"type\":\"object\",\"properties\":{\"mcp_config_id\":{\"type\":"
-    "\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"mcp_config_id\",\"deleted\"]}";
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -602,38 +483,45 @@ static const struct rlmcp_h_tool specs[] = {
     {"list_secrets", "List account secrets",
      "List the account's secrets by name (newest first). Values are never "
      "shown.",
-     list_secrets_in, list_secrets_out, RO_ANN, t_list_secrets, false},
+     schema_list_secrets, schema_list_secrets_out, RO_ANN, t_list_secrets,
+     false},
     {"create_secret", "Create an account secret",
      "Store a secret value under a unique name (an environment variable "
      "name). Devboxes get it with create_devbox "
      "secrets={ENV_VAR: SECRET_NAME}; MCP configs use it as a credential. "
      "The value is write-only.",
-     create_secret_in, SECRET_VIEW, WRITE_ANN, t_create_secret, false},
+     schema_create_secret, schema_secret_out, WRITE_ANN, t_create_secret,
+     false},
     {"update_secret", "Change a secret's value",
      "Replace the value of an existing secret. Devboxes created later get "
      "the new value; running ones keep theirs.",
-     update_secret_in, SECRET_VIEW, UPDATE_ANN, t_update_secret, false},
+     schema_update_secret, schema_secret_out, UPDATE_ANN, t_update_secret,
+     false},
     {"delete_secret", "Delete an account secret",
      "Delete a secret permanently. Devboxes already created with it keep "
      "their copy; new creates naming it fail.",
-     delete_secret_in, delete_secret_out, UPDATE_ANN, t_delete_secret, false},
+     schema_delete_secret, schema_delete_secret_out, UPDATE_ANN,
+     t_delete_secret, false},
     {"list_mcp_configs", "List MCP Hub configs",
      "List MCP Hub configs (upstream MCP servers and their allowed tools), "
      "optionally by name prefix. Page with starting_after.",
-     list_mcp_in, list_mcp_out, RO_ANN, t_list_mcp, false},
+     schema_list_mcp_configs, schema_list_mcp_configs_out, RO_ANN, t_list_mcp,
+     false},
     {"create_mcp_config", "Create an MCP Hub config",
      "Register an upstream MCP server (Streamable HTTP endpoint) and the "
      "tools devboxes may use, as glob patterns. A devbox created with "
      "mcp={ENV: {mcp_config, secret}} reaches it through $RL_MCP_URL with "
      "the token in $ENV; the credential secret never enters the devbox.",
-     create_mcp_in, MCP_VIEW, WRITE_ANN, t_create_mcp, false},
+     schema_create_mcp_config, schema_mcp_config_out, WRITE_ANN, t_create_mcp,
+     false},
     {"update_mcp_config", "Update an MCP Hub config",
      "Change fields of an MCP config; custom_headers replaces the whole "
      "list. Devboxes created later see the change.",
-     update_mcp_in, MCP_VIEW, UPDATE_ANN, t_update_mcp, false},
+     schema_update_mcp_config, schema_mcp_config_out, UPDATE_ANN, t_update_mcp,
+     false},
     {"delete_mcp_config", "Delete an MCP Hub config",
-     "Delete an MCP config permanently.", delete_mcp_in, delete_mcp_out,
-     UPDATE_ANN, t_delete_mcp, false},
+     "Delete an MCP config permanently.", schema_delete_mcp_config,
+     schema_delete_mcp_config_out, UPDATE_ANN, t_delete_mcp, false},
 };
 
 static int ad_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,

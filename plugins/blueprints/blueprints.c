@@ -16,6 +16,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 #include "build_log.h"
 
@@ -37,196 +38,6 @@ static const char *const summary_keys[] = {"id",
                                            "is_public",
                                            "metadata",
                                            NULL};
-
-#define BP_ID_PROP(what)                                                       \
-    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Id of the "       \
-    "blueprint " what " (bpt_...), as returned by build_blueprint or "         \
-    "list_blueprints.\"}"
-
-#define STATUS_ENUM                                                            \
-    "[\"queued\",\"provisioning\",\"building\",\"awaiting_upload\","           \
-    "\"failed\",\"build_complete\"]"
-
-#define SUMMARY_PROPS                                                          \
-    "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"             \
-    "\"status\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"        \
-    "\"create_time_ms\":{\"type\":\"integer\"},"                               \
-    "\"build_finish_time_ms\":{\"type\":\"integer\"},"                         \
-    "\"base_blueprint_id\":{\"type\":\"string\"},"                             \
-    "\"failure_reason\":{\"type\":\"string\"},"                                \
-    "\"is_public\":{\"type\":\"boolean\"},\"metadata\":{\"type\":\"object\"}"
-
-#define STR_MAP(desc)                                                          \
-    "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"     \
-    "\"description\":\"" desc "\"}"
-
-static const char build_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Name "
-    "of the blueprint. Several builds may share a name; create_devbox "
-    "blueprint_name=<name> uses the latest successful one.\"},"
-    "\"dockerfile\":{\"type\":\"string\",\"description\":\"A complete "
-    "Dockerfile. Without it the default starter image is the base. FROM "
-    "another blueprint with FROM runloop:bpt_...\"},"
-    "\"system_setup_commands\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"string\"},\"description\":\"Shell commands run in order at build "
-    "time, e.g. [\\\"sudo apt-get install -y jq\\\"]. Keep the total under "
-    "32 KB.\"},"
-    "\"base_blueprint_id\":{\"type\":\"string\",\"description\":\"Build on "
-    "this blueprint. Give at most one of base_blueprint_id and "
-    "base_blueprint_name.\"},"
-    "\"base_blueprint_name\":{\"type\":\"string\",\"description\":\"Build "
-    "on the latest successful build of this blueprint name.\"},"
-    "\"file_mounts\":" STR_MAP(
-        "Small text files baked into the image: "
-        "{absolute path: contents}.") ","
-                                      "\"build_args\":" STR_MAP(
-                                          "Docker build arguments {NAME: "
-                                          "value}.") ","
-                                                     "\"launch_commands\":{"
-                                                     "\"type\":\"array\","
-                                                     "\"items\":{\"type\":"
-                                                     "\"string\""
-                                                     "},\"description\":"
-                                                     "\"Default commands "
-                                                     "run at every boot of "
-                                                     "devboxes "
-                                                     "made from this "
-                                                     "blueprint.\"},"
-                                                     "\"resource_size\":{"
-                                                     "\"type\":\"string\","
-                                                     "\"enum\":[\"X_"
-                                                     "SMALL\","
-                                                     "\"SMALL\",\"MEDIUM\","
-                                                     "\"LARGE\",\"X_"
-                                                     "LARGE\",\"XX_LARGE\"]"
-                                                     ","
-                                                     "\"description\":"
-                                                     "\"Default machine "
-                                                     "size of devboxes "
-                                                     "from it.\"},"
-                                                     "\"architecture\":{"
-                                                     "\"type\":\"string\","
-                                                     "\"enum\":[\"x86_64\","
-                                                     "\"arm64\"],"
-                                                     "\"description\":"
-                                                     "\"Must match the "
-                                                     "devboxes started "
-                                                     "from it.\"},"
-                                                     "\"metadata\""
-                                                     ":" STR_MAP(
-                                                         "Tags {key: "
-                                                         "value}.") ","
-                                                                    "\"wait"
-                                                                    "\":{"
-                                                                    "\"type"
-                                                                    "\":"
-                                                                    "\"bool"
-                                                                    "ean\","
-                                                                    "\"desc"
-                                                                    "riptio"
-                                                                    "n\":"
-                                                                    "\"Foll"
-                                                                    "ow "
-                                                                    "the "
-                                                                    "build "
-                                                                    "until "
-                                                                    "it "
-                                                                    "finish"
-                                                                    "es "
-                                                                    "(defau"
-                                                                    "lt "
-                                                                    "true),"
-                                                                    " sendi"
-                                                                    "ng "
-                                                                    "new "
-                                                                    "build "
-                                                                    "log "
-                                                                    "lines "
-                                                                    "as "
-                                                                    "progre"
-                                                                    "ss. "
-                                                                    "With "
-                                                                    "false "
-                                                                    "the "
-                                                                    "bluepr"
-                                                                    "int "
-                                                                    "comes "
-                                                                    "back "
-                                                                    "at "
-                                                                    "once; "
-                                                                    "poll "
-                                                                    "get_"
-                                                                    "bluepr"
-                                                                    "int."
-                                                                    "\"}},"
-                                                                    "\"requ"
-                                                                    "ired\""
-                                                                    ":["
-                                                                    "\"name"
-                                                                    "\"]}";
-
-static const char build_out[] =
-    "{\"type\":\"object\",\"properties\":{" SUMMARY_PROPS ","
-    "\"log_lines\":{\"type\":\"integer\"}},\"required\":[\"id\","
-    "\"status\"]}";
-
-static const char list_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"description\":\"Only builds with this "
-    "name.\"},"
-    "\"status\":{\"type\":\"string\",\"enum\":" STATUS_ENUM ","
-    "\"description\":\"Only builds in this status.\"},"
-    "\"public\":{\"type\":\"boolean\",\"description\":\"List the public "
-    "prebuilt blueprints instead of the account's (default false).\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-    "\"description\":\"Page size (default 20).\"},"
-    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
-    "after this blueprint id (next_starting_after of the previous page).\"}"
-    "}}";
-
-static const char list_out[] =
-    "{\"type\":\"object\",\"properties\":{\"blueprints\":{\"type\":"
-    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{" SUMMARY_PROPS
-    "}}},\"has_more\":{\"type\":\"boolean\"},"
-    "\"next_starting_after\":{\"type\":\"string\"},\"total_count\":{"
-    "\"type\":\"integer\"}},\"required\":[\"blueprints\",\"has_more\"]}";
-
-static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" BP_ID_PROP("to use") "},\"required\":[\"blueprint_id\"]}";
-
-static const char get_out[] =
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"name\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"}},"
-    "\"required\":[\"id\",\"status\"]}";
-
-static const char logs_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" BP_ID_PROP(
-        "whose build log to read") ",\"tail\":{\"type\":\"integer\","
-                                   "\"minimum\":1,\"maximum\":10000,"
-                                   "\"description\":\"Only the last N "
-                                   "lines (default "
-                                   "200).\"}},\"required\":[\"blueprint_id\"]}";
-
-static const char logs_out[] =
-    "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
-    "\"string\"},\"lines\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"object\",\"properties\":{\"level\":{\"type\":\"string\"},"
-    "\"message\":{\"type\":\"string\"},\"timestamp_ms\":{\"type\":"
-    "\"integer\"}}}},\"total_lines\":{\"type\":\"integer\"},"
-    "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"blueprint_id\","
-    "\"lines\",\"total_lines\",\"truncated\"]}";
-
-static const char delete_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" BP_ID_PROP("to delete") "},\"required\":[\"blueprint_id\"]}";
-
-static const char delete_out[] =
-    "{\"type\":\"object\",\"properties\":{\"blueprint_id\":{\"type\":"
-    "\"string\"},\"deleted\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"blueprint_id\",\"deleted\"]}";
 
 static const char *str_of(const cJSON *obj, const char *key)
 {
@@ -775,26 +586,27 @@ static const struct rlmcp_h_tool specs[] = {
      "progress notifications until it is build_complete. A failed build is "
      "an error naming the failing step. Then start devboxes from it with "
      "create_devbox blueprint_id=<id> or blueprint_name=<name>.",
-     build_schema, build_out,
+     schema_build_blueprint, schema_build_blueprint_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
      t_build, true},
     {"list_blueprints", "List blueprints",
      "List blueprint builds (newest first), optionally by name or status; "
      "public=true lists the public prebuilt ones. Page with starting_after.",
-     list_schema, list_out, RO_ANN, t_list, false},
+     schema_list_blueprints, schema_list_blueprints_out, RO_ANN, t_list, false},
     {"get_blueprint", "Get a blueprint",
      "Get one blueprint: build status (queued, provisioning, building, "
      "build_complete, failed), failure_reason and its build parameters.",
-     id_schema, get_out, RO_ANN, t_get, false},
+     schema_get_blueprint, schema_get_blueprint_out, RO_ANN, t_get, false},
     {"get_blueprint_logs", "Get a blueprint's build log",
      "Read the build log of a blueprint (the last `tail` lines), e.g. to see "
      "why a build failed.",
-     logs_schema, logs_out, RO_ANN, t_logs, false},
+     schema_get_blueprint_logs, schema_get_blueprint_logs_out, RO_ANN, t_logs,
+     false},
     {"delete_blueprint", "Delete a blueprint",
      "Delete a blueprint build permanently. The API refuses while snapshots "
      "depend on it (delete those first).",
-     delete_schema, delete_out,
+     schema_delete_blueprint, schema_delete_blueprint_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_delete, false},

@@ -22,106 +22,13 @@
 #include "fsops.h"
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 struct fs {
     const struct rlmcp_host_api *api;
     long long max_read, max_write, max_upload, max_download;
     long long max_list;
 };
-
-#define ID_PATH_PROPS(verb)                                                    \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running "    \
-    "devbox (dbx_...).\"},\"file_path\":{\"type\":\"string\","                 \
-    "\"description\":\"Path of the file to " verb ": absolute, or relative "   \
-    "to /home/user.\"}"
-
-static const char write_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PATH_PROPS(
-        "create or overwrite") ",\"contents\":{\"type\":"
-                               "\"string\",\"description\":\"The complete "
-                               "UTF-8 text to write.\"},\"mode\":{"
-                               "\"type\":\"string\",\"pattern\":"
-                               "\"^0?[0-7]{3}$\",\"description\":"
-                               "\"Permissions as octal, e.g. 0755 for a "
-                               "script (default: the replaced file's, "
-                               "else 0644).\"}},"
-                               "\"required\":[\"devbox_id\",\"file_path\","
-                               "\"contents\"]}";
-
-static const char read_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PATH_PROPS("read") "},\"required\":[\"devbox_id\",\"file_path\"]}";
-
-static const char upload_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PATH_PROPS(
-        "create or overwrite") ",\"content_base64\":{\"type\":"
-                               "\"string\",\"description\":\"The file's bytes, "
-                               "standard base64.\"}},"
-                               "\"required\":[\"devbox_id\",\"file_path\","
-                               "\"content_base64\"]}";
-
-static const char download_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PATH_PROPS("download") "},\"required\":[\"devbox_id\","
-                                  "\"file_path\"]}";
-
-static const char written_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"file_path\":{\"type\":\"string\"},\"resolved_path\":{"
-    "\"type\":\"string\"},\"size_bytes\":{"
-    "\"type\":\"integer\"}},\"required\":[\"devbox_id\",\"file_path\","
-    "\"size_bytes\"]}";
-
-static const char list_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a "
-    "running devbox (dbx_...).\"},\"path\":{\"type\":\"string\","
-    "\"description\":\"Directory to list: absolute, or relative to "
-    "/home/user (default /home/user). A file lists itself.\"}},"
-    "\"required\":[\"devbox_id\"]}";
-
-static const char list_out[] =
-    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-    "\"count\":{\"type\":\"integer\"},\"truncated\":{\"type\":"
-    "\"boolean\"},\"entries\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"type\":"
-    "{\"type\":\"string\",\"enum\":[\"file\",\"directory\",\"symlink\","
-    "\"fifo\",\"socket\",\"char_device\",\"block_device\",\"other\"]},"
-    "\"size_bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":"
-    "\"string\"}},\"required\":[\"name\",\"type\",\"size_bytes\","
-    "\"mode\"]}}},\"required\":[\"path\",\"count\",\"truncated\","
-    "\"entries\"]}";
-
-static const char remove_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PATH_PROPS(
-        "remove (a file, a symlink itself, or an empty "
-        "directory)") ",\"recursive\":{\"type\":\"boolean\","
-                      "\"description\":\"Remove a directory with everything in "
-                      "it (default "
-                      "false).\"}},\"required\":[\"devbox_id\",\"file_path\"]}";
-
-static const char removed_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"file_path\":{\"type\":\"string\"},\"resolved_path\":{"
-    "\"type\":\"string\"},\"removed\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"devbox_id\",\"file_path\",\"removed\"]}";
-
-static const char read_out[] =
-    "{\"type\":\"object\",\"properties\":{\"file_path\":{\"type\":"
-    "\"string\"},\"resolved_path\":{\"type\":\"string\"},\"encoding\":{"
-    "\"type\":\"string\",\"enum\":[\"utf-8\","
-    "\"base64\"]},\"content\":{\"type\":\"string\"},\"size_bytes\":{"
-    "\"type\":\"integer\"},\"mime_type\":{\"type\":\"string\"}},"
-    "\"required\":[\"file_path\",\"encoding\",\"content\",\"size_bytes\"]}";
-
-static const char download_out[] =
-    "{\"type\":\"object\",\"properties\":{\"file_path\":{\"type\":"
-    "\"string\"},\"content_base64\":{\"type\":\"string\"},\"size_bytes\":{"
-    "\"type\":\"integer\"},\"mime_type\":{\"type\":\"string\"}},"
-    "\"required\":[\"file_path\",\"content_base64\",\"size_bytes\"]}";
 
 static int path_arg(const struct rlmcp_h *h, const cJSON *args,
                     const char **out)
@@ -850,7 +757,7 @@ static const struct rlmcp_h_tool specs[] = {
      "readers see the old file or the new one, never a part. Parent "
      "directories must exist; mode sets its permissions (e.g. 0755). "
      "Returns the resolved absolute path. For binary data use upload_file.",
-     write_schema, written_out,
+     schema_write_file, schema_file_written_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_write, false},
@@ -858,7 +765,7 @@ static const struct rlmcp_h_tool specs[] = {
      "Read a file from a devbox. Text comes back as is (encoding utf-8); a "
      "binary file comes back base64-encoded (encoding base64) with a "
      "mime_type hint. resolved_path is the absolute path read.",
-     read_schema, read_out,
+     schema_read_file, schema_read_file_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_read, false},
@@ -866,7 +773,7 @@ static const struct rlmcp_h_tool specs[] = {
      "Upload bytes (standard base64) to a path on a devbox, creating or "
      "overwriting the file. Use it for binary files and archives; unpack "
      "archives with execute_command.",
-     upload_schema, written_out,
+     schema_upload_file, schema_file_written_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_upload, false},
@@ -874,7 +781,7 @@ static const struct rlmcp_h_tool specs[] = {
      "Download a file from a devbox as standard base64 (any content), with "
      "its size and a mime_type hint. Save results before the devbox is shut "
      "down.",
-     download_schema, download_out,
+     schema_download_file, schema_download_file_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_download, false},
@@ -883,7 +790,7 @@ static const struct rlmcp_h_tool specs[] = {
      "directory, symlink, ...), size_bytes and mode (octal), sorted by "
      "name. A symlink is listed as itself. At most the server's "
      "max_list_entries are returned (truncated says so).",
-     list_schema, list_out,
+     schema_list_files, schema_list_files_out,
      "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":"
      "true,\"openWorldHint\":true}",
      t_list, false},
@@ -891,7 +798,7 @@ static const struct rlmcp_h_tool specs[] = {
      "Remove a file, a symlink (never what it points to) or an empty "
      "directory on a devbox; a directory with contents only with "
      "recursive=true. A missing path is a not_found error.",
-     remove_schema, removed_out,
+     schema_remove_file, schema_remove_file_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
      "false,\"openWorldHint\":true}",
      t_remove, false},
