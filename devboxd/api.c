@@ -106,6 +106,32 @@ static int check_after_idle(const cJSON *idle, const char *where, char *err, siz
     return 0;
 }
 
+/* Runloop's even sizes from 2 GiB, and smaller disks down to devboxd's
+ * least (SANDBOX_DISK_MIN_BYTES, enforced by a loop-mounted ext4). */
+static int check_disk_size(const cJSON *d, char *err, size_t errlen)
+{
+    double gib = cJSON_IsNumber(d) ? d->valuedouble : -1;
+    double min_gib = (double)SANDBOX_DISK_MIN_BYTES / (1 << 30);
+
+    if (cJSON_IsNumber(d) && gib < min_gib) {
+        snprintf(err, errlen,
+                 "launch_parameters.custom_disk_size must be at least %g GiB "
+                 "(%llu MiB, the smallest devbox disk), got %g",
+                 min_gib, (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20),
+                 gib);
+        return -1;
+    }
+    if (!(gib == 0.25 || gib == 0.5 || gib == 1 ||
+          (gib >= 2 && gib <= 64 && fmod(gib, 2) == 0))) {
+        snprintf(
+            err, errlen,
+            "launch_parameters.custom_disk_size must be 0.25, 0.5, 1 or an "
+            "even number of GiB from 2 to 64");
+        return -1;
+    }
+    return 0;
+}
+
 static int check_custom_size(const cJSON *lp, const char *size, char *err, size_t errlen)
 {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
@@ -144,14 +170,8 @@ static int check_custom_size(const cJSON *lp, const char *size, char *err, size_
             return -1;
         }
     }
-    if (not_empty(d)) {
-        if (!cJSON_IsNumber(d) || d->valuedouble < 2 || d->valuedouble > 64 ||
-            fmod(d->valuedouble, 2) != 0) {
-            snprintf(err, errlen, "custom_disk_size must be an even number of GiB from 2 "
-                     "to 64");
-            return -1;
-        }
-    }
+    if (not_empty(d))
+        return check_disk_size(d, err, errlen);
     return 0;
 }
 

@@ -100,11 +100,27 @@ char *engine_exec_dir(struct engine *eng, const char *box_id)
     return path;
 }
 
+char *engine_sandbox_dir(struct engine *eng, const char *box_id)
+{
+    char *path = NULL;
+
+    if (asprintf(&path, "%s/devboxes/%s/sandbox", eng->state_dir, box_id) < 0)
+        return NULL;
+    return path;
+}
+
+/* The record beside the devbox's other records; stdout and stderr on the
+ * devbox's disk, where they count against its size and go with it. */
 void engine_exec_output_path(struct engine *eng, struct execution *ex,
                              const char *which, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%s/devboxes/%s/executions/%s.%s", eng->state_dir,
-             ex->box->id, ex->id, which);
+    if (strcmp(which, "json") == 0)
+        snprintf(out, outlen, "%s/devboxes/%s/executions/%s.%s", eng->state_dir,
+                 ex->box->id, ex->id, which);
+    else
+        snprintf(out, outlen,
+                 "%s/devboxes/%s/sandbox/" SANDBOX_OUTPUT_DIR "/%s.%s",
+                 eng->state_dir, ex->box->id, ex->id, which);
 }
 
 /* --------------------------------------------------------------- views */
@@ -569,6 +585,23 @@ static int write_mounts(struct engine *eng, struct devbox *box, char *err, size_
     return 0;
 }
 
+/* A devbox that ended (shutdown or failure) keeps its records and logs;
+ * its sandbox dir, disk and command output go. */
+static void destroy_box_files(struct engine *eng, struct devbox *box)
+{
+    char err[256] = "";
+    char msg[400];
+    char *dir = engine_sandbox_dir(eng, box->id);
+
+    if (dir != NULL && sandbox_destroy_dir(dir, err, sizeof(err)) != 0) {
+        snprintf(msg, sizeof(msg), "cannot delete the devbox's files: %s", err);
+        pthread_mutex_lock(&eng->lock);
+        engine_log_locked(eng, box, "entrypoint", "warn", msg, NULL, 0);
+        pthread_mutex_unlock(&eng->lock);
+    }
+    free(dir);
+}
+
 struct boot_job {
     struct engine *eng;
     struct devbox *box;
@@ -588,6 +621,7 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
         sandbox_stop(sb);
     pty_engine_forget(box->id);
     mcphub_forget(box->id);
+    destroy_box_files(eng, box);
     pthread_mutex_lock(&eng->lock);
     free(box->failure_message);
     box->failure_message = strdup(msg);
@@ -706,6 +740,9 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     if (images_path(image_name, &image, err, errlen) != 0)
         goto out;
     spec.image = image;
+    /* The devbox's disk before anything is written into its dir. */
+    if (sandbox_disk_attach(dir, spec.limits.disk_bytes, err, errlen) != 0)
+        goto out;
     /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
     if (layers_prepare_box(chain, dir, box->id, image != NULL, &layers, &n_layers, err, errlen) != 0)
         goto out;
@@ -1047,7 +1084,6 @@ static void *stop_thread(void *arg)
     struct devbox *box = job->box;
     struct sandbox *sb = NULL;
     cJSON *hooks = NULL;
-    char err[256];
 
     pthread_mutex_lock(&eng->lock);
     sb = box->sb; /* the worker owns the devbox while busy */
@@ -1084,15 +1120,10 @@ static void *stop_thread(void *arg)
             break;
         pthread_cond_wait(&eng->changed, &eng->lock);
     }
-    if (job->target == DBX_SHUTDOWN) {
-        char *dir = NULL;
-
-        if (asprintf(&dir, "%s/devboxes/%s/sandbox", eng->state_dir, box->id) >= 0) {
-            pthread_mutex_unlock(&eng->lock);
-            sandbox_destroy_dir(dir, err, sizeof(err));
-            pthread_mutex_lock(&eng->lock);
-            free(dir);
-        }
+    if (job->target == DBX_SHUTDOWN || job->target == DBX_FAILURE) {
+        pthread_mutex_unlock(&eng->lock);
+        destroy_box_files(eng, box);
+        pthread_mutex_lock(&eng->lock);
     }
     engine_set_status_locked(eng, box, job->target,
                              job->target == DBX_FAILURE ? job->reason : NULL,
@@ -1327,6 +1358,7 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
     rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME"); /* runc | bwrap (default) */
+    rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */
     if (sandbox_init(&rt, err, errlen) != 0)
         return -1;
     eng->sandbox_ready = 1;
@@ -1498,6 +1530,31 @@ out:
     return box;
 }
 
+/* Before any worker runs: a suspended devbox's disk is mounted again (its
+ * command output is read from it); one that ended keeps no files (a stop
+ * that did not finish deleting them). */
+static void load_box_disk(struct engine *eng, struct devbox *box)
+{
+    struct sb_limits lim;
+    double cpus, mem, disk;
+    char err[256] = "";
+    char *dir = engine_sandbox_dir(eng, box->id);
+    int rc = 0;
+
+    if (dir == NULL)
+        return;
+    if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING) {
+        box_limits(box, &lim, &cpus, &mem, &disk);
+        rc = sandbox_disk_attach(dir, lim.disk_bytes, err, sizeof(err));
+    } else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
+        if (access(dir, F_OK) == 0)
+            rc = sandbox_destroy_dir(dir, err, sizeof(err));
+    }
+    if (rc != 0)
+        fprintf(stderr, "devboxd: devbox %s: %s\n", box->id, err);
+    free(dir);
+}
+
 static int cmp_box_time(const void *a, const void *b)
 {
     const struct devbox *x = *(struct devbox *const *)a;
@@ -1545,6 +1602,8 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
     }
     if (n > 0)
         qsort(arr, n, sizeof(*arr), cmp_box_time);
+    for (i = 0; i < n; i++)
+        load_box_disk(eng, arr[i]);
     pthread_mutex_lock(&eng->lock);
     for (i = 0; i < n; i++) {
         struct devbox *box = arr[i];
@@ -1592,6 +1651,19 @@ static void exec_free(struct execution *ex)
     free(ex);
 }
 
+/* devboxd stops: the devbox's disk is unmounted (its image stays for the
+ * next start, which mounts it again). */
+static void fini_box_disk(struct engine *eng, struct devbox *box)
+{
+    char *dir = engine_sandbox_dir(eng, box->id);
+    int rc = dir != NULL ? sandbox_disk_detach(dir) : 0;
+
+    if (rc != 0)
+        fprintf(stderr, "devboxd: cannot unmount the disk of devbox %s: %s\n",
+                box->id, strerror(-rc));
+    free(dir);
+}
+
 void engine_fini(struct engine *eng)
 {
     struct devbox *box;
@@ -1633,6 +1705,7 @@ void engine_fini(struct engine *eng)
         next = box->next;
         if (box->sb != NULL)
             sandbox_release(box->sb);
+        fini_box_disk(eng, box);
         for (ex = box->execs; ex != NULL; ex = nex) {
             nex = ex->next;
             if (eng->exec_threads == 0)

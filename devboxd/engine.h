@@ -150,7 +150,8 @@ void engine_exec_unref_locked(struct execution *ex);
 /* How a completed execution ended: "out_of_memory", "killed" or "exit". */
 const char *engine_exec_ended_by(const struct execution *ex);
 cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n);
-/* Path of an execution's output file ("stdout"/"stderr"). */
+/* Path of an execution's record ("json") or output file ("stdout"/"stderr",
+ * on the devbox's disk: gone once the devbox ended). */
 void engine_exec_output_path(struct engine *eng, struct execution *ex,
                              const char *which, char *out, size_t outlen);
 int engine_exec_kill(struct engine *eng, struct execution *ex);
@@ -161,6 +162,8 @@ void engine_log_locked(struct engine *eng, struct devbox *box, const char *sourc
                        const char *level, const char *message, struct execution *ex,
                        int exit_code);
 char *engine_box_dir(struct engine *eng, const char *box_id);
+/* The sandbox runtime's dir of a devbox (its disk's mount point). */
+char *engine_sandbox_dir(struct engine *eng, const char *box_id);
 
 /* Reads the last n lines of a file (bounded); *truncated set when cut. */
 char *engine_tail(const char *path, int last_n, int *truncated);

@@ -213,7 +213,19 @@ static int open_output(struct engine *eng, struct execution *ex, const char *whi
 {
     char path[4200];
 
+    char *slash = NULL;
+    int fd;
+
     engine_exec_output_path(eng, ex, which, path, sizeof(path));
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
+    /* The first command on this disk: its output dir (root's, 0700). */
+    slash = strrchr(path, '/');
+    *slash = '\0';
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return -1;
+    *slash = '/';
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 }
 

@@ -229,6 +229,13 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     rc = init_runc(rt, sbdir, err, errlen);
     if (rc != 0)
         goto out;
+    if (rt->disk != NULL && rt->disk[0] != '\0' &&
+        strcmp(rt->disk, "loop") != 0 && strcmp(rt->disk, "off") != 0) {
+        rc = sb_err(err, errlen, -EINVAL,
+                    "unknown devbox disk mode \"%.40s\" (loop, off)", rt->disk);
+        goto out;
+    }
+    sb_rt.disk_on = rt->disk == NULL || strcmp(rt->disk, "off") != 0;
     sb_cg_detect();
     rc = sb_seccomp_program(&sb_rt.seccomp_prog, &sb_rt.seccomp_len);
     if (rc != 0) {
@@ -1421,11 +1428,10 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
     sb = sandbox_new(spec);
     if (sb == NULL)
         return sb_err(err, errlen, -ENOMEM, "out of memory");
-    if (mkdir(spec->dir, 0700) != 0 && errno != EEXIST) {
-        rc = sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", spec->dir,
-                    strerror(errno));
+    /* The disk first: everything below goes onto it. */
+    rc = sandbox_disk_attach(spec->dir, spec->limits.disk_bytes, err, errlen);
+    if (rc != 0)
         goto fail;
-    }
     oci = sb_rt.use_runc && spec->image != NULL;
     rc = oci ? prepare_oci(sb, spec, err, errlen) : prepare_bwrap(sb, spec, err, errlen);
     if (rc != 0)
@@ -1535,6 +1541,9 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
 
     if (dir == NULL || dir[0] != '/' || strcmp(dir, "/") == 0)
         return sb_err(err, errlen, -EINVAL, "devbox dir must be an absolute path");
+    rc = sb_disk_destroy(dir, err, errlen);
+    if (rc != 0)
+        return rc;
     rc = sb_uid_release(dir);
     if (rc != 0)
         return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir, strerror(-rc));

@@ -55,6 +55,10 @@ struct sb_runtime {
      * at runc_path.  Devboxes without an image always use bubblewrap. */
     const char *runtime;
     const char *runc_path;   /* default: /usr/sbin/runc */
+    /* Appended: devbox disks.  NULL/"" or "loop" = a devbox with
+     * limits.disk_bytes gets a loop-mounted ext4 of that size (see
+     * sandbox_disk_attach); "off" = disk_bytes is advisory. */
+    const char *disk;
 };
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
@@ -68,7 +72,9 @@ struct sb_limits {
     uint64_t memory_bytes; /* 0 = unlimited; cgroup memory.limit_in_bytes */
     uint32_t pids_max;     /* 0 = default 4096; cgroup pids.max */
     uint32_t cpu_millis;   /* 0 = unlimited; 1000 = one core (cfs quota) */
-    uint64_t disk_bytes;   /* advisory: reported by sandbox_usage, not enforced */
+    uint64_t
+        disk_bytes; /* 0 = no disk of its own; else the size of the devbox's
+                       disk (sandbox_disk_attach), >= SANDBOX_DISK_MIN_BYTES */
 };
 
 enum sb_network {
@@ -117,9 +123,28 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
 int sandbox_stop(struct sandbox *sb);
 void sandbox_release(struct sandbox *sb); /* stops if needed, then frees */
 
-/* Deletes the per-devbox dir (writable layer included) and releases the
- * devbox's host uid.  The sandbox must be stopped. */
+/* Deletes the per-devbox dir (writable layer included) and its disk, and
+ * releases the devbox's host uid.  The sandbox must be stopped. */
 int sandbox_destroy_dir(const char *dir, char *err, size_t errlen);
+
+/* The devbox's disk: a sparse ext4 image of `bytes` beside dir (<dir>.img),
+ * created on first need and loop-mounted on dir itself (in devboxd's mount
+ * namespace), so everything under dir (the writable layer, layer copies,
+ * SANDBOX_OUTPUT_DIR) counts against it: writing past it is ENOSPC and the
+ * host loses at most `bytes`.  Creates dir if missing; a no-op when dir is
+ * mounted already, when bytes is 0 or the runtime's disk is "off".  Call it
+ * before anything else writes into dir (sandbox_start does; so must a
+ * caller of sandbox_dir_owner).  Fails naming the cause when loop devices or
+ * mkfs.ext4 are missing. */
+#define SANDBOX_DISK_MIN_BYTES (256ULL << 20)
+int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
+                        size_t errlen);
+/* Unmounts dir's disk (lazily), keeping its image; 0 when none is mounted.
+ * For devboxd's stop: sandbox_disk_attach mounts it again. */
+int sandbox_disk_detach(const char *dir);
+/* Under dir, on the devbox's disk: devboxd's files of the devbox (command
+ * output), which the sandbox runtime never touches. */
+#define SANDBOX_OUTPUT_DIR "output"
 
 /* 0 while the sandbox is healthy; -ENOMEM once its cgroup OOM-killed a
  * process (the sandbox may still run; the devbox has failed with

@@ -58,6 +58,7 @@ struct sb_rt {
     char *runc_path;
     char *runc_root;    /* <state_dir>/sandbox/runc: runc's --root */
     size_t seccomp_len;
+    bool disk_on; /* devbox disks are loop-mounted ext4 (sandbox_disk.c) */
 };
 
 extern struct sb_rt sb_rt; /* filled by sandbox_init */
@@ -147,6 +148,13 @@ int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, s
 int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const char *image,
                        const char *user, uint32_t uid, char *err, size_t errlen);
 bool sb_valid_user_name(const char *name);
+
+/* Devbox disks (sandbox_disk.c).  The image of dir: "<dir>.img" (trailing
+ * slashes dropped); -EINVAL for "/" or a relative dir. */
+int sb_disk_image_path(const char *dir, char *buf, size_t len);
+/* Releases the uid claims recorded on dir's disk, unmounts and deletes it;
+ * 0 when dir has no disk. */
+int sb_disk_destroy(const char *dir, char *err, size_t errlen);
 
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);

@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#define EXT4_MAGIC 0xEF53
 
 static char state[64];
 
@@ -41,8 +44,13 @@ static int setup(void **st)
 
 static int teardown(void **st)
 {
+    char disk[128];
+
     (void)st;
     sb_cg_remove_parents();
+    /* A failed disk test leaves its disk mounted: never leave it behind. */
+    snprintf(disk, sizeof(disk), "%s/diskbox", state);
+    sandbox_disk_detach(disk);
     sb_remove_tree(state);
     free(sb_rt.claims_dir);
     free(sb_rt.cgroup_root);
@@ -212,6 +220,117 @@ static void test_cgroup_bad_limit(void **st)
         sb_cg_remove(&cg);
 }
 
+/* Writes to path until the disk refuses; returns the bytes written. */
+static uint64_t fill(const char *path)
+{
+    static char buf[1 << 20];
+    uint64_t total = 0;
+    ssize_t n;
+    int fd;
+
+    memset(buf, 'x', sizeof(buf));
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    while ((n = write(fd, buf, sizeof(buf))) > 0)
+        total += (uint64_t)n;
+    assert_int_equal(n, -1);
+    assert_int_equal(errno, ENOSPC);
+    close(fd);
+    return total;
+}
+
+/* The devbox's disk: a loop-mounted ext4 of the asked size on the dir. */
+static void test_disk(void **st)
+{
+    char *dir = path2(state, "diskbox");
+    char *img = path2(state, "diskbox.img");
+    char *big = path2(dir, "big");
+    char claim[128];
+    char err[256] = "";
+    struct statfs fs;
+    struct stat sb;
+    uint64_t written;
+    uid_t uid = 0;
+
+    (void)st;
+    sb_rt.disk_on = true;
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES - 1, err, sizeof(err)),
+        -EINVAL);
+    assert_non_null(strstr(err, "at least 256 MiB"));
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    assert_int_equal(statfs(dir, &fs), 0);
+    assert_int_equal(fs.f_type, EXT4_MAGIC);
+    assert_true((uint64_t)fs.f_blocks * fs.f_bsize <= SANDBOX_DISK_MIN_BYTES);
+    assert_mode(state, "diskbox", S_IFDIR, 0700, 0);
+    /* Attached already: a no-op.  The uid claim is recorded on the disk. */
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    sb_rt.uid_base = 310000; /* the other tests used up the small range */
+    assert_int_equal(sb_uid_claim(dir, "diskbox", &uid, err, sizeof(err)), 0);
+    sb_rt.uid_base = 300000;
+    /* Past its size: ENOSPC, and the host gave the image no more. */
+    written = fill(big);
+    assert_true(written < SANDBOX_DISK_MIN_BYTES &&
+                written > SANDBOX_DISK_MIN_BYTES / 2);
+    assert_int_equal(stat(img, &sb), 0);
+    assert_true((uint64_t)sb.st_blocks * 512 <= SANDBOX_DISK_MIN_BYTES);
+    /* Unmounted, the files are in the image only; mounted again, back. */
+    assert_int_equal(sandbox_disk_detach(dir), 0);
+    assert_int_equal(access(big, F_OK), -1);
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    assert_int_equal(access(big, F_OK), 0);
+    /* Destroyed while unmounted: the claim on the disk is released too. */
+    assert_int_equal(sandbox_disk_detach(dir), 0);
+    assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
+    assert_int_equal(access(dir, F_OK), -1);
+    assert_int_equal(access(img, F_OK), -1);
+    snprintf(claim, sizeof(claim), "%s/uids/%u", state, (unsigned)uid);
+    assert_int_equal(access(claim, F_OK), -1);
+    sb_rt.disk_on = false;
+    free(dir);
+    free(img);
+    free(big);
+}
+
+/* No disk: disk_bytes 0, the runtime's disk off, or a dir made before
+ * disks (files in it, no image): a plain dir, nothing mounted. */
+static void test_disk_not_made(void **st)
+{
+    char *dir = path2(state, "nodisk");
+    char *img = path2(state, "nodisk.img");
+    char *old = path2(dir, "old");
+    char err[256] = "";
+    struct stat a;
+    struct stat b;
+    int fd;
+
+    (void)st;
+    sb_rt.disk_on = false;
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    sb_rt.disk_on = true;
+    assert_int_equal(sandbox_disk_attach(dir, 0, err, sizeof(err)), 0);
+    fd = open(old, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    assert_int_equal(stat(dir, &a), 0);
+    assert_int_equal(stat(state, &b), 0);
+    assert_int_equal(a.st_dev, b.st_dev); /* nothing mounted on it */
+    assert_int_equal(access(old, F_OK), 0);
+    assert_int_equal(access(img, F_OK), -1);
+    assert_int_equal(sandbox_disk_detach(dir), 0);
+    assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
+    sb_rt.disk_on = false;
+    free(dir);
+    free(img);
+    free(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_uid_file_tampered),
         cmocka_unit_test(test_cgroup_limits),
         cmocka_unit_test(test_cgroup_bad_limit),
+        cmocka_unit_test(test_disk),
+        cmocka_unit_test(test_disk_not_made),
     };
 
     if (geteuid() != 0) {

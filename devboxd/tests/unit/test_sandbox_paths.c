@@ -228,6 +228,27 @@ static void test_exec_rejected_without_sandbox(void **state)
     assert_int_equal(sandbox_open(NULL, "x", 0, 0), -ESRCH);
 }
 
+static void test_disk_image_path(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_int_equal(
+        sb_disk_image_path("/s/devboxes/d/sandbox", buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "/s/devboxes/d/sandbox.img");
+    /* Beside the dir, never inside it. */
+    assert_int_equal(sb_disk_image_path("/s/box//", buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "/s/box.img");
+    assert_int_equal(sb_disk_image_path("/", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sb_disk_image_path("///", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sb_disk_image_path("rel/dir", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sb_disk_image_path(NULL, buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(
+        sb_disk_image_path(
+            "/a/very/long/path/that/does/not/fit/in/the/buffer/x", buf, 16),
+        -ENAMETOOLONG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_lowerdir),
         cmocka_unit_test(test_spec_rejected),
         cmocka_unit_test(test_exec_rejected_without_sandbox),
+        cmocka_unit_test(test_disk_image_path),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,343 @@
+/* The devbox's disk: a sparse ext4 image of limits.disk_bytes beside the
+ * devbox dir (<dir>.img), loop-mounted on the dir itself.  Everything the
+ * devbox can make devboxd store (its writable layer, its layer copies, the
+ * output files of its commands) lives on it, so writing past the size is
+ * ENOSPC inside the devbox and the host loses at most disk_bytes. */
+#define _GNU_SOURCE
+#include "sandbox_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LOOP_TRIES 32 /* another process may take the free device first */
+
+extern char **environ;
+
+int sb_disk_image_path(const char *dir, char *buf, size_t len)
+{
+    size_t n;
+    int w;
+
+    if (dir == NULL || dir[0] != '/')
+        return -EINVAL;
+    n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n <= 1)
+        return -EINVAL; /* "/" has no place beside it */
+    w = snprintf(buf, len, "%.*s.img", (int)n, dir);
+    return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
+}
+
+/* 1 when dir is the root of a mount, 0 when not, or -errno. */
+static int is_mount_root(const char *dir)
+{
+    struct statx stx;
+
+    if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) != 0)
+        return -errno;
+    if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+        return -ENOTSUP;
+    return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
+static bool dir_is_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool empty = true;
+
+    if (d == NULL)
+        return false;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            empty = false;
+            break;
+        }
+    }
+    closedir(d);
+    return empty;
+}
+
+static const char *mkfs_path(void)
+{
+    return access("/usr/sbin/mkfs.ext4", X_OK) == 0 ? "/usr/sbin/mkfs.ext4"
+                                                    : "/sbin/mkfs.ext4";
+}
+
+/* mkfs.ext4 on the image: 4 KiB blocks, no blocks reserved for root (the
+ * devbox's root is not host root), inode tables and journal left for the
+ * kernel (a sparse file reads as zeros).  Its words on failure join err. */
+static int run_mkfs(const char *img, char *err, size_t errlen)
+{
+    char *const argv[] = {(char *)mkfs_path(),
+                          "-q",
+                          "-F",
+                          "-b",
+                          "4096",
+                          "-m",
+                          "0",
+                          "-E",
+                          "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
+                          (char *)img,
+                          NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigset_t all;
+    char out[256];
+    size_t len = 0;
+    ssize_t n;
+    int pp[2] = {-1, -1};
+    int status = 0;
+    pid_t pid = -1;
+    int rc;
+
+    if (pipe2(pp, O_CLOEXEC) != 0)
+        return sb_err(err, errlen, -errno, "cannot run mkfs.ext4: %s",
+                      strerror(errno));
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pp[1], 2);
+    posix_spawnattr_init(&attr);
+    /* devboxd blocks and ignores signals of its own; mkfs gets defaults. */
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(pp[1]);
+    if (rc != 0) {
+        close(pp[0]);
+        return sb_err(
+            err, errlen, -rc,
+            "cannot run %s: %s; install e2fsprogs (scripts/bootstrap) or set "
+            "RLMCP_DEVBOX_DISK=off",
+            argv[0], strerror(rc));
+    }
+    while (len < sizeof(out) - 1 &&
+           (n = read(pp[0], out + len, sizeof(out) - 1 - len)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    close(pp[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
+        len--;
+    out[len] = '\0';
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return sb_err(err, errlen, -EIO, "mkfs.ext4 failed on %s: %s", img,
+                      len > 0 ? out : "no message");
+    return 0;
+}
+
+/* A new sparse image of bytes with an ext4 on it. */
+static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
+{
+    int fd =
+        open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = 0;
+
+    if (fd < 0)
+        return sb_err(err, errlen, -errno,
+                      "cannot create the devbox disk %s: %s", img,
+                      strerror(errno));
+    if (ftruncate(fd, (off_t)bytes) != 0)
+        rc = sb_err(err, errlen, -errno, "cannot size the devbox disk %s: %s",
+                    img, strerror(errno));
+    close(fd);
+    if (rc == 0)
+        rc = run_mkfs(img, err, errlen);
+    if (rc != 0)
+        unlink(img);
+    return rc;
+}
+
+/* Binds imgfd to a free loop device that detaches itself once unmounted
+ * (LO_FLAGS_AUTOCLEAR).  Returns the device's open fd, its name in dev. */
+static int loop_attach(int imgfd, char *dev, size_t devlen, char *err,
+                       size_t errlen)
+{
+    struct loop_config cfg;
+    int ctl;
+    int fd = -1;
+    int n;
+    int i;
+
+    ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (ctl < 0)
+        return sb_err(
+            err, errlen, -errno,
+            "loop devices are unavailable (/dev/loop-control: %s); devbox "
+            "disks "
+            "need them (modprobe loop), or set RLMCP_DEVBOX_DISK=off to leave "
+            "disk sizes unenforced",
+            strerror(errno));
+    for (i = 0; i < LOOP_TRIES; i++) {
+        n = ioctl(ctl, LOOP_CTL_GET_FREE);
+        if (n < 0) {
+            fd = sb_err(err, errlen, -errno, "no free loop device: %s",
+                        strerror(errno));
+            break;
+        }
+        snprintf(dev, devlen, "/dev/loop%d", n);
+        fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            fd = sb_err(err, errlen, -errno, "cannot open %s: %s", dev,
+                        strerror(errno));
+            break;
+        }
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.fd = (__u32)imgfd;
+        cfg.block_size = 4096;
+        cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+        if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0)
+            break;
+        n = errno;
+        close(fd);
+        fd = sb_err(err, errlen, -n, "cannot set up %s: %s", dev, strerror(n));
+        if (n != EBUSY)
+            break;
+    }
+    close(ctl);
+    return fd;
+}
+
+static int mount_image(const char *dir, const char *img, char *err,
+                       size_t errlen)
+{
+    char dev[32];
+    int imgfd;
+    int loopfd;
+    int rc = 0;
+
+    imgfd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (imgfd < 0)
+        return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
+                      img, strerror(errno));
+    loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
+    close(imgfd);
+    if (loopfd < 0)
+        return loopfd;
+    /* discard: space freed inside goes back to the host (holes punched in
+     * the image); noinit_itable: nothing to zero in a sparse file. */
+    if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID,
+              "discard,noinit_itable") != 0)
+        rc = sb_err(err, errlen, -errno,
+                    "cannot mount the devbox disk %s on %s: %s", img, dir,
+                    strerror(errno));
+    if (rc == 0 && chmod(dir, 0700) != 0)
+        rc = sb_err(err, errlen, -errno, "cannot set the mode of %s: %s", dir,
+                    strerror(errno));
+    if (rc != 0)
+        umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
+    close(
+        loopfd); /* the mount holds the device now; AUTOCLEAR frees it after */
+    return rc;
+}
+
+int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
+                        size_t errlen)
+{
+    char img[4096];
+    struct stat st;
+    int rc;
+
+    if (dir == NULL || !sb_valid_layer_path(dir))
+        return sb_err(err, errlen, -EINVAL,
+                      "devbox dir must be an absolute path");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
+                      dir, strerror(errno));
+    if (bytes == 0 || !sb_rt.disk_on)
+        return 0;
+    if (bytes < SANDBOX_DISK_MIN_BYTES)
+        return sb_err(err, errlen, -EINVAL,
+                      "a devbox disk needs at least %llu MiB",
+                      (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20));
+    rc = is_mount_root(dir);
+    if (rc != 0)
+        return rc > 0 ? 0
+                      : sb_err(err, errlen, rc, "cannot inspect %s: %s", dir,
+                               strerror(-rc));
+    rc = sb_disk_image_path(dir, img, sizeof(img));
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "devbox dir path too long");
+    if (stat(img, &st) != 0) {
+        if (errno != ENOENT)
+            return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
+                          strerror(errno));
+        if (!dir_is_empty(dir)) {
+            /* Made before devbox disks existed: its files stay where they are.
+             */
+            fprintf(stderr,
+                    "devboxd: %s predates devbox disks; its disk size is not "
+                    "enforced\n",
+                    dir);
+            return 0;
+        }
+        rc = make_image(img, bytes, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return mount_image(dir, img, err, errlen);
+}
+
+int sandbox_disk_detach(const char *dir)
+{
+    if (dir == NULL || is_mount_root(dir) <= 0)
+        return 0;
+    /* Lazy: an output file a reader still holds keeps the disk until closed. */
+    if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
+        return -errno;
+    return 0;
+}
+
+/* sandbox_destroy_dir's part: the disk's claims are on the disk, so it is
+ * mounted to release them, then unmounted and deleted. */
+int sb_disk_destroy(const char *dir, char *err, size_t errlen)
+{
+    char img[4096];
+    struct stat st;
+    int rc;
+
+    if (sb_disk_image_path(dir, img, sizeof(img)) != 0)
+        return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
+    if (stat(img, &st) != 0)
+        return 0;
+    if (is_mount_root(dir) == 0 && mount_image(dir, img, err, errlen) != 0)
+        fprintf(stderr, "devboxd: %s\n", err); /* deleted all the same */
+    rc = sb_uid_release(dir);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir,
+                      strerror(-rc));
+    rc = sandbox_disk_detach(dir);
+    if (rc != 0)
+        return sb_err(err, errlen, rc, "cannot unmount the devbox disk %s: %s",
+                      dir, strerror(-rc));
+    if (unlink(img) != 0 && errno != ENOENT)
+        return sb_err(err, errlen, -errno, "cannot delete %s: %s", img,
+                      strerror(errno));
+    return 0;
+}
