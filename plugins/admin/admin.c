@@ -32,8 +32,6 @@ static const char *const mcp_keys[] = {
     "description", "auth_mechanism", "custom_headers", "create_time_ms",
     NULL};
 
-/* ---- schemas ------------------------------------------------------------ */
-
 /* ---- helpers ------------------------------------------------------------ */
 
 static bool secret_name_ok(const char *s)

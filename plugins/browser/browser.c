@@ -16,62 +16,9 @@
 #include <string.h>
 
 #include "browser_internal.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 #define DEFAULT_BLUEPRINT "runloop-mcp-browser"
-
-static const char input_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"action\":{\"type\":\"string\",\"enum\":[\"navigate\",\"click\","
-    "\"type\",\"fill\",\"screenshot\",\"get_text\",\"get_attribute\","
-    "\"wait_for_selector\",\"wait_for_navigation\",\"press\",\"hover\","
-    "\"scroll\",\"check\",\"uncheck\",\"select_option\",\"close\"],"
-    "\"description\":\"What to do. navigate: open value (a URL). click, "
-    "hover, check, uncheck: the element at selector. type (key by key) and "
-    "fill (set at once): value into selector. screenshot: the page (or the "
-    "element at selector) as an image, saved in the devbox at value if "
-    "given. get_text: text of selector (default the whole page). "
-    "get_attribute: attribute value of selector. wait_for_selector: until "
-    "selector is in state value (visible by default). wait_for_navigation: "
-    "until the page loaded, or its URL matches value (a glob). press: a key "
-    "(value, e.g. Enter), on selector if given. scroll: selector into view, "
-    "or by value pixels, or to top/bottom. select_option: the option whose "
-    "value or label is value. close: end the session.\"},"
-    "\"value\":{\"type\":\"string\",\"description\":\"Action-specific value: "
-    "URL, text, key, attribute name, option, pixels, screenshot path. For "
-    "actions that take only an element, value may hold the selector "
-    "instead.\"},"
-    "\"selector\":{\"type\":\"string\",\"description\":\"The element: a CSS "
-    "selector, or Playwright's text=..., role=..., xpath=... The first "
-    "match is used.\"},"
-    "\"session_id\":{\"type\":\"string\",\"description\":\"The session of "
-    "earlier actions (returned by the first one). Omit it to start a new "
-    "session.\"},"
-    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":100,\"description\":"
-    "\"How long the action may wait for its element or page (default from "
-    "the deployment, 10000).\"},"
-    "\"full_page\":{\"type\":\"boolean\",\"description\":\"screenshot: the "
-    "whole scrollable page instead of the viewport.\"}"
-    "},\"required\":[\"action\"]}";
-
-static const char output_schema[] =
-    "{\"type\":\"object\",\"properties\":{"
-    "\"session_id\":{\"type\":\"string\"},"
-    "\"action\":{\"type\":\"string\"},"
-    "\"new_session\":{\"type\":\"boolean\"},"
-    "\"url\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"},"
-    "\"status\":{\"type\":[\"integer\",\"null\"]},"
-    "\"text\":{\"type\":[\"string\",\"null\"]},"
-    "\"text_truncated\":{\"type\":\"boolean\"},"
-    "\"text_bytes\":{\"type\":\"integer\"},"
-    "\"attribute\":{\"type\":\"string\"},"
-    "\"selected\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-    "\"scroll\":{\"type\":\"object\"},"
-    "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
-    "\"mime_type\":{\"type\":\"string\"},"
-    "\"closed\":{\"type\":\"boolean\"},"
-    "\"devbox_status\":{\"type\":\"string\"},"
-    "\"browser_had_exited\":{\"type\":\"boolean\"}"
-    "},\"required\":[\"session_id\",\"action\"]}";
 
 /* ---- results --------------------------------------------------------------
  */
@@ -324,7 +271,7 @@ static const struct rlmcp_h_tool specs[] = {
      "act on the same page. Screenshots come back as images. close ends the "
      "session and suspends its devbox. Pages served inside the devbox "
      "(http://localhost:PORT, file:///...) and data: URLs work offline.",
-     input_schema, output_schema,
+     schema_run_browser, schema_run_browser_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
      run_browser, true},

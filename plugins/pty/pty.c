@@ -31,6 +31,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 #include "screen.h"
 
 struct pty {
@@ -42,23 +43,6 @@ struct pty {
 #define PTY_PORT 13 /* the fixed port of the PTY control and data plane */
 #define PTY_MAX_OUTPUT (512u * 1024u) /* raw output kept per exchange */
 
-#define DEVBOX_PROP(what)                                                    \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "      \
-    "running devbox " what " (dbx_...).\"}"
-
-#define SESSION_PROP                                                         \
-    "\"session_name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" \
-    "256,\"pattern\":\"^[A-Za-z0-9_-]+$\",\"description\":\"Your name for " \
-    "the terminal session (1-256 of A-Z a-z 0-9 _ -). The same name "      \
-    "reconnects to the same shell.\"}"
-
-#define COLS_ROWS_PROPS                                                      \
-    "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"        \
-    "\"description\":\"Terminal width in columns (1-1000); give rows "      \
-    "too.\"},\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"     \
-    "1000,\"description\":\"Terminal height in rows (1-1000); give cols "   \
-    "too.\"}"
-
 static const char *const signals[] = {
     "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",
     "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGSTOP", "SIGTSTP",
@@ -67,111 +51,6 @@ static const char *const signals[] = {
 #define SIGNALS_TEXT                                                         \
     "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, SIGUSR1, SIGUSR2, SIGCONT, " \
     "SIGSTOP, SIGTSTP, SIGWINCH, SIGALRM, SIGTTIN, SIGTTOU, SIGPIPE"
-
-/* ---- schemas ---------------------------------------------------------------- */
-
-static const char connect_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("to open the terminal on") "," SESSION_PROP ","
-    COLS_ROWS_PROPS "},\"required\":[\"devbox_id\",\"session_name\"]}";
-
-static const char connect_out[] =
-    "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
-    "\"string\"},\"created\":{\"type\":\"boolean\"},\"attached\":{\"type\":"
-    "\"boolean\"},\"connect_url\":{\"type\":\"string\"},\"cols\":{\"type\":"
-    "\"integer\"},\"rows\":{\"type\":\"integer\"},\"idle_ttl_seconds\":{"
-    "\"type\":\"integer\"}},\"required\":[\"session_name\"]}";
-
-static const char send_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("running the session") "," SESSION_PROP ","
-    "\"command\":{\"type\":\"string\",\"description\":\"Text to type into "
-    "the terminal, e.g. a shell command or a line for a REPL. A newline is "
-    "added unless append_newline is false. Control keys as escapes, e.g. "
-    "\\\"\\\\u0003\\\" for Ctrl-C.\"},"
-    "\"append_newline\":{\"type\":\"boolean\",\"description\":\"Press "
-    "Enter after the text (default true).\"},"
-    "\"quiet_ms\":{\"type\":\"integer\",\"minimum\":10,\"maximum\":60000,"
-    "\"description\":\"Return once the terminal printed nothing for this "
-    "many milliseconds (default 500).\"},"
-    "\"max_wait\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":"
-    "600,\"description\":\"Return after at most this many seconds even if "
-    "output continues (default 30).\"}},"
-    "\"required\":[\"devbox_id\",\"session_name\",\"command\"]}";
-
-static const char send_out[] =
-    "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
-    "\"string\"},\"output\":{\"type\":\"string\"},\"quiet\":{\"type\":"
-    "\"boolean\"}},\"required\":[\"session_name\",\"output\"]}";
-
-static const char control_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("running the session") "," SESSION_PROP ","
-    "\"action\":{\"type\":\"string\",\"enum\":[\"resize\",\"signal\","
-    "\"close\"],\"description\":\"resize (needs cols and rows; the program "
-    "gets SIGWINCH), signal (needs signal), or close (ends the shell; the "
-    "next pty_connect starts a fresh one).\"}," COLS_ROWS_PROPS ","
-    "\"signal\":{\"type\":\"string\",\"description\":\"POSIX signal name "
-    "for action signal, sent to the foreground process group: " SIGNALS_TEXT
-    ".\"}},\"required\":[\"devbox_id\",\"session_name\",\"action\"]}";
-
-static const char control_out[] =
-    "{\"type\":\"object\",\"properties\":{\"session_name\":{\"type\":"
-    "\"string\"},\"status\":{\"type\":\"string\"}},"
-    "\"required\":[\"session_name\"]}";
-
-static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("to use") "},\"required\":[\"devbox_id\"]}";
-
-static const char pty_tunnel_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"tunnel_key\":{\"type\":\"string\"},\"auth_token\":{"
-    "\"type\":\"string\"},\"pty_url\":{\"type\":\"string\"},"
-    "\"auth_header\":{\"type\":\"string\"}},\"required\":[\"devbox_id\","
-    "\"tunnel_key\",\"auth_token\",\"pty_url\"]}";
-
-static const char enable_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("to expose") ","
-    "\"auth_mode\":{\"type\":\"string\",\"enum\":[\"open\","
-    "\"authenticated\"],\"description\":\"authenticated (this server's "
-    "default): callers must send the returned auth_token; open: anyone "
-    "with the URL gets in.\"},"
-    "\"http_keep_alive\":{\"type\":\"boolean\",\"description\":\"Tunnel "
-    "traffic resets the devbox's idle timer (default true).\"},"
-    "\"wake_on_http\":{\"type\":\"boolean\",\"description\":\"A request "
-    "to a suspended devbox resumes it (default false).\"},"
-    "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,"
-    "\"description\":\"Also return the URL of this port (the service must "
-    "listen on 0.0.0.0).\"}},\"required\":[\"devbox_id\"]}";
-
-#define TUNNEL_OUT_PROPS                                                     \
-    "\"devbox_id\":{\"type\":\"string\"},\"tunnel_key\":{\"type\":"         \
-    "\"string\"},\"auth_mode\":{\"type\":\"string\"},\"auth_token\":{"      \
-    "\"type\":\"string\"},\"auth_header\":{\"type\":\"string\"},"           \
-    "\"url_template\":{\"type\":\"string\"},\"url\":{\"type\":\"string\"}," \
-    "\"port\":{\"type\":\"integer\"}"
-
-static const char tunnel_out[] =
-    "{\"type\":\"object\",\"properties\":{" TUNNEL_OUT_PROPS "},"
-    "\"required\":[\"devbox_id\",\"tunnel_key\",\"url_template\"]}";
-
-static const char url_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    DEVBOX_PROP("with a tunnel") ",\"port\":{\"type\":\"integer\","
-    "\"minimum\":1,\"maximum\":65535,\"description\":\"Port of the service "
-    "inside the devbox, e.g. 8000.\"}},\"required\":[\"devbox_id\","
-    "\"port\"]}";
-
-static const char url_out[] =
-    "{\"type\":\"object\",\"properties\":{" TUNNEL_OUT_PROPS "},"
-    "\"required\":[\"devbox_id\",\"tunnel_key\",\"url\",\"port\"]}";
-
-static const char removed_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"removed\":{\"type\":\"boolean\"}},"
-    "\"required\":[\"devbox_id\",\"removed\"]}";
 
 /* ---- shared helpers ------------------------------------------------------------ */
 
@@ -1089,35 +968,41 @@ static const struct rlmcp_h_tool specs[] = {
      "Create, or reconnect to, a named interactive terminal (bash on a "
      "real PTY) on a devbox, for programs that need a TTY: REPLs, TUIs. "
      "For ordinary commands use execute_command.",
-     connect_schema, connect_out, ANN("false", "false", "true"), t_connect, false},
+     schema_pty_connect, schema_pty_connect_out, ANN("false", "false", "true"),
+     t_connect, false},
     {"pty_send_command", "Type into a terminal session",
      "Type text into a named terminal session and return what the terminal "
      "printed until it is quiet for quiet_ms or max_wait passes, as plain "
      "text (escape sequences removed, carriage returns and backspaces "
      "applied).",
-     send_schema, send_out, ANN("false", "true", "false"), t_send, false},
+     schema_pty_send_command, schema_pty_send_command_out,
+     ANN("false", "true", "false"), t_send, false},
     {"pty_control", "Control a terminal session",
      "Resize a terminal session (the program gets SIGWINCH), send a POSIX "
      "signal to its foreground process group, or close it.",
-     control_schema, control_out, ANN("false", "true", "false"), t_control, false},
+     schema_pty_control, schema_pty_control_out, ANN("false", "true", "false"),
+     t_control, false},
     {"create_pty_tunnel", "Create a PTY tunnel",
      "Create a fresh authenticated tunnel to the devbox's terminal service "
      "and return its URL and token, for a terminal client of your own. "
      "Treat the token as a secret.",
-     id_schema, pty_tunnel_out, ANN("false", "false", "false"), t_pty_tunnel, false},
+     schema_devbox_id, schema_create_pty_tunnel_out,
+     ANN("false", "false", "false"), t_pty_tunnel, false},
     {"enable_tunnel", "Expose devbox ports",
      "Enable the devbox's tunnel: every port gets a URL "
      "(url_template with {port}). The service must listen on 0.0.0.0. "
      "authenticated (default here) needs the auth_token in the "
      "X-Runloop-Tunnel-Authorization: Bearer header.",
-     enable_schema, tunnel_out, ANN("false", "false", "false"), t_enable, false},
+     schema_enable_tunnel, schema_enable_tunnel_out,
+     ANN("false", "false", "false"), t_enable, false},
     {"get_tunnel_url", "Get a tunnel URL",
      "The URL of a port on a devbox whose tunnel is enabled, with the "
      "token to send when the tunnel is authenticated.",
-     url_schema, url_out, ANN("true", "false", "true"), t_url, false},
+     schema_get_tunnel_url, schema_get_tunnel_url_out,
+     ANN("true", "false", "true"), t_url, false},
     {"remove_tunnel", "Remove a devbox's tunnel",
-     "Remove the devbox's tunnel: its URLs stop working.", id_schema,
-     removed_out, ANN("false", "true", "true"), t_remove, false},
+     "Remove the devbox's tunnel: its URLs stop working.", schema_devbox_id,
+     schema_remove_tunnel_out, ANN("false", "true", "true"), t_remove, false},
 };
 
 static void pt_free(struct pty *pt)
