@@ -320,7 +320,7 @@ static int run_handler(struct rlmcp_call *c)
     case CALL_TOOL:
         if (c->tool->flags & RLMCP_TOOL_SERIAL) {
             /* The entry is shared read-only, except for this lock. */
-            serial = (pthread_mutex_t *)&c->tool->serial_lock;
+            serial = &c->tool->serial->lock;
             pthread_mutex_lock(serial);
         }
         if (!atomic_load(&c->cancelled))

@@ -114,6 +114,8 @@ static void plugin_free(struct loaded_plugin *lp)
     free(lp->name);
     free(lp->path);
     free(lp->init_error);
+    free(lp->config_json);
+    registry_free(lp->origin);
     free(lp);
 }
 
@@ -262,6 +264,31 @@ static int open_plugin(struct loader *l, struct loaded_plugin *lp)
     return check_desc(lp, d);
 }
 
+/*
+ * Keep what the plugin registered, as registered: later deployments copy
+ * it (registry_copy_plugin). On failure the plugin is shut down and its
+ * registrations undone.
+ */
+static int make_origin(struct loaded_plugin *lp)
+{
+    char err[512] = "out of memory";
+
+    lp->origin = registry_new();
+    if (lp->origin != NULL && registry_copy_plugin(lp->origin, lp->reg, lp, err,
+                                                   sizeof(err)) == RLMCP_OK) {
+        lp->reg = NULL; /* registering ends with init */
+        return 0;
+    }
+    LOAD_FAIL(lp, "%s: %s", lp->path, err);
+    if (lp->desc.shutdown != NULL)
+        lp->desc.shutdown(loader_handle(lp), lp->state);
+    lp->initialized = false;
+    registry_remove_plugin(lp->reg, lp);
+    registry_free(lp->origin);
+    lp->origin = NULL;
+    return -1;
+}
+
 static int init_plugin(struct loaded_plugin *lp)
 {
     int rc = RLMCP_OK;
@@ -281,6 +308,8 @@ static int init_plugin(struct loaded_plugin *lp)
         return -1;
     }
     lp->initialized = true;
+    if (make_origin(lp) < 0)
+        return -1;
     log_msg(RLMCP_LOG_DEBUG, lp->name, "loaded %s (version %s, ABI %u.%u)",
             lp->path, lp->desc.version ? lp->desc.version : "?",
             lp->desc.abi_major, lp->desc.abi_minor);
@@ -295,13 +324,14 @@ load_one(struct loader *l, const struct host_plugin_config *p, const char *dir)
     if (lp == NULL)
         goto oom;
     lp->handle.lp = lp;
+    atomic_init(&lp->refs, 1);
     lp->reg = l->reg;
     lp->name = strdup(p->name);
     lp->path = plugin_path(p, dir);
-    lp->config_json = p->config_json ? p->config_json : "{}";
-    lp->config_len = strlen(lp->config_json);
-    if (lp->name == NULL || lp->path == NULL)
+    lp->config_json = strdup(p->config_json ? p->config_json : "{}");
+    if (lp->name == NULL || lp->path == NULL || lp->config_json == NULL)
         goto oom;
+    lp->config_len = strlen(lp->config_json);
     if (open_plugin(l, lp) < 0 || init_plugin(lp) < 0)
         goto fail;
     return lp;
@@ -314,12 +344,61 @@ fail:
     return NULL;
 }
 
+/*
+ * The plugin of old that p names unchanged (same resolved path, same
+ * config), referenced and its registrations copied into l->reg; NULL when
+ * there is none. *failed is set when copying failed (a name clash).
+ */
+static struct loaded_plugin *keep_one(struct loader *l,
+                                      const struct loader *old,
+                                      const struct host_plugin_config *p,
+                                      const char *dir, bool *failed)
+{
+    struct loaded_plugin *lp = NULL;
+    char *path = plugin_path(p, dir);
+    const char *json = p->config_json ? p->config_json : "{}";
+    char err[512] = "";
+    size_t i = 0;
+
+    *failed = false;
+    for (i = 0; old != NULL && path != NULL && i < old->n_plugins; i++) {
+        struct loaded_plugin *o = old->plugins[i];
+        if (strcmp(o->name, p->name) == 0 && strcmp(o->path, path) == 0 &&
+            strcmp(o->config_json, json) == 0 && o->initialized) {
+            lp = o;
+            break;
+        }
+    }
+    free(path);
+    if (lp == NULL)
+        return NULL;
+    if (registry_copy_plugin(l->reg, lp->origin, lp, err, sizeof(err)) !=
+        RLMCP_OK) {
+        LOAD_FAIL(lp, "%s: %s", lp->path, err);
+        *failed = true;
+        return NULL;
+    }
+    atomic_fetch_add(&lp->refs, 1);
+    l->n_kept++;
+    log_msg(RLMCP_LOG_INFO, lp->name,
+            "path and config unchanged: kept as loaded (not initialised "
+            "again)");
+    return lp;
+}
+
 int loader_load_all(const struct host_config *cfg, struct registry *reg,
                     struct loader **out)
+{
+    return loader_reload(cfg, reg, NULL, out);
+}
+
+int loader_reload(const struct host_config *cfg, struct registry *reg,
+                  const struct loader *old, struct loader **out)
 {
     struct loader *l = calloc(1, sizeof(*l));
     char *dir = loader_plugin_dir(cfg);
     bool skip = cfg->host.on_plugin_error == HOST_PLUGIN_ERROR_SKIP;
+    bool clash = false;
     size_t i = 0;
 
     *out = NULL;
@@ -337,12 +416,14 @@ int loader_load_all(const struct host_config *cfg, struct registry *reg,
                     "disabled in the deployment; not loaded");
             continue;
         }
-        lp = load_one(l, p, dir);
+        lp = keep_one(l, old, p, dir, &clash);
+        if (lp == NULL && !clash)
+            lp = load_one(l, p, dir);
         if (lp != NULL) {
             l->plugins[l->n_plugins++] = lp;
             continue;
         }
-        if (!skip) {
+        if (!skip || clash) {
             log_msg(RLMCP_LOG_ERROR, NULL,
                     "%s: plugin '%s' failed to load; fix it, or set "
                     "host.on_plugin_error: skip to start without it",
@@ -374,15 +455,25 @@ void loader_unload_all(struct loader *l)
     /* Reverse order: later plugins may rely on earlier ones. */
     for (i = l->n_plugins; i-- > 0;) {
         struct loaded_plugin *lp = l->plugins[i];
-        if (lp->initialized && lp->desc.shutdown != NULL)
-            lp->desc.shutdown(loader_handle(lp), lp->state);
-        lp->initialized = false;
+        lp->dying = atomic_fetch_sub(&lp->refs, 1) == 1;
     }
-    /* user_data_free is plugin code: before dlclose. */
-    for (i = l->n_plugins; i-- > 0;)
-        registry_release_plugin(l->reg, l->plugins[i]);
     for (i = l->n_plugins; i-- > 0;) {
         struct loaded_plugin *lp = l->plugins[i];
+        if (lp->dying && lp->initialized && lp->desc.shutdown != NULL)
+            lp->desc.shutdown(loader_handle(lp), lp->state);
+        if (lp->dying)
+            lp->initialized = false;
+    }
+    /* user_data_free is plugin code: before dlclose. */
+    for (i = l->n_plugins; i-- > 0;) {
+        struct loaded_plugin *lp = l->plugins[i];
+        if (lp->dying && lp->origin != NULL)
+            registry_release_plugin(lp->origin, lp);
+    }
+    for (i = l->n_plugins; i-- > 0;) {
+        struct loaded_plugin *lp = l->plugins[i];
+        if (!lp->dying)
+            continue;
         if (lp->dl != NULL && getenv("RLMCP_NO_DLCLOSE") == NULL)
             dlclose(lp->dl);
         plugin_free(lp);

@@ -12,6 +12,7 @@
 #ifndef RLMCP_HOST_LOADER_H
 #define RLMCP_HOST_LOADER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,25 +27,37 @@ struct rlmcp_plugin {
     struct loaded_plugin *lp;
 };
 
+/*
+ * One loaded plugin instance. A reload keeps the instance of a plugin whose
+ * path and config did not change: every deployment (struct loader) that
+ * lists it holds a reference, and it is shut down and unloaded with the
+ * last one.
+ */
 struct loaded_plugin {
     struct rlmcp_plugin handle; /* &lp->handle is what plugins get */
+    atomic_int refs;            /* loaders listing it */
     char *name;
     char *path;
     void *dl;                      /* dlopen handle */
     struct rlmcp_plugin_desc desc; /* copy of the descriptor (our size) */
-    const char *config_json;       /* borrowed from host_config, "{}" */
+    char *config_json;             /* its config: section as JSON, "{}" */
     size_t config_len;
     void *state;      /* from init */
     bool in_init;     /* register_* / set_error allowed */
     bool initialized; /* init returned RLMCP_OK */
+    bool dying;       /* its last reference is being dropped */
     char *init_error; /* set_error text */
-    struct registry *reg;
+    struct registry *reg; /* the registry being built, during init only */
+    /* What it registered, as registered (never selected): copied into
+     * each deployment's registry; owns the user data. */
+    struct registry *origin;
 };
 
 struct loader {
     struct loaded_plugin **plugins; /* deployment order */
     size_t n_plugins;
     size_t n_skipped; /* dropped under on_plugin_error: skip */
+    size_t n_kept;    /* taken over from the previous deployment */
     struct registry *reg;
 };
 
@@ -70,9 +83,20 @@ int loader_load_all(const struct host_config *cfg, struct registry *reg,
                     struct loader **out);
 
 /*
- * Reverse-order shutdown: each plugin's shutdown() (last loaded first),
- * then every user_data_free, then dlclose. Call it after the dispatcher
- * has drained, before registry_free(). NULL is fine.
+ * A reload: like loader_load_all, but a plugin of old whose resolved path
+ * and config are the same is kept (referenced, its registrations copied
+ * into reg; init is not called again). old may be NULL. On -1, nothing
+ * of old changed.
+ */
+int loader_reload(const struct host_config *cfg, struct registry *reg,
+                  const struct loader *old, struct loader **out);
+
+/*
+ * Drop the loader's reference to each plugin. Those left without one
+ * (all of them without reloads) go in reverse order: each plugin's
+ * shutdown() (last loaded first), then every user_data_free, then
+ * dlclose. Call it after the calls of the deployment have ended. NULL is
+ * fine.
  */
 void loader_unload_all(struct loader *l);
 

@@ -223,6 +223,25 @@ static int check_annotations(const cJSON *a, char *err, size_t errlen)
 
 /* ---- tools ------------------------------------------------------------- */
 
+static struct tool_serial *serial_new(void)
+{
+    struct tool_serial *ts = calloc(1, sizeof(*ts));
+
+    if (ts == NULL)
+        return NULL;
+    atomic_init(&ts->refs, 1);
+    pthread_mutex_init(&ts->lock, NULL);
+    return ts;
+}
+
+static void serial_unref(struct tool_serial *ts)
+{
+    if (ts == NULL || atomic_fetch_sub(&ts->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&ts->lock);
+    free(ts);
+}
+
 static void tool_free(struct tool_entry *t)
 {
     size_t i = 0;
@@ -244,7 +263,7 @@ static void tool_free(struct tool_entry *t)
         free(t->param_aliases[i].original);
     }
     free(t->param_aliases);
-    pthread_mutex_destroy(&t->serial_lock);
+    serial_unref(t->serial);
     free(t);
 }
 
@@ -258,6 +277,21 @@ static struct tool_entry *find_registered(const struct registry *reg,
             return reg->tools[i];
     }
     return NULL;
+}
+
+/* Tool names are unique host-wide: true (err set) when name is taken. */
+static bool tool_taken(const struct registry *reg, const char *name, char *err,
+                       size_t errlen)
+{
+    const struct tool_entry *other = find_registered(reg, name);
+
+    if (other == NULL)
+        return false;
+    set_err(err, errlen,
+            "tool '%s' is already registered by plugin '%s'; tool names "
+            "are unique host-wide (rename one, or use a deployment alias)",
+            name, other->plugin_name);
+    return true;
 }
 
 static int validate_tool(const struct rlmcp_tool_def *d, char *err,
@@ -391,7 +425,6 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
 {
     struct rlmcp_tool_def d;
     struct tool_entry *t = NULL;
-    struct tool_entry *other = NULL;
     int rc = RLMCP_OK;
 
     if (reg->frozen) {
@@ -409,18 +442,14 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
     rc = validate_tool(&d, err, errlen);
     if (rc != RLMCP_OK)
         return rc;
-    other = find_registered(reg, d.name);
-    if (other != NULL) {
-        set_err(err, errlen,
-                "tool '%s' is already registered by plugin '%s'; tool names "
-                "are unique host-wide (rename one, or use a deployment alias)",
-                d.name, other->plugin_name);
+    if (tool_taken(reg, d.name, err, errlen))
         return RLMCP_EEXIST;
-    }
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return RLMCP_ENOMEM;
-    pthread_mutex_init(&t->serial_lock, NULL);
+    t->serial = serial_new();
+    if (t->serial == NULL)
+        goto oom;
     rc = tool_fill_json(t, &d, err, errlen);
     if (rc == RLMCP_OK)
         rc = tool_timeout_arg(t, &d, err, errlen);
@@ -471,12 +500,28 @@ static void resource_free(struct resource_entry *r)
     free(r);
 }
 
+static bool resource_taken(const struct registry *reg, const char *key,
+                           char *err, size_t errlen)
+{
+    size_t i = 0;
+
+    for (i = 0; i < reg->n_res; i++) {
+        const struct resource_entry *r = reg->res[i];
+        const char *rk = r->uri ? r->uri : r->uri_template;
+        if (strcmp(rk, key) == 0) {
+            set_err(err, errlen, "resource '%.200s' is already registered",
+                    key);
+            return true;
+        }
+    }
+    return false;
+}
+
 static int validate_resource(const struct registry *reg,
                              const struct rlmcp_resource_def *d, char *err,
                              size_t errlen)
 {
     const char *key = d->uri ? d->uri : d->uri_template;
-    size_t i = 0;
 
     if ((d->uri == NULL) == (d->uri_template == NULL) ||
         (key != NULL && key[0] == '\0')) {
@@ -498,16 +543,7 @@ static int validate_resource(const struct registry *reg,
         set_err(err, errlen, "resource '%.200s' has no read handler", key);
         return RLMCP_EINVAL;
     }
-    for (i = 0; i < reg->n_res; i++) {
-        const struct resource_entry *r = reg->res[i];
-        const char *rk = r->uri ? r->uri : r->uri_template;
-        if (strcmp(rk, key) == 0) {
-            set_err(err, errlen, "resource '%.200s' is already registered",
-                    key);
-            return RLMCP_EEXIST;
-        }
-    }
-    return RLMCP_OK;
+    return resource_taken(reg, key, err, errlen) ? RLMCP_EEXIST : RLMCP_OK;
 }
 
 int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
@@ -573,6 +609,20 @@ static void prompt_free(struct prompt_entry *p)
     free(p);
 }
 
+static bool prompt_taken(const struct registry *reg, const char *name,
+                         char *err, size_t errlen)
+{
+    size_t i = 0;
+
+    for (i = 0; i < reg->n_prompts; i++) {
+        if (strcmp(reg->prompts[i]->name, name) == 0) {
+            set_err(err, errlen, "prompt '%s' is already registered", name);
+            return true;
+        }
+    }
+    return false;
+}
+
 static int check_prompt_args(const cJSON *args, const char *name, char *err,
                              size_t errlen)
 {
@@ -607,7 +657,6 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
 {
     struct rlmcp_prompt_def d;
     struct prompt_entry *p = NULL;
-    size_t i = 0;
     int rc = RLMCP_OK;
 
     if (reg->frozen) {
@@ -634,12 +683,8 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
                 "prompt '%s' needs a description and a get handler", d.name);
         return RLMCP_EINVAL;
     }
-    for (i = 0; i < reg->n_prompts; i++) {
-        if (strcmp(reg->prompts[i]->name, d.name) == 0) {
-            set_err(err, errlen, "prompt '%s' is already registered", d.name);
-            return RLMCP_EEXIST;
-        }
-    }
+    if (prompt_taken(reg, d.name, err, errlen))
+        return RLMCP_EEXIST;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         goto oom;
@@ -674,6 +719,172 @@ oom:
     rc = RLMCP_ENOMEM;
 fail:
     prompt_free(p);
+    return rc;
+}
+
+/* ---- copying a plugin's entries (a reload) ----------------------------- */
+
+/* A copy of t as its plugin registered it; NULL when out of memory. */
+static struct tool_entry *tool_copy(const struct tool_entry *t)
+{
+    struct tool_entry *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->serial = t->serial;
+    atomic_fetch_add(&c->serial->refs, 1);
+    c->name = strdup(t->original_name);
+    c->plugin_name = strdup(t->plugin_name);
+    c->original_name = strdup(t->original_name);
+    c->title = dup_opt(t->title);
+    c->description = strdup(t->description);
+    c->input_schema = cJSON_Duplicate(t->input_schema, true);
+    c->output_schema = cJSON_Duplicate(t->output_schema, true);
+    c->annotations = cJSON_Duplicate(t->annotations, true);
+    c->timeout_arg = dup_opt(t->timeout_arg);
+    if (c->name == NULL || c->plugin_name == NULL || c->original_name == NULL ||
+        (t->title != NULL && c->title == NULL) || c->description == NULL ||
+        c->input_schema == NULL ||
+        (t->output_schema != NULL && c->output_schema == NULL) ||
+        (t->annotations != NULL && c->annotations == NULL) ||
+        (t->timeout_arg != NULL && c->timeout_arg == NULL)) {
+        tool_free(c);
+        return NULL;
+    }
+    c->read_only = t->read_only;
+    c->flags = t->flags;
+    c->timeout_ms = t->timeout_ms;
+    c->handler = t->handler;
+    c->user_data = t->user_data;
+    c->user_data_free = t->user_data_free;
+    c->has_task = t->has_task;
+    c->task = t->task;
+    c->plugin = t->plugin;
+    return c;
+}
+
+static struct resource_entry *resource_copy(const struct resource_entry *r)
+{
+    struct resource_entry *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->uri = dup_opt(r->uri);
+    c->uri_template = dup_opt(r->uri_template);
+    c->name = strdup(r->name);
+    c->title = dup_opt(r->title);
+    c->description = dup_opt(r->description);
+    c->mime_type = dup_opt(r->mime_type);
+    if ((r->uri && !c->uri) || (r->uri_template && !c->uri_template) ||
+        !c->name || (r->title && !c->title) ||
+        (r->description && !c->description) ||
+        (r->mime_type && !c->mime_type)) {
+        resource_free(c);
+        return NULL;
+    }
+    c->flags = r->flags;
+    c->read = r->read;
+    c->user_data = r->user_data;
+    c->user_data_free = r->user_data_free;
+    c->plugin = r->plugin;
+    return c;
+}
+
+static struct prompt_entry *prompt_copy(const struct prompt_entry *p)
+{
+    struct prompt_entry *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->name = strdup(p->name);
+    c->title = dup_opt(p->title);
+    c->description = strdup(p->description);
+    c->arguments = cJSON_Duplicate(p->arguments, true);
+    if (!c->name || (p->title && !c->title) || !c->description ||
+        (p->arguments && !c->arguments)) {
+        prompt_free(c);
+        return NULL;
+    }
+    c->get = p->get;
+    c->user_data = p->user_data;
+    c->user_data_free = p->user_data_free;
+    c->plugin = p->plugin;
+    return c;
+}
+
+static int copy_tools(struct registry *dst, const struct registry *src,
+                      const struct loaded_plugin *plugin, char *err,
+                      size_t errlen)
+{
+    struct tool_entry *t = NULL;
+    size_t i = 0;
+
+    for (i = 0; i < src->n_tools; i++) {
+        if (src->tools[i]->plugin != plugin)
+            continue;
+        if (tool_taken(dst, src->tools[i]->original_name, err, errlen))
+            return RLMCP_EEXIST;
+        if (grow((void **)&dst->tools, &dst->cap_tools, dst->n_tools,
+                 sizeof(*dst->tools)) < 0 ||
+            (t = tool_copy(src->tools[i])) == NULL)
+            goto oom;
+        dst->tools[dst->n_tools++] = t;
+    }
+    return RLMCP_OK;
+oom:
+    set_err(err, errlen, "out of memory");
+    return RLMCP_ENOMEM;
+}
+
+static int copy_others(struct registry *dst, const struct registry *src,
+                       const struct loaded_plugin *plugin, char *err,
+                       size_t errlen)
+{
+    struct resource_entry *r = NULL;
+    struct prompt_entry *p = NULL;
+    size_t i = 0;
+
+    for (i = 0; i < src->n_res; i++) {
+        const struct resource_entry *e = src->res[i];
+        if (e->plugin != plugin)
+            continue;
+        if (resource_taken(dst, e->uri ? e->uri : e->uri_template, err, errlen))
+            return RLMCP_EEXIST;
+        if (grow((void **)&dst->res, &dst->cap_res, dst->n_res,
+                 sizeof(*dst->res)) < 0 ||
+            (r = resource_copy(e)) == NULL)
+            goto oom;
+        dst->res[dst->n_res++] = r;
+    }
+    for (i = 0; i < src->n_prompts; i++) {
+        if (src->prompts[i]->plugin != plugin)
+            continue;
+        if (prompt_taken(dst, src->prompts[i]->name, err, errlen))
+            return RLMCP_EEXIST;
+        if (grow((void **)&dst->prompts, &dst->cap_prompts, dst->n_prompts,
+                 sizeof(*dst->prompts)) < 0 ||
+            (p = prompt_copy(src->prompts[i])) == NULL)
+            goto oom;
+        dst->prompts[dst->n_prompts++] = p;
+    }
+    return RLMCP_OK;
+oom:
+    set_err(err, errlen, "out of memory");
+    return RLMCP_ENOMEM;
+}
+
+int registry_copy_plugin(struct registry *dst, const struct registry *src,
+                         struct loaded_plugin *plugin, char *err, size_t errlen)
+{
+    int rc = RLMCP_OK;
+
+    if (dst->frozen || src->frozen) {
+        set_err(err, errlen, "a plugin's entries are copied before selection");
+        return RLMCP_ESTATE;
+    }
+    rc = copy_tools(dst, src, plugin, err, errlen);
+    if (rc == RLMCP_OK)
+        rc = copy_others(dst, src, plugin, err, errlen);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #define RLMCP_HOST_REGISTRY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +19,16 @@
 #include "rlmcp/plugin.h"
 
 struct loaded_plugin; /* loader.h */
+
+/*
+ * The lock of a RLMCP_TOOL_SERIAL tool, shared by every copy of its entry
+ * (a reload copies a kept plugin's entries into the new registry), so calls
+ * on the old and the new deployment still take turns.
+ */
+struct tool_serial {
+    atomic_int refs;
+    pthread_mutex_t lock;
+};
 
 /* A parameter renamed by a deployment alias: exposed -> original. */
 struct param_alias {
@@ -47,7 +58,7 @@ struct tool_entry {
     struct rlmcp_task_def task;        /* its ops when has_task */
     struct param_alias *param_aliases; /* may be NULL */
     size_t n_param_aliases;
-    pthread_mutex_t serial_lock; /* taken around calls when SERIAL */
+    struct tool_serial *serial; /* taken around calls when SERIAL */
     struct loaded_plugin *plugin;
 };
 
@@ -127,6 +138,16 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
  */
 void registry_remove_plugin(struct registry *reg,
                             const struct loaded_plugin *plugin);
+
+/*
+ * Copy everything plugin registered in src (not yet selected) into dst,
+ * which must be open: entries as the plugin registered them, sharing its
+ * user data and SERIAL locks. The same checks as registration: a name
+ * another plugin took already is RLMCP_EEXIST with the reason in err.
+ */
+int registry_copy_plugin(struct registry *dst, const struct registry *src,
+                         struct loaded_plugin *plugin, char *err,
+                         size_t errlen);
 
 /*
  * Call user_data_free for everything plugin registered (selected or not)

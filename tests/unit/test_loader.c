@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -432,6 +433,112 @@ static void test_services_table(void **state)
     }
 }
 
+/* A deployment of the fixtures for a reload: its config, registry, loader. */
+static int reload_into(struct env *n, const struct env *old,
+                       const char *plugins_yaml)
+{
+    char yaml[4096];
+    char err[1024];
+
+    snprintf(yaml, sizeof(yaml), "host:\n  plugin_dir: %s\n%s", FIXTURES,
+             plugins_yaml);
+    if (config_load_string("l.yaml", yaml, strlen(yaml), &n->cfg, err,
+                           sizeof(err)) != 0)
+        fail_msg("bad test yaml: %s", err);
+    n->reg = registry_new();
+    assert_non_null(n->reg);
+    n->ldr = NULL;
+    return loader_reload(&n->cfg, n->reg, old->ldr, &n->ldr);
+}
+
+static void test_reload_keeps_unchanged(void **state)
+{
+    struct env e;
+    struct env n;
+    char err[256];
+
+    assert_int_equal(load(&e,
+                          "plugins:\n  - name: fx_good\n    config: {k: 1}\n"
+                          "  - fx_second\n",
+                          NULL),
+                     0);
+    logbuf[0] = '\0';
+    assert_int_equal(reload_into(&n, &e,
+                                 "plugins:\n  - name: fx_good\n    config: "
+                                 "{k: 1}\n  - name: fx_second\n    config: "
+                                 "{z: 2}\n"),
+                     0);
+    /* fx_good: same instance, init not run again; fx_second: a new one. */
+    expect_no_log("fx_good: config");
+    expect_log("fx_good: path and config unchanged: kept as loaded");
+    expect_log("fx_second: config {\"z\":2}");
+    assert_int_equal(n.ldr->n_plugins, 2);
+    assert_int_equal(n.ldr->n_kept, 1);
+    assert_ptr_equal(n.ldr->plugins[0], e.ldr->plugins[0]);
+    assert_ptr_not_equal(n.ldr->plugins[1], e.ldr->plugins[1]);
+    /* The new registry holds the kept plugin's tools as registered. */
+    assert_int_equal(registry_all_tool_count(n.reg), 4);
+    assert_int_equal(
+        registry_select(e.reg, NULL, "l.yaml", false, 777, err, sizeof(err)),
+        0);
+    assert_int_equal(
+        registry_select(n.reg, NULL, "l.yaml", false, 888, err, sizeof(err)),
+        0);
+    assert_int_equal(registry_find_tool(n.reg, "fx_other")->timeout_ms, 1234);
+    assert_int_equal(registry_find_tool(n.reg, "fx_echo")->timeout_ms, 888);
+    assert_ptr_equal(registry_find_tool(n.reg, "fx_echo")->plugin,
+                     e.ldr->plugins[0]);
+    /* SERIAL calls on the old and the new deployment still take turns. */
+    assert_ptr_equal(registry_find_tool(n.reg, "fx_other")->serial,
+                     registry_find_tool(e.reg, "fx_other")->serial);
+
+    /* The old deployment goes: only the plugin it alone held shuts down. */
+    logbuf[0] = '\0';
+    loader_unload_all(e.ldr);
+    e.ldr = NULL;
+    expect_log("fx_second: shutdown");
+    expect_no_log("fx_good: shutdown");
+    expect_no_log("user_data_free fx_echo");
+    assert_true(is_loaded("rlmcp_fx_good.so"));
+    done(&e);
+    logbuf[0] = '\0';
+    loader_unload_all(n.ldr);
+    n.ldr = NULL;
+    expect_log("fx_good: shutdown");
+    expect_log("fx_good: user_data_free fx_echo");
+    assert_false(is_loaded("rlmcp_fx_good.so"));
+    done(&n);
+}
+
+static void test_reload_failure_keeps_old(void **state)
+{
+    struct env e;
+    struct env n;
+
+    assert_int_equal(load(&e, "plugins: [fx_good]\n", NULL), 0);
+    logbuf[0] = '\0';
+    /* A new plugin whose init fails: the reload is undone, fx_good kept. */
+    assert_int_equal(reload_into(&n, &e, "plugins: [fx_good, fx_init_fail]\n"),
+                     -1);
+    assert_null(n.ldr);
+    expect_log("plugin 'fx_init_fail' failed to load");
+    expect_no_log("fx_good: shutdown");
+    assert_int_equal(atomic_load(&e.ldr->plugins[0]->refs), 1);
+    assert_true(is_loaded("rlmcp_fx_good.so"));
+    done(&n);
+    /* A kept plugin whose tool a plugin before it now registers. */
+    logbuf[0] = '\0';
+    assert_int_equal(reload_into(&n, &e, "plugins: [fx_dup, fx_good]\n"), -1);
+    expect_log("tool 'fx_echo' is already registered by plugin 'fx_dup'");
+    expect_log("fx_dup: shutdown");
+    expect_no_log("fx_good: shutdown");
+    assert_int_equal(atomic_load(&e.ldr->plugins[0]->refs), 1);
+    done(&n);
+    logbuf[0] = '\0';
+    done(&e);
+    expect_log("fx_good: shutdown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +563,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abi_1_0_plugin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plugin_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_services_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_keeps_unchanged, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reload_failure_keeps_old, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
