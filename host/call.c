@@ -64,9 +64,10 @@ static const char *code_text(int code)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,
-                            struct mcp_sink *sink, enum call_kind kind,
-                            const cJSON *id, const char *api_key)
+struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
+                            struct mcp_session *s, struct mcp_sink *sink,
+                            enum call_kind kind, const cJSON *id,
+                            const char *api_key)
 {
     struct rlmcp_call *c = calloc(1, sizeof(*c));
     pthread_condattr_t attr;
@@ -97,6 +98,8 @@ struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,
     pthread_cond_init(&c->cond, &attr);
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&c->send_lock, NULL);
+    c->dep = dep;
+    deployment_ref(dep);
     c->s = s;
     mcp_session_ref(s);
     c->sink = sink;
@@ -117,6 +120,7 @@ void call_unref(struct rlmcp_call *c)
     if (c->sink->release != NULL)
         c->sink->release(c->sink);
     mcp_session_unref(c->s);
+    deployment_unref(c->dep); /* may unload a retired deployment's plugins */
     cJSON_Delete(c->id);
     free(c->id_key);
     cJSON_Delete(c->progress_token);
@@ -708,16 +712,16 @@ static int deployment_text(const rlmcp_call *call, char **msg, char **remedy)
     char *m = NULL;
     char *r = NULL;
 
-    if (call->d == NULL || call->d->reg == NULL || call->tool == NULL)
+    if (call->dep == NULL || call->tool == NULL)
         return 0;
-    m = textmap_apply(call->d->reg, call->tool, *msg, TEXTMAP_RENAME);
+    m = textmap_apply(call->dep->reg, call->tool, *msg, TEXTMAP_RENAME);
     if (m == NULL)
         return -1;
     free(*msg);
     *msg = m;
     if (*remedy == NULL)
         return 0;
-    r = textmap_apply(call->d->reg, call->tool, *remedy, TEXTMAP_DROP_HIDDEN);
+    r = textmap_apply(call->dep->reg, call->tool, *remedy, TEXTMAP_DROP_HIDDEN);
     if (r == NULL)
         return -1;
     free(*remedy);

@@ -43,6 +43,7 @@ static const char *const supported_versions[] = {
 struct req {
     struct mcp_dispatcher *d;
     struct mcp_session *s;
+    struct deployment *dep; /* referenced for the request's lifetime */
     struct mcp_sink *sink;
     const struct mcp_request_ctx *ctx;
     struct jsonrpc_msg *m;
@@ -146,12 +147,101 @@ void mcp_session_set_label(struct mcp_session *s, const char *label)
 
 void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)
 {
+    struct mcp_dispatcher *d = s->d;
+
     sink->retain(sink);
     pthread_mutex_lock(&s->lock);
     if (s->notify != NULL)
         s->notify->release(s->notify);
     s->notify = sink;
     pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&d->sess_lock);
+    if (!s->in_notify_list) {
+        s->n_prev = NULL;
+        s->n_next = d->notify_sessions;
+        if (d->notify_sessions != NULL)
+            d->notify_sessions->n_prev = s;
+        d->notify_sessions = s;
+        s->in_notify_list = true;
+    }
+    pthread_mutex_unlock(&d->sess_lock);
+}
+
+static void notify_list_remove(struct mcp_session *s)
+{
+    struct mcp_dispatcher *d = s->d;
+
+    pthread_mutex_lock(&d->sess_lock);
+    if (s->in_notify_list) {
+        if (s->n_prev != NULL)
+            s->n_prev->n_next = s->n_next;
+        else
+            d->notify_sessions = s->n_next;
+        if (s->n_next != NULL)
+            s->n_next->n_prev = s->n_prev;
+        s->in_notify_list = false;
+    }
+    pthread_mutex_unlock(&d->sess_lock);
+}
+
+/* The sessions to notify, referenced; NULL-terminated, or NULL. */
+static struct mcp_session **notify_targets(struct mcp_dispatcher *d)
+{
+    struct mcp_session **v = NULL;
+    struct mcp_session *s = NULL;
+    size_t n = 0;
+
+    pthread_mutex_lock(&d->sess_lock);
+    for (s = d->notify_sessions; s != NULL; s = s->n_next)
+        n++;
+    v = calloc(n + 1, sizeof(*v));
+    n = 0;
+    for (s = d->notify_sessions; s != NULL && v != NULL; s = s->n_next) {
+        mcp_session_ref(s);
+        v[n++] = s;
+    }
+    pthread_mutex_unlock(&d->sess_lock);
+    return v;
+}
+
+/* Send json to s's notify sink if it is initialised and open. */
+static bool notify_session(struct mcp_session *s, const char *json)
+{
+    struct mcp_sink *out = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->initialized && !s->closed && s->notify != NULL) {
+        out = s->notify;
+        out->retain(out);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (out == NULL)
+        return false;
+    out->send(out, json, strlen(json), false);
+    out->release(out);
+    return true;
+}
+
+unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d)
+{
+    static const char json[] = "{\"jsonrpc\":\"2.0\",\"method\":"
+                               "\"notifications/tools/list_changed\"}";
+    struct mcp_session **v = notify_targets(d);
+    unsigned sent = 0;
+    size_t i;
+
+    if (v == NULL) {
+        log_msg(RLMCP_LOG_ERROR, NULL,
+                "out of memory: notifications/tools/list_changed not sent");
+        return 0;
+    }
+    for (i = 0; v[i] != NULL; i++) {
+        if (notify_session(v[i], json))
+            sent++;
+        mcp_session_unref(v[i]);
+    }
+    free(v);
+    return sent;
 }
 
 void mcp_session_ref(struct mcp_session *s)
@@ -202,6 +292,7 @@ void mcp_session_free(struct mcp_session *s)
 
     if (s == NULL)
         return;
+    notify_list_remove(s);
     pthread_mutex_lock(&s->lock);
     s->closed = true;
     calls = session_calls(s, &n);
@@ -371,10 +462,13 @@ refuse:
 static struct rlmcp_call *new_call(struct req *r, enum call_kind kind)
 {
     const char *key = r->ctx != NULL ? r->ctx->api_key : NULL;
-    struct rlmcp_call *c = call_new(r->d, r->s, r->sink, kind, r->m->id, key);
+    struct rlmcp_call *c =
+        call_new(r->d, r->dep, r->s, r->sink, kind, r->m->id, key);
 
     if (c == NULL)
         reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+    else if (r->dep->call_timeout_ms != 0)
+        c->timeout_ms = r->dep->call_timeout_ms;
     else
         c->timeout_ms = r->d->default_timeout_ms;
     return c;
@@ -400,26 +494,29 @@ static void task_capabilities(cJSON *caps, bool stateless)
     cJSON_AddObjectToObject(o, "call");
 }
 
-/* stateless: 2026-07-28 has no resources/subscribe (nor, here, listen). */
-static cJSON *server_capabilities(struct mcp_dispatcher *d, bool stateless)
+/*
+ * stateless: 2026-07-28 has no resources/subscribe (nor, here, listen).
+ * tools.listChanged: a reload (SIGHUP) may change the tools.
+ */
+static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
 {
     cJSON *caps = cJSON_CreateObject();
     cJSON *o = NULL;
 
     o = cJSON_AddObjectToObject(caps, "tools");
-    cJSON_AddBoolToObject(o, "listChanged", false);
+    cJSON_AddBoolToObject(o, "listChanged", true);
     cJSON_AddObjectToObject(caps, "logging");
     cJSON_AddObjectToObject(caps, "completions");
-    if (registry_resource_count(d->reg) > 0) {
+    if (registry_resource_count(dep->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "resources");
         cJSON_AddBoolToObject(o, "subscribe", !stateless);
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
-    if (registry_prompt_count(d->reg) > 0) {
+    if (registry_prompt_count(dep->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "prompts");
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
-    if (d->has_tasks)
+    if (dep->has_tasks)
         task_capabilities(caps, stateless);
     return caps;
 }
@@ -475,7 +572,7 @@ static void m_initialize(struct req *r)
     res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "protocolVersion", version);
     cJSON_AddItemToObject(res, "capabilities",
-                          server_capabilities(r->d, false));
+                          server_capabilities(r->dep, false));
     info = cJSON_AddObjectToObject(res, "serverInfo");
     cJSON_AddStringToObject(info, "name", r->d->server_name);
     cJSON_AddStringToObject(info, "version", r->d->server_version);
@@ -500,7 +597,8 @@ static void m_discover(struct req *r)
 
     for (i = 0; i < rev_n_supported; i++)
         cJSON_AddItemToArray(versions, cJSON_CreateString(rev_supported[i]));
-    cJSON_AddItemToObject(res, "capabilities", server_capabilities(r->d, true));
+    cJSON_AddItemToObject(res, "capabilities",
+                          server_capabilities(r->dep, true));
     if (r->d->instructions != NULL)
         cJSON_AddStringToObject(res, "instructions", r->d->instructions);
     meta = cJSON_AddObjectToObject(res, "_meta");
@@ -607,7 +705,7 @@ static void add_next_cursor(cJSON *res, size_t next, size_t count)
 static void m_tools_list(struct req *r)
 {
     struct mcp_dispatcher *d = r->d;
-    size_t count = registry_tool_count(d->reg);
+    size_t count = registry_tool_count(r->dep->reg);
     size_t offset = 0;
     size_t page_no;
     char *id = NULL;
@@ -626,7 +724,7 @@ static void m_tools_list(struct req *r)
         asprintf(
             &json,
             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s%s}}",
-            id, d->tool_pages[page_no], next,
+            id, r->dep->tool_pages[page_no], next,
             r->stateless ? REV_LIST_FIELDS : "") < 0)
         json = NULL;
     free(id);
@@ -654,7 +752,7 @@ static cJSON *resource_item(const struct resource_entry *e)
 /* resources/list (templates false) and resources/templates/list. */
 static void list_resources(struct req *r, bool templates)
 {
-    struct registry *reg = r->d->reg;
+    struct registry *reg = r->dep->reg;
     size_t n = registry_resource_count(reg);
     size_t *idx = calloc(n + 1, sizeof(*idx));
     size_t count = 0;
@@ -698,7 +796,7 @@ static void m_templates_list(struct req *r)
 
 static void m_prompts_list(struct req *r)
 {
-    struct registry *reg = r->d->reg;
+    struct registry *reg = r->dep->reg;
     size_t count = registry_prompt_count(reg);
     size_t offset = 0;
     size_t i;
@@ -836,6 +934,7 @@ static void task_req(const struct req *r, struct tasks_req *q)
 {
     memset(q, 0, sizeof(*q));
     q->d = r->d;
+    q->dep = r->dep;
     q->s = r->s;
     q->sink = r->sink;
     q->id = r->m->id;
@@ -850,7 +949,7 @@ static void m_tasks(struct req *r)
     struct tasks_req q;
     cJSON *data = NULL;
 
-    if (!r->d->has_tasks) {
+    if (!r->dep->has_tasks) {
         reply_error(r, JSONRPC_METHOD_NOT_FOUND,
                     "method '%s' not found: no tool of this deployment runs "
                     "as a task",
@@ -895,7 +994,7 @@ static void m_tools_call(struct req *r)
                     "be a tool name from tools/list");
         return;
     }
-    t = registry_find_tool(r->d->reg, name->valuestring);
+    t = registry_find_tool(r->dep->reg, name->valuestring);
     if (t == NULL) {
         reply_error(r, JSONRPC_INVALID_PARAMS,
                     "unknown tool '%.128s'; call tools/list for the tools "
@@ -953,7 +1052,7 @@ static const char *resource_uri(struct req *r,
                     "resources/list");
         return NULL;
     }
-    *entry = resources_find(r->d->reg, uri->valuestring);
+    *entry = resources_find(r->dep->reg, uri->valuestring);
     if (*entry == NULL) {
         data = cJSON_CreateObject();
         cJSON_AddStringToObject(data, "uri", uri->valuestring);
@@ -1005,7 +1104,7 @@ static void m_subscribe(struct req *r)
     if (uri == NULL)
         return;
     if ((e->flags & RLMCP_RESOURCE_SUBSCRIBABLE) && r->d->watch != NULL &&
-        resources_watch_add(r->d->watch, s, e, uri,
+        resources_watch_add(r->d->watch, s, uri,
                             r->ctx != NULL ? r->ctx->api_key : NULL) != 0) {
         reply_error(r, JSONRPC_INVALID_PARAMS,
                     "this session already watches %u resources; "
@@ -1107,7 +1206,7 @@ static void m_prompts_get(struct req *r)
                     "params.name must be a prompt name from prompts/list");
         return;
     }
-    p = registry_find_prompt(r->d->reg, name->valuestring);
+    p = registry_find_prompt(r->dep->reg, name->valuestring);
     if (p == NULL) {
         reply_error(r, JSONRPC_INVALID_PARAMS,
                     "unknown prompt '%.128s'; call prompts/list",
@@ -1327,6 +1426,7 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
 {
     struct jsonrpc_msg m;
     struct req r;
+    struct deployment *dep = NULL;
     cJSON *bad_id = NULL;
     char err[512];
     int rc;
@@ -1343,8 +1443,10 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
         }
         goto out;
     }
+    dep = mcp_deployment_get(d);
     memset(&r, 0, sizeof(r));
     r.d = d;
+    r.dep = dep;
     r.s = s;
     r.sink = sink;
     r.ctx = ctx;
@@ -1375,6 +1477,7 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
         break;
     }
 out:
+    deployment_unref(dep);
     cJSON_Delete(bad_id);
     jsonrpc_msg_free(&m);
     return is_request;
@@ -1504,26 +1607,31 @@ static char *tool_list_json(const struct tool_entry *t)
     return s;
 }
 
-static int build_tool_pages(struct mcp_dispatcher *d)
+/* dep's tools/list pages, pre-joined, and whether it offers tasks. */
+static int build_tool_pages(const struct mcp_dispatcher *d,
+                            struct deployment *dep)
 {
-    size_t count = registry_tool_count(d->reg);
+    size_t count = registry_tool_count(dep->reg);
     size_t pages = count == 0 ? 1 : (count + d->page_size - 1) / d->page_size;
     size_t p;
 
-    d->tool_pages = calloc(pages, sizeof(*d->tool_pages));
-    if (d->tool_pages == NULL)
+    dep->has_tasks = tasks_available(dep->reg);
+    if (dep->tool_pages != NULL)
+        return 0; /* built when it was first served */
+    dep->tool_pages = calloc(pages, sizeof(*dep->tool_pages));
+    if (dep->tool_pages == NULL)
         return -1;
-    d->n_tool_pages = pages;
+    dep->n_tool_pages = pages;
     for (p = 0; p < pages; p++) {
         size_t len = 0;
         size_t cap = 0;
         size_t i;
 
-        if (buf_add(&d->tool_pages[p], &len, &cap, "") != 0)
+        if (buf_add(&dep->tool_pages[p], &len, &cap, "") != 0)
             return -1;
         for (i = p * d->page_size; i < count && i < (p + 1) * d->page_size;
              i++) {
-            const struct tool_entry *t = registry_tool_at(d->reg, i);
+            const struct tool_entry *t = registry_tool_at(dep->reg, i);
             char *own = t->list_json == NULL ? tool_list_json(t) : NULL;
             const char *item = t->list_json != NULL ? t->list_json : own;
             int rc = 0;
@@ -1531,9 +1639,9 @@ static int build_tool_pages(struct mcp_dispatcher *d)
             if (item == NULL)
                 return -1;
             if (i != p * d->page_size)
-                rc = buf_add(&d->tool_pages[p], &len, &cap, ",");
+                rc = buf_add(&dep->tool_pages[p], &len, &cap, ",");
             if (rc == 0)
-                rc = buf_add(&d->tool_pages[p], &len, &cap, item);
+                rc = buf_add(&dep->tool_pages[p], &len, &cap, item);
             free(own);
             if (rc != 0)
                 return -1;
@@ -1544,11 +1652,6 @@ static int build_tool_pages(struct mcp_dispatcher *d)
 
 static void free_fields(struct mcp_dispatcher *d)
 {
-    size_t i;
-
-    for (i = 0; i < d->n_tool_pages; i++)
-        free(d->tool_pages[i]);
-    free(d->tool_pages);
     free(d->server_name);
     free(d->server_version);
     free(d->instructions);
@@ -1563,15 +1666,56 @@ static char *dup_or(const char *s, const char *fallback)
     return strdup(s != NULL ? s : fallback);
 }
 
-struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
-                                  struct registry *reg)
+/* The threads: the worker pools and the timer. 0 or -1 (none left). */
+static int start_threads(struct mcp_dispatcher *d)
+{
+    d->pool = pool_create(d->workers);
+    if (d->pool == NULL)
+        return -1;
+    d->long_pool = pool_create(MCP_LONG_WORKERS);
+    if (d->long_pool == NULL) {
+        pool_destroy(d->pool);
+        return -1;
+    }
+    if (pthread_create(&d->timer, NULL, timer_main, d) != 0) {
+        pool_destroy(d->pool);
+        pool_destroy(d->long_pool);
+        return -1;
+    }
+    d->timer_running = true;
+    return 0;
+}
+
+static void init_locks(struct mcp_dispatcher *d)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->dep_lock, NULL);
+    pthread_mutex_init(&d->sess_lock, NULL);
+    pthread_cond_init(&d->timer_cond, &attr);
+    pthread_cond_init(&d->idle_cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static void destroy_locks(struct mcp_dispatcher *d)
+{
+    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->dep_lock);
+    pthread_mutex_destroy(&d->sess_lock);
+    pthread_cond_destroy(&d->timer_cond);
+    pthread_cond_destroy(&d->idle_cond);
+}
+
+struct mcp_dispatcher *mcp_create_deployment(const struct mcp_options *opts,
+                                             struct deployment *dep)
 {
     struct mcp_dispatcher *d = calloc(1, sizeof(*d));
-    pthread_condattr_t attr;
 
     if (d == NULL)
         return NULL;
-    d->reg = reg;
     d->server_name = dup_or(opts->server_name, "runloop-mcp");
     d->server_version = dup_or(opts->server_version, RLMCP_VERSION);
     d->instructions =
@@ -1584,34 +1728,16 @@ struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
     d->max_message = opts->max_message_bytes != 0 ? opts->max_message_bytes
                                                   : MCP_DEFAULT_MAX_MESSAGE;
     atomic_init(&d->next_request_id, 0);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->timer_cond, &attr);
-    pthread_cond_init(&d->idle_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    init_locks(d);
     if (d->server_name == NULL || d->server_version == NULL ||
         (opts->instructions != NULL && d->instructions == NULL) ||
-        build_tool_pages(d) != 0)
+        build_tool_pages(d, dep) != 0)
         goto fail;
-    d->has_tasks = tasks_available(d->reg);
     d->watch = resources_watch_new(d);
-    if (d->watch == NULL)
+    if (d->watch == NULL || start_threads(d) != 0)
         goto fail;
-    d->pool = pool_create(d->workers);
-    if (d->pool == NULL)
-        goto fail;
-    d->long_pool = pool_create(MCP_LONG_WORKERS);
-    if (d->long_pool == NULL) {
-        pool_destroy(d->pool);
-        goto fail;
-    }
-    if (pthread_create(&d->timer, NULL, timer_main, d) != 0) {
-        pool_destroy(d->pool);
-        pool_destroy(d->long_pool);
-        goto fail;
-    }
-    d->timer_running = true;
+    deployment_ref(dep);
+    d->dep = dep;
     return d;
 fail:
     log_msg(RLMCP_LOG_ERROR, NULL,
@@ -1619,11 +1745,47 @@ fail:
             "of memory or threads");
     resources_watch_free(d->watch);
     free_fields(d);
-    pthread_mutex_destroy(&d->lock);
-    pthread_cond_destroy(&d->timer_cond);
-    pthread_cond_destroy(&d->idle_cond);
+    destroy_locks(d);
     free(d);
     return NULL;
+}
+
+struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
+                                  struct registry *reg)
+{
+    struct deployment *dep = deployment_new(reg, NULL, 0);
+    struct mcp_dispatcher *d = NULL;
+
+    if (dep == NULL)
+        return NULL;
+    d = mcp_create_deployment(opts, dep);
+    deployment_unref(dep);
+    return d;
+}
+
+struct deployment *mcp_deployment_get(struct mcp_dispatcher *d)
+{
+    struct deployment *dep = NULL;
+
+    pthread_mutex_lock(&d->dep_lock);
+    dep = d->dep;
+    deployment_ref(dep);
+    pthread_mutex_unlock(&d->dep_lock);
+    return dep;
+}
+
+int mcp_replace_deployment(struct mcp_dispatcher *d, struct deployment *dep,
+                           struct deployment **old)
+{
+    *old = NULL;
+    if (build_tool_pages(d, dep) != 0)
+        return -1;
+    deployment_ref(dep);
+    pthread_mutex_lock(&d->dep_lock);
+    *old = d->dep;
+    d->dep = dep;
+    pthread_mutex_unlock(&d->dep_lock);
+    return 0;
 }
 
 void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
@@ -1694,10 +1856,9 @@ void mcp_destroy(struct mcp_dispatcher *d)
     }
     pool_destroy(d->pool);
     pool_destroy(d->long_pool);
+    deployment_unref(d->dep);
     free_fields(d);
-    pthread_mutex_destroy(&d->lock);
-    pthread_cond_destroy(&d->timer_cond);
-    pthread_cond_destroy(&d->idle_cond);
+    destroy_locks(d);
     free(d);
 }
 

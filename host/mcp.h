@@ -67,8 +67,31 @@ struct mcp_options {
 #define MCP_DEFAULT_MAX_MESSAGE (16u * 1024 * 1024)
 #define MCP_LATEST_PROTOCOL_VERSION "2025-11-25"
 
+/* A dispatcher of the tools in reg (frozen; borrowed, never reloaded). */
 struct mcp_dispatcher *mcp_create(const struct mcp_options *opts,
                                   struct registry *reg);
+
+struct deployment;
+
+/* A dispatcher serving dep (deployment.h); it takes its own reference. */
+struct mcp_dispatcher *mcp_create_deployment(const struct mcp_options *opts,
+                                             struct deployment *dep);
+
+/*
+ * Serve dep from now on (a reload): requests that arrive later use it,
+ * those in progress finish on the one they started on. Takes a reference
+ * to dep; *old receives the dispatcher's reference to the previous one.
+ * -1 (nothing changed) when out of memory.
+ */
+int mcp_replace_deployment(struct mcp_dispatcher *d, struct deployment *dep,
+                           struct deployment **old);
+
+/*
+ * notifications/tools/list_changed to every initialised session that has
+ * a channel for messages tied to no request (mcp_session_set_notify).
+ * Returns how many sessions it went to.
+ */
+unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d);
 /* Cancels in-flight calls, waits for them, frees. */
 void mcp_destroy(struct mcp_dispatcher *d);
 
@@ -80,9 +103,9 @@ bool mcp_session_initialized(const struct mcp_session *s);
 void mcp_session_set_label(struct mcp_session *s, const char *label);
 /*
  * Where the session's messages that belong to no request go
- * (notifications/resources/updated): stdio's output, an HTTP session's
- * standalone stream. Retained until the session is freed; set it once,
- * before serving the session.
+ * (notifications/resources/updated, notifications/tools/list_changed):
+ * stdio's output, an HTTP session's standalone stream. Retained until the
+ * session is freed; set it once, before serving the session.
  */
 void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink);
 

@@ -3,6 +3,7 @@
  * share. Not for transports: they use mcp.h.
  *
  * Lock order: dispatcher lock and session lock are never held together;
+ * dep_lock and sess_lock are leaves (nothing is taken while holding one);
  * session lock before a call's lock; a call's send_lock is taken with no
  * other lock held (sinks may block on I/O).
  */
@@ -17,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "deployment.h"
 #include "mcp.h"
 #include "registry.h"
 
@@ -49,6 +51,7 @@ struct pending_req {
 struct rlmcp_call {
     atomic_int refs;
     struct mcp_dispatcher *d;
+    struct deployment *dep; /* referenced: tool/resource/prompt live in it */
     struct mcp_session *s;
     struct mcp_sink *sink;
     enum call_kind kind;
@@ -123,6 +126,9 @@ struct mcp_session {
     /* Messages tied to no request (resources/updated); retained; NULL:
      * the transport has nowhere to send them. */
     struct mcp_sink *notify;
+    /* The dispatcher's sessions with a notify sink (its sess_lock). */
+    bool in_notify_list;
+    struct mcp_session *n_next, *n_prev;
 };
 
 struct mcp_dispatcher {
@@ -133,7 +139,10 @@ struct mcp_dispatcher {
     unsigned default_timeout_ms;
     size_t page_size;
     size_t max_message;
-    struct registry *reg;
+    pthread_mutex_t dep_lock;  /* guards dep, the pointer; a leaf lock */
+    struct deployment *dep;    /* the current one (deployment.h) */
+    pthread_mutex_t sess_lock; /* guards notify_sessions; a leaf lock */
+    struct mcp_session *notify_sessions;
     struct pool *pool;
     struct pool *long_pool; /* RLMCP_TOOL_LONG calls: their own threads */
     struct rlclient *rl;
@@ -151,20 +160,21 @@ struct mcp_dispatcher {
     atomic_ulong next_request_id;
 
     struct res_watch *watch; /* resources/subscribe (resources.h) */
-
-    bool has_tasks;    /* a selected tool runs as a task (tasks.h) */
-    char **tool_pages; /* pre-joined tools/list pages */
-    size_t n_tool_pages;
 };
 
 uint64_t mcp_now_ns(void);
 /* A mcp_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to. */
 struct timespec mcp_ns_timespec(uint64_t ns);
 
-/* call.c: the dispatcher's side of a call. */
-struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct mcp_session *s,
-                            struct mcp_sink *sink, enum call_kind kind,
-                            const cJSON *id, const char *api_key);
+/* The current deployment, referenced (deployment_unref when done). */
+struct deployment *mcp_deployment_get(struct mcp_dispatcher *d);
+
+/* call.c: the dispatcher's side of a call. dep is the deployment its
+ * tool, resource or prompt belongs to: the call holds a reference. */
+struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
+                            struct mcp_session *s, struct mcp_sink *sink,
+                            enum call_kind kind, const cJSON *id,
+                            const char *api_key);
 void call_ref(struct rlmcp_call *c);
 void call_unref(struct rlmcp_call *c);
 /* The pool job: run the handler, answer, unlink, drop the job's ref. */

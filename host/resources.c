@@ -112,7 +112,6 @@ struct watch_sub {
     atomic_int refs;      /* the list's, and each read's (sink retain) */
     struct res_watch *w;
     struct mcp_session *s; /* referenced */
-    const struct resource_entry *e;
     char *uri;
     char *api_key; /* never logged */
     uint64_t fingerprint;
@@ -228,14 +227,39 @@ static void sub_send(struct mcp_sink *sink, const char *json, size_t len,
         call_unref(c);
 }
 
+/*
+ * The resource behind sub in the current deployment, and that deployment
+ * (referenced): each read looks it up again, so a reload that changed or
+ * removed its plugin is followed. NULL when it is no longer watchable.
+ */
+static const struct resource_entry *sub_resource(struct res_watch *w,
+                                                 const struct watch_sub *sub,
+                                                 struct deployment **dep)
+{
+    const struct resource_entry *e = NULL;
+
+    *dep = mcp_deployment_get(w->d);
+    e = resources_find((*dep)->reg, sub->uri);
+    if (e != NULL && (e->flags & RLMCP_RESOURCE_SUBSCRIBABLE))
+        return e;
+    deployment_unref(*dep);
+    *dep = NULL;
+    return NULL;
+}
+
 /* Start one read of sub on the pool (w->lock held). */
 static void start_read(struct res_watch *w, struct watch_sub *sub)
 {
     static const cJSON id = {.type = cJSON_Number, .valueint = 0};
+    struct deployment *dep = NULL;
+    const struct resource_entry *e = sub_resource(w, sub, &dep);
     struct rlmcp_call *c = NULL;
     uint64_t now = mcp_now_ns();
 
-    c = call_new(w->d, sub->s, &sub->sink, CALL_RESOURCE, &id, sub->api_key);
+    if (e != NULL)
+        c = call_new(w->d, dep, sub->s, &sub->sink, CALL_RESOURCE, &id,
+                     sub->api_key);
+    deployment_unref(dep); /* the call holds its own reference */
     if (c != NULL)
         c->uri = strdup(sub->uri);
     if (c == NULL || c->uri == NULL) {
@@ -243,10 +267,10 @@ static void start_read(struct res_watch *w, struct watch_sub *sub)
         sub->due_ns = now + (uint64_t)RES_WATCH_INTERVAL_MS * 1000000ull;
         return;
     }
-    c->resource = sub->e;
+    c->resource = e;
     c->what = c->uri;
-    c->plugin = sub->e->plugin;
-    c->plugin_name = sub->e->plugin != NULL ? sub->e->plugin->name : NULL;
+    c->plugin = e->plugin;
+    c->plugin_name = e->plugin != NULL ? e->plugin->name : NULL;
     c->timeout_ms = RES_WATCH_READ_MS;
     c->deadline_ns = now + (uint64_t)RES_WATCH_READ_MS * 1000000ull;
     call_ref(c);
@@ -326,7 +350,6 @@ static unsigned session_watches(const struct res_watch *w,
 }
 
 static struct watch_sub *sub_new(struct res_watch *w, struct mcp_session *s,
-                                 const struct resource_entry *e,
                                  const char *uri, const char *api_key)
 {
     struct watch_sub *sub = calloc(1, sizeof(*sub));
@@ -338,7 +361,6 @@ static struct watch_sub *sub_new(struct res_watch *w, struct mcp_session *s,
     sub->sink.release = sub_release;
     atomic_init(&sub->refs, 1);
     sub->w = w;
-    sub->e = e;
     sub->uri = strdup(uri);
     sub->api_key = api_key != NULL ? strdup(api_key) : NULL;
     if (sub->uri == NULL || (api_key != NULL && sub->api_key == NULL)) {
@@ -353,8 +375,7 @@ static struct watch_sub *sub_new(struct res_watch *w, struct mcp_session *s,
 }
 
 int resources_watch_add(struct res_watch *w, struct mcp_session *s,
-                        const struct resource_entry *e, const char *uri,
-                        const char *api_key)
+                        const char *uri, const char *api_key)
 {
     struct watch_sub *sub = NULL;
     bool present = false;
@@ -369,7 +390,7 @@ int resources_watch_add(struct res_watch *w, struct mcp_session *s,
         rc = -1;
         goto out;
     }
-    sub = sub_new(w, s, e, uri, api_key);
+    sub = sub_new(w, s, uri, api_key);
     if (sub == NULL) {
         rc = -1;
         goto out;

@@ -43,14 +43,14 @@ struct res_watch;
 struct res_watch *resources_watch_new(struct mcp_dispatcher *d);
 
 /*
- * Watch uri (resource e, which is RLMCP_RESOURCE_SUBSCRIBABLE) for session
- * s, reading it with api_key (may be NULL: the deployment's). Watching it
- * again is a no-op. 0, or -1 when the session watches too many (or out of
- * memory).
+ * Watch uri (of a RLMCP_RESOURCE_SUBSCRIBABLE resource) for session s,
+ * reading it with api_key (may be NULL: the deployment's). Each read finds
+ * the resource in the deployment current then (a reload may change it; a
+ * resource no longer there is not read). Watching it again is a no-op. 0,
+ * or -1 when the session watches too many (or out of memory).
  */
 int resources_watch_add(struct res_watch *w, struct mcp_session *s,
-                        const struct resource_entry *e, const char *uri,
-                        const char *api_key);
+                        const char *uri, const char *api_key);
 void resources_watch_remove(struct res_watch *w, struct mcp_session *s,
                             const char *uri);
 /* Forget everything session s watches (its end). */

@@ -53,6 +53,7 @@ enum task_op { OP_START, OP_GET, OP_RESULT, OP_CANCEL };
 /* A decoded, verified task id. */
 struct task_ref {
     const struct tool_entry *tool;
+    char gone[129]; /* a genuine id whose tool this deployment lacks */
     cJSON *handle;
     long long created_ms;
     long long ttl_ms;
@@ -309,7 +310,7 @@ static bool whole_number(const cJSON *v)
 }
 
 /* The payload's fields; false when any is missing or of the wrong type. */
-static bool payload_fields(struct mcp_dispatcher *d, const cJSON *p,
+static bool payload_fields(const struct registry *reg, const cJSON *p,
                            struct task_ref *out)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "t");
@@ -320,12 +321,16 @@ static bool payload_fields(struct mcp_dispatcher *d, const cJSON *p,
     if (!cJSON_IsString(t) || !cJSON_IsObject(h) || !whole_number(c) ||
         !whole_number(l))
         return false;
-    out->tool =
-        registry_find_original(d->reg, t->valuestring, strlen(t->valuestring));
-    if (out->tool == NULL || !out->tool->has_task)
-        return false;
     out->created_ms = (long long)c->valuedouble;
     out->ttl_ms = (long long)l->valuedouble;
+    out->tool =
+        registry_find_original(reg, t->valuestring, strlen(t->valuestring));
+    if (out->tool == NULL || !out->tool->has_task) {
+        /* A reload removed its plugin: say so (the id is genuine). */
+        snprintf(out->gone, sizeof(out->gone), "%.128s", t->valuestring);
+        out->tool = NULL;
+        return false;
+    }
     out->handle = cJSON_Duplicate(h, true);
     return out->handle != NULL;
 }
@@ -335,7 +340,7 @@ static bool payload_fields(struct mcp_dispatcher *d, const cJSON *p,
  * of this caller (malformed, forged, another caller's, expired, or its tool
  * is gone): the same answer for all, so ids cannot be probed.
  */
-static int id_decode(struct mcp_dispatcher *d, const char *id,
+static int id_decode(const struct registry *reg, const char *id,
                      const char *caller, struct task_ref *out)
 {
     const char *payload = NULL, *dot = NULL;
@@ -362,10 +367,16 @@ static int id_decode(struct mcp_dispatcher *d, const char *id,
     json = b64url_decode(payload_s, strlen(payload_s), &json_len);
     p = json != NULL ? cJSON_ParseWithLength((const char *)json, json_len)
                      : NULL;
-    if (p == NULL || !payload_fields(d, p, out))
+    if (p == NULL || (!payload_fields(reg, p, out) && out->gone[0] == '\0'))
         goto out;
-    if (now_ms() > out->created_ms + out->ttl_ms)
+    if (now_ms() > out->created_ms + out->ttl_ms) {
+        out->gone[0] = '\0';
         goto out; /* expired: its ttl is over */
+    }
+    if (out->gone[0] != '\0') {
+        rc = 2;
+        goto out;
+    }
     rc = 0;
 out:
     if (rc != 0) {
@@ -730,7 +741,7 @@ static void run_op(const struct tasks_req *q, struct task_sink *ts,
                    uint32_t timeout_ms, bool unchecked)
 {
     struct rlmcp_call *c =
-        call_new(q->d, q->s, &ts->sink, CALL_TOOL, q->id, q->api_key);
+        call_new(q->d, q->dep, q->s, &ts->sink, CALL_TOOL, q->id, q->api_key);
 
     ts_release(&ts->sink); /* the call holds it now */
     if (c == NULL) {
@@ -816,6 +827,7 @@ static bool task_param(const struct tasks_req *q, struct task_ref *ref,
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(q->params, "taskId");
     char caller[65];
+    int rc = 0;
 
     if (!cJSON_IsString(id) || id->valuestring[0] == '\0') {
         reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
@@ -824,7 +836,18 @@ static bool task_param(const struct tasks_req *q, struct task_ref *ref,
         return false;
     }
     caller_of(q->api_key, caller);
-    if (id_decode(q->d, id->valuestring, caller, ref) != 0) {
+    rc = id_decode(q->dep->reg, id->valuestring, caller, ref);
+    if (rc == 2) {
+        reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
+                    "task '%.64s%s' belongs to tool '%s', which this "
+                    "deployment no longer offers (its plugin was removed or "
+                    "failed to load); restore the plugin in the deployment "
+                    "and reload to reach the task again",
+                    id->valuestring, strlen(id->valuestring) > 64 ? "…" : "",
+                    ref->gone);
+        return false;
+    }
+    if (rc != 0) {
         reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
                     "no task '%.64s%s' for this caller: it does not exist, "
                     "expired, or was created with another credential",

@@ -26,6 +26,7 @@
 #define TASKS_EXTENSION "io.modelcontextprotocol/tasks"
 #define TASKS_RELATED_META "io.modelcontextprotocol/related-task"
 
+struct deployment;
 struct mcp_dispatcher;
 struct mcp_session;
 struct mcp_sink;
@@ -35,6 +36,7 @@ struct tool_entry;
 /* One task request (or task-augmented tools/call), as the dispatcher saw it. */
 struct tasks_req {
     struct mcp_dispatcher *d;
+    struct deployment *dep; /* the request's (deployment.h) */
     struct mcp_session *s;
     struct mcp_sink *sink;
     const cJSON *id;

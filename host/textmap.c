@@ -389,9 +389,9 @@ static const struct tool_entry *exposed_tool(rlmcp_call *call, const char *tool)
 {
     const struct tool_entry *t = NULL;
 
-    if (call == NULL || tool == NULL || call->d == NULL || call->d->reg == NULL)
+    if (call == NULL || tool == NULL || call->dep == NULL)
         return NULL;
-    t = registry_find_original(call->d->reg, tool, strlen(tool));
+    t = registry_find_original(call->dep->reg, tool, strlen(tool));
     return t != NULL && t->selected ? t : NULL;
 }
 

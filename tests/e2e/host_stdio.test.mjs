@@ -43,7 +43,7 @@ describe('host over stdio with the MCP SDK client', () => {
     assert.equal(info.name, 'runloop-mcp-test');
     assert.ok(info.version);
     const caps = c.client.getServerCapabilities();
-    assert.deepEqual(caps.tools, { listChanged: false });
+    assert.deepEqual(caps.tools, { listChanged: true });
     assert.deepEqual(caps.logging, {});
   });
 

@@ -21,6 +21,7 @@
 
 #include "call.h"
 #include "config.h"
+#include "deployment.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -880,7 +881,8 @@ static void check_negotiation(const char *asked, const char *expected)
                         expected);
     assert_string_equal(mcp_session_protocol_version(f->s), expected);
     caps = cJSON_GetObjectItem(r, "capabilities");
-    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(
+    /* A reload (SIGHUP) may change the tools. */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
         cJSON_GetObjectItem(caps, "tools"), "listChanged")));
     assert_non_null(cJSON_GetObjectItem(caps, "logging"));
     assert_non_null(cJSON_GetObjectItem(caps, "completions"));
@@ -1752,6 +1754,80 @@ static void test_subscriptions(void **state)
     fx_free(f);
 }
 
+/* A tools/list answer names tool: whether it does. */
+static bool lists_tool(const cJSON *m, const char *tool)
+{
+    const cJSON *t = NULL;
+
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(result_of(m), "tools"))
+    {
+        if (strcmp(cJSON_GetObjectItem(t, "name")->valuestring, tool) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * A reload: the new deployment serves the requests that come after it,
+ * a call started before finishes on the old one, and the session hears
+ * notifications/tools/list_changed.
+ */
+static void test_replace_deployment(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct registry *reg = registry_new();
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    struct deployment *dep = NULL;
+    struct deployment *old = NULL;
+    char err[256] = "";
+    cJSON *m = NULL;
+
+    def.name = "only_new";
+    def.description = "test tool";
+    def.input_schema_json = OBJ;
+    def.handler = h_echo;
+    assert_int_equal(
+        registry_add_tool(reg, NULL, "testplug", &def, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(reg, NULL, "new.yaml", false, 1000, err, sizeof(err)),
+        0);
+    dep = deployment_new(reg, NULL, 0);
+    assert_non_null(dep);
+    mcp_session_set_notify(f->s, &f->cap.sink);
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":300}}}");
+    assert_int_equal(mcp_replace_deployment(f->d, dep, &old), 0);
+    deployment_unref(dep); /* the dispatcher holds it now */
+    assert_non_null(old);
+    assert_int_equal(mcp_notify_tools_changed(f->d), 1);
+    m = cap_wait(&f->cap, has_method, "notifications/tools/list_changed",
+                 10000);
+    assert_non_null(m);
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+    m = response(f, 3);
+    assert_true(lists_tool(m, "only_new"));
+    assert_false(lists_tool(m, "sleep"));
+    cJSON_Delete(m);
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"sleep\",\"arguments\":{}}}");
+    assert_int_equal(error_code(m = response(f, 4)), -32602);
+    cJSON_Delete(m);
+    /* The call from before the reload finishes on the old deployment. */
+    m = response(f, 2);
+    assert_string_equal(
+        cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "content"), 0),
+            "text")
+            ->valuestring,
+        "slept 300");
+    cJSON_Delete(m);
+    deployment_unref(old);
+    fx_free(f);
+    registry_free(reg);
+}
+
 static void test_prompts(void **state)
 {
     struct fx *f = fx_new(0);
@@ -2116,6 +2192,7 @@ int main(void)
         cmocka_unit_test(test_logging),
         cmocka_unit_test(test_resources),
         cmocka_unit_test(test_subscriptions),
+        cmocka_unit_test(test_replace_deployment),
         cmocka_unit_test(test_prompts),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_session_call_limit),
