@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "config.h"
+#include "deployment.h"
 #include "http.h"
 #include "loader.h"
 #include "log.h"
@@ -28,6 +29,7 @@
 #include "mcp_stdio.h"
 #include "metrics.h"
 #include "registry.h"
+#include "reload.h"
 #include "rlclient.h"
 #include "schema.h"
 #include "tasks.h"
@@ -554,10 +556,15 @@ static int circuit_state(void *client)
     return rlclient_breaker_state(client);
 }
 
-static int serve(const struct host_config *cfg, struct registry *reg)
+/*
+ * Serve dep (consumed: the dispatcher holds it, and a reload replaces it)
+ * until the transport ends.
+ */
+static int serve(const struct host_config *cfg, struct deployment *dep)
 {
     struct mcp_options opts;
     struct mcp_dispatcher *d = NULL;
+    struct reloader *rl = NULL;
     struct backend *b = NULL;
     char *berr = NULL;
     char aerr[512] = "";
@@ -567,6 +574,7 @@ static int serve(const struct host_config *cfg, struct registry *reg)
         audit_open(cfg->host.audit_log, cfg->host.audit_max_bytes,
                    cfg->host.audit_keep, aerr, sizeof(aerr)) != 0) {
         log_msg(RLMCP_LOG_ERROR, NULL, "%s", aerr);
+        deployment_unref(dep);
         return EXIT_RUNTIME;
     }
     if (backend_open(cfg, &b, &berr) != 0) {
@@ -574,6 +582,7 @@ static int serve(const struct host_config *cfg, struct registry *reg)
                 berr ? berr : "no Runloop backend");
         free(berr);
         audit_close();
+        deployment_unref(dep);
         return EXIT_RUNTIME;
     }
     log_msg(RLMCP_LOG_INFO, NULL, "%s", backend_description(b));
@@ -583,7 +592,8 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     opts.instructions = cfg->server.instructions;
     opts.workers = cfg->host.workers;
     opts.default_timeout_ms = cfg->host.call_timeout_ms;
-    d = mcp_create(&opts, reg);
+    d = mcp_create_deployment(&opts, dep);
+    deployment_unref(dep); /* the dispatcher's now */
     if (d == NULL) {
         log_msg(RLMCP_LOG_ERROR, NULL,
                 "cannot start the MCP dispatcher (out of memory or threads)");
@@ -593,11 +603,13 @@ static int serve(const struct host_config *cfg, struct registry *reg)
     metrics_set_circuit_source(circuit_state, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
     tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
+    rl = reload_start(d, cfg->path);
     rc = run_transport(cfg, d);
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);
+    reload_stop(rl);
 out:
-    mcp_destroy(d);
+    mcp_destroy(d); /* the deployment served last, and its plugins, go */
     metrics_set_circuit_source(NULL, NULL);
     backend_free(b); /* after the dispatcher: calls used its client */
     audit_close();   /* after the calls that write it */
@@ -649,6 +661,7 @@ int main(int argc, char **argv)
     struct host_config cfg;
     struct registry *reg = NULL;
     struct loader *ldr = NULL;
+    struct deployment *dep = NULL;
     char err[1024] = "";
     int rc = EXIT_USAGE;
 
@@ -696,7 +709,15 @@ int main(int argc, char **argv)
         rc = 0;
         break;
     default:
-        rc = serve(&cfg, reg);
+        /* The deployment owns the registry and the plugins from here. */
+        dep = deployment_new(reg, ldr, cfg.host.call_timeout_ms);
+        if (dep == NULL) {
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        reg = NULL;
+        ldr = NULL;
+        rc = serve(&cfg, dep);
         break;
     }
 out:

@@ -77,6 +77,9 @@ struct deployment;
 struct mcp_dispatcher *mcp_create_deployment(const struct mcp_options *opts,
                                              struct deployment *dep);
 
+/* The deployment served now, referenced (deployment_unref when done). */
+struct deployment *mcp_deployment_get(struct mcp_dispatcher *d);
+
 /*
  * Serve dep from now on (a reload): requests that arrive later use it,
  * those in progress finish on the one they started on. Takes a reference

@@ -166,9 +166,6 @@ uint64_t mcp_now_ns(void);
 /* A mcp_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to. */
 struct timespec mcp_ns_timespec(uint64_t ns);
 
-/* The current deployment, referenced (deployment_unref when done). */
-struct deployment *mcp_deployment_get(struct mcp_dispatcher *d);
-
 /* call.c: the dispatcher's side of a call. dep is the deployment its
  * tool, resource or prompt belongs to: the call holds a reference. */
 struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
