@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define LOOP_TRIES 32 /* another process may take the free device first */
+#define SB_DISK_FORMAT 1 /* bump when run_mkfs's options change */
 
 extern char **environ;
 
@@ -152,8 +153,9 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
     return 0;
 }
 
-/* A new sparse image of bytes with an ext4 on it. */
-static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
+/* A new sparse file of bytes at path with an ext4 on it. */
+static int format_image(const char *img, uint64_t bytes, char *err,
+                        size_t errlen)
 {
     int fd =
         open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -170,6 +172,104 @@ static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
     if (rc == 0)
         rc = run_mkfs(img, err, errlen);
     if (rc != 0)
+        unlink(img);
+    return rc;
+}
+
+/* The formatted image of a size, made once per state dir (mkfs.ext4 is
+ * the slow part of a first boot) and copied for each devbox:
+ * <state>/sandbox/disks/ext4-v<format>-<bytes>.img.  Made under a private
+ * name and renamed, so a reader never sees half of one. */
+static int template_for(uint64_t bytes, char *path, size_t len, char *err,
+                        size_t errlen)
+{
+    char tmp[4300];
+    int n;
+    int rc;
+
+    n = snprintf(path, len, "%s/sandbox/disks", sb_rt.state_dir);
+    if (n < 0 || (size_t)n >= len)
+        return sb_err(err, errlen, -ENAMETOOLONG, "state dir path too long");
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create %s: %s", path,
+                      strerror(errno));
+    n = snprintf(path, len, "%s/sandbox/disks/ext4-v%d-%llu.img",
+                 sb_rt.state_dir, SB_DISK_FORMAT, (unsigned long long)bytes);
+    if (n < 0 || (size_t)n >= len)
+        return sb_err(err, errlen, -ENAMETOOLONG, "state dir path too long");
+    if (access(path, R_OK) == 0)
+        return 0;
+    snprintf(tmp, sizeof(tmp), "%s.%d.%ld.tmp", path, (int)getpid(),
+             (long)gettid());
+    unlink(tmp);
+    rc = format_image(tmp, bytes, err, errlen);
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = sb_err(err, errlen, -errno, "cannot keep %s: %s", path,
+                    strerror(errno));
+        unlink(tmp);
+    }
+    return rc;
+}
+
+/* Copies the template's data extents only: the copy is as sparse. */
+static int copy_extents(int in, int out, off_t end)
+{
+    off_t off = 0;
+    off_t data;
+    off_t hole;
+    loff_t ip;
+    loff_t op;
+    ssize_t n;
+
+    while (off < end) {
+        data = lseek(in, off, SEEK_DATA);
+        if (data < 0)
+            return errno == ENXIO ? 0 : -errno;
+        hole = lseek(in, data, SEEK_HOLE);
+        if (hole < 0)
+            return -errno;
+        ip = op = data;
+        while (ip < hole) {
+            n = copy_file_range(in, &ip, out, &op, (size_t)(hole - ip), 0);
+            if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        }
+        off = hole;
+    }
+    return 0;
+}
+
+/* A new devbox disk at img: a sparse copy of the template of its size. */
+static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
+{
+    char tpl[4096];
+    int in = -1;
+    int out = -1;
+    int rc;
+
+    rc = template_for(bytes, tpl, sizeof(tpl), err, errlen);
+    if (rc != 0)
+        return rc;
+    in = open(tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    out = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (in < 0 || out < 0) {
+        rc = sb_err(err, errlen, -errno, "cannot create the devbox disk %s: %s",
+                    img, strerror(errno));
+        goto out;
+    }
+    if (ftruncate(out, (off_t)bytes) != 0)
+        rc = -errno;
+    else
+        rc = copy_extents(in, out, (off_t)bytes);
+    if (rc != 0)
+        sb_err(err, errlen, rc, "cannot write the devbox disk %s: %s", img,
+               strerror(-rc));
+out:
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    if (rc != 0 && out >= 0)
         unlink(img);
     return rc;
 }

@@ -33,6 +33,11 @@ static int setup(void **st)
     if (mkdir(claims, 0700) != 0)
         return -1;
     memset(&sb_rt, 0, sizeof(sb_rt));
+    sb_rt.state_dir = strdup(state);
+    snprintf(claims, sizeof(claims), "%s/sandbox", state);
+    if (mkdir(claims, 0700) != 0)
+        return -1;
+    snprintf(claims, sizeof(claims), "%s/uids", state);
     sb_rt.claims_dir = strdup(claims);
     sb_rt.cgroup_root = strdup("/sys/fs/cgroup");
     sb_rt.cgroup_name = strdup("devboxd-unit");
@@ -52,6 +57,7 @@ static int teardown(void **st)
     snprintf(disk, sizeof(disk), "%s/diskbox", state);
     sandbox_disk_detach(disk);
     sb_remove_tree(state);
+    free(sb_rt.state_dir);
     free(sb_rt.claims_dir);
     free(sb_rt.cgroup_root);
     free(sb_rt.cgroup_name);
@@ -239,6 +245,32 @@ static uint64_t fill(const char *path)
     return total;
 }
 
+/* A second disk of a size is a sparse copy of the formatted template. */
+static void test_disk_copy(void)
+{
+    char *dir = path2(state, "diskbox2");
+    char *img = path2(state, "diskbox2.img");
+    char tpl[160];
+    char err[256] = "";
+    struct statfs fs;
+    struct stat st;
+
+    snprintf(tpl, sizeof(tpl), "%s/sandbox/disks/ext4-v1-%llu.img", state,
+             (unsigned long long)SANDBOX_DISK_MIN_BYTES);
+    assert_int_equal(access(tpl, R_OK), 0);
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    assert_int_equal(statfs(dir, &fs), 0);
+    assert_int_equal(fs.f_type, EXT4_MAGIC);
+    assert_int_equal(stat(img, &st), 0);
+    assert_int_equal(st.st_size, SANDBOX_DISK_MIN_BYTES);
+    assert_true(st.st_blocks * 512 < 16 * 1024 * 1024);
+    assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
+    assert_int_equal(access(img, F_OK), -1);
+    free(dir);
+    free(img);
+}
+
 /* The devbox's disk: a loop-mounted ext4 of the asked size on the dir. */
 static void test_disk(void **st)
 {
@@ -264,6 +296,7 @@ static void test_disk(void **st)
     assert_int_equal(fs.f_type, EXT4_MAGIC);
     assert_true((uint64_t)fs.f_blocks * fs.f_bsize <= SANDBOX_DISK_MIN_BYTES);
     assert_mode(state, "diskbox", S_IFDIR, 0700, 0);
+    test_disk_copy();
     /* Attached already: a no-op.  The uid claim is recorded on the disk. */
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
