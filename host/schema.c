@@ -1,16 +1,15 @@
 /*
- * schema.c - JSON Schema 2020-12 subset: registration checks, validation,
- * and the ECMA-262 to POSIX ERE pattern translation with its cache.
+ * schema.c - JSON Schema 2020-12 subset: registration checks and
+ * validation. Patterns are matched by schema_pattern.c.
  *
- * Layout: text helpers, patterns (translate, compile, cache), validation,
- * registration checks. See docs/schema.md for the user-facing rules.
+ * Layout: text helpers, keywords, validation, registration checks. See
+ * docs/schema.md for the user-facing rules.
  */
 #include "schema.h"
+#include "schema_pattern.h"
 
-#include <locale.h>
 #include <math.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,7 +24,6 @@
 #define PATH_SHOW_HEAD 60 /* bytes of a long path shown before "..." */
 #define PATH_SHOW_TAIL 140
 #define SCHEMA_CHECK_MAX_DEPTH 128
-#define RX_CACHE_MAX 4096
 #define SHOW_STRING_MAX 40 /* code points of a string value shown in errors */
 #define POINTER_TOKEN_MAX 256
 
@@ -276,94 +274,8 @@ static void wb_literal(struct wbuf *w, const cJSON *v)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Patterns: ECMA-262 source -> POSIX ERE, compiled under C.UTF-8           */
+/* Hex digits (JSON pointer %XX escapes)                                    */
 /* ------------------------------------------------------------------------ */
-
-/* A growable string; translation runs only on a cache miss. */
-struct sbuf {
-    char *s;
-    size_t len;
-    size_t cap;
-    bool oom;
-};
-
-static void sb_putn(struct sbuf *b, const char *p, size_t n)
-{
-    char *grown = NULL;
-    size_t want = b->len + n + 1;
-
-    if (b->oom) {
-        return;
-    }
-    if (want > b->cap) {
-        size_t cap = b->cap == 0 ? 64 : b->cap;
-        while (cap < want) {
-            cap *= 2;
-        }
-        grown = realloc(b->s, cap);
-        if (grown == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->s = grown;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, p, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-    sb_putn(b, s, strlen(s));
-}
-
-static void sb_putcp(struct sbuf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    sb_putn(b, u, n);
-}
-
-/* Translation state: the cursor and where to say what went wrong. */
-struct rx {
-    const char *p;
-    struct sbuf out;
-    struct wbuf why;
-    bool ascii; /* the variant for ASCII-only subjects, in the C locale */
-};
-
-static int rx_fail(struct rx *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int rx_fail(struct rx *r, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    wb_vappend(&r->why, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int hexval(char c)
 {
@@ -394,858 +306,6 @@ static int read_hex(const char *p, int n, uint32_t *out)
     }
     *out = v;
     return 0;
-}
-
-/* One UTF-8 character at r->p (already validated by the JSON parser). */
-static uint32_t rx_take_utf8(struct rx *r)
-{
-    const unsigned char *p = (const unsigned char *)r->p;
-    uint32_t cp = p[0];
-    int extra = 0;
-    int i;
-
-    if (cp >= 0xF0) {
-        cp &= 0x07;
-        extra = 3;
-    } else if (cp >= 0xE0) {
-        cp &= 0x0F;
-        extra = 2;
-    } else if (cp >= 0xC0) {
-        cp &= 0x1F;
-        extra = 1;
-    }
-    for (i = 1; i <= extra && (p[i] & 0xC0) == 0x80; i++) {
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    r->p += i;
-    return cp;
-}
-
-/* \uXXXX (with a following low surrogate) or \u{X...}; r->p is at 'u'. */
-static int rx_unicode_escape(struct rx *r, uint32_t *cp)
-{
-    const char *p = r->p + 1;
-    uint32_t lo = 0;
-
-    if (*p == '{') {
-        uint32_t v = 0;
-        p++;
-        while (hexval(*p) >= 0 && v <= 0x10FFFF) {
-            v = v * 16 + (uint32_t)hexval(*p);
-            p++;
-        }
-        if (*p != '}' || v > 0x10FFFF) {
-            return rx_fail(r, "malformed \\u{...} escape");
-        }
-        *cp = v;
-        r->p = p + 1;
-        return 0;
-    }
-    if (read_hex(p, 4, cp) < 0) {
-        return rx_fail(r, "\\u must be followed by 4 hex digits");
-    }
-    p += 4;
-    if (*cp >= 0xD800 && *cp <= 0xDBFF && p[0] == '\\' && p[1] == 'u' &&
-        read_hex(p + 2, 4, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
-        *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
-        p += 6;
-    }
-    if (*cp >= 0xD800 && *cp <= 0xDFFF) {
-        return rx_fail(r, "a lone surrogate \\u%04X cannot be matched in UTF-8",
-                       (unsigned)*cp);
-    }
-    r->p = p;
-    return 0;
-}
-
-/*
- * An escape that stands for one character, r->p just after the backslash.
- * in_class: inside [...] where \b is backspace. Class escapes (\d...) and
- * unsupported ones are handled by the callers before this.
- */
-static int rx_char_escape(struct rx *r, bool in_class, uint32_t *cp)
-{
-    char c = *r->p;
-
-    switch (c) {
-    case 'n': *cp = '\n'; break;
-    case 'r': *cp = '\r'; break;
-    case 't': *cp = '\t'; break;
-    case 'f': *cp = '\f'; break;
-    case 'v': *cp = '\v'; break;
-    case 'u':
-        if (rx_unicode_escape(r, cp) < 0) {
-            return -1;
-        }
-        goto check;
-    case 'x':
-        if (read_hex(r->p + 1, 2, cp) < 0) {
-            return rx_fail(r, "\\x must be followed by 2 hex digits");
-        }
-        r->p += 3;
-        goto check;
-    case '\0':
-        return rx_fail(r, "the pattern ends with a lone backslash");
-    default:
-        if (c == 'b' && in_class) {
-            *cp = '\b';
-            break;
-        }
-        if (c == 'b' || c == 'B') {
-            return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
-        }
-        if (c >= '1' && c <= '9') {
-            return rx_fail(r, "backreferences (\\%c) are not supported", c);
-        }
-        if (c == '0') {
-            return rx_fail(r, "\\0 (NUL) cannot be matched");
-        }
-        if (c == 'p' || c == 'P') {
-            return rx_fail(r, "Unicode property escapes (\\%c{...}) are not "
-                              "supported", c);
-        }
-        if (c == 'c' || c == 'k') {
-            return rx_fail(r, "the escape \\%c is not supported", c);
-        }
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9')) {
-            return rx_fail(r, "unknown escape \\%c", c);
-        }
-        /* An escaped punctuation or non-ASCII character is itself. */
-        *cp = rx_take_utf8(r);
-        goto check;
-    }
-    r->p++;
-check:
-    if (*cp == 0) {
-        return rx_fail(r, "\\0 (NUL) cannot be matched");
-    }
-    return 0;
-}
-
-/* The ERE bracket text a class escape stands for, NULL if none. */
-static const char *class_escape(char c, bool *negated)
-{
-    *negated = (c == 'D' || c == 'W' || c == 'S');
-    switch (c) {
-    case 'd': case 'D': return "0-9";
-    case 'w': case 'W': return "A-Za-z0-9_";
-    case 's': case 'S': return "[:space:]";
-    default: return NULL;
-    }
-}
-
-/* The parts of one bracket expression, sorted for ERE's placement rules. */
-struct rx_class {
-    bool negated;
-    bool rbracket, lbracket, caret, dash;
-    struct sbuf items; /* ranges, ordinary characters, [:classes:] */
-    struct sbuf alts;  /* "|[^0-9]" per \D, \W, \S: ERE has no such member */
-};
-
-static bool class_special(uint32_t cp)
-{
-    return cp == ']' || cp == '[' || cp == '^' || cp == '-';
-}
-
-static void class_add_char(struct rx_class *k, uint32_t cp)
-{
-    if (cp == ']') {
-        k->rbracket = true;
-    } else if (cp == '[') {
-        k->lbracket = true;
-    } else if (cp == '^') {
-        k->caret = true;
-    } else if (cp == '-') {
-        k->dash = true;
-    } else {
-        sb_putcp(&k->items, cp);
-    }
-}
-
-/*
- * One class member: a character (*cp) or a class escape (*cls, with
- * *negated for \D, \W, \S).
- */
-static int rx_class_atom(struct rx *r, uint32_t *cp, const char **cls,
-                         bool *negated)
-{
-    *cls = NULL;
-    *negated = false;
-    if (*r->p != '\\') {
-        *cp = rx_take_utf8(r);
-        return 0;
-    }
-    r->p++;
-    *cls = class_escape(*r->p, negated);
-    if (*cls != NULL) {
-        r->p++;
-        return 0;
-    }
-    if (*r->p == '-') {
-        r->p++;
-        *cp = '-';
-        return 0;
-    }
-    return rx_char_escape(r, true, cp);
-}
-
-static void rx_class_emit_bracket(struct rx *r, struct rx_class *k)
-{
-    bool empty_before_caret = !k->rbracket && k->items.len == 0 &&
-                              !k->lbracket;
-
-    if (!k->negated && k->caret && empty_before_caret && !k->dash) {
-        sb_puts(&r->out, "\\^"); /* [^] would negate */
-        return;
-    }
-    sb_puts(&r->out, k->negated ? "[^" : "[");
-    if (!k->negated && k->caret && empty_before_caret) {
-        sb_puts(&r->out, "-^]"); /* only '-' and '^' */
-        return;
-    }
-    if (k->rbracket) {
-        sb_puts(&r->out, "]");
-    }
-    if (k->items.s != NULL) {
-        sb_puts(&r->out, k->items.s);
-    }
-    /* '[' last but for '^' and '-', so it cannot open [: [. [= */
-    if (k->lbracket) {
-        sb_puts(&r->out, "[");
-    }
-    if (k->caret) {
-        sb_puts(&r->out, "^");
-    }
-    if (k->dash) {
-        sb_puts(&r->out, "-");
-    }
-    sb_puts(&r->out, "]");
-}
-
-/* [ab\S] becomes ([ab]|[^[:space:]]): a group does not change matching. */
-static void rx_class_emit(struct rx *r, struct rx_class *k)
-{
-    bool plain = k->rbracket || k->lbracket || k->caret || k->dash ||
-                 k->items.len > 0;
-
-    if (k->alts.len == 0) {
-        rx_class_emit_bracket(r, k);
-        return;
-    }
-    sb_puts(&r->out, "(");
-    if (plain) {
-        rx_class_emit_bracket(r, k);
-        sb_puts(&r->out, k->alts.s);
-    } else {
-        sb_puts(&r->out, k->alts.s + 1); /* skip the first '|' */
-    }
-    sb_puts(&r->out, ")");
-}
-
-/* A range lo-hi; r->p is past the '-'. */
-static int rx_class_range(struct rx *r, struct rx_class *k, uint32_t lo)
-{
-    uint32_t hi = 0;
-    const char *cls = NULL;
-    bool negated = false;
-
-    if (rx_class_atom(r, &hi, &cls, &negated) < 0) {
-        return -1;
-    }
-    if (cls != NULL) {
-        return rx_fail(r, "a class escape cannot end a range in [...]");
-    }
-    if (hi < lo) {
-        return rx_fail(r, "range out of order in [...]");
-    }
-    if (class_special(lo) || class_special(hi)) {
-        return rx_fail(r, "ranges that start or end with ']', '[', '^' or "
-                          "'-' are not supported; list those characters "
-                          "singly");
-    }
-    if (hi < 0x80) {
-        sb_putcp(&k->items, lo);
-        sb_puts(&k->items, "-");
-        sb_putcp(&k->items, hi);
-        return 0;
-    }
-    /*
-     * glibc's C.UTF-8 has no collation order for non-ASCII range ends
-     * (REG_ECOLLATE), so list those characters one by one.
-     */
-    if (hi - lo > 1024) {
-        return rx_fail(r, "ranges over more than 1024 non-ASCII characters "
-                          "are not supported in [...]");
-    }
-    if (lo < 0x80) {
-        sb_putcp(&k->items, lo);
-        sb_puts(&k->items, "-");
-        sb_putcp(&k->items, 0x7F);
-        lo = 0x80;
-    }
-    for (; lo <= hi; lo++) {
-        if (lo < 0xD800 || lo > 0xDFFF) {
-            sb_putcp(&k->items, lo);
-        }
-    }
-    return 0;
-}
-
-/* A class escape inside [...]. */
-static int rx_class_escape(struct rx *r, struct rx_class *k, const char *cls,
-                           bool negated)
-{
-    if (!negated) {
-        sb_puts(&k->items, cls);
-        return 0;
-    }
-    if (k->negated) {
-        return rx_fail(r, "\\D, \\W and \\S inside [^...] are not "
-                          "supported; list what to exclude instead");
-    }
-    sb_puts(&k->alts, "|[^");
-    sb_puts(&k->alts, cls);
-    sb_puts(&k->alts, "]");
-    return 0;
-}
-
-/* [...] with r->p just after '['. */
-static int rx_class(struct rx *r)
-{
-    struct rx_class k = {0};
-    uint32_t cp = 0;
-    const char *cls = NULL;
-    bool negated = false;
-    int rc = -1;
-
-    if (*r->p == '^') {
-        k.negated = true;
-        r->p++;
-    }
-    if (*r->p == ']') {
-        rx_fail(r, "empty classes [] and [^] are not supported");
-        goto out;
-    }
-    while (*r->p != ']') {
-        if (*r->p == '\0') {
-            rx_fail(r, "unclosed '['");
-            goto out;
-        }
-        if (rx_class_atom(r, &cp, &cls, &negated) < 0) {
-            goto out;
-        }
-        if (cls != NULL) {
-            if (rx_class_escape(r, &k, cls, negated) < 0) {
-                goto out;
-            }
-        } else if (r->p[0] == '-' && r->p[1] != ']' && r->p[1] != '\0') {
-            r->p++;
-            if (rx_class_range(r, &k, cp) < 0) {
-                goto out;
-            }
-        } else {
-            class_add_char(&k, cp);
-        }
-    }
-    r->p++;
-    if (k.items.oom || k.alts.oom) {
-        r->out.oom = true;
-    }
-    rx_class_emit(r, &k);
-    rc = 0;
-out:
-    free(k.items.s);
-    free(k.alts.s);
-    return rc;
-}
-
-/* Emit one literal character outside a class. */
-static void rx_literal(struct rx *r, uint32_t cp)
-{
-    if (cp < 0x80 && strchr(".[\\()*+?{|^$", (int)cp) != NULL) {
-        sb_puts(&r->out, "\\");
-    }
-    sb_putcp(&r->out, cp);
-}
-
-/* \... outside a class, r->p at the backslash. */
-static int rx_escape(struct rx *r)
-{
-    bool negated = false;
-    const char *cls = NULL;
-    uint32_t cp = 0;
-
-    r->p++;
-    cls = class_escape(*r->p, &negated);
-    if (cls != NULL) {
-        sb_puts(&r->out, negated ? "[^" : "[");
-        sb_puts(&r->out, cls);
-        sb_puts(&r->out, "]");
-        r->p++;
-        return 0;
-    }
-    if (rx_char_escape(r, false, &cp) < 0) {
-        return -1;
-    }
-    rx_literal(r, cp);
-    return 0;
-}
-
-/*
- * The pattern's size once glibc expands its repetitions (it copies the
- * repeated subtree for a+ and a{n,m}), tracked per open group so that
- * nested counts multiply. glibc's matcher needs memory roughly quadratic
- * in that size (^.{1,1000}$: 40 MB, ^.{1,6665}$: 1 GB), so larger
- * patterns are refused.
- */
-#define RX_MAX_GROUPS 32
-#define RX_MAX_UNITS 1000
-
-struct rx_shape {
-    size_t size[RX_MAX_GROUPS + 1]; /* expanded elements per open group */
-    int depth;
-    size_t last;     /* size of what a quantifier would repeat; 0: nothing */
-    bool quantified; /* the previous token was a quantifier */
-    bool lazy;       /* ... and it already took its lazy '?' */
-};
-
-static int shape_grow(struct rx *r, struct rx_shape *sh, size_t n)
-{
-    size_t *top = &sh->size[sh->depth];
-
-    if (n > RX_MAX_UNITS || *top + n > RX_MAX_UNITS) {
-        return rx_fail(r, "the pattern is too large once its repetitions "
-                          "are expanded (over %d elements); lower the "
-                          "{n,m} counts", RX_MAX_UNITS);
-    }
-    *top += n;
-    return 0;
-}
-
-static int shape_atom(struct rx *r, struct rx_shape *sh, size_t n)
-{
-    sh->last = n;
-    sh->quantified = false;
-    return shape_grow(r, sh, n);
-}
-
-/* '^', '$', '|': nothing before them can be repeated. */
-static void shape_break(struct rx_shape *sh)
-{
-    sh->last = 0;
-    sh->quantified = false;
-}
-
-static int shape_open(struct rx *r, struct rx_shape *sh)
-{
-    if (sh->depth == RX_MAX_GROUPS) {
-        return rx_fail(r, "groups nested more than %d deep", RX_MAX_GROUPS);
-    }
-    sh->depth++;
-    sh->size[sh->depth] = 0;
-    shape_break(sh);
-    return 0;
-}
-
-static int shape_close(struct rx *r, struct rx_shape *sh)
-{
-    size_t inner = sh->size[sh->depth];
-
-    sh->depth--;
-    return shape_atom(r, sh, inner > 0 ? inner : 1);
-}
-
-/* A quantifier that repeats the last atom up to times (>= 1) times. */
-static int shape_quant(struct rx *r, struct rx_shape *sh, size_t times,
-                       char q)
-{
-    size_t extra;
-
-    if (sh->quantified) {
-        if (q == '?' && !sh->lazy) {
-            sh->lazy = true; /* a lazy quantifier, e.g. *? or {2,3}? */
-            return 0;
-        }
-        return rx_fail(r, "a quantifier cannot follow another quantifier "
-                          "('%c')", q);
-    }
-    if (sh->last == 0) {
-        return rx_fail(r, "nothing to repeat before '%c'", q);
-    }
-    extra = times - 1 > RX_MAX_UNITS / sh->last ? (size_t)RX_MAX_UNITS + 1
-                                                : sh->last * (times - 1);
-    sh->last = 0;
-    sh->quantified = true;
-    sh->lazy = false;
-    return shape_grow(r, sh, extra);
-}
-
-/* A bound of {n,m}, saturated well above any count we accept. */
-static size_t read_count(const char **pp)
-{
-    const char *p = *pp;
-    size_t v = 0;
-
-    while (*p >= '0' && *p <= '9') {
-        v = v > 1000000 ? v : v * 10 + (size_t)(*p - '0');
-        p++;
-    }
-    *pp = p;
-    return v;
-}
-
-/* {n}, {n,}, {n,m}: copied as is; anything else is an error. */
-static int rx_interval(struct rx *r, struct rx_shape *sh)
-{
-    const char *p = r->p + 1;
-    const char *start = r->p;
-    size_t n;
-    size_t times;
-
-    if (*p < '0' || *p > '9') {
-        goto bad;
-    }
-    n = read_count(&p);
-    times = n;
-    if (*p == ',') {
-        p++;
-        /* {n,} expands to n copies and a star; {n,m} to m copies */
-        times = (*p >= '0' && *p <= '9') ? read_count(&p) : n + 1;
-    }
-    if (*p != '}') {
-        goto bad;
-    }
-    if (shape_quant(r, sh, times > 0 ? times : 1, '{') < 0) {
-        return -1;
-    }
-    sb_putn(&r->out, start, (size_t)(p + 1 - start));
-    r->p = p + 1;
-    return 0;
-bad:
-    return rx_fail(r, "'{' must start a quantifier {n}, {n,} or {n,m}; "
-                      "escape a literal brace as \\{");
-}
-
-/* (...: plain, (?:...) and (?<name>...) become ERE groups. */
-static int rx_group(struct rx *r, struct rx_shape *sh)
-{
-    const char *p = r->p + 1;
-
-    if (*p == '?') {
-        if (p[1] == ':') {
-            p += 2;
-        } else if (p[1] == '<' && p[2] != '=' && p[2] != '!') {
-            p = strchr(p, '>');
-            if (p == NULL) {
-                return rx_fail(r, "unclosed group name (?<...");
-            }
-            p++;
-        } else if (p[1] == '=' || p[1] == '!' || p[1] == '<') {
-            return rx_fail(r, "lookahead and lookbehind assertions are not "
-                              "supported");
-        } else {
-            return rx_fail(r, "the group syntax (?%c is not supported",
-                           p[1] != '\0' ? p[1] : ' ');
-        }
-    }
-    if (shape_open(r, sh) < 0) {
-        return -1;
-    }
-    sb_puts(&r->out, "(");
-    r->p = p;
-    return 0;
-}
-
-#define RX_OPERATORS "(){*+?^$|"
-
-/* One token that is not an atom: group, quantifier, anchor, '|'. */
-static int rx_operator(struct rx *r, struct rx_shape *sh, char c)
-{
-    switch (c) {
-    case '(':
-        return rx_group(r, sh);
-    case ')':
-        if (sh->depth == 0) {
-            return rx_fail(r, "unmatched ')'");
-        }
-        sb_puts(&r->out, ")");
-        r->p++;
-        return shape_close(r, sh);
-    case '{':
-        return rx_interval(r, sh);
-    case '*':
-    case '+':
-    case '?':
-        sb_putn(&r->out, &c, 1);
-        r->p++;
-        return shape_quant(r, sh, c == '+' ? 2 : 1, c);
-    default: /* '^', '$', '|' */
-        sb_putn(&r->out, &c, 1);
-        r->p++;
-        shape_break(sh);
-        return 0;
-    }
-}
-
-/* One atom: an escape, a class, '.', or a literal character. */
-static int rx_atom(struct rx *r, char c)
-{
-    if (c == '\\') {
-        return rx_escape(r);
-    }
-    if (c == '[') {
-        r->p++;
-        return rx_class(r);
-    }
-    if (c == '.') {
-        /* ECMA '.' stops at line terminators, ERE '.' does not. */
-        sb_puts(&r->out, r->ascii ? "[^\n\r]"
-                                  : "[^\n\r\xE2\x80\xA8\xE2\x80\xA9]");
-        r->p++;
-        return 0;
-    }
-    sb_putcp(&r->out, rx_take_utf8(r));
-    return 0;
-}
-
-static int rx_translate(struct rx *r)
-{
-    struct rx_shape sh;
-    int rc;
-
-    memset(&sh, 0, sizeof(sh));
-    while (*r->p != '\0') {
-        char c = *r->p;
-        if (strchr(RX_OPERATORS, c) != NULL) {
-            rc = rx_operator(r, &sh, c);
-        } else {
-            rc = rx_atom(r, c);
-            if (rc == 0) {
-                rc = shape_atom(r, &sh, 1);
-            }
-        }
-        if (rc < 0) {
-            return -1;
-        }
-    }
-    if (sh.depth != 0) {
-        return rx_fail(r, "unclosed '('");
-    }
-    return 0;
-}
-
-/*
- * Compiled patterns, keyed by their source text, kept until cleanup. Each
- * has two compilations: C.UTF-8 for any subject, and the C locale for
- * ASCII-only subjects (the common case), where glibc's matcher runs
- * several times faster and the meaning is the same.
- */
-struct rx_entry {
-    UT_hash_handle hh;
-    bool ok;
-    bool has_ascii;
-    regex_t re;
-    regex_t re_ascii;
-    char *why; /* when !ok */
-    char pattern[];
-};
-
-static pthread_rwlock_t rx_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct rx_entry *rx_cache = NULL;
-static pthread_once_t rx_locale_once = PTHREAD_ONCE_INIT;
-static locale_t rx_locale = (locale_t)0;
-static locale_t rx_locale_c = (locale_t)0;
-
-static void rx_locale_init(void)
-{
-    rx_locale = newlocale(LC_ALL_MASK, "C.UTF-8", (locale_t)0);
-    rx_locale_c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-}
-
-/*
- * Run regcomp/regexec in C.UTF-8 ('.' and intervals count code points) or,
- * for the ASCII variant, in C; per thread, so threads do not interfere.
- */
-static locale_t rx_enter(bool ascii)
-{
-    locale_t want;
-
-    pthread_once(&rx_locale_once, rx_locale_init);
-    want = ascii ? rx_locale_c : rx_locale;
-    if (want == (locale_t)0) {
-        return (locale_t)0;
-    }
-    return uselocale(want);
-}
-
-static void rx_leave(locale_t old)
-{
-    if (old != (locale_t)0) {
-        uselocale(old);
-    }
-}
-
-static void rx_entry_free(struct rx_entry *e)
-{
-    if (e == NULL) {
-        return;
-    }
-    if (e->ok) {
-        regfree(&e->re);
-    }
-    if (e->has_ascii) {
-        regfree(&e->re_ascii);
-    }
-    free(e->why);
-    free(e);
-}
-
-/* Translate and compile one variant; -1 with why set on failure. */
-static int rx_compile(const char *pattern, bool ascii, regex_t *re,
-                      struct wbuf *why)
-{
-    struct rx r = {.p = pattern, .ascii = ascii, .why = *why};
-    locale_t old = (locale_t)0;
-    char msg[200];
-    int rc = -1;
-
-    if (rx_translate(&r) < 0) {
-        goto out;
-    }
-    if (r.out.oom) {
-        wb_append(&r.why, "out of memory");
-        goto out;
-    }
-    old = rx_enter(ascii);
-    rc = regcomp(re, r.out.s != NULL ? r.out.s : "", REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        regerror(rc, re, msg, sizeof(msg));
-        wb_append(&r.why, "%s", msg);
-        rc = -1;
-    }
-    rx_leave(old);
-out:
-    *why = r.why;
-    free(r.out.s);
-    return rc;
-}
-
-/* Translate and compile both variants; NULL only when out of memory. */
-static struct rx_entry *rx_build(const char *pattern)
-{
-    size_t plen = strlen(pattern);
-    struct rx_entry *e = calloc(1, sizeof(*e) + plen + 1);
-    char why[256];
-    struct wbuf w;
-
-    if (e == NULL) {
-        return NULL;
-    }
-    memcpy(e->pattern, pattern, plen + 1);
-    wb_init(&w, why, sizeof(why));
-    if (rx_compile(pattern, false, &e->re, &w) < 0) {
-        e->why = strdup(why);
-        if (e->why == NULL) {
-            free(e);
-            return NULL;
-        }
-        return e;
-    }
-    e->ok = true;
-    wb_init(&w, why, sizeof(why));
-    e->has_ascii = rx_compile(pattern, true, &e->re_ascii, &w) == 0;
-    return e;
-}
-
-/*
- * The compiled pattern, from the cache when possible. *owned is set when
- * the cache was full and the caller must rx_entry_free() the result.
- */
-static struct rx_entry *rx_get(const char *pattern, bool *owned)
-{
-    struct rx_entry *e = NULL;
-    struct rx_entry *built = NULL;
-
-    *owned = false;
-    pthread_rwlock_rdlock(&rx_lock);
-    HASH_FIND_STR(rx_cache, pattern, e);
-    pthread_rwlock_unlock(&rx_lock);
-    if (e != NULL) {
-        return e;
-    }
-    built = rx_build(pattern);
-    if (built == NULL) {
-        return NULL;
-    }
-    pthread_rwlock_wrlock(&rx_lock);
-    HASH_FIND_STR(rx_cache, pattern, e);
-    if (e == NULL && HASH_COUNT(rx_cache) < RX_CACHE_MAX) {
-        HASH_ADD_STR(rx_cache, pattern, built);
-        e = built;
-        built = NULL;
-    }
-    pthread_rwlock_unlock(&rx_lock);
-    if (e == NULL) {
-        *owned = true;
-        return built;
-    }
-    rx_entry_free(built);
-    return e;
-}
-
-/*
- * 1 when subject matches pattern, 0 when not, -1 when the pattern is not
- * usable (why set) or memory ran out.
- */
-static bool is_ascii(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    while (*p != '\0' && *p < 0x80) {
-        p++;
-    }
-    return *p == '\0';
-}
-
-static int rx_match(const char *pattern, const char *subject, struct wbuf *why)
-{
-    bool ascii = false;
-    bool owned = false;
-    struct rx_entry *e = rx_get(pattern, &owned);
-    locale_t old = (locale_t)0;
-    int rc = -1;
-
-    if (e == NULL) {
-        wb_append(why, "out of memory compiling the pattern");
-        return -1;
-    }
-    if (!e->ok) {
-        wb_append(why, "%s", e->why);
-        goto out;
-    }
-    ascii = e->has_ascii && is_ascii(subject);
-    old = rx_enter(ascii);
-    rc = regexec(ascii ? &e->re_ascii : &e->re, subject, 0, NULL, 0) == 0;
-    rx_leave(old);
-out:
-    if (owned) {
-        rx_entry_free(e);
-    }
-    return rc;
-}
-
-void schema_cleanup(void)
-{
-    struct rx_entry *e = NULL;
-    struct rx_entry *tmp = NULL;
-
-    pthread_rwlock_wrlock(&rx_lock);
-    HASH_ITER(hh, rx_cache, e, tmp) {
-        HASH_DEL(rx_cache, e);
-        rx_entry_free(e);
-    }
-    pthread_rwlock_unlock(&rx_lock);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1909,13 +969,32 @@ static int v_number(struct vctx *c, const struct kws *k, const cJSON *inst)
     return v_fail(c, "must be a multiple of %s, got %s", a, b);
 }
 
+/*
+ * 1 when s matches pattern, 0 when not, -1 once reported: matching that
+ * hits the backtracking limits fails the value; an unusable pattern (only
+ * in a schema that was not checked) is a schema error.
+ */
+static int v_match(struct vctx *c, const char *what, const char *pattern,
+                   const char *s)
+{
+    char why[256];
+    enum schema_pattern_result r =
+        schema_pattern_match(pattern, s, why, sizeof(why));
+
+    if (r == SCHEMA_PATTERN_LIMIT) {
+        return v_fail(c, "%s '%s': %s", what, pattern, why);
+    }
+    if (r == SCHEMA_PATTERN_BAD) {
+        return v_fatal(c, "%s '%s' is not usable: %s", what, pattern, why);
+    }
+    return r == SCHEMA_PATTERN_MATCH;
+}
+
 static int v_string(struct vctx *c, const struct kws *k, const cJSON *inst)
 {
     const char *s = inst->valuestring;
     size_t bytes = strlen(s);
     double lim = 0;
-    struct wbuf why;
-    char whybuf[256];
     int m;
 
     if (k->max_length != NULL) {
@@ -1941,11 +1020,9 @@ static int v_string(struct vctx *c, const struct kws *k, const cJSON *inst)
     if (!cJSON_IsString(k->pattern)) {
         return v_fatal(c, "\"pattern\" must be a string");
     }
-    wb_init(&why, whybuf, sizeof(whybuf));
-    m = rx_match(k->pattern->valuestring, s, &why);
+    m = v_match(c, "pattern", k->pattern->valuestring, s);
     if (m < 0) {
-        return v_fatal(c, "pattern '%s' is not usable: %s",
-                       k->pattern->valuestring, whybuf);
+        return -1;
     }
     if (m == 0) {
         struct wbuf *w = v_err(c);
@@ -2224,22 +1301,14 @@ static int declared_property(struct vctx *c, const struct kws *k,
                              const char *key)
 {
     const cJSON *pp = NULL;
-    char whybuf[200];
-    struct wbuf why;
 
     if (cJSON_GetObjectItemCaseSensitive(k->properties, key) != NULL) {
         return 1;
     }
     cJSON_ArrayForEach(pp, k->pattern_properties) {
-        int m;
-        wb_init(&why, whybuf, sizeof(whybuf));
-        m = rx_match(pp->string, key, &why);
-        if (m < 0) {
-            return v_fatal(c, "patternProperties key '%s' is not usable: %s",
-                           pp->string, whybuf);
-        }
-        if (m == 1) {
-            return 1;
+        int m = v_match(c, "patternProperties key", pp->string, key);
+        if (m != 0) {
+            return m;
         }
     }
     return 0;
@@ -2304,8 +1373,6 @@ static int v_member(struct vctx *c, const struct kws *k, const cJSON *m)
     const cJSON *sub = NULL;
     const cJSON *pp = NULL;
     bool matched = false;
-    char whybuf[200];
-    struct wbuf why;
 
     sub = cJSON_GetObjectItemCaseSensitive(k->properties, m->string);
     if (sub != NULL) {
@@ -2315,12 +1382,9 @@ static int v_member(struct vctx *c, const struct kws *k, const cJSON *m)
         }
     }
     cJSON_ArrayForEach(pp, k->pattern_properties) {
-        int r;
-        wb_init(&why, whybuf, sizeof(whybuf));
-        r = rx_match(pp->string, m->string, &why);
+        int r = v_match(c, "patternProperties key", pp->string, m->string);
         if (r < 0) {
-            return v_fatal(c, "patternProperties key '%s' is not usable: %s",
-                           pp->string, whybuf);
+            return -1;
         }
         if (r == 1) {
             matched = true;
@@ -2882,25 +1946,18 @@ static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
     return rc;
 }
 
-/* A pattern that must translate and compile (and is cached now). */
+/* A pattern that must compile (and is cached now). */
 static int ck_regex(struct cctx *cc, const char *what, const char *pattern)
 {
-    bool owned = false;
-    struct rx_entry *e = rx_get(pattern, &owned);
-    int rc = 0;
+    char why[256];
 
-    if (e == NULL) {
-        return ck_fail(cc, "out of memory compiling %s '%s'", what, pattern);
+    if (schema_pattern_check(pattern, why, sizeof(why)) < 0) {
+        return ck_fail(cc,
+                       "%s '%s' is not supported: %s (patterns are "
+                       "ECMA-262 regular expressions, see docs/schema.md)",
+                       what, pattern, why);
     }
-    if (!e->ok) {
-        rc = ck_fail(cc, "%s '%s' is not supported: %s (patterns are the "
-                         "POSIX ERE subset of ECMA-262 in docs/schema.md)",
-                     what, pattern, e->why);
-    }
-    if (owned) {
-        rx_entry_free(e);
-    }
-    return rc;
+    return 0;
 }
 
 static int ck_pattern_map(struct cctx *cc, const char *kw, const cJSON *v)
@@ -3247,8 +2304,9 @@ static int ck_required_declared(struct cctx *cc, const struct kws *k)
         bool declared = cJSON_GetObjectItemCaseSensitive(
                             k->properties, r->valuestring) != NULL;
         cJSON_ArrayForEach(pp, k->pattern_properties) {
-            struct wbuf why = {0};
-            if (!declared && rx_match(pp->string, r->valuestring, &why) == 1) {
+            if (!declared &&
+                schema_pattern_match(pp->string, r->valuestring, NULL, 0) ==
+                    SCHEMA_PATTERN_MATCH) {
                 declared = true;
             }
         }
@@ -3430,4 +2488,9 @@ int schema_check_tool_input(const cJSON *schema, char *err, size_t errlen)
 int schema_check_tool_output(const cJSON *schema, char *err, size_t errlen)
 {
     return check_object_root(schema, "outputSchema", err, errlen);
+}
+
+void schema_cleanup(void)
+{
+    schema_pattern_cleanup();
 }

@@ -1,5 +1,5 @@
 /*
- * fuzz_pattern.c - the ECMA-262 to POSIX ERE translation and its cache.
+ * fuzz_pattern.c - pattern checking (the ECMA-262 pass, PCRE2) and its cache.
  *
  * Input: a pattern (up to the first NUL). Checks: no crash or leak; a
  * pattern schema_check accepts never fails later as a schema error; the

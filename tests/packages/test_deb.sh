@@ -52,6 +52,7 @@ done
 has "$tmp/runloop-mcp.info" "^ Package: runloop-mcp$"
 has "$tmp/runloop-mcp.info" "^ Depends: .*libcjson1"
 has "$tmp/runloop-mcp.info" "^ Depends: .*libmicrohttpd12"
+has "$tmp/runloop-mcp.info" "^ Depends: .*libpcre2-8-0"
 has "$tmp/runloop-mcp.info" "^ Recommends: devboxd"
 has "$tmp/devboxd.info" "^ Depends: .*bubblewrap, slirp4netns, iproute2"
 has "$tmp/devboxd.info" "^ Depends: .*libnghttp2"
