@@ -20,29 +20,18 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 struct lc {
     const struct rlmcp_host_api *api;
     long long wait_s;
     long long min_keep, max_keep, default_keep;
-    char *create_schema; /* create_schema with the lifetime range */
+    char *create_schema; /* schema_create_devbox for this config */
     cJSON *default_metadata;
     char *default_blueprint;
     bool hide_shutdown;
     bool secrets; /* create_devbox offers secrets and mcp */
 };
-
-#define ID_PROP(what)                                                          \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the "          \
-    "devbox " what ", as returned by create_devbox or list_devboxes (e.g. "    \
-    "dbx_...).\"}"
-
-#define DEVBOX_OUT                                                             \
-    "{\"type\":\"object\",\"properties\":{"                                    \
-    "\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"           \
-    "\"name\":{\"type\":[\"string\",\"null\"]},"                               \
-    "\"metadata\":{\"type\":[\"object\",\"null\"]}},"                          \
-    "\"required\":[\"id\",\"status\"]}"
 
 #define RO_ANN                                                                 \
     "{\"readOnlyHint\":true,\"destructiveHint\":false,"                        \
@@ -114,66 +103,6 @@ static cJSON *devbox_summary(const cJSON *dbx)
 }
 
 /* ---- create_devbox ------------------------------------------------------ */
-
-#define CREATE_HEAD                                                            \
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"     \
-    "\"name\":{\"type\":\"string\",\"description\":\"Optional display name "   \
-    "for the devbox.\"},"                                                      \
-    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Start from "      \
-    "this blueprint id (bpt_...). Give at most one of blueprint_id, "          \
-    "blueprint_name, snapshot_id.\"},"                                         \
-    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Start from "    \
-    "the latest successful build of this blueprint name.\"},"                  \
-    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"Start from "       \
-    "this disk snapshot.\"},"                                                  \
-    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"    \
-    "\":{\"type\":\"string\"},\"description\":\"Environment variables set "    \
-    "for every command (creation time only).\"},"
-
-#define CREATE_SECRETS                                                         \
-    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\""      \
-    ":\"string\"},\"description\":\"Account secrets as environment "           \
-    "variables: {ENV_VAR: SECRET_NAME}, e.g. {\\\"GITHUB_TOKEN\\\": "          \
-    "\\\"my_github_token\\\"}. The secret must exist (list_secrets); its "     \
-    "value is copied in at creation and never shown.\"},"                      \
-    "\"mcp\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"         \
-    "\"object\",\"additionalProperties\":false,\"properties\":{"               \
-    "\"mcp_config\":{\"type\":\"string\"},\"secret\":{\"type\":"               \
-    "\"string\"}},\"required\":[\"mcp_config\",\"secret\"]},"                  \
-    "\"description\":\"MCP Hub servers: {ENV_VAR: {mcp_config: <config id "    \
-    "or name>, secret: <secret holding its credential>}}. The devbox gets "    \
-    "$RL_MCP_URL and a token in $ENV_VAR (send it as Authorization: Bearer); " \
-    "the credential stays outside the devbox.\"},"
-
-#define CREATE_TAIL                                                            \
-    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"       \
-    "\"string\"},\"description\":\"Text files to write once it runs: "         \
-    "{absolute path: contents}.\"},"                                           \
-    "\"launch_commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\""   \
-    "},\"description\":\"Commands run at every boot. Redirect output of "      \
-    "background jobs (cmd > /tmp/x.log 2>&1 &).\"},"                           \
-    "\"resource_size\":{\"type\":\"string\",\"enum\":[\"X_SMALL\","            \
-    "\"SMALL\",\"MEDIUM\",\"LARGE\",\"X_LARGE\",\"XX_LARGE\"],"                \
-    "\"description\":\"Machine size; default SMALL-ish per backend.\"},"       \
-    "\"architecture\":{\"type\":\"string\",\"enum\":[\"x86_64\",\"arm64\"]"    \
-    "},"                                                                       \
-    "\"keep_alive_time_seconds\":{\"type\":\"integer\",\"description\":"       \
-    "\"Maximum lifetime in seconds; the devbox shuts down after it. The "      \
-    "server's range is this parameter's minimum and maximum.\"},"              \
-    "\"idle_time_seconds\":{\"type\":\"integer\",\"minimum\":1,"               \
-    "\"description\":\"Act after this many idle seconds (needs on_idle).\"},"  \
-    "\"on_idle\":{\"type\":\"string\",\"enum\":[\"suspend\",\"shutdown\"]},"   \
-    "\"metadata\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"    \
-    "\"string\"},\"description\":\"Tags, e.g. {\\\"project\\\":\\\"x\\\"}."    \
-    "\"},"                                                                     \
-    "\"wait\":{\"type\":\"boolean\",\"description\":\"Wait until running "     \
-    "(default true). With false the devbox is returned while it starts.\"}"    \
-    "}}"
-
-/* create_devbox with secrets and mcp (account_secrets: true, the default)
- * and without them. */
-static const char create_schema[] = CREATE_HEAD CREATE_SECRETS CREATE_TAIL;
-static const char create_schema_plain[] = CREATE_HEAD CREATE_TAIL;
 
 static int keep_alive_ok(const struct lc *lc, const struct rlmcp_h *h,
                          long long v)
@@ -464,24 +393,6 @@ out:
 /* ---- list_devboxes --------------------------------------------------------
  */
 
-static const char list_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"status\":{\"type\":\"string\",\"enum\":[\"queued\",\"provisioning\","
-    "\"initializing\",\"running\",\"suspending\",\"suspended\","
-    "\"resuming\",\"failure\",\"shutdown\"],\"description\":\"Only "
-    "devboxes in this status.\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-    "\"description\":\"Page size (default 20).\"},"
-    "\"starting_after\":{\"type\":\"string\",\"description\":\"Continue "
-    "after this devbox id (next_starting_after of the previous page).\"}"
-    "}}";
-
-static const char list_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devboxes\":{\"type\":\"array\","
-    "\"items\":{\"type\":\"object\"}},\"has_more\":{\"type\":\"boolean\"},"
-    "\"next_starting_after\":{\"type\":\"string\"}},"
-    "\"required\":[\"devboxes\",\"has_more\"]}";
-
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct lc *lc = ud;
@@ -561,8 +472,8 @@ out:
  * answer (an object) is the result; empty answers become `empty`.
  */
 static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
-                       size_t al, const char *schema, const char *method,
-                       const char *suffix, bool shutdown)
+                       size_t al, const char *method, const char *suffix,
+                       bool shutdown)
 {
     struct rlmcp_h h = {lc->api, call};
     struct rlmcp_h_req_opts o = {0};
@@ -611,33 +522,19 @@ out:
     return rlmcp_h_ret(rc);
 }
 
-static const char id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PROP("to use") "},\"required\":[\"devbox_id\"]}";
-
-static const char shutdown_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PROP(
-        "to shut down") ",\"force\":{\"type\":\"boolean\","
-                        "\"description\":\"Shut down even while a snapshot is "
-                        "in progress "
-                        "(default false).\"}},\"required\":[\"devbox_id\"]}";
-
 static int t_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return devbox_call(ud, call, aj, al, id_schema, "GET", "", false);
+    return devbox_call(ud, call, aj, al, "GET", "", false);
 }
 
 static int t_shutdown(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return devbox_call(ud, call, aj, al, shutdown_schema, "POST", "/shutdown",
-                       true);
+    return devbox_call(ud, call, aj, al, "POST", "/shutdown", true);
 }
 
 static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return devbox_call(ud, call, aj, al, id_schema, "POST", "/keep_alive",
-                       false);
+    return devbox_call(ud, call, aj, al, "POST", "/keep_alive", false);
 }
 
 /* A number of obj's object `o`, or -1. */
@@ -715,12 +612,6 @@ out:
 /* ---- suspend / resume: act, then wait for the target state
  * -------------------- */
 
-static const char wait_id_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PROP("to act on") ",\"wait\":{\"type\":\"boolean\",\"description\":"
-                             "\"Wait for the new state (default true).\"}},"
-                             "\"required\":[\"devbox_id\"]}";
-
 static int transition(struct lc *lc, rlmcp_call *call, const char *aj,
                       size_t al, const char *suffix, const char *const *target,
                       bool resume)
@@ -791,17 +682,6 @@ static int t_resume(rlmcp_call *call, const char *aj, size_t al, void *ud)
 /* ---- update_devbox
  * ------------------------------------------------------------ */
 
-static const char update_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" ID_PROP("to update") ",\"name\":{\"type\":\"string\",\"description\":"
-                             "\"New name; an empty string clears "
-                             "it.\"},\"metadata\":{\"type\":"
-                             "\"object\",\"additionalProperties\":{\"type\":"
-                             "\"string\"},"
-                             "\"description\":\"Replaces ALL metadata; {} "
-                             "clears it.\"}},"
-                             "\"required\":[\"devbox_id\"]}";
-
 static int t_update(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct lc *lc = ud;
@@ -852,23 +732,6 @@ out:
 /* ---- registration
  * -------------------------------------------------------------- */
 
-static const char ok_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"ok\":{\"type\":\"boolean\"}}}";
-
-static const char usage_out[] =
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"total_elapsed_seconds\":{\"type\":\"number\"},"
-    "\"total_active_seconds\":{\"type\":\"number\"},"
-    "\"vcpu_seconds\":{\"type\":\"number\"},"
-    "\"memory_gb_seconds\":{\"type\":\"number\"},"
-    "\"disk_gb_seconds\":{\"type\":\"number\"},"
-    "\"current\":{\"type\":[\"object\",\"null\"],\"properties\":{"
-    "\"cpu_cores_used\":{\"type\":\"number\"},\"cpu_seconds\":{\"type\":"
-    "\"number\"},\"memory_bytes\":{\"type\":\"number\"},"
-    "\"memory_peak_bytes\":{\"type\":\"number\"},\"processes\":{"
-    "\"type\":\"number\"}}}}}";
-
 /* Every devbox call keeps the bound of create_wait_seconds plus slack. */
 static const struct rlmcp_h_tool specs[] = {
     {"create_devbox", "Create a devbox",
@@ -877,48 +740,48 @@ static const struct rlmcp_h_tool specs[] = {
      "write_file, etc. If it is not running within the server's wait bound "
      "the error names the devbox id so you can poll get_devbox or shut it "
      "down. Shut it down with shutdown_devbox when done.",
-     create_schema, DEVBOX_OUT,
+     schema_create_devbox, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
      t_create, true},
     {"list_devboxes", "List devboxes",
      "List devboxes (newest first), optionally only those in one status. "
      "Shut down devboxes are hidden unless you ask for status=shutdown.",
-     list_schema, list_out, RO_ANN, t_list, true},
+     schema_list_devboxes, schema_list_devboxes_out, RO_ANN, t_list, true},
     {"get_devbox", "Get a devbox",
-     "Get one devbox: status, name, metadata, launch parameters.", id_schema,
-     DEVBOX_OUT, RO_ANN, t_get, true},
+     "Get one devbox: status, name, metadata, launch parameters.",
+     schema_devbox_id, schema_devbox_out, RO_ANN, t_get, true},
     {"update_devbox", "Update a devbox",
-     "Change a devbox's name and/or replace its metadata.", update_schema,
-     DEVBOX_OUT,
+     "Change a devbox's name and/or replace its metadata.",
+     schema_update_devbox, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_update, true},
     {"suspend_devbox", "Suspend a devbox",
      "Suspend a running devbox: its disk is kept, memory and processes are "
      "lost, compute billing stops. Resume it with resume_devbox.",
-     wait_id_schema, DEVBOX_OUT,
+     schema_devbox_id_wait, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_suspend, true},
     {"resume_devbox", "Resume a devbox",
      "Resume a suspended devbox (same id and disk; processes restart) and "
      "wait until it is running.",
-     wait_id_schema, DEVBOX_OUT,
+     schema_devbox_id_wait, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_resume, true},
     {"shutdown_devbox", "Shut down a devbox",
      "Permanently shut down a devbox and delete its data. This cannot be "
      "undone.",
-     shutdown_schema, DEVBOX_OUT,
+     schema_shutdown_devbox, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_shutdown, true},
     {"keep_devbox_alive", "Keep a devbox alive",
      "Reset a devbox's idle timer so an idle policy does not suspend or "
      "shut it down. It does not extend the maximum lifetime.",
-     id_schema, ok_out,
+     schema_devbox_id, schema_keep_devbox_alive_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_keep_alive, true},
@@ -927,7 +790,7 @@ static const struct rlmcp_h_tool specs[] = {
      "memory and disk GB-seconds; where the backend reports them, its "
      "current CPU (cores used over half a second) and memory use in "
      "current (null when it is not running).",
-     id_schema, usage_out, RO_ANN, t_usage, true},
+     schema_devbox_id, schema_get_resource_usage_out, RO_ANN, t_usage, true},
 };
 
 static void lc_free(struct lc *lc)
@@ -1016,24 +879,36 @@ out:
 }
 
 /*
- * create_devbox's schema with this server's lifetime range as minimum and
- * maximum of keep_alive_time_seconds, so clients see it before a call.
+ * create_devbox's schema for this config: the server's lifetime range as
+ * minimum and maximum of keep_alive_time_seconds, so clients see it before
+ * a call, and without secrets and mcp when account_secrets is false.
  */
 static int lifetime_schema(struct lc *lc)
 {
-    static const char key[] =
-        "\"keep_alive_time_seconds\":{\"type\":\"integer\",";
-    /* Without secrets and mcp when account_secrets is false. */
-    const char *base = lc->secrets ? create_schema : create_schema_plain;
-    const char *at = strstr(base, key);
+    cJSON *schema = cJSON_Parse(schema_create_devbox);
+    cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    cJSON *keep =
+        cJSON_GetObjectItemCaseSensitive(props, "keep_alive_time_seconds");
+    int rc = RLMCP_ENOMEM;
 
-    if (at == NULL)
-        return RLMCP_EINTERNAL;
-    at += strlen(key);
-    lc->create_schema =
-        rlmcp_h_sprintf("%.*s\"minimum\":%lld,\"maximum\":%lld,%s",
-                        (int)(at - base), base, lc->min_keep, lc->max_keep, at);
-    return lc->create_schema != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    if (!cJSON_IsObject(keep)) {
+        rc = RLMCP_EINTERNAL;
+        goto out;
+    }
+    if (!lc->secrets) {
+        cJSON_DeleteItemFromObjectCaseSensitive(props, "secrets");
+        cJSON_DeleteItemFromObjectCaseSensitive(props, "mcp");
+    }
+    if (cJSON_AddNumberToObject(keep, "minimum", (double)lc->min_keep) ==
+            NULL ||
+        cJSON_AddNumberToObject(keep, "maximum", (double)lc->max_keep) == NULL)
+        goto out;
+    lc->create_schema = cJSON_PrintUnformatted(schema);
+    if (lc->create_schema != NULL)
+        rc = RLMCP_OK;
+out:
+    cJSON_Delete(schema);
+    return rc;
 }
 
 static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
