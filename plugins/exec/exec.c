@@ -24,43 +24,7 @@
 
 #include "exec_internal.h"
 
-#define DEVBOX_ID_PROP                                                         \
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of a running "    \
-    "devbox (dbx_...), from create_devbox or list_devboxes.\"}"
-#define EID_PROP                                                               \
-    "\"execution_id\":{\"type\":\"string\",\"description\":\"The "             \
-    "execution_id returned by execute_command_async or execute_command.\"}"
-#define TIMEOUT_PROP                                                           \
-    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"                 \
-    "\"description\":\"Kill the command after this many seconds (default "     \
-    "and maximum are set by the server; see docs).\"}"
-
 /* ---- execute_command / run_shell ---------------------------------------- */
-
-static const char execute_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP ","
-    "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
-    "line. Runs in /home/user in a fresh shell unless shell_name is set.\"},"
-    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
-    "persistent shell: cwd and exported variables carry over between calls "
-    "using the same name; its commands run one after another.\"}," TIMEOUT_PROP
-    ","
-    "\"working_dir\":{\"type\":\"string\",\"description\":\"Directory to "
-    "run in (a 'cd' before the command).\"},"
-    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Environment variables for this command "
-    "(exported before it; in a named shell they persist).\"}"
-    "},\"required\":[\"devbox_id\",\"command\"]}";
-
-static const char run_shell_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP ","
-    "\"command\":{\"type\":\"string\",\"description\":\"Shell command to "
-    "run.\"},"
-    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named shell for "
-    "stateful sessions (cwd/env persist).\"}," TIMEOUT_PROP
-    "},\"required\":[\"devbox_id\",\"command\"]}";
 
 static int arg_timeout(struct ex *ex, const struct rlmcp_h *h,
                        const cJSON *args, long long *out)
@@ -83,7 +47,7 @@ static int arg_shell(const struct rlmcp_h *h, const cJSON *args,
 }
 
 static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
-                          size_t al, const char *schema, bool extras)
+                          size_t al, bool extras)
 {
     struct rlmcp_h h = {ex->api, call};
     struct exec_params p = {0};
@@ -123,37 +87,16 @@ out:
 
 static int t_execute(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return execute_common(ud, call, aj, al, execute_schema, true);
+    return execute_common(ud, call, aj, al, true);
 }
 
 static int t_run_shell(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return execute_common(ud, call, aj, al, run_shell_schema, false);
+    return execute_common(ud, call, aj, al, false);
 }
 
 /* ---- execute_command_async ------------------------------------------------
  */
-
-static const char async_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP ","
-    "\"command\":{\"type\":\"string\",\"description\":\"A bash command "
-    "line, e.g. a server or watcher that keeps running.\"},"
-    "\"shell_name\":{\"type\":\"string\",\"description\":\"Named "
-    "persistent shell to run it in.\"},"
-    "\"working_dir\":{\"type\":\"string\",\"description\":\"Directory to "
-    "run in.\"},"
-    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Environment variables for it.\"},"
-    "\"attach_stdin\":{\"type\":\"boolean\",\"description\":\"Keep stdin "
-    "open for send_execution_stdin (default false).\"}"
-    "},\"required\":[\"devbox_id\",\"command\"]}";
-
-static const char async_out[] =
-    "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
-    "\"string\"},\"devbox_id\":{\"type\":\"string\"},\"status\":{\"type\":"
-    "\"string\"}},\"required\":[\"execution_id\",\"devbox_id\","
-    "\"status\"]}";
 
 /*
  * Start cmd (already prefixed) on devbox id in the background; the result
@@ -213,13 +156,14 @@ out:
 
 /*
  * execute_command_async, and execute_command as a task (task.c has the
- * other ops): the arguments of schema, started in the background. A task's
+ * other ops): the arguments of either tool, started in the background. A task's
  * timeout_seconds is checked but does not bound the command: a task runs
- * until it ends or tasks/cancel stops it. Each schema lacks the other's
- * argument (attach_stdin, timeout_seconds), so its getter finds it absent.
+ * until it ends or tasks/cancel stops it. Each tool's schema lacks the
+ * other's argument (attach_stdin, timeout_seconds), so its getter finds it
+ * absent.
  */
 static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
-                      size_t al, const char *schema)
+                      size_t al)
 {
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL;
@@ -256,42 +200,16 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
 
 static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return start_tool(ud, call, aj, al, async_schema);
+    return start_tool(ud, call, aj, al);
 }
 
 int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return start_tool(ud, call, aj, al, execute_schema);
+    return start_tool(ud, call, aj, al);
 }
 
 /* ---- get / wait / kill / stdin --------------------------------------------
  */
-
-static const char eid_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP "," EID_PROP "},\"required\":[\"devbox_id\","
-    "\"execution_id\"]}";
-
-static const char wait_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP "," EID_PROP ",\"timeout_seconds\":{\"type\":\"integer\""
-    ",\"minimum\":1,\"description\":\"Wait at most this long (default "
-    "60). If still running the result says status running; call again.\"}"
-    "},\"required\":[\"devbox_id\",\"execution_id\"]}";
-
-static const char kill_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP "," EID_PROP ",\"kill_process_group\":{\"type\":"
-    "\"boolean\",\"description\":\"Also kill its child processes (default "
-    "true).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
-
-static const char stdin_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP "," EID_PROP ",\"text\":{\"type\":\"string\","
-    "\"description\":\"Text to write to the command's stdin (include \\\\n "
-    "for a newline).\"},\"signal\":{\"type\":\"string\",\"enum\":[\"EOF\","
-    "\"INTERRUPT\"],\"description\":\"Close stdin (EOF) or send Ctrl-C "
-    "(INTERRUPT).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
 
 int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
              const char **id, const char **eid)
@@ -489,25 +407,6 @@ out:
 
 /* ---- get_execution_logs
  * ------------------------------------------------------ */
-
-static const char logs_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
-    "{" DEVBOX_ID_PROP "," EID_PROP ","
-    "\"stream\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\","
-    "\"both\"],\"description\":\"Which output (default both).\"},"
-    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte "
-    "offset to start at (default 0); use next_offset to page.\"},"
-    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-    "\"Most bytes per stream to return (default and cap set by the "
-    "server).\"}},\"required\":[\"devbox_id\",\"execution_id\"]}";
-
-static const char logs_out[] =
-    "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
-    "\"string\"},\"status\":{\"type\":\"string\"},\"stdout\":{\"type\":"
-    "\"string\"},\"stderr\":{\"type\":\"string\"},\"stdout_next_offset\":{"
-    "\"type\":\"integer\"},\"stderr_next_offset\":{\"type\":\"integer\"},"
-    "\"stdout_has_more\":{\"type\":\"boolean\"},\"stderr_has_more\":{"
-    "\"type\":\"boolean\"}},\"required\":[\"execution_id\"]}";
 
 static int logs_stream(struct ex *ex, const struct rlmcp_h *h, const char *id,
                        const char *eid, const char *which, long long offset,
@@ -995,9 +894,6 @@ out:
     "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                      \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
 
-static char exec_out_plain[1024];
-static char exec_out_run[1200];
-
 /* Tools that wait for commands: they run on the host's own threads. */
 static const char *const waiting_tools[] = {
     "execute_command", "wait_for_execution", "run_shell", "run_code", NULL};
@@ -1011,50 +907,50 @@ static const struct rlmcp_h_tool specs[] = {
      "exit_code is a normal result. Output is "
      "streamed as progress while it runs. For servers or very long jobs use "
      "execute_command_async.",
-     execute_schema, exec_out_plain, ANN("false", "true", "false"), t_execute,
-     true},
+     schema_execute_command, schema_execution_out,
+     ANN("false", "true", "false"), t_execute, true},
     {"execute_command_async", "Start a command in the background",
      "Start a command and return at once with its execution_id; follow it "
      "with get_execution, wait_for_execution, get_execution_logs, "
      "send_execution_stdin or kill_execution.",
-     async_schema, async_out, ANN("false", "true", "false"), t_async, false},
+     schema_execute_command_async, schema_execute_command_async_out,
+     ANN("false", "true", "false"), t_async, false},
     {"list_executions", "List a devbox's executions",
      "The commands run on a devbox, newest first, with execution_id, "
      "command, status (running/completed) and exit_code: finds an "
      "execution whose call was lost or timed out before naming it.",
-     list_executions_schema, list_executions_out, ANN("true", "false", "true"),
-     list_executions_tool, false},
+     schema_list_executions, schema_list_executions_out,
+     ANN("true", "false", "true"), list_executions_tool, false},
     {"get_execution", "Get an execution",
      "Status of a command started earlier; exit_code and output once it "
      "completed.",
-     eid_schema, exec_out_plain, ANN("true", "false", "true"), t_get_execution,
-     false},
+     schema_get_execution, schema_execution_out, ANN("true", "false", "true"),
+     t_get_execution, false},
     {"wait_for_execution", "Wait for an execution",
      "Wait (up to timeout_seconds) for a background command to finish and "
      "return its exit_code and output; if it is still running the result "
      "has status running and you can call again.",
-     wait_schema, exec_out_plain, ANN("true", "false", "true"),
-     t_wait_execution, true},
+     schema_wait_for_execution, schema_execution_out,
+     ANN("true", "false", "true"), t_wait_execution, true},
     {"get_execution_logs", "Get an execution's full output",
      "The complete stdout/stderr of a finished command, paged by byte "
      "offset (use next_offset while has_more). For a running command, the "
      "newest lines.",
-     logs_schema, logs_out, ANN("true", "false", "true"), t_logs, false},
+     schema_get_execution_logs, schema_get_execution_logs_out,
+     ANN("true", "false", "true"), t_logs, false},
     {"kill_execution", "Kill an execution",
      "Stop a running command (and by default its child processes).",
-     kill_schema, NULL, ANN("false", "true", "true"), t_kill, false},
+     schema_kill_execution, NULL, ANN("false", "true", "true"), t_kill, false},
     {"send_execution_stdin", "Send input to an execution",
      "Write text to the stdin of a command started with "
      "execute_command_async attach_stdin=true, or close stdin / interrupt "
      "it.",
-     stdin_schema,
-     "{\"type\":\"object\",\"properties\":{\"execution_id\":{\"type\":"
-     "\"string\"},\"success\":{\"type\":\"boolean\"}}}",
+     schema_send_execution_stdin, schema_send_execution_stdin_out,
      ANN("false", "false", "false"), t_stdin, false},
     {"run_shell", "Run a shell command",
      "Run a shell command on an existing devbox and wait for the result "
      "(exit_code, stdout, stderr). Use shell_name for a stateful session.",
-     run_shell_schema, exec_out_plain, ANN("false", "true", "false"),
+     schema_run_shell, schema_execution_out, ANN("false", "true", "false"),
      t_run_shell, true},
     {"run_code", "Run code in a reusable test sandbox",
      "Write files and run a command in a code-testing sandbox: a running "
@@ -1064,7 +960,7 @@ static const struct rlmcp_h_tool specs[] = {
      "error, and kept after success for reuse (shut it down with "
      "shutdown_devbox when done). Returns exit_code, stdout, stderr, "
      "devbox_id and whether the sandbox was reused.",
-     run_code_schema, exec_out_run, ANN("false", "true", "false"),
+     schema_run_code, schema_run_code_out, ANN("false", "true", "false"),
      run_code_tool, true},
 };
 
@@ -1099,10 +995,6 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     if (ex == NULL)
         return RLMCP_ENOMEM;
     ex->api = api;
-    snprintf(exec_out_plain, sizeof(exec_out_plain), EXEC_RESULT_SCHEMA, "");
-    snprintf(exec_out_run, sizeof(exec_out_run), EXEC_RESULT_SCHEMA,
-             ",\"reused\":{\"type\":\"boolean\"},\"language\":{\"type\":"
-             "\"string\"},\"file_path\":{\"type\":\"string\"}");
     rc = ex_config(ex, self);
     if (rc != RLMCP_OK)
         goto fail;
@@ -1122,8 +1014,8 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
         def.name = ex->langs[i].tool_name;
         def.description = ex->langs[i].description;
-        def.input_schema_json = run_lang_schema;
-        def.output_schema_json = exec_out_run;
+        def.input_schema_json = schema_run_language;
+        def.output_schema_json = schema_run_code_out;
         def.annotations_json = ANN("false", "true", "false");
         def.handler = run_lang_tool;
         def.user_data = &ex->langs[i];

@@ -9,6 +9,7 @@
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 struct ex;
 
@@ -158,37 +159,15 @@ extern const struct rlmcp_task_def exec_task_def;
 
 /* list_executions (list.c) */
 int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
-extern const char list_executions_schema[];
-extern const char list_executions_out[];
 
 /* Tools in run.c */
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
-extern const char run_code_schema[];
 /* Expand {file}, {dir}, {stem} (shell-quoted) in a command template. */
 char *run_expand(const char *tmpl, const char *file);
-extern const char run_lang_schema[];
 
 /* Write a text file with write_file_contents (reports errors). */
 int exec_write_file(const struct rlmcp_h *h, const char *devbox_id,
                     const char *path, const char *contents);
-
-#define EXEC_RESULT_SCHEMA                                                     \
-    "{\"type\":\"object\",\"properties\":{"                                    \
-    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                         \
-    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"       \
-    "\"stdout_truncated\":{\"type\":\"boolean\"},"                             \
-    "\"stderr_truncated\":{\"type\":\"boolean\"},"                             \
-    "\"stdout_bytes_dropped\":{\"type\":\"integer\"},"                         \
-    "\"stderr_bytes_dropped\":{\"type\":\"integer\"},"                         \
-    "\"ended_by\":{\"type\":[\"string\",\"null\"],\"enum\":[\"exit\","         \
-    "\"killed\",\"out_of_memory\",\"timeout\",null]},"                         \
-    "\"duration_ms\":{\"type\":\"integer\"},"                                  \
-    "\"execution_id\":{\"type\":\"string\"},"                                  \
-    "\"devbox_id\":{\"type\":\"string\"},"                                     \
-    "\"status\":{\"type\":\"string\"}"                                         \
-    "%s},\"required\":[\"exit_code\",\"stdout\",\"stderr\","                   \
-    "\"stdout_truncated\",\"stderr_truncated\",\"execution_id\","              \
-    "\"devbox_id\"]}"
 
 #endif

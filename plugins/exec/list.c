@@ -17,24 +17,6 @@
 
 #define LIST_CMD_CHARS 200
 
-const char list_executions_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"devbox_id\":{\"type\":\"string\",\"description\":\"Id of the devbox "
-    "(dbx_...).\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-    "\"description\":\"Most recent executions to return (default 20).\"}},"
-    "\"required\":[\"devbox_id\"]}";
-
-const char list_executions_out[] =
-    "{\"type\":\"object\",\"properties\":{\"devbox_id\":{\"type\":"
-    "\"string\"},\"executions\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"object\",\"properties\":{\"execution_id\":{\"type\":\"string\"},"
-    "\"command\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
-    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
-    "\"started_at_ms\":{\"type\":\"number\"}},\"required\":["
-    "\"execution_id\",\"status\"]}}},\"required\":[\"devbox_id\","
-    "\"executions\"]}";
-
 /* The entry of eid in out, or a new one (newest last). */
 static cJSON *entry_for(cJSON *out, const char *eid, const cJSON *log)
 {

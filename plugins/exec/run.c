@@ -184,25 +184,6 @@ static int write_files(const struct rlmcp_h *h, const char *id,
 
 /* ---- run_code ------------------------------------------------------------ */
 
-const char run_code_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-    "\"string\"},\"description\":\"Files to write first: {absolute path: "
-    "text contents}, e.g. {\\\"/home/user/test_app.py\\\": \\\"assert "
-    "1+1==2\\\"}. Existing files are overwritten.\"},"
-    "\"command\":{\"type\":\"string\",\"description\":\"The bash command "
-    "to run, e.g. python3 /home/user/test_app.py.\"},"
-    "\"blueprint_name\":{\"type\":\"string\",\"description\":\"Prefer/"
-    "create a sandbox from this blueprint name.\"},"
-    "\"blueprint_id\":{\"type\":\"string\",\"description\":\"Prefer/create "
-    "a sandbox from this blueprint id.\"},"
-    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties"
-    "\":{\"type\":\"string\"},\"description\":\"Variables exported for "
-    "this run only.\"},"
-    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"
-    "\"description\":\"Kill the command after this many seconds.\"}"
-    "},\"required\":[\"command\"]}";
-
 struct code_ctx {
     const char *purpose;
     const char *bp_name;
@@ -427,16 +408,6 @@ out:
 
 /* ---- run_<language>
  * ---------------------------------------------------------- */
-
-const char run_lang_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"code\":{\"type\":\"string\",\"description\":\"The complete source "
-    "code to run.\"},"
-    "\"file_path\":{\"type\":\"string\",\"description\":\"Absolute path to "
-    "save the code at (default /home/user/code.<extension>).\"},"
-    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"
-    "\"description\":\"Kill the program after this many seconds.\"}"
-    "},\"required\":[\"code\"]}";
 
 static int score_lang(const cJSON *dbx, const void *vctx)
 {
