@@ -251,15 +251,17 @@ static const char *const gc_names[][2] = {
 static int px_property(struct px *x, char c, size_t at)
 {
     const char *name = x->p + 1;
-    size_t len = strcspn(name, "}");
+    size_t len = 0;
     const char *value = name;
-    size_t vlen = len;
+    size_t vlen = 0;
     char buf[64];
     size_t i;
 
-    if (*x->p != '{' || name[len] != '}') {
+    if (*x->p != '{' || strchr(name, '}') == NULL) {
         return px_fail(x, "\\%c must be followed by {property}", c);
     }
+    len = strcspn(name, "}");
+    vlen = len;
     if (len > 17 && strncmp(name, "General_Category=", 17) == 0) {
         value = name + 17;
         vlen = len - 17;

@@ -428,6 +428,12 @@ static void test_pattern_rejected(void **state)
     check_fails("{\"pattern\":\"\\\\u{110000}\"}", "beyond U+10FFFF");
     check_fails("{\"pattern\":\"[z-a]\"}", "range out of order");
     check_fails("{\"pattern\":\"a\\\\\"}", "lone backslash");
+    /* an escape cut short by the end of the pattern */
+    check_fails("{\"pattern\":\"\\\\p\"}", "must be followed by {property}");
+    check_fails("{\"pattern\":\"\\\\P{L\"}", "must be followed by {property}");
+    check_fails("{\"pattern\":\"\\\\u{\"}", "\\u{...} needs 1 to 8 hex digits");
+    check_fails("{\"pattern\":\"(?<n\"}", "unclosed group name");
+    check_fails("{\"pattern\":\"[\\\\\"}", "lone backslash");
     check_fails("{\"pattern\":\"(?i)a\"}", "group syntax (?i");
     check_fails("{\"pattern\":\"(?>a)\"}", "group syntax (?>");
     check_fails("{\"pattern\":\"a{3,2}\"}", "pattern 'a{3,2}' is not supported");
