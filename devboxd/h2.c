@@ -464,6 +464,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
             http_parse_query(&st->req, q + 1);
         }
         http_url_decode(st->req.path, 0);
+    } else if (strcmp((const char *)name, ":authority") == 0) {
+        /* HTTP/2's Host (RFC 9113 8.3.1): handlers read "host". */
+        http_kv_append(&st->req.headers, &st->req.n_headers, "host", (const char *)value);
     } else if (name[0] != ':') {
         http_kv_append(&st->req.headers, &st->req.n_headers, (const char *)name,
                        (const char *)value);
@@ -483,7 +486,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
         return 0;
     st->last_recv_ms = util_now_ms();
     if (st->limit == 0)
-        st->limit = http_body_limit(http_request_header(&st->req, "content-type"));
+        st->limit = http_body_limit(&st->req);
     /* Past its own limit a body is a 413 (nothing more buffered); else it
      * counts against the connection's share. */
     if (st->req.body_len + len <= st->limit && !st->req.body_too_large) {
