@@ -7,6 +7,7 @@
 #include "layers.h"
 #include "mcphub.h"
 #include "sandbox.h"
+#include "objects.h"
 #include "secrets.h"
 #include "tunnel.h"
 #include "util.h"
@@ -411,9 +412,18 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
             snprintf(err, errlen, "'%s' must be an object with a string 'type'", where);
             return -1;
         }
+        if (type != NULL && strcmp(type, "object_mount") == 0) {
+            if (objects_check_mount(it, where, err, errlen) != 0)
+                return -1;
+            i++;
+            continue;
+        }
         if (type == NULL || strcmp(type, "file_mount") != 0) {
-            snprintf(err, errlen, "%s.type \"%s\" is not supported by the local engine yet; "
-                     "use \"file_mount\" {target, content}", where, type ? type : "");
+            snprintf(err, errlen,
+                     "%s.type \"%s\" is not supported by the local engine; use "
+                     "\"file_mount\" {target, content} or \"object_mount\" {object_id, "
+                     "object_path}",
+                     where, type ? type : "");
             return -1;
         }
         if (util_check_fields(it, where, fields, err, errlen) != 0 ||
@@ -657,7 +667,7 @@ int api_authorized(void *ud, const struct http_request *req)
     struct engine *eng = ud;
     const char *h = NULL;
 
-    if (req->trusted)
+    if (req->trusted || objects_signed_request(eng, req))
         return 0;
     h = http_request_header(req, "authorization");
     if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
@@ -701,11 +711,13 @@ static void handle_create(struct engine *eng, const struct http_request *req,
         util_error(resp, status, "%s", err);
         return;
     }
-    /* Secret values and MCP servers are resolved now: nothing is created
+    /* Secret values, MCP servers and objects are resolved now: nothing is created
      * when one is missing. */
     status = secrets_resolve_create(eng, body, spec, err, sizeof(err));
     if (status == 0)
         status = mcpcfg_resolve_create(eng, body, spec, err, sizeof(err));
+    if (status == 0)
+        status = objects_resolve_create(eng, body, spec, err, sizeof(err));
     if (status != 0) {
         cJSON_Delete(body);
         cJSON_Delete(spec);
@@ -1747,6 +1759,10 @@ static void route_request(struct engine *eng, const struct http_request *req,
         secrets_route(eng, seg, n, req, resp);
         goto out;
     }
+    if (strcmp(seg[1], "objects") == 0) {
+        objects_route(eng, seg, n, req, resp);
+        goto out;
+    }
     if (strcmp(seg[1], "mcp-configs") == 0) {
         mcpcfg_route(eng, seg, n, req, resp);
         goto out;
@@ -1798,7 +1814,9 @@ void api_handle(void *ud, const struct http_request *req,
                    "--api-key-file given to devboxd)");
         return;
     }
-    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
+    /* PUT only to an object's signed upload URL. */
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0 &&
+        !(strcmp(req->method, "PUT") == 0 && objects_signed_request(eng, req))) {
         api_unimplemented(req, resp);
         http_response_set_header(resp, "allow", "GET, POST");
         goto out;

@@ -47,6 +47,9 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
                           struct http_response *resp);
 void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
                     struct http_response *resp);
+/* Answers 200 with fd's bytes (consumed), streamed as application/octet-stream
+ * with x-file-size. */
+void files_stream_fd(struct http_response *resp, int fd);
 void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
                   struct http_response *resp);
 

@@ -6,6 +6,7 @@
 #include "engine.h"
 #include "images.h"
 #include "mcphub.h"
+#include "mounts.h"
 #include "pty_engine.h"
 #include "tunnel.h"
 #include "layers.h"
@@ -474,30 +475,7 @@ static int box_network(const struct devbox *box)
     return SB_NET_OUTBOUND;
 }
 
-static char *shell_quote(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = malloc(len * 4 + 3);
-    char *p = out;
-
-    if (out == NULL)
-        return NULL;
-    *p++ = '\'';
-    for (; *s != '\0'; s++) {
-        if (*s == '\'') {
-            memcpy(p, "'\\''", 4);
-            p += 4;
-        } else {
-            *p++ = *s;
-        }
-    }
-    *p++ = '\'';
-    *p = '\0';
-    return out;
-}
-
-/* Runs one boot-time command to completion; returns its exit status or -1. */
-static int run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
+int engine_run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
                             const char *kind, char *err, size_t errlen)
 {
     struct execution *ex = NULL;
@@ -515,74 +493,6 @@ static int run_boot_command(struct engine *eng, struct devbox *box, const char *
     engine_exec_unref_locked(ex);
     pthread_mutex_unlock(&eng->lock);
     return status;
-}
-
-static int write_mount(struct engine *eng, struct devbox *box, const char *target,
-                       const char *content, char *err, size_t errlen)
-{
-    char *dir = strdup(target);
-    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
-    char *quoted = NULL;
-    char *cmd = NULL;
-    size_t len = strlen(content);
-    size_t done = 0;
-    int fd = -1;
-    int rc = -1;
-
-    if (slash != NULL && slash != dir) {
-        *slash = '\0';
-        quoted = shell_quote(dir);
-        if (quoted == NULL || asprintf(&cmd, "mkdir -p -- %s", quoted) < 0) {
-            cmd = NULL;
-            goto out;
-        }
-        if (run_boot_command(eng, box, cmd, "files", err, errlen) != 0) {
-            snprintf(err, errlen, "cannot create the parent directory of file mount '%s'",
-                     target);
-            goto out;
-        }
-    }
-    fd = sandbox_open(box->sb, target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot write file mount '%s': %s", target, strerror(-fd));
-        goto out;
-    }
-    while (done < len) {
-        ssize_t n = write(fd, content + done, len - done);
-
-        if (n <= 0)
-            goto out;
-        done += (size_t)n;
-    }
-    rc = 0;
-out:
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    free(quoted);
-    free(cmd);
-    return rc;
-}
-
-static int write_mounts(struct engine *eng, struct devbox *box, char *err, size_t errlen)
-{
-    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(box->spec, "mounts");
-    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
-    const cJSON *it = NULL;
-
-    cJSON_ArrayForEach(it, mounts) {
-        const cJSON *target = cJSON_GetObjectItemCaseSensitive(it, "target");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
-
-        if (write_mount(eng, box, target->valuestring, content->valuestring, err,
-                        errlen) != 0)
-            return -1;
-    }
-    cJSON_ArrayForEach(it, fm) {
-        if (write_mount(eng, box, it->string, it->valuestring, err, errlen) != 0)
-            return -1;
-    }
-    return 0;
 }
 
 /* A devbox that ended (shutdown or failure) keeps its records and logs;
@@ -810,7 +720,7 @@ static void *boot_thread(void *arg)
     cmds = cJSON_GetObjectItemCaseSensitive(lp, "launch_commands");
     ep = cJSON_GetObjectItemCaseSensitive(box->spec, "entrypoint");
     pthread_mutex_unlock(&eng->lock);
-    if (write_mounts(eng, box, err, sizeof(err)) != 0) {
+    if (mounts_write(eng, box, err, sizeof(err)) != 0) {
         boot_fail(eng, box, "execution_failed", err);
         return NULL;
     }
@@ -819,7 +729,7 @@ static void *boot_thread(void *arg)
 
         if (boot_cancelled(eng, box))
             return NULL;
-        st = run_boot_command(eng, box, it->valuestring, "launch", err,
+        st = engine_run_boot_command(eng, box, it->valuestring, "launch", err,
                               sizeof(err));
         if (boot_cancelled(eng, box))
             return NULL;

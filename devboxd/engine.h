@@ -142,6 +142,10 @@ void engine_touch_locked(struct devbox *box);
 char *engine_exec_dir(struct engine *eng, const char *box_id);
 struct execution *engine_exec_find_locked(struct devbox *box, const char *eid);
 struct execution *engine_exec_by_command_id_locked(struct devbox *box, const char *cid);
+/* Runs one command in a booting devbox to completion (as the command user,
+ * logged under kind); returns its exit status, or -1 with err. */
+int engine_run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
+                            const char *kind, char *err, size_t errlen);
 struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
                                     const char *command, const char *shell_name,
                                     const char *command_id, int attach_stdin,

@@ -366,14 +366,40 @@ static void dl_free(void *arg)
     free(c);
 }
 
+void files_stream_fd(struct http_response *resp, int fd)
+{
+    struct dl_ctx *c = NULL;
+    struct stat st;
+    char len[32];
+
+    if (fstat(fd, &st) != 0) {
+        util_error(resp, 500, "cannot stat the file to send: %s", strerror(errno));
+        close(fd);
+        return;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        util_error(resp, 500, "out of memory");
+        return;
+    }
+    c->fd = fd;
+    /* The file is read while streaming: its devbox may be stopped, or the
+     * file removed, after this returns, but the open fd stays valid. */
+    resp->status = 200;
+    http_response_set_header(resp, "content-type", "application/octet-stream");
+    snprintf(len, sizeof(len), "%lld", (long long)st.st_size);
+    http_response_set_header(resp, "x-file-size", len);
+    resp->stream = dl_read;
+    resp->stream_ctx = c;
+    resp->stream_free = dl_free;
+}
+
 void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
                     struct http_response *resp)
 {
     static const char *const fields[] = {"path", NULL};
     const char *path = NULL;
-    struct dl_ctx *c = NULL;
-    struct stat st;
-    char len[32];
     int fd;
 
     (void)eng;
@@ -384,27 +410,7 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
         open_error(resp, path, fd);
         return;
     }
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        util_error(resp, 500, "cannot stat '%s': %s", path, strerror(errno));
-        return;
-    }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        close(fd);
-        util_error(resp, 500, "out of memory");
-        return;
-    }
-    c->fd = fd;
-    /* The file is read while streaming: the sandbox may be stopped after
-     * this returns, but the open fd stays valid. */
-    resp->status = 200;
-    http_response_set_header(resp, "content-type", "application/octet-stream");
-    snprintf(len, sizeof(len), "%lld", (long long)st.st_size);
-    http_response_set_header(resp, "x-file-size", len);
-    resp->stream = dl_read;
-    resp->stream_ctx = c;
-    resp->stream_free = dl_free;
+    files_stream_fd(resp, fd);
 }
 
 void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,

@@ -379,9 +379,14 @@ static enum MHD_Result mhd_collect_header(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
-size_t http_body_limit(const char *content_type)
+size_t http_body_limit(const struct http_request *req)
 {
+    const char *content_type = http_request_header(req, "content-type");
+
+    /* Uploads: multipart file bodies and PUTs of raw bytes (objects). */
     if (content_type != NULL && strncasecmp(content_type, "multipart/", 10) == 0)
+        return HTTP_MAX_UPLOAD_BODY;
+    if (req->method != NULL && strcmp(req->method, "PUT") == 0)
         return HTTP_MAX_UPLOAD_BODY;
     return HTTP_MAX_JSON_BODY;
 }
@@ -567,7 +572,7 @@ static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
         MHD_get_connection_values(conn, MHD_HEADER_KIND, mhd_collect_header, &mr->req);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, mhd_collect_header,
                                   &mr->req);
-        mr->limit = http_body_limit(http_request_header(&mr->req, "content-type"));
+        mr->limit = http_body_limit(&mr->req);
         mr->req.trusted = mhd_is_unix(conn);
         *con_cls = mr;
         if (!http_authorized(srv, &mr->req)) {

@@ -88,7 +88,7 @@ int http_server_hold(struct http_server *srv);
 void http_server_release(struct http_server *srv);
 
 /* Request body accumulation shared by both transports. */
-size_t http_body_limit(const char *content_type);
+size_t http_body_limit(const struct http_request *req);
 int http_body_append(struct http_request *req, size_t limit, const char *data,
                      size_t len);
 /* Bytes of request bodies buffered now, over all connections. */

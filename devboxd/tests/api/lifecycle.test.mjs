@@ -238,7 +238,7 @@ describe('bad input', () => {
     // One from each family the engine lacks, through the SDK's own methods.
     const cases = [
       [() => c.networkPolicies.list(), /GET \/v1\/network-policies /],
-      [() => c.objects.list(), /GET \/v1\/objects /],
+      [() => c.agents.list(), /GET \/v1\/agents /],
       [() => c.scenarios.list(), /GET \/v1\/scenarios /],
       [() => c.benchmarks.list(), /GET \/v1\/benchmarks /],
       [() => c.gatewayConfigs.list(), /GET \/v1\/gateway-configs /],

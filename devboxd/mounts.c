@@ -1,0 +1,226 @@
+/* devboxd mounts: see mounts.h. File mounts carry their content in the
+ * spec; object mounts copy a storage object's bytes (objects.c) and unpack
+ * archives inside the devbox with its own tar and gzip. */
+#define _GNU_SOURCE
+#include "mounts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "objects.h"
+#include "sandbox.h"
+
+static char *shell_quote(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 3);
+    char *p = out;
+
+    if (out == NULL)
+        return NULL;
+    *p++ = '\'';
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            memcpy(p, "'\\''", 4);
+            p += 4;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p++ = '\'';
+    *p = '\0';
+    return out;
+}
+
+/* Runs cmd (consumed; NULL: out of memory) as a boot command; 0 when it
+ * exited 0. */
+static int run_cmd(struct engine *eng, struct devbox *box, char *cmd, char *err, size_t errlen)
+{
+    int rc = -1;
+
+    if (cmd == NULL)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = engine_run_boot_command(eng, box, cmd, "files", err, errlen) == 0 ? 0 : -1;
+    free(cmd);
+    return rc;
+}
+
+static int make_parent(struct engine *eng, struct devbox *box, const char *target, char *err,
+                       size_t errlen)
+{
+    char *dir = strdup(target);
+    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    int rc = 0;
+
+    if (dir == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        char *q = shell_quote(dir);
+        char *cmd = NULL;
+
+        if (q == NULL || asprintf(&cmd, "mkdir -p -- %s", q) < 0)
+            cmd = NULL;
+        rc = run_cmd(eng, box, cmd, err, errlen);
+        free(q);
+        if (rc != 0)
+            snprintf(err, errlen, "cannot create the parent directory of mount '%s'", target);
+    }
+    free(dir);
+    return rc;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes content (len bytes), or everything read from src when content is
+ * NULL, to target inside the devbox. */
+static int copy_in(struct devbox *box, const char *target, const char *content, size_t len,
+                   int src, char *err, size_t errlen)
+{
+    char buf[65536];
+    ssize_t n = 0;
+    int fd = sandbox_open(box->sb, target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = -1;
+
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write mount '%s': %s", target, strerror(-fd));
+        return -1;
+    }
+    if (content != NULL) {
+        rc = write_all(fd, content, len);
+    } else {
+        while ((n = read(src, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+            if (n > 0 && write_all(fd, buf, (size_t)n) != 0)
+                break;
+        }
+        rc = n == 0 ? 0 : -1;
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "cannot write mount '%s': %s", target, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+static int write_file_mount(struct engine *eng, struct devbox *box, const char *target,
+                            const char *content, char *err, size_t errlen)
+{
+    if (make_parent(eng, box, target, err, errlen) != 0)
+        return -1;
+    return copy_in(box, target, content, strlen(content), -1, err, errlen);
+}
+
+/* Unpacks the archive at tmp (then removed) to path inside the devbox. */
+static int unpack(struct engine *eng, struct devbox *box, const char *content_type,
+                  const char *tmp, const char *path, char *err, size_t errlen)
+{
+    char *qt = shell_quote(tmp);
+    char *qp = shell_quote(path);
+    const char *z = strcmp(content_type, "tgz") == 0 ? "z" : "";
+    char *cmd = NULL;
+    int n = -1;
+
+    if (qt != NULL && qp != NULL && strcmp(content_type, "gzip") == 0)
+        n = asprintf(&cmd, "gzip -dc < %s > %s; rc=$?; rm -f -- %s; exit $rc", qt, qp, qt);
+    else if (qt != NULL && qp != NULL)
+        n = asprintf(&cmd, "mkdir -p -- %s && tar -x%sf %s -C %s; rc=$?; rm -f -- %s; exit $rc",
+                     qp, z, qt, qp, qt);
+    if (n < 0)
+        cmd = NULL;
+    free(qt);
+    free(qp);
+    return run_cmd(eng, box, cmd, err, errlen);
+}
+
+static int is_archive(const char *content_type)
+{
+    return strcmp(content_type, "tar") == 0 || strcmp(content_type, "tgz") == 0 ||
+           strcmp(content_type, "gzip") == 0;
+}
+
+static int write_object_mount(struct engine *eng, struct devbox *box, const cJSON *m,
+                              char *err, size_t errlen)
+{
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "object_id"));
+    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "object_path"));
+    const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "content_type"));
+    char tmp[80];
+    char why[256] = "";
+    int src = objects_open(eng, id, why, sizeof(why));
+    int rc = -1;
+
+    if (src < 0) {
+        snprintf(err, errlen, "object mount at '%s': %s", path, why);
+        return -1;
+    }
+    if (make_parent(eng, box, path, err, errlen) != 0)
+        goto out;
+    if (!is_archive(ct)) {
+        rc = copy_in(box, path, NULL, 0, src, err, errlen);
+        goto out;
+    }
+    /* An archive lands in /tmp first and is unpacked by the devbox's own
+     * tools, as its user: a hostile archive can do no more than they can. */
+    snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-%s", id);
+    if (copy_in(box, tmp, NULL, 0, src, err, errlen) != 0)
+        goto out;
+    rc = unpack(eng, box, ct, tmp, path, why, sizeof(why));
+    if (rc != 0)
+        snprintf(err, errlen, "cannot unpack object %s (%s) at '%s'%s%s", id, ct, path,
+                 why[0] != '\0' ? ": " : "", why);
+out:
+    close(src);
+    return rc;
+}
+
+int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+{
+    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(box->spec, "mounts");
+    const cJSON *objs = cJSON_GetObjectItemCaseSensitive(box->spec, "_object_mounts");
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, mounts) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
+        const cJSON *target = cJSON_GetObjectItemCaseSensitive(it, "target");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+
+        /* Object mounts are written from "_object_mounts" below. */
+        if (strcmp(cJSON_GetStringValue(type), "file_mount") != 0)
+            continue;
+        if (write_file_mount(eng, box, target->valuestring, content->valuestring, err,
+                             errlen) != 0)
+            return -1;
+    }
+    cJSON_ArrayForEach(it, objs) {
+        if (write_object_mount(eng, box, it, err, errlen) != 0)
+            return -1;
+    }
+    cJSON_ArrayForEach(it, fm) {
+        if (write_file_mount(eng, box, it->string, it->valuestring, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
