@@ -93,7 +93,9 @@ scored_failures() {
     txt="$(sed -e 's/\x1b\[[0-9;]*m//g' "$1")"
     unscored="$(echo "$txt" | sed -n '/^Not scored for /,$p' | grep -E '^ +✗ ' | sed -E 's/^ +✗ ([^ ]+).*/\1/' || true)"
     for sc in $(echo "$txt" | grep -E '^✗ ' | sed -E 's/^✗ ([^:]+):.*/\1/'); do
-        echo "$unscored" | grep -qx "$sc" || echo "$sc"
+        # A here-string, not a pipe: with pipefail, grep -q leaving early
+        # could kill echo with SIGPIPE and count an unscored scenario.
+        grep -qx -- "$sc" <<<"$unscored" || echo "$sc"
     done
 }
 
@@ -140,6 +142,7 @@ unscored="$(sed -n '/^Not scored for /,$p' "$work/suite.txt" | grep -E '^ +✗ '
 if [ -n "$unscored" ]; then
     echo "not scored for this revision and failing: $(echo $unscored)"
     failed="$(scored_failures "$work/suite.log" | grep -c . || true)"
+    [ "$failed" -eq 0 ] || echo "scored and failing: $(scored_failures "$work/suite.log" | tr '\n' ' ')" >&2
 fi
 if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     grep -B2 -A12 'FAILURE' "$work/suite.txt" | head -n 80 >&2 || true
