@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "rlmcp/plugin.h"
+#include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
 #define PNG_1PX                                                                \
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIA" \
@@ -19,8 +20,6 @@
 #define WAV_TINY "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 static const struct rlmcp_host_api *api;
-
-#define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
 
 /* A string argument, or NULL. The returned pointer lives in root. */
 static const char *arg_string(cJSON *root, const char *name)
@@ -761,102 +760,82 @@ struct tool_row {
     bool optional; /* a host that rejects the schema skips only this one */
 };
 
-static const char schema_2020[] =
-    "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-    "\"type\":\"object\",\"$defs\":{\"address\":{\"$anchor\":"
-    "\"addressDef\",\"type\":\"object\",\"properties\":{\"street\":"
-    "{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
-    "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":"
-    "{\"$ref\":\"#/$defs/address\"},\"contactMethod\":{\"type\":"
-    "\"string\",\"enum\":[\"phone\",\"email\"]},\"phone\":{\"type\":"
-    "\"string\"},\"email\":{\"type\":\"string\"}},"
-    "\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":"
-    "[\"email\"]}]}],\"if\":{\"properties\":{\"contactMethod\":"
-    "{\"const\":\"phone\"}},\"required\":[\"contactMethod\"]},"
-    "\"then\":{\"required\":[\"phone\"]},\"else\":{\"required\":"
-    "[\"email\"]},\"additionalProperties\":false}";
-
 static const struct tool_row tools[] = {
-    {"test_simple_text", "Tests simple text content response", NO_ARGS,
-     t_simple_text, false},
-    {"test_image_content", "Tests image content response", NO_ARGS, t_image,
-     false},
-    {"test_audio_content", "Tests audio content response", NO_ARGS, t_audio,
-     false},
+    {"test_simple_text", "Tests simple text content response",
+     schema_no_arguments, t_simple_text, false},
+    {"test_image_content", "Tests image content response", schema_no_arguments,
+     t_image, false},
+    {"test_audio_content", "Tests audio content response", schema_no_arguments,
+     t_audio, false},
     {"test_embedded_resource", "Tests embedded resource content response",
-     NO_ARGS, t_embedded, false},
+     schema_no_arguments, t_embedded, false},
     {"test_multiple_content_types",
      "Tests response with multiple content types (text, image, resource)",
-     NO_ARGS, t_mixed, false},
+     schema_no_arguments, t_mixed, false},
     {"test_tool_with_logging",
-     "Tests tool that emits log messages during execution", NO_ARGS, t_logging,
-     false},
-    {"test_error_handling", "Tests error response handling", NO_ARGS, t_error,
-     false},
+     "Tests tool that emits log messages during execution", schema_no_arguments,
+     t_logging, false},
+    {"test_error_handling", "Tests error response handling",
+     schema_no_arguments, t_error, false},
     {"test_tool_with_progress",
      "Tests tool that reports progress "
      "notifications",
-     NO_ARGS, t_progress, false},
+     schema_no_arguments, t_progress, false},
     {"test_sampling",
      "Tests server-initiated sampling (LLM completion "
      "request)",
-     "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
-     "\"description\":\"The prompt to send to the LLM\"}},\"required\":"
-     "[\"prompt\"]}",
-     t_sampling, false},
+     schema_test_sampling, t_sampling, false},
     {"test_elicitation",
      "Tests server-initiated elicitation (user input "
      "request)",
-     "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
-     "\"description\":\"The message to show the user\"}},\"required\":"
-     "[\"message\"]}",
-     t_elicitation, false},
+     schema_test_elicitation, t_elicitation, false},
     {"test_elicitation_sep1034_defaults",
-     "Tests elicitation with default values per SEP-1034", NO_ARGS,
+     "Tests elicitation with default values per SEP-1034", schema_no_arguments,
      t_elicit_defaults, false},
     {"test_elicitation_sep1330_enums",
-     "Tests elicitation with enum schema improvements per SEP-1330", NO_ARGS,
-     t_elicit_enums, false},
+     "Tests elicitation with enum schema improvements per SEP-1330",
+     schema_no_arguments, t_elicit_enums, false},
     {"json_schema_2020_12_tool",
      "Tool with JSON Schema 2020-12 features for conformance testing "
      "(SEP-1613)",
-     schema_2020, t_schema_2020, true},
+     schema_json_schema_2020_12_tool, t_schema_2020, true},
     {"test_logging_tool",
      "Emits log messages (sent only when the request asks for a log level)",
-     NO_ARGS, t_logging, false},
+     schema_no_arguments, t_logging, false},
     {"test_streaming_elicitation",
      "Asks the user for input while it runs (an input round in 2026-07-28)",
-     NO_ARGS, t_irr_elicitation, false},
+     schema_no_arguments, t_irr_elicitation, false},
     {"test_missing_capability",
-     "Needs the client's sampling capability and fails without it", NO_ARGS,
-     t_missing_capability, false},
+     "Needs the client's sampling capability and fails without it",
+     schema_no_arguments, t_missing_capability, false},
     {"test_input_required_result_elicitation",
-     "Asks for the user's name (input round: elicitation)", NO_ARGS,
+     "Asks for the user's name (input round: elicitation)", schema_no_arguments,
      t_irr_elicitation, false},
     {"test_input_required_result_sampling",
-     "Asks the client's model a question (input round: sampling)", NO_ARGS,
-     t_irr_sampling, false},
+     "Asks the client's model a question (input round: sampling)",
+     schema_no_arguments, t_irr_sampling, false},
     {"test_input_required_result_list_roots",
-     "Asks for the client's roots (input round: roots/list)", NO_ARGS,
-     t_irr_roots, false},
+     "Asks for the client's roots (input round: roots/list)",
+     schema_no_arguments, t_irr_roots, false},
     {"test_input_required_result_request_state",
-     "Asks for a confirmation and checks the echoed request state", NO_ARGS,
-     t_irr_state, false},
+     "Asks for a confirmation and checks the echoed request state",
+     schema_no_arguments, t_irr_state, false},
     {"test_input_required_result_multiple_inputs",
-     "Asks for elicitation, sampling and roots in one round", NO_ARGS,
-     t_irr_multiple, false},
+     "Asks for elicitation, sampling and roots in one round",
+     schema_no_arguments, t_irr_multiple, false},
     {"test_input_required_result_multi_round",
-     "Asks two questions in two rounds", NO_ARGS, t_irr_multi_round, false},
+     "Asks two questions in two rounds", schema_no_arguments, t_irr_multi_round,
+     false},
     {"test_input_required_result_tampered_state",
-     "Asks for a name; a tampered request state is refused", NO_ARGS,
-     t_irr_elicitation, false},
+     "Asks for a name; a tampered request state is refused",
+     schema_no_arguments, t_irr_elicitation, false},
     {"test_input_required_result_capabilities",
-     "Asks only for input the client declared it can give", NO_ARGS,
+     "Asks only for input the client declared it can give", schema_no_arguments,
      t_irr_capabilities, false},
     {"test_reconnection",
      "Tests SSE stream resumption: the result may arrive on a resumed "
      "stream (SEP-1699)",
-     NO_ARGS, t_reconnection, false},
+     schema_no_arguments, t_reconnection, false},
 };
 
 static int add_tools(rlmcp_plugin *self)
