@@ -570,6 +570,7 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     char aerr[512] = "";
     int rc = EXIT_RUNTIME;
 
+    reload_block_signal(); /* before any thread starts */
     if (cfg->host.audit_log != NULL &&
         audit_open(cfg->host.audit_log, cfg->host.audit_max_bytes,
                    cfg->host.audit_keep, aerr, sizeof(aerr)) != 0) {

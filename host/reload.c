@@ -208,7 +208,13 @@ static void *reload_main(void *arg)
 {
     struct reloader *r = arg;
     struct pollfd pfd;
+    sigset_t hup;
 
+    /* SIGHUP is blocked in every other thread (reload_block_signal): its
+     * handler runs here, and no other thread's sleep or poll is cut short. */
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
     pfd.fd = r->pipe[0];
     pfd.events = POLLIN;
     for (;;) {
@@ -247,16 +253,18 @@ struct reloader *reload_start(struct mcp_dispatcher *d, const char *path)
     r->path = strdup(path);
     if (r->path == NULL || pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         goto fail;
-    if (pthread_create(&r->thread, NULL, reload_main, r) != 0)
-        goto fail;
+    /* The handler first: the thread unblocks a SIGHUP that may be pending. */
     hup_fd = r->pipe[1];
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_hup;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGHUP, &sa, NULL);
+    if (pthread_create(&r->thread, NULL, reload_main, r) != 0)
+        goto fail;
     return r;
 fail:
+    hup_fd = -1;
     log_msg(RLMCP_LOG_ERROR, NULL,
             "reload: cannot start (out of memory, pipes or threads); SIGHUP "
             "is ignored");
@@ -270,6 +278,15 @@ fail:
         free(r);
     }
     return NULL;
+}
+
+void reload_block_signal(void)
+{
+    sigset_t hup;
+
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, NULL);
 }
 
 void reload_request(struct reloader *r)

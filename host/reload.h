@@ -21,6 +21,13 @@ struct mcp_dispatcher;
 struct reloader;
 
 /*
+ * Block SIGHUP in the calling thread and the threads it starts from now
+ * on; call it before starting any. The reload thread alone takes the
+ * signal, so a SIGHUP that comes before it runs waits for it.
+ */
+void reload_block_signal(void);
+
+/*
  * Start the reload thread and install the SIGHUP handler; path is the
  * deployment file to re-read. NULL (logged) when that is not possible:
  * SIGHUP is then ignored.
