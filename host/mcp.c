@@ -495,7 +495,9 @@ static void task_capabilities(cJSON *caps, bool stateless)
 }
 
 /*
- * stateless: 2026-07-28 has no resources/subscribe (nor, here, listen).
+ * stateless: 2026-07-28 has no resources/subscribe, and notifications reach
+ * its clients only on a subscriptions/listen stream, which is not served
+ * yet: nothing is advertised that only such a stream could deliver.
  * tools.listChanged: a reload (SIGHUP) may change the tools.
  */
 static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
@@ -504,7 +506,7 @@ static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
     cJSON *o = NULL;
 
     o = cJSON_AddObjectToObject(caps, "tools");
-    cJSON_AddBoolToObject(o, "listChanged", true);
+    cJSON_AddBoolToObject(o, "listChanged", !stateless);
     cJSON_AddObjectToObject(caps, "logging");
     cJSON_AddObjectToObject(caps, "completions");
     if (registry_resource_count(dep->reg) > 0) {
