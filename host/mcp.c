@@ -951,7 +951,9 @@ static void m_tasks(struct req *r)
     struct tasks_req q;
     cJSON *data = NULL;
 
-    if (!r->dep->has_tasks) {
+    /* With a task id it may be a task whose tool a reload removed:
+     * tasks_handle says so. */
+    if (!r->dep->has_tasks && !cJSON_IsString(param(r, "taskId"))) {
         reply_error(r, JSONRPC_METHOD_NOT_FOUND,
                     "method '%s' not found: no tool of this deployment runs "
                     "as a task",

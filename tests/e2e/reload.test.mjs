@@ -7,7 +7,9 @@
 // initialised anew while a long call started before the reload finishes on
 // the old instance; a broken file (YAML, schema, a plugin that cannot load)
 // keeps the running tools and names file:line:col; SIGHUPs in a row while
-// calls run lose or misroute none of them.
+// calls run lose or misroute none of them; a task whose tool a reload
+// removed is refused with an error that says so, and resolves once the
+// tool is back.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +17,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import {
   checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, hostEnv, pluginDir,
   startHttpHost, stopHttpHost, waitFor,
@@ -39,7 +43,7 @@ function deployment(state, { exec = 120, files = false, exclude = 'big_output', 
     'runloop:', '  backend: local', `  state_dir: ${JSON.stringify(state)}`,
     'plugins:',
     '  - name: lifecycle', '    config: {create_wait_seconds: 120}',
-    '  - name: exec', `    config: {default_timeout_seconds: ${exec}, create_wait_seconds: 120}`,
+    ...(exec ? ['  - name: exec', `    config: {default_timeout_seconds: ${exec}, create_wait_seconds: 120}`] : []),
     '  - name: testtools', '    config: {echo_prefix: "> "}',
     ...(files ? ['  - name: files'] : []),
     ...extra,
@@ -263,5 +267,24 @@ describe('live reload on SIGHUP', () => {
       assert.ok((await names(h.client)).includes('say'));
       assert.equal(ok(await h.client.callTool({ name: 'serial_counter', arguments: {} })).calls, start + 9);
     }
+  });
+
+  it('a task whose tool a reload removed fails with a clear error, and resolves once it is back', LONG, async () => {
+    const withExec = deployment(state, { exec: 100, tools: ['  aliases: {echo: say}'] });
+    await reload(withExec);
+    const c = stdio.client;
+    const created = await c.request({ method: 'tools/call', params: { name: 'execute_command',
+      arguments: { devbox_id: box.id, command: 'sleep 1; echo task-done' }, task: { ttl: 600000 } } },
+    CreateTaskResultSchema, CALL);
+    const id = created.task.taskId;
+    await reload(deployment(state, { exec: null, tools: ['  aliases: {echo: say}'] }));
+    assert.ok(!(await names(c)).includes('execute_command'));
+    const e = await c.request({ method: 'tasks/get', params: { taskId: id } }, GetTaskResultSchema).catch((x) => x);
+    assert.equal(e.code, -32602, String(e));
+    assert.match(e.message, /belongs to tool 'execute_command', which this deployment no longer offers/);
+    await reload(withExec);
+    const r = await c.experimental.tasks.getTaskResult(id, CallToolResultSchema, CALL);
+    assert.equal(r.structuredContent.stdout, 'task-done\n');
+    assert.equal((await c.experimental.tasks.getTask(id)).status, 'completed');
   });
 });
