@@ -324,36 +324,81 @@ static int loop_attach(int imgfd, char *dev, size_t devlen, char *err,
     return fd;
 }
 
+/* A loop device bound to the image already: a mount namespace that was
+ * created while the disk was mounted (a sandbox launcher's, even another
+ * engine's) keeps a copy of the mount, and with it the device, after
+ * devboxd unmounted it.  Mounting that device again gives the same ext4;
+ * a second device would give a second one writing the same image. */
+static bool find_loop(int imgfd, char *dev, size_t devlen)
+{
+    struct loop_info64 info;
+    struct stat st;
+    struct dirent *de;
+    bool found = false;
+    DIR *d = NULL;
+    int fd;
+
+    if (fstat(imgfd, &st) != 0)
+        return false;
+    d = opendir("/sys/block");
+    while (d != NULL && !found && (de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "loop", 4) != 0)
+            continue;
+        snprintf(dev, devlen, "/dev/%.20s", de->d_name);
+        fd = open(dev, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (ioctl(fd, LOOP_GET_STATUS64, &info) == 0 &&
+            info.lo_device == (__u64)st.st_dev &&
+            info.lo_inode == (__u64)st.st_ino)
+            found = true;
+        close(fd);
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+/* discard: space freed inside goes back to the host (holes punched in the
+ * image); noinit_itable: nothing to zero in a sparse file. */
+static int mount_dev(const char *dev, const char *dir)
+{
+    if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID,
+              "discard,noinit_itable") != 0)
+        return -errno;
+    return 0;
+}
+
 static int mount_image(const char *dir, const char *img, char *err,
                        size_t errlen)
 {
     char dev[32];
     int imgfd;
-    int loopfd;
-    int rc = 0;
+    int loopfd = -1;
+    int rc;
 
     imgfd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (imgfd < 0)
         return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
                       img, strerror(errno));
-    loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
+    /* Fails when that device was freed meanwhile: then a new one. */
+    rc = find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir) : -ENODEV;
+    if (rc != 0) {
+        loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
+        rc = loopfd < 0 ? loopfd : mount_dev(dev, dir);
+        if (loopfd >= 0 && rc != 0)
+            sb_err(err, errlen, rc, "cannot mount the devbox disk %s on %s: %s",
+                   img, dir, strerror(-rc));
+    }
     close(imgfd);
-    if (loopfd < 0)
-        return loopfd;
-    /* discard: space freed inside goes back to the host (holes punched in
-     * the image); noinit_itable: nothing to zero in a sparse file. */
-    if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID,
-              "discard,noinit_itable") != 0)
-        rc = sb_err(err, errlen, -errno,
-                    "cannot mount the devbox disk %s on %s: %s", img, dir,
-                    strerror(errno));
-    if (rc == 0 && chmod(dir, 0700) != 0)
+    if (rc == 0 && chmod(dir, 0700) != 0) {
         rc = sb_err(err, errlen, -errno, "cannot set the mode of %s: %s", dir,
                     strerror(errno));
-    if (rc != 0)
         umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
-    close(
-        loopfd); /* the mount holds the device now; AUTOCLEAR frees it after */
+    }
+    /* The mount holds the device now; AUTOCLEAR frees it after. */
+    if (loopfd >= 0)
+        close(loopfd);
     return rc;
 }
 

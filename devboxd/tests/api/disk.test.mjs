@@ -30,7 +30,6 @@ const hostBytes = () => Number(execFileSync('du', ['-sx', '-B1', engine.stateDir
 const allocated = (file) => statSync(file).blocks * 512;
 const mountedUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
   .filter((l) => l.includes(dir));
-const loopsOf = (file) => execFileSync('losetup', ['-j', file]).toString().trim();
 const dfRoot = async (id) => {
   const r = await run(id, 'df -B1 --output=size,avail / | tail -1');
   const [size, avail] = r.out.trim().split(/\s+/).map(Number);
@@ -119,10 +118,11 @@ describe('devbox disk (custom_disk_size)', () => {
     assert.equal((await client.devboxes.executions.retrieve(susp.id, said.execution_id)).stdout, 'said\n');
 
     await engine.stop();
-    // devboxd stopped: no disk stays mounted, no loop device attached.
+    // devboxd stopped: no disk stays mounted here. (A mount namespace made
+    // meanwhile, e.g. a sandbox of another engine on this machine, may keep
+    // a copy and its loop device until it ends; the next start mounts that
+    // same device again.)
     assert.deepEqual(mountedUnder(engine.stateDir), []);
-    assert.equal(loopsOf(image(up.id)), '');
-    assert.equal(loopsOf(image(susp.id)), '');
     await engine.start();
     client = engine.client();
 

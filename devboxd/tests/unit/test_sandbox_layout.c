@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXT4_MAGIC 0xEF53
@@ -271,6 +274,50 @@ static void test_disk_copy(void)
     free(img);
 }
 
+/* Another mount namespace copied the disk's mount; devboxd unmounts it and
+ * mounts it again: the same filesystem (device) comes back, not a second
+ * one writing the same image. */
+static void test_disk_copied_mount(const char *dir)
+{
+    char err[256] = "";
+    struct stat before;
+    struct stat after;
+    int go[2];
+    int ready[2];
+    char c = 0;
+    pid_t pid;
+    int status;
+
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(stat(dir, &before), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Only the parent's end: the child must see it close. */
+        close(go[1]);
+        if (unshare(CLONE_NEWNS) != 0 ||
+            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+            _exit(1);
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    assert_int_equal(sandbox_disk_detach(dir), 0);
+    assert_int_equal(
+        sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
+    assert_int_equal(stat(dir, &after), 0);
+    assert_int_equal(before.st_dev, after.st_dev);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
+}
+
 /* The devbox's disk: a loop-mounted ext4 of the asked size on the dir. */
 static void test_disk(void **st)
 {
@@ -297,6 +344,7 @@ static void test_disk(void **st)
     assert_true((uint64_t)fs.f_blocks * fs.f_bsize <= SANDBOX_DISK_MIN_BYTES);
     assert_mode(state, "diskbox", S_IFDIR, 0700, 0);
     test_disk_copy();
+    test_disk_copied_mount(dir);
     /* Attached already: a no-op.  The uid claim is recorded on the disk. */
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
