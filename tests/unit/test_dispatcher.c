@@ -1828,6 +1828,105 @@ static void test_replace_deployment(void **state)
     registry_free(reg);
 }
 
+struct swapper {
+    struct mcp_dispatcher *d;
+    struct registry *regs[2];
+    atomic_bool stop;
+    int swaps;
+};
+
+/* Replace the deployment over and over, alternating two registries. */
+static void *swap_main(void *arg)
+{
+    struct swapper *w = arg;
+    struct deployment *old = NULL;
+
+    while (!atomic_load(&w->stop) || w->swaps < 20) {
+        struct deployment *dep = deployment_new(w->regs[w->swaps % 2], NULL, 0);
+
+        assert_non_null(dep);
+        assert_int_equal(mcp_replace_deployment(w->d, dep, &old), 0);
+        deployment_unref(dep);
+        deployment_unref(old); /* calls on it keep it alive */
+        /* Now and then: the capture holds MAX_MSGS messages. */
+        if (w->swaps % 1000 == 0)
+            mcp_notify_tools_changed(w->d);
+        w->swaps++;
+    }
+    return NULL;
+}
+
+/* Deployments replaced while calls come in: each call answered, once. */
+static void test_replace_under_load(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct swapper w;
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    pthread_t t;
+    char err[256] = "";
+    char text[32];
+    cJSON *m = NULL;
+    int i = 0;
+
+    memset(&w, 0, sizeof(w));
+    w.d = f->d;
+    w.regs[0] = g_reg;
+    w.regs[1] = registry_new();
+    def.description = "test tool";
+    def.input_schema_json = OBJ;
+    def.name = "echo";
+    def.handler = h_echo;
+    assert_int_equal(
+        registry_add_tool(w.regs[1], NULL, "testplug", &def, err, sizeof(err)),
+        0);
+    def.name = "sleep";
+    def.handler = h_sleep;
+    assert_int_equal(
+        registry_add_tool(w.regs[1], NULL, "testplug", &def, err, sizeof(err)),
+        0);
+    assert_int_equal(registry_select(w.regs[1], NULL, "new.yaml", false, 5000,
+                                     err, sizeof(err)),
+                     0);
+    mcp_session_set_notify(f->s, &f->cap.sink);
+    init_session(f, "{}");
+    atomic_init(&w.stop, false);
+    assert_int_equal(pthread_create(&t, NULL, swap_main, &w), 0);
+    for (i = 2; i < 202; i++) {
+        if (i % 2 == 0)
+            handle(f,
+                   "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":"
+                   "\"n%d\"}}}",
+                   i, i);
+        else
+            handle(f,
+                   "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":2}}}",
+                   i);
+    }
+    atomic_store(&w.stop, true);
+    pthread_join(t, NULL);
+    for (i = 2; i < 202; i++) {
+        m = response(f, i);
+        assert_null(cJSON_GetObjectItem(m, "error"));
+        snprintf(text, sizeof(text), i % 2 == 0 ? "n%d" : "slept 2", i);
+        assert_string_equal(
+            cJSON_GetObjectItem(
+                cJSON_GetArrayItem(cJSON_GetObjectItem(result_of(m), "content"),
+                                   0),
+                "text")
+                ->valuestring,
+            text);
+        cJSON_Delete(m);
+    }
+    /* Exactly one answer per call (init_session cleared the capture). */
+    assert_int_equal(cap_size(&f->cap) -
+                         cap_count(&f->cap, "notifications/tools/list_changed"),
+                     200);
+    fx_free(f);
+    registry_free(w.regs[1]);
+}
+
 static void test_prompts(void **state)
 {
     struct fx *f = fx_new(0);
@@ -2193,6 +2292,7 @@ int main(void)
         cmocka_unit_test(test_resources),
         cmocka_unit_test(test_subscriptions),
         cmocka_unit_test(test_replace_deployment),
+        cmocka_unit_test(test_replace_under_load),
         cmocka_unit_test(test_prompts),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_session_call_limit),
