@@ -604,7 +604,7 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     metrics_set_circuit_source(circuit_state, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
     tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
-    rl = reload_start(d, cfg->path);
+    rl = reload_start(d, cfg);
     rc = run_transport(cfg, d);
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 
 struct reloader {
     struct mcp_dispatcher *d;
+    const struct host_config *start; /* as read at start; borrowed */
     char *path;
     int pipe[2];
     pthread_t thread;
@@ -142,6 +144,55 @@ out:
     return NULL;
 }
 
+static bool differs(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
+}
+
+static void note(char *list, size_t len, size_t *used, bool changed,
+                 const char *name)
+{
+    if (!changed || *used >= len)
+        return;
+    *used += (size_t)snprintf(list + *used, len - *used, "%s%s",
+                              *used > 0 ? ", " : "", name);
+}
+
+/* Settings read at start only that the file now changes: say so. */
+static void note_restart_only(const struct host_config *was,
+                              const struct host_config *now)
+{
+    const struct host_runloop_config *a = &was->runloop;
+    const struct host_runloop_config *b = &now->runloop;
+    char list[256] = "";
+    size_t used = 0;
+
+    note(list, sizeof(list), &used,
+         differs(was->server.name, now->server.name) ||
+             differs(was->server.instructions, now->server.instructions),
+         "server");
+    note(list, sizeof(list), &used,
+         differs(was->server.http.raw_json, now->server.http.raw_json),
+         "server.http");
+    note(list, sizeof(list), &used,
+         was->host.workers != now->host.workers ||
+             differs(was->host.audit_log, now->host.audit_log) ||
+             was->host.audit_max_bytes != now->host.audit_max_bytes ||
+             was->host.audit_keep != now->host.audit_keep,
+         "host.workers/audit_*");
+    note(list, sizeof(list), &used,
+         a->backend != b->backend || differs(a->base_url, b->base_url) ||
+             differs(a->api_key, b->api_key) ||
+             differs(a->state_dir, b->state_dir) ||
+             differs(a->devboxd, b->devboxd),
+         "runloop");
+    if (used > 0)
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "reload: %s: %s changed; these settings are read at start "
+                "only: restart to apply them",
+                now->path, list);
+}
+
 /* One reload: 0 when the new deployment is served. */
 static int reload_once(struct reloader *r)
 {
@@ -171,6 +222,7 @@ static int reload_once(struct reloader *r)
         goto out;
     }
     retire(r, old);
+    note_restart_only(r->start, &cfg);
     sent = mcp_notify_tools_changed(r->d);
     log_msg(RLMCP_LOG_NOTICE, NULL,
             "reload: %s: %zu tools from %zu plugins (%zu kept, %zu loaded, "
@@ -241,7 +293,8 @@ static void *reload_main(void *arg)
     return NULL;
 }
 
-struct reloader *reload_start(struct mcp_dispatcher *d, const char *path)
+struct reloader *reload_start(struct mcp_dispatcher *d,
+                              const struct host_config *start)
 {
     struct reloader *r = calloc(1, sizeof(*r));
     struct sigaction sa;
@@ -250,7 +303,8 @@ struct reloader *reload_start(struct mcp_dispatcher *d, const char *path)
         goto fail;
     r->pipe[0] = r->pipe[1] = -1;
     r->d = d;
-    r->path = strdup(path);
+    r->start = start;
+    r->path = strdup(start->path);
     if (r->path == NULL || pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         goto fail;
     /* The handler first: the thread unblocks a SIGHUP that may be pending. */

@@ -27,12 +27,16 @@ struct reloader;
  */
 void reload_block_signal(void);
 
+struct host_config;
+
 /*
- * Start the reload thread and install the SIGHUP handler; path is the
- * deployment file to re-read. NULL (logged) when that is not possible:
- * SIGHUP is then ignored.
+ * Start the reload thread and install the SIGHUP handler. start is the
+ * deployment as read at start (borrowed until reload_stop): its file is
+ * re-read, and a change to a setting read at start only is reported. NULL
+ * (logged) when that is not possible: SIGHUP is then ignored.
  */
-struct reloader *reload_start(struct mcp_dispatcher *d, const char *path);
+struct reloader *reload_start(struct mcp_dispatcher *d,
+                              const struct host_config *start);
 
 /*
  * Ask for a reload as SIGHUP does (for tests); it runs on the thread.

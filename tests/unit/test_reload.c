@@ -151,12 +151,13 @@ static void test_reload_thread(void **state)
     put(path, "plugins:\n  - name: fx_good\n    config: {k: 1}\n"
               "  - fx_second\n");
     d = serve(path, &cfg);
-    r = reload_start(d, path);
+    r = reload_start(d, &cfg);
     assert_non_null(r);
     assert_true(has_tool(d, "fx_read") && has_tool(d, "fx_second_tool"));
 
     clear_log();
-    put(path, "plugins:\n  - name: fx_good\n    config: {k: 1}\n"
+    put(path, "server:\n  name: renamed\n"
+              "plugins:\n  - name: fx_good\n    config: {k: 1}\n"
               "tools:\n  exclude: [fx_read]\n");
     reload_request(r);
     wait_reloads(r, 1);
@@ -166,6 +167,8 @@ static void test_reload_thread(void **state)
     assert_false(has_tool(d, "fx_second_tool"));
     assert_true(has_tool(d, "fx_echo"));
     assert_true(logged("fx_good: path and config unchanged"));
+    assert_true(logged("d.yaml: server changed; these settings are read at "
+                       "start only: restart to apply them"));
     assert_false(logged("fx_good: config"));
     /* Nothing runs on the old deployment: released, fx_second with it. */
     wait_log("fx_second: shutdown");
