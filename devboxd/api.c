@@ -580,6 +580,34 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
     util_json(resp, 200, out);
 }
 
+void api_list_records(struct http_response *resp, const struct http_request *req,
+                      const char *key, const cJSON *all, int64_t limit,
+                      int (*match)(const cJSON *rec, const struct http_request *req),
+                      api_view_fn view)
+{
+    size_t cap = (size_t)cJSON_GetArraySize(all) + 1;
+    const char **ids = calloc(cap, sizeof(*ids));
+    const void **items = calloc(cap, sizeof(*items));
+    const cJSON *it = NULL;
+    size_t n = 0;
+
+    if (ids == NULL || items == NULL) {
+        util_error(resp, 500, "out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(it, all) {
+        if (match != NULL && !match(it, req))
+            continue;
+        ids[n] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+        items[n++] = it;
+    }
+    api_list_reply(resp, key, ids, items, n, http_request_query(req, "starting_after"), limit,
+                   http_request_query(req, "include_total_count"), view);
+out:
+    free(ids);
+    free(items);
+}
+
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset)
 {
     cJSON *obj = cJSON_CreateObject();

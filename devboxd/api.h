@@ -36,6 +36,13 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
                     const void *const *items, size_t n, const char *starting_after,
                     int64_t limit, const char *include_total_count, api_view_fn view);
 
+/* api_list_reply over records (objects with a string "id", newest first):
+ * those match accepts (all when match is NULL), with req's starting_after
+ * and include_total_count. */
+void api_list_records(struct http_response *resp, const struct http_request *req,
+                      const char *key, const cJSON *all, int64_t limit,
+                      int (*match)(const cJSON *rec, const struct http_request *req),
+                      api_view_fn view);
 /* Formats one SSE event for an output chunk; returns the length written,
  * or 0 if buf is too small. */
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);

@@ -144,23 +144,6 @@ static int open_regular(struct devbox *box, const char *path, int flags, mode_t 
     return fd;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* The file's directory (open, inside the devbox) and its last component. */
 static int open_parent(struct engine *eng, struct devbox *box, const char *path,
                        char *base, size_t baselen)
@@ -237,7 +220,7 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
                 mode);
     rc = fd < 0 ? -errno : 0;
     if (rc == 0) {
-        rc = write_all(fd, data, len);
+        rc = util_write_all(fd, data, len) == 0 ? 0 : -errno;
         if (rc == 0 && fsync(fd) != 0)
             rc = -errno;
         if (close(fd) != 0 && rc == 0)

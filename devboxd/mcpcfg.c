@@ -15,6 +15,7 @@
 #include "api.h"
 #include "layers.h"
 #include "secrets.h"
+#include "store.h"
 #include "util.h"
 
 #define ERRLEN 512
@@ -58,33 +59,10 @@ static const char *const reserved_headers[] = {
 
 /* ------------------------------------------------------------- store */
 
-static char *cfg_dir(struct engine *eng)
-{
-    char *dir = NULL;
-
-    if (asprintf(&dir, "%s/mcp-configs", eng->state_dir) < 0)
-        return NULL;
-    return dir;
-}
-
-static int id_valid(const char *s)
-{
-    size_t i;
-
-    if (strncmp(s, "mcp_", 4) != 0 || strlen(s) > 40)
-        return 0;
-    for (i = 4; s[i] != '\0'; i++) {
-        if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-              (s[i] >= '0' && s[i] <= '9')))
-            return 0;
-    }
-    return i > 4;
-}
-
 /* Lock held. Every record, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    char *dir = cfg_dir(eng);
+    char *dir = store_dir(eng, "mcp-configs");
     cJSON *all = store_load_all(dir, 1 << 20);
 
     free(dir);
@@ -112,7 +90,7 @@ static cJSON *find_in(cJSON *all, const char *id, const char *name)
 
 static int save_locked(struct engine *eng, const cJSON *rec)
 {
-    char *dir = cfg_dir(eng);
+    char *dir = store_dir(eng, "mcp-configs");
     char *text = cJSON_PrintUnformatted(rec);
     char file[64];
     int rc = -1;
@@ -568,7 +546,7 @@ out:
 static void handle_delete(struct engine *eng, const char *id,
                           struct http_response *resp)
 {
-    char *dir = cfg_dir(eng);
+    char *dir = store_dir(eng, "mcp-configs");
     cJSON *all = NULL;
     cJSON *rec = NULL;
     char file[64];
@@ -595,9 +573,11 @@ out:
     free(dir);
 }
 
-static int list_match(const cJSON *rec, const char *id, const char *name,
-                      const char *search)
+static int list_match(const cJSON *rec, const struct http_request *req)
 {
+    const char *id = http_request_query(req, "id");
+    const char *name = http_request_query(req, "name");
+    const char *search = http_request_query(req, "search");
     const char *rid =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
     const char *rname =
@@ -616,41 +596,15 @@ static int list_match(const cJSON *rec, const char *id, const char *name,
 static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp)
 {
-    const char *id = http_request_query(req, "id");
-    const char *name = http_request_query(req, "name");
-    const char *search = http_request_query(req, "search");
     cJSON *all = NULL;
-    const cJSON *it = NULL;
-    const char **ids = NULL;
-    const void **items = NULL;
     int64_t limit;
-    size_t n = 0;
 
     if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
     pthread_mutex_unlock(&cfg_lock);
-    ids = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*ids));
-    items = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*items));
-    if (ids == NULL || items == NULL) {
-        util_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(it, all)
-    {
-        if (!list_match(it, id, name, search))
-            continue;
-        ids[n] =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
-        items[n++] = it;
-    }
-    api_list_reply(resp, "mcp_configs", ids, items, n,
-                   http_request_query(req, "starting_after"), limit,
-                   http_request_query(req, "include_total_count"), cfg_view);
-out:
-    free(ids);
-    free(items);
+    api_list_records(resp, req, "mcp_configs", all, limit, list_match, cfg_view);
     cJSON_Delete(all);
 }
 
@@ -669,7 +623,7 @@ void mcpcfg_route(struct engine *eng, char **seg, size_t n,
         api_unimplemented(req, resp);
         return;
     }
-    if (n >= 3 && !id_valid(seg[2])) {
+    if (n >= 3 && !store_id_valid(seg[2], "mcp")) {
         util_error(resp, 404, "MCP config %.60s not found: ids look like mcp_…",
                    seg[2]);
         return;

@@ -15,6 +15,7 @@
 
 #include "objects.h"
 #include "sandbox.h"
+#include "util.h"
 
 static char *shell_quote(const char *s)
 {
@@ -79,22 +80,6 @@ static int make_parent(struct engine *eng, struct devbox *box, const char *targe
     return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes content (len bytes), or everything read from src when content is
  * NULL, to target inside the devbox. */
 static int copy_in(struct devbox *box, const char *target, const char *content, size_t len,
@@ -110,10 +95,10 @@ static int copy_in(struct devbox *box, const char *target, const char *content, 
         return -1;
     }
     if (content != NULL) {
-        rc = write_all(fd, content, len);
+        rc = util_write_all(fd, content, len);
     } else {
         while ((n = read(src, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
-            if (n > 0 && write_all(fd, buf, (size_t)n) != 0)
+            if (n > 0 && util_write_all(fd, buf, (size_t)n) != 0)
                 break;
         }
         rc = n == 0 ? 0 : -1;

@@ -18,10 +18,10 @@
 
 #include "api.h"
 #include "layers.h"
-#include "secrets.h"
+#include "store.h"
 #include "util.h"
 
-#define OBJECT_ID_MAX 40
+#define OBJECT_ID_MAX STORE_ID_MAX
 #define OBJECT_RECORD_MAX (64 * 1024)
 #define DOWNLOAD_DEFAULT_S 3600
 #define DOWNLOAD_MAX_S (7 * 24 * 3600)
@@ -35,31 +35,10 @@ static const char *const content_types[] = {"unspecified", "text", "binary", "gz
 
 /* ------------------------------------------------------------- store */
 
-static char *objects_dir(struct engine *eng)
-{
-    char *dir = NULL;
-
-    if (asprintf(&dir, "%s/objects", eng->state_dir) < 0)
-        return NULL;
-    return dir;
-}
-
 /* obj_ followed by letters and digits: ids become file names. */
 static int id_valid(const char *id)
 {
-    size_t i;
-
-    if (id == NULL || strncmp(id, "obj_", 4) != 0 || id[4] == '\0')
-        return 0;
-    for (i = 4; id[i] != '\0'; i++) {
-        char c = id[i];
-
-        if (i >= OBJECT_ID_MAX)
-            return 0;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
-            return 0;
-    }
-    return 1;
+    return store_id_valid(id, "obj");
 }
 
 static void data_file(const char *id, char *out, size_t outlen)
@@ -297,6 +276,32 @@ static void not_found(struct http_response *resp, const char *id)
     util_error(resp, 404, "object %s not found; list objects with GET /v1/objects", id);
 }
 
+/* The live record of id, read under the lock. */
+static cJSON *load(const char *dir, const char *id)
+{
+    cJSON *rec = NULL;
+
+    pthread_mutex_lock(&objects_lock);
+    rec = load_locked(dir, id);
+    pthread_mutex_unlock(&objects_lock);
+    return rec;
+}
+
+/* The live record of id with the lock taken, for a change; NULL (lock not
+ * held) after answering 404. */
+static cJSON *lock_record(const char *dir, const char *id, struct http_response *resp)
+{
+    cJSON *rec = NULL;
+
+    pthread_mutex_lock(&objects_lock);
+    rec = load_locked(dir, id);
+    if (rec == NULL) {
+        pthread_mutex_unlock(&objects_lock);
+        not_found(resp, id);
+    }
+    return rec;
+}
+
 /* ------------------------------------------------------------ create */
 
 static int check_name(const char *name, char *err, size_t errlen)
@@ -369,7 +374,7 @@ static cJSON *new_record(const cJSON *body, char *err, size_t errlen)
 static void handle_create(struct engine *eng, const struct http_request *req, const cJSON *body,
                           struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *all = NULL;
     cJSON *rec = NULL;
     char err[320];
@@ -407,7 +412,7 @@ out:
 static void handle_upload(struct engine *eng, const char *id, const struct http_request *req,
                           struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
     char file[OBJECT_ID_MAX + 16];
 
@@ -416,13 +421,9 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
                    OBJECT_MAX_BYTES);
         goto out;
     }
-    pthread_mutex_lock(&objects_lock);
-    rec = load_locked(dir, id);
-    if (rec == NULL) {
-        pthread_mutex_unlock(&objects_lock);
-        not_found(resp, id);
+    rec = lock_record(dir, id, resp);
+    if (rec == NULL)
         goto out;
-    }
     if (strcmp(rec_str(rec, "state"), "UPLOADING") != 0) {
         pthread_mutex_unlock(&objects_lock);
         util_error(resp, 409,
@@ -449,18 +450,14 @@ out:
 static void handle_complete(struct engine *eng, const struct http_request *req, const char *id,
                             struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
     char path[4200];
     struct stat st;
 
-    pthread_mutex_lock(&objects_lock);
-    rec = load_locked(dir, id);
-    if (rec == NULL) {
-        pthread_mutex_unlock(&objects_lock);
-        not_found(resp, id);
+    rec = lock_record(dir, id, resp);
+    if (rec == NULL)
         goto out;
-    }
     if (strcmp(rec_str(rec, "state"), "UPLOADING") == 0) {
         snprintf(path, sizeof(path), "%s/%s.data", dir, id);
         if (stat(path, &st) != 0) {
@@ -491,16 +488,12 @@ out:
 
 static void handle_delete(struct engine *eng, const char *id, struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
 
-    pthread_mutex_lock(&objects_lock);
-    rec = load_locked(dir, id);
-    if (rec == NULL) {
-        pthread_mutex_unlock(&objects_lock);
-        not_found(resp, id);
+    rec = lock_record(dir, id, resp);
+    if (rec == NULL)
         goto out;
-    }
     if (remove_locked(dir, id) != 0) {
         pthread_mutex_unlock(&objects_lock);
         util_error(resp, 500, "cannot delete object %s: %s", id, strerror(errno));
@@ -517,7 +510,7 @@ out:
 static void handle_download_url(struct engine *eng, const char *id,
                                 const struct http_request *req, struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
     cJSON *v = NULL;
     char *url = NULL;
@@ -526,9 +519,7 @@ static void handle_download_url(struct engine *eng, const char *id,
     if (layers_query_int(req, resp, "duration_seconds", 1, DOWNLOAD_MAX_S, DOWNLOAD_DEFAULT_S,
                          &seconds) != 0)
         goto out;
-    pthread_mutex_lock(&objects_lock);
-    rec = load_locked(dir, id);
-    pthread_mutex_unlock(&objects_lock);
+    rec = load(dir, id);
     if (rec == NULL) {
         not_found(resp, id);
         goto out;
@@ -556,7 +547,7 @@ out:
 
 int objects_open(struct engine *eng, const char *id, char *err, size_t errlen)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
     char path[4200];
     int fd = -1;
@@ -639,13 +630,9 @@ static int check_list_query(const struct http_request *req, struct http_response
 static void handle_list(struct engine *eng, const struct http_request *req, int public_only,
                         struct http_response *resp)
 {
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *all = NULL;
-    const cJSON *it = NULL;
-    const char **ids = NULL;
-    const void **items = NULL;
     int64_t limit;
-    size_t n = 0;
 
     if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0 ||
         check_list_query(req, resp) != 0)
@@ -654,24 +641,8 @@ static void handle_list(struct engine *eng, const struct http_request *req, int 
     /* The local engine has no public objects. */
     all = public_only ? cJSON_CreateArray() : load_all_locked(dir);
     pthread_mutex_unlock(&objects_lock);
-    ids = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*ids));
-    items = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*items));
-    if (ids == NULL || items == NULL) {
-        util_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(it, all)
-    {
-        if (!list_match(it, req))
-            continue;
-        ids[n] = rec_str(it, "id");
-        items[n++] = it;
-    }
-    api_list_reply(resp, "objects", ids, items, n, http_request_query(req, "starting_after"),
-                   limit, http_request_query(req, "include_total_count"), object_view);
+    api_list_records(resp, req, "objects", all, limit, list_match, object_view);
 out:
-    free(ids);
-    free(items);
     cJSON_Delete(all);
     free(dir);
 }
@@ -689,11 +660,9 @@ static void route_one(struct engine *eng, const char *id, const char *op,
         return;
     }
     if (op == NULL && is_get) {
-        char *dir = objects_dir(eng);
+        char *dir = store_dir(eng, "objects");
 
-        pthread_mutex_lock(&objects_lock);
-        rec = load_locked(dir, id);
-        pthread_mutex_unlock(&objects_lock);
+        rec = load(dir, id);
         free(dir);
         if (rec == NULL)
             not_found(resp, id);
@@ -777,7 +746,7 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
 {
     const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(body, "mounts");
     const cJSON *it = NULL;
-    char *dir = objects_dir(eng);
+    char *dir = store_dir(eng, "objects");
     cJSON *out = cJSON_CreateArray();
     int status = 0;
     int i = 0;
@@ -791,9 +760,7 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         i++;
         if (type == NULL || strcmp(type, "object_mount") != 0)
             continue;
-        pthread_mutex_lock(&objects_lock);
-        rec = load_locked(dir, id);
-        pthread_mutex_unlock(&objects_lock);
+        rec = load(dir, id);
         if (rec == NULL || strcmp(rec_str(rec, "state"), "READ_ONLY") != 0) {
             snprintf(err, errlen,
                      rec == NULL ? "mounts[%d].object_id %s: no such object (list them with GET "

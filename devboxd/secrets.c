@@ -16,88 +16,10 @@
 
 #include "api.h"
 #include "layers.h"
+#include "store.h"
 #include "util.h"
 
 static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* ------------------------------------------------------------- store */
-
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc;
-
-    if (fd < 0)
-        return -1;
-    rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-int store_write(const char *dir, const char *file, const char *data, size_t len)
-{
-    char path[4200];
-    char tmp[4300];
-    int fd = -1;
-    int rc = -1;
-    int saved;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, file);
-    if (util_mkdirs(dir) != 0)
-        return -1;
-    /* A stale temp file could carry other modes: start from a fresh one. */
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        goto out;
-    if (fchmod(fd, 0600) != 0 || write_all(fd, data, len) != 0 ||
-        fsync(fd) != 0)
-        goto out;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto out;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        goto out;
-    /* The rename is durable only once the directory is. */
-    rc = fsync_dir(dir);
-out:
-    saved = errno;
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0)
-        unlink(tmp);
-    errno = saved;
-    return rc;
-}
-
-int store_remove(const char *dir, const char *file)
-{
-    char path[4200];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    if (unlink(path) != 0 && errno != ENOENT)
-        return -1;
-    return fsync_dir(dir);
-}
 
 /* ----------------------------------------------------------- records */
 
@@ -119,19 +41,11 @@ int secrets_name_valid(const char *s)
     return 1;
 }
 
-static char *secrets_dir(struct engine *eng)
-{
-    char *dir = NULL;
-
-    if (asprintf(&dir, "%s/secrets", eng->state_dir) < 0)
-        return NULL;
-    return dir;
-}
 
 /* Lock held. The record of a valid name, or NULL. */
 static cJSON *load_locked(struct engine *eng, const char *name)
 {
-    char *dir = secrets_dir(eng);
+    char *dir = store_dir(eng, "secrets");
     char path[4200];
     char *text = NULL;
     cJSON *rec = NULL;
@@ -156,7 +70,7 @@ out:
 static int save_locked(struct engine *eng, const cJSON *rec)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(rec, "name");
-    char *dir = secrets_dir(eng);
+    char *dir = store_dir(eng, "secrets");
     char *text = cJSON_PrintUnformatted(rec);
     char file[SECRET_NAME_MAX + 8];
     int rc = -1;
@@ -173,91 +87,10 @@ static int save_locked(struct engine *eng, const cJSON *rec)
     return rc;
 }
 
-static int by_create_time_desc(const void *a, const void *b)
-{
-    const cJSON *ra = *(const cJSON *const *)a;
-    const cJSON *rb = *(const cJSON *const *)b;
-    double ta = cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(ra, "create_time_ms"));
-    double tb = cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(rb, "create_time_ms"));
-
-    if (ta != tb)
-        return ta < tb ? 1 : -1;
-    return strcmp(
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ra, "id")),
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rb, "id")));
-}
-
-/* Appends the record in dir/file when it parses with a string id. */
-static int load_one(const char *dir, const char *file, size_t max_bytes,
-                    cJSON ***recs, size_t *n, size_t *cap)
-{
-    char path[4200];
-    char *text = NULL;
-    cJSON *rec = NULL;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    text = util_read_file(path, max_bytes, NULL);
-    rec = text != NULL ? cJSON_Parse(text) : NULL;
-    if (text != NULL) {
-        explicit_bzero(text, strlen(text)); /* may hold a secret value */
-        free(text);
-    }
-    if (rec == NULL ||
-        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id"))) {
-        cJSON_Delete(rec);
-        return 0;
-    }
-    if (*n == *cap) {
-        size_t grown_cap = *cap ? *cap * 2 : 16;
-        cJSON **grown = realloc(*recs, grown_cap * sizeof(**recs));
-
-        if (grown == NULL) {
-            cJSON_Delete(rec);
-            return -1;
-        }
-        *recs = grown;
-        *cap = grown_cap;
-    }
-    (*recs)[(*n)++] = rec;
-    return 0;
-}
-
-cJSON *store_load_all(const char *dir, size_t max_bytes)
-{
-    cJSON *all = cJSON_CreateArray();
-    DIR *d = dir != NULL ? opendir(dir) : NULL;
-    struct dirent *e = NULL;
-    cJSON **recs = NULL;
-    size_t n = 0;
-    size_t cap = 0;
-    size_t i;
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-
-        /* Temp files start with '.'. */
-        if (e->d_name[0] == '.' || len < 6 ||
-            strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        if (load_one(dir, e->d_name, max_bytes, &recs, &n, &cap) != 0)
-            break;
-    }
-    if (d != NULL)
-        closedir(d);
-    if (n > 0)
-        qsort(recs, n, sizeof(*recs), by_create_time_desc);
-    for (i = 0; i < n; i++)
-        cJSON_AddItemToArray(all, recs[i]);
-    free(recs);
-    return all;
-}
-
 /* Lock held. Every secret, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    char *dir = secrets_dir(eng);
+    char *dir = store_dir(eng, "secrets");
     cJSON *all = store_load_all(dir, 4 * SECRET_VALUE_MAX + 4096);
     int i;
 
@@ -486,7 +319,7 @@ out:
 static void handle_delete(struct engine *eng, const char *name,
                           struct http_response *resp)
 {
-    char *dir = secrets_dir(eng);
+    char *dir = store_dir(eng, "secrets");
     char file[SECRET_NAME_MAX + 8];
     cJSON *rec = NULL;
 
@@ -515,35 +348,14 @@ static void handle_list(struct engine *eng, const struct http_request *req,
                         struct http_response *resp)
 {
     cJSON *all = NULL;
-    const cJSON *it = NULL;
-    const char **ids = NULL;
-    const void **items = NULL;
     int64_t limit;
-    size_t n = 0;
 
     if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     pthread_mutex_lock(&secrets_lock);
     all = load_all_locked(eng);
     pthread_mutex_unlock(&secrets_lock);
-    ids = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*ids));
-    items = calloc((size_t)cJSON_GetArraySize(all) + 1, sizeof(*items));
-    if (ids == NULL || items == NULL) {
-        util_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(it, all)
-    {
-        ids[n] =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
-        items[n++] = it;
-    }
-    api_list_reply(resp, "secrets", ids, items, n,
-                   http_request_query(req, "starting_after"), limit,
-                   http_request_query(req, "include_total_count"), secret_view);
-out:
-    free(ids);
-    free(items);
+    api_list_records(resp, req, "secrets", all, limit, NULL, secret_view);
     scrub_delete_all(all);
 }
 

@@ -36,14 +36,4 @@ char *secrets_value(struct engine *eng, const char *name_or_id, char *id_out);
 /* 1 when s is a valid secret name. */
 int secrets_name_valid(const char *s);
 
-/* Durable 0600 record write in dir (created 0700): temp file, fsync,
- * rename, fsync of the directory. 0 or -1 with errno. */
-int store_write(const char *dir, const char *file, const char *data,
-                size_t len);
-/* Every "<dir>/<x>.json" record with a string "id", newest create_time_ms
- * first (files over max_bytes or unparsable are skipped). */
-cJSON *store_load_all(const char *dir, size_t max_bytes);
-/* Removes dir/file and fsyncs dir. */
-int store_remove(const char *dir, const char *file);
-
 #endif

@@ -98,6 +98,27 @@ int util_secret_equal(const char *given, const char *expected)
     return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
+int util_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(fd, p + done, len - done);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
 int util_mkdirs(const char *path)
 {
     char buf[4096];

@@ -23,6 +23,9 @@ void util_new_id(const char *prefix, char *out, size_t outlen);
  * hashed first, so the time taken does not depend on where they differ
  * or on how their lengths compare. */
 int util_secret_equal(const char *given, const char *expected);
+/* Writes all len bytes to fd (retrying short writes and EINTR): 0, or -1
+ * with errno. */
+int util_write_all(int fd, const void *data, size_t len);
 /* mkdir -p with mode 0700. */
 int util_mkdirs(const char *path);
 /* Writes data to path durably: temp file, fsync, rename, fsync of the

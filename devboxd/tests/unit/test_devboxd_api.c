@@ -110,7 +110,11 @@ static void test_create_invalid(void **state)
     expect_reject("{\"secrets\":{\"A\":\"b-c\"}}", "not a valid secret name");
     expect_reject("{\"secrets\":{\"A\":\"B\"},\"environment_variables\":{\"A\":\"x\"}}",
                   "both environment_variables and secrets");
-    expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}", "file_mount");
+    expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}", "mounts[0].object_id");
+    expect_reject("{\"mounts\":[{\"type\":\"object_mount\",\"object_id\":\"obj_a\","
+                  "\"object_path\":\"rel\"}]}",
+                  "mounts[0].object_path must be an absolute path");
+    expect_reject("{\"mounts\":[{\"type\":\"code_mount\"}]}", "file_mount");
     expect_reject("{\"mounts\":[{\"type\":\"file_mount\",\"target\":\"rel\",\"content\":\"x\"}]}",
                   "absolute");
     expect_reject("{\"mounts\":{}}", "must be an array");
@@ -367,7 +371,7 @@ static void test_router(void **state)
     assert_int_equal(resp.status, 501);
     assert_non_null(strstr(resp.body, "GET /v2/x is not implemented"));
     http_response_clear(&resp);
-    call(&eng, "GET", "/v1/objects", NULL, 1, &resp);
+    call(&eng, "GET", "/v1/agents", NULL, 1, &resp);
     assert_int_equal(resp.status, 501);
     assert_non_null(strstr(resp.body, "\"code\":\"not_implemented\""));
     http_response_clear(&resp);

@@ -1,0 +1,31 @@
+/* devboxd record stores (store.c): each kind of account-level record
+ * (secrets, MCP configs, storage objects) is a directory of 0600 JSON
+ * records, <state>/<kind>/<id>.json, written durably, outside every
+ * devbox. */
+#ifndef DEVBOXD_STORE_H
+#define DEVBOXD_STORE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "engine.h"
+
+/* Longest record id: "<prefix>_" and letters and digits. */
+#define STORE_ID_MAX 40
+
+/* "<state>/<kind>" (malloc'd), or NULL when out of memory. */
+char *store_dir(struct engine *eng, const char *kind);
+/* 1 when id is "<prefix>_" and 1 or more letters and digits, at most
+ * STORE_ID_MAX bytes: safe as a file name. */
+int store_id_valid(const char *id, const char *prefix);
+/* Durable 0600 record write in dir (created 0700): temp file, fsync,
+ * rename, fsync of the directory. 0 or -1 with errno. */
+int store_write(const char *dir, const char *file, const char *data,
+                size_t len);
+/* Every "<dir>/<x>.json" record with a string "id", newest create_time_ms
+ * first (files over max_bytes or unparsable are skipped). */
+cJSON *store_load_all(const char *dir, size_t max_bytes);
+/* Removes dir/file and fsyncs dir. */
+int store_remove(const char *dir, const char *file);
+
+#endif
