@@ -132,7 +132,8 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen);
  * namespace), so everything under dir (the writable layer, layer copies,
  * SANDBOX_OUTPUT_DIR) counts against it: writing past it is ENOSPC and the
  * host loses at most `bytes`.  Creates dir if missing; a no-op when dir is
- * mounted already, when bytes is 0 or the runtime's disk is "off".  Call it
+ * mounted already.  An existing image is mounted whatever bytes and the
+ * mode; none is made when bytes is 0 or the runtime's disk is "off".  Call it
  * before anything else writes into dir (sandbox_start does; so must a
  * caller of sandbox_dir_owner).  Fails naming the cause when loop devices or
  * mkfs.ext4 are missing. */

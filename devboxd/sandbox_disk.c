@@ -415,12 +415,6 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
                       dir, strerror(errno));
-    if (bytes == 0 || !sb_rt.disk_on)
-        return 0;
-    if (bytes < SANDBOX_DISK_MIN_BYTES)
-        return sb_err(err, errlen, -EINVAL,
-                      "a devbox disk needs at least %llu MiB",
-                      (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20));
     rc = is_mount_root(dir);
     if (rc != 0)
         return rc > 0 ? 0
@@ -429,23 +423,30 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     rc = sb_disk_image_path(dir, img, sizeof(img));
     if (rc != 0)
         return sb_err(err, errlen, rc, "devbox dir path too long");
-    if (stat(img, &st) != 0) {
-        if (errno != ENOENT)
-            return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
-                          strerror(errno));
-        if (!dir_is_empty(dir)) {
-            /* Made before devbox disks existed: its files stay where they are.
-             */
-            fprintf(stderr,
-                    "devboxd: %s predates devbox disks; its disk size is not "
-                    "enforced\n",
-                    dir);
-            return 0;
-        }
-        rc = make_image(img, bytes, err, errlen);
-        if (rc != 0)
-            return rc;
+    /* A disk that exists is mounted whatever the mode: the files are on it. */
+    if (stat(img, &st) == 0)
+        return mount_image(dir, img, err, errlen);
+    if (errno != ENOENT)
+        return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
+                      strerror(errno));
+    if (bytes == 0 || !sb_rt.disk_on)
+        return 0;
+    if (bytes < SANDBOX_DISK_MIN_BYTES)
+        return sb_err(err, errlen, -EINVAL,
+                      "a devbox disk needs at least %llu MiB",
+                      (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20));
+    if (!dir_is_empty(dir)) {
+        /* Made before devbox disks, or while they were off: its files
+         * stay where they are. */
+        fprintf(stderr,
+                "devboxd: %s holds files but no disk image; its disk size is "
+                "not enforced\n",
+                dir);
+        return 0;
     }
+    rc = make_image(img, bytes, err, errlen);
+    if (rc != 0)
+        return rc;
     return mount_image(dir, img, err, errlen);
 }
 

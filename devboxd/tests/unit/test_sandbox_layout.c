@@ -363,6 +363,12 @@ static void test_disk(void **st)
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
     assert_int_equal(access(big, F_OK), 0);
+    /* Disks off (no new ones): an existing disk is mounted all the same. */
+    assert_int_equal(sandbox_disk_detach(dir), 0);
+    sb_rt.disk_on = false;
+    assert_int_equal(sandbox_disk_attach(dir, 0, err, sizeof(err)), 0);
+    assert_int_equal(access(big, F_OK), 0);
+    sb_rt.disk_on = true;
     /* Destroyed while unmounted: the claim on the disk is released too. */
     assert_int_equal(sandbox_disk_detach(dir), 0);
     assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
