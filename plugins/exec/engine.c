@@ -165,6 +165,45 @@ int exec_prefix(const struct rlmcp_h *h, const char *command,
     return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 }
 
+int exec_build_command(const struct rlmcp_h *h, const cJSON *args,
+                       const char *command, const char *shell, char **out)
+{
+    const char *wd = NULL;
+    const char *user = NULL;
+    const cJSON *env = NULL;
+    char *cmd = NULL;
+    char *q = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = rlmcp_h_arg_str(h, args, "working_dir", false, &wd);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str_map(h, args, "env", &env);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "user", false, &user);
+    if (rc == RLMCP_OK)
+        rc = exec_prefix(h, command, wd, env, &cmd);
+    if (rc != RLMCP_OK || user == NULL || strcmp(user, "root") != 0) {
+        *out = cmd;
+        return rc;
+    }
+    /* root: the default user's passwordless sudo, as on Runloop; where a
+     * devbox gives no root (devboxd's bubblewrap runtime) sudo says why. */
+    if (shell != NULL) {
+        free(cmd);
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "user 'root' runs the command through sudo in a "
+                            "fresh shell; drop shell_name (a named shell "
+                            "keeps the devbox's user), or run 'sudo ...' in "
+                            "it");
+    }
+    q = rlmcp_h_shell_quote(cmd);
+    *out = q != NULL ? rlmcp_h_sprintf("sudo -n -H -- bash -c %s", q) : NULL;
+    free(q);
+    free(cmd);
+    return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+}
+
 /* A UUIDv7: 48-bit ms timestamp, version, random bits, variant. The
  * random bits come from the kernel or the call fails: a guessable or
  * repeated command id would replay another command's answer. */

@@ -52,8 +52,6 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     struct rlmcp_h h = {ex->api, call};
     struct exec_params p = {0};
     cJSON *args = NULL, *result = NULL;
-    const cJSON *env = NULL;
-    const char *wd = NULL;
     char *cmd = NULL;
     int rc;
 
@@ -67,11 +65,9 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = arg_timeout(ex, &h, args, &p.timeout_s);
     if (rc == RLMCP_OK && extras)
-        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
-    if (rc == RLMCP_OK && extras)
-        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
-    if (rc == RLMCP_OK)
-        rc = exec_prefix(&h, p.command, wd, env, &cmd);
+        rc = exec_build_command(&h, args, p.command, p.shell_name, &cmd);
+    else if (rc == RLMCP_OK)
+        rc = exec_prefix(&h, p.command, NULL, NULL, &cmd);
     if (rc != RLMCP_OK)
         goto out;
     p.command = cmd;
@@ -167,8 +163,7 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
 {
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL;
-    const cJSON *env = NULL;
-    const char *id = NULL, *command = NULL, *shell = NULL, *wd = NULL;
+    const char *id = NULL, *command = NULL, *shell = NULL;
     long long timeout_s = 0;
     bool stdin_ = false;
     char *cmd = NULL;
@@ -184,13 +179,9 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = arg_timeout(ex, &h, args, &timeout_s);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "working_dir", false, &wd);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str_map(&h, args, "env", &env);
-    if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
     if (rc == RLMCP_OK)
-        rc = exec_prefix(&h, command, wd, env, &cmd);
+        rc = exec_build_command(&h, args, command, shell, &cmd);
     if (rc == RLMCP_OK)
         rc = start_async(&h, id, cmd, shell, stdin_);
     free(cmd);

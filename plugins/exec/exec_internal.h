@@ -103,6 +103,14 @@ bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
 int exec_prefix(const struct rlmcp_h *h, const char *command,
                 const char *working_dir, const cJSON *env, char **out);
 
+/*
+ * The command line of an execute call: exec_prefix with args' working_dir
+ * and env, run through sudo when args' user is "root" (refused with a
+ * named shell). *out is malloc'd.
+ */
+int exec_build_command(const struct rlmcp_h *h, const cJSON *args,
+                       const char *command, const char *shell, char **out);
+
 /* Map an exec/file failure on a devbox, checking whether it is running. */
 int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                         long status, const char *msg, const char *what);

@@ -1,0 +1,115 @@
+// End-to-end: execute_command's per-call `user` through the built host and
+// the official MCP SDK client over stdio, against a real devboxd under the
+// runc runtime on the starter image (root reachable through the default
+// user's sudo, as on Runloop), and against the default bubblewrap runtime,
+// where the devbox gives no root and the result says why.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, requireBuilt, sourceDir } from './lib/host.mjs';
+import { startEngine } from './lib/engine.mjs';
+
+const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
+const LONG = { timeout: 600000 };
+
+function ok(result) {
+  assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
+  return result.structuredContent;
+}
+
+function errorOf(result) {
+  assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);
+  return JSON.parse(result.content.find((c) => c.type === 'text').text).error;
+}
+
+// An engine with the given environment (the runtime is chosen at start) and
+// a host over stdio talking to it.
+async function setup(tmp, env) {
+  const saved = {};
+  for (const [k, v] of Object.entries(env)) { saved[k] = process.env[k]; process.env[k] = v; }
+  let engine;
+  try {
+    engine = await startEngine(path.join(tmp, 'state'));
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    }
+  }
+  const host = await connectStdioHost({
+    name: 'exec-user-e2e',
+    args: ['--config', conf],
+    env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+  });
+  const call = (name, args) => host.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
+  const box = ok(await call('create_devbox', {}));
+  return { engine, host, call, box: box.id };
+}
+
+async function teardown(s, tmp) {
+  await closeStdioHost(s?.host);
+  await s?.engine?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+  await checkStdioHostExit(s?.host);
+}
+
+describe('execute_command user: root through sudo (runc runtime, starter image)', () => {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-user-'));
+  let s;
+
+  before(async () => {
+    requireBuilt();
+    s = await setup(tmp, { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
+  }, LONG);
+  after(() => teardown(s, tmp));
+
+  it('runs as the default user unless asked, and as root when asked', LONG, async () => {
+    let r = ok(await s.call('execute_command', { devbox_id: s.box, command: 'id -un; id -u' }));
+    assert.equal(r.stdout, 'user\n1000\n');
+    r = ok(await s.call('execute_command', { devbox_id: s.box, command: 'id -un; id -u', user: 'user' }));
+    assert.equal(r.stdout, 'user\n1000\n');
+    r = ok(await s.call('execute_command', {
+      devbox_id: s.box, user: 'root', working_dir: '/usr/local', env: { WHO: "it's root" },
+      command: 'id -un; pwd; echo "$WHO"; mkdir -p /opt/from-root && touch /opt/from-root/f && echo wrote',
+    }));
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.equal(r.stdout, "root\n/usr/local\nit's root\nwrote\n");
+    // What root wrote is root's; the default user sees it.
+    r = ok(await s.call('execute_command', { devbox_id: s.box, command: 'stat -c %U /opt/from-root/f' }));
+    assert.equal(r.stdout, 'root\n');
+  });
+
+  it('execute_command_async runs as root too; a named shell with root is refused', LONG, async () => {
+    const started = ok(await s.call('execute_command_async', { devbox_id: s.box, user: 'root', command: 'id -u' }));
+    const done = ok(await s.call('wait_for_execution', { devbox_id: s.box, execution_id: started.execution_id }));
+    assert.equal(done.stdout, '0\n');
+    const e = errorOf(await s.call('execute_command', {
+      devbox_id: s.box, user: 'root', shell_name: 'sh1', command: 'id -u',
+    }));
+    assert.equal(e.code, 'invalid_argument');
+    assert.match(e.message, /user 'root' runs the command through sudo in a fresh shell; drop shell_name/);
+    const bad = await s.call('execute_command', { devbox_id: s.box, user: 'admin', command: 'id -u' });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /arguments.user: must be one of \\"user\\", \\"root\\"; got string \\"admin\\"/);
+  });
+});
+
+describe('execute_command user: root where the devbox gives none (bubblewrap runtime)', () => {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-user-bwrap-'));
+  let s;
+
+  before(async () => {
+    requireBuilt();
+    s = await setup(tmp, {});
+  }, LONG);
+  after(() => teardown(s, tmp));
+
+  it('fails with sudo\'s own reason, and nothing runs as root', LONG, async () => {
+    const r = ok(await s.call('execute_command', { devbox_id: s.box, user: 'root', command: 'touch /tmp/ran-as-root' }));
+    assert.notEqual(r.exit_code, 0);
+    assert.match(r.stderr, /sudo/);
+    const seen = ok(await s.call('execute_command', { devbox_id: s.box, command: 'ls /tmp/ran-as-root 2>&1 || true' }));
+    assert.match(seen.stdout, /No such file/);
+  });
+});
