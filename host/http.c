@@ -39,6 +39,7 @@
 #include "http.h"
 #include "log.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "random.h"
@@ -49,6 +50,10 @@
 /* "1.2.3.4" or the /64 prefix of an IPv6 address, "2001:db8:0:1::/64". */
 #define PEER_LEN 64
 #define SSE_RETRY_MS 1000
+/* subscriptions/listen streams one client may hold open at once. */
+#define HTTP_MAX_LISTENS_PER_CLIENT 16u
+/* How long shutdown waits for listen streams to write their result. */
+#define LISTEN_FLUSH_MS 2000u
 /* Replies written in full that a session keeps for a resume. */
 #define RESUME_WRITTEN_KEEP 64
 #define JSONRPC_SERVER_ERROR (-32000)
@@ -157,6 +162,9 @@ struct http_req {
     bool primed;
     uint64_t cursor;       /* next seq to write */
     size_t woff;           /* bytes of that event already written */
+    /* A subscriptions/listen stream's reader, of client peer (reqs_lock). */
+    bool listening;
+    char peer[PEER_LEN];
     struct http_req *prev; /* srv->reqs, for waking everything at stop */
     struct http_req *next;
 };
@@ -178,6 +186,7 @@ struct http_server {
     pthread_mutex_t lock;      /* the session table */
     pthread_mutex_t reqs_lock; /* before any sess->lock */
     struct http_req *reqs;     /* every request MHD has not completed */
+    pthread_cond_t listen_gone; /* a listening request completed */
     struct http_session *sessions;
     unsigned n_sessions;
     struct digest_key cred_key; /* random per process */
@@ -1284,7 +1293,8 @@ static bool wants_sse(const char *method)
 {
     return method != NULL && (strcmp(method, "tools/call") == 0 ||
                               strcmp(method, "resources/read") == 0 ||
-                              strcmp(method, "prompts/get") == 0);
+                              strcmp(method, "prompts/get") == 0 ||
+                              strcmp(method, "subscriptions/listen") == 0);
 }
 
 /* The credentials rule: see docs/http.md "Credentials". */
@@ -1668,6 +1678,36 @@ static int dispatch(struct http_req *req, const char *key, bool used)
     return handled ? 1 : 0;
 }
 
+/*
+ * A subscriptions/listen request counts against its client's streams:
+ * MHD_YES/NO after refusing it (too many), -1 to go on.
+ */
+static int listen_admit(struct http_req *req, const cJSON *id)
+{
+    struct http_server *srv = req->srv;
+    unsigned n = 0;
+    char msg[256];
+
+    peer_of(req->conn, req->peer, sizeof(req->peer));
+    pthread_mutex_lock(&srv->reqs_lock);
+    for (struct http_req *r = srv->reqs; r != NULL; r = r->next) {
+        if (r->listening && strcmp(r->peer, req->peer) == 0)
+            n++;
+    }
+    if (n < HTTP_MAX_LISTENS_PER_CLIENT)
+        req->listening = true;
+    pthread_mutex_unlock(&srv->reqs_lock);
+    if (req->listening)
+        return -1;
+    snprintf(msg, sizeof(msg),
+             "Too Many Requests: this client already has %u "
+             "subscriptions/listen streams open; one stream can carry every "
+             "notification type, close one and retry",
+             HTTP_MAX_LISTENS_PER_CLIENT);
+    return reply_rpc_error(req, MHD_HTTP_TOO_MANY_REQUESTS, id,
+                           JSONRPC_SERVER_ERROR, msg, NULL);
+}
+
 static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
 {
     struct http_server *srv = req->srv;
@@ -1688,6 +1728,12 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     r = post_revision(req, msg, method, &stateless);
     if (r >= 0)
         return (enum MHD_Result)r;
+    if (stateless && id != NULL && method != NULL &&
+        strcmp(method, "subscriptions/listen") == 0) {
+        r = listen_admit(req, id);
+        if (r >= 0)
+            return (enum MHD_Result)r;
+    }
     if (stateless) {
         req->sess = session_create_private(srv);
         if (req->sess == NULL)
@@ -2147,6 +2193,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         req->srv->reqs = req->next;
     if (req->next != NULL)
         req->next->prev = req->prev;
+    if (req->listening)
+        pthread_cond_broadcast(&req->srv->listen_gone);
     pthread_mutex_unlock(&req->srv->reqs_lock);
     st = req->stream;
     if (st != NULL) {
@@ -2363,6 +2411,7 @@ static void server_free(struct http_server *srv)
     pthread_mutex_destroy(&srv->lock);
     pthread_mutex_destroy(&srv->reqs_lock);
     pthread_cond_destroy(&srv->reaper_cond);
+    pthread_cond_destroy(&srv->listen_gone);
     free(srv);
 }
 
@@ -2423,6 +2472,7 @@ struct http_server *http_server_start(struct mcp_dispatcher *d,
     pthread_mutex_init(&srv->lock, NULL);
     pthread_mutex_init(&srv->reqs_lock, NULL);
     pthread_cond_init(&srv->reaper_cond, NULL);
+    pthread_cond_init(&srv->listen_gone, NULL);
     srv->d = d;
     if (copy_options(srv, opts) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -2505,6 +2555,36 @@ static void resume_all(struct http_server *srv)
     pthread_mutex_unlock(&srv->reqs_lock);
 }
 
+/*
+ * Listen streams end with their result (2026-07-28's graceful end), and
+ * their readers get up to LISTEN_FLUSH_MS to write it before MHD stops.
+ */
+static void end_listens(struct http_server *srv)
+{
+    struct timespec until;
+    bool any = true;
+
+    if (srv->d == NULL || listen_end_all(srv->d) == 0)
+        return;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += LISTEN_FLUSH_MS / 1000;
+    until.tv_nsec += (long)(LISTEN_FLUSH_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&srv->reqs_lock);
+    while (any) {
+        any = false;
+        for (struct http_req *r = srv->reqs; r != NULL; r = r->next)
+            any = any || r->listening;
+        if (any && pthread_cond_timedwait(&srv->listen_gone, &srv->reqs_lock,
+                                          &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&srv->reqs_lock);
+}
+
 void http_server_stop(struct http_server *srv)
 {
     struct http_session *s = NULL;
@@ -2512,6 +2592,7 @@ void http_server_stop(struct http_server *srv)
 
     if (srv == NULL)
         return;
+    end_listens(srv);
     atomic_store(&srv->stopping, true);
     if (srv->reaper_started) {
         pthread_mutex_lock(&srv->lock);

@@ -17,6 +17,7 @@
 #include "complete.h"
 #include "deadline.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "loader.h"
 #include "log.h"
 #include "mcp_internal.h"
@@ -222,6 +223,63 @@ static bool notify_session(struct mcp_session *s, const char *json)
     return true;
 }
 
+int mcp_listen_register(struct mcp_session *s, struct listen_sink *ls,
+                        struct mcp_sink *sink)
+{
+    struct mcp_dispatcher *d = s->d;
+    int rc = 0;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->listen != NULL || s->notify != NULL || s->closed) {
+        pthread_mutex_unlock(&s->lock);
+        return -3;
+    }
+    sink->retain(sink);
+    s->listen = ls;
+    s->notify = sink;
+    pthread_mutex_unlock(&s->lock);
+    /* Checked and linked under one lock: listen_end_all misses none. */
+    pthread_mutex_lock(&d->sess_lock);
+    if (d->listens_closed)
+        rc = -1;
+    else if (d->n_listens >= LISTEN_MAX_STREAMS)
+        rc = -2;
+    if (rc == 0) {
+        d->n_listens++;
+        s->n_prev = NULL;
+        s->n_next = d->notify_sessions;
+        if (d->notify_sessions != NULL)
+            d->notify_sessions->n_prev = s;
+        d->notify_sessions = s;
+        s->in_notify_list = true;
+    }
+    pthread_mutex_unlock(&d->sess_lock);
+    if (rc == 0)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    s->listen = NULL;
+    s->notify = NULL;
+    pthread_mutex_unlock(&s->lock);
+    sink->release(sink);
+    return rc;
+}
+
+void mcp_listen_count_down(struct mcp_dispatcher *d)
+{
+    pthread_mutex_lock(&d->sess_lock);
+    if (d->n_listens > 0)
+        d->n_listens--;
+    pthread_mutex_unlock(&d->sess_lock);
+}
+
+struct mcp_session **mcp_listen_close(struct mcp_dispatcher *d)
+{
+    pthread_mutex_lock(&d->sess_lock);
+    d->listens_closed = true;
+    pthread_mutex_unlock(&d->sess_lock);
+    return notify_targets(d);
+}
+
 unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d)
 {
     static const char json[] = "{\"jsonrpc\":\"2.0\",\"method\":"
@@ -293,6 +351,7 @@ void mcp_session_free(struct mcp_session *s)
     if (s == NULL)
         return;
     notify_list_remove(s);
+    listen_session_end(s);
     pthread_mutex_lock(&s->lock);
     s->closed = true;
     calls = session_calls(s, &n);
@@ -495,10 +554,9 @@ static void task_capabilities(cJSON *caps, bool stateless)
 }
 
 /*
- * stateless: 2026-07-28 has no resources/subscribe, and notifications reach
- * its clients only on a subscriptions/listen stream, which is not served
- * yet: nothing is advertised that only such a stream could deliver.
- * tools.listChanged: a reload (SIGHUP) may change the tools.
+ * tools.listChanged: a reload (SIGHUP) may change the tools. In 2026-07-28
+ * both it and resources.subscribe are delivered on a subscriptions/listen
+ * stream (listen.h) instead of the GET stream and resources/subscribe.
  */
 static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
 {
@@ -506,12 +564,12 @@ static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
     cJSON *o = NULL;
 
     o = cJSON_AddObjectToObject(caps, "tools");
-    cJSON_AddBoolToObject(o, "listChanged", !stateless);
+    cJSON_AddBoolToObject(o, "listChanged", true);
     cJSON_AddObjectToObject(caps, "logging");
     cJSON_AddObjectToObject(caps, "completions");
     if (registry_resource_count(dep->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "resources");
-        cJSON_AddBoolToObject(o, "subscribe", !stateless);
+        cJSON_AddBoolToObject(o, "subscribe", true);
         cJSON_AddBoolToObject(o, "listChanged", false);
     }
     if (registry_prompt_count(dep->reg) > 0) {
@@ -1252,6 +1310,13 @@ static void m_prompts_get(struct req *r)
     enqueue(r, c);
 }
 
+/* subscriptions/listen (2026-07-28): the stream of notifications. */
+static void m_listen(struct req *r)
+{
+    listen_open(r->d, r->s, r->dep, r->sink, r->m->id, r->params,
+                r->ctx != NULL ? r->ctx->api_key : NULL);
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 /* Which revisions offer a method. */
@@ -1284,6 +1349,7 @@ static const struct method methods[] = {
     {"tasks/result", m_tasks, true, REV_SESSION},
     {"tasks/list", m_tasks, true, REV_SESSION},
     {"tasks/update", m_tasks, true, REV_STATELESS},
+    {"subscriptions/listen", m_listen, true, REV_STATELESS},
 };
 
 static const struct method *find_method(const char *name)
@@ -1370,6 +1436,10 @@ static void handle_cancelled(struct mcp_session *s, const cJSON *params)
     key = jsonrpc_id_key(id);
     if (key == NULL)
         return;
+    if (listen_cancel(s, key)) {
+        free(key);
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     c = find_call(s, key);
     if (c != NULL)
@@ -1800,6 +1870,9 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
     size_t n = 0;
     size_t i;
 
+    /* Listen streams end with their result while the transport can still
+     * write it (http_server_stop ends them first). */
+    listen_end_all(d);
     pthread_mutex_lock(&d->lock);
     d->draining = true;
     calls = calloc(d->n_inflight + 1, sizeof(*calls));

@@ -129,6 +129,8 @@ struct mcp_session {
     /* The dispatcher's sessions with a notify sink (its sess_lock). */
     bool in_notify_list;
     struct mcp_session *n_next, *n_prev;
+    /* Its subscriptions/listen stream (listen.c), also its notify sink. */
+    struct listen_sink *listen;
 };
 
 struct mcp_dispatcher {
@@ -143,6 +145,8 @@ struct mcp_dispatcher {
     struct deployment *dep;    /* the current one (deployment.h) */
     pthread_mutex_t sess_lock; /* guards notify_sessions; a leaf lock */
     struct mcp_session *notify_sessions;
+    unsigned n_listens;  /* open subscriptions/listen streams (sess_lock) */
+    bool listens_closed; /* shutting down: none taken (sess_lock) */
     struct pool *pool;
     struct pool *long_pool; /* RLMCP_TOOL_LONG calls: their own threads */
     struct rlclient *rl;
@@ -207,6 +211,19 @@ void mcp_send_final(struct mcp_sink *sink, char *json);
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
                           cJSON *result, cJSON *error);
+
+struct listen_sink;
+
+/*
+ * Make sink (ls's) the notify sink of s, a listen stream. 0, or -1 the
+ * server is shutting down, -2 too many streams, -3 s already listens.
+ */
+int mcp_listen_register(struct mcp_session *s, struct listen_sink *ls,
+                        struct mcp_sink *sink);
+/* A listen stream ended. */
+void mcp_listen_count_down(struct mcp_dispatcher *d);
+/* Refuse new listen streams; the sessions to end (as notify_targets). */
+struct mcp_session **mcp_listen_close(struct mcp_dispatcher *d);
 
 /* "debug".."emergency" */
 const char *mcp_level_name(int level);
