@@ -7,7 +7,8 @@
  * dialect. A short pass over the source covers the rest: it refuses
  * PCRE2-only syntax (\A, (?i), possessive a++, ...) that ECMA-262 treats as
  * an error, and rewrites the few ECMA-262 meanings PCRE2 spells otherwise
- * ('.', \s, \v, \cX, surrogate pairs, '[' inside a class).
+ * ('.', \s and \S, \v, \cX, surrogate pairs, '[' inside a class, the long
+ * General_Category names of \p{...}).
  */
 #include "schema_pattern.h"
 
@@ -579,8 +580,6 @@ static int px_group(struct px *x)
                            "lookarounds)",
                            g + 1);
         }
-    }
-    if (*g == '?') {
         /* Copy the whole opener: "(?:", "(?=", "(?<=", "(?<name>", ... */
         n = g[1] == '<' && g[2] != '=' && g[2] != '!' ? strcspn(g, ">") + 1
                                                       : (g[1] == '<' ? 3 : 2);
