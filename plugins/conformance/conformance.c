@@ -5,9 +5,12 @@
  * deployment. Names, texts and shapes follow the suite's reference server
  * (examples/servers/typescript/everything-server.ts).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -315,6 +318,25 @@ static int t_reconnection(rlmcp_call *call, const char *args, size_t len,
     if (rc != RLMCP_OK)
         return rc;
     return api->result_text(call, "Reconnection test completed");
+}
+
+/*
+ * The suite's tools/list_changed hook: a live reload of the deployment,
+ * as an operator's SIGHUP does (the host's reload thread takes it and
+ * sends notifications/tools/list_changed to every session and to the
+ * subscriptions/listen streams that asked for it). Test fixture only.
+ */
+static int t_trigger_tool_change(rlmcp_call *call, const char *args,
+                                 size_t len, void *ud)
+{
+    (void)args, (void)len, (void)ud;
+    if (kill(getpid(), SIGHUP) != 0)
+        return api->result_error(call, "RELOAD_FAILED",
+                                 "the host could not be signalled; reload it "
+                                 "with SIGHUP by hand",
+                                 "kill(SIGHUP): %s", strerror(errno));
+    return api->result_text(call, "Reload requested: tools/list_changed "
+                                  "follows once the deployment is re-read");
 }
 
 /* ---- resources ------------------------------------------------------------
@@ -836,6 +858,10 @@ static const struct tool_row tools[] = {
      "Tests SSE stream resumption: the result may arrive on a resumed "
      "stream (SEP-1699)",
      schema_no_arguments, t_reconnection, false},
+    {"test_trigger_tool_change",
+     "Reloads the deployment (as SIGHUP does), so notifications/"
+     "tools/list_changed goes out",
+     schema_no_arguments, t_trigger_tool_change, false},
 };
 
 static int add_tools(rlmcp_plugin *self)
