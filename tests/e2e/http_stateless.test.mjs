@@ -119,7 +119,9 @@ test('server/discover lists both revisions, capabilities and the server in _meta
   assert.equal(res.resultType, 'complete');
   assert.equal(typeof res.capabilities.tools, 'object');
   assert.equal(res._meta['io.modelcontextprotocol/serverInfo'].name, 'stateless-test');
-  assert.equal(res.capabilities.resources.subscribe, false, 'no resources/subscribe in 2026-07-28');
+  // Delivered on a subscriptions/listen stream, not by resources/subscribe.
+  assert.equal(res.capabilities.resources.subscribe, true);
+  assert.equal(res.capabilities.tools.listChanged, true);
 });
 
 test('tools/list: resultType, caching hints, tools in name order', async () => {
