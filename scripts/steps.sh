@@ -39,7 +39,9 @@ steps_bootstrap() {
         [ "$newer" -eq 0 ] && return 0
     fi
     key=$(steps_bootstrap_key)
-    [ -f "$stamp" ] && IFS= read -r -d '' have <"$stamp"
+    # read -d '' reads to the end and then returns 1: not a failure here
+    # (under set -e it would end the script without a word).
+    if [ -f "$stamp" ]; then IFS= read -r -d '' have <"$stamp" || true; fi
     if [ "$have" == "$key" ] && { [ "$mode" == run ] || [ -d tests/node_modules ]; }; then
         touch "$stamp" # touched, not changed (a checkout): no work
         return 0

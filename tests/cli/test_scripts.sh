@@ -72,7 +72,19 @@ if [ "$(cat "$tmp/out")" = "server --transport http --listen 127.0.0.1:0 --confi
 sleep 1.1 # the stamp's mtime resolution on some filesystems
 touch "$T/tests/package-lock.json"
 "$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && pass "touched input: the server starts (exit 0)" || fail "touched input: exit $rc"
+if [ "$(cat "$tmp/out")" = "server --version" ]; then pass "touched input: the server ran"; else
+    fail "touched input: stdout '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")'"; fi
 [ "$(calls)" -eq 1 ] && pass "an unchanged input causes no check" || fail "touched input checked again"
+# The same under set -e with no || around the call, as scripts/test makes
+# it: reading the stamp (read -d '' returns 1 at its end) is no failure.
+sleep 1.1
+touch "$T/tests/package.json"
+out=$(cd "$T" && bash -c 'set -euo pipefail; STEPS_NAME=t; . scripts/steps.sh
+    steps_bootstrap run; echo reached' 2>&1)
+[ "$out" = reached ] && pass "steps_bootstrap under set -e reads the stamp and goes on" ||
+    fail "steps_bootstrap under set -e: '$out'"
 
 # 4. The package list changes: checked again; a missing package is named,
 #    with the install command, exit 1, and no apt-get or sudo.
