@@ -1289,12 +1289,14 @@ static int caller_key(struct http_req *req, const char **key)
 /* ------------------------------------------------------------------------ */
 
 /* Methods whose handlers may talk to the client before they answer. */
-static bool wants_sse(const char *method)
+static bool wants_sse(const char *method, bool stateless)
 {
+    if (method != NULL && stateless &&
+        strcmp(method, "subscriptions/listen") == 0)
+        return true; /* 2025-11-25 answers it -32601, as JSON */
     return method != NULL && (strcmp(method, "tools/call") == 0 ||
                               strcmp(method, "resources/read") == 0 ||
-                              strcmp(method, "prompts/get") == 0 ||
-                              strcmp(method, "subscriptions/listen") == 0);
+                              strcmp(method, "prompts/get") == 0);
 }
 
 /* The credentials rule: see docs/http.md "Credentials". */
@@ -1747,7 +1749,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         return (enum MHD_Result)r;
     if (id != NULL && key_missing(srv, key, method))
         return reply_unauthenticated(req, id);
-    sse = id != NULL && wants_sse(method);
+    sse = id != NULL && wants_sse(method, stateless);
     __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, method),
                      __ATOMIC_RELEASE);
     if (req->stream == NULL)
