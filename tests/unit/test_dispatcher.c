@@ -2222,6 +2222,141 @@ static void test_stdio_framing(void **state)
     mcp_destroy(run.d);
 }
 
+
+/* ---- subscriptions/listen (2026-07-28) ---------------------------------- */
+
+#define LISTEN_META                                                            \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","  \
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t\",\"version\":"     \
+    "\"1\"},\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+static void listen_req(struct fx *f, struct mcp_session *s, struct capture *c,
+                       int id, const char *notifications)
+{
+    struct mcp_request_ctx ctx = {.api_key = NULL, .revision = "2026-07-28"};
+    char *msg = NULL;
+
+    assert_true(asprintf(&msg,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                         "\"subscriptions/listen\",\"params\":{%s%s%s}}",
+                         id, notifications ? "\"notifications\":" : "",
+                         notifications ? notifications : "",
+                         notifications ? "," LISTEN_META : LISTEN_META) >= 0);
+    assert_true(mcp_handle(f->d, s, msg, strlen(msg), &c->sink, &ctx));
+    free(msg);
+}
+
+static int sub_id(const cJSON *m)
+{
+    const cJSON *meta = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params") != NULL
+                                ? cJSON_GetObjectItem(m, "params")
+                                : cJSON_GetObjectItem(m, "result"),
+                            "_meta"),
+        "io.modelcontextprotocol/subscriptionId");
+
+    assert_true(cJSON_IsNumber(meta));
+    return meta->valueint;
+}
+
+static void test_listen(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct mcp_session *sa = mcp_session_new(f->d);
+    struct mcp_session *sb = mcp_session_new(f->d);
+    struct mcp_session *sc = mcp_session_new(f->d);
+    struct capture a, b, c;
+    cJSON *m = NULL;
+    int id = 0;
+
+    (void)state;
+    cap_init(&a);
+    cap_init(&b);
+    cap_init(&c);
+    listen_req(f, sa, &a, 1, "{\"toolsListChanged\":true}");
+    listen_req(f, sb, &b, 2, "{\"promptsListChanged\":true}");
+    m = cap_wait(&a, has_method, "notifications/subscriptions/acknowledged",
+                 10000);
+    assert_non_null(m);
+    assert_int_equal(sub_id(m), 1);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"), "notifications"),
+        "toolsListChanged")));
+    cJSON_Delete(m);
+    m = cap_wait(&b, has_method, "notifications/subscriptions/acknowledged",
+                 10000);
+    assert_non_null(m);
+    /* Prompts never change: not honoured, not echoed. */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
+                         cJSON_GetObjectItem(m, "params"), "notifications")),
+                     0);
+    cJSON_Delete(m);
+
+    /* A reload's notification: tagged, and only where it was asked for. */
+    mcp_notify_tools_changed(f->d);
+    m = cap_wait(&a, has_method, "notifications/tools/list_changed", 10000);
+    assert_non_null(m);
+    assert_int_equal(sub_id(m), 1);
+    cJSON_Delete(m);
+    assert_int_equal(cap_count(&b, "notifications/tools/list_changed"), 0);
+
+    /* Bad filters name the field; no stream is opened. */
+    listen_req(f, sc, &c, 3, NULL);
+    id = 3;
+    m = cap_wait(&c, is_response_to, &id, 10000);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "params.notifications"));
+    cJSON_Delete(m);
+    listen_req(f, sc, &c, 4, "{\"resourceSubscriptions\":[1]}");
+    id = 4;
+    m = cap_wait(&c, is_response_to, &id, 10000);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "resourceSubscriptions"));
+    cJSON_Delete(m);
+
+    /* notifications/cancelled naming it ends a stream without an answer. */
+    {
+        struct mcp_request_ctx ctx = {.revision = "2026-07-28"};
+        const char *cancel = "{\"jsonrpc\":\"2.0\",\"method\":"
+                             "\"notifications/cancelled\",\"params\":{"
+                             "\"requestId\":1}}";
+
+        assert_false(mcp_handle(f->d, sa, cancel, strlen(cancel), &a.sink,
+                                &ctx));
+    }
+    assert_int_equal(a.null_finals, 1);
+    assert_int_equal(a.retains, a.releases);
+    mcp_notify_tools_changed(f->d);
+    assert_int_equal(cap_count(&a, "notifications/tools/list_changed"), 1);
+
+    /* Shutdown ends the others with their result; no new ones after. */
+    mcp_drain(f->d, 1000);
+    id = 2;
+    m = cap_wait(&b, is_response_to, &id, 10000);
+    assert_non_null(m);
+    assert_string_equal(
+        cJSON_GetObjectItem(result_of(m), "resultType")->valuestring,
+        "complete");
+    assert_int_equal(sub_id(m), 2);
+    cJSON_Delete(m);
+    assert_int_equal(b.retains, b.releases);
+    listen_req(f, sc, &c, 5, "{\"toolsListChanged\":true}");
+    id = 5;
+    m = cap_wait(&c, is_response_to, &id, 10000);
+    assert_int_equal(error_code(m), -32000);
+    assert_non_null(strstr(error_message(m), "shutting down"));
+    cJSON_Delete(m);
+
+    mcp_session_free(sa);
+    mcp_session_free(sb);
+    mcp_session_free(sc);
+    assert_int_equal(c.retains, c.releases);
+    cap_fini(&a);
+    cap_fini(&b);
+    cap_fini(&c);
+    fx_free(f);
+}
+
 /*
  * The stdio sink lives while a call holds it: the call's last release comes
  * after it left the in-flight count, so the transport must not free the
@@ -2300,6 +2435,7 @@ int main(void)
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_stdio_framing),
         cmocka_unit_test(test_stdio_sink_outlives),
+        cmocka_unit_test(test_listen),
     };
 
     /* TEST_FILTER=test_progress runs one test (a glob). */
