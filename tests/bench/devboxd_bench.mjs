@@ -142,7 +142,8 @@ try {
     { command: `head -c ${OUT_BYTES} /dev/zero | tr '\\0' 'x'; echo` });
   const done = await client.devboxes.executions.awaitCompleted(box.id, big.execution_id);
   const tBig = performance.now() - t0;
-  const file = path.join(engine.stateDir, 'devboxes', box.id, 'executions', `${big.execution_id}.stdout`);
+  // On the devbox's disk (docs/devboxd.md "Disks").
+  const file = path.join(engine.stateDir, 'devboxes', box.id, 'sandbox', 'output', `${big.execution_id}.stdout`);
   const size = statSync(file).size;
   const after = procMem(pid);
   row(`${(OUT_BYTES / 2 ** 20).toFixed(0)} MiB stdout stored (${size} bytes)`, `${(tBig / 1000).toFixed(2)} s`, '', '');
