@@ -57,40 +57,11 @@ static int fsync_dir(const char *dir)
 int store_write(const char *dir, const char *file, const char *data, size_t len)
 {
     char path[4200];
-    char tmp[4300];
-    int fd = -1;
-    int rc = -1;
-    int saved;
 
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, file);
     if (util_mkdirs(dir) != 0)
         return -1;
-    /* A stale temp file could carry other modes: start from a fresh one. */
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        goto out;
-    if (fchmod(fd, 0600) != 0 || util_write_all(fd, data, len) != 0 ||
-        fsync(fd) != 0)
-        goto out;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto out;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        goto out;
-    /* The rename is durable only once the directory is. */
-    rc = fsync_dir(dir);
-out:
-    saved = errno;
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0)
-        unlink(tmp);
-    errno = saved;
-    return rc;
+    return util_write_atomic(path, data, len, 0600);
 }
 
 int store_remove(const char *dir, const char *file)

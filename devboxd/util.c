@@ -199,24 +199,16 @@ int util_write_atomic(const char *path, const char *data, size_t len, int mode)
     char tmp[4200];
     int fd = -1;
     int rc = -1;
-    size_t done = 0;
     int saved;
 
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    /* A stale temp file (or a link planted there) could carry other modes
+     * or point elsewhere: start from a fresh file of our own. */
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         goto out;
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            goto out;
-        }
-        done += (size_t)n;
-    }
-    if (fsync(fd) != 0)
+    if (fchmod(fd, (mode_t)mode) != 0 || util_write_all(fd, data, len) != 0 || fsync(fd) != 0)
         goto out;
     if (close(fd) != 0) {
         fd = -1;
@@ -225,6 +217,7 @@ int util_write_atomic(const char *path, const char *data, size_t len, int mode)
     fd = -1;
     if (rename(tmp, path) != 0)
         goto out;
+    /* The rename is durable only once the directory is. */
     if (fsync_parent(path) != 0)
         goto out;
     rc = 0;
