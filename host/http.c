@@ -52,6 +52,8 @@
 #define SSE_RETRY_MS 1000
 /* subscriptions/listen streams one client may hold open at once. */
 #define HTTP_MAX_LISTENS_PER_CLIENT 16u
+/* Seconds between keep-alive comments on listen streams. */
+#define LISTEN_KEEPALIVE_S 10u
 /* How long shutdown waits for listen streams to write their result. */
 #define LISTEN_FLUSH_MS 2000u
 /* Replies written in full that a session keeps for a resume. */
@@ -742,10 +744,45 @@ static void sessions_expire(struct http_server *srv)
     free(victims);
 }
 
+static void stream_append(struct http_stream *st, const char *json, size_t len,
+                          bool final);
+static void store_trim(struct http_session *s, struct http_stream *cur,
+                       struct http_stream **dropped);
+static void stream_wake(struct http_stream *st);
+static void stream_unref_list(struct http_stream *list);
+
+/*
+ * A comment line on every open listen stream: an idle stream's client that
+ * went away is noticed when the write fails, and its place is freed.
+ */
+static void listens_keepalive(struct http_server *srv)
+{
+    struct http_stream *dropped = NULL;
+
+    pthread_mutex_lock(&srv->reqs_lock);
+    for (struct http_req *r = srv->reqs; r != NULL; r = r->next) {
+        struct http_stream *st = __atomic_load_n(&r->stream, __ATOMIC_ACQUIRE);
+        struct http_session *s = st != NULL ? st->sess : NULL;
+
+        if (!r->listening || s == NULL)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        if (!st->done && st->tap == r && st->n_evs > 0) {
+            stream_append(st, NULL, 0, false);
+            store_trim(s, st, &dropped);
+            stream_wake(st);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&srv->reqs_lock);
+    stream_unref_list(dropped);
+}
+
 static void *reaper_main(void *arg)
 {
     struct http_server *srv = arg;
     struct timespec ts;
+    unsigned ticks = 0;
 
     pthread_mutex_lock(&srv->lock);
     while (!srv->reaper_stop) {
@@ -756,6 +793,8 @@ static void *reaper_main(void *arg)
             break;
         pthread_mutex_unlock(&srv->lock);
         sessions_expire(srv);
+        if (++ticks % LISTEN_KEEPALIVE_S == 0)
+            listens_keepalive(srv);
         pthread_mutex_lock(&srv->lock);
     }
     pthread_mutex_unlock(&srv->lock);
@@ -925,7 +964,10 @@ static void stream_wake(struct http_stream *st)
     }
 }
 
-/* Caller holds s->lock: append one SSE event. */
+/*
+ * Caller holds s->lock: append one SSE event (json NULL: a comment line,
+ * the listen streams' keep-alive).
+ */
 static void stream_append(struct http_stream *st, const char *json, size_t len,
                           bool final)
 {
@@ -941,7 +983,10 @@ static void stream_append(struct http_stream *st, const char *json, size_t len,
         st->evs = evs;
         st->cap_evs = cap;
     }
-    text = format_event(st->no, st->next_seq, json, len, &tlen);
+    if (json != NULL)
+        text = format_event(st->no, st->next_seq, json, len, &tlen);
+    else if ((text = strdup(":\n\n")) != NULL)
+        tlen = strlen(text);
     if (text == NULL)
         goto nomem;
     st->evs[st->n_evs].seq = st->next_seq++;

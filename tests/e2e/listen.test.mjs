@@ -5,7 +5,8 @@
 // subscription id, only to the streams that asked for it; at shutdown every
 // stream ends with its {resultType: "complete"} result. Bad input: a
 // missing or malformed filter (-32602 naming the field), listen on a
-// 2025-11-25 session (-32601), more streams than a client may hold (429).
+// 2025-11-25 session (-32601), more streams than a client may hold (429;
+// the place of a client that went is freed once a keep-alive finds it gone).
 // On stdio, notifications/cancelled naming the listen request ends it.
 //
 // The server runs the conformance fixtures on a cloud backend nothing
@@ -247,9 +248,21 @@ test('HTTP: bad filters, listen on a 2025-11-25 session, too many streams', asyn
     const over = await request(srv.port, headers('subscriptions/listen'), text);
     assert.equal(over.status, 429, over.body);
     assert.match(JSON.parse(over.body).error.message, /already has 16 subscriptions\/listen streams/);
-    // A client that went: its stream ends at shutdown all the same.
+    // A client that went is noticed at the next keep-alive (every 10 s)
+    // and its place is freed.
     open[0].req.destroy();
     await waitFor(() => open[0].ended, 30000, 'the first stream to close');
+    let again = null;
+    await waitFor(async () => {
+      const st = listen(srv.port, { toolsListChanged: true });
+      await waitFor(() => st.status !== 0 || st.ended, 30000, 'an answer');
+      if (st.status === 200) { again = st; return true; }
+      await waitFor(() => st.ended, 30000, 'the refusal to end');
+      await new Promise((r) => setTimeout(r, 500));
+      return false;
+    }, 120000, 'the place of the stream whose client went');
+    open.push(again);
+    await waitFor(() => ack(again), 30000, 'the acknowledgement');
     srv.child.kill('SIGTERM');
     for (const st of open.slice(1)) await waitFor(() => st.ended, 30000, 'the stream to end');
     for (const st of open.slice(1)) assert.equal(st.msgs.at(-1).result?.resultType, 'complete', JSON.stringify(st.msgs));
