@@ -80,8 +80,14 @@ async function startHttp() {
   return s;
 }
 
+// SIGTERM once (a second one during the shutdown would end it at once).
+function term(s) {
+  if (!s.exited && !s.termed) s.child.kill('SIGTERM');
+  s.termed = true;
+}
+
 async function stop(s) {
-  if (!s.exited) s.child.kill('SIGTERM');
+  term(s);
   await waitFor(() => s.exited, 60000, 'the server to exit');
   assert.doesNotMatch(s.log, /AddressSanitizer|LeakSanitizer|runtime error:/, s.log.slice(-4000));
   assert.equal(s.code, 0, s.log.slice(-2000));
@@ -190,7 +196,7 @@ test('HTTP: filtered, tagged notifications on a SIGHUP reload; the result at shu
 
     // The reload's log line comes after its notifications were queued on
     // every stream: the result at shutdown comes after any of them.
-    srv.child.kill('SIGTERM');
+    term(srv);
     for (const st of [tools, prompts, res]) await waitFor(() => st.ended, 30000, 'the stream to end');
     for (const st of [tools, prompts, res]) {
       const last = st.msgs.at(-1);
@@ -263,7 +269,7 @@ test('HTTP: bad filters, listen on a 2025-11-25 session, too many streams', asyn
     }, 120000, 'the place of the stream whose client went');
     open.push(again);
     await waitFor(() => ack(again), 30000, 'the acknowledgement');
-    srv.child.kill('SIGTERM');
+    term(srv);
     for (const st of open.slice(1)) await waitFor(() => st.ended, 30000, 'the stream to end');
     for (const st of open.slice(1)) assert.equal(st.msgs.at(-1).result?.resultType, 'complete', JSON.stringify(st.msgs));
   } finally {
