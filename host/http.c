@@ -1344,52 +1344,6 @@ static bool wants_sse(const char *method, bool stateless)
                               strcmp(method, "prompts/get") == 0);
 }
 
-/* The credentials rule: see docs/http.md "Credentials". */
-static bool key_missing(struct http_server *srv, const char *key,
-                        const char *method)
-{
-    if (method == NULL || strcmp(method, "tools/call") != 0)
-        return false;
-    return key == NULL && !srv->opts.backend_is_local &&
-           !srv->opts.server_key_present;
-}
-
-static enum MHD_Result reply_unauthenticated(struct http_req *req,
-                                             const cJSON *id)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON *result = NULL;
-    cJSON *content = NULL;
-    cJSON *item = NULL;
-    char *text = NULL;
-    static const char err_text[] =
-        "{\"error\":{\"code\":\"unauthenticated\",\"message\":\"this "
-        "deployment talks to the Runloop API and has no key of its own, and "
-        "the request carried none\",\"remedy\":\"send your Runloop API key "
-        "with every request as 'Authorization: Bearer <key>' or "
-        "'X-Runloop-Api-Key: <key>' (create one at "
-        "https://platform.runloop.ai/settings), or ask the operator to set "
-        "runloop.api_key\"}}";
-
-    if (root == NULL)
-        return MHD_NO;
-    cJSON_AddStringToObject(root, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(root, "id", cJSON_Duplicate(id, true));
-    result = cJSON_AddObjectToObject(root, "result");
-    content = cJSON_AddArrayToObject(result, "content");
-    item = cJSON_CreateObject();
-    cJSON_AddStringToObject(item, "type", "text");
-    cJSON_AddStringToObject(item, "text", err_text);
-    cJSON_AddItemToArray(content, item);
-    cJSON_AddBoolToObject(result, "isError", true);
-    text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (text == NULL)
-        return MHD_NO;
-    return queue_buffer(req, MHD_HTTP_OK, "application/json", text,
-                        strlen(text), true, NULL);
-}
-
 /* Checks that need only the headers, before the body is read. */
 static int post_precheck(struct http_req *req)
 {
@@ -1792,8 +1746,6 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     }
     if (r >= 0)
         return (enum MHD_Result)r;
-    if (id != NULL && key_missing(srv, key, method))
-        return reply_unauthenticated(req, id);
     sse = id != NULL && wants_sse(method, stateless);
     __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, method),
                      __ATOMIC_RELEASE);

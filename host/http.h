@@ -34,13 +34,6 @@ struct http_options {
     unsigned connection_timeout_s;    /* idle keep-alive connections close */
     const char *server_name;          /* for GET / */
     const char *server_version;
-    /*
-     * Credentials rule (docs/http.md "Credentials"): when the backend is an
-     * API URL (not the local engine) and the deployment holds no key of its
-     * own, a tools/call without a caller key is answered "unauthenticated".
-     */
-    bool backend_is_local;
-    bool server_key_present;
     unsigned event_store_events; /* per session; 0: 4096 */
     size_t event_store_bytes;    /* per session; 0: 1 MiB */
     unsigned mhd_threads;        /* 0: 2 */

@@ -25,31 +25,6 @@
 #define RLMCP_VERSION "0.0.0"
 #endif
 
-/*
- * The credentials rule needs two facts about the backend: is it this
- * machine's local engine (callers need no key), and does the deployment
- * hold a default key. backend_resolve() decides exactly as the host does
- * at startup (docs/backends.md), without touching the network. When it
- * cannot decide, the safe answer is "cloud, no default key": callers
- * without a key are refused, never switched to the local engine.
- */
-static void backend_facts(const struct host_config *cfg, bool *local,
-                          bool *has_key)
-{
-    struct backend *b = NULL;
-    char *err = NULL;
-
-    *local = false;
-    *has_key = false;
-    if (backend_resolve(cfg, &b, &err) != 0) {
-        free(err);
-        return;
-    }
-    *local = backend_is_local(b);
-    *has_key = backend_api_key(b) != NULL;
-    backend_free(b);
-}
-
 void http_options_from_config(struct http_options *opts,
                               const struct host_config *cfg)
 {
@@ -70,7 +45,6 @@ void http_options_from_config(struct http_options *opts,
     opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
     opts->server_version = RLMCP_VERSION;
     opts->metrics = (int)h->metrics;
-    backend_facts(cfg, &opts->backend_is_local, &opts->server_key_present);
 }
 
 /*

@@ -603,6 +603,9 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     mcp_set_rlclient(d, backend_client(b));
     metrics_set_circuit_source(circuit_state, backend_client(b));
     mcp_set_default_api_key(d, backend_api_key(b));
+    /* Over HTTP each caller brings its key for a cloud backend. */
+    mcp_set_key_required(d, cfg->server.transport == HOST_TRANSPORT_HTTP &&
+                                !backend_is_local(b));
     tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
     rl = reload_start(d, cfg);
     rc = run_transport(cfg, d);

@@ -1041,6 +1041,14 @@ static void m_tasks(struct req *r)
     tasks_handle(&q, r->m->method);
 }
 
+/* The credentials rule (mcp_set_key_required). */
+static bool key_missing(const struct req *r)
+{
+    bool caller_key = r->ctx != NULL && r->ctx->api_key != NULL;
+
+    return r->d->key_required && r->d->default_key == NULL && !caller_key;
+}
+
 static void m_tools_call(struct req *r)
 {
     const cJSON *name = param(r, "name");
@@ -1062,6 +1070,17 @@ static void m_tools_call(struct req *r)
                     "unknown tool '%.128s'; call tools/list for the tools "
                     "this server offers",
                     name->valuestring);
+        return;
+    }
+    if (key_missing(r)) {
+        reply_tool_error(
+            r, "unauthenticated",
+            "this deployment talks to the Runloop API and has no key of its "
+            "own, and the request carried none",
+            "send your Runloop API key with every request as "
+            "'Authorization: Bearer <key>' or 'X-Runloop-Api-Key: <key>' "
+            "(create one at https://platform.runloop.ai/settings), or ask "
+            "the operator to set runloop.api_key");
         return;
     }
     args = tool_arguments(r, t, &len);
@@ -1951,6 +1970,11 @@ void mcp_set_default_api_key(struct mcp_dispatcher *d, const char *key)
         free(d->default_key);
     }
     d->default_key = key != NULL ? strdup(key) : NULL;
+}
+
+void mcp_set_key_required(struct mcp_dispatcher *d, bool required)
+{
+    d->key_required = required;
 }
 
 size_t mcp_max_message(const struct mcp_dispatcher *d)

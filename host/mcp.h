@@ -142,6 +142,14 @@ void mcp_set_rlclient(struct mcp_dispatcher *d, struct rlclient *c);
  */
 void mcp_set_default_api_key(struct mcp_dispatcher *d, const char *key);
 
+/*
+ * The credentials rule (docs/http.md "Credentials"): when required (an HTTP
+ * deployment whose backend is an API URL, not the local engine), a
+ * tools/call with neither a caller key nor a default key is answered with
+ * an "unauthenticated" tool error before anything runs.
+ */
+void mcp_set_key_required(struct mcp_dispatcher *d, bool required);
+
 /* ---- Facts for transports ----------------------------------------------- */
 
 /* The effective inbound message limit (options.max_message_bytes). */

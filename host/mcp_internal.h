@@ -151,6 +151,7 @@ struct mcp_dispatcher {
     struct pool *long_pool; /* RLMCP_TOOL_LONG calls: their own threads */
     struct rlclient *rl;
     char *default_key;
+    bool key_required; /* mcp_set_key_required */
 
     pthread_mutex_t lock;
     pthread_cond_t timer_cond; /* the timer's wake-up */

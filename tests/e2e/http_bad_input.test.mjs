@@ -114,10 +114,15 @@ async function callSimple(port, sid, headers = {}) {
     headers: { ...JSON_HDRS, 'mcp-session-id': sid, ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }),
   });
+  return resultOf(r, 9);
+}
+
+// The result of request id from a 200 answer, sent as JSON or as SSE.
+function resultOf(r, id) {
   assert.equal(r.status, 200, r.body);
   const msg = r.body.trimStart().startsWith('{')
     ? JSON.parse(r.body)
-    : sseEvents(r.body).filter((e) => e.data).map((e) => JSON.parse(e.data)).find((m) => m.id === 9);
+    : sseEvents(r.body).filter((e) => e.data).map((e) => JSON.parse(e.data)).find((m) => m.id === id);
   assert.ok(msg, r.body);
   return msg.result;
 }
@@ -278,8 +283,7 @@ test('no Runloop key on an API-URL backend -> unauthenticated with a remedy; a k
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }),
   });
   const r = await call({});
-  assert.equal(r.status, 200);
-  const res = JSON.parse(r.body).result;
+  const res = resultOf(r, 9);
   assert.ok(res, `expected a result, got: ${r.body}`);
   assert.equal(res.isError, true);
   const err = JSON.parse(res.content[0].text).error;
