@@ -69,16 +69,11 @@ static int expired(const cJSON *rec)
 /* Lock held. The live record of id, or NULL; an expired one is removed. */
 static cJSON *load_locked(const char *dir, const char *id)
 {
-    char path[4200];
-    char *text = NULL;
     cJSON *rec = NULL;
 
-    if (dir == NULL || !id_valid(id))
+    if (!id_valid(id))
         return NULL;
-    snprintf(path, sizeof(path), "%s/%s.json", dir, id);
-    text = util_read_file(path, OBJECT_RECORD_MAX, NULL);
-    rec = text != NULL ? cJSON_Parse(text) : NULL;
-    free(text);
+    rec = store_load(dir, id, OBJECT_RECORD_MAX);
     if (rec != NULL && expired(rec)) {
         remove_locked(dir, id);
         cJSON_Delete(rec);

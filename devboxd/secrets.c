@@ -46,23 +46,17 @@ int secrets_name_valid(const char *s)
 static cJSON *load_locked(struct engine *eng, const char *name)
 {
     char *dir = store_dir(eng, "secrets");
-    char path[4200];
-    char *text = NULL;
     cJSON *rec = NULL;
 
-    if (dir == NULL || !secrets_name_valid(name))
+    if (!secrets_name_valid(name))
         goto out;
-    snprintf(path, sizeof(path), "%s/%s.json", dir, name);
-    text = util_read_file(path, 4 * SECRET_VALUE_MAX + 4096, NULL);
-    if (text != NULL)
-        rec = cJSON_Parse(text);
+    rec = store_load(dir, name, 4 * SECRET_VALUE_MAX + 4096);
     if (rec != NULL &&
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "value"))) {
         cJSON_Delete(rec);
         rec = NULL;
     }
 out:
-    free(text);
     free(dir);
     return rec;
 }

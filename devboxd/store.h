@@ -22,6 +22,9 @@ int store_id_valid(const char *id, const char *prefix);
  * rename, fsync of the directory. 0 or -1 with errno. */
 int store_write(const char *dir, const char *file, const char *data,
                 size_t len);
+/* The record "<dir>/<name>.json" (name already checked), or NULL when it
+ * is missing, over max_bytes or unparsable. */
+cJSON *store_load(const char *dir, const char *name, size_t max_bytes);
 /* Every "<dir>/<x>.json" record with a string "id", newest create_time_ms
  * first (files over max_bytes or unparsable are skipped). */
 cJSON *store_load_all(const char *dir, size_t max_bytes);
