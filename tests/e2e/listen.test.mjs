@@ -18,10 +18,8 @@ import { mkdtempSync, renameSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
+import { buildDir as BUILD, hostBin as BIN, waitFor } from './lib/host.mjs';
 
-const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
-const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
-const BIN = path.join(BUILD, 'bin', 'runloop-mcp');
 const REV = '2026-07-28';
 const SUB = 'io.modelcontextprotocol/subscriptionId';
 const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-listen-'));
@@ -32,16 +30,6 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 const children = [];
-
-// As lib/host.mjs's, without loading the SDK this test does not use.
-async function waitFor(cond, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 // The deployment; exclude: tools left out (a reload changes them).
 function put(exclude = []) {
