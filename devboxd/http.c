@@ -677,7 +677,10 @@ static int listen_unix(const char *path, char *err, size_t errlen)
     }
     umask(old_umask);
     chmod(path, 0600);
-    if (listen(fd, 128) != 0) {
+    /* The kernel's largest backlog: on a unix socket a full backlog fails
+     * connect() with EAGAIN at once (TCP retries), so a flood that devboxd
+     * has not yet accepted must not refuse a client that comes after it. */
+    if (listen(fd, SOMAXCONN) != 0) {
         snprintf(err, errlen, "listen on '%s': %s", path, strerror(errno));
         close(fd);
         return -1;
@@ -749,7 +752,7 @@ static int listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
         goto fail;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 256) != 0) {
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         snprintf(err, errlen, "cannot listen on '%s': %s", spec, strerror(errno));
         goto fail;
     }

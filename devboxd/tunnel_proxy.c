@@ -1090,7 +1090,7 @@ static int listen_on(const char *spec, int allow_non_loopback, int *bound_port, 
     }
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 256) != 0) {
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         snprintf(err, errlen, "cannot listen on '%s' for tunnels: %s", spec, strerror(errno));
         goto fail;
     }
