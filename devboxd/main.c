@@ -11,8 +11,8 @@
 #include "http.h"
 #include "idempotency.h"
 #include "mcphub.h"
-#include "pty_engine.h"
-#include "tunnel.h"
+#include "pty_sessions.h"
+#include "tunnels.h"
 #include "util.h"
 
 #include <errno.h>

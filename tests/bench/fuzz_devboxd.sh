@@ -40,14 +40,15 @@ mkdir -p "$out/obj" "$out/artifacts"
 
 pkgs="libcjson libmicrohttpd libnghttp2 libseccomp libcurl libcrypto"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
- -Wno-unused-parameter -I$src/devboxd -I$src/tests/fuzz $(pkg-config --cflags $pkgs)"
+ -Wno-unused-parameter -I$src/devboxd -I$src/devboxd/net -I$src/devboxd/rest
+ -I$src/devboxd/engine -I$src/devboxd/sandbox -I$src/tests/fuzz $(pkg-config --cflags $pkgs)"
 cov="-fsanitize=fuzzer-no-link,address,undefined"
 link="-fsanitize=fuzzer,address,undefined"
 libs="$(pkg-config --libs $pkgs) -lhttp_parser -lpthread -lm"
 
 echo "fuzz: building devboxd with clang in $out"
 objs=()
-for f in "$src"/devboxd/*.c; do
+for f in "$src"/devboxd/*.c "$src"/devboxd/{net,rest,engine,sandbox}/*.c; do
     [ "$(basename "$f")" = main.c ] && continue
     o="$out/obj/$(basename "$f" .c).o"
     # shellcheck disable=SC2086

@@ -10,7 +10,7 @@
 
 #include "api.h"
 #include "fuzz_util.h"
-#include "tunnel.h"
+#include "tunnels.h"
 
 static void check_create(const cJSON *body)
 {

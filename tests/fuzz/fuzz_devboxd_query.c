@@ -9,7 +9,7 @@
 
 #include "fuzz_util.h"
 #include "http.h"
-#include "tunnel.h"
+#include "tunnels.h"
 
 static void check_query(const char *qs)
 {

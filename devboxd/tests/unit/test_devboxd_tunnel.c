@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tunnel.h"
+#include "tunnels.h"
 #include "util.h"
 
 static void parse_ok(const char *host, int want_port, const char *want_key)

@@ -19,7 +19,7 @@
 #include "dockerfile.h"
 #include "http.h"
 #include "http_internal.h"
-#include "tunnel.h"
+#include "tunnels.h"
 
 #define ROUNDS 20000
 #define MAX_INPUT 4096

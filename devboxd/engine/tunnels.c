@@ -2,7 +2,7 @@
  * the devbox record (struct devbox.tunnel, persisted in devbox.json). The
  * listener that serves tunnel URLs is tunnel_proxy.c. */
 #define _GNU_SOURCE
-#include "tunnel.h"
+#include "tunnels.h"
 
 #include <ctype.h>
 #include <errno.h>

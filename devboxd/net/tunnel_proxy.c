@@ -7,7 +7,7 @@
  * http_parser until an upgrade, so every later request on the connection
  * is checked too (same tunnel and port, token when authenticated). */
 #define _GNU_SOURCE
-#include "tunnel.h"
+#include "tunnels.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

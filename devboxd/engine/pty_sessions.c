@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "pty_engine.h"
+#include "pty_sessions.h"
 #include "sandbox.h"
-#include "tunnel.h"
+#include "tunnels.h"
 
 #define PTYD_INSIDE "/run/devbox/ptyd"
 

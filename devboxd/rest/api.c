@@ -9,7 +9,7 @@
 #include "sandbox.h"
 #include "objects.h"
 #include "secrets.h"
-#include "tunnel.h"
+#include "tunnels.h"
 #include "util.h"
 
 #include <errno.h>
