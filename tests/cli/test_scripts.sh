@@ -148,5 +148,23 @@ has "$tmp/err" "scripts/run: configuring"
 has "$tmp/err" "configuring failed; the output is above"
 if [ ! -s "$tmp/out" ]; then pass "a failed build starts no server"; else fail "server started"; fi
 
+# 8. tests/node_modules as a symbolic link to another install: npm ci would
+#    empty what it points to, so bootstrap refuses and names the link.
+cat >"$spy/dpkg-query" <<EOF
+#!/bin/bash
+for p in "\${@:3}"; do echo "\$p install ok installed"; done
+EOF
+printf '#!/bin/sh\necho "npm $*" >>"%s/npm-calls"\n' "$tmp" >"$spy/npm"
+chmod +x "$spy/npm"
+mkdir -p "$tmp/shared"
+touch "$tmp/shared/keep"
+ln -s "$tmp/shared" "$T/tests/node_modules"
+"$T/scripts/bootstrap" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && pass "a linked, stale node_modules is refused" || fail "linked node_modules accepted"
+has "$tmp/err" "tests/node_modules is a symbolic link to $tmp/shared"
+if [ ! -e "$tmp/npm-calls" ] && [ -e "$tmp/shared/keep" ]; then
+    pass "npm did not run; the linked install is untouched"; else fail "npm ran: $(cat "$tmp/npm-calls" 2>/dev/null)"; fi
+rm "$T/tests/node_modules"
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
