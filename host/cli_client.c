@@ -1,5 +1,5 @@
 /*
- * client_cmd.c - `runloop-mcp install-client claude|cursor|vscode|codex`:
+ * cli_client.c - `runloop-mcp install-client claude|cursor|vscode|codex`:
  * add (or update) this server in an MCP client's config file, keeping
  * every other entry, showing the change as a diff, writing atomically with
  * the old file kept as FILE.bak. The key is never written in clear unless
@@ -838,7 +838,7 @@ static int resolve_entry(const struct client_opts *o, struct entry *e)
     return 0;
 }
 
-int client_cmd_main(int argc, char **argv)
+int cli_client_main(int argc, char **argv)
 {
     struct client_opts o;
     struct entry e;

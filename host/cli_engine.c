@@ -1,5 +1,5 @@
 /*
- * engine_cmd.c - `runloop-mcp engine status|start|stop|logs`: the local
+ * cli_engine.c - `runloop-mcp engine status|start|stop|logs`: the local
  * engine (devboxd) of a deployment's state dir, as an operator sees it.
  * The engine outlives the servers that start it (devboxes survive between
  * launches); this is how to look at it and stop it without reading pid files.
@@ -446,7 +446,7 @@ static int engine_logs(struct backend *b, const struct engine_opts *o)
     return EXIT_FAILURE;
 }
 
-int engine_cmd_main(int argc, char **argv, cli_load_fn load)
+int cli_engine_main(int argc, char **argv, cli_load_fn load)
 {
     struct engine_opts o;
     struct host_config cfg;

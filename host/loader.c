@@ -301,7 +301,7 @@ static int init_plugin(struct loaded_plugin *lp)
                   "%s: init failed: %s (%s); fix the plugin's config section "
                   "or see the plugin's documentation",
                   lp->path, lp->init_error ? lp->init_error : "no reason given",
-                  rlmcp_strerror_(rc));
+                  services_strerror(rc));
         /* Undo: nothing it registered survives, its user data is freed. */
         registry_remove_plugin(lp->reg, lp);
         lp->state = NULL;

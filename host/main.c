@@ -416,7 +416,7 @@ static int list_json(const struct registry *reg, bool all)
         return -1;
     for (i = 0; i < n; i++) {
         const struct tool_entry *t =
-            all ? registry_tool_raw_((struct registry *)reg, i)
+            all ? registry_registered_tool((struct registry *)reg, i)
                 : registry_tool_at(reg, i);
         cJSON *o = cJSON_CreateObject();
         if (o == NULL)
@@ -456,7 +456,7 @@ static void list_table(const struct registry *reg, bool all)
 
     for (i = 0; i < n; i++) {
         const struct tool_entry *t =
-            all ? registry_tool_raw_((struct registry *)reg, i)
+            all ? registry_registered_tool((struct registry *)reg, i)
                 : registry_tool_at(reg, i);
         if ((int)strlen(t->name) > wname)
             wname = (int)strlen(t->name);
@@ -467,7 +467,7 @@ static void list_table(const struct registry *reg, bool all)
            all ? "      EXPOSED" : "");
     for (i = 0; i < n; i++) {
         const struct tool_entry *t =
-            all ? registry_tool_raw_((struct registry *)reg, i)
+            all ? registry_registered_tool((struct registry *)reg, i)
                 : registry_tool_at(reg, i);
         printf("%-*s  %-*s  %-10s", wname, t->name, wplug, t->plugin_name,
                t->read_only ? "read-only" : "read-write");
@@ -673,9 +673,9 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof(cfg));
     signal(SIGPIPE, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "engine") == 0)
-        return engine_cmd_main(argc - 1, argv + 1, load_config_path);
+        return cli_engine_main(argc - 1, argv + 1, load_config_path);
     if (argc > 1 && strcmp(argv[1], "install-client") == 0)
-        return client_cmd_main(argc - 1, argv + 1);
+        return cli_client_main(argc - 1, argv + 1);
     if (parse_args(argc, argv, &o) < 0)
         return EXIT_USAGE;
     if (load_config(&o, &cfg) < 0)

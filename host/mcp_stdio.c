@@ -1,5 +1,5 @@
 /*
- * stdio.c - the MCP stdio transport: newline-delimited JSON-RPC over
+ * mcp_stdio.c - the MCP stdio transport: newline-delimited JSON-RPC over
  * stdin/stdout for one session.
  */
 #define _GNU_SOURCE /* pipe2 */

@@ -1069,8 +1069,8 @@ const struct prompt_entry *registry_find_prompt(const struct registry *reg,
     return NULL;
 }
 
-void registry_set_selected_(struct registry *reg, struct tool_entry **sel,
-                            size_t n)
+void registry_install_selection(struct registry *reg, struct tool_entry **sel,
+                                size_t n)
 {
     free(reg->sel);
     reg->sel = sel;
@@ -1083,7 +1083,7 @@ void registry_set_selected_(struct registry *reg, struct tool_entry **sel,
     reg->frozen = true;
 }
 
-struct tool_entry *registry_tool_raw_(struct registry *reg, size_t i)
+struct tool_entry *registry_registered_tool(struct registry *reg, size_t i)
 {
     return i < reg->n_tools ? reg->tools[i] : NULL;
 }

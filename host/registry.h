@@ -184,10 +184,10 @@ void registry_free(struct registry *reg);
 /* Name rule for tools and prompts: [A-Za-z0-9_.-]{1,128}. */
 bool registry_valid_name(const char *name);
 
-/* For select.c only: every registered tool, and installing the selection
- * (takes ownership of sel, sorts it, freezes). */
-struct tool_entry *registry_tool_raw_(struct registry *reg, size_t i);
-void registry_set_selected_(struct registry *reg, struct tool_entry **sel,
-                            size_t n);
+/* For registry_select.c only: every registered tool, and installing the
+ * selection (takes ownership of sel, sorts it, freezes). */
+struct tool_entry *registry_registered_tool(struct registry *reg, size_t i);
+void registry_install_selection(struct registry *reg, struct tool_entry **sel,
+                                size_t n);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * select.c - the deployment's tools: selection over the registered tools.
+ * registry_select.c - the deployment's tools: selection over the registered
+ * tools.
  *
  * Precedence: read_only > exclude > allow. Names in allow/exclude are tool
  * names (as registered, or as renamed by an alias) or plugin:NAME for all
@@ -84,7 +85,7 @@ static struct tool_entry *find_original(struct registry *reg, const char *name)
     struct tool_entry *t = NULL;
     size_t i = 0;
 
-    for (i = 0; (t = registry_tool_raw_(reg, i)) != NULL; i++) {
+    for (i = 0; (t = registry_registered_tool(reg, i)) != NULL; i++) {
         if (strcmp(t->original_name, name) == 0)
             return t;
     }
@@ -144,7 +145,7 @@ static int check_names(struct sel_ctx *c, const struct config_name *list,
         bool found = false;
         if (strncmp(list[i].name, "plugin:", 7) == 0)
             continue; /* checked against plugins: by config.c */
-        for (j = 0; (t = registry_tool_raw_(c->reg, j)) != NULL; j++) {
+        for (j = 0; (t = registry_registered_tool(c->reg, j)) != NULL; j++) {
             if (name_matches(c->reg, c->sel, &list[i], t)) {
                 found = true;
                 break;
@@ -447,7 +448,7 @@ static int collect_names(struct sel_ctx *c)
     if (c->names == NULL)
         return -1;
     for (i = 0; i < n; i++)
-        c->names[i] = registry_tool_raw_(c->reg, i)->original_name;
+        c->names[i] = registry_registered_tool(c->reg, i)->original_name;
     return 0;
 }
 
@@ -480,7 +481,7 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
     chosen = calloc(registry_all_tool_count(reg) + 1, sizeof(*chosen));
     if (chosen == NULL)
         goto oom;
-    for (i = 0; (t = registry_tool_raw_(reg, i)) != NULL; i++) {
+    for (i = 0; (t = registry_registered_tool(reg, i)) != NULL; i++) {
         unsigned ms = configured_timeout(reg, sel, t);
         if (ms != 0)
             t->timeout_ms = ms;
@@ -497,7 +498,7 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
         if (map_tool_text(reg, chosen[i]) < 0 || build_list_json(chosen[i]) < 0)
             goto oom;
     }
-    registry_set_selected_(reg, chosen, n);
+    registry_install_selection(reg, chosen, n);
     chosen = NULL;
     rc = 0;
     goto out;

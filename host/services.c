@@ -46,7 +46,7 @@ static void report(struct loaded_plugin *lp, int rc, const char *err)
 {
     if (rc != RLMCP_OK)
         log_msg(RLMCP_LOG_ERROR, plugin_name(lp), "%s (%s)", err,
-                rlmcp_strerror_(rc));
+                services_strerror(rc));
 }
 
 static int svc_register_tool(rlmcp_plugin *self,
@@ -175,7 +175,7 @@ static void svc_free(void *p)
     free(p);
 }
 
-const char *rlmcp_strerror_(int code)
+const char *services_strerror(int code)
 {
     switch (code) {
     case RLMCP_OK:
@@ -223,7 +223,7 @@ static const struct rlmcp_host_api table = {
     .calloc = svc_calloc,
     .strdup = svc_strdup,
     .free = svc_free,
-    .strerror = rlmcp_strerror_,
+    .strerror = services_strerror,
     .result_text = call_result_text,
     .result_content = call_result_content,
     .result_json = call_result_json,

@@ -14,6 +14,6 @@
 const struct rlmcp_host_api *services_table(void);
 
 /* The strerror service: text for a RLMCP_* code, static, never NULL. */
-const char *rlmcp_strerror_(int code);
+const char *services_strerror(int code);
 
 #endif

@@ -78,7 +78,8 @@ struct devbox {
     uint64_t oom_kills;        /* OOM kills already reported in the logs */
     int oom_failed;            /* the memory limit failed the whole devbox */
     int refs;
-    cJSON *tunnel;        /* TunnelView or NULL (tunnel.c); removed at shutdown/failure */
+    cJSON *tunnel; /* TunnelView or NULL (tunnels.c); removed at
+                      shutdown/failure */
     struct sandbox *sb;
     struct execution *execs;
     struct execution *entrypoint;

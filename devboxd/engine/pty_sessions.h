@@ -1,4 +1,4 @@
-/* devboxd PTY sessions, engine side (pty_engine.c): devboxd-ptyd inside
+/* devboxd PTY sessions, engine side (pty_sessions.c): devboxd-ptyd inside
  * each devbox on port 13, where the tunnel listener relays PTY tunnels. */
 #ifndef DEVBOXD_PTY_ENGINE_H
 #define DEVBOXD_PTY_ENGINE_H

@@ -16,7 +16,7 @@
 #define TUNNEL_KEY_LEN 24   /* lower-case [a-z0-9]: host names are case-insensitive */
 #define TUNNEL_TOKEN_LEN 48 /* hex */
 
-/* ---- records (tunnel.c) ---- */
+/* ---- records (tunnels.c) ---- */
 
 /* Validates a tunnel spec ({auth_mode?, http_keep_alive?, wake_on_http?}, as
  * in enable_tunnel's body and the create body's "tunnel"). where names the

@@ -52,7 +52,7 @@ struct http_response {
     void (*stream_free)(void *ctx);
 };
 
-/* The one request handler (api.c). Runs on a thread that may block. */
+/* The one request handler (rest/api.c). Runs on a thread that may block. */
 typedef void (*http_handler_fn)(void *ud, const struct http_request *req,
                                 struct http_response *resp);
 

@@ -1,4 +1,4 @@
-/* Shared between http.c (accept loop, HTTP/1.1) and h2.c (HTTP/2). */
+/* Shared between http_server.c (accept loop, HTTP/1.1) and h2c.c (HTTP/2). */
 #ifndef DEVBOXD_HTTP_INTERNAL_H
 #define DEVBOXD_HTTP_INTERNAL_H
 

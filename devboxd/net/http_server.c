@@ -1,6 +1,6 @@
 /* devboxd HTTP front end: accept loop, protocol sniffing, HTTP/1.1 through
  * libmicrohttpd (MHD_USE_NO_LISTEN_SOCKET + MHD_add_connection), and the
- * helpers shared with the HTTP/2 transport (h2.c). */
+ * helpers shared with the HTTP/2 transport (h2c.c). */
 #define _GNU_SOURCE
 #include "http_internal.h"
 #include "util.h"

@@ -1,4 +1,5 @@
-/* devboxd MCP Hub: MCP configs (mcpcfg.c) and the hub itself (mcphub.c).
+/* devboxd MCP Hub: MCP configs (engine/mcp_configs.c) and the hub itself
+ * (mcphub.c).
  *
  * /v1/mcp-configs records live under <state>/mcp-configs/ (0600). A devbox
  * create's `mcp: {ENV: {mcp_config, secret}}` resolves, at create time,
@@ -24,7 +25,7 @@
 #define MCP_MAX_HEADERS 8
 #define MCP_MAX_SERVERS 16 /* per devbox */
 
-/* ---- mcpcfg.c ---- */
+/* ---- engine/mcp_configs.c ---- */
 /* /v1/mcp-configs[/{id}[/delete]]: seg[1] == "mcp-configs". */
 void mcpcfg_route(struct engine *eng, char **seg, size_t n,
                   const struct http_request *req, struct http_response *resp);

@@ -47,7 +47,7 @@ void api_list_records(struct http_response *resp, const struct http_request *req
  * or 0 if buf is too small. */
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);
 
-/* Files API (files.c). */
+/* Files API (api_files.c). */
 void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
                          struct http_response *resp);
 void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *body,

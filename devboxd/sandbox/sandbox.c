@@ -408,7 +408,7 @@ static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
     av_add(a, STR(SB_AGENT_FD));
     av_add(a, AGENT_INSIDE_PATH);
     if (sb_rt.ptyd_path != NULL) {
-        /* devboxd starts it inside at boot (pty_engine.c) */
+        /* devboxd starts it inside at boot (engine/pty_sessions.c) */
         av_add(a, "--perms");
         av_add(a, "0555");
         av_add(a, "--ro-bind-data");

@@ -1,5 +1,5 @@
 /*
- * engine.c - running one command to completion on a devbox.
+ * command.c - running one command to completion on a devbox.
  *
  * 1. POST /execute with an optimistic in-request wait: short commands
  *    finish in one round trip.

@@ -1,7 +1,7 @@
 /*
  * exec.c - code execution tools: execute_command (+ async, get, wait, logs,
  * kill, stdin), run_shell, run_code and one run_<language> per configured
- * language. The run itself is in engine.c, run_code/run_<lang> in run.c.
+ * language. The run itself is in command.c, run_code/run_<lang> in run.c.
  *
  * Config (all optional):
  *   max_output_bytes       per stream kept in results (32768)
