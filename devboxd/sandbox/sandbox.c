@@ -529,6 +529,8 @@ struct launch_io {
     int devnull;
     int sp[2];    /* [0] devboxd's master, [1] the agent's end -> fd 3 */
     int errp[2];  /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
+    cpu_set_t cpus; /* the devbox's CPUs, when pin_cpus (sb_cpu_pick) */
+    bool pin_cpus;
 };
 
 struct launch {
@@ -1009,8 +1011,13 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io, char *err, 
 
     if (pid < 0)
         return sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
-    if (pid == 0)
+    if (pid == 0) {
+        /* Inherited by runc or bwrap and everything in the devbox. */
+        if (io->pin_cpus &&
+            sched_setaffinity(0, sizeof(io->cpus), &io->cpus) != 0)
+            child_fail(io->errp[1], "sched_setaffinity");
         return 0;
+    }
     sb->launcher_pid = pid;
     sb->launcher_pidfd = pidfd_open(pid, 0);
     sb->master = io->sp[0];
@@ -1040,6 +1047,7 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     rc = open_launch_io(&l.io, false, err, errlen);
     if (rc != 0)
         goto out;
+    l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
     l.seccomp_fd = sb_seccomp_fd();
     if (l.seccomp_fd < 0) {
         rc = sb_err(err, errlen, l.seccomp_fd, "cannot stage the seccomp filter: %s",
@@ -1264,9 +1272,10 @@ static int oci_argv(const struct sb_spec *spec, struct argvec *av, bool ptyd)
 /* config.json in the devbox dir (root 0600), and no state of an earlier
  * container of this id (a devboxd that died leaves it behind). */
 static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
-                        char *err, size_t errlen)
+                        const struct launch_io *io, char *err, size_t errlen)
 {
     struct sb_oci_conf c;
+    char cpus[256];
     char home[128];
     char path[PATH_MAX];
     char *text = NULL;
@@ -1286,6 +1295,10 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
     c.home = home;
     c.env = spec->env;
     c.with_ptyd = sb_rt.ptyd_path != NULL;
+    if (io->pin_cpus) {
+        sb_cpu_list(&io->cpus, cpus, sizeof(cpus));
+        c.cpus = cpus;
+    }
     text = sb_oci_config(&c);
     dirfd = open(spec->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     rc = text == NULL ? -ENOMEM
@@ -1313,8 +1326,9 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
 
     memset(&l, 0, sizeof(l));
     rc = open_launch_io(&l.io, true, err, errlen);
+    l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
     if (rc == 0)
-        rc = write_bundle(sb, spec, err, errlen);
+        rc = write_bundle(sb, spec, &l.io, err, errlen);
     if (rc != 0)
         goto out;
     if (oci_argv(spec, &av, l.io.ptyd_fd >= 0) != 0) {

@@ -316,3 +316,50 @@ void sb_cg_remove_parents(void)
         rmdir(path); /* fails harmlessly while devbox groups remain */
     }
 }
+
+bool sb_cpu_pick(const char *id, uint32_t cpu_millis, cpu_set_t *set)
+{
+    cpu_set_t own;
+    int allowed[CPU_SETSIZE];
+    int n_allowed = 0;
+    uint32_t want;
+    uint32_t hash = 2166136261u;
+    const char *p;
+    int cpu;
+    int i;
+
+    CPU_ZERO(set);
+    if (cpu_millis == 0 || sched_getaffinity(0, sizeof(own), &own) != 0)
+        return false;
+    for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &own))
+            allowed[n_allowed++] = cpu;
+    }
+    want = (cpu_millis + 999) / 1000;
+    if (n_allowed == 0 || want >= (uint32_t)n_allowed)
+        return false;
+    /* FNV-1a of the id: devboxes of one size spread over the CPUs. */
+    for (p = id; p != NULL && *p != '\0'; p++)
+        hash = (hash ^ (unsigned char)*p) * 16777619u;
+    for (i = 0; i < (int)want; i++)
+        CPU_SET(allowed[(hash + (uint32_t)i) % (uint32_t)n_allowed], set);
+    return true;
+}
+
+void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t used = 0;
+    int cpu;
+    int n;
+
+    if (len > 0)
+        buf[0] = '\0';
+    for (cpu = 0; cpu < CPU_SETSIZE && used < len; cpu++) {
+        if (!CPU_ISSET(cpu, set))
+            continue;
+        n = snprintf(buf + used, len - used, "%s%d", used > 0 ? "," : "", cpu);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+    }
+}

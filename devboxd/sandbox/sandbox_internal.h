@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sched.h>
 #include <sys/types.h>
 
 #define SB_INSIDE_UID 1000
@@ -116,6 +117,13 @@ uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *f
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
 int sb_cg_pids_current(const struct sb_cgroup *cg);
 uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
+/* The CPUs a devbox runs on (its processes' affinity, so nproc inside
+ * follows its size): ceil(cpu_millis / 1000) of devboxd's own, at least
+ * one, consecutive from a place its id picks. false: no pinning (no CPU
+ * limit, or the limit covers every CPU devboxd has). */
+bool sb_cpu_pick(const char *id, uint32_t cpu_millis, cpu_set_t *set);
+/* set as a cpuset list ("0,3"), for cpuset.cpus. */
+void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len);
 
 /* Seccomp (sandbox_seccomp.c): builds the program once; returns a memfd
  * holding it, positioned at 0, for one bwrap launch. */
@@ -135,6 +143,7 @@ struct sb_oci_conf {
     const char *home;
     const char *const *env;
     bool with_ptyd;
+    const char *cpus; /* cpuset.cpus list ("0,2"), or NULL for all */
 };
 int sb_oci_userns(uint32_t base);
 int sb_oci_idmapped(const char *path, int userns_fd);

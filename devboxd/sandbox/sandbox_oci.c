@@ -297,6 +297,14 @@ static cJSON *build_linux(const struct sb_oci_conf *c)
     /* The groups sandbox_cgroup.c made and limits; runc joins them. */
     snprintf(cg, sizeof(cg), "/%s/%s", c->cgroup_name, c->id);
     cJSON_AddStringToObject(l, "cgroupsPath", cg);
+    /* runc writes the cpuset group (it makes no other limit here): the
+     * devbox's CPUs hold even for a command that widens its affinity. */
+    if (c->cpus != NULL) {
+        cJSON *cpu = cJSON_AddObjectToObject(
+            cJSON_AddObjectToObject(l, "resources"), "cpu");
+
+        cJSON_AddStringToObject(cpu, "cpus", c->cpus);
+    }
     cJSON_AddItemToObject(l, "maskedPaths", str_array(masked));
     cJSON_AddItemToObject(l, "readonlyPaths", str_array(readonly));
     cJSON_AddItemToObject(l, "seccomp", sb_seccomp_oci());
