@@ -1,8 +1,8 @@
 // End-to-end: execute_command's per-call `user` through the built host and
 // the official MCP SDK client over stdio, against a real devboxd under the
 // runc runtime on the starter image (root reachable through the default
-// user's sudo, as on Runloop), and against the default bubblewrap runtime,
-// where the devbox gives no root and the result says why.
+// user's sudo, as on Runloop), and under bubblewrap on the host's /usr, where
+// the devbox gives no root and the result says why.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -93,6 +93,46 @@ describe('execute_command user: root through sudo (runc runtime, starter image)'
     assert.equal(bad.isError, true);
     assert.match(bad.content[0].text, /arguments.user: must be one of \\"user\\", \\"root\\"; got string \\"admin\\"/);
   });
+
+  it('pip installs into a venv (offline: a wheel made in the devbox)', LONG, async () => {
+    // A wheel is a zip with the module and its dist-info; pip needs no index.
+    const make = [
+      'import zipfile',
+      "w = zipfile.ZipFile('/tmp/rlmcp_hi-1.0-py3-none-any.whl', 'w')",
+      "w.writestr('rlmcp_hi.py', 'X = 6 * 7\\n')",
+      "w.writestr('rlmcp_hi-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: rlmcp-hi\\nVersion: 1.0\\n')",
+      "w.writestr('rlmcp_hi-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
+      "w.writestr('rlmcp_hi-1.0.dist-info/RECORD', '')",
+      'w.close()',
+    ].join('\n');
+    const r = ok(await s.call('execute_command', {
+      devbox_id: s.box,
+      command: `python3 -c "$MAKE" && python3 -m venv /home/user/venv && `
+        + '/home/user/venv/bin/pip install -q --no-index /tmp/rlmcp_hi-1.0-py3-none-any.whl && '
+        + '/home/user/venv/bin/python -c "import rlmcp_hi; print(rlmcp_hi.X)" && '
+        + '/home/user/venv/bin/pip show rlmcp-hi | grep ^Version',
+      env: { MAKE: make },
+    }));
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.equal(r.stdout, '42\nVersion: 1.0\n');
+  });
+
+  it('sudo apt-get install works when a Debian mirror is reachable', LONG, async (t) => {
+    const up = ok(await s.call('execute_command', {
+      devbox_id: s.box, timeout_seconds: 400,
+      command: 'timeout 300 sudo apt-get update -qq >/tmp/apt-update.log 2>&1; echo $?; tail -3 /tmp/apt-update.log',
+    }));
+    if (!up.stdout.startsWith('0\n')) {
+      t.skip(`no Debian mirror reachable from the devbox: apt-get update said ${JSON.stringify(up.stdout)}`);
+      return;
+    }
+    const r = ok(await s.call('execute_command', {
+      devbox_id: s.box, timeout_seconds: 400,
+      command: "sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hello >/dev/null && hello && dpkg-query -W -f '${Status}\\n' hello",
+    }));
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.equal(r.stdout, 'Hello, world!\ninstall ok installed\n');
+  });
 });
 
 describe('execute_command user: root where the devbox gives none (bubblewrap runtime)', () => {
@@ -101,7 +141,7 @@ describe('execute_command user: root where the devbox gives none (bubblewrap run
 
   before(async () => {
     requireBuilt();
-    s = await setup(tmp, {});
+    s = await setup(tmp, { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
   }, LONG);
   after(() => teardown(s, tmp));
 

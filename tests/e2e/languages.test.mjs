@@ -1,6 +1,7 @@
 // End-to-end: each of the 11 run_<language> tools, through the built host
 // and the official MCP SDK client over stdio, against a real devboxd whose
-// devboxes run on the universal image. Each program prints a line computed at run time; the
+// devboxes run on the universal image, named by each tool's blueprint in the
+// deployment (conf/languages-local.yaml). Each program prints a line computed at run time; the
 // devbox needs no network for any of them.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,8 +58,12 @@ describe('run_<language> tools end to end (local engine, universal image)', () =
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-languages-'));
     const state = path.join(tmp, 'state');
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, RLMCP_DEVBOX_IMAGE: 'universal' } });
+    // The engine's defaults: each tool's devbox gets the universal image
+    // through the deployment (blueprint: runloop/universal-ubuntu-24.04-x86_64).
+    const env = { ...process.env };
+    delete env.RLMCP_DEVBOX_IMAGE;
+    delete env.RLMCP_DEVBOX_RUNTIME;
+    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'], env });
     engine.stderr.on('data', (d) => { engineErr += d; });
     engineExit = new Promise((r) => engine.on('exit', r));
     await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
