@@ -1628,6 +1628,12 @@ static enum MHD_Result post_wait_first(struct http_req *req)
     return queue_sse(req, NULL);
 }
 
+/* mcp_request_ctx.header: the request's headers, during mcp_handle. */
+static const char *req_header(void *user, const char *name)
+{
+    return hdr(user, name);
+}
+
 /*
  * Hand the body to the dispatcher. The session's calls may not be cancelled
  * (mcp_session_free) while we are inside mcp_handle with it: a concurrent
@@ -1642,6 +1648,8 @@ static int dispatch(struct http_req *req, const char *key, bool used)
     bool free_ms = false;
 
     ctx.api_key = key;
+    ctx.header = req_header;
+    ctx.header_user = req;
     if (s->stateless)
         ctx.revision = MCP_REV_STATELESS;
     pthread_mutex_lock(&s->lock);

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "mcp_internal.h"
 #include "mrtr.h"
+#include "param_headers.h"
 #include "pool.h"
 #include "resources.h"
 #include "revision.h"
@@ -1041,6 +1042,26 @@ static void m_tasks(struct req *r)
     tasks_handle(&q, r->m->method);
 }
 
+/*
+ * 2026-07-28 over HTTP: the Mcp-Param-* headers the tool's schema declares
+ * agree with the arguments (param_headers.h). False after answering -32020.
+ */
+static bool param_headers_ok(struct req *r, const struct tool_entry *t)
+{
+    const cJSON *args = param(r, "arguments");
+    char err[512];
+
+    if (!r->stateless || !t->param_headers || r->ctx == NULL ||
+        r->ctx->header == NULL)
+        return true;
+    if (param_headers_check(t->input_schema, cJSON_IsObject(args) ? args : NULL,
+                            r->ctx->header, r->ctx->header_user, err,
+                            sizeof(err)) == 0)
+        return true;
+    reply_error(r, MCP_HEADER_MISMATCH, "%s", err);
+    return false;
+}
+
 /* The credentials rule (mcp_set_key_required). */
 static bool key_missing(const struct req *r)
 {
@@ -1083,6 +1104,8 @@ static void m_tools_call(struct req *r)
             "the operator to set runloop.api_key");
         return;
     }
+    if (!param_headers_ok(r, t))
+        return;
     args = tool_arguments(r, t, &len);
     if (args == NULL)
         return;

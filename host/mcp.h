@@ -52,6 +52,13 @@ struct mcp_request_ctx {
      * to it alone (the transport gives it a session of its own).
      */
     const char *revision;
+    /*
+     * The request's HTTP header by name (case-insensitive), or NULL when
+     * absent; called only inside mcp_handle. NULL for transports without
+     * headers (stdio): then no Mcp-Param-* header is expected.
+     */
+    const char *(*header)(void *user, const char *name);
+    void *header_user;
 };
 
 struct mcp_options {

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "param_headers.h"
 
 #include "schema.h"
 
@@ -330,12 +331,20 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
                           char *err, size_t errlen)
 {
     char what[200];
+    char why[400];
+    int rc = 0;
 
     snprintf(what, sizeof(what), "tool '%s' input schema", d->name);
     t->input_schema = parse_object(d->input_schema_json, what, err, errlen);
     if (t->input_schema == NULL ||
         check_schema(t->input_schema, what, err, errlen) < 0)
         return RLMCP_EINVAL;
+    rc = param_headers_declared(t->input_schema, why, sizeof(why));
+    if (rc < 0) {
+        set_err(err, errlen, "%s: %s", what, why);
+        return RLMCP_EINVAL;
+    }
+    t->param_headers = rc > 0;
     if (d->output_schema_json != NULL) {
         snprintf(what, sizeof(what), "tool '%s' output schema", d->name);
         t->output_schema =
@@ -752,6 +761,7 @@ static struct tool_entry *tool_copy(const struct tool_entry *t)
         return NULL;
     }
     c->read_only = t->read_only;
+    c->param_headers = t->param_headers;
     c->flags = t->flags;
     c->timeout_ms = t->timeout_ms;
     c->handler = t->handler;

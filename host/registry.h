@@ -47,6 +47,7 @@ struct tool_entry {
     cJSON *annotations;   /* may be NULL */
     char *list_json;      /* this tool's tools/list object, serialised */
     bool read_only;       /* annotations.readOnlyHint == true */
+    bool param_headers;   /* a property declares x-mcp-header */
     bool selected;        /* exposed by this deployment */
     uint32_t flags;       /* RLMCP_TOOL_* */
     uint32_t timeout_ms;  /* effective: tools.timeout_ms, def, host default */

@@ -480,6 +480,23 @@ static int p_image(rlmcp_call *call, const char *args, size_t len, void *ud)
     return rc;
 }
 
+/* The host checked Mcp-Param-Region against arguments.region (HTTP). */
+static int t_custom_header(rlmcp_call *call, const char *args, size_t len,
+                           void *ud)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    const char *region = arg_string(a, "region");
+    char text[512];
+    int rc;
+
+    (void)ud;
+    snprintf(text, sizeof(text), "Routed to region %s",
+             region != NULL ? region : "?");
+    rc = api->result_text(call, text);
+    cJSON_Delete(a);
+    return rc;
+}
+
 /* ---- 2026-07-28 fixtures: input rounds (MRTR) and capabilities -----------
  *
  * Each client request names its key in params._meta["rlmcp/input-key"]; in
@@ -858,6 +875,10 @@ static const struct tool_row tools[] = {
      "Tests SSE stream resumption: the result may arrive on a resumed "
      "stream (SEP-1699)",
      schema_no_arguments, t_reconnection, false},
+    {"test_custom_header",
+     "Echoes its region argument, which 2026-07-28 HTTP clients also send as "
+     "the Mcp-Param-Region header",
+     schema_test_custom_header, t_custom_header, false},
     {"test_trigger_tool_change",
      "Reloads the deployment (as SIGHUP does), so notifications/"
      "tools/list_changed goes out",

@@ -194,6 +194,39 @@ test('headers that disagree with the body -> 400 -32020', async () => {
   assert.equal(ok.msg.result.resultType, 'complete');
 });
 
+test('Mcp-Param-* headers against x-mcp-header arguments -> 400 -32020 on disagreement', async () => {
+  const listed = (await call('tools/list')).msg.result.tools.find((t) => t.name === 'test_custom_header');
+  assert.equal(listed?.inputSchema.properties.region['x-mcp-header'], 'Region', JSON.stringify(listed));
+  const args = { name: 'test_custom_header', arguments: { region: 'us-west1' } };
+  const with_ = (v) => ({ headers: { 'mcp-param-region': v } });
+  // Literal, Base64-wrapped (any case of the header name), and with OWS.
+  for (const v of ['us-west1', '=?base64?dXMtd2VzdDE=?=', '  us-west1\t']) {
+    const ok = await call('tools/call', args, with_(v));
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal(ok.msg.result.content[0].text, 'Routed to region us-west1', ok.body);
+  }
+  const ok = await call('tools/call', args, { headers: { 'MCP-PARAM-REGION': 'us-west1' } });
+  assert.equal(ok.status, 200, ok.body);
+  // Non-ASCII text rides Base64.
+  const utf = await call('tools/call', { name: 'test_custom_header', arguments: { region: 'zürich' } },
+    with_(`=?base64?${Buffer.from('zürich').toString('base64')}?=`));
+  assert.equal(utf.msg.result.content[0].text, 'Routed to region zürich', utf.body);
+  // Missing, another value, bad Base64, a header without the argument.
+  assertError(await call('tools/call', args), 400, -32020, /Mcp-Param-Region header is missing/);
+  assertError(await call('tools/call', args, with_('eu-west1')), 400, -32020, /does not match arguments\.region/);
+  assertError(await call('tools/call', args, with_('=?base64?dXMtd2VzdDE?=')), 400, -32020, /Base64/);
+  assertError(await call('tools/call', args, with_('=?base64?dXMt!!!d2VzdDE=?=')), 400, -32020, /Base64/);
+  assertError(await call('tools/call', { name: 'test_custom_header', arguments: {} }, with_('us-west1')),
+    400, -32020, /absent or null/);
+  // A 2025-11-25 session has no such headers to check.
+  const init = await request({ 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }));
+  const sid = init.headers['mcp-session-id'];
+  const old = await request({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' },
+    JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: args }));
+  assert.equal(messages(old.body).find((m) => m.id === 2)?.result?.content[0].text, 'Routed to region us-west1', old.body);
+});
+
 test('methods 2026-07-28 removed -> 404 -32601; unknown resource -> -32602', async () => {
   for (const m of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'nope/nothing']) {
     assertError(await call(m, m === 'resources/subscribe' ? { uri: 'test://static-text' } : {}), 404, -32601);
