@@ -1268,8 +1268,10 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
     rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME"); /* runc | bwrap (default) */
+    rt.runc_path = getenv("RLMCP_RUNC");         /* default /usr/sbin/runc */
     rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */
-    if (sandbox_init(&rt, err, errlen) != 0)
+    if (images_check_default(err, errlen) != 0 ||
+        sandbox_init(&rt, err, errlen) != 0)
         return -1;
     eng->sandbox_ready = 1;
     return 0;

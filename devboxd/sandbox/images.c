@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,25 @@ const char *images_default(void)
     const char *v = getenv("RLMCP_DEVBOX_IMAGE");
 
     return v != NULL && v[0] != '\0' ? v : "host";
+}
+
+static bool known_image(const char *name)
+{
+    return strcmp(name, "starter") == 0 || strcmp(name, "universal") == 0 ||
+           strcmp(name, "browser") == 0;
+}
+
+int images_check_default(char *err, size_t errlen)
+{
+    const char *name = images_default();
+
+    if (strcmp(name, "host") == 0 || known_image(name))
+        return 0;
+    snprintf(err, errlen,
+             "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image: set it to host "
+             "(the default), starter, universal or browser",
+             name);
+    return -1;
 }
 
 /* Reads the builder's stdout (the image dir, one line) and waits for it. */
@@ -188,8 +208,7 @@ int images_path(const char *name, char **path, char *err, size_t errlen)
         name = images_default();
     if (strcmp(name, "host") == 0)
         return 0;
-    if (strcmp(name, "starter") != 0 && strcmp(name, "universal") != 0 &&
-        strcmp(name, "browser") != 0) {
+    if (!known_image(name)) {
         snprintf(
             err, errlen,
             "unknown image \"%.100s\" (images: starter, universal, browser, "

@@ -22,6 +22,10 @@ int images_builtin_name(const char *name, const char **image);
  * default "host": no image (the host's /usr, read-only). */
 const char *images_default(void);
 
+/* 0 when images_default() names an image, else -1 with err naming the
+ * setting and the images there are (checked at devboxd's start). */
+int images_check_default(char *err, size_t errlen);
+
 /* The root directory of image name (NULL = images_default()), building it
  * first when the machine-wide cache has none (minutes; progress lines go
  * to devboxd's stderr).  Sets *path (malloc'd; NULL for "host") and returns

@@ -156,8 +156,10 @@ static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
     }
     if (access(sb_rt.runc_path, X_OK) != 0)
         return sb_err(err, errlen, -ENOENT,
-                      "%s missing; install runc (scripts/bootstrap) or "
-                      "set RLMCP_DEVBOX_RUNTIME=bwrap",
+                      "runc, the devbox runtime, is not at %s: install it "
+                      "(apt-get install runc; scripts/bootstrap), point "
+                      "RLMCP_RUNC at it, or set RLMCP_DEVBOX_RUNTIME=bwrap "
+                      "(no root inside)",
                       sb_rt.runc_path);
     if (mkdir_mode(sb_rt.runc_root, 0700) != 0)
         return sb_err(err, errlen, -errno, "cannot create %s: %s",

@@ -1,6 +1,7 @@
 // Engine-wide admission caps through the official Runloop SDK: the number
 // of devboxes and the memory and CPU their limits add up to; a refusal is a
-// 400 naming the cap. Bad cap settings stop devboxd with a message.
+// 400 naming the cap. Bad cap settings, an unknown runtime or default image
+// and a missing runc stop devboxd with a message naming the fix.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
@@ -60,5 +61,28 @@ describe('admission caps', () => {
     for (const [k, v] of [['RLMCP_MAX_CPUS', 'lots'], ['RLMCP_MAX_DEVBOXES', '-1'], ['RLMCP_MAX_MEMORY_GB', '0']]) {
       await assert.rejects(engineWith({ [k]: v }), new RegExp(`${k} must be a positive number`));
     }
+  });
+});
+
+describe('runtime and image settings', () => {
+  const refused = [
+    // A machine without runc: what to install, or how to run without it.
+    [{ RLMCP_RUNC: '/nonexistent/runc', RLMCP_DEVBOX_RUNTIME: 'runc' }, /runc, the devbox runtime, is not at \/nonexistent\/runc: install it .*RLMCP_RUNC.*RLMCP_DEVBOX_RUNTIME=bwrap/],
+    [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /unknown devbox runtime "docker" \(runc, bwrap\)/],
+    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to host \(the default\), starter, universal or browser/],
+  ];
+  for (const [env, re] of refused) {
+    test(`${JSON.stringify(env)} stops devboxd with a message naming the fix`, async () => {
+      await assert.rejects(engineWith(env), re);
+    });
+  }
+
+  test('without runc, bubblewrap still runs devboxes', async () => {
+    const e = await engineWith({ RLMCP_RUNC: '/nonexistent/runc', RLMCP_DEVBOX_RUNTIME: 'bwrap' });
+    const c = e.client();
+    const box = await c.devboxes.createAndAwaitRunning({}, { polling: { timeoutMs: 300000 } });
+    const r = await c.devboxes.executeSync(box.id, { command: 'id -un' }, { timeout: 300000 });
+    assert.equal(r.stdout, 'user\n');
+    await c.devboxes.shutdown(box.id);
   });
 });

@@ -1,11 +1,13 @@
 // Images through the official Runloop SDK: Runloop's public names resolve
 // to our images (not the host's /usr); unknown ones are a clear 400.
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, rejectsWith, useEngine } from './devboxd.mjs';
 
 let client;
-useEngine(new Devboxd(), (c) => { client = c; });
+const engine = useEngine(new Devboxd(), (c) => { client = c; });
 
 const run = async (id, command) => {
   // Generous: creating a venv installs pip (slow on a loaded machine).
@@ -30,5 +32,28 @@ describe('devbox images', () => {
       await rejectsWith(assert, client.devboxes.create({ blueprint_name: name }), 400,
         /unknown image .*runloop\/universal-ubuntu-24\.04-x86_64/);
     }
+  });
+
+  test('refused creates leave nothing behind', async () => {
+    const dir = path.join(engine.stateDir, 'devboxes');
+    const entries = () => (existsSync(dir) ? readdirSync(dir).sort() : []);
+    const count = async () => (await client.devboxes.list({ limit: 100 })).devboxes.length;
+    const before = { list: await count(), dirs: entries() };
+    const bad = [
+      [{ blueprint_name: 'runloop/nope' }, /unknown image/],
+      [{ blueprint_name: 'no-such-blueprint' }, /no-such-blueprint/],
+      [{ blueprint_id: 'bpt_doesnotexist' }, /bpt_doesnotexist/],
+      [{ launch_parameters: { user_parameters: { username: 'alice', uid: 70000 } } }, /uid/],
+      [{ launch_parameters: { user_parameters: { username: 'root', uid: 5 } } }, /root/],
+      [{ launch_parameters: { resource_size_request: 'CUSTOM_SIZE', custom_cpu_cores: 1, custom_gb_memory: 2, custom_disk_size: 0.1 } }, /custom_disk_size/],
+    ];
+    for (const [body, re] of bad) {
+      let err = null;
+      try { await client.devboxes.create(body); } catch (e) { err = e; }
+      assert.ok(err && err.status >= 400 && err.status < 500, `${JSON.stringify(body)} was accepted`);
+      assert.match(String(err.error?.message ?? err.message), re);
+    }
+    assert.equal(await count(), before.list, 'a refused create left a devbox record');
+    assert.deepEqual(entries(), before.dirs, 'a refused create left a devbox directory');
   });
 });
