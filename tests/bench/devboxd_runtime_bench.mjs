@@ -2,8 +2,14 @@
 // starter image (the default) beside bubblewrap on the host's /usr (the
 // engine before images, RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host).
 // Same binary, same machine, one engine after the other. Figures only.
-//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
-import { Devboxd } from '../../devboxd/tests/api/devboxd.mjs';
+// Also the starter image's cold build (into an empty cache of its own, so
+// the machine's cache is untouched) and warm lookup, and its size.
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick] [--no-cold]
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Devboxd, sourceDir } from '../../devboxd/tests/api/devboxd.mjs';
 
 const quick = process.argv.includes('--quick');
 const N_CREATE = quick ? 10 : 30;
@@ -55,6 +61,31 @@ async function measure(env) {
   }
 }
 
+// devboxd-image NAME in the given cache: seconds, and the image's size.
+function buildImage(cache, name) {
+  const t0 = performance.now();
+  const r = spawnSync(path.join(sourceDir, 'devboxd/images/devboxd-image'), [name],
+    { env: { ...process.env, RLMCP_IMAGE_CACHE: cache }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const s = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`devboxd-image ${name}: ${r.stderr}`);
+  const dir = r.stdout.trim();
+  const mb = Number(execFileSync('du', ['-sxm', dir]).toString().split('\t')[0]);
+  return { s, mb };
+}
+
+let cold = null;
+let warm = null;
+if (!process.argv.includes('--no-cold')) {
+  const cache = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-image-bench-'));
+  try {
+    cold = buildImage(cache, 'starter');
+    warm = buildImage(cache, 'starter');
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+}
+const hostUsrMb = Number(execFileSync('du', ['-sxm', '/usr']).toString().split('\t')[0]);
+
 const peer = await measure({ RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
 const ours = await measure({ RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
 console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
@@ -66,3 +97,8 @@ row('execute "true" p90', ms(pct(ours.exec, 0.9)), ms(pct(peer.exec, 0.9)), '');
 row(`${N_BOXES} concurrent devboxes: all running`, `${ours.up.toFixed(2)} s (${ours.nUp} up)`,
   `${peer.up.toFixed(2)} s (${peer.nUp} up)`, `${N_BOXES} up`);
 row(`  one command in each`, `${ours.run.toFixed(2)} s (ok ${ours.ok})`, `${peer.run.toFixed(2)} s (ok ${peer.ok})`, '');
+if (cold) {
+  row('starter image: cold build', `${cold.s.toFixed(1)} s`, 'none (host /usr)', '');
+  row('starter image: warm (cached)', `${warm.s.toFixed(2)} s`, 'none', '');
+  row('root filesystem size', `${cold.mb} MB`, `${hostUsrMb} MB (host /usr)`, '');
+}
