@@ -14,6 +14,7 @@
 
 #define ERRLEN 512
 #define COMMIT_MAX 1000
+#define FREEZE_TIMEOUT_MS 10000
 
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
@@ -137,6 +138,34 @@ static void job_free(struct snap_job *job)
     free(job);
 }
 
+/* Copies the upper dir while the devbox is frozen, so the snapshot is its
+ * files at one moment and not a mix of before and after a write. The I/O
+ * reference held on the devbox keeps its sandbox alive meanwhile. */
+static int capture(struct snap_job *job, char *err, size_t errlen)
+{
+    struct sandbox *sb = job->box->sb;
+    int frz;
+    int rc;
+
+    frz = sandbox_freeze(sb, true, FREEZE_TIMEOUT_MS);
+    if (frz == -ETIMEDOUT) {
+        snprintf(err, errlen,
+                 "the devbox's processes did not stop within %d ms (one "
+                 "waits on I/O); take the snapshot again",
+                 FREEZE_TIMEOUT_MS);
+        return -1;
+    }
+    if (frz != 0 && frz != -ENOTSUP) {
+        snprintf(err, errlen, "cannot freeze the devbox: %s", strerror(-frz));
+        return -1;
+    }
+    rc = layers_copy(job->upper, job->layer, job->uid, job->uid, err, errlen);
+    if (frz == 0 && sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0)
+        fprintf(stderr, "devboxd: devbox %s did not thaw after snapshot %s\n",
+                job->box->id, job->id);
+    return rc;
+}
+
 /* Copies the upper dir and records the result; releases the devbox. */
 static int snap_run(struct snap_job *job, char *err, size_t errlen)
 {
@@ -145,7 +174,7 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
     int rc;
 
     util_rmtree(job->layer);
-    rc = layers_copy(job->upper, job->layer, job->uid, job->uid, err, errlen);
+    rc = capture(job, err, errlen);
     if (rc == 0)
         size = layers_size(job->layer);
     else

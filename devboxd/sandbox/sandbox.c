@@ -239,6 +239,12 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     }
     sb_rt.disk_on = rt->disk == NULL || strcmp(rt->disk, "off") != 0;
     sb_cg_detect();
+    if (!sb_rt.have_ctl[SB_CG_FREEZER])
+        fprintf(
+            stderr,
+            "devboxd: no cgroup freezer under %s: snapshots copy a devbox's "
+            "files while it runs, not at one moment\n",
+            sb_rt.cgroup_root);
     rc = sb_seccomp_program(&sb_rt.seccomp_prog, &sb_rt.seccomp_len);
     if (rc != 0) {
         sb_err(err, errlen, rc, "cannot build the devbox seccomp filter: %s", strerror(-rc));
@@ -1639,6 +1645,26 @@ int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
     pthread_mutex_unlock(&sb->lock);
     return 0;
 }
+
+int sandbox_freeze(struct sandbox *sb, bool frozen, int timeout_ms)
+{
+    int rc;
+
+    if (sb == NULL)
+        return -ESRCH;
+    pthread_mutex_lock(&sb->lock);
+    if (sb->stopped) {
+        rc = -ESRCH;
+        goto out;
+    }
+    rc = sb_cg_freeze(&sb->cg, frozen, timeout_ms);
+    if (rc == -ETIMEDOUT && frozen)
+        sb_cg_freeze(&sb->cg, false, timeout_ms);
+out:
+    pthread_mutex_unlock(&sb->lock);
+    return rc;
+}
+
 uid_t sandbox_owner_uid(const struct sandbox *sb)
 {
     return sb->oci ? sb->range : sb->uid;

@@ -249,6 +249,12 @@ struct sb_usage {
 };
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u);
 
+/* Stops every process of the devbox where it stands (frozen = true) or lets
+ * them go on, so its files can be captured at one moment. Waits up to
+ * timeout_ms for the kernel; on -ETIMEDOUT the devbox is thawed again.
+ * -ENOTSUP without the cgroup freezer, -ESRCH once stopped. Thread-safe. */
+int sandbox_freeze(struct sandbox *sb, bool frozen, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

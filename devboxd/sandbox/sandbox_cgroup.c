@@ -363,3 +363,30 @@ void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len)
         used += (size_t)n;
     }
 }
+
+int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
+{
+    const char *frz = cg->path[SB_CG_FREEZER];
+    const char *want = frozen ? "FROZEN" : "THAWED";
+    char path[4096];
+    char state[32];
+    int64_t deadline = now_ms() + timeout_ms;
+    int rc;
+
+    if (frz == NULL)
+        return -ENOTSUP;
+    rc = write_at(frz, "freezer.state", want);
+    if (rc != 0)
+        return rc;
+    snprintf(path, sizeof(path), "%s/freezer.state", frz);
+    /* FREEZING lasts until every task has stopped (one in an
+     * uninterruptible sleep holds it there). */
+    for (;;) {
+        if (sb_read_small(path, state, sizeof(state)) > 0 &&
+            strncmp(state, want, strlen(want)) == 0)
+            return 0;
+        if (now_ms() > deadline)
+            return -ETIMEDOUT;
+        sleep_ms(1);
+    }
+}

@@ -124,6 +124,9 @@ uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
 bool sb_cpu_pick(const char *id, uint32_t cpu_millis, cpu_set_t *set);
 /* set as a cpuset list ("0,3"), for cpuset.cpus. */
 void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len);
+/* Freezes or thaws every task of the group and waits until the kernel
+ * reports the state; -ENOTSUP without the freezer controller. */
+int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms);
 
 /* Seccomp (sandbox_seccomp.c): builds the program once; returns a memfd
  * holding it, positioned at 0, for one bwrap launch. */

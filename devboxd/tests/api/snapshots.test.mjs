@@ -82,6 +82,34 @@ describe('snapshots', () => {
     await client.devboxes.diskSnapshots.delete(a.id);
   });
 
+  // A writer appends n to two 32 MiB logs, a then b, with shell builtins
+  // (thousands of rounds a second). At any one moment a ends in b's last
+  // number or the next one. A copy of the live layer reads the second log's
+  // end at least one 32 MiB copy later than the first's, many rounds apart.
+  test('a snapshot is one moment: a writer keeping two files in step is caught in step', async () => {
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'snap-moment' });
+    assert.equal((await run(box.id, 'yes 0 | head -c 32M > ~/a && cp ~/a ~/b')).code, 0);
+    await client.devboxes.executions.executeAsync(box.id, { command:
+      'n=0; while :; do n=$((n+1)); echo $n >> ~/a; echo $n >> ~/b; done' });
+    const last = async (id) => Number((await run(id, 'tail -n 1 ~/b')).out);
+    await waitFor(async () => (await last(box.id)) > 100 || null,
+      { timeoutMs: 120000, stepMs: 200, what: 'the writer to start' });
+    for (let round = 0; round < 2; round++) {
+      const s = await client.devboxes.snapshotDisk(box.id, {});
+      const child = await client.devboxes.createAndAwaitRunning({ snapshot_id: s.id });
+      const r = await run(child.id, 'tail -n 1 ~/a; tail -n 1 ~/b');
+      const [a, b] = r.out.trim().split('\n').map(Number);
+      assert.ok(a - b === 0 || a - b === 1, `round ${round}: a ends in ${a}, b in ${b}`);
+      await client.devboxes.shutdown(child.id);
+      await client.devboxes.diskSnapshots.delete(s.id);
+    }
+    // The source was thawed: its writer goes on.
+    const before = await last(box.id);
+    await waitFor(async () => (await last(box.id)) > before || null,
+      { timeoutMs: 60000, stepMs: 200, what: 'the writer to go on after the snapshot' });
+    await client.devboxes.shutdown(box.id);
+  });
+
   test('list filters by devbox, paginates, counts; update replaces name and metadata', async () => {
     const other = await client.devboxes.createAndAwaitRunning({ name: 'other' });
     const ids = [];
