@@ -20,6 +20,7 @@
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "rlclient.h"
+#include "modules.h"
 #include "ws.h"
 
 #include "schema.h"
@@ -1100,8 +1101,8 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
         long status = 0;
         uint32_t delay = 250u << retries;
 
-        rc = ws_pty_exchange(origin, t->auth_token, x, probe_cancelled, call,
-                             err, sizeof(err));
+        rc = modules_ws_pty_exchange(origin, t->auth_token, x, probe_cancelled,
+                                     call, err, sizeof(err));
         status = x->upgrade_status;
         if (rc != RLMCP_EHTTP || retries >= 4 ||
             (status != 502 && status != 503 && status != 504))

@@ -27,8 +27,7 @@ static bool is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The directory of the running executable, malloc'd, or NULL. */
-static char *exe_dir(void)
+char *loader_exe_dir(void)
 {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -66,7 +65,6 @@ char *loader_plugin_dir(const struct host_config *cfg)
     const char *env = getenv("RLMCP_PLUGIN_DIR");
     char *dir = NULL;
     char *out = NULL;
-    size_t i = 0;
 
     if (cfg != NULL && cfg->host.plugin_dir != NULL) {
         if (cfg->host.plugin_dir[0] == '/')
@@ -80,8 +78,17 @@ char *loader_plugin_dir(const struct host_config *cfg)
     }
     if (env != NULL && env[0] != '\0')
         return strdup(env);
-    dir = exe_dir();
-    for (i = 0; dir != NULL && i < sizeof(rel) / sizeof(rel[0]); i++) {
+    out = loader_dir_beside_exe(rel, sizeof(rel) / sizeof(rel[0]));
+    return out != NULL ? out : strdup(RLMCP_INSTALL_PLUGIN_DIR);
+}
+
+char *loader_dir_beside_exe(const char *const *rel, size_t n)
+{
+    char *dir = loader_exe_dir();
+    char *out = NULL;
+    size_t i = 0;
+
+    for (i = 0; dir != NULL && i < n; i++) {
         if (asprintf(&out, "%s%s", dir, rel[i]) < 0)
             out = NULL;
         if (out != NULL && is_dir(out))
@@ -90,7 +97,7 @@ char *loader_plugin_dir(const struct host_config *cfg)
         out = NULL;
     }
     free(dir);
-    return out != NULL ? out : strdup(RLMCP_INSTALL_PLUGIN_DIR);
+    return out;
 }
 
 static char *plugin_path(const struct host_plugin_config *p, const char *dir)

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "deployment.h"
 #include "http.h"
+#include "modules.h"
 #include "loader.h"
 #include "log.h"
 #include "mcp.h"
@@ -541,8 +542,9 @@ static int run_transport(const struct host_config *cfg,
 {
     struct sigaction sa;
 
+    /* HTTP handles its own signals */
     if (cfg->server.transport == HOST_TRANSPORT_HTTP)
-        return http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME; /* own signals */
+        return modules_http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);

@@ -28,6 +28,7 @@
 #include "breaker.h"
 #include "log.h"
 #include "metrics.h"
+#include "modules.h"
 #include "random.h"
 #include "sse.h"
 
@@ -65,6 +66,10 @@ struct rlclient {
      * X-Devboxd-Tunnel-Url-Template header (devboxd, any transport). */
     pthread_mutex_t tmpl_lock;
     char *learned_tmpl;
+    /* libcurl is loaded and the share made by the first request, so that
+     * an idle deployment never maps it (modules.h). */
+    pthread_mutex_t ready_lock;
+    bool ready;
     CURLSH *share;
     pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
     pthread_mutex_t pool_lock;
@@ -218,7 +223,7 @@ static int check_base_url(const char *url)
     return 0;
 }
 
-static int client_init_share(struct rlclient *c)
+static void client_init_locks(struct rlclient *c)
 {
     int i;
 
@@ -227,6 +232,11 @@ static int client_init_share(struct rlclient *c)
         pthread_mutex_init(&c->share_locks[i], NULL);
     pthread_mutex_init(&c->pool_lock, NULL);
     pthread_mutex_init(&c->tmpl_lock, NULL);
+    pthread_mutex_init(&c->ready_lock, NULL);
+}
+
+static int client_init_share(struct rlclient *c)
+{
     c->share = curl_share_init();
     if (c->share == NULL)
         return -1;
@@ -260,10 +270,6 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
     const char *base = NULL;
     size_t blen = 0;
 
-    if (rlclient_global_init() != 0) {
-        log_msg(RLMCP_LOG_ERROR, NULL, "libcurl failed to initialise");
-        return NULL;
-    }
     if (opts == NULL)
         return NULL;
     base = opts->base_url;
@@ -275,6 +281,7 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
+    client_init_locks(c);
     c->base_url = strdup(base);
     if (c->base_url == NULL)
         goto fail;
@@ -309,8 +316,6 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
         opts->default_max_body ? opts->default_max_body : RL_DEFAULT_MAX_BODY;
     c->quiet = opts->quiet;
     c->no_breaker = opts->no_breaker;
-    if (client_init_share(c) != 0)
-        goto fail;
     return c;
 fail:
     rlclient_destroy(c);
@@ -340,14 +345,14 @@ void rlclient_destroy(struct rlclient *c)
         c->pool = h->next;
         handle_free(h);
     }
-    if (c->share != NULL) {
+    if (c->share != NULL)
         curl_share_cleanup(c->share);
-        for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
-            pthread_mutex_destroy(&c->share_locks[i]);
-        pthread_mutex_destroy(&c->pool_lock);
-        pthread_mutex_destroy(&c->tmpl_lock);
-        breaker_destroy(&c->breaker);
-    }
+    for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&c->share_locks[i]);
+    pthread_mutex_destroy(&c->pool_lock);
+    pthread_mutex_destroy(&c->tmpl_lock);
+    pthread_mutex_destroy(&c->ready_lock);
+    breaker_destroy(&c->breaker);
     free(c->learned_tmpl);
     free(c->base_url);
     free(c->unix_socket);
@@ -356,6 +361,38 @@ void rlclient_destroy(struct rlclient *c)
     free(c->target);
     free(c->display_base);
     free(c);
+}
+
+/*
+ * Load libcurl (rlmcp_curl.so), initialise it and make the client's share,
+ * once, at its first request. Returns RLMCP_OK, or RLMCP_EINTERNAL with the
+ * reason as the last error and in the log.
+ */
+static int client_ready(struct rlclient *c)
+{
+    char err[768] = "";
+    int rc = RLMCP_OK;
+
+    pthread_mutex_lock(&c->ready_lock);
+    if (c->ready)
+        goto out;
+    if (modules_get(MODULE_CURL, err, sizeof(err)) == NULL) {
+        rc = RLMCP_EINTERNAL;
+        goto out;
+    }
+    if (rlclient_global_init() != 0 || client_init_share(c) != 0) {
+        snprintf(err, sizeof(err), "libcurl failed to initialise");
+        rc = RLMCP_EINTERNAL;
+        goto out;
+    }
+    c->ready = true;
+out:
+    pthread_mutex_unlock(&c->ready_lock);
+    if (rc != RLMCP_OK) {
+        set_last_error("%s", err);
+        log_msg(RLMCP_LOG_ERROR, NULL, "%s", err);
+    }
+    return rc;
 }
 
 static struct rl_handle *pool_get(struct rlclient *c)
@@ -1374,6 +1411,8 @@ static int prepare_call(struct rl_call *rc, struct rlclient *c,
         return RLMCP_EINVAL;
     }
     err = validate_req(req, api_key);
+    if (err == RLMCP_OK)
+        err = client_ready(c);
     if (err != RLMCP_OK)
         return err;
     memset(rc, 0, sizeof(*rc));
