@@ -1004,11 +1004,27 @@ static void task_req(const struct req *r, struct tasks_req *q)
     q->stateless = r->stateless;
 }
 
+/* -32021: what needs the tasks extension the request did not declare. */
+static void reply_needs_tasks(struct req *r, const char *what)
+{
+    cJSON *data = cJSON_CreateObject();
+
+    cJSON_AddObjectToObject(
+        cJSON_AddObjectToObject(
+            cJSON_AddObjectToObject(data, "requiredCapabilities"),
+            "extensions"),
+        TASKS_EXTENSION);
+    reply_error_data(r, MCP_MISSING_CLIENT_CAPABILITY, data,
+                     "%s needs the %s extension: declare it in "
+                     "params._meta[\"%s\"].extensions",
+                     what, TASKS_EXTENSION, REV_META_CAPS);
+    cJSON_Delete(data);
+}
+
 /* tasks/get, tasks/result, tasks/cancel, tasks/list, tasks/update. */
 static void m_tasks(struct req *r)
 {
     struct tasks_req q;
-    cJSON *data = NULL;
 
     /* With a task id it may be a task whose tool a reload removed:
      * tasks_handle says so. */
@@ -1020,17 +1036,7 @@ static void m_tasks(struct req *r)
         return;
     }
     if (r->stateless && !r->s->cap_tasks) {
-        data = cJSON_CreateObject();
-        cJSON_AddObjectToObject(
-            cJSON_AddObjectToObject(
-                cJSON_AddObjectToObject(data, "requiredCapabilities"),
-                "extensions"),
-            TASKS_EXTENSION);
-        reply_error_data(r, MCP_MISSING_CLIENT_CAPABILITY, data,
-                         "%s needs the %s extension: declare it in "
-                         "params._meta[\"%s\"].extensions",
-                         r->m->method, TASKS_EXTENSION, REV_META_CAPS);
-        cJSON_Delete(data);
+        reply_needs_tasks(r, r->m->method);
         return;
     }
     if (r->params == NULL && strcmp(r->m->method, "tasks/list") != 0) {
@@ -1062,6 +1068,24 @@ static bool param_headers_ok(struct req *r, const struct tool_entry *t)
     return false;
 }
 
+/* A tool that runs only as a task, called without asking for one. */
+static void reply_task_required(struct req *r, const struct tool_entry *t)
+{
+    char what[200];
+
+    if (r->stateless) {
+        snprintf(what, sizeof(what), "tool '%.128s' (it runs only as a task)",
+                 t->name);
+        reply_needs_tasks(r, what);
+        return;
+    }
+    reply_error(r, JSONRPC_METHOD_NOT_FOUND,
+                "tool '%.128s' runs only as a task (execution.taskSupport "
+                "\"required\"): call it with params.task, e.g. "
+                "{\"task\": {}}",
+                t->name);
+}
+
 /* The credentials rule (mcp_set_key_required). */
 static bool key_missing(const struct req *r)
 {
@@ -1078,6 +1102,7 @@ static void m_tools_call(struct req *r)
     struct mrtr *mr = NULL;
     char *args = NULL;
     size_t len = 0;
+    bool as_task = false;
 
     if (r->params == NULL || !cJSON_IsString(name)) {
         reply_error(r, JSONRPC_INVALID_PARAMS,
@@ -1106,19 +1131,25 @@ static void m_tools_call(struct req *r)
     }
     if (!param_headers_ok(r, t))
         return;
+    as_task = t->has_task &&
+              tasks_requested(r->stateless, r->s->cap_tasks, r->params);
+    if (!as_task && tasks_required(t)) {
+        reply_task_required(r, t);
+        return;
+    }
     args = tool_arguments(r, t, &len);
     if (args == NULL)
         return;
-    if (t->has_task &&
-        tasks_requested(r->stateless, r->s->cap_tasks, r->params)) {
+    if (!stateless_mrtr(r, "tool", t->name, &mr)) {
+        free(args);
+        return;
+    }
+    if (as_task) {
         struct tasks_req q;
 
         task_req(r, &q);
+        q.mrtr = mr;
         tasks_tools_call(&q, t, args, len);
-        return;
-    }
-    if (!stateless_mrtr(r, "tool", t->name, &mr)) {
-        free(args);
         return;
     }
     c = new_call(r, CALL_TOOL);

@@ -367,7 +367,7 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
     return RLMCP_OK;
 }
 
-/* ABI 1.4: the task ops, all four or none. */
+/* ABI 1.4: the task ops, all four or none (update is optional). */
 static int tool_task(struct tool_entry *t, const struct rlmcp_tool_def *d,
                      char *err, size_t errlen)
 {
@@ -376,8 +376,8 @@ static int tool_task(struct tool_entry *t, const struct rlmcp_tool_def *d,
 
     if (d->task == NULL)
         return RLMCP_OK;
-    rc = read_sized(d->task, &td, sizeof(td), sizeof(td), "rlmcp_task_def", err,
-                    errlen);
+    rc = read_sized(d->task, &td, sizeof(td), RLMCP_TASK_DEF_SIZE_1_4,
+                    "rlmcp_task_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     if (td.start == NULL || td.get == NULL || td.wait == NULL ||

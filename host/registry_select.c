@@ -373,10 +373,12 @@ static int build_list_json(struct tool_entry *t)
         !cJSON_AddItemToObject(o, "annotations",
                                cJSON_Duplicate(t->annotations, true)))
         goto out;
-    /* A task tool runs either way: the client chooses (tasks.c). */
+    /* A task tool runs either way unless it says it runs only as a task:
+     * the client chooses (tasks.c). */
     if (t->has_task &&
-        !cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"),
-                                 "taskSupport", "optional"))
+        !cJSON_AddStringToObject(
+            cJSON_AddObjectToObject(o, "execution"), "taskSupport",
+            (t->task.flags & RLMCP_TASK_REQUIRED) ? "required" : "optional"))
         goto out;
     t->list_json = cJSON_PrintUnformatted(o);
     if (t->list_json != NULL)

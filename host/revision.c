@@ -129,7 +129,11 @@ static const char *name_field(const char *method)
         return "name";
     if (strcmp(method, "resources/read") == 0)
         return "uri";
-    if (strncmp(method, "tasks/", 6) == 0)
+    /* SEP-2663 routing headers; tasks/result and tasks/list are gone in
+     * this revision and answer -32601 whatever the headers say. */
+    if (strcmp(method, "tasks/get") == 0 ||
+        strcmp(method, "tasks/update") == 0 ||
+        strcmp(method, "tasks/cancel") == 0)
         return "taskId";
     return NULL;
 }

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "random.h"
 #include "mcp_internal.h"
+#include "mrtr.h"
 #include "registry.h"
 #include "revision.h"
 
@@ -48,7 +49,7 @@
 #define LIST_MAX 1000
 #define LIST_PAGE 100
 
-enum task_op { OP_START, OP_GET, OP_RESULT, OP_CANCEL };
+enum task_op { OP_START, OP_GET, OP_RESULT, OP_CANCEL, OP_UPDATE };
 
 /* A decoded, verified task id. */
 struct task_ref {
@@ -516,20 +517,70 @@ static const char *error_text(const cJSON *result)
     return cJSON_IsString(text) ? text->valuestring : "the task failed";
 }
 
-/* A task status from an op's CallToolResult (plugin.h rlmcp_task_def). */
+/*
+ * A tool error result's error {code, message} (call.c error_block), parsed
+ * from its first text block; NULL when it has none.
+ */
+static cJSON *error_object(const cJSON *result)
+{
+    cJSON *outer = cJSON_Parse(error_text(result));
+    cJSON *e = cJSON_DetachItemFromObjectCaseSensitive(outer, "error");
+
+    cJSON_Delete(outer);
+    if (cJSON_IsObject(e))
+        return e;
+    cJSON_Delete(e);
+    return NULL;
+}
+
+/* Codes of an op's error that say the state could not be read now. */
+static bool unreadable_code(const char *code)
+{
+    static const char *const codes[] = {
+        "unavailable",     "timeout",           "rate_limited",
+        "unauthenticated", "permission_denied", "internal",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(codes) / sizeof(*codes); i++) {
+        if (strcmp(code, codes[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * A task status from a get or wait op's CallToolResult (plugin.h
+ * rlmcp_task_def); NULL when the op could not read the state now.
+ */
 static const char *status_of(const cJSON *result)
 {
     const cJSON *sc =
         cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(sc, "status");
+    const char *status = "completed"; /* the work's own tool error */
+    const cJSON *code = NULL;
+    cJSON *e = NULL;
 
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
-        return "failed";
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))) {
+        e = error_object(result);
+        code = cJSON_GetObjectItemCaseSensitive(e, "code");
+        if (!cJSON_IsString(code) || unreadable_code(code->valuestring))
+            status = NULL;
+        else if (strcmp(code->valuestring, "not_found") == 0)
+            status = "failed"; /* the work is gone */
+        cJSON_Delete(e);
+        return status;
+    }
     if (!cJSON_IsString(st))
         return "completed";
     if (strcmp(st->valuestring, "running") == 0 ||
         strcmp(st->valuestring, "queued") == 0)
         return "working";
+    if (strcmp(st->valuestring, "input_required") == 0)
+        return "input_required";
+    if (strcmp(st->valuestring, "failed") == 0)
+        return "failed";
     if (strcmp(st->valuestring, "killed") == 0 ||
         strcmp(st->valuestring, "cancelled") == 0)
         return "cancelled";
@@ -538,7 +589,27 @@ static const char *status_of(const cJSON *result)
 
 static bool terminal(const char *status)
 {
-    return strcmp(status, "working") != 0;
+    return strcmp(status, "working") != 0 &&
+           strcmp(status, "input_required") != 0;
+}
+
+/* Why a task failed, for statusMessage and the inlined error. */
+static char *failure_message(const cJSON *result)
+{
+    const cJSON *sc =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(sc, "message");
+    cJSON *e = NULL;
+    const cJSON *em = NULL;
+    char *out = NULL;
+
+    if (cJSON_IsString(m))
+        return strdup(m->valuestring);
+    e = error_object(result);
+    em = cJSON_GetObjectItemCaseSensitive(e, "message");
+    out = strdup(cJSON_IsString(em) ? em->valuestring : error_text(result));
+    cJSON_Delete(e);
+    return out;
 }
 
 static cJSON *answer_start(struct task_sink *ts, cJSON *result, int *code,
@@ -587,28 +658,68 @@ static cJSON *answer_start(struct task_sink *ts, cJSON *result, int *code,
     return out;
 }
 
-static cJSON *answer_get(struct task_sink *ts, cJSON *result)
+/* The error of an op that could not read the task's state now. */
+static void unreadable(const cJSON *result, int *code, const char **msg)
+{
+    (void)result;
+    *code = JSONRPC_INTERNAL_ERROR;
+    *msg = "the task's state could not be read now (the backend did not "
+           "answer, or refused the credential); call again in a few "
+           "seconds — the task itself is unchanged";
+}
+
+/* 2026-07-28: what the work waits for, as the DetailedTask's map. */
+static void add_input_requests(cJSON *out, const cJSON *result)
+{
+    const cJSON *sc =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(sc, "input_requests");
+    cJSON *map =
+        cJSON_IsObject(in) ? cJSON_Duplicate(in, true) : cJSON_CreateObject();
+    cJSON *e = NULL;
+
+    cJSON_ArrayForEach(e, map)
+    {
+        /* The key is for the plugin; never sent to the client. */
+        mrtr_strip_key(cJSON_GetObjectItemCaseSensitive(e, "params"));
+    }
+    cJSON_AddItemToObject(out, "inputRequests", map);
+}
+
+static cJSON *answer_get(struct task_sink *ts, cJSON *result, int *code,
+                         const char **msg)
 {
     const char *status = status_of(result);
-    const char *message =
-        strcmp(status, "failed") == 0 ? error_text(result) : NULL;
-    cJSON *out = cJSON_CreateObject();
+    char *message = NULL;
+    cJSON *out = NULL;
     cJSON *err = NULL;
 
+    if (status == NULL) {
+        unreadable(result, code, msg);
+        return NULL;
+    }
+    if (strcmp(status, "failed") == 0)
+        message = failure_message(result);
+    out = cJSON_CreateObject();
     seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
     task_fields(out, ts->id, status, message, ts->created_ms, ts->ttl_ms,
                 ts->stateless);
+    if (ts->stateless && strcmp(status, "input_required") == 0)
+        add_input_requests(out, result);
     if (!ts->stateless || !terminal(status))
-        return out;
+        goto out;
     /* 2026-07-28 DetailedTask: the outcome inline. */
     if (strcmp(status, "failed") == 0) {
         err = cJSON_AddObjectToObject(out, "error");
         cJSON_AddNumberToObject(err, "code", JSONRPC_INTERNAL_ERROR);
-        cJSON_AddStringToObject(err, "message", message);
+        cJSON_AddStringToObject(err, "message",
+                                message != NULL ? message : "the task failed");
     } else {
         cJSON_AddStringToObject(result, "resultType", "complete");
         cJSON_AddItemToObject(out, "result", cJSON_Duplicate(result, true));
     }
+out:
+    free(message);
     return out;
 }
 
@@ -618,7 +729,24 @@ static cJSON *answer_result(struct task_sink *ts, cJSON *result, int *code,
     const char *status = status_of(result);
     cJSON *meta = NULL, *rel = NULL;
 
+    if (status == NULL) {
+        unreadable(result, code, msg);
+        return NULL;
+    }
     seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
+    if (strcmp(status, "input_required") == 0) {
+        *code = JSONRPC_INVALID_PARAMS;
+        *msg = "the task waits for input this revision cannot ask for "
+               "through tasks/result; use MCP 2026-07-28 (tasks/get shows "
+               "the input requests, tasks/update answers them)";
+        return NULL;
+    }
+    if (strcmp(status, "failed") == 0 &&
+        !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))) {
+        *code = JSONRPC_INTERNAL_ERROR;
+        *msg = "the task failed: its work broke; tasks/get says why";
+        return NULL;
+    }
     if (!terminal(status)) {
         *code = JSONRPC_INTERNAL_ERROR;
         *msg = "the task is still working after the longest wait; call "
@@ -643,7 +771,8 @@ static cJSON *answer_cancel(struct task_sink *ts, cJSON *result, int *code,
     const char *status = status_of(result);
     cJSON *out = NULL;
 
-    if (strcmp(status, "failed") == 0) {
+    if (status == NULL || strcmp(status, "failed") == 0 ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))) {
         /* The stop could not be confirmed: say so, never "cancelled". */
         *code = JSONRPC_INTERNAL_ERROR;
         *msg = error_text(result);
@@ -663,6 +792,24 @@ static cJSON *answer_cancel(struct task_sink *ts, cJSON *result, int *code,
     return out;
 }
 
+/* tasks/update: an empty ack, or the op's refusal. */
+static cJSON *answer_update(cJSON *result, int *code, const char **msg)
+{
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+        return cJSON_CreateObject();
+    *code = JSONRPC_INVALID_PARAMS;
+    *msg = error_text(result);
+    return NULL;
+}
+
+/* An input round of the start op (2026-07-28): sent as it is. */
+static bool input_round(const cJSON *result)
+{
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(result, "resultType");
+
+    return cJSON_IsString(rt) && strcmp(rt->valuestring, "input_required") == 0;
+}
+
 /* The op's answer (a CallToolResult or an error) as the task answer. */
 static char *transform(struct task_sink *ts, const char *json, size_t len)
 {
@@ -674,20 +821,23 @@ static char *transform(struct task_sink *ts, const char *json, size_t len)
     char *text = NULL;
     int code = 0;
 
-    if (!cJSON_IsObject(result))
+    if (!cJSON_IsObject(result) || input_round(result))
         goto out; /* an error answer goes out as it is */
     switch (ts->op) {
     case OP_START:
         out = answer_start(ts, result, &code, &emsg);
         break;
     case OP_GET:
-        out = answer_get(ts, result);
+        out = answer_get(ts, result, &code, &emsg);
         break;
     case OP_RESULT:
         out = answer_result(ts, result, &code, &emsg);
         break;
     case OP_CANCEL:
         out = answer_cancel(ts, result, &code, &emsg);
+        break;
+    case OP_UPDATE:
+        out = answer_update(result, &code, &emsg);
         break;
     }
     if (out != NULL)
@@ -735,10 +885,13 @@ static struct task_sink *sink_new(const struct tasks_req *q, enum task_op op)
     return ts;
 }
 
-/* Queue op of tool t with args (consumed) as a call answering into ts. */
+/*
+ * Queue op of tool t with args (consumed) as a call answering into ts;
+ * mr (consumed, may be NULL) gives it input rounds.
+ */
 static void run_op(const struct tasks_req *q, struct task_sink *ts,
                    const struct tool_entry *t, rlmcp_tool_fn op, char *args,
-                   uint32_t timeout_ms, bool unchecked)
+                   uint32_t timeout_ms, bool unchecked, struct mrtr *mr)
 {
     struct rlmcp_call *c =
         call_new(q->d, q->dep, q->s, &ts->sink, CALL_TOOL, q->id, q->api_key);
@@ -746,9 +899,11 @@ static void run_op(const struct tasks_req *q, struct task_sink *ts,
     ts_release(&ts->sink); /* the call holds it now */
     if (c == NULL) {
         free(args);
+        mrtr_free(mr);
         reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
+    c->mrtr = mr;
     c->tool = t;
     c->what = t->name;
     c->plugin = t->plugin;
@@ -774,6 +929,11 @@ bool tasks_available(const struct registry *reg)
     return false;
 }
 
+bool tasks_required(const struct tool_entry *t)
+{
+    return t->has_task && (t->task.flags & RLMCP_TASK_REQUIRED) != 0;
+}
+
 bool tasks_requested(bool stateless, bool cap_tasks, const cJSON *params)
 {
     if (stateless)
@@ -792,6 +952,7 @@ void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
     (void)len;
     if (!q->stateless && !cJSON_IsObject(task)) {
         free(args);
+        mrtr_free(q->mrtr);
         reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
                     "params.task must be an object such as {\"ttl\": 60000} "
                     "(ttl in milliseconds, optional)");
@@ -800,6 +961,7 @@ void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
     if (!q->stateless && ttl != NULL && !cJSON_IsNull(ttl)) {
         if (!whole_number(ttl) || ttl->valuedouble < 1) {
             free(args);
+            mrtr_free(q->mrtr);
             reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
                         "params.task.ttl must be a positive integer number "
                         "of milliseconds");
@@ -812,13 +974,14 @@ void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
     ts = sink_new(q, OP_START);
     if (ts == NULL) {
         free(args);
+        mrtr_free(q->mrtr);
         reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
     ts->tool = t->original_name;
     ts->created_ms = now_ms();
     ts->ttl_ms = ttl_ms;
-    run_op(q, ts, t, t->task.start, args, t->timeout_ms, true);
+    run_op(q, ts, t, t->task.start, args, t->timeout_ms, true, q->mrtr);
 }
 
 /* params.taskId as a task of this caller; false after answering. */
@@ -886,11 +1049,20 @@ static void task_op(const struct tasks_req *q, enum task_op op)
         fn = ref.tool->task.wait;
         timeout_ms = 0; /* blocks until the work ends (spec) */
         break;
+    case OP_UPDATE:
+        fn = ref.tool->task.update;
+        timeout_ms = ref.tool->timeout_ms;
+        break;
     default:
         fn = ref.tool->task.cancel;
         timeout_ms = ref.tool->timeout_ms;
         break;
     }
+    if (op == OP_UPDATE)
+        cJSON_AddItemToObject(ref.handle, "input_responses",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+                                                  q->params, "inputResponses"),
+                                              true));
     args = op_args(ref.handle, op == OP_RESULT ? RESULT_WAIT_S : 0);
     ts = sink_new(q, op);
     if (args == NULL || ts == NULL || (ts->id = strdup(id)) == NULL) {
@@ -904,7 +1076,8 @@ static void task_op(const struct tasks_req *q, enum task_op op)
     ts->created_ms = ref.created_ms;
     ts->ttl_ms = ref.ttl_ms;
     cJSON_Delete(ref.handle);
-    run_op(q, ts, ref.tool, fn, args, timeout_ms, op == OP_CANCEL);
+    run_op(q, ts, ref.tool, fn, args, timeout_ms,
+           op == OP_CANCEL || op == OP_UPDATE, NULL);
 }
 
 /* tasks/list (2025-11-25): the tasks this process saw for this caller. */
@@ -967,24 +1140,33 @@ static void task_list(const struct tasks_req *q)
     mcp_send_final(q->sink, jsonrpc_result(q->id, res));
 }
 
-/* tasks/update (2026-07-28): input for a task; ours never ask for any. */
+/*
+ * tasks/update (2026-07-28): answers to what a task asked (tasks/get's
+ * inputRequests), handed to the tool's update op. A tool without one never
+ * asks: the answers are ignored, like unasked keys.
+ */
 static void task_update(const struct tasks_req *q)
 {
     const cJSON *in =
         cJSON_GetObjectItemCaseSensitive(q->params, "inputResponses");
     struct task_ref ref;
     const char *id = NULL;
+    bool has_op = false;
 
-    if (in != NULL && !cJSON_IsObject(in)) {
+    if (!cJSON_IsObject(in)) {
         reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
-                    "params.inputResponses must be an object");
+                    "params.inputResponses must be an object of answers "
+                    "keyed as tasks/get's inputRequests");
         return;
     }
     if (!task_param(q, &ref, &id))
         return;
+    has_op = ref.tool->task.update != NULL;
     cJSON_Delete(ref.handle);
-    /* Nothing was asked: the answers are ignored (like unasked keys). */
-    mcp_send_final(q->sink, jsonrpc_result(q->id, cJSON_CreateObject()));
+    if (has_op)
+        task_op(q, OP_UPDATE);
+    else
+        mcp_send_final(q->sink, jsonrpc_result(q->id, cJSON_CreateObject()));
 }
 
 void tasks_handle(const struct tasks_req *q, const char *method)

@@ -43,6 +43,7 @@ struct tasks_req {
     const cJSON *params;
     const char *api_key; /* the caller's, or NULL: binds the task */
     bool stateless;      /* a 2026-07-28 request */
+    struct mrtr *mrtr;   /* its input rounds (start may ask); consumed */
 };
 
 /*
@@ -75,7 +76,14 @@ bool tasks_available(const struct registry *reg);
  */
 bool tasks_requested(bool stateless, bool cap_tasks, const cJSON *params);
 
-/* Start t as a task; args (validated, unaliased) are consumed. */
+/* True when t runs only as a task (RLMCP_TASK_REQUIRED). */
+bool tasks_required(const struct tool_entry *t);
+
+/*
+ * Start t as a task; args (validated, unaliased) and q->mrtr are consumed.
+ * In 2026-07-28 the start op may ask the client first (input rounds): the
+ * task is made in the round that no longer asks.
+ */
 void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
                       char *args, size_t len);
 

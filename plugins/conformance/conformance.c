@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "conformance.h"
 #include "rlmcp/plugin.h"
 #include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
@@ -22,7 +23,7 @@
     "X8jx0gAAAABJRU5ErkJggg=="
 #define WAV_TINY "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
-static const struct rlmcp_host_api *api;
+const struct rlmcp_host_api *api;
 
 /* A string argument, or NULL. The returned pointer lives in root. */
 static const char *arg_string(cJSON *root, const char *name)
@@ -504,11 +505,9 @@ static int t_custom_header(rlmcp_call *call, const char *args, size_t len,
  * under those keys and hands the answers back when the client calls again.
  */
 
-#define INPUT_KEY "rlmcp/input-key"
-
 /* A client request under a key; *answer is the parsed result or NULL. */
-static int ask_keyed(rlmcp_call *call, const char *key, const char *method,
-                     cJSON *params, cJSON **answer)
+int ask_keyed(rlmcp_call *call, const char *key, const char *method,
+              cJSON *params, cJSON **answer)
 {
     cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
     char *pjson = NULL;
@@ -532,8 +531,7 @@ out:
 }
 
 /* elicitation/create params asking for one string or boolean field. */
-static cJSON *elicit_params(const char *message, const char *field,
-                            const char *type)
+cJSON *elicit_params(const char *message, const char *field, const char *type)
 {
     cJSON *p = cJSON_CreateObject();
     cJSON *schema = cJSON_AddObjectToObject(p, "requestedSchema");
@@ -956,6 +954,8 @@ static int conf_init(rlmcp_plugin *self, const struct rlmcp_host_api *a,
     api = a;
     *state = NULL;
     rc = add_tools(self);
+    if (rc == RLMCP_OK)
+        rc = jobs_register(self);
     if (rc == RLMCP_OK)
         rc = add_resource(self, "test://static-text", NULL,
                           "Static Text "

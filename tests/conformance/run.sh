@@ -13,8 +13,9 @@
 # (the latest release, active suite); RLMCP_CONFORMANCE=next runs the newest
 # pre-release (conformance-next), which knows 2026-07-28 and scores a
 # revision's frozen requirement set with --requirements REV.
-# Every scenario run must pass: no expected-failures file. Prints the
-# suite's "Total: N passed, N failed" line; exits non-zero on any failure.
+# Every scenario run must pass, scored or not (extensions too): no
+# expected-failures file. Prints the suite's "Total: N passed, N failed"
+# line; exits non-zero on any failure.
 # Environment: RLMCP_BUILD_DIR (default build/), RLMCP_SOURCE_DIR.
 set -euo pipefail
 
@@ -86,26 +87,18 @@ else
     port="$(wait_port 'bridge listening on [0-9]+')"
 fi
 
-# Scenarios that failed and that the suite scores (it lists what it runs
-# without scoring after "Not scored for"), one per line.
-scored_failures() {
-    local txt unscored
-    txt="$(sed -e 's/\x1b\[[0-9;]*m//g' "$1")"
-    unscored="$(echo "$txt" | sed -n '/^Not scored for /,$p' | grep -E '^ +✗ ' | sed -E 's/^ +✗ ([^ ]+).*/\1/' || true)"
-    for sc in $(echo "$txt" | grep -E '^✗ ' | sed -E 's/^✗ ([^:]+):.*/\1/'); do
-        # A here-string, not a pipe: with pipefail, grep -q leaving early
-        # could kill echo with SIGPIPE and count an unscored scenario.
-        grep -qx -- "$sc" <<<"$unscored" || echo "$sc"
-    done
+# Scenarios that failed, scored or not, one per line.
+failures() {
+    sed -e 's/\x1b\[[0-9;]*m//g' "$1" | grep -E '^✗ ' | sed -E 's/^✗ ([^:]+):.*/\1/' || true
 }
 
 set +e
 "$NODE" "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
 rc=$?
-# A non-zero exit with every scored scenario passing has been seen once
-# under load; show the suite's own words and run it once more.
-if [ $rc -ne 0 ] && [ -z "$(scored_failures "$work/suite.log")" ]; then
-    echo "run.sh: the suite exited $rc with no scored scenario failing; its last lines:" >&2
+# A non-zero exit with every scenario passing has been seen once under
+# load; show the suite's own words and run it once more.
+if [ $rc -ne 0 ] && [ -z "$(failures "$work/suite.log")" ]; then
+    echo "run.sh: the suite exited $rc with no scenario failing; its last lines:" >&2
     sed -e 's/\x1b\[[0-9;]*m//g' "$work/suite.log" | tail -n 40 >&2
     echo "run.sh: running the suite once more" >&2
     "$NODE" "$SUITE" server --url "http://127.0.0.1:$port/mcp" "$@" >"$work/suite.log" 2>&1
@@ -136,13 +129,10 @@ echo "conformance ($mode): $total"
 failed="$(echo "$total" | sed -E 's/.* ([0-9]+) failed.*/\1/')"
 passed="$(echo "$total" | sed -E 's/^Total: ([0-9]+) passed.*/\1/')"
 # With --requirements REV the suite also runs what REV does not score
-# (extensions, scenarios pending upstream) and lists them after the total.
-# Those are shown; every scenario REV scores must pass.
-unscored="$(sed -n '/^Not scored for /,$p' "$work/suite.txt" | grep -E '^ +✗ ' | sed -E 's/^ +✗ ([^ ]+).*/\1/' || true)"
-if [ -n "$unscored" ]; then
-    echo "not scored for this revision and failing: $(echo $unscored)"
-    failed="$(scored_failures "$work/suite.log" | grep -c . || true)"
-    [ "$failed" -eq 0 ] || echo "scored and failing: $(scored_failures "$work/suite.log" | tr '\n' ' ')" >&2
+# (extensions such as tasks, scenarios pending upstream): those must pass
+# too, like every scenario REV scores.
+if [ "$failed" -ne 0 ]; then
+    echo "failing: $(failures "$work/suite.log" | tr '\n' ' ')" >&2
 fi
 if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     grep -B2 -A12 'FAILURE' "$work/suite.txt" | head -n 80 >&2 || true

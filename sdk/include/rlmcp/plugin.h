@@ -200,13 +200,32 @@ typedef int (*rlmcp_tool_fn)(rlmcp_call *call, const char *args_json,
  *          result the tool itself returns. Its structured "status" is
  *          "queued" or "running" while the work goes on, "killed" or
  *          "cancelled" once stopped by cancel, anything else when done.
- *          result_error: the work can no longer be found (task failed).
+ *          Added after ABI 1.4 (older hosts report them as done):
+ *          "input_required" with "input_requests": {key: {method,
+ *          params}} while the work waits for the client (an elicitation,
+ *          a sampling; the client answers through update), and "failed"
+ *          with "message" when the work itself broke (not a tool error:
+ *          the task then fails with a JSON-RPC error inside).
+ *          result_error with code not_found: the work can no longer be
+ *          found (the task failed); with unavailable, timeout,
+ *          rate_limited, unauthenticated, permission_denied or internal
+ *          (also a negative return): the state could not be read now (the
+ *          client's tasks/get fails and may be retried); with any other
+ *          code: the work ended with that tool error (task completed, its
+ *          result an error).
  *  wait    args: the handle plus "timeout_seconds" (integer). Like get,
- *          after waiting up to that long for the work to end.
+ *          after waiting up to that long for the work to end or to need
+ *          input.
  *  cancel  args: the handle. Stop the work and confirm that it stopped:
  *          result_json {"status":"killed"}, or {"status":<final status>,
  *          "already_done":true} when it had ended before; result_error
  *          when the stop cannot be confirmed.
+ *  update  (added after ABI 1.4; optional) args: the handle plus
+ *          "input_responses": {key: the client's answer}. Hand the answers
+ *          to the work; ignore keys it did not ask for (or no longer
+ *          waits on). result_json of anything: accepted; result_error:
+ *          refused (the client's tasks/update fails with the message).
+ *          Without update, a task's tasks/update is accepted and ignored.
  */
 struct rlmcp_task_def {
     size_t struct_size; /* sizeof; use RLMCP_TASK_DEF_INIT */
@@ -214,8 +233,16 @@ struct rlmcp_task_def {
     rlmcp_tool_fn get;
     rlmcp_tool_fn wait;
     rlmcp_tool_fn cancel;
+    /* Added after ABI 1.4 (hosts before it refuse a def that sets them). */
+    rlmcp_tool_fn update;
+    uint32_t flags; /* RLMCP_TASK_* */
     /* 1.x: append only */
 };
+#define RLMCP_TASK_DEF_SIZE_1_4 (offsetof(struct rlmcp_task_def, update))
+/* The tool runs only as a task: a call that cannot be one is refused
+ * (2025-11-25 without params.task: -32601; 2026-07-28 without the tasks
+ * extension: -32021). */
+#define RLMCP_TASK_REQUIRED (1u << 0)
 #define RLMCP_TASK_DEF_INIT {.struct_size = sizeof(struct rlmcp_task_def)}
 
 struct rlmcp_tool_def {
