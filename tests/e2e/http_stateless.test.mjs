@@ -2,7 +2,10 @@
 // beside 2025-11-25 sessions on one HTTP server, with raw HTTP: the answers
 // the revision adds (server/discover, resultType, caching hints) and every
 // bad-input case (missing or conflicting _meta, headers that disagree with
-// the body, an unknown revision, methods the revision removed).
+// the body, an unknown revision, methods the revision removed), Mcp-Param-*
+// headers, and the tasks extension on the fixture task tools: input inside
+// a task, input rounds before one, tool errors and broken work, unknown or
+// another caller's task ids, task-only tools in both revisions.
 //
 // The server runs the conformance fixtures on a cloud backend nothing
 // answers (127.0.0.1:9) with a placeholder key: the fixtures never call it.
@@ -325,4 +328,170 @@ test('input rounds ask only for declared capabilities; a required one missing ->
   const p2 = await call('prompts/get', { name: 'test_input_required_result_prompt', inputResponses: { user_context: { action: 'accept', content: { context: 'tests' } } }, requestState: p1.msg.result.requestState }, { meta: elicit });
   assert.equal(p2.msg.result.resultType, 'complete', p2.body);
   assert.match(JSON.stringify(p2.msg.result.messages), /Use this context: tests/);
+});
+
+// ---- the tasks extension (SEP-2663) on the conformance task fixtures ------
+
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+const TASKS = {
+  ...META,
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, extensions: { [TASKS_EXT]: {} } },
+};
+
+// A tasks/* request with the extension declared and Mcp-Name from taskId.
+function taskCall(method, params, { key, meta = TASKS, headers = {} } = {}) {
+  const h = { 'mcp-name': params.taskId, ...headers };
+  if (key) h['x-runloop-api-key'] = key;
+  return call(method, params, { meta, headers: h });
+}
+
+async function startTask(name, args, opts = {}) {
+  const r = await call('tools/call', { name, arguments: args }, { meta: TASKS, ...opts });
+  assert.equal(r.msg.result?.resultType, 'task', r.body);
+  return r.msg.result.taskId;
+}
+
+// Poll tasks/get until pred(result) holds (bounded; never a fixed sleep).
+async function untilTask(taskId, pred, what) {
+  const end = Date.now() + 60000;
+  for (;;) {
+    const r = await taskCall('tasks/get', { taskId });
+    assert.equal(r.status, 200, r.body);
+    if (pred(r.msg.result)) return r.msg.result;
+    if (Date.now() > end) assert.fail(`task ${taskId} never became ${what}: ${r.body}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+test('tasks: input inside a task, answered one key at a time through tasks/update', async () => {
+  const id = await startTask('multi_input', {});
+  const t = await untilTask(id, (x) => x.status === 'input_required', 'input_required');
+  assert.deepEqual(Object.keys(t.inputRequests).sort(), ['first', 'second'], JSON.stringify(t));
+  assert.equal(t.inputRequests.first.method, 'elicitation/create');
+  assert.equal(t.inputRequests.first.params._meta, undefined, 'the input key stays in the host');
+  assert.equal(t.requestState, undefined);
+  assert.equal(t.result, undefined);
+  const ack = await taskCall('tasks/update', { taskId: id, inputResponses: { first: { action: 'accept', content: { name: 'Ada' } } } });
+  assert.deepEqual(ack.msg.result, { resultType: 'complete' }, ack.body);
+  const half = (await taskCall('tasks/get', { taskId: id })).msg.result;
+  assert.equal(half.status, 'input_required');
+  assert.deepEqual(Object.keys(half.inputRequests), ['second'], JSON.stringify(half));
+  // An answer again for an answered key and an unknown key are ignored.
+  const more = await taskCall('tasks/update', {
+    taskId: id,
+    inputResponses: { first: { action: 'accept', content: { name: 'Eve' } }, nope: {}, second: { action: 'accept', content: { name: 'Grace' } } },
+  });
+  assert.deepEqual(more.msg.result, { resultType: 'complete' }, more.body);
+  const done = await untilTask(id, (x) => x.status !== 'input_required' && x.status !== 'working', 'terminal');
+  assert.equal(done.status, 'completed', JSON.stringify(done));
+  assert.equal(done.result.content[0].text, 'Got Ada and Grace');
+  assert.equal(done.result.resultType, 'complete');
+});
+
+test('tasks: a tool error is completed with isError; broken work is failed with error', async () => {
+  const f = await untilTask(await startTask('failing_job', {}), (x) => x.status !== 'working', 'terminal');
+  assert.equal(f.status, 'completed', JSON.stringify(f));
+  assert.equal(f.result.isError, true);
+  assert.match(f.result.content[0].text, /failing_job failed/);
+  const p = await untilTask(await startTask('protocol_error_job', {}), (x) => x.status !== 'working', 'terminal');
+  assert.equal(p.status, 'failed', JSON.stringify(p));
+  assert.equal(p.error.code, -32603);
+  assert.match(p.error.message, /broke/);
+  assert.equal(p.result, undefined);
+});
+
+test('tasks: input rounds first, then the task; a tampered requestState is refused', async () => {
+  const args = { name: 'test_tool_with_task', arguments: {} };
+  const r1 = await call('tools/call', args, { meta: TASKS });
+  assert.equal(r1.msg.result.resultType, 'input_required', r1.body);
+  assert.equal(r1.msg.result.taskId, undefined);
+  const state = r1.msg.result.requestState;
+  const answer = { user_name: { action: 'accept', content: { name: 'Ada' } } };
+  const bad = await call('tools/call', { ...args, inputResponses: answer, requestState: `${state}x` }, { meta: TASKS });
+  assert.equal(bad.msg.error?.code, -32602, bad.body);
+  const r2 = await call('tools/call', { ...args, inputResponses: answer, requestState: state }, { meta: TASKS });
+  assert.equal(r2.msg.result.resultType, 'task', r2.body);
+  assert.equal(r2.msg.result.requestState, undefined);
+  assert.equal(r2.msg.result.inputRequests, undefined);
+  const done = await untilTask(r2.msg.result.taskId, (x) => x.status !== 'working', 'terminal');
+  assert.equal(done.result.content[0].text, 'Hello, Ada!', JSON.stringify(done));
+});
+
+test('tasks: unknown ids, another caller, headers, missing or conflicting params are refused', async () => {
+  const id = await startTask('slow_compute', { seconds: 600, label: 'bad-input' });
+  // Ids that do not exist, are malformed, or belong to another caller: one answer.
+  for (const taskId of ['rt1.nope.nope', 'x', `${id}x`]) {
+    assertError(await taskCall('tasks/get', { taskId }), 200, -32602, /no task .* for this caller/);
+  }
+  for (const m of ['tasks/get', 'tasks/cancel']) {
+    assertError(await taskCall(m, { taskId: id }, { key: 'another-callers-key' }), 200, -32602, /for this caller/);
+  }
+  assertError(await taskCall('tasks/update', { taskId: id, inputResponses: {} }, { key: 'another-callers-key' }),
+    200, -32602, /for this caller/);
+  assert.equal((await taskCall('tasks/get', { taskId: id })).msg.result.status, 'working', 'the owner still sees it');
+  // Headers that disagree with the body.
+  assertError(await taskCall('tasks/get', { taskId: id }, { headers: { 'mcp-name': 'rt1.other' } }), 400, -32020, /Mcp-Name/);
+  assertError(await taskCall('tasks/get', { taskId: id }, { headers: { 'mcp-name': undefined } }), 400, -32020, /Mcp-Name/);
+  assertError(await taskCall('tasks/get', { taskId: id }, { headers: { 'mcp-method': 'tasks/cancel' } }), 400, -32020, /Mcp-Method/);
+  // Missing or wrong params.
+  assertError(await taskCall('tasks/get', {}), 200, -32602, /taskId/);
+  assertError(await taskCall('tasks/get', { taskId: 42 }, { headers: { 'mcp-name': '42' } }), 200, -32602, /taskId/);
+  for (const inputResponses of [undefined, [1], 'yes', null]) {
+    assertError(await taskCall('tasks/update', { taskId: id, inputResponses }), 200, -32602, /inputResponses/);
+  }
+  // The extension not declared: tasks/* refused; a task-only tool refused;
+  // a tool that may be a task runs as a plain call.
+  for (const m of ['tasks/get', 'tasks/cancel']) {
+    const r = await taskCall(m, { taskId: id }, { meta: META });
+    assertError(r, 400, -32021, /io\.modelcontextprotocol\/tasks/);
+    assert.deepEqual(r.msg.error.data.requiredCapabilities, { extensions: { [TASKS_EXT]: {} } });
+  }
+  const req = await call('tools/call', { name: 'failing_job', arguments: {} });
+  assertError(req, 400, -32021, /runs only as a task/);
+  assert.deepEqual(req.msg.error.data.requiredCapabilities, { extensions: { [TASKS_EXT]: {} } });
+  const plain = await call('tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'plain' }, task: { ttl: 1000 } });
+  assert.equal(plain.msg.result.resultType, 'complete', plain.body);
+  assert.equal(plain.msg.result.content[0].text, 'Computed plain in 0 s');
+  // Methods this revision removed.
+  for (const m of ['tasks/result', 'tasks/list']) assertError(await taskCall(m, { taskId: id }), 404, -32601);
+  // Cancel twice: the same empty ack; the task settles to cancelled.
+  for (let i = 0; i < 2; i++) {
+    assert.deepEqual((await taskCall('tasks/cancel', { taskId: id })).msg.result, { resultType: 'complete' });
+  }
+  assert.equal((await taskCall('tasks/get', { taskId: id })).msg.result.status, 'cancelled');
+});
+
+test('tasks in a 2025-11-25 session: a task-only tool needs params.task; input is not asked on tasks/result', async () => {
+  const hdrs = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await request(hdrs, JSON.stringify({
+    jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'old', version: '1' } },
+  }));
+  const s = { ...hdrs, 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-11-25' };
+  const rpc = async (id, method, params) => {
+    const r = await request(s, JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return messages(r.body).find((m) => m.id === id);
+  };
+  const listed = (await rpc(1, 'tools/list', {})).result.tools;
+  assert.deepEqual(listed.find((t) => t.name === 'failing_job').execution, { taskSupport: 'required' });
+  assert.deepEqual(listed.find((t) => t.name === 'slow_compute').execution, { taskSupport: 'optional' });
+  assert.equal(listed.find((t) => t.name === 'greet').execution, undefined);
+  const refused = await rpc(2, 'tools/call', { name: 'failing_job', arguments: {} });
+  assert.equal(refused.error?.code, -32601, JSON.stringify(refused));
+  assert.match(refused.error.message, /params\.task/);
+  const made = await rpc(3, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'a.txt' }, task: {} });
+  const taskId = made.result.task.taskId;
+  let got;
+  const end = Date.now() + 60000;
+  do {
+    got = await rpc(4, 'tasks/get', { taskId });
+    if (got.result?.status === 'input_required') break;
+    await new Promise((res) => setTimeout(res, 100));
+  } while (Date.now() < end);
+  assert.equal(got.result.status, 'input_required', JSON.stringify(got));
+  assert.equal(got.result.inputRequests, undefined, 'a 2026-07-28 field');
+  const res = await rpc(5, 'tasks/result', { taskId });
+  assert.equal(res.error?.code, -32602, JSON.stringify(res));
+  assert.match(res.error.message, /2026-07-28/);
+  assert.equal((await rpc(6, 'tasks/cancel', { taskId })).result.status, 'cancelled');
 });
