@@ -28,6 +28,7 @@
 #include "mcp_internal.h" /* call_ref: a call kept past its answer */
 #include "mcp_stdio.h"
 #include "registry.h"
+#include "tasks.h"
 
 /* ---- capturing sink ----------------------------------------------------- */
 
@@ -2405,6 +2406,288 @@ static void test_stdio_sink_outlives(void **state)
     mcp_destroy(run.d);
 }
 
+/* ---- tasks: what a plugin's task ops answer, as the client sees it ----- */
+
+static char g_task_answers[256]; /* what the update op received */
+
+/* The handle's "mode" member. */
+static char *job_mode(const char *args, size_t len)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    const cJSON *m = cJSON_GetObjectItem(a, "mode");
+    char *v = strdup(cJSON_IsString(m) ? m->valuestring : "");
+
+    cJSON_Delete(a);
+    return v;
+}
+
+static int job_json(rlmcp_call *call, const char *json)
+{
+    return call_result_json(call, json, strlen(json));
+}
+
+static int job_start(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    char *mode = job_mode(args, len);
+    char handle[160];
+    int rc;
+
+    (void)ud;
+    snprintf(handle, sizeof(handle), "{\"mode\":\"%s\"}", mode);
+    rc = job_json(call, handle);
+    free(mode);
+    return rc;
+}
+
+static int job_get(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    char *mode = job_mode(args, len);
+    int rc = RLMCP_OK;
+
+    (void)ud;
+    if (strcmp(mode, "running") == 0)
+        rc = job_json(call, "{\"status\":\"running\"}");
+    else if (strcmp(mode, "gone") == 0)
+        rc = call_result_error(call, "not_found", NULL, "the work is gone");
+    else if (strcmp(mode, "down") == 0)
+        rc = call_result_error(call, "unavailable", NULL, "backend down");
+    else if (strcmp(mode, "toolerr") == 0)
+        rc = call_result_error(call, "invalid_argument", NULL, "bad input");
+    else if (strcmp(mode, "broke") == 0)
+        rc = job_json(call, "{\"status\":\"failed\",\"message\":\"it broke\"}");
+    else if (strcmp(mode, "ask") == 0)
+        rc = job_json(call, "{\"status\":\"input_required\",\"input_requests\":"
+                            "{\"k\":{\"method\":\"elicitation/create\","
+                            "\"params\":{\"message\":\"q\",\"_meta\":{"
+                            "\"rlmcp/input-key\":\"k\"}}}}}");
+    else if (strcmp(mode, "bug") == 0)
+        rc = RLMCP_EINTERNAL;
+    else
+        rc = call_result_text(call, "ok");
+    free(mode);
+    return rc;
+}
+
+static int job_cancel(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    (void)args, (void)len, (void)ud;
+    return job_json(call, "{\"status\":\"killed\"}");
+}
+
+static int job_update(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    cJSON *a = cJSON_ParseWithLength(args, len);
+    cJSON *in = cJSON_GetObjectItem(a, "input_responses");
+    char *text = cJSON_PrintUnformatted(in);
+    int rc;
+
+    (void)ud;
+    snprintf(g_task_answers, sizeof(g_task_answers), "%s", text ? text : "");
+    if (cJSON_GetObjectItem(in, "k") == NULL)
+        rc = call_result_error(call, "invalid_argument", NULL, "k unanswered");
+    else
+        rc = job_json(call, "{}");
+    free(text);
+    cJSON_Delete(a);
+    return rc;
+}
+
+static const struct rlmcp_task_def job_ops = {
+    .struct_size = sizeof(struct rlmcp_task_def),
+    .start = job_start,
+    .get = job_get,
+    .wait = job_get,
+    .cancel = job_cancel,
+    .update = job_update,
+};
+
+static const struct rlmcp_task_def only_ops = {
+    .struct_size = sizeof(struct rlmcp_task_def),
+    .start = job_start,
+    .get = job_get,
+    .wait = job_get,
+    .cancel = job_cancel,
+    .flags = RLMCP_TASK_REQUIRED,
+};
+
+#define TASK_META                                                              \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","   \
+    "\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{"         \
+    "\"io.modelcontextprotocol/tasks\":{}}}}"
+
+/* A 2026-07-28 request on a session of its own; its answer. */
+static cJSON *rev_call(struct fx *f, int id, const char *method,
+                       const char *params)
+{
+    struct mcp_request_ctx ctx = {.revision = "2026-07-28"};
+    struct mcp_session *s = mcp_session_new(f->d);
+    char *msg = NULL;
+    cJSON *m = NULL;
+
+    assert_true(asprintf(&msg,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\","
+                         "\"params\":{%s%s" TASK_META "}}",
+                         id, method, params,
+                         params[0] != '\0' ? "," : "") >= 0);
+    mcp_handle(f->d, s, msg, strlen(msg), &f->cap.sink, &ctx);
+    m = response(f, id);
+    free(msg);
+    mcp_session_free(s);
+    return m;
+}
+
+/* Start a task of "job" in mode; its id (caller frees). */
+static char *task_of(struct fx *f, int id, const char *mode)
+{
+    char params[160];
+    cJSON *m = NULL;
+    char *task = NULL;
+
+    snprintf(params, sizeof(params),
+             "\"name\":\"job\",\"arguments\":{\"mode\":\"%s\"}", mode);
+    m = rev_call(f, id, "tools/call", params);
+    assert_string_equal(
+        cJSON_GetObjectItem(result_of(m), "resultType")->valuestring, "task");
+    task = strdup(cJSON_GetObjectItem(result_of(m), "taskId")->valuestring);
+    cJSON_Delete(m);
+    return task;
+}
+
+static cJSON *task_get(struct fx *f, int id, const char *mode)
+{
+    char *task = task_of(f, id, mode);
+    char params[2600];
+
+    snprintf(params, sizeof(params), "\"taskId\":\"%s\"", task);
+    free(task);
+    return rev_call(f, id + 1, "tasks/get", params);
+}
+
+static const char *str_at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, a);
+
+    if (b != NULL)
+        v = cJSON_GetObjectItem(v, b);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void test_tasks(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct registry *reg = registry_new();
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    struct deployment *dep = NULL, *old = NULL;
+    char err[256] = "";
+    char params[2600];
+    char *task = NULL;
+    const cJSON *r = NULL;
+    cJSON *m = NULL;
+
+    (void)state;
+    assert_int_equal(tasks_set_key(NULL, 0), 0);
+    def.name = "job";
+    def.description = "test tool";
+    def.input_schema_json = OBJ;
+    def.handler = h_echo;
+    def.task = &job_ops;
+    assert_int_equal(
+        registry_add_tool(reg, NULL, "testplug", &def, err, sizeof(err)), 0);
+    def.name = "only_task";
+    def.task = &only_ops;
+    assert_int_equal(
+        registry_add_tool(reg, NULL, "testplug", &def, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(reg, NULL, "t.yaml", false, 1000, err, sizeof(err)), 0);
+    dep = deployment_new(reg, NULL, 0);
+    assert_int_equal(mcp_replace_deployment(f->d, dep, &old), 0);
+    deployment_unref(old);
+    deployment_unref(dep);
+
+    /* Working, done, a tool error, a gone or broken work. */
+    m = task_get(f, 1, "running");
+    assert_string_equal(str_at(result_of(m), "status", NULL), "working");
+    assert_null(cJSON_GetObjectItem(result_of(m), "result"));
+    cJSON_Delete(m);
+    m = task_get(f, 3, "done");
+    r = result_of(m);
+    assert_string_equal(str_at(r, "status", NULL), "completed");
+    assert_string_equal(str_at(r, "result", "resultType"), "complete");
+    cJSON_Delete(m);
+    m = task_get(f, 5, "toolerr");
+    r = result_of(m);
+    assert_string_equal(str_at(r, "status", NULL), "completed");
+    assert_true(cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "isError")));
+    cJSON_Delete(m);
+    m = task_get(f, 7, "gone");
+    r = result_of(m);
+    assert_string_equal(str_at(r, "status", NULL), "failed");
+    assert_string_equal(str_at(r, "error", "message"), "the work is gone");
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "code")->valueint,
+        -32603);
+    assert_null(cJSON_GetObjectItem(r, "result"));
+    cJSON_Delete(m);
+    m = task_get(f, 9, "broke");
+    assert_string_equal(str_at(result_of(m), "error", "message"), "it broke");
+    assert_string_equal(str_at(result_of(m), "statusMessage", NULL),
+                        "it broke");
+    cJSON_Delete(m);
+    /* A state that cannot be read now is an error, never a status. */
+    m = task_get(f, 11, "down");
+    assert_int_equal(error_code(m), -32603);
+    assert_non_null(strstr(error_message(m), "could not be read now"));
+    cJSON_Delete(m);
+    m = task_get(f, 13, "bug");
+    assert_int_equal(error_code(m), -32603);
+    cJSON_Delete(m);
+
+    /* Waiting for input: the requests without the plugin's key. */
+    m = task_get(f, 15, "ask");
+    r = result_of(m);
+    assert_string_equal(str_at(r, "status", NULL), "input_required");
+    r = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "inputRequests"), "k");
+    assert_string_equal(str_at(r, "method", NULL), "elicitation/create");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "params"), "_meta"));
+    cJSON_Delete(m);
+
+    /* tasks/update: answers reach the op; its refusal is -32602. */
+    task = task_of(f, 17, "ask");
+    snprintf(params, sizeof(params),
+             "\"taskId\":\"%s\",\"inputResponses\":{\"k\":{\"action\":"
+             "\"accept\"}}",
+             task);
+    m = rev_call(f, 18, "tasks/update", params);
+    assert_int_equal(cJSON_GetArraySize(result_of(m)), 0);
+    assert_string_equal(g_task_answers, "{\"k\":{\"action\":\"accept\"}}");
+    cJSON_Delete(m);
+    snprintf(params, sizeof(params),
+             "\"taskId\":\"%s\",\"inputResponses\":{\"x\":{}}", task);
+    m = rev_call(f, 19, "tasks/update", params);
+    assert_int_equal(error_code(m), -32602);
+    cJSON_Delete(m);
+    snprintf(params, sizeof(params), "\"taskId\":\"%s\",\"inputResponses\":[]",
+             task);
+    m = rev_call(f, 20, "tasks/update", params);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "inputResponses"));
+    cJSON_Delete(m);
+    free(task);
+
+    /* A task-only tool called without a task. */
+    init_session(f, "{}");
+    assert_true(handle(f, "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":"
+                          "\"tools/call\",\"params\":{\"name\":"
+                          "\"only_task\",\"arguments\":{}}}"));
+    m = response(f, 21);
+    assert_int_equal(error_code(m), -32601);
+    assert_non_null(strstr(error_message(m), "params.task"));
+    cJSON_Delete(m);
+    fx_free(f);
+    registry_free(reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2436,6 +2719,7 @@ int main(void)
         cmocka_unit_test(test_stdio_framing),
         cmocka_unit_test(test_stdio_sink_outlives),
         cmocka_unit_test(test_listen),
+        cmocka_unit_test(test_tasks),
     };
 
     /* TEST_FILTER=test_progress runs one test (a glob). */
