@@ -32,6 +32,10 @@ struct ctx {
     size_t errlen;
     bool failed;
     size_t json_nodes; /* converted so far: aliases must not explode */
+    /* While a plugin's config: converts: where each value was written. */
+    struct host_plugin_config *marks_to;
+    char mpath[512];
+    size_t mplen;
 };
 
 /* YAML aliases can make a small file expand exponentially. */
@@ -570,9 +574,78 @@ static cJSON *scalar_to_json(struct ctx *c, const yaml_node_t *n)
     return j;
 }
 
+/* Record n's position under the current path (a path too long to keep
+ * is not recorded: its errors point at the nearest recorded parent). */
+static int mark_add(struct ctx *c, const yaml_node_t *n)
+{
+    struct host_plugin_config *p = c->marks_to;
+    struct config_mark *v = NULL;
+
+    if (p == NULL || c->mplen >= sizeof(c->mpath) - 1)
+        return 0;
+    v = realloc(p->config_marks, (p->n_config_marks + 1) * sizeof(*v));
+    if (v == NULL)
+        return -1;
+    p->config_marks = v;
+    v[p->n_config_marks].path = strdup(c->mpath);
+    if (v[p->n_config_marks].path == NULL)
+        return -1;
+    v[p->n_config_marks++].pos = pos_of(n);
+    return 0;
+}
+
+/* Append ".key" or "[i]" to the mark path; returns the length to restore. */
+static size_t mark_push(struct ctx *c, const char *key, size_t index)
+{
+    size_t old = c->mplen;
+    int n = 0;
+
+    if (c->marks_to == NULL)
+        return old;
+    if (key != NULL)
+        n = snprintf(c->mpath + old, sizeof(c->mpath) - old, ".%s", key);
+    else
+        n = snprintf(c->mpath + old, sizeof(c->mpath) - old, "[%zu]", index);
+    c->mplen = n < 0 ? sizeof(c->mpath) - 1 : old + (size_t)n;
+    if (c->mplen > sizeof(c->mpath) - 1)
+        c->mplen = sizeof(c->mpath) - 1;
+    return old;
+}
+
+static void mark_pop(struct ctx *c, size_t old)
+{
+    if (c->marks_to == NULL)
+        return;
+    c->mplen = old;
+    c->mpath[old] = '\0';
+}
+
+struct config_pos config_mark_find(const struct host_plugin_config *p,
+                                   const char *msg)
+{
+    struct config_pos best = p->pos;
+    size_t best_len = 0;
+    size_t i = 0;
+
+    for (i = 0; msg != NULL && i < p->n_config_marks; i++) {
+        const char *path = p->config_marks[i].path;
+        size_t n = strlen(path);
+
+        if (n > best_len && strncmp(msg, path, n) == 0 &&
+            strchr(":.[", msg[n]) != NULL && msg[n] != '\0') {
+            best = p->config_marks[i].pos;
+            best_len = n;
+        }
+    }
+    return best;
+}
+
 static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
                            const char *section)
 {
+    size_t mark = 0;
+    size_t index = 0;
+
     cJSON *j = NULL;
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
@@ -589,6 +662,8 @@ static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
              section, MAX_JSON_NODES);
         return NULL;
     }
+    if (mark_add(c, n) < 0)
+        goto oom;
     switch (n->type) {
     case YAML_SCALAR_NODE:
         return scalar_to_json(c, n);
@@ -598,7 +673,11 @@ static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
             goto oom;
         for (yaml_node_item_t *it = n->data.sequence.items.start;
              it < n->data.sequence.items.top; it++) {
-            cJSON *e = node_to_json(c, node_at(c, *it), depth + 1, section);
+            cJSON *e = NULL;
+
+            mark = mark_push(c, NULL, index++);
+            e = node_to_json(c, node_at(c, *it), depth + 1, section);
+            mark_pop(c, mark);
             if (e == NULL)
                 goto err;
             cJSON_AddItemToArray(j, e);
@@ -612,7 +691,11 @@ static cJSON *node_to_json(struct ctx *c, const yaml_node_t *n, int depth,
             goto oom;
         FOR_PAIRS(c, n, k, v)
         {
-            cJSON *e = node_to_json(c, v, depth + 1, section);
+            cJSON *e = NULL;
+
+            mark = mark_push(c, key_text(k), 0);
+            e = node_to_json(c, v, depth + 1, section);
+            mark_pop(c, mark);
             if (e == NULL)
                 goto err;
             cJSON_AddItemToObject(j, key_text(k), e);
@@ -1119,9 +1202,13 @@ static int finish_plugin(struct ctx *c, const yaml_node_t *n,
              p->name, node_kind(config));
         return -1;
     }
-    if (config != NULL && config->type == YAML_MAPPING_NODE)
+    if (config != NULL && config->type == YAML_MAPPING_NODE) {
+        c->marks_to = p;
+        snprintf(c->mpath, sizeof(c->mpath), "config");
+        c->mplen = strlen(c->mpath);
         p->config_json = node_to_json_text(c, config, "config");
-    else
+        c->marks_to = NULL;
+    } else
         p->config_json = strdup("{}");
     if (p->config_json == NULL) {
         if (!c->failed)
@@ -1685,6 +1772,9 @@ void config_free(struct host_config *cfg)
         free(cfg->plugins[i].name);
         free(cfg->plugins[i].path);
         free(cfg->plugins[i].config_json);
+        for (size_t m = 0; m < cfg->plugins[i].n_config_marks; m++)
+            free(cfg->plugins[i].config_marks[m].path);
+        free(cfg->plugins[i].config_marks);
     }
     free(cfg->plugins);
     free_names(cfg->tools.allow, cfg->tools.n_allow);

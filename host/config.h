@@ -106,6 +106,13 @@ struct host_runloop_config {
     char *devboxd;             /* path of the devboxd binary, NULL */
 };
 
+/* Where each value of a plugin's config: section was written, by its path
+ * as the schema validator names it ("config", "config.a", "config.a[0]"). */
+struct config_mark {
+    char *path;
+    struct config_pos pos;
+};
+
 struct host_plugin_config {
     char *name;
     char *path;        /* NULL: <plugin_dir>/rlmcp_<name>.so */
@@ -113,7 +120,17 @@ struct host_plugin_config {
     char *config_json; /* the config: subtree as JSON, "{}" if absent */
     struct config_pos pos;
     struct config_pos path_pos;
+    struct config_mark *config_marks;
+    size_t n_config_marks;
 };
+
+/*
+ * The position of the value a validator message is about: the mark whose
+ * path is the longest that starts msg ("config.a.b: expected ..."), else
+ * the plugin entry's own.
+ */
+struct config_pos config_mark_find(const struct host_plugin_config *p,
+                                   const char *msg);
 
 struct host_tools_config {
     bool allow_set; /* false: every tool of the loaded plugins */

@@ -13,8 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "log.h"
 #include "registry.h"
+#include "schema.h"
 #include "services.h"
 
 #ifndef RLMCP_INSTALL_PLUGIN_DIR
@@ -323,6 +326,51 @@ static int init_plugin(struct loaded_plugin *lp)
     return 0;
 }
 
+/*
+ * A plugin that declares its config's schema (ABI 1.5) gets only a config
+ * valid against it: else the load fails with the file:line:col of the
+ * offending value. A schema that is not valid is the plugin's fault.
+ */
+static int check_config(const struct loader *l, struct loaded_plugin *lp,
+                        const struct host_plugin_config *p)
+{
+    char err[1024] = "";
+    cJSON *schema = NULL;
+    cJSON *config = NULL;
+    struct config_pos at;
+    int rc = -1;
+
+    if (lp->desc.config_schema == NULL)
+        return 0;
+    schema = cJSON_Parse(lp->desc.config_schema);
+    if (schema == NULL || schema_check(schema, err, sizeof(err)) != 0) {
+        LOAD_FAIL(lp,
+                  "%s: the plugin's config schema is not a valid JSON "
+                  "Schema: %s; fix the plugin (config_schema)",
+                  lp->path, schema == NULL ? "not JSON" : err);
+        goto out;
+    }
+    config = cJSON_Parse(lp->config_json);
+    if (config == NULL) {
+        LOAD_FAIL(lp, "out of memory parsing the plugin's config");
+        goto out;
+    }
+    if (schema_validate(schema, config, "config", err, sizeof(err)) != 0) {
+        at = config_mark_find(p, err);
+        LOAD_FAIL(lp,
+                  "%s:%u:%u: plugin '%s': %s; fix this value of its "
+                  "config: section (see the plugin's documentation)",
+                  l->file != NULL ? l->file : "deployment", at.line, at.col,
+                  lp->name, err);
+        goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(schema);
+    cJSON_Delete(config);
+    return rc;
+}
+
 static struct loaded_plugin *
 load_one(struct loader *l, const struct host_plugin_config *p, const char *dir)
 {
@@ -339,7 +387,8 @@ load_one(struct loader *l, const struct host_plugin_config *p, const char *dir)
     if (lp->name == NULL || lp->path == NULL || lp->config_json == NULL)
         goto oom;
     lp->config_len = strlen(lp->config_json);
-    if (open_plugin(l, lp) < 0 || init_plugin(lp) < 0)
+    if (open_plugin(l, lp) < 0 || check_config(l, lp, p) < 0 ||
+        init_plugin(lp) < 0)
         goto fail;
     return lp;
 oom:
@@ -412,6 +461,7 @@ int loader_reload(const struct host_config *cfg, struct registry *reg,
     if (l == NULL || dir == NULL)
         goto oom;
     l->reg = reg;
+    l->file = cfg->path;
     l->plugins = calloc(cfg->n_plugins + 1, sizeof(*l->plugins));
     if (l->plugins == NULL)
         goto oom;

@@ -59,6 +59,7 @@ struct loader {
     size_t n_skipped; /* dropped under on_plugin_error: skip */
     size_t n_kept;    /* taken over from the previous deployment */
     struct registry *reg;
+    const char *file; /* the deployment file, for messages during a load */
 };
 
 /* The descriptor size of ABI 1.0: the loader accepts nothing smaller. */

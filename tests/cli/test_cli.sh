@@ -125,6 +125,15 @@ has err "no deployment file found"
 has err "pass --config FILE or set RLMCP_CONFIG"
 BIN=$BIN_SAVED
 
+# --- a plugin's config schema (ABI 1.5) -------------------------------------
+run "config valid against the plugin's schema" 0 --config "$CONF/plugin_config.yaml" --check-config
+has out "fx_config        1.0.0      ABI 1.5"
+run "config the plugin's schema refuses" 1 --config "$CONF/plugin_config_bad.yaml" --check-config
+has err "plugin_config_bad.yaml:15:18: plugin 'fx_config': config.names[1]: expected string, got number 7; fix this value"
+lacks err "fx_config: config {"
+# A 1.0 fixture (no schema field) still loads beside it.
+run "1.0 plugin still loads" 0 --config "$CONF/good.yaml" --check-config
+
 # --- --list-tools -----------------------------------------------------------
 run "list tools" 0 --config "$CONF/good.yaml" --list-tools
 has out "TOOL"

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 4
+#define RLMCP_ABI_MINOR 5
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -129,6 +129,14 @@ struct rlmcp_plugin_desc {
     const char *description; /* one line */
     rlmcp_init_fn init;      /* required */
     rlmcp_shutdown_fn shutdown; /* optional */
+    /* 1.5: the JSON Schema (2020-12 subset of docs/schema.md) of the
+     * plugin's config: section, or NULL. The host checks the deployment's
+     * section against it before init and refuses the plugin with the
+     * file:line:col of the offending value, so init sees only valid config
+     * (defaults still apply: the schema does not fill them in). Static text
+     * owned by the plugin, read by the host on the loading thread while the
+     * plugin is loaded; a schema that is not valid fails the load. */
+    const char *config_schema;
     /* 1.x: append only */
 };
 
@@ -152,6 +160,27 @@ typedef const struct rlmcp_plugin_desc *(*rlmcp_descriptor_fn)(void);
             .shutdown = (shutdown_),                                        \
         };                                                                  \
         return &desc;                                                       \
+    }
+
+/* RLMCP_PLUGIN_DEFINE plus the config section's JSON Schema (ABI 1.5). */
+#define RLMCP_PLUGIN_DEFINE_CONFIG(name_, version_, description_, init_,       \
+                                   shutdown_, config_schema_)                  \
+    RLMCP_EXPORT const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(      \
+        void);                                                                 \
+    const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void)              \
+    {                                                                          \
+        static const struct rlmcp_plugin_desc desc = {                         \
+            .abi_major = RLMCP_ABI_MAJOR,                                      \
+            .abi_minor = RLMCP_TARGET_ABI_MINOR,                               \
+            .struct_size = sizeof(struct rlmcp_plugin_desc),                   \
+            .name = (name_),                                                   \
+            .version = (version_),                                             \
+            .description = (description_),                                     \
+            .init = (init_),                                                   \
+            .shutdown = (shutdown_),                                           \
+            .config_schema = (config_schema_),                                 \
+        };                                                                     \
+        return &desc;                                                          \
     }
 
 /* ------------------------------------------------------------------------ */
