@@ -29,9 +29,17 @@ struct listen_sink {
     struct mcp_sink *out; /* the listen request's sink; NULL once ended */
     cJSON *id;            /* the listen request's id */
     char *id_key;
-    bool tools; /* notifications/tools/list_changed asked for and honoured */
+    unsigned lists; /* LIST_*: the list_changed notifications asked for */
     bool resources; /* resourceSubscriptions: resources/updated */
 };
+
+/* The filter's list flags, each a bit of listen_sink.lists. */
+static const char *const list_flags[] = {
+    "toolsListChanged", "promptsListChanged", "resourcesListChanged"};
+static const char *const list_methods[] = {
+    "notifications/tools/list_changed", "notifications/prompts/list_changed",
+    "notifications/resources/list_changed"};
+#define N_LISTS (sizeof(list_flags) / sizeof(*list_flags))
 
 static void ls_unref(struct listen_sink *ls)
 {
@@ -56,8 +64,12 @@ static void ls_release(struct mcp_sink *sink)
 /* Does the filter let a notification of this method through? */
 static bool ls_wants(const struct listen_sink *ls, const char *method)
 {
-    if (strcmp(method, "notifications/tools/list_changed") == 0)
-        return ls->tools;
+    size_t i;
+
+    for (i = 0; i < N_LISTS; i++) {
+        if (strcmp(method, list_methods[i]) == 0)
+            return (ls->lists & (1u << i)) != 0;
+    }
     if (strcmp(method, "notifications/resources/updated") == 0)
         return ls->resources;
     return false; /* a type the client did not ask for */
@@ -215,14 +227,13 @@ static void fail(struct mcp_sink *sink, const cJSON *id, int code,
 }
 
 /*
- * params.notifications checked: *tools, and the URIs (borrowed) in
- * *uris. False after answering the error.
+ * params.notifications checked: the list flags asked for in *lists, and
+ * the URIs (borrowed) in *uris. False after answering the error.
  */
 static bool parse_filter(struct mcp_sink *sink, const cJSON *id,
-                         const cJSON *params, bool *tools, const cJSON **uris)
+                         const cJSON *params, unsigned *lists,
+                         const cJSON **uris)
 {
-    static const char *const flags[] = {
-        "toolsListChanged", "promptsListChanged", "resourcesListChanged"};
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(params, "notifications");
     const cJSON *u = NULL;
     const cJSON *e = NULL;
@@ -236,16 +247,19 @@ static bool parse_filter(struct mcp_sink *sink, const cJSON *id,
              "\"resourceSubscriptions\": [\"<uri>\"]}");
         return false;
     }
-    for (i = 0; i < sizeof(flags) / sizeof(*flags); i++) {
-        e = cJSON_GetObjectItemCaseSensitive(f, flags[i]);
+    *lists = 0;
+    for (i = 0; i < N_LISTS; i++) {
+        e = cJSON_GetObjectItemCaseSensitive(f, list_flags[i]);
         if (e != NULL && !cJSON_IsBool(e)) {
             snprintf(msg, sizeof(msg),
-                     "params.notifications.%s must be true or false", flags[i]);
+                     "params.notifications.%s must be true or false",
+                     list_flags[i]);
             fail(sink, id, JSONRPC_INVALID_PARAMS, msg);
             return false;
         }
+        if (cJSON_IsTrue(e))
+            *lists |= 1u << i;
     }
-    *tools = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, flags[0]));
     u = cJSON_GetObjectItemCaseSensitive(f, "resourceSubscriptions");
     *uris = NULL;
     if (u == NULL)
@@ -298,6 +312,7 @@ static void watch_uris(struct mcp_dispatcher *d, struct mcp_session *s,
 
 static char *ack_json(const struct listen_sink *ls, cJSON *honoured_uris)
 {
+    size_t i;
     cJSON *msg = cJSON_CreateObject();
     cJSON *params = NULL;
     cJSON *n = NULL;
@@ -309,8 +324,10 @@ static char *ack_json(const struct listen_sink *ls, cJSON *honoured_uris)
                             "notifications/subscriptions/acknowledged");
     params = cJSON_AddObjectToObject(msg, "params");
     n = cJSON_AddObjectToObject(params, "notifications");
-    if (ls->tools)
-        cJSON_AddTrueToObject(n, "toolsListChanged");
+    for (i = 0; i < N_LISTS; i++) {
+        if (ls->lists & (1u << i))
+            cJSON_AddTrueToObject(n, list_flags[i]);
+    }
     if (honoured_uris != NULL)
         cJSON_AddItemReferenceToObject(n, "resourceSubscriptions",
                                        honoured_uris);
@@ -323,7 +340,7 @@ static char *ack_json(const struct listen_sink *ls, cJSON *honoured_uris)
 }
 
 static struct listen_sink *ls_new(struct mcp_dispatcher *d, const cJSON *id,
-                                  bool tools, bool resources)
+                                  unsigned lists, bool resources)
 {
     struct listen_sink *ls = calloc(1, sizeof(*ls));
 
@@ -335,7 +352,7 @@ static struct listen_sink *ls_new(struct mcp_dispatcher *d, const cJSON *id,
     atomic_init(&ls->refs, 1);
     pthread_mutex_init(&ls->lock, NULL);
     ls->d = d;
-    ls->tools = tools;
+    ls->lists = lists;
     ls->resources = resources;
     ls->id = cJSON_Duplicate(id, 1);
     ls->id_key = jsonrpc_id_key(id);
@@ -355,12 +372,12 @@ void listen_open(struct mcp_dispatcher *d, struct mcp_session *s,
     cJSON *honoured = NULL;
     char *ack = NULL;
     char msg[256];
-    bool tools = false;
+    unsigned lists = 0;
     int rc = 0;
 
-    if (!parse_filter(sink, id, params, &tools, &uris))
+    if (!parse_filter(sink, id, params, &lists, &uris))
         return;
-    ls = ls_new(d, id, tools, uris != NULL);
+    ls = ls_new(d, id, lists, uris != NULL);
     if (ls == NULL) {
         fail(sink, id, JSONRPC_INTERNAL_ERROR, "out of memory");
         return;

@@ -281,17 +281,20 @@ struct mcp_session **mcp_listen_close(struct mcp_dispatcher *d)
     return notify_targets(d);
 }
 
-unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d)
+unsigned mcp_notify_list_changed(struct mcp_dispatcher *d, const char *list)
 {
-    static const char json[] = "{\"jsonrpc\":\"2.0\",\"method\":"
-                               "\"notifications/tools/list_changed\"}";
     struct mcp_session **v = notify_targets(d);
     unsigned sent = 0;
+    char json[128];
     size_t i;
 
+    snprintf(json, sizeof(json),
+             "{\"jsonrpc\":\"2.0\",\"method\":"
+             "\"notifications/%s/list_changed\"}",
+             list);
     if (v == NULL) {
         log_msg(RLMCP_LOG_ERROR, NULL,
-                "out of memory: notifications/tools/list_changed not sent");
+                "out of memory: notifications/%s/list_changed not sent", list);
         return 0;
     }
     for (i = 0; v[i] != NULL; i++) {
@@ -301,6 +304,11 @@ unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d)
     }
     free(v);
     return sent;
+}
+
+unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d)
+{
+    return mcp_notify_list_changed(d, "tools");
 }
 
 void mcp_session_ref(struct mcp_session *s)
@@ -571,11 +579,11 @@ static cJSON *server_capabilities(const struct deployment *dep, bool stateless)
     if (registry_resource_count(dep->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "resources");
         cJSON_AddBoolToObject(o, "subscribe", true);
-        cJSON_AddBoolToObject(o, "listChanged", false);
+        cJSON_AddBoolToObject(o, "listChanged", true);
     }
     if (registry_prompt_count(dep->reg) > 0) {
         o = cJSON_AddObjectToObject(caps, "prompts");
-        cJSON_AddBoolToObject(o, "listChanged", false);
+        cJSON_AddBoolToObject(o, "listChanged", true);
     }
     if (dep->has_tasks)
         task_capabilities(caps, stateless);

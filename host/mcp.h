@@ -102,6 +102,9 @@ int mcp_replace_deployment(struct mcp_dispatcher *d, struct deployment *dep,
  * Returns how many sessions it went to.
  */
 unsigned mcp_notify_tools_changed(struct mcp_dispatcher *d);
+
+/* The same for notifications/<list>/list_changed ("prompts", "resources"). */
+unsigned mcp_notify_list_changed(struct mcp_dispatcher *d, const char *list);
 /* Cancels in-flight calls, waits for them, frees. */
 void mcp_destroy(struct mcp_dispatcher *d);
 

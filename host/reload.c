@@ -193,6 +193,100 @@ static void note_restart_only(const struct host_config *was,
                 now->path, list);
 }
 
+static void put_field(FILE *f, const char *v)
+{
+    fputs(v != NULL ? v : "", f);
+    fputc('\x1f', f);
+}
+
+/* What resources/list and templates/list show of reg, as one text. */
+static char *resources_text(const struct registry *reg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    size_t i;
+
+    if (f == NULL)
+        return NULL;
+    for (i = 0; i < registry_resource_count(reg); i++) {
+        const struct resource_entry *e = registry_resource_at(reg, i);
+
+        put_field(f, e->uri);
+        put_field(f, e->uri_template);
+        put_field(f, e->name);
+        put_field(f, e->title);
+        put_field(f, e->description);
+        put_field(f, e->mime_type);
+        fputc('\n', f);
+    }
+    fclose(f);
+    return text;
+}
+
+/* What prompts/list shows of reg, as one text. */
+static char *prompts_text(const struct registry *reg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    char *args = NULL;
+    size_t i;
+
+    if (f == NULL)
+        return NULL;
+    for (i = 0; i < registry_prompt_count(reg); i++) {
+        const struct prompt_entry *p = registry_prompt_at(reg, i);
+
+        args =
+            p->arguments != NULL ? cJSON_PrintUnformatted(p->arguments) : NULL;
+        put_field(f, p->name);
+        put_field(f, p->title);
+        put_field(f, p->description);
+        put_field(f, args);
+        fputc('\n', f);
+        free(args);
+    }
+    fclose(f);
+    return text;
+}
+
+/* Whether two texts differ; a NULL (no memory) counts as a change. */
+static bool differ(char *a, char *b)
+{
+    bool d = a == NULL || b == NULL || strcmp(a, b) != 0;
+
+    free(a);
+    free(b);
+    return d;
+}
+
+/*
+ * notifications/{resources,prompts}/list_changed when the reload changed
+ * what those lists show (tools/list_changed always goes: aliases and
+ * limits change tools in ways a text compare would not be worth).
+ */
+static void notify_other_lists(struct reloader *r, const struct registry *was,
+                               const struct registry *now)
+{
+    unsigned sent = 0;
+
+    if (differ(resources_text(was), resources_text(now))) {
+        sent = mcp_notify_list_changed(r->d, "resources");
+        log_msg(RLMCP_LOG_NOTICE, NULL,
+                "reload: the resources changed; "
+                "notifications/resources/list_changed sent to %u session(s)",
+                sent);
+    }
+    if (differ(prompts_text(was), prompts_text(now))) {
+        sent = mcp_notify_list_changed(r->d, "prompts");
+        log_msg(RLMCP_LOG_NOTICE, NULL,
+                "reload: the prompts changed; "
+                "notifications/prompts/list_changed sent to %u session(s)",
+                sent);
+    }
+}
+
 /* One reload: 0 when the new deployment is served. */
 static int reload_once(struct reloader *r)
 {
@@ -224,6 +318,7 @@ static int reload_once(struct reloader *r)
     retire(r, old);
     note_restart_only(r->start, &cfg);
     sent = mcp_notify_tools_changed(r->d);
+    notify_other_lists(r, cur->reg, dep->reg);
     log_msg(RLMCP_LOG_NOTICE, NULL,
             "reload: %s: %zu tools from %zu plugins (%zu kept, %zu loaded, "
             "%zu skipped); notifications/tools/list_changed sent to %u "

@@ -32,11 +32,11 @@ const META = {
 const children = [];
 
 // The deployment; exclude: tools left out (a reload changes them).
-function put(exclude = []) {
+function put(exclude = [], plugins = ['conformance']) {
   const text = [
     'server:', '  name: listen-test', '  http:', '    listen: 127.0.0.1:0',
     'runloop:', '  backend: cloud', '  base_url: "http://127.0.0.1:9"', '  api_key: "rl_placeholder"',
-    'plugins:', '  - name: conformance',
+    'plugins:', ...plugins.map((p) => `  - name: ${p}`),
     ...(exclude.length ? ['tools:', `  exclude: [${exclude.join(', ')}]`] : []), '',
   ].join('\n');
   writeFileSync(`${conf}.new`, text);
@@ -140,7 +140,7 @@ function listen(port, notifications) {
 }
 
 const ack = (st) => st.msgs.find((m) => m.method === 'notifications/subscriptions/acknowledged');
-const changes = (st) => st.msgs.filter((m) => m.method === 'notifications/tools/list_changed');
+const changes = (st, list = 'tools') => st.msgs.filter((m) => m.method === `notifications/${list}/list_changed`);
 
 async function toolNames(port) {
   const { text } = body('tools/list', {});
@@ -161,15 +161,16 @@ test('HTTP: filtered, tagged notifications on a SIGHUP reload; the result at shu
     const tools = listen(srv.port, { toolsListChanged: true });
     const prompts = listen(srv.port, { promptsListChanged: true });
     const res = listen(srv.port, { resourceSubscriptions: ['test://static-text', 'test://no-such-thing'] });
-    for (const st of [tools, prompts, res]) await waitFor(() => ack(st) || st.ended, 30000, 'the acknowledgement');
-    for (const st of [tools, prompts, res]) {
+    const rlist = listen(srv.port, { resourcesListChanged: true, promptsListChanged: false });
+    for (const st of [tools, prompts, res, rlist]) await waitFor(() => ack(st) || st.ended, 30000, 'the acknowledgement');
+    for (const st of [tools, prompts, res, rlist]) {
       assert.equal(st.status, 200);
       assert.equal(st.msgs[0].method, 'notifications/subscriptions/acknowledged', JSON.stringify(st.msgs));
       assert.equal(st.msgs[0].params._meta[SUB], st.id);
     }
     assert.deepEqual(ack(tools).params.notifications, { toolsListChanged: true });
-    // Prompts never change here: nothing of it is honoured.
-    assert.deepEqual(ack(prompts).params.notifications, {});
+    assert.deepEqual(ack(prompts).params.notifications, { promptsListChanged: true });
+    assert.deepEqual(ack(rlist).params.notifications, { resourcesListChanged: true });
     assert.deepEqual(ack(res).params.notifications, { resourceSubscriptions: ['test://static-text'] });
 
     assert.ok((await toolNames(srv.port)).includes('test_simple_text'));
@@ -181,12 +182,23 @@ test('HTTP: filtered, tagged notifications on a SIGHUP reload; the result at shu
     assert.equal(changes(tools).length, 1);
     assert.equal(changes(tools)[0].params._meta[SUB], tools.id);
     assert.ok(!(await toolNames(srv.port)).includes('test_simple_text'), 'the reload removed the tool');
+    // Prompts and resources did not change: nothing for them.
+    assert.equal(changes(prompts, 'prompts').length + changes(rlist, 'resources').length, 0);
+
+    // Another plugin set: the prompts go, the resources change.
+    put([], ['files']);
+    srv.child.kill('SIGHUP');
+    await waitFor(() => reloads(srv) > n + 1, 60000, `the second reload:\n${srv.log.slice(-2000)}`);
+    await waitFor(() => changes(prompts, 'prompts').length > 0, 30000, 'prompts/list_changed');
+    await waitFor(() => changes(rlist, 'resources').length > 0, 30000, 'resources/list_changed');
+    await waitFor(() => changes(tools).length > 1, 30000, 'the second tools/list_changed');
+    assert.match(srv.log, /the prompts changed; notifications\/prompts\/list_changed sent/);
 
     // The reload's log line comes after its notifications were queued on
     // every stream: the result at shutdown comes after any of them.
     term(srv);
-    for (const st of [tools, prompts, res]) await waitFor(() => st.ended, 30000, 'the stream to end');
-    for (const st of [tools, prompts, res]) {
+    for (const st of [tools, prompts, res, rlist]) await waitFor(() => st.ended, 30000, 'the stream to end');
+    for (const st of [tools, prompts, res, rlist]) {
       const last = st.msgs.at(-1);
       assert.equal(last.id, st.id, JSON.stringify(st.msgs));
       assert.equal(last.result.resultType, 'complete');
@@ -196,7 +208,9 @@ test('HTTP: filtered, tagged notifications on a SIGHUP reload; the result at shu
     assert.equal(changes(prompts).length, 0, 'tools/list_changed on a stream that did not ask for it');
     assert.equal(changes(res).length, 0, 'tools/list_changed on a stream that did not ask for it');
     assert.deepEqual(prompts.msgs.map((m) => m.method ?? 'result'),
-      ['notifications/subscriptions/acknowledged', 'result']);
+      ['notifications/subscriptions/acknowledged', 'notifications/prompts/list_changed', 'result']);
+    assert.deepEqual(rlist.msgs.map((m) => m.method ?? 'result'),
+      ['notifications/subscriptions/acknowledged', 'notifications/resources/list_changed', 'result']);
   } finally {
     put();
     await stop(srv);

@@ -2287,10 +2287,10 @@ static void test_listen(void **state)
     m = cap_wait(&b, has_method, "notifications/subscriptions/acknowledged",
                  10000);
     assert_non_null(m);
-    /* Prompts never change: not honoured, not echoed. */
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
-                         cJSON_GetObjectItem(m, "params"), "notifications")),
-                     0);
+    /* A reload may change the prompts: honoured, echoed. */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"), "notifications"),
+        "promptsListChanged")));
     cJSON_Delete(m);
 
     /* A reload's notification: tagged, and only where it was asked for. */
@@ -2300,6 +2300,12 @@ static void test_listen(void **state)
     assert_int_equal(sub_id(m), 1);
     cJSON_Delete(m);
     assert_int_equal(cap_count(&b, "notifications/tools/list_changed"), 0);
+    mcp_notify_list_changed(f->d, "prompts");
+    m = cap_wait(&b, has_method, "notifications/prompts/list_changed", 10000);
+    assert_non_null(m);
+    assert_int_equal(sub_id(m), 2);
+    cJSON_Delete(m);
+    assert_int_equal(cap_count(&a, "notifications/prompts/list_changed"), 0);
 
     /* Bad filters name the field; no stream is opened. */
     listen_req(f, sc, &c, 3, NULL);
