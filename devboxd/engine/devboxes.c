@@ -1455,6 +1455,15 @@ static void load_box_disk(struct engine *eng, struct devbox *box)
 
     if (dir == NULL)
         return;
+    /* No process of this devboxd is alive yet: whatever a killed one left
+     * in the devbox's cgroups goes, before it boots again. */
+    rc = sandbox_purge(box->id);
+    if (rc > 0)
+        fprintf(stderr,
+                "devboxd: devbox %s: removed %d cgroups left by a devboxd that "
+                "did not stop cleanly\n",
+                box->id, rc);
+    rc = 0;
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING) {
         box_limits(box, &lim, &cpus, &mem, &disk);
         rc = sandbox_disk_attach(dir, lim.disk_bytes, err, sizeof(err));

@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "sandbox.h"
+#include "store.h"
 #include "util.h"
 
 #define ERRLEN 512
@@ -86,6 +87,19 @@ static void set_str(cJSON *rec, const char *name, const char *value)
         cJSON_AddStringToObject(rec, name, value);
 }
 
+/* The copy a killed devboxd left half done: nothing can use it. */
+static void remove_partial(const char *sid)
+{
+    char *layer = NULL;
+
+    if (sid == NULL || !store_id_valid(sid, "snp"))
+        return;
+    if (asprintf(&layer, "%s/snapshots/%s/layer", layers_state_dir(), sid) < 0)
+        return;
+    util_rmtree(layer);
+    free(layer);
+}
+
 void snapshots_load_locked(cJSON *list)
 {
     cJSON *rec = NULL;
@@ -98,6 +112,7 @@ void snapshots_load_locked(cJSON *list)
             set_str(rec, "error_message", "devboxd restarted while the snapshot was taken; "
                     "take it again");
             layers_save_record("snapshots", "snapshot.json", rec);
+            remove_partial(rec_str(rec, "id"));
         }
     }
 }

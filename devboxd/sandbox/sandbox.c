@@ -1575,6 +1575,13 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+int sandbox_purge(const char *id)
+{
+    if (id == NULL || id[0] == '\0' || strchr(id, '/') != NULL || id[0] == '.')
+        return -EINVAL;
+    return sb_cg_purge(id);
+}
+
 static const char *get_failure(struct sandbox *sb)
 {
     const char *why;

@@ -126,6 +126,11 @@ void sandbox_release(struct sandbox *sb); /* stops if needed, then frees */
 /* Deletes the per-devbox dir (writable layer included) and its disk, and
  * releases the devbox's host uid.  The sandbox must be stopped. */
 int sandbox_destroy_dir(const char *dir, char *err, size_t errlen);
+/* After a devboxd that was killed: ends every process left in the cgroups
+ * of sandbox id and removes them (thawing a group frozen mid-snapshot).
+ * Call before that id starts again. Returns how many groups were found,
+ * or -errno. Thread-safe. */
+int sandbox_purge(const char *id);
 
 /* The devbox's disk: a sparse ext4 image of `bytes` beside dir (<dir>.img),
  * created on first need and loop-mounted on dir itself (in devboxd's mount

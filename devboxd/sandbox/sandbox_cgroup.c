@@ -390,3 +390,36 @@ int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
         sleep_ms(1);
     }
 }
+
+int sb_cg_purge(const char *id)
+{
+    struct sb_cgroup cg;
+    struct stat st;
+    int found = 0;
+    int rc = 0;
+    int i;
+
+    memset(&cg, 0, sizeof(cg));
+    for (i = 0; i < SB_CG_N; i++) {
+        if (!sb_rt.have_ctl[i])
+            continue;
+        if (asprintf(&cg.path[i], "%s/%s/%s/%s", sb_rt.cgroup_root,
+                     ctl_names[i], sb_rt.cgroup_name, id) < 0) {
+            cg.path[i] = NULL;
+            rc = -ENOMEM;
+            goto out;
+        }
+        if (stat(cg.path[i], &st) != 0) {
+            free(cg.path[i]);
+            cg.path[i] = NULL;
+            continue;
+        }
+        found++;
+    }
+    /* kill_all thaws a group frozen mid-snapshot before it kills. */
+    if (found > 0)
+        rc = sb_cg_kill_all(&cg, 5000);
+out:
+    sb_cg_remove(&cg);
+    return rc < 0 ? rc : found;
+}

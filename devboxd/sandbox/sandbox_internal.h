@@ -127,6 +127,9 @@ void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len);
 /* Freezes or thaws every task of the group and waits until the kernel
  * reports the state; -ENOTSUP without the freezer controller. */
 int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms);
+/* Kills what is left in the groups named id (a devboxd that was killed
+ * leaves them, maybe frozen) and removes them: the number found, or -errno. */
+int sb_cg_purge(const char *id);
 
 /* Seccomp (sandbox_seccomp.c): builds the program once; returns a memfd
  * holding it, positioned at 0, for one bwrap launch. */

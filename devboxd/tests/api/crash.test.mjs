@@ -1,0 +1,77 @@
+// kill -9 of devboxd while a blueprint builds, a snapshot is being copied
+// (its devbox frozen) and a command runs, then a restart: the build and the
+// snapshot are failed with a reason, the snapshot's partial copy is gone, no
+// cgroup, mount or process of the build remains, and the devbox (whose
+// cgroup the killed devboxd left frozen) boots again without the old
+// command's process.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Devboxd, waitFor } from './devboxd.mjs';
+
+const engine = new Devboxd();
+after(async () => { await engine.cleanup(); });
+
+const CG = '/sys/fs/cgroup';
+// The cgroups devboxd made for a sandbox id, one per controller.
+const groups = (id) => readdirSync(CG).filter((ctl) => existsSync(path.join(CG, ctl, 'devboxd', id)));
+const procsIn = (id) => {
+  const f = path.join(CG, 'pids', 'devboxd', id, 'cgroup.procs');
+  if (!existsSync(f)) return [];
+  return readFileSync(f, 'utf8').split('\n').filter(Boolean).map((pid) => {
+    try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(); } catch { return ''; }
+  });
+};
+const mountsUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+  .filter((l) => l.split(' ')[4]?.startsWith(dir));
+
+test('kill -9 during a build, a snapshot and a command leaves nothing behind after a restart', async () => {
+  await engine.start();
+  let client = engine.client();
+  const box = await client.devboxes.createAndAwaitRunning({ name: 'crash-box' });
+  const fill = await client.devboxes.executeAndAwaitCompletion(box.id,
+    { command: 'head -c 400M /dev/zero > ~/big' });
+  assert.equal(fill.exit_status, 0, fill.stderr);
+  await client.devboxes.executions.executeAsync(box.id, { command: 'exec sleep 3600' });
+  await waitFor(() => procsIn(box.id).some((c) => c === 'sleep 3600') || null,
+    { timeoutMs: 60000, what: 'the command to run' });
+
+  const bp = await client.blueprints.create({ name: 'never-ends',
+    system_setup_commands: ['sleep 3600'] });
+  await waitFor(async () => (await client.blueprints.retrieve(bp.id)).status === 'building' &&
+    procsIn(bp.id).some((c) => c === 'sleep 3600') || null,
+  { timeoutMs: 180000, stepMs: 200, what: 'the build to run its step' });
+
+  // Copying 400 MB takes far longer than the kill below.
+  const snap = await client.devboxes.snapshotDiskAsync(box.id, {});
+  engine.proc.kill('SIGKILL');
+  await engine.exited;
+  engine.proc = null;
+  const partial = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
+  assert.ok(groups(bp.id).length > 0, 'the killed devboxd left the build\'s cgroups (nothing to prove)');
+
+  await engine.start();
+  client = engine.client();
+  const b = await client.blueprints.retrieve(bp.id);
+  assert.equal(b.status, 'failed');
+  const log = (await client.blueprints.logs(bp.id)).logs.map((e) => e.message).join('\n');
+  assert.match(log, /devboxd restarted during the build/);
+  assert.deepEqual(groups(bp.id), [], 'cgroups of the interrupted build remain');
+  assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'blueprints', bp.id)), []);
+
+  const s = await client.devboxes.diskSnapshots.queryStatus(snap.id);
+  assert.equal(s.status, 'error', JSON.stringify(s));
+  assert.match(s.error_message ?? JSON.stringify(s), /restarted while the snapshot was taken/);
+  assert.equal(existsSync(partial), false, 'the partial snapshot copy remains');
+
+  // The devbox boots again in fresh, thawed groups: no old process with it.
+  await waitFor(async () => (await client.devboxes.retrieve(box.id)).status === 'running' || null,
+    { timeoutMs: 120000, stepMs: 200, what: 'the devbox to boot again' });
+  const r = await client.devboxes.executeAndAwaitCompletion(box.id, { command: 'echo alive' });
+  assert.equal(r.stdout, 'alive\n');
+  assert.equal(procsIn(box.id).filter((c) => c === 'sleep 3600').length, 0,
+    `processes of the killed devboxd's devbox: ${procsIn(box.id).join(' | ')}`);
+  await client.devboxes.shutdown(box.id);
+  await client.blueprints.delete(bp.id);
+});
