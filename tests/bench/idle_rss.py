@@ -8,10 +8,10 @@ first and second list_devboxes call against a local fake Runloop API (the
 first one loads libcurl and libcrypto in a build that loads them lazily).
 Run by idle_rss.sh, which builds the peer revision.
 """
+import fcntl
 import http.server
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -57,14 +57,45 @@ def mapped_libs(pid):
     return sorted(n.split(".so")[0] for n in names)
 
 
-def version_peak_kib(binary):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([binary, "--version"], stdout=subprocess.DEVNULL,
-                   check=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the largest of any child so far: run this
-    # before anything bigger, and report the maximum seen.
-    return max(before, after)
+def version_rss_kib(binary):
+    """VmHWM of `binary --version` once it is done and writing its line.
+
+    ru_maxrss would count the forking parent's pages too, so the child's
+    stdout is a full pipe: its one write blocks after all its work, and its
+    own /proc status is read then.
+    """
+    r, w = os.pipe()
+    fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: one page
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    p = subprocess.Popen([binary, "--version"], stdout=w)
+    os.close(w)
+    hwm = -1
+    try:
+        for _ in range(6000):  # up to 60 s on a loaded machine
+            # --version sleeps nowhere but in that write.
+            with open(f"/proc/{p.pid}/stat") as f:
+                blocked = f.read().rsplit(")", 1)[1].split()[0] == "S"
+            if blocked:
+                with open(f"/proc/{p.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            hwm = int(line.split()[1])
+                break
+            time.sleep(0.01)
+    finally:
+        while os.read(r, 65536):
+            pass
+        os.close(r)
+        p.wait(timeout=60)
+    if hwm < 0:
+        raise RuntimeError(f"{binary} --version never wrote its line")
+    return hwm
 
 
 class Host:
@@ -136,14 +167,12 @@ def main():
         f.write(deployment(srv.server_address[1]))
         conf = f.name
     try:
-        print("--version peak RSS (KiB):")
+        print("--version peak RSS (VmHWM, KiB), median of "
+              f"{ROUNDS}:")
         for name, build in builds:
-            # Each in a child of its own, so ru_maxrss is this binary's.
-            out = subprocess.run(
-                [sys.executable, __file__, "--version-peak",
-                 os.path.join(build, "bin", "runloop-mcp")],
-                capture_output=True, text=True, check=True).stdout.strip()
-            print(f"  {name:12} {out}")
+            binary = os.path.join(build, "bin", "runloop-mcp")
+            peaks = [version_rss_kib(binary) for _ in range(ROUNDS)]
+            print(f"  {name:12} {statistics.median(peaks):.0f}")
         res = {name: [] for name, _ in builds}
         for _ in range(ROUNDS):  # interleaved: load changes hit all alike
             for name, build in builds:
@@ -165,7 +194,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--version-peak":
-        print(version_peak_kib(sys.argv[2]))
-    else:
-        main()
+    main()
