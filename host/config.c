@@ -34,6 +34,7 @@ struct ctx {
     size_t json_nodes; /* converted so far: aliases must not explode */
     /* While a plugin's config: converts: where each value was written. */
     struct host_plugin_config *marks_to;
+    size_t marks_cap; /* allocated in marks_to->config_marks */
     char mpath[512];
     size_t mplen;
 };
@@ -583,10 +584,16 @@ static int mark_add(struct ctx *c, const yaml_node_t *n)
 
     if (p == NULL || c->mplen >= sizeof(c->mpath) - 1)
         return 0;
-    v = realloc(p->config_marks, (p->n_config_marks + 1) * sizeof(*v));
-    if (v == NULL)
-        return -1;
-    p->config_marks = v;
+    if (p->n_config_marks == c->marks_cap) {
+        size_t cap = c->marks_cap ? c->marks_cap * 2 : 16;
+
+        v = realloc(p->config_marks, cap * sizeof(*v));
+        if (v == NULL)
+            return -1;
+        p->config_marks = v;
+        c->marks_cap = cap;
+    }
+    v = p->config_marks;
     v[p->n_config_marks].path = strdup(c->mpath);
     if (v[p->n_config_marks].path == NULL)
         return -1;
@@ -1204,6 +1211,7 @@ static int finish_plugin(struct ctx *c, const yaml_node_t *n,
     }
     if (config != NULL && config->type == YAML_MAPPING_NODE) {
         c->marks_to = p;
+        c->marks_cap = 0;
         snprintf(c->mpath, sizeof(c->mpath), "config");
         c->mplen = strlen(c->mpath);
         p->config_json = node_to_json_text(c, config, "config");

@@ -803,76 +803,57 @@ static void lc_free(struct lc *lc)
     free(lc);
 }
 
+/*
+ * The host has checked the section against schemas/config.json (types,
+ * ranges, no unknown keys); what is left is defaults and the rules between
+ * fields.
+ */
 static int lc_config(struct lc *lc, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
-    const cJSON *md = NULL, *it = NULL, *bp = NULL;
+    const cJSON *md = NULL, *bp = NULL;
     int rc = RLMCP_EINVAL;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
         goto out;
     }
-    if (!rlmcp_h_cfg_range(self, api, cfg, "create_wait_seconds", 120, 1, 3600,
-                           &lc->wait_s))
-        goto out;
-    if (!rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep) ||
-        !rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800,
-                         &lc->max_keep) ||
-        lc->min_keep < 1 || lc->max_keep < lc->min_keep) {
-        api->set_error(self, "config min_keep_alive_seconds and "
-                             "max_keep_alive_seconds must be integers with "
-                             "1 <= min <= max");
+    rlmcp_h_cfg_int(cfg, "create_wait_seconds", 120, &lc->wait_s);
+    rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep);
+    rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800, &lc->max_keep);
+    rlmcp_h_cfg_int(cfg, "default_keep_alive_seconds", 0, &lc->default_keep);
+    rlmcp_h_cfg_bool(cfg, "hide_shutdown", true, &lc->hide_shutdown);
+    rlmcp_h_cfg_bool(cfg, "account_secrets", true, &lc->secrets);
+    if (lc->max_keep < lc->min_keep) {
+        api->set_error(self, "config max_keep_alive_seconds must be at least "
+                             "min_keep_alive_seconds");
         goto out;
     }
-    if (!rlmcp_h_cfg_int(cfg, "default_keep_alive_seconds", 0,
-                         &lc->default_keep) ||
-        (lc->default_keep != 0 && (lc->default_keep < lc->min_keep ||
-                                   lc->default_keep > lc->max_keep))) {
-        api->set_error(self, "config default_keep_alive_seconds must be an "
-                             "integer between min_keep_alive_seconds and "
+    if (lc->default_keep != 0 &&
+        (lc->default_keep < lc->min_keep || lc->default_keep > lc->max_keep)) {
+        api->set_error(self, "config default_keep_alive_seconds must be "
+                             "between min_keep_alive_seconds and "
                              "max_keep_alive_seconds");
-        goto out;
-    }
-    if (!rlmcp_h_cfg_bool(cfg, "hide_shutdown", true, &lc->hide_shutdown)) {
-        api->set_error(self, "config hide_shutdown must be true or false");
-        goto out;
-    }
-    if (!rlmcp_h_cfg_bool(cfg, "account_secrets", true, &lc->secrets)) {
-        api->set_error(self, "config account_secrets must be true or false");
         goto out;
     }
     md = cJSON_GetObjectItemCaseSensitive(cfg, "default_metadata");
     if (md != NULL) {
-        if (!cJSON_IsObject(md)) {
-            api->set_error(self, "config default_metadata must be a mapping "
-                                 "of strings");
-            goto out;
-        }
-        cJSON_ArrayForEach(it, md)
-        {
-            if (!cJSON_IsString(it)) {
-                api->set_error(self,
-                               "config default_metadata.%s must be a "
-                               "string",
-                               it->string);
-                goto out;
-            }
-        }
         lc->default_metadata = cJSON_Duplicate(md, true);
+        if (lc->default_metadata == NULL)
+            goto oom;
     }
     bp = cJSON_GetObjectItemCaseSensitive(cfg, "default_blueprint_name");
-    if (bp != NULL) {
-        if (!cJSON_IsString(bp)) {
-            api->set_error(self, "config default_blueprint_name must be a "
-                                 "string");
-            goto out;
-        }
+    if (cJSON_IsString(bp)) {
         lc->default_blueprint = strdup(bp->valuestring);
+        if (lc->default_blueprint == NULL)
+            goto oom;
     }
     rc = RLMCP_OK;
+    goto out;
+oom:
+    rc = RLMCP_ENOMEM;
 out:
     cJSON_Delete(cfg);
     return rc;
@@ -947,7 +928,7 @@ static void lc_shutdown(rlmcp_plugin *self, void *state)
     lc_free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("lifecycle", "0.1.0",
-                    "Devbox lifecycle: create, list, get, update, suspend, "
-                    "resume, shutdown, keep alive, usage",
-                    lc_init, lc_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("lifecycle", "0.1.0",
+                           "Devbox lifecycle: create, list, get, update, "
+                           "suspend, resume, shutdown, keep alive, usage",
+                           lc_init, lc_shutdown, schema_config)

@@ -131,6 +131,18 @@ has out "fx_config        1.0.0      ABI 1.5"
 run "config the plugin's schema refuses" 1 --config "$CONF/plugin_config_bad.yaml" --check-config
 has err "plugin_config_bad.yaml:15:18: plugin 'fx_config': config.names[1]: expected string, got number 7; fix this value"
 lacks err "fx_config: config {"
+# A real plugin's schema (plugins/lifecycle/schemas/config.json).
+cat >"$tmp/lifecycle.yaml" <<'YAML'
+runloop: {backend: cloud, base_url: "http://127.0.0.1:9", api_key: k}
+plugins:
+  - name: lifecycle
+    path: ${RLMCP_TEST_PLUGINS}/rlmcp_lifecycle.so
+    config:
+      create_wait_seconds: 60
+      hide_shutdown: "no"
+YAML
+run "lifecycle config refused by its schema" 1 --config "$tmp/lifecycle.yaml" --check-config
+has err "lifecycle.yaml:7:22: plugin 'lifecycle': config.hide_shutdown: expected boolean"
 # A 1.0 fixture (no schema field) still loads beside it.
 run "1.0 plugin still loads" 0 --config "$CONF/good.yaml" --check-config
 

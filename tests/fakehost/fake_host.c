@@ -775,12 +775,45 @@ rlmcp_call *fh_call_handle(void)
     return &fh_the_call;
 }
 
+/* As the host does before init (ABI 1.5): the config against the schema
+ * the plugin declares; the message is the init error. */
+static int check_config(const struct rlmcp_plugin_desc *desc)
+{
+    size_t end = offsetof(struct rlmcp_plugin_desc, config_schema) +
+                 sizeof(desc->config_schema);
+    cJSON *schema = NULL;
+    cJSON *config = NULL;
+    char err[1024] = "";
+    int rc = RLMCP_OK;
+
+    if (desc->struct_size < end || desc->config_schema == NULL)
+        return RLMCP_OK;
+    schema = cJSON_Parse(desc->config_schema);
+    config = cJSON_Parse(fh.config);
+    if (schema == NULL || schema_check(schema, err, sizeof(err)) != 0) {
+        svc_set_error(&fh_self, "config schema invalid: %s", err);
+        rc = RLMCP_EINVAL;
+    } else if (config == NULL || schema_validate(schema, config, "config", err,
+                                                 sizeof(err)) != 0) {
+        svc_set_error(&fh_self, "%s", config == NULL ? "config not JSON" : err);
+        rc = RLMCP_EINVAL;
+    }
+    cJSON_Delete(schema);
+    cJSON_Delete(config);
+    return rc;
+}
+
 int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json)
 {
     int rc;
 
     fh.desc = desc;
     fh.config = xstrdup(config_json != NULL ? config_json : "{}");
+    rc = check_config(desc);
+    if (rc != RLMCP_OK) {
+        fh.desc = NULL;
+        return rc;
+    }
     fh.in_init = true;
     rc = desc->init(&fh_self, current_table(), &fh.state);
     fh.in_init = false;
