@@ -215,19 +215,39 @@ int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
 }
 
 /* The execution's view, with the last last_n lines of each stream. */
-static int get_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
-                    const char *eid, cJSON **view)
+int exec_read_view(const struct rlmcp_h *h, const char *id, const char *eid,
+                   long long last_n, cJSON **view)
 {
     char *path = NULL, *what = NULL;
     int rc = RLMCP_ENOMEM;
 
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id, eid,
-                           ex->last_n);
+    if (last_n >= 0)
+        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s?last_n=%lld", id,
+                               eid, last_n);
+    else
+        path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s", id, eid);
     what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
     if (path != NULL && what != NULL)
         rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
     free(path);
     free(what);
+    return rc;
+}
+
+int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
+                   const char *eid, long long timeout_s, long long last_n,
+                   cJSON **view)
+{
+    struct exec_limits lim;
+    int rc;
+
+    exec_limits(h, timeout_s, EXEC_RESERVE_READ, &lim);
+    rc = exec_wait_done(ex, h, id, eid, lim.work_until, view);
+    if (rc == RLMCP_ETIMEDOUT) {
+        cJSON_Delete(*view);
+        *view = NULL;
+        rc = exec_read_view(h, id, eid, last_n, view);
+    }
     return rc;
 }
 
@@ -242,7 +262,7 @@ static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
-        rc = get_view(ex, &h, id, eid, &view);
+        rc = exec_read_view(&h, id, eid, ex->last_n, &view);
     if (rc != RLMCP_OK)
         goto out;
     res = exec_view_result(ex, &h, view, id);
@@ -262,7 +282,6 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *eid = NULL;
     long long timeout_s = 60;
-    struct exec_limits lim;
     int rc;
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
@@ -271,15 +290,7 @@ static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
                              ex->max_timeout_s, &timeout_s);
     if (rc != RLMCP_OK)
         goto out;
-    /* Wait while the call's time lets a status read follow. */
-    exec_limits(&h, timeout_s, EXEC_RESERVE_READ, &lim);
-    rc = exec_wait_done(ex, &h, id, eid, lim.work_until, &view);
-    if (rc == RLMCP_ETIMEDOUT) {
-        /* The bound passed: report where it stands, without killing. */
-        cJSON_Delete(view);
-        view = NULL;
-        rc = get_view(ex, &h, id, eid, &view);
-    }
+    rc = exec_wait_view(ex, &h, id, eid, timeout_s, ex->last_n, &view);
     if (rc != RLMCP_OK)
         goto out;
     res = exec_view_result(ex, &h, view, id);
@@ -482,7 +493,7 @@ static int t_logs(rlmcp_call *call, const char *aj, size_t al, void *ud)
                           "both");
         goto out;
     }
-    rc = get_view(ex, &h, id, eid, &view);
+    rc = exec_read_view(&h, id, eid, ex->last_n, &view);
     if (rc != RLMCP_OK)
         goto out;
     st = cJSON_GetObjectItemCaseSensitive(view, "status");
@@ -582,7 +593,7 @@ static int r_output(rlmcp_call *call, const char *uri, void *ud)
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = get_view(ex, &h, id, eid, &view);
+    rc = exec_read_view(&h, id, eid, ex->last_n, &view);
     if (rc != RLMCP_OK)
         goto out;
     st = cJSON_GetObjectItemCaseSensitive(view, "status");

@@ -157,6 +157,23 @@ cJSON *exec_view_result(struct ex *ex, const struct rlmcp_h *h,
  */
 char *exec_logs_hint(const struct rlmcp_h *h, const char *eid);
 
+/*
+ * GET the execution's view into *view; last_n >= 0 asks for that many
+ * output lines, -1 for the API's default.
+ */
+int exec_read_view(const struct rlmcp_h *h, const char *id, const char *eid,
+                   long long last_n, cJSON **view);
+
+/*
+ * Wait up to timeout_s (cut to leave a status read inside the call's time)
+ * for the execution to end; when that bound passes, read where it stands
+ * (exec_read_view with last_n) without stopping it. *view as for
+ * exec_wait_done.
+ */
+int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
+                   const char *eid, long long timeout_s, long long last_n,
+                   cJSON **view);
+
 /* Parse the (host-validated) args and take devbox_id and execution_id. */
 int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
              const char **id, const char **eid);

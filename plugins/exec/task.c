@@ -31,21 +31,6 @@ static void mark_killed(cJSON *res)
                                                cJSON_CreateString("killed"));
 }
 
-static int read_view(const struct rlmcp_h *h, const char *id, const char *eid,
-                     cJSON **view)
-{
-    char *path = NULL, *what = NULL;
-    int rc = RLMCP_ENOMEM;
-
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s", id, eid);
-    what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
-    free(path);
-    free(what);
-    return rc;
-}
-
 /* The execution as the tool's result; already_done: a cancel found it
  * ended. */
 static int answer_view(struct ex *ex, const struct rlmcp_h *h,
@@ -74,7 +59,7 @@ static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
-        rc = read_view(&h, id, eid, &view);
+        rc = exec_read_view(&h, id, eid, -1, &view);
     if (rc == RLMCP_OK)
         rc = answer_view(ex, &h, view, id, false);
     cJSON_Delete(args);
@@ -89,7 +74,6 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON *args = NULL, *view = NULL;
     const char *id = NULL, *eid = NULL;
     long long timeout_s = 60;
-    struct exec_limits lim;
     int rc;
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
@@ -98,14 +82,8 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
                              TASK_MAX_WAIT_S, &timeout_s);
     if (rc != RLMCP_OK)
         goto out;
-    exec_limits(&h, timeout_s, EXEC_RESERVE_READ, &lim);
-    rc = exec_wait_done(ex, &h, id, eid, lim.work_until, &view);
-    if (rc == RLMCP_ETIMEDOUT) {
-        /* Still running: say so; the host asks again. */
-        cJSON_Delete(view);
-        view = NULL;
-        rc = read_view(&h, id, eid, &view);
-    }
+    /* Still running at the bound: say so; the host asks again. */
+    rc = exec_wait_view(ex, &h, id, eid, timeout_s, -1, &view);
     if (rc == RLMCP_OK)
         rc = answer_view(ex, &h, view, id, false);
 out:
@@ -126,7 +104,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
     if (rc == RLMCP_OK)
-        rc = read_view(&h, id, eid, &view);
+        rc = exec_read_view(&h, id, eid, -1, &view);
     if (rc != RLMCP_OK)
         goto out;
     st = cJSON_GetObjectItemCaseSensitive(view, "status");
