@@ -35,6 +35,29 @@
 #define DEFAULT_PAGE_SIZE 100
 #define DESTROY_DRAIN_MS 5000
 
+/*
+ * Sessions and calls sit on intrusive doubly-linked lists: a head pointer
+ * and prev/next fields named per list. One way to link a node at the front
+ * and to unlink it, whatever the list.
+ */
+#define DLIST_PUSH(head, node, prev, next)                                     \
+    do {                                                                       \
+        (node)->prev = NULL;                                                   \
+        (node)->next = (head);                                                 \
+        if ((head) != NULL)                                                    \
+            (head)->prev = (node);                                             \
+        (head) = (node);                                                       \
+    } while (0)
+#define DLIST_UNLINK(head, node, prev, next)                                   \
+    do {                                                                       \
+        if ((node)->prev != NULL)                                              \
+            (node)->prev->next = (node)->next;                                 \
+        else                                                                   \
+            (head) = (node)->next;                                             \
+        if ((node)->next != NULL)                                              \
+            (node)->next->prev = (node)->prev;                                 \
+    } while (0)
+
 static const char *const supported_versions[] = {
     "2025-11-25",
     "2025-06-18",
@@ -159,11 +182,7 @@ void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)
     pthread_mutex_unlock(&s->lock);
     pthread_mutex_lock(&d->sess_lock);
     if (!s->in_notify_list) {
-        s->n_prev = NULL;
-        s->n_next = d->notify_sessions;
-        if (d->notify_sessions != NULL)
-            d->notify_sessions->n_prev = s;
-        d->notify_sessions = s;
+        DLIST_PUSH(d->notify_sessions, s, n_prev, n_next);
         s->in_notify_list = true;
     }
     pthread_mutex_unlock(&d->sess_lock);
@@ -175,12 +194,7 @@ static void notify_list_remove(struct mcp_session *s)
 
     pthread_mutex_lock(&d->sess_lock);
     if (s->in_notify_list) {
-        if (s->n_prev != NULL)
-            s->n_prev->n_next = s->n_next;
-        else
-            d->notify_sessions = s->n_next;
-        if (s->n_next != NULL)
-            s->n_next->n_prev = s->n_prev;
+        DLIST_UNLINK(d->notify_sessions, s, n_prev, n_next);
         s->in_notify_list = false;
     }
     pthread_mutex_unlock(&d->sess_lock);
@@ -247,11 +261,7 @@ int mcp_listen_register(struct mcp_session *s, struct listen_sink *ls,
         rc = -2;
     if (rc == 0) {
         d->n_listens++;
-        s->n_prev = NULL;
-        s->n_next = d->notify_sessions;
-        if (d->notify_sessions != NULL)
-            d->notify_sessions->n_prev = s;
-        d->notify_sessions = s;
+        DLIST_PUSH(d->notify_sessions, s, n_prev, n_next);
         s->in_notify_list = true;
     }
     pthread_mutex_unlock(&d->sess_lock);
@@ -398,12 +408,7 @@ void mcp_unlink_call_session(struct rlmcp_call *c)
 
     pthread_mutex_lock(&s->lock);
     if (c->in_session) {
-        if (c->s_prev != NULL)
-            c->s_prev->s_next = c->s_next;
-        else
-            s->calls = c->s_next;
-        if (c->s_next != NULL)
-            c->s_next->s_prev = c->s_prev;
+        DLIST_UNLINK(s->calls, c, s_prev, s_next);
         c->in_session = false;
     }
     pthread_mutex_unlock(&s->lock);
@@ -416,12 +421,7 @@ void mcp_unlink_call(struct rlmcp_call *c)
     mcp_unlink_call_session(c);
     pthread_mutex_lock(&d->lock);
     if (c->in_dispatcher) {
-        if (c->d_prev != NULL)
-            c->d_prev->d_next = c->d_next;
-        else
-            d->inflight = c->d_next;
-        if (c->d_next != NULL)
-            c->d_next->d_prev = c->d_prev;
+        DLIST_UNLINK(d->inflight, c, d_prev, d_next);
         c->in_dispatcher = false;
         d->n_inflight--;
         if (d->n_inflight == 0)
@@ -495,10 +495,7 @@ void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
         call_unref(c);
         return;
     }
-    c->s_next = s->calls;
-    if (s->calls != NULL)
-        s->calls->s_prev = c;
-    s->calls = c;
+    DLIST_PUSH(s->calls, c, s_prev, s_next);
     c->in_session = true;
     pthread_mutex_unlock(&s->lock);
 
@@ -509,10 +506,7 @@ void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
     }
     if (c->timeout_ms > 0)
         c->deadline_ns = mcp_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
-    c->d_next = d->inflight;
-    if (d->inflight != NULL)
-        d->inflight->d_prev = c;
-    d->inflight = c;
+    DLIST_PUSH(d->inflight, c, d_prev, d_next);
     c->in_dispatcher = true;
     d->n_inflight++;
     pthread_cond_signal(&d->timer_cond);
