@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Devboxd, buildDir } from '../../devboxd/tests/api/devboxd.mjs';
+import { createLatencies, execLatencies, ms, pct } from './devboxd_measure.mjs';
 
 const quick = process.argv.includes('--quick');
 const N_CREATE = quick ? 10 : 30;
@@ -17,8 +18,6 @@ const N_EXEC = quick ? 100 : 400;
 const N_BOXES = quick ? 20 : 100;
 const OUT_BYTES = quick ? 128 * 1024 * 1024 : 1024 * 1024 * 1024;
 
-const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
-const ms = (x) => `${x.toFixed(1)} ms`;
 function procMem(pid) {
   const st = readFileSync(`/proc/${pid}/status`, 'utf8');
   const get = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(st)?.[1] ?? NaN) / 1024;
@@ -38,25 +37,11 @@ const sizeMB = (dir) => Number(execFileSync('du', ['-sm', dir], { encoding: 'utf
 
 // create -> running (one at a time) and execute "true" on one devbox.
 async function latencies(client, h1) {
-  const create = [];
-  for (let i = 0; i < N_CREATE; i++) {
-    const t0 = performance.now();
-    const b = await client.devboxes.createAndAwaitRunning({});
-    create.push(performance.now() - t0);
-    if (b.status !== 'running') throw new Error(`devbox ${b.id} is ${b.status}`);
-    await client.devboxes.shutdown(b.id);
-  }
+  const create = await createLatencies(client, N_CREATE);
   const box = await client.devboxes.createAndAwaitRunning({});
   const exec = {};
   for (const [label, c] of [['h2c', client], ['HTTP/1.1', h1]]) {
-    const lat = [];
-    for (let i = 0; i < N_EXEC; i++) {
-      const t0 = performance.now();
-      const r = await c.devboxes.execute(box.id, { command: 'true', command_id: `b-${label}-${i}` });
-      lat.push(performance.now() - t0);
-      if (r.status !== 'completed' || r.exit_status !== 0) throw new Error('execute failed');
-    }
-    exec[label] = lat;
+    exec[label] = await execLatencies(c, box.id, N_EXEC, `b-${label}`);
   }
   return { create, exec, box };
 }

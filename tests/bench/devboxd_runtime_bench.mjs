@@ -10,14 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Devboxd, sourceDir } from '../../devboxd/tests/api/devboxd.mjs';
+import { createLatencies, execLatencies, ms, pct } from './devboxd_measure.mjs';
 
 const quick = process.argv.includes('--quick');
 const N_CREATE = quick ? 10 : 30;
 const N_EXEC = quick ? 100 : 300;
 const N_BOXES = quick ? 20 : 100;
 
-const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
-const ms = (x) => `${x.toFixed(1)} ms`;
 const row = (what, ours, peer, target) =>
   console.log(`${what.padEnd(40)} ${String(ours).padEnd(24)} ${String(peer).padEnd(24)} ${target}`);
 
@@ -26,22 +25,9 @@ async function measure(env) {
   await engine.start();
   const client = engine.client();
   try {
-    const create = [];
-    for (let i = 0; i < N_CREATE; i++) {
-      const t0 = performance.now();
-      const b = await client.devboxes.createAndAwaitRunning({});
-      create.push(performance.now() - t0);
-      if (b.status !== 'running') throw new Error(`devbox ${b.id} is ${b.status}`);
-      await client.devboxes.shutdown(b.id);
-    }
+    const create = await createLatencies(client, N_CREATE);
     const box = await client.devboxes.createAndAwaitRunning({});
-    const exec = [];
-    for (let i = 0; i < N_EXEC; i++) {
-      const t0 = performance.now();
-      const r = await client.devboxes.execute(box.id, { command: 'true', command_id: `b-${i}` });
-      exec.push(performance.now() - t0);
-      if (r.status !== 'completed' || r.exit_status !== 0) throw new Error('execute failed');
-    }
+    const exec = await execLatencies(client, box.id, N_EXEC);
     await client.devboxes.shutdown(box.id);
     let t0 = performance.now();
     const boxes = await Promise.all(Array.from({ length: N_BOXES }, () =>
