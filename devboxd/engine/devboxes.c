@@ -224,37 +224,6 @@ out:
     return rc;
 }
 
-static int exec_save_locked(struct engine *eng, struct execution *ex)
-{
-    cJSON *rec = cJSON_CreateObject();
-    char path[4200];
-    char *text = NULL;
-    int rc;
-
-    cJSON_AddStringToObject(rec, "id", ex->id);
-    cJSON_AddStringToObject(rec, "command", ex->command);
-    if (ex->command_id != NULL)
-        cJSON_AddStringToObject(rec, "command_id", ex->command_id);
-    if (ex->shell_name != NULL)
-        cJSON_AddStringToObject(rec, "shell_name", ex->shell_name);
-    cJSON_AddStringToObject(rec, "kind", ex->kind);
-    cJSON_AddStringToObject(rec, "status", exec_status_name(ex->status));
-    cJSON_AddNumberToObject(rec, "exit_status", ex->exit_status);
-    cJSON_AddNumberToObject(rec, "create_time_ms", (double)ex->create_time_ms);
-    cJSON_AddNumberToObject(rec, "end_time_ms", (double)ex->end_time_ms);
-    cJSON_AddBoolToObject(rec, "attach_stdin", ex->attach_stdin);
-    if (ex->killed)
-        cJSON_AddBoolToObject(rec, "killed", 1);
-    if (ex->oom_killed)
-        cJSON_AddBoolToObject(rec, "oom_killed", 1);
-    text = cJSON_Print(rec);
-    cJSON_Delete(rec);
-    engine_exec_output_path(eng, ex, "json", path, sizeof(path));
-    rc = text != NULL ? util_write_atomic(path, text, strlen(text), 0600) : -1;
-    free(text);
-    return rc;
-}
-
 void engine_log_locked(struct engine *eng, struct devbox *box, const char *source,
                        const char *level, const char *message, struct execution *ex,
                        int exit_code)
@@ -867,12 +836,11 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
     free(dir);
     box->next = eng->boxes;
     eng->boxes = box;
-    util_write_error_reset();
     /* A flex devbox starts queued as Runloop documents; here capacity is
      * the admission caps already passed, so its boot takes it at once. */
-    engine_set_status_locked(
-        eng, box, is_flex(spec) ? DBX_QUEUED : DBX_PROVISIONING, NULL, NULL);
-    if (util_write_error() != 0) {
+    if (engine_set_status_locked(eng, box,
+                                 is_flex(spec) ? DBX_QUEUED : DBX_PROVISIONING,
+                                 NULL, NULL) != 0) {
         /* Not saved: it must not exist (nor boot) unacknowledged. */
         eng->boxes = box->next;
         pthread_mutex_unlock(&eng->lock);
@@ -1320,7 +1288,7 @@ static struct execution *exec_load(struct engine *eng, struct devbox *box,
         ex->exit_status = 128 + SIGKILL;
         ex->killed = 1;
         ex->end_time_ms = util_now_ms();
-        exec_save_locked(eng, ex);
+        engine_exec_save(eng, ex);
     }
 out:
     cJSON_Delete(rec);

@@ -152,6 +152,9 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
                                     const char *command_id, int attach_stdin,
                                     const char *kind, char *err, size_t errlen);
 void engine_exec_unref_locked(struct execution *ex);
+/* Writes the execution's record (engine_exec_output_path "json"): 0, or -1
+ * with util_write_error set. */
+int engine_exec_save(struct engine *eng, struct execution *ex);
 /* How a completed execution ended: "out_of_memory", "killed" or "exit". */
 const char *engine_exec_ended_by(const struct execution *ex);
 cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n);

@@ -55,7 +55,7 @@ void engine_exec_unref_locked(struct execution *ex)
         ex->refs--;
 }
 
-static int save_exec(struct engine *eng, struct execution *ex)
+int engine_exec_save(struct engine *eng, struct execution *ex)
 {
     cJSON *rec = cJSON_CreateObject();
     char path[4200];
@@ -172,7 +172,7 @@ static void *exec_thread(void *arg)
     if ((report_oom_locked(eng, ex->box) || ex->box->oom_failed) &&
         ex->exit_status == 128 + SIGKILL && !ex->killed)
         ex->oom_killed = 1;
-    save_exec(eng, ex);
+    engine_exec_save(eng, ex);
     engine_log_locked(eng, ex->box,
                       strcmp(ex->kind, "launch") == 0 ? "setup_commands"
                                                       : "exec",
@@ -341,7 +341,7 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
         return NULL;
     }
     /* Saved before it runs: a command is never run unrecorded. */
-    if (save_exec(eng, ex) != 0) {
+    if (engine_exec_save(eng, ex) != 0) {
         snprintf(err, errlen, "cannot save the execution record: %s",
                  strerror(errno));
         exec_free(ex);
@@ -355,7 +355,7 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
         exec_free(ex);
         return NULL;
     }
-    save_exec(eng, ex);
+    engine_exec_save(eng, ex);
     /* The devbox log names a command when it starts too (not only when it
      * ends), so a client that lost the answer can find it running. */
     engine_log_locked(eng, box, strcmp(kind, "launch") == 0 ? "setup_commands" : "exec",
