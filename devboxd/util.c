@@ -153,23 +153,6 @@ void util_write_error_reset(void)
     write_errno = 0;
 }
 
-void util_storage_error(struct http_response *resp, int err)
-{
-    if (err == ENOSPC || err == EDQUOT)
-        util_error(
-            resp, 507,
-            "the engine's disk is full: devboxd could not save this "
-            "change (nothing was acknowledged); free space on the disk of "
-            "devboxd's state directory, then retry");
-    else
-        util_error(
-            resp, 507,
-            "devboxd could not save this change to its state "
-            "directory (%s); nothing was acknowledged, retry once the state "
-            "disk is writable",
-            strerror(err));
-}
-
 /* fsync of the directory holding path: the rename itself is durable. */
 static int fsync_parent(const char *path)
 {
@@ -362,56 +345,6 @@ out:
     if (d != NULL)
         closedir(d);
     return rc;
-}
-
-static const char *status_slug(int status)
-{
-    switch (status) {
-    case 400: return "bad_request";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 408: return "request_timeout";
-    case 409: return "conflict";
-    case 413: return "payload_too_large";
-    case 415: return "unsupported_media_type";
-    case 422: return "unprocessable_entity";
-    case 501: return "not_implemented";
-    case 503: return "service_unavailable";
-    case 507:
-        return "insufficient_storage";
-    default: return status >= 500 ? "internal_error" : "error";
-    }
-}
-
-void util_json(struct http_response *resp, int status, cJSON *json)
-{
-    char *text = NULL;
-
-    text = cJSON_PrintUnformatted(json);
-    cJSON_Delete(json);
-    if (text == NULL) {
-        text = strdup("{\"message\":\"out of memory\"}");
-        status = 500;
-    }
-    http_response_set_body(resp, status, "application/json", text,
-                           text != NULL ? strlen(text) : 0);
-}
-
-void util_error(struct http_response *resp, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    cJSON *obj = NULL;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    obj = cJSON_CreateObject();
-    cJSON_AddStringToObject(obj, "code", status_slug(status));
-    cJSON_AddStringToObject(obj, "message", msg);
-    util_json(resp, status, obj);
 }
 
 int util_check_fields(const cJSON *obj, const char *where,

@@ -6,8 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
-
 int64_t util_now_ms(void);
 /* "<prefix>_<20 random base62 chars>" into out (>= 32 bytes). */
 /* Fills buf with n bytes from the kernel's random source. devboxd refuses
@@ -37,18 +35,9 @@ int util_write_atomic(const char *path, const char *data, size_t len, int mode);
  * acknowledging a change that must be saved. */
 int util_write_error(void);
 void util_write_error_reset(void);
-/* Answers 507 for a state-disk write error (err: an errno), saying the
- * engine's disk is full when it is. */
-void util_storage_error(struct http_response *resp, int err);
 /* Reads a whole (small) file; NUL-terminated. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
 int util_rmtree(const char *path);
-
-/* Runloop error shape: {"code": slug, "message": text} with status. */
-void util_error(struct http_response *resp, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Sends a cJSON value (consumed) as the body with status. */
-void util_json(struct http_response *resp, int status, cJSON *json);
 
 /* Validation helpers: each returns 0 or -1 with a message in err naming
  * the field and what to send instead. */

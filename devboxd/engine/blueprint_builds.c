@@ -1007,10 +1007,10 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     char err[ERRLEN] = "";
     int status;
 
-    if (layers_parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (check_create(body, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     b = calloc(1, sizeof(*b));
@@ -1027,7 +1027,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     status = resolve_base_locked(body, &base, err, sizeof(err));
     if (status != 0) {
         layers_unlock();
-        util_error(resp, status, "%s", err);
+        http_response_error(resp, status, "%s", err);
         goto out;
     }
     rec = cJSON_CreateObject();
@@ -1046,7 +1046,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     util_mkdirs(b->dir);
     cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     layers_save_record("blueprints", "blueprint.json", rec);
-    util_json(resp, 200, bp_view(rec));
+    http_response_json(resp, 200, bp_view(rec));
     layers_unlock();
     b->params = body;
     body = NULL;
@@ -1058,7 +1058,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     b = NULL;
     goto out;
 oom:
-    util_error(resp, 500, "out of memory");
+    http_response_error(resp, 500, "out of memory");
 out:
     if (b != NULL)
         build_free(b);
@@ -1087,14 +1087,18 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     int64_t limit;
     size_t n = 0, cap, i;
 
-    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
+    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     if (want != NULL && want[0] != '\0') {
         for (i = 0; statuses[i] != NULL && strcmp(statuses[i], want) != 0; i++)
             ;
         if (statuses[i] == NULL) {
-            util_error(resp, 400, "status \"%s\" is not a blueprint status; use one of queued, "
-                       "provisioning, building, awaiting_upload, failed, build_complete", want);
+            http_response_error(
+                resp, 400,
+                "status \"%s\" is not a blueprint status; use one of queued, "
+                "provisioning, building, awaiting_upload, failed, "
+                "build_complete",
+                want);
             return;
         }
     }
@@ -1103,7 +1107,7 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     ids = calloc(cap, sizeof(*ids));
     recs = calloc(cap, sizeof(*recs));
     if (ids == NULL || recs == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
@@ -1127,7 +1131,9 @@ out:
 
 static void not_found(struct http_response *resp, const char *id)
 {
-    util_error(resp, 404, "blueprint %s not found; list blueprints with GET /v1/blueprints", id);
+    http_response_error(
+        resp, 404,
+        "blueprint %s not found; list blueprints with GET /v1/blueprints", id);
 }
 
 static void handle_delete(struct engine *eng, const char *id, struct http_response *resp)
@@ -1145,28 +1151,34 @@ static void handle_delete(struct engine *eng, const char *id, struct http_respon
     }
     st = rec_str(rec, "status");
     if (strcmp(rec_str(rec, "state"), "deleted") == 0) {
-        util_json(resp, 200, cJSON_CreateObject());
+        http_response_json(resp, 200, cJSON_CreateObject());
         goto out;
     }
     if (strcmp(st, "build_complete") != 0 && strcmp(st, "failed") != 0) {
-        util_error(resp, 400, "blueprint %s is %s; delete it once the build ends (poll GET "
-                   "/v1/blueprints/%s)", id, st, id);
+        http_response_error(
+            resp, 400,
+            "blueprint %s is %s; delete it once the build ends (poll GET "
+            "/v1/blueprints/%s)",
+            id, st, id);
         goto out;
     }
     if (asprintf(&layer, "%s/blueprints/%s/layer", eng->state_dir, id) < 0) {
         layer = NULL;
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     if (layers_in_use_locked(eng, layer, id, who, sizeof(who))) {
-        util_error(resp, 400, "blueprint %s is in use by %s; shut down the devboxes and delete "
-                   "the snapshots and blueprints built on it first", id, who);
+        http_response_error(
+            resp, 400,
+            "blueprint %s is in use by %s; shut down the devboxes and delete "
+            "the snapshots and blueprints built on it first",
+            id, who);
         goto out;
     }
     util_rmtree(layer);
     set_str(rec, "state", "deleted");
     layers_save_record("blueprints", "blueprint.json", rec);
-    util_json(resp, 200, cJSON_CreateObject());
+    http_response_json(resp, 200, cJSON_CreateObject());
 out:
     layers_unlock();
     free(layer);
@@ -1273,7 +1285,7 @@ static void handle_logs(struct engine *eng, const char *id, struct http_response
     if (ls == NULL || asprintf(&path, "%s/blueprints/%s/logs.jsonl",
                                eng->state_dir, id) < 0) {
         free(ls);
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         return;
     }
     ls->f = fopen(path, "re");
@@ -1304,7 +1316,7 @@ void blueprints_route(struct engine *eng, char **seg, size_t n, const struct htt
         layers_lock(eng);
         rec = find_locked(seg[2]);
         if (rec != NULL)
-            util_json(resp, 200, bp_view(rec));
+            http_response_json(resp, 200, bp_view(rec));
         else
             not_found(resp, seg[2]);
         layers_unlock();

@@ -1,14 +1,14 @@
 /* Disk snapshots: a read-only layer copied from a running devbox's writable
  * upper dir, plus the layers the devbox itself booted on. */
 #define _GNU_SOURCE
-#include "layers.h"
+#include "disk_snapshots.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "layers.h"
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
@@ -246,21 +246,23 @@ static int check_body(const cJSON *body, const char **name, const cJSON **meta,
 }
 
 /* Lock held: takes an I/O reference on a running devbox (a stop waits for
- * it) and fills the job; or answers the error. */
-static int claim_box_locked(struct engine *eng, struct devbox *box, struct snap_job *job,
-                            cJSON **chain, const char **bp, struct http_response *resp)
+ * it) and fills the job; or 400 with err. */
+static int claim_box_locked(struct devbox *box, struct snap_job *job,
+                            cJSON **chain, const char **bp, char *err,
+                            size_t errlen)
 {
     if (box->status != DBX_RUNNING || box->sb == NULL) {
-        util_error(resp, 400, "devbox %s is %s; only a running devbox can be snapshotted "
-                   "(resume a suspended one first)", box->id, dbx_status_name(box->status));
-        return -1;
+        snprintf(err, errlen,
+                 "devbox %s is %s; only a running devbox can be snapshotted "
+                 "(resume a suspended one first)",
+                 box->id, dbx_status_name(box->status));
+        return 400;
     }
     job->uid = sandbox_owner_uid(box->sb);
     *chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1);
     *bp = rec_str(box->spec, "blueprint_id");
     box->io_refs++;
     engine_touch_locked(box);
-    (void)eng;
     return 0;
 }
 
@@ -296,27 +298,39 @@ static cJSON *new_record(struct snap_job *job, const cJSON *body, const char *bo
     return rec;
 }
 
-void snapshots_create(struct engine *eng, struct devbox *box, const struct http_request *req,
-                      struct http_response *resp, int async)
+static void start_worker(struct snap_job *job)
+{
+    pthread_t tid;
+    pthread_attr_t attr;
+    int rc;
+
+    pthread_mutex_lock(&workers_lock);
+    workers++;
+    pthread_mutex_unlock(&workers_lock);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&tid, &attr, snap_thread, job);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        snap_thread(job);
+}
+
+int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
+                     int async, cJSON **view, char *err, size_t errlen)
 {
     struct snap_job *job = NULL;
-    cJSON *body = NULL;
     cJSON *chain = NULL;
     cJSON *rec = NULL;
-    cJSON *view = NULL;
     const char *name = NULL;
     const cJSON *meta = NULL;
     const char *commit = NULL;
     const char *bp = NULL;
-    char err[ERRLEN] = "";
-    int claimed = 0;
+    char cause[ERRLEN] = "";
+    int status = 0;
 
-    if (layers_parse_body(req, resp, &body) != 0)
-        return;
-    if (check_body(body, &name, &meta, &commit, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
-        goto out;
-    }
+    *view = NULL;
+    if (check_body(body, &name, &meta, &commit, err, errlen) != 0)
+        return 400;
     job = calloc(1, sizeof(*job));
     if (job == NULL)
         goto oom;
@@ -330,58 +344,61 @@ void snapshots_create(struct engine *eng, struct devbox *box, const struct http_
         goto oom;
     }
     pthread_mutex_lock(&eng->lock);
-    claimed = claim_box_locked(eng, box, job, &chain, &bp, resp) == 0;
-    rec = claimed ? new_record(job, body, box->id, bp, chain) : NULL;
+    status = claim_box_locked(box, job, &chain, &bp, err, errlen);
+    rec = status == 0 ? new_record(job, body, box->id, bp, chain) : NULL;
     pthread_mutex_unlock(&eng->lock);
-    if (!claimed) {
+    if (status != 0) {
         layers_unlock();
         goto out;
     }
     cJSON_InsertItemInArray(layers_snapshots_locked(), 0, rec); /* newest first */
     layers_save_record("snapshots", "snapshot.json", rec);
-    view = snap_view(rec);
+    if (async)
+        *view = snap_view(rec);
     layers_unlock();
     if (async) {
-        pthread_t tid;
-        pthread_attr_t attr;
-        int rc;
-
-        pthread_mutex_lock(&workers_lock);
-        workers++;
-        pthread_mutex_unlock(&workers_lock);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        rc = pthread_create(&tid, &attr, snap_thread, job);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
-            snap_thread(job);
+        start_worker(job);
         job = NULL;
-        util_json(resp, 200, view);
-        view = NULL;
         goto out;
     }
-    if (snap_run(job, err, sizeof(err)) != 0) {
-        util_error(resp, 500, "snapshot %s failed: %s", job->id, err);
+    if (snap_run(job, cause, sizeof(cause)) != 0) {
+        snprintf(err, errlen, "snapshot %s failed: %s", job->id, cause);
+        status = 500;
         goto out;
     }
     layers_lock(eng);
     rec = find_locked(job->id);
-    util_json(resp, 200, rec != NULL ? snap_view(rec) : cJSON_CreateObject());
+    *view = rec != NULL ? snap_view(rec) : cJSON_CreateObject();
     layers_unlock();
     goto out;
 oom:
-    util_error(resp, 500, "out of memory");
+    snprintf(err, errlen, "out of memory");
+    status = 500;
 out:
     if (job != NULL)
         job_free(job);
-    cJSON_Delete(view);
     cJSON_Delete(chain);
-    cJSON_Delete(body);
+    return status;
 }
 
-/* ------------------------------------------------------------- routes */
+/* --------------------------------------------------------------- records */
 
-static int rec_matches(const cJSON *rec, const char *dbx, const char *bp)
+static int not_found(const char *sid, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "snapshot %s not found; list snapshots with GET "
+             "/v1/devboxes/disk_snapshots",
+             sid);
+    return 404;
+}
+
+cJSON *snapshots_view(const cJSON *rec)
+{
+    return snap_view(rec);
+}
+
+int snapshots_listed(const cJSON *rec, const char *devbox_id,
+                     const char *blueprint_id)
 {
     const char *st = rec_str(rec, "status");
     const char *src = rec_str(rec, "source_devbox_id");
@@ -389,142 +406,31 @@ static int rec_matches(const cJSON *rec, const char *dbx, const char *bp)
 
     if (st != NULL && (strcmp(st, "deleted") == 0))
         return 0;
-    if (dbx != NULL && dbx[0] && (src == NULL || strcmp(src, dbx) != 0))
+    if (devbox_id != NULL && devbox_id[0] &&
+        (src == NULL || strcmp(src, devbox_id) != 0))
         return 0;
-    if (bp != NULL && bp[0] && (sbp == NULL || strcmp(sbp, bp) != 0))
+    if (blueprint_id != NULL && blueprint_id[0] &&
+        (sbp == NULL || strcmp(sbp, blueprint_id) != 0))
         return 0;
     return 1;
 }
 
-/* Does value v appear in the comma-separated list? */
-static int in_csv(const char *list, const char *v)
+int snapshots_update(struct engine *eng, const char *sid, const cJSON *body,
+                     cJSON **view, char *err, size_t errlen)
 {
-    size_t vl = strlen(v);
-    const char *p = list;
-
-    while (p != NULL) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
-
-        if (len == vl && strncmp(p, v, vl) == 0)
-            return 1;
-        p = comma != NULL ? comma + 1 : NULL;
-    }
-    return 0;
-}
-
-/* metadata[<key>]=<v> and metadata[<key>][in]=<v1,v2> query filters.
- * Returns 1 if rec passes them all, 0 if not, -1 with err on a bad filter. */
-static int metadata_matches(const struct http_request *req, const cJSON *rec, char *err,
-                            size_t errlen)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "metadata");
-    size_t i;
-
-    for (i = 0; i < req->n_query; i++) {
-        const char *name = req->query[i].name;
-        const char *close = NULL;
-        const char *have = NULL;
-        char key[256];
-        size_t klen;
-        int is_in;
-
-        if (strncmp(name, "metadata[", 9) != 0)
-            continue;
-        close = strchr(name + 9, ']');
-        klen = close != NULL ? (size_t)(close - name - 9) : 0;
-        is_in = close != NULL && strcmp(close + 1, "[in]") == 0;
-        if (close == NULL || klen == 0 || klen >= sizeof(key) ||
-            (close[1] != '\0' && !is_in)) {
-            snprintf(err, errlen, "query parameter '%s' is not a metadata filter; use "
-                     "metadata[<key>]=<value> or metadata[<key>][in]=<v1>,<v2>", name);
-            return -1;
-        }
-        memcpy(key, name + 9, klen);
-        key[klen] = '\0';
-        have = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, key));
-        if (have == NULL)
-            return 0;
-        if (is_in ? !in_csv(req->query[i].value, have) : strcmp(have, req->query[i].value) != 0)
-            return 0;
-    }
-    return 1;
-}
-
-static cJSON *snap_view_item(const void *rec)
-{
-    return snap_view(rec);
-}
-
-static void handle_list(struct engine *eng, const struct http_request *req,
-                        struct http_response *resp, int public_only)
-{
-    const char *dbx = http_request_query(req, "devbox_id");
-    const char *bp = http_request_query(req, "source_blueprint_id");
-    const char *after = http_request_query(req, "starting_after");
-    const char *itc = http_request_query(req, "include_total_count");
-    const char **ids = NULL;
-    const cJSON **recs = NULL;
-    const cJSON *rec = NULL;
-    char err[ERRLEN];
-    int64_t limit;
-    size_t n = 0, cap;
-
-    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
-        return;
-    layers_lock(eng);
-    cap = (size_t)cJSON_GetArraySize(layers_snapshots_locked()) + 1;
-    ids = calloc(cap, sizeof(*ids));
-    recs = calloc(cap, sizeof(*recs));
-    if (ids == NULL || recs == NULL) {
-        util_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
-        int m;
-
-        if (public_only || !rec_matches(rec, dbx, bp))
-            continue;
-        m = metadata_matches(req, rec, err, sizeof(err));
-        if (m < 0) {
-            util_error(resp, 400, "%s", err);
-            goto out;
-        }
-        if (m == 0)
-            continue;
-        ids[n] = rec_str(rec, "id");
-        recs[n++] = rec;
-    }
-    /* An unknown starting_after on an empty list is an empty page here. */
-    api_list_reply(resp, "snapshots", ids, (const void *const *)recs, n, n > 0 ? after : NULL, limit,
-                   itc, snap_view_item);
-out:
-    layers_unlock();
-    free(ids);
-    free(recs);
-}
-
-static void handle_update(struct engine *eng, const char *sid, const struct http_request *req,
-                          struct http_response *resp)
-{
-    cJSON *body = NULL;
     cJSON *rec = NULL;
     const char *name = NULL;
     const cJSON *meta = NULL;
     const char *commit = NULL;
-    char err[ERRLEN];
+    int status = 0;
 
-    if (layers_parse_body(req, resp, &body) != 0)
-        return;
-    if (check_body(body, &name, &meta, &commit, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
-        goto out_nolock;
-    }
+    *view = NULL;
+    if (check_body(body, &name, &meta, &commit, err, errlen) != 0)
+        return 400;
     layers_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL || strcmp(rec_str(rec, "status"), "deleted") == 0) {
-        util_error(resp, 404, "snapshot %s not found; list snapshots with GET "
-                   "/v1/devboxes/disk_snapshots", sid);
+        status = not_found(sid, err, errlen);
         goto out;
     }
     if (name != NULL)
@@ -536,67 +442,74 @@ static void handle_update(struct engine *eng, const char *sid, const struct http
         cJSON_AddItemToObject(rec, "metadata", cJSON_Duplicate(meta, 1));
     }
     layers_save_record("snapshots", "snapshot.json", rec);
-    util_json(resp, 200, snap_view(rec));
+    *view = snap_view(rec);
 out:
     layers_unlock();
-out_nolock:
-    cJSON_Delete(body);
+    return status;
 }
 
-static void handle_delete(struct engine *eng, const char *sid, struct http_response *resp)
+int snapshots_delete(struct engine *eng, const char *sid, char *err,
+                     size_t errlen)
 {
     cJSON *rec = NULL;
     const char *st = NULL;
     const cJSON *own = NULL;
     const char *path = NULL;
     char who[64] = "";
+    int status = 0;
 
     layers_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL) {
-        util_error(resp, 404, "snapshot %s not found; list snapshots with GET "
-                   "/v1/devboxes/disk_snapshots", sid);
+        status = not_found(sid, err, errlen);
         goto out;
     }
     st = rec_str(rec, "status");
-    if (strcmp(st, "deleted") == 0) {
-        util_json(resp, 200, cJSON_CreateObject());
+    if (strcmp(st, "deleted") == 0)
         goto out;
-    }
     if (strcmp(st, "in_progress") == 0) {
-        util_error(resp, 400, "snapshot %s is still in progress; delete it once its status "
-                   "is complete or error", sid);
+        snprintf(err, errlen,
+                 "snapshot %s is still in progress; delete it once its status "
+                 "is complete or error",
+                 sid);
+        status = 400;
         goto out;
     }
     own = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 0);
     path = rec_str(own, "path");
     if (path != NULL && layers_in_use_locked(eng, path, sid, who, sizeof(who))) {
-        util_error(resp, 400, "snapshot %s is in use by %s; shut that devbox down (or delete "
-                   "that snapshot or blueprint) first", sid, who);
+        snprintf(
+            err, errlen,
+            "snapshot %s is in use by %s; shut that devbox down (or delete "
+            "that snapshot or blueprint) first",
+            sid, who);
+        status = 400;
         goto out;
     }
     if (path != NULL)
         util_rmtree(path);
     set_str(rec, "status", "deleted");
     layers_save_record("snapshots", "snapshot.json", rec);
-    util_json(resp, 200, cJSON_CreateObject());
 out:
     layers_unlock();
+    return status;
 }
 
-static void handle_status(struct engine *eng, const char *sid, struct http_response *resp)
+int snapshots_status(struct engine *eng, const char *sid, cJSON **out,
+                     char *err, size_t errlen)
 {
     cJSON *rec = NULL;
     cJSON *v = NULL;
     const char *st = NULL;
     const char *msg = NULL;
+    int status = 0;
 
+    *out = NULL;
     layers_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL) {
-        util_error(resp, 404, "snapshot %s not found; list snapshots with GET "
-                   "/v1/devboxes/disk_snapshots", sid);
-        goto out;
+        status = not_found(sid, err, errlen);
+        goto done;
     }
     st = rec_str(rec, "status");
     msg = rec_str(rec, "error_message");
@@ -608,27 +521,8 @@ static void handle_status(struct engine *eng, const char *sid, struct http_respo
         cJSON_AddNullToObject(v, "error_message");
     if (strcmp(st, "deleted") != 0)
         cJSON_AddItemToObject(v, "snapshot", snap_view(rec));
-    util_json(resp, 200, v);
-out:
+    *out = v;
+done:
     layers_unlock();
-}
-
-void snapshots_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
-                     struct http_response *resp)
-{
-    int is_get = strcmp(req->method, "GET") == 0;
-
-    if (n == 3 && is_get) {
-        handle_list(eng, req, resp, 0);
-    } else if (n == 4 && is_get && strcmp(seg[3], "list_public") == 0) {
-        handle_list(eng, req, resp, 1);
-    } else if (n == 4 && !is_get) {
-        handle_update(eng, seg[3], req, resp);
-    } else if (n == 5 && !is_get && strcmp(seg[4], "delete") == 0) {
-        handle_delete(eng, seg[3], resp);
-    } else if (n == 5 && is_get && strcmp(seg[4], "status") == 0) {
-        handle_status(eng, seg[3], resp);
-    } else {
-        api_unimplemented(req, resp);
-    }
+    return status;
 }

@@ -356,7 +356,7 @@ static void replay(const struct idem_claim *c, struct http_response *resp)
 
     body = malloc(c->body_len + 1);
     if (body == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         return;
     }
     memcpy(body, c->body, c->body_len + 1);
@@ -378,10 +378,11 @@ int idem_begin(struct idem_store *st, const struct http_request *req,
     if (st == NULL || id == NULL || !idem_applies(req->method, req->path))
         return 0;
     if (!valid_id(id)) {
-        util_error(resp, 400,
-                   "x-request-id must be 1 to %d printable ASCII characters "
-                   "without spaces",
-                   IDEM_MAX_ID_LEN);
+        http_response_error(
+            resp, 400,
+            "x-request-id must be 1 to %d printable ASCII characters "
+            "without spaces",
+            IDEM_MAX_ID_LEN);
         return 1;
     }
     h = request_hash(req);
@@ -389,17 +390,19 @@ int idem_begin(struct idem_store *st, const struct http_request *req,
     prune_locked(st, util_now_ms());
     c = find_locked(st, id);
     if (c != NULL && c->req_hash != h) {
-        util_error(resp, 409,
-                   "x-request-id '%s' was already used for another request; "
-                   "send a new x-request-id for a new request (the same id is "
-                   "only for "
-                   "retrying the same request)",
-                   id);
+        http_response_error(
+            resp, 409,
+            "x-request-id '%s' was already used for another request; "
+            "send a new x-request-id for a new request (the same id is "
+            "only for "
+            "retrying the same request)",
+            id);
     } else if (c != NULL && !c->done) {
-        util_error(resp, 409,
-                   "the request with x-request-id '%s' is still running; retry "
-                   "it shortly to get its answer",
-                   id);
+        http_response_error(
+            resp, 409,
+            "the request with x-request-id '%s' is still running; retry "
+            "it shortly to get its answer",
+            id);
         http_response_set_header(resp, "x-should-retry", "true");
     } else if (c != NULL) {
         replay(c, resp);
@@ -407,7 +410,7 @@ int idem_begin(struct idem_store *st, const struct http_request *req,
         c = calloc(1, sizeof(*c));
         if (c == NULL || (c->id = strdup(id)) == NULL) {
             free(c);
-            util_error(resp, 500, "out of memory");
+            http_response_error(resp, 500, "out of memory");
             goto out;
         }
         c->id_hash = hash_str(FNV_OFFSET, id);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "disk_snapshots.h"
 #include "images.h"
 #include "sandbox_internal.h"
 #include "util.h"
@@ -630,53 +631,5 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
     cJSON_AddItemToObject(spec, "_layers",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
     blueprint_defaults(rec, spec);
-    return 0;
-}
-
-/* ------------------------------------------------------------ helpers */
-
-int layers_parse_body(const struct http_request *req, struct http_response *resp, cJSON **out)
-{
-    const char *end = NULL;
-    cJSON *body = NULL;
-
-    *out = NULL;
-    if (req->body_too_large) {
-        util_error(resp, 413, "request body too large: JSON bodies are limited to %u bytes",
-                   HTTP_MAX_JSON_BODY);
-        return -1;
-    }
-    if (req->body_len == 0) {
-        *out = cJSON_CreateObject();
-        return 0;
-    }
-    body = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
-    if (body == NULL || !cJSON_IsObject(body)) {
-        cJSON_Delete(body);
-        util_error(resp, 400, "the request body must be a JSON object");
-        return -1;
-    }
-    *out = body;
-    return 0;
-}
-
-int layers_query_int(const struct http_request *req, struct http_response *resp,
-                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out)
-{
-    const char *v = http_request_query(req, name);
-    char *end = NULL;
-    long long x;
-
-    *out = def;
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    errno = 0;
-    x = strtoll(v, &end, 10);
-    if (errno != 0 || *end != '\0' || x < lo || x > hi) {
-        util_error(resp, 400, "query parameter '%s' must be an integer from %lld to %lld, "
-                   "got \"%s\"", name, (long long)lo, (long long)hi, v);
-        return -1;
-    }
-    *out = x;
     return 0;
 }

@@ -55,17 +55,6 @@ int layers_in_use_locked(struct engine *eng, const char *path, const char *excep
 int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
                           size_t errlen);
 
-/* ---- disk_snapshots.c ---- */
-/* /v1/devboxes/disk_snapshots[/...]: seg[2] == "disk_snapshots". */
-void snapshots_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
-                     struct http_response *resp);
-/* POST /v1/devboxes/{id}/snapshot_disk[_async]. */
-void snapshots_create(struct engine *eng, struct devbox *box, const struct http_request *req,
-                      struct http_response *resp, int async);
-int snapshots_in_progress(struct engine *eng, const char *box_id);
-void snapshots_load_locked(cJSON *list); /* fixes up records after a restart */
-void snapshots_wait_all(void);            /* waits for async snapshot workers */
-
 /* ---- blueprint_builds.c ---- */
 /* /v1/blueprints[/...]. */
 void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
@@ -74,10 +63,5 @@ void blueprints_load_locked(struct engine *eng, cJSON *list);
 void blueprints_stop_all(void); /* kills running build steps, waits for the workers */
 /* Registry lock held: the newest build_complete record named name, or by id. */
 cJSON *blueprints_find_locked(const char *id, const char *name);
-
-/* ---- shared by disk_snapshots.c / blueprint_builds.c ---- */
-int layers_parse_body(const struct http_request *req, struct http_response *resp, cJSON **out);
-int layers_query_int(const struct http_request *req, struct http_response *resp,
-                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out);
 
 #endif

@@ -512,31 +512,33 @@ static void handle_write(struct engine *eng, const char *id, const cJSON *body,
     if (id != NULL) {
         rec = find_in(all, id, NULL);
         if (rec == NULL) {
-            util_error(resp, 404,
-                       "MCP config %s not found; list them with GET "
-                       "/v1/mcp-configs",
-                       id);
+            http_response_error(resp, 404,
+                                "MCP config %s not found; list them with GET "
+                                "/v1/mcp-configs",
+                                id);
             goto out;
         }
     } else if (cJSON_GetArraySize(all) >= 5000) {
-        util_error(resp, 400,
-                   "the account already holds 5000 MCP configs; delete unused "
-                   "ones first");
+        http_response_error(
+            resp, 400,
+            "the account already holds 5000 MCP configs; delete unused "
+            "ones first");
         goto out;
     } else {
         rec = fresh = new_record();
     }
     status = apply_body(eng, all, rec, body, id == NULL, err, sizeof(err));
     if (status != 0) {
-        util_error(resp, status, "%s", err);
+        http_response_error(resp, status, "%s", err);
         goto out;
     }
     if (save_locked(eng, rec) != 0) {
-        util_error(resp, 500, "cannot store the MCP config under %s: %s",
-                   eng->state_dir, strerror(errno));
+        http_response_error(resp, 500,
+                            "cannot store the MCP config under %s: %s",
+                            eng->state_dir, strerror(errno));
         goto out;
     }
-    util_json(resp, 200, cfg_view(rec));
+    http_response_json(resp, 200, cfg_view(rec));
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(fresh);
@@ -555,18 +557,18 @@ static void handle_delete(struct engine *eng, const char *id,
     all = load_all_locked(eng);
     rec = find_in(all, id, NULL);
     if (rec == NULL) {
-        util_error(
+        http_response_error(
             resp, 404,
             "MCP config %s not found; list them with GET /v1/mcp-configs", id);
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", id);
     if (dir == NULL || store_remove(dir, file) != 0) {
-        util_error(resp, 500, "cannot delete MCP config %s: %s", id,
-                   strerror(errno));
+        http_response_error(resp, 500, "cannot delete MCP config %s: %s", id,
+                            strerror(errno));
         goto out;
     }
-    util_json(resp, 200, cfg_view(rec));
+    http_response_json(resp, 200, cfg_view(rec));
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
@@ -599,7 +601,7 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     cJSON *all = NULL;
     int64_t limit;
 
-    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
+    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
@@ -624,8 +626,9 @@ void mcpcfg_route(struct engine *eng, char **seg, size_t n,
         return;
     }
     if (n >= 3 && !store_id_valid(seg[2], "mcp")) {
-        util_error(resp, 404, "MCP config %.60s not found: ids look like mcp_…",
-                   seg[2]);
+        http_response_error(resp, 404,
+                            "MCP config %.60s not found: ids look like mcp_…",
+                            seg[2]);
         return;
     }
     if (n == 3 && is_get) {
@@ -633,12 +636,12 @@ void mcpcfg_route(struct engine *eng, char **seg, size_t n,
         all = load_all_locked(eng);
         pthread_mutex_unlock(&cfg_lock);
         if (find_in(all, seg[2], NULL) == NULL)
-            util_error(resp, 404,
-                       "MCP config %s not found; list them with GET "
-                       "/v1/mcp-configs",
-                       seg[2]);
+            http_response_error(resp, 404,
+                                "MCP config %s not found; list them with GET "
+                                "/v1/mcp-configs",
+                                seg[2]);
         else
-            util_json(resp, 200, cfg_view(find_in(all, seg[2], NULL)));
+            http_response_json(resp, 200, cfg_view(find_in(all, seg[2], NULL)));
         cJSON_Delete(all);
         return;
     }
@@ -646,7 +649,7 @@ void mcpcfg_route(struct engine *eng, char **seg, size_t n,
         handle_delete(eng, seg[2], resp);
         return;
     }
-    if (layers_parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     handle_write(eng, n == 3 ? seg[2] : NULL, body, resp);
     cJSON_Delete(body);

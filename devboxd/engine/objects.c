@@ -257,18 +257,20 @@ static void reply_object(struct engine *eng, const struct http_request *req,
         url = signed_url(eng, req, "PUT", rec_str(rec, "id"), "upload", UPLOAD_URL_S);
         if (url == NULL) {
             cJSON_Delete(v);
-            util_error(resp, 500, "out of memory");
+            http_response_error(resp, 500, "out of memory");
             return;
         }
         cJSON_AddStringToObject(v, "upload_url", url);
         free(url);
     }
-    util_json(resp, 200, v);
+    http_response_json(resp, 200, v);
 }
 
 static void not_found(struct http_response *resp, const char *id)
 {
-    util_error(resp, 404, "object %s not found; list objects with GET /v1/objects", id);
+    http_response_error(
+        resp, 404, "object %s not found; list objects with GET /v1/objects",
+        id);
 }
 
 /* The live record of id, read under the lock. */
@@ -376,22 +378,23 @@ static void handle_create(struct engine *eng, const struct http_request *req, co
 
     rec = new_record(body, err, sizeof(err));
     if (rec == NULL) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     pthread_mutex_lock(&objects_lock);
     all = load_all_locked(dir);
     if (cJSON_GetArraySize(all) >= OBJECTS_MAX) {
         pthread_mutex_unlock(&objects_lock);
-        util_error(resp, 400,
-                   "the local engine keeps at most %d objects; delete some with POST "
-                   "/v1/objects/{id}/delete",
-                   OBJECTS_MAX);
+        http_response_error(
+            resp, 400,
+            "the local engine keeps at most %d objects; delete some with POST "
+            "/v1/objects/{id}/delete",
+            OBJECTS_MAX);
         goto out;
     }
     if (dir == NULL || save_locked(dir, rec) != 0) {
         pthread_mutex_unlock(&objects_lock);
-        util_storage_error(resp, dir == NULL ? ENOMEM : errno);
+        api_storage_error(resp, dir == NULL ? ENOMEM : errno);
         goto out;
     }
     pthread_mutex_unlock(&objects_lock);
@@ -412,8 +415,9 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
     char file[OBJECT_ID_MAX + 16];
 
     if (req->body_too_large) {
-        util_error(resp, 413, "an object holds at most %u bytes; split larger data",
-                   OBJECT_MAX_BYTES);
+        http_response_error(
+            resp, 413, "an object holds at most %u bytes; split larger data",
+            OBJECT_MAX_BYTES);
         goto out;
     }
     rec = lock_record(dir, id, resp);
@@ -421,10 +425,11 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
         goto out;
     if (strcmp(rec_str(rec, "state"), "UPLOADING") != 0) {
         pthread_mutex_unlock(&objects_lock);
-        util_error(resp, 409,
-                   "object %s is %s: its bytes were set by its upload; create a new object "
-                   "for new data",
-                   id, rec_str(rec, "state"));
+        http_response_error(resp, 409,
+                            "object %s is %s: its bytes were set by its "
+                            "upload; create a new object "
+                            "for new data",
+                            id, rec_str(rec, "state"));
         goto out;
     }
     /* Written under the lock: a delete cannot slip between the state
@@ -432,11 +437,11 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
     data_file(id, file, sizeof(file));
     if (store_write(dir, file, req->body != NULL ? req->body : "", req->body_len) != 0) {
         pthread_mutex_unlock(&objects_lock);
-        util_storage_error(resp, errno);
+        api_storage_error(resp, errno);
         goto out;
     }
     pthread_mutex_unlock(&objects_lock);
-    util_json(resp, 200, object_view(rec));
+    http_response_json(resp, 200, object_view(rec));
 out:
     cJSON_Delete(rec);
     free(dir);
@@ -457,10 +462,11 @@ static void handle_complete(struct engine *eng, const struct http_request *req, 
         snprintf(path, sizeof(path), "%s/%s.data", dir, id);
         if (stat(path, &st) != 0) {
             pthread_mutex_unlock(&objects_lock);
-            util_error(resp, 400,
-                       "nothing was uploaded to object %s: PUT its bytes to the upload_url "
-                       "of its view first",
-                       id);
+            http_response_error(resp, 400,
+                                "nothing was uploaded to object %s: PUT its "
+                                "bytes to the upload_url "
+                                "of its view first",
+                                id);
             goto out;
         }
         cJSON_ReplaceItemInObjectCaseSensitive(rec, "state", cJSON_CreateString("READ_ONLY"));
@@ -468,7 +474,7 @@ static void handle_complete(struct engine *eng, const struct http_request *req, 
                                                cJSON_CreateNumber((double)st.st_size));
         if (save_locked(dir, rec) != 0) {
             pthread_mutex_unlock(&objects_lock);
-            util_storage_error(resp, errno);
+            api_storage_error(resp, errno);
             goto out;
         }
     }
@@ -491,12 +497,13 @@ static void handle_delete(struct engine *eng, const char *id, struct http_respon
         goto out;
     if (remove_locked(dir, id) != 0) {
         pthread_mutex_unlock(&objects_lock);
-        util_error(resp, 500, "cannot delete object %s: %s", id, strerror(errno));
+        http_response_error(resp, 500, "cannot delete object %s: %s", id,
+                            strerror(errno));
         goto out;
     }
     pthread_mutex_unlock(&objects_lock);
     cJSON_ReplaceItemInObjectCaseSensitive(rec, "state", cJSON_CreateString("DELETED"));
-    util_json(resp, 200, object_view(rec));
+    http_response_json(resp, 200, object_view(rec));
 out:
     cJSON_Delete(rec);
     free(dir);
@@ -511,8 +518,8 @@ static void handle_download_url(struct engine *eng, const char *id,
     char *url = NULL;
     int64_t seconds;
 
-    if (layers_query_int(req, resp, "duration_seconds", 1, DOWNLOAD_MAX_S, DOWNLOAD_DEFAULT_S,
-                         &seconds) != 0)
+    if (api_query_int(req, resp, "duration_seconds", 1, DOWNLOAD_MAX_S,
+                      DOWNLOAD_DEFAULT_S, &seconds) != 0)
         goto out;
     rec = load(dir, id);
     if (rec == NULL) {
@@ -520,20 +527,21 @@ static void handle_download_url(struct engine *eng, const char *id,
         goto out;
     }
     if (strcmp(rec_str(rec, "state"), "READ_ONLY") != 0) {
-        util_error(resp, 400,
-                   "object %s is %s: complete its upload (POST /v1/objects/%s/complete) "
-                   "before downloading it",
-                   id, rec_str(rec, "state"), id);
+        http_response_error(resp, 400,
+                            "object %s is %s: complete its upload (POST "
+                            "/v1/objects/%s/complete) "
+                            "before downloading it",
+                            id, rec_str(rec, "state"), id);
         goto out;
     }
     url = signed_url(eng, req, "GET", id, "content", seconds);
     if (url == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     v = cJSON_CreateObject();
     cJSON_AddStringToObject(v, "download_url", url);
-    util_json(resp, 200, v);
+    http_response_json(resp, 200, v);
 out:
     free(url);
     cJSON_Delete(rec);
@@ -572,7 +580,7 @@ static void handle_content(struct engine *eng, const char *id, struct http_respo
     int fd = objects_open(eng, id, err, sizeof(err));
 
     if (fd < 0) {
-        util_error(resp, 404, "%s", err);
+        http_response_error(resp, 404, "%s", err);
         return;
     }
     files_stream_fd(resp, fd);
@@ -608,7 +616,7 @@ static int check_list_query(const struct http_request *req, struct http_response
     size_t i;
 
     if (ct != NULL && check_content_type(ct, "content_type", err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return -1;
     }
     for (i = 0; state != NULL && states[i] != NULL; i++) {
@@ -616,7 +624,9 @@ static int check_list_query(const struct http_request *req, struct http_response
             return 0;
     }
     if (state != NULL) {
-        util_error(resp, 400, "'state' must be one of UPLOADING, READ_ONLY, DELETED, ERROR");
+        http_response_error(
+            resp, 400,
+            "'state' must be one of UPLOADING, READ_ONLY, DELETED, ERROR");
         return -1;
     }
     return 0;
@@ -629,7 +639,7 @@ static void handle_list(struct engine *eng, const struct http_request *req, int 
     cJSON *all = NULL;
     int64_t limit;
 
-    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0 ||
+    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0 ||
         check_list_query(req, resp) != 0)
         goto out;
     pthread_mutex_lock(&objects_lock);
@@ -685,9 +695,10 @@ void objects_route(struct engine *eng, char **seg, size_t n, const struct http_r
      * (objects_signed_request); a keyed client must use them too. */
     if (n == 4 && (strcmp(seg[3], "upload") == 0 || strcmp(seg[3], "content") == 0)) {
         if (!objects_signed_request(eng, req))
-            util_error(resp, 403,
-                       "this URL needs a valid, unexpired signature: use the upload_url "
-                       "or download_url the object's API gave");
+            http_response_error(resp, 403,
+                                "this URL needs a valid, unexpired signature: "
+                                "use the upload_url "
+                                "or download_url the object's API gave");
         else if (seg[3][0] == 'u')
             handle_upload(eng, seg[2], req, resp);
         else
@@ -699,7 +710,7 @@ void objects_route(struct engine *eng, char **seg, size_t n, const struct http_r
     } else if (n == 3 && is_get && strcmp(seg[2], "list_public") == 0) {
         handle_list(eng, req, 1, resp);
     } else if (n == 2) {
-        if (layers_parse_body(req, resp, &body) != 0)
+        if (api_parse_body(req, resp, &body) != 0)
             return;
         handle_create(eng, req, body, resp);
         cJSON_Delete(body);

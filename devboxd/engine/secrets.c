@@ -184,19 +184,19 @@ static int check_value(const cJSON *body, const char **value,
     char err[256];
 
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return -1;
     }
     if (!cJSON_IsString(v)) {
-        util_error(
+        http_response_error(
             resp, 400,
             "'value' is required and must be a string (the secret's value)");
         return -1;
     }
     if (strlen(v->valuestring) > SECRET_VALUE_MAX) {
-        util_error(resp, 400,
-                   "'value' is %zu bytes; a secret holds at most %d bytes",
-                   strlen(v->valuestring), SECRET_VALUE_MAX);
+        http_response_error(
+            resp, 400, "'value' is %zu bytes; a secret holds at most %d bytes",
+            strlen(v->valuestring), SECRET_VALUE_MAX);
         return -1;
     }
     *value = v->valuestring;
@@ -207,7 +207,7 @@ static int check_name(const char *name, struct http_response *resp)
 {
     if (secrets_name_valid(name))
         return 0;
-    util_error(
+    http_response_error(
         resp, 400,
         "secret name \"%.140s\" is not valid: use 1 to %d letters, digits "
         "and _, not starting with a digit (an environment variable name, e.g. "
@@ -227,8 +227,9 @@ static void handle_create(struct engine *eng, const cJSON *body,
     int64_t now = util_now_ms();
 
     if (!cJSON_IsString(name)) {
-        util_error(resp, 400,
-                   "'name' is required and must be a string, e.g. \"API_KEY\"");
+        http_response_error(
+            resp, 400,
+            "'name' is required and must be a string, e.g. \"API_KEY\"");
         return;
     }
     if (check_name(name->valuestring, resp) != 0 ||
@@ -237,18 +238,20 @@ static void handle_create(struct engine *eng, const cJSON *body,
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name->valuestring);
     if (rec != NULL) {
-        util_error(resp, 409,
-                   "a secret named %s already exists; update it with POST "
-                   "/v1/secrets/%s or delete it first",
-                   name->valuestring, name->valuestring);
+        http_response_error(
+            resp, 409,
+            "a secret named %s already exists; update it with POST "
+            "/v1/secrets/%s or delete it first",
+            name->valuestring, name->valuestring);
         goto out;
     }
     all = load_all_locked(eng);
     if (cJSON_GetArraySize(all) >= SECRETS_MAX) {
-        util_error(resp, 400,
-                   "the account already holds %d secrets, the most the local "
-                   "engine keeps; delete unused ones first",
-                   SECRETS_MAX);
+        http_response_error(
+            resp, 400,
+            "the account already holds %d secrets, the most the local "
+            "engine keeps; delete unused ones first",
+            SECRETS_MAX);
         goto out;
     }
     util_new_id("sec", id, sizeof(id));
@@ -259,11 +262,11 @@ static void handle_create(struct engine *eng, const cJSON *body,
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)now);
     cJSON_AddNumberToObject(rec, "update_time_ms", (double)now);
     if (save_locked(eng, rec) != 0) {
-        util_error(resp, 500, "cannot store secret %s under %s: %s",
-                   name->valuestring, eng->state_dir, strerror(errno));
+        http_response_error(resp, 500, "cannot store secret %s under %s: %s",
+                            name->valuestring, eng->state_dir, strerror(errno));
         goto out;
     }
-    util_json(resp, 200, secret_view(rec));
+    http_response_json(resp, 200, secret_view(rec));
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete_all(all);
@@ -281,18 +284,19 @@ static void handle_update(struct engine *eng, const char *name,
         return;
     if (bname != NULL &&
         !(cJSON_IsString(bname) && strcmp(bname->valuestring, name) == 0)) {
-        util_error(resp, 400,
-                   "a secret cannot be renamed: leave 'name' out of the update "
-                   "(create a new secret and delete %s instead)",
-                   name);
+        http_response_error(
+            resp, 400,
+            "a secret cannot be renamed: leave 'name' out of the update "
+            "(create a new secret and delete %s instead)",
+            name);
         return;
     }
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
-        util_error(resp, 404,
-                   "secret %s not found; create it with POST /v1/secrets",
-                   name);
+        http_response_error(
+            resp, 404, "secret %s not found; create it with POST /v1/secrets",
+            name);
         goto out;
     }
     cJSON_ReplaceItemInObjectCaseSensitive(rec, "value",
@@ -300,11 +304,11 @@ static void handle_update(struct engine *eng, const char *name,
     cJSON_ReplaceItemInObjectCaseSensitive(
         rec, "update_time_ms", cJSON_CreateNumber((double)util_now_ms()));
     if (save_locked(eng, rec) != 0) {
-        util_error(resp, 500, "cannot store secret %s: %s", name,
-                   strerror(errno));
+        http_response_error(resp, 500, "cannot store secret %s: %s", name,
+                            strerror(errno));
         goto out;
     }
-    util_json(resp, 200, secret_view(rec));
+    http_response_json(resp, 200, secret_view(rec));
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
@@ -320,18 +324,18 @@ static void handle_delete(struct engine *eng, const char *name,
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
-        util_error(resp, 404,
-                   "secret %s not found; list secrets with GET /v1/secrets",
-                   name);
+        http_response_error(
+            resp, 404, "secret %s not found; list secrets with GET /v1/secrets",
+            name);
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", name);
     if (dir == NULL || store_remove(dir, file) != 0) {
-        util_error(resp, 500, "cannot delete secret %s: %s", name,
-                   strerror(errno));
+        http_response_error(resp, 500, "cannot delete secret %s: %s", name,
+                            strerror(errno));
         goto out;
     }
-    util_json(resp, 200, secret_view(rec));
+    http_response_json(resp, 200, secret_view(rec));
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
@@ -344,7 +348,7 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     cJSON *all = NULL;
     int64_t limit;
 
-    if (layers_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
+    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     pthread_mutex_lock(&secrets_lock);
     all = load_all_locked(eng);
@@ -375,11 +379,12 @@ void secrets_route(struct engine *eng, char **seg, size_t n,
         rec = load_locked(eng, seg[2]);
         pthread_mutex_unlock(&secrets_lock);
         if (rec == NULL)
-            util_error(resp, 404,
-                       "secret %s not found; list secrets with GET /v1/secrets",
-                       seg[2]);
+            http_response_error(
+                resp, 404,
+                "secret %s not found; list secrets with GET /v1/secrets",
+                seg[2]);
         else
-            util_json(resp, 200, secret_view(rec));
+            http_response_json(resp, 200, secret_view(rec));
         scrub_delete(rec);
         return;
     }
@@ -387,7 +392,7 @@ void secrets_route(struct engine *eng, char **seg, size_t n,
         handle_delete(eng, seg[2], resp);
         return;
     }
-    if (layers_parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (n == 2)
         handle_create(eng, body, resp);

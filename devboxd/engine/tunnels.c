@@ -89,19 +89,21 @@ static cJSON *parse_spec_body(const struct http_request *req, struct http_respon
     char err[ERRLEN] = "";
 
     if (req->body_too_large) {
-        util_error(resp, 413, "request body too large");
+        http_response_error(resp, 413, "request body too large");
         return NULL;
     }
     if (req->body_len == 0)
         return cJSON_CreateObject();
     body = cJSON_ParseWithLength(req->body, req->body_len);
     if (body == NULL) {
-        util_error(resp, 400, "the body is not valid JSON; send {\"auth_mode\": \"open\"} "
-                   "or {\"auth_mode\": \"authenticated\"}");
+        http_response_error(
+            resp, 400,
+            "the body is not valid JSON; send {\"auth_mode\": \"open\"} "
+            "or {\"auth_mode\": \"authenticated\"}");
         return NULL;
     }
     if (tunnel_check_spec(body, "", err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         cJSON_Delete(body);
         return NULL;
     }
@@ -124,24 +126,29 @@ void tunnel_api_enable(struct engine *eng, struct devbox *box,
         return;
     pthread_mutex_lock(&eng->lock);
     if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
-        util_error(resp, 400, "devbox %s is %s; a tunnel needs a live devbox (create a new "
-                   "one)", box->id, dbx_status_name(box->status));
+        http_response_error(
+            resp, 400,
+            "devbox %s is %s; a tunnel needs a live devbox (create a new "
+            "one)",
+            box->id, dbx_status_name(box->status));
         goto out;
     }
     if (box->tunnel != NULL) {
         /* One tunnel per devbox: asking again for the same one returns it. */
         if (same_spec(box->tunnel, spec))
-            util_json(resp, 200, tunnel_view_out(box->tunnel));
+            http_response_json(resp, 200, tunnel_view_out(box->tunnel));
         else
-            util_error(resp, 400, "devbox %s already has a tunnel (auth_mode %s); a devbox "
-                       "has one tunnel: call remove_tunnel first to change it", box->id,
-                       spec_mode(box->tunnel));
+            http_response_error(
+                resp, 400,
+                "devbox %s already has a tunnel (auth_mode %s); a devbox "
+                "has one tunnel: call remove_tunnel first to change it",
+                box->id, spec_mode(box->tunnel));
         goto out;
     }
     box->tunnel = tunnel_new_view(spec);
     engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled", NULL, 0);
     engine_save_locked(eng, box);
-    util_json(resp, 200, tunnel_view_out(box->tunnel));
+    http_response_json(resp, 200, tunnel_view_out(box->tunnel));
 out:
     pthread_mutex_unlock(&eng->lock);
     cJSON_Delete(spec);
@@ -151,7 +158,7 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
                        const struct http_request *req, struct http_response *resp)
 {
     if (req->body_too_large) {
-        util_error(resp, 413, "request body too large");
+        http_response_error(resp, 413, "request body too large");
         return;
     }
     pthread_mutex_lock(&eng->lock);
@@ -164,7 +171,7 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
         pthread_cond_broadcast(&eng->changed);
     }
     pthread_mutex_unlock(&eng->lock);
-    util_json(resp, 200, cJSON_CreateObject());
+    http_response_json(resp, 200, cJSON_CreateObject());
 }
 
 static char *url_template;
@@ -230,19 +237,20 @@ void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_re
     cJSON *v = NULL;
 
     if (req->body_too_large) {
-        util_error(resp, 413, "request body too large");
+        http_response_error(resp, 413, "request body too large");
         return;
     }
     pthread_mutex_lock(&eng->lock);
     if (box->status != DBX_RUNNING) {
-        util_error(resp, 400, "devbox %s is %s; a PTY tunnel needs a running devbox%s",
-                   box->id, dbx_status_name(box->status),
-                   box->status == DBX_SUSPENDED ? " (resume it first)" : "");
+        http_response_error(
+            resp, 400, "devbox %s is %s; a PTY tunnel needs a running devbox%s",
+            box->id, dbx_status_name(box->status),
+            box->status == DBX_SUSPENDED ? " (resume it first)" : "");
         goto out;
     }
     t = calloc(1, sizeof(*t));
     if (t == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     util_random_text(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
@@ -257,7 +265,7 @@ void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_re
     cJSON_AddStringToObject(v, "auth_token", t->token);
     if (url_template != NULL)
         cJSON_AddStringToObject(v, "url_template", url_template);
-    util_json(resp, 200, v);
+    http_response_json(resp, 200, v);
 out:
     pthread_mutex_unlock(&eng->lock);
 }

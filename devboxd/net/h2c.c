@@ -215,8 +215,11 @@ static void stream_pump(struct h2_stream *st, struct http_response *resp)
 
 static void headers_too_large(struct http_response *resp)
 {
-    util_error(resp, 431, "request headers are too large: send at most %d header fields "
-               "and %d KiB of header data", H2_MAX_HEADERS, H2_MAX_HEADER_BYTES / 1024);
+    http_response_error(
+        resp, 431,
+        "request headers are too large: send at most %d header fields "
+        "and %d KiB of header data",
+        H2_MAX_HEADERS, H2_MAX_HEADER_BYTES / 1024);
 }
 
 /* Hands resp's status, headers and (unless streamed) body to the
@@ -671,10 +674,10 @@ static void stream_stall(struct h2_conn *c, struct h2_stream *st)
     st->counted = 0;
     http_request_clear(&st->req);
     memset(&resp, 0, sizeof(resp));
-    util_error(&resp, 408,
-               "the request body stopped arriving: no byte for %d s; "
-               "the request was not run, send it again",
-               H2_BODY_STALL_MS / 1000);
+    http_response_error(&resp, 408,
+                        "the request body stopped arriving: no byte for %d s; "
+                        "the request was not run, send it again",
+                        H2_BODY_STALL_MS / 1000);
     stream_take_response(st, &resp);
     http_response_clear(&resp);
 }

@@ -4,6 +4,7 @@
 #ifndef DEVBOXD_HTTP_H
 #define DEVBOXD_HTTP_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -83,6 +84,12 @@ void http_response_set_header(struct http_response *resp, const char *name,
 void http_response_set_body(struct http_response *resp, int status,
                             const char *content_type, char *body, size_t len);
 void http_response_clear(struct http_response *resp);
+/* Sends a cJSON value (consumed) as the body with status (http_json.c). */
+void http_response_json(struct http_response *resp, int status, cJSON *json);
+/* Runloop error shape: {"code": slug, "message": text} with status. */
+void http_response_error(struct http_response *resp, int status,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void http_request_clear(struct http_request *req);
 /* Splits "a=b&c=d" into decoded pairs appended to req->query. */
 int http_parse_query(struct http_request *req, const char *qs);

@@ -200,10 +200,11 @@ void http_dispatch(struct http_server *srv, struct http_request *req,
                    struct http_response *resp)
 {
     if (req->body_busy && http_authorized(srv, req)) {
-        util_error(resp, 503,
-                   "devboxd is receiving too many request bodies at once "
-                   "(%u MiB buffered); retry shortly",
-                   HTTP_MAX_BUFFERED >> 20);
+        http_response_error(
+            resp, 503,
+            "devboxd is receiving too many request bodies at once "
+            "(%u MiB buffered); retry shortly",
+            HTTP_MAX_BUFFERED >> 20);
         http_response_set_header(resp, "x-should-retry", "true");
         http_response_set_header(resp, "retry-after", "1");
         return;

@@ -3,6 +3,7 @@
  * builds the JSON views the official SDK expects. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "disk_snapshots.h"
 #include "idempotency.h"
 #include "layers.h"
 #include "mcphub.h"
@@ -564,7 +565,7 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
 
     if (api_page(ids, n, starting_after, limit, &first, &count, &has_more, err,
                  sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return;
     }
     out = cJSON_CreateObject();
@@ -577,7 +578,7 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
     else
         cJSON_AddNullToObject(out, "total_count");
     cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
-    util_json(resp, 200, out);
+    http_response_json(resp, 200, out);
 }
 
 void api_list_records(struct http_response *resp, const struct http_request *req,
@@ -592,7 +593,7 @@ void api_list_records(struct http_response *resp, const struct http_request *req
     size_t n = 0;
 
     if (ids == NULL || items == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     cJSON_ArrayForEach(it, all) {
@@ -636,16 +637,19 @@ size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_
     return (size_t)n;
 }
 
-static int parse_body(const struct http_request *req, struct http_response *resp,
-                      cJSON **out)
+int api_parse_body(const struct http_request *req, struct http_response *resp,
+                   cJSON **out)
 {
     const char *end = NULL;
     cJSON *body = NULL;
 
     *out = NULL;
     if (req->body_too_large) {
-        util_error(resp, 413, "request body too large: JSON bodies are limited to %u bytes "
-                   "(use upload_file for large files)", HTTP_MAX_JSON_BODY);
+        http_response_error(
+            resp, 413,
+            "request body too large: JSON bodies are limited to %u bytes "
+            "(use upload_file for large files)",
+            HTTP_MAX_JSON_BODY);
         return -1;
     }
     if (req->body_len == 0) {
@@ -656,21 +660,26 @@ static int parse_body(const struct http_request *req, struct http_response *resp
     if (body == NULL) {
         size_t at = end != NULL && end >= req->body ? (size_t)(end - req->body) : 0;
 
-        util_error(resp, 400, "malformed JSON in the request body near byte %zu; send a "
-                   "JSON object", at);
+        http_response_error(
+            resp, 400,
+            "malformed JSON in the request body near byte %zu; send a "
+            "JSON object",
+            at);
         return -1;
     }
     if (!cJSON_IsObject(body)) {
         cJSON_Delete(body);
-        util_error(resp, 400, "the request body must be a JSON object");
+        http_response_error(resp, 400,
+                            "the request body must be a JSON object");
         return -1;
     }
     *out = body;
     return 0;
 }
 
-static int query_int(const struct http_request *req, struct http_response *resp,
-                     const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out)
+int api_query_int(const struct http_request *req, struct http_response *resp,
+                  const char *name, int64_t lo, int64_t hi, int64_t def,
+                  int64_t *out)
 {
     const char *v = http_request_query(req, name);
     char *end = NULL;
@@ -682,12 +691,32 @@ static int query_int(const struct http_request *req, struct http_response *resp,
     errno = 0;
     n = strtoll(v, &end, 10);
     if (errno != 0 || *end != '\0' || n < lo || n > hi) {
-        util_error(resp, 400, "query parameter '%s' must be an integer from %lld to %lld, "
-                   "got \"%s\"", name, (long long)lo, (long long)hi, v);
+        http_response_error(
+            resp, 400,
+            "query parameter '%s' must be an integer from %lld to %lld, "
+            "got \"%s\"",
+            name, (long long)lo, (long long)hi, v);
         return -1;
     }
     *out = n;
     return 0;
+}
+
+void api_storage_error(struct http_response *resp, int err)
+{
+    if (err == ENOSPC || err == EDQUOT)
+        http_response_error(
+            resp, 507,
+            "the engine's disk is full: devboxd could not save this "
+            "change (nothing was acknowledged); free space on the disk of "
+            "devboxd's state directory, then retry");
+    else
+        http_response_error(
+            resp, 507,
+            "devboxd could not save this change to its state "
+            "directory (%s); nothing was acknowledged, retry once the state "
+            "disk is writable",
+            strerror(err));
 }
 
 int api_authorized(void *ud, const struct http_request *req)
@@ -731,12 +760,12 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     char err[ERRLEN];
     int status;
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     spec = api_validate_create(body, &status, err, sizeof(err));
     if (spec == NULL) {
         cJSON_Delete(body);
-        util_error(resp, status, "%s", err);
+        http_response_error(resp, status, "%s", err);
         return;
     }
     /* Secret values, MCP servers and objects are resolved now: nothing is created
@@ -749,7 +778,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     if (status != 0) {
         cJSON_Delete(body);
         cJSON_Delete(spec);
-        util_error(resp, status, "%s", err);
+        http_response_error(resp, status, "%s", err);
         return;
     }
     /* snapshot_id / blueprint_*: the layer chain goes into the spec; the
@@ -760,25 +789,25 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     if (status != 0) {
         layers_unlock();
         cJSON_Delete(spec);
-        util_error(resp, status, "%s", err);
+        http_response_error(resp, status, "%s", err);
         return;
     }
     box = engine_create(eng, spec, &view, err, sizeof(err));
     layers_unlock();
     if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return;
     }
     if (box == NULL && util_write_error() != 0) {
-        util_storage_error(resp, util_write_error());
+        api_storage_error(resp, util_write_error());
         return;
     }
     if (box == NULL) {
-        util_error(resp, 500, "cannot create the devbox record");
+        http_response_error(resp, 500, "cannot create the devbox record");
         return;
     }
     if (!await_running) {
-        util_json(resp, 200, view);
+        http_response_json(resp, 200, view);
         return;
     }
     cJSON_Delete(view);
@@ -787,7 +816,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     while (box->status != DBX_RUNNING && box->status != DBX_FAILURE &&
            box->status != DBX_SHUTDOWN && client_wait(eng, deadline) == 0)
         ;
-    util_json(resp, 200, engine_box_view_locked(box));
+    http_response_json(resp, 200, engine_box_view_locked(box));
     pthread_mutex_unlock(&eng->lock);
 }
 
@@ -839,7 +868,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
     size_t n = 0, cap = 0;
     int want = -1;
 
-    if (query_int(req, resp, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit) != 0)
+    if (api_query_int(req, resp, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT,
+                      &limit) != 0)
         return;
     if (st != NULL && st[0] != '\0') {
         want = dbx_status_parse(st);
@@ -847,14 +877,18 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         if (strcmp(st, "scheduled") == 0)
             want = DBX_N_STATUS;
         if (want < 0) {
-            util_error(resp, 400, "status \"%s\" is not a devbox status; use one of "
-                       "provisioning, initializing, running, suspending, suspended, "
-                       "resuming, failure, shutdown, queued, scheduled", st);
+            http_response_error(
+                resp, 400,
+                "status \"%s\" is not a devbox status; use one of "
+                "provisioning, initializing, running, suspending, suspended, "
+                "resuming, failure, shutdown, queued, scheduled",
+                st);
             return;
         }
     }
     if (itc != NULL && strcmp(itc, "true") != 0 && strcmp(itc, "false") != 0) {
-        util_error(resp, 400, "include_total_count must be true or false");
+        http_response_error(resp, 400,
+                            "include_total_count must be true or false");
         return;
     }
     pthread_mutex_lock(&eng->lock);
@@ -872,7 +906,7 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         n++;
     }
     if (ids == NULL || boxes == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     api_list_reply(resp, "devboxes", ids, (const void *const *)boxes, n, after, limit, itc,
@@ -893,12 +927,13 @@ static void handle_update(struct engine *eng, struct devbox *box,
     const cJSON *meta = NULL;
     char err[ERRLEN];
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
         util_opt_string(body, "name", &name, err, sizeof(err)) != 0 ||
         util_opt_string_map(body, "metadata", &meta, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s (only name and metadata can be updated)", err);
+        http_response_error(resp, 400,
+                            "%s (only name and metadata can be updated)", err);
         goto out;
     }
     pthread_mutex_lock(&eng->lock);
@@ -917,10 +952,10 @@ static void handle_update(struct engine *eng, struct devbox *box,
         cJSON_Delete(box->spec);
         box->spec = old;
         old = NULL;
-        util_storage_error(resp,
-                           util_write_error() != 0 ? util_write_error() : EIO);
+        api_storage_error(resp,
+                          util_write_error() != 0 ? util_write_error() : EIO);
     } else {
-        util_json(resp, 200, engine_box_view_locked(box));
+        http_response_json(resp, 200, engine_box_view_locked(box));
     }
     pthread_mutex_unlock(&eng->lock);
 out:
@@ -937,15 +972,18 @@ static int parse_statuses(const cJSON *body, int (*parse)(const char *), int *se
 
     memset(set, 0, sizeof(int) * (size_t)nset);
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
-        util_error(resp, 400, "'statuses' is required: a non-empty array of %s", valid);
+        http_response_error(resp, 400,
+                            "'statuses' is required: a non-empty array of %s",
+                            valid);
         return -1;
     }
     cJSON_ArrayForEach(it, arr) {
         int s = cJSON_IsString(it) ? parse(it->valuestring) : -1;
 
         if (s < 0 || s >= nset) {
-            util_error(resp, 400, "'statuses' holds \"%s\", which is not one of %s",
-                       cJSON_IsString(it) ? it->valuestring : "(not a string)", valid);
+            http_response_error(
+                resp, 400, "'statuses' holds \"%s\", which is not one of %s",
+                cJSON_IsString(it) ? it->valuestring : "(not a string)", valid);
             return -1;
         }
         set[s] = 1;
@@ -960,7 +998,7 @@ static int body_timeout(const cJSON *body, struct http_response *resp, int64_t *
 
     if (util_opt_int(body, "timeout_seconds", 1, LONGPOLL_MAX_S, secs, NULL, err,
                      sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return -1;
     }
     return 0;
@@ -968,8 +1006,11 @@ static int body_timeout(const cJSON *body, struct http_response *resp, int64_t *
 
 static void timeout_408(struct http_response *resp, const char *what)
 {
-    util_error(resp, 408, "%s did not reach the requested status in time; repeat the "
-               "request to keep waiting", what);
+    http_response_error(
+        resp, 408,
+        "%s did not reach the requested status in time; repeat the "
+        "request to keep waiting",
+        what);
     http_response_set_header(resp, "x-should-retry", "true");
 }
 
@@ -983,10 +1024,10 @@ static void handle_box_wait(struct engine *eng, struct devbox *box,
     int64_t deadline;
     char err[ERRLEN];
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     if (parse_statuses(body, dbx_status_parse, set, DBX_N_STATUS, resp,
@@ -998,12 +1039,15 @@ static void handle_box_wait(struct engine *eng, struct devbox *box,
     pthread_mutex_lock(&eng->lock);
     for (;;) {
         if (set[box->status]) {
-            util_json(resp, 200, engine_box_view_locked(box));
+            http_response_json(resp, 200, engine_box_view_locked(box));
             break;
         }
         if (box->status == DBX_FAILURE || box->status == DBX_SHUTDOWN) {
-            util_error(resp, 422, "devbox %s is %s (final) and will never reach the "
-                       "requested statuses", box->id, dbx_status_name(box->status));
+            http_response_error(
+                resp, 422,
+                "devbox %s is %s (final) and will never reach the "
+                "requested statuses",
+                box->id, dbx_status_name(box->status));
             break;
         }
         if (client_wait(eng, deadline) != 0 && !set[box->status]) {
@@ -1030,7 +1074,7 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
     int rc = 0;
 
     if (req->body_too_large) {
-        util_error(resp, 413, "request body too large");
+        http_response_error(resp, 413, "request body too large");
         return;
     }
     if (strcmp(action, "suspend") == 0)
@@ -1046,13 +1090,13 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
     } else if (strcmp(action, "shutdown") == 0)
         rc = engine_shutdown(eng, box, "api_shutdown", err, sizeof(err));
     if (rc != 0) {
-        util_error(resp, rc, "%s", err);
+        http_response_error(resp, rc, "%s", err);
         if (rc == 409)
             http_response_set_header(resp, "x-should-retry", "false");
         return;
     }
     pthread_mutex_lock(&eng->lock);
-    util_json(resp, 200, engine_box_view_locked(box));
+    http_response_json(resp, 200, engine_box_view_locked(box));
     pthread_mutex_unlock(&eng->lock);
 }
 
@@ -1061,11 +1105,12 @@ static void handle_keep_alive(struct engine *eng, struct devbox *box,
 {
     pthread_mutex_lock(&eng->lock);
     if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
-        util_error(resp, 400, "devbox %s is %s; keep_alive needs a live devbox", box->id,
-                   dbx_status_name(box->status));
+        http_response_error(resp, 400,
+                            "devbox %s is %s; keep_alive needs a live devbox",
+                            box->id, dbx_status_name(box->status));
     } else {
         engine_touch_locked(box);
-        util_json(resp, 200, cJSON_CreateObject());
+        http_response_json(resp, 200, cJSON_CreateObject());
     }
     pthread_mutex_unlock(&eng->lock);
 }
@@ -1147,7 +1192,7 @@ static void handle_usage(struct engine *eng, struct devbox *box, struct http_res
     cJSON_AddNumberToObject(v, "disk_gb_seconds", elapsed * lim.disk);
     add_current_usage_locked(box, v, now);
     pthread_mutex_unlock(&eng->lock);
-    util_json(resp, 200, v);
+    http_response_json(resp, 200, v);
 }
 
 static void handle_logs(struct engine *eng, struct devbox *box,
@@ -1187,7 +1232,7 @@ static void handle_logs(struct engine *eng, struct devbox *box,
         cJSON_AddItemToArray(arr, e);
     }
     free(text);
-    util_json(resp, 200, out);
+    http_response_json(resp, 200, out);
 }
 
 /* --------------------------------------------------------- executions */
@@ -1212,15 +1257,23 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
     if (box->status == DBX_RUNNING && box->sb != NULL)
         return 0;
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
-        util_error(resp, 400, "devbox %s is %s; resume it (POST /v1/devboxes/%s/resume) "
-                   "before %s", box->id, dbx_status_name(box->status), box->id, what);
+        http_response_error(
+            resp, 400,
+            "devbox %s is %s; resume it (POST /v1/devboxes/%s/resume) "
+            "before %s",
+            box->id, dbx_status_name(box->status), box->id, what);
     else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
-        util_error(resp, 400, "devbox %s is %s and cannot run commands or serve files; "
-                   "create a new devbox", box->id, dbx_status_name(box->status));
+        http_response_error(
+            resp, 400,
+            "devbox %s is %s and cannot run commands or serve files; "
+            "create a new devbox",
+            box->id, dbx_status_name(box->status));
     else
-        util_error(resp, 400, "devbox %s is %s, not running yet; wait for status running "
-                   "(POST /v1/devboxes/%s/wait_for_status) before %s", box->id,
-                   dbx_status_name(box->status), box->id, what);
+        http_response_error(
+            resp, 400,
+            "devbox %s is %s, not running yet; wait for status running "
+            "(POST /v1/devboxes/%s/wait_for_status) before %s",
+            box->id, dbx_status_name(box->status), box->id, what);
     return -1;
 }
 
@@ -1252,7 +1305,8 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body, in
 
     memset(a, 0, sizeof(*a));
     a->optimistic = OPTIMISTIC_MAX_S;
-    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &a->last_n) != 0)
+    if (api_query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT,
+                      &a->last_n) != 0)
         return -1;
     if (util_check_fields(body, "", async ? f_async : sync ? f_sync : f_exec, err,
                           sizeof(err)) != 0 ||
@@ -1262,20 +1316,26 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body, in
         util_opt_bool(body, "attach_stdin", &a->attach, err, sizeof(err)) != 0 ||
         util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S, &a->optimistic, NULL,
                      err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return -1;
     }
     if (a->command == NULL || a->command[0] == '\0') {
-        util_error(resp, 400, "'command' is required: the shell command line to run");
+        http_response_error(
+            resp, 400, "'command' is required: the shell command line to run");
         return -1;
     }
     if (a->shell != NULL && !valid_shell_name(a->shell)) {
-        util_error(resp, 400, "shell_name \"%s\" is invalid; use 1-64 characters from "
-                   "A-Z a-z 0-9 _ - .", a->shell);
+        http_response_error(
+            resp, 400,
+            "shell_name \"%s\" is invalid; use 1-64 characters from "
+            "A-Z a-z 0-9 _ - .",
+            a->shell);
         return -1;
     }
     if (a->command_id != NULL && (a->command_id[0] == '\0' || strlen(a->command_id) > 128)) {
-        util_error(resp, 400, "command_id must be 1-128 characters (a UUIDv7 is typical)");
+        http_response_error(
+            resp, 400,
+            "command_id must be 1-128 characters (a UUIDv7 is typical)");
         return -1;
     }
     return 0;
@@ -1301,7 +1361,7 @@ static struct execution *exec_find_or_start_locked(struct engine *eng, struct de
     ex = engine_exec_start(eng, box, a->command, a->shell, a->command_id, a->attach, "exec",
                            err, sizeof(err));
     if (ex == NULL)
-        util_error(resp, 500, "cannot start the command: %s", err);
+        http_response_error(resp, 500, "cannot start the command: %s", err);
     return ex;
 }
 
@@ -1314,7 +1374,7 @@ static void handle_execute(struct engine *eng, struct devbox *box,
     cJSON *body = NULL;
     cJSON *v = NULL;
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (parse_exec_args(req, body, async, sync, &a, resp) != 0)
         goto out;
@@ -1336,7 +1396,7 @@ static void handle_execute(struct engine *eng, struct devbox *box,
         cJSON_DeleteItemFromObject(v, "stdout_truncated");
         cJSON_DeleteItemFromObject(v, "stderr_truncated");
     }
-    util_json(resp, 200, v);
+    http_response_json(resp, 200, v);
     engine_exec_unref_locked(ex);
     pthread_mutex_unlock(&eng->lock);
 out:
@@ -1354,11 +1414,12 @@ static void handle_exec_wait(struct engine *eng, struct execution *ex,
     int64_t deadline;
     char err[ERRLEN];
 
-    if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0 ||
-        parse_body(req, resp, &body) != 0)
+    if (api_query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT,
+                      &last_n) != 0 ||
+        api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     if (parse_statuses(body, exec_status_parse, set, 3, resp,
@@ -1370,7 +1431,8 @@ static void handle_exec_wait(struct engine *eng, struct execution *ex,
     while (!set[ex->status] && client_wait(eng, deadline) == 0)
         ;
     if (set[ex->status])
-        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
+        http_response_json(resp, 200,
+                           engine_exec_view_locked(eng, ex, (int)last_n));
     else
         timeout_408(resp, "the execution");
     pthread_mutex_unlock(&eng->lock);
@@ -1386,18 +1448,19 @@ static void handle_exec_kill(struct engine *eng, struct execution *ex,
     char err[ERRLEN];
     int group = 0;
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
         util_opt_bool(body, "kill_process_group", &group, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     /* The sandbox signals the command's whole process group either way. */
     engine_exec_kill(eng, ex);
     pthread_mutex_lock(&eng->lock);
     wait_exec_locked(eng, ex, util_now_ms() + 10000);
-    util_json(resp, 200, engine_exec_view_locked(eng, ex, LAST_N_DEFAULT));
+    http_response_json(resp, 200,
+                       engine_exec_view_locked(eng, ex, LAST_N_DEFAULT));
     pthread_mutex_unlock(&eng->lock);
 out:
     cJSON_Delete(body);
@@ -1414,39 +1477,45 @@ static void handle_exec_stdin(struct engine *eng, struct execution *ex,
     char err[ERRLEN];
     int rc;
 
-    if (parse_body(req, resp, &body) != 0)
+    if (api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
         util_opt_string(body, "text", &text, err, sizeof(err)) != 0 ||
         util_opt_string(body, "signal", &sig, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         goto out;
     }
     if (sig != NULL && strcmp(sig, "EOF") != 0 && strcmp(sig, "INTERRUPT") != 0) {
-        util_error(resp, 400, "signal \"%s\" is not valid; use \"EOF\" or \"INTERRUPT\"", sig);
+        http_response_error(
+            resp, 400,
+            "signal \"%s\" is not valid; use \"EOF\" or \"INTERRUPT\"", sig);
         goto out;
     }
     if (text == NULL && sig == NULL) {
-        util_error(resp, 400, "send 'text' and/or 'signal' (EOF or INTERRUPT)");
+        http_response_error(resp, 400,
+                            "send 'text' and/or 'signal' (EOF or INTERRUPT)");
         goto out;
     }
     if (!ex->attach_stdin) {
-        util_error(resp, 400, "execution %s was not started with attach_stdin: true "
-                   "(execute_async), so it takes no stdin", ex->id);
+        http_response_error(
+            resp, 400,
+            "execution %s was not started with attach_stdin: true "
+            "(execute_async), so it takes no stdin",
+            ex->id);
         goto out;
     }
     rc = engine_exec_stdin(eng, ex, text, text != NULL ? strlen(text) : 0,
                            sig != NULL && strcmp(sig, "EOF") == 0,
                            sig != NULL && strcmp(sig, "INTERRUPT") == 0, err, sizeof(err));
     if (rc != 0) {
-        util_error(resp, rc, "%s", err);
+        http_response_error(resp, rc, "%s", err);
         goto out;
     }
     out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "devbox_id", ex->box->id);
     cJSON_AddStringToObject(out, "execution_id", ex->id);
     cJSON_AddBoolToObject(out, "success", 1);
-    util_json(resp, 200, out);
+    http_response_json(resp, 200, out);
 out:
     cJSON_Delete(body);
 }
@@ -1541,18 +1610,20 @@ static void handle_exec_stream(struct engine *eng, struct execution *ex, const c
     char path[4200];
     int64_t offset;
 
-    if (query_int(req, resp, "offset", 0, INT64_MAX, 0, &offset) != 0)
+    if (api_query_int(req, resp, "offset", 0, INT64_MAX, 0, &offset) != 0)
         return;
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         return;
     }
     engine_exec_output_path(eng, ex, which, path, sizeof(path));
     c->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (c->fd < 0) {
         free(c);
-        util_error(resp, 404, "the output of execution %s is no longer stored", ex->id);
+        http_response_error(resp, 404,
+                            "the output of execution %s is no longer stored",
+                            ex->id);
         return;
     }
     c->eng = eng;
@@ -1569,49 +1640,42 @@ static void handle_exec_stream(struct engine *eng, struct execution *ex, const c
     resp->stream_free = sse_free;
 }
 
-static void route_execution(struct engine *eng, struct devbox *box, char **seg, size_t n,
-                            const struct http_request *req, struct http_response *resp)
+static void exec_view(struct engine *eng, const struct api_call *c)
 {
-    int is_get = strcmp(req->method, "GET") == 0;
-    struct execution *ex = NULL;
     int64_t last_n;
 
+    if (api_query_int(c->req, c->resp, "last_n", 0, 1000000, LAST_N_DEFAULT,
+                      &last_n) != 0)
+        return;
     pthread_mutex_lock(&eng->lock);
-    ex = engine_exec_find_locked(box, seg[4]);
+    http_response_json(c->resp, 200,
+                       engine_exec_view_locked(eng, c->ex, (int)last_n));
     pthread_mutex_unlock(&eng->lock);
-    if (ex == NULL) {
-        util_error(resp, 404, "execution %s not found on devbox %s", seg[4], box->id);
-        return;
-    }
-    if (n == 5 && is_get) {
-        if (query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT, &last_n) != 0)
-            return;
-        pthread_mutex_lock(&eng->lock);
-        util_json(resp, 200, engine_exec_view_locked(eng, ex, (int)last_n));
-        pthread_mutex_unlock(&eng->lock);
-        return;
-    }
-    if (n == 6 && is_get && strcmp(seg[5], "stream_stdout_updates") == 0) {
-        handle_exec_stream(eng, ex, "stdout", req, resp);
-        return;
-    }
-    if (n == 6 && is_get && strcmp(seg[5], "stream_stderr_updates") == 0) {
-        handle_exec_stream(eng, ex, "stderr", req, resp);
-        return;
-    }
-    if (n == 6 && !is_get && strcmp(seg[5], "wait_for_status") == 0) {
-        handle_exec_wait(eng, ex, req, resp);
-        return;
-    }
-    if (n == 6 && !is_get && strcmp(seg[5], "kill") == 0) {
-        handle_exec_kill(eng, ex, req, resp);
-        return;
-    }
-    if (n == 6 && !is_get && strcmp(seg[5], "send_std_in") == 0) {
-        handle_exec_stdin(eng, ex, req, resp);
-        return;
-    }
-    api_unimplemented(req, resp);
+}
+
+static void exec_stdout(struct engine *eng, const struct api_call *c)
+{
+    handle_exec_stream(eng, c->ex, "stdout", c->req, c->resp);
+}
+
+static void exec_stderr(struct engine *eng, const struct api_call *c)
+{
+    handle_exec_stream(eng, c->ex, "stderr", c->req, c->resp);
+}
+
+static void exec_wait(struct engine *eng, const struct api_call *c)
+{
+    handle_exec_wait(eng, c->ex, c->req, c->resp);
+}
+
+static void exec_kill(struct engine *eng, const struct api_call *c)
+{
+    handle_exec_kill(eng, c->ex, c->req, c->resp);
+}
+
+static void exec_stdin(struct engine *eng, const struct api_call *c)
+{
+    handle_exec_stdin(eng, c->ex, c->req, c->resp);
 }
 
 /* ---------------------------------------------------------------- router */
@@ -1631,7 +1695,7 @@ static void route_files(struct engine *eng, struct devbox *box, const char *acti
     pthread_mutex_unlock(&eng->lock);
     if (strcmp(action, "upload_file") == 0) {
         files_upload(eng, box, req, resp);
-    } else if (parse_body(req, resp, &body) == 0) {
+    } else if (api_parse_body(req, resp, &body) == 0) {
         if (strcmp(action, "read_file_contents") == 0)
             files_read_contents(eng, box, body, resp);
         else if (strcmp(action, "write_file_contents") == 0)
@@ -1646,92 +1710,11 @@ static void route_files(struct engine *eng, struct devbox *box, const char *acti
     pthread_mutex_unlock(&eng->lock);
 }
 
-static int is_files_action(const char *a)
-{
-    return strcmp(a, "read_file_contents") == 0 || strcmp(a, "write_file_contents") == 0 ||
-           strcmp(a, "upload_file") == 0 || strcmp(a, "download_file") == 0;
-}
-
-static void route_devbox(struct engine *eng, char **seg, size_t n,
-                         const struct http_request *req, struct http_response *resp)
-{
-    int is_get = strcmp(req->method, "GET") == 0;
-    const char *action = n >= 4 ? seg[3] : NULL;
-    struct devbox *box = NULL;
-
-    pthread_mutex_lock(&eng->lock);
-    box = engine_find_locked(eng, seg[2]);
-    pthread_mutex_unlock(&eng->lock);
-    if (box == NULL && strcmp(seg[2], "disk_snapshots") == 0) {
-        snapshots_route(eng, seg, n, req, resp);
-        return;
-    }
-    if (box == NULL) {
-        if (strcmp(seg[2], "evictions") == 0 ||
-            strcmp(seg[2], "metadata") == 0)
-            api_unimplemented(req, resp);
-        else
-            util_error(resp, 404, "devbox %s not found; list devboxes with GET /v1/devboxes",
-                       seg[2]);
-        return;
-    }
-    if (n == 3) {
-        if (is_get) {
-            pthread_mutex_lock(&eng->lock);
-            util_json(resp, 200, engine_box_view_locked(box));
-            pthread_mutex_unlock(&eng->lock);
-        } else {
-            handle_update(eng, box, req, resp);
-        }
-        return;
-    }
-    if (n >= 5 && strcmp(action, "executions") == 0 && n <= 6) {
-        route_execution(eng, box, seg, n, req, resp);
-        return;
-    }
-    if (n != 4)
-        goto not_found;
-    if (is_get && strcmp(action, "usage") == 0)
-        handle_usage(eng, box, resp);
-    else if (is_get && strcmp(action, "logs") == 0)
-        handle_logs(eng, box, req, resp);
-    else if (is_get)
-        goto not_found;
-    else if (strcmp(action, "suspend") == 0 || strcmp(action, "resume") == 0 ||
-             strcmp(action, "shutdown") == 0)
-        handle_lifecycle(eng, box, action, req, resp);
-    else if (strcmp(action, "keep_alive") == 0)
-        handle_keep_alive(eng, box, resp);
-    else if (strcmp(action, "wait_for_status") == 0)
-        handle_box_wait(eng, box, req, resp);
-    else if (strcmp(action, "execute") == 0)
-        handle_execute(eng, box, req, resp, 0, 0);
-    else if (strcmp(action, "execute_async") == 0)
-        handle_execute(eng, box, req, resp, 1, 0);
-    else if (strcmp(action, "execute_sync") == 0)
-        handle_execute(eng, box, req, resp, 0, 1);
-    else if (is_files_action(action))
-        route_files(eng, box, action, req, resp);
-    else if (strcmp(action, "enable_tunnel") == 0)
-        tunnel_api_enable(eng, box, req, resp);
-    else if (strcmp(action, "remove_tunnel") == 0)
-        tunnel_api_remove(eng, box, req, resp);
-    else if (strcmp(action, "create_pty_tunnel") == 0)
-        tunnel_api_pty(eng, box, req, resp);
-    else if (strcmp(action, "snapshot_disk") == 0 || strcmp(action, "snapshot_disk_async") == 0)
-        snapshots_create(eng, box, req, resp, strcmp(action, "snapshot_disk_async") == 0);
-    else
-        goto not_found;
-    return;
-not_found:
-    api_unimplemented(req, resp);
-}
-
 /*
  * The local account: created when the state directory got its API key
  * (that file's modification time), billed by nobody.
  */
-static void handle_account(struct engine *eng, struct http_response *resp)
+static void handle_account(struct engine *eng, const struct api_call *c)
 {
     cJSON *v = cJSON_CreateObject();
     cJSON *billing = NULL;
@@ -1755,74 +1738,315 @@ static void handle_account(struct engine *eng, struct http_response *resp)
     cJSON_AddStringToObject(billing, "account_billing_type", "UNRECOGNIZED");
     cJSON_AddNullToObject(billing, "stripe");
     cJSON_AddNullToObject(billing, "aws");
-    util_json(resp, 200, v);
+    http_response_json(c->resp, 200, v);
+}
+
+/* ---------------------------------------------------------------- routes */
+
+static void box_list(struct engine *eng, const struct api_call *c)
+{
+    handle_list(eng, c->req, c->resp);
+}
+
+static void box_create(struct engine *eng, const struct api_call *c)
+{
+    handle_create(eng, c->req, c->resp, 0);
+}
+
+static void box_create_running(struct engine *eng, const struct api_call *c)
+{
+    handle_create(eng, c->req, c->resp, 1);
+}
+
+static void box_view(struct engine *eng, const struct api_call *c)
+{
+    pthread_mutex_lock(&eng->lock);
+    http_response_json(c->resp, 200, engine_box_view_locked(c->box));
+    pthread_mutex_unlock(&eng->lock);
+}
+
+static void box_update(struct engine *eng, const struct api_call *c)
+{
+    handle_update(eng, c->box, c->req, c->resp);
+}
+
+static void box_usage(struct engine *eng, const struct api_call *c)
+{
+    handle_usage(eng, c->box, c->resp);
+}
+
+static void box_logs(struct engine *eng, const struct api_call *c)
+{
+    handle_logs(eng, c->box, c->req, c->resp);
+}
+
+/* suspend, resume and shutdown: the action is the path's last segment. */
+static void box_lifecycle(struct engine *eng, const struct api_call *c)
+{
+    handle_lifecycle(eng, c->box, c->seg[c->n - 1], c->req, c->resp);
+}
+
+static void box_keep_alive(struct engine *eng, const struct api_call *c)
+{
+    handle_keep_alive(eng, c->box, c->resp);
+}
+
+static void box_wait(struct engine *eng, const struct api_call *c)
+{
+    handle_box_wait(eng, c->box, c->req, c->resp);
+}
+
+static void box_execute(struct engine *eng, const struct api_call *c)
+{
+    handle_execute(eng, c->box, c->req, c->resp, 0, 0);
+}
+
+static void box_execute_async(struct engine *eng, const struct api_call *c)
+{
+    handle_execute(eng, c->box, c->req, c->resp, 1, 0);
+}
+
+static void box_execute_sync(struct engine *eng, const struct api_call *c)
+{
+    handle_execute(eng, c->box, c->req, c->resp, 0, 1);
+}
+
+/* The files API: the action is the path's last segment. */
+static void box_files(struct engine *eng, const struct api_call *c)
+{
+    route_files(eng, c->box, c->seg[c->n - 1], c->req, c->resp);
+}
+
+static void box_enable_tunnel(struct engine *eng, const struct api_call *c)
+{
+    tunnel_api_enable(eng, c->box, c->req, c->resp);
+}
+
+static void box_remove_tunnel(struct engine *eng, const struct api_call *c)
+{
+    tunnel_api_remove(eng, c->box, c->req, c->resp);
+}
+
+static void box_pty_tunnel(struct engine *eng, const struct api_call *c)
+{
+    tunnel_api_pty(eng, c->box, c->req, c->resp);
+}
+
+/* The routes of the records that keep their own sub-routes (the segments
+ * after the prefix are theirs to check). */
+static void blueprints(struct engine *eng, const struct api_call *c)
+{
+    blueprints_route(eng, c->seg, c->n, c->req, c->resp);
+}
+
+static void secrets(struct engine *eng, const struct api_call *c)
+{
+    secrets_route(eng, c->seg, c->n, c->req, c->resp);
+}
+
+static void objects(struct engine *eng, const struct api_call *c)
+{
+    objects_route(eng, c->seg, c->n, c->req, c->resp);
+}
+
+static void mcp_configs(struct engine *eng, const struct api_call *c)
+{
+    mcpcfg_route(eng, c->seg, c->n, c->req, c->resp);
+}
+
+/*
+ * Every route devboxd serves. A pattern's segments are literals, {devbox}
+ * (a devbox id: 404 when unknown), {execution} (an execution of that
+ * devbox), {id} (any other id, checked by its handler), or a final "*" for
+ * the rest of the path (method "*": any). The first match wins, so literal
+ * segments come before a parameter in the same place.
+ */
+static const struct api_route routes[] = {
+    {"GET", "/v1/accounts/me", handle_account},
+    {"GET", "/v1/devboxes", box_list},
+    {"POST", "/v1/devboxes", box_create},
+    {"POST", "/v1/devboxes/create_and_await_running", box_create_running},
+    {"GET", "/v1/devboxes/disk_snapshots", api_snapshots_list},
+    {"GET", "/v1/devboxes/disk_snapshots/list_public",
+     api_snapshots_list_public},
+    {"POST", "/v1/devboxes/disk_snapshots/{id}", api_snapshots_update},
+    {"POST", "/v1/devboxes/disk_snapshots/{id}/delete", api_snapshots_delete},
+    {"GET", "/v1/devboxes/disk_snapshots/{id}/status", api_snapshots_status},
+    {"GET", "/v1/devboxes/{devbox}", box_view},
+    {"POST", "/v1/devboxes/{devbox}", box_update},
+    {"GET", "/v1/devboxes/{devbox}/usage", box_usage},
+    {"GET", "/v1/devboxes/{devbox}/logs", box_logs},
+    {"POST", "/v1/devboxes/{devbox}/suspend", box_lifecycle},
+    {"POST", "/v1/devboxes/{devbox}/resume", box_lifecycle},
+    {"POST", "/v1/devboxes/{devbox}/shutdown", box_lifecycle},
+    {"POST", "/v1/devboxes/{devbox}/keep_alive", box_keep_alive},
+    {"POST", "/v1/devboxes/{devbox}/wait_for_status", box_wait},
+    {"POST", "/v1/devboxes/{devbox}/execute", box_execute},
+    {"POST", "/v1/devboxes/{devbox}/execute_async", box_execute_async},
+    {"POST", "/v1/devboxes/{devbox}/execute_sync", box_execute_sync},
+    {"GET", "/v1/devboxes/{devbox}/executions/{execution}", exec_view},
+    {"GET",
+     "/v1/devboxes/{devbox}/executions/{execution}/stream_stdout_updates",
+     exec_stdout},
+    {"GET",
+     "/v1/devboxes/{devbox}/executions/{execution}/stream_stderr_updates",
+     exec_stderr},
+    {"POST", "/v1/devboxes/{devbox}/executions/{execution}/wait_for_status",
+     exec_wait},
+    {"POST", "/v1/devboxes/{devbox}/executions/{execution}/kill", exec_kill},
+    {"POST", "/v1/devboxes/{devbox}/executions/{execution}/send_std_in",
+     exec_stdin},
+    {"POST", "/v1/devboxes/{devbox}/read_file_contents", box_files},
+    {"POST", "/v1/devboxes/{devbox}/write_file_contents", box_files},
+    {"POST", "/v1/devboxes/{devbox}/upload_file", box_files},
+    {"POST", "/v1/devboxes/{devbox}/download_file", box_files},
+    {"POST", "/v1/devboxes/{devbox}/enable_tunnel", box_enable_tunnel},
+    {"POST", "/v1/devboxes/{devbox}/remove_tunnel", box_remove_tunnel},
+    {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", box_pty_tunnel},
+    {"POST", "/v1/devboxes/{devbox}/snapshot_disk", api_snapshots_create},
+    {"POST", "/v1/devboxes/{devbox}/snapshot_disk_async",
+     api_snapshots_create_async},
+    {"*", "/v1/blueprints/*", blueprints},
+    {"*", "/v1/secrets/*", secrets},
+    {"*", "/v1/objects/*", objects},
+    {"*", "/v1/mcp-configs/*", mcp_configs},
+};
+
+/* 1 when the path's segments fit pattern; records where its {devbox},
+ * {execution} and {id} stand (-1: absent). */
+static int route_matches(const char *pattern, char **seg, size_t n, int *box_at,
+                         int *ex_at, int *id_at)
+{
+    const char *p = pattern + 1; /* past the leading '/' */
+    size_t i = 0;
+
+    *box_at = *ex_at = *id_at = -1;
+    while (*p != '\0') {
+        const char *end = strchrnul(p, '/');
+        size_t len = (size_t)(end - p);
+
+        if (len == 1 && *p == '*')
+            return 1;
+        if (i == n)
+            return 0;
+        if (strncmp(p, "{devbox}", len) == 0 && len == 8)
+            *box_at = (int)i;
+        else if (strncmp(p, "{execution}", len) == 0 && len == 11)
+            *ex_at = (int)i;
+        else if (strncmp(p, "{id}", len) == 0 && len == 4)
+            *id_at = (int)i;
+        else if (strlen(seg[i]) != len || strncmp(seg[i], p, len) != 0)
+            return 0;
+        i++;
+        p = *end == '/' ? end + 1 : end;
+    }
+    return i == n;
+}
+
+static const struct api_route *route_find(const char *method, char **seg,
+                                          size_t n, int *box_at, int *ex_at,
+                                          int *id_at)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct api_route *r = &routes[i];
+
+        if ((strcmp(r->method, "*") == 0 || strcmp(r->method, method) == 0) &&
+            route_matches(r->pattern, seg, n, box_at, ex_at, id_at))
+            return r;
+    }
+    return NULL;
+}
+
+/* A path naming a devbox devboxd does not have: 404, except for the
+ * Runloop paths under /v1/devboxes this engine does not serve. */
+static void devbox_missing(const struct http_request *req,
+                           struct http_response *resp, const char *id)
+{
+    if (strcmp(id, "evictions") == 0 || strcmp(id, "metadata") == 0 ||
+        strcmp(id, "disk_snapshots") == 0)
+        api_unimplemented(req, resp);
+    else
+        http_response_error(
+            resp, 404,
+            "devbox %s not found; list devboxes with GET /v1/devboxes", id);
+}
+
+static int route_is_devbox(struct engine *eng, const char *id)
+{
+    int found;
+
+    pthread_mutex_lock(&eng->lock);
+    found = engine_find_locked(eng, id) != NULL;
+    pthread_mutex_unlock(&eng->lock);
+    return found;
+}
+
+/* Fills c's devbox and execution; 0, or -1 after answering 404. */
+static int route_bind(struct engine *eng, struct api_call *c, int box_at,
+                      int ex_at, int id_at)
+{
+    if (id_at >= 0)
+        c->id = c->seg[id_at];
+    if (box_at < 0)
+        return 0;
+    pthread_mutex_lock(&eng->lock);
+    c->box = engine_find_locked(eng, c->seg[box_at]);
+    if (c->box != NULL && ex_at >= 0)
+        c->ex = engine_exec_find_locked(c->box, c->seg[ex_at]);
+    pthread_mutex_unlock(&eng->lock);
+    if (c->box == NULL) {
+        devbox_missing(c->req, c->resp, c->seg[box_at]);
+        return -1;
+    }
+    if (ex_at >= 0 && c->ex == NULL) {
+        http_response_error(c->resp, 404, "execution %s not found on devbox %s",
+                            c->seg[ex_at], c->box->id);
+        return -1;
+    }
+    return 0;
 }
 
 static void route_request(struct engine *eng, const struct http_request *req,
                           struct http_response *resp)
 {
+    struct api_call c = {.req = req, .resp = resp};
+    const struct api_route *r = NULL;
     char *path = NULL;
     char *seg[8];
-    size_t n;
-    int is_get;
+    int box_at, ex_at, id_at;
 
-    is_get = strcmp(req->method, "GET") == 0;
     path = strdup(req->path);
     if (path == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         return;
     }
-    n = split_path(path, seg, 7);
-    if (n < 2 || n > 7 || strcmp(seg[0], "v1") != 0)
-        goto not_found;
-    if (strcmp(seg[1], "accounts") == 0 && n == 3 && is_get && strcmp(seg[2], "me") == 0) {
-        handle_account(eng, resp);
-        goto out;
+    c.seg = seg;
+    c.n = split_path(path, seg, 7);
+    r = c.n >= 2 && c.n <= 7
+            ? route_find(req->method, seg, c.n, &box_at, &ex_at, &id_at)
+            : NULL;
+    if (r != NULL) {
+        if (route_bind(eng, &c, box_at, ex_at, id_at) == 0)
+            r->handler(eng, &c);
+    } else if (c.n >= 3 && strcmp(seg[0], "v1") == 0 &&
+               strcmp(seg[1], "devboxes") == 0 &&
+               !route_is_devbox(eng, seg[2])) {
+        devbox_missing(req, resp, seg[2]);
+    } else {
+        api_unimplemented(req, resp);
     }
-    if (strcmp(seg[1], "blueprints") == 0) {
-        blueprints_route(eng, seg, n, req, resp);
-        goto out;
-    }
-    if (strcmp(seg[1], "secrets") == 0) {
-        secrets_route(eng, seg, n, req, resp);
-        goto out;
-    }
-    if (strcmp(seg[1], "objects") == 0) {
-        objects_route(eng, seg, n, req, resp);
-        goto out;
-    }
-    if (strcmp(seg[1], "mcp-configs") == 0) {
-        mcpcfg_route(eng, seg, n, req, resp);
-        goto out;
-    }
-    if (strcmp(seg[1], "devboxes") != 0) {
-        goto not_found;
-    }
-    if (n == 2) {
-        if (is_get)
-            handle_list(eng, req, resp);
-        else
-            handle_create(eng, req, resp, 0);
-        goto out;
-    }
-    if (n == 3 && !is_get && strcmp(seg[2], "create_and_await_running") == 0) {
-        handle_create(eng, req, resp, 1);
-        goto out;
-    }
-    route_devbox(eng, seg, n, req, resp);
-    goto out;
-not_found:
-    api_unimplemented(req, resp);
-out:
     free(path);
 }
 
 void api_unimplemented(const struct http_request *req, struct http_response *resp)
 {
-    util_error(resp, 501,
-               "%s %s is not implemented by devboxd, the local engine (docs/devboxd.md "
-               "lists what it serves)",
-               req->method, req->path);
+    http_response_error(resp, 501,
+                        "%s %s is not implemented by devboxd, the local engine "
+                        "(docs/devboxd.md "
+                        "lists what it serves)",
+                        req->method, req->path);
     /* Asking again does not help: clients must not retry it as a 5xx. */
     http_response_set_header(resp, "x-should-retry", "false");
 }
@@ -1835,11 +2059,12 @@ void api_handle(void *ud, const struct http_request *req,
 
     if (api_authorized(eng, req) != 0) {
         /* Never echo or log the key that was sent. */
-        util_error(resp, 401,
-                   "missing or invalid API key: send 'Authorization: Bearer "
-                   "<key>' with the key from the state directory's api-key "
-                   "file (or the "
-                   "--api-key-file given to devboxd)");
+        http_response_error(
+            resp, 401,
+            "missing or invalid API key: send 'Authorization: Bearer "
+            "<key>' with the key from the state directory's api-key "
+            "file (or the "
+            "--api-key-file given to devboxd)");
         return;
     }
     /* PUT only to an object's signed upload URL. */
@@ -1859,7 +2084,7 @@ void api_handle(void *ud, const struct http_request *req,
     if (util_write_error() != 0 &&
         (resp->status < 300 || resp->status >= 500)) {
         http_response_clear(resp);
-        util_storage_error(resp, util_write_error());
+        api_storage_error(resp, util_write_error());
     }
     idem_finish(eng->idem, claim, resp);
 out:

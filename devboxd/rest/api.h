@@ -7,6 +7,26 @@
 #include "engine.h"
 #include "http.h"
 
+/* One request as a route's handler sees it: the path's segments and the
+ * devbox and execution its {devbox} and {execution} named (found, not
+ * referenced: records live as long as the engine), {id} as sent. */
+struct api_call {
+    const struct http_request *req;
+    struct http_response *resp;
+    char **seg;
+    size_t n;
+    struct devbox *box;
+    struct execution *ex;
+    const char *id;
+};
+typedef void (*api_handler_fn)(struct engine *eng, const struct api_call *call);
+/* A row of the route table (api.c): method, pattern, handler. */
+struct api_route {
+    const char *method;
+    const char *pattern;
+    api_handler_fn handler;
+};
+
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
 
@@ -43,6 +63,18 @@ void api_list_records(struct http_response *resp, const struct http_request *req
                       const char *key, const cJSON *all, int64_t limit,
                       int (*match)(const cJSON *rec, const struct http_request *req),
                       api_view_fn view);
+/* The request's JSON object body (an empty body is {}): 0 with *out set,
+ * or -1 after answering 413 or 400 naming what to send. */
+int api_parse_body(const struct http_request *req, struct http_response *resp,
+                   cJSON **out);
+/* Query parameter name as an integer in lo..hi (def when absent): 0, or -1
+ * after answering 400 naming the range. */
+int api_query_int(const struct http_request *req, struct http_response *resp,
+                  const char *name, int64_t lo, int64_t hi, int64_t def,
+                  int64_t *out);
+/* Answers 507 for a state-disk write error (err: an errno), saying the
+ * engine's disk is full when it is. */
+void api_storage_error(struct http_response *resp, int err);
 /* Formats one SSE event for an output chunk; returns the length written,
  * or 0 if buf is too small. */
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);
@@ -60,6 +92,15 @@ void files_stream_fd(struct http_response *resp, int fd);
 void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
                   struct http_response *resp);
 
+/* Disk snapshots (api_snapshots.c). */
+void api_snapshots_list(struct engine *eng, const struct api_call *call);
+void api_snapshots_list_public(struct engine *eng, const struct api_call *call);
+void api_snapshots_create(struct engine *eng, const struct api_call *call);
+void api_snapshots_create_async(struct engine *eng,
+                                const struct api_call *call);
+void api_snapshots_update(struct engine *eng, const struct api_call *call);
+void api_snapshots_delete(struct engine *eng, const struct api_call *call);
+void api_snapshots_status(struct engine *eng, const struct api_call *call);
 /* Multipart parsing (multipart.c): finds the parts of a multipart/form-data
  * body. Returns 0 or -1 with a message. */
 struct mp_part {

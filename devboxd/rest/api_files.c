@@ -23,30 +23,45 @@ static void open_error(struct http_response *resp, const char *path, int rc)
 {
     switch (-rc) {
     case ENOENT:
-        util_error(resp, 404, "file '%s' not found in the devbox (relative paths start at "
-                   "/home/user)", path);
+        http_response_error(
+            resp, 404,
+            "file '%s' not found in the devbox (relative paths start at "
+            "/home/user)",
+            path);
         break;
     case EACCES:
     case EPERM:
-        util_error(resp, 403, "permission denied for '%s': the devbox user cannot access "
-                   "it (change its mode with a command first)", path);
+        http_response_error(
+            resp, 403,
+            "permission denied for '%s': the devbox user cannot access "
+            "it (change its mode with a command first)",
+            path);
         break;
     case EISDIR:
-        util_error(resp, 400, "'%s' is a directory; give a file path", path);
+        http_response_error(resp, 400, "'%s' is a directory; give a file path",
+                            path);
         break;
     case EXDEV:
-        util_error(resp, 400, "'%s' is on a read-only system mount of the devbox (/usr, "
-                   "/proc, /dev); use a path under /home/user or /tmp", path);
+        http_response_error(
+            resp, 400,
+            "'%s' is on a read-only system mount of the devbox (/usr, "
+            "/proc, /dev); use a path under /home/user or /tmp",
+            path);
         break;
     case ENOTDIR:
-        util_error(resp, 400, "a parent of '%s' is not a directory", path);
+        http_response_error(resp, 400, "a parent of '%s' is not a directory",
+                            path);
         break;
     case -NOT_REGULAR:
-        util_error(resp, 400, "'%s' is not a regular file (a FIFO, socket or device); "
-                   "give the path of a regular file", path);
+        http_response_error(
+            resp, 400,
+            "'%s' is not a regular file (a FIFO, socket or device); "
+            "give the path of a regular file",
+            path);
         break;
     default:
-        util_error(resp, 400, "cannot open '%s' in the devbox: %s", path, strerror(-rc));
+        http_response_error(resp, 400, "cannot open '%s' in the devbox: %s",
+                            path, strerror(-rc));
         break;
     }
 }
@@ -58,15 +73,17 @@ static int get_path(const cJSON *body, const char *field, const char *const *fie
 
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
         util_opt_string(body, field, out, err, sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return -1;
     }
     if (*out == NULL || (*out)[0] == '\0') {
-        util_error(resp, 400, "'%s' is required: the file's path in the devbox", field);
+        http_response_error(resp, 400,
+                            "'%s' is required: the file's path in the devbox",
+                            field);
         return -1;
     }
     if (memchr(*out, '\0', strlen(*out) + 1) != *out + strlen(*out)) {
-        util_error(resp, 400, "'%s' contains a NUL byte", field);
+        http_response_error(resp, 400, "'%s' contains a NUL byte", field);
         return -1;
     }
     return 0;
@@ -240,10 +257,11 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
 static void write_error(struct http_response *resp, const char *path, int rc)
 {
     if (rc == -ENOSPC || rc == -EDQUOT)
-        util_error(resp, 507,
-                   "the devbox's disk is full: '%s' was not written (an "
-                   "existing file is unchanged); free space inside the devbox",
-                   path);
+        http_response_error(
+            resp, 507,
+            "the devbox's disk is full: '%s' was not written (an "
+            "existing file is unchanged); free space inside the devbox",
+            path);
     else
         open_error(resp, path, rc);
 }
@@ -267,18 +285,21 @@ void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *bo
         return;
     }
     if (fstat(fd, &st) != 0) {
-        util_error(resp, 500, "cannot stat '%s': %s", path, strerror(errno));
+        http_response_error(resp, 500, "cannot stat '%s': %s", path,
+                            strerror(errno));
         goto out;
     }
     if ((uint64_t)st.st_size > READ_CONTENTS_MAX) {
-        util_error(resp, 400, "'%s' is %lld bytes; read_file_contents returns at most %u "
-                   "bytes, use download_file", path, (long long)st.st_size,
-                   READ_CONTENTS_MAX);
+        http_response_error(
+            resp, 400,
+            "'%s' is %lld bytes; read_file_contents returns at most %u "
+            "bytes, use download_file",
+            path, (long long)st.st_size, READ_CONTENTS_MAX);
         goto out;
     }
     buf = malloc((size_t)st.st_size + 1);
     if (buf == NULL) {
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         goto out;
     }
     while (len < (size_t)st.st_size) {
@@ -309,7 +330,8 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
         return;
     if (util_opt_string(body, "contents", &contents, err, sizeof(err)) != 0 ||
         contents == NULL) {
-        util_error(resp, 400, "'contents' is required: the file's text (UTF-8)");
+        http_response_error(resp, 400,
+                            "'contents' is required: the file's text (UTF-8)");
         return;
     }
     rc = write_file(eng, box, path, contents, strlen(contents));
@@ -323,7 +345,7 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
     cJSON_AddStringToObject(out, "stdout", "");
     cJSON_AddStringToObject(out, "stderr", "");
     cJSON_AddNullToObject(out, "shell_name");
-    util_json(resp, 200, out);
+    http_response_json(resp, 200, out);
 }
 
 struct dl_ctx {
@@ -356,14 +378,15 @@ void files_stream_fd(struct http_response *resp, int fd)
     char len[32];
 
     if (fstat(fd, &st) != 0) {
-        util_error(resp, 500, "cannot stat the file to send: %s", strerror(errno));
+        http_response_error(resp, 500, "cannot stat the file to send: %s",
+                            strerror(errno));
         close(fd);
         return;
     }
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         close(fd);
-        util_error(resp, 500, "out of memory");
+        http_response_error(resp, 500, "out of memory");
         return;
     }
     c->fd = fd;
@@ -408,26 +431,30 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
     int rc;
 
     if (req->body_too_large) {
-        util_error(resp, 413, "upload too large: upload_file accepts at most %u bytes",
-                   HTTP_MAX_UPLOAD_BODY);
+        http_response_error(
+            resp, 413, "upload too large: upload_file accepts at most %u bytes",
+            HTTP_MAX_UPLOAD_BODY);
         return;
     }
     if (multipart_boundary(http_request_header(req, "content-type"), boundary,
                            sizeof(boundary)) != 0) {
-        util_error(resp, 400, "upload_file needs a multipart/form-data body with a "
-                   "boundary and the parts 'path' and 'file'");
+        http_response_error(
+            resp, 400,
+            "upload_file needs a multipart/form-data body with a "
+            "boundary and the parts 'path' and 'file'");
         return;
     }
     if (multipart_parse(req->body, req->body_len, boundary, parts, 8, &n, err,
                         sizeof(err)) != 0) {
-        util_error(resp, 400, "%s", err);
+        http_response_error(resp, 400, "%s", err);
         return;
     }
     for (i = 0; i < n; i++) {
         if (strcmp(parts[i].name, "path") == 0) {
             if (parts[i].len == 0 || parts[i].len >= sizeof(path) ||
                 memchr(parts[i].data, '\0', parts[i].len) != NULL) {
-                util_error(resp, 400, "the 'path' part must be a non-empty path");
+                http_response_error(resp, 400,
+                                    "the 'path' part must be a non-empty path");
                 return;
             }
             memcpy(path, parts[i].data, parts[i].len);
@@ -435,14 +462,18 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
         } else if (strcmp(parts[i].name, "file") == 0) {
             file = &parts[i];
         } else {
-            util_error(resp, 400, "unknown multipart part '%s'; send only 'path' and 'file'",
-                       parts[i].name);
+            http_response_error(
+                resp, 400,
+                "unknown multipart part '%s'; send only 'path' and 'file'",
+                parts[i].name);
             return;
         }
     }
     if (path[0] == '\0' || file == NULL) {
-        util_error(resp, 400, "upload_file needs both parts: 'path' (destination) and "
-                   "'file' (the bytes)");
+        http_response_error(
+            resp, 400,
+            "upload_file needs both parts: 'path' (destination) and "
+            "'file' (the bytes)");
         return;
     }
     rc = write_file(eng, box, path, file->data, file->len);
@@ -450,5 +481,5 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
         write_error(resp, path, rc);
         return;
     }
-    util_json(resp, 200, cJSON_CreateObject());
+    http_response_json(resp, 200, cJSON_CreateObject());
 }
