@@ -2,7 +2,7 @@
  * threads, bounded concurrency); the build's writable layer becomes the
  * blueprint's layer.  Logs are JSON lines appended as the steps run. */
 #define _GNU_SOURCE
-#include "layers.h"
+#include "blueprint_builds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "devbox_spec.h"
 #include "dockerfile.h"
 #include "images.h"
+#include "layers.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -893,7 +894,7 @@ static int check_launch(const cJSON *body, char *err, size_t errlen)
         return 0;
     probe = cJSON_CreateObject();
     cJSON_AddItemToObject(probe, "launch_parameters", cJSON_Duplicate(lp, 1));
-    spec = api_validate_create(probe, &status, err, errlen);
+    spec = devbox_spec_validate(probe, &status, err, errlen);
     cJSON_Delete(probe);
     if (spec == NULL)
         return -1;
@@ -997,22 +998,17 @@ static int spawn_build(struct build *b)
     return rc;
 }
 
-static void handle_create(struct engine *eng, const struct http_request *req,
-                          struct http_response *resp)
+int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
+                      char *err, size_t errlen)
 {
-    cJSON *body = NULL;
     cJSON *rec = NULL;
     const cJSON *base = NULL;
     struct build *b = NULL;
-    char err[ERRLEN] = "";
-    int status;
+    int status = 0;
 
-    if (api_parse_body(req, resp, &body) != 0)
-        return;
-    if (check_create(body, err, sizeof(err)) != 0) {
-        http_response_error(resp, 400, "%s", err);
-        goto out;
-    }
+    *view = NULL;
+    if (check_create(body, err, errlen) != 0)
+        return 400;
     b = calloc(1, sizeof(*b));
     if (b == NULL)
         goto oom;
@@ -1023,11 +1019,13 @@ static void handle_create(struct engine *eng, const struct http_request *req,
         b->dir = NULL;
         goto oom;
     }
+    b->params = cJSON_Duplicate(body, 1);
+    if (b->params == NULL)
+        goto oom;
     layers_lock(eng);
-    status = resolve_base_locked(body, &base, err, sizeof(err));
+    status = resolve_base_locked(body, &base, err, errlen);
     if (status != 0) {
         layers_unlock();
-        http_response_error(resp, status, "%s", err);
         goto out;
     }
     rec = cJSON_CreateObject();
@@ -1046,10 +1044,8 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     util_mkdirs(b->dir);
     cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     layers_save_record("blueprints", "blueprint.json", rec);
-    http_response_json(resp, 200, bp_view(rec));
+    *view = bp_view(rec);
     layers_unlock();
-    b->params = body;
-    body = NULL;
     if (spawn_build(b) != 0) {
         log_append(b->dir, "error", "cannot start the build worker");
         set_status(b, "failed", "build_failed");
@@ -1058,273 +1054,126 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     b = NULL;
     goto out;
 oom:
-    http_response_error(resp, 500, "out of memory");
+    snprintf(err, errlen, "out of memory");
+    status = 500;
 out:
     if (b != NULL)
         build_free(b);
-    cJSON_Delete(body);
+    return status;
 }
 
-/* -------------------------------------------------------------- routes */
+/* ------------------------------------------------------------- records */
 
-static cJSON *bp_view_item(const void *rec)
+static int not_found(const char *id, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "blueprint %s not found; list blueprints with GET /v1/blueprints",
+             id);
+    return 404;
+}
+
+cJSON *blueprints_view(const cJSON *rec)
 {
     return bp_view(rec);
 }
 
-static void handle_list(struct engine *eng, const struct http_request *req,
-                        struct http_response *resp, int public_only)
+int blueprints_listed(const cJSON *rec, const char *name, const char *status)
 {
-    const char *name = http_request_query(req, "name");
-    const char *want = http_request_query(req, "status");
-    const char *after = http_request_query(req, "starting_after");
-    const char *itc = http_request_query(req, "include_total_count");
-    static const char *const statuses[] = {"queued", "provisioning", "building",
-                                           "awaiting_upload", "failed", "build_complete", NULL};
-    const char **ids = NULL;
-    const cJSON **recs = NULL;
-    const cJSON *rec = NULL;
-    int64_t limit;
-    size_t n = 0, cap, i;
+    if (strcmp(rec_str(rec, "state"), "created") != 0)
+        return 0;
+    if (name != NULL && name[0] != '\0' &&
+        strcmp(rec_str(rec, "name"), name) != 0)
+        return 0;
+    if (status != NULL && status[0] != '\0' &&
+        strcmp(rec_str(rec, "status"), status) != 0)
+        return 0;
+    return 1;
+}
 
-    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
-        return;
-    if (want != NULL && want[0] != '\0') {
-        for (i = 0; statuses[i] != NULL && strcmp(statuses[i], want) != 0; i++)
-            ;
-        if (statuses[i] == NULL) {
-            http_response_error(
-                resp, 400,
-                "status \"%s\" is not a blueprint status; use one of queued, "
-                "provisioning, building, awaiting_upload, failed, "
-                "build_complete",
-                want);
-            return;
-        }
-    }
+int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
+                   size_t errlen)
+{
+    cJSON *rec = NULL;
+    int status = 0;
+
     layers_lock(eng);
-    cap = (size_t)cJSON_GetArraySize(layers_blueprints_locked()) + 1;
-    ids = calloc(cap, sizeof(*ids));
-    recs = calloc(cap, sizeof(*recs));
-    if (ids == NULL || recs == NULL) {
-        http_response_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
-        if (public_only || strcmp(rec_str(rec, "state"), "created") != 0)
-            continue;
-        if (name != NULL && name[0] != '\0' && strcmp(rec_str(rec, "name"), name) != 0)
-            continue;
-        if (want != NULL && want[0] != '\0' && strcmp(rec_str(rec, "status"), want) != 0)
-            continue;
-        ids[n] = rec_str(rec, "id");
-        recs[n++] = rec;
-    }
-    /* An unknown starting_after on an empty list is an empty page here. */
-    api_list_reply(resp, "blueprints", ids, (const void *const *)recs, n, n > 0 ? after : NULL, limit,
-                   itc, bp_view_item);
-out:
+    rec = find_locked(id);
+    if (rec != NULL)
+        *view = bp_view(rec);
+    else
+        status = not_found(id, err, errlen);
     layers_unlock();
-    free(ids);
-    free(recs);
+    return status;
 }
 
-static void not_found(struct http_response *resp, const char *id)
-{
-    http_response_error(
-        resp, 404,
-        "blueprint %s not found; list blueprints with GET /v1/blueprints", id);
-}
-
-static void handle_delete(struct engine *eng, const char *id, struct http_response *resp)
+int blueprints_delete(struct engine *eng, const char *id, char *err,
+                      size_t errlen)
 {
     cJSON *rec = NULL;
     const char *st = NULL;
     char who[64] = "";
     char *layer = NULL;
+    int status = 0;
 
     layers_lock(eng);
     rec = find_locked(id);
     if (rec == NULL) {
-        not_found(resp, id);
+        status = not_found(id, err, errlen);
         goto out;
     }
     st = rec_str(rec, "status");
-    if (strcmp(rec_str(rec, "state"), "deleted") == 0) {
-        http_response_json(resp, 200, cJSON_CreateObject());
+    if (strcmp(rec_str(rec, "state"), "deleted") == 0)
         goto out;
-    }
     if (strcmp(st, "build_complete") != 0 && strcmp(st, "failed") != 0) {
-        http_response_error(
-            resp, 400,
-            "blueprint %s is %s; delete it once the build ends (poll GET "
-            "/v1/blueprints/%s)",
-            id, st, id);
+        snprintf(err, errlen,
+                 "blueprint %s is %s; delete it once the build ends (poll GET "
+                 "/v1/blueprints/%s)",
+                 id, st, id);
+        status = 400;
         goto out;
     }
     if (asprintf(&layer, "%s/blueprints/%s/layer", eng->state_dir, id) < 0) {
         layer = NULL;
-        http_response_error(resp, 500, "out of memory");
+        snprintf(err, errlen, "out of memory");
+        status = 500;
         goto out;
     }
     if (layers_in_use_locked(eng, layer, id, who, sizeof(who))) {
-        http_response_error(
-            resp, 400,
+        snprintf(
+            err, errlen,
             "blueprint %s is in use by %s; shut down the devboxes and delete "
             "the snapshots and blueprints built on it first",
             id, who);
+        status = 400;
         goto out;
     }
     util_rmtree(layer);
     set_str(rec, "state", "deleted");
     layers_save_record("blueprints", "blueprint.json", rec);
-    http_response_json(resp, 200, cJSON_CreateObject());
 out:
     layers_unlock();
     free(layer);
+    return status;
 }
 
-/* GET …/logs streams {"blueprint_id", "logs": [...]} from logs.jsonl a line
- * at a time, so a long build log costs a line of memory per reader, not
- * the file and its JSON tree (16 readers of a 1.3 MB log held 159 MiB). */
-#define LOGS_READ_LINE_MAX (1u << 20) /* longer lines are skipped */
-
-struct log_stream {
-    FILE *f;
-    char *line; /* getline buffer */
-    size_t line_cap;
-    char *out; /* the piece being sent */
-    size_t out_len;
-    size_t out_off;
-    int started;
-    int first;
-    int done;
-    char head[128];
-};
-
-/* The next piece of the reply into ls->out; 0 when nothing is left. */
-static int log_next_piece(struct log_stream *ls)
+int blueprints_log_open(struct engine *eng, const char *id, FILE **log,
+                        char *err, size_t errlen)
 {
-    ssize_t n;
-
-    ls->out_off = 0;
-    if (!ls->started) {
-        ls->started = 1;
-        ls->out = ls->head;
-        ls->out_len = strlen(ls->head);
-        return 1;
-    }
-    while (ls->f != NULL &&
-           (n = getline(&ls->line, &ls->line_cap, ls->f)) > 0) {
-        cJSON *e = NULL;
-
-        if (ls->line[n - 1] == '\n')
-            ls->line[--n] = '\0';
-        if (n == 0 || (size_t)n > LOGS_READ_LINE_MAX)
-            continue;
-        e = cJSON_ParseWithLength(ls->line, (size_t)n);
-        if (!cJSON_IsObject(e)) {
-            cJSON_Delete(e); /* a line being written */
-            continue;
-        }
-        cJSON_Delete(e);
-        /* The line itself goes out after a comma: getline's buffer holds
-         * n + 1 bytes at least (the newline or NUL it read past). */
-        memmove(ls->line + 1, ls->line, (size_t)n);
-        ls->line[0] = ',';
-        ls->out = ls->first ? ls->line + 1 : ls->line;
-        ls->out_len = ls->first ? (size_t)n : (size_t)n + 1;
-        ls->first = 0;
-        return 1;
-    }
-    if (ls->done)
-        return 0;
-    ls->done = 1;
-    ls->out = (char *)"]}";
-    ls->out_len = 2;
-    return 1;
-}
-
-static ssize_t log_stream_read(void *ctx, char *buf, size_t max)
-{
-    struct log_stream *ls = ctx;
-    size_t k;
-
-    if (ls->out_off == ls->out_len && !log_next_piece(ls))
-        return 0;
-    k = ls->out_len - ls->out_off < max ? ls->out_len - ls->out_off : max;
-    memcpy(buf, ls->out + ls->out_off, k);
-    ls->out_off += k;
-    return (ssize_t)k;
-}
-
-static void log_stream_free(void *ctx)
-{
-    struct log_stream *ls = ctx;
-
-    if (ls->f != NULL)
-        fclose(ls->f);
-    free(ls->line);
-    free(ls);
-}
-
-static void handle_logs(struct engine *eng, const char *id, struct http_response *resp)
-{
-    struct log_stream *ls = NULL;
     char *path = NULL;
     int known;
 
+    *log = NULL;
     layers_lock(eng);
     known = find_locked(id) != NULL;
     layers_unlock();
-    if (!known) {
-        not_found(resp, id);
-        return;
+    if (!known)
+        return not_found(id, err, errlen);
+    if (asprintf(&path, "%s/blueprints/%s/logs.jsonl", eng->state_dir, id) <
+        0) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
     }
-    ls = calloc(1, sizeof(*ls));
-    if (ls == NULL || asprintf(&path, "%s/blueprints/%s/logs.jsonl",
-                               eng->state_dir, id) < 0) {
-        free(ls);
-        http_response_error(resp, 500, "out of memory");
-        return;
-    }
-    ls->f = fopen(path, "re");
-    ls->first = 1;
-    snprintf(ls->head, sizeof(ls->head), "{\"blueprint_id\":\"%s\",\"logs\":[",
-             id);
+    *log = fopen(path, "re");
     free(path);
-    resp->status = 200;
-    http_response_set_header(resp, "content-type", "application/json");
-    resp->stream = log_stream_read;
-    resp->stream_ctx = ls;
-    resp->stream_free = log_stream_free;
-}
-
-void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
-                      struct http_response *resp)
-{
-    int is_get = strcmp(req->method, "GET") == 0;
-    cJSON *rec = NULL;
-
-    if (n == 2 && is_get) {
-        handle_list(eng, req, resp, 0);
-    } else if (n == 2) {
-        handle_create(eng, req, resp);
-    } else if (n == 3 && is_get && strcmp(seg[2], "list_public") == 0) {
-        handle_list(eng, req, resp, 1);
-    } else if (n == 3 && is_get) {
-        layers_lock(eng);
-        rec = find_locked(seg[2]);
-        if (rec != NULL)
-            http_response_json(resp, 200, bp_view(rec));
-        else
-            not_found(resp, seg[2]);
-        layers_unlock();
-    } else if (n == 4 && !is_get && strcmp(seg[3], "delete") == 0) {
-        handle_delete(eng, seg[2], resp);
-    } else if (n == 4 && is_get && strcmp(seg[3], "logs") == 0) {
-        handle_logs(eng, seg[2], resp);
-    } else {
-        api_unimplemented(req, resp);
-    }
+    return 0;
 }

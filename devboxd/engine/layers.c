@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blueprint_builds.h"
 #include "disk_snapshots.h"
 #include "images.h"
 #include "sandbox_internal.h"

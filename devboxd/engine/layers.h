@@ -18,7 +18,6 @@
 #include <sys/types.h>
 
 #include "engine.h"
-#include "http.h"
 
 /* ---- layers.c ---- */
 void layers_lock(struct engine *eng);   /* also loads the records on first use */
@@ -54,14 +53,5 @@ int layers_in_use_locked(struct engine *eng, const char *path, const char *excep
  * HTTP status with err. */
 int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
                           size_t errlen);
-
-/* ---- blueprint_builds.c ---- */
-/* /v1/blueprints[/...]. */
-void blueprints_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
-                      struct http_response *resp);
-void blueprints_load_locked(struct engine *eng, cJSON *list);
-void blueprints_stop_all(void); /* kills running build steps, waits for the workers */
-/* Registry lock held: the newest build_complete record named name, or by id. */
-cJSON *blueprints_find_locked(const char *id, const char *name);
 
 #endif

@@ -37,10 +37,6 @@ void api_unimplemented(const struct http_request *req, struct http_response *res
  * struct engine. The server checks it as soon as a request head arrives. */
 int api_authorized(void *ud, const struct http_request *req);
 
-/* Validates a create body and returns the normalised spec to keep, or NULL
- * with a message (and the HTTP status in *status). Exposed for unit tests. */
-cJSON *api_validate_create(const cJSON *body, int *status, char *err, size_t errlen);
-
 /* Pagination over a newest-first list of ids: the slice after starting_after.
  * Returns 0, or -1 with err when starting_after is unknown. */
 int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
@@ -92,6 +88,14 @@ void files_stream_fd(struct http_response *resp, int fd);
 void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
                   struct http_response *resp);
 
+/* Blueprints (api_blueprints.c). */
+void api_blueprints_list(struct engine *eng, const struct api_call *call);
+void api_blueprints_list_public(struct engine *eng,
+                                const struct api_call *call);
+void api_blueprints_create(struct engine *eng, const struct api_call *call);
+void api_blueprints_get(struct engine *eng, const struct api_call *call);
+void api_blueprints_delete(struct engine *eng, const struct api_call *call);
+void api_blueprints_logs(struct engine *eng, const struct api_call *call);
 /* Disk snapshots (api_snapshots.c). */
 void api_snapshots_list(struct engine *eng, const struct api_call *call);
 void api_snapshots_list_public(struct engine *eng, const struct api_call *call);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "devbox_spec.h"
 #include "fuzz_util.h"
 #include "tunnels.h"
 
@@ -19,7 +20,7 @@ static void check_create(const cJSON *body)
     cJSON *spec = NULL;
 
     err[0] = '\0';
-    spec = api_validate_create(body, &status, err, sizeof(err));
+    spec = devbox_spec_validate(body, &status, err, sizeof(err));
     if (spec == NULL) {
         FUZZ_REQUIRE(err[0] != '\0', "a refused create body has no message");
         FUZZ_REQUIRE(status >= 400 && status < 500, "refused with status %d", status);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "devbox_spec.h"
 #include "engine.h"
 #include "http.h"
 #include "util.h"
@@ -24,7 +25,7 @@ static cJSON *validate(const char *json, int *status, char *err, size_t errlen)
     cJSON *spec = NULL;
 
     assert_non_null(body);
-    spec = api_validate_create(body, status, err, errlen);
+    spec = devbox_spec_validate(body, status, err, errlen);
     cJSON_Delete(body);
     return spec;
 }
