@@ -1,4 +1,5 @@
-/* devboxd account secrets: the /v1/secrets routes, their durable store,
+/* devboxd account secrets: their durable store, the calls behind the
+ * /v1/secrets routes (rest/api_secrets.c),
  * and the `secrets` of a devbox create. Values are never put in a reply,
  * a log line or an error message. */
 #define _GNU_SOURCE
@@ -14,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
 #include "layers.h"
 #include "store.h"
 #include "util.h"
@@ -174,50 +174,46 @@ char *secrets_value(struct engine *eng, const char *name_or_id, char *id_out)
     return value;
 }
 
-/* ------------------------------------------------------------ routes */
+/* ------------------------------------------------------------ calls */
 
-static int check_value(const cJSON *body, const char **value,
-                       struct http_response *resp)
+static int check_value(const cJSON *body, const char **value, char *err,
+                       size_t errlen)
 {
     static const char *const fields[] = {"name", "value", NULL};
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "value");
-    char err[256];
 
-    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0) {
-        http_response_error(resp, 400, "%s", err);
-        return -1;
-    }
+    if (util_check_fields(body, "", fields, err, errlen) != 0)
+        return 400;
     if (!cJSON_IsString(v)) {
-        http_response_error(
-            resp, 400,
-            "'value' is required and must be a string (the secret's value)");
-        return -1;
+        snprintf(err, errlen,
+                 "'value' is required and must be a string (the secret's "
+                 "value)");
+        return 400;
     }
     if (strlen(v->valuestring) > SECRET_VALUE_MAX) {
-        http_response_error(
-            resp, 400, "'value' is %zu bytes; a secret holds at most %d bytes",
-            strlen(v->valuestring), SECRET_VALUE_MAX);
-        return -1;
+        snprintf(err, errlen,
+                 "'value' is %zu bytes; a secret holds at most %d bytes",
+                 strlen(v->valuestring), SECRET_VALUE_MAX);
+        return 400;
     }
     *value = v->valuestring;
     return 0;
 }
 
-static int check_name(const char *name, struct http_response *resp)
+int secrets_check_name(const char *name, char *err, size_t errlen)
 {
     if (secrets_name_valid(name))
         return 0;
-    http_response_error(
-        resp, 400,
-        "secret name \"%.140s\" is not valid: use 1 to %d letters, digits "
-        "and _, not starting with a digit (an environment variable name, e.g. "
-        "API_KEY)",
-        name, SECRET_NAME_MAX);
-    return -1;
+    snprintf(err, errlen,
+             "secret name \"%.140s\" is not valid: use 1 to %d letters, digits "
+             "and _, not starting with a digit (an environment variable name, "
+             "e.g. API_KEY)",
+             name, SECRET_NAME_MAX);
+    return 400;
 }
 
-static void handle_create(struct engine *eng, const cJSON *body,
-                          struct http_response *resp)
+int secrets_create(struct engine *eng, const cJSON *body, cJSON **view,
+                   char *err, size_t errlen)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
     const char *value = NULL;
@@ -225,33 +221,36 @@ static void handle_create(struct engine *eng, const cJSON *body,
     cJSON *all = NULL;
     char id[40];
     int64_t now = util_now_ms();
+    int status;
 
+    *view = NULL;
     if (!cJSON_IsString(name)) {
-        http_response_error(
-            resp, 400,
-            "'name' is required and must be a string, e.g. \"API_KEY\"");
-        return;
+        snprintf(err, errlen,
+                 "'name' is required and must be a string, e.g. \"API_KEY\"");
+        return 400;
     }
-    if (check_name(name->valuestring, resp) != 0 ||
-        check_value(body, &value, resp) != 0)
-        return;
+    status = secrets_check_name(name->valuestring, err, errlen);
+    if (status == 0)
+        status = check_value(body, &value, err, errlen);
+    if (status != 0)
+        return status;
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name->valuestring);
     if (rec != NULL) {
-        http_response_error(
-            resp, 409,
-            "a secret named %s already exists; update it with POST "
-            "/v1/secrets/%s or delete it first",
-            name->valuestring, name->valuestring);
+        snprintf(err, errlen,
+                 "a secret named %s already exists; update it with POST "
+                 "/v1/secrets/%s or delete it first",
+                 name->valuestring, name->valuestring);
+        status = 409;
         goto out;
     }
     all = load_all_locked(eng);
     if (cJSON_GetArraySize(all) >= SECRETS_MAX) {
-        http_response_error(
-            resp, 400,
-            "the account already holds %d secrets, the most the local "
-            "engine keeps; delete unused ones first",
-            SECRETS_MAX);
+        snprintf(err, errlen,
+                 "the account already holds %d secrets, the most the local "
+                 "engine keeps; delete unused ones first",
+                 SECRETS_MAX);
+        status = 400;
         goto out;
     }
     util_new_id("sec", id, sizeof(id));
@@ -262,41 +261,47 @@ static void handle_create(struct engine *eng, const cJSON *body,
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)now);
     cJSON_AddNumberToObject(rec, "update_time_ms", (double)now);
     if (save_locked(eng, rec) != 0) {
-        http_response_error(resp, 500, "cannot store secret %s under %s: %s",
-                            name->valuestring, eng->state_dir, strerror(errno));
+        snprintf(err, errlen, "cannot store secret %s under %s: %s",
+                 name->valuestring, eng->state_dir, strerror(errno));
+        status = 500;
         goto out;
     }
-    http_response_json(resp, 200, secret_view(rec));
+    *view = secret_view(rec);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete_all(all);
     scrub_delete(rec);
+    return status;
 }
 
-static void handle_update(struct engine *eng, const char *name,
-                          const cJSON *body, struct http_response *resp)
+int secrets_update(struct engine *eng, const char *name, const cJSON *body,
+                   cJSON **view, char *err, size_t errlen)
 {
     const cJSON *bname = cJSON_GetObjectItemCaseSensitive(body, "name");
     const char *value = NULL;
     cJSON *rec = NULL;
+    int status;
 
-    if (check_value(body, &value, resp) != 0)
-        return;
+    *view = NULL;
+    status = secrets_check_name(name, err, errlen);
+    if (status == 0)
+        status = check_value(body, &value, err, errlen);
+    if (status != 0)
+        return status;
     if (bname != NULL &&
         !(cJSON_IsString(bname) && strcmp(bname->valuestring, name) == 0)) {
-        http_response_error(
-            resp, 400,
-            "a secret cannot be renamed: leave 'name' out of the update "
-            "(create a new secret and delete %s instead)",
-            name);
-        return;
+        snprintf(err, errlen,
+                 "a secret cannot be renamed: leave 'name' out of the update "
+                 "(create a new secret and delete %s instead)",
+                 name);
+        return 400;
     }
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
-        http_response_error(
-            resp, 404, "secret %s not found; create it with POST /v1/secrets",
-            name);
+        snprintf(err, errlen,
+                 "secret %s not found; create it with POST /v1/secrets", name);
+        status = 404;
         goto out;
     }
     cJSON_ReplaceItemInObjectCaseSensitive(rec, "value",
@@ -304,101 +309,95 @@ static void handle_update(struct engine *eng, const char *name,
     cJSON_ReplaceItemInObjectCaseSensitive(
         rec, "update_time_ms", cJSON_CreateNumber((double)util_now_ms()));
     if (save_locked(eng, rec) != 0) {
-        http_response_error(resp, 500, "cannot store secret %s: %s", name,
-                            strerror(errno));
+        snprintf(err, errlen, "cannot store secret %s: %s", name,
+                 strerror(errno));
+        status = 500;
         goto out;
     }
-    http_response_json(resp, 200, secret_view(rec));
+    *view = secret_view(rec);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
+    return status;
 }
 
-static void handle_delete(struct engine *eng, const char *name,
-                          struct http_response *resp)
+static int not_found(const char *name, char *err, size_t errlen)
 {
-    char *dir = store_dir(eng, "secrets");
+    snprintf(err, errlen,
+             "secret %s not found; list secrets with GET /v1/secrets", name);
+    return 404;
+}
+
+int secrets_delete(struct engine *eng, const char *name, cJSON **view,
+                   char *err, size_t errlen)
+{
+    char *dir = NULL;
     char file[SECRET_NAME_MAX + 8];
     cJSON *rec = NULL;
+    int status;
 
+    *view = NULL;
+    status = secrets_check_name(name, err, errlen);
+    if (status != 0)
+        return status;
+    dir = store_dir(eng, "secrets");
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
-        http_response_error(
-            resp, 404, "secret %s not found; list secrets with GET /v1/secrets",
-            name);
+        status = not_found(name, err, errlen);
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", name);
     if (dir == NULL || store_remove(dir, file) != 0) {
-        http_response_error(resp, 500, "cannot delete secret %s: %s", name,
-                            strerror(errno));
+        snprintf(err, errlen, "cannot delete secret %s: %s", name,
+                 strerror(errno));
+        status = 500;
         goto out;
     }
-    http_response_json(resp, 200, secret_view(rec));
+    *view = secret_view(rec);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
     free(dir);
+    return status;
 }
 
-static void handle_list(struct engine *eng, const struct http_request *req,
-                        struct http_response *resp)
+int secrets_get(struct engine *eng, const char *name, cJSON **view, char *err,
+                size_t errlen)
+{
+    cJSON *rec = NULL;
+    int status;
+
+    *view = NULL;
+    status = secrets_check_name(name, err, errlen);
+    if (status != 0)
+        return status;
+    pthread_mutex_lock(&secrets_lock);
+    rec = load_locked(eng, name);
+    pthread_mutex_unlock(&secrets_lock);
+    if (rec == NULL)
+        status = not_found(name, err, errlen);
+    else
+        *view = secret_view(rec);
+    scrub_delete(rec);
+    return status;
+}
+
+cJSON *secrets_list(struct engine *eng)
 {
     cJSON *all = NULL;
-    int64_t limit;
+    cJSON *views = cJSON_CreateArray();
+    const cJSON *it = NULL;
 
-    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
-        return;
     pthread_mutex_lock(&secrets_lock);
     all = load_all_locked(eng);
     pthread_mutex_unlock(&secrets_lock);
-    api_list_records(resp, req, "secrets", all, limit, NULL, secret_view);
+    cJSON_ArrayForEach(it, all)
+    {
+        cJSON_AddItemToArray(views, secret_view(it));
+    }
     scrub_delete_all(all);
-}
-
-void secrets_route(struct engine *eng, char **seg, size_t n,
-                   const struct http_request *req, struct http_response *resp)
-{
-    int is_get = strcmp(req->method, "GET") == 0;
-    cJSON *body = NULL;
-    cJSON *rec = NULL;
-
-    if (n == 2 && is_get) {
-        handle_list(eng, req, resp);
-        return;
-    }
-    if (n > 4 || (n == 4 && (is_get || strcmp(seg[3], "delete") != 0))) {
-        api_unimplemented(req, resp);
-        return;
-    }
-    if (n >= 3 && check_name(seg[2], resp) != 0)
-        return;
-    if (n == 3 && is_get) {
-        pthread_mutex_lock(&secrets_lock);
-        rec = load_locked(eng, seg[2]);
-        pthread_mutex_unlock(&secrets_lock);
-        if (rec == NULL)
-            http_response_error(
-                resp, 404,
-                "secret %s not found; list secrets with GET /v1/secrets",
-                seg[2]);
-        else
-            http_response_json(resp, 200, secret_view(rec));
-        scrub_delete(rec);
-        return;
-    }
-    if (n == 4) {
-        handle_delete(eng, seg[2], resp);
-        return;
-    }
-    if (api_parse_body(req, resp, &body) != 0)
-        return;
-    if (n == 2)
-        handle_create(eng, body, resp);
-    else
-        handle_update(eng, seg[2], body, resp);
-    cJSON_Delete(body);
+    return views;
 }
 
 /* ------------------------------------------------------ devbox create */

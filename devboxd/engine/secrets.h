@@ -13,16 +13,25 @@
 #include <cjson/cJSON.h>
 
 #include "engine.h"
-#include "http.h"
 
 #define SECRET_NAME_MAX 128
 #define SECRET_VALUE_MAX (32 * 1024)
 #define SECRETS_MAX 5000
 
-/* ---- secrets.c ---- */
-/* /v1/secrets[/{name}[/delete]]: seg[1] == "secrets". */
-void secrets_route(struct engine *eng, char **seg, size_t n,
-                   const struct http_request *req, struct http_response *resp);
+/* The calls behind /v1/secrets (rest/api_secrets.c): 0, or an HTTP status
+ * with a message in err; *view is a SecretView (never the value). */
+int secrets_create(struct engine *eng, const cJSON *body, cJSON **view,
+                   char *err, size_t errlen);
+int secrets_update(struct engine *eng, const char *name, const cJSON *body,
+                   cJSON **view, char *err, size_t errlen);
+int secrets_delete(struct engine *eng, const char *name, cJSON **view,
+                   char *err, size_t errlen);
+int secrets_get(struct engine *eng, const char *name, cJSON **view, char *err,
+                size_t errlen);
+/* Every secret's view, newest first. */
+cJSON *secrets_list(struct engine *eng);
+/* 0 for a valid secret name, else 400 with err saying what one looks like. */
+int secrets_check_name(const char *name, char *err, size_t errlen);
 /* Checks the shape of a create body's `secrets` map (keys are variable
  * names, values secret names). 0 or -1 with err. */
 int secrets_check_spec(const cJSON *body, char *err, size_t errlen);

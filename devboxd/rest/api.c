@@ -1347,11 +1347,6 @@ static void box_pty_tunnel(struct engine *eng, const struct api_call *c)
 
 /* The routes of the records that keep their own sub-routes (the segments
  * after the prefix are theirs to check). */
-static void secrets(struct engine *eng, const struct api_call *c)
-{
-    secrets_route(eng, c->seg, c->n, c->req, c->resp);
-}
-
 static void objects(struct engine *eng, const struct api_call *c)
 {
     objects_route(eng, c->seg, c->n, c->req, c->resp);
@@ -1420,7 +1415,11 @@ static const struct api_route routes[] = {
     {"GET", "/v1/blueprints/{id}", api_blueprints_get},
     {"POST", "/v1/blueprints/{id}/delete", api_blueprints_delete},
     {"GET", "/v1/blueprints/{id}/logs", api_blueprints_logs},
-    {"*", "/v1/secrets/*", secrets},
+    {"GET", "/v1/secrets", api_secrets_list},
+    {"POST", "/v1/secrets", api_secrets_create},
+    {"GET", "/v1/secrets/{id}", api_secrets_get},
+    {"POST", "/v1/secrets/{id}", api_secrets_update},
+    {"POST", "/v1/secrets/{id}/delete", api_secrets_delete},
     {"*", "/v1/objects/*", objects},
     {"*", "/v1/mcp-configs/*", mcp_configs},
 };

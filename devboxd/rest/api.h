@@ -96,6 +96,12 @@ void api_blueprints_create(struct engine *eng, const struct api_call *call);
 void api_blueprints_get(struct engine *eng, const struct api_call *call);
 void api_blueprints_delete(struct engine *eng, const struct api_call *call);
 void api_blueprints_logs(struct engine *eng, const struct api_call *call);
+/* Secrets (api_secrets.c). */
+void api_secrets_list(struct engine *eng, const struct api_call *call);
+void api_secrets_create(struct engine *eng, const struct api_call *call);
+void api_secrets_get(struct engine *eng, const struct api_call *call);
+void api_secrets_update(struct engine *eng, const struct api_call *call);
+void api_secrets_delete(struct engine *eng, const struct api_call *call);
 /* Disk snapshots (api_snapshots.c). */
 void api_snapshots_list(struct engine *eng, const struct api_call *call);
 void api_snapshots_list_public(struct engine *eng, const struct api_call *call);
