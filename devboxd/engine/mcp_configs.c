@@ -1,7 +1,7 @@
 /* devboxd MCP configs: the /v1/mcp-configs routes, their durable store,
  * and the `mcp` map of a devbox create (see mcphub.h). */
 #define _GNU_SOURCE
-#include "mcphub.h"
+#include "mcp_configs.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api.h"
 #include "layers.h"
+#include "mcphub.h"
 #include "secrets.h"
 #include "store.h"
 #include "util.h"
@@ -469,7 +469,7 @@ static int apply_body(struct engine *eng, cJSON *all, cJSON *rec,
     return 0;
 }
 
-/* ------------------------------------------------------------ routes */
+/* ------------------------------------------------------------ calls */
 
 static cJSON *cfg_view(const void *item)
 {
@@ -498,164 +498,142 @@ static cJSON *new_record(void)
     return rec;
 }
 
-static void handle_write(struct engine *eng, const char *id, const cJSON *body,
-                         struct http_response *resp)
+int mcpcfg_check_id(const char *id, char *err, size_t errlen)
+{
+    if (store_id_valid(id, "mcp"))
+        return 0;
+    snprintf(err, errlen, "MCP config %.60s not found: ids look like mcp_…",
+             id);
+    return 404;
+}
+
+static int not_found(const char *id, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "MCP config %s not found; list them with GET /v1/mcp-configs", id);
+    return 404;
+}
+
+int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,
+                 cJSON **view, char *err, size_t errlen)
 {
     cJSON *all = NULL;
     cJSON *rec = NULL;
     cJSON *fresh = NULL;
-    char err[ERRLEN];
-    int status;
+    int status = 0;
 
+    *view = NULL;
+    if (id != NULL && (status = mcpcfg_check_id(id, err, errlen)) != 0)
+        return status;
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
     if (id != NULL) {
         rec = find_in(all, id, NULL);
         if (rec == NULL) {
-            http_response_error(resp, 404,
-                                "MCP config %s not found; list them with GET "
-                                "/v1/mcp-configs",
-                                id);
+            status = not_found(id, err, errlen);
             goto out;
         }
     } else if (cJSON_GetArraySize(all) >= 5000) {
-        http_response_error(
-            resp, 400,
-            "the account already holds 5000 MCP configs; delete unused "
-            "ones first");
+        snprintf(err, errlen,
+                 "the account already holds 5000 MCP configs; delete unused "
+                 "ones first");
+        status = 400;
         goto out;
     } else {
         rec = fresh = new_record();
     }
-    status = apply_body(eng, all, rec, body, id == NULL, err, sizeof(err));
-    if (status != 0) {
-        http_response_error(resp, status, "%s", err);
+    status = apply_body(eng, all, rec, body, id == NULL, err, errlen);
+    if (status != 0)
         goto out;
-    }
     if (save_locked(eng, rec) != 0) {
-        http_response_error(resp, 500,
-                            "cannot store the MCP config under %s: %s",
-                            eng->state_dir, strerror(errno));
+        snprintf(err, errlen, "cannot store the MCP config under %s: %s",
+                 eng->state_dir, strerror(errno));
+        status = 500;
         goto out;
     }
-    http_response_json(resp, 200, cfg_view(rec));
+    *view = cfg_view(rec);
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(fresh);
     cJSON_Delete(all);
+    return status;
 }
 
-static void handle_delete(struct engine *eng, const char *id,
-                          struct http_response *resp)
+int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
+                  size_t errlen)
 {
-    char *dir = store_dir(eng, "mcp-configs");
+    char *dir = NULL;
     cJSON *all = NULL;
     cJSON *rec = NULL;
     char file[64];
+    int status;
 
+    *view = NULL;
+    status = mcpcfg_check_id(id, err, errlen);
+    if (status != 0)
+        return status;
+    dir = store_dir(eng, "mcp-configs");
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
     rec = find_in(all, id, NULL);
     if (rec == NULL) {
-        http_response_error(
-            resp, 404,
-            "MCP config %s not found; list them with GET /v1/mcp-configs", id);
+        status = not_found(id, err, errlen);
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", id);
     if (dir == NULL || store_remove(dir, file) != 0) {
-        http_response_error(resp, 500, "cannot delete MCP config %s: %s", id,
-                            strerror(errno));
+        snprintf(err, errlen, "cannot delete MCP config %s: %s", id,
+                 strerror(errno));
+        status = 500;
         goto out;
     }
-    http_response_json(resp, 200, cfg_view(rec));
+    *view = cfg_view(rec);
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
     free(dir);
+    return status;
 }
 
-static int list_match(const cJSON *rec, const struct http_request *req)
-{
-    const char *id = http_request_query(req, "id");
-    const char *name = http_request_query(req, "name");
-    const char *search = http_request_query(req, "search");
-    const char *rid =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-    const char *rname =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "name"));
-
-    if (id != NULL && id[0] != '\0' && strcmp(rid, id) != 0)
-        return 0;
-    if (name != NULL && strncmp(rname, name, strlen(name)) != 0)
-        return 0;
-    if (search != NULL && search[0] != '\0' &&
-        strcasestr(rname, search) == NULL && strcmp(rid, search) != 0)
-        return 0;
-    return 1;
-}
-
-static void handle_list(struct engine *eng, const struct http_request *req,
-                        struct http_response *resp)
+int mcpcfg_get(struct engine *eng, const char *id, cJSON **view, char *err,
+               size_t errlen)
 {
     cJSON *all = NULL;
-    int64_t limit;
+    const cJSON *rec = NULL;
+    int status;
 
-    if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
-        return;
+    *view = NULL;
+    status = mcpcfg_check_id(id, err, errlen);
+    if (status != 0)
+        return status;
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
     pthread_mutex_unlock(&cfg_lock);
-    api_list_records(resp, req, "mcp_configs", all, limit, list_match, cfg_view);
+    rec = find_in(all, id, NULL);
+    if (rec == NULL)
+        status = not_found(id, err, errlen);
+    else
+        *view = cfg_view(rec);
     cJSON_Delete(all);
+    return status;
 }
 
-void mcpcfg_route(struct engine *eng, char **seg, size_t n,
-                  const struct http_request *req, struct http_response *resp)
+cJSON *mcpcfg_list(struct engine *eng)
 {
-    int is_get = strcmp(req->method, "GET") == 0;
-    cJSON *body = NULL;
     cJSON *all = NULL;
+    cJSON *views = cJSON_CreateArray();
+    const cJSON *it = NULL;
 
-    if (n == 2 && is_get) {
-        handle_list(eng, req, resp);
-        return;
+    pthread_mutex_lock(&cfg_lock);
+    all = load_all_locked(eng);
+    pthread_mutex_unlock(&cfg_lock);
+    cJSON_ArrayForEach(it, all)
+    {
+        cJSON_AddItemToArray(views, cfg_view(it));
     }
-    if (n > 4 || (n == 4 && (is_get || strcmp(seg[3], "delete") != 0))) {
-        api_unimplemented(req, resp);
-        return;
-    }
-    if (n >= 3 && !store_id_valid(seg[2], "mcp")) {
-        http_response_error(resp, 404,
-                            "MCP config %.60s not found: ids look like mcp_…",
-                            seg[2]);
-        return;
-    }
-    if (n == 3 && is_get) {
-        pthread_mutex_lock(&cfg_lock);
-        all = load_all_locked(eng);
-        pthread_mutex_unlock(&cfg_lock);
-        if (find_in(all, seg[2], NULL) == NULL)
-            http_response_error(resp, 404,
-                                "MCP config %s not found; list them with GET "
-                                "/v1/mcp-configs",
-                                seg[2]);
-        else
-            http_response_json(resp, 200, cfg_view(find_in(all, seg[2], NULL)));
-        cJSON_Delete(all);
-        return;
-    }
-    if (n == 4) {
-        handle_delete(eng, seg[2], resp);
-        return;
-    }
-    if (api_parse_body(req, resp, &body) != 0)
-        return;
-    handle_write(eng, n == 3 ? seg[2] : NULL, body, resp);
-    cJSON_Delete(body);
+    cJSON_Delete(all);
+    return views;
 }
-
-/* ------------------------------------------------------ devbox create */
 
 int mcpcfg_tool_allowed(const cJSON *allowed, const char *name)
 {

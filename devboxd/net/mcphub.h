@@ -18,25 +18,12 @@
 #include <cjson/cJSON.h>
 
 #include "engine.h"
-#include "http.h"
+#include "mcp_configs.h"
 
 #define MCPHUB_PORT 14 /* inside each devbox: http://127.0.0.1:14/mcp */
 #define MCPHUB_URL "http://127.0.0.1:14/mcp"
 #define MCP_MAX_HEADERS 8
 #define MCP_MAX_SERVERS 16 /* per devbox */
-
-/* ---- engine/mcp_configs.c ---- */
-/* /v1/mcp-configs[/{id}[/delete]]: seg[1] == "mcp-configs". */
-void mcpcfg_route(struct engine *eng, char **seg, size_t n,
-                  const struct http_request *req, struct http_response *resp);
-/* Checks the shape of a create body's `mcp` map. 0 or -1 with err. */
-int mcpcfg_check_spec(const cJSON *body, char *err, size_t errlen);
-/* Resolves a create body's `mcp` into spec "_mcp" and adds RL_MCP_URL and
- * the tokens to spec "_secret_env". 0, or an HTTP status with err. */
-int mcpcfg_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
-                          char *err, size_t errlen);
-/* 1 when pattern list `allowed` (array of globs) admits tool name. */
-int mcpcfg_tool_allowed(const cJSON *allowed, const char *name);
 
 /* ---- mcphub.c ---- */
 struct sandbox;

@@ -94,15 +94,21 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
     http_response_json(resp, 200, out);
 }
 
-void api_list_records(struct http_response *resp, const struct http_request *req,
-                      const char *key, const cJSON *all, int64_t limit,
-                      int (*match)(const cJSON *rec, const struct http_request *req),
-                      api_view_fn view)
+/* The page of all's records that match (0/1) or keep (1, 0, or -1 with
+ * err: answered 400) accept; lenient: an unknown starting_after on an empty
+ * selection is an empty page. */
+static void
+list_page(struct http_response *resp, const struct http_request *req,
+          const char *key, const cJSON *all, int64_t limit,
+          int (*match)(const cJSON *rec, const struct http_request *req),
+          api_keep_fn keep, int lenient, api_view_fn view)
 {
     size_t cap = (size_t)cJSON_GetArraySize(all) + 1;
     const char **ids = calloc(cap, sizeof(*ids));
     const void **items = calloc(cap, sizeof(*items));
+    const char *after = http_request_query(req, "starting_after");
     const cJSON *it = NULL;
+    char err[ERRLEN];
     size_t n = 0;
 
     if (ids == NULL || items == NULL) {
@@ -110,16 +116,44 @@ void api_list_records(struct http_response *resp, const struct http_request *req
         goto out;
     }
     cJSON_ArrayForEach(it, all) {
-        if (match != NULL && !match(it, req))
+        int k = 1;
+
+        if (match != NULL)
+            k = match(it, req);
+        else if (keep != NULL)
+            k = keep(it, req, err, sizeof(err));
+        if (k < 0) {
+            http_response_error(resp, 400, "%s", err);
+            goto out;
+        }
+        if (k == 0)
             continue;
         ids[n] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
         items[n++] = it;
     }
-    api_list_reply(resp, key, ids, items, n, http_request_query(req, "starting_after"), limit,
-                   http_request_query(req, "include_total_count"), view);
+    api_list_reply(resp, key, ids, items, n, lenient && n == 0 ? NULL : after,
+                   limit, http_request_query(req, "include_total_count"), view);
 out:
     free(ids);
     free(items);
+}
+
+void api_list_records(struct http_response *resp,
+                      const struct http_request *req, const char *key,
+                      const cJSON *all, int64_t limit,
+                      int (*match)(const cJSON *rec,
+                                   const struct http_request *req),
+                      api_view_fn view)
+{
+    list_page(resp, req, key, all, limit, match, NULL, 0, view);
+}
+
+void api_list_selected(struct http_response *resp,
+                       const struct http_request *req, const char *key,
+                       const cJSON *all, int64_t limit, api_keep_fn keep,
+                       api_view_fn view)
+{
+    list_page(resp, req, key, all, limit, NULL, keep, 1, view);
 }
 
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset)
@@ -1352,11 +1386,6 @@ static void objects(struct engine *eng, const struct api_call *c)
     objects_route(eng, c->seg, c->n, c->req, c->resp);
 }
 
-static void mcp_configs(struct engine *eng, const struct api_call *c)
-{
-    mcpcfg_route(eng, c->seg, c->n, c->req, c->resp);
-}
-
 /*
  * Every route devboxd serves. A pattern's segments are literals, {devbox}
  * (a devbox id: 404 when unknown), {execution} (an execution of that
@@ -1421,7 +1450,11 @@ static const struct api_route routes[] = {
     {"POST", "/v1/secrets/{id}", api_secrets_update},
     {"POST", "/v1/secrets/{id}/delete", api_secrets_delete},
     {"*", "/v1/objects/*", objects},
-    {"*", "/v1/mcp-configs/*", mcp_configs},
+    {"GET", "/v1/mcp-configs", api_mcp_configs_list},
+    {"POST", "/v1/mcp-configs", api_mcp_configs_write},
+    {"GET", "/v1/mcp-configs/{id}", api_mcp_configs_get},
+    {"POST", "/v1/mcp-configs/{id}", api_mcp_configs_write},
+    {"POST", "/v1/mcp-configs/{id}/delete", api_mcp_configs_delete},
 };
 
 /* 1 when the path's segments fit pattern; records where its {devbox},
@@ -1550,6 +1583,38 @@ static void route_request(struct engine *eng, const struct http_request *req,
         api_unimplemented(req, resp);
     }
     free(path);
+}
+
+void api_reply(struct http_response *resp, int status, cJSON *view,
+               const char *err)
+{
+    if (status != 0) {
+        cJSON_Delete(view);
+        http_response_error(resp, status, "%s", err);
+    } else {
+        http_response_json(resp, 200,
+                           view != NULL ? view : cJSON_CreateObject());
+    }
+}
+
+void api_with_body(struct engine *eng, const struct api_call *call,
+                   api_body_fn fn)
+{
+    cJSON *body = NULL;
+    cJSON *view = NULL;
+    char err[ERRLEN] = "";
+    int status;
+
+    if (api_parse_body(call->req, call->resp, &body) != 0)
+        return;
+    status = fn(eng, call, body, &view, err, sizeof(err));
+    api_reply(call->resp, status, view, err);
+    cJSON_Delete(body);
+}
+
+cJSON *api_view_copy(const void *item)
+{
+    return cJSON_Duplicate(item, 1);
 }
 
 void api_unimplemented(const struct http_request *req, struct http_response *resp)

@@ -27,6 +27,21 @@ struct api_route {
     api_handler_fn handler;
 };
 
+/* Answers an engine call: 200 with view (consumed; {} when NULL) when
+ * status is 0, else status with the message err. */
+void api_reply(struct http_response *resp, int status, cJSON *view,
+               const char *err);
+/* An engine call on the request's JSON object body: 0 or an HTTP status
+ * with err, *view the answer. */
+typedef int (*api_body_fn)(struct engine *eng, const struct api_call *call,
+                           const cJSON *body, cJSON **view, char *err,
+                           size_t errlen);
+/* Parses the request's body, runs fn on it and answers (api_reply). */
+void api_with_body(struct engine *eng, const struct api_call *call,
+                   api_body_fn fn);
+/* An api_view_fn for records that are views already: a copy. */
+cJSON *api_view_copy(const void *item);
+
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
 
@@ -71,6 +86,16 @@ int api_query_int(const struct http_request *req, struct http_response *resp,
 /* Answers 507 for a state-disk write error (err: an errno), saying the
  * engine's disk is full when it is. */
 void api_storage_error(struct http_response *resp, int err);
+/* A list filter that can refuse the request: 1 keep, 0 skip, -1 with err
+ * (a bad filter, answered 400). */
+typedef int (*api_keep_fn)(const cJSON *rec, const struct http_request *req,
+                           char *err, size_t errlen);
+/* As api_list_records with keep, but an unknown starting_after on an empty
+ * selection is an empty page (the snapshot and blueprint lists). */
+void api_list_selected(struct http_response *resp,
+                       const struct http_request *req, const char *key,
+                       const cJSON *all, int64_t limit, api_keep_fn keep,
+                       api_view_fn view);
 /* Formats one SSE event for an output chunk; returns the length written,
  * or 0 if buf is too small. */
 size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);
@@ -96,6 +121,11 @@ void api_blueprints_create(struct engine *eng, const struct api_call *call);
 void api_blueprints_get(struct engine *eng, const struct api_call *call);
 void api_blueprints_delete(struct engine *eng, const struct api_call *call);
 void api_blueprints_logs(struct engine *eng, const struct api_call *call);
+/* MCP configs (api_mcp_configs.c). */
+void api_mcp_configs_list(struct engine *eng, const struct api_call *call);
+void api_mcp_configs_get(struct engine *eng, const struct api_call *call);
+void api_mcp_configs_delete(struct engine *eng, const struct api_call *call);
+void api_mcp_configs_write(struct engine *eng, const struct api_call *call);
 /* Secrets (api_secrets.c). */
 void api_secrets_list(struct engine *eng, const struct api_call *call);
 void api_secrets_create(struct engine *eng, const struct api_call *call);

@@ -12,28 +12,15 @@
 
 #define ERRLEN 512
 
-static void reply(struct http_response *resp, int status, cJSON *view,
-                  const char *err)
+static int create(struct engine *eng, const struct api_call *call,
+                  const cJSON *body, cJSON **view, char *err, size_t errlen)
 {
-    if (status != 0)
-        http_response_error(resp, status, "%s", err);
-    else
-        http_response_json(resp, 200,
-                           view != NULL ? view : cJSON_CreateObject());
+    return blueprints_create(eng, body, view, err, errlen);
 }
 
 void api_blueprints_create(struct engine *eng, const struct api_call *call)
 {
-    cJSON *body = NULL;
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status;
-
-    if (api_parse_body(call->req, call->resp, &body) != 0)
-        return;
-    status = blueprints_create(eng, body, &view, err, sizeof(err));
-    reply(call->resp, status, view, err);
-    cJSON_Delete(body);
+    api_with_body(eng, call, create);
 }
 
 static cJSON *view_item(const void *rec)
@@ -65,45 +52,26 @@ static int check_status(const char *want, struct http_response *resp)
     return -1;
 }
 
+static int keep(const cJSON *rec, const struct http_request *req, char *err,
+                size_t errlen)
+{
+    return blueprints_listed(rec, http_request_query(req, "name"),
+                             http_request_query(req, "status"));
+}
+
 static void list(struct engine *eng, const struct http_request *req,
                  struct http_response *resp, int public_only)
 {
-    const char *name = http_request_query(req, "name");
-    const char *want = http_request_query(req, "status");
-    const char *after = http_request_query(req, "starting_after");
-    const char *itc = http_request_query(req, "include_total_count");
-    const char **ids = NULL;
-    const cJSON **recs = NULL;
-    const cJSON *rec = NULL;
     int64_t limit;
-    size_t n = 0, cap;
 
     if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0 ||
-        check_status(want, resp) != 0)
+        check_status(http_request_query(req, "status"), resp) != 0)
         return;
     layers_lock(eng);
-    cap = (size_t)cJSON_GetArraySize(layers_blueprints_locked()) + 1;
-    ids = calloc(cap, sizeof(*ids));
-    recs = calloc(cap, sizeof(*recs));
-    if (ids == NULL || recs == NULL) {
-        http_response_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(rec, layers_blueprints_locked())
-    {
-        if (public_only || !blueprints_listed(rec, name, want))
-            continue;
-        ids[n] =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-        recs[n++] = rec;
-    }
-    /* An unknown starting_after on an empty list is an empty page here. */
-    api_list_reply(resp, "blueprints", ids, (const void *const *)recs, n,
-                   n > 0 ? after : NULL, limit, itc, view_item);
-out:
+    api_list_selected(resp, req, "blueprints",
+                      public_only ? NULL : layers_blueprints_locked(), limit,
+                      keep, view_item);
     layers_unlock();
-    free(ids);
-    free(recs);
 }
 
 void api_blueprints_list(struct engine *eng, const struct api_call *call)
@@ -122,7 +90,7 @@ void api_blueprints_get(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status = blueprints_get(eng, call->id, &view, err, sizeof(err));
 
-    reply(call->resp, status, view, err);
+    api_reply(call->resp, status, view, err);
 }
 
 void api_blueprints_delete(struct engine *eng, const struct api_call *call)
@@ -130,7 +98,7 @@ void api_blueprints_delete(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status = blueprints_delete(eng, call->id, err, sizeof(err));
 
-    reply(call->resp, status, NULL, err);
+    api_reply(call->resp, status, NULL, err);
 }
 
 /* GET …/logs streams {"blueprint_id", "logs": [...]} from logs.jsonl a line

@@ -77,54 +77,27 @@ static cJSON *view_item(const void *rec)
     return snapshots_view(rec);
 }
 
+static int keep(const cJSON *rec, const struct http_request *req, char *err,
+                size_t errlen)
+{
+    if (!snapshots_listed(rec, http_request_query(req, "devbox_id"),
+                          http_request_query(req, "source_blueprint_id")))
+        return 0;
+    return metadata_matches(req, rec, err, errlen);
+}
+
 static void list(struct engine *eng, const struct http_request *req,
                  struct http_response *resp, int public_only)
 {
-    const char *dbx = http_request_query(req, "devbox_id");
-    const char *bp = http_request_query(req, "source_blueprint_id");
-    const char *after = http_request_query(req, "starting_after");
-    const char *itc = http_request_query(req, "include_total_count");
-    const char **ids = NULL;
-    const cJSON **recs = NULL;
-    const cJSON *rec = NULL;
-    char err[ERRLEN];
     int64_t limit;
-    size_t n = 0, cap;
 
     if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
     layers_lock(eng);
-    cap = (size_t)cJSON_GetArraySize(layers_snapshots_locked()) + 1;
-    ids = calloc(cap, sizeof(*ids));
-    recs = calloc(cap, sizeof(*recs));
-    if (ids == NULL || recs == NULL) {
-        http_response_error(resp, 500, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(rec, layers_snapshots_locked())
-    {
-        int m;
-
-        if (public_only || !snapshots_listed(rec, dbx, bp))
-            continue;
-        m = metadata_matches(req, rec, err, sizeof(err));
-        if (m < 0) {
-            http_response_error(resp, 400, "%s", err);
-            goto out;
-        }
-        if (m == 0)
-            continue;
-        ids[n] =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-        recs[n++] = rec;
-    }
-    /* An unknown starting_after on an empty list is an empty page here. */
-    api_list_reply(resp, "snapshots", ids, (const void *const *)recs, n,
-                   n > 0 ? after : NULL, limit, itc, view_item);
-out:
+    api_list_selected(resp, req, "snapshots",
+                      public_only ? NULL : layers_snapshots_locked(), limit,
+                      keep, view_item);
     layers_unlock();
-    free(ids);
-    free(recs);
 }
 
 void api_snapshots_list(struct engine *eng, const struct api_call *call)
@@ -137,35 +110,10 @@ void api_snapshots_list_public(struct engine *eng, const struct api_call *call)
     list(eng, call->req, call->resp, 1);
 }
 
-static void reply(struct http_response *resp, int status, cJSON *view,
-                  const char *err)
-{
-    if (status != 0)
-        http_response_error(resp, status, "%s", err);
-    else
-        http_response_json(resp, 200,
-                           view != NULL ? view : cJSON_CreateObject());
-}
-
 /* An engine call on the request's JSON body. */
 typedef int (*body_fn)(struct engine *eng, const struct api_call *call,
                        const cJSON *body, cJSON **view, char *err,
                        size_t errlen);
-
-static void with_body(struct engine *eng, const struct api_call *call,
-                      body_fn fn)
-{
-    cJSON *body = NULL;
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status;
-
-    if (api_parse_body(call->req, call->resp, &body) != 0)
-        return;
-    status = fn(eng, call, body, &view, err, sizeof(err));
-    reply(call->resp, status, view, err);
-    cJSON_Delete(body);
-}
 
 static int create(struct engine *eng, const struct api_call *call,
                   const cJSON *body, cJSON **view, char *err, size_t errlen)
@@ -188,17 +136,17 @@ static int update(struct engine *eng, const struct api_call *call,
 
 void api_snapshots_create(struct engine *eng, const struct api_call *call)
 {
-    with_body(eng, call, create);
+    api_with_body(eng, call, create);
 }
 
 void api_snapshots_create_async(struct engine *eng, const struct api_call *call)
 {
-    with_body(eng, call, create_async);
+    api_with_body(eng, call, create_async);
 }
 
 void api_snapshots_update(struct engine *eng, const struct api_call *call)
 {
-    with_body(eng, call, update);
+    api_with_body(eng, call, update);
 }
 
 void api_snapshots_delete(struct engine *eng, const struct api_call *call)
@@ -206,7 +154,7 @@ void api_snapshots_delete(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status = snapshots_delete(eng, call->id, err, sizeof(err));
 
-    reply(call->resp, status, NULL, err);
+    api_reply(call->resp, status, NULL, err);
 }
 
 void api_snapshots_status(struct engine *eng, const struct api_call *call)
@@ -215,5 +163,5 @@ void api_snapshots_status(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status = snapshots_status(eng, call->id, &out, err, sizeof(err));
 
-    reply(call->resp, status, out, err);
+    api_reply(call->resp, status, out, err);
 }
