@@ -684,21 +684,6 @@ static void ex_free(struct ex *ex)
     free(ex);
 }
 
-static bool name_ok(const char *s, bool allow_dot)
-{
-    size_t i;
-
-    if (s == NULL || s[0] == '\0' || strlen(s) > 40)
-        return false;
-    for (i = 0; s[i] != '\0'; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-              (allow_dot && ((c >= 'A' && c <= 'Z') || c == '.'))))
-            return false;
-    }
-    return true;
-}
-
 static const char *cfg_str(const cJSON *o, const char *k)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -708,71 +693,22 @@ static const char *cfg_str(const cJSON *o, const char *k)
 static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
                       struct lang *out)
 {
-    const struct rlmcp_host_api *api = ex->api;
     const char *ext = cfg_str(l, "extension");
     const char *cmd = cfg_str(l, "command");
     const char *bp = cfg_str(l, "blueprint");
     const char *desc = cfg_str(l, "description");
-    const cJSON *it = NULL;
 
-    if (!name_ok(l->string, false)) {
-        api->set_error(self,
-                       "config languages: '%s' is not a valid "
-                       "language name ([a-z0-9_], at most 40)",
-                       l->string);
-        return RLMCP_EINVAL;
-    }
-    if (!cJSON_IsObject(l)) {
-        api->set_error(self,
-                       "config languages.%s must be a mapping with "
-                       "extension and command",
-                       l->string);
-        return RLMCP_EINVAL;
-    }
-    cJSON_ArrayForEach(it, l)
-    {
-        if (strcmp(it->string, "extension") && strcmp(it->string, "command") &&
-            strcmp(it->string, "blueprint") &&
-            strcmp(it->string, "suspend_after") &&
-            strcmp(it->string, "description")) {
-            api->set_error(self,
-                           "config languages.%s: unknown key '%s' "
-                           "(allowed: extension, command, blueprint, "
-                           "suspend_after, description)",
-                           l->string, it->string);
-            return RLMCP_EINVAL;
-        }
-    }
-    if (ext == NULL || !name_ok(ext, true)) {
-        api->set_error(self,
-                       "config languages.%s.extension must be a file "
-                       "extension such as py",
-                       l->string);
-        return RLMCP_EINVAL;
-    }
-    if (cmd == NULL || strstr(cmd, "{file}") == NULL) {
-        api->set_error(self,
-                       "config languages.%s.command must be a command "
-                       "template containing {file}",
-                       l->string);
+    /* Names, keys, types, the extension and {file} in the command are
+     * checked by schemas/config.json before init. */
+    if (ext == NULL || cmd == NULL) {
+        ex->api->set_error(self,
+                           "config languages.%s needs extension and "
+                           "command",
+                           l->string);
         return RLMCP_EINVAL;
     }
     out->suspend_after = true;
-    if (!rlmcp_h_cfg_bool(l, "suspend_after", true, &out->suspend_after)) {
-        api->set_error(self,
-                       "config languages.%s.suspend_after must be "
-                       "true or false",
-                       l->string);
-        return RLMCP_EINVAL;
-    }
-    if (cJSON_GetObjectItemCaseSensitive(l, "blueprint") != NULL &&
-        bp == NULL) {
-        api->set_error(self,
-                       "config languages.%s.blueprint must be a "
-                       "blueprint name",
-                       l->string);
-        return RLMCP_EINVAL;
-    }
+    rlmcp_h_cfg_bool(l, "suspend_after", true, &out->suspend_after);
     out->name = strdup(l->string);
     out->tool_name = rlmcp_h_sprintf("run_%s", l->string);
     out->extension = strdup(ext);
@@ -801,24 +737,16 @@ static int ex_config_run_code(struct ex *ex, rlmcp_plugin *self,
                               const cJSON *cfg)
 {
     const cJSON *rc_cfg = cJSON_GetObjectItemCaseSensitive(cfg, "run_code");
-    const char *purpose = NULL, *bp = NULL;
+    const char *purpose = cfg_str(rc_cfg, "purpose");
+    const char *bp = cfg_str(rc_cfg, "blueprint_name");
 
-    if (rc_cfg != NULL && !cJSON_IsObject(rc_cfg)) {
-        ex->api->set_error(self, "config run_code must be a mapping");
-        return RLMCP_EINVAL;
-    }
-    purpose = cfg_str(rc_cfg, "purpose");
-    bp = cfg_str(rc_cfg, "blueprint_name");
+    (void)self;
     ex->purpose = strdup(purpose != NULL ? purpose : "code-testing");
     ex->default_blueprint = bp != NULL ? strdup(bp) : NULL;
-    if (!rlmcp_h_cfg_int(rc_cfg, "keep_alive_seconds", 3600,
-                         &ex->keep_alive_s) ||
-        ex->keep_alive_s < 60 || ex->keep_alive_s > 172800) {
-        ex->api->set_error(self, "config run_code.keep_alive_seconds must "
-                                 "be an integer 60-172800");
-        return RLMCP_EINVAL;
-    }
-    return ex->purpose != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    rlmcp_h_cfg_int(rc_cfg, "keep_alive_seconds", 3600, &ex->keep_alive_s);
+    if (ex->purpose == NULL || (bp != NULL && ex->default_blueprint == NULL))
+        return RLMCP_ENOMEM;
+    return RLMCP_OK;
 }
 
 static int ex_config(struct ex *ex, rlmcp_plugin *self)
@@ -843,10 +771,11 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
     const cJSON *langs = NULL, *l = NULL;
     int rc = RLMCP_EINVAL;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
         goto out;
     }
+    /* Types and ranges are schemas/config.json's; this fills defaults. */
     if (!rlmcp_h_cfg_ranges(self, api, cfg, keys,
                             sizeof(keys) / sizeof(keys[0]), ex))
         goto out;
@@ -855,20 +784,11 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
                              "exceed max_timeout_seconds");
         goto out;
     }
-    if (!rlmcp_h_cfg_bool(cfg, "stream_output", true, &ex->stream)) {
-        api->set_error(self, "config stream_output must be true or false");
-        goto out;
-    }
+    rlmcp_h_cfg_bool(cfg, "stream_output", true, &ex->stream);
     rc = ex_config_run_code(ex, self, cfg);
     if (rc != RLMCP_OK)
         goto out;
-    rc = RLMCP_EINVAL;
     langs = cJSON_GetObjectItemCaseSensitive(cfg, "languages");
-    if (langs != NULL && !cJSON_IsObject(langs)) {
-        api->set_error(self, "config languages must be a mapping of "
-                             "language name to {extension, command, ...}");
-        goto out;
-    }
     ex->n_langs = 0;
     ex->langs =
         calloc((size_t)cJSON_GetArraySize(langs) + 1, sizeof(struct lang));
@@ -1040,7 +960,7 @@ static void ex_shutdown(rlmcp_plugin *self, void *state)
     ex_free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("exec", "0.1.0",
-                    "Code execution: commands, background executions, "
-                    "run_code and run_<language>",
-                    ex_init, ex_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("exec", "0.1.0",
+                           "Code execution: commands, background executions, "
+                           "run_code and run_<language>",
+                           ex_init, ex_shutdown, schema_config)
