@@ -627,13 +627,42 @@ static void mark_pop(struct ctx *c, size_t old)
     c->mpath[old] = '\0';
 }
 
+/* "PATH: unknown property 'KEY' ..." is about PATH.KEY, which has a mark. */
+static const struct config_mark *
+mark_of_unknown(const struct host_plugin_config *p, const char *msg)
+{
+    const char *colon =
+        msg != NULL ? strstr(msg, ": unknown property '") : NULL;
+    const char *key = NULL;
+    const char *end = NULL;
+    size_t i = 0;
+
+    if (colon == NULL)
+        return NULL;
+    key = colon + strlen(": unknown property '");
+    end = strchr(key, '\'');
+    for (i = 0; end != NULL && i < p->n_config_marks; i++) {
+        const char *path = p->config_marks[i].path;
+        size_t plen = (size_t)(colon - msg);
+        size_t klen = (size_t)(end - key);
+
+        if (strlen(path) == plen + 1 + klen && strncmp(path, msg, plen) == 0 &&
+            path[plen] == '.' && strncmp(path + plen + 1, key, klen) == 0)
+            return &p->config_marks[i];
+    }
+    return NULL;
+}
+
 struct config_pos config_mark_find(const struct host_plugin_config *p,
                                    const char *msg)
 {
+    const struct config_mark *unknown = mark_of_unknown(p, msg);
     struct config_pos best = p->pos;
     size_t best_len = 0;
     size_t i = 0;
 
+    if (unknown != NULL)
+        return unknown->pos;
     for (i = 0; msg != NULL && i < p->n_config_marks; i++) {
         const char *path = p->config_marks[i].path;
         size_t n = strlen(path);

@@ -143,6 +143,11 @@ plugins:
 YAML
 run "lifecycle config refused by its schema" 1 --config "$tmp/lifecycle.yaml" --check-config
 has err "lifecycle.yaml:7:22: plugin 'lifecycle': config.hide_shutdown: expected boolean"
+# A misspelt key: the message points at its line and suggests the name.
+sed 's/hide_shutdown: "no"/hide_shutdwn: true/' "$tmp/lifecycle.yaml" >"$tmp/lifecycle2.yaml"
+run "lifecycle config with a misspelt key" 1 --config "$tmp/lifecycle2.yaml" --check-config
+has err "lifecycle2.yaml:7:21: plugin 'lifecycle': config: unknown property 'hide_shutdwn'"
+has err "did you mean 'hide_shutdown'?"
 # A 1.0 fixture (no schema field) still loads beside it.
 run "1.0 plugin still loads" 0 --config "$CONF/good.yaml" --check-config
 
