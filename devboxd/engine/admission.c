@@ -49,6 +49,17 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
                    &caps->max_cpus, err, errlen) != 0)
         return -1;
     caps->max_devboxes = n < 1 ? 1 : (unsigned)n;
+    /* A build runs what the blueprint says, unattended: bounded so a
+     * runaway step cannot hold the machine's memory and cores or a slot. */
+    if (env_number("RLMCP_MAX_BUILDS", 2, &n, err, errlen) != 0 ||
+        env_number("RLMCP_BUILD_MEMORY_GB", 4, &caps->build_memory_gb, err,
+                   errlen) != 0 ||
+        env_number("RLMCP_BUILD_CPUS", 1, &caps->build_cpus, err, errlen) !=
+            0 ||
+        env_number("RLMCP_BUILD_TIMEOUT_S", 3600, &caps->build_timeout_s, err,
+                   errlen) != 0)
+        return -1;
+    caps->max_builds = n < 1 ? 1 : (unsigned)n;
     return 0;
 }
 

@@ -11,6 +11,11 @@ struct admission_caps {
     double max_memory_gb;  /* RLMCP_MAX_MEMORY_GB, default 8 x the machine's
                               memory */
     double max_cpus;       /* RLMCP_MAX_CPUS, default 32 x the machine's CPUs */
+    /* Blueprint builds (docs/devboxd.md "Limits"). */
+    unsigned max_builds;    /* RLMCP_MAX_BUILDS, default 2 at once */
+    double build_memory_gb; /* RLMCP_BUILD_MEMORY_GB, default 4 per build */
+    double build_cpus;      /* RLMCP_BUILD_CPUS, default 1 per build */
+    double build_timeout_s; /* RLMCP_BUILD_TIMEOUT_S, default 3600 per build */
 };
 
 /* The caps from the environment and the machine; -1 with err naming the

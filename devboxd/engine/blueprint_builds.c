@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,19 +23,21 @@
 #include "util.h"
 
 #define ERRLEN 512
-#define MAX_BUILDS 2             /* concurrent build sandboxes */
 #define MAX_FILE_MOUNT 131000    /* the SDK's per-file check */
 #define MAX_FILE_MOUNTS 1310000
 #define MAX_SETUP_BYTES (64 * 1024)
 #define MAX_LOG_LINES 20000      /* per build; more output is cut */
 #define LOG_LINE_MAX 4096
 #define LOCAL_BASE "runloop:runloop/starter-x86_64"
+#define CANCEL_WAIT_MS                                                         \
+    30000 /* a delete waits this long for its build to stop */
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_cond = PTHREAD_COND_INITIALIZER;
 static int slots_used;
 static int builds_alive;  /* worker threads not yet finished */
 static int stopping;      /* devboxd is stopping: end the builds */
+static struct build *active; /* builds not yet finished, slot_lock */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct build {
@@ -50,6 +53,9 @@ struct build {
     int step;
     int n_steps;
     int copies;
+    int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
+    int cancelled;             /* deleted while building: slot_lock */
+    struct build *next_active; /* the builds list, slot_lock */
 };
 
 static const char *rec_str(const cJSON *rec, const char *name)
@@ -252,6 +258,36 @@ static size_t log_lines_of(struct build *b, char *buf, size_t len, int flush)
 
 /* Runs cmd in the build's named shell, streaming its output into the logs
  * while it runs.  Returns the exit status, or -1 with err. */
+/* Whether the running step must end now, with why in err: devboxd stops,
+ * the blueprint was deleted, or the build ran past its time limit. */
+static int stop_reason(struct build *b, char *err, size_t errlen)
+{
+    int cancelled;
+
+    pthread_mutex_lock(&slot_lock);
+    cancelled = b->cancelled;
+    pthread_mutex_unlock(&slot_lock);
+    if (__atomic_load_n(&stopping, __ATOMIC_SEQ_CST))
+        snprintf(err, errlen, "devboxd is stopping");
+    else if (cancelled)
+        snprintf(err, errlen, "the blueprint was deleted during the build");
+    else if (util_now_ms() > b->deadline_ms)
+        snprintf(err, errlen,
+                 "the build ran past its time limit of %.0f s "
+                 "(RLMCP_BUILD_TIMEOUT_S)",
+                 b->eng->caps.build_timeout_s);
+    else
+        return 0;
+    return 1;
+}
+
+static uint64_t oom_kills(struct build *b)
+{
+    struct sb_usage u;
+
+    return sandbox_usage(b->sb, &u) == 0 ? u.oom_kills : 0;
+}
+
 static int run_cmd(struct build *b, const char *cmd, int log_output, char *capture,
                    size_t capcap, char *err, size_t errlen)
 {
@@ -263,6 +299,7 @@ static int run_cmd(struct build *b, const char *cmd, int log_output, char *captu
     off_t off = 0;
     int fd = -1;
     int status = -1;
+    uint64_t oom_before;
     int rc;
 
     if (asprintf(&outpath, "%s/step.out", b->dir) < 0)
@@ -272,6 +309,7 @@ static int run_cmd(struct build *b, const char *cmd, int log_output, char *captu
         snprintf(err, errlen, "cannot create %s: %s", outpath, strerror(errno));
         goto out;
     }
+    oom_before = oom_kills(b);
     memset(&req, 0, sizeof(req));
     req.command = cmd;
     req.shell_name = "build";
@@ -283,10 +321,8 @@ static int run_cmd(struct build *b, const char *cmd, int log_output, char *captu
         ssize_t n;
 
         rc = sb_proc_wait(p, 200, &status);
-        if (rc == -ETIMEDOUT && __atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
+        if (rc == -ETIMEDOUT && stop_reason(b, err, errlen))
             sb_proc_kill(p, SIGKILL);
-            snprintf(err, errlen, "devboxd is stopping");
-        }
         while ((n = pread(fd, buf + have, sizeof(buf) - 1 - have, off)) > 0) {
             off += n;
             have += (size_t)n;
@@ -309,6 +345,11 @@ static int run_cmd(struct build *b, const char *cmd, int log_output, char *captu
     if (rc != 0) {
         snprintf(err, errlen, "the build sandbox stopped");
         status = -1;
+    } else if (status != 0 && err[0] == '\0' && oom_kills(b) > oom_before) {
+        snprintf(err, errlen,
+                 "killed for memory: a build may use %.3g GiB "
+                 "(RLMCP_BUILD_MEMORY_GB)",
+                 b->eng->caps.build_memory_gb);
     } else if (status == 127 && sb_proc_error(p) != NULL) {
         snprintf(err, errlen, "%s", sb_proc_error(p));
     }
@@ -515,6 +556,9 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
         goto out;
     spec.id = b->id;
     spec.dir = sbdir;
+    spec.limits.memory_bytes =
+        (uint64_t)(b->eng->caps.build_memory_gb * 1073741824.0);
+    spec.limits.cpu_millis = (uint32_t)(b->eng->caps.build_cpus * 1000.0);
     spec.lower_layers = (const char *const *)paths;
     spec.n_layers = n;
     spec.net = SB_NET_OUTBOUND;
@@ -737,7 +781,15 @@ static void build_run(struct build *b)
         goto done;
     }
     b->n_steps = count_steps(&df, b->params);
+    b->deadline_ms =
+        util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
     set_status(b, "building", NULL);
+    blog(
+        b, "info",
+        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
+        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
+        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
+        b->eng->caps.build_timeout_s);
     blog(b, "info", "starting the build sandbox%s%s", b->base_id ? " on blueprint " : "",
          b->base_id ? b->base_id : "");
     if (start_sandbox(b, err, sizeof(err)) != 0) {
@@ -770,29 +822,70 @@ static void build_free(struct build *b)
     free(b);
 }
 
+static void unlink_active_locked(struct build *b)
+{
+    struct build **pp = &active;
+
+    while (*pp != NULL && *pp != b)
+        pp = &(*pp)->next_active;
+    if (*pp == b)
+        *pp = b->next_active;
+}
+
+/* Waits for one of the RLMCP_MAX_BUILDS slots, saying in the log how many
+ * builds are ahead; 0 when devboxd stops or the blueprint is deleted first. */
+static int take_slot(struct build *b, int *cancelled)
+{
+    unsigned max = b->eng->caps.max_builds;
+    int told = 0;
+    int run;
+
+    pthread_mutex_lock(&slot_lock);
+    while (slots_used >= (int)max && !stopping && !b->cancelled) {
+        if (!told) {
+            int waiting = builds_alive - slots_used - 1;
+
+            pthread_mutex_unlock(&slot_lock);
+            blog(b, "info",
+                 "queued: %u builds run at once (RLMCP_MAX_BUILDS) and %d more "
+                 "wait; this one starts when a slot frees",
+                 max, waiting);
+            pthread_mutex_lock(&slot_lock);
+            told = 1;
+            continue;
+        }
+        pthread_cond_wait(&slot_cond, &slot_lock);
+    }
+    *cancelled = b->cancelled;
+    run = !stopping && !b->cancelled;
+    if (run)
+        slots_used++;
+    pthread_mutex_unlock(&slot_lock);
+    return run;
+}
+
 static void *build_thread(void *arg)
 {
     struct build *b = arg;
 
     int run;
+    int cancelled;
 
-    pthread_mutex_lock(&slot_lock);
-    while (slots_used >= MAX_BUILDS && !stopping)
-        pthread_cond_wait(&slot_cond, &slot_lock);
-    run = !stopping;
-    if (run)
-        slots_used++;
-    pthread_mutex_unlock(&slot_lock);
+    run = take_slot(b, &cancelled);
     if (run) {
         build_run(b);
     } else {
-        log_append(b->dir, "error", "devboxd stopped before the build ran; build it again");
+        log_append(b->dir, "error",
+                   cancelled ? "the blueprint was deleted before its build ran"
+                             : "devboxd stopped before the build ran; build "
+                               "it again");
         set_status(b, "failed", "build_failed");
     }
     pthread_mutex_lock(&slot_lock);
     if (run)
         slots_used--;
     builds_alive--;
+    unlink_active_locked(b);
     pthread_cond_broadcast(&slot_cond);
     pthread_mutex_unlock(&slot_lock);
     build_free(b);
@@ -987,12 +1080,15 @@ static int spawn_build(struct build *b)
     pthread_attr_setstacksize(&attr, 512 * 1024);
     pthread_mutex_lock(&slot_lock);
     builds_alive++;
+    b->next_active = active;
+    active = b;
     pthread_mutex_unlock(&slot_lock);
     rc = pthread_create(&tid, &attr, build_thread, b);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         pthread_mutex_lock(&slot_lock);
         builds_alive--;
+        unlink_active_locked(b);
         pthread_mutex_unlock(&slot_lock);
     }
     return rc;
@@ -1106,6 +1202,37 @@ int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
     return status;
 }
 
+static struct build *find_active_locked(const char *id)
+{
+    struct build *b = active;
+
+    while (b != NULL && strcmp(b->id, id) != 0)
+        b = b->next_active;
+    return b;
+}
+
+/* Stops the build of id, queued or running (its step is killed at once),
+ * and waits up to timeout_ms for it to end: 0 once no build of id runs. */
+static int cancel_build(const char *id, int timeout_ms)
+{
+    struct build *b = NULL;
+    struct timespec ts;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    pthread_mutex_lock(&slot_lock);
+    b = find_active_locked(id);
+    if (b != NULL)
+        b->cancelled = 1;
+    pthread_cond_broadcast(&slot_cond); /* a queued one leaves the queue */
+    while (rc == 0 && find_active_locked(id) != NULL)
+        rc = pthread_cond_timedwait(&slot_cond, &slot_lock, &ts);
+    b = find_active_locked(id);
+    pthread_mutex_unlock(&slot_lock);
+    return b == NULL ? 0 : -1;
+}
+
 int blueprints_delete(struct engine *eng, const char *id, char *err,
                       size_t errlen)
 {
@@ -1115,6 +1242,15 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     char *layer = NULL;
     int status = 0;
 
+    /* Deleting a blueprint whose build is queued or running ends the build
+     * first: no slot, memory or CPU is held for a blueprint nobody wants. */
+    if (cancel_build(id, CANCEL_WAIT_MS) != 0) {
+        snprintf(err, errlen,
+                 "the build of blueprint %s did not stop within %d s; try the "
+                 "delete again",
+                 id, CANCEL_WAIT_MS / 1000);
+        return 503;
+    }
     layers_lock(eng);
     rec = find_locked(id);
     if (rec == NULL) {
@@ -1125,11 +1261,12 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     if (strcmp(rec_str(rec, "state"), "deleted") == 0)
         goto out;
     if (strcmp(st, "build_complete") != 0 && strcmp(st, "failed") != 0) {
+        /* Only a build created after the cancel above can be here. */
         snprintf(err, errlen,
-                 "blueprint %s is %s; delete it once the build ends (poll GET "
-                 "/v1/blueprints/%s)",
-                 id, st, id);
-        status = 400;
+                 "blueprint %s is %s: its build is just starting; delete it "
+                 "again in a moment",
+                 id, st);
+        status = 409;
         goto out;
     }
     if (asprintf(&layer, "%s/blueprints/%s/layer", eng->state_dir, id) < 0) {

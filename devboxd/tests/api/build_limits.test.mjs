@@ -1,0 +1,94 @@
+// Blueprint builds are bounded and can be stopped, through the official
+// Runloop SDK against a real devboxd: a step past the build's memory limit
+// is killed and named as such, a step runs on the build's CPUs, a build past
+// its time limit fails saying so, builds past RLMCP_MAX_BUILDS wait in a
+// queue their log tells of, and deleting a queued or running build stops it
+// and frees its slot.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Devboxd, waitFor, useEngine } from './devboxd.mjs';
+
+function helpers(getClient) {
+  const settled = (id) => waitFor(async () => {
+    const b = await getClient().blueprints.retrieve(id);
+    return ['build_complete', 'failed'].includes(b.status) ? b : null;
+  }, { timeoutMs: 180000, stepMs: 100, what: `blueprint ${id}` });
+  const logText = async (id) =>
+    (await getClient().blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+  return { settled, logText };
+}
+
+describe('build limits', () => {
+  let client;
+  useEngine(new Devboxd({ env: { RLMCP_BUILD_MEMORY_GB: '0.25', RLMCP_BUILD_CPUS: '0.5',
+    RLMCP_BUILD_TIMEOUT_S: '300' } }), (c) => { client = c; });
+  const { settled, logText } = helpers(() => client);
+
+  test('a step past the memory limit is killed and the log names the limit', async () => {
+    const b = await client.blueprints.create({ name: 'hungry', system_setup_commands: [
+      `python3 -c "print(len('x' * (700 << 20)))"`] });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'failed');
+    const log = await logText(b.id);
+    assert.match(log, /limits: 0\.25 GiB of memory, 0\.5 CPUs, 300 s/);
+    assert.match(log, /killed for memory: a build may use 0\.25 GiB \(RLMCP_BUILD_MEMORY_GB\)/, log);
+  });
+
+  test('a step runs on the build\'s CPUs', async () => {
+    const b = await client.blueprints.create({ name: 'cpus',
+      system_setup_commands: ['echo "cpus=$(nproc)"'] });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'build_complete', await logText(b.id));
+    assert.match(await logText(b.id), /cpus=1\b/);
+  });
+});
+
+describe('build time limit', () => {
+  let client;
+  useEngine(new Devboxd({ env: { RLMCP_BUILD_TIMEOUT_S: '3' } }), (c) => { client = c; });
+  const { settled, logText } = helpers(() => client);
+
+  test('a build past its time limit fails saying so', async () => {
+    const b = await client.blueprints.create({ name: 'slow', system_setup_commands: ['sleep 600'] });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'failed');
+    assert.match(await logText(b.id), /ran past its time limit of 3 s \(RLMCP_BUILD_TIMEOUT_S\)/);
+  });
+});
+
+describe('build queue and cancel', () => {
+  let client;
+  useEngine(new Devboxd({ env: { RLMCP_MAX_BUILDS: '1' } }), (c) => { client = c; });
+  const { settled, logText } = helpers(() => client);
+
+  test('builds past RLMCP_MAX_BUILDS wait; a delete stops a queued or running build', async () => {
+    const a = await client.blueprints.create({ name: 'runs', system_setup_commands: ['sleep 600'] });
+    await waitFor(async () => /Step 1\/1: RUN sleep 600/.test(await logText(a.id)) || null,
+      { timeoutMs: 180000, stepMs: 200, what: 'the first build to run its step' });
+    const q = await client.blueprints.create({ name: 'waits', system_setup_commands: ['sleep 600'] });
+    await waitFor(async () => /queued: 1 builds run at once \(RLMCP_MAX_BUILDS\)/.test(await logText(q.id)) || null,
+      { timeoutMs: 60000, stepMs: 200, what: 'the second build to say it is queued' });
+    assert.notEqual((await client.blueprints.retrieve(q.id)).status, 'building');
+
+    // The queued one leaves the queue without running.
+    await client.blueprints.delete(q.id);
+    const qd = await client.blueprints.retrieve(q.id);
+    assert.equal(qd.status, 'failed');
+    assert.equal(qd.state, 'deleted');
+    assert.match(await logText(q.id), /deleted before its build ran/);
+    assert.doesNotMatch(await logText(q.id), /Step 1\/1/);
+
+    // The running one is stopped: the delete answers once it has ended.
+    await client.blueprints.delete(a.id);
+    const ad = await client.blueprints.retrieve(a.id);
+    assert.equal(ad.status, 'failed');
+    assert.equal(ad.state, 'deleted');
+    assert.match(await logText(a.id), /the blueprint was deleted during the build/);
+
+    // Its slot is free: the next build runs at once.
+    const c = await client.blueprints.create({ name: 'after', system_setup_commands: ['echo next-ran'] });
+    const done = await settled(c.id);
+    assert.equal(done.status, 'build_complete', await logText(c.id));
+    assert.doesNotMatch(await logText(c.id), /queued:/);
+  });
+});
