@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mcphub.h"
+#include "mcp_configs.h"
 #include "objects.h"
 #include "sandbox.h"
 #include "secrets.h"

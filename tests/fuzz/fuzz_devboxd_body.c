@@ -1,6 +1,6 @@
 /*
  * fuzz_devboxd_body.c - devboxd's JSON request bodies against their
- * validators: the devbox create body (api_validate_create, which also
+ * validators: the devbox create body (devbox_spec_validate, which also
  * checks the create's "tunnel" object) and the enable_tunnel body
  * (tunnel_check_spec). Input: a JSON text.
  */
