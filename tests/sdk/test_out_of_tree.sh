@@ -30,6 +30,27 @@ check "pkg-config file installed" '[ -n "$pc" ]'
 check "CMake package installed" '[ -n "$cfg" ]'
 plugdir=$(find "$prefix" -type d -path '*runloop-mcp/plugins' | head -1)
 check "in-tree hello plugin installed" '[ -f "$plugdir/rlmcp_hello.so" ]'
+moddir=$(find "$prefix" -type d -path '*runloop-mcp/modules' | head -1)
+for m in http ws curl crypto; do
+    check "module rlmcp_$m.so installed beside the plugins" '[ -f "$moddir/rlmcp_$m.so" ]'
+done
+
+# The schema tool: checks a schema as the host will and embeds it.
+check "rlmcp-embed-json installed" '[ -x "$prefix/bin/rlmcp-embed-json" ]'
+mkdir -p "$tmp/schemas"
+printf '{"type":"object","properties":{"greeting":{"type":"string"}}}\n' >"$tmp/schemas/config.json"
+if "$prefix/bin/rlmcp-embed-json" "$tmp/s.c" "$tmp/s.h" "$tmp/schemas/config.json" >"$tmp/embed.log" 2>&1 &&
+   cc -c -o "$tmp/s.o" -I"$tmp" "$tmp/s.c" >>"$tmp/embed.log" 2>&1; then
+    pass "installed rlmcp-embed-json embeds a schema that compiles"
+else
+    fail "installed rlmcp-embed-json"; cat "$tmp/embed.log"
+fi
+check "embedded as schema_config" 'grep -q "schema_config" "$tmp/s.h"'
+printf '{"type":"object","properties":{"x":{"type":"strnig"}}}\n' >"$tmp/schemas/bad.json"
+"$prefix/bin/rlmcp-embed-json" "$tmp/b.c" "$tmp/b.h" "$tmp/schemas/bad.json" >"$tmp/embed.log" 2>&1
+embed_rc=$?
+check "installed rlmcp-embed-json refuses a bad schema, naming the file" \
+    '[ "$embed_rc" -ne 0 ] && grep -q "bad.json" "$tmp/embed.log"'
 
 # The example, copied out of the source tree as an author would.
 cp -r "$SRC/sdk/examples/hello" "$tmp/hello-cmake"
