@@ -67,8 +67,9 @@ static char *state_encode(const char *target, const cJSON *responses)
     if (b64 == NULL)
         goto out;
     strcpy(b64, STATE_PREFIX);
-    EVP_EncodeBlock((unsigned char *)b64 + strlen(STATE_PREFIX),
-                    (const unsigned char *)json, (int)n);
+    if (EVP_EncodeBlock((unsigned char *)b64 + strlen(STATE_PREFIX),
+                        (const unsigned char *)json, (int)n) < 0)
+        goto out;
     if (sign(b64, strlen(b64), mac) != 0 ||
         asprintf(&out, "%s.%s", b64, mac) < 0)
         out = NULL;

@@ -192,7 +192,10 @@ static char *b64url(const unsigned char *data, size_t len)
 
     if (out == NULL)
         return NULL;
-    EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+    if (EVP_EncodeBlock((unsigned char *)out, data, (int)len) < 0) {
+        free(out);
+        return NULL;
+    }
     n = strlen(out);
     while (n > 0 && out[n - 1] == '=')
         out[--n] = '\0';

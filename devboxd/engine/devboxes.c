@@ -1431,6 +1431,11 @@ static void load_box_disk(struct engine *eng, struct devbox *box)
                 "devboxd: devbox %s: removed %d cgroups left by a devboxd that "
                 "did not stop cleanly\n",
                 box->id, rc);
+    else if (rc < 0)
+        fprintf(stderr,
+                "devboxd: devbox %s: cannot empty the cgroups a devboxd that "
+                "did not stop cleanly left: %s\n",
+                box->id, strerror(-rc));
     rc = 0;
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING) {
         box_limits(box, &lim, &cpus, &mem, &disk);

@@ -20,6 +20,7 @@
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
 static int workers; /* async snapshot threads alive */
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void snapshots_wait_all(void)
 {
@@ -162,22 +163,30 @@ static int capture(struct snap_job *job, char *err, size_t errlen)
     int frz;
     int rc;
 
+    /* One capture at a time: a second snapshot of the same devbox must not
+     * thaw it while the first still copies. */
+    pthread_mutex_lock(&capture_lock);
     frz = sandbox_freeze(sb, true, FREEZE_TIMEOUT_MS);
     if (frz == -ETIMEDOUT) {
         snprintf(err, errlen,
                  "the devbox's processes did not stop within %d ms (one "
                  "waits on I/O); take the snapshot again",
                  FREEZE_TIMEOUT_MS);
+        pthread_mutex_unlock(&capture_lock);
         return -1;
     }
     if (frz != 0 && frz != -ENOTSUP) {
         snprintf(err, errlen, "cannot freeze the devbox: %s", strerror(-frz));
+        pthread_mutex_unlock(&capture_lock);
         return -1;
     }
     rc = layers_copy(job->upper, job->layer, job->uid, job->uid, err, errlen);
-    if (frz == 0 && sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0)
-        fprintf(stderr, "devboxd: devbox %s did not thaw after snapshot %s\n",
-                job->box->id, job->id);
+    /* A stop thaws too (sandbox_stop), so a failed thaw cannot hang it. */
+    if (frz == 0 && sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0 &&
+        sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0)
+        fprintf(stderr, "devboxd: devbox %s did not thaw after snapshot %s; "
+                "shut it down or suspend it\n", job->box->id, job->id);
+    pthread_mutex_unlock(&capture_lock);
     return rc;
 }
 

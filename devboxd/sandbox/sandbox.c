@@ -1510,6 +1510,9 @@ int sandbox_stop(struct sandbox *sb)
         pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
     if (master >= 0)
         close(master);
+    /* A frozen task acts on SIGKILL only once thawed: a devbox left frozen
+     * (a snapshot whose thaw failed) must not make the reap below wait. */
+    sb_cg_freeze(&cg, false, 1000);
     reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
     sb->launcher_pid = 0;
     sb_cg_kill_all(&cg, 5000); /* anything that slipped out of the pid namespace */
@@ -1655,20 +1658,29 @@ int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 
 int sandbox_freeze(struct sandbox *sb, bool frozen, int timeout_ms)
 {
+    struct sb_cgroup one;
     int rc;
 
     if (sb == NULL)
         return -ESRCH;
+    /* Only the freezer's path is taken under the lock: waiting for the
+     * kernel with it held would stall every check and usage read of the
+     * engine. The caller's I/O reference keeps the groups from a stop. */
+    memset(&one, 0, sizeof(one));
     pthread_mutex_lock(&sb->lock);
-    if (sb->stopped) {
-        rc = -ESRCH;
-        goto out;
+    rc = sb->stopped ? -ESRCH : 0;
+    if (rc == 0 && sb->cg.path[SB_CG_FREEZER] != NULL) {
+        one.path[SB_CG_FREEZER] = strdup(sb->cg.path[SB_CG_FREEZER]);
+        if (one.path[SB_CG_FREEZER] == NULL)
+            rc = -ENOMEM;
     }
-    rc = sb_cg_freeze(&sb->cg, frozen, timeout_ms);
-    if (rc == -ETIMEDOUT && frozen)
-        sb_cg_freeze(&sb->cg, false, timeout_ms);
-out:
     pthread_mutex_unlock(&sb->lock);
+    if (rc != 0)
+        return rc;
+    rc = sb_cg_freeze(&one, frozen, timeout_ms);
+    if (rc == -ETIMEDOUT && frozen)
+        sb_cg_freeze(&one, false, timeout_ms);
+    free(one.path[SB_CG_FREEZER]);
     return rc;
 }
 
