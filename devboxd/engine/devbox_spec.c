@@ -293,8 +293,9 @@ static int check_user_parameters(const cJSON *up, char *err, size_t errlen)
         return -1;
     if (!sandbox_root_inside()) {
         snprintf(err, errlen, "launch_parameters.user_parameters needs the runc runtime "
-                 "(start devboxd with RLMCP_DEVBOX_RUNTIME=runc); without it commands run as "
-                 "'user' (uid 1000)");
+                 "(devboxd's default: start it without "
+                 "RLMCP_DEVBOX_RUNTIME=bwrap); under "
+                 "bubblewrap commands run as 'user' (uid 1000)");
         return -1;
     }
     return 0;

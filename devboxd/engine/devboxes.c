@@ -1235,7 +1235,10 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
         return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
-    rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME"); /* runc | bwrap (default) */
+    /* runc (default: root inside, on an image) | bwrap */
+    rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME");
+    if (rt.runtime == NULL || rt.runtime[0] == '\0')
+        rt.runtime = "runc";
     rt.runc_path = getenv("RLMCP_RUNC");         /* default /usr/sbin/runc */
     rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */
     if (images_check_default(err, errlen) != 0 ||

@@ -92,7 +92,7 @@ const char *images_default(void)
 {
     const char *v = getenv("RLMCP_DEVBOX_IMAGE");
 
-    return v != NULL && v[0] != '\0' ? v : "host";
+    return v != NULL && v[0] != '\0' ? v : "starter";
 }
 
 static bool known_image(const char *name)
@@ -108,8 +108,8 @@ int images_check_default(char *err, size_t errlen)
     if (strcmp(name, "host") == 0 || known_image(name))
         return 0;
     snprintf(err, errlen,
-             "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image: set it to host "
-             "(the default), starter, universal or browser",
+             "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image: set it to starter "
+             "(the default), universal, browser or host",
              name);
     return -1;
 }

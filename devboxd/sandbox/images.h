@@ -19,7 +19,7 @@ int images_public_name(const char *name, const char **image, char *err,
 int images_builtin_name(const char *name, const char **image);
 
 /* The image a devbox gets when its create names none: $RLMCP_DEVBOX_IMAGE,
- * default "host": no image (the host's /usr, read-only). */
+ * default "starter"; "host" is no image (the host's /usr, read-only). */
 const char *images_default(void);
 
 /* 0 when images_default() names an image, else -1 with err naming the

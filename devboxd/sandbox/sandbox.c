@@ -168,7 +168,8 @@ static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
     if (fd < 0)
         return sb_err(err, errlen, fd,
                       "user namespaces are unavailable (%s); the runc runtime "
-                      "needs them (sysctl user.max_user_namespaces > 0)",
+                      "needs them (sysctl user.max_user_namespaces > 0), or "
+                      "set RLMCP_DEVBOX_RUNTIME=bwrap",
                       strerror(-fd));
     close(fd);
     sb_rt.use_runc = true;
@@ -1394,7 +1395,7 @@ static int check_user(const struct sb_spec *spec, char *err, size_t errlen)
     if (!sb_rt.use_runc || spec->image == NULL)
         return sb_err(err, errlen, -ENOTSUP,
                       "a user other than \"user\" needs the runc "
-                      "runtime and an image (RLMCP_DEVBOX_RUNTIME=runc)");
+                      "runtime (the default) and an image other than host");
     if (!sandbox_valid_user(spec->user_name, spec->user_uid, err, errlen))
         return -EINVAL;
     return 0;

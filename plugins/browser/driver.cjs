@@ -86,7 +86,8 @@ async function main() {
       headless: true,
       // /dev/shm in a devbox is small; Chromium then uses /tmp.
       args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-      timeout: 120000,
+      // Minutes on a loaded machine; the plugin waits as long.
+      timeout: 300000,
     });
   } catch (e) {
     return fail(`Chromium (${executablePath}) did not start: ${shortMessage(e)}`);

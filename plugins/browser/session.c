@@ -477,9 +477,11 @@ int br_session_send(const struct br *br, const struct rlmcp_h *h,
     int rc = RLMCP_ENOMEM;
 
     *reply_out = NULL;
+    /* A new session's Chromium may take minutes to start on a loaded
+     * machine: wait for it as long as the driver lets it try (300 s). */
     if (new_session)
         wait_tenths =
-            (long long)(left / 100) > 1200 ? 1200 : (long long)(left / 100);
+            (long long)(left / 100) > 3000 ? 3000 : (long long)(left / 100);
     request = br_driver_request(br, c);
     if (request != NULL)
         cmd = action_command(request, wait_tenths, max_s);

@@ -1,8 +1,9 @@
 // End-to-end: execute_command's per-call `user` through the built host and
 // the official MCP SDK client over stdio, against a real devboxd under the
-// runc runtime on the starter image (root reachable through the default
-// user's sudo, as on Runloop), and under bubblewrap on the host's /usr, where
-// the devbox gives no root and the result says why.
+// runc runtime on the starter image (the defaults: root reachable through
+// the default user's sudo, as on Runloop), and under bubblewrap on the host's
+// /usr (RLMCP_DEVBOX_RUNTIME=bwrap), where the devbox gives no root and the
+// result says why.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -54,13 +55,14 @@ async function teardown(s, tmp) {
   await checkStdioHostExit(s?.host);
 }
 
-describe('execute_command user: root through sudo (runc runtime, starter image)', () => {
+describe('execute_command user: root through sudo (runc runtime, starter image: the defaults)', () => {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-user-'));
   let s;
 
   before(async () => {
     requireBuilt();
-    s = await setup(tmp, { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
+    // The engine's defaults: runc on the starter image.
+    s = await setup(tmp, {});
   }, LONG);
   after(() => teardown(s, tmp));
 

@@ -67,9 +67,9 @@ describe('admission caps', () => {
 describe('runtime and image settings', () => {
   const refused = [
     // A machine without runc: what to install, or how to run without it.
-    [{ RLMCP_RUNC: '/nonexistent/runc', RLMCP_DEVBOX_RUNTIME: 'runc' }, /runc, the devbox runtime, is not at \/nonexistent\/runc: install it .*RLMCP_RUNC.*RLMCP_DEVBOX_RUNTIME=bwrap/],
+    [{ RLMCP_RUNC: '/nonexistent/runc' }, /runc, the devbox runtime, is not at \/nonexistent\/runc: install it .*RLMCP_RUNC.*RLMCP_DEVBOX_RUNTIME=bwrap/],
     [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /unknown devbox runtime "docker" \(runc, bwrap\)/],
-    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to host \(the default\), starter, universal or browser/],
+    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal, browser or host/],
   ];
   for (const [env, re] of refused) {
     test(`${JSON.stringify(env)} stops devboxd with a message naming the fix`, async () => {
