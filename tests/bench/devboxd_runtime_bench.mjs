@@ -4,7 +4,8 @@
 // Same binary, same machine, one engine after the other. Figures only.
 // Also the starter image's cold build (into an empty cache of its own, so
 // the machine's cache is untouched) and warm lookup, and its size.
-//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick] [--no-cold]
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
+//       [--no-cold | --only-images]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -71,6 +72,16 @@ if (!process.argv.includes('--no-cold')) {
   }
 }
 const hostUsrMb = Number(execFileSync('du', ['-sxm', '/usr']).toString().split('\t')[0]);
+const imageRows = () => {
+  row('starter image: cold build', `${cold.s.toFixed(1)} s`, 'none (host /usr)', '');
+  row('starter image: warm (cached)', `${warm.s.toFixed(2)} s`, 'none', '');
+  row('root filesystem size', `${cold.mb} MB`, `${hostUsrMb} MB (host /usr)`, '');
+};
+if (process.argv.includes('--only-images')) {
+  row('figure', 'runc, starter image', 'bwrap, host /usr', 'target');
+  imageRows();
+  process.exit(0);
+}
 
 const peer = await measure({ RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
 const ours = await measure({ RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
@@ -83,8 +94,4 @@ row('execute "true" p90', ms(pct(ours.exec, 0.9)), ms(pct(peer.exec, 0.9)), '');
 row(`${N_BOXES} concurrent devboxes: all running`, `${ours.up.toFixed(2)} s (${ours.nUp} up)`,
   `${peer.up.toFixed(2)} s (${peer.nUp} up)`, `${N_BOXES} up`);
 row(`  one command in each`, `${ours.run.toFixed(2)} s (ok ${ours.ok})`, `${peer.run.toFixed(2)} s (ok ${peer.ok})`, '');
-if (cold) {
-  row('starter image: cold build', `${cold.s.toFixed(1)} s`, 'none (host /usr)', '');
-  row('starter image: warm (cached)', `${warm.s.toFixed(2)} s`, 'none', '');
-  row('root filesystem size', `${cold.mb} MB`, `${hostUsrMb} MB (host /usr)`, '');
-}
+if (cold) imageRows();
