@@ -10,7 +10,10 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { Devboxd, waitFor } from './devboxd.mjs';
 
-const engine = new Devboxd();
+// Under bubblewrap on the host /usr: there a killed devboxd leaves the
+// build's cgroups behind for the restart to clean (under runc, the default,
+// runc removes a build's groups itself once its agent sees devboxd gone).
+const engine = new Devboxd({ env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' } });
 after(async () => { await engine.cleanup(); });
 
 const CG = '/sys/fs/cgroup';
