@@ -791,12 +791,20 @@ static void box_discard(struct devbox *box)
     free(box);
 }
 
+/* launch_parameters.keep_alive_time_seconds (default 3600) in ms. */
+static int64_t lifetime_ms(const cJSON *spec)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *ka = cJSON_GetObjectItemCaseSensitive(lp, "keep_alive_time_seconds");
+
+    return (cJSON_IsNumber(ka) ? (int64_t)ka->valuedouble : 3600) * 1000;
+}
+
 struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
                              size_t errlen)
 {
     struct devbox *box = calloc(1, sizeof(*box));
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    const cJSON *ka = cJSON_GetObjectItemCaseSensitive(lp, "keep_alive_time_seconds");
     const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
     const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
     char *dir = NULL;
@@ -822,8 +830,7 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
         box->idle_seconds = (int64_t)secs->valuedouble;
         box->idle_suspend = strcmp(on->valuestring, "suspend") == 0;
     }
-    box->ttl_deadline_ms = box->create_time_ms +
-                           (cJSON_IsNumber(ka) ? (int64_t)ka->valuedouble : 3600) * 1000;
+    box->ttl_deadline_ms = box->create_time_ms + lifetime_ms(spec);
     pthread_mutex_lock(&eng->lock);
     if (admit_locked(eng, box, err, errlen) != 0) {
         pthread_mutex_unlock(&eng->lock);
@@ -1120,6 +1127,11 @@ int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errl
         rc = 400;
         goto out;
     }
+    /* keep_alive_time_seconds bounds a run, not a sleep: a devbox resumed
+     * past its first deadline was shut down by the timer right after it
+     * booted. A resume starts a fresh lifetime (saved with the status). */
+    if (box->ttl_deadline_ms > 0)
+        box->ttl_deadline_ms = util_now_ms() + lifetime_ms(box->spec);
     engine_set_status_locked(eng, box, DBX_RESUMING, NULL, NULL);
     if (start_boot_locked(eng, box, 0) != 0) {
         snprintf(err, errlen, "cannot start the resume worker");

@@ -809,6 +809,13 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
             "devbox %s is %s; resume it (POST /v1/devboxes/%s/resume) "
             "before %s",
             box->id, dbx_status_name(box->status), box->id, what);
+    else if (box->status == DBX_RUNNING)
+        http_response_error(
+            resp, 400,
+            "devbox %s is being stopped (suspend, shutdown or a limit); "
+            "wait for its status and resume it or create a new devbox "
+            "before %s",
+            box->id, what);
     else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
         http_response_error(
             resp, 400,

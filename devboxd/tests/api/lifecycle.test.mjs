@@ -2,7 +2,7 @@
 // SDK with its default transport (cleartext HTTP/2) and with http2:false.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith } from './devboxd.mjs';
+import { Devboxd, rejectsWith, waitFor } from './devboxd.mjs';
 
 const engine = new Devboxd();
 // POST /v1/devboxes/{id}/wait_for_status through the SDK's own request path
@@ -298,6 +298,30 @@ describe('policies and limits', () => {
     const done = await waitBox(client, b.id, { statuses: ['shutdown'], timeout_seconds: 20 });
     assert.equal(done.status, 'shutdown');
     assert.equal(done.shutdown_reason, 'keep_alive_timeout');
+  });
+
+  // keep_alive_time_seconds bounds a run: a devbox resumed after its first
+  // deadline passed gets a fresh lifetime instead of being shut down by the
+  // next timer tick, right after it booted.
+  test('a resume past keep_alive_time_seconds starts a fresh lifetime', async () => {
+    const life = 10;
+    const b = await client.devboxes.createAndAwaitRunning({ launch_parameters: { keep_alive_time_seconds: life } });
+    await client.devboxes.suspend(b.id);
+    await client.devboxes.awaitSuspended(b.id);
+    await waitFor(() => Date.now() - b.create_time_ms > (life + 1) * 1000 || null,
+      { timeoutMs: 60000, stepMs: 200, what: 'the first lifetime to pass' });
+    await client.devboxes.resume(b.id);
+    await client.devboxes.awaitRunning(b.id);
+    const r = await client.devboxes.executeAndAwaitCompletion(b.id, { command: 'echo alive' });
+    assert.equal(r.stdout, 'alive\n');
+    const done = await waitFor(async () => {
+      const d = await client.devboxes.retrieve(b.id);
+      return d.status === 'shutdown' ? d : null;
+    }, { timeoutMs: 120000, stepMs: 250, what: 'the second lifetime to end' });
+    assert.equal(done.shutdown_reason, 'keep_alive_timeout');
+    const resumed = done.state_transitions.filter((t) => t.status === 'resuming').at(-1).transition_time_ms;
+    assert.ok(done.end_time_ms - resumed >= life * 1000,
+      `shut down ${done.end_time_ms - resumed} ms after the resume, before a lifetime of ${life} s`);
   });
 
   test('after_idle suspends an idle devbox; keep_alive and commands count as activity', async () => {
