@@ -169,43 +169,64 @@ static int take_pty_fd(struct sb_proc *p, struct msghdr *mh)
     return 0;
 }
 
-/* Bounded wait for the agent's pty master (sent before "started"). */
-static int wait_pty(struct sb_proc *p)
-{
-    char buf[1024];
+/* One message from the agent and the descriptors passed with it. */
+struct agent_msg {
+    char text[1024];
     char cbuf[CMSG_SPACE(sizeof(int) * 8)];
     struct iovec iov;
     struct msghdr mh;
-    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
+};
+
+/* Waits until deadline for the next message on chan.  Returns its length
+ * (m->text NUL-terminated, passed fds left in m->mh for the caller), -ESRCH
+ * when the agent is gone (anything passed is closed), or sb_poll_until's
+ * error. */
+static ssize_t recv_with_fds(int chan, int64_t deadline, struct agent_msg *m)
+{
     ssize_t n;
     int rc;
+
+    for (;;) {
+        rc = sb_poll_until(chan, POLLIN, deadline);
+        if (rc != 0)
+            return rc;
+        m->iov.iov_base = m->text;
+        m->iov.iov_len = sizeof(m->text) - 1;
+        memset(&m->mh, 0, sizeof(m->mh));
+        m->mh.msg_iov = &m->iov;
+        m->mh.msg_iovlen = 1;
+        m->mh.msg_control = m->cbuf;
+        m->mh.msg_controllen = sizeof(m->cbuf);
+        n = recvmsg(chan, &m->mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n > 0) {
+            m->text[n] = '\0';
+            return n;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        close_passed_fds(&m->mh);
+        return -ESRCH;
+    }
+}
+
+/* Bounded wait for the agent's pty master (sent before "started"). */
+static int wait_pty(struct sb_proc *p)
+{
+    struct agent_msg m;
+    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
+    ssize_t n;
 
     while (p->pty_fd < 0) {
         if (p->done)
             return -EIO;
-        rc = sb_poll_until(p->chan, POLLIN, deadline);
-        if (rc != 0)
-            return rc;
-        iov.iov_base = buf;
-        iov.iov_len = sizeof(buf) - 1;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf;
-        mh.msg_controllen = sizeof(cbuf);
-        n = recvmsg(p->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        n = recv_with_fds(p->chan, deadline, &m);
+        if (n < 0)
+            return (int)n;
+        if (strcmp(m.text, "{\"ev\":\"pty\"}") == 0 && !(m.mh.msg_flags & MSG_CTRUNC) &&
+            take_pty_fd(p, &m.mh) == 0)
             continue;
-        if (n <= 0) {
-            close_passed_fds(&mh);
-            return -ESRCH;
-        }
-        buf[n] = '\0';
-        if (strcmp(buf, "{\"ev\":\"pty\"}") == 0 && !(mh.msg_flags & MSG_CTRUNC) &&
-            take_pty_fd(p, &mh) == 0)
-            continue;
-        close_passed_fds(&mh);
-        if (!(mh.msg_flags & MSG_TRUNC) && handle_event(p, buf, (size_t)n) == 1)
+        close_passed_fds(&m.mh);
+        if (!(m.mh.msg_flags & MSG_TRUNC) && handle_event(p, m.text, (size_t)n) == 1)
             p->done = true;
     }
     return 0;
@@ -315,41 +336,27 @@ out:
 
 int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status)
 {
-    char buf[1024];
-    char cbuf[CMSG_SPACE(sizeof(int) * 8)];
-    struct iovec iov;
-    struct msghdr mh;
+    struct agent_msg m;
     int64_t deadline = timeout_ms < 0 ? -1 : sb_now_ms() + timeout_ms;
     ssize_t n;
-    int rc;
 
     *exit_status = -1;
     while (!p->done) {
         if (p->chan < 0)
             return -ESRCH;
-        rc = sb_poll_until(p->chan, POLLIN, deadline);
-        if (rc != 0)
-            return rc;
-        iov.iov_base = buf;
-        iov.iov_len = sizeof(buf) - 1;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf;
-        mh.msg_controllen = sizeof(cbuf);
-        n = recvmsg(p->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        close_passed_fds(&mh);
-        if (n <= 0) {
+        n = recv_with_fds(p->chan, deadline, &m);
+        if (n == -ESRCH) {
             /* Agent (or the whole sandbox) went away without an exit event. */
             close(p->chan);
             p->chan = -1;
             return -ESRCH;
         }
-        if (mh.msg_flags & MSG_TRUNC)
+        if (n < 0)
+            return (int)n;
+        close_passed_fds(&m.mh);
+        if (m.mh.msg_flags & MSG_TRUNC)
             continue; /* oversized: not a message we sent for */
-        if (handle_event(p, buf, (size_t)n) == 1)
+        if (handle_event(p, m.text, (size_t)n) == 1)
             p->done = true;
     }
     *exit_status = p->status;
