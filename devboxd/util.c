@@ -4,11 +4,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -345,6 +349,93 @@ out:
     if (d != NULL)
         closedir(d);
     return rc;
+}
+
+int util_split_hostport(const char *spec, char *host, size_t hostsize, const char **port)
+{
+    const char *colon = strrchr(spec, ':');
+    const char *start = spec;
+    size_t hostlen;
+
+    if (colon == NULL || colon == spec || colon[1] == '\0' ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1))
+        return -EINVAL;
+    hostlen = (size_t)(colon - spec);
+    if (spec[0] == '[' && hostlen >= 2 && spec[hostlen - 1] == ']') {
+        start++;
+        hostlen -= 2;
+    }
+    if (hostlen >= hostsize)
+        return -ENAMETOOLONG;
+    memcpy(host, start, hostlen);
+    host[hostlen] = '\0';
+    *port = colon + 1;
+    return 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    const struct sockaddr_in *in = (const void *)sa;
+    const struct sockaddr_in6 *in6 = (const void *)sa;
+
+    if (sa->sa_family == AF_INET)
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    return 0;
+}
+
+int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
+                    struct util_listen_fail *fail)
+{
+    struct addrinfo hints;
+    struct addrinfo *res = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
+    const char *port = NULL;
+    char host[256];
+    int fd = -1;
+    int one = 1;
+    int rc;
+
+    rc = util_split_hostport(spec, host, sizeof(host), &port);
+    if (rc != 0) {
+        fail->step = UTIL_LISTEN_FORM;
+        fail->code = rc;
+        goto out;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        res = NULL;
+        fail->step = UTIL_LISTEN_RESOLVE;
+        fail->code = rc;
+        goto out;
+    }
+    if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
+        fail->step = UTIL_LISTEN_NOT_LOOPBACK;
+        fail->code = 0;
+        goto out;
+    }
+    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+        fail->step = UTIL_LISTEN_SOCKET;
+        fail->code = errno;
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+        goto out;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
+        *bound_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                    : ((struct sockaddr_in6 *)&ss)->sin6_port);
+out:
+    if (res != NULL)
+        freeaddrinfo(res);
+    return fd;
 }
 
 int util_check_fields(const cJSON *obj, const char *where,

@@ -39,6 +39,28 @@ void util_write_error_reset(void);
 char *util_read_file(const char *path, size_t max, size_t *len_out);
 int util_rmtree(const char *path);
 
+/* Splits "HOST:PORT" ("[v6]:PORT" too) into host (NUL-terminated, brackets
+ * dropped) and *port (points into spec, digits only). 0; -EINVAL when the
+ * form is wrong; -ENAMETOOLONG when the host does not fit hostsize. */
+int util_split_hostport(const char *spec, char *host, size_t hostsize, const char **port);
+
+/* Which step of util_listen_tcp failed; the caller words the message. */
+enum util_listen_step {
+    UTIL_LISTEN_FORM,         /* not HOST:PORT (code: -EINVAL/-ENAMETOOLONG) */
+    UTIL_LISTEN_RESOLVE,      /* code: a getaddrinfo error (gai_strerror) */
+    UTIL_LISTEN_NOT_LOOPBACK, /* refused without allow_non_loopback */
+    UTIL_LISTEN_SOCKET,       /* code: errno of socket/bind/listen */
+};
+struct util_listen_fail {
+    enum util_listen_step step;
+    int code;
+};
+/* A listening TCP socket on HOST:PORT (port 0: a free one, put in
+ * *bound_port), loopback only unless allow_non_loopback. The fd, or -1
+ * with *fail filled in. */
+int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
+                    struct util_listen_fail *fail);
+
 /* Validation helpers: each returns 0 or -1 with a message in err naming
  * the field and what to send instead. */
 int util_check_fields(const cJSON *obj, const char *where,

@@ -689,86 +689,34 @@ static int listen_unix(const char *path, char *err, size_t errlen)
     return fd;
 }
 
-static int is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const void *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const void *)sa;
-        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
-    }
-    return 0;
-}
-
 static int listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
                       char *err, size_t errlen)
 {
-    struct addrinfo hints, *res = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sslen = sizeof(ss);
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    const char *port = NULL;
-    size_t hostlen;
-    int fd = -1;
-    int one = 1;
-    int gai;
+    struct util_listen_fail fail;
+    int fd = util_listen_tcp(spec, allow_non_loopback, bound_port, &fail);
 
-    if (colon == NULL || colon == spec || colon[1] == '\0') {
-        snprintf(err, errlen, "--listen '%s': expected unix:PATH or HOST:PORT "
-                 "(e.g. 127.0.0.1:0)", spec);
-        return -1;
-    }
-    hostlen = (size_t)(colon - spec);
-    if (spec[0] == '[' && hostlen >= 2 && spec[hostlen - 1] == ']') {
-        spec++;
-        hostlen -= 2;
-    }
-    if (hostlen >= sizeof(host)) {
-        snprintf(err, errlen, "--listen '%s': host name too long", spec);
-        return -1;
-    }
-    memcpy(host, spec, hostlen);
-    host[hostlen] = '\0';
-    port = colon + 1;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    gai = getaddrinfo(host, port, &hints, &res);
-    if (gai != 0) {
-        snprintf(err, errlen, "--listen '%s': %s", spec, gai_strerror(gai));
-        return -1;
-    }
-    if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
+    if (fd >= 0)
+        return fd;
+    switch (fail.step) {
+    case UTIL_LISTEN_FORM:
+        if (fail.code == -ENAMETOOLONG)
+            snprintf(err, errlen, "--listen '%s': host name too long", spec);
+        else
+            snprintf(err, errlen, "--listen '%s': expected unix:PATH or HOST:PORT "
+                     "(e.g. 127.0.0.1:0)", spec);
+        break;
+    case UTIL_LISTEN_RESOLVE:
+        snprintf(err, errlen, "--listen '%s': %s", spec, gai_strerror(fail.code));
+        break;
+    case UTIL_LISTEN_NOT_LOOPBACK:
         snprintf(err, errlen, "--listen '%s' is not a loopback address; devboxd "
                  "serves sandboxes with command execution, so pass "
                  "--allow-non-loopback if you really mean it", spec);
-        goto fail;
+        break;
+    case UTIL_LISTEN_SOCKET:
+        snprintf(err, errlen, "cannot listen on '%s': %s", spec, strerror(fail.code));
+        break;
     }
-    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
-        goto fail;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-        snprintf(err, errlen, "cannot listen on '%s': %s", spec, strerror(errno));
-        goto fail;
-    }
-    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0) {
-        if (ss.ss_family == AF_INET)
-            *bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        else
-            *bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    }
-    freeaddrinfo(res);
-    return fd;
-fail:
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(res);
     return -1;
 }
 

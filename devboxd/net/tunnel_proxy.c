@@ -1035,75 +1035,35 @@ static void *accept_thread(void *arg)
 
 /* -------------------------------------------------------------- server */
 
-static int is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6)
-        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-    return 0;
-}
-
 static int listen_on(const char *spec, int allow_non_loopback, int *bound_port, char *err,
                      size_t errlen)
 {
-    struct addrinfo hints, *res = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sslen = sizeof(ss);
-    const char *colon = strrchr(spec, ':');
-    char host[256];
-    size_t hostlen;
-    int fd = -1;
-    int one = 1;
-    int gai;
+    struct util_listen_fail fail;
+    int fd = util_listen_tcp(spec, allow_non_loopback, bound_port, &fail);
 
-    if (colon == NULL || colon == spec || colon[1] == '\0' ||
-        strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
-        snprintf(err, errlen, "--tunnel-listen '%s': expected HOST:PORT (e.g. "
-                 "127.0.0.1:0 for a free port)", spec);
-        return -1;
-    }
-    hostlen = (size_t)(colon - spec);
-    if (spec[0] == '[' && hostlen >= 2 && spec[hostlen - 1] == ']') {
-        spec++;
-        hostlen -= 2;
-    }
-    if (hostlen >= sizeof(host)) {
-        snprintf(err, errlen, "--tunnel-listen: host name too long");
-        return -1;
-    }
-    memcpy(host, spec, hostlen);
-    host[hostlen] = '\0';
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    gai = getaddrinfo(host, colon + 1, &hints, &res);
-    if (gai != 0) {
-        snprintf(err, errlen, "--tunnel-listen '%s': %s", spec, gai_strerror(gai));
-        return -1;
-    }
-    if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
+    if (fd >= 0)
+        return fd;
+    switch (fail.step) {
+    case UTIL_LISTEN_FORM:
+        if (fail.code == -ENAMETOOLONG)
+            snprintf(err, errlen, "--tunnel-listen: host name too long");
+        else
+            snprintf(err, errlen, "--tunnel-listen '%s': expected HOST:PORT (e.g. "
+                     "127.0.0.1:0 for a free port)", spec);
+        break;
+    case UTIL_LISTEN_RESOLVE:
+        snprintf(err, errlen, "--tunnel-listen '%s': %s", spec, gai_strerror(fail.code));
+        break;
+    case UTIL_LISTEN_NOT_LOOPBACK:
         snprintf(err, errlen, "--tunnel-listen '%s' is not a loopback address; tunnels "
                  "expose devbox ports, so pass --allow-non-loopback if you really mean it",
                  spec);
-        goto fail;
+        break;
+    case UTIL_LISTEN_SOCKET:
+        snprintf(err, errlen, "cannot listen on '%s' for tunnels: %s", spec,
+                 strerror(fail.code));
+        break;
     }
-    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-        snprintf(err, errlen, "cannot listen on '%s' for tunnels: %s", spec, strerror(errno));
-        goto fail;
-    }
-    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
-        *bound_port = ntohs(ss.ss_family == AF_INET
-                                ? ((struct sockaddr_in *)&ss)->sin_port
-                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
-    freeaddrinfo(res);
-    return fd;
-fail:
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(res);
     return -1;
 }
 
