@@ -415,26 +415,36 @@ static int start_multi(rlmcp_call *call, const char *args, size_t len, void *ud)
     return started(call, job_new(JOB_MULTI, LLONG_MAX, 2, NULL));
 }
 
-/* Ask for the user's name (an input round in 2026-07-28), then the job. */
-static int start_greeting(rlmcp_call *call, const char *args, size_t len,
-                          void *ud)
+/* Asks for the user's name and words the greeting into text. */
+static int ask_name(rlmcp_call *call, char *text, size_t textlen)
 {
     cJSON *ans = NULL;
     const cJSON *name = NULL;
-    char text[256];
     int rc;
 
-    (void)args, (void)len, (void)ud;
     rc = ask_keyed(call, "user_name", "elicitation/create",
                    elicit_params("What is your name?", "name", "string"), &ans);
     if (rc == RLMCP_OK) {
         name = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(ans, "content"), "name");
-        snprintf(text, sizeof(text), "Hello, %s!",
+        snprintf(text, textlen, "Hello, %s!",
                  cJSON_IsString(name) ? name->valuestring : "?");
-        rc = started(call, job_new(JOB_GREETING, now_ms() + 500, 0, text));
     }
     cJSON_Delete(ans);
+    return rc;
+}
+
+/* Ask for the user's name (an input round in 2026-07-28), then the job. */
+static int start_greeting(rlmcp_call *call, const char *args, size_t len,
+                          void *ud)
+{
+    char text[256];
+    int rc;
+
+    (void)args, (void)len, (void)ud;
+    rc = ask_name(call, text, sizeof(text));
+    if (rc == RLMCP_OK)
+        rc = started(call, job_new(JOB_GREETING, now_ms() + 500, 0, text));
     return rc;
 }
 
@@ -535,22 +545,13 @@ static int t_multi(rlmcp_call *call, const char *args, size_t len, void *ud)
 /* In a session the greeting comes at once (2025-11-25 asks the client). */
 static int t_greeting(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    cJSON *ans = NULL;
-    const cJSON *name = NULL;
     char text[256];
     int rc;
 
     (void)args, (void)len, (void)ud;
-    rc = ask_keyed(call, "user_name", "elicitation/create",
-                   elicit_params("What is your name?", "name", "string"), &ans);
-    if (rc == RLMCP_OK) {
-        name = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(ans, "content"), "name");
-        snprintf(text, sizeof(text), "Hello, %s!",
-                 cJSON_IsString(name) ? name->valuestring : "?");
+    rc = ask_name(call, text, sizeof(text));
+    if (rc == RLMCP_OK)
         rc = api->result_text(call, text);
-    }
-    cJSON_Delete(ans);
     return rc;
 }
 
