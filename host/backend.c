@@ -100,8 +100,7 @@ static char *home_dir(void)
     return pw != NULL && pw->pw_dir != NULL ? strdup(pw->pw_dir) : NULL;
 }
 
-/* Absolute path for p (relative ones are taken from the working dir). */
-static char *absolute(const char *p)
+char *backend_absolute_path(const char *p)
 {
     char cwd[PATH_MAX];
     char *out = NULL;
@@ -124,7 +123,7 @@ static char *state_dir_for(const struct host_config *cfg, char **err)
     if (v == NULL)
         v = env_nonempty("RLMCP_STATE_DIR");
     if (v != NULL) {
-        out = absolute(v);
+        out = backend_absolute_path(v);
         goto done;
     }
     v = env_nonempty("XDG_STATE_HOME");
@@ -446,8 +445,9 @@ static char *find_devboxd(const struct backend *b, char **err)
     char *p = NULL;
 
     if (b->devboxd_cfg != NULL) {
-        p = strchr(b->devboxd_cfg, '/') != NULL ? absolute(b->devboxd_cfg)
-                                                : search_path(b->devboxd_cfg);
+        p = strchr(b->devboxd_cfg, '/') != NULL
+                ? backend_absolute_path(b->devboxd_cfg)
+                : search_path(b->devboxd_cfg);
         if (p != NULL && executable(p))
             return p;
         *err = fmt_err("runloop.devboxd '%s' is not an executable file; fix "

@@ -122,4 +122,9 @@ int backend_started_pid(const struct backend *b);
 /* Frees the client too; does not stop a devboxd (it is shared). */
 void backend_free(struct backend *b);
 
+/* p made absolute against the working directory (malloc'd; NULL when out
+ * of memory or the working directory is unknown): how the local engine's
+ * paths and a client's deployment path are written down. */
+char *backend_absolute_path(const char *p);
+
 #endif

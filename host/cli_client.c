@@ -275,20 +275,6 @@ static char *default_file(enum client_kind kind)
     }
 }
 
-static char *absolute_path(const char *p)
-{
-    char cwd[PATH_MAX];
-    char *out = NULL;
-
-    if (p[0] == '/')
-        return strdup(p);
-    if (getcwd(cwd, sizeof(cwd)) == NULL)
-        return NULL;
-    if (asprintf(&out, "%s/%s", cwd, p) < 0)
-        return NULL;
-    return out;
-}
-
 /*
  * What the client should start: in a source tree (build/bin/runloop-mcp
  * with ../../scripts/run) the script, which rebuilds when sources change;
@@ -826,7 +812,7 @@ static int resolve_entry(const struct client_opts *o, struct entry *e)
         return -1;
     }
     if (o->deployment != NULL) {
-        e->deployment = absolute_path(o->deployment);
+        e->deployment = backend_absolute_path(o->deployment);
         if (e->deployment == NULL || access(e->deployment, R_OK) != 0) {
             fprintf(stderr,
                     "runloop-mcp: install-client: deployment %s cannot be "
