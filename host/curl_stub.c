@@ -24,50 +24,25 @@ static const struct module_curl *fns(void)
     return modules_get(MODULE_CURL, NULL, 0);
 }
 
-CURLcode curl_global_init(long flags)
-{
-    const struct module_curl *f = fns();
+/* Each fixed-argument function: forward, or fail as libcurl fails without
+ * memory when the module cannot be loaded. */
+#define FORWARD_R(type, name, params, args, fail)                              \
+    type curl_##name params                                                    \
+    {                                                                          \
+        const struct module_curl *f = fns();                                   \
+                                                                               \
+        return f != NULL ? f->name args : fail;                                \
+    }
+#define FORWARD_V(name, params, args)                                          \
+    void curl_##name params                                                    \
+    {                                                                          \
+        const struct module_curl *f = fns();                                   \
+                                                                               \
+        if (f != NULL)                                                         \
+            f->name args;                                                      \
+    }
 
-    return f != NULL ? f->global_init(flags) : CURLE_FAILED_INIT;
-}
-
-void curl_global_cleanup(void)
-{
-    const struct module_curl *f = fns();
-
-    if (f != NULL)
-        f->global_cleanup();
-}
-
-CURL *curl_easy_init(void)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->easy_init() : NULL;
-}
-
-void curl_easy_cleanup(CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    if (f != NULL)
-        f->easy_cleanup(h);
-}
-
-void curl_easy_reset(CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    if (f != NULL)
-        f->easy_reset(h);
-}
-
-CURLcode curl_easy_perform(CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->easy_perform(h) : CURLE_FAILED_INIT;
-}
+MODULE_CURL_CALLS(FORWARD_R, FORWARD_V)
 
 /* The option's number says its argument's type, as libcurl reads it. */
 CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
@@ -115,147 +90,6 @@ CURLcode curl_easy_getinfo(CURL *h, CURLINFO info, ...)
     return f->easy_getinfo(h, info, out);
 }
 
-CURLHcode curl_easy_header(CURL *h, const char *name, size_t index,
-                           unsigned int origin, int request,
-                           struct curl_header **hout)
-{
-    const struct module_curl *f = fns();
-
-    if (f == NULL)
-        return CURLHE_NOT_BUILT_IN;
-    return f->easy_header(h, name, index, origin, request, hout);
-}
-
-const char *curl_easy_strerror(CURLcode code)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->easy_strerror(code) : "libcurl is not loaded";
-}
-
-time_t curl_getdate(const char *p, const time_t *unused)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->getdate(p, unused) : (time_t)-1;
-}
-
-curl_mime *curl_mime_init(CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_init(h) : NULL;
-}
-
-void curl_mime_free(curl_mime *mime)
-{
-    const struct module_curl *f = fns();
-
-    if (f != NULL)
-        f->mime_free(mime);
-}
-
-curl_mimepart *curl_mime_addpart(curl_mime *mime)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_addpart(mime) : NULL;
-}
-
-CURLcode curl_mime_data(curl_mimepart *part, const char *data, size_t size)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_data(part, data, size) : CURLE_FAILED_INIT;
-}
-
-CURLcode curl_mime_filename(curl_mimepart *part, const char *filename)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_filename(part, filename) : CURLE_FAILED_INIT;
-}
-
-CURLcode curl_mime_name(curl_mimepart *part, const char *name)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_name(part, name) : CURLE_FAILED_INIT;
-}
-
-CURLcode curl_mime_type(curl_mimepart *part, const char *mimetype)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->mime_type(part, mimetype) : CURLE_FAILED_INIT;
-}
-
-CURLM *curl_multi_init(void)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_init() : NULL;
-}
-
-CURLMcode curl_multi_cleanup(CURLM *m)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_cleanup(m) : CURLM_INTERNAL_ERROR;
-}
-
-CURLMcode curl_multi_add_handle(CURLM *m, CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_add_handle(m, h) : CURLM_INTERNAL_ERROR;
-}
-
-CURLMcode curl_multi_remove_handle(CURLM *m, CURL *h)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_remove_handle(m, h) : CURLM_INTERNAL_ERROR;
-}
-
-CURLMsg *curl_multi_info_read(CURLM *m, int *msgs_in_queue)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_info_read(m, msgs_in_queue) : NULL;
-}
-
-CURLMcode curl_multi_perform(CURLM *m, int *running)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->multi_perform(m, running) : CURLM_INTERNAL_ERROR;
-}
-
-CURLMcode curl_multi_poll(CURLM *m, struct curl_waitfd extra_fds[],
-                          unsigned int extra_nfds, int timeout_ms, int *ret)
-{
-    const struct module_curl *f = fns();
-
-    if (f == NULL)
-        return CURLM_INTERNAL_ERROR;
-    return f->multi_poll(m, extra_fds, extra_nfds, timeout_ms, ret);
-}
-
-CURLSH *curl_share_init(void)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->share_init() : NULL;
-}
-
-CURLSHcode curl_share_cleanup(CURLSH *sh)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->share_cleanup(sh) : CURLSHE_NOT_BUILT_IN;
-}
-
 /* SHARE/UNSHARE take an int, the lock callbacks function pointers, the
  * rest a pointer, as libcurl reads them. */
 CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
@@ -282,19 +116,4 @@ CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
     }
     va_end(ap);
     return rc;
-}
-
-struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
-{
-    const struct module_curl *f = fns();
-
-    return f != NULL ? f->slist_append(l, s) : NULL;
-}
-
-void curl_slist_free_all(struct curl_slist *l)
-{
-    const struct module_curl *f = fns();
-
-    if (f != NULL)
-        f->slist_free_all(l);
 }

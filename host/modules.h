@@ -25,7 +25,7 @@ struct mcp_dispatcher;
 struct host_config;
 
 /* Bumped whenever a table below changes; host and modules must agree. */
-#define MODULE_ABI 1u
+#define MODULE_ABI 2u
 
 enum module_id {
     MODULE_HTTP,
