@@ -172,13 +172,13 @@ static int capture(struct snap_job *job, char *err, size_t errlen)
                  "the devbox's processes did not stop within %d ms (one "
                  "waits on I/O); take the snapshot again",
                  FREEZE_TIMEOUT_MS);
-        pthread_mutex_unlock(&capture_lock);
-        return -1;
+        rc = -1;
+        goto out;
     }
     if (frz != 0 && frz != -ENOTSUP) {
         snprintf(err, errlen, "cannot freeze the devbox: %s", strerror(-frz));
-        pthread_mutex_unlock(&capture_lock);
-        return -1;
+        rc = -1;
+        goto out;
     }
     rc = layers_copy(job->upper, job->layer, job->uid, job->uid, err, errlen);
     /* A stop thaws too (sandbox_stop), so a failed thaw cannot hang it. */
@@ -186,6 +186,7 @@ static int capture(struct snap_job *job, char *err, size_t errlen)
         sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0)
         fprintf(stderr, "devboxd: devbox %s did not thaw after snapshot %s; "
                 "shut it down or suspend it\n", job->box->id, job->id);
+out:
     pthread_mutex_unlock(&capture_lock);
     return rc;
 }
