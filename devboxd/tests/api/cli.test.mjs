@@ -74,6 +74,14 @@ test('non-loopback listen addresses are refused unless allowed; bad options expl
   r = run(['--state-dir', dir, '--listen', 'nonsense']);
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /expected unix:PATH or HOST:PORT/);
+  for (const bad of ['127.0.0.1:http', '[::1]:', ':8080']) {
+    r = run(['--state-dir', dir, '--listen', bad]);
+    assert.notEqual(r.status, 0, `--listen ${bad} was accepted`);
+    assert.match(r.stderr, /expected unix:PATH or HOST:PORT/);
+  }
+  r = run(['--state-dir', dir, '--listen', `${'h'.repeat(300)}:0`]);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /host name too long/);
   r = run(['--state-dir', dir, '--api-key-file', path.join(dir, 'missing')]);
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /cannot read an API key/);
