@@ -612,27 +612,23 @@ static const struct rlmcp_h_tool specs[] = {
      t_delete, false},
 };
 
+/* The host has checked the section against schemas/config.json (types,
+ * ranges, no unknown keys); this fills the defaults. */
 static int bp_config(struct bp *bp, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
-    int rc = RLMCP_EINVAL;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
-        goto out;
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
+        return RLMCP_EINVAL;
     }
-    if (rlmcp_h_cfg_range(self, api, cfg, "build_wait_seconds", 1800, 1, 86400,
-                          &bp->wait_s) &&
-        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100, 60000,
-                          &bp->poll_ms) &&
-        rlmcp_h_cfg_range(self, api, cfg, "max_progress_bytes", 4096, 256,
-                          65536, &bp->max_progress))
-        rc = RLMCP_OK;
-out:
+    rlmcp_h_cfg_int(cfg, "build_wait_seconds", 1800, &bp->wait_s);
+    rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &bp->poll_ms);
+    rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096, &bp->max_progress);
     cJSON_Delete(cfg);
-    return rc;
+    return RLMCP_OK;
 }
 
 static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
@@ -665,7 +661,7 @@ static void bp_shutdown(rlmcp_plugin *self, void *state)
     free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("blueprints", "0.1.0",
-                    "Blueprints: build (with log progress), list, get, "
-                    "logs, delete",
-                    bp_init, bp_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("blueprints", "0.1.0",
+                           "Blueprints: build (with log progress), list, get, "
+                           "logs, delete",
+                           bp_init, bp_shutdown, schema_config)

@@ -204,53 +204,45 @@ static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
     return def != NULL ? strdup(def) : NULL;
 }
 
+/* Defaults of the integer settings; their ranges are schemas/config.json's. */
+struct cfg_default {
+    const char *name;
+    long long def;
+    size_t off;
+};
+
+/* The host has checked the section against schemas/config.json (types,
+ * ranges, the executable's form, no unknown keys); this fills the defaults
+ * and checks the rule between two fields. */
 static int br_config(struct br *br, rlmcp_plugin *self)
 {
-    static const struct rlmcp_h_cfg_key keys[] = {
-        {"action_timeout_ms", 10000, 100, 600000,
-         offsetof(struct br, action_timeout_ms)},
-        {"max_action_timeout_ms", 120000, 100, 600000,
-         offsetof(struct br, max_timeout_ms)},
-        {"create_wait_seconds", 180, 1, 3600,
-         offsetof(struct br, create_wait_s)},
-        {"keep_alive_seconds", 3600, 60, 172800,
-         offsetof(struct br, keep_alive_s)},
-        {"max_text_bytes", 65536, 256, 4 << 20,
-         offsetof(struct br, max_text_bytes)},
-        {"max_screenshot_bytes", 8 << 20, 4096, 32 << 20,
+    static const struct cfg_default keys[] = {
+        {"action_timeout_ms", 10000, offsetof(struct br, action_timeout_ms)},
+        {"max_action_timeout_ms", 120000, offsetof(struct br, max_timeout_ms)},
+        {"create_wait_seconds", 180, offsetof(struct br, create_wait_s)},
+        {"keep_alive_seconds", 3600, offsetof(struct br, keep_alive_s)},
+        {"max_text_bytes", 65536, offsetof(struct br, max_text_bytes)},
+        {"max_screenshot_bytes", 8 << 20,
          offsetof(struct br, max_screenshot_bytes)},
-        {"viewport_width", 1280, 200, 7680, offsetof(struct br, width)},
-        {"viewport_height", 720, 200, 4320, offsetof(struct br, height)},
+        {"viewport_width", 1280, offsetof(struct br, width)},
+        {"viewport_height", 720, offsetof(struct br, height)},
     };
     const struct rlmcp_host_api *api = br->api;
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
-    const cJSON *v = NULL;
+    size_t i;
     int rc = RLMCP_EINVAL;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
         goto out;
     }
-    if (!rlmcp_h_cfg_ranges(self, api, cfg, keys,
-                            sizeof(keys) / sizeof(keys[0]), br))
-        goto out;
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        rlmcp_h_cfg_int(cfg, keys[i].name, keys[i].def,
+                        (long long *)((char *)br + keys[i].off));
     if (br->action_timeout_ms > br->max_timeout_ms) {
         api->set_error(self, "config action_timeout_ms must not exceed "
                              "max_action_timeout_ms");
-        goto out;
-    }
-    v = cJSON_GetObjectItemCaseSensitive(cfg, "blueprint_name");
-    if (v != NULL && (!cJSON_IsString(v) || v->valuestring[0] == '\0')) {
-        api->set_error(self, "config blueprint_name must be a blueprint "
-                             "name, e.g. " DEFAULT_BLUEPRINT);
-        goto out;
-    }
-    v = cJSON_GetObjectItemCaseSensitive(cfg, "executable");
-    if (v != NULL && (!cJSON_IsString(v) || v->valuestring[0] != '/')) {
-        api->set_error(self, "config executable must be the absolute path "
-                             "of Chromium inside the devbox, e.g. "
-                             "/usr/bin/chromium");
         goto out;
     }
     br->blueprint_name = cfg_string(cfg, "blueprint_name", DEFAULT_BLUEPRINT);
@@ -322,6 +314,6 @@ static void br_shutdown(rlmcp_plugin *self, void *state)
     br_free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("browser", "0.1.0",
-                    "run_browser: a headless Chromium in a devbox", br_init,
-                    br_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("browser", "0.1.0",
+                           "run_browser: a headless Chromium in a devbox",
+                           br_init, br_shutdown, schema_config)

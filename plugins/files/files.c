@@ -830,21 +830,14 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         return RLMCP_ENOMEM;
     fs->api = api;
     cfg = cJSON_Parse(text != NULL ? text : "{}");
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
         goto fail;
     }
-    for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
-        long long *dst = (long long *)((char *)fs + lims[i].off);
-        if (!rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def, dst) || *dst < 1 ||
-            *dst > (1LL << 30)) {
-            api->set_error(self,
-                           "config %s must be an integer 1-1073741824 "
-                           "(bytes)",
-                           lims[i].key);
-            goto fail;
-        }
-    }
+    /* Types and ranges are schemas/config.json's, checked by the host. */
+    for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
+        rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def,
+                        (long long *)((char *)fs + lims[i].off));
     rc = rlmcp_h_register_tools(self, api, specs,
                                 sizeof(specs) / sizeof(specs[0]), fs, 0);
     if (rc == RLMCP_OK)
@@ -865,7 +858,7 @@ static void fs_shutdown(rlmcp_plugin *self, void *state)
     free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("files", "0.1.0",
-                    "Files on devboxes: read/write text, upload/download "
-                    "base64",
-                    fs_init, fs_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("files", "0.1.0",
+                           "Files on devboxes: read/write text, "
+                           "upload/download base64",
+                           fs_init, fs_shutdown, schema_config)

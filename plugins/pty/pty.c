@@ -1013,45 +1013,28 @@ static void pt_free(struct pty *pt)
     free(pt);
 }
 
+/* The host has checked the section against schemas/config.json (the
+ * template's form, the auth mode, no unknown keys); this keeps the values. */
 static int pt_config(struct pty *pt, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
     const cJSON *t = NULL, *m = NULL;
-    const char *tmpl = NULL;
-    int rc = RLMCP_EINVAL;
+    int rc = RLMCP_OK;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
-        goto out;
-    }
-    t = cJSON_GetObjectItemCaseSensitive(cfg, "tunnel_url_template");
-    if (t != NULL) {
-        if (!cJSON_IsString(t) || !url_template_ok(t->valuestring)) {
-            api->set_error(self, "config tunnel_url_template must be an "
-                                 "http:// or https:// URL of at most 512 "
-                                 "bytes holding {port} and {tunnel_key}");
-            goto out;
-        }
-        tmpl = t->valuestring;
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
+        return RLMCP_EINVAL;
     }
     m = cJSON_GetObjectItemCaseSensitive(cfg, "default_auth_mode");
-    if (m != NULL && (!cJSON_IsString(m) ||
-                      (strcmp(m->valuestring, "open") != 0 &&
-                       strcmp(m->valuestring, "authenticated") != 0))) {
-        api->set_error(self, "config default_auth_mode must be open or "
-                             "authenticated");
-        goto out;
-    }
-    pt->default_open = m != NULL && strcmp(m->valuestring, "open") == 0;
-    rc = RLMCP_OK;
-    if (tmpl != NULL) {
-        pt->url_template = strdup(tmpl);
+    pt->default_open = cJSON_IsString(m) && strcmp(m->valuestring, "open") == 0;
+    t = cJSON_GetObjectItemCaseSensitive(cfg, "tunnel_url_template");
+    if (cJSON_IsString(t)) {
+        pt->url_template = strdup(t->valuestring);
         if (pt->url_template == NULL)
             rc = RLMCP_ENOMEM;
     }
-out:
     cJSON_Delete(cfg);
     return rc;
 }
@@ -1084,7 +1067,7 @@ static void pt_shutdown(rlmcp_plugin *self, void *state)
     pt_free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("pty", "0.1.0",
-                    "PTY sessions and tunnels: connect, send, control, PTY "
-                    "tunnel, enable/get/remove tunnel",
-                    pt_init, pt_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("pty", "0.1.0",
+                           "PTY sessions and tunnels: connect, send, control, "
+                           "PTY tunnel, enable/get/remove tunnel",
+                           pt_init, pt_shutdown, schema_config)

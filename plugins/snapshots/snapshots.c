@@ -457,34 +457,25 @@ static const struct rlmcp_h_tool specs[] = {
      t_status, false},
 };
 
+/* The host has checked the section against schemas/config.json (types,
+ * ranges, no unknown keys); this fills the defaults. */
 static int sn_config(struct snap *sn, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
     const char *text = api->config_json(self, NULL);
     cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
     const cJSON *mode = NULL;
-    int rc = RLMCP_EINVAL;
 
-    if (!cJSON_IsObject(cfg)) {
-        api->set_error(self, "config must be a mapping");
-        goto out;
+    if (cfg == NULL) {
+        api->set_error(self, "config is not JSON");
+        return RLMCP_EINVAL;
     }
     mode = cJSON_GetObjectItemCaseSensitive(cfg, "mode");
-    if (mode != NULL &&
-        (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "sync") != 0 &&
-                                   strcmp(mode->valuestring, "async") != 0))) {
-        api->set_error(self, "config mode must be \"sync\" or \"async\"");
-        goto out;
-    }
-    sn->sync = mode != NULL && strcmp(mode->valuestring, "sync") == 0;
-    if (rlmcp_h_cfg_range(self, api, cfg, "wait_seconds", 600, 1, 86400,
-                          &sn->wait_s) &&
-        rlmcp_h_cfg_range(self, api, cfg, "poll_interval_ms", 1000, 100, 60000,
-                          &sn->poll_ms))
-        rc = RLMCP_OK;
-out:
+    sn->sync = cJSON_IsString(mode) && strcmp(mode->valuestring, "sync") == 0;
+    rlmcp_h_cfg_int(cfg, "wait_seconds", 600, &sn->wait_s);
+    rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &sn->poll_ms);
     cJSON_Delete(cfg);
-    return rc;
+    return RLMCP_OK;
 }
 
 static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
@@ -517,7 +508,7 @@ static void sn_shutdown(rlmcp_plugin *self, void *state)
     free(state);
 }
 
-RLMCP_PLUGIN_DEFINE("snapshots", "0.1.0",
-                    "Disk snapshots: create (with progress), list, delete, "
-                    "status",
-                    sn_init, sn_shutdown)
+RLMCP_PLUGIN_DEFINE_CONFIG("snapshots", "0.1.0",
+                           "Disk snapshots: create (with progress), list, "
+                           "delete, status",
+                           sn_init, sn_shutdown, schema_config)

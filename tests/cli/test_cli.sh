@@ -148,6 +148,34 @@ sed 's/hide_shutdown: "no"/hide_shutdwn: true/' "$tmp/lifecycle.yaml" >"$tmp/lif
 run "lifecycle config with a misspelt key" 1 --config "$tmp/lifecycle2.yaml" --check-config
 has err "lifecycle2.yaml:7:21: plugin 'lifecycle': config: unknown property 'hide_shutdwn'"
 has err "did you mean 'hide_shutdown'?"
+# Every bundled plugin with settings declares its section's schema: one bad
+# value each, named at its line and column (the value's: 7 + key + 2).
+refused_config() {
+    local plugin=$1 key=$2 value=$3 says=$4
+    local col=$((7 + ${#key} + 2))
+    cat >"$tmp/$plugin-bad.yaml" <<YAML
+runloop: {backend: cloud, base_url: "http://127.0.0.1:9", api_key: k}
+plugins:
+  - name: $plugin
+    path: \${RLMCP_TEST_PLUGINS}/rlmcp_$plugin.so
+    config:
+      $key: $value
+YAML
+    run "$plugin config $key: $value refused by its schema" 1 --config "$tmp/$plugin-bad.yaml" --check-config
+    has err "$plugin-bad.yaml:6:$col: plugin '$plugin': $says"
+}
+refused_config exec max_output_bytes 10 "config.max_output_bytes: must be >= 256, got 10"
+refused_config blueprints poll_interval_ms 99 "config.poll_interval_ms: must be >= 100, got 99"
+refused_config snapshots mode fast 'config.mode: must be one of "sync", "async"; got string "fast"'
+refused_config files max_read_bytes 0 "config.max_read_bytes: must be >= 1, got 0"
+refused_config pty tunnel_url_template "https://x.localhost/{port}" \
+    "config.tunnel_url_template: string \"https://x.localhost/{port}\" does not match pattern '\\{tunnel_key\\}'"
+refused_config pty default_auth_mode public \
+    'config.default_auth_mode: must be one of "open", "authenticated"; got string "public"'
+refused_config browser executable chromium "config.executable: string \"chromium\" does not match pattern '^/'"
+refused_config browser viewport_width 10 "config.viewport_width: must be >= 200, got 10"
+# An unknown key is refused, not ignored (files and the others ignored it).
+refused_config files max_file_bytes 5 "config: unknown property 'max_file_bytes' (allowed: max_read_bytes,"
 # A 1.0 fixture (no schema field) still loads beside it.
 run "1.0 plugin still loads" 0 --config "$CONF/good.yaml" --check-config
 

@@ -321,16 +321,29 @@ static void list_get_logs_delete(void **state)
 
 static void bad_config(void **state)
 {
-    static const char *const bad[] = {"{\"build_wait_seconds\":0}",
-                                      "{\"poll_interval_ms\":99}",
-                                      "{\"max_progress_bytes\":10}", "\"x\""};
+    /* Checked by the host against schemas/config.json. */
+    static const struct {
+        const char *config;
+        const char *says;
+    } bad[] = {
+        {"{\"build_wait_seconds\":0}",
+         "config.build_wait_seconds: must be >= 1"},
+        {"{\"poll_interval_ms\":99}",
+         "config.poll_interval_ms: must be >= 100"},
+        {"{\"max_progress_bytes\":10}", "config.max_progress_bytes"},
+        {"{\"build_wait_secs\":10}", "unknown property 'build_wait_secs'"},
+        {"\"x\"", "config: expected object"},
+    };
     size_t i;
 
     fh_unload();
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i].config),
                              RLMCP_OK);
         assert_non_null(fh_init_error());
+        if (strstr(fh_init_error(), bad[i].says) == NULL)
+            fail_msg("config %s: '%s' lacks '%s'", bad[i].config,
+                     fh_init_error(), bad[i].says);
         fh_unload();
     }
     setup(state);

@@ -98,22 +98,32 @@ static void registers_one_long_tool(void **state)
 
 static void config_errors_fail_init(void **state)
 {
-    static const char *const bad[] = {
-        "{\"blueprint_name\":\"\"}",
-        "{\"blueprint_name\":7}",
-        "{\"executable\":\"chromium\"}",
-        "{\"action_timeout_ms\":50}",
-        "{\"action_timeout_ms\":200000,\"max_action_timeout_ms\":1000}",
-        "{\"viewport_width\":10}",
+    /* The host checks schemas/config.json; the plugin the rule between
+     * the two timeouts. */
+    static const struct {
+        const char *config;
+        const char *says;
+    } bad[] = {
+        {"{\"blueprint_name\":\"\"}", "config.blueprint_name"},
+        {"{\"blueprint_name\":7}", "config.blueprint_name: expected string"},
+        {"{\"executable\":\"chromium\"}", "config.executable"},
+        {"{\"action_timeout_ms\":50}", "config.action_timeout_ms"},
+        {"{\"action_timeout_ms\":200000,\"max_action_timeout_ms\":1000}",
+         "must not exceed max_action_timeout_ms"},
+        {"{\"viewport_width\":10}", "config.viewport_width: must be >= 200"},
+        {"{\"headless\":false}", "unknown property 'headless'"},
     };
     size_t i;
 
     (void)state;
     fh_unload();
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i].config),
                              RLMCP_OK);
         assert_non_null(fh_init_error());
+        if (strstr(fh_init_error(), bad[i].says) == NULL)
+            fail_msg("config %s: '%s' lacks '%s'", bad[i].config,
+                     fh_init_error(), bad[i].says);
         fh_unload();
     }
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);

@@ -299,11 +299,28 @@ static void upload_download_roundtrip(void **state)
 
 static void bad_config(void **state)
 {
+    /* Checked by the host against schemas/config.json. */
+    static const struct {
+        const char *config;
+        const char *says;
+    } bad[] = {
+        {"{\"max_read_bytes\":0}", "config.max_read_bytes: must be >= 1"},
+        {"{\"max_list_entries\":2000000000}", "config.max_list_entries"},
+        {"{\"max_write_bytes\":1.5}", "config.max_write_bytes"},
+        {"{\"max_file_bytes\":5}", "unknown property 'max_file_bytes'"},
+    };
+    size_t i;
+
     fh_unload();
-    assert_int_not_equal(
-        fh_load(rlmcp_plugin_descriptor(), "{\"max_read_bytes\":0}"), RLMCP_OK);
-    assert_non_null(strstr(fh_init_error(), "max_read_bytes"));
-    fh_unload();
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i].config),
+                             RLMCP_OK);
+        assert_non_null(fh_init_error());
+        if (strstr(fh_init_error(), bad[i].says) == NULL)
+            fail_msg("config %s: '%s' lacks '%s'", bad[i].config,
+                     fh_init_error(), bad[i].says);
+        fh_unload();
+    }
     setup(state);
 }
 

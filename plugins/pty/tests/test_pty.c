@@ -602,18 +602,32 @@ static void enable_get_remove(void **state)
 
 static void config_template(void **state)
 {
-    static const char *const bad[] = {
-        "{\"tunnel_url_template\":\"https://x.localhost\"}",
-        "{\"tunnel_url_template\":\"ftp://{port}-{tunnel_key}.x\"}",
-        "{\"tunnel_url_template\":5}",
-        "{\"default_auth_mode\":\"public\"}", "[]"};
+    /* Checked by the host against schemas/config.json. */
+    static const struct {
+        const char *config;
+        const char *says;
+    } bad[] = {
+        {"{\"tunnel_url_template\":\"https://x.localhost\"}",
+         "config.tunnel_url_template"},
+        {"{\"tunnel_url_template\":\"ftp://{port}-{tunnel_key}.x\"}",
+         "config.tunnel_url_template"},
+        {"{\"tunnel_url_template\":\"http://{port}-{tunnel_key}.x/a b\"}",
+         "config.tunnel_url_template"},
+        {"{\"tunnel_url_template\":5}", "config.tunnel_url_template"},
+        {"{\"default_auth_mode\":\"public\"}", "config.default_auth_mode"},
+        {"{\"auth_mode\":\"open\"}", "unknown property 'auth_mode'"},
+        {"[]", "config: expected object"},
+    };
     size_t i;
 
     fh_unload();
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i].config),
                              RLMCP_OK);
         assert_non_null(fh_init_error());
+        if (strstr(fh_init_error(), bad[i].says) == NULL)
+            fail_msg("config %s: '%s' lacks '%s'", bad[i].config,
+                     fh_init_error(), bad[i].says);
         fh_unload();
     }
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(),

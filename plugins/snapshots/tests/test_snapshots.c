@@ -335,16 +335,28 @@ static void cancel_stops_polling(void **state)
 
 static void bad_config(void **state)
 {
-    static const char *const bad[] = {
-        "{\"mode\":\"fast\"}", "{\"wait_seconds\":0}",
-        "{\"poll_interval_ms\":5}", "{\"wait_seconds\":\"x\"}", "[1]"};
+    /* Checked by the host against schemas/config.json. */
+    static const struct {
+        const char *config;
+        const char *says;
+    } bad[] = {
+        {"{\"mode\":\"fast\"}", "config.mode: must be one of \"sync\""},
+        {"{\"wait_seconds\":0}", "config.wait_seconds: must be >= 1"},
+        {"{\"poll_interval_ms\":5}", "config.poll_interval_ms"},
+        {"{\"wait_seconds\":\"x\"}", "config.wait_seconds: expected integer"},
+        {"{\"wait\":5}", "unknown property 'wait'"},
+        {"[1]", "config: expected object"},
+    };
     size_t i;
 
     fh_unload();
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i]),
+        assert_int_not_equal(fh_load(rlmcp_plugin_descriptor(), bad[i].config),
                              RLMCP_OK);
         assert_non_null(fh_init_error());
+        if (strstr(fh_init_error(), bad[i].says) == NULL)
+            fail_msg("config %s: '%s' lacks '%s'", bad[i].config,
+                     fh_init_error(), bad[i].says);
         fh_unload();
     }
     setup(state);
