@@ -4,10 +4,13 @@
 # change (a touch without a change costs a checksum, no check); launched
 # without a terminal it never runs apt-get or sudo but names what is missing
 # and how to install it, and exits 1; each step prints a line on stderr and
-# stdout stays clean; the build's progress lines.
+# stdout stays clean; the build's progress lines; the default devbox image
+# is built ahead (once), and two launches at once do not build together.
 set -uo pipefail
 
 SRC=$(realpath "$1")
+# The launch path of the local engine, with its default image.
+unset RUNLOOP_API_KEY RUNLOOP_BASE_URL RLMCP_DEVBOX_IMAGE
 tmp=$(mktemp -d /tmp/rlmcp-scripts-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -23,13 +26,25 @@ has() {
 # says how it was started, and a build newer than every source.
 T=$tmp/tree
 mkdir -p "$T/scripts" "$T/tests" "$T/build/bin"
-cp "$SRC/scripts/run" "$SRC/scripts/bootstrap" "$SRC/scripts/steps.sh" "$T/scripts/"
+cp "$SRC/scripts/run" "$SRC/scripts/bootstrap" "$SRC/scripts/steps.sh" "$SRC/scripts/images" \
+    "$T/scripts/"
 cp "$SRC/tests/package.json" "$SRC/tests/package-lock.json" "$T/tests/"
 cat >"$T/build/bin/runloop-mcp" <<'EOF'
 #!/bin/sh
 echo "server $*"
 EOF
 chmod +x "$T/build/bin/runloop-mcp"
+# A stand-in image builder: --check answers 3 (not built) until a build ran;
+# a build prints progress on stderr and the image's directory on stdout.
+cat >"$T/build/bin/devboxd-image" <<EOF
+#!/bin/sh
+echo "\$*" >>"$tmp/image-calls"
+if [ "\$1" = --check ]; then [ -e "$tmp/image-built" ] || exit 3; echo /img; exit 0; fi
+echo "devboxd-image: building the \$1 image" >&2
+touch "$tmp/image-built"
+echo /img
+EOF
+chmod +x "$T/build/bin/devboxd-image"
 touch "$T/build/.built"
 
 # Spies first on PATH: dpkg-query (answers "installed" for everything and
@@ -60,6 +75,12 @@ if [ "$(cat "$tmp/out")" = "server --version" ]; then pass "stdout holds only th
     fail "stdout: $(cat "$tmp/out")"; fi
 [ "$(calls)" -eq 1 ] && pass "one package check" || fail "package checks: $(calls)"
 
+# The default image was built ahead, with its progress, once.
+has "$tmp/err" "scripts/images: building the starter image for devboxes"
+has "$tmp/err" "devboxd-image: building the starter image"
+if grep -qx starter "$tmp/image-calls"; then pass "the builder ran for the starter image"; else
+    fail "builder calls: $(cat "$tmp/image-calls" 2>/dev/null)"; fi
+
 # 2. Later launches: no check, nothing on stderr.
 "$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
 [ "$(calls)" -eq 1 ] && pass "no check on a warm launch" || fail "warm launch checked again"
@@ -67,6 +88,40 @@ if [ ! -s "$tmp/err" ]; then pass "a warm launch prints nothing"; else fail "war
 "$T/scripts/run" --http 127.0.0.1:0 --config x.yaml </dev/null >"$tmp/out" 2>"$tmp/err"
 if [ "$(cat "$tmp/out")" = "server --transport http --listen 127.0.0.1:0 --config x.yaml" ]; then
     pass "--http ADDR becomes --transport http --listen ADDR"; else fail "args: $(cat "$tmp/out")"; fi
+
+if [ "$(grep -cvx -- '--check starter' "$tmp/image-calls")" -eq 1 ]; then
+    pass "a built image is not built again"; else fail "builder calls: $(cat "$tmp/image-calls")"; fi
+# A cloud backend needs no image; "host" is none.
+rm -f "$tmp/image-calls"
+RUNLOOP_API_KEY=k "$T/scripts/run" --version </dev/null >/dev/null 2>&1
+RLMCP_DEVBOX_IMAGE=host "$T/scripts/run" --version </dev/null >/dev/null 2>&1
+if [ ! -e "$tmp/image-calls" ]; then pass "no image for a cloud backend or the host image"; else
+    fail "builder ran: $(cat "$tmp/image-calls")"; fi
+
+# 2b. A second launch while one holds the build lock waits for it and only
+#     then starts its server.
+mkfifo "$tmp/release"
+(
+    exec 9>"$T/build/.run.lock"
+    flock 9
+    touch "$tmp/held"
+    read -r _ <"$tmp/release"
+) &
+holder=$!
+for _ in $(seq 600); do [ -e "$tmp/held" ] && break; sleep 0.05; done
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err" &
+runner=$!
+for _ in $(seq 600); do grep -q "waiting for another" "$tmp/err" && break; sleep 0.05; done
+has "$tmp/err" "scripts/run: waiting for another scripts/run to finish building"
+if [ ! -s "$tmp/out" ]; then pass "no server while the other launch builds"; else
+    fail "server started under the lock: $(cat "$tmp/out")"; fi
+echo go >"$tmp/release"
+wait "$holder"
+wait "$runner"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "server --version" ]; then
+    pass "the waiting launch starts its server once the lock is free"; else
+    fail "after the lock: exit $rc, stdout '$(cat "$tmp/out")'"; fi
 
 # 3. An input touched but unchanged (a checkout): a checksum, no check.
 sleep 1.1 # the stamp's mtime resolution on some filesystems
