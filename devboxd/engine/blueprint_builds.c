@@ -283,9 +283,9 @@ static int stop_reason(struct build *b, char *err, size_t errlen)
 
 static uint64_t oom_kills(struct build *b)
 {
-    struct sb_usage u;
+    uint64_t kills = 0;
 
-    return sandbox_usage(b->sb, &u) == 0 ? u.oom_kills : 0;
+    return sandbox_oom_kills(b->sb, &kills) == 0 ? kills : 0;
 }
 
 static int run_cmd(struct build *b, const char *cmd, int log_output, char *capture,

@@ -270,8 +270,14 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
                              const char *failure_reason,
                              const char *shutdown_reason)
 {
-    int rc;
-
+    /* A boot's inner steps (queued -> provisioning, provisioning ->
+     * initializing) need no write of their own: a restart boots a devbox
+     * found in any of these states again, and the next saved status
+     * carries their transitions.  Two fsyncs fewer per create. */
+    int first = cJSON_GetArraySize(box->transitions) == 0;
+    int durable = first || !(status == DBX_INITIALIZING ||
+                             (status == DBX_PROVISIONING && box->status == DBX_QUEUED));
+    int rc = 0;
     int64_t now = util_now_ms();
     cJSON *t = cJSON_CreateObject();
     char msg[160];
@@ -308,7 +314,8 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
              failure_reason ? ": " : "", failure_reason ? failure_reason : "");
     engine_log_locked(eng, box, "entrypoint", status == DBX_FAILURE ? "error" : "info",
                       msg, NULL, 0);
-    rc = engine_save_locked(eng, box);
+    if (durable)
+        rc = engine_save_locked(eng, box);
     pthread_cond_broadcast(&eng->changed);
     return rc;
 }

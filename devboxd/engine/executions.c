@@ -116,16 +116,17 @@ static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
  * when the devbox's OOM-kill count rose since the last look. */
 static int report_oom_locked(struct engine *eng, struct devbox *box)
 {
-    struct sb_usage u;
+    uint64_t kills = 0;
     char msg[200];
 
-    if (box->sb == NULL || box->busy || sandbox_usage(box->sb, &u) != 0 ||
-        u.oom_kills <= box->oom_kills)
+    /* The OOM count alone: every command's end passes here. */
+    if (box->sb == NULL || box->busy || sandbox_oom_kills(box->sb, &kills) != 0 ||
+        kills <= box->oom_kills)
         return 0;
     snprintf(msg, sizeof(msg), "out of memory: the devbox's memory limit killed a process "
              "(%llu OOM kills so far); use a larger resource_size_request",
-             (unsigned long long)u.oom_kills);
-    box->oom_kills = u.oom_kills;
+             (unsigned long long)kills);
+    box->oom_kills = kills;
     engine_log_locked(eng, box, "kmsg", "error", msg, NULL, 0);
     return 1;
 }
@@ -355,7 +356,8 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
         exec_free(ex);
         return NULL;
     }
-    engine_exec_save(eng, ex);
+    /* The record saved above already says running: nothing to add now
+     * that the agent has the command (a second write cost two fsyncs). */
     /* The devbox log names a command when it starts too (not only when it
      * ends), so a client that lost the answer can find it running. */
     engine_log_locked(eng, box, strcmp(kind, "launch") == 0 ? "setup_commands" : "exec",

@@ -1637,6 +1637,21 @@ uid_t sandbox_host_uid(const struct sandbox *sb)
     return sb->uid;
 }
 
+int sandbox_oom_kills(struct sandbox *sb, uint64_t *kills)
+{
+    *kills = 0;
+    if (sb == NULL)
+        return -ESRCH;
+    pthread_mutex_lock(&sb->lock);
+    if (sb->stopped) {
+        pthread_mutex_unlock(&sb->lock);
+        return -ESRCH;
+    }
+    *kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
+    pthread_mutex_unlock(&sb->lock);
+    return 0;
+}
+
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));

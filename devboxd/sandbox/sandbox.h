@@ -253,6 +253,9 @@ struct sb_usage {
     uint64_t pids_denied;       /* forks refused at pids_max (pids.events "max") */
 };
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u);
+/* sb_usage.oom_kills alone (one cgroup file instead of six); -ESRCH once
+ * stopped. */
+int sandbox_oom_kills(struct sandbox *sb, uint64_t *kills);
 
 /* Stops every process of the devbox where it stands (frozen = true) or lets
  * them go on, so its files can be captured at one moment. Waits up to

@@ -369,7 +369,9 @@ static int mount_dev(const char *dev, const char *dir)
     return 0;
 }
 
-static int mount_image(const char *dir, const char *img, char *err,
+/* fresh: img was made just now, so no loop device can hold it yet and
+ * the scan of every loop device (an open and ioctl each) is skipped. */
+static int mount_image(const char *dir, const char *img, bool fresh, char *err,
                        size_t errlen)
 {
     char dev[32];
@@ -382,7 +384,7 @@ static int mount_image(const char *dir, const char *img, char *err,
         return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
                       img, strerror(errno));
     /* Fails when that device was freed meanwhile: then a new one. */
-    rc = find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir) : -ENODEV;
+    rc = !fresh && find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir) : -ENODEV;
     if (rc != 0) {
         loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
         rc = loopfd < 0 ? loopfd : mount_dev(dev, dir);
@@ -425,7 +427,7 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
         return sb_err(err, errlen, rc, "devbox dir path too long");
     /* A disk that exists is mounted whatever the mode: the files are on it. */
     if (stat(img, &st) == 0)
-        return mount_image(dir, img, err, errlen);
+        return mount_image(dir, img, false, err, errlen);
     if (errno != ENOENT)
         return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
                       strerror(errno));
@@ -447,7 +449,7 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     rc = make_image(img, bytes, err, errlen);
     if (rc != 0)
         return rc;
-    return mount_image(dir, img, err, errlen);
+    return mount_image(dir, img, true, err, errlen);
 }
 
 int sandbox_disk_detach(const char *dir)
@@ -472,7 +474,7 @@ int sb_disk_destroy(const char *dir, char *err, size_t errlen)
         return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
     if (stat(img, &st) != 0)
         return 0;
-    if (is_mount_root(dir) == 0 && mount_image(dir, img, err, errlen) != 0)
+    if (is_mount_root(dir) == 0 && mount_image(dir, img, false, err, errlen) != 0)
         fprintf(stderr, "devboxd: %s\n", err); /* deleted all the same */
     rc = sb_uid_release(dir);
     if (rc != 0)
