@@ -409,13 +409,28 @@ out:
 /* ---- run_<language>
  * ---------------------------------------------------------- */
 
+/*
+ * What a language devbox was made from, kept in its metadata: the tool's
+ * blueprint, or "default" (the engine's default image).  A devbox made
+ * for another blueprint, or before devboxes were tagged (on the local
+ * engine: bubblewrap on the host's /usr, without the tool's runtime), is
+ * never reused for the tool.
+ */
+#define LANG_IMAGE_KEY "image"
+
+static const char *lang_image(const struct lang *l)
+{
+    return l->blueprint != NULL ? l->blueprint : "default";
+}
+
 static int score_lang(const cJSON *dbx, const void *vctx)
 {
     const struct lang *l = vctx;
     const char *st = rlmcp_h_devbox_status(dbx);
 
     if (!eq(md_get(dbx, "language"), l->name) ||
-        !eq(md_get(dbx, "managed_by"), MANAGED_BY))
+        !eq(md_get(dbx, "managed_by"), MANAGED_BY) ||
+        !eq(md_get(dbx, LANG_IMAGE_KEY), lang_image(l)))
         return -1;
     if (eq(st, "shutdown") || eq(st, "failure") || eq(st, ""))
         return -1;
@@ -513,6 +528,7 @@ static int lang_devbox(struct lang *l, const struct rlmcp_h *h, cJSON *found,
         md = cJSON_CreateObject();
         cJSON_AddStringToObject(md, "language", l->name);
         cJSON_AddStringToObject(md, "managed_by", MANAGED_BY);
+        cJSON_AddStringToObject(md, LANG_IMAGE_KEY, lang_image(l));
         rc = create_devbox(ex, h, md, l->blueprint, NULL, &created, &view);
         cJSON_Delete(md);
         if (rc != RLMCP_OK)

@@ -347,7 +347,19 @@ describe('plugins end to end (local engine)', () => {
   });
 
   it('run_python and run_c find or create their devbox and suspend it', LONG, async () => {
+    // Devboxes of the tool's language made for another image are never
+    // reused: one without the image tag (made before tags, as on the
+    // bubblewrap engine on the host's /usr) and one for another blueprint.
+    const md = { language: 'python', managed_by: 'runloop-mcp.exec' };
+    const untagged = await engineRequest(engine.sock, 'POST', '/v1/devboxes', { metadata: md });
+    const other = await engineRequest(engine.sock, 'POST', '/v1/devboxes',
+      { metadata: { ...md, image: 'runloop/universal-ubuntu-24.04-x86_64' } });
     const py = ok(await call('run_python', { code: 'print(6*7)' }));
+    assert.notEqual(py.devbox_id, untagged.id, 'an untagged devbox is not reused');
+    assert.notEqual(py.devbox_id, other.id, 'a devbox of another image is not reused');
+    const made = await engineGet(engine.sock, `/v1/devboxes/${py.devbox_id}`);
+    assert.equal(made.metadata.image, 'default');
+    for (const b of [untagged, other]) await engineRequest(engine.sock, 'POST', `/v1/devboxes/${b.id}/shutdown`);
     assert.equal(py.stdout, '42\n');
     assert.equal(py.language, 'python');
     assert.equal(py.file_path, '/home/user/code.py');
@@ -359,6 +371,8 @@ describe('plugins end to end (local engine)', () => {
     const c = ok(await call('run_c', { code: '#include <stdio.h>\nint main(void){puts("hi from c");return 0;}\n', file_path: '/home/user/m.c' }));
     assert.equal(c.stdout, 'hi from c\n');
     assert.notEqual(c.devbox_id, py.devbox_id);
+    assert.equal((await engineGet(engine.sock, `/v1/devboxes/${c.devbox_id}`)).metadata.image,
+      'runloop/universal-ubuntu-24.04-x86_64');
     const bad = ok(await call('run_c', { code: 'int main( {' }));
     assert.notEqual(bad.exit_code, 0);
     assert.match(bad.stderr, /error/);

@@ -872,9 +872,18 @@ static void run_python_resumes_and_suspends(void **state)
     fh_route("GET", "/v1/devboxes?limit=100", 200,
              "{\"devboxes\":[{\"id\":\"dbx_old\",\"status\":\"shutdown\","
              "\"metadata\":{\"language\":\"python\",\"managed_by\":"
-             "\"runloop-mcp.exec\"}},{\"id\":\"dbx_1\",\"status\":"
+             "\"runloop-mcp.exec\",\"image\":\"default\"}},"
+             /* Running but untagged (made before the image tag) or for
+              * another image: never reused. */
+             "{\"id\":\"dbx_untagged\",\"status\":\"running\","
+             "\"metadata\":{\"language\":\"python\",\"managed_by\":"
+             "\"runloop-mcp.exec\"}},{\"id\":\"dbx_other\",\"status\":"
+             "\"running\",\"metadata\":{\"language\":\"python\","
+             "\"managed_by\":\"runloop-mcp.exec\",\"image\":\"gcc-bp\"}},"
+             "{\"id\":\"dbx_1\",\"status\":"
              "\"suspended\",\"metadata\":{\"language\":\"python\","
-             "\"managed_by\":\"runloop-mcp.exec\"}},{\"id\":\"dbx_c\","
+             "\"managed_by\":\"runloop-mcp.exec\",\"image\":\"default\"}},"
+             "{\"id\":\"dbx_c\","
              "\"status\":\"running\",\"metadata\":{\"language\":\"c\","
              "\"managed_by\":\"runloop-mcp.exec\"}}],\"has_more\":false}");
     fh_route("POST", "/v1/devboxes/dbx_1/resume", 200, "{}");
@@ -924,6 +933,11 @@ static void run_c_creates_without_suspend(void **state)
         "c");
     assert_string_equal(
         cJSON_GetObjectItem(body, "blueprint_name")->valuestring, "gcc-bp");
+    /* Tagged with its image, for the next call to find it. */
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"), "image")
+            ->valuestring,
+        "gcc-bp");
     body =
         fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_2/execute"));
     assert_string_equal(cJSON_GetObjectItem(body, "command")->valuestring,
