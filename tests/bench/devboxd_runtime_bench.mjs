@@ -4,8 +4,11 @@
 // Same binary, same machine, one engine after the other. Figures only.
 // Also the starter image's cold build (into an empty cache of its own, so
 // the machine's cache is untouched) and warm lookup, and its size.
+// With --before DIR, runc on the starter image is measured a second time
+// with the devboxd (and helpers) of another build, e.g. the previous
+// commit's, in the same run.
 //   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
-//       [--no-cold | --only-images]
+//       [--no-cold | --only-images] [--before OTHER_BUILD_DIR]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,8 +24,12 @@ const N_BOXES = quick ? 20 : 100;
 const row = (what, ours, peer, target) =>
   console.log(`${what.padEnd(40)} ${String(ours).padEnd(24)} ${String(peer).padEnd(24)} ${target}`);
 
-async function measure(env) {
+const beforeAt = process.argv.indexOf('--before');
+const beforeDir = beforeAt > 0 ? path.resolve(process.argv[beforeAt + 1] ?? '') : null;
+
+async function measure(env, bin) {
   const engine = new Devboxd({ env });
+  if (bin) engine.bin = bin;
   await engine.start();
   const client = engine.client();
   try {
@@ -83,15 +90,26 @@ if (process.argv.includes('--only-images')) {
   process.exit(0);
 }
 
+const runc = { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' };
 const peer = await measure({ RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
-const ours = await measure({ RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' });
+const before = beforeDir ? await measure(runc, path.join(beforeDir, 'bin', 'devboxd')) : null;
+const ours = await measure(runc);
 console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
-row('figure', 'runc, starter image', 'bwrap, host /usr', 'target');
-row(`create -> running p50 (n=${N_CREATE})`, ms(pct(ours.create, 0.5)), ms(pct(peer.create, 0.5)), '< 100 ms');
-row('create -> running p90', ms(pct(ours.create, 0.9)), ms(pct(peer.create, 0.9)), '');
-row(`execute "true" p50 (n=${N_EXEC})`, ms(pct(ours.exec, 0.5)), ms(pct(peer.exec, 0.5)), '< 10 ms');
-row('execute "true" p90', ms(pct(ours.exec, 0.9)), ms(pct(peer.exec, 0.9)), '');
-row(`${N_BOXES} concurrent devboxes: all running`, `${ours.up.toFixed(2)} s (${ours.nUp} up)`,
-  `${peer.up.toFixed(2)} s (${peer.nUp} up)`, `${N_BOXES} up`);
-row(`  one command in each`, `${ours.run.toFixed(2)} s (ok ${ours.ok})`, `${peer.run.toFixed(2)} s (ok ${peer.ok})`, '');
+// With --before, its column sits between ours and the peer's.
+const line = (what, f, target) => {
+  if (before) row(what, f(ours), f(before), `${f(peer).padEnd(24)} ${target}`);
+  else row(what, f(ours), f(peer), target);
+};
+if (before) {
+  console.log(`  (runc before: ${beforeDir})`);
+  row('figure', 'runc, starter image', 'runc before', `${'bwrap, host /usr'.padEnd(24)} target`);
+} else {
+  row('figure', 'runc, starter image', 'bwrap, host /usr', 'target');
+}
+line(`create -> running p50 (n=${N_CREATE})`, (m) => ms(pct(m.create, 0.5)), '< 100 ms');
+line('create -> running p90', (m) => ms(pct(m.create, 0.9)), '');
+line(`execute "true" p50 (n=${N_EXEC})`, (m) => ms(pct(m.exec, 0.5)), '< 10 ms');
+line('execute "true" p90', (m) => ms(pct(m.exec, 0.9)), '');
+line(`${N_BOXES} concurrent devboxes: all running`, (m) => `${m.up.toFixed(2)} s (${m.nUp} up)`, `${N_BOXES} up`);
+line('  one command in each', (m) => `${m.run.toFixed(2)} s (ok ${m.ok})`, '');
 if (cold) imageRows();
