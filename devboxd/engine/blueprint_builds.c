@@ -15,11 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blueprint_buildah.h"
 #include "devbox_spec.h"
 #include "dockerfile.h"
 #include "images.h"
 #include "layers.h"
 #include "sandbox.h"
+#include "sandbox_internal.h"
 #include "util.h"
 
 #define ERRLEN 512
@@ -38,6 +40,8 @@ static int slots_used;
 static int builds_alive;  /* worker threads not yet finished */
 static int stopping;      /* devboxd is stopping: end the builds */
 static struct build *active; /* builds not yet finished, slot_lock */
+static int store_dirty;      /* a killed buildah left containers: slot_lock */
+static int cleaning;         /* bb_cleanup runs: no build starts, slot_lock */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct build {
@@ -55,6 +59,7 @@ struct build {
     int copies;
     int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
     int cancelled;             /* deleted while building: slot_lock */
+    int killed;                /* buildah was killed (bb_job.killed) */
     struct build *next_active; /* the builds list, slot_lock */
 };
 
@@ -761,6 +766,99 @@ static void record_success(struct build *b, uid_t owner)
     free(layer);
 }
 
+static void bb_log(void *ctx, const char *level, const char *msg)
+{
+    blog(ctx, level, "%s", msg);
+}
+
+static int bb_stop(void *ctx, char *err, size_t errlen)
+{
+    return stop_reason(ctx, err, errlen);
+}
+
+/* Success by buildah: the record gets the layer over its base's chain
+ * and the image's config. */
+static void record_buildah(struct build *b, cJSON *fields)
+{
+    static const char *const keep[] = {
+        "env", "image", "image_config", "builder", "buildah_image", NULL};
+    const char *base = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(fields, "base_blueprint_id"));
+    cJSON *layers = cJSON_CreateArray();
+    cJSON *own = cJSON_CreateObject();
+    cJSON *rec = NULL;
+    const cJSON *it = NULL;
+    char *layer = NULL;
+    size_t i;
+
+    if (asprintf(&layer, "%s/layer", b->dir) < 0)
+        layer = NULL;
+    cJSON_AddStringToObject(own, "path", layer != NULL ? layer : "");
+    cJSON_AddNumberToObject(own, "owner", (double)SB_RANGE_BASE);
+    cJSON_AddItemToArray(layers, own);
+    layers_lock(b->eng);
+    if (base != NULL) {
+        const cJSON *brec = blueprints_find_locked(base, NULL);
+
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(brec, "layers"))
+            cJSON_AddItemToArray(layers, cJSON_Duplicate(it, 1));
+    }
+    rec = find_locked(b->id);
+    if (rec != NULL) {
+        for (i = 0; keep[i] != NULL; i++) {
+            cJSON_DeleteItemFromObjectCaseSensitive(rec, keep[i]);
+            it = cJSON_GetObjectItemCaseSensitive(fields, keep[i]);
+            if (it != NULL)
+                cJSON_AddItemToObject(rec, keep[i], cJSON_Duplicate(it, 1));
+        }
+        set_str(rec, "base_blueprint_id", base);
+        cJSON_DeleteItemFromObjectCaseSensitive(rec, "layers");
+        cJSON_AddItemToObject(rec, "layers", layers);
+        layers = NULL;
+    }
+    layers_unlock();
+    cJSON_Delete(layers);
+    free(layer);
+}
+
+static void build_run_buildah(struct build *b)
+{
+    struct bb_job j;
+    char *ctx = NULL;
+    int ok;
+
+    memset(&j, 0, sizeof(j));
+    j.id = b->id;
+    j.dir = b->dir;
+    j.state_dir = b->eng->state_dir;
+    j.params = b->params;
+    j.memory_gb = b->eng->caps.build_memory_gb;
+    j.cpus = b->eng->caps.build_cpus;
+    j.log = bb_log;
+    j.should_stop = bb_stop;
+    j.ctx = b;
+    b->deadline_ms =
+        util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
+    set_status(b, "building", NULL);
+    blog(
+        b, "info",
+        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
+        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
+        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
+        b->eng->caps.build_timeout_s);
+    ok = bb_run(&j) == 0;
+    b->killed = j.killed;
+    if (ok) {
+        record_buildah(b, j.record);
+        blog(b, "info", "build complete");
+    }
+    set_status(b, ok ? "build_complete" : "failed", ok ? NULL : "build_failed");
+    if (asprintf(&ctx, "%s/build", b->dir) >= 0)
+        util_rmtree(ctx);
+    free(ctx);
+    bb_job_free(&j);
+}
+
 static void build_run(struct build *b)
 {
     struct df_file df;
@@ -771,6 +869,10 @@ static void build_run(struct build *b)
 
     memset(&df, 0, sizeof(df));
     blog(b, "info", "build %s queued on the local engine", b->id);
+    if (bb_enabled()) {
+        build_run_buildah(b);
+        return;
+    }
     if (cJSON_IsString(dockerfile) && dockerfile->valuestring[0] != '\0' &&
         dockerfile_parse(dockerfile->valuestring, &df, err, sizeof(err)) != 0) {
         blog(b, "error", "Dockerfile %s", err);
@@ -841,7 +943,7 @@ static int take_slot(struct build *b, int *cancelled)
     int run;
 
     pthread_mutex_lock(&slot_lock);
-    while (slots_used >= (int)max && !stopping && !b->cancelled) {
+    while ((slots_used >= (int)max || cleaning) && !stopping && !b->cancelled) {
         if (!told) {
             int waiting = builds_alive - slots_used - 1;
 
@@ -884,6 +986,17 @@ static void *build_thread(void *arg)
     pthread_mutex_lock(&slot_lock);
     if (run)
         slots_used--;
+    if (b->killed)
+        store_dirty = 1;
+    if (store_dirty && slots_used == 0 && !cleaning) {
+        /* No build runs: buildah's leftovers can go. */
+        cleaning = 1;
+        store_dirty = 0;
+        pthread_mutex_unlock(&slot_lock);
+        bb_cleanup(b->eng->state_dir);
+        pthread_mutex_lock(&slot_lock);
+        cleaning = 0;
+    }
     builds_alive--;
     unlink_active_locked(b);
     pthread_cond_broadcast(&slot_cond);
@@ -906,8 +1019,8 @@ void blueprints_stop_all(void)
 void blueprints_load_locked(struct engine *eng, cJSON *list)
 {
     cJSON *rec = NULL;
+    int interrupted = 0;
 
-    (void)eng;
     cJSON_ArrayForEach(rec, list) {
         const char *st = rec_str(rec, "status");
         char *dir = NULL;
@@ -915,6 +1028,7 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
 
         if (st != NULL && (strcmp(st, "build_complete") == 0 || strcmp(st, "failed") == 0))
             continue;
+        interrupted++;
         set_str(rec, "status", "failed");
         set_str(rec, "failure_reason", "build_failed");
         cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
@@ -928,7 +1042,14 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
                      rec_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));
         free(dir);
+        if (asprintf(&dir, "%s/blueprints/%s/build", layers_state_dir(),
+                     rec_str(rec, "id")) >= 0)
+            util_rmtree(dir);
+        free(dir);
     }
+    /* buildah's working containers (and their mounts) of those builds. */
+    if (interrupted > 0)
+        bb_cleanup(eng->state_dir);
 }
 
 /* -------------------------------------------------------------- create */
@@ -1105,6 +1226,12 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     *view = NULL;
     if (check_create(body, err, errlen) != 0)
         return 400;
+    if (bb_enabled()) {
+        layers_lock(eng); /* loads the records first */
+        layers_unlock();
+        if (bb_check(body, err, errlen) != 0)
+            return 400;
+    }
     b = calloc(1, sizeof(*b));
     if (b == NULL)
         goto oom;
@@ -1285,6 +1412,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         goto out;
     }
     util_rmtree(layer);
+    bb_forget(eng->state_dir, rec);
     set_str(rec, "state", "deleted");
     layers_save_record("blueprints", "blueprint.json", rec);
 out:

@@ -338,6 +338,63 @@ int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, 
     return 0;
 }
 
+static int shift_one(const char *path, const struct stat *st, int flag,
+                     struct FTW *ftw)
+{
+    mode_t keep = st->st_mode & 07777;
+
+    (void)flag;
+    (void)ftw;
+    if (st->st_uid >= SB_RANGE_SIZE || st->st_gid >= SB_RANGE_SIZE)
+        return -1;
+    if (lchown(path, SB_RANGE_BASE + st->st_uid, SB_RANGE_BASE + st->st_gid) !=
+        0)
+        return -1;
+    if (!S_ISLNK(st->st_mode) && (keep & 06000) != 0 && chmod(path, keep) != 0)
+        return -1;
+    return 0;
+}
+
+/* Files buildah leaves as mount points of its RUN steps (empty). */
+static void drop_mount_points(const char *dst)
+{
+    static const char *const names[] = {"etc/hosts", "etc/hostname",
+                                        "etc/resolv.conf", "run/.containerenv",
+                                        NULL};
+    struct stat st;
+    size_t i;
+
+    for (i = 0; names[i] != NULL; i++) {
+        char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", dst, names[i]) < 0)
+            continue;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+            unlink(p);
+        free(p);
+    }
+}
+
+int layers_import(const char *src, const char *dst, char *err, size_t errlen)
+{
+    if (mkdir(dst, 0755) != 0) {
+        snprintf(err, errlen, "cannot create layer dir %s: %s", dst,
+                 strerror(errno));
+        return -1;
+    }
+    if (run_cp(src, dst, err, errlen) != 0)
+        return -1;
+    drop_mount_points(dst);
+    if (nftw(dst, shift_one, 32, FTW_PHYS) != 0) {
+        snprintf(err, errlen,
+                 "cannot move the layer %s to the layer ids (a file owned by "
+                 "an id past %u?): %s",
+                 dst, SB_RANGE_SIZE - 1, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int size_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)path;
@@ -559,6 +616,15 @@ static void blueprint_defaults(const cJSON *rec, cJSON *spec)
 
     if (mine == NULL)
         mine = cJSON_AddObjectToObject(spec, "launch_parameters");
+    it = cJSON_GetObjectItemCaseSensitive(rec, "image");
+    if (cJSON_IsString(it) &&
+        cJSON_GetObjectItemCaseSensitive(spec, "_image") == NULL)
+        cJSON_AddStringToObject(spec, "_image", it->valuestring);
+    it = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(rec, "image_config"), "WorkingDir");
+    if (cJSON_IsString(it) && it->valuestring[0] != '\0' &&
+        cJSON_GetObjectItemCaseSensitive(spec, "_workdir") == NULL)
+        cJSON_AddStringToObject(spec, "_workdir", it->valuestring);
     cJSON_ArrayForEach(it, lp) { /* field by field: the create body's win */
         if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
             cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "sandbox_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -391,6 +392,25 @@ int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
     }
 }
 
+/* runc also makes the group in the controllers devboxd does not use
+ * (blkio, cpuset, devices, ...): removes those, empty by now. */
+static void remove_elsewhere(const char *id)
+{
+    char path[4096];
+    DIR *d = opendir(sb_rt.cgroup_root);
+    struct dirent *de;
+
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s/%s/%s", sb_rt.cgroup_root,
+                 de->d_name, sb_rt.cgroup_name, id);
+        rmdir(path);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
 int sb_cg_purge(const char *id)
 {
     struct sb_cgroup cg;
@@ -421,5 +441,6 @@ int sb_cg_purge(const char *id)
         rc = sb_cg_kill_all(&cg, 5000);
 out:
     sb_cg_remove(&cg);
+    remove_elsewhere(id);
     return rc < 0 ? rc : found;
 }

@@ -1,0 +1,1010 @@
+/* Blueprint builds by buildah (see blueprint_buildah.h). */
+#define _GNU_SOURCE
+#include "blueprint_buildah.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blueprint_builds.h"
+#include "buildah_dockerfile.h"
+#include "images.h"
+#include "layers.h"
+#include "sandbox.h"
+#include "sandbox_internal.h"
+#include "util.h"
+
+#define BLUEPRINT_REPO "localhost/devboxd-blueprint:"
+#define IMAGE_REPO "localhost/devboxd-image/"
+#define DEFAULT_PATH                                                           \
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define TAIL_LINES 12
+#define LINE_MAX_LEN 4096
+#define OUT_MAX (4u << 20)
+#define TERM_GRACE_MS 5000
+
+extern char **environ;
+
+/* ------------------------------------------------------------ settings */
+
+int bb_enabled(void)
+{
+    const char *b = getenv("RLMCP_BUILDER");
+
+    return b != NULL && strcmp(b, "buildah") == 0;
+}
+
+static const char *image_cache(void)
+{
+    const char *c = getenv("RLMCP_IMAGE_CACHE");
+
+    return c != NULL && c[0] ? c : "/var/cache/runloop-mcp/images";
+}
+
+/* buildah's global options for the state dir's store; argv[0..n) set. */
+static size_t store_args(const char *state_dir, char **argv, char **owned)
+{
+    size_t n = 0;
+
+    argv[n++] = "buildah";
+    argv[n++] = "--root";
+    if (asprintf(&owned[0], "%s/buildah/storage", state_dir) < 0)
+        owned[0] = NULL;
+    argv[n++] = owned[0];
+    argv[n++] = "--runroot";
+    if (asprintf(&owned[1], "%s/buildah/run", state_dir) < 0)
+        owned[1] = NULL;
+    argv[n++] = owned[1];
+    argv[n++] = "--storage-driver";
+    argv[n++] = "overlay";
+    argv[n++] = "--storage-opt";
+    if (asprintf(&owned[2], "overlay.imagestore=%s/buildah/storage",
+                 image_cache()) < 0)
+        owned[2] = NULL;
+    argv[n++] = owned[2];
+    return n;
+}
+
+/* ------------------------------------------------------------- process */
+
+struct child {
+    pid_t pid;
+    int out; /* stdout + stderr */
+};
+
+/* Starts argv in its own process group, in the cgroups whose procs files
+ * are fds (may be NULL), with TMPDIR in the state dir. */
+static int spawn(char *const *argv, const int *fds, const char *tmpdir,
+                 struct child *c, char *err, size_t errlen)
+{
+    int pp[2] = {-1, -1};
+    char **envp = NULL;
+    char *tmp = NULL;
+    size_t n = 0, i;
+    sigset_t all;
+    sigset_t old;
+    pid_t pid;
+
+    while (environ[n] != NULL)
+        n++;
+    envp = calloc(n + 2, sizeof(*envp));
+    if (envp == NULL || asprintf(&tmp, "TMPDIR=%s", tmpdir) < 0 ||
+        pipe2(pp, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot start buildah: %s", strerror(errno));
+        free(envp);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        envp[i] = environ[i];
+    envp[n] = tmp;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = fork();
+    if (pid == 0) {
+        struct sigaction dfl;
+        int s;
+
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        for (s = 1; s < NSIG; s++)
+            sigaction(s, &dfl, NULL);
+        for (i = 0; fds != NULL && i < SB_CG_N; i++) {
+            if (fds[i] >= 0 && write(fds[i], "0", 1) != 1)
+                _exit(126);
+        }
+        setpgid(0, 0);
+        dup2(pp[1], 1);
+        dup2(pp[1], 2);
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        execve("/usr/bin/buildah", argv, envp);
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(pp[1]);
+    free(envp);
+    free(tmp);
+    if (pid < 0) {
+        close(pp[0]);
+        snprintf(err, errlen, "cannot start buildah: %s", strerror(errno));
+        return -1;
+    }
+    c->pid = pid;
+    c->out = pp[0];
+    return 0;
+}
+
+static int reap(pid_t pid)
+{
+    int status = 0;
+
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs buildah with argv and returns its exit status; its output (at most
+ * OUT_MAX bytes) in *out when out is not NULL. */
+static int run_quiet(char *const *argv, const char *tmpdir, char **out,
+                     char *err, size_t errlen)
+{
+    struct child c;
+    char *buf = NULL;
+    size_t len = 0;
+    char chunk[8192];
+    ssize_t r;
+
+    if (spawn(argv, NULL, tmpdir, &c, err, errlen) != 0)
+        return -1;
+    while ((r = read(c.out, chunk, sizeof(chunk))) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        if (out != NULL && len + (size_t)r < OUT_MAX) {
+            char *g = realloc(buf, len + (size_t)r + 1);
+
+            if (g != NULL) {
+                buf = g;
+                memcpy(buf + len, chunk, (size_t)r);
+                len += (size_t)r;
+                buf[len] = '\0';
+            }
+        }
+    }
+    close(c.out);
+    if (out != NULL)
+        *out = buf;
+    else
+        free(buf);
+    return reap(c.pid);
+}
+
+static char *tmpdir_of(const char *state_dir)
+{
+    char *t = NULL;
+
+    if (asprintf(&t, "%s/buildah/tmp", state_dir) < 0)
+        return NULL;
+    util_mkdirs(t);
+    return t;
+}
+
+/* Runs `buildah <store> words...` quietly; the exit status. */
+static int store_cmd(const char *state_dir, const char *const *words,
+                     char **out)
+{
+    char *argv[32];
+    char *owned[3] = {NULL, NULL, NULL};
+    char *tmp = tmpdir_of(state_dir);
+    char err[256];
+    size_t n = store_args(state_dir, argv, owned);
+    int rc;
+    size_t i;
+
+    for (i = 0; words[i] != NULL && n < 31; i++)
+        argv[n++] = (char *)words[i];
+    argv[n] = NULL;
+    rc = owned[0] && owned[1] && owned[2] && tmp
+             ? run_quiet(argv, tmp, out, err, sizeof(err))
+             : -1;
+    for (i = 0; i < 3; i++)
+        free(owned[i]);
+    free(tmp);
+    return rc;
+}
+
+void bb_cleanup(const char *state_dir)
+{
+    static const char *const rm[] = {"rm", "--all", NULL};
+    char *storage = NULL;
+    struct stat st;
+
+    if (asprintf(&storage, "%s/buildah/storage", state_dir) < 0)
+        return;
+    if (stat(storage, &st) == 0 && store_cmd(state_dir, rm, NULL) != 0)
+        fprintf(stderr, "devboxd: buildah rm --all failed in %s\n", storage);
+    free(storage);
+}
+
+void bb_forget(const char *state_dir, const cJSON *rec)
+{
+    const char *img = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "buildah_image"));
+    const char *words[] = {"rmi", img, NULL};
+
+    if (img != NULL)
+        store_cmd(state_dir, words, NULL);
+}
+
+/* ----------------------------------------------------------- FROM names */
+
+struct names {
+    int check_only; /* create time: names only, nothing imported */
+    const char *state_dir;
+    char *image;     /* the engine image of the last resolved base */
+    char *base_id;   /* or the blueprint */
+    cJSON *resolved; /* {local name: {"image": x} | {"blueprint": id}} */
+};
+
+/* The buildah name of an engine image, importing it once per machine. */
+static int image_local(const char *image, char **local, char *err,
+                       size_t errlen)
+{
+    char *rootfs = NULL;
+    char *helper = sandbox_helper_path("devboxd-buildah-base");
+    char *argv[] = {helper, NULL, NULL};
+    char *out = NULL;
+    int pp[2] = {-1, -1};
+    pid_t pid;
+    int rc = -1;
+    char buf[512];
+    size_t got = 0;
+    ssize_t r;
+
+    if (helper == NULL || images_path(image, &rootfs, err, errlen) != 0)
+        goto out;
+    argv[1] = rootfs;
+    if (pipe2(pp, O_CLOEXEC) != 0)
+        goto out;
+    pid = fork();
+    if (pid == 0) {
+        dup2(pp[1], 1);
+        execv(helper, argv);
+        _exit(127);
+    }
+    close(pp[1]);
+    pp[1] = -1;
+    while (pid > 0 && got < sizeof(buf) - 1 &&
+           (r = read(pp[0], buf + got, sizeof(buf) - 1 - got)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (pid < 0 || reap(pid) != 0 ||
+        strncmp(buf, IMAGE_REPO, strlen(IMAGE_REPO)) != 0) {
+        snprintf(err, errlen,
+                 "the %s image could not be made a buildah image "
+                 "(devboxd-buildah-base; its messages are in devboxd's log)",
+                 image);
+        goto out;
+    }
+    out = strdup(buf);
+    rc = out != NULL ? 0 : -1;
+out:
+    if (pp[0] >= 0)
+        close(pp[0]);
+    if (pp[1] >= 0)
+        close(pp[1]);
+    free(rootfs);
+    free(helper);
+    *local = out;
+    return rc;
+}
+
+static int resolve_blueprint(struct names *nm, const char *name, char **local,
+                             char *err, size_t errlen)
+{
+    const cJSON *rec = NULL;
+    const char *img = NULL;
+    int rc = 1;
+
+    layers_lock(NULL);
+    rec = blueprints_find_locked(strncmp(name, "bpt_", 4) == 0 ? name : NULL,
+                                 strncmp(name, "bpt_", 4) == 0 ? NULL : name);
+    if (rec != NULL) {
+        const char *id =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+        const char *base = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(rec, "image"));
+
+        img = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(rec, "buildah_image"));
+        if (img == NULL) {
+            snprintf(err, errlen,
+                     "blueprint %s was built by the native builder "
+                     "(RLMCP_BUILDER=native); build it again to build FROM it",
+                     id);
+            rc = -1;
+        } else {
+            cJSON *what = cJSON_CreateObject();
+
+            cJSON_AddStringToObject(what, "blueprint", id);
+            cJSON_AddStringToObject(what, "image",
+                                    base != NULL ? base : images_default());
+            cJSON_DeleteItemFromObjectCaseSensitive(nm->resolved, img);
+            cJSON_AddItemToObject(nm->resolved, img, what);
+            *local = strdup(img);
+            rc = *local != NULL ? 0 : -1;
+        }
+    }
+    layers_unlock();
+    return rc;
+}
+
+static int resolve(void *ctx, const char *name, char **local, char *err,
+                   size_t errlen)
+{
+    struct names *nm = ctx;
+    const char *image = NULL;
+    cJSON *what = NULL;
+    int pub = 0;
+    int rc;
+
+    *local = NULL;
+    if (name == NULL) {
+        image = images_default();
+    } else {
+        pub = images_public_name(name, &image, err, errlen);
+        if (pub < 0)
+            return -1;
+        if (pub == 0) {
+            rc = resolve_blueprint(nm, name, local, err, errlen);
+            if (rc <= 0)
+                return rc;
+            if (!images_builtin_name(name, &image)) {
+                snprintf(err, errlen,
+                         "no image or built blueprint of that name; use "
+                         "runloop/starter-x86_64, "
+                         "runloop/universal-ubuntu-24.04-x86_64, "
+                         "runloop-mcp-browser, or the id or name of a "
+                         "blueprint whose "
+                         "build completed");
+                return -1;
+            }
+        }
+    }
+    if (nm->check_only)
+        rc = (*local = strdup(image)) != NULL ? 0 : -1;
+    else
+        rc = image_local(image, local, err, errlen);
+    if (rc == 0) {
+        what = cJSON_CreateObject();
+        cJSON_AddStringToObject(what, "image", image);
+        cJSON_DeleteItemFromObjectCaseSensitive(nm->resolved, *local);
+        cJSON_AddItemToObject(nm->resolved, *local, what);
+    }
+    return rc;
+}
+
+int bb_check(const cJSON *params, char *err, size_t errlen)
+{
+    struct names nm;
+    struct bd_out out;
+    int rc;
+
+    memset(&nm, 0, sizeof(nm));
+    nm.check_only = 1;
+    nm.resolved = cJSON_CreateObject();
+    rc = bd_prepare(params, resolve, &nm, &out, err, errlen);
+    if (rc == 0)
+        bd_free(&out);
+    cJSON_Delete(nm.resolved);
+    return rc;
+}
+
+/* -------------------------------------------------------------- context */
+
+static void jlog(struct bb_job *j, const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void jlog(struct bb_job *j, const char *level, const char *fmt, ...)
+{
+    char msg[LINE_MAX_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    j->log(j->ctx, level, msg);
+}
+
+static int write_whole(const char *path, const char *data, char *err,
+                       size_t errlen)
+{
+    char *dir = strdup(path);
+    char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    int fd = -1;
+    int rc = -1;
+
+    if (slash != NULL) {
+        *slash = '\0';
+        util_mkdirs(dir);
+    }
+    fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0 && util_write_all(fd, data, strlen(data)) == 0)
+        rc = 0;
+    else
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
+/* <dir>/build/Dockerfile and <dir>/build/context with the inline files. */
+static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
+                         size_t errlen)
+{
+    const cJSON *it = NULL;
+    char *path = NULL;
+    int rc = 0;
+
+    if (asprintf(&path, "%s/build", j->dir) < 0)
+        return -1;
+    util_rmtree(path);
+    free(path);
+    path = NULL;
+    if (asprintf(&path, "%s/build/context", j->dir) < 0)
+        return -1;
+    util_mkdirs(path);
+    free(path);
+    path = NULL;
+    if (asprintf(&path, "%s/build/Dockerfile", j->dir) < 0)
+        return -1;
+    rc = write_whole(path, df->text, err, errlen);
+    free(path);
+    cJSON_ArrayForEach(it, df->files)
+    {
+        if (rc != 0)
+            break;
+        if (asprintf(&path, "%s/build/context/%s", j->dir, it->string) < 0)
+            return -1;
+        rc = write_whole(path, it->valuestring, err, errlen);
+        free(path);
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------------- run */
+
+struct progress {
+    const struct bd_out *df;
+    long cur; /* index into df->steps of the running step, -1 */
+    char tail[TAIL_LINES][256];
+    int tail_n;
+    int exit_status; /* from "exit status N", -1 */
+};
+
+/* buildah's "[k/n] STEP i/m: ..." → the step's index in df->steps. */
+static long step_of(const struct bd_out *df, const char *line)
+{
+    int k = 1, n = 1, i = 0, m = 0;
+    size_t first = 0;
+    size_t count;
+
+    if (sscanf(line, "[%d/%d] STEP %d/%d:", &k, &n, &i, &m) != 4) {
+        k = 1;
+        if (sscanf(line, "STEP %d/%d:", &i, &m) != 2)
+            return -1;
+    }
+    count = bd_stage_steps(df, k - 1, &first);
+    if (i < 1 || (size_t)i > count)
+        return -1;
+    return (long)(first + (size_t)i - 1);
+}
+
+/* runc's complaints about the build's group it cannot remove (buildah
+ * itself is in it). */
+static int noise(const char *line)
+{
+    return strstr(line, "Failed to remove cgroup") != NULL ||
+           strstr(line, "Failed to remove paths") != NULL;
+}
+
+static void one_line(struct bb_job *j, struct progress *pg, const char *line)
+{
+    long s = step_of(pg->df, line);
+    const char *es;
+
+    if (noise(line))
+        return;
+    if (s >= 0) {
+        const struct bd_step *st = &pg->df->steps[s];
+
+        pg->cur = s;
+        pg->tail_n = 0;
+        if (st->user_step > 0)
+            jlog(j, "info", "Step %d/%d: %s", st->user_step, pg->df->user_steps,
+                 st->text);
+        else if (strncmp(st->emit, "FROM ", 5) == 0)
+            jlog(j, "info", "%s (%s)", st->text, st->emit + 5);
+        return;
+    }
+    es = strstr(line, "exit status ");
+    if (es != NULL)
+        pg->exit_status = atoi(es + strlen("exit status "));
+    snprintf(pg->tail[pg->tail_n % TAIL_LINES], sizeof(pg->tail[0]), "%s",
+             line);
+    pg->tail_n++;
+    jlog(j, "info", "%s", line);
+}
+
+/* Logs complete lines of buf[0..len), keeps the partial last one. */
+static size_t lines_of(struct bb_job *j, struct progress *pg, char *buf,
+                       size_t len, int flush)
+{
+    size_t start = 0, i;
+
+    for (i = 0; i < len; i++) {
+        if (buf[i] == '\n') {
+            buf[i] = '\0';
+            one_line(j, pg, buf + start);
+            start = i + 1;
+        }
+    }
+    if ((flush && start < len) || len - start >= LINE_MAX_LEN - 1) {
+        buf[len] = '\0';
+        one_line(j, pg, buf + start);
+        start = len;
+    }
+    memmove(buf, buf + start, len - start);
+    return len - start;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Streams buildah's output into the log until it ends; kills it when the
+ * build must stop (SIGTERM to buildah, then every task of the group). */
+static int follow(struct bb_job *j, struct child *c, struct sb_cgroup *cg,
+                  struct progress *pg, char *why, size_t whylen)
+{
+    char buf[LINE_MAX_LEN + 1];
+    size_t have = 0;
+    int64_t term_at = 0;
+    int killed = 0;
+
+    for (;;) {
+        struct pollfd p = {.fd = c->out, .events = POLLIN};
+        int pr = poll(&p, 1, 200);
+        ssize_t r;
+
+        if (!term_at && j->should_stop(j->ctx, why, whylen)) {
+            kill(-c->pid, SIGTERM);
+            term_at = mono_ms();
+        }
+        if (term_at && !killed && mono_ms() - term_at > TERM_GRACE_MS) {
+            sb_cg_kill_all(cg, 5000);
+            killed = 1;
+        }
+        if (pr <= 0)
+            continue;
+        r = read(c->out, buf + have, sizeof(buf) - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have = lines_of(j, pg, buf, have + (size_t)r, 0);
+    }
+    lines_of(j, pg, buf, have, 1);
+    close(c->out);
+    if (term_at) {
+        sb_cg_kill_all(cg, 5000); /* RUN steps buildah left */
+        j->killed = 1;
+    }
+    return reap(c->pid);
+}
+
+/* ------------------------------------------------------------- results */
+
+static cJSON *read_json(const char *path)
+{
+    char *text = util_read_file(path, 64u << 20, NULL);
+    cJSON *j = text != NULL ? cJSON_Parse(text) : NULL;
+
+    free(text);
+    return j;
+}
+
+/* The top layer of the image named name in the store at root. */
+static char *top_layer(const char *root, const char *name)
+{
+    char *path = NULL;
+    cJSON *images = NULL;
+    const cJSON *im = NULL;
+    char *out = NULL;
+
+    if (asprintf(&path, "%s/overlay-images/images.json", root) < 0)
+        return NULL;
+    images = read_json(path);
+    cJSON_ArrayForEach(im, images)
+    {
+        const cJSON *n = NULL;
+
+        cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(im, "names"))
+        {
+            const char *layer = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(im, "layer"));
+
+            if (out == NULL && layer != NULL && cJSON_IsString(n) &&
+                strcmp(n->valuestring, name) == 0)
+                out = strdup(layer);
+        }
+    }
+    cJSON_Delete(images);
+    free(path);
+    return out;
+}
+
+static const char *parent_of(const cJSON *layers, const char *id)
+{
+    const cJSON *l = NULL;
+
+    cJSON_ArrayForEach(l, layers)
+    {
+        const char *lid =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "id"));
+
+        if (lid != NULL && strcmp(lid, id) == 0)
+            return cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(l, "parent"));
+    }
+    return NULL;
+}
+
+/* Copies the build's new layer (top of the image, above the final FROM's
+ * image) into <dir>/layer with ids moved into the layer owner's range. */
+static int keep_layer(struct bb_job *j, const char *image, const char *from,
+                      char *err, size_t errlen)
+{
+    char *root = NULL;
+    char *shared = NULL;
+    char *path = NULL;
+    char *top = NULL;
+    char *base = NULL;
+    char *dst = NULL;
+    cJSON *layers = NULL;
+    const char *parent = NULL;
+    int rc = -1;
+
+    if (asprintf(&root, "%s/buildah/storage", j->state_dir) < 0 ||
+        asprintf(&shared, "%s/buildah/storage", image_cache()) < 0 ||
+        asprintf(&path, "%s/overlay-layers/layers.json", root) < 0 ||
+        asprintf(&dst, "%s/layer", j->dir) < 0)
+        goto out;
+    top = top_layer(root, image);
+    base = top_layer(root, from);
+    if (base == NULL)
+        base = top_layer(shared, from);
+    layers = read_json(path);
+    if (top == NULL || base == NULL || layers == NULL) {
+        snprintf(err, errlen, "cannot find the built image's layers in %s",
+                 root);
+        goto out;
+    }
+    util_rmtree(dst);
+    if (strcmp(top, base) == 0) { /* nothing changed on disk */
+        rc = mkdir(dst, 0755) == 0 ? 0 : -1;
+        goto out;
+    }
+    parent = parent_of(layers, top);
+    if (parent == NULL || strcmp(parent, base) != 0) {
+        snprintf(err, errlen,
+                 "the built image has more than one new layer: a final stage "
+                 "FROM an earlier stage is not supported; FROM an image or "
+                 "blueprint in the final "
+                 "stage and COPY --from the earlier ones");
+        goto out;
+    }
+    free(path);
+    if (asprintf(&path, "%s/overlay/%s/diff", root, top) < 0) {
+        path = NULL;
+        goto out;
+    }
+    rc = layers_import(path, dst, err, errlen);
+out:
+    free(root);
+    free(shared);
+    free(path);
+    free(top);
+    free(base);
+    free(dst);
+    cJSON_Delete(layers);
+    return rc;
+}
+
+/* The built image's config: Env (without the default PATH), WorkingDir,
+ * User, Entrypoint, Cmd into the record fields. */
+static int keep_config(struct bb_job *j, const char *image, char *err,
+                       size_t errlen)
+{
+    const char *words[] = {"inspect", "--type", "image", image, NULL};
+    char *out = NULL;
+    cJSON *doc = NULL;
+    const cJSON *cfg = NULL;
+    const cJSON *it = NULL;
+    cJSON *env = cJSON_CreateObject();
+    int rc = -1;
+
+    if (store_cmd(j->state_dir, words, &out) != 0 || out == NULL ||
+        (doc = cJSON_Parse(out)) == NULL) {
+        snprintf(err, errlen, "buildah inspect of the built image failed");
+        goto out;
+    }
+    cfg = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(doc, "OCIv1"), "config");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cfg, "Env"))
+    {
+        const char *kv = cJSON_GetStringValue(it);
+        const char *eq = kv != NULL ? strchr(kv, '=') : NULL;
+        char *key = NULL;
+
+        if (eq == NULL || strcmp(kv, DEFAULT_PATH) == 0)
+            continue;
+        key = strndup(kv, (size_t)(eq - kv));
+        if (key != NULL)
+            cJSON_AddStringToObject(env, key, eq + 1);
+        free(key);
+    }
+    cJSON_AddItemToObject(j->record, "env", env);
+    env = NULL;
+    cJSON_AddItemToObject(j->record, "image_config",
+                          cfg != NULL ? cJSON_Duplicate(cfg, 1)
+                                      : cJSON_CreateObject());
+    rc = 0;
+out:
+    cJSON_Delete(env);
+    cJSON_Delete(doc);
+    free(out);
+    return rc;
+}
+
+/* -------------------------------------------------------------- build */
+
+static void fail_message(struct bb_job *j, const struct progress *pg,
+                         const char *why, uint64_t ooms)
+{
+    char detail[512];
+    char where[LINE_MAX_LEN];
+    const struct bd_step *st = pg->cur >= 0 ? &pg->df->steps[pg->cur] : NULL;
+    int i;
+
+    if (why[0] != '\0')
+        snprintf(detail, sizeof(detail), "%s", why);
+    else if (ooms > 0)
+        snprintf(detail, sizeof(detail),
+                 "killed for memory: a build may use %.3g GiB "
+                 "(RLMCP_BUILD_MEMORY_GB)",
+                 j->memory_gb);
+    else if (pg->exit_status >= 0)
+        snprintf(detail, sizeof(detail), "command exited with code %d",
+                 pg->exit_status);
+    else
+        snprintf(detail, sizeof(detail), "buildah failed");
+    if (st == NULL)
+        snprintf(where, sizeof(where), "the build failed");
+    else if (st->setup > 0)
+        snprintf(where, sizeof(where),
+                 "step %d/%d: system_setup_commands[%d] %s failed",
+                 st->user_step, pg->df->user_steps, st->setup - 1,
+                 st->text + 4);
+    else if (st->line > 0 && st->user_step > 0)
+        snprintf(where, sizeof(where),
+                 "step %d/%d (Dockerfile line %d): %s failed", st->user_step,
+                 pg->df->user_steps, st->line, st->text);
+    else if (st->line > 0)
+        snprintf(where, sizeof(where), "Dockerfile line %d: %s failed",
+                 st->line, st->text);
+    else
+        snprintf(where, sizeof(where), "%s failed", st->text);
+    jlog(j, "error", "%s: %s", where, detail);
+    if (pg->tail_n > 0 && why[0] == '\0') {
+        int n = pg->tail_n < TAIL_LINES ? pg->tail_n : TAIL_LINES;
+
+        jlog(j, "error", "the last %d lines of output:", n);
+        for (i = pg->tail_n - n; i < pg->tail_n; i++)
+            jlog(j, "error", "  %s", pg->tail[i % TAIL_LINES]);
+    }
+}
+
+static size_t build_args(struct bb_job *j, char **argv, size_t n, size_t max,
+                         char **owned, size_t *n_owned)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(
+        it, cJSON_GetObjectItemCaseSensitive(j->params, "build_args"))
+    {
+        char *kv = NULL;
+
+        if (n + 2 >= max || !cJSON_IsString(it) ||
+            asprintf(&kv, "%s=%s", it->string, it->valuestring) < 0)
+            continue;
+        owned[(*n_owned)++] = kv;
+        argv[n++] = "--build-arg";
+        argv[n++] = kv;
+    }
+    return n;
+}
+
+/* The limits' cgroup for buildah and its RUN steps (-1 with err). */
+static int make_group(struct bb_job *j, struct sb_cgroup *cg, int fds[SB_CG_N],
+                      char *err, size_t errlen)
+{
+    struct sb_limits lim;
+    int i;
+
+    memset(&lim, 0, sizeof(lim));
+    lim.memory_bytes = (uint64_t)(j->memory_gb * 1073741824.0);
+    lim.cpu_millis = (uint32_t)(j->cpus * 1000.0);
+    sandbox_purge(j->id);
+    if (sb_cg_create(cg, j->id, &lim, err, errlen) != 0)
+        return -1;
+    for (i = 0; i < SB_CG_N; i++)
+        fds[i] = -1;
+    return sb_cg_open_procs(cg, fds) == 0 ? 0 : -1;
+}
+
+int bb_run(struct bb_job *j)
+{
+    struct names nm;
+    struct bd_out df;
+    struct progress pg;
+    struct sb_cgroup cg;
+    struct child c;
+    char err[1024] = "";
+    char why[512] = "";
+    char *argv[160];
+    char *owned[80];
+    char *store[3] = {NULL, NULL, NULL};
+    char *tmp = NULL;
+    char *tag = NULL;
+    char cpus[64] = "";
+    cpu_set_t set;
+    int fds[SB_CG_N];
+    size_t n, n_owned = 0, i;
+    const cJSON *what = NULL;
+    int status;
+    int rc = -1;
+
+    memset(&nm, 0, sizeof(nm));
+    memset(&df, 0, sizeof(df));
+    memset(&cg, 0, sizeof(cg));
+    memset(&pg, 0, sizeof(pg));
+    for (i = 0; i < SB_CG_N; i++)
+        fds[i] = -1;
+    nm.resolved = cJSON_CreateObject();
+    j->record = cJSON_CreateObject();
+    jlog(j, "info", "builder: buildah (%s)", "buildah build --runtime runc");
+    if (bd_prepare(j->params, resolve, &nm, &df, err, sizeof(err)) != 0) {
+        jlog(j, "error", "Dockerfile %s", err);
+        goto out;
+    }
+    if (write_context(j, &df, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    if (make_group(j, &cg, fds, err, sizeof(err)) != 0) {
+        jlog(j, "error", "the build's cgroup: %s", err);
+        goto out;
+    }
+    if (asprintf(&tag, BLUEPRINT_REPO "%s", j->id) < 0 ||
+        (tmp = tmpdir_of(j->state_dir)) == NULL)
+        goto out;
+    n = store_args(j->state_dir, argv, store);
+    argv[n++] = "build";
+    argv[n++] = "--runtime";
+    argv[n++] = sb_rt.runc_path;
+    argv[n++] = "--cgroup-manager";
+    argv[n++] = "cgroupfs";
+    argv[n++] = "--cgroup-parent";
+    if (asprintf(&owned[n_owned], "/%s/%s", sb_rt.cgroup_name, j->id) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    if (sb_cpu_pick(j->id, (uint32_t)(j->cpus * 1000.0), &set)) {
+        sb_cpu_list(&set, cpus, sizeof(cpus));
+        argv[n++] = "--cpuset-cpus";
+        argv[n++] = cpus;
+    }
+    argv[n++] = "--layers=false";
+    argv[n++] = "--pull=never";
+    argv[n++] = "--format=oci";
+    argv[n++] = "-t";
+    argv[n++] = tag;
+    argv[n++] = "-f";
+    if (asprintf(&owned[n_owned], "%s/build/Dockerfile", j->dir) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    n = build_args(j, argv, n, 150, owned, &n_owned);
+    if (asprintf(&owned[n_owned], "%s/build/context", j->dir) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    argv[n] = NULL;
+    pg.df = &df;
+    pg.cur = -1;
+    pg.exit_status = -1;
+    if (spawn(argv, fds, tmp, &c, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    status = follow(j, &c, &cg, &pg, why, sizeof(why));
+    if (status != 0 || why[0] != '\0') {
+        fail_message(j, &pg, why, sb_cg_oom_kills(&cg));
+        goto out;
+    }
+    what = cJSON_GetObjectItemCaseSensitive(nm.resolved, df.final_from);
+    if (keep_layer(j, tag, df.final_from, err, sizeof(err)) != 0 ||
+        keep_config(j, tag, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    cJSON_AddStringToObject(j->record, "builder", "buildah");
+    cJSON_AddStringToObject(j->record, "buildah_image", tag);
+    cJSON_AddStringToObject(
+        j->record, "image",
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(what, "image"))
+            ?: images_default());
+    if (cJSON_GetObjectItemCaseSensitive(what, "blueprint") != NULL)
+        cJSON_AddStringToObject(
+            j->record, "base_blueprint_id",
+            cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(what, "blueprint")));
+    rc = 0;
+out:
+    for (i = 0; i < SB_CG_N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    sb_cg_kill_all(&cg, 5000);
+    sb_cg_remove(&cg);
+    sandbox_purge(j->id); /* the groups runc made in the other controllers */
+    for (i = 0; i < n_owned; i++)
+        free(owned[i]);
+    for (i = 0; i < 3; i++)
+        free(store[i]);
+    if (rc != 0 && tag != NULL) {
+        const char *words[] = {"rmi", tag, NULL};
+
+        store_cmd(j->state_dir, words, NULL);
+    }
+    free(tag);
+    free(tmp);
+    bd_free(&df);
+    cJSON_Delete(nm.resolved);
+    return rc;
+}
+
+void bb_job_free(struct bb_job *j)
+{
+    cJSON_Delete(j->record);
+    j->record = NULL;
+}

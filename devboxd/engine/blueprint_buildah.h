@@ -1,0 +1,46 @@
+/* Blueprint builds by buildah (the default builder under runc): the
+ * Dockerfile (buildah_dockerfile.h) is built with `buildah build --runtime
+ * runc` in a store under the state dir (<state>/buildah), FROM the
+ * engine's images imported once per machine (devboxd-buildah-base) or
+ * other blueprints' images; the build's new layer becomes the blueprint's
+ * layer and its image config (ENV, WORKDIR, USER, ENTRYPOINT) its record's.
+ * Memory, CPU and process limits hold for buildah and every RUN step: all
+ * run in the build's own cgroup. */
+#ifndef DEVBOXD_BLUEPRINT_BUILDAH_H
+#define DEVBOXD_BLUEPRINT_BUILDAH_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+struct bb_job {
+    const char *id;  /* bpt_... */
+    const char *dir; /* <state>/blueprints/<id> */
+    const char *state_dir;
+    const cJSON *params; /* the create body */
+    double memory_gb;
+    double cpus;
+    /* Logs one line; says (1, err set) when the build must stop now. */
+    void (*log)(void *ctx, const char *level, const char *msg);
+    int (*should_stop)(void *ctx, char *err, size_t errlen);
+    void *ctx;
+    /* Results, owned by the job (bb_job_free). */
+    cJSON *record; /* fields for the record: layers, env, image, ... */
+    int killed;    /* buildah was killed: its store needs bb_cleanup */
+};
+
+/* Whether blueprints build with buildah: RLMCP_BUILDER=buildah (needs the
+ * runc runtime on an image); the default is still the native builder. */
+int bb_enabled(void);
+/* Checks a create body's Dockerfile, FROM names and file_mounts without
+ * building: 0, or -1 with err (a 400). Not under the registry lock. */
+int bb_check(const cJSON *params, char *err, size_t errlen);
+/* Builds; 0 with job->record set, or -1 after logging why. */
+int bb_run(struct bb_job *job);
+void bb_job_free(struct bb_job *job);
+/* Removes buildah's working containers and their mounts from the state
+ * dir's store (no build may run meanwhile). */
+void bb_cleanup(const char *state_dir);
+/* Forgets a deleted blueprint's image. */
+void bb_forget(const char *state_dir, const cJSON *rec);
+
+#endif

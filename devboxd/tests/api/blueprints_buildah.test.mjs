@@ -1,0 +1,138 @@
+// Dockerfile blueprints built by buildah (`buildah build --runtime runc`),
+// through the official Runloop SDK against a real devboxd: RUN as root
+// outside the home, ENV, ARG with build_args, WORKDIR, USER, COPY from
+// file_mounts, heredoc RUN and COPY, ENTRYPOINT, FROM Runloop's public
+// universal name and FROM another blueprint; a devbox from the blueprint
+// sees the files, ENV and WORKDIR; bad input (a syntax error, an unknown
+// FROM, a context path that escapes) is a 400 naming what to change; a
+// failed step is named with its exit status and the output's tail.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
+
+let client;
+useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
+
+async function run(id, command) {
+  const r = await client.devboxes.executeAndAwaitCompletion(id, { command });
+  return { code: r.exit_status, out: r.stdout, err: r.stderr };
+}
+
+// The first build imports the engine's image into buildah once per machine.
+async function settled(id) {
+  return waitFor(async () => {
+    const b = await client.blueprints.retrieve(id);
+    return ['build_complete', 'failed'].includes(b.status) ? b : null;
+  }, { timeoutMs: 540000, stepMs: 200, what: `blueprint ${id}` });
+}
+
+async function logText(id) {
+  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+}
+
+describe('blueprints built by buildah', () => {
+  let base;
+
+  test('a real Dockerfile: RUN as root, ENV, ARG, WORKDIR, USER, COPY, heredocs', async () => {
+    const b = await client.blueprints.create({
+      name: 'bh-base',
+      dockerfile: [
+        'FROM runloop:runloop/starter-x86_64',
+        'ARG GREETING=hi',
+        'RUN mkdir -p /opt/acc && echo hi > /opt/acc/f && rm -f /etc/motd',
+        'ENV APP_MODE="local dev" \\',
+        '    GREETING_SEEN=$GREETING',
+        'RUN <<EOF',
+        'set -e',
+        "echo 'from a heredoc' > /opt/acc/heredoc.txt",
+        'echo "$GREETING" > /opt/acc/greeting.txt',
+        'EOF',
+        'COPY <<EOF /opt/acc/inline.txt',
+        'inline file',
+        'EOF',
+        'COPY config.json /opt/acc/conf/',
+        'COPY etc/app/app.conf /opt/acc/app.conf',
+        'RUN useradd -m -u 1500 builder && chown -R user:user /opt/acc',
+        'WORKDIR /opt/acc',
+        'USER user',
+        'RUN id -un > whoami.txt && pwd > pwd.txt',
+        'ENTRYPOINT ["/bin/bash"]',
+      ].join('\n'),
+      file_mounts: { '/etc/app/config.json': '{"k": 1}\n', '/etc/app/app.conf': 'x=1\n' },
+      build_args: { GREETING: 'hello' },
+      system_setup_commands: ['echo setup > ~/setup.txt'],
+    });
+    const done = await settled(b.id);
+    const logs = await logText(b.id);
+    assert.equal(done.status, 'build_complete', logs);
+    assert.match(logs, /builder: buildah/);
+    assert.match(logs, /Step 1\/\d+: ARG GREETING=hi/);
+    base = done;
+
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+    const r = await run(box.id, 'cat /opt/acc/f /opt/acc/heredoc.txt /opt/acc/greeting.txt ' +
+      '/opt/acc/inline.txt /opt/acc/conf/config.json /opt/acc/app.conf /etc/app/config.json ' +
+      '/opt/acc/whoami.txt /opt/acc/pwd.txt ~/setup.txt; echo "$APP_MODE|$GREETING_SEEN"; ' +
+      'test -e /etc/motd && echo motd-still-there; id -u builder; stat -c %U ~/setup.txt');
+    assert.equal(r.out, 'hi\nfrom a heredoc\nhello\ninline file\n{"k": 1}\nx=1\n{"k": 1}\n' +
+      'user\n/opt/acc\nsetup\nlocal dev|hello\n1500\nuser\n', r.err);
+    await client.devboxes.shutdown(box.id);
+  });
+
+  test('FROM another blueprint and FROM runloop/universal', async () => {
+    const child = await client.blueprints.create({ name: 'bh-child',
+      dockerfile: 'FROM bh-base\nRUN echo child > /opt/acc/child.txt\n' });
+    const done = await settled(child.id);
+    assert.equal(done.status, 'build_complete', await logText(child.id));
+    assert.equal(done.base_blueprint_id, base.id);
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: child.id });
+    const r = await run(box.id, 'cat /opt/acc/f /opt/acc/child.txt; echo "$APP_MODE"');
+    assert.equal(r.out, 'hi\nchild\nlocal dev\n', r.err);
+    await client.devboxes.shutdown(box.id);
+    await rejectsWith(assert, client.blueprints.delete(base.id), 400, new RegExp(`in use by ${child.id}`));
+
+    const uni = await client.blueprints.create({ name: 'bh-universal',
+      dockerfile: 'FROM runloop/universal-ubuntu-24.04-x86_64\nRUN go version > /opt/go-version\n' });
+    const u = await settled(uni.id);
+    assert.equal(u.status, 'build_complete', await logText(uni.id));
+    const ubox = await client.devboxes.createAndAwaitRunning({ blueprint_id: uni.id });
+    const ur = await run(ubox.id, 'cat /opt/go-version; command -v cargo');
+    assert.match(ur.out, /^go version go.*\n.*cargo\n$/, ur.err);
+    await client.devboxes.shutdown(ubox.id);
+    await client.blueprints.delete(child.id);
+    await client.blueprints.delete(uni.id);
+  });
+
+  test('a failing step names its line, its exit status and the output tail', async () => {
+    const b = await client.blueprints.create({ name: 'bh-fails',
+      dockerfile: 'FROM runloop/starter-x86_64\nRUN true\nRUN echo about-to-fail; exit 7\nRUN echo never\n' });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'failed');
+    const logs = await logText(b.id);
+    assert.match(logs, /error: step 2\/3 \(Dockerfile line 3\): RUN echo about-to-fail; exit 7 failed: command exited with code 7/, logs);
+    assert.match(logs, /error: {3}about-to-fail/);
+    assert.doesNotMatch(logs, /never\n/);
+  });
+
+  test('bad input is a 400 naming what to change', async () => {
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop/starter-x86_64\nRUN true\nFROWN x\n' }), 400, /line 3: unknown instruction "FROWN"/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM python:3.12\n' }), 400, /line 1: FROM python:3\.12: no image or built blueprint of that name/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop:no-such-blueprint\n' }), 400, /FROM runloop:no-such-blueprint/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop/starter-x86_64\nCOPY ../../etc/shadow /tmp/\n' }), 400,
+    /line 2: COPY source "\.\.\/\.\.\/etc\/shadow" is outside the build context/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop/starter-x86_64\nCOPY ["a/../../x", "/tmp/"]\n' }), 400, /outside the build context/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      file_mounts: { '/../../etc/passwd': 'x' } }), 400, /leaves the build context/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'RUN true\n' }), 400, /line 1: RUN before FROM/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop/starter-x86_64\nRUN <<EOF\necho never closed\n' }), 400, /line 2: heredoc <<EOF is not closed/);
+    await rejectsWith(assert, client.blueprints.create({ name: 'x',
+      dockerfile: 'FROM runloop/arm64-thing\n' }), 400, /runloop\/arm64-thing/);
+  });
+});
