@@ -40,7 +40,10 @@ int bb_enabled(void)
 {
     const char *b = getenv("RLMCP_BUILDER");
 
-    return b != NULL && strcmp(b, "buildah") == 0;
+    /* Blueprints of the bubblewrap runtime or the host image have no image
+     * to build FROM: the native builder builds those. */
+    return b != NULL && strcmp(b, "buildah") == 0 && sb_rt.use_runc &&
+           strcmp(images_default(), "host") != 0;
 }
 
 static const char *image_cache(void)

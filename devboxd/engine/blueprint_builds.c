@@ -1227,8 +1227,12 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     if (check_create(body, err, errlen) != 0)
         return 400;
     if (bb_enabled()) {
-        layers_lock(eng); /* loads the records first */
+        /* An unknown base_blueprint_id stays a 404. */
+        layers_lock(eng);
+        status = resolve_base_locked(body, &base, err, errlen);
         layers_unlock();
+        if (status != 0)
+            return status;
         if (bb_check(body, err, errlen) != 0)
             return 400;
     }

@@ -5,6 +5,7 @@
 // cgroup the killed devboxd left frozen) boots again without the old
 // command's process.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -13,8 +14,11 @@ import { Devboxd, waitFor } from './devboxd.mjs';
 // Both runtimes: under bubblewrap a killed devboxd leaves the build's
 // cgroups behind; under runc (the default) runc removes a build's groups
 // itself, but the devbox's processes live on in its groups.
+// With the buildah builder, buildah's working container and its mount are
+// left too, and go at the restart.
 const runtimes = [
   ['runc on the starter image', {}],
+  ['runc, the buildah builder', { RLMCP_BUILDER: 'buildah' }],
   ['bubblewrap on the host /usr', { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' }],
 ];
 
@@ -30,6 +34,14 @@ const procsIn = (id) => {
 };
 const mountsUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
   .filter((l) => l.split(' ')[4]?.startsWith(dir));
+
+// buildah's working containers in a state dir's store.
+const buildahContainers = (stateDir) => {
+  const root = path.join(stateDir, 'buildah');
+  if (!existsSync(path.join(root, 'storage'))) return [];
+  return execFileSync('buildah', ['--root', path.join(root, 'storage'), '--runroot', path.join(root, 'run'),
+    '--storage-driver', 'overlay', 'containers', '-q'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+};
 
 for (const [name, env] of runtimes) {
 test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing behind after a restart`, async (t) => {
@@ -59,6 +71,11 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   const partial = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
   assert.ok(groups(bp.id).length > 0 || procsIn(box.id).includes('sleep 3600'),
     'the killed devboxd left neither the build\'s cgroups nor the devbox\'s processes (nothing to prove)');
+  const buildah = env.RLMCP_BUILDER === 'buildah';
+  if (buildah) {
+    assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
+    assert.ok(buildahContainers(engine.stateDir).length > 0, 'buildah left no working container (nothing to prove)');
+  }
 
   await engine.start();
   client = engine.client();
@@ -68,6 +85,11 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   assert.match(log, /devboxd restarted during the build/);
   assert.deepEqual(groups(bp.id), [], 'cgroups of the interrupted build remain');
   assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'blueprints', bp.id)), []);
+  if (buildah) {
+    assert.deepEqual(buildahContainers(engine.stateDir), [], 'buildah working containers remain');
+    assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'buildah')), [], 'buildah mounts remain');
+    assert.equal(existsSync(path.join(engine.stateDir, 'blueprints', bp.id, 'build')), false);
+  }
 
   const s = await client.devboxes.diskSnapshots.queryStatus(snap.id);
   assert.equal(s.status, 'error', JSON.stringify(s));
