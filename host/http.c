@@ -1339,6 +1339,8 @@ static bool wants_sse(const char *method, bool stateless)
     if (method != NULL && stateless &&
         strcmp(method, "subscriptions/listen") == 0)
         return true; /* 2025-11-25 answers it -32601, as JSON */
+    if (method != NULL && !stateless && strcmp(method, "tasks/result") == 0)
+        return true; /* asks what the task waits for (tasks_input.c) */
     return method != NULL && (strcmp(method, "tools/call") == 0 ||
                               strcmp(method, "resources/read") == 0 ||
                               strcmp(method, "prompts/get") == 0);

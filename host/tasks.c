@@ -36,6 +36,7 @@
 #include "mrtr.h"
 #include "registry.h"
 #include "revision.h"
+#include "schema.h"
 
 #define KEY_BYTES DIGEST_BYTES
 #define ID_PREFIX "rt1."
@@ -487,6 +488,9 @@ struct task_sink {
     char caller[65];
     char *id;         /* the task id (START: made from the answer) */
     const char *tool; /* START: the registered name */
+    /* The tool (lives in the call's deployment, as long as the call). */
+    const struct tool_entry *entry;
+    char why[768]; /* an error message made for this answer */
     long long created_ms;
     long long ttl_ms;
 };
@@ -553,6 +557,24 @@ static bool unreadable_code(const char *code)
 }
 
 /*
+ * Statuses of work still going on: an execution's, and the backend's
+ * builds' and snapshots' (plugin.h rlmcp_task_def).
+ */
+static bool working_status(const char *st)
+{
+    static const char *const names[] = {
+        "queued", "running", "in_progress", "provisioning", "building",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(*names); i++) {
+        if (strcmp(st, names[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
  * A task status from a get or wait op's CallToolResult (plugin.h
  * rlmcp_task_def); NULL when the op could not read the state now.
  */
@@ -577,8 +599,7 @@ static const char *status_of(const cJSON *result)
     }
     if (!cJSON_IsString(st))
         return "completed";
-    if (strcmp(st->valuestring, "running") == 0 ||
-        strcmp(st->valuestring, "queued") == 0)
+    if (working_status(st->valuestring))
         return "working";
     if (strcmp(st->valuestring, "input_required") == 0)
         return "input_required";
@@ -613,6 +634,35 @@ static char *failure_message(const cJSON *result)
     out = strdup(cJSON_IsString(em) ? em->valuestring : error_text(result));
     cJSON_Delete(e);
     return out;
+}
+
+/*
+ * A completed task's result is the tool's own: it must match the tool's
+ * outputSchema. Status reads before it (a build's "building", a failure's
+ * message) are not the tool's result and are not checked.
+ */
+static bool final_ok(const struct task_sink *ts, const cJSON *result, int *code,
+                     const char **msg)
+{
+    const cJSON *sc =
+        cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    char err[512] = "no structured result (result_json)";
+
+    if (ts->entry == NULL || ts->entry->output_schema == NULL ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+        return true;
+    if (sc != NULL &&
+        schema_validate(ts->entry->output_schema, sc, "structuredContent", err,
+                        sizeof(err)) == 0)
+        return true;
+    log_msg(RLMCP_LOG_ERROR, ts->entry->plugin_name,
+            "tool '%s': its task's result does not match its outputSchema: "
+            "%s",
+            ts->entry->name, err);
+    *code = JSONRPC_INTERNAL_ERROR;
+    *msg = "the task's result does not match the tool's outputSchema; "
+           "details are in the server log";
+    return false;
 }
 
 static cJSON *answer_start(struct task_sink *ts, cJSON *result, int *code,
@@ -701,6 +751,8 @@ static cJSON *answer_get(struct task_sink *ts, cJSON *result, int *code,
         unreadable(result, code, msg);
         return NULL;
     }
+    if (strcmp(status, "completed") == 0 && !final_ok(ts, result, code, msg))
+        return NULL;
     if (strcmp(status, "failed") == 0)
         message = failure_message(result);
     out = cJSON_CreateObject();
@@ -738,18 +790,27 @@ static cJSON *answer_result(struct task_sink *ts, cJSON *result, int *code,
     }
     seen_note(ts->id, ts->caller, ts->created_ms, ts->ttl_ms, status);
     if (strcmp(status, "input_required") == 0) {
+        /* Left by tasks_input_result: the client cannot be asked. */
         *code = JSONRPC_INVALID_PARAMS;
-        *msg = "the task waits for input this revision cannot ask for "
-               "through tasks/result; use MCP 2026-07-28 (tasks/get shows "
-               "the input requests, tasks/update answers them)";
+        *msg = "the task waits for input this client cannot give: it did "
+               "not declare the capability (elicitation or sampling) in "
+               "initialize, or the tool takes no answers; reconnect "
+               "declaring it and call tasks/result again";
         return NULL;
     }
     if (strcmp(status, "failed") == 0 &&
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))) {
+        char *why = failure_message(result);
+
+        snprintf(ts->why, sizeof(ts->why), "the task failed: %s",
+                 why != NULL ? why : "its work broke");
+        free(why);
         *code = JSONRPC_INTERNAL_ERROR;
-        *msg = "the task failed: its work broke; tasks/get says why";
+        *msg = ts->why;
         return NULL;
     }
+    if (strcmp(status, "completed") == 0 && !final_ok(ts, result, code, msg))
+        return NULL;
     if (!terminal(status)) {
         *code = JSONRPC_INTERNAL_ERROR;
         *msg = "the task is still working after the longest wait; call "
@@ -764,6 +825,35 @@ static cJSON *answer_result(struct task_sink *ts, cJSON *result, int *code,
     return cJSON_Duplicate(result, true);
 }
 
+/* A cancel op's refusal with code conflict: this work cannot be stopped. */
+static bool cannot_stop(const cJSON *result)
+{
+    cJSON *e = NULL;
+    const cJSON *code = NULL;
+    bool yes = false;
+
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+        return false;
+    e = error_object(result);
+    code = cJSON_GetObjectItemCaseSensitive(e, "code");
+    yes = cJSON_IsString(code) && strcmp(code->valuestring, "conflict") == 0;
+    cJSON_Delete(e);
+    return yes;
+}
+
+static void cancel_refusal(struct task_sink *ts, const cJSON *result)
+{
+    cJSON *e = error_object(result);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "remedy");
+
+    snprintf(ts->why, sizeof(ts->why), "this task cannot be cancelled: %s%s%s",
+             cJSON_IsString(m) ? m->valuestring : "its work cannot be stopped",
+             cJSON_IsString(r) ? " " : "",
+             cJSON_IsString(r) ? r->valuestring : "");
+    cJSON_Delete(e);
+}
+
 static cJSON *answer_cancel(struct task_sink *ts, cJSON *result, int *code,
                             const char **msg)
 {
@@ -774,7 +864,18 @@ static cJSON *answer_cancel(struct task_sink *ts, cJSON *result, int *code,
     const char *status = status_of(result);
     cJSON *out = NULL;
 
-    if (status == NULL || strcmp(status, "failed") == 0 ||
+    if (cannot_stop(result)) {
+        /* The work runs to its end: 2026-07-28 cancels cooperatively (an
+         * ack, the task ends as it ends); 2025-11-25 would have it
+         * cancelled at once, which it will not be. */
+        if (ts->stateless)
+            return cJSON_CreateObject();
+        cancel_refusal(ts, result);
+        *code = JSONRPC_INVALID_PARAMS;
+        *msg = ts->why;
+        return NULL;
+    }
+    if (status == NULL || (!already && strcmp(status, "failed") == 0) ||
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))) {
         /* The stop could not be confirmed: say so, never "cancelled". */
         *code = JSONRPC_INTERNAL_ERROR;
@@ -852,14 +953,33 @@ out:
     return text;
 }
 
+/* A server-to-client request, or the notice that one was given up. */
+static bool to_client(const char *json, size_t len)
+{
+    cJSON *msg = json != NULL ? cJSON_ParseWithLength(json, len) : NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    bool yes = false;
+
+    if (cJSON_IsString(m))
+        yes = cJSON_GetObjectItemCaseSensitive(msg, "id") != NULL ||
+              strcmp(m->valuestring, "notifications/cancelled") == 0;
+    cJSON_Delete(msg);
+    return yes;
+}
+
 static void ts_send(struct mcp_sink *sink, const char *json, size_t len,
                     bool final)
 {
     struct task_sink *ts = (struct task_sink *)sink;
     char *text = NULL;
 
-    if (!final)
-        return; /* an op's progress and logs are not the task's */
+    if (!final) {
+        /* An op's progress and logs are not the task's; what tasks/result
+         * asks the client (tasks_input.c) is. */
+        if (ts->op == OP_RESULT && to_client(json, len))
+            ts->inner->send(ts->inner, json, len, false);
+        return;
+    }
     if (json != NULL)
         text = transform(ts, json, len);
     if (text != NULL)
@@ -915,6 +1035,7 @@ static void run_op(const struct tasks_req *q, struct task_sink *ts,
     c->args_len = strlen(args);
     c->op = op;
     c->op_unchecked = unchecked;
+    c->task_id = ts->id;
     c->timeout_ms = timeout_ms;
     mcp_enqueue_call(q->d, q->s, c);
 }
@@ -982,6 +1103,7 @@ void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
         return;
     }
     ts->tool = t->original_name;
+    ts->entry = t;
     ts->created_ms = now_ms();
     ts->ttl_ms = ttl_ms;
     run_op(q, ts, t, t->task.start, args, t->timeout_ms, true, q->mrtr);
@@ -1049,7 +1171,8 @@ static void task_op(const struct tasks_req *q, enum task_op op)
         timeout_ms = ref.tool->timeout_ms;
         break;
     case OP_RESULT:
-        fn = ref.tool->task.wait;
+        /* 2025-11-25 asks the client what the work waits for on the way. */
+        fn = q->stateless ? ref.tool->task.wait : tasks_input_result;
         timeout_ms = 0; /* blocks until the work ends (spec) */
         break;
     case OP_UPDATE:
@@ -1078,9 +1201,10 @@ static void task_op(const struct tasks_req *q, enum task_op op)
     }
     ts->created_ms = ref.created_ms;
     ts->ttl_ms = ref.ttl_ms;
+    ts->entry = ref.tool;
     cJSON_Delete(ref.handle);
-    run_op(q, ts, ref.tool, fn, args, timeout_ms,
-           op == OP_CANCEL || op == OP_UPDATE, NULL);
+    /* A completed task's result is checked in the answer, not here. */
+    run_op(q, ts, ref.tool, fn, args, timeout_ms, true, NULL);
 }
 
 /* tasks/list (2025-11-25): the tasks this process saw for this caller. */

@@ -23,6 +23,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "rlmcp/plugin.h"
+
 #define TASKS_EXTENSION "io.modelcontextprotocol/tasks"
 #define TASKS_RELATED_META "io.modelcontextprotocol/related-task"
 
@@ -86,6 +88,15 @@ bool tasks_required(const struct tool_entry *t);
  */
 void tasks_tools_call(const struct tasks_req *q, const struct tool_entry *t,
                       char *args, size_t len);
+
+/*
+ * 2025-11-25 tasks/result as a task op (tasks_input.c): the tool's wait,
+ * and while the task waits for input, its requests sent to the client
+ * (related to the task, on the tasks/result stream) and the answers handed
+ * to the tool's update op, until the task ends.
+ */
+int tasks_input_result(rlmcp_call *call, const char *args_json, size_t args_len,
+                       void *user_data);
 
 /* tasks/get, tasks/result, tasks/cancel, tasks/list, tasks/update. */
 void tasks_handle(const struct tasks_req *q, const char *method);

@@ -18,26 +18,20 @@
 #include "rlmcp_helpers.h"
 #include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
+#include "bp_internal.h"
 #include "build_log.h"
 
-struct bp {
-    const struct rlmcp_host_api *api;
-    long long wait_s;
-    long long poll_ms;
-    long long max_progress;
-};
-
-static const char *const summary_keys[] = {"id",
-                                           "name",
-                                           "status",
-                                           "state",
-                                           "create_time_ms",
-                                           "build_finish_time_ms",
-                                           "base_blueprint_id",
-                                           "failure_reason",
-                                           "is_public",
-                                           "metadata",
-                                           NULL};
+const char *const bp_summary_keys[] = {"id",
+                                       "name",
+                                       "status",
+                                       "state",
+                                       "create_time_ms",
+                                       "build_finish_time_ms",
+                                       "base_blueprint_id",
+                                       "failure_reason",
+                                       "is_public",
+                                       "metadata",
+                                       NULL};
 
 static const char *str_of(const cJSON *obj, const char *key)
 {
@@ -127,7 +121,7 @@ static int body_launch(const struct rlmcp_h *h, const cJSON *args, cJSON *body)
     return RLMCP_OK;
 }
 
-static int build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
+int bp_build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
     static const char *const maps[] = {"file_mounts", "build_args", "metadata",
                                        NULL};
@@ -267,22 +261,32 @@ static int follow_build(struct follow *f, cJSON **view_out)
     }
 }
 
-static int report_failed(struct follow *f, const cJSON *view)
+char *bp_failure_text(const char *id, const cJSON *view, const cJSON *logs)
 {
     const char *reason = str_of(view, "failure_reason");
     const char *name = str_of(view, "name");
-    char *step = bp_log_failing_step(f->logs);
-    int rc;
+    char *step = bp_log_failing_step(logs);
+    char *text = NULL;
 
-    rc = rlmcp_h_fail_remedy(
-        f->h, RLMCP_ERR_INVALID_ARGUMENT,
-        "Fix the failing step in dockerfile or system_setup_commands (the "
-        "whole log: get_blueprint_logs), then call build_blueprint again.",
-        "blueprint %s (%s) failed to build%s%s; failing step: %s", f->id,
+    text = rlmcp_h_sprintf(
+        "blueprint %s (%s) failed to build%s%s; failing step: %s", id,
         name != NULL ? name : "unnamed", reason != NULL ? ": " : "",
         reason != NULL ? reason : "",
         step != NULL ? step : "(the build log is empty)");
     free(step);
+    return text;
+}
+
+static int report_failed(struct follow *f, const cJSON *view)
+{
+    char *text = bp_failure_text(f->id, view, f->logs);
+    int rc;
+
+    if (text == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_fail_remedy(f->h, RLMCP_ERR_INVALID_ARGUMENT, BP_FAILED_REMEDY,
+                             "%s", text);
+    free(text);
     return rc;
 }
 
@@ -306,7 +310,7 @@ static int finish_build(struct follow *f, const cJSON *view)
             "build_complete or failed.",
             "blueprint_id=%s is still %s after %lld s", f->id, st,
             f->bp->wait_s);
-    res = rlmcp_h_pick(view, summary_keys);
+    res = rlmcp_h_pick(view, bp_summary_keys);
     if (res == NULL)
         return RLMCP_ENOMEM;
     cJSON_AddNumberToObject(res, "log_lines",
@@ -357,7 +361,7 @@ static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
     if (rc == RLMCP_OK)
-        rc = build_body(&h, args, &body);
+        rc = bp_build_body(&h, args, &body);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_request(&h, "POST", "/v1/blueprints", body, NULL,
                              "building a blueprint", &view);
@@ -374,7 +378,7 @@ static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = follow_and_finish(bp, &h, id);
         goto out;
     }
-    res = rlmcp_h_pick(view, summary_keys);
+    res = rlmcp_h_pick(view, bp_summary_keys);
     if (res == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
@@ -450,7 +454,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing blueprints",
                              &page);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_page_result(&h, page, "blueprints", summary_keys,
+        rc = rlmcp_h_page_result(&h, page, "blueprints", bp_summary_keys,
                                  "listing blueprints", &res);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_json(&h, res);
@@ -634,6 +638,7 @@ static int bp_config(struct bp *bp, rlmcp_plugin *self,
 static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     struct bp *bp = calloc(1, sizeof(*bp));
     int rc;
 
@@ -643,10 +648,19 @@ static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = bp_config(bp, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    /* build_blueprint may follow a build for build_wait_seconds. */
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), bp,
-                                (uint32_t)(bp->wait_s + 60) * 1000u);
+    /* build_blueprint may follow a build for build_wait_seconds, and may
+     * run as an MCP task (specs[0]). */
+    rlmcp_h_tool_def(&specs[0], bp, (uint32_t)(bp->wait_s + 60) * 1000u, false,
+                     &def);
+    def.task = &bp_task_def;
+    rc = api->register_tool(self, &def);
+    if (rc != RLMCP_OK)
+        api->set_error(self, "registering %s failed: %s", def.name,
+                       api->strerror(rc));
+    else
+        rc = rlmcp_h_register_tools(self, api, specs + 1,
+                                    sizeof(specs) / sizeof(specs[0]) - 1, bp,
+                                    (uint32_t)(bp->wait_s + 60) * 1000u);
     if (rc != RLMCP_OK)
         goto fail;
     *state_out = bp;

@@ -20,12 +20,7 @@
 #include "rlmcp_helpers.h"
 #include "schemas.h" /* schema_<file>: schemas/<file>.json, built in */
 
-struct snap {
-    const struct rlmcp_host_api *api;
-    bool sync;
-    long long wait_s;
-    long long poll_ms;
-};
+#include "sn_internal.h"
 
 static const char *const snapshot_keys[] = {"id",
                                             "name",
@@ -48,8 +43,7 @@ static const char *str_of(const cJSON *obj, const char *key)
 }
 
 /* A snapshot result: the picked view plus its status. */
-static int snapshot_result(const struct rlmcp_h *h, const cJSON *view,
-                           const char *status)
+int sn_result(const struct rlmcp_h *h, const cJSON *view, const char *status)
 {
     cJSON *res = rlmcp_h_pick(view, snapshot_keys);
     int rc;
@@ -66,10 +60,9 @@ static int snapshot_result(const struct rlmcp_h *h, const cJSON *view,
  * A request on a devbox: a failure goes through the devbox-state check so
  * a snapshot of a shut down devbox says devbox_not_running.
  */
-static int devbox_post(const struct rlmcp_h *h, const char *id,
-                       const char *path, const cJSON *body,
-                       const struct rlmcp_h_req_opts *o, const char *what,
-                       cJSON **out)
+int sn_devbox_post(const struct rlmcp_h *h, const char *id, const char *path,
+                   const cJSON *body, const struct rlmcp_h_req_opts *o,
+                   const char *what, cJSON **out)
 {
     char *msg = NULL;
     long status = 0;
@@ -89,7 +82,7 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
 /* ---- create_snapshot --------------------------------------------------------
  */
 
-static int create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
+int sn_create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
     const char *name = NULL, *msg = NULL;
     const cJSON *md = NULL;
@@ -182,7 +175,7 @@ static int finish_create(struct snap *sn, const struct rlmcp_h *h,
                             "status query without a status",
                             sid);
     if (strcmp(status, "complete") == 0)
-        return snapshot_result(h, cJSON_IsObject(final) ? final : view, status);
+        return sn_result(h, cJSON_IsObject(final) ? final : view, status);
     if (strcmp(status, "in_progress") == 0)
         return rlmcp_h_fail_remedy(
             h, RLMCP_ERR_TIMEOUT,
@@ -218,7 +211,7 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
     if (rc == RLMCP_OK)
-        rc = create_body(&h, args, &body);
+        rc = sn_create_body(&h, args, &body);
     if (rc != RLMCP_OK)
         goto out;
     /* The sync call can only wait; wait=false needs the async endpoint. */
@@ -232,7 +225,7 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     if (sn->sync && wait)
         o.timeout_ms = (uint32_t)sn->wait_s * 1000u;
-    rc = devbox_post(&h, id, path, body, &o, what, &view);
+    rc = sn_devbox_post(&h, id, path, body, &o, what, &view);
     if (rc != RLMCP_OK)
         goto out;
     sid = str_of(view, "id");
@@ -244,11 +237,11 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     if (sn->sync && wait) {
-        rc = snapshot_result(&h, view, "complete");
+        rc = sn_result(&h, view, "complete");
         goto out;
     }
     if (!wait) {
-        rc = snapshot_result(&h, view, "in_progress");
+        rc = sn_result(&h, view, "in_progress");
         goto out;
     }
     rc = poll_status(sn, &h, sid, &st);
@@ -481,6 +474,7 @@ static int sn_config(struct snap *sn, rlmcp_plugin *self,
 static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     struct snap *sn = calloc(1, sizeof(*sn));
     int rc;
 
@@ -490,10 +484,19 @@ static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     rc = sn_config(sn, self, api);
     if (rc != RLMCP_OK)
         goto fail;
-    /* create_snapshot may wait wait_seconds, plus slack. */
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), sn,
-                                (uint32_t)(sn->wait_s + 60) * 1000u);
+    /* create_snapshot may wait wait_seconds, plus slack, and may run as an
+     * MCP task (specs[0]). */
+    rlmcp_h_tool_def(&specs[0], sn, (uint32_t)(sn->wait_s + 60) * 1000u, false,
+                     &def);
+    def.task = &sn_task_def;
+    rc = api->register_tool(self, &def);
+    if (rc != RLMCP_OK)
+        api->set_error(self, "registering %s failed: %s", def.name,
+                       api->strerror(rc));
+    else
+        rc = rlmcp_h_register_tools(self, api, specs + 1,
+                                    sizeof(specs) / sizeof(specs[0]) - 1, sn,
+                                    (uint32_t)(sn->wait_s + 60) * 1000u);
     if (rc != RLMCP_OK)
         goto fail;
     *state_out = sn;

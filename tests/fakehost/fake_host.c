@@ -1115,6 +1115,28 @@ int fh_call(const char *tool, const char *args_json)
     return rc;
 }
 
+int fh_call_op(const char *tool, const char *op, const char *args_json)
+{
+    int ti = tool_index(tool);
+    const struct rlmcp_task_def *td = NULL;
+    rlmcp_tool_fn fn = NULL;
+
+    if (ti < 0 || (td = fh.tools[ti].task) == NULL)
+        return RLMCP_ENOTFOUND;
+    if (strcmp(op, "start") == 0)
+        fn = td->start;
+    else if (strcmp(op, "get") == 0)
+        fn = td->get;
+    else if (strcmp(op, "wait") == 0)
+        fn = td->wait;
+    else if (strcmp(op, "cancel") == 0)
+        fn = td->cancel;
+    if (fn == NULL)
+        return RLMCP_ENOTFOUND;
+    return fn(&fh_the_call, args_json, strlen(args_json),
+              fh.tools[ti].user_data);
+}
+
 size_t fh_request_count(void)
 {
     return fh.n_reqs;

@@ -92,6 +92,13 @@ void fh_set_deadline_ms(uint64_t ms);
 int fh_call(const char *tool, const char *args_json);
 
 /* Recorded requests. */
+/*
+ * A task op ("start", "get", "wait" or "cancel") of tool's rlmcp_task_def,
+ * run as the host runs ops: args as given, no schema checks.
+ * RLMCP_ENOTFOUND when the tool has no such op.
+ */
+int fh_call_op(const char *tool, const char *op, const char *args_json);
+
 size_t fh_request_count(void);
 const struct fh_request *fh_request_at(size_t i);
 /* The first/last request with this method and path prefix, or NULL. */

@@ -411,6 +411,126 @@ static void log_failing_step(void **state)
     cJSON_Delete(logs);
 }
 
+/* ---- build_blueprint as a task (task.c) ---------------------------------- */
+
+#define BPT_DEL(st)                                                            \
+    "{\"id\":\"bpt_1\",\"name\":\"py\",\"status\":\"" st                       \
+    "\",\"state\":\"deleted\"}"
+
+static void task_start_get_wait(void **state)
+{
+    assert_non_null(fh_tool("build_blueprint")->task);
+    /* start: the build is asked for, the handle names it */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    assert_int_equal(fh_call_op("build_blueprint", "start",
+                                "{\"name\":\"py\",\"wait\":true}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("blueprint_id"), "bpt_1");
+    assert_int_equal(fh_request_count(), 1);
+    /* get while building: the backend's status, for the host to map */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "get", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(rstr("status"), "building");
+    /* wait: polls until built; the result is build_blueprint's */
+    fh_reset();
+    fh_route_n("GET", "/v1/blueprints/bpt_1", 200, BPT("provisioning"), 2);
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"message\":\"a\"},{\"message\":\"b\"}]}");
+    assert_int_equal(fh_call_op("build_blueprint", "wait",
+                                "{\"blueprint_id\":\"bpt_1\","
+                                "\"timeout_seconds\":60}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_string_equal(rstr("id"), "bpt_1");
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "log_lines")->valueint,
+                     2);
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 4);
+}
+
+static void task_failed_and_deleted(void **state)
+{
+    /* failed: "failed" with the reason and the failing step */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200,
+             "{\"id\":\"bpt_1\",\"name\":\"py\",\"status\":\"failed\","
+             "\"failure_reason\":\"build_failed\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200,
+             "{\"logs\":[{\"message\":\"Step 1/1: RUN exit 3\"},"
+             "{\"level\":\"error\",\"message\":\"exit status 3\"}]}");
+    assert_int_equal(
+        fh_call_op("build_blueprint", "get", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "failed");
+    assert_non_null(strstr(rstr("message"), "failed to build: build_failed"));
+    assert_non_null(strstr(rstr("message"), "RUN exit 3"));
+    /* deleted before it was built: cancelled */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_DEL("failed"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "get", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(rstr("status"), "cancelled");
+    /* gone: not_found (the host fails the task) */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 404,
+             "{\"message\":\"no blueprint bpt_1\"}");
+    assert_int_equal(
+        fh_call_op("build_blueprint", "get", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(fh_error_code(), "not_found");
+    /* a handle without the id */
+    fh_reset();
+    assert_int_equal(fh_call_op("build_blueprint", "get", "{}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+}
+
+static void task_cancel_deletes(void **state)
+{
+    /* building: deleted, then confirmed */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "{}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_DEL("failed"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "killed");
+    assert_int_equal(fh_count_requests("POST", "/v1/blueprints/bpt_1/delete"),
+                     1);
+    /* just starting (409): deleted again until it reads deleted */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("queued"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 409,
+             "{\"message\":\"just starting\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("provisioning"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "{}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_DEL("failed"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(rstr("status"), "killed");
+    assert_int_equal(fh_count_requests("POST", "/v1/blueprints/bpt_1/delete"),
+                     2);
+    /* built before: nothing deleted */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "already_done")));
+    assert_int_equal(fh_count_requests("POST", "/v1/blueprints/bpt_1/delete"),
+                     0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +541,9 @@ int main(void)
         cmocka_unit_test(build_bound_and_cancel),
         cmocka_unit_test(build_bad_input),
         cmocka_unit_test(list_get_logs_delete),
+        cmocka_unit_test(task_start_get_wait),
+        cmocka_unit_test(task_failed_and_deleted),
+        cmocka_unit_test(task_cancel_deletes),
         cmocka_unit_test(bad_config),
         cmocka_unit_test(log_join),
         cmocka_unit_test(log_failing_step),

@@ -377,6 +377,84 @@ static void helper_url_encode_and_pick(void **state)
     cJSON_Delete(p);
 }
 
+/* ---- create_snapshot as a task (task.c) ---------------------------------- */
+
+#define SNP_STATUS "/v1/devboxes/disk_snapshots/snp_1/status"
+
+static void task_start_get_wait(void **state)
+{
+    assert_non_null(fh_tool("create_snapshot")->task);
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
+    assert_int_equal(fh_call_op("create_snapshot", "start",
+                                "{\"devbox_id\":\"dbx_1\",\"name\":\"b\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("snapshot_id"), "snp_1");
+    assert_int_equal(fh_request_count(), 1);
+    /* in progress: the backend's status, for the host to map */
+    fh_reset();
+    fh_route("GET", SNP_STATUS, 200, "{\"status\":\"in_progress\"}");
+    assert_int_equal(
+        fh_call_op("create_snapshot", "get", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(rstr("status"), "in_progress");
+    /* wait: polls until complete; the result is create_snapshot's */
+    fh_reset();
+    fh_route_n("GET", SNP_STATUS, 200, "{\"status\":\"in_progress\"}", 2);
+    fh_route("GET", SNP_STATUS, 200,
+             "{\"status\":\"complete\",\"snapshot\":{\"id\":\"snp_1\","
+             "\"name\":\"b\",\"size_bytes\":9}}");
+    assert_int_equal(fh_call_op("create_snapshot", "wait",
+                                "{\"snapshot_id\":\"snp_1\","
+                                "\"timeout_seconds\":60}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "complete");
+    assert_string_equal(rstr("id"), "snp_1");
+    assert_int_equal(fh_count_requests("GET", SNP_STATUS), 3);
+}
+
+static void task_error_deleted_cancel(void **state)
+{
+    /* error: "failed" with the backend's message */
+    fh_reset();
+    fh_route("GET", SNP_STATUS, 200,
+             "{\"status\":\"error\",\"error_message\":\"disk full\"}");
+    assert_int_equal(
+        fh_call_op("create_snapshot", "get", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(rstr("status"), "failed");
+    assert_non_null(strstr(rstr("message"), "disk full"));
+    /* deleted: gone */
+    fh_reset();
+    fh_route("GET", SNP_STATUS, 200, "{\"status\":\"deleted\"}");
+    assert_int_equal(
+        fh_call_op("create_snapshot", "get", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(fh_error_code(), "not_found");
+    /* cancel in progress: refused (conflict), nothing deleted */
+    fh_reset();
+    fh_route("GET", SNP_STATUS, 200, "{\"status\":\"in_progress\"}");
+    assert_int_equal(
+        fh_call_op("create_snapshot", "cancel", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_message(), "cannot stop"));
+    assert_int_equal(fh_count_requests("POST", "/"), 0);
+    /* cancel once complete: already done */
+    fh_reset();
+    fh_route("GET", SNP_STATUS, 200, "{\"status\":\"complete\"}");
+    assert_int_equal(
+        fh_call_op("create_snapshot", "cancel", "{\"snapshot_id\":\"snp_1\"}"),
+        RLMCP_OK);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "already_done")));
+    /* a handle without the id */
+    fh_reset();
+    assert_int_equal(fh_call_op("create_snapshot", "get", "{}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +467,8 @@ int main(void)
         cmocka_unit_test(list_paths_and_pages),
         cmocka_unit_test(delete_and_status),
         cmocka_unit_test(cancel_stops_polling),
+        cmocka_unit_test(task_start_get_wait),
+        cmocka_unit_test(task_error_deleted_cancel),
         cmocka_unit_test(bad_config),
         cmocka_unit_test(helper_url_encode_and_pick),
     };

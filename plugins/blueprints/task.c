@@ -1,0 +1,366 @@
+/*
+ * task.c - build_blueprint as an MCP task (ABI 1.4 rlmcp_task_def).
+ *
+ * The task's handle is {blueprint_id}: the work is the backend's build, so
+ * the host keeps nothing and the task outlives it. get reads the
+ * blueprint: queued, provisioning and building are still working (the
+ * host knows these statuses); build_complete is the result build_blueprint
+ * itself gives; failed (and awaiting_upload, which this tool never
+ * provides) is "failed" with why; a blueprint deleted before it was built
+ * is "cancelled". wait polls the same way, cancel deletes the blueprint
+ * (the engine stops its build) and confirms it reads deleted.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bp_internal.h"
+
+/* How long cancel may take to delete and confirm. */
+#define TASK_CANCEL_MS 30000u
+/* Waits of tasks/result may last as long as a build: up to a day. */
+#define TASK_MAX_WAIT_S 86400
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool is(const char *s, const char *want)
+{
+    return s != NULL && strcmp(s, want) == 0;
+}
+
+/* Deleted before it was built: a cancel (or delete_blueprint) stopped it. */
+static bool stopped(const cJSON *view)
+{
+    return is(str_of(view, "state"), "deleted") &&
+           !is(str_of(view, "status"), "build_complete");
+}
+
+static bool ended(const cJSON *view)
+{
+    const char *st = str_of(view, "status");
+
+    return stopped(view) || is(st, "build_complete") || is(st, "failed") ||
+           is(st, "awaiting_upload");
+}
+
+static int read_view(const struct rlmcp_h *h, const char *id, cJSON **view)
+{
+    char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
+    char *what = rlmcp_h_sprintf("blueprint %s", id);
+    int rc = RLMCP_ENOMEM;
+
+    if (path != NULL && what != NULL)
+        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
+    if (rc == RLMCP_OK && str_of(*view, "status") == NULL)
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered without a build "
+                          "status",
+                          what);
+    free(path);
+    free(what);
+    return rc;
+}
+
+/* The build log into *doc (NULL when the API has none to give); a
+ * transport failure is reported. */
+static int read_logs(const struct rlmcp_h *h, const char *id, cJSON **doc)
+{
+    char *path = rlmcp_h_sprintf("/v1/blueprints/%s/logs", id);
+    char *what = rlmcp_h_sprintf("the build log of blueprint %s", id);
+    long status = 0;
+    int rc = RLMCP_ENOMEM;
+
+    *doc = NULL;
+    if (path != NULL && what != NULL)
+        rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status,
+                                    doc, NULL);
+    if (rc == RLMCP_OK &&
+        (status < 200 || status > 299 ||
+         !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*doc, "logs")))) {
+        cJSON_Delete(*doc);
+        *doc = NULL;
+    }
+    free(path);
+    free(what);
+    return rc;
+}
+
+/* A status for the host with the blueprint's summary and, failed, why. */
+static int answer_status(const struct rlmcp_h *h, const cJSON *view,
+                         const char *status, const char *message)
+{
+    cJSON *res = rlmcp_h_pick(view, bp_summary_keys);
+    int rc;
+
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_ReplaceItemInObjectCaseSensitive(res, "status",
+                                           cJSON_CreateString(status));
+    if (message != NULL)
+        cJSON_AddStringToObject(res, "message", message);
+    rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+/* The blueprint as the task's state (file comment). */
+static int answer_view(const struct rlmcp_h *h, const char *id,
+                       const cJSON *view)
+{
+    const char *st = str_of(view, "status");
+    cJSON *logs = NULL, *res = NULL;
+    char *why = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (stopped(view))
+        return answer_status(h, view, "cancelled", NULL);
+    if (!is(st, "build_complete") && !is(st, "failed") &&
+        !is(st, "awaiting_upload"))
+        return answer_status(h, view, st, NULL); /* still working */
+    rc = read_logs(h, id, &logs);
+    if (rc != RLMCP_OK)
+        goto out;
+    rc = RLMCP_ENOMEM;
+    if (is(st, "build_complete")) {
+        /* What build_blueprint returns. */
+        res = rlmcp_h_pick(view, bp_summary_keys);
+        if (res == NULL)
+            goto out;
+        cJSON_AddNumberToObject(
+            res, "log_lines",
+            (double)cJSON_GetArraySize(
+                cJSON_GetObjectItemCaseSensitive(logs, "logs")));
+        rc = rlmcp_h_result_json(h, res);
+        goto out;
+    }
+    if (is(st, "failed"))
+        why = bp_failure_text(id, view,
+                              cJSON_GetObjectItemCaseSensitive(logs, "logs"));
+    else
+        why = rlmcp_h_sprintf("blueprint %s is awaiting an upload, which "
+                              "build_blueprint does not provide",
+                              id);
+    if (why != NULL)
+        rc = answer_status(h, view, "failed", why);
+out:
+    free(why);
+    cJSON_Delete(logs);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *handle = NULL;
+    const char *id = NULL;
+    int rc;
+
+    /* As build_blueprint, but never following the build: "wait" is moot. */
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = bp_build_body(&h, args, &body);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(&h, "POST", "/v1/blueprints", body, NULL,
+                             "building a blueprint", &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    id = str_of(view, "id");
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "building a blueprint: the Runloop API returned "
+                          "a blueprint without a valid id");
+        goto out;
+    }
+    handle = cJSON_CreateObject();
+    if (handle == NULL ||
+        cJSON_AddStringToObject(handle, "blueprint_id", id) == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_result_json(&h, handle);
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(handle);
+    return rlmcp_h_ret(rc);
+}
+
+static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *view = NULL;
+    const char *id = NULL;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = read_view(&h, id, &view);
+    if (rc == RLMCP_OK)
+        rc = answer_view(&h, id, view);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
+
+static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *view = NULL;
+    const char *id = NULL;
+    long long timeout_s = 60;
+    uint64_t until = 0;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
+                             TASK_MAX_WAIT_S, &timeout_s);
+    until = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
+    while (rc == RLMCP_OK) {
+        cJSON_Delete(view);
+        view = NULL;
+        rc = read_view(&h, id, &view);
+        if (rc != RLMCP_OK || ended(view) || rlmcp_h_now_ms() >= until)
+            break;
+        rc = bp->api->sleep_ms(call, (uint32_t)bp->poll_ms);
+    }
+    /* Still building at the bound: say so; the host asks again. */
+    if (rc == RLMCP_OK)
+        rc = answer_view(&h, id, view);
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
+
+/*
+ * One delete request, then the blueprint read back: 0 once it reads
+ * deleted, 1 when not yet (why says what the API answered), else the
+ * reported failure.
+ */
+static int delete_once(const struct rlmcp_h *h, const char *id,
+                       const char *path, const char *what, char *why,
+                       size_t whylen)
+{
+    cJSON *out = NULL;
+    char *msg = NULL;
+    long status = 0;
+    int rc;
+
+    rc = rlmcp_h_request_status(h, "POST", path, NULL, NULL, what, &status,
+                                &out, &msg);
+    if (rc == RLMCP_OK && (status < 200 || status > 299))
+        snprintf(why, whylen, "HTTP %ld: %s", status,
+                 msg != NULL ? msg : "no message");
+    cJSON_Delete(out);
+    out = NULL;
+    free(msg);
+    if (rc == RLMCP_OK)
+        rc = read_view(h, id, &out);
+    if (rc == RLMCP_OK)
+        rc = stopped(out) ? RLMCP_OK : 1;
+    cJSON_Delete(out);
+    return rc;
+}
+
+/* Delete the blueprint (the engine stops its build) until it reads
+ * deleted; RLMCP_ETIMEDOUT with why filled when it never did. */
+static int delete_build(struct bp *bp, const struct rlmcp_h *h, const char *id,
+                        char *why, size_t whylen)
+{
+    uint64_t until = rlmcp_h_now_ms() + TASK_CANCEL_MS;
+    char *path = rlmcp_h_sprintf("/v1/blueprints/%s/delete", id);
+    char *what = rlmcp_h_sprintf("deleting blueprint %s", id);
+    int rc = RLMCP_ENOMEM;
+
+    snprintf(why, whylen, "it still builds");
+    while (path != NULL && what != NULL) {
+        rc = delete_once(h, id, path, what, why, whylen);
+        if (rc != 1)
+            break;
+        rc = RLMCP_ETIMEDOUT;
+        if (rlmcp_h_now_ms() >= until)
+            break;
+        /* E.g. 409: its build was just starting; delete it again. */
+        rc = bp->api->sleep_ms(h->call, (uint32_t)bp->poll_ms);
+        if (rc != RLMCP_OK)
+            break;
+    }
+    free(path);
+    free(what);
+    return rc;
+}
+
+static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL;
+    char why[300];
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = read_view(&h, id, &view);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddStringToObject(res, "blueprint_id", id);
+    if (ended(view)) {
+        /* Built, failed or deleted before: nothing to stop. */
+        cJSON_AddStringToObject(res, "status",
+                                stopped(view) ? "cancelled"
+                                              : str_of(view, "status"));
+        cJSON_AddBoolToObject(res, "already_done", true);
+        rc = rlmcp_h_result_json(&h, res);
+        goto out;
+    }
+    rc = delete_build(bp, &h, id, why, sizeof(why));
+    if (rc == RLMCP_ETIMEDOUT) {
+        rc = rlmcp_h_fail_remedy(
+            &h, RLMCP_ERR_UNAVAILABLE,
+            "Cancel again, or delete it with delete_blueprint once the "
+            "backend answers.",
+            "could not confirm that the build of blueprint %s stopped (%s)", id,
+            why);
+        goto out;
+    }
+    if (rc != RLMCP_OK)
+        goto out;
+    cJSON_AddStringToObject(res, "status", "killed");
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+const struct rlmcp_task_def bp_task_def = {
+    .struct_size = sizeof(struct rlmcp_task_def),
+    .start = task_start,
+    .get = task_get,
+    .wait = task_wait,
+    .cancel = task_cancel,
+};

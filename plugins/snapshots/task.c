@@ -1,0 +1,253 @@
+/*
+ * task.c - create_snapshot as an MCP task (ABI 1.4 rlmcp_task_def).
+ *
+ * The task's handle is {snapshot_id}: the work is the backend's
+ * asynchronous snapshot (snapshot_disk_async), so the host keeps nothing
+ * and the task outlives it. get reads the snapshot's status: in_progress
+ * is still working (the host knows the status); complete is the result
+ * create_snapshot itself gives; error is "failed" with the backend's
+ * message; a snapshot deleted meanwhile is gone (not_found: the task
+ * failed). The backend cannot stop a snapshot in progress, so cancel
+ * refuses with code conflict (plugin.h): the snapshot runs to its end.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sn_internal.h"
+
+/* Waits of tasks/result may last as long as a snapshot: up to a day. */
+#define TASK_MAX_WAIT_S 86400
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool in_progress(const cJSON *st)
+{
+    const char *s = str_of(st, "status");
+
+    return s != NULL && strcmp(s, "in_progress") == 0;
+}
+
+/* The snapshot's status view ({status, error_message, snapshot}). */
+static int read_status(const struct rlmcp_h *h, const char *sid, cJSON **st)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
+    char *what = rlmcp_h_sprintf("snapshot %s", sid);
+    int rc = RLMCP_ENOMEM;
+
+    if (path != NULL && what != NULL)
+        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, st);
+    if (rc == RLMCP_OK && str_of(*st, "status") == NULL)
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API answered the status query "
+                          "without a status",
+                          what);
+    free(path);
+    free(what);
+    return rc;
+}
+
+/* {id, status[, message]}: a state that is not create_snapshot's result. */
+static int answer_state(const struct rlmcp_h *h, const char *sid,
+                        const char *status, const char *message)
+{
+    cJSON *res = cJSON_CreateObject();
+    int rc = RLMCP_ENOMEM;
+
+    if (res != NULL && cJSON_AddStringToObject(res, "id", sid) != NULL &&
+        cJSON_AddStringToObject(res, "status", status) != NULL &&
+        (message == NULL ||
+         cJSON_AddStringToObject(res, "message", message) != NULL))
+        rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+/* The status view as the task's state (file comment). */
+static int answer_status(const struct rlmcp_h *h, const char *sid,
+                         const cJSON *st)
+{
+    const char *status = str_of(st, "status");
+    const char *err = str_of(st, "error_message");
+    const cJSON *view = cJSON_GetObjectItemCaseSensitive(st, "snapshot");
+    char *why = NULL;
+    int rc;
+
+    if (strcmp(status, "in_progress") == 0)
+        return answer_state(h, sid, status, NULL);
+    if (strcmp(status, "complete") == 0 && cJSON_IsObject(view))
+        return sn_result(h, view, status);
+    if (strcmp(status, "deleted") == 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_NOT_FOUND, "snapshot %s was deleted",
+                            sid);
+    if (strcmp(status, "error") != 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "snapshot %s: the Runloop API answered status "
+                            "'%s'%s",
+                            sid, status,
+                            strcmp(status, "complete") == 0
+                                ? " without the snapshot"
+                                : ", which this server does not know");
+    why = rlmcp_h_sprintf("snapshot %s failed: %s", sid,
+                          err != NULL ? err : "no error message given");
+    rc = why != NULL ? answer_state(h, sid, "failed", why) : RLMCP_ENOMEM;
+    free(why);
+    return rc;
+}
+
+static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *handle = NULL;
+    const char *id = NULL, *sid = NULL;
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    /* As create_snapshot, always on the asynchronous endpoint. */
+    o.max_retries = -1;
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = sn_create_body(&h, args, &body);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/snapshot_disk_async", id);
+    what = rlmcp_h_sprintf("snapshot of devbox %s", id);
+    rc = path != NULL && what != NULL
+             ? sn_devbox_post(&h, id, path, body, &o, what, &view)
+             : RLMCP_ENOMEM;
+    if (rc != RLMCP_OK)
+        goto out;
+    sid = str_of(view, "id");
+    if (sid == NULL || !rlmcp_h_id_valid(sid)) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API returned a snapshot without "
+                          "a valid id",
+                          what);
+        goto out;
+    }
+    handle = cJSON_CreateObject();
+    rc = handle != NULL &&
+                 cJSON_AddStringToObject(handle, "snapshot_id", sid) != NULL
+             ? rlmcp_h_result_json(&h, handle)
+             : RLMCP_ENOMEM;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(handle);
+    return rlmcp_h_ret(rc);
+}
+
+static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *st = NULL;
+    const char *sid = NULL;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
+    if (rc == RLMCP_OK)
+        rc = read_status(&h, sid, &st);
+    if (rc == RLMCP_OK)
+        rc = answer_status(&h, sid, st);
+    cJSON_Delete(args);
+    cJSON_Delete(st);
+    return rlmcp_h_ret(rc);
+}
+
+static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *st = NULL;
+    const char *sid = NULL;
+    long long timeout_s = 60;
+    uint64_t until = 0;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
+                             TASK_MAX_WAIT_S, &timeout_s);
+    until = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
+    while (rc == RLMCP_OK) {
+        cJSON_Delete(st);
+        st = NULL;
+        rc = read_status(&h, sid, &st);
+        if (rc != RLMCP_OK || !in_progress(st) || rlmcp_h_now_ms() >= until)
+            break;
+        rc = sn->api->sleep_ms(call, (uint32_t)sn->poll_ms);
+    }
+    /* Still in progress at the bound: say so; the host asks again. */
+    if (rc == RLMCP_OK)
+        rc = answer_status(&h, sid, st);
+    cJSON_Delete(args);
+    cJSON_Delete(st);
+    return rlmcp_h_ret(rc);
+}
+
+static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *args = NULL, *st = NULL, *res = NULL;
+    const char *sid = NULL;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
+    if (rc == RLMCP_OK)
+        rc = read_status(&h, sid, &st);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (in_progress(st)) {
+        rc = rlmcp_h_fail_remedy(
+            &h, RLMCP_ERR_CONFLICT,
+            "Wait for the task to end (tasks/get), then delete_snapshot "
+            "if the snapshot is not wanted.",
+            "snapshot %s is in progress and the backend cannot stop a "
+            "snapshot; it completes or fails on its own",
+            sid);
+        goto out;
+    }
+    /* Complete, failed or deleted before: nothing to stop. */
+    res = cJSON_CreateObject();
+    rc = res != NULL &&
+                 cJSON_AddStringToObject(res, "snapshot_id", sid) != NULL &&
+                 cJSON_AddStringToObject(res, "status", str_of(st, "status")) !=
+                     NULL &&
+                 cJSON_AddBoolToObject(res, "already_done", true) != NULL
+             ? rlmcp_h_result_json(&h, res)
+             : RLMCP_ENOMEM;
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(st);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
+const struct rlmcp_task_def sn_task_def = {
+    .struct_size = sizeof(struct rlmcp_task_def),
+    .start = task_start,
+    .get = task_get,
+    .wait = task_wait,
+    .cancel = task_cancel,
+};
