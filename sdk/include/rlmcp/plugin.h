@@ -227,8 +227,12 @@ typedef int (*rlmcp_tool_fn)(rlmcp_call *call, const char *args_json,
  *          itself would; no task is created.
  *  get     args: the handle. The work's state without waiting, as the
  *          result the tool itself returns. Its structured "status" is
- *          "queued" or "running" while the work goes on, "killed" or
- *          "cancelled" once stopped by cancel, anything else when done.
+ *          "queued" or "running" while the work goes on (hosts after
+ *          ABI 1.5 also take the backend's "in_progress", "provisioning"
+ *          and "building"), "killed" or "cancelled" once stopped by
+ *          cancel, anything else when done. Only a done state must match
+ *          the tool's output schema (hosts after 1.5; before, every get
+ *          result had to).
  *          Added after ABI 1.4 (older hosts report them as done):
  *          "input_required" with "input_requests": {key: {method,
  *          params}} while the work waits for the client (an elicitation,
@@ -248,7 +252,14 @@ typedef int (*rlmcp_tool_fn)(rlmcp_call *call, const char *args_json,
  *  cancel  args: the handle. Stop the work and confirm that it stopped:
  *          result_json {"status":"killed"}, or {"status":<final status>,
  *          "already_done":true} when it had ended before; result_error
- *          when the stop cannot be confirmed.
+ *          when the stop cannot be confirmed. After ABI 1.5: result_error
+ *          with code conflict when the work cannot be stopped at all (it
+ *          runs to its end; 2025-11-25 refuses the cancel with -32602,
+ *          2026-07-28 acknowledges it).
+ *  (tasks/result in 2025-11-25, hosts after 1.5: while wait answers
+ *          input_required, the host sends the input requests to the
+ *          client itself and hands the answers to update, as tasks/update
+ *          would in 2026-07-28.)
  *  update  (added after ABI 1.4; optional) args: the handle plus
  *          "input_responses": {key: the client's answer}. Hand the answers
  *          to the work; ignore keys it did not ask for (or no longer
