@@ -335,6 +335,9 @@ int main(int argc, char **argv)
         goto out;
     }
     engine_up = 1;
+    /* The MCP hub serves inside each devbox whose spec has MCP servers. */
+    eng.on_sandbox_start = mcphub_boot;
+    eng.on_sandbox_stop = mcphub_forget;
     eng.api_key = load_api_key(real_dir, o.api_key_file);
     if (eng.api_key == NULL)
         goto out;

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include "engine.h"
 #include "images.h"
-#include "mcphub.h"
 #include "mounts.h"
 #include "pty_sessions.h"
 #include "tunnels.h"
@@ -506,7 +505,8 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     if (sb != NULL)
         sandbox_stop(sb);
     pty_engine_forget(box->id);
-    mcphub_forget(box->id);
+    if (eng->on_sandbox_stop != NULL)
+        eng->on_sandbox_stop(box->id);
     destroy_box_files(eng, box);
     pthread_mutex_lock(&eng->lock);
     free(box->failure_message);
@@ -655,7 +655,8 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
         pthread_mutex_lock(&eng->lock);
         box->sb = sb;
         pthread_mutex_unlock(&eng->lock);        pty_engine_boot(eng, box, sb); /* PTY server on port 13 inside */
-        mcphub_boot(eng, box, sb);     /* $RL_MCP_URL when it has MCP servers */
+        if (eng->on_sandbox_start != NULL) /* the MCP hub: $RL_MCP_URL */
+            eng->on_sandbox_start(eng, box, sb);
     }
 out:
     env_free(env);
@@ -997,7 +998,8 @@ static void *stop_thread(void *arg)
         sandbox_release(sb);
     }
     pty_engine_forget(box->id); /* its devboxd-ptyd ended with the sandbox */
-    mcphub_forget(box->id);
+    if (eng->on_sandbox_stop != NULL)
+        eng->on_sandbox_stop(box->id);
     pthread_mutex_lock(&eng->lock);
     /* Executions still marked running lost their processes with the sandbox. */
     while (1) {

@@ -8,8 +8,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "http.h"
-
 enum dbx_status {
     DBX_PROVISIONING,
     DBX_INITIALIZING,
@@ -104,8 +102,14 @@ struct engine {
     int sandbox_ready;
     int exec_threads;   /* live execution waiter threads */
     struct idem_store
-        *idem; /* x-request-id answers (idempotency.c); NULL: none */
+        *idem; /* x-request-id answers (rest/idempotency.c); NULL: none */
     struct admission_caps caps;
+    /* Services outside the engine (the MCP hub, net/mcphub.c) told when a
+     * devbox's sandbox started (boot or resume) or stopped; set by main,
+     * NULL: none. */
+    void (*on_sandbox_start)(struct engine *eng, struct devbox *box,
+                             struct sandbox *sb);
+    void (*on_sandbox_stop)(const char *box_id);
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);

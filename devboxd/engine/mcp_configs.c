@@ -1,5 +1,5 @@
 /* devboxd MCP configs: the /v1/mcp-configs routes, their durable store,
- * and the `mcp` map of a devbox create (see mcphub.h). */
+ * and the `mcp` map of a devbox create (the hub: net/mcphub.h). */
 #define _GNU_SOURCE
 #include "mcp_configs.h"
 
@@ -13,7 +13,6 @@
 #include <strings.h>
 
 #include "layers.h"
-#include "mcphub.h"
 #include "secrets.h"
 #include "store.h"
 #include "util.h"

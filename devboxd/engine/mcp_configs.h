@@ -11,6 +11,11 @@
 
 #include "engine.h"
 
+#define MCPHUB_PORT 14 /* inside each devbox: http://127.0.0.1:14/mcp */
+#define MCPHUB_URL "http://127.0.0.1:14/mcp"
+#define MCP_MAX_HEADERS 8
+#define MCP_MAX_SERVERS 16 /* per devbox */
+
 /* Creates (id NULL) or updates the config with body's fields; *view: the
  * result. */
 int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,

@@ -82,34 +82,6 @@ cJSON *tunnel_new_view(const cJSON *spec)
     return v;
 }
 
-/* The body of an enable_tunnel call: empty means {}. */
-static cJSON *parse_spec_body(const struct http_request *req, struct http_response *resp)
-{
-    cJSON *body = NULL;
-    char err[ERRLEN] = "";
-
-    if (req->body_too_large) {
-        http_response_error(resp, 413, "request body too large");
-        return NULL;
-    }
-    if (req->body_len == 0)
-        return cJSON_CreateObject();
-    body = cJSON_ParseWithLength(req->body, req->body_len);
-    if (body == NULL) {
-        http_response_error(
-            resp, 400,
-            "the body is not valid JSON; send {\"auth_mode\": \"open\"} "
-            "or {\"auth_mode\": \"authenticated\"}");
-        return NULL;
-    }
-    if (tunnel_check_spec(body, "", err, sizeof(err)) != 0) {
-        http_response_error(resp, 400, "%s", err);
-        cJSON_Delete(body);
-        return NULL;
-    }
-    return body;
-}
-
 static int same_spec(const cJSON *view, const cJSON *spec)
 {
     return strcmp(spec_mode(view), spec_mode(spec)) == 0 &&
@@ -117,50 +89,45 @@ static int same_spec(const cJSON *view, const cJSON *spec)
            spec_bool(view, "wake_on_http", 0) == spec_bool(spec, "wake_on_http", 0);
 }
 
-void tunnel_api_enable(struct engine *eng, struct devbox *box,
-                       const struct http_request *req, struct http_response *resp)
+int tunnel_enable(struct engine *eng, struct devbox *box, const cJSON *spec,
+                  cJSON **view, char *err, size_t errlen)
 {
-    cJSON *spec = parse_spec_body(req, resp);
+    int status = 0;
 
-    if (spec == NULL)
-        return;
+    *view = NULL;
     pthread_mutex_lock(&eng->lock);
     if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
-        http_response_error(
-            resp, 400,
-            "devbox %s is %s; a tunnel needs a live devbox (create a new "
-            "one)",
-            box->id, dbx_status_name(box->status));
+        snprintf(err, errlen,
+                 "devbox %s is %s; a tunnel needs a live devbox (create a new "
+                 "one)",
+                 box->id, dbx_status_name(box->status));
+        status = 400;
         goto out;
     }
     if (box->tunnel != NULL) {
         /* One tunnel per devbox: asking again for the same one returns it. */
-        if (same_spec(box->tunnel, spec))
-            http_response_json(resp, 200, tunnel_view_out(box->tunnel));
-        else
-            http_response_error(
-                resp, 400,
-                "devbox %s already has a tunnel (auth_mode %s); a devbox "
-                "has one tunnel: call remove_tunnel first to change it",
-                box->id, spec_mode(box->tunnel));
+        if (same_spec(box->tunnel, spec)) {
+            *view = tunnel_view_out(box->tunnel);
+        } else {
+            snprintf(err, errlen,
+                     "devbox %s already has a tunnel (auth_mode %s); a devbox "
+                     "has one tunnel: call remove_tunnel first to change it",
+                     box->id, spec_mode(box->tunnel));
+            status = 400;
+        }
         goto out;
     }
     box->tunnel = tunnel_new_view(spec);
     engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled", NULL, 0);
     engine_save_locked(eng, box);
-    http_response_json(resp, 200, tunnel_view_out(box->tunnel));
+    *view = tunnel_view_out(box->tunnel);
 out:
     pthread_mutex_unlock(&eng->lock);
-    cJSON_Delete(spec);
+    return status;
 }
 
-void tunnel_api_remove(struct engine *eng, struct devbox *box,
-                       const struct http_request *req, struct http_response *resp)
+void tunnel_remove(struct engine *eng, struct devbox *box)
 {
-    if (req->body_too_large) {
-        http_response_error(resp, 413, "request body too large");
-        return;
-    }
     pthread_mutex_lock(&eng->lock);
     if (box->tunnel != NULL) {
         cJSON_Delete(box->tunnel);
@@ -171,7 +138,6 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
         pthread_cond_broadcast(&eng->changed);
     }
     pthread_mutex_unlock(&eng->lock);
-    http_response_json(resp, 200, cJSON_CreateObject());
 }
 
 static char *url_template;
@@ -230,27 +196,26 @@ void tunnel_pty_clear(void)
     }
 }
 
-void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_request *req,
-                    struct http_response *resp)
+int tunnel_pty_create(struct engine *eng, struct devbox *box, cJSON **view,
+                      char *err, size_t errlen)
 {
     struct pty_tunnel *t = NULL;
-    cJSON *v = NULL;
+    int status = 0;
 
-    if (req->body_too_large) {
-        http_response_error(resp, 413, "request body too large");
-        return;
-    }
+    *view = NULL;
     pthread_mutex_lock(&eng->lock);
     if (box->status != DBX_RUNNING) {
-        http_response_error(
-            resp, 400, "devbox %s is %s; a PTY tunnel needs a running devbox%s",
-            box->id, dbx_status_name(box->status),
-            box->status == DBX_SUSPENDED ? " (resume it first)" : "");
+        snprintf(err, errlen,
+                 "devbox %s is %s; a PTY tunnel needs a running devbox%s",
+                 box->id, dbx_status_name(box->status),
+                 box->status == DBX_SUSPENDED ? " (resume it first)" : "");
+        status = 400;
         goto out;
     }
     t = calloc(1, sizeof(*t));
     if (t == NULL) {
-        http_response_error(resp, 500, "out of memory");
+        snprintf(err, errlen, "out of memory");
+        status = 500;
         goto out;
     }
     util_random_text(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
@@ -260,14 +225,14 @@ void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_re
     t->next = pty_tunnels;
     pty_tunnels = t;
     pty_trim_locked(box->id);
-    v = cJSON_CreateObject();
-    cJSON_AddStringToObject(v, "tunnel_key", t->key);
-    cJSON_AddStringToObject(v, "auth_token", t->token);
+    *view = cJSON_CreateObject();
+    cJSON_AddStringToObject(*view, "tunnel_key", t->key);
+    cJSON_AddStringToObject(*view, "auth_token", t->token);
     if (url_template != NULL)
-        cJSON_AddStringToObject(v, "url_template", url_template);
-    http_response_json(resp, 200, v);
+        cJSON_AddStringToObject(*view, "url_template", url_template);
 out:
     pthread_mutex_unlock(&eng->lock);
+    return status;
 }
 
 /* ------------------------------------------------- where tunnels live */

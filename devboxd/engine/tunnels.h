@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "http.h"
 
 #define TUNNEL_KEY_LEN 24   /* lower-case [a-z0-9]: host names are case-insensitive */
 #define TUNNEL_TOKEN_LEN 48 /* hex */
@@ -27,11 +26,13 @@ int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t er
  * tunnel_key, auth_token when authenticated, create_time_ms now. */
 cJSON *tunnel_new_view(const cJSON *spec);
 
-/* POST /v1/devboxes/{id}/enable_tunnel and …/remove_tunnel. */
-void tunnel_api_enable(struct engine *eng, struct devbox *box,
-                       const struct http_request *req, struct http_response *resp);
-void tunnel_api_remove(struct engine *eng, struct devbox *box,
-                       const struct http_request *req, struct http_response *resp);
+/* enable_tunnel with a checked spec: 0 with *view (a TunnelView; the same
+ * tunnel again when the devbox has one of this spec), or 400 with err (the
+ * devbox ended, or has a tunnel of another spec). */
+int tunnel_enable(struct engine *eng, struct devbox *box, const cJSON *spec,
+                  cJSON **view, char *err, size_t errlen);
+/* remove_tunnel: the devbox's tunnel goes (none is no error). */
+void tunnel_remove(struct engine *eng, struct devbox *box);
 
 /* ---- PTY tunnels (create_pty_tunnel) ----
  * Always authenticated, port 13 only (where the devbox's PTY server
@@ -42,9 +43,11 @@ void tunnel_api_remove(struct engine *eng, struct devbox *box,
 #define TUNNEL_PTY_PORT 13
 #define TUNNEL_PTY_MAX 16
 
-/* POST /v1/devboxes/{id}/create_pty_tunnel → PtyTunnelView {tunnel_key, auth_token}. */
-void tunnel_api_pty(struct engine *eng, struct devbox *box, const struct http_request *req,
-                    struct http_response *resp);
+/* create_pty_tunnel: 0 with *view, a PtyTunnelView {tunnel_key,
+ * auth_token, url_template}, or 400 (the devbox is not running) or 500
+ * with err. */
+int tunnel_pty_create(struct engine *eng, struct devbox *box, cJSON **view,
+                      char *err, size_t errlen);
 
 /* Lock (eng->lock) held. The devbox id of a PTY tunnel key, its token
  * copied into token (TUNNEL_TOKEN_LEN + 1 bytes); NULL if unknown. */

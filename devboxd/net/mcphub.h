@@ -20,11 +20,6 @@
 #include "engine.h"
 #include "mcp_configs.h"
 
-#define MCPHUB_PORT 14 /* inside each devbox: http://127.0.0.1:14/mcp */
-#define MCPHUB_URL "http://127.0.0.1:14/mcp"
-#define MCP_MAX_HEADERS 8
-#define MCP_MAX_SERVERS 16 /* per devbox */
-
 /* ---- mcphub.c ---- */
 struct sandbox;
 /* Serves the hub inside a devbox whose sandbox just started (boot or

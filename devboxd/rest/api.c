@@ -1371,21 +1371,6 @@ static void box_files(struct engine *eng, const struct api_call *c)
     route_files(eng, c->box, c->seg[c->n - 1], c->req, c->resp);
 }
 
-static void box_enable_tunnel(struct engine *eng, const struct api_call *c)
-{
-    tunnel_api_enable(eng, c->box, c->req, c->resp);
-}
-
-static void box_remove_tunnel(struct engine *eng, const struct api_call *c)
-{
-    tunnel_api_remove(eng, c->box, c->req, c->resp);
-}
-
-static void box_pty_tunnel(struct engine *eng, const struct api_call *c)
-{
-    tunnel_api_pty(eng, c->box, c->req, c->resp);
-}
-
 /* The routes of the records that keep their own sub-routes (the segments
  * after the prefix are theirs to check). */
 static void objects(struct engine *eng, const struct api_call *c)
@@ -1439,9 +1424,9 @@ static const struct api_route routes[] = {
     {"POST", "/v1/devboxes/{devbox}/write_file_contents", box_files},
     {"POST", "/v1/devboxes/{devbox}/upload_file", box_files},
     {"POST", "/v1/devboxes/{devbox}/download_file", box_files},
-    {"POST", "/v1/devboxes/{devbox}/enable_tunnel", box_enable_tunnel},
-    {"POST", "/v1/devboxes/{devbox}/remove_tunnel", box_remove_tunnel},
-    {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", box_pty_tunnel},
+    {"POST", "/v1/devboxes/{devbox}/enable_tunnel", api_tunnel_enable},
+    {"POST", "/v1/devboxes/{devbox}/remove_tunnel", api_tunnel_remove},
+    {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", api_tunnel_pty},
     {"POST", "/v1/devboxes/{devbox}/snapshot_disk", api_snapshots_create},
     {"POST", "/v1/devboxes/{devbox}/snapshot_disk_async",
      api_snapshots_create_async},

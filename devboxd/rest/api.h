@@ -42,6 +42,12 @@ void api_with_body(struct engine *eng, const struct api_call *call,
 /* An api_view_fn for records that are views already: a copy. */
 cJSON *api_view_copy(const void *item);
 
+/* POST /v1/devboxes/{devbox}/enable_tunnel, …/remove_tunnel and
+ * …/create_pty_tunnel (api_tunnels.c). */
+void api_tunnel_enable(struct engine *eng, const struct api_call *call);
+void api_tunnel_remove(struct engine *eng, const struct api_call *call);
+void api_tunnel_pty(struct engine *eng, const struct api_call *call);
+
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
 
