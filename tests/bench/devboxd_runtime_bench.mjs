@@ -10,7 +10,7 @@
 //   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
 //       [--no-cold | --only-images] [--before OTHER_BUILD_DIR]
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Devboxd, sourceDir } from '../../devboxd/tests/api/devboxd.mjs';
@@ -67,6 +67,34 @@ function buildImage(cache, name) {
   return { s, mb };
 }
 
+// The floor under a runc create: `runc run` of /bin/true alone on the
+// starter image (read-only root, runc's default config, no devboxd), ms.
+function runcFloor(n) {
+  const img = spawnSync(path.join(sourceDir, 'devboxd/images/devboxd-image'), ['--check', 'starter'],
+    { encoding: 'utf8' });
+  if (img.status !== 0) return null;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-runc-floor-'));
+  const lat = [];
+  try {
+    execFileSync('runc', ['spec'], { cwd: dir });
+    const cfgPath = path.join(dir, 'config.json');
+    const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
+    cfg.root = { path: img.stdout.trim(), readonly: true };
+    cfg.process.terminal = false;
+    cfg.process.args = ['/bin/true'];
+    writeFileSync(cfgPath, JSON.stringify(cfg));
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      execFileSync('runc', ['--root', path.join(dir, 'state'), 'run', '--bundle', dir, `floor-${process.pid}-${i}`],
+        { stdio: 'ignore' });
+      lat.push(performance.now() - t0);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return lat;
+}
+
 let cold = null;
 let warm = null;
 if (!process.argv.includes('--no-cold')) {
@@ -108,6 +136,8 @@ if (before) {
 }
 line(`create -> running p50 (n=${N_CREATE})`, (m) => ms(pct(m.create, 0.5)), '< 100 ms');
 line('create -> running p90', (m) => ms(pct(m.create, 0.9)), '');
+const floor = runcFloor(quick ? 10 : 30);
+if (floor) row(`  runc run /bin/true alone p50 (n=${floor.length})`, ms(pct(floor, 0.5)), '', '');
 line(`execute "true" p50 (n=${N_EXEC})`, (m) => ms(pct(m.exec, 0.5)), '< 10 ms');
 line('execute "true" p90', (m) => ms(pct(m.exec, 0.9)), '');
 line(`${N_BOXES} concurrent devboxes: all running`, (m) => `${m.up.toFixed(2)} s (${m.nUp} up)`, `${N_BOXES} up`);
