@@ -4,7 +4,8 @@
 // the image's ids mapped to the devbox's own host range, and what a hostile
 // root inside still cannot see or do.
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
@@ -54,6 +55,36 @@ describe('root inside a user namespace (runc)', () => {
     const r = await run(box.id, 'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hello '
       + '>/dev/null 2>&1; hello');
     assert.equal(r.out, 'Hello, world!\n', r.err);
+  });
+
+  test("the host's added CAs are trusted inside; pip and npm use the system store", async (t) => {
+    const r = await run(box.id, 'cat /etc/pip.conf /etc/npmrc');
+    assert.equal(r.out, '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n'
+      + 'cafile=/etc/ssl/certs/ca-certificates.crt\n', r.err);
+    // Each CA the host's operator added (devboxd-image's default directory)
+    // is in the devbox's store: a line of its body is found there.
+    const dir = '/usr/local/share/ca-certificates';
+    let cas = [];
+    try { cas = readdirSync(dir).filter((f) => f.endsWith('.crt')); } catch { /* none */ }
+    for (const f of cas) {
+      const body = readFileSync(path.join(dir, f), 'utf8').split('\n')
+        .filter((l) => /^[A-Za-z0-9+/]{64}$/.test(l));
+      assert.ok(body.length > 0, `${f} has a PEM body`);
+      const probe = body[Math.floor(body.length / 2)];
+      const c = await run(box.id, `grep -c -F -- '${probe}' /etc/ssl/certs/ca-certificates.crt`);
+      assert.equal(c.out, '1\n', `the host's ${f} is in the devbox's store`);
+    }
+    // Where the host reaches an HTTPS package source, so does the devbox.
+    const url = 'https://registry.npmjs.org/';
+    try {
+      execFileSync('curl', ['-sS', '-m', '30', '-o', '/dev/null', url], { stdio: 'ignore' });
+    } catch {
+      t.skip(`this machine does not reach ${url}`);
+      return;
+    }
+    const h = await run(box.id, `curl -sS -m 60 -o /dev/null -w '%{http_code}' ${url}`);
+    assert.equal(h.code, 0, `curl inside: ${h.err}`);
+    assert.equal(h.out, '200');
   });
 
   test('what root inside still cannot do', async () => {
