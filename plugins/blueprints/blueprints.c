@@ -638,7 +638,6 @@ static int bp_config(struct bp *bp, rlmcp_plugin *self,
 static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     struct bp *bp = calloc(1, sizeof(*bp));
     int rc;
 
@@ -650,14 +649,9 @@ static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* build_blueprint may follow a build for build_wait_seconds, and may
      * run as an MCP task (specs[0]). */
-    rlmcp_h_tool_def(&specs[0], bp, (uint32_t)(bp->wait_s + 60) * 1000u, false,
-                     &def);
-    def.task = &bp_task_def;
-    rc = api->register_tool(self, &def);
-    if (rc != RLMCP_OK)
-        api->set_error(self, "registering %s failed: %s", def.name,
-                       api->strerror(rc));
-    else
+    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &bp_task_def, bp,
+                                    (uint32_t)(bp->wait_s + 60) * 1000u, false);
+    if (rc == RLMCP_OK)
         rc = rlmcp_h_register_tools(self, api, specs + 1,
                                     sizeof(specs) / sizeof(specs[0]) - 1, bp,
                                     (uint32_t)(bp->wait_s + 60) * 1000u);

@@ -897,15 +897,6 @@ static int reg(struct ex *ex, rlmcp_plugin *self,
     return rc;
 }
 
-static int reg_execute(struct ex *ex, rlmcp_plugin *self, uint32_t long_ms)
-{
-    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-
-    rlmcp_h_tool_def(&specs[0], ex, long_ms, true, &def);
-    def.task = &exec_task_def;
-    return reg(ex, self, &def);
-}
-
 static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
@@ -923,7 +914,8 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
     /* specs[0], execute_command, may also run as an MCP task. */
-    rc = reg_execute(ex, self, long_ms);
+    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &exec_task_def, ex,
+                                    long_ms, true);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_register_tools_waiting(
             self, api, specs + 1, sizeof(specs) / sizeof(specs[0]) - 1, ex,

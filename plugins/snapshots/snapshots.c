@@ -474,7 +474,6 @@ static int sn_config(struct snap *sn, rlmcp_plugin *self,
 static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
     struct snap *sn = calloc(1, sizeof(*sn));
     int rc;
 
@@ -486,14 +485,9 @@ static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* create_snapshot may wait wait_seconds, plus slack, and may run as an
      * MCP task (specs[0]). */
-    rlmcp_h_tool_def(&specs[0], sn, (uint32_t)(sn->wait_s + 60) * 1000u, false,
-                     &def);
-    def.task = &sn_task_def;
-    rc = api->register_tool(self, &def);
-    if (rc != RLMCP_OK)
-        api->set_error(self, "registering %s failed: %s", def.name,
-                       api->strerror(rc));
-    else
+    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &sn_task_def, sn,
+                                    (uint32_t)(sn->wait_s + 60) * 1000u, false);
+    if (rc == RLMCP_OK)
         rc = rlmcp_h_register_tools(self, api, specs + 1,
                                     sizeof(specs) / sizeof(specs[0]) - 1, sn,
                                     (uint32_t)(sn->wait_s + 60) * 1000u);

@@ -528,6 +528,25 @@ void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
     def->flags = waiting ? RLMCP_TOOL_LONG : 0;
 }
 
+int rlmcp_h_register_task_tool(rlmcp_plugin *self,
+                               const struct rlmcp_host_api *api,
+                               const struct rlmcp_h_tool *t,
+                               const struct rlmcp_task_def *task,
+                               void *user_data, uint32_t long_timeout_ms,
+                               bool waiting)
+{
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    int rc;
+
+    rlmcp_h_tool_def(t, user_data, long_timeout_ms, waiting, &def);
+    def.task = task;
+    rc = api->register_tool(self, &def);
+    if (rc != RLMCP_OK)
+        api->set_error(self, "registering %s failed: %s", t->name,
+                       api->strerror(rc));
+    return rc;
+}
+
 int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms)

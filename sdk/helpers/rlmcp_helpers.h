@@ -236,6 +236,16 @@ void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
                       uint32_t long_timeout_ms, bool waiting,
                       struct rlmcp_tool_def *def);
 /*
+ * Register t as rlmcp_h_register_tools_waiting does (waiting: with
+ * RLMCP_TOOL_LONG), with task ops: it may run as an MCP task (ABI 1.4).
+ */
+int rlmcp_h_register_task_tool(rlmcp_plugin *self,
+                               const struct rlmcp_host_api *api,
+                               const struct rlmcp_h_tool *t,
+                               const struct rlmcp_task_def *task,
+                               void *user_data, uint32_t long_timeout_ms,
+                               bool waiting);
+/*
  * Register n tools, each with user_data; long-running ones get
  * long_timeout_ms. On failure the plugin error names the tool and the
  * code is returned (the caller's init fails).

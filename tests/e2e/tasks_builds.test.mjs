@@ -5,7 +5,8 @@
 // reason; a cancel that deletes a building blueprint (its build stopped, as
 // devboxd reads it back); a snapshot to completed; a snapshot's cancel
 // refused once it ended; another caller's and forged ids refused; the host
-// restarted in the middle of a build and the task still resolving; the
+// restarted in the middle of a build and the task still resolving, and on
+// a second host process with the same key (a replica); the
 // 2026-07-28 tasks extension (a build's failure inline, a snapshot's result
 // inline) with raw HTTP; and bad input (no task made).
 import { test, before, after } from 'node:test';
@@ -58,10 +59,10 @@ async function stopHost(p) {
   assert.equal(code, 0, `host exited with ${code ?? sig}:\n${p.log.slice(-2000)}`);
 }
 
-async function connect(key) {
+async function connect(key, port = host.port) {
   const headers = key ? { 'X-Runloop-Api-Key': key } : {};
   const client = new Client({ name: 'tasks-builds-test', version: '1' }, { capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${host.port}/mcp`),
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`),
     { requestInit: { headers } }));
   await client.listTools(); // the SDK learns which tools take tasks
   return client;
@@ -268,6 +269,18 @@ test('another caller, forged and malformed ids are refused', async () => {
     assert.equal(e.code, -32602, `id ${id.slice(0, 40)}`);
   }
   await c.close();
+});
+
+test('another host process with the same key (a replica) resolves the task', async () => {
+  assert.ok(builtTask);
+  const replica = await startHost();
+  const c = await connect(undefined, replica.port);
+  assert.equal((await c.experimental.tasks.getTask(builtTask.id)).status, 'completed');
+  const r = await c.experimental.tasks.getTaskResult(builtTask.id, CallToolResultSchema);
+  assert.equal(r.structuredContent.id, builtTask.bp);
+  assert.equal(r.structuredContent.status, 'build_complete');
+  await c.close();
+  await stopHost(replica);
 });
 
 test('bad input: the tool\'s own errors, and no task', async () => {
