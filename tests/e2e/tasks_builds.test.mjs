@@ -11,20 +11,15 @@
 // inline) with raw HTTP; and bad input (no task made).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import http from 'node:http';
 import path from 'node:path';
-import { trackChild, waitFor as waitForEvery } from './lib/host.mjs';
+import { waitFor as waitForEvery } from './lib/host.mjs';
+import { rawCall, rpcError, startTrackedEngine, startTrackedHost, stopTracked, stopTrackedHost } from './lib/tasks.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
-const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
-const BIN = path.join(BUILD, 'bin', 'runloop-mcp');
-const DEVBOXD = path.join(BUILD, 'bin', 'devboxd');
 const REV = '2026-07-28';
 const RELATED = 'io.modelcontextprotocol/related-task';
 const LONG = { timeout: 400000 };
@@ -35,29 +30,10 @@ const procs = [];
 let host;
 let box;
 
-const track = (name, child) => trackChild(procs, name, child);
 const waitFor = (cond, ms, what) => waitForEvery(cond, ms, what, 200);
 
-async function startHost() {
-  const env = { ...process.env, RLMCP_PLUGIN_DIR: path.join(BUILD, 'plugins') };
-  delete env.RUNLOOP_API_KEY;
-  const p = track('host', spawn(BIN, ['-c', conf, '--transport', 'http'], { env, stdio: ['ignore', 'ignore', 'pipe'] }));
-  await waitFor(() => {
-    if (p.exited) throw new Error(`host exited:\n${p.log}`);
-    return /\(port (\d+)\)/.test(p.log);
-  }, 60000, 'the host to listen');
-  p.port = Number(/\(port (\d+)\)/.exec(p.log)[1]);
-  return p;
-}
-
-async function stopHost(p) {
-  p.child.kill('SIGTERM');
-  const t = setTimeout(() => p.child.kill('SIGKILL'), 20000);
-  const { code, sig } = await p.gone;
-  clearTimeout(t);
-  assert.doesNotMatch(p.log, /AddressSanitizer|LeakSanitizer|runtime error:/, p.log.slice(-4000));
-  assert.equal(code, 0, `host exited with ${code ?? sig}:\n${p.log.slice(-2000)}`);
-}
+const startHost = () => startTrackedHost(procs, conf);
+const stopHost = stopTrackedHost;
 
 async function connect(key, port = host.port) {
   const headers = key ? { 'X-Runloop-Api-Key': key } : {};
@@ -74,15 +50,6 @@ async function tool(client, name, args) {
   return r.structuredContent;
 }
 
-async function rpcError(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a JSON-RPC error');
-}
-
 function startTask(client, name, args, task = {}) {
   return client.request({ method: 'tools/call', params: { name, arguments: args, task } }, CreateTaskResultSchema);
 }
@@ -97,11 +64,7 @@ async function settled(client, id) {
 }
 
 before(async () => {
-  const engine = track('devboxd', spawn(DEVBOXD, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] }));
-  await waitFor(() => {
-    if (engine.exited) throw new Error(`devboxd exited:\n${engine.log}`);
-    return existsSync(path.join(state, 'devboxd.sock'));
-  }, 30000, 'devboxd');
+  await startTrackedEngine(procs, state);
   writeFileSync(conf, [
     'server:', '  name: tasks-builds-test', '  http:', '    listen: 127.0.0.1:0',
     'host:', '  log_level: info',
@@ -127,17 +90,7 @@ after(async () => {
       await c.close();
     } catch { /* the engine goes next anyway */ }
   }
-  for (const p of [...procs].reverse()) {
-    if (p.exited) continue;
-    if (p.name === 'host') {
-      await stopHost(p);
-      continue;
-    }
-    p.child.kill('SIGTERM');
-    const t = setTimeout(() => p.child.kill('SIGKILL'), 20000);
-    await p.gone;
-    clearTimeout(t);
-  }
+  await stopTracked(procs);
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -325,33 +278,7 @@ const META = {
   'io.modelcontextprotocol/protocolVersion': REV,
   'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
 };
-let nextId = 1;
-
-function call(method, params = {}) {
-  const id = nextId++;
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: META } });
-  const headers = {
-    'content-type': 'application/json', accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': REV, 'mcp-method': method,
-  };
-  if (method === 'tools/call') headers['mcp-name'] = params.name;
-  if (method.startsWith('tasks/')) headers['mcp-name'] = params.taskId;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: host.port, method: 'POST', path: '/mcp', headers, agent: false }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { data += d; });
-      res.on('end', () => {
-        const msgs = data.trimStart().startsWith('{') ? [JSON.parse(data)]
-          : data.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
-        resolve({ status: res.statusCode, msg: msgs.find((m) => m.id === id), body: data });
-      });
-    });
-    req.on('error', reject);
-    req.setTimeout(380000, () => req.destroy(new Error('request timed out')));
-    req.end(body);
-  });
-}
+const call = (method, params = {}) => rawCall(host.port, method, params, META, 380000);
 
 async function settled2026(taskId) {
   let got;
