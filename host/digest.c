@@ -76,3 +76,12 @@ void digest_sha256_hex(const void *data, size_t len, char out[65])
         return;
     digest_hex(md, n, out);
 }
+
+void digest_caller(const char *api_key, char out[65])
+{
+    if (api_key == NULL || api_key[0] == '\0') {
+        snprintf(out, 65, "-");
+        return;
+    }
+    digest_sha256_hex(api_key, strlen(api_key), out);
+}

@@ -37,4 +37,8 @@ void digest_hex(const unsigned char *in, size_t n, char *out);
 /* Lower-case hex SHA-256 of data into out (65 bytes); "" on failure. */
 void digest_sha256_hex(const void *data, size_t len, char out[65]);
 
+/* Who is calling, for binding task ids and input-round states to the caller:
+ * hex SHA-256 of the credential into out (65 bytes), "-" without one. */
+void digest_caller(const char *api_key, char out[65]);
+
 #endif

@@ -907,7 +907,9 @@ static bool stateless_mrtr(struct req *r, const char *kind, const char *target,
         key = NULL;
     err[0] = '\0';
     if (key != NULL)
-        *out = mrtr_new(r->params, key, err, sizeof(err));
+        *out = mrtr_new(r->params, key,
+                        r->ctx != NULL ? r->ctx->api_key : NULL, err,
+                        sizeof(err));
     free(key);
     if (*out != NULL)
         return true;

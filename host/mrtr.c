@@ -22,6 +22,7 @@
 struct mrtr {
     pthread_mutex_t lock;
     char *target;
+    char caller[65]; /* digest_caller of the credential: in the MAC */
     cJSON *known;    /* key -> the client's result (state + inputResponses) */
     cJSON *used;     /* key -> result: what this round consumed */
     cJSON *pending;  /* key -> {method, params} */
@@ -36,19 +37,37 @@ int mrtr_set_secret(const unsigned char *key, size_t len)
     return digest_key_set(&secret, key, len);
 }
 
-/* hex(HMAC-SHA256(secret, text)) into out (65 bytes). */
-static int sign(const char *text, size_t len, char out[65])
+/*
+ * hex(HMAC-SHA256(secret, caller "\n" text)) into out (65 bytes). The
+ * caller is signed, not carried: a state holds the user's answers, and
+ * another credential must not replay them into its own call.
+ */
+static int sign(const char *caller, const char *text, size_t len,
+                char out[65])
 {
     unsigned char md[DIGEST_BYTES];
+    char *buf = NULL;
+    size_t clen = strlen(caller);
+    int rc = -1;
 
-    if (digest_hmac(&secret, text, len, md) != 0)
-        return -1;
+    buf = malloc(clen + 1 + len);
+    if (buf == NULL)
+        goto out;
+    memcpy(buf, caller, clen);
+    buf[clen] = '\n';
+    memcpy(buf + clen + 1, text, len);
+    if (digest_hmac(&secret, buf, clen + 1 + len, md) != 0)
+        goto out;
     digest_hex(md, sizeof(md), out);
-    return 0;
+    rc = 0;
+out:
+    free(buf);
+    return rc;
 }
 
 /* "v1.<base64 payload>.<hmac>" over {"t": target, "r": responses}. */
-static char *state_encode(const char *target, const cJSON *responses)
+static char *state_encode(const char *target, const char *caller,
+                          const cJSON *responses)
 {
     cJSON *payload = cJSON_CreateObject();
     char *json = NULL;
@@ -70,7 +89,7 @@ static char *state_encode(const char *target, const cJSON *responses)
     if (EVP_EncodeBlock((unsigned char *)b64 + strlen(STATE_PREFIX),
                         (const unsigned char *)json, (int)n) < 0)
         goto out;
-    if (sign(b64, strlen(b64), mac) != 0 ||
+    if (sign(caller, b64, strlen(b64), mac) != 0 ||
         asprintf(&out, "%s.%s", b64, mac) < 0)
         out = NULL;
 out:
@@ -81,8 +100,8 @@ out:
 }
 
 /* The responses a valid state carries, or NULL (err filled). */
-static cJSON *state_decode(const char *state, const char *target, char *err,
-                           size_t errlen)
+static cJSON *state_decode(const char *state, const char *target,
+                           const char *caller, char *err, size_t errlen)
 {
     const char *dot = strrchr(state, '.');
     const char *b64 = state + strlen(STATE_PREFIX);
@@ -96,12 +115,13 @@ static cJSON *state_decode(const char *state, const char *target, char *err,
 
     if (strncmp(state, STATE_PREFIX, strlen(STATE_PREFIX)) != 0 ||
         dot == NULL || dot < b64 || strlen(dot + 1) != 64 ||
-        sign(state, (size_t)(dot - state), mac) != 0 ||
+        sign(caller, state, (size_t)(dot - state), mac) != 0 ||
         CRYPTO_memcmp(mac, dot + 1, 64) != 0) {
         snprintf(err, errlen,
-                 "params.requestState failed its integrity check; send the "
+                 "params.requestState failed its integrity check: send the "
                  "requestState of the previous InputRequiredResult "
-                 "unchanged, or none to start over");
+                 "unchanged and with the same credential, or none to start "
+                 "over");
         return NULL;
     }
     blen = (size_t)(dot - b64);
@@ -135,8 +155,8 @@ nomem:
     return NULL;
 }
 
-struct mrtr *mrtr_new(const cJSON *params, const char *target, char *err,
-                      size_t errlen)
+struct mrtr *mrtr_new(const cJSON *params, const char *target,
+                      const char *api_key, char *err, size_t errlen)
 {
     const cJSON *responses =
         cJSON_GetObjectItemCaseSensitive(params, "inputResponses");
@@ -176,11 +196,13 @@ struct mrtr *mrtr_new(const cJSON *params, const char *target, char *err,
         return NULL;
     pthread_mutex_init(&m->lock, NULL);
     m->target = strdup(target);
+    digest_caller(api_key, m->caller);
     m->used = cJSON_CreateObject();
     m->pending = cJSON_CreateObject();
     m->missing = cJSON_CreateObject();
     if (cJSON_IsString(state)) {
-        m->known = state_decode(state->valuestring, target, err, errlen);
+        m->known = state_decode(state->valuestring, target, m->caller, err,
+                                errlen);
         if (m->known == NULL)
             goto fail;
     } else {
@@ -294,7 +316,7 @@ char *mrtr_final(struct mrtr *m, const cJSON *id, int rc)
 
     pthread_mutex_lock(&m->lock);
     if (cJSON_GetArraySize(m->pending) > 0) {
-        state = state_encode(m->target, m->used);
+        state = state_encode(m->target, m->caller, m->used);
         res = cJSON_CreateObject();
         cJSON_AddStringToObject(res, "resultType", "input_required");
         cJSON_AddItemToObject(res, "inputRequests",

@@ -36,11 +36,13 @@ int mrtr_set_secret(const unsigned char *secret, size_t len);
 
 /*
  * State for one stateless call from its params (inputResponses,
- * requestState) and the tool/prompt/uri it targets. Returns NULL with err
- * filled on bad input (a -32602 for the client), or on no memory (err "").
+ * requestState) and the tool/prompt/uri it targets, for the caller holding
+ * api_key (may be NULL; a state made for one credential is refused for
+ * another). Returns NULL with err filled on bad input (a -32602 for the
+ * client), or on no memory (err "").
  */
-struct mrtr *mrtr_new(const cJSON *params, const char *target, char *err,
-                      size_t errlen);
+struct mrtr *mrtr_new(const cJSON *params, const char *target,
+                      const char *api_key, char *err, size_t errlen);
 void mrtr_free(struct mrtr *m);
 
 /*

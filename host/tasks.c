@@ -251,16 +251,6 @@ fail:
     return NULL;
 }
 
-/* hex SHA-256 of the caller's credential, "-" without one. */
-static void caller_of(const char *api_key, char out[65])
-{
-    if (api_key == NULL || api_key[0] == '\0') {
-        snprintf(out, 65, "-");
-        return;
-    }
-    digest_sha256_hex(api_key, strlen(api_key), out);
-}
-
 static int mac(const char *caller, const char *payload, unsigned char out[32])
 {
     char *text = NULL;
@@ -1004,7 +994,7 @@ static struct task_sink *sink_new(const struct tasks_req *q, enum task_op op)
         ts->inner->retain(ts->inner);
     ts->op = op;
     ts->stateless = q->stateless;
-    caller_of(q->api_key, ts->caller);
+    digest_caller(q->api_key, ts->caller);
     return ts;
 }
 
@@ -1123,7 +1113,7 @@ static bool task_param(const struct tasks_req *q, struct task_ref *ref,
                     "tools/call returned");
         return false;
     }
-    caller_of(q->api_key, caller);
+    digest_caller(q->api_key, caller);
     rc = id_decode(q->dep->reg, id->valuestring, caller, ref);
     if (rc == 2) {
         reply_error(q, JSONRPC_INVALID_PARAMS, NULL,
@@ -1231,7 +1221,7 @@ static void task_list(const struct tasks_req *q)
             return;
         }
     }
-    caller_of(q->api_key, caller);
+    digest_caller(q->api_key, caller);
     pthread_mutex_lock(&lock);
     /* Newest first: walk back from the last written slot. */
     for (i = 0; i < n_seen; i++) {

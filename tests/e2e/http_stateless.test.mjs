@@ -301,6 +301,15 @@ test('input rounds: tampered or foreign requestState and malformed inputResponse
   const other = await call('tools/call', { name: 'test_input_required_result_elicitation', arguments: {}, requestState: state }, { meta });
   assert.equal(other.msg.error?.code, -32602, other.body);
   assert.match(other.msg.error.message, /another request/);
+  // Another caller cannot replay this caller's answers; the owner still can.
+  const answered = await call('tools/call', { ...args, inputResponses: { step1: { action: 'accept', content: { name: 'Ada' } } }, requestState: state }, { meta });
+  const carried = answered.msg.result.requestState;
+  assert.ok(carried, answered.body);
+  const replay = await call('tools/call', { ...args, requestState: carried }, { meta, headers: { 'x-runloop-api-key': 'another-callers-key' } });
+  assert.equal(replay.msg.error?.code, -32602, replay.body);
+  assert.match(replay.msg.error.message, /requestState .*same credential/);
+  const owner = await call('tools/call', { ...args, requestState: carried }, { meta });
+  assert.equal(owner.msg.error, undefined, owner.body);
   for (const inputResponses of [{ step1: 12345 }, { step1: 'yes' }, [1, 2], 'all']) {
     const r = await call('tools/call', { ...args, inputResponses }, { meta });
     assert.equal(r.msg.error?.code, -32602, `${JSON.stringify(inputResponses)}: ${r.body}`);
