@@ -40,10 +40,12 @@ int bb_enabled(void)
 {
     const char *b = getenv("RLMCP_BUILDER");
 
+    if (b != NULL && strcmp(b, "native") == 0)
+        return 0;
     /* Blueprints of the bubblewrap runtime or the host image have no image
      * to build FROM: the native builder builds those. */
-    return b != NULL && strcmp(b, "buildah") == 0 && sb_rt.use_runc &&
-           strcmp(images_default(), "host") != 0;
+    return sb_rt.use_runc && strcmp(images_default(), "host") != 0 &&
+           access("/usr/bin/buildah", X_OK) == 0;
 }
 
 static const char *image_cache(void)

@@ -28,8 +28,9 @@ struct bb_job {
     int killed;    /* buildah was killed: its store needs bb_cleanup */
 };
 
-/* Whether blueprints build with buildah: RLMCP_BUILDER=buildah (needs the
- * runc runtime on an image); the default is still the native builder. */
+/* Whether blueprints build with buildah: yes under the runc runtime on an
+ * image (the default) when buildah is installed, unless
+ * RLMCP_BUILDER=native. */
 int bb_enabled(void);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */

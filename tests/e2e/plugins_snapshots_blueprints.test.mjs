@@ -145,17 +145,17 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     assert.equal(rc.stdout, 'e2e-tool-ok\n');
   });
 
-  it('build_blueprint of a failing step and of an unsupported instruction', LONG, async () => {
+  it('build_blueprint of a failing step and of an unknown instruction', LONG, async () => {
     const e = errorOf(await call('build_blueprint', { name: 'e2e-fails',
       system_setup_commands: ['true', 'echo nope; exit 4'] }));
     assert.equal(e.code, 'invalid_argument');
     assert.match(e.message, /failed to build: build_failed/);
     assert.match(e.message, /step 2\/2/);
     const u = errorOf(await call('build_blueprint', { name: 'e2e-unsupported',
-      dockerfile: 'FROM runloop:runloop/starter-x86_64\nHEALTHCHECK NONE\n' }));
-    assert.match(u.message, /line 2: HEALTHCHECK is not supported by the local engine/);
+      dockerfile: 'FROM runloop:runloop/starter-x86_64\nFROWN x\n' }));
+    assert.match(u.message, /line 2: unknown instruction "FROWN"/);
     const failed = ok(await call('list_blueprints', { status: 'failed' }));
-    assert.equal(failed.blueprints.length, 2);
+    assert.equal(failed.blueprints.length, 1, 'a Dockerfile with an error is refused, not built');
   });
 
   it('create_snapshot (async with progress, then wait), status, list, create_devbox from it', LONG, async () => {

@@ -1,9 +1,9 @@
-// Blueprint builds through the official Runloop SDK against a real devboxd:
-// setup commands and Dockerfiles (FROM, ARG, ENV, WORKDIR, USER, COPY, RUN)
-// build in a sandbox, devboxes from blueprint_id / blueprint_name boot on
-// the result, logs stream while building, failing and unsupported steps
-// fail the build naming the step, delete is refused while in use, and
-// records survive a restart.
+// Blueprint builds through the official Runloop SDK against a real devboxd
+// (buildah, the default builder; the native builder's own cases at the
+// end): setup commands and Dockerfiles (FROM, ARG, ENV, WORKDIR, USER,
+// COPY, RUN) build, devboxes from blueprint_id / blueprint_name boot on the
+// result, logs stream while building, failing steps fail the build naming
+// the step, delete is refused while in use, and records survive a restart.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
@@ -85,9 +85,9 @@ describe('blueprints', () => {
         'ARG GREETING=hi',
         'ENV APP_HOME=/home/user/app \\',
         '    MODE="local dev"',
-        'ENV PATH=$HOME/.local/bin:$PATH',
-        'WORKDIR /home/user/app',
+        'ENV PATH=/home/user/.local/bin:$PATH',
         'USER user',
+        'WORKDIR /home/user/app',
         'COPY config.json ./conf/',
         'RUN echo "$GREETING from $(pwd)" > greeting.txt && hello > hello.txt',
         'RUN ["sh", "-c", "echo exec-form > exec.txt"]',
@@ -100,6 +100,7 @@ describe('blueprints', () => {
     assert.equal(done.status, 'build_complete', logs);
     assert.equal(done.base_blueprint_id, tools.id);
     assert.match(logs, /Step 1\/8: ARG GREETING=hi/);
+    assert.match(logs, /Step 7\/8: RUN echo "\$GREETING from/);
     const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
     const r = await run(box.id, 'cd /home/user/app && cat greeting.txt hello.txt exec.txt conf/config.json ../src/config.json && echo "$MODE|$APP_HOME" && hello');
     assert.equal(r.out, 'hello from /home/user/app\nhello-from-blueprint\nexec-form\n{"k": 1}\n{"k": 1}\n' +
@@ -131,25 +132,27 @@ describe('blueprints', () => {
     assert.match(await logText(df.id), /step 2\/3 \(Dockerfile line 3\): RUN false failed: command exited with code 1/);
   });
 
-  test('unsupported Dockerfile instructions and images fail the build with the line named', async () => {
+  test('instructions the native builder refused build; bad Dockerfiles are a 400 naming the line', async () => {
+    const b = await client.blueprints.create({ name: 'full-docker', dockerfile: [
+      'FROM runloop:runloop/starter-x86_64',
+      'USER root',
+      'RUN mkdir -p /opt/acc && echo hi > /opt/acc/f',
+      'EXPOSE 8080',
+      'LABEL purpose=tests',
+      'ADD notes.txt /opt/acc/',
+      'HEALTHCHECK NONE',
+      'USER user',
+    ].join('\n'), file_mounts: { '/tmp/notes.txt': 'n\n' } });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'build_complete', await logText(b.id));
     const cases = [
-      ['FROM runloop:runloop/starter-x86_64\nRUN true\nEXPOSE 8080\n', /line 3: EXPOSE is not supported by the local engine/],
-      ['FROM runloop:runloop/starter-x86_64\nADD https://x/y.tgz /opt/\n', /line 2: ADD is not supported/],
-      ['FROM python:3.12\nRUN true\n', /FROM python:3.12: the local engine has no image registry/],
+      ['FROM python:3.12\nRUN true\n', /line 1: FROM python:3\.12: no image or built blueprint of that name/],
       ['RUN true\n', /line 1: RUN before FROM/],
       ['FROM runloop:runloop/starter-x86_64\nFROWN x\n', /line 2: unknown instruction "FROWN"/],
-      ['FROM runloop:runloop/starter-x86_64\nUSER root\n', /USER root is not supported by the local engine/],
-      ['FROM runloop:runloop/starter-x86_64\nCOPY missing.txt /tmp/\n', /COPY source "missing.txt" is not in file_mounts/],
-      ['FROM runloop:no-such-blueprint\n', /no successful build of that blueprint/],
+      ['FROM runloop:no-such-blueprint\n', /FROM runloop:no-such-blueprint: no image or built blueprint/],
     ];
-    const ids = [];
-    for (const [dockerfile] of cases)
-      ids.push((await client.blueprints.create({ name: 'unsupported', dockerfile })).id);
-    for (let i = 0; i < cases.length; i++) {
-      const done = await settled(ids[i]);
-      assert.equal(done.status, 'failed', cases[i][0]);
-      assert.match(await logText(ids[i]), cases[i][1]);
-    }
+    for (const [dockerfile, re] of cases)
+      await rejectsWith(assert, client.blueprints.create({ name: 'unsupported', dockerfile }), 400, re);
   });
 
   test('build logs stream into the logs endpoint while the build runs', async () => {
@@ -193,15 +196,19 @@ describe('blueprints', () => {
   });
 
   test('list by name and status with pagination', async () => {
+    const listed = [];
+    for (let i = 0; i < 5; i++)
+      listed.push((await client.blueprints.create({ name: 'listed', system_setup_commands: ['true'] })).id);
+    for (const id of listed) await settled(id);
     const all = await client.blueprints.list({ limit: 100 });
     assert.ok(all.blueprints.length >= 3);
-    const named = await client.blueprints.list({ name: 'unsupported', limit: 3 });
+    const named = await client.blueprints.list({ name: 'listed', limit: 3 });
     assert.equal(named.blueprints.length, 3);
     assert.equal(named.has_more, true);
-    assert.ok(named.blueprints.every((b) => b.name === 'unsupported'));
-    const next = await client.blueprints.list({ name: 'unsupported', limit: 100,
+    assert.ok(named.blueprints.every((b) => b.name === 'listed'));
+    const next = await client.blueprints.list({ name: 'listed', limit: 100,
       starting_after: named.blueprints[2].id });
-    assert.equal(next.blueprints.length, 5);
+    assert.equal(next.blueprints.length, 2);
     const ok = await client.blueprints.list({ status: 'build_complete', limit: 100 });
     assert.ok(ok.blueprints.every((b) => b.status === 'build_complete'));
     assert.ok(ok.blueprints.some((b) => b.id === tools.id));
@@ -257,5 +264,38 @@ describe('blueprints', () => {
     await client.devboxes.diskSnapshots.delete(snap.id);
     await client.blueprints.delete(child.id);
     await client.blueprints.delete(tools.id);
+  });
+});
+
+// The native builder (RLMCP_BUILDER=native; also what builds under the
+// bubblewrap runtime): its Dockerfile subset refuses the rest by line.
+describe('native builder', () => {
+  let native;
+  useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'native' } }), (c) => { native = c; });
+
+  test('unsupported Dockerfile instructions and images fail the build with the line named', async () => {
+    const cases = [
+      ['FROM runloop:runloop/starter-x86_64\nRUN true\nEXPOSE 8080\n', /line 3: EXPOSE is not supported by the local engine/],
+      ['FROM runloop:runloop/starter-x86_64\nADD https://x/y.tgz /opt/\n', /line 2: ADD is not supported/],
+      ['FROM python:3.12\nRUN true\n', /FROM python:3.12: the local engine has no image registry/],
+      ['RUN true\n', /line 1: RUN before FROM/],
+      ['FROM runloop:runloop/starter-x86_64\nFROWN x\n', /line 2: unknown instruction "FROWN"/],
+      ['FROM runloop:runloop/starter-x86_64\nUSER root\n', /USER root is not supported by the local engine/],
+      ['FROM runloop:runloop/starter-x86_64\nCOPY missing.txt /tmp/\n', /COPY source "missing.txt" is not in file_mounts/],
+      ['FROM runloop:no-such-blueprint\n', /no successful build of that blueprint/],
+    ];
+    const ids = [];
+    for (const [dockerfile] of cases)
+      ids.push((await native.blueprints.create({ name: 'unsupported', dockerfile })).id);
+    for (let i = 0; i < cases.length; i++) {
+      const done = await waitFor(async () => {
+        const b = await native.blueprints.retrieve(ids[i]);
+        return ['build_complete', 'failed'].includes(b.status) ? b : null;
+      }, { timeoutMs: 180000, stepMs: 100, what: `blueprint ${ids[i]}` });
+      assert.equal(done.status, 'failed', cases[i][0]);
+      const log = (await native.blueprints.logs(ids[i])).logs.map((e) => e.message).join('\n');
+      assert.match(log, cases[i][1]);
+      assert.doesNotMatch(log, /builder: buildah/);
+    }
   });
 });

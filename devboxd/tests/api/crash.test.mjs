@@ -14,11 +14,11 @@ import { Devboxd, waitFor } from './devboxd.mjs';
 // Both runtimes: under bubblewrap a killed devboxd leaves the build's
 // cgroups behind; under runc (the default) runc removes a build's groups
 // itself, but the devbox's processes live on in its groups.
-// With the buildah builder, buildah's working container and its mount are
-// left too, and go at the restart.
+// Under runc the build is buildah's (the default builder): its working
+// container and mount are left too, and go at the restart.
 const runtimes = [
-  ['runc on the starter image', {}],
-  ['runc, the buildah builder', { RLMCP_BUILDER: 'buildah' }],
+  ['runc on the starter image (buildah builds)', {}],
+  ['runc, the native builder', { RLMCP_BUILDER: 'native' }],
   ['bubblewrap on the host /usr', { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' }],
 ];
 
@@ -71,7 +71,7 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   const partial = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
   assert.ok(groups(bp.id).length > 0 || procsIn(box.id).includes('sleep 3600'),
     'the killed devboxd left neither the build\'s cgroups nor the devbox\'s processes (nothing to prove)');
-  const buildah = env.RLMCP_BUILDER === 'buildah';
+  const buildah = env.RLMCP_BUILDER === undefined && env.RLMCP_DEVBOX_RUNTIME === undefined;
   if (buildah) {
     assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
     assert.ok(buildahContainers(engine.stateDir).length > 0, 'buildah left no working container (nothing to prove)');
