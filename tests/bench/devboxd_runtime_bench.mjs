@@ -6,7 +6,8 @@
 // the machine's cache is untouched) and warm lookup, and its size.
 // With --before DIR, runc on the starter image is measured a second time
 // with the devboxd (and helpers) of another build, e.g. the previous
-// commit's, in the same run.
+// commit's, in the same run.  Create and exec latencies are taken in turns
+// across the engines, which run side by side.
 //   RLMCP_BUILD_DIR=build node tests/bench/devboxd_runtime_bench.mjs [--quick]
 //       [--no-cold | --only-images] [--before OTHER_BUILD_DIR]
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -27,32 +28,53 @@ const row = (what, ours, peer, target) =>
 const beforeAt = process.argv.indexOf('--before');
 const beforeDir = beforeAt > 0 ? path.resolve(process.argv[beforeAt + 1] ?? '') : null;
 
-async function measure(env, bin) {
-  const engine = new Devboxd({ env });
-  if (bin) engine.bin = bin;
-  await engine.start();
-  const client = engine.client();
+// The engines run side by side: create and exec latencies are taken in
+// turns (one create on each, then the next round), so a change in the
+// machine's load falls on every engine alike; the concurrent figure runs
+// one engine at a time.
+async function measureAll(configs) {
+  const engines = configs.map(({ env, bin }) => {
+    const e = new Devboxd({ env });
+    if (bin) e.bin = bin;
+    return e;
+  });
+  const out = configs.map(() => ({ create: [], exec: [] }));
   try {
-    const create = await createLatencies(client, N_CREATE);
-    const box = await client.devboxes.createAndAwaitRunning({});
-    const exec = await execLatencies(client, box.id, N_EXEC);
-    await client.devboxes.shutdown(box.id);
-    let t0 = performance.now();
-    const boxes = await Promise.all(Array.from({ length: N_BOXES }, () =>
-      client.devboxes.createAndAwaitRunning({ launch_parameters: { resource_size_request: 'X_SMALL' } },
-        { timeout: 600000 }).catch((e) => ({ status: `error: ${e.message}` }))));
-    const up = (performance.now() - t0) / 1000;
-    const running = boxes.filter((b) => b.status === 'running');
-    t0 = performance.now();
-    const outs = await Promise.all(running.map((b) => client.devboxes.executeAndAwaitCompletion(b.id,
-      { command: 'id -un' })));
-    const run = (performance.now() - t0) / 1000;
-    const ok = outs.filter((o) => o.exit_status === 0).length;
-    await Promise.all(running.map((b) => client.devboxes.shutdown(b.id)));
-    return { create, exec, up, nUp: running.length, run, ok };
+    for (const e of engines) await e.start();
+    const clients = engines.map((e) => e.client());
+    for (let i = 0; i < N_CREATE; i++) {
+      for (let k = 0; k < clients.length; k++) out[k].create.push(...await createLatencies(clients[k], 1));
+    }
+    const boxes = [];
+    for (const c of clients) boxes.push(await c.devboxes.createAndAwaitRunning({}));
+    for (let i = 0; i < N_EXEC; i += 10) {
+      for (let k = 0; k < clients.length; k++) {
+        out[k].exec.push(...await execLatencies(clients[k], boxes[k].id, Math.min(10, N_EXEC - i), `r${i}`));
+      }
+    }
+    for (let k = 0; k < clients.length; k++) await clients[k].devboxes.shutdown(boxes[k].id);
+    for (let k = 0; k < clients.length; k++) Object.assign(out[k], await concurrent(clients[k]));
   } finally {
-    await engine.cleanup();
+    for (const e of engines) await e.cleanup();
   }
+  return out;
+}
+
+// N_BOXES devboxes created at once, then one command in each.
+async function concurrent(client) {
+  let t0 = performance.now();
+  const boxes = await Promise.all(Array.from({ length: N_BOXES }, () =>
+    client.devboxes.createAndAwaitRunning({ launch_parameters: { resource_size_request: 'X_SMALL' } },
+      { timeout: 600000 }).catch((e) => ({ status: `error: ${e.message}` }))));
+  const up = (performance.now() - t0) / 1000;
+  const running = boxes.filter((b) => b.status === 'running');
+  t0 = performance.now();
+  const outs = await Promise.all(running.map((b) => client.devboxes.executeAndAwaitCompletion(b.id,
+    { command: 'id -un' })));
+  const run = (performance.now() - t0) / 1000;
+  const ok = outs.filter((o) => o.exit_status === 0).length;
+  await Promise.all(running.map((b) => client.devboxes.shutdown(b.id)));
+  return { up, nUp: running.length, run, ok };
 }
 
 // devboxd-image NAME in the given cache: seconds, and the image's size.
@@ -119,9 +141,9 @@ if (process.argv.includes('--only-images')) {
 }
 
 const runc = { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' };
-const peer = await measure({ RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });
-const before = beforeDir ? await measure(runc, path.join(beforeDir, 'bin', 'devboxd')) : null;
-const ours = await measure(runc);
+const configs = [{ env: runc }, { env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' } }];
+if (beforeDir) configs.push({ env: runc, bin: path.join(beforeDir, 'bin', 'devboxd') });
+const [ours, peer, before = null] = await measureAll(configs);
 console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
 // With --before, its column sits between ours and the peer's.
 const line = (what, f, target) => {
