@@ -2468,6 +2468,17 @@ static int job_get(rlmcp_call *call, const char *args, size_t len, void *ud)
                             "\"rlmcp/input-key\":\"k\"}}}}}");
     else if (strcmp(mode, "bug") == 0)
         rc = RLMCP_EINTERNAL;
+    else if (strcmp(mode, "building") == 0 || strcmp(mode, "stuck") == 0)
+        rc = job_json(call, "{\"status\":\"building\"}"); /* no "id" */
+    else if (strcmp(mode, "provisioning") == 0 ||
+             strcmp(mode, "in_progress") == 0)
+        rc = job_json(call, strcmp(mode, "in_progress") == 0
+                                ? "{\"status\":\"in_progress\"}"
+                                : "{\"status\":\"provisioning\"}");
+    else if (strcmp(mode, "done_bad") == 0)
+        rc = job_json(call, "{\"status\":\"build_complete\"}");
+    else if (strcmp(mode, "done_ok") == 0)
+        rc = job_json(call, "{\"id\":\"x\",\"status\":\"build_complete\"}");
     else
         rc = call_result_text(call, "ok");
     free(mode);
@@ -2476,8 +2487,19 @@ static int job_get(rlmcp_call *call, const char *args, size_t len, void *ud)
 
 static int job_cancel(rlmcp_call *call, const char *args, size_t len, void *ud)
 {
-    (void)args, (void)len, (void)ud;
-    return job_json(call, "{\"status\":\"killed\"}");
+    char *mode = job_mode(args, len);
+    int rc;
+
+    (void)ud;
+    if (strcmp(mode, "stuck") == 0)
+        rc = call_result_error(call, "conflict", "wait for it",
+                               "the work cannot be stopped");
+    else if (strcmp(mode, "broke") == 0)
+        rc = job_json(call, "{\"status\":\"failed\",\"already_done\":true}");
+    else
+        rc = job_json(call, "{\"status\":\"killed\"}");
+    free(mode);
+    return rc;
 }
 
 static int job_update(rlmcp_call *call, const char *args, size_t len, void *ud)
@@ -2542,21 +2564,38 @@ static cJSON *rev_call(struct fx *f, int id, const char *method,
     return m;
 }
 
-/* Start a task of "job" in mode; its id (caller frees). */
-static char *task_of(struct fx *f, int id, const char *mode)
+/* Start a task of tool in mode; its id (caller frees). */
+static char *task_of_tool(struct fx *f, int id, const char *tool,
+                          const char *mode)
 {
     char params[160];
     cJSON *m = NULL;
     char *task = NULL;
 
     snprintf(params, sizeof(params),
-             "\"name\":\"job\",\"arguments\":{\"mode\":\"%s\"}", mode);
+             "\"name\":\"%s\",\"arguments\":{\"mode\":\"%s\"}", tool, mode);
     m = rev_call(f, id, "tools/call", params);
     assert_string_equal(
         cJSON_GetObjectItem(result_of(m), "resultType")->valuestring, "task");
     task = strdup(cJSON_GetObjectItem(result_of(m), "taskId")->valuestring);
     cJSON_Delete(m);
     return task;
+}
+
+static char *task_of(struct fx *f, int id, const char *mode)
+{
+    return task_of_tool(f, id, "job", mode);
+}
+
+static cJSON *task_get_of(struct fx *f, int id, const char *tool,
+                          const char *mode)
+{
+    char *task = task_of_tool(f, id, tool, mode);
+    char params[2600];
+
+    snprintf(params, sizeof(params), "\"taskId\":\"%s\"", task);
+    free(task);
+    return rev_call(f, id + 1, "tasks/get", params);
 }
 
 static cJSON *task_get(struct fx *f, int id, const char *mode)
@@ -2694,6 +2733,101 @@ static void test_tasks(void **state)
     registry_free(reg);
 }
 
+/* A 2025-11-25 tasks/cancel of task (on the fixture's session). */
+static cJSON *cancel_2025(struct fx *f, int id, const char *task)
+{
+    assert_true(handle(f,
+                       "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+                       "\"tasks/cancel\",\"params\":{\"taskId\":\"%s\"}}",
+                       id, task));
+    return response(f, id);
+}
+
+/*
+ * Builds and snapshots: the backend's working statuses, the output schema
+ * checked on a completed result only, a cancel the work refuses.
+ */
+static void test_task_states(void **state)
+{
+    struct fx *f = fx_new(0);
+    struct registry *reg = registry_new();
+    struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+    struct deployment *dep = NULL, *old = NULL;
+    static const char *const working[] = {"building", "provisioning",
+                                          "in_progress"};
+    char err[256] = "";
+    char params[2600];
+    char *task = NULL;
+    const cJSON *r = NULL;
+    cJSON *m = NULL;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(tasks_set_key(NULL, 0), 0);
+    def.name = "job";
+    def.description = "test tool";
+    def.input_schema_json = OBJ;
+    def.handler = h_echo;
+    def.task = &job_ops;
+    assert_int_equal(
+        registry_add_tool(reg, NULL, "testplug", &def, err, sizeof(err)), 0);
+    def.name = "shaped";
+    def.output_schema_json =
+        "{\"type\":\"object\",\"required\":[\"id\",\"status\"]}";
+    assert_int_equal(
+        registry_add_tool(reg, NULL, "testplug", &def, err, sizeof(err)), 0);
+    assert_int_equal(
+        registry_select(reg, NULL, "t.yaml", false, 1000, err, sizeof(err)), 0);
+    dep = deployment_new(reg, NULL, 0);
+    assert_int_equal(mcp_replace_deployment(f->d, dep, &old), 0);
+    deployment_unref(old);
+    deployment_unref(dep);
+
+    /* The backend's statuses of work going on are working. */
+    for (i = 0; i < sizeof(working) / sizeof(*working); i++) {
+        m = task_get(f, 1 + 2 * (int)i, working[i]);
+        assert_string_equal(str_at(result_of(m), "status", NULL), "working");
+        cJSON_Delete(m);
+    }
+    /* A status read need not match the outputSchema (it has no id)... */
+    m = task_get_of(f, 11, "shaped", "building");
+    assert_string_equal(str_at(result_of(m), "status", NULL), "working");
+    cJSON_Delete(m);
+    /* ...the completed result must. */
+    m = task_get_of(f, 13, "shaped", "done_bad");
+    assert_int_equal(error_code(m), -32603);
+    assert_non_null(strstr(error_message(m), "outputSchema"));
+    cJSON_Delete(m);
+    m = task_get_of(f, 15, "shaped", "done_ok");
+    r = result_of(m);
+    assert_string_equal(str_at(r, "status", NULL), "completed");
+    assert_string_equal(str_at(r, "result", "resultType"), "complete");
+    cJSON_Delete(m);
+
+    /* Work that cannot be stopped: 2026-07-28 acks, 2025-11-25 refuses. */
+    task = task_of(f, 17, "stuck");
+    snprintf(params, sizeof(params), "\"taskId\":\"%s\"", task);
+    m = rev_call(f, 21, "tasks/cancel", params);
+    assert_int_equal(cJSON_GetArraySize(result_of(m)), 0);
+    cJSON_Delete(m);
+    init_session(f, "{}");
+    m = cancel_2025(f, 18, task);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "cannot be cancelled: the work "
+                                             "cannot be stopped wait for it"));
+    cJSON_Delete(m);
+    free(task);
+    /* A cancel that finds the work failed before: it had ended. */
+    task = task_of(f, 19, "broke");
+    m = cancel_2025(f, 20, task);
+    assert_int_equal(error_code(m), -32602);
+    assert_non_null(strstr(error_message(m), "already ended"));
+    cJSON_Delete(m);
+    free(task);
+    fx_free(f);
+    registry_free(reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2726,6 +2860,7 @@ int main(void)
         cmocka_unit_test(test_stdio_sink_outlives),
         cmocka_unit_test(test_listen),
         cmocka_unit_test(test_tasks),
+        cmocka_unit_test(test_task_states),
     };
 
     /* TEST_FILTER=test_progress runs one test (a glob). */
