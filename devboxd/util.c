@@ -385,8 +385,9 @@ static int is_loopback(const struct sockaddr *sa)
     return 0;
 }
 
-int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
-                    struct util_listen_fail *fail)
+int util_listen_tcp(const char *spec, const struct util_listen_words *w,
+                    int allow_non_loopback, int *bound_port, char *err,
+                    size_t errlen)
 {
     struct addrinfo hints;
     struct addrinfo *res = NULL;
@@ -399,9 +400,12 @@ int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
     int rc;
 
     rc = util_split_hostport(spec, host, sizeof(host), &port);
+    if (rc == -ENAMETOOLONG) {
+        snprintf(err, errlen, "%s '%s': host name too long", w->option, spec);
+        goto out;
+    }
     if (rc != 0) {
-        fail->step = UTIL_LISTEN_FORM;
-        fail->code = rc;
+        snprintf(err, errlen, "%s '%s': expected %s", w->option, spec, w->form);
         goto out;
     }
     memset(&hints, 0, sizeof(hints));
@@ -410,20 +414,21 @@ int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
     rc = getaddrinfo(host, port, &hints, &res);
     if (rc != 0) {
         res = NULL;
-        fail->step = UTIL_LISTEN_RESOLVE;
-        fail->code = rc;
+        snprintf(err, errlen, "%s '%s': %s", w->option, spec, gai_strerror(rc));
         goto out;
     }
     if (!is_loopback(res->ai_addr) && !allow_non_loopback) {
-        fail->step = UTIL_LISTEN_NOT_LOOPBACK;
-        fail->code = 0;
+        snprintf(err, errlen,
+                 "%s '%s' is not a loopback address; %s, so pass "
+                 "--allow-non-loopback if you really mean it",
+                 w->option, spec, w->exposes);
         goto out;
     }
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-        fail->step = UTIL_LISTEN_SOCKET;
-        fail->code = errno;
+        snprintf(err, errlen, "cannot listen on '%s'%s: %s", spec, w->purpose,
+                 strerror(errno));
         if (fd >= 0)
             close(fd);
         fd = -1;

@@ -44,22 +44,19 @@ int util_rmtree(const char *path);
  * form is wrong; -ENAMETOOLONG when the host does not fit hostsize. */
 int util_split_hostport(const char *spec, char *host, size_t hostsize, const char **port);
 
-/* Which step of util_listen_tcp failed; the caller words the message. */
-enum util_listen_step {
-    UTIL_LISTEN_FORM,         /* not HOST:PORT (code: -EINVAL/-ENAMETOOLONG) */
-    UTIL_LISTEN_RESOLVE,      /* code: a getaddrinfo error (gai_strerror) */
-    UTIL_LISTEN_NOT_LOOPBACK, /* refused without allow_non_loopback */
-    UTIL_LISTEN_SOCKET,       /* code: errno of socket/bind/listen */
-};
-struct util_listen_fail {
-    enum util_listen_step step;
-    int code;
+/* How util_listen_tcp words its refusals for one command-line option. */
+struct util_listen_words {
+    const char *option;  /* "--listen" */
+    const char *form;    /* what to write instead of a malformed value */
+    const char *exposes; /* why a non-loopback address needs the flag */
+    const char *purpose; /* "" or " for tunnels", after "cannot listen on X" */
 };
 /* A listening TCP socket on HOST:PORT (port 0: a free one, put in
  * *bound_port), loopback only unless allow_non_loopback. The fd, or -1
- * with *fail filled in. */
-int util_listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
-                    struct util_listen_fail *fail);
+ * with a message in err worded by w. */
+int util_listen_tcp(const char *spec, const struct util_listen_words *w,
+                    int allow_non_loopback, int *bound_port, char *err,
+                    size_t errlen);
 
 /* Validation helpers: each returns 0 or -1 with a message in err naming
  * the field and what to send instead. */

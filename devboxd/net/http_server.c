@@ -689,36 +689,12 @@ static int listen_unix(const char *path, char *err, size_t errlen)
     return fd;
 }
 
-static int listen_tcp(const char *spec, int allow_non_loopback, int *bound_port,
-                      char *err, size_t errlen)
-{
-    struct util_listen_fail fail;
-    int fd = util_listen_tcp(spec, allow_non_loopback, bound_port, &fail);
-
-    if (fd >= 0)
-        return fd;
-    switch (fail.step) {
-    case UTIL_LISTEN_FORM:
-        if (fail.code == -ENAMETOOLONG)
-            snprintf(err, errlen, "--listen '%s': host name too long", spec);
-        else
-            snprintf(err, errlen, "--listen '%s': expected unix:PATH or HOST:PORT "
-                     "(e.g. 127.0.0.1:0)", spec);
-        break;
-    case UTIL_LISTEN_RESOLVE:
-        snprintf(err, errlen, "--listen '%s': %s", spec, gai_strerror(fail.code));
-        break;
-    case UTIL_LISTEN_NOT_LOOPBACK:
-        snprintf(err, errlen, "--listen '%s' is not a loopback address; devboxd "
-                 "serves sandboxes with command execution, so pass "
-                 "--allow-non-loopback if you really mean it", spec);
-        break;
-    case UTIL_LISTEN_SOCKET:
-        snprintf(err, errlen, "cannot listen on '%s': %s", spec, strerror(fail.code));
-        break;
-    }
-    return -1;
-}
+static const struct util_listen_words listen_words = {
+    .option = "--listen",
+    .form = "unix:PATH or HOST:PORT (e.g. 127.0.0.1:0)",
+    .exposes = "devboxd serves sandboxes with command execution",
+    .purpose = "",
+};
 
 int http_server_listen(struct http_server *srv, const char *spec,
                        int allow_non_loopback, int *bound_port,
@@ -735,7 +711,8 @@ int http_server_listen(struct http_server *srv, const char *spec,
     if (is_unix)
         fd = listen_unix(spec + 5, err, errlen);
     else
-        fd = listen_tcp(spec, allow_non_loopback, bound_port, err, errlen);
+        fd = util_listen_tcp(spec, &listen_words, allow_non_loopback,
+                             bound_port, err, errlen);
     if (fd < 0)
         return -1;
     srv->listen_fds[srv->n_listen] = fd;

@@ -1035,37 +1035,12 @@ static void *accept_thread(void *arg)
 
 /* -------------------------------------------------------------- server */
 
-static int listen_on(const char *spec, int allow_non_loopback, int *bound_port, char *err,
-                     size_t errlen)
-{
-    struct util_listen_fail fail;
-    int fd = util_listen_tcp(spec, allow_non_loopback, bound_port, &fail);
-
-    if (fd >= 0)
-        return fd;
-    switch (fail.step) {
-    case UTIL_LISTEN_FORM:
-        if (fail.code == -ENAMETOOLONG)
-            snprintf(err, errlen, "--tunnel-listen: host name too long");
-        else
-            snprintf(err, errlen, "--tunnel-listen '%s': expected HOST:PORT (e.g. "
-                     "127.0.0.1:0 for a free port)", spec);
-        break;
-    case UTIL_LISTEN_RESOLVE:
-        snprintf(err, errlen, "--tunnel-listen '%s': %s", spec, gai_strerror(fail.code));
-        break;
-    case UTIL_LISTEN_NOT_LOOPBACK:
-        snprintf(err, errlen, "--tunnel-listen '%s' is not a loopback address; tunnels "
-                 "expose devbox ports, so pass --allow-non-loopback if you really mean it",
-                 spec);
-        break;
-    case UTIL_LISTEN_SOCKET:
-        snprintf(err, errlen, "cannot listen on '%s' for tunnels: %s", spec,
-                 strerror(fail.code));
-        break;
-    }
-    return -1;
-}
+static const struct util_listen_words listen_words = {
+    .option = "--tunnel-listen",
+    .form = "HOST:PORT (e.g. 127.0.0.1:0 for a free port)",
+    .exposes = "tunnels expose devbox ports",
+    .purpose = " for tunnels",
+};
 
 struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
                                         int allow_non_loopback, int *bound_port,
@@ -1081,7 +1056,8 @@ struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
     ts->lfd = -1;
     pthread_mutex_init(&ts->lock, NULL);
     pthread_cond_init(&ts->cond, NULL);
-    ts->lfd = listen_on(spec, allow_non_loopback, bound_port, err, errlen);
+    ts->lfd = util_listen_tcp(spec, &listen_words, allow_non_loopback,
+                              bound_port, err, errlen);
     if (ts->lfd < 0)
         goto fail;
     return ts;
