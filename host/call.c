@@ -24,6 +24,7 @@
 #include "ws.h"
 
 #include "schema.h"
+#include "services.h"
 #include "textmap.h"
 
 /* Requests end this long before the call's deadline, so the handler can
@@ -32,36 +33,6 @@
 
 /* Progress closer together than this is coalesced (latest value wins). */
 #define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
-
-static const char *code_text(int code)
-{
-    switch (code) {
-    case RLMCP_OK:
-        return "ok";
-    case RLMCP_EINVAL:
-        return "invalid argument";
-    case RLMCP_ENOMEM:
-        return "out of memory";
-    case RLMCP_ESTATE:
-        return "wrong state";
-    case RLMCP_ENOTFOUND:
-        return "not found";
-    case RLMCP_ECANCELLED:
-        return "cancelled";
-    case RLMCP_ETIMEDOUT:
-        return "timed out";
-    case RLMCP_EHTTP:
-        return "HTTP transport failure";
-    case RLMCP_EVERSION:
-        return "version not understood";
-    case RLMCP_ENOTSUP:
-        return "not supported";
-    case RLMCP_EEXIST:
-        return "already exists";
-    default:
-        return "internal error";
-    }
-}
 
 /* ---- life cycle --------------------------------------------------------- */
 
@@ -398,7 +369,7 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
 
     if (rc < 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name, "tool '%s' failed: %s (%d)",
-                c->what, code_text(rc), rc);
+                c->what, services_strerror(rc), rc);
         return internal_tool_error(c);
     }
     pthread_mutex_lock(&c->lock);
@@ -501,8 +472,8 @@ static char *resource_answer(struct rlmcp_call *c, int rc)
     }
     if (rc < 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name,
-                "reading resource '%s' failed: %s (%d)", c->uri, code_text(rc),
-                rc);
+                "reading resource '%s' failed: %s (%d)", c->uri,
+                services_strerror(rc), rc);
         return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
                              "reading the resource failed; details are in "
                              "the server log",
@@ -532,7 +503,7 @@ static char *prompt_answer(struct rlmcp_call *c, int rc)
 
     if (rc < 0) {
         log_msg(RLMCP_LOG_ERROR, c->plugin_name, "prompt '%s' failed: %s (%d)",
-                c->what, code_text(rc), rc);
+                c->what, services_strerror(rc), rc);
         return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
                              "the prompt failed; details are in the server "
                              "log",

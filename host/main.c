@@ -206,22 +206,6 @@ static bool readable(const char *p)
     return access(p, R_OK) == 0;
 }
 
-static char *exe_dir(void)
-{
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    char *slash = NULL;
-
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (slash == NULL)
-        return NULL;
-    *slash = '\0';
-    return strdup(buf);
-}
-
 /*
  * $RLMCP_CONFIG, then <bindir>/../conf (an unpacked tree),
  * <bindir>/../../conf (the build tree: build/bin -> repo conf/),
@@ -233,7 +217,7 @@ static char *find_config(char *tried, size_t triedlen)
     const char *env = getenv("RLMCP_CONFIG");
     static const char *const rel[] = {"/../conf/", "/../../conf/",
                                       "/../share/runloop-mcp/conf/"};
-    char *dir = exe_dir();
+    char *dir = loader_exe_dir();
     char *path = NULL;
     size_t used = 0;
     size_t i = 0;
