@@ -144,25 +144,12 @@ struct rlmcp_plugin_desc {
 typedef const struct rlmcp_plugin_desc *(*rlmcp_descriptor_fn)(void);
 #define RLMCP_DESCRIPTOR_SYMBOL "rlmcp_plugin_descriptor"
 
-#define RLMCP_PLUGIN_DEFINE(name_, version_, description_, init_, shutdown_) \
-    RLMCP_EXPORT const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(  \
-        void);                                                              \
-    const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void)          \
-    {                                                                       \
-        static const struct rlmcp_plugin_desc desc = {                     \
-            .abi_major = RLMCP_ABI_MAJOR,                                   \
-            .abi_minor = RLMCP_TARGET_ABI_MINOR,                            \
-            .struct_size = sizeof(struct rlmcp_plugin_desc),                \
-            .name = (name_),                                                \
-            .version = (version_),                                          \
-            .description = (description_),                                  \
-            .init = (init_),                                                \
-            .shutdown = (shutdown_),                                        \
-        };                                                                  \
-        return &desc;                                                       \
-    }
+/* The descriptor of a plugin without a config schema. */
+#define RLMCP_PLUGIN_DEFINE(name_, version_, description_, init_, shutdown_)   \
+    RLMCP_PLUGIN_DEFINE_CONFIG(name_, version_, description_, init_,           \
+                               shutdown_, NULL)
 
-/* RLMCP_PLUGIN_DEFINE plus the config section's JSON Schema (ABI 1.5). */
+/* The descriptor, with the config section's JSON Schema (ABI 1.5). */
 #define RLMCP_PLUGIN_DEFINE_CONFIG(name_, version_, description_, init_,       \
                                    shutdown_, config_schema_)                  \
     RLMCP_EXPORT const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(      \
