@@ -321,30 +321,11 @@ static int mcp_body(const struct rlmcp_h *h, const cJSON *args, bool create,
     return RLMCP_OK;
 }
 
-/* Append "&name=value" (value URL-encoded) when value is set. */
-static int add_query(char **path, const char *name, const char *value)
-{
-    char *enc = NULL;
-    char *next = NULL;
-
-    if (value == NULL)
-        return RLMCP_OK;
-    enc = rlmcp_h_url_encode(value);
-    if (enc != NULL)
-        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
-    free(enc);
-    if (next == NULL)
-        return RLMCP_ENOMEM;
-    free(*path);
-    *path = next;
-    return RLMCP_OK;
-}
-
 static int t_list_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct admin *ad = ud;
     struct rlmcp_h h = {ad->api, call};
-    cJSON *args = NULL, *page = NULL, *res = NULL;
+    cJSON *args = NULL;
     const char *name = NULL, *after = NULL;
     long long limit = 20;
     char *path = NULL;
@@ -360,26 +341,15 @@ static int t_list_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc != RLMCP_OK)
         goto out;
     path = rlmcp_h_sprintf("/v1/mcp-configs?limit=%lld", limit);
-    if (path == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = add_query(&path, "name", name);
+    rc = rlmcp_h_add_query(&path, "name", name);
     if (rc == RLMCP_OK)
-        rc = add_query(&path, "starting_after", after);
+        rc = rlmcp_h_add_query(&path, "starting_after", after);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing MCP configs",
-                             &page);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_page_result(&h, page, "mcp_configs", mcp_keys,
-                                 "listing MCP configs", &res);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_result_json(&h, res);
+        rc = rlmcp_h_list(&h, path, "mcp_configs", mcp_keys,
+                          "listing MCP configs");
 out:
     free(path);
     cJSON_Delete(args);
-    cJSON_Delete(page);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 

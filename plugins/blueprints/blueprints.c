@@ -397,29 +397,11 @@ out:
 /* ---- list / get / logs / delete
  * ---------------------------------------------------- */
 
-static int add_query(char **path, const char *name, const char *value)
-{
-    char *enc = NULL;
-    char *next = NULL;
-
-    if (value == NULL)
-        return RLMCP_OK;
-    enc = rlmcp_h_url_encode(value);
-    if (enc != NULL)
-        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
-    free(enc);
-    if (next == NULL)
-        return RLMCP_ENOMEM;
-    free(*path);
-    *path = next;
-    return RLMCP_OK;
-}
-
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *page = NULL, *res = NULL;
+    cJSON *args = NULL;
     const char *name = NULL, *status = NULL, *after = NULL;
     bool pub = false;
     long long limit = 20;
@@ -441,28 +423,17 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     path = rlmcp_h_sprintf("/v1/blueprints%s?limit=%lld",
                            pub ? "/list_public" : "", limit);
-    if (path == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = add_query(&path, "name", name);
+    rc = rlmcp_h_add_query(&path, "name", name);
     if (rc == RLMCP_OK)
-        rc = add_query(&path, "status", status);
+        rc = rlmcp_h_add_query(&path, "status", status);
     if (rc == RLMCP_OK)
-        rc = add_query(&path, "starting_after", after);
+        rc = rlmcp_h_add_query(&path, "starting_after", after);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing blueprints",
-                             &page);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_page_result(&h, page, "blueprints", bp_summary_keys,
-                                 "listing blueprints", &res);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_result_json(&h, res);
+        rc = rlmcp_h_list(&h, path, "blueprints", bp_summary_keys,
+                          "listing blueprints");
 out:
     free(path);
     cJSON_Delete(args);
-    cJSON_Delete(page);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 
@@ -621,13 +592,10 @@ static const struct rlmcp_h_tool specs[] = {
 static int bp_config(struct bp *bp, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    cJSON *cfg = rlmcp_h_config(self, api);
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         return RLMCP_EINVAL;
-    }
     rlmcp_h_cfg_int(cfg, "build_wait_seconds", 1800, &bp->wait_s);
     rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &bp->poll_ms);
     rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096, &bp->max_progress);

@@ -204,19 +204,12 @@ static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
     return def != NULL ? strdup(def) : NULL;
 }
 
-/* Defaults of the integer settings; their ranges are schemas/config.json's. */
-struct cfg_default {
-    const char *name;
-    long long def;
-    size_t off;
-};
-
 /* The host has checked the section against schemas/config.json (types,
  * ranges, the executable's form, no unknown keys); this fills the defaults
  * and checks the rule between two fields. */
 static int br_config(struct br *br, rlmcp_plugin *self)
 {
-    static const struct cfg_default keys[] = {
+    static const struct rlmcp_h_cfg_default keys[] = {
         {"action_timeout_ms", 10000, offsetof(struct br, action_timeout_ms)},
         {"max_action_timeout_ms", 120000, offsetof(struct br, max_timeout_ms)},
         {"create_wait_seconds", 180, offsetof(struct br, create_wait_s)},
@@ -228,18 +221,12 @@ static int br_config(struct br *br, rlmcp_plugin *self)
         {"viewport_height", 720, offsetof(struct br, height)},
     };
     const struct rlmcp_host_api *api = br->api;
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
-    size_t i;
+    cJSON *cfg = rlmcp_h_config(self, api);
     int rc = RLMCP_EINVAL;
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         goto out;
-    }
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        rlmcp_h_cfg_int(cfg, keys[i].name, keys[i].def,
-                        (long long *)((char *)br + keys[i].off));
+    rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), br);
     if (br->action_timeout_ms > br->max_timeout_ms) {
         api->set_error(self, "config action_timeout_ms must not exceed "
                              "max_action_timeout_ms");

@@ -751,34 +751,25 @@ static int ex_config_run_code(struct ex *ex, rlmcp_plugin *self,
 
 static int ex_config(struct ex *ex, rlmcp_plugin *self)
 {
-    static const struct rlmcp_h_cfg_key keys[] = {
-        {"max_output_bytes", 32768, 256, 16 << 20,
-         offsetof(struct ex, max_output)},
-        {"default_timeout_seconds", 600, 1, 86400,
+    static const struct rlmcp_h_cfg_default keys[] = {
+        {"max_output_bytes", 32768, offsetof(struct ex, max_output)},
+        {"default_timeout_seconds", 600,
          offsetof(struct ex, default_timeout_s)},
-        {"max_timeout_seconds", 3600, 1, 86400,
-         offsetof(struct ex, max_timeout_s)},
-        {"optimistic_seconds", 2, 0, 25, offsetof(struct ex, optimistic_s)},
-        {"last_n", 1000, 1, 100000, offsetof(struct ex, last_n)},
-        {"create_wait_seconds", 180, 1, 3600,
-         offsetof(struct ex, create_wait_s)},
-        {"max_log_bytes", 1 << 20, 1024, 64 << 20,
-         offsetof(struct ex, max_log_bytes)},
+        {"max_timeout_seconds", 3600, offsetof(struct ex, max_timeout_s)},
+        {"optimistic_seconds", 2, offsetof(struct ex, optimistic_s)},
+        {"last_n", 1000, offsetof(struct ex, last_n)},
+        {"create_wait_seconds", 180, offsetof(struct ex, create_wait_s)},
+        {"max_log_bytes", 1 << 20, offsetof(struct ex, max_log_bytes)},
     };
     const struct rlmcp_host_api *api = ex->api;
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *langs = NULL, *l = NULL;
     int rc = RLMCP_EINVAL;
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         goto out;
-    }
     /* Types and ranges are schemas/config.json's; this fills defaults. */
-    if (!rlmcp_h_cfg_ranges(self, api, cfg, keys,
-                            sizeof(keys) / sizeof(keys[0]), ex))
-        goto out;
+    rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), ex);
     if (ex->default_timeout_s > ex->max_timeout_s) {
         api->set_error(self, "config default_timeout_seconds must not "
                              "exceed max_timeout_seconds");

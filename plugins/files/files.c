@@ -804,16 +804,10 @@ static const struct rlmcp_h_tool specs[] = {
      t_remove, false},
 };
 
-struct lim {
-    const char *key;
-    long long def;
-    size_t off;
-};
-
 static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    static const struct lim lims[] = {
+    static const struct rlmcp_h_cfg_default lims[] = {
         {"max_read_bytes", 1 << 20, offsetof(struct fs, max_read)},
         {"max_write_bytes", 10 << 20, offsetof(struct fs, max_write)},
         {"max_upload_bytes", 10 << 20, offsetof(struct fs, max_upload)},
@@ -821,23 +815,17 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         {"max_list_entries", 1000, offsetof(struct fs, max_list)},
     };
     struct fs *fs = calloc(1, sizeof(*fs));
-    const char *text = api->config_json(self, NULL);
     cJSON *cfg = NULL;
-    size_t i;
     int rc = RLMCP_EINVAL;
 
     if (fs == NULL)
         return RLMCP_ENOMEM;
     fs->api = api;
-    cfg = cJSON_Parse(text != NULL ? text : "{}");
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    cfg = rlmcp_h_config(self, api);
+    if (cfg == NULL)
         goto fail;
-    }
     /* Types and ranges are schemas/config.json's, checked by the host. */
-    for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
-        rlmcp_h_cfg_int(cfg, lims[i].key, lims[i].def,
-                        (long long *)((char *)fs + lims[i].off));
+    rlmcp_h_cfg_defaults(cfg, lims, sizeof(lims) / sizeof(lims[0]), fs);
     rc = rlmcp_h_register_tools(self, api, specs,
                                 sizeof(specs) / sizeof(specs[0]), fs, 0);
     if (rc == RLMCP_OK)

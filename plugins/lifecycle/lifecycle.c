@@ -811,15 +811,12 @@ static void lc_free(struct lc *lc)
 static int lc_config(struct lc *lc, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *md = NULL, *bp = NULL;
     int rc = RLMCP_EINVAL;
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         goto out;
-    }
     rlmcp_h_cfg_int(cfg, "create_wait_seconds", 120, &lc->wait_s);
     rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep);
     rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800, &lc->max_keep);

@@ -1018,15 +1018,12 @@ static void pt_free(struct pty *pt)
 static int pt_config(struct pty *pt, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *t = NULL, *m = NULL;
     int rc = RLMCP_OK;
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         return RLMCP_EINVAL;
-    }
     m = cJSON_GetObjectItemCaseSensitive(cfg, "default_auth_mode");
     pt->default_open = cJSON_IsString(m) && strcmp(m->valuestring, "open") == 0;
     t = cJSON_GetObjectItemCaseSensitive(cfg, "tunnel_url_template");

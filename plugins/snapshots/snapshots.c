@@ -260,30 +260,11 @@ out:
 /* ---- list_snapshots
  * ---------------------------------------------------------- */
 
-/* Append "&name=value" (value URL-encoded) when value is set. */
-static int add_query(char **path, const char *name, const char *value)
-{
-    char *enc = NULL;
-    char *next = NULL;
-
-    if (value == NULL)
-        return RLMCP_OK;
-    enc = rlmcp_h_url_encode(value);
-    if (enc != NULL)
-        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
-    free(enc);
-    if (next == NULL)
-        return RLMCP_ENOMEM;
-    free(*path);
-    *path = next;
-    return RLMCP_OK;
-}
-
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    cJSON *args = NULL, *page = NULL, *res = NULL;
+    cJSON *args = NULL;
     const char *dbx = NULL, *bpt = NULL, *after = NULL;
     long long limit = 20;
     char *path = NULL;
@@ -301,28 +282,17 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc != RLMCP_OK)
         goto out;
     path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots?limit=%lld", limit);
-    if (path == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = add_query(&path, "devbox_id", dbx);
+    rc = rlmcp_h_add_query(&path, "devbox_id", dbx);
     if (rc == RLMCP_OK)
-        rc = add_query(&path, "source_blueprint_id", bpt);
+        rc = rlmcp_h_add_query(&path, "source_blueprint_id", bpt);
     if (rc == RLMCP_OK)
-        rc = add_query(&path, "starting_after", after);
+        rc = rlmcp_h_add_query(&path, "starting_after", after);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, "listing snapshots",
-                             &page);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_page_result(&h, page, "snapshots", snapshot_keys,
-                                 "listing snapshots", &res);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_result_json(&h, res);
+        rc = rlmcp_h_list(&h, path, "snapshots", snapshot_keys,
+                          "listing snapshots");
 out:
     free(path);
     cJSON_Delete(args);
-    cJSON_Delete(page);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 
@@ -455,14 +425,11 @@ static const struct rlmcp_h_tool specs[] = {
 static int sn_config(struct snap *sn, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
-    const char *text = api->config_json(self, NULL);
-    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *mode = NULL;
 
-    if (cfg == NULL) {
-        api->set_error(self, "config is not JSON");
+    if (cfg == NULL)
         return RLMCP_EINVAL;
-    }
     mode = cJSON_GetObjectItemCaseSensitive(cfg, "mode");
     sn->sync = cJSON_IsString(mode) && strcmp(mode->valuestring, "sync") == 0;
     rlmcp_h_cfg_int(cfg, "wait_seconds", 600, &sn->wait_s);

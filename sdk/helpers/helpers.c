@@ -579,6 +579,16 @@ int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
     return rc;
 }
 
+cJSON *rlmcp_h_config(rlmcp_plugin *self, const struct rlmcp_host_api *api)
+{
+    const char *text = api->config_json(self, NULL);
+    cJSON *cfg = cJSON_Parse(text != NULL ? text : "{}");
+
+    if (cfg == NULL)
+        api->set_error(self, "config is not JSON");
+    return cfg;
+}
+
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out)
 {
@@ -619,6 +629,17 @@ bool rlmcp_h_cfg_ranges(rlmcp_plugin *self, const struct rlmcp_host_api *api,
             return false;
     }
     return true;
+}
+
+void rlmcp_h_cfg_defaults(const cJSON *cfg,
+                          const struct rlmcp_h_cfg_default *keys, size_t n,
+                          void *base)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        rlmcp_h_cfg_int(cfg, keys[i].name, keys[i].def,
+                        (long long *)((char *)base + keys[i].off));
 }
 
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out)

@@ -35,6 +35,45 @@ char *rlmcp_h_url_encode(const char *s)
     return out;
 }
 
+int rlmcp_h_add_query(char **path, const char *name, const char *value)
+{
+    char *enc = NULL;
+    char *next = NULL;
+
+    if (*path == NULL)
+        return RLMCP_ENOMEM;
+    if (value == NULL)
+        return RLMCP_OK;
+    enc = rlmcp_h_url_encode(value);
+    if (enc != NULL)
+        next = rlmcp_h_sprintf("%s&%s=%s", *path, name, enc);
+    free(enc);
+    if (next == NULL)
+        return RLMCP_ENOMEM;
+    free(*path);
+    *path = next;
+    return RLMCP_OK;
+}
+
+int rlmcp_h_list(const struct rlmcp_h *h, const char *path, const char *key,
+                 const char *const *keep, const char *what)
+{
+    cJSON *page = NULL;
+    cJSON *res = NULL;
+    int rc;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, &page);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_page_result(h, page, key, keep, what, &res);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(page);
+    cJSON_Delete(res);
+    return rc;
+}
+
 cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys)
 {
     cJSON *out = NULL;

@@ -203,6 +203,19 @@ int rlmcp_h_result_json(const struct rlmcp_h *h, const cJSON *obj);
 /* Percent-encode s for a URL query value (RFC 3986 unreserved kept). */
 char *rlmcp_h_url_encode(const char *s);
 /*
+ * Appends "&name=value" (value URL-encoded) to the malloc'd *path when
+ * value is set. RLMCP_OK, or RLMCP_ENOMEM (also when *path is NULL, so a
+ * failed rlmcp_h_sprintf needs no check of its own).
+ */
+int rlmcp_h_add_query(char **path, const char *name, const char *value);
+/*
+ * A list tool's request and result: GET path (NULL: RLMCP_ENOMEM), the page
+ * made into {<key>: [items with `keep`], has_more, next_starting_after?,
+ * total_count?} by rlmcp_h_page_result, set as the call's result.
+ */
+int rlmcp_h_list(const struct rlmcp_h *h, const char *path, const char *key,
+                 const char *const *keep, const char *what);
+/*
  * A new object with only `keys` (NULL-terminated) of obj, skipping absent
  * and null values; keys NULL copies everything. NULL on ENOMEM.
  */
@@ -264,6 +277,11 @@ int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
 /* ---- config helpers (init time, no call) --------------------------------- */
 
 /* Integer from a config object; def when absent; false when wrong type. */
+/*
+ * The plugin's config: section as JSON ({} when it has none); NULL, with
+ * the init error set, when it is not JSON or memory ran out. For init.
+ */
+cJSON *rlmcp_h_config(rlmcp_plugin *self, const struct rlmcp_host_api *api);
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out);
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out);
@@ -289,6 +307,21 @@ struct rlmcp_h_cfg_key {
 bool rlmcp_h_cfg_ranges(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                         const cJSON *cfg, const struct rlmcp_h_cfg_key *keys,
                         size_t n, void *base);
+
+/* An integer setting's default and the long long it sets (offsetof). */
+struct rlmcp_h_cfg_default {
+    const char *name;
+    long long def;
+    size_t off;
+};
+/*
+ * Each of n integer settings from cfg, or its default, into base + off:
+ * for a section the host has checked against the plugin's config schema
+ * (ABI 1.5), whose types and ranges it does not check again.
+ */
+void rlmcp_h_cfg_defaults(const cJSON *cfg,
+                          const struct rlmcp_h_cfg_default *keys, size_t n,
+                          void *base);
 
 /* ---- text utilities ------------------------------------------------------ */
 
