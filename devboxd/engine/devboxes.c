@@ -1560,15 +1560,6 @@ out:
     return rc;
 }
 
-static void exec_free(struct execution *ex)
-{
-    free(ex->command);
-    free(ex->command_id);
-    free(ex->shell_name);
-    free(ex->kind);
-    free(ex);
-}
-
 /* devboxd stops: the devbox's disk is unmounted (its image stays for the
  * next start, which mounts it again). */
 static void fini_box_disk(struct engine *eng, struct devbox *box)
@@ -1627,7 +1618,7 @@ void engine_fini(struct engine *eng)
         for (ex = box->execs; ex != NULL; ex = nex) {
             nex = ex->next;
             if (eng->exec_threads == 0)
-                exec_free(ex);
+                engine_exec_free(ex);
         }
         cJSON_Delete(box->spec);
         cJSON_Delete(box->transitions);

@@ -156,6 +156,8 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
                                     const char *command_id, int attach_stdin,
                                     const char *kind, char *err, size_t errlen);
 void engine_exec_unref_locked(struct execution *ex);
+/* Frees an execution no thread holds any more (no locks taken). */
+void engine_exec_free(struct execution *ex);
 /* Writes the execution's record (engine_exec_output_path "json"): 0, or -1
  * with util_write_error set. */
 int engine_exec_save(struct engine *eng, struct execution *ex);

@@ -40,7 +40,7 @@ struct execution *engine_exec_by_command_id_locked(struct devbox *box, const cha
     return NULL;
 }
 
-static void exec_free(struct execution *ex)
+void engine_exec_free(struct execution *ex)
 {
     free(ex->command);
     free(ex->command_id);
@@ -248,7 +248,7 @@ static struct execution *exec_new(struct devbox *box, const char *command,
     ex->status = EXEC_RUNNING;
     ex->create_time_ms = util_now_ms();
     if (ex->command == NULL || ex->kind == NULL) {
-        exec_free(ex);
+        engine_exec_free(ex);
         return NULL;
     }
     return ex;
@@ -345,7 +345,7 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
     if (engine_exec_save(eng, ex) != 0) {
         snprintf(err, errlen, "cannot save the execution record: %s",
                  strerror(errno));
-        exec_free(ex);
+        engine_exec_free(ex);
         return NULL;
     }
     if (exec_submit(eng, box->sb, ex, err, errlen) != 0) {
@@ -353,7 +353,7 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
 
         engine_exec_output_path(eng, ex, "json", path, sizeof(path));
         unlink(path);
-        exec_free(ex);
+        engine_exec_free(ex);
         return NULL;
     }
     /* The record saved above already says running: nothing to add now

@@ -558,7 +558,9 @@ static void *connect_thread(void *arg)
     return NULL;
 }
 
-int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
+/* Runs fn (connect_thread or listen_thread) on a thread of its own, which
+ * enters the devbox's network namespace: the fd it made, or -errno. */
+static int in_netns(struct sandbox *sb, uint16_t port, int timeout_ms, void *(*fn)(void *))
 {
     struct connect_job job;
     pthread_t th;
@@ -572,9 +574,9 @@ int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
     if (job.pidfd < 0)
         return job.pidfd;
     job.port = port;
-    job.timeout_ms = timeout_ms < 0 ? SB_START_TIMEOUT_MS : timeout_ms;
+    job.timeout_ms = timeout_ms;
     job.result = -EIO;
-    rc = pthread_create(&th, NULL, connect_thread, &job);
+    rc = pthread_create(&th, NULL, fn, &job);
     if (rc != 0) {
         close(job.pidfd);
         return -rc;
@@ -582,6 +584,12 @@ int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
     pthread_join(th, NULL);
     close(job.pidfd);
     return job.result;
+}
+
+int sandbox_connect_tcp(struct sandbox *sb, uint16_t port, int timeout_ms)
+{
+    return in_netns(sb, port, timeout_ms < 0 ? SB_START_TIMEOUT_MS : timeout_ms,
+                    connect_thread);
 }
 
 /* Listening socket on 127.0.0.1:port inside the devbox's network namespace,
@@ -620,26 +628,5 @@ static void *listen_thread(void *arg)
 
 int sandbox_listen_tcp(struct sandbox *sb, uint16_t port)
 {
-    struct connect_job job;
-    pthread_t th;
-    int rc;
-
-    if (sb == NULL)
-        return -ESRCH;
-    if (port == 0)
-        return -EINVAL;
-    job.pidfd = sb_dup_fd(sb, &sb->init_pidfd);
-    if (job.pidfd < 0)
-        return job.pidfd;
-    job.port = port;
-    job.timeout_ms = 0;
-    job.result = -EIO;
-    rc = pthread_create(&th, NULL, listen_thread, &job);
-    if (rc != 0) {
-        close(job.pidfd);
-        return -rc;
-    }
-    pthread_join(th, NULL);
-    close(job.pidfd);
-    return job.result;
+    return in_netns(sb, port, 0, listen_thread);
 }
