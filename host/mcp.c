@@ -127,11 +127,8 @@ static void reply(struct req *r, cJSON *result)
     mcp_send_final(r->sink, jsonrpc_result(r->m->id, result));
 }
 
-static void reply_error_data(struct req *r, int code, const cJSON *data,
-                             const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void reply_error_data(struct req *r, int code, const cJSON *data,
-                             const char *fmt, ...)
+void mcp_send_error(struct mcp_sink *sink, const cJSON *id, int code,
+                    const cJSON *data, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -139,9 +136,11 @@ static void reply_error_data(struct req *r, int code, const cJSON *data,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    mcp_send_final(r->sink, jsonrpc_error(r->m->id, code, msg, data));
+    mcp_send_final(sink, jsonrpc_error(id, code, msg, data));
 }
 
+#define reply_error_data(r, code, data, ...)                                   \
+    mcp_send_error((r)->sink, (r)->m->id, code, data, __VA_ARGS__)
 #define reply_error(r, code, ...) reply_error_data(r, code, NULL, __VA_ARGS__)
 
 static const cJSON *param(const struct req *r, const char *name)

@@ -209,6 +209,10 @@ void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
 /* Send json as a request's final message and free it; NULL (out of
  * memory building it) sends an internal error instead. */
 void mcp_send_final(struct mcp_sink *sink, char *json);
+/* mcp_send_final of a JSON-RPC error answering id, its message formatted. */
+void mcp_send_error(struct mcp_sink *sink, const cJSON *id, int code,
+                    const cJSON *data, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,

@@ -422,19 +422,8 @@ out:
 
 /* ---- answers ------------------------------------------------------------ */
 
-static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
-                        const char *fmt, ...) RLMCP_PRINTF(4, 5);
-static void reply_error(const struct tasks_req *q, int code, const cJSON *data,
-                        const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    mcp_send_final(q->sink, jsonrpc_error(q->id, code, msg, data));
-}
+#define reply_error(q, code, data, ...)                                        \
+    mcp_send_error((q)->sink, (q)->id, code, data, __VA_ARGS__)
 
 static void iso_time(long long ms, char out[32])
 {
