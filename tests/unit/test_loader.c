@@ -358,6 +358,27 @@ static void test_disabled(void **state)
     done(&e);
 }
 
+/* A plugin that targets ABI 1.1 with today's header (RLMCP_PLUGIN_DEFINE,
+ * no config schema) loads and registers its tool. */
+static void test_abi_1_1_plugin(void **state)
+{
+    struct env e;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(
+        load(&e, "plugins:\n  - name: fx_abi11\n    config: {k: 2}\n", NULL),
+        0);
+    expect_log("fx_abi11: abi11 config {\"k\":2}");
+    assert_int_equal(e.ldr->plugins[0]->desc.abi_major, 1);
+    assert_int_equal(e.ldr->plugins[0]->desc.abi_minor, 1);
+    assert_null(e.ldr->plugins[0]->desc.config_schema);
+    assert_int_equal(
+        registry_select(e.reg, NULL, "l.yaml", false, 1, err, sizeof(err)), 0);
+    assert_non_null(registry_find_tool(e.reg, "fx_abi11_tool"));
+    done(&e);
+}
+
 static void test_abi_1_0_plugin(void **state)
 {
     struct env e;
@@ -561,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_skip_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abi_1_0_plugin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abi_1_1_plugin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plugin_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_services_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_keeps_unchanged, setup,
