@@ -274,6 +274,11 @@ static int exec_submit(struct engine *eng, struct sandbox *sb, struct execution 
     req.stdout_fd = out_fd;
     req.stderr_fd = err_fd;
     req.want_stdin = ex->attach_stdin != 0;
+    /* A fresh shell starts in the WORKDIR of the blueprint the devbox
+     * came from (named shells keep their own cwd). */
+    if (ex->shell_name == NULL && ex->box != NULL)
+        req.cwd = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(ex->box->spec, "_workdir"));
     /* Quick: the sandbox passes the command to its agent and returns. */
     rc = sandbox_exec(sb, &req, &ex->proc, err, errlen);
 out:

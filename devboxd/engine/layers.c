@@ -598,8 +598,17 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
     }
     cJSON_AddStringToObject(spec, "snapshot_id", sid);
     bp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "source_blueprint_id"));
-    if (bp != NULL)
+    if (bp != NULL) {
+        const cJSON *brec = blueprints_find_locked(bp, NULL);
+        const char *image = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(brec, "image"));
+
         cJSON_AddStringToObject(spec, "blueprint_id", bp);
+        /* Its layers sit on the blueprint's image (universal for a
+         * blueprint FROM universal): restore onto that one. */
+        if (image != NULL)
+            cJSON_AddStringToObject(spec, "_image", image);
+    }
     cJSON_AddItemToObject(spec, "_layers",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
     return 0;

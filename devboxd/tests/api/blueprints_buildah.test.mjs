@@ -2,8 +2,9 @@
 // through the official Runloop SDK against a real devboxd: RUN as root
 // outside the home, ENV, ARG with build_args, WORKDIR, USER, COPY from
 // file_mounts, heredoc RUN and COPY, ENTRYPOINT, FROM Runloop's public
-// universal name and FROM another blueprint; a devbox from the blueprint
-// sees the files, ENV and WORKDIR; bad input (a syntax error, an unknown
+// universal name (a snapshot of its devbox restores onto universal) and
+// FROM another blueprint; a devbox from the blueprint sees the files, ENV
+// and WORKDIR (where its commands start); bad input (a syntax error, an unknown
 // FROM, a context path that escapes) is a 400 naming what to change; a
 // failed step is named with its exit status and the output's tail.
 import assert from 'node:assert/strict';
@@ -70,11 +71,11 @@ describe('blueprints built by buildah', () => {
     base = done;
 
     const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
-    const r = await run(box.id, 'cat /opt/acc/f /opt/acc/heredoc.txt /opt/acc/greeting.txt ' +
+    const r = await run(box.id, 'pwd; cat /opt/acc/f /opt/acc/heredoc.txt /opt/acc/greeting.txt ' +
       '/opt/acc/inline.txt /opt/acc/conf/config.json /opt/acc/app.conf /etc/app/config.json ' +
       '/opt/acc/whoami.txt /opt/acc/pwd.txt ~/setup.txt; echo "$APP_MODE|$GREETING_SEEN"; ' +
       'test -e /etc/motd && echo motd-still-there; id -u builder; stat -c %U ~/setup.txt');
-    assert.equal(r.out, 'hi\nfrom a heredoc\nhello\ninline file\n{"k": 1}\nx=1\n{"k": 1}\n' +
+    assert.equal(r.out, '/opt/acc\nhi\nfrom a heredoc\nhello\ninline file\n{"k": 1}\nx=1\n{"k": 1}\n' +
       'user\n/opt/acc\nsetup\nlocal dev|hello\n1500\nuser\n', r.err);
     await client.devboxes.shutdown(box.id);
   });
@@ -86,8 +87,8 @@ describe('blueprints built by buildah', () => {
     assert.equal(done.status, 'build_complete', await logText(child.id));
     assert.equal(done.base_blueprint_id, base.id);
     const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: child.id });
-    const r = await run(box.id, 'cat /opt/acc/f /opt/acc/child.txt; echo "$APP_MODE"');
-    assert.equal(r.out, 'hi\nchild\nlocal dev\n', r.err);
+    const r = await run(box.id, 'pwd; cat /opt/acc/f /opt/acc/child.txt; echo "$APP_MODE"');
+    assert.equal(r.out, '/opt/acc\nhi\nchild\nlocal dev\n', r.err, 'the base WORKDIR carries over');
     await client.devboxes.shutdown(box.id);
     await rejectsWith(assert, client.blueprints.delete(base.id), 400, new RegExp(`in use by ${child.id}`));
 
@@ -98,7 +99,14 @@ describe('blueprints built by buildah', () => {
     const ubox = await client.devboxes.createAndAwaitRunning({ blueprint_id: uni.id });
     const ur = await run(ubox.id, 'cat /opt/go-version; command -v cargo');
     assert.match(ur.out, /^go version go.*\n.*cargo\n$/, ur.err);
+    // A snapshot of it restores onto universal too.
+    const snap = await client.devboxes.snapshotDisk(ubox.id, {});
     await client.devboxes.shutdown(ubox.id);
+    const sbox = await client.devboxes.createAndAwaitRunning({ snapshot_id: snap.id });
+    const sr = await run(sbox.id, 'cat /opt/go-version; command -v cargo');
+    assert.match(sr.out, /^go version go.*\n.*cargo\n$/, sr.err);
+    await client.devboxes.shutdown(sbox.id);
+    await client.devboxes.diskSnapshots.delete(snap.id);
     await client.blueprints.delete(child.id);
     await client.blueprints.delete(uni.id);
   });
