@@ -41,6 +41,9 @@ cat >"$T/build/bin/devboxd-image" <<EOF
 echo "\$*" >>"$tmp/image-calls"
 if [ "\$1" = --check ]; then [ -e "$tmp/image-built" ] || exit 3; echo /img; exit 0; fi
 echo "devboxd-image: building the \$1 image" >&2
+# Held while image-hold exists (bounded), as a long build would be.
+n=0
+while [ -e "$tmp/image-hold" ] && [ \$n -lt 2400 ]; do sleep 0.05; n=\$((n + 1)); done
 touch "$tmp/image-built"
 echo /img
 EOF
@@ -132,6 +135,27 @@ rc=$?
 if [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "server --version" ]; then
     pass "the waiting launch starts its server once the lock is free"; else
     fail "after the lock: exit $rc, stdout '$(cat "$tmp/out")'"; fi
+
+# 2c. A background image build does not hold the build lock: a second
+#     launch while it still builds starts its server without waiting.
+rm -f "$tmp/image-built" "$tmp/image-calls"
+touch "$tmp/image-hold"
+"$T/scripts/run" --version </dev/null >"$tmp/out" 2>"$tmp/err"
+for _ in $(seq 600); do grep -qx starter "$tmp/image-calls" 2>/dev/null && break; sleep 0.05; done
+if grep -qx starter "$tmp/image-calls"; then pass "an image build runs in the background"; else
+    fail "no background build: $(cat "$tmp/image-calls" 2>/dev/null)"; fi
+"$T/scripts/run" --version </dev/null >"$tmp/out2" 2>"$tmp/err2" &
+runner=$!
+for _ in $(seq 600); do
+    { [ -s "$tmp/out2" ] || grep -q "waiting for another" "$tmp/err2"; } && break
+    sleep 0.05
+done
+if [ "$(cat "$tmp/out2")" = "server --version" ] && ! grep -q "waiting for another" "$tmp/err2"; then
+    pass "a background image build does not block the next launch"; else
+    fail "next launch during an image build: stdout '$(cat "$tmp/out2")', stderr '$(cat "$tmp/err2")'"; fi
+rm -f "$tmp/image-hold"
+wait "$runner"
+for _ in $(seq 600); do [ -e "$tmp/image-built" ] && break; sleep 0.05; done
 
 # 3. An input touched but unchanged (a checkout): a checksum, no check.
 sleep 1.1 # the stamp's mtime resolution on some filesystems
