@@ -8,7 +8,8 @@
  * itself gives; failed (and awaiting_upload, which this tool never
  * provides) is "failed" with why; a blueprint deleted before it was built
  * is "cancelled". wait polls the same way, cancel deletes the blueprint
- * (the engine stops its build) and confirms it reads deleted.
+ * (the engine stops its build) and confirms it reads deleted or is gone;
+ * a build that completed first is an ended task, never deleted again.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -247,14 +248,50 @@ static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return rlmcp_h_ret(rc);
 }
 
-/*
- * One delete request, then the blueprint read back: 0 once it reads
- * deleted, 1 when not yet (why says what the API answered), else the
- * reported failure.
- */
+/* What a delete left: the build stopped, ended built, or not yet. */
+enum bp_deleted { BP_DEL_STOPPED, BP_DEL_BUILT, BP_DEL_NOT_YET };
+
+/* The blueprint read back after a delete: gone (404) or deleted is the
+ * end whatever its build status; built but not deleted is the end too
+ * (never deleted again). */
+static int read_back(const struct rlmcp_h *h, const char *id, const char *what,
+                     enum bp_deleted *left)
+{
+    char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
+    cJSON *view = NULL;
+    long status = 0;
+    bool deleted = false, built = false;
+    int rc = RLMCP_ENOMEM;
+
+    if (path != NULL)
+        rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status,
+                                    &view, NULL);
+    if (rc != RLMCP_OK)
+        goto out;
+    *left = BP_DEL_NOT_YET;
+    if (status == 404) {
+        *left = BP_DEL_STOPPED;
+        goto out;
+    }
+    if (status < 200 || status > 299)
+        goto out; /* asked again on the next round */
+    deleted = is(str_of(view, "state"), "deleted");
+    built = is(str_of(view, "status"), "build_complete");
+    if (built)
+        *left = BP_DEL_BUILT;
+    else if (deleted)
+        *left = BP_DEL_STOPPED;
+out:
+    free(path);
+    cJSON_Delete(view);
+    return rc;
+}
+
+/* One delete request, then the blueprint read back into *left; why says
+ * what the API answered to the delete. */
 static int delete_once(const struct rlmcp_h *h, const char *id,
                        const char *path, const char *what, char *why,
-                       size_t whylen)
+                       size_t whylen, enum bp_deleted *left)
 {
     cJSON *out = NULL;
     char *msg = NULL;
@@ -267,20 +304,16 @@ static int delete_once(const struct rlmcp_h *h, const char *id,
         snprintf(why, whylen, "HTTP %ld: %s", status,
                  msg != NULL ? msg : "no message");
     cJSON_Delete(out);
-    out = NULL;
     free(msg);
     if (rc == RLMCP_OK)
-        rc = read_view(h, id, &out);
-    if (rc == RLMCP_OK)
-        rc = stopped(out) ? RLMCP_OK : 1;
-    cJSON_Delete(out);
+        rc = read_back(h, id, what, left);
     return rc;
 }
 
 /* Delete the blueprint (the engine stops its build) until it reads
- * deleted; RLMCP_ETIMEDOUT with why filled when it never did. */
+ * deleted or built; RLMCP_ETIMEDOUT with why filled when neither. */
 static int delete_build(struct bp *bp, const struct rlmcp_h *h, const char *id,
-                        char *why, size_t whylen)
+                        char *why, size_t whylen, enum bp_deleted *left)
 {
     uint64_t until = rlmcp_h_now_ms() + TASK_CANCEL_MS;
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s/delete", id);
@@ -289,8 +322,8 @@ static int delete_build(struct bp *bp, const struct rlmcp_h *h, const char *id,
 
     snprintf(why, whylen, "it still builds");
     while (path != NULL && what != NULL) {
-        rc = delete_once(h, id, path, what, why, whylen);
-        if (rc != 1)
+        rc = delete_once(h, id, path, what, why, whylen, left);
+        if (rc != RLMCP_OK || *left != BP_DEL_NOT_YET)
             break;
         rc = RLMCP_ETIMEDOUT;
         if (rlmcp_h_now_ms() >= until)
@@ -312,6 +345,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL;
     char why[300];
+    enum bp_deleted left = BP_DEL_NOT_YET;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
@@ -336,7 +370,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_result_json(&h, res);
         goto out;
     }
-    rc = delete_build(bp, &h, id, why, sizeof(why));
+    rc = delete_build(bp, &h, id, why, sizeof(why), &left);
     if (rc == RLMCP_ETIMEDOUT) {
         rc = rlmcp_h_fail_remedy(
             &h, RLMCP_ERR_UNAVAILABLE,
@@ -348,7 +382,11 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     if (rc != RLMCP_OK)
         goto out;
-    cJSON_AddStringToObject(res, "status", "killed");
+    /* Built before the delete took: the task had ended. */
+    if (left == BP_DEL_BUILT)
+        cJSON_AddBoolToObject(res, "already_done", true);
+    cJSON_AddStringToObject(res, "status",
+                            left == BP_DEL_BUILT ? "build_complete" : "killed");
     rc = rlmcp_h_result_json(&h, res);
 out:
     cJSON_Delete(args);

@@ -531,6 +531,52 @@ static void task_cancel_deletes(void **state)
                      0);
 }
 
+/* The build ends between the cancel's read and its delete: a blueprint
+ * that reads built (deleted or not) is an ended task, and one that is
+ * gone is stopped; neither is deleted again nor waited on. */
+static void task_cancel_races_the_build(void **state)
+{
+    /* built as it was deleted */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "{}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_DEL("build_complete"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "already_done")));
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 2);
+    /* built while a delete was refused: not deleted again */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("queued"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 409,
+             "{\"message\":\"just starting\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "already_done")));
+    assert_int_equal(fh_count_requests("POST", "/v1/blueprints/bpt_1/delete"),
+                     1);
+    /* gone after the delete: stopped */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("POST", "/v1/blueprints/bpt_1/delete", 200, "{}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 404,
+             "{\"message\":\"no blueprint bpt_1\"}");
+    assert_int_equal(
+        fh_call_op("build_blueprint", "cancel", "{\"blueprint_id\":\"bpt_1\"}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "killed");
+    assert_int_equal(fh_count_requests("POST", "/v1/blueprints/bpt_1/delete"),
+                     1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +590,7 @@ int main(void)
         cmocka_unit_test(task_start_get_wait),
         cmocka_unit_test(task_failed_and_deleted),
         cmocka_unit_test(task_cancel_deletes),
+        cmocka_unit_test(task_cancel_races_the_build),
         cmocka_unit_test(bad_config),
         cmocka_unit_test(log_join),
         cmocka_unit_test(log_failing_step),
