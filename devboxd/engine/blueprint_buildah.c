@@ -255,6 +255,7 @@ void bb_forget(const char *state_dir, const cJSON *rec)
 
 struct names {
     int check_only; /* create time: names only, nothing imported */
+    const char *job_id; /* the building blueprint (not at create time) */
     const char *state_dir;
     char *image;     /* the engine image of the last resolved base */
     char *base_id;   /* or the blueprint */
@@ -320,6 +321,28 @@ out:
     return rc;
 }
 
+/* The building blueprint depends on its base from now on, as a devbox on
+ * its blueprint: the base's delete is refused while the build runs
+ * (layers_in_use_locked reads the chain). Registry lock held. */
+static void depend_locked(const struct names *nm, const cJSON *base)
+{
+    cJSON *mine = NULL;
+    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(base, "layers");
+    const char *id =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(base, "id"));
+
+    if (nm->check_only || nm->job_id == NULL || id == NULL)
+        return;
+    mine = blueprints_record_locked(nm->job_id);
+    if (mine == NULL)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(mine, "base_blueprint_id");
+    cJSON_AddStringToObject(mine, "base_blueprint_id", id);
+    cJSON_DeleteItemFromObjectCaseSensitive(mine, "layers");
+    cJSON_AddItemToObject(mine, "layers", cJSON_Duplicate(chain, 1));
+    layers_save_record("blueprints", "blueprint.json", mine);
+}
+
 static int resolve_blueprint(struct names *nm, const char *name, char **local,
                              char *err, size_t errlen)
 {
@@ -352,6 +375,7 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
                                     base != NULL ? base : images_default());
             cJSON_DeleteItemFromObjectCaseSensitive(nm->resolved, img);
             cJSON_AddItemToObject(nm->resolved, img, what);
+            depend_locked(nm, rec);
             *local = strdup(img);
             rc = *local != NULL ? 0 : -1;
         }
@@ -909,6 +933,7 @@ int bb_run(struct bb_job *j)
     for (i = 0; i < SB_CG_N; i++)
         fds[i] = -1;
     nm.resolved = cJSON_CreateObject();
+    nm.job_id = j->id;
     j->record = cJSON_CreateObject();
     jlog(j, "info", "builder: buildah (%s)", "buildah build --runtime runc");
     if (bd_prepare(j->params, resolve, &nm, &df, err, sizeof(err)) != 0) {

@@ -88,6 +88,11 @@ static cJSON *find_locked(const char *id)
     return NULL;
 }
 
+cJSON *blueprints_record_locked(const char *id)
+{
+    return find_locked(id);
+}
+
 cJSON *blueprints_find_locked(const char *id, const char *name)
 {
     cJSON *rec = NULL;
@@ -778,7 +783,8 @@ static int bb_stop(void *ctx, char *err, size_t errlen)
 
 /* Success by buildah: the record gets the layer over its base's chain
  * and the image's config. */
-static void record_buildah(struct build *b, cJSON *fields)
+/* 0, or -1 when the base went away (the chain would lack its files). */
+static int record_buildah(struct build *b, cJSON *fields)
 {
     static const char *const keep[] = {
         "env", "image", "image_config", "builder", "buildah_image", NULL};
@@ -790,6 +796,7 @@ static void record_buildah(struct build *b, cJSON *fields)
     const cJSON *it = NULL;
     char *layer = NULL;
     size_t i;
+    int rc = 0;
 
     if (asprintf(&layer, "%s/layer", b->dir) < 0)
         layer = NULL;
@@ -800,11 +807,13 @@ static void record_buildah(struct build *b, cJSON *fields)
     if (base != NULL) {
         const cJSON *brec = blueprints_find_locked(base, NULL);
 
+        if (brec == NULL)
+            rc = -1;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(brec, "layers"))
             cJSON_AddItemToArray(layers, cJSON_Duplicate(it, 1));
     }
     rec = find_locked(b->id);
-    if (rec != NULL) {
+    if (rec != NULL && rc == 0) {
         for (i = 0; keep[i] != NULL; i++) {
             cJSON_DeleteItemFromObjectCaseSensitive(rec, keep[i]);
             it = cJSON_GetObjectItemCaseSensitive(fields, keep[i]);
@@ -819,6 +828,7 @@ static void record_buildah(struct build *b, cJSON *fields)
     layers_unlock();
     cJSON_Delete(layers);
     free(layer);
+    return rc;
 }
 
 static void build_run_buildah(struct build *b)
@@ -848,10 +858,13 @@ static void build_run_buildah(struct build *b)
         b->eng->caps.build_timeout_s);
     ok = bb_run(&j) == 0;
     b->killed = j.killed;
-    if (ok) {
-        record_buildah(b, j.record);
-        blog(b, "info", "build complete");
+    if (ok && record_buildah(b, j.record) != 0) {
+        blog(b, "error", "the base blueprint of this build is gone; build it "
+                         "again FROM a blueprint that exists");
+        ok = 0;
     }
+    if (ok)
+        blog(b, "info", "build complete");
     set_status(b, ok ? "build_complete" : "failed", ok ? NULL : "build_failed");
     if (asprintf(&ctx, "%s/build", b->dir) >= 0)
         util_rmtree(ctx);

@@ -32,6 +32,8 @@ int blueprints_listed(const cJSON *rec, const char *name, const char *status);
 void blueprints_load_locked(struct engine *eng, cJSON *list);
 void blueprints_stop_all(
     void); /* kills running build steps, waits for the workers */
+/* Registry lock held: the record of id in any status (NULL if none). */
+cJSON *blueprints_record_locked(const char *id);
 /* Registry lock held: the newest build_complete record named name, or by id. */
 cJSON *blueprints_find_locked(const char *id, const char *name);
 

@@ -191,8 +191,14 @@ static int inside_context(const char *src)
 static int check_one_source(struct prep *p, int line, const char *kw,
                             const char *src)
 {
+    /* buildah would fetch a URL itself, from the host's network (its
+     * loopback and link-local services included), not the build's. */
     if (strstr(src, "://") != NULL || strncmp(src, "git@", 4) == 0)
-        return 0; /* ADD of a URL */
+        return fail(p,
+                    "line %d: %s of a URL (\"%s\") is not supported: fetch "
+                    "it in a RUN step (curl or git, on the build's network) "
+                    "or put the file in the build context",
+                    line, kw, src);
     if (inside_context(src) != 0)
         return fail(
             p,
@@ -375,7 +381,9 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
     if (raw == NULL || read_bodies(p, lines, nlines, i, h, n, &raw, line) != 0)
         goto out;
     if (strcasecmp(kw, "RUN") == 0) {
-        const char *rest = skip_flags(first + 3, flags, sizeof(flags));
+        /* After the keyword, wherever the line indents it. */
+        const char *after = first + strspn(first, " \t") + 3;
+        const char *rest = skip_flags(after, flags, sizeof(flags));
         char *script = NULL;
         const char *tail = rest + strlen(h[0].marker);
 

@@ -43,7 +43,7 @@ describe('blueprints built by buildah', () => {
         'RUN mkdir -p /opt/acc && echo hi > /opt/acc/f && rm -f /etc/motd',
         'ENV APP_MODE="local dev" \\',
         '    GREETING_SEEN=$GREETING',
-        'RUN <<EOF',
+        '  RUN <<EOF',
         'set -e',
         "echo 'from a heredoc' > /opt/acc/heredoc.txt",
         'echo "$GREETING" > /opt/acc/greeting.txt',
@@ -82,7 +82,11 @@ describe('blueprints built by buildah', () => {
 
   test('FROM another blueprint and FROM runloop/universal', async () => {
     const child = await client.blueprints.create({ name: 'bh-child',
-      dockerfile: 'FROM bh-base\nRUN echo child > /opt/acc/child.txt\n' });
+      dockerfile: 'FROM bh-base\nRUN sleep 20\nRUN echo child > /opt/acc/child.txt\n' });
+    // While the child builds on it, the base cannot be deleted.
+    await waitFor(async () => /sleep 20/.test(await logText(child.id)) || null,
+      { timeoutMs: 540000, stepMs: 200, what: 'the child build running its first step' });
+    await rejectsWith(assert, client.blueprints.delete(base.id), 400, new RegExp(`in use by ${child.id}`));
     const done = await settled(child.id);
     assert.equal(done.status, 'build_complete', await logText(child.id));
     assert.equal(done.base_blueprint_id, base.id);
@@ -134,6 +138,11 @@ describe('blueprints built by buildah', () => {
     /line 2: COPY source "\.\.\/\.\.\/etc\/shadow" is outside the build context/);
     await rejectsWith(assert, client.blueprints.create({ name: 'x',
       dockerfile: 'FROM runloop/starter-x86_64\nCOPY ["a/../../x", "/tmp/"]\n' }), 400, /outside the build context/);
+    // buildah would fetch these from the host's network, loopback included.
+    for (const src of ['http://127.0.0.1:1/secret', 'http://169.254.169.254/latest/meta-data/', 'git@example.com:a/b.git']) {
+      await rejectsWith(assert, client.blueprints.create({ name: 'x',
+        dockerfile: `FROM runloop/starter-x86_64\nADD ${src} /tmp/x\n` }), 400, /line 2: ADD of a URL .* is not supported/);
+    }
     await rejectsWith(assert, client.blueprints.create({ name: 'x',
       file_mounts: { '/../../etc/passwd': 'x' } }), 400, /leaves the build context/);
     await rejectsWith(assert, client.blueprints.create({ name: 'x',
