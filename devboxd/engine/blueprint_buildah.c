@@ -94,7 +94,7 @@ static int spawn(char *const *argv, const int *fds, const char *tmpdir,
     int pp[2] = {-1, -1};
     char **envp = NULL;
     char *tmp = NULL;
-    size_t n = 0, i;
+    size_t n = 0, i, k;
     sigset_t all;
     sigset_t old;
     pid_t pid;
@@ -108,9 +108,12 @@ static int spawn(char *const *argv, const int *fds, const char *tmpdir,
         free(envp);
         return -1;
     }
-    for (i = 0; i < n; i++)
-        envp[i] = environ[i];
-    envp[n] = tmp;
+    /* Ours first and alone: with two, buildah (Go) takes the first. */
+    envp[0] = tmp;
+    for (i = 0, k = 1; i < n; i++) {
+        if (strncmp(environ[i], "TMPDIR=", 7) != 0)
+            envp[k++] = environ[i];
+    }
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid = fork();

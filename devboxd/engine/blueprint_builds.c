@@ -1384,6 +1384,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     const char *st = NULL;
     char who[64] = "";
     char *layer = NULL;
+    cJSON *forget = NULL;
     int status = 0;
 
     /* Deleting a blueprint whose build is queued or running ends the build
@@ -1429,11 +1430,16 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         goto out;
     }
     util_rmtree(layer);
-    bb_forget(eng->state_dir, rec);
+    forget = cJSON_Duplicate(rec, 1);
     set_str(rec, "state", "deleted");
     layers_save_record("blueprints", "blueprint.json", rec);
 out:
     layers_unlock();
+    /* buildah waits on its store's lock: never with the registry held,
+     * which every create, snapshot and build needs. */
+    if (forget != NULL)
+        bb_forget(eng->state_dir, forget);
+    cJSON_Delete(forget);
     free(layer);
     return status;
 }
