@@ -258,8 +258,12 @@ test('bad input: the tool\'s own errors, and no task', async () => {
 
 test('a host restart in the middle of a build: the task still resolves', LONG, async () => {
   let c = await connect();
-  const made = await startTask(c, 'build_blueprint', { name: 'task-restart', system_setup_commands: ['sleep 5', 'echo after-restart'] });
+  // Long enough that the host's restart falls inside the build.
+  const made = await startTask(c, 'build_blueprint', { name: 'task-restart', system_setup_commands: ['sleep 30', 'echo after-restart'] });
   const id = made.task.taskId;
+  // Still building right before the restart, so the restart is in the middle of it.
+  const running = await c.experimental.tasks.getTask(id);
+  assert.equal(running.status, 'working', JSON.stringify(running));
   await c.close();
   await stopHost(host);
   host = await startHost();
