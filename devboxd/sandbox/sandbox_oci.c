@@ -95,6 +95,11 @@ int sb_oci_userns(uint32_t base)
         if (fd < 0)
             rc = -errno;
     }
+    /* A byte, not EOF: a child another thread forked meanwhile holds a
+     * copy of go[1] until it execs or exits, and two such children waited
+     * on each other for ever (two devboxes or builds starting at once). */
+    if (write(go[1], "g", 1) != 1)
+        kill(pid, SIGKILL);
     close(go[1]);
     go[1] = -1;
     waitpid(pid, &status, 0);
