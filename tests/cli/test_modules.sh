@@ -77,6 +77,30 @@ exec 3>&-
 wait "$server_pid"; rc=$?; server_pid=
 [ "$rc" -eq 0 ] && pass "stdio: exit 0 at EOF" || fail "stdio: exit $rc at EOF"
 
+# An HTTP deployment loads its transport and serves MCP; it still does not
+# map the WebSocket client.
+"$BIN" --config "$tmp/http.yaml" </dev/null >"$tmp/out" 2>"$tmp/err" &
+server_pid=$!
+if wait_for "$tmp/err" "http: listening on"; then
+    port=$(sed -n 's/.*http: listening on .*(port \([0-9]*\)).*/\1/p' "$tmp/err" | head -1)
+    curl -s --max-time 60 -D "$tmp/headers" -o "$tmp/body" \
+        -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' \
+        --data "$init" "http://127.0.0.1:$port/mcp"
+    has "$tmp/body" '"serverInfo"'
+    if grep -iq '^mcp-session-id:' "$tmp/headers"; then pass "http: session started"; else
+        fail "http: no session header"; cat "$tmp/headers"; fi
+    if grep -q 'rlmcp_http.so' "/proc/$server_pid/maps" && grep -q 'libmicrohttpd' "/proc/$server_pid/maps"; then
+        pass "http deployment loaded its transport"; else fail "http deployment: transport not mapped"; fi
+    if grep -Eq 'libwebsockets|rlmcp_ws\.so' "/proc/$server_pid/maps"; then
+        fail "idle http deployment maps the WebSocket client"; else pass "idle http deployment maps no WebSocket client"; fi
+else
+    fail "http deployment never listened"; sed 's/^/    | /' "$tmp/err"
+fi
+kill -TERM "$server_pid" 2>/dev/null
+wait "$server_pid"; rc=$?; server_pid=
+[ "$rc" -eq 0 ] && pass "http: exit 0 on SIGTERM" || fail "http: exit $rc on SIGTERM"
+
 # --- modules missing ---------------------------------------------------------
 RLMCP_MODULE_DIR=$tmp/empty timeout 60 "$BIN" --config "$tmp/http.yaml" >"$tmp/out" 2>"$tmp/err"
 rc=$?
