@@ -121,7 +121,8 @@ static int body_launch(const struct rlmcp_h *h, const cJSON *args, cJSON *body)
     return RLMCP_OK;
 }
 
-int bp_build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
+/* The POST /v1/blueprints body from build_blueprint's arguments. */
+static int build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
     static const char *const maps[] = {"file_mounts", "build_args", "metadata",
                                        NULL};
@@ -152,6 +153,36 @@ int bp_build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
         return rc;
     }
     *out = body;
+    return RLMCP_OK;
+}
+
+int bp_start_build(const struct rlmcp_h *h, const char *aj, size_t al,
+                   bool *wait, cJSON **view, const char **id)
+{
+    cJSON *args = NULL, *body = NULL;
+    int rc;
+
+    *view = NULL;
+    *id = NULL;
+    rc = rlmcp_h_args(h, aj, al, &args);
+    if (rc == RLMCP_OK && wait != NULL)
+        rc = rlmcp_h_arg_bool(h, args, "wait", wait);
+    if (rc == RLMCP_OK)
+        rc = build_body(h, args, &body);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_request(h, "POST", "/v1/blueprints", body, NULL,
+                             "building a blueprint", view);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    if (rc != RLMCP_OK)
+        return rc;
+    *id = str_of(*view, "id");
+    if (*id == NULL || !rlmcp_h_id_valid(*id)) {
+        *id = NULL;
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "building a blueprint: the Runloop API returned "
+                            "a blueprint without a valid id");
+    }
     return RLMCP_OK;
 }
 
@@ -352,28 +383,14 @@ static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
+    cJSON *view = NULL, *res = NULL;
     const char *id = NULL;
     bool wait = true;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
-    if (rc == RLMCP_OK)
-        rc = bp_build_body(&h, args, &body);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "POST", "/v1/blueprints", body, NULL,
-                             "building a blueprint", &view);
+    rc = bp_start_build(&h, aj, al, &wait, &view, &id);
     if (rc != RLMCP_OK)
         goto out;
-    id = str_of(view, "id");
-    if (id == NULL || !rlmcp_h_id_valid(id)) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "building a blueprint: the Runloop API returned "
-                          "a blueprint without a valid id");
-        goto out;
-    }
     if (wait) {
         rc = follow_and_finish(bp, &h, id);
         goto out;
@@ -387,8 +404,6 @@ static int t_build(rlmcp_call *call, const char *aj, size_t al, void *ud)
         cJSON_AddStringToObject(res, "status", "queued");
     rc = rlmcp_h_result_json(&h, res);
 out:
-    cJSON_Delete(args);
-    cJSON_Delete(body);
     cJSON_Delete(view);
     cJSON_Delete(res);
     return rlmcp_h_ret(rc);

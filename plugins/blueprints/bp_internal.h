@@ -1,9 +1,12 @@
 /*
  * bp_internal.h - what the blueprints plugin's files share: its state, the
- * build request body and the summary fields of a blueprint result.
+ * start of a build and the summary fields of a blueprint result.
  */
 #ifndef RLMCP_BP_INTERNAL_H
 #define RLMCP_BP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
@@ -18,8 +21,15 @@ struct bp {
 /* The fields of a blueprint that build_blueprint returns (NULL-ended). */
 extern const char *const bp_summary_keys[];
 
-/* The POST /v1/blueprints body from build_blueprint's arguments. */
-int bp_build_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out);
+/*
+ * Start the build that build_blueprint's arguments (aj, al as the handler
+ * got them) describe: POST /v1/blueprints. *wait (may be NULL) receives
+ * the "wait" argument, left as it is when absent; *view the new blueprint
+ * (caller frees; may be set on a failure too) and *id its checked id
+ * (borrowed from *view). Returns 0, RLMCP_H_REPORTED or a negative code.
+ */
+int bp_start_build(const struct rlmcp_h *h, const char *aj, size_t al,
+                   bool *wait, cJSON **view, const char **id);
 
 /* Why a build failed: its failure_reason and the failing step of the
  * build log (logs may be NULL); malloc'd, NULL without memory. */

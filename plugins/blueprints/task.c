@@ -42,7 +42,7 @@ static bool stopped(const cJSON *view)
            !is(str_of(view, "status"), "build_complete");
 }
 
-static bool ended(const cJSON *view)
+static bool ended(const cJSON *view, void *user)
 {
     const char *st = str_of(view, "status");
 
@@ -50,7 +50,8 @@ static bool ended(const cJSON *view)
            is(st, "awaiting_upload");
 }
 
-static int read_view(const struct rlmcp_h *h, const char *id, cJSON **view)
+static int read_view(const struct rlmcp_h *h, void *user, const char *id,
+                     cJSON **view)
 {
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
     char *what = rlmcp_h_sprintf("blueprint %s", id);
@@ -111,7 +112,7 @@ static int answer_status(const struct rlmcp_h *h, const cJSON *view,
 }
 
 /* The blueprint as the task's state (file comment). */
-static int answer_view(const struct rlmcp_h *h, const char *id,
+static int answer_view(const struct rlmcp_h *h, void *user, const char *id,
                        const cJSON *view)
 {
     const char *st = str_of(view, "status");
@@ -160,26 +161,14 @@ static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *body = NULL, *view = NULL, *handle = NULL;
+    cJSON *view = NULL, *handle = NULL;
     const char *id = NULL;
     int rc;
 
     /* As build_blueprint, but never following the build: "wait" is moot. */
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = bp_build_body(&h, args, &body);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "POST", "/v1/blueprints", body, NULL,
-                             "building a blueprint", &view);
+    rc = bp_start_build(&h, aj, al, NULL, &view, &id);
     if (rc != RLMCP_OK)
         goto out;
-    id = str_of(view, "id");
-    if (id == NULL || !rlmcp_h_id_valid(id)) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "building a blueprint: the Runloop API returned "
-                          "a blueprint without a valid id");
-        goto out;
-    }
     handle = cJSON_CreateObject();
     if (handle == NULL ||
         cJSON_AddStringToObject(handle, "blueprint_id", id) == NULL) {
@@ -188,64 +177,34 @@ static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     rc = rlmcp_h_result_json(&h, handle);
 out:
-    cJSON_Delete(args);
-    cJSON_Delete(body);
     cJSON_Delete(view);
     cJSON_Delete(handle);
     return rlmcp_h_ret(rc);
 }
 
+static const struct rlmcp_h_task_ops task_ops = {
+    .id_arg = "blueprint_id",
+    .max_wait_s = TASK_MAX_WAIT_S,
+    .read = read_view,
+    .ended = ended,
+    .answer = answer_view,
+};
+
 static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *view = NULL;
-    const char *id = NULL;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = read_view(&h, id, &view);
-    if (rc == RLMCP_OK)
-        rc = answer_view(&h, id, view);
-    cJSON_Delete(args);
-    cJSON_Delete(view);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(rlmcp_h_task_get(&h, &task_ops, bp, aj, al));
 }
 
 static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *view = NULL;
-    const char *id = NULL;
-    long long timeout_s = 60;
-    uint64_t until = 0;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
-                             TASK_MAX_WAIT_S, &timeout_s);
-    until = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
-    while (rc == RLMCP_OK) {
-        cJSON_Delete(view);
-        view = NULL;
-        rc = read_view(&h, id, &view);
-        if (rc != RLMCP_OK || ended(view) || rlmcp_h_now_ms() >= until)
-            break;
-        rc = bp->api->sleep_ms(call, (uint32_t)bp->poll_ms);
-    }
-    /* Still building at the bound: say so; the host asks again. */
-    if (rc == RLMCP_OK)
-        rc = answer_view(&h, id, view);
-    cJSON_Delete(args);
-    cJSON_Delete(view);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(
+        rlmcp_h_task_wait(&h, &task_ops, bp, aj, al, (uint32_t)bp->poll_ms));
 }
 
 /* What a delete left: the build stopped, ended built, or not yet. */
@@ -348,11 +307,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     enum bp_deleted left = BP_DEL_NOT_YET;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "blueprint_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = read_view(&h, id, &view);
+    rc = rlmcp_h_task_read(&h, &task_ops, bp, aj, al, &args, &id, &view);
     if (rc != RLMCP_OK)
         goto out;
     res = cJSON_CreateObject();
@@ -361,7 +316,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     cJSON_AddStringToObject(res, "blueprint_id", id);
-    if (ended(view)) {
+    if (ended(view, bp)) {
         /* Built, failed or deleted before: nothing to stop. */
         cJSON_AddStringToObject(res, "status",
                                 stopped(view) ? "cancelled"

@@ -34,8 +34,14 @@ static bool in_progress(const cJSON *st)
     return s != NULL && strcmp(s, "in_progress") == 0;
 }
 
+static bool ended(const cJSON *st, void *user)
+{
+    return !in_progress(st);
+}
+
 /* The snapshot's status view ({status, error_message, snapshot}). */
-static int read_status(const struct rlmcp_h *h, const char *sid, cJSON **st)
+static int read_status(const struct rlmcp_h *h, void *user, const char *sid,
+                       cJSON **st)
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
     char *what = rlmcp_h_sprintf("snapshot %s", sid);
@@ -70,7 +76,7 @@ static int answer_state(const struct rlmcp_h *h, const char *sid,
 }
 
 /* The status view as the task's state (file comment). */
-static int answer_status(const struct rlmcp_h *h, const char *sid,
+static int answer_status(const struct rlmcp_h *h, void *user, const char *sid,
                          const cJSON *st)
 {
     const char *status = str_of(st, "status");
@@ -150,57 +156,29 @@ out:
     return rlmcp_h_ret(rc);
 }
 
+static const struct rlmcp_h_task_ops task_ops = {
+    .id_arg = "snapshot_id",
+    .max_wait_s = TASK_MAX_WAIT_S,
+    .read = read_status,
+    .ended = ended,
+    .answer = answer_status,
+};
+
 static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    cJSON *args = NULL, *st = NULL;
-    const char *sid = NULL;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
-    if (rc == RLMCP_OK)
-        rc = read_status(&h, sid, &st);
-    if (rc == RLMCP_OK)
-        rc = answer_status(&h, sid, st);
-    cJSON_Delete(args);
-    cJSON_Delete(st);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(rlmcp_h_task_get(&h, &task_ops, sn, aj, al));
 }
 
 static int task_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    cJSON *args = NULL, *st = NULL;
-    const char *sid = NULL;
-    long long timeout_s = 60;
-    uint64_t until = 0;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
-                             TASK_MAX_WAIT_S, &timeout_s);
-    until = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
-    while (rc == RLMCP_OK) {
-        cJSON_Delete(st);
-        st = NULL;
-        rc = read_status(&h, sid, &st);
-        if (rc != RLMCP_OK || !in_progress(st) || rlmcp_h_now_ms() >= until)
-            break;
-        rc = sn->api->sleep_ms(call, (uint32_t)sn->poll_ms);
-    }
-    /* Still in progress at the bound: say so; the host asks again. */
-    if (rc == RLMCP_OK)
-        rc = answer_status(&h, sid, st);
-    cJSON_Delete(args);
-    cJSON_Delete(st);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(
+        rlmcp_h_task_wait(&h, &task_ops, sn, aj, al, (uint32_t)sn->poll_ms));
 }
 
 static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
@@ -211,11 +189,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     const char *sid = NULL;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
-    if (rc == RLMCP_OK)
-        rc = read_status(&h, sid, &st);
+    rc = rlmcp_h_task_read(&h, &task_ops, sn, aj, al, &args, &sid, &st);
     if (rc != RLMCP_OK)
         goto out;
     if (in_progress(st)) {

@@ -258,6 +258,55 @@ int rlmcp_h_register_task_tool(rlmcp_plugin *self,
                                const struct rlmcp_task_def *task,
                                void *user_data, uint32_t long_timeout_ms,
                                bool waiting);
+
+/* ---- task ops over the backend's work (tasks.c) ------------------------ */
+
+/*
+ * A task whose handle is one id argument and whose work is the backend's
+ * (a build, a snapshot): its get and wait ops read the work's state, tell
+ * whether it ended and answer it. The struct is usually static const; the
+ * functions run on the op's thread, during the op, and get the op's
+ * user_data as user. The state is the caller's (the helper frees it):
+ * read creates it, ended and answer only look.
+ */
+struct rlmcp_h_task_ops {
+    const char *id_arg;   /* the handle's argument, e.g. "blueprint_id" */
+    long long max_wait_s; /* the largest timeout_seconds wait takes */
+    /* Read the work's state into *state (0, RLMCP_H_REPORTED or < 0). */
+    int (*read)(const struct rlmcp_h *h, void *user, const char *id,
+                cJSON **state);
+    /* True when the state is final: wait stops polling. */
+    bool (*ended)(const cJSON *state, void *user);
+    /* Set the call's result from the state, ended or not. */
+    int (*answer)(const struct rlmcp_h *h, void *user, const char *id,
+                  const cJSON *state);
+};
+
+/*
+ * The arguments of a task op (args_json as the handler got it) into *args
+ * (caller frees), the handle's id into *id (borrowed from *args) and the
+ * work's state, read once, into *state (caller frees). Both are NULL on a
+ * failure. Returns 0, RLMCP_H_REPORTED or a negative code.
+ */
+int rlmcp_h_task_read(const struct rlmcp_h *h,
+                      const struct rlmcp_h_task_ops *ops, void *user,
+                      const char *args_json, size_t len, cJSON **args,
+                      const char **id, cJSON **state);
+/* The get op: the state read once, answered. */
+int rlmcp_h_task_get(const struct rlmcp_h *h,
+                     const struct rlmcp_h_task_ops *ops, void *user,
+                     const char *args_json, size_t len);
+/*
+ * The wait op: reads the state every poll_ms (sleeping through
+ * api->sleep_ms, so a cancelled call returns RLMCP_ECANCELLED) until it
+ * ended or the op's "timeout_seconds" (1 to ops->max_wait_s, default 60)
+ * passed, then answers the last state read: at the bound a state still
+ * working, which the host asks about again.
+ */
+int rlmcp_h_task_wait(const struct rlmcp_h *h,
+                      const struct rlmcp_h_task_ops *ops, void *user,
+                      const char *args_json, size_t len, uint32_t poll_ms);
+
 /*
  * Register n tools, each with user_data; long-running ones get
  * long_timeout_ms. On failure the plugin error names the tool and the

@@ -1,12 +1,14 @@
 /*
  * test_helpers.c - the SDK helper library's tool registration, driven
  * through the fake host: every tool registered with the plugin's data,
- * long-running ones with the long bound, a failure named in the error.
+ * long-running ones with the long bound, a failure named in the error; the
+ * task get and wait ops over a backend's work (rlmcp_h_task_*).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -263,6 +265,176 @@ static void failure_names_tool(void **state)
     fh_unload();
 }
 
+/* ---- task ops over the backend's work ---- */
+
+static int work_read(const struct rlmcp_h *h, void *user, const char *id,
+                     cJSON **state)
+{
+    char *path = rlmcp_h_sprintf("/v1/works/%s", id);
+    int rc = path != NULL ? rlmcp_h_request(h, "GET", path, NULL, NULL,
+                                            "the work", state)
+                          : RLMCP_ENOMEM;
+
+    assert_ptr_equal(user, &marker);
+    free(path);
+    return rc;
+}
+
+static bool work_ended(const cJSON *state, void *user)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(state, "status");
+
+    assert_ptr_equal(user, &marker);
+    return cJSON_IsString(st) && strcmp(st->valuestring, "done") == 0;
+}
+
+static int work_answer(const struct rlmcp_h *h, void *user, const char *id,
+                       const cJSON *state)
+{
+    cJSON *res = cJSON_Duplicate(state, true);
+    int rc = RLMCP_ENOMEM;
+
+    assert_ptr_equal(user, &marker);
+    if (res != NULL && cJSON_AddStringToObject(res, "id", id) != NULL)
+        rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static const struct rlmcp_h_task_ops work_ops = {
+    .id_arg = "work_id",
+    .max_wait_s = 600,
+    .read = work_read,
+    .ended = work_ended,
+    .answer = work_answer,
+};
+
+static const struct rlmcp_host_api *work_api;
+
+static int work_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct rlmcp_h h = {work_api, call};
+
+    return rlmcp_h_ret(rlmcp_h_task_get(&h, &work_ops, ud, aj, al));
+}
+
+static int work_wait(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct rlmcp_h h = {work_api, call};
+
+    return rlmcp_h_ret(rlmcp_h_task_wait(&h, &work_ops, ud, aj, al, 10));
+}
+
+static const struct rlmcp_task_def work_task = {
+    .struct_size = sizeof(struct rlmcp_task_def),
+    .start = t_noop,
+    .get = work_get,
+    .wait = work_wait,
+    .cancel = t_noop,
+};
+
+static int init_work(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                     void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"work", NULL, "Works.", OBJ,
+                                      NULL,   NULL, t_noop,   true};
+
+    work_api = api;
+    *state_out = NULL;
+    return rlmcp_h_register_task_tool(self, api, &tool, &work_task, &marker,
+                                      60000, true);
+}
+
+static const struct rlmcp_plugin_desc desc_work = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "work",
+    .version = "1",
+    .description = "one tool that runs as a task",
+    .init = init_work,
+};
+
+#define WORKING "{\"status\":\"working\"}"
+#define DONE "{\"status\":\"done\",\"n\":7}"
+
+static const char *result_str(const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(fh_result(), key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* get reads once and answers the state, ended or not. */
+static void task_get_reads_once(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_work, "{}"), RLMCP_OK);
+    fh_route_n("GET", "/v1/works/w_1", 200, WORKING, 1);
+    fh_route("GET", "/v1/works/w_1", 200, DONE);
+    assert_int_equal(fh_call_op("work", "get", "{\"work_id\":\"w_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(result_str("status"), "working");
+    assert_string_equal(result_str("id"), "w_1");
+    assert_int_equal(fh_count_requests("GET", "/v1/works/"), 1);
+    fh_reset();
+    /* A bad handle is the caller's error; nothing is read. */
+    assert_int_equal(fh_call_op("work", "get", "{\"work_id\":\"a/b\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "work_id"));
+    assert_int_equal(fh_count_requests("GET", "/v1/works/"), 0);
+    fh_unload();
+}
+
+/* wait polls until the work ended and answers the last state read. */
+static void task_wait_polls_to_the_end(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_work, "{}"), RLMCP_OK);
+    fh_route_n("GET", "/v1/works/w_2", 200, WORKING, 3);
+    fh_route("GET", "/v1/works/w_2", 200, DONE);
+    assert_int_equal(
+        fh_call_op("work", "wait",
+                   "{\"work_id\":\"w_2\",\"timeout_seconds\":600}"),
+        RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(result_str("status"), "done");
+    assert_int_equal(fh_count_requests("GET", "/v1/works/w_2"), 4);
+    fh_reset();
+    /* timeout_seconds above max_wait_s is refused before any read. */
+    assert_int_equal(
+        fh_call_op("work", "wait",
+                   "{\"work_id\":\"w_2\",\"timeout_seconds\":601}"),
+        RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "timeout_seconds"));
+    assert_int_equal(fh_count_requests("GET", "/v1/works/"), 0);
+    fh_reset();
+    /* A failed read is reported as the read reported it; no answer. */
+    fh_route("GET", "/v1/works/w_3", 404, "{\"message\":\"no such work\"}");
+    assert_int_equal(fh_call_op("work", "wait", "{\"work_id\":\"w_3\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_null(fh_result());
+    fh_unload();
+}
+
+/* A wait whose call is cancelled stops polling and answers nothing. */
+static void task_wait_cancelled(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_work, "{}"), RLMCP_OK);
+    fh_route_n("GET", "/v1/works/w_4", 200, WORKING, 0);
+    fh_cancel_after(2);
+    assert_int_equal(fh_call_op("work", "wait", "{\"work_id\":\"w_4\"}"),
+                     RLMCP_ECANCELLED);
+    assert_null(fh_result());
+    assert_int_equal(fh_count_requests("GET", "/v1/works/w_4"), 2);
+    fh_unload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +443,9 @@ int main(void)
         cmocka_unit_test(cfg_range),
         cmocka_unit_test(arguments_validated_like_the_host),
         cmocka_unit_test(results_checked_like_the_host),
+        cmocka_unit_test(task_get_reads_once),
+        cmocka_unit_test(task_wait_polls_to_the_end),
+        cmocka_unit_test(task_wait_cancelled),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

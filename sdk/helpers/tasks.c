@@ -1,0 +1,83 @@
+/*
+ * tasks.c - the get and wait ops of a task whose work is the backend's:
+ * read its state, answer it, or poll it until it ended or the op's bound.
+ * See rlmcp_helpers.h.
+ */
+#include <stdlib.h>
+
+#include "rlmcp_helpers.h"
+
+int rlmcp_h_task_read(const struct rlmcp_h *h,
+                      const struct rlmcp_h_task_ops *ops, void *user,
+                      const char *args_json, size_t len, cJSON **args,
+                      const char **id, cJSON **state)
+{
+    int rc;
+
+    *args = NULL;
+    *id = NULL;
+    *state = NULL;
+    rc = rlmcp_h_args(h, args_json, len, args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, *args, ops->id_arg, true, id);
+    if (rc == RLMCP_OK)
+        rc = ops->read(h, user, *id, state);
+    if (rc != RLMCP_OK) {
+        cJSON_Delete(*args);
+        cJSON_Delete(*state);
+        *args = NULL;
+        *id = NULL;
+        *state = NULL;
+    }
+    return rc;
+}
+
+int rlmcp_h_task_get(const struct rlmcp_h *h,
+                     const struct rlmcp_h_task_ops *ops, void *user,
+                     const char *args_json, size_t len)
+{
+    cJSON *args = NULL, *state = NULL;
+    const char *id = NULL;
+    int rc;
+
+    rc = rlmcp_h_task_read(h, ops, user, args_json, len, &args, &id, &state);
+    if (rc == RLMCP_OK)
+        rc = ops->answer(h, user, id, state);
+    cJSON_Delete(args);
+    cJSON_Delete(state);
+    return rc;
+}
+
+int rlmcp_h_task_wait(const struct rlmcp_h *h,
+                      const struct rlmcp_h_task_ops *ops, void *user,
+                      const char *args_json, size_t len, uint32_t poll_ms)
+{
+    cJSON *args = NULL, *state = NULL;
+    const char *id = NULL;
+    long long timeout_s = 60;
+    uint64_t until = 0;
+    int rc;
+
+    rc = rlmcp_h_args(h, args_json, len, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, args, ops->id_arg, true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(h, args, "timeout_seconds", false, 1,
+                             ops->max_wait_s, &timeout_s);
+    until = rlmcp_h_now_ms() + (uint64_t)timeout_s * 1000u;
+    while (rc == RLMCP_OK) {
+        cJSON_Delete(state);
+        state = NULL;
+        rc = ops->read(h, user, id, &state);
+        if (rc != RLMCP_OK || ops->ended(state, user) ||
+            rlmcp_h_now_ms() >= until)
+            break;
+        rc = h->api->sleep_ms(h->call, poll_ms);
+    }
+    /* Still working at the bound: say so; the host asks again. */
+    if (rc == RLMCP_OK)
+        rc = ops->answer(h, user, id, state);
+    cJSON_Delete(args);
+    cJSON_Delete(state);
+    return rc;
+}
