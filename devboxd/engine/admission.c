@@ -57,6 +57,8 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
         env_number("RLMCP_BUILD_CPUS", 1, &caps->build_cpus, err, errlen) !=
             0 ||
         env_number("RLMCP_BUILD_TIMEOUT_S", 3600, &caps->build_timeout_s, err,
+                   errlen) != 0 ||
+        env_number("RLMCP_BUILD_CONTEXT_MB", 1024, &caps->build_context_mb, err,
                    errlen) != 0)
         return -1;
     caps->max_builds = n < 1 ? 1 : (unsigned)n;

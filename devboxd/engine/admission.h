@@ -16,6 +16,7 @@ struct admission_caps {
     double build_memory_gb; /* RLMCP_BUILD_MEMORY_GB, default 4 per build */
     double build_cpus;      /* RLMCP_BUILD_CPUS, default 1 per build */
     double build_timeout_s; /* RLMCP_BUILD_TIMEOUT_S, default 3600 per build */
+    double build_context_mb; /* RLMCP_BUILD_CONTEXT_MB, default 1024 unpacked */
 };
 
 /* The caps from the environment and the machine; -1 with err naming the

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "blueprint_builds.h"
+#include "build_context.h"
 #include "buildah_dockerfile.h"
 #include "images.h"
 #include "layers.h"
@@ -504,8 +505,16 @@ static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
     if (asprintf(&path, "%s/build/context", j->dir) < 0)
         return -1;
     util_mkdirs(path);
+    /* The archive first: file_mounts of the same path replace its files. */
+    if (j->context_fd >= 0) {
+        jlog(j, "info", "unpacking the build context");
+        rc = build_context_unpack(j->context_fd, path, j->context_max_bytes,
+                                  err, errlen);
+    }
     free(path);
     path = NULL;
+    if (rc != 0)
+        return -1;
     if (asprintf(&path, "%s/build/Dockerfile", j->dir) < 0)
         return -1;
     rc = write_whole(path, df->text, err, errlen);

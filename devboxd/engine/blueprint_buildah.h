@@ -11,12 +11,15 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct bb_job {
     const char *id;  /* bpt_... */
     const char *dir; /* <state>/blueprints/<id> */
     const char *state_dir;
     const cJSON *params; /* the create body */
+    int context_fd;      /* build_context archive (build_context.h), or -1 */
+    uint64_t context_max_bytes;
     double memory_gb;
     double cpus;
     /* Logs one line; says (1, err set) when the build must stop now. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "blueprint_buildah.h"
+#include "build_context.h"
 #include "devbox_spec.h"
 #include "dockerfile.h"
 #include "images.h"
@@ -60,6 +61,7 @@ struct build {
     int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
     int cancelled;             /* deleted while building: slot_lock */
     int killed;                /* buildah was killed (bb_job.killed) */
+    int context_fd;            /* the build_context archive, or -1 */
     struct build *next_active; /* the builds list, slot_lock */
 };
 
@@ -831,6 +833,11 @@ static int record_buildah(struct build *b, cJSON *fields)
     return rc;
 }
 
+static uint64_t context_max(const struct engine *eng)
+{
+    return (uint64_t)(eng->caps.build_context_mb * 1048576.0);
+}
+
 static void build_run_buildah(struct build *b)
 {
     struct bb_job j;
@@ -842,6 +849,8 @@ static void build_run_buildah(struct build *b)
     j.dir = b->dir;
     j.state_dir = b->eng->state_dir;
     j.params = b->params;
+    j.context_fd = b->context_fd;
+    j.context_max_bytes = context_max(b->eng);
     j.memory_gb = b->eng->caps.build_memory_gb;
     j.cpus = b->eng->caps.build_cpus;
     j.log = bb_log;
@@ -929,6 +938,8 @@ done:
 
 static void build_free(struct build *b)
 {
+    if (b->context_fd >= 0)
+        close(b->context_fd);
     free(b->dir);
     free(b->base_id);
     cJSON_Delete(b->params);
@@ -1136,7 +1147,7 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
         "base_blueprint_id", "base_blueprint_name", "build_args", "metadata", "code_mounts",
         "build_context", "secrets", "services", "network_policy_id", NULL,
     };
-    static const char *const never[] = {"code_mounts", "build_context", "secrets", "services",
+    static const char *const never[] = {"code_mounts", "secrets", "services",
                                         "network_policy_id", NULL};
     const char *s = NULL;
     const cJSON *m = NULL;
@@ -1234,11 +1245,19 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     cJSON *rec = NULL;
     const cJSON *base = NULL;
     struct build *b = NULL;
+    int context_fd = -1;
     int status = 0;
 
     *view = NULL;
     if (check_create(body, err, errlen) != 0)
         return 400;
+    if (!bb_enabled() && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                             body, "build_context"))) {
+        snprintf(err, errlen,
+                 "build_context needs the buildah builder: unset "
+                 "RLMCP_BUILDER=native (or give the files in file_mounts)");
+        return 400;
+    }
     if (bb_enabled()) {
         /* An unknown base_blueprint_id stays a 404. */
         layers_lock(eng);
@@ -1248,10 +1267,19 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
             return status;
         if (bb_check(body, err, errlen) != 0)
             return 400;
+        /* Checked whole now (a bad archive is a 400) and kept open: the
+         * build gets these bytes even if the object is deleted meanwhile. */
+        if (build_context_open(eng, body, context_max(eng), &context_fd, err,
+                               errlen) != 0)
+            return 400;
     }
     b = calloc(1, sizeof(*b));
-    if (b == NULL)
+    if (b == NULL) {
+        if (context_fd >= 0)
+            close(context_fd);
         goto oom;
+    }
+    b->context_fd = context_fd;
     b->eng = eng;
     b->env = cJSON_CreateObject();
     util_new_id("bpt", b->id, sizeof(b->id));
