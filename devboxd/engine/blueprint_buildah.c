@@ -19,6 +19,7 @@
 #include "build_context.h"
 #include "buildah_dockerfile.h"
 #include "images.h"
+#include "layer_merge.h"
 #include "layers.h"
 #include "sandbox.h"
 #include "sandbox_internal.h"
@@ -32,6 +33,7 @@
 #define LINE_MAX_LEN 4096
 #define OUT_MAX (4u << 20)
 #define TERM_GRACE_MS 5000
+#define MAX_NEW_LAYERS 64
 
 extern char **environ;
 
@@ -723,8 +725,67 @@ static const char *parent_of(const cJSON *layers, const char *id)
     return NULL;
 }
 
-/* Copies the build's new layer (top of the image, above the final FROM's
- * image) into <dir>/layer with ids moved into the layer owner's range. */
+/* Imports the image's layers from top down to base (excluded) into dst as
+ * one layer: a final stage FROM an earlier stage leaves that stage's layer
+ * under its own. */
+static int import_chain(const char *root, const cJSON *layers, const char *top,
+                        const char *base, const char *dst, char *err,
+                        size_t errlen)
+{
+    const char *chain[MAX_NEW_LAYERS];
+    const char *id = top;
+    char *diff = NULL;
+    char *tmp = NULL;
+    size_t n = 0;
+    size_t i;
+    int rc = -1;
+
+    while (id != NULL && strcmp(id, base) != 0) {
+        if (n == MAX_NEW_LAYERS) {
+            snprintf(err, errlen,
+                     "the built image has more than %d new layers over its "
+                     "base; chain fewer stages FROM each other",
+                     MAX_NEW_LAYERS);
+            return -1;
+        }
+        chain[n++] = id;
+        id = parent_of(layers, id);
+    }
+    if (id == NULL) {
+        snprintf(err, errlen,
+                 "the built image's layers do not lead to its "
+                 "base image's layer %s",
+                 base);
+        return -1;
+    }
+    if (asprintf(&tmp, "%s.merge", dst) < 0)
+        return -1;
+    for (i = n; i-- > 0;) {
+        if (asprintf(&diff, "%s/overlay/%s/diff", root, chain[i]) < 0) {
+            diff = NULL;
+            goto out;
+        }
+        util_rmtree(tmp);
+        if (i == n - 1)
+            rc = layers_import(diff, dst, err, errlen);
+        else
+            rc = layers_import(diff, tmp, err, errlen) != 0
+                     ? -1
+                     : layer_merge(tmp, dst, err, errlen);
+        free(diff);
+        diff = NULL;
+        if (rc != 0)
+            goto out;
+    }
+out:
+    util_rmtree(tmp);
+    free(tmp);
+    free(diff);
+    return rc;
+}
+
+/* Copies the build's new layers (above the final FROM's image) into
+ * <dir>/layer as one, with ids moved into the layer owner's range. */
 static int keep_layer(struct bb_job *j, const char *image, const char *from,
                       char *err, size_t errlen)
 {
@@ -735,7 +796,6 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
     char *base = NULL;
     char *dst = NULL;
     cJSON *layers = NULL;
-    const char *parent = NULL;
     int rc = -1;
 
     if (asprintf(&root, "%s/buildah/storage", j->state_dir) < 0 ||
@@ -758,21 +818,7 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
         rc = mkdir(dst, 0755) == 0 ? 0 : -1;
         goto out;
     }
-    parent = parent_of(layers, top);
-    if (parent == NULL || strcmp(parent, base) != 0) {
-        snprintf(err, errlen,
-                 "the built image has more than one new layer: a final stage "
-                 "FROM an earlier stage is not supported; FROM an image or "
-                 "blueprint in the final "
-                 "stage and COPY --from the earlier ones");
-        goto out;
-    }
-    free(path);
-    if (asprintf(&path, "%s/overlay/%s/diff", root, top) < 0) {
-        path = NULL;
-        goto out;
-    }
-    rc = layers_import(path, dst, err, errlen);
+    rc = import_chain(root, layers, top, base, dst, err, errlen);
 out:
     free(root);
     free(shared);

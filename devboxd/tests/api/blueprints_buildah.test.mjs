@@ -3,7 +3,8 @@
 // outside the home, ENV, ARG with build_args, WORKDIR, USER, COPY from
 // file_mounts, heredoc RUN and COPY, ENTRYPOINT, FROM Runloop's public
 // universal name (a snapshot of its devbox restores onto universal) and
-// FROM another blueprint; a devbox from the blueprint sees the files, ENV
+// FROM another blueprint; a final stage FROM an earlier stage (the stages'
+// layers merged into one, deletions kept); a devbox from the blueprint sees the files, ENV
 // and WORKDIR (where its commands start); bad input (a syntax error, an unknown
 // FROM, a context path that escapes) is a 400 naming what to change; a
 // failed step is named with its exit status and the output's tail.
@@ -113,6 +114,28 @@ describe('blueprints built by buildah', () => {
     await client.devboxes.diskSnapshots.delete(snap.id);
     await client.blueprints.delete(child.id);
     await client.blueprints.delete(uni.id);
+  });
+
+  test('a final stage FROM an earlier stage: the stages\' layers become one', async () => {
+    const b = await client.blueprints.create({ name: 'bh-stages', dockerfile: [
+      'FROM runloop/starter-x86_64 AS build',
+      'RUN mkdir -p /opt/stage/d && echo one > /opt/stage/one && echo gone > /opt/stage/gone && ' +
+        'echo old > /opt/stage/d/old && rm -f /etc/motd',
+      'FROM build AS mid',
+      'RUN echo two > /opt/stage/two && rm /opt/stage/gone && rm -rf /opt/stage/d && mkdir /opt/stage/d && ' +
+        'echo new > /opt/stage/d/new',
+      'FROM mid',
+      'ENV STAGE=final',
+      'RUN echo three > /opt/stage/three',
+    ].join('\n') });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'build_complete', await logText(b.id));
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+    const r = await run(box.id, 'cat /opt/stage/one /opt/stage/two /opt/stage/three; ls /opt/stage/d; ' +
+      'test -e /opt/stage/gone || echo gone-removed; test -e /etc/motd || echo motd-removed; echo "$STAGE"');
+    assert.equal(r.out, 'one\ntwo\nthree\nnew\ngone-removed\nmotd-removed\nfinal\n', r.err);
+    await client.devboxes.shutdown(box.id);
+    await client.blueprints.delete(b.id);
   });
 
   test('a failing step names its line, its exit status and the output tail', async () => {
