@@ -328,25 +328,12 @@ out:
 }
 
 /* The building blueprint depends on its base from now on, as a devbox on
- * its blueprint: the base's delete is refused while the build runs
- * (layers_in_use_locked reads the chain). Registry lock held. */
+ * its blueprint: the base's layers stay while the build runs, even through
+ * the base's delete. Registry lock held. */
 static void depend_locked(const struct names *nm, const cJSON *base)
 {
-    cJSON *mine = NULL;
-    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(base, "layers");
-    const char *id =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(base, "id"));
-
-    if (nm->check_only || nm->job_id == NULL || id == NULL)
-        return;
-    mine = blueprints_record_locked(nm->job_id);
-    if (mine == NULL)
-        return;
-    cJSON_DeleteItemFromObjectCaseSensitive(mine, "base_blueprint_id");
-    cJSON_AddStringToObject(mine, "base_blueprint_id", id);
-    cJSON_DeleteItemFromObjectCaseSensitive(mine, "layers");
-    cJSON_AddItemToObject(mine, "layers", cJSON_Duplicate(chain, 1));
-    layers_save_record("blueprints", "blueprint.json", mine);
+    if (!nm->check_only && nm->job_id != NULL)
+        blueprints_depend_locked(nm->job_id, base);
 }
 
 static int resolve_blueprint(struct names *nm, const char *name, char **local,

@@ -95,6 +95,21 @@ cJSON *blueprints_record_locked(const char *id)
     return find_locked(id);
 }
 
+void blueprints_depend_locked(const char *id, const cJSON *base)
+{
+    cJSON *mine = find_locked(id);
+    const char *base_id = rec_str(base, "id");
+
+    if (mine == NULL || base_id == NULL)
+        return;
+    set_str(mine, "base_blueprint_id", base_id);
+    cJSON_DeleteItemFromObjectCaseSensitive(mine, "layers");
+    cJSON_AddItemToObject(
+        mine, "layers",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1));
+    layers_save_record("blueprints", "blueprint.json", mine);
+}
+
 cJSON *blueprints_find_locked(const char *id, const char *name)
 {
     cJSON *rec = NULL;
@@ -210,7 +225,11 @@ static void blog(struct build *b, const char *level, const char *fmt, ...)
 static void set_status(struct build *b, const char *status, const char *failure)
 {
     cJSON *rec = NULL;
+    cJSON *freed = NULL;
+    char *layer = NULL;
 
+    if (asprintf(&layer, "%s/layer", b->dir) < 0)
+        layer = NULL;
     layers_lock(b->eng);
     rec = find_locked(b->id);
     if (rec != NULL) {
@@ -219,9 +238,16 @@ static void set_status(struct build *b, const char *status, const char *failure)
             set_str(rec, "failure_reason", failure);
         if (strcmp(status, "build_complete") == 0 || strcmp(status, "failed") == 0)
             cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
-        layers_save_record("blueprints", "blueprint.json", rec);
+        /* A failed build holds its base's layers no more (a base deleted
+         * while it built goes now), and its own layer is no one's. */
+        if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
+            strcmp(status, "failed") == 0)
+            freed = layers_release_locked(
+                b->eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
     }
     layers_unlock();
+    layers_free(b->eng, freed);
+    free(layer);
 }
 
 /* ---------------------------------------------------------- build steps */
@@ -712,16 +738,9 @@ static int resolve_from(struct build *b, const struct df_file *df, char *err, si
     if (rec != NULL && b->base_id != NULL && strcmp(b->base_id, rec_str(rec, "id")) != 0)
         rec = NULL;
     if (rec != NULL && b->base_id == NULL) {
-        cJSON *mine = find_locked(b->id);
-
         b->base_id = strdup(rec_str(rec, "id"));
         b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1);
-        if (mine != NULL) { /* depends on the base from now on */
-            set_str(mine, "base_blueprint_id", b->base_id);
-            cJSON_DeleteItemFromObjectCaseSensitive(mine, "layers");
-            cJSON_AddItemToObject(mine, "layers", cJSON_Duplicate(b->base_chain, 1));
-            layers_save_record("blueprints", "blueprint.json", mine);
-        }
+        blueprints_depend_locked(b->id, rec);
     }
     layers_unlock();
     if (rec == NULL) {
@@ -806,15 +825,22 @@ static int record_buildah(struct build *b, cJSON *fields)
     cJSON_AddNumberToObject(own, "owner", (double)SB_RANGE_BASE);
     cJSON_AddItemToArray(layers, own);
     layers_lock(b->eng);
+    rec = find_locked(b->id);
     if (base != NULL) {
-        const cJSON *brec = blueprints_find_locked(base, NULL);
+        const cJSON *brec = find_locked(base);
+        const cJSON *chain = cJSON_GetObjectItemCaseSensitive(brec, "layers");
 
-        if (brec == NULL)
+        /* The base's layers are there if it is still built, or if this
+         * build's record held them all along (blueprints_depend_locked),
+         * even through the base's delete. */
+        if (brec == NULL ||
+            (blueprints_find_locked(base, NULL) != brec &&
+             !cJSON_Compare(
+                 chain, cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1)))
             rc = -1;
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(brec, "layers"))
+        cJSON_ArrayForEach(it, chain)
             cJSON_AddItemToArray(layers, cJSON_Duplicate(it, 1));
     }
-    rec = find_locked(b->id);
     if (rec != NULL && rc == 0) {
         for (i = 0; keep[i] != NULL; i++) {
             cJSON_DeleteItemFromObjectCaseSensitive(rec, keep[i]);
@@ -1303,15 +1329,15 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     cJSON_AddStringToObject(rec, "state", "created");
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)util_now_ms());
     cJSON_AddItemToObject(rec, "parameters", cJSON_Duplicate(body, 1));
+    util_mkdirs(b->dir);
+    cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     if (base != NULL) {
         b->base_id = strdup(rec_str(base, "id"));
         b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1);
-        cJSON_AddStringToObject(rec, "base_blueprint_id", b->base_id);
-        cJSON_AddItemToObject(rec, "layers", cJSON_Duplicate(b->base_chain, 1));
+        blueprints_depend_locked(b->id, base); /* saves the record */
+    } else {
+        layers_save_record("blueprints", "blueprint.json", rec);
     }
-    util_mkdirs(b->dir);
-    cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
-    layers_save_record("blueprints", "blueprint.json", rec);
     *view = bp_view(rec);
     layers_unlock();
     if (spawn_build(b) != 0) {
@@ -1412,7 +1438,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     const char *st = NULL;
     char who[64] = "";
     char *layer = NULL;
-    cJSON *forget = NULL;
+    cJSON *freed = NULL;
     int status = 0;
 
     /* Deleting a blueprint whose build is queued or running ends the build
@@ -1448,26 +1474,35 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         status = 500;
         goto out;
     }
-    if (layers_in_use_locked(eng, layer, id, who, sizeof(who))) {
-        snprintf(
-            err, errlen,
-            "blueprint %s is in use by %s; shut down the devboxes and delete "
-            "the snapshots and blueprints built on it first",
-            id, who);
+    if (layers_used_by_devbox_locked(eng, layer, who, sizeof(who))) {
+        snprintf(err, errlen,
+                 "blueprint %s is in use by %s (a devbox running on its "
+                 "files); shut that devbox down, then delete the blueprint",
+                 id, who);
         status = 400;
         goto out;
     }
-    util_rmtree(layer);
-    forget = cJSON_Duplicate(rec, 1);
+    /* The tombstone is on disk before any file goes: a kill in between
+     * leaves a layer nothing references, which the next start frees. */
     set_str(rec, "state", "deleted");
-    layers_save_record("blueprints", "blueprint.json", rec);
+    if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+        set_str(rec, "state", "created");
+        snprintf(err, errlen,
+                 "cannot record the delete of blueprint %s (writing the state "
+                 "dir failed); try again",
+                 id);
+        status = 500;
+        goto out;
+    }
+    /* Its layer (and deleted ones under it) go unless snapshots or other
+     * blueprints are built on them; the buildah image goes with it. */
+    freed = layers_release_locked(
+        eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
 out:
     layers_unlock();
     /* buildah waits on its store's lock: never with the registry held,
      * which every create, snapshot and build needs. */
-    if (forget != NULL)
-        bb_forget(eng->state_dir, forget);
-    cJSON_Delete(forget);
+    layers_free(eng, freed);
     free(layer);
     return status;
 }

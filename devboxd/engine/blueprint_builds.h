@@ -17,7 +17,8 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
                       char *err, size_t errlen);
 int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
                    size_t errlen);
-/* Deletes a finished blueprint nothing builds on. */
+/* Deletes a finished blueprint no live devbox runs on; its layer stays
+ * while snapshots or blueprints built on it do (layers.h). */
 int blueprints_delete(struct engine *eng, const char *id, char *err,
                       size_t errlen);
 /* Opens the build log (JSON lines) of a known blueprint: *log is NULL when
@@ -34,6 +35,10 @@ void blueprints_stop_all(
     void); /* kills running build steps, waits for the workers */
 /* Registry lock held: the record of id in any status (NULL if none). */
 cJSON *blueprints_record_locked(const char *id);
+/* Registry lock held: blueprint id builds on base from now on: its record
+ * names the base and holds the base's chain, which keeps those layers
+ * while it builds (and saves the record). */
+void blueprints_depend_locked(const char *id, const cJSON *base);
 /* Registry lock held: the newest build_complete record named name, or by id. */
 cJSON *blueprints_find_locked(const char *id, const char *name);
 

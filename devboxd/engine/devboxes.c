@@ -1546,6 +1546,8 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
         }
     }
     pthread_mutex_unlock(&eng->lock);
+    /* With the devboxes known: what their chains use is not freed. */
+    layers_start(eng);
     if (pthread_create(&eng->timer, NULL, timer_thread, eng) != 0) {
         snprintf(err, errlen, "cannot start the timer thread");
         goto out;

@@ -195,6 +195,7 @@ out:
 static int snap_run(struct snap_job *job, char *err, size_t errlen)
 {
     cJSON *rec = NULL;
+    cJSON *freed = NULL;
     int64_t size = 0;
     int rc;
 
@@ -212,9 +213,14 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
             cJSON_AddNumberToObject(rec, "size_bytes", (double)size);
         else
             set_str(rec, "error_message", err);
-        layers_save_record("snapshots", "snapshot.json", rec);
+        if (layers_save_record("snapshots", "snapshot.json", rec) == 0 &&
+            rc != 0)
+            freed = layers_release_locked(
+                job->eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"),
+                NULL);
     }
     layers_unlock();
+    layers_free(job->eng, freed);
     pthread_mutex_lock(&job->eng->lock);
     job->box->io_refs--;
     pthread_cond_broadcast(&job->eng->changed);
@@ -462,9 +468,11 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
                      size_t errlen)
 {
     cJSON *rec = NULL;
+    cJSON *freed = NULL;
     const char *st = NULL;
-    const cJSON *own = NULL;
+    const cJSON *chain = NULL;
     const char *path = NULL;
+    char *was = NULL;
     char who[64] = "";
     int status = 0;
 
@@ -485,23 +493,38 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
         status = 400;
         goto out;
     }
-    own = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 0);
-    path = rec_str(own, "path");
-    if (path != NULL && layers_in_use_locked(eng, path, sid, who, sizeof(who))) {
-        snprintf(
-            err, errlen,
-            "snapshot %s is in use by %s; shut that devbox down (or delete "
-            "that snapshot or blueprint) first",
-            sid, who);
+    chain = cJSON_GetObjectItemCaseSensitive(rec, "layers");
+    path = rec_str(cJSON_GetArrayItem(chain, 0), "path");
+    if (path != NULL &&
+        layers_used_by_devbox_locked(eng, path, who, sizeof(who))) {
+        snprintf(err, errlen,
+                 "snapshot %s is in use by %s (a devbox running on its "
+                 "files); shut that devbox down, then delete the snapshot",
+                 sid, who);
         status = 400;
         goto out;
     }
-    if (path != NULL)
-        util_rmtree(path);
+    /* The tombstone is on disk before any file goes: a kill in between
+     * leaves a layer nothing references, which the next start frees. */
+    was = strdup(st);
     set_str(rec, "status", "deleted");
-    layers_save_record("snapshots", "snapshot.json", rec);
+    if (was == NULL ||
+        layers_save_record("snapshots", "snapshot.json", rec) != 0) {
+        set_str(rec, "status", was != NULL ? was : "complete");
+        snprintf(err, errlen,
+                 "cannot record the delete of snapshot %s (writing the state "
+                 "dir failed); try again",
+                 sid);
+        status = 500;
+        goto out;
+    }
+    /* Its layer (and deleted ones under it) go unless other snapshots or
+     * blueprints are built on them. */
+    freed = layers_release_locked(eng, chain, NULL);
 out:
     layers_unlock();
+    layers_free(eng, freed);
+    free(was);
     return status;
 }
 

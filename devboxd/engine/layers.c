@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blueprint_buildah.h"
 #include "blueprint_builds.h"
 #include "disk_snapshots.h"
 #include "images.h"
@@ -509,7 +510,48 @@ out:
     return rc;
 }
 
-/* ------------------------------------------------------------ in use */
+/* ---------------------------------------------------------- references */
+
+#define FREE_SUFFIX ".free"
+
+/* A layer's name in the store: "snapshots/<id>/layer" or
+ * "blueprints/<id>/layer" at the end of its path, whatever path the state
+ * dir had when a chain was recorded.  NULL for a path outside the store. */
+static const char *layer_key(const char *path)
+{
+    static const char *const kinds[] = {"snapshots/", "blueprints/", NULL};
+    size_t len = strlen(path);
+    size_t i;
+    const char *p;
+
+    if (len < 7 || strcmp(path + len - 6, "/layer") != 0)
+        return NULL;
+    /* back to the slash before <kind>: three components up */
+    p = path + len - 6;
+    while (p > path && p[-1] != '/')
+        p--;
+    if (p == path || p - 1 == path)
+        return NULL;
+    p--;
+    while (p > path && p[-1] != '/')
+        p--;
+    for (i = 0; kinds[i] != NULL; i++) {
+        if (strncmp(p, kinds[i], strlen(kinds[i])) == 0 &&
+            p[strlen(kinds[i])] != '/' && p + strlen(kinds[i]) < path + len - 6)
+            return p;
+    }
+    return NULL;
+}
+
+static int same_layer(const char *a, const char *b)
+{
+    const char *ka = layer_key(a);
+    const char *kb = layer_key(b);
+
+    if (ka != NULL && kb != NULL)
+        return strcmp(ka, kb) == 0;
+    return strcmp(a, b) == 0;
+}
 
 static int chain_has(const cJSON *chain, const char *path)
 {
@@ -518,57 +560,282 @@ static int chain_has(const cJSON *chain, const char *path)
     cJSON_ArrayForEach(it, chain) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "path");
 
-        if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0)
+        if (cJSON_IsString(p) && same_layer(p->valuestring, path))
             return 1;
     }
     return 0;
 }
 
-static int list_uses(const cJSON *list, const char *path, const char *except_id, char *who,
-                     size_t wholen)
+/* Whether a record holds its chain: it can boot devboxes, or is being
+ * built or copied.  Deleted, failed and error records hold nothing. */
+static int rec_holds(const cJSON *rec)
+{
+    const char *st =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+    const char *state =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "state"));
+
+    if (state != NULL && strcmp(state, "deleted") == 0)
+        return 0;
+    return st == NULL ||
+           (strcmp(st, "deleted") != 0 && strcmp(st, "error") != 0 &&
+            strcmp(st, "failed") != 0);
+}
+
+static int list_refs(const cJSON *list, const char *path)
 {
     const cJSON *rec = NULL;
+    int n = 0;
 
     cJSON_ArrayForEach(rec, list) {
-        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-        const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
-        const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "state"));
-
-        if (state != NULL && strcmp(state, "deleted") == 0)
-            continue;
-        if (id == NULL || (except_id != NULL && strcmp(id, except_id) == 0))
-            continue;
-        if (st != NULL && (strcmp(st, "deleted") == 0 || strcmp(st, "error") == 0 ||
-                           strcmp(st, "failed") == 0))
-            continue;
-        if (chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"), path)) {
-            snprintf(who, wholen, "%s", id);
-            return 1;
-        }
+        if (rec_holds(rec) &&
+            chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"), path))
+            n++;
     }
-    return 0;
+    return n;
 }
 
-int layers_in_use_locked(struct engine *eng, const char *path, const char *except_id,
-                         char *who, size_t wholen)
+/* Live devboxes with path in their chain; who gets the first one's id. */
+static int box_refs(struct engine *eng, const char *path, char *who,
+                    size_t wholen)
 {
     struct devbox *b;
-    int used = 0;
+    int n = 0;
 
-    if (list_uses(g.snaps, path, except_id, who, wholen) ||
-        list_uses(g.bps, path, except_id, who, wholen))
-        return 1;
     pthread_mutex_lock(&eng->lock);
-    for (b = eng->boxes; b != NULL && !used; b = b->next) {
+    for (b = eng->boxes; b != NULL; b = b->next) {
         if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
             continue;
         if (chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
-            snprintf(who, wholen, "%s", b->id);
-            used = 1;
+            if (n == 0 && who != NULL)
+                snprintf(who, wholen, "%s", b->id);
+            n++;
         }
     }
     pthread_mutex_unlock(&eng->lock);
-    return used;
+    return n;
+}
+
+int layers_refs_locked(struct engine *eng, const char *path)
+{
+    return list_refs(g.snaps, path) + list_refs(g.bps, path) +
+           box_refs(eng, path, NULL, 0);
+}
+
+int layers_used_by_devbox_locked(struct engine *eng, const char *path,
+                                 char *who, size_t wholen)
+{
+    return box_refs(eng, path, who, wholen) > 0;
+}
+
+/* The blueprint whose own layer key is (for its buildah image). */
+static const cJSON *key_blueprint(const char *key)
+{
+    char id[64];
+    const char *slash = NULL;
+
+    if (strncmp(key, "blueprints/", 11) != 0)
+        return NULL;
+    slash = strchr(key + 11, '/');
+    if (slash == NULL || (size_t)(slash - key - 11) >= sizeof(id))
+        return NULL;
+    memcpy(id, key + 11, (size_t)(slash - key - 11));
+    id[slash - key - 11] = '\0';
+    return blueprints_record_locked(id);
+}
+
+static void add_free(cJSON *out, const char *dir)
+{
+    cJSON *item = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(item, "dir", dir);
+    cJSON_AddItemToArray(out, item);
+}
+
+/* Moves the unreferenced layer key out of the store; adds it to out. */
+static void release_one(struct engine *eng, const char *key, cJSON *out)
+{
+    const cJSON *bp = NULL;
+    char *cur = NULL;
+    char *trash = NULL;
+
+    if (layers_refs_locked(eng, key) > 0 ||
+        asprintf(&cur, "%s/%s", g.state_dir, key) < 0)
+        return;
+    if (asprintf(&trash, "%s" FREE_SUFFIX, cur) < 0) {
+        trash = NULL;
+        goto out;
+    }
+    /* The rename is the decision: a second release of it, or a start
+     * after a kill, finds the layer gone or only its .free dir. */
+    if (rename(cur, trash) != 0) {
+        if (errno != ENOENT)
+            fprintf(stderr, "devboxd: cannot free layer %s: %s\n", cur,
+                    strerror(errno));
+        goto out;
+    }
+    add_free(out, trash);
+    bp = key_blueprint(key);
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(bp, "buildah_image")))
+        cJSON_AddItemToObject(
+            cJSON_GetArrayItem(out, cJSON_GetArraySize(out) - 1), "blueprint",
+            cJSON_Duplicate(bp, 1));
+out:
+    free(cur);
+    free(trash);
+}
+
+cJSON *layers_release_locked(struct engine *eng, const cJSON *chain,
+                             const char *path)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *it = NULL;
+    const char *key = NULL;
+
+    if (g.state_dir == NULL)
+        goto out;
+    /* Topmost first: a child's buildah image goes before its base's. */
+    cJSON_ArrayForEach(it, chain)
+    {
+        const char *p =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path"));
+
+        key = p != NULL ? layer_key(p) : NULL;
+        if (key != NULL)
+            release_one(eng, key, out);
+    }
+    key = path != NULL ? layer_key(path) : NULL;
+    if (key != NULL)
+        release_one(eng, key, out);
+out:
+    if (cJSON_GetArraySize(out) == 0) {
+        cJSON_Delete(out);
+        out = NULL;
+    }
+    return out;
+}
+
+void layers_free(struct engine *eng, cJSON *released)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, released)
+    {
+        const char *dir =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "dir"));
+        const cJSON *bp = cJSON_GetObjectItemCaseSensitive(it, "blueprint");
+
+        if (dir != NULL && util_rmtree(dir) != 0)
+            fprintf(stderr, "devboxd: cannot remove %s: %s\n", dir,
+                    strerror(errno));
+        /* buildah waits on its store's lock: never under the registry. */
+        if (bp != NULL && eng != NULL)
+            bb_forget(eng->state_dir, bp);
+    }
+    cJSON_Delete(released);
+}
+
+/* ---------------------------------------------------------------- start */
+
+/* Whether the loaded list has a record of id (in any state). */
+static int list_knows(const cJSON *list, const char *id)
+{
+    const cJSON *rec = NULL;
+
+    cJSON_ArrayForEach(rec, list)
+    {
+        const char *rid =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+
+        if (rid != NULL && strcmp(rid, id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* One <kind>/<name> entry at start: a .free dir is a free cut off by a
+ * kill; a layer nothing references is freed, unless its record exists on
+ * disk but could not be read (then nobody can tell: it stays). */
+static void collect_entry(struct engine *eng, const char *kind,
+                          const char *file, const cJSON *list, const char *name,
+                          cJSON *out)
+{
+    char *dir = NULL;
+    char *trash = NULL;
+    char *key = NULL;
+    char *recfile = NULL;
+    char *layer = NULL;
+    struct stat st;
+    int has_layer;
+    int has_trash;
+
+    if (asprintf(&dir, "%s/%s/%s", g.state_dir, kind, name) < 0)
+        return;
+    if (asprintf(&trash, "%s/layer" FREE_SUFFIX, dir) < 0 ||
+        asprintf(&key, "%s/%s/layer", kind, name) < 0 ||
+        asprintf(&layer, "%s/layer", dir) < 0 ||
+        asprintf(&recfile, "%s/%s", dir, file) < 0)
+        goto out;
+    has_layer = lstat(layer, &st) == 0;
+    has_trash = lstat(trash, &st) == 0;
+    if (list_knows(list, name)) {
+        if (has_trash)
+            add_free(out, trash);
+        release_one(eng, key, out);
+    } else if (lstat(recfile, &st) == 0) {
+        if (has_layer)
+            fprintf(stderr,
+                    "devboxd: keeping the layer of %s/%s: its record cannot be "
+                    "read\n",
+                    kind, name);
+        if (has_trash)
+            add_free(out, trash);
+    } else if ((has_layer || has_trash) && layers_refs_locked(eng, key) == 0) {
+        add_free(out, dir); /* an orphan: no record was ever written */
+    }
+out:
+    free(dir);
+    free(trash);
+    free(key);
+    free(recfile);
+    free(layer);
+}
+
+static void collect_kind(struct engine *eng, const char *kind, const char *file,
+                         const cJSON *list, cJSON *out)
+{
+    char *path = NULL;
+    DIR *d = NULL;
+    struct dirent *de;
+
+    if (asprintf(&path, "%s/%s", g.state_dir, kind) < 0)
+        return;
+    d = opendir(path);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] != '.')
+            collect_entry(eng, kind, file, list, de->d_name, out);
+    }
+    if (d != NULL)
+        closedir(d);
+    free(path);
+}
+
+void layers_start(struct engine *eng)
+{
+    cJSON *out = cJSON_CreateArray();
+    int n;
+
+    layers_lock(eng);
+    if (g.state_dir != NULL) {
+        collect_kind(eng, "snapshots", "snapshot.json", g.snaps, out);
+        collect_kind(eng, "blueprints", "blueprint.json", g.bps, out);
+    }
+    layers_unlock();
+    n = cJSON_GetArraySize(out);
+    if (n > 0)
+        fprintf(stderr, "devboxd: freeing %d layer dir%s nothing references\n",
+                n, n == 1 ? "" : "s");
+    layers_free(eng, out);
 }
 
 /* ------------------------------------------------------ create from */
@@ -599,7 +866,9 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
     cJSON_AddStringToObject(spec, "snapshot_id", sid);
     bp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "source_blueprint_id"));
     if (bp != NULL) {
-        const cJSON *brec = blueprints_find_locked(bp, NULL);
+        /* Any state: a deleted blueprint's layers stay while the
+         * snapshot holds them, and so does the image they sit on. */
+        const cJSON *brec = blueprints_record_locked(bp);
         const char *image = cJSON_GetStringValue(
             cJSON_GetObjectItemCaseSensitive(brec, "image"));
 

@@ -7,6 +7,8 @@
  * keeps its whole layer chain ("_layers": [{path, owner}], topmost first);
  * before each boot the chain is copied into the devbox's sandbox dir with
  * the owner's files handed to the devbox's own host uid (layers_prepare_box).
+ * Snapshots and blueprints share the store: a deleted record's layer stays
+ * while other records' chains use it (see the layer store below).
  *
  * Locking: one registry lock (layers_lock) guards the snapshot and
  * blueprint records; it may be taken before eng->lock, never after. */
@@ -48,10 +50,31 @@ int64_t layers_size(const char *path);
 int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
                        char ***paths, size_t *n, char *err, size_t errlen);
 void layers_free_paths(char **paths, size_t n);
-/* Registry lock held: 1 if a live devbox, snapshot or blueprint (other than
- * except_id) has path in its layer chain; *who receives the user's id. */
-int layers_in_use_locked(struct engine *eng, const char *path, const char *except_id,
-                         char *who, size_t wholen);
+/* The layer store: a layer is referenced by every live record (a snapshot
+ * not deleted or in error, a blueprint not deleted or failed) and every
+ * live devbox (not shut down or failed) with it in its chain; its own
+ * record is one of them until deleted.  The count is derived from the
+ * chains when asked, never stored: a restart or a kill -9 cannot leave it
+ * wrong.  A layer is freed when its count reaches 0. */
+/* Registry lock held: the layer's reference count. */
+int layers_refs_locked(struct engine *eng, const char *path);
+/* Registry lock held: 1 with the devbox's id in who when a live devbox has
+ * path in its layer chain (a delete is then refused), else 0. */
+int layers_used_by_devbox_locked(struct engine *eng, const char *path,
+                                 char *who, size_t wholen);
+/* Registry lock held, once a record stopped holding its chain (deleted,
+ * failed, error) and that is saved: takes every layer of chain (and path,
+ * when not NULL) that nothing references any more out of the store
+ * (renamed to <dir>/layer.free) and returns them for layers_free, or NULL. */
+cJSON *layers_release_locked(struct engine *eng, const cJSON *chain,
+                             const char *path);
+/* Without the registry lock: removes released layers (and the buildah
+ * image of a blueprint whose layer it was); deletes the list. */
+void layers_free(struct engine *eng, cJSON *released);
+/* At start, once the devboxes are loaded: loads the records (interrupted
+ * builds and snapshots fail) and frees the layer dirs nothing references
+ * (a delete cut off by a kill, or an orphan). */
+void layers_start(struct engine *eng);
 /* Registry lock held: resolves snapshot_id / blueprint_id / blueprint_name
  * of a create body into spec (_layers, ids, blueprint defaults). 0 or an
  * HTTP status with err. */

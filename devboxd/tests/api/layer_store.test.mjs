@@ -1,0 +1,182 @@
+// The layer store shared by snapshots and blueprints, through the official
+// Runloop SDK against a real devboxd: deleting a blueprint or snapshot that
+// other snapshots or blueprints are built on succeeds and keeps its layer
+// for them (devboxes from them still have its files); the last delete frees
+// every layer under it, and the buildah images with them; a delete is a 400
+// naming the devbox while a live devbox runs on the layer; the references
+// hold across a restart and a kill -9; layer dirs nothing references (an
+// orphan, a free cut off by a kill) are removed at start.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
+
+let client;
+const engine = useEngine(new Devboxd(), (c) => { client = c; });
+
+const layerDir = (kind, id) => path.join(engine.stateDir, kind, id, 'layer');
+const bpLayer = (id) => layerDir('blueprints', id);
+const snapLayer = (id) => layerDir('snapshots', id);
+
+// The images in the state dir's own buildah store (devboxd's options).
+const imageCache = process.env.RLMCP_IMAGE_CACHE || '/var/cache/runloop-mcp/images';
+const buildahImages = () => {
+  const root = path.join(engine.stateDir, 'buildah');
+  if (!existsSync(path.join(root, 'storage'))) return [];
+  return execFileSync('buildah', ['--root', path.join(root, 'storage'), '--runroot', path.join(root, 'run'),
+    '--storage-driver', 'overlay', '--storage-opt', `overlay.imagestore=${imageCache}/buildah/storage`,
+    'images', '--format', '{{.Name}}:{{.Tag}}'], { encoding: 'utf8' })
+    .split('\n').filter(Boolean);
+};
+
+async function run(id, command) {
+  const r = await client.devboxes.executeAndAwaitCompletion(id, { command });
+  return { code: r.exit_status, out: r.stdout, err: r.stderr };
+}
+
+async function built(body) {
+  const b = await client.blueprints.create(body);
+  const done = await waitFor(async () => {
+    const x = await client.blueprints.retrieve(b.id);
+    return ['build_complete', 'failed'].includes(x.status) ? x : null;
+  }, { timeoutMs: 300000, stepMs: 200, what: `blueprint ${b.id}` });
+  const log = (await client.blueprints.logs(b.id)).logs.map((e) => e.message).join('\n');
+  assert.equal(done.status, 'build_complete', log);
+  return done;
+}
+
+async function restart({ kill = false } = {}) {
+  if (kill) {
+    engine.proc.kill('SIGKILL');
+    await engine.exited;
+    engine.proc = null;
+  } else {
+    await engine.stop();
+  }
+  await engine.start();
+  client = engine.client();
+}
+
+describe('layer store', () => {
+  let a;
+  let b;
+  let snap;
+
+  test('a base with a child blueprint and a snapshot on it is deleted; its layer stays for them', async () => {
+    a = await built({ name: 'store-a', system_setup_commands: ['echo from-a > ~/a.txt'] });
+    b = await built({ name: 'store-b', base_blueprint_id: a.id,
+      system_setup_commands: ['echo from-b > ~/b.txt'] });
+    assert.equal(b.base_blueprint_id, a.id);
+
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: a.id });
+    assert.equal((await run(box.id, 'echo from-s > ~/s.txt')).code, 0);
+    snap = await client.devboxes.snapshotDisk(box.id, { name: 'on-a' });
+    assert.equal(snap.source_blueprint_id, a.id);
+    // A live devbox runs on a's files: refused, naming it and what to do.
+    await rejectsWith(assert, client.blueprints.delete(a.id), 400,
+      new RegExp(`blueprint ${a.id} is in use by ${box.id} .*shut that devbox down`));
+    await client.devboxes.shutdown(box.id);
+
+    await client.blueprints.delete(a.id);
+    assert.equal((await client.blueprints.retrieve(a.id)).state, 'deleted');
+    assert.ok(!(await client.blueprints.list({ limit: 100 })).blueprints.some((x) => x.id === a.id));
+    await rejectsWith(assert, client.devboxes.create({ blueprint_id: a.id }), 404, /not found or not built/);
+    assert.ok(existsSync(bpLayer(a.id)), 'the deleted base\'s layer is kept for b and the snapshot');
+    // Deleting again is idempotent.
+    await client.blueprints.delete(a.id);
+
+    const fromB = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+    const rb = await run(fromB.id, 'cat ~/a.txt ~/b.txt');
+    assert.equal(rb.out, 'from-a\nfrom-b\n', rb.err);
+    const fromS = await client.devboxes.createAndAwaitRunning({ snapshot_id: snap.id });
+    const rs = await run(fromS.id, 'cat ~/a.txt ~/s.txt');
+    assert.equal(rs.out, 'from-a\nfrom-s\n', rs.err);
+    await rejectsWith(assert, client.devboxes.diskSnapshots.delete(snap.id), 400,
+      new RegExp(`snapshot ${snap.id} is in use by ${fromS.id}`));
+    await rejectsWith(assert, client.blueprints.delete(b.id), 400, new RegExp(`in use by ${fromB.id}`));
+    await client.devboxes.shutdown(fromB.id);
+    await client.devboxes.shutdown(fromS.id);
+  });
+
+  test('a restart keeps the references and removes layer dirs nothing references', async () => {
+    // What a kill can leave: an orphan layer whose record was never
+    // written, and a layer renamed for removal but not yet removed.
+    const orphans = [path.join(engine.stateDir, 'snapshots', 'snp_orphan0000000000000000'),
+      path.join(engine.stateDir, 'blueprints', 'bpt_orphan0000000000000000')];
+    for (const o of orphans) {
+      mkdirSync(path.join(o, 'layer', 'home', 'user'), { recursive: true });
+      writeFileSync(path.join(o, 'layer', 'home', 'user', 'junk'), 'x'.repeat(4096));
+    }
+    const cutOff = path.join(engine.stateDir, 'blueprints', a.id, 'layer.free');
+    mkdirSync(path.join(cutOff, 'etc'), { recursive: true });
+    writeFileSync(path.join(cutOff, 'etc', 'junk'), 'x');
+    await restart();
+    for (const o of orphans) assert.equal(existsSync(o), false, `${o} remains after the start`);
+    assert.equal(existsSync(cutOff), false, 'a layer.free dir remains after the start');
+    for (const l of [bpLayer(a.id), bpLayer(b.id), snapLayer(snap.id)])
+      assert.ok(existsSync(l), `${l} was freed at start while referenced`);
+
+    // The snapshot goes: its layer with it, a's stays for b.
+    await client.devboxes.diskSnapshots.delete(snap.id);
+    assert.equal((await client.devboxes.diskSnapshots.queryStatus(snap.id)).status, 'deleted');
+    assert.equal(existsSync(snapLayer(snap.id)), false, 'the deleted snapshot\'s layer remains');
+    assert.ok(existsSync(bpLayer(a.id)), 'a\'s layer was freed while b is built on it');
+
+    await restart({ kill: true });
+    assert.ok(existsSync(bpLayer(a.id)), 'a\'s layer was freed by a start after a kill while b holds it');
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_name: 'store-b' });
+    assert.equal((await run(box.id, 'cat ~/a.txt ~/b.txt')).out, 'from-a\nfrom-b\n');
+    await client.devboxes.shutdown(box.id);
+  });
+
+  test('deleting the last one built on a deleted base frees both layers and images', async () => {
+    const imagesBefore = buildahImages();
+    await client.blueprints.delete(b.id);
+    assert.equal((await client.blueprints.retrieve(b.id)).state, 'deleted');
+    assert.equal(existsSync(bpLayer(b.id)), false, 'b\'s layer remains');
+    assert.equal(existsSync(bpLayer(a.id)), false, 'the deleted base\'s layer remains after its last child went');
+    assert.equal(existsSync(bpLayer(a.id) + '.free'), false);
+    assert.ok(imagesBefore.some((n) => n.includes(a.id)) && imagesBefore.some((n) => n.includes(b.id)),
+      `the buildah images of a and b are there before (nothing to prove): ${imagesBefore}`);
+    const after = buildahImages();
+    assert.ok(!after.some((n) => n.includes(a.id) || n.includes(b.id)), `buildah images remain: ${after}`);
+    await restart();
+    assert.equal((await client.blueprints.retrieve(a.id)).state, 'deleted');
+    assert.equal((await client.blueprints.retrieve(b.id)).state, 'deleted');
+  });
+});
+
+// The native builder (RLMCP_BUILDER=native) keeps a base's layers the same way.
+describe('layer store, native builder', () => {
+  const native = new Devboxd({ env: { RLMCP_BUILDER: 'native' } });
+  let nc;
+  useEngine(native, (c) => { nc = c; });
+
+  test('a base deleted under its child stays for it; the child\'s delete frees both', async () => {
+    const settle = async (body) => {
+      const x = await nc.blueprints.create(body);
+      const done = await waitFor(async () => {
+        const r = await nc.blueprints.retrieve(x.id);
+        return ['build_complete', 'failed'].includes(r.status) ? r : null;
+      }, { timeoutMs: 300000, stepMs: 200, what: `blueprint ${x.id}` });
+      assert.equal(done.status, 'build_complete', JSON.stringify(await nc.blueprints.logs(x.id)));
+      return done;
+    };
+    const base = await settle({ name: 'n-base', system_setup_commands: ['echo n-base > ~/n.txt'] });
+    const kid = await settle({ name: 'n-kid', dockerfile: `FROM runloop:${base.id}\nRUN echo n-kid >> ~/n.txt\n` });
+    assert.equal(kid.base_blueprint_id, base.id);
+    const layer = (id) => path.join(native.stateDir, 'blueprints', id, 'layer');
+    await nc.blueprints.delete(base.id);
+    assert.ok(existsSync(layer(base.id)));
+    const box = await nc.devboxes.createAndAwaitRunning({ blueprint_id: kid.id });
+    const r = await nc.devboxes.executeAndAwaitCompletion(box.id, { command: 'cat ~/n.txt' });
+    assert.equal(r.stdout, 'n-base\nn-kid\n', r.stderr);
+    await rejectsWith(assert, nc.blueprints.delete(kid.id), 400, new RegExp(`in use by ${box.id}`));
+    await nc.devboxes.shutdown(box.id);
+    await nc.blueprints.delete(kid.id);
+    assert.equal(existsSync(layer(kid.id)), false);
+    assert.equal(existsSync(layer(base.id)), false);
+  });
+});
