@@ -1917,33 +1917,41 @@ static int ck_items(struct cctx *cc, const char *kw, const cJSON *v)
     return ck_sub(cc, kw, v);
 }
 
-static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
+/* Each member of v as a schema, located under kw and its key (an object,
+ * whose keys must differ) or its index (an array). */
+static int ck_members(struct cctx *cc, const char *kw, const cJSON *v)
 {
     const cJSON *m = NULL;
-    char got[80];
-    size_t mark;
+    const char *name = NULL;
+    char idx[24];
+    size_t mark = loc_push(cc, kw);
     size_t inner;
+    int i = 0;
     int rc = 0;
+
+    if (cJSON_IsObject(v)) {
+        rc = ck_no_duplicates(cc, v);
+    }
+    for (m = v->child; m != NULL && rc == 0; m = m->next) {
+        snprintf(idx, sizeof(idx), "%d", i++);
+        name = cJSON_IsObject(v) ? m->string : idx;
+        inner = loc_push(cc, name);
+        rc = ck_schema(cc, m);
+        loc_pop(cc, inner);
+    }
+    loc_pop(cc, mark);
+    return rc;
+}
+
+static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
+{
+    char got[80];
 
     if (!cJSON_IsObject(v)) {
         return ck_fail(cc, "\"%s\" must be an object of schemas, got %s", kw,
                        ck_got(v, got, sizeof(got)));
     }
-    mark = loc_push(cc, kw);
-    if (ck_no_duplicates(cc, v) < 0) {
-        loc_pop(cc, mark);
-        return -1;
-    }
-    cJSON_ArrayForEach(m, v) {
-        inner = loc_push(cc, m->string);
-        rc = ck_schema(cc, m);
-        loc_pop(cc, inner);
-        if (rc < 0) {
-            break;
-        }
-    }
-    loc_pop(cc, mark);
-    return rc;
+    return ck_members(cc, kw, v);
 }
 
 /* A pattern that must compile (and is cached now). */
@@ -1976,30 +1984,13 @@ static int ck_pattern_map(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_list(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    const cJSON *m = NULL;
-    char idx[24];
     char got[80];
-    size_t mark;
-    size_t inner;
-    int i = 0;
-    int rc = 0;
 
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
         return ck_fail(cc, "\"%s\" must be a non-empty array of schemas, "
                            "got %s", kw, ck_got(v, got, sizeof(got)));
     }
-    mark = loc_push(cc, kw);
-    cJSON_ArrayForEach(m, v) {
-        snprintf(idx, sizeof(idx), "%d", i++);
-        inner = loc_push(cc, idx);
-        rc = ck_schema(cc, m);
-        loc_pop(cc, inner);
-        if (rc < 0) {
-            break;
-        }
-    }
-    loc_pop(cc, mark);
-    return rc;
+    return ck_members(cc, kw, v);
 }
 
 /* An array of distinct strings (required, dependentRequired values). */

@@ -872,6 +872,14 @@ static void test_check_tool_roots(void **state)
                              "boolean, object, array, number, integer or "
                              "string)");
     cJSON_Delete(v);
+    /* Array members are located by index, object members by key. */
+    v = parse("{\"type\":\"object\",\"allOf\":[{},{\"$defs\":{\"d\":"
+              "{\"type\":\"q\"}}}]}");
+    assert_int_equal(schema_check_tool_input(v, err, sizeof(err)), -1);
+    assert_string_equal(err, "#/allOf/1/$defs/d: unknown type 'q' (use null, "
+                             "boolean, object, array, number, integer or "
+                             "string)");
+    cJSON_Delete(v);
     assert_int_equal(schema_check(NULL, err, sizeof(err)), -1);
     assert_int_equal(schema_check_tool_input(NULL, NULL, 0), -1);
 }
