@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -863,292 +864,280 @@ static bool valid_listen(const char *s)
     return colon[1] != '\0' && *end == '\0' && errno == 0 && port <= 65535;
 }
 
-static int parse_http(struct ctx *c, const yaml_node_t *n,
-                      struct host_http_config *h)
+/* How a section's key is read into the section's struct. */
+enum field_kind {
+    FIELD_STRING,  /* char *; a YAML null is NULL */
+    FIELD_UNSET,   /* char *; empty is NULL too (secrets, "${VAR:-}") */
+    FIELD_BOOL,    /* bool */
+    FIELD_UINT,    /* unsigned, in [min, max] */
+    FIELD_SIZE,    /* size_t, in [min, max] */
+    FIELD_ULL,     /* unsigned long long, in [min, max] */
+    FIELD_ENUM,    /* an enum: the index of the value in names */
+    FIELD_STRINGS, /* char ** (NULL-terminated), its count at count_off */
+    FIELD_NAMES,   /* struct config_name *, its count at count_off */
+    FIELD_PARSE,   /* parse() reads it */
+};
+
+/* The enums of the sections are stored as int (FIELD_ENUM). */
+_Static_assert(sizeof(enum host_transport) == sizeof(int) &&
+                   sizeof(enum host_on_plugin_error) == sizeof(int) &&
+                   sizeof(enum host_backend) == sizeof(int) &&
+                   sizeof(enum host_metrics) == sizeof(int),
+               "config enums are int-sized");
+
+/* One key of a section; a table of them ends with a NULL key. */
+struct field {
+    const char *key;
+    enum field_kind kind;
+    size_t off;       /* the value in the section's struct */
+    size_t count_off; /* FIELD_STRINGS, FIELD_NAMES: its count */
+    unsigned long long min, max;
+    const char *const *names; /* FIELD_ENUM */
+    /* FIELD_PARSE: read v into base + off; -1 after the error. */
+    int (*parse)(struct ctx *c, const yaml_node_t *v, void *at);
+    /* Then, when set: what else the value must be; -1 after the error. */
+    int (*check)(struct ctx *c, const yaml_node_t *v, void *base);
+};
+
+#define MAX_FIELDS 16
+/* A row's start: the key, how it is read, its member of struct
+ * host_<section>_config. */
+#define KEY(section, k, kd, member)                                            \
+    .key = k, .kind = kd,                                                      \
+    .off = offsetof(struct host_##section##_config, member)
+
+static void store_uint(enum field_kind kind, void *at, unsigned long long x)
 {
-    static const char *const keys[] = {"listen",
-                                       "allowed_origins",
-                                       "auth_token",
-                                       "allow_query_key",
-                                       "max_body_bytes",
-                                       "max_sessions",
-                                       "session_idle_seconds",
-                                       "max_connections",
-                                       "state_secret",
-                                       "metrics",
-                                       "max_sessions_per_client",
-                                       NULL};
-    static const char *const metrics_modes[] = {"private", "public", "off",
-                                                NULL};
+    if (kind == FIELD_UINT)
+        *(unsigned *)at = (unsigned)x;
+    else if (kind == FIELD_SIZE)
+        *(size_t *)at = (size_t)x;
+    else
+        *(unsigned long long *)at = x;
+}
+
+static int read_string(struct ctx *c, const struct field *f,
+                       const yaml_node_t *v, const char *what, char **at)
+{
+    if (get_string(c, v, what, at) < 0)
+        return -1;
+    if (f->kind == FIELD_UNSET && *at != NULL && (*at)[0] == '\0') {
+        free(*at);
+        *at = NULL;
+    }
+    return 0;
+}
+
+/* The value v of key f (in section) into base. */
+static int read_field(struct ctx *c, const char *section, const struct field *f,
+                      const yaml_node_t *v, void *base)
+{
+    char *at = (char *)base + f->off;
+    size_t *count = (size_t *)((char *)base + f->count_off);
+    char what[128];
+    unsigned long long x = 0;
     int e = 0;
+    int rc = -1;
+
+    snprintf(what, sizeof(what), "%s.%s", section, f->key);
+    switch (f->kind) {
+    case FIELD_STRING:
+    case FIELD_UNSET:
+        rc = read_string(c, f, v, what, (char **)at);
+        break;
+    case FIELD_BOOL:
+        rc = get_bool(c, v, what, (bool *)at);
+        break;
+    case FIELD_UINT:
+    case FIELD_SIZE:
+    case FIELD_ULL:
+        rc = get_uint(c, v, what, f->min, f->max, &x);
+        if (rc == 0)
+            store_uint(f->kind, at, x);
+        break;
+    case FIELD_ENUM:
+        rc = get_enum(c, v, what, f->names, &e);
+        if (rc == 0)
+            *(int *)at = e;
+        break;
+    case FIELD_STRINGS:
+        rc = get_string_array(c, v, what, (char ***)at, count);
+        break;
+    case FIELD_NAMES:
+        rc = get_name_list(c, v, what, (struct config_name **)at, count);
+        break;
+    case FIELD_PARSE:
+        rc = f->parse(c, v, at);
+        break;
+    }
+    if (rc == 0 && f->check != NULL)
+        rc = f->check(c, v, base);
+    return rc;
+}
+
+/* Section n (a mapping) by its table of keys into base. */
+static int parse_fields(struct ctx *c, const yaml_node_t *n,
+                        const char *section, const struct field *fields,
+                        void *base)
+{
+    const char *keys[MAX_FIELDS + 1];
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
-    unsigned long long x = 0;
+    size_t i = 0;
+    int at = 0;
 
-    if (check_mapping(c, n, "server.http") < 0)
+    for (i = 0; i < MAX_FIELDS && fields[i].key != NULL; i++)
+        keys[i] = fields[i].key;
+    keys[i] = NULL;
+    if (check_mapping(c, n, section) < 0)
         return -1;
-    h->present = true;
     FOR_PAIRS(c, n, k, v)
     {
-        switch (key_index(c, k, "server.http", keys)) {
-        case 0:
-            if (get_string(c, v, "server.http.listen", &h->listen) < 0)
-                return -1;
-            if (h->listen == NULL || !valid_listen(h->listen)) {
-                FAIL(c, v,
-                     "'server.http.listen' must be HOST:PORT, e.g. "
-                     "127.0.0.1:8000");
-                return -1;
-            }
-            break;
-        case 1:
-            if (get_string_array(c, v, "server.http.allowed_origins",
-                                 &h->allowed_origins,
-                                 &h->n_allowed_origins) < 0)
-                return -1;
-            break;
-        case 2:
-            /* A secret: get_string never quotes the value. */
-            if (get_string(c, v, "server.http.auth_token", &h->auth_token) < 0)
-                return -1;
-            if (h->auth_token != NULL && h->auth_token[0] == '\0') {
-                free(h->auth_token);
-                h->auth_token = NULL;
-            }
-            break;
-        case 3:
-            if (get_bool(c, v, "server.http.allow_query_key",
-                         &h->allow_query_key) < 0)
-                return -1;
-            break;
-        case 4:
-            if (get_uint(c, v, "server.http.max_body_bytes", 1024,
-                         (unsigned long long)1 << 32, &x) < 0)
-                return -1;
-            h->max_body_bytes = (size_t)x;
-            break;
-        case 5:
-            if (get_uint(c, v, "server.http.max_sessions", 1, 1000000, &x) < 0)
-                return -1;
-            h->max_sessions = (unsigned)x;
-            break;
-        case 6:
-            if (get_uint(c, v, "server.http.session_idle_seconds", 1,
-                         86400 * 30, &x) < 0)
-                return -1;
-            h->session_idle_seconds = (unsigned)x;
-            break;
-        case 7:
-            if (get_uint(c, v, "server.http.max_connections", 1, 1000000, &x) <
-                0)
-                return -1;
-            h->max_connections = (unsigned)x;
-            break;
-        case 8:
-            /* A secret: get_string never quotes the value. */
-            if (get_string(c, v, "server.http.state_secret", &h->state_secret) <
-                0)
-                return -1;
-            if (h->state_secret == NULL || strlen(h->state_secret) < 32) {
-                FAIL(c, v,
-                     "'server.http.state_secret' must be at least 32 "
-                     "characters (e.g. the output of 'openssl rand -hex "
-                     "32'); every replica behind one balancer needs the "
-                     "same value");
-                return -1;
-            }
-            break;
-        case 9:
-            if (get_enum(c, v, "server.http.metrics", metrics_modes, &e) < 0)
-                return -1;
-            h->metrics = (enum host_metrics)e;
-            break;
-        case 10:
-            if (get_uint(c, v, "server.http.max_sessions_per_client", 1,
-                         1000000, &x) < 0)
-                return -1;
-            h->max_sessions_per_client = (unsigned)x;
-            break;
-        default:
+        at = key_index(c, k, section, keys);
+        if (at < 0 || read_field(c, section, &fields[at], v, base) < 0)
             return -1;
-        }
     }
+    return 0;
+}
+
+static int check_listen(struct ctx *c, const yaml_node_t *v, void *base)
+{
+    const struct host_http_config *h = base;
+
+    if (h->listen == NULL || !valid_listen(h->listen)) {
+        FAIL(c, v,
+             "'server.http.listen' must be HOST:PORT, e.g. "
+             "127.0.0.1:8000");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_state_secret(struct ctx *c, const yaml_node_t *v, void *base)
+{
+    const struct host_http_config *h = base;
+
+    /* A secret: get_string never quotes the value. */
+    if (h->state_secret == NULL || strlen(h->state_secret) < 32) {
+        FAIL(c, v,
+             "'server.http.state_secret' must be at least 32 "
+             "characters (e.g. the output of 'openssl rand -hex "
+             "32'); every replica behind one balancer needs the "
+             "same value");
+        return -1;
+    }
+    return 0;
+}
+
+/* Secrets (auth_token, state_secret) are FIELD_UNSET or checked without
+ * quoting the value: get_string never quotes it. */
+static const struct field http_fields[] = {
+    {KEY(http, "listen", FIELD_STRING, listen), .check = check_listen},
+    {KEY(http, "allowed_origins", FIELD_STRINGS, allowed_origins),
+     .count_off = offsetof(struct host_http_config, n_allowed_origins)},
+    {KEY(http, "auth_token", FIELD_UNSET, auth_token)},
+    {KEY(http, "allow_query_key", FIELD_BOOL, allow_query_key)},
+    {KEY(http, "max_body_bytes", FIELD_SIZE, max_body_bytes), .min = 1024,
+     .max = 1ULL << 32},
+    {KEY(http, "max_sessions", FIELD_UINT, max_sessions), .min = 1,
+     .max = 1000000},
+    {KEY(http, "session_idle_seconds", FIELD_UINT, session_idle_seconds),
+     .min = 1, .max = 86400 * 30},
+    {KEY(http, "max_connections", FIELD_UINT, max_connections), .min = 1,
+     .max = 1000000},
+    {KEY(http, "state_secret", FIELD_STRING, state_secret),
+     .check = check_state_secret},
+    {KEY(http, "metrics", FIELD_ENUM, metrics),
+     .names = (const char *const[]){"private", "public", "off", NULL}},
+    {KEY(http, "max_sessions_per_client", FIELD_UINT, max_sessions_per_client),
+     .min = 1, .max = 1000000},
+    {.key = NULL},
+};
+
+static int parse_http(struct ctx *c, const yaml_node_t *n, void *at)
+{
+    struct host_http_config *h = at;
+
+    h->present = true;
+    if (parse_fields(c, n, "server.http", http_fields, h) < 0)
+        return -1;
     h->raw_json = node_to_json_text(c, n, "server.http");
     return h->raw_json == NULL ? -1 : 0;
 }
 
-static int parse_server(struct ctx *c, const yaml_node_t *n,
-                        struct host_server_config *s)
+static int check_server_name(struct ctx *c, const yaml_node_t *v, void *base)
 {
-    static const char *const keys[] = {"name", "transport", "http",
-                                       "instructions", NULL};
-    static const char *const transports[] = {"stdio", "http", NULL};
-    yaml_node_t *k = NULL;
-    yaml_node_t *v = NULL;
-    int t = 0;
+    const struct host_server_config *s = base;
 
-    if (check_mapping(c, n, "server") < 0)
+    if (s->name == NULL) {
+        FAIL(c, v, "'server.name' is empty; write a name or remove the key");
         return -1;
-    FOR_PAIRS(c, n, k, v)
-    {
-        switch (key_index(c, k, "server", keys)) {
-        case 0:
-            if (get_string(c, v, "server.name", &s->name) < 0)
-                return -1;
-            if (s->name == NULL) {
-                FAIL(c, v,
-                     "'server.name' is empty; write a name or remove the key");
-                return -1;
-            }
-            break;
-        case 1:
-            if (get_enum(c, v, "server.transport", transports, &t) < 0)
-                return -1;
-            s->transport = (enum host_transport)t;
-            break;
-        case 2:
-            if (parse_http(c, v, &s->http) < 0)
-                return -1;
-            break;
-        case 3:
-            if (get_string(c, v, "server.instructions", &s->instructions) < 0)
-                return -1;
-            break;
-        default:
-            return -1;
-        }
     }
     return 0;
 }
 
-static int parse_host(struct ctx *c, const yaml_node_t *n,
-                      struct host_host_config *h)
-{
-    static const char *const keys[] = {
-        "plugin_dir",      "on_plugin_error", "call_timeout_ms",
-        "workers",         "log_level",       "audit_log",
-        "audit_max_bytes", "audit_keep",      NULL};
-    static const char *const modes[] = {"fail", "skip", NULL};
-    static const char *const levels[] = {"debug",   "info",      "notice",
-                                         "warning", "error",     "critical",
-                                         "alert",   "emergency", NULL};
-    yaml_node_t *k = NULL;
-    yaml_node_t *v = NULL;
-    unsigned long long x = 0;
-    int e = 0;
+static const struct field server_fields[] = {
+    {KEY(server, "name", FIELD_STRING, name), .check = check_server_name},
+    {KEY(server, "transport", FIELD_ENUM, transport),
+     .names = (const char *const[]){"stdio", "http", NULL}},
+    {KEY(server, "http", FIELD_PARSE, http), .parse = parse_http},
+    {KEY(server, "instructions", FIELD_STRING, instructions)},
+    {.key = NULL},
+};
 
-    if (check_mapping(c, n, "host") < 0)
+static int keep_plugin_dir_pos(struct ctx *c, const yaml_node_t *v, void *base)
+{
+    struct host_host_config *h = base;
+
+    h->plugin_dir_pos = pos_of(v);
+    return 0;
+}
+
+static const struct field host_fields[] = {
+    {KEY(host, "plugin_dir", FIELD_STRING, plugin_dir),
+     .check = keep_plugin_dir_pos},
+    {KEY(host, "on_plugin_error", FIELD_ENUM, on_plugin_error),
+     .names = (const char *const[]){"fail", "skip", NULL}},
+    {KEY(host, "call_timeout_ms", FIELD_UINT, call_timeout_ms), .min = 100,
+     .max = 86400000ULL},
+    {KEY(host, "workers", FIELD_UINT, workers), .min = 1, .max = 256},
+    {KEY(host, "log_level", FIELD_ENUM, log_level),
+     .names =
+         (const char *const[]){"debug", "info", "notice", "warning", "error",
+                               "critical", "alert", "emergency", NULL}},
+    /* "${RLMCP_AUDIT_LOG:-}" unset: no audit log. */
+    {KEY(host, "audit_log", FIELD_UNSET, audit_log)},
+    {KEY(host, "audit_max_bytes", FIELD_ULL, audit_max_bytes), .min = 0,
+     .max = 1ULL << 40},
+    {KEY(host, "audit_keep", FIELD_UINT, audit_keep), .min = 0, .max = 100},
+    {.key = NULL},
+};
+
+static int check_base_url(struct ctx *c, const yaml_node_t *v, void *base)
+{
+    const struct host_runloop_config *r = base;
+
+    if (r->base_url != NULL && strncmp(r->base_url, "http://", 7) != 0 &&
+        strncmp(r->base_url, "https://", 8) != 0 &&
+        strncmp(r->base_url, "unix:", 5) != 0) {
+        FAIL(c, v,
+             "'runloop.base_url' must start with https://, http:// or "
+             "unix:");
         return -1;
-    FOR_PAIRS(c, n, k, v)
-    {
-        switch (key_index(c, k, "host", keys)) {
-        case 0:
-            if (get_string(c, v, "host.plugin_dir", &h->plugin_dir) < 0)
-                return -1;
-            h->plugin_dir_pos = pos_of(v);
-            break;
-        case 1:
-            if (get_enum(c, v, "host.on_plugin_error", modes, &e) < 0)
-                return -1;
-            h->on_plugin_error = (enum host_on_plugin_error)e;
-            break;
-        case 2:
-            if (get_uint(c, v, "host.call_timeout_ms", 100, 86400000ULL, &x) <
-                0)
-                return -1;
-            h->call_timeout_ms = (unsigned)x;
-            break;
-        case 3:
-            if (get_uint(c, v, "host.workers", 1, 256, &x) < 0)
-                return -1;
-            h->workers = (unsigned)x;
-            break;
-        case 4:
-            if (get_enum(c, v, "host.log_level", levels, &e) < 0)
-                return -1;
-            h->log_level = e;
-            break;
-        case 5:
-            if (get_string(c, v, "host.audit_log", &h->audit_log) < 0)
-                return -1;
-            if (h->audit_log != NULL && h->audit_log[0] == '\0') {
-                free(h->audit_log); /* "${RLMCP_AUDIT_LOG:-}" unset */
-                h->audit_log = NULL;
-            }
-            break;
-        case 6:
-            if (get_uint(c, v, "host.audit_max_bytes", 0, 1ULL << 40,
-                         &h->audit_max_bytes) < 0)
-                return -1;
-            break;
-        case 7:
-            if (get_uint(c, v, "host.audit_keep", 0, 100, &x) < 0)
-                return -1;
-            h->audit_keep = (unsigned)x;
-            break;
-        default:
-            return -1;
-        }
     }
     return 0;
 }
 
-static int parse_runloop(struct ctx *c, const yaml_node_t *n,
-                         struct host_runloop_config *r)
-{
-    static const char *const keys[] = {"backend",   "base_url", "api_key",
-                                       "state_dir", "devboxd",  NULL};
-    static const char *const backends[] = {"auto", "cloud", "local", NULL};
-    yaml_node_t *k = NULL;
-    yaml_node_t *v = NULL;
-    int e = 0;
-
-    if (check_mapping(c, n, "runloop") < 0)
-        return -1;
-    FOR_PAIRS(c, n, k, v)
-    {
-        switch (key_index(c, k, "runloop", keys)) {
-        case 0:
-            if (get_enum(c, v, "runloop.backend", backends, &e) < 0)
-                return -1;
-            r->backend = (enum host_backend)e;
-            break;
-        case 1:
-            if (get_string(c, v, "runloop.base_url", &r->base_url) < 0)
-                return -1;
-            if (r->base_url != NULL &&
-                strncmp(r->base_url, "http://", 7) != 0 &&
-                strncmp(r->base_url, "https://", 8) != 0 &&
-                strncmp(r->base_url, "unix:", 5) != 0) {
-                FAIL(c, v,
-                     "'runloop.base_url' must start with https://, http:// or "
-                     "unix:");
-                return -1;
-            }
-            break;
-        case 2:
-            /* A secret: only its type is ever reported. */
-            if (get_string(c, v, "runloop.api_key", &r->api_key) < 0)
-                return -1;
-            if (r->api_key != NULL && r->api_key[0] == '\0') {
-                free(r->api_key);
-                r->api_key = NULL;
-            }
-            break;
-        case 3:
-            if (get_string(c, v, "runloop.state_dir", &r->state_dir) < 0)
-                return -1;
-            break;
-        case 4:
-            if (get_string(c, v, "runloop.devboxd", &r->devboxd) < 0)
-                return -1;
-            break;
-        default:
-            return -1;
-        }
-    }
-    return 0;
-}
+static const struct field runloop_fields[] = {
+    {KEY(runloop, "backend", FIELD_ENUM, backend),
+     .names = (const char *const[]){"auto", "cloud", "local", NULL}},
+    {KEY(runloop, "base_url", FIELD_STRING, base_url), .check = check_base_url},
+    /* A secret: only its type is ever reported. */
+    {KEY(runloop, "api_key", FIELD_UNSET, api_key)},
+    {KEY(runloop, "state_dir", FIELD_STRING, state_dir)},
+    {KEY(runloop, "devboxd", FIELD_STRING, devboxd)},
+    {.key = NULL},
+};
 
 static bool valid_plugin_name(const char *s)
 {
@@ -1389,9 +1378,9 @@ static int parse_alias(struct ctx *c, const yaml_node_t *k,
     return 0;
 }
 
-static int parse_aliases(struct ctx *c, const yaml_node_t *v,
-                         struct host_tools_config *t)
+static int parse_aliases(struct ctx *c, const yaml_node_t *v, void *at)
 {
+    struct host_tools_config *t = at;
     yaml_node_t *ak = NULL;
     yaml_node_t *av = NULL;
     size_t count = 0;
@@ -1457,9 +1446,9 @@ static int parse_timeout(struct ctx *c, const yaml_node_t *k,
     return 0;
 }
 
-static int parse_timeouts(struct ctx *c, const yaml_node_t *n,
-                          struct host_tools_config *t)
+static int parse_timeouts(struct ctx *c, const yaml_node_t *n, void *at)
 {
+    struct host_tools_config *t = at;
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
     size_t count = 0;
@@ -1481,47 +1470,26 @@ static int parse_timeouts(struct ctx *c, const yaml_node_t *n,
     return 0;
 }
 
-static int parse_tools(struct ctx *c, const yaml_node_t *n,
-                       struct host_tools_config *t)
+static int note_allow(struct ctx *c, const yaml_node_t *v, void *base)
 {
-    static const char *const keys[] = {"allow",   "exclude",    "read_only",
-                                       "aliases", "timeout_ms", NULL};
-    yaml_node_t *k = NULL;
-    yaml_node_t *v = NULL;
+    struct host_tools_config *t = base;
 
-    if (check_mapping(c, n, "tools") < 0)
-        return -1;
-    FOR_PAIRS(c, n, k, v)
-    {
-        switch (key_index(c, k, "tools", keys)) {
-        case 0:
-            if (get_name_list(c, v, "tools.allow", &t->allow, &t->n_allow) < 0)
-                return -1;
-            t->allow_set = true;
-            break;
-        case 1:
-            if (get_name_list(c, v, "tools.exclude", &t->exclude,
-                              &t->n_exclude) < 0)
-                return -1;
-            break;
-        case 2:
-            if (get_bool(c, v, "tools.read_only", &t->read_only) < 0)
-                return -1;
-            break;
-        case 3:
-            if (parse_aliases(c, v, t) < 0)
-                return -1;
-            break;
-        case 4:
-            if (parse_timeouts(c, v, t) < 0)
-                return -1;
-            break;
-        default:
-            return -1;
-        }
-    }
+    t->allow_set = true;
     return 0;
 }
+
+/* aliases and timeout_ms read into the whole tools struct. */
+static const struct field tools_fields[] = {
+    {KEY(tools, "allow", FIELD_NAMES, allow),
+     .count_off = offsetof(struct host_tools_config, n_allow),
+     .check = note_allow},
+    {KEY(tools, "exclude", FIELD_NAMES, exclude),
+     .count_off = offsetof(struct host_tools_config, n_exclude)},
+    {KEY(tools, "read_only", FIELD_BOOL, read_only)},
+    {.key = "aliases", .kind = FIELD_PARSE, .parse = parse_aliases},
+    {.key = "timeout_ms", .kind = FIELD_PARSE, .parse = parse_timeouts},
+    {.key = NULL},
+};
 
 /* plugin:NAME entries must name a listed plugin. */
 static int check_tool_refs(struct ctx *c, const struct host_config *cfg,
@@ -1594,20 +1562,20 @@ static int parse_root(struct ctx *c, const yaml_node_t *root,
     {
         switch (key_index(c, k, "the deployment", keys)) {
         case 0:
-            rc = parse_server(c, v, &cfg->server);
+            rc = parse_fields(c, v, "server", server_fields, &cfg->server);
             break;
         case 1:
-            rc = parse_host(c, v, &cfg->host);
+            rc = parse_fields(c, v, "host", host_fields, &cfg->host);
             break;
         case 2:
-            rc = parse_runloop(c, v, &cfg->runloop);
+            rc = parse_fields(c, v, "runloop", runloop_fields, &cfg->runloop);
             break;
         case 3:
             have_plugins = true;
             rc = parse_plugins(c, v, cfg);
             break;
         case 4:
-            rc = parse_tools(c, v, &cfg->tools);
+            rc = parse_fields(c, v, "tools", tools_fields, &cfg->tools);
             break;
         default:
             rc = -1;

@@ -172,6 +172,63 @@ static void test_full_file(void **state)
     config_free(&cfg);
 }
 
+/* The keys test_full_file does not set, each into its own field, and
+ * their bounds. */
+static void test_remaining_keys(void **state)
+{
+    struct host_config cfg;
+    const char *yaml = "server:\n"
+                       "  http:\n"
+                       "    state_secret: 0123456789abcdef0123456789abcdef\n"
+                       "    metrics: public\n"
+                       "    auth_token: \"\"\n"
+                       "host:\n"
+                       "  plugin_dir: /opt/p\n"
+                       "  audit_log: \"\"\n"
+                       "  audit_max_bytes: 1099511627776\n"
+                       "  audit_keep: 7\n"
+                       "plugins: [exec]\n";
+
+    assert_int_equal(load(yaml, &cfg), 0);
+    assert_string_equal(cfg.server.http.state_secret,
+                        "0123456789abcdef0123456789abcdef");
+    assert_int_equal(cfg.server.http.metrics, HOST_METRICS_PUBLIC);
+    assert_null(cfg.server.http.auth_token); /* empty counts as unset */
+    assert_null(cfg.host.audit_log);         /* likewise */
+    assert_int_equal(cfg.host.audit_max_bytes, 1ULL << 40);
+    assert_int_equal(cfg.host.audit_keep, 7);
+    assert_int_equal(cfg.host.plugin_dir_pos.line, 7);
+    assert_int_equal(cfg.host.plugin_dir_pos.col, 15);
+    config_free(&cfg);
+
+    assert_int_equal(load("host: {audit_log: /var/log/a.jsonl}\n"
+                          "plugins: [exec]\n",
+                          &cfg),
+                     0);
+    assert_string_equal(cfg.host.audit_log, "/var/log/a.jsonl");
+    config_free(&cfg);
+
+    expect_error("server: {http: {state_secret: short}}\nplugins: [exec]\n",
+                 "t.yaml:1:31: 'server.http.state_secret' must be at least 32 "
+                 "characters",
+                 NULL);
+    expect_error("server: {http: {metrics: loud}}\nplugins: [exec]\n",
+                 "'server.http.metrics' is 'loud'; it must be one of: "
+                 "private, public, off",
+                 NULL);
+    expect_error("host: {audit_keep: 101}\nplugins: [exec]\n",
+                 "'host.audit_keep' is 101; it must be between 0 and 100",
+                 NULL);
+    expect_error("host: {audit_max_bytes: 1099511627777}\nplugins: [exec]\n",
+                 "'host.audit_max_bytes' is 1099511627777; it must be "
+                 "between 0 and 1099511627776",
+                 NULL);
+    expect_error("server: {http: {max_body_bytes: 1023}}\nplugins: [exec]\n",
+                 "'server.http.max_body_bytes' is 1023; it must be between "
+                 "1024 and 4294967296",
+                 NULL);
+}
+
 static void test_unknown_keys(void **state)
 {
     expect_error("plugins: []\ntools:\n  alow: [x]\n",
@@ -493,6 +550,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
         cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_remaining_keys),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_tool_timeouts),
