@@ -404,35 +404,10 @@ static int t_delete_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct admin *ad = ud;
     struct rlmcp_h h = {ad->api, call};
-    cJSON *args = NULL, *res = NULL;
-    const char *id = NULL;
-    char *path = NULL, *what = NULL;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "mcp_config_id", true, &id);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/mcp-configs/%s/delete", id);
-    what = rlmcp_h_sprintf("deleting MCP config %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
-    if (rc != RLMCP_OK)
-        goto out;
-    res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "mcp_config_id", id);
-    cJSON_AddBoolToObject(res, "deleted", true);
-    rc = rlmcp_h_result_json(&h, res);
-out:
-    free(path);
-    free(what);
-    cJSON_Delete(args);
-    cJSON_Delete(res);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(rlmcp_h_delete_by_id(&h, aj, al, "mcp_config_id",
+                                            "/v1/mcp-configs/", "/delete",
+                                            "deleting MCP config"));
 }
 
 /* ---- registration ------------------------------------------------------- */

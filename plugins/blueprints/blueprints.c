@@ -540,26 +540,9 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
-    cJSON *args = NULL, *res = NULL;
-    const char *id = NULL;
-    char *path = NULL, *what = NULL;
-    int rc;
 
-    rc = id_call_prep(&h, aj, al, "/delete", &args, &id, &path, &what);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
-    if (rc != RLMCP_OK)
-        goto out;
-    res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "blueprint_id", id);
-    cJSON_AddBoolToObject(res, "deleted", true);
-    rc = rlmcp_h_result_json(&h, res);
-out:
-    free(path);
-    free(what);
-    cJSON_Delete(args);
-    cJSON_Delete(res);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(rlmcp_h_delete_by_id(
+        &h, aj, al, "blueprint_id", "/v1/blueprints/", "/delete", "blueprint"));
 }
 
 /* ---- registration

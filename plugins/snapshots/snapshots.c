@@ -303,35 +303,10 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    cJSON *args = NULL, *res = NULL;
-    const char *sid = NULL;
-    char *path = NULL, *what = NULL;
-    int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "snapshot_id", true, &sid);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/delete", sid);
-    what = rlmcp_h_sprintf("deleting snapshot %s", sid);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, NULL);
-    if (rc != RLMCP_OK)
-        goto out;
-    res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "snapshot_id", sid);
-    cJSON_AddBoolToObject(res, "deleted", true);
-    rc = rlmcp_h_result_json(&h, res);
-out:
-    free(path);
-    free(what);
-    cJSON_Delete(args);
-    cJSON_Delete(res);
-    return rlmcp_h_ret(rc);
+    return rlmcp_h_ret(rlmcp_h_delete_by_id(&h, aj, al, "snapshot_id",
+                                            "/v1/devboxes/disk_snapshots/",
+                                            "/delete", "deleting snapshot"));
 }
 
 static int t_status(rlmcp_call *call, const char *aj, size_t al, void *ud)

@@ -304,6 +304,41 @@ out:
     return rc;
 }
 
+int rlmcp_h_delete_by_id(const struct rlmcp_h *h, const char *args_json,
+                         size_t len, const char *id_arg,
+                         const char *path_before, const char *path_after,
+                         const char *what)
+{
+    cJSON *args = NULL, *res = NULL;
+    const char *id = NULL;
+    char *path = NULL, *subject = NULL;
+    int rc;
+
+    rc = rlmcp_h_args(h, args_json, len, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, args, id_arg, true, &id);
+    if (rc != RLMCP_OK)
+        goto out;
+    path = rlmcp_h_sprintf("%s%s%s", path_before, id, path_after);
+    subject = rlmcp_h_sprintf("%s %s", what, id);
+    rc = RLMCP_ENOMEM;
+    if (path != NULL && subject != NULL)
+        rc = rlmcp_h_request(h, "POST", path, NULL, NULL, subject, NULL);
+    if (rc != RLMCP_OK)
+        goto out;
+    res = cJSON_CreateObject();
+    rc = RLMCP_ENOMEM;
+    if (res != NULL && cJSON_AddStringToObject(res, id_arg, id) != NULL &&
+        cJSON_AddBoolToObject(res, "deleted", true) != NULL)
+        rc = rlmcp_h_result_json(h, res);
+out:
+    free(path);
+    free(subject);
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rc;
+}
+
 /* ---- arguments ------------------------------------------------------------
  */
 

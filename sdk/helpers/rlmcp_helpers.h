@@ -116,6 +116,18 @@ int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
                            const char *what, long *status_out, cJSON **out,
                            char **msg_out);
 
+/*
+ * A delete tool over one id: the call's argument id_arg (args_json as the
+ * handler got it; checked as rlmcp_h_id_valid), then POST
+ * <path_before><id><path_after> reported against "<what> <id>", then the
+ * result {<id_arg>: id, "deleted": true}. Returns 0, RLMCP_H_REPORTED or a
+ * negative code.
+ */
+int rlmcp_h_delete_by_id(const struct rlmcp_h *h, const char *args_json,
+                         size_t len, const char *id_arg,
+                         const char *path_before, const char *path_after,
+                         const char *what);
+
 /* ---- arguments ---------------------------------------------------------- */
 
 /* Parse the arguments object; reports invalid_argument when not an object. */

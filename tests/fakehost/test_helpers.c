@@ -435,6 +435,62 @@ static void task_wait_cancelled(void **state)
     fh_unload();
 }
 
+/* ---- a delete tool over one id ---- */
+
+static int t_drop(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct rlmcp_h h = {work_api, call};
+
+    return rlmcp_h_ret(rlmcp_h_delete_by_id(
+        &h, aj, al, "thing_id", "/v1/things/", "/delete", "deleting thing"));
+}
+
+static int init_drop(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                     void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"drop", NULL, "Drops.", OBJ,
+                                      NULL,   NULL, t_drop,   false};
+
+    work_api = api;
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, NULL, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_drop = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "drop",
+    .version = "1",
+    .description = "one delete tool",
+    .init = init_drop,
+};
+
+/* POST on the id's path, {<id_arg>, deleted}; a refusal names the id. */
+static void delete_by_id(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_drop, "{}"), RLMCP_OK);
+    fh_route("POST", "/v1/things/th_1/delete", 200, "");
+    assert_int_equal(fh_call("drop", "{\"thing_id\":\"th_1\"}"), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(result_str("thing_id"), "th_1");
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fh_result(), "deleted")));
+    assert_null(fh_request_at(0)->body);
+    fh_reset();
+    fh_route("POST", "/v1/things/th_2/delete", 409, "{\"message\":\"in use\"}");
+    assert_int_equal(fh_call("drop", "{\"thing_id\":\"th_2\"}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_message(), "deleting thing th_2"));
+    assert_null(fh_result());
+    fh_reset();
+    assert_int_equal(fh_call("drop", "{\"thing_id\":\"../x\"}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
+    fh_unload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +502,7 @@ int main(void)
         cmocka_unit_test(task_get_reads_once),
         cmocka_unit_test(task_wait_polls_to_the_end),
         cmocka_unit_test(task_wait_cancelled),
+        cmocka_unit_test(delete_by_id),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
