@@ -60,9 +60,10 @@ int sn_result(const struct rlmcp_h *h, const cJSON *view, const char *status)
  * A request on a devbox: a failure goes through the devbox-state check so
  * a snapshot of a shut down devbox says devbox_not_running.
  */
-int sn_devbox_post(const struct rlmcp_h *h, const char *id, const char *path,
-                   const cJSON *body, const struct rlmcp_h_req_opts *o,
-                   const char *what, cJSON **out)
+static int devbox_post(const struct rlmcp_h *h, const char *id,
+                       const char *path, const cJSON *body,
+                       const struct rlmcp_h_req_opts *o, const char *what,
+                       cJSON **out)
 {
     char *msg = NULL;
     long status = 0;
@@ -82,7 +83,8 @@ int sn_devbox_post(const struct rlmcp_h *h, const char *id, const char *path,
 /* ---- create_snapshot --------------------------------------------------------
  */
 
-int sn_create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
+/* The snapshot body (name, commit_message, metadata) from the arguments. */
+static int create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
 {
     const char *name = NULL, *msg = NULL;
     const cJSON *md = NULL;
@@ -113,6 +115,57 @@ int sn_create_body(const struct rlmcp_h *h, const cJSON *args, cJSON **out)
         cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(md, true));
     *out = body;
     return RLMCP_OK;
+}
+
+int sn_start(const struct snap *sn, const struct rlmcp_h *h, const char *aj,
+             size_t al, bool *wait, cJSON **view, const char **sid)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *args = NULL, *body = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL;
+    bool sync = false;
+    int rc;
+
+    *view = NULL;
+    *sid = NULL;
+    o.max_retries = -1;
+    rc = rlmcp_h_args(h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK && wait != NULL)
+        rc = rlmcp_h_arg_bool(h, args, "wait", wait);
+    if (rc == RLMCP_OK)
+        rc = create_body(h, args, &body);
+    if (rc != RLMCP_OK)
+        goto out;
+    /* The sync call can only wait; wait=false needs the async endpoint. */
+    sync = sn->sync && wait != NULL && *wait;
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/%s", id,
+                           sync ? "snapshot_disk" : "snapshot_disk_async");
+    what = rlmcp_h_sprintf("snapshot of devbox %s", id);
+    rc = RLMCP_ENOMEM;
+    if (path == NULL || what == NULL)
+        goto out;
+    if (sync)
+        o.timeout_ms = (uint32_t)sn->wait_s * 1000u;
+    rc = devbox_post(h, id, path, body, &o, what, view);
+    if (rc != RLMCP_OK)
+        goto out;
+    *sid = str_of(*view, "id");
+    if (*sid == NULL || !rlmcp_h_id_valid(*sid)) {
+        *sid = NULL;
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "%s: the Runloop API returned a snapshot without "
+                          "a valid id",
+                          what);
+    }
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    return rc;
 }
 
 /*
@@ -197,45 +250,14 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    struct rlmcp_h_req_opts o = {0};
-    cJSON *args = NULL, *body = NULL, *view = NULL, *st = NULL;
-    const char *id = NULL, *sid = NULL;
-    char *path = NULL, *what = NULL;
+    cJSON *view = NULL, *st = NULL;
+    const char *sid = NULL;
     bool wait = true;
     int rc;
 
-    o.max_retries = -1;
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_bool(&h, args, "wait", &wait);
-    if (rc == RLMCP_OK)
-        rc = sn_create_body(&h, args, &body);
+    rc = sn_start(sn, &h, aj, al, &wait, &view, &sid);
     if (rc != RLMCP_OK)
         goto out;
-    /* The sync call can only wait; wait=false needs the async endpoint. */
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/%s", id,
-                           sn->sync && wait ? "snapshot_disk"
-                                            : "snapshot_disk_async");
-    what = rlmcp_h_sprintf("snapshot of devbox %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    if (sn->sync && wait)
-        o.timeout_ms = (uint32_t)sn->wait_s * 1000u;
-    rc = sn_devbox_post(&h, id, path, body, &o, what, &view);
-    if (rc != RLMCP_OK)
-        goto out;
-    sid = str_of(view, "id");
-    if (sid == NULL || !rlmcp_h_id_valid(sid)) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "%s: the Runloop API returned a snapshot without "
-                          "a valid id",
-                          what);
-        goto out;
-    }
     if (sn->sync && wait) {
         rc = sn_result(&h, view, "complete");
         goto out;
@@ -248,10 +270,6 @@ static int t_create(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = finish_create(sn, &h, sid, view, st);
 out:
-    free(path);
-    free(what);
-    cJSON_Delete(args);
-    cJSON_Delete(body);
     cJSON_Delete(view);
     cJSON_Delete(st);
     return rlmcp_h_ret(rc);

@@ -111,46 +111,20 @@ static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    struct rlmcp_h_req_opts o = {0};
-    cJSON *args = NULL, *body = NULL, *view = NULL, *handle = NULL;
-    const char *id = NULL, *sid = NULL;
-    char *path = NULL, *what = NULL;
+    cJSON *view = NULL, *handle = NULL;
+    const char *sid = NULL;
     int rc;
 
     /* As create_snapshot, always on the asynchronous endpoint. */
-    o.max_retries = -1;
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = sn_create_body(&h, args, &body);
+    rc = sn_start(sn, &h, aj, al, NULL, &view, &sid);
     if (rc != RLMCP_OK)
         goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/snapshot_disk_async", id);
-    what = rlmcp_h_sprintf("snapshot of devbox %s", id);
-    rc = path != NULL && what != NULL
-             ? sn_devbox_post(&h, id, path, body, &o, what, &view)
-             : RLMCP_ENOMEM;
-    if (rc != RLMCP_OK)
-        goto out;
-    sid = str_of(view, "id");
-    if (sid == NULL || !rlmcp_h_id_valid(sid)) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "%s: the Runloop API returned a snapshot without "
-                          "a valid id",
-                          what);
-        goto out;
-    }
     handle = cJSON_CreateObject();
     rc = handle != NULL &&
                  cJSON_AddStringToObject(handle, "snapshot_id", sid) != NULL
              ? rlmcp_h_result_json(&h, handle)
              : RLMCP_ENOMEM;
 out:
-    free(path);
-    free(what);
-    cJSON_Delete(args);
-    cJSON_Delete(body);
     cJSON_Delete(view);
     cJSON_Delete(handle);
     return rlmcp_h_ret(rc);
