@@ -440,6 +440,23 @@ static void free_secret(char *s)
     free(s);
 }
 
+/* The session view's keys as the result, naming the session when the
+ * engine's answer does not. */
+static int session_result(const struct rlmcp_h *h, const cJSON *view,
+                          const char *const *keys, const char *sess)
+{
+    cJSON *res = rlmcp_h_pick(view, keys);
+    int rc;
+
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
+        cJSON_AddStringToObject(res, "session_name", sess);
+    rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     static const char *const keys[] = {
@@ -448,7 +465,7 @@ static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
     struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
-    cJSON *args = NULL, *view = NULL, *res = NULL;
+    cJSON *args = NULL, *view = NULL;
     const char *id = NULL, *sess = NULL;
     char *key = NULL, *tok = NULL;
     long long cols = 0, rows = 0;
@@ -474,20 +491,12 @@ static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
     rc = pty_open(&h, &t, id, sess, cols, rows, &view);
     if (rc != RLMCP_OK)
         goto out;
-    res = rlmcp_h_pick(view, keys);
-    if (res == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
-        cJSON_AddStringToObject(res, "session_name", sess);
-    rc = rlmcp_h_result_json(&h, res);
+    rc = session_result(&h, view, keys, sess);
 out:
     free_secret(key);
     free_secret(tok);
     cJSON_Delete(args);
     cJSON_Delete(view);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 
@@ -694,7 +703,7 @@ static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
     struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
-    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
+    cJSON *args = NULL, *body = NULL, *view = NULL;
     const char *id = NULL, *sess = NULL;
     char *key = NULL, *tok = NULL, *path = NULL, *what = NULL;
     int rc;
@@ -727,14 +736,7 @@ static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
                      &view);
     if (rc != RLMCP_OK)
         goto out;
-    res = rlmcp_h_pick(view, keys);
-    if (res == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
-        cJSON_AddStringToObject(res, "session_name", sess);
-    rc = rlmcp_h_result_json(&h, res);
+    rc = session_result(&h, view, keys, sess);
 out:
     free_secret(key);
     free_secret(tok);
@@ -743,7 +745,6 @@ out:
     cJSON_Delete(args);
     cJSON_Delete(body);
     cJSON_Delete(view);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 
