@@ -30,12 +30,18 @@ struct fs {
     long long max_list;
 };
 
-static int path_arg(const struct rlmcp_h *h, const cJSON *args,
-                    const char **out)
+/* A file tool's arguments (aj, al as the handler got them) into *args
+ * (caller frees), with its devbox_id and file_path (borrowed from *args). */
+static int file_args(const struct rlmcp_h *h, const char *aj, size_t al,
+                     cJSON **args, const char **id, const char **path)
 {
-    int rc = rlmcp_h_arg_str(h, args, "file_path", true, out);
+    int rc = rlmcp_h_args(h, aj, al, args);
 
-    if (rc == RLMCP_OK && strlen(*out) > 4096)
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, *args, "devbox_id", true, id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, *args, "file_path", true, path);
+    if (rc == RLMCP_OK && strlen(*path) > 4096)
         rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
                           "argument 'file_path' is longer than 4096 bytes");
     return rc;
@@ -199,11 +205,7 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     size_t n;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = path_arg(&h, args, &path);
+    rc = file_args(&h, aj, al, &args, &id, &path);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "contents", false, &contents);
     if (rc == RLMCP_OK)
@@ -327,11 +329,7 @@ static int read_common(struct fs *fs, rlmcp_call *call, const char *aj,
     bool text;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = path_arg(&h, args, &path);
+    rc = file_args(&h, aj, al, &args, &id, &path);
     if (rc == RLMCP_OK)
         rc = fetch(fs, &h, id, path, download ? fs->max_download : fs->max_read,
                    &resp);
@@ -590,11 +588,7 @@ static int t_upload(rlmcp_call *call, const char *aj, size_t al, void *ud)
     size_t n = 0;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = path_arg(&h, args, &path);
+    rc = file_args(&h, aj, al, &args, &id, &path);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "content_base64", false, &b64);
     if (rc != RLMCP_OK)
@@ -705,11 +699,7 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
     bool recursive = false;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = path_arg(&h, args, &path);
+    rc = file_args(&h, aj, al, &args, &id, &path);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "recursive", &recursive);
     if (rc != RLMCP_OK)
