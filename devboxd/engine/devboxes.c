@@ -8,6 +8,7 @@
 #include "mounts.h"
 #include "pty_sessions.h"
 #include "tunnels.h"
+#include "warm_pool.h"
 #include "layers.h"
 #include "sandbox.h"
 #include "util.h"
@@ -368,10 +369,11 @@ static const struct size_row sizes[] = {
     {"LARGE", 2000, 8, 16},  {"X_LARGE", 4000, 16, 16}, {"XX_LARGE", 8000, 32, 16},
 };
 
-static void box_limits(const struct devbox *box, struct sb_limits *lim, double *cpus,
-                       double *mem_gb, double *disk_gb)
+void engine_spec_limits(const cJSON *spec, struct sb_limits *lim, double *cpus,
+                        double *mem_gb, double *disk_gb)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory");
@@ -405,11 +407,12 @@ static void box_limits(const struct devbox *box, struct sb_limits *lim, double *
     lim->pids_max = 0;
 }
 
-static char **box_env(const struct devbox *box)
+static char **box_env(const cJSON *spec)
 {
-    const cJSON *envs = cJSON_GetObjectItemCaseSensitive(box->spec, "environment_variables");
+    const cJSON *envs =
+        cJSON_GetObjectItemCaseSensitive(spec, "environment_variables");
     /* Secret values and MCP Hub tokens resolved at create (secrets.h). */
-    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(box->spec, "_secret_env");
+    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(spec, "_secret_env");
     const cJSON *it = NULL;
     char **env = NULL;
     size_t n = 0;
@@ -440,9 +443,10 @@ static void env_free(char **env)
     free(env);
 }
 
-static int box_network(const struct devbox *box)
+int engine_spec_network(const cJSON *spec)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *np = cJSON_GetObjectItemCaseSensitive(lp, "network_policy_id");
 
     if (cJSON_IsString(np) && strcmp(np->valuestring, "npol_local_deny_all") == 0)
@@ -574,9 +578,10 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Lock held: launch_parameters.user_parameters (checked at create), or
  * NULL for the default "user". */
-static void box_user(struct devbox *box, char **name, uint32_t *uid)
+static void box_user(const cJSON *spec, char **name, uint32_t *uid)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *up = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
     const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(up, "username"));
     const cJSON *u = cJSON_GetObjectItemCaseSensitive(up, "uid");
@@ -589,14 +594,15 @@ static void box_user(struct devbox *box, char **name, uint32_t *uid)
     *uid = (uint32_t)u->valuedouble;
 }
 
-static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
-                              size_t errlen)
+int engine_sandbox_start(struct engine *eng, const char *id,
+                         const cJSON *box_spec, struct devbox *log_box,
+                         struct sandbox **out, char *err, size_t errlen)
 {
     struct sb_spec spec;
     struct sandbox *sb = NULL;
     char **env = NULL;
     char *dir = NULL;
-    char *image_name = NULL;
+    const char *image_name = NULL;
     char *image = NULL;
     char *user_name = NULL;
     cJSON *chain = NULL;
@@ -606,20 +612,22 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     int attempt;
     int rc = -1;
 
+    *out = NULL;
     memset(&spec, 0, sizeof(spec));
-    pthread_mutex_lock(&eng->lock);
-    env = box_env(box);
-    box_limits(box, &spec.limits, &cpus, &mem, &disk);
-    spec.net = (enum sb_network)box_network(box);
-    image_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(box->spec, "_image"));
-    image_name = image_name != NULL ? strdup(image_name) : NULL;
-    box_user(box, &user_name, &spec.user_uid);
+    env = box_env(box_spec);
+    engine_spec_limits(box_spec, &spec.limits, &cpus, &mem, &disk);
+    spec.net = (enum sb_network)engine_spec_network(box_spec);
+    image_name = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(box_spec, "_image"));
+    box_user(box_spec, &user_name, &spec.user_uid);
     chain = cJSON_CreateObject();
-    cJSON_AddItemToObject(chain, "_layers", cJSON_Duplicate(
-        cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1));
-    pthread_mutex_unlock(&eng->lock);
-    if (asprintf(&dir, "%s/devboxes/%s/sandbox", eng->state_dir, box->id) < 0) {
-        dir = NULL;
+    cJSON_AddItemToObject(
+        chain, "_layers",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(box_spec, "_layers"),
+                        1));
+    dir = engine_sandbox_dir(eng, id);
+    if (env == NULL || chain == NULL || dir == NULL) {
+        snprintf(err, errlen, "out of memory");
         goto out;
     }
     /* The image first: built on first need (the devbox stays provisioning). */
@@ -630,11 +638,12 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     if (sandbox_disk_attach(dir, spec.limits.disk_bytes, err, errlen) != 0)
         goto out;
     /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
-    if (layers_prepare_box(chain, dir, box->id, image != NULL, &layers, &n_layers, err, errlen) != 0)
+    if (layers_prepare_box(chain, dir, id, image != NULL, &layers, &n_layers,
+                           err, errlen) != 0)
         goto out;
     spec.lower_layers = (const char *const *)layers;
     spec.n_layers = n_layers;
-    spec.id = box->id;
+    spec.id = id;
     spec.dir = dir;
     spec.env = (const char *const *)env;
     spec.user_name = user_name;
@@ -647,26 +656,59 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
         pthread_mutex_unlock(&start_lock);
         if (rc == 0 || strstr(err, "RTM_NEWADDR") == NULL)
             break;
-        pthread_mutex_lock(&eng->lock);
-        engine_log_locked(eng, box, "setup_commands", "warn", err, NULL, 0);
-        pthread_mutex_unlock(&eng->lock);
+        if (log_box != NULL) {
+            pthread_mutex_lock(&eng->lock);
+            engine_log_locked(eng, log_box, "setup_commands", "warn", err, NULL,
+                              0);
+            pthread_mutex_unlock(&eng->lock);
+        }
     }
-    if (rc == 0) {
-        pthread_mutex_lock(&eng->lock);
-        box->sb = sb;
-        pthread_mutex_unlock(&eng->lock);        pty_engine_boot(eng, box, sb); /* PTY server on port 13 inside */
-        if (eng->on_sandbox_start != NULL) /* the MCP hub: $RL_MCP_URL */
-            eng->on_sandbox_start(eng, box, sb);
-    }
+    if (rc == 0)
+        *out = sb;
 out:
     env_free(env);
     free(dir);
-    free(image_name);
     free(image);
     free(user_name);
     layers_free_paths(layers, n_layers);
     cJSON_Delete(chain);
     return rc;
+}
+
+/* The devbox's sandbox: the warm one it was given at create, else a new
+ * one; then the services that follow a sandbox start. */
+static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
+                              size_t errlen)
+{
+    struct sandbox *sb = NULL;
+    cJSON *spec = NULL;
+    int pooled;
+    int rc = -1;
+
+    pthread_mutex_lock(&eng->lock);
+    spec = cJSON_Duplicate(box->spec, 1);
+    pooled = box->pooled;
+    box->pooled = 0;
+    pthread_mutex_unlock(&eng->lock);
+    if (spec == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (pooled)
+        sb = warm_pool_adopt(eng, box->id);
+    rc = sb != NULL
+             ? 0
+             : engine_sandbox_start(eng, box->id, spec, box, &sb, err, errlen);
+    cJSON_Delete(spec);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&eng->lock);
+    box->sb = sb;
+    pthread_mutex_unlock(&eng->lock);
+    pty_engine_boot(eng, box, sb);     /* PTY server on port 13 inside */
+    if (eng->on_sandbox_start != NULL) /* the MCP hub: $RL_MCP_URL */
+        eng->on_sandbox_start(eng, box, sb);
+    return 0;
 }
 
 static void *boot_thread(void *arg)
@@ -782,12 +824,12 @@ static int admit_locked(struct engine *eng, const struct devbox *box, char *err,
         if (b->status != DBX_PROVISIONING && b->status != DBX_QUEUED &&
             !is_active_status(b->status))
             continue;
-        box_limits(b, &lim, &cpus, &mem, &disk);
+        engine_spec_limits(b->spec, &lim, &cpus, &mem, &disk);
         used_cpus += cpus;
         used_mem += mem;
         n++;
     }
-    box_limits(box, &lim, &cpus, &mem, &disk);
+    engine_spec_limits(box->spec, &lim, &cpus, &mem, &disk);
     return admission_check(&eng->caps, n, used_mem, used_cpus, mem, cpus, err, errlen);
 }
 
@@ -845,6 +887,9 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
         box_discard(box);
         return NULL;
     }
+    /* A sandbox started ahead, when the spec asks for nothing more: the
+     * devbox takes its id. */
+    box->pooled = warm_pool_claim_locked(eng, spec, box->id, sizeof(box->id));
     dir = engine_exec_dir(eng, box->id);
     if (dir != NULL)
         util_mkdirs(dir);
@@ -858,8 +903,10 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
                                  NULL, NULL) != 0) {
         /* Not saved: it must not exist (nor boot) unacknowledged. */
         eng->boxes = box->next;
+        if (box->pooled) /* the dir is the warm sandbox's: keep it */
+            warm_pool_unclaim_locked(eng, box->id);
         pthread_mutex_unlock(&eng->lock);
-        dir = engine_box_dir(eng, box->id);
+        dir = box->pooled ? NULL : engine_box_dir(eng, box->id);
         if (dir != NULL)
             util_rmtree(dir);
         free(dir);
@@ -1252,7 +1299,8 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     pthread_condattr_setclock(&ca, CLOCK_REALTIME);
     pthread_cond_init(&eng->changed, &ca);
     pthread_condattr_destroy(&ca);
-    if (admission_caps_init(&eng->caps, err, errlen) != 0)
+    if (admission_caps_init(&eng->caps, err, errlen) != 0 ||
+        warm_pool_size(err, errlen) < 0)
         return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
@@ -1462,7 +1510,7 @@ static void load_box_disk(struct engine *eng, struct devbox *box)
                 box->id, strerror(-rc));
     rc = 0;
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING) {
-        box_limits(box, &lim, &cpus, &mem, &disk);
+        engine_spec_limits(box->spec, &lim, &cpus, &mem, &disk);
         rc = sandbox_disk_attach(dir, lim.disk_bytes, err, sizeof(err));
     } else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
         if (access(dir, F_OK) == 0)
@@ -1498,6 +1546,7 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         goto out;
     }
+    warm_pool_remove_orphans(eng);
     d = opendir(dir);
     while (d != NULL && (de = readdir(d)) != NULL) {
         char path[4200];
@@ -1553,6 +1602,9 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
         goto out;
     }
     eng->timer_started = 1;
+    /* After the records: a dir without one is the pool's to remove. */
+    if (warm_pool_start(eng, err, errlen) != 0)
+        goto out;
     rc = 0;
 out:
     if (d != NULL)
@@ -1595,6 +1647,8 @@ void engine_fini(struct engine *eng)
     for (box = eng->boxes; box != NULL; box = box->next)
         wait_not_busy_locked(eng, box);
     pthread_mutex_unlock(&eng->lock);
+    /* No boot worker waits for a warm sandbox any more. */
+    warm_pool_stop(eng);
     for (box = eng->boxes; box != NULL; box = box->next) {
         if (box->sb != NULL) {
             sandbox_stop(box->sb);

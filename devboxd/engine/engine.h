@@ -78,6 +78,7 @@ struct devbox {
     int refs;
     cJSON *tunnel; /* TunnelView or NULL (tunnels.c); removed at
                       shutdown/failure */
+    int pooled;    /* given a warm sandbox at create (warm_pool.h) */
     struct sandbox *sb;
     struct execution *execs;
     struct execution *entrypoint;
@@ -110,6 +111,8 @@ struct engine {
     void (*on_sandbox_start)(struct engine *eng, struct devbox *box,
                              struct sandbox *sb);
     void (*on_sandbox_stop)(const char *box_id);
+    struct warm_pool
+        *pool; /* sandboxes started ahead (warm_pool.h); NULL: none */
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);
@@ -127,6 +130,19 @@ void engine_box_unref_locked(struct engine *eng, struct devbox *box);
 struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
                              size_t errlen);
 cJSON *engine_box_view_locked(struct devbox *box);
+struct sb_limits;
+/* A create spec's limits (resource size or custom values, else the
+ * defaults) and network (enum sb_network). */
+void engine_spec_limits(const cJSON *spec, struct sb_limits *lim, double *cpus,
+                        double *mem_gb, double *disk_gb);
+int engine_spec_network(const cJSON *spec);
+/* Starts the sandbox of devbox id from its spec (the caller's, read
+ * without eng->lock): image, disk, layers, limits, environment, user.
+ * log_box (may be NULL) receives retried starts in its log. 0 and *out,
+ * or -1 with err set. */
+int engine_sandbox_start(struct engine *eng, const char *id, const cJSON *spec,
+                         struct devbox *log_box, struct sandbox **out,
+                         char *err, size_t errlen);
 int engine_save_locked(struct engine *eng, struct devbox *box);
 /* Returns the result of saving the record (0, or -1 with util_write_error
  * set): the change itself is made either way. */

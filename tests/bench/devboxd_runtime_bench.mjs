@@ -1,6 +1,8 @@
 // devboxd runtimes side by side in one run: root inside under runc on the
-// starter image (the default) beside bubblewrap on the host's /usr (the
-// engine before images, RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host).
+// starter image with its warm pool (the default), the same with the pool
+// off (RLMCP_WARM_POOL=0), and bubblewrap on the host's /usr (the engine
+// before images, RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host).
+// Creates are timed back to back and one a second (as an agent makes them).
 // Same binary, same machine, one engine after the other. Figures only.
 // Also the starter image's cold build (into an empty cache of its own, so
 // the machine's cache is untouched) and warm lookup, and its size.
@@ -21,6 +23,7 @@ const quick = process.argv.includes('--quick');
 const N_CREATE = quick ? 10 : 30;
 const N_EXEC = quick ? 100 : 300;
 const N_BOXES = quick ? 20 : 100;
+const N_PACED = quick ? 5 : 15;
 
 const row = (what, ours, peer, target) =>
   console.log(`${what.padEnd(40)} ${String(ours).padEnd(24)} ${String(peer).padEnd(24)} ${target}`);
@@ -38,12 +41,18 @@ async function measureAll(configs) {
     if (bin) e.bin = bin;
     return e;
   });
-  const out = configs.map(() => ({ create: [], exec: [] }));
+  const out = configs.map(({ label }) => ({ label, create: [], paced: [], exec: [] }));
   try {
     for (const e of engines) await e.start();
     const clients = engines.map((e) => e.client());
     for (let i = 0; i < N_CREATE; i++) {
       for (let k = 0; k < clients.length; k++) out[k].create.push(...await createLatencies(clients[k], 1));
+    }
+    // As an agent creates them: one a second on each engine, so a warm
+    // pool has refilled (a sandbox start takes about 0.3 s).
+    for (let i = 0; i < N_PACED; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      for (let k = 0; k < clients.length; k++) out[k].paced.push(...await createLatencies(clients[k], 1));
     }
     const boxes = [];
     for (const c of clients) boxes.push(await c.devboxes.createAndAwaitRunning({}));
@@ -141,23 +150,26 @@ if (process.argv.includes('--only-images')) {
 }
 
 const runc = { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' };
-const configs = [{ env: runc }, { env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' } }];
-if (beforeDir) configs.push({ env: runc, bin: path.join(beforeDir, 'bin', 'devboxd') });
-const [ours, peer, before = null] = await measureAll(configs);
+// Ours (the default: runc with one sandbox started ahead), then runc with
+// the warm pool off, bubblewrap on the host's /usr (the engine before
+// images, pool off as it was), and with --before another build's runc.
+const configs = [
+  { label: 'runc, warm pool (default)', env: runc },
+  { label: 'runc, pool off', env: { ...runc, RLMCP_WARM_POOL: '0' } },
+  { label: 'bwrap, host /usr', env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host', RLMCP_WARM_POOL: '0' } },
+];
+if (beforeDir) configs.push({ label: 'runc before', env: runc, bin: path.join(beforeDir, 'bin', 'devboxd') });
+const results = await measureAll(configs);
 console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
-// With --before, its column sits between ours and the peer's.
+if (beforeDir) console.log(`  (runc before: ${beforeDir})`);
 const line = (what, f, target) => {
-  if (before) row(what, f(ours), f(before), `${f(peer).padEnd(24)} ${target}`);
-  else row(what, f(ours), f(peer), target);
+  console.log(`${what.padEnd(44)} ${results.map((m) => String(f(m)).padEnd(26)).join(' ')} ${target}`);
 };
-if (before) {
-  console.log(`  (runc before: ${beforeDir})`);
-  row('figure', 'runc, starter image', 'runc before', `${'bwrap, host /usr'.padEnd(24)} target`);
-} else {
-  row('figure', 'runc, starter image', 'bwrap, host /usr', 'target');
-}
-line(`create -> running p50 (n=${N_CREATE})`, (m) => ms(pct(m.create, 0.5)), '< 100 ms');
-line('create -> running p90', (m) => ms(pct(m.create, 0.9)), '');
+line('figure', (m) => m.label, 'target');
+line(`create -> running p50, back to back (n=${N_CREATE})`, (m) => ms(pct(m.create, 0.5)), '< 100 ms');
+line('create -> running p90, back to back', (m) => ms(pct(m.create, 0.9)), '');
+line(`create -> running p50, one a second (n=${N_PACED})`, (m) => ms(pct(m.paced, 0.5)), '< 100 ms');
+line('create -> running p90, one a second', (m) => ms(pct(m.paced, 0.9)), '');
 const floor = runcFloor(quick ? 10 : 30);
 if (floor) row(`  runc run /bin/true alone p50 (n=${floor.length})`, ms(pct(floor, 0.5)), '', '');
 line(`execute "true" p50 (n=${N_EXEC})`, (m) => ms(pct(m.exec, 0.5)), '< 10 ms');

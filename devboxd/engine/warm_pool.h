@@ -1,0 +1,54 @@
+/* devboxd warm pool: sandboxes of the plain devbox (default image, size,
+ * network and user; no layers, no environment) started ahead of time, so a
+ * create that asks for nothing more is running as soon as its record is
+ * saved. runc needs about 250 ms to start a container; the pool takes that
+ * off the create path.
+ *
+ * An entry is a devbox id chosen ahead with its sandbox dir
+ * (<state>/devboxes/<id>/sandbox) and, once started, its sandbox.  A create
+ * claims an entry, ready or still starting, and takes its id; the boot
+ * worker adopts the sandbox (waiting for a start in progress, which is
+ * never slower than a start of its own: starts run one at a time).  The
+ * pool then starts the next entry in the background.
+ *
+ * Size: $RLMCP_WARM_POOL (default 1, at most 8; 0 turns it off).  Entries
+ * are not devboxes: they have no record, do not count against the
+ * admission caps and are removed when devboxd stops; a devboxd killed with
+ * entries standing leaves dirs without a devbox.json, removed at the next
+ * start (engine_load).
+ *
+ * Locking: the pool's state is under eng->lock; its thread waits on
+ * eng->changed. */
+#ifndef DEVBOXD_WARM_POOL_H
+#define DEVBOXD_WARM_POOL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+struct engine;
+struct sandbox;
+
+/* The size $RLMCP_WARM_POOL asks for; -1 with err when the value is bad. */
+int warm_pool_size(char *err, size_t errlen);
+/* Starts the pool's thread (size from warm_pool_size; 0: nothing). After
+ * engine_load. 0 or -1 with err. */
+int warm_pool_start(struct engine *eng, char *err, size_t errlen);
+/* At engine stop, after the boot workers ended: stops the thread and
+ * removes every unclaimed entry. */
+void warm_pool_stop(struct engine *eng);
+/* eng->lock held. Whether spec is the plain devbox the pool starts and an
+ * unclaimed entry exists: then claims it and copies its id (idlen >= 40). */
+int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
+                           size_t idlen);
+/* eng->lock held. Gives back a claim whose devbox was never acknowledged. */
+void warm_pool_unclaim_locked(struct engine *eng, const char *id);
+/* Boot worker, eng->lock not held: the sandbox of the entry claimed as id,
+ * waiting while it starts; NULL when its start failed (the caller starts
+ * one itself). The entry leaves the pool. */
+struct sandbox *warm_pool_adopt(struct engine *eng, const char *id);
+/* At engine_load, before the pool starts: removes devbox dirs without a
+ * record (entries of a devboxd that did not stop, or creates that were
+ * never acknowledged): their cgroups, disk, uid range and files. */
+void warm_pool_remove_orphans(struct engine *eng);
+
+#endif

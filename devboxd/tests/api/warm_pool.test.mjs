@@ -1,0 +1,119 @@
+// The warm pool (devboxd/engine/warm_pool.h), through the official Runloop
+// SDK: a plain create takes the sandbox started ahead (its id is the
+// pool's dir), a create asking for more does not, the pool refills, and
+// neither a clean stop nor kill -9 leaves a pool sandbox behind.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Devboxd, devboxdBin, waitFor } from './devboxd.mjs';
+
+const CG = '/sys/fs/cgroup';
+const groups = (id) => readdirSync(CG).filter((ctl) => existsSync(path.join(CG, ctl, 'devboxd', id)));
+const procsIn = (id) => {
+  const f = path.join(CG, 'pids', 'devboxd', id, 'cgroup.procs');
+  return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter(Boolean) : [];
+};
+
+// Devbox dirs without a record: the pool's sandboxes.
+const poolDirs = (stateDir) => {
+  const d = path.join(stateDir, 'devboxes');
+  if (!existsSync(d)) return [];
+  return readdirSync(d).filter((n) => n.startsWith('dbx_') && !existsSync(path.join(d, n, 'devbox.json')));
+};
+// A pool sandbox that is up: its agent runs in the sandbox's cgroup.
+const readyPool = (stateDir) => poolDirs(stateDir).filter((id) => procsIn(id).length > 0);
+const waitReady = (engine, what) => waitFor(() => {
+  const r = readyPool(engine.stateDir);
+  return r.length > 0 ? r : null;
+}, { timeoutMs: 120000, what });
+
+test('a plain create takes the warm sandbox; a create asking for more starts its own', async (t) => {
+  const engine = new Devboxd();
+  t.after(async () => { await engine.cleanup(); });
+  await engine.start();
+  const client = engine.client();
+  const [warm] = await waitReady(engine, 'a sandbox started ahead');
+
+  const box = await client.devboxes.createAndAwaitRunning({ name: 'plain' });
+  assert.equal(box.id, warm, 'the plain create did not take the warm sandbox');
+  assert.equal(box.status, 'running');
+  const who = await client.devboxes.executeAndAwaitCompletion(box.id, { command: 'id -u; hostname' });
+  assert.equal(who.exit_status, 0, who.stderr);
+  assert.deepEqual(who.stdout.trim().split('\n'), ['1000', warm]);
+
+  // The pool refills with another sandbox.
+  const [next] = await waitReady(engine, 'the pool to refill');
+  assert.notEqual(next, warm);
+
+  // Environment variables, a size or a user are not in the warm sandbox.
+  const custom = [
+    { environment_variables: { POOL_CHECK: 'yes' } },
+    { launch_parameters: { resource_size_request: 'MEDIUM' } },
+    { launch_parameters: { user_parameters: { username: 'root', uid: 0 } } },
+  ];
+  for (const body of custom) {
+    const b = await client.devboxes.createAndAwaitRunning(body);
+    assert.notEqual(b.id, next, `${JSON.stringify(body)} took the warm sandbox`);
+    assert.ok(poolDirs(engine.stateDir).includes(next), 'the warm sandbox went');
+    const r = await client.devboxes.executeSync(b.id, { command: 'echo "$POOL_CHECK"; id -un' });
+    assert.equal(r.exit_status, 0, r.stderr);
+    if (body.environment_variables) assert.equal(r.stdout.split('\n')[0], 'yes');
+    if (body.launch_parameters?.user_parameters) assert.equal(r.stdout.split('\n')[1], 'root');
+    await client.devboxes.shutdown(b.id);
+  }
+
+  // A devbox from the pool lives like any other: suspend, resume, shutdown.
+  await client.devboxes.suspend(box.id);
+  await client.devboxes.awaitSuspended(box.id);
+  await client.devboxes.resume(box.id);
+  const back = await client.devboxes.awaitRunning(box.id);
+  assert.equal(back.status, 'running');
+  await client.devboxes.writeFileContents(box.id, { file_path: '/home/user/x', contents: 'kept' });
+  const read = await client.devboxes.readFileContents(box.id, { file_path: '/home/user/x' });
+  assert.equal(read, 'kept');
+  await client.devboxes.shutdown(box.id);
+  await waitFor(() => groups(box.id).length === 0 || null, { timeoutMs: 60000, what: 'its cgroups to go' });
+
+  // A clean stop removes the standing sandbox: files, cgroups, processes.
+  await engine.stop();
+  assert.deepEqual(poolDirs(engine.stateDir), [], 'a pool dir is left after the stop');
+  assert.deepEqual(groups(next), [], 'the pool sandbox\'s cgroups are left after the stop');
+});
+
+test('kill -9 with a warm sandbox standing: the next start removes it', async (t) => {
+  const engine = new Devboxd();
+  t.after(async () => { await engine.cleanup(); });
+  await engine.start();
+  const [warm] = await waitReady(engine, 'a sandbox started ahead');
+  engine.proc.kill('SIGKILL');
+  await engine.exited;
+  engine.proc = null;
+
+  await engine.start();
+  await waitFor(() => !existsSync(path.join(engine.stateDir, 'devboxes', warm)) || null,
+    { timeoutMs: 60000, what: 'the old pool dir to be removed' });
+  assert.match(engine.stderr, new RegExp(`removed .*${warm}`));
+  assert.deepEqual(groups(warm), [], 'the killed engine\'s pool sandbox kept its cgroups');
+  const [fresh] = await waitReady(engine, 'a new sandbox ahead');
+  const box = await engine.client().devboxes.createAndAwaitRunning({});
+  assert.equal(box.id, fresh);
+});
+
+test('RLMCP_WARM_POOL: 0 turns the pool off; a bad value is refused at start', async (t) => {
+  const off = new Devboxd({ env: { RLMCP_WARM_POOL: '0' } });
+  t.after(async () => { await off.cleanup(); });
+  await off.start();
+  const box = await off.client().devboxes.createAndAwaitRunning({});
+  assert.deepEqual(poolDirs(off.stateDir), [], 'a sandbox was started ahead with the pool off');
+  assert.ok(existsSync(path.join(off.stateDir, 'devboxes', box.id, 'devbox.json')));
+
+  for (const bad of ['-1', '9', 'two']) {
+    const r = spawnSync(devboxdBin, ['--state-dir', off.stateDir + '-bad', '--listen', '127.0.0.1:0'],
+      { env: { ...process.env, RLMCP_WARM_POOL: bad }, encoding: 'utf8', timeout: 30000 });
+    assert.notEqual(r.status, 0, `RLMCP_WARM_POOL=${bad} was accepted`);
+    assert.match(r.stderr, new RegExp(`RLMCP_WARM_POOL=${bad}: give the number of sandboxes .* 0 to 8`));
+  }
+  spawnSync('rm', ['-rf', off.stateDir + '-bad']);
+});
