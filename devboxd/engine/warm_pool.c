@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #define POOL_MAX 8
 #define POOL_RETRY_MS 30000
+#define POOL_IMAGE_WAIT_MS 5000
 
 enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED };
 
@@ -198,6 +200,7 @@ static void *pool_thread(void *arg)
 {
     struct engine *eng = arg;
     struct warm_pool *pool = eng->pool;
+    bool built;
 
     pthread_mutex_lock(&eng->lock);
     while (!eng->stopping) {
@@ -206,6 +209,16 @@ static void *pool_thread(void *arg)
         if (unclaimed_locked(pool) >= pool->size || now < pool->retry_at_ms) {
             engine_wait_locked(eng, now < pool->retry_at_ms ? pool->retry_at_ms
                                                             : now + 60000);
+            continue;
+        }
+        /* The pool never builds an image (minutes, which a stop would wait
+         * for): it starts once a devbox had the image built, or scripts/run
+         * did. */
+        pthread_mutex_unlock(&eng->lock);
+        built = images_built(NULL);
+        pthread_mutex_lock(&eng->lock);
+        if (!built) {
+            pool->retry_at_ms = util_now_ms() + POOL_IMAGE_WAIT_MS;
             continue;
         }
         fill_one_locked(eng, pool);

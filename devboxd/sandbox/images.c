@@ -137,11 +137,15 @@ static int collect(pid_t pid, int fd, char *buf, size_t len)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's. */
-static int run_builder(const char *name, char **path, char *err, size_t errlen)
+/* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's.
+ * With check, "devboxd-image --check NAME": only looks in the cache. */
+static int run_builder(const char *name, bool check, char **path, char *err,
+                       size_t errlen)
 {
     char *builder = sandbox_helper_path("devboxd-image");
-    char *argv[] = {builder, (char *)name, NULL};
+    char *build_argv[] = {builder, (char *)name, NULL};
+    char *check_argv[] = {builder, "--check", (char *)name, NULL};
+    char **argv = check ? check_argv : build_argv;
     char out[PATH_MAX];
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -180,6 +184,10 @@ static int run_builder(const char *name, char **path, char *err, size_t errlen)
     status = collect(pid, pp[0], out, sizeof(out));
     if (status != 0 || out[0] != '/' || stat(out, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
+        if (check) {
+            snprintf(err, errlen, "the %s image is not built yet", name);
+            goto out;
+        }
         snprintf(err, errlen,
                  "the %s image could not be built (devboxd-image exit status "
                  "%d; its messages "
@@ -198,7 +206,9 @@ out:
     return rc;
 }
 
-int images_path(const char *name, char **path, char *err, size_t errlen)
+/* images_path, or with check only a lookup in the cache (no build). */
+static int image_lookup(const char *name, bool check, char **path, char *err,
+                        size_t errlen)
 {
     size_t i;
     int rc = -1;
@@ -226,7 +236,7 @@ int images_path(const char *name, char **path, char *err, size_t errlen)
             goto out;
         }
     }
-    rc = run_builder(name, path, err, errlen);
+    rc = run_builder(name, check, path, err, errlen);
     if (rc == 0 && i < IMAGES_MAX) {
         known[i].name = strdup(name);
         known[i].path = strdup(*path);
@@ -234,4 +244,19 @@ int images_path(const char *name, char **path, char *err, size_t errlen)
 out:
     pthread_mutex_unlock(&images_lock);
     return rc;
+}
+
+int images_path(const char *name, char **path, char *err, size_t errlen)
+{
+    return image_lookup(name, false, path, err, errlen);
+}
+
+bool images_built(const char *name)
+{
+    char err[256];
+    char *path = NULL;
+    int rc = image_lookup(name, true, &path, err, sizeof(err));
+
+    free(path);
+    return rc == 0;
 }

@@ -4,6 +4,7 @@
 #ifndef DEVBOXD_IMAGES_H
 #define DEVBOXD_IMAGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Maps a blueprint_name in Runloop's "runloop/" namespace to one of our
@@ -32,5 +33,9 @@ int images_check_default(char *err, size_t errlen);
  * 0, or returns -1 with err set.  Thread-safe; concurrent callers wait for
  * one build. */
 int images_path(const char *name, char **path, char *err, size_t errlen);
+
+/* Whether image name (NULL = images_default()) is in the cache now, or is
+ * "host": never builds. */
+bool images_built(const char *name);
 
 #endif
