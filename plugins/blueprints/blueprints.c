@@ -11,6 +11,7 @@
  *                        256-65536); longer batches keep their last lines
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -590,13 +591,16 @@ static const struct rlmcp_h_tool specs[] = {
 static int bp_config(struct bp *bp, rlmcp_plugin *self,
                      const struct rlmcp_host_api *api)
 {
+    static const struct rlmcp_h_cfg_default keys[] = {
+        {"build_wait_seconds", 1800, offsetof(struct bp, wait_s)},
+        {"poll_interval_ms", 1000, offsetof(struct bp, poll_ms)},
+        {"max_progress_bytes", 4096, offsetof(struct bp, max_progress)},
+    };
     cJSON *cfg = rlmcp_h_config(self, api);
 
     if (cfg == NULL)
         return RLMCP_EINVAL;
-    rlmcp_h_cfg_int(cfg, "build_wait_seconds", 1800, &bp->wait_s);
-    rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &bp->poll_ms);
-    rlmcp_h_cfg_int(cfg, "max_progress_bytes", 4096, &bp->max_progress);
+    rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), bp);
     cJSON_Delete(cfg);
     return RLMCP_OK;
 }
@@ -615,12 +619,9 @@ static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* build_blueprint may follow a build for build_wait_seconds, and may
      * run as an MCP task (specs[0]). */
-    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &bp_task_def, bp,
-                                    (uint32_t)(bp->wait_s + 60) * 1000u, false);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_register_tools(self, api, specs + 1,
-                                    sizeof(specs) / sizeof(specs[0]) - 1, bp,
-                                    (uint32_t)(bp->wait_s + 60) * 1000u);
+    rc = rlmcp_h_register_tools_task(
+        self, api, specs, sizeof(specs) / sizeof(specs[0]), &bp_task_def, bp,
+        (uint32_t)(bp->wait_s + 60) * 1000u, NULL);
     if (rc != RLMCP_OK)
         goto fail;
     *state_out = bp;

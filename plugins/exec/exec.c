@@ -905,12 +905,9 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
     /* specs[0], execute_command, may also run as an MCP task. */
-    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &exec_task_def, ex,
-                                    long_ms, true);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_register_tools_waiting(
-            self, api, specs + 1, sizeof(specs) / sizeof(specs[0]) - 1, ex,
-            long_ms, waiting_tools);
+    rc = rlmcp_h_register_tools_task(
+        self, api, specs, sizeof(specs) / sizeof(specs[0]), &exec_task_def, ex,
+        long_ms, waiting_tools);
     if (rc == RLMCP_OK)
         rc = register_outputs(ex, self);
     if (rc != RLMCP_OK)

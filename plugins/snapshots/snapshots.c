@@ -445,12 +445,9 @@ static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         goto fail;
     /* create_snapshot may wait wait_seconds, plus slack, and may run as an
      * MCP task (specs[0]). */
-    rc = rlmcp_h_register_task_tool(self, api, &specs[0], &sn_task_def, sn,
-                                    (uint32_t)(sn->wait_s + 60) * 1000u, false);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_register_tools(self, api, specs + 1,
-                                    sizeof(specs) / sizeof(specs[0]) - 1, sn,
-                                    (uint32_t)(sn->wait_s + 60) * 1000u);
+    rc = rlmcp_h_register_tools_task(
+        self, api, specs, sizeof(specs) / sizeof(specs[0]), &sn_task_def, sn,
+        (uint32_t)(sn->wait_s + 60) * 1000u, NULL);
     if (rc != RLMCP_OK)
         goto fail;
     *state_out = sn;

@@ -582,6 +582,26 @@ int rlmcp_h_register_task_tool(rlmcp_plugin *self,
     return rc;
 }
 
+int rlmcp_h_register_tools_task(rlmcp_plugin *self,
+                                const struct rlmcp_host_api *api,
+                                const struct rlmcp_h_tool *tools, size_t n,
+                                const struct rlmcp_task_def *task,
+                                void *user_data, uint32_t long_timeout_ms,
+                                const char *const *waiting)
+{
+    int rc;
+
+    if (n == 0)
+        return RLMCP_EINVAL;
+    rc = rlmcp_h_register_task_tool(self, api, &tools[0], task, user_data,
+                                    long_timeout_ms,
+                                    name_in(waiting, tools[0].name));
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_register_tools_waiting(
+            self, api, tools + 1, n - 1, user_data, long_timeout_ms, waiting);
+    return rc;
+}
+
 int rlmcp_h_register_tools(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                            const struct rlmcp_h_tool *tools, size_t n,
                            void *user_data, uint32_t long_timeout_ms)

@@ -271,6 +271,18 @@ int rlmcp_h_register_task_tool(rlmcp_plugin *self,
                                void *user_data, uint32_t long_timeout_ms,
                                bool waiting);
 
+/*
+ * rlmcp_h_register_tools_waiting() with task ops for the first tool
+ * (tools[0] may run as an MCP task, ABI 1.4): the common shape of a plugin
+ * whose main tool starts the backend's work.
+ */
+int rlmcp_h_register_tools_task(rlmcp_plugin *self,
+                                const struct rlmcp_host_api *api,
+                                const struct rlmcp_h_tool *tools, size_t n,
+                                const struct rlmcp_task_def *task,
+                                void *user_data, uint32_t long_timeout_ms,
+                                const char *const *waiting);
+
 /* ---- task ops over the backend's work (tasks.c) ------------------------ */
 
 /*

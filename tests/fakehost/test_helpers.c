@@ -491,6 +491,55 @@ static void delete_by_id(void **state)
     fh_unload();
 }
 
+/* ---- the first tool with task ops, the rest plain ---- */
+
+static const char *const pair_waiting[] = {"pair_main", NULL};
+
+static int init_pair(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                     void **state_out)
+{
+    static const struct rlmcp_h_tool tools[] = {
+        {"pair_main", NULL, "Starts.", OBJ, NULL, NULL, t_noop, true},
+        {"pair_other", NULL, "Reads.", OBJ, NULL, NULL, t_noop, false},
+    };
+
+    *state_out = NULL;
+    return rlmcp_h_register_tools_task(self, api, tools, 2, &work_task, &marker,
+                                       45000, pair_waiting);
+}
+
+static const struct rlmcp_plugin_desc desc_pair = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "pair",
+    .version = "1",
+    .description = "a task tool and a plain one",
+    .init = init_pair,
+};
+
+static void registers_first_as_task(void **state)
+{
+    const struct rlmcp_tool_def *m = NULL;
+    const struct rlmcp_tool_def *o = NULL;
+
+    (void)state;
+    assert_int_equal(fh_load(&desc_pair, "{}"), RLMCP_OK);
+    m = fh_tool("pair_main");
+    o = fh_tool("pair_other");
+    assert_non_null(m);
+    assert_non_null(o);
+    assert_ptr_equal(m->task, &work_task);
+    assert_null(o->task);
+    assert_int_equal(m->flags & RLMCP_TOOL_LONG, RLMCP_TOOL_LONG);
+    assert_int_equal(o->flags & RLMCP_TOOL_LONG, 0);
+    assert_int_equal(m->timeout_ms, 45000);
+    assert_int_equal(o->timeout_ms, 0);
+    assert_ptr_equal(m->user_data, &marker);
+    assert_ptr_equal(o->user_data, &marker);
+    fh_unload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +552,7 @@ int main(void)
         cmocka_unit_test(task_wait_polls_to_the_end),
         cmocka_unit_test(task_wait_cancelled),
         cmocka_unit_test(delete_by_id),
+        cmocka_unit_test(registers_first_as_task),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
