@@ -18,6 +18,7 @@
 #include "blueprint_builds.h"
 #include "build_context.h"
 #include "buildah_dockerfile.h"
+#include "code_mounts.h"
 #include "images.h"
 #include "layer_merge.h"
 #include "layers.h"
@@ -520,6 +521,44 @@ static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
     return rc;
 }
 
+/* Each code mount cloned on the host into a bundle in the context. */
+static int fetch_code(struct bb_job *j, char *err, size_t errlen)
+{
+    const cJSON *mounts =
+        cJSON_GetObjectItemCaseSensitive(j->params, "code_mounts");
+    const cJSON *m = NULL;
+    char *dir = NULL;
+    int i = 0;
+    int rc = 0;
+
+    if (cJSON_GetArraySize(mounts) == 0)
+        return 0;
+    if (asprintf(&dir, "%s/build/context/" BD_CODE_DIR, j->dir) < 0)
+        return -1;
+    util_rmtree(dir); /* not through whatever the archive put there */
+    util_mkdirs(dir);
+    cJSON_ArrayForEach(m, mounts)
+    {
+        char *url = code_mounts_url(m);
+        char *out = NULL;
+
+        jlog(j, "info", "code_mounts[%d]: cloning %s", i, url ? url : "");
+        if (url == NULL || asprintf(&out, "%s/%d.bundle", dir, i) < 0) {
+            out = NULL;
+            rc = -1;
+        } else {
+            rc = code_mounts_bundle(m, out, err, errlen);
+        }
+        free(url);
+        free(out);
+        if (rc != 0)
+            break;
+        i++;
+    }
+    free(dir);
+    return rc;
+}
+
 /* ----------------------------------------------------------------- run */
 
 struct progress {
@@ -985,7 +1024,8 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "Dockerfile %s", err);
         goto out;
     }
-    if (write_context(j, &df, err, sizeof(err)) != 0) {
+    if (write_context(j, &df, err, sizeof(err)) != 0 ||
+        fetch_code(j, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }

@@ -17,6 +17,7 @@
 
 #include "blueprint_buildah.h"
 #include "build_context.h"
+#include "code_mounts.h"
 #include "devbox_spec.h"
 #include "dockerfile.h"
 #include "images.h"
@@ -1173,13 +1174,14 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
         "base_blueprint_id", "base_blueprint_name", "build_args", "metadata", "code_mounts",
         "build_context", "secrets", "services", "network_policy_id", NULL,
     };
-    static const char *const never[] = {"code_mounts", "secrets", "services",
+    static const char *const never[] = {"secrets", "services",
                                         "network_policy_id", NULL};
     const char *s = NULL;
     const cJSON *m = NULL;
     size_t i;
 
-    if (util_check_fields(body, "", fields, err, errlen) != 0)
+    if (util_check_fields(body, "", fields, err, errlen) != 0 ||
+        code_mounts_check(body, err, errlen) != 0)
         return -1;
     for (i = 0; never[i] != NULL; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, never[i]);
@@ -1284,6 +1286,13 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
                  "RLMCP_BUILDER=native (or give the files in file_mounts)");
         return 400;
     }
+    if (!bb_enabled() && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                             body, "code_mounts")) > 0) {
+        snprintf(err, errlen,
+                 "code_mounts needs the buildah builder: unset "
+                 "RLMCP_BUILDER=native (or clone in system_setup_commands)");
+        return 400;
+    }
     if (bb_enabled()) {
         /* An unknown base_blueprint_id stays a 404. */
         layers_lock(eng);
@@ -1329,6 +1338,8 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     cJSON_AddStringToObject(rec, "state", "created");
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)util_now_ms());
     cJSON_AddItemToObject(rec, "parameters", cJSON_Duplicate(body, 1));
+    /* A token serves the build's clone only: never shown or stored. */
+    code_mounts_redact(cJSON_GetObjectItemCaseSensitive(rec, "parameters"));
     util_mkdirs(b->dir);
     cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     if (base != NULL) {

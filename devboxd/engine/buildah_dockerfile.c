@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "buildah_dockerfile.h"
 
+#include "code_mounts.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -605,6 +607,62 @@ static int add_setup(struct prep *p, const cJSON *cmds)
     return rc;
 }
 
+/* code_mounts: each bundle (put in the context by the builder, see
+ * BD_CODE_DIR) cloned into /home/user/<repo_name> as user, then its
+ * install_command there; the image's USER is put back after them. */
+static int add_code_mounts(struct prep *p, const cJSON *mounts)
+{
+    const cJSON *m = NULL;
+    char *restore = NULL;
+    int i = 0;
+    int rc = 0;
+
+    if (cJSON_GetArraySize(mounts) == 0)
+        return 0;
+    cJSON_ArrayForEach(m, mounts)
+    {
+        const char *owner = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(m, "repo_owner"));
+        const char *name = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
+        char tmp[64];
+        char *orig = NULL;
+        char *copy = NULL;
+        char *script = NULL;
+        char *emit = NULL;
+
+        snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);
+        script = code_mounts_script(m, tmp, "/home/user");
+        if (script == NULL ||
+            asprintf(&orig, "code_mounts[%d] %s/%s", i, owner, name) < 0 ||
+            asprintf(&copy,
+                     "COPY --chown=1000:1000 " BD_CODE_DIR "/%d.bundle %s", i,
+                     tmp) < 0 ||
+            (emit = run_script("", script)) == NULL) {
+            free(script);
+            return fail(p, "out of memory");
+        }
+        rc = add_step(p, 0, 0, 0, orig, copy);
+        if (rc == 0)
+            rc = add_step(p, 0, 0, 0, "USER user", "USER user");
+        if (rc == 0)
+            rc = add_step(p, 0, 0, 0, orig, emit);
+        free(orig);
+        free(copy);
+        free(script);
+        free(emit);
+        if (rc != 0)
+            return -1;
+        i++;
+    }
+    if (asprintf(&restore, "USER %s",
+                 p->final_user != NULL ? p->final_user : "root") < 0)
+        return fail(p, "out of memory");
+    rc = add_step(p, 0, 0, 0, restore, restore);
+    free(restore);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- parse */
 
 static char **split_lines(const char *text, size_t *n)
@@ -811,7 +869,9 @@ static int finish(struct prep *p, const cJSON *params)
                 (before + k - keep - k) * sizeof(t));
         o->steps[keep + k] = t;
     }
-    if (add_setup(p, cJSON_GetObjectItemCaseSensitive(
+    if (add_code_mounts(
+            p, cJSON_GetObjectItemCaseSensitive(params, "code_mounts")) != 0 ||
+        add_setup(p, cJSON_GetObjectItemCaseSensitive(
                          params, "system_setup_commands")) != 0)
         return -1;
     for (k = 0; k < o->n_steps; k++)

@@ -16,6 +16,10 @@
 typedef int (*bd_resolve_fn)(void *ctx, const char *name, char **local,
                              char *err, size_t errlen);
 
+/* Where the builder puts code_mounts[i] as a git bundle, <i>.bundle, in
+ * the build context. */
+#define BD_CODE_DIR ".devboxd-code"
+
 struct bd_step {
     int stage;     /* 0-based stage of the emitted Dockerfile */
     int line;      /* Dockerfile line, 0 for steps the engine adds */

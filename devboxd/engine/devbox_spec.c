@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "code_mounts.h"
 #include "mcp_configs.h"
 #include "objects.h"
 #include "sandbox.h"
@@ -429,8 +430,7 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
 static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 {
     static const char *const later[] = {NULL};
-    static const char *const never[] = {"gateways", "code_mounts",
-                                        "repo_connection_id", NULL};
+    static const char *const never[] = {"gateways", "repo_connection_id", NULL};
     size_t i;
 
     for (i = 0; later[i] != NULL; i++) {
@@ -456,9 +456,10 @@ cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err, size_t er
     const cJSON *map = NULL;
     const cJSON *it = NULL;
     cJSON *spec = NULL;
-    static const char *const keep[] = {"name", "metadata", "launch_parameters",
-                                       "environment_variables", "entrypoint", "mounts",
-                                       "file_mounts", "tunnel", NULL};
+    static const char *const keep[] = {
+        "name",        "metadata", "launch_parameters", "environment_variables",
+        "entrypoint",  "mounts",   "file_mounts",       "tunnel",
+        "code_mounts", NULL};
     size_t i;
 
     *status = 400;
@@ -473,12 +474,15 @@ cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err, size_t er
         util_opt_string(body, "name", &s, err, errlen) != 0 ||
         util_opt_string(body, "entrypoint", &s, err, errlen) != 0 ||
         util_opt_string_map(body, "metadata", &map, err, errlen) != 0 ||
-        util_opt_string_map(body, "environment_variables", &map, err, errlen) != 0 ||
-        check_launch_parameters(cJSON_GetObjectItemCaseSensitive(body, "launch_parameters"),
-                                err, errlen) != 0 ||
+        util_opt_string_map(body, "environment_variables", &map, err, errlen) !=
+            0 ||
+        check_launch_parameters(
+            cJSON_GetObjectItemCaseSensitive(body, "launch_parameters"), err,
+            errlen) != 0 ||
         check_mounts(body, err, errlen) != 0 ||
-        tunnel_check_spec(cJSON_GetObjectItemCaseSensitive(body, "tunnel"), "tunnel", err,
-                          errlen) != 0 ||
+        code_mounts_check(body, err, errlen) != 0 ||
+        tunnel_check_spec(cJSON_GetObjectItemCaseSensitive(body, "tunnel"),
+                          "tunnel", err, errlen) != 0 ||
         util_opt_string(body, "snapshot_id", &s, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_id", &s, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_name", &s, err, errlen) != 0)

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "code_mounts.h"
 #include "objects.h"
 #include "sandbox.h"
 #include "util.h"
@@ -180,12 +181,67 @@ out:
     return rc;
 }
 
+/* Clones a code mount on the host into a bundle, which the devbox's own
+ * git clones into ~/<repo_name> as its user (once: a resume keeps it). */
+static int write_code_mount(struct engine *eng, struct devbox *box,
+                            const cJSON *m, int i, char *err, size_t errlen)
+{
+    const char *name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
+    char host[4200];
+    char tmp[80];
+    char why[512] = "";
+    char *cmd = NULL;
+    int src = -1;
+    int st;
+
+    if (asprintf(&cmd, "test -e \"$HOME\"/%s", name) < 0)
+        cmd = NULL;
+    if (cmd != NULL && engine_run_boot_command(eng, box, cmd, "files", why,
+                                               sizeof(why)) == 0) {
+        free(cmd);
+        return 0;
+    }
+    free(cmd);
+    snprintf(host, sizeof(host), "%s/code-%s-%d.bundle", eng->state_dir,
+             box->id, i);
+    if (code_mounts_bundle(m, host, err, errlen) != 0)
+        goto out;
+    src = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);
+    if (src < 0 || copy_in(box, tmp, NULL, 0, src, err, errlen) != 0)
+        goto fail;
+    cmd = code_mounts_script(m, tmp, "\"$HOME\"");
+    st = cmd != NULL
+             ? engine_run_boot_command(eng, box, cmd, "files", why, sizeof(why))
+             : -1;
+    free(cmd);
+    if (st != 0) {
+        snprintf(
+            err, errlen,
+            "code_mounts[%d] (%s): the clone into ~/%s or its install_command "
+            "failed (exit status %d; the devbox's logs have its output)%s%s",
+            i, name, name, st, why[0] ? ": " : "", why);
+        goto fail;
+    }
+    unlink(host);
+    close(src);
+    return 0;
+fail:
+    unlink(host);
+out:
+    if (src >= 0)
+        close(src);
+    return -1;
+}
+
 int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errlen)
 {
     const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(box->spec, "mounts");
     const cJSON *objs = cJSON_GetObjectItemCaseSensitive(box->spec, "_object_mounts");
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
     const cJSON *it = NULL;
+    int i;
 
     cJSON_ArrayForEach(it, mounts) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
@@ -205,6 +261,13 @@ int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errle
     }
     cJSON_ArrayForEach(it, fm) {
         if (write_file_mount(eng, box, it->string, it->valuestring, err, errlen) != 0)
+            return -1;
+    }
+    i = 0;
+    cJSON_ArrayForEach(
+        it, cJSON_GetObjectItemCaseSensitive(box->spec, "code_mounts"))
+    {
+        if (write_code_mount(eng, box, it, i++, err, errlen) != 0)
             return -1;
     }
     return 0;

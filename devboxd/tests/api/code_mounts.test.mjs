@@ -1,0 +1,182 @@
+// Legacy code_mounts ({repo_name, repo_owner, token?, install_command?}) on
+// devbox and blueprint create, through the official Runloop SDK against a
+// real devboxd whose RLMCP_CODE_MOUNT_BASE is a directory of bare git
+// repositories served over file:// (this machine cannot reach GitHub): the
+// repository lands in ~/<repo_name> owned by the devbox's user with origin
+// set to <base>/<owner>/<name>, install_command runs there; a token is
+// never shown (blueprint parameters, logs); a repository that does not
+// exist fails the devbox or the build naming it; a server that never
+// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S; bad owner and name
+// values are 400s; the native builder refuses blueprint code_mounts.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Devboxd, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'code-mounts-'));
+chmodSync(work, 0o755); // devboxd clones as nobody
+const repos = path.join(work, 'repos');
+const TOKEN = 'ghp_secretTokenThatMustNotShow123';
+
+function git(cwd, ...args) {
+  return execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args],
+    { cwd, encoding: 'utf8' });
+}
+
+// A bare repository <repos>/<owner>/<name>.git with files and two commits.
+function makeRepo(owner, name, files) {
+  const src = path.join(work, `src-${name}`);
+  mkdirSync(src, { recursive: true });
+  git(src, 'init', '-q', '--initial-branch=main');
+  for (const [f, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(src, f)), { recursive: true });
+    writeFileSync(path.join(src, f), text);
+  }
+  git(src, 'add', '.');
+  git(src, 'commit', '-qm', 'first');
+  writeFileSync(path.join(src, 'CHANGES'), 'second\n');
+  git(src, 'add', '.');
+  git(src, 'commit', '-qm', 'second');
+  const bare = path.join(repos, owner, `${name}.git`);
+  mkdirSync(path.dirname(bare), { recursive: true });
+  git(work, 'clone', '-q', '--bare', src, bare);
+  execFileSync('chmod', ['-R', 'a+rX', work]);
+}
+
+makeRepo('acme', 'tool', { 'README.md': 'tool readme\n', 'bin/hello.sh': '#!/bin/sh\necho hello\n' });
+after(() => rmSync(work, { recursive: true, force: true }));
+
+let client;
+const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah', RLMCP_CODE_MOUNT_BASE: `file://${repos}` } }),
+  (c) => { client = c; });
+
+async function run(id, command) {
+  const r = await client.devboxes.executeAndAwaitCompletion(id, { command });
+  return { code: r.exit_status, out: r.stdout, err: r.stderr };
+}
+
+const check = 'cat ~/tool/README.md; git -C ~/tool remote get-url origin; git -C ~/tool log --format=%s; ' +
+  'git -C ~/tool status --short; stat -c %U ~/tool/README.md; cat ~/tool/installed';
+const want = (owner) => `tool readme\nfile://${repos}/acme/tool\nsecond\nfirst\n?? installed\n${owner}\nyes\n`;
+const mount = { repo_owner: 'acme', repo_name: 'tool', token: TOKEN, install_command: 'echo yes > installed' };
+
+async function settled(id) {
+  return waitFor(async () => {
+    const b = await client.blueprints.retrieve(id);
+    return ['build_complete', 'failed'].includes(b.status) ? b : null;
+  }, { timeoutMs: 540000, stepMs: 200, what: `blueprint ${id}` });
+}
+
+async function logText(id) {
+  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+}
+
+async function failure(id) {
+  return waitFor(async () => {
+    const d = await client.devboxes.retrieve(id);
+    return ['failure', 'running'].includes(d.status) ? d : null;
+  }, { timeoutMs: 120000, stepMs: 100, what: `devbox ${id} to fail` });
+}
+
+describe('code_mounts', () => {
+  test('devbox create clones into ~/<repo_name> and runs install_command', async () => {
+    const box = await client.devboxes.createAndAwaitRunning({ code_mounts: [mount] });
+    const r = await run(box.id, check);
+    assert.equal(r.out, want('user'), r.err);
+    const logs = JSON.stringify(await client.devboxes.logs.list(box.id));
+    assert.doesNotMatch(logs, new RegExp(TOKEN));
+    assert.doesNotMatch(JSON.stringify(await client.devboxes.retrieve(box.id)), new RegExp(TOKEN));
+    // A suspend and resume keeps the clone (and its local changes).
+    await run(box.id, 'echo local > ~/tool/local.txt');
+    await client.devboxes.suspend(box.id);
+    await client.devboxes.awaitSuspended(box.id);
+    await client.devboxes.resume(box.id);
+    await client.devboxes.awaitRunning(box.id);
+    assert.equal((await run(box.id, 'cat ~/tool/local.txt')).out, 'local\n');
+    await client.devboxes.shutdown(box.id);
+  });
+
+  test('blueprint create clones into /home/user/<repo_name>; the token is not kept', async () => {
+    const b = await client.blueprints.create({ name: 'cm-bp', code_mounts: [mount],
+      dockerfile: 'FROM runloop/starter-x86_64\nRUN echo base > /opt/base\n' });
+    const done = await settled(b.id);
+    const logs = await logText(b.id);
+    assert.equal(done.status, 'build_complete', logs);
+    assert.match(logs, new RegExp(`code_mounts\\[0\\]: cloning file://${repos}/acme/tool`));
+    assert.doesNotMatch(logs, new RegExp(TOKEN));
+    assert.equal(done.parameters.code_mounts[0].repo_name, 'tool');
+    assert.equal(done.parameters.code_mounts[0].token, undefined, 'the token is not in the record');
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+    const r = await run(box.id, `${check}; cat /opt/base; ls -a /tmp | grep -c devboxd-code`);
+    assert.equal(r.out, `${want('user')}base\n0\n`, r.err);
+    await client.devboxes.shutdown(box.id);
+    await client.blueprints.delete(b.id);
+  });
+
+  test('a repository that does not exist fails the devbox and the build, naming it', async () => {
+    const bad = { repo_owner: 'acme', repo_name: 'missing' };
+    const box = await client.devboxes.create({ code_mounts: [bad] });
+    const d = await failure(box.id);
+    assert.equal(d.status, 'failure');
+    assert.match(d.failure_message ?? JSON.stringify(await client.devboxes.logs.list(box.id)),
+      /code mount acme\/missing: cloning file:\/\/.*\/acme\/missing failed/);
+    const b = await client.blueprints.create({ name: 'cm-missing', code_mounts: [bad] });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'failed');
+    assert.match(await logText(b.id), /code mount acme\/missing: cloning .* failed/);
+  });
+
+  test('bad code_mounts are a 400 naming the field', async () => {
+    const cases = [
+      [[{ repo_owner: 'a b', repo_name: 'x' }], /code_mounts\[0\]\.repo_owner must be/],
+      [[{ repo_owner: '../etc', repo_name: 'x' }], /code_mounts\[0\]\.repo_owner must be/],
+      [[{ repo_owner: '-u', repo_name: 'x' }], /code_mounts\[0\]\.repo_owner must be/],
+      [[{ repo_name: 'x' }], /code_mounts\[0\]\.repo_owner must be/],
+      [[{ repo_owner: 'acme', repo_name: '..' }], /code_mounts\[0\]\.repo_name must be/],
+      [[{ repo_owner: 'acme', repo_name: 'org/repo' }], /code_mounts\[0\]\.repo_name must be .*without the owner/],
+      [[{ repo_owner: 'acme', repo_name: '$(id)' }], /code_mounts\[0\]\.repo_name must be/],
+      [[{ repo_owner: 'acme', repo_name: 'x', token: 'a\nb' }], /code_mounts\[0\]\.token must be one line/],
+      [[{ repo_owner: 'acme', repo_name: 'x', branch: 'main' }], /branch/],
+      [[{ repo_owner: 'acme', repo_name: 'x' }, { repo_owner: 'other', repo_name: 'x' }], /both clone into ~\/x/],
+      ['acme/x', /code_mounts must be a list/],
+    ];
+    for (const [code_mounts, re] of cases) {
+      await rejectsWith(assert, client.devboxes.create({ code_mounts }), 400, re);
+      await rejectsWith(assert, client.blueprints.create({ name: 'cm-bad', code_mounts }), 400, re);
+    }
+  });
+});
+
+describe('code_mounts with a server that never answers', () => {
+  let silent;
+  let sockets = [];
+  const other = new Devboxd({ env: { RLMCP_BUILDER: 'native', RLMCP_CODE_MOUNT_TIMEOUT_S: '2' } });
+  before(async () => {
+    silent = net.createServer((s) => { sockets.push(s); });
+    await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+    other.env.RLMCP_CODE_MOUNT_BASE = `http://127.0.0.1:${silent.address().port}`;
+    await other.start();
+  });
+  after(async () => {
+    await other.cleanup();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  });
+
+  test('the clone is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S; native blueprints refuse code_mounts', async () => {
+    const c = other.client();
+    const box = await c.devboxes.create({ code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] });
+    const d = await waitFor(async () => {
+      const v = await c.devboxes.retrieve(box.id);
+      return v.status === 'failure' ? v : null;
+    }, { timeoutMs: 120000, stepMs: 100, what: 'the devbox to fail' });
+    assert.match(d.failure_message ?? JSON.stringify(await c.devboxes.logs.list(box.id)),
+      /git ran past 2 s \(RLMCP_CODE_MOUNT_TIMEOUT_S\)/);
+    await rejectsWith(assert, c.blueprints.create({ name: 'cm-native',
+      code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] }), 400, /code_mounts needs the buildah builder/);
+  });
+});
