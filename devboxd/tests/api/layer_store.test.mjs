@@ -5,7 +5,7 @@
 // every layer under it, and the buildah images with them; a delete is a 400
 // naming the devbox while a live devbox runs on the layer; the references
 // hold across a restart and a kill -9; layer dirs nothing references (an
-// orphan, a free cut off by a kill) are removed at start.
+// orphan, a free cut off by a kill -9 mid-delete) are removed at start.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -145,6 +145,30 @@ describe('layer store', () => {
     await restart();
     assert.equal((await client.blueprints.retrieve(a.id)).state, 'deleted');
     assert.equal((await client.blueprints.retrieve(b.id)).state, 'deleted');
+  });
+
+  test('a kill -9 while a delete removes a layer: the next start finishes it', async () => {
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'store-many' });
+    const fill = await run(box.id, 'mkdir -p ~/many && cd ~/many && ' +
+      'head -c 40000000 /dev/urandom | split -b 2000 -a 5 - f && ls | wc -l');
+    assert.equal(fill.out, '20000\n', fill.err);
+    const s = await client.devboxes.snapshotDisk(box.id, {});
+    await client.devboxes.shutdown(box.id);
+    const freeing = `${snapLayer(s.id)}.free`;
+    let answered = false;
+    const del = engine.raw('POST', `/v1/devboxes/disk_snapshots/${s.id}/delete`)
+      .catch(() => null).finally(() => { answered = true; });
+    // Kill as soon as the layer is being removed (or, on a quick machine,
+    // once the delete answered): any moment must end the same way.
+    await waitFor(() => existsSync(freeing) || answered || null,
+      { timeoutMs: 60000, stepMs: 1, what: 'the delete to start removing the layer' });
+    const cut = existsSync(freeing);
+    await restart({ kill: true });
+    await del;
+    console.log(`# killed ${cut ? 'while the layer was being removed' : 'after the delete ended'}`);
+    assert.equal((await client.devboxes.diskSnapshots.queryStatus(s.id)).status, 'deleted');
+    assert.equal(existsSync(snapLayer(s.id)), false);
+    assert.equal(existsSync(freeing), false, 'the layer cut off by the kill remains after the start');
   });
 });
 
