@@ -125,10 +125,13 @@ void layers_lock(struct engine *eng)
     g.loaded = 1;
 }
 
+static void reaper_fini(void);
+
 void layers_fini(void)
 {
     snapshots_wait_all();
     blueprints_stop_all();
+    reaper_fini();
     pthread_mutex_lock(&g.lock);
     cJSON_Delete(g.snaps);
     cJSON_Delete(g.bps);
@@ -245,6 +248,27 @@ static size_t root_link_args(const char **argv, size_t n, char links[][64])
     return n;
 }
 
+/* Starts path without devboxd's blocked signals and ignored SIGPIPE: 0
+ * with *pid, or an errno. */
+static int spawn(const char *path, const char **argv, pid_t *pid)
+{
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigset_t all;
+    int rc;
+
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawn(pid, path, NULL, &attr, (char *const *)argv, environ);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 /* cp -a of src into dst, run in a private root that holds only /usr, src
  * (read-only) and dst. src may be the writable layer of a running devbox:
  * the devbox can turn any directory in it into a symlink while cp walks
@@ -257,9 +281,6 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     const char *argv[40];
     char links[4][64];
     size_t n = 0;
-    posix_spawnattr_t attr;
-    sigset_t none;
-    sigset_t all;
     pid_t pid;
     int status = 0;
     int spawn_rc;
@@ -294,15 +315,7 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     argv[n++] = "/src/.";
     argv[n++] = "/dst";
     argv[n] = NULL;
-    /* Not devboxd's blocked signals and ignored SIGPIPE. */
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    spawn_rc = posix_spawn(&pid, bwrap, NULL, &attr, (char *const *)argv, environ);
-    posix_spawnattr_destroy(&attr);
+    spawn_rc = spawn(bwrap, argv, &pid);
     if (spawn_rc != 0) {
         snprintf(err, errlen, "cannot run %s: %s", bwrap, strerror(spawn_rc));
         goto out;
@@ -652,10 +665,22 @@ static void add_free(cJSON *out, const char *dir)
     cJSON_AddItemToArray(out, item);
 }
 
+/* A freed layer: its dir, and the record of a blueprint whose layer it was
+ * when it has a buildah image (removed with it). */
+static void add_free_of(cJSON *out, const char *dir, const char *key)
+{
+    const cJSON *bp = key_blueprint(key);
+
+    add_free(out, dir);
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(bp, "buildah_image")))
+        cJSON_AddItemToObject(
+            cJSON_GetArrayItem(out, cJSON_GetArraySize(out) - 1), "blueprint",
+            cJSON_Duplicate(bp, 1));
+}
+
 /* Moves the unreferenced layer key out of the store; adds it to out. */
 static void release_one(struct engine *eng, const char *key, cJSON *out)
 {
-    const cJSON *bp = NULL;
     char *cur = NULL;
     char *trash = NULL;
 
@@ -674,12 +699,7 @@ static void release_one(struct engine *eng, const char *key, cJSON *out)
                     strerror(errno));
         goto out;
     }
-    add_free(out, trash);
-    bp = key_blueprint(key);
-    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(bp, "buildah_image")))
-        cJSON_AddItemToObject(
-            cJSON_GetArrayItem(out, cJSON_GetArraySize(out) - 1), "blueprint",
-            cJSON_Duplicate(bp, 1));
+    add_free_of(out, trash, key);
 out:
     free(cur);
     free(trash);
@@ -715,24 +735,119 @@ out:
     return out;
 }
 
+/* Removing a layer of many files takes long (20,000 files: 40 s on a
+ * slow disk), so one thread removes freed layers in the background: a
+ * delete answers, and devboxd starts, without waiting.  What it has not
+ * removed when devboxd stops stays as .free dirs for the next start. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    cJSON *queue; /* released items, each with its state dir */
+    pthread_t tid;
+    int started;
+    int stop;
+    pid_t child; /* the rm running, or 0 */
+} reaper = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0};
+
+/* rm, which never follows a symlink and has no depth limit; in a child
+ * process so that a stop can end it at once. */
+static void remove_dir(const char *dir)
+{
+    const char *argv[] = {"rm", "-rf", "--one-file-system", "--", dir, NULL};
+    pid_t pid = 0;
+    int status = 0;
+    int rc;
+
+    pthread_mutex_lock(&reaper.lock);
+    rc = reaper.stop ? ECANCELED : spawn("/bin/rm", argv, &pid);
+    if (rc == 0)
+        reaper.child = pid;
+    pthread_mutex_unlock(&reaper.lock);
+    if (rc != 0)
+        return;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&reaper.lock);
+    reaper.child = 0;
+    pthread_mutex_unlock(&reaper.lock);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "devboxd: removing %s failed (rm status %d)\n", dir,
+                status);
+}
+
+static void *reaper_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&reaper.lock);
+    while (!reaper.stop) {
+        cJSON *it = cJSON_DetachItemFromArray(reaper.queue, 0);
+        const char *dir = NULL;
+        const char *state = NULL;
+        const cJSON *bp = NULL;
+
+        if (it == NULL) {
+            pthread_cond_wait(&reaper.cond, &reaper.lock);
+            continue;
+        }
+        pthread_mutex_unlock(&reaper.lock);
+        dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "dir"));
+        state = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(it, "state_dir"));
+        bp = cJSON_GetObjectItemCaseSensitive(it, "blueprint");
+        if (dir != NULL)
+            remove_dir(dir);
+        /* buildah waits on its store's lock: never under the registry. */
+        if (bp != NULL && state != NULL)
+            bb_forget(state, bp);
+        cJSON_Delete(it);
+        pthread_mutex_lock(&reaper.lock);
+    }
+    pthread_mutex_unlock(&reaper.lock);
+    return NULL;
+}
+
 void layers_free(struct engine *eng, cJSON *released)
 {
-    const cJSON *it = NULL;
+    cJSON *it = NULL;
 
-    cJSON_ArrayForEach(it, released)
-    {
-        const char *dir =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "dir"));
-        const cJSON *bp = cJSON_GetObjectItemCaseSensitive(it, "blueprint");
-
-        if (dir != NULL && util_rmtree(dir) != 0)
-            fprintf(stderr, "devboxd: cannot remove %s: %s\n", dir,
-                    strerror(errno));
-        /* buildah waits on its store's lock: never under the registry. */
-        if (bp != NULL && eng != NULL)
-            bb_forget(eng->state_dir, bp);
+    if (released == NULL)
+        return;
+    pthread_mutex_lock(&reaper.lock);
+    if (reaper.queue == NULL)
+        reaper.queue = cJSON_CreateArray();
+    if (!reaper.started && !reaper.stop &&
+        pthread_create(&reaper.tid, NULL, reaper_thread, NULL) == 0)
+        reaper.started = 1;
+    while (reaper.started &&
+           (it = cJSON_DetachItemFromArray(released, 0)) != NULL) {
+        if (eng != NULL && eng->state_dir != NULL)
+            cJSON_AddStringToObject(it, "state_dir", eng->state_dir);
+        cJSON_AddItemToArray(reaper.queue, it);
     }
+    pthread_cond_signal(&reaper.cond);
+    pthread_mutex_unlock(&reaper.lock);
+    /* Empty, unless no thread could start: the next start frees those. */
     cJSON_Delete(released);
+}
+
+/* Ends the removal under way (its dir stays as .free for the next start). */
+static void reaper_fini(void)
+{
+    pthread_mutex_lock(&reaper.lock);
+    reaper.stop = 1;
+    if (reaper.child > 0)
+        kill(reaper.child, SIGKILL);
+    pthread_cond_broadcast(&reaper.cond);
+    pthread_mutex_unlock(&reaper.lock);
+    if (reaper.started)
+        pthread_join(reaper.tid, NULL);
+    pthread_mutex_lock(&reaper.lock);
+    cJSON_Delete(reaper.queue);
+    reaper.queue = NULL;
+    reaper.started = 0;
+    reaper.stop = 0;
+    pthread_mutex_unlock(&reaper.lock);
 }
 
 /* ---------------------------------------------------------------- start */
@@ -779,7 +894,11 @@ static void collect_entry(struct engine *eng, const char *kind,
     has_layer = lstat(layer, &st) == 0;
     has_trash = lstat(trash, &st) == 0;
     if (list_knows(list, name)) {
-        if (has_trash)
+        /* A free cut off by a kill: the buildah image goes too, unless the
+         * layer is there again and in use (never, but nothing is lost). */
+        if (has_trash && !has_layer && layers_refs_locked(eng, key) == 0)
+            add_free_of(out, trash, key);
+        else if (has_trash)
             add_free(out, trash);
         release_one(eng, key, out);
     } else if (lstat(recfile, &st) == 0) {
