@@ -28,6 +28,8 @@
 
 #define BLUEPRINT_REPO "localhost/devboxd-blueprint:"
 #define IMAGE_REPO "localhost/devboxd-image/"
+#define BUILD_REPO "localhost/devboxd-build:" /* as buildah committed it */
+#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah"
 #define DEFAULT_PATH                                                           \
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TAIL_LINES 12
@@ -215,22 +217,29 @@ static char *tmpdir_of(const char *state_dir)
 static int store_cmd(const char *state_dir, const char *const *words,
                      char **out)
 {
-    char *argv[32];
+    char **argv = NULL;
     char *owned[3] = {NULL, NULL, NULL};
     char *tmp = tmpdir_of(state_dir);
     char err[256];
-    size_t n = store_args(state_dir, argv, owned);
-    int rc;
-    size_t i;
+    size_t n_words = 0;
+    size_t n, i;
+    int rc = -1;
 
-    for (i = 0; words[i] != NULL && n < 31; i++)
+    while (words[n_words] != NULL)
+        n_words++;
+    argv = calloc(n_words + 16, sizeof(*argv));
+    if (argv == NULL)
+        goto out;
+    n = store_args(state_dir, argv, owned);
+    for (i = 0; i < n_words; i++)
         argv[n++] = (char *)words[i];
     argv[n] = NULL;
-    rc = owned[0] && owned[1] && owned[2] && tmp
-             ? run_quiet(argv, tmp, out, err, sizeof(err))
-             : -1;
+    if (owned[0] && owned[1] && owned[2] && tmp)
+        rc = run_quiet(argv, tmp, out, err, sizeof(err));
+out:
     for (i = 0; i < 3; i++)
         free(owned[i]);
+    free(argv);
     free(tmp);
     return rc;
 }
@@ -755,8 +764,8 @@ static const char *parent_of(const cJSON *layers, const char *id)
  * one layer: a final stage FROM an earlier stage leaves that stage's layer
  * under its own. */
 static int import_chain(const char *root, const cJSON *layers, const char *top,
-                        const char *base, const char *dst, char *err,
-                        size_t errlen)
+                        const char *base, const char *dst, uid_t range,
+                        char *err, size_t errlen)
 {
     const char *chain[MAX_NEW_LAYERS];
     const char *id = top;
@@ -793,9 +802,9 @@ static int import_chain(const char *root, const cJSON *layers, const char *top,
         }
         util_rmtree(tmp);
         if (i == n - 1)
-            rc = layers_import(diff, dst, err, errlen);
+            rc = layers_import(diff, dst, range, err, errlen);
         else
-            rc = layers_import(diff, tmp, err, errlen) != 0
+            rc = layers_import(diff, tmp, range, err, errlen) != 0
                      ? -1
                      : layer_merge(tmp, dst, err, errlen);
         free(diff);
@@ -811,9 +820,10 @@ out:
 }
 
 /* Copies the build's new layers (above the final FROM's image) into
- * <dir>/layer as one, with ids moved into the layer owner's range. */
+ * <dir>/layer as one, with ids moved from the build's range into the layer
+ * owner's. */
 static int keep_layer(struct bb_job *j, const char *image, const char *from,
-                      char *err, size_t errlen)
+                      uid_t range, char *err, size_t errlen)
 {
     char *root = NULL;
     char *shared = NULL;
@@ -844,7 +854,7 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
         rc = mkdir(dst, 0755) == 0 ? 0 : -1;
         goto out;
     }
-    rc = import_chain(root, layers, top, base, dst, err, errlen);
+    rc = import_chain(root, layers, top, base, dst, range, err, errlen);
 out:
     free(root);
     free(shared);
@@ -988,6 +998,352 @@ static int make_group(struct bb_job *j, struct sb_cgroup *cg, int fds[SB_CG_N],
     return sb_cg_open_procs(cg, fds) == 0 ? 0 : -1;
 }
 
+/* buildah's temp dir for a build, BUILD_TMP_ROOT/<id> (made empty). A RUN
+ * step's bundle is there and runc, already in the step's user namespace,
+ * mounts from it: so not under the 0700 state dir, but in a dir that only
+ * root writes. */
+static char *build_tmpdir(const char *id, char *err, size_t errlen)
+{
+    struct stat st;
+    char *t = NULL;
+
+    if (mkdir(BUILD_TMP_ROOT, 0711) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", BUILD_TMP_ROOT,
+                 strerror(errno));
+        return NULL;
+    }
+    if (lstat(BUILD_TMP_ROOT, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != 0 || (st.st_mode & 022) != 0 ||
+        chmod(BUILD_TMP_ROOT, 0711) != 0) {
+        snprintf(err, errlen,
+                 "%s must be a directory of root's that no one else may "
+                 "write; remove it",
+                 BUILD_TMP_ROOT);
+        return NULL;
+    }
+    if (asprintf(&t, "%s/%s", BUILD_TMP_ROOT, id) < 0)
+        return NULL;
+    sb_remove_tree(t);
+    if (mkdir(t, 0711) != 0 || chmod(t, 0711) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s", t, strerror(errno));
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Starts `buildah build` of the job's Dockerfile into tag, its RUN steps
+ * in a user namespace whose root is host id range. */
+static int start_build(struct bb_job *j, uid_t range, const char *tmp,
+                       const char *tag, const int *fds, struct child *c,
+                       char *err, size_t errlen)
+{
+    char *argv[160];
+    char *owned[80];
+    char *store[3] = {NULL, NULL, NULL};
+    char cpus[64] = "";
+    char map[64];
+    cpu_set_t set;
+    size_t n, n_owned = 0, i;
+    int rc = -1;
+
+    snprintf(map, sizeof(map), "0:%u:%u", (unsigned)range, SB_RANGE_SIZE);
+    n = store_args(j->state_dir, argv, store);
+    argv[n++] = "build";
+    argv[n++] = "--runtime";
+    argv[n++] = sb_rt.runc_path;
+    argv[n++] = "--userns-uid-map";
+    argv[n++] = map;
+    argv[n++] = "--userns-gid-map";
+    argv[n++] = map;
+    argv[n++] = "--cgroup-manager";
+    argv[n++] = "cgroupfs";
+    argv[n++] = "--cgroup-parent";
+    if (asprintf(&owned[n_owned], "/%s/%s", sb_rt.cgroup_name, j->id) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    if (sb_cpu_pick(j->id, (uint32_t)(j->cpus * 1000.0), &set)) {
+        sb_cpu_list(&set, cpus, sizeof(cpus));
+        argv[n++] = "--cpuset-cpus";
+        argv[n++] = cpus;
+    }
+    argv[n++] = "--layers=false";
+    argv[n++] = "--pull=never";
+    argv[n++] = "--format=oci";
+    argv[n++] = "-t";
+    argv[n++] = (char *)tag;
+    argv[n++] = "-f";
+    if (asprintf(&owned[n_owned], "%s/build/Dockerfile", j->dir) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    n = build_args(j, argv, n, 150, owned, &n_owned);
+    if (asprintf(&owned[n_owned], "%s/build/context", j->dir) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    argv[n] = NULL;
+    rc = spawn(argv, fds, tmp, c, err, errlen);
+out:
+    for (i = 0; i < n_owned; i++)
+        free(owned[i]);
+    for (i = 0; i < 3; i++)
+        free(store[i]);
+    return rc;
+}
+
+/* Adds `flag value` for each string of a (or each key of an object). */
+static size_t config_list(const char **w, size_t n, const char *flag,
+                          const cJSON *a)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, a)
+    {
+        const char *v =
+            cJSON_IsObject(a) ? it->string : cJSON_GetStringValue(it);
+
+        if (v != NULL) {
+            w[n++] = flag;
+            w[n++] = v;
+        }
+    }
+    return n;
+}
+
+/* `buildah config` of container ctr to the OCI image config cfg. */
+static int set_config(struct bb_job *j, const char *ctr, const cJSON *cfg)
+{
+    const char *str[][2] = {{"--workingdir", "WorkingDir"},
+                            {"--user", "User"},
+                            {"--stop-signal", "StopSignal"}};
+    const char *json[][2] = {{"--entrypoint", "Entrypoint"}, {"--cmd", "Cmd"}};
+    char *text[2] = {NULL, NULL};
+    char **labels = NULL;
+    const char **w = NULL;
+    const cJSON *it = NULL;
+    size_t n = 0, i, count = 16;
+    int rc = -1;
+
+    cJSON_ArrayForEach(it, cfg) count += 2 * (size_t)cJSON_GetArraySize(it);
+    w = calloc(count, sizeof(*w));
+    labels = calloc(count, sizeof(*labels));
+    if (w == NULL || labels == NULL)
+        goto out;
+    w[n++] = "config";
+    for (i = 0; i < 3; i++) {
+        it = cJSON_GetObjectItemCaseSensitive(cfg, str[i][1]);
+        if (cJSON_IsString(it) && it->valuestring[0] != '\0') {
+            w[n++] = str[i][0];
+            w[n++] = it->valuestring;
+        }
+    }
+    for (i = 0; i < 2; i++) {
+        it = cJSON_GetObjectItemCaseSensitive(cfg, json[i][1]);
+        if (cJSON_IsArray(it) &&
+            (text[i] = cJSON_PrintUnformatted(it)) != NULL) {
+            w[n++] = json[i][0];
+            w[n++] = text[i];
+        }
+    }
+    n = config_list(w, n, "--env",
+                    cJSON_GetObjectItemCaseSensitive(cfg, "Env"));
+    n = config_list(w, n, "--port",
+                    cJSON_GetObjectItemCaseSensitive(cfg, "ExposedPorts"));
+    n = config_list(w, n, "--volume",
+                    cJSON_GetObjectItemCaseSensitive(cfg, "Volumes"));
+    i = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cfg, "Labels"))
+    {
+        if (cJSON_IsString(it) &&
+            asprintf(&labels[i], "%s=%s", it->string, it->valuestring) >= 0) {
+            w[n++] = "--label";
+            w[n++] = labels[i++];
+        }
+    }
+    w[n++] = ctr;
+    w[n] = NULL;
+    rc = store_cmd(j->state_dir, w, NULL) == 0 ? 0 : -1;
+out:
+    for (i = 0; labels != NULL && labels[i] != NULL; i++)
+        free(labels[i]);
+    free(labels);
+    free(text[0]);
+    free(text[1]);
+    free(w);
+    return rc;
+}
+
+/* The overlay upper dir of working container ctr (unmounted again). */
+static char *container_diff(struct bb_job *j, const char *ctr)
+{
+    const char *mount[] = {"mount", ctr, NULL};
+    const char *umount[] = {"umount", ctr, NULL};
+    char *out = NULL;
+    char *line = NULL;
+    char *slash = NULL;
+    char *diff = NULL;
+
+    if (store_cmd(j->state_dir, mount, &out) != 0 || out == NULL)
+        goto out;
+    out[strcspn(out, "\n")] = '\0';
+    line = strrchr(out, '\n') != NULL ? strrchr(out, '\n') + 1 : out;
+    slash = strrchr(line, '/');
+    if (line[0] == '/' && slash != NULL && strcmp(slash, "/merged") == 0) {
+        *slash = '\0';
+        if (asprintf(&diff, "%s/diff", line) < 0)
+            diff = NULL;
+    }
+    if (store_cmd(j->state_dir, umount, NULL) != 0) {
+        free(diff);
+        diff = NULL;
+    }
+out:
+    free(out);
+    return diff;
+}
+
+/* A new working container ctr of image from (an earlier attempt's gone). */
+static int new_container(struct bb_job *j, const char *ctr, const char *from)
+{
+    const char *rm[] = {"rm", ctr, NULL};
+    const char *words[] = {"from", "--pull=never", "--name", ctr, from, NULL};
+
+    store_cmd(j->state_dir, rm, NULL);
+    return store_cmd(j->state_dir, words, NULL);
+}
+
+static int commit_container(struct bb_job *j, const char *ctr, const char *name)
+{
+    const char *words[] = {"commit", "--rm", "--quiet", "--format=oci",
+                           ctr,      name,   NULL};
+
+    return store_cmd(j->state_dir, words, NULL);
+}
+
+/* The blueprint's buildah image, name, for builds FROM it: the final
+ * FROM's image, the blueprint's layer with image ids and the built image's
+ * config. Not the image buildah committed: buildah 1.28 keeps the build's
+ * host ids in a layer built in a user namespace, and runc cannot start a
+ * step on it (the step's root does not own the layer's /run). */
+static int make_image(struct bb_job *j, const char *from, const char *name,
+                      char *err, size_t errlen)
+{
+    char *ctr = NULL;
+    char *diff = NULL;
+    char *layer = NULL;
+    const cJSON *cfg =
+        cJSON_GetObjectItemCaseSensitive(j->record, "image_config");
+    const char *rm[] = {"rm", NULL, NULL};
+    int rc = -1;
+
+    if (asprintf(&ctr, "devboxd-image-%s", j->id) < 0 ||
+        asprintf(&layer, "%s/layer", j->dir) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (new_container(j, ctr, from) != 0) {
+        snprintf(err, errlen, "buildah from %s failed", from);
+        goto out;
+    }
+    diff = container_diff(j, ctr);
+    if (diff == NULL || rmdir(diff) != 0) {
+        snprintf(err, errlen, "cannot find the layer dir of container %s", ctr);
+        goto out;
+    }
+    if (layers_export(layer, diff, err, errlen) != 0)
+        goto out;
+    if (set_config(j, ctr, cfg) != 0) {
+        snprintf(err, errlen, "buildah config of the blueprint's image failed");
+        goto out;
+    }
+    if (commit_container(j, ctr, name) != 0) {
+        snprintf(err, errlen, "buildah commit of %s failed", name);
+        goto out;
+    }
+    rc = 0;
+out:
+    rm[1] = ctr;
+    if (rc != 0 && ctr != NULL)
+        store_cmd(j->state_dir, rm, NULL);
+    free(ctr);
+    free(diff);
+    free(layer);
+    return rc;
+}
+
+/* The results of a built image tag into j->record, and the blueprint's
+ * own image made. */
+static int keep_results(struct bb_job *j, struct names *nm,
+                        const struct bd_out *df, uid_t range, const char *tag)
+{
+    const cJSON *what =
+        cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
+    char *name = NULL;
+    char err[1024] = "";
+    int rc = -1;
+
+    if (asprintf(&name, BLUEPRINT_REPO "%s", j->id) < 0)
+        return -1;
+    if (keep_layer(j, tag, df->final_from, range, err, sizeof(err)) != 0 ||
+        keep_config(j, tag, err, sizeof(err)) != 0 ||
+        make_image(j, df->final_from, name, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    cJSON_AddStringToObject(j->record, "builder", "buildah");
+    cJSON_AddStringToObject(j->record, "buildah_image", name);
+    cJSON_AddStringToObject(
+        j->record, "image",
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(what, "image"))
+            ?: images_default());
+    if (cJSON_GetObjectItemCaseSensitive(what, "blueprint") != NULL)
+        cJSON_AddStringToObject(
+            j->record, "base_blueprint_id",
+            cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(what, "blueprint")));
+    rc = 0;
+out:
+    free(name);
+    return rc;
+}
+
+/* Removes what a build left: its temp dir and, when its store has them,
+ * the image buildah committed and (when it failed) the blueprint's. */
+static void drop_leftovers(const char *state_dir, const char *id, int failed)
+{
+    char *storage = NULL;
+    char *build = NULL;
+    char *name = NULL;
+    char *tmp = NULL;
+    struct stat st;
+
+    if (asprintf(&tmp, "%s/%s", BUILD_TMP_ROOT, id) >= 0 &&
+        sb_remove_tree(tmp) != 0)
+        fprintf(stderr, "devboxd: cannot remove %s\n", tmp);
+    if (asprintf(&storage, "%s/buildah/storage", state_dir) < 0 ||
+        stat(storage, &st) != 0)
+        goto out;
+    if (asprintf(&build, BUILD_REPO "%s", id) >= 0) {
+        const char *words[] = {"rmi", build, NULL};
+
+        store_cmd(state_dir, words, NULL);
+    }
+    if (failed && asprintf(&name, BLUEPRINT_REPO "%s", id) >= 0) {
+        const char *words[] = {"rmi", name, NULL};
+
+        store_cmd(state_dir, words, NULL);
+    }
+out:
+    free(storage);
+    free(build);
+    free(name);
+    free(tmp);
+}
+
+void bb_abandon(const char *state_dir, const char *id)
+{
+    drop_leftovers(state_dir, id, 1);
+}
+
 int bb_run(struct bb_job *j)
 {
     struct names nm;
@@ -997,16 +1353,12 @@ int bb_run(struct bb_job *j)
     struct child c;
     char err[1024] = "";
     char why[512] = "";
-    char *argv[160];
-    char *owned[80];
-    char *store[3] = {NULL, NULL, NULL};
     char *tmp = NULL;
     char *tag = NULL;
-    char cpus[64] = "";
-    cpu_set_t set;
+    char *sbdir = NULL;
+    uid_t range = 0;
     int fds[SB_CG_N];
-    size_t n, n_owned = 0, i;
-    const cJSON *what = NULL;
+    size_t i;
     int status;
     int rc = -1;
 
@@ -1029,46 +1381,30 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "%s", err);
         goto out;
     }
+    /* RUN steps' root is a host id range of the build's, claimed as a
+     * devbox's (in <dir>/sandbox, which a restart after a crash releases). */
+    if (asprintf(&sbdir, "%s/sandbox", j->dir) < 0 ||
+        sandbox_dir_owner(sbdir, j->id, true, &range, err, sizeof(err)) != 0) {
+        jlog(j, "error", "the build's host ids: %s", err);
+        goto out;
+    }
+    jlog(j, "info", "RUN steps run as host ids %u-%u (root is %u)",
+         (unsigned)range, (unsigned)(range + SB_RANGE_SIZE - 1),
+         (unsigned)range);
     if (make_group(j, &cg, fds, err, sizeof(err)) != 0) {
         jlog(j, "error", "the build's cgroup: %s", err);
         goto out;
     }
-    if (asprintf(&tag, BLUEPRINT_REPO "%s", j->id) < 0 ||
-        (tmp = tmpdir_of(j->state_dir)) == NULL)
+    if ((tmp = build_tmpdir(j->id, err, sizeof(err))) == NULL) {
+        jlog(j, "error", "%s", err);
         goto out;
-    n = store_args(j->state_dir, argv, store);
-    argv[n++] = "build";
-    argv[n++] = "--runtime";
-    argv[n++] = sb_rt.runc_path;
-    argv[n++] = "--cgroup-manager";
-    argv[n++] = "cgroupfs";
-    argv[n++] = "--cgroup-parent";
-    if (asprintf(&owned[n_owned], "/%s/%s", sb_rt.cgroup_name, j->id) < 0)
-        goto out;
-    argv[n++] = owned[n_owned++];
-    if (sb_cpu_pick(j->id, (uint32_t)(j->cpus * 1000.0), &set)) {
-        sb_cpu_list(&set, cpus, sizeof(cpus));
-        argv[n++] = "--cpuset-cpus";
-        argv[n++] = cpus;
     }
-    argv[n++] = "--layers=false";
-    argv[n++] = "--pull=never";
-    argv[n++] = "--format=oci";
-    argv[n++] = "-t";
-    argv[n++] = tag;
-    argv[n++] = "-f";
-    if (asprintf(&owned[n_owned], "%s/build/Dockerfile", j->dir) < 0)
+    if (asprintf(&tag, BUILD_REPO "%s", j->id) < 0)
         goto out;
-    argv[n++] = owned[n_owned++];
-    n = build_args(j, argv, n, 150, owned, &n_owned);
-    if (asprintf(&owned[n_owned], "%s/build/context", j->dir) < 0)
-        goto out;
-    argv[n++] = owned[n_owned++];
-    argv[n] = NULL;
     pg.df = &df;
     pg.cur = -1;
     pg.exit_status = -1;
-    if (spawn(argv, fds, tmp, &c, err, sizeof(err)) != 0) {
+    if (start_build(j, range, tmp, tag, fds, &c, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
@@ -1077,23 +1413,8 @@ int bb_run(struct bb_job *j)
         fail_message(j, &pg, why, sb_cg_oom_kills(&cg));
         goto out;
     }
-    what = cJSON_GetObjectItemCaseSensitive(nm.resolved, df.final_from);
-    if (keep_layer(j, tag, df.final_from, err, sizeof(err)) != 0 ||
-        keep_config(j, tag, err, sizeof(err)) != 0) {
-        jlog(j, "error", "%s", err);
+    if (keep_results(j, &nm, &df, range, tag) != 0)
         goto out;
-    }
-    cJSON_AddStringToObject(j->record, "builder", "buildah");
-    cJSON_AddStringToObject(j->record, "buildah_image", tag);
-    cJSON_AddStringToObject(
-        j->record, "image",
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(what, "image"))
-            ?: images_default());
-    if (cJSON_GetObjectItemCaseSensitive(what, "blueprint") != NULL)
-        cJSON_AddStringToObject(
-            j->record, "base_blueprint_id",
-            cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(what, "blueprint")));
     rc = 0;
 out:
     for (i = 0; i < SB_CG_N; i++)
@@ -1102,15 +1423,10 @@ out:
     sb_cg_kill_all(&cg, 5000);
     sb_cg_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */
-    for (i = 0; i < n_owned; i++)
-        free(owned[i]);
-    for (i = 0; i < 3; i++)
-        free(store[i]);
-    if (rc != 0 && tag != NULL) {
-        const char *words[] = {"rmi", tag, NULL};
-
-        store_cmd(j->state_dir, words, NULL);
-    }
+    drop_leftovers(j->state_dir, j->id, rc != 0);
+    if (sbdir != NULL && sandbox_destroy_dir(sbdir, err, sizeof(err)) != 0)
+        fprintf(stderr, "devboxd: build %s: %s\n", j->id, err);
+    free(sbdir);
     free(tag);
     free(tmp);
     bd_free(&df);

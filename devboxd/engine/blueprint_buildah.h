@@ -44,6 +44,9 @@ void bb_job_free(struct bb_job *job);
 /* Removes buildah's working containers and their mounts from the state
  * dir's store (no build may run meanwhile). */
 void bb_cleanup(const char *state_dir);
+/* After a restart: removes what the interrupted build id left (its
+ * images, its temp dir). */
+void bb_abandon(const char *state_dir, const char *id);
 /* Forgets a deleted blueprint's image. */
 void bb_forget(const char *state_dir, const cJSON *rec);
 

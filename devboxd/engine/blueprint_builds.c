@@ -1089,6 +1089,7 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         log_append(dir, "error", "devboxd restarted during the build; build it again");
         free(dir);
         sandbox_purge(rec_str(rec, "id"));
+        bb_abandon(eng->state_dir, rec_str(rec, "id"));
         if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
                      rec_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));

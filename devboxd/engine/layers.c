@@ -352,17 +352,35 @@ int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, 
     return 0;
 }
 
+/* A layer moving between id spaces: ids in [shift_from, shift_from +
+ * SB_RANGE_SIZE) go to shift_to + (id - shift_from); with shift_low, ids
+ * below SB_RANGE_SIZE go to shift_to + id (what buildah's store writes
+ * itself into a layer built in a user namespace: its root, whiteouts). */
+static __thread uid_t shift_from;
+static __thread uid_t shift_to;
+static __thread int shift_low;
+
+static uid_t shift_id(uid_t id)
+{
+    if (id >= shift_from && id - shift_from < SB_RANGE_SIZE)
+        return shift_to + (id - shift_from);
+    if (shift_low && id < SB_RANGE_SIZE)
+        return shift_to + id;
+    return (uid_t)-1;
+}
+
 static int shift_one(const char *path, const struct stat *st, int flag,
                      struct FTW *ftw)
 {
     mode_t keep = st->st_mode & 07777;
+    uid_t u = shift_id(st->st_uid);
+    gid_t gr = shift_id(st->st_gid);
 
     (void)flag;
     (void)ftw;
-    if (st->st_uid >= SB_RANGE_SIZE || st->st_gid >= SB_RANGE_SIZE)
+    if (u == (uid_t)-1 || gr == (gid_t)-1)
         return -1;
-    if (lchown(path, SB_RANGE_BASE + st->st_uid, SB_RANGE_BASE + st->st_gid) !=
-        0)
+    if (lchown(path, u, gr) != 0)
         return -1;
     if (!S_ISLNK(st->st_mode) && (keep & 06000) != 0 && chmod(path, keep) != 0)
         return -1;
@@ -389,7 +407,9 @@ static void drop_mount_points(const char *dst)
     }
 }
 
-int layers_import(const char *src, const char *dst, char *err, size_t errlen)
+/* cp of src into dst (created), then the ids shifted as shift_id says. */
+static int copy_shifted(const char *src, const char *dst, uid_t from, uid_t to,
+                        int low, char *err, size_t errlen)
 {
     if (mkdir(dst, 0755) != 0) {
         snprintf(err, errlen, "cannot create layer dir %s: %s", dst,
@@ -399,14 +419,28 @@ int layers_import(const char *src, const char *dst, char *err, size_t errlen)
     if (run_cp(src, dst, err, errlen) != 0)
         return -1;
     drop_mount_points(dst);
+    shift_from = from;
+    shift_to = to;
+    shift_low = low;
     if (nftw(dst, shift_one, 32, FTW_PHYS) != 0) {
         snprintf(err, errlen,
-                 "cannot move the layer %s to the layer ids (a file owned by "
-                 "an id past %u?): %s",
-                 dst, SB_RANGE_SIZE - 1, strerror(errno));
+                 "cannot move the ids of layer %s from %u.. to %u.. (a file "
+                 "owned by an id outside that range?): %s",
+                 dst, (unsigned)from, (unsigned)to, strerror(errno));
         return -1;
     }
     return 0;
+}
+
+int layers_import(const char *src, const char *dst, uid_t range, char *err,
+                  size_t errlen)
+{
+    return copy_shifted(src, dst, range, SB_RANGE_BASE, 1, err, errlen);
+}
+
+int layers_export(const char *src, const char *dst, char *err, size_t errlen)
+{
+    return copy_shifted(src, dst, SB_RANGE_BASE, 0, 0, err, errlen);
 }
 
 static int size_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

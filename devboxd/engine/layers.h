@@ -38,10 +38,17 @@ int layers_save_record(const char *kind, const char *file, const cJSON *rec);
  * xattrs and overlay whiteouts; files owned by from_uid become to_uid's. */
 int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, char *err,
                 size_t errlen);
-/* Copies an image layer (ids from 0, as buildah stores them) into dst
- * (created) with every id moved to SB_RANGE_BASE + id: a layer whose
- * owner is SB_RANGE_BASE.  Drops the empty mount points buildah leaves. */
-int layers_import(const char *src, const char *dst, char *err, size_t errlen);
+/* Copies an image layer into dst (created) with every id moved to the
+ * layer ids: a layer whose owner is SB_RANGE_BASE.  range is the host id
+ * of root in the build that wrote it: ids range + n become SB_RANGE_BASE +
+ * n, and so do ids n below SB_RANGE_SIZE (written by buildah's store
+ * itself, or by a build without a user namespace when range is 0).  Drops
+ * the empty mount points buildah leaves. */
+int layers_import(const char *src, const char *dst, uid_t range, char *err,
+                  size_t errlen);
+/* The reverse: copies a layer of the layer ids (owner SB_RANGE_BASE) into
+ * dst (created) with ids from 0, as an image layer has them. */
+int layers_export(const char *src, const char *dst, char *err, size_t errlen);
 /* Bytes in the regular files of a tree. */
 int64_t layers_size(const char *path);
 /* Before a sandbox start: copies the spec's "_layers" chain into

@@ -7,13 +7,29 @@
 // layers merged into one, deletions kept); a devbox from the blueprint sees the files, ENV
 // and WORKDIR (where its commands start); bad input (a syntax error, an unknown
 // FROM, a context path that escapes) is a 400 naming what to change; a
-// failed step is named with its exit status and the output's tail.
+// failed step is named with its exit status and the output's tail; a RUN
+// step's root is a host id range claimed for the build (not the host's
+// root), released when the build ends.
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
 let client;
-useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
+const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
+const SB_RANGE_BASE = 1048576;
+const SB_RANGE_SIZE = 65536;
+
+// The host pid of the process whose command line holds marker, or null.
+function pidWith(marker) {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) return Number(pid);
+    } catch { /* gone meanwhile */ }
+  }
+  return null;
+}
 
 async function run(id, command) {
   const r = await client.devboxes.executeAndAwaitCompletion(id, { command });
@@ -135,6 +151,53 @@ describe('blueprints built by buildah', () => {
     const r = await run(box.id, 'cat /opt/stage/one /opt/stage/two /opt/stage/three; ls /opt/stage/d; ' +
       'test -e /opt/stage/gone || echo gone-removed; test -e /etc/motd || echo motd-removed; echo "$STAGE"');
     assert.equal(r.out, 'one\ntwo\nthree\nnew\ngone-removed\nmotd-removed\nfinal\n', r.err);
+    await client.devboxes.shutdown(box.id);
+    await client.blueprints.delete(b.id);
+  });
+
+  test("a RUN step's root is a host id range of the build's, not the host's root", async () => {
+    const marker = `wait-for-usr1-${process.pid}-${Date.now()}`;
+    const b = await client.blueprints.create({ name: 'bh-userns',
+      dockerfile: [
+        'FROM runloop/starter-x86_64',
+        'RUN cat /proc/self/uid_map > /opt/uid_map && cat /proc/self/gid_map > /opt/gid_map && ' +
+          'echo x > /opt/made-by-root',
+        // Waits (at most 600 s) until the test has looked at it from the host.
+        `RUN echo ${marker}; trap 'exit 0' USR1; i=0; ` +
+          'while [ $i -lt 3000 ]; do touch /opt/step-alive; sleep 0.2; i=$((i+1)); done; exit 9',
+      ].join('\n') });
+    const pid = await waitFor(() => pidWith(marker), { timeoutMs: 540000, stepMs: 200, what: 'the RUN step' });
+    const ids = (key) => readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(.*)$`, 'm'))[1]
+      .split(/\s+/).map(Number);
+    const [uid] = ids('Uid');
+    assert.ok(uid >= SB_RANGE_BASE && (uid - SB_RANGE_BASE) % SB_RANGE_SIZE === 0,
+      `the RUN step runs as host uid ${uid}, not as the root of a claimed range`);
+    assert.deepEqual(ids('Uid'), [uid, uid, uid, uid]);
+    assert.deepEqual(ids('Gid'), [uid, uid, uid, uid]);
+    // Claimed like a devbox's range, and a file the step writes is the range's on the host.
+    const claim = path.join(engine.stateDir, 'sandbox', 'uids', String(uid));
+    assert.equal(readFileSync(claim, 'utf8'), path.join(engine.stateDir, 'blueprints', b.id, 'sandbox'));
+    await waitFor(() => existsSync(`/proc/${pid}/root/opt/step-alive`) || null, { what: 'the step to write' });
+    assert.equal(statSync(`/proc/${pid}/root/opt/step-alive`).uid, uid);
+    assert.equal(statSync(`/proc/${pid}/root/opt/made-by-root`).uid, uid);
+    process.kill(pid, 'SIGUSR1');
+
+    const done = await settled(b.id);
+    const logs = await logText(b.id);
+    assert.equal(done.status, 'build_complete', logs);
+    assert.match(logs, new RegExp(`RUN steps run as host ids ${uid}-${uid + SB_RANGE_SIZE - 1}`));
+    assert.equal(existsSync(claim), false, 'the build did not release its host id range');
+    assert.equal(existsSync(`/var/tmp/devboxd-buildah/${b.id}`), false, 'the build left its temp dir');
+
+    // Inside, the step saw itself as root of that range; the layer's files are a devbox's root's.
+    const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+    const r = await run(box.id, 'cat /opt/uid_map /opt/gid_map; stat -c %u:%g /opt/made-by-root');
+    const map = new RegExp(`^\\s*0\\s+${uid}\\s+${SB_RANGE_SIZE}\\n`);
+    const [um, gm, owner] = r.out.split(/(?<=\n)/);
+    assert.match(um, map, r.out);
+    assert.match(gm, map, r.out);
+    assert.doesNotMatch(r.out, /4294967295/);
+    assert.equal(owner, '0:0\n');
     await client.devboxes.shutdown(box.id);
     await client.blueprints.delete(b.id);
   });
