@@ -1184,8 +1184,12 @@ static char *container_diff(struct bb_job *j, const char *ctr)
 
     if (store_cmd(j->state_dir, mount, &out) != 0 || out == NULL)
         goto out;
-    out[strcspn(out, "\n")] = '\0';
-    line = strrchr(out, '\n') != NULL ? strrchr(out, '\n') + 1 : out;
+    /* The last line: the mount point (after any warning). */
+    line = out + strlen(out);
+    while (line > out && (line[-1] == '\n' || line[-1] == ' '))
+        *--line = '\0';
+    while (line > out && line[-1] != '\n')
+        line--;
     slash = strrchr(line, '/');
     if (line[0] == '/' && slash != NULL && strcmp(slash, "/merged") == 0) {
         *slash = '\0';

@@ -3,10 +3,23 @@
 // is killed and named as such, a step runs on the build's CPUs, a build past
 // its time limit fails saying so, builds past RLMCP_MAX_BUILDS wait in a
 // queue their log tells of, and deleting a queued or running build stops it
-// and frees its slot.
+// and frees its slot. A build that fails, runs out of time or is deleted
+// releases the host id range its RUN steps ran on.
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, waitFor, useEngine } from './devboxd.mjs';
+
+// The host id claims (<state>/sandbox/uids/<id>) of blueprint id's build.
+function claimsOf(engine, id) {
+  const dir = path.join(engine.stateDir, 'sandbox', 'uids');
+  const mine = path.join(engine.stateDir, 'blueprints', id, 'sandbox');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((f) => {
+    try { return readFileSync(path.join(dir, f), 'utf8') === mine; } catch { return false; }
+  });
+}
 
 function helpers(getClient) {
   const settled = (id) => waitFor(async () => {
@@ -20,7 +33,7 @@ function helpers(getClient) {
 
 describe('build limits', () => {
   let client;
-  useEngine(new Devboxd({ env: { RLMCP_BUILD_MEMORY_GB: '0.25', RLMCP_BUILD_CPUS: '0.5',
+  const engine = useEngine(new Devboxd({ env: { RLMCP_BUILD_MEMORY_GB: '0.25', RLMCP_BUILD_CPUS: '0.5',
     RLMCP_BUILD_TIMEOUT_S: '300' } }), (c) => { client = c; });
   const { settled, logText } = helpers(() => client);
 
@@ -32,6 +45,7 @@ describe('build limits', () => {
     const log = await logText(b.id);
     assert.match(log, /limits: 0\.25 GiB of memory, 0\.5 CPUs, 300 s/);
     assert.match(log, /killed for memory: a build may use 0\.25 GiB \(RLMCP_BUILD_MEMORY_GB\)/, log);
+    assert.deepEqual(claimsOf(engine, b.id), [], 'the failed build kept its host ids');
   });
 
   test('a step runs on the build\'s CPUs', async () => {
@@ -45,7 +59,7 @@ describe('build limits', () => {
 
 describe('build time limit', () => {
   let client;
-  useEngine(new Devboxd({ env: { RLMCP_BUILD_TIMEOUT_S: '3' } }), (c) => { client = c; });
+  const engine = useEngine(new Devboxd({ env: { RLMCP_BUILD_TIMEOUT_S: '3' } }), (c) => { client = c; });
   const { settled, logText } = helpers(() => client);
 
   test('a build past its time limit fails saying so', async () => {
@@ -53,18 +67,20 @@ describe('build time limit', () => {
     const done = await settled(b.id);
     assert.equal(done.status, 'failed');
     assert.match(await logText(b.id), /ran past its time limit of 3 s \(RLMCP_BUILD_TIMEOUT_S\)/);
+    assert.deepEqual(claimsOf(engine, b.id), [], 'the build past its time kept its host ids');
   });
 });
 
 describe('build queue and cancel', () => {
   let client;
-  useEngine(new Devboxd({ env: { RLMCP_MAX_BUILDS: '1' } }), (c) => { client = c; });
+  const engine = useEngine(new Devboxd({ env: { RLMCP_MAX_BUILDS: '1' } }), (c) => { client = c; });
   const { settled, logText } = helpers(() => client);
 
   test('builds past RLMCP_MAX_BUILDS wait; a delete stops a queued or running build', async () => {
     const a = await client.blueprints.create({ name: 'runs', system_setup_commands: ['sleep 600'] });
     await waitFor(async () => /Step 1\/1: RUN sleep 600/.test(await logText(a.id)) || null,
       { timeoutMs: 180000, stepMs: 200, what: 'the first build to run its step' });
+    assert.equal(claimsOf(engine, a.id).length, 1, 'the running build holds no host id range');
     const q = await client.blueprints.create({ name: 'waits', system_setup_commands: ['sleep 600'] });
     await waitFor(async () => /queued: 1 builds run at once \(RLMCP_MAX_BUILDS\)/.test(await logText(q.id)) || null,
       { timeoutMs: 60000, stepMs: 200, what: 'the second build to say it is queued' });
@@ -84,6 +100,7 @@ describe('build queue and cancel', () => {
     assert.equal(ad.status, 'failed');
     assert.equal(ad.state, 'deleted');
     assert.match(await logText(a.id), /the blueprint was deleted during the build/);
+    assert.deepEqual(claimsOf(engine, a.id), [], 'the deleted build kept its host ids');
 
     // Its slot is free: the next build runs at once.
     const c = await client.blueprints.create({ name: 'after', system_setup_commands: ['echo next-ran'] });

@@ -15,7 +15,8 @@ import { Devboxd, waitFor } from './devboxd.mjs';
 // cgroups behind; under runc (the default) runc removes a build's groups
 // itself, but the devbox's processes live on in its groups.
 // Under runc the build is buildah's (the default builder): its working
-// container and mount are left too, and go at the restart.
+// container and mount, its temp dir and the claim of the host id range its
+// RUN steps ran on are left too, and go at the restart.
 const runtimes = [
   ['runc on the starter image (buildah builds)', {}],
   ['runc, the native builder', { RLMCP_BUILDER: 'native' }],
@@ -34,6 +35,10 @@ const procsIn = (id) => {
 };
 const mountsUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
   .filter((l) => l.split(' ')[4]?.startsWith(dir));
+
+// The claim of the host id range a buildah build's RUN steps run on.
+const claimFile = (stateDir, id) => path.join(stateDir, 'sandbox', 'uids',
+  readFileSync(path.join(stateDir, 'blueprints', id, 'sandbox', 'uidrange'), 'utf8').trim());
 
 // buildah's working containers in a state dir's store.
 const buildahContainers = (stateDir) => {
@@ -75,7 +80,9 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   if (buildah) {
     assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
     assert.ok(buildahContainers(engine.stateDir).length > 0, 'buildah left no working container (nothing to prove)');
+    assert.ok(existsSync(claimFile(engine.stateDir, bp.id)), 'the build holds no host id range (nothing to prove)');
   }
+  const claim = buildah ? claimFile(engine.stateDir, bp.id) : null;
 
   await engine.start();
   client = engine.client();
@@ -89,6 +96,10 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
     assert.deepEqual(buildahContainers(engine.stateDir), [], 'buildah working containers remain');
     assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'buildah')), [], 'buildah mounts remain');
     assert.equal(existsSync(path.join(engine.stateDir, 'blueprints', bp.id, 'build')), false);
+    assert.equal(existsSync(claim), false, 'the interrupted build kept its host id range');
+    const tmp = `/var/tmp/devboxd-buildah/${bp.id}`;
+    assert.deepEqual(mountsUnder(tmp), [], 'mounts in the build\'s temp dir remain');
+    assert.equal(existsSync(tmp), false, 'the build\'s temp dir remains');
   }
 
   const s = await client.devboxes.diskSnapshots.queryStatus(snap.id);
