@@ -32,6 +32,7 @@ struct prep {
     int stage;        /* -1 before the first FROM */
     char **aliases;   /* per stage: its AS name or NULL */
     char **bases;     /* per stage: the resolved base */
+    char **heads;     /* per stage: "FROM [flags] <local image>" */
     char *final_user; /* last USER of the latest stage */
     int heredocs;
     char *err;
@@ -438,6 +439,59 @@ out:
 
 /* ----------------------------------------------------------------- FROM */
 
+/* Copies the steps of stage `from` after its FROM into the current stage:
+ * a stage FROM an earlier one runs that one's steps itself. */
+static int inherit(struct prep *p, int from)
+{
+    struct bd_out *o = p->out;
+    size_t n = o->n_steps;
+    size_t first = 0;
+    size_t count = bd_stage_steps(o, from, &first);
+    size_t i;
+
+    for (i = first + 1; count > 0 && i < first + count && i < n; i++) {
+        struct bd_step *s = NULL;
+
+        if (add_step(p, o->steps[i].line, 0, o->steps[i].setup,
+                     o->steps[i].text, o->steps[i].emit) != 0)
+            return -1;
+        s = &o->steps[o->n_steps - 1];
+        s->user_step = o->steps[i].user_step;
+        s->inherited = 1;
+        if (strncasecmp(s->emit, "USER ", 5) == 0) {
+            const char *u = s->emit + 5;
+
+            free(p->final_user);
+            p->final_user = next_word(&u);
+        }
+    }
+    return 0;
+}
+
+/* Room for the stage p->stage (already counted) in the per-stage lists. */
+static int grow_stages(struct prep *p)
+{
+    size_t n = (size_t)(p->stage + 1);
+    char **a = realloc(p->aliases, n * sizeof(char *));
+
+    if (a != NULL)
+        p->aliases = a;
+    a = a != NULL ? realloc(p->bases, n * sizeof(char *)) : NULL;
+    if (a != NULL)
+        p->bases = a;
+    a = a != NULL ? realloc(p->heads, n * sizeof(char *)) : NULL;
+    if (a != NULL)
+        p->heads = a;
+    if (a == NULL) {
+        p->stage--; /* what the lists hold */
+        return fail(p, "out of memory");
+    }
+    p->aliases[p->stage] = NULL;
+    p->bases[p->stage] = NULL;
+    p->heads[p->stage] = NULL;
+    return 0;
+}
+
 static int emit_from(struct prep *p, const char *args, const char *orig,
                      int line)
 {
@@ -450,6 +504,7 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
     char *local = NULL;
     char *emit = NULL;
     const char *name = NULL;
+    int ref = -1;
     int rc = -1;
     int k;
 
@@ -473,6 +528,7 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
         if (p->aliases[k] != NULL && strcasecmp(p->aliases[k], image) == 0) {
             local = strdup(image);
             name = p->bases[k];
+            ref = k;
             break;
         }
     }
@@ -490,25 +546,29 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
         name = local;
     }
     p->stage++;
-    p->aliases = realloc(p->aliases, (size_t)(p->stage + 1) * sizeof(char *));
-    p->bases = realloc(p->bases, (size_t)(p->stage + 1) * sizeof(char *));
-    if (p->aliases == NULL || p->bases == NULL) {
-        fail(p, "out of memory");
+    if (grow_stages(p) != 0)
         goto out;
-    }
     p->aliases[p->stage] = alias != NULL ? strdup(alias) : NULL;
     p->bases[p->stage] = strdup(name);
+    if (ref >= 0)
+        p->heads[p->stage] = strdup(p->heads[ref]);
+    else if (asprintf(&p->heads[p->stage], "FROM %s%s%s", flags,
+                      flags[0] ? " " : "", local) < 0)
+        p->heads[p->stage] = NULL;
     free(p->out->final_from);
     p->out->final_from = strdup(name);
     free(p->final_user);
     p->final_user = NULL;
-    if (asprintf(&emit, "FROM %s%s%s%s%s", flags, flags[0] ? " " : "", local,
+    if (p->heads[p->stage] == NULL ||
+        asprintf(&emit, "%s%s%s", p->heads[p->stage],
                  alias != NULL ? " AS " : "", alias != NULL ? alias : "") < 0) {
         emit = NULL;
         fail(p, "out of memory");
         goto out;
     }
     rc = add_step(p, line, 0, 0, orig, emit);
+    if (rc == 0 && ref >= 0)
+        rc = inherit(p, ref);
 out:
     free(image);
     free(as);
@@ -830,7 +890,8 @@ static int default_from(struct prep *p, const cJSON *params)
     p->stage = 0;
     p->aliases = calloc(1, sizeof(char *));
     p->bases = calloc(1, sizeof(char *));
-    if (p->aliases == NULL || p->bases == NULL ||
+    p->heads = calloc(1, sizeof(char *));
+    if (p->aliases == NULL || p->bases == NULL || p->heads == NULL ||
         asprintf(&emit, "FROM %s", local) < 0) {
         free(local);
         return fail(p, "out of memory");
@@ -857,6 +918,9 @@ static int finish(struct prep *p, const cJSON *params)
             break;
         }
     }
+    /* After the steps the final stage has from the stage it is FROM. */
+    while (keep > 0 && keep < o->n_steps && o->steps[keep].inherited)
+        keep++;
     before = o->n_steps;
     if (add_mounts(
             p, cJSON_GetObjectItemCaseSensitive(params, "file_mounts")) != 0)
@@ -916,12 +980,14 @@ int bd_prepare(const cJSON *params, bd_resolve_fn resolve, void *ctx,
         rc = default_from(&p, params);
     if (rc == 0)
         rc = finish(&p, params);
-    for (i = 0; p.aliases != NULL && (int)i <= p.stage; i++) {
+    for (i = 0; p.heads != NULL && (int)i <= p.stage; i++) {
         free(p.aliases[i]);
         free(p.bases[i]);
+        free(p.heads[i]);
     }
     free(p.aliases);
     free(p.bases);
+    free(p.heads);
     free(p.final_user);
     if (rc != 0)
         bd_free(out);

@@ -3,7 +3,10 @@
  * public names, other blueprints by id or name), heredocs turned into
  * forms buildah 1.28 runs, COPY/ADD sources checked to stay in the build
  * context, file_mounts copied in after the last FROM and
- * system_setup_commands appended as RUN steps. */
+ * system_setup_commands appended as RUN steps.  A stage FROM an earlier
+ * stage gets that stage's steps in place of the FROM (one layer per build
+ * over an image: buildah 1.28 cannot run a step, in a user namespace, on an
+ * image it built in one). */
 #ifndef DEVBOXD_BUILDAH_DOCKERFILE_H
 #define DEVBOXD_BUILDAH_DOCKERFILE_H
 
@@ -27,6 +30,7 @@ struct bd_step {
     int setup;     /* index into system_setup_commands + 1, else 0 */
     char *text;    /* the instruction as the user wrote it */
     char *emit;    /* what buildah gets for it */
+    int inherited; /* a copy of a step of the earlier stage this one is FROM */
 };
 
 struct bd_out {

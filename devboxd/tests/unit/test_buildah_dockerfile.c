@@ -110,6 +110,45 @@ static void test_rewrite(void **state)
     bd_free(&o);
 }
 
+/* A stage FROM an earlier stage runs that stage's steps itself: every
+ * stage is FROM an image, and the final one has its base's USER. */
+static void test_stage_from_stage(void **state)
+{
+    struct bd_out o;
+    char err[512] = "";
+    size_t first = 0;
+
+    (void)state;
+    assert_int_equal(
+        prepare("{\"dockerfile\": \"FROM runloop/starter-x86_64 AS a\\n"
+                "RUN one\\nUSER 1000\\nFROM a AS b\\nRUN two\\n"
+                "FROM b\\nRUN three\\nCOPY --from=a /x /y\\n\","
+                "\"file_mounts\": {\"/m\": \"m\"},"
+                "\"system_setup_commands\": [\"echo s\"]}",
+                &o, err, sizeof(err)),
+        0);
+    assert_string_equal(o.final_from, "local/starter");
+    assert_string_equal(o.text,
+                        "FROM local/starter AS a\nRUN one\nUSER 1000\n"
+                        "FROM local/starter AS b\nRUN one\nUSER 1000\nRUN two\n"
+                        "FROM local/starter\nRUN one\nUSER 1000\nRUN two\n"
+                        "COPY --chown=1000:1000 [\"m\",\"/m\"]\n"
+                        "RUN three\nCOPY --from=a /x /y\n"
+                        "USER user\nRUN echo s\nUSER 1000\n");
+    /* The copies keep their lines and step numbers for the log. */
+    assert_int_equal(bd_stage_steps(&o, 2, &first), 10);
+    assert_string_equal(o.steps[first].text, "FROM b");
+    assert_int_equal(o.steps[first + 1].inherited, 1);
+    assert_int_equal(o.steps[first + 1].line, 2);
+    assert_int_equal(o.steps[first + 1].user_step, 1);
+    assert_int_equal(o.steps[first + 3].user_step, 3);
+    assert_int_equal(o.steps[first + 4].inherited, 0);
+    assert_string_equal(o.steps[first + 4].text, "file_mounts");
+    assert_int_equal(o.steps[first + 5].user_step, 4);
+    assert_int_equal(o.user_steps, 6);
+    bd_free(&o);
+}
+
 static void test_bad_input(void **state)
 {
     static const struct {
@@ -157,6 +196,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rewrite),
+        cmocka_unit_test(test_stage_from_stage),
         cmocka_unit_test(test_bad_input),
     };
 
