@@ -5,7 +5,8 @@
  * other blueprints' images; the build's new layer becomes the blueprint's
  * layer and its image config (ENV, WORKDIR, USER, ENTRYPOINT) its record's.
  * Memory, CPU and process limits hold for buildah and every RUN step: all
- * run in the build's own cgroup. */
+ * run in the build's own cgroup.  RUN steps run in a user namespace whose
+ * root is a host id range claimed for the build as for a devbox. */
 #ifndef DEVBOXD_BLUEPRINT_BUILDAH_H
 #define DEVBOXD_BLUEPRINT_BUILDAH_H
 
