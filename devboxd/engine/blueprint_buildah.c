@@ -556,7 +556,8 @@ static int fetch_code(struct bb_job *j, char *err, size_t errlen)
             out = NULL;
             rc = -1;
         } else {
-            rc = code_mounts_bundle(m, out, err, errlen);
+            rc =
+                code_mounts_bundle(m, out, j->should_stop, j->ctx, err, errlen);
         }
         free(url);
         free(out);

@@ -230,16 +230,23 @@ static void exec_git(const char *dir, char *const *argv, char *const *envp,
     _exit(127);
 }
 
-/* Runs git argv as nobody in dir until deadline_ms: 0 when it exited 0,
- * else -1 with its last output line (or the timeout) in why. */
+struct deadline {
+    int64_t at_ms;
+    code_mounts_stop_fn stop;
+    void *ctx;
+};
+
+/* Runs git argv as nobody in dir until the deadline or a stop: 0 when it
+ * exited 0, else -1 with its last output line (or why it was ended). */
 static int run_git(const char *dir, char *const *argv, char *const *envp,
-                   int64_t deadline_ms, char *why, size_t whylen)
+                   const struct deadline *dl, char *why, size_t whylen)
 {
     char out[8192];
     size_t len = 0;
     int pipefd[2];
     int status = 0;
     int timed_out = 0;
+    int stopped = 0;
     pid_t pid;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0)
@@ -255,11 +262,13 @@ static int run_git(const char *dir, char *const *argv, char *const *envp,
     }
     for (;;) {
         struct pollfd p = {pipefd[0], POLLIN, 0};
-        int64_t left = deadline_ms - mono_ms();
+        int64_t left = dl->at_ms - mono_ms();
         ssize_t n;
 
-        if (left <= 0) {
-            timed_out = 1;
+        if (dl->stop != NULL && dl->stop(dl->ctx, why, whylen))
+            stopped = 1;
+        if (left <= 0 || stopped) {
+            timed_out = !stopped;
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             break;
@@ -280,6 +289,8 @@ static int run_git(const char *dir, char *const *argv, char *const *envp,
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     out[len] = '\0';
+    if (stopped)
+        return -1;
     if (timed_out) {
         snprintf(why, whylen, "git ran past %d s (RLMCP_CODE_MOUNT_TIMEOUT_S)",
                  timeout_s());
@@ -359,7 +370,8 @@ out:
     return rc;
 }
 
-int code_mounts_bundle(const cJSON *mount, const char *out, char *err,
+int code_mounts_bundle(const cJSON *mount, const char *out,
+                       code_mounts_stop_fn stop, void *stop_ctx, char *err,
                        size_t errlen)
 {
     char tmpl[] = "/tmp/devboxd-code-XXXXXX";
@@ -371,7 +383,8 @@ int code_mounts_bundle(const cJSON *mount, const char *out, char *err,
     char why[512] = "";
     char *bundle = NULL;
     const char *token = rec_str(mount, "token");
-    int64_t deadline = mono_ms() + (int64_t)timeout_s() * 1000;
+    struct deadline dl = {mono_ms() + (int64_t)timeout_s() * 1000, stop,
+                          stop_ctx};
     size_t n = 0;
     int rc = -1;
     int k;
@@ -415,8 +428,8 @@ int code_mounts_bundle(const cJSON *mount, const char *out, char *err,
         env[n++] = owned[2];
     }
     env[n] = NULL;
-    if (run_git(dir, clone, env, deadline, why, sizeof(why)) != 0 ||
-        run_git(dir, pack, env, deadline, why, sizeof(why)) != 0) {
+    if (run_git(dir, clone, env, &dl, why, sizeof(why)) != 0 ||
+        run_git(dir, pack, env, &dl, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "code mount %s/%s: cloning %s failed: %s",
                  rec_str(mount, "repo_owner"), rec_str(mount, "repo_name"), url,
                  why);

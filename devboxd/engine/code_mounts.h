@@ -20,9 +20,14 @@
 int code_mounts_check(const cJSON *body, char *err, size_t errlen);
 /* The URL a mount clones: <base>/<owner>/<name> (malloc'd, no token). */
 char *code_mounts_url(const cJSON *mount);
+/* Says (1, with why) that a clone must end now: a build was cancelled. */
+typedef int (*code_mounts_stop_fn)(void *ctx, char *why, size_t whylen);
+
 /* Clones mount's repository into a git bundle at out (written by root,
- * 0600): 0, or -1 with err (the URL and git's last line). */
-int code_mounts_bundle(const cJSON *mount, const char *out, char *err,
+ * 0600), checking stop (may be NULL) every second: 0, or -1 with err (the
+ * URL and git's last line). */
+int code_mounts_bundle(const cJSON *mount, const char *out,
+                       code_mounts_stop_fn stop, void *stop_ctx, char *err,
                        size_t errlen);
 /* The shell script that clones the bundle at `bundle` into
  * <home>/<repo_name> (home: shell text, e.g. "\"$HOME\"") with the origin

@@ -205,7 +205,7 @@ static int write_code_mount(struct engine *eng, struct devbox *box,
     free(cmd);
     snprintf(host, sizeof(host), "%s/code-%s-%d.bundle", eng->state_dir,
              box->id, i);
-    if (code_mounts_bundle(m, host, err, errlen) != 0)
+    if (code_mounts_bundle(m, host, NULL, NULL, err, errlen) != 0)
         goto out;
     src = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);

@@ -6,7 +6,8 @@
 // set to <base>/<owner>/<name>, install_command runs there; a token is
 // never shown (blueprint parameters, logs); a repository that does not
 // exist fails the devbox or the build naming it; a server that never
-// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S; bad owner and name
+// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S, and a delete of the
+// blueprint whose build clones from it stops the clone; bad owner and name
 // values are 400s; the native builder refuses blueprint code_mounts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -155,14 +156,18 @@ describe('code_mounts with a server that never answers', () => {
   let silent;
   let sockets = [];
   const other = new Devboxd({ env: { RLMCP_BUILDER: 'native', RLMCP_CODE_MOUNT_TIMEOUT_S: '2' } });
+  const builder = new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } });
   before(async () => {
     silent = net.createServer((s) => { sockets.push(s); });
     await new Promise((r) => silent.listen(0, '127.0.0.1', r));
     other.env.RLMCP_CODE_MOUNT_BASE = `http://127.0.0.1:${silent.address().port}`;
+    builder.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
     await other.start();
+    await builder.start();
   });
   after(async () => {
     await other.cleanup();
+    await builder.cleanup();
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
   });
@@ -178,5 +183,15 @@ describe('code_mounts with a server that never answers', () => {
       /git ran past 2 s \(RLMCP_CODE_MOUNT_TIMEOUT_S\)/);
     await rejectsWith(assert, c.blueprints.create({ name: 'cm-native',
       code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] }), 400, /code_mounts needs the buildah builder/);
+  });
+
+  test('deleting a blueprint whose build is cloning stops the clone', async () => {
+    const c = builder.client();
+    const b = await c.blueprints.create({ name: 'cm-cancel', code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] });
+    await waitFor(async () => (await c.blueprints.logs(b.id)).logs.some((e) => /code_mounts\[0\]: cloning/.test(e.message)),
+      { timeoutMs: 120000, stepMs: 100, what: 'the clone to start' });
+    await c.blueprints.delete(b.id); // waits for the build to end: a 503 past 30 s
+    const v = await c.blueprints.retrieve(b.id);
+    assert.equal(v.state, 'deleted');
   });
 });
