@@ -148,9 +148,14 @@ static int stream_push(struct h2_stream *st, const char *data, size_t len)
         pthread_cond_wait(&st->space, &c->lock);
     if (st->peer_closed)
         goto out;
-    if (st->buf_off > 0 && st->buf_off == st->buf_len) {
+    /* Sent bytes leave the front once drained or once there are many: a
+     * reader that never quite catches up would otherwise grow the buffer
+     * to the whole body (40 MiB for a 40 MiB build log). */
+    if (st->buf_off > 0 &&
+        (st->buf_off == st->buf_len || st->buf_off >= H2_STREAM_BUF_MAX)) {
+        memmove(st->buf, st->buf + st->buf_off, st->buf_len - st->buf_off);
+        st->buf_len -= st->buf_off;
         st->buf_off = 0;
-        st->buf_len = 0;
     }
     grown = realloc(st->buf, st->buf_len + len);
     if (grown == NULL)
