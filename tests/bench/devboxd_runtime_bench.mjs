@@ -61,6 +61,15 @@ async function measureAll(configs) {
         out[k].exec.push(...await execLatencies(clients[k], boxes[k].id, Math.min(10, N_EXEC - i), `r${i}`));
       }
     }
+    // The floor under an execute: the command's own process. `bash -c
+    // true` 100 times from a bash loop inside the devbox (bash's own fork
+    // costs a little more than the agent's).
+    for (let k = 0; k < clients.length; k++) {
+      const r = await clients[k].devboxes.executeAndAwaitCompletion(boxes[k].id, {
+        command: 's=$(date +%s%N); for i in $(seq 100); do /bin/bash -c true; done; e=$(date +%s%N); echo $(( (e - s) / 100000 ))',
+      });
+      out[k].inbox = Number(r.stdout.trim()) / 1000; // ms per bash -c true
+    }
     for (let k = 0; k < clients.length; k++) await clients[k].devboxes.shutdown(boxes[k].id);
     for (let k = 0; k < clients.length; k++) Object.assign(out[k], await concurrent(clients[k]));
   } finally {
@@ -174,6 +183,7 @@ const floor = runcFloor(quick ? 10 : 30);
 if (floor) row(`  runc run /bin/true alone p50 (n=${floor.length})`, ms(pct(floor, 0.5)), '', '');
 line(`execute "true" p50 (n=${N_EXEC})`, (m) => ms(pct(m.exec, 0.5)), '< 10 ms');
 line('execute "true" p90', (m) => ms(pct(m.exec, 0.9)), '');
+line('  inside: bash -c true from a bash loop, mean', (m) => ms(m.inbox), '');
 line(`${N_BOXES} concurrent devboxes: all running`, (m) => `${m.up.toFixed(2)} s (${m.nUp} up)`, `${N_BOXES} up`);
 line('  one command in each', (m) => `${m.run.toFixed(2)} s (ok ${m.ok})`, '');
 if (cold) imageRows();
