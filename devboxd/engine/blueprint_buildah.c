@@ -518,15 +518,16 @@ static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
         return -1;
     rc = write_whole(path, df->text, err, errlen);
     free(path);
+    if (asprintf(&path, "%s/build/context", j->dir) < 0)
+        return -1;
     cJSON_ArrayForEach(it, df->files)
     {
         if (rc != 0)
             break;
-        if (asprintf(&path, "%s/build/context/%s", j->dir, it->string) < 0)
-            return -1;
-        rc = write_whole(path, it->valuestring, err, errlen);
-        free(path);
+        rc =
+            build_context_write(path, it->string, it->valuestring, err, errlen);
     }
+    free(path);
     return rc;
 }
 

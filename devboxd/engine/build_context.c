@@ -337,7 +337,18 @@ static int check_links(struct walk *w)
 
     for (i = 0; i < w->n_links; i++) {
         int fd = open_beneath(w->dirfd, w->links[i], 0);
+        char target[PATH_MAX];
+        ssize_t n = -1;
 
+        /* A link whose target is missing now may lead out once a later
+         * write creates what it climbs through: refuse any that climbs. */
+        if (fd < 0 && errno == ENOENT) {
+            n = readlinkat(w->dirfd, w->links[i], target, sizeof(target) - 1);
+            if (n >= 0) {
+                target[n] = '\0';
+                errno = strstr(target, "..") != NULL ? EXDEV : ENOENT;
+            }
+        }
         if (fd < 0 && (errno == EXDEV || errno == ELOOP)) {
             snprintf(w->err, w->errlen,
                      "build_context: symlink \"%.300s\" leads outside the "
@@ -522,5 +533,77 @@ out:
         free(w.links[i]);
     free(w.links);
     free(real);
+    return rc;
+}
+
+/* Opens (creating when missing) directory name under dirfd, following no
+ * symlink: a new fd, or -1. */
+static int open_dir_step(int dirfd, const char *name)
+{
+    int fd =
+        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT) {
+        if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
+            return -1;
+        fd = openat(dirfd, name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    return fd;
+}
+
+int build_context_write(const char *dir, const char *rel, const char *data,
+                        char *err, size_t errlen)
+{
+    char *copy = strdup(rel);
+    char *save = NULL;
+    char *name = NULL;
+    char *next = NULL;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = -1;
+    int rc = -1;
+
+    if (copy == NULL || dirfd < 0)
+        goto fail;
+    name = strtok_r(copy, "/", &save);
+    while (name != NULL) {
+        next = strtok_r(NULL, "/", &save);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+            errno = EINVAL;
+            goto fail;
+        }
+        if (next == NULL)
+            break;
+        fd = open_dir_step(dirfd, name);
+        if (fd < 0)
+            goto fail;
+        close(dirfd);
+        dirfd = fd;
+        fd = -1;
+        name = next;
+    }
+    if (name == NULL) {
+        errno = EINVAL;
+        goto fail;
+    }
+    fd = openat(dirfd, name,
+                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 || util_write_all(fd, data, strlen(data)) != 0)
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    snprintf(err, errlen, "cannot write %.300s into the build context: %s%s",
+             rel, strerror(errno),
+             errno == ELOOP || errno == ENOTDIR
+                 ? " (a file_mounts path must not pass through a symlink of "
+                   "build_context)"
+                 : "");
+out:
+    if (fd >= 0)
+        close(fd);
+    if (dirfd >= 0)
+        close(dirfd);
+    free(copy);
     return rc;
 }

@@ -27,6 +27,12 @@ int build_context_open(struct engine *eng, const cJSON *body,
  * checks of build_context_open again: 0, or -1 with err. */
 int build_context_unpack(int fd, const char *dir, uint64_t max_bytes, char *err,
                          size_t errlen);
+/* Writes data to the file rel (relative, made of plain names) under the
+ * context directory dir, creating missing directories and following no
+ * symlink on the way (an archive's link cannot redirect a file_mounts
+ * write): 0, or -1 with err. */
+int build_context_write(const char *dir, const char *rel, const char *data,
+                        char *err, size_t errlen);
 /* Whether an archive entry's name stays inside the context: 0, or -1. */
 int build_context_name_ok(const char *name);
 /* Whether a symlink at name pointing to target stays inside: 0, or -1. */

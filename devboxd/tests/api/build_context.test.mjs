@@ -11,7 +11,7 @@
 // the build before buildah runs.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -28,7 +28,11 @@ const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah', RLMCP_BU
 });
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'build-context-'));
-after(() => rmSync(work, { recursive: true, force: true }));
+const cleanupDirs = [];
+after(() => {
+  rmSync(work, { recursive: true, force: true });
+  for (const d of cleanupDirs) rmSync(d, { recursive: true, force: true });
+});
 
 async function settled(id) {
   return waitFor(async () => {
@@ -120,6 +124,43 @@ describe('build_context', () => {
     assert.equal(done.status, 'failed', logs);
     assert.match(logs, /symlink "s" leads outside the build context through other links/);
     assert.doesNotMatch(logs, /STEP|Step 1/);
+  });
+
+  test('file_mounts never write through a symlink of the archive, not even one dangling at unpack', async () => {
+    // a climbs through m, which does not exist when the archive is
+    // unpacked: the file_mounts write of /m/x would create it, and /a/pwn
+    // would then land in a host directory. Neither may happen.
+    const host = mkdtempSync(path.join(os.tmpdir(), 'bc-escape-'));
+    cleanupDirs.push(host);
+    // Each d/e/ counts two levels down for a name-only check but stays at
+    // the top; the ../ then climb to the host's /.
+    const up = '../'.repeat(8);
+    const ctx = await upload(craftTar('dangling.tgz', [
+      { name: 'app/', type: 'dir' }, { name: 'app/x', type: 'file', data: 'x' },
+      { name: 'd/', type: 'dir' }, { name: 'd/e', type: 'sym', link: '..' },
+      { name: 'a', type: 'sym', link: `m/../${'d/e/'.repeat(4)}${up}${host.slice(1)}` }]));
+    const b = await client.blueprints.create({
+      name: 'bc-dangling', dockerfile, build_context: ctx,
+      file_mounts: { '/m/x': '', '/a/pwn': 'written outside\n' },
+    });
+    const done = await settled(b.id);
+    const logs = await logText(b.id);
+    assert.equal(done.status, 'failed', logs);
+    assert.deepEqual(readdirSync(host), [], 'a file_mounts write left the build context');
+    assert.match(logs, /symlink "a" leads outside the build context/);
+
+    // A link that stays inside is fine in the archive, but a file_mounts
+    // path through it is refused rather than followed.
+    const inside = await upload(craftTar('inside.tgz', [
+      { name: 'app/', type: 'dir' }, { name: 'app/x', type: 'file', data: 'x' },
+      { name: 'l', type: 'sym', link: 'app' }]));
+    const b2 = await client.blueprints.create({
+      name: 'bc-through-link', dockerfile, build_context: inside, file_mounts: { '/l/y': 'y\n' },
+    });
+    const done2 = await settled(b2.id);
+    const logs2 = await logText(b2.id);
+    assert.equal(done2.status, 'failed', logs2);
+    assert.match(logs2, /cannot write l\/y into the build context: .*must not pass through a symlink/);
   });
 
   test('bad input is a 400 naming what to fix', async () => {
