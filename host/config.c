@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "rlmcp/plugin.h"
+#include "strbuf.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8000"
 
@@ -168,37 +169,12 @@ static bool is_env_name_char(char ch, bool first)
     return !first && isdigit((unsigned char)ch);
 }
 
-struct buf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-static int buf_add(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        char *np = NULL;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        np = realloc(b->p, cap);
-        if (np == NULL)
-            return -1;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
 /*
  * One ${...} reference starting at s (pointing at '$'). Appends its value
  * to b and returns the number of input bytes used, or 0 on error.
  */
 static size_t expand_ref(struct ctx *c, const yaml_node_t *n, const char *s,
-                         struct buf *b)
+                         struct strbuf *b)
 {
     const char *name = s + 2;
     const char *p = name;
@@ -229,17 +205,17 @@ static size_t expand_ref(struct ctx *c, const yaml_node_t *n, const char *s,
     val = getenv(var);
     if (p == end) {
         /* ${NAME}: unset expands to nothing, as in a shell. */
-        if (val != NULL && buf_add(b, val, strlen(val)) < 0)
+        if (val != NULL && strbuf_add(b, val, strlen(val)) < 0)
             return 0;
     } else if (p[0] == ':' && (p[1] == '-' || p[1] == '?')) {
         bool empty = val == NULL || val[0] == '\0';
         const char *alt = p + 2;
         size_t alen = (size_t)(end - alt);
         if (!empty) {
-            if (buf_add(b, val, strlen(val)) < 0)
+            if (strbuf_add(b, val, strlen(val)) < 0)
                 return 0;
         } else if (p[1] == '-') {
-            if (buf_add(b, alt, alen) < 0)
+            if (strbuf_add(b, alt, alen) < 0)
                 return 0;
         } else {
             FAIL(c, n, "environment variable %s is not set: %.*s", var,
@@ -261,10 +237,10 @@ static char *scalar_expand(struct ctx *c, const yaml_node_t *n)
 {
     const char *s = (const char *)n->data.scalar.value;
     size_t len = n->data.scalar.length;
-    struct buf b = {0};
+    struct strbuf b = {0};
     size_t i = 0;
 
-    if (buf_add(&b, "", 0) < 0)
+    if (strbuf_add(&b, "", 0) < 0)
         goto oom;
     if (memchr(s, '\0', len) != NULL) {
         FAIL(c, n, "a value contains a NUL character; remove it");
@@ -272,7 +248,7 @@ static char *scalar_expand(struct ctx *c, const yaml_node_t *n)
     }
     while (i < len) {
         if (s[i] == '$' && i + 1 < len && s[i + 1] == '$') {
-            if (buf_add(&b, "$", 1) < 0)
+            if (strbuf_add(&b, "$", 1) < 0)
                 goto oom;
             i += 2;
         } else if (s[i] == '$' && i + 1 < len && s[i + 1] == '{') {
@@ -281,7 +257,7 @@ static char *scalar_expand(struct ctx *c, const yaml_node_t *n)
                 goto out;
             i += used;
         } else {
-            if (buf_add(&b, s + i, 1) < 0)
+            if (strbuf_add(&b, s + i, 1) < 0)
                 goto oom;
             i++;
         }

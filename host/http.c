@@ -44,6 +44,7 @@
 #include "metrics.h"
 #include "random.h"
 #include "revision.h"
+#include "strbuf.h"
 
 #define SESSION_ID_BYTES 16
 #define CRED_BYTES DIGEST_BYTES
@@ -148,9 +149,7 @@ struct http_req {
     struct MHD_Connection *conn;
     enum req_phase phase;
     double t0;
-    char *body;
-    size_t len;
-    size_t cap;
+    struct strbuf body; /* the request's body */
     bool too_big;
     unsigned status; /* for the access log */
     bool is_init;    /* an initialize request: the reply names the session */
@@ -1669,7 +1668,7 @@ static int dispatch(struct http_req *req, const char *key, bool used)
     if (used)
         s->used = true;
     pthread_mutex_unlock(&s->lock);
-    handled = mcp_handle(req->srv->d, s->ms, req->body, req->len,
+    handled = mcp_handle(req->srv->d, s->ms, req->body.p, req->body.len,
                          &req->stream->sink, &ctx);
     pthread_mutex_lock(&s->lock);
     s->handling--;
@@ -1795,7 +1794,7 @@ static enum MHD_Result post_body_done(struct http_req *req)
                            "(server.http.max_body_bytes); send smaller "
                            "arguments or raise the limit",
                            req->srv->opts.max_body_bytes);
-    msg = cJSON_ParseWithLength(req->body ? req->body : "", req->len);
+    msg = cJSON_ParseWithLength(strbuf_str(&req->body), req->body.len);
     if (msg == NULL)
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR,
                            "Parse error: the body is not valid JSON");
@@ -1826,25 +1825,11 @@ static enum MHD_Result post_upload(struct http_req *req, const char *data,
     size_t max = req->srv->opts.max_body_bytes;
 
     *size = 0;
-    if (req->too_big || req->len + n > max) {
+    if (req->too_big || req->body.len + n > max) {
         req->too_big = true; /* keep reading, answer 413 at the end */
         return MHD_YES;
     }
-    if (req->len + n + 1 > req->cap) {
-        size_t cap = req->cap ? req->cap : 1024;
-        char *b = NULL;
-        while (cap < req->len + n + 1)
-            cap *= 2;
-        b = realloc(req->body, cap);
-        if (b == NULL)
-            return MHD_NO;
-        req->body = b;
-        req->cap = cap;
-    }
-    memcpy(req->body + req->len, data, n);
-    req->len += n;
-    req->body[req->len] = '\0';
-    return MHD_YES;
+    return strbuf_add(&req->body, data, n) == 0 ? MHD_YES : MHD_NO;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2270,7 +2255,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         session_terminate(req->srv, req->sess, "request done");
     req_detach(req);
     session_unref(req->sess);
-    free(req->body);
+    free(req->body.p);
     free(req);
 }
 

@@ -26,6 +26,7 @@
 #include "pool.h"
 #include "resources.h"
 #include "revision.h"
+#include "strbuf.h"
 #include "tasks.h"
 
 #include "schema.h"
@@ -1711,26 +1712,6 @@ static void *timer_main(void *arg)
     return NULL;
 }
 
-/* Append text to a growing buffer. */
-static int buf_add(char **buf, size_t *len, size_t *cap, const char *s)
-{
-    size_t n = strlen(s);
-    char *grown = NULL;
-
-    if (*len + n + 1 > *cap) {
-        size_t want = (*len + n + 1) * 2;
-
-        grown = realloc(*buf, want);
-        if (grown == NULL)
-            return -1;
-        *buf = grown;
-        *cap = want;
-    }
-    memcpy(*buf + *len, s, n + 1);
-    *len += n;
-    return 0;
-}
-
 /* The tools/list entry of a tool when the registry did not serialise it. */
 static char *tool_list_json(const struct tool_entry *t)
 {
@@ -1773,29 +1754,28 @@ static int build_tool_pages(const struct mcp_dispatcher *d,
         return -1;
     dep->n_tool_pages = pages;
     for (p = 0; p < pages; p++) {
-        size_t len = 0;
-        size_t cap = 0;
+        struct strbuf b = {0};
         size_t i;
+        int rc = strbuf_add(&b, "", 0);
 
-        if (buf_add(&dep->tool_pages[p], &len, &cap, "") != 0)
-            return -1;
-        for (i = p * d->page_size; i < count && i < (p + 1) * d->page_size;
-             i++) {
+        for (i = p * d->page_size;
+             rc == 0 && i < count && i < (p + 1) * d->page_size; i++) {
             const struct tool_entry *t = registry_tool_at(dep->reg, i);
             char *own = t->list_json == NULL ? tool_list_json(t) : NULL;
             const char *item = t->list_json != NULL ? t->list_json : own;
-            int rc = 0;
 
             if (item == NULL)
-                return -1;
-            if (i != p * d->page_size)
-                rc = buf_add(&dep->tool_pages[p], &len, &cap, ",");
+                rc = -1;
+            if (rc == 0 && i != p * d->page_size)
+                rc = strbuf_add(&b, ",", 1);
             if (rc == 0)
-                rc = buf_add(&dep->tool_pages[p], &len, &cap, item);
+                rc = strbuf_add(&b, item, strlen(item));
             free(own);
-            if (rc != 0)
-                return -1;
         }
+        /* Freed with the pages, built or not. */
+        dep->tool_pages[p] = b.p;
+        if (rc != 0)
+            return -1;
     }
     return 0;
 }

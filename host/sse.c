@@ -7,15 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 #define SSE_DEFAULT_MAX (1024u * 1024u)
 /* Room for a field name and separator on top of the data bound. */
 #define SSE_LINE_SLACK 64u
-
-struct sse_buf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
 
 struct sse_parser {
     sse_event_fn fn;
@@ -26,49 +22,16 @@ struct sse_parser {
     bool first_line; /* strip a BOM from the first line only */
     long retry_ms;
     size_t events;
-    struct sse_buf line;
-    struct sse_buf data;
-    struct sse_buf event;
-    struct sse_buf id;
+    struct strbuf line;
+    struct strbuf data;
+    struct strbuf event;
+    struct strbuf id;
 };
 
-static int buf_reserve(struct sse_buf *b, size_t need)
-{
-    size_t cap = b->cap ? b->cap : 64;
-    char *np = NULL;
-
-    if (need + 1 <= b->cap)
-        return 0;
-    while (cap < need + 1)
-        cap *= 2;
-    np = realloc(b->p, cap);
-    if (np == NULL)
-        return -1;
-    b->p = np;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_append(struct sse_buf *b, const char *s, size_t n)
-{
-    if (buf_reserve(b, b->len + n) != 0)
-        return -1;
-    if (n > 0)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-static int buf_set(struct sse_buf *b, const char *s, size_t n)
+static int buf_set(struct strbuf *b, const char *s, size_t n)
 {
     b->len = 0;
-    return buf_append(b, s, n);
-}
-
-static const char *buf_str(const struct sse_buf *b)
-{
-    return b->p != NULL ? b->p : "";
+    return strbuf_add(b, s, n);
 }
 
 struct sse_parser *sse_parser_new(size_t max_event, sse_event_fn fn, void *user)
@@ -106,7 +69,7 @@ long sse_parser_retry_ms(const struct sse_parser *p)
 
 const char *sse_parser_last_id(const struct sse_parser *p)
 {
-    return buf_str(&p->id);
+    return strbuf_str(&p->id);
 }
 
 size_t sse_parser_events(const struct sse_parser *p)
@@ -129,7 +92,7 @@ static int dispatch(struct sse_parser *p)
     p->data.p[dlen] = '\0';
     name = p->event.len > 0 ? p->event.p : "message";
     p->events++;
-    rc = p->fn(p->user, name, buf_str(&p->id), p->data.p, dlen);
+    rc = p->fn(p->user, name, strbuf_str(&p->id), p->data.p, dlen);
     p->data.len = 0;
     p->event.len = 0;
     return rc != 0 ? SSE_STOPPED : SSE_OK;
@@ -154,8 +117,8 @@ static int field(struct sse_parser *p, const char *name, size_t nlen,
     if (nlen == 4 && memcmp(name, "data", 4) == 0) {
         if (p->data.len + vlen + 1 > p->max_event + 1)
             return SSE_TOO_LARGE;
-        if (buf_append(&p->data, val, vlen) != 0 ||
-            buf_append(&p->data, "\n", 1) != 0)
+        if (strbuf_add(&p->data, val, vlen) != 0 ||
+            strbuf_add(&p->data, "\n", 1) != 0)
             return SSE_NOMEM;
     } else if (nlen == 5 && memcmp(name, "event", 5) == 0) {
         if (buf_set(&p->event, val, vlen) != 0)
@@ -173,7 +136,7 @@ static int field(struct sse_parser *p, const char *name, size_t nlen,
 
 static int process_line(struct sse_parser *p)
 {
-    const char *line = buf_str(&p->line);
+    const char *line = strbuf_str(&p->line);
     size_t len = p->line.len;
     const char *colon = NULL;
     const char *val = NULL;
@@ -244,7 +207,7 @@ static int feed(struct sse_parser *p, const char *buf, size_t len)
             run++;
         if (p->line.len + run > p->max_event + SSE_LINE_SLACK)
             return SSE_TOO_LARGE;
-        if (buf_append(&p->line, buf + i, run) != 0)
+        if (strbuf_add(&p->line, buf + i, run) != 0)
             return SSE_NOMEM;
         i += run;
     }

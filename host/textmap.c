@@ -12,6 +12,7 @@
 
 #include "mcp_internal.h"
 #include "registry.h"
+#include "strbuf.h"
 
 /*
  * The tools of the bundled plugins. A text naming one whose plugin this
@@ -81,37 +82,6 @@ static const char *const bundled_tools[] = {
 };
 
 enum word_kind { W_OTHER, W_SHOWN, W_HIDDEN };
-
-struct buf {
-    char *p;
-    size_t len;
-    size_t cap;
-    bool oom;
-};
-
-static void buf_add(struct buf *b, const char *s, size_t n)
-{
-    char *np = NULL;
-    size_t want = b->len + n + 1;
-
-    if (b->oom)
-        return;
-    if (want > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < want)
-            cap *= 2;
-        np = realloc(b->p, cap);
-        if (np == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
 
 static bool word_char(char c)
 {
@@ -319,7 +289,7 @@ static void mark_hidden(const struct registry *reg, const char *text, size_t s,
 /* Append the kept part of the sentence [s, next), names rewritten. */
 static void emit(const struct registry *reg, const struct tool_entry *self,
                  const char *text, size_t s, size_t next, const char *keep,
-                 struct buf *b)
+                 struct strbuf *b)
 {
     const struct tool_entry *ctx = self;
     const struct tool_entry *t = NULL;
@@ -333,19 +303,19 @@ static void emit(const struct registry *reg, const struct tool_entry *self,
             continue;
         }
         if (!word_starts(text, i, s)) {
-            buf_add(b, text + i, 1);
+            strbuf_add(b, text + i, 1);
             i++;
             continue;
         }
         we = word_end(text, i, next);
         if (classify(reg, text + i, we - i, &t) == W_SHOWN) {
-            buf_add(b, t->name, strlen(t->name));
+            strbuf_add(b, t->name, strlen(t->name));
             ctx = t;
         } else if ((p = param_exposed(ctx, text + i, we - i)) != NULL ||
                    (p = param_exposed(self, text + i, we - i)) != NULL) {
-            buf_add(b, p, strlen(p));
+            strbuf_add(b, p, strlen(p));
         } else {
-            buf_add(b, text + i, we - i);
+            strbuf_add(b, text + i, we - i);
         }
         i = we;
     }
@@ -354,7 +324,7 @@ static void emit(const struct registry *reg, const struct tool_entry *self,
 char *textmap_apply(const struct registry *reg, const struct tool_entry *self,
                     const char *text, int flags)
 {
-    struct buf b = {NULL, 0, 0, false};
+    struct strbuf b = {0};
     size_t n = strlen(text);
     char *keep = NULL;
     size_t s = 0;
@@ -363,7 +333,7 @@ char *textmap_apply(const struct registry *reg, const struct tool_entry *self,
     if (keep == NULL)
         return NULL;
     memset(keep, 1, n + 1);
-    buf_add(&b, "", 0);
+    strbuf_add(&b, "", 0);
     while (s < n) {
         size_t e = sentence_end(text, s, n);
         size_t next = e;
