@@ -858,6 +858,7 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
     const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
     const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
     char *dir = NULL;
+    int keep = 0;
 
     if (errlen > 0)
         err[0] = '\0';
@@ -903,10 +904,10 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
                                  NULL, NULL) != 0) {
         /* Not saved: it must not exist (nor boot) unacknowledged. */
         eng->boxes = box->next;
-        if (box->pooled) /* the dir is the warm sandbox's: keep it */
-            warm_pool_unclaim_locked(eng, box->id);
+        /* A warm sandbox's dir stays for the pool, unless its start failed. */
+        keep = box->pooled && warm_pool_unclaim_locked(eng, box->id) == 0;
         pthread_mutex_unlock(&eng->lock);
-        dir = box->pooled ? NULL : engine_box_dir(eng, box->id);
+        dir = keep ? NULL : engine_box_dir(eng, box->id);
         if (dir != NULL)
             util_rmtree(dir);
         free(dir);

@@ -311,12 +311,20 @@ static struct pool_entry *find_locked(struct warm_pool *pool, const char *id)
     return NULL;
 }
 
-void warm_pool_unclaim_locked(struct engine *eng, const char *id)
+int warm_pool_unclaim_locked(struct engine *eng, const char *id)
 {
     struct pool_entry *e = find_locked(eng->pool, id);
 
-    if (e != NULL)
-        e->claimed = 0;
+    if (e == NULL || e->state == ENTRY_FAILED) {
+        /* Its start failed (and removed its sandbox): nothing to keep. */
+        if (e != NULL) {
+            unlink_locked(eng->pool, e);
+            free(e);
+        }
+        return 1;
+    }
+    e->claimed = 0;
+    return 0;
 }
 
 struct sandbox *warm_pool_adopt(struct engine *eng, const char *id)

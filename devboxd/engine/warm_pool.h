@@ -40,8 +40,10 @@ void warm_pool_stop(struct engine *eng);
  * unclaimed entry exists: then claims it and copies its id (idlen >= 40). */
 int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
                            size_t idlen);
-/* eng->lock held. Gives back a claim whose devbox was never acknowledged. */
-void warm_pool_unclaim_locked(struct engine *eng, const char *id);
+/* eng->lock held. Gives back a claim whose devbox was never acknowledged:
+ * 0, or 1 when the entry is gone (its start failed) and the caller removes
+ * the devbox dir. */
+int warm_pool_unclaim_locked(struct engine *eng, const char *id);
 /* Boot worker, eng->lock not held: the sandbox of the entry claimed as id,
  * waiting while it starts; NULL when its start failed (the caller starts
  * one itself). The entry leaves the pool. */

@@ -1581,9 +1581,18 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
 
 int sandbox_purge(const char *id)
 {
+    char path[PATH_MAX];
+    int rc;
+
     if (id == NULL || id[0] == '\0' || strchr(id, '/') != NULL || id[0] == '.')
         return -EINVAL;
-    return sb_cg_purge(id);
+    rc = sb_cg_purge(id);
+    /* runc's state of a container whose runc was killed with devboxd. */
+    if (sb_rt.runc_root != NULL) {
+        snprintf(path, sizeof(path), "%s/%s", sb_rt.runc_root, id);
+        sb_remove_tree(path);
+    }
+    return rc;
 }
 
 static const char *get_failure(struct sandbox *sb)

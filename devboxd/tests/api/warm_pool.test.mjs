@@ -96,6 +96,10 @@ test('kill -9 with a warm sandbox standing: the next start removes it', async (t
     { timeoutMs: 60000, what: 'the old pool dir to be removed' });
   assert.match(engine.stderr, new RegExp(`removed .*${warm}`));
   assert.deepEqual(groups(warm), [], 'the killed engine\'s pool sandbox kept its cgroups');
+  assert.ok(!existsSync(path.join(engine.stateDir, 'sandbox', 'runc', warm)),
+    'runc\'s state of the killed pool sandbox is left');
+  assert.deepEqual(readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+    .filter((l) => l.includes(warm)), [], 'a mount of the killed pool sandbox is left');
   const [fresh] = await waitReady(engine, 'a new sandbox ahead');
   const box = await engine.client().devboxes.createAndAwaitRunning({});
   assert.equal(box.id, fresh);
