@@ -288,17 +288,24 @@ static const char *key_text(const yaml_node_t *k)
                                        : "?";
 }
 
+/* A scalar's expanded text (malloc'd), or NULL after "'what' must be
+ * <expected>, not <kind>" or an expansion error. */
+static char *scalar_text(struct ctx *c, const yaml_node_t *n, const char *what,
+                         const char *expected)
+{
+    if (n->type != YAML_SCALAR_NODE) {
+        FAIL(c, n, "'%s' must be %s, not %s", what, expected, node_kind(n));
+        return NULL;
+    }
+    return scalar_expand(c, n);
+}
+
 /* Require a scalar; *out is the expanded text or NULL for a YAML null. */
 static int get_string(struct ctx *c, const yaml_node_t *n, const char *what,
                       char **out)
 {
-    char *v = NULL;
+    char *v = scalar_text(c, n, what, "a string");
 
-    if (n->type != YAML_SCALAR_NODE) {
-        FAIL(c, n, "'%s' must be a string, not %s", what, node_kind(n));
-        return -1;
-    }
-    v = scalar_expand(c, n);
     if (v == NULL)
         return -1;
     if (plain_is_null(n, v)) {
@@ -332,14 +339,9 @@ static int parse_bool_text(const char *v, bool *out)
 static int get_bool(struct ctx *c, const yaml_node_t *n, const char *what,
                     bool *out)
 {
-    char *v = NULL;
+    char *v = scalar_text(c, n, what, "true or false");
     int rc = -1;
 
-    if (n->type != YAML_SCALAR_NODE) {
-        FAIL(c, n, "'%s' must be true or false, not %s", what, node_kind(n));
-        return -1;
-    }
-    v = scalar_expand(c, n);
     if (v == NULL)
         return -1;
     if (parse_bool_text(v, out) < 0) {
@@ -356,16 +358,11 @@ static int get_uint(struct ctx *c, const yaml_node_t *n, const char *what,
                     unsigned long long min, unsigned long long max,
                     unsigned long long *out)
 {
-    char *v = NULL;
+    char *v = scalar_text(c, n, what, "a whole number");
     char *end = NULL;
     unsigned long long x = 0;
     int rc = -1;
 
-    if (n->type != YAML_SCALAR_NODE) {
-        FAIL(c, n, "'%s' must be a whole number, not %s", what, node_kind(n));
-        return -1;
-    }
-    v = scalar_expand(c, n);
     if (v == NULL)
         return -1;
     errno = 0;

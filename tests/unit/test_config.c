@@ -312,6 +312,17 @@ static void test_wrong_types(void **state)
         "plugins: []\ntools:\n  read_only: maybe\n",
         "t.yaml:3:14: 'tools.read_only' must be true or false, not 'maybe'",
         NULL);
+    expect_error("plugins: []\nserver: {name: [a]}\n",
+                 "t.yaml:2:16: 'server.name' must be a string, not a list",
+                 NULL);
+    expect_error("plugins: []\nhost: {workers: {n: 1}}\n",
+                 "t.yaml:2:17: 'host.workers' must be a whole number, not a "
+                 "mapping",
+                 NULL);
+    expect_error("plugins: []\ntools: {read_only: [yes]}\n",
+                 "t.yaml:2:20: 'tools.read_only' must be true or false, not a "
+                 "list",
+                 NULL);
     expect_error("plugins: {a: 1}\n", "t.yaml:1:10: 'plugins' must be a list",
                  NULL);
     expect_error("plugins:\n  - name: a\n    config: [1]\n",
