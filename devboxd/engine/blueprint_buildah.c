@@ -337,13 +337,34 @@ out:
     return rc;
 }
 
-/* The building blueprint depends on its base from now on, as a devbox on
- * its blueprint: the base's layers stay while the build runs, even through
- * the base's delete. Registry lock held. */
-static void depend_locked(const struct names *nm, const cJSON *base)
+/* The building blueprint depends on the blueprint its final stage is
+ * FROM (not on one a COPY --from or another stage names), as a devbox on its
+ * blueprint: the base's layers stay while the build runs, even through the
+ * base's delete. 0, or -1 with err when that base went meanwhile. */
+static int depend_on_final(const struct names *nm, const struct bd_out *df,
+                           char *err, size_t errlen)
 {
-    if (!nm->check_only && nm->job_id != NULL)
-        blueprints_depend_locked(nm->job_id, base);
+    const cJSON *what =
+        cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
+    const char *id = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(what, "blueprint"));
+    const cJSON *rec = NULL;
+    int rc = 0;
+
+    if (id == NULL)
+        return 0;
+    layers_lock(NULL);
+    rec = blueprints_find_locked(id, NULL);
+    if (rec != NULL)
+        blueprints_depend_locked(nm->job_id, rec);
+    layers_unlock();
+    if (rec == NULL) {
+        snprintf(err, errlen,
+                 "the base blueprint %s was deleted before the build started",
+                 id);
+        rc = -1;
+    }
+    return rc;
 }
 
 static int resolve_blueprint(struct names *nm, const char *name, char **local,
@@ -378,7 +399,6 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
                                     base != NULL ? base : images_default());
             cJSON_DeleteItemFromObjectCaseSensitive(nm->resolved, img);
             cJSON_AddItemToObject(nm->resolved, img, what);
-            depend_locked(nm, rec);
             *local = strdup(img);
             rc = *local != NULL ? 0 : -1;
         }
@@ -1382,7 +1402,8 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "Dockerfile %s", err);
         goto out;
     }
-    if (write_context(j, &df, err, sizeof(err)) != 0 ||
+    if (depend_on_final(&nm, &df, err, sizeof(err)) != 0 ||
+        write_context(j, &df, err, sizeof(err)) != 0 ||
         fetch_code(j, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
