@@ -1257,21 +1257,32 @@ static int parse_plugins(struct ctx *c, const yaml_node_t *n,
     return 0;
 }
 
+/* Checks n as check_mapping does and allocates a zeroed array of one
+ * element of size per pair (at least one); NULL after the error. */
+static void *mapping_array(struct ctx *c, const yaml_node_t *n,
+                           const char *section, size_t size)
+{
+    size_t count = 0;
+    void *arr = NULL;
+
+    if (check_mapping(c, n, section) < 0)
+        return NULL;
+    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    arr = calloc(count ? count : 1, size);
+    if (arr == NULL)
+        FAIL(c, n, "out of memory");
+    return arr;
+}
+
 static int parse_param_aliases(struct ctx *c, const yaml_node_t *n,
                                struct config_alias *a)
 {
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
-    size_t count = 0;
 
-    if (check_mapping(c, n, "tools.aliases.params") < 0)
+    a->params = mapping_array(c, n, "tools.aliases.params", sizeof(*a->params));
+    if (a->params == NULL)
         return -1;
-    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    a->params = calloc(count ? count : 1, sizeof(*a->params));
-    if (a->params == NULL) {
-        FAIL(c, n, "out of memory");
-        return -1;
-    }
     FOR_PAIRS(c, n, k, v)
     {
         struct config_param_alias *pa = &a->params[a->n_params];
@@ -1356,19 +1367,13 @@ static int parse_aliases(struct ctx *c, const yaml_node_t *v, void *at)
     struct host_tools_config *t = at;
     yaml_node_t *ak = NULL;
     yaml_node_t *av = NULL;
-    size_t count = 0;
     size_t i = 0;
 
     if (is_plain(v) && v->data.scalar.length == 0)
         return 0;
-    if (check_mapping(c, v, "tools.aliases") < 0)
+    t->aliases = mapping_array(c, v, "tools.aliases", sizeof(*t->aliases));
+    if (t->aliases == NULL)
         return -1;
-    count = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-    t->aliases = calloc(count ? count : 1, sizeof(*t->aliases));
-    if (t->aliases == NULL) {
-        FAIL(c, v, "out of memory");
-        return -1;
-    }
     FOR_PAIRS(c, v, ak, av)
     {
         t->n_aliases++;
@@ -1424,17 +1429,13 @@ static int parse_timeouts(struct ctx *c, const yaml_node_t *n, void *at)
     struct host_tools_config *t = at;
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
-    size_t count = 0;
 
-    if (check_mapping(c, n, "tools.timeout_ms") < 0)
+    t->timeouts = mapping_array(c, n, "tools.timeout_ms", sizeof(*t->timeouts));
+    if (t->timeouts != NULL)
+        t->timeout_ms =
+            mapping_array(c, n, "tools.timeout_ms", sizeof(*t->timeout_ms));
+    if (t->timeouts == NULL || t->timeout_ms == NULL)
         return -1;
-    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    t->timeouts = calloc(count ? count : 1, sizeof(*t->timeouts));
-    t->timeout_ms = calloc(count ? count : 1, sizeof(*t->timeout_ms));
-    if (t->timeouts == NULL || t->timeout_ms == NULL) {
-        FAIL(c, n, "out of memory");
-        return -1;
-    }
     FOR_PAIRS(c, n, k, v)
     {
         if (parse_timeout(c, k, v, t) < 0)
