@@ -23,7 +23,11 @@ cleanup() {
     fi
     if [ -f "$work/state/devboxd.pid" ]; then
         dpid="$(awk '/^pid /{print $2; exit}' "$work/state/devboxd.pid" 2>/dev/null || true)"
-        [ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null || true
+        if [ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null; then
+            # Its sandboxes' disks (the warm pool's too) are mounted in the
+            # state dir until it has stopped: wait before removing it.
+            for _ in $(seq 1 300); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+        fi
     fi
     [ $status -ne 0 ] && [ -f "$work/server.log" ] && tail -n 30 "$work/server.log" >&2
     rm -rf "$work"
