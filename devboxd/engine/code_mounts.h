@@ -20,7 +20,8 @@
 int code_mounts_check(const cJSON *body, char *err, size_t errlen);
 /* The URL a mount clones: <base>/<owner>/<name> (malloc'd, no token). */
 char *code_mounts_url(const cJSON *mount);
-/* Says (1, with why) that a clone must end now: a build was cancelled. */
+/* Says (1, with why) that a clone must end now: its build or devbox boot
+ * was cancelled. */
 typedef int (*code_mounts_stop_fn)(void *ctx, char *why, size_t whylen);
 
 /* Clones mount's repository into a git bundle at out (written by root,

@@ -740,6 +740,9 @@ static void *boot_thread(void *arg)
     ep = cJSON_GetObjectItemCaseSensitive(box->spec, "entrypoint");
     pthread_mutex_unlock(&eng->lock);
     if (mounts_write(eng, box, err, sizeof(err)) != 0) {
+        /* A cancelled code mount clone fails mounts_write: not a failure. */
+        if (boot_cancelled(eng, box))
+            return NULL;
         boot_fail(eng, box, "execution_failed", err);
         return NULL;
     }

@@ -181,6 +181,26 @@ out:
     return rc;
 }
 
+struct boot_ref {
+    struct engine *eng;
+    struct devbox *box;
+};
+
+/* A shutdown of the devbox or devboxd's stop cancels its boot: the host's
+ * clone ends then instead of at RLMCP_CODE_MOUNT_TIMEOUT_S. */
+static int boot_stop(void *ctx, char *why, size_t whylen)
+{
+    const struct boot_ref *ref = ctx;
+    int cancel;
+
+    pthread_mutex_lock(&ref->eng->lock);
+    cancel = ref->box->cancel_boot != 0 || ref->eng->stopping;
+    pthread_mutex_unlock(&ref->eng->lock);
+    if (cancel)
+        snprintf(why, whylen, "the devbox's boot was cancelled");
+    return cancel;
+}
+
 /* Clones a code mount on the host into a bundle, which the devbox's own
  * git clones into ~/<repo_name> as its user (once: a resume keeps it). */
 static int write_code_mount(struct engine *eng, struct devbox *box,
@@ -192,6 +212,7 @@ static int write_code_mount(struct engine *eng, struct devbox *box,
     char tmp[80];
     char why[512] = "";
     char *cmd = NULL;
+    struct boot_ref ref = {eng, box};
     int src = -1;
     int st;
 
@@ -205,7 +226,7 @@ static int write_code_mount(struct engine *eng, struct devbox *box,
     free(cmd);
     snprintf(host, sizeof(host), "%s/code-%s-%d.bundle", eng->state_dir,
              box->id, i);
-    if (code_mounts_bundle(m, host, NULL, NULL, err, errlen) != 0)
+    if (code_mounts_bundle(m, host, boot_stop, &ref, err, errlen) != 0)
         goto out;
     src = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);

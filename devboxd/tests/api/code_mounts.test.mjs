@@ -6,8 +6,9 @@
 // set to <base>/<owner>/<name>, install_command runs there; a token is
 // never shown (blueprint parameters, logs); a repository that does not
 // exist fails the devbox or the build naming it; a server that never
-// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S, and a delete of the
-// blueprint whose build clones from it stops the clone; bad owner and name
+// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S, a delete of the
+// blueprint whose build clones from it stops the clone, and so do a shutdown
+// of the devbox whose boot clones from it and devboxd's own stop; bad owner and name
 // values are 400s; the native builder refuses blueprint code_mounts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -157,17 +158,21 @@ describe('code_mounts with a server that never answers', () => {
   let sockets = [];
   const other = new Devboxd({ env: { RLMCP_BUILDER: 'native', RLMCP_CODE_MOUNT_TIMEOUT_S: '2' } });
   const builder = new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } });
+  const booter = new Devboxd({ env: { RLMCP_BUILDER: 'native' } }); // the 600 s default timeout
   before(async () => {
     silent = net.createServer((s) => { sockets.push(s); });
     await new Promise((r) => silent.listen(0, '127.0.0.1', r));
     other.env.RLMCP_CODE_MOUNT_BASE = `http://127.0.0.1:${silent.address().port}`;
     builder.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
+    booter.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
     await other.start();
     await builder.start();
+    await booter.start();
   });
   after(async () => {
     await other.cleanup();
     await builder.cleanup();
+    await booter.cleanup();
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
   });
@@ -193,5 +198,28 @@ describe('code_mounts with a server that never answers', () => {
     await c.blueprints.delete(b.id); // waits for the build to end: a 503 past 30 s
     const v = await c.blueprints.retrieve(b.id);
     assert.equal(v.state, 'deleted');
+  });
+
+  // A devbox whose boot is cloning from the silent server: returns once the
+  // clone has connected.
+  async function hangingBox(c) {
+    const seen = sockets.length;
+    const box = await c.devboxes.create({ code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] });
+    await waitFor(async () => sockets.length > seen, { timeoutMs: 120000, stepMs: 100, what: 'the clone to connect' });
+    return box;
+  }
+
+  test('a shutdown of a devbox whose boot is cloning, and the stop of devboxd, end the clone', async () => {
+    const c = booter.client();
+    const box = await hangingBox(c);
+    // Before, the shutdown waited for the clone (600 s) and answered 409.
+    await c.devboxes.shutdown(box.id);
+    const d = await waitFor(async () => {
+      const v = await c.devboxes.retrieve(box.id);
+      return v.status === 'shutdown' ? v : null;
+    }, { timeoutMs: 60000, stepMs: 100, what: 'the devbox to shut down' });
+    assert.equal(d.status, 'shutdown');
+    await hangingBox(c);
+    await booter.stop(); // fails if devboxd needed SIGKILL after 60 s
   });
 });
