@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "engine.h"
 #include "images.h"
+#include "code_mounts.h"
 #include "mounts.h"
 #include "pty_sessions.h"
 #include "tunnels.h"
@@ -545,6 +546,21 @@ static int boot_cancelled(struct engine *eng, struct devbox *box)
     return why != 0;
 }
 
+/* A code mount's token is needed only until its clone is in the devbox's
+ * disk (a resume keeps the clone): the record stops holding it then. */
+static void drop_code_tokens(struct engine *eng, struct devbox *box)
+{
+    const cJSON *cm = NULL;
+
+    pthread_mutex_lock(&eng->lock);
+    cm = cJSON_GetObjectItemCaseSensitive(box->spec, "code_mounts");
+    if (cJSON_GetArraySize(cm) > 0) {
+        code_mounts_redact(box->spec);
+        engine_save_locked(eng, box);
+    }
+    pthread_mutex_unlock(&eng->lock);
+}
+
 /* Lock held (released meanwhile). Tells a boot worker to stop and kills
  * its running launch command, so a command that blocks (sleep 600) cannot
  * hold a shutdown or devboxd's stop. */
@@ -743,9 +759,11 @@ static void *boot_thread(void *arg)
         /* A cancelled code mount clone fails mounts_write: not a failure. */
         if (boot_cancelled(eng, box))
             return NULL;
+        drop_code_tokens(eng, box);
         boot_fail(eng, box, "execution_failed", err);
         return NULL;
     }
+    drop_code_tokens(eng, box);
     cJSON_ArrayForEach(it, cmds) {
         int st;
 

@@ -4,15 +4,16 @@
 // repositories served over file:// (this machine cannot reach GitHub): the
 // repository lands in ~/<repo_name> owned by the devbox's user with origin
 // set to <base>/<owner>/<name>, install_command runs there; a token is
-// never shown (blueprint parameters, logs); a repository that does not
-// exist fails the devbox or the build naming it; a server that never
-// answers is cut off at RLMCP_CODE_MOUNT_TIMEOUT_S, a delete of the
-// blueprint whose build clones from it stops the clone, and so do a shutdown
-// of the devbox whose boot clones from it and devboxd's own stop; bad owner and name
-// values are 400s; the native builder refuses blueprint code_mounts.
+// never shown (blueprint parameters, logs) nor kept in a record once
+// cloned; a repository that does not exist fails the devbox or the build
+// naming it; a server that never answers is cut off at
+// RLMCP_CODE_MOUNT_TIMEOUT_S, a delete of the blueprint whose build clones
+// from it stops the clone, and so do a shutdown of the devbox whose boot
+// clones from it and devboxd's own stop; bad owner and name values are
+// 400s; the native builder refuses blueprint code_mounts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,6 +93,10 @@ describe('code_mounts', () => {
     const logs = JSON.stringify(await client.devboxes.logs.list(box.id));
     assert.doesNotMatch(logs, new RegExp(TOKEN));
     assert.doesNotMatch(JSON.stringify(await client.devboxes.retrieve(box.id)), new RegExp(TOKEN));
+    // The record drops the token once the clone is in the devbox's disk.
+    const record = () => readFileSync(path.join(engine.stateDir, 'devboxes', box.id, 'devbox.json'), 'utf8');
+    assert.match(record(), /"repo_name":\s*"tool"/);
+    assert.doesNotMatch(record(), new RegExp(TOKEN));
     // A suspend and resume keeps the clone (and its local changes).
     await run(box.id, 'echo local > ~/tool/local.txt');
     await client.devboxes.suspend(box.id);
@@ -99,6 +104,7 @@ describe('code_mounts', () => {
     await client.devboxes.resume(box.id);
     await client.devboxes.awaitRunning(box.id);
     assert.equal((await run(box.id, 'cat ~/tool/local.txt')).out, 'local\n');
+    assert.doesNotMatch(record(), new RegExp(TOKEN));
     await client.devboxes.shutdown(box.id);
   });
 
