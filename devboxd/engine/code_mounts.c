@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "code_mounts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -370,11 +372,57 @@ out:
     return rc;
 }
 
+/* The clone dirs of this state dir's devboxd: /tmp/devboxd-code-<dev>-<ino>-
+ * (nobody must reach them; the state dir may be 0700), so a start removes
+ * what a killed devboxd left without touching another devboxd's clones. */
+static char clone_prefix[96] = "/tmp/devboxd-code-";
+
+/* Removes the entries of dir owned by owner whose names start with prefix
+ * and end with suffix: in /tmp, what another user made there stays. */
+static void remove_matching(const char *dir, const char *prefix,
+                            const char *suffix, uid_t owner)
+{
+    struct stat st;
+    DIR *d = opendir(dir);
+    struct dirent *e = NULL;
+    size_t pl = strlen(prefix);
+    size_t sl = strlen(suffix);
+    char path[4352];
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        size_t nl = strlen(e->d_name);
+
+        if (nl < pl + sl || strncmp(e->d_name, prefix, pl) != 0 ||
+            strcmp(e->d_name + nl - sl, suffix) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && st.st_uid == owner)
+            util_rmtree(path);
+    }
+    closedir(d);
+}
+
+void code_mounts_init(const char *state_dir)
+{
+    struct stat st;
+    char name[96];
+
+    if (stat(state_dir, &st) != 0)
+        return;
+    snprintf(name, sizeof(name), "devboxd-code-%ju-%ju-", (uintmax_t)st.st_dev,
+             (uintmax_t)st.st_ino);
+    snprintf(clone_prefix, sizeof(clone_prefix), "/tmp/%s", name);
+    remove_matching("/tmp", name, "", NOBODY);
+    remove_matching(state_dir, "code-", ".bundle", getuid());
+}
+
 int code_mounts_bundle(const cJSON *mount, const char *out,
                        code_mounts_stop_fn stop, void *stop_ctx, char *err,
                        size_t errlen)
 {
-    char tmpl[] = "/tmp/devboxd-code-XXXXXX";
+    char tmpl[sizeof(clone_prefix) + 8];
     char *dir = NULL;
     char *url = code_mounts_url(mount);
     char *header = NULL;
@@ -394,6 +442,7 @@ int code_mounts_bundle(const cJSON *mount, const char *out,
                     "create", "--quiet", "../repo.bundle", "--all",
                     NULL};
 
+    snprintf(tmpl, sizeof(tmpl), "%sXXXXXX", clone_prefix);
     if (url == NULL || (dir = mkdtemp(tmpl)) == NULL ||
         chown(dir, NOBODY, NOBODY) != 0 || chmod(dir, 0700) != 0) {
         snprintf(err, errlen, "code mount: cannot make a clone dir: %s",

@@ -30,6 +30,9 @@ typedef int (*code_mounts_stop_fn)(void *ctx, char *why, size_t whylen);
 int code_mounts_bundle(const cJSON *mount, const char *out,
                        code_mounts_stop_fn stop, void *stop_ctx, char *err,
                        size_t errlen);
+/* At devboxd's start: names this state dir's clone dirs and removes the
+ * clone dirs and bundles a killed devboxd left behind. */
+void code_mounts_init(const char *state_dir);
 /* The shell script that clones the bundle at `bundle` into
  * <home>/<repo_name> (home: shell text, e.g. "\"$HOME\"") with the origin
  * set to the mount's URL, then runs its install_command there; nothing

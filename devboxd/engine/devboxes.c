@@ -1316,6 +1316,7 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
 
     memset(eng, 0, sizeof(*eng));
     eng->state_dir = strdup(state_dir);
+    code_mounts_init(state_dir);
     pthread_mutex_init(&eng->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_REALTIME);

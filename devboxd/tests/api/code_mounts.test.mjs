@@ -9,11 +9,14 @@
 // naming it; a server that never answers is cut off at
 // RLMCP_CODE_MOUNT_TIMEOUT_S, a delete of the blueprint whose build clones
 // from it stops the clone, and so do a shutdown of the devbox whose boot
-// clones from it and devboxd's own stop; bad owner and name values are
-// 400s; the native builder refuses blueprint code_mounts.
+// clones from it and devboxd's own stop; a restart after a kill -9
+// removes the clone dirs and bundles left behind; bad owner and name values
+// are 400s; the native builder refuses blueprint code_mounts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -165,20 +168,24 @@ describe('code_mounts with a server that never answers', () => {
   const other = new Devboxd({ env: { RLMCP_BUILDER: 'native', RLMCP_CODE_MOUNT_TIMEOUT_S: '2' } });
   const builder = new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } });
   const booter = new Devboxd({ env: { RLMCP_BUILDER: 'native' } }); // the 600 s default timeout
+  const crasher = new Devboxd({ env: { RLMCP_BUILDER: 'native' } });
   before(async () => {
     silent = net.createServer((s) => { sockets.push(s); });
     await new Promise((r) => silent.listen(0, '127.0.0.1', r));
     other.env.RLMCP_CODE_MOUNT_BASE = `http://127.0.0.1:${silent.address().port}`;
     builder.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
     booter.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
+    crasher.env.RLMCP_CODE_MOUNT_BASE = other.env.RLMCP_CODE_MOUNT_BASE;
     await other.start();
     await builder.start();
     await booter.start();
+    await crasher.start();
   });
   after(async () => {
     await other.cleanup();
     await builder.cleanup();
     await booter.cleanup();
+    await crasher.cleanup();
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
   });
@@ -227,5 +234,22 @@ describe('code_mounts with a server that never answers', () => {
     assert.equal(d.status, 'shutdown');
     await hangingBox(c);
     await booter.stop(); // fails if devboxd needed SIGKILL after 60 s
+  });
+
+  test('a devboxd killed mid-clone leaves no clone dir or bundle after its restart', async () => {
+    await hangingBox(crasher.client());
+    const st = statSync(crasher.stateDir, { bigint: true });
+    const prefix = `devboxd-code-${st.dev}-${st.ino}-`;
+    const clones = () => readdirSync('/tmp').filter((n) => n.startsWith(prefix));
+    const left = clones();
+    assert.ok(left.length > 0, 'no clone dir in /tmp (nothing to prove)');
+    const bundle = path.join(crasher.stateDir, 'code-dbx_left-0.bundle');
+    writeFileSync(bundle, 'a partial bundle');
+    crasher.proc.kill('SIGKILL');
+    await crasher.exited;
+    crasher.proc = null;
+    await crasher.start();
+    assert.deepEqual(clones().filter((n) => left.includes(n)), []);
+    assert.equal(existsSync(bundle), false);
   });
 });
