@@ -10,13 +10,15 @@
 // RLMCP_CODE_MOUNT_TIMEOUT_S, a delete of the blueprint whose build clones
 // from it stops the clone, and so do a shutdown of the devbox whose boot
 // clones from it and devboxd's own stop; a restart after a kill -9
-// removes the clone dirs and bundles left behind; bad owner and name values
+// removes the clone dirs and bundles left behind; over smart HTTP the token
+// reaches git as Basic auth and no command line; bad owner and name values
 // are 400s; the native builder refuses blueprint code_mounts.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync,
 } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -251,5 +253,81 @@ describe('code_mounts with a server that never answers', () => {
     await crasher.start();
     assert.deepEqual(clones().filter((n) => left.includes(n)), []);
     assert.equal(existsSync(bundle), false);
+  });
+});
+
+// A git smart-HTTP server (git http-backend as CGI) that wants the token as
+// Basic auth: proves the token reaches git, and never a command line.
+describe('code_mounts with a token over HTTP', () => {
+  let server;
+  const seen = []; // [authorization header, a process command line held the token]
+  const box = new Devboxd({ env: { RLMCP_BUILDER: 'native' } });
+  const secret = Buffer.from(`x-access-token:${TOKEN}`).toString('base64');
+  const onCmdline = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).some((p) => {
+    try {
+      const c = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      return c.includes(TOKEN) || c.includes(secret);
+    } catch { return false; }
+  });
+  function cgi(req, res) {
+    seen.push([req.headers.authorization ?? '', onCmdline()]);
+    if (req.headers.authorization !== `Basic ${secret}`) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"' });
+      res.end();
+      return;
+    }
+    const u = new URL(req.url, 'http://x');
+    const child = spawn('/usr/lib/git-core/git-http-backend', [], { env: {
+      GIT_PROJECT_ROOT: repos, GIT_HTTP_EXPORT_ALL: '1', REQUEST_METHOD: req.method,
+      PATH_INFO: u.pathname.replace(/^\/acme\/tool\//, '/acme/tool.git/'),
+      QUERY_STRING: u.search.slice(1), CONTENT_TYPE: req.headers['content-type'] ?? '',
+      HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '', REMOTE_ADDR: '127.0.0.1',
+    } });
+    req.pipe(child.stdin);
+    const chunks = [];
+    child.stdout.on('data', (d) => chunks.push(d));
+    child.on('close', () => {
+      const out = Buffer.concat(chunks);
+      const end = out.indexOf('\r\n\r\n');
+      const head = out.subarray(0, end).toString().split('\r\n');
+      const headers = {};
+      let status = 200;
+      for (const line of head) {
+        const i = line.indexOf(':');
+        const k = line.slice(0, i).trim();
+        const v = line.slice(i + 1).trim();
+        if (k.toLowerCase() === 'status') status = Number.parseInt(v, 10);
+        else headers[k] = v;
+      }
+      res.writeHead(status, headers);
+      res.end(out.subarray(end + 4));
+    });
+  }
+  before(async () => {
+    server = http.createServer(cgi);
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    box.env.RLMCP_CODE_MOUNT_BASE = `http://127.0.0.1:${server.address().port}`;
+    await box.start();
+  });
+  after(async () => {
+    await box.cleanup();
+    await new Promise((r) => server.close(r));
+  });
+
+  test('the token reaches git as Basic auth, on no command line and in no log', async () => {
+    const c = box.client();
+    const d = await c.devboxes.createAndAwaitRunning({ code_mounts: [mount] });
+    const r = await c.devboxes.executeAndAwaitCompletion(d.id, { command: 'cat ~/tool/README.md ~/tool/installed' });
+    assert.equal(r.stdout, 'tool readme\nyes\n', r.stderr);
+    assert.ok(seen.some(([a]) => a === `Basic ${secret}`), 'git never sent the token');
+    assert.deepEqual(seen.filter(([, cmd]) => cmd), [], 'a command line held the token');
+    const without = await c.devboxes.create({ code_mounts: [{ repo_owner: 'acme', repo_name: 'tool' }] });
+    const f = await waitFor(async () => {
+      const v = await c.devboxes.retrieve(without.id);
+      return v.status === 'failure' ? v : null;
+    }, { timeoutMs: 120000, stepMs: 100, what: 'the devbox without a token to fail' });
+    assert.match(f.failure_message ?? '', /cloning http:\/\/127\.0\.0\.1:\d+\/acme\/tool failed/);
+    assert.doesNotMatch(JSON.stringify(await c.devboxes.logs.list(d.id)), new RegExp(TOKEN));
+    assert.ok(!box.stderr.includes(TOKEN) && !box.stderr.includes(secret), 'devboxd printed the token');
   });
 });
