@@ -577,3 +577,25 @@ int util_opt_string_array(const cJSON *obj, const char *name, const cJSON **out,
     *out = v;
     return 0;
 }
+
+char *util_shell_quote(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 3);
+    char *p = out;
+
+    if (out == NULL)
+        return NULL;
+    *p++ = '\'';
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            memcpy(p, "'\\''", 4);
+            p += 4;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p++ = '\'';
+    *p = '\0';
+    return out;
+}

@@ -38,6 +38,9 @@ void util_write_error_reset(void);
 /* Reads a whole (small) file; NUL-terminated. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
 int util_rmtree(const char *path);
+/* s quoted for a POSIX shell: in single quotes, each ' as '\''.
+ * malloc'd; NULL when out of memory. */
+char *util_shell_quote(const char *s);
 
 /* Splits "HOST:PORT" ("[v6]:PORT" too) into host (NUL-terminated, brackets
  * dropped) and *port (points into spec, digits only). 0; -EINVAL when the

@@ -504,36 +504,15 @@ out:
 
 /* ------------------------------------------------------------- script */
 
-static char *squote(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = malloc(len * 4 + 3);
-    char *p = out;
-
-    if (out == NULL)
-        return NULL;
-    *p++ = '\'';
-    for (; *s != '\0'; s++) {
-        if (*s == '\'') {
-            memcpy(p, "'\\''", 4);
-            p += 4;
-        } else {
-            *p++ = *s;
-        }
-    }
-    *p++ = '\'';
-    *p = '\0';
-    return out;
-}
-
 char *code_mounts_script(const cJSON *mount, const char *bundle,
                          const char *home)
 {
     const char *install = rec_str(mount, "install_command");
     char *url = code_mounts_url(mount);
-    char *qu = url != NULL ? squote(url) : NULL;
-    char *qb = squote(bundle);
-    char *qi = install != NULL && install[0] != '\0' ? squote(install) : NULL;
+    char *qu = url != NULL ? util_shell_quote(url) : NULL;
+    char *qb = util_shell_quote(bundle);
+    char *qi = install != NULL && install[0] != '\0' ? util_shell_quote(install)
+                                                     : NULL;
     char *s = NULL;
 
     /* repo_name is [A-Za-z0-9._-]: safe in a path unquoted. */

@@ -18,28 +18,6 @@
 #include "sandbox.h"
 #include "util.h"
 
-static char *shell_quote(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = malloc(len * 4 + 3);
-    char *p = out;
-
-    if (out == NULL)
-        return NULL;
-    *p++ = '\'';
-    for (; *s != '\0'; s++) {
-        if (*s == '\'') {
-            memcpy(p, "'\\''", 4);
-            p += 4;
-        } else {
-            *p++ = *s;
-        }
-    }
-    *p++ = '\'';
-    *p = '\0';
-    return out;
-}
-
 /* Runs cmd (consumed; NULL: out of memory) as a boot command; 0 when it
  * exited 0. */
 static int run_cmd(struct engine *eng, struct devbox *box, char *cmd, char *err, size_t errlen)
@@ -67,7 +45,7 @@ static int make_parent(struct engine *eng, struct devbox *box, const char *targe
     }
     if (slash != NULL && slash != dir) {
         *slash = '\0';
-        char *q = shell_quote(dir);
+        char *q = util_shell_quote(dir);
         char *cmd = NULL;
 
         if (q == NULL || asprintf(&cmd, "mkdir -p -- %s", q) < 0)
@@ -122,8 +100,8 @@ static int write_file_mount(struct engine *eng, struct devbox *box, const char *
 static int unpack(struct engine *eng, struct devbox *box, const char *content_type,
                   const char *tmp, const char *path, char *err, size_t errlen)
 {
-    char *qt = shell_quote(tmp);
-    char *qp = shell_quote(path);
+    char *qt = util_shell_quote(tmp);
+    char *qp = util_shell_quote(path);
     const char *z = strcmp(content_type, "tgz") == 0 ? "z" : "";
     char *cmd = NULL;
     int n = -1;
