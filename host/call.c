@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base64.h"
 #include "call_audit.h"
 #include "jsonrpc.h"
 #include "loader.h"
@@ -1274,40 +1275,6 @@ out:
     return rc;
 }
 
-static char *base64(const unsigned char *data, size_t len)
-{
-    static const char tbl[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t out_len = 4 * ((len + 2) / 3);
-    char *out = malloc(out_len + 1);
-    size_t i;
-    size_t o = 0;
-
-    if (out == NULL)
-        return NULL;
-    for (i = 0; i + 2 < len; i += 3) {
-        uint32_t v = ((uint32_t)data[i] << 16) | ((uint32_t)data[i + 1] << 8) |
-                     data[i + 2];
-
-        out[o++] = tbl[(v >> 18) & 63];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = tbl[(v >> 6) & 63];
-        out[o++] = tbl[v & 63];
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)data[i] << 16;
-
-        if (i + 1 < len)
-            v |= (uint32_t)data[i + 1] << 8;
-        out[o++] = tbl[(v >> 18) & 63];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
 int call_resource_contents(rlmcp_call *call, const char *uri,
                            const char *mime_type, const void *data, size_t len,
                            bool is_blob)
@@ -1320,7 +1287,8 @@ int call_resource_contents(rlmcp_call *call, const char *uri,
     if (call->kind != CALL_RESOURCE)
         return RLMCP_ESTATE;
     if (is_blob)
-        value = base64(data != NULL ? data : (const void *)"", len);
+        value =
+            base64_encode(data != NULL ? data : (const void *)"", len, false);
     else
         value = jsonrpc_utf8_sanitize(data != NULL ? data : "", len);
     if (value == NULL)

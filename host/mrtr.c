@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "base64.h"
 #include "digest.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -71,30 +72,28 @@ static char *state_encode(const char *target, const char *caller,
 {
     cJSON *payload = cJSON_CreateObject();
     char *json = NULL;
+    char *body = NULL;
     char *b64 = NULL;
     char *out = NULL;
     char mac[65];
-    size_t n = 0;
 
     cJSON_AddStringToObject(payload, "t", target);
     cJSON_AddItemToObject(payload, "r", cJSON_Duplicate(responses, true));
     json = cJSON_PrintUnformatted(payload);
     if (json == NULL)
         goto out;
-    n = strlen(json);
-    b64 = malloc(strlen(STATE_PREFIX) + 4 * ((n + 2) / 3) + 1);
-    if (b64 == NULL)
+    body = base64_encode(json, strlen(json), false);
+    if (body == NULL || asprintf(&b64, "%s%s", STATE_PREFIX, body) < 0) {
+        b64 = NULL;
         goto out;
-    strcpy(b64, STATE_PREFIX);
-    if (EVP_EncodeBlock((unsigned char *)b64 + strlen(STATE_PREFIX),
-                        (const unsigned char *)json, (int)n) < 0)
-        goto out;
+    }
     if (sign(caller, b64, strlen(b64), mac) != 0 ||
         asprintf(&out, "%s.%s", b64, mac) < 0)
         out = NULL;
 out:
     cJSON_Delete(payload);
     free(json);
+    free(body);
     free(b64);
     return out;
 }
@@ -111,7 +110,6 @@ static cJSON *state_decode(const char *state, const char *target,
     cJSON *t = NULL;
     cJSON *r = NULL;
     size_t blen = 0;
-    int n = 0;
 
     if (strncmp(state, STATE_PREFIX, strlen(STATE_PREFIX)) != 0 ||
         dot == NULL || dot < b64 || strlen(dot + 1) != 64 ||
@@ -124,18 +122,12 @@ static cJSON *state_decode(const char *state, const char *target,
                  "over");
         return NULL;
     }
-    blen = (size_t)(dot - b64);
-    raw = malloc(blen + 1);
+    /* Signed by us, so it decodes unless memory ran out. */
+    raw = base64_decode(b64, (size_t)(dot - b64), false, &blen);
     if (raw == NULL)
         goto nomem;
-    n = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)blen);
-    /* EVP_DecodeBlock counts '=' padding as zero bytes: trim them. */
-    while (n > 0 && blen > 0 && b64[blen - 1] == '=') {
-        n--;
-        blen--;
-    }
-    if (n > 0)
-        payload = cJSON_ParseWithLength((const char *)raw, (size_t)n);
+    if (blen > 0)
+        payload = cJSON_ParseWithLength((const char *)raw, blen);
     free(raw);
     t = cJSON_GetObjectItemCaseSensitive(payload, "t");
     r = cJSON_DetachItemFromObjectCaseSensitive(payload, "r");

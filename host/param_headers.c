@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/evp.h>
+#include "base64.h"
 
 #define B64_OPEN "=?base64?"
 #define B64_CLOSE "?="
@@ -98,40 +98,13 @@ int param_headers_declared(const cJSON *schema, char *err, size_t errlen)
     return n;
 }
 
-static bool b64_char(char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-           (ch >= '0' && ch <= '9') || ch == '+' || ch == '/';
-}
-
-/* Strict standard Base64: whole quads, padding only at the end. */
-static bool b64_valid(const char *s, size_t n, size_t *pad)
-{
-    size_t i;
-
-    *pad = 0;
-    if (n % 4 != 0)
-        return false;
-    if (n > 0 && s[n - 1] == '=')
-        (*pad)++;
-    if (n > 1 && s[n - 2] == '=')
-        (*pad)++;
-    for (i = 0; i < n - *pad; i++) {
-        if (!b64_char(s[i]))
-            return false;
-    }
-    return true;
-}
-
 char *param_header_decode(const char *raw, size_t *len, char *err,
                           size_t errlen)
 {
     size_t n = 0;
     size_t inner = 0;
-    size_t pad = 0;
     const char *b64 = NULL;
     char *out = NULL;
-    int got = 0;
 
     err[0] = '\0';
     while (*raw == ' ' || *raw == '\t')
@@ -150,24 +123,11 @@ char *param_header_decode(const char *raw, size_t *len, char *err,
     }
     b64 = raw + strlen(B64_OPEN);
     inner = n - strlen(B64_OPEN) - strlen(B64_CLOSE);
-    if (!b64_valid(b64, inner, &pad)) {
+    out = (char *)base64_decode(b64, inner, false, len);
+    if (out == NULL)
         snprintf(err, errlen,
                  "its =?base64?...?= value is not valid Base64 (standard "
                  "alphabet, length a multiple of 4, '=' padding)");
-        return NULL;
-    }
-    out = malloc(inner / 4 * 3 + 1);
-    if (out == NULL)
-        return NULL;
-    got = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)b64,
-                          (int)inner);
-    if (got < 0 || (size_t)got < pad) {
-        free(out);
-        snprintf(err, errlen, "its =?base64?...?= value is not valid Base64");
-        return NULL;
-    }
-    *len = (size_t)got - pad;
-    out[*len] = '\0';
     return out;
 }
 

@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "base64.h"
 #include "digest.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -183,73 +184,7 @@ void tasks_init_key(const char *state_secret, const char *state_dir)
         log_msg(RLMCP_LOG_ERROR, NULL, "cannot draw a random task key");
 }
 
-/* ---- encoding ----------------------------------------------------------- */
-
-static char *b64url(const unsigned char *data, size_t len)
-{
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    size_t n = 0;
-    size_t i = 0;
-
-    if (out == NULL)
-        return NULL;
-    if (EVP_EncodeBlock((unsigned char *)out, data, (int)len) < 0) {
-        free(out);
-        return NULL;
-    }
-    n = strlen(out);
-    while (n > 0 && out[n - 1] == '=')
-        out[--n] = '\0';
-    for (i = 0; i < n; i++) {
-        if (out[i] == '+')
-            out[i] = '-';
-        else if (out[i] == '/')
-            out[i] = '_';
-    }
-    return out;
-}
-
-/* Decode s[0..n) (base64url, no padding); NULL when not valid. */
-static unsigned char *b64url_decode(const char *s, size_t n, size_t *out_len)
-{
-    char *tmp = NULL;
-    unsigned char *out = NULL;
-    size_t pad = (4 - n % 4) % 4;
-    size_t i = 0;
-    int got = 0;
-
-    if (n == 0 || pad == 3)
-        return NULL;
-    tmp = malloc(n + pad + 1);
-    out = malloc((n + pad) / 4 * 3 + 1);
-    if (tmp == NULL || out == NULL)
-        goto fail;
-    for (i = 0; i < n; i++) {
-        char ch = s[i];
-
-        if (ch == '-')
-            ch = '+';
-        else if (ch == '_')
-            ch = '/';
-        else if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-                   (ch >= '0' && ch <= '9')))
-            goto fail;
-        tmp[i] = ch;
-    }
-    memset(tmp + n, '=', pad);
-    tmp[n + pad] = '\0';
-    got = EVP_DecodeBlock(out, (unsigned char *)tmp, (int)(n + pad));
-    if (got < 0 || (size_t)got < pad)
-        goto fail;
-    *out_len = (size_t)got - pad;
-    out[*out_len] = '\0';
-    free(tmp);
-    return out;
-fail:
-    free(tmp);
-    free(out);
-    return NULL;
-}
+/* ---- signing ------------------------------------------------------------ */
 
 static int mac(const char *caller, const char *payload, unsigned char out[32])
 {
@@ -277,9 +212,9 @@ static char *id_encode(const char *tool, const cJSON *handle,
     cJSON_AddNumberToObject(p, "l", (double)ttl_ms);
     json = cJSON_PrintUnformatted(p);
     if (json != NULL)
-        payload = b64url((const unsigned char *)json, strlen(json));
+        payload = base64_encode(json, strlen(json), true);
     if (payload != NULL && mac(caller, payload, md) == 0)
-        sig = b64url(md, sizeof(md));
+        sig = base64_encode(md, sizeof(md), true);
     if (sig != NULL && asprintf(&id, ID_PREFIX "%s.%s", payload, sig) < 0)
         id = NULL;
     cJSON_Delete(p);
@@ -354,12 +289,12 @@ static int id_decode(const struct registry *reg, const char *id,
     if (dot == NULL)
         return 1;
     payload_s = strndup(payload, (size_t)(dot - payload));
-    got = b64url_decode(dot + 1, strlen(dot + 1), &got_len);
+    got = base64_decode(dot + 1, strlen(dot + 1), true, &got_len);
     if (payload_s == NULL || got == NULL || got_len != sizeof(want) ||
         mac(caller, payload_s, want) != 0 ||
         CRYPTO_memcmp(want, got, sizeof(want)) != 0)
         goto out;
-    json = b64url_decode(payload_s, strlen(payload_s), &json_len);
+    json = base64_decode(payload_s, strlen(payload_s), true, &json_len);
     p = json != NULL ? cJSON_ParseWithLength((const char *)json, json_len)
                      : NULL;
     if (p == NULL || (!payload_fields(reg, p, out) && out->gone[0] == '\0'))
