@@ -24,6 +24,7 @@
 
 #include "rlmcp/plugin.h"
 #include "strbuf.h"
+#include "suggest.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8000"
 
@@ -94,39 +95,6 @@ static const char *node_kind(const yaml_node_t *n)
 
 /* ---- suggestions ------------------------------------------------------- */
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a);
-    size_t lb = strlen(b);
-    size_t row[65];
-    size_t i = 0;
-    size_t j = 0;
-
-    if (la > 64 || lb > 64)
-        return SIZE_MAX;
-    for (j = 0; j <= lb; j++)
-        row[j] = j;
-    for (i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t cost = tolower((unsigned char)a[i - 1]) ==
-                                  tolower((unsigned char)b[j - 1])
-                              ? 0
-                              : 1;
-            size_t best = diag + cost;
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const char *config_suggest(const char *word, const char *const *candidates)
 {
     const char *best = NULL;
@@ -136,7 +104,7 @@ const char *config_suggest(const char *word, const char *const *candidates)
     if (word == NULL || candidates == NULL)
         return NULL;
     for (i = 0; candidates[i] != NULL; i++) {
-        size_t d = edit_distance(word, candidates[i]);
+        size_t d = suggest_distance(word, candidates[i]);
         if (d < best_d) {
             best_d = d;
             best = candidates[i];

@@ -7,6 +7,7 @@
  */
 #include "schema.h"
 #include "schema_pattern.h"
+#include "suggest.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -1219,34 +1220,6 @@ static int v_array(struct vctx *c, const struct kws *k, const cJSON *inst)
     return 0;
 }
 
-/* Levenshtein distance for "did you mean"; large for long names. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a);
-    size_t lb = strlen(b);
-    size_t prev[65], cur[65];
-    size_t i, j;
-
-    if (la > 64 || lb > 64) {
-        return SIZE_MAX;
-    }
-    for (j = 0; j <= lb; j++) {
-        prev[j] = j;
-    }
-    for (i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1;
-            size_t ins = cur[j - 1] + 1;
-            size_t best = sub < del ? sub : del;
-            cur[j] = best < ins ? best : ins;
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
-
 static const char *closest_name(const cJSON *props, const char *key)
 {
     const cJSON *p = NULL;
@@ -1254,7 +1227,7 @@ static const char *closest_name(const cJSON *props, const char *key)
     size_t best_d = 3; /* suggest only within two edits */
 
     cJSON_ArrayForEach(p, props) {
-        size_t d = edit_distance(key, p->string);
+        size_t d = suggest_distance(key, p->string);
         if (d < best_d && d < strlen(p->string)) {
             best = p->string;
             best_d = d;
