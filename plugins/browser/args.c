@@ -34,8 +34,8 @@ enum need { OPTIONAL, REQUIRED, UNUSED };
 static const struct {
     enum need selector;
     enum need value;
-    /* Seed 001 passes the selector as `value` for actions that take only
-     * a selector: accepted when `selector` is absent. */
+    /* The Python runloop-mcp passes the selector as `value` for actions that
+     * take only a selector: accepted when `selector` is absent. */
     bool value_is_selector;
     const char *value_means;
 } needs[BR_N_ACTIONS] = {

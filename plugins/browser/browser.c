@@ -1,6 +1,6 @@
 /*
  * browser.c - run_browser: Playwright-style browser automation in a devbox
- * (seed 001's contract: action, value, session_id).
+ * (the Python runloop-mcp's contract: action, value, session_id).
  *
  * A session is a devbox from the browser image (local engine) or blueprint
  * (cloud) with a long-lived driver (driver.cjs: Node, playwright-core and

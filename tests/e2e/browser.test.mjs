@@ -140,7 +140,7 @@ describe('run_browser end to end (local engine, browser image)', () => {
     assert.equal(nav.title, 'Form');
     assert.equal(nav.status, 200);
     assert.equal((await browse({ action: 'get_text', selector: '#h' })).text, 'Hello browser');
-    // Seed 001 style: the selector as value.
+    // As the Python runloop-mcp sends it: the selector as value.
     assert.equal((await browse({ action: 'get_text', value: '#h' })).text, 'Hello browser');
     const attr = await browse({ action: 'get_attribute', selector: '#next', value: 'href' });
     assert.equal(attr.text, '/next.html');

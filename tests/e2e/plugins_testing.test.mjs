@@ -1,7 +1,8 @@
-// End-to-end: the shipped conf/testing.yaml (seed 000's surface) against a
-// real devboxd: its tool names and renamed parameters (sandbox_id), the
-// 60-3600 s lifetime, the purpose tag shared with run_code, and a seed
-// workflow: create, upload, run, download, shut down.
+// End-to-end: the shipped conf/testing.yaml (the surface of the Python
+// runloop-mcp's testing edition) against a real devboxd: its tool names and
+// renamed parameters (sandbox_id), the 60-3600 s lifetime, the purpose tag
+// shared with run_code, and that edition's workflow: create, upload, run,
+// download, shut down.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -17,7 +18,7 @@ const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'conf', 'testing.yaml');
 const LONG = { timeout: 240000 };
 
-describe('conf/testing.yaml (seed 000 surface)', () => {
+describe('conf/testing.yaml (the testing edition's surface)', () => {
   let tmp;
   let engine;
   let client;
@@ -60,7 +61,7 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     return r.structuredContent;
   };
 
-  it('exposes the seed tool names with sandbox_id', async () => {
+  it('exposes the testing edition\'s tool names with sandbox_id', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['build_blueprint', 'create_sandbox', 'create_snapshot', 'download_artifact',
@@ -91,7 +92,7 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     assert.doesNotMatch(`${e.message} ${e.remedy}`, hiddenRe);
   });
 
-  it("seed 000's launch line: --host and --port serve HTTP", async () => {
+  it("the testing edition's launch line: --host and --port serve HTTP", async () => {
     // Port 0: the kernel picks a free one and the host logs it.
     const child = spawn(hostBin, ['--config', conf, '--host', '127.0.0.1', '--port', '0'], {
       env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_STATE_DIR: path.join(tmp, 'state') },
@@ -130,7 +131,7 @@ describe('conf/testing.yaml (seed 000 surface)', () => {
     }
   });
 
-  it('seed workflow: create with files, run, upload, download, reuse by run_code, shut down', LONG, async () => {
+  it('the testing edition\'s workflow: create with files, run, upload, download, reuse by run_code, shut down', LONG, async () => {
     const sb = ok(await call('create_sandbox', { files: { '/home/user/package.txt': 'v1\n' } }));
     assert.equal(sb.status, 'running');
     assert.equal(sb.metadata.purpose, 'code-testing');

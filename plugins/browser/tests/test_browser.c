@@ -292,7 +292,7 @@ static void later_actions_reuse_the_session(void **state)
     (void)state;
     fh_reset();
     route_exec(0, "{\"ok\":true,\"url\":\"u\",\"title\":\"t\"}");
-    /* Seed 001 passes the selector of click as value. */
+    /* The Python runloop-mcp passes the selector of click as value. */
     assert_int_equal(fh_call("run_browser", "{\"action\":\"click\",\"value\":"
                                             "\"#b\",\"session_id\":\"dbx_1\"}"),
                      RLMCP_OK);

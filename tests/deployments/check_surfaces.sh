@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# check_seed_surfaces.sh BUILD_DIR SOURCE_DIR
+# check_surfaces.sh BUILD_DIR SOURCE_DIR
 #
 # Compares `runloop-mcp --list-tools --json` of each deployment in conf/
-# with the tool list derived from its seed (expected/<name>.txt). Fails when
+# with the tool list of the Python runloop-mcp edition it stands for (expected/<name>.txt). Fails when
 # an expected tool is missing or an unexpected one appears. Tools marked
 # "pending" (their plugin does not exist yet) may be absent or present.
 set -u
-build=${1:?usage: check_seed_surfaces.sh BUILD_DIR SOURCE_DIR}
-src=${2:?usage: check_seed_surfaces.sh BUILD_DIR SOURCE_DIR}
+build=${1:?usage: check_surfaces.sh BUILD_DIR SOURCE_DIR}
+src=${2:?usage: check_surfaces.sh BUILD_DIR SOURCE_DIR}
 bin="$build/bin/runloop-mcp"
 here="$src/tests/deployments"
 tmp=$(mktemp -d)
