@@ -219,18 +219,13 @@ static int elicit(rlmcp_call *call, const char *message, const char *schema)
 static int t_elicitation(rlmcp_call *call, const char *args, size_t len,
                          void *ud)
 {
-    static const char schema[] = "{\"type\":\"object\",\"properties\":{"
-                                 "\"username\":{\"type\":\"string\","
-                                 "\"description\":\"User's response\"},"
-                                 "\"email\":{\"type\":\"string\","
-                                 "\"description\":\"User's email address\"}},"
-                                 "\"required\":[\"username\",\"email\"]}";
     cJSON *a = cJSON_ParseWithLength(args, len);
     const char *msg = arg_string(a, "message");
     int rc = 0;
 
     (void)ud;
-    rc = elicit(call, msg ? msg : "Please provide your information", schema);
+    rc = elicit(call, msg ? msg : "Please provide your information",
+                schema_elicit_user);
     cJSON_Delete(a);
     return rc;
 }
@@ -238,55 +233,19 @@ static int t_elicitation(rlmcp_call *call, const char *args, size_t len,
 static int t_elicit_defaults(rlmcp_call *call, const char *args, size_t len,
                              void *ud)
 {
-    static const char schema[] =
-        "{\"type\":\"object\",\"properties\":{"
-        "\"name\":{\"type\":\"string\",\"description\":\"User name\","
-        "\"default\":\"John Doe\"},"
-        "\"age\":{\"type\":\"integer\",\"description\":\"User age\","
-        "\"default\":30},"
-        "\"score\":{\"type\":\"number\",\"description\":\"User score\","
-        "\"default\":95.5},"
-        "\"status\":{\"type\":\"string\",\"description\":\"User status\","
-        "\"enum\":[\"active\",\"inactive\",\"pending\"],\"default\":\"active\"}"
-        ","
-        "\"verified\":{\"type\":\"boolean\",\"description\":\"Verification "
-        "status\",\"default\":true}},\"required\":[]}";
-
     (void)args, (void)len, (void)ud;
     return elicit(call,
                   "Please review and update the form fields with "
                   "defaults",
-                  schema);
+                  schema_elicit_defaults);
 }
 
 static int t_elicit_enums(rlmcp_call *call, const char *args, size_t len,
                           void *ud)
 {
-    static const char schema[] =
-        "{\"type\":\"object\",\"properties\":{"
-        "\"untitledSingle\":{\"type\":\"string\",\"description\":\"Select one "
-        "option\",\"enum\":[\"option1\",\"option2\",\"option3\"]},"
-        "\"titledSingle\":{\"type\":\"string\",\"description\":\"Select one "
-        "option with titles\",\"oneOf\":["
-        "{\"const\":\"value1\",\"title\":\"First Option\"},"
-        "{\"const\":\"value2\",\"title\":\"Second Option\"},"
-        "{\"const\":\"value3\",\"title\":\"Third Option\"}]},"
-        "\"legacyEnum\":{\"type\":\"string\",\"description\":\"Select one "
-        "option (legacy)\",\"enum\":[\"opt1\",\"opt2\",\"opt3\"],"
-        "\"enumNames\":[\"Option One\",\"Option Two\",\"Option Three\"]},"
-        "\"untitledMulti\":{\"type\":\"array\",\"description\":\"Select "
-        "multiple options\",\"minItems\":1,\"maxItems\":3,\"items\":{"
-        "\"type\":\"string\",\"enum\":[\"option1\",\"option2\",\"option3\"]}},"
-        "\"titledMulti\":{\"type\":\"array\",\"description\":\"Select "
-        "multiple options with titles\",\"minItems\":1,\"maxItems\":3,"
-        "\"items\":{\"anyOf\":["
-        "{\"const\":\"value1\",\"title\":\"First Choice\"},"
-        "{\"const\":\"value2\",\"title\":\"Second Choice\"},"
-        "{\"const\":\"value3\",\"title\":\"Third Choice\"}]}}},"
-        "\"required\":[]}";
-
     (void)args, (void)len, (void)ud;
-    return elicit(call, "Please select options from the enum fields", schema);
+    return elicit(call, "Please select options from the enum fields",
+                  schema_elicit_enums);
 }
 
 static int t_schema_2020(rlmcp_call *call, const char *args, size_t len,
