@@ -251,14 +251,26 @@ static char *prompts_text(const struct registry *reg)
     return text;
 }
 
-/* Whether two texts differ; a NULL (no memory) counts as a change. */
-static bool differ(char *a, char *b)
+/*
+ * notifications/<list>/list_changed when the list's text before (was) and
+ * after (now) differ; both are consumed, and a NULL (no memory) counts as
+ * a change.
+ */
+static void notify_if_changed(struct reloader *r, const char *list, char *was,
+                              char *now)
 {
-    bool d = a == NULL || b == NULL || strcmp(a, b) != 0;
+    bool changed = was == NULL || now == NULL || strcmp(was, now) != 0;
+    unsigned sent = 0;
 
-    free(a);
-    free(b);
-    return d;
+    free(was);
+    free(now);
+    if (!changed)
+        return;
+    sent = mcp_notify_list_changed(r->d, list);
+    log_msg(RLMCP_LOG_NOTICE, NULL,
+            "reload: the %s changed; notifications/%s/list_changed sent to "
+            "%u session(s)",
+            list, list, sent);
 }
 
 /*
@@ -269,22 +281,8 @@ static bool differ(char *a, char *b)
 static void notify_other_lists(struct reloader *r, const struct registry *was,
                                const struct registry *now)
 {
-    unsigned sent = 0;
-
-    if (differ(resources_text(was), resources_text(now))) {
-        sent = mcp_notify_list_changed(r->d, "resources");
-        log_msg(RLMCP_LOG_NOTICE, NULL,
-                "reload: the resources changed; "
-                "notifications/resources/list_changed sent to %u session(s)",
-                sent);
-    }
-    if (differ(prompts_text(was), prompts_text(now))) {
-        sent = mcp_notify_list_changed(r->d, "prompts");
-        log_msg(RLMCP_LOG_NOTICE, NULL,
-                "reload: the prompts changed; "
-                "notifications/prompts/list_changed sent to %u session(s)",
-                sent);
-    }
+    notify_if_changed(r, "resources", resources_text(was), resources_text(now));
+    notify_if_changed(r, "prompts", prompts_text(was), prompts_text(now));
 }
 
 /* One reload: 0 when the new deployment is served. */
