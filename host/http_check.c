@@ -119,39 +119,36 @@ static bool split_hostport(const char *hp, size_t len, char *name,
     return true;
 }
 
-/* "https://a.example:8443/x" -> host part "a.example:8443" (no path). */
-static bool origin_hostport(const char *origin, const char **hp, size_t *len)
+/*
+ * The host name of an origin URL ("https://a.example:8443/x" ->
+ * "a.example") into name (namelen bytes). False when it has none, or when
+ * bare and something (a path) follows the host part.
+ */
+static bool origin_name(const char *origin, bool bare, char *name,
+                        size_t namelen)
 {
-    const char *p = strstr(origin, "://");
-    size_t n = 0;
+    const char *hp = strstr(origin, "://");
+    char port[8];
+    size_t len = 0;
 
-    if (p == NULL)
+    if (hp == NULL)
         return false;
-    p += 3;
-    n = strcspn(p, "/?#");
-    if (n == 0)
+    hp += 3;
+    len = strcspn(hp, "/?#");
+    if (len == 0 || (bare && hp[len] != '\0'))
         return false;
-    *hp = p;
-    *len = n;
-    return true;
+    return split_hostport(hp, len, name, namelen, port, sizeof(port));
 }
 
 static bool host_in_origins(const char *name, const char *const *origins)
 {
     char oname[256];
-    char oport[8];
-    const char *hp = NULL;
-    size_t len = 0;
 
     if (origins == NULL)
         return false;
     for (size_t i = 0; origins[i] != NULL; i++) {
-        if (!origin_hostport(origins[i], &hp, &len))
-            continue;
-        if (!split_hostport(hp, len, oname, sizeof(oname), oport,
-                            sizeof(oport)))
-            continue;
-        if (strcasecmp(oname, name) == 0)
+        if (origin_name(origins[i], false, oname, sizeof(oname)) &&
+            strcasecmp(oname, name) == 0)
             return true;
     }
     return false;
@@ -181,9 +178,6 @@ bool http_origin_ok(const char *origin, const char *const *allowed_origins,
                     bool loopback_bind)
 {
     char name[256];
-    char ptxt[8];
-    const char *hp = NULL;
-    size_t len = 0;
 
     if (origin == NULL)
         return true;
@@ -198,13 +192,9 @@ bool http_origin_ok(const char *origin, const char *const *allowed_origins,
     if (strncasecmp(origin, "http://", 7) != 0 &&
         strncasecmp(origin, "https://", 8) != 0)
         return false;
-    if (!origin_hostport(origin, &hp, &len))
-        return false;
-    if (hp[len] != '\0')
-        return false; /* an Origin has no path */
-    if (!split_hostport(hp, len, name, sizeof(name), ptxt, sizeof(ptxt)))
-        return false;
-    return http_host_is_loopback(name);
+    /* An Origin has no path. */
+    return origin_name(origin, true, name, sizeof(name)) &&
+           http_host_is_loopback(name);
 }
 
 /* Does the comma-separated media-range list contain type (or a wildcard)? */
