@@ -3,11 +3,11 @@
  */
 #include "jsonrpc.h"
 
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "errbuf.h"
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
 static size_t utf8_seq_len(const unsigned char *s, size_t avail)
@@ -161,19 +161,6 @@ char *jsonrpc_id_key(const cJSON *id)
     return cJSON_PrintUnformatted(id);
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static bool only_space(const char *p, const char *end)
 {
     while (p < end) {
@@ -193,46 +180,46 @@ static int parse_root(const char *buf, size_t len, cJSON **root_out, char *err,
     cJSON *root = NULL;
 
     if (!jsonrpc_utf8_valid(buf, len, &bad)) {
-        set_err(err, errlen,
-                "message is not valid UTF-8 (bad byte at offset %zu); "
-                "encode all text as UTF-8",
-                bad);
+        errbuf_set(err, errlen,
+                   "message is not valid UTF-8 (bad byte at offset %zu); "
+                   "encode all text as UTF-8",
+                   bad);
         return JSONRPC_PARSE_ERROR;
     }
     if (jsonrpc_depth(buf, len, JSONRPC_MAX_DEPTH) > JSONRPC_MAX_DEPTH) {
-        set_err(err, errlen,
-                "message nests arrays/objects deeper than %d levels; "
-                "flatten the JSON",
-                JSONRPC_MAX_DEPTH);
+        errbuf_set(err, errlen,
+                   "message nests arrays/objects deeper than %d levels; "
+                   "flatten the JSON",
+                   JSONRPC_MAX_DEPTH);
         return JSONRPC_PARSE_ERROR;
     }
     root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
     if (root == NULL) {
         size_t at = (end != NULL && end >= buf) ? (size_t)(end - buf) : 0;
 
-        set_err(err, errlen,
-                "invalid JSON near byte %zu; send one complete JSON-RPC "
-                "object per message",
-                at);
+        errbuf_set(err, errlen,
+                   "invalid JSON near byte %zu; send one complete JSON-RPC "
+                   "object per message",
+                   at);
         return JSONRPC_PARSE_ERROR;
     }
     if (end != NULL && !only_space(end, buf + len)) {
-        set_err(err, errlen,
-                "unexpected data after the JSON value at byte %zu; send "
-                "exactly one JSON-RPC object per message",
-                (size_t)(end - buf));
+        errbuf_set(err, errlen,
+                   "unexpected data after the JSON value at byte %zu; send "
+                   "exactly one JSON-RPC object per message",
+                   (size_t)(end - buf));
         cJSON_Delete(root);
         return JSONRPC_PARSE_ERROR;
     }
     if (cJSON_IsArray(root)) {
-        set_err(err, errlen,
-                "batches are not supported since 2025-06-18; send each "
-                "JSON-RPC message on its own");
+        errbuf_set(err, errlen,
+                   "batches are not supported since 2025-06-18; send each "
+                   "JSON-RPC message on its own");
         cJSON_Delete(root);
         return JSONRPC_INVALID_REQUEST;
     }
     if (!cJSON_IsObject(root)) {
-        set_err(err, errlen, "a message must be a JSON-RPC 2.0 object");
+        errbuf_set(err, errlen, "a message must be a JSON-RPC 2.0 object");
         cJSON_Delete(root);
         return JSONRPC_INVALID_REQUEST;
     }
@@ -246,19 +233,19 @@ static int classify_call(struct jsonrpc_msg *msg, const cJSON *method,
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg->root, "params");
 
     if (!cJSON_IsString(method)) {
-        set_err(err, errlen, "\"method\" must be a string");
+        errbuf_set(err, errlen, "\"method\" must be a string");
         return JSONRPC_INVALID_REQUEST;
     }
     msg->method = method->valuestring;
     if (id == NULL) {
         msg->kind = JSONRPC_NOTIFICATION;
     } else if (cJSON_IsNull(id)) {
-        set_err(err, errlen,
-                "\"id\" must not be null; use a string or an integer "
-                "(or leave it out for a notification)");
+        errbuf_set(err, errlen,
+                   "\"id\" must not be null; use a string or an integer "
+                   "(or leave it out for a notification)");
         return JSONRPC_INVALID_REQUEST;
     } else if (!jsonrpc_id_valid(id)) {
-        set_err(err, errlen, "\"id\" must be a string or an integer");
+        errbuf_set(err, errlen, "\"id\" must be a string or an integer");
         return JSONRPC_INVALID_REQUEST;
     } else {
         msg->kind = JSONRPC_REQUEST;
@@ -266,8 +253,8 @@ static int classify_call(struct jsonrpc_msg *msg, const cJSON *method,
     }
     if (params != NULL && !cJSON_IsNull(params)) {
         if (!cJSON_IsObject(params)) {
-            set_err(err, errlen, "\"params\" of '%s' must be an object",
-                    msg->method);
+            errbuf_set(err, errlen, "\"params\" of '%s' must be an object",
+                       msg->method);
             return JSONRPC_INVALID_PARAMS;
         }
         msg->params = params;
@@ -282,26 +269,27 @@ static int classify_response(struct jsonrpc_msg *msg, const cJSON *id,
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg->root, "error");
 
     if (result == NULL && error == NULL) {
-        set_err(err, errlen,
-                "a message needs \"method\" (a request or notification) or "
-                "\"result\"/\"error\" (a response)");
+        errbuf_set(err, errlen,
+                   "a message needs \"method\" (a request or notification) or "
+                   "\"result\"/\"error\" (a response)");
         return JSONRPC_INVALID_REQUEST;
     }
     if (result != NULL && error != NULL) {
-        set_err(err, errlen,
-                "a response carries either \"result\" or \"error\", not both");
+        errbuf_set(
+            err, errlen,
+            "a response carries either \"result\" or \"error\", not both");
         return JSONRPC_INVALID_REQUEST;
     }
     if (error != NULL && !cJSON_IsObject(error)) {
-        set_err(err, errlen,
-                "\"error\" must be an object with code and "
-                "message");
+        errbuf_set(err, errlen,
+                   "\"error\" must be an object with code and "
+                   "message");
         return JSONRPC_INVALID_REQUEST;
     }
     if (!jsonrpc_id_valid(id) && !(error != NULL && cJSON_IsNull(id))) {
-        set_err(err, errlen,
-                "a response needs the string or integer \"id\" "
-                "of the request it answers");
+        errbuf_set(err, errlen,
+                   "a response needs the string or integer \"id\" "
+                   "of the request it answers");
         return JSONRPC_INVALID_REQUEST;
     }
     msg->kind = JSONRPC_RESPONSE;
@@ -332,8 +320,8 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
         *bad_id = cJSON_Duplicate(id, false);
     version = cJSON_GetObjectItemCaseSensitive(msg->root, "jsonrpc");
     if (!cJSON_IsString(version) || strcmp(version->valuestring, "2.0") != 0) {
-        set_err(err, errlen, "\"jsonrpc\" must be the string \"2.0\"%s",
-                version == NULL ? " (it is missing)" : "");
+        errbuf_set(err, errlen, "\"jsonrpc\" must be the string \"2.0\"%s",
+                   version == NULL ? " (it is missing)" : "");
         return JSONRPC_INVALID_REQUEST;
     }
     method = cJSON_GetObjectItemCaseSensitive(msg->root, "method");

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "loader.h"
 #include "module_crypto.h"
 #include "module_curl.h"
@@ -154,8 +155,8 @@ const void *modules_get(enum module_id id, char *err, size_t errlen)
         return NULL;
     m = &slots[id];
     pthread_once(&m->once, loaders[id]);
-    if (m->table == NULL && err != NULL && errlen > 0)
-        snprintf(err, errlen, "%s", m->err);
+    if (m->table == NULL)
+        errbuf_set(err, errlen, "%s", m->err);
     return m->table;
 }
 

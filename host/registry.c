@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "errbuf.h"
 #include "log.h"
 #include "param_headers.h"
 
@@ -38,19 +39,6 @@ struct registry {
 #define PROMPT_DEF_SIZE_1_0                                                    \
     (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
      sizeof(void (*)(void *)))
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    RLMCP_PRINTF(3, 4);
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 bool registry_valid_name(const char *name)
 {
@@ -85,19 +73,21 @@ static int read_sized(const void *src, void *dst, size_t ours, size_t min,
     memcpy(&theirs, src, sizeof(theirs));
     memset(dst, 0, ours);
     if (theirs < min) {
-        set_err(err, errlen,
-                "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise "
-                "it with the _INIT macro from rlmcp/plugin.h",
-                what, theirs, min);
+        errbuf_set(
+            err, errlen,
+            "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise "
+            "it with the _INIT macro from rlmcp/plugin.h",
+            what, theirs, min);
         return RLMCP_EVERSION;
     }
     for (i = ours; i < theirs; i++) {
         if (bytes[i] != 0) {
-            set_err(err, errlen,
-                    "%s has fields this host does not know (struct_size %zu > "
-                    "%zu, non-zero at byte %zu); run a newer runloop-mcp or "
-                    "leave those fields zero",
-                    what, theirs, ours, i);
+            errbuf_set(
+                err, errlen,
+                "%s has fields this host does not know (struct_size %zu > "
+                "%zu, non-zero at byte %zu); run a newer runloop-mcp or "
+                "leave those fields zero",
+                what, theirs, ours, i);
             return RLMCP_EVERSION;
         }
     }
@@ -145,13 +135,13 @@ static cJSON *parse_object(const char *json, const char *what, char *err,
 
     j = cJSON_Parse(json);
     if (j == NULL) {
-        set_err(err, errlen, "%s is not valid JSON (near offset %td)", what,
-                cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json
-                                    : (ptrdiff_t)0);
+        errbuf_set(err, errlen, "%s is not valid JSON (near offset %td)", what,
+                   cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json
+                                       : (ptrdiff_t)0);
         return NULL;
     }
     if (!cJSON_IsObject(j)) {
-        set_err(err, errlen, "%s must be a JSON object", what);
+        errbuf_set(err, errlen, "%s must be a JSON object", what);
         cJSON_Delete(j);
         return NULL;
     }
@@ -167,24 +157,24 @@ static int check_schema(const cJSON *schema, const char *what, char *err,
     const cJSON *it = NULL;
 
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "object") != 0) {
-        set_err(err, errlen, "%s must have \"type\": \"object\"", what);
+        errbuf_set(err, errlen, "%s must have \"type\": \"object\"", what);
         return -1;
     }
     if (props != NULL && !cJSON_IsObject(props)) {
-        set_err(err, errlen, "%s: \"properties\" must be an object", what);
+        errbuf_set(err, errlen, "%s: \"properties\" must be an object", what);
         return -1;
     }
     if (req != NULL) {
         if (!cJSON_IsArray(req)) {
-            set_err(err, errlen, "%s: \"required\" must be an array of names",
-                    what);
+            errbuf_set(err, errlen,
+                       "%s: \"required\" must be an array of names", what);
             return -1;
         }
         cJSON_ArrayForEach(it, req)
         {
             if (!cJSON_IsString(it)) {
-                set_err(err, errlen, "%s: \"required\" must hold only strings",
-                        what);
+                errbuf_set(err, errlen,
+                           "%s: \"required\" must hold only strings", what);
                 return -1;
             }
         }
@@ -193,7 +183,7 @@ static int check_schema(const cJSON *schema, const char *what, char *err,
         /* The validator must be able to apply it faithfully per call. */
         char sub[512] = "";
         if (schema_check(schema, sub, sizeof(sub)) != 0) {
-            set_err(err, errlen, "%s: %s", what, sub);
+            errbuf_set(err, errlen, "%s: %s", what, sub);
             return -1;
         }
     }
@@ -210,13 +200,13 @@ static int check_annotations(const cJSON *a, char *err, size_t errlen)
     for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(a, hints[i]);
         if (h != NULL && !cJSON_IsBool(h)) {
-            set_err(err, errlen, "annotations.%s must be true or false",
-                    hints[i]);
+            errbuf_set(err, errlen, "annotations.%s must be true or false",
+                       hints[i]);
             return -1;
         }
     }
     if (title != NULL && !cJSON_IsString(title)) {
-        set_err(err, errlen, "annotations.title must be a string");
+        errbuf_set(err, errlen, "annotations.title must be a string");
         return -1;
     }
     return 0;
@@ -288,10 +278,10 @@ static bool tool_taken(const struct registry *reg, const char *name, char *err,
 
     if (other == NULL)
         return false;
-    set_err(err, errlen,
-            "tool '%s' is already registered by plugin '%s'; tool names "
-            "are unique host-wide (rename one, or use a deployment alias)",
-            name, other->plugin_name);
+    errbuf_set(err, errlen,
+               "tool '%s' is already registered by plugin '%s'; tool names "
+               "are unique host-wide (rename one, or use a deployment alias)",
+               name, other->plugin_name);
     return true;
 }
 
@@ -299,28 +289,28 @@ static int validate_tool(const struct rlmcp_tool_def *d, char *err,
                          size_t errlen)
 {
     if (!registry_valid_name(d->name)) {
-        set_err(
+        errbuf_set(
             err, errlen,
             "tool name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
             d->name ? d->name : "(null)");
         return RLMCP_EINVAL;
     }
     if (d->description == NULL || d->description[0] == '\0') {
-        set_err(
+        errbuf_set(
             err, errlen,
             "tool '%s' has no description; describe what it does for the model",
             d->name);
         return RLMCP_EINVAL;
     }
     if (d->handler == NULL) {
-        set_err(err, errlen, "tool '%s' has no handler", d->name);
+        errbuf_set(err, errlen, "tool '%s' has no handler", d->name);
         return RLMCP_EINVAL;
     }
     if (d->input_schema_json == NULL) {
-        set_err(err, errlen,
-                "tool '%s' has no input_schema_json; give at least "
-                "{\"type\":\"object\"}",
-                d->name);
+        errbuf_set(err, errlen,
+                   "tool '%s' has no input_schema_json; give at least "
+                   "{\"type\":\"object\"}",
+                   d->name);
         return RLMCP_EINVAL;
     }
     return RLMCP_OK;
@@ -341,7 +331,7 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
         return RLMCP_EINVAL;
     rc = param_headers_declared(t->input_schema, why, sizeof(why));
     if (rc < 0) {
-        set_err(err, errlen, "%s: %s", what, why);
+        errbuf_set(err, errlen, "%s: %s", what, why);
         return RLMCP_EINVAL;
     }
     t->param_headers = rc > 0;
@@ -382,10 +372,10 @@ static int tool_task(struct tool_entry *t, const struct rlmcp_tool_def *d,
         return rc;
     if (td.start == NULL || td.get == NULL || td.wait == NULL ||
         td.cancel == NULL) {
-        set_err(err, errlen,
-                "tool '%s': a task definition needs start, get, wait and "
-                "cancel",
-                d->name);
+        errbuf_set(err, errlen,
+                   "tool '%s': a task definition needs start, get, wait and "
+                   "cancel",
+                   d->name);
         return RLMCP_EINVAL;
     }
     t->task = td;
@@ -417,11 +407,11 @@ static int tool_timeout_arg(struct tool_entry *t,
     if (!numeric) {
         if (d->timeout_arg == NULL)
             return RLMCP_OK;
-        set_err(err, errlen,
-                "tool '%s': timeout_arg '%.64s' is not an \"integer\" or "
-                "\"number\" property of its input schema; declare it there, "
-                "or leave timeout_arg NULL",
-                d->name, name);
+        errbuf_set(err, errlen,
+                   "tool '%s': timeout_arg '%.64s' is not an \"integer\" or "
+                   "\"number\" property of its input schema; declare it there, "
+                   "or leave timeout_arg NULL",
+                   d->name, name);
         return RLMCP_EINVAL;
     }
     t->timeout_arg = strdup(name);
@@ -437,11 +427,11 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
     int rc = RLMCP_OK;
 
     if (reg->frozen) {
-        set_err(err, errlen, "tools can only be registered during init");
+        errbuf_set(err, errlen, "tools can only be registered during init");
         return RLMCP_ESTATE;
     }
     if (def == NULL) {
-        set_err(err, errlen, "register_tool called with a NULL definition");
+        errbuf_set(err, errlen, "register_tool called with a NULL definition");
         return RLMCP_EINVAL;
     }
     rc = read_sized(def, &d, sizeof(d), TOOL_DEF_SIZE_1_0, "rlmcp_tool_def",
@@ -487,7 +477,7 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
     reg->tools[reg->n_tools++] = t;
     return RLMCP_OK;
 oom:
-    set_err(err, errlen, "out of memory");
+    errbuf_set(err, errlen, "out of memory");
     rc = RLMCP_ENOMEM;
 fail:
     tool_free(t);
@@ -518,8 +508,8 @@ static bool resource_taken(const struct registry *reg, const char *key,
         const struct resource_entry *r = reg->res[i];
         const char *rk = r->uri ? r->uri : r->uri_template;
         if (strcmp(rk, key) == 0) {
-            set_err(err, errlen, "resource '%.200s' is already registered",
-                    key);
+            errbuf_set(err, errlen, "resource '%.200s' is already registered",
+                       key);
             return true;
         }
     }
@@ -534,22 +524,23 @@ static int validate_resource(const struct registry *reg,
 
     if ((d->uri == NULL) == (d->uri_template == NULL) ||
         (key != NULL && key[0] == '\0')) {
-        set_err(err, errlen,
-                "a resource needs exactly one of uri or uri_template");
+        errbuf_set(err, errlen,
+                   "a resource needs exactly one of uri or uri_template");
         return RLMCP_EINVAL;
     }
     if (strchr(key, ':') == NULL) {
-        set_err(err, errlen,
-                "resource URI '%.200s' has no scheme; write e.g. devbox://...",
-                key);
+        errbuf_set(
+            err, errlen,
+            "resource URI '%.200s' has no scheme; write e.g. devbox://...",
+            key);
         return RLMCP_EINVAL;
     }
     if (d->name == NULL || d->name[0] == '\0') {
-        set_err(err, errlen, "resource '%.200s' has no name", key);
+        errbuf_set(err, errlen, "resource '%.200s' has no name", key);
         return RLMCP_EINVAL;
     }
     if (d->read == NULL) {
-        set_err(err, errlen, "resource '%.200s' has no read handler", key);
+        errbuf_set(err, errlen, "resource '%.200s' has no read handler", key);
         return RLMCP_EINVAL;
     }
     return resource_taken(reg, key, err, errlen) ? RLMCP_EEXIST : RLMCP_OK;
@@ -564,11 +555,12 @@ int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
     int rc = RLMCP_OK;
 
     if (reg->frozen) {
-        set_err(err, errlen, "resources can only be registered during init");
+        errbuf_set(err, errlen, "resources can only be registered during init");
         return RLMCP_ESTATE;
     }
     if (def == NULL) {
-        set_err(err, errlen, "register_resource called with a NULL definition");
+        errbuf_set(err, errlen,
+                   "register_resource called with a NULL definition");
         return RLMCP_EINVAL;
     }
     rc = read_sized(def, &d, sizeof(d), RESOURCE_DEF_SIZE_1_0,
@@ -603,7 +595,7 @@ int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
     return RLMCP_OK;
 oom:
     resource_free(r);
-    set_err(err, errlen, "out of memory");
+    errbuf_set(err, errlen, "out of memory");
     return RLMCP_ENOMEM;
 }
 
@@ -625,7 +617,7 @@ static bool prompt_taken(const struct registry *reg, const char *name,
 
     for (i = 0; i < reg->n_prompts; i++) {
         if (strcmp(reg->prompts[i]->name, name) == 0) {
-            set_err(err, errlen, "prompt '%s' is already registered", name);
+            errbuf_set(err, errlen, "prompt '%s' is already registered", name);
             return true;
         }
     }
@@ -638,10 +630,10 @@ static int check_prompt_args(const cJSON *args, const char *name, char *err,
     const cJSON *a = NULL;
 
     if (!cJSON_IsArray(args)) {
-        set_err(err, errlen,
-                "prompt '%s' arguments_json must be an array of {name, "
-                "description, required}",
-                name);
+        errbuf_set(err, errlen,
+                   "prompt '%s' arguments_json must be an array of {name, "
+                   "description, required}",
+                   name);
         return RLMCP_EINVAL;
     }
     cJSON_ArrayForEach(a, args)
@@ -650,10 +642,11 @@ static int check_prompt_args(const cJSON *args, const char *name, char *err,
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "required");
         if (!cJSON_IsObject(a) || !cJSON_IsString(n) ||
             (r != NULL && !cJSON_IsBool(r))) {
-            set_err(err, errlen,
-                    "prompt '%s': every argument needs a string \"name\" (and "
-                    "\"required\" must be true or false)",
-                    name);
+            errbuf_set(
+                err, errlen,
+                "prompt '%s': every argument needs a string \"name\" (and "
+                "\"required\" must be true or false)",
+                name);
             return RLMCP_EINVAL;
         }
     }
@@ -669,11 +662,12 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
     int rc = RLMCP_OK;
 
     if (reg->frozen) {
-        set_err(err, errlen, "prompts can only be registered during init");
+        errbuf_set(err, errlen, "prompts can only be registered during init");
         return RLMCP_ESTATE;
     }
     if (def == NULL) {
-        set_err(err, errlen, "register_prompt called with a NULL definition");
+        errbuf_set(err, errlen,
+                   "register_prompt called with a NULL definition");
         return RLMCP_EINVAL;
     }
     rc = read_sized(def, &d, sizeof(d), PROMPT_DEF_SIZE_1_0, "rlmcp_prompt_def",
@@ -681,15 +675,15 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
     if (rc != RLMCP_OK)
         return rc;
     if (!registry_valid_name(d.name)) {
-        set_err(
+        errbuf_set(
             err, errlen,
             "prompt name '%.140s' is not valid; use 1-128 of A-Z a-z 0-9 _ . -",
             d.name ? d.name : "(null)");
         return RLMCP_EINVAL;
     }
     if (d.description == NULL || d.description[0] == '\0' || d.get == NULL) {
-        set_err(err, errlen,
-                "prompt '%s' needs a description and a get handler", d.name);
+        errbuf_set(err, errlen,
+                   "prompt '%s' needs a description and a get handler", d.name);
         return RLMCP_EINVAL;
     }
     if (prompt_taken(reg, d.name, err, errlen))
@@ -700,8 +694,8 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
     if (d.arguments_json != NULL) {
         p->arguments = cJSON_Parse(d.arguments_json);
         if (p->arguments == NULL) {
-            set_err(err, errlen, "prompt '%s' arguments_json is not valid JSON",
-                    d.name);
+            errbuf_set(err, errlen,
+                       "prompt '%s' arguments_json is not valid JSON", d.name);
             rc = RLMCP_EINVAL;
             goto fail;
         }
@@ -724,7 +718,7 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
     reg->prompts[reg->n_prompts++] = p;
     return RLMCP_OK;
 oom:
-    set_err(err, errlen, "out of memory");
+    errbuf_set(err, errlen, "out of memory");
     rc = RLMCP_ENOMEM;
 fail:
     prompt_free(p);
@@ -842,7 +836,7 @@ static int copy_tools(struct registry *dst, const struct registry *src,
     }
     return RLMCP_OK;
 oom:
-    set_err(err, errlen, "out of memory");
+    errbuf_set(err, errlen, "out of memory");
     return RLMCP_ENOMEM;
 }
 
@@ -879,7 +873,7 @@ static int copy_others(struct registry *dst, const struct registry *src,
     }
     return RLMCP_OK;
 oom:
-    set_err(err, errlen, "out of memory");
+    errbuf_set(err, errlen, "out of memory");
     return RLMCP_ENOMEM;
 }
 
@@ -889,7 +883,8 @@ int registry_copy_plugin(struct registry *dst, const struct registry *src,
     int rc = RLMCP_OK;
 
     if (dst->frozen || src->frozen) {
-        set_err(err, errlen, "a plugin's entries are copied before selection");
+        errbuf_set(err, errlen,
+                   "a plugin's entries are copied before selection");
         return RLMCP_ESTATE;
     }
     rc = copy_tools(dst, src, plugin, err, errlen);
