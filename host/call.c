@@ -15,6 +15,7 @@
 
 #include "base64.h"
 #include "call_audit.h"
+#include "deadline.h"
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
@@ -813,20 +814,6 @@ bool call_is_cancelled(rlmcp_call *call)
     return call == NULL || atomic_load(&call->cancelled);
 }
 
-static struct timespec deadline_in(uint32_t ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 int call_sleep_ms(rlmcp_call *call, uint32_t ms)
 {
     struct timespec until;
@@ -835,7 +822,7 @@ int call_sleep_ms(rlmcp_call *call, uint32_t ms)
     if (call == NULL)
         return RLMCP_EINVAL;
     flush_progress(call);
-    until = deadline_in(ms);
+    until = deadline_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&call->lock);
     while (!atomic_load(&call->cancelled) && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&call->cond, &call->lock, &until);
@@ -1137,7 +1124,7 @@ static void pending_unlink(struct mcp_session *s, struct pending_req *p)
 static bool wait_answer(struct rlmcp_call *c, struct pending_req *p,
                         uint32_t timeout_ms)
 {
-    struct timespec until = deadline_in(timeout_ms);
+    struct timespec until = deadline_after_ms(CLOCK_MONOTONIC, timeout_ms);
     int rc = 0;
     bool done;
 

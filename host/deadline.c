@@ -1,5 +1,6 @@
 /*
- * deadline.c - a call's time limit from its arguments (see deadline.h).
+ * deadline.c - a call's time limit from its arguments, and the end of a
+ * timed wait (see deadline.h).
  */
 #include "deadline.h"
 
@@ -24,4 +25,18 @@ uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
         ms = (uint32_t)(t->valuedouble * 1000.0);
     cJSON_Delete(args);
     return ms;
+}
+
+struct timespec deadline_after_ms(clockid_t clock, uint32_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
 }

@@ -14,11 +14,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* The call's time limit in ms: argument arg (seconds) of args_json when it
  * is a number from 1 on, else fallback_ms (also when arg is NULL). Args
  * carry the plugin's parameter names (deployment aliases undone). */
 uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
                           const char *args_json, size_t len);
+
+/* The time ms from now on clock (CLOCK_MONOTONIC, CLOCK_REALTIME): where a
+ * timed wait on that clock (pthread_cond_timedwait) ends. */
+struct timespec deadline_after_ms(clockid_t clock, uint32_t ms);
 
 #endif

@@ -35,6 +35,7 @@
 #include <uthash.h>
 
 #include "config.h" /* enum host_metrics */
+#include "deadline.h"
 #include "digest.h"
 #include "http.h"
 #include "log.h"
@@ -2560,13 +2561,7 @@ static void end_listens(struct http_server *srv)
 
     if (srv->d == NULL || listen_end_all(srv->d) == 0)
         return;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += LISTEN_FLUSH_MS / 1000;
-    until.tv_nsec += (long)(LISTEN_FLUSH_MS % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    until = deadline_after_ms(CLOCK_REALTIME, LISTEN_FLUSH_MS);
     pthread_mutex_lock(&srv->reqs_lock);
     while (any) {
         any = false;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 
 struct job {
@@ -155,16 +156,9 @@ void pool_stop(struct pool *p)
 
 bool pool_wait_idle(struct pool *p, unsigned ms)
 {
-    struct timespec until;
+    struct timespec until = deadline_after_ms(CLOCK_MONOTONIC, ms);
     bool idle;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&p->lock);
     while (p->n_running > 0 || p->head != NULL) {
         if (pthread_cond_timedwait(&p->idle, &p->lock, &until) == ETIMEDOUT)
