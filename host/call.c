@@ -82,6 +82,18 @@ struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
     return c;
 }
 
+void call_set_tool(struct rlmcp_call *c, const struct tool_entry *t, char *args,
+                   size_t len, struct mrtr *mr)
+{
+    c->mrtr = mr;
+    c->tool = t;
+    c->what = t->name;
+    c->plugin = t->plugin;
+    c->plugin_name = t->plugin_name;
+    c->args_json = args;
+    c->args_len = len;
+}
+
 void call_ref(struct rlmcp_call *c)
 {
     atomic_fetch_add(&c->refs, 1);

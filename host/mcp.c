@@ -1162,13 +1162,7 @@ static void m_tools_call(struct req *r)
         mrtr_free(mr);
         return;
     }
-    c->mrtr = mr;
-    c->tool = t;
-    c->what = t->name;
-    c->plugin = t->plugin;
-    c->plugin_name = t->plugin_name;
-    c->args_json = args;
-    c->args_len = len;
+    call_set_tool(c, t, args, len, mr);
     c->progress_token = progress_token(r);
     if (t->timeout_ms != 0)
         c->timeout_ms = t->timeout_ms;

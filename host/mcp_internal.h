@@ -178,6 +178,10 @@ struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
                             struct mcp_session *s, struct mcp_sink *sink,
                             enum call_kind kind, const cJSON *id,
                             const char *api_key);
+/* A tools/call of t: args (len bytes of JSON) and mr (may be NULL) pass
+ * to the call, which frees them. */
+void call_set_tool(struct rlmcp_call *c, const struct tool_entry *t, char *args,
+                   size_t len, struct mrtr *mr);
 void call_ref(struct rlmcp_call *c);
 void call_unref(struct rlmcp_call *c);
 /* The pool job: run the handler, answer, unlink, drop the job's ref. */

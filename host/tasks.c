@@ -940,13 +940,7 @@ static void run_op(const struct tasks_req *q, struct task_sink *ts,
         reply_error(q, JSONRPC_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
-    c->mrtr = mr;
-    c->tool = t;
-    c->what = t->name;
-    c->plugin = t->plugin;
-    c->plugin_name = t->plugin_name;
-    c->args_json = args;
-    c->args_len = strlen(args);
+    call_set_tool(c, t, args, strlen(args), mr);
     c->op = op;
     c->op_unchecked = unchecked;
     c->task_id = ts->id;
