@@ -44,6 +44,19 @@ static const struct module_curl *fns(void)
 
 MODULE_CURL_CALLS(FORWARD_R, FORWARD_V)
 
+/*
+ * Reads the next argument of the va_list ap as type and passes it on as
+ * fn(handle, opt, value), into rc: a variadic option function forwards
+ * each argument with the type its caller passed.
+ */
+#define PASS_ARG(type, fn, handle)                                             \
+    do {                                                                       \
+        type v_ = va_arg(ap, type);                                            \
+        rc = f->fn(handle, opt, v_);                                           \
+    } while (0)
+
+typedef void (*curl_fnptr)(void);
+
 /* The option's number says its argument's type, as libcurl reads it. */
 CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
 {
@@ -54,22 +67,16 @@ CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
     if (f == NULL)
         return rc;
     va_start(ap, opt);
-    if (opt < CURLOPTTYPE_OBJECTPOINT) {
-        long v = va_arg(ap, long);
-        rc = f->easy_setopt(h, opt, v);
-    } else if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
-        void *v = va_arg(ap, void *);
-        rc = f->easy_setopt(h, opt, v);
-    } else if (opt < CURLOPTTYPE_OFF_T) {
-        void (*v)(void) = va_arg(ap, void (*)(void));
-        rc = f->easy_setopt(h, opt, v);
-    } else if (opt < CURLOPTTYPE_BLOB) {
-        curl_off_t v = va_arg(ap, curl_off_t);
-        rc = f->easy_setopt(h, opt, v);
-    } else {
-        void *v = va_arg(ap, void *);
-        rc = f->easy_setopt(h, opt, v);
-    }
+    if (opt < CURLOPTTYPE_OBJECTPOINT)
+        PASS_ARG(long, easy_setopt, h);
+    else if (opt < CURLOPTTYPE_FUNCTIONPOINT)
+        PASS_ARG(void *, easy_setopt, h);
+    else if (opt < CURLOPTTYPE_OFF_T)
+        PASS_ARG(curl_fnptr, easy_setopt, h);
+    else if (opt < CURLOPTTYPE_BLOB)
+        PASS_ARG(curl_off_t, easy_setopt, h);
+    else
+        PASS_ARG(void *, easy_setopt, h);
     va_end(ap);
     return rc;
 }
@@ -101,19 +108,14 @@ CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
     if (f == NULL)
         return rc;
     va_start(ap, opt);
-    if (opt == CURLSHOPT_SHARE || opt == CURLSHOPT_UNSHARE) {
-        int v = va_arg(ap, int);
-        rc = f->share_setopt(sh, opt, v);
-    } else if (opt == CURLSHOPT_LOCKFUNC) {
-        curl_lock_function v = va_arg(ap, curl_lock_function);
-        rc = f->share_setopt(sh, opt, v);
-    } else if (opt == CURLSHOPT_UNLOCKFUNC) {
-        curl_unlock_function v = va_arg(ap, curl_unlock_function);
-        rc = f->share_setopt(sh, opt, v);
-    } else {
-        void *v = va_arg(ap, void *);
-        rc = f->share_setopt(sh, opt, v);
-    }
+    if (opt == CURLSHOPT_SHARE || opt == CURLSHOPT_UNSHARE)
+        PASS_ARG(int, share_setopt, sh);
+    else if (opt == CURLSHOPT_LOCKFUNC)
+        PASS_ARG(curl_lock_function, share_setopt, sh);
+    else if (opt == CURLSHOPT_UNLOCKFUNC)
+        PASS_ARG(curl_unlock_function, share_setopt, sh);
+    else
+        PASS_ARG(void *, share_setopt, sh);
     va_end(ap);
     return rc;
 }
