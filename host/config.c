@@ -1242,9 +1242,10 @@ static void *mapping_array(struct ctx *c, const yaml_node_t *n,
     return arr;
 }
 
-static int parse_param_aliases(struct ctx *c, const yaml_node_t *n,
-                               struct config_alias *a)
+/* A FIELD_PARSE of the alias's own struct (at: struct config_alias). */
+static int parse_param_aliases(struct ctx *c, const yaml_node_t *n, void *at)
 {
+    struct config_alias *a = at;
     yaml_node_t *k = NULL;
     yaml_node_t *v = NULL;
 
@@ -1274,12 +1275,20 @@ static int parse_param_aliases(struct ctx *c, const yaml_node_t *n,
     return 0;
 }
 
+static const struct field alias_fields[] = {
+    {.key = "name",
+     .kind = FIELD_STRING,
+     .off = offsetof(struct config_alias, to)},
+    {.key = "params",
+     .kind = FIELD_PARSE,
+     .off = 0,
+     .parse = parse_param_aliases},
+    {.key = NULL},
+};
+
 static int parse_alias(struct ctx *c, const yaml_node_t *k,
                        const yaml_node_t *v, struct config_alias *a)
 {
-    static const char *const keys[] = {"name", "params", NULL};
-    yaml_node_t *kk = NULL;
-    yaml_node_t *vv = NULL;
 
     a->pos = pos_of(k);
     a->from = strdup(key_text(k));
@@ -1291,23 +1300,8 @@ static int parse_alias(struct ctx *c, const yaml_node_t *k,
         if (get_string(c, v, "tools.aliases", &a->to) < 0)
             return -1;
     } else if (v->type == YAML_MAPPING_NODE) {
-        if (check_mapping(c, v, "tools.aliases") < 0)
+        if (parse_fields(c, v, "tools.aliases.<tool>", alias_fields, a) < 0)
             return -1;
-        FOR_PAIRS(c, v, kk, vv)
-        {
-            switch (key_index(c, kk, "tools.aliases.<tool>", keys)) {
-            case 0:
-                if (get_string(c, vv, "tools.aliases.<tool>.name", &a->to) < 0)
-                    return -1;
-                break;
-            case 1:
-                if (parse_param_aliases(c, vv, a) < 0)
-                    return -1;
-                break;
-            default:
-                return -1;
-            }
-        }
         if (a->to == NULL) {
             a->to = strdup(a->from);
             if (a->to == NULL) {
