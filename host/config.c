@@ -462,33 +462,32 @@ static int key_index(struct ctx *c, const yaml_node_t *k, const char *section,
 
 /* ---- YAML -> JSON (plugin config, raw http section) -------------------- */
 
+/* p past one or more digits, or NULL when p has none. */
+static const char *skip_digits(const char *p)
+{
+    if (!isdigit((unsigned char)*p))
+        return NULL;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return p;
+}
+
 static bool looks_numeric(const char *v)
 {
     const char *p = v;
 
     if (*p == '-' || *p == '+')
         p++;
-    if (!isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p))
-            return false;
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    if (*p == 'e' || *p == 'E') {
+    p = skip_digits(p);
+    if (p != NULL && *p == '.')
+        p = skip_digits(p + 1);
+    if (p != NULL && (*p == 'e' || *p == 'E')) {
         p++;
         if (*p == '-' || *p == '+')
             p++;
-        if (!isdigit((unsigned char)*p))
-            return false;
-        while (isdigit((unsigned char)*p))
-            p++;
+        p = skip_digits(p);
     }
-    return *p == '\0';
+    return p != NULL && *p == '\0';
 }
 
 static cJSON *scalar_to_json(struct ctx *c, const yaml_node_t *n)
