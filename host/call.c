@@ -581,6 +581,8 @@ void call_job(void *arg)
     if (!atomic_load(&c->cancelled))
         rc = run_handler(c);
     answer(c, rc);
+    /* After the answer: a plugin's forgotten handle never delays it. */
+    call_ws_close_left(c);
     call_account_end(c, rc, start_ns);
     mcp_unlink_call(c);
     call_unref(c);
@@ -1052,12 +1054,61 @@ int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
     return rc;
 }
 
+/* A WebSocket upgrade, tried again by retry_upgrade. */
+typedef int (*upgrade_fn)(void *ctx, long *status, char *err, size_t errlen);
+
+/*
+ * Run attempt, again after an upgrade refused with 502/503/504 (the tunnel
+ * not routed yet) as tunnel requests are retried: 4 retries, backoff
+ * min(250 ms * 2^n, 2 s). A backoff that would end after deadline_ms (0:
+ * none) is not taken: the refusal is the answer.
+ */
+static int retry_upgrade(struct rlmcp_call *call, upgrade_fn attempt, void *ctx,
+                         uint64_t deadline_ms, char *err, size_t errlen)
+{
+    int retries = 0;
+    int rc = RLMCP_OK;
+
+    for (retries = 0;; retries++) {
+        long status = 0;
+        uint32_t delay = 250u << retries;
+
+        rc = attempt(ctx, &status, err, errlen);
+        if (rc != RLMCP_EHTTP || retries >= 4 ||
+            (status != 502 && status != 503 && status != 504))
+            return rc;
+        delay = delay < 2000u ? delay : 2000u;
+        if (deadline_ms != 0 &&
+            mcp_now_ns() / 1000000ull + delay >= deadline_ms)
+            return rc;
+        if (call_sleep_ms(call, delay) != RLMCP_OK)
+            return RLMCP_ECANCELLED;
+    }
+}
+
+struct pty_attempt {
+    const char *origin;
+    const char *token;
+    struct rlmcp_pty_exchange *x;
+    struct rlmcp_call *call;
+};
+
+static int pty_attempt(void *ctx, long *status, char *err, size_t errlen)
+{
+    struct pty_attempt *p = ctx;
+    int rc = modules_ws_pty_exchange(p->origin, p->token, p->x, probe_cancelled,
+                                     p->call, err, errlen);
+
+    *status = p->x->upgrade_status;
+    return rc;
+}
+
 int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
                               struct rlmcp_pty_exchange *x)
 {
+    struct pty_attempt p;
     char err[2600] = "";
     char *origin = NULL;
-    int retries = 0;
     int rc = RLMCP_EINVAL;
 
     if (call == NULL || x == NULL ||
@@ -1066,28 +1117,240 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
     origin = tunnel_origin(call, t);
     if (origin == NULL)
         return RLMCP_EINVAL;
-    /* A refused upgrade delivered no output: 502/503/504 (the tunnel not
-     * routed yet) are retried like tunnel requests. */
-    for (retries = 0;; retries++) {
-        long status = 0;
-        uint32_t delay = 250u << retries;
-
-        rc = modules_ws_pty_exchange(origin, t->auth_token, x, probe_cancelled,
-                                     call, err, sizeof(err));
-        status = x->upgrade_status;
-        if (rc != RLMCP_EHTTP || retries >= 4 ||
-            (status != 502 && status != 503 && status != 504))
-            break;
-        if (call_sleep_ms(call, delay < 2000u ? delay : 2000u) != RLMCP_OK) {
-            rc = RLMCP_ECANCELLED;
-            break;
-        }
-    }
+    /* A refused upgrade delivered no output, so it can be tried again. */
+    p.origin = origin;
+    p.token = t->auth_token;
+    p.x = x;
+    p.call = call;
+    rc = retry_upgrade(call, pty_attempt, &p, 0, err, sizeof(err));
     if (rc != RLMCP_OK && rc != RLMCP_ECANCELLED)
         log_msg(rc == RLMCP_EHTTP ? RLMCP_LOG_WARNING : RLMCP_LOG_ERROR,
                 call->plugin_name, "pty exchange: %s", err);
     free(origin);
     return rc;
+}
+
+/* ---- ABI 1.6: WebSockets to any tunnel port ------------------------- */
+
+struct rlmcp_ws {
+    const struct module_ws *mod;
+    struct ws_conn *conn;
+    struct rlmcp_call *call;
+    struct rlmcp_ws *next, *prev; /* call->ws_open */
+};
+
+/* Keep a WebSocket service's outcome for call_last_error. */
+static int ws_note(struct rlmcp_call *call, int rc, const char *err)
+{
+    if (rc == RLMCP_OK)
+        call->last_error[0] = '\0';
+    else
+        snprintf(call->last_error, sizeof(call->last_error), "%s", err);
+    return rc;
+}
+
+/* The deadline every step of a call's WebSocket keeps (ms, 0: none). */
+static uint64_t ws_deadline(const struct rlmcp_call *call)
+{
+    uint64_t ms = call->deadline_ns / 1000000ull;
+
+    return ms > CALL_ANSWER_MARGIN_MS ? ms - CALL_ANSWER_MARGIN_MS : ms;
+}
+
+/* The tunnel's origin for a WebSocket, or NULL with the reason in err. */
+static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
+                       char *err, size_t errlen)
+{
+    char *origin = NULL;
+
+    if (t == NULL || t->struct_size < sizeof(struct rlmcp_tunnel)) {
+        snprintf(err, errlen,
+                 "tunnel is NULL or its struct_size is too "
+                 "small; use RLMCP_TUNNEL_INIT");
+        return NULL;
+    }
+    if (t->auth_token != NULL &&
+        (strlen(t->auth_token) > 512 ||
+         strcspn(t->auth_token, " \t\r\n\x7f") != strlen(t->auth_token))) {
+        snprintf(err, errlen,
+                 "the tunnel token is longer than 512 "
+                 "characters or holds spaces or control "
+                 "characters");
+        return NULL;
+    }
+    if (call->d->rl == NULL) {
+        snprintf(err, errlen, "no Runloop API client is configured");
+        return NULL;
+    }
+    origin = rlclient_tunnel_origin(call->d->rl, t->tunnel_key, t->port);
+    if (origin == NULL)
+        snprintf(err, errlen, "tunnel: %s", rlclient_last_error());
+    return origin;
+}
+
+struct ws_attempt {
+    const struct module_ws *mod;
+    struct ws_conn_args a;
+    struct ws_conn *conn;
+    long status; /* the last attempt's refused upgrade */
+};
+
+static int ws_attempt(void *ctx, long *status, char *err, size_t errlen)
+{
+    struct ws_attempt *w = ctx;
+    int rc = w->mod->conn_open(&w->a, &w->conn, status, err, errlen);
+
+    w->status = *status;
+    return rc;
+}
+
+static int ws_open_checked(struct rlmcp_call *call,
+                           const struct rlmcp_tunnel *t,
+                           struct rlmcp_ws_open *o, rlmcp_ws **out, char *err,
+                           size_t errlen)
+{
+    struct ws_attempt w;
+    struct rlmcp_ws *h = NULL;
+    char *origin = NULL;
+    int rc = RLMCP_EINVAL;
+
+    memset(&w, 0, sizeof(w));
+    w.mod = modules_get(MODULE_WS, err, errlen);
+    if (w.mod == NULL)
+        return RLMCP_EINTERNAL;
+    origin = ws_origin(call, t, err, errlen);
+    if (origin == NULL)
+        return RLMCP_EINVAL;
+    h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    w.a.origin = origin;
+    w.a.token = t->auth_token;
+    w.a.path = o->path;
+    w.a.subprotocol = o->subprotocol;
+    w.a.max_message = o->max_message;
+    w.a.cancelled = probe_cancelled;
+    w.a.cancel_ctx = call;
+    w.a.deadline_ms = ws_deadline(call);
+    rc = retry_upgrade(call, ws_attempt, &w, w.a.deadline_ms, err, errlen);
+    o->upgrade_status = w.status;
+    if (rc != RLMCP_OK)
+        goto out;
+    h->mod = w.mod;
+    h->conn = w.conn;
+    h->call = call;
+    h->next = call->ws_open;
+    if (h->next != NULL)
+        h->next->prev = h;
+    call->ws_open = h;
+    *out = h;
+    h = NULL;
+out:
+    free(h);
+    free(origin);
+    return rc;
+}
+int call_runloop_ws_open(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                         struct rlmcp_ws_open *o, rlmcp_ws **out)
+{
+    char err[2600] = "";
+    int rc = RLMCP_EINVAL;
+
+    if (out != NULL)
+        *out = NULL;
+    if (call == NULL)
+        return RLMCP_EINVAL;
+    if (o == NULL || out == NULL ||
+        o->struct_size < sizeof(struct rlmcp_ws_open)) {
+        snprintf(err, sizeof(err),
+                 "ws open: o or out is NULL, or o's "
+                 "struct_size is too small; use "
+                 "RLMCP_WS_OPEN_INIT");
+    } else {
+        o->upgrade_status = 0;
+        rc = ws_open_checked(call, t, o, out, err, sizeof(err));
+    }
+    if (rc != RLMCP_OK && rc != RLMCP_ECANCELLED)
+        log_msg(rc == RLMCP_EHTTP || rc == RLMCP_ETIMEDOUT ? RLMCP_LOG_WARNING
+                                                           : RLMCP_LOG_ERROR,
+                call->plugin_name, "websocket: %s", err);
+    return ws_note(call, rc, err);
+}
+
+int call_runloop_ws_send(rlmcp_ws *ws, const void *data, size_t len, bool text)
+{
+    char err[2600] = "";
+
+    if (ws == NULL)
+        return RLMCP_EINVAL;
+    return ws_note(
+        ws->call,
+        ws->mod->conn_send(ws->conn, data, len, text, err, sizeof(err)), err);
+}
+
+int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
+                         struct rlmcp_ws_message *m)
+{
+    char err[2600] = "";
+
+    if (ws == NULL)
+        return RLMCP_EINVAL;
+    if (m == NULL || m->struct_size < sizeof(struct rlmcp_ws_message))
+        return ws_note(ws->call, RLMCP_EINVAL,
+                       "ws recv: m is NULL or its struct_size is too small; "
+                       "use RLMCP_WS_MESSAGE_INIT");
+    return ws_note(
+        ws->call, ws->mod->conn_recv(ws->conn, timeout_ms, m, err, sizeof(err)),
+        err);
+}
+
+/* Close codes an endpoint may send (RFC 6455 7.4, IANA registry). */
+static bool ws_code_ok(int code)
+{
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+           (code >= 3000 && code <= 4999);
+}
+
+int call_runloop_ws_close(rlmcp_ws *ws, int code)
+{
+    int rc = RLMCP_OK;
+
+    if (ws == NULL)
+        return RLMCP_OK;
+    if (code == 0)
+        code = 1000;
+    if (!ws_code_ok(code)) {
+        rc = ws_note(ws->call, RLMCP_EINVAL,
+                     "ws close: a client may not send that close code; "
+                     "closed with 1000");
+        code = 1000;
+    }
+    if (ws->prev != NULL)
+        ws->prev->next = ws->next;
+    else
+        ws->call->ws_open = ws->next;
+    if (ws->next != NULL)
+        ws->next->prev = ws->prev;
+    ws->mod->conn_close(ws->conn, code);
+    free(ws);
+    return rc;
+}
+
+void call_ws_close_left(struct rlmcp_call *call)
+{
+    unsigned n = 0;
+
+    while (call->ws_open != NULL) {
+        call_runloop_ws_close(call->ws_open, 1001);
+        n++;
+    }
+    if (n > 0)
+        log_msg(RLMCP_LOG_WARNING, call->plugin_name,
+                "'%s' returned with %u WebSocket%s open; the host closed "
+                "them",
+                call->what, n, n == 1 ? "" : "s");
 }
 
 /* The client capability a server-to-client method needs. */

@@ -48,6 +48,14 @@ int call_prompt_message(rlmcp_call *call, const char *role,
 rlmcp_plugin *call_plugin(rlmcp_call *call);
 /* ABI 1.2: the call's deadline and why its last request failed. */
 uint64_t call_deadline_ms(rlmcp_call *call);
+/* ABI 1.6: WebSockets; the host closes what a handler left open. */
+int call_runloop_ws_open(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                         struct rlmcp_ws_open *o, rlmcp_ws **out);
+int call_runloop_ws_send(rlmcp_ws *ws, const void *data, size_t len, bool text);
+int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
+                         struct rlmcp_ws_message *m);
+int call_runloop_ws_close(rlmcp_ws *ws, int code);
+void call_ws_close_left(struct rlmcp_call *call);
 const char *call_last_error(rlmcp_call *call);
 
 #endif

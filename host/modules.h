@@ -5,7 +5,7 @@
  * A stdio deployment never maps libmicrohttpd, libwebsockets or libcurl
  * until it needs them: the Streamable HTTP transport (rlmcp_http.so) is
  * loaded when the deployment serves HTTP, the WebSocket client
- * (rlmcp_ws.so) at the first PTY exchange, libcurl (rlmcp_curl.so) at the
+ * (rlmcp_ws.so) at the first WebSocket, libcurl (rlmcp_curl.so) at the
  * first backend request, libcrypto (rlmcp_crypto.so) at the first digest
  * (task ids, request states, the audit log). Each module exports one table,
  * named rlmcp_module_<name>, that starts with struct module_head; the host
@@ -25,7 +25,7 @@ struct mcp_dispatcher;
 struct host_config;
 
 /* Bumped whenever a table below changes; host and modules must agree. */
-#define MODULE_ABI 2u
+#define MODULE_ABI 3u
 
 enum module_id {
     MODULE_HTTP,
@@ -53,6 +53,13 @@ struct module_ws {
     int (*pty_exchange)(const char *origin, const char *token,
                         struct rlmcp_pty_exchange *x, ws_cancel_fn cancelled,
                         void *cancel_ctx, char *err, size_t errlen);
+    int (*conn_open)(const struct ws_conn_args *a, struct ws_conn **out,
+                     long *status, char *err, size_t errlen);
+    int (*conn_send)(struct ws_conn *c, const void *data, size_t len, bool text,
+                     char *err, size_t errlen);
+    int (*conn_recv)(struct ws_conn *c, uint32_t timeout_ms,
+                     struct rlmcp_ws_message *m, char *err, size_t errlen);
+    void (*conn_close)(struct ws_conn *c, int code);
 };
 
 /*

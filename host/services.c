@@ -202,6 +202,8 @@ const char *services_strerror(int code)
         return "name already taken";
     case RLMCP_EINTERNAL:
         return "internal error";
+    case RLMCP_ETOOBIG:
+        return "message too big";
     default:
         return "unknown error";
     }
@@ -248,6 +250,11 @@ static const struct rlmcp_host_api table = {
     /* ABI 1.3 */
     .exposed_tool_name = call_exposed_tool_name,
     .exposed_param_name = call_exposed_param_name,
+    /* ABI 1.6 */
+    .runloop_ws_open = call_runloop_ws_open,
+    .runloop_ws_send = call_runloop_ws_send,
+    .runloop_ws_recv = call_runloop_ws_recv,
+    .runloop_ws_close = call_runloop_ws_close,
 };
 
 const struct rlmcp_host_api *services_table(void)

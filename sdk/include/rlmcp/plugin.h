@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define RLMCP_ABI_MAJOR 1
-#define RLMCP_ABI_MINOR 5
+#define RLMCP_ABI_MINOR 6
 
 /*
  * A plugin that wants to load in older 1.x hosts defines
@@ -80,7 +80,8 @@ enum rlmcp_status {
     RLMCP_EVERSION = -8,   /* struct or ABI version not understood */
     RLMCP_ENOTSUP = -9,    /* the host or client does not offer this */
     RLMCP_EEXIST = -10,    /* the name is already taken */
-    RLMCP_EINTERNAL = -11  /* anything else; the host logged details */
+    RLMCP_EINTERNAL = -11, /* anything else; the host logged details */
+    RLMCP_ETOOBIG = -12    /* 1.6: a message exceeds its limit */
 };
 
 enum rlmcp_log_level {
@@ -463,6 +464,49 @@ struct rlmcp_pty_exchange {
 #define RLMCP_PTY_EXCHANGE_INIT \
     {.struct_size = sizeof(struct rlmcp_pty_exchange)}
 
+/*
+ * Added in ABI 1.6: a WebSocket to any port of a devbox's tunnel
+ * (runloop_ws_open). The handle is the host's; runloop_ws_close frees it.
+ */
+typedef struct rlmcp_ws rlmcp_ws;
+
+/* What runloop_ws_open connects to, and its bounds. */
+struct rlmcp_ws_open {
+    size_t struct_size;      /* sizeof; use RLMCP_WS_OPEN_INIT */
+    const char *path;        /* server-relative, query included, e.g.
+                                "/echo?room=1": starts with '/', < 2048
+                                bytes, no spaces or control characters.
+                                Never put a token here: the host sends the
+                                tunnel's token as Authorization */
+    const char *subprotocol; /* Sec-WebSocket-Protocol to ask for, or NULL */
+    size_t max_message;      /* largest message either way; 0: 1 MiB; at
+                                most 64 MiB */
+    /* Set by the host: */
+    long upgrade_status;     /* HTTP status of a refused upgrade, else 0 */
+    /* 1.x: append only */
+};
+#define RLMCP_WS_OPEN_INIT {.struct_size = sizeof(struct rlmcp_ws_open)}
+
+/* The kind of a received message (rlmcp_ws_message.type). */
+#define RLMCP_WS_TEXT 1   /* a text message (UTF-8 as the server sent it) */
+#define RLMCP_WS_BINARY 2 /* a binary message */
+#define RLMCP_WS_CLOSED 3 /* the connection ended; see close_code */
+
+/* One message from runloop_ws_recv, filled by the host. */
+struct rlmcp_ws_message {
+    size_t struct_size; /* sizeof; use RLMCP_WS_MESSAGE_INIT */
+    int type;           /* RLMCP_WS_TEXT, _BINARY or _CLOSED */
+    const void *data;   /* the payload (RLMCP_WS_CLOSED: the close reason),
+                           NUL-terminated for convenience; borrowed until
+                           the next recv or close of the handle */
+    size_t len;         /* bytes, without the NUL */
+    int close_code;     /* RLMCP_WS_CLOSED: the server's close code, 1005
+                           when it sent none, 1006 when the connection broke
+                           without a close */
+    /* 1.x: append only */
+};
+#define RLMCP_WS_MESSAGE_INIT {.struct_size = sizeof(struct rlmcp_ws_message)}
+
 /* ------------------------------------------------------------------------ */
 /* The host services table                                                  */
 /* ------------------------------------------------------------------------ */
@@ -750,6 +794,75 @@ struct rlmcp_host_api {
      */
     const char *(*exposed_param_name)(rlmcp_call *call, const char *tool,
                                       const char *param);
+
+    /*
+     * Added in ABI 1.6: a WebSocket client for any port of a devbox's
+     * tunnel (runloop_pty_exchange is one fixed exchange on port 13).
+     *
+     * A handle belongs to the call that opened it and to the thread that
+     * opened it: the host runs each connection on the calling thread
+     * (libwebsockets contexts are single-threaded), and services it only
+     * inside these four functions. Every blocking step ends by the call's
+     * deadline (call_deadline_ms, less the host's margin to answer) and at
+     * once when the call is cancelled. Pings are answered. A handle the
+     * plugin did not close is closed by the host (code 1001) when the
+     * handler returns, with a warning in the host's log. After a failure,
+     * call_last_error says what went wrong (the URL shown without the
+     * token).
+     *
+     * runloop_ws_open: connect to o->path on port t->port of the tunnel,
+     * origin and Authorization as for runloop_tunnel_request (ws:// or
+     * wss:// as the origin is http or https; the token never goes into a
+     * URL, a log line or a message). An upgrade refused with 502/503/504
+     * (tunnel not routed yet) is retried like runloop_tunnel_request does.
+     * Returns RLMCP_OK with *out set; RLMCP_EHTTP when the upgrade was
+     * refused (o->upgrade_status holds the status, e.g. 404) or the
+     * connection failed; RLMCP_ETIMEDOUT when the deadline passed first;
+     * RLMCP_ECANCELLED; RLMCP_EINVAL (bad path, port 0, no tunnel key, bad
+     * struct sizes); RLMCP_EINTERNAL (the WebSocket module is missing).
+     * Ownership: t and o are read during the call only, the host writes
+     * o->upgrade_status; *out is the plugin's until runloop_ws_close.
+     * Threads: the handler's thread, while the handler runs; blocks.
+     */
+    int (*runloop_ws_open)(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                           struct rlmcp_ws_open *o, rlmcp_ws **out);
+
+    /*
+     * Send one message: text (UTF-8, not checked) when text is true, else
+     * binary; len at most the handle's max_message. Returns once the
+     * message is handed to the socket: RLMCP_OK; RLMCP_EINVAL (NULL, too
+     * long); RLMCP_ESTATE (the connection ended: recv reports how);
+     * RLMCP_EHTTP (the write failed); RLMCP_ETIMEDOUT (deadline);
+     * RLMCP_ECANCELLED. Ownership: data is copied. Threads: the opening
+     * thread, while the handler runs; blocks.
+     */
+    int (*runloop_ws_send)(rlmcp_ws *ws, const void *data, size_t len,
+                           bool text);
+
+    /*
+     * Wait up to timeout_ms (0: only what already arrived) for the next
+     * message. Returns RLMCP_OK with m filled: a text or binary message, or
+     * RLMCP_WS_CLOSED once the server closed (m->close_code, reason in
+     * m->data) or the connection broke (1006); RLMCP_ETIMEDOUT when
+     * timeout_ms or the call's deadline passed with nothing (the
+     * connection stays usable); RLMCP_ETOOBIG when a message was longer
+     * than max_message (the host closed the connection with 1009);
+     * RLMCP_ESTATE after the end was already reported; RLMCP_ECANCELLED;
+     * RLMCP_EINVAL. Ownership: m stays the plugin's; m->data is the host's,
+     * borrowed until the next recv or close of this handle. Threads: the
+     * opening thread, while the handler runs; blocks.
+     */
+    int (*runloop_ws_recv)(rlmcp_ws *ws, uint32_t timeout_ms,
+                           struct rlmcp_ws_message *m);
+
+    /*
+     * Close with code (0: 1000), waiting briefly (at most 3 s, never past
+     * the deadline) for the server's answer, and free the handle. NULL is
+     * fine. Returns RLMCP_OK, or RLMCP_EINVAL for a code a client may not
+     * send (the handle is freed all the same). Ownership: ws is invalid
+     * afterwards. Threads: the opening thread, while the handler runs.
+     */
+    int (*runloop_ws_close)(rlmcp_ws *ws, int code);
 
     /* 1.x: append only, each with an "Added in ABI 1.N" comment. */
 };
