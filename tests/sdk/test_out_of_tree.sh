@@ -30,6 +30,19 @@ check "pkg-config file installed" '[ -n "$pc" ]'
 check "CMake package installed" '[ -n "$cfg" ]'
 plugdir=$(find "$prefix" -type d -path '*runloop-mcp/plugins' | head -1)
 check "in-tree hello plugin installed" '[ -f "$plugdir/rlmcp_hello.so" ]'
+# Test fixtures stay out of a plain install: the e2e test plugin, the
+# conformance suite's plugin and deployment, the loader and ABI fixtures.
+for fx in testtools conformance abi10; do
+    check "test fixture rlmcp_$fx.so not installed" \
+        '[ -z "$(find "$prefix" -name "rlmcp_$fx.so")" ]'
+done
+check "no loader fixture (rlmcp_fx_*.so) installed" '[ -z "$(find "$prefix" -name "rlmcp_fx_*")" ]'
+check "conformance deployment not installed" '[ -z "$(find "$prefix" -name conformance.yaml)" ]'
+for so in "$plugdir"/*.so; do
+    n=$(basename "$so" .so); n=${n#rlmcp_}
+    check "installed plugin $n is a plugin of plugins/ or the SDK example" \
+        '{ [ -d "$SRC/plugins/$n" ] && [ "$n" != conformance ]; } || [ "$n" = hello ]'
+done
 moddir=$(find "$prefix" -type d -path '*runloop-mcp/modules' | head -1)
 for m in http ws curl crypto; do
     check "module rlmcp_$m.so installed beside the plugins" '[ -f "$moddir/rlmcp_$m.so" ]'
