@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_out_of_tree.sh BUILD_DIR SOURCE_DIR - install runloop-mcp into a
 # temporary prefix, build sdk/examples/hello outside the source tree twice
-# (CMake find_package(rlmcp-plugin), and make + pkg-config), check each
-# plugin exports only its descriptor, and load each with the installed
-# runloop-mcp --list-tools.
+# (CMake find_package(rlmcp-plugin COMPONENTS helpers), and make +
+# pkg-config rlmcp-helpers), both linking the installed helper library;
+# check each plugin exports only its descriptor, load each with the
+# installed runloop-mcp --list-tools and call its tool over stdio.
 set -uo pipefail
 
 BUILD=$(realpath "$1")
@@ -28,6 +29,26 @@ pc=$(find "$prefix" -name rlmcp-plugin.pc | head -1)
 cfg=$(find "$prefix" -name rlmcp-pluginConfig.cmake | head -1)
 check "pkg-config file installed" '[ -n "$pc" ]'
 check "CMake package installed" '[ -n "$cfg" ]'
+
+# The helper library, as an author links it: pkg-config or rlmcp::helpers.
+hpc=$(dirname "$pc")/rlmcp-helpers.pc
+hlib=$(find "$prefix" -name librlmcp_helpers.a | head -1)
+pcq() { PKG_CONFIG_PATH=$(dirname "$hpc") pkg-config "$@"; }
+check "helper library installed" '[ -n "$hlib" ]'
+check "helper header installed" '[ -f "$prefix/include/rlmcp/rlmcp_helpers.h" ]'
+check "rlmcp-helpers.pc installed beside rlmcp-plugin.pc" '[ -f "$hpc" ]'
+check "pkg-config rlmcp-helpers: the library, -z defs and cJSON" \
+    'libs=$(pcq --libs rlmcp-helpers) && [[ "$libs" == *-lrlmcp_helpers* && "$libs" == *-z,defs* && "$libs" == *-lcjson* ]]'
+check "pkg-config rlmcp-helpers: libdir is where the library is" \
+    '[ "$(realpath "$(pcq --variable=libdir rlmcp-helpers)")" = "$(realpath "$(dirname "$hlib")")" ]'
+check "CMake package offers the helpers component" 'grep -q "rlmcp::helpers" "$cfg"'
+# Relocatable: a moved prefix is found from the .pc file's own place.
+mv "$prefix" "$tmp/moved"
+moved_pcdir=$tmp/moved/$(dirname "${hpc#"$prefix"/}")
+moved_libdir=$tmp/moved/$(dirname "${hlib#"$prefix"/}")
+check "rlmcp-helpers.pc follows a moved prefix" \
+    '[ "$(realpath "$(PKG_CONFIG_PATH=$moved_pcdir pkg-config --variable=libdir rlmcp-helpers)")" = "$(realpath "$moved_libdir")" ]'
+mv "$tmp/moved" "$prefix"
 plugdir=$(find "$prefix" -type d -path '*runloop-mcp/plugins' | head -1)
 check "in-tree hello plugin installed" '[ -f "$plugdir/rlmcp_hello.so" ]'
 # Test fixtures stay out of a plain install: the e2e test plugin, the
@@ -80,14 +101,18 @@ so_cmake=$tmp/hello-cmake/build/rlmcp_hello.so
 check "CMake build produced rlmcp_hello.so" '[ -f "$so_cmake" ]'
 check "CMake build used -fvisibility=hidden and -z defs" \
     'grep -rq -- "-fvisibility=hidden" "$tmp/hello-cmake/build" && grep -rq -- "-z,defs" "$tmp/hello-cmake/build"'
+check "CMake build linked the installed helper library" \
+    '[ "$(grep -rhoE "[^ \"]*librlmcp_helpers\.a" "$tmp/hello-cmake/build/CMakeFiles" | head -1 | xargs realpath)" = "$(realpath "$hlib")" ]'
 
 if PKG_CONFIG_PATH=$(dirname "$pc") make -C "$tmp/hello-make" >"$tmp/make.log" 2>&1; then
-    pass "hello builds with make + pkg-config"
+    pass "hello builds with make + pkg-config rlmcp-helpers"
 else
     fail "hello with make"; tail -30 "$tmp/make.log"
 fi
 so_make=$tmp/hello-make/rlmcp_hello.so
 check "make build produced rlmcp_hello.so" '[ -f "$so_make" ]'
+check "make build linked -lrlmcp_helpers from the prefix" \
+    'grep -q -- "-lrlmcp_helpers" "$tmp/make.log" && grep -qF -- "-L$(dirname "$pc")" "$tmp/make.log"'
 check "pkg-config gives the installed include dir" \
     '[ "$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --variable=includedir rlmcp-plugin | xargs realpath)" = "$(realpath "$prefix/include")" ]'
 check "pkg-config version is the ABI version" \
@@ -109,6 +134,27 @@ YAML
         fail "runloop-mcp --list-tools with $so"; cat "$tmp/err"
     fi
     check "hello is listed, read-only" 'grep -Eq "^hello +hello +read-only" "$tmp/out"'
+    check "$(basename "$(dirname "$so")"): the helpers are linked in" \
+        'nm "$so" | grep -E " rlmcp_h_arg_int$" >/dev/null'
+    # The tool over stdio: arguments read and result set by the helpers.
+    # A cloud backend that is never asked: nothing else is started.
+    cat >"$tmp/call.yaml" <<YAML
+runloop: {backend: cloud, base_url: "http://127.0.0.1:9", api_key: unused}
+plugins:
+  - name: hello
+    path: $so
+    config: {greeting: Howdy}
+YAML
+    printf '%s\n' \
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ada","steps":2}}}' \
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hello","arguments":{"name":"nobody"}}}' |
+        HOME=$tmp timeout 60 "$prefix/bin/runloop-mcp" --config "$tmp/call.yaml" >"$tmp/out" 2>"$tmp/err"
+    check "$(basename "$(dirname "$so")"): hello answers {greeting, steps}" \
+        'grep -q "\"id\":2,\"result\":{.*\"structuredContent\":{\"greeting\":\"Howdy, Ada!\",\"steps\":2}" "$tmp/out"'
+    check "$(basename "$(dirname "$so")"): hello refuses nobody (invalid_argument)" \
+        'grep -q "\"id\":3,\"result\":{.*invalid_argument.*cannot greet nobody.*\"isError\":true" "$tmp/out"'
 done
 
 # The installed binary finds its own plugins with no plugin_dir.

@@ -4,7 +4,10 @@
  * One tool, `hello`, that greets someone. It shows the parts most tools
  * need: reading the plugin's own config section, an input schema, an
  * output schema with structured results, annotations, progress, polling
- * for cancellation, and business errors the model can act on.
+ * for cancellation, and business errors the model can act on. It reads
+ * its arguments and sets its result with the SDK's helper library
+ * (rlmcp/rlmcp_helpers.h, linked statically: rlmcp-helpers.pc or
+ * rlmcp::helpers).
  *
  * Deployment:
  *   plugins:
@@ -16,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <rlmcp/plugin.h>
+#include <rlmcp/rlmcp_helpers.h>
 
 struct hello_state {
     const struct rlmcp_host_api *api;
@@ -45,68 +49,61 @@ static const char annotations[] =
     "\"destructiveHint\":false,\"idempotentHint\":true,"
     "\"openWorldHint\":false}";
 
-static int int_arg(const cJSON *args, const char *key, int dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
-    return cJSON_IsNumber(v) ? v->valueint : dflt;
-}
-
 static int hello_call(rlmcp_call *call, const char *args_json, size_t args_len,
                       void *user_data)
 {
     struct hello_state *st = user_data;
-    const struct rlmcp_host_api *api = st->api;
-    cJSON *args = cJSON_ParseWithLength(args_json, args_len);
+    struct rlmcp_h h = {st->api, call};
+    cJSON *args = NULL;
     cJSON *out = NULL;
-    char *text = NULL;
-    const cJSON *name = NULL;
+    const char *name = "world";
     char greeting[256];
-    int steps = 1;
-    int step_ms = 0;
+    long long steps = 1;
+    long long step_ms = 0;
+    long long i = 0;
     int rc = RLMCP_OK;
-    int i = 0;
 
-    if (args == NULL) {
-        rc = RLMCP_ENOMEM; /* the host validated the JSON already */
+    /* The host checked the arguments against input_schema already; the
+     * getters read them typed, with the defaults above when absent. */
+    rc = rlmcp_h_args(&h, args_json, args_len, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "steps", false, 1, 100, &steps);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "step_ms", false, 0, 10000, &step_ms);
+    if (rc != RLMCP_OK)
         goto out;
-    }
-    name = cJSON_GetObjectItemCaseSensitive(args, "name");
-    steps = int_arg(args, "steps", 1);
-    step_ms = int_arg(args, "step_ms", 0);
-    if (cJSON_IsString(name) && strcmp(name->valuestring, "nobody") == 0) {
+    if (strcmp(name, "nobody") == 0) {
         /* A business failure: the model sees it and can try again. */
-        api->result_error(call, "invalid_argument",
-                          "pass the name of someone to greet",
-                          "cannot greet nobody");
+        rc = rlmcp_h_fail_remedy(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                                 "pass the name of someone to greet",
+                                 "cannot greet nobody");
         goto out;
     }
     for (i = 1; i <= steps; i++) {
-        api->progress(call, i, steps, "composing the greeting");
-        if (step_ms > 0 && api->sleep_ms(call, (uint32_t)step_ms) != RLMCP_OK) {
+        st->api->progress(call, (double)i, (double)steps,
+                          "composing the greeting");
+        if (step_ms > 0 &&
+            st->api->sleep_ms(call, (uint32_t)step_ms) != RLMCP_OK) {
             rc = RLMCP_ECANCELLED; /* the host sends nothing more */
             goto out;
         }
     }
-    snprintf(greeting, sizeof(greeting), "%s, %s!", st->greeting,
-             cJSON_IsString(name) ? name->valuestring : "world");
+    snprintf(greeting, sizeof(greeting), "%s, %s!", st->greeting, name);
     out = cJSON_CreateObject();
     if (out == NULL || !cJSON_AddStringToObject(out, "greeting", greeting) ||
-        !cJSON_AddNumberToObject(out, "steps", steps)) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    text = cJSON_PrintUnformatted(out);
-    if (text == NULL) {
+        !cJSON_AddNumberToObject(out, "steps", (double)steps)) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
     /* structuredContent; the host mirrors it as a text block. */
-    rc = api->result_json(call, text, strlen(text));
+    rc = rlmcp_h_result_json(&h, out);
 out:
-    cJSON_free(text);
     cJSON_Delete(out);
     cJSON_Delete(args);
-    return rc;
+    /* RLMCP_H_REPORTED (an error result is set) returns RLMCP_OK. */
+    return rlmcp_h_ret(rc);
 }
 
 static int read_config(struct hello_state *st)
