@@ -7,8 +7,10 @@
  * tools reach the /pty/{session} control plane and its WebSocket data plane
  * on the devbox's PTY tunnel origin (13-{key}.tunnel.<domain>, authenticated
  * with the tunnel's own token) through the host's ABI 1.1 services
- * runloop_tunnel_request and runloop_pty_exchange. The plugin targets ABI
- * 1.0: on a 1.0 host they check their arguments and answer `unavailable`.
+ * runloop_tunnel_request and runloop_pty_exchange; on hosts of ABI 1.6 the
+ * exchange runs on the generic WebSocket services (runloop_ws_*) instead.
+ * The plugin targets ABI 1.0: on a 1.0 host they check their arguments and
+ * answer `unavailable`.
  * The host keeps no PTY state between calls: every session call creates a
  * fresh PTY tunnel (create_pty_tunnel) and uses it once
  * (docs/tools.md). screen.c holds the output cleanup.
@@ -42,6 +44,9 @@ struct pty {
 
 #define PTY_PORT 13 /* the fixed port of the PTY control and data plane */
 #define PTY_MAX_OUTPUT (512u * 1024u) /* raw output kept per exchange */
+/* The largest output message taken (ABI 1.6): the server streams small
+ * frames, so this only bounds memory. */
+#define PTY_MAX_MESSAGE (16u * 1024u * 1024u)
 
 static const char *const signals[] = {
     "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",
@@ -585,6 +590,81 @@ out:
     return rc;
 }
 
+/*
+ * Hand the output of an attached session to x->on_output until it was
+ * quiet for quiet_ms or max_at (monotonic ms) passed, whichever bound comes
+ * first, the server closed or on_output stopped. Sets x->quiet and
+ * x->close_code as runloop_pty_exchange does.
+ */
+static int ws_read_output(const struct rlmcp_h *h, rlmcp_ws *ws,
+                          struct rlmcp_pty_exchange *x, uint32_t quiet_ms,
+                          uint64_t max_at)
+{
+    struct rlmcp_ws_message m = RLMCP_WS_MESSAGE_INIT;
+    uint64_t deadline = h->api->call_deadline_ms(h->call);
+    uint64_t last = rlmcp_h_now_ms();
+    int rc = RLMCP_OK;
+
+    for (;;) {
+        uint64_t now = rlmcp_h_now_ms();
+        bool quiet_first = last + quiet_ms <= max_at;
+        uint64_t until = quiet_first ? last + quiet_ms : max_at;
+
+        rc = h->api->runloop_ws_recv(
+            ws, until > now ? (uint32_t)(until - now) : 0, &m);
+        if (rc == RLMCP_ETIMEDOUT) {
+            /* Before our bound, only the call's deadline ends a wait. */
+            if (deadline != 0 && rlmcp_h_now_ms() < until)
+                return rc;
+            x->quiet = quiet_first;
+            return RLMCP_OK;
+        }
+        if (rc != RLMCP_OK)
+            return rc;
+        if (m.type == RLMCP_WS_CLOSED) {
+            /* A close frame's code; a connection that broke without one
+             * is 0, as runloop_pty_exchange reports it. */
+            x->close_code = m.close_code != 1006 ? m.close_code : 0;
+            return RLMCP_OK;
+        }
+        last = rlmcp_h_now_ms();
+        if (m.len > 0 && x->on_output(x->user, m.data, m.len) != 0)
+            return RLMCP_OK;
+    }
+}
+
+/*
+ * What runloop_pty_exchange does, on the ABI 1.6 WebSocket services:
+ * attach, send x->input as one binary message, read the output, detach
+ * with 1000, which keeps the session. Fills x's result fields as the
+ * host's exchange does. Runs on the handler's thread.
+ */
+static int ws_exchange(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
+                       struct rlmcp_pty_exchange *x)
+{
+    const struct rlmcp_host_api *api = h->api;
+    struct rlmcp_ws_open o = RLMCP_WS_OPEN_INIT;
+    uint32_t quiet_ms = x->quiet_ms != 0 ? x->quiet_ms : 500;
+    uint32_t max_wait_ms = x->max_wait_ms != 0 ? x->max_wait_ms : 30000;
+    uint64_t max_at = rlmcp_h_now_ms() + max_wait_ms;
+    rlmcp_ws *ws = NULL;
+    int rc = RLMCP_OK;
+
+    o.path = x->connect_url;
+    o.max_message = PTY_MAX_MESSAGE;
+    rc = api->runloop_ws_open(h->call, t, &o, &ws);
+    x->upgrade_status = o.upgrade_status;
+    if (rc != RLMCP_OK)
+        return rc;
+    if (x->input_len > 0)
+        rc = api->runloop_ws_send(ws, x->input, x->input_len, false);
+    /* RLMCP_ESTATE: the server closed first; the read reports how. */
+    if (rc == RLMCP_OK || rc == RLMCP_ESTATE)
+        rc = ws_read_output(h, ws, x, quiet_ms, max_at);
+    api->runloop_ws_close(ws, 0);
+    return rc;
+}
+
 /* Attach, type, read until quiet or max_wait, detach. */
 static int send_exchange(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
                          const char *sess, const char *connect_url,
@@ -614,7 +694,10 @@ static int send_exchange(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
     x.max_wait_ms = o->max_wait_ms;
     x.on_output = on_output;
     x.user = &cap;
-    rc = h->api->runloop_pty_exchange(h->call, t, &x);
+    if (RLMCP_API_HAS(h->api, runloop_ws_open))
+        rc = ws_exchange(h, t, &x);
+    else /* hosts of ABI 1.1 to 1.5 */
+        rc = h->api->runloop_pty_exchange(h->call, t, &x);
     if (rc == RLMCP_OK)
         rc = send_result(h, sess, &cap, &x);
     else

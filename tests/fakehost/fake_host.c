@@ -68,6 +68,10 @@ static struct {
     struct fh_pty_record pty[FH_MAX];
     size_t n_pty;
     bool abi10;
+    /* ABI 1.6 */
+    bool ws;                      /* offer runloop_ws_* */
+    struct rlmcp_ws *ws_open[16]; /* handles not closed yet */
+    size_t n_ws_open, ws_left;
     /* ABI 1.3 */
     char *hidden[8];
     size_t n_hidden;
@@ -275,6 +279,8 @@ static const char *svc_strerror(int code)
         return "timed out";
     case RLMCP_EHTTP:
         return "transport failure";
+    case RLMCP_ETOOBIG:
+        return "message too big";
     default:
         return "error";
     }
@@ -625,6 +631,153 @@ static int svc_runloop_pty_exchange(rlmcp_call *call,
     return sc->rc;
 }
 
+/* ---- ABI 1.6: WebSockets, played from the PTY script -------------------- */
+
+struct rlmcp_ws {
+    struct fh_pty_record *r;
+    const struct fh_pty_script *sc;
+    size_t next; /* the next chunk to hand out */
+    bool ended;  /* the close was reported */
+};
+
+static bool ws_path_ok(const char *p)
+{
+    return p != NULL && p[0] == '/' && strcspn(p, " \t\r\n") == strlen(p);
+}
+
+static int svc_runloop_ws_open(rlmcp_call *call, const struct rlmcp_tunnel *t,
+                               struct rlmcp_ws_open *o, rlmcp_ws **out)
+{
+    struct fh_pty_record *r;
+    const struct fh_pty_script *sc;
+    struct rlmcp_ws *ws;
+
+    (void)call;
+    if (out != NULL)
+        *out = NULL;
+    if (t == NULL || t->struct_size < sizeof(*t) || t->tunnel_key == NULL ||
+        t->tunnel_key[0] == '\0' || t->port == 0 || o == NULL ||
+        o->struct_size < sizeof(*o) || !ws_path_ok(o->path) || out == NULL ||
+        fh.n_pty == FH_MAX || fh.n_ws_open == 16)
+        return RLMCP_EINVAL;
+    r = &fh.pty[fh.n_pty++];
+    memset(r, 0, sizeof(*r));
+    r->connect_url = xstrdup(o->path);
+    r->input = xstrdup("");
+    r->tunnel_key = xstrdup(t->tunnel_key);
+    r->tunnel_token = xstrdup(t->auth_token);
+    r->port = t->port;
+    r->via_ws = true;
+    r->max_message = o->max_message;
+    o->upgrade_status = 0;
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    if (fh.n_pty_script == 0)
+        return RLMCP_EHTTP;
+    sc = &fh.pty_script[fh.pty_used < fh.n_pty_script ? fh.pty_used
+                                                      : fh.n_pty_script - 1];
+    fh.pty_used++;
+    if (sc->rc != RLMCP_OK) {
+        o->upgrade_status = sc->upgrade_status;
+        return sc->rc;
+    }
+    ws = xmalloc(sizeof(*ws));
+    memset(ws, 0, sizeof(*ws));
+    ws->r = r;
+    ws->sc = sc;
+    fh.ws_open[fh.n_ws_open++] = ws;
+    *out = ws;
+    return RLMCP_OK;
+}
+
+static int svc_runloop_ws_send(rlmcp_ws *ws, const void *data, size_t len,
+                               bool text)
+{
+    char *input;
+
+    (void)text;
+    if (ws == NULL || (data == NULL && len > 0))
+        return RLMCP_EINVAL;
+    if (ws->ended)
+        return RLMCP_ESTATE;
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    input = xmalloc(ws->r->input_len + len + 1);
+    memcpy(input, ws->r->input, ws->r->input_len);
+    if (len > 0)
+        memcpy(input + ws->r->input_len, data, len);
+    input[ws->r->input_len + len] = '\0';
+    free(ws->r->input);
+    ws->r->input = input;
+    ws->r->input_len += len;
+    return RLMCP_OK;
+}
+
+/* The script's chunks as binary messages; then its close_code as the
+ * server's close, or (none) timeouts, as quiet output gives. */
+static int svc_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
+                               struct rlmcp_ws_message *m)
+{
+    (void)timeout_ms;
+    if (ws == NULL || m == NULL || m->struct_size < sizeof(*m))
+        return RLMCP_EINVAL;
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    m->close_code = 0;
+    if (ws->next < ws->sc->n_chunks) {
+        m->type = RLMCP_WS_BINARY;
+        m->data = ws->sc->chunks[ws->next];
+        m->len = strlen(ws->sc->chunks[ws->next]);
+        ws->next++;
+        return RLMCP_OK;
+    }
+    if (ws->sc->close_code == 0)
+        return RLMCP_ETIMEDOUT;
+    if (ws->ended)
+        return RLMCP_ESTATE;
+    ws->ended = true;
+    m->type = RLMCP_WS_CLOSED;
+    m->data = "";
+    m->len = 0;
+    m->close_code = ws->sc->close_code;
+    return RLMCP_OK;
+}
+
+static int svc_runloop_ws_close(rlmcp_ws *ws, int code)
+{
+    size_t i;
+
+    if (ws == NULL)
+        return RLMCP_OK;
+    ws->r->ws_close_code = code != 0 ? code : 1000;
+    for (i = 0; i < fh.n_ws_open; i++) {
+        if (fh.ws_open[i] == ws) {
+            fh.ws_open[i] = fh.ws_open[--fh.n_ws_open];
+            break;
+        }
+    }
+    free(ws);
+    return RLMCP_OK;
+}
+
+/* As the host does when a handler returns: close what it left open. */
+static void ws_close_left(void)
+{
+    fh.ws_left = fh.n_ws_open;
+    while (fh.n_ws_open > 0)
+        svc_runloop_ws_close(fh.ws_open[0], 1001);
+}
+
+void fh_use_ws(bool on)
+{
+    fh.ws = on;
+}
+
+size_t fh_ws_left(void)
+{
+    return fh.ws_left;
+}
+
 void fh_pty_script_add(const struct fh_pty_script *sc)
 {
     if (fh.n_pty_script == sizeof(fh.pty_script) / sizeof(fh.pty_script[0]))
@@ -685,6 +838,7 @@ static void pty_reset(void)
     fh.n_pty = 0;
     fh.n_pty_script = 0;
     fh.pty_used = 0;
+    fh.ws_left = 0;
 }
 
 static uint64_t g_deadline_ms;
@@ -744,15 +898,30 @@ static const struct rlmcp_host_api fh_table = {
     .call_last_error = svc_call_last_error,
     .exposed_tool_name = svc_exposed_tool_name,
     .exposed_param_name = svc_exposed_param_name,
+    .runloop_ws_open = svc_runloop_ws_open,
+    .runloop_ws_send = svc_runloop_ws_send,
+    .runloop_ws_recv = svc_runloop_ws_recv,
+    .runloop_ws_close = svc_runloop_ws_close,
 };
 
 /* An ABI 1.0 host: the table ends before the 1.1 services. */
 static struct rlmcp_host_api fh_table10;
 
+/* This host without the 1.6 WebSocket services (fh_use_ws(false)). */
+static struct rlmcp_host_api fh_table_nows;
+
 static const struct rlmcp_host_api *current_table(void)
 {
-    if (!fh.abi10)
+    if (!fh.abi10 && fh.ws)
         return &fh_table;
+    if (!fh.abi10) {
+        fh_table_nows = fh_table;
+        fh_table_nows.runloop_ws_open = NULL;
+        fh_table_nows.runloop_ws_send = NULL;
+        fh_table_nows.runloop_ws_recv = NULL;
+        fh_table_nows.runloop_ws_close = NULL;
+        return &fh_table_nows;
+    }
     fh_table10 = fh_table;
     fh_table10.size = offsetof(struct rlmcp_host_api, runloop_tunnel_request);
     fh_table10.abi_minor = 0;
@@ -941,6 +1110,7 @@ void fh_unload(void)
     fh.desc = NULL;
     fh.state = NULL;
     fh.abi10 = false;
+    fh.ws = false;
 }
 
 static struct fh_route_ent *new_route(const char *method, const char *path)
@@ -1109,6 +1279,7 @@ int fh_call(const char *tool, const char *args_json)
     if (json == NULL)
         return rc;
     rc = t->handler(&fh_the_call, json, strlen(json), t->user_data);
+    ws_close_left();
     if (rc == RLMCP_OK)
         check_output((size_t)ti);
     free(json);
@@ -1120,6 +1291,7 @@ int fh_call_op(const char *tool, const char *op, const char *args_json)
     int ti = tool_index(tool);
     const struct rlmcp_task_def *td = NULL;
     rlmcp_tool_fn fn = NULL;
+    int rc;
 
     if (ti < 0 || (td = fh.tools[ti].task) == NULL)
         return RLMCP_ENOTFOUND;
@@ -1133,8 +1305,9 @@ int fh_call_op(const char *tool, const char *op, const char *args_json)
         fn = td->cancel;
     if (fn == NULL)
         return RLMCP_ENOTFOUND;
-    return fn(&fh_the_call, args_json, strlen(args_json),
-              fh.tools[ti].user_data);
+    rc = fn(&fh_the_call, args_json, strlen(args_json), fh.tools[ti].user_data);
+    ws_close_left();
+    return rc;
 }
 
 size_t fh_request_count(void)

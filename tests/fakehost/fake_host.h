@@ -148,6 +148,12 @@ struct fh_pty_record {
     uint32_t quiet_ms, max_wait_ms;
     char *tunnel_key, *tunnel_token;
     unsigned port;
+    /* ABI 1.6 (fh_use_ws): the exchange went through runloop_ws_*; input
+     * is everything sent; the code it was closed with (1001: left open,
+     * closed by the host); o->max_message. */
+    bool via_ws;
+    int ws_close_code;
+    size_t max_message;
 };
 size_t fh_pty_count(void);
 const struct fh_pty_record *fh_pty_at(size_t i);
@@ -155,6 +161,21 @@ const struct fh_pty_record *fh_pty_at(size_t i);
 /* Before fh_load: present an ABI 1.0 host (table without the 1.1
  * services, abi_minor 0). Reset by fh_unload. */
 void fh_use_abi_1_0(bool on);
+
+/*
+ * Before fh_load: offer the ABI 1.6 WebSocket services (runloop_ws_*). Off
+ * by default, so a plugin that falls back to runloop_pty_exchange (pty)
+ * keeps its 1.1 path in tests that do not ask; reset by fh_unload. They
+ * play the PTY script too: runloop_ws_open takes the next script (a
+ * non-OK rc fails the open with its upgrade_status), runloop_ws_recv hands
+ * out its chunks as binary messages, then the server's close with
+ * close_code, or, when that is 0, RLMCP_ETIMEDOUT (the output went
+ * quiet). Each open adds a record (fh_pty_at) whose input is what was
+ * sent. Handles a handler leaves open are closed when it returns.
+ */
+void fh_use_ws(bool on);
+/* How many handles the last fh_call left open (the fake host closed them). */
+size_t fh_ws_left(void);
 
 /* exposed_tool_name answers NULL for tool (a deployment hiding it) until
  * fh_reset. */

@@ -429,6 +429,89 @@ static void send_failures(void **state)
     assert_int_equal(fh_pty_count(), 0);
 }
 
+/* On a host with the ABI 1.6 WebSocket services, pty_send_command runs its
+ * exchange on them: the same results, the handle always closed. */
+static void send_via_ws(void **state)
+{
+    static const char *const out[] = {"print(6*7)\r\n",
+                                      "\x1b[1m42\x1b[0m\r\n>>> "};
+    struct fh_pty_script sc = {out, 2, RLMCP_OK, 0, 0, true};
+    const struct fh_pty_record *p = NULL;
+
+    fh_unload();
+    fh_use_ws(true);
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
+
+    fh_reset();
+    route_session();
+    fh_pty_script_add(&sc);
+    assert_int_equal(fh_call("pty_send_command",
+                             "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                             "\"repl\",\"command\":\"print(6*7)\","
+                             "\"quiet_ms\":300,\"max_wait\":2.5}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_pty_count(), 1);
+    p = fh_pty_at(0);
+    assert_true(p->via_ws);
+    assert_string_equal(p->input, "print(6*7)\n");
+    assert_string_equal(p->connect_url, "/pty/repl/attach");
+    assert_int_equal(p->port, 13);
+    assert_string_equal(p->tunnel_key, "k3y");
+    assert_string_equal(p->tunnel_token, "t0k");
+    assert_int_equal(p->max_message, 16u * 1024u * 1024u);
+    assert_int_equal(p->ws_close_code, 1000);
+    assert_int_equal(fh_ws_left(), 0);
+    assert_string_equal(rstr("output"), "print(6*7)\n42\n>>> ");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "quiet")));
+    assert_null(cJSON_GetObjectItem(fh_result(), "session_status"));
+
+    /* the shell exited: the server's close code */
+    fh_reset();
+    route_session();
+    sc.n_chunks = 0;
+    sc.quiet = false;
+    sc.close_code = 4000;
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"exit\"}");
+    assert_null(fh_error_code());
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "quiet")));
+    assert_non_null(rstr("session_status"));
+    assert_int_equal(fh_ws_left(), 0);
+
+    /* a second client refused at the upgrade; no connection; cancelled */
+    fh_reset();
+    route_session();
+    sc.rc = RLMCP_EHTTP;
+    sc.upgrade_status = 400;
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"ls\"}");
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_message(), "one WebSocket client"));
+    fh_reset();
+    route_session();
+    sc.upgrade_status = 0;
+    fh_pty_script_add(&sc);
+    fh_call("pty_send_command", "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                                "\"repl\",\"command\":\"ls\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+    fh_reset();
+    route_session();
+    sc.rc = RLMCP_ECANCELLED;
+    fh_pty_script_add(&sc);
+    assert_int_equal(fh_call("pty_send_command",
+                             "{\"devbox_id\":\"dbx_1\",\"session_name\":"
+                             "\"repl\",\"command\":\"ls\"}"),
+                     RLMCP_ECANCELLED);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_ws_left(), 0);
+
+    fh_unload();
+    setup(state);
+}
+
 static void control_flow(void **state)
 {
     const struct fh_request *r = NULL;
@@ -741,6 +824,7 @@ int main(void)
         cmocka_unit_test(connect_failures),
         cmocka_unit_test(send_flow),
         cmocka_unit_test(send_failures),
+        cmocka_unit_test(send_via_ws),
         cmocka_unit_test(control_flow),
         cmocka_unit_test(pty_tunnel),
         cmocka_unit_test(enable_get_remove),
