@@ -467,30 +467,26 @@ static const struct rlmcp_h_tool specs[] = {
      schema_delete_mcp_config_out, UPDATE_ANN, t_delete_mcp, false},
 };
 
+static int ad_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
+{
+    struct admin *ad = state;
+
+    (void)cfg;
+    ad->api = api;
+    return rlmcp_h_register_tools(self, api, specs,
+                                  sizeof(specs) / sizeof(specs[0]), ad, 60000);
+}
+
 static int ad_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    struct admin *ad = calloc(1, sizeof(*ad));
-    int rc;
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct admin), ad_setup,
+                                                 NULL};
 
-    if (ad == NULL)
-        return RLMCP_ENOMEM;
-    ad->api = api;
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), ad, 60000);
-    if (rc != RLMCP_OK) {
-        free(ad);
-        return rc;
-    }
-    *state_out = ad;
-    return RLMCP_OK;
-}
-
-static void ad_shutdown(rlmcp_plugin *self, void *state)
-{
-    free(state);
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 RLMCP_PLUGIN_DEFINE("admin", "0.1.0",
                     "Account secrets and MCP Hub configs (for operators)",
-                    ad_init, ad_shutdown)
+                    ad_init, rlmcp_h_shutdown_free)

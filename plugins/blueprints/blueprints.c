@@ -588,55 +588,35 @@ static const struct rlmcp_h_tool specs[] = {
 
 /* The host has checked the section against schemas/config.json (types,
  * ranges, no unknown keys); this fills the defaults. */
-static int bp_config(struct bp *bp, rlmcp_plugin *self,
-                     const struct rlmcp_host_api *api)
+static int bp_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
     static const struct rlmcp_h_cfg_default keys[] = {
         {"build_wait_seconds", 1800, offsetof(struct bp, wait_s)},
         {"poll_interval_ms", 1000, offsetof(struct bp, poll_ms)},
         {"max_progress_bytes", 4096, offsetof(struct bp, max_progress)},
     };
-    cJSON *cfg = rlmcp_h_config(self, api);
+    struct bp *bp = state;
 
-    if (cfg == NULL)
-        return RLMCP_EINVAL;
+    bp->api = api;
     rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), bp);
-    cJSON_Delete(cfg);
-    return RLMCP_OK;
+    /* build_blueprint may follow a build for build_wait_seconds, and may
+     * run as an MCP task (specs[0]). */
+    return rlmcp_h_register_tools_task(
+        self, api, specs, sizeof(specs) / sizeof(specs[0]), &bp_task_def, bp,
+        (uint32_t)(bp->wait_s + 60) * 1000u, NULL);
 }
 
 static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    struct bp *bp = calloc(1, sizeof(*bp));
-    int rc;
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct bp), bp_setup,
+                                                 NULL};
 
-    if (bp == NULL)
-        return RLMCP_ENOMEM;
-    bp->api = api;
-    rc = bp_config(bp, self, api);
-    if (rc != RLMCP_OK)
-        goto fail;
-    /* build_blueprint may follow a build for build_wait_seconds, and may
-     * run as an MCP task (specs[0]). */
-    rc = rlmcp_h_register_tools_task(
-        self, api, specs, sizeof(specs) / sizeof(specs[0]), &bp_task_def, bp,
-        (uint32_t)(bp->wait_s + 60) * 1000u, NULL);
-    if (rc != RLMCP_OK)
-        goto fail;
-    *state_out = bp;
-    return RLMCP_OK;
-fail:
-    free(bp);
-    return rc;
-}
-
-static void bp_shutdown(rlmcp_plugin *self, void *state)
-{
-    free(state);
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("blueprints", "0.1.0",
                            "Blueprints: build (with log progress), list, get, "
                            "logs, delete",
-                           bp_init, bp_shutdown, schema_config)
+                           bp_init, rlmcp_h_shutdown_free, schema_config)

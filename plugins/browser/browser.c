@@ -207,7 +207,7 @@ static char *cfg_string(const cJSON *cfg, const char *key, const char *def)
 /* The host has checked the section against schemas/config.json (types,
  * ranges, the executable's form, no unknown keys); this fills the defaults
  * and checks the rule between two fields. */
-static int br_config(struct br *br, rlmcp_plugin *self)
+static int br_config(struct br *br, rlmcp_plugin *self, const cJSON *cfg)
 {
     static const struct rlmcp_h_cfg_default keys[] = {
         {"action_timeout_ms", 10000, offsetof(struct br, action_timeout_ms)},
@@ -221,23 +221,16 @@ static int br_config(struct br *br, rlmcp_plugin *self)
         {"viewport_height", 720, offsetof(struct br, height)},
     };
     const struct rlmcp_host_api *api = br->api;
-    cJSON *cfg = rlmcp_h_config(self, api);
-    int rc = RLMCP_EINVAL;
 
-    if (cfg == NULL)
-        goto out;
     rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), br);
     if (br->action_timeout_ms > br->max_timeout_ms) {
         api->set_error(self, "config action_timeout_ms must not exceed "
                              "max_action_timeout_ms");
-        goto out;
+        return RLMCP_EINVAL;
     }
     br->blueprint_name = cfg_string(cfg, "blueprint_name", DEFAULT_BLUEPRINT);
     br->executable = cfg_string(cfg, "executable", NULL);
-    rc = br->blueprint_name != NULL ? RLMCP_OK : RLMCP_ENOMEM;
-out:
-    cJSON_Delete(cfg);
-    return rc;
+    return br->blueprint_name != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 }
 
 static const struct rlmcp_h_tool specs[] = {
@@ -258,8 +251,10 @@ static const struct rlmcp_h_tool specs[] = {
 
 static const char *const waiting[] = {"run_browser", NULL};
 
-static void br_free(struct br *br)
+static void br_free(void *state)
 {
+    struct br *br = state;
+
     if (br == NULL)
         return;
     free(br->blueprint_name);
@@ -267,32 +262,32 @@ static void br_free(struct br *br)
     free(br);
 }
 
-static int br_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
+static int br_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    struct br *br = calloc(1, sizeof(*br));
+    struct br *br = state;
     uint64_t long_ms;
     int rc;
 
-    if (br == NULL)
-        return RLMCP_ENOMEM;
     br->api = api;
-    rc = br_config(br, self);
+    rc = br_config(br, self, cfg);
     if (rc != RLMCP_OK)
-        goto fail;
+        return rc;
     /* A first action creates the devbox and starts the browser. */
     long_ms = (uint64_t)br->create_wait_s * 1000u +
               (uint64_t)br->max_timeout_ms + 180000u;
-    rc = rlmcp_h_register_tools_waiting(self, api, specs,
-                                        sizeof(specs) / sizeof(specs[0]), br,
-                                        (uint32_t)long_ms, waiting);
-    if (rc != RLMCP_OK)
-        goto fail;
-    *state_out = br;
-    return RLMCP_OK;
-fail:
-    br_free(br);
-    return rc;
+    return rlmcp_h_register_tools_waiting(self, api, specs,
+                                          sizeof(specs) / sizeof(specs[0]), br,
+                                          (uint32_t)long_ms, waiting);
+}
+
+static int br_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct br), br_setup,
+                                                 br_free};
+
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 static void br_shutdown(rlmcp_plugin *self, void *state)

@@ -664,8 +664,9 @@ static int register_outputs(struct ex *ex, rlmcp_plugin *self)
 /* ---- configuration
  * ------------------------------------------------------------- */
 
-static void ex_free(struct ex *ex)
+static void ex_free(void *state)
 {
+    struct ex *ex = state;
     size_t i;
 
     if (ex == NULL)
@@ -749,7 +750,7 @@ static int ex_config_run_code(struct ex *ex, rlmcp_plugin *self,
     return RLMCP_OK;
 }
 
-static int ex_config(struct ex *ex, rlmcp_plugin *self)
+static int ex_config(struct ex *ex, rlmcp_plugin *self, const cJSON *cfg)
 {
     static const struct rlmcp_h_cfg_default keys[] = {
         {"max_output_bytes", 32768, offsetof(struct ex, max_output)},
@@ -762,42 +763,34 @@ static int ex_config(struct ex *ex, rlmcp_plugin *self)
         {"max_log_bytes", 1 << 20, offsetof(struct ex, max_log_bytes)},
     };
     const struct rlmcp_host_api *api = ex->api;
-    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *langs = NULL, *l = NULL;
-    int rc = RLMCP_EINVAL;
+    int rc;
 
-    if (cfg == NULL)
-        goto out;
     /* Types and ranges are schemas/config.json's; this fills defaults. */
     rlmcp_h_cfg_defaults(cfg, keys, sizeof(keys) / sizeof(keys[0]), ex);
     if (ex->default_timeout_s > ex->max_timeout_s) {
         api->set_error(self, "config default_timeout_seconds must not "
                              "exceed max_timeout_seconds");
-        goto out;
+        return RLMCP_EINVAL;
     }
     rlmcp_h_cfg_bool(cfg, "stream_output", true, &ex->stream);
     rc = ex_config_run_code(ex, self, cfg);
     if (rc != RLMCP_OK)
-        goto out;
+        return rc;
     langs = cJSON_GetObjectItemCaseSensitive(cfg, "languages");
     ex->n_langs = 0;
     ex->langs =
         calloc((size_t)cJSON_GetArraySize(langs) + 1, sizeof(struct lang));
-    if (ex->langs == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
+    if (ex->langs == NULL)
+        return RLMCP_ENOMEM;
     cJSON_ArrayForEach(l, langs)
     {
         rc = parse_lang(ex, self, l, &ex->langs[ex->n_langs]);
         ex->n_langs++;
         if (rc != RLMCP_OK)
-            goto out;
+            return rc;
     }
-    rc = RLMCP_OK;
-out:
-    cJSON_Delete(cfg);
-    return rc;
+    return RLMCP_OK;
 }
 
 /* ---- registration
@@ -877,31 +870,18 @@ static const struct rlmcp_h_tool specs[] = {
      run_code_tool, true},
 };
 
-static int reg(struct ex *ex, rlmcp_plugin *self,
-               const struct rlmcp_tool_def *def)
+static int ex_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    int rc = ex->api->register_tool(self, def);
-
-    if (rc != RLMCP_OK)
-        ex->api->set_error(self, "registering %s failed: %s", def->name,
-                           ex->api->strerror(rc));
-    return rc;
-}
-
-static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    struct ex *ex = calloc(1, sizeof(*ex));
+    struct ex *ex = state;
     uint32_t long_ms;
     size_t i;
     int rc;
 
-    if (ex == NULL)
-        return RLMCP_ENOMEM;
     ex->api = api;
-    rc = ex_config(ex, self);
+    rc = ex_config(ex, self, cfg);
     if (rc != RLMCP_OK)
-        goto fail;
+        return rc;
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
     /* specs[0], execute_command, may also run as an MCP task. */
@@ -910,9 +890,7 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         long_ms, waiting_tools);
     if (rc == RLMCP_OK)
         rc = register_outputs(ex, self);
-    if (rc != RLMCP_OK)
-        goto fail;
-    for (i = 0; i < ex->n_langs; i++) {
+    for (i = 0; i < ex->n_langs && rc == RLMCP_OK; i++) {
         struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
         def.name = ex->langs[i].tool_name;
         def.description = ex->langs[i].description;
@@ -924,15 +902,18 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         /* One at a time per language: the devbox is shared. */
         def.flags = RLMCP_TOOL_SERIAL | RLMCP_TOOL_LONG;
         def.timeout_ms = long_ms;
-        rc = reg(ex, self, &def);
-        if (rc != RLMCP_OK)
-            goto fail;
+        rc = rlmcp_h_register_def(self, api, &def);
     }
-    *state_out = ex;
-    return RLMCP_OK;
-fail:
-    ex_free(ex);
     return rc;
+}
+
+static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct ex), ex_setup,
+                                                 ex_free};
+
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 static void ex_shutdown(rlmcp_plugin *self, void *state)

@@ -794,8 +794,8 @@ static const struct rlmcp_h_tool specs[] = {
      t_remove, false},
 };
 
-static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
+static int fs_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
     static const struct rlmcp_h_cfg_default lims[] = {
         {"max_read_bytes", 1 << 20, offsetof(struct fs, max_read)},
@@ -804,39 +804,29 @@ static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         {"max_download_bytes", 10 << 20, offsetof(struct fs, max_download)},
         {"max_list_entries", 1000, offsetof(struct fs, max_list)},
     };
-    struct fs *fs = calloc(1, sizeof(*fs));
-    cJSON *cfg = NULL;
-    int rc = RLMCP_EINVAL;
+    struct fs *fs = state;
+    int rc;
 
-    if (fs == NULL)
-        return RLMCP_ENOMEM;
     fs->api = api;
-    cfg = rlmcp_h_config(self, api);
-    if (cfg == NULL)
-        goto fail;
     /* Types and ranges are schemas/config.json's, checked by the host. */
     rlmcp_h_cfg_defaults(cfg, lims, sizeof(lims) / sizeof(lims[0]), fs);
     rc = rlmcp_h_register_tools(self, api, specs,
                                 sizeof(specs) / sizeof(specs[0]), fs, 0);
     if (rc == RLMCP_OK)
         rc = register_resource(self, api, fs);
-    if (rc != RLMCP_OK)
-        goto fail;
-    cJSON_Delete(cfg);
-    *state_out = fs;
-    return RLMCP_OK;
-fail:
-    cJSON_Delete(cfg);
-    free(fs);
     return rc;
 }
 
-static void fs_shutdown(rlmcp_plugin *self, void *state)
+static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
 {
-    free(state);
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct fs), fs_setup,
+                                                 NULL};
+
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("files", "0.1.0",
                            "Files on devboxes: read/write text, "
                            "upload/download base64",
-                           fs_init, fs_shutdown, schema_config)
+                           fs_init, rlmcp_h_shutdown_free, schema_config)

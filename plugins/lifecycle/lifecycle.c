@@ -793,8 +793,10 @@ static const struct rlmcp_h_tool specs[] = {
      schema_devbox_id, schema_get_resource_usage_out, RO_ANN, t_usage, true},
 };
 
-static void lc_free(struct lc *lc)
+static void lc_free(void *state)
 {
+    struct lc *lc = state;
+
     if (lc == NULL)
         return;
     cJSON_Delete(lc->default_metadata);
@@ -809,14 +811,10 @@ static void lc_free(struct lc *lc)
  * fields.
  */
 static int lc_config(struct lc *lc, rlmcp_plugin *self,
-                     const struct rlmcp_host_api *api)
+                     const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    cJSON *cfg = rlmcp_h_config(self, api);
     const cJSON *md = NULL, *bp = NULL;
-    int rc = RLMCP_EINVAL;
 
-    if (cfg == NULL)
-        goto out;
     rlmcp_h_cfg_int(cfg, "create_wait_seconds", 120, &lc->wait_s);
     rlmcp_h_cfg_int(cfg, "min_keep_alive_seconds", 60, &lc->min_keep);
     rlmcp_h_cfg_int(cfg, "max_keep_alive_seconds", 172800, &lc->max_keep);
@@ -826,34 +824,28 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
     if (lc->max_keep < lc->min_keep) {
         api->set_error(self, "config max_keep_alive_seconds must be at least "
                              "min_keep_alive_seconds");
-        goto out;
+        return RLMCP_EINVAL;
     }
     if (lc->default_keep != 0 &&
         (lc->default_keep < lc->min_keep || lc->default_keep > lc->max_keep)) {
         api->set_error(self, "config default_keep_alive_seconds must be "
                              "between min_keep_alive_seconds and "
                              "max_keep_alive_seconds");
-        goto out;
+        return RLMCP_EINVAL;
     }
     md = cJSON_GetObjectItemCaseSensitive(cfg, "default_metadata");
     if (md != NULL) {
         lc->default_metadata = cJSON_Duplicate(md, true);
         if (lc->default_metadata == NULL)
-            goto oom;
+            return RLMCP_ENOMEM;
     }
     bp = cJSON_GetObjectItemCaseSensitive(cfg, "default_blueprint_name");
     if (cJSON_IsString(bp)) {
         lc->default_blueprint = strdup(bp->valuestring);
         if (lc->default_blueprint == NULL)
-            goto oom;
+            return RLMCP_ENOMEM;
     }
-    rc = RLMCP_OK;
-    goto out;
-oom:
-    rc = RLMCP_ENOMEM;
-out:
-    cJSON_Delete(cfg);
-    return rc;
+    return RLMCP_OK;
 }
 
 /*
@@ -889,35 +881,34 @@ out:
     return rc;
 }
 
-static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
+static int lc_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    struct lc *lc = calloc(1, sizeof(*lc));
+    struct lc *lc = state;
     struct rlmcp_h_tool tools[sizeof(specs) / sizeof(specs[0])];
     int rc;
 
-    if (lc == NULL)
-        return RLMCP_ENOMEM;
     lc->api = api;
-    rc = lc_config(lc, self, api);
+    rc = lc_config(lc, self, api, cfg);
+    if (rc == RLMCP_OK)
+        rc = lifetime_schema(lc);
     if (rc != RLMCP_OK)
-        goto fail;
-    rc = lifetime_schema(lc);
-    if (rc != RLMCP_OK)
-        goto fail;
+        return rc;
     memcpy(tools, specs, sizeof(specs));
     tools[0].in = lc->create_schema;
     /* create/suspend/resume may wait create_wait_seconds, plus slack. */
-    rc = rlmcp_h_register_tools(self, api, tools,
-                                sizeof(tools) / sizeof(tools[0]), lc,
-                                (uint32_t)(lc->wait_s + 120) * 1000u);
-    if (rc != RLMCP_OK)
-        goto fail;
-    *state_out = lc;
-    return RLMCP_OK;
-fail:
-    lc_free(lc);
-    return rc;
+    return rlmcp_h_register_tools(self, api, tools,
+                                  sizeof(tools) / sizeof(tools[0]), lc,
+                                  (uint32_t)(lc->wait_s + 120) * 1000u);
+}
+
+static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct lc), lc_setup,
+                                                 lc_free};
+
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 static void lc_shutdown(rlmcp_plugin *self, void *state)

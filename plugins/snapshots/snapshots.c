@@ -415,54 +415,33 @@ static const struct rlmcp_h_tool specs[] = {
 
 /* The host has checked the section against schemas/config.json (types,
  * ranges, no unknown keys); this fills the defaults. */
-static int sn_config(struct snap *sn, rlmcp_plugin *self,
-                     const struct rlmcp_host_api *api)
+static int sn_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    cJSON *cfg = rlmcp_h_config(self, api);
-    const cJSON *mode = NULL;
+    struct snap *sn = state;
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(cfg, "mode");
 
-    if (cfg == NULL)
-        return RLMCP_EINVAL;
-    mode = cJSON_GetObjectItemCaseSensitive(cfg, "mode");
+    sn->api = api;
     sn->sync = cJSON_IsString(mode) && strcmp(mode->valuestring, "sync") == 0;
     rlmcp_h_cfg_int(cfg, "wait_seconds", 600, &sn->wait_s);
     rlmcp_h_cfg_int(cfg, "poll_interval_ms", 1000, &sn->poll_ms);
-    cJSON_Delete(cfg);
-    return RLMCP_OK;
+    /* create_snapshot may wait wait_seconds, plus slack, and may run as an
+     * MCP task (specs[0]). */
+    return rlmcp_h_register_tools_task(
+        self, api, specs, sizeof(specs) / sizeof(specs[0]), &sn_task_def, sn,
+        (uint32_t)(sn->wait_s + 60) * 1000u, NULL);
 }
 
 static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
-    struct snap *sn = calloc(1, sizeof(*sn));
-    int rc;
+    static const struct rlmcp_h_plugin plugin = {sizeof(struct snap), sn_setup,
+                                                 NULL};
 
-    if (sn == NULL)
-        return RLMCP_ENOMEM;
-    sn->api = api;
-    rc = sn_config(sn, self, api);
-    if (rc != RLMCP_OK)
-        goto fail;
-    /* create_snapshot may wait wait_seconds, plus slack, and may run as an
-     * MCP task (specs[0]). */
-    rc = rlmcp_h_register_tools_task(
-        self, api, specs, sizeof(specs) / sizeof(specs[0]), &sn_task_def, sn,
-        (uint32_t)(sn->wait_s + 60) * 1000u, NULL);
-    if (rc != RLMCP_OK)
-        goto fail;
-    *state_out = sn;
-    return RLMCP_OK;
-fail:
-    free(sn);
-    return rc;
-}
-
-static void sn_shutdown(rlmcp_plugin *self, void *state)
-{
-    free(state);
+    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("snapshots", "0.1.0",
                            "Disk snapshots: create (with progress), list, "
                            "delete, status",
-                           sn_init, sn_shutdown, schema_config)
+                           sn_init, rlmcp_h_shutdown_free, schema_config)

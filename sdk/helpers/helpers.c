@@ -563,6 +563,17 @@ void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
     def->flags = waiting ? RLMCP_TOOL_LONG : 0;
 }
 
+int rlmcp_h_register_def(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                         const struct rlmcp_tool_def *def)
+{
+    int rc = api->register_tool(self, def);
+
+    if (rc != RLMCP_OK)
+        api->set_error(self, "registering %s failed: %s", def->name,
+                       api->strerror(rc));
+    return rc;
+}
+
 int rlmcp_h_register_task_tool(rlmcp_plugin *self,
                                const struct rlmcp_host_api *api,
                                const struct rlmcp_h_tool *t,
@@ -571,15 +582,10 @@ int rlmcp_h_register_task_tool(rlmcp_plugin *self,
                                bool waiting)
 {
     struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-    int rc;
 
     rlmcp_h_tool_def(t, user_data, long_timeout_ms, waiting, &def);
     def.task = task;
-    rc = api->register_tool(self, &def);
-    if (rc != RLMCP_OK)
-        api->set_error(self, "registering %s failed: %s", t->name,
-                       api->strerror(rc));
-    return rc;
+    return rlmcp_h_register_def(self, api, &def);
 }
 
 int rlmcp_h_register_tools_task(rlmcp_plugin *self,
@@ -619,18 +625,10 @@ int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
     size_t i;
     int rc = RLMCP_OK;
 
-    for (i = 0; i < n; i++) {
-        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
-
-        rlmcp_h_tool_def(&tools[i], user_data, long_timeout_ms,
-                         name_in(waiting, tools[i].name), &def);
-        rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "registering %s failed: %s", tools[i].name,
-                           api->strerror(rc));
-            break;
-        }
-    }
+    for (i = 0; i < n && rc == RLMCP_OK; i++)
+        rc = rlmcp_h_register_task_tool(self, api, &tools[i], NULL, user_data,
+                                        long_timeout_ms,
+                                        name_in(waiting, tools[i].name));
     return rc;
 }
 
@@ -642,6 +640,38 @@ cJSON *rlmcp_h_config(rlmcp_plugin *self, const struct rlmcp_host_api *api)
     if (cfg == NULL)
         api->set_error(self, "config is not JSON");
     return cfg;
+}
+
+int rlmcp_h_plugin_init(const struct rlmcp_h_plugin *p, rlmcp_plugin *self,
+                        const struct rlmcp_host_api *api, void **state_out)
+{
+    void *state = calloc(1, p->state_size);
+    cJSON *cfg = NULL;
+    int rc = RLMCP_EINVAL;
+
+    if (state == NULL)
+        return RLMCP_ENOMEM;
+    cfg = rlmcp_h_config(self, api);
+    if (cfg == NULL)
+        goto out;
+    rc = p->setup(state, self, api, cfg);
+out:
+    cJSON_Delete(cfg);
+    if (rc != RLMCP_OK) {
+        if (p->state_free != NULL)
+            p->state_free(state);
+        else
+            free(state);
+        return rc;
+    }
+    *state_out = state;
+    return RLMCP_OK;
+}
+
+void rlmcp_h_shutdown_free(rlmcp_plugin *self, void *state)
+{
+    (void)self;
+    free(state);
 }
 
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,

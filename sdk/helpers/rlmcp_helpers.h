@@ -261,6 +261,12 @@ void rlmcp_h_tool_def(const struct rlmcp_h_tool *t, void *user_data,
                       uint32_t long_timeout_ms, bool waiting,
                       struct rlmcp_tool_def *def);
 /*
+ * api->register_tool(self, def); on failure the plugin error (set_error)
+ * names the tool: "registering NAME failed: why". def is copied. Init only.
+ */
+int rlmcp_h_register_def(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                         const struct rlmcp_tool_def *def);
+/*
  * Register t as rlmcp_h_register_tools_waiting does (waiting: with
  * RLMCP_TOOL_LONG), with task ops: it may run as an MCP task (ABI 1.4).
  */
@@ -347,14 +353,47 @@ int rlmcp_h_register_tools_waiting(rlmcp_plugin *self,
                                    void *user_data, uint32_t long_timeout_ms,
                                    const char *const *waiting);
 
+/* ---- plugin init and shutdown ------------------------------------------- */
+
+/*
+ * A plugin whose state is one struct on the heap, for rlmcp_h_plugin_init.
+ * Usually static const.
+ */
+struct rlmcp_h_plugin {
+    size_t state_size; /* sizeof the state struct */
+    /*
+     * Fill the zeroed state from the parsed config section (borrowed; freed
+     * after setup returns) and register the tools. Returns RLMCP_OK, or a
+     * negative code after api->set_error (RLMCP_ENOMEM may skip it). Runs
+     * on the main thread, inside init.
+     */
+    int (*setup)(void *state, rlmcp_plugin *self,
+                 const struct rlmcp_host_api *api, const cJSON *cfg);
+    /* Free the state and what setup put in it, also a half-filled one (a
+     * failed setup); NULL: free(). */
+    void (*state_free)(void *state);
+};
+
+/*
+ * A plugin's init: allocate the state (calloc of p->state_size), parse the
+ * config section (rlmcp_h_config) and run p->setup; on success *state_out
+ * is the state (the plugin's, back in shutdown), else the state is freed
+ * with p->state_free and the code returned (RLMCP_ENOMEM, RLMCP_EINVAL for
+ * a section that is not JSON, or setup's). Main thread, inside init.
+ */
+int rlmcp_h_plugin_init(const struct rlmcp_h_plugin *p, rlmcp_plugin *self,
+                        const struct rlmcp_host_api *api, void **state_out);
+/* A shutdown for a state that free() frees (rlmcp_shutdown_fn). */
+void rlmcp_h_shutdown_free(rlmcp_plugin *self, void *state);
+
 /* ---- config helpers (init time, no call) --------------------------------- */
 
-/* Integer from a config object; def when absent; false when wrong type. */
 /*
  * The plugin's config: section as JSON ({} when it has none); NULL, with
  * the init error set, when it is not JSON or memory ran out. For init.
  */
 cJSON *rlmcp_h_config(rlmcp_plugin *self, const struct rlmcp_host_api *api);
+/* Integer from a config object; def when absent; false when wrong type. */
 bool rlmcp_h_cfg_int(const cJSON *cfg, const char *name, long long def,
                      long long *out);
 bool rlmcp_h_cfg_bool(const cJSON *cfg, const char *name, bool def, bool *out);
