@@ -323,32 +323,17 @@ static int mcp_body(const struct rlmcp_h *h, const cJSON *args, bool create,
 
 static int t_list_mcp(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
+    static const struct rlmcp_h_list_filter filters[] = {{"name", false}};
     struct admin *ad = ud;
     struct rlmcp_h h = {ad->api, call};
     cJSON *args = NULL;
-    const char *name = NULL, *after = NULL;
-    long long limit = 20;
-    char *path = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 5000, &limit);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/mcp-configs?limit=%lld", limit);
-    rc = rlmcp_h_add_query(&path, "name", name);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_add_query(&path, "starting_after", after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_list(&h, path, "mcp_configs", mcp_keys,
-                          "listing MCP configs");
-out:
-    free(path);
+        rc = rlmcp_h_list_args(&h, args, "/v1/mcp-configs", filters,
+                               sizeof(filters) / sizeof(filters[0]), 5000,
+                               "mcp_configs", mcp_keys, "listing MCP configs");
     cJSON_Delete(args);
     return rlmcp_h_ret(rc);
 }

@@ -415,40 +415,24 @@ out:
 
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
+    static const struct rlmcp_h_list_filter filters[] = {
+        {"name", false},
+        {"status", false},
+    };
     struct bp *bp = ud;
     struct rlmcp_h h = {bp->api, call};
     cJSON *args = NULL;
-    const char *name = NULL, *status = NULL, *after = NULL;
     bool pub = false;
-    long long limit = 20;
-    char *path = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "name", false, &name);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "status", false, &status);
-    if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "public", &pub);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/blueprints%s?limit=%lld",
-                           pub ? "/list_public" : "", limit);
-    rc = rlmcp_h_add_query(&path, "name", name);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_add_query(&path, "status", status);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_add_query(&path, "starting_after", after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_list(&h, path, "blueprints", bp_summary_keys,
-                          "listing blueprints");
-out:
-    free(path);
+        rc = rlmcp_h_list_args(
+            &h, args, pub ? "/v1/blueprints/list_public" : "/v1/blueprints",
+            filters, sizeof(filters) / sizeof(filters[0]), 100, "blueprints",
+            bp_summary_keys, "listing blueprints");
     cJSON_Delete(args);
     return rlmcp_h_ret(rc);
 }

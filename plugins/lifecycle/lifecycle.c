@@ -408,9 +408,7 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "status", false, &status);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
+        rc = rlmcp_h_arg_page(&h, args, 100, &after, &limit);
     if (rc != RLMCP_OK)
         goto out;
     if (status != NULL && !rlmcp_h_id_valid(status)) {

@@ -280,36 +280,20 @@ out:
 
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
+    static const struct rlmcp_h_list_filter filters[] = {
+        {"devbox_id", true},
+        {"source_blueprint_id", true},
+    };
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
     cJSON *args = NULL;
-    const char *dbx = NULL, *bpt = NULL, *after = NULL;
-    long long limit = 20;
-    char *path = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", false, &dbx);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "source_blueprint_id", false, &bpt);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "starting_after", false, &after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "limit", false, 1, 100, &limit);
-    if (rc != RLMCP_OK)
-        goto out;
-    path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots?limit=%lld", limit);
-    rc = rlmcp_h_add_query(&path, "devbox_id", dbx);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_add_query(&path, "source_blueprint_id", bpt);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_add_query(&path, "starting_after", after);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_list(&h, path, "snapshots", snapshot_keys,
-                          "listing snapshots");
-out:
-    free(path);
+        rc = rlmcp_h_list_args(&h, args, "/v1/devboxes/disk_snapshots", filters,
+                               sizeof(filters) / sizeof(filters[0]), 100,
+                               "snapshots", snapshot_keys, "listing snapshots");
     cJSON_Delete(args);
     return rlmcp_h_ret(rc);
 }

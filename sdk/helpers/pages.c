@@ -74,6 +74,58 @@ int rlmcp_h_list(const struct rlmcp_h *h, const char *path, const char *key,
     return rc;
 }
 
+int rlmcp_h_arg_page(const struct rlmcp_h *h, const cJSON *args,
+                     long long max_limit, const char **after, long long *limit)
+{
+    int rc = rlmcp_h_arg_id(h, args, "starting_after", false, after);
+
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(h, args, "limit", false, 1, max_limit, limit);
+    return rc;
+}
+
+static int filter_arg(const struct rlmcp_h *h, const cJSON *args,
+                      const struct rlmcp_h_list_filter *f, const char **out)
+{
+    if (f->id)
+        return rlmcp_h_arg_id(h, args, f->arg, false, out);
+    return rlmcp_h_arg_str(h, args, f->arg, false, out);
+}
+
+int rlmcp_h_list_args(const struct rlmcp_h *h, const cJSON *args,
+                      const char *base,
+                      const struct rlmcp_h_list_filter *filters, size_t n,
+                      long long max_limit, const char *key,
+                      const char *const *keep, const char *what)
+{
+    const char *after = NULL, *value = NULL;
+    long long limit = 20;
+    char *path = NULL;
+    size_t i;
+    int rc = RLMCP_OK;
+
+    /* Every argument is checked before the path is built. */
+    for (i = 0; i < n && rc == RLMCP_OK; i++)
+        rc = filter_arg(h, args, &filters[i], &value);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_page(h, args, max_limit, &after, &limit);
+    if (rc != RLMCP_OK)
+        return rc;
+    path = rlmcp_h_sprintf("%s?limit=%lld", base, limit);
+    for (i = 0; i < n && rc == RLMCP_OK; i++) {
+        value = NULL;
+        rc = filter_arg(h, args, &filters[i], &value);
+        if (rc == RLMCP_OK)
+            rc = rlmcp_h_add_query(&path, filters[i].arg, value);
+    }
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_add_query(&path, "starting_after", after);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_list(h, path, key, keep, what);
+    free(path);
+    return rc;
+}
+
 cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys)
 {
     cJSON *out = NULL;

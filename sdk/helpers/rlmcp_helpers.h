@@ -228,6 +228,32 @@ int rlmcp_h_add_query(char **path, const char *name, const char *value);
 int rlmcp_h_list(const struct rlmcp_h *h, const char *path, const char *key,
                  const char *const *keep, const char *what);
 /*
+ * A list tool's paging arguments: "starting_after" (optional, checked as
+ * rlmcp_h_arg_id; *after untouched when absent) and "limit" (1 to
+ * max_limit; *limit keeps its default when absent). Returns 0 or
+ * RLMCP_H_REPORTED. Threads: the handler's, during the call.
+ */
+int rlmcp_h_arg_page(const struct rlmcp_h *h, const cJSON *args,
+                     long long max_limit, const char **after, long long *limit);
+/* An optional argument of a list tool sent as the query parameter of the
+ * same name (URL-encoded) when given. */
+struct rlmcp_h_list_filter {
+    const char *arg;
+    bool id; /* checked as rlmcp_h_arg_id, else any string */
+};
+/*
+ * A list tool from its parsed arguments (args, borrowed): the n filters
+ * and the paging (rlmcp_h_arg_page; limit 20 by default) are checked, then
+ * GET base?limit=N&<filter>=v...&starting_after=v is answered as
+ * rlmcp_h_list does. Returns 0, RLMCP_H_REPORTED or a negative code.
+ * Threads: the handler's, during the call.
+ */
+int rlmcp_h_list_args(const struct rlmcp_h *h, const cJSON *args,
+                      const char *base,
+                      const struct rlmcp_h_list_filter *filters, size_t n,
+                      long long max_limit, const char *key,
+                      const char *const *keep, const char *what);
+/*
  * A new object with only `keys` (NULL-terminated) of obj, skipping absent
  * and null values; keys NULL copies everything. NULL on ENOMEM.
  */
