@@ -66,20 +66,6 @@ static int arg_secret_name(const struct rlmcp_h *h, const cJSON *args,
                         *out, NAME_MAX_LEN);
 }
 
-/* A result of the picked keys of view. */
-static int view_result(const struct rlmcp_h *h, const cJSON *view,
-                       const char *const *keys)
-{
-    cJSON *res = rlmcp_h_pick(view, keys);
-    int rc;
-
-    if (res == NULL)
-        return RLMCP_ENOMEM;
-    rc = rlmcp_h_result_json(h, res);
-    cJSON_Delete(res);
-    return rc;
-}
-
 /* ---- secrets ------------------------------------------------------------ */
 
 static int t_list_secrets(rlmcp_call *call, const char *aj, size_t al, void *ud)
@@ -153,7 +139,7 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
     }
     rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
     if (rc == RLMCP_OK)
-        rc = view_result(&h, view, secret_keys);
+        rc = rlmcp_h_result_pick(&h, view, secret_keys, NULL);
 out:
     free(path);
     free(what);
@@ -365,7 +351,7 @@ static int mcp_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
     }
     rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
     if (rc == RLMCP_OK)
-        rc = view_result(&h, view, mcp_keys);
+        rc = rlmcp_h_result_pick(&h, view, mcp_keys, NULL);
 out:
     free(path);
     free(what);

@@ -322,11 +322,23 @@ static int report_failed(struct follow *f, const cJSON *view)
     return rc;
 }
 
+int bp_built_result(const struct rlmcp_h *h, const cJSON *view,
+                    const cJSON *logs)
+{
+    cJSON *res = rlmcp_h_pick(view, bp_summary_keys);
+    int rc;
+
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddNumberToObject(res, "log_lines", (double)cJSON_GetArraySize(logs));
+    rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
 static int finish_build(struct follow *f, const cJSON *view)
 {
     const char *st = str_of(view, "status");
-    cJSON *res = NULL;
-    int rc;
 
     if (strcmp(st, "failed") == 0)
         return report_failed(f, view);
@@ -342,14 +354,7 @@ static int finish_build(struct follow *f, const cJSON *view)
             "build_complete or failed.",
             "blueprint_id=%s is still %s after %lld s", f->id, st,
             f->bp->wait_s);
-    res = rlmcp_h_pick(view, bp_summary_keys);
-    if (res == NULL)
-        return RLMCP_ENOMEM;
-    cJSON_AddNumberToObject(res, "log_lines",
-                            (double)cJSON_GetArraySize(f->logs));
-    rc = rlmcp_h_result_json(f->h, res);
-    cJSON_Delete(res);
-    return rc;
+    return bp_built_result(f->h, view, f->logs);
 }
 
 static int follow_and_finish(struct bp *bp, const struct rlmcp_h *h,

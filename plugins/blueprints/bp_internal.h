@@ -31,6 +31,12 @@ extern const char *const bp_summary_keys[];
 int bp_start_build(const struct rlmcp_h *h, const char *aj, size_t al,
                    bool *wait, cJSON **view, const char **id);
 
+/* What build_blueprint returns for a built blueprint: the summary of view
+ * and log_lines, the length of the logs array (may be NULL). Returns 0 or
+ * RLMCP_ENOMEM. */
+int bp_built_result(const struct rlmcp_h *h, const cJSON *view,
+                    const cJSON *logs);
+
 /* Why a build failed: its failure_reason and the failing step of the
  * build log (logs may be NULL); malloc'd, NULL without memory. */
 char *bp_failure_text(const char *id, const cJSON *view, const cJSON *logs);

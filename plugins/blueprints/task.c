@@ -97,18 +97,9 @@ static int read_logs(const struct rlmcp_h *h, const char *id, cJSON **doc)
 static int answer_status(const struct rlmcp_h *h, const cJSON *view,
                          const char *status, const char *message)
 {
-    cJSON *res = rlmcp_h_pick(view, bp_summary_keys);
-    int rc;
+    const char *const set[] = {"status", status, "message", message, NULL};
 
-    if (res == NULL)
-        return RLMCP_ENOMEM;
-    cJSON_ReplaceItemInObjectCaseSensitive(res, "status",
-                                           cJSON_CreateString(status));
-    if (message != NULL)
-        cJSON_AddStringToObject(res, "message", message);
-    rc = rlmcp_h_result_json(h, res);
-    cJSON_Delete(res);
-    return rc;
+    return rlmcp_h_result_pick(h, view, bp_summary_keys, set);
 }
 
 /* The blueprint as the task's state (file comment). */
@@ -116,7 +107,7 @@ static int answer_view(const struct rlmcp_h *h, void *user, const char *id,
                        const cJSON *view)
 {
     const char *st = str_of(view, "status");
-    cJSON *logs = NULL, *res = NULL;
+    cJSON *logs = NULL;
     char *why = NULL;
     int rc = RLMCP_ENOMEM;
 
@@ -130,15 +121,8 @@ static int answer_view(const struct rlmcp_h *h, void *user, const char *id,
         goto out;
     rc = RLMCP_ENOMEM;
     if (is(st, "build_complete")) {
-        /* What build_blueprint returns. */
-        res = rlmcp_h_pick(view, bp_summary_keys);
-        if (res == NULL)
-            goto out;
-        cJSON_AddNumberToObject(
-            res, "log_lines",
-            (double)cJSON_GetArraySize(
-                cJSON_GetObjectItemCaseSensitive(logs, "logs")));
-        rc = rlmcp_h_result_json(h, res);
+        rc = bp_built_result(h, view,
+                             cJSON_GetObjectItemCaseSensitive(logs, "logs"));
         goto out;
     }
     if (is(st, "failed"))
@@ -153,7 +137,6 @@ static int answer_view(const struct rlmcp_h *h, void *user, const char *id,
 out:
     free(why);
     cJSON_Delete(logs);
-    cJSON_Delete(res);
     return rc;
 }
 

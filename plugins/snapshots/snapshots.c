@@ -45,15 +45,9 @@ static const char *str_of(const cJSON *obj, const char *key)
 /* A snapshot result: the picked view plus its status. */
 int sn_result(const struct rlmcp_h *h, const cJSON *view, const char *status)
 {
-    cJSON *res = rlmcp_h_pick(view, snapshot_keys);
-    int rc;
+    const char *const set[] = {"status", status, NULL};
 
-    if (res == NULL)
-        return RLMCP_ENOMEM;
-    cJSON_AddStringToObject(res, "status", status);
-    rc = rlmcp_h_result_json(h, res);
-    cJSON_Delete(res);
-    return rc;
+    return rlmcp_h_result_pick(h, view, snapshot_keys, set);
 }
 
 /*

@@ -143,6 +143,32 @@ cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys)
     return out;
 }
 
+int rlmcp_h_result_pick(const struct rlmcp_h *h, const cJSON *obj,
+                        const char *const *keys, const char *const *set)
+{
+    cJSON *res = rlmcp_h_pick(obj, keys);
+    cJSON *str = NULL;
+    size_t i;
+    int rc = RLMCP_ENOMEM;
+
+    for (i = 0; res != NULL && set != NULL && set[i] != NULL; i += 2) {
+        if (set[i + 1] == NULL)
+            continue;
+        str = cJSON_CreateString(set[i + 1]);
+        if (str == NULL)
+            goto out;
+        if (cJSON_GetObjectItemCaseSensitive(res, set[i]) != NULL)
+            cJSON_ReplaceItemInObjectCaseSensitive(res, set[i], str);
+        else
+            cJSON_AddItemToObject(res, set[i], str);
+    }
+    if (res != NULL)
+        rc = rlmcp_h_result_json(h, res);
+out:
+    cJSON_Delete(res);
+    return rc;
+}
+
 int rlmcp_h_page_result(const struct rlmcp_h *h, const cJSON *page,
                         const char *key, const char *const *keep,
                         const char *what, cJSON **out)

@@ -259,6 +259,15 @@ int rlmcp_h_list_args(const struct rlmcp_h *h, const cJSON *args,
  */
 cJSON *rlmcp_h_pick(const cJSON *obj, const char *const *keys);
 /*
+ * Set the call's result to the keys of obj (rlmcp_h_pick) and the strings
+ * of set (may be NULL): name, value pairs ended by a NULL name, each
+ * replacing the picked member in place or added at the end; a pair whose
+ * value is NULL is skipped. Nothing is consumed. Returns 0 or
+ * RLMCP_ENOMEM. Threads: the handler's, during the call.
+ */
+int rlmcp_h_result_pick(const struct rlmcp_h *h, const cJSON *obj,
+                        const char *const *keys, const char *const *set);
+/*
  * Turn a Runloop list page {<key>: [...], has_more, total_count?} into the
  * tool result {<key>: [picked items], has_more, next_starting_after?,
  * total_count?}; next_starting_after is the last item's id when more
