@@ -251,55 +251,77 @@ int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
     return rc;
 }
 
+/* An execution that a kill ended reads "killed": the task was cancelled. */
+static void mark_killed(cJSON *res)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(res, "ended_by");
+
+    if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") == 0 &&
+        cJSON_IsString(by) && strcmp(by->valuestring, "killed") == 0)
+        cJSON_ReplaceItemInObjectCaseSensitive(res, "status",
+                                               cJSON_CreateString("killed"));
+}
+
+int exec_answer_view(struct ex *ex, const struct rlmcp_h *h, const cJSON *view,
+                     const char *id, unsigned flags)
+{
+    cJSON *res = exec_view_result(ex, h, view, id);
+    int rc = RLMCP_ENOMEM;
+
+    if (res != NULL) {
+        if (flags & EXEC_ANSWER_TASK)
+            mark_killed(res);
+        if (flags & EXEC_ANSWER_DONE)
+            cJSON_AddBoolToObject(res, "already_done", true);
+        rc = rlmcp_h_result_json(h, res);
+    }
+    cJSON_Delete(res);
+    return rc;
+}
+
+int exec_get_tool(struct ex *ex, rlmcp_call *call, const char *aj, size_t al,
+                  long long max_wait_s, long long last_n, unsigned flags)
+{
+    struct rlmcp_h h = {ex->api, call};
+    cJSON *args = NULL, *view = NULL;
+    const char *id = NULL, *eid = NULL;
+    long long timeout_s = 60;
+    int rc;
+
+    rc = exec_ids(&h, aj, al, &args, &id, &eid);
+    if (rc == RLMCP_OK && max_wait_s > 0)
+        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1, max_wait_s,
+                             &timeout_s);
+    if (rc != RLMCP_OK)
+        goto out;
+    /* A wait answers an execution still running at the bound as it is. */
+    if (max_wait_s > 0)
+        rc = exec_wait_view(ex, &h, id, eid, timeout_s, last_n, &view);
+    else
+        rc = exec_read_view(&h, id, eid, last_n, &view);
+    if (rc == RLMCP_OK)
+        rc = exec_answer_view(ex, &h, view, id, flags);
+out:
+    cJSON_Delete(args);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
+
 static int t_get_execution(rlmcp_call *call, const char *aj, size_t al,
                            void *ud)
 {
     struct ex *ex = ud;
-    struct rlmcp_h h = {ex->api, call};
-    cJSON *args = NULL, *view = NULL, *res = NULL;
-    const char *id = NULL, *eid = NULL;
-    int rc;
 
-    rc = exec_ids(&h, aj, al, &args, &id, &eid);
-    if (rc == RLMCP_OK)
-        rc = exec_read_view(&h, id, eid, ex->last_n, &view);
-    if (rc != RLMCP_OK)
-        goto out;
-    res = exec_view_result(ex, &h, view, id);
-    rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
-out:
-    cJSON_Delete(args);
-    cJSON_Delete(view);
-    cJSON_Delete(res);
-    return rlmcp_h_ret(rc);
+    return exec_get_tool(ex, call, aj, al, 0, ex->last_n, 0);
 }
 
 static int t_wait_execution(rlmcp_call *call, const char *aj, size_t al,
                             void *ud)
 {
     struct ex *ex = ud;
-    struct rlmcp_h h = {ex->api, call};
-    cJSON *args = NULL, *view = NULL, *res = NULL;
-    const char *id = NULL, *eid = NULL;
-    long long timeout_s = 60;
-    int rc;
 
-    rc = exec_ids(&h, aj, al, &args, &id, &eid);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
-                             ex->max_timeout_s, &timeout_s);
-    if (rc != RLMCP_OK)
-        goto out;
-    rc = exec_wait_view(ex, &h, id, eid, timeout_s, ex->last_n, &view);
-    if (rc != RLMCP_OK)
-        goto out;
-    res = exec_view_result(ex, &h, view, id);
-    rc = res != NULL ? rlmcp_h_result_json(&h, res) : RLMCP_ENOMEM;
-out:
-    cJSON_Delete(args);
-    cJSON_Delete(view);
-    cJSON_Delete(res);
-    return rlmcp_h_ret(rc);
+    return exec_get_tool(ex, call, aj, al, ex->max_timeout_s, ex->last_n, 0);
 }
 
 static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)

@@ -178,6 +178,26 @@ int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
 int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
              const char **id, const char **eid);
 
+/* How exec_answer_view answers: as a task op (an execution a kill ended
+ * reads "killed"), and for a cancel that found it ended (already_done). */
+#define EXEC_ANSWER_TASK (1u << 0)
+#define EXEC_ANSWER_DONE (1u << 1)
+
+/* The execution view as the call's result (exec_view_result), with the
+ * EXEC_ANSWER_* flags. Returns 0 or a negative code. */
+int exec_answer_view(struct ex *ex, const struct rlmcp_h *h, const cJSON *view,
+                     const char *id, unsigned flags);
+
+/*
+ * get_execution (max_wait_s 0: read at once) and wait_execution (wait up
+ * to the call's timeout_seconds, 1 to max_wait_s, default 60), and a
+ * task's get and wait: the execution named by devbox_id and execution_id
+ * with last_n output lines (-1: the API's default), answered with
+ * exec_answer_view(flags). A whole handler: returns its return value.
+ */
+int exec_get_tool(struct ex *ex, rlmcp_call *call, const char *aj, size_t al,
+                  long long max_wait_s, long long last_n, unsigned flags);
+
 /* execute_command as an MCP task: start (exec.c), get/wait/cancel (task.c) */
 int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud);
 extern const struct rlmcp_task_def exec_task_def;
