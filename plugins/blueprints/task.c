@@ -140,31 +140,6 @@ out:
     return rc;
 }
 
-static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
-{
-    struct bp *bp = ud;
-    struct rlmcp_h h = {bp->api, call};
-    cJSON *view = NULL, *handle = NULL;
-    const char *id = NULL;
-    int rc;
-
-    /* As build_blueprint, but never following the build: "wait" is moot. */
-    rc = bp_start_build(&h, aj, al, NULL, &view, &id);
-    if (rc != RLMCP_OK)
-        goto out;
-    handle = cJSON_CreateObject();
-    if (handle == NULL ||
-        cJSON_AddStringToObject(handle, "blueprint_id", id) == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_result_json(&h, handle);
-out:
-    cJSON_Delete(view);
-    cJSON_Delete(handle);
-    return rlmcp_h_ret(rc);
-}
-
 static const struct rlmcp_h_task_ops task_ops = {
     .id_arg = "blueprint_id",
     .max_wait_s = TASK_MAX_WAIT_S,
@@ -172,6 +147,22 @@ static const struct rlmcp_h_task_ops task_ops = {
     .ended = ended,
     .answer = answer_view,
 };
+
+static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *view = NULL;
+    const char *id = NULL;
+    int rc;
+
+    /* As build_blueprint, but never following the build: "wait" is moot. */
+    rc = bp_start_build(&h, aj, al, NULL, &view, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_task_handle(&h, &task_ops, id);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
 
 static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -293,21 +284,19 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
     rc = rlmcp_h_task_read(&h, &task_ops, bp, aj, al, &args, &id, &view);
     if (rc != RLMCP_OK)
         goto out;
+    if (ended(view, bp)) {
+        /* Built, failed or deleted before: nothing to stop. */
+        rc = rlmcp_h_task_already_done(&h, &task_ops, id,
+                                       stopped(view) ? "cancelled"
+                                                     : str_of(view, "status"));
+        goto out;
+    }
     res = cJSON_CreateObject();
     if (res == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
     cJSON_AddStringToObject(res, "blueprint_id", id);
-    if (ended(view, bp)) {
-        /* Built, failed or deleted before: nothing to stop. */
-        cJSON_AddStringToObject(res, "status",
-                                stopped(view) ? "cancelled"
-                                              : str_of(view, "status"));
-        cJSON_AddBoolToObject(res, "already_done", true);
-        rc = rlmcp_h_result_json(&h, res);
-        goto out;
-    }
     rc = delete_build(bp, &h, id, why, sizeof(why), &left);
     if (rc == RLMCP_ETIMEDOUT) {
         rc = rlmcp_h_fail_remedy(

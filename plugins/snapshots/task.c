@@ -107,29 +107,6 @@ static int answer_status(const struct rlmcp_h *h, void *user, const char *sid,
     return rc;
 }
 
-static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
-{
-    struct snap *sn = ud;
-    struct rlmcp_h h = {sn->api, call};
-    cJSON *view = NULL, *handle = NULL;
-    const char *sid = NULL;
-    int rc;
-
-    /* As create_snapshot, always on the asynchronous endpoint. */
-    rc = sn_start(sn, &h, aj, al, NULL, &view, &sid);
-    if (rc != RLMCP_OK)
-        goto out;
-    handle = cJSON_CreateObject();
-    rc = handle != NULL &&
-                 cJSON_AddStringToObject(handle, "snapshot_id", sid) != NULL
-             ? rlmcp_h_result_json(&h, handle)
-             : RLMCP_ENOMEM;
-out:
-    cJSON_Delete(view);
-    cJSON_Delete(handle);
-    return rlmcp_h_ret(rc);
-}
-
 static const struct rlmcp_h_task_ops task_ops = {
     .id_arg = "snapshot_id",
     .max_wait_s = TASK_MAX_WAIT_S,
@@ -137,6 +114,22 @@ static const struct rlmcp_h_task_ops task_ops = {
     .ended = ended,
     .answer = answer_status,
 };
+
+static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct snap *sn = ud;
+    struct rlmcp_h h = {sn->api, call};
+    cJSON *view = NULL;
+    const char *sid = NULL;
+    int rc;
+
+    /* As create_snapshot, always on the asynchronous endpoint. */
+    rc = sn_start(sn, &h, aj, al, NULL, &view, &sid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_task_handle(&h, &task_ops, sid);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
 
 static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -159,7 +152,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct snap *sn = ud;
     struct rlmcp_h h = {sn->api, call};
-    cJSON *args = NULL, *st = NULL, *res = NULL;
+    cJSON *args = NULL, *st = NULL;
     const char *sid = NULL;
     int rc;
 
@@ -177,18 +170,10 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     /* Complete, failed or deleted before: nothing to stop. */
-    res = cJSON_CreateObject();
-    rc = res != NULL &&
-                 cJSON_AddStringToObject(res, "snapshot_id", sid) != NULL &&
-                 cJSON_AddStringToObject(res, "status", str_of(st, "status")) !=
-                     NULL &&
-                 cJSON_AddBoolToObject(res, "already_done", true) != NULL
-             ? rlmcp_h_result_json(&h, res)
-             : RLMCP_ENOMEM;
+    rc = rlmcp_h_task_already_done(&h, &task_ops, sid, str_of(st, "status"));
 out:
     cJSON_Delete(args);
     cJSON_Delete(st);
-    cJSON_Delete(res);
     return rlmcp_h_ret(rc);
 }
 

@@ -373,6 +373,18 @@ int rlmcp_h_task_wait(const struct rlmcp_h *h,
                       const char *args_json, size_t len, uint32_t poll_ms);
 
 /*
+ * The start op's answer: the handle {<ops->id_arg>: id}. The cancel op's
+ * answer for work that had ended before: {<ops->id_arg>: id, "status":
+ * status, "already_done": true}. Both return 0 or RLMCP_ENOMEM; the op's
+ * thread, during the op.
+ */
+int rlmcp_h_task_handle(const struct rlmcp_h *h,
+                        const struct rlmcp_h_task_ops *ops, const char *id);
+int rlmcp_h_task_already_done(const struct rlmcp_h *h,
+                              const struct rlmcp_h_task_ops *ops,
+                              const char *id, const char *status);
+
+/*
  * Register n tools, each with user_data; long-running ones get
  * long_timeout_ms. On failure the plugin error names the tool and the
  * code is returned (the caller's init fails).

@@ -81,3 +81,37 @@ int rlmcp_h_task_wait(const struct rlmcp_h *h,
     cJSON_Delete(state);
     return rc;
 }
+
+/* The result {<key>: id, "status": status (when set), "already_done": true
+ * (when done)}. */
+static int answer_id(const struct rlmcp_h *h, const char *key, const char *id,
+                     const char *status, bool done)
+{
+    cJSON *res = cJSON_CreateObject();
+    int rc = RLMCP_ENOMEM;
+
+    if (res == NULL || cJSON_AddStringToObject(res, key, id) == NULL)
+        goto out;
+    if (status != NULL &&
+        cJSON_AddStringToObject(res, "status", status) == NULL)
+        goto out;
+    if (done && cJSON_AddBoolToObject(res, "already_done", true) == NULL)
+        goto out;
+    rc = rlmcp_h_result_json(h, res);
+out:
+    cJSON_Delete(res);
+    return rc;
+}
+
+int rlmcp_h_task_handle(const struct rlmcp_h *h,
+                        const struct rlmcp_h_task_ops *ops, const char *id)
+{
+    return answer_id(h, ops->id_arg, id, NULL, false);
+}
+
+int rlmcp_h_task_already_done(const struct rlmcp_h *h,
+                              const struct rlmcp_h_task_ops *ops,
+                              const char *id, const char *status)
+{
+    return answer_id(h, ops->id_arg, id, status, true);
+}
