@@ -160,6 +160,17 @@ static char *tmp_beside(const char *path)
                            n);
 }
 
+/* The first line of a script's stdout (a resolved path); malloc'd. */
+static char *first_line(const cJSON *view)
+{
+    char *line = strdup(fs_text(view, "stdout"));
+    char *nl = line != NULL ? strchr(line, '\n') : NULL;
+
+    if (nl != NULL)
+        *nl = '\0';
+    return line;
+}
+
 /* Rename the written temporary file over path (mode applied). */
 static int commit_write(const struct rlmcp_h *h, const char *id,
                         const char *tmp, const char *path, const char *mode,
@@ -167,7 +178,6 @@ static int commit_write(const struct rlmcp_h *h, const char *id,
 {
     char *script = fs_commit_script(tmp, path, mode);
     cJSON *view = NULL;
-    char *nl = NULL;
     int rc;
 
     *resolved_out = NULL;
@@ -183,10 +193,7 @@ static int commit_write(const struct rlmcp_h *h, const char *id,
                           fs_text(view, "stderr"));
         goto out;
     }
-    *resolved_out = strdup(fs_text(view, "stdout"));
-    nl = *resolved_out != NULL ? strchr(*resolved_out, '\n') : NULL;
-    if (nl != NULL)
-        *nl = '\0';
+    *resolved_out = first_line(view);
 out:
     cJSON_Delete(view);
     return rc;
@@ -640,6 +647,22 @@ static int script_failed(const struct rlmcp_h *h, const cJSON *view,
                             : "the devbox refused it");
 }
 
+/* Run the script about path (what and script NULL: out of memory) into
+ * *view; a failed run is reported with script_failed. */
+static int run_path_script(const struct rlmcp_h *h, const char *id,
+                           const char *script, const char *what,
+                           const char *path, cJSON **view)
+{
+    int rc;
+
+    if (what == NULL || script == NULL)
+        return RLMCP_ENOMEM;
+    rc = fs_run_script(h, id, script, what, view);
+    if (rc == RLMCP_OK && fs_exit_status(*view) != 0)
+        rc = script_failed(h, *view, what, path);
+    return rc;
+}
+
 static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct fs *fs = ud;
@@ -660,17 +683,9 @@ static int t_list(rlmcp_call *call, const char *aj, size_t al, void *ud)
         path = "/home/user";
     what = rlmcp_h_sprintf("listing %s on devbox %s", path, id);
     script = fs_list_script(path, fs->max_list);
-    if (what == NULL || script == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = fs_run_script(&h, id, script, what, &view);
+    rc = run_path_script(&h, id, script, what, path, &view);
     if (rc != RLMCP_OK)
         goto out;
-    if (fs_exit_status(view) != 0) {
-        rc = script_failed(&h, view, what, path);
-        goto out;
-    }
     res = fs_list_result(view, fs->max_list);
     if (res == NULL) {
         rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
@@ -695,7 +710,7 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct rlmcp_h h = {fs->api, call};
     cJSON *args = NULL, *view = NULL, *res = NULL;
     const char *id = NULL, *path = NULL;
-    char *script = NULL, *what = NULL, *resolved = NULL, *nl = NULL;
+    char *script = NULL, *what = NULL, *resolved = NULL;
     bool recursive = false;
     int rc;
 
@@ -706,21 +721,10 @@ static int t_remove(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     what = rlmcp_h_sprintf("removing %s on devbox %s", path, id);
     script = fs_remove_script(path, recursive);
-    if (what == NULL || script == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = fs_run_script(&h, id, script, what, &view);
+    rc = run_path_script(&h, id, script, what, path, &view);
     if (rc != RLMCP_OK)
         goto out;
-    if (fs_exit_status(view) != 0) {
-        rc = script_failed(&h, view, what, path);
-        goto out;
-    }
-    resolved = strdup(fs_text(view, "stdout"));
-    nl = resolved != NULL ? strchr(resolved, '\n') : NULL;
-    if (nl != NULL)
-        *nl = '\0';
+    resolved = first_line(view);
     res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "devbox_id", id);
     cJSON_AddStringToObject(res, "file_path", path);

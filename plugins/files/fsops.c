@@ -263,53 +263,60 @@ out:
     return res;
 }
 
-char *fs_list_script(const char *path, long long max_entries)
+/*
+ * A script about path: $p is the path; when nothing is there it exits
+ * FS_MISSING, else body runs with the resolved path (realpath -s) in $r.
+ * Takes body (malloc'd, may be NULL: out of memory); returns malloc'd.
+ */
+static char *path_script(const char *path, char *body)
 {
     char *q = rlmcp_h_shell_quote(path);
     char *s = NULL;
 
-    if (q == NULL)
-        return NULL;
+    if (q != NULL && body != NULL)
+        s = rlmcp_h_sprintf(
+            "p=%s; if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then exit %d; fi; "
+            "r=$(realpath -s -- \"$p\") || exit 1; %s",
+            q, FS_MISSING, body);
+    free(q);
+    free(body);
+    return s;
+}
+
+char *fs_list_script(const char *path, long long max_entries)
+{
     /*
      * Line 1: the resolved path; line 2: base64 of NUL-terminated
      * "type/size/mode/name" records (any byte in a name survives). A
      * directory lists its entries, anything else itself.
      */
-    s = rlmcp_h_sprintf(
-        "p=%s; if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then exit %d; fi; "
-        "r=$(realpath -s -- \"$p\") || exit 1; printf '%%s\\n' \"$r\"; "
-        "if [ -d \"$r\" ]; then set -- -mindepth 1 -maxdepth 1; "
-        "else set -- -maxdepth 0; fi; "
-        "n=$(find \"$r\" \"$@\" -printf x | wc -c); "
-        "[ \"$n\" -gt %lld ] && echo MORE >&2; "
-        "find \"$r\" \"$@\" -printf '%%y/%%s/%%m/%%f\\0' 2>/dev/null | "
-        "head -z -n %lld | base64 -w0",
-        q, FS_MISSING, max_entries, max_entries + 1);
-    free(q);
-    return s;
+    return path_script(
+        path,
+        rlmcp_h_sprintf(
+            "printf '%%s\\n' \"$r\"; "
+            "if [ -d \"$r\" ]; then set -- -mindepth 1 -maxdepth 1; "
+            "else set -- -maxdepth 0; fi; "
+            "n=$(find \"$r\" \"$@\" -printf x | wc -c); "
+            "[ \"$n\" -gt %lld ] && echo MORE >&2; "
+            "find \"$r\" \"$@\" -printf '%%y/%%s/%%m/%%f\\0' 2>/dev/null | "
+            "head -z -n %lld | base64 -w0",
+            max_entries, max_entries + 1));
 }
 
 /* ---- remove_file -------------------------------------------------------- */
 
 char *fs_remove_script(const char *path, bool recursive)
 {
-    char *q = rlmcp_h_shell_quote(path);
-    char *s = NULL;
-
-    if (q == NULL)
-        return NULL;
     /* realpath -s: a symlink is removed itself, never what it points to. */
-    s = rlmcp_h_sprintf(
-        "p=%s; if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then exit %d; fi; "
-        "r=$(realpath -s -- \"$p\") || exit 1; [ \"$r\" = / ] && exit %d; "
-        "if [ -d \"$r\" ] && [ ! -L \"$r\" ]; then %s; "
-        "else rm -f -- \"$r\" || exit 1; fi; printf '%%s\\n' \"$r\"",
-        q, FS_MISSING, FS_ROOT,
-        recursive ? "rm -rf -- \"$r\" || exit 1"
-                  : "[ -z \"$(ls -A -- \"$r\")\" ] || exit 5; "
-                    "rmdir -- \"$r\" || exit 1");
-    free(q);
-    return s;
+    return path_script(
+        path, rlmcp_h_sprintf(
+                  "[ \"$r\" = / ] && exit %d; "
+                  "if [ -d \"$r\" ] && [ ! -L \"$r\" ]; then %s; "
+                  "else rm -f -- \"$r\" || exit 1; fi; printf '%%s\\n' \"$r\"",
+                  FS_ROOT,
+                  recursive ? "rm -rf -- \"$r\" || exit 1"
+                            : "[ -z \"$(ls -A -- \"$r\")\" ] || exit 5; "
+                              "rmdir -- \"$r\" || exit 1"));
 }
 
 /* ---- write_file's atomic replace ----------------------------------------- */
