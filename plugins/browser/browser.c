@@ -251,7 +251,8 @@ static const struct rlmcp_h_tool specs[] = {
 
 static const char *const waiting[] = {"run_browser", NULL};
 
-static void br_free(void *state)
+/* The shutdown; also frees the state of a failed init. */
+static void br_shutdown(rlmcp_plugin *self, void *state)
 {
     struct br *br = state;
 
@@ -285,15 +286,9 @@ static int br_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     static const struct rlmcp_h_plugin plugin = {sizeof(struct br), br_setup,
-                                                 br_free};
+                                                 br_shutdown};
 
     return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-static void br_shutdown(rlmcp_plugin *self, void *state)
-{
-    (void)self;
-    br_free(state);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("browser", "0.1.0",

@@ -686,7 +686,8 @@ static int register_outputs(struct ex *ex, rlmcp_plugin *self)
 /* ---- configuration
  * ------------------------------------------------------------- */
 
-static void ex_free(void *state)
+/* The shutdown; also frees the state of a failed init. */
+static void ex_shutdown(rlmcp_plugin *self, void *state)
 {
     struct ex *ex = state;
     size_t i;
@@ -933,14 +934,9 @@ static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     static const struct rlmcp_h_plugin plugin = {sizeof(struct ex), ex_setup,
-                                                 ex_free};
+                                                 ex_shutdown};
 
     return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-static void ex_shutdown(rlmcp_plugin *self, void *state)
-{
-    ex_free(state);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("exec", "0.1.0",

@@ -791,7 +791,8 @@ static const struct rlmcp_h_tool specs[] = {
      schema_devbox_id, schema_get_resource_usage_out, RO_ANN, t_usage, true},
 };
 
-static void lc_free(void *state)
+/* The shutdown; also frees the state of a failed init. */
+static void lc_shutdown(rlmcp_plugin *self, void *state)
 {
     struct lc *lc = state;
 
@@ -904,14 +905,9 @@ static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
     static const struct rlmcp_h_plugin plugin = {sizeof(struct lc), lc_setup,
-                                                 lc_free};
+                                                 lc_shutdown};
 
     return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-static void lc_shutdown(rlmcp_plugin *self, void *state)
-{
-    lc_free(state);
 }
 
 RLMCP_PLUGIN_DEFINE_CONFIG("lifecycle", "0.1.0",

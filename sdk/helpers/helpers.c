@@ -658,8 +658,8 @@ int rlmcp_h_plugin_init(const struct rlmcp_h_plugin *p, rlmcp_plugin *self,
 out:
     cJSON_Delete(cfg);
     if (rc != RLMCP_OK) {
-        if (p->state_free != NULL)
-            p->state_free(state);
+        if (p->shutdown != NULL)
+            p->shutdown(self, state);
         else
             free(state);
         return rc;

@@ -416,16 +416,17 @@ struct rlmcp_h_plugin {
      */
     int (*setup)(void *state, rlmcp_plugin *self,
                  const struct rlmcp_host_api *api, const cJSON *cfg);
-    /* Free the state and what setup put in it, also a half-filled one (a
-     * failed setup); NULL: free(). */
-    void (*state_free)(void *state);
+    /* The plugin's shutdown, which frees the state and what setup put in
+     * it; also run on the half-filled state of a failed setup. NULL: the
+     * state is freed with free(). */
+    rlmcp_shutdown_fn shutdown;
 };
 
 /*
  * A plugin's init: allocate the state (calloc of p->state_size), parse the
  * config section (rlmcp_h_config) and run p->setup; on success *state_out
  * is the state (the plugin's, back in shutdown), else the state is freed
- * with p->state_free and the code returned (RLMCP_ENOMEM, RLMCP_EINVAL for
+ * with p->shutdown and the code returned (RLMCP_ENOMEM, RLMCP_EINVAL for
  * a section that is not JSON, or setup's). Main thread, inside init.
  */
 int rlmcp_h_plugin_init(const struct rlmcp_h_plugin *p, rlmcp_plugin *self,
