@@ -1854,6 +1854,19 @@ static const char *ck_got(const cJSON *v, char *buf, size_t len)
     return buf;
 }
 
+/* 0 when ok, else the error "\"<kw>\" must be <what>, got <v>". */
+static int ck_want(struct cctx *cc, bool ok, const char *kw, const char *what,
+                   const cJSON *v)
+{
+    char got[80];
+
+    if (ok) {
+        return 0;
+    }
+    return ck_fail(cc, "\"%s\" must be %s, got %s", kw, what,
+                   ck_got(v, got, sizeof(got)));
+}
+
 /* cJSON keeps both copies of a repeated key; which one wins is unclear. */
 static int ck_no_duplicates(struct cctx *cc, const cJSON *obj)
 {
@@ -1918,11 +1931,8 @@ static int ck_members(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_map(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
-
-    if (!cJSON_IsObject(v)) {
-        return ck_fail(cc, "\"%s\" must be an object of schemas, got %s", kw,
-                       ck_got(v, got, sizeof(got)));
+    if (ck_want(cc, cJSON_IsObject(v), kw, "an object of schemas", v) < 0) {
+        return -1;
     }
     return ck_members(cc, kw, v);
 }
@@ -2001,11 +2011,9 @@ static int ck_names(struct cctx *cc, const char *kw, const cJSON *v)
 static int ck_dep_required(struct cctx *cc, const char *kw, const cJSON *v)
 {
     const cJSON *m = NULL;
-    char got[80];
 
-    if (!cJSON_IsObject(v)) {
-        return ck_fail(cc, "\"%s\" must be an object of arrays, got %s", kw,
-                       ck_got(v, got, sizeof(got)));
+    if (ck_want(cc, cJSON_IsObject(v), kw, "an object of arrays", v) < 0) {
+        return -1;
     }
     cJSON_ArrayForEach(m, v) {
         if (ck_string_set(cc, kw, m) < 0) {
@@ -2070,25 +2078,15 @@ static int ck_enum(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_count(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
+    bool ok =
+        cJSON_IsNumber(v) && is_integral(v->valuedouble) && v->valuedouble >= 0;
 
-    if (!cJSON_IsNumber(v) || !is_integral(v->valuedouble) ||
-        v->valuedouble < 0) {
-        return ck_fail(cc, "\"%s\" must be a non-negative integer, got %s",
-                       kw, ck_got(v, got, sizeof(got)));
-    }
-    return 0;
+    return ck_want(cc, ok, kw, "a non-negative integer", v);
 }
 
 static int ck_number(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
-
-    if (!cJSON_IsNumber(v)) {
-        return ck_fail(cc, "\"%s\" must be a number, got %s", kw,
-                       ck_got(v, got, sizeof(got)));
-    }
-    return 0;
+    return ck_want(cc, cJSON_IsNumber(v), kw, "a number", v);
 }
 
 static int ck_exclusive(struct cctx *cc, const char *kw, const cJSON *v)
@@ -2103,35 +2101,22 @@ static int ck_exclusive(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_positive(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
+    bool ok = cJSON_IsNumber(v) && v->valuedouble > 0;
 
-    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0)) {
-        return ck_fail(cc, "\"%s\" must be a number greater than 0, got %s",
-                       kw, ck_got(v, got, sizeof(got)));
-    }
-    return 0;
+    return ck_want(cc, ok, kw, "a number greater than 0", v);
 }
 
 static int ck_pattern(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
-
-    if (!cJSON_IsString(v)) {
-        return ck_fail(cc, "\"pattern\" must be a string, got %s",
-                       ck_got(v, got, sizeof(got)));
+    if (ck_want(cc, cJSON_IsString(v), "pattern", "a string", v) < 0) {
+        return -1;
     }
     return ck_regex(cc, "pattern", v->valuestring);
 }
 
 static int ck_bool(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
-
-    if (!cJSON_IsBool(v)) {
-        return ck_fail(cc, "\"%s\" must be true or false, got %s", kw,
-                       ck_got(v, got, sizeof(got)));
-    }
-    return 0;
+    return ck_want(cc, cJSON_IsBool(v), kw, "true or false", v);
 }
 
 static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
@@ -2139,12 +2124,10 @@ static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
     const cJSON *target = NULL;
     char saved[SCHEMA_PATH_MAX];
     size_t saved_len;
-    char got[80];
     int rc;
 
-    if (!cJSON_IsString(v)) {
-        return ck_fail(cc, "\"$ref\" must be a string, got %s",
-                       ck_got(v, got, sizeof(got)));
+    if (ck_want(cc, cJSON_IsString(v), "$ref", "a string", v) < 0) {
+        return -1;
     }
     if (v->valuestring[0] != '#') {
         return ck_fail(cc, "$ref '%s' is not supported: only references "
@@ -2181,13 +2164,7 @@ static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
 
 static int ck_string(struct cctx *cc, const char *kw, const cJSON *v)
 {
-    char got[80];
-
-    if (!cJSON_IsString(v)) {
-        return ck_fail(cc, "\"%s\" must be a string, got %s", kw,
-                       ck_got(v, got, sizeof(got)));
-    }
-    return 0;
+    return ck_want(cc, cJSON_IsString(v), kw, "a string", v);
 }
 
 static int ck_id(struct cctx *cc, const char *kw, const cJSON *v)
