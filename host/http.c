@@ -36,6 +36,7 @@
 
 #include "config.h" /* enum host_metrics */
 #include "deadline.h"
+#include "dlist.h"
 #include "digest.h"
 #include "http.h"
 #include "log.h"
@@ -2131,10 +2132,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         snprintf(req->url, sizeof(req->url), "%s", url);
         *con_cls = req;
         pthread_mutex_lock(&srv->reqs_lock);
-        req->next = srv->reqs;
-        if (srv->reqs != NULL)
-            srv->reqs->prev = req;
-        srv->reqs = req;
+        DLIST_PUSH(srv->reqs, req, prev, next);
         pthread_mutex_unlock(&srv->reqs_lock);
         /* POST is checked on its headers so that a refused body is never
          * read. Other methods are answered once the request is complete:
@@ -2182,12 +2180,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     pthread_mutex_lock(&req->srv->reqs_lock);
-    if (req->prev != NULL)
-        req->prev->next = req->next;
-    else
-        req->srv->reqs = req->next;
-    if (req->next != NULL)
-        req->next->prev = req->prev;
+    DLIST_UNLINK(req->srv->reqs, req, prev, next);
     if (req->listening)
         pthread_cond_broadcast(&req->srv->listen_gone);
     pthread_mutex_unlock(&req->srv->reqs_lock);

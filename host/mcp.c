@@ -16,6 +16,7 @@
 #include "call.h"
 #include "complete.h"
 #include "deadline.h"
+#include "dlist.h"
 #include "jsonrpc.h"
 #include "listen.h"
 #include "loader.h"
@@ -35,29 +36,6 @@
 #define DEFAULT_TIMEOUT_MS 300000u
 #define DEFAULT_PAGE_SIZE 100
 #define DESTROY_DRAIN_MS 5000
-
-/*
- * Sessions and calls sit on intrusive doubly-linked lists: a head pointer
- * and prev/next fields named per list. One way to link a node at the front
- * and to unlink it, whatever the list.
- */
-#define DLIST_PUSH(head, node, prev, next)                                     \
-    do {                                                                       \
-        (node)->prev = NULL;                                                   \
-        (node)->next = (head);                                                 \
-        if ((head) != NULL)                                                    \
-            (head)->prev = (node);                                             \
-        (head) = (node);                                                       \
-    } while (0)
-#define DLIST_UNLINK(head, node, prev, next)                                   \
-    do {                                                                       \
-        if ((node)->prev != NULL)                                              \
-            (node)->prev->next = (node)->next;                                 \
-        else                                                                   \
-            (head) = (node)->next;                                             \
-        if ((node)->next != NULL)                                              \
-            (node)->next->prev = (node)->prev;                                 \
-    } while (0)
 
 static const char *const supported_versions[] = {
     "2025-11-25",

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "dlist.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -91,12 +92,7 @@ static void sl_release(struct mcp_sink *sink)
     if (atomic_fetch_sub(&q->refs, 1) != 1)
         return;
     pthread_mutex_lock(&st->lock);
-    if (q->prev != NULL)
-        q->prev->next = q->next;
-    else
-        st->live = q->next;
-    if (q->next != NULL)
-        q->next->prev = q->prev;
+    DLIST_UNLINK(st->live, q, prev, next);
     pthread_mutex_unlock(&st->lock);
     mcp_session_free(q->ms);
     if (q->out->release != NULL)
@@ -170,10 +166,7 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
     q->owner = st;
     atomic_fetch_add(&st->refs, 1);
     pthread_mutex_lock(&st->lock);
-    q->next = st->live;
-    if (st->live != NULL)
-        st->live->prev = q;
-    st->live = q;
+    DLIST_PUSH(st->live, q, prev, next);
     pthread_mutex_unlock(&st->lock);
     mcp_handle(st->d, q->ms, line, len, &q->sink, &ctx);
     sl_release(&q->sink);
