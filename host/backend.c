@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "rlclient.h"
+#include "secret.h"
 
 #define BACKEND_CLOUD_URL "https://api.runloop.ai"
 #define BACKEND_LOCAL_URL "http://localhost"
@@ -951,9 +952,6 @@ void backend_free(struct backend *b)
     free(b->socket_path);
     free(b->state_dir);
     free(b->devboxd_cfg);
-    if (b->api_key != NULL) {
-        explicit_bzero(b->api_key, strlen(b->api_key));
-        free(b->api_key);
-    }
+    secret_free(b->api_key);
     free(b);
 }

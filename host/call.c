@@ -26,6 +26,7 @@
 #include "ws.h"
 
 #include "schema.h"
+#include "secret.h"
 #include "services.h"
 #include "textmap.h"
 
@@ -112,10 +113,7 @@ void call_unref(struct rlmcp_call *c)
     cJSON_Delete(c->progress_token);
     free(c->args_json);
     free(c->uri);
-    if (c->api_key != NULL) {
-        explicit_bzero(c->api_key, strlen(c->api_key));
-        free(c->api_key);
-    }
+    secret_free(c->api_key);
     cJSON_Delete(c->items);
     cJSON_Delete(c->structured);
     free(c->pend_message);

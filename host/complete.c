@@ -13,6 +13,7 @@
 #include "mcp_internal.h"
 #include "pool.h"
 #include "rlclient.h"
+#include "secret.h"
 
 /* A completion lists one page (200), quickly: it is typed as we go. */
 #define COMPLETE_TIMEOUT_MS 5000u
@@ -135,10 +136,7 @@ static void job_free(struct complete_job *j)
         return;
     cJSON_Delete(j->id);
     free(j->prefix);
-    if (j->api_key != NULL) {
-        explicit_bzero(j->api_key, strlen(j->api_key));
-        free(j->api_key);
-    }
+    secret_free(j->api_key);
     free(j);
 }
 

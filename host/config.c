@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "rlmcp/plugin.h"
+#include "secret.h"
 #include "strbuf.h"
 #include "suggest.h"
 
@@ -1696,11 +1697,7 @@ void config_free(struct host_config *cfg)
         free(cfg->server.http.allowed_origins[i]);
     free(cfg->server.http.allowed_origins);
     free(cfg->server.http.auth_token);
-    if (cfg->server.http.state_secret != NULL) {
-        explicit_bzero(cfg->server.http.state_secret,
-                       strlen(cfg->server.http.state_secret));
-        free(cfg->server.http.state_secret);
-    }
+    secret_free(cfg->server.http.state_secret);
     free(cfg->server.http.raw_json);
     free(cfg->host.plugin_dir);
     free(cfg->host.audit_log);

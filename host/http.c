@@ -46,6 +46,7 @@
 #include "metrics.h"
 #include "random.h"
 #include "revision.h"
+#include "secret.h"
 #include "strbuf.h"
 
 #define SESSION_ID_BYTES 16
@@ -2389,10 +2390,7 @@ static void server_free(struct http_server *srv)
             free(srv->origins[i]);
         free(srv->origins);
     }
-    if (srv->auth_token != NULL) {
-        explicit_bzero(srv->auth_token, strlen(srv->auth_token));
-        free(srv->auth_token);
-    }
+    secret_free(srv->auth_token);
     free(srv->listen);
     free(srv->name);
     free(srv->version);

@@ -27,6 +27,7 @@
 #include "pool.h"
 #include "resources.h"
 #include "revision.h"
+#include "secret.h"
 #include "strbuf.h"
 #include "tasks.h"
 
@@ -1757,10 +1758,7 @@ static void free_fields(struct mcp_dispatcher *d)
     free(d->server_name);
     free(d->server_version);
     free(d->instructions);
-    if (d->default_key != NULL) {
-        explicit_bzero(d->default_key, strlen(d->default_key));
-        free(d->default_key);
-    }
+    secret_free(d->default_key);
 }
 
 static char *dup_or(const char *s, const char *fallback)
@@ -1974,10 +1972,7 @@ void mcp_set_rlclient(struct mcp_dispatcher *d, struct rlclient *c)
 
 void mcp_set_default_api_key(struct mcp_dispatcher *d, const char *key)
 {
-    if (d->default_key != NULL) {
-        explicit_bzero(d->default_key, strlen(d->default_key));
-        free(d->default_key);
-    }
+    secret_free(d->default_key);
     d->default_key = key != NULL ? strdup(key) : NULL;
 }
 

@@ -25,6 +25,7 @@
 #include "mcp_internal.h"
 #include "pool.h"
 #include "registry.h"
+#include "secret.h"
 
 /* A watched read may take this long (an execution's live window is 0.8 s). */
 #define RES_WATCH_READ_MS 30000u
@@ -151,10 +152,7 @@ static void sub_unref(struct watch_sub *sub)
         return;
     mcp_session_unref(sub->s);
     free(sub->uri);
-    if (sub->api_key != NULL) {
-        explicit_bzero(sub->api_key, strlen(sub->api_key));
-        free(sub->api_key);
-    }
+    secret_free(sub->api_key);
     free(sub);
 }
 

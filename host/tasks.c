@@ -38,6 +38,7 @@
 #include "registry.h"
 #include "revision.h"
 #include "schema.h"
+#include "secret.h"
 
 #define KEY_BYTES DIGEST_BYTES
 #define ID_PREFIX "rt1."
@@ -166,8 +167,7 @@ void tasks_init_key(const char *state_secret, const char *state_dir)
             SHA256((const unsigned char *)text, strlen(text), md);
             tasks_set_key(md, sizeof(md));
             explicit_bzero(md, sizeof(md));
-            explicit_bzero(text, strlen(text));
-            free(text);
+            secret_free(text);
             return;
         }
     } else if (state_dir != NULL &&
