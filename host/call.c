@@ -1155,6 +1155,18 @@ static uint64_t ws_deadline(const struct rlmcp_call *call)
     return ms > CALL_ANSWER_MARGIN_MS ? ms - CALL_ANSWER_MARGIN_MS : ms;
 }
 
+/* A token fit for a header line: at most 512 visible ASCII characters. */
+static bool ws_token_ok(const char *tok)
+{
+    size_t n = 0;
+
+    for (n = 0; tok[n] != '\0'; n++) {
+        if ((unsigned char)tok[n] <= 0x20 || (unsigned char)tok[n] >= 0x7f)
+            return false;
+    }
+    return n <= 512;
+}
+
 /* The tunnel's origin for a WebSocket, or NULL with the reason in err. */
 static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
                        char *err, size_t errlen)
@@ -1167,9 +1179,7 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
                  "small; use RLMCP_TUNNEL_INIT");
         return NULL;
     }
-    if (t->auth_token != NULL &&
-        (strlen(t->auth_token) > 512 ||
-         strcspn(t->auth_token, " \t\r\n\x7f") != strlen(t->auth_token))) {
+    if (t->auth_token != NULL && !ws_token_ok(t->auth_token)) {
         snprintf(err, errlen,
                  "the tunnel token is longer than 512 "
                  "characters or holds spaces or control "
@@ -1229,6 +1239,7 @@ static int ws_open_checked(struct rlmcp_call *call,
     w.a.path = o->path;
     w.a.subprotocol = o->subprotocol;
     w.a.max_message = o->max_message;
+    w.a.connect_ms = o->connect_timeout_ms;
     w.a.cancelled = probe_cancelled;
     w.a.cancel_ctx = call;
     w.a.deadline_ms = ws_deadline(call);

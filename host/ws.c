@@ -587,8 +587,8 @@ static bool start_connect(struct ws_conn *c, const char *subprotocol)
 }
 
 /* Why an open failed, as err; the code to return. */
-static int open_failed(struct ws_conn *c, int rc, long connect_until, char *err,
-                       size_t errlen)
+static int open_failed(struct ws_conn *c, int rc, const struct ws_conn_args *a,
+                       long connect_until, char *err, size_t errlen)
 {
     char shown[2400];
 
@@ -598,9 +598,13 @@ static int open_failed(struct ws_conn *c, int rc, long connect_until, char *err,
         return rc;
     }
     if (rc == RLMCP_ETIMEDOUT) {
-        if (connect_until != 0 && connect_until <= now_ms())
-            snprintf(err, errlen, "%s: no WebSocket connection within max_wait",
-                     shown);
+        if (connect_until != 0 && connect_until <= now_ms() &&
+            a->connect_name != NULL)
+            snprintf(err, errlen, "%s: no WebSocket connection within %s",
+                     shown, a->connect_name);
+        else if (connect_until != 0 && connect_until <= now_ms())
+            snprintf(err, errlen, "%s: no WebSocket connection within %u ms",
+                     shown, a->connect_ms);
         else
             snprintf(err, errlen,
                      "%s: no WebSocket connection before the call's "
@@ -661,7 +665,7 @@ int ws_conn_open(const struct ws_conn_args *a, struct ws_conn **out,
     }
     if (rc == RLMCP_OK)
         rc = RLMCP_EHTTP;
-    rc = open_failed(c, rc, connect_until, err, errlen);
+    rc = open_failed(c, rc, a, connect_until, err, errlen);
     *status = c->status;
 out:
     conn_free(c);
@@ -934,6 +938,7 @@ int ws_pty_exchange(const char *origin, const char *token,
     a.cancelled = cancelled;
     a.cancel_ctx = cancel_ctx;
     a.connect_ms = max_wait_ms;
+    a.connect_name = "max_wait";
     rc = ws_conn_open(&a, &c, &x->upgrade_status, err, errlen);
     if (rc == RLMCP_ETIMEDOUT)
         return RLMCP_EHTTP; /* 1.1: within max_wait, or not at all */

@@ -64,6 +64,7 @@ struct ws_conn_args {
     uint64_t deadline_ms; /* CLOCK_MONOTONIC ms bounding every step of
                              the connection; 0: none */
     uint32_t connect_ms;  /* the open's own bound; 0: none */
+    const char *connect_name; /* how messages name it; NULL: "N ms" */
 };
 
 /*

@@ -652,8 +652,12 @@ static int ws_exchange(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
 
     o.path = x->connect_url;
     o.max_message = PTY_MAX_MESSAGE;
+    o.connect_timeout_ms = max_wait_ms;
     rc = api->runloop_ws_open(h->call, t, &o, &ws);
     x->upgrade_status = o.upgrade_status;
+    /* No connection within max_wait: as runloop_pty_exchange reports it. */
+    if (rc == RLMCP_ETIMEDOUT && rlmcp_h_now_ms() >= max_at)
+        rc = RLMCP_EHTTP;
     if (rc != RLMCP_OK)
         return rc;
     if (x->input_len > 0)

@@ -144,6 +144,13 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
       'ws open (invalid argument): tunnel: tunnel_key must be 1-512 characters of A-Z a-z 0-9 _ -');
   });
 
+  it('refuses a token that does not fit a header line', LONG, async () => {
+    const e = errorOf(await call('ws_exchange', { tunnel_key: tun.tunnel_key, auth_token: 'a\r\nX-Evil: 1',
+      port: PORT, path: '/echo' }));
+    assert.equal(e.message, 'ws open (invalid argument): the tunnel token is longer than 512 characters '
+      + 'or holds spaces or control characters');
+  });
+
   it('an upgrade the server refuses: its status', LONG, async () => {
     assert.equal(await wsError({ path: '/nope?token=secret' }),
       `ws open (HTTP transport failure, upgrade_status 404): ${base}/nope?token=REDACTED: `
@@ -173,6 +180,18 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     // Its own timeout: the connection stays usable, the message says which.
     assert.equal(await wsError({ path: '/stall', recv: 1, recv_timeout_ms: 300 }),
       `ws recv (timed out): ${base}/stall: no message within 300 ms`);
+  });
+
+  it('a server that never answers the upgrade: connect_timeout_ms, else the deadline', LONG, async () => {
+    let t0 = Date.now();
+    assert.equal(await wsError({ path: '/hang', connect_timeout_ms: 500 }),
+      `ws open (timed out): ${base}/hang: no WebSocket connection within 500 ms`);
+    assert.ok(Date.now() - t0 < 5000);
+    t0 = Date.now();
+    assert.equal(await wsError({ path: '/hang', timeout_seconds: 2 }),
+      `ws open (timed out): ${base}/hang: no WebSocket connection before the call's deadline`);
+    const took = Date.now() - t0;
+    assert.ok(took >= 1500 && took < 7000, `took ${took} ms`);
   });
 
   it('a handle left open is closed by the host when the call ends', LONG, async () => {

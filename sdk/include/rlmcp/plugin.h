@@ -481,6 +481,8 @@ struct rlmcp_ws_open {
     const char *subprotocol; /* Sec-WebSocket-Protocol to ask for, or NULL */
     size_t max_message;      /* largest message either way; 0: 1 MiB; at
                                 most 64 MiB */
+    uint32_t connect_timeout_ms; /* the open's own bound (each attempt);
+                                    0: only the call's deadline */
     /* Set by the host: */
     long upgrade_status;     /* HTTP status of a refused upgrade, else 0 */
     /* 1.x: append only */
@@ -817,7 +819,8 @@ struct rlmcp_host_api {
      * (tunnel not routed yet) is retried like runloop_tunnel_request does.
      * Returns RLMCP_OK with *out set; RLMCP_EHTTP when the upgrade was
      * refused (o->upgrade_status holds the status, e.g. 404) or the
-     * connection failed; RLMCP_ETIMEDOUT when the deadline passed first;
+     * connection failed; RLMCP_ETIMEDOUT when o->connect_timeout_ms or the
+     * deadline passed first;
      * RLMCP_ECANCELLED; RLMCP_EINVAL (bad path, port 0, no tunnel key, bad
      * struct sizes); RLMCP_EINTERNAL (the WebSocket module is missing).
      * Ownership: t and o are read during the call only, the host writes
