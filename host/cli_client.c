@@ -97,24 +97,19 @@ static int parse_client_args(int argc, char **argv, struct client_opts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *which = argc > 1 ? argv[1] : NULL;
+    const size_t n_names = sizeof(client_names) / sizeof(client_names[0]);
     size_t i = 0;
     int ch = 0;
+    int rc = cli_word(argc, argv, client_names, n_names, client_usage, &i);
 
-    if (which == NULL || strcmp(which, "-h") == 0 ||
-        strcmp(which, "--help") == 0) {
-        client_usage(which == NULL ? stderr : stdout);
-        return which == NULL ? -1 : 1;
-    }
-    for (i = 0; i < sizeof(client_names) / sizeof(client_names[0]); i++)
-        if (strcmp(which, client_names[i]) == 0)
-            break;
-    if (i == sizeof(client_names) / sizeof(client_names[0])) {
+    if (rc != 0)
+        return rc;
+    if (i == n_names) {
         fprintf(stderr,
                 "runloop-mcp: install-client: '%s' is not a client this "
                 "knows; use claude, cursor, vscode or codex (or --config FILE "
                 "with the one whose format matches)\n",
-                which);
+                argv[1]);
         return -1;
     }
     o->kind = (enum client_kind)i;
@@ -147,26 +142,11 @@ static int parse_client_args(int argc, char **argv, struct client_opts *o)
         case 'h':
             client_usage(stdout);
             return 1;
-        case ':':
-            fprintf(stderr,
-                    "runloop-mcp: install-client: option '%s' needs a value\n",
-                    argv[optind - 1]);
-            return -1;
         default:
-            fprintf(stderr,
-                    "runloop-mcp: install-client: unknown option '%s'; see "
-                    "install-client --help\n",
-                    argv[optind - 1]);
-            return -1;
+            return cli_option_error("install-client", ch, argv);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr,
-                "runloop-mcp: install-client: unexpected argument '%s'\n",
-                argv[optind]);
-        return -1;
-    }
-    return 0;
+    return cli_no_more_args("install-client", argc, argv);
 }
 
 /* The options that cannot go together or are malformed. */

@@ -76,23 +76,18 @@ static int parse_engine_args(int argc, char **argv, struct engine_opts *o)
         {NULL, 0, NULL, 0},
     };
     static const char *const names[] = {"status", "start", "stop", "logs"};
-    const char *verb = argc > 1 ? argv[1] : NULL;
+    const size_t n_names = sizeof(names) / sizeof(names[0]);
     size_t i = 0;
     int ch = 0;
+    int rc = cli_word(argc, argv, names, n_names, engine_usage, &i);
 
-    if (verb == NULL || strcmp(verb, "-h") == 0 ||
-        strcmp(verb, "--help") == 0) {
-        engine_usage(verb == NULL ? stderr : stdout);
-        return verb == NULL ? -1 : 1;
-    }
-    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(verb, names[i]) == 0)
-            break;
-    if (i == sizeof(names) / sizeof(names[0])) {
+    if (rc != 0)
+        return rc;
+    if (i == n_names) {
         fprintf(stderr,
                 "runloop-mcp: engine: '%s' is not a command; use status, "
                 "start, stop or logs\n",
-                verb);
+                argv[1]);
         return -1;
     }
     o->action = (enum engine_action)i;
@@ -115,23 +110,12 @@ static int parse_engine_args(int argc, char **argv, struct engine_opts *o)
         case 'h':
             engine_usage(stdout);
             return 1;
-        case ':':
-            fprintf(stderr, "runloop-mcp: engine: option '%s' needs a value\n",
-                    argv[optind - 1]);
-            return -1;
         default:
-            fprintf(stderr,
-                    "runloop-mcp: engine: unknown option '%s'; see engine "
-                    "--help\n",
-                    argv[optind - 1]);
-            return -1;
+            return cli_option_error("engine", ch, argv);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "runloop-mcp: engine: unexpected argument '%s'\n",
-                argv[optind]);
+    if (cli_no_more_args("engine", argc, argv) < 0)
         return -1;
-    }
     if (o->lines != NULL || o->follow) {
         char *end = NULL;
         long n = o->lines ? strtol(o->lines, &end, 10) : 0;
