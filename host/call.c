@@ -1134,8 +1134,20 @@ struct rlmcp_ws {
     const struct module_ws *mod;
     struct ws_conn *conn;
     struct rlmcp_call *call;
+    pthread_t owner;              /* the opening thread: lws is not MT-safe */
     struct rlmcp_ws *next, *prev; /* call->ws_open */
 };
+
+/* A handle used off its opening thread is refused, not run into lws. */
+static bool ws_wrong_thread(const struct rlmcp_ws *ws, const char *what)
+{
+    if (pthread_equal(ws->owner, pthread_self()))
+        return false;
+    log_msg(RLMCP_LOG_ERROR, ws->call->plugin_name,
+            "websocket %s: the handle belongs to the thread that opened it",
+            what);
+    return true;
+}
 
 /* Keep a WebSocket service's outcome for call_last_error. */
 static int ws_note(struct rlmcp_call *call, int rc, const char *err)
@@ -1250,6 +1262,7 @@ static int ws_open_checked(struct rlmcp_call *call,
     h->mod = w.mod;
     h->conn = w.conn;
     h->call = call;
+    h->owner = pthread_self();
     h->next = call->ws_open;
     if (h->next != NULL)
         h->next->prev = h;
@@ -1294,6 +1307,8 @@ int call_runloop_ws_send(rlmcp_ws *ws, const void *data, size_t len, bool text)
 
     if (ws == NULL)
         return RLMCP_EINVAL;
+    if (ws_wrong_thread(ws, "send"))
+        return RLMCP_ESTATE;
     return ws_note(
         ws->call,
         ws->mod->conn_send(ws->conn, data, len, text, err, sizeof(err)), err);
@@ -1306,6 +1321,8 @@ int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
 
     if (ws == NULL)
         return RLMCP_EINVAL;
+    if (ws_wrong_thread(ws, "recv"))
+        return RLMCP_ESTATE;
     if (m == NULL || m->struct_size < sizeof(struct rlmcp_ws_message))
         return ws_note(ws->call, RLMCP_EINVAL,
                        "ws recv: m is NULL or its struct_size is too small; "

@@ -194,6 +194,11 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     assert.ok(took >= 1500 && took < 7000, `took ${took} ms`);
   });
 
+  it('a handle used from another thread is refused', LONG, async () => {
+    assert.equal(await wsError({ path: '/echo', send_off_thread: true }),
+      'send off thread: not allowed in this phase');
+  });
+
   it('a handle left open is closed by the host when the call ends', LONG, async () => {
     const before = host.err.length;
     const r = ok(await ws({ path: '/echo', send: [{ text: 'left' }], leave_open: true }));

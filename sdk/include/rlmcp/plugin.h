@@ -30,7 +30,8 @@
  *    the same tool, unless the tool sets RLMCP_TOOL_SERIAL.
  *  - Call-scope services may be used from any thread, but only while the
  *    handler for that call is running. A rlmcp_call pointer is invalid once
- *    the handler returns.
+ *    the handler returns. (A WebSocket handle, runloop_ws_*, is used on the
+ *    thread that opened it.)
  *
  * JSON crosses the boundary as UTF-8 text, never as parser objects.
  */
@@ -804,7 +805,8 @@ struct rlmcp_host_api {
      * A handle belongs to the call that opened it and to the thread that
      * opened it: the host runs each connection on the calling thread
      * (libwebsockets contexts are single-threaded), and services it only
-     * inside these four functions. Every blocking step ends by the call's
+     * inside these four functions; send and recv from another thread
+     * return RLMCP_ESTATE. Every blocking step ends by the call's
      * deadline (call_deadline_ms, less the host's margin to answer) and at
      * once when the call is cancelled. Pings are answered. A handle the
      * plugin did not close is closed by the host (code 1001) when the
