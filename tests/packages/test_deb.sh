@@ -87,6 +87,7 @@ has "$F" "^\./usr/include/rlmcp/plugin\.h$"
 has "$F" "^\./usr/include/rlmcp/rlmcp_helpers\.h$"
 has "$F" "^\./usr/lib/librlmcp_helpers\.a$"
 has "$F" "^\./usr/lib/pkgconfig/rlmcp-plugin\.pc$"
+has "$F" "^\./usr/lib/pkgconfig/rlmcp-helpers\.pc$"
 has "$F" "^\./usr/lib/cmake/rlmcp-plugin/rlmcp-pluginConfig\.cmake$"
 
 # --- into a throwaway root ------------------------------------------------------------
