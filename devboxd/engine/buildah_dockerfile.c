@@ -628,35 +628,27 @@ static int add_mounts(struct prep *p, const cJSON *fm)
     return 0;
 }
 
-/* system_setup_commands run as user (uid 1000, HOME /home/user), as a
- * devbox's commands do; the image's USER is put back after them. */
-static int add_setup(struct prep *p, const cJSON *cmds)
+static int add_user(struct prep *p)
+{
+    return add_step(p, 0, 0, 0, "USER user", "USER user");
+}
+
+/* Adds the steps of each item with add_one, which runs them as user (uid
+ * 1000, HOME /home/user), as a devbox's commands do; the image's USER is
+ * put back after them. */
+static int add_as_user(struct prep *p, const cJSON *items,
+                       int (*add_one)(struct prep *p, const cJSON *item, int i))
 {
     const cJSON *it = NULL;
     char *restore = NULL;
-    int k = 0;
+    int i = 0;
     int rc = 0;
 
-    if (cJSON_GetArraySize(cmds) == 0)
+    if (cJSON_GetArraySize(items) == 0)
         return 0;
-    if (add_step(p, 0, 0, 0, "USER user", "USER user") != 0)
-        return -1;
-    cJSON_ArrayForEach(it, cmds)
+    cJSON_ArrayForEach(it, items)
     {
-        char *orig = NULL;
-        char *emit = NULL;
-
-        if (asprintf(&orig, "RUN %s", it->valuestring) < 0)
-            return fail(p, "out of memory");
-        if (strpbrk(it->valuestring, "\r\n") == NULL)
-            emit = strdup(orig);
-        else
-            emit = run_script("", it->valuestring);
-        rc = emit != NULL ? add_step(p, 0, 1, ++k, orig, emit)
-                          : fail(p, "out of memory");
-        free(orig);
-        free(emit);
-        if (rc != 0)
+        if (add_one(p, it, i++) != 0)
             return -1;
     }
     if (asprintf(&restore, "USER %s",
@@ -667,59 +659,63 @@ static int add_setup(struct prep *p, const cJSON *cmds)
     return rc;
 }
 
-/* code_mounts: each bundle (put in the context by the builder, see
- * BD_CODE_DIR) cloned into /home/user/<repo_name> as user, then its
- * install_command there; the image's USER is put back after them. */
-static int add_code_mounts(struct prep *p, const cJSON *mounts)
+/* system_setup_commands[i]: USER user before the first. */
+static int add_setup(struct prep *p, const cJSON *cmd, int i)
 {
-    const cJSON *m = NULL;
-    char *restore = NULL;
-    int i = 0;
-    int rc = 0;
+    char *orig = NULL;
+    char *emit = NULL;
+    int rc = -1;
 
-    if (cJSON_GetArraySize(mounts) == 0)
-        return 0;
-    cJSON_ArrayForEach(m, mounts)
-    {
-        const char *owner = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(m, "repo_owner"));
-        const char *name = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
-        char tmp[64];
-        char *orig = NULL;
-        char *copy = NULL;
-        char *script = NULL;
-        char *emit = NULL;
-
-        snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);
-        script = code_mounts_script(m, tmp, "/home/user");
-        if (script == NULL ||
-            asprintf(&orig, "code_mounts[%d] %s/%s", i, owner, name) < 0 ||
-            asprintf(&copy,
-                     "COPY --chown=1000:1000 " BD_CODE_DIR "/%d.bundle %s", i,
-                     tmp) < 0 ||
-            (emit = run_script("", script)) == NULL) {
-            free(script);
-            return fail(p, "out of memory");
-        }
-        rc = add_step(p, 0, 0, 0, orig, copy);
-        if (rc == 0)
-            rc = add_step(p, 0, 0, 0, "USER user", "USER user");
-        if (rc == 0)
-            rc = add_step(p, 0, 0, 0, orig, emit);
-        free(orig);
-        free(copy);
-        free(script);
-        free(emit);
-        if (rc != 0)
-            return -1;
-        i++;
-    }
-    if (asprintf(&restore, "USER %s",
-                 p->final_user != NULL ? p->final_user : "root") < 0)
+    if (i == 0 && add_user(p) != 0)
+        return -1;
+    if (asprintf(&orig, "RUN %s", cmd->valuestring) < 0)
         return fail(p, "out of memory");
-    rc = add_step(p, 0, 0, 0, restore, restore);
-    free(restore);
+    if (strpbrk(cmd->valuestring, "\r\n") == NULL)
+        emit = strdup(orig);
+    else
+        emit = run_script("", cmd->valuestring);
+    rc = emit != NULL ? add_step(p, 0, 1, i + 1, orig, emit)
+                      : fail(p, "out of memory");
+    free(orig);
+    free(emit);
+    return rc;
+}
+
+/* code_mounts[i]: its bundle (put in the context by the builder, see
+ * BD_CODE_DIR) cloned into /home/user/<repo_name> as user, then its
+ * install_command there. */
+static int add_code_mount(struct prep *p, const cJSON *m, int i)
+{
+    const char *owner =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_owner"));
+    const char *name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
+    char tmp[64];
+    char *orig = NULL;
+    char *copy = NULL;
+    char *script = NULL;
+    char *emit = NULL;
+    int rc = -1;
+
+    snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-code-%d.bundle", i);
+    script = code_mounts_script(m, tmp, "/home/user");
+    if (script == NULL ||
+        asprintf(&orig, "code_mounts[%d] %s/%s", i, owner, name) < 0 ||
+        asprintf(&copy, "COPY --chown=1000:1000 " BD_CODE_DIR "/%d.bundle %s",
+                 i, tmp) < 0 ||
+        (emit = run_script("", script)) == NULL) {
+        free(script);
+        return fail(p, "out of memory");
+    }
+    rc = add_step(p, 0, 0, 0, orig, copy);
+    if (rc == 0)
+        rc = add_user(p);
+    if (rc == 0)
+        rc = add_step(p, 0, 0, 0, orig, emit);
+    free(orig);
+    free(copy);
+    free(script);
+    free(emit);
     return rc;
 }
 
@@ -933,10 +929,12 @@ static int finish(struct prep *p, const cJSON *params)
                 (before + k - keep - k) * sizeof(t));
         o->steps[keep + k] = t;
     }
-    if (add_code_mounts(
-            p, cJSON_GetObjectItemCaseSensitive(params, "code_mounts")) != 0 ||
-        add_setup(p, cJSON_GetObjectItemCaseSensitive(
-                         params, "system_setup_commands")) != 0)
+    if (add_as_user(p, cJSON_GetObjectItemCaseSensitive(params, "code_mounts"),
+                    add_code_mount) != 0 ||
+        add_as_user(
+            p,
+            cJSON_GetObjectItemCaseSensitive(params, "system_setup_commands"),
+            add_setup) != 0)
         return -1;
     for (k = 0; k < o->n_steps; k++)
         len += strlen(o->steps[k].emit) + 1;
