@@ -21,8 +21,6 @@
 #include "sandbox_internal.h"
 #include "util.h"
 
-extern char **environ;
-
 static struct {
     pthread_mutex_t lock;
     int loaded;
@@ -248,27 +246,6 @@ static size_t root_link_args(const char **argv, size_t n, char links[][64])
     return n;
 }
 
-/* Starts path without devboxd's blocked signals and ignored SIGPIPE: 0
- * with *pid, or an errno. */
-static int spawn(const char *path, const char **argv, pid_t *pid)
-{
-    posix_spawnattr_t attr;
-    sigset_t none;
-    sigset_t all;
-    int rc;
-
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawn(pid, path, NULL, &attr, (char *const *)argv, environ);
-    posix_spawnattr_destroy(&attr);
-    return rc;
-}
-
 /* cp -a of src into dst, run in a private root that holds only /usr, src
  * (read-only) and dst. src may be the writable layer of a running devbox:
  * the devbox can turn any directory in it into a symlink while cp walks
@@ -315,7 +292,7 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     argv[n++] = "/src/.";
     argv[n++] = "/dst";
     argv[n] = NULL;
-    spawn_rc = spawn(bwrap, argv, &pid);
+    spawn_rc = sandbox_spawn(&pid, bwrap, NULL, (char *const *)argv);
     if (spawn_rc != 0) {
         snprintf(err, errlen, "cannot run %s: %s", bwrap, strerror(spawn_rc));
         goto out;
@@ -794,7 +771,9 @@ static void remove_dir(const char *dir)
     int rc;
 
     pthread_mutex_lock(&reaper.lock);
-    rc = reaper.stop ? ECANCELED : spawn("/bin/rm", argv, &pid);
+    rc = reaper.stop
+             ? ECANCELED
+             : sandbox_spawn(&pid, "/bin/rm", NULL, (char *const *)argv);
     if (rc == 0)
         reaper.child = pid;
     pthread_mutex_unlock(&reaper.lock);

@@ -18,8 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define IMAGES_MAX 8
 
 /* Runloop's public image names agents copy from its docs and examples. */
@@ -114,29 +112,6 @@ int images_check_default(char *err, size_t errlen)
     return -1;
 }
 
-/* Reads the builder's stdout (the image dir, one line) and waits for it. */
-static int collect(pid_t pid, int fd, char *buf, size_t len)
-{
-    size_t got = 0;
-    ssize_t n;
-    int status = 0;
-
-    while (got < len - 1) {
-        n = read(fd, buf + got, len - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
-        buf[--got] = '\0';
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's.
  * With check, "devboxd-image --check NAME": only looks in the cache. */
 static int run_builder(const char *name, bool check, char **path, char *err,
@@ -148,9 +123,6 @@ static int run_builder(const char *name, bool check, char **path, char *err,
     char **argv = check ? check_argv : build_argv;
     char out[PATH_MAX];
     posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none;
-    sigset_t all;
     struct stat st;
     int pp[2] = {-1, -1};
     pid_t pid;
@@ -164,16 +136,8 @@ static int run_builder(const char *name, bool check, char **path, char *err,
     }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    status = posix_spawn(&pid, builder, &fa, &attr, argv, environ);
+    status = sandbox_spawn(&pid, builder, &fa, argv);
     posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
     close(pp[1]);
     pp[1] = -1;
     if (status != 0) {
@@ -181,7 +145,7 @@ static int run_builder(const char *name, bool check, char **path, char *err,
                  strerror(status));
         goto out;
     }
-    status = collect(pid, pp[0], out, sizeof(out));
+    status = sandbox_collect(pid, pp[0], out, sizeof(out));
     if (status != 0 || out[0] != '/' || stat(out, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
         if (check) {

@@ -77,6 +77,48 @@ char *sandbox_helper_path(const char *name)
     return out;
 }
 
+int sandbox_spawn(pid_t *pid, const char *path,
+                  const posix_spawn_file_actions_t *fa, char *const argv[])
+{
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigset_t all;
+    int rc;
+
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawn(pid, path, fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+int sandbox_collect(pid_t pid, int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    ssize_t n;
+    int status = 0;
+
+    while (got < len - 1) {
+        n = read(fd, buf + got, len - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
+        buf[--got] = '\0';
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 void sandbox_shutdown_runtime(void)
 {
     sb_cg_remove_parents();

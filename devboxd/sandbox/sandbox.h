@@ -31,6 +31,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -66,6 +67,16 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
  * /proc/self/exe when executable there, else <exe dir>/../libexec/runloop-mcp/
  * name.  malloc'd, NULL when out of memory or the exe path is unknown. */
 char *sandbox_helper_path(const char *name);
+/* posix_spawn of path with argv (fa may be NULL): the child starts with no
+ * signal blocked and every signal at its default, not devboxd's blocked and
+ * ignored ones.  0 with *pid, or an errno. */
+int sandbox_spawn(pid_t *pid, const char *path,
+                  const posix_spawn_file_actions_t *fa, char *const argv[]);
+/* Reads fd, a child's output, into buf (len bytes, NUL-terminated, the
+ * trailing line breaks dropped) until end of file or buf is full, then
+ * waits for the child pid: its exit status, or 128 + the signal that ended
+ * it.  The caller closes fd. */
+int sandbox_collect(pid_t pid, int fd, char *buf, size_t len);
 void sandbox_shutdown_runtime(void); /* frees what sandbox_init allocated */
 
 struct sb_limits {

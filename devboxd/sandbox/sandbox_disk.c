@@ -24,8 +24,6 @@
 #define LOOP_TRIES 32 /* another process may take the free device first */
 #define SB_DISK_FORMAT 1 /* bump when run_mkfs's options change */
 
-extern char **environ;
-
 int sb_disk_image_path(const char *dir, char *buf, size_t len)
 {
     size_t n;
@@ -95,12 +93,7 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
                           (char *)img,
                           NULL};
     posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none;
-    sigset_t all;
     char out[256];
-    size_t len = 0;
-    ssize_t n;
     int pp[2] = {-1, -1};
     int status = 0;
     pid_t pid = -1;
@@ -113,17 +106,8 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pp[1], 2);
-    posix_spawnattr_init(&attr);
-    /* devboxd blocks and ignores signals of its own; mkfs gets defaults. */
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+    rc = sandbox_spawn(&pid, argv[0], &fa, argv);
     posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
     close(pp[1]);
     if (rc != 0) {
         close(pp[0]);
@@ -133,23 +117,11 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
             "RLMCP_DEVBOX_DISK=off",
             argv[0], strerror(rc));
     }
-    while (len < sizeof(out) - 1 &&
-           (n = read(pp[0], out + len, sizeof(out) - 1 - len)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        len += (size_t)n;
-    }
+    status = sandbox_collect(pid, pp[0], out, sizeof(out));
     close(pp[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
-        len--;
-    out[len] = '\0';
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (status != 0)
         return sb_err(err, errlen, -EIO, "mkfs.ext4 failed on %s: %s", img,
-                      len > 0 ? out : "no message");
+                      out[0] != '\0' ? out : "no message");
     return 0;
 }
 
