@@ -865,6 +865,20 @@ static uint64_t context_max(const struct engine *eng)
     return (uint64_t)(eng->caps.build_context_mb * 1048576.0);
 }
 
+/* The build's clock starts: status building, its limits in the log. */
+static void start_building(struct build *b)
+{
+    b->deadline_ms =
+        util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
+    set_status(b, "building", NULL);
+    blog(
+        b, "info",
+        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
+        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
+        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
+        b->eng->caps.build_timeout_s);
+}
+
 static void build_run_buildah(struct build *b)
 {
     struct bb_job j;
@@ -883,15 +897,7 @@ static void build_run_buildah(struct build *b)
     j.log = bb_log;
     j.should_stop = bb_stop;
     j.ctx = b;
-    b->deadline_ms =
-        util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
-    set_status(b, "building", NULL);
-    blog(
-        b, "info",
-        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
-        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
-        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
-        b->eng->caps.build_timeout_s);
+    start_building(b);
     ok = bb_run(&j) == 0;
     b->killed = j.killed;
     if (ok && record_buildah(b, j.record) != 0) {
@@ -932,15 +938,7 @@ static void build_run(struct build *b)
         goto done;
     }
     b->n_steps = count_steps(&df, b->params);
-    b->deadline_ms =
-        util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
-    set_status(b, "building", NULL);
-    blog(
-        b, "info",
-        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
-        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
-        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
-        b->eng->caps.build_timeout_s);
+    start_building(b);
     blog(b, "info", "starting the build sandbox%s%s", b->base_id ? " on blueprint " : "",
          b->base_id ? b->base_id : "");
     if (start_sandbox(b, err, sizeof(err)) != 0) {
