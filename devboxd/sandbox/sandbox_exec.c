@@ -522,6 +522,26 @@ static int connect_bounded(int fd, const struct sockaddr_in *sin, int timeout_ms
     return -soerr;
 }
 
+/* On the thread of job: enters the devbox's network namespace and makes a
+ * TCP socket of type (SOCK_* flags added) there, with *sin set to
+ * 127.0.0.1:job->port.  The fd, or -errno. */
+static int netns_socket(const struct connect_job *job, int type,
+                        struct sockaddr_in *sin)
+{
+    int fd;
+
+    if (setns(job->pidfd, CLONE_NEWNET) != 0)
+        return -errno;
+    fd = socket(AF_INET, SOCK_STREAM | type, 0);
+    if (fd < 0)
+        return -errno;
+    memset(sin, 0, sizeof(*sin));
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(job->port);
+    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return fd;
+}
+
 /* Runs on its own thread: setns(CLONE_NEWNET) changes only this thread's
  * namespace, and the socket keeps the namespace it was created in. */
 static void *connect_thread(void *arg)
@@ -532,19 +552,11 @@ static void *connect_thread(void *arg)
     int rc;
     int flags;
 
-    if (setns(job->pidfd, CLONE_NEWNET) != 0) {
-        job->result = -errno;
-        return NULL;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd = netns_socket(job, SOCK_CLOEXEC | SOCK_NONBLOCK, &sin);
     if (fd < 0) {
-        job->result = -errno;
+        job->result = fd;
         return NULL;
     }
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(job->port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     rc = connect_bounded(fd, &sin, job->timeout_ms);
     flags = fcntl(fd, F_GETFL);
     if (rc == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0))
@@ -603,19 +615,11 @@ static void *listen_thread(void *arg)
     int one = 1;
     int fd = -1;
 
-    if (setns(job->pidfd, CLONE_NEWNET) != 0) {
-        job->result = -errno;
-        return NULL;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = netns_socket(job, SOCK_CLOEXEC, &sin);
     if (fd < 0) {
-        job->result = -errno;
+        job->result = fd;
         return NULL;
     }
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(job->port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 64) != 0) {
         job->result = -errno;
