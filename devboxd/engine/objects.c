@@ -266,6 +266,26 @@ static void reply_object(struct engine *eng, const struct http_request *req,
     http_response_json(resp, 200, v);
 }
 
+/* Lock held: stores rec in dir (NULL: out of memory), lets go of the lock
+ * and answers with rec's view, or with why it could not be stored. */
+static void save_reply_unlock(struct engine *eng,
+                              const struct http_request *req, const char *dir,
+                              const cJSON *rec, struct http_response *resp)
+{
+    int rc = -1;
+    int saved = ENOMEM;
+
+    if (dir != NULL) {
+        rc = save_locked(dir, rec);
+        saved = errno;
+    }
+    pthread_mutex_unlock(&objects_lock);
+    if (rc != 0)
+        api_storage_error(resp, saved);
+    else
+        reply_object(eng, req, rec, resp);
+}
+
 static void not_found(struct http_response *resp, const char *id)
 {
     http_response_error(
@@ -392,13 +412,7 @@ static void handle_create(struct engine *eng, const struct http_request *req, co
             OBJECTS_MAX);
         goto out;
     }
-    if (dir == NULL || save_locked(dir, rec) != 0) {
-        pthread_mutex_unlock(&objects_lock);
-        api_storage_error(resp, dir == NULL ? ENOMEM : errno);
-        goto out;
-    }
-    pthread_mutex_unlock(&objects_lock);
-    reply_object(eng, req, rec, resp);
+    save_reply_unlock(eng, req, dir, rec, resp);
 out:
     cJSON_Delete(all);
     cJSON_Delete(rec);
@@ -472,11 +486,8 @@ static void handle_complete(struct engine *eng, const struct http_request *req, 
         cJSON_ReplaceItemInObjectCaseSensitive(rec, "state", cJSON_CreateString("READ_ONLY"));
         cJSON_ReplaceItemInObjectCaseSensitive(rec, "size_bytes",
                                                cJSON_CreateNumber((double)st.st_size));
-        if (save_locked(dir, rec) != 0) {
-            pthread_mutex_unlock(&objects_lock);
-            api_storage_error(resp, errno);
-            goto out;
-        }
+        save_reply_unlock(eng, req, dir, rec, resp);
+        goto out;
     }
     pthread_mutex_unlock(&objects_lock);
     reply_object(eng, req, rec, resp);
