@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -576,6 +577,21 @@ int util_opt_string_array(const cJSON *obj, const char *name, const cJSON **out,
     }
     *out = v;
     return 0;
+}
+
+int util_thread_detached(void *(*fn)(void *), void *arg, size_t stack_size)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (stack_size > 0)
+        pthread_attr_setstacksize(&attr, stack_size);
+    rc = pthread_create(&tid, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 char *util_shell_quote(const char *s)

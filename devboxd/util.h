@@ -38,6 +38,9 @@ void util_write_error_reset(void);
 /* Reads a whole (small) file; NUL-terminated. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
 int util_rmtree(const char *path);
+/* Starts fn(arg) on a detached thread with a stack of stack_size bytes
+ * (0: the default): 0, or pthread_create's error. */
+int util_thread_detached(void *(*fn)(void *), void *arg, size_t stack_size);
 /* s quoted for a POSIX shell: in single quotes, each ' as '\''.
  * malloc'd; NULL when out of memory. */
 char *util_shell_quote(const char *s);

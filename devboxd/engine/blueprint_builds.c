@@ -1243,20 +1243,14 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
 
 static int spawn_build(struct build *b)
 {
-    pthread_attr_t attr;
-    pthread_t tid;
     int rc;
 
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 512 * 1024);
     pthread_mutex_lock(&slot_lock);
     builds_alive++;
     b->next_active = active;
     active = b;
     pthread_mutex_unlock(&slot_lock);
-    rc = pthread_create(&tid, &attr, build_thread, b);
-    pthread_attr_destroy(&attr);
+    rc = util_thread_detached(build_thread, b, 512 * 1024);
     if (rc != 0) {
         pthread_mutex_lock(&slot_lock);
         builds_alive--;

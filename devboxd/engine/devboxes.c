@@ -796,20 +796,6 @@ static void *boot_thread(void *arg)
     return NULL;
 }
 
-static int spawn_detached(void *(*fn)(void *), void *arg)
-{
-    pthread_attr_t attr;
-    pthread_t tid;
-    int rc;
-
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    rc = pthread_create(&tid, &attr, fn, arg);
-    pthread_attr_destroy(&attr);
-    return rc;
-}
-
 /* Lock held. Starts the boot worker; the devbox must not be busy. */
 static int start_boot_locked(struct engine *eng, struct devbox *box, int first_boot)
 {
@@ -821,7 +807,7 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     job->box = box;
     job->first_boot = first_boot;
     box->busy = 1;
-    if (spawn_detached(boot_thread, job) != 0) {
+    if (util_thread_detached(boot_thread, job, 256 * 1024) != 0) {
         box->busy = 0;
         free(job);
         engine_set_status_locked(eng, box, DBX_FAILURE, "health_check_failed", NULL);
@@ -1114,7 +1100,7 @@ static int start_stop_locked(struct engine *eng, struct devbox *box, int target,
     if (target == DBX_SUSPENDED && box->status != DBX_SUSPENDING)
         engine_set_status_locked(eng, box, DBX_SUSPENDING, NULL, NULL);
     box->busy = 1;
-    if (spawn_detached(stop_thread, job) != 0) {
+    if (util_thread_detached(stop_thread, job, 256 * 1024) != 0) {
         box->busy = 0;
         free(job->reason);
         free(job);

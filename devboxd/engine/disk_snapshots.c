@@ -316,18 +316,10 @@ static cJSON *new_record(struct snap_job *job, const cJSON *body, const char *bo
 
 static void start_worker(struct snap_job *job)
 {
-    pthread_t tid;
-    pthread_attr_t attr;
-    int rc;
-
     pthread_mutex_lock(&workers_lock);
     workers++;
     pthread_mutex_unlock(&workers_lock);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&tid, &attr, snap_thread, job);
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
+    if (util_thread_detached(snap_thread, job, 0) != 0)
         snap_thread(job);
 }
 

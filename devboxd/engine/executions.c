@@ -302,20 +302,14 @@ out:
 static void exec_spawn_waiter(struct engine *eng, struct execution *ex)
 {
     struct exec_job *job = calloc(1, sizeof(*job));
-    pthread_attr_t attr;
-    pthread_t tid;
     int rc = -1;
 
     if (job != NULL) {
         job->eng = eng;
         job->ex = ex;
         job->proc_lock = proc_lock_for(ex);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 128 * 1024);
         eng->exec_threads++;
-        rc = pthread_create(&tid, &attr, exec_thread, job);
-        pthread_attr_destroy(&attr);
+        rc = util_thread_detached(exec_thread, job, 128 * 1024);
     }
     if (rc == 0)
         return;

@@ -281,9 +281,6 @@ static void *stream_worker(void *arg)
 
 static void stream_dispatch(struct h2_stream *st)
 {
-    pthread_attr_t attr;
-    pthread_t tid;
-
     if (st->dispatched)
         return;
     st->dispatched = 1;
@@ -299,10 +296,7 @@ static void stream_dispatch(struct h2_stream *st)
     st->conn->workers++;
     st->refs++;
     pthread_mutex_unlock(&st->conn->lock);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 512 * 1024);
-    if (pthread_create(&tid, &attr, stream_worker, st) != 0) {
+    if (util_thread_detached(stream_worker, st, 512 * 1024) != 0) {
         nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_REFUSED_STREAM);
         pthread_mutex_lock(&st->conn->lock);
@@ -311,7 +305,6 @@ static void stream_dispatch(struct h2_stream *st)
         http_server_release(st->conn->srv);
         stream_unref(st);
     }
-    pthread_attr_destroy(&attr);
 }
 
 /* ------------------------------------------------------ nghttp2 callbacks */

@@ -846,8 +846,6 @@ static int conn_register(struct http_server *srv, int fd)
 static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
 {
     struct conn_job *job = NULL;
-    pthread_attr_t attr;
-    pthread_t tid;
 
     job = calloc(1, sizeof(*job));
     if (job == NULL)
@@ -873,16 +871,12 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
     }
     job->srv = srv;
     job->is_unix = is_unix;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (pthread_create(&tid, &attr, conn_thread, job) != 0) {
+    if (util_thread_detached(conn_thread, job, 256 * 1024) != 0) {
         conn_slot_free(srv, &srv->conn_tab, job->slot);
         http_server_release(srv);
         close(job->fd);
         free(job);
     }
-    pthread_attr_destroy(&attr);
 }
 
 static void *accept_loop(void *arg)

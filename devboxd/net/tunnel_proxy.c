@@ -969,8 +969,6 @@ static int conn_admit_locked(struct tunnel_server *ts, struct tconn *c)
 static void start_conn(struct tunnel_server *ts, int fd)
 {
     struct tconn *c = calloc(1, sizeof(*c));
-    pthread_attr_t attr;
-    pthread_t tid;
     int rc;
 
     if (c == NULL) {
@@ -990,11 +988,7 @@ static void start_conn(struct tunnel_server *ts, int fd)
         free(c);
         return;
     }
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    rc = pthread_create(&tid, &attr, conn_thread, c);
-    pthread_attr_destroy(&attr);
+    rc = util_thread_detached(conn_thread, c, 256 * 1024);
     if (rc != 0) {
         pthread_mutex_lock(&ts->lock);
         ts->live[c->slot] = NULL;
