@@ -561,8 +561,7 @@ static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
         rc = sb_err(err, errlen, -errno, "cannot mount the root overlay of %s: %s", spec->dir,
                     strerror(errno));
 out:
-    if (fsfd >= 0)
-        close(fsfd);
+    sb_close_fd(fsfd);
     free(lower);
     free(base);
     free(upper);
@@ -802,15 +801,11 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
                "install it or create the devbox without network", sb_rt.slirp_path);
 out:
     for (i = 0; i < 4; i++) {
-        if (fds[i] >= 0)
-            close(fds[i]);
+        sb_close_fd(fds[i]);
     }
-    if (ready_r >= 0)
-        close(ready_r);
-    if (exit_w >= 0)
-        close(exit_w);
-    if (devnull >= 0)
-        close(devnull);
+    sb_close_fd(ready_r);
+    sb_close_fd(exit_w);
+    sb_close_fd(devnull);
     return rc;
 }
 
@@ -1005,12 +1000,16 @@ static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r,
     return finish_start(sb, spec, rc, 200, err, errlen);
 }
 
+void sb_close_fd(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
 void sb_close_pair(int p[2])
 {
-    if (p[0] >= 0)
-        close(p[0]);
-    if (p[1] >= 0)
-        close(p[1]);
+    sb_close_fd(p[0]);
+    sb_close_fd(p[1]);
     p[0] = p[1] = -1;
 }
 
@@ -1018,12 +1017,9 @@ static void close_launch_io(struct launch_io *io)
 {
     sb_close_pair(io->sp);
     sb_close_pair(io->errp);
-    if (io->devnull >= 0)
-        close(io->devnull);
-    if (io->agent_fd >= 0)
-        close(io->agent_fd);
-    if (io->ptyd_fd >= 0)
-        close(io->ptyd_fd);
+    sb_close_fd(io->devnull);
+    sb_close_fd(io->agent_fd);
+    sb_close_fd(io->ptyd_fd);
     io->devnull = io->agent_fd = io->ptyd_fd = -1;
 }
 
@@ -1141,11 +1137,9 @@ out:
     sb_close_pair(info);
     sb_close_pair(block);
     for (i = 0; i < SB_CG_N; i++) {
-        if (l.cg_fds[i] >= 0)
-            close(l.cg_fds[i]);
+        sb_close_fd(l.cg_fds[i]);
     }
-    if (l.seccomp_fd >= 0)
-        close(l.seccomp_fd);
+    sb_close_fd(l.seccomp_fd);
     av_free(&av);
     return rc;
 }
@@ -1245,12 +1239,9 @@ static int mount_overlay_oci(const struct sb_spec *spec, uint32_t range,
 out:
     while (nfds > 0)
         close(fds[--nfds]);
-    if (fsfd >= 0)
-        close(fsfd);
-    if (imgfd >= 0)
-        close(imgfd);
-    if (userns >= 0)
-        close(userns);
+    sb_close_fd(fsfd);
+    sb_close_fd(imgfd);
+    sb_close_fd(userns);
     return rc != 0 ? rc : mfd;
 }
 
@@ -1361,8 +1352,7 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
     snprintf(path, sizeof(path), "%s/%s", sb_rt.runc_root, spec->id);
     if (rc == 0)
         sb_remove_tree(path);
-    if (dirfd >= 0)
-        close(dirfd);
+    sb_close_fd(dirfd);
     free(text);
     return rc;
 }
@@ -1551,8 +1541,7 @@ int sandbox_stop(struct sandbox *sb)
      * first would orphan the agent to the host's init. */
     if (init_pidfd >= 0)
         pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
-    if (master >= 0)
-        close(master);
+    sb_close_fd(master);
     /* A frozen task acts on SIGKILL only once thawed: a devbox left frozen
      * (a snapshot whose thaw failed) must not make the reap below wait. */
     sb_cg_freeze(&cg, false, 1000);
@@ -1566,14 +1555,10 @@ int sandbox_stop(struct sandbox *sb)
     reap_child(sb->slirp_pid, sb->slirp_pidfd, 2000);
     sb->slirp_pid = 0;
     sb_cg_remove(&cg);
-    if (rootfd >= 0)
-        close(rootfd); /* last reference to the overlay mount */
-    if (init_pidfd >= 0)
-        close(init_pidfd);
-    if (sb->launcher_pidfd >= 0)
-        close(sb->launcher_pidfd);
-    if (sb->slirp_pidfd >= 0)
-        close(sb->slirp_pidfd);
+    sb_close_fd(rootfd); /* last reference to the overlay mount */
+    sb_close_fd(init_pidfd);
+    sb_close_fd(sb->launcher_pidfd);
+    sb_close_fd(sb->slirp_pidfd);
     sb->launcher_pidfd = sb->slirp_pidfd = -1;
     return 0;
 }
@@ -1596,8 +1581,7 @@ void sandbox_release(struct sandbox *sb)
     if (sb == NULL)
         return;
     sandbox_stop(sb);
-    if (sb->errpipe_r >= 0)
-        close(sb->errpipe_r);
+    sb_close_fd(sb->errpipe_r);
     pthread_mutex_destroy(&sb->lock);
     free(sb->dir);
     free(sb);

@@ -162,8 +162,7 @@ int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N])
     }
     if (rc != 0) {
         for (i = 0; i < SB_CG_N; i++) {
-            if (fds[i] >= 0)
-                close(fds[i]);
+            sb_close_fd(fds[i]);
             fds[i] = -1;
         }
     }

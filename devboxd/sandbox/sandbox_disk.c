@@ -237,10 +237,8 @@ static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
         sb_err(err, errlen, rc, "cannot write the devbox disk %s: %s", img,
                strerror(-rc));
 out:
-    if (in >= 0)
-        close(in);
-    if (out >= 0)
-        close(out);
+    sb_close_fd(in);
+    sb_close_fd(out);
     if (rc != 0 && out >= 0)
         unlink(img);
     return rc;
@@ -371,8 +369,7 @@ static int mount_image(const char *dir, const char *img, bool fresh, char *err,
         umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
     }
     /* The mount holds the device now; AUTOCLEAR frees it after. */
-    if (loopfd >= 0)
-        close(loopfd);
+    sb_close_fd(loopfd);
     return rc;
 }
 

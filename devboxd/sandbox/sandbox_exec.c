@@ -294,8 +294,7 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
 out:
     sb_close_pair(chan);
     sb_close_pair(in);
-    if (devnull >= 0)
-        close(devnull);
+    sb_close_fd(devnull);
     free(text);
     sb_proc_free(p);
     return rc;
@@ -441,12 +440,9 @@ void sb_proc_free(struct sb_proc *p)
 {
     if (p == NULL)
         return;
-    if (p->chan >= 0)
-        close(p->chan);
-    if (p->stdin_fd >= 0)
-        close(p->stdin_fd);
-    if (p->pty_fd >= 0)
-        close(p->pty_fd);
+    sb_close_fd(p->chan);
+    sb_close_fd(p->stdin_fd);
+    sb_close_fd(p->pty_fd);
     free(p->error);
     free(p);
 }

@@ -458,8 +458,7 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
         snprintf(buf, sizeof(buf), "%u\n", (unsigned)cand);
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         rc = dirfd < 0 ? -errno : sb_write_file(dirfd, k->file, buf, 0600);
-        if (dirfd >= 0)
-            close(dirfd);
+        sb_close_fd(dirfd);
         if (rc != 0) {
             claim_path(cand, path, sizeof(path));
             unlink(path);
@@ -714,8 +713,7 @@ int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const ch
 out:
     if (rc != 0)
         sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
-    if (basefd >= 0)
-        close(basefd);
+    sb_close_fd(basefd);
     close(dirfd);
     return rc;
 }

@@ -174,6 +174,8 @@ int sb_disk_destroy(const char *dir, char *err, size_t errlen);
 /* Small file helpers. */
 int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode);
 int sb_read_small(const char *path, char *buf, size_t len);
+/* Closes fd when it is open (>= 0). */
+void sb_close_fd(int fd);
 /* Closes both ends of a pipe or socketpair that are open; sets them -1. */
 void sb_close_pair(int p[2]);
 

@@ -88,8 +88,7 @@ int sb_seccomp_program(char **prog, size_t *len)
     buf = NULL;
 out:
     free(buf);
-    if (fd >= 0)
-        close(fd);
+    sb_close_fd(fd);
     seccomp_release(ctx);
     return rc;
 }
