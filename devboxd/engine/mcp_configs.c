@@ -544,13 +544,9 @@ int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,
     status = apply_body(eng, all, rec, body, id == NULL, err, errlen);
     if (status != 0)
         goto out;
-    if (save_locked(eng, rec) != 0) {
-        snprintf(err, errlen, "cannot store the MCP config under %s: %s",
-                 eng->state_dir, strerror(errno));
-        status = 500;
-        goto out;
-    }
-    *view = cfg_view(rec);
+    status =
+        store_result(save_locked(eng, rec), cfg_view, rec, view, err, errlen,
+                     "cannot store the MCP config under %s", eng->state_dir);
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(fresh);
@@ -580,13 +576,9 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", id);
-    if (dir == NULL || store_remove(dir, file) != 0) {
-        snprintf(err, errlen, "cannot delete MCP config %s: %s", id,
-                 strerror(errno));
-        status = 500;
-        goto out;
-    }
-    *view = cfg_view(rec);
+    status =
+        store_result(dir != NULL ? store_remove(dir, file) : -1, cfg_view, rec,
+                     view, err, errlen, "cannot delete MCP config %s", id);
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);

@@ -260,13 +260,9 @@ int secrets_create(struct engine *eng, const cJSON *body, cJSON **view,
     cJSON_AddStringToObject(rec, "value", value);
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)now);
     cJSON_AddNumberToObject(rec, "update_time_ms", (double)now);
-    if (save_locked(eng, rec) != 0) {
-        snprintf(err, errlen, "cannot store secret %s under %s: %s",
-                 name->valuestring, eng->state_dir, strerror(errno));
-        status = 500;
-        goto out;
-    }
-    *view = secret_view(rec);
+    status = store_result(save_locked(eng, rec), secret_view, rec, view, err,
+                          errlen, "cannot store secret %s under %s",
+                          name->valuestring, eng->state_dir);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete_all(all);
@@ -308,13 +304,8 @@ int secrets_update(struct engine *eng, const char *name, const cJSON *body,
                                            cJSON_CreateString(value));
     cJSON_ReplaceItemInObjectCaseSensitive(
         rec, "update_time_ms", cJSON_CreateNumber((double)util_now_ms()));
-    if (save_locked(eng, rec) != 0) {
-        snprintf(err, errlen, "cannot store secret %s: %s", name,
-                 strerror(errno));
-        status = 500;
-        goto out;
-    }
-    *view = secret_view(rec);
+    status = store_result(save_locked(eng, rec), secret_view, rec, view, err,
+                          errlen, "cannot store secret %s", name);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
@@ -348,13 +339,9 @@ int secrets_delete(struct engine *eng, const char *name, cJSON **view,
         goto out;
     }
     snprintf(file, sizeof(file), "%s.json", name);
-    if (dir == NULL || store_remove(dir, file) != 0) {
-        snprintf(err, errlen, "cannot delete secret %s: %s", name,
-                 strerror(errno));
-        status = 500;
-        goto out;
-    }
-    *view = secret_view(rec);
+    status =
+        store_result(dir != NULL ? store_remove(dir, file) : -1, secret_view,
+                     rec, view, err, errlen, "cannot delete secret %s", name);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,4 +172,23 @@ cJSON *store_load_all(const char *dir, size_t max_bytes)
         cJSON_AddItemToArray(all, recs[i]);
     free(recs);
     return all;
+}
+
+int store_result(int rc, cJSON *(*view)(const void *), const cJSON *rec,
+                 cJSON **out, char *err, size_t errlen, const char *fmt, ...)
+{
+    int saved = errno;
+    size_t len;
+    va_list ap;
+
+    if (rc == 0) {
+        *out = view(rec);
+        return 0;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    len = strnlen(err, errlen);
+    snprintf(err + len, errlen - len, ": %s", strerror(saved));
+    return 500;
 }

@@ -30,5 +30,10 @@ cJSON *store_load(const char *dir, const char *name, size_t max_bytes);
 cJSON *store_load_all(const char *dir, size_t max_bytes);
 /* Removes dir/file and fsyncs dir. */
 int store_remove(const char *dir, const char *file);
+/* The end of a store call on rec that returned rc (errno set on failure):
+ * 0 with view(rec) in *out, or 500 with err: fmt's words, then errno's. */
+int store_result(int rc, cJSON *(*view)(const void *), const cJSON *rec,
+                 cJSON **out, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 
 #endif
