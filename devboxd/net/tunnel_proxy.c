@@ -369,6 +369,20 @@ struct route {
     int wake;              /* resume the devbox (wake on HTTP) */
 };
 
+/* Sets r to answer status with fmt's message: -1. */
+static int refuse(struct route *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(struct route *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    r->status = status;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 /* What a tunnel key leads to: the devbox's tunnel or one of its PTY
  * tunnels. Filled under eng->lock. */
 struct target {
@@ -443,57 +457,47 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
     char qtok[TUNNEL_TOKEN_LEN + 8];
     const char *got = NULL;
 
-    if (t->pty && c->port != TUNNEL_PTY_PORT) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg), "a PTY tunnel serves port %d only",
-                 TUNNEL_PTY_PORT);
-        return -1;
-    }
+    if (t->pty && c->port != TUNNEL_PTY_PORT)
+        return refuse(r, 404, "a PTY tunnel serves port %d only",
+                      TUNNEL_PTY_PORT);
     /* Port 13 is the devbox's PTY server (a shell as the devbox user): only
      * a PTY tunnel's own key and token reach it, never an app tunnel's. */
-    if (!t->pty && c->port == TUNNEL_PTY_PORT) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg),
-                 "port %d is the devbox's PTY server: reach it "
-                 "through the tunnel_key and auth_token from create_pty_tunnel",
-                 TUNNEL_PTY_PORT);
-        return -1;
-    }
+    if (!t->pty && c->port == TUNNEL_PTY_PORT)
+        return refuse(
+            r, 404,
+            "port %d is the devbox's PTY server: reach it "
+            "through the tunnel_key and auth_token from create_pty_tunnel",
+            TUNNEL_PTY_PORT);
     /* Port 14 is the devbox's MCP Hub: it forwards a token's requests with
      * the real upstream credential added, and serves the devbox only. */
-    if (c->port == MCPHUB_PORT) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg),
-                 "port %d is the devbox's MCP Hub, reachable from inside the "
-                 "devbox only ($RL_MCP_URL); no tunnel serves it",
-                 MCPHUB_PORT);
-        return -1;
-    }
-    if (hget(c, H_XHOST) != NULL && !t->authenticated) {
-        r->status = 401;
-        snprintf(r->msg, sizeof(r->msg), "X-Runloop-Host routing is only allowed for "
-                 "authenticated tunnels; send the request to the tunnel host itself");
-        return -1;
-    }
+    if (c->port == MCPHUB_PORT)
+        return refuse(
+            r, 404,
+            "port %d is the devbox's MCP Hub, reachable from inside the "
+            "devbox only ($RL_MCP_URL); no tunnel serves it",
+            MCPHUB_PORT);
+    if (hget(c, H_XHOST) != NULL && !t->authenticated)
+        return refuse(r, 401,
+                      "X-Runloop-Host routing is only allowed for "
+                      "authenticated tunnels; send the request to the tunnel "
+                      "host itself");
     if (!t->authenticated)
         return 0;
     got = token_of(c, t, qtok, sizeof(qtok));
-    if (got == NULL) {
-        r->status = 401;
-        snprintf(r->msg, sizeof(r->msg), "this tunnel is authenticated: send "
-                 "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (%s)",
-                 t->pty ? "the auth_token create_pty_tunnel returned"
-                        : "the devbox's tunnel.auth_token from GET /v1/devboxes/{id}");
-        return -1;
-    }
+    if (got == NULL)
+        return refuse(
+            r, 401,
+            "this tunnel is authenticated: send "
+            "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (%s)",
+            t->pty
+                ? "the auth_token create_pty_tunnel returned"
+                : "the devbox's tunnel.auth_token from GET /v1/devboxes/{id}");
     if (!util_secret_equal(got, t->token)) {
-        r->status = 401;
         /* Names no devbox: the caller has not proved it may know which. */
-        snprintf(r->msg, sizeof(r->msg),
-                 "wrong tunnel token: use the current "
-                 "auth_token of this tunnel (a new one comes with each "
-                 "enable_tunnel / create_pty_tunnel)");
-        return -1;
+        return refuse(r, 401,
+                      "wrong tunnel token: use the current "
+                      "auth_token of this tunnel (a new one comes with each "
+                      "enable_tunnel / create_pty_tunnel)");
     }
     return 0;
 }
@@ -534,17 +538,19 @@ static void route_first(struct tconn *c, struct route *r)
 
     memset(r, 0, sizeof(*r));
     if (host == NULL || tunnel_parse_host(host, &c->port, c->key, sizeof(c->key)) != 0) {
-        r->status = 400;
-        snprintf(r->msg, sizeof(r->msg), "this is devboxd's tunnel listener: send the "
-                 "request to http://{port}-{tunnel_key}.localhost:<tunnel port>/ (one Host "
-                 "header naming the devbox port and its tunnel_key)");
+        refuse(r, 400,
+               "this is devboxd's tunnel listener: send the "
+               "request to http://{port}-{tunnel_key}.localhost:<tunnel port>/ "
+               "(one Host "
+               "header naming the devbox port and its tunnel_key)");
         return;
     }
     pthread_mutex_lock(&eng->lock);
     if (lookup_locked(eng, c->key, &t) != 0) {
-        r->status = 404;
-        snprintf(r->msg, sizeof(r->msg), "no tunnel has key %s: it was removed or its devbox "
-                 "shut down (enable_tunnel / create_pty_tunnel give a new key)", c->key);
+        refuse(r, 404,
+               "no tunnel has key %s: it was removed or its devbox "
+               "shut down (enable_tunnel / create_pty_tunnel give a new key)",
+               c->key);
     } else if (check_auth(c, &t, r) == 0) {
         snprintf(c->box_id, sizeof(c->box_id), "%s", t.box->id);
         c->keep_alive = t.keep_alive;
