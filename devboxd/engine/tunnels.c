@@ -92,36 +92,31 @@ static int same_spec(const cJSON *view, const cJSON *spec)
 int tunnel_enable(struct engine *eng, struct devbox *box, const cJSON *spec,
                   cJSON **view, char *err, size_t errlen)
 {
-    int status = 0;
+    int status = 400;
 
     *view = NULL;
     pthread_mutex_lock(&eng->lock);
-    if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
+    if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
         snprintf(err, errlen,
                  "devbox %s is %s; a tunnel needs a live devbox (create a new "
                  "one)",
                  box->id, dbx_status_name(box->status));
-        status = 400;
-        goto out;
+    else if (box->tunnel != NULL && !same_spec(box->tunnel, spec))
+        snprintf(err, errlen,
+                 "devbox %s already has a tunnel (auth_mode %s); a devbox "
+                 "has one tunnel: call remove_tunnel first to change it",
+                 box->id, spec_mode(box->tunnel));
+    else
+        status = 0;
+    /* One tunnel per devbox: asking again for the same one returns it. */
+    if (status == 0 && box->tunnel == NULL) {
+        box->tunnel = tunnel_new_view(spec);
+        engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled",
+                          NULL, 0);
+        engine_save_locked(eng, box);
     }
-    if (box->tunnel != NULL) {
-        /* One tunnel per devbox: asking again for the same one returns it. */
-        if (same_spec(box->tunnel, spec)) {
-            *view = tunnel_view_out(box->tunnel);
-        } else {
-            snprintf(err, errlen,
-                     "devbox %s already has a tunnel (auth_mode %s); a devbox "
-                     "has one tunnel: call remove_tunnel first to change it",
-                     box->id, spec_mode(box->tunnel));
-            status = 400;
-        }
-        goto out;
-    }
-    box->tunnel = tunnel_new_view(spec);
-    engine_log_locked(eng, box, "entrypoint", "info", "tunnel enabled", NULL, 0);
-    engine_save_locked(eng, box);
-    *view = tunnel_view_out(box->tunnel);
-out:
+    if (status == 0)
+        *view = tunnel_view_out(box->tunnel);
     pthread_mutex_unlock(&eng->lock);
     return status;
 }
