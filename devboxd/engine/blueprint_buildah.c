@@ -20,7 +20,6 @@
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
 #include "images.h"
-#include "layer_merge.h"
 #include "layers.h"
 #include "sandbox.h"
 #include "sandbox_internal.h"
@@ -36,7 +35,6 @@
 #define LINE_MAX_LEN 4096
 #define OUT_MAX (4u << 20)
 #define TERM_GRACE_MS 5000
-#define MAX_NEW_LAYERS 64
 
 extern char **environ;
 
@@ -782,67 +780,33 @@ static const char *parent_of(const cJSON *layers, const char *id)
     return NULL;
 }
 
-/* Imports the image's layers from top down to base (excluded) into dst as
- * one layer: a final stage FROM an earlier stage leaves that stage's layer
- * under its own. */
-static int import_chain(const char *root, const cJSON *layers, const char *top,
+/* Imports the image's new layer top into dst.  Every stage is FROM an
+ * image (a stage FROM an earlier one gets that one's steps, see
+ * buildah_dockerfile.c), so the final stage commits one layer over base. */
+static int import_layer(const char *root, const cJSON *layers, const char *top,
                         const char *base, const char *dst, uid_t range,
                         char *err, size_t errlen)
 {
-    const char *chain[MAX_NEW_LAYERS];
-    const char *id = top;
+    const char *parent = parent_of(layers, top);
     char *diff = NULL;
-    char *tmp = NULL;
-    size_t n = 0;
-    size_t i;
-    int rc = -1;
+    int rc;
 
-    while (id != NULL && strcmp(id, base) != 0) {
-        if (n == MAX_NEW_LAYERS) {
-            snprintf(err, errlen,
-                     "the built image has more than %d new layers over its "
-                     "base; chain fewer stages FROM each other",
-                     MAX_NEW_LAYERS);
-            return -1;
-        }
-        chain[n++] = id;
-        id = parent_of(layers, id);
-    }
-    if (id == NULL) {
+    if (parent == NULL || strcmp(parent, base) != 0) {
         snprintf(err, errlen,
-                 "the built image's layers do not lead to its "
+                 "the built image's layer %s is not one layer over its "
                  "base image's layer %s",
-                 base);
+                 top, base);
         return -1;
     }
-    if (asprintf(&tmp, "%s.merge", dst) < 0)
+    if (asprintf(&diff, "%s/overlay/%s/diff", root, top) < 0)
         return -1;
-    for (i = n; i-- > 0;) {
-        if (asprintf(&diff, "%s/overlay/%s/diff", root, chain[i]) < 0) {
-            diff = NULL;
-            goto out;
-        }
-        util_rmtree(tmp);
-        if (i == n - 1)
-            rc = layers_import(diff, dst, range, err, errlen);
-        else
-            rc = layers_import(diff, tmp, range, err, errlen) != 0
-                     ? -1
-                     : layer_merge(tmp, dst, err, errlen);
-        free(diff);
-        diff = NULL;
-        if (rc != 0)
-            goto out;
-    }
-out:
-    util_rmtree(tmp);
-    free(tmp);
+    rc = layers_import(diff, dst, range, err, errlen);
     free(diff);
     return rc;
 }
 
-/* Copies the build's new layers (above the final FROM's image) into
- * <dir>/layer as one, with ids moved from the build's range into the layer
+/* Copies the build's new layer (above the final FROM's image) into
+ * <dir>/layer, with ids moved from the build's range into the layer
  * owner's. */
 static int keep_layer(struct bb_job *j, const char *image, const char *from,
                       uid_t range, char *err, size_t errlen)
@@ -876,7 +840,7 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
         rc = mkdir(dst, 0755) == 0 ? 0 : -1;
         goto out;
     }
-    rc = import_chain(root, layers, top, base, dst, range, err, errlen);
+    rc = import_layer(root, layers, top, base, dst, range, err, errlen);
 out:
     free(root);
     free(shared);
