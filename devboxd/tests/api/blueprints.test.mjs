@@ -8,7 +8,7 @@
 // records survive a restart.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintSettled, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
 let client;
 const engine = useEngine(new Devboxd(), (c) => { client = c; });
@@ -18,12 +18,7 @@ async function run(id, command) {
   return { code: r.exit_status, out: r.stdout, err: r.stderr };
 }
 
-async function settled(id) {
-  return waitFor(async () => {
-    const b = await client.blueprints.retrieve(id);
-    return ['build_complete', 'failed'].includes(b.status) ? b : null;
-  }, { timeoutMs: 180000, stepMs: 100, what: `blueprint ${id}` });
-}
+const settled = (id) => blueprintSettled(client, id, { timeoutMs: 180000, stepMs: 100 });
 
 async function logText(id) {
   const l = await client.blueprints.logs(id);

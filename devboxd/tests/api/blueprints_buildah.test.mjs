@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
 let client;
 const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
@@ -36,17 +36,8 @@ async function run(id, command) {
   return { code: r.exit_status, out: r.stdout, err: r.stderr };
 }
 
-// The first build imports the engine's image into buildah once per machine.
-async function settled(id) {
-  return waitFor(async () => {
-    const b = await client.blueprints.retrieve(id);
-    return ['build_complete', 'failed'].includes(b.status) ? b : null;
-  }, { timeoutMs: 540000, stepMs: 200, what: `blueprint ${id}` });
-}
-
-async function logText(id) {
-  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
-}
+const settled = (id) => blueprintSettled(client, id);
+const logText = (id) => blueprintLog(client, id);
 
 describe('blueprints built by buildah', () => {
   let base;

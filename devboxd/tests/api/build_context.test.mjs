@@ -15,7 +15,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, sdkRequire, useEngine, waitFor } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, sdkRequire, useEngine } from './devboxd.mjs';
 
 const { RunloopSDK } = sdkRequire('@runloop/api-client');
 
@@ -34,16 +34,8 @@ after(() => {
   for (const d of cleanupDirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function settled(id) {
-  return waitFor(async () => {
-    const b = await client.blueprints.retrieve(id);
-    return ['build_complete', 'failed'].includes(b.status) ? b : null;
-  }, { timeoutMs: 540000, stepMs: 200, what: `blueprint ${id}` });
-}
-
-async function logText(id) {
-  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
-}
+const settled = (id) => blueprintSettled(client, id);
+const logText = (id) => blueprintLog(client, id);
 
 // A tar archive with exactly the entries given, written by Python's tarfile
 // (which writes names and links as given, unlike tar(1)).

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Devboxd, waitFor, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, waitFor, useEngine } from './devboxd.mjs';
 
 // The host id claims (<state>/sandbox/uids/<id>) of blueprint id's build.
 function claimsOf(engine, id) {
@@ -22,12 +22,8 @@ function claimsOf(engine, id) {
 }
 
 function helpers(getClient) {
-  const settled = (id) => waitFor(async () => {
-    const b = await getClient().blueprints.retrieve(id);
-    return ['build_complete', 'failed'].includes(b.status) ? b : null;
-  }, { timeoutMs: 180000, stepMs: 100, what: `blueprint ${id}` });
-  const logText = async (id) =>
-    (await getClient().blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+  const settled = (id) => blueprintSettled(getClient(), id, { timeoutMs: 180000, stepMs: 100 });
+  const logText = (id) => blueprintLog(getClient(), id);
   return { settled, logText };
 }
 

@@ -23,7 +23,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'code-mounts-'));
 chmodSync(work, 0o755); // devboxd clones as nobody
@@ -72,16 +72,8 @@ const check = 'cat ~/tool/README.md; git -C ~/tool remote get-url origin; git -C
 const want = (owner) => `tool readme\nfile://${repos}/acme/tool\nsecond\nfirst\n?? installed\n${owner}\nyes\n`;
 const mount = { repo_owner: 'acme', repo_name: 'tool', token: TOKEN, install_command: 'echo yes > installed' };
 
-async function settled(id) {
-  return waitFor(async () => {
-    const b = await client.blueprints.retrieve(id);
-    return ['build_complete', 'failed'].includes(b.status) ? b : null;
-  }, { timeoutMs: 540000, stepMs: 200, what: `blueprint ${id}` });
-}
-
-async function logText(id) {
-  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
-}
+const settled = (id) => blueprintSettled(client, id);
+const logText = (id) => blueprintLog(client, id);
 
 async function failure(id) {
   return waitFor(async () => {

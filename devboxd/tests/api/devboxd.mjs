@@ -129,3 +129,18 @@ export async function rejectsWith(assert, promise, status, re) {
   if (re) assert.match(String(err.error?.message ?? err.message), re);
   return err;
 }
+
+// The blueprint id once its build has ended (build_complete or failed).
+// The defaults wait for a buildah build, whose first run imports the
+// engine's image into buildah once per machine.
+export function blueprintSettled(client, id, { timeoutMs = 540000, stepMs = 200 } = {}) {
+  return waitFor(async () => {
+    const b = await client.blueprints.retrieve(id);
+    return ['build_complete', 'failed'].includes(b.status) ? b : null;
+  }, { timeoutMs, stepMs, what: `blueprint ${id}` });
+}
+
+// A blueprint's build log, one "level: message" line per entry.
+export async function blueprintLog(client, id) {
+  return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+}
