@@ -449,15 +449,6 @@ static int ad_setup(void *state, rlmcp_plugin *self,
                                   sizeof(specs) / sizeof(specs[0]), ad, 60000);
 }
 
-static int ad_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct admin), ad_setup,
-                                                 NULL};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE("admin", "0.1.0",
-                    "Account secrets and MCP Hub configs (for operators)",
-                    ad_init, rlmcp_h_shutdown_free)
+RLMCP_H_PLUGIN_DEFINE("admin", "0.1.0",
+                      "Account secrets and MCP Hub configs (for operators)",
+                      struct admin, ad_setup, rlmcp_h_shutdown_free, NULL)

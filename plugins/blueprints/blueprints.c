@@ -596,16 +596,7 @@ static int bp_setup(void *state, rlmcp_plugin *self,
         (uint32_t)(bp->wait_s + 60) * 1000u, NULL);
 }
 
-static int bp_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct bp), bp_setup,
-                                                 NULL};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("blueprints", "0.1.0",
-                           "Blueprints: build (with log progress), list, get, "
-                           "logs, delete",
-                           bp_init, rlmcp_h_shutdown_free, schema_config)
+RLMCP_H_PLUGIN_DEFINE("blueprints", "0.1.0",
+                      "Blueprints: build (with log progress), list, get, "
+                      "logs, delete",
+                      struct bp, bp_setup, rlmcp_h_shutdown_free, schema_config)

@@ -282,15 +282,6 @@ static int br_setup(void *state, rlmcp_plugin *self,
                                           (uint32_t)long_ms, waiting);
 }
 
-static int br_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct br), br_setup,
-                                                 br_shutdown};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("browser", "0.1.0",
-                           "run_browser: a headless Chromium in a devbox",
-                           br_init, br_shutdown, schema_config)
+RLMCP_H_PLUGIN_DEFINE("browser", "0.1.0",
+                      "run_browser: a headless Chromium in a devbox", struct br,
+                      br_setup, br_shutdown, schema_config)

@@ -930,16 +930,7 @@ static int ex_setup(void *state, rlmcp_plugin *self,
     return rc;
 }
 
-static int ex_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct ex), ex_setup,
-                                                 ex_shutdown};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("exec", "0.1.0",
-                           "Code execution: commands, background executions, "
-                           "run_code and run_<language>",
-                           ex_init, ex_shutdown, schema_config)
+RLMCP_H_PLUGIN_DEFINE("exec", "0.1.0",
+                      "Code execution: commands, background executions, "
+                      "run_code and run_<language>",
+                      struct ex, ex_setup, ex_shutdown, schema_config)

@@ -821,16 +821,7 @@ static int fs_setup(void *state, rlmcp_plugin *self,
     return rc;
 }
 
-static int fs_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct fs), fs_setup,
-                                                 NULL};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("files", "0.1.0",
-                           "Files on devboxes: read/write text, "
-                           "upload/download base64",
-                           fs_init, rlmcp_h_shutdown_free, schema_config)
+RLMCP_H_PLUGIN_DEFINE("files", "0.1.0",
+                      "Files on devboxes: read/write text, "
+                      "upload/download base64",
+                      struct fs, fs_setup, rlmcp_h_shutdown_free, schema_config)

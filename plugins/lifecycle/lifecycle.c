@@ -901,16 +901,7 @@ static int lc_setup(void *state, rlmcp_plugin *self,
                                   (uint32_t)(lc->wait_s + 120) * 1000u);
 }
 
-static int lc_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct lc), lc_setup,
-                                                 lc_shutdown};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("lifecycle", "0.1.0",
-                           "Devbox lifecycle: create, list, get, update, "
-                           "suspend, resume, shutdown, keep alive, usage",
-                           lc_init, lc_shutdown, schema_config)
+RLMCP_H_PLUGIN_DEFINE("lifecycle", "0.1.0",
+                      "Devbox lifecycle: create, list, get, update, "
+                      "suspend, resume, shutdown, keep alive, usage",
+                      struct lc, lc_setup, lc_shutdown, schema_config)

@@ -410,16 +410,8 @@ static int sn_setup(void *state, rlmcp_plugin *self,
         (uint32_t)(sn->wait_s + 60) * 1000u, NULL);
 }
 
-static int sn_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    static const struct rlmcp_h_plugin plugin = {sizeof(struct snap), sn_setup,
-                                                 NULL};
-
-    return rlmcp_h_plugin_init(&plugin, self, api, state_out);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("snapshots", "0.1.0",
-                           "Disk snapshots: create (with progress), list, "
-                           "delete, status",
-                           sn_init, rlmcp_h_shutdown_free, schema_config)
+RLMCP_H_PLUGIN_DEFINE("snapshots", "0.1.0",
+                      "Disk snapshots: create (with progress), list, "
+                      "delete, status",
+                      struct snap, sn_setup, rlmcp_h_shutdown_free,
+                      schema_config)

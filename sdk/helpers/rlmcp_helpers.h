@@ -434,6 +434,26 @@ int rlmcp_h_plugin_init(const struct rlmcp_h_plugin *p, rlmcp_plugin *self,
 /* A shutdown for a state that free() frees (rlmcp_shutdown_fn). */
 void rlmcp_h_shutdown_free(rlmcp_plugin *self, void *state);
 
+/*
+ * The descriptor (RLMCP_PLUGIN_DEFINE_CONFIG; config_schema_ may be NULL)
+ * of a plugin whose init is rlmcp_h_plugin_init over a state_type_ set up
+ * by setup_, and whose shutdown_ (e.g. rlmcp_h_shutdown_free) frees it.
+ */
+#define RLMCP_H_PLUGIN_DEFINE(name_, version_, description_, state_type_,      \
+                              setup_, shutdown_, config_schema_)               \
+    static int rlmcp_h_plugin_init_(rlmcp_plugin *self,                        \
+                                    const struct rlmcp_host_api *api,          \
+                                    void **state_out)                          \
+    {                                                                          \
+        static const struct rlmcp_h_plugin plugin_ = {sizeof(state_type_),     \
+                                                      (setup_), (shutdown_)};  \
+                                                                               \
+        return rlmcp_h_plugin_init(&plugin_, self, api, state_out);            \
+    }                                                                          \
+    RLMCP_PLUGIN_DEFINE_CONFIG(name_, version_, description_,                  \
+                               rlmcp_h_plugin_init_, shutdown_,                \
+                               config_schema_)
+
 /* ---- config helpers (init time, no call) --------------------------------- */
 
 /*
