@@ -66,6 +66,25 @@ static int arg_secret_name(const struct rlmcp_h *h, const cJSON *args,
                         *out, NAME_MAX_LEN);
 }
 
+/*
+ * A create or update: POST body to path, reported against what (either
+ * NULL: out of memory), answered with the keys of the view it returns.
+ */
+static int post_view(const struct rlmcp_h *h, const char *path,
+                     const char *what, const cJSON *body,
+                     const char *const *keys)
+{
+    cJSON *view = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    if (path != NULL && what != NULL)
+        rc = rlmcp_h_request(h, "POST", path, body, NULL, what, &view);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_pick(h, view, keys, NULL);
+    cJSON_Delete(view);
+    return rc;
+}
+
 /* ---- secrets ------------------------------------------------------------ */
 
 static int t_list_secrets(rlmcp_call *call, const char *aj, size_t al, void *ud)
@@ -110,7 +129,7 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
 {
     struct admin *ad = ud;
     struct rlmcp_h h = {ad->api, call};
-    cJSON *args = NULL, *body = NULL, *view = NULL;
+    cJSON *args = NULL, *body = NULL;
     const char *name = NULL, *value = NULL;
     char *path = NULL, *what = NULL;
     int rc;
@@ -133,19 +152,12 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
                   : rlmcp_h_sprintf("/v1/secrets/%s", name);
     what =
         rlmcp_h_sprintf("%s secret %s", create ? "creating" : "updating", name);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_result_pick(&h, view, secret_keys, NULL);
+    rc = post_view(&h, path, what, body, secret_keys);
 out:
     free(path);
     free(what);
     cJSON_Delete(args);
     cJSON_Delete(body);
-    cJSON_Delete(view);
     return rlmcp_h_ret(rc);
 }
 
@@ -329,7 +341,7 @@ static int mcp_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
 {
     struct admin *ad = ud;
     struct rlmcp_h h = {ad->api, call};
-    cJSON *args = NULL, *body = NULL, *view = NULL;
+    cJSON *args = NULL, *body = NULL;
     const char *id = NULL;
     char *path = NULL, *what = NULL;
     int rc;
@@ -345,19 +357,12 @@ static int mcp_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
                   : rlmcp_h_sprintf("/v1/mcp-configs/%s", id);
     what = create ? rlmcp_h_sprintf("creating MCP config")
                   : rlmcp_h_sprintf("updating MCP config %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_result_pick(&h, view, mcp_keys, NULL);
+    rc = post_view(&h, path, what, body, mcp_keys);
 out:
     free(path);
     free(what);
     cJSON_Delete(args);
     cJSON_Delete(body);
-    cJSON_Delete(view);
     return rlmcp_h_ret(rc);
 }
 
