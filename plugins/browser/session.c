@@ -533,26 +533,14 @@ int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
                      struct rlmcp_http_resp **resp_out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
-    cJSON *body = cJSON_CreateObject();
-    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/download_file", id);
-    char *text = NULL;
-    int rc = RLMCP_ENOMEM;
+    char *url = NULL, *text = NULL;
+    int rc;
 
     *resp_out = NULL;
-    if (body == NULL || url == NULL)
+    rc = rlmcp_h_download_req(id, path, br->max_screenshot_bytes, 60000, &req,
+                              &url, &text);
+    if (rc != RLMCP_OK)
         goto out;
-    cJSON_AddStringToObject(body, "path", path);
-    text = cJSON_PrintUnformatted(body);
-    if (text == NULL)
-        goto out;
-    req.method = "POST";
-    req.path = url;
-    req.body = text;
-    req.body_len = strlen(text);
-    req.accept = "application/octet-stream";
-    /* One byte more than allowed tells "too large" from "exactly". */
-    req.max_body = (size_t)br->max_screenshot_bytes + 1;
-    req.timeout_ms = 60000;
     rc = h->api->runloop_request(h->call, &req, resp_out);
     if (rc != RLMCP_OK) {
         rc = rlmcp_h_fail_rc(h, rc, "downloading the screenshot");
@@ -560,8 +548,7 @@ int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
     }
     if ((*resp_out)->status < 200 || (*resp_out)->status > 299)
         rc = rlmcp_h_fail_resp(h, *resp_out, "downloading the screenshot");
-    else if ((*resp_out)->truncated ||
-             (long long)(*resp_out)->body_len > br->max_screenshot_bytes)
+    else if (rlmcp_h_resp_over(*resp_out, br->max_screenshot_bytes))
         rc = rlmcp_h_fail(h, RLMCP_ERR_TOO_LARGE,
                           "the screenshot is larger than this server's limit "
                           "of %lld bytes (saved at %s in the devbox)",
@@ -571,7 +558,6 @@ int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
         *resp_out = NULL;
     }
 out:
-    cJSON_Delete(body);
     free(url);
     free(text);
     return rc;

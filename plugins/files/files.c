@@ -285,30 +285,18 @@ static int fetch(struct fs *fs, const struct rlmcp_h *h, const char *id,
                  struct rlmcp_http_resp **resp_out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
-    cJSON *body = cJSON_CreateObject();
-    char *url = rlmcp_h_sprintf("/v1/devboxes/%s/download_file", id);
+    char *url = NULL, *text = NULL;
     char *what = rlmcp_h_sprintf("reading %s on devbox %s", path, id);
-    char *text = NULL;
     int rc = RLMCP_ENOMEM;
 
-    if (body == NULL || url == NULL || what == NULL)
+    if (what == NULL)
         goto out;
-    cJSON_AddStringToObject(body, "path", path);
-    text = cJSON_PrintUnformatted(body);
-    if (text == NULL)
-        goto out;
-    req.method = "POST";
-    req.path = url;
-    req.body = text;
-    req.body_len = strlen(text);
-    req.accept = "application/octet-stream";
-    /* One byte more than allowed tells "too large" from "exactly". */
-    req.max_body = (size_t)limit + 1;
-    req.timeout_ms = 120000;
-    rc = send_req(h, id, path, &req, what, resp_out);
+    rc = rlmcp_h_download_req(id, path, limit, 120000, &req, &url, &text);
+    if (rc == RLMCP_OK)
+        rc = send_req(h, id, path, &req, what, resp_out);
     if (rc != RLMCP_OK)
         goto out;
-    if ((*resp_out)->truncated || (long long)(*resp_out)->body_len > limit) {
+    if (rlmcp_h_resp_over(*resp_out, limit)) {
         fs->api->http_resp_free(*resp_out);
         *resp_out = NULL;
         rc = rlmcp_h_fail(h, RLMCP_ERR_TOO_LARGE,
@@ -317,7 +305,6 @@ static int fetch(struct fs *fs, const struct rlmcp_h *h, const char *id,
                           what, limit);
     }
 out:
-    cJSON_Delete(body);
     free(url);
     free(what);
     free(text);

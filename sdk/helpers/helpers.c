@@ -304,6 +304,40 @@ out:
     return rc;
 }
 
+int rlmcp_h_download_req(const char *id, const char *path, long long limit,
+                         uint32_t timeout_ms, struct rlmcp_http_req *req,
+                         char **url, char **body)
+{
+    cJSON *obj = cJSON_CreateObject();
+
+    *url = rlmcp_h_sprintf("/v1/devboxes/%s/download_file", id);
+    *body = NULL;
+    if (obj != NULL && cJSON_AddStringToObject(obj, "path", path) != NULL)
+        *body = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    if (*url == NULL || *body == NULL) {
+        free(*url);
+        free(*body);
+        *url = NULL;
+        *body = NULL;
+        return RLMCP_ENOMEM;
+    }
+    req->method = "POST";
+    req->path = *url;
+    req->body = *body;
+    req->body_len = strlen(*body);
+    req->accept = "application/octet-stream";
+    /* One byte more than allowed tells "too large" from "exactly". */
+    req->max_body = (size_t)limit + 1;
+    req->timeout_ms = timeout_ms;
+    return RLMCP_OK;
+}
+
+bool rlmcp_h_resp_over(const struct rlmcp_http_resp *resp, long long limit)
+{
+    return resp->truncated || (long long)resp->body_len > limit;
+}
+
 int rlmcp_h_delete_by_id(const struct rlmcp_h *h, const char *args_json,
                          size_t len, const char *id_arg,
                          const char *path_before, const char *path_after,

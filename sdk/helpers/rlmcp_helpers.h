@@ -117,6 +117,21 @@ int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
                            char **msg_out);
 
 /*
+ * Fill req (from RLMCP_HTTP_REQ_INIT) to download the raw bytes of path on
+ * devbox id: POST /v1/devboxes/{id}/download_file {path}, accepting
+ * application/octet-stream, within timeout_ms, keeping limit + 1 bytes so
+ * that rlmcp_h_resp_over tells a larger file from one of exactly limit.
+ * *url and *body are the request's path and body (malloc'd; the caller
+ * frees them after the request). Returns 0 or RLMCP_ENOMEM (both NULL).
+ * Threads: any.
+ */
+int rlmcp_h_download_req(const char *id, const char *path, long long limit,
+                         uint32_t timeout_ms, struct rlmcp_http_req *req,
+                         char **url, char **body);
+/* True when a download of at most limit bytes got more (resp borrowed). */
+bool rlmcp_h_resp_over(const struct rlmcp_http_resp *resp, long long limit);
+
+/*
  * A delete tool over one id: the call's argument id_arg (args_json as the
  * handler got it; checked as rlmcp_h_id_valid), then POST
  * <path_before><id><path_after> reported against "<what> <id>", then the
