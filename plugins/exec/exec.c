@@ -26,8 +26,8 @@
 
 /* ---- execute_command / run_shell ---------------------------------------- */
 
-static int arg_timeout(struct ex *ex, const struct rlmcp_h *h,
-                       const cJSON *args, long long *out)
+int exec_arg_timeout(struct ex *ex, const struct rlmcp_h *h, const cJSON *args,
+                     long long *out)
 {
     *out = ex->default_timeout_s;
     return rlmcp_h_arg_int(h, args, "timeout_seconds", false, 1,
@@ -63,7 +63,7 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = arg_shell(&h, args, &p.shell_name);
     if (rc == RLMCP_OK)
-        rc = arg_timeout(ex, &h, args, &p.timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
     if (rc == RLMCP_OK && extras)
         rc = exec_build_command(&h, args, p.command, p.shell_name, &cmd);
     else if (rc == RLMCP_OK)
@@ -177,7 +177,7 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = arg_shell(&h, args, &shell);
     if (rc == RLMCP_OK)
-        rc = arg_timeout(ex, &h, args, &timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &timeout_s);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
     if (rc == RLMCP_OK)

@@ -174,6 +174,11 @@ int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
                    const char *eid, long long timeout_s, long long last_n,
                    cJSON **view);
 
+/* The "timeout_seconds" argument of a command: 1 to max_timeout_seconds,
+ * default_timeout_seconds when absent. Returns 0 or RLMCP_H_REPORTED. */
+int exec_arg_timeout(struct ex *ex, const struct rlmcp_h *h, const cJSON *args,
+                     long long *out);
+
 /* Parse the (host-validated) args and take devbox_id and execution_id. */
 int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
              const char **id, const char **eid);

@@ -337,11 +337,8 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_arg_str(&h, args, "blueprint_name", false, &ctx.bp_name);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "blueprint_id", false, &ctx.bp_id);
-    if (rc == RLMCP_OK) {
-        p.timeout_s = ex->default_timeout_s;
-        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
-                             ex->max_timeout_s, &p.timeout_s);
-    }
+    if (rc == RLMCP_OK)
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
     if (rc != RLMCP_OK)
         goto out;
     if (ctx.bp_name != NULL && ctx.bp_id != NULL) {
@@ -593,11 +590,8 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_arg_str(&h, args, "code", false, &code);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "file_path", false, &file);
-    if (rc == RLMCP_OK) {
-        p.timeout_s = ex->default_timeout_s;
-        rc = rlmcp_h_arg_int(&h, args, "timeout_seconds", false, 1,
-                             ex->max_timeout_s, &p.timeout_s);
-    }
+    if (rc == RLMCP_OK)
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
     if (rc != RLMCP_OK)
         goto out;
     if (code == NULL) {
