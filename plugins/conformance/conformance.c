@@ -842,6 +842,15 @@ static const struct tool_row tools[] = {
      schema_no_arguments, t_trigger_tool_change, false},
 };
 
+int conf_registered(rlmcp_plugin *self, int rc, const char *kind,
+                    const char *name)
+{
+    if (rc != RLMCP_OK)
+        api->set_error(self, "cannot register %s%s: %s", kind, name,
+                       api->strerror(rc));
+    return rc;
+}
+
 static int add_tools(rlmcp_plugin *self)
 {
     for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
@@ -857,11 +866,8 @@ static int add_tools(rlmcp_plugin *self)
                      api->strerror(rc));
             continue;
         }
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "cannot register %s: %s", def.name,
-                           api->strerror(rc));
+        if (conf_registered(self, rc, "", def.name) != RLMCP_OK)
             return rc;
-        }
     }
     return RLMCP_OK;
 }
@@ -881,10 +887,7 @@ static int add_resource(rlmcp_plugin *self, const char *uri, const char *tmpl,
     def.flags = flags;
     def.read = fn;
     rc = api->register_resource(self, &def);
-    if (rc != RLMCP_OK)
-        api->set_error(self, "cannot register resource %s: %s",
-                       uri ? uri : tmpl, api->strerror(rc));
-    return rc;
+    return conf_registered(self, rc, "resource ", uri ? uri : tmpl);
 }
 
 static int add_prompt(rlmcp_plugin *self, const char *name,
@@ -899,10 +902,7 @@ static int add_prompt(rlmcp_plugin *self, const char *name,
     def.arguments_json = arguments;
     def.get = fn;
     rc = api->register_prompt(self, &def);
-    if (rc != RLMCP_OK)
-        api->set_error(self, "cannot register prompt %s: %s", name,
-                       api->strerror(rc));
-    return rc;
+    return conf_registered(self, rc, "prompt ", name);
 }
 
 static int conf_init(rlmcp_plugin *self, const struct rlmcp_host_api *a,

@@ -621,11 +621,8 @@ int jobs_register(rlmcp_plugin *self)
             def.task = td;
         }
         rc = api->register_tool(self, &def);
-        if (rc != RLMCP_OK) {
-            api->set_error(self, "cannot register %s: %s", def.name,
-                           api->strerror(rc));
+        if (conf_registered(self, rc, "", def.name) != RLMCP_OK)
             return rc;
-        }
     }
     return RLMCP_OK;
 }
