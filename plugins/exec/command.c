@@ -23,6 +23,19 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
+void exec_cleanup_req(struct rlmcp_http_req *req, const char *method,
+                      const char *path, const char *body, uint32_t timeout_ms,
+                      int32_t max_retries)
+{
+    req->method = method;
+    req->path = path;
+    req->body = body;
+    req->body_len = body != NULL ? strlen(body) : 0;
+    req->flags = RLMCP_HTTP_IGNORE_CANCEL;
+    req->timeout_ms = timeout_ms;
+    req->max_retries = max_retries;
+}
+
 void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
                           const char *path, const char *body)
 {
@@ -31,13 +44,7 @@ void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
     rlmcp_plugin *self = h->api->call_plugin(h->call);
     int rc;
 
-    req.method = method;
-    req.path = path;
-    req.body = body;
-    req.body_len = body != NULL ? strlen(body) : 0;
-    req.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    req.timeout_ms = 15000;
-    req.max_retries = 1;
+    exec_cleanup_req(&req, method, path, body, 15000, 1);
     rc = h->api->runloop_request(h->call, &req, &resp);
     if (rc != RLMCP_OK)
         h->api->log(self, RLMCP_LOG_WARNING, "clean-up %s %s failed: %s",

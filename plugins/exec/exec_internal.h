@@ -115,6 +115,13 @@ int exec_build_command(const struct rlmcp_h *h, const cJSON *args,
 int exec_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                         long status, const char *msg, const char *what);
 
+/* Fill req (from RLMCP_HTTP_REQ_INIT) as a clean-up request: method on
+ * path with body (may be NULL), sent even after a cancel
+ * (RLMCP_HTTP_IGNORE_CANCEL), with its own bound and retries. */
+void exec_cleanup_req(struct rlmcp_http_req *req, const char *method,
+                      const char *path, const char *body, uint32_t timeout_ms,
+                      int32_t max_retries);
+
 /* A best-effort request whose outcome is only logged (clean-ups). */
 void exec_cleanup_request(const struct rlmcp_h *h, const char *method,
                           const char *path, const char *body);

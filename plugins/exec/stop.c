@@ -81,13 +81,8 @@ static int cleanup_req(const struct rlmcp_h *h, const char *method,
     *status = 0;
     if (now + 10 >= until)
         return RLMCP_ETIMEDOUT;
-    req.method = method;
-    req.path = path;
-    req.body = body;
-    req.body_len = body != NULL ? strlen(body) : 0;
-    req.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    req.timeout_ms = (uint32_t)(until - now);
-    req.max_retries = 0; /* our loop retries, inside the budget */
+    /* No retries: our loop retries, inside the budget. */
+    exec_cleanup_req(&req, method, path, body, (uint32_t)(until - now), 0);
     rc = h->api->runloop_request(h->call, &req, &resp);
     if (rc != RLMCP_OK)
         return rc;
