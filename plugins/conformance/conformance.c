@@ -521,7 +521,8 @@ static cJSON *sampling_params(const char *text, int max_tokens)
     return p;
 }
 
-/* content.<field> of an elicitation answer, as text ("?" when absent). */
+/* content.<field> of an elicitation answer, or content.text of a sampling
+ * answer, as text ("?" when absent). */
 static const char *elicited(const cJSON *answer, const char *field)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(
@@ -530,50 +531,52 @@ static const char *elicited(const cJSON *answer, const char *field)
     return cJSON_IsString(v) ? v->valuestring : "?";
 }
 
-static int t_irr_elicitation(rlmcp_call *call, const char *args, size_t len,
-                             void *ud)
-{
-    cJSON *ans = NULL;
-    char text[256];
-    int rc;
-
-    (void)args, (void)len, (void)ud;
-    rc = ask_keyed(call, "user_name", "elicitation/create",
-                   elicit_params("What is your name?", "name", "string"), &ans);
-    if (rc == RLMCP_OK) {
-        snprintf(text, sizeof(text), "Hello, %s!", elicited(ans, "name"));
-        rc = api->result_text(call, text);
-    }
-    cJSON_Delete(ans);
-    return rc;
-}
-
-/* The text of a sampling answer's content. */
-static const char *sampled(const cJSON *answer)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(answer, "content"), "text");
-
-    return cJSON_IsString(t) ? t->valuestring : "?";
-}
-
-static int t_irr_sampling(rlmcp_call *call, const char *args, size_t len,
-                          void *ud)
+/*
+ * Ask the client one request under key and answer with content.<field> of
+ * its answer between pre and post, cut to cap bytes (as the fixtures'
+ * buffers did).
+ */
+static int ask_say(rlmcp_call *call, const char *key, const char *method,
+                   cJSON *params, const char *pre, const char *field,
+                   const char *post, size_t cap)
 {
     cJSON *ans = NULL;
     char text[512];
     int rc;
 
-    (void)args, (void)len, (void)ud;
-    rc =
-        ask_keyed(call, "capital_question", "sampling/createMessage",
-                  sampling_params("What is the capital of France?", 100), &ans);
+    if (cap > sizeof(text))
+        cap = sizeof(text);
+    rc = ask_keyed(call, key, method, params, &ans);
     if (rc == RLMCP_OK) {
-        snprintf(text, sizeof(text), "LLM response: %s", sampled(ans));
+        snprintf(text, cap, "%s%s%s", pre, elicited(ans, field), post);
         rc = api->result_text(call, text);
     }
     cJSON_Delete(ans);
     return rc;
+}
+
+static int t_irr_elicitation(rlmcp_call *call, const char *args, size_t len,
+                             void *ud)
+{
+    (void)args, (void)len, (void)ud;
+    return ask_say(call, "user_name", "elicitation/create",
+                   elicit_params("What is your name?", "name", "string"),
+                   "Hello, ", "name", "!", 256);
+}
+
+/* The text of a sampling answer's content. */
+static const char *sampled(const cJSON *answer)
+{
+    return elicited(answer, "text");
+}
+
+static int t_irr_sampling(rlmcp_call *call, const char *args, size_t len,
+                          void *ud)
+{
+    (void)args, (void)len, (void)ud;
+    return ask_say(call, "capital_question", "sampling/createMessage",
+                   sampling_params("What is the capital of France?", 100),
+                   "LLM response: ", "text", "", 512);
 }
 
 /* "Roots: uri, uri" from a ListRootsResult. */
