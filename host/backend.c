@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 
+#include "deadline.h"
 #include "log.h"
 #include "rlclient.h"
 #include "secret.h"
@@ -80,10 +81,7 @@ static const char *nonempty(const char *s)
 
 static long now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+    return (long)deadline_now_ms();
 }
 
 /* ---------------------------------------------------------------------- */

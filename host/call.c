@@ -153,7 +153,7 @@ static void flush_progress_locked(struct rlmcp_call *c)
     if (!c->progress_pending || c->responded)
         return;
     c->progress_pending = false;
-    c->progress_sent_ns = mcp_now_ns();
+    c->progress_sent_ns = deadline_now_ns();
     send_progress_locked(c, c->pend_progress, c->pend_total, c->pend_message);
     free(c->pend_message);
     c->pend_message = NULL;
@@ -798,7 +798,7 @@ int call_progress(rlmcp_call *call, double progress, double total,
     }
     call->progress_any = true;
     call->last_progress = progress;
-    now = mcp_now_ns();
+    now = deadline_now_ns();
     final_step = total >= 0 && progress >= total;
     if (final_step || now - call->progress_sent_ns >= PROGRESS_COALESCE_NS) {
         call->progress_pending = false;
@@ -919,7 +919,7 @@ static struct rlclient_bound call_bound(struct rlmcp_call *call,
     bool cleanup = b.cancelled == NULL;
 
     if (call->deadline_ns != 0 &&
-        (!cleanup || call->deadline_ns > mcp_now_ns()))
+        (!cleanup || call->deadline_ns > deadline_now_ns()))
         b.deadline_ms = call->deadline_ns / 1000000ull;
     /* Leave the handler time to answer before the timer does. */
     if (b.deadline_ms > CALL_ANSWER_MARGIN_MS)
@@ -1077,7 +1077,7 @@ static int retry_upgrade(struct rlmcp_call *call, upgrade_fn attempt, void *ctx,
             return rc;
         delay = delay < 2000u ? delay : 2000u;
         if (deadline_ms != 0 &&
-            mcp_now_ns() / 1000000ull + delay >= deadline_ms)
+            deadline_now_ns() / 1000000ull + delay >= deadline_ms)
             return rc;
         if (call_sleep_ms(call, delay) != RLMCP_OK)
             return RLMCP_ECANCELLED;

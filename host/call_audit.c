@@ -8,23 +8,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "audit.h"
 #include "mcp_internal.h"
 #include "metrics.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t call_account_begin(struct rlmcp_call *c)
 {
     if (c->kind == CALL_TOOL)
         metrics_call_begin();
-    return now_ns();
+    return deadline_now_ns();
 }
 
 static const char *string_item(const cJSON *o, const char *name)
@@ -95,7 +88,7 @@ void call_account_end(struct rlmcp_call *c, int rc, uint64_t start_ns)
     char devbox[64] = "";
     const char *code = NULL;
     const char *outcome = NULL;
-    double ms = (double)(now_ns() - start_ns) / 1e6;
+    double ms = (double)(deadline_now_ns() - start_ns) / 1e6;
 
     if (c->kind != CALL_TOOL)
         return;

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "deadline.h"
 #include "backend.h"
 #include "log.h"
 #include "rlclient.h"
@@ -332,10 +333,7 @@ static bool pid_is_devboxd(int pid)
 
 static long now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+    return (long)deadline_now_ms();
 }
 
 static int engine_stop(struct backend *b)

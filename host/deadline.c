@@ -27,6 +27,19 @@ uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
     return ms;
 }
 
+uint64_t deadline_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t deadline_now_ms(void)
+{
+    return deadline_now_ns() / 1000000ull;
+}
+
 struct timespec deadline_after_ms(clockid_t clock, uint32_t ms)
 {
     struct timespec ts;

@@ -22,6 +22,11 @@
 uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
                           const char *args_json, size_t len);
 
+/* The monotonic clock (CLOCK_MONOTONIC), the one every timer, deadline
+ * and duration of the host reads: nanoseconds and milliseconds. */
+uint64_t deadline_now_ns(void);
+uint64_t deadline_now_ms(void);
+
 /* The time ms from now on clock (CLOCK_MONOTONIC, CLOCK_REALTIME): where a
  * timed wait on that clock (pthread_cond_timedwait) ends. */
 struct timespec deadline_after_ms(clockid_t clock, uint32_t ms);

@@ -202,10 +202,7 @@ struct http_server {
 
 static double now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)deadline_now_ns() / 1e9;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -56,14 +56,6 @@ struct req {
     bool stateless;      /* a 2026-07-28 request (revision.h) */
 };
 
-uint64_t mcp_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *mcp_level_name(int level)
 {
     return log_level_name(level);
@@ -484,7 +476,8 @@ void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
         goto refuse;
     }
     if (c->timeout_ms > 0)
-        c->deadline_ns = mcp_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+        c->deadline_ns =
+            deadline_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
     DLIST_PUSH(d->inflight, c, d_prev, d_next);
     c->in_dispatcher = true;
     d->n_inflight++;
@@ -1662,7 +1655,7 @@ static void *timer_main(void *arg)
 
     pthread_mutex_lock(&d->lock);
     while (!d->stopping) {
-        due = expired_calls(d, mcp_now_ns(), &earliest);
+        due = expired_calls(d, deadline_now_ns(), &earliest);
         if (due != NULL) {
             pthread_mutex_unlock(&d->lock);
             for (i = 0; due[i] != NULL; i++) {
@@ -1913,7 +1906,7 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
     }
     free(calls);
 
-    until = mcp_ns_timespec(mcp_now_ns() + (uint64_t)ms * 1000000ull);
+    until = mcp_ns_timespec(deadline_now_ns() + (uint64_t)ms * 1000000ull);
     pthread_mutex_lock(&d->lock);
     while (d->n_inflight > 0) {
         if (pthread_cond_timedwait(&d->idle_cond, &d->lock, &until) ==

@@ -169,8 +169,8 @@ struct mcp_dispatcher {
     struct res_watch *watch; /* resources/subscribe (resources.h) */
 };
 
-uint64_t mcp_now_ns(void);
-/* A mcp_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to. */
+/* A deadline_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to.
+ */
 struct timespec mcp_ns_timespec(uint64_t ns);
 
 /* call.c: the dispatcher's side of a call. dep is the deployment its

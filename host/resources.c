@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
@@ -214,7 +215,8 @@ static void sub_send(struct mcp_sink *sink, const char *json, size_t len,
         sub->fingerprint = fp;
         sub->have_fingerprint = true;
     }
-    sub->due_ns = mcp_now_ns() + (uint64_t)RES_WATCH_INTERVAL_MS * 1000000ull;
+    sub->due_ns =
+        deadline_now_ns() + (uint64_t)RES_WATCH_INTERVAL_MS * 1000000ull;
     w->n_reading--;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
@@ -252,7 +254,7 @@ static void start_read(struct res_watch *w, struct watch_sub *sub)
     struct deployment *dep = NULL;
     const struct resource_entry *e = sub_resource(w, sub, &dep);
     struct rlmcp_call *c = NULL;
-    uint64_t now = mcp_now_ns();
+    uint64_t now = deadline_now_ns();
 
     if (e != NULL)
         c = call_new(w->d, dep, sub->s, &sub->sink, CALL_RESOURCE, &id,
@@ -289,7 +291,7 @@ static void *watch_main(void *arg)
 
     pthread_mutex_lock(&w->lock);
     while (!w->stopping) {
-        uint64_t now = mcp_now_ns();
+        uint64_t now = deadline_now_ns();
         uint64_t next = 0;
         struct watch_sub *sub = NULL;
         struct timespec ts;
@@ -496,7 +498,7 @@ void resources_watch_free(struct res_watch *w)
     if (w->running)
         pthread_join(w->thread, NULL);
     cancel_reads(w);
-    until = mcp_ns_timespec(mcp_now_ns() +
+    until = mcp_ns_timespec(deadline_now_ns() +
                             (uint64_t)RES_WATCH_DRAIN_MS * 1000000ull);
     pthread_mutex_lock(&w->lock);
     while (w->n_reading > 0) {

@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "breaker.h"
 #include "log.h"
 #include "metrics.h"
@@ -746,10 +747,8 @@ static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
 /* Sleep in slices, returning true when the probe fired. */
 static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled, void *ctx)
 {
-    struct timespec start;
-    struct timespec now;
+    uint64_t start = deadline_now_ms();
 
-    clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         long elapsed = 0;
         long slice = 0;
@@ -757,9 +756,7 @@ static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled, void *ctx)
 
         if (cancelled != NULL && cancelled(ctx))
             return true;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        elapsed = (now.tv_sec - start.tv_sec) * 1000 +
-                  (now.tv_nsec - start.tv_nsec) / 1000000;
+        elapsed = (long)(deadline_now_ms() - start);
         if (elapsed >= ms)
             return false;
         slice = ms - elapsed < RL_SLICE_MS ? ms - elapsed : RL_SLICE_MS;
@@ -885,18 +882,10 @@ static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
     return mime;
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* What is left of the call's time limit; UINT64_MAX when it has none. */
 static uint64_t remaining_ms(const struct rl_call *rc)
 {
-    uint64_t now = mono_ms();
+    uint64_t now = deadline_now_ms();
 
     if (rc->deadline_ms == 0)
         return UINT64_MAX;
@@ -1238,7 +1227,7 @@ static void breaker_note(struct rl_call *rc, const struct attempt *a)
     /* Nothing listens on the local engine's socket: no retry within a
      * call brings it back, so fail now (and let the host restart it). */
     fatal = c->unix_socket != NULL;
-    breaker_failure(&c->breaker, mono_ms(), fatal,
+    breaker_failure(&c->breaker, deadline_now_ms(), fatal,
                     a->err[0] ? a->err : curl_easy_strerror(a->res));
     if (fatal && c->on_down != NULL)
         c->on_down(c->on_down_ctx);
@@ -1304,7 +1293,7 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
     int rc_out = RLMCP_OK;
 
     if (rc->origin == NULL &&
-        !breaker_allow(&rc->c->breaker, mono_ms(), why, sizeof(why)))
+        !breaker_allow(&rc->c->breaker, deadline_now_ms(), why, sizeof(why)))
         return fail_now(rc, RLMCP_EHTTP, "%s", why);
     h = pool_get(rc->c);
     if (h == NULL) {

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 
 #define WS_TICK_US (20 * LWS_US_PER_MS)
@@ -86,10 +87,7 @@ struct ws_conn {
 
 static long now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+    return (long)deadline_now_ms();
 }
 
 /* The earlier of two bounds, 0 meaning none. */
