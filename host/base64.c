@@ -15,10 +15,14 @@
 
 char *base64_encode(const void *data, size_t len, bool url)
 {
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    char *out = NULL;
     size_t n = 0;
     size_t i = 0;
 
+    /* libcrypto counts in int: a longer input would be cut short. */
+    if (len > BASE64_MAX_INPUT)
+        return NULL;
+    out = malloc(4 * ((len + 2) / 3) + 1);
     if (out == NULL)
         return NULL;
     if (EVP_EncodeBlock((unsigned char *)out, data, (int)len) < 0) {

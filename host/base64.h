@@ -8,13 +8,18 @@
 #ifndef RLMCP_HOST_BASE64_H
 #define RLMCP_HOST_BASE64_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The longest input base64_encode takes: its text must fit an int. */
+#define BASE64_MAX_INPUT ((size_t)(INT_MAX / 4) * 3)
 
 /*
  * The text of data[0..len): standard Base64 with '=' padding, or with url
  * base64url without padding. Returns a NUL-terminated string the caller
- * frees, or NULL (out of memory, or the crypto module missing: logged).
+ * frees, or NULL (len over BASE64_MAX_INPUT, out of memory, or the crypto
+ * module missing: logged).
  */
 char *base64_encode(const void *data, size_t len, bool url);
 

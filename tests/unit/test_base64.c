@@ -123,6 +123,17 @@ static void t_binary(void **state)
     }
 }
 
+/* An input libcrypto's int count cannot hold is refused, not cut short;
+ * the length is checked before anything is read. */
+static void t_too_long(void **state)
+{
+    static const char byte = 'x';
+
+    (void)state;
+    assert_null(base64_encode(&byte, BASE64_MAX_INPUT + 1, false));
+    assert_null(base64_encode(&byte, (size_t)1 << 32, true));
+}
+
 static void t_suggest_distance(void **state)
 {
     char long_word[80];
@@ -141,8 +152,11 @@ static void t_suggest_distance(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(t_rfc4648_vectors),  cmocka_unit_test(t_alphabets),
-        cmocka_unit_test(t_strict),           cmocka_unit_test(t_binary),
+        cmocka_unit_test(t_rfc4648_vectors),
+        cmocka_unit_test(t_alphabets),
+        cmocka_unit_test(t_strict),
+        cmocka_unit_test(t_binary),
+        cmocka_unit_test(t_too_long),
         cmocka_unit_test(t_suggest_distance),
     };
 
