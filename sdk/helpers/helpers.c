@@ -15,26 +15,27 @@
 
 /* ---- error mapping ------------------------------------------------------- */
 
+/* The HTTP statuses that have a code of their own; any other is internal. */
+static const struct {
+    long status;
+    const char *code;
+} status_codes[] = {
+    {400, RLMCP_ERR_INVALID_ARGUMENT}, {422, RLMCP_ERR_INVALID_ARGUMENT},
+    {401, RLMCP_ERR_UNAUTHENTICATED},  {403, RLMCP_ERR_PERMISSION_DENIED},
+    {404, RLMCP_ERR_NOT_FOUND},        {408, RLMCP_ERR_TIMEOUT},
+    {504, RLMCP_ERR_TIMEOUT},          {409, RLMCP_ERR_CONFLICT},
+    {413, RLMCP_ERR_TOO_LARGE},        {429, RLMCP_ERR_RATE_LIMITED},
+    {502, RLMCP_ERR_UNAVAILABLE},      {503, RLMCP_ERR_UNAVAILABLE},
+};
+
 const char *rlmcp_h_code_for_status(long status)
 {
-    if (status == 400 || status == 422)
-        return RLMCP_ERR_INVALID_ARGUMENT;
-    if (status == 401)
-        return RLMCP_ERR_UNAUTHENTICATED;
-    if (status == 403)
-        return RLMCP_ERR_PERMISSION_DENIED;
-    if (status == 404)
-        return RLMCP_ERR_NOT_FOUND;
-    if (status == 408 || status == 504)
-        return RLMCP_ERR_TIMEOUT;
-    if (status == 409)
-        return RLMCP_ERR_CONFLICT;
-    if (status == 413)
-        return RLMCP_ERR_TOO_LARGE;
-    if (status == 429)
-        return RLMCP_ERR_RATE_LIMITED;
-    if (status == 502 || status == 503)
-        return RLMCP_ERR_UNAVAILABLE;
+    size_t i;
+
+    for (i = 0; i < sizeof(status_codes) / sizeof(status_codes[0]); i++) {
+        if (status_codes[i].status == status)
+            return status_codes[i].code;
+    }
     return RLMCP_ERR_INTERNAL;
 }
 
