@@ -181,33 +181,31 @@ static const char *last_error(const struct rlmcp_h *h)
     return why != NULL ? why : "";
 }
 
+/* A transport failure as code: "<what>: <phrase>: <the host's reason>",
+ * or "<what>: <phrase><fallback>" when the host gave none. */
+static int fail_transport(const struct rlmcp_h *h, const char *code,
+                          const char *what, const char *phrase,
+                          const char *fallback)
+{
+    const char *why = last_error(h);
+
+    if (why[0] != '\0')
+        return rlmcp_h_fail(h, code, "%s: %s: %s", what, phrase, why);
+    return rlmcp_h_fail(h, code, "%s: %s%s", what, phrase, fallback);
+}
+
 int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
 {
-    const char *why = NULL;
-
     switch (rc) {
     case RLMCP_ECANCELLED:
         return RLMCP_ECANCELLED;
     case RLMCP_EHTTP:
-        why = last_error(h);
-        if (why[0] != '\0')
-            return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
-                                "%s: the Runloop API could not be reached: "
-                                "%s",
-                                what, why);
-        return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE,
-                            "%s: the Runloop API could not be reached "
-                            "(the server log names the URL)",
-                            what);
+        return fail_transport(h, RLMCP_ERR_UNAVAILABLE, what,
+                              "the Runloop API could not be reached",
+                              " (the server log names the URL)");
     case RLMCP_ETIMEDOUT:
-        why = last_error(h);
-        if (why[0] != '\0')
-            return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
-                                "%s: the Runloop API did not answer in "
-                                "time: %s",
-                                what, why);
-        return rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
-                            "%s: the Runloop API did not answer in time", what);
+        return fail_transport(h, RLMCP_ERR_TIMEOUT, what,
+                              "the Runloop API did not answer in time", "");
     case RLMCP_ENOMEM:
         return RLMCP_ENOMEM;
     default:
