@@ -75,10 +75,9 @@ static int post_view(const struct rlmcp_h *h, const char *path,
                      const char *const *keys)
 {
     cJSON *view = NULL;
-    int rc = RLMCP_ENOMEM;
+    int rc;
 
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request(h, "POST", path, body, NULL, what, &view);
+    rc = rlmcp_h_request(h, "POST", path, body, NULL, what, &view);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_pick(h, view, keys, NULL);
     cJSON_Delete(view);
@@ -191,10 +190,6 @@ static int t_delete_secret(rlmcp_call *call, const char *aj, size_t al,
         goto out;
     path = rlmcp_h_sprintf("/v1/secrets/%s/delete", name);
     what = rlmcp_h_sprintf("deleting secret %s", name);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, &view);
     if (rc != RLMCP_OK)
         goto out;

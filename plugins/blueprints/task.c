@@ -55,10 +55,9 @@ static int read_view(const struct rlmcp_h *h, void *user, const char *id,
 {
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
     char *what = rlmcp_h_sprintf("blueprint %s", id);
-    int rc = RLMCP_ENOMEM;
+    int rc;
 
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
+    rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
     if (rc == RLMCP_OK && str_of(*view, "status") == NULL)
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
                           "%s: the Runloop API answered without a build "
@@ -76,12 +75,11 @@ static int read_logs(const struct rlmcp_h *h, const char *id, cJSON **doc)
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s/logs", id);
     char *what = rlmcp_h_sprintf("the build log of blueprint %s", id);
     long status = 0;
-    int rc = RLMCP_ENOMEM;
+    int rc;
 
     *doc = NULL;
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status,
-                                    doc, NULL);
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status, doc,
+                                NULL);
     if (rc == RLMCP_OK &&
         (status < 200 || status > 299 ||
          !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*doc, "logs")))) {

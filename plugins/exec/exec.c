@@ -115,10 +115,6 @@ static int start_async(const struct rlmcp_h *h, const char *id, const char *cmd,
         cJSON_AddBoolToObject(body, "attach_stdin", true);
     path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
     what = rlmcp_h_sprintf("starting a command on devbox %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status,
                                 &view, &msg);
     if (rc != RLMCP_OK)
@@ -227,8 +223,7 @@ int exec_read_view(const struct rlmcp_h *h, const char *id, const char *eid,
     else
         path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s", id, eid);
     what = rlmcp_h_sprintf("execution %s on devbox %s", eid, id);
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
+    rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, view);
     free(path);
     free(what);
     return rc;
@@ -343,10 +338,6 @@ static int t_kill(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cJSON_AddBoolToObject(body, "kill_process_group", group);
     path = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/kill", id, eid);
     what = rlmcp_h_sprintf("killing execution %s on devbox %s", eid, id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &view);
     if (rc != RLMCP_OK)
         goto out;
@@ -405,10 +396,6 @@ static int t_stdin(rlmcp_call *call, const char *aj, size_t al, void *ud)
     path =
         rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/send_std_in", id, eid);
     what = rlmcp_h_sprintf("stdin of execution %s on devbox %s", eid, id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &got);
     if (rc != RLMCP_OK)
         goto out;

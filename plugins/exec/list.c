@@ -122,10 +122,6 @@ int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     path = rlmcp_h_sprintf("/v1/devboxes/%s/logs", id);
     what = rlmcp_h_sprintf("the log of devbox %s", id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &got);
     if (rc != RLMCP_OK)
         goto out;

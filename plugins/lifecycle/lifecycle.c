@@ -495,10 +495,6 @@ static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
     path = rlmcp_h_sprintf("/v1/devboxes/%s%s%s", id, suffix,
                            force ? "?force=true" : "");
     what = what_devbox(id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, method, path, NULL, &o, what, &got);
     if (rc != RLMCP_OK)
         goto out;
@@ -568,10 +564,6 @@ static int t_usage(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     path = rlmcp_h_sprintf("/v1/devboxes/%s/usage", id);
     what = what_devbox(id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &first);
     if (rc != RLMCP_OK || num_in(first, "current", "cpu_seconds") < 0) {
         got = first;
@@ -630,10 +622,6 @@ static int transition(struct lc *lc, rlmcp_call *call, const char *aj,
         goto out;
     path = rlmcp_h_sprintf("/v1/devboxes/%s%s", id, suffix);
     what = what_devbox(id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "POST", path, NULL, NULL, what, &got);
     if (rc != RLMCP_OK || !wait)
         goto done;
@@ -711,10 +699,6 @@ static int t_update(rlmcp_call *call, const char *aj, size_t al, void *ud)
         cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(md, true));
     path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
     what = what_devbox(id);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "POST", path, body, NULL, what, &got);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_json(&h, got);

@@ -322,10 +322,6 @@ static int t_status(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
     what = rlmcp_h_sprintf("snapshot %s", sid);
-    if (path == NULL || what == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
     rc = rlmcp_h_request(&h, "GET", path, NULL, NULL, what, &st);
     if (rc != RLMCP_OK)
         goto out;

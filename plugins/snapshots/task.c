@@ -45,10 +45,9 @@ static int read_status(const struct rlmcp_h *h, void *user, const char *sid,
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
     char *what = rlmcp_h_sprintf("snapshot %s", sid);
-    int rc = RLMCP_ENOMEM;
+    int rc;
 
-    if (path != NULL && what != NULL)
-        rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, st);
+    rc = rlmcp_h_request(h, "GET", path, NULL, NULL, what, st);
     if (rc == RLMCP_OK && str_of(*st, "status") == NULL)
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
                           "%s: the Runloop API answered the status query "

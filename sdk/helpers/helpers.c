@@ -260,6 +260,8 @@ int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
         *out = NULL;
     if (msg_out != NULL)
         *msg_out = NULL;
+    if (path == NULL || what == NULL)
+        return RLMCP_ENOMEM;
     rc = do_request(h, method, path, body, opts, &resp);
     if (rc != RLMCP_OK) {
         if (opts == NULL || !opts->transport_unreported ||
@@ -287,6 +289,8 @@ int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
 
     if (out != NULL)
         *out = NULL;
+    if (path == NULL || what == NULL)
+        return RLMCP_ENOMEM;
     rc = do_request(h, method, path, body, opts, &resp);
     if (rc != RLMCP_OK) {
         rc = rlmcp_h_fail_rc(h, rc, what);

@@ -98,7 +98,9 @@ struct rlmcp_h_req_opts {
 /*
  * Send a JSON request (body may be NULL) and parse the 2xx answer into
  * *out (NULL when the body is empty or not JSON; out may be NULL). A non-2xx
- * answer or a transport failure is reported against `what`.
+ * answer or a transport failure is reported against `what`. A NULL path
+ * or what is RLMCP_ENOMEM (nothing sent), so the results of
+ * rlmcp_h_sprintf need no check of their own.
  * Returns 0, RLMCP_H_REPORTED or a negative RLMCP code.
  */
 int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
