@@ -469,6 +469,11 @@ int util_check_fields(const cJSON *obj, const char *where,
     return 0;
 }
 
+const char *util_json_str(const cJSON *obj, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, name));
+}
+
 int util_opt_string(const cJSON *obj, const char *name, const char **out,
                     char *err, size_t errlen)
 {

@@ -64,6 +64,9 @@ int util_listen_tcp(const char *spec, const struct util_listen_words *w,
                     int allow_non_loopback, int *bound_port, char *err,
                     size_t errlen);
 
+/* obj's member name when it is a string, else NULL (obj may be NULL). */
+const char *util_json_str(const cJSON *obj, const char *name);
+
 /* Validation helpers: each returns 0 or -1 with a message in err naming
  * the field and what to send instead. */
 int util_check_fields(const cJSON *obj, const char *where,

@@ -257,8 +257,7 @@ void bb_cleanup(const char *state_dir)
 
 void bb_forget(const char *state_dir, const cJSON *rec)
 {
-    const char *img = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(rec, "buildah_image"));
+    const char *img = util_json_str(rec, "buildah_image");
     const char *words[] = {"rmi", img, NULL};
 
     if (img != NULL)
@@ -344,8 +343,7 @@ static int depend_on_final(const struct names *nm, const struct bd_out *df,
 {
     const cJSON *what =
         cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
-    const char *id = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(what, "blueprint"));
+    const char *id = util_json_str(what, "blueprint");
     const cJSON *rec = NULL;
     int rc = 0;
 
@@ -376,13 +374,10 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
     rec = blueprints_find_locked(strncmp(name, "bpt_", 4) == 0 ? name : NULL,
                                  strncmp(name, "bpt_", 4) == 0 ? NULL : name);
     if (rec != NULL) {
-        const char *id =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-        const char *base = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(rec, "image"));
+        const char *id = util_json_str(rec, "id");
+        const char *base = util_json_str(rec, "image");
 
-        img = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(rec, "buildah_image"));
+        img = util_json_str(rec, "buildah_image");
         if (img == NULL) {
             snprintf(err, errlen,
                      "blueprint %s was built by the native builder "
@@ -751,8 +746,7 @@ static char *top_layer(const char *root, const char *name)
 
         cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(im, "names"))
         {
-            const char *layer = cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(im, "layer"));
+            const char *layer = util_json_str(im, "layer");
 
             if (out == NULL && layer != NULL && cJSON_IsString(n) &&
                 strcmp(n->valuestring, name) == 0)
@@ -770,12 +764,10 @@ static const char *parent_of(const cJSON *layers, const char *id)
 
     cJSON_ArrayForEach(l, layers)
     {
-        const char *lid =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "id"));
+        const char *lid = util_json_str(l, "id");
 
         if (lid != NULL && strcmp(lid, id) == 0)
-            return cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(l, "parent"));
+            return util_json_str(l, "parent");
     }
     return NULL;
 }
@@ -1281,15 +1273,11 @@ static int keep_results(struct bb_job *j, struct names *nm,
     }
     cJSON_AddStringToObject(j->record, "builder", "buildah");
     cJSON_AddStringToObject(j->record, "buildah_image", name);
-    cJSON_AddStringToObject(
-        j->record, "image",
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(what, "image"))
-            ?: images_default());
+    cJSON_AddStringToObject(j->record, "image",
+                            util_json_str(what, "image") ?: images_default());
     if (cJSON_GetObjectItemCaseSensitive(what, "blueprint") != NULL)
-        cJSON_AddStringToObject(
-            j->record, "base_blueprint_id",
-            cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(what, "blueprint")));
+        cJSON_AddStringToObject(j->record, "base_blueprint_id",
+                                util_json_str(what, "blueprint"));
     rc = 0;
 out:
     free(name);

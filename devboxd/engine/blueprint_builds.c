@@ -66,11 +66,6 @@ struct build {
     struct build *next_active; /* the builds list, slot_lock */
 };
 
-static const char *rec_str(const cJSON *rec, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, name));
-}
-
 static void set_str(cJSON *rec, const char *name, const char *value)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(rec, name);
@@ -83,7 +78,7 @@ static cJSON *find_locked(const char *id)
     cJSON *rec = NULL;
 
     cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
-        const char *rid = rec_str(rec, "id");
+        const char *rid = util_json_str(rec, "id");
 
         if (rid != NULL && strcmp(rid, id) == 0)
             return rec;
@@ -99,7 +94,7 @@ cJSON *blueprints_record_locked(const char *id)
 void blueprints_depend_locked(const char *id, const cJSON *base)
 {
     cJSON *mine = find_locked(id);
-    const char *base_id = rec_str(base, "id");
+    const char *base_id = util_json_str(base, "id");
 
     if (mine == NULL || base_id == NULL)
         return;
@@ -116,9 +111,9 @@ cJSON *blueprints_find_locked(const char *id, const char *name)
     cJSON *rec = NULL;
 
     cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
-        const char *st = rec_str(rec, "status");
-        const char *state = rec_str(rec, "state");
-        const char *key = rec_str(rec, id != NULL ? "id" : "name");
+        const char *st = util_json_str(rec, "status");
+        const char *state = util_json_str(rec, "state");
+        const char *key = util_json_str(rec, id != NULL ? "id" : "name");
 
         if (st == NULL || strcmp(st, "build_complete") != 0 || state == NULL ||
             strcmp(state, "created") != 0 || key == NULL)
@@ -137,10 +132,10 @@ static cJSON *bp_view(const cJSON *rec)
     const cJSON *it = NULL;
     size_t i;
 
-    cJSON_AddStringToObject(v, "id", rec_str(rec, "id"));
-    cJSON_AddStringToObject(v, "name", rec_str(rec, "name"));
-    cJSON_AddStringToObject(v, "status", rec_str(rec, "status"));
-    cJSON_AddStringToObject(v, "state", rec_str(rec, "state"));
+    cJSON_AddStringToObject(v, "id", util_json_str(rec, "id"));
+    cJSON_AddStringToObject(v, "name", util_json_str(rec, "name"));
+    cJSON_AddStringToObject(v, "status", util_json_str(rec, "status"));
+    cJSON_AddStringToObject(v, "state", util_json_str(rec, "state"));
     cJSON_AddNumberToObject(v, "create_time_ms", cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
     it = cJSON_GetObjectItemCaseSensitive(rec, "build_finish_time_ms");
@@ -151,7 +146,7 @@ static cJSON *bp_view(const cJSON *rec)
     cJSON_AddItemToObject(v, "parameters", cJSON_Duplicate(
         cJSON_GetObjectItemCaseSensitive(rec, "parameters"), 1));
     for (i = 0; opt[i] != NULL; i++) {
-        const char *s = rec_str(rec, opt[i]);
+        const char *s = util_json_str(rec, opt[i]);
 
         if (s != NULL)
             cJSON_AddStringToObject(v, opt[i], s);
@@ -520,8 +515,7 @@ static int step_arg(struct build *b, const struct df_step *s, char *err, size_t 
     size_t i;
 
     for (i = 0; i < s->n_pairs; i++) {
-        const char *v = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(args, s->pairs[i].key));
+        const char *v = util_json_str(args, s->pairs[i].key);
 
         if (v == NULL)
             v = s->pairs[i].value;
@@ -736,10 +730,11 @@ static int resolve_from(struct build *b, const struct df_file *df, char *err, si
     layers_lock(b->eng);
     rec = blueprints_find_locked(strncmp(ref, "bpt_", 4) == 0 ? ref : NULL,
                                  strncmp(ref, "bpt_", 4) == 0 ? NULL : ref);
-    if (rec != NULL && b->base_id != NULL && strcmp(b->base_id, rec_str(rec, "id")) != 0)
+    if (rec != NULL && b->base_id != NULL &&
+        strcmp(b->base_id, util_json_str(rec, "id")) != 0)
         rec = NULL;
     if (rec != NULL && b->base_id == NULL) {
-        b->base_id = strdup(rec_str(rec, "id"));
+        b->base_id = strdup(util_json_str(rec, "id"));
         b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1);
         blueprints_depend_locked(b->id, rec);
     }
@@ -810,8 +805,7 @@ static int record_buildah(struct build *b, cJSON *fields)
 {
     static const char *const keep[] = {
         "env", "image", "image_config", "builder", "buildah_image", NULL};
-    const char *base = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(fields, "base_blueprint_id"));
+    const char *base = util_json_str(fields, "base_blueprint_id");
     cJSON *layers = cJSON_CreateArray();
     cJSON *own = cJSON_CreateObject();
     cJSON *rec = NULL;
@@ -1071,7 +1065,7 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
     int interrupted = 0;
 
     cJSON_ArrayForEach(rec, list) {
-        const char *st = rec_str(rec, "status");
+        const char *st = util_json_str(rec, "status");
         char *dir = NULL;
         char err[ERRLEN];
 
@@ -1082,18 +1076,19 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         set_str(rec, "failure_reason", "build_failed");
         cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
         layers_save_record("blueprints", "blueprint.json", rec);
-        if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(), rec_str(rec, "id")) < 0)
+        if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(),
+                     util_json_str(rec, "id")) < 0)
             continue;
         log_append(dir, "error", "devboxd restarted during the build; build it again");
         free(dir);
-        sandbox_purge(rec_str(rec, "id"));
-        bb_abandon(eng->state_dir, rec_str(rec, "id"));
+        sandbox_purge(util_json_str(rec, "id"));
+        bb_abandon(eng->state_dir, util_json_str(rec, "id"));
         if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
-                     rec_str(rec, "id")) >= 0)
+                     util_json_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));
         free(dir);
         if (asprintf(&dir, "%s/blueprints/%s/build", layers_state_dir(),
-                     rec_str(rec, "id")) >= 0)
+                     util_json_str(rec, "id")) >= 0)
             util_rmtree(dir);
         free(dir);
     }
@@ -1218,8 +1213,8 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
 /* Registry lock held: finds the base named by the body; 0 or an HTTP status. */
 static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err, size_t errlen)
 {
-    const char *id = rec_str(body, "base_blueprint_id");
-    const char *name = rec_str(body, "base_blueprint_name");
+    const char *id = util_json_str(body, "base_blueprint_id");
+    const char *name = util_json_str(body, "base_blueprint_name");
 
     *base = NULL;
     if (id != NULL && id[0] == '\0')
@@ -1326,7 +1321,7 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     }
     rec = cJSON_CreateObject();
     cJSON_AddStringToObject(rec, "id", b->id);
-    cJSON_AddStringToObject(rec, "name", rec_str(body, "name"));
+    cJSON_AddStringToObject(rec, "name", util_json_str(body, "name"));
     cJSON_AddStringToObject(rec, "status", "provisioning");
     cJSON_AddStringToObject(rec, "state", "created");
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)util_now_ms());
@@ -1336,7 +1331,7 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     util_mkdirs(b->dir);
     cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     if (base != NULL) {
-        b->base_id = strdup(rec_str(base, "id"));
+        b->base_id = strdup(util_json_str(base, "id"));
         b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1);
         blueprints_depend_locked(b->id, base); /* saves the record */
     } else {
@@ -1377,13 +1372,13 @@ cJSON *blueprints_view(const cJSON *rec)
 
 int blueprints_listed(const cJSON *rec, const char *name, const char *status)
 {
-    if (strcmp(rec_str(rec, "state"), "created") != 0)
+    if (strcmp(util_json_str(rec, "state"), "created") != 0)
         return 0;
     if (name != NULL && name[0] != '\0' &&
-        strcmp(rec_str(rec, "name"), name) != 0)
+        strcmp(util_json_str(rec, "name"), name) != 0)
         return 0;
     if (status != NULL && status[0] != '\0' &&
-        strcmp(rec_str(rec, "status"), status) != 0)
+        strcmp(util_json_str(rec, "status"), status) != 0)
         return 0;
     return 1;
 }
@@ -1460,8 +1455,8 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         status = not_found(id, err, errlen);
         goto out;
     }
-    st = rec_str(rec, "status");
-    if (strcmp(rec_str(rec, "state"), "deleted") == 0)
+    st = util_json_str(rec, "status");
+    if (strcmp(util_json_str(rec, "state"), "deleted") == 0)
         goto out;
     if (strcmp(st, "build_complete") != 0 && strcmp(st, "failed") != 0) {
         /* Only a build created after the cancel above can be here. */

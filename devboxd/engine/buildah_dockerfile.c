@@ -7,6 +7,7 @@
 #include "buildah_dockerfile.h"
 
 #include "code_mounts.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -686,10 +687,8 @@ static int add_setup(struct prep *p, const cJSON *cmd, int i)
  * install_command there. */
 static int add_code_mount(struct prep *p, const cJSON *m, int i)
 {
-    const char *owner =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_owner"));
-    const char *name =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
+    const char *owner = util_json_str(m, "repo_owner");
+    const char *name = util_json_str(m, "repo_name");
     char tmp[64];
     char *orig = NULL;
     char *copy = NULL;
@@ -870,10 +869,8 @@ static int parse_text(struct prep *p, const char *dockerfile)
 /* The base of a blueprint without a Dockerfile. */
 static int default_from(struct prep *p, const cJSON *params)
 {
-    const char *id = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(params, "base_blueprint_id"));
-    const char *name = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(params, "base_blueprint_name"));
+    const char *id = util_json_str(params, "base_blueprint_id");
+    const char *name = util_json_str(params, "base_blueprint_name");
     const char *want = id != NULL && id[0]       ? id
                        : name != NULL && name[0] ? name
                                                  : NULL;
@@ -957,8 +954,7 @@ static int finish(struct prep *p, const cJSON *params)
 int bd_prepare(const cJSON *params, bd_resolve_fn resolve, void *ctx,
                struct bd_out *out, char *err, size_t errlen)
 {
-    const char *df = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(params, "dockerfile"));
+    const char *df = util_json_str(params, "dockerfile");
     struct prep p;
     size_t i;
     int rc;

@@ -29,11 +29,6 @@
 #define SAFE_ALL "[safe]\n\tdirectory = *\n"
 #define FILE_MAX (4ull << 30) /* any one file git writes */
 
-static const char *rec_str(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
 /* ------------------------------------------------------------ checks */
 
 /* GitHub's rules: an owner is letters, digits and single inner hyphens
@@ -162,12 +157,12 @@ int code_mounts_check(const cJSON *body, char *err, size_t errlen)
             return -1;
         cJSON_ArrayForEach(o, list)
         {
-            if (k++ < i &&
-                strcmp(rec_str(o, "repo_name"), rec_str(m, "repo_name")) == 0) {
+            if (k++ < i && strcmp(util_json_str(o, "repo_name"),
+                                  util_json_str(m, "repo_name")) == 0) {
                 snprintf(err, errlen,
                          "code_mounts[%d] and [%d] both clone "
                          "into ~/%s; mount each repository name once",
-                         k - 1, i, rec_str(m, "repo_name"));
+                         k - 1, i, util_json_str(m, "repo_name"));
                 return -1;
             }
         }
@@ -201,8 +196,9 @@ char *code_mounts_url(const cJSON *mount)
 
     while (n > 0 && base[n - 1] == '/')
         n--;
-    if (asprintf(&url, "%.*s/%s/%s", (int)n, base, rec_str(mount, "repo_owner"),
-                 rec_str(mount, "repo_name")) < 0)
+    if (asprintf(&url, "%.*s/%s/%s", (int)n, base,
+                 util_json_str(mount, "repo_owner"),
+                 util_json_str(mount, "repo_name")) < 0)
         return NULL;
     return url;
 }
@@ -430,7 +426,7 @@ int code_mounts_bundle(const cJSON *mount, const char *out,
     char *owned[4] = {NULL, NULL, NULL, NULL};
     char why[512] = "";
     char *bundle = NULL;
-    const char *token = rec_str(mount, "token");
+    const char *token = util_json_str(mount, "token");
     struct deadline dl = {mono_ms() + (int64_t)timeout_s() * 1000, stop,
                           stop_ctx};
     size_t n = 0;
@@ -480,8 +476,8 @@ int code_mounts_bundle(const cJSON *mount, const char *out,
     if (run_git(dir, clone, env, &dl, why, sizeof(why)) != 0 ||
         run_git(dir, pack, env, &dl, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "code mount %s/%s: cloning %s failed: %s",
-                 rec_str(mount, "repo_owner"), rec_str(mount, "repo_name"), url,
-                 why);
+                 util_json_str(mount, "repo_owner"),
+                 util_json_str(mount, "repo_name"), url, why);
         goto out;
     }
     if (asprintf(&bundle, "%s/repo.bundle", dir) < 0)
@@ -507,7 +503,7 @@ out:
 char *code_mounts_script(const cJSON *mount, const char *bundle,
                          const char *home)
 {
-    const char *install = rec_str(mount, "install_command");
+    const char *install = util_json_str(mount, "install_command");
     char *url = code_mounts_url(mount);
     char *qu = url != NULL ? util_shell_quote(url) : NULL;
     char *qb = util_shell_quote(bundle);
@@ -526,7 +522,7 @@ char *code_mounts_script(const cJSON *mount, const char *bundle,
                  "  rm -f %s\n"
                  "%s%s%s"
                  "fi\n",
-                 home, rec_str(mount, "repo_name"), qb, qu, qb,
+                 home, util_json_str(mount, "repo_name"), qb, qu, qb,
                  qi != NULL ? "  cd \"$dest\"\n  sh -c " : "",
                  qi != NULL ? qi : "", qi != NULL ? "\n" : "") < 0)
         s = NULL;

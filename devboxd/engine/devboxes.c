@@ -599,7 +599,7 @@ static void box_user(const cJSON *spec, char **name, uint32_t *uid)
     const cJSON *lp =
         cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *up = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
-    const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(up, "username"));
+    const char *n = util_json_str(up, "username");
     const cJSON *u = cJSON_GetObjectItemCaseSensitive(up, "uid");
 
     *name = NULL;
@@ -633,8 +633,7 @@ int engine_sandbox_start(struct engine *eng, const char *id,
     env = box_env(box_spec);
     engine_spec_limits(box_spec, &spec.limits, &cpus, &mem, &disk);
     spec.net = (enum sb_network)engine_spec_network(box_spec);
-    image_name = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(box_spec, "_image"));
+    image_name = util_json_str(box_spec, "_image");
     box_user(box_spec, &user_name, &spec.user_uid);
     chain = cJSON_CreateObject();
     cJSON_AddItemToObject(

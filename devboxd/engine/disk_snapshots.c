@@ -30,14 +30,9 @@ void snapshots_wait_all(void)
     pthread_mutex_unlock(&workers_lock);
 }
 
-static const char *rec_str(const cJSON *rec, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, name));
-}
-
 static void add_str_or_null(cJSON *v, const cJSON *rec, const char *name)
 {
-    const char *s = rec_str(rec, name);
+    const char *s = util_json_str(rec, name);
 
     if (s != NULL)
         cJSON_AddStringToObject(v, name, s);
@@ -52,12 +47,13 @@ static cJSON *snap_view(const cJSON *rec)
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "metadata");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(rec, "size_bytes");
 
-    cJSON_AddStringToObject(v, "id", rec_str(rec, "id"));
+    cJSON_AddStringToObject(v, "id", util_json_str(rec, "id"));
     cJSON_AddNumberToObject(v, "create_time_ms", cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
     cJSON_AddItemToObject(v, "metadata", meta != NULL ? cJSON_Duplicate(meta, 1)
                                                       : cJSON_CreateObject());
-    cJSON_AddStringToObject(v, "source_devbox_id", rec_str(rec, "source_devbox_id"));
+    cJSON_AddStringToObject(v, "source_devbox_id",
+                            util_json_str(rec, "source_devbox_id"));
     add_str_or_null(v, rec, "name");
     add_str_or_null(v, rec, "commit_message");
     if (cJSON_IsNumber(size))
@@ -73,7 +69,7 @@ static cJSON *find_locked(const char *sid)
     cJSON *rec = NULL;
 
     cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
-        const char *id = rec_str(rec, "id");
+        const char *id = util_json_str(rec, "id");
 
         if (id != NULL && strcmp(id, sid) == 0)
             return rec;
@@ -106,14 +102,14 @@ void snapshots_load_locked(cJSON *list)
     cJSON *rec = NULL;
 
     cJSON_ArrayForEach(rec, list) {
-        const char *st = rec_str(rec, "status");
+        const char *st = util_json_str(rec, "status");
 
         if (st == NULL || strcmp(st, "in_progress") == 0) {
             set_str(rec, "status", "error");
             set_str(rec, "error_message", "devboxd restarted while the snapshot was taken; "
                     "take it again");
             layers_save_record("snapshots", "snapshot.json", rec);
-            remove_partial(rec_str(rec, "id"));
+            remove_partial(util_json_str(rec, "id"));
         }
     }
 }
@@ -125,8 +121,8 @@ int snapshots_in_progress(struct engine *eng, const char *box_id)
 
     layers_lock(eng);
     cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
-        const char *src = rec_str(rec, "source_devbox_id");
-        const char *st = rec_str(rec, "status");
+        const char *src = util_json_str(rec, "source_devbox_id");
+        const char *st = util_json_str(rec, "status");
 
         if (src != NULL && st != NULL && strcmp(src, box_id) == 0 &&
             strcmp(st, "in_progress") == 0)
@@ -276,7 +272,7 @@ static int claim_box_locked(struct devbox *box, struct snap_job *job,
     }
     job->uid = sandbox_owner_uid(box->sb);
     *chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1);
-    *bp = rec_str(box->spec, "blueprint_id");
+    *bp = util_json_str(box->spec, "blueprint_id");
     box->io_refs++;
     engine_touch_locked(box);
     return 0;
@@ -408,9 +404,9 @@ cJSON *snapshots_view(const cJSON *rec)
 int snapshots_listed(const cJSON *rec, const char *devbox_id,
                      const char *blueprint_id)
 {
-    const char *st = rec_str(rec, "status");
-    const char *src = rec_str(rec, "source_devbox_id");
-    const char *sbp = rec_str(rec, "source_blueprint_id");
+    const char *st = util_json_str(rec, "status");
+    const char *src = util_json_str(rec, "source_devbox_id");
+    const char *sbp = util_json_str(rec, "source_blueprint_id");
 
     if (st != NULL && (strcmp(st, "deleted") == 0))
         return 0;
@@ -437,7 +433,7 @@ int snapshots_update(struct engine *eng, const char *sid, const cJSON *body,
         return 400;
     layers_lock(eng);
     rec = find_locked(sid);
-    if (rec == NULL || strcmp(rec_str(rec, "status"), "deleted") == 0) {
+    if (rec == NULL || strcmp(util_json_str(rec, "status"), "deleted") == 0) {
         status = not_found(sid, err, errlen);
         goto out;
     }
@@ -474,7 +470,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
         status = not_found(sid, err, errlen);
         goto out;
     }
-    st = rec_str(rec, "status");
+    st = util_json_str(rec, "status");
     if (strcmp(st, "deleted") == 0)
         goto out;
     if (strcmp(st, "in_progress") == 0) {
@@ -486,7 +482,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
         goto out;
     }
     chain = cJSON_GetObjectItemCaseSensitive(rec, "layers");
-    path = rec_str(cJSON_GetArrayItem(chain, 0), "path");
+    path = util_json_str(cJSON_GetArrayItem(chain, 0), "path");
     if (path != NULL &&
         layers_used_by_devbox_locked(eng, path, who, sizeof(who))) {
         snprintf(err, errlen,
@@ -536,8 +532,8 @@ int snapshots_status(struct engine *eng, const char *sid, cJSON **out,
         status = not_found(sid, err, errlen);
         goto done;
     }
-    st = rec_str(rec, "status");
-    msg = rec_str(rec, "error_message");
+    st = util_json_str(rec, "status");
+    msg = util_json_str(rec, "error_message");
     v = cJSON_CreateObject();
     cJSON_AddStringToObject(v, "status", st);
     if (msg != NULL)

@@ -277,8 +277,7 @@ static int exec_submit(struct engine *eng, struct sandbox *sb, struct execution 
     /* A fresh shell starts in the WORKDIR of the blueprint the devbox
      * came from (named shells keep their own cwd). */
     if (ex->shell_name == NULL && ex->box != NULL)
-        req.cwd = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(ex->box->spec, "_workdir"));
+        req.cwd = util_json_str(ex->box->spec, "_workdir");
     /* Quick: the sandbox passes the command to its agent and returns. */
     rc = sandbox_exec(sb, &req, &ex->proc, err, errlen);
 out:

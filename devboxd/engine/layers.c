@@ -594,10 +594,8 @@ static int chain_has(const cJSON *chain, const char *path)
  * built or copied.  Deleted, failed and error records hold nothing. */
 static int rec_holds(const cJSON *rec)
 {
-    const char *st =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
-    const char *state =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "state"));
+    const char *st = util_json_str(rec, "status");
+    const char *state = util_json_str(rec, "state");
 
     if (state != NULL && strcmp(state, "deleted") == 0)
         return 0;
@@ -728,8 +726,7 @@ cJSON *layers_release_locked(struct engine *eng, const cJSON *chain,
     /* Topmost first: a child's buildah image goes before its base's. */
     cJSON_ArrayForEach(it, chain)
     {
-        const char *p =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path"));
+        const char *p = util_json_str(it, "path");
 
         key = p != NULL ? layer_key(p) : NULL;
         if (key != NULL)
@@ -804,9 +801,8 @@ static void *reaper_thread(void *arg)
             continue;
         }
         pthread_mutex_unlock(&reaper.lock);
-        dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "dir"));
-        state = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(it, "state_dir"));
+        dir = util_json_str(it, "dir");
+        state = util_json_str(it, "state_dir");
         bp = cJSON_GetObjectItemCaseSensitive(it, "blueprint");
         if (dir != NULL)
             remove_dir(dir);
@@ -872,8 +868,7 @@ static int list_knows(const cJSON *list, const char *id)
 
     cJSON_ArrayForEach(rec, list)
     {
-        const char *rid =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+        const char *rid = util_json_str(rec, "id");
 
         if (rid != NULL && strcmp(rid, id) == 0)
             return 1;
@@ -979,12 +974,12 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
     const char *bp = NULL;
 
     cJSON_ArrayForEach(rec, g.snaps) {
-        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+        const char *id = util_json_str(rec, "id");
 
         if (id != NULL && strcmp(id, sid) == 0)
             break;
     }
-    st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+    st = util_json_str(rec, "status");
     if (rec == NULL || st == NULL || strcmp(st, "deleted") == 0) {
         snprintf(err, errlen, "snapshot_id %s not found; list snapshots with GET "
                  "/v1/devboxes/disk_snapshots", sid);
@@ -996,13 +991,12 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
         return 400;
     }
     cJSON_AddStringToObject(spec, "snapshot_id", sid);
-    bp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "source_blueprint_id"));
+    bp = util_json_str(rec, "source_blueprint_id");
     if (bp != NULL) {
         /* Any state: a deleted blueprint's layers stay while the
          * snapshot holds them, and so does the image they sit on. */
         const cJSON *brec = blueprints_record_locked(bp);
-        const char *image = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(brec, "image"));
+        const char *image = util_json_str(brec, "image");
 
         cJSON_AddStringToObject(spec, "blueprint_id", bp);
         /* Its layers sit on the blueprint's image (universal for a
@@ -1103,8 +1097,7 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
                      "blueprints with GET /v1/blueprints?name=%s", bname, bname);
         return bid != NULL && bid[0] ? 404 : 400;
     }
-    cJSON_AddStringToObject(spec, "blueprint_id",
-                            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+    cJSON_AddStringToObject(spec, "blueprint_id", util_json_str(rec, "id"));
     cJSON_AddItemToObject(spec, "_layers",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
     blueprint_defaults(rec, spec);

@@ -75,10 +75,8 @@ static cJSON *find_in(cJSON *all, const char *id, const char *name)
 
     cJSON_ArrayForEach(it, all)
     {
-        const char *rid =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
-        const char *rname =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+        const char *rid = util_json_str(it, "id");
+        const char *rname = util_json_str(it, "name");
 
         if ((id != NULL && rid != NULL && strcmp(rid, id) == 0) ||
             (name != NULL && rname != NULL && strcmp(rname, name) == 0))
@@ -95,9 +93,7 @@ static int save_locked(struct engine *eng, const cJSON *rec)
     int rc = -1;
 
     if (dir != NULL && text != NULL) {
-        snprintf(
-            file, sizeof(file), "%s.json",
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+        snprintf(file, sizeof(file), "%s.json", util_json_str(rec, "id"));
         rc = store_write(dir, file, text, strlen(text));
     }
     free(text);
@@ -316,8 +312,7 @@ static cJSON *check_headers(struct engine *eng, const cJSON *hdrs,
                             const cJSON *auth, int *status, char *err,
                             size_t errlen)
 {
-    const char *key =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(auth, "key"));
+    const char *key = util_json_str(auth, "key");
     const cJSON *it = NULL;
     cJSON *out = cJSON_CreateArray();
     int i = 0;
@@ -435,9 +430,7 @@ static int apply_body(struct engine *eng, cJSON *all, cJSON *rec,
         snprintf(
             err, errlen,
             "an MCP config named %s already exists (%s); pick another name",
-            name,
-            cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(other, "id")));
+            name, util_json_str(other, "id"));
         return 409;
     }
     if (create || auth_in != NULL)
@@ -706,12 +699,9 @@ static cJSON *resolve_headers(struct engine *eng, const cJSON *cfg, char *err,
     cJSON_ArrayForEach(it,
                        cJSON_GetObjectItemCaseSensitive(cfg, "custom_headers"))
     {
-        const char *name =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
-        const char *lit =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "value"));
-        const char *sid = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(it, "secret"));
+        const char *name = util_json_str(it, "name");
+        const char *lit = util_json_str(it, "value");
+        const char *sid = util_json_str(it, "secret");
         char *v = lit != NULL   ? strdup(lit)
                   : sid != NULL ? secrets_value(eng, sid, NULL)
                                 : NULL;
@@ -720,9 +710,7 @@ static cJSON *resolve_headers(struct engine *eng, const cJSON *cfg, char *err,
         if (v == NULL || strpbrk(v, "\r\n") != NULL) {
             snprintf(err, errlen,
                      "MCP config %s: the secret of custom header %s %s",
-                     cJSON_GetStringValue(
-                         cJSON_GetObjectItemCaseSensitive(cfg, "name")),
-                     name,
+                     util_json_str(cfg, "name"), name,
                      v == NULL
                          ? "no longer exists; update the config"
                          : "holds a line break and cannot be sent as a header");
@@ -744,10 +732,8 @@ static cJSON *resolve_headers(struct engine *eng, const cJSON *cfg, char *err,
 static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
                              int *status, char *err, size_t errlen)
 {
-    const char *ref = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(item, "mcp_config"));
-    const char *sname =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "secret"));
+    const char *ref = util_json_str(item, "mcp_config");
+    const char *sname = util_json_str(item, "secret");
     const cJSON *cfg = find_in(all, ref, ref);
     cJSON *hdrs = NULL;
     cJSON *e = NULL;

@@ -127,9 +127,9 @@ static int is_archive(const char *content_type)
 static int write_object_mount(struct engine *eng, struct devbox *box, const cJSON *m,
                               char *err, size_t errlen)
 {
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "object_id"));
-    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "object_path"));
-    const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "content_type"));
+    const char *id = util_json_str(m, "object_id");
+    const char *path = util_json_str(m, "object_path");
+    const char *ct = util_json_str(m, "content_type");
     char tmp[80];
     char why[256] = "";
     int src = objects_open(eng, id, why, sizeof(why));
@@ -184,8 +184,7 @@ static int boot_stop(void *ctx, char *why, size_t whylen)
 static int write_code_mount(struct engine *eng, struct devbox *box,
                             const cJSON *m, int i, char *err, size_t errlen)
 {
-    const char *name =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "repo_name"));
+    const char *name = util_json_str(m, "repo_name");
     char host[4200];
     char tmp[80];
     char why[512] = "";

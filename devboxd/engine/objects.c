@@ -92,8 +92,7 @@ static int save_locked(const char *dir, const cJSON *rec)
         errno = ENOMEM;
         return -1;
     }
-    snprintf(file, sizeof(file), "%s.json",
-             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+    snprintf(file, sizeof(file), "%s.json", util_json_str(rec, "id"));
     rc = store_write(dir, file, text, strlen(text));
     free(text);
     return rc;
@@ -107,7 +106,7 @@ static cJSON *load_all_locked(const char *dir)
 
     for (i = cJSON_GetArraySize(all) - 1; i >= 0; i--) {
         cJSON *rec = cJSON_GetArrayItem(all, i);
-        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
+        const char *id = util_json_str(rec, "id");
 
         if (!id_valid(id)) {
             cJSON_DeleteItemFromArray(all, i);
@@ -117,11 +116,6 @@ static cJSON *load_all_locked(const char *dir)
         }
     }
     return all;
-}
-
-static const char *rec_str(const cJSON *rec, const char *key)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, key));
 }
 
 /* -------------------------------------------------------- signed URLs */
@@ -253,8 +247,9 @@ static void reply_object(struct engine *eng, const struct http_request *req,
     cJSON *v = object_view(rec);
     char *url = NULL;
 
-    if (strcmp(rec_str(rec, "state"), "UPLOADING") == 0) {
-        url = signed_url(eng, req, "PUT", rec_str(rec, "id"), "upload", UPLOAD_URL_S);
+    if (strcmp(util_json_str(rec, "state"), "UPLOADING") == 0) {
+        url = signed_url(eng, req, "PUT", util_json_str(rec, "id"), "upload",
+                         UPLOAD_URL_S);
         if (url == NULL) {
             cJSON_Delete(v);
             http_response_error(resp, 500, "out of memory");
@@ -437,13 +432,13 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
     rec = lock_record(dir, id, resp);
     if (rec == NULL)
         goto out;
-    if (strcmp(rec_str(rec, "state"), "UPLOADING") != 0) {
+    if (strcmp(util_json_str(rec, "state"), "UPLOADING") != 0) {
         pthread_mutex_unlock(&objects_lock);
         http_response_error(resp, 409,
                             "object %s is %s: its bytes were set by its "
                             "upload; create a new object "
                             "for new data",
-                            id, rec_str(rec, "state"));
+                            id, util_json_str(rec, "state"));
         goto out;
     }
     /* Written under the lock: a delete cannot slip between the state
@@ -472,7 +467,7 @@ static void handle_complete(struct engine *eng, const struct http_request *req, 
     rec = lock_record(dir, id, resp);
     if (rec == NULL)
         goto out;
-    if (strcmp(rec_str(rec, "state"), "UPLOADING") == 0) {
+    if (strcmp(util_json_str(rec, "state"), "UPLOADING") == 0) {
         snprintf(path, sizeof(path), "%s/%s.data", dir, id);
         if (stat(path, &st) != 0) {
             pthread_mutex_unlock(&objects_lock);
@@ -537,12 +532,12 @@ static void handle_download_url(struct engine *eng, const char *id,
         not_found(resp, id);
         goto out;
     }
-    if (strcmp(rec_str(rec, "state"), "READ_ONLY") != 0) {
+    if (strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
         http_response_error(resp, 400,
                             "object %s is %s: complete its upload (POST "
                             "/v1/objects/%s/complete) "
                             "before downloading it",
-                            id, rec_str(rec, "state"), id);
+                            id, util_json_str(rec, "state"), id);
         goto out;
     }
     url = signed_url(eng, req, "GET", id, "content", seconds);
@@ -570,8 +565,9 @@ int objects_open(struct engine *eng, const char *id, char *err, size_t errlen)
     rec = load_locked(dir, id);
     if (rec == NULL) {
         snprintf(err, errlen, "object %s not found (deleted or expired)", id);
-    } else if (strcmp(rec_str(rec, "state"), "READ_ONLY") != 0) {
-        snprintf(err, errlen, "object %s is %s, not READ_ONLY", id, rec_str(rec, "state"));
+    } else if (strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
+        snprintf(err, errlen, "object %s is %s, not READ_ONLY", id,
+                 util_json_str(rec, "state"));
     } else {
         snprintf(path, sizeof(path), "%s/%s.data", dir, id);
         /* Opened under the lock: a delete after this leaves the fd valid. */
@@ -606,14 +602,14 @@ static int list_match(const cJSON *rec, const struct http_request *req)
     const char *state = http_request_query(req, "state");
     const char *search = http_request_query(req, "search");
 
-    if (name != NULL && strcmp(name, rec_str(rec, "name")) != 0)
+    if (name != NULL && strcmp(name, util_json_str(rec, "name")) != 0)
         return 0;
-    if (ct != NULL && strcmp(ct, rec_str(rec, "content_type")) != 0)
+    if (ct != NULL && strcmp(ct, util_json_str(rec, "content_type")) != 0)
         return 0;
-    if (state != NULL && strcmp(state, rec_str(rec, "state")) != 0)
+    if (state != NULL && strcmp(state, util_json_str(rec, "state")) != 0)
         return 0;
-    if (search != NULL && strstr(rec_str(rec, "name"), search) == NULL &&
-        strstr(rec_str(rec, "id"), search) == NULL)
+    if (search != NULL && strstr(util_json_str(rec, "name"), search) == NULL &&
+        strstr(util_json_str(rec, "id"), search) == NULL)
         return 0;
     return 1;
 }
@@ -769,8 +765,8 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
     int i = 0;
 
     cJSON_ArrayForEach(it, mounts) {
-        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "type"));
-        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "object_id"));
+        const char *type = util_json_str(it, "type");
+        const char *id = util_json_str(it, "object_id");
         cJSON *rec = NULL;
         cJSON *m = NULL;
 
@@ -778,7 +774,8 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         if (type == NULL || strcmp(type, "object_mount") != 0)
             continue;
         rec = load(dir, id);
-        if (rec == NULL || strcmp(rec_str(rec, "state"), "READ_ONLY") != 0) {
+        if (rec == NULL ||
+            strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
             snprintf(err, errlen,
                      rec == NULL ? "mounts[%d].object_id %s: no such object (list them with GET "
                                    "/v1/objects)"
@@ -793,7 +790,8 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         cJSON_AddStringToObject(m, "object_id", id);
         cJSON_AddItemToObject(m, "object_path",
                               cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(it, "object_path"), 0));
-        cJSON_AddStringToObject(m, "content_type", rec_str(rec, "content_type"));
+        cJSON_AddStringToObject(m, "content_type",
+                                util_json_str(rec, "content_type"));
         cJSON_AddItemToArray(out, m);
         cJSON_Delete(rec);
     }

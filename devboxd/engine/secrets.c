@@ -92,8 +92,7 @@ static cJSON *load_all_locked(struct engine *eng)
         const cJSON *rec = cJSON_GetArrayItem(all, i);
 
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "value")) ||
-            !secrets_name_valid(cJSON_GetStringValue(
-                cJSON_GetObjectItemCaseSensitive(rec, "name"))))
+            !secrets_name_valid(util_json_str(rec, "name")))
             cJSON_DeleteItemFromArray(all, i);
     }
     free(dir);
@@ -167,9 +166,7 @@ char *secrets_value(struct engine *eng, const char *name_or_id, char *id_out)
         return NULL;
     value = strdup(cJSON_GetObjectItemCaseSensitive(rec, "value")->valuestring);
     if (id_out != NULL)
-        snprintf(
-            id_out, 40, "%s",
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id")));
+        snprintf(id_out, 40, "%s", util_json_str(rec, "id"));
     scrub_delete(rec);
     return value;
 }

@@ -86,9 +86,7 @@ static int by_create_time_desc(const void *a, const void *b)
 
     if (ta != tb)
         return ta < tb ? 1 : -1;
-    return strcmp(
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ra, "id")),
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rb, "id")));
+    return strcmp(util_json_str(ra, "id"), util_json_str(rb, "id"));
 }
 
 /* The parsed record in path, or NULL; the text read is wiped. */

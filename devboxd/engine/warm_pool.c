@@ -63,8 +63,7 @@ static int is_plain(const cJSON *spec)
 {
     const cJSON *lp =
         cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    const char *image =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "_image"));
+    const char *image = util_json_str(spec, "_image");
     struct sb_limits mine, plain;
     double cpus, mem, disk;
 

@@ -217,12 +217,9 @@ static struct curl_slist *auth_headers(struct curl_slist *list,
                                        const cJSON *srv)
 {
     const cJSON *auth = cJSON_GetObjectItemCaseSensitive(srv, "auth_mechanism");
-    const char *type =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(auth, "type"));
-    const char *key =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(auth, "key"));
-    const char *cred = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(srv, "credential"));
+    const char *type = util_json_str(auth, "type");
+    const char *key = util_json_str(auth, "key");
+    const char *cred = util_json_str(srv, "credential");
     const cJSON *h = NULL;
     char *v = NULL;
 
@@ -243,10 +240,8 @@ static struct curl_slist *auth_headers(struct curl_slist *list,
     }
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(srv, "headers"))
     {
-        list = add_header(
-            list,
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "name")),
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "value")));
+        list = add_header(list, util_json_str(h, "name"),
+                          util_json_str(h, "value"));
     }
     return list;
 }
@@ -277,9 +272,7 @@ static void forward(struct MHD_Connection *c, const cJSON *srv,
     if (strcmp(method, "POST") == 0)
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     hdrs = auth_headers(hdrs, srv);
-    curl_easy_setopt(curl, CURLOPT_URL,
-                     cJSON_GetStringValue(
-                         cJSON_GetObjectItemCaseSensitive(srv, "endpoint")));
+    curl_easy_setopt(curl, CURLOPT_URL, util_json_str(srv, "endpoint"));
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, HUB_CONNECT_TIMEOUT_S);
@@ -325,8 +318,7 @@ static int filter_message(cJSON *msg, const cJSON *allowed)
         return 0;
     for (i = cJSON_GetArraySize(tools) - 1; i >= 0; i--) {
         const cJSON *t = cJSON_GetArrayItem(tools, i);
-        const char *name =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+        const char *name = util_json_str(t, "name");
 
         if (name == NULL || !mcpcfg_tool_allowed(allowed, name)) {
             cJSON_DeleteItemFromArray(tools, i);
@@ -452,8 +444,7 @@ static const cJSON *server_of(struct hub *hub, struct MHD_Connection *c)
     h += 7;
     cJSON_ArrayForEach(srv, hub->servers)
     {
-        const char *tok = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(srv, "token"));
+        const char *tok = util_json_str(srv, "token");
 
         /* Every server is compared: the time does not say which matched. */
         if (util_secret_equal(h, tok))
@@ -469,8 +460,7 @@ static int check_post(struct MHD_Connection *c, const cJSON *srv,
 {
     const cJSON *allowed =
         cJSON_GetObjectItemCaseSensitive(srv, "allowed_tools");
-    const char *method =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
+    const char *method = util_json_str(msg, "method");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const char *tool = NULL;
     char text[512];
@@ -493,12 +483,10 @@ static int check_post(struct MHD_Connection *c, const cJSON *srv,
         cJSON_GetObjectItemCaseSensitive(msg, "params"), "name"));
     if (tool != NULL && mcpcfg_tool_allowed(allowed, tool))
         return 0;
-    snprintf(
-        text, sizeof(text),
-        "tool \"%.200s\" is not allowed by MCP config %s "
-        "(allowed_tools)",
-        tool != NULL ? tool : "",
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(srv, "name")));
+    snprintf(text, sizeof(text),
+             "tool \"%.200s\" is not allowed by MCP config %s "
+             "(allowed_tools)",
+             tool != NULL ? tool : "", util_json_str(srv, "name"));
     *ret = rpc_error(c, 200, id, -32602, text);
     return 1;
 }
@@ -544,10 +532,9 @@ static enum MHD_Result serve(struct hub *hub, struct MHD_Connection *c,
     }
     forward(c, srv, method, in, &u, &status, err, sizeof(err));
     if (status == 0) {
-        snprintf(
-            text, sizeof(text), "MCP server of config %s is unreachable: %s",
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(srv, "name")),
-            err);
+        snprintf(text, sizeof(text),
+                 "MCP server of config %s is unreachable: %s",
+                 util_json_str(srv, "name"), err);
         ret = rpc_error(c, 502, cJSON_GetObjectItemCaseSensitive(msg, "id"),
                         -32603, text);
         goto out;

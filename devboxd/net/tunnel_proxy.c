@@ -417,8 +417,8 @@ static int lookup_locked(struct engine *eng, const char *key, struct target *t)
 
         if (!cJSON_IsString(k) || strcmp(k->valuestring, key) != 0)
             continue;
-        mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "auth_mode"));
-        tok = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "auth_token"));
+        mode = util_json_str(b->tunnel, "auth_mode");
+        tok = util_json_str(b->tunnel, "auth_token");
         t->box = b;
         t->authenticated = mode != NULL && strcmp(mode, "authenticated") == 0;
         snprintf(t->token, sizeof(t->token), "%s", tok != NULL ? tok : "");

@@ -128,7 +128,7 @@ list_page(struct http_response *resp, const struct http_request *req,
         }
         if (k == 0)
             continue;
-        ids[n] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+        ids[n] = util_json_str(it, "id");
         items[n++] = it;
     }
     api_list_reply(resp, key, ids, items, n, lenient && n == 0 ? NULL : after,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mcp_configs.h"
+#include "util.h"
 
 #define ERRLEN 512
 
@@ -14,10 +15,8 @@ static int list_match(const cJSON *rec, const struct http_request *req)
     const char *id = http_request_query(req, "id");
     const char *name = http_request_query(req, "name");
     const char *search = http_request_query(req, "search");
-    const char *rid =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "id"));
-    const char *rname =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "name"));
+    const char *rid = util_json_str(rec, "id");
+    const char *rname = util_json_str(rec, "name");
 
     if (id != NULL && id[0] != '\0' && strcmp(rid, id) != 0)
         return 0;

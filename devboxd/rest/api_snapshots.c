@@ -10,6 +10,7 @@
 
 #include "disk_snapshots.h"
 #include "layers.h"
+#include "util.h"
 
 #define ERRLEN 512
 
@@ -61,8 +62,7 @@ static int metadata_matches(const struct http_request *req, const cJSON *rec,
         }
         memcpy(key, name + 9, klen);
         key[klen] = '\0';
-        have =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, key));
+        have = util_json_str(meta, key);
         if (have == NULL)
             return 0;
         if (is_in ? !in_csv(req->query[i].value, have)

@@ -178,14 +178,10 @@ static cJSON *claim_json(const struct idem_claim *c)
 static struct idem_claim *claim_from_json(const cJSON *o)
 {
     struct idem_claim *c = NULL;
-    const char *id =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
-    const char *rh = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(o, "request_hash"));
-    const char *ct = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(o, "content_type"));
-    const char *body =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "body"));
+    const char *id = util_json_str(o, "id");
+    const char *rh = util_json_str(o, "request_hash");
+    const char *ct = util_json_str(o, "content_type");
+    const char *body = util_json_str(o, "body");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time_ms");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "status");
 
