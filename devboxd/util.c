@@ -302,6 +302,19 @@ static int rmtree_step(DIR *d, int *child)
  * allows, and a symlink in them is removed, never followed. One directory
  * fd is open at a time: after a subdirectory is emptied we climb back
  * through ".." and re-read the parent, whose done entries are gone. */
+cJSON *util_read_json(const char *path, size_t max)
+{
+    char *text = util_read_file(path, max, NULL);
+    cJSON *doc = NULL;
+
+    if (text == NULL)
+        return NULL;
+    doc = cJSON_Parse(text);
+    explicit_bzero(text, strlen(text));
+    free(text);
+    return doc;
+}
+
 int util_rmtree(const char *path)
 {
     struct stat st;

@@ -37,6 +37,9 @@ int util_write_error(void);
 void util_write_error_reset(void);
 /* Reads a whole (small) file; NUL-terminated. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
+/* The JSON document in path, or NULL when it is missing, over max bytes or
+ * does not parse.  The text read is wiped: a record may hold a secret. */
+cJSON *util_read_json(const char *path, size_t max);
 int util_rmtree(const char *path);
 /* Starts fn(arg) on a detached thread with a stack of stack_size bytes
  * (0: the default): 0, or pthread_create's error. */

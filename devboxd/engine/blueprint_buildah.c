@@ -720,15 +720,6 @@ static int follow(struct bb_job *j, struct child *c, struct sb_cgroup *cg,
 
 /* ------------------------------------------------------------- results */
 
-static cJSON *read_json(const char *path)
-{
-    char *text = util_read_file(path, 64u << 20, NULL);
-    cJSON *j = text != NULL ? cJSON_Parse(text) : NULL;
-
-    free(text);
-    return j;
-}
-
 /* The top layer of the image named name in the store at root. */
 static char *top_layer(const char *root, const char *name)
 {
@@ -739,7 +730,7 @@ static char *top_layer(const char *root, const char *name)
 
     if (asprintf(&path, "%s/overlay-images/images.json", root) < 0)
         return NULL;
-    images = read_json(path);
+    images = util_read_json(path, 64u << 20);
     cJSON_ArrayForEach(im, images)
     {
         const cJSON *n = NULL;
@@ -821,7 +812,7 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
     base = top_layer(root, from);
     if (base == NULL)
         base = top_layer(shared, from);
-    layers = read_json(path);
+    layers = util_read_json(path, 64u << 20);
     if (top == NULL || base == NULL || layers == NULL) {
         snprintf(err, errlen, "cannot find the built image's layers in %s",
                  root);

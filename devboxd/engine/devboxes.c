@@ -1329,13 +1329,9 @@ static struct execution *exec_load(struct engine *eng, struct devbox *box,
                                    const char *path)
 {
     struct execution *ex = NULL;
-    cJSON *rec = NULL;
-    char *text = NULL;
+    cJSON *rec = util_read_json(path, 1 << 20);
     const cJSON *it = NULL;
 
-    text = util_read_file(path, 1 << 20, NULL);
-    rec = text != NULL ? cJSON_Parse(text) : NULL;
-    free(text);
     if (rec == NULL)
         return NULL;
     ex = calloc(1, sizeof(*ex));
@@ -1425,13 +1421,9 @@ static void load_execs(struct engine *eng, struct devbox *box)
 static struct devbox *box_load(struct engine *eng, const char *path)
 {
     struct devbox *box = NULL;
-    cJSON *rec = NULL;
-    char *text = NULL;
+    cJSON *rec = util_read_json(path, 16 << 20);
     const cJSON *it = NULL;
 
-    text = util_read_file(path, 16 << 20, NULL);
-    rec = text != NULL ? cJSON_Parse(text) : NULL;
-    free(text);
     if (rec == NULL) {
         fprintf(stderr, "devboxd: skipping unreadable record %s\n", path);
         return NULL;

@@ -89,20 +89,6 @@ static int by_create_time_desc(const void *a, const void *b)
     return strcmp(util_json_str(ra, "id"), util_json_str(rb, "id"));
 }
 
-/* The parsed record in path, or NULL; the text read is wiped. */
-static cJSON *read_record(const char *path, size_t max_bytes)
-{
-    char *text = util_read_file(path, max_bytes, NULL);
-    cJSON *rec = NULL;
-
-    if (text == NULL)
-        return NULL;
-    rec = cJSON_Parse(text);
-    explicit_bzero(text, strlen(text)); /* may hold a secret value */
-    free(text);
-    return rec;
-}
-
 cJSON *store_load(const char *dir, const char *name, size_t max_bytes)
 {
     char path[4200];
@@ -110,7 +96,7 @@ cJSON *store_load(const char *dir, const char *name, size_t max_bytes)
     if (dir == NULL)
         return NULL;
     snprintf(path, sizeof(path), "%s/%s.json", dir, name);
-    return read_record(path, max_bytes);
+    return util_read_json(path, max_bytes);
 }
 
 /* Appends the record in dir/file when it parses with a string id. */
@@ -121,7 +107,7 @@ static int load_one(const char *dir, const char *file, size_t max_bytes,
     cJSON *rec = NULL;
 
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    rec = read_record(path, max_bytes);
+    rec = util_read_json(path, max_bytes);
     if (rec == NULL ||
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id"))) {
         cJSON_Delete(rec);

@@ -233,13 +233,11 @@ static void insert_sorted_locked(struct idem_store *st, struct idem_claim *c)
 static void load_one(struct idem_store *st, const char *name, int64_t now)
 {
     char path[4200];
-    char *text = NULL;
     cJSON *o = NULL;
     struct idem_claim *c = NULL;
 
     snprintf(path, sizeof(path), "%s/%s", st->dir, name);
-    text = util_read_file(path, IDEM_MAX_BYTES + 65536, NULL);
-    o = text != NULL ? cJSON_Parse(text) : NULL;
+    o = util_read_json(path, IDEM_MAX_BYTES + 65536);
     c = o != NULL ? claim_from_json(o) : NULL;
     if (c == NULL || c->time_ms < now - IDEM_WINDOW_MS) {
         unlink(path); /* expired, or a torn leftover */
@@ -248,7 +246,6 @@ static void load_one(struct idem_store *st, const char *name, int64_t now)
         insert_sorted_locked(st, c);
     }
     cJSON_Delete(o);
-    free(text);
 }
 
 static void load_all(struct idem_store *st)
