@@ -253,34 +253,38 @@ void sb_cg_remove(struct sb_cgroup *cg)
     }
 }
 
-uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *file)
+/* The number after key (NULL: at the start) in the cgroup file of
+ * controller c; 0 when either is missing. */
+static uint64_t read_counter(const struct sb_cgroup *cg, enum sb_ctl c,
+                             const char *file, const char *key)
 {
     char path[4096];
-    char buf[64];
+    char buf[512];
+    const char *p = buf;
 
     if (cg->path[c] == NULL)
         return 0;
     snprintf(path, sizeof(path), "%s/%s", cg->path[c], file);
     if (sb_read_small(path, buf, sizeof(buf)) <= 0)
         return 0;
-    return strtoull(buf, NULL, 10);
+    if (key != NULL) {
+        p = strstr(buf, key);
+        if (p == NULL)
+            return 0;
+        p += strlen(key);
+    }
+    return strtoull(p, NULL, 10);
+}
+
+uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c,
+                        const char *file)
+{
+    return read_counter(cg, c, file, NULL);
 }
 
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg)
 {
-    char path[4096];
-    char buf[512];
-    const char *p;
-
-    if (cg->path[SB_CG_MEMORY] == NULL)
-        return 0;
-    snprintf(path, sizeof(path), "%s/memory.oom_control", cg->path[SB_CG_MEMORY]);
-    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
-        return 0;
-    p = strstr(buf, "oom_kill ");
-    if (p == NULL)
-        return 0;
-    return strtoull(p + strlen("oom_kill "), NULL, 10);
+    return read_counter(cg, SB_CG_MEMORY, "memory.oom_control", "oom_kill ");
 }
 
 int sb_cg_pids_current(const struct sb_cgroup *cg)
@@ -290,17 +294,7 @@ int sb_cg_pids_current(const struct sb_cgroup *cg)
 
 uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg)
 {
-    char path[4096];
-    char buf[128];
-    const char *p;
-
-    if (cg->path[SB_CG_PIDS] == NULL)
-        return 0;
-    snprintf(path, sizeof(path), "%s/pids.events", cg->path[SB_CG_PIDS]);
-    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
-        return 0;
-    p = strstr(buf, "max ");
-    return p != NULL ? strtoull(p + 4, NULL, 10) : 0;
+    return read_counter(cg, SB_CG_PIDS, "pids.events", "max ");
 }
 
 void sb_cg_remove_parents(void)
