@@ -266,6 +266,24 @@ static void write_error(struct http_response *resp, const char *path, int rc)
         open_error(resp, path, rc);
 }
 
+/* The devbox's file named by body's field, opened for reading: the fd, or
+ * -1 once resp says why not.  *path gets the name. */
+static int open_for_read(struct devbox *box, const cJSON *body,
+                         const char *field, const char *const *fields,
+                         struct http_response *resp, const char **path)
+{
+    int fd;
+
+    if (get_path(body, field, fields, resp, path) != 0)
+        return -1;
+    fd = open_regular(box, *path, O_RDONLY, 0);
+    if (fd < 0) {
+        open_error(resp, *path, fd);
+        return -1;
+    }
+    return fd;
+}
+
 void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
                          struct http_response *resp)
 {
@@ -277,13 +295,9 @@ void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *bo
     int fd;
 
     (void)eng;
-    if (get_path(body, "file_path", fields, resp, &path) != 0)
+    fd = open_for_read(box, body, "file_path", fields, resp, &path);
+    if (fd < 0)
         return;
-    fd = open_regular(box, path, O_RDONLY, 0);
-    if (fd < 0) {
-        open_error(resp, path, fd);
-        return;
-    }
     if (fstat(fd, &st) != 0) {
         http_response_error(resp, 500, "cannot stat '%s': %s", path,
                             strerror(errno));
@@ -409,14 +423,9 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
     int fd;
 
     (void)eng;
-    if (get_path(body, "path", fields, resp, &path) != 0)
-        return;
-    fd = open_regular(box, path, O_RDONLY, 0);
-    if (fd < 0) {
-        open_error(resp, path, fd);
-        return;
-    }
-    files_stream_fd(resp, fd);
+    fd = open_for_read(box, body, "path", fields, resp, &path);
+    if (fd >= 0)
+        files_stream_fd(resp, fd);
 }
 
 void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
