@@ -1604,6 +1604,15 @@ void api_with_body(struct engine *eng, const struct api_call *call,
     cJSON_Delete(body);
 }
 
+void api_with_id(struct engine *eng, const struct api_call *call, api_id_fn fn)
+{
+    cJSON *view = NULL;
+    char err[ERRLEN] = "";
+    int status = fn(eng, call->id, &view, err, sizeof(err));
+
+    api_reply(call->resp, status, view, err);
+}
+
 cJSON *api_view_copy(const void *item)
 {
     return cJSON_Duplicate(item, 1);

@@ -39,6 +39,12 @@ typedef int (*api_body_fn)(struct engine *eng, const struct api_call *call,
 /* Parses the request's body, runs fn on it and answers (api_reply). */
 void api_with_body(struct engine *eng, const struct api_call *call,
                    api_body_fn fn);
+/* An engine call on the {id} of the path: 0 or an HTTP status with err,
+ * *view the answer. */
+typedef int (*api_id_fn)(struct engine *eng, const char *id, cJSON **view,
+                         char *err, size_t errlen);
+/* Runs fn on the call's id and answers (api_reply). */
+void api_with_id(struct engine *eng, const struct api_call *call, api_id_fn fn);
 /* An api_view_fn for records that are views already: a copy. */
 cJSON *api_view_copy(const void *item);
 

@@ -86,11 +86,7 @@ void api_blueprints_list_public(struct engine *eng, const struct api_call *call)
 
 void api_blueprints_get(struct engine *eng, const struct api_call *call)
 {
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status = blueprints_get(eng, call->id, &view, err, sizeof(err));
-
-    api_reply(call->resp, status, view, err);
+    api_with_id(eng, call, blueprints_get);
 }
 
 void api_blueprints_delete(struct engine *eng, const struct api_call *call)

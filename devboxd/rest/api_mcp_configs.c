@@ -43,20 +43,12 @@ void api_mcp_configs_list(struct engine *eng, const struct api_call *call)
 
 void api_mcp_configs_get(struct engine *eng, const struct api_call *call)
 {
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status = mcpcfg_get(eng, call->id, &view, err, sizeof(err));
-
-    api_reply(call->resp, status, view, err);
+    api_with_id(eng, call, mcpcfg_get);
 }
 
 void api_mcp_configs_delete(struct engine *eng, const struct api_call *call)
 {
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status = mcpcfg_delete(eng, call->id, &view, err, sizeof(err));
-
-    api_reply(call->resp, status, view, err);
+    api_with_id(eng, call, mcpcfg_delete);
 }
 
 static int write_config(struct engine *eng, const struct api_call *call,

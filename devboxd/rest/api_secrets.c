@@ -41,11 +41,7 @@ void api_secrets_create(struct engine *eng, const struct api_call *call)
 
 void api_secrets_get(struct engine *eng, const struct api_call *call)
 {
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status = secrets_get(eng, call->id, &view, err, sizeof(err));
-
-    api_reply(call->resp, status, view, err);
+    api_with_id(eng, call, secrets_get);
 }
 
 void api_secrets_update(struct engine *eng, const struct api_call *call)
@@ -62,9 +58,5 @@ void api_secrets_update(struct engine *eng, const struct api_call *call)
 
 void api_secrets_delete(struct engine *eng, const struct api_call *call)
 {
-    cJSON *view = NULL;
-    char err[ERRLEN] = "";
-    int status = secrets_delete(eng, call->id, &view, err, sizeof(err));
-
-    api_reply(call->resp, status, view, err);
+    api_with_id(eng, call, secrets_delete);
 }

@@ -159,9 +159,5 @@ void api_snapshots_delete(struct engine *eng, const struct api_call *call)
 
 void api_snapshots_status(struct engine *eng, const struct api_call *call)
 {
-    cJSON *out = NULL;
-    char err[ERRLEN] = "";
-    int status = snapshots_status(eng, call->id, &out, err, sizeof(err));
-
-    api_reply(call->resp, status, out, err);
+    api_with_id(eng, call, snapshots_status);
 }
