@@ -654,8 +654,9 @@ static void child_attach_root(int mntfd, int errfd)
 }
 
 /* Runs between fork and exec: async-signal-safe calls only. */
-static void launcher_child(const struct launch *l)
+static void launcher_child(const void *arg)
 {
+    const struct launch *l = arg;
     int fd;
     int i;
     int hi[7];
@@ -1049,10 +1050,12 @@ static int open_launch_io(struct launch_io *io, bool passcred, char *err, size_t
     return 0;
 }
 
-/* fork for a launcher: 0 in the child, which goes on to exec; in devboxd
- * the launcher's pid, with sb holding the master and the stderr pipe and
- * the child's ends closed; or -errno. */
-static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io, char *err, size_t errlen)
+/* fork for a launcher: the child runs child(arg), which goes on to exec;
+ * devboxd gets the launcher's pid, with sb holding the master and the
+ * stderr pipe and the child's ends closed; or -errno. */
+static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
+                           void (*child)(const void *arg), const void *arg,
+                           char *err, size_t errlen)
 {
     pid_t pid = fork();
 
@@ -1063,7 +1066,8 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io, char *err, 
         if (io->pin_cpus &&
             sched_setaffinity(0, sizeof(io->cpus), &io->cpus) != 0)
             child_fail(io->errp[1], "sched_setaffinity");
-        return 0;
+        child(arg);
+        _exit(127); /* child execs or exits */
     }
     sb->launcher_pid = pid;
     sb->launcher_pidfd = pidfd_open(pid, 0);
@@ -1120,9 +1124,7 @@ static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, siz
     l.block_r = block[0];
     l.uid = sb->uid;
     fill_rlimits(&l, &spec->limits);
-    pid = fork_launcher(sb, &l.io, err, errlen);
-    if (pid == 0)
-        launcher_child(&l);
+    pid = fork_launcher(sb, &l.io, launcher_child, &l, err, errlen);
     if (pid < 0) {
         rc = (int)pid;
         goto out;
@@ -1254,8 +1256,9 @@ struct oci_launch {
 /* Runs between fork and exec: async-signal-safe calls only.  The overlay
  * is attached in a mount namespace of this launcher's own, where runc
  * finds it as the bundle's root. */
-static void oci_child(const struct oci_launch *l)
+static void oci_child(const void *arg)
 {
+    const struct oci_launch *l = arg;
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     int hi[4];
     int i;
@@ -1378,9 +1381,7 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
     }
     l.argv = av.v;
     l.mntfd = sb->rootfd;
-    pid = fork_launcher(sb, &l.io, err, errlen);
-    if (pid == 0)
-        oci_child(&l);
+    pid = fork_launcher(sb, &l.io, oci_child, &l, err, errlen);
     if (pid < 0) {
         rc = (int)pid;
         goto out;
