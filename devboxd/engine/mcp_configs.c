@@ -550,17 +550,14 @@ out:
 int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
                   size_t errlen)
 {
-    char *dir = NULL;
     cJSON *all = NULL;
     cJSON *rec = NULL;
-    char file[64];
     int status;
 
     *view = NULL;
     status = mcpcfg_check_id(id, err, errlen);
     if (status != 0)
         return status;
-    dir = store_dir(eng, "mcp-configs");
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
     rec = find_in(all, id, NULL);
@@ -568,14 +565,11 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
         status = not_found(id, err, errlen);
         goto out;
     }
-    snprintf(file, sizeof(file), "%s.json", id);
-    status =
-        store_result(dir != NULL ? store_remove(dir, file) : -1, cfg_view, rec,
-                     view, err, errlen, "cannot delete MCP config %s", id);
+    status = store_result(store_delete(eng, "mcp-configs", id), cfg_view, rec,
+                          view, err, errlen, "cannot delete MCP config %s", id);
 out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
-    free(dir);
     return status;
 }
 

@@ -319,8 +319,6 @@ static int not_found(const char *name, char *err, size_t errlen)
 int secrets_delete(struct engine *eng, const char *name, cJSON **view,
                    char *err, size_t errlen)
 {
-    char *dir = NULL;
-    char file[SECRET_NAME_MAX + 8];
     cJSON *rec = NULL;
     int status;
 
@@ -328,21 +326,17 @@ int secrets_delete(struct engine *eng, const char *name, cJSON **view,
     status = secrets_check_name(name, err, errlen);
     if (status != 0)
         return status;
-    dir = store_dir(eng, "secrets");
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
         status = not_found(name, err, errlen);
         goto out;
     }
-    snprintf(file, sizeof(file), "%s.json", name);
-    status =
-        store_result(dir != NULL ? store_remove(dir, file) : -1, secret_view,
-                     rec, view, err, errlen, "cannot delete secret %s", name);
+    status = store_result(store_delete(eng, "secrets", name), secret_view, rec,
+                          view, err, errlen, "cannot delete secret %s", name);
 out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
-    free(dir);
     return status;
 }
 

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,29 @@ int store_remove(const char *dir, const char *file)
     if (unlink(path) != 0 && errno != ENOENT)
         return -1;
     return fsync_dir(dir);
+}
+
+int store_delete(struct engine *eng, const char *kind, const char *name)
+{
+    char *dir = NULL;
+    char file[NAME_MAX + 1];
+    int saved;
+    int rc;
+
+    if ((size_t)snprintf(file, sizeof(file), "%s.json", name) >= sizeof(file)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    dir = store_dir(eng, kind);
+    if (dir == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    rc = store_remove(dir, file);
+    saved = errno;
+    free(dir);
+    errno = saved;
+    return rc;
 }
 
 static int by_create_time_desc(const void *a, const void *b)

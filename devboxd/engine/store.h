@@ -30,6 +30,9 @@ cJSON *store_load(const char *dir, const char *name, size_t max_bytes);
 cJSON *store_load_all(const char *dir, size_t max_bytes);
 /* Removes dir/file and fsyncs dir. */
 int store_remove(const char *dir, const char *file);
+/* Removes the record "<state>/<kind>/<name>.json" (name already checked):
+ * 0 or -1 with errno. */
+int store_delete(struct engine *eng, const char *kind, const char *name);
 /* The end of a store call on rec that returned rc (errno set on failure):
  * 0 with view(rec) in *out, or 500 with err: fmt's words, then errno's. */
 int store_result(int rc, cJSON *(*view)(const void *), const cJSON *rec,
