@@ -1632,11 +1632,10 @@ static const char *get_failure(struct sandbox *sb)
     return why;
 }
 
-int sandbox_check(struct sandbox *sb)
+/* Locks sb when it is live: 0 with sb->lock held, or -ESRCH (NULL or
+ * stopped) without it. */
+static int lock_live(struct sandbox *sb)
 {
-    struct pollfd p;
-    int rc = 0;
-
     if (sb == NULL)
         return -ESRCH;
     pthread_mutex_lock(&sb->lock);
@@ -1644,6 +1643,16 @@ int sandbox_check(struct sandbox *sb)
         pthread_mutex_unlock(&sb->lock);
         return -ESRCH;
     }
+    return 0;
+}
+
+int sandbox_check(struct sandbox *sb)
+{
+    struct pollfd p;
+    int rc = 0;
+
+    if (lock_live(sb) != 0)
+        return -ESRCH;
     if (sb->failure == NULL && sb_cg_oom_kills(&sb->cg) > sb->oom_base)
         sb->failure = "out_of_memory";
     p.fd = sb->init_pidfd;
@@ -1676,13 +1685,8 @@ uid_t sandbox_host_uid(const struct sandbox *sb)
 int sandbox_oom_kills(struct sandbox *sb, uint64_t *kills)
 {
     *kills = 0;
-    if (sb == NULL)
+    if (lock_live(sb) != 0)
         return -ESRCH;
-    pthread_mutex_lock(&sb->lock);
-    if (sb->stopped) {
-        pthread_mutex_unlock(&sb->lock);
-        return -ESRCH;
-    }
     *kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
     pthread_mutex_unlock(&sb->lock);
     return 0;
@@ -1691,13 +1695,8 @@ int sandbox_oom_kills(struct sandbox *sb, uint64_t *kills)
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (sb == NULL)
+    if (lock_live(sb) != 0)
         return -ESRCH;
-    pthread_mutex_lock(&sb->lock);
-    if (sb->stopped) {
-        pthread_mutex_unlock(&sb->lock);
-        return -ESRCH;
-    }
     u->memory_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
     u->memory_peak_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
     u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
