@@ -109,17 +109,31 @@ static int token_char(char c)
            (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+static int name_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+/* 1 when s is 1 to max characters that ok allows. */
+static int all_chars(const char *s, size_t max, int (*ok)(char c))
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0' && i < max; i++) {
+        if (!ok(s[i]))
+            return 0;
+    }
+    return i > 0 && s[i] == '\0';
+}
+
 /* 0 when name is an HTTP header token the hub may send; else a message. */
 static int check_header_name(const char *name, const char *where, char *err,
                              size_t errlen)
 {
     size_t i;
 
-    for (i = 0; name[i] != '\0' && i < 128; i++) {
-        if (!token_char(name[i]))
-            break;
-    }
-    if (name[0] == '\0' || name[i] != '\0') {
+    if (!all_chars(name, 128, token_char)) {
         snprintf(err, errlen,
                  "%s \"%.100s\" is not a valid HTTP header name (1 to 128 "
                  "letters, digits and !#$%%&'*+-.^_`|~)",
@@ -360,16 +374,7 @@ fail:
 
 static int check_name(const char *name, char *err, size_t errlen)
 {
-    size_t i;
-
-    for (i = 0; name[i] != '\0' && i < NAME_MAX_LEN; i++) {
-        char c = name[i];
-
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
-            break;
-    }
-    if (name[0] == '\0' || name[i] != '\0') {
+    if (!all_chars(name, NAME_MAX_LEN, name_char)) {
         snprintf(err, errlen,
                  "'name' \"%.140s\" is not valid: use 1 to %d letters, digits, "
                  "'-', '_' and '.', e.g. github-readonly",
