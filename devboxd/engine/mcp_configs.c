@@ -552,6 +552,30 @@ out:
     return status;
 }
 
+/* The record of config id with the lock held and *all (the caller's) the
+ * list it is in, or NULL with *status and err (the id is not valid or no
+ * config has it) without the lock. */
+static cJSON *lock_find(struct engine *eng, const char *id, cJSON **all,
+                        int *status, char *err, size_t errlen)
+{
+    cJSON *rec = NULL;
+
+    *all = NULL;
+    *status = mcpcfg_check_id(id, err, errlen);
+    if (*status != 0)
+        return NULL;
+    pthread_mutex_lock(&cfg_lock);
+    *all = load_all_locked(eng);
+    rec = find_in(*all, id, NULL);
+    if (rec == NULL) {
+        pthread_mutex_unlock(&cfg_lock);
+        cJSON_Delete(*all);
+        *all = NULL;
+        *status = not_found(id, err, errlen);
+    }
+    return rec;
+}
+
 int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
                   size_t errlen)
 {
@@ -560,19 +584,11 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
     int status;
 
     *view = NULL;
-    status = mcpcfg_check_id(id, err, errlen);
-    if (status != 0)
+    rec = lock_find(eng, id, &all, &status, err, errlen);
+    if (rec == NULL)
         return status;
-    pthread_mutex_lock(&cfg_lock);
-    all = load_all_locked(eng);
-    rec = find_in(all, id, NULL);
-    if (rec == NULL) {
-        status = not_found(id, err, errlen);
-        goto out;
-    }
     status = store_result(store_delete(eng, "mcp-configs", id), cfg_view, rec,
                           view, err, errlen, "cannot delete MCP config %s", id);
-out:
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
     return status;
@@ -586,19 +602,13 @@ int mcpcfg_get(struct engine *eng, const char *id, cJSON **view, char *err,
     int status;
 
     *view = NULL;
-    status = mcpcfg_check_id(id, err, errlen);
-    if (status != 0)
-        return status;
-    pthread_mutex_lock(&cfg_lock);
-    all = load_all_locked(eng);
-    pthread_mutex_unlock(&cfg_lock);
-    rec = find_in(all, id, NULL);
+    rec = lock_find(eng, id, &all, &status, err, errlen);
     if (rec == NULL)
-        status = not_found(id, err, errlen);
-    else
-        *view = cfg_view(rec);
+        return status;
+    pthread_mutex_unlock(&cfg_lock);
+    *view = cfg_view(rec);
     cJSON_Delete(all);
-    return status;
+    return 0;
 }
 
 cJSON *mcpcfg_list(struct engine *eng)

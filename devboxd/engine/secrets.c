@@ -316,6 +316,25 @@ static int not_found(const char *name, char *err, size_t errlen)
     return 404;
 }
 
+/* The record of secret name with the lock held, or NULL with *status and
+ * err (the name is not valid or no secret has it) without the lock. */
+static cJSON *lock_record(struct engine *eng, const char *name, int *status,
+                          char *err, size_t errlen)
+{
+    cJSON *rec = NULL;
+
+    *status = secrets_check_name(name, err, errlen);
+    if (*status != 0)
+        return NULL;
+    pthread_mutex_lock(&secrets_lock);
+    rec = load_locked(eng, name);
+    if (rec == NULL) {
+        pthread_mutex_unlock(&secrets_lock);
+        *status = not_found(name, err, errlen);
+    }
+    return rec;
+}
+
 int secrets_delete(struct engine *eng, const char *name, cJSON **view,
                    char *err, size_t errlen)
 {
@@ -323,18 +342,11 @@ int secrets_delete(struct engine *eng, const char *name, cJSON **view,
     int status;
 
     *view = NULL;
-    status = secrets_check_name(name, err, errlen);
-    if (status != 0)
+    rec = lock_record(eng, name, &status, err, errlen);
+    if (rec == NULL)
         return status;
-    pthread_mutex_lock(&secrets_lock);
-    rec = load_locked(eng, name);
-    if (rec == NULL) {
-        status = not_found(name, err, errlen);
-        goto out;
-    }
     status = store_result(store_delete(eng, "secrets", name), secret_view, rec,
                           view, err, errlen, "cannot delete secret %s", name);
-out:
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
     return status;
@@ -347,18 +359,13 @@ int secrets_get(struct engine *eng, const char *name, cJSON **view, char *err,
     int status;
 
     *view = NULL;
-    status = secrets_check_name(name, err, errlen);
-    if (status != 0)
-        return status;
-    pthread_mutex_lock(&secrets_lock);
-    rec = load_locked(eng, name);
-    pthread_mutex_unlock(&secrets_lock);
+    rec = lock_record(eng, name, &status, err, errlen);
     if (rec == NULL)
-        status = not_found(name, err, errlen);
-    else
-        *view = secret_view(rec);
+        return status;
+    pthread_mutex_unlock(&secrets_lock);
+    *view = secret_view(rec);
     scrub_delete(rec);
-    return status;
+    return 0;
 }
 
 cJSON *secrets_list(struct engine *eng)
