@@ -18,7 +18,7 @@ const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'conf', 'testing.yaml');
 const LONG = { timeout: 240000 };
 
-describe('conf/testing.yaml (the testing edition's surface)', () => {
+describe("conf/testing.yaml (the testing edition's surface)", () => {
   let tmp;
   let engine;
   let client;
