@@ -194,6 +194,20 @@ static int fail_transport(const struct rlmcp_h *h, const char *code,
     return rlmcp_h_fail(h, code, "%s: %s%s", what, phrase, fallback);
 }
 
+/* A message over its limit (ABI 1.6) is the input's size, not a fault of
+ * the server: too_large, saying how to get under the limit. */
+static int fail_too_big(const struct rlmcp_h *h, const char *what)
+{
+    const char *why = last_error(h);
+
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_TOO_LARGE,
+        "Ask for less at a time (a smaller range, page or output), or move "
+        "the data with execute_command (e.g. curl inside the devbox).",
+        "%s: a message was larger than this server's limit%s%s", what,
+        why[0] != '\0' ? ": " : "", why);
+}
+
 int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
 {
     switch (rc) {
@@ -208,6 +222,8 @@ int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what)
                               "the Runloop API did not answer in time", "");
     case RLMCP_ENOMEM:
         return RLMCP_ENOMEM;
+    case RLMCP_ETOOBIG:
+        return fail_too_big(h, what);
     default:
         return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL, "%s: request failed: %s",
                             what, h->api->strerror(rc));

@@ -78,7 +78,8 @@ int rlmcp_h_fail_resp(const struct rlmcp_h *h,
 /*
  * Report a transport-level failure (rc from runloop_request). Returns
  * RLMCP_ECANCELLED for a cancelled call (nothing is reported then), else
- * RLMCP_H_REPORTED.
+ * RLMCP_H_REPORTED. RLMCP_ETOOBIG (a message over its limit) is reported
+ * as too_large.
  */
 int rlmcp_h_fail_rc(const struct rlmcp_h *h, int rc, const char *what);
 

@@ -491,6 +491,51 @@ static void delete_by_id(void **state)
     fh_unload();
 }
 
+/* ---- a transport code reported by rlmcp_h_fail_rc ---- */
+
+static int t_too_big(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    struct rlmcp_h h = {ud, call};
+
+    (void)args;
+    (void)len;
+    return rlmcp_h_ret(rlmcp_h_fail_rc(&h, RLMCP_ETOOBIG, "reading x"));
+}
+
+static int init_too_big(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                        void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"too_big", NULL, "Fails.",  OBJ,
+                                      NULL,      NULL, t_too_big, false};
+
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, (void *)api, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_too_big = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "too_big",
+    .version = "1",
+    .description = "one tool failing with RLMCP_ETOOBIG",
+    .init = init_too_big,
+};
+
+/* A message over its limit is the input's size: too_large, with a way out. */
+static void too_big_is_too_large(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_too_big, "{}"), RLMCP_OK);
+    assert_int_equal(fh_call("too_big", "{}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_TOO_LARGE);
+    assert_non_null(strstr(fh_error_message(), "reading x: a message was "
+                                               "larger than this server's "
+                                               "limit"));
+    assert_non_null(strstr(fh_error_remedy(), "Ask for less at a time"));
+    fh_unload();
+}
+
 /* ---- the first tool with task ops, the rest plain ---- */
 
 static const char *const pair_waiting[] = {"pair_main", NULL};
@@ -552,6 +597,7 @@ int main(void)
         cmocka_unit_test(task_wait_polls_to_the_end),
         cmocka_unit_test(task_wait_cancelled),
         cmocka_unit_test(delete_by_id),
+        cmocka_unit_test(too_big_is_too_large),
         cmocka_unit_test(registers_first_as_task),
     };
 
