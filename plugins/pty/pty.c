@@ -446,20 +446,15 @@ static void free_secret(char *s)
 }
 
 /* The session view's keys as the result, naming the session when the
- * engine's answer does not. */
+ * engine's answer does not (a name it gives, null aside, is kept). */
 static int session_result(const struct rlmcp_h *h, const cJSON *view,
                           const char *const *keys, const char *sess)
 {
-    cJSON *res = rlmcp_h_pick(view, keys);
-    int rc;
+    const cJSON *named = cJSON_GetObjectItemCaseSensitive(view, "session_name");
+    bool unnamed = named == NULL || cJSON_IsNull(named);
+    const char *const set[] = {"session_name", unnamed ? sess : NULL, NULL};
 
-    if (res == NULL)
-        return RLMCP_ENOMEM;
-    if (cJSON_GetObjectItemCaseSensitive(res, "session_name") == NULL)
-        cJSON_AddStringToObject(res, "session_name", sess);
-    rc = rlmcp_h_result_json(h, res);
-    cJSON_Delete(res);
-    return rc;
+    return rlmcp_h_result_pick(h, view, keys, set);
 }
 
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
