@@ -457,6 +457,55 @@ static int session_result(const struct rlmcp_h *h, const cJSON *view,
     return rlmcp_h_result_pick(h, view, keys, set);
 }
 
+/* What a session tool holds from its first steps to its end. */
+struct session_call {
+    cJSON *args;
+    const char *id;   /* devbox_id, in args */
+    const char *sess; /* session_name, in args */
+    char *key, *tok;  /* the fresh PTY tunnel's, wiped at the end */
+    struct rlmcp_tunnel t;
+};
+
+/*
+ * The first steps of every session tool: its arguments (devbox_id,
+ * session_name, then check's), the host's tunnel services (else `tool`
+ * is unavailable) and a fresh PTY tunnel in s->t. session_end frees s,
+ * whatever this returned.
+ */
+static int session_begin(const struct rlmcp_h *h, const char *aj, size_t al,
+                         const char *tool,
+                         int (*check)(const struct rlmcp_h *, const cJSON *),
+                         struct session_call *s)
+{
+    int rc = rlmcp_h_args(h, aj, al, &s->args);
+
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(h, s->args, "devbox_id", true, &s->id);
+    if (rc == RLMCP_OK)
+        rc = session_arg(h, s->args, &s->sess);
+    if (rc == RLMCP_OK)
+        rc = check(h, s->args);
+    if (rc == RLMCP_OK && !have_tunnels(h->api))
+        rc = pty_unavailable(h, tool);
+    if (rc == RLMCP_OK)
+        rc = open_pty_tunnel(h, s->id, &s->key, &s->tok);
+    if (rc == RLMCP_OK)
+        tunnel_of(&s->t, s->key, s->tok);
+    return rc;
+}
+
+static void session_end(struct session_call *s)
+{
+    free_secret(s->key);
+    free_secret(s->tok);
+    cJSON_Delete(s->args);
+}
+
+static int connect_args(const struct rlmcp_h *h, const cJSON *args)
+{
+    return cols_rows(h, args, false, "");
+}
+
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     static const char *const keys[] = {
@@ -464,38 +513,22 @@ static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
         "idle_ttl_seconds", "status", NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
-    cJSON *args = NULL, *view = NULL;
-    const char *id = NULL, *sess = NULL;
-    char *key = NULL, *tok = NULL;
+    struct session_call s = {.t = RLMCP_TUNNEL_INIT};
+    cJSON *view = NULL;
     long long cols = 0, rows = 0;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = session_arg(&h, args, &sess);
-    if (rc == RLMCP_OK)
-        rc = cols_rows(&h, args, false, "");
-    if (rc == RLMCP_OK && !have_tunnels(pt->api))
-        rc = pty_unavailable(&h, "pty_connect");
+    rc = session_begin(&h, aj, al, "pty_connect", connect_args, &s);
     if (rc != RLMCP_OK)
         goto out;
-    rlmcp_h_arg_int(&h, args, "cols", false, 1, 1000, &cols);
-    rlmcp_h_arg_int(&h, args, "rows", false, 1, 1000, &rows);
-    rc = open_pty_tunnel(&h, id, &key, &tok);
+    rlmcp_h_arg_int(&h, s.args, "cols", false, 1, 1000, &cols);
+    rlmcp_h_arg_int(&h, s.args, "rows", false, 1, 1000, &rows);
+    rc = pty_open(&h, &s.t, s.id, s.sess, cols, rows, &view);
     if (rc != RLMCP_OK)
         goto out;
-    tunnel_of(&t, key, tok);
-    rc = pty_open(&h, &t, id, sess, cols, rows, &view);
-    if (rc != RLMCP_OK)
-        goto out;
-    rc = session_result(&h, view, keys, sess);
+    rc = session_result(&h, view, keys, s.sess);
 out:
-    free_secret(key);
-    free_secret(tok);
-    cJSON_Delete(args);
+    session_end(&s);
     cJSON_Delete(view);
     return rlmcp_h_ret(rc);
 }
@@ -710,30 +743,17 @@ static int t_send(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
+    struct session_call s = {.t = RLMCP_TUNNEL_INIT};
     struct send_opts o;
-    cJSON *args = NULL, *view = NULL;
-    const char *id = NULL, *sess = NULL, *url = NULL;
-    char *key = NULL, *tok = NULL;
+    cJSON *view = NULL;
+    const char *url = NULL;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = session_arg(&h, args, &sess);
-    if (rc == RLMCP_OK)
-        rc = send_args(&h, args);
-    if (rc == RLMCP_OK && !have_tunnels(pt->api))
-        rc = pty_unavailable(&h, "pty_send_command");
+    rc = session_begin(&h, aj, al, "pty_send_command", send_args, &s);
     if (rc != RLMCP_OK)
         goto out;
-    send_opts_of(args, &o);
-    rc = open_pty_tunnel(&h, id, &key, &tok);
-    if (rc != RLMCP_OK)
-        goto out;
-    tunnel_of(&t, key, tok);
-    rc = pty_open(&h, &t, id, sess, 0, 0, &view);
+    send_opts_of(s.args, &o);
+    rc = pty_open(&h, &s.t, s.id, s.sess, 0, 0, &view);
     if (rc != RLMCP_OK)
         goto out;
     url = str_of(view, "connect_url");
@@ -741,14 +761,12 @@ static int t_send(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
                           "PTY session %s: the server gave no usable "
                           "connect_url",
-                          sess);
+                          s.sess);
         goto out;
     }
-    rc = send_exchange(&h, &t, sess, url, &o);
+    rc = send_exchange(&h, &s.t, s.sess, url, &o);
 out:
-    free_secret(key);
-    free_secret(tok);
-    cJSON_Delete(args);
+    session_end(&s);
     cJSON_Delete(view);
     return rlmcp_h_ret(rc);
 }
@@ -784,47 +802,32 @@ static int t_control(rlmcp_call *call, const char *aj, size_t al, void *ud)
     static const char *const keys[] = {"session_name", "status", NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
-    struct rlmcp_tunnel t = RLMCP_TUNNEL_INIT;
-    cJSON *args = NULL, *body = NULL, *view = NULL;
-    const char *id = NULL, *sess = NULL;
-    char *key = NULL, *tok = NULL, *path = NULL, *what = NULL;
+    struct session_call s = {.t = RLMCP_TUNNEL_INIT};
+    cJSON *body = NULL, *view = NULL;
+    char *path = NULL, *what = NULL;
     int rc;
 
-    rc = rlmcp_h_args(&h, aj, al, &args);
-    if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
-    if (rc == RLMCP_OK)
-        rc = session_arg(&h, args, &sess);
-    if (rc == RLMCP_OK)
-        rc = control_args(&h, args);
-    if (rc == RLMCP_OK && !have_tunnels(pt->api))
-        rc = pty_unavailable(&h, "pty_control");
+    rc = session_begin(&h, aj, al, "pty_control", control_args, &s);
     if (rc != RLMCP_OK)
         goto out;
-    body = control_body(args);
-    path = rlmcp_h_sprintf("/pty/%s/control", sess);
-    what = rlmcp_h_sprintf("PTY session %s on devbox %s", sess, id);
+    body = control_body(s.args);
+    path = rlmcp_h_sprintf("/pty/%s/control", s.sess);
+    what = rlmcp_h_sprintf("PTY session %s on devbox %s", s.sess, s.id);
     if (body == NULL || path == NULL || what == NULL) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = open_pty_tunnel(&h, id, &key, &tok);
-    if (rc != RLMCP_OK)
-        goto out;
-    tunnel_of(&t, key, tok);
-    rc = pty_request(&h, &t, "POST", path, body, what,
+    rc = pty_request(&h, &s.t, "POST", path, body, what,
                      "pty_connect creates the session (a closed session "
                      "is gone).",
                      &view);
     if (rc != RLMCP_OK)
         goto out;
-    rc = session_result(&h, view, keys, sess);
+    rc = session_result(&h, view, keys, s.sess);
 out:
-    free_secret(key);
-    free_secret(tok);
+    session_end(&s);
     free(path);
     free(what);
-    cJSON_Delete(args);
     cJSON_Delete(body);
     cJSON_Delete(view);
     return rlmcp_h_ret(rc);
