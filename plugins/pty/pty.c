@@ -149,7 +149,8 @@ static char *expand_url(const char *tmpl, const char *key, long port)
     return out;
 }
 
-/* Parse and check the devbox id; *path = "/v1/devboxes/{id}{suffix}". */
+/* Parse and check the devbox id; *path = "/v1/devboxes/{id}{suffix}".
+ * Either string may be NULL (ENOMEM): the request answers that. */
 static int devbox_prep(const struct rlmcp_h *h, const char *aj, size_t al,
                        const char *suffix, cJSON **args, const char **id,
                        char **path, char **what)
@@ -162,7 +163,7 @@ static int devbox_prep(const struct rlmcp_h *h, const char *aj, size_t al,
         return rc;
     *path = rlmcp_h_sprintf("/v1/devboxes/%s%s", *id, suffix);
     *what = rlmcp_h_sprintf("devbox %s", *id);
-    return *path != NULL && *what != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    return RLMCP_OK;
 }
 
 /* POST on a devbox; failures go through the devbox-state check. */
@@ -326,10 +327,8 @@ static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
     char *what = rlmcp_h_sprintf("devbox %s", id);
     cJSON *tv = NULL;
     const char *k = NULL, *t = NULL;
-    int rc = RLMCP_ENOMEM;
+    int rc;
 
-    if (path == NULL || what == NULL)
-        goto out;
     rc = devbox_post(h, id, path, NULL, what, &tv);
     if (rc != RLMCP_OK)
         goto out;
