@@ -1090,8 +1090,11 @@ static const struct rlmcp_h_tool specs[] = {
      schema_remove_tunnel_out, ANN("false", "true", "true"), t_remove, false},
 };
 
-static void pt_free(struct pty *pt)
+/* The shutdown; also frees the state of a failed init. */
+static void pt_shutdown(rlmcp_plugin *self, void *state)
 {
+    struct pty *pt = state;
+
     if (pt == NULL)
         return;
     free(pt->url_template);
@@ -1099,57 +1102,28 @@ static void pt_free(struct pty *pt)
 }
 
 /* The host has checked the section against schemas/config.json (the
- * template's form, the auth mode, no unknown keys); this keeps the values. */
-static int pt_config(struct pty *pt, rlmcp_plugin *self,
-                     const struct rlmcp_host_api *api)
+ * template's form, the auth mode, no unknown keys); this keeps the values
+ * and registers the tools. */
+static int pt_setup(void *state, rlmcp_plugin *self,
+                    const struct rlmcp_host_api *api, const cJSON *cfg)
 {
-    cJSON *cfg = rlmcp_h_config(self, api);
+    struct pty *pt = state;
     const cJSON *t = NULL, *m = NULL;
-    int rc = RLMCP_OK;
 
-    if (cfg == NULL)
-        return RLMCP_EINVAL;
+    pt->api = api;
     m = cJSON_GetObjectItemCaseSensitive(cfg, "default_auth_mode");
     pt->default_open = cJSON_IsString(m) && strcmp(m->valuestring, "open") == 0;
     t = cJSON_GetObjectItemCaseSensitive(cfg, "tunnel_url_template");
     if (cJSON_IsString(t)) {
         pt->url_template = strdup(t->valuestring);
         if (pt->url_template == NULL)
-            rc = RLMCP_ENOMEM;
+            return RLMCP_ENOMEM;
     }
-    cJSON_Delete(cfg);
-    return rc;
+    return rlmcp_h_register_tools(self, api, specs,
+                                  sizeof(specs) / sizeof(specs[0]), pt, 0);
 }
 
-static int pt_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
-                   void **state_out)
-{
-    struct pty *pt = calloc(1, sizeof(*pt));
-    int rc;
-
-    if (pt == NULL)
-        return RLMCP_ENOMEM;
-    pt->api = api;
-    rc = pt_config(pt, self, api);
-    if (rc != RLMCP_OK)
-        goto fail;
-    rc = rlmcp_h_register_tools(self, api, specs,
-                                sizeof(specs) / sizeof(specs[0]), pt, 0);
-    if (rc != RLMCP_OK)
-        goto fail;
-    *state_out = pt;
-    return RLMCP_OK;
-fail:
-    pt_free(pt);
-    return rc;
-}
-
-static void pt_shutdown(rlmcp_plugin *self, void *state)
-{
-    pt_free(state);
-}
-
-RLMCP_PLUGIN_DEFINE_CONFIG("pty", "0.1.0",
-                           "PTY sessions and tunnels: connect, send, control, "
-                           "PTY tunnel, enable/get/remove tunnel",
-                           pt_init, pt_shutdown, schema_config)
+RLMCP_H_PLUGIN_DEFINE("pty", "0.1.0",
+                      "PTY sessions and tunnels: connect, send, control, "
+                      "PTY tunnel, enable/get/remove tunnel",
+                      struct pty, pt_setup, pt_shutdown, schema_config)
