@@ -71,6 +71,7 @@ struct ws_conn {
     struct ws_qmsg *cur; /* handed out; freed at the next recv */
     bool paused;         /* the socket is not read */
     bool too_big;
+    bool too_big_1009; /* ... and we closed with 1009 */
     bool overrun; /* more queued than flow control should allow */
     bool end_reported;
     bool peer_closed; /* the server sent a close frame */
@@ -294,7 +295,12 @@ static int on_receive(struct lws *wsi, struct ws_conn *c, const void *in,
     }
     if (len > c->max_message - c->rx_len) {
         c->too_big = true;
-        lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
+        /* lws 4.1.6 writes out of bounds when a close reason is set while
+         * the frame still has payload to come: then just drop it. */
+        if (lws_remaining_packet_payload(wsi) == 0) {
+            c->too_big_1009 = true;
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
+        }
         return -1;
     }
     if (grow_rx(c, c->rx_len + len + 1) != 0)
@@ -763,8 +769,8 @@ static int report_end(struct ws_conn *c, struct rlmcp_ws_message *m,
     if (c->too_big) {
         snprintf(err, errlen,
                  "%s: a message longer than max_message (%zu bytes) "
-                 "arrived; the connection was closed with 1009",
-                 shown, c->max_message);
+                 "arrived; the connection was closed%s",
+                 shown, c->max_message, c->too_big_1009 ? " with 1009" : "");
         return RLMCP_ETOOBIG;
     }
     if (c->overrun) {

@@ -216,4 +216,20 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     const c = ok(await ws({ path: '/close', via: 'pty_exchange', send: [{ text: 'x' }] }));
     assert.equal(c.close_code, 4321);
   });
+
+  // Last: before the fix these killed the host.
+  it('a message over the default max_message mid-frame: an error, the host lives on', LONG, async () => {
+    assert.equal(await wsError({ path: '/big?n=2000000', recv: 1 }),
+      `ws recv (message too big): ${base}/big?n=2000000: a message longer than max_message `
+      + '(1048576 bytes) arrived; the connection was closed');
+    ok(await ws({ path: '/echo', send: [{ text: 'alive' }] }));
+  });
+
+  it('a PTY frame over 16 MiB: an error, the host lives on', LONG, async () => {
+    const before = host.err.length;
+    const e = errorOf(await ws({ path: '/big?n=17000000', via: 'pty_exchange', recv_timeout_ms: 20000 }));
+    assert.match(e.message, /^pty exchange \(HTTP transport failure\):/);
+    assert.match(host.err.slice(before), /pty exchange: .*a message longer than max_message \(16777216 bytes\) arrived; the connection was closed\n/);
+    ok(await ws({ path: '/echo', send: [{ text: 'alive' }] }));
+  });
 });

@@ -851,7 +851,8 @@ struct rlmcp_host_api {
      * m->data) or the connection broke (1006); RLMCP_ETIMEDOUT when
      * timeout_ms or the call's deadline passed with nothing (the
      * connection stays usable); RLMCP_ETOOBIG when a message was longer
-     * than max_message (the host closed the connection with 1009);
+     * than max_message (the host closed the connection: with 1009 when
+     * the whole frame had arrived, else at once);
      * RLMCP_ESTATE after the end was already reported; RLMCP_ECANCELLED;
      * RLMCP_EINVAL. Ownership: m stays the plugin's; m->data is the host's,
      * borrowed until the next recv or close of this handle. Threads: the
