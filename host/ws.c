@@ -396,6 +396,8 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
     switch (reason) {
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
         return add_auth(wsi, c, in, len);
+    case LWS_CALLBACK_CLIENT_HTTP_REDIRECT:
+        return -1; /* not followed (see start_connect) */
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         c->phase = WS_OPEN;
         break;
@@ -576,7 +578,11 @@ static bool start_connect(struct ws_conn *c, const char *subprotocol)
     ci.path = c->t.path;
     ci.host = c->t.host;
     ci.origin = c->t.host;
-    ci.ssl_connection = c->t.tls ? LCCSCF_USE_SSL : 0;
+    /* A 3xx is the upgrade's answer, never followed: lws would send the
+     * tunnel's token to whatever host Location names. */
+    ci.ssl_connection = LCCSCF_HTTP_NO_FOLLOW_REDIRECT;
+    if (c->t.tls)
+        ci.ssl_connection |= LCCSCF_USE_SSL;
     ci.protocol = subprotocol;
     ci.local_protocol_name = ws_protocols[0].name;
     ci.opaque_user_data = c;

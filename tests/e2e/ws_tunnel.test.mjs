@@ -9,6 +9,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -215,6 +216,25 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     assert.equal(r.close_code, 0);
     const c = ok(await ws({ path: '/close', via: 'pty_exchange', send: [{ text: 'x' }] }));
     assert.equal(c.close_code, 4321);
+  });
+
+  it('a 3xx on the upgrade is reported, not followed: the token goes nowhere else', LONG, async () => {
+    const seen = [];
+    const other = net.createServer((sock) => {
+      sock.on('data', (d) => seen.push(d.toString()));
+      setTimeout(() => sock.destroy(), 200);
+    });
+    await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const to = `http://127.0.0.1:${other.address().port}/echo`;
+      assert.equal(await wsError({ path: `/redirect?to=${to}` }),
+        `ws open (HTTP transport failure, upgrade_status 302): ${base}/redirect?to=${to}: `
+        + 'the server refused the WebSocket upgrade with HTTP 302');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.deepEqual(seen, []);
+    } finally {
+      other.close();
+    }
   });
 
   // Last: before the fix these killed the host.

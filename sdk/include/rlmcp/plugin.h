@@ -820,9 +820,9 @@ struct rlmcp_host_api {
      * URL, a log line or a message). An upgrade refused with 502/503/504
      * (tunnel not routed yet) is retried like runloop_tunnel_request does.
      * Returns RLMCP_OK with *out set; RLMCP_EHTTP when the upgrade was
-     * refused (o->upgrade_status holds the status, e.g. 404) or the
-     * connection failed; RLMCP_ETIMEDOUT when o->connect_timeout_ms or the
-     * deadline passed first;
+     * refused (o->upgrade_status holds the status, e.g. 404; a 3xx is
+     * not followed) or the connection failed; RLMCP_ETIMEDOUT when
+     * o->connect_timeout_ms or the deadline passed first;
      * RLMCP_ECANCELLED; RLMCP_EINVAL (bad path, port 0, no tunnel key, bad
      * struct sizes); RLMCP_EINTERNAL (the WebSocket module is missing).
      * Ownership: t and o are read during the call only, the host writes
