@@ -1208,6 +1208,50 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
     return origin;
 }
 
+/* call->ws_open under the call's lock: a plugin may open from any of its
+ * threads while the handler runs. */
+static void ws_link(struct rlmcp_call *call, struct rlmcp_ws *h)
+{
+    pthread_mutex_lock(&call->lock);
+    h->prev = NULL;
+    h->next = call->ws_open;
+    if (h->next != NULL)
+        h->next->prev = h;
+    call->ws_open = h;
+    pthread_mutex_unlock(&call->lock);
+}
+
+static void ws_unlink(struct rlmcp_call *call, struct rlmcp_ws *h)
+{
+    pthread_mutex_lock(&call->lock);
+    if (h->prev != NULL)
+        h->prev->next = h->next;
+    else
+        call->ws_open = h->next;
+    if (h->next != NULL)
+        h->next->prev = h->prev;
+    h->next = NULL;
+    h->prev = NULL;
+    pthread_mutex_unlock(&call->lock);
+}
+
+/* The first handle left open, unlinked; NULL when none is. */
+static struct rlmcp_ws *ws_take_left(struct rlmcp_call *call)
+{
+    struct rlmcp_ws *h = NULL;
+
+    pthread_mutex_lock(&call->lock);
+    h = call->ws_open;
+    if (h != NULL) {
+        call->ws_open = h->next;
+        if (h->next != NULL)
+            h->next->prev = NULL;
+        h->next = NULL;
+    }
+    pthread_mutex_unlock(&call->lock);
+    return h;
+}
+
 struct ws_attempt {
     const struct module_ws *mod;
     struct ws_conn_args a;
@@ -1263,10 +1307,7 @@ static int ws_open_checked(struct rlmcp_call *call,
     h->conn = w.conn;
     h->call = call;
     h->owner = pthread_self();
-    h->next = call->ws_open;
-    if (h->next != NULL)
-        h->next->prev = h;
-    call->ws_open = h;
+    ws_link(call, h);
     *out = h;
     h = NULL;
 out:
@@ -1339,12 +1380,22 @@ static bool ws_code_ok(int code)
            (code >= 3000 && code <= 4999);
 }
 
+/* Close an unlinked handle and free it. */
+static void ws_free(struct rlmcp_ws *ws, int code)
+{
+    ws->mod->conn_close(ws->conn, code);
+    free(ws);
+}
+
 int call_runloop_ws_close(rlmcp_ws *ws, int code)
 {
     int rc = RLMCP_OK;
 
     if (ws == NULL)
         return RLMCP_OK;
+    /* The owner may be inside send or recv on it: never free it here. */
+    if (ws_wrong_thread(ws, "close"))
+        return RLMCP_ESTATE;
     if (code == 0)
         code = 1000;
     if (!ws_code_ok(code)) {
@@ -1353,23 +1404,20 @@ int call_runloop_ws_close(rlmcp_ws *ws, int code)
                      "closed with 1000");
         code = 1000;
     }
-    if (ws->prev != NULL)
-        ws->prev->next = ws->next;
-    else
-        ws->call->ws_open = ws->next;
-    if (ws->next != NULL)
-        ws->next->prev = ws->prev;
-    ws->mod->conn_close(ws->conn, code);
-    free(ws);
+    ws_unlink(ws->call, ws);
+    ws_free(ws, code);
     return rc;
 }
 
 void call_ws_close_left(struct rlmcp_call *call)
 {
+    struct rlmcp_ws *ws = NULL;
     unsigned n = 0;
 
-    while (call->ws_open != NULL) {
-        call_runloop_ws_close(call->ws_open, 1001);
+    /* On the handler's thread after it returned: no plugin thread may
+     * still use a handle, whichever opened it. */
+    while ((ws = ws_take_left(call)) != NULL) {
+        ws_free(ws, 1001);
         n++;
     }
     if (n > 0)

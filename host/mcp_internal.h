@@ -75,7 +75,7 @@ struct rlmcp_call {
     rlmcp_tool_fn op;     /* a task op (tasks.c) run instead of the handler */
     bool op_unchecked;    /* its result is not the tool's: no outputSchema */
     const char *task_id;  /* a task op's task (the sink's), else NULL */
-    struct rlmcp_ws *ws_open; /* WebSockets not yet closed (handler thread) */
+    struct rlmcp_ws *ws_open; /* WebSockets not yet closed (under lock) */
 
     pthread_mutex_t lock; /* everything below up to send_lock */
     pthread_cond_t cond;  /* sleep_ms and client_request waits */

@@ -200,6 +200,11 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
       'send off thread: not allowed in this phase');
   });
 
+  it('a close from another thread is refused; the handle stays usable', LONG, async () => {
+    assert.equal(await wsError({ path: '/echo', close_off_thread: true }),
+      'close off thread: not allowed in this phase; then on its thread: success');
+  });
+
   it('a handle left open is closed by the host when the call ends', LONG, async () => {
     const before = host.err.length;
     const r = ok(await ws({ path: '/echo', send: [{ text: 'left' }], leave_open: true }));

@@ -805,8 +805,9 @@ struct rlmcp_host_api {
      * A handle belongs to the call that opened it and to the thread that
      * opened it: the host runs each connection on the calling thread
      * (libwebsockets contexts are single-threaded), and services it only
-     * inside these four functions; send and recv from another thread
-     * return RLMCP_ESTATE. Every blocking step ends by the call's
+     * inside these four functions; send, recv and close from another
+     * thread return RLMCP_ESTATE (a refused close leaves the handle open).
+     * Every blocking step ends by the call's
      * deadline (call_deadline_ms, less the host's margin to answer) and at
      * once when the call is cancelled. Pings are answered. A handle the
      * plugin did not close is closed by the host (code 1001) when the
@@ -827,7 +828,8 @@ struct rlmcp_host_api {
      * struct sizes); RLMCP_EINTERNAL (the WebSocket module is missing).
      * Ownership: t and o are read during the call only, the host writes
      * o->upgrade_status; *out is the plugin's until runloop_ws_close.
-     * Threads: the handler's thread, while the handler runs; blocks.
+     * Threads: any, while the handler runs (the handle then belongs to
+     * the calling thread); blocks.
      */
     int (*runloop_ws_open)(rlmcp_call *call, const struct rlmcp_tunnel *t,
                            struct rlmcp_ws_open *o, rlmcp_ws **out);
@@ -865,8 +867,11 @@ struct rlmcp_host_api {
      * Close with code (0: 1000), waiting briefly (at most 3 s, never past
      * the deadline) for the server's answer, and free the handle. NULL is
      * fine. Returns RLMCP_OK, or RLMCP_EINVAL for a code a client may not
-     * send (the handle is freed all the same). Ownership: ws is invalid
-     * afterwards. Threads: the opening thread, while the handler runs.
+     * send (the handle is freed all the same); RLMCP_ESTATE from another
+     * thread than the opening one (nothing is closed or freed: the owner
+     * may be using it; the host closes it when the handler returns).
+     * Ownership: ws is invalid afterwards, unless RLMCP_ESTATE. Threads:
+     * the opening thread, while the handler runs.
      */
     int (*runloop_ws_close)(rlmcp_ws *ws, int code);
 
