@@ -1084,6 +1084,22 @@ static int retry_upgrade(struct rlmcp_call *call, upgrade_fn attempt, void *ctx,
     }
 }
 
+/* A token fit for a header line: at most 512 visible ASCII characters. */
+static bool ws_token_ok(const char *tok)
+{
+    size_t n = 0;
+
+    for (n = 0; tok[n] != '\0'; n++) {
+        if ((unsigned char)tok[n] <= 0x20 || (unsigned char)tok[n] >= 0x7f)
+            return false;
+    }
+    return n <= 512;
+}
+
+#define WS_TOKEN_BAD                                                           \
+    "the tunnel token is longer than 512 characters or holds spaces or "       \
+    "control characters"
+
 struct pty_attempt {
     const char *origin;
     const char *token;
@@ -1115,6 +1131,15 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
     origin = tunnel_origin(call, t);
     if (origin == NULL)
         return RLMCP_EINVAL;
+    /* As for runloop_ws_open: the token becomes a header line. */
+    if (t->auth_token != NULL && !ws_token_ok(t->auth_token)) {
+        snprintf(call->last_error, sizeof(call->last_error), "%s",
+                 WS_TOKEN_BAD);
+        log_msg(RLMCP_LOG_ERROR, call->plugin_name, "pty exchange: %s",
+                WS_TOKEN_BAD);
+        free(origin);
+        return RLMCP_EINVAL;
+    }
     /* A refused upgrade delivered no output, so it can be tried again. */
     p.origin = origin;
     p.token = t->auth_token;
@@ -1167,18 +1192,6 @@ static uint64_t ws_deadline(const struct rlmcp_call *call)
     return ms > CALL_ANSWER_MARGIN_MS ? ms - CALL_ANSWER_MARGIN_MS : ms;
 }
 
-/* A token fit for a header line: at most 512 visible ASCII characters. */
-static bool ws_token_ok(const char *tok)
-{
-    size_t n = 0;
-
-    for (n = 0; tok[n] != '\0'; n++) {
-        if ((unsigned char)tok[n] <= 0x20 || (unsigned char)tok[n] >= 0x7f)
-            return false;
-    }
-    return n <= 512;
-}
-
 /* The tunnel's origin for a WebSocket, or NULL with the reason in err. */
 static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
                        char *err, size_t errlen)
@@ -1192,10 +1205,7 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
         return NULL;
     }
     if (t->auth_token != NULL && !ws_token_ok(t->auth_token)) {
-        snprintf(err, errlen,
-                 "the tunnel token is longer than 512 "
-                 "characters or holds spaces or control "
-                 "characters");
+        snprintf(err, errlen, "%s", WS_TOKEN_BAD);
         return NULL;
     }
     if (call->d->rl == NULL) {

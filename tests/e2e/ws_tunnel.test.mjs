@@ -242,6 +242,16 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     }
   });
 
+  it('runloop_pty_exchange refuses a token that does not fit a header line', LONG, async () => {
+    const msg = 'pty exchange (invalid argument): the tunnel token is longer than 512 characters '
+      + 'or holds spaces or control characters';
+    for (const token of ['a\r\nX-Evil: 1', 'a'.repeat(600)]) {
+      const e = errorOf(await call('ws_exchange', { tunnel_key: tun.tunnel_key, auth_token: token,
+        port: PORT, path: '/echo', via: 'pty_exchange' }));
+      assert.equal(e.message, msg);
+    }
+  });
+
   // Last: before the fix these killed the host.
   it('a message over the default max_message mid-frame: an error, the host lives on', LONG, async () => {
     assert.equal(await wsError({ path: '/big?n=2000000', recv: 1 }),
