@@ -1335,8 +1335,7 @@ int call_runloop_ws_open(rlmcp_call *call, const struct rlmcp_tunnel *t,
         *out = NULL;
     if (call == NULL)
         return RLMCP_EINVAL;
-    if (o == NULL || out == NULL ||
-        o->struct_size < sizeof(struct rlmcp_ws_open)) {
+    if (o == NULL || out == NULL || o->struct_size < RLMCP_WS_OPEN_SIZE_1_6) {
         snprintf(err, sizeof(err),
                  "ws open: o or out is NULL, or o's "
                  "struct_size is too small; use "
@@ -1374,7 +1373,7 @@ int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
         return RLMCP_EINVAL;
     if (ws_wrong_thread(ws, "recv"))
         return RLMCP_ESTATE;
-    if (m == NULL || m->struct_size < sizeof(struct rlmcp_ws_message))
+    if (m == NULL || m->struct_size < RLMCP_WS_MESSAGE_SIZE_1_6)
         return ws_note(ws->call, RLMCP_EINVAL,
                        "ws recv: m is NULL or its struct_size is too small; "
                        "use RLMCP_WS_MESSAGE_INIT");

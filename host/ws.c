@@ -80,6 +80,7 @@ struct ws_conn {
     size_t close_reason_len;
     /* sending */
     enum ws_tx tx;
+    bool write_failed;    /* lws_write failed, not the server closing */
     unsigned char *frame; /* LWS_PRE + payload */
     size_t frame_len;
     bool frame_text;
@@ -346,6 +347,7 @@ static int on_writeable(struct lws *wsi, struct ws_conn *c)
                   c->frame_text ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
     if (w < (int)c->frame_len) {
         c->tx = TX_FAILED;
+        c->write_failed = true;
         return -1;
     }
     if (lws_partial_buffered(wsi)) {
@@ -713,10 +715,13 @@ int ws_conn_send(struct ws_conn *c, const void *data, size_t len, bool text,
     c->frame_len = len;
     c->frame_text = text;
     c->tx = TX_PENDING;
+    c->write_failed = false;
     lws_callback_on_writable(c->wsi);
     rc = pump(c, tx_settled, c->deadline_ms, true);
+    /* The server closing meanwhile is the connection's end (ESTATE; recv
+     * says how), only a failed write is EHTTP. */
     if (rc == RLMCP_OK && c->tx != TX_DONE)
-        rc = c->tx == TX_FAILED ? RLMCP_EHTTP : RLMCP_ESTATE;
+        rc = c->write_failed ? RLMCP_EHTTP : RLMCP_ESTATE;
     /* Unless lws still drains its own copy, no frame is pending: a frame
      * never written must not be written after it is freed. */
     if (c->tx != TX_FLUSHING)

@@ -200,6 +200,11 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
       'send off thread: not allowed in this phase');
   });
 
+  it('structs as small as a 1.6 plugin passes them are taken', LONG, async () => {
+    const r = ok(await ws({ path: '/echo', send: [{ text: 'small' }], min_sizes: true }));
+    assert.deepEqual(r.received, [{ type: 'text', text: 'small' }]);
+  });
+
   it('a close from another thread is refused; the handle stays usable', LONG, async () => {
     assert.equal(await wsError({ path: '/echo', close_off_thread: true }),
       'close off thread: not allowed in this phase; then on its thread: success');

@@ -489,6 +489,9 @@ struct rlmcp_ws_open {
     /* 1.x: append only */
 };
 #define RLMCP_WS_OPEN_INIT {.struct_size = sizeof(struct rlmcp_ws_open)}
+/* The smallest struct_size the host takes (a 1.6 plugin's). */
+#define RLMCP_WS_OPEN_SIZE_1_6                                                 \
+    (offsetof(struct rlmcp_ws_open, upgrade_status) + sizeof(long))
 
 /* The kind of a received message (rlmcp_ws_message.type). */
 #define RLMCP_WS_TEXT 1   /* a text message (UTF-8 as the server sent it) */
@@ -509,6 +512,9 @@ struct rlmcp_ws_message {
     /* 1.x: append only */
 };
 #define RLMCP_WS_MESSAGE_INIT {.struct_size = sizeof(struct rlmcp_ws_message)}
+/* The smallest struct_size the host takes (a 1.6 plugin's). */
+#define RLMCP_WS_MESSAGE_SIZE_1_6                                              \
+    (offsetof(struct rlmcp_ws_message, close_code) + sizeof(int))
 
 /* ------------------------------------------------------------------------ */
 /* The host services table                                                  */
@@ -838,10 +844,10 @@ struct rlmcp_host_api {
      * Send one message: text (UTF-8, not checked) when text is true, else
      * binary; len at most the handle's max_message. Returns once the
      * message is handed to the socket: RLMCP_OK; RLMCP_EINVAL (NULL, too
-     * long); RLMCP_ESTATE (the connection ended: recv reports how);
-     * RLMCP_EHTTP (the write failed); RLMCP_ETIMEDOUT (deadline);
-     * RLMCP_ECANCELLED. Ownership: data is copied. Threads: the opening
-     * thread, while the handler runs; blocks.
+     * long); RLMCP_ESTATE (the connection ended, also while sending:
+     * recv reports how); RLMCP_EHTTP (the write failed); RLMCP_ETIMEDOUT
+     * (deadline); RLMCP_ECANCELLED. Ownership: data is copied. Threads:
+     * the opening thread, while the handler runs; blocks.
      */
     int (*runloop_ws_send)(rlmcp_ws *ws, const void *data, size_t len,
                            bool text);
