@@ -31,6 +31,7 @@
 #define WS_DEFAULT_QUIET_MS 500u
 #define WS_DEFAULT_MAX_WAIT_MS 30000u
 #define WS_CLOSE_GRACE_MS 3000L /* for the server's answer to our close */
+#define WS_SEND_MAX_MS 30000L   /* a send's bound when the call has none */
 #define WS_DEFAULT_MAX_MESSAGE (1024u * 1024u)
 #define WS_MAX_MESSAGE (64u * 1024u * 1024u)
 /* PTY output comes in small frames; this only bounds memory. */
@@ -688,6 +689,7 @@ int ws_conn_send(struct ws_conn *c, const void *data, size_t len, bool text,
                  char *err, size_t errlen)
 {
     char shown[2400];
+    long until = 0;
     int rc = RLMCP_OK;
 
     err[0] = '\0';
@@ -717,7 +719,10 @@ int ws_conn_send(struct ws_conn *c, const void *data, size_t len, bool text,
     c->tx = TX_PENDING;
     c->write_failed = false;
     lws_callback_on_writable(c->wsi);
-    rc = pump(c, tx_settled, c->deadline_ms, true);
+    /* A server that never reads must not hold a call without a deadline
+     * (a task, timeout 0) until it is cancelled. */
+    until = c->deadline_ms != 0 ? c->deadline_ms : now_ms() + WS_SEND_MAX_MS;
+    rc = pump(c, tx_settled, until, true);
     /* The server closing meanwhile is the connection's end (ESTATE; recv
      * says how), only a failed write is EHTTP. */
     if (rc == RLMCP_OK && c->tx != TX_DONE)
@@ -730,7 +735,10 @@ int ws_conn_send(struct ws_conn *c, const void *data, size_t len, bool text,
     free(c->frame);
     c->frame = NULL;
     c->frame_len = 0;
-    if (rc == RLMCP_ETIMEDOUT)
+    if (rc == RLMCP_ETIMEDOUT && c->deadline_ms == 0)
+        snprintf(err, errlen, "%s: the message could not be sent within %ld s",
+                 shown, WS_SEND_MAX_MS / 1000);
+    else if (rc == RLMCP_ETIMEDOUT)
         snprintf(err, errlen,
                  "%s: the message could not be sent before the call's "
                  "deadline",

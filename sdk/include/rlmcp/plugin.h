@@ -846,8 +846,10 @@ struct rlmcp_host_api {
      * message is handed to the socket: RLMCP_OK; RLMCP_EINVAL (NULL, too
      * long); RLMCP_ESTATE (the connection ended, also while sending:
      * recv reports how); RLMCP_EHTTP (the write failed); RLMCP_ETIMEDOUT
-     * (deadline); RLMCP_ECANCELLED. Ownership: data is copied. Threads:
-     * the opening thread, while the handler runs; blocks.
+     * (the deadline, or 30 s when the call has none, e.g. a task or
+     * timeout 0, and the server does not read); RLMCP_ECANCELLED.
+     * Ownership: data is copied. Threads: the opening thread, while the
+     * handler runs; blocks.
      */
     int (*runloop_ws_send)(rlmcp_ws *ws, const void *data, size_t len,
                            bool text);
