@@ -319,6 +319,29 @@ static bool have_tunnels(const struct rlmcp_host_api *api)
            RLMCP_API_HAS(api, runloop_pty_exchange);
 }
 
+/*
+ * POST path (/v1/devboxes/{id}/create_pty_tunnel): a fresh PTY tunnel's
+ * view in *tv (the caller's), its key and token in *key and *tok (borrowed
+ * from *tv), both checked.
+ */
+static int create_pty_tunnel(const struct rlmcp_h *h, const char *id,
+                             const char *path, const char *what, cJSON **tv,
+                             const char **key, const char **tok)
+{
+    int rc = devbox_post(h, id, path, NULL, what, tv);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    *key = str_of(*tv, "tunnel_key");
+    *tok = str_of(*tv, "auth_token");
+    if (*key == NULL || !tunnel_key_valid(*key) || *tok == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "%s: the Runloop API returned a PTY tunnel "
+                            "without a usable tunnel_key and auth_token",
+                            what);
+    return RLMCP_OK;
+}
+
 /* A fresh PTY tunnel of the devbox; its key and token are copied out. */
 static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
                            char **key, char **tok)
@@ -329,18 +352,9 @@ static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
     const char *k = NULL, *t = NULL;
     int rc;
 
-    rc = devbox_post(h, id, path, NULL, what, &tv);
+    rc = create_pty_tunnel(h, id, path, what, &tv, &k, &t);
     if (rc != RLMCP_OK)
         goto out;
-    k = str_of(tv, "tunnel_key");
-    t = str_of(tv, "auth_token");
-    if (k == NULL || !tunnel_key_valid(k) || t == NULL) {
-        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
-                          "%s: the Runloop API returned a PTY tunnel without "
-                          "a usable tunnel_key and auth_token",
-                          what);
-        goto out;
-    }
     *key = strdup(k);
     *tok = strdup(t);
     rc = *key != NULL && *tok != NULL ? RLMCP_OK : RLMCP_ENOMEM;
@@ -894,18 +908,9 @@ static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al,
     rc =
         devbox_prep(&h, aj, al, "/create_pty_tunnel", &args, &id, &path, &what);
     if (rc == RLMCP_OK)
-        rc = devbox_post(&h, id, path, NULL, what, &tv);
+        rc = create_pty_tunnel(&h, id, path, what, &tv, &key, &token);
     if (rc != RLMCP_OK)
         goto out;
-    key = str_of(tv, "tunnel_key");
-    token = str_of(tv, "auth_token");
-    if (key == NULL || !tunnel_key_valid(key) || token == NULL) {
-        rc = rlmcp_h_fail(&h, RLMCP_ERR_INTERNAL,
-                          "%s: the Runloop API returned a PTY tunnel without "
-                          "a usable tunnel_key and auth_token",
-                          what);
-        goto out;
-    }
     url = expand_url(url_template_for(pt, tv), key, PTY_PORT);
     res = cJSON_CreateObject();
     if (url == NULL || res == NULL) {
