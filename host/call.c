@@ -1008,7 +1008,7 @@ static char *tunnel_origin(struct rlmcp_call *call,
 {
     char *origin = NULL;
 
-    if (t == NULL || t->struct_size < sizeof(struct rlmcp_tunnel)) {
+    if (t == NULL || t->struct_size < RLMCP_TUNNEL_SIZE_1_1) {
         log_msg(RLMCP_LOG_ERROR, call->plugin_name,
                 "tunnel is NULL or its struct_size is too small; use "
                 "RLMCP_TUNNEL_INIT");
@@ -1126,7 +1126,7 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
     int rc = RLMCP_EINVAL;
 
     if (call == NULL || x == NULL ||
-        x->struct_size < sizeof(struct rlmcp_pty_exchange))
+        x->struct_size < RLMCP_PTY_EXCHANGE_SIZE_1_1)
         return RLMCP_EINVAL;
     origin = tunnel_origin(call, t);
     if (origin == NULL)
@@ -1198,7 +1198,7 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
 {
     char *origin = NULL;
 
-    if (t == NULL || t->struct_size < sizeof(struct rlmcp_tunnel)) {
+    if (t == NULL || t->struct_size < RLMCP_TUNNEL_SIZE_1_1) {
         snprintf(err, errlen,
                  "tunnel is NULL or its struct_size is too "
                  "small; use RLMCP_TUNNEL_INIT");

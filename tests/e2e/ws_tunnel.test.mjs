@@ -164,9 +164,12 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
   });
 
   it('a message over max_message is an error, not memory', LONG, async () => {
-    assert.equal(await wsError({ path: '/big?n=5000', max_message: 4096, recv: 1 }),
-      `ws recv (message too big): ${base}/big?n=5000: a message longer than max_message `
-      + '(4096 bytes) arrived; the connection was closed with 1009');
+    // "with 1009" only when the whole frame had arrived: a close reason
+    // cannot be sent while the frame's payload is still being read.
+    const big = await wsError({ path: '/big?n=5000', max_message: 4096, recv: 1 });
+    const want = `ws recv (message too big): ${base}/big?n=5000: a message longer than max_message `
+      + '(4096 bytes) arrived; the connection was closed';
+    assert.ok(big === want || big === `${want} with 1009`, big);
     // Sending one is refused before anything goes out.
     assert.equal(await wsError({ path: '/echo', max_message: 4, send: [{ text: 'hello' }] }),
       `ws send (invalid argument): ${base}/echo: a message of 5 bytes is longer than max_message (4)`);

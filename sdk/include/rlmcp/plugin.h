@@ -438,6 +438,10 @@ struct rlmcp_tunnel {
     /* 1.x: append only */
 };
 #define RLMCP_TUNNEL_INIT {.struct_size = sizeof(struct rlmcp_tunnel)}
+/* The smallest struct_size the host takes (a 1.1 plugin's): fields appended
+ * later are read only when struct_size covers them. */
+#define RLMCP_TUNNEL_SIZE_1_1                                                  \
+    (offsetof(struct rlmcp_tunnel, port) + sizeof(uint16_t))
 
 /*
  * Added in ABI 1.1: one PTY WebSocket exchange (runloop_pty_exchange).
@@ -464,6 +468,9 @@ struct rlmcp_pty_exchange {
 };
 #define RLMCP_PTY_EXCHANGE_INIT \
     {.struct_size = sizeof(struct rlmcp_pty_exchange)}
+/* The smallest struct_size the host takes (a 1.1 plugin's). */
+#define RLMCP_PTY_EXCHANGE_SIZE_1_1                                            \
+    (offsetof(struct rlmcp_pty_exchange, quiet) + sizeof(bool))
 
 /*
  * Added in ABI 1.6: a WebSocket to any port of a devbox's tunnel
