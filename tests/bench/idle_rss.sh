@@ -25,8 +25,12 @@ if [ "$rev" != none ]; then
         git clone -q --no-checkout "$repo" "$peer"
         git -C "$peer" checkout -q "$rev"
         cmake -S "$peer" -B "$peer/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-        cmake --build "$peer/build" -j2 --target runloop-mcp rlmcp_hello \
-              rlmcp_testtools rlmcp_lifecycle >/dev/null
+        targets=(runloop-mcp rlmcp_hello rlmcp_testtools rlmcp_lifecycle)
+        # Since the libraries became modules, the host needs them too.
+        if grep -q "rlmcp_runtime" "$peer/CMakeLists.txt" "$peer/host/CMakeLists.txt"; then
+            targets+=(rlmcp_runtime)
+        fi
+        cmake --build "$peer/build" -j2 --target "${targets[@]}" >/dev/null
     fi
     args+=("$rev=$peer/build")
 fi
