@@ -16,6 +16,7 @@
 #include "base64.h"
 #include "call_audit.h"
 #include "deadline.h"
+#include "dlist.h"
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
@@ -1223,23 +1224,14 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
 static void ws_link(struct rlmcp_call *call, struct rlmcp_ws *h)
 {
     pthread_mutex_lock(&call->lock);
-    h->prev = NULL;
-    h->next = call->ws_open;
-    if (h->next != NULL)
-        h->next->prev = h;
-    call->ws_open = h;
+    DLIST_PUSH(call->ws_open, h, prev, next);
     pthread_mutex_unlock(&call->lock);
 }
 
 static void ws_unlink(struct rlmcp_call *call, struct rlmcp_ws *h)
 {
     pthread_mutex_lock(&call->lock);
-    if (h->prev != NULL)
-        h->prev->next = h->next;
-    else
-        call->ws_open = h->next;
-    if (h->next != NULL)
-        h->next->prev = h->prev;
+    DLIST_UNLINK(call->ws_open, h, prev, next);
     h->next = NULL;
     h->prev = NULL;
     pthread_mutex_unlock(&call->lock);
@@ -1253,9 +1245,7 @@ static struct rlmcp_ws *ws_take_left(struct rlmcp_call *call)
     pthread_mutex_lock(&call->lock);
     h = call->ws_open;
     if (h != NULL) {
-        call->ws_open = h->next;
-        if (h->next != NULL)
-            h->next->prev = NULL;
+        DLIST_UNLINK(call->ws_open, h, prev, next);
         h->next = NULL;
     }
     pthread_mutex_unlock(&call->lock);
