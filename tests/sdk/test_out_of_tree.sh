@@ -90,7 +90,15 @@ check "installed rlmcp-embed-json refuses a bad schema, naming the file" \
 cp -r "$SRC/sdk/examples/hello" "$tmp/hello-cmake"
 cp -r "$SRC/sdk/examples/hello" "$tmp/hello-make"
 
+# A sanitizer build installs an instrumented helper library: a plugin that
+# links it must be built and linked with the same sanitizers.
+san=""
+if grep -q '^RLMCP_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    san="-fsanitize=address,undefined"
+fi
+
 if cmake -S "$tmp/hello-cmake" -B "$tmp/hello-cmake/build" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_C_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
         >"$tmp/cmake.log" 2>&1 &&
    cmake --build "$tmp/hello-cmake/build" >>"$tmp/cmake.log" 2>&1; then
     pass "hello builds with find_package(rlmcp-plugin)"
@@ -104,7 +112,8 @@ check "CMake build used -fvisibility=hidden and -z defs" \
 check "CMake build linked the installed helper library" \
     '[ "$(grep -rhoE "[^ \"]*librlmcp_helpers\.a" "$tmp/hello-cmake/build/CMakeFiles" | head -1 | xargs realpath)" = "$(realpath "$hlib")" ]'
 
-if PKG_CONFIG_PATH=$(dirname "$pc") make -C "$tmp/hello-make" >"$tmp/make.log" 2>&1; then
+if PKG_CONFIG_PATH=$(dirname "$pc") make -C "$tmp/hello-make" CFLAGS="-O2 -g -Wall -Wextra $san" \
+        >"$tmp/make.log" 2>&1; then
     pass "hello builds with make + pkg-config rlmcp-helpers"
 else
     fail "hello with make"; tail -30 "$tmp/make.log"
