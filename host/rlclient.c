@@ -747,21 +747,25 @@ static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
 /* Sleep in slices, returning true when the probe fired. */
 static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled, void *ctx)
 {
-    uint64_t start = deadline_now_ms();
+    /* In ns: whole milliseconds read twice could end the sleep early. */
+    uint64_t start = deadline_now_ns();
+    uint64_t total = ms > 0 ? (uint64_t)ms * 1000000ull : 0;
 
     for (;;) {
-        long elapsed = 0;
-        long slice = 0;
+        uint64_t elapsed = 0;
+        uint64_t slice = 0;
         struct timespec ts;
 
         if (cancelled != NULL && cancelled(ctx))
             return true;
-        elapsed = (long)(deadline_now_ms() - start);
-        if (elapsed >= ms)
+        elapsed = deadline_now_ns() - start;
+        if (elapsed >= total)
             return false;
-        slice = ms - elapsed < RL_SLICE_MS ? ms - elapsed : RL_SLICE_MS;
+        slice = total - elapsed;
+        if (slice > (uint64_t)RL_SLICE_MS * 1000000ull)
+            slice = (uint64_t)RL_SLICE_MS * 1000000ull;
         ts.tv_sec = 0;
-        ts.tv_nsec = slice * 1000000L;
+        ts.tv_nsec = (long)slice;
         nanosleep(&ts, NULL);
     }
 }
