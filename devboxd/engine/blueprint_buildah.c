@@ -136,6 +136,7 @@ static int spawn(char *const *argv, const int *fds, const char *tmpdir,
         setpgid(0, 0);
         dup2(pp[1], 1);
         dup2(pp[1], 2);
+        close_range(3, ~0U, 0); /* none of devboxd's descriptors */
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
         execve("/usr/bin/buildah", argv, envp);
@@ -298,6 +299,7 @@ static int image_local(const char *image, char **local, char *err,
     pid = fork();
     if (pid == 0) {
         dup2(pp[1], 1);
+        close_range(3, ~0U, 0);
         execv(helper, argv);
         _exit(127);
     }

@@ -224,6 +224,7 @@ static void exec_git(const char *dir, char *const *argv, char *const *envp,
         setrlimit(RLIMIT_FSIZE, &fsize) != 0 || setgroups(0, NULL) != 0 ||
         setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
         _exit(126);
+    close_range(3, ~0U, 0);
     execvpe("git", argv, envp);
     _exit(127);
 }

@@ -78,13 +78,24 @@ char *sandbox_helper_path(const char *name)
 }
 
 int sandbox_spawn(pid_t *pid, const char *path,
-                  const posix_spawn_file_actions_t *fa, char *const argv[])
+                  posix_spawn_file_actions_t *fa, char *const argv[])
 {
+    posix_spawn_file_actions_t own;
     posix_spawnattr_t attr;
     sigset_t none;
     sigset_t all;
     int rc;
 
+    /* Only fds 0-2 reach the child: a descriptor devboxd holds open (or
+     * inherited) would push the child's own pipes above 9, where dash
+     * cannot redirect (mmdebstrap's hooks fail with "Bad fd number"). */
+    if (fa == NULL) {
+        posix_spawn_file_actions_init(&own);
+        fa = &own;
+    }
+    rc = posix_spawn_file_actions_addclosefrom_np(fa, 3);
+    if (rc != 0)
+        goto out;
     sigemptyset(&none);
     sigfillset(&all);
     posix_spawnattr_init(&attr);
@@ -94,6 +105,9 @@ int sandbox_spawn(pid_t *pid, const char *path,
                              POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     rc = posix_spawn(pid, path, fa, &attr, argv, environ);
     posix_spawnattr_destroy(&attr);
+out:
+    if (fa == &own)
+        posix_spawn_file_actions_destroy(&own);
     return rc;
 }
 

@@ -69,9 +69,10 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
 char *sandbox_helper_path(const char *name);
 /* posix_spawn of path with argv (fa may be NULL): the child starts with no
  * signal blocked and every signal at its default, not devboxd's blocked and
- * ignored ones.  0 with *pid, or an errno. */
+ * ignored ones, and with no descriptor above 2 open (fa's file actions
+ * run first; fa gains a close action).  0 with *pid, or an errno. */
 int sandbox_spawn(pid_t *pid, const char *path,
-                  const posix_spawn_file_actions_t *fa, char *const argv[]);
+                  posix_spawn_file_actions_t *fa, char *const argv[]);
 /* Reads fd, a child's output, into buf (len bytes, NUL-terminated, the
  * trailing line breaks dropped) until end of file or buf is full, then
  * waits for the child pid: its exit status, or 128 + the signal that ended
