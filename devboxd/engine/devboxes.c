@@ -127,6 +127,22 @@ void engine_exec_output_path(struct engine *eng, struct execution *ex,
 
 /* --------------------------------------------------------------- views */
 
+/* Not in Runloop's API either: what a provisioning devbox waits for, when
+ * it is its image's build ("the universal image is being prepared (40%:
+ * installing packages)"), so a client can tell a wait of minutes from a
+ * hang. */
+static void add_status_message(cJSON *v, const struct devbox *box)
+{
+    char msg[200];
+    const char *image = NULL;
+
+    if (box->status != DBX_PROVISIONING)
+        return;
+    image = util_json_str(box->spec, "_image");
+    if (images_preparing(image, msg, sizeof(msg)))
+        cJSON_AddStringToObject(v, "status_message", msg);
+}
+
 cJSON *engine_box_view_locked(struct devbox *box)
 {
     cJSON *v = cJSON_CreateObject();
@@ -166,6 +182,7 @@ cJSON *engine_box_view_locked(struct devbox *box)
     if (box->failure_message !=
         NULL) /* not in Runloop's API: the enum alone hides the cause */
         cJSON_AddStringToObject(v, "failure_message", box->failure_message);
+    add_status_message(v, box);
     if (box->shutdown_reason != NULL)
         cJSON_AddStringToObject(v, "shutdown_reason", box->shutdown_reason);
     else
@@ -610,6 +627,31 @@ static void box_user(const cJSON *spec, char **name, uint32_t *uid)
     *uid = (uint32_t)u->valuedouble;
 }
 
+/* The image's root, waited for while it builds (the view says how far it
+ * got, see engine_box_view_locked); a shutdown of box ends the wait. */
+static int wait_image(struct engine *eng, struct devbox *box,
+                      const char *name, char **path, char *err, size_t errlen)
+{
+    int cancelled = 0;
+    int rc;
+
+    for (;;) {
+        rc = images_wait(name, 1000, path, err, errlen);
+        if (rc != 1 || box == NULL)
+            break;
+        pthread_mutex_lock(&eng->lock);
+        cancelled = box->cancel_boot != 0;
+        pthread_mutex_unlock(&eng->lock);
+        if (cancelled) {
+            snprintf(err, errlen, "boot cancelled while its image was "
+                                  "being prepared");
+            rc = -1;
+            break;
+        }
+    }
+    return rc;
+}
+
 int engine_sandbox_start(struct engine *eng, const char *id,
                          const cJSON *box_spec, struct devbox *log_box,
                          struct sandbox **out, char *err, size_t errlen)
@@ -646,7 +688,7 @@ int engine_sandbox_start(struct engine *eng, const char *id,
         goto out;
     }
     /* The image first: built on first need (the devbox stays provisioning). */
-    if (images_path(image_name, &image, err, errlen) != 0)
+    if (wait_image(eng, log_box, image_name, &image, err, errlen) != 0)
         goto out;
     spec.image = image;
     /* The devbox's disk before anything is written into its dir. */
@@ -744,6 +786,9 @@ static void *boot_thread(void *arg)
         engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
     pthread_mutex_unlock(&eng->lock);
     if (boot_start_sandbox(eng, box, err, sizeof(err)) != 0) {
+        /* A shutdown while the image was still building: not a failure. */
+        if (boot_cancelled(eng, box))
+            return NULL;
         snprintf(msg, sizeof(msg), "sandbox failed to start: %s", err);
         boot_fail(eng, box, "health_check_failed", msg);
         return NULL;
@@ -806,6 +851,9 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     job->box = box;
     job->first_boot = first_boot;
     box->busy = 1;
+    /* The image's build starts now, so the first view of the devbox can
+     * already say how far it is. */
+    images_prepare(util_json_str(box->spec, "_image"));
     if (util_thread_detached(boot_thread, job, 256 * 1024) != 0) {
         box->busy = 0;
         free(job);

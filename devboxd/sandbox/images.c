@@ -11,11 +11,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IMAGES_MAX 8
@@ -40,11 +42,19 @@ static const struct {
     {"runloop-mcp-browser", "browser"},
 };
 
-static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+/* One record per image: built (path), being built (a builder runs), or
+ * failed last time (error, until the next need starts another build). */
+struct image_state {
     char *name;
     char *path;
-} known[IMAGES_MAX];
+    char *progress_file; /* where the builder writes "PERCENT STAGE" */
+    char *error;
+    bool building;
+};
+
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t images_changed = PTHREAD_COND_INITIALIZER;
+static struct image_state known[IMAGES_MAX];
 
 int images_public_name(const char *name, const char **image, char *err,
                        size_t errlen)
@@ -112,98 +122,256 @@ int images_check_default(char *err, size_t errlen)
     return -1;
 }
 
-/* Runs "devboxd-image NAME": builds when needed; stderr is devboxd's.
- * With check, "devboxd-image --check NAME": only looks in the cache. */
-static int run_builder(const char *name, bool check, char **path, char *err,
-                       size_t errlen)
+/* Runs argv (the builder) and reads the one line it prints into line.
+ * Returns its exit status; *spawn_err is an errno when it did not start. */
+static int run_builder_line(char *const argv[], char *line, size_t len,
+                            int *spawn_err)
 {
-    char *builder = sandbox_helper_path("devboxd-image");
-    char *build_argv[] = {builder, (char *)name, NULL};
-    char *check_argv[] = {builder, "--check", (char *)name, NULL};
-    char **argv = check ? check_argv : build_argv;
-    char out[PATH_MAX];
     posix_spawn_file_actions_t fa;
-    struct stat st;
     int pp[2] = {-1, -1};
     pid_t pid;
-    int rc = -1;
-    int status;
+    int status = -1;
 
-    if (builder == NULL || pipe2(pp, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "cannot run the image builder: %s",
-                 strerror(errno));
-        goto out;
+    line[0] = '\0';
+    if (pipe2(pp, O_CLOEXEC) != 0) {
+        *spawn_err = errno;
+        return -1;
     }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
-    status = sandbox_spawn(&pid, builder, &fa, argv);
+    *spawn_err = sandbox_spawn(&pid, argv[0], &fa, argv);
     posix_spawn_file_actions_destroy(&fa);
     close(pp[1]);
-    pp[1] = -1;
-    if (status != 0) {
+    if (*spawn_err == 0)
+        status = sandbox_collect(pid, pp[0], line, len);
+    close(pp[0]);
+    return status;
+}
+
+/* "devboxd-image [OPTION] NAME" and the path it prints: the image's root
+ * (no option: built first when needed; "--check": only looked up) or the
+ * file where builds of NAME report progress ("--progress-file"). */
+static int run_builder(const char *option, const char *name, char **out,
+                       char *err, size_t errlen)
+{
+    char *builder = sandbox_helper_path("devboxd-image");
+    char *argv[4] = {builder, NULL, NULL, NULL};
+    char line[PATH_MAX];
+    bool want_dir = option == NULL || strcmp(option, "--check") == 0;
+    struct stat st;
+    int spawn_err = 0;
+    int status;
+    int rc = -1;
+
+    *out = NULL;
+    if (builder == NULL) {
+        snprintf(err, errlen, "cannot run the image builder: out of memory");
+        goto out;
+    }
+    argv[1] = option != NULL ? (char *)option : (char *)name;
+    argv[2] = option != NULL ? (char *)name : NULL;
+    status = run_builder_line(argv, line, sizeof(line), &spawn_err);
+    if (spawn_err != 0) {
         snprintf(err, errlen, "cannot run the image builder %s: %s", builder,
-                 strerror(status));
+                 strerror(spawn_err));
         goto out;
     }
-    status = sandbox_collect(pid, pp[0], out, sizeof(out));
-    if (status != 0 || out[0] != '/' || stat(out, &st) != 0 ||
-        !S_ISDIR(st.st_mode)) {
-        if (check) {
+    if (status != 0 || line[0] != '/' ||
+        (want_dir && (stat(line, &st) != 0 || !S_ISDIR(st.st_mode)))) {
+        if (option != NULL)
             snprintf(err, errlen, "the %s image is not built yet", name);
-            goto out;
-        }
-        snprintf(err, errlen,
-                 "the %s image could not be built (devboxd-image exit status "
-                 "%d; its messages "
-                 "are in devboxd's log)",
-                 name, status);
+        else
+            snprintf(err, errlen,
+                     "the %s image could not be built (devboxd-image exit "
+                     "status %d; its messages are in devboxd's log)",
+                     name, status);
         goto out;
     }
-    *path = strdup(out);
-    rc = *path != NULL ? 0 : -1;
+    *out = strdup(line);
+    rc = *out != NULL ? 0 : -1;
 out:
-    if (pp[0] >= 0)
-        close(pp[0]);
-    if (pp[1] >= 0)
-        close(pp[1]);
     free(builder);
     return rc;
 }
 
-/* images_path, or with check only a lookup in the cache (no build). */
-static int image_lookup(const char *name, bool check, char **path, char *err,
-                        size_t errlen)
+/* Lock held: name's record, made on first use; NULL when out of room. */
+static struct image_state *state_of_locked(const char *name)
 {
     size_t i;
+
+    for (i = 0; i < IMAGES_MAX && known[i].name != NULL; i++) {
+        if (strcmp(known[i].name, name) == 0)
+            return &known[i];
+    }
+    if (i == IMAGES_MAX)
+        return NULL;
+    known[i].name = strdup(name);
+    return known[i].name != NULL ? &known[i] : NULL;
+}
+
+/* The builder, on a thread of its own: no devbox, lock or request waits
+ * on it except the ones that need this very image. */
+static void *build_thread(void *arg)
+{
+    struct image_state *st = arg;
+    char err[256] = "";
+    char *progress = NULL;
+    char *path = NULL;
+    int rc;
+
+    if (run_builder("--progress-file", st->name, &progress, err,
+                    sizeof(err)) == 0) {
+        pthread_mutex_lock(&images_lock);
+        free(st->progress_file);
+        st->progress_file = progress;
+        pthread_mutex_unlock(&images_lock);
+    }
+    rc = run_builder(NULL, st->name, &path, err, sizeof(err));
+    pthread_mutex_lock(&images_lock);
+    if (rc == 0)
+        st->path = path;
+    else
+        st->error = strdup(err);
+    st->building = false;
+    pthread_cond_broadcast(&images_changed);
+    pthread_mutex_unlock(&images_lock);
+    return NULL;
+}
+
+/* Lock held: starts st's build (a lookup when the cache has it). */
+static int start_build_locked(struct image_state *st, char *err, size_t errlen)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    int rc;
+
+    free(st->error);
+    st->error = NULL;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&t, &attr, build_thread, st);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the %s image's build: %s",
+                 st->name, strerror(rc));
+        return -1;
+    }
+    st->building = true;
+    return 0;
+}
+
+/* Lock held: "the NAME image is being prepared (N%: stage)" from the
+ * builder's progress file ("PERCENT STAGE"); without one, "(starting)". */
+static void preparing_locked(const struct image_state *st, char *msg,
+                             size_t len)
+{
+    char line[128] = "";
+    char *stage = NULL;
+    long pct = -1;
+    FILE *f = NULL;
+
+    if (st->progress_file != NULL)
+        f = fopen(st->progress_file, "re");
+    if (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        pct = strtol(line, &stage, 10);
+        stage += strspn(stage, " ");
+    }
+    if (f != NULL)
+        fclose(f);
+    if (pct >= 0 && pct <= 100)
+        snprintf(msg, len, "the %s image is being prepared (%ld%%%s%s)",
+                 st->name, pct, stage[0] != '\0' ? ": " : "", stage);
+    else
+        snprintf(msg, len, "the %s image is being prepared (starting)",
+                 st->name);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Lock held: waits on images_changed for up to ms (at most a second, so
+ * the caller looks at the monotonic clock again; the condition's clock is
+ * the wall clock). */
+static void wait_changed_locked(int64_t ms)
+{
+    struct timespec until;
+
+    if (ms > 1000)
+        ms = 1000;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&images_changed, &images_lock, &until);
+}
+
+/* Resolves NULL to the default and refuses names that are no image. */
+static int image_name(const char **name, char *err, size_t errlen)
+{
+    if (*name == NULL)
+        *name = images_default();
+    if (strcmp(*name, "host") == 0 || known_image(*name))
+        return 0;
+    snprintf(err, errlen,
+             "unknown image \"%.100s\" (images: starter, universal, browser, "
+             "host)",
+             *name);
+    return -1;
+}
+
+int images_wait(const char *name, int64_t wait_ms, char **path, char *err,
+                size_t errlen)
+{
+    struct image_state *st = NULL;
+    int64_t deadline = mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+    bool started = false;
     int rc = -1;
 
     *path = NULL;
-    if (name == NULL)
-        name = images_default();
+    if (image_name(&name, err, errlen) != 0)
+        return -1;
     if (strcmp(name, "host") == 0)
         return 0;
-    if (!known_image(name)) {
-        snprintf(
-            err, errlen,
-            "unknown image \"%.100s\" (images: starter, universal, browser, "
-            "host)",
-            name);
-        return -1;
-    }
-    /* One lookup or build at a time: a second devbox waits for the build
-     * the first one started. */
     pthread_mutex_lock(&images_lock);
-    for (i = 0; i < IMAGES_MAX && known[i].name != NULL; i++) {
-        if (strcmp(known[i].name, name) == 0) {
-            *path = strdup(known[i].path);
-            rc = *path != NULL ? 0 : -1;
-            goto out;
-        }
+    st = state_of_locked(name);
+    if (st == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
     }
-    rc = run_builder(name, check, path, err, errlen);
-    if (rc == 0 && i < IMAGES_MAX) {
-        known[i].name = strdup(name);
-        known[i].path = strdup(*path);
+    for (;;) {
+        int64_t left = deadline - mono_ms();
+
+        if (st->path != NULL) {
+            *path = strdup(st->path);
+            rc = *path != NULL ? 0 : -1;
+            break;
+        }
+        if (!st->building) {
+            /* A failure seen before this call started gets a new try. */
+            if (started) {
+                snprintf(err, errlen, "%s",
+                         st->error != NULL ? st->error : "out of memory");
+                break;
+            }
+            if (start_build_locked(st, err, errlen) != 0)
+                break;
+            started = true;
+        }
+        if (wait_ms >= 0 && left <= 0) {
+            preparing_locked(st, err, errlen);
+            rc = 1;
+            break;
+        }
+        wait_changed_locked(wait_ms >= 0 ? left : 1000);
     }
 out:
     pthread_mutex_unlock(&images_lock);
@@ -212,15 +380,61 @@ out:
 
 int images_path(const char *name, char **path, char *err, size_t errlen)
 {
-    return image_lookup(name, false, path, err, errlen);
+    return images_wait(name, -1, path, err, errlen);
+}
+
+void images_prepare(const char *name)
+{
+    char err[256];
+    char *path = NULL;
+
+    if (images_wait(name, 0, &path, err, sizeof(err)) == 0)
+        free(path);
+}
+
+bool images_preparing(const char *name, char *msg, size_t len)
+{
+    struct image_state *st = NULL;
+    bool building = false;
+    char err[64];
+
+    if (image_name(&name, err, sizeof(err)) != 0 || strcmp(name, "host") == 0)
+        return false;
+    pthread_mutex_lock(&images_lock);
+    st = state_of_locked(name);
+    building = st != NULL && st->building && st->path == NULL;
+    if (building)
+        preparing_locked(st, msg, len);
+    pthread_mutex_unlock(&images_lock);
+    return building;
 }
 
 bool images_built(const char *name)
 {
+    struct image_state *st = NULL;
     char err[256];
     char *path = NULL;
-    int rc = image_lookup(name, true, &path, err, sizeof(err));
+    bool built = false;
 
+    if (image_name(&name, err, sizeof(err)) != 0)
+        return false;
+    if (strcmp(name, "host") == 0)
+        return true;
+    pthread_mutex_lock(&images_lock);
+    st = state_of_locked(name);
+    built = st != NULL && st->path != NULL;
+    pthread_mutex_unlock(&images_lock);
+    if (built || st == NULL)
+        return built;
+    /* Built by another process (scripts/run, scripts/test) since? */
+    if (run_builder("--check", name, &path, err, sizeof(err)) != 0)
+        return false;
+    pthread_mutex_lock(&images_lock);
+    if (st->path == NULL) {
+        st->path = path;
+        path = NULL;
+    }
+    pthread_mutex_unlock(&images_lock);
     free(path);
-    return rc == 0;
+    return true;
 }

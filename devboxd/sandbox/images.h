@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Maps a blueprint_name in Runloop's "runloop/" namespace to one of our
  * images ("starter" or "universal").  Returns 1 and sets *image for a
@@ -33,6 +34,23 @@ int images_check_default(char *err, size_t errlen);
  * 0, or returns -1 with err set.  Thread-safe; concurrent callers wait for
  * one build. */
 int images_path(const char *name, char **path, char *err, size_t errlen);
+
+/* images_path that waits at most wait_ms (< 0: without bound): 1 with err
+ * set to "the NAME image is being prepared (N%: stage)" when the build
+ * goes on past that (it keeps going; a later call finds it or waits on).
+ * Each image builds on a thread of its own, so a build holds up only the
+ * devboxes that need that image.  A build that failed is tried again by
+ * the next call. */
+int images_wait(const char *name, int64_t wait_ms, char **path, char *err,
+                size_t errlen);
+
+/* Starts image name's build (NULL = images_default()) when it is neither
+ * known to be built nor being built; returns at once. */
+void images_prepare(const char *name);
+
+/* Whether image name (NULL = images_default()) is being built now; then
+ * msg says so as images_wait does.  Never blocks on a build. */
+bool images_preparing(const char *name, char *msg, size_t len);
 
 /* Whether image name (NULL = images_default()) is in the cache now, or is
  * "host": never builds. */
