@@ -1354,6 +1354,40 @@ static int devbox_poll_once(const struct rlmcp_h *h, const char *path,
     return rc;
 }
 
+/* What a starting devbox waits for, when its engine says (the local
+ * engine's "status_message" while its image builds), else NULL. */
+static const char *devbox_status_message(const cJSON *dbx)
+{
+    return cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(dbx, "status_message"));
+}
+
+/* One step of a wait the engine explains (minutes of an image build): the
+ * client hears the message as progress, then the view is read again after
+ * a short sleep; *dbx_io is replaced by the new view. */
+static int devbox_wait_step(const struct rlmcp_h *h, const char *get_path,
+                            const char *what, uint64_t start,
+                            uint64_t deadline, cJSON **dbx_io)
+{
+    uint64_t now = rlmcp_h_now_ms();
+    uint64_t nap = deadline - now < 2000 ? deadline - now : 2000;
+    cJSON *got = NULL;
+    int rc;
+
+    /* Elapsed seconds: a progress value that grows. */
+    h->api->progress(h->call, (double)(now - start) / 1000.0 + 1.0, -1.0,
+                     devbox_status_message(*dbx_io));
+    rc = h->api->sleep_ms(h->call, (uint32_t)nap);
+    if (rc != RLMCP_OK)
+        return rc;
+    rc = rlmcp_h_request(h, "GET", get_path, NULL, NULL, what, &got);
+    if (rc == RLMCP_OK) {
+        cJSON_Delete(*dbx_io);
+        *dbx_io = got;
+    }
+    return rc;
+}
+
 int rlmcp_h_devbox_create(const struct rlmcp_h *h, const cJSON *body,
                           const char *what, char **id_out)
 {
@@ -1386,7 +1420,8 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
                         const char *const *statuses, uint64_t wait_ms,
                         cJSON **dbx_out)
 {
-    uint64_t deadline = rlmcp_h_now_ms() + wait_ms;
+    uint64_t start = rlmcp_h_now_ms();
+    uint64_t deadline = start + wait_ms;
     char *path = NULL;
     char *get_path = NULL;
     char *what = NULL;
@@ -1413,6 +1448,10 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
         long status = 0;
         cJSON *got = NULL;
 
+        if (devbox_status_message(dbx) != NULL) {
+            rc = devbox_wait_step(h, get_path, what, start, deadline, &dbx);
+            continue;
+        }
         rc = devbox_poll_once(h, path, body, what, deadline, &status, &got);
         if (rc != RLMCP_OK || status == 0) {
             cJSON_Delete(got);
