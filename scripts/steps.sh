@@ -8,8 +8,9 @@
 #                          inputs (scripts/bootstrap, tests/package*.json) holds
 #   steps_build DIR ARGS   configure when needed, build with a progress count
 #                          ($STEPS_TARGET only, when set)
-#   steps_images DIR       the local engine's images: runs scripts/images
-#                          BUILD_DIR when that script exists (it must print its
+#   steps_images DIR [DEPLOYMENT]
+#                          the local engine's images: runs scripts/images
+#                          BUILD_DIR [DEPLOYMENT] when that script exists (it must print its
 #                          own step lines and return at once when nothing changed)
 
 STEPS_NAME=${STEPS_NAME:-scripts/$(basename "$0")}
@@ -134,7 +135,7 @@ steps_build() {
 
 steps_images() {
     if [ -x scripts/images ]; then
-        scripts/images "$1"
+        scripts/images "$@"
     fi
 }
 

@@ -111,6 +111,30 @@ RLMCP_DEVBOX_IMAGE=host "$T/scripts/run" --version </dev/null >/dev/null 2>&1
 if [ ! -e "$tmp/image-calls" ]; then pass "no image for a cloud backend or the host image"; else
     fail "builder ran: $(cat "$tmp/image-calls")"; fi
 
+# 2a. A deployment whose tools need more images gets them all, in the
+#     order a user meets them, in one background chain.
+rm -f "$tmp/image-calls" "$tmp/image-built"
+mkdir -p "$T/deploy"
+cat >"$T/deploy/langs.yaml" <<'YAML'
+plugins:
+  - name: exec
+    config:
+      languages:
+        python: {extension: py, command: "python3 {file}", blueprint: runloop/universal-ubuntu-24.04-x86_64}
+  - name: browser
+YAML
+"$T/scripts/run" --version --config deploy/langs.yaml </dev/null >"$tmp/out" 2>"$tmp/err"
+has "$tmp/err" "scripts/images: building the starter, universal, browser images for devboxes in the background"
+for _ in $(seq 600); do [ "$(grep -cv -- --check "$tmp/image-calls" 2>/dev/null)" = 3 ] && break; sleep 0.05; done
+if [ "$(grep -v -- --check "$tmp/image-calls" | tr '\n' ' ')" = "starter universal browser " ]; then
+    pass "the deployment's images were built in order"; else fail "builder calls: $(cat "$tmp/image-calls")"; fi
+# The default deployment of a tree without one: only the default image.
+rm -f "$tmp/image-calls" "$tmp/image-built"
+"$T/scripts/run" --version --config deploy/none.yaml </dev/null >"$tmp/out" 2>"$tmp/err"
+has "$tmp/err" "scripts/images: building the starter image for devboxes in the background"
+for _ in $(seq 600); do [ -e "$tmp/image-built" ] && break; sleep 0.05; done
+touch "$tmp/image-built"
+
 # 2b. A second launch while one holds the build lock waits for it and only
 #     then starts its server.
 mkfifo "$tmp/release"
