@@ -181,6 +181,24 @@ out:
     return rc;
 }
 
+/* A devbox that did not run in time; the engine may say why (its image
+ * still building). */
+static int not_ready(const struct br *br, const struct rlmcp_h *h,
+                     const char *id, const cJSON *view)
+{
+    int rc = rlmcp_h_devbox_preparing(h, view);
+
+    if (rc != RLMCP_OK)
+        return rc;
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_DEVBOX_NOT_READY,
+        "The browser image may still be building on its first use; "
+        "call run_browser again in a minute.",
+        "the browser session's devbox %s is not running after %lld s "
+        "(status %s); it was shut down",
+        id, br->create_wait_s, rlmcp_h_devbox_status(view));
+}
+
 static int wait_running(const struct br *br, const struct rlmcp_h *h,
                         const char *id)
 {
@@ -204,13 +222,7 @@ static int wait_running(const struct br *br, const struct rlmcp_h *h,
             "(status %s)%s%.600s",
             id, st, fm != NULL ? ": " : "", fm != NULL ? fm : "");
     else if (!eq(st, "running"))
-        rc = rlmcp_h_fail_remedy(
-            h, RLMCP_ERR_DEVBOX_NOT_READY,
-            "The browser image may still be building on its first use; "
-            "call run_browser again in a minute.",
-            "the browser session's devbox %s is not running after %lld s "
-            "(status %s); it was shut down",
-            id, br->create_wait_s, st);
+        rc = not_ready(br, h, id, view);
 out:
     cJSON_Delete(view);
     return rc;

@@ -142,8 +142,6 @@ static int not_ready(const struct rlmcp_h *h, const char *id, const cJSON *dbx,
     const char *st = rlmcp_h_devbox_status(dbx);
     /* The local engine says why in words. */
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(dbx, "failure_message");
-    const char *preparing = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(dbx, "status_message"));
 
     if (eq(st, "failure") || eq(st, "shutdown"))
         return rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
@@ -152,14 +150,8 @@ static int not_ready(const struct rlmcp_h *h, const char *id, const cJSON *dbx,
                                    "(status %s)%s%.600s",
                                    id, st, cJSON_IsString(fm) ? ": " : "",
                                    cJSON_IsString(fm) ? fm->valuestring : "");
-    /* An image builds once per machine, for minutes, and goes on without
-     * this call: say how far it is rather than "not running yet". */
-    if (preparing != NULL)
-        return rlmcp_h_fail_remedy(
-            h, RLMCP_ERR_DEVBOX_NOT_READY,
-            "The image is built once per machine and its build goes on in "
-            "the background; call the tool again in a minute.",
-            "%.200s, call again", preparing);
+    if (rlmcp_h_devbox_preparing(h, dbx) != RLMCP_OK)
+        return RLMCP_H_REPORTED;
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_DEVBOX_NOT_READY,
         "The sandbox is still starting (e.g. pulling its image); call the "

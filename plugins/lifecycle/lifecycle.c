@@ -68,6 +68,8 @@ static int not_ready(const struct rlmcp_h *h, const cJSON *dbx, const char *id,
             cJSON_IsString(fr) ? fr->valuestring : "",
             cJSON_IsString(fm) ? ": " : "",
             cJSON_IsString(fm) ? fm->valuestring : "");
+    if (rlmcp_h_devbox_preparing(h, dbx) != RLMCP_OK)
+        return RLMCP_H_REPORTED;
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_DEVBOX_NOT_READY,
         "Poll get_devbox with this devbox_id until status is running, or "

@@ -1388,6 +1388,21 @@ static int devbox_wait_step(const struct rlmcp_h *h, const char *get_path,
     return rc;
 }
 
+int rlmcp_h_devbox_preparing(const struct rlmcp_h *h, const cJSON *dbx)
+{
+    const char *msg = devbox_status_message(dbx);
+
+    if (msg == NULL)
+        return RLMCP_OK;
+    /* An image builds once per machine, for minutes, and goes on without
+     * this call: say how far it is rather than "not running yet". */
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_DEVBOX_NOT_READY,
+        "The image is built once per machine and its build goes on in the "
+        "background; call the tool again in a minute.",
+        "%.200s, call again", msg);
+}
+
 int rlmcp_h_devbox_create(const struct rlmcp_h *h, const cJSON *body,
                           const char *what, char **id_out)
 {

@@ -212,6 +212,15 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
                         const char *const *statuses, uint64_t wait_ms,
                         cJSON **dbx_out);
 /*
+ * When the view of a devbox that is not running yet says what it waits for
+ * (the local engine's "status_message" while the devbox's image builds),
+ * fails the call with devbox_not_ready: "<message>, call again" and a
+ * remedy to call again in a minute, and returns RLMCP_H_REPORTED; else
+ * returns 0 and reports nothing. rlmcp_h_devbox_wait() already passes the
+ * message on as progress while it waits.
+ */
+int rlmcp_h_devbox_preparing(const struct rlmcp_h *h, const cJSON *dbx);
+/*
  * Report a failed operation on a devbox (HTTP `status`, message `msg`):
  * when the devbox is not running the error is devbox_not_running with a
  * remedy for its state; a missing devbox is not_found; otherwise the
