@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <inttypes.h>
 #include <time.h>
 
 #include "deadline.h"
@@ -831,6 +832,28 @@ static struct curl_slist *add_header(struct curl_slist *l, bool *ok,
     return nl;
 }
 
+static unsigned attempt_timeout_ms(const struct rl_call *rc);
+
+/* x-request-deadline: the Unix time in ms when this attempt stops waiting.
+ * The local engine starts no work past it, so a request that sat in a
+ * frozen engine's queue never runs after its call has timed out; other
+ * servers ignore it. None for a request without a bound (a stream). */
+static struct curl_slist *add_deadline(struct curl_slist *l, bool *ok,
+                                       const struct rl_call *rc)
+{
+    unsigned ms = attempt_timeout_ms(rc);
+    struct timespec now;
+    char val[32];
+    uint64_t at;
+
+    if (ms == 0)
+        return l;
+    clock_gettime(CLOCK_REALTIME, &now);
+    at = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u + ms;
+    snprintf(val, sizeof(val), "%" PRIu64, at);
+    return add_header(l, ok, "x-request-deadline", val);
+}
+
 static struct curl_slist *build_headers(const struct rl_call *rc)
 {
     const struct rlmcp_http_req *req = rc->req;
@@ -853,6 +876,7 @@ static struct curl_slist *build_headers(const struct rl_call *rc)
         h = add_header(h, &ok, "Content-Type", "application/json");
     if (rc->request_id[0] != '\0')
         h = add_header(h, &ok, "x-request-id", rc->request_id);
+    h = add_deadline(h, &ok, rc);
     h = add_header(h, &ok, "Expect", NULL);
     if (!ok) {
         curl_slist_free_all(h);

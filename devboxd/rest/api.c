@@ -1629,6 +1629,42 @@ void api_unimplemented(const struct http_request *req, struct http_response *res
     http_response_set_header(resp, "x-should-retry", "false");
 }
 
+/* x-request-deadline (runloop-mcp sends it on each attempt): the Unix
+ * time in ms when the client stops waiting. Work nobody waits for is not
+ * started: a request that sat in a frozen engine's queue must not run its
+ * command after the caller was told it timed out. */
+static int request_expired(const struct http_request *req,
+                           struct http_response *resp)
+{
+    const char *v = http_request_header(req, "x-request-deadline");
+    char *end = NULL;
+    long long at;
+    int64_t now;
+
+    if (v == NULL)
+        return 0;
+    errno = 0;
+    at = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || at <= 0) {
+        http_response_error(resp, 400,
+                            "x-request-deadline: expected the Unix time in "
+                            "milliseconds when the client stops waiting "
+                            "(e.g. 1765000000000), got \"%.40s\"",
+                            v);
+        return -1;
+    }
+    now = util_now_ms();
+    if (now <= at)
+        return 0;
+    http_response_error(resp, 408,
+                        "the request's deadline (x-request-deadline) passed "
+                        "%lld ms before devboxd read it; nothing was done",
+                        (long long)(now - at));
+    /* The same request is as late again: a new attempt brings a new one. */
+    http_response_set_header(resp, "x-should-retry", "false");
+    return -1;
+}
+
 void api_handle(void *ud, const struct http_request *req,
                 struct http_response *resp)
 {
@@ -1652,6 +1688,8 @@ void api_handle(void *ud, const struct http_request *req,
         http_response_set_header(resp, "allow", "GET, POST");
         goto out;
     }
+    if (request_expired(req, resp) != 0)
+        goto out;
     /* A retry of a request already answered gets that answer again. */
     if (idem_begin(eng->idem, req, &claim, resp) != 0)
         goto out;

@@ -228,6 +228,29 @@ describe('deadlines, clean-up and a dead backend', () => {
     ok(await call('kill_execution', { devbox_id: box.id, execution_id: eid }));
   });
 
+  it('a command sent to a frozen devboxd never runs once its call has timed out', LONG, async () => {
+    engine.kill('SIGSTOP');
+    let r;
+    try {
+      r = await call('execute_command',
+        { devbox_id: box.id, command: 'touch /tmp/frozen-marker', timeout_seconds: 5 }, 60000);
+    } finally {
+      engine.kill('SIGCONT');
+    }
+    const e = toolError(r);
+    assert.ok(['timeout', 'unavailable'].includes(e.code), JSON.stringify(e));
+    // Thawed, devboxd reads the queued request: its deadline (the
+    // x-request-deadline the host sent) has passed, so the command never
+    // starts. Watched for 10 s, twice the time it took to appear before.
+    const end = Date.now() + 10000;
+    do {
+      const seen = ok(await call('execute_command',
+        { devbox_id: box.id, command: 'test -e /tmp/frozen-marker && echo ran || echo absent' }));
+      assert.equal(seen.stdout, 'absent\n', 'the timed-out command ran after devboxd resumed');
+      await new Promise((res) => setTimeout(res, 1000));
+    } while (Date.now() < end);
+  });
+
   it('an unreachable backend fails fast, and later calls at once (circuit breaker)', LONG, async () => {
     const port = await freePort();
     const h = await startHost(`http://127.0.0.1:${port}`);
