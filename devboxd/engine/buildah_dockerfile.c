@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "buildah_dockerfile.h"
 
+#include "build_flags.h"
 #include "code_mounts.h"
 #include "util.h"
 
@@ -146,25 +147,18 @@ static char *next_word(const char **s)
     return w;
 }
 
-static const char *skip_flags(const char *s, char *flags, size_t flen)
+/* The flags of instruction kw at the start of args, checked
+ * (build_flags.c): 0 with *canon (malloc'd, what to emit for them, "" when
+ * none) and *rest (into args, after them), or -1 with p->err. */
+static int check_flags(struct prep *p, const char *kw, const char *args,
+                       int line, char **canon, const char **rest)
 {
-    flags[0] = '\0';
-    for (;;) {
-        while (isspace((unsigned char)*s))
-            s++;
-        if (strncmp(s, "--", 2) != 0)
-            return s;
-        {
-            const char *e = s;
-            size_t used = strlen(flags);
+    struct bf_stages st;
 
-            while (*e && !isspace((unsigned char)*e))
-                e++;
-            snprintf(flags + used, flen - used, "%s%.*s", used ? " " : "",
-                     (int)(e - s), s);
-            s = e;
-        }
-    }
+    st.aliases = p->aliases;
+    st.n = p->stage > 0 ? (size_t)p->stage : 0;
+    return bf_check(kw, args, line, &st, &p->out->caches, canon, rest, p->err,
+                    p->errlen);
 }
 
 /* ------------------------------------------------------------- context */
@@ -213,12 +207,11 @@ static int check_one_source(struct prep *p, int line, const char *kw,
     return 0;
 }
 
-/* COPY/ADD: every source stays in the context (not for --from=stage). */
+/* COPY/ADD: every source stays in the context (not for --from=stage);
+ * flags as check_flags emits them, rest what follows them. */
 static int check_sources(struct prep *p, int line, const char *kw,
-                         const char *args)
+                         const char *flags, const char *rest)
 {
-    char flags[1024];
-    const char *rest = skip_flags(args, flags, sizeof(flags));
     cJSON *json = NULL;
     char *words[256];
     size_t n = 0, i;
@@ -375,19 +368,20 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
 {
     struct heredoc h[MAX_HEREDOCS];
     const char *first = lines[*i];
+    /* After the keyword, wherever the line indents it. */
+    const char *after = first + strspn(first, " \t") + strlen(kw);
+    const char *rest = NULL;
     char *raw = strdup("");
     char *emit = NULL;
-    char flags[1024];
+    char *canon = NULL;
     int n = find_markers(first, h, MAX_HEREDOCS);
     int rc = -1;
     int k;
 
-    if (raw == NULL || read_bodies(p, lines, nlines, i, h, n, &raw, line) != 0)
+    if (raw == NULL || check_flags(p, kw, after, line, &canon, &rest) != 0 ||
+        read_bodies(p, lines, nlines, i, h, n, &raw, line) != 0)
         goto out;
     if (strcasecmp(kw, "RUN") == 0) {
-        /* After the keyword, wherever the line indents it. */
-        const char *after = first + strspn(first, " \t") + 3;
-        const char *rest = skip_flags(after, flags, sizeof(flags));
         char *script = NULL;
         const char *tail = rest + strlen(h[0].marker);
 
@@ -400,10 +394,14 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
             script = strdup(h[0].body);
         else if (asprintf(&script, "%s\n%s", rest, raw) < 0)
             script = NULL;
-        emit = script != NULL ? run_script(flags, script) : NULL;
+        emit = script != NULL ? run_script(canon, script) : NULL;
         free(script);
     } else {
-        emit = strdup(first);
+        size_t head = strlen(kw) + (canon[0] ? strlen(canon) + 1 : 0) + 1;
+
+        if (asprintf(&emit, "%s%s%s %s", kw, canon[0] ? " " : "", canon,
+                     rest) < 0)
+            emit = NULL;
         for (k = 0; emit != NULL && k < n; k++) {
             char *name = NULL;
 
@@ -415,6 +413,9 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
             cJSON_AddStringToObject(p->out->files, name, h[k].body);
             free(name);
         }
+        if (emit != NULL &&
+            check_sources(p, line, kw, canon, emit + head) != 0)
+            goto out;
     }
     if (emit == NULL) {
         fail(p, "out of memory");
@@ -435,6 +436,7 @@ out:
     free_heredocs(h, n);
     free(raw);
     free(emit);
+    free(canon);
     return rc;
 }
 
@@ -496,12 +498,12 @@ static int grow_stages(struct prep *p)
 static int emit_from(struct prep *p, const char *args, const char *orig,
                      int line)
 {
-    char flags[256];
-    const char *rest = skip_flags(args, flags, sizeof(flags));
-    char *image = next_word(&rest);
-    char *as = next_word(&rest);
-    char *alias = next_word(&rest);
-    char *extra = next_word(&rest);
+    char *flags = NULL;
+    const char *rest = NULL;
+    char *image = NULL;
+    char *as = NULL;
+    char *alias = NULL;
+    char *extra = NULL;
     char *local = NULL;
     char *emit = NULL;
     const char *name = NULL;
@@ -509,6 +511,12 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
     int rc = -1;
     int k;
 
+    if (check_flags(p, "FROM", args, line, &flags, &rest) != 0)
+        return -1;
+    image = next_word(&rest);
+    as = next_word(&rest);
+    alias = next_word(&rest);
+    extra = next_word(&rest);
     if (image == NULL ||
         (as != NULL && (strcasecmp(as, "AS") != 0 || alias == NULL)) ||
         extra != NULL) {
@@ -523,6 +531,17 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
              "line %d: FROM %s: a variable in FROM is not supported; name the "
              "image",
              line, image);
+        goto out;
+    }
+    /* COPY --from names it, and buildah reads it again: a plain name. */
+    if (alias != NULL &&
+        (alias[strspn(alias, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+                             "TUVWXYZ0123456789._-")] != '\0' ||
+         strlen(alias) > 64)) {
+        fail(p,
+             "line %d: FROM ... AS %s: a stage name is letters, digits, . _ "
+             "- (at most 64)",
+             line, alias);
         goto out;
     }
     for (k = 0; k <= p->stage; k++) { /* an earlier stage */
@@ -571,6 +590,7 @@ static int emit_from(struct prep *p, const char *args, const char *orig,
     if (rc == 0 && ref >= 0)
         rc = inherit(p, ref);
 out:
+    free(flags);
     free(image);
     free(as);
     free(alias);
@@ -765,14 +785,71 @@ static int ends_continued(const char *l)
     return len > 0 && l[len - 1] == '\\';
 }
 
+/* Length of l without a trailing continuation (a backslash and blanks). */
+static size_t cut_continuation(const char *l)
+{
+    size_t len = strlen(l);
+
+    while (len > 0 && isspace((unsigned char)l[len - 1]))
+        len--;
+    return len > 0 && l[len - 1] == '\\' ? len - 1 : strlen(l);
+}
+
+/* The instruction from lines[*i] on, continuation lines joined as buildah
+ * joins them (the backslash dropped, comment and empty lines inside
+ * skipped), on one line; *text gets the lines as written (for the log).
+ * *i ends on its last line. */
+static char *continued_line(struct prep *p, char **lines, size_t nlines,
+                            size_t *i, char **text)
+{
+    char *joined = NULL;
+    int more = ends_continued(lines[*i]);
+
+    if (asprintf(&joined, "%.*s", (int)cut_continuation(lines[*i]),
+                 lines[*i]) < 0) {
+        fail(p, "out of memory");
+        return NULL;
+    }
+    while (more && *i + 1 < nlines) {
+        const char *l = lines[++*i];
+        const char *t = l + strspn(l, " \t");
+        char *grown = NULL;
+
+        if (*t == '#' || *t == '\0')
+            continue;
+        more = ends_continued(l);
+        if (asprintf(&grown, "%s%.*s", joined, (int)cut_continuation(l), l) <
+            0) {
+            free(joined);
+            fail(p, "out of memory");
+            return NULL;
+        }
+        free(joined);
+        joined = grown;
+        grown = NULL;
+        if (asprintf(&grown, "%s\n%s", *text, l) < 0) {
+            free(joined);
+            fail(p, "out of memory");
+            return NULL;
+        }
+        free(*text);
+        *text = grown;
+    }
+    return joined;
+}
+
 /* One instruction starting at lines[*i]; *i ends on its last line. */
 static int one_instruction(struct prep *p, char **lines, size_t nlines,
                            size_t *i)
 {
     const char *first = lines[*i];
     const char *args = first;
+    const char *rest = NULL;
     char *kw = next_word(&args);
     char *text = strdup(first);
+    char *joined = NULL;
+    char *canon = NULL;
+    char *emit = NULL;
     struct heredoc probe[1];
     int line = (int)*i + 1;
     int rc = -1;
@@ -799,55 +876,90 @@ static int one_instruction(struct prep *p, char **lines, size_t nlines,
         rc = emit_heredoc(p, lines, nlines, i, kw, line);
         goto out;
     }
-    while (ends_continued(lines[*i]) && *i + 1 < nlines) {
-        char *grown = NULL;
-
-        ++*i;
-        if (lines[*i][0] == '#' ||
-            (strspn(lines[*i], " \t") < strlen(lines[*i]) &&
-             lines[*i][strspn(lines[*i], " \t")] == '#'))
-            continue; /* comments inside continued lines are dropped */
-        if (asprintf(&grown, "%s\n%s", text, lines[*i]) < 0)
-            goto out;
-        free(text);
-        text = grown;
+    if (strcasecmp(kw, "ONBUILD") == 0) {
+        fail(p,
+             "line %d: ONBUILD is not supported: its instruction would run "
+             "in a later build FROM this blueprint, unchecked; write the step "
+             "into that build's Dockerfile",
+             line);
+        goto out;
     }
-    args = text;
-    free(next_word(&args));
+    joined = continued_line(p, lines, nlines, i, &text);
+    if (joined == NULL)
+        goto out;
+    args = joined + strspn(joined, " \t") + strlen(kw);
     if (strcasecmp(kw, "FROM") == 0) {
         rc = emit_from(p, args, text, line);
         goto out;
     }
-    if ((strcasecmp(kw, "COPY") == 0 || strcasecmp(kw, "ADD") == 0)) {
-        char *flat = strdup(args);
-        char *c;
-
-        for (c = flat; c != NULL && *c; c++) /* continuations as spaces */
-            if (*c == '\\' && (c[1] == '\n'))
-                *c = ' ';
-        rc = flat != NULL ? check_sources(p, line, kw, flat) : -1;
-        free(flat);
-        if (rc != 0)
-            goto out;
-    }
+    if (check_flags(p, kw, args, line, &canon, &rest) != 0)
+        goto out;
+    if ((strcasecmp(kw, "COPY") == 0 || strcasecmp(kw, "ADD") == 0) &&
+        check_sources(p, line, kw, canon, rest) != 0)
+        goto out;
     if (strcasecmp(kw, "USER") == 0) {
-        const char *u = args;
+        const char *u = rest;
 
         free(p->final_user);
         p->final_user = next_word(&u);
     }
-    rc = add_step(p, line, p->stage >= 0, 0, text, text);
+    /* One line of flags as checked: buildah reads nothing else as one. */
+    if (asprintf(&emit, "%s%s%s%s%s", kw, canon[0] ? " " : "", canon,
+                 rest[0] ? " " : "", rest) < 0) {
+        emit = NULL;
+        fail(p, "out of memory");
+        goto out;
+    }
+    rc = add_step(p, line, p->stage >= 0, 0, text, emit);
 out:
     free(kw);
     free(text);
+    free(joined);
+    free(canon);
+    free(emit);
     return rc;
+}
+
+/* Parser directives (# name=value lines at the top): buildah never sees
+ * them (comments are not emitted), so one that changes how the text
+ * parses (escape) is refused; syntax= and others mean nothing here. */
+static int check_directives(struct prep *p, char **lines, size_t nlines)
+{
+    size_t i;
+
+    for (i = 0; i < nlines; i++) {
+        const char *l = lines[i] + strspn(lines[i], " \t");
+        const char *k;
+        size_t klen;
+
+        if (*l != '#')
+            return 0;
+        l++;
+        l += strspn(l, " \t");
+        k = l;
+        klen = strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789");
+        l = k + klen;
+        l += strspn(l, " \t");
+        if (klen == 0 || !isalpha((unsigned char)k[0]) || *l != '=')
+            return 0; /* a comment: directives end */
+        l++;
+        l += strspn(l, " \t");
+        if (klen == 6 && strncasecmp(k, "escape", 6) == 0 &&
+            (l[0] != '\\' || l[1 + strspn(l + 1, " \t")] != '\0'))
+            return fail(p,
+                        "line %zu: the escape directive is not supported: "
+                        "continue lines with \\ (remove the # escape= line)",
+                        i + 1);
+    }
+    return 0;
 }
 
 static int parse_text(struct prep *p, const char *dockerfile)
 {
     size_t nlines = 0, i;
     char **lines = split_lines(dockerfile, &nlines);
-    int rc = 0;
+    int rc = check_directives(p, lines, nlines);
 
     for (i = 0; rc == 0 && i < nlines; i++) {
         const char *l = lines[i] + strspn(lines[i], " \t");
@@ -999,6 +1111,7 @@ void bd_free(struct bd_out *out)
     free(out->steps);
     free(out->text);
     free(out->final_from);
+    bf_caches_free(&out->caches);
     cJSON_Delete(out->files);
     memset(out, 0, sizeof(*out));
 }

@@ -6,12 +6,16 @@
  * system_setup_commands appended as RUN steps.  A stage FROM an earlier
  * stage gets that stage's steps in place of the FROM (one layer per build
  * over an image: buildah 1.28 cannot run a step, in a user namespace, on an
- * image it built in one). */
+ * image it built in one).  Every instruction's flags are checked and
+ * emitted in a form of our own (build_flags.h), each instruction on one
+ * line. */
 #ifndef DEVBOXD_BUILDAH_DOCKERFILE_H
 #define DEVBOXD_BUILDAH_DOCKERFILE_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+
+#include "build_flags.h"
 
 /* Maps a FROM name (without "runloop:"; NULL = the base a blueprint without
  * a Dockerfile builds on) to the name buildah builds FROM.  Returns 0 with
@@ -40,6 +44,7 @@ struct bd_out {
     size_t n_steps;
     int user_steps;   /* how many steps the user wrote (FROMs not counted) */
     char *final_from; /* the final stage's base as resolved (not an alias) */
+    struct bf_caches caches; /* RUN --mount=type=cache ids, for the builder */
 };
 
 /* params: the blueprint create body (dockerfile, file_mounts,

@@ -1,0 +1,356 @@
+/* Unit tests of the Dockerfile flag checks (build_flags.c) through the
+ * Dockerfile buildah gets (bd_prepare): every escape of the build's mounts
+ * (a cache id of .., a bind of a host path, from= a stage, a secret) is
+ * refused with its line, whatever parser trick carries it (continuation
+ * lines, empty and comment lines inside one, quotes, a backslash, a
+ * variable, keys in capitals, odd spacing, a key twice, heredocs, JSON
+ * form, ONBUILD, the escape directive, bytes Go takes as spaces); what is
+ * allowed is emitted in one canonical form, on one line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "build_flags.h"
+#include "buildah_dockerfile.h"
+
+static int resolve(void *ctx, const char *name, char **local, char *err,
+                   size_t errlen)
+{
+    (void)ctx;
+    (void)err;
+    (void)errlen;
+    *local =
+        strdup(name != NULL && strcmp(name, "base") == 0 ? "local/base"
+                                                         : "local/starter");
+    return 0;
+}
+
+/* bd_prepare of a Dockerfile given as C text (any bytes). */
+static int prepare_df(const char *df, const char *setup, struct bd_out *out,
+                      char *err, size_t errlen)
+{
+    cJSON *params = cJSON_CreateObject();
+    int rc;
+
+    cJSON_AddStringToObject(params, "dockerfile", df);
+    if (setup != NULL) {
+        cJSON *a = cJSON_AddArrayToObject(params, "system_setup_commands");
+
+        cJSON_AddItemToArray(a, cJSON_CreateString(setup));
+    }
+    err[0] = '\0';
+    rc = bd_prepare(params, resolve, NULL, out, err, errlen);
+    cJSON_Delete(params);
+    return rc;
+}
+
+static void test_refused(void **state)
+{
+    static const struct {
+        const char *df;
+        const char *want;
+    } cases[] = {
+        /* The attack as published, and other ids out of the cache. */
+        {"FROM base\nRUN --mount=type=cache,id=../../../..,target=/h ls /h\n",
+         "line 2: RUN --mount=type=cache,id=../../../..,target=/h: cache id "
+         "\"../../../..\" must be a plain name"},
+        {"FROM base\nRUN --mount=type=cache,id=/,target=/h ls\n",
+         "line 2: RUN --mount=type=cache,id=/,target=/h: cache id"},
+        {"FROM base\nRUN --mount=type=cache,id=a/b,target=/h ls\n",
+         "cache id \"a/b\""},
+        {"FROM base\nRUN --mount=type=cache,id=..,target=/h ls\n",
+         "cache id \"..\""},
+        {"FROM base\nRUN --mount=type=cache,id=.x,target=/h ls\n",
+         "cache id \".x\""},
+        /* Flags after continuation lines, empty and comment lines. */
+        {"FROM base\nRUN \\\n  --mount=type=cache,id=../..,target=/h ls\n",
+         "line 2: RUN --mount=type=cache,id=../..,target=/h: cache id"},
+        {"FROM base\nRUN \\\n\n--mount=type=cache,id=../..,target=/h ls\n",
+         "line 2: RUN --mount"},
+        {"FROM base\nRUN \\\n# c\n  \\\n--mount=type=cache,id=../..,target=/h "
+         "ls\n",
+         "line 2: RUN --mount"},
+        {"FROM base\nRUN --mount=type=tmpfs,target=/t \\\n "
+         "--mount=type=cache,id=../..,target=/h ls\n",
+         "line 2: RUN --mount=type=cache,id=../.."},
+        /* Quotes, a backslash, variables. */
+        {"FROM base\nRUN --mount=\"type=cache,id=../..,target=/h\" ls\n",
+         "line 2: RUN --mount=\"type=cache,id=../..,target=/h\": a flag may "
+         "hold no quote, backslash or variable"},
+        {"FROM base\nRUN --mount='type=cache,id=../..,target=/h' ls\n",
+         "no quote, backslash or variable"},
+        {"FROM base\nRUN --mount=type=cache,id=.\\./..,target=/h ls\n",
+         "no quote, backslash or variable"},
+        {"FROM base\nARG X=../..\nRUN --mount=type=cache,id=$X,target=/h ls\n",
+         "line 3: RUN --mount=type=cache,id=$X,target=/h: a flag may hold no "
+         "quote, backslash or variable"},
+        {"FROM base\nENV X=/\nRUN --mount=type=bind,source=${X},target=/h ls\n",
+         "line 3: RUN --mount=type=bind,source=${X}"},
+        /* Keys in capitals, odd spacing, a key twice, --mount twice. */
+        {"FROM base\nRUN --mount=type=cache,ID=../..,target=/h ls\n",
+         "\"ID=../..\" is not allowed in a cache mount"},
+        {"FROM base\nRUN --mount=TYPE=cache,id=../..,target=/h ls\n",
+         "name the type first"},
+        {"FROM base\nRUN --mount=type=CACHE,id=x,target=/h ls\n",
+         "type \"CACHE\" is not allowed"},
+        {"FROM base\nRUN --mount=type=cache, id=../..,target=/h ls\n",
+         "line 2: RUN --mount=type=cache,: an empty field"},
+        {"FROM base\nRUN --mount=type=cache,,id=x,target=/h ls\n",
+         "an empty field"},
+        {"FROM base\nRUN --mount=type=cache,id=x,id=../..,target=/h ls\n",
+         "\"id\" is given twice"},
+        {"FROM base\nRUN --mount=type=cache,type=bind,source=x,target=/h ls\n",
+         "\"type\" is given twice"},
+        {"FROM base\nRUN --mount=type=cache,id=ok,target=/a "
+         "--mount=type=cache,id=../..,target=/h ls\n",
+         "cache id \"../..\""},
+        {"FROM base\nRUN --MOUNT=type=cache,id=x,target=/h ls\n",
+         "RUN --MOUNT is not allowed: a RUN step takes only --mount"},
+        {"FROM base\nRUN --mount type=cache,id=x,target=/h ls\n",
+         "RUN --mount must be written --mount=<spec>"},
+        /* Bytes Go reads as spaces end a flag word for buildah. */
+        {"FROM base\nRUN --mount=type=tmpfs,target=/t\xa0"
+         "--mount=type=cache,id=../..,target=/h ls\n",
+         "cache id \"../..\""},
+        {"FROM base\nRUN --mount=type=tmpfs,target=/t \xa0"
+         "--mount=type=cache,id=../..,target=/h ls\n",
+         "cache id \"../..\""},
+        {"FROM base\nRUN \x85--mount=type=cache,id=../..,target=/h ls\n",
+         "cache id \"../..\""},
+        /* Heredocs, JSON form, ONBUILD, the escape directive, lower case. */
+        {"FROM base\nRUN --mount=type=cache,id=../..,target=/h <<EOF\nls "
+         "/h\nEOF\n",
+         "line 2: RUN --mount=type=cache,id=../..,target=/h: cache id"},
+        {"FROM base\nCOPY --from=nowhere <<EOF /x\nhi\nEOF\n",
+         "line 2: COPY --from=nowhere: name an earlier stage"},
+        {"FROM base\nRUN --mount=type=bind,source=/,target=/h [\"ls\", "
+         "\"/h\"]\n",
+         "source \"/\" must be a path in the build context"},
+        {"FROM base\nONBUILD RUN --mount=type=cache,id=../..,target=/h ls\n",
+         "line 2: ONBUILD is not supported"},
+        {"# escape=`\nFROM base\nRUN --mount=type=cache,id=x,target=/h `\n  "
+         "ls\n",
+         "line 1: the escape directive is not supported"},
+        {"#ESCAPE = `\nFROM base\n", "escape directive"},
+        {"from base\nrun --mount=type=cache,id=../..,target=/h ls\n",
+         "line 2: RUN --mount=type=cache,id=../..,target=/h: cache id"},
+        /* Other escapes: bind outside the context, from=, rw, secrets. */
+        {"FROM base\nRUN --mount=type=bind,source=../..,target=/h ls\n",
+         "source \"../..\" must be a path in the build context"},
+        {"FROM base\nRUN --mount=type=bind,src=a/../../x,target=/h ls\n",
+         "source \"a/../../x\""},
+        {"FROM base AS s\nRUN ln -s / /evil\nFROM base\n"
+         "RUN --mount=type=bind,from=s,source=evil,target=/h ls\n",
+         "line 4: RUN --mount=type=bind,from=s,source=evil,target=/h: a bind "
+         "mount takes no from="},
+        {"FROM base\nRUN --mount=type=bind,target=/h,rw ls\n",
+         "a bind mount of the build context is read-only"},
+        {"FROM base\nRUN --mount=type=bind,target=/h,bind-propagation=shared "
+         "ls\n",
+         "\"bind-propagation=shared\" is not allowed in a bind mount"},
+        {"FROM base AS s\nFROM base\nRUN "
+         "--mount=type=cache,from=s,target=/h ls\n",
+         "a cache mount takes no from= or source="},
+        {"FROM base\nRUN --mount=type=cache,source=/,target=/h ls\n",
+         "a cache mount takes no from= or source="},
+        {"FROM base\nRUN --mount=type=secret,id=tok cat /run/secrets/tok\n",
+         "line 2: RUN --mount=type=secret is not supported"},
+        {"FROM base\nRUN --mount=type=ssh git clone x\n",
+         "RUN --mount=type=ssh is not supported"},
+        {"FROM base\nRUN --mount=type=volume,target=/h ls\n",
+         "type \"volume\" is not allowed"},
+        {"FROM base\nRUN --mount=type=cache,id=x,target=/h/../.. ls\n",
+         "target= must be an absolute directory"},
+        {"FROM base\nRUN --mount=type=cache,id=x,target=rel ls\n",
+         "target= must be an absolute directory"},
+        {"FROM base\nRUN --mount=type=cache,id=x ls\n",
+         "target= must be an absolute directory"},
+        {"FROM base\nRUN --mount=type=cache,id=x,target=/h,mode=4777 ls\n",
+         "mode= is octal, at most 1777"},
+        {"FROM base\nRUN --mount=type=cache,id=x,target=/h,uid=70000 ls\n",
+         "uid= is a number 0-65535"},
+        {"FROM base\nRUN --mount=type=cache,id=x,target=/h,sharing=private "
+         "ls\n",
+         "sharing= is shared or locked"},
+        {"FROM base\nRUN --mount=type=tmpfs,target=/t,size=1g ls\n",
+         "size= is a number of bytes"},
+        /* Other RUN flags and other instructions' flags. */
+        {"FROM base\nRUN --network=host curl x\n",
+         "line 2: RUN --network is not allowed: a RUN step takes only --mount"},
+        {"FROM base\nRUN --security=insecure ls\n",
+         "RUN --security is not allowed"},
+        {"FROM base\nRUN --device=/dev/sda ls\n",
+         "RUN --device is not allowed"},
+        {"FROM base\nCOPY --link a /b\n",
+         "line 2: COPY --link is not allowed: COPY takes only --from"},
+        {"FROM base\nCOPY --parents a /b\n", "COPY --parents is not allowed"},
+        {"FROM base\nCOPY --exclude=x a /b\n", "COPY --exclude is not allowed"},
+        {"FROM base\nCOPY --chown=$U a /b\n",
+         "no quote, backslash or variable"},
+        {"FROM base\nCOPY --chown=a:b:c a /b\n", "COPY --chown=a:b:c: name a"},
+        {"FROM base\nCOPY --chmod=u+x a /b\n",
+         "COPY --chmod=u+x: give an octal"},
+        {"FROM base\nADD --from=x a /b\n",
+         "ADD --from is not allowed: ADD takes only --chown"},
+        {"FROM base\nADD --checksum=sha256:0 a /b\n", "ADD --checksum"},
+        {"FROM base AS a\nCOPY --from=a /x /y\n",
+         "COPY --from=a: name an earlier stage"},
+        {"FROM base\nCOPY --from=1 /x /y\n", "COPY --from=1: name an earlier"},
+        {"FROM --network=host base\n",
+         "line 1: FROM --network is not allowed: FROM takes only --platform"},
+        {"FROM base AS a,b\n", "a stage name is letters"},
+        {"FROM base\nENV --x=1 A=b\n",
+         "line 2: ENV takes no flags; remove --x"},
+        {"FROM base\nWORKDIR --mount=type=bind,source=/,target=/h /x\n",
+         "WORKDIR takes no flags"},
+        {"FROM base\nHEALTHCHECK --interval=$(x) CMD true\n",
+         "no quote, backslash or variable"},
+        {"FROM base\nHEALTHCHECK --start-interval=1s CMD true\n",
+         "HEALTHCHECK --start-interval is not allowed"},
+    };
+    struct bd_out o;
+    char err[1024];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (prepare_df(cases[i].df, NULL, &o, err, sizeof(err)) != -1)
+            fail_msg("case %zu was accepted:\n%s", i, o.text);
+        if (strstr(err, cases[i].want) == NULL)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].want);
+        assert_null(o.text);
+    }
+}
+
+static void test_allowed(void **state)
+{
+    static const struct {
+        const char *df;
+        const char *want; /* a line of the emitted Dockerfile */
+    } cases[] = {
+        {"FROM base\nRUN --mount=type=cache,target=/root/.cache,id=pip pip x\n",
+         "\nRUN --mount=type=cache,id=pip,target=/root/.cache,sharing=shared "
+         "pip x\n"},
+        {"FROM base\nRUN --mount=type=cache,dst=/var/cache/apt apt x\n",
+         "\nRUN --mount=type=cache,id=target_var_cache_apt,target=/var/cache/"
+         "apt,sharing=shared apt x\n"},
+        {"FROM base\nRUN "
+         "--mount=type=cache,id=c,target=/c,uid=1000,gid=1000,mode=0700,"
+         "sharing=locked,ro ls\n",
+         "\nRUN --mount=type=cache,id=c,target=/c,sharing=locked,ro ls\n"},
+        {"FROM base\nRUN --mount=type=bind,source=app,target=/src make\n",
+         "\nRUN --mount=type=bind,source=app,target=/src,ro make\n"},
+        {"FROM base\nRUN --mount=type=bind,target=/ctx,readonly ls\n",
+         "\nRUN --mount=type=bind,target=/ctx,ro ls\n"},
+        {"FROM base\nRUN --mount=type=tmpfs,target=/t,size=65536 ls\n",
+         "\nRUN --mount=type=tmpfs,target=/t,tmpfs-size=65536 ls\n"},
+        {"FROM base\nRUN --mount=type=cache,id=a,target=/a "
+         "--mount=type=tmpfs,target=/t [\"ls\", \"/a\"]\n",
+         "\nRUN --mount=type=cache,id=a,target=/a,sharing=shared "
+         "--mount=type=tmpfs,target=/t [\"ls\", \"/a\"]\n"},
+        {"FROM base\nRUN \\\n  --mount=type=cache,id=x,target=/c \\\n\n"
+         "# note\n  ls /c\n",
+         "\nRUN --mount=type=cache,id=x,target=/c,sharing=shared ls /c\n"},
+        {"# syntax=docker/dockerfile:1\n# escape=\\\nFROM base\nRUN true\n",
+         "\nRUN true\n"},
+        {"FROM base AS b\nRUN true\nFROM base\nCOPY --from=b --chown=user:user "
+         "--chmod=644 /x /y\n",
+         "\nCOPY --from=b --chown=user:user --chmod=644 /x /y\n"},
+        {"FROM base AS b\nFROM base\nCOPY --from=0 /x /y\n",
+         "\nCOPY --from=0 /x /y\n"},
+        {"FROM --platform=linux/amd64 base\nRUN true\n",
+         "FROM --platform=linux/amd64 local/base\n"},
+        {"FROM base\nHEALTHCHECK --interval=30s --retries=3 CMD true\n",
+         "\nHEALTHCHECK --interval=30s --retries=3 CMD true\n"},
+        {"FROM base\nRUN --mount=type=cache,id=c,target=/c <<EOF\nls /c\nEOF\n",
+         "\nRUN --mount=type=cache,id=c,target=/c,sharing=shared sh -c"},
+        /* An instruction's last line continued at the end is cut there. */
+        {"FROM base\nRUN echo hi \\", "\nRUN echo hi \nUSER user\n"},
+    };
+    struct bd_out o;
+    char err[1024];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *want = cases[i].want;
+
+        if (prepare_df(cases[i].df, "true", &o, err, sizeof(err)) != 0)
+            fail_msg("case %zu refused: %s", i, err);
+        if (strstr(o.text, want) == NULL) {
+            fail_msg("case %zu: the Dockerfile\n%s\nlacks\n%s", i, o.text,
+                     want);
+        }
+        bd_free(&o);
+    }
+}
+
+static void test_caches(void **state)
+{
+    struct bd_out o;
+    char err[1024];
+
+    (void)state;
+    assert_int_equal(
+        prepare_df(
+            "FROM base\nRUN --mount=type=cache,id=pip,target=/p,uid=1000,"
+            "gid=100,mode=0700 --mount=type=cache,target=/var/x ls\n"
+            "RUN --mount=type=bind,target=/b ls\n",
+            NULL, &o, err, sizeof(err)),
+        0);
+    assert_int_equal(o.caches.n, 2);
+    assert_string_equal(o.caches.v[0].id, "pip");
+    assert_int_equal(o.caches.v[0].uid, 1000);
+    assert_int_equal(o.caches.v[0].gid, 100);
+    assert_int_equal(o.caches.v[0].mode, 0700);
+    assert_string_equal(o.caches.v[1].id, "target_var_x");
+    assert_int_equal(o.caches.v[1].uid, 0);
+    assert_int_equal(o.caches.v[1].mode, 0755);
+    bd_free(&o);
+    assert_int_equal(o.caches.n, 0);
+}
+
+/* bf_check alone: where the flags end, what follows them. */
+static void test_rest(void **state)
+{
+    struct bf_stages st = {NULL, 0};
+    char err[512];
+    char *canon = NULL;
+    const char *rest = NULL;
+
+    (void)state;
+    assert_int_equal(bf_check("RUN", "  --mount=type=tmpfs,target=/t  echo --x",
+                              3, &st, NULL, &canon, &rest, err, sizeof(err)),
+                     0);
+    assert_string_equal(canon, "--mount=type=tmpfs,target=/t");
+    assert_string_equal(rest, "echo --x");
+    free(canon);
+    assert_int_equal(bf_check("USER", " user", 1, &st, NULL, &canon, &rest, err,
+                              sizeof(err)),
+                     0);
+    assert_string_equal(canon, "");
+    assert_string_equal(rest, "user");
+    free(canon);
+    assert_int_equal(
+        bf_check("RUN", "--", 7, &st, NULL, &canon, &rest, err, sizeof(err)),
+        -1);
+    assert_non_null(strstr(err, "line 7: RUN -- is not allowed"));
+    assert_null(canon);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_caches),
+        cmocka_unit_test(test_rest),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
