@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "blueprint_builds.h"
+#include "build_cache.h"
 #include "build_context.h"
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
@@ -28,7 +29,7 @@
 #define BLUEPRINT_REPO "localhost/devboxd-blueprint:"
 #define IMAGE_REPO "localhost/devboxd-image/"
 #define BUILD_REPO "localhost/devboxd-build:" /* as buildah committed it */
-#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah"
+#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah" /* BUILD_CACHE_ROOT's parent */
 #define DEFAULT_PATH                                                           \
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TAIL_LINES 12
@@ -1328,6 +1329,7 @@ int bb_run(struct bb_job *j)
     char *tag = NULL;
     char *sbdir = NULL;
     uid_t range = 0;
+    int cache_lock = -1;
     int fds[SB_CG_N];
     size_t i;
     int status;
@@ -1371,6 +1373,14 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "%s", err);
         goto out;
     }
+    if (build_cache_open(j->state_dir, tmp, range, &df.caches, &cache_lock,
+                         why, sizeof(why), err, sizeof(err)) != 0) {
+        jlog(j, "error", "the build cache: %s", err);
+        goto out;
+    }
+    if (why[0] != '\0')
+        jlog(j, "info", "%s", why);
+    why[0] = '\0';
     if (asprintf(&tag, BUILD_REPO "%s", j->id) < 0)
         goto out;
     pg.df = &df;
@@ -1395,6 +1405,8 @@ out:
     sb_cg_kill_all(&cg, 5000);
     sb_cg_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */
+    if (cache_lock >= 0)
+        close(cache_lock); /* after the last RUN step is gone */
     drop_leftovers(j->state_dir, j->id, rc != 0);
     if (sbdir != NULL && sandbox_destroy_dir(sbdir, err, sizeof(err)) != 0)
         fprintf(stderr, "devboxd: build %s: %s\n", j->id, err);
