@@ -520,6 +520,14 @@ static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
     if (asprintf(&path, "%s/build/context", j->dir) < 0)
         return -1;
     util_mkdirs(path);
+    /* RUN --mount=type=bind without a source mounts the context itself:
+     * the step's root (not the host's) reads it.  The state dir above
+     * keeps everyone else out. */
+    if (chmod(path, 0755) != 0) {
+        snprintf(err, errlen, "cannot open up %s: %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
     /* The archive first: file_mounts of the same path replace its files. */
     if (j->context_fd >= 0) {
         jlog(j, "info", "unpacking the build context");
