@@ -234,6 +234,16 @@ static int parse_run(struct df_step *st, const char *rest, char *err, size_t err
     cJSON *arr = NULL;
     const cJSON *it = NULL;
 
+    /* buildah reads these as flags; here they would be the command. */
+    if (strncmp(rest, "--", 2) == 0) {
+        size_t len = strcspn(rest, " \t=");
+
+        return fail(err, errlen,
+                    "line %d: RUN option %.*s is not supported by the native "
+                    "builder (RLMCP_BUILDER=native); remove it, or build with "
+                    "buildah",
+                    st->line, (int)(len < 64 ? len : 64), rest);
+    }
     if (rest[0] != '[') {
         st->arg = strdup(rest);
         return st->arg != NULL ? 0 : -1;

@@ -95,6 +95,10 @@ static void test_bad_input(void **state)
     expect_bad("FROM a\nCOPY onlyone\n", "one source");
     expect_bad("FROM a\nCOPY a b c\n", "got 3 arguments");
     expect_bad("FROM a\nCOPY --chown=1 a b\n", "COPY option --chown=1");
+    expect_bad("FROM a\nRUN --mount=type=cache,id=../../..,target=/h ls /h\n",
+               "line 2: RUN option --mount is not supported by the native "
+               "builder");
+    expect_bad("FROM a\nRUN --network=host true\n", "RUN option --network");
     expect_bad("FROM a\nWORKDIR a b\n", "WORKDIR takes exactly one value");
     expect_bad("FROM a\nUSER\n", "line 2: USER needs an argument");
     expect_bad("FROM a\nRUN [1, 2]\n", "JSON array of strings");
