@@ -3,7 +3,8 @@
 // on a temporary state dir. Every tool of both plugins, progress while
 // building and snapshotting, create_devbox from snapshot_id / blueprint_id /
 // blueprint_name, run_code on a configured blueprint, and the error paths
-// (failed build naming the step, unsupported instruction, snapshot of a shut
+// (failed build naming the step, unsupported instruction, a RUN --mount
+// reaching out of the build, snapshot of a shut
 // down devbox, delete of a snapshot in use, unknown ids).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -154,6 +155,11 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     const u = errorOf(await call('build_blueprint', { name: 'e2e-unsupported',
       dockerfile: 'FROM runloop:runloop/starter-x86_64\nFROWN x\n' }));
     assert.match(u.message, /line 2: unknown instruction "FROWN"/);
+    // A cache id out of the build's cache (buildah 1.28 mounted the host's
+    // path): refused before any build, with the line and the flag.
+    const esc = errorOf(await call('build_blueprint', { name: 'e2e-escape',
+      dockerfile: 'FROM runloop:runloop/starter-x86_64\nRUN --mount=type=cache,id=../../../..,target=/h ls /h\n' }));
+    assert.match(esc.message, /line 2: RUN (--mount=type=cache,id=\.\.\/\.\.\/\.\.\/\.\.,target=\/h: cache id "[./]+" must be a plain name|option --mount is not supported by the native builder)/);
     const failed = ok(await call('list_blueprints', { status: 'failed' }));
     assert.equal(failed.blueprints.length, 1, 'a Dockerfile with an error is refused, not built');
   });
