@@ -29,7 +29,8 @@
 #define BLUEPRINT_REPO "localhost/devboxd-blueprint:"
 #define IMAGE_REPO "localhost/devboxd-image/"
 #define BUILD_REPO "localhost/devboxd-build:" /* as buildah committed it */
-#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah" /* BUILD_CACHE_ROOT's parent */
+/* BUILD_CACHE_ROOT's parent */
+#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah"
 #define DEFAULT_PATH                                                           \
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TAIL_LINES 12
@@ -269,7 +270,7 @@ void bb_forget(const char *state_dir, const cJSON *rec)
 /* ----------------------------------------------------------- FROM names */
 
 struct names {
-    int check_only; /* create time: names only, nothing imported */
+    int check_only;     /* create time: names only, nothing imported */
     const char *job_id; /* the building blueprint (not at create time) */
     const char *state_dir;
     char *image;     /* the engine image of the last resolved base */
@@ -1381,8 +1382,8 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "%s", err);
         goto out;
     }
-    if (build_cache_open(j->state_dir, tmp, range, &df.caches, &cache_lock,
-                         why, sizeof(why), err, sizeof(err)) != 0) {
+    if (build_cache_open(j->state_dir, tmp, range, &df.caches, &cache_lock, why,
+                         sizeof(why), err, sizeof(err)) != 0) {
         jlog(j, "error", "the build cache: %s", err);
         goto out;
     }

@@ -399,8 +399,8 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
     } else {
         size_t head = strlen(kw) + (canon[0] ? strlen(canon) + 1 : 0) + 1;
 
-        if (asprintf(&emit, "%s%s%s %s", kw, canon[0] ? " " : "", canon,
-                     rest) < 0)
+        if (asprintf(&emit, "%s%s%s %s", kw, canon[0] ? " " : "", canon, rest) <
+            0)
             emit = NULL;
         for (k = 0; emit != NULL && k < n; k++) {
             char *name = NULL;
@@ -413,8 +413,7 @@ static int emit_heredoc(struct prep *p, char **lines, size_t nlines, size_t *i,
             cJSON_AddStringToObject(p->out->files, name, h[k].body);
             free(name);
         }
-        if (emit != NULL &&
-            check_sources(p, line, kw, canon, emit + head) != 0)
+        if (emit != NULL && check_sources(p, line, kw, canon, emit + head) != 0)
             goto out;
     }
     if (emit == NULL) {
@@ -805,8 +804,8 @@ static char *continued_line(struct prep *p, char **lines, size_t nlines,
     char *joined = NULL;
     int more = ends_continued(lines[*i]);
 
-    if (asprintf(&joined, "%.*s", (int)cut_continuation(lines[*i]),
-                 lines[*i]) < 0) {
+    if (asprintf(&joined, "%.*s", (int)cut_continuation(lines[*i]), lines[*i]) <
+        0) {
         fail(p, "out of memory");
         return NULL;
     }
