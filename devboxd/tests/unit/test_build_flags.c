@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -343,13 +344,208 @@ static void test_rest(void **state)
     assert_null(canon);
 }
 
+/* --------------------------------------------------------------- fuzz */
+
+static int go_space(unsigned char c)
+{
+    return bf_is_space(c);
+}
+
+/* buildah's (imagebuilder's) extractBuilderFlags, written again: the
+ * flags buildah takes from the text after an instruction's keyword, with
+ * its quote and backslash handling.  Returns how many, into words. */
+static size_t buildah_flags(const char *line, char words[][1024], size_t max)
+{
+    enum { SPACES, WORD, QUOTE } phase = SPACES;
+    size_t len = strlen(line), pos, n = 0, wl = 0;
+    char quote = 0;
+    int blank_ok = 0;
+    char word[1024];
+
+    for (pos = 0; pos <= len && n < max; pos++) {
+        unsigned char ch = pos < len ? (unsigned char)line[pos] : 0;
+
+        if (phase == SPACES) {
+            if (pos == len)
+                break;
+            if (go_space(ch))
+                continue;
+            if (ch != '-' || pos + 1 == len || line[pos + 1] != '-')
+                break;
+            phase = WORD;
+        }
+        if (pos == len) {
+            word[wl] = '\0';
+            if (strcmp(word, "--") != 0 && (blank_ok || wl > 0))
+                snprintf(words[n++], 1024, "%s", word);
+            break;
+        }
+        if (phase == WORD) {
+            if (go_space(ch)) {
+                phase = SPACES;
+                word[wl] = '\0';
+                if (strcmp(word, "--") == 0)
+                    break;
+                if (blank_ok || wl > 0)
+                    snprintf(words[n++], 1024, "%s", word);
+                wl = 0;
+                blank_ok = 0;
+                continue;
+            }
+            if (ch == '\'' || ch == '"') {
+                quote = (char)ch;
+                blank_ok = 1;
+                phase = QUOTE;
+                continue;
+            }
+            if (ch == '\\') {
+                if (pos + 1 == len)
+                    continue;
+                ch = (unsigned char)line[++pos];
+            }
+            if (wl < sizeof(word) - 1)
+                word[wl++] = (char)ch;
+            continue;
+        }
+        if (ch == (unsigned char)quote) {
+            phase = WORD;
+            continue;
+        }
+        if (ch == '\\' && quote != '\'') {
+            if (pos + 1 == len) {
+                phase = WORD;
+                continue;
+            }
+            ch = (unsigned char)line[++pos];
+        }
+        if (wl < sizeof(word) - 1)
+            word[wl++] = (char)ch;
+    }
+    return n;
+}
+
+/* A flag buildah would take from the emitted Dockerfile: one of the
+ * canonical forms, nothing reaching out. */
+static int flag_safe(const char *kw, const char *f)
+{
+    if (strcasecmp(kw, "RUN") == 0) {
+        if (strstr(f, "from=") != NULL || strstr(f, "src=") != NULL ||
+            strstr(f, "source=/") != NULL || strstr(f, "..") != NULL ||
+            strstr(f, ",rw") != NULL || strstr(f, "$") != NULL)
+            return 0;
+        if (strncmp(f, "--mount=type=cache,id=", 22) == 0) {
+            const char *id = f + 22;
+            size_t idlen = strcspn(id, ",");
+
+            return idlen > 0 && id[0] != '.' &&
+                   memchr(id, '/', idlen) == NULL &&
+                   strncmp(id + idlen, ",target=/", 9) == 0;
+        }
+        return strncmp(f, "--mount=type=bind,", 18) == 0 ||
+               strncmp(f, "--mount=type=tmpfs,target=/", 27) == 0;
+    }
+    if (strcasecmp(kw, "COPY") == 0 || strcasecmp(kw, "ADD") == 0)
+        return strncmp(f, "--from=", 7) == 0 ||
+               strncmp(f, "--chown=", 8) == 0 || strncmp(f, "--chmod=", 8) == 0;
+    if (strcasecmp(kw, "FROM") == 0)
+        return strncmp(f, "--platform=", 11) == 0;
+    if (strcasecmp(kw, "HEALTHCHECK") == 0)
+        return strncmp(f, "--interval=", 11) == 0 ||
+               strncmp(f, "--timeout=", 10) == 0 ||
+               strncmp(f, "--start-period=", 15) == 0 ||
+               strncmp(f, "--retries=", 10) == 0;
+    return 0;
+}
+
+/* Every line of the emitted Dockerfile read as buildah reads it. */
+static void check_emitted(const char *text, const char *input)
+{
+    char *copy = strdup(text);
+    char *save = NULL;
+    char *line;
+    static char words[16][1024];
+
+    assert_non_null(copy);
+    for (line = strtok_r(copy, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        size_t kl = strcspn(line, " \t\v\f\r");
+        char kw[32];
+        size_t i, n;
+
+        snprintf(kw, sizeof(kw), "%.*s", (int)(kl < 31 ? kl : 31), line);
+        n = buildah_flags(line + kl, words, 16);
+        for (i = 0; i < n; i++)
+            if (!flag_safe(kw, words[i]))
+                fail_msg("buildah would take %s %s from\n%s\nmade of\n%s", kw,
+                         words[i], text, input);
+        /* One line each: nothing continues into the next instruction. */
+        if (line[0] != '\0' && line[strlen(line) - 1] == '\\')
+            fail_msg("a line continues into the next:\n%s\nmade of\n%s", text,
+                     input);
+    }
+    free(copy);
+}
+
+/* Mutations of attack and legitimate Dockerfiles: whatever bd_prepare
+ * accepts, buildah takes only canonical flags from what it emits. */
+static void test_mutations(void **state)
+{
+    static const char *const seeds[] = {
+        "FROM base\nRUN --mount=type=cache,id=pip,target=/c ls /c\n",
+        "FROM base\nRUN --mount=type=cache,id=../../..,target=/h ls /h\n",
+        "FROM base\nRUN \\\n --mount=type=bind,source=app,target=/s \\\n ls\n",
+        "FROM base AS s\nFROM base\nCOPY --from=s --chown=1:1 /a /b\n",
+        "FROM base\nRUN --mount=type=tmpfs,target=/t <<EOF\nls\nEOF\n",
+        "FROM base\nARG X=../..\nRUN --mount=type=cache,id=$X,target=/h ls\n",
+        "# escape=\\\nFROM base\nHEALTHCHECK --interval=3s CMD true\n",
+    };
+    static const char pieces[] = "\"'\\$ \t\n,=./-#<`[]x\x85\xa0";
+    struct bd_out o;
+    char err[1024];
+    char buf[512];
+    unsigned accepted = 0;
+    int it;
+
+    (void)state;
+    srand(20261206);
+    for (it = 0; it < 20000; it++) {
+        const char *seed =
+            seeds[(size_t)rand() % (sizeof(seeds) / sizeof(*seeds))];
+        size_t len = strlen(seed);
+        int k, edits = 1 + rand() % 4;
+
+        memcpy(buf, seed, len + 1);
+        for (k = 0; k < edits && len + 2 < sizeof(buf); k++) {
+            size_t at = (size_t)rand() % (len + 1);
+            int op = rand() % 3;
+
+            if (op == 0) { /* insert a tricky byte */
+                memmove(buf + at + 1, buf + at, len - at + 1);
+                buf[at] = pieces[(size_t)rand() % (sizeof(pieces) - 1)];
+                len++;
+            } else if (op == 1 && at < len) { /* delete one */
+                memmove(buf + at, buf + at + 1, len - at);
+                len--;
+            } else if (at < len) { /* replace one */
+                buf[at] = pieces[(size_t)rand() % (sizeof(pieces) - 1)];
+            }
+        }
+        if (prepare_df(buf, "true", &o, err, sizeof(err)) != 0)
+            continue;
+        accepted++;
+        check_emitted(o.text, buf);
+        bd_free(&o);
+    }
+    /* The run means something only if many mutants got through. */
+    assert_true(accepted > 2000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_allowed),
-        cmocka_unit_test(test_caches),
-        cmocka_unit_test(test_rest),
+        cmocka_unit_test(test_refused),   cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_caches),    cmocka_unit_test(test_rest),
+        cmocka_unit_test(test_mutations),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
