@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
 
 let client;
 useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
@@ -134,5 +134,32 @@ describe('Dockerfile flags of buildah builds', () => {
     assert.doesNotMatch(r.logs, /^info: src-writable$/m);
     assert.match(r.logs, /^info: tmpfs-ok$/m);
     assert.match(r.logs, new RegExp(`CONTEXT-DATA-${tag.toUpperCase()}`));
+  });
+
+  test('one build at a time holds the cache; a build meanwhile gets an empty one of its own', async () => {
+    const holder = await client.blueprints.create({ name: 'cache-holder', dockerfile: [
+      FROM,
+      `RUN --mount=type=cache,id=busy,target=/c echo held-${tag} > /c/held && echo holding && sleep 30`,
+    ].join('\n') });
+    await waitFor(async () => /^info: holding$/m.test(await blueprintLog(client, holder.id)) || null,
+      { timeoutMs: 300000, stepMs: 200, what: 'the holder to run its step' });
+    const meanwhile = await build(client, 'cache-meanwhile', [
+      FROM,
+      'RUN --mount=type=cache,id=busy,target=/c if test -e /c/held; then echo saw-held; else echo empty-cache; fi; echo mine > /c/mine',
+    ].join('\n'));
+    assert.equal(meanwhile.done.status, 'build_complete', meanwhile.logs);
+    assert.match(meanwhile.logs, /the build cache is in use by another build; this build's cache mounts start empty/);
+    assert.match(meanwhile.logs, /^info: empty-cache$/m);
+    assert.equal(existsSync(`/var/tmp/devboxd-buildah/${meanwhile.done.id}`), false, 'the build left its temp dir');
+    const held = await blueprintSettled(client, holder.id);
+    assert.equal(held.status, 'build_complete', await blueprintLog(client, holder.id));
+    // The owner's cache has the holder's file, not the other build's.
+    const after = await build(client, 'cache-after', [
+      FROM,
+      'RUN --mount=type=cache,id=busy,target=/c cat /c/held; test -e /c/mine && echo has-mine || echo no-mine',
+    ].join('\n'));
+    assert.equal(after.done.status, 'build_complete', after.logs);
+    assert.match(after.logs, new RegExp(`^info: held-${tag}$`, 'm'));
+    assert.match(after.logs, /^info: no-mine$/m);
   });
 });
