@@ -679,6 +679,23 @@ static int add_as_user(struct prep *p, const cJSON *items,
     return rc;
 }
 
+/* A shell command buildah runs as `RUN <command>` exactly: one line that
+ * buildah reads no flag from (it skips what Go takes as spaces) and that
+ * does not continue into the next instruction.  Others go through a
+ * script. */
+static int plain_command(const char *cmd)
+{
+    const unsigned char *s = (const unsigned char *)cmd;
+    size_t len = strlen(cmd);
+
+    while (*s && bf_is_space(*s))
+        s++;
+    while (len > 0 && isspace((unsigned char)cmd[len - 1]))
+        len--;
+    return strpbrk(cmd, "\r\n") == NULL && *s != '-' &&
+           (len == 0 || cmd[len - 1] != '\\');
+}
+
 /* system_setup_commands[i]: USER user before the first. */
 static int add_setup(struct prep *p, const cJSON *cmd, int i)
 {
@@ -690,7 +707,7 @@ static int add_setup(struct prep *p, const cJSON *cmd, int i)
         return -1;
     if (asprintf(&orig, "RUN %s", cmd->valuestring) < 0)
         return fail(p, "out of memory");
-    if (strpbrk(cmd->valuestring, "\r\n") == NULL)
+    if (plain_command(cmd->valuestring))
         emit = strdup(orig);
     else
         emit = run_script("", cmd->valuestring);

@@ -25,7 +25,7 @@ const CACHE_ROOT = '/var/tmp/devboxd-buildah/cache';
 const tag = randomBytes(6).toString('hex');
 
 async function build(c, name, dockerfile, extra = {}) {
-  const b = await c.blueprints.create({ name, dockerfile, ...extra });
+  const b = await c.blueprints.create({ name, ...(dockerfile ? { dockerfile } : {}), ...extra });
   const done = await blueprintSettled(c, b.id);
   const logs = await blueprintLog(c, b.id);
   return { done, logs };
@@ -70,6 +70,17 @@ describe('Dockerfile flags of buildah builds', () => {
     // Refused before any build: none was queued.
     const list = await client.blueprints.list();
     assert.deepEqual((list.blueprints ?? []).filter((b) => b.name === 'escape'), []);
+  });
+
+  test('a system_setup_command that reads as a RUN flag is run as a shell command', async () => {
+    const r = await build(client, 'setup-flag', null, {
+      system_setup_commands: ['--mount=type=cache,id=../../../../..,target=/h ls /h'] });
+    assert.equal(r.done.status, 'failed', r.logs);
+    // buildah got a shell script (sh refuses a command line starting
+    // with --), not a mount: nothing of the host was listed.
+    assert.match(r.logs, /STEP "RUN sh -c "\$\(printf %b '--mount=type=cache/);
+    assert.match(r.logs, /system_setup_commands\[0\] .* failed: command exited with code [1-9]/);
+    assert.doesNotMatch(r.logs, /^info: (bin|boot|etc|proc|usr)$/m);
   });
 
   test('a cache mount is kept between builds of an engine, not seen by another engine', async () => {

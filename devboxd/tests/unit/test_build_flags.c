@@ -316,6 +316,36 @@ static void test_caches(void **state)
     assert_int_equal(o.caches.n, 0);
 }
 
+static void check_emitted(const char *text, const char *input);
+
+/* system_setup_commands are shell commands: one that reads as a flag, or
+ * continues into the next line, reaches buildah as a script. */
+static void test_setup_commands(void **state)
+{
+    static const char *const cmds[] = {
+        "--mount=type=cache,id=../../../..,target=/h ls /h",
+        " \xa0--mount=type=cache,id=../..,target=/h ls /h",
+        "echo hi \\",
+    };
+    struct bd_out o;
+    char err[512];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        assert_int_equal(
+            prepare_df("FROM base\n", cmds[i], &o, err, sizeof(err)), 0);
+        if (strstr(o.text, "\nRUN sh -c \"$(printf %b '") == NULL)
+            fail_msg("setup command %zu reached buildah as\n%s", i, o.text);
+        check_emitted(o.text, cmds[i]);
+        bd_free(&o);
+    }
+    assert_int_equal(
+        prepare_df("FROM base\n", "echo plain", &o, err, sizeof(err)), 0);
+    assert_non_null(strstr(o.text, "\nRUN echo plain\n"));
+    bd_free(&o);
+}
+
 /* bf_check alone: where the flags end, what follows them. */
 static void test_rest(void **state)
 {
@@ -545,7 +575,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused),   cmocka_unit_test(test_allowed),
         cmocka_unit_test(test_caches),    cmocka_unit_test(test_rest),
-        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_mutations), cmocka_unit_test(test_setup_commands),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
