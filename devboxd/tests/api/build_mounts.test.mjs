@@ -12,17 +12,26 @@
 // bind mount reads the build context, read-only.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
 
 let client;
-useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
+const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
 const other = new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } });
 const FROM = 'FROM runloop/starter-x86_64';
 const SB_RANGE_BASE = 1048576;
 const CACHE_ROOT = '/var/tmp/devboxd-buildah/cache';
 const tag = randomBytes(6).toString('hex');
+let otherCache = null; // the other engine's cache dir, gone after its state dir
+
+// The cache dir of the engine on stateDir (its .owner file names it).
+function cacheOf(stateDir) {
+  const real = realpathSync(stateDir);
+  const own = readdirSync(CACHE_ROOT).find((n) => n.endsWith('.owner')
+    && readFileSync(`${CACHE_ROOT}/${n}`, 'utf8') === real);
+  return own ? `${CACHE_ROOT}/${own.slice(0, -'.owner'.length)}` : null;
+}
 
 async function build(c, name, dockerfile, extra = {}) {
   const b = await c.blueprints.create({ name, ...(dockerfile ? { dockerfile } : {}), ...extra });
@@ -126,6 +135,9 @@ describe('Dockerfile flags of buildah builds', () => {
       assert.equal(third.done.status, 'build_complete', third.logs);
       assert.match(third.logs, /^info: fresh-cache$/m);
       assert.doesNotMatch(third.logs, /^info: leaked$/m);
+      otherCache = cacheOf(other.stateDir);
+      assert.ok(otherCache && existsSync(otherCache), 'the other engine has no cache dir of its own');
+      assert.notEqual(otherCache, cacheOf(engine.stateDir));
     } finally {
       await other.cleanup();
     }
@@ -172,5 +184,8 @@ describe('Dockerfile flags of buildah builds', () => {
     assert.equal(after.done.status, 'build_complete', after.logs);
     assert.match(after.logs, new RegExp(`^info: held-${tag}$`, 'm'));
     assert.match(after.logs, /^info: no-mine$/m);
+    // The cache of the other engine, whose state dir is gone, was removed
+    // by a build since.
+    if (otherCache) assert.equal(existsSync(otherCache), false, `${otherCache} was left`);
   });
 });
