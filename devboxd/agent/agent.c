@@ -46,6 +46,8 @@ static size_t njobs;
 static unsigned long next_seq;
 static sigset_t child_mask;
 static const char *state_dir = AGENT_STATE_DIR; /* --state-dir (tests run outside a sandbox) */
+/* What commands write to /proc/self/oom_score_adj (cmd_oom_adj_init). */
+static char cmd_oom_adj[8] = "0";
 
 /* Named shells: source the saved state, apply the request, run the command
  * with eval, save cwd + exports on every exit path (EXIT trap).
@@ -210,10 +212,14 @@ static void child_exec(struct job *j, const char *slave)
         }
     }
     close_range(3, ~0U, 0);
-    /* Undo the agent's OOM protection for user commands. */
+    /* Commands rank above the agent for the OOM killer (raising is never
+     * refused).  Our /proc/self belongs to the host's root while we are
+     * not dumpable: become dumpable first, as the execve below makes us
+     * anyway; nothing of the agent's is left open in here to take. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
-        if (write(fd, "0", 1) < 0) {
+        if (write(fd, cmd_oom_adj, strlen(cmd_oom_adj)) < 0) {
             /* best effort */
         }
         close(fd);
@@ -619,6 +625,34 @@ static int install_ptyd(int fd)
     return rc;
 }
 
+/* The memory limit's OOM killer must take the command that overran, never
+ * the agent: losing pid 1 ends the whole devbox.  devboxd starts us at
+ * -999 where the host lets it (CAP_SYS_RESOURCE), and commands then run at
+ * 0; where it cannot, we keep the engine's score and commands run
+ * AGENT_CMD_OOM_ADJ_ABOVE above it.  Never below 0: a command is not
+ * protected from a host-wide OOM. */
+static void cmd_oom_adj_init(void)
+{
+    char buf[16];
+    long own = 0;
+    long cmd;
+    ssize_t n;
+    int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    own = strtol(buf, NULL, 10);
+    cmd = own < 0 ? 0 : own + AGENT_CMD_OOM_ADJ_ABOVE;
+    if (cmd > 1000)
+        cmd = 1000;
+    snprintf(cmd_oom_adj, sizeof(cmd_oom_adj), "%ld", cmd);
+}
+
 int main(int argc, char **argv)
 {
     char shells[PATH_MAX];
@@ -657,6 +691,7 @@ int main(int argc, char **argv)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     prctl(PR_SET_NAME, "devboxd-agent", 0, 0, 0); /* runc starts us as "4" */
     signal(SIGPIPE, SIG_IGN);
+    cmd_oom_adj_init();
     snprintf(shells, sizeof(shells), "%s/shells", state_dir);
     if ((mkdir(state_dir, 0700) != 0 && errno != EEXIST) ||
         (mkdir(shells, 0700) != 0 && errno != EEXIST)) {

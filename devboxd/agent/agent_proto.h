@@ -30,5 +30,7 @@
 #define AGENT_STATE_DIR "/run/devbox"     /* tmpfs inside the sandbox */
 #define AGENT_SHELL_DIR "/run/devbox/shells"
 #define AGENT_INSIDE_PATH "/run/devbox/agent"
+/* Commands' oom_score_adj above an unprotected agent's (agent.c) */
+#define AGENT_CMD_OOM_ADJ_ABOVE 500
 
 #endif

@@ -655,6 +655,26 @@ static void child_default_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* The agent (pid 1 inside) is the last thing the memory limit's OOM killer
+ * picks: losing it ends the devbox, losing a command ends only that command.
+ * It hands its commands a score of 0 again (agent.c).  Set before the
+ * runtime is exec'd and inherited (runc's own oomScoreAdj is written once
+ * in the user namespace, where lowering it is refused).  Best effort: needs
+ * CAP_SYS_RESOURCE, which some hosts withhold even from root.
+ * Async-signal-safe. */
+static void child_protect_from_oom(void)
+{
+    static const char adj[] = STR(SB_AGENT_OOM_SCORE_ADJ);
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    if (write(fd, adj, sizeof(adj) - 1) < 0) {
+        /* the OOM killer still prefers the biggest process */
+    }
+    close(fd);
+}
+
 /* Attaches the root overlay at SB_STAGE_DIR in a mount namespace of the
  * launcher's own.  Async-signal-safe. */
 static void child_attach_root(int mntfd, int errfd)
@@ -671,7 +691,6 @@ static void child_attach_root(int mntfd, int errfd)
 static void launcher_child(const void *arg)
 {
     const struct launch *l = arg;
-    int fd;
     int i;
     int hi[7];
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
@@ -684,16 +703,7 @@ static void launcher_child(const void *arg)
         setrlimit(RLIMIT_AS, &l->as_lim);
     if (l->use_nproc)
         setrlimit(RLIMIT_NPROC, &l->nproc_lim);
-    fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        /* The agent (pid 1 inside) is the last thing the OOM killer picks;
-         * it hands commands a score of 0 again.  Best effort: needs
-         * CAP_SYS_RESOURCE, which some hosts withhold even from root. */
-        if (write(fd, "-999", 4) < 0) {
-            /* the OOM killer still prefers the biggest process */
-        }
-        close(fd);
-    }
+    child_protect_from_oom();
     child_attach_root(l->mntfd, l->io.errp[1]);
     /* Lift the fds clear of 0..5 before placing them. */
     hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
@@ -1277,6 +1287,7 @@ static void oci_child(const void *arg)
     int hi[4];
     int i;
 
+    child_protect_from_oom();
     child_attach_root(l->mntfd, l->io.errp[1]);
     hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
     hi[1] = fcntl(l->io.agent_fd, F_DUPFD, 10);
@@ -1542,8 +1553,6 @@ int sandbox_stop(struct sandbox *sb)
         return 0;
     }
     sb->stopped = true;
-    if (sb_cg_oom_kills(&sb->cg) > sb->oom_base && sb->failure == NULL)
-        sb->failure = "out_of_memory";
     cg = sb->cg;
     memset(&sb->cg, 0, sizeof(sb->cg));
     master = sb->master;
@@ -1667,17 +1676,18 @@ int sandbox_check(struct sandbox *sb)
 
     if (lock_live(sb) != 0)
         return -ESRCH;
-    if (sb->failure == NULL && sb_cg_oom_kills(&sb->cg) > sb->oom_base)
-        sb->failure = "out_of_memory";
+    /* Only the death of pid 1 (the agent) ends the sandbox: the memory
+     * limit's OOM killer takes one process, and a command it took is that
+     * command's end, not the devbox's. */
     p.fd = sb->init_pidfd;
     p.events = POLLIN;
     p.revents = 0;
     if (poll(&p, 1, 0) == 1) {
         if (sb->failure == NULL)
-            sb->failure = "sandbox_exited";
+            sb->failure = sb_cg_oom_kills(&sb->cg) > sb->oom_base
+                              ? "out_of_memory"
+                              : "sandbox_exited";
         rc = -ESRCH;
-    } else if (sb->failure != NULL) {
-        rc = -ENOMEM;
     }
     pthread_mutex_unlock(&sb->lock);
     return rc;

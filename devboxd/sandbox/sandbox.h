@@ -164,14 +164,14 @@ int sandbox_disk_detach(const char *dir);
  * output), which the sandbox runtime never touches. */
 #define SANDBOX_OUTPUT_DIR "output"
 
-/* 0 while the sandbox is healthy; -ENOMEM once its cgroup OOM-killed a
- * process (the sandbox may still run; the devbox has failed with
- * "out_of_memory"); -ESRCH once its agent/init is gone.  In both cases
- * sandbox_failure_reason() says why. */
+/* 0 while the sandbox runs; -ESRCH once its agent/init is gone (then
+ * sandbox_failure_reason() says why).  An OOM kill of another process in
+ * the group does not end the sandbox (sandbox_oom_kills() counts them). */
 int sandbox_check(struct sandbox *sb);
 
-/* NULL while healthy; "out_of_memory" once the cgroup OOM-killed a process;
- * "sandbox_exited" when the sandbox's init died otherwise.  Static string. */
+/* NULL while the agent/init runs; once it is gone, "out_of_memory" when the
+ * group's memory limit killed a process, else "sandbox_exited".  Static
+ * string. */
 const char *sandbox_failure_reason(struct sandbox *sb);
 
 /* Host uid/gid the devbox's user runs as (uid 1000 inside). */

@@ -19,6 +19,8 @@
 #define SB_MAX_LAYERS 64
 #define SB_DEFAULT_PIDS 4096
 #define SB_START_TIMEOUT_MS 10000
+/* pid 1 (the agent) only goes when nothing else in its group can */
+#define SB_AGENT_OOM_SCORE_ADJ -999
 #define SB_SEND_TIMEOUT_MS 5000 /* an agent not reading its socket for this long is stuck */
 #define SB_STAGE_DIR "/run/devboxd-stage"
 
