@@ -810,8 +810,10 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
             "before %s",
             box->id, dbx_status_name(box->status), box->id, what);
     else if (box->status == DBX_RUNNING)
+        /* Nothing is wrong with the request: the devbox is changing state
+         * (409, like any other call that meets a busy devbox). */
         http_response_error(
-            resp, 400,
+            resp, 409,
             "devbox %s is being stopped (suspend, shutdown or a limit); "
             "wait for its status and resume it or create a new devbox "
             "before %s",

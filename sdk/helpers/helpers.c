@@ -1546,6 +1546,16 @@ int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
         return rc;
     }
     cJSON_Delete(dbx);
+    if (status == 409)
+        /* The devbox still reads running but is changing state (a stop
+         * under way, or another operation): nothing to fix in the call. */
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_CONFLICT,
+            "The devbox is changing state: wait a few seconds and retry. If it "
+            "keeps failing, get_devbox shows its status (suspended: "
+            "resume_devbox; shutdown or failure: create a new devbox).",
+            "%s: Runloop API answered HTTP %ld%s%s", what, status,
+            msg != NULL && msg[0] ? ": " : "", msg != NULL ? msg : "");
 plain:
     return rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
                         "%s: Runloop API answered HTTP %ld%s%s", what, status,

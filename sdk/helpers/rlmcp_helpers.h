@@ -223,8 +223,9 @@ int rlmcp_h_devbox_preparing(const struct rlmcp_h *h, const cJSON *dbx);
 /*
  * Report a failed operation on a devbox (HTTP `status`, message `msg`):
  * when the devbox is not running the error is devbox_not_running with a
- * remedy for its state; a missing devbox is not_found; otherwise the
- * status is mapped as usual. Returns RLMCP_H_REPORTED or ECANCELLED.
+ * remedy for its state; a missing devbox is not_found; a 409 on a devbox
+ * that reads running (changing state, e.g. being stopped) is conflict with
+ * a remedy to wait and retry; otherwise the status is mapped as usual. Returns RLMCP_H_REPORTED or ECANCELLED.
  */
 int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                            long status, const char *msg, const char *what);

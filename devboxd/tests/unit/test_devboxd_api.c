@@ -332,6 +332,52 @@ static void call(struct engine *eng, const char *method, const char *path, const
     http_request_clear(&req);
 }
 
+/* A devbox whose stop worker took its sandbox while its status still reads
+ * running: a command or a file call meets a state change (409), not a bad
+ * argument (400). */
+static void test_being_stopped(void **state)
+{
+    struct engine eng;
+    struct devbox box;
+    struct http_request req;
+    struct http_response resp;
+    static const char *const calls[][2] = {
+        {"/v1/devboxes/dbx_stopping/execute_async", "{\"command\":\"true\"}"},
+        {"/v1/devboxes/dbx_stopping/write_file_contents",
+         "{\"file_path\":\"/tmp/x\",\"contents\":\"x\"}"},
+        {NULL, NULL}};
+    size_t i;
+
+    (void)state;
+    memset(&eng, 0, sizeof(eng));
+    memset(&box, 0, sizeof(box));
+    pthread_mutex_init(&eng.lock, NULL);
+    pthread_cond_init(&eng.changed, NULL);
+    snprintf(box.id, sizeof(box.id), "dbx_stopping");
+    box.status = DBX_RUNNING;
+    box.busy = 1;
+    box.refs = 1;
+    box.spec = cJSON_CreateObject();
+    eng.boxes = &box;
+    for (i = 0; calls[i][0] != NULL; i++) {
+        memset(&req, 0, sizeof(req));
+        memset(&resp, 0, sizeof(resp));
+        req.method = strdup("POST");
+        req.path = strdup(calls[i][0]);
+        req.trusted = 1;
+        req.body = strdup(calls[i][1]);
+        req.body_len = strlen(req.body);
+        api_handle(&eng, &req, &resp);
+        if (resp.status != 409 || strstr(resp.body, "is being stopped") == NULL)
+            fail_msg("%s: %d %s", calls[i][0], resp.status, resp.body);
+        http_response_clear(&resp);
+        http_request_clear(&req);
+    }
+    cJSON_Delete(box.spec);
+    pthread_mutex_destroy(&eng.lock);
+    pthread_cond_destroy(&eng.changed);
+}
+
 static void test_router(void **state)
 {
     struct engine eng;
@@ -390,7 +436,7 @@ int main(void)
         cmocka_unit_test(test_page),         cmocka_unit_test(test_sse_chunk),
         cmocka_unit_test(test_multipart),    cmocka_unit_test(test_multipart_fuzz),
         cmocka_unit_test(test_tail),         cmocka_unit_test(test_query),
-        cmocka_unit_test(test_router),
+        cmocka_unit_test(test_router),       cmocka_unit_test(test_being_stopped),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -544,6 +544,21 @@ static void suspended_devbox(void **state)
     assert_non_null(strstr(fh_error_message(), "suspended"));
     assert_non_null(strstr(fh_error_remedy(), "resume_devbox"));
 
+    /* A devbox being stopped still reads running: a state change to wait
+     * out, not an argument to fix. */
+    fh_reset();
+    fh_route(
+        "POST", EXEC_PATH, 409,
+        "{\"message\":\"devbox dbx_1 is being stopped (suspend, shutdown or a "
+        "limit)\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_call("execute_command", "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}");
+    assert_string_equal(fh_error_code(), "conflict");
+    assert_non_null(strstr(fh_error_message(), "being stopped"));
+    assert_non_null(strstr(fh_error_remedy(), "changing state"));
+    assert_null(strstr(fh_error_remedy(), "argument"));
+
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_x/execute*", 404,
              "{\"message\":\"not found\"}");
