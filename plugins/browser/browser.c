@@ -5,7 +5,7 @@
  * A session is a devbox from the browser image (local engine) or blueprint
  * (cloud) with a long-lived driver (driver.cjs: Node, playwright-core and
  * the system Chromium) keeping one page alive; the devbox stays up between
- * actions and is suspended on close. See session.c and docs/tools.md.
+ * actions and is shut down on close. See session.c and docs/tools.md.
  *
  * Config: blueprint_name, executable, action_timeout_ms,
  * max_action_timeout_ms, create_wait_seconds, keep_alive_seconds,
@@ -130,7 +130,6 @@ static int finish(const struct br *br, const struct rlmcp_h *h,
                   cJSON *reply)
 {
     cJSON *res = NULL;
-    const char *how = NULL;
     int rc = RLMCP_OK;
 
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
@@ -139,10 +138,9 @@ static int finish(const struct br *br, const struct rlmcp_h *h,
     if (res == NULL)
         return RLMCP_ENOMEM;
     if (c->action == BR_CLOSE) {
-        rc = br_session_suspend(br, h, id, &how);
+        rc = br_session_end(h, id);
         cJSON_AddBoolToObject(res, "closed", rc == RLMCP_OK);
-        if (how != NULL)
-            cJSON_AddStringToObject(res, "devbox_status", how);
+        cJSON_AddStringToObject(res, "devbox_status", "shutdown");
     }
     if (rc == RLMCP_OK && c->action == BR_SCREENSHOT)
         rc = add_image(br, h, id, res);
@@ -241,7 +239,7 @@ static const struct rlmcp_h_tool specs[] = {
      "uncheck, select_option, close. The first call (no session_id) starts "
      "a session and returns its session_id; pass it to later calls, which "
      "act on the same page. Screenshots come back as images. close ends the "
-     "session and suspends its devbox. Pages served inside the devbox "
+     "session and shuts its devbox down. Pages served inside the devbox "
      "(http://localhost:PORT, file:///...) and data: URLs work offline.",
      schema_run_browser, schema_run_browser_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"

@@ -85,10 +85,9 @@ int br_session_start(const struct br *br, const struct rlmcp_h *h,
 int br_session_send(const struct br *br, const struct rlmcp_h *h,
                     const char *id, const struct br_call *c, bool new_session,
                     bool *gone, cJSON **reply_out);
-/* Suspend the session's devbox (shut it down when suspend is refused);
- * *how_out: "suspended" or "shutdown". */
-int br_session_suspend(const struct br *br, const struct rlmcp_h *h,
-                       const char *id, const char **how_out);
+/* End the session: shut its devbox down (a closed session is not kept,
+ * suspended or running). */
+int br_session_end(const struct rlmcp_h *h, const char *id);
 /* Read a file of the devbox (the screenshot) within max bytes. */
 int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
                      const char *id, const char *path,

@@ -71,8 +71,8 @@ void br_session_discard(const struct rlmcp_h *h, const char *id)
  * Why an action could not reach the session's driver: the session (devbox)
  * does not exist, is not a browser session, is closed, or its browser is
  * gone. Reports (RLMCP_H_REPORTED) or returns a negative code; except that
- * with gone set, a running browser session whose browser is gone is
- * RLMCP_OK with *gone true (close still suspends it).
+ * with gone set (close), a browser session whose browser is gone, running
+ * or suspended, is RLMCP_OK with *gone true (close still shuts it down).
  */
 static int explain_session(const struct rlmcp_h *h, const char *id,
                            const char *detail, bool *gone)
@@ -114,6 +114,8 @@ static int explain_session(const struct rlmcp_h *h, const char *id,
                                  "session_id '%s' is a devbox but not a "
                                  "browser session",
                                  id);
+    else if (gone != NULL && (eq(st, "suspended") || eq(st, "suspending")))
+        *gone = true; /* close: a session left suspended is shut down */
     else if (!eq(st, "running"))
         rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
                                  "browser session %s is closed (its devbox "
@@ -512,28 +514,16 @@ out:
 /* ---- closing and files ------------------------------------------------------
  */
 
-int br_session_suspend(const struct br *br, const struct rlmcp_h *h,
-                       const char *id, const char **how_out)
+int br_session_end(const struct rlmcp_h *h, const char *id)
 {
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/suspend", id);
-    long status = 0;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
     int rc;
 
-    (void)br;
-    *how_out = "suspended";
     if (path == NULL)
         return RLMCP_ENOMEM;
-    rc = rlmcp_h_request_status(h, "POST", path, NULL, NULL,
-                                "suspending the session's devbox", &status,
-                                NULL, NULL);
-    free(path);
-    if (rc != RLMCP_OK || (status >= 200 && status <= 299))
-        return rc;
-    /* A backend that cannot suspend: the session ends all the same. */
-    *how_out = "shutdown";
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
-    if (path == NULL)
-        return RLMCP_ENOMEM;
+    /* Nothing of a closed session is worth keeping (its page is gone with
+     * the browser), so its devbox is not left suspended: a new session is a
+     * new devbox. */
     rc = rlmcp_h_request(h, "POST", path, NULL, NULL,
                          "shutting down the session's devbox", NULL);
     free(path);

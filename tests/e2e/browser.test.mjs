@@ -13,6 +13,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { engineRequest } from './lib/engine.mjs';
 
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'browser-local.yaml');
@@ -64,6 +65,7 @@ describe('run_browser end to end (local engine, browser image)', () => {
   let client;
   let hostErr = '';
   let session;
+  let sock;
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 590000 });
   const diag = (r) => `${JSON.stringify(r.content).slice(0, 2000)}\n--- host:\n${hostErr.slice(-3000)}\n--- devboxd:\n${engineErr.slice(-3000)}`;
@@ -87,6 +89,7 @@ describe('run_browser end to end (local engine, browser image)', () => {
     }
     tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-browser-'));
     const state = path.join(tmp, 'state');
+    sock = path.join(state, 'devboxd.sock');
     engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
     engine.stderr.on('data', (d) => { engineErr += d; });
     engineExit = new Promise((r) => engine.on('exit', r));
@@ -250,11 +253,47 @@ describe('run_browser end to end (local engine, browser image)', () => {
     ok(await call('shutdown_devbox', { devbox_id: box.id }));
   });
 
-  it('close suspends the devbox; the closed session refuses actions', LONG, async () => {
+  it('close shuts the devbox down; the closed session refuses actions', LONG, async () => {
     const c = await browse({ action: 'close' });
     assert.equal(c.closed, true);
-    assert.equal(c.devbox_status, 'suspended');
+    assert.equal(c.devbox_status, 'shutdown');
+    // The engine's own view: shut down, not suspended.
+    const view = await engineRequest(sock, 'GET', `/v1/devboxes/${session}`);
+    assert.equal(view.status, 'shutdown', JSON.stringify(view));
     await fails({ session_id: session, action: 'get_text' }, 'devbox_not_running', /is closed/);
     await fails({ session_id: session, action: 'close' }, 'devbox_not_running', /is closed/);
+  });
+
+  it('sessions opened and closed leave no devbox behind, suspended or running', LONG, async () => {
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      const s = ok(await call('run_browser', { action: 'navigate', value: `data:text/html,<title>S${i}</title>` }));
+      assert.equal(s.new_session, true);
+      assert.equal(s.title, `S${i}`);
+      ids.push(s.session_id);
+    }
+    // A later action in each, then close.
+    for (const id of ids) {
+      assert.match(ok(await call('run_browser', { session_id: id, action: 'get_text' })).url, /^data:/);
+      const c = ok(await call('run_browser', { session_id: id, action: 'close' }));
+      assert.equal(c.devbox_status, 'shutdown');
+    }
+    // A session left suspended (closed by an older version, or by hand):
+    // close shuts it down too.
+    const left = ok(await call('run_browser', { action: 'navigate', value: 'about:blank' })).session_id;
+    ids.push(left);
+    await engineRequest(sock, 'POST', `/v1/devboxes/${left}/suspend`);
+    await waitFor(async () => (await engineRequest(sock, 'GET', `/v1/devboxes/${left}`)).status === 'suspended',
+      120000, 'the session to be suspended', 100);
+    const c = ok(await call('run_browser', { session_id: left, action: 'close' }));
+    assert.equal(c.closed, true);
+    assert.equal(c.devbox_status, 'shutdown');
+    // Every browser session of this run, by the engine's API.
+    const list = await engineRequest(sock, 'GET', '/v1/devboxes?limit=100');
+    const mine = list.devboxes.filter((d) => d.metadata?.managed_by === 'runloop-mcp.browser');
+    assert.deepEqual(mine.map((d) => d.id).sort(), [session, ...ids].sort());
+    for (const d of mine) {
+      assert.equal(d.status, 'shutdown', JSON.stringify({ id: d.id, status: d.status }));
+    }
   });
 });

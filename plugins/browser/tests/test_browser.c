@@ -374,7 +374,7 @@ static void sessions_are_explained(void **state)
     assert_int_equal(fh_call("run_browser", get_text), RLMCP_OK);
     assert_string_equal(fh_error_code(), RLMCP_ERR_NOT_FOUND);
     assert_non_null(strstr(fh_error_message(), "unknown session_id"));
-    /* Closed: the devbox is suspended. */
+    /* Closed: the devbox is shut down (or was left suspended). */
     fh_reset();
     fh_route("POST", EXEC, 400, "{\"message\":\"devbox is suspended\"}");
     route_devbox("suspended", "runloop-mcp.browser");
@@ -517,49 +517,68 @@ static void screenshot_over_the_limit_is_too_large(void **state)
     assert_int_equal(fh_content_count(), 0);
 }
 
-static void close_suspends_or_shuts_down(void **state)
+static void close_shuts_down(void **state)
 {
+    static const char close[] = "{\"action\":\"close\","
+                                "\"session_id\":\"dbx_1\"}";
+
     (void)state;
     fh_reset();
     route_exec(0, "{\"ok\":true,\"url\":\"u\",\"title\":\"\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/suspend", 200, "{}");
-    assert_int_equal(fh_call("run_browser", "{\"action\":\"close\","
-                                            "\"session_id\":\"dbx_1\"}"),
-                     RLMCP_OK);
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    assert_int_equal(fh_call("run_browser", close), RLMCP_OK);
     assert_null(fh_error_code());
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "closed")));
     assert_string_equal(
         cJSON_GetObjectItem(fh_result(), "devbox_status")->valuestring,
-        "suspended");
-    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
-                     0);
-    /* A backend that cannot suspend: shut down instead. */
-    fh_reset();
-    route_exec(0, "{\"ok\":true}");
-    fh_route("POST", "/v1/devboxes/dbx_1/suspend", 400,
-             "{\"message\":\"suspend is not supported\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
-    assert_int_equal(fh_call("run_browser", "{\"action\":\"close\","
-                                            "\"session_id\":\"dbx_1\"}"),
-                     RLMCP_OK);
-    assert_null(fh_error_code());
-    assert_string_equal(
-        cJSON_GetObjectItem(fh_result(), "devbox_status")->valuestring,
         "shutdown");
-    /* A session whose browser died still has its devbox suspended. */
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     1);
+    /* A closed session is never left suspended. */
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/suspend"),
+                     0);
+    /* A session whose browser died is shut down all the same. */
     fh_reset();
     route_exec(7, "");
     route_devbox("running", "runloop-mcp.browser");
-    fh_route("POST", "/v1/devboxes/dbx_1/suspend", 200, "{}");
-    assert_int_equal(fh_call("run_browser", "{\"action\":\"close\","
-                                            "\"session_id\":\"dbx_1\"}"),
-                     RLMCP_OK);
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    assert_int_equal(fh_call("run_browser", close), RLMCP_OK);
     assert_null(fh_error_code());
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "closed")));
     assert_true(
         cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "browser_had_exited")));
-    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/suspend"),
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
                      1);
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/suspend"),
+                     0);
+    /* A session left suspended (by hand, or closed by an older version):
+     * close shuts it down. */
+    fh_reset();
+    fh_route("POST", EXEC, 400, "{\"message\":\"devbox is suspended\"}");
+    route_devbox("suspended", "runloop-mcp.browser");
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    assert_int_equal(fh_call("run_browser", close), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "closed")));
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     1);
+    /* A shutdown the backend refuses: not closed, and said so. */
+    fh_reset();
+    route_exec(0, "{\"ok\":true}");
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 409,
+             "{\"message\":\"snapshot in progress\"}");
+    assert_int_equal(fh_call("run_browser", close), RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_CONFLICT);
+    assert_non_null(strstr(fh_error_message(), "shutting down"));
+    /* Already shut down: closed before, nothing to do but say so. */
+    fh_reset();
+    fh_route("POST", EXEC, 400, "{\"message\":\"devbox is shutdown\"}");
+    route_devbox("shutdown", "runloop-mcp.browser");
+    assert_int_equal(fh_call("run_browser", close), RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_DEVBOX_NOT_RUNNING);
+    assert_non_null(strstr(fh_error_message(), "is closed"));
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     0);
 }
 
 static void configured_blueprint_and_executable(void **state)
@@ -620,7 +639,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(screenshot_over_the_limit_is_too_large,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(close_suspends_or_shuts_down, setup,
+        cmocka_unit_test_setup_teardown(close_shuts_down, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(configured_blueprint_and_executable,
                                         setup, teardown),
