@@ -4,11 +4,13 @@
  *
  * A session is a devbox from the browser image (local engine) or blueprint
  * (cloud) with a long-lived driver (driver.cjs: Node, playwright-core and
- * the system Chromium) keeping one page alive; the devbox stays up between
- * actions and is shut down on close. See session.c and docs/tools.md.
+ * the system Chromium, the devbox's entrypoint) keeping one page alive; the
+ * devbox stays up between actions and is shut down on close, or when the
+ * driver ends after idle_seconds without an action. See session.c and
+ * docs/tools.md.
  *
  * Config: blueprint_name, executable, action_timeout_ms,
- * max_action_timeout_ms, create_wait_seconds, keep_alive_seconds,
+ * max_action_timeout_ms, create_wait_seconds, keep_alive_seconds, idle_seconds,
  * max_text_bytes, max_screenshot_bytes, viewport_width, viewport_height.
  */
 #include <stddef.h>
@@ -212,6 +214,7 @@ static int br_config(struct br *br, rlmcp_plugin *self, const cJSON *cfg)
         {"max_action_timeout_ms", 120000, offsetof(struct br, max_timeout_ms)},
         {"create_wait_seconds", 180, offsetof(struct br, create_wait_s)},
         {"keep_alive_seconds", 3600, offsetof(struct br, keep_alive_s)},
+        {"idle_seconds", 600, offsetof(struct br, idle_s)},
         {"max_text_bytes", 65536, offsetof(struct br, max_text_bytes)},
         {"max_screenshot_bytes", 8 << 20,
          offsetof(struct br, max_screenshot_bytes)},

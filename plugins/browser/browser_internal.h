@@ -24,6 +24,7 @@ struct br {
     long long max_timeout_ms;
     long long create_wait_s;
     long long keep_alive_s;
+    long long idle_s; /* a session without an action for this long ends */
     long long max_text_bytes;
     long long max_screenshot_bytes;
     long long width, height;

@@ -7,10 +7,15 @@
 // the sandbox, and it allows no user namespaces inside.
 //
 //   node driver.cjs --dir DIR [--executable PATH] [--width W] [--height H]
+//                   [--idle-seconds N]
 //
 // DIR/driver.sock appears once the browser is up; DIR/driver.failed holds
 // the reason when it could not start. The plugin embeds this file
-// (plugins/browser/CMakeLists.txt) and writes it into each session's devbox.
+// (plugins/browser/CMakeLists.txt) and runs it as the session devbox's
+// entrypoint, so the session's end is the devbox's: the driver exits after a
+// close (once the plugin had time to shut the devbox down itself), after N
+// seconds without an action, and a while after its browser died (so the
+// next action can still read why); the devbox then shuts down.
 const fs = require('fs');
 const http = require('http');
 const path = require('path');
@@ -25,11 +30,22 @@ const sock = path.join(dir, 'driver.sock');
 const failed = path.join(dir, 'driver.failed');
 const width = Number(option('width', '1280'));
 const height = Number(option('height', '720'));
+const idleMs = Number(option('idle-seconds', '0')) * 1000;
+// How long the driver lingers after a failure or a close before it exits
+// (which ends the devbox): a failed start is read by the waiting action.
+const LINGER_MS = 60000;
+
+// Blocks the thread (no more actions are taken) and then exits.
+function lingerAndExit(code) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LINGER_MS);
+  process.exit(code);
+}
 
 function fail(message) {
   try { fs.writeFileSync(failed, `${message}\n`); } catch { /* reported below */ }
+  fs.rmSync(sock, { force: true });
   process.stderr.write(`driver: ${message}\n`);
-  process.exit(1);
+  lingerAndExit(1);
 }
 
 function loadPlaywright() {
@@ -95,6 +111,24 @@ async function main() {
   const context = await browser.newContext({ viewport: { width, height } });
   const page = await context.newPage();
   let closing = false;
+  let busy = 0;
+  let lastAction = Date.now();
+  const stop = async () => {
+    closing = true;
+    fs.rmSync(sock, { force: true });
+    await context.close().catch(() => {});
+    await browser.close().catch(() => {});
+  };
+  // A session nobody acts on any more (its agent forgot to close it, or its
+  // host exited) ends by itself.
+  if (idleMs > 0) {
+    setInterval(async () => {
+      if (closing || busy > 0 || Date.now() - lastAction < idleMs) return;
+      process.stderr.write(`driver: no action for ${idleMs / 1000} s; ending the session\n`);
+      await stop();
+      process.exit(0);
+    }, Math.min(5000, Math.max(500, idleMs / 4)));
+  }
 
   const act = async (req) => {
     const timeout = Math.max(1, Math.min(Number(req.timeout_ms) || 10000, 600000));
@@ -203,6 +237,9 @@ async function main() {
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (d) => { body += d; });
+    // In flight from arrival to the reply's end (or the client's going).
+    busy++;
+    res.on('close', () => { busy--; lastAction = Date.now(); });
     req.on('end', () => {
       queue = queue.then(async () => {
         let reply;
@@ -222,11 +259,11 @@ async function main() {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(`${JSON.stringify(reply)}\n`);
         if (closing) {
-          await context.close().catch(() => {});
-          await browser.close().catch(() => {});
+          await stop();
           server.close();
-          fs.rmSync(sock, { force: true });
-          process.exit(0);
+          // The plugin shuts the devbox down right after the reply; exiting
+          // at once could end it under the close's own command.
+          lingerAndExit(0);
         }
       });
     });

@@ -116,6 +116,13 @@ static int explain_session(const struct rlmcp_h *h, const char *id,
                                  id);
     else if (gone != NULL && (eq(st, "suspended") || eq(st, "suspending")))
         *gone = true; /* close: a session left suspended is shut down */
+    else if (eq(str_field(dbx, "shutdown_reason"), "entrypoint_exit"))
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
+                                 "browser session %s is closed: it ended by "
+                                 "itself (no action for the deployment's "
+                                 "idle_seconds, or its browser exited) and "
+                                 "its devbox is %s",
+                                 id, st);
     else if (!eq(st, "running"))
         rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,
                                  "browser session %s is closed (its devbox "
@@ -148,14 +155,16 @@ static char *start_command(const struct br *br)
         if (exe == NULL)
             return NULL;
     }
-    /* The driver goes in through a here-document: one request both writes
-     * and starts it. Its output is the execution's log. */
+    /* The driver goes in through a here-document of the devbox's
+     * entrypoint: the create both writes and starts it, and the devbox ends
+     * when it does. Its output is the entrypoint's log. */
     cmd = rlmcp_h_sprintf("mkdir -p -m 700 " BR_DIR " && cat > " BR_DIR
                           "/driver.cjs <<'" EOF_MARK "'\n%.*s" EOF_MARK "\n"
                           "exec node " BR_DIR "/driver.cjs --dir " BR_DIR
-                          " --width %lld --height %lld%s\n",
+                          " --width %lld --height %lld --idle-seconds %lld%s\n",
                           (int)br_driver_js_len, (const char *)br_driver_js,
-                          br->width, br->height, exe != NULL ? exe : "");
+                          br->width, br->height, br->idle_s,
+                          exe != NULL ? exe : "");
     free(exe);
     return cmd;
 }
@@ -165,11 +174,13 @@ static int create_devbox(const struct br *br, const struct rlmcp_h *h,
 {
     cJSON *body = cJSON_CreateObject();
     cJSON *md = NULL, *lp = NULL;
+    char *cmd = start_command(br);
     int rc = RLMCP_ENOMEM;
 
-    if (body == NULL)
+    if (body == NULL || cmd == NULL)
         goto out;
     cJSON_AddStringToObject(body, "name", "browser-session");
+    cJSON_AddStringToObject(body, "entrypoint", cmd);
     cJSON_AddStringToObject(body, "blueprint_name", br->blueprint_name);
     md = cJSON_AddObjectToObject(body, "metadata");
     cJSON_AddStringToObject(md, "managed_by", BR_MANAGED_BY);
@@ -179,6 +190,7 @@ static int create_devbox(const struct br *br, const struct rlmcp_h *h,
     rc = rlmcp_h_devbox_create(h, body, "creating the browser session's devbox",
                                id_out);
 out:
+    free(cmd);
     cJSON_Delete(body);
     return rc;
 }
@@ -233,8 +245,7 @@ out:
 int br_session_start(const struct br *br, const struct rlmcp_h *h,
                      char **id_out)
 {
-    cJSON *body = NULL;
-    char *id = NULL, *cmd = NULL, *path = NULL;
+    char *id = NULL;
     int rc;
 
     *id_out = NULL;
@@ -245,18 +256,6 @@ int br_session_start(const struct br *br, const struct rlmcp_h *h,
         rc = RLMCP_ECANCELLED;
     if (rc == RLMCP_OK)
         rc = wait_running(br, h, id);
-    if (rc != RLMCP_OK)
-        goto out;
-    cmd = start_command(br);
-    path = rlmcp_h_sprintf("/v1/devboxes/%s/execute_async", id);
-    body = cJSON_CreateObject();
-    if (cmd == NULL || path == NULL || body == NULL) {
-        rc = RLMCP_ENOMEM;
-        goto out;
-    }
-    cJSON_AddStringToObject(body, "command", cmd);
-    rc = rlmcp_h_request(h, "POST", path, body, NULL,
-                         "starting the browser driver", NULL);
 out:
     if (rc == RLMCP_OK) {
         *id_out = id;
@@ -265,9 +264,6 @@ out:
         br_session_discard(h, id);
     }
     free(id);
-    free(cmd);
-    free(path);
-    cJSON_Delete(body);
     return rc;
 }
 

@@ -288,6 +288,34 @@ describe('run_browser end to end (local engine, browser image)', () => {
     const c = ok(await call('run_browser', { session_id: left, action: 'close' }));
     assert.equal(c.closed, true);
     assert.equal(c.devbox_status, 'shutdown');
+    // A session nobody closes (its agent forgot, or its host exited) ends
+    // after idle_seconds without an action (5 s in this host's config).
+    const idle = new Client({ name: 'browser-e2e-idle', version: '1' });
+    const idleTransport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', path.join(sourceDir, 'tests', 'e2e', 'conf', 'browser-idle.yaml')],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.dirname(sock) },
+      stderr: 'pipe',
+    });
+    idleTransport.stderr?.on('data', (d) => { hostErr += d; });
+    await idle.connect(idleTransport);
+    let forgotten;
+    try {
+      const first = await idle.callTool({ name: 'run_browser', arguments: { action: 'navigate', value: 'about:blank' } },
+        undefined, { timeout: 590000 });
+      forgotten = ok(first).session_id;
+      ids.push(forgotten);
+      // Still usable before the idle time is up.
+      ok(await call('run_browser', { session_id: forgotten, action: 'get_text' }));
+    } finally {
+      await idle.close();
+    }
+    const ended = await waitFor(async () => {
+      const v = await engineRequest(sock, 'GET', `/v1/devboxes/${forgotten}`);
+      return v.status === 'shutdown' ? v : null;
+    }, 180000, 'the idle session to end', 250);
+    assert.equal(ended.shutdown_reason, 'entrypoint_exit', JSON.stringify(ended));
+    await fails({ session_id: forgotten, action: 'get_text' }, 'devbox_not_running', /ended by itself/);
     // Every browser session of this run, by the engine's API.
     const list = await engineRequest(sock, 'GET', '/v1/devboxes?limit=100');
     const mine = list.devboxes.filter((d) => d.metadata?.managed_by === 'runloop-mcp.browser');

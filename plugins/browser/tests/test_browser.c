@@ -52,14 +52,13 @@ static void route_exec(int code, const char *out)
     cJSON_Delete(v);
 }
 
-/* A new session: its devbox is created, runs, and takes the driver. */
+/* A new session: its devbox is created with the driver as its entrypoint,
+ * and runs. */
 static void route_new_session(void)
 {
     fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
              "{\"id\":\"dbx_1\",\"status\":\"running\"}");
-    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200,
-             "{\"execution_id\":\"exe_d\",\"status\":\"running\"}");
 }
 
 /* The devbox view explain_session reads. */
@@ -240,7 +239,6 @@ static void screenshot_paths_stay_inside_the_devbox(void **state)
 
 static void first_action_starts_a_session(void **state)
 {
-    const struct fh_request *r = NULL;
     cJSON *body = NULL;
     const char *cmd = NULL;
 
@@ -263,14 +261,16 @@ static void first_action_starts_a_session(void **state)
         cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"), "managed_by")
             ->valuestring,
         "runloop-mcp.browser");
-    /* The driver goes in and starts in one request. */
-    r = fh_find_request("POST", "/v1/devboxes/dbx_1/execute_async");
-    assert_non_null(r);
-    cmd = cJSON_GetStringValue(
-        cJSON_GetObjectItem(fh_request_json(r), "command"));
+    /* The driver goes in and starts with the devbox: its entrypoint, so
+     * the devbox ends when the driver does (idle_seconds, default 600). */
+    cmd = cJSON_GetStringValue(cJSON_GetObjectItem(body, "entrypoint"));
+    assert_non_null(cmd);
     assert_non_null(strstr(cmd, "playwright-core"));
     assert_non_null(strstr(cmd, "exec node /tmp/rlmcp-browser/driver.cjs"));
-    assert_non_null(strstr(cmd, "--width 1280 --height 720"));
+    assert_non_null(
+        strstr(cmd, "--width 1280 --height 720 --idle-seconds 600"));
+    assert_int_equal(
+        fh_count_requests("POST", "/v1/devboxes/dbx_1/execute_async"), 0);
     /* The action: a new session waits for the driver's socket. */
     cmd = last_command();
     assert_non_null(strstr(cmd, "\"action\":\"navigate\""));
@@ -382,6 +382,19 @@ static void sessions_are_explained(void **state)
     assert_string_equal(fh_error_code(), RLMCP_ERR_DEVBOX_NOT_RUNNING);
     assert_non_null(strstr(fh_error_message(), "is closed"));
     assert_non_null(strstr(fh_error_remedy(), "without session_id"));
+    /* Ended by itself: the driver (its entrypoint) exited after
+     * idle_seconds without an action, and the devbox with it. */
+    fh_reset();
+    fh_route("POST", EXEC, 400, "{\"message\":\"devbox is shutdown\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"shutdown\",\"shutdown_reason\":"
+             "\"entrypoint_exit\",\"metadata\":{\"managed_by\":"
+             "\"runloop-mcp.browser\"}}");
+    assert_int_equal(fh_call("run_browser", get_text), RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_DEVBOX_NOT_RUNNING);
+    assert_non_null(strstr(fh_error_message(), "ended by itself"));
+    assert_non_null(strstr(fh_error_message(), "idle_seconds"));
+    assert_non_null(strstr(fh_error_remedy(), "without session_id"));
     /* Not a browser session: no driver socket in another devbox. */
     fh_reset();
     route_exec(91, "");
@@ -443,7 +456,7 @@ static void a_session_whose_browser_fails_is_shut_down(void **state)
     route_new_session();
     route_exec(0, "{\"ok\":true}");
     fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
-    fh_cancel_after(3);
+    fh_cancel_after(2);
     assert_int_equal(fh_call("run_browser",
                              "{\"action\":\"navigate\",\"value\":"
                              "\"about:blank\"}"),
@@ -590,7 +603,8 @@ static void configured_blueprint_and_executable(void **state)
     assert_int_equal(
         fh_load(rlmcp_plugin_descriptor(),
                 "{\"blueprint_name\":\"my-browser\",\"executable\":"
-                "\"/opt/chrome/chrome\",\"action_timeout_ms\":2500}"),
+                "\"/opt/chrome/chrome\",\"action_timeout_ms\":2500,"
+                "\"idle_seconds\":30}"),
         RLMCP_OK);
     route_new_session();
     route_exec(0, "{\"ok\":true}");
@@ -602,11 +616,11 @@ static void configured_blueprint_and_executable(void **state)
                                             "blueprint_name")
                             ->valuestring,
                         "my-browser");
-    cmd = cJSON_GetStringValue(
-        cJSON_GetObjectItem(fh_request_json(fh_find_request(
-                                "POST", "/v1/devboxes/dbx_1/execute_async")),
-                            "command"));
-    assert_non_null(strstr(cmd, "--executable '/opt/chrome/chrome'"));
+    cmd = cJSON_GetStringValue(cJSON_GetObjectItem(
+        fh_request_json(fh_find_request("POST", "/v1/devboxes")),
+        "entrypoint"));
+    assert_non_null(
+        strstr(cmd, "--idle-seconds 30 --executable '/opt/chrome/chrome'"));
     assert_non_null(strstr(last_command(), "\"timeout_ms\":2500"));
     /* get_text without a selector reads the whole page. */
     assert_non_null(strstr(last_command(), "\"selector\":\"body\""));
