@@ -658,10 +658,10 @@ static void child_default_signals(void)
 /* The agent (pid 1 inside) is the last thing the memory limit's OOM killer
  * picks: losing it ends the devbox, losing a command ends only that command.
  * It hands its commands a score of 0 again (agent.c).  Set before the
- * runtime is exec'd and inherited (runc's own oomScoreAdj is written once
- * in the user namespace, where lowering it is refused).  Best effort: needs
- * CAP_SYS_RESOURCE, which some hosts withhold even from root.
- * Async-signal-safe. */
+ * runtime is exec'd and inherited: best effort, as lowering it needs
+ * CAP_SYS_RESOURCE, which some hosts withhold even from root (runc's own
+ * process.oomScoreAdj would fail the whole start there).  The agent then
+ * ranks its commands above itself instead.  Async-signal-safe. */
 static void child_protect_from_oom(void)
 {
     static const char adj[] = STR(SB_AGENT_OOM_SCORE_ADJ);
