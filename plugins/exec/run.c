@@ -101,10 +101,69 @@ static int find_devbox(const struct rlmcp_h *h, const char *status,
     return rc;
 }
 
-/* Create a devbox and wait until it runs; *dbx_out is its last view. */
+/*
+ * POST /v1/devboxes for a blueprint_name the account has no build of: the
+ * backend resolves it (Runloop's public images, e.g.
+ * runloop/universal-ubuntu-24.04-x86_64; the local engine maps them to its
+ * own), and a name it does not know is not_found, not a bad request.
+ */
+static int create_by_name(const struct rlmcp_h *h, const cJSON *body,
+                          const char *bp_name, char **id_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *dbx = NULL;
+    char *msg = NULL;
+    const char *id = NULL;
+    long status = 0;
+    int rc;
+
+    /* Not abandoned on cancellation: the caller shuts down what it made. */
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.max_retries = -1;
+    rc = rlmcp_h_request_status(h, "POST", "/v1/devboxes", body, &o,
+                                "creating a devbox", &status, &dbx, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status == 400 || status == 404) {
+        rc = rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_NOT_FOUND,
+            "Build it first with build_blueprint, check the name with "
+            "list_blueprints, or name one of the backend's images (e.g. "
+            "runloop/universal-ubuntu-24.04-x86_64).",
+            "no successful build of a blueprint or image named '%s'%s%.600s",
+            bp_name, msg != NULL && msg[0] ? ": " : "", msg != NULL ? msg : "");
+        goto out;
+    }
+    if (status < 200 || status > 299) {
+        rc = rlmcp_h_fail(h, rlmcp_h_code_for_status(status),
+                          "creating a devbox: Runloop API answered HTTP "
+                          "%ld%s%.600s",
+                          status, msg != NULL && msg[0] ? ": " : "",
+                          msg != NULL ? msg : "");
+        goto out;
+    }
+    id = str_field(dbx, "id");
+    if (id == NULL || !rlmcp_h_id_valid(id)) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the Runloop API returned a devbox without an id");
+        goto out;
+    }
+    *id_out = strdup(id);
+    rc = *id_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+out:
+    free(msg);
+    cJSON_Delete(dbx);
+    return rc;
+}
+
+/*
+ * Create a devbox and wait until it runs; *dbx_out is its last view.
+ * by_name: bp_name is not a build of the account (see create_by_name).
+ */
 static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
                          cJSON *metadata, const char *bp_name,
-                         const char *bp_id, char **id_out, cJSON **dbx_out)
+                         const char *bp_id, bool by_name, char **id_out,
+                         cJSON **dbx_out)
 {
     cJSON *body = cJSON_CreateObject();
     cJSON *lp = NULL;
@@ -122,7 +181,10 @@ static int create_devbox(struct ex *ex, const struct rlmcp_h *h,
     lp = cJSON_AddObjectToObject(body, "launch_parameters");
     cJSON_AddNumberToObject(lp, "keep_alive_time_seconds",
                             (double)ex->keep_alive_s);
-    rc = rlmcp_h_devbox_create(h, body, "creating a devbox", id_out);
+    if (by_name && bp_name != NULL)
+        rc = create_by_name(h, body, bp_name, id_out);
+    else
+        rc = rlmcp_h_devbox_create(h, body, "creating a devbox", id_out);
     if (rc != RLMCP_OK)
         goto out;
     if (h->api->is_cancelled(h->call)) {
@@ -206,6 +268,9 @@ static int score_code(const cJSON *dbx, const void *vctx)
         return -1;
     if (c->bp_id != NULL)
         return eq(str_field(dbx, "blueprint_id"), c->bp_id) ? 2 : -1;
+    /* An image name (no build of the account): the sandboxes made for it. */
+    if (c->bp_name != NULL)
+        return eq(md_get(dbx, "blueprint_name"), c->bp_name) ? 2 : -1;
     /* No blueprint asked: prefer a sandbox from the default image. */
     return str_field(dbx, "blueprint_id") == NULL &&
                    md_get(dbx, "blueprint_name") == NULL
@@ -216,7 +281,8 @@ static int score_code(const cJSON *dbx, const void *vctx)
 /*
  * The blueprint run_code was asked for, checked: blueprint_id must exist
  * and be built; blueprint_name becomes its latest successful build's id
- * (*id_out, malloc'd). Unknown names and ids are not_found.
+ * (*id_out, malloc'd). Unknown ids are not_found; a name without a build
+ * leaves *id_out NULL: the backend resolves it as an image name at create.
  */
 static int resolve_blueprint(const struct rlmcp_h *h, const char *name,
                              const char *id, char **id_out)
@@ -272,11 +338,7 @@ static int resolve_blueprint(const struct rlmcp_h *h, const char *name,
             goto out;
         }
     }
-    rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_NOT_FOUND,
-                             "Build it first with build_blueprint, or check "
-                             "the name with list_blueprints.",
-                             "no successful build of a blueprint named '%s'",
-                             name);
+    rc = RLMCP_OK;
 out:
     free(q);
     free(path);
@@ -307,7 +369,7 @@ static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
         cJSON_AddStringToObject(md, "blueprint_name", ctx->bp_name);
     /* The resolved id when there is one: the very build chosen above. */
     rc = create_devbox(ex, h, md, ctx->bp_id != NULL ? NULL : ctx->bp_name,
-                       ctx->bp_id, created, &ready);
+                       ctx->bp_id, ctx->bp_id == NULL, created, &ready);
     if (rc == RLMCP_OK && !eq(rlmcp_h_devbox_status(ready), "running"))
         rc = not_ready(h, *created, ready, ex->create_wait_s);
     cJSON_Delete(md);
@@ -528,7 +590,7 @@ static int lang_devbox(struct lang *l, const struct rlmcp_h *h, cJSON *found,
         cJSON_AddStringToObject(md, "language", l->name);
         cJSON_AddStringToObject(md, "managed_by", MANAGED_BY);
         cJSON_AddStringToObject(md, LANG_IMAGE_KEY, lang_image(l));
-        rc = create_devbox(ex, h, md, l->blueprint, NULL, &created, &view);
+        rc = create_devbox(ex, h, md, l->blueprint, NULL, false, &created, &view);
         cJSON_Delete(md);
         if (rc != RLMCP_OK)
             goto out;

@@ -131,6 +131,42 @@ describe("conf/testing.yaml (the testing edition's surface)", () => {
     }
   });
 
+  it('run_code takes Runloop\'s image names, as create_sandbox does; an unknown name is not_found', LONG, async () => {
+    const first = ok(await call('run_code', { command: 'echo ran; cat /etc/os-release | head -1', blueprint_name: 'runloop/starter-x86_64' }));
+    assert.equal(first.exit_code, 0, first.stderr);
+    assert.match(first.stdout, /^ran\n/);
+    assert.equal(first.reused, false);
+    assert.equal(first.blueprint_name, 'runloop/starter-x86_64');
+    assert.equal(first.blueprint_id, null);
+    // The sandbox made for that image name is reused for it.
+    const again = ok(await call('run_code', { command: 'true', blueprint_name: 'runloop/starter-x86_64' }));
+    assert.equal(again.reused, true);
+    assert.equal(again.devbox_id, first.devbox_id);
+    // An image name the engine does not map: not_found naming it, no sandbox left.
+    const before = ok(await call('list_sandbox', {})).devboxes.length;
+    const bad = await call('run_code', { command: 'true', blueprint_name: 'runloop/universal-ubuntu-24.04-arm64' });
+    assert.equal(bad.isError, true);
+    const be = JSON.parse(bad.content[0].text).error;
+    assert.equal(be.code, 'not_found');
+    assert.match(be.message, /universal-ubuntu-24\.04-arm64/);
+    assert.match(be.message, /this engine runs runloop\/starter-x86_64/);
+    assert.equal(ok(await call('list_sandbox', {})).devboxes.length, before);
+    ok(await call('shutdown_sandbox', { sandbox_id: first.devbox_id }));
+  });
+
+  it("the seed's npm test example on Runloop's universal image: create_sandbox and run_code", LONG, async () => {
+    const pkg = JSON.stringify({ name: 't', version: '1.0.0', scripts: { test: 'node -e "console.log(\'npm-test-ok\')"' } });
+    const sb = ok(await call('create_sandbox', { blueprint_name: 'runloop/universal-ubuntu-24.04-x86_64', files: { '/home/user/package.json': pkg } }));
+    const r = ok(await call('execute_in_sandbox', { sandbox_id: sb.id, command: 'cd /home/user && npm test' }));
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.match(r.stdout, /npm-test-ok/);
+    const rc = ok(await call('run_code', { files: { '/home/user/package.json': pkg }, command: 'cd /home/user && npm test', blueprint_name: 'runloop/universal-ubuntu-24.04-x86_64' }));
+    assert.equal(rc.exit_code, 0, rc.stderr);
+    assert.match(rc.stdout, /npm-test-ok/);
+    ok(await call('shutdown_sandbox', { sandbox_id: sb.id }));
+    ok(await call('shutdown_sandbox', { sandbox_id: rc.devbox_id }));
+  });
+
   it('the testing edition\'s workflow: create with files, run, upload, download, reuse by run_code, shut down', LONG, async () => {
     const sb = ok(await call('create_sandbox', { files: { '/home/user/package.txt': 'v1\n' } }));
     assert.equal(sb.status, 'running');

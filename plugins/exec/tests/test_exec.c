@@ -798,14 +798,67 @@ static void run_code_prefers_blueprint(void **state)
                         "bpt_n");
     assert_null(cJSON_GetObjectItem(body, "blueprint_name"));
 
-    /* An unknown name is an error, and nothing runs. */
+    /* A name without a build is the backend's to resolve (an image name):
+     * the create names it, and the sandbox is tagged with it. */
     fh_reset();
     fh_route("GET", BP_BY_NAME, 200, "{\"blueprints\":[],\"has_more\":false}");
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_a\",\"status\":\"running\","
+             "\"metadata\":{\"purpose\":\"code-testing\"}}],"
+             "\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 200,
+             "{\"id\":\"dbx_i\",\"status\":\"running\"}");
+    fh_route("GET", "/v1/devboxes/dbx_i", 200,
+             "{\"id\":\"dbx_i\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_i/execute*", 200, DONE("", 0));
+    assert_int_equal(fh_call("run_code", "{\"command\":\"node -v\","
+                                         "\"blueprint_name\":\"node\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("devbox_id"), "dbx_i");
+    assert_string_equal(rstr("blueprint_name"), "node");
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes"));
+    assert_string_equal(
+        cJSON_GetObjectItem(body, "blueprint_name")->valuestring, "node");
+    assert_null(cJSON_GetObjectItem(body, "blueprint_id"));
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(body, "metadata"),
+                            "blueprint_name")
+            ->valuestring,
+        "node");
+
+    /* ... and such a sandbox is reused for that name only. */
+    fh_reset();
+    fh_route("GET", BP_BY_NAME, 200, "{\"blueprints\":[],\"has_more\":false}");
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[{\"id\":\"dbx_a\",\"status\":\"running\","
+             "\"metadata\":{\"purpose\":\"code-testing\"}},{\"id\":\"dbx_i\","
+             "\"status\":\"running\",\"metadata\":{\"purpose\":"
+             "\"code-testing\",\"blueprint_name\":\"node\"}}],"
+             "\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes/dbx_i/execute*", 200, DONE("", 0));
+    assert_int_equal(fh_call("run_code", "{\"command\":\"node -v\","
+                                         "\"blueprint_name\":\"node\"}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("devbox_id"), "dbx_i");
+    assert_true(rbool("reused"));
+
+    /* A name the backend does not know either is not_found, and nothing
+     * runs. */
+    fh_reset();
+    fh_route("GET", BP_BY_NAME, 200, "{\"blueprints\":[],\"has_more\":false}");
+    fh_route("GET", "/v1/devboxes?limit=100&status=running", 200,
+             "{\"devboxes\":[],\"has_more\":false}");
+    fh_route("POST", "/v1/devboxes", 400,
+             "{\"message\":\"no successful build of a blueprint named "
+             "node\"}");
     fh_call("run_code",
             "{\"command\":\"node -v\",\"blueprint_name\":\"node\"}");
     assert_string_equal(fh_error_code(), "not_found");
     assert_non_null(strstr(fh_error_message(), "'node'"));
-    assert_int_equal(fh_request_count(), 1);
+    assert_non_null(strstr(fh_error_message(), "no successful build of a "
+                                               "blueprint named node"));
+    assert_null(fh_find_request("POST", "/v1/devboxes/dbx_i/execute"));
+    assert_int_equal(fh_request_count(), 3);
 }
 
 static void run_code_creates_and_cleans_up(void **state)
