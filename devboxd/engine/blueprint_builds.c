@@ -1227,6 +1227,20 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
     }
     if (id == NULL && name == NULL)
         return 0;
+    if (id == NULL && bb_enabled()) {
+        /* An image name (Runloop's public names, devboxd's own), mapped as
+         * devbox create maps it: the build resolves it as its FROM. */
+        const char *image = NULL;
+        int pub = images_public_name(name, &image, err, errlen);
+
+        if (pub < 0)
+            return 400;
+        if (pub > 0)
+            return 0;
+        if (blueprints_find_locked(NULL, name) == NULL &&
+            images_builtin_name(name, &image))
+            return 0;
+    }
     *base = blueprints_find_locked(id, name);
     if (*base == NULL) {
         snprintf(err, errlen, "base blueprint %s has no successful build; list blueprints "

@@ -187,6 +187,13 @@ cJSON *engine_box_view_locked(struct devbox *box)
         cJSON_AddStringToObject(v, "shutdown_reason", box->shutdown_reason);
     else
         cJSON_AddNullToObject(v, "shutdown_reason");
+    /* Not in Runloop's API: when keep_alive_time_seconds (or the last
+     * renewal) ends this run, so a lease can be watched and renewed. */
+    if (engine_lifetime_end_locked(box) > 0)
+        cJSON_AddNumberToObject(v, "lifetime_end_ms",
+                                (double)engine_lifetime_end_locked(box));
+    else
+        cJSON_AddNullToObject(v, "lifetime_end_ms");
     cJSON_AddNullToObject(v, "initiator_id");
     cJSON_AddStringToObject(v, "initiator_type", "api");
     if (box->tunnel != NULL)
@@ -354,6 +361,46 @@ int engine_wait_locked(struct engine *eng, int64_t deadline_ms)
 void engine_touch_locked(struct devbox *box)
 {
     box->last_activity_ms = util_now_ms();
+}
+
+/* The lifetime runs while a devbox boots or runs; a suspended one gets a
+ * fresh lifetime when it resumes. */
+static int counts_lifetime(const struct devbox *box)
+{
+    return box->status == DBX_QUEUED || box->status == DBX_PROVISIONING ||
+           box->status == DBX_INITIALIZING || box->status == DBX_RUNNING ||
+           box->status == DBX_RESUMING;
+}
+
+int64_t engine_lifetime_end_locked(const struct devbox *box)
+{
+    return counts_lifetime(box) ? box->ttl_deadline_ms : 0;
+}
+
+int engine_renew_locked(struct engine *eng, struct devbox *box, int64_t seconds,
+                        char *err, size_t errlen)
+{
+    int64_t old = box->ttl_deadline_ms;
+
+    if (!counts_lifetime(box)) {
+        snprintf(err, errlen,
+                 "devbox %s is %s; only a running (or starting) devbox can be "
+                 "renewed%s",
+                 box->id, dbx_status_name(box->status),
+                 box->status == DBX_SUSPENDED
+                     ? " (a resume starts a fresh lifetime)"
+                     : "");
+        return 400;
+    }
+    box->ttl_deadline_ms = util_now_ms() + seconds * 1000;
+    if (engine_save_locked(eng, box) != 0) {
+        /* Not saved, so not renewed: a restart would bring back the old. */
+        box->ttl_deadline_ms = old;
+        err[0] = '\0';
+        return 507;
+    }
+    pthread_cond_broadcast(&eng->changed);
+    return 0;
 }
 
 struct devbox *engine_find_locked(struct engine *eng, const char *id)

@@ -158,6 +158,13 @@ int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, 
 /* Waits (lock held, released while waiting) until pred or the deadline. */
 int engine_wait_locked(struct engine *eng, int64_t deadline_ms);
 void engine_touch_locked(struct devbox *box);
+/* Lease renewal (devboxd's extension): the lifetime ends `seconds` from
+ * now; saved. 0, an HTTP status with a message in err, or 507 when the
+ * record could not be saved (util_write_error() says why). */
+int engine_renew_locked(struct engine *eng, struct devbox *box, int64_t seconds,
+                        char *err, size_t errlen);
+/* When the lifetime of a devbox that counts one ends (ms), else 0. */
+int64_t engine_lifetime_end_locked(const struct devbox *box);
 
 /* Executions. */
 char *engine_exec_dir(struct engine *eng, const char *box_id);

@@ -1196,6 +1196,161 @@ static void handle_exec_stream(struct engine *eng, struct execution *ex, const c
     resp->stream_free = sse_free;
 }
 
+/* ---------------------------------------------------- lease and evictions */
+
+#define RENEW_MIN_S 60
+#define RENEW_MAX_S 172800 /* Runloop's longest keep_alive_time_seconds */
+#define EVICTION_NOTICE_DEFAULT_S 300
+
+/*
+ * POST /v1/devboxes/{id}/renew {keep_alive_time_seconds}: devboxd's
+ * extension (Runloop's API cannot extend a lifetime): the devbox's
+ * lifetime now ends that many seconds from now. Answers the DevboxView,
+ * whose lifetime_end_ms is the new end.
+ */
+static void handle_renew(struct engine *eng, struct devbox *box,
+                         const struct http_request *req,
+                         struct http_response *resp)
+{
+    static const char *const fields[] = {"keep_alive_time_seconds", NULL};
+    cJSON *body = NULL;
+    char err[ERRLEN] = "";
+    int64_t secs = 0;
+    int present = 0;
+    int rc;
+
+    if (api_parse_body(req, resp, &body) != 0)
+        return;
+    if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
+        util_opt_int(body, "keep_alive_time_seconds", RENEW_MIN_S, RENEW_MAX_S,
+                     &secs, &present, err, sizeof(err)) != 0) {
+        http_response_error(resp, 400, "%s", err);
+        goto out;
+    }
+    if (!present) {
+        http_response_error(resp, 400,
+                            "keep_alive_time_seconds is required: the new "
+                            "lifetime in seconds from now (%d-%d)",
+                            RENEW_MIN_S, RENEW_MAX_S);
+        goto out;
+    }
+    pthread_mutex_lock(&eng->lock);
+    rc = engine_renew_locked(eng, box, secs, err, sizeof(err));
+    if (rc == 507)
+        api_storage_error(resp,
+                          util_write_error() != 0 ? util_write_error() : EIO);
+    else if (rc != 0)
+        http_response_error(resp, rc, "%s", err);
+    else
+        http_response_json(resp, 200, engine_box_view_locked(box));
+    pthread_mutex_unlock(&eng->lock);
+out:
+    cJSON_Delete(body);
+}
+
+/*
+ * GET /v1/devboxes/evictions/watch: Runloop's advisory eviction feed as
+ * SSE, one DevboxEvictionEventView {devbox_id, eviction_deadline_ms} per
+ * event. On the local engine a devbox is evicted when its lifetime
+ * (keep_alive_time_seconds, or a renewal) ends: it is pending once that
+ * end is within the notice (RLMCP_EVICTION_NOTICE_S, default 300 s). On
+ * connect every pending eviction is sent, then each new one; a renewal
+ * that moves the end makes it a new eviction once it is pending again.
+ */
+struct evict_ctx {
+    struct engine *eng;
+    int64_t notice_ms;
+    cJSON *sent; /* devbox id -> the deadline announced on this stream */
+};
+
+static int64_t eviction_notice_ms(void)
+{
+    const char *v = getenv("RLMCP_EVICTION_NOTICE_S");
+    char *end = NULL;
+    long long n;
+
+    if (v == NULL || v[0] == '\0')
+        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
+    n = strtoll(v, &end, 10);
+    if (*end != '\0' || n < 0 || n > RENEW_MAX_S)
+        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
+    return (int64_t)n * 1000;
+}
+
+/* Lock held: the next eviction not yet announced, as an SSE event in buf;
+ * its length, or 0 when there is none. */
+static size_t next_eviction_locked(struct evict_ctx *c, char *buf, size_t max)
+{
+    int64_t now = util_now_ms();
+    struct devbox *b;
+    int n;
+
+    for (b = c->eng->boxes; b != NULL; b = b->next) {
+        int64_t end = engine_lifetime_end_locked(b);
+        const cJSON *had = cJSON_GetObjectItemCaseSensitive(c->sent, b->id);
+
+        if (end <= 0 || end - now > c->notice_ms)
+            continue;
+        if (cJSON_IsNumber(had) && (int64_t)had->valuedouble == end)
+            continue;
+        n = snprintf(buf, max,
+                     "data: {\"devbox_id\":\"%s\",\"eviction_deadline_ms\":"
+                     "%lld}\n\n",
+                     b->id, (long long)end);
+        if (n < 0 || (size_t)n >= max)
+            return 0;
+        cJSON_DeleteItemFromObjectCaseSensitive(c->sent, b->id);
+        cJSON_AddNumberToObject(c->sent, b->id, (double)end);
+        return (size_t)n;
+    }
+    return 0;
+}
+
+static ssize_t evict_read(void *arg, char *buf, size_t max)
+{
+    struct evict_ctx *c = arg;
+    size_t n;
+    ssize_t rc = HTTP_STREAM_AGAIN;
+
+    pthread_mutex_lock(&c->eng->lock);
+    n = next_eviction_locked(c, buf, max);
+    if (n > 0)
+        rc = (ssize_t)n;
+    else if (c->eng->stopping)
+        rc = 0; /* a clean end: the SDK's monitor reconnects */
+    else
+        (void)client_wait(c->eng, util_now_ms() + 500);
+    pthread_mutex_unlock(&c->eng->lock);
+    return rc;
+}
+
+static void evict_free(void *arg)
+{
+    struct evict_ctx *c = arg;
+
+    cJSON_Delete(c->sent);
+    free(c);
+}
+
+static void evictions_watch(struct engine *eng, const struct api_call *call)
+{
+    struct evict_ctx *c = calloc(1, sizeof(*c));
+
+    if (c == NULL || (c->sent = cJSON_CreateObject()) == NULL) {
+        free(c);
+        http_response_error(call->resp, 500, "out of memory");
+        return;
+    }
+    c->eng = eng;
+    c->notice_ms = eviction_notice_ms();
+    call->resp->status = 200;
+    http_response_set_header(call->resp, "content-type", "text/event-stream");
+    http_response_set_header(call->resp, "cache-control", "no-cache");
+    call->resp->stream = evict_read;
+    call->resp->stream_ctx = c;
+    call->resp->stream_free = evict_free;
+}
+
 static void exec_view(struct engine *eng, const struct api_call *c)
 {
     int64_t last_n;
@@ -1267,27 +1422,42 @@ static void route_files(struct engine *eng, struct devbox *box, const char *acti
 }
 
 /*
- * The local account: created when the state directory got its API key
- * (that file's modification time), billed by nobody.
+ * When the local account began: the state directory's API key file was
+ * written (its modification time); with --api-key-file there is none, so
+ * the state directory's birth, else its status change. Always a time: the
+ * SDK's AccountView has created_at as a string.
  */
+static time_t account_created(const struct engine *eng)
+{
+    char path[4200];
+    struct stat st;
+    struct statx stx;
+
+    snprintf(path, sizeof(path), "%s/api-key", eng->state_dir);
+    if (stat(path, &st) == 0)
+        return st.st_mtime;
+    if (statx(AT_FDCWD, eng->state_dir, 0, STATX_BTIME, &stx) == 0 &&
+        (stx.stx_mask & STATX_BTIME) != 0)
+        return (time_t)stx.stx_btime.tv_sec;
+    if (stat(eng->state_dir, &st) == 0)
+        return st.st_ctime;
+    return time(NULL);
+}
+
+/* The local account, billed by nobody. */
 static void handle_account(struct engine *eng, const struct api_call *c)
 {
     cJSON *v = cJSON_CreateObject();
     cJSON *billing = NULL;
-    char path[4200];
-    char when[32] = "";
-    struct stat st;
+    char when[32] = "1970-01-01T00:00:00Z";
+    time_t created = account_created(eng);
     struct tm tm;
 
-    snprintf(path, sizeof(path), "%s/api-key", eng->state_dir);
-    if (stat(path, &st) == 0 && gmtime_r(&st.st_mtime, &tm) != NULL)
+    if (gmtime_r(&created, &tm) != NULL)
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     cJSON_AddStringToObject(v, "id", "local");
     cJSON_AddStringToObject(v, "name", "devboxd local engine");
-    if (when[0] != '\0')
-        cJSON_AddStringToObject(v, "created_at", when);
-    else
-        cJSON_AddNullToObject(v, "created_at");
+    cJSON_AddStringToObject(v, "created_at", when);
     cJSON_AddStringToObject(v, "tier", "ACCOUNT_TIER_PRO");
     cJSON_AddStringToObject(v, "account_status", "ACCOUNT_STATUS_ENABLED");
     billing = cJSON_AddObjectToObject(v, "billing");
@@ -1347,6 +1517,11 @@ static void box_keep_alive(struct engine *eng, const struct api_call *c)
     handle_keep_alive(eng, c->box, c->resp);
 }
 
+static void box_renew(struct engine *eng, const struct api_call *c)
+{
+    handle_renew(eng, c->box, c->req, c->resp);
+}
+
 static void box_wait(struct engine *eng, const struct api_call *c)
 {
     handle_box_wait(eng, c->box, c->req, c->resp);
@@ -1392,6 +1567,7 @@ static const struct api_route routes[] = {
     {"GET", "/v1/devboxes", box_list},
     {"POST", "/v1/devboxes", box_create},
     {"POST", "/v1/devboxes/create_and_await_running", box_create_running},
+    {"GET", "/v1/devboxes/evictions/watch", evictions_watch},
     {"GET", "/v1/devboxes/disk_snapshots", api_snapshots_list},
     {"GET", "/v1/devboxes/disk_snapshots/list_public",
      api_snapshots_list_public},
@@ -1406,6 +1582,7 @@ static const struct api_route routes[] = {
     {"POST", "/v1/devboxes/{devbox}/resume", box_lifecycle},
     {"POST", "/v1/devboxes/{devbox}/shutdown", box_lifecycle},
     {"POST", "/v1/devboxes/{devbox}/keep_alive", box_keep_alive},
+    {"POST", "/v1/devboxes/{devbox}/renew", box_renew},
     {"POST", "/v1/devboxes/{devbox}/wait_for_status", box_wait},
     {"POST", "/v1/devboxes/{devbox}/execute", box_execute},
     {"POST", "/v1/devboxes/{devbox}/execute_async", box_execute_async},
