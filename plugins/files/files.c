@@ -146,6 +146,24 @@ static bool mode_ok(const char *m)
     return true;
 }
 
+/* A login name as useradd takes it (Debian's relaxed rule, no '$'). */
+static bool user_ok(const char *u)
+{
+    size_t n = strlen(u);
+    size_t i;
+
+    if (n == 0 || n > 32 || u[0] == '-' || (u[0] >= '0' && u[0] <= '9'))
+        return false;
+    for (i = 0; i < n; i++) {
+        char c = u[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
 /* A fresh name beside path: ".<name>.rlmcp-<pid>-<n>" in its directory. */
 static char *tmp_beside(const char *path)
 {
@@ -174,9 +192,10 @@ static char *first_line(const cJSON *view)
 /* Rename the written temporary file over path (mode applied). */
 static int commit_write(const struct rlmcp_h *h, const char *id,
                         const char *tmp, const char *path, const char *mode,
-                        const char *what, char **resolved_out)
+                        const char *user, const char *stage, const char *what,
+                        char **resolved_out)
 {
-    char *script = fs_commit_script(tmp, path, mode);
+    char *script = fs_commit_script(tmp, path, mode, user, stage);
     cJSON *view = NULL;
     int rc;
 
@@ -207,8 +226,9 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct rlmcp_http_resp *resp = NULL;
     cJSON *args = NULL, *body = NULL, *res = NULL;
     const char *id = NULL, *path = NULL, *contents = NULL, *mode = NULL;
+    const char *user = NULL;
     char *url = NULL, *what = NULL, *text = NULL, *tmp = NULL;
-    char *resolved = NULL;
+    char *stage = NULL, *resolved = NULL;
     size_t n;
     int rc;
 
@@ -222,6 +242,15 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
                           "argument 'mode' must be octal permissions such as "
                           "0644 or 755, not '%s'",
                           mode);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "user", false, &user);
+    if (rc == RLMCP_OK && user != NULL && !user_ok(user))
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "argument 'user' must be a user name such as user "
+                          "or root (letters, digits, '_', '-', '.', at most "
+                          "32, not starting with '-' or a digit), not "
+                          "'%.64s'",
+                          user);
     if (rc == RLMCP_OK && path[strlen(path) - 1] == '/')
         rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
                           "argument 'file_path' ends with '/': give the "
@@ -229,7 +258,11 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc != RLMCP_OK)
         goto out;
     tmp = tmp_beside(path);
-    if (tmp == NULL) {
+    /* For another owner the contents go where the default user may write
+     * (its home: relative paths are), and the commit moves them. */
+    if (user != NULL)
+        stage = tmp_beside(".rlmcp-stage");
+    if (tmp == NULL || (user != NULL && stage == NULL)) {
         rc = RLMCP_ENOMEM;
         goto out;
     }
@@ -245,7 +278,7 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "file_path", tmp);
+    cJSON_AddStringToObject(body, "file_path", stage != NULL ? stage : tmp);
     cJSON_AddStringToObject(body, "contents", contents);
     text = cJSON_PrintUnformatted(body);
     if (text == NULL) {
@@ -259,7 +292,8 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     req.timeout_ms = 120000;
     rc = send_req(&h, id, NULL, &req, what, &resp);
     if (rc == RLMCP_OK)
-        rc = commit_write(&h, id, tmp, path, mode, what, &resolved);
+        rc = commit_write(&h, id, tmp, path, mode, user, stage, what,
+                          &resolved);
     if (rc != RLMCP_OK)
         goto out;
     res = written(id, path, resolved, n);
@@ -270,6 +304,7 @@ out:
     free(what);
     free(text);
     free(tmp);
+    free(stage);
     free(resolved);
     cJSON_Delete(args);
     cJSON_Delete(body);

@@ -321,39 +321,67 @@ char *fs_remove_script(const char *path, bool recursive)
 
 /* ---- write_file's atomic replace ----------------------------------------- */
 
-char *fs_commit_script(const char *tmp, const char *path, const char *mode)
+char *fs_commit_script(const char *tmp, const char *path, const char *mode,
+                       const char *user, const char *stage)
 {
     char *qt = rlmcp_h_shell_quote(tmp);
     char *qp = rlmcp_h_shell_quote(path);
     char *qm = mode != NULL ? rlmcp_h_shell_quote(mode) : NULL;
+    char *qu = user != NULL ? rlmcp_h_shell_quote(user) : NULL;
+    char *qs = stage != NULL ? rlmcp_h_shell_quote(stage) : NULL;
+    char *own = NULL;
+    char *perm = NULL;
     char *s = NULL;
 
-    if (qt == NULL || qp == NULL || (mode != NULL && qm == NULL))
+    if (qt == NULL || qp == NULL || (mode != NULL && qm == NULL) ||
+        (user != NULL && (qu == NULL || qs == NULL)))
         goto out;
     /*
-     * The new contents were written beside the target; give them the
-     * requested mode (else the replaced file's), then rename over it:
-     * readers see the old file or the new one, never a part.
+     * With a user, the contents were staged in the default user's home:
+     * they are copied beside the target and given to that user, through
+     * the default user's sudo when it is someone else (as
+     * execute_command's user 'root'; the steps after it too, so a
+     * directory only that user or root may write, or a sticky one such as
+     * /tmp, takes the file). An unknown user leaves the old file.
+     */
+    if (qu != NULL)
+        own = rlmcp_h_sprintf(
+            "u=%s; s=%s; if ! id -u -- \"$u\" >/dev/null 2>&1; then rm -f -- "
+            "\"$s\"; echo \"no user '$u' in the devbox: give an existing "
+            "user (e.g. user or root) or create it first (sudo useradd -m "
+            "$u)\" >&2; exit 3; fi; [ \"$(id -un)\" = \"$u\" ] || "
+            "m='sudo -n'; $m cp -- \"$s\" \"$t\" || { rm -f -- \"$s\"; "
+            "exit 1; }; rm -f -- \"$s\"; $m chown -- \"$u\": \"$t\" || { $m "
+            "rm -f -- \"$t\"; exit 1; }; ",
+            qu, qs);
+    else
+        own = strdup("");
+    /*
+     * Otherwise the contents were written beside the target. Either way
+     * they get the requested mode (else the replaced file's) and are
+     * renamed over it: readers see the old file or the new one, never a
+     * part.
      */
     if (qm != NULL)
-        s = rlmcp_h_sprintf("t=%s; p=%s; chmod %s -- \"$t\" || "
-                            "{ rm -f -- \"$t\"; exit 1; }; ",
-                            qt, qp, qm);
+        perm = rlmcp_h_sprintf("$m chmod %s -- \"$t\" || { $m rm -f -- "
+                               "\"$t\"; exit 1; }; ",
+                               qm);
     else
-        s = rlmcp_h_sprintf("t=%s; p=%s; if [ -e \"$p\" ]; then chmod "
-                            "--reference=\"$p\" -- \"$t\" 2>/dev/null; fi; ",
-                            qt, qp);
-    if (s != NULL) {
-        char *full = rlmcp_h_sprintf(
-            "%smv -f -- \"$t\" \"$p\" || { rm -f -- \"$t\"; exit 1; }; "
-            "realpath -s -- \"$p\"",
-            s);
-        free(s);
-        s = full;
-    }
+        perm = strdup("if [ -e \"$p\" ]; then $m chmod --reference=\"$p\" "
+                      "-- \"$t\" 2>/dev/null; fi; ");
+    if (own == NULL || perm == NULL)
+        goto out;
+    s = rlmcp_h_sprintf("t=%s; p=%s; m=; %s%s$m mv -f -- \"$t\" \"$p\" || "
+                        "{ $m rm -f -- \"$t\"; exit 1; }; realpath -s -- "
+                        "\"$p\"",
+                        qt, qp, own, perm);
 out:
     free(qt);
     free(qp);
     free(qm);
+    free(qu);
+    free(qs);
+    free(own);
+    free(perm);
     return s;
 }

@@ -35,7 +35,11 @@ int fs_fail_missing(const struct rlmcp_h *h, const char *what,
 /* The scripts (malloc'd). */
 char *fs_list_script(const char *path, long long max_entries);
 char *fs_remove_script(const char *path, bool recursive);
-char *fs_commit_script(const char *tmp, const char *path, const char *mode);
+/* user (may be NULL): the file's owner, with that user's login group; the
+ * contents were then written to stage (in the default user's home), else
+ * to tmp. */
+char *fs_commit_script(const char *tmp, const char *path, const char *mode,
+                       const char *user, const char *stage);
 
 /* list_files' result from its script's view; NULL when malformed. */
 cJSON *fs_list_result(const cJSON *view, long long max_entries);

@@ -1,6 +1,6 @@
 /*
  * lifecycle.c - devbox lifecycle tools: create, list, get, update, suspend,
- * resume, shutdown, keep alive, resource usage.
+ * resume, shutdown, keep alive, renew (lease), resource usage.
  *
  * Config (all optional):
  *   create_wait_seconds      how long create/resume wait for `running` (120)
@@ -15,8 +15,11 @@
  * Out-of-range keep-alive values are rejected (not clamped) so the agent
  * learns the limit instead of getting a silently shorter devbox.
  */
+#define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
@@ -27,6 +30,7 @@ struct lc {
     long long wait_s;
     long long min_keep, max_keep, default_keep;
     char *create_schema; /* schema_create_devbox for this config */
+    char *renew_schema;  /* schema_renew_devbox for this config */
     cJSON *default_metadata;
     char *default_blueprint;
     bool hide_shutdown;
@@ -533,6 +537,124 @@ static int t_keep_alive(rlmcp_call *call, const char *aj, size_t al, void *ud)
     return devbox_call(ud, call, aj, al, "POST", "/keep_alive", false);
 }
 
+/* ---- renew_devbox ------------------------------------------------------ */
+
+/* A backend without the renew route (Runloop's API cannot extend a
+ * lifetime): said as such when the devbox itself is there. */
+static int renew_unsupported(const struct rlmcp_h *h, const char *id,
+                             long status, const char *msg, const char *what)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    long got = 0;
+    int rc;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &got, NULL,
+                                NULL);
+    free(path);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (got < 200 || got > 299)
+        return rlmcp_h_fail_on_devbox(h, id, status, msg, what);
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_INVALID_ARGUMENT,
+        "This backend cannot extend a devbox's lifetime (Runloop's API has "
+        "no renewal; the local engine has): create the devbox with a "
+        "longer keep_alive_time_seconds, or snapshot it and create a new one "
+        "from the snapshot.",
+        "%s: the backend has no lease renewal (POST "
+        "/v1/devboxes/%s/renew answered HTTP %ld)",
+        what, id, status);
+}
+
+/* {devbox_id, status, keep_alive_time_seconds, expires_at, expires_at_ms}
+ * from the renewed DevboxView (its lifetime_end_ms). */
+static int renew_result(const struct rlmcp_h *h, const char *id,
+                        const cJSON *view, long long secs)
+{
+    const cJSON *end = cJSON_GetObjectItemCaseSensitive(view, "lifetime_end_ms");
+    cJSON *res = NULL;
+    char when[40] = "";
+    struct tm tm;
+    time_t t;
+    int rc;
+
+    if (!cJSON_IsNumber(end))
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "devbox %s: the renewal's answer has no "
+                            "lifetime_end_ms",
+                            id);
+    t = (time_t)(end->valuedouble / 1000);
+    if (gmtime_r(&t, &tm) == NULL ||
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                            "devbox %s: lifetime_end_ms is not a time", id);
+    res = cJSON_CreateObject();
+    if (res == NULL)
+        return RLMCP_ENOMEM;
+    cJSON_AddStringToObject(res, "devbox_id", id);
+    if (rlmcp_h_devbox_status(view)[0] != '\0')
+        cJSON_AddStringToObject(res, "status", rlmcp_h_devbox_status(view));
+    cJSON_AddNumberToObject(res, "keep_alive_time_seconds", (double)secs);
+    snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03dZ",
+             (int)((long long)end->valuedouble % 1000));
+    cJSON_AddStringToObject(res, "expires_at", when);
+    cJSON_AddNumberToObject(res, "expires_at_ms", end->valuedouble);
+    rc = rlmcp_h_result_json(h, res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static int t_renew(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct lc *lc = ud;
+    struct rlmcp_h h = {lc->api, call};
+    cJSON *args = NULL, *body = NULL, *got = NULL;
+    const char *id = NULL;
+    char *path = NULL, *what = NULL, *msg = NULL;
+    long long secs = 0;
+    long status = 0;
+    int rc;
+
+    rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(&h, args, "keep_alive_time_seconds", true, 1,
+                             10000000, &secs);
+    if (rc == RLMCP_OK)
+        rc = keep_alive_ok(lc, &h, secs);
+    if (rc != RLMCP_OK)
+        goto out;
+    body = cJSON_CreateObject();
+    path = rlmcp_h_sprintf("/v1/devboxes/%s/renew", id);
+    what = rlmcp_h_sprintf("renewing devbox %s", id);
+    if (body == NULL || path == NULL || what == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    cJSON_AddNumberToObject(body, "keep_alive_time_seconds", (double)secs);
+    rc = rlmcp_h_request_status(&h, "POST", path, body, NULL, what, &status,
+                                &got, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status == 404 || status == 405 || status == 501)
+        rc = renew_unsupported(&h, id, status, msg, what);
+    else if (status < 200 || status > 299)
+        rc = rlmcp_h_fail_on_devbox(&h, id, status, msg, what);
+    else
+        rc = renew_result(&h, id, got, secs);
+out:
+    free(path);
+    free(what);
+    free(msg);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(got);
+    return rlmcp_h_ret(rc);
+}
+
 /* A number of obj's object `o`, or -1. */
 static double num_in(const cJSON *obj, const char *o, const char *key)
 {
@@ -769,6 +891,15 @@ static const struct rlmcp_h_tool specs[] = {
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
      t_keep_alive, true},
+    {"renew_devbox", "Renew a devbox's lease",
+     "Extend (or shorten) a running devbox's lifetime: it now ends "
+     "keep_alive_time_seconds from now, instead of when its create (or "
+     "last renewal) said. Returns the new end as expires_at. Needs a "
+     "backend that can renew: the local engine can, Runloop's API cannot.",
+     schema_renew_devbox, schema_renew_devbox_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":false,\"openWorldHint\":true}",
+     t_renew, true},
     {"get_resource_usage", "Get devbox resource usage",
      "Usage of a devbox: accumulated elapsed and active seconds, vCPU, "
      "memory and disk GB-seconds; where the backend reports them, its "
@@ -786,6 +917,7 @@ static void lc_shutdown(rlmcp_plugin *self, void *state)
         return;
     cJSON_Delete(lc->default_metadata);
     free(lc->create_schema);
+    free(lc->renew_schema);
     free(lc->default_blueprint);
     free(lc);
 }
@@ -834,13 +966,15 @@ static int lc_config(struct lc *lc, rlmcp_plugin *self,
 }
 
 /*
- * create_devbox's schema for this config: the server's lifetime range as
+ * A tool's input schema for this config: the server's lifetime range as
  * minimum and maximum of keep_alive_time_seconds, so clients see it before
- * a call, and without secrets and mcp when account_secrets is false.
+ * a call; create_devbox's without secrets and mcp when account_secrets is
+ * false.
  */
-static int lifetime_schema(struct lc *lc)
+static int lifetime_schema(const struct lc *lc, const char *text,
+                           bool drop_secrets, char **out)
 {
-    cJSON *schema = cJSON_Parse(schema_create_devbox);
+    cJSON *schema = cJSON_Parse(text);
     cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     cJSON *keep =
         cJSON_GetObjectItemCaseSensitive(props, "keep_alive_time_seconds");
@@ -850,7 +984,7 @@ static int lifetime_schema(struct lc *lc)
         rc = RLMCP_EINTERNAL;
         goto out;
     }
-    if (!lc->secrets) {
+    if (drop_secrets) {
         cJSON_DeleteItemFromObjectCaseSensitive(props, "secrets");
         cJSON_DeleteItemFromObjectCaseSensitive(props, "mcp");
     }
@@ -858,8 +992,8 @@ static int lifetime_schema(struct lc *lc)
             NULL ||
         cJSON_AddNumberToObject(keep, "maximum", (double)lc->max_keep) == NULL)
         goto out;
-    lc->create_schema = cJSON_PrintUnformatted(schema);
-    if (lc->create_schema != NULL)
+    *out = cJSON_PrintUnformatted(schema);
+    if (*out != NULL)
         rc = RLMCP_OK;
 out:
     cJSON_Delete(schema);
@@ -871,16 +1005,26 @@ static int lc_setup(void *state, rlmcp_plugin *self,
 {
     struct lc *lc = state;
     struct rlmcp_h_tool tools[sizeof(specs) / sizeof(specs[0])];
+    size_t i;
     int rc;
 
     lc->api = api;
     rc = lc_config(lc, self, api, cfg);
     if (rc == RLMCP_OK)
-        rc = lifetime_schema(lc);
+        rc = lifetime_schema(lc, schema_create_devbox, !lc->secrets,
+                             &lc->create_schema);
+    if (rc == RLMCP_OK)
+        rc = lifetime_schema(lc, schema_renew_devbox, false,
+                             &lc->renew_schema);
     if (rc != RLMCP_OK)
         return rc;
     memcpy(tools, specs, sizeof(specs));
-    tools[0].in = lc->create_schema;
+    for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+        if (tools[i].in == schema_create_devbox)
+            tools[i].in = lc->create_schema;
+        else if (tools[i].in == schema_renew_devbox)
+            tools[i].in = lc->renew_schema;
+    }
     /* create/suspend/resume may wait create_wait_seconds, plus slack. */
     return rlmcp_h_register_tools(self, api, tools,
                                   sizeof(tools) / sizeof(tools[0]), lc,
@@ -889,5 +1033,5 @@ static int lc_setup(void *state, rlmcp_plugin *self,
 
 RLMCP_H_PLUGIN_DEFINE("lifecycle", "0.1.0",
                       "Devbox lifecycle: create, list, get, update, "
-                      "suspend, resume, shutdown, keep alive, usage",
+                      "suspend, resume, shutdown, keep alive, renew, usage",
                       struct lc, lc_setup, lc_shutdown, schema_config)

@@ -90,6 +90,39 @@ static void write_file(void **state)
     assert_non_null(strstr(cmd, "mv -f -- \"$t\" \"$p\""));
     assert_non_null(strstr(cmd, "p='/home/user/a.py'"));
 
+    /* With a user: staged in the default user's home, then copied beside
+     * the target, given to that user and renamed over it. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 200,
+             "{\"exit_status\":0}");
+    fh_route("POST", EXEC_PATH, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"/srv/a.txt\\n\"}");
+    assert_int_equal(fh_call("write_file", "{\"devbox_id\":\"dbx_1\","
+                                           "\"file_path\":\"/srv/a.txt\","
+                                           "\"contents\":\"x\","
+                                           "\"user\":\"www-data\"}"),
+                     RLMCP_OK);
+    body = fh_request_json(fh_request_at(0));
+    assert_true(strncmp(cJSON_GetObjectItem(body, "file_path")->valuestring,
+                        "..rlmcp-stage.rlmcp-",
+                        strlen("..rlmcp-stage.rlmcp-")) == 0);
+    body = fh_request_json(fh_request_at(1));
+    cmd = cJSON_GetObjectItem(body, "command")->valuestring;
+    assert_non_null(strstr(cmd, "u='www-data'"));
+    assert_non_null(strstr(cmd, "t='/srv/.a.txt.rlmcp-"));
+    assert_non_null(strstr(cmd, "m='sudo -n'"));
+    assert_non_null(strstr(cmd, "$m chown -- \"$u\": \"$t\""));
+    assert_non_null(strstr(cmd, "$m mv -f -- \"$t\" \"$p\""));
+
+    /* Not a user name: refused before anything is written. */
+    fh_reset();
+    fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
+                          "\"contents\":\"x\",\"user\":\"a b\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "'a b'"));
+    assert_int_equal(fh_request_count(), 0);
+
     fh_reset();
     fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
                           "\"contents\":\"x\",\"mode\":\"rwx\"}");

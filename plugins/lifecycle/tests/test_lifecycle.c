@@ -40,11 +40,12 @@ static void registers_all_tools(void **state)
     static const char *const names[] = {
         "create_devbox",   "list_devboxes",     "get_devbox",
         "update_devbox",   "suspend_devbox",    "resume_devbox",
-        "shutdown_devbox", "keep_devbox_alive", "get_resource_usage"};
+        "shutdown_devbox", "keep_devbox_alive", "get_resource_usage",
+        "renew_devbox"};
     size_t i;
 
-    assert_int_equal(fh_tool_count(), 9);
-    for (i = 0; i < 9; i++) {
+    assert_int_equal(fh_tool_count(), 10);
+    for (i = 0; i < 10; i++) {
         const struct rlmcp_tool_def *t = fh_tool(names[i]);
         assert_non_null(t);
         assert_non_null(t->output_schema_json);
@@ -387,6 +388,59 @@ static void update_keep_alive_usage(void **state)
                 12.5);
 }
 
+static void renew_sends_and_reports_expiry(void **state)
+{
+    cJSON *body;
+
+    /* The engine's answer: lifetime_end_ms becomes expires_at(_ms). */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/renew", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\","
+             "\"lifetime_end_ms\":1800000000123}");
+    assert_int_equal(fh_call("renew_devbox", "{\"devbox_id\":\"dbx_1\","
+                                             "\"keep_alive_time_seconds\":600}"),
+                     RLMCP_OK);
+    body = fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_1/renew"));
+    assert_int_equal(
+        cJSON_GetObjectItem(body, "keep_alive_time_seconds")->valueint, 600);
+    assert_string_equal(
+        cJSON_GetObjectItem(fh_result(), "expires_at")->valuestring,
+        "2027-01-15T08:00:00.123Z");
+    assert_true(cJSON_GetObjectItem(fh_result(), "expires_at_ms")->valuedouble ==
+                1800000000123.0);
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "running");
+
+    /* Outside the deployment's range: nothing is sent. */
+    fh_reset();
+    fh_call("renew_devbox",
+            "{\"devbox_id\":\"dbx_1\",\"keep_alive_time_seconds\":7200}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_int_equal(fh_request_count(), 0);
+
+    /* A backend without the route (Runloop's API) while the devbox is
+     * there: said as such, with what to do instead. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/renew", 404,
+             "{\"message\":\"Not Found\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200, RUNNING);
+    fh_call("renew_devbox",
+            "{\"devbox_id\":\"dbx_1\",\"keep_alive_time_seconds\":600}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "no lease renewal"));
+    assert_non_null(strstr(fh_error_remedy(), "longer keep_alive_time_seconds"));
+
+    /* No such devbox: not_found. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/renew", 404,
+             "{\"message\":\"devbox dbx_1 not found\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 404,
+             "{\"message\":\"devbox dbx_1 not found\"}");
+    fh_call("renew_devbox",
+            "{\"devbox_id\":\"dbx_1\",\"keep_alive_time_seconds\":600}");
+    assert_string_equal(fh_error_code(), "not_found");
+}
+
 static void bad_config_fails_init(void **state)
 {
     static const char *const bad[] = {
@@ -445,6 +499,7 @@ int main(void)
         cmocka_unit_test(shutdown_force_and_no_retry),
         cmocka_unit_test(suspend_resume_wait),
         cmocka_unit_test(update_keep_alive_usage),
+        cmocka_unit_test(renew_sends_and_reports_expiry),
         cmocka_unit_test(bad_config_fails_init),
         cmocka_unit_test(secrets_can_be_left_out),
     };
