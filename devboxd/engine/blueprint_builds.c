@@ -106,22 +106,52 @@ void blueprints_depend_locked(const char *id, const cJSON *base)
     layers_save_record("blueprints", "blueprint.json", mine);
 }
 
-cJSON *blueprints_find_locked(const char *id, const char *name)
+static int has_tag(const cJSON *rec, const char *tag)
+{
+    const cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "tags")) {
+        if (cJSON_IsString(it) && strcmp(it->valuestring, tag) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A completed, not deleted build whose id (or name) is key; with tag, the
+ * one of that name carrying the tag. */
+static cJSON *find_built_locked(const char *field, const char *key,
+                                size_t keylen, const char *tag)
 {
     cJSON *rec = NULL;
 
     cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
         const char *st = util_json_str(rec, "status");
         const char *state = util_json_str(rec, "state");
-        const char *key = util_json_str(rec, id != NULL ? "id" : "name");
+        const char *v = util_json_str(rec, field);
 
         if (st == NULL || strcmp(st, "build_complete") != 0 || state == NULL ||
-            strcmp(state, "created") != 0 || key == NULL)
+            strcmp(state, "created") != 0 || v == NULL)
             continue;
-        if (strcmp(key, id != NULL ? id : name) == 0)
+        if (strlen(v) == keylen && strncmp(v, key, keylen) == 0 &&
+            (tag == NULL || has_tag(rec, tag)))
             return rec; /* newest first: the latest successful build of a name */
     }
     return NULL;
+}
+
+cJSON *blueprints_find_locked(const char *id, const char *name)
+{
+    const char *colon = NULL;
+    cJSON *rec = NULL;
+
+    if (id != NULL)
+        return find_built_locked("id", id, strlen(id), NULL);
+    rec = find_built_locked("name", name, strlen(name), NULL);
+    /* No build named so: "NAME:TAG" is the build of NAME tagged TAG. */
+    colon = strrchr(name, ':');
+    if (rec == NULL && colon != NULL && colon != name && colon[1] != '\0')
+        rec = find_built_locked("name", name, (size_t)(colon - name), colon + 1);
+    return rec;
 }
 
 /* BlueprintView of a record. */
@@ -156,6 +186,10 @@ static cJSON *bp_view(const cJSON *rec)
     cJSON_AddNullToObject(v, "containerized_services");
     cJSON_AddItemToObject(v, "devbox_capabilities", cJSON_CreateArray());
     cJSON_AddFalseToObject(v, "is_public");
+    /* devboxd's extension: the tags naming this build (blueprints_tag). */
+    it = cJSON_GetObjectItemCaseSensitive(rec, "tags");
+    cJSON_AddItemToObject(v, "tags", cJSON_IsArray(it) ? cJSON_Duplicate(it, 1)
+                                                       : cJSON_CreateArray());
     it = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "metadata");
     cJSON_AddItemToObject(v, "metadata", cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
@@ -1395,6 +1429,108 @@ int blueprints_listed(const cJSON *rec, const char *name, const char *status)
         strcmp(util_json_str(rec, "status"), status) != 0)
         return 0;
     return 1;
+}
+
+/* Docker's tag rule: a word character, then up to 127 of [A-Za-z0-9_.-]. */
+static int tag_ok(const char *t)
+{
+    size_t n = strlen(t);
+    size_t i;
+
+    if (n == 0 || n > 128 || t[0] == '.' || t[0] == '-')
+        return 0;
+    for (i = 0; i < n; i++) {
+        char c = t[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Registry lock held: rec without tag (saved); 0 or -1. */
+static int drop_tag_locked(cJSON *rec, const char *tag)
+{
+    cJSON *tags = cJSON_GetObjectItemCaseSensitive(rec, "tags");
+    int i;
+
+    for (i = cJSON_GetArraySize(tags) - 1; i >= 0; i--) {
+        const cJSON *it = cJSON_GetArrayItem(tags, i);
+
+        if (cJSON_IsString(it) && strcmp(it->valuestring, tag) == 0) {
+            cJSON_DeleteItemFromArray(tags, i);
+            return layers_save_record("blueprints", "blueprint.json", rec);
+        }
+    }
+    return 0;
+}
+
+int blueprints_tag(struct engine *eng, const char *id, const char *tag,
+                   cJSON **view, char *err, size_t errlen)
+{
+    cJSON *rec = NULL;
+    cJSON *other = NULL;
+    cJSON *tags = NULL;
+    const char *name = NULL;
+    int status = 0;
+
+    *view = NULL;
+    if (!tag_ok(tag)) {
+        snprintf(err, errlen,
+                 "tag \"%.130s\" is not valid: 1-128 of A-Z a-z 0-9 _ . -, not "
+                 "starting with . or -",
+                 tag);
+        return 400;
+    }
+    layers_lock(eng);
+    rec = find_locked(id);
+    if (rec == NULL || strcmp(util_json_str(rec, "state"), "created") != 0) {
+        status = not_found(id, err, errlen);
+        goto out;
+    }
+    if (strcmp(util_json_str(rec, "status"), "build_complete") != 0) {
+        snprintf(err, errlen,
+                 "blueprint %s is %s: only a completed build can be tagged "
+                 "(wait for build_complete)",
+                 id, util_json_str(rec, "status"));
+        status = 400;
+        goto out;
+    }
+    name = util_json_str(rec, "name");
+    /* One build of a name carries a tag: the others lose it. */
+    cJSON_ArrayForEach(other, layers_blueprints_locked()) {
+        const char *oname = util_json_str(other, "name");
+
+        if (other == rec || oname == NULL || strcmp(oname, name) != 0)
+            continue;
+        if (drop_tag_locked(other, tag) != 0) {
+            status = 507;
+            goto out;
+        }
+    }
+    if (!has_tag(rec, tag)) {
+        tags = cJSON_GetObjectItemCaseSensitive(rec, "tags");
+        if (!cJSON_IsArray(tags)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(rec, "tags");
+            tags = cJSON_AddArrayToObject(rec, "tags");
+        }
+        cJSON_AddItemToArray(tags, cJSON_CreateString(tag));
+        if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+            drop_tag_locked(rec, tag);
+            status = 507;
+            goto out;
+        }
+    }
+    *view = bp_view(rec);
+out:
+    if (status == 507)
+        snprintf(err, errlen,
+                 "devboxd could not save the tag to its state directory; "
+                 "nothing was acknowledged, retry once the state disk is "
+                 "writable");
+    layers_unlock();
+    return status;
 }
 
 int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,

@@ -21,6 +21,11 @@ int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
  * while snapshots or blueprints built on it do (layers.h). */
 int blueprints_delete(struct engine *eng, const char *id, char *err,
                       size_t errlen);
+/* devboxd's extension: tag names this build among the builds of its name
+ * (moved from the one that had it); the build must be complete. *view:
+ * its view. A "NAME:TAG" blueprint name then resolves to it. */
+int blueprints_tag(struct engine *eng, const char *id, const char *tag,
+                   cJSON **view, char *err, size_t errlen);
 /* Opens the build log (JSON lines) of a known blueprint: *log is NULL when
  * it has none yet. */
 int blueprints_log_open(struct engine *eng, const char *id, FILE **log,

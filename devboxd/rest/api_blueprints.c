@@ -9,6 +9,7 @@
 
 #include "blueprint_builds.h"
 #include "layers.h"
+#include "util.h"
 
 #define ERRLEN 512
 
@@ -21,6 +22,29 @@ static int create(struct engine *eng, const struct api_call *call,
 void api_blueprints_create(struct engine *eng, const struct api_call *call)
 {
     api_with_body(eng, call, create);
+}
+
+/* POST /v1/blueprints/{id}/tag {tag}: devboxd's extension. */
+static int tag(struct engine *eng, const struct api_call *call,
+               const cJSON *body, cJSON **view, char *err, size_t errlen)
+{
+    static const char *const fields[] = {"tag", NULL};
+    const char *t = NULL;
+
+    if (util_check_fields(body, "", fields, err, errlen) != 0 ||
+        util_opt_string(body, "tag", &t, err, errlen) != 0)
+        return 400;
+    if (t == NULL) {
+        snprintf(err, errlen, "tag is required: the name this build gets "
+                              "among the builds of its name (e.g. stable)");
+        return 400;
+    }
+    return blueprints_tag(eng, call->id, t, view, err, errlen);
+}
+
+void api_blueprints_tag(struct engine *eng, const struct api_call *call)
+{
+    api_with_body(eng, call, tag);
 }
 
 static cJSON *view_item(const void *rec)

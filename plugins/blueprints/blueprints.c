@@ -32,6 +32,7 @@ const char *const bp_summary_keys[] = {"id",
                                        "failure_reason",
                                        "is_public",
                                        "metadata",
+                                       "tags",
                                        NULL};
 
 static const char *str_of(const cJSON *obj, const char *key)
@@ -535,6 +536,92 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
         &h, aj, al, "blueprint_id", "/v1/blueprints/", "/delete", "blueprint"));
 }
 
+/* ---- tag_blueprint ------------------------------------------------------ */
+
+/* A backend without blueprint tags (Runloop's API): said as such when the
+ * blueprint itself is there. */
+static int tag_unsupported(const struct rlmcp_h *h, const char *id,
+                           long status, const char *msg, const char *what)
+{
+    char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
+    long got = 0;
+    int rc;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &got, NULL,
+                                NULL);
+    free(path);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (got < 200 || got > 299)
+        return rlmcp_h_fail_remedy(
+            h, rlmcp_h_code_for_status(status),
+            "Check the id: list_blueprints with the name lists its builds.",
+            "%s: Runloop API answered HTTP %ld%s%s", what, status,
+            msg != NULL && msg[0] ? ": " : "", msg != NULL ? msg : "");
+    return rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_INVALID_ARGUMENT,
+        "This backend has no blueprint tags (Runloop's API has none; the "
+        "local engine has): use the build's id (blueprint_id), or its name "
+        "for the latest successful build.",
+        "%s: the backend has no blueprint tags (POST /v1/blueprints/%s/tag "
+        "answered HTTP %ld)",
+        what, id, status);
+}
+
+static int t_tag(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct bp *bp = ud;
+    struct rlmcp_h h = {bp->api, call};
+    cJSON *args = NULL, *body = NULL, *view = NULL, *res = NULL;
+    const char *id = NULL, *tag = NULL;
+    char *path = NULL, *what = NULL, *msg = NULL;
+    long status = 0;
+    int rc;
+
+    rc = id_call_prep(&h, aj, al, "/tag", &args, &id, &path, &what);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "tag", true, &tag);
+    if (rc != RLMCP_OK)
+        goto out;
+    body = cJSON_CreateObject();
+    if (body == NULL || cJSON_AddStringToObject(body, "tag", tag) == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_request_status(&h, "POST", path, body, NULL, what, &status,
+                                &view, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status == 404 || status == 405 || status == 501) {
+        rc = tag_unsupported(&h, id, status, msg, what);
+        goto out;
+    }
+    if (status < 200 || status > 299) {
+        rc = rlmcp_h_fail(&h, rlmcp_h_code_for_status(status),
+                          "%s: Runloop API answered HTTP %ld%s%s", what,
+                          status, msg != NULL && msg[0] ? ": " : "",
+                          msg != NULL ? msg : "");
+        goto out;
+    }
+    res = rlmcp_h_pick(view, bp_summary_keys);
+    if (res == NULL) {
+        rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    rc = rlmcp_h_result_json(&h, res);
+out:
+    free(path);
+    free(what);
+    free(msg);
+    cJSON_Delete(args);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    cJSON_Delete(res);
+    return rlmcp_h_ret(rc);
+}
+
 /* ---- registration
  * ------------------------------------------------------------------- */
 
@@ -557,6 +644,17 @@ static const struct rlmcp_h_tool specs[] = {
      "List blueprint builds (newest first), optionally by name or status; "
      "public=true lists the public prebuilt ones. Page with starting_after.",
      schema_list_blueprints, schema_list_blueprints_out, RO_ANN, t_list, false},
+    {"tag_blueprint", "Tag a blueprint version",
+     "Give one build (version) of a blueprint name a tag such as stable, "
+     "moving it from the build that had it; create_devbox (and run_code) "
+     "blueprint_name='<name>:<tag>' then starts that build. list_blueprints "
+     "with the name lists its versions, newest first, with their tags. "
+     "Needs a backend with tags: the local engine has them, Runloop's API "
+     "does not.",
+     schema_tag_blueprint, schema_tag_blueprint_out,
+     "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+     "\"idempotentHint\":true,\"openWorldHint\":true}",
+     t_tag, false},
     {"get_blueprint", "Get a blueprint",
      "Get one blueprint: build status (queued, provisioning, building, "
      "build_complete, failed), failure_reason and its build parameters.",

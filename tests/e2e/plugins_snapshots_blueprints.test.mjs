@@ -98,7 +98,7 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     const { tools: list } = await client.listTools();
     const byName = Object.fromEntries(list.map((t) => [t.name, t]));
     for (const n of ['create_snapshot', 'list_snapshots', 'delete_snapshot', 'get_snapshot_status',
-      'build_blueprint', 'list_blueprints', 'get_blueprint', 'get_blueprint_logs', 'delete_blueprint'])
+      'build_blueprint', 'list_blueprints', 'get_blueprint', 'get_blueprint_logs', 'delete_blueprint', 'tag_blueprint'])
       assert.ok(byName[n], `${n} is listed`);
     assert.equal(byName.delete_snapshot.annotations.destructiveHint, true);
     assert.equal(byName.list_blueprints.annotations.readOnlyHint, true);
@@ -144,6 +144,44 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     ok(await call('shutdown_devbox', { devbox_id: byId.id }));
     const rc = ok(await call('run_code', { command: '~/.local/bin/e2e-tool' }));
     assert.equal(rc.stdout, 'e2e-tool-ok\n');
+  });
+
+  it('versions and tags: list_blueprints by name, tag_blueprint, NAME:TAG in create_devbox and run_code', LONG, async () => {
+    const v1 = ok(await call('build_blueprint', { name: 'e2e-versions', system_setup_commands: ['echo v1 > ~/v'] }));
+    const v2 = ok(await call('build_blueprint', { name: 'e2e-versions', system_setup_commands: ['echo v2 > ~/v'] }));
+    assert.equal(v2.status, 'build_complete', JSON.stringify(v2));
+    let versions = ok(await call('list_blueprints', { name: 'e2e-versions' })).blueprints;
+    assert.deepEqual(versions.map((b) => [b.id, b.tags]), [[v2.id, []], [v1.id, []]]);
+    const t = ok(await call('tag_blueprint', { blueprint_id: v1.id, tag: 'stable' }));
+    assert.deepEqual(t.tags, ['stable']);
+    assert.equal(t.name, 'e2e-versions');
+    const cat = async (args) => {
+      const d = ok(await call('create_devbox', args));
+      const r = ok(await call('execute_command', { devbox_id: d.id, command: 'cat ~/v' }));
+      ok(await call('shutdown_devbox', { devbox_id: d.id }));
+      return [d.blueprint_id, r.stdout];
+    };
+    assert.deepEqual(await cat({ blueprint_name: 'e2e-versions:stable' }), [v1.id, 'v1\n']);
+    assert.deepEqual(await cat({ blueprint_name: 'e2e-versions' }), [v2.id, 'v2\n']);
+    const rc = ok(await call('run_code', { command: 'cat ~/v', blueprint_name: 'e2e-versions:stable' }));
+    assert.equal(rc.stdout, 'v1\n');
+    ok(await call('shutdown_devbox', { devbox_id: rc.devbox_id }));
+    // The tag moves to the other version.
+    ok(await call('tag_blueprint', { blueprint_id: v2.id, tag: 'stable' }));
+    versions = ok(await call('list_blueprints', { name: 'e2e-versions' })).blueprints;
+    assert.deepEqual(versions.map((b) => [b.id, b.tags]), [[v2.id, ['stable']], [v1.id, []]]);
+    assert.deepEqual(await cat({ blueprint_name: 'e2e-versions:stable' }), [v2.id, 'v2\n']);
+    // Bad input.
+    const badTag = await call('tag_blueprint', { blueprint_id: v1.id, tag: 'no spaces' });
+    assert.equal(badTag.isError, true);
+    assert.match(badTag.content[0].text, /tag/);
+    assert.equal(errorOf(await call('tag_blueprint', { blueprint_id: 'bpt_nope', tag: 'x' })).code, 'not_found');
+    const none = errorOf(await call('create_devbox', { blueprint_name: 'e2e-versions:nosuch' }));
+    assert.match(none.message, /e2e-versions:nosuch/);
+    const rcNone = errorOf(await call('run_code', { command: 'true', blueprint_name: 'e2e-versions:nosuch' }));
+    assert.equal(rcNone.code, 'not_found');
+    ok(await call('delete_blueprint', { blueprint_id: v1.id }));
+    ok(await call('delete_blueprint', { blueprint_id: v2.id }));
   });
 
   it('build_blueprint of a failing step and of an unknown instruction', LONG, async () => {

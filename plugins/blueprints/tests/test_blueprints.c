@@ -45,7 +45,8 @@ static const char *rstr(const char *key)
 
 static void registers(void **state)
 {
-    assert_int_equal(fh_tool_count(), 5);
+    assert_int_equal(fh_tool_count(), 6);
+    assert_non_null(fh_tool("tag_blueprint"));
     assert_non_null(strstr(fh_tool("list_blueprints")->annotations_json,
                            "\"readOnlyHint\":true"));
     assert_non_null(strstr(fh_tool("get_blueprint_logs")->annotations_json,
@@ -55,6 +56,54 @@ static void registers(void **state)
     assert_non_null(strstr(fh_tool("build_blueprint")->annotations_json,
                            "\"idempotentHint\":false"));
     assert_int_equal(fh_tool("build_blueprint")->timeout_ms, 61000);
+}
+
+static void tag_moves_and_reports(void **state)
+{
+    cJSON *body;
+
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/tag", 200,
+             "{\"id\":\"bpt_1\",\"name\":\"n\",\"status\":"
+             "\"build_complete\",\"tags\":[\"stable\"],\"parameters\":{}}");
+    assert_int_equal(fh_call("tag_blueprint", "{\"blueprint_id\":\"bpt_1\","
+                                              "\"tag\":\"stable\"}"),
+                     RLMCP_OK);
+    body = fh_request_json(fh_find_request("POST", "/v1/blueprints/bpt_1/tag"));
+    assert_string_equal(cJSON_GetObjectItem(body, "tag")->valuestring,
+                        "stable");
+    assert_string_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(fh_result(), "tags"), 0)
+            ->valuestring,
+        "stable");
+    assert_null(cJSON_GetObjectItem(fh_result(), "parameters"));
+
+    /* The engine's 400 (e.g. a failed build) is the agent's to fix. */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/tag", 400,
+             "{\"message\":\"blueprint bpt_1 is failed: only a completed "
+             "build can be tagged\"}");
+    fh_call("tag_blueprint", "{\"blueprint_id\":\"bpt_1\",\"tag\":\"s\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "only a completed build"));
+
+    /* A backend without tags while the blueprint is there. */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/tag", 404,
+             "{\"message\":\"Not Found\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    fh_call("tag_blueprint", "{\"blueprint_id\":\"bpt_1\",\"tag\":\"s\"}");
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "no blueprint tags"));
+
+    /* An unknown blueprint. */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints/bpt_1/tag", 404,
+             "{\"message\":\"blueprint bpt_1 not found\"}");
+    fh_route("GET", "/v1/blueprints/bpt_1", 404,
+             "{\"message\":\"blueprint bpt_1 not found\"}");
+    fh_call("tag_blueprint", "{\"blueprint_id\":\"bpt_1\",\"tag\":\"s\"}");
+    assert_string_equal(fh_error_code(), "not_found");
 }
 
 static void build_request_body(void **state)
@@ -581,6 +630,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registers),
+        cmocka_unit_test(tag_moves_and_reports),
         cmocka_unit_test(build_request_body),
         cmocka_unit_test(build_follows_with_log_progress),
         cmocka_unit_test(build_failure_names_step),
