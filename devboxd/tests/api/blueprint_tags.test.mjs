@@ -3,7 +3,8 @@
 // /v1/blueprints?name=, newest first); devboxd's POST /v1/blueprints/{id}/tag
 // gives one build of a name a tag (moved from the build that had it), every
 // BlueprintView lists its tags, "NAME:TAG" resolves to the tagged build
-// where a blueprint name is taken (devbox create), tags survive a restart,
+// where a blueprint name is taken (devbox create, a Dockerfile's FROM,
+// base_blueprint_name), tags survive a restart,
 // and bad tags are 400s that say what to change.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -49,6 +50,17 @@ describe('blueprint versions and tags', () => {
     await tag(v1.done.id, { tag: 'old' });
     assert.equal(await versionOn('tagged:stable'), 'v2\n');
     assert.equal(await versionOn('tagged:old'), 'v1\n');
+
+    // A Dockerfile's FROM and base_blueprint_name take NAME:TAG too.
+    for (const params of [{ dockerfile: 'FROM tagged:old\nRUN echo child >> /home/user/v\n' },
+      { base_blueprint_name: 'tagged:old', system_setup_commands: ['echo child >> ~/v'] }]) {
+      const child = await client.blueprints.create({ name: 'tagged-child', ...params });
+      const cd = await blueprintSettled(client, child.id);
+      assert.equal(cd.status, 'build_complete', await blueprintLog(client, child.id));
+      assert.equal(cd.base_blueprint_id, v1.done.id);
+      assert.equal(await versionOn('tagged-child'), 'v1\nchild\n');
+      await client.blueprints.delete(child.id);
+    }
 
     // Kept across a restart.
     await engine.stop();
