@@ -35,8 +35,9 @@ static int tag(struct engine *eng, const struct api_call *call,
         util_opt_string(body, "tag", &t, err, errlen) != 0)
         return 400;
     if (t == NULL) {
-        snprintf(err, errlen, "tag is required: the name this build gets "
-                              "among the builds of its name (e.g. stable)");
+        snprintf(err, errlen,
+                 "tag is required: the name this build gets "
+                 "among the builds of its name (e.g. stable)");
         return 400;
     }
     return blueprints_tag(eng, call->id, t, view, err, errlen);

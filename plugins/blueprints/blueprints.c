@@ -540,8 +540,8 @@ static int t_delete(rlmcp_call *call, const char *aj, size_t al, void *ud)
 
 /* A backend without blueprint tags (Runloop's API): said as such when the
  * blueprint itself is there. */
-static int tag_unsupported(const struct rlmcp_h *h, const char *id,
-                           long status, const char *msg, const char *what)
+static int tag_unsupported(const struct rlmcp_h *h, const char *id, long status,
+                           const char *msg, const char *what)
 {
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
     long got = 0;
@@ -600,8 +600,8 @@ static int t_tag(rlmcp_call *call, const char *aj, size_t al, void *ud)
     }
     if (status < 200 || status > 299) {
         rc = rlmcp_h_fail(&h, rlmcp_h_code_for_status(status),
-                          "%s: Runloop API answered HTTP %ld%s%s", what,
-                          status, msg != NULL && msg[0] ? ": " : "",
+                          "%s: Runloop API answered HTTP %ld%s%s", what, status,
+                          msg != NULL && msg[0] ? ": " : "",
                           msg != NULL ? msg : "");
         goto out;
     }

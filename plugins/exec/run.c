@@ -590,7 +590,8 @@ static int lang_devbox(struct lang *l, const struct rlmcp_h *h, cJSON *found,
         cJSON_AddStringToObject(md, "language", l->name);
         cJSON_AddStringToObject(md, "managed_by", MANAGED_BY);
         cJSON_AddStringToObject(md, LANG_IMAGE_KEY, lang_image(l));
-        rc = create_devbox(ex, h, md, l->blueprint, NULL, false, &created, &view);
+        rc = create_devbox(ex, h, md, l->blueprint, NULL, false, &created,
+                           &view);
         cJSON_Delete(md);
         if (rc != RLMCP_OK)
             goto out;

@@ -292,8 +292,8 @@ static int t_write(rlmcp_call *call, const char *aj, size_t al, void *ud)
     req.timeout_ms = 120000;
     rc = send_req(&h, id, NULL, &req, what, &resp);
     if (rc == RLMCP_OK)
-        rc = commit_write(&h, id, tmp, path, mode, user, stage, what,
-                          &resolved);
+        rc =
+            commit_write(&h, id, tmp, path, mode, user, stage, what, &resolved);
     if (rc != RLMCP_OK)
         goto out;
     res = written(id, path, resolved, n);

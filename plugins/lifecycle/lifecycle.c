@@ -573,7 +573,8 @@ static int renew_unsupported(const struct rlmcp_h *h, const char *id,
 static int renew_result(const struct rlmcp_h *h, const char *id,
                         const cJSON *view, long long secs)
 {
-    const cJSON *end = cJSON_GetObjectItemCaseSensitive(view, "lifetime_end_ms");
+    const cJSON *end =
+        cJSON_GetObjectItemCaseSensitive(view, "lifetime_end_ms");
     cJSON *res = NULL;
     char when[40] = "";
     struct tm tm;
@@ -1014,8 +1015,7 @@ static int lc_setup(void *state, rlmcp_plugin *self,
         rc = lifetime_schema(lc, schema_create_devbox, !lc->secrets,
                              &lc->create_schema);
     if (rc == RLMCP_OK)
-        rc = lifetime_schema(lc, schema_renew_devbox, false,
-                             &lc->renew_schema);
+        rc = lifetime_schema(lc, schema_renew_devbox, false, &lc->renew_schema);
     if (rc != RLMCP_OK)
         return rc;
     memcpy(tools, specs, sizeof(specs));

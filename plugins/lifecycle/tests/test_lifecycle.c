@@ -397,8 +397,9 @@ static void renew_sends_and_reports_expiry(void **state)
     fh_route("POST", "/v1/devboxes/dbx_1/renew", 200,
              "{\"id\":\"dbx_1\",\"status\":\"running\","
              "\"lifetime_end_ms\":1800000000123}");
-    assert_int_equal(fh_call("renew_devbox", "{\"devbox_id\":\"dbx_1\","
-                                             "\"keep_alive_time_seconds\":600}"),
+    assert_int_equal(fh_call("renew_devbox",
+                             "{\"devbox_id\":\"dbx_1\","
+                             "\"keep_alive_time_seconds\":600}"),
                      RLMCP_OK);
     body = fh_request_json(fh_find_request("POST", "/v1/devboxes/dbx_1/renew"));
     assert_int_equal(
@@ -406,8 +407,9 @@ static void renew_sends_and_reports_expiry(void **state)
     assert_string_equal(
         cJSON_GetObjectItem(fh_result(), "expires_at")->valuestring,
         "2027-01-15T08:00:00.123Z");
-    assert_true(cJSON_GetObjectItem(fh_result(), "expires_at_ms")->valuedouble ==
-                1800000000123.0);
+    assert_true(
+        cJSON_GetObjectItem(fh_result(), "expires_at_ms")->valuedouble ==
+        1800000000123.0);
     assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
                         "running");
 
@@ -428,7 +430,8 @@ static void renew_sends_and_reports_expiry(void **state)
             "{\"devbox_id\":\"dbx_1\",\"keep_alive_time_seconds\":600}");
     assert_string_equal(fh_error_code(), "invalid_argument");
     assert_non_null(strstr(fh_error_message(), "no lease renewal"));
-    assert_non_null(strstr(fh_error_remedy(), "longer keep_alive_time_seconds"));
+    assert_non_null(
+        strstr(fh_error_remedy(), "longer keep_alive_time_seconds"));
 
     /* No such devbox: not_found. */
     fh_reset();
