@@ -20,9 +20,10 @@ uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
         return fallback_ms;
     args = cJSON_ParseWithLength(args_json, len);
     t = cJSON_GetObjectItemCaseSensitive(args, arg);
+    /* The argument is the work's own time; its clean-up comes after. */
     if (cJSON_IsNumber(t) && t->valuedouble >= 1 &&
         t->valuedouble <= MAX_TIMEOUT_S)
-        ms = (uint32_t)(t->valuedouble * 1000.0);
+        ms = (uint32_t)(t->valuedouble * 1000.0) + DEADLINE_CLEANUP_MS;
     cJSON_Delete(args);
     return ms;
 }

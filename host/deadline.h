@@ -3,9 +3,10 @@
  *
  * A call's deadline starts when its request is read. Its length is the
  * tool's own timeout argument (the def's timeout_arg, else
- * `timeout_seconds` when its schema has it: execute_command, run_code,
- * wait_for_execution) when the call passes one, else the tool's timeout
- * from the deployment (tools.timeout_ms, tool def, host default).
+ * `timeout_seconds` when its schema has it: execute_command,
+ * wait_for_execution) plus DEADLINE_CLEANUP_MS when the call passes one,
+ * else the tool's timeout from the deployment (tools.timeout_ms, tool def,
+ * host default).
  * Every queueing, HTTP request, retry, backoff and clean-up of the call
  * fits inside it (docs/errors.md "Deadlines").
  */
@@ -16,9 +17,18 @@
 #include <stdint.h>
 #include <time.h>
 
-/* The call's time limit in ms: argument arg (seconds) of args_json when it
- * is a number from 1 on, else fallback_ms (also when arg is NULL). Args
- * carry the plugin's parameter names (deployment aliases undone). */
+/*
+ * What a call whose time comes from its timeout argument gets on top of
+ * it: the argument is how long the work itself may run (a command gets
+ * all of it), and stopping it, reading its state back and answering
+ * happen after (docs/errors.md "Deadlines").
+ */
+#define DEADLINE_CLEANUP_MS 5000u
+
+/* The call's time limit in ms: argument arg (seconds) of args_json plus
+ * DEADLINE_CLEANUP_MS when it is a number from 1 on, else fallback_ms
+ * (also when arg is NULL). Args carry the plugin's parameter names
+ * (deployment aliases undone). */
 uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
                           const char *args_json, size_t len);
 
