@@ -698,8 +698,8 @@ static int start(struct ex *ex, const struct rlmcp_h *h,
     uint32_t left = remaining_ms(work_until);
     int rc = RLMCP_ENOMEM;
 
-    if (opt > p->timeout_s)
-        opt = p->timeout_s;
+    if (opt > p->timeout_ms / 1000)
+        opt = p->timeout_ms / 1000;
     /* The server's in-request wait must end well before our own bound,
      * or the answer naming the execution would be cut off. */
     if (opt > (long long)(left / 1000) - 1)
@@ -880,8 +880,11 @@ static int fail_execution(struct ex *ex, const struct rlmcp_h *h,
                           const struct rlmcp_h_capture *streamed, uint64_t t0)
 {
     char why[200];
+    char limit[32];
+    char ended[160];
     bool cancelled = rc == RLMCP_ECANCELLED;
     bool stopped = false;
+    uint64_t ran_ms = rlmcp_h_now_ms() - t0;
     cJSON *view = NULL;
 
     if (rc != RLMCP_ETIMEDOUT && rc != RLMCP_ECANCELLED)
@@ -892,25 +895,34 @@ static int fail_execution(struct ex *ex, const struct rlmcp_h *h,
         cJSON_Delete(view);
         return rc;
     }
+    /* Whether its own timeout ended it, and when it was stopped. */
+    exec_fmt_ms(p->timeout_ms, limit, sizeof(limit));
+    if (l->cut)
+        snprintf(ended, sizeof(ended),
+                 "the command was stopped before its timeout of %s because "
+                 "the call's own time limit ends sooner",
+                 limit);
+    else
+        snprintf(ended, sizeof(ended),
+                 "the command did not finish within its timeout of %s", limit);
     if (stopped)
         rc = rlmcp_h_fail_remedy(
             h, RLMCP_ERR_TIMEOUT,
             "Raise timeout_seconds (up to the server's maximum), or run "
             "it with execute_command_async and poll get_execution. The "
             "output it printed so far is in the result that follows.",
-            "the command did not finish within %lld s; execution %s on "
-            "devbox %s was killed (its status reads completed)",
-            p->timeout_s, eid, p->devbox_id);
+            "%s; execution %s on devbox %s was killed at %.1f s (its status "
+            "reads completed)",
+            ended, eid, p->devbox_id, (double)ran_ms / 1000.0);
     else
         rc = rlmcp_h_fail_remedy(
             h, RLMCP_ERR_TIMEOUT,
             "The command may still be running: check it with get_execution "
             "(devbox_id and execution_id from this message) and stop it with "
             "kill_execution once the backend answers.",
-            "the command did not finish within %lld s; execution %s on "
-            "devbox %s could NOT be confirmed stopped within the time limit "
-            "(%s)",
-            p->timeout_s, eid, p->devbox_id, why);
+            "%s; a kill was sent at %.1f s, but execution %s on devbox %s "
+            "could NOT be confirmed stopped within the time limit (%s)",
+            ended, (double)ran_ms / 1000.0, eid, p->devbox_id, why);
     add_timeout_result(ex, h, p, eid, view, streamed, t0, stopped);
     cJSON_Delete(view);
     return rc;
@@ -921,19 +933,21 @@ static int fail_start(const struct rlmcp_h *h, const struct exec_params *p,
                       int rc)
 {
     const char *why = "";
+    char limit[32];
 
     if (rc != RLMCP_ETIMEDOUT)
         return rc;
     if (RLMCP_API_HAS(h->api, call_last_error))
         why = h->api->call_last_error(h->call);
+    exec_fmt_ms(p->timeout_ms, limit, sizeof(limit));
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_TIMEOUT,
         "The command may start once the backend answers: list_executions "
         "for this devbox shows it (and kill_execution stops it).",
         "devbox %s: the request starting the command did not complete "
-        "within the time limit (%lld s); whether the command started is "
+        "within the time limit (%s); whether the command started is "
         "unknown%s%s",
-        p->devbox_id, p->timeout_s, why[0] ? ": " : "", why);
+        p->devbox_id, limit, why[0] ? ": " : "", why);
 }
 
 int exec_run(struct ex *ex, const struct rlmcp_h *h,
@@ -951,7 +965,7 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     *result_out = NULL;
     if (!rlmcp_h_capture_init(&streamed, (size_t)ex->max_output))
         return RLMCP_ENOMEM;
-    exec_limits(h, p->timeout_s, EXEC_RESERVE_KILL, &lim);
+    exec_limits(h, p->timeout_ms, EXEC_RESERVE_KILL, &lim);
     deadline = lim.work_until;
     rc = start_execution(ex, h, p, deadline, &view, &eid);
     if (rc != RLMCP_OK) {

@@ -27,11 +27,95 @@
 /* ---- execute_command / run_shell ---------------------------------------- */
 
 int exec_arg_timeout(struct ex *ex, const struct rlmcp_h *h, const cJSON *args,
-                     long long *out)
+                     long long *out_ms)
 {
-    *out = ex->default_timeout_s;
-    return rlmcp_h_arg_int(h, args, "timeout_seconds", false, 1,
-                           ex->max_timeout_s, out);
+    long long s = -1, ms = -1;
+    int rc;
+
+    *out_ms = ex->default_timeout_s * 1000;
+    rc = rlmcp_h_arg_int(h, args, "timeout_seconds", false, 1,
+                         ex->max_timeout_s, &s);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_int(h, args, "timeout_ms", false, 1000,
+                             ex->max_timeout_s * 1000, &ms);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (s >= 0 && ms >= 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "give timeout_seconds or timeout_ms, not both "
+                            "(got timeout_seconds %lld and timeout_ms %lld)",
+                            s, ms);
+    if (s >= 0)
+        *out_ms = s * 1000;
+    else if (ms >= 0)
+        *out_ms = ms;
+    return RLMCP_OK;
+}
+
+int exec_arg_command(const struct rlmcp_h *h, const cJSON *args, char **out)
+{
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(args, "args");
+    const cJSON *it = NULL;
+    const char *command = NULL;
+    char *acc = NULL;
+    int i = 0;
+    int rc;
+
+    *out = NULL;
+    rc = rlmcp_h_arg_str(h, args, "command", false, &command);
+    if (rc != RLMCP_OK)
+        return rc;
+    if (cJSON_IsNull(argv))
+        argv = NULL;
+    if (command != NULL && argv != NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "give command (a bash command line) or args (a "
+                            "program and its arguments, run without a "
+                            "shell), not both");
+    if (command == NULL && argv == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "missing the command: give command (a bash "
+                            "command line, e.g. \"ls -l\") or args (e.g. "
+                            "[\"ls\", \"-l\"])");
+    if (command != NULL && command[0] == '\0')
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'command' is empty: give a bash "
+                            "command line, e.g. \"ls -l\"");
+    if (command != NULL) {
+        *out = strdup(command);
+        return *out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
+    }
+    if (!cJSON_IsArray(argv) || cJSON_GetArraySize(argv) == 0)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument 'args' must be a non-empty array of "
+                            "strings: the program, then its arguments, "
+                            "e.g. [\"ls\", \"-l\", \"/tmp\"]");
+    /* Each word quoted: the API runs a bash command line, and nothing in
+     * an argument may reach the shell as syntax. */
+    acc = strdup("");
+    cJSON_ArrayForEach(it, argv)
+    {
+        char *q = NULL, *next = NULL;
+
+        if (!cJSON_IsString(it) || (i == 0 && it->valuestring[0] == '\0')) {
+            free(acc);
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "args[%d] must be a %sstring (args is the "
+                                "program, then its arguments)",
+                                i, i == 0 ? "non-empty " : "");
+        }
+        q = acc != NULL ? rlmcp_h_shell_quote(it->valuestring) : NULL;
+        next = q != NULL ? rlmcp_h_sprintf("%s%s%s", acc, i > 0 ? " " : "", q)
+                         : NULL;
+        free(q);
+        free(acc);
+        acc = next;
+        if (acc == NULL)
+            return RLMCP_ENOMEM;
+        i++;
+    }
+    *out = acc;
+    return RLMCP_OK;
 }
 
 static int arg_shell(const struct rlmcp_h *h, const cJSON *args,
@@ -52,22 +136,22 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     struct rlmcp_h h = {ex->api, call};
     struct exec_params p = {0};
     cJSON *args = NULL, *result = NULL;
-    char *cmd = NULL;
+    char *command = NULL, *cmd = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &p.devbox_id);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "command", true, &p.command);
+        rc = exec_arg_command(&h, args, &command);
     if (rc == RLMCP_OK)
         rc = arg_shell(&h, args, &p.shell_name);
     if (rc == RLMCP_OK)
-        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_ms);
     if (rc == RLMCP_OK && extras)
-        rc = exec_build_command(&h, args, p.command, p.shell_name, &cmd);
+        rc = exec_build_command(&h, args, command, p.shell_name, &cmd);
     else if (rc == RLMCP_OK)
-        rc = exec_prefix(&h, p.command, NULL, NULL, &cmd);
+        rc = exec_prefix(&h, command, NULL, NULL, &cmd);
     if (rc != RLMCP_OK)
         goto out;
     p.command = cmd;
@@ -75,6 +159,7 @@ static int execute_common(struct ex *ex, rlmcp_call *call, const char *aj,
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_json(&h, result);
 out:
+    free(command);
     free(cmd);
     cJSON_Delete(args);
     cJSON_Delete(result);
@@ -159,27 +244,28 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
 {
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL;
-    const char *id = NULL, *command = NULL, *shell = NULL;
-    long long timeout_s = 0;
+    const char *id = NULL, *shell = NULL;
+    long long timeout_ms = 0;
     bool stdin_ = false;
-    char *cmd = NULL;
+    char *command = NULL, *cmd = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "devbox_id", true, &id);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
+        rc = exec_arg_command(&h, args, &command);
     if (rc == RLMCP_OK)
         rc = arg_shell(&h, args, &shell);
     if (rc == RLMCP_OK)
-        rc = exec_arg_timeout(ex, &h, args, &timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &timeout_ms);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
     if (rc == RLMCP_OK)
         rc = exec_build_command(&h, args, command, shell, &cmd);
     if (rc == RLMCP_OK)
         rc = start_async(&h, id, cmd, shell, stdin_);
+    free(command);
     free(cmd);
     cJSON_Delete(args);
     return rlmcp_h_ret(rc);
@@ -236,7 +322,7 @@ int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
     struct exec_limits lim;
     int rc;
 
-    exec_limits(h, timeout_s, EXEC_RESERVE_READ, &lim);
+    exec_limits(h, timeout_s * 1000, EXEC_RESERVE_READ, &lim);
     rc = exec_wait_done(ex, h, id, eid, lim.work_until, view);
     if (rc == RLMCP_ETIMEDOUT) {
         cJSON_Delete(*view);
@@ -884,6 +970,7 @@ static int ex_setup(void *state, rlmcp_plugin *self,
                     const struct rlmcp_host_api *api, const cJSON *cfg)
 {
     struct ex *ex = state;
+    const size_t n_specs = sizeof(specs) / sizeof(specs[0]);
     uint32_t long_ms;
     size_t i;
     int rc;
@@ -894,10 +981,19 @@ static int ex_setup(void *state, rlmcp_plugin *self,
         return rc;
     /* Room for the longest command plus starting a devbox. */
     long_ms = (uint32_t)(ex->max_timeout_s + ex->create_wait_s + 120) * 1000u;
-    /* specs[0], execute_command, may also run as an MCP task. */
-    rc = rlmcp_h_register_tools_task(
-        self, api, specs, sizeof(specs) / sizeof(specs[0]), &exec_task_def, ex,
-        long_ms, waiting_tools);
+    /* specs[0], execute_command, may also run as an MCP task; the last,
+     * run_code, is registered below. */
+    rc =
+        rlmcp_h_register_tools_task(self, api, specs, n_specs - 1,
+                                    &exec_task_def, ex, long_ms, waiting_tools);
+    if (rc == RLMCP_OK) {
+        struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
+        /* Finding or starting its sandbox comes before the command, whose
+         * timeout starts with it: the call's limit is the tool's own. */
+        rlmcp_h_tool_def(&specs[n_specs - 1], ex, long_ms, true, &def);
+        def.timeout_arg = "";
+        rc = rlmcp_h_register_def(self, api, &def);
+    }
     if (rc == RLMCP_OK)
         rc = register_outputs(ex, self);
     for (i = 0; i < ex->n_langs && rc == RLMCP_OK; i++) {
@@ -912,6 +1008,8 @@ static int ex_setup(void *state, rlmcp_plugin *self,
         /* One at a time per language: the devbox is shared. */
         def.flags = RLMCP_TOOL_SERIAL | RLMCP_TOOL_LONG;
         def.timeout_ms = long_ms;
+        /* Its devbox is started first: as run_code. */
+        def.timeout_arg = "";
         rc = rlmcp_h_register_def(self, api, &def);
     }
     return rc;

@@ -52,7 +52,7 @@ struct exec_params {
     const char *devbox_id;
     const char *command;    /* already prefixed */
     const char *shell_name; /* may be NULL */
-    long long timeout_s;
+    long long timeout_ms;   /* the command's own time */
 };
 
 /*
@@ -74,19 +74,23 @@ int exec_wait_done(struct ex *ex, const struct rlmcp_h *h,
                    cJSON **view_io);
 
 /*
- * A call's time limits (stop.c). work_until: the command's own end (its
- * timeout_s) cut so that a reserve (a tenth of the timeout: 1-3 s to
- * kill and confirm, 0.3-1 s for a status read) is left before answer_by, the
- * call's deadline less a margin (0: the host gave none).
+ * A call's time limits (stop.c). work_until: the command's own end, all
+ * of timeout_ms from now; only when that would leave less than a reserve
+ * (a tenth of the timeout: 1-3 s to kill and confirm, 0.3-1 s for a
+ * status read) before answer_by, the call's deadline less a margin (0:
+ * the host gave none), is it moved earlier, and cut says so.
  */
 struct exec_limits {
     uint64_t work_until;
     uint64_t answer_by;
+    bool cut;
 };
 /* What the reserve is for: killing and confirming, or one status read. */
 enum exec_reserve { EXEC_RESERVE_KILL, EXEC_RESERVE_READ };
-void exec_limits(const struct rlmcp_h *h, long long timeout_s,
+void exec_limits(const struct rlmcp_h *h, long long timeout_ms,
                  enum exec_reserve kind, struct exec_limits *out);
+/* A time limit as the user gave it: "3 s", "2500 ms". */
+void exec_fmt_ms(long long ms, char *buf, size_t n);
 /* Until when a clean-up may run: answer_by, else 5 s from now. */
 uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled);
 
@@ -181,10 +185,17 @@ int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
                    const char *eid, long long timeout_s, long long last_n,
                    cJSON **view);
 
-/* The "timeout_seconds" argument of a command: 1 to max_timeout_seconds,
- * default_timeout_seconds when absent. Returns 0 or RLMCP_H_REPORTED. */
+/* A command's time limit in ms: its "timeout_seconds" (1 to
+ * max_timeout_seconds) or "timeout_ms" (1000 to the same maximum), not
+ * both; default_timeout_seconds when neither. Returns 0 or
+ * RLMCP_H_REPORTED. */
 int exec_arg_timeout(struct ex *ex, const struct rlmcp_h *h, const cJSON *args,
-                     long long *out);
+                     long long *out_ms);
+
+/* The command of a tool call: its "command" (a bash command line) or its
+ * "args" (argv, each word shell-quoted so none is shell syntax), exactly
+ * one of them. *out is malloc'd. Returns 0 or RLMCP_H_REPORTED. */
+int exec_arg_command(const struct rlmcp_h *h, const cJSON *args, char **out);
 
 /* Parse the (host-validated) args and take devbox_id and execution_id. */
 int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,

@@ -385,14 +385,14 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct exec_params p = {0};
     cJSON *args = NULL, *found = NULL, *result = NULL;
     const cJSON *files = NULL, *env = NULL, *it = NULL;
-    const char *command = NULL;
+    char *command = NULL;
     char *created = NULL, *cmd = NULL, *bp_id = NULL;
     const char *id = NULL;
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
     if (rc == RLMCP_OK)
-        rc = rlmcp_h_arg_str(&h, args, "command", true, &command);
+        rc = exec_arg_command(&h, args, &command);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str_map(&h, args, "files", &files);
     if (rc == RLMCP_OK)
@@ -402,7 +402,7 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_id(&h, args, "blueprint_id", false, &ctx.bp_id);
     if (rc == RLMCP_OK)
-        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_ms);
     if (rc != RLMCP_OK)
         goto out;
     if (ctx.bp_name != NULL && ctx.bp_id != NULL) {
@@ -459,6 +459,7 @@ fail:
         shutdown_devbox(&h, created);
 out:
     free(created);
+    free(command);
     free(cmd);
     free(bp_id);
     cJSON_Delete(args);
@@ -656,7 +657,7 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "file_path", false, &file);
     if (rc == RLMCP_OK)
-        rc = exec_arg_timeout(ex, &h, args, &p.timeout_s);
+        rc = exec_arg_timeout(ex, &h, args, &p.timeout_ms);
     if (rc != RLMCP_OK)
         goto out;
     if (code == NULL) {

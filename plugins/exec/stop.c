@@ -2,11 +2,13 @@
  * stop.c - a call's time limit, and stopping an execution whose call ended
  * by timeout or cancellation.
  *
- * The call's deadline (ABI 1.2 call_deadline_ms) bounds everything, the
- * clean-up included: a command gets the time up to the deadline minus a
- * clean-up reserve; in that reserve the execution is killed and its status
- * read back until it says completed. A kill that cannot be confirmed in
- * time is reported as such, naming the execution, never as done.
+ * A command gets all of its own timeout; killing it and reading its
+ * status back come after (the host's deadline for a call with a timeout
+ * argument allows for that). Only when the call's deadline is nearer than
+ * the command's timeout plus a clean-up reserve (a deployment's shorter
+ * tool limit, setup that took long) is the command stopped early, and the
+ * answer says so. A kill that cannot be confirmed in time is reported as
+ * such, naming the execution, never as done.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -23,15 +25,15 @@
 /* Clean-up when the call has no deadline of its own nearby. */
 #define DEFAULT_CLEANUP_MS 5000u
 
-void exec_limits(const struct rlmcp_h *h, long long timeout_s,
+void exec_limits(const struct rlmcp_h *h, long long timeout_ms,
                  enum exec_reserve kind, struct exec_limits *out)
 {
     uint64_t lo = kind == EXEC_RESERVE_KILL ? 1000 : 300;
     uint64_t hi = kind == EXEC_RESERVE_KILL ? 3000 : 1000;
     uint64_t now = rlmcp_h_now_ms();
-    uint64_t own = now + (uint64_t)timeout_s * 1000u;
+    uint64_t own = now + (uint64_t)timeout_ms;
     uint64_t d = 0;
-    uint64_t reserve = (uint64_t)timeout_s * 100u; /* a tenth */
+    uint64_t reserve = (uint64_t)timeout_ms / 10u;
 
     if (RLMCP_API_HAS(h->api, call_deadline_ms))
         d = h->api->call_deadline_ms(h->call);
@@ -42,9 +44,20 @@ void exec_limits(const struct rlmcp_h *h, long long timeout_s,
         reserve = hi;
     out->answer_by = d > ANSWER_MARGIN_MS ? d - ANSWER_MARGIN_MS : 0;
     out->work_until = own;
-    if (out->answer_by != 0 && out->answer_by < own + reserve)
+    out->cut = false;
+    if (out->answer_by != 0 && out->answer_by < own + reserve) {
         out->work_until =
             out->answer_by > now + reserve ? out->answer_by - reserve : now;
+        out->cut = true;
+    }
+}
+
+void exec_fmt_ms(long long ms, char *buf, size_t n)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, n, "%lld s", ms / 1000);
+    else
+        snprintf(buf, n, "%lld ms", ms);
 }
 
 uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled)
