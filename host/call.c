@@ -35,8 +35,11 @@
  * still answer with what it knows before the timer answers "timeout". */
 #define CALL_ANSWER_MARGIN_MS 150u
 
-/* Progress closer together than this is coalesced (latest value wins). */
+/* Progress closer together than this is coalesced: the latest value wins,
+ * the messages are joined (output chunks are not lost). */
 #define PROGRESS_COALESCE_NS (20ull * 1000 * 1000)
+/* A held-back message goes out at once rather than grow past this. */
+#define PROGRESS_JOIN_MAX (64u * 1024u)
 
 /* ---- life cycle --------------------------------------------------------- */
 
@@ -52,6 +55,7 @@ struct rlmcp_call *call_new(struct mcp_dispatcher *d, struct deployment *dep,
         return NULL;
     atomic_init(&c->refs, 1);
     atomic_init(&c->cancelled, false);
+    atomic_init(&c->progress_due_ns, 0);
     c->d = d;
     c->kind = kind;
     c->id = cJSON_Duplicate(id, false);
@@ -154,6 +158,7 @@ static void flush_progress_locked(struct rlmcp_call *c)
     if (!c->progress_pending || c->responded)
         return;
     c->progress_pending = false;
+    atomic_store(&c->progress_due_ns, 0);
     c->progress_sent_ns = deadline_now_ns();
     send_progress_locked(c, c->pend_progress, c->pend_total, c->pend_message);
     free(c->pend_message);
@@ -165,6 +170,44 @@ static void flush_progress(struct rlmcp_call *c)
     pthread_mutex_lock(&c->send_lock);
     flush_progress_locked(c);
     pthread_mutex_unlock(&c->send_lock);
+}
+
+void call_flush_progress_due(struct rlmcp_call *c)
+{
+    uint64_t now = 0;
+
+    pthread_mutex_lock(&c->send_lock);
+    now = deadline_now_ns();
+    if (!c->progress_pending || c->responded)
+        atomic_store(&c->progress_due_ns, 0); /* nothing left to send */
+    else if (now >= c->progress_sent_ns + PROGRESS_COALESCE_NS)
+        flush_progress_locked(c);
+    else
+        atomic_store(&c->progress_due_ns,
+                     c->progress_sent_ns + PROGRESS_COALESCE_NS);
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* held followed by next (either may be NULL), malloc'd; NULL for none. */
+static char *join_messages(char *held, char *next)
+{
+    char *both = NULL;
+    size_t a = 0, b = 0;
+
+    if (held == NULL)
+        return next;
+    if (next == NULL)
+        return held;
+    a = strlen(held);
+    b = strlen(next);
+    both = realloc(held, a + b + 1);
+    if (both == NULL) {
+        free(next); /* out of memory: the held text is kept */
+        return held;
+    }
+    memcpy(both + a, next, b + 1);
+    free(next);
+    return both;
 }
 
 bool call_send(struct rlmcp_call *c, const char *json, bool final)
@@ -777,6 +820,7 @@ int call_progress(rlmcp_call *call, double progress, double total,
 {
     uint64_t now;
     bool final_step;
+    bool kick = false;
     char *clean = NULL;
     int rc = RLMCP_OK;
 
@@ -801,24 +845,37 @@ int call_progress(rlmcp_call *call, double progress, double total,
     call->last_progress = progress;
     now = deadline_now_ns();
     final_step = total >= 0 && progress >= total;
-    if (final_step || now - call->progress_sent_ns >= PROGRESS_COALESCE_NS) {
-        call->progress_pending = false;
-        free(call->pend_message);
+    /* A message held back from a burst goes out with this one: the
+     * messages of an output stream are parts of one text. */
+    if (call->progress_pending) {
+        clean = join_messages(call->pend_message, clean);
         call->pend_message = NULL;
+    }
+    if (final_step || now - call->progress_sent_ns >= PROGRESS_COALESCE_NS ||
+        (clean != NULL && strlen(clean) >= PROGRESS_JOIN_MAX)) {
+        call->progress_pending = false;
+        atomic_store(&call->progress_due_ns, 0);
         call->progress_sent_ns = now;
         send_progress_locked(call, progress, total, clean);
         goto out;
     }
-    /* A burst: keep only the latest; sent at the next chance. */
-    free(call->pend_message);
+    /* A burst: the latest value, the joined messages; sent when the
+     * interval ends (the dispatcher's timer), or sooner with the next. */
     call->pend_message = clean;
     clean = NULL;
     call->pend_progress = progress;
     call->pend_total = total;
-    call->progress_pending = true;
+    if (!call->progress_pending) {
+        call->progress_pending = true;
+        atomic_store(&call->progress_due_ns,
+                     call->progress_sent_ns + PROGRESS_COALESCE_NS);
+        kick = true;
+    }
 out:
     pthread_mutex_unlock(&call->send_lock);
     free(clean);
+    if (kick && call->d != NULL)
+        mcp_timer_kick(call->d);
     return rc;
 }
 

@@ -879,9 +879,8 @@ static bool stateless_mrtr(struct req *r, const char *kind, const char *target,
         key = NULL;
     err[0] = '\0';
     if (key != NULL)
-        *out = mrtr_new(r->params, key,
-                        r->ctx != NULL ? r->ctx->api_key : NULL, err,
-                        sizeof(err));
+        *out = mrtr_new(r->params, key, r->ctx != NULL ? r->ctx->api_key : NULL,
+                        err, sizeof(err));
     free(key);
     if (*out != NULL)
         return true;
@@ -1611,57 +1610,98 @@ struct timespec mcp_ns_timespec(uint64_t ns)
     return ts;
 }
 
-/* Calls past their deadline, referenced; NULL-terminated, or NULL. */
-static struct rlmcp_call **expired_calls(struct mcp_dispatcher *d, uint64_t now,
-                                         uint64_t *earliest)
+void mcp_timer_kick(struct mcp_dispatcher *d)
 {
-    struct rlmcp_call **v = NULL;
+    pthread_mutex_lock(&d->lock);
+    pthread_cond_signal(&d->timer_cond);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Append c (referenced) to the NULL-terminated *v; false when out of
+ * memory (retried at the next wake-up). */
+static bool due_push(struct rlmcp_call ***v, size_t *n, size_t *cap,
+                     struct rlmcp_call *c)
+{
+    struct rlmcp_call **grown = NULL;
+
+    if (*n + 1 >= *cap) {
+        size_t want = *cap != 0 ? *cap * 2 : 8;
+
+        grown = realloc(*v, want * sizeof(**v));
+        if (grown == NULL)
+            return false;
+        *v = grown;
+        *cap = want;
+    }
+    call_ref(c);
+    (*v)[(*n)++] = c;
+    (*v)[*n] = NULL;
+    return true;
+}
+
+static void earliest_of(uint64_t *earliest, uint64_t t)
+{
+    if (*earliest == 0 || t < *earliest)
+        *earliest = t;
+}
+
+/*
+ * Calls past their deadline (*expired), and calls whose held-back progress
+ * is due (*flush), referenced; each NULL-terminated, or NULL.
+ */
+static void due_calls(struct mcp_dispatcher *d, uint64_t now,
+                      uint64_t *earliest, struct rlmcp_call ***expired,
+                      struct rlmcp_call ***flush)
+{
     struct rlmcp_call *c;
-    size_t n = 0;
-    size_t cap = 0;
+    size_t n = 0, cap = 0, nf = 0, capf = 0;
 
     *earliest = 0;
+    *expired = NULL;
+    *flush = NULL;
     for (c = d->inflight; c != NULL; c = c->d_next) {
-        struct rlmcp_call **grown = NULL;
+        uint64_t due = atomic_load(&c->progress_due_ns);
 
+        if (due != 0 && due > now)
+            earliest_of(earliest, due);
+        else if (due != 0 && !due_push(flush, &nf, &capf, c))
+            earliest_of(earliest, now + 1000000ull);
         if (c->deadline_ns == 0 || c->timer_fired)
             continue;
         if (c->deadline_ns > now) {
-            if (*earliest == 0 || c->deadline_ns < *earliest)
-                *earliest = c->deadline_ns;
+            earliest_of(earliest, c->deadline_ns);
             continue;
         }
-        if (n + 1 >= cap) {
-            cap = cap != 0 ? cap * 2 : 8;
-            grown = realloc(v, cap * sizeof(*v));
-            if (grown == NULL)
-                break; /* retried at the next wake-up */
-            v = grown;
-        }
+        if (!due_push(expired, &n, &cap, c))
+            break; /* retried at the next wake-up */
         c->timer_fired = true;
-        call_ref(c);
-        v[n++] = c;
-        v[n] = NULL;
     }
-    return v;
 }
 
 static void *timer_main(void *arg)
 {
     struct mcp_dispatcher *d = arg;
     struct rlmcp_call **due = NULL;
+    struct rlmcp_call **flush = NULL;
     uint64_t earliest = 0;
+    uint64_t now = 0;
     size_t i;
 
     pthread_mutex_lock(&d->lock);
     while (!d->stopping) {
-        due = expired_calls(d, deadline_now_ns(), &earliest);
-        if (due != NULL) {
+        now = deadline_now_ns();
+        due_calls(d, now, &earliest, &due, &flush);
+        if (due != NULL || flush != NULL) {
             pthread_mutex_unlock(&d->lock);
-            for (i = 0; due[i] != NULL; i++) {
+            for (i = 0; flush != NULL && flush[i] != NULL; i++) {
+                call_flush_progress_due(flush[i]);
+                call_unref(flush[i]);
+            }
+            for (i = 0; due != NULL && due[i] != NULL; i++) {
                 call_cancel(due[i], CANCEL_TIMEOUT);
                 call_unref(due[i]);
             }
+            free(flush);
             free(due);
             pthread_mutex_lock(&d->lock);
             continue;

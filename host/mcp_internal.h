@@ -91,6 +91,9 @@ struct rlmcp_call {
     double pend_progress;
     double pend_total;
     char *pend_message;
+    /* When the held-back update is due (monotonic ns, 0: none): the
+     * dispatcher's timer sends it then (mcp.c). */
+    _Atomic uint64_t progress_due_ns;
 
     bool in_session;    /* linked in s->calls (session lock) */
     bool in_dispatcher; /* linked in d->inflight (dispatcher lock) */
@@ -203,6 +206,11 @@ void mcp_session_ref(struct mcp_session *s);
 void mcp_session_unref(struct mcp_session *s);
 /* Remove c from its session's and the dispatcher's lists. */
 void mcp_unlink_call(struct rlmcp_call *c);
+/* Wake the dispatcher's timer: a call's progress_due_ns was set. */
+void mcp_timer_kick(struct mcp_dispatcher *d);
+/* Send the call's held-back progress update if its interval ended (the
+ * dispatcher's timer, at progress_due_ns; call.c). */
+void call_flush_progress_due(struct rlmcp_call *c);
 /* Remove c from its session's list only (its id is free again). */
 void mcp_unlink_call_session(struct rlmcp_call *c);
 

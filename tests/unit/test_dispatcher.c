@@ -291,6 +291,20 @@ static int h_progress_cut(rlmcp_call *call, const char *args, size_t len,
     return call_result_text(call, "cut done");
 }
 
+/* Output chunks in a burst, then quiet (no host call that would flush),
+ * then one more: no chunk may be lost, and the burst must go out while
+ * the handler is quiet. */
+static int h_progress_join(rlmcp_call *call, const char *args, size_t len,
+                           void *ud)
+{
+    CHECK(call_progress(call, 1, -1, "a") == RLMCP_OK);
+    CHECK(call_progress(call, 2, -1, "b") == RLMCP_OK);
+    CHECK(call_progress(call, 3, -1, "c") == RLMCP_OK);
+    usleep(300 * 1000);
+    CHECK(call_progress(call, 4, -1, "d") == RLMCP_OK);
+    return call_result_text(call, "joined");
+}
+
 /* Keeps a reference to its call, as a straggling worker would. */
 static rlmcp_call *g_kept_call;
 
@@ -554,6 +568,7 @@ static int group_setup(void **state)
     add_tool("progress", h_progress, OBJ, NULL, 0, 0);
     add_tool("burst", h_burst, OBJ, NULL, 0, 0);
     add_tool("progress_cut", h_progress_cut, OBJ, NULL, 0, 0);
+    add_tool("progress_join", h_progress_join, OBJ, NULL, 0, 0);
     add_tool("keep", h_keep, OBJ, NULL, 0, 0);
     add_tool("fail", h_fail, OBJ, NULL, 0, 0);
     add_tool("bizerr", h_bizerr, OBJ, NULL, 0, 0);
@@ -1410,6 +1425,40 @@ static void test_progress_utf8(void **state)
     fx_free(f);
 }
 
+/* Coalesced progress joins its messages, and the timer sends a held-back
+ * one when its interval ends: "a" at once, "bc" while the handler is
+ * quiet, then "d" (not "a", "d": chunks lost; not "a", "bcd": late). */
+static void test_progress_join(void **state)
+{
+    struct fx *f = fx_new(0);
+    cJSON *m = NULL;
+    char got[64] = "";
+    size_t i;
+
+    init_session(f, "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"progress_join\",\"_meta\":{"
+              "\"progressToken\":\"t\"}}}");
+    m = response(f, 1);
+    assert_string_equal(first_text(m), "joined");
+    cJSON_Delete(m);
+    for (i = 0; i < f->cap.n; i++) {
+        cJSON *msg = cJSON_Parse(f->cap.msgs[i]);
+        const cJSON *text = NULL;
+
+        if (is_progress(msg, NULL)) {
+            text = cJSON_GetObjectItem(cJSON_GetObjectItem(msg, "params"),
+                                       "message");
+            assert_true(cJSON_IsString(text));
+            strncat(got, text->valuestring, sizeof(got) - strlen(got) - 2);
+            strcat(got, "|");
+        }
+        cJSON_Delete(msg);
+    }
+    assert_string_equal(got, "a|bc|d|");
+    fx_free(f);
+}
+
 static void test_concurrent_calls(void **state)
 {
     struct fx *f = fx_new(0);
@@ -2223,12 +2272,11 @@ static void test_stdio_framing(void **state)
     mcp_destroy(run.d);
 }
 
-
 /* ---- subscriptions/listen (2026-07-28) ---------------------------------- */
 
 #define LISTEN_META                                                            \
-    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","  \
-    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t\",\"version\":"     \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","   \
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t\",\"version\":"      \
     "\"1\"},\"io.modelcontextprotocol/clientCapabilities\":{}}"
 
 static void listen_req(struct fx *f, struct mcp_session *s, struct capture *c,
@@ -2328,8 +2376,8 @@ static void test_listen(void **state)
                              "\"notifications/cancelled\",\"params\":{"
                              "\"requestId\":1}}";
 
-        assert_false(mcp_handle(f->d, sa, cancel, strlen(cancel), &a.sink,
-                                &ctx));
+        assert_false(
+            mcp_handle(f->d, sa, cancel, strlen(cancel), &a.sink, &ctx));
     }
     assert_int_equal(a.null_finals, 1);
     assert_int_equal(a.retains, a.releases);
@@ -2843,6 +2891,7 @@ int main(void)
         cmocka_unit_test(test_id_reuse_after_answer),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_progress_utf8),
+        cmocka_unit_test(test_progress_join),
         cmocka_unit_test(test_concurrent_calls),
         cmocka_unit_test(test_serial),
         cmocka_unit_test(test_client_request),

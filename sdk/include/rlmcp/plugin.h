@@ -627,7 +627,8 @@ struct rlmcp_host_api {
     /*
      * Report progress. A no-op (RLMCP_OK) when the client sent no
      * progressToken. progress must grow; total < 0 means unknown; message
-     * may be NULL. The host may coalesce bursts.
+     * may be NULL. The host may coalesce bursts (messages joined in
+     * order, docs/protocol.md "Progress").
      * Ownership: copied. Threads: any, while the handler runs.
      */
     int (*progress)(rlmcp_call *call, double progress, double total,
