@@ -123,7 +123,7 @@ describe('deadlines, clean-up and a dead backend', () => {
       { devbox_id: box.id, command: 'echo started; echo err-so-far >&2; sleep 20; touch /tmp/late-marker', timeout_seconds: 5 }, 30000);
     const e = toolError(raw);
     assert.equal(e.code, 'timeout');
-    assert.match(e.message, /execution \S+ on devbox \S+ was killed \(its status reads completed\)/);
+    assert.match(e.message, /did not finish within its timeout of 5 s; execution \S+ on devbox \S+ was killed at \d+\.\d s \(its status reads completed\)/);
     assert.match(e.remedy, /output it printed so far/);
     const eid = e.message.match(/execution (\S+) on devbox/)[1];
     // The second block: what it printed before the kill, and how it ended.
@@ -148,7 +148,7 @@ describe('deadlines, clean-up and a dead backend', () => {
       { devbox_id: box.id, command: 'sleep 20', timeout_seconds: 4 }, 30000));
     proxy.clear();
     assert.equal(e.code, 'timeout');
-    assert.match(e.message, /was killed \(its status reads completed\)/);
+    assert.match(e.message, /was killed at \d+\.\d s \(its status reads completed\)/);
     assert.ok(proxy.log.filter((l) => /\/kill$/.test(l.path)).length >= 3);
   });
 
