@@ -930,7 +930,7 @@ static int fail_execution(struct ex *ex, const struct rlmcp_h *h,
 
 /* The start request got no answer in time: the execution may exist. */
 static int fail_start(const struct rlmcp_h *h, const struct exec_params *p,
-                      int rc)
+                      int rc, uint64_t t0)
 {
     const char *why = "";
     char limit[32];
@@ -944,10 +944,11 @@ static int fail_start(const struct rlmcp_h *h, const struct exec_params *p,
         h, RLMCP_ERR_TIMEOUT,
         "The command may start once the backend answers: list_executions "
         "for this devbox shows it (and kill_execution stops it).",
-        "devbox %s: the request starting the command did not complete "
-        "within the time limit (%s); whether the command started is "
-        "unknown%s%s",
-        p->devbox_id, limit, why[0] ? ": " : "", why);
+        "devbox %s: the request starting the command got no answer in "
+        "%.1f s (the command's timeout: %s); whether the command started "
+        "is unknown%s%s",
+        p->devbox_id, (double)(rlmcp_h_now_ms() - t0) / 1000.0, limit,
+        why[0] ? ": " : "", why);
 }
 
 int exec_run(struct ex *ex, const struct rlmcp_h *h,
@@ -969,7 +970,7 @@ int exec_run(struct ex *ex, const struct rlmcp_h *h,
     deadline = lim.work_until;
     rc = start_execution(ex, h, p, deadline, &view, &eid);
     if (rc != RLMCP_OK) {
-        rc = fail_start(h, p, rc);
+        rc = fail_start(h, p, rc, t0);
         goto out;
     }
     if (h->api->is_cancelled(h->call))
