@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec_internal.h"
 
@@ -184,7 +185,7 @@ static int t_run_shell(rlmcp_call *call, const char *aj, size_t al, void *ud)
  * is {execution_id, devbox_id, status}.
  */
 static int start_async(const struct rlmcp_h *h, const char *id, const char *cmd,
-                       const char *shell, bool stdin_)
+                       const char *shell, bool stdin_, long long timeout_ms)
 {
     cJSON *body = NULL, *view = NULL, *res = NULL;
     const cJSON *eid = NULL, *st = NULL;
@@ -220,6 +221,14 @@ static int start_async(const struct rlmcp_h *h, const char *id, const char *cmd,
     cJSON_AddStringToObject(res, "devbox_id", id);
     cJSON_AddStringToObject(res, "status",
                             cJSON_IsString(st) ? st->valuestring : "running");
+    /* A task's timeout, kept in its handle (members are strings): from
+     * now, when the command is surely running. */
+    if (timeout_ms > 0) {
+        char at[32];
+
+        snprintf(at, sizeof(at), "%lld", exec_wall_ms() + timeout_ms);
+        cJSON_AddStringToObject(res, "kill_at_ms", at);
+    }
     rc = rlmcp_h_result_json(h, res);
 out:
     free(path);
@@ -240,7 +249,7 @@ out:
  * absent.
  */
 static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
-                      size_t al)
+                      size_t al, bool task)
 {
     struct rlmcp_h h = {ex->api, call};
     cJSON *args = NULL;
@@ -263,8 +272,13 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
         rc = rlmcp_h_arg_bool(&h, args, "attach_stdin", &stdin_);
     if (rc == RLMCP_OK)
         rc = exec_build_command(&h, args, command, shell, &cmd);
+    /* A task is bounded by a timeout only when the call gives one. */
+    if (!task ||
+        (cJSON_GetObjectItemCaseSensitive(args, "timeout_seconds") == NULL &&
+         cJSON_GetObjectItemCaseSensitive(args, "timeout_ms") == NULL))
+        timeout_ms = 0;
     if (rc == RLMCP_OK)
-        rc = start_async(&h, id, cmd, shell, stdin_);
+        rc = start_async(&h, id, cmd, shell, stdin_, timeout_ms);
     free(command);
     free(cmd);
     cJSON_Delete(args);
@@ -273,12 +287,20 @@ static int start_tool(struct ex *ex, rlmcp_call *call, const char *aj,
 
 static int t_async(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return start_tool(ud, call, aj, al);
+    return start_tool(ud, call, aj, al, false);
 }
 
 int exec_task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
-    return start_tool(ud, call, aj, al);
+    return start_tool(ud, call, aj, al, true);
+}
+
+long long exec_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- get / wait / kill / stdin --------------------------------------------
@@ -316,13 +338,13 @@ int exec_read_view(const struct rlmcp_h *h, const char *id, const char *eid,
 }
 
 int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
-                   const char *eid, long long timeout_s, long long last_n,
+                   const char *eid, long long timeout_ms, long long last_n,
                    cJSON **view)
 {
     struct exec_limits lim;
     int rc;
 
-    exec_limits(h, timeout_s * 1000, EXEC_RESERVE_READ, &lim);
+    exec_limits(h, timeout_ms, EXEC_RESERVE_READ, &lim);
     rc = exec_wait_done(ex, h, id, eid, lim.work_until, view);
     if (rc == RLMCP_ETIMEDOUT) {
         cJSON_Delete(*view);
@@ -351,7 +373,10 @@ int exec_answer_view(struct ex *ex, const struct rlmcp_h *h, const cJSON *view,
     int rc = RLMCP_ENOMEM;
 
     if (res != NULL) {
-        if (flags & EXEC_ANSWER_TASK)
+        if (flags & EXEC_ANSWER_TIMEOUT)
+            cJSON_ReplaceItemInObjectCaseSensitive(
+                res, "ended_by", cJSON_CreateString("timeout"));
+        else if (flags & EXEC_ANSWER_TASK)
             mark_killed(res);
         if (flags & EXEC_ANSWER_DONE)
             cJSON_AddBoolToObject(res, "already_done", true);
@@ -361,6 +386,54 @@ int exec_answer_view(struct ex *ex, const struct rlmcp_h *h, const cJSON *view,
     return rc;
 }
 
+/* A task's end by its timeout (wall-clock ms), from its handle; 0: none. */
+static long long task_kill_at(const cJSON *args)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "kill_at_ms");
+
+    return cJSON_IsString(k) ? strtoll(k->valuestring, NULL, 10) : 0;
+}
+
+static bool view_ended_by_kill(const cJSON *view)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(view, "status");
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
+
+    return cJSON_IsString(st) && strcmp(st->valuestring, "completed") == 0 &&
+           cJSON_IsNumber(ex) &&
+           (ex->valueint == 128 + 9 || ex->valueint == 128 + 15);
+}
+
+/*
+ * A task past its timeout: a command still running is killed (and the kill
+ * confirmed) now, and one a kill ended reads ended_by "timeout" (the task
+ * completed, as the command does when its own timeout ends it).
+ */
+static int task_overrun(const struct rlmcp_h *h, const char *id,
+                        const char *eid, long long timeout_at, cJSON **view,
+                        unsigned *flags)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(*view, "status");
+    cJSON *killed = NULL;
+    char why[200];
+
+    if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0) {
+        if (!exec_stop(h, id, eid, rlmcp_h_now_ms() + EXEC_TASK_STOP_MS, why,
+                       sizeof(why), &killed))
+            return rlmcp_h_fail_remedy(
+                h, RLMCP_ERR_UNAVAILABLE,
+                "Get the task again once the backend answers.",
+                "execution %s on devbox %s ran past its timeout (%.1f s "
+                "ago) and could not be confirmed stopped (%s)",
+                eid, id, (double)(exec_wall_ms() - timeout_at) / 1000.0, why);
+        cJSON_Delete(*view);
+        *view = killed;
+    }
+    if (view_ended_by_kill(*view))
+        *flags |= EXEC_ANSWER_TIMEOUT;
+    return RLMCP_OK;
+}
+
 int exec_get_tool(struct ex *ex, rlmcp_call *call, const char *aj, size_t al,
                   long long max_wait_s, long long last_n, unsigned flags)
 {
@@ -368,6 +441,8 @@ int exec_get_tool(struct ex *ex, rlmcp_call *call, const char *aj, size_t al,
     cJSON *args = NULL, *view = NULL;
     const char *id = NULL, *eid = NULL;
     long long timeout_s = 60;
+    long long wait_ms = 0;
+    long long timeout_at = 0;
     int rc;
 
     rc = exec_ids(&h, aj, al, &args, &id, &eid);
@@ -376,11 +451,19 @@ int exec_get_tool(struct ex *ex, rlmcp_call *call, const char *aj, size_t al,
                              &timeout_s);
     if (rc != RLMCP_OK)
         goto out;
+    wait_ms = max_wait_s > 0 ? timeout_s * 1000 : 0;
+    /* A task with a timeout waits no longer than to its end. */
+    if (flags & EXEC_ANSWER_TASK)
+        timeout_at = task_kill_at(args);
+    if (timeout_at > 0 && wait_ms > timeout_at - exec_wall_ms())
+        wait_ms = timeout_at - exec_wall_ms();
     /* A wait answers an execution still running at the bound as it is. */
-    if (max_wait_s > 0)
-        rc = exec_wait_view(ex, &h, id, eid, timeout_s, last_n, &view);
+    if (wait_ms > 0)
+        rc = exec_wait_view(ex, &h, id, eid, wait_ms, last_n, &view);
     else
         rc = exec_read_view(&h, id, eid, last_n, &view);
+    if (rc == RLMCP_OK && timeout_at > 0 && exec_wall_ms() >= timeout_at)
+        rc = task_overrun(&h, id, eid, timeout_at, &view, &flags);
     if (rc == RLMCP_OK)
         rc = exec_answer_view(ex, &h, view, id, flags);
 out:

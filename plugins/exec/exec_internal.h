@@ -176,13 +176,13 @@ int exec_read_view(const struct rlmcp_h *h, const char *id, const char *eid,
                    long long last_n, cJSON **view);
 
 /*
- * Wait up to timeout_s (cut to leave a status read inside the call's time)
+ * Wait up to timeout_ms (cut to leave a status read inside the call's time)
  * for the execution to end; when that bound passes, read where it stands
  * (exec_read_view with last_n) without stopping it. *view as for
  * exec_wait_done.
  */
 int exec_wait_view(struct ex *ex, const struct rlmcp_h *h, const char *id,
-                   const char *eid, long long timeout_s, long long last_n,
+                   const char *eid, long long timeout_ms, long long last_n,
                    cJSON **view);
 
 /* A command's time limit in ms: its "timeout_seconds" (1 to
@@ -205,6 +205,13 @@ int exec_ids(const struct rlmcp_h *h, const char *aj, size_t al, cJSON **args,
  * reads "killed"), and for a cancel that found it ended (already_done). */
 #define EXEC_ANSWER_TASK (1u << 0)
 #define EXEC_ANSWER_DONE (1u << 1)
+/* A task's command its timeout ended: ended_by "timeout". */
+#define EXEC_ANSWER_TIMEOUT (1u << 2)
+/* How long a task's cancel, or the stop at its timeout, may take. */
+#define EXEC_TASK_STOP_MS 15000u
+
+/* The wall clock in ms (a task's timeout outlives the host process). */
+long long exec_wall_ms(void);
 
 /* The execution view as the call's result (exec_view_result), with the
  * EXEC_ANSWER_* flags. Returns 0 or a negative code. */

@@ -6,6 +6,14 @@
  * execution, wait long-polls it, cancel kills it and confirms the kill by
  * reading the status back (exec_stop). An execution that a kill ended says
  * status "killed", so the host reports the task cancelled.
+ *
+ * A task started with timeout_seconds / timeout_ms keeps its end in the
+ * handle (kill_at_ms, wall clock). wait waits no longer than that; get or
+ * wait past it kills a command still running, and a command a kill ended
+ * then reads ended_by "timeout", status completed: the task completes, as
+ * the plain call does when the timeout ends its command. (A task cancelled
+ * before its timeout and read after it reads so too: the handle is all
+ * there is.)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -16,8 +24,6 @@
 
 /* Waits of tasks/result may last as long as the command: up to a day. */
 #define TASK_MAX_WAIT_S 86400
-/* How long cancel may take to kill and confirm. */
-#define TASK_CANCEL_MS 15000u
 
 static int task_get(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
@@ -53,7 +59,7 @@ static int task_cancel(rlmcp_call *call, const char *aj, size_t al, void *ud)
                               EXEC_ANSWER_TASK | EXEC_ANSWER_DONE);
         goto out;
     }
-    if (!exec_stop(&h, id, eid, rlmcp_h_now_ms() + TASK_CANCEL_MS, why,
+    if (!exec_stop(&h, id, eid, rlmcp_h_now_ms() + EXEC_TASK_STOP_MS, why,
                    sizeof(why), NULL)) {
         rc = rlmcp_h_fail_remedy(
             &h, RLMCP_ERR_UNAVAILABLE,

@@ -128,6 +128,44 @@ describe('exec: full timeouts, output from the first byte, argv', () => {
     assert.match(both.message, /timeout_ms/);
   });
 
+  // execute_command as an MCP task (the SDK's task stream: create, poll,
+  // result): a timeout given to the task bounds its command the same way.
+  async function taskRun(args) {
+    await host.client.listTools(); // the SDK learns which tools take tasks
+    const msgs = [];
+    const stream = host.client.experimental.tasks.callToolStream({ name: 'execute_command', arguments: args },
+      undefined, { task: { ttl: 600000 }, timeout: 280000 });
+    for await (const m of stream) msgs.push(m);
+    assert.equal(msgs[0].type, 'taskCreated', JSON.stringify(msgs));
+    const last = msgs.at(-1);
+    assert.equal(last.type, 'result', JSON.stringify(msgs));
+    return { task: msgs[0].task, result: last.result };
+  }
+
+  it('execute_command as a task: a command ending before its timeout completes', LONG, async () => {
+    const { result } = await taskRun({ devbox_id: box, command: 'sleep 1.5; echo done', timeout_seconds: 2 });
+    const r = ok(result);
+    assert.equal(r.stdout, 'done\n');
+    assert.equal(r.ended_by, 'exit');
+  });
+
+  it('execute_command as a task: an overrunning command is killed no earlier than its timeout', LONG, async () => {
+    const t0 = Date.now();
+    const { task, result } = await taskRun({ devbox_id: box, command: 'echo before; sleep 8; echo after', timeout_seconds: 2 });
+    const took = Date.now() - t0;
+    const r = ok(result);
+    assert.equal(r.ended_by, 'timeout', JSON.stringify(r));
+    assert.equal(r.status, 'completed');
+    assert.equal(r.stdout, 'before\n');
+    assert.ok(took >= 2000, `answered after ${took} ms`);
+    assert.ok(took < 8000, `answered after ${took} ms: it was not killed`);
+    // The task completed (its command's own timeout ended it: not cancelled).
+    assert.equal((await host.client.experimental.tasks.getTask(task.taskId)).status, 'completed');
+    // Killed on the devbox: no "after", nothing left running.
+    const ps = ok(await call('execute_command', { devbox_id: box, command: 'pgrep -f "sleep [8]" || echo none' }));
+    assert.equal(ps.stdout, 'none\n');
+  });
+
   it('progress carries the output from its first line on, all of it', LONG, async () => {
     const progress = [];
     let firstAt = null;
