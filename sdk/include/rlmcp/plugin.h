@@ -293,7 +293,8 @@ struct rlmcp_tool_def {
     /*
      * Added after ABI 1.4 (hosts before it refuse a def that sets it): the
      * argument, a number of seconds, that sets a call's time limit when the
-     * call passes it; an "integer" or "number" property of input_schema.
+     * call passes it (plus 5 s for clean-up after it, on hosts after this
+     * note); an "integer" or "number" property of input_schema.
      * NULL: "timeout_seconds" when the schema has such a property (what
      * every host did before), else none. "": none.
      */
