@@ -459,6 +459,46 @@ static void timeout_kill_retried_and_confirmed(void **state)
         3);
 }
 
+/* A call whose own limit ends before the command's timeout (plus the
+ * clean-up reserve) stops the command early and says so; one with room
+ * gives the command all of its timeout. */
+static void timeout_cut_by_call_limit(void **state)
+{
+    fh_reset();
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 2500);
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates*",
+                 NULL, 0, 200, RLMCP_ETIMEDOUT);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             DONE("", 137));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\",\"timeout_seconds\":10}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(),
+                           "was stopped before its timeout of 10 s because "
+                           "the call's own time limit ends sooner"));
+
+    /* The host's deadline has the clean-up after the timeout: the
+     * command's own timeout ends it (its timing: e2e exec_timeouts). */
+    fh_reset();
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 7000);
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates*",
+                 NULL, 0, 200, RLMCP_ETIMEDOUT);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             DONE("", 137));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep "
+                             "600\",\"timeout_seconds\":2}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(
+        strstr(fh_error_message(), "did not finish within its timeout of 2 s"));
+    assert_null(strstr(fh_error_message(), "ends sooner"));
+}
+
 /* A kill that never gets through within the call's time is reported as
  * not confirmed, naming the execution. */
 static void timeout_kill_unconfirmed(void **state)
@@ -1140,6 +1180,7 @@ int main(void)
         cmocka_unit_test(wait_loop_without_stream),
         cmocka_unit_test(timeout_kills),
         cmocka_unit_test(timeout_kill_retried_and_confirmed),
+        cmocka_unit_test(timeout_cut_by_call_limit),
         cmocka_unit_test(timeout_kill_unconfirmed),
         cmocka_unit_test(list_executions_from_log),
         cmocka_unit_test(cancel_kills),
