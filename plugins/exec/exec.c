@@ -414,11 +414,14 @@ static int task_overrun(const struct rlmcp_h *h, const char *id,
                         unsigned *flags)
 {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(*view, "status");
+    struct exec_limits lim;
     cJSON *killed = NULL;
     char why[200];
 
+    /* The clean-up time of a timed-out command, inside this call's. */
+    exec_limits(h, 0, EXEC_RESERVE_KILL, &lim);
     if (cJSON_IsString(st) && strcmp(st->valuestring, "completed") != 0) {
-        if (!exec_stop(h, id, eid, rlmcp_h_now_ms() + EXEC_TASK_STOP_MS, why,
+        if (!exec_stop(h, id, eid, exec_cleanup_until(&lim, false), why,
                        sizeof(why), &killed))
             return rlmcp_h_fail_remedy(
                 h, RLMCP_ERR_UNAVAILABLE,

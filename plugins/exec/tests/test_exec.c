@@ -499,6 +499,77 @@ static void timeout_cut_by_call_limit(void **state)
     assert_null(strstr(fh_error_message(), "ends sooner"));
 }
 
+/* execute_command as a task with a timeout: the end goes into the handle;
+ * get past it kills the command and reads ended_by "timeout"; get before
+ * it only reads; a kill that cannot be confirmed is a retryable error. */
+static void task_timeout(void **state)
+{
+    const cJSON *at = NULL;
+    char args[256];
+    long long end = 0;
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200, RUNNING_EXE);
+    assert_int_equal(fh_call_op("execute_command", "start",
+                                "{\"devbox_id\":\"dbx_1\",\"command\":"
+                                "\"sleep 9\",\"timeout_seconds\":3}"),
+                     RLMCP_OK);
+    at = cJSON_GetObjectItem(fh_result(), "kill_at_ms");
+    assert_true(cJSON_IsString(at));
+    end = strtoll(at->valuestring, NULL, 10);
+    assert_true(end >= exec_wall_ms() + 2500 && end <= exec_wall_ms() + 3000);
+    /* Without a timeout: no end. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/execute_async", 200, RUNNING_EXE);
+    fh_call_op("execute_command", "start",
+               "{\"devbox_id\":\"dbx_1\",\"command\":\"sleep 9\"}");
+    assert_null(cJSON_GetObjectItem(fh_result(), "kill_at_ms"));
+
+    /* Before its end: read, not killed. */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1", 200, RUNNING_EXE);
+    snprintf(args, sizeof(args),
+             "{\"devbox_id\":\"dbx_1\",\"execution_id\":\"exe_1\","
+             "\"kill_at_ms\":\"%lld\"}",
+             exec_wall_ms() + 60000);
+    assert_int_equal(fh_call_op("execute_command", "get", args), RLMCP_OK);
+    assert_null(
+        fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill"));
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "running");
+
+    /* Past it: killed, and the task completes with ended_by timeout. */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_1/executions/exe_1", 200, RUNNING_EXE);
+    fh_route("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", 200,
+             DONE("so far\\n", 137));
+    snprintf(args, sizeof(args),
+             "{\"devbox_id\":\"dbx_1\",\"execution_id\":\"exe_1\","
+             "\"kill_at_ms\":\"%lld\"}",
+             exec_wall_ms() - 10);
+    assert_int_equal(fh_call_op("execute_command", "get", args), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_non_null(
+        fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill"));
+    assert_string_equal(
+        cJSON_GetObjectItem(fh_result(), "ended_by")->valuestring, "timeout");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "status")->valuestring,
+                        "completed");
+    assert_string_equal(cJSON_GetObjectItem(fh_result(), "stdout")->valuestring,
+                        "so far\n");
+
+    /* Past it, the kill not confirmed: unavailable (get again). */
+    fh_reset();
+    fh_route_n("GET", "/v1/devboxes/dbx_1/executions/exe_1", 200, RUNNING_EXE,
+               0);
+    fh_route_rc("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", RLMCP_EHTTP,
+                0);
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 1500);
+    assert_int_equal(fh_call_op("execute_command", "get", args), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "unavailable");
+    assert_non_null(strstr(fh_error_message(), "ran past its timeout"));
+}
+
 /* A kill that never gets through within the call's time is reported as
  * not confirmed, naming the execution. */
 static void timeout_kill_unconfirmed(void **state)
@@ -1182,6 +1253,7 @@ int main(void)
         cmocka_unit_test(timeout_kill_retried_and_confirmed),
         cmocka_unit_test(timeout_cut_by_call_limit),
         cmocka_unit_test(timeout_kill_unconfirmed),
+        cmocka_unit_test(task_timeout),
         cmocka_unit_test(list_executions_from_log),
         cmocka_unit_test(cancel_kills),
         cmocka_unit_test(cancel_during_execute_kills),
