@@ -99,11 +99,11 @@ int exec_arg_command(const struct rlmcp_h *h, const cJSON *args, char **out)
         char *q = NULL, *next = NULL;
 
         if (!cJSON_IsString(it) || (i == 0 && it->valuestring[0] == '\0')) {
-            free(acc);
-            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
-                                "args[%d] must be a %sstring (args is the "
-                                "program, then its arguments)",
-                                i, i == 0 ? "non-empty " : "");
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                              "args[%d] must be a %sstring (args is the "
+                              "program, then its arguments)",
+                              i, i == 0 ? "non-empty " : "");
+            goto out;
         }
         q = acc != NULL ? rlmcp_h_shell_quote(it->valuestring) : NULL;
         next = q != NULL ? rlmcp_h_sprintf("%s%s%s", acc, i > 0 ? " " : "", q)
@@ -111,12 +111,17 @@ int exec_arg_command(const struct rlmcp_h *h, const cJSON *args, char **out)
         free(q);
         free(acc);
         acc = next;
-        if (acc == NULL)
-            return RLMCP_ENOMEM;
+        if (acc == NULL) {
+            rc = RLMCP_ENOMEM;
+            goto out;
+        }
         i++;
     }
     *out = acc;
-    return RLMCP_OK;
+    acc = NULL;
+out:
+    free(acc);
+    return rc;
 }
 
 static int arg_shell(const struct rlmcp_h *h, const cJSON *args,
