@@ -1277,8 +1277,8 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
     }
     *base = blueprints_find_locked(id, name);
     if (*base == NULL) {
-        snprintf(err, errlen, "base blueprint %s has no successful build; list blueprints "
-                 "with GET /v1/blueprints", id != NULL ? id : name);
+        snprintf(err, errlen, "base blueprint %s has no successful build; list the "
+                 "blueprints to see which built", id != NULL ? id : name);
         return id != NULL ? 404 : 400;
     }
     return 0;

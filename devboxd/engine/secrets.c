@@ -235,9 +235,9 @@ int secrets_create(struct engine *eng, const cJSON *body, cJSON **view,
     rec = load_locked(eng, name->valuestring);
     if (rec != NULL) {
         snprintf(err, errlen,
-                 "a secret named %s already exists; update it with POST "
-                 "/v1/secrets/%s or delete it first",
-                 name->valuestring, name->valuestring);
+                 "a secret named %s already exists; pick another name, or "
+                 "update that secret's value instead",
+                 name->valuestring);
         status = 409;
         goto out;
     }

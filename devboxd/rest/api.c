@@ -17,9 +17,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -618,6 +620,7 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
                              const struct http_request *req, struct http_response *resp)
 {
     char err[ERRLEN] = "";
+    bool snapshot_busy = false;
     int rc = 0;
 
     if (req->body_too_large) {
@@ -631,15 +634,18 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
     else if (strcmp(action, "shutdown") == 0 && !query_true(req, "force") &&
              snapshots_in_progress(eng, box->id) > 0) {
         rc = 409;
-        snprintf(err, sizeof(err), "devbox %s has a snapshot in progress; wait for it (GET "
-                 "/v1/devboxes/disk_snapshots/{id}/status) or shut down with force=true",
+        snapshot_busy = true;
+        snprintf(err, sizeof(err), "devbox %s has a snapshot in progress; wait until the "
+                 "snapshot's status is complete, or shut down with force=true",
                  box->id);
     } else if (strcmp(action, "shutdown") == 0)
         rc = engine_shutdown(eng, box, "api_shutdown", err, sizeof(err));
     if (rc != 0) {
         http_response_error(resp, rc, "%s", err);
-        if (rc == 409)
-            http_response_set_header(resp, "x-should-retry", "false");
+        /* The engine's own 409 is a state change still under way (a retry
+         * gets through); a snapshot in progress stays (mark_final). */
+        if (rc == 409 && !snapshot_busy)
+            http_response_set_header(resp, "x-should-retry", "true");
         return;
     }
     pthread_mutex_lock(&eng->lock);
@@ -806,9 +812,8 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
         http_response_error(
             resp, 400,
-            "devbox %s is %s; resume it (POST /v1/devboxes/%s/resume) "
-            "before %s",
-            box->id, dbx_status_name(box->status), box->id, what);
+            "devbox %s is %s; resume it before %s",
+            box->id, dbx_status_name(box->status), what);
     else if (box->status == DBX_RUNNING)
         /* Nothing is wrong with the request: the devbox is changing state
          * (409, like any other call that meets a busy devbox). */
@@ -828,8 +833,8 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
         http_response_error(
             resp, 400,
             "devbox %s is %s, not running yet; wait for status running "
-            "(POST /v1/devboxes/%s/wait_for_status) before %s",
-            box->id, dbx_status_name(box->status), box->id, what);
+            "before %s",
+            box->id, dbx_status_name(box->status), what);
     return -1;
 }
 
@@ -1687,7 +1692,7 @@ static void devbox_missing(const struct http_request *req,
     else
         http_response_error(
             resp, 404,
-            "devbox %s not found; list devboxes with GET /v1/devboxes", id);
+            "devbox %s not found; list the devboxes to see which exist", id);
 }
 
 static int route_is_devbox(struct engine *eng, const char *id)
@@ -1800,10 +1805,14 @@ cJSON *api_view_copy(const void *item)
 
 void api_unimplemented(const struct http_request *req, struct http_response *resp)
 {
+    /* SDK users have no docs/ tree: say what serves the call instead. */
     http_response_error(resp, 501,
-                        "%s %s is not implemented by devboxd, the local engine "
-                        "(docs/devboxd.md "
-                        "lists what it serves)",
+                        "%s %s is not implemented by devboxd, the local engine; "
+                        "the Runloop cloud API serves it: point the client at "
+                        "https://api.runloop.ai with a Runloop API key (SDKs: "
+                        "baseURL and RUNLOOP_API_KEY; runloop-mcp: set "
+                        "RUNLOOP_API_KEY, or runloop.backend: cloud in its "
+                        "deployment)",
                         req->method, req->path);
     /* Asking again does not help: clients must not retry it as a 5xx. */
     http_response_set_header(resp, "x-should-retry", "false");
@@ -1845,6 +1854,40 @@ static int request_expired(const struct http_request *req,
     return -1;
 }
 
+/* The statuses a repeat of the same request may turn into another answer
+ * (a timeout, a rate limit, a passing fault): the Runloop SDKs retry them
+ * (and 409, which here is a lasting conflict unless marked otherwise). */
+static int status_transient(int status)
+{
+    return status == 408 || status == 429 || status == 500 || status == 502 ||
+           status == 503 || status == 504;
+}
+
+static int has_header(const struct http_response *resp, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < resp->n_headers; i++) {
+        if (strcasecmp(resp->headers[i].name, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Every error a retry cannot change says so (x-should-retry: false): the
+ * Runloop SDKs and the host's client otherwise repeat a 409 or a 501 three
+ * times with backoff before the caller learns of it. A handler that knows
+ * better (a 409 "busy, retry") sets the header itself.
+ */
+static void mark_final(struct http_response *resp)
+{
+    if (resp->status < 400 || status_transient(resp->status) ||
+        has_header(resp, "x-should-retry"))
+        return;
+    http_response_set_header(resp, "x-should-retry", "false");
+}
+
 void api_handle(void *ud, const struct http_request *req,
                 struct http_response *resp)
 {
@@ -1859,7 +1902,7 @@ void api_handle(void *ud, const struct http_request *req,
             "<key>' with the key from the state directory's api-key "
             "file (or the "
             "--api-key-file given to devboxd)");
-        return;
+        goto out;
     }
     /* PUT only to an object's signed upload URL. */
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0 &&
@@ -1882,8 +1925,10 @@ void api_handle(void *ud, const struct http_request *req,
         http_response_clear(resp);
         api_storage_error(resp, util_write_error());
     }
+    mark_final(resp); /* before idem_finish keeps a copy to replay */
     idem_finish(eng->idem, claim, resp);
 out:
+    mark_final(resp);
     /* Where this engine's tunnels live (clients on TCP have no pid file). */
     if (tunnel_url_template()[0] != '\0')
         http_response_set_header(resp, TUNNEL_TEMPLATE_HEADER,

@@ -120,6 +120,9 @@ void api_blueprints_delete(struct engine *eng, const struct api_call *call)
     int status = blueprints_delete(eng, call->id, err, sizeof(err));
 
     api_reply(call->resp, status, NULL, err);
+    /* Its only 409: a build just starting, deletable in a moment. */
+    if (status == 409)
+        http_response_set_header(call->resp, "x-should-retry", "true");
 }
 
 /* GET …/logs streams {"blueprint_id", "logs": [...]} from logs.jsonl a line
