@@ -668,7 +668,11 @@ static bool status_retryable(CURL *easy, long status, const char *path,
         return true;
     if (xsr != NULL && strcmp(xsr, "false") == 0)
         return false;
-    return status == 408 || status == 409 || status == 429 || status >= 500;
+    /* Unlike the SDK, a 409 without a hint is not retried: it is a
+     * conflict with the object's state (a name taken, a snapshot running)
+     * that asking again within seconds does not change, and the agent
+     * waits out every backoff before it learns of it. */
+    return status == 408 || status == 429 || status >= 500;
 }
 
 /* In [0, 1); 0 (no jitter) when the random source fails. */

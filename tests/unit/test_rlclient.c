@@ -347,19 +347,23 @@ static void t_post_json_and_empty(void **state)
 
 static void t_retry_statuses(void **state)
 {
+    /* 409 only when the server says a retry may help. */
     static const int statuses[] = {500, 502, 503, 429, 408, 409};
     struct rlclient *c = client();
     size_t i;
 
     for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
         char js[256];
+        const char *hint = statuses[i] == 409
+                               ? ",\"headers\":{\"x-should-retry\":\"true\"}"
+                               : "";
         struct rlmcp_http_resp *r = NULL;
         cJSON *log = NULL;
 
         snprintf(js, sizeof(js),
-                 "[{\"status\":%d},{\"status\":%d},{\"status\":200,"
+                 "[{\"status\":%d%s},{\"status\":%d%s},{\"status\":200,"
                  "\"body\":\"done\"}]",
-                 statuses[i], statuses[i]);
+                 statuses[i], hint, statuses[i], hint);
         script(js);
         assert_int_equal(
             do_req(c, KEY, "POST", "/v1/devboxes/d/resume", NULL, -1, &r),
@@ -379,7 +383,8 @@ static void t_retry_statuses(void **state)
 
 static void t_no_retry_4xx(void **state)
 {
-    static const int statuses[] = {400, 401, 403, 404, 422};
+    /* 409: a conflict (a name taken) stays; answered at once. */
+    static const int statuses[] = {400, 401, 403, 404, 409, 422};
     struct rlclient *c = client();
     size_t i;
 
@@ -426,7 +431,8 @@ static void t_shutdown_409_never_retried(void **state)
     rlclient_resp_free(r);
     assert_int_equal(arrivals(), 1);
 
-    /* A shutdown's 503 is still retried; so is a 409 elsewhere. */
+    /* A shutdown's 503 is still retried; so is a 409 elsewhere that the
+     * server marks retryable (a devbox busy changing state). */
     script("[{\"status\":503},{\"status\":200}]");
     assert_int_equal(
         do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown", NULL, -1, &r),
@@ -434,7 +440,8 @@ static void t_shutdown_409_never_retried(void **state)
     assert_int_equal(r->status, 200);
     rlclient_resp_free(r);
     assert_int_equal(arrivals(), 2);
-    script("[{\"status\":409},{\"status\":200}]");
+    script("[{\"status\":409,\"headers\":{\"x-should-retry\":\"true\"}},"
+           "{\"status\":200}]");
     assert_int_equal(
         do_req(c, KEY, "POST", "/v1/devboxes/d/shutdown_x", NULL, -1, &r),
         RLMCP_OK);
