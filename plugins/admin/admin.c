@@ -72,12 +72,15 @@ static int arg_secret_name(const struct rlmcp_h *h, const cJSON *args,
  */
 static int post_view(const struct rlmcp_h *h, const char *path,
                      const char *what, const cJSON *body,
-                     const char *const *keys)
+                     const char *const *keys, const char *conflict_remedy)
 {
+    struct rlmcp_h_req_opts o = {0};
     cJSON *view = NULL;
     int rc;
 
-    rc = rlmcp_h_request(h, "POST", path, body, NULL, what, &view);
+    o.max_retries = -1;
+    o.conflict_remedy = conflict_remedy;
+    rc = rlmcp_h_request(h, "POST", path, body, &o, what, &view);
     if (rc == RLMCP_OK)
         rc = rlmcp_h_result_pick(h, view, keys, NULL);
     cJSON_Delete(view);
@@ -151,7 +154,12 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
                   : rlmcp_h_sprintf("/v1/secrets/%s", name);
     what =
         rlmcp_h_sprintf("%s secret %s", create ? "creating" : "updating", name);
-    rc = post_view(&h, path, what, body, secret_keys);
+    /* A create's 409 is the name taken (an update has no other 409). */
+    rc = post_view(&h, path, what, body, secret_keys,
+                   create ? "A secret with this name already exists. Pick "
+                            "another name, or change its value with "
+                            "update_secret."
+                          : NULL);
 out:
     free(path);
     free(what);
@@ -352,7 +360,10 @@ static int mcp_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
                   : rlmcp_h_sprintf("/v1/mcp-configs/%s", id);
     what = create ? rlmcp_h_sprintf("creating MCP config")
                   : rlmcp_h_sprintf("updating MCP config %s", id);
-    rc = post_view(&h, path, what, body, mcp_keys);
+    rc = post_view(&h, path, what, body, mcp_keys,
+                   "An MCP config with this name already exists: pick another "
+                   "name, or change the existing one. update_mcp_config "
+                   "changes it by its id, which list_mcp_configs shows.");
 out:
     free(path);
     free(what);

@@ -496,8 +496,14 @@ static int devbox_call(struct lc *lc, rlmcp_call *call, const char *aj,
     if (rc != RLMCP_OK)
         goto out;
     /* A shutdown's 409 (snapshot in progress) must not be retried. */
-    if (shutdown)
+    if (shutdown) {
         o.max_retries = 0;
+        o.conflict_remedy =
+            "The devbox is busy: a snapshot of it is in progress, or it is "
+            "changing state (see the message). Wait a little and call "
+            "shutdown_devbox again, or pass force=true to shut it down "
+            "without waiting for the snapshot.";
+    }
     path = rlmcp_h_sprintf("/v1/devboxes/%s%s%s", id, suffix,
                            force ? "?force=true" : "");
     what = what_devbox(id);

@@ -49,8 +49,8 @@ static const struct remedy remedies[] = {
      "Fix the argument named in the message (see the tool's input schema) "
      "and call the tool again."},
     {RLMCP_ERR_NOT_FOUND,
-     "Check the id: list_devboxes shows the devboxes that exist; a shut "
-     "down devbox cannot be used again, create a new one."},
+     "Check the id or name in the message. The tool that lists objects of "
+     "its kind shows the ones that exist."},
     {RLMCP_ERR_UNAUTHENTICATED,
      "Set RUNLOOP_API_KEY to a valid Runloop API key (stdio) or send it as "
      "Authorization: Bearer <key> (HTTP), then retry."},
@@ -58,8 +58,10 @@ static const struct remedy remedies[] = {
      "The API key is valid but not allowed to do this (restricted key or "
      "plan limit); use a key with the needed permissions."},
     {RLMCP_ERR_CONFLICT,
-     "The devbox is busy with another operation (e.g. a snapshot); wait a "
-     "few seconds and retry, or pass force=true where the tool offers it."},
+     "The request conflicts with the object's current state (see the "
+     "message). If a name is taken, pick another name or update the "
+     "existing object instead; if the object is busy with another "
+     "operation, wait until it ends and call the tool again."},
     {RLMCP_ERR_RATE_LIMITED,
      "Too many requests; wait a few seconds before retrying."},
     {RLMCP_ERR_UNAVAILABLE,
@@ -95,6 +97,54 @@ const char *rlmcp_h_remedy_for_code(const char *code)
     return remedies[sizeof(remedies) / sizeof(remedies[0]) - 1].text;
 }
 
+/*
+ * Each sentence naming a tool stands alone: a deployment that hides the
+ * tool drops that sentence and keeps the rest (the host's textmap).
+ */
+static const struct {
+    const char *const keys[4]; /* any of these in the message, any case */
+    const char *remedy;
+} not_found_kinds[] = {
+    {{"snapshot", NULL},
+     "Check the snapshot id. list_snapshots shows the snapshots that exist; "
+     "a deleted snapshot cannot be used again."},
+    {{"execution", NULL},
+     "Check the devbox and execution ids. list_executions shows a devbox's "
+     "running and recent executions."},
+    {{"blueprint", NULL},
+     "Check the blueprint id or name. list_blueprints shows the blueprints "
+     "that exist."},
+    {{"secret", NULL},
+     "Check the secret name. list_secrets shows the secrets that exist."},
+    {{"mcp config", "mcp_config", "mcp-config", NULL},
+     "Check the MCP config id. list_mcp_configs shows the MCP configs that "
+     "exist."},
+    {{"no such file", "not a directory", "file not found", NULL},
+     "Check the path: absolute, or relative to /home/user. list_files shows "
+     "what a directory holds."},
+    {{"devbox", NULL},
+     "Check the devbox id; a shut down devbox cannot be used again, create "
+     "a new one. list_devboxes shows the devboxes that exist."},
+};
+
+const char *rlmcp_h_remedy_for(const char *code, const char *message)
+{
+    size_t i;
+    size_t k;
+
+    if (code == NULL || strcmp(code, RLMCP_ERR_NOT_FOUND) != 0 ||
+        message == NULL)
+        return rlmcp_h_remedy_for_code(code != NULL ? code : "");
+    for (i = 0; i < sizeof(not_found_kinds) / sizeof(not_found_kinds[0]);
+         i++) {
+        for (k = 0; not_found_kinds[i].keys[k] != NULL; k++) {
+            if (strcasestr(message, not_found_kinds[i].keys[k]) != NULL)
+                return not_found_kinds[i].remedy;
+        }
+    }
+    return rlmcp_h_remedy_for_code(code);
+}
+
 char *rlmcp_h_error_message(const char *body, size_t len)
 {
     cJSON *doc = NULL;
@@ -122,6 +172,7 @@ out:
     return out;
 }
 
+/* remedy NULL: the default for the code and the message. */
 static int fail_v(const struct rlmcp_h *h, const char *code, const char *remedy,
                   const char *fmt, va_list ap)
 {
@@ -129,6 +180,8 @@ static int fail_v(const struct rlmcp_h *h, const char *code, const char *remedy,
 
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
+    if (remedy == NULL)
+        remedy = rlmcp_h_remedy_for(code, msg);
     h->api->result_error(h->call, code, remedy, "%s", msg != NULL ? msg : code);
     free(msg);
     return RLMCP_H_REPORTED;
@@ -141,7 +194,7 @@ int rlmcp_h_fail(const struct rlmcp_h *h, const char *code, const char *fmt,
     int rc;
 
     va_start(ap, fmt);
-    rc = fail_v(h, code, rlmcp_h_remedy_for_code(code), fmt, ap);
+    rc = fail_v(h, code, NULL, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -310,6 +363,16 @@ int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
     rc = do_request(h, method, path, body, opts, &resp);
     if (rc != RLMCP_OK) {
         rc = rlmcp_h_fail_rc(h, rc, what);
+        goto out;
+    }
+    if (resp->status == 409 && opts != NULL && opts->conflict_remedy != NULL) {
+        char *msg = rlmcp_h_error_message(resp->body, resp->body_len);
+
+        rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_CONFLICT, opts->conflict_remedy,
+                                 "%s: Runloop API answered HTTP 409%s%s", what,
+                                 msg != NULL && msg[0] ? ": " : "",
+                                 msg != NULL ? msg : "");
+        free(msg);
         goto out;
     }
     if (resp->status < 200 || resp->status > 299) {
@@ -1544,6 +1607,19 @@ int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
                                  devbox_id, st);
         cJSON_Delete(dbx);
         return rc;
+    }
+    /* The devbox is there: a 404 is about something in it (an execution,
+     * a file), never the devbox, whatever `what` names. */
+    if (dbx != NULL && status == 404) {
+        const char *remedy = rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, msg);
+
+        if (remedy == rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, "devbox"))
+            remedy = rlmcp_h_remedy_for_code(RLMCP_ERR_NOT_FOUND);
+        cJSON_Delete(dbx);
+        return rlmcp_h_fail_remedy(h, RLMCP_ERR_NOT_FOUND, remedy,
+                                   "%s: Runloop API answered HTTP 404%s%s",
+                                   what, msg != NULL && msg[0] ? ": " : "",
+                                   msg != NULL ? msg : "");
     }
     cJSON_Delete(dbx);
     if (status == 409)

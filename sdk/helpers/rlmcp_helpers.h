@@ -56,12 +56,21 @@ const char *rlmcp_h_code_for_status(long status);
 /* The default remedy text for a code; never NULL. */
 const char *rlmcp_h_remedy_for_code(const char *code);
 /*
+ * The default remedy for a code and the error's message: a not_found names
+ * the kind of object the message is about (snapshot, execution, blueprint,
+ * secret, MCP config, file, devbox, in that order of precedence) and the
+ * tool that lists that kind; other codes get rlmcp_h_remedy_for_code().
+ * rlmcp_h_fail() uses it. Never NULL.
+ */
+const char *rlmcp_h_remedy_for(const char *code, const char *message);
+/*
  * The message of a Runloop error body: body.message when the body is JSON,
  * else the raw text (cut to 300 bytes). Returns a malloc'd string.
  */
 char *rlmcp_h_error_message(const char *body, size_t len);
 
-/* result_error with the code's default remedy. Returns RLMCP_H_REPORTED. */
+/* result_error with the default remedy for the code and message
+ * (rlmcp_h_remedy_for). Returns RLMCP_H_REPORTED. */
 int rlmcp_h_fail(const struct rlmcp_h *h, const char *code, const char *fmt,
                  ...) RLMCP_PRINTF(3, 4);
 /* Same with a remedy of the caller's choice. */
@@ -94,6 +103,9 @@ struct rlmcp_h_req_opts {
     /* Return RLMCP_EHTTP / RLMCP_ETIMEDOUT unreported, for a caller that
      * retries or must clean up (e.g. kill an execution) before failing. */
     bool transport_unreported;
+    /* The remedy of a 409 reported by rlmcp_h_request (NULL: the default,
+     * e.g. "pick another name, or update_secret" for a create). */
+    const char *conflict_remedy;
 };
 
 /*

@@ -585,9 +585,52 @@ static void registers_first_as_task(void **state)
     fh_unload();
 }
 
+/* A not_found sends the agent to the tool listing that kind of object,
+ * never to list_devboxes for a snapshot or a secret. */
+static void not_found_names_the_kind(void **state)
+{
+    static const struct {
+        const char *message;
+        const char *tool;
+    } cases[] = {
+        {"snapshot snp_1: Runloop API answered HTTP 404: snapshot snp_1 not "
+         "found",
+         "list_snapshots"},
+        {"execution exe_1 on devbox dbx_1: Runloop API answered HTTP 404: "
+         "not found",
+         "list_executions"},
+        {"blueprint_id bpt_1 does not exist", "list_blueprints"},
+        {"deleting secret API_KEY: Runloop API answered HTTP 404: secret "
+         "API_KEY not found",
+         "list_secrets"},
+        {"updating MCP config mcp_1: Runloop API answered HTTP 404", "list_mcp_configs"},
+        {"devbox dbx_1 does not exist", "list_devboxes"},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *r = rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, cases[i].message);
+
+        assert_non_null(strstr(r, cases[i].tool));
+        if (strcmp(cases[i].tool, "list_devboxes") != 0)
+            assert_null(strstr(r, "devboxes"));
+    }
+    /* Nothing recognisable: no tool named, no devbox assumed. */
+    assert_null(strstr(rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, "thing x is gone"),
+                       "list_"));
+    /* Other codes keep their default; a conflict no longer says force. */
+    assert_string_equal(rlmcp_h_remedy_for(RLMCP_ERR_CONFLICT, "devbox x"),
+                        rlmcp_h_remedy_for_code(RLMCP_ERR_CONFLICT));
+    assert_null(strstr(rlmcp_h_remedy_for_code(RLMCP_ERR_CONFLICT), "force"));
+    assert_non_null(strstr(rlmcp_h_remedy_for_code(RLMCP_ERR_CONFLICT),
+                           "pick another name"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(not_found_names_the_kind),
         cmocka_unit_test(registers_all),
         cmocka_unit_test(failure_names_tool),
         cmocka_unit_test(cfg_range),
