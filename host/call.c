@@ -121,6 +121,7 @@ void call_unref(struct rlmcp_call *c)
     secret_free(c->api_key);
     cJSON_Delete(c->items);
     cJSON_Delete(c->structured);
+    cJSON_Delete(c->err_obj);
     free(c->pend_message);
     mrtr_free(c->mrtr);
     pthread_mutex_destroy(&c->lock);
@@ -243,19 +244,34 @@ void call_fail(struct rlmcp_call *c, int code, const char *message)
     free(json);
 }
 
-/* {"content":[{"type":"text","text":"{\"error\":{...}}"}],"isError":true} */
-static cJSON *error_block(const char *code, const char *message,
-                          const char *remedy)
+/* {"code":code,"message":message,"remedy":remedy} (remedy may be NULL). */
+static cJSON *error_object(const char *code, const char *message,
+                           const char *remedy)
+{
+    cJSON *e = cJSON_CreateObject();
+
+    if (e == NULL || cJSON_AddStringToObject(e, "code", code) == NULL ||
+        cJSON_AddStringToObject(e, "message", message) == NULL ||
+        (remedy != NULL &&
+         cJSON_AddStringToObject(e, "remedy", remedy) == NULL)) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* The text block {"type":"text","text":"{\"error\":{...}}"} of an error. */
+static cJSON *error_block_of(const cJSON *err)
 {
     cJSON *outer = cJSON_CreateObject();
-    cJSON *e = cJSON_AddObjectToObject(outer, "error");
     cJSON *block = NULL;
     char *text = NULL;
 
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
-    if (remedy != NULL)
-        cJSON_AddStringToObject(e, "remedy", remedy);
+    if (outer == NULL || err == NULL ||
+        !cJSON_AddItemToObject(outer, "error", cJSON_Duplicate(err, true))) {
+        cJSON_Delete(outer);
+        return NULL;
+    }
     text = cJSON_PrintUnformatted(outer);
     cJSON_Delete(outer);
     if (text == NULL)
@@ -267,21 +283,79 @@ static cJSON *error_block(const char *code, const char *message,
     return block;
 }
 
-static char *tool_error_answer(const cJSON *id, const char *code,
-                               const char *message, const char *remedy)
+/*
+ * An error result's structuredContent: {"error": err} and the members of
+ * the object the tool set with result_json after its result_error (e.g.
+ * exec's "result" of a command that timed out; "error" stays the host's).
+ * NULL when the tool's listed outputSchema refuses it (a plugin schema the
+ * host could not widen, schema_admit_error): a client that validates it
+ * would reject the whole answer, and the text block says the same.
+ */
+static cJSON *error_structured(const struct tool_entry *t, const cJSON *err,
+                               const cJSON *extra)
+{
+    cJSON *sc = cJSON_CreateObject();
+    const cJSON *item = NULL;
+    char why[256];
+
+    if (sc == NULL || err == NULL ||
+        !cJSON_AddItemToObject(sc, "error", cJSON_Duplicate(err, true)))
+        goto fail;
+    cJSON_ArrayForEach(item, extra)
+    {
+        if (item->string == NULL || strcmp(item->string, "error") == 0)
+            continue;
+        if (!cJSON_AddItemToObject(sc, item->string,
+                                   cJSON_Duplicate(item, true)))
+            goto fail;
+    }
+    if (t != NULL && t->listed_output_schema != NULL &&
+        schema_validate(t->listed_output_schema, sc, "structuredContent", why,
+                        sizeof(why)) != 0 &&
+        cJSON_GetArraySize(sc) > 1) {
+        /* The extras do not fit (additionalProperties false): the error
+         * alone, the text blocks still carry them. */
+        while (cJSON_GetArraySize(sc) > 1)
+            cJSON_DeleteItemFromArray(sc, 1);
+    }
+    if (t != NULL && t->listed_output_schema != NULL &&
+        schema_validate(t->listed_output_schema, sc, "structuredContent", why,
+                        sizeof(why)) != 0) {
+        log_msg(RLMCP_LOG_DEBUG, t->plugin_name,
+                "tool '%s': error result without structuredContent, its "
+                "outputSchema does not admit it: %s",
+                t->name, why);
+        goto fail;
+    }
+    return sc;
+fail:
+    cJSON_Delete(sc);
+    return NULL;
+}
+
+/* A whole error answer the host makes itself (no handler result). */
+static char *tool_error_answer(const cJSON *id, const struct tool_entry *t,
+                               const char *code, const char *message,
+                               const char *remedy)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON *content = cJSON_AddArrayToObject(r, "content");
+    cJSON *err = error_object(code, message, remedy);
+    cJSON *sc = error_structured(t, err, NULL);
 
-    cJSON_AddItemToArray(content, error_block(code, message, remedy));
+    cJSON_AddItemToArray(content, error_block_of(err));
+    if (sc != NULL)
+        cJSON_AddItemToObject(r, "structuredContent", sc);
     cJSON_AddBoolToObject(r, "isError", true);
+    cJSON_Delete(err);
     return jsonrpc_result(id, r);
 }
 
-char *call_tool_error_json(const cJSON *id, const char *code,
-                           const char *message, const char *remedy)
+char *call_tool_error_json(const cJSON *id, const struct tool_entry *tool,
+                           const char *code, const char *message,
+                           const char *remedy)
 {
-    return tool_error_answer(id, code, message, remedy);
+    return tool_error_answer(id, tool, code, message, remedy);
 }
 
 static char *timeout_answer(struct rlmcp_call *c)
@@ -294,7 +368,7 @@ static char *timeout_answer(struct rlmcp_call *c)
                  "and was cancelled",
                  c->what, c->timeout_ms);
         return tool_error_answer(
-            c->id, "timeout", msg,
+            c->id, c->tool, "timeout", msg,
             "split the work into shorter steps or run it in the background; "
             "the operator can raise the limit (tool timeout in the "
             "deployment)");
@@ -309,7 +383,7 @@ static char *shutdown_answer(struct rlmcp_call *c)
     const char *msg = "the server is shutting down; the call was cancelled";
 
     if (c->kind == CALL_TOOL)
-        return tool_error_answer(c->id, "unavailable", msg,
+        return tool_error_answer(c->id, c->tool, "unavailable", msg,
                                  "retry once the server is back");
     return jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL);
 }
@@ -408,7 +482,7 @@ static bool output_ok(struct rlmcp_call *c, const cJSON *structured)
 
 static char *internal_tool_error(struct rlmcp_call *c)
 {
-    return tool_error_answer(c->id, "internal",
+    return tool_error_answer(c->id, c->tool, "internal",
                              "the tool failed unexpectedly; details are in "
                              "the server log",
                              "retry; if it fails again, report it to the "
@@ -419,6 +493,7 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
 {
     cJSON *items = NULL;
     cJSON *structured = NULL;
+    cJSON *extra = NULL;
     cJSON *r = NULL;
     char *text = NULL;
     bool is_error;
@@ -436,8 +511,12 @@ static char *tool_answer(struct rlmcp_call *c, int rc)
 
     call_note_devbox(c, structured);
     if (is_error) {
-        cJSON_Delete(structured);
-        structured = NULL;
+        /* What the tool set after its result_error joins the error. */
+        pthread_mutex_lock(&c->lock);
+        extra = structured;
+        structured = error_structured(c->tool, c->err_obj, extra);
+        pthread_mutex_unlock(&c->lock);
+        cJSON_Delete(extra);
     } else if (!c->op_unchecked && !output_ok(c, structured)) {
         cJSON_Delete(items);
         cJSON_Delete(structured);
@@ -770,6 +849,7 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
     char *raw = NULL;
     char *msg = NULL;
     char *clean_remedy = NULL;
+    cJSON *err = NULL;
     cJSON *block = NULL;
     int rc = RLMCP_ENOMEM;
 
@@ -788,7 +868,8 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
         goto out;
     if (deployment_text(call, &msg, &clean_remedy) < 0)
         goto out;
-    block = error_block(code, msg, clean_remedy);
+    err = error_object(code, msg, clean_remedy);
+    block = error_block_of(err);
     if (block == NULL)
         goto out;
     pthread_mutex_lock(&call->lock);
@@ -802,12 +883,16 @@ int call_result_error(rlmcp_call *call, const char *code, const char *remedy,
         block = NULL;
         cJSON_Delete(call->structured);
         call->structured = NULL;
+        cJSON_Delete(call->err_obj);
+        call->err_obj = err;
+        err = NULL;
         call->is_error = true;
         snprintf(call->err_code, sizeof(call->err_code), "%s", code);
         rc = RLMCP_OK;
     }
     pthread_mutex_unlock(&call->lock);
 out:
+    cJSON_Delete(err);
     cJSON_Delete(block);
     free(raw);
     free(msg);

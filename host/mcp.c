@@ -891,11 +891,12 @@ static bool stateless_mrtr(struct req *r, const char *kind, const char *target,
     return false;
 }
 
-static void reply_tool_error(struct req *r, const char *code,
-                             const char *message, const char *remedy)
+static void reply_tool_error(struct req *r, const struct tool_entry *t,
+                             const char *code, const char *message,
+                             const char *remedy)
 {
     mcp_send_final(r->sink,
-                   call_tool_error_json(r->m->id, code, message, remedy));
+                   call_tool_error_json(r->m->id, t, code, message, remedy));
 }
 
 /* Rename exposed (aliased) parameter names back to the plugin's own. */
@@ -934,7 +935,7 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     char *json = NULL;
 
     if (given != NULL && !cJSON_IsNull(given) && !cJSON_IsObject(given)) {
-        reply_tool_error(r, "invalid_argument",
+        reply_tool_error(r, t, "invalid_argument",
                          "arguments must be an object of named parameters",
                          "send arguments as a JSON object matching the "
                          "tool's inputSchema (see tools/list)");
@@ -950,7 +951,7 @@ static char *tool_arguments(struct req *r, const struct tool_entry *t,
     if (t->input_schema != NULL &&
         schema_validate(t->input_schema, args, "arguments", err, sizeof(err)) !=
             0) {
-        reply_tool_error(r, "invalid_argument", err,
+        reply_tool_error(r, t, "invalid_argument", err,
                          "fix the arguments to match the tool's inputSchema "
                          "(see tools/list) and call again");
         cJSON_Delete(args);
@@ -1095,7 +1096,7 @@ static void m_tools_call(struct req *r)
     }
     if (key_missing(r)) {
         reply_tool_error(
-            r, "unauthenticated",
+            r, t, "unauthenticated",
             "this deployment talks to the Runloop API and has no key of its "
             "own, and the request carried none",
             "send your Runloop API key with every request as "
@@ -1733,9 +1734,9 @@ static char *tool_list_json(const struct tool_entry *t)
                           t->input_schema != NULL
                               ? cJSON_Duplicate(t->input_schema, true)
                               : cJSON_CreateObject());
-    if (t->output_schema != NULL)
+    if (t->listed_output_schema != NULL)
         cJSON_AddItemToObject(o, "outputSchema",
-                              cJSON_Duplicate(t->output_schema, true));
+                              cJSON_Duplicate(t->listed_output_schema, true));
     if (t->annotations != NULL)
         cJSON_AddItemToObject(o, "annotations",
                               cJSON_Duplicate(t->annotations, true));

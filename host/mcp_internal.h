@@ -83,6 +83,7 @@ struct rlmcp_call {
     enum cancel_reason reason;
     cJSON *items; /* content / contents / messages */
     cJSON *structured;
+    cJSON *err_obj; /* an error result's {code, message, remedy} */
     bool is_error;
     double last_progress;
     bool progress_any;
@@ -198,8 +199,9 @@ bool call_send(struct rlmcp_call *c, const char *json, bool final);
 void call_fail(struct rlmcp_call *c, int code, const char *message);
 
 /* A whole isError tools/call answer {"error":{code,message,remedy}}. */
-char *call_tool_error_json(const cJSON *id, const char *code,
-                           const char *message, const char *remedy);
+char *call_tool_error_json(const cJSON *id, const struct tool_entry *tool,
+                           const char *code, const char *message,
+                           const char *remedy);
 
 /* mcp.c: bookkeeping the calls use. */
 void mcp_session_ref(struct mcp_session *s);

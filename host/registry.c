@@ -247,6 +247,7 @@ static void tool_free(struct tool_entry *t)
     free(t->description);
     cJSON_Delete(t->input_schema);
     cJSON_Delete(t->output_schema);
+    cJSON_Delete(t->listed_output_schema);
     cJSON_Delete(t->annotations);
     free(t->list_json);
     for (i = 0; i < t->n_param_aliases; i++) {
@@ -342,6 +343,11 @@ static int tool_fill_json(struct tool_entry *t, const struct rlmcp_tool_def *d,
         if (t->output_schema == NULL ||
             check_schema(t->output_schema, what, err, errlen) < 0)
             return RLMCP_EINVAL;
+        t->listed_output_schema = schema_admit_error(t->output_schema);
+        if (t->listed_output_schema == NULL) {
+            errbuf_set(err, errlen, "%s: out of memory", what);
+            return RLMCP_ENOMEM;
+        }
     }
     if (d->annotations_json != NULL) {
         const cJSON *ro = NULL;
@@ -743,12 +749,14 @@ static struct tool_entry *tool_copy(const struct tool_entry *t)
     c->description = strdup(t->description);
     c->input_schema = cJSON_Duplicate(t->input_schema, true);
     c->output_schema = cJSON_Duplicate(t->output_schema, true);
+    c->listed_output_schema = cJSON_Duplicate(t->listed_output_schema, true);
     c->annotations = cJSON_Duplicate(t->annotations, true);
     c->timeout_arg = dup_opt(t->timeout_arg);
     if (c->name == NULL || c->plugin_name == NULL || c->original_name == NULL ||
         (t->title != NULL && c->title == NULL) || c->description == NULL ||
         c->input_schema == NULL ||
         (t->output_schema != NULL && c->output_schema == NULL) ||
+        (t->listed_output_schema != NULL && c->listed_output_schema == NULL) ||
         (t->annotations != NULL && c->annotations == NULL) ||
         (t->timeout_arg != NULL && c->timeout_arg == NULL)) {
         tool_free(c);

@@ -43,7 +43,8 @@ struct tool_entry {
     char *title;         /* may be NULL */
     char *description;
     cJSON *input_schema;  /* as exposed (parameter aliases applied) */
-    cJSON *output_schema; /* may be NULL */
+    cJSON *output_schema; /* may be NULL; results are checked against it */
+    cJSON *listed_output_schema; /* as listed: also admits errors (schema.h) */
     cJSON *annotations;   /* may be NULL */
     char *list_json;      /* this tool's tools/list object, serialised */
     bool read_only;       /* annotations.readOnlyHint == true */

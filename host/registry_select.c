@@ -365,9 +365,9 @@ static int build_list_json(struct tool_entry *t)
     if (!cJSON_AddItemToObject(o, "inputSchema",
                                cJSON_Duplicate(t->input_schema, true)))
         goto out;
-    if (t->output_schema != NULL &&
+    if (t->listed_output_schema != NULL &&
         !cJSON_AddItemToObject(o, "outputSchema",
-                               cJSON_Duplicate(t->output_schema, true)))
+                               cJSON_Duplicate(t->listed_output_schema, true)))
         goto out;
     if (t->annotations != NULL &&
         !cJSON_AddItemToObject(o, "annotations",

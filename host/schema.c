@@ -2435,3 +2435,87 @@ void schema_cleanup(void)
 {
     schema_pattern_cleanup();
 }
+
+/* The top-level keywords that leave {"error": ...} valid once "required"
+ * is widened; any other may refuse it. */
+static bool admits_any_object(const cJSON *schema)
+{
+    static const char *const ok[] = {
+        "type",        "properties", "required", "description", "title",
+        "$schema",     "$id",        "$defs",    "definitions", "$comment",
+        "examples",    "default",    "x-mcp-header",
+    };
+    const cJSON *item = NULL;
+    const cJSON *extra = NULL;
+    size_t i;
+    bool known;
+
+    cJSON_ArrayForEach(item, schema)
+    {
+        known = false;
+        for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+            if (strcmp(item->string, ok[i]) == 0)
+                known = true;
+        }
+        /* false gets an "error" property (schema_admit_error). */
+        if (strcmp(item->string, "additionalProperties") == 0)
+            known = cJSON_IsBool(item);
+        if (!known)
+            return false;
+    }
+    extra = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    return cJSON_GetObjectItemCaseSensitive(extra, "error") == NULL;
+}
+
+cJSON *schema_admit_error(const cJSON *output_schema)
+{
+    cJSON *out = cJSON_Duplicate(output_schema, true);
+    cJSON *req = NULL;
+    cJSON *any = NULL;
+    cJSON *branch = NULL;
+    cJSON *err_req = NULL;
+
+    if (out == NULL || !admits_any_object(out))
+        return out;
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(out,
+                                                      "additionalProperties"))) {
+        cJSON *props = cJSON_GetObjectItemCaseSensitive(out, "properties");
+        cJSON *e = NULL;
+
+        if (props == NULL)
+            props = cJSON_AddObjectToObject(out, "properties");
+        e = cJSON_AddObjectToObject(props, "error");
+        if (e == NULL || cJSON_AddStringToObject(e, "type", "object") == NULL) {
+            cJSON_Delete(out);
+            return NULL;
+        }
+    }
+    req = cJSON_DetachItemFromObjectCaseSensitive(out, "required");
+    if (!cJSON_IsArray(req) || cJSON_GetArraySize(req) == 0) {
+        cJSON_Delete(req);
+        return out; /* nothing is required: {"error"} already passes */
+    }
+    any = cJSON_AddArrayToObject(out, "anyOf");
+    branch = cJSON_CreateObject();
+    err_req = cJSON_CreateObject();
+    if (any == NULL || branch == NULL || err_req == NULL ||
+        !cJSON_AddItemToObject(branch, "required", req)) {
+        cJSON_Delete(branch);
+        cJSON_Delete(err_req);
+        cJSON_Delete(out);
+        cJSON_Delete(req);
+        return NULL;
+    }
+    req = NULL;
+    cJSON_AddItemToArray(any, branch);
+    if (cJSON_AddItemToObject(err_req, "required",
+                              cJSON_CreateStringArray(
+                                  (const char *const[]){"error"}, 1)) ==
+        false) {
+        cJSON_Delete(err_req);
+        cJSON_Delete(out);
+        return NULL;
+    }
+    cJSON_AddItemToArray(any, err_req);
+    return out;
+}

@@ -45,6 +45,19 @@ int schema_validate(const cJSON *schema, const cJSON *instance,
                     const char *root_name, char *err, size_t errlen);
 
 /*
+ * The outputSchema a client sees: a copy of a tool's schema that also
+ * admits an error result's structuredContent, {"error": {...}, ...}. A
+ * top-level "required" R becomes "anyOf": [{"required": R},
+ * {"required": ["error"]}], so a client that validates error results too
+ * (the MCP TypeScript SDK does) accepts them; "additionalProperties": false
+ * also gets an "error" property of type object. A schema it cannot widen
+ * safely (other top-level constraints, or an "error" property of its own)
+ * is copied unchanged; error results then carry structuredContent only
+ * when it validates. NULL when out of memory.
+ */
+cJSON *schema_admit_error(const cJSON *output_schema);
+
+/*
  * Free the compiled-pattern cache. Call once at exit, when no validation
  * runs; later calls to the functions above rebuild it.
  */

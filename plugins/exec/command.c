@@ -835,7 +835,9 @@ static void add_partial(struct ex *ex, const struct rlmcp_h *h, cJSON *r,
 
 /*
  * What a timed-out command printed, as a second content block
- * {"result": exec result with ended_by "timeout"} after the error.
+ * {"result": exec result with ended_by "timeout"} after the error, and as
+ * the same member of the error's structuredContent (result_json after
+ * result_error; hosts before that drop it, sdk/ABI.md).
  */
 static void add_timeout_result(struct ex *ex, const struct rlmcp_h *h,
                                const struct exec_params *p, const char *eid,
@@ -860,8 +862,10 @@ static void add_timeout_result(struct ex *ex, const struct rlmcp_h *h,
     cJSON_AddItemToObject(wrap, "result", r);
     r = NULL;
     text = cJSON_PrintUnformatted(wrap);
-    if (text != NULL)
+    if (text != NULL) {
         h->api->result_text(h->call, text);
+        h->api->result_json(h->call, text, strlen(text));
+    }
 out:
     free(text);
     cJSON_Delete(r);

@@ -128,7 +128,8 @@ describe('bad input over stdio', () => {
     assert.equal(err.code, 'invalid_argument');
     assert.match(err.message, /arguments\.name/);
     assert.ok(err.remedy);
-    assert.equal(r.result.structuredContent, undefined);
+    // The same error object is the structured content (docs/errors.md).
+    assert.deepEqual(r.result.structuredContent, { error: err });
     const r2 = await host.request('w2', 'tools/call', { name: 'hello', arguments: 'Bob' });
     assert.equal(r2.result.isError, true);
     await stillServing();

@@ -164,7 +164,9 @@ describe('host over stdio with the MCP SDK client', () => {
   it('fail surfaces as an isError result', async () => {
     const r = await c.client.callTool({ name: 'fail', arguments: { code: 'not_found' } });
     assert.equal(r.isError, true);
-    assert.equal(r.structuredContent, undefined);
+    // The error object is the structured content too (docs/errors.md).
+    assert.deepEqual(r.structuredContent, { error: JSON.parse(r.content[0].text).error });
+    assert.equal(r.structuredContent.error.code, 'not_found');
   });
 });
 

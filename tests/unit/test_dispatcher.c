@@ -360,6 +360,20 @@ static int h_bizerr(rlmcp_call *call, const char *args, size_t len, void *ud)
                              "devbox %s does not exist", "dbx_1");
 }
 
+/* A failure with something left to see: result_json after result_error
+ * joins the error's structuredContent (its own "error" does not). */
+static int h_bizerr_partial(rlmcp_call *call, const char *args, size_t len,
+                            void *ud)
+{
+    static const char extra[] =
+        "{\"result\":{\"stdout\":\"so far\"},\"error\":\"not mine\"}";
+
+    call_result_error(call, "timeout", "Raise timeout_seconds.",
+                      "the command did not finish");
+    call_result_text(call, "{\"result\":{\"stdout\":\"so far\"}}");
+    return call_result_json(call, extra, sizeof(extra) - 1);
+}
+
 static int h_structured(rlmcp_call *call, const char *args, size_t len,
                         void *ud)
 {
@@ -572,6 +586,22 @@ static int group_setup(void **state)
     add_tool("keep", h_keep, OBJ, NULL, 0, 0);
     add_tool("fail", h_fail, OBJ, NULL, 0, 0);
     add_tool("bizerr", h_bizerr, OBJ, NULL, 0, 0);
+    add_tool("bizerr_partial", h_bizerr_partial, OBJ,
+             "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+             "\"integer\"}},\"required\":[\"n\"]}",
+             0, 0);
+    /* Closed to other properties: "error" fits, "result" does not. */
+    add_tool("bizerr_closed", h_bizerr_partial, OBJ,
+             "{\"type\":\"object\",\"additionalProperties\":false,"
+             "\"properties\":{\"n\":{\"type\":\"integer\"}},"
+             "\"required\":[\"n\"]}",
+             0, 0);
+    /* A schema the host cannot widen: no error object passes it. */
+    add_tool("bizerr_strict", h_bizerr, OBJ,
+             "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+             "\"integer\"},\"m\":{\"type\":\"integer\"}},\"oneOf\":["
+             "{\"required\":[\"n\"]},{\"required\":[\"m\"]}]}",
+             0, 0);
     add_tool("structured", h_structured, OBJ,
              "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
              "\"integer\"}},\"required\":[\"n\"]}",
@@ -1095,17 +1125,32 @@ static cJSON *call_tool(struct fx *f, int id, const char *name,
     return response(f, id);
 }
 
-/* The isError text {"error":{code,message,remedy}} of a result. */
-static cJSON *tool_error(const cJSON *m)
+/* The isError text {"error":{code,message,remedy}} of a result, which
+ * its structuredContent carries too (unless the tool's outputSchema cannot
+ * admit it: structured false). */
+static cJSON *tool_error_sc(const cJSON *m, bool structured)
 {
+    const cJSON *sc = NULL;
     cJSON *e = NULL;
 
     assert_true(is_error_result(m));
-    assert_null(cJSON_GetObjectItem(result_of(m), "structuredContent"));
+    sc = cJSON_GetObjectItem(result_of(m), "structuredContent");
     e = cJSON_Parse(first_text(m));
     assert_non_null(e);
     assert_non_null(cJSON_GetObjectItem(e, "error"));
+    if (!structured) {
+        assert_null(sc);
+        return e;
+    }
+    assert_non_null(sc);
+    assert_true(cJSON_Compare(cJSON_GetObjectItem(sc, "error"),
+                              cJSON_GetObjectItem(e, "error"), true));
     return e;
+}
+
+static cJSON *tool_error(const cJSON *m)
+{
+    return tool_error_sc(m, true);
 }
 
 static const char *err_field(const cJSON *e, const char *name)
@@ -1201,7 +1246,8 @@ static void test_results(void **state)
     cJSON_Delete(e);
     cJSON_Delete(m);
 
-    /* A business error drops structuredContent and keeps code/remedy. */
+    /* A business error drops the structuredContent set before it (the
+     * error object replaces it) and keeps code/remedy. */
     m = call_tool(f, 3, "bizerr", "{}");
     e = tool_error(m);
     assert_string_equal(err_field(e, "code"), "not_found");
@@ -1210,6 +1256,42 @@ static void test_results(void **state)
     assert_string_equal(err_field(e, "remedy"), "Check the id.");
     assert_int_equal(
         cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "content")), 1);
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* What a tool sets after its error joins the error's structured
+     * content, also under an outputSchema it does not match (the listed
+     * schema admits errors); the text blocks stay as the tool made them. */
+    m = call_tool(f, 31, "bizerr_partial", "{}");
+    e = tool_error(m);
+    r = cJSON_GetObjectItem(result_of(m), "structuredContent");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "stdout")
+            ->valuestring,
+        "so far");
+    assert_string_equal(err_field(e, "code"), "timeout");
+    assert_int_equal(cJSON_GetArraySize(r), 2);
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "content")), 2);
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* The extras do not fit a closed schema: the error alone; the text
+     * blocks keep the rest. */
+    m = call_tool(f, 33, "bizerr_closed", "{}");
+    e = tool_error(m);
+    r = cJSON_GetObjectItem(result_of(m), "structuredContent");
+    assert_int_equal(cJSON_GetArraySize(r), 1);
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(result_of(m), "content")), 2);
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+
+    /* An outputSchema that refuses every error object: text only, so a
+     * client validating error results does not reject the answer. */
+    m = call_tool(f, 32, "bizerr_strict", "{}");
+    e = tool_error_sc(m, false);
+    assert_string_equal(err_field(e, "code"), "not_found");
     cJSON_Delete(e);
     cJSON_Delete(m);
 

@@ -1149,6 +1149,59 @@ static int teardown_all(void **state)
     return 0;
 }
 
+/* The listed outputSchema admits an error object besides the result. */
+static bool valid(const cJSON *schema, const char *json)
+{
+    cJSON *v = parse(json);
+    bool ok = schema_validate(schema, v, "structuredContent", NULL, 0) == 0;
+
+    cJSON_Delete(v);
+    return ok;
+}
+
+static void test_admit_error(void **state)
+{
+    cJSON *plain = parse("{\"type\":\"object\",\"properties\":{\"n\":"
+                         "{\"type\":\"integer\"}},\"required\":[\"n\"]}");
+    cJSON *strict = parse("{\"type\":\"object\",\"additionalProperties\":"
+                          "false,\"properties\":{\"n\":{\"type\":"
+                          "\"integer\"}},\"required\":[\"n\"]}");
+    cJSON *own = parse("{\"type\":\"object\",\"properties\":{\"error\":"
+                       "{\"type\":\"string\"}},\"required\":[\"error\"]}");
+    cJSON *w = NULL;
+
+    (void)state;
+    assert_false(valid(plain, "{\"error\":{\"code\":\"x\"}}"));
+    w = schema_admit_error(plain);
+    assert_non_null(w);
+    assert_int_equal(schema_check_tool_output(w, NULL, 0), 0);
+    assert_null(cJSON_GetObjectItem(w, "required"));
+    assert_non_null(cJSON_GetObjectItem(w, "anyOf"));
+    assert_true(valid(w, "{\"error\":{\"code\":\"x\"}}"));
+    assert_true(valid(w, "{\"error\":{\"code\":\"x\"},\"result\":{}}"));
+    assert_true(valid(w, "{\"n\":1}"));
+    /* Still a result's shape: the properties it has keep their types. */
+    assert_false(valid(w, "{}"));
+    assert_false(valid(w, "{\"n\":\"1\"}"));
+    assert_false(valid(w, "{\"error\":{},\"n\":\"1\"}"));
+    cJSON_Delete(w);
+    /* additionalProperties false: "error" becomes a property. */
+    w = schema_admit_error(strict);
+    assert_true(valid(w, "{\"error\":{\"code\":\"x\"}}"));
+    assert_false(valid(w, "{\"error\":{},\"result\":{}}"));
+    assert_false(valid(w, "{\"error\":\"x\"}"));
+    assert_true(valid(w, "{\"n\":1}"));
+    assert_false(valid(w, "{\"n\":1,\"m\":2}"));
+    cJSON_Delete(w);
+    /* Not widened where it cannot be safely: copied unchanged. */
+    w = schema_admit_error(own);
+    assert_true(cJSON_Compare(w, own, true));
+    cJSON_Delete(w);
+    cJSON_Delete(plain);
+    cJSON_Delete(strict);
+    cJSON_Delete(own);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1181,6 +1234,7 @@ int main(void)
         cmocka_unit_test(test_equality),
         cmocka_unit_test(test_utf8_messages),
         cmocka_unit_test(test_check_duplicates),
+        cmocka_unit_test(test_admit_error),
     };
 
     return cmocka_run_group_tests(tests, NULL, teardown_all);

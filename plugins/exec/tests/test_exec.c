@@ -425,6 +425,15 @@ static void timeout_kills(void **state)
     assert_string_equal(fh_error_code(), "timeout");
     assert_non_null(strstr(fh_error_message(), "exe_1"));
     assert_non_null(strstr(fh_error_message(), "2 s"));
+    /* The output so far: a content block after the error, and the same
+     * "result" set with result_json after it (the error's structured
+     * content on hosts that merge it). */
+    assert_non_null(fh_result());
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(fh_result(), "result"),
+                            "ended_by")
+            ->valuestring,
+        "timeout");
     k = fh_find_request("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill");
     assert_non_null(k);
     assert_true(k->flags & RLMCP_HTTP_IGNORE_CANCEL);
