@@ -1077,7 +1077,7 @@ static int note_result(struct rlmcp_call *call, int rc)
         call->last_error[0] = '\0';
     else
         snprintf(call->last_error, sizeof(call->last_error), "%s",
-                 rlclient_last_error());
+                 rlclient_last_reason());
     return rc;
 }
 

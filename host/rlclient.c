@@ -122,6 +122,9 @@ struct rl_call {
 };
 
 static __thread char tls_last_error[1024];
+/* The same without the request line (method and URL): for agents, which
+ * cannot call routes; the log and the operator get tls_last_error. */
+static __thread char tls_last_reason[1024];
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_rc = -1;
@@ -142,6 +145,11 @@ const char *rlclient_last_error(void)
     return tls_last_error;
 }
 
+const char *rlclient_last_reason(void)
+{
+    return tls_last_reason;
+}
+
 const char *rlclient_target(const struct rlclient *c)
 {
     return c->target;
@@ -155,6 +163,7 @@ static void set_last_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tls_last_error, sizeof(tls_last_error), fmt, ap);
     va_end(ap);
+    snprintf(tls_last_reason, sizeof(tls_last_reason), "%s", tls_last_error);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1202,6 +1211,8 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
         why = "cancelled";
     set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method, rc->shown_url,
                    via, why, attempts, attempts == 1 ? "" : "s");
+    snprintf(tls_last_reason, sizeof(tls_last_reason), "%s (%d attempt%s)",
+             why, attempts, attempts == 1 ? "" : "s");
 }
 
 static int build_url(struct rl_call *rc)
@@ -1289,6 +1300,7 @@ static int fail_now(const struct rl_call *rc, int code, const char *fmt, ...)
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
     set_last_error("%s %s: %s", rc->req->method, rc->shown_url, why);
+    snprintf(tls_last_reason, sizeof(tls_last_reason), "%s", why);
     if (code != RLMCP_ECANCELLED)
         log_msg(rc->c->quiet ? RLMCP_LOG_DEBUG : RLMCP_LOG_WARNING, NULL,
                 "runloop: %s", tls_last_error);
@@ -1427,6 +1439,7 @@ static int prepare_call(struct rl_call *rc, struct rlclient *c,
     int err = RLMCP_OK;
 
     tls_last_error[0] = '\0';
+    tls_last_reason[0] = '\0';
     if (c == NULL) {
         set_last_error("no Runloop client");
         return RLMCP_EINVAL;

@@ -129,6 +129,12 @@ void rlclient_set_down_hook(struct rlclient *c, rlclient_down_fn fn, void *ctx);
  * server (1 attempt)". "" when none. Valid until the thread's next call.
  */
 const char *rlclient_last_error(void);
+/*
+ * The same without the method and URL ("Couldn't connect to server (1
+ * attempt)"): what a tool's error tells the agent (call_last_error), which
+ * cannot call routes; the log keeps rlclient_last_error().
+ */
+const char *rlclient_last_reason(void);
 
 /* Where requests go, for messages: "https://api.runloop.ai" or
  * "unix:/path/devboxd.sock". Borrowed from the client. */

@@ -1408,7 +1408,7 @@ out:
 static int not_found(const char *id, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "blueprint %s not found; list blueprints with GET /v1/blueprints",
+             "blueprint %s not found; list the blueprints to see which exist",
              id);
     return 404;
 }

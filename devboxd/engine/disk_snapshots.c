@@ -390,8 +390,7 @@ out:
 static int not_found(const char *sid, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "snapshot %s not found; list snapshots with GET "
-             "/v1/devboxes/disk_snapshots",
+             "snapshot %s not found; list the snapshots to see which exist",
              sid);
     return 404;
 }

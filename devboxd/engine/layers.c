@@ -981,13 +981,13 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
     }
     st = util_json_str(rec, "status");
     if (rec == NULL || st == NULL || strcmp(st, "deleted") == 0) {
-        snprintf(err, errlen, "snapshot_id %s not found; list snapshots with GET "
-                 "/v1/devboxes/disk_snapshots", sid);
+        snprintf(err, errlen, "snapshot_id %s not found; list the snapshots to see which "
+                 "exist", sid);
         return 404;
     }
     if (strcmp(st, "complete") != 0) {
         snprintf(err, errlen, "snapshot %s is %s; a devbox can start only from a complete "
-                 "snapshot (poll GET /v1/devboxes/disk_snapshots/%s/status)", sid, st, sid);
+                 "snapshot (poll the snapshot's status until it is complete)", sid, st);
         return 400;
     }
     cJSON_AddStringToObject(spec, "snapshot_id", sid);
@@ -1091,10 +1091,10 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
     if (rec == NULL) {
         if (bid != NULL && bid[0])
             snprintf(err, errlen, "blueprint_id %s not found or not built (status must be "
-                     "build_complete); list blueprints with GET /v1/blueprints", bid);
+                     "build_complete); list the blueprints to see which built", bid);
         else
             snprintf(err, errlen, "no successful build of a blueprint named \"%s\"; list "
-                     "blueprints with GET /v1/blueprints?name=%s", bname, bname);
+                     "the blueprints of that name to see their builds", bname);
         return bid != NULL && bid[0] ? 404 : 400;
     }
     cJSON_AddStringToObject(spec, "blueprint_id", util_json_str(rec, "id"));

@@ -310,8 +310,8 @@ static cJSON *check_header(struct engine *eng, const cJSON *h, int i,
     if (sv == NULL) {
         snprintf(
             err, errlen,
-            "%s.secret \"%.140s\" is not an account secret; create it with "
-            "POST /v1/secrets first",
+            "%s.secret \"%.140s\" is not an account secret; create the "
+            "secret first",
             where, secret);
         cJSON_Delete(out);
         return NULL;
@@ -507,7 +507,7 @@ int mcpcfg_check_id(const char *id, char *err, size_t errlen)
 static int not_found(const char *id, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "MCP config %s not found; list them with GET /v1/mcp-configs", id);
+             "MCP config %s not found; list the MCP configs to see which exist", id);
     return 404;
 }
 
@@ -754,7 +754,7 @@ static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
         snprintf(
             err, errlen,
             "mcp.%s.mcp_config \"%.100s\" is not an MCP config id or name; "
-            "list them with GET /v1/mcp-configs",
+            "list the MCP configs to see which exist",
             item->string, ref);
         return NULL;
     }
@@ -763,7 +763,7 @@ static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
         snprintf(
             err, errlen, "mcp.%s.secret \"%.100s\" %s", item->string, sname,
             cred == NULL
-                ? "is not an account secret; create it with POST /v1/secrets"
+                ? "is not an account secret; create the secret first"
                 : "holds a line break and cannot be sent as a credential");
         goto out;
     }

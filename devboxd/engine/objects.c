@@ -284,7 +284,7 @@ static void save_reply_unlock(struct engine *eng,
 static void not_found(struct http_response *resp, const char *id)
 {
     http_response_error(
-        resp, 404, "object %s not found; list objects with GET /v1/objects",
+        resp, 404, "object %s not found; list the objects to see which exist",
         id);
 }
 
@@ -402,8 +402,7 @@ static void handle_create(struct engine *eng, const struct http_request *req, co
         pthread_mutex_unlock(&objects_lock);
         http_response_error(
             resp, 400,
-            "the local engine keeps at most %d objects; delete some with POST "
-            "/v1/objects/{id}/delete",
+            "the local engine keeps at most %d objects; delete some first",
             OBJECTS_MAX);
         goto out;
     }
@@ -534,10 +533,9 @@ static void handle_download_url(struct engine *eng, const char *id,
     }
     if (strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
         http_response_error(resp, 400,
-                            "object %s is %s: complete its upload (POST "
-                            "/v1/objects/%s/complete) "
+                            "object %s is %s: complete its upload "
                             "before downloading it",
-                            id, util_json_str(rec, "state"), id);
+                            id, util_json_str(rec, "state"));
         goto out;
     }
     url = signed_url(eng, req, "GET", id, "content", seconds);
@@ -741,7 +739,7 @@ int objects_check_mount(const cJSON *mount, const char *where, char *err, size_t
         util_opt_string(mount, "object_path", &path, err, errlen) != 0)
         return -1;
     if (!id_valid(id)) {
-        snprintf(err, errlen, "%s.object_id must be an object id (obj_…) from POST /v1/objects",
+        snprintf(err, errlen, "%s.object_id must be an object id (obj_…) from creating an object",
                  where);
         return -1;
     }
@@ -777,8 +775,8 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         if (rec == NULL ||
             strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
             snprintf(err, errlen,
-                     rec == NULL ? "mounts[%d].object_id %s: no such object (list them with GET "
-                                   "/v1/objects)"
+                     rec == NULL ? "mounts[%d].object_id %s: no such object (list the objects to "
+                                   "see which exist)"
                                  : "mounts[%d].object_id %s is still UPLOADING: complete its "
                                    "upload first",
                      i - 1, id);

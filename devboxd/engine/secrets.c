@@ -293,7 +293,7 @@ int secrets_update(struct engine *eng, const char *name, const cJSON *body,
     rec = load_locked(eng, name);
     if (rec == NULL) {
         snprintf(err, errlen,
-                 "secret %s not found; create it with POST /v1/secrets", name);
+                 "secret %s not found; create it first", name);
         status = 404;
         goto out;
     }
@@ -312,7 +312,7 @@ out:
 static int not_found(const char *name, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "secret %s not found; list secrets with GET /v1/secrets", name);
+             "secret %s not found; list the secrets to see which exist", name);
     return 404;
 }
 
@@ -408,7 +408,7 @@ int secrets_check_spec(const cJSON *body, char *err, size_t errlen)
         if (!secrets_name_valid(it->valuestring)) {
             snprintf(err, errlen,
                      "secrets.%s names \"%.140s\", which is not a valid secret "
-                     "name; use the name of a secret from GET /v1/secrets",
+                     "name; use the name of an existing secret (list the secrets)",
                      it->string, it->valuestring);
             return -1;
         }
@@ -442,8 +442,7 @@ int secrets_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
         if (value == NULL) {
             snprintf(err, errlen,
                      "secrets.%s names the secret %s, which does not exist; "
-                     "create it with POST /v1/secrets (create_secret) or fix "
-                     "the name",
+                     "create the secret first or fix the name",
                      it->string, it->valuestring);
             return 400;
         }

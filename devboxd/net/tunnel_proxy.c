@@ -491,7 +491,7 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
             "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (%s)",
             t->pty
                 ? "the auth_token create_pty_tunnel returned"
-                : "the devbox's tunnel.auth_token from GET /v1/devboxes/{id}");
+                : "the tunnel.auth_token of the devbox's view");
     if (!util_secret_equal(got, t->token)) {
         /* Names no devbox: the caller has not proved it may know which. */
         return refuse(r, 401,
@@ -520,8 +520,7 @@ static void check_status_locked(const struct target *t, struct route *r)
         snprintf(r->msg, sizeof(r->msg), "devbox %s was suspended and is resuming (wake on "
                  "HTTP); retry in a few seconds", box->id);
     } else if (box->status == DBX_SUSPENDED) {
-        snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it (POST "
-                 "/v1/devboxes/%s/resume)%s", box->id, box->id,
+        snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it%s", box->id,
                  t->pty ? "" : " or enable the tunnel with wake_on_http");
     } else {
         r->retry_after = "1";

@@ -289,8 +289,7 @@ static int serve_control(struct lws *wsi, struct pss *p)
         goto out;
     }
     if (s == NULL) {
-        rc = send_error(wsi, 404, "no PTY session %s: connect (GET /pty/%s) first", p->name,
-                        p->name);
+        rc = send_error(wsi, 404, "no PTY session %s: connect to it first", p->name);
         goto out;
     }
     if (strcmp(action, "resize") == 0) {
@@ -388,7 +387,7 @@ static int confirm_upgrade(struct lws *wsi)
     }
     s = ptyd_session_find(name);
     if (s == NULL || s->dead) {
-        send_error(wsi, 404, "no PTY session %s: connect (GET /pty/%s) first", name, name);
+        send_error(wsi, 404, "no PTY session %s: connect to it first", name);
         return 1;
     }
     if (s->ws != NULL) {

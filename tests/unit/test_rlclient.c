@@ -915,6 +915,10 @@ static void t_unix_socket(void **state)
              sock);
     if (strstr(rlclient_last_error(), want) == NULL)
         fail_msg("'%s' lacks '%s'", rlclient_last_error(), want);
+    /* What an agent reads says why without the route it cannot call. */
+    assert_non_null(strstr(rlclient_last_reason(), "(1 attempt)"));
+    assert_null(strstr(rlclient_last_reason(), "/v1/"));
+    assert_null(strstr(rlclient_last_reason(), "GET "));
     rlclient_destroy(c);
 }
 
