@@ -1211,8 +1211,8 @@ static void describe_failure(const struct rl_call *rc, const struct attempt *a,
         why = "cancelled";
     set_last_error("%s %s%s: %s (%d attempt%s)", rc->req->method, rc->shown_url,
                    via, why, attempts, attempts == 1 ? "" : "s");
-    snprintf(tls_last_reason, sizeof(tls_last_reason), "%s (%d attempt%s)",
-             why, attempts, attempts == 1 ? "" : "s");
+    snprintf(tls_last_reason, sizeof(tls_last_reason), "%s (%d attempt%s)", why,
+             attempts, attempts == 1 ? "" : "s");
 }
 
 static int build_url(struct rl_call *rc)

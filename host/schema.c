@@ -2441,9 +2441,9 @@ void schema_cleanup(void)
 static bool admits_any_object(const cJSON *schema)
 {
     static const char *const ok[] = {
-        "type",        "properties", "required", "description", "title",
-        "$schema",     "$id",        "$defs",    "definitions", "$comment",
-        "examples",    "default",    "x-mcp-header",
+        "type",     "properties", "required",     "description", "title",
+        "$schema",  "$id",        "$defs",        "definitions", "$comment",
+        "examples", "default",    "x-mcp-header",
     };
     const cJSON *item = NULL;
     const cJSON *extra = NULL;
@@ -2474,11 +2474,12 @@ cJSON *schema_admit_error(const cJSON *output_schema)
     cJSON *any = NULL;
     cJSON *branch = NULL;
     cJSON *err_req = NULL;
+    cJSON *names = NULL;
 
     if (out == NULL || !admits_any_object(out))
         return out;
-    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(out,
-                                                      "additionalProperties"))) {
+    if (cJSON_IsFalse(
+            cJSON_GetObjectItemCaseSensitive(out, "additionalProperties"))) {
         cJSON *props = cJSON_GetObjectItemCaseSensitive(out, "properties");
         cJSON *e = NULL;
 
@@ -2508,10 +2509,9 @@ cJSON *schema_admit_error(const cJSON *output_schema)
     }
     req = NULL;
     cJSON_AddItemToArray(any, branch);
-    if (cJSON_AddItemToObject(err_req, "required",
-                              cJSON_CreateStringArray(
-                                  (const char *const[]){"error"}, 1)) ==
-        false) {
+    names = cJSON_CreateStringArray((const char *const[]){"error"}, 1);
+    if (!cJSON_AddItemToObject(err_req, "required", names)) {
+        cJSON_Delete(names);
         cJSON_Delete(err_req);
         cJSON_Delete(out);
         return NULL;

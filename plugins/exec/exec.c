@@ -1033,8 +1033,8 @@ static const struct rlmcp_h_tool specs[] = {
      ANN("true", "false", "true"), t_logs, false},
     {"kill_execution", "Kill an execution",
      "Stop a running command (and by default its child processes).",
-     schema_kill_execution, schema_kill_execution_out, ANN("false", "true", "true"),
-     t_kill, false},
+     schema_kill_execution, schema_kill_execution_out,
+     ANN("false", "true", "true"), t_kill, false},
     {"send_execution_stdin", "Send input to an execution",
      "Write text to the stdin of a command started with "
      "execute_command_async attach_stdin=true, or close stdin / interrupt "

@@ -135,8 +135,7 @@ const char *rlmcp_h_remedy_for(const char *code, const char *message)
     if (code == NULL || strcmp(code, RLMCP_ERR_NOT_FOUND) != 0 ||
         message == NULL)
         return rlmcp_h_remedy_for_code(code != NULL ? code : "");
-    for (i = 0; i < sizeof(not_found_kinds) / sizeof(not_found_kinds[0]);
-         i++) {
+    for (i = 0; i < sizeof(not_found_kinds) / sizeof(not_found_kinds[0]); i++) {
         for (k = 0; not_found_kinds[i].keys[k] != NULL; k++) {
             if (strcasestr(message, not_found_kinds[i].keys[k]) != NULL)
                 return not_found_kinds[i].remedy;

@@ -603,22 +603,24 @@ static void not_found_names_the_kind(void **state)
         {"deleting secret API_KEY: Runloop API answered HTTP 404: secret "
          "API_KEY not found",
          "list_secrets"},
-        {"updating MCP config mcp_1: Runloop API answered HTTP 404", "list_mcp_configs"},
+        {"updating MCP config mcp_1: Runloop API answered HTTP 404",
+         "list_mcp_configs"},
         {"devbox dbx_1 does not exist", "list_devboxes"},
     };
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *r = rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, cases[i].message);
+        const char *r =
+            rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, cases[i].message);
 
         assert_non_null(strstr(r, cases[i].tool));
         if (strcmp(cases[i].tool, "list_devboxes") != 0)
             assert_null(strstr(r, "devboxes"));
     }
     /* Nothing recognisable: no tool named, no devbox assumed. */
-    assert_null(strstr(rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, "thing x is gone"),
-                       "list_"));
+    assert_null(strstr(
+        rlmcp_h_remedy_for(RLMCP_ERR_NOT_FOUND, "thing x is gone"), "list_"));
     /* Other codes keep their default; a conflict no longer says force. */
     assert_string_equal(rlmcp_h_remedy_for(RLMCP_ERR_CONFLICT, "devbox x"),
                         rlmcp_h_remedy_for_code(RLMCP_ERR_CONFLICT));

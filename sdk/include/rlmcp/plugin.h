@@ -606,7 +606,9 @@ struct rlmcp_host_api {
     /*
      * Set structuredContent (a JSON object). When the tool declared an
      * output schema the host checks it; when the handler added no content
-     * the host mirrors it as a text block.
+     * the host mirrors it as a text block. After result_error (hosts after
+     * ABI 1.6; older ones drop it): its members join the error's
+     * structuredContent {"error": {...}} instead, unchecked (sdk/ABI.md).
      * Ownership: copied. Threads: any, while the handler runs.
      */
     int (*result_json)(rlmcp_call *call, const char *json, size_t len);
@@ -615,9 +617,10 @@ struct rlmcp_host_api {
      * Make the result an error the model sees: isError true and the text
      * {"error":{"code":code,"message":...,"remedy":remedy}}. code is one of
      * the documented error codes (docs/errors.md), e.g. "not_found";
-     * remedy tells the agent what to do next and may be NULL. Drops any
-     * structuredContent and content set before; content blocks a tool adds
-     * after it follow the error block (e.g. exec's {"result": …} with the
+     * remedy tells the agent what to do next and may be NULL. The same
+     * object is the result's structuredContent (hosts after ABI 1.6).
+     * Drops any structuredContent and content set before; content blocks a tool
+     * adds after it follow the error block (e.g. exec's {"result": …} with the
      * output of a command that timed out; hosts before this change refuse
      * them with RLMCP_ESTATE).
      * Ownership: copied. Threads: any, while the handler runs.
