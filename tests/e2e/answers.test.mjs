@@ -101,6 +101,15 @@ describe('tool lists of the shipped deployments', () => {
         assert.doesNotMatch(text, ROUTE, `${t.name} in ${conf}: ${text.match(ROUTE)?.[0]}`);
       }
       assert.doesNotMatch(client.getInstructions() ?? '', ROUTE);
+      const caps = client.getServerCapabilities();
+      const more = [];
+      if (caps.resources) {
+        more.push(...(await client.listResources()).resources);
+        more.push(...(await client.listResourceTemplates()).resourceTemplates);
+      }
+      if (caps.prompts) more.push(...(await client.listPrompts()).prompts);
+      if (conf === 'full.yaml') assert.ok(more.length > 0, 'resources or prompts listed');
+      for (const x of more) assert.doesNotMatch(JSON.stringify(x), ROUTE, `${x.name} in ${conf}`);
     });
   }
 });
