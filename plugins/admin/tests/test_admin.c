@@ -63,6 +63,35 @@ static void create_secret_sends_value_returns_view(void **state)
     free(text);
 }
 
+/* A name taken is a conflict whose remedy fits it: another name, or the
+ * update tool; never "busy" or force=true. */
+static void duplicate_names_get_a_fitting_remedy(void **state)
+{
+    fh_reset();
+    fh_route("POST", "/v1/secrets", 409,
+             "{\"message\":\"a secret named GH_TOKEN already exists\"}");
+    assert_int_equal(fh_call("create_secret", "{\"name\":\"GH_TOKEN\","
+                                              "\"value\":\"x\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_CONFLICT);
+    assert_non_null(strstr(fh_error_message(), "already exists"));
+    assert_non_null(strstr(fh_error_remedy(), "another name"));
+    assert_non_null(strstr(fh_error_remedy(), "update_secret"));
+    assert_null(strstr(fh_error_remedy(), "force"));
+
+    fh_reset();
+    fh_route("POST", "/v1/mcp-configs", 409,
+             "{\"message\":\"an MCP config named x already exists\"}");
+    assert_int_equal(fh_call("create_mcp_config",
+                             "{\"name\":\"x\",\"endpoint\":\"https://h/mcp\","
+                             "\"allowed_tools\":[\"*\"]}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), RLMCP_ERR_CONFLICT);
+    assert_non_null(strstr(fh_error_remedy(), "another name"));
+    assert_non_null(strstr(fh_error_remedy(), "update_mcp_config"));
+    assert_null(strstr(fh_error_remedy(), "force"));
+}
+
 static void bad_secret_names_never_reach_the_api(void **state)
 {
     static const char *const bad[] = {
@@ -210,6 +239,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registers),
         cmocka_unit_test(create_secret_sends_value_returns_view),
+        cmocka_unit_test(duplicate_names_get_a_fitting_remedy),
         cmocka_unit_test(bad_secret_names_never_reach_the_api),
         cmocka_unit_test(update_and_delete_by_name),
         cmocka_unit_test(list_secrets_page),
