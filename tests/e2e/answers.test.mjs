@@ -165,7 +165,7 @@ describe('errors through conf/full.yaml', () => {
   it("a command's timeout carries its output so far as structured content; kill_execution's result passes its schema", LONG, async () => {
     const box = ok(await call('create_devbox', {}));
     try {
-      const r = await call('execute_command', { devbox_id: box.id, command: 'echo so-far; sleep 30', timeout_seconds: 3 }, 60000);
+      const r = await call('execute_command', { devbox_id: box.id, command: 'echo so-far; sleep 60', timeout_seconds: 8 }, 90000);
       const e = errorOf(r, 'timeout');
       assert.match(e.message, /execution \S+ on devbox/);
       const partial = r.structuredContent.result;
