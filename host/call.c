@@ -297,6 +297,7 @@ static cJSON *error_structured(const struct tool_entry *t, const cJSON *err,
     cJSON *sc = cJSON_CreateObject();
     const cJSON *item = NULL;
     char why[256];
+    bool fits;
 
     if (sc == NULL || err == NULL ||
         !cJSON_AddItemToObject(sc, "error", cJSON_Duplicate(err, true)))
@@ -309,18 +310,18 @@ static cJSON *error_structured(const struct tool_entry *t, const cJSON *err,
                                    cJSON_Duplicate(item, true)))
             goto fail;
     }
-    if (t != NULL && t->listed_output_schema != NULL &&
-        schema_validate(t->listed_output_schema, sc, "structuredContent", why,
-                        sizeof(why)) != 0 &&
-        cJSON_GetArraySize(sc) > 1) {
+    fits = t == NULL || t->listed_output_schema == NULL ||
+           schema_validate(t->listed_output_schema, sc, "structuredContent",
+                           why, sizeof(why)) == 0;
+    if (!fits && cJSON_GetArraySize(sc) > 1) {
         /* The extras do not fit (additionalProperties false): the error
          * alone, the text blocks still carry them. */
         while (cJSON_GetArraySize(sc) > 1)
             cJSON_DeleteItemFromArray(sc, 1);
+        fits = schema_validate(t->listed_output_schema, sc,
+                               "structuredContent", why, sizeof(why)) == 0;
     }
-    if (t != NULL && t->listed_output_schema != NULL &&
-        schema_validate(t->listed_output_schema, sc, "structuredContent", why,
-                        sizeof(why)) != 0) {
+    if (!fits) {
         log_msg(RLMCP_LOG_DEBUG, t->plugin_name,
                 "tool '%s': error result without structuredContent, its "
                 "outputSchema does not admit it: %s",
