@@ -1902,7 +1902,8 @@ void api_handle(void *ud, const struct http_request *req,
             "<key>' with the key from the state directory's api-key "
             "file (or the "
             "--api-key-file given to devboxd)");
-        goto out;
+        mark_final(resp);
+        return; /* names nothing of this engine, not even its tunnels */
     }
     /* PUT only to an object's signed upload URL. */
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0 &&
