@@ -156,9 +156,9 @@ static int secret_write(rlmcp_call *call, const char *aj, size_t al, void *ud,
         rlmcp_h_sprintf("%s secret %s", create ? "creating" : "updating", name);
     /* A create's 409 is the name taken (an update has no other 409). */
     rc = post_view(&h, path, what, body, secret_keys,
-                   create ? "A secret with this name already exists. Pick "
-                            "another name, or change its value with "
-                            "update_secret."
+                   create ? "A secret with this name already exists: pick "
+                            "another name. update_secret changes the value "
+                            "of the existing one."
                           : NULL);
 out:
     free(path);
