@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,7 +110,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             char err[512];
 
             /* Checked now so a typo fails before anything starts. */
-            if (tunnel_set_url_template(optarg, 0, err, sizeof(err)) != 0) {
+            if (tunnel_set_url_template(optarg, "127.0.0.1", 0, err, sizeof(err)) != 0) {
                 fprintf(stderr, "devboxd: %s\n", err);
                 return -1;
             }
@@ -223,9 +224,42 @@ static int write_pid_file(const char *dir, const char *const *addrs,
     if (len < sizeof(buf))
         len += (size_t)snprintf(buf + len, sizeof(buf) - len,
                                 "tunnel_port %d\ntunnel_url_template %s\n"
-                                "version %s\n",
-                                tunnel_port, tunnel_template, DEVBOXD_VERSION);
+                                "tunnel_path_url_template %s\nversion %s\n",
+                                tunnel_port, tunnel_template,
+                                tunnel_path_url_template(), DEVBOXD_VERSION);
     return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
+}
+
+/* The host the path tunnel template names: the --tunnel-listen address,
+ * 127.0.0.1 for loopback and wildcard ones (devboxes reach 127.0.0.1:P
+ * inside, see tunnel_server_boot). */
+static const char *path_host_of(const char *spec, char *buf, size_t n)
+{
+    const char *port = NULL;
+
+    if (spec == NULL || util_split_hostport(spec, buf, n, &port) != 0 ||
+        strcmp(buf, "127.0.0.1") == 0 || strcmp(buf, "0.0.0.0") == 0 ||
+        strcmp(buf, "::") == 0 || strcmp(buf, "::1") == 0 ||
+        strcasecmp(buf, "localhost") == 0)
+        return "127.0.0.1";
+    return buf;
+}
+
+/* The tunnel listener, for the sandbox hooks below (set once before any
+ * devbox boots). */
+static struct tunnel_server *hook_tunnels;
+
+/* A devbox's sandbox started: its MCP hub and its tunnel listener socket. */
+static void on_sandbox_start(struct engine *eng, struct devbox *box, struct sandbox *sb)
+{
+    mcphub_boot(eng, box, sb);
+    tunnel_server_boot(hook_tunnels, eng, box, sb);
+}
+
+static void on_sandbox_stop(const char *box_id)
+{
+    mcphub_forget(box_id);
+    tunnel_server_forget(hook_tunnels, box_id);
 }
 
 static int open_listeners(struct http_server *srv, const struct options *o, int *ports)
@@ -301,6 +335,7 @@ int main(int argc, char **argv)
     struct http_server *srv = NULL;
     struct tunnel_server *tun = NULL;
     int tunnel_port = 0;
+    char tun_host[256];
     char err[1024];
     char *default_listen = NULL;
     char *real_dir = NULL;
@@ -335,9 +370,10 @@ int main(int argc, char **argv)
         goto out;
     }
     engine_up = 1;
-    /* The MCP hub serves inside each devbox whose spec has MCP servers. */
-    eng.on_sandbox_start = mcphub_boot;
-    eng.on_sandbox_stop = mcphub_forget;
+    /* Inside each devbox: the MCP hub (when its spec has MCP servers) and
+     * the tunnel listener's socket. */
+    eng.on_sandbox_start = on_sandbox_start;
+    eng.on_sandbox_stop = on_sandbox_stop;
     eng.api_key = load_api_key(real_dir, o.api_key_file);
     if (eng.api_key == NULL)
         goto out;
@@ -360,8 +396,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    if (tunnel_set_url_template(o.tunnel_url_template, tunnel_port, err,
-                                sizeof(err)) != 0) {
+    hook_tunnels = tun;
+    if (tunnel_set_url_template(o.tunnel_url_template,
+                                path_host_of(o.tunnel_listen, tun_host, sizeof(tun_host)),
+                                tunnel_port, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
@@ -394,6 +432,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     http_server_stop(srv);
+    hook_tunnels = NULL;     /* sandboxes stopping later forget nothing */
     tunnel_server_stop(tun); /* its connections use the engine */
     pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
     mcphub_shutdown();       /* stops the MCP Hub listeners */

@@ -136,6 +136,13 @@ void tunnel_remove(struct engine *eng, struct devbox *box)
 }
 
 static char *url_template;
+/* The same tunnels by path on a plain address ("http://127.0.0.1:P/tunnel/
+ * {port}-{tunnel_key}"): what clients without *.localhost name resolution
+ * (Node fetch, Python, anything inside a devbox) use. */
+static char *path_url_template;
+/* The lower-case host that template names (its Host is accepted for path
+ * routing besides loopback literals and localhost). */
+static char *path_host;
 
 /* ---------------------------------------------------------- PTY tunnels */
 
@@ -225,6 +232,8 @@ int tunnel_pty_create(struct engine *eng, struct devbox *box, cJSON **view,
     cJSON_AddStringToObject(*view, "auth_token", t->token);
     if (url_template != NULL)
         cJSON_AddStringToObject(*view, "url_template", url_template);
+    if (path_url_template != NULL)
+        cJSON_AddStringToObject(*view, "path_url_template", path_url_template);
 out:
     pthread_mutex_unlock(&eng->lock);
     return status;
@@ -279,8 +288,47 @@ bad:
     return -1;
 }
 
-int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
-                            size_t errlen)
+/* path_url_template and path_host from the subdomain template: its
+ * scheme, DOMAIN and port, or listen_host:tunnel_port by default. */
+static int set_path_template(const char *tmpl, const char *domain,
+                             const char *listen_host, int tunnel_port)
+{
+    char *t = NULL;
+    char *h = NULL;
+    int rc = -1;
+
+    if (tmpl != NULL) {
+        const char *rest = strchr(tmpl, '.'); /* after {port}-{tunnel_key} */
+        const char *scheme = strncmp(tmpl, "https://", 8) == 0 ? "https" : "http";
+
+        if (asprintf(&t, "%s://%s/tunnel/{port}-{tunnel_key}", scheme, rest + 1) < 0)
+            t = NULL;
+        h = strdup(domain);
+    } else {
+        int v6 = strchr(listen_host, ':') != NULL;
+
+        if (asprintf(&t, "http://%s%s%s:%d/tunnel/{port}-{tunnel_key}", v6 ? "[" : "",
+                     listen_host, v6 ? "]" : "", tunnel_port) < 0)
+            t = NULL;
+        h = strdup(listen_host);
+    }
+    if (t == NULL || h == NULL)
+        goto out;
+    for (char *p = h; *p != '\0'; p++)
+        *p = (char)tolower((unsigned char)*p);
+    path_url_template = t;
+    path_host = h;
+    t = NULL;
+    h = NULL;
+    rc = 0;
+out:
+    free(t);
+    free(h);
+    return rc;
+}
+
+int tunnel_set_url_template(const char *tmpl, const char *listen_host, int tunnel_port,
+                            char *err, size_t errlen)
 {
     char domain[TUNNEL_TEMPLATE_MAX + 1];
     char *t = NULL;
@@ -310,6 +358,10 @@ int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
     tunnel_url_template_clear();
     url_template = t;
     template_domain = d;
+    if (set_path_template(tmpl, d, listen_host, tunnel_port) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -323,12 +375,26 @@ const char *tunnel_template_domain(void)
     return template_domain;
 }
 
+const char *tunnel_path_url_template(void)
+{
+    return path_url_template != NULL ? path_url_template : "";
+}
+
+const char *tunnel_path_host(void)
+{
+    return path_host;
+}
+
 void tunnel_url_template_clear(void)
 {
     free(url_template);
     free(template_domain);
+    free(path_url_template);
+    free(path_host);
     url_template = NULL;
     template_domain = NULL;
+    path_url_template = NULL;
+    path_host = NULL;
 }
 
 cJSON *tunnel_view_out(const cJSON *tunnel)
@@ -338,6 +404,10 @@ cJSON *tunnel_view_out(const cJSON *tunnel)
     if (v != NULL && url_template != NULL) {
         cJSON_DeleteItemFromObjectCaseSensitive(v, "url_template");
         cJSON_AddStringToObject(v, "url_template", url_template);
+    }
+    if (v != NULL && path_url_template != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(v, "path_url_template");
+        cJSON_AddStringToObject(v, "path_url_template", path_url_template);
     }
     return v;
 }

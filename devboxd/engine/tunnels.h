@@ -69,13 +69,25 @@ void tunnel_pty_clear(void);
  * letters, digits, '-' and '.'; no path): the tunnel listener then also
  * accepts Host names under DOMAIN (for a proxy or a wildcard DNS name in
  * front of it). Returns 0, or -1 with what to fix in err. */
-int tunnel_set_url_template(const char *tmpl, int tunnel_port, char *err,
-                            size_t errlen);
+/* listen_host names the listener in the path template by default
+ * ("127.0.0.1" for a loopback or wildcard --tunnel-listen). */
+int tunnel_set_url_template(const char *tmpl, const char *listen_host, int tunnel_port,
+                            char *err, size_t errlen);
 /* The advertised template ("" before tunnel_set_url_template). */
 const char *tunnel_url_template(void);
 /* The DOMAIN of a --tunnel-url-template (lower-case), NULL by default. */
 const char *tunnel_template_domain(void);
-/* Frees the template (at exit). */
+/* The path form of the same tunnels, "http://127.0.0.1:P/tunnel/{port}-
+ * {tunnel_key}" (or the custom template's scheme://DOMAIN[:PORT]/tunnel/…):
+ * it needs no *.localhost resolution, so Node fetch, Python and clients
+ * inside devboxes (devboxd listens on 127.0.0.1:P in each devbox too) open
+ * it. Advertised as "path_url_template" next to "url_template". "" before
+ * tunnel_set_url_template. */
+const char *tunnel_path_url_template(void);
+/* The lower-case host of the path template (its Host is accepted for path
+ * routing besides 127.0.0.0/8, [::1] and localhost), NULL before set. */
+const char *tunnel_path_host(void);
+/* Frees the templates (at exit). */
 void tunnel_url_template_clear(void);
 /* A copy of a stored TunnelView with "url_template" added, for answers. */
 cJSON *tunnel_view_out(const cJSON *tunnel);
@@ -90,6 +102,15 @@ struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
                                         int allow_non_loopback, int *bound_port,
                                         char *err, size_t errlen);
 int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen);
+/* Listens on 127.0.0.1:<tunnel port> inside the devbox's network namespace
+ * too (a socket devboxd serves like the main listener; nothing else of the
+ * host is reachable from the devbox): the tunnel URLs then work from inside
+ * every devbox, a browser devbox included. Called at each sandbox start; a
+ * failure is logged to the devbox's logs. NULL ts is a no-op. */
+void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng, struct devbox *box,
+                        struct sandbox *sb);
+/* The devbox's sandbox stopped: its listener goes. */
+void tunnel_server_forget(struct tunnel_server *ts, const char *box_id);
 /* Closes the listener, ends every relayed connection (bounded) and frees.
  * Must run before engine_fini. NULL is a no-op. */
 void tunnel_server_stop(struct tunnel_server *ts);
@@ -100,5 +121,11 @@ void tunnel_server_stop(struct tunnel_server *ts);
  * allowed). Returns 0 with *port and key (lower-cased) or -1. Exposed for
  * unit tests. */
 int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen);
+/* Parses the path form's request target "/tunnel/{port}-{key}[/...|?...]"
+ * (the label case-insensitive). Returns 0 with *port, key (lower-cased)
+ * and *prefix_len (bytes of "/tunnel/{port}-{key}") or -1. Exposed for
+ * unit tests. */
+int tunnel_parse_path(const char *target, int *port, char *key, size_t keylen,
+                      size_t *prefix_len);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,9 +48,22 @@
 
 struct tconn;
 
+/* The tunnel listener's socket inside one devbox (127.0.0.1:P there), so
+ * the URLs the API hands out work from inside devboxes too. Closed by the
+ * accept thread only (it may be polling it), once marked dead. */
+struct box_listener {
+    char box_id[40];
+    int fd;
+    int dead;
+    struct box_listener *next;
+};
+
 struct tunnel_server {
     struct engine *eng;
     int lfd;
+    int port;
+    int wake_fd; /* eventfd: the box listener list changed */
+    struct box_listener *boxes; /* guarded by lock */
     pthread_t thread;
     int started;
     pthread_mutex_t lock;
@@ -92,6 +106,8 @@ struct tconn {
     char key[TUNNEL_KEY_LEN + 8];
     int port;
     int keep_alive;
+    int by_path;       /* routed by /tunnel/{port}-{key}: one request only */
+    size_t prefix_len; /* of that prefix in the first request target */
     /* guarded by ts->lock */
     int slot;
     int relaying;
@@ -183,16 +199,45 @@ static void send_error(int fd, int status, const char *retry_after, const char *
 
 /* --------------------------------------------------------- host parsing */
 
+/* "{port}-{key}" (lower-case already, n bytes): port 1-65535 without a
+ * leading 0, key [a-z0-9] shorter than keylen. 0 with *port and key, or -1. */
+static int parse_label(const char *s, size_t n, int *port, char *key, size_t keylen)
+{
+    const char *dash = memchr(s, '-', n);
+    size_t plen = dash != NULL ? (size_t)(dash - s) : 0;
+    size_t klen = dash != NULL ? n - plen - 1 : 0;
+    long p = 0;
+    size_t i;
+
+    if (dash == NULL || plen == 0 || plen > 5 || s[0] == '0' || klen == 0 ||
+        klen >= keylen)
+        return -1;
+    for (i = 0; i < plen; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        p = p * 10 + (s[i] - '0');
+    }
+    if (p < 1 || p > 65535)
+        return -1;
+    for (i = 0; i < klen; i++) {
+        char ch = dash[1 + i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
+            return -1;
+    }
+    *port = (int)p;
+    memcpy(key, dash + 1, klen);
+    key[klen] = '\0';
+    return 0;
+}
+
 int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
 {
     char h[256];
     size_t len = strlen(host);
-    char *dash = NULL;
     char *dot = NULL;
     char *colon = NULL;
-    char *end = NULL;
     const char *domain = NULL;
-    long p;
     size_t i;
 
     if (len == 0 || len >= sizeof(h))
@@ -214,22 +259,70 @@ int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
                         strcmp(dot + 1, "tunnel.localhost") != 0 &&
                         (domain == NULL || strcmp(dot + 1, domain) != 0)))
         return -1;
-    *dot = '\0';
-    dash = strchr(h, '-');
-    if (dash == NULL || dash == h || dash - h > 5 || h[0] == '0')
+    return parse_label(h, (size_t)(dot - h), port, key, keylen);
+}
+
+int tunnel_parse_path(const char *target, int *port, char *key, size_t keylen,
+                      size_t *prefix_len)
+{
+    static const char prefix[] = "/tunnel/";
+    char seg[64];
+    size_t n;
+    size_t i;
+
+    if (strncmp(target, prefix, sizeof(prefix) - 1) != 0)
         return -1;
-    *dash = '\0';
-    if (strspn(h, "0123456789") != strlen(h))
+    target += sizeof(prefix) - 1;
+    n = strcspn(target, "/?#");
+    if (n >= sizeof(seg))
         return -1;
-    p = strtol(h, &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535)
+    for (i = 0; i < n; i++)
+        seg[i] = (char)tolower((unsigned char)target[i]);
+    if (parse_label(seg, n, port, key, keylen) != 0)
         return -1;
-    if (dash[1] == '\0' || strlen(dash + 1) >= keylen ||
-        strspn(dash + 1, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(dash + 1))
-        return -1;
-    *port = (int)p;
-    strcpy(key, dash + 1);
+    *prefix_len = sizeof(prefix) - 1 + n;
     return 0;
+}
+
+/* Whether a request with this Host may be routed by its path: loopback
+ * literals, localhost, and the host the path template names. Any other name
+ * is refused, so a page that rebinds its own DNS name to 127.0.0.1 cannot
+ * reach tunnels through the browser (the subdomain form has the same rule). */
+static int path_host_ok(const char *host)
+{
+    char h[256];
+    char *colon = NULL;
+    const char *mine = tunnel_path_host();
+    const char *domain = tunnel_template_domain();
+    struct in_addr a4;
+    size_t len = strlen(host);
+    size_t i;
+
+    if (len == 0 || len >= sizeof(h))
+        return 0;
+    for (i = 0; i <= len; i++)
+        h[i] = (char)tolower((unsigned char)host[i]);
+    if (h[0] == '[') {
+        char *end = strchr(h, ']');
+
+        if (end == NULL || (end[1] != '\0' && end[1] != ':'))
+            return 0;
+        end[1] = '\0';
+        return strcmp(h, "[::1]") == 0 ||
+               (mine != NULL && strncmp(h + 1, mine, strlen(mine)) == 0 &&
+                strlen(mine) == (size_t)(end - h - 1));
+    }
+    colon = strchr(h, ':');
+    if (colon != NULL)
+        *colon = '\0';
+    len = strlen(h);
+    if (len > 0 && h[len - 1] == '.')
+        h[--len] = '\0';
+    if (strcmp(h, "localhost") == 0)
+        return 1;
+    if (inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127)
+        return 1;
+    return (mine != NULL && strcmp(h, mine) == 0) || (domain != NULL && strcmp(h, domain) == 0);
 }
 
 /* ------------------------------------------------------- header capture */
@@ -529,21 +622,41 @@ static void check_status_locked(const struct target *t, struct route *r)
     }
 }
 
+/* Picks the tunnel and port of the first request: X-Runloop-Host, else a
+ * tunnel Host ({port}-{key}.localhost), else the path form
+ * (/tunnel/{port}-{key}/... under a loopback or the listener's Host). 0, or
+ * -1 with r set to the 400. */
+static int route_target(struct tconn *c, struct route *r)
+{
+    const char *xhost = hget(c, H_XHOST);
+    const char *host = hget(c, H_HOST);
+
+    if (xhost != NULL || (host != NULL && tunnel_parse_host(host, &c->port, c->key,
+                                                            sizeof(c->key)) == 0)) {
+        if (xhost == NULL ||
+            tunnel_parse_host(xhost, &c->port, c->key, sizeof(c->key)) == 0)
+            return 0;
+    } else if (host != NULL && path_host_ok(host) && !c->url_long &&
+               tunnel_parse_path(c->url, &c->port, c->key, sizeof(c->key),
+                                 &c->prefix_len) == 0) {
+        c->by_path = 1;
+        return 0;
+    }
+    return refuse(r, 400,
+                  "this is devboxd's tunnel listener: send the request to %s/... or "
+                  "http://{port}-{tunnel_key}.localhost:<tunnel port>/... (the "
+                  "path_url_template and url_template of the tunnel view)",
+                  tunnel_path_url_template());
+}
+
 static void route_first(struct tconn *c, struct route *r)
 {
     struct engine *eng = c->ts->eng;
     struct target t;
-    const char *host = hget(c, H_XHOST) ? hget(c, H_XHOST) : hget(c, H_HOST);
 
     memset(r, 0, sizeof(*r));
-    if (host == NULL || tunnel_parse_host(host, &c->port, c->key, sizeof(c->key)) != 0) {
-        refuse(r, 400,
-               "this is devboxd's tunnel listener: send the "
-               "request to http://{port}-{tunnel_key}.localhost:<tunnel port>/ "
-               "(one Host "
-               "header naming the devbox port and its tunnel_key)");
+    if (route_target(c, r) != 0)
         return;
-    }
     pthread_mutex_lock(&eng->lock);
     if (lookup_locked(eng, c->key, &t) != 0) {
         refuse(r, 404,
@@ -578,6 +691,11 @@ static int check_next(struct tconn *c)
     int rc = -1;
 
     memset(&r, 0, sizeof(r));
+    /* A path-routed connection carries one request: it was forwarded with
+     * "connection: close" (the next request may name another tunnel on the
+     * same origin, and its target would need rewriting again). */
+    if (c->by_path)
+        return -1;
     if (host == NULL || tunnel_parse_host(host, &port, key, sizeof(key)) != 0 ||
         port != c->port || strcmp(key, c->key) != 0)
         return -1;
@@ -862,9 +980,69 @@ static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
     return (ssize_t)len;
 }
 
+/* Whether the header line at line (len bytes, no line end) is named name. */
+static int header_is(const char *line, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+
+    return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
+}
+
+/* The first request of a path-routed connection as it is forwarded: the
+ * /tunnel/{port}-{key} prefix cut from its target ("/" when nothing is
+ * left) and, unless it is an upgrade, its Connection headers replaced by
+ * "connection: close" (see check_next); then the bytes after the head.
+ * malloc'd, NULL when out of memory. */
+static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_len,
+                           size_t len, size_t *out_len)
+{
+    const char *p = buf;
+    const char *end = buf + head_len;
+    const char *sp = memchr(buf, ' ', head_len);
+    char *out = malloc(len + 64);
+    char *o = out;
+    int skipping = 0;
+
+    if (out == NULL || sp == NULL || (size_t)(end - sp - 1) < c->prefix_len ||
+        memcmp(sp + 1, c->url, c->prefix_len) != 0) {
+        free(out);
+        return NULL;
+    }
+    /* Method and space, then the target without the prefix. */
+    memcpy(o, p, (size_t)(sp - p) + 1);
+    o += sp - p + 1;
+    p = sp + 1 + c->prefix_len;
+    if (*p != '/')
+        *o++ = '/';
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t line_len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        size_t body_len = line_len > 0 && p[line_len - 1] == '\r' ? line_len - 1 : line_len;
+        int last = body_len == 0 && o > out && o[-1] == '\n';
+
+        if (last && !c->parser.upgrade)
+            o = stpcpy(o, "connection: close\r\n");
+        /* A folded line continues the header before it. */
+        int folded = !last && (p[0] == ' ' || p[0] == '\t');
+
+        if (!folded)
+            skipping = !last && header_is(p, body_len, "connection") && !c->parser.upgrade;
+        if (!skipping) {
+            memcpy(o, p, line_len + (nl != NULL));
+            o += line_len + (nl != NULL);
+        }
+        p += line_len + (nl != NULL);
+    }
+    memcpy(o, end, len - head_len);
+    o += len - head_len;
+    *out_len = (size_t)(o - out);
+    return out;
+}
+
 static void serve(struct tconn *c)
 {
     char *buf = malloc(HEAD_MAX);
+    char *fwd = NULL;
     struct route r;
     char err[512];
     ssize_t len;
@@ -894,8 +1072,18 @@ static void serve(struct tconn *c)
     pthread_mutex_unlock(&c->ts->lock);
     if (rest_off < (size_t)len && inspect(c, buf + rest_off, (size_t)len - rest_off) != 0)
         goto out;
-    relay(c, buf, (size_t)len);
+    if (c->by_path) {
+        size_t n = 0;
+
+        fwd = rewrite_first(c, buf, rest_off, (size_t)len, &n);
+        if (fwd == NULL)
+            goto out;
+        relay(c, fwd, n);
+    } else {
+        relay(c, buf, (size_t)len);
+    }
 out:
+    free(fwd);
     free(buf);
 }
 
@@ -1009,27 +1197,145 @@ static void start_conn(struct tunnel_server *ts, int fd)
     }
 }
 
+/* Lock held. Closes the box listeners marked dead and fills pfds (grown as
+ * needed) with the main listener, the wake fd and the live box listeners. */
+static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds, size_t *cap)
+{
+    struct box_listener **pp = &ts->boxes;
+    size_t n = 2;
+
+    while (*pp != NULL) {
+        struct box_listener *b = *pp;
+
+        if (b->dead) {
+            *pp = b->next;
+            close(b->fd);
+            free(b);
+            continue;
+        }
+        n++;
+        pp = &b->next;
+    }
+    if (n > *cap) {
+        struct pollfd *grown = realloc(*pfds, n * 2 * sizeof(**pfds));
+
+        if (grown == NULL)
+            n = *cap; /* serve what fits; the rest waits for memory */
+        else {
+            *pfds = grown;
+            *cap = n * 2;
+        }
+    }
+    (*pfds)[0] = (struct pollfd){.fd = ts->lfd, .events = POLLIN};
+    (*pfds)[1] = (struct pollfd){.fd = ts->wake_fd, .events = POLLIN};
+    n = 2;
+    for (struct box_listener *b = ts->boxes; b != NULL && n < *cap; b = b->next)
+        (*pfds)[n++] = (struct pollfd){.fd = b->fd, .events = POLLIN};
+    return n;
+}
+
 static void *accept_thread(void *arg)
 {
     struct tunnel_server *ts = arg;
+    struct pollfd *pfds = NULL;
+    size_t cap = 0;
 
     for (;;) {
-        struct pollfd pfd = {.fd = ts->lfd, .events = POLLIN};
         int stopping;
-        int fd;
+        size_t n;
+        size_t i;
 
         pthread_mutex_lock(&ts->lock);
         stopping = ts->stopping;
+        n = stopping ? 0 : poll_set_locked(ts, &pfds, &cap);
         pthread_mutex_unlock(&ts->lock);
-        if (stopping)
+        if (stopping || n == 0)
             break;
-        if (poll(&pfd, 1, CHECK_MS) <= 0)
+        if (poll(pfds, n, CHECK_MS) <= 0)
             continue;
-        fd = accept4(ts->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0)
-            start_conn(ts, fd);
+        if (pfds[1].revents & POLLIN) {
+            uint64_t v;
+
+            if (read(ts->wake_fd, &v, sizeof(v)) < 0) {
+                /* reset by another read: nothing to do */
+            }
+        }
+        for (i = 0; i < n; i++) {
+            int fd;
+
+            if (i == 1 || !(pfds[i].revents & POLLIN))
+                continue;
+            fd = accept4(pfds[i].fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                start_conn(ts, fd);
+        }
     }
+    free(pfds);
     return NULL;
+}
+
+static void wake_accept(struct tunnel_server *ts)
+{
+    uint64_t one = 1;
+
+    if (write(ts->wake_fd, &one, sizeof(one)) < 0) {
+        /* counter saturated: the thread wakes anyway */
+    }
+}
+
+/* Marks box_id's listeners dead (lock held). */
+static void forget_locked(struct tunnel_server *ts, const char *box_id)
+{
+    for (struct box_listener *b = ts->boxes; b != NULL; b = b->next) {
+        if (strcmp(b->box_id, box_id) == 0)
+            b->dead = 1;
+    }
+}
+
+void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng, struct devbox *box,
+                        struct sandbox *sb)
+{
+    struct box_listener *b = NULL;
+    char msg[300];
+    int fd;
+
+    if (ts == NULL)
+        return;
+    fd = sandbox_listen_tcp(sb, (uint16_t)ts->port);
+    if (fd < 0) {
+        snprintf(msg, sizeof(msg), "tunnel URLs do not work inside this devbox: port %d "
+                 "inside: %s", ts->port, strerror(-fd));
+        goto fail;
+    }
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        close(fd);
+        snprintf(msg, sizeof(msg), "tunnel URLs do not work inside this devbox: out of memory");
+        goto fail;
+    }
+    snprintf(b->box_id, sizeof(b->box_id), "%s", box->id);
+    b->fd = fd;
+    pthread_mutex_lock(&ts->lock);
+    forget_locked(ts, box->id); /* a previous boot's socket */
+    b->next = ts->boxes;
+    ts->boxes = b;
+    pthread_mutex_unlock(&ts->lock);
+    wake_accept(ts);
+    return;
+fail:
+    pthread_mutex_lock(&eng->lock);
+    engine_log_locked(eng, box, "entrypoint", "warn", msg, NULL, 0);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+void tunnel_server_forget(struct tunnel_server *ts, const char *box_id)
+{
+    if (ts == NULL)
+        return;
+    pthread_mutex_lock(&ts->lock);
+    forget_locked(ts, box_id);
+    pthread_mutex_unlock(&ts->lock);
+    wake_accept(ts);
 }
 
 /* -------------------------------------------------------------- server */
@@ -1055,10 +1361,16 @@ struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
     ts->lfd = -1;
     pthread_mutex_init(&ts->lock, NULL);
     pthread_cond_init(&ts->cond, NULL);
+    ts->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ts->wake_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
     ts->lfd = util_listen_tcp(spec, &listen_words, allow_non_loopback,
                               bound_port, err, errlen);
     if (ts->lfd < 0)
         goto fail;
+    ts->port = *bound_port;
     return ts;
 fail:
     tunnel_server_stop(ts);
@@ -1090,6 +1402,16 @@ void tunnel_server_stop(struct tunnel_server *ts)
         pthread_join(ts->thread, NULL);
     if (ts->lfd >= 0)
         close(ts->lfd);
+    /* The accept thread has ended: the box listeners are ours to close. */
+    while (ts->boxes != NULL) {
+        struct box_listener *b = ts->boxes;
+
+        ts->boxes = b->next;
+        close(b->fd);
+        free(b);
+    }
+    if (ts->wake_fd >= 0)
+        close(ts->wake_fd);
     /* Connection threads notice within CHECK_MS; a peer stuck in a write
      * is bounded by write_all's timeout. */
     deadline = util_now_ms() + 10000;

@@ -22,6 +22,7 @@ function readTunnelPort() {
   const m = /^tunnel_port (\d+)$/m.exec(pid);
   assert.ok(m, `no tunnel_port in devboxd.pid:\n${pid}`);
   assert.match(pid, new RegExp(`^tunnel_url_template http://\\{port\\}-\\{tunnel_key\\}\\.localhost:${m[1]}$`, 'm'));
+  assert.match(pid, new RegExp(`^tunnel_path_url_template http://127\\.0\\.0\\.1:${m[1]}/tunnel/\\{port\\}-\\{tunnel_key\\}$`, 'm'));
   return Number(m[1]);
 }
 
@@ -169,6 +170,7 @@ describe('open tunnel', () => {
     assert.ok(tv.create_time_ms >= t0 - 1000 && tv.create_time_ms <= Date.now() + 1000);
     // Where the tunnel lives: the field beside the SDK's own ones.
     assert.equal(tv.url_template, `http://{port}-{tunnel_key}.localhost:${tunnelPort}`);
+    assert.equal(tv.path_url_template, `http://127.0.0.1:${tunnelPort}/tunnel/{port}-{tunnel_key}`);
     const view = await client.devboxes.retrieve(boxId);
     assert.deepEqual(view.tunnel, tv);
     // Same request again: the same (one) tunnel; a different mode is refused.
@@ -344,6 +346,187 @@ describe('authenticated tunnel', () => {
     // In one write, a bad request after a good one: nothing is forwarded.
     const pipelined = await rawTunnel(head(true) + head(false));
     assert.equal((pipelined.match(/hello through the tunnel/g) ?? []).length, 0, pipelined);
+  });
+});
+
+// The path form: http://127.0.0.1:P/tunnel/{port}-{key}/... needs no
+// *.localhost resolution, so stock clients open it (glibc, and so Node's
+// fetch and Python, do not resolve *.localhost).
+const fill = (tmpl, port, key) => tmpl.replace('{port}', String(port)).replace('{tunnel_key}', key);
+
+function python(code, ...args) {
+  const r = spawnSync('python3', ['-c', code, ...args], { encoding: 'utf8', timeout: 60000 });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+
+async function execIn(id, command) {
+  const r = await client.devboxes.executeAndAwaitCompletion(id, { command }, { timeout: 120000 });
+  return { exit: r.exit_status, out: r.stdout ?? '', err: r.stderr ?? '' };
+}
+
+describe('path form (no special name resolution)', () => {
+  let tv;
+  let base; // http://127.0.0.1:P/tunnel/8080-key
+  before(async () => {
+    await client.devboxes.removeTunnel(boxId);
+    tv = await client.devboxes.enableTunnel(boxId, { auth_mode: 'open' });
+    base = fill(tv.path_url_template, 8080, tv.tunnel_key);
+    await waitFor(async () => (await fetch(`${base}/hello.txt`).catch(() => null))?.status === 200,
+      { timeoutMs: 30000, what: 'http.server through the path URL' });
+  });
+
+  test('Node fetch opens the URL the API returns; alternating tunnels ports on one origin', async () => {
+    assert.equal(base, `http://127.0.0.1:${tunnelPort}/tunnel/8080-${tv.tunnel_key}`);
+    for (let i = 0; i < 3; i++) {
+      // fetch pools connections per origin: every URL here shares one, so
+      // devboxd must not let a kept-alive connection carry another tunnel port.
+      for (const port of [8080, 8081]) {
+        const r = await fetch(`${fill(tv.path_url_template, port, tv.tunnel_key)}/hello.txt`);
+        assert.equal(r.status, 200);
+        assert.equal(await r.text(), 'hello through the tunnel\n');
+      }
+    }
+    // The prefix alone is the service's "/" (a directory listing), with its query.
+    const root = await fetch(`${base}?x=1`);
+    assert.equal(root.status, 200);
+    assert.match(await root.text(), /hello\.txt/);
+    const missing = await fetch(`${base}/nope.txt`);
+    assert.equal(missing.status, 404);
+  });
+
+  test('Python urllib.request opens it too (and fails on the *.localhost form)', () => {
+    const get = 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode(), end="")';
+    const ok = python(get, `${base}/hello.txt`);
+    assert.equal(ok.status, 0, ok.err);
+    assert.equal(ok.out, 'hello through the tunnel\n');
+    // What the path form is for: glibc does not resolve *.localhost.
+    const sub = python(get, `${fill(tv.url_template, 8080, tv.tunnel_key)}/hello.txt`);
+    if (sub.status === 0) console.log('# note: this machine resolves *.localhost');
+    else assert.match(sub.err, /URLError|Name or service not known|not known/);
+  });
+
+  test('an upgrade passes through the path form', async () => {
+    const { res, socket, head } = await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: tunnelPort, path: `/tunnel/9000-${tv.tunnel_key}/ws`,
+        agent: false, headers: { connection: 'Upgrade', upgrade: 'echo' } });
+      req.on('upgrade', (r, sock, h) => resolve({ res: r, socket: sock, head: h }));
+      req.on('response', (r) => reject(new Error(`no upgrade: HTTP ${r.statusCode}`)));
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(res.statusCode, 101);
+    socket.write('path');
+    assert.equal((await readN(socket, 4, head)).toString(), 'PATH');
+    socket.destroy();
+  });
+
+  test('the request reaching the service: prefix cut, connection: close, body intact', async () => {
+    // A raw look at what the service receives, through a one-shot echo of the request.
+    await client.devboxes.writeFileContents(boxId, { file_path: '/tmp/dump.py', contents: `import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 9100))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    buf = b""
+    while b"\\r\\n\\r\\nbody!" not in buf:
+        d = c.recv(4096)
+        if not d:
+            break
+        buf += d
+    c.sendall(b"HTTP/1.1 200 OK\\r\\ncontent-length: %d\\r\\nconnection: close\\r\\n\\r\\n" % len(buf) + buf)
+    c.close()
+` });
+    await client.devboxes.executions.executeAsync(boxId, { command: 'exec python3 /tmp/dump.py' });
+    const req = `POST /tunnel/9100-${tv.tunnel_key.toUpperCase()}/a/b?q=1 HTTP/1.1\r\nHost: localhost:${tunnelPort}\r\n` +
+      'Connection: keep-alive\r\nX-Other: 1\r\ncontent-length: 5\r\n\r\nbody!';
+    const out = await waitFor(async () => {
+      const x = await rawTunnel(req);
+      return /^HTTP\/1\.1 200 /.test(x) ? x : null;
+    }, { timeoutMs: 30000, what: 'the dump server' });
+    const seen = out.split('\r\n\r\n').slice(1).join('\r\n\r\n');
+    assert.match(seen, /^POST \/a\/b\?q=1 HTTP\/1\.1\r\n/);
+    assert.match(seen, /\r\nconnection: close\r\n/);
+    assert.doesNotMatch(seen, /keep-alive/i);
+    assert.match(seen, /\r\nX-Other: 1\r\n/);
+    assert.match(seen, /\r\n\r\nbody!$/);
+  });
+
+  test('path routing needs a loopback Host (no DNS rebinding); a bad label is a 400', async () => {
+    const foreign = await rawTunnel(`GET /tunnel/8080-${tv.tunnel_key}/hello.txt HTTP/1.1\r\nHost: evil.example\r\n\r\n`);
+    assert.match(foreign, /^HTTP\/1.1 400 /);
+    assert.match(foreign, /\/tunnel\/\{port\}-\{tunnel_key\}/);
+    assert.doesNotMatch(foreign, /hello through/);
+    for (const label of ['0-abc', '70000-abc', '8080-', '8080-a_b', '8080']) {
+      const r = await rawTunnel(`GET /tunnel/${label}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      assert.match(r, /^HTTP\/1.1 400 /, label);
+    }
+    const unknown = await rawTunnel(`GET /tunnel/8080-${'z'.repeat(24)}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    assert.match(unknown, /^HTTP\/1.1 404 /);
+  });
+
+  test('authenticated: the path form needs the token exactly as the Host form', async () => {
+    await client.devboxes.removeTunnel(boxId);
+    const at = await client.devboxes.enableTunnel(boxId, { auth_mode: 'authenticated' });
+    const url = `${fill(at.path_url_template, 8080, at.tunnel_key)}/hello.txt`;
+    const none = await fetch(url);
+    assert.equal(none.status, 401);
+    const wrong = await fetch(url, { headers: { 'x-runloop-tunnel-authorization': `Bearer ${flipLast(at.auth_token)}` } });
+    assert.equal(wrong.status, 401);
+    const ok = await waitFor(async () => {
+      const x = await fetch(url, { headers: { authorization: `Bearer ${at.auth_token}` } });
+      return x.status === 200 ? x : null;
+    }, { timeoutMs: 30000, what: 'authenticated path request' });
+    assert.equal(await ok.text(), 'hello through the tunnel\n');
+    await client.devboxes.removeTunnel(boxId);
+    tv = await client.devboxes.enableTunnel(boxId, { auth_mode: 'open' });
+  });
+
+  describe('from inside another devbox', () => {
+    let other;
+    let secret;
+    before(async () => {
+      other = (await client.devboxes.createAndAwaitRunning({ name: 'tunnel-client' })).id;
+      secret = http.createServer((req, res) => res.end('HOST-SECRET'));
+      await new Promise((r) => secret.listen(0, '127.0.0.1', r));
+    });
+    after(async () => {
+      secret?.close();
+      if (other) await client.devboxes.shutdown(other).catch(() => {});
+    });
+
+    test('curl and python in a devbox open the URL the API returns (and the *.localhost form with curl)', async () => {
+      const url = `${fill(tv.path_url_template, 8080, tv.tunnel_key)}/hello.txt`;
+      const c = await execIn(other, `curl -sS --max-time 30 '${url}'`);
+      assert.equal(c.exit, 0, c.err);
+      assert.equal(c.out, 'hello through the tunnel\n');
+      const py = await execIn(other, `python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode(), end="")' '${url}'`);
+      assert.equal(py.exit, 0, py.err);
+      assert.equal(py.out, 'hello through the tunnel\n');
+      const sub = await execIn(other, `curl -sS --max-time 30 '${fill(tv.url_template, 8080, tv.tunnel_key)}/hello.txt'`);
+      assert.equal(sub.exit, 0, sub.err);
+      assert.equal(sub.out, 'hello through the tunnel\n');
+    });
+
+    test('isolation: only the tunnel listener is reachable, never host loopback services', async () => {
+      const hostPort = secret.address().port;
+      const probes = [
+        `http://127.0.0.1:${hostPort}/`, // a host service on loopback
+        `http://127.0.0.1:${engine.port}/v1/devboxes`, // devboxd's API
+        `http://10.0.2.2:${hostPort}/`, // slirp's gateway to the host
+        `http://10.0.2.2:${engine.port}/v1/devboxes`,
+        `http://10.0.2.2:${tunnelPort}/tunnel/8080-${tv.tunnel_key}/hello.txt`,
+      ];
+      for (const u of probes) {
+        const r = await execIn(other, `curl -sS --max-time 5 -o /dev/null -w '%{http_code}' '${u}'`);
+        assert.notEqual(r.exit, 0, `${u} answered from inside a devbox: ${r.out}`);
+        assert.doesNotMatch(r.out, /HOST-SECRET|[1-5]\d\d/);
+      }
+      // The tunnel listener inside serves tunnels only: anything else is its 400.
+      const r = await execIn(other, `curl -sS --max-time 10 'http://127.0.0.1:${tunnelPort}/v1/devboxes'`);
+      assert.match(r.out, /"code":"bad_request"/);
+    });
   });
 });
 
@@ -596,13 +779,18 @@ describe('lifecycle', () => {
     tunnelPort = readTunnelPort();
     client = engine.client();
     const v = await client.devboxes.awaitRunning(b.id);
-    // The same tunnel; its url_template names the new listener's port.
-    assert.deepEqual(v.tunnel, { ...tv, url_template: `http://{port}-{tunnel_key}.localhost:${tunnelPort}` });
+    // The same tunnel; its URL templates name the new listener's port.
+    assert.deepEqual(v.tunnel, { ...tv, url_template: `http://{port}-{tunnel_key}.localhost:${tunnelPort}`,
+      path_url_template: `http://127.0.0.1:${tunnelPort}/tunnel/{port}-{tunnel_key}` });
     const r = await waitFor(async () => {
       const x = await tget(8080, tv.tunnel_key, '/up.txt',
         { headers: { 'x-runloop-tunnel-authorization': `Bearer ${tv.auth_token}` } });
       return x.status === 200 ? x : null;
     }, { timeoutMs: 30000, what: 'server after restart' });
     assert.equal(r.body, 'up\n');
+    // A devbox booted again after the restart reaches the new port inside too.
+    const inside = await execIn(b.id, `curl -sS --max-time 30 -H 'authorization: Bearer ${tv.auth_token}' ` +
+      `'${fill(v.tunnel.path_url_template, 8080, tv.tunnel_key)}/up.txt'`);
+    assert.equal(inside.out, 'up\n', inside.err);
   });
 });

@@ -73,6 +73,60 @@ static void test_parse_host(void **state)
     }
 }
 
+static void path_ok(const char *target, int want_port, const char *want_key, size_t want_prefix)
+{
+    char key[64] = "";
+    int port = 0;
+    size_t prefix = 0;
+
+    if (tunnel_parse_path(target, &port, key, sizeof(key), &prefix) != 0)
+        fail_msg("rejected %s", target);
+    assert_int_equal(port, want_port);
+    assert_string_equal(key, want_key);
+    assert_int_equal(prefix, want_prefix);
+}
+
+static void path_bad(const char *target)
+{
+    char key[64] = "";
+    int port = 0;
+    size_t prefix = 0;
+
+    if (tunnel_parse_path(target, &port, key, sizeof(key), &prefix) == 0)
+        fail_msg("accepted %s", target);
+}
+
+static void test_parse_path(void **state)
+{
+    char big[200];
+
+    (void)state;
+    path_ok("/tunnel/8080-abc123", 8080, "abc123", 19);
+    path_ok("/tunnel/8080-abc123/", 8080, "abc123", 19);
+    path_ok("/tunnel/8080-ABC123/x/y?z=1", 8080, "abc123", 19);
+    path_ok("/tunnel/1-k?token=t", 1, "k", 11);
+    path_ok("/tunnel/65535-k#f", 65535, "k", 15);
+    path_bad("");
+    path_bad("/");
+    path_bad("/tunnel");
+    path_bad("/tunnel/");
+    path_bad("/Tunnel/8080-abc");
+    path_bad("tunnel/8080-abc");
+    path_bad("//tunnel/8080-abc");
+    path_bad("http://127.0.0.1/tunnel/8080-abc");
+    path_bad("/tunnel/0-abc");
+    path_bad("/tunnel/08080-abc");
+    path_bad("/tunnel/65536-abc");
+    path_bad("/tunnel/8080-");
+    path_bad("/tunnel/8080abc/");
+    path_bad("/tunnel/8080-a%62c");
+    path_bad("/tunnel/8080-ab.c");
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    memcpy(big, "/tunnel/80-", 11);
+    path_bad(big);
+}
+
 static void spec_bad(const char *json, const char *needle)
 {
     cJSON *j = cJSON_Parse(json);
@@ -171,6 +225,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_host),
+        cmocka_unit_test(test_parse_path),
         cmocka_unit_test(test_check_spec),
         cmocka_unit_test(test_new_view),
         cmocka_unit_test(test_token_equal),
