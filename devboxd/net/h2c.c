@@ -456,8 +456,10 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
         st->req.method = strdup((const char *)value);
     } else if (strcmp((const char *)name, ":path") == 0) {
         free(st->req.path);
+        free(st->req.target);
         st->req.path = strdup((const char *)value);
-        if (st->req.path == NULL)
+        st->req.target = strdup((const char *)value);
+        if (st->req.path == NULL || st->req.target == NULL)
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         q = strchr(st->req.path, '?');
         if (q != NULL) {

@@ -23,6 +23,7 @@ struct http_kv {
 struct http_request {
     char *method;
     char *path;          /* without the query string */
+    char *target;        /* HTTP/2: the raw :path (query included, not decoded) */
     struct http_kv *query; /* decoded query parameters */
     size_t n_query;
     struct http_kv *headers; /* names lower-case */
@@ -75,6 +76,14 @@ void http_server_set_authorizer(struct http_server *srv,
                                           const struct http_request *req));
 int http_server_start(struct http_server *srv, char *err, size_t errlen);
 void http_server_stop(struct http_server *srv);
+/* Serves fd, a connection whose client sent the HTTP/2 preface (prior
+ * knowledge), with srv's handler until it ends, on the calling thread; the
+ * caller closes fd. For a server that listens on nothing itself (the tunnel
+ * listener's HTTP/2 side): http_server_stop ends such connections too.
+ * -1 when srv is stopping or its connection table is full. */
+int http_server_serve_h2(struct http_server *srv, int fd);
+/* The HTTP/2 connection preface a client with prior knowledge opens with. */
+#define HTTP_H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 /* Helpers shared by both transports and the handlers. */
 const char *http_request_header(const struct http_request *req, const char *name);

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+static const char h2_preface[] = HTTP_H2_PREFACE;
 #define H2_PREFACE_LEN 24
 #define SNIFF_TIMEOUT_MS 10000
 
@@ -110,6 +110,7 @@ void http_request_clear(struct http_request *req)
 {
     free(req->method);
     free(req->path);
+    free(req->target);
     kv_free(req->query, req->n_query);
     kv_free(req->headers, req->n_headers);
     free(req->body);
@@ -841,6 +842,19 @@ static int conn_register(struct http_server *srv, int fd)
     if (slot < 0)
         http_server_release(srv);
     return slot;
+}
+
+int http_server_serve_h2(struct http_server *srv, int fd)
+{
+    int slot = conn_register(srv, fd);
+
+    if (slot < 0)
+        return -1;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    h2_serve_connection(srv, fd, slot, 0);
+    conn_slot_free(srv, &srv->conn_tab, slot);
+    http_server_release(srv);
+    return 0;
 }
 
 static void spawn_conn(struct http_server *srv, int lfd, int is_unix)

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "mcphub.h"
 #include "sandbox.h"
 #include "util.h"
@@ -63,6 +64,10 @@ struct tunnel_server {
     int lfd;
     int port;
     int wake_fd; /* eventfd: the box listener list changed */
+    /* HTTP/2 with prior knowledge (the Runloop SDK's default on Node):
+     * h2c.c serves those connections, tunnel_h2_handle forwards each
+     * request. Listens on nothing itself. */
+    struct http_server *h2;
     struct box_listener *boxes; /* guarded by lock */
     pthread_t thread;
     int started;
@@ -928,6 +933,403 @@ out:
     free(s.down.data);
 }
 
+/* ------------------------------------------------------------- HTTP/2 */
+
+/* Hop-by-hop and framing headers: never forwarded between HTTP/2 and the
+ * devbox's HTTP/1.1 (RFC 9113 8.2.2). */
+static int hop_by_hop(const char *name)
+{
+    static const char *const names[] = {"connection", "keep-alive", "proxy-connection",
+                                        "transfer-encoding", "upgrade", "te", "host",
+                                        "content-length", "expect", "http2-settings"};
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The headers the tunnel reads, from an HTTP/2 request, as the HTTP/1.1
+ * parser would have captured them (a repeated one is unusable). */
+static void h2_capture(struct tconn *c, const struct http_request *req)
+{
+    size_t i;
+    int h;
+
+    for (i = 0; i < req->n_headers; i++) {
+        for (h = 0; h < H_N; h++) {
+            size_t n = strlen(req->headers[i].value);
+
+            if (strcasecmp(req->headers[i].name, hnames[h]) != 0)
+                continue;
+            if (c->hlen[h] > 0 || n == 0 || n >= HVAL_MAX)
+                c->hbad[h] = 1;
+            else
+                memcpy(c->hval[h], req->headers[i].value, n + 1);
+            c->hlen[h] = n;
+        }
+    }
+    if (req->target != NULL && strlen(req->target) < URL_MAX) {
+        snprintf(c->url, sizeof(c->url), "%s", req->target);
+        c->url_len = strlen(c->url);
+    } else {
+        c->url_long = 1;
+    }
+}
+
+/* The HTTP/1.1 request sent into the devbox for an HTTP/2 one: its target
+ * (without the path form's prefix), its end-to-end headers, the body with
+ * its length, and "connection: close" (one request per upstream
+ * connection). malloc'd in *out. */
+static int h2_request_bytes(const struct tconn *c, const struct http_request *req,
+                            char **out, size_t *out_len)
+{
+    const char *target = c->url + c->prefix_len;
+    const char *host = hget(c, H_HOST);
+    size_t cap = strlen(req->method) + strlen(target) + 128 + req->body_len;
+    char *b = NULL;
+    size_t n = 0;
+    size_t i;
+
+    for (i = 0; i < req->n_headers; i++)
+        cap += strlen(req->headers[i].name) + strlen(req->headers[i].value) + 4;
+    if (host != NULL)
+        cap += strlen(host);
+    b = malloc(cap);
+    if (b == NULL)
+        return -1;
+    n += (size_t)snprintf(b + n, cap - n, "%s %s%s HTTP/1.1\r\nhost: %s\r\n", req->method,
+                          target[0] == '/' ? "" : "/", target, host != NULL ? host : "");
+    for (i = 0; i < req->n_headers; i++) {
+        if (hop_by_hop(req->headers[i].name))
+            continue;
+        n += (size_t)snprintf(b + n, cap - n, "%s: %s\r\n", req->headers[i].name,
+                              req->headers[i].value);
+    }
+    if (req->body_len > 0 || strcmp(req->method, "POST") == 0 ||
+        strcmp(req->method, "PUT") == 0 || strcmp(req->method, "PATCH") == 0)
+        n += (size_t)snprintf(b + n, cap - n, "content-length: %zu\r\n", req->body_len);
+    n += (size_t)snprintf(b + n, cap - n, "connection: close\r\n\r\n");
+    memcpy(b + n, req->body, req->body_len);
+    *out = b;
+    *out_len = n + req->body_len;
+    return 0;
+}
+
+#define H2_RESP_MAX_FIELDS 64
+
+/* The devbox's HTTP/1.1 answer, parsed as it streams back. */
+struct h2_upstream {
+    int fd;
+    int head_method; /* answer to HEAD: no body */
+    http_parser parser;
+    http_parser_settings settings;
+    struct http_kv fields[H2_RESP_MAX_FIELDS];
+    size_t n_fields;
+    int in_value;
+    int head_done;
+    int done;
+    char *pending; /* body bytes not yet handed to the stream */
+    size_t pending_len;
+    size_t pending_off;
+    size_t pending_cap;
+};
+
+static int append_str(char **dst, const char *at, size_t len)
+{
+    size_t old = *dst != NULL ? strlen(*dst) : 0;
+    char *grown = NULL;
+
+    if (old + len > HVAL_MAX * 16)
+        return -1; /* one field of a response head: bounded */
+    grown = realloc(*dst, old + len + 1);
+    if (grown == NULL)
+        return -1;
+    memcpy(grown + old, at, len);
+    grown[old + len] = '\0';
+    *dst = grown;
+    return 0;
+}
+
+static int up_on_field(http_parser *p, const char *at, size_t len)
+{
+    struct h2_upstream *u = p->data;
+
+    if (u->in_value || u->n_fields == 0) {
+        if (u->n_fields == H2_RESP_MAX_FIELDS)
+            return -1;
+        u->n_fields++;
+        u->in_value = 0;
+    }
+    return append_str(&u->fields[u->n_fields - 1].name, at, len);
+}
+
+static int up_on_value(http_parser *p, const char *at, size_t len)
+{
+    struct h2_upstream *u = p->data;
+
+    if (u->n_fields == 0)
+        return -1;
+    u->in_value = 1;
+    return append_str(&u->fields[u->n_fields - 1].value, at, len);
+}
+
+static int up_on_headers_complete(http_parser *p)
+{
+    struct h2_upstream *u = p->data;
+
+    if (p->status_code < 200) {
+        /* An interim answer (100 Continue): its fields are dropped. */
+        return 0;
+    }
+    u->head_done = 1;
+    return u->head_method ? 1 : 0; /* 1: no body follows */
+}
+
+static int up_on_body(http_parser *p, const char *at, size_t len)
+{
+    struct h2_upstream *u = p->data;
+
+    if (u->pending_len + len > u->pending_cap) {
+        size_t cap = u->pending_len + len + RELAY_BUF;
+        char *grown = realloc(u->pending, cap);
+
+        if (grown == NULL)
+            return -1;
+        u->pending = grown;
+        u->pending_cap = cap;
+    }
+    memcpy(u->pending + u->pending_len, at, len);
+    u->pending_len += len;
+    return 0;
+}
+
+static int up_on_message_complete(http_parser *p)
+{
+    struct h2_upstream *u = p->data;
+
+    if (p->status_code >= 200)
+        u->done = 1;
+    else {
+        /* the fields of an interim answer are not the final answer's */
+        for (size_t i = 0; i < u->n_fields; i++) {
+            free(u->fields[i].name);
+            free(u->fields[i].value);
+            u->fields[i].name = u->fields[i].value = NULL;
+        }
+        u->n_fields = 0;
+        u->in_value = 0;
+    }
+    return 0;
+}
+
+static void upstream_free(void *ctx)
+{
+    struct h2_upstream *u = ctx;
+    size_t i;
+
+    if (u == NULL)
+        return;
+    if (u->fd >= 0)
+        close(u->fd);
+    for (i = 0; i < u->n_fields; i++) {
+        free(u->fields[i].name);
+        free(u->fields[i].value);
+    }
+    free(u->pending);
+    free(u);
+}
+
+/* Reads and parses what the devbox sent: 1 progress, 0 nothing within
+ * CHECK_MS, -1 error or a bad answer. EOF ends a read-until-close body. */
+static int upstream_read(struct h2_upstream *u)
+{
+    char buf[16 * 1024];
+    struct pollfd pfd = {.fd = u->fd, .events = POLLIN};
+    ssize_t n;
+
+    if (poll(&pfd, 1, CHECK_MS) <= 0)
+        return 0;
+    n = recv(u->fd, buf, sizeof(buf), 0);
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : -1;
+    http_parser_execute(&u->parser, &u->settings, buf, (size_t)n);
+    if (HTTP_PARSER_ERRNO(&u->parser) != HPE_OK)
+        return -1;
+    if (n == 0 && !u->done)
+        return -1; /* closed before a complete answer */
+    return 1;
+}
+
+static ssize_t upstream_stream(void *ctx, char *buf, size_t max)
+{
+    struct h2_upstream *u = ctx;
+    int rc;
+
+    if (u->pending_off == u->pending_len && !u->done) {
+        u->pending_off = u->pending_len = 0;
+        rc = upstream_read(u);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            return HTTP_STREAM_AGAIN;
+    }
+    if (u->pending_off < u->pending_len) {
+        size_t n = u->pending_len - u->pending_off;
+
+        if (n > max)
+            n = max;
+        memcpy(buf, u->pending + u->pending_off, n);
+        u->pending_off += n;
+        return (ssize_t)n;
+    }
+    return u->done ? 0 : HTTP_STREAM_AGAIN;
+}
+
+/* Hands the parsed answer head to resp: status, content-type first, then
+ * other end-to-end fields while they fit (HTTP_MAX_RESP_HEADERS). */
+static void upstream_head(struct h2_upstream *u, struct http_response *resp)
+{
+    size_t i;
+
+    resp->status = (int)u->parser.status_code;
+    for (i = 0; i < u->n_fields; i++) {
+        if (u->fields[i].value != NULL && strcasecmp(u->fields[i].name, "content-type") == 0)
+            http_response_set_header(resp, "content-type", u->fields[i].value);
+    }
+    for (i = 0; i < u->n_fields; i++) {
+        char *name = u->fields[i].name;
+
+        if (u->fields[i].value == NULL || hop_by_hop(name))
+            continue;
+        for (char *q = name; *q != '\0'; q++)
+            *q = (char)tolower((unsigned char)*q);
+        http_response_set_header(resp, name, u->fields[i].value);
+    }
+}
+
+/* One HTTP/2 request on the tunnel listener: routed and checked exactly as
+ * the first request of an HTTP/1.1 connection (route_first), then sent to
+ * the devbox port as an HTTP/1.1 request of its own; the answer streams
+ * back. Upgrades (WebSocket) need HTTP/1.1. */
+static void tunnel_h2_handle(void *ud, const struct http_request *req,
+                             struct http_response *resp)
+{
+    struct tunnel_server *ts = ud;
+    struct tconn *c = calloc(1, sizeof(*c));
+    struct h2_upstream *u = NULL;
+    struct route r;
+    char err[512];
+    char *bytes = NULL;
+    size_t len = 0;
+    int64_t deadline;
+
+    if (c == NULL) {
+        http_response_error(resp, 503, "out of memory");
+        goto out;
+    }
+    c->ts = ts;
+    c->cfd = c->ufd = -1;
+    h2_capture(c, req);
+    if (req->body_too_large) {
+        http_response_error(resp, 413, "request body too large for a tunnel request over "
+                            "HTTP/2 (at most %u MiB, %u MiB for PUT and multipart; use "
+                            "HTTP/1.1 for more)", HTTP_MAX_JSON_BODY >> 20,
+                            HTTP_MAX_UPLOAD_BODY >> 20);
+        goto out;
+    }
+    route_first(c, &r);
+    if (r.status != 0) {
+        http_response_error(resp, r.status, "%s", r.msg);
+        if (r.retry_after != NULL)
+            http_response_set_header(resp, "retry-after", r.retry_after);
+        goto out;
+    }
+    c->ufd = connect_inside(c, r.box, err, sizeof(err));
+    if (c->ufd < 0) {
+        http_response_error(resp, 502, "%s", err);
+        goto out;
+    }
+    u = calloc(1, sizeof(*u));
+    if (u == NULL || h2_request_bytes(c, req, &bytes, &len) != 0) {
+        http_response_error(resp, 503, "out of memory");
+        goto out;
+    }
+    u->fd = c->ufd;
+    c->ufd = -1;
+    u->head_method = strcmp(req->method, "HEAD") == 0;
+    http_parser_settings_init(&u->settings);
+    u->settings.on_header_field = up_on_field;
+    u->settings.on_header_value = up_on_value;
+    u->settings.on_headers_complete = up_on_headers_complete;
+    u->settings.on_body = up_on_body;
+    u->settings.on_message_complete = up_on_message_complete;
+    http_parser_init(&u->parser, HTTP_RESPONSE);
+    u->parser.data = u;
+    write_all(u->fd, bytes, len);
+    deadline = util_now_ms() + HEAD_TIMEOUT_MS * 4;
+    while (!u->head_done) {
+        int rc = upstream_read(u);
+
+        if (rc < 0 || util_now_ms() >= deadline) {
+            http_response_error(resp, 502, "the service on port %d inside devbox %s sent "
+                                "no valid HTTP/1.1 answer%s", c->port, c->box_id,
+                                rc < 0 ? "" : " in time");
+            goto out;
+        }
+    }
+    upstream_head(u, resp);
+    resp->stream = upstream_stream;
+    resp->stream_ctx = u;
+    resp->stream_free = upstream_free;
+    u = NULL;
+out:
+    upstream_free(u);
+    free(bytes);
+    if (c != NULL && c->ufd >= 0)
+        close(c->ufd);
+    free(c);
+}
+
+/* Whether the client opened with the HTTP/2 preface: 1 yes, 0 no (HTTP/1.x
+ * or anything else, left unread), -1 it went away or sent nothing in time. */
+static int sniff_h2(struct tconn *c)
+{
+    static const char preface[] = HTTP_H2_PREFACE;
+    char buf[sizeof(preface) - 1];
+    int64_t deadline = util_now_ms() + HEAD_TIMEOUT_MS;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = c->cfd, .events = POLLIN};
+        ssize_t n;
+
+        if (util_now_ms() >= deadline)
+            return -1;
+        if (poll(&pfd, 1, CHECK_MS) <= 0) {
+            int stopping;
+
+            pthread_mutex_lock(&c->ts->lock);
+            stopping = c->ts->stopping;
+            pthread_mutex_unlock(&c->ts->lock);
+            if (stopping)
+                return -1;
+            continue;
+        }
+        n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return -1;
+        if (memcmp(buf, preface, (size_t)n) != 0)
+            return 0;
+        if ((size_t)n == sizeof(buf))
+            return 1;
+        usleep(2000); /* part of the preface: wait for the rest */
+    }
+}
+
 /* ----------------------------------------------------- first request */
 
 /* Reads until the first request head is complete. Returns the bytes read
@@ -1050,6 +1452,15 @@ static void serve(struct tconn *c)
 
     if (buf == NULL)
         return;
+    switch (sniff_h2(c)) {
+    case 1:
+        http_server_serve_h2(c->ts->h2, c->cfd);
+        goto out;
+    case 0:
+        break;
+    default:
+        goto out;
+    }
     len = read_first_head(c, buf, &rest_off);
     if (len < 0)
         goto out;
@@ -1366,6 +1777,9 @@ struct tunnel_server *tunnel_server_new(struct engine *eng, const char *spec,
         snprintf(err, errlen, "eventfd: %s", strerror(errno));
         goto fail;
     }
+    ts->h2 = http_server_new(tunnel_h2_handle, ts, err, errlen);
+    if (ts->h2 == NULL)
+        goto fail;
     ts->lfd = util_listen_tcp(spec, &listen_words, allow_non_loopback,
                               bound_port, err, errlen);
     if (ts->lfd < 0)
@@ -1402,6 +1816,9 @@ void tunnel_server_stop(struct tunnel_server *ts)
         pthread_join(ts->thread, NULL);
     if (ts->lfd >= 0)
         close(ts->lfd);
+    /* HTTP/2 connections end (their threads then leave below). */
+    http_server_stop(ts->h2);
+    ts->h2 = NULL;
     /* The accept thread has ended: the box listeners are ours to close. */
     while (ts->boxes != NULL) {
         struct box_listener *b = ts->boxes;

@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createRequire } from 'node:module';
-import { Devboxd, sourceDir } from './devboxd.mjs';
+import { Devboxd, Runloop, sourceDir } from './devboxd.mjs';
 
 const require = createRequire(path.join(sourceDir, 'tests', 'package.json'));
 const WebSocket = require('ws');
@@ -121,6 +121,37 @@ describe('PTY sessions', () => {
     // No session was created through any of them.
     const probe = await request('GET', '/pty/hijack1');
     assert.equal(probe.json.created, true);
+  });
+
+  // The official SDK's PTY resource against the tunnel, as the guide uses
+  // it: a client whose base URL is the PTY tunnel's URL and whose bearer
+  // token is the PTY token. Its default transport on Node is cleartext
+  // HTTP/2 with prior knowledge (node:http2), which the tunnel listener
+  // answers with h2c.c, forwarding each request to ptyd as HTTP/1.1.
+  test('the Runloop SDK with default options: pty.connect and pty.control over HTTP/2', async () => {
+    assert.match(pty.path_url_template, /^http:\/\/127\.0\.0\.1:\d+\/tunnel\/\{port\}-\{tunnel_key\}$/);
+    const baseURL = pty.path_url_template.replace('{port}', '13').replace('{tunnel_key}', pty.tunnel_key);
+    const sdk = new Runloop({ baseURL, bearerToken: pty.auth_token, maxRetries: 0, timeout: 30000 });
+    const v = await sdk.pty.connect('sdk1', { cols: 90, rows: 20 });
+    assert.equal(v.session_name, 'sdk1');
+    assert.equal(v.created, true);
+    assert.equal(v.cols, 90);
+    assert.equal(v.connect_url, '/pty/sdk1/attach');
+    const again = await sdk.pty.connect('sdk1');
+    assert.equal(again.created, false);
+    // Several requests in flight on the one HTTP/2 connection.
+    const many = await Promise.all([1, 2, 3, 4].map((i) => sdk.pty.connect(`sdk-many-${i}`)));
+    assert.deepEqual(many.map((x) => x.session_name), ['sdk-many-1', 'sdk-many-2', 'sdk-many-3', 'sdk-many-4']);
+    const ctl = await sdk.pty.control('sdk1', { action: 'resize', cols: 120, rows: 40 });
+    assert.deepEqual({ ...ctl }, { session_name: 'sdk1', status: 'running' });
+    assert.equal((await sdk.pty.connect('sdk1')).cols, 120);
+    // ptyd's own errors come back with their status; the token is checked first.
+    await assert.rejects(sdk.pty.control('nosuch', { action: 'resize', cols: 1, rows: 1 }), (e) => e.status === 404);
+    const wrong = new Runloop({ baseURL, bearerToken: pty.auth_token.replace(/.$/, (ch) => (ch === '0' ? '1' : '0')),
+      maxRetries: 0, timeout: 30000 });
+    await assert.rejects(wrong.pty.connect('sdk1'), (e) => e.status === 401 && /wrong tunnel token/.test(e.message));
+    const closed = await sdk.pty.control('sdk1', { action: 'close' });
+    assert.equal(closed.status, 'closed');
   });
 
   test('connect creates, then reattaches; view fields', async () => {
