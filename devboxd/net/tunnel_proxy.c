@@ -81,9 +81,9 @@ struct tunnel_server {
 };
 
 /* Headers the tunnel reads; other headers pass untouched. */
-enum { H_HOST, H_XHOST, H_AUTH, H_TAUTH, H_N };
+enum { H_HOST, H_XHOST, H_AUTH, H_TAUTH, H_REFERER, H_N };
 static const char *const hnames[H_N] = {"host", "x-runloop-host", "authorization",
-                                        "x-runloop-tunnel-authorization"};
+                                        "x-runloop-tunnel-authorization", "referer"};
 
 struct tconn {
     struct tunnel_server *ts;
@@ -200,6 +200,19 @@ static void send_error(int fd, int status, const char *retry_after, const char *
     write_all(fd, head, (size_t)hl);
     write_all(fd, body, strlen(body));
     free(body);
+}
+
+/* 307 to location (a path on this origin), then the connection closes. */
+static void send_redirect(int fd, const char *location)
+{
+    char head[URL_MAX + 256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 307 Temporary Redirect\r\nlocation: %s\r\n"
+                     "content-length: 0\r\nconnection: close\r\n\r\n",
+                     location);
+
+    if (n > 0 && (size_t)n < sizeof(head))
+        write_all(fd, head, (size_t)n);
 }
 
 /* --------------------------------------------------------- host parsing */
@@ -463,6 +476,7 @@ struct route {
     int status;            /* 0 = go; else the error to answer */
     char msg[512];
     const char *retry_after;
+    char location[URL_MAX + 64]; /* status 307: where the request belongs */
     struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
 };
@@ -627,6 +641,42 @@ static void check_status_locked(const struct target *t, struct route *r)
     }
 }
 
+/* A browser page opened by the path form asks for its absolute links
+ * ("/static/app.js", "/next.html") without the prefix; its Referer (same
+ * origin: the full URL by default) still names the tunnel. Such a request
+ * is redirected (307, method and body kept) under the Referer's prefix; it
+ * is not forwarded, so the redirected request passes every check itself.
+ * 0 with r set to the 307, -1 when the Referer names no tunnel. */
+static int referer_redirect(struct tconn *c, struct route *r)
+{
+    const char *ref = hget(c, H_REFERER);
+    const char *host = hget(c, H_HOST);
+    const char *auth = NULL;
+    const char *path = NULL;
+    char key[TUNNEL_KEY_LEN + 8];
+    size_t prefix = 0;
+    int port = 0;
+
+    if (ref == NULL || host == NULL || c->url_long || c->url[0] != '/')
+        return -1;
+    if (strncasecmp(ref, "http://", 7) == 0)
+        auth = ref + 7;
+    else if (strncasecmp(ref, "https://", 8) == 0)
+        auth = ref + 8;
+    else
+        return -1;
+    path = strchr(auth, '/');
+    /* Same origin only: the page's own host and port. */
+    if (path == NULL || (size_t)(path - auth) != strlen(host) ||
+        strncasecmp(auth, host, strlen(host)) != 0 ||
+        tunnel_parse_path(path, &port, key, sizeof(key), &prefix) != 0)
+        return -1;
+    r->status = 307;
+    snprintf(r->location, sizeof(r->location), "%.*s%s", (int)prefix, path, c->url);
+    snprintf(r->msg, sizeof(r->msg), "this page's tunnel is at %.*s/", (int)prefix, path);
+    return 0;
+}
+
 /* Picks the tunnel and port of the first request: X-Runloop-Host, else a
  * tunnel Host ({port}-{key}.localhost), else the path form
  * (/tunnel/{port}-{key}/... under a loopback or the listener's Host). 0, or
@@ -646,6 +696,8 @@ static int route_target(struct tconn *c, struct route *r)
                                  &c->prefix_len) == 0) {
         c->by_path = 1;
         return 0;
+    } else if (host != NULL && path_host_ok(host) && referer_redirect(c, r) == 0) {
+        return -1;
     }
     return refuse(r, 400,
                   "this is devboxd's tunnel listener: send the request to %s/... or "
@@ -1241,6 +1293,11 @@ static void tunnel_h2_handle(void *ud, const struct http_request *req,
         goto out;
     }
     route_first(c, &r);
+    if (r.status == 307) {
+        resp->status = 307;
+        http_response_set_header(resp, "location", r.location);
+        goto out;
+    }
     if (r.status != 0) {
         http_response_error(resp, r.status, "%s", r.msg);
         if (r.retry_after != NULL)
@@ -1465,6 +1522,10 @@ static void serve(struct tconn *c)
     if (len < 0)
         goto out;
     route_first(c, &r);
+    if (r.status == 307) {
+        send_redirect(c->cfd, r.location);
+        goto out;
+    }
     if (r.status != 0) {
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
         goto out;

@@ -466,6 +466,23 @@ while True:
     assert.match(unknown, /^HTTP\/1.1 404 /);
   });
 
+  test("a page's absolute links: redirected under the prefix its same-origin Referer names", async () => {
+    const origin = `127.0.0.1:${tunnelPort}`;
+    const ask = (referer, target = '/hello.txt?a=1') => rawTunnel(`GET ${target} HTTP/1.1\r\nHost: ${origin}\r\n` +
+      `Referer: ${referer}\r\n\r\n`);
+    const r = await ask(`http://${origin}/tunnel/8080-${tv.tunnel_key}/index.html`);
+    assert.match(r, /^HTTP\/1.1 307 /);
+    assert.match(r, new RegExp(`\r\nlocation: /tunnel/8080-${tv.tunnel_key}/hello\\.txt\\?a=1\r\n`));
+    // fetch follows it like a browser does.
+    const f = await fetch(`http://${origin}/hello.txt`, { headers: { referer: `http://${origin}/tunnel/8080-${tv.tunnel_key}/` } });
+    assert.equal(f.status, 200);
+    assert.equal(await f.text(), 'hello through the tunnel\n');
+    // Another origin's Referer, or one naming no tunnel: the plain 400.
+    assert.match(await ask(`http://evil.example/tunnel/8080-${tv.tunnel_key}/`), /^HTTP\/1.1 400 /);
+    assert.match(await ask(`http://127.0.0.1:1/tunnel/8080-${tv.tunnel_key}/`), /^HTTP\/1.1 400 /);
+    assert.match(await ask(`http://${origin}/other/`), /^HTTP\/1.1 400 /);
+  });
+
   test('authenticated: the path form needs the token exactly as the Host form', async () => {
     await client.devboxes.removeTunnel(boxId);
     const at = await client.devboxes.enableTunnel(boxId, { auth_mode: 'authenticated' });
