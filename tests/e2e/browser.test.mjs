@@ -57,6 +57,13 @@ function ping(sock) {
   });
 }
 
+// The web app another devbox serves (python http.server): a script and a
+// link by absolute path, as real apps have.
+const appPage = '<!doctype html><html><head><title>Served</title><script src="/app.js" defer></script></head>' +
+  '<body><h1 id="h">from another devbox</h1><div id="js">no script</div><a id="more" href="/more.html">more</a></body></html>\n';
+const appJs = "document.getElementById('js').textContent = 'script ran';\n";
+const morePage = '<!doctype html><html><head><title>More</title></head><body><p id="m">more page</p></body></html>\n';
+
 describe('run_browser end to end (local engine, browser image)', () => {
   let tmp;
   let engine;
@@ -251,6 +258,43 @@ describe('run_browser end to end (local engine, browser image)', () => {
     const box = ok(await call('create_devbox', { name: 'plain' }));
     await fails({ session_id: box.id, action: 'get_text' }, 'invalid_argument', /not a browser session/);
     ok(await call('shutdown_devbox', { devbox_id: box.id }));
+  });
+
+  // The browser runs in its own devbox, whose 127.0.0.1 is its own: devboxd
+  // listens on its tunnel port inside every devbox, so the URLs the API
+  // returns for another devbox's tunnel open there as on the host.
+  it("opens a web app another devbox serves, through the tunnel URLs the API returns", LONG, async () => {
+    const box = ok(await call('create_devbox', { name: 'webapp' }));
+    try {
+      for (const [f, contents] of [['index.html', appPage], ['app.js', appJs], ['more.html', morePage]]) {
+        ok(await call('write_file', { devbox_id: box.id, file_path: `/home/user/site/${f}`, contents }));
+      }
+      ok(await call('execute_command_async', { devbox_id: box.id,
+        command: 'cd /home/user/site && exec python3 -m http.server 8080 --bind 0.0.0.0' }));
+      const up = ok(await call('execute_command', { devbox_id: box.id,
+        command: 'for i in $(seq 1 300); do curl -sf -o /dev/null http://127.0.0.1:8080/ && exit 0; sleep 0.1; done; exit 1' }));
+      assert.equal(up.exit_code, 0, up.stderr);
+      const tv = await engineRequest(sock, 'POST', `/v1/devboxes/${box.id}/enable_tunnel`, { auth_mode: 'open' });
+      const fill = (t) => t.replace('{port}', '8080').replace('{tunnel_key}', tv.tunnel_key);
+      // The path form: the page, its /app.js and its /more.html link by absolute path.
+      const url = `${fill(tv.path_url_template)}/`;
+      const nav = await browse({ action: 'navigate', value: url });
+      assert.equal(nav.status, 200, JSON.stringify(nav));
+      assert.equal(nav.title, 'Served');
+      assert.equal((await browse({ action: 'get_text', selector: '#h' })).text, 'from another devbox');
+      assert.equal((await browse({ action: 'get_text', selector: '#js' })).text, 'script ran');
+      await browse({ action: 'click', selector: '#more' });
+      const more = await browse({ action: 'wait_for_navigation', value: '**/more.html' });
+      assert.equal(more.title, 'More');
+      assert.equal(more.url, `${fill(tv.path_url_template)}/more.html`);
+      // The *.localhost form: Chromium resolves it to its devbox's loopback.
+      const sub = await browse({ action: 'navigate', value: `${fill(tv.url_template)}/` });
+      assert.equal(sub.status, 200, JSON.stringify(sub));
+      assert.equal(sub.title, 'Served');
+      assert.equal((await browse({ action: 'get_text', selector: '#js' })).text, 'script ran');
+    } finally {
+      ok(await call('shutdown_devbox', { devbox_id: box.id }));
+    }
   });
 
   it('close shuts the devbox down; the closed session refuses actions', LONG, async () => {
