@@ -97,13 +97,18 @@ static bool url_template_ok(const char *t)
 
 /* Where this tunnel's ports are: the operator's template, else the one the
  * engine put in the tunnel view (devboxd says where its listener is, by
- * socket or by URL), else the cloud's. */
+ * socket or by URL; its path form first, which any client opens, on the
+ * host and inside devboxes, where *.localhost needs a resolver that knows
+ * it), else the cloud's. */
 static const char *url_template_for(const struct pty *pt, const cJSON *view)
 {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(view, "path_url_template");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, "url_template");
 
     if (pt->url_template != NULL)
         return pt->url_template;
+    if (cJSON_IsString(p) && url_template_ok(p->valuestring))
+        return p->valuestring;
     if (cJSON_IsString(t) && url_template_ok(t->valuestring))
         return t->valuestring;
     return CLOUD_URL_TEMPLATE;

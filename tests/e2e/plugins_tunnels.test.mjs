@@ -129,8 +129,9 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
     assert.equal(t.devbox_id, box.id);
     assert.equal(t.auth_mode, 'authenticated');
     assert.match(t.auth_token, /^[0-9a-f]{48}$/);
-    assert.equal(t.url, `http://8080-${t.tunnel_key}.localhost:${engine.tunnelPort}`);
-    assert.equal(t.url_template, `http://{port}-${t.tunnel_key}.localhost:${engine.tunnelPort}`);
+    // devboxd's path form: any client opens it (no *.localhost resolution).
+    assert.equal(t.url, `http://127.0.0.1:${engine.tunnelPort}/tunnel/8080-${t.tunnel_key}`);
+    assert.equal(t.url_template, `http://127.0.0.1:${engine.tunnelPort}/tunnel/{port}-${t.tunnel_key}`);
 
     firstKey = t.tunnel_key;
     const got = ok(await call('get_tunnel_url', { devbox_id: box.id, port: 8080 }));
@@ -180,7 +181,7 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
     assert.equal(p.devbox_id, box.id);
     assert.match(p.tunnel_key, /^[a-z0-9]{24}$/);
     assert.match(p.auth_token, /^[0-9a-f]{48}$/);
-    assert.equal(p.pty_url, `http://13-${p.tunnel_key}.localhost:${engine.tunnelPort}`);
+    assert.equal(p.pty_url, `http://127.0.0.1:${engine.tunnelPort}/tunnel/13-${p.tunnel_key}`);
     const noTok = await fetchUrl(`${p.pty_url}/pty/s?cols=80&rows=24`);
     assert.equal(noTok.status, 401);
     const wrong = await fetchUrl(`${p.pty_url}/pty/s?cols=80&rows=24`, { authorization: 'Bearer 00' });
