@@ -1329,7 +1329,15 @@ static void tunnel_h2_handle(void *ud, const struct http_request *req,
     deadline = util_now_ms() + HEAD_TIMEOUT_MS * 4;
     while (!u->head_done) {
         int rc = upstream_read(u);
+        int stopping;
 
+        pthread_mutex_lock(&ts->lock);
+        stopping = ts->stopping;
+        pthread_mutex_unlock(&ts->lock);
+        if (stopping) {
+            http_response_error(resp, 503, "devboxd is shutting down");
+            goto out;
+        }
         if (rc < 0 || util_now_ms() >= deadline) {
             http_response_error(resp, 502, "the service on port %d inside devbox %s sent "
                                 "no valid HTTP/1.1 answer%s", c->port, c->box_id,
@@ -1461,6 +1469,7 @@ static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_l
     char *out = malloc(len + 64);
     char *o = out;
     int skipping = 0;
+    int closed = 0;
 
     if (out == NULL || sp == NULL || (size_t)(end - sp - 1) < c->prefix_len ||
         memcmp(sp + 1, c->url, c->prefix_len) != 0) {
@@ -1478,12 +1487,13 @@ static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_l
         size_t line_len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
         size_t body_len = line_len > 0 && p[line_len - 1] == '\r' ? line_len - 1 : line_len;
         int last = body_len == 0 && o > out && o[-1] == '\n';
-
-        if (last && !c->parser.upgrade)
-            o = stpcpy(o, "connection: close\r\n");
         /* A folded line continues the header before it. */
         int folded = !last && (p[0] == ' ' || p[0] == '\t');
 
+        if (last && !c->parser.upgrade && !closed) {
+            o = stpcpy(o, "connection: close\r\n");
+            closed = 1;
+        }
         if (!folded)
             skipping = !last && header_is(p, body_len, "connection") && !c->parser.upgrade;
         if (!skipping) {
@@ -1492,6 +1502,10 @@ static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_l
         }
         p += line_len + (nl != NULL);
     }
+    /* The parser stops before the head's final LF: with bare-LF line ends
+     * the empty line is not in [buf, end) at all. */
+    if (!c->parser.upgrade && !closed)
+        o = stpcpy(o, "connection: close\r\n");
     memcpy(o, end, len - head_len);
     o += len - head_len;
     *out_len = (size_t)(o - out);

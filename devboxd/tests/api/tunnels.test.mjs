@@ -430,7 +430,7 @@ s.listen(4)
 while True:
     c, _ = s.accept()
     buf = b""
-    while b"\\r\\n\\r\\nbody!" not in buf:
+    while not buf.endswith(b"body!"):
         d = c.recv(4096)
         if not d:
             break
@@ -451,6 +451,13 @@ while True:
     assert.doesNotMatch(seen, /keep-alive/i);
     assert.match(seen, /\r\nX-Other: 1\r\n/);
     assert.match(seen, /\r\n\r\nbody!$/);
+    // Bare LF line ends (http_parser accepts them): still one request, closed.
+    const lf = await rawTunnel(`POST /tunnel/9100-${tv.tunnel_key}/lf HTTP/1.1\nHost: 127.0.0.1\n` +
+      'Connection: keep-alive\ncontent-length: 5\n\nbody!');
+    const lfSeen = lf.split('\r\n\r\n').slice(1).join('\r\n\r\n');
+    assert.match(lfSeen, /^POST \/lf HTTP\/1\.1\n/);
+    assert.match(lfSeen, /\nconnection: close\r\n\nbody!$/);
+    assert.doesNotMatch(lfSeen, /keep-alive/i);
   });
 
   test('path routing needs a loopback Host (no DNS rebinding); a bad label is a 400', async () => {
