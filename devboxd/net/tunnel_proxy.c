@@ -1064,7 +1064,8 @@ static int h2_request_bytes(const struct tconn *c, const struct http_request *re
         strcmp(req->method, "PUT") == 0 || strcmp(req->method, "PATCH") == 0)
         n += (size_t)snprintf(b + n, cap - n, "content-length: %zu\r\n", req->body_len);
     n += (size_t)snprintf(b + n, cap - n, "connection: close\r\n\r\n");
-    memcpy(b + n, req->body, req->body_len);
+    if (req->body_len > 0)
+        memcpy(b + n, req->body, req->body_len);
     *out = b;
     *out_len = n + req->body_len;
     return 0;
