@@ -305,9 +305,13 @@ static int engine_status(struct backend *b, bool json)
         printf("devboxes:  %ld running, %ld in all\n", running, total);
     else
         printf("devboxes:  ? (the engine did not answer GET /v1/devboxes)\n");
-    if (pi.tunnel_port > 0)
+    if (pi.tunnel_port > 0) {
         printf("tunnels:   http://{port}-{tunnel_key}.localhost:%d (port %d)\n",
                pi.tunnel_port, pi.tunnel_port);
+        /* The form glibc-based clients (Node fetch, Python) open. */
+        printf("           http://127.0.0.1:%d/tunnel/{port}-{tunnel_key} (any client)\n",
+               pi.tunnel_port);
+    }
     printf("log:       %s/devboxd.log (runloop-mcp engine logs)\n",
            backend_state_dir(b));
     printf("It stays up between server launches; stop it with: runloop-mcp "

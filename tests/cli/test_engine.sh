@@ -91,6 +91,7 @@ has out "engine: +running, pid $pid, up "
 has out "version: +devboxd [0-9]+\.[0-9]+\.[0-9]+"
 has out "devboxes: +0 running, 0 in all"
 has out "tunnels: +http://\{port\}-\{tunnel_key\}\.localhost:[0-9]+ \(port [0-9]+\)"
+has out " +http://127\.0\.0\.1:[0-9]+/tunnel/\{port\}-\{tunnel_key\} \(any client\)"
 has out "stop it with: runloop-mcp engine stop"
 run "status --json" 0 engine status --json -c "$CONF"
 if node -e '

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
+import http2 from 'node:http2';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -471,6 +472,59 @@ while True:
     }
     const unknown = await rawTunnel(`GET /tunnel/8080-${'z'.repeat(24)}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
     assert.match(unknown, /^HTTP\/1.1 404 /);
+  });
+
+  test('HTTP/2 with prior knowledge (the SDK transport): forwarded per request, both forms', async () => {
+    const session = http2.connect(`http://127.0.0.1:${tunnelPort}`);
+    session.on('error', () => {});
+    const h2 = (headers, body) => new Promise((resolve, reject) => {
+      const req = session.request(headers);
+      let text = '';
+      let head = null;
+      req.setEncoding('utf8');
+      req.on('response', (h) => { head = h; });
+      req.on('data', (d) => { text += d; });
+      req.on('end', () => resolve({ status: head[':status'], headers: head, text }));
+      req.on('error', reject);
+      req.end(body);
+    });
+    try {
+      // Several streams at once on the one connection, path and host forms.
+      const [a, b, c, d] = await Promise.all([
+        h2({ ':path': `/tunnel/8080-${tv.tunnel_key}/hello.txt` }),
+        h2({ ':path': `/tunnel/8081-${tv.tunnel_key}/hello.txt` }),
+        h2({ ':path': '/hello.txt', ':authority': tunnelHost(8080, tv.tunnel_key) }),
+        h2({ ':path': `/tunnel/8080-${tv.tunnel_key}/nope.txt` }),
+      ]);
+      for (const r of [a, b, c]) {
+        assert.equal(r.status, 200);
+        assert.equal(r.text, 'hello through the tunnel\n');
+        assert.match(r.headers['content-type'], /text\/plain/);
+      }
+      assert.equal(d.status, 404);
+      assert.match(d.text, /File not found/);
+      // HEAD: the head alone.
+      const head = await h2({ ':method': 'HEAD', ':path': `/tunnel/8080-${tv.tunnel_key}/hello.txt` });
+      assert.equal(head.status, 200);
+      assert.equal(head.text, '');
+      // The listener's own answers: unknown key, nothing listening, no route.
+      assert.equal((await h2({ ':path': `/tunnel/8080-${'z'.repeat(24)}/` })).status, 404);
+      const none = await h2({ ':path': `/tunnel/8099-${tv.tunnel_key}/` });
+      assert.equal(none.status, 502);
+      assert.match(none.text, /nothing answers on port 8099/);
+      assert.equal((await h2({ ':path': '/v1/devboxes' })).status, 400);
+      // A body reaches the service as an HTTP/1.1 request with its length.
+      const post = await waitFor(async () => {
+        const x = await h2({ ':method': 'POST', ':path': `/tunnel/9100-${tv.tunnel_key}/p`, 'x-other': '2' }, 'body!');
+        return x.status === 200 ? x : null;
+      }, { timeoutMs: 30000, what: 'the dump server over HTTP/2' });
+      assert.match(post.text, /^POST \/p HTTP\/1\.1\r\n/);
+      assert.match(post.text, /\r\ncontent-length: 5\r\n/);
+      assert.match(post.text, /\r\nconnection: close\r\n\r\nbody!$/);
+      assert.match(post.text, /\r\nx-other: 2\r\n/);
+    } finally {
+      session.close();
+    }
   });
 
   test("a page's absolute links: redirected under the prefix its same-origin Referer names", async () => {
