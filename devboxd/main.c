@@ -110,7 +110,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             char err[512];
 
             /* Checked now so a typo fails before anything starts. */
-            if (tunnel_set_url_template(optarg, "127.0.0.1", 0, err, sizeof(err)) != 0) {
+            if (tunnel_set_url_template(optarg, "127.0.0.1", 0, err,
+                                        sizeof(err)) != 0) {
                 fprintf(stderr, "devboxd: %s\n", err);
                 return -1;
             }
@@ -250,7 +251,8 @@ static const char *path_host_of(const char *spec, char *buf, size_t n)
 static struct tunnel_server *hook_tunnels;
 
 /* A devbox's sandbox started: its MCP hub and its tunnel listener socket. */
-static void on_sandbox_start(struct engine *eng, struct devbox *box, struct sandbox *sb)
+static void on_sandbox_start(struct engine *eng, struct devbox *box,
+                             struct sandbox *sb)
 {
     mcphub_boot(eng, box, sb);
     tunnel_server_boot(hook_tunnels, eng, box, sb);
@@ -397,9 +399,10 @@ int main(int argc, char **argv)
         goto out;
     }
     hook_tunnels = tun;
-    if (tunnel_set_url_template(o.tunnel_url_template,
-                                path_host_of(o.tunnel_listen, tun_host, sizeof(tun_host)),
-                                tunnel_port, err, sizeof(err)) != 0) {
+    if (tunnel_set_url_template(
+            o.tunnel_url_template,
+            path_host_of(o.tunnel_listen, tun_host, sizeof(tun_host)),
+            tunnel_port, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }

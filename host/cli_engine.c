@@ -309,7 +309,8 @@ static int engine_status(struct backend *b, bool json)
         printf("tunnels:   http://{port}-{tunnel_key}.localhost:%d (port %d)\n",
                pi.tunnel_port, pi.tunnel_port);
         /* The form glibc-based clients (Node fetch, Python) open. */
-        printf("           http://127.0.0.1:%d/tunnel/{port}-{tunnel_key} (any client)\n",
+        printf("           http://127.0.0.1:%d/tunnel/{port}-{tunnel_key} (any "
+               "client)\n",
                pi.tunnel_port);
     }
     printf("log:       %s/devboxd.log (runloop-mcp engine logs)\n",

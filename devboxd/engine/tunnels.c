@@ -299,16 +299,19 @@ static int set_path_template(const char *tmpl, const char *domain,
 
     if (tmpl != NULL) {
         const char *rest = strchr(tmpl, '.'); /* after {port}-{tunnel_key} */
-        const char *scheme = strncmp(tmpl, "https://", 8) == 0 ? "https" : "http";
+        const char *scheme =
+            strncmp(tmpl, "https://", 8) == 0 ? "https" : "http";
 
-        if (asprintf(&t, "%s://%s/tunnel/{port}-{tunnel_key}", scheme, rest + 1) < 0)
+        if (asprintf(&t, "%s://%s/tunnel/{port}-{tunnel_key}", scheme,
+                     rest + 1) < 0)
             t = NULL;
         h = strdup(domain);
     } else {
         int v6 = strchr(listen_host, ':') != NULL;
 
-        if (asprintf(&t, "http://%s%s%s:%d/tunnel/{port}-{tunnel_key}", v6 ? "[" : "",
-                     listen_host, v6 ? "]" : "", tunnel_port) < 0)
+        if (asprintf(&t, "http://%s%s%s:%d/tunnel/{port}-{tunnel_key}",
+                     v6 ? "[" : "", listen_host, v6 ? "]" : "",
+                     tunnel_port) < 0)
             t = NULL;
         h = strdup(listen_host);
     }
@@ -327,8 +330,8 @@ out:
     return rc;
 }
 
-int tunnel_set_url_template(const char *tmpl, const char *listen_host, int tunnel_port,
-                            char *err, size_t errlen)
+int tunnel_set_url_template(const char *tmpl, const char *listen_host,
+                            int tunnel_port, char *err, size_t errlen)
 {
     char domain[TUNNEL_TEMPLATE_MAX + 1];
     char *t = NULL;

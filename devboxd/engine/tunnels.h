@@ -71,8 +71,8 @@ void tunnel_pty_clear(void);
  * front of it). Returns 0, or -1 with what to fix in err. */
 /* listen_host names the listener in the path template by default
  * ("127.0.0.1" for a loopback or wildcard --tunnel-listen). */
-int tunnel_set_url_template(const char *tmpl, const char *listen_host, int tunnel_port,
-                            char *err, size_t errlen);
+int tunnel_set_url_template(const char *tmpl, const char *listen_host,
+                            int tunnel_port, char *err, size_t errlen);
 /* The advertised template ("" before tunnel_set_url_template). */
 const char *tunnel_url_template(void);
 /* The DOMAIN of a --tunnel-url-template (lower-case), NULL by default. */
@@ -107,8 +107,8 @@ int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen);
  * host is reachable from the devbox): the tunnel URLs then work from inside
  * every devbox, a browser devbox included. Called at each sandbox start; a
  * failure is logged to the devbox's logs. NULL ts is a no-op. */
-void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng, struct devbox *box,
-                        struct sandbox *sb);
+void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng,
+                        struct devbox *box, struct sandbox *sb);
 /* The devbox's sandbox stopped: its listener goes. */
 void tunnel_server_forget(struct tunnel_server *ts, const char *box_id);
 /* Closes the listener, ends every relayed connection (bounded) and frees.

@@ -23,7 +23,7 @@ struct http_kv {
 struct http_request {
     char *method;
     char *path;          /* without the query string */
-    char *target;        /* HTTP/2: the raw :path (query included, not decoded) */
+    char *target;        /* HTTP/2: the raw :path (query, undecoded) */
     struct http_kv *query; /* decoded query parameters */
     size_t n_query;
     struct http_kv *headers; /* names lower-case */

@@ -82,8 +82,9 @@ struct tunnel_server {
 
 /* Headers the tunnel reads; other headers pass untouched. */
 enum { H_HOST, H_XHOST, H_AUTH, H_TAUTH, H_REFERER, H_N };
-static const char *const hnames[H_N] = {"host", "x-runloop-host", "authorization",
-                                        "x-runloop-tunnel-authorization", "referer"};
+static const char *const hnames[H_N] = {
+    "host", "x-runloop-host", "authorization", "x-runloop-tunnel-authorization",
+    "referer"};
 
 struct tconn {
     struct tunnel_server *ts;
@@ -219,7 +220,8 @@ static void send_redirect(int fd, const char *location)
 
 /* "{port}-{key}" (lower-case already, n bytes): port 1-65535 without a
  * leading 0, key [a-z0-9] shorter than keylen. 0 with *port and key, or -1. */
-static int parse_label(const char *s, size_t n, int *port, char *key, size_t keylen)
+static int parse_label(const char *s, size_t n, int *port, char *key,
+                       size_t keylen)
 {
     const char *dash = memchr(s, '-', n);
     size_t plen = dash != NULL ? (size_t)(dash - s) : 0;
@@ -340,7 +342,8 @@ static int path_host_ok(const char *host)
         return 1;
     if (inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127)
         return 1;
-    return (mine != NULL && strcmp(h, mine) == 0) || (domain != NULL && strcmp(h, domain) == 0);
+    return (mine != NULL && strcmp(h, mine) == 0) ||
+           (domain != NULL && strcmp(h, domain) == 0);
 }
 
 /* ------------------------------------------------------- header capture */
@@ -476,7 +479,7 @@ struct route {
     int status;            /* 0 = go; else the error to answer */
     char msg[512];
     const char *retry_after;
-    char location[URL_MAX + 64]; /* status 307: where the request belongs */
+    char location[URL_MAX + 128]; /* status 307: where the request belongs */
     struct devbox *box;    /* when status is 0: holds an io_refs count */
     int wake;              /* resume the devbox (wake on HTTP) */
 };
@@ -672,8 +675,10 @@ static int referer_redirect(struct tconn *c, struct route *r)
         tunnel_parse_path(path, &port, key, sizeof(key), &prefix) != 0)
         return -1;
     r->status = 307;
-    snprintf(r->location, sizeof(r->location), "%.*s%s", (int)prefix, path, c->url);
-    snprintf(r->msg, sizeof(r->msg), "this page's tunnel is at %.*s/", (int)prefix, path);
+    snprintf(r->location, sizeof(r->location), "%.*s%s", (int)prefix, path,
+             c->url);
+    snprintf(r->msg, sizeof(r->msg), "this page's tunnel is at %.*s/",
+             (int)prefix, path);
     return 0;
 }
 
@@ -686,8 +691,9 @@ static int route_target(struct tconn *c, struct route *r)
     const char *xhost = hget(c, H_XHOST);
     const char *host = hget(c, H_HOST);
 
-    if (xhost != NULL || (host != NULL && tunnel_parse_host(host, &c->port, c->key,
-                                                            sizeof(c->key)) == 0)) {
+    if (xhost != NULL ||
+        (host != NULL &&
+         tunnel_parse_host(host, &c->port, c->key, sizeof(c->key)) == 0)) {
         if (xhost == NULL ||
             tunnel_parse_host(xhost, &c->port, c->key, sizeof(c->key)) == 0)
             return 0;
@@ -696,14 +702,16 @@ static int route_target(struct tconn *c, struct route *r)
                                  &c->prefix_len) == 0) {
         c->by_path = 1;
         return 0;
-    } else if (host != NULL && path_host_ok(host) && referer_redirect(c, r) == 0) {
+    } else if (host != NULL && path_host_ok(host) &&
+               referer_redirect(c, r) == 0) {
         return -1;
     }
-    return refuse(r, 400,
-                  "this is devboxd's tunnel listener: send the request to %s/... or "
-                  "http://{port}-{tunnel_key}.localhost:<tunnel port>/... (the "
-                  "path_url_template and url_template of the tunnel view)",
-                  tunnel_path_url_template());
+    return refuse(
+        r, 400,
+        "this is devboxd's tunnel listener: send the request to %s/... or "
+        "http://{port}-{tunnel_key}.localhost:<tunnel port>/... (the "
+        "path_url_template and url_template of the tunnel view)",
+        tunnel_path_url_template());
 }
 
 static void route_first(struct tconn *c, struct route *r)
@@ -991,9 +999,16 @@ out:
  * devbox's HTTP/1.1 (RFC 9113 8.2.2). */
 static int hop_by_hop(const char *name)
 {
-    static const char *const names[] = {"connection", "keep-alive", "proxy-connection",
-                                        "transfer-encoding", "upgrade", "te", "host",
-                                        "content-length", "expect", "http2-settings"};
+    static const char *const names[] = {"connection",
+                                        "keep-alive",
+                                        "proxy-connection",
+                                        "transfer-encoding",
+                                        "upgrade",
+                                        "te",
+                                        "host",
+                                        "content-length",
+                                        "expect",
+                                        "http2-settings"};
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -1035,8 +1050,9 @@ static void h2_capture(struct tconn *c, const struct http_request *req)
  * (without the path form's prefix), its end-to-end headers, the body with
  * its length, and "connection: close" (one request per upstream
  * connection). malloc'd in *out. */
-static int h2_request_bytes(const struct tconn *c, const struct http_request *req,
-                            char **out, size_t *out_len)
+static int h2_request_bytes(const struct tconn *c,
+                            const struct http_request *req, char **out,
+                            size_t *out_len)
 {
     const char *target = c->url + c->prefix_len;
     const char *host = hget(c, H_HOST);
@@ -1052,17 +1068,19 @@ static int h2_request_bytes(const struct tconn *c, const struct http_request *re
     b = malloc(cap);
     if (b == NULL)
         return -1;
-    n += (size_t)snprintf(b + n, cap - n, "%s %s%s HTTP/1.1\r\nhost: %s\r\n", req->method,
-                          target[0] == '/' ? "" : "/", target, host != NULL ? host : "");
+    n += (size_t)snprintf(b + n, cap - n, "%s %s%s HTTP/1.1\r\nhost: %s\r\n",
+                          req->method, target[0] == '/' ? "" : "/", target,
+                          host != NULL ? host : "");
     for (i = 0; i < req->n_headers; i++) {
         if (hop_by_hop(req->headers[i].name))
             continue;
-        n += (size_t)snprintf(b + n, cap - n, "%s: %s\r\n", req->headers[i].name,
-                              req->headers[i].value);
+        n += (size_t)snprintf(b + n, cap - n, "%s: %s\r\n",
+                              req->headers[i].name, req->headers[i].value);
     }
     if (req->body_len > 0 || strcmp(req->method, "POST") == 0 ||
         strcmp(req->method, "PUT") == 0 || strcmp(req->method, "PATCH") == 0)
-        n += (size_t)snprintf(b + n, cap - n, "content-length: %zu\r\n", req->body_len);
+        n += (size_t)snprintf(b + n, cap - n, "content-length: %zu\r\n",
+                              req->body_len);
     n += (size_t)snprintf(b + n, cap - n, "connection: close\r\n\r\n");
     if (req->body_len > 0)
         memcpy(b + n, req->body, req->body_len);
@@ -1249,7 +1267,8 @@ static void upstream_head(struct h2_upstream *u, struct http_response *resp)
 
     resp->status = (int)u->parser.status_code;
     for (i = 0; i < u->n_fields; i++) {
-        if (u->fields[i].value != NULL && strcasecmp(u->fields[i].name, "content-type") == 0)
+        if (u->fields[i].value != NULL &&
+            strcasecmp(u->fields[i].name, "content-type") == 0)
             http_response_set_header(resp, "content-type", u->fields[i].value);
     }
     for (i = 0; i < u->n_fields; i++) {
@@ -1287,10 +1306,12 @@ static void tunnel_h2_handle(void *ud, const struct http_request *req,
     c->cfd = c->ufd = -1;
     h2_capture(c, req);
     if (req->body_too_large) {
-        http_response_error(resp, 413, "request body too large for a tunnel request over "
-                            "HTTP/2 (at most %u MiB, %u MiB for PUT and multipart; use "
-                            "HTTP/1.1 for more)", HTTP_MAX_JSON_BODY >> 20,
-                            HTTP_MAX_UPLOAD_BODY >> 20);
+        http_response_error(
+            resp, 413,
+            "request body too large for a tunnel request over "
+            "HTTP/2 (at most %u MiB, %u MiB for PUT and multipart; use "
+            "HTTP/1.1 for more)",
+            HTTP_MAX_JSON_BODY >> 20, HTTP_MAX_UPLOAD_BODY >> 20);
         goto out;
     }
     route_first(c, &r);
@@ -1340,9 +1361,10 @@ static void tunnel_h2_handle(void *ud, const struct http_request *req,
             goto out;
         }
         if (rc < 0 || util_now_ms() >= deadline) {
-            http_response_error(resp, 502, "the service on port %d inside devbox %s sent "
-                                "no valid HTTP/1.1 answer%s", c->port, c->box_id,
-                                rc < 0 ? "" : " in time");
+            http_response_error(resp, 502,
+                                "the service on port %d inside devbox %s sent "
+                                "no valid HTTP/1.1 answer%s",
+                                c->port, c->box_id, rc < 0 ? "" : " in time");
             goto out;
         }
     }
@@ -1461,8 +1483,8 @@ static int header_is(const char *line, size_t len, const char *name)
  * left) and, unless it is an upgrade, its Connection headers replaced by
  * "connection: close" (see check_next); then the bytes after the head.
  * malloc'd, NULL when out of memory. */
-static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_len,
-                           size_t len, size_t *out_len)
+static char *rewrite_first(const struct tconn *c, const char *buf,
+                           size_t head_len, size_t len, size_t *out_len)
 {
     const char *p = buf;
     const char *end = buf + head_len;
@@ -1486,7 +1508,8 @@ static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_l
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t line_len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-        size_t body_len = line_len > 0 && p[line_len - 1] == '\r' ? line_len - 1 : line_len;
+        size_t body_len =
+            line_len > 0 && p[line_len - 1] == '\r' ? line_len - 1 : line_len;
         int last = body_len == 0 && o > out && o[-1] == '\n';
         /* A folded line continues the header before it. */
         int folded = !last && (p[0] == ' ' || p[0] == '\t');
@@ -1496,7 +1519,8 @@ static char *rewrite_first(const struct tconn *c, const char *buf, size_t head_l
             closed = 1;
         }
         if (!folded)
-            skipping = !last && header_is(p, body_len, "connection") && !c->parser.upgrade;
+            skipping = !last && header_is(p, body_len, "connection") &&
+                       !c->parser.upgrade;
         if (!skipping) {
             memcpy(o, p, line_len + (nl != NULL));
             o += line_len + (nl != NULL);
@@ -1686,7 +1710,8 @@ static void start_conn(struct tunnel_server *ts, int fd)
 
 /* Lock held. Closes the box listeners marked dead and fills pfds (grown as
  * needed) with the main listener, the wake fd and the live box listeners. */
-static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds, size_t *cap)
+static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
+                              size_t *cap)
 {
     struct box_listener **pp = &ts->boxes;
     size_t n = 2;
@@ -1779,8 +1804,8 @@ static void forget_locked(struct tunnel_server *ts, const char *box_id)
     }
 }
 
-void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng, struct devbox *box,
-                        struct sandbox *sb)
+void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng,
+                        struct devbox *box, struct sandbox *sb)
 {
     struct box_listener *b = NULL;
     char msg[300];
@@ -1790,14 +1815,17 @@ void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng, struct dev
         return;
     fd = sandbox_listen_tcp(sb, (uint16_t)ts->port);
     if (fd < 0) {
-        snprintf(msg, sizeof(msg), "tunnel URLs do not work inside this devbox: port %d "
-                 "inside: %s", ts->port, strerror(-fd));
+        snprintf(msg, sizeof(msg),
+                 "tunnel URLs do not work inside this devbox: port %d "
+                 "inside: %s",
+                 ts->port, strerror(-fd));
         goto fail;
     }
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
         close(fd);
-        snprintf(msg, sizeof(msg), "tunnel URLs do not work inside this devbox: out of memory");
+        snprintf(msg, sizeof(msg),
+                 "tunnel URLs do not work inside this devbox: out of memory");
         goto fail;
     }
     snprintf(b->box_id, sizeof(b->box_id), "%s", box->id);

@@ -102,7 +102,8 @@ static bool url_template_ok(const char *t)
  * it), else the cloud's. */
 static const char *url_template_for(const struct pty *pt, const cJSON *view)
 {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(view, "path_url_template");
+    const cJSON *p =
+        cJSON_GetObjectItemCaseSensitive(view, "path_url_template");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(view, "url_template");
 
     if (pt->url_template != NULL)

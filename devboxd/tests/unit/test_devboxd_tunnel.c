@@ -73,7 +73,8 @@ static void test_parse_host(void **state)
     }
 }
 
-static void path_ok(const char *target, int want_port, const char *want_key, size_t want_prefix)
+static void path_ok(const char *target, int want_port, const char *want_key,
+                    size_t want_prefix)
 {
     char key[64] = "";
     int port = 0;
@@ -224,12 +225,9 @@ static void test_random_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_host),
-        cmocka_unit_test(test_parse_path),
-        cmocka_unit_test(test_check_spec),
-        cmocka_unit_test(test_new_view),
-        cmocka_unit_test(test_token_equal),
-        cmocka_unit_test(test_random_text),
+        cmocka_unit_test(test_parse_host),  cmocka_unit_test(test_parse_path),
+        cmocka_unit_test(test_check_spec),  cmocka_unit_test(test_new_view),
+        cmocka_unit_test(test_token_equal), cmocka_unit_test(test_random_text),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

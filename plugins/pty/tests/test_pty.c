@@ -652,11 +652,12 @@ static void enable_get_remove(void **state)
     assert_string_equal(rstr("url"), "http://3000-abc.localhost:4321");
     /* Its path form first: it needs no *.localhost resolution. */
     fh_reset();
-    fh_route("GET", "/v1/devboxes/dbx_1", 200,
-             "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":{"
-             "\"tunnel_key\":\"abc\",\"auth_mode\":\"open\",\"url_template\":"
-             "\"http://{port}-{tunnel_key}.localhost:4321\",\"path_url_template\":"
-             "\"http://127.0.0.1:4321/tunnel/{port}-{tunnel_key}\"}}");
+    fh_route(
+        "GET", "/v1/devboxes/dbx_1", 200,
+        "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":{"
+        "\"tunnel_key\":\"abc\",\"auth_mode\":\"open\",\"url_template\":"
+        "\"http://{port}-{tunnel_key}.localhost:4321\",\"path_url_template\":"
+        "\"http://127.0.0.1:4321/tunnel/{port}-{tunnel_key}\"}}");
     fh_call("get_tunnel_url", "{\"devbox_id\":\"dbx_1\",\"port\":3000}");
     assert_string_equal(rstr("url"), "http://127.0.0.1:4321/tunnel/3000-abc");
     fh_reset();
