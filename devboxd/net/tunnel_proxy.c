@@ -54,10 +54,15 @@ struct tconn;
  * accept thread only (it may be polling it), once marked dead. */
 struct box_listener {
     char box_id[40];
-    int fd;
+    int fd;    /* -1 once closed */
     int dead;
+    int conns; /* connections accepted from it and still open */
     struct box_listener *next;
 };
+/* Connections from inside one devbox at once: a devbox cannot take the
+ * listener's whole table from the host and the other devboxes. Guarded by
+ * the server lock; a listener's struct lives until its last connection. */
+#define BOX_MAX_CONNS 128
 
 struct tunnel_server {
     struct engine *eng;
@@ -119,6 +124,7 @@ struct tconn {
     int relaying;
     int evicted;
     unsigned long seq;
+    struct box_listener *from; /* accepted inside this devbox, or NULL */
 };
 
 /* ------------------------------------------------------------ responses */
@@ -1600,6 +1606,16 @@ out:
 
 /* ------------------------------------------------------------- threads */
 
+/* Lock held. A connection from inside a devbox ended. */
+static void box_conn_done_locked(struct box_listener *b)
+{
+    if (b == NULL)
+        return;
+    b->conns--;
+    if (b->fd < 0 && b->conns == 0)
+        free(b); /* unlinked and closed already */
+}
+
 static void *conn_thread(void *arg)
 {
     struct tconn *c = arg;
@@ -1621,6 +1637,7 @@ static void *conn_thread(void *arg)
     ts->live[c->slot] = NULL;
     if (!c->evicted)
         ts->active--;
+    box_conn_done_locked(c->from);
     pthread_mutex_unlock(&ts->lock);
     if (c->cfd >= 0)
         close(c->cfd);
@@ -1670,7 +1687,7 @@ static int conn_admit_locked(struct tunnel_server *ts, struct tconn *c)
     return 1;
 }
 
-static void start_conn(struct tunnel_server *ts, int fd)
+static void start_conn(struct tunnel_server *ts, int fd, struct box_listener *from)
 {
     struct tconn *c = calloc(1, sizeof(*c));
     int rc;
@@ -1683,7 +1700,21 @@ static void start_conn(struct tunnel_server *ts, int fd)
     c->cfd = fd;
     c->ufd = -1;
     pthread_mutex_lock(&ts->lock);
+    if (from != NULL && from->conns >= BOX_MAX_CONNS) {
+        pthread_mutex_unlock(&ts->lock);
+        send_error(fd, 503, "1",
+                   "this devbox has %d connections open to devboxd's tunnel "
+                   "listener; close some and retry",
+                   BOX_MAX_CONNS);
+        close(fd);
+        free(c);
+        return;
+    }
     rc = conn_admit_locked(ts, c);
+    if (rc && from != NULL) {
+        from->conns++;
+        c->from = from;
+    }
     pthread_mutex_unlock(&ts->lock);
     if (!rc) {
         send_error(fd, 503, "1", "devboxd's tunnel listener has %d connections open; retry",
@@ -1698,6 +1729,7 @@ static void start_conn(struct tunnel_server *ts, int fd)
         ts->live[c->slot] = NULL;
         if (!c->evicted)
             ts->active--;
+        box_conn_done_locked(c->from);
         pthread_mutex_unlock(&ts->lock);
         close(fd);
         free(c);
@@ -1708,10 +1740,13 @@ static void start_conn(struct tunnel_server *ts, int fd)
     }
 }
 
-/* Lock held. Closes the box listeners marked dead and fills pfds (grown as
- * needed) with the main listener, the wake fd and the live box listeners. */
+/* Lock held. Closes the box listeners marked dead (their structs go with
+ * their last connection) and fills pfds and owners (grown as needed) with
+ * the main listener, the wake fd and the live box listeners. Only the
+ * accept thread unlinks listeners, so owners stay valid until its next
+ * call. */
 static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
-                              size_t *cap)
+                              struct box_listener ***owners, size_t *cap)
 {
     struct box_listener **pp = &ts->boxes;
     size_t n = 2;
@@ -1722,7 +1757,9 @@ static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
         if (b->dead) {
             *pp = b->next;
             close(b->fd);
-            free(b);
+            b->fd = -1;
+            if (b->conns == 0)
+                free(b);
             continue;
         }
         n++;
@@ -1730,19 +1767,27 @@ static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
     }
     if (n > *cap) {
         struct pollfd *grown = realloc(*pfds, n * 2 * sizeof(**pfds));
+        struct box_listener **grown_o = NULL;
 
-        if (grown == NULL)
-            n = *cap; /* serve what fits; the rest waits for memory */
-        else {
+        if (grown != NULL)
             *pfds = grown;
+        grown_o = grown != NULL ? realloc(*owners, n * 2 * sizeof(**owners)) : NULL;
+        if (grown_o != NULL) {
+            *owners = grown_o;
             *cap = n * 2;
         }
+        /* else: serve what fits; the rest waits for memory */
     }
+    if (*cap < 2)
+        return 0;
     (*pfds)[0] = (struct pollfd){.fd = ts->lfd, .events = POLLIN};
     (*pfds)[1] = (struct pollfd){.fd = ts->wake_fd, .events = POLLIN};
+    (*owners)[0] = (*owners)[1] = NULL;
     n = 2;
-    for (struct box_listener *b = ts->boxes; b != NULL && n < *cap; b = b->next)
+    for (struct box_listener *b = ts->boxes; b != NULL && n < *cap; b = b->next) {
+        (*owners)[n] = b;
         (*pfds)[n++] = (struct pollfd){.fd = b->fd, .events = POLLIN};
+    }
     return n;
 }
 
@@ -1750,6 +1795,7 @@ static void *accept_thread(void *arg)
 {
     struct tunnel_server *ts = arg;
     struct pollfd *pfds = NULL;
+    struct box_listener **owners = NULL;
     size_t cap = 0;
 
     for (;;) {
@@ -1759,7 +1805,7 @@ static void *accept_thread(void *arg)
 
         pthread_mutex_lock(&ts->lock);
         stopping = ts->stopping;
-        n = stopping ? 0 : poll_set_locked(ts, &pfds, &cap);
+        n = stopping ? 0 : poll_set_locked(ts, &pfds, &owners, &cap);
         pthread_mutex_unlock(&ts->lock);
         if (stopping || n == 0)
             break;
@@ -1779,10 +1825,11 @@ static void *accept_thread(void *arg)
                 continue;
             fd = accept4(pfds[i].fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd >= 0)
-                start_conn(ts, fd);
+                start_conn(ts, fd, owners[i]);
         }
     }
     free(pfds);
+    free(owners);
     return NULL;
 }
 
@@ -1923,14 +1970,19 @@ void tunnel_server_stop(struct tunnel_server *ts)
     /* HTTP/2 connections end (their threads then leave below). */
     http_server_stop(ts->h2);
     ts->h2 = NULL;
-    /* The accept thread has ended: the box listeners are ours to close. */
+    /* The accept thread has ended: the box listeners are ours to close; a
+     * struct still used by a connection goes with its last one. */
+    pthread_mutex_lock(&ts->lock);
     while (ts->boxes != NULL) {
         struct box_listener *b = ts->boxes;
 
         ts->boxes = b->next;
         close(b->fd);
-        free(b);
+        b->fd = -1;
+        if (b->conns == 0)
+            free(b);
     }
+    pthread_mutex_unlock(&ts->lock);
     if (ts->wake_fd >= 0)
         close(ts->wake_fd);
     /* Connection threads notice within CHECK_MS; a peer stuck in a write

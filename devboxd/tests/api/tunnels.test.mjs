@@ -587,6 +587,62 @@ while True:
       assert.equal(sub.out, 'hello through the tunnel\n');
     });
 
+    test('one devbox holds at most 128 connections to the tunnel listener', async () => {
+      await client.devboxes.writeFileContents(other, { file_path: '/tmp/flood.py', contents: `import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(128)]
+def ask():
+    # A refusal comes at once, before any request: read first, so the
+    # request bytes never meet a closed socket (a reset would lose the answer).
+    s = socket.create_connection(("127.0.0.1", port))
+    out = b""
+    try:
+        s.settimeout(1)
+        try:
+            out = s.recv(4096)
+        except socket.timeout:
+            s.settimeout(20)
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+        while True:
+            d = s.recv(4096)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    s.close()
+    return out.decode("latin1")
+deadline = time.time() + 60
+while True:
+    r = ask()
+    if r.startswith("HTTP/1.1 503 "):
+        break
+    if time.time() > deadline:
+        print("no 503:", r); sys.exit(1)
+    time.sleep(0.2)
+print(r.split("\\r\\n\\r\\n", 1)[1])
+for s in held:
+    s.close()
+while True:
+    r = ask()
+    if r.startswith("HTTP/1.1 400 "):
+        break
+    if time.time() > deadline:
+        print("still refused:", r); sys.exit(1)
+    time.sleep(0.2)
+print("released")
+` });
+      const host = fetch(`${fill(tv.path_url_template, 8080, tv.tunnel_key)}/hello.txt`);
+      const r = await execIn(other, `python3 /tmp/flood.py ${tunnelPort}`);
+      assert.equal(r.exit, 0, r.out + r.err);
+      assert.match(r.out, /this devbox has 128 connections open/);
+      assert.match(r.out, /released/);
+      // The host's own requests were not refused meanwhile.
+      assert.equal((await host).status, 200);
+      const after = await fetch(`${fill(tv.path_url_template, 8080, tv.tunnel_key)}/hello.txt`);
+      assert.equal(after.status, 200);
+    });
+
     test('isolation: only the tunnel listener is reachable, never host loopback services', async () => {
       const hostPort = secret.address().port;
       const probes = [
