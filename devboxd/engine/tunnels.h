@@ -1,8 +1,9 @@
 /* devboxd tunnels: the devbox's tunnel record (enable_tunnel, remove_tunnel,
  * DevboxView.tunnel) and the tunnel listener that serves
- * http://{port}-{tunnel_key}.localhost:<tunnel port>/ by relaying each
- * connection to 127.0.0.1:{port} inside the devbox's network namespace.
- * See docs/devboxd.md, "Tunnels". */
+ * http://127.0.0.1:<tunnel port>/tunnel/{port}-{tunnel_key}/ and
+ * http://{port}-{tunnel_key}.localhost:<tunnel port>/ (on the host and inside
+ * every devbox) by relaying each connection to 127.0.0.1:{port} inside the
+ * devbox's network namespace. See docs/devboxd.md, "Tunnels". */
 #ifndef DEVBOXD_TUNNEL_H
 #define DEVBOXD_TUNNEL_H
 

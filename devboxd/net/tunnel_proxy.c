@@ -1,11 +1,15 @@
-/* The tunnel listener: its own TCP socket (loopback by default), one thread
- * per connection. The first request's Host header ({port}-{tunnel_key}.
- * localhost) picks the devbox and port; the connection is then relayed
- * byte for byte to 127.0.0.1:{port} inside the devbox's network namespace
- * (sandbox_connect_tcp: a socket made in the devbox's netns), so HTTP,
- * SSE and WebSocket upgrades all pass. Client bytes keep going through
- * http_parser until an upgrade, so every later request on the connection
- * is checked too (same tunnel and port, token when authenticated). */
+/* The tunnel listener: its own TCP socket (loopback by default), plus one
+ * on 127.0.0.1:<same port> inside every devbox, one thread per connection.
+ * The first request's Host header ({port}-{tunnel_key}.localhost) or, for
+ * clients that cannot resolve that, its path (/tunnel/{port}-{tunnel_key}/
+ * ..., cut before forwarding) picks the devbox and port; the connection is
+ * then relayed byte for byte to 127.0.0.1:{port} inside the devbox's
+ * network namespace (sandbox_connect_tcp: a socket made in the devbox's
+ * netns), so HTTP, SSE and WebSocket upgrades all pass. Client bytes keep
+ * going through http_parser until an upgrade, so every later request on the
+ * connection is checked too (same tunnel and port, token when
+ * authenticated). A client opening with the HTTP/2 preface is served by
+ * h2c.c, each request forwarded as its own HTTP/1.1 request. */
 #define _GNU_SOURCE
 #include "tunnels.h"
 
