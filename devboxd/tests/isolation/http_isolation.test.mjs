@@ -4,7 +4,9 @@
 // planted secret in every case.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Devboxd, waitFor } from '../api/devboxd.mjs';
 
@@ -39,6 +41,35 @@ test("devboxd's own port and the host loopback are unreachable from inside", asy
   assert.match(r.stdout, /DONE/);
   assert.doesNotMatch(r.stdout, /CONNECTED/);
   assert.doesNotMatch(r.stdout, /api-key/);
+});
+
+// devboxd listens on its tunnel port inside every devbox (so tunnel URLs
+// work there): that socket, and nothing else of the host's loopback, is
+// reachable, and it forwards only what a tunnel key routes.
+test('inside, the tunnel port is devboxd\'s tunnel logic only; other host loopback services stay out', async () => {
+  const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+  const tunnelPort = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+  const svc = http.createServer((req, res) => res.end('HOST-LOOPBACK-SERVICE'));
+  await new Promise((r) => svc.listen(0, '127.0.0.1', r));
+  try {
+    const port = svc.address().port;
+    const r = await run(boxA,
+      `for h in 127.0.0.1 10.0.2.2 10.0.2.3 localhost; do for p in ${port} ${engine.port}; do ` +
+      `curl -s --max-time 5 http://$h:$p/ && echo CONNECTED-$h-$p; done; ` +
+      `timeout 5 bash -c "exec 3<>/dev/tcp/$h/${tunnelPort}" 2>/dev/null && echo TUNNEL-$h; done; ` +
+      `curl -s --max-time 5 http://127.0.0.1:${tunnelPort}/v1/devboxes; echo; ` +
+      `curl -s --max-time 5 -H 'Host: 127.0.0.1:${port}' http://127.0.0.1:${tunnelPort}/; echo; echo DONE`);
+    assert.match(r.stdout, /DONE/);
+    assert.doesNotMatch(r.stdout, /CONNECTED|HOST-LOOPBACK-SERVICE/);
+    // 127.0.0.1 and localhost reach devboxd's socket inside the devbox; the
+    // host side of slirp (10.0.2.2) does not reach the host's listener.
+    assert.match(r.stdout, /TUNNEL-127\.0\.0\.1/);
+    assert.doesNotMatch(r.stdout, /TUNNEL-10\.0\.2/);
+    // What it answers without a tunnel key: its own 400, nothing forwarded.
+    assert.equal((r.stdout.match(/"code":"bad_request"/g) ?? []).length, 2, r.stdout);
+  } finally {
+    svc.close();
+  }
 });
 
 test('a secret planted in the host home is not readable', async () => {
