@@ -1860,9 +1860,17 @@ void tunnel_server_boot(struct tunnel_server *ts, struct engine *eng,
 {
     struct box_listener *b = NULL;
     char msg[300];
+    int net;
     int fd;
 
     if (ts == NULL)
+        return;
+    /* A devbox without network (deny-all policy) gets no way to other
+     * devboxes' services either. */
+    pthread_mutex_lock(&eng->lock);
+    net = engine_spec_network(box->spec);
+    pthread_mutex_unlock(&eng->lock);
+    if (net == SB_NET_NONE)
         return;
     fd = sandbox_listen_tcp(sb, (uint16_t)ts->port);
     if (fd < 0) {

@@ -91,6 +91,11 @@ test('a deny-all network policy leaves only lo', async () => {
   try {
     const r = await run(b.id, "ip -o link | awk '{print $2}'");
     assert.equal(r.stdout, 'lo:\n');
+    // Nor devboxd's tunnel socket: no way to other devboxes' services.
+    const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+    const tunnelPort = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+    const t = await run(b.id, `timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/${tunnelPort}" 2>/dev/null && echo TUNNEL; echo DONE`);
+    assert.equal(t.stdout, 'DONE\n');
   } finally {
     await client.devboxes.shutdown(b.id);
   }
