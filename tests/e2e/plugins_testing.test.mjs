@@ -73,7 +73,13 @@ describe("conf/testing.yaml (the testing edition's surface)", () => {
     const exec = tools.find((t) => t.name === 'execute_in_sandbox');
     assert.ok(exec.inputSchema.properties.sandbox_id);
     assert.ok(!exec.inputSchema.properties.devbox_id);
-    assert.deepEqual(exec.inputSchema.required.sort(), ['command', 'sandbox_id']);
+    // A command line or an argv: the schema offers both, the tool wants one.
+    assert.deepEqual(exec.inputSchema.required.sort(), ['sandbox_id']);
+    assert.equal(exec.inputSchema.properties.command.type, 'string');
+    assert.equal(exec.inputSchema.properties.args.type, 'array');
+    const none = await client.callTool({ name: 'execute_in_sandbox', arguments: { sandbox_id: 'dbx_x' } });
+    assert.equal(none.isError, true);
+    assert.match(none.content[0].text, /missing the command: give command \(a bash command line/);
   });
 
   // Tools this deployment does not expose, by any name they are known by.
