@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* A positive number from the environment, or def when unset. */
@@ -62,6 +63,11 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
                    errlen) != 0)
         return -1;
     caps->max_builds = n < 1 ? 1 : (unsigned)n;
+    caps->state_reserve_mb = 0;
+    if (getenv("RLMCP_STATE_DISK_RESERVE_MB") != NULL &&
+        env_number("RLMCP_STATE_DISK_RESERVE_MB", 0, &caps->state_reserve_mb,
+                   err, errlen) != 0)
+        return -1;
     /* Below these a limit would round to 0, which means none at all. */
     if (caps->build_memory_gb < 0.0625 || caps->build_cpus < 0.01) {
         snprintf(err, errlen,
@@ -107,4 +113,50 @@ int admission_check(const struct admission_caps *caps, unsigned n,
         return -1;
     }
     return 0;
+}
+
+/* The reserve: configured, else 2% of the filesystem within 64 MiB-1 GiB. */
+static unsigned long long reserve_bytes(const struct admission_caps *caps,
+                                        const struct statvfs *vfs)
+{
+    unsigned long long total =
+        (unsigned long long)vfs->f_blocks * (unsigned long long)vfs->f_frsize;
+    unsigned long long r = total / 50;
+
+    if (caps->state_reserve_mb > 0)
+        return (unsigned long long)(caps->state_reserve_mb * 1048576.0);
+    if (r < (64ULL << 20))
+        r = 64ULL << 20;
+    if (r > (1ULL << 30))
+        r = 1ULL << 30;
+    return r;
+}
+
+int admission_disk_check(const struct admission_caps *caps,
+                         const char *state_dir, unsigned long long promised,
+                         unsigned long long need, const char *what, char *err,
+                         size_t errlen)
+{
+    struct statvfs vfs;
+    unsigned long long avail;
+    unsigned long long reserve;
+
+    /* Unknown free space admits: the write itself then answers. */
+    if (statvfs(state_dir, &vfs) != 0)
+        return 0;
+    avail = (unsigned long long)vfs.f_bavail * (unsigned long long)vfs.f_frsize;
+    reserve = reserve_bytes(caps, &vfs);
+    if (avail >= promised + need + reserve)
+        return 0;
+    snprintf(err, errlen,
+             ADMISSION_DISK_FULL ": devboxd's state filesystem (%s) has "
+             "%llu MiB free, %llu MiB of it promised to the disks of existing "
+             "devboxes and %llu MiB kept in reserve "
+             "(RLMCP_STATE_DISK_RESERVE_MB); %s needs %llu MiB. Free space "
+             "there: shut down or delete devboxes you no longer need, delete "
+             "snapshots and storage objects, or ask for a smaller "
+             "custom_disk_size",
+             state_dir, avail >> 20, promised >> 20, reserve >> 20, what,
+             (need + (1ULL << 20) - 1) >> 20);
+    return -1;
 }

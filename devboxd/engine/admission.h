@@ -17,6 +17,9 @@ struct admission_caps {
     double build_cpus;      /* RLMCP_BUILD_CPUS, default 1 per build */
     double build_timeout_s; /* RLMCP_BUILD_TIMEOUT_S, default 3600 per build */
     double build_context_mb; /* RLMCP_BUILD_CONTEXT_MB, default 1024 unpacked */
+    /* RLMCP_STATE_DISK_RESERVE_MB: kept free on the state filesystem for
+     * records, logs and journals; 0 = 2% of it, 64 MiB to 1 GiB. */
+    double state_reserve_mb;
 };
 
 /* The caps from the environment and the machine; -1 with err naming the
@@ -29,5 +32,18 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen);
 int admission_check(const struct admission_caps *caps, unsigned n,
                     double used_mem_gb, double used_cpus, double mem_gb,
                     double cpus, char *err, size_t errlen);
+
+/* Every refusal of admission_disk_check starts with this. */
+#define ADMISSION_DISK_FULL "the engine's disk is full"
+
+/* Whether `need` more bytes (what = "this devbox's disk", "this upload")
+ * fit on the state filesystem holding state_dir beside `promised` bytes
+ * the disks of existing devboxes may still claim (their sparse images'
+ * holes) and the reserve.  0, or -1 with err naming the filesystem, its
+ * free/needed figures and what frees space. */
+int admission_disk_check(const struct admission_caps *caps,
+                         const char *state_dir, unsigned long long promised,
+                         unsigned long long need, const char *what, char *err,
+                         size_t errlen);
 
 #endif

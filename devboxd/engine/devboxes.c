@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -222,6 +223,8 @@ int engine_save_locked(struct engine *eng, struct devbox *box)
         cJSON_AddStringToObject(rec, "failure_message", box->failure_message);
     if (box->shutdown_reason != NULL)
         cJSON_AddStringToObject(rec, "shutdown_reason", box->shutdown_reason);
+    if (box->disk_kept)
+        cJSON_AddTrueToObject(rec, "_disk_kept");
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)box->create_time_ms);
     cJSON_AddNumberToObject(rec, "end_time_ms", (double)box->end_time_ms);
     cJSON_AddNumberToObject(rec, "active_ms", (double)box->active_ms);
@@ -562,10 +565,33 @@ struct boot_job {
     int first_boot;
 };
 
+/* Whether a devbox that fails now keeps its disk: when the disk is
+ * read-only (a storage error), or when it held files before this boot (a
+ * resume or devboxd's restart): acknowledged files are never deleted by a
+ * failure.  A kept disk stays mounted (read-only when it has to be). */
+static int keep_disk(struct engine *eng, struct devbox *box, int first_boot)
+{
+    char err[512] = "";
+    char *dir = engine_sandbox_dir(eng, box->id);
+    uint64_t size, alloc;
+    int keep = 0;
+
+    if (dir == NULL || sandbox_disk_usage(dir, &size, &alloc) != 0)
+        goto out;
+    keep = !first_boot || sandbox_disk_state(dir) == -EROFS;
+    if (keep && sandbox_disk_mount_ro(dir, err, sizeof(err)) != 0)
+        fprintf(stderr, "devboxd: devbox %s: %s\n", box->id, err);
+out:
+    free(dir);
+    return keep;
+}
+
 static void boot_fail(struct engine *eng, struct devbox *box, const char *reason,
-                      const char *msg)
+                      const char *msg, int first_boot)
 {
     struct sandbox *sb = NULL;
+    char *full = NULL;
+    int kept;
 
     pthread_mutex_lock(&eng->lock);
     engine_log_locked(eng, box, "setup_commands", "error", msg, NULL, 0);
@@ -576,10 +602,20 @@ static void boot_fail(struct engine *eng, struct devbox *box, const char *reason
     pty_engine_forget(box->id);
     if (eng->on_sandbox_stop != NULL)
         eng->on_sandbox_stop(box->id);
-    destroy_box_files(eng, box);
+    kept = keep_disk(eng, box, first_boot);
+    if (!kept)
+        destroy_box_files(eng, box);
+    else if (asprintf(&full,
+                      "%s; its disk is kept: download its files "
+                      "(download_file, read_file_contents), then shut it "
+                      "down to delete the disk",
+                      msg) < 0)
+        full = NULL;
     pthread_mutex_lock(&eng->lock);
+    box->disk_kept = kept;
     free(box->failure_message);
-    box->failure_message = strdup(msg);
+    box->failure_message = strdup(full != NULL ? full : msg);
+    free(full);
     engine_set_status_locked(eng, box, DBX_FAILURE, reason, NULL);
     box->busy = 0;
     pthread_cond_broadcast(&eng->changed);
@@ -826,6 +862,7 @@ static void *boot_thread(void *arg)
     const cJSON *ep = NULL;
     char err[512] = "";
     char msg[1024];
+    int first_boot = job->first_boot;
 
     free(job);
     pthread_mutex_lock(&eng->lock);
@@ -837,7 +874,7 @@ static void *boot_thread(void *arg)
         if (boot_cancelled(eng, box))
             return NULL;
         snprintf(msg, sizeof(msg), "sandbox failed to start: %s", err);
-        boot_fail(eng, box, "health_check_failed", msg);
+        boot_fail(eng, box, "health_check_failed", msg, first_boot);
         return NULL;
     }
     pthread_mutex_lock(&eng->lock);
@@ -851,7 +888,7 @@ static void *boot_thread(void *arg)
         if (boot_cancelled(eng, box))
             return NULL;
         drop_code_tokens(eng, box);
-        boot_fail(eng, box, "execution_failed", err);
+        boot_fail(eng, box, "execution_failed", err, first_boot);
         return NULL;
     }
     drop_code_tokens(eng, box);
@@ -867,7 +904,7 @@ static void *boot_thread(void *arg)
         if (st != 0) {
             snprintf(msg, sizeof(msg), "launch command '%.200s' failed (exit status %d)%s%s",
                      it->valuestring, st, err[0] ? ": " : "", err);
-            boot_fail(eng, box, "execution_failed", msg);
+            boot_fail(eng, box, "execution_failed", msg, first_boot);
             return NULL;
         }
     }
@@ -910,6 +947,126 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     return 0;
 }
 
+/* Lock held.  The bytes the disks in the state dir may still take from
+ * the state filesystem: each sparse image's holes, and the whole size of
+ * a disk not made yet (a devbox being created).  A devbox that ended
+ * holds none; a failed one's kept disk is read-only.  Warm sandboxes'
+ * disks count too (they live under devboxes/ with no record). */
+static unsigned long long disk_promised_locked(struct engine *eng)
+{
+    unsigned long long sum = 0;
+    struct devbox *box;
+    struct dirent *de;
+    struct sb_limits lim;
+    double cpus, mem, disk;
+    uint64_t size, alloc;
+    char *root = NULL;
+    char *dir = NULL;
+    DIR *d = NULL;
+    int rc;
+
+    if (asprintf(&root, "%s/devboxes", eng->state_dir) < 0)
+        return 0;
+    d = opendir(root);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        box = engine_find_locked(eng, de->d_name);
+        if (box != NULL &&
+            (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE))
+            continue;
+        dir = engine_sandbox_dir(eng, de->d_name);
+        rc = sandbox_disk_usage(dir, &size, &alloc);
+        free(dir);
+        dir = NULL;
+        if (rc == -ENOTSUP)
+            break;
+        if (rc == 0 && size > alloc) {
+            sum += size - alloc;
+        } else if (rc == -ENOENT && box != NULL) {
+            engine_spec_limits(box->spec, &lim, &cpus, &mem, &disk);
+            sum += lim.disk_bytes;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    free(root);
+    return sum;
+}
+
+int engine_state_room_locked(struct engine *eng, unsigned long long need,
+                             const char *what, char *err, size_t errlen)
+{
+    return admission_disk_check(&eng->caps, eng->state_dir,
+                                disk_promised_locked(eng), need, what, err,
+                                errlen);
+}
+
+/* Free bytes on the filesystem holding path, or -1. */
+static long long fs_avail(const char *path)
+{
+    struct statvfs vfs;
+
+    if (statvfs(path, &vfs) != 0)
+        return -1;
+    return (long long)vfs.f_bavail * (long long)vfs.f_frsize;
+}
+
+int engine_disk_trouble(struct engine *eng, const struct devbox *box, int rc,
+                        unsigned long long len, char *err, size_t errlen)
+{
+    char *dir = engine_sandbox_dir(eng, box->id);
+    long long state_free = fs_avail(eng->state_dir);
+    long long box_free = -1;
+    int status = 0;
+
+    if (dir == NULL)
+        return 0;
+    box_free = fs_avail(dir);
+    if (sandbox_disk_state(dir) == -EROFS || rc == -EROFS) {
+        snprintf(err, errlen,
+                 "devbox %s: its disk is read-only: the kernel stopped "
+                 "writing to it after a storage error%s%s%s. Nothing can be "
+                 "written in it and no command can run; its files can still "
+                 "be read (read_file_contents, download_file). Download what "
+                 "you need, then shut it down and create a new devbox",
+                 box->id,
+                 state_free >= 0 && state_free < (64LL << 20)
+                     ? " (the engine's state filesystem "
+                     : "",
+                 state_free >= 0 && state_free < (64LL << 20) ? eng->state_dir
+                                                              : "",
+                 state_free >= 0 && state_free < (64LL << 20)
+                     ? " is full: free space there)"
+                     : "");
+        status = 423;
+    } else if (rc == -ENOSPC || rc == -EDQUOT || rc == -EIO) {
+        /* The devbox's disk had room for it (the failed write's bytes are
+         * freed again): the host under it had none. */
+        if (box_free >= 0 && (unsigned long long)box_free >= len + (1ULL << 20)) {
+            snprintf(err, errlen,
+                     ADMISSION_DISK_FULL ": devboxd's state filesystem (%s) "
+                     "has %lld MiB free, so devbox %s's disk (%lld MiB free "
+                     "inside) could not grow. Free space there: shut down "
+                     "or delete devboxes you no longer need, delete "
+                     "snapshots and storage objects",
+                     eng->state_dir, state_free >= 0 ? state_free >> 20 : 0,
+                     box->id, box_free >> 20);
+            status = 507;
+        } else if (rc != -EIO) {
+            snprintf(err, errlen,
+                     "the devbox's disk is full (%lld MiB free inside "
+                     "devbox %s); free space inside the devbox (delete "
+                     "files with a command) or create one with a larger "
+                     "custom_disk_size",
+                     box_free >= 0 ? box_free >> 20 : 0, box->id);
+            status = 507;
+        }
+    }
+    free(dir);
+    return status;
+}
+
 /* Lock held.  Whether the caps admit box beside the devboxes that hold
  * (or are about to hold) a sandbox. */
 static int admit_locked(struct engine *eng, const struct devbox *box, char *err, size_t errlen)
@@ -919,6 +1076,7 @@ static int admit_locked(struct engine *eng, const struct devbox *box, char *err,
     double cpus, mem, disk;
     double used_cpus = 0;
     double used_mem = 0;
+    uint64_t size, alloc;
     unsigned n = 0;
 
     for (b = eng->boxes; b != NULL; b = b->next) {
@@ -931,7 +1089,15 @@ static int admit_locked(struct engine *eng, const struct devbox *box, char *err,
         n++;
     }
     engine_spec_limits(box->spec, &lim, &cpus, &mem, &disk);
-    return admission_check(&eng->caps, n, used_mem, used_cpus, mem, cpus, err, errlen);
+    if (admission_check(&eng->caps, n, used_mem, used_cpus, mem, cpus, err,
+                        errlen) != 0)
+        return -1;
+    /* Its disk, counted whole: sparse images must never promise more than
+     * the state filesystem holds (a full one aborts their journals). */
+    if (sandbox_disk_usage(eng->state_dir, &size, &alloc) == -ENOTSUP)
+        return 0; /* RLMCP_DEVBOX_DISK=off: no disks */
+    return engine_state_room_locked(eng, lim.disk_bytes, "this devbox's disk",
+                                    err, errlen);
 }
 
 static void box_discard(struct devbox *box)
@@ -1126,6 +1292,7 @@ static void *stop_thread(void *arg)
     struct devbox *box = job->box;
     struct sandbox *sb = NULL;
     cJSON *hooks = NULL;
+    int kept = 0;
 
     pthread_mutex_lock(&eng->lock);
     sb = box->sb; /* the worker owns the devbox while busy */
@@ -1165,8 +1332,13 @@ static void *stop_thread(void *arg)
     }
     if (job->target == DBX_SHUTDOWN || job->target == DBX_FAILURE) {
         pthread_mutex_unlock(&eng->lock);
-        destroy_box_files(eng, box);
+        /* A failure that is its disk's (read-only after a storage error)
+         * keeps it, for its files. */
+        kept = job->target == DBX_FAILURE && keep_disk(eng, box, 1);
+        if (!kept)
+            destroy_box_files(eng, box);
         pthread_mutex_lock(&eng->lock);
+        box->disk_kept = kept;
     }
     engine_set_status_locked(eng, box, job->target,
                              job->target == DBX_FAILURE ? job->reason : NULL,
@@ -1306,6 +1478,18 @@ int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, 
     int rc = 0;
 
     pthread_mutex_lock(&eng->lock);
+    if (box->status == DBX_FAILURE && box->disk_kept && !box->busy) {
+        /* The disk a failure kept, for its files: a shutdown deletes it. */
+        box->busy = 1;
+        pthread_mutex_unlock(&eng->lock);
+        destroy_box_files(eng, box);
+        pthread_mutex_lock(&eng->lock);
+        box->disk_kept = 0;
+        box->busy = 0;
+        engine_save_locked(eng, box);
+        pthread_cond_broadcast(&eng->changed);
+        goto out;
+    }
     if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE)
         goto out; /* already final */
     cancel_boot_locked(eng, box, BOOT_CANCEL_SHUTDOWN);
@@ -1549,6 +1733,7 @@ static struct devbox *box_load(struct engine *eng, const char *path)
     box->failure_message = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
     it = cJSON_GetObjectItemCaseSensitive(rec, "shutdown_reason");
     box->shutdown_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
+    box->disk_kept = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "_disk_kept"));
     box->create_time_ms = (int64_t)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
     box->end_time_ms = (int64_t)cJSON_GetNumberValue(
@@ -1607,6 +1792,9 @@ static void load_box_disk(struct engine *eng, struct devbox *box)
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING) {
         engine_spec_limits(box->spec, &lim, &cpus, &mem, &disk);
         rc = sandbox_disk_attach(dir, lim.disk_bytes, err, sizeof(err));
+    } else if (box->status == DBX_FAILURE && box->disk_kept) {
+        /* Kept for its files: read-only, never deleted by a start. */
+        rc = sandbox_disk_mount_ro(dir, err, sizeof(err));
     } else if (box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE) {
         if (access(dir, F_OK) == 0)
             rc = sandbox_destroy_dir(dir, err, sizeof(err));

@@ -79,6 +79,8 @@ struct devbox {
     cJSON *tunnel; /* TunnelView or NULL (tunnels.c); removed at
                       shutdown/failure */
     int pooled;    /* given a warm sandbox at create (warm_pool.h) */
+    int disk_kept; /* failed with its disk kept (read-only) for its files:
+                      record field _disk_kept; a shutdown deletes it */
     struct sandbox *sb;
     struct execution *execs;
     struct execution *entrypoint;
@@ -122,6 +124,19 @@ void engine_fini(struct engine *eng);
 
 /* All engine_* calls below take eng->lock themselves unless noted. */
 struct devbox *engine_find_locked(struct engine *eng, const char *id);
+/* Lock held.  Whether need more bytes fit on the state filesystem beside
+ * what the devbox disks may still claim and the reserve (admission.h):
+ * 0, or -1 with err starting ADMISSION_DISK_FULL (answer 507). */
+int engine_state_room_locked(struct engine *eng, unsigned long long need,
+                             const char *what, char *err, size_t errlen);
+/* What is wrong with a devbox's disk, as an HTTP status and words in err:
+ * 423 when it is read-only (a storage error), 507 when a write failed
+ * (rc -ENOSPC/-EDQUOT/-EIO, of len bytes) because the engine's state
+ * filesystem is full (the devbox's disk had room for them) or, else, the
+ * devbox's own disk is; 0 when none of these.  rc is 0 to ask before an
+ * operation. */
+int engine_disk_trouble(struct engine *eng, const struct devbox *box, int rc,
+                        unsigned long long len, char *err, size_t errlen);
 void engine_box_unref_locked(struct engine *eng, struct devbox *box);
 /* Starts a devbox from a validated spec (consumed). *view receives its
  * view as created (status provisioning), taken before the boot can run.

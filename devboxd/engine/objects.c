@@ -421,11 +421,22 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
     char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
     char file[OBJECT_ID_MAX + 16];
+    char err[640];
+    int room;
 
     if (req->body_too_large) {
         http_response_error(
             resp, 413, "an object holds at most %u bytes; split larger data",
             OBJECT_MAX_BYTES);
+        goto out;
+    }
+    /* Not into the space promised to devbox disks (admission.h). */
+    pthread_mutex_lock(&eng->lock);
+    room = engine_state_room_locked(eng, req->body_len, "this upload", err,
+                                    sizeof(err));
+    pthread_mutex_unlock(&eng->lock);
+    if (room != 0) {
+        http_response_error(resp, 507, "%s", err);
         goto out;
     }
     rec = lock_record(dir, id, resp);

@@ -344,7 +344,12 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     box = engine_create(eng, spec, &view, err, sizeof(err));
     layers_unlock();
     if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
-        http_response_error(resp, 400, "%s", err);
+        http_response_error(resp,
+                            strncmp(err, ADMISSION_DISK_FULL,
+                                    strlen(ADMISSION_DISK_FULL)) == 0
+                                ? 507
+                                : 400,
+                            "%s", err);
         return;
     }
     if (box == NULL && util_write_error() != 0) {
@@ -910,6 +915,7 @@ static struct execution *exec_find_or_start_locked(struct engine *eng, struct de
 {
     struct execution *ex = NULL;
     char err[ERRLEN];
+    int status;
 
     if (a->command_id != NULL)
         ex = engine_exec_by_command_id_locked(box, a->command_id);
@@ -919,6 +925,12 @@ static struct execution *exec_find_or_start_locked(struct engine *eng, struct de
     }
     if (require_running_locked(box, resp, "running commands") != 0)
         return NULL;
+    /* On a read-only disk a command cannot even keep its output. */
+    status = engine_disk_trouble(eng, box, 0, 0, err, sizeof(err));
+    if (status != 0) {
+        http_response_error(resp, status, "cannot run the command: %s", err);
+        return NULL;
+    }
     ex = engine_exec_start(eng, box, a->command, a->shell, a->command_id, a->attach, "exec",
                            err, sizeof(err));
     if (ex == NULL)
@@ -1401,9 +1413,24 @@ static void route_files(struct engine *eng, struct devbox *box, const char *acti
 {
     cJSON *body = NULL;
 
+    char why[1024];
+    int reading = strcmp(action, "read_file_contents") == 0 ||
+                  strcmp(action, "download_file") == 0;
+    int status;
+
     pthread_mutex_lock(&eng->lock);
-    if (require_running_locked(box, resp, "using the files API") != 0) {
+    /* A failed devbox's kept disk serves its files, read-only. */
+    if (!(reading && box->status == DBX_FAILURE && box->disk_kept &&
+          !box->busy) &&
+        require_running_locked(box, resp, "using the files API") != 0) {
         pthread_mutex_unlock(&eng->lock);
+        return;
+    }
+    /* A read-only disk refuses writes at once, saying why. */
+    status = reading ? 0 : engine_disk_trouble(eng, box, 0, 0, why, sizeof(why));
+    if (status != 0) {
+        pthread_mutex_unlock(&eng->lock);
+        http_response_error(resp, status, "%s", why);
         return;
     }
     box->io_refs++;

@@ -254,29 +254,82 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
     return rc;
 }
 
-static void write_error(struct http_response *resp, const char *path, int rc)
+/* A full disk names whose (the devbox's or the engine's), a read-only one
+ * says so: never an argument to fix. */
+static void write_error(struct engine *eng, struct devbox *box,
+                        struct http_response *resp, const char *path, int rc,
+                        size_t len)
 {
-    if (rc == -ENOSPC || rc == -EDQUOT)
-        http_response_error(
-            resp, 507,
-            "the devbox's disk is full: '%s' was not written (an "
-            "existing file is unchanged); free space inside the devbox",
-            path);
+    char why[1024];
+    int status = engine_disk_trouble(eng, box, rc, len, why, sizeof(why));
+
+    if (status != 0)
+        http_response_error(resp, status,
+                            "'%s' was not written (an existing file is "
+                            "unchanged): %s",
+                            path, why);
+    else if (rc == -EIO)
+        http_response_error(resp, 500,
+                            "'%s' was not written: the devbox's disk "
+                            "answered an I/O error (see devboxd's log)",
+                            path);
     else
         open_error(resp, path, rc);
 }
 
+/* open_regular for a failed devbox whose disk was kept: from what it
+ * wrote, read-only.  An overlay whiteout (a deleted file) is not there. */
+static int open_kept(struct engine *eng, struct devbox *box, const char *path)
+{
+    char *dir = engine_sandbox_dir(eng, box->id);
+    struct stat st;
+    int fd;
+    int fl;
+
+    if (dir == NULL)
+        return -ENOMEM;
+    fd = sandbox_open_kept(dir, path);
+    free(dir);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fl = S_ISCHR(st.st_mode) && st.st_rdev == 0 ? -ENOENT : NOT_REGULAR;
+        close(fd);
+        return fl;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        close(fd);
+        return -EIO;
+    }
+    return fd;
+}
+
 /* The devbox's file named by body's field, opened for reading: the fd, or
  * -1 once resp says why not.  *path gets the name. */
-static int open_for_read(struct devbox *box, const cJSON *body,
-                         const char *field, const char *const *fields,
-                         struct http_response *resp, const char **path)
+static int open_for_read(struct engine *eng, struct devbox *box,
+                         const cJSON *body, const char *field,
+                         const char *const *fields, struct http_response *resp,
+                         const char **path)
 {
     int fd;
 
     if (get_path(body, field, fields, resp, path) != 0)
         return -1;
-    fd = open_regular(box, *path, O_RDONLY, 0);
+    if (box->sb == NULL && box->disk_kept) {
+        fd = open_kept(eng, box, *path);
+        if (fd == -ENOENT) {
+            http_response_error(
+                resp, 404,
+                "file '%s' not found on the kept disk of failed devbox %s "
+                "(it holds the files the devbox wrote; relative paths start "
+                "at /home/user)",
+                *path, box->id);
+            return -1;
+        }
+    } else {
+        fd = open_regular(box, *path, O_RDONLY, 0);
+    }
     if (fd < 0) {
         open_error(resp, *path, fd);
         return -1;
@@ -294,8 +347,7 @@ void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *bo
     size_t len = 0;
     int fd;
 
-    (void)eng;
-    fd = open_for_read(box, body, "file_path", fields, resp, &path);
+    fd = open_for_read(eng, box, body, "file_path", fields, resp, &path);
     if (fd < 0)
         return;
     if (fstat(fd, &st) != 0) {
@@ -350,7 +402,7 @@ void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *b
     }
     rc = write_file(eng, box, path, contents, strlen(contents));
     if (rc != 0) {
-        write_error(resp, path, rc);
+        write_error(eng, box, resp, path, rc, strlen(contents));
         return;
     }
     out = cJSON_CreateObject();
@@ -422,8 +474,7 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
     const char *path = NULL;
     int fd;
 
-    (void)eng;
-    fd = open_for_read(box, body, "path", fields, resp, &path);
+    fd = open_for_read(eng, box, body, "path", fields, resp, &path);
     if (fd >= 0)
         files_stream_fd(resp, fd);
 }
@@ -487,7 +538,7 @@ void files_upload(struct engine *eng, struct devbox *box, const struct http_requ
     }
     rc = write_file(eng, box, path, file->data, file->len);
     if (rc != 0) {
-        write_error(resp, path, rc);
+        write_error(eng, box, resp, path, rc, file->len);
         return;
     }
     http_response_json(resp, 200, cJSON_CreateObject());

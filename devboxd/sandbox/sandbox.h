@@ -157,6 +157,19 @@ int sandbox_purge(const char *id);
 #define SANDBOX_DISK_MIN_BYTES (256ULL << 20)
 int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
                         size_t errlen);
+/* sandbox_disk_attach on a disk the kernel will not mount read-write, or
+ * turned read-only at once, mounts it read-only and answers -EROFS, err
+ * saying so: its files stay readable; the image is never deleted. */
+/* 0 when dir's disk is writable (or dir has none), -EROFS when it is
+ * mounted read-only (the kernel's answer to a storage error), -errno. */
+int sandbox_disk_state(const char *dir);
+/* Mounts dir's existing disk read-only (no journal replay when that is
+ * what fails), for reading the files of a devbox whose disk failed; 0 when
+ * it is mounted already. */
+int sandbox_disk_mount_ro(const char *dir, char *err, size_t errlen);
+/* The image's size and the host blocks it holds (bytes); -ENOENT when dir
+ * has no disk, -ENOTSUP when devbox disks are off. */
+int sandbox_disk_usage(const char *dir, uint64_t *size, uint64_t *allocated);
 /* Unmounts dir's disk (lazily), keeping its image; 0 when none is mounted.
  * For devboxd's stop: sandbox_disk_attach mounts it again. */
 int sandbox_disk_detach(const char *dir);
@@ -244,6 +257,11 @@ void sb_proc_free(struct sb_proc *p);
  * /proc, /dev) are refused with -EXDEV.  Returns an O_CLOEXEC fd or -errno.
  * Works while the sandbox is running. */
 int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode);
+/* For a devbox with no sandbox whose disk was kept (read-only): opens
+ * path, as sandbox_open resolves it, for reading from what the devbox
+ * wrote (its writable layer on the disk under dir; files it only read
+ * from its image are not there: -ENOENT).  The fd is O_NONBLOCK. */
+int sandbox_open_kept(const char *dir, const char *path);
 
 /* Connects to 127.0.0.1:port inside the devbox's network namespace (for
  * tunnels/port forwarding: devboxd then proxies bytes between a host client

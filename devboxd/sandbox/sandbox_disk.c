@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,19 +331,32 @@ static bool find_loop(int imgfd, char *dev, size_t devlen)
 }
 
 /* discard: space freed inside goes back to the host (holes punched in the
- * image); noinit_itable: nothing to zero in a sparse file. */
-static int mount_dev(const char *dev, const char *dir)
+ * image); noinit_itable: nothing to zero in a sparse file.  Read-only:
+ * norecovery too, since replaying a journal writes (a disk whose journal
+ * cannot be replayed still shows the files it had committed). */
+static int mount_dev(const char *dev, const char *dir, bool ro)
 {
+    int rc;
+
+    if (ro) {
+        rc = mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID | MS_RDONLY, "");
+        if (rc != 0)
+            rc = mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID | MS_RDONLY,
+                       "norecovery");
+        return rc != 0 ? -errno : 0;
+    }
+    /* errors=remount-ro: after a storage error (the host's disk full under
+     * the image) the disk stops taking writes instead of going on. */
     if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID,
-              "discard,noinit_itable") != 0)
+              "discard,noinit_itable,errors=remount-ro") != 0)
         return -errno;
     return 0;
 }
 
 /* fresh: img was made just now, so no loop device can hold it yet and
  * the scan of every loop device (an open and ioctl each) is skipped. */
-static int mount_image(const char *dir, const char *img, bool fresh, char *err,
-                       size_t errlen)
+static int mount_image(const char *dir, const char *img, bool fresh, bool ro,
+                       char *err, size_t errlen)
 {
     char dev[32];
     int imgfd;
@@ -354,16 +368,17 @@ static int mount_image(const char *dir, const char *img, bool fresh, char *err,
         return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
                       img, strerror(errno));
     /* Fails when that device was freed meanwhile: then a new one. */
-    rc = !fresh && find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir) : -ENODEV;
+    rc = !fresh && find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir, ro)
+                                                      : -ENODEV;
     if (rc != 0) {
         loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
-        rc = loopfd < 0 ? loopfd : mount_dev(dev, dir);
+        rc = loopfd < 0 ? loopfd : mount_dev(dev, dir, ro);
         if (loopfd >= 0 && rc != 0)
             sb_err(err, errlen, rc, "cannot mount the devbox disk %s on %s: %s",
                    img, dir, strerror(-rc));
     }
     close(imgfd);
-    if (rc == 0 && chmod(dir, 0700) != 0) {
+    if (rc == 0 && !ro && chmod(dir, 0700) != 0) {
         rc = sb_err(err, errlen, -errno, "cannot set the mode of %s: %s", dir,
                     strerror(errno));
         umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
@@ -371,6 +386,36 @@ static int mount_image(const char *dir, const char *img, bool fresh, char *err,
     /* The mount holds the device now; AUTOCLEAR frees it after. */
     sb_close_fd(loopfd);
     return rc;
+}
+
+/* A disk that cannot be used read-write (why: -errno, words in err): it is
+ * mounted read-only instead (unmounted first when the kernel turned a
+ * read-write mount read-only), -EROFS with err saying so, or the read-only
+ * mount's error. */
+static int keep_read_only(const char *dir, const char *img, int why, char *err,
+                          size_t errlen)
+{
+    char first[512];
+    int rc;
+
+    if (why == -EROFS)
+        snprintf(first, sizeof(first),
+                 "the kernel turned it read-only (a storage error: see "
+                 "dmesg)");
+    else
+        snprintf(first, sizeof(first), "%s", err);
+    if (is_mount_root(dir) > 0)
+        umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
+    rc = mount_image(dir, img, false, true, err, errlen);
+    if (rc != 0)
+        return sb_err(err, errlen, rc,
+                      "the devbox disk %s cannot be mounted read-write (%s) "
+                      "nor read-only (%s); the image is kept as it is",
+                      img, first, strerror(-rc));
+    return sb_err(err, errlen, -EROFS,
+                  "the devbox disk %s cannot be used read-write (%s); it is "
+                  "kept, mounted read-only: its files can still be downloaded",
+                  img, first);
 }
 
 int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
@@ -394,9 +439,16 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     rc = sb_disk_image_path(dir, img, sizeof(img));
     if (rc != 0)
         return sb_err(err, errlen, rc, "devbox dir path too long");
-    /* A disk that exists is mounted whatever the mode: the files are on it. */
-    if (stat(img, &st) == 0)
-        return mount_image(dir, img, false, err, errlen);
+    /* A disk that exists is mounted whatever the mode: the files are on it.
+     * One the kernel will not mount read-write (errors left by a full
+     * host disk, an aborted journal) is mounted read-only, so its files
+     * stay readable, and the caller is told (-EROFS); never deleted. */
+    if (stat(img, &st) == 0) {
+        rc = mount_image(dir, img, false, false, err, errlen);
+        if (rc == 0)
+            rc = sandbox_disk_state(dir);
+        return rc == 0 ? 0 : keep_read_only(dir, img, rc, err, errlen);
+    }
     if (errno != ENOENT)
         return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
                       strerror(errno));
@@ -418,7 +470,90 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     rc = make_image(img, bytes, err, errlen);
     if (rc != 0)
         return rc;
-    return mount_image(dir, img, true, err, errlen);
+    return mount_image(dir, img, true, false, err, errlen);
+}
+
+/* Whether the kernel stopped writes to the filesystem mounted on dir
+ * without marking it read-only for statvfs: ext4 after an error with
+ * errors=remount-ro shows "emergency_ro" in its super options (6.x). */
+static bool emergency_ro(const char *dir)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    size_t dlen = strlen(dir);
+    bool ro = false;
+    char *p;
+    int i;
+
+    while (f != NULL && !ro && getline(&line, &cap, f) > 0) {
+        p = line;
+        for (i = 0; i < 4 && p != NULL; i++) { /* the 5th field: mount point */
+            p = strchr(p, ' ');
+            p = p != NULL ? p + 1 : NULL;
+        }
+        if (p == NULL || strncmp(p, dir, dlen) != 0 || p[dlen] != ' ')
+            continue;
+        p = strstr(p, " - ");
+        if (p != NULL && (strstr(p, " ro,") != NULL ||
+                          strstr(p, "emergency_ro") != NULL))
+            ro = true;
+    }
+    free(line);
+    if (f != NULL)
+        fclose(f);
+    return ro;
+}
+
+int sandbox_disk_state(const char *dir)
+{
+    struct statvfs vfs;
+
+    if (dir == NULL || is_mount_root(dir) <= 0)
+        return 0;
+    if (statvfs(dir, &vfs) != 0)
+        return -errno;
+    if ((vfs.f_flag & ST_RDONLY) != 0 || emergency_ro(dir))
+        return -EROFS;
+    return 0;
+}
+
+int sandbox_disk_mount_ro(const char *dir, char *err, size_t errlen)
+{
+    char img[4096];
+    int rc;
+
+    if (dir == NULL || sb_disk_image_path(dir, img, sizeof(img)) != 0)
+        return sb_err(err, errlen, -EINVAL, "devbox dir path too long");
+    if (access(img, F_OK) != 0)
+        return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
+                      img, strerror(errno));
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
+                      dir, strerror(errno));
+    rc = is_mount_root(dir);
+    if (rc > 0)
+        return 0;
+    rc = mount_image(dir, img, false, true, err, errlen);
+    return rc;
+}
+
+int sandbox_disk_usage(const char *dir, uint64_t *size, uint64_t *allocated)
+{
+    char img[4096];
+    struct stat st;
+
+    *size = 0;
+    *allocated = 0;
+    if (!sb_rt.disk_on)
+        return -ENOTSUP;
+    if (dir == NULL || sb_disk_image_path(dir, img, sizeof(img)) != 0)
+        return -EINVAL;
+    if (stat(img, &st) != 0)
+        return -errno;
+    *size = (uint64_t)st.st_size;
+    *allocated = (uint64_t)st.st_blocks * 512;
+    return 0;
 }
 
 int sandbox_disk_detach(const char *dir)
@@ -443,7 +578,8 @@ int sb_disk_destroy(const char *dir, char *err, size_t errlen)
         return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
     if (stat(img, &st) != 0)
         return 0;
-    if (is_mount_root(dir) == 0 && mount_image(dir, img, false, err, errlen) != 0)
+    if (is_mount_root(dir) == 0 &&
+        mount_image(dir, img, false, false, err, errlen) != 0)
         fprintf(stderr, "devboxd: %s\n", err); /* deleted all the same */
     rc = sb_uid_release(dir);
     if (rc != 0)

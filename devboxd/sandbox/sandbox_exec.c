@@ -491,6 +491,37 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
     return fd < 0 ? -saved : (int)fd;
 }
 
+int sandbox_open_kept(const char *dir, const char *path)
+{
+    struct open_how how;
+    char upper[4200];
+    char *rel = NULL;
+    long fd;
+    int saved;
+    int rootfd;
+
+    if (dir == NULL || path == NULL || strnlen(path, 4097) > 4096)
+        return -ENAMETOOLONG;
+    rel = sb_root_relative(path);
+    if (rel == NULL)
+        return -EINVAL;
+    snprintf(upper, sizeof(upper), "%s/%s", dir, SB_DIR_UPPER);
+    rootfd = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rootfd < 0) {
+        saved = errno;
+        free(rel);
+        return -saved;
+    }
+    memset(&how, 0, sizeof(how));
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+    fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+    saved = errno;
+    close(rootfd);
+    free(rel);
+    return fd < 0 ? -saved : (int)fd;
+}
+
 /* ---- connections into the devbox's network namespace ----------------- */
 
 struct connect_job {
