@@ -669,6 +669,9 @@ static bool status_retryable(CURL *easy, long status, const char *path,
      * layer's "not there yet" answers are retried. */
     if (tunnel)
         return status == 502 || status == 503 || status == 504;
+    /* A full disk (507) stays full until someone frees space. */
+    if (status == 507)
+        return false;
     /* A shutdown refused for in-progress snapshots stays refused. */
     if (status == 409 && is_shutdown_path(path))
         return false;

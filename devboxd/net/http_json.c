@@ -32,6 +32,8 @@ static const char *status_slug(int status)
         return "unsupported_media_type";
     case 422:
         return "unprocessable_entity";
+    case 423:
+        return "disk_read_only";
     case 501:
         return "not_implemented";
     case 503:
@@ -71,4 +73,8 @@ void http_response_error(struct http_response *resp, int status,
     cJSON_AddStringToObject(obj, "code", status_slug(status));
     cJSON_AddStringToObject(obj, "message", msg);
     http_response_json(resp, status, obj);
+    /* A full or read-only disk stays so until someone frees space: the
+     * SDKs retry 5xx unless told not to. */
+    if (status == 507 || status == 423)
+        http_response_set_header(resp, "x-should-retry", "false");
 }

@@ -26,6 +26,7 @@ static const struct {
     {504, RLMCP_ERR_TIMEOUT},          {409, RLMCP_ERR_CONFLICT},
     {413, RLMCP_ERR_TOO_LARGE},        {429, RLMCP_ERR_RATE_LIMITED},
     {502, RLMCP_ERR_UNAVAILABLE},      {503, RLMCP_ERR_UNAVAILABLE},
+    {507, RLMCP_ERR_STORAGE_FULL},     {423, RLMCP_ERR_DISK_READ_ONLY},
 };
 
 const char *rlmcp_h_code_for_status(long status)
@@ -80,6 +81,17 @@ static const struct remedy remedies[] = {
     {RLMCP_ERR_TOO_LARGE,
      "The data exceeds the configured size limit; split it, compress it, "
      "or move it with execute_command (e.g. curl inside the devbox)."},
+    {RLMCP_ERR_STORAGE_FULL,
+     "A disk is full; the message says whose. The devbox's disk: delete "
+     "files inside it (execute_command) or use a devbox with a larger "
+     "custom_disk_size. The engine's disk: shut down devboxes you no longer "
+     "need and delete snapshots and storage objects, then call the tool "
+     "again. Calling again without freeing space fails the same way."},
+    {RLMCP_ERR_DISK_READ_ONLY,
+     "The devbox's disk went read-only after a storage error: nothing can "
+     "be written and no command can run. Read or download the files you "
+     "need (read_file, download_file), then shut the devbox down and create "
+     "a new one. Calling again fails the same way."},
     {RLMCP_ERR_CANCELLED, "The call was cancelled; call the tool again."},
     {RLMCP_ERR_INTERNAL,
      "An unexpected server-side error; retry once, and report it if it "
@@ -1597,8 +1609,13 @@ int rlmcp_h_fail_on_devbox(const struct rlmcp_h *h, const char *devbox_id,
         const char *remedy =
             strcmp(st, "suspended") == 0 || strcmp(st, "suspending") == 0
                 ? "Resume it with resume_devbox, then retry."
-            : strcmp(st, "shutdown") == 0 || strcmp(st, "failure") == 0
+            : strcmp(st, "shutdown") == 0
                 ? "This devbox is gone; create a new one with create_devbox."
+            : strcmp(st, "failure") == 0
+                ? "This devbox failed (get_devbox shows failure_message); "
+                  "create a new one with create_devbox. When the message "
+                  "says its disk is kept, read_file and download_file still "
+                  "read its files."
                 : "It is still starting; poll get_devbox until status is "
                   "running, then retry.";
         rc = rlmcp_h_fail_remedy(h, RLMCP_ERR_DEVBOX_NOT_RUNNING, remedy,

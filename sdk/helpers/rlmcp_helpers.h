@@ -48,6 +48,8 @@ struct rlmcp_h {
 #define RLMCP_ERR_DEVBOX_NOT_RUNNING "devbox_not_running"
 #define RLMCP_ERR_DEVBOX_NOT_READY "devbox_not_ready"
 #define RLMCP_ERR_TOO_LARGE "too_large"
+#define RLMCP_ERR_STORAGE_FULL "storage_full"
+#define RLMCP_ERR_DISK_READ_ONLY "disk_read_only"
 #define RLMCP_ERR_CANCELLED "cancelled"
 #define RLMCP_ERR_INTERNAL "internal"
 

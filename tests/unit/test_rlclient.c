@@ -381,10 +381,11 @@ static void t_retry_statuses(void **state)
     rlclient_destroy(c);
 }
 
+/* 4xx, and 507 (a full disk stays full until someone frees space). */
 static void t_no_retry_4xx(void **state)
 {
     /* 409: a conflict (a name taken) stays; answered at once. */
-    static const int statuses[] = {400, 401, 403, 404, 409, 422};
+    static const int statuses[] = {400, 401, 403, 404, 409, 422, 423, 507};
     struct rlclient *c = client();
     size_t i;
 
