@@ -153,7 +153,8 @@ describe('a full state filesystem', () => {
       // An object may not take what is left either (the reserve).
       const obj = await client.objects.create({ name: 'filler.bin', content_type: 'binary' });
       const put = await fetch(obj.upload_url, { method: 'PUT', body: randomBytes(48 * MiB) });
-      assert.equal(put.status, 507, await put.text());
+      assert.equal(put.status, 507);
+      assert.match(await put.text(), /the engine's disk is full: .*this upload needs 48 MiB/);
       for (const id of boxes) assert.equal((await client.devboxes.retrieve(id)).status, 'running');
     }
   });
@@ -253,5 +254,37 @@ describe('a full state filesystem', () => {
     await waitFor(() => {
       try { sh('test', ['!', '-e', image(bystander)]); return true; } catch { return false; }
     }, { timeoutMs: 30000, what: 'the kept disk to go' });
+  });
+
+  test('another program fills the state filesystem: an upload says it is the engine\'s disk, nothing acknowledged is lost', { skip: !!peer }, async () => {
+    const box = await client.devboxes.createAndAwaitRunning(disk);
+    acked.splice(0, acked.length);
+    await upload(box.id, 'before.txt', Buffer.from('written before the filesystem filled\n'));
+    const filler = path.join(mnt, 'filler');
+    const avail = Number(sh('df', ['-B1', '--output=avail', mnt]).split('\n')[1].trim());
+    sh('fallocate', ['-l', String(Math.max(avail - 256 * 1024, 4096)), filler]);
+    try {
+      let err = null;
+      try {
+        await upload(box.id, 'after.bin', randomBytes(8 * MiB));
+      } catch (e) {
+        err = e;
+      }
+      assert.ok(err, 'an 8 MiB upload onto a full host was acknowledged');
+      const msg = String(err.error?.message ?? err.message);
+      console.log(`upload onto a full host: ${err.status} ${msg}`);
+      assert.doesNotMatch(msg, /the devbox's disk is full/);
+      if (err.status === 507) assert.match(msg, /the engine's disk is full: devboxd's state filesystem/);
+      else assert.equal(err.status, 423, msg);
+    } finally {
+      rmSync(filler, { force: true });
+    }
+    await restart();
+    const v = await waitFor(async () => {
+      const b = await client.devboxes.retrieve(box.id);
+      return ['running', 'failure'].includes(b.status) ? b : null;
+    }, { timeoutMs: 120000, stepMs: 500, what: 'the devbox to come back' });
+    assert.equal(await lostFiles(), 0, `${v.status}: ${v.failure_message}`);
+    await client.devboxes.shutdown(box.id);
   });
 });
