@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "layers.h"
 #include "sandbox.h"
@@ -259,6 +260,40 @@ static int check_body(const cJSON *body, const char **name, const cJSON **meta,
 
 /* Lock held: takes an I/O reference on a running devbox (a stop waits for
  * it) and fills the job; or 400 with err. */
+/* Lock held.  A snapshot copies what the devbox wrote (at most what its
+ * disk holds) onto the state filesystem: not into what devbox disks were
+ * promised (admission.h).  0, or 507 with err saying so. */
+static int snap_room_locked(struct engine *eng, struct devbox *box, char *err,
+                            size_t errlen)
+{
+    char *dir = engine_sandbox_dir(eng, box->id);
+    uint64_t size = 0;
+    uint64_t alloc = 0;
+    int rc = 0;
+
+    if (dir != NULL && sandbox_disk_usage(dir, &size, &alloc) == 0 &&
+        engine_state_room_locked(eng, alloc, "this snapshot", err, errlen) != 0)
+        rc = 507;
+    free(dir);
+    return rc;
+}
+
+/* The status of a snapshot that failed: 423 when the devbox's disk is
+ * read-only, 507 when the state filesystem is (nearly) full, else 500. */
+static int snap_failed_status(struct engine *eng, struct devbox *box)
+{
+    char why[512];
+    int st = engine_disk_trouble(eng, box, 0, 0, why, sizeof(why));
+    struct statvfs vfs;
+
+    if (st == 423)
+        return 423;
+    if (statvfs(eng->state_dir, &vfs) == 0 &&
+        (unsigned long long)vfs.f_bavail * vfs.f_frsize < (16ULL << 20))
+        return 507;
+    return 500;
+}
+
 static int claim_box_locked(struct devbox *box, struct snap_job *job,
                             cJSON **chain, const char **bp, char *err,
                             size_t errlen)
@@ -348,7 +383,9 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
         goto oom;
     }
     pthread_mutex_lock(&eng->lock);
-    status = claim_box_locked(box, job, &chain, &bp, err, errlen);
+    status = snap_room_locked(eng, box, err, errlen);
+    if (status == 0)
+        status = claim_box_locked(box, job, &chain, &bp, err, errlen);
     rec = status == 0 ? new_record(job, body, box->id, bp, chain) : NULL;
     pthread_mutex_unlock(&eng->lock);
     if (status != 0) {
@@ -366,8 +403,15 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
         goto out;
     }
     if (snap_run(job, cause, sizeof(cause)) != 0) {
-        snprintf(err, errlen, "snapshot %s failed: %s", job->id, cause);
-        status = 500;
+        status = snap_failed_status(eng, box);
+        snprintf(err, errlen, "snapshot %s failed: %s%s", job->id, cause,
+                 status == 507 ? " (" ADMISSION_DISK_FULL
+                                 ": free space on devboxd's state "
+                                 "filesystem: shut down or delete devboxes, "
+                                 "snapshots and storage objects)"
+                 : status == 423 ? " (the devbox's disk is read-only after a "
+                                   "storage error)"
+                                 : "");
         goto out;
     }
     layers_lock(eng);

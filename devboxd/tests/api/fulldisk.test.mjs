@@ -155,6 +155,9 @@ describe('a full state filesystem', () => {
       const put = await fetch(obj.upload_url, { method: 'PUT', body: randomBytes(48 * MiB) });
       assert.equal(put.status, 507);
       assert.match(await put.text(), /the engine's disk is full: .*this upload needs 48 MiB/);
+      // Nor a snapshot (a copy of what the devbox wrote).
+      await rejectsWith(assert, client.devboxes.snapshotDisk(bystander.id, { name: 'full' }), 507,
+        /the engine's disk is full: .*this snapshot needs \d+ MiB/);
       for (const id of boxes) assert.equal((await client.devboxes.retrieve(id)).status, 'running');
     }
   });
