@@ -149,7 +149,8 @@ int admission_disk_check(const struct admission_caps *caps,
     if (avail >= promised + need + reserve)
         return 0;
     snprintf(err, errlen,
-             ADMISSION_DISK_FULL ": devboxd's state filesystem (%s) has "
+             ADMISSION_DISK_FULL
+             ": devboxd's state filesystem (%s) has "
              "%llu MiB free, %llu MiB of it promised to the disks of existing "
              "devboxes and %llu MiB kept in reserve "
              "(RLMCP_STATE_DISK_RESERVE_MB); %s needs %llu MiB. Free space "

@@ -344,12 +344,12 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     box = engine_create(eng, spec, &view, err, sizeof(err));
     layers_unlock();
     if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
-        http_response_error(resp,
-                            strncmp(err, ADMISSION_DISK_FULL,
-                                    strlen(ADMISSION_DISK_FULL)) == 0
-                                ? 507
-                                : 400,
-                            "%s", err);
+        http_response_error(
+            resp,
+            strncmp(err, ADMISSION_DISK_FULL, strlen(ADMISSION_DISK_FULL)) == 0
+                ? 507
+                : 400,
+            "%s", err);
         return;
     }
     if (box == NULL && util_write_error() != 0) {

@@ -455,8 +455,8 @@ static void helpers_misc(void **state)
     assert_string_equal(rlmcp_h_code_for_status(408), "timeout");
     assert_string_equal(rlmcp_h_code_for_status(507), "storage_full");
     assert_string_equal(rlmcp_h_code_for_status(423), "disk_read_only");
-    assert_non_null(strstr(rlmcp_h_remedy_for_code("storage_full"),
-                           "shut down devboxes"));
+    assert_non_null(
+        strstr(rlmcp_h_remedy_for_code("storage_full"), "shut down devboxes"));
     assert_null(strstr(rlmcp_h_remedy_for_code("disk_read_only"), "retry"));
     q = rlmcp_h_error_message("{\"message\":{\"a\":1}}", 19);
     assert_string_equal(q, "{\"a\":1}");
