@@ -586,8 +586,8 @@ out:
     return keep;
 }
 
-static void boot_fail(struct engine *eng, struct devbox *box, const char *reason,
-                      const char *msg, int first_boot)
+static void boot_fail(struct engine *eng, struct devbox *box,
+                      const char *reason, const char *msg, int first_boot)
 {
     struct sandbox *sb = NULL;
     char *full = NULL;
@@ -1043,9 +1043,11 @@ int engine_disk_trouble(struct engine *eng, const struct devbox *box, int rc,
     } else if (rc == -ENOSPC || rc == -EDQUOT || rc == -EIO) {
         /* The devbox's disk had room for it (the failed write's bytes are
          * freed again): the host under it had none. */
-        if (box_free >= 0 && (unsigned long long)box_free >= len + (1ULL << 20)) {
+        if (box_free >= 0 &&
+            (unsigned long long)box_free >= len + (1ULL << 20)) {
             snprintf(err, errlen,
-                     ADMISSION_DISK_FULL ": devboxd's state filesystem (%s) "
+                     ADMISSION_DISK_FULL
+                     ": devboxd's state filesystem (%s) "
                      "has %lld MiB free, so devbox %s's disk (%lld MiB free "
                      "inside) could not grow. Free space there: shut down "
                      "or delete devboxes you no longer need, delete "
@@ -1733,7 +1735,8 @@ static struct devbox *box_load(struct engine *eng, const char *path)
     box->failure_message = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
     it = cJSON_GetObjectItemCaseSensitive(rec, "shutdown_reason");
     box->shutdown_reason = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
-    box->disk_kept = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "_disk_kept"));
+    box->disk_kept =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "_disk_kept"));
     box->create_time_ms = (int64_t)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
     box->end_time_ms = (int64_t)cJSON_GetNumberValue(

@@ -1427,7 +1427,8 @@ static void route_files(struct engine *eng, struct devbox *box, const char *acti
         return;
     }
     /* A read-only disk refuses writes at once, saying why. */
-    status = reading ? 0 : engine_disk_trouble(eng, box, 0, 0, why, sizeof(why));
+    status =
+        reading ? 0 : engine_disk_trouble(eng, box, 0, 0, why, sizeof(why));
     if (status != 0) {
         pthread_mutex_unlock(&eng->lock);
         http_response_error(resp, status, "%s", why);

@@ -495,8 +495,8 @@ static bool emergency_ro(const char *dir)
         if (p == NULL || strncmp(p, dir, dlen) != 0 || p[dlen] != ' ')
             continue;
         p = strstr(p, " - ");
-        if (p != NULL && (strstr(p, " ro,") != NULL ||
-                          strstr(p, "emergency_ro") != NULL))
+        if (p != NULL &&
+            (strstr(p, " ro,") != NULL || strstr(p, "emergency_ro") != NULL))
             ro = true;
     }
     free(line);
