@@ -181,6 +181,39 @@ static void read_text_and_binary(void **state)
     free(dec);
 }
 
+/* A full disk and a read-only one: codes of their own whose remedies say
+ * what frees space or what to do instead, never "fix the argument" or
+ * "retry". */
+static void write_full_and_read_only_disk(void **state)
+{
+    (void)state;
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 423,
+             "{\"message\":\"devbox dbx_1: its disk is read-only\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
+                          "\"contents\":\"x\"}");
+    assert_string_equal(fh_error_code(), "disk_read_only");
+    assert_non_null(strstr(fh_error_message(), "its disk is read-only"));
+    assert_non_null(strstr(fh_error_remedy(), "download_file"));
+    assert_null(strstr(fh_error_remedy(), "Fix the argument"));
+    assert_null(strstr(fh_error_remedy(), "retry"));
+
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/write_file_contents", 507,
+             "{\"message\":\"the engine's disk is full: devboxd's state "
+             "filesystem (/s) has 0 MiB free\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_call("write_file", "{\"devbox_id\":\"dbx_1\",\"file_path\":\"/a\","
+                          "\"contents\":\"x\"}");
+    assert_string_equal(fh_error_code(), "storage_full");
+    assert_non_null(strstr(fh_error_message(), "the engine's disk is full"));
+    assert_non_null(strstr(fh_error_remedy(), "shut down devboxes"));
+    assert_null(strstr(fh_error_remedy(), "retry"));
+}
+
 static void read_too_large_and_missing(void **state)
 {
     char big[100];
@@ -470,6 +503,7 @@ int main(void)
         cmocka_unit_test(write_file),
         cmocka_unit_test(read_text_and_binary),
         cmocka_unit_test(read_too_large_and_missing),
+        cmocka_unit_test(write_full_and_read_only_disk),
         cmocka_unit_test(upload_download_roundtrip),
         cmocka_unit_test(bad_config),
         cmocka_unit_test(list_and_remove),
