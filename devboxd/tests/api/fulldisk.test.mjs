@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -150,11 +150,30 @@ describe('a full state filesystem', () => {
       // The state filesystem kept its reserve: the disks never ran dry.
       const df = sh('df', ['-B1', '--output=avail', mnt]).split('\n')[1].trim();
       assert.ok(Number(df) > 32 * MiB, `state filesystem has ${df} bytes left`);
-      // An object may not take what is left either (the reserve).
-      const obj = await client.objects.create({ name: 'filler.bin', content_type: 'binary' });
-      const put = await fetch(obj.upload_url, { method: 'PUT', body: randomBytes(48 * MiB) });
-      assert.equal(put.status, 507);
-      assert.match(await put.text(), /the engine's disk is full: .*this upload needs 48 MiB/);
+      console.log(`state filesystem after the fill: ${(Number(df) / MiB).toFixed(0)} MiB free`);
+      // Objects may not take what the disks were promised nor the reserve:
+      // uploads are refused before that, naming the filesystem.
+      const held = [];
+      let refusal = null;
+      for (let i = 0; i < 8 && !refusal; i++) {
+        const obj = await client.objects.create({ name: `filler-${i}.bin`, content_type: 'binary' });
+        const put = await fetch(obj.upload_url, { method: 'PUT', body: randomBytes(60 * MiB) });
+        if (put.status === 507) refusal = await put.text();
+        else {
+          assert.equal(put.status, 200, await put.text());
+          held.push(obj.id);
+        }
+      }
+      assert.ok(refusal, 'eight 60 MiB objects were all accepted');
+      assert.match(refusal, /the engine's disk is full: .*this upload needs 60 MiB/);
+      const promised = boxes.reduce((sum, id) => {
+        const st = statSync(image(id));
+        return sum + Math.max(0, st.size - st.blocks * 512);
+      }, 0);
+      const avail = Number(sh('df', ['-B1', '--output=avail', mnt]).split('\n')[1].trim());
+      assert.ok(avail >= promised + 56 * MiB,
+        `${avail >> 20} MiB free for ${promised >> 20} MiB promised to disks and a 64 MiB reserve`);
+      for (const id of held) await client.objects.delete(id);
       // Nor a snapshot (a copy of what the devbox wrote).
       await rejectsWith(assert, client.devboxes.snapshotDisk(bystander.id, { name: 'full' }), 507,
         /the engine's disk is full: .*this snapshot needs \d+ MiB/);
