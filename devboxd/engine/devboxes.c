@@ -1341,6 +1341,13 @@ static void *stop_thread(void *arg)
             destroy_box_files(eng, box);
         pthread_mutex_lock(&eng->lock);
         box->disk_kept = kept;
+        if (kept) {
+            free(box->failure_message);
+            box->failure_message = strdup(
+                "the devbox's disk went read-only after a storage error; its "
+                "disk is kept: download its files (download_file, "
+                "read_file_contents), then shut it down to delete the disk");
+        }
     }
     engine_set_status_locked(eng, box, job->target,
                              job->target == DBX_FAILURE ? job->reason : NULL,
