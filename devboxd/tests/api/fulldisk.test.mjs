@@ -226,6 +226,20 @@ describe('a full state filesystem', () => {
     assert.ok(Date.now() - t0 < 1000, `${Date.now() - t0} ms to refuse`);
     // Its files stay readable.
     assert.equal((await download(id, 'fill')).length > 0, true);
+
+    // Its sandbox dies now (every process killed): the devbox fails, and
+    // its read-only disk is kept for its files, not deleted.
+    const procs = path.join('/sys/fs/cgroup/pids/devboxd', id, 'cgroup.procs');
+    for (const pid of readFileSync(procs, 'utf8').split('\n').filter(Boolean)) {
+      try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+    }
+    const failed = await waitFor(async () => {
+      const v = await client.devboxes.retrieve(id);
+      return v.status === 'failure' ? v : null;
+    }, { timeoutMs: 60000, stepMs: 250, what: 'the devbox to fail' });
+    assert.match(failed.failure_message, /disk went read-only .* its disk is kept/);
+    assert.ok(existsSync(image(id)), 'the read-only disk was deleted');
+    assert.ok((await download(id, 'fill')).length > 0);
   });
 
   test('a disk the kernel will not mount read-write is kept, its files downloadable', async () => {
