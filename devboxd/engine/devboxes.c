@@ -1453,6 +1453,7 @@ out:
 
 int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen)
 {
+    char cap[384];
     int rc = 0;
 
     pthread_mutex_lock(&eng->lock);
@@ -1464,6 +1465,13 @@ int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errl
         snprintf(err, errlen, "devbox %s is %s; only a suspended devbox can be resumed",
                  box->id, dbx_status_name(box->status));
         rc = 400;
+        goto out;
+    }
+    /* A suspended devbox holds no sandbox: waking it takes a slot like a
+     * create does. 429: the client may retry once a devbox stops. */
+    if (admit_locked(eng, box, cap, sizeof(cap)) != 0) {
+        snprintf(err, errlen, "devbox %s stays suspended: %s", box->id, cap);
+        rc = 429;
         goto out;
     }
     /* keep_alive_time_seconds bounds a run, not a sleep: a devbox resumed

@@ -747,9 +747,14 @@ static void route_first(struct tconn *c, struct route *r)
     }
     pthread_mutex_unlock(&eng->lock);
     if (r->wake) {
-        char err[256];
+        char err[448];
 
-        engine_resume(eng, t.box, err, sizeof(err));
+        /* The wake passes the admission caps like any resume; when they
+         * refuse it the client learns why instead of waiting for nothing. */
+        if (engine_resume(eng, t.box, err, sizeof(err)) != 0) {
+            r->retry_after = NULL;
+            snprintf(r->msg, sizeof(r->msg), "wake on HTTP refused: %s", err);
+        }
     }
 }
 

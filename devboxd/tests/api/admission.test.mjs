@@ -1,9 +1,12 @@
 // Engine-wide admission caps through the official Runloop SDK: the number
-// of devboxes and the memory and CPU their limits add up to; a refusal is a
-// 400 naming the cap. Bad cap settings, an unknown runtime or default image
+// of devboxes and the memory and CPU their limits add up to; a refused
+// create is a 400 naming the cap, a refused resume a 429, a refused wake on
+// HTTP a 503 to the tunnel client. Bad cap settings, an unknown runtime or default image
 // and a missing runc stop devboxd with a message naming the fix.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Devboxd, rejectsWith } from './devboxd.mjs';
 
@@ -29,6 +32,27 @@ after(async () => { for (const e of engines) await e.cleanup(); });
 
 const size = (s) => ({ launch_parameters: { resource_size_request: s } });
 
+// A plain GET to a devbox port through the engine's tunnel listener, with no
+// credential; *.localhost is pinned to 127.0.0.1 (glibc does not resolve it).
+function tunnelGet(engine, port, key) {
+  const pid = readFileSync(path.join(engine.stateDir, 'devboxd.pid'), 'utf8');
+  const tport = Number(/^tunnel_port (\d+)$/m.exec(pid)[1]);
+  return new Promise((resolve, reject) => {
+    const req = http.get(`http://${port}-${key}.localhost:${tport}/`, {
+      agent: false,
+      lookup: (h, o, cb) => (o && o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
+        : cb(null, '127.0.0.1', 4)),
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.setTimeout(20000, () => req.destroy(new Error('tunnel request timed out')));
+    req.on('error', reject);
+  });
+}
+
 describe('admission caps', () => {
   test('RLMCP_MAX_DEVBOXES: the next create is refused until one shuts down', async () => {
     const c = (await engineWith({ RLMCP_MAX_DEVBOXES: '2' })).client();
@@ -38,6 +62,39 @@ describe('admission caps', () => {
     await c.devboxes.shutdown(a.id);
     const d = await c.devboxes.create({});
     assert.equal(d.status, 'provisioning');
+  });
+
+  test('RLMCP_MAX_DEVBOXES holds at resume and at wake on HTTP', async () => {
+    const e = await engineWith({ RLMCP_MAX_DEVBOXES: '2' });
+    const c = e.client();
+    const long = { polling: { timeoutMs: 300000 } };
+    const a = await c.devboxes.createAndAwaitRunning({}, long);
+    const w = await c.devboxes.createAndAwaitRunning(
+      { tunnel: { auth_mode: 'open', wake_on_http: true } }, long);
+    await c.devboxes.suspend(a.id);
+    await c.devboxes.awaitSuspended(a.id);
+    await c.devboxes.suspend(w.id);
+    await c.devboxes.awaitSuspended(w.id);
+    // Two slots, two new devboxes: the suspended ones may not come back.
+    const b = await c.devboxes.create({});
+    await c.devboxes.create({});
+    await rejectsWith(assert, c.devboxes.resume(a.id), 429,
+      new RegExp(`devbox ${a.id} stays suspended: too many devboxes: 2 .*admits 2 \\(RLMCP_MAX_DEVBOXES\\); shut one down or raise the cap`));
+    assert.equal((await c.devboxes.retrieve(a.id)).status, 'suspended');
+    // An unauthenticated client of the open tunnel cannot wake one past the cap.
+    const r = await tunnelGet(e, 8080, w.tunnel.tunnel_key);
+    assert.equal(r.status, 503);
+    assert.equal(r.headers['retry-after'], undefined);
+    assert.match(JSON.parse(r.body).message,
+      /^wake on HTTP refused: devbox \S+ stays suspended: too many devboxes: .*RLMCP_MAX_DEVBOXES/);
+    assert.equal((await c.devboxes.retrieve(w.id)).status, 'suspended');
+    // A slot freed: the wake goes through, then the cap holds again.
+    await c.devboxes.shutdown(b.id);
+    const woke = await tunnelGet(e, 8080, w.tunnel.tunnel_key);
+    assert.equal(woke.status, 503);
+    assert.match(JSON.parse(woke.body).message, /resuming \(wake on HTTP\)/);
+    await c.devboxes.awaitRunning(w.id, long);
+    await rejectsWith(assert, c.devboxes.resume(a.id), 429, /RLMCP_MAX_DEVBOXES/);
   });
 
   test('RLMCP_MAX_MEMORY_GB: limits may not add up past the cap', async () => {
