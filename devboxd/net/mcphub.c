@@ -20,6 +20,12 @@
 
 #define HUB_MAX_REQUEST (4u << 20)   /* client → hub body */
 #define HUB_MAX_RESPONSE (16u << 20) /* upstream → hub body */
+/* What one devbox's processes can make devboxd hold (docs/devboxd.md
+ * "Limits"): connections (a thread each), requests being served, and
+ * request plus answer bytes buffered at once. */
+#define HUB_MAX_CONNECTIONS 16u
+#define HUB_MAX_REQUESTS 8u
+#define HUB_MAX_BUFFERED (32u << 20)
 #define HUB_CONNECT_TIMEOUT_S 10L
 #define HUB_TIMEOUT_S 300L
 
@@ -29,13 +35,21 @@ struct hub {
                        credential… */
     struct MHD_Daemon *mhd;
     volatile int stopping;
+    pthread_mutex_t lock; /* requests, buffered */
+    unsigned requests;
+    size_t buffered;
     struct hub *next;
 };
 
 struct conn {
+    const cJSON *srv; /* the server the token picked (hub->servers) */
     char *body;
     size_t len;
+    size_t reserved; /* of hub->buffered */
+    int counted;     /* in hub->requests */
+    int answered;    /* refused at headers time: the body is dropped */
     int too_large;
+    int over_budget;
 };
 
 struct buf {
@@ -48,6 +62,8 @@ struct buf {
 struct upstream {
     struct hub *hub;
     struct buf body;
+    size_t reserved; /* of hub->buffered */
+    int over_budget;
     char content_type[128];
     char session_id[256];
 };
@@ -55,6 +71,32 @@ struct upstream {
 static pthread_mutex_t hubs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hub *hubs;
 static int hubs_stopping;
+
+/* ------------------------------------------------------------ budget */
+
+/* Takes n more bytes of the devbox's buffer budget into *held: 0, or -1
+ * when they do not fit. */
+static int hub_reserve(struct hub *h, size_t *held, size_t n)
+{
+    int rc = -1;
+
+    pthread_mutex_lock(&h->lock);
+    if (n <= HUB_MAX_BUFFERED - h->buffered) {
+        h->buffered += n;
+        *held += n;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static void hub_release(struct hub *h, size_t *held)
+{
+    pthread_mutex_lock(&h->lock);
+    h->buffered -= *held;
+    *held = 0;
+    pthread_mutex_unlock(&h->lock);
+}
 
 /* ------------------------------------------------------------ replies */
 
@@ -105,12 +147,17 @@ static enum MHD_Result rpc_error(struct MHD_Connection *c, unsigned int status,
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
-    struct buf *b = ud;
+    struct upstream *u = ud;
+    struct buf *b = &u->body;
     size_t len = size * n;
     char *grown = NULL;
 
     if (b->len + len > b->max) {
         b->too_large = 1;
+        return 0;
+    }
+    if (hub_reserve(u->hub, &u->reserved, len) != 0) {
+        u->over_budget = 1;
         return 0;
     }
     grown = realloc(b->data, b->len + len + 1);
@@ -279,7 +326,7 @@ static void forward(struct MHD_Connection *c, const cJSON *srv,
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, HUB_TIMEOUT_S);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &u->body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, u);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, u);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -296,6 +343,11 @@ static void forward(struct MHD_Connection *c, const cJSON *srv,
     rc = curl_easy_perform(curl);
     if (rc == CURLE_OK)
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+    else if (u->over_budget)
+        snprintf(err, errlen,
+                 "the answer does not fit in the %u MiB this devbox's MCP Hub "
+                 "may hold at once (other requests hold the rest); retry",
+                 HUB_MAX_BUFFERED >> 20);
     else
         snprintf(err, errlen, "%s",
                  u->body.too_large ? "the answer is over 16 MiB"
@@ -492,8 +544,7 @@ static int check_post(struct MHD_Connection *c, const cJSON *srv,
 }
 
 static enum MHD_Result serve(struct hub *hub, struct MHD_Connection *c,
-                             const char *url, const char *method,
-                             struct conn *in)
+                             const char *method, struct conn *in)
 {
     struct upstream u;
     const cJSON *srv = NULL;
@@ -507,21 +558,17 @@ static enum MHD_Result serve(struct hub *hub, struct MHD_Connection *c,
     memset(&u, 0, sizeof(u));
     u.hub = hub;
     u.body.max = HUB_MAX_RESPONSE;
-    if (strcmp(url, "/mcp") != 0 && strcmp(url, "/mcp/") != 0)
-        return reply(c, 404, "text/plain", "the MCP Hub serves /mcp\n", 24,
-                     NULL);
-    srv = server_of(hub, c);
-    if (srv == NULL)
-        return rpc_error(
-            c, 401, NULL, -32001,
-            "missing or unknown MCP Hub token: send "
-            "'Authorization: Bearer $<your server's token variable>'");
-    if (strcmp(method, "GET") == 0)
-        return reply(c, 405, "text/plain", "", 0, NULL);
-    if (strcmp(method, "POST") != 0 && strcmp(method, "DELETE") != 0)
-        return reply(c, 405, "text/plain", "", 0, NULL);
+    srv = in->srv;
     if (in->too_large)
         return rpc_error(c, 413, NULL, -32600, "request body over 4 MiB");
+    if (in->over_budget) {
+        snprintf(text, sizeof(text),
+                 "this devbox's MCP Hub holds at most %u MiB of request and "
+                 "answer bodies at once, and other requests hold the rest; "
+                 "retry when they are done",
+                 HUB_MAX_BUFFERED >> 20);
+        return rpc_error(c, 429, NULL, -32000, text);
+    }
     if (strcmp(method, "POST") == 0) {
         msg = cJSON_ParseWithLength(in->body != NULL ? in->body : "", in->len);
         if (msg == NULL)
@@ -548,7 +595,67 @@ static enum MHD_Result serve(struct hub *hub, struct MHD_Connection *c,
 out:
     cJSON_Delete(msg);
     free(u.body.data);
+    hub_release(hub, &u.reserved);
     return ret;
+}
+
+/* The first call, with the headers only: whatever needs no body is decided
+ * before a byte of it is read or buffered, so a process without a token
+ * (or over its devbox's share) costs devboxd nothing but the answer. */
+static enum MHD_Result admit(struct hub *hub, struct MHD_Connection *c,
+                             const char *url, const char *method,
+                             struct conn *in)
+{
+    const char *cl_text = MHD_lookup_connection_value(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long cl = 0;
+    int busy = 0;
+    char text[300];
+
+    /* A response queued now makes libmicrohttpd skip the body and close. */
+    in->answered = 1;
+    if (strcmp(url, "/mcp") != 0 && strcmp(url, "/mcp/") != 0)
+        return reply(c, 404, "text/plain", "the MCP Hub serves /mcp\n", 24,
+                     NULL);
+    in->srv = server_of(hub, c);
+    if (in->srv == NULL)
+        return rpc_error(
+            c, 401, NULL, -32001,
+            "missing or unknown MCP Hub token: send "
+            "'Authorization: Bearer $<your server's token variable>'");
+    if (strcmp(method, "POST") != 0 && strcmp(method, "DELETE") != 0)
+        return reply(c, 405, "text/plain", "", 0, NULL);
+    if (cl_text != NULL)
+        cl = strtoull(cl_text, NULL, 10);
+    if (cl > HUB_MAX_REQUEST)
+        return rpc_error(c, 413, NULL, -32600, "request body over 4 MiB");
+    pthread_mutex_lock(&hub->lock);
+    if (hub->requests >= HUB_MAX_REQUESTS) {
+        busy = 1;
+    } else if (cl > HUB_MAX_BUFFERED - hub->buffered) {
+        busy = 2;
+    } else {
+        hub->requests++;
+        hub->buffered += cl;
+        in->reserved = cl;
+        in->counted = 1;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    if (busy == 1)
+        snprintf(text, sizeof(text),
+                 "this devbox's MCP Hub serves %u requests at once and is "
+                 "serving %u; retry when one is done",
+                 HUB_MAX_REQUESTS, HUB_MAX_REQUESTS);
+    else if (busy == 2)
+        snprintf(text, sizeof(text),
+                 "this devbox's MCP Hub holds at most %u MiB of request and "
+                 "answer bodies at once, and other requests hold the rest; "
+                 "retry when they are done",
+                 HUB_MAX_BUFFERED >> 20);
+    if (busy != 0)
+        return rpc_error(c, 429, NULL, -32000, text);
+    in->answered = 0;
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -565,11 +672,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         if (in == NULL)
             return MHD_NO;
         *con_cls = in;
+        return admit(hub, c, url, method, in);
+    }
+    if (in->answered) {
+        *data_size = 0;
         return MHD_YES;
     }
     if (*data_size > 0) {
-        if (in->len + *data_size > HUB_MAX_REQUEST) {
+        size_t want = in->len + *data_size;
+
+        /* A body without Content-Length (chunked) is reserved as it comes. */
+        if (want > HUB_MAX_REQUEST || in->too_large) {
             in->too_large = 1;
+        } else if (in->over_budget ||
+                   (want > in->reserved &&
+                    hub_reserve(hub, &in->reserved, want - in->reserved) !=
+                        0)) {
+            in->over_budget = 1;
         } else {
             char *grown = realloc(in->body, in->len + *data_size + 1);
 
@@ -583,18 +702,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         *data_size = 0;
         return MHD_YES;
     }
-    return serve(hub, c, url, method, in);
+    return serve(hub, c, method, in);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe)
 {
+    struct hub *hub = cls;
     struct conn *in = *con_cls;
 
-    (void)cls;
     (void)c;
     (void)toe;
     if (in != NULL) {
+        hub_release(hub, &in->reserved);
+        if (in->counted) {
+            pthread_mutex_lock(&hub->lock);
+            hub->requests--;
+            pthread_mutex_unlock(&hub->lock);
+        }
         free(in->body);
         free(in);
     }
@@ -611,6 +736,7 @@ static void hub_free(struct hub *h)
     if (h->mhd != NULL)
         MHD_stop_daemon(h->mhd);
     cJSON_Delete(h->servers);
+    pthread_mutex_destroy(&h->lock);
     free(h);
 }
 
@@ -625,8 +751,10 @@ void mcphub_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     servers = cJSON_GetObjectItemCaseSensitive(box->spec, "_mcp");
     if (cJSON_GetArraySize(servers) > 0)
         h = calloc(1, sizeof(*h));
-    if (h != NULL)
+    if (h != NULL) {
         h->servers = cJSON_Duplicate(servers, 1);
+        pthread_mutex_init(&h->lock, NULL);
+    }
     pthread_mutex_unlock(&eng->lock);
     if (h == NULL)
         return;
@@ -643,7 +771,7 @@ void mcphub_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
             MHD_USE_ITC | MHD_USE_POLL,
         0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, lfd,
         MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)HUB_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, 64u,
+        (unsigned int)HUB_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, HUB_MAX_CONNECTIONS,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
     if (h->mhd == NULL) {
         close(lfd);

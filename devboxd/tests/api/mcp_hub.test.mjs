@@ -3,7 +3,9 @@
 // `mcp` reaches the reference MCP server (@modelcontextprotocol/server-everything
 // over Streamable HTTP on loopback) through $RL_MCP_URL with its token; the
 // upstream sees the real credential, the devbox never does; only allowed
-// tools are listed and callable; other devboxes and other tokens get nothing.
+// tools are listed and callable; other devboxes and other tokens get nothing;
+// a flood from inside the devbox is refused on its headers and devboxd's
+// memory and threads stay bounded.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -111,6 +113,7 @@ describe('MCP configs API', () => {
 
 // Runs inside a devbox: a raw Streamable HTTP client (python3, no packages).
 const CLIENT_PY = readFileSync(path.join(sourceDir, 'tests', 'fixtures', 'mcp_hub_client.py'), 'utf8');
+const FLOOD_PY = readFileSync(path.join(sourceDir, 'tests', 'fixtures', 'mcp_hub_flood.py'), 'utf8');
 
 describe('MCP Hub inside a devbox', () => {
   let cfg;
@@ -257,6 +260,60 @@ describe('MCP Hub inside a devbox', () => {
     } finally {
       await client.devboxes.removeTunnel(box.id);
     }
+  });
+
+  // Any process in a devbox reaches the hub. It used to buffer a 4 MiB body
+  // before it looked at the token, on a thread per connection, charged to
+  // no devbox: a tokenless flood grew devboxd by hundreds of MiB and
+  // threads. Now the token and the devbox's share are checked on the
+  // headers, before any body byte is read.
+  test('a flood from inside the devbox is refused at once and devboxd stays bounded', async () => {
+    const status = (pid) => {
+      const t = readFileSync(`/proc/${pid}/status`, 'utf8');
+      return { rss: Number(/^VmRSS:\s+(\d+)/m.exec(t)[1]), threads: Number(/^Threads:\s+(\d+)/m.exec(t)[1]) };
+    };
+    const pid = engine.proc.pid;
+    await client.devboxes.writeFileContents(box.id, { file_path: '/home/user/hub_flood.py', contents: FLOOD_PY });
+    const base = status(pid);
+    let peak = { ...base };
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const s = status(pid);
+        peak = { rss: Math.max(peak.rss, s.rss), threads: Math.max(peak.threads, s.threads) };
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    let r;
+    try {
+      r = await client.devboxes.executeAndAwaitCompletion(box.id,
+        { command: 'python3 /home/user/hub_flood.py' });
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    assert.equal(r.exit_status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    if (process.env.HUB_FLOOD_DEBUG) console.log(JSON.stringify({ base, peak, flood: out.flood.slice(0, 3), seconds: out.flood_seconds }));
+    assert.equal(out.held_answered_early, 0, 'requests with the token wait for their bodies');
+    // The token holder's share: 8 requests at once.
+    for (const x of out.token_over) assert.match(x, /^status:429 .*serves 8 requests at once/);
+    assert.match(out.too_large, /^status:413 .*request body over 4 MiB/);
+    // No token: answered 401 before any body byte (or, past the devbox's
+    // 16 connections, closed at once); never waiting for the body.
+    assert.equal(out.flood.length, 192);
+    assert.deepEqual(out.flood.filter((x) => !/^status:401 |^closed$/.test(x)), [], 'every tokenless request is refused at once');
+    assert.ok(out.flood.filter((x) => x.startsWith('status:401 ')).length >= 96,
+      `most are answered: ${JSON.stringify(out.flood.slice(0, 5))}`);
+    assert.match(out.flood.find((x) => x.startsWith('status:401')), /unknown MCP Hub token/);
+    assert.deepEqual(out.held, Array(8).fill(400), 'the held requests were read and answered');
+    // Generous bounds: the 8 held bodies (32 MiB) and 16 connection threads.
+    const grewMiB = (peak.rss - base.rss) / 1024;
+    assert.ok(grewMiB < 80, `devboxd RSS grew ${grewMiB.toFixed(0)} MiB (from ${base.rss} kB)`);
+    assert.ok(peak.threads - base.threads <= 24, `devboxd threads ${base.threads} -> ${peak.threads}`);
+    // The token still works.
+    const ok = await runClient(box.id);
+    assert.equal(ok.init.status, 200, JSON.stringify(ok.init));
   });
 
   test('deleting the config and secret keeps a created devbox working, across suspend/resume', async () => {
