@@ -60,8 +60,18 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
         env_number("RLMCP_BUILD_TIMEOUT_S", 3600, &caps->build_timeout_s, err,
                    errlen) != 0 ||
         env_number("RLMCP_BUILD_CONTEXT_MB", 1024, &caps->build_context_mb, err,
+                   errlen) != 0 ||
+        env_number("RLMCP_BUILD_DISK_GB", 20, &caps->build_disk_gb, err,
                    errlen) != 0)
         return -1;
+    /* A build disk holds buildah's store and what the steps write: a
+     * sparse ext4 file, so the default costs only what a build uses. */
+    if (caps->build_disk_gb < 0.25) {
+        snprintf(err, errlen,
+                 "RLMCP_BUILD_DISK_GB is too small: give at least 0.25 "
+                 "(256 MiB)");
+        return -1;
+    }
     caps->max_builds = n < 1 ? 1 : (unsigned)n;
     caps->state_reserve_mb = 0;
     if (getenv("RLMCP_STATE_DISK_RESERVE_MB") != NULL &&

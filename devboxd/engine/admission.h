@@ -20,6 +20,7 @@ struct admission_caps {
     /* RLMCP_STATE_DISK_RESERVE_MB: kept free on the state filesystem for
      * records, logs and journals; 0 = 2% of it, 64 MiB to 1 GiB. */
     double state_reserve_mb;
+    double build_disk_gb;    /* RLMCP_BUILD_DISK_GB, default 20 per build */
 };
 
 /* The caps from the environment and the machine; -1 with err naming the

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,27 +62,45 @@ static const char *image_cache(void)
     return c != NULL && c[0] ? c : "/var/cache/runloop-mcp/images";
 }
 
-/* buildah's global options for the state dir's store; argv[0..n) set. */
-static size_t store_args(const char *state_dir, char **argv, char **owned)
+#define STORE_OWNED 4 /* strings store_args allocates at most */
+
+/* buildah's global options for the state dir's store, or (disk set) for a
+ * build's own store on its build disk, which reads the images of the state
+ * dir's store and the machine's but writes only to the disk; argv[0..n)
+ * set. */
+static size_t store_args(const char *state_dir, const char *disk,
+                         char **argv, char **owned)
 {
+    const char *home = disk != NULL ? disk : state_dir;
+    const char *sub = disk != NULL ? "" : "/buildah";
     size_t n = 0;
+    int r;
 
     argv[n++] = "buildah";
     argv[n++] = "--root";
-    if (asprintf(&owned[0], "%s/buildah/storage", state_dir) < 0)
+    if (asprintf(&owned[0], "%s%s/storage", home, sub) < 0)
         owned[0] = NULL;
     argv[n++] = owned[0];
     argv[n++] = "--runroot";
-    if (asprintf(&owned[1], "%s/buildah/run", state_dir) < 0)
+    if (asprintf(&owned[1], "%s%s/run", home, sub) < 0)
         owned[1] = NULL;
     argv[n++] = owned[1];
     argv[n++] = "--storage-driver";
     argv[n++] = "overlay";
     argv[n++] = "--storage-opt";
-    if (asprintf(&owned[2], "overlay.imagestore=%s/buildah/storage",
-                 image_cache()) < 0)
+    r = asprintf(&owned[2], "overlay.imagestore=%s/buildah/storage",
+                 image_cache());
+    if (r < 0)
         owned[2] = NULL;
     argv[n++] = owned[2];
+    if (disk != NULL) {
+        /* One option each: buildah splits a flag's value at commas. */
+        argv[n++] = "--storage-opt";
+        if (asprintf(&owned[3], "overlay.imagestore=%s/buildah/storage",
+                     state_dir) < 0)
+            owned[3] = NULL;
+        argv[n++] = owned[3];
+    }
     return n;
 }
 
@@ -214,13 +233,14 @@ static char *tmpdir_of(const char *state_dir)
     return t;
 }
 
-/* Runs `buildah <store> words...` quietly; the exit status. */
-static int store_cmd(const char *state_dir, const char *const *words,
-                     char **out)
+/* Runs `buildah <store> words...` quietly in the state dir's store, or
+ * (disk set) in a build's own; the exit status. */
+static int store_cmd_in(const char *state_dir, const char *disk,
+                        const char *const *words, char **out)
 {
     char **argv = NULL;
-    char *owned[3] = {NULL, NULL, NULL};
-    char *tmp = tmpdir_of(state_dir);
+    char *owned[STORE_OWNED] = {NULL, NULL, NULL, NULL};
+    char *tmp = disk != NULL ? strdup(disk) : tmpdir_of(state_dir);
     char err[256];
     size_t n_words = 0;
     size_t n, i;
@@ -231,18 +251,24 @@ static int store_cmd(const char *state_dir, const char *const *words,
     argv = calloc(n_words + 16, sizeof(*argv));
     if (argv == NULL)
         goto out;
-    n = store_args(state_dir, argv, owned);
+    n = store_args(state_dir, disk, argv, owned);
     for (i = 0; i < n_words; i++)
         argv[n++] = (char *)words[i];
     argv[n] = NULL;
-    if (owned[0] && owned[1] && owned[2] && tmp)
+    if (owned[0] && owned[1] && owned[2] && (disk == NULL || owned[3]) && tmp)
         rc = run_quiet(argv, tmp, out, err, sizeof(err));
 out:
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < STORE_OWNED; i++)
         free(owned[i]);
     free(argv);
     free(tmp);
     return rc;
+}
+
+static int store_cmd(const char *state_dir, const char *const *words,
+                     char **out)
+{
+    return store_cmd_in(state_dir, NULL, words, out);
 }
 
 void bb_cleanup(const char *state_dir)
@@ -803,10 +829,11 @@ static int import_layer(const char *root, const cJSON *layers, const char *top,
 /* Copies the build's new layer (above the final FROM's image) into
  * <dir>/layer, with ids moved from the build's range into the layer
  * owner's. */
-static int keep_layer(struct bb_job *j, const char *image, const char *from,
-                      uid_t range, char *err, size_t errlen)
+static int keep_layer(struct bb_job *j, const char *disk, const char *image,
+                      const char *from, uid_t range, char *err, size_t errlen)
 {
     char *root = NULL;
+    char *state = NULL;
     char *shared = NULL;
     char *path = NULL;
     char *top = NULL;
@@ -815,13 +842,17 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
     cJSON *layers = NULL;
     int rc = -1;
 
-    if (asprintf(&root, "%s/buildah/storage", j->state_dir) < 0 ||
+    /* The built image is in the build's store; its base in any of three. */
+    if (asprintf(&root, "%s/storage", disk) < 0 ||
+        asprintf(&state, "%s/buildah/storage", j->state_dir) < 0 ||
         asprintf(&shared, "%s/buildah/storage", image_cache()) < 0 ||
         asprintf(&path, "%s/overlay-layers/layers.json", root) < 0 ||
         asprintf(&dst, "%s/layer", j->dir) < 0)
         goto out;
     top = top_layer(root, image);
     base = top_layer(root, from);
+    if (base == NULL)
+        base = top_layer(state, from);
     if (base == NULL)
         base = top_layer(shared, from);
     layers = util_read_json(path, 64u << 20);
@@ -838,6 +869,7 @@ static int keep_layer(struct bb_job *j, const char *image, const char *from,
     rc = import_layer(root, layers, top, base, dst, range, err, errlen);
 out:
     free(root);
+    free(state);
     free(shared);
     free(path);
     free(top);
@@ -849,8 +881,8 @@ out:
 
 /* The built image's config: Env (without the default PATH), WorkingDir,
  * User, Entrypoint, Cmd into the record fields. */
-static int keep_config(struct bb_job *j, const char *image, char *err,
-                       size_t errlen)
+static int keep_config(struct bb_job *j, const char *disk, const char *image,
+                       char *err, size_t errlen)
 {
     const char *words[] = {"inspect", "--type", "image", image, NULL};
     char *out = NULL;
@@ -860,7 +892,7 @@ static int keep_config(struct bb_job *j, const char *image, char *err,
     cJSON *env = cJSON_CreateObject();
     int rc = -1;
 
-    if (store_cmd(j->state_dir, words, &out) != 0 || out == NULL ||
+    if (store_cmd_in(j->state_dir, disk, words, &out) != 0 || out == NULL ||
         (doc = cJSON_Parse(out)) == NULL) {
         snprintf(err, errlen, "buildah inspect of the built image failed");
         goto out;
@@ -932,7 +964,7 @@ static void fail_message(struct bb_job *j, const struct progress *pg,
     else
         snprintf(where, sizeof(where), "%s failed", st->text);
     jlog(j, "error", "%s: %s", where, detail);
-    if (pg->tail_n > 0 && why[0] == '\0') {
+    if (pg->tail_n > 0 && (why[0] == '\0' || j->out_of_disk)) {
         int n = pg->tail_n < TAIL_LINES ? pg->tail_n : TAIL_LINES;
 
         jlog(j, "error", "the last %d lines of output:", n);
@@ -979,11 +1011,29 @@ static int make_group(struct bb_job *j, struct sb_cgroup *cg, int fds[SB_CG_N],
     return sb_cg_open_procs(cg, fds) == 0 ? 0 : -1;
 }
 
-/* buildah's temp dir for a build, BUILD_TMP_ROOT/<id> (made empty). A RUN
- * step's bundle is there and runc, already in the step's user namespace,
- * mounts from it: so not under the 0700 state dir, but in a dir that only
- * root writes. */
-static char *build_tmpdir(const char *id, char *err, size_t errlen)
+/* Unmounts and deletes a build's disk and temp dir. */
+static void drop_build_disk(const char *tmp)
+{
+    char img[4096];
+
+    if (sandbox_disk_detach(tmp) != 0)
+        fprintf(stderr, "devboxd: cannot unmount the build disk %s\n", tmp);
+    if (sb_remove_tree(tmp) != 0)
+        fprintf(stderr, "devboxd: cannot remove %s\n", tmp);
+    if (sb_disk_image_path(tmp, img, sizeof(img)) == 0 && unlink(img) != 0 &&
+        errno != ENOENT)
+        fprintf(stderr, "devboxd: cannot remove %s: %s\n", img,
+                strerror(errno));
+}
+
+/* buildah's temp dir for a build, BUILD_TMP_ROOT/<id>, on the build's own
+ * disk (a fresh ext4 of disk_gb, loop-mounted there): it holds the build's
+ * store too, so all a build writes counts against RLMCP_BUILD_DISK_GB.  A
+ * RUN step's bundle is there and runc, already in the step's user
+ * namespace, mounts from it: so not under the 0700 state dir, but in a dir
+ * that only root writes. */
+static char *build_tmpdir(const char *id, double disk_gb, char *err,
+                          size_t errlen)
 {
     struct stat st;
     char *t = NULL;
@@ -1004,9 +1054,15 @@ static char *build_tmpdir(const char *id, char *err, size_t errlen)
     }
     if (asprintf(&t, "%s/%s", BUILD_TMP_ROOT, id) < 0)
         return NULL;
-    sb_remove_tree(t);
-    if (mkdir(t, 0711) != 0 || chmod(t, 0711) != 0) {
+    drop_build_disk(t);
+    if (sandbox_disk_attach(t, (uint64_t)(disk_gb * 1073741824.0), err,
+                            errlen) != 0) {
+        free(t);
+        return NULL;
+    }
+    if (chmod(t, 0711) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", t, strerror(errno));
+        drop_build_disk(t);
         free(t);
         return NULL;
     }
@@ -1021,7 +1077,7 @@ static int start_build(struct bb_job *j, uid_t range, const char *tmp,
 {
     char *argv[160];
     char *owned[80];
-    char *store[3] = {NULL, NULL, NULL};
+    char *store[STORE_OWNED] = {NULL, NULL, NULL, NULL};
     char cpus[64] = "";
     char map[64];
     cpu_set_t set;
@@ -1029,7 +1085,7 @@ static int start_build(struct bb_job *j, uid_t range, const char *tmp,
     int rc = -1;
 
     snprintf(map, sizeof(map), "0:%u:%u", (unsigned)range, SB_RANGE_SIZE);
-    n = store_args(j->state_dir, argv, store);
+    n = store_args(j->state_dir, tmp, argv, store);
     argv[n++] = "build";
     argv[n++] = "--runtime";
     argv[n++] = sb_rt.runc_path;
@@ -1066,7 +1122,7 @@ static int start_build(struct bb_job *j, uid_t range, const char *tmp,
 out:
     for (i = 0; i < n_owned; i++)
         free(owned[i]);
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < STORE_OWNED; i++)
         free(store[i]);
     return rc;
 }
@@ -1258,7 +1314,8 @@ out:
 /* The results of a built image tag into j->record, and the blueprint's
  * own image made. */
 static int keep_results(struct bb_job *j, struct names *nm,
-                        const struct bd_out *df, uid_t range, const char *tag)
+                        const struct bd_out *df, uid_t range, const char *disk,
+                        const char *tag)
 {
     const cJSON *what =
         cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
@@ -1268,8 +1325,9 @@ static int keep_results(struct bb_job *j, struct names *nm,
 
     if (asprintf(&name, BLUEPRINT_REPO "%s", j->id) < 0)
         return -1;
-    if (keep_layer(j, tag, df->final_from, range, err, sizeof(err)) != 0 ||
-        keep_config(j, tag, err, sizeof(err)) != 0 ||
+    if (keep_layer(j, disk, tag, df->final_from, range, err, sizeof(err)) !=
+            0 ||
+        keep_config(j, disk, tag, err, sizeof(err)) != 0 ||
         make_image(j, df->final_from, name, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
@@ -1297,9 +1355,8 @@ static void drop_leftovers(const char *state_dir, const char *id, int failed)
     char *tmp = NULL;
     struct stat st;
 
-    if (asprintf(&tmp, "%s/%s", BUILD_TMP_ROOT, id) >= 0 &&
-        sb_remove_tree(tmp) != 0)
-        fprintf(stderr, "devboxd: cannot remove %s\n", tmp);
+    if (asprintf(&tmp, "%s/%s", BUILD_TMP_ROOT, id) >= 0)
+        drop_build_disk(tmp);
     if (asprintf(&storage, "%s/buildah/storage", state_dir) < 0 ||
         stat(storage, &st) != 0)
         goto out;
@@ -1323,6 +1380,40 @@ out:
 void bb_abandon(const char *state_dir, const char *id)
 {
     drop_leftovers(state_dir, id, 1);
+}
+
+/* The state dir's store exists before a build reads it as an image store
+ * (on an engine's first build it does not). */
+static int ensure_state_store(const char *state_dir)
+{
+    static const char *const words[] = {"images", "-q", NULL};
+    char *path = NULL;
+    struct stat st;
+    int rc = 0;
+
+    if (asprintf(&path, "%s/buildah/storage/overlay-images", state_dir) < 0)
+        return -1;
+    if (stat(path, &st) != 0)
+        rc = store_cmd(state_dir, words, NULL);
+    free(path);
+    return rc;
+}
+
+/* Whether a failed build ran out of its disk: a step or buildah said so,
+ * or the disk is (nearly) full. */
+static int disk_full(const struct progress *pg, const char *disk)
+{
+    struct statvfs v;
+    int n = pg->tail_n < TAIL_LINES ? pg->tail_n : TAIL_LINES;
+    int i;
+
+    for (i = pg->tail_n - n; i < pg->tail_n; i++) {
+        if (strcasestr(pg->tail[i % TAIL_LINES], "no space left on device") !=
+            NULL)
+            return 1;
+    }
+    return statvfs(disk, &v) == 0 && v.f_blocks > 0 &&
+           v.f_bavail < v.f_blocks / 50;
 }
 
 int bb_run(struct bb_job *j)
@@ -1378,8 +1469,12 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "the build's cgroup: %s", err);
         goto out;
     }
-    if ((tmp = build_tmpdir(j->id, err, sizeof(err))) == NULL) {
-        jlog(j, "error", "%s", err);
+    if ((tmp = build_tmpdir(j->id, j->disk_gb, err, sizeof(err))) == NULL) {
+        jlog(j, "error", "the build disk: %s", err);
+        goto out;
+    }
+    if (ensure_state_store(j->state_dir) != 0) {
+        jlog(j, "error", "cannot open the buildah store of %s", j->state_dir);
         goto out;
     }
     if (build_cache_open(j->state_dir, tmp, range, &df.caches, &cache_lock, why,
@@ -1400,11 +1495,20 @@ int bb_run(struct bb_job *j)
         goto out;
     }
     status = follow(j, &c, &cg, &pg, why, sizeof(why));
+    if (status != 0 && why[0] == '\0' && disk_full(&pg, tmp)) {
+        j->out_of_disk = 1;
+        snprintf(why, sizeof(why),
+                 "the build disk limit of %.3g GiB was reached "
+                 "(RLMCP_BUILD_DISK_GB): what the steps write and buildah's "
+                 "work must fit in it; write less or raise "
+                 "RLMCP_BUILD_DISK_GB",
+                 j->disk_gb);
+    }
     if (status != 0 || why[0] != '\0') {
         fail_message(j, &pg, why, sb_cg_oom_kills(&cg));
         goto out;
     }
-    if (keep_results(j, &nm, &df, range, tag) != 0)
+    if (keep_results(j, &nm, &df, range, tmp, tag) != 0)
         goto out;
     rc = 0;
 out:

@@ -5,7 +5,10 @@
  * other blueprints' images; the build's new layer becomes the blueprint's
  * layer and its image config (ENV, WORKDIR, USER, ENTRYPOINT) its record's.
  * Memory, CPU and process limits hold for buildah and every RUN step: all
- * run in the build's own cgroup.  RUN steps run in a user namespace whose
+ * run in the build's own cgroup.  Disk: buildah builds in a store of the
+ * build's own on a disk of RLMCP_BUILD_DISK_GB (reading the images of the
+ * state dir's store and the machine's), so a step cannot fill the state
+ * filesystem.  RUN steps run in a user namespace whose
  * root is a host id range claimed for the build as for a devbox. */
 #ifndef DEVBOXD_BLUEPRINT_BUILDAH_H
 #define DEVBOXD_BLUEPRINT_BUILDAH_H
@@ -23,6 +26,7 @@ struct bb_job {
     uint64_t context_max_bytes;
     double memory_gb;
     double cpus;
+    double disk_gb; /* the build disk (RLMCP_BUILD_DISK_GB) */
     /* Logs one line; says (1, err set) when the build must stop now. */
     void (*log)(void *ctx, const char *level, const char *msg);
     int (*should_stop)(void *ctx, char *err, size_t errlen);
@@ -30,6 +34,7 @@ struct bb_job {
     /* Results, owned by the job (bb_job_free). */
     cJSON *record; /* fields for the record: layers, env, image, ... */
     int killed;    /* buildah was killed: its store needs bb_cleanup */
+    int out_of_disk; /* failed at the build disk limit */
 };
 
 /* Whether blueprints build with buildah: yes under the runc runtime on an

@@ -901,10 +901,11 @@ static void start_building(struct build *b)
     set_status(b, "building", NULL);
     blog(
         b, "info",
-        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s (RLMCP_BUILD_MEMORY_GB, "
-        "RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S)",
+        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s, %.3g GiB of disk "
+        "(RLMCP_BUILD_MEMORY_GB, RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S, "
+        "RLMCP_BUILD_DISK_GB)",
         b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
-        b->eng->caps.build_timeout_s);
+        b->eng->caps.build_timeout_s, b->eng->caps.build_disk_gb);
 }
 
 static void build_run_buildah(struct build *b)
@@ -922,6 +923,7 @@ static void build_run_buildah(struct build *b)
     j.context_max_bytes = context_max(b->eng);
     j.memory_gb = b->eng->caps.build_memory_gb;
     j.cpus = b->eng->caps.build_cpus;
+    j.disk_gb = b->eng->caps.build_disk_gb;
     j.log = bb_log;
     j.should_stop = bb_stop;
     j.ctx = b;
@@ -935,7 +937,10 @@ static void build_run_buildah(struct build *b)
     }
     if (ok)
         blog(b, "info", "build complete");
-    set_status(b, ok ? "build_complete" : "failed", ok ? NULL : "build_failed");
+    if (ok)
+        set_status(b, "build_complete", NULL);
+    else
+        set_status(b, "failed", j.out_of_disk ? "out_of_disk" : "build_failed");
     if (asprintf(&ctx, "%s/build", b->dir) >= 0)
         util_rmtree(ctx);
     free(ctx);

@@ -4,9 +4,10 @@
 // its time limit fails saying so, builds past RLMCP_MAX_BUILDS wait in a
 // queue their log tells of, and deleting a queued or running build stops it
 // and frees its slot. A build that fails, runs out of time or is deleted
-// releases the host id range its RUN steps ran on.
+// releases the host id range its RUN steps ran on. A build writes to a disk
+// of its own (RLMCP_BUILD_DISK_GB): a step past it fails saying so.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, blueprintLog, blueprintSettled, waitFor, useEngine } from './devboxd.mjs';
@@ -50,6 +51,50 @@ describe('build limits', () => {
     const done = await settled(b.id);
     assert.equal(done.status, 'build_complete', await logText(b.id));
     assert.match(await logText(b.id), /cpus=1\b/);
+  });
+});
+
+describe('build disk limit', () => {
+  let client;
+  const engine = useEngine(new Devboxd({ env: { RLMCP_BUILD_DISK_GB: '1' } }), (c) => { client = c; });
+  const { settled, logText } = helpers(() => client);
+
+  // A build used to see the host's free space and write to the state
+  // filesystem: now its store and steps are on a disk of RLMCP_BUILD_DISK_GB.
+  test('a step past the build disk fails saying so; a step within it builds', async () => {
+    const b = await client.blueprints.create({ name: 'fills', dockerfile:
+      'FROM runloop/starter-x86_64\nRUN df -k / | tail -1 | awk \'{print "disk-kb=" $2}\'\n' +
+      'RUN fallocate -l 1536M /big || dd if=/dev/zero of=/big bs=1M count=1536\n' });
+    const done = await settled(b.id);
+    assert.equal(done.status, 'failed');
+    assert.equal(done.failure_reason, 'out_of_disk', await logText(b.id));
+    const log = await logText(b.id);
+    assert.match(log, /limits: .*, 1 GiB of disk \(.*RLMCP_BUILD_DISK_GB\)/);
+    // The step saw the build disk, not the host's free space.
+    const kb = Number(/disk-kb=(\d+)/.exec(log)?.[1]);
+    assert.ok(kb > 0 && kb < 1.1 * 1024 * 1024, `the step's / is ${kb} kB:\n${log}`);
+    assert.match(log, /step 2\/2 \(Dockerfile line 3\): RUN fallocate .* failed: the build disk limit of 1 GiB was reached \(RLMCP_BUILD_DISK_GB\).*raise RLMCP_BUILD_DISK_GB/, log);
+    assert.match(log, /no space left on device/i);
+    assert.ok(!readdirSync('/var/tmp/devboxd-buildah').some((f) => f.startsWith(b.id)),
+      'the build disk is removed with the build');
+
+    const ok = await client.blueprints.create({ name: 'fits', dockerfile:
+      'FROM runloop/starter-x86_64\nRUN dd if=/dev/zero of=/some bs=1M count=16 && ls -l /some\n' });
+    const fine = await settled(ok.id);
+    assert.equal(fine.status, 'build_complete', await logText(ok.id));
+  });
+
+  test('a bad RLMCP_BUILD_DISK_GB stops devboxd naming it', async () => {
+    for (const [v, re] of [['0.1', /RLMCP_BUILD_DISK_GB is too small: give at least 0\.25/],
+      ['lots', /RLMCP_BUILD_DISK_GB must be a positive number/]]) {
+      const e = new Devboxd({ env: { RLMCP_BUILD_DISK_GB: v } });
+      try {
+        await assert.rejects(e.start(), re);
+      } finally {
+        await e.stop().catch(() => {});
+        rmSync(e.stateDir, { recursive: true, force: true });
+      }
+    }
   });
 });
 
