@@ -1875,9 +1875,8 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
     pthread_mutex_lock(&eng->lock);
     for (i = 0; i < n; i++) {
         struct devbox *box = arr[i];
+        char cap[384];
 
-        box->next = eng->boxes;
-        eng->boxes = box;
         switch (box->status) {
         case DBX_SUSPENDING:
             engine_set_status_locked(eng, box, DBX_SUSPENDED, NULL, NULL);
@@ -1887,13 +1886,26 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
         case DBX_INITIALIZING:
         case DBX_RUNNING:
         case DBX_RESUMING:
-            /* As after a reboot: files kept, processes gone, boot again. */
+            /* As after a reboot: files kept, processes gone, boot again,
+             * oldest first within the caps (they may have been lowered);
+             * past them a devbox waits suspended, as a resume would. Not
+             * yet in the list: it does not count itself. */
+            if (admit_locked(eng, box, cap, sizeof(cap)) != 0) {
+                fprintf(stderr,
+                        "devboxd: devbox %s stays suspended after the "
+                        "restart: %s\n",
+                        box->id, cap);
+                engine_set_status_locked(eng, box, DBX_SUSPENDED, NULL, NULL);
+                break;
+            }
             engine_set_status_locked(eng, box, DBX_PROVISIONING, NULL, NULL);
             start_boot_locked(eng, box, 0);
             break;
         default:
             break;
         }
+        box->next = eng->boxes;
+        eng->boxes = box;
     }
     pthread_mutex_unlock(&eng->lock);
     /* With the devboxes known: what their chains use is not freed. */

@@ -1,7 +1,8 @@
 // Engine-wide admission caps through the official Runloop SDK: the number
 // of devboxes and the memory and CPU their limits add up to; a refused
 // create is a 400 naming the cap, a refused resume a 429, a refused wake on
-// HTTP a 503 to the tunnel client. Bad cap settings, an unknown runtime or default image
+// HTTP a 503 to the tunnel client; after a restart with a lower cap the
+// devboxes past it wait suspended. Bad cap settings, an unknown runtime or default image
 // and a missing runc stop devboxd with a message naming the fix.
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
@@ -95,6 +96,28 @@ describe('admission caps', () => {
     assert.match(JSON.parse(woke.body).message, /resuming \(wake on HTTP\)/);
     await c.devboxes.awaitRunning(w.id, long);
     await rejectsWith(assert, c.devboxes.resume(a.id), 429, /RLMCP_MAX_DEVBOXES/);
+  });
+
+  test('a restart with a lower cap boots the oldest devboxes; the rest wait suspended', async () => {
+    const e = new Devboxd({ env: { RLMCP_MAX_DEVBOXES: '3' } });
+    engines.push(e);
+    await e.start();
+    let c = e.client();
+    const long = { polling: { timeoutMs: 300000 } };
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await c.devboxes.createAndAwaitRunning({ name: `r${i}` }, long)).id);
+    await e.stop();
+    e.env = { RLMCP_MAX_DEVBOXES: '2' };
+    await e.start();
+    c = e.client();
+    await c.devboxes.awaitRunning(ids[0], long);
+    await c.devboxes.awaitRunning(ids[1], long);
+    assert.equal((await c.devboxes.retrieve(ids[2])).status, 'suspended');
+    assert.match(e.stderr, new RegExp(`devbox ${ids[2]} stays suspended after the restart: too many devboxes: 2 .*RLMCP_MAX_DEVBOXES`));
+    await rejectsWith(assert, c.devboxes.resume(ids[2]), 429, /RLMCP_MAX_DEVBOXES/);
+    await c.devboxes.shutdown(ids[0]);
+    await c.devboxes.resume(ids[2]);
+    await c.devboxes.awaitRunning(ids[2], long);
   });
 
   test('RLMCP_MAX_MEMORY_GB: limits may not add up past the cap', async () => {
