@@ -68,8 +68,8 @@ static const char *image_cache(void)
  * build's own store on its build disk, which reads the images of the state
  * dir's store and the machine's but writes only to the disk; argv[0..n)
  * set. */
-static size_t store_args(const char *state_dir, const char *disk,
-                         char **argv, char **owned)
+static size_t store_args(const char *state_dir, const char *disk, char **argv,
+                         char **owned)
 {
     const char *home = disk != NULL ? disk : state_dir;
     const char *sub = disk != NULL ? "" : "/buildah";

@@ -32,8 +32,8 @@ struct bb_job {
     int (*should_stop)(void *ctx, char *err, size_t errlen);
     void *ctx;
     /* Results, owned by the job (bb_job_free). */
-    cJSON *record; /* fields for the record: layers, env, image, ... */
-    int killed;    /* buildah was killed: its store needs bb_cleanup */
+    cJSON *record;   /* fields for the record: layers, env, image, ... */
+    int killed;      /* buildah was killed: its store needs bb_cleanup */
     int out_of_disk; /* failed at the build disk limit */
 };
 

@@ -684,10 +684,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         /* A body without Content-Length (chunked) is reserved as it comes. */
         if (want > HUB_MAX_REQUEST || in->too_large) {
             in->too_large = 1;
-        } else if (in->over_budget ||
-                   (want > in->reserved &&
-                    hub_reserve(hub, &in->reserved, want - in->reserved) !=
-                        0)) {
+        } else if (in->over_budget || (want > in->reserved &&
+                                       hub_reserve(hub, &in->reserved,
+                                                   want - in->reserved) != 0)) {
             in->over_budget = 1;
         } else {
             char *grown = realloc(in->body, in->len + *data_size + 1);
@@ -771,8 +770,9 @@ void mcphub_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
             MHD_USE_ITC | MHD_USE_POLL,
         0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, lfd,
         MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)HUB_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, HUB_MAX_CONNECTIONS,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
+        (unsigned int)HUB_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+        HUB_MAX_CONNECTIONS, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+        MHD_OPTION_END);
     if (h->mhd == NULL) {
         close(lfd);
         snprintf(msg, sizeof(msg),
