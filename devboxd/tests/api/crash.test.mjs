@@ -15,7 +15,7 @@ import { Devboxd, waitFor } from './devboxd.mjs';
 // cgroups behind; under runc (the default) runc removes a build's groups
 // itself, but the devbox's processes live on in its groups.
 // Under runc the build is buildah's (the default builder): its working
-// container and mount, its temp dir and the claim of the host id range its
+// container and mount on its build disk, the disk, its temp dir and the claim of the host id range its
 // RUN steps ran on are left too, and go at the restart.
 const runtimes = [
   ['runc on the starter image (buildah builds)', {}],
@@ -40,9 +40,10 @@ const mountsUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split(
 const claimFile = (stateDir, id) => path.join(stateDir, 'sandbox', 'uids',
   readFileSync(path.join(stateDir, 'blueprints', id, 'sandbox', 'uidrange'), 'utf8').trim());
 
-// buildah's working containers in a state dir's store.
-const buildahContainers = (stateDir) => {
-  const root = path.join(stateDir, 'buildah');
+// buildah's working containers in a state dir's store, or (root given) in
+// a build's own store on its build disk.
+const buildahContainers = (stateDir, buildRoot) => {
+  const root = buildRoot ?? path.join(stateDir, 'buildah');
   if (!existsSync(path.join(root, 'storage'))) return [];
   return execFileSync('buildah', ['--root', path.join(root, 'storage'), '--runroot', path.join(root, 'run'),
     '--storage-driver', 'overlay', 'containers', '-q'], { encoding: 'utf8' }).split('\n').filter(Boolean);
@@ -79,7 +80,9 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   const buildah = env.RLMCP_BUILDER === undefined && env.RLMCP_DEVBOX_RUNTIME === undefined;
   if (buildah) {
     assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
-    assert.ok(buildahContainers(engine.stateDir).length > 0, 'buildah left no working container (nothing to prove)');
+    assert.ok(buildahContainers(engine.stateDir, `/var/tmp/devboxd-buildah/${bp.id}`).length > 0,
+      'buildah left no working container on the build disk (nothing to prove)');
+    assert.ok(mountsUnder(`/var/tmp/devboxd-buildah/${bp.id}`).length > 0, 'no build disk is mounted (nothing to prove)');
     assert.ok(existsSync(claimFile(engine.stateDir, bp.id)), 'the build holds no host id range (nothing to prove)');
   }
   const claim = buildah ? claimFile(engine.stateDir, bp.id) : null;
@@ -100,6 +103,7 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
     const tmp = `/var/tmp/devboxd-buildah/${bp.id}`;
     assert.deepEqual(mountsUnder(tmp), [], 'mounts in the build\'s temp dir remain');
     assert.equal(existsSync(tmp), false, 'the build\'s temp dir remains');
+    assert.equal(existsSync(`${tmp}.img`), false, 'the build disk\'s image remains');
   }
 
   const s = await client.devboxes.diskSnapshots.queryStatus(snap.id);
