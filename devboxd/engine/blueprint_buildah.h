@@ -1,8 +1,9 @@
 /* Blueprint builds by buildah (the default builder under runc): the
  * Dockerfile (buildah_dockerfile.h) is built with `buildah build --runtime
- * runc` in a store under the state dir (<state>/buildah), FROM the
+ * runc` in a store of the build's own on its build disk, FROM the
  * engine's images imported once per machine (devboxd-buildah-base) or
- * other blueprints' images; the build's new layer becomes the blueprint's
+ * other blueprints' images (kept in the state dir's store,
+ * <state>/buildah); the build's new layer becomes the blueprint's
  * layer and its image config (ENV, WORKDIR, USER, ENTRYPOINT) its record's.
  * Memory, CPU and process limits hold for buildah and every RUN step: all
  * run in the build's own cgroup.  Disk: buildah builds in a store of the
