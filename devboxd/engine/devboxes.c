@@ -4,6 +4,7 @@
  * devbox's `busy` flag keeps one lifecycle worker per devbox at a time. */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "file_writes.h"
 #include "images.h"
 #include "code_mounts.h"
 #include "mounts.h"
@@ -294,6 +295,59 @@ void engine_log_locked(struct engine *eng, struct devbox *box, const char *sourc
 
 /* ------------------------------------------------------ state machine */
 
+/* Overwrites every string under j before it is freed: secret values must
+ * not linger in freed heap either. */
+static void scrub_strings(cJSON *j)
+{
+    cJSON *it = NULL;
+
+    if (cJSON_IsString(j) && j->valuestring != NULL)
+        explicit_bzero(j->valuestring, strlen(j->valuestring));
+    cJSON_ArrayForEach(it, j)
+    {
+        scrub_strings(it);
+    }
+}
+
+/* Secret values ("_secret_env") and MCP Hub tokens and credentials
+ * ("_mcp") are needed only to start the devbox's processes and serve its
+ * hub: kept while the devbox runs or is suspended (a resume starts them
+ * again), gone from the record once it ended. 1 when something went. */
+static int forget_secrets(struct devbox *box)
+{
+    static const char *const keys[] = {"_secret_env", "_mcp"};
+    int removed = 0;
+    size_t i;
+
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        cJSON *it = cJSON_DetachItemFromObjectCaseSensitive(box->spec, keys[i]);
+
+        if (it == NULL)
+            continue;
+        scrub_strings(it);
+        cJSON_Delete(it);
+        removed = 1;
+    }
+    return removed;
+}
+
+static int is_ended_status(int status)
+{
+    return status == DBX_SHUTDOWN || status == DBX_FAILURE;
+}
+
+void engine_forget_ended_secrets(struct engine *eng)
+{
+    struct devbox *box;
+
+    pthread_mutex_lock(&eng->lock);
+    for (box = eng->boxes; box != NULL; box = box->next) {
+        if (is_ended_status(box->status) && forget_secrets(box))
+            engine_save_locked(eng, box);
+    }
+    pthread_mutex_unlock(&eng->lock);
+}
+
 int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
                              const char *failure_reason,
                              const char *shutdown_reason)
@@ -330,6 +384,7 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
         /* A tunnel lives until the devbox ends (it survives suspend). */
         cJSON_Delete(box->tunnel);
         box->tunnel = NULL;
+        forget_secrets(box);
     }
     if (status == DBX_RUNNING)
         box->last_activity_ms = now;
@@ -845,6 +900,13 @@ static int boot_start_sandbox(struct engine *eng, struct devbox *box, char *err,
     pthread_mutex_lock(&eng->lock);
     box->sb = sb;
     pthread_mutex_unlock(&eng->lock);
+    rc = file_writes_clean(eng, box, sb);
+    if (rc > 0)
+        fprintf(stderr,
+                "devboxd: devbox %s: removed %d temporary files of writes a "
+                "devboxd that did not stop cleanly left\n",
+                box->id, rc);
+    rc = 0;
     pty_engine_boot(eng, box, sb);     /* PTY server on port 13 inside */
     if (eng->on_sandbox_start != NULL) /* the MCP hub: $RL_MCP_URL */
         eng->on_sandbox_start(eng, box, sb);
@@ -1774,6 +1836,9 @@ static struct devbox *box_load(struct engine *eng, const char *path)
             box->idle_suspend = cJSON_IsString(it) && strcmp(it->valuestring, "suspend") == 0;
         }
     }
+    /* A record an older devboxd wrote at the end still held them. */
+    if (is_ended_status(box->status) && forget_secrets(box))
+        engine_save_locked(eng, box);
     load_execs(eng, box);
 out:
     cJSON_Delete(rec);

@@ -171,6 +171,9 @@ int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errl
 int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, char *err,
                     size_t errlen);
 /* Waits (lock held, released while waiting) until pred or the deadline. */
+/* Erases secret values and MCP Hub credentials from the records of ended
+ * devboxes (a secret or MCP config was deleted); takes eng->lock. */
+void engine_forget_ended_secrets(struct engine *eng);
 int engine_wait_locked(struct engine *eng, int64_t deadline_ms);
 void engine_touch_locked(struct devbox *box);
 /* Lease renewal (devboxd's extension): the lifetime ends `seconds` from

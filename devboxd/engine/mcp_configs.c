@@ -591,6 +591,8 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
                           view, err, errlen, "cannot delete MCP config %s", id);
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
+    if (status == 0)
+        engine_forget_ended_secrets(eng);
     return status;
 }
 

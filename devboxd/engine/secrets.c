@@ -349,6 +349,8 @@ int secrets_delete(struct engine *eng, const char *name, cJSON **view,
                           view, err, errlen, "cannot delete secret %s", name);
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
+    if (status == 0)
+        engine_forget_ended_secrets(eng);
     return status;
 }
 

@@ -1,7 +1,7 @@
 // Test helper: starts a real devboxd on a free loopback port with a temp
 // state dir, and builds official Runloop SDK clients against it.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -143,4 +143,26 @@ export function blueprintSettled(client, id, { timeoutMs = 540000, stepMs = 200 
 // A blueprint's build log, one "level: message" line per entry.
 export async function blueprintLog(client, id) {
   return (await client.blueprints.logs(id)).logs.map((e) => `${e.level}: ${e.message}`).join('\n');
+}
+
+// Files under dir (relative paths) whose bytes contain any of needles
+// (strings); directories named in skip (relative paths) are not searched.
+// Reads regular files only: secrets left behind show up here.
+export function filesContaining(dir, needles, { skip = [] } = {}) {
+  const found = [];
+  const bufs = needles.map((n) => Buffer.from(n));
+  const walk = (rel) => {
+    for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const r = path.join(rel, e.name);
+      if (e.isDirectory()) {
+        if (!skip.includes(r)) walk(r);
+      } else if (e.isFile()) {
+        let data;
+        try { data = readFileSync(path.join(dir, r)); } catch { continue; }
+        if (bufs.some((b) => data.includes(b))) found.push(r);
+      }
+    }
+  };
+  walk('');
+  return found;
 }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Devboxd, rejectsWith, sourceDir } from './devboxd.mjs';
+import { Devboxd, filesContaining, rejectsWith, sourceDir, waitFor } from './devboxd.mjs';
 import { startEverything } from '../../../tests/e2e/lib/everything.mjs';
 
 const engine = new Devboxd();
@@ -327,6 +327,22 @@ describe('MCP Hub inside a devbox', () => {
     assert.equal(out.init.status, 200, JSON.stringify(out.init));
     const names = out.list.msgs.find((m) => m.id === 2).result.tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['echo', 'get-structured-content', 'get-sum']);
+    // The suspended-and-resumed devbox's record still holds its hub token and
+    // the upstream credential (a resume needs them)...
+    const record = path.join(engine.stateDir, 'devboxes', box.id, 'devbox.json');
+    const token = JSON.parse(readFileSync(record, 'utf8')).spec._secret_env.EVERY_MCP;
+    assert.match(token, /^[0-9a-f]{64}$/i);
+    assert.ok(readFileSync(record, 'utf8').includes(CREDENTIAL));
     await client.devboxes.shutdown(box.id);
+    await waitFor(async () => (await client.devboxes.retrieve(box.id)).status === 'shutdown',
+      { timeoutMs: 60000, what: 'shutdown' });
+    // ...and once every devbox ended, no record holds a token and no file
+    // of devboxd's a credential (EVERY_APP_KEY is still an account secret).
+    const boxes = (await client.devboxes.list({ limit: 100 })).devboxes;
+    assert.ok(boxes.every((b) => b.status === 'shutdown'), boxes.map((b) => b.status).join());
+    assert.deepEqual(filesContaining(engine.stateDir, [CREDENTIAL, APP_KEY], { skip: ['secrets'] }), []);
+    assert.deepEqual(filesContaining(engine.stateDir, [CREDENTIAL]), []);
+    assert.deepEqual(filesContaining(path.join(engine.stateDir, 'devboxes'), [token])
+      .filter((f) => f.endsWith('devbox.json')), []);
   });
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Devboxd, rejectsWith, useEngine } from './devboxd.mjs';
+import { Devboxd, filesContaining, rejectsWith, useEngine, waitFor } from './devboxd.mjs';
 
 let client;
 const engine = useEngine(new Devboxd(), (c) => { client = c; });
@@ -97,9 +97,13 @@ test('devbox create injects secrets; a missing one creates nothing; deleting kee
     const box = await client.devboxes.createAndAwaitRunning({
       secrets: { MY_KEY: 'API_KEY', DB_PASS: 'DB_PASSWORD' },
     });
-    const run = async () => client.devboxes.executeAndAwaitCompletion(box.id, {
-      command: 'printf "%s|%s" "$MY_KEY" "$DB_PASS"',
-    });
+    // base64: the values themselves never reach the command's stored output.
+    const run = async () => {
+      const out = await client.devboxes.executeAndAwaitCompletion(box.id, {
+        command: 'printf "%s|%s" "$MY_KEY" "$DB_PASS" | base64 -w0',
+      });
+      return { ...out, stdout: Buffer.from(out.stdout, 'base64').toString() };
+    };
     let r = await run();
     assert.equal(r.stdout, 'rotated|pa ss\nword');
     // The devbox view does not carry the values.
@@ -123,5 +127,20 @@ test('devbox create injects secrets; a missing one creates nothing; deleting kee
     r = await run();
     assert.equal(r.stdout, 'rotated|pa ss\nword');
     assert.equal((await client.secrets.retrieve('API_KEY')).name, 'API_KEY', 'secrets are durable');
+    // While it may run again its record keeps the values (a resume starts its
+    // processes with them)...
+    const record = path.join(engine.stateDir, 'devboxes', box.id, 'devbox.json');
+    assert.match(readFileSync(record, 'utf8'), /rotated/);
     await client.devboxes.shutdown(box.id);
+    await waitFor(async () => (await client.devboxes.retrieve(box.id)).status === 'shutdown',
+      { timeoutMs: 60000, what: 'shutdown' });
+    // ...once it ended, no file of devboxd's but the secret's own holds a value
+    // (DB_PASSWORD was deleted: no file at all), nor after a restart.
+    const needles = ['rotated', 'pa ss\nword'];
+    assert.deepEqual(filesContaining(engine.stateDir, needles, { skip: ['secrets'] }), []);
+    assert.deepEqual(filesContaining(engine.stateDir, ['pa ss\nword']), []);
+    await engine.stop();
+    await engine.start();
+    client = engine.client();
+    assert.deepEqual(filesContaining(engine.stateDir, needles, { skip: ['secrets'] }), []);
   });
