@@ -3,6 +3,7 @@
  * user. The caller holds box->io_refs so the sandbox stays up meanwhile. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "file_writes.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -214,6 +215,7 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
 {
     char base[256];
     char tmp[300];
+    char *note = NULL;
     struct stat st;
     mode_t mode = 0644;
     uid_t old_uid, old_gid;
@@ -232,6 +234,8 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
     if (dfd < 0)
         return dfd;
     snprintf(tmp, sizeof(tmp), ".%.200s.%ld.devboxd-tmp", base, (long)gettid());
+    /* Should devboxd die before the rename, the next start removes it. */
+    note = file_writes_begin(eng, box->id, path, tmp);
     old_uid = as_user(box, &old_gid);
     fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 mode);
@@ -248,6 +252,7 @@ static int write_file(struct engine *eng, struct devbox *box, const char *path,
             unlinkat(dfd, tmp, 0);
     }
     as_devboxd(old_uid, old_gid);
+    file_writes_end(note);
     if (rc == 0)
         fsync(dfd);
     close(dfd);
