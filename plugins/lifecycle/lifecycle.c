@@ -845,7 +845,9 @@ out:
 /* ---- registration
  * -------------------------------------------------------------- */
 
-/* Every devbox call keeps the bound of create_wait_seconds plus slack. */
+/* Only the tools that wait for a status (create, suspend, resume) take
+ * create_wait_seconds plus slack; the others are single requests bounded by
+ * the deployment's limit (host.call_timeout_ms, tools.timeout_ms). */
 static const struct rlmcp_h_tool specs[] = {
     {"create_devbox", "Create a devbox",
      "Create a fresh isolated Linux sandbox (devbox) and wait until it is "
@@ -860,16 +862,16 @@ static const struct rlmcp_h_tool specs[] = {
     {"list_devboxes", "List devboxes",
      "List devboxes (newest first), optionally only those in one status. "
      "Shut down devboxes are hidden unless you ask for status=shutdown.",
-     schema_list_devboxes, schema_list_devboxes_out, RO_ANN, t_list, true},
+     schema_list_devboxes, schema_list_devboxes_out, RO_ANN, t_list, false},
     {"get_devbox", "Get a devbox",
      "Get one devbox: status, name, metadata, launch parameters.",
-     schema_devbox_id, schema_devbox_out, RO_ANN, t_get, true},
+     schema_devbox_id, schema_devbox_out, RO_ANN, t_get, false},
     {"update_devbox", "Update a devbox",
      "Change a devbox's name and/or replace its metadata.",
      schema_update_devbox, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_update, true},
+     t_update, false},
     {"suspend_devbox", "Suspend a devbox",
      "Suspend a running devbox: its disk is kept, memory and processes are "
      "lost, compute billing stops. Resume it with resume_devbox.",
@@ -890,14 +892,14 @@ static const struct rlmcp_h_tool specs[] = {
      schema_shutdown_devbox, schema_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_shutdown, true},
+     t_shutdown, false},
     {"keep_devbox_alive", "Keep a devbox alive",
      "Reset a devbox's idle timer so an idle policy does not suspend or "
      "shut it down. It does not extend the maximum lifetime.",
      schema_devbox_id, schema_keep_devbox_alive_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
-     t_keep_alive, true},
+     t_keep_alive, false},
     {"renew_devbox", "Renew a devbox's lease",
      "Extend (or shorten) a running devbox's lifetime: it now ends "
      "keep_alive_time_seconds from now, instead of when its create (or "
@@ -906,13 +908,13 @@ static const struct rlmcp_h_tool specs[] = {
      schema_renew_devbox, schema_renew_devbox_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
      "\"idempotentHint\":false,\"openWorldHint\":true}",
-     t_renew, true},
+     t_renew, false},
     {"get_resource_usage", "Get devbox resource usage",
      "Usage of a devbox: accumulated elapsed and active seconds, vCPU, "
      "memory and disk GB-seconds; where the backend reports them, its "
      "current CPU (cores used over half a second) and memory use in "
      "current (null when it is not running).",
-     schema_devbox_id, schema_get_resource_usage_out, RO_ANN, t_usage, true},
+     schema_devbox_id, schema_get_resource_usage_out, RO_ANN, t_usage, false},
 };
 
 /* The shutdown; also frees the state of a failed init. */

@@ -43,10 +43,10 @@ async function freePort() {
   });
 }
 
-async function startHost(baseUrl, extraEnv = {}) {
+async function startHost(baseUrl, extraEnv = {}, config = conf) {
   const transport = new StdioClientTransport({
     command: hostBin,
-    args: ['--config', conf],
+    args: ['--config', config],
     env: { PATH: process.env.PATH, RLMCP_PLUGIN_DIR: pluginDir, RUNLOOP_BASE_URL: baseUrl, RUNLOOP_API_KEY: KEY, ...extraEnv },
     stderr: 'pipe',
   });
@@ -251,6 +251,39 @@ describe('deadlines, clean-up and a dead backend', () => {
       assert.equal(seen.stdout, 'absent\n', 'the timed-out command ran after devboxd resumed');
       await new Promise((res) => setTimeout(res, 1000));
     } while (Date.now() < end);
+  });
+
+  // host.call_timeout_ms bounds every tool that declares no longer wait:
+  // get_devbox against a frozen devboxd used to wait for the backend's own
+  // request timeouts (minutes).
+  it('with devboxd frozen, lifecycle tools answer within host.call_timeout_ms', LONG, async () => {
+    const limit = 3000;
+    const bounded = path.join(tmp, 'bounded.yaml');
+    writeFileSync(bounded, readFileSync(conf, 'utf8').replace(/^host:\n/m, `host:\n  call_timeout_ms: ${limit}\n`));
+    assert.match(readFileSync(bounded, 'utf8'), /call_timeout_ms: 3000/);
+    const h = await startHost(proxy.url, {}, bounded);
+    hosts.push(h);
+    engine.kill('SIGSTOP');
+    const took = {};
+    try {
+      for (const [name, args] of [['get_devbox', { devbox_id: box.id }], ['list_devboxes', {}],
+        ['list_executions', { devbox_id: box.id }]]) {
+        const t0 = Date.now();
+        const r = await h.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
+        took[name] = Date.now() - t0;
+        // An answer the host could give without devboxd is fine too.
+        if (r.isError) {
+          const e = toolError(r);
+          assert.ok(['timeout', 'unavailable'].includes(e.code), `${name}: ${JSON.stringify(e)}`);
+        }
+      }
+    } finally {
+      engine.kill('SIGCONT');
+    }
+    for (const [name, ms] of Object.entries(took))
+      assert.ok(ms <= limit + 2500, `${name} took ${ms} ms with host.call_timeout_ms ${limit}`);
+    assert.equal(ok(await h.client.callTool({ name: 'get_devbox', arguments: { devbox_id: box.id } })).status,
+      'running', 'thawed, the same host answers again');
   });
 
   it('an unreachable backend fails fast, and later calls at once (circuit breaker)', LONG, async () => {
