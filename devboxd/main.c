@@ -66,7 +66,16 @@ static void usage(FILE *f)
         "names\n"
         "them instead when a proxy or wildcard DNS name fronts the listener.\n"
         "Clients learn the template from TunnelView.url_template and the\n"
-        "X-Devboxd-Tunnel-Url-Template header of every API answer.\n");
+        "X-Devboxd-Tunnel-Url-Template header of every API answer.\n"
+        "\n"
+        "Environment (read at start; all settings in docs/devboxd.md):\n"
+        "  RLMCP_RECORD_RETENTION_DAYS  records (logs, command output) of "
+        "shut-down\n"
+        "                               and failed devboxes are removed this "
+        "many days\n"
+        "                               after they ended (default 7)\n"
+        "  RLMCP_RECORD_RETENTION_MAX   and beyond this many, oldest first\n"
+        "                               (default 10000)\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)

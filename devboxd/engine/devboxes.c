@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "engine.h"
 #include "file_writes.h"
+#include "retention.h"
 #include "images.h"
 #include "code_mounts.h"
 #include "mounts.h"
@@ -475,7 +476,26 @@ struct devbox *engine_find_locked(struct engine *eng, const char *id)
 void engine_box_unref_locked(struct engine *eng, struct devbox *box)
 {
     (void)eng;
-    (void)box; /* devboxes live as long as the engine: records are kept */
+    if (box->refs > 0)
+        box->refs--;
+}
+
+void engine_box_free(struct devbox *box)
+{
+    struct execution *ex;
+    struct execution *nex;
+
+    for (ex = box->execs; ex != NULL; ex = nex) {
+        nex = ex->next;
+        engine_exec_free(ex);
+    }
+    cJSON_Delete(box->spec);
+    cJSON_Delete(box->transitions);
+    cJSON_Delete(box->tunnel);
+    free(box->failure_reason);
+    free(box->failure_message);
+    free(box->shutdown_reason);
+    free(box);
 }
 
 /* ------------------------------------------------------ sandbox glue */
@@ -1640,11 +1660,28 @@ static void *timer_thread(void *arg)
 {
     struct engine *eng = arg;
 
+    int64_t swept_ms = 0;
+
     pthread_mutex_lock(&eng->lock);
     while (!eng->stopping) {
+        int64_t now;
+
         engine_wait_locked(eng, util_now_ms() + 250);
-        if (!eng->stopping)
-            timer_tick_locked(eng);
+        if (eng->stopping)
+            break;
+        timer_tick_locked(eng);
+        now = util_now_ms();
+        if (now - swept_ms >= 1000) {
+            struct devbox *gone = retention_collect_locked(eng, now);
+
+            swept_ms = now;
+            if (gone != NULL) {
+                /* Unlinked: no other thread can find them any more. */
+                pthread_mutex_unlock(&eng->lock);
+                retention_remove(eng, gone);
+                pthread_mutex_lock(&eng->lock);
+            }
+        }
     }
     pthread_mutex_unlock(&eng->lock);
     return NULL;
@@ -1666,6 +1703,7 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     pthread_cond_init(&eng->changed, &ca);
     pthread_condattr_destroy(&ca);
     if (admission_caps_init(&eng->caps, err, errlen) != 0 ||
+        retention_init(eng, err, errlen) != 0 ||
         warm_pool_size(err, errlen) < 0)
         return -1;
     memset(&rt, 0, sizeof(rt));

@@ -115,6 +115,9 @@ struct engine {
     void (*on_sandbox_stop)(const char *box_id);
     struct warm_pool
         *pool; /* sandboxes started ahead (warm_pool.h); NULL: none */
+    /* Retention of ended devboxes' records (retention.h). */
+    int64_t retain_ms;
+    size_t retain_max;
 };
 
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);
@@ -137,7 +140,11 @@ int engine_state_room_locked(struct engine *eng, unsigned long long need,
  * operation. */
 int engine_disk_trouble(struct engine *eng, const struct devbox *box, int rc,
                         unsigned long long len, char *err, size_t errlen);
+/* A request holding a devbox it looked up takes box->refs (under the lock)
+ * and gives it back with this: retention never frees a held devbox. */
 void engine_box_unref_locked(struct engine *eng, struct devbox *box);
+/* Frees a devbox no list or thread refers to any more. */
+void engine_box_free(struct devbox *box);
 /* Starts a devbox from a validated spec (consumed). *view receives its
  * view as created (status provisioning), taken before the boot can run.
  * NULL with err set when the admission caps refuse it (err empty: out of

@@ -1743,6 +1743,8 @@ static int route_bind(struct engine *eng, struct api_call *c, int box_at,
         return 0;
     pthread_mutex_lock(&eng->lock);
     c->box = engine_find_locked(eng, c->seg[box_at]);
+    if (c->box != NULL)
+        c->box->refs++; /* route_request gives it back */
     if (c->box != NULL && ex_at >= 0)
         c->ex = engine_exec_find_locked(c->box, c->seg[ex_at]);
     pthread_mutex_unlock(&eng->lock);
@@ -1780,6 +1782,11 @@ static void route_request(struct engine *eng, const struct http_request *req,
     if (r != NULL) {
         if (route_bind(eng, &c, box_at, ex_at, id_at) == 0)
             r->handler(eng, &c);
+        if (c.box != NULL) {
+            pthread_mutex_lock(&eng->lock);
+            engine_box_unref_locked(eng, c.box);
+            pthread_mutex_unlock(&eng->lock);
+        }
     } else if (c.n >= 3 && strcmp(seg[0], "v1") == 0 &&
                strcmp(seg[1], "devboxes") == 0 &&
                !route_is_devbox(eng, seg[2])) {
