@@ -157,6 +157,57 @@ static int mkdir_mode(const char *path, mode_t mode)
     return 0;
 }
 
+/* path and its missing parents (0755; path itself gets mode). */
+static int mkdir_parents(const char *path, mode_t mode)
+{
+    char buf[4096];
+    char *p = NULL;
+    int rc;
+
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -ENAMETOOLONG;
+    for (p = strchr(buf + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        rc = mkdir_mode(buf, 0755);
+        *p = '/';
+        if (rc != 0)
+            return rc;
+    }
+    return mkdir_mode(buf, mode);
+}
+
+/* Host id claims are machine-wide: every devboxd of the machine, whatever
+ * its state dir, claims in the same directory, so two engines never hand
+ * out the same ids. RLMCP_UID_CLAIMS_DIR moves it (all engines that share
+ * ids must name the same one). */
+static char *claims_dir(void)
+{
+    const char *v = getenv("RLMCP_UID_CLAIMS_DIR");
+
+    return strdup(v != NULL && v[0] == '/' ? v : SB_CLAIMS_DIR);
+}
+
+/* RLMCP_UID_RANGE_SLOTS: how many runc id ranges devboxd hands out (1 to
+ * SB_RANGE_SLOTS, default all); 0 or -errno with err. */
+static int range_slots(char *err, size_t errlen)
+{
+    const char *v = getenv("RLMCP_UID_RANGE_SLOTS");
+    char *end = NULL;
+    unsigned long n;
+
+    sb_rt.range_slots = SB_RANGE_SLOTS;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < 1 || n > SB_RANGE_SLOTS)
+        return sb_err(err, errlen, -EINVAL,
+                      "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to %u, got \"%.40s\"",
+                      SB_RANGE_SLOTS, v);
+    sb_rt.range_slots = (uint32_t)n;
+    return 0;
+}
+
 /* The PTY server (devboxd-ptyd) is built next to the agent; optional. */
 static char *ptyd_path(void)
 {
@@ -254,7 +305,7 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sb_rt.uid_base = rt->uid_base ? rt->uid_base : 200000;
     sb_rt.uid_count = rt->uid_count ? rt->uid_count : 65536;
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
-        asprintf(&sb_rt.claims_dir, "%s/uids", sbdir) < 0 || sb_rt.state_dir == NULL ||
+        (sb_rt.claims_dir = claims_dir()) == NULL || sb_rt.state_dir == NULL ||
         sb_rt.agent_path == NULL || sb_rt.bwrap_path == NULL || sb_rt.slirp_path == NULL ||
         sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
@@ -275,9 +326,12 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
         rc = sb_err(err, errlen, -ENOENT, "%s missing; install bubblewrap", sb_rt.bwrap_path);
         goto out;
     }
+    rc = range_slots(err, errlen);
+    if (rc != 0)
+        goto out;
     rc = mkdir_mode(sbdir, 0700);
     if (rc == 0)
-        rc = mkdir_mode(sb_rt.claims_dir, 0700);
+        rc = mkdir_parents(sb_rt.claims_dir, 0700);
     if (rc == 0)
         rc = mkdir_mode(SB_STAGE_DIR, 0755);
     if (rc != 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -385,6 +386,58 @@ static int claim_matches(uid_t uid, const char *dir)
     return strcmp(buf, dir) == 0 ? 0 : -EEXIST;
 }
 
+/* A claim is stale when the directory that holds the devbox's or build's
+ * dir (devboxes/ID, blueprints/ID) is gone: its state dir was deleted
+ * without a clean stop, so nothing can start it again. A claim of a
+ * stopped engine's devbox (suspended, its disk unmounted) is not stale:
+ * its record dir is still there. Only absolute owners are judged. */
+static int claim_stale(uid_t uid)
+{
+    char path[4096];
+    char owner[4096];
+    char *slash = NULL;
+    struct stat st;
+
+    if (claim_path(uid, path, sizeof(path)) != 0 ||
+        sb_read_small(path, owner, sizeof(owner)) <= 0 || owner[0] != '/')
+        return 0;
+    slash = strrchr(owner, '/');
+    if (slash == NULL || slash == owner)
+        return 0;
+    *slash = '\0';
+    return lstat(owner, &st) != 0 && errno == ENOENT;
+}
+
+/* Claims are shared by every devboxd of the machine (sb_rt.claims_dir):
+ * an exclusive flock on its .lock orders their claims and releases, so a
+ * stale claim is removed and taken by one engine only. -errno or the fd. */
+static int claims_lock(void)
+{
+    char path[4096];
+    int fd;
+
+    if (snprintf(path, sizeof(path), "%s/.lock", sb_rt.claims_dir) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            int rc = -errno;
+
+            close(fd);
+            return rc;
+        }
+    }
+    return fd;
+}
+
+static void claims_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* drops the flock */
+}
+
 static int claim_new(uid_t uid, const char *dir)
 {
     char path[4096];
@@ -415,8 +468,8 @@ struct claim_kind {
     uint32_t stride;
 };
 
-static int claim_in(const struct claim_kind *k, const char *dir, const char *id, uid_t *uid,
-                    char *err, size_t errlen)
+static int claim_in_locked(const struct claim_kind *k, const char *dir, const char *id,
+                           uid_t *uid, char *err, size_t errlen)
 {
     char buf[32];
     char path[4096];
@@ -438,6 +491,9 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
                           path, k->first, (unsigned)(last - k->first));
         cand = (uid_t)v;
         rc = claim_matches(cand, dir);
+        if (rc == -EEXIST && claim_stale(cand) && claim_path(cand, path, sizeof(path)) == 0 &&
+            unlink(path) == 0)
+            rc = -ENOENT;
         if (rc == -ENOENT)
             rc = claim_new(cand, dir);
         if (rc != 0)
@@ -450,6 +506,9 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
     for (i = 0; i < k->count; i++) {
         cand = k->first + ((start + i) % k->count) * k->stride;
         rc = claim_new(cand, dir);
+        if (rc == -EEXIST && claim_stale(cand) && claim_path(cand, path, sizeof(path)) == 0 &&
+            unlink(path) == 0)
+            rc = claim_new(cand, dir);
         if (rc == -EEXIST)
             continue;
         if (rc != 0)
@@ -468,7 +527,24 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
         *uid = cand;
         return 0;
     }
-    return sb_err(err, errlen, -EUSERS, "all %u host uids are in use", k->count);
+    return sb_err(err, errlen, -EUSERS,
+                  "all %u host uids are in use (by the devboxes and builds of every devboxd "
+                  "of this machine, claims in %s)",
+                  k->count, sb_rt.claims_dir);
+}
+
+static int claim_in(const struct claim_kind *k, const char *dir, const char *id, uid_t *uid,
+                    char *err, size_t errlen)
+{
+    int lock = claims_lock();
+    int rc;
+
+    if (lock < 0)
+        return sb_err(err, errlen, lock, "cannot lock the host uid claims in %s: %s",
+                      sb_rt.claims_dir, strerror(-lock));
+    rc = claim_in_locked(k, dir, id, uid, err, errlen);
+    claims_unlock(lock);
+    return rc;
 }
 
 int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
@@ -480,7 +556,9 @@ int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t 
 
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen)
 {
-    struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE, SB_RANGE_SLOTS, SB_RANGE_SIZE};
+    struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE,
+                           sb_rt.range_slots != 0 ? sb_rt.range_slots : SB_RANGE_SLOTS,
+                           SB_RANGE_SIZE};
     uid_t v = 0;
     int rc = claim_in(&k, dir, id, &v, err, errlen);
 
@@ -513,10 +591,15 @@ static int release_one(const char *dir, const char *file)
 
 int sb_uid_release(const char *dir)
 {
-    int rc = release_one(dir, SB_FILE_UID);
+    int lock = claims_lock();
+    int rc;
 
+    if (lock < 0)
+        return lock;
+    rc = release_one(dir, SB_FILE_UID);
     if (rc == 0)
         rc = release_one(dir, SB_FILE_RANGE);
+    claims_unlock(lock);
     return rc;
 }
 

@@ -37,6 +37,9 @@
 #define SB_RANGE_SIZE 65536u
 #define SB_RANGE_BASE 1048576u
 #define SB_RANGE_SLOTS 4096u
+/* Where every devboxd of the machine claims its host ids (one claim file
+ * per uid or range, holding the owner's dir); RLMCP_UID_CLAIMS_DIR. */
+#define SB_CLAIMS_DIR "/var/lib/devboxd/uids"
 #define SB_OCI_AGENT_FD 4 /* runc --preserve-fds: 3 = master, 4 = agent, 5 = ptyd */
 #define SB_OCI_PTYD_FD 5
 
@@ -45,7 +48,8 @@ enum sb_ctl { SB_CG_MEMORY, SB_CG_PIDS, SB_CG_CPU, SB_CG_CPUACCT, SB_CG_FREEZER,
 
 struct sb_rt {
     char *state_dir;
-    char *claims_dir; /* <state_dir>/sandbox/uids */
+    char *claims_dir; /* SB_CLAIMS_DIR: shared by the machine's engines */
+    uint32_t range_slots; /* runc ranges handed out (RLMCP_UID_RANGE_SLOTS) */
     char *agent_path;
     char *bwrap_path;
     char *slirp_path;

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Devboxd, blueprintLog, blueprintSettled, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, claimsDir, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
 let client;
 const engine = useEngine(new Devboxd({ env: { RLMCP_BUILDER: 'buildah' } }), (c) => { client = c; });
@@ -166,7 +166,7 @@ describe('blueprints built by buildah', () => {
     assert.deepEqual(ids('Uid'), [uid, uid, uid, uid]);
     assert.deepEqual(ids('Gid'), [uid, uid, uid, uid]);
     // Claimed like a devbox's range, and a file the step writes is the range's on the host.
-    const claim = path.join(engine.stateDir, 'sandbox', 'uids', String(uid));
+    const claim = path.join(claimsDir, String(uid));
     assert.equal(readFileSync(claim, 'utf8'), path.join(engine.stateDir, 'blueprints', b.id, 'sandbox'));
     await waitFor(() => existsSync(`/proc/${pid}/root/opt/step-alive`) || null, { what: 'the step to write' });
     assert.equal(statSync(`/proc/${pid}/root/opt/step-alive`).uid, uid);

@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Devboxd, blueprintLog, blueprintSettled, waitFor, useEngine } from './devboxd.mjs';
+import { Devboxd, blueprintLog, blueprintSettled, claimsDir, waitFor, useEngine } from './devboxd.mjs';
 
-// The host id claims (<state>/sandbox/uids/<id>) of blueprint id's build.
+// The host id claims (machine-wide, claimsDir/<id>) of blueprint id's build.
 function claimsOf(engine, id) {
-  const dir = path.join(engine.stateDir, 'sandbox', 'uids');
+  const dir = claimsDir;
   const mine = path.join(engine.stateDir, 'blueprints', id, 'sandbox');
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((f) => {

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Devboxd, toFile, waitFor } from './devboxd.mjs';
+import { Devboxd, claimsDir, toFile, waitFor } from './devboxd.mjs';
 
 // Both runtimes: under bubblewrap a killed devboxd leaves the build's
 // cgroups behind; under runc (the default) runc removes a build's groups
@@ -37,7 +37,7 @@ const mountsUnder = (dir) => readFileSync('/proc/self/mountinfo', 'utf8').split(
   .filter((l) => l.split(' ')[4]?.startsWith(dir));
 
 // The claim of the host id range a buildah build's RUN steps run on.
-const claimFile = (stateDir, id) => path.join(stateDir, 'sandbox', 'uids',
+const claimFile = (stateDir, id) => path.join(claimsDir,
   readFileSync(path.join(stateDir, 'blueprints', id, 'sandbox', 'uidrange'), 'utf8').trim());
 
 // buildah's working containers in a state dir's store, or (root given) in

@@ -12,6 +12,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const sourceDir = process.env.RLMCP_SOURCE_DIR ?? path.resolve(here, '../../..');
 export const buildDir = process.env.RLMCP_BUILD_DIR ?? path.join(sourceDir, 'build');
 export const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
+// Where every devboxd of the machine claims host ids (one file per uid or
+// range, holding the owner's dir).
+export const claimsDir = process.env.RLMCP_UID_CLAIMS_DIR ?? '/var/lib/devboxd/uids';
 
 // The official SDK, resolved from the pinned test clients in tests/.
 const require = createRequire(path.join(sourceDir, 'tests', 'package.json'));

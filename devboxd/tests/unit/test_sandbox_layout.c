@@ -161,6 +161,60 @@ static void test_uid_claims(void **st)
         free(dirs[i]);
 }
 
+/* Claims are shared by every engine of the machine: one whose owner's
+ * record dir is gone (a state dir deleted without a clean stop) is taken
+ * again; one whose record dir is there (a stopped engine's devbox) never. */
+static void test_uid_claims_stale(void **st)
+{
+    char err[256] = "";
+    char owner[256];
+    char claim[256];
+    char *dirs[2];
+    uid_t uid;
+    int fd;
+    int i;
+
+    (void)st;
+    for (i = 0; i < 2; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "s%d/sandbox", i);
+        dirs[i] = path2(state, name);
+        snprintf(owner, sizeof(owner), "%s/s%d", state, i);
+        assert_int_equal(mkdir(owner, 0700), 0);
+        assert_int_equal(mkdir(dirs[i], 0700), 0);
+    }
+    /* Three uids held by a gone state dir, the fourth by a live record. */
+    for (i = 0; i < 4; i++) {
+        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300000u + (unsigned)i);
+        if (i < 3)
+            snprintf(owner, sizeof(owner), "/nonexistent-state/devboxes/g%d/sandbox", i);
+        else
+            snprintf(owner, sizeof(owner), "%s/sandbox", state); /* state exists */
+        unlink(claim); /* test_uid_claims' devboxes are done */
+        fd = open(claim, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, owner, strlen(owner)), (ssize_t)strlen(owner));
+        close(fd);
+    }
+    assert_int_equal(sb_uid_claim(dirs[0], "stale-a", &uid, err, sizeof(err)), 0);
+    assert_true(uid >= 300000 && uid < 300003);
+    assert_int_equal(sb_uid_claim(dirs[1], "stale-b", &uid, err, sizeof(err)), 0);
+    assert_true(uid >= 300000 && uid < 300003);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(sb_uid_release(dirs[i]), 0);
+        assert_int_equal(sb_remove_tree(dirs[i]), 0);
+        free(dirs[i]);
+    }
+    /* The live claim was never taken; clean up the rest. */
+    snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300003u);
+    assert_int_equal(unlink(claim), 0);
+    for (i = 0; i < 3; i++) {
+        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300000u + (unsigned)i);
+        unlink(claim);
+    }
+}
+
 static void test_uid_file_tampered(void **st)
 {
     char err[256] = "";
@@ -423,6 +477,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_uid_claims),
+        cmocka_unit_test(test_uid_claims_stale),
         cmocka_unit_test(test_uid_file_tampered),
         cmocka_unit_test(test_cgroup_limits),
         cmocka_unit_test(test_cgroup_bad_limit),
