@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,12 +17,15 @@
 #include "pty_sessions.h"
 #include "sandbox.h"
 #include "tunnels.h"
+#include "util.h"
 
 #define PTYD_INSIDE "/run/devbox/ptyd"
 
-/* The ptyd handle of each devbox's current boot. */
+/* The ptyd handle of each devbox's current boot, and the key its ptyd
+ * wants first on every connection (a new one each boot). */
 struct ptyd_proc {
     char box_id[40];
+    char key[PTY_KEY_LEN + 1];
     struct sb_proc *proc;
     struct ptyd_proc *next;
 };
@@ -30,7 +34,7 @@ static pthread_mutex_t pty_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ptyd_proc *procs;
 static int pty_stopping;
 
-static void remember(const char *box_id, struct sb_proc *p)
+static void remember(const char *box_id, struct sb_proc *p, const char *key)
 {
     struct ptyd_proc **pp;
     struct ptyd_proc *e = NULL;
@@ -53,6 +57,7 @@ static void remember(const char *box_id, struct sb_proc *p)
     if (e != NULL) {
         sb_proc_free(e->proc); /* the previous boot's handle */
         e->proc = p;
+        snprintf(e->key, sizeof(e->key), "%s", key);
     } else {
         sb_proc_free(p);
     }
@@ -73,6 +78,7 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;
+    char key[PTY_KEY_LEN + 2];
     char cmd[256];
     char err[256] = "";
     char msg[400];
@@ -89,17 +95,33 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     ttl = env_seconds("DEVBOXD_PTY_IDLE_TTL", 1800, 7 * 24 * 3600);
     ping_timeout = env_seconds("DEVBOXD_PTY_PING_TIMEOUT", 60, 3600);
     ping_interval = ping_timeout / 3 < 1 ? 1 : ping_timeout / 3 > 20 ? 20 : ping_timeout / 3;
-    snprintf(cmd, sizeof(cmd), "exec " PTYD_INSIDE " --listen-fd 3 --idle-ttl %d "
+    /* The key goes through ptyd's stdin, never its command line or
+     * environment (which other accounts of the devbox could read). */
+    snprintf(cmd, sizeof(cmd), "exec " PTYD_INSIDE " --listen-fd 3 --key-fd 0 --idle-ttl %d "
              "--ping-timeout %d --ping-interval %d 3>&1 >/dev/null", ttl, ping_timeout,
              ping_interval);
+    util_random_text(key, PTY_KEY_LEN, "0123456789abcdef");
+    key[PTY_KEY_LEN] = '\0';
     memset(&req, 0, sizeof(req));
     req.command = cmd;
     req.stdout_fd = lfd;
     req.stderr_fd = -1;
+    req.want_stdin = true;
     if (sandbox_exec(sb, &req, &p, err, sizeof(err)) != 0)
         goto fail;
     close(lfd);
-    remember(box->id, p);
+    lfd = -1;
+    key[PTY_KEY_LEN] = '\n';
+    if (sb_proc_write_stdin(p, key, PTY_KEY_LEN + 1) != 0) {
+        snprintf(err, sizeof(err), "cannot give the PTY server its key");
+        sb_proc_close_stdin(p);
+        sb_proc_free(p);
+        goto fail;
+    }
+    sb_proc_close_stdin(p);
+    key[PTY_KEY_LEN] = '\0';
+    remember(box->id, p, key);
+    explicit_bzero(key, sizeof(key));
     return;
 fail:
     if (lfd >= 0)
@@ -108,6 +130,22 @@ fail:
     pthread_mutex_lock(&eng->lock);
     engine_log_locked(eng, box, "entrypoint", "warn", msg, NULL, 0);
     pthread_mutex_unlock(&eng->lock);
+}
+
+int pty_engine_key(const char *box_id, char *out, size_t outlen)
+{
+    struct ptyd_proc *e;
+    int rc = -1;
+
+    pthread_mutex_lock(&pty_lock);
+    for (e = procs; e != NULL; e = e->next) {
+        if (strcmp(e->box_id, box_id) == 0 && e->proc != NULL && e->key[0] != '\0') {
+            rc = snprintf(out, outlen, "%s", e->key) < (int)outlen ? 0 : -1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pty_lock);
+    return rc;
 }
 
 void pty_engine_forget(const char *box_id)

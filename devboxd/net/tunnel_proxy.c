@@ -34,6 +34,7 @@
 
 #include "http.h"
 #include "mcphub.h"
+#include "pty_sessions.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -824,8 +825,22 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
 {
     struct engine *eng = c->ts->eng;
     int fd = sandbox_connect_tcp(box->sb, (uint16_t)c->port, CONNECT_TIMEOUT_MS);
+    char key[PTY_KEY_LEN + 2];
 
     connect_release(eng, box);
+    if (fd >= 0 && c->port == TUNNEL_PTY_PORT) {
+        /* devboxd-ptyd takes a connection only after its key, which no
+         * account inside the devbox is given (pty_sessions.c). */
+        if (pty_engine_key(c->box_id, key, sizeof(key)) != 0) {
+            close(fd);
+            snprintf(err, errlen, "the PTY server of devbox %s is not running; see the "
+                     "devbox's logs", c->box_id);
+            return -1;
+        }
+        strcat(key, "\n");
+        write_all(fd, key, strlen(key));
+        explicit_bzero(key, sizeof(key));
+    }
     if (fd >= 0)
         return fd;
     if (fd == -ESRCH)

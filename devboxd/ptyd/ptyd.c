@@ -2,7 +2,8 @@
  * WebSocket data plane at /pty/{name}/attach, served with libwebsockets
  * on a listening socket devboxd created in the devbox's network namespace
  * (inherited as fd 3, or --port for a loopback listener when run alone).
- * See ptyd.h for why there is no token check here. */
+ * With --key-fd every connection must first send devboxd's key for this
+ * devbox on a line of its own (ptyd.h says what that protects). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -12,12 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ptyd.h"
 
 #define BODY_MAX (64 * 1024)
+#define KEY_MIN 32
+#define KEY_MAX 128
+#define GATE_TIMEOUT_S 10 /* for the key line of a new connection */
 
 struct ptyd_config ptyd_cfg = { 1800, 20, 60 };
 
@@ -25,6 +31,15 @@ static struct lws_context *ctx;
 static struct lws_vhost *vhost;
 static volatile sig_atomic_t stopping;
 static lws_sorted_usec_list_t tick_sul;
+/* devboxd's key for this devbox (--key-fd); empty: every connection is
+ * taken (run alone with --port, as the unit tests do). */
+static char ptyd_key[KEY_MAX + 1];
+
+/* A new connection until its first line (the key) arrived. */
+struct gate {
+    char buf[KEY_MAX + 2];
+    size_t len;
+};
 
 /* Per connection: an HTTP request, or an attached WebSocket. */
 struct pss {
@@ -535,12 +550,172 @@ static int main_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     }
 }
 
+/* ----------------------------------------------------------------- key */
+
+static int key_matches(const char *line, size_t len)
+{
+    size_t klen = strlen(ptyd_key);
+    unsigned char diff = 0;
+    size_t i;
+
+    if (len != klen)
+        return 0;
+    for (i = 0; i < len; i++) /* constant time */
+        diff |= (unsigned char)(line[i] ^ ptyd_key[i]);
+    return diff == 0;
+}
+
+static void gate_refuse(int fd)
+{
+    static const char body[] =
+        "{\"message\":\"the PTY server of this devbox takes connections from devboxd only: "
+        "use a PTY tunnel (create_pty_tunnel) and its auth_token\"}";
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     sizeof(body) - 1, body);
+
+    if (n > 0 && write(fd, msg, (size_t)n) < 0) {
+        /* the connection is closed next anyway */
+    }
+}
+
+/* Reads a new connection's first line: devboxd's key, then the connection
+ * goes to lws as HTTP with whatever followed the line. Anything else is
+ * answered 403 and closed. -1 closes the gate (its fd; a passed connection
+ * lives on in a duplicate). */
+static int gate_read(struct lws *wsi, struct gate *g)
+{
+    int fd = lws_get_socket_fd(wsi);
+    char *nl = NULL;
+    size_t line;
+    size_t rest;
+    ssize_t n;
+    int c;
+
+    if (g == NULL)
+        return -1;
+    n = read(fd, g->buf + g->len, sizeof(g->buf) - 1 - g->len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n <= 0)
+        return -1;
+    g->len += (size_t)n;
+    nl = memchr(g->buf, '\n', g->len);
+    if (nl == NULL) {
+        if (g->len < sizeof(g->buf) - 1)
+            return 0;
+        gate_refuse(fd);
+        return -1;
+    }
+    line = (size_t)(nl - g->buf);
+    if (!key_matches(g->buf, line)) {
+        gate_refuse(fd);
+        return -1;
+    }
+    rest = g->len - line - 1;
+    c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (c >= 0 && lws_adopt_socket_vhost_readbuf(vhost, c, nl + 1, rest) == NULL)
+        return -1; /* lws closed c */
+    return -1;
+}
+
+static int gate_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                         void *in, size_t len)
+{
+    struct gate *g = lws_get_opaque_user_data(wsi);
+
+    (void)user;
+    (void)in;
+    (void)len;
+    switch (reason) {
+    case LWS_CALLBACK_RAW_RX_FILE:
+        return gate_read(wsi, g);
+    case LWS_CALLBACK_RAW_CLOSE_FILE:
+        free(g);
+        lws_set_opaque_user_data(wsi, NULL);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* A new connection: straight to lws as HTTP, or first through the gate. */
+static void take_connection(int c)
+{
+    lws_sock_file_fd_type fd;
+    lws_adopt_desc_t ad;
+    struct lws *wsi = NULL;
+    struct gate *g = NULL;
+
+    fd.sockfd = c;
+    if (ptyd_key[0] == '\0') {
+        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP, fd, NULL, NULL);
+        return;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        close(c);
+        return;
+    }
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = vhost;
+    ad.type = LWS_ADOPT_RAW_FILE_DESC;
+    ad.fd.filefd = c;
+    ad.vh_prot_name = "ptyd-gate";
+    ad.opaque = g;
+    wsi = lws_adopt_descriptor_vhost_via_info(&ad);
+    if (wsi == NULL) {
+        free(g); /* lws closed c */
+        return;
+    }
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, GATE_TIMEOUT_S);
+}
+
+/* The key from fd (devboxd writes it to ptyd's stdin and closes it): one
+ * line of KEY_MIN..KEY_MAX hex digits. 0, or -1 with a message. */
+static int read_key(int fd)
+{
+    char buf[KEY_MAX + 2];
+    size_t len = 0;
+    ssize_t n;
+    int devnull;
+
+    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        len += (size_t)n;
+        if (memchr(buf, '\n', len) != NULL)
+            break;
+    }
+    buf[len] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    len = strlen(buf);
+    /* Nothing else reads that pipe later. */
+    devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+        dup2(devnull, fd);
+        close(devnull);
+    }
+    if (len < KEY_MIN || len > KEY_MAX || strspn(buf, "0123456789abcdef") != len) {
+        fprintf(stderr, "devboxd-ptyd: --key-fd %d gave no key (a line of %d to %d hex "
+                "digits)\n", fd, KEY_MIN, KEY_MAX);
+        return -1;
+    }
+    memcpy(ptyd_key, buf, len + 1);
+    explicit_bzero(buf, sizeof(buf));
+    return 0;
+}
+
 /* The inherited listening socket, watched as a raw fd: accept and hand
- * each connection to lws as an HTTP connection. */
+ * each connection to lws as an HTTP connection (through the gate when a
+ * key is set). */
 static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                            void *in, size_t len)
 {
-    lws_sock_file_fd_type fd;
     int lfd;
     int c;
 
@@ -554,8 +729,7 @@ static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         int one = 1;
 
         setsockopt(c, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof(one));
-        fd.sockfd = c;
-        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP, fd, NULL, NULL);
+        take_connection(c);
     }
     return 0;
 }
@@ -563,6 +737,7 @@ static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
 static struct lws_protocols protocols[] = {
     { "ptyd", main_callback, sizeof(struct pss), 16384, 0, NULL, 0 },
     { "ptyd-listen", listen_callback, 0, 0, 0, NULL, 0 },
+    { "ptyd-gate", gate_callback, 0, 0, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }, /* ptyd-pty, filled in main */
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
@@ -609,7 +784,7 @@ static int int_arg(const char *s, int lo, int hi)
     return (*s == '\0' || *end != '\0' || v < lo || v > hi) ? -1 : (int)v;
 }
 
-static int parse_args(int argc, char **argv, int *listen_fd)
+static int parse_args(int argc, char **argv, int *listen_fd, int *key_fd)
 {
     int i;
 
@@ -629,6 +804,8 @@ static int parse_args(int argc, char **argv, int *listen_fd)
             ptyd_cfg.ping_interval = v;
         else if (strcmp(k, "--ping-timeout") == 0 && v >= 1)
             ptyd_cfg.ping_timeout = v;
+        else if (strcmp(k, "--key-fd") == 0)
+            *key_fd = v;
         else
             goto bad;
     }
@@ -636,7 +813,7 @@ static int parse_args(int argc, char **argv, int *listen_fd)
         return 0;
 bad:
     fprintf(stderr, "usage: devboxd-ptyd [--listen-fd FD (default 3) | --port PORT] "
-            "[--idle-ttl S] [--ping-interval S] [--ping-timeout S]\n");
+            "[--key-fd FD] [--idle-ttl S] [--ping-interval S] [--ping-timeout S]\n");
     return -1;
 }
 
@@ -645,15 +822,22 @@ int main(int argc, char **argv)
     struct lws_context_creation_info info;
     lws_sock_file_fd_type fd;
     int listen_fd = 3;
+    int key_fd = -1;
     int rc = 1;
 
-    if (parse_args(argc, argv, &listen_fd) != 0)
+    /* First: other processes of the devbox's user may not ptrace us or
+     * read our memory, fds or environment in /proc (the key). Shells are
+     * dumpable again after their execve. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (parse_args(argc, argv, &listen_fd, &key_fd) != 0)
+        return 2;
+    if (key_fd >= 0 && read_key(key_fd) != 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
     lws_set_log_level(LLL_ERR, NULL);
-    protocols[2] = *ptyd_pty_protocol;
+    protocols[3] = *ptyd_pty_protocol;
     memset(&info, 0, sizeof(info));
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.protocols = protocols;

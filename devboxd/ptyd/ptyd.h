@@ -1,11 +1,16 @@
 /* devboxd-ptyd: the PTY server that runs inside a devbox on 127.0.0.1:13
  * (its netns).  See docs/devboxd.md, "PTY".
  *
- * It does not check tokens: the only way into the devbox's network
- * namespace from outside is devboxd's tunnel listener, which requires the
- * PTY tunnel's auth_token on every request before relaying a byte.  Code
- * inside the devbox can reach port 13 directly, but that code already runs
- * as the same user as the shells. */
+ * From outside, the only way into the devbox's network namespace is
+ * devboxd's tunnel listener, which requires the PTY tunnel's auth_token on
+ * every request before relaying a byte.  Inside, any account can reach
+ * 127.0.0.1:13, and a shell there is the devbox user's, who has sudo: so
+ * every connection must first send, on a line of its own, the key devboxd
+ * made for this boot (--key-fd: read from a pipe devboxd closes; never on
+ * the command line or in the environment).  ptyd is not dumpable, so other
+ * processes, even of its own uid, cannot read the key from /proc or ptrace
+ * it.  What the key does not stop: root inside the devbox (the devbox user
+ * becomes root with sudo by design), which can read any process. */
 #ifndef DEVBOXD_PTYD_H
 #define DEVBOXD_PTYD_H
 

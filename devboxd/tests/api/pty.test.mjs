@@ -154,6 +154,51 @@ describe('PTY sessions', () => {
     assert.equal(closed.status, 'closed');
   });
 
+  // Port 13 inside used to give a shell (as the devbox user, with sudo) to
+  // any account of the devbox that connected. devboxd-ptyd now wants
+  // devboxd's key for this boot first, given to it on stdin; its /proc
+  // entries are closed to the devbox's accounts (not dumpable).
+  test('inside the devbox, port 13 refuses every account without devboxd\'s key', async () => {
+    const probe = [
+      'import socket',
+      'for first in [b"GET /pty/inside HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n",',
+      '              b"0123456789abcdef" * 4 + b"\\nGET /pty/inside HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"]:',
+      '    s = socket.create_connection(("127.0.0.1", 13), 10)',
+      '    s.sendall(first)',
+      '    data = b""',
+      '    while True:',
+      '        d = s.recv(65536)',
+      '        if not d: break',
+      '        data += d',
+      '    print(data.split(b"\\r\\n")[0].decode(), "|", b"devboxd only" in data)',
+    ].join('\n');
+    await client.devboxes.writeFileContents(boxId, { file_path: '/tmp/probe13.py', contents: probe });
+    const refused = 'HTTP/1.1 403 Forbidden | True\n'.repeat(2);
+    const asUser = await client.devboxes.executeAndAwaitCompletion(boxId, { command: 'python3 /tmp/probe13.py' });
+    assert.equal(asUser.stdout, refused, asUser.stderr);
+    const asNobody = await client.devboxes.executeAndAwaitCompletion(boxId,
+      { command: 'chmod 644 /tmp/probe13.py; sudo -u nobody python3 /tmp/probe13.py' });
+    assert.equal(asNobody.stdout, refused, asNobody.stderr);
+    // The key is on no command line, and ptyd's environment and fds are closed.
+    const look = await client.devboxes.executeAndAwaitCompletion(boxId, { command: [
+      'pid=$(pgrep -x ptyd | head -1)',
+      'test -n "$pid" || exit 3',
+      'tr "\\0" " " < /proc/$pid/cmdline; echo',
+      'cat /proc/$pid/environ >/dev/null 2>&1 && echo environ-readable || echo environ-closed',
+      'ls /proc/$pid/fd >/dev/null 2>&1 && echo fds-readable || echo fds-closed',
+    ].join('\n') });
+    assert.equal(look.exit_status, 0, 'no ptyd process found');
+    const [cmdline, environ, fds] = look.stdout.trim().split('\n');
+    assert.match(cmdline, /\/run\/devbox\/ptyd --listen-fd 3 --key-fd 0 /);
+    assert.doesNotMatch(cmdline, /[0-9a-f]{32}/);
+    assert.equal(environ, 'environ-closed');
+    assert.equal(fds, 'fds-closed');
+    // Through devboxd the same session name is served (and nothing made it).
+    const c = await request('GET', '/pty/inside');
+    assert.equal(c.status, 200, c.text);
+    assert.equal(c.json.created, true);
+  });
+
   test('connect creates, then reattaches; view fields', async () => {
     const a = await request('GET', '/pty/view1?cols=100&rows=30');
     assert.equal(a.status, 200, a.text);
