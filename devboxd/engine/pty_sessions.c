@@ -97,9 +97,10 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     ping_interval = ping_timeout / 3 < 1 ? 1 : ping_timeout / 3 > 20 ? 20 : ping_timeout / 3;
     /* The key goes through ptyd's stdin, never its command line or
      * environment (which other accounts of the devbox could read). */
-    snprintf(cmd, sizeof(cmd), "exec " PTYD_INSIDE " --listen-fd 3 --key-fd 0 --idle-ttl %d "
-             "--ping-timeout %d --ping-interval %d 3>&1 >/dev/null", ttl, ping_timeout,
-             ping_interval);
+    snprintf(cmd, sizeof(cmd),
+             "exec " PTYD_INSIDE " --listen-fd 3 --key-fd 0 --idle-ttl %d "
+             "--ping-timeout %d --ping-interval %d 3>&1 >/dev/null",
+             ttl, ping_timeout, ping_interval);
     util_random_text(key, PTY_KEY_LEN, "0123456789abcdef");
     key[PTY_KEY_LEN] = '\0';
     memset(&req, 0, sizeof(req));
@@ -139,7 +140,8 @@ int pty_engine_key(const char *box_id, char *out, size_t outlen)
 
     pthread_mutex_lock(&pty_lock);
     for (e = procs; e != NULL; e = e->next) {
-        if (strcmp(e->box_id, box_id) == 0 && e->proc != NULL && e->key[0] != '\0') {
+        if (strcmp(e->box_id, box_id) == 0 && e->proc != NULL &&
+            e->key[0] != '\0') {
             rc = snprintf(out, outlen, "%s", e->key) < (int)outlen ? 0 : -1;
             break;
         }

@@ -25,8 +25,9 @@ static int env_setting(const char *name, double def, double min, double max,
     x = strtod(v, &end);
     if (errno != 0 || end == v || *end != '\0' || !isfinite(x) || x < min ||
         x > max) {
-        snprintf(err, errlen, "%s must be a number from %.10g to %.10g, got \"%.40s\"",
-                 name, min, max, v);
+        snprintf(err, errlen,
+                 "%s must be a number from %.10g to %.10g, got \"%.40s\"", name,
+                 min, max, v);
         return -1;
     }
     *out = x;
@@ -45,8 +46,9 @@ int retention_init(struct engine *eng, char *err, size_t errlen)
                     10000000, &max, err, errlen) != 0)
         return -1;
     if (max != floor(max)) {
-        snprintf(err, errlen,
-                 "RLMCP_RECORD_RETENTION_MAX must be a whole number of records");
+        snprintf(
+            err, errlen,
+            "RLMCP_RECORD_RETENTION_MAX must be a whole number of records");
         return -1;
     }
     eng->retain_ms = (int64_t)(days * 86400000.0);

@@ -833,8 +833,10 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
          * account inside the devbox is given (pty_sessions.c). */
         if (pty_engine_key(c->box_id, key, sizeof(key)) != 0) {
             close(fd);
-            snprintf(err, errlen, "the PTY server of devbox %s is not running; see the "
-                     "devbox's logs", c->box_id);
+            snprintf(err, errlen,
+                     "the PTY server of devbox %s is not running; see the "
+                     "devbox's logs",
+                     c->box_id);
             return -1;
         }
         strcat(key, "\n");

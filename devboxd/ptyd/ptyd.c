@@ -568,13 +568,15 @@ static int key_matches(const char *line, size_t len)
 static void gate_refuse(int fd)
 {
     static const char body[] =
-        "{\"message\":\"the PTY server of this devbox takes connections from devboxd only: "
+        "{\"message\":\"the PTY server of this devbox takes connections from "
+        "devboxd only: "
         "use a PTY tunnel (create_pty_tunnel) and its auth_token\"}";
     char msg[512];
-    int n = snprintf(msg, sizeof(msg),
-                     "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                     sizeof(body) - 1, body);
+    int n =
+        snprintf(msg, sizeof(msg),
+                 "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 sizeof(body) - 1, body);
 
     if (n > 0 && write(fd, msg, (size_t)n) < 0) {
         /* the connection is closed next anyway */
@@ -616,13 +618,14 @@ static int gate_read(struct lws *wsi, struct gate *g)
     }
     rest = g->len - line - 1;
     c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (c >= 0 && lws_adopt_socket_vhost_readbuf(vhost, c, nl + 1, rest) == NULL)
+    if (c >= 0 &&
+        lws_adopt_socket_vhost_readbuf(vhost, c, nl + 1, rest) == NULL)
         return -1; /* lws closed c */
     return -1;
 }
 
-static int gate_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                         void *in, size_t len)
+static int gate_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                         void *user, void *in, size_t len)
 {
     struct gate *g = lws_get_opaque_user_data(wsi);
 
@@ -651,7 +654,8 @@ static void take_connection(int c)
 
     fd.sockfd = c;
     if (ptyd_key[0] == '\0') {
-        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP, fd, NULL, NULL);
+        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP, fd,
+                                   NULL, NULL);
         return;
     }
     g = calloc(1, sizeof(*g));
@@ -682,7 +686,8 @@ static int read_key(int fd)
     ssize_t n;
     int devnull;
 
-    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+    while (len < sizeof(buf) - 1 &&
+           (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -700,9 +705,12 @@ static int read_key(int fd)
         dup2(devnull, fd);
         close(devnull);
     }
-    if (len < KEY_MIN || len > KEY_MAX || strspn(buf, "0123456789abcdef") != len) {
-        fprintf(stderr, "devboxd-ptyd: --key-fd %d gave no key (a line of %d to %d hex "
-                "digits)\n", fd, KEY_MIN, KEY_MAX);
+    if (len < KEY_MIN || len > KEY_MAX ||
+        strspn(buf, "0123456789abcdef") != len) {
+        fprintf(stderr,
+                "devboxd-ptyd: --key-fd %d gave no key (a line of %d to %d hex "
+                "digits)\n",
+                fd, KEY_MIN, KEY_MAX);
         return -1;
     }
     memcpy(ptyd_key, buf, len + 1);
@@ -735,12 +743,11 @@ static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
 }
 
 static struct lws_protocols protocols[] = {
-    { "ptyd", main_callback, sizeof(struct pss), 16384, 0, NULL, 0 },
-    { "ptyd-listen", listen_callback, 0, 0, 0, NULL, 0 },
-    { "ptyd-gate", gate_callback, 0, 0, 0, NULL, 0 },
-    { NULL, NULL, 0, 0, 0, NULL, 0 }, /* ptyd-pty, filled in main */
-    { NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+    {"ptyd", main_callback, sizeof(struct pss), 16384, 0, NULL, 0},
+    {"ptyd-listen", listen_callback, 0, 0, 0, NULL, 0},
+    {"ptyd-gate", gate_callback, 0, 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0}, /* ptyd-pty, filled in main */
+    {NULL, NULL, 0, 0, 0, NULL, 0}};
 
 static void tick(lws_sorted_usec_list_t *sul)
 {
@@ -812,8 +819,10 @@ static int parse_args(int argc, char **argv, int *listen_fd, int *key_fd)
     if (i == argc && *listen_fd >= 0)
         return 0;
 bad:
-    fprintf(stderr, "usage: devboxd-ptyd [--listen-fd FD (default 3) | --port PORT] "
-            "[--key-fd FD] [--idle-ttl S] [--ping-interval S] [--ping-timeout S]\n");
+    fprintf(stderr,
+            "usage: devboxd-ptyd [--listen-fd FD (default 3) | --port PORT] "
+            "[--key-fd FD] [--idle-ttl S] [--ping-interval S] [--ping-timeout "
+            "S]\n");
     return -1;
 }
 

@@ -202,7 +202,8 @@ static int range_slots(char *err, size_t errlen)
     n = strtoul(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || n < 1 || n > SB_RANGE_SLOTS)
         return sb_err(err, errlen, -EINVAL,
-                      "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to %u, got \"%.40s\"",
+                      "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to "
+                      "%u, got \"%.40s\"",
                       SB_RANGE_SLOTS, v);
     sb_rt.range_slots = (uint32_t)n;
     return 0;
@@ -306,8 +307,9 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sb_rt.uid_count = rt->uid_count ? rt->uid_count : 65536;
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
         (sb_rt.claims_dir = claims_dir()) == NULL || sb_rt.state_dir == NULL ||
-        sb_rt.agent_path == NULL || sb_rt.bwrap_path == NULL || sb_rt.slirp_path == NULL ||
-        sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
+        sb_rt.agent_path == NULL || sb_rt.bwrap_path == NULL ||
+        sb_rt.slirp_path == NULL || sb_rt.cgroup_root == NULL ||
+        sb_rt.cgroup_name == NULL) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }

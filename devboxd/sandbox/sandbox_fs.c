@@ -416,7 +416,8 @@ static int claims_lock(void)
     char path[4096];
     int fd;
 
-    if (snprintf(path, sizeof(path), "%s/.lock", sb_rt.claims_dir) >= (int)sizeof(path))
+    if (snprintf(path, sizeof(path), "%s/.lock", sb_rt.claims_dir) >=
+        (int)sizeof(path))
         return -ENAMETOOLONG;
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -468,8 +469,8 @@ struct claim_kind {
     uint32_t stride;
 };
 
-static int claim_in_locked(const struct claim_kind *k, const char *dir, const char *id,
-                           uid_t *uid, char *err, size_t errlen)
+static int claim_in_locked(const struct claim_kind *k, const char *dir,
+                           const char *id, uid_t *uid, char *err, size_t errlen)
 {
     char buf[32];
     char path[4096];
@@ -491,8 +492,8 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir, const ch
                           path, k->first, (unsigned)(last - k->first));
         cand = (uid_t)v;
         rc = claim_matches(cand, dir);
-        if (rc == -EEXIST && claim_stale(cand) && claim_path(cand, path, sizeof(path)) == 0 &&
-            unlink(path) == 0)
+        if (rc == -EEXIST && claim_stale(cand) &&
+            claim_path(cand, path, sizeof(path)) == 0 && unlink(path) == 0)
             rc = -ENOENT;
         if (rc == -ENOENT)
             rc = claim_new(cand, dir);
@@ -506,8 +507,8 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir, const ch
     for (i = 0; i < k->count; i++) {
         cand = k->first + ((start + i) % k->count) * k->stride;
         rc = claim_new(cand, dir);
-        if (rc == -EEXIST && claim_stale(cand) && claim_path(cand, path, sizeof(path)) == 0 &&
-            unlink(path) == 0)
+        if (rc == -EEXIST && claim_stale(cand) &&
+            claim_path(cand, path, sizeof(path)) == 0 && unlink(path) == 0)
             rc = claim_new(cand, dir);
         if (rc == -EEXIST)
             continue;
@@ -528,19 +529,21 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir, const ch
         return 0;
     }
     return sb_err(err, errlen, -EUSERS,
-                  "all %u host uids are in use (by the devboxes and builds of every devboxd "
+                  "all %u host uids are in use (by the devboxes and builds of "
+                  "every devboxd "
                   "of this machine, claims in %s)",
                   k->count, sb_rt.claims_dir);
 }
 
-static int claim_in(const struct claim_kind *k, const char *dir, const char *id, uid_t *uid,
-                    char *err, size_t errlen)
+static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
+                    uid_t *uid, char *err, size_t errlen)
 {
     int lock = claims_lock();
     int rc;
 
     if (lock < 0)
-        return sb_err(err, errlen, lock, "cannot lock the host uid claims in %s: %s",
+        return sb_err(err, errlen, lock,
+                      "cannot lock the host uid claims in %s: %s",
                       sb_rt.claims_dir, strerror(-lock));
     rc = claim_in_locked(k, dir, id, uid, err, errlen);
     claims_unlock(lock);
@@ -557,7 +560,8 @@ int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t 
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen)
 {
     struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE,
-                           sb_rt.range_slots != 0 ? sb_rt.range_slots : SB_RANGE_SLOTS,
+                           sb_rt.range_slots != 0 ? sb_rt.range_slots
+                                                  : SB_RANGE_SLOTS,
                            SB_RANGE_SIZE};
     uid_t v = 0;
     int rc = claim_in(&k, dir, id, &v, err, errlen);

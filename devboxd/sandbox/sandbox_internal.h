@@ -48,7 +48,7 @@ enum sb_ctl { SB_CG_MEMORY, SB_CG_PIDS, SB_CG_CPU, SB_CG_CPUACCT, SB_CG_FREEZER,
 
 struct sb_rt {
     char *state_dir;
-    char *claims_dir; /* SB_CLAIMS_DIR: shared by the machine's engines */
+    char *claims_dir;     /* SB_CLAIMS_DIR: shared by the machine's engines */
     uint32_t range_slots; /* runc ranges handed out (RLMCP_UID_RANGE_SLOTS) */
     char *agent_path;
     char *bwrap_path;

@@ -186,20 +186,26 @@ static void test_uid_claims_stale(void **st)
     }
     /* Three uids held by a gone state dir, the fourth by a live record. */
     for (i = 0; i < 4; i++) {
-        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300000u + (unsigned)i);
+        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+                 300000u + (unsigned)i);
         if (i < 3)
-            snprintf(owner, sizeof(owner), "/nonexistent-state/devboxes/g%d/sandbox", i);
+            snprintf(owner, sizeof(owner),
+                     "/nonexistent-state/devboxes/g%d/sandbox", i);
         else
-            snprintf(owner, sizeof(owner), "%s/sandbox", state); /* state exists */
-        unlink(claim); /* test_uid_claims' devboxes are done */
+            snprintf(owner, sizeof(owner), "%s/sandbox",
+                     state); /* state exists */
+        unlink(claim);       /* test_uid_claims' devboxes are done */
         fd = open(claim, O_WRONLY | O_CREAT | O_EXCL, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(write(fd, owner, strlen(owner)), (ssize_t)strlen(owner));
+        assert_int_equal(write(fd, owner, strlen(owner)),
+                         (ssize_t)strlen(owner));
         close(fd);
     }
-    assert_int_equal(sb_uid_claim(dirs[0], "stale-a", &uid, err, sizeof(err)), 0);
+    assert_int_equal(sb_uid_claim(dirs[0], "stale-a", &uid, err, sizeof(err)),
+                     0);
     assert_true(uid >= 300000 && uid < 300003);
-    assert_int_equal(sb_uid_claim(dirs[1], "stale-b", &uid, err, sizeof(err)), 0);
+    assert_int_equal(sb_uid_claim(dirs[1], "stale-b", &uid, err, sizeof(err)),
+                     0);
     assert_true(uid >= 300000 && uid < 300003);
     for (i = 0; i < 2; i++) {
         assert_int_equal(sb_uid_release(dirs[i]), 0);
@@ -210,7 +216,8 @@ static void test_uid_claims_stale(void **st)
     snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300003u);
     assert_int_equal(unlink(claim), 0);
     for (i = 0; i < 3; i++) {
-        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300000u + (unsigned)i);
+        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+                 300000u + (unsigned)i);
         unlink(claim);
     }
 }
