@@ -339,6 +339,101 @@ static void test_seccomp_denies_kernel_extras(void **state)
     free(out);
 }
 
+/* The profile is an allowlist: vsock (not network-namespaced: a devbox
+ * would reach the host's or hypervisor's vsock services) and other socket
+ * families are EAFNOSUPPORT, as on a kernel without them; namespaces are
+ * refused; a call the profile does not know is ENOSYS.  No connection is
+ * attempted: socket() alone must fail. */
+static void test_seccomp_allowlist(void **state)
+{
+    char *out = NULL;
+
+    (void)state;
+    sbt_run(box_a, NULL,
+            "python3 - <<'EOF'\n"
+            "import ctypes, errno, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def sock(name, fam, typ, proto=0):\n"
+            "    try:\n"
+            "        socket.socket(fam, typ, proto).close(); print(name, 'OK')\n"
+            "    except OSError as e:\n"
+            "        print(name, errno.errorcode[e.errno])\n"
+            "sock('vsock', 40, socket.SOCK_STREAM)\n"
+            "sock('vsock-dgram', 40, socket.SOCK_DGRAM)\n"
+            "sock('packet', 17, socket.SOCK_DGRAM)\n"
+            "sock('alg', 38, socket.SOCK_SEQPACKET)\n"
+            "sock('unix', socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "sock('inet', socket.AF_INET, socket.SOCK_STREAM)\n"
+            "sock('inet6', socket.AF_INET6, socket.SOCK_DGRAM)\n"
+            "sock('nl-route', 16, socket.SOCK_RAW, 0)\n"
+            "sock('nl-uevent', 16, socket.SOCK_RAW, 15)\n"
+            "# high bits the kernel would drop: still vsock, still refused\n"
+            "r = libc.syscall(41, ctypes.c_long((1 << 32) | 40), 1, 0)\n"
+            "print('vsock-high', 'OK' if r >= 0 else errno.errorcode[ctypes.get_errno()])\n"
+            "for name, nr, args in (('unshare-user', 272, (0x10000000,)),\n"
+            "                       ('unshare-net', 272, (0x40000000,)),\n"
+            "                       ('unshare-files', 272, (0x400,)),\n"
+            "                       ('clone3', 435, (0, 0)), ('mount', 165, (0, 0, 0, 0, 0)),\n"
+            "                       ('setns', 308, (-1, 0)), ('nosuch', 470, ())):\n"
+            "    r = libc.syscall(nr, *args)\n"
+            "    e = ctypes.get_errno()\n"
+            "    print(name, 'OK' if r >= 0 else errno.errorcode.get(e, str(e)))\n"
+            "print('DONE')\n"
+            "EOF", &out, T);
+    assert_non_null(out);
+    assert_true(contains(out, "DONE"));
+    assert_true(contains(out, "vsock EAFNOSUPPORT"));
+    assert_true(contains(out, "vsock-dgram EAFNOSUPPORT"));
+    assert_true(contains(out, "vsock-high EAFNOSUPPORT"));
+    assert_true(contains(out, "packet EAFNOSUPPORT"));
+    assert_true(contains(out, "alg EAFNOSUPPORT"));
+    assert_true(contains(out, "unix OK"));
+    assert_true(contains(out, "inet OK"));
+    assert_true(contains(out, "inet6 OK"));
+    assert_true(contains(out, "nl-route OK"));
+    assert_true(contains(out, "nl-uevent EPROTONOSUPPORT"));
+    assert_true(contains(out, "unshare-user EPERM"));
+    assert_true(contains(out, "unshare-net EPERM"));
+    assert_true(contains(out, "unshare-files OK"));
+    assert_true(contains(out, "clone3 ENOSYS"));
+    assert_true(contains(out, "mount EPERM"));
+    assert_true(contains(out, "setns EPERM"));
+    assert_true(contains(out, "nosuch ENOSYS"));
+    free(out);
+    out = NULL;
+    /* What a user relies on still works under the allowlist: threads and
+     * processes, pipes, a pty (ioctl), epoll/inotify, a server on a
+     * socket, netlink (ip), tar and a compiler when the host has one. */
+    assert_int_equal(
+        sbt_run(box_a, NULL,
+                "set -e\n"
+                "python3 - <<'EOF'\n"
+                "import asyncio, multiprocessing, os, pty, socket, subprocess, threading\n"
+                "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+                "with multiprocessing.Pool(2) as p: assert p.map(abs, [-1, -2]) == [1, 2]\n"
+                "assert subprocess.run(['sh', '-c', 'echo hi | cat'], capture_output=True).stdout == b'hi\\n'\n"
+                "pid, fd = pty.fork()\n"
+                "if pid == 0: os._exit(0)\n"
+                "os.waitpid(pid, 0)\n"
+                "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+                "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
+                "c.sendall(b'x'); assert a.recv(1) == b'x'\n"
+                "async def main(): await asyncio.sleep(0.01)\n"
+                "asyncio.run(main())\n"
+                "print('PY-OK')\n"
+                "EOF\n"
+                "ip -o link show lo >/dev/null && echo IP-OK\n"
+                "cd /tmp && mkdir -p tarx && echo a > tarx/f && tar czf t.tgz tarx && tar tzf t.tgz >/dev/null && echo TAR-OK\n"
+                "if command -v cc >/dev/null; then printf 'int main(void){return 0;}' > c.c && cc c.c -o c && ./c && echo CC-OK; else echo CC-OK; fi\n",
+                &out, 60000),
+        0);
+    assert_true(contains(out, "PY-OK"));
+    assert_true(contains(out, "IP-OK"));
+    assert_true(contains(out, "TAR-OK"));
+    assert_true(contains(out, "CC-OK"));
+    free(out);
+}
+
 /* ---- network ---------------------------------------------------------- */
 
 static void test_cannot_reach_host_loopback(void **state)
@@ -856,6 +951,7 @@ int main(void)
         cmocka_unit_test(test_cannot_see_or_signal_host),
         cmocka_unit_test(test_cannot_hijack_the_agent),
         cmocka_unit_test(test_seccomp_denies_kernel_extras),
+        cmocka_unit_test(test_seccomp_allowlist),
         cmocka_unit_test(test_cannot_reach_host_loopback),
         cmocka_unit_test(test_net_none_has_only_lo),
         cmocka_unit_test(test_fork_bomb_contained),
