@@ -1023,7 +1023,7 @@ static struct sandbox *sandbox_new(const struct sb_spec *spec)
     snprintf(sb->id, sizeof(sb->id), "%s", spec->id);
     sb->dir = strdup(spec->dir);
     sb->master = sb->rootfd = sb->init_pidfd = sb->launcher_pidfd = -1;
-    sb->slirp_pidfd = sb->slirp_exit_w = sb->errpipe_r = -1;
+    sb->slirp_pidfd = sb->slirp_exit_w = sb->errpipe_r = sb->out_tree = -1;
     if (sb->dir == NULL) {
         free(sb);
         return NULL;
@@ -1615,6 +1615,8 @@ int sandbox_stop(struct sandbox *sb)
     rootfd = sb->rootfd;
     init_pidfd = sb->init_pidfd;
     sb->master = sb->rootfd = sb->init_pidfd = -1;
+    sb_close_fd(sb->out_tree);
+    sb->out_tree = -1;
     pthread_mutex_unlock(&sb->lock);
     /* Kill pid 1 inside first (the kernel then kills the whole pid
      * namespace) and let the outer bwrap reap it and exit: killing bwrap

@@ -8,6 +8,8 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/mount.h>
 #include <arpa/inet.h>
 #include <linux/openat2.h>
 #include <netinet/in.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -232,6 +235,63 @@ static int wait_pty(struct sb_proc *p)
     return 0;
 }
 
+/* A regular file devboxd hands a command as stdout/stderr (its output
+ * files under devboxd's state dir), opened again through a detached clone
+ * of its directory: inside, /proc/self/fd/1 then reads "/<name>", not the
+ * host path.  The clone is kept per sandbox (one mount, not one per
+ * command).  Sockets, pipes and /dev/null pass as they are.  Returns a
+ * new fd, or -1 when fd is to be passed as it is. */
+static int neutral_fd(struct sandbox *sb, int fd)
+{
+    char link[64];
+    char path[PATH_MAX];
+    struct stat st;
+    struct stat dst;
+    struct stat nst;
+    char *slash = NULL;
+    ssize_t n;
+    int flags;
+    int tree = -1;
+    int nfd = -1;
+
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    flags = fcntl(fd, F_GETFL);
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, path, sizeof(path) - 1);
+    if (flags < 0 || n <= 0 || path[0] != '/')
+        return -1;
+    path[n] = '\0';
+    slash = strrchr(path, '/');
+    *slash = '\0';
+    if (stat(path[0] != '\0' ? path : "/", &dst) != 0)
+        return -1;
+    pthread_mutex_lock(&sb->lock);
+    if (sb->out_tree < 0 || sb->out_dev != dst.st_dev || sb->out_ino != dst.st_ino) {
+        tree = (int)syscall(SYS_open_tree, AT_FDCWD, path[0] != '\0' ? path : "/",
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (tree >= 0) {
+            sb_close_fd(sb->out_tree);
+            sb->out_tree = tree;
+            sb->out_dev = dst.st_dev;
+            sb->out_ino = dst.st_ino;
+        }
+    }
+    if (sb->out_tree >= 0)
+        nfd = openat(sb->out_tree, slash + 1,
+                     (flags & (O_ACCMODE | O_APPEND)) | O_NOFOLLOW | O_CLOEXEC);
+    pthread_mutex_unlock(&sb->lock);
+    /* Only the same file will do (renamed or replaced meanwhile: as is). */
+    if (nfd >= 0 && (fstat(nfd, &nst) != 0 || nst.st_dev != st.st_dev ||
+                     nst.st_ino != st.st_ino)) {
+        close(nfd);
+        nfd = -1;
+    }
+    if (nfd >= 0 && (flags & O_APPEND) == 0)
+        lseek(nfd, lseek(fd, 0, SEEK_CUR), SEEK_SET);
+    return nfd;
+}
+
 int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
                  char *err, size_t errlen)
 {
@@ -240,6 +300,8 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     int chan[2] = {-1, -1};
     int in[2] = {-1, -1};
     int devnull = -1;
+    int nout = -1;
+    int nerr = -1;
     int fds[AGENT_EXEC_FDS];
     int rc;
 
@@ -266,8 +328,14 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
         shutdown(in[1], SHUT_WR); /* the command only reads */
     fds[0] = chan[1];
     fds[1] = req->want_stdin ? in[1] : devnull;
-    fds[2] = req->stdout_fd >= 0 ? req->stdout_fd : devnull;
-    fds[3] = req->stderr_fd >= 0 ? req->stderr_fd : devnull;
+    /* One open file for both when they share one (a shared offset). */
+    nout = neutral_fd(sb, req->stdout_fd);
+    nerr = req->stderr_fd == req->stdout_fd ? -1 : neutral_fd(sb, req->stderr_fd);
+    fds[2] = nout >= 0 ? nout : req->stdout_fd >= 0 ? req->stdout_fd : devnull;
+    fds[3] = req->stderr_fd == req->stdout_fd ? fds[2]
+             : nerr >= 0                      ? nerr
+             : req->stderr_fd >= 0            ? req->stderr_fd
+                                              : devnull;
     pthread_mutex_lock(&sb->lock);
     rc = (!sb->stopped && sb->master >= 0) ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS)
                                            : -ESRCH;
@@ -295,6 +363,8 @@ out:
     sb_close_pair(chan);
     sb_close_pair(in);
     sb_close_fd(devnull);
+    sb_close_fd(nout);
+    sb_close_fd(nerr);
     free(text);
     sb_proc_free(p);
     return rc;

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct sandbox {
     pthread_mutex_t lock; /* guards master/rootfd/init_pidfd/cg/failure/stopped */
@@ -28,6 +29,9 @@ struct sandbox {
     bool stopped;
     bool oci;             /* run by runc (sandbox_oci.c): root inside a user namespace */
     uint32_t range;       /* oci: first host id of the devbox's range */
+    int out_tree;         /* detached clone of the dir of commands' output files */
+    dev_t out_dev;        /* ... that dir's identity, to reuse the clone */
+    ino_t out_ino;
 };
 
 int64_t sb_now_ms(void);
