@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -364,24 +367,37 @@ static int shift_one(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
-/* Files buildah leaves as mount points of its RUN steps (empty). */
+/* Files buildah leaves as mount points of its RUN steps (empty).  The
+ * layer is the build's, so any of its directories may be a symlink (`etc`
+ * -> a host dir): the parent is opened beneath dst without following one,
+ * and the file is checked and removed relative to that fd. */
 static void drop_mount_points(const char *dst)
 {
-    static const char *const names[] = {"etc/hosts", "etc/hostname",
-                                        "etc/resolv.conf", "run/.containerenv",
-                                        NULL};
+    static const char *const dirs[] = {"etc", "etc", "etc", "run", NULL};
+    static const char *const names[] = {"hosts", "hostname", "resolv.conf",
+                                        ".containerenv", NULL};
+    struct open_how how;
     struct stat st;
+    int root = -1;
     size_t i;
 
+    root = open(dst, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0)
+        return;
+    memset(&how, 0, sizeof(how));
+    how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV;
     for (i = 0; names[i] != NULL; i++) {
-        char *p = NULL;
+        int dfd = (int)syscall(SYS_openat2, root, dirs[i], &how, sizeof(how));
 
-        if (asprintf(&p, "%s/%s", dst, names[i]) < 0)
-            continue;
-        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(p);
-        free(p);
+        if (dfd < 0)
+            continue; /* missing, or a symlink: nothing of ours */
+        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_size == 0)
+            unlinkat(dfd, names[i], 0);
+        close(dfd);
     }
+    close(root);
 }
 
 /* cp of src into dst (created), then the ids shifted as shift_id says. */
