@@ -1633,6 +1633,8 @@ static void timer_tick_locked(struct engine *eng)
                               oom ? "out_of_memory" : "health_check_failed");
             continue;
         }
+        if (box->sb != NULL)
+            sandbox_refresh_meminfo(box->sb);
         if (box->ttl_deadline_ms > 0 && now >= box->ttl_deadline_ms) {
             start_stop_locked(eng, box, DBX_SHUTDOWN, "keep_alive_timeout");
             continue;

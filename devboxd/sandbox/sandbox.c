@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/nsfs.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1024,6 +1025,7 @@ static struct sandbox *sandbox_new(const struct sb_spec *spec)
     sb->dir = strdup(spec->dir);
     sb->master = sb->rootfd = sb->init_pidfd = sb->launcher_pidfd = -1;
     sb->slirp_pidfd = sb->slirp_exit_w = sb->errpipe_r = sb->out_tree = -1;
+    sb->meminfo_fd = -1;
     if (sb->dir == NULL) {
         free(sb);
         return NULL;
@@ -1330,8 +1332,54 @@ out:
 struct oci_launch {
     char **argv;
     int mntfd;
+    struct sb_oci_mounts mounts;
     struct launch_io io; /* agent -> SB_OCI_AGENT_FD, ptyd -> SB_OCI_PTYD_FD */
 };
+
+/* Moves the detached mount fd onto rel under the root dir rootfd,
+ * resolved without following a symlink (the devbox's upper layer is its
+ * own) nor leaving the root. */
+static void child_place(int fd, int rootfd, const char *rel, int errfd)
+{
+    struct open_how how;
+    int t;
+
+    memset(&how, 0, sizeof(how));
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    t = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+    if (t < 0)
+        child_fail(errfd, rel);
+    if (move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+        child_fail(errfd, rel);
+    close(t);
+}
+
+/* In a mount namespace of the launcher's own: the stage tmpfs at
+ * SB_STAGE_DIR, the overlay on its root/ (SB_OCI_ROOT, the bundle's
+ * root), and devboxd's tmpfs's on the image's /dev, /dev/shm, /run and
+ * /run/devbox. */
+static void oci_child_mounts(const struct oci_launch *l, int errfd)
+{
+    int rootfd;
+
+    if (unshare(CLONE_NEWNS) != 0)
+        child_fail(errfd, "unshare(mount)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        child_fail(errfd, "make / private");
+    if (move_mount(l->mounts.stage, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        child_fail(errfd, "attach the stage");
+    if (move_mount(l->mntfd, "", AT_FDCWD, SB_OCI_ROOT, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        child_fail(errfd, "attach the root overlay");
+    rootfd = open(SB_OCI_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        child_fail(errfd, "open the root");
+    child_place(l->mounts.dev, rootfd, "dev", errfd);
+    child_place(l->mounts.shm, rootfd, "dev/shm", errfd);
+    child_place(l->mounts.run, rootfd, "run", errfd);
+    child_place(l->mounts.state, rootfd, "run/devbox", errfd);
+    close(rootfd);
+}
 
 /* Runs between fork and exec: async-signal-safe calls only.  The overlay
  * is attached in a mount namespace of this launcher's own, where runc
@@ -1344,7 +1392,7 @@ static void oci_child(const void *arg)
     int i;
 
     child_protect_from_oom();
-    child_attach_root(l->mntfd, l->io.errp[1]);
+    oci_child_mounts(l, l->io.errp[1]);
     hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
     hi[1] = fcntl(l->io.agent_fd, F_DUPFD, 10);
     hi[2] = fcntl(l->io.ptyd_fd >= 0 ? l->io.ptyd_fd : l->io.devnull, F_DUPFD, 10);
@@ -1421,6 +1469,7 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
     c.home = home;
     c.env = spec->env;
     c.with_ptyd = sb_rt.ptyd_path != NULL;
+    c.meminfo = sb->meminfo_fd >= 0;
     if (io->pin_cpus) {
         sb_cpu_list(&io->cpus, cpus, sizeof(cpus));
         c.cpus = cpus;
@@ -1450,8 +1499,21 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
     pid_t pid;
 
     memset(&l, 0, sizeof(l));
+    l.mounts.stage = l.mounts.dev = l.mounts.shm = l.mounts.run = l.mounts.state = -1;
     rc = open_launch_io(&l.io, true, err, errlen);
     l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
+    if (rc == 0) {
+        rc = sb_oci_mounts(&l.mounts, sb->range, sb->uid - sb->range,
+                           spec->limits.memory_bytes > 0, &sb->meminfo_fd);
+        if (rc != 0)
+            sb_err(err, errlen, rc, "cannot make the devbox's tmpfs mounts: %s",
+                   strerror(-rc));
+    }
+    if (rc == 0 && sb->meminfo_fd >= 0) {
+        sb->meminfo_limit = spec->limits.memory_bytes;
+        sb->meminfo_ms = 0;
+        sandbox_refresh_meminfo(sb);
+    }
     if (rc == 0)
         rc = write_bundle(sb, spec, &l.io, err, errlen);
     if (rc != 0)
@@ -1472,6 +1534,7 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
     rc = finish_start(sb, spec, rc, 2000, err, errlen);
 out:
     close_launch_io(&l.io);
+    sb_oci_mounts_close(&l.mounts);
     av_free(&av);
     return rc;
 }
@@ -1617,6 +1680,8 @@ int sandbox_stop(struct sandbox *sb)
     sb->master = sb->rootfd = sb->init_pidfd = -1;
     sb_close_fd(sb->out_tree);
     sb->out_tree = -1;
+    sb_close_fd(sb->meminfo_fd);
+    sb->meminfo_fd = -1;
     pthread_mutex_unlock(&sb->lock);
     /* Kill pid 1 inside first (the kernel then kills the whole pid
      * namespace) and let the outer bwrap reap it and exit: killing bwrap
@@ -1725,6 +1790,32 @@ static int lock_live(struct sandbox *sb)
         return -ESRCH;
     }
     return 0;
+}
+
+void sandbox_refresh_meminfo(struct sandbox *sb)
+{
+    char path[PATH_MAX];
+    char stat[4096];
+    char text[1024];
+    uint64_t usage;
+    int64_t now = sb_now_ms();
+    size_t n;
+
+    pthread_mutex_lock(&sb->lock);
+    if (sb->meminfo_fd < 0 || now - sb->meminfo_ms < 1000 || sb->cg.path[SB_CG_MEMORY] == NULL)
+        goto out;
+    sb->meminfo_ms = now;
+    usage = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
+    snprintf(path, sizeof(path), "%s/memory.stat", sb->cg.path[SB_CG_MEMORY]);
+    if (sb_read_small(path, stat, sizeof(stat)) <= 0)
+        stat[0] = '\0';
+    n = sb_oci_meminfo_text(text, sizeof(text), sb->meminfo_limit, usage, stat);
+    /* In place (the bind mount holds this inode): fixed-width lines keep
+     * the length, so a reader sees the old or the new figures. */
+    if (pwrite(sb->meminfo_fd, text, n, 0) == (ssize_t)n)
+        (void)!ftruncate(sb->meminfo_fd, (off_t)n);
+out:
+    pthread_mutex_unlock(&sb->lock);
 }
 
 int sandbox_check(struct sandbox *sb)

@@ -182,6 +182,12 @@ int sandbox_disk_detach(const char *dir);
  * the group does not end the sandbox (sandbox_oom_kills() counts them). */
 int sandbox_check(struct sandbox *sb);
 
+/* runc devboxes with a memory limit: writes their /proc/meminfo again
+ * (MemTotal the limit, MemFree/MemAvailable from the memory group's
+ * usage); at most once a second, a no-op for other devboxes.  Call it
+ * periodically (devboxd's engine timer does). */
+void sandbox_refresh_meminfo(struct sandbox *sb);
+
 /* NULL while the agent/init runs; once it is gone, "out_of_memory" when the
  * group's memory limit killed a process, else "sandbox_exited".  Static
  * string. */

@@ -156,10 +156,33 @@ struct sb_oci_conf {
     const char *const *env;
     bool with_ptyd;
     const char *cpus; /* cpuset.cpus list ("0,2"), or NULL for all */
+    bool meminfo;     /* bind the generated meminfo over /proc/meminfo */
 };
 int sb_oci_userns(uint32_t base);
 int sb_oci_idmapped(const char *path, int userns_fd);
 char *sb_oci_config(const struct sb_oci_conf *c); /* config.json text, malloc'd */
+
+/* The tmpfs mounts devboxd makes for a runc devbox (detached, owned by
+ * host root so their options show no host ids; roots handed to the
+ * devbox's ids): the launcher's stage (bundle root dir "root" and the
+ * generated meminfo), /dev, /dev/shm, /run and the agent's /run/devbox.
+ * meminfo_fd: the generated /proc/meminfo (meminfo), else -1. */
+#define SB_OCI_ROOT SB_STAGE_DIR "/root"
+#define SB_OCI_MEMINFO "meminfo"
+struct sb_oci_mounts {
+    int stage;
+    int dev;
+    int shm;
+    int run;
+    int state;
+};
+int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid, bool meminfo,
+                  int *meminfo_fd);
+void sb_oci_mounts_close(struct sb_oci_mounts *m);
+/* /proc/meminfo of a devbox whose memory limit is limit, from its memory
+ * group's usage_in_bytes and memory.stat text; returns the length. */
+size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit, uint64_t usage,
+                           const char *stat);
 
 /* Range claims (sandbox_fs.c): like sb_uid_claim, for the runc runtime. */
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen);

@@ -6,7 +6,6 @@
  * docs/sandbox.md. */
 #define _GNU_SOURCE
 #include "sandbox_internal.h"
-#include "agent/agent_proto.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -199,33 +198,28 @@ static void add_mount(cJSON *mounts, const char *dst, const char *type,
     cJSON_AddItemToArray(mounts, m);
 }
 
-static cJSON *build_mounts(uint32_t uid)
+/* /dev, /dev/shm, /run and the agent's state dir are not here: the
+ * launcher mounts tmpfs's devboxd made (sb_oci_mounts) before runc runs. */
+static cJSON *build_mounts(bool meminfo)
 {
     cJSON *m = cJSON_CreateArray();
-    char state_opt[64];
     static const char *const proc_o[] = {"nosuid", "noexec", "nodev", NULL};
-    static const char *const dev_o[] = {"nosuid", "strictatime", "mode=755",
-                                        "size=65536k", NULL};
     static const char *const pts_o[] = {
         "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL};
-    static const char *const shm_o[] = {"nosuid",    "noexec",      "nodev",
-                                        "mode=1777", "size=65536k", NULL};
     static const char *const mq_o[] = {"nosuid", "noexec", "nodev", NULL};
     static const char *const sys_o[] = {"nosuid", "noexec", "nodev", "ro",
                                         NULL};
-    static const char *const run_o[] = {"nosuid", "nodev", "mode=755", NULL};
-    const char *state_o[] = {"nosuid", "nodev", "mode=700", state_opt, NULL};
+    static const char *const bind_o[] = {"bind", "ro", "nosuid", "noexec",
+                                         "nodev", NULL};
 
-    snprintf(state_opt, sizeof(state_opt), "uid=%u,gid=%u", (unsigned)uid,
-             (unsigned)uid);
     add_mount(m, "/proc", "proc", "proc", proc_o);
-    add_mount(m, "/dev", "tmpfs", "tmpfs", dev_o);
+    /* The devbox's own figures (sandbox_refresh_meminfo), not the host's. */
+    if (meminfo)
+        add_mount(m, "/proc/meminfo", "bind", SB_STAGE_DIR "/" SB_OCI_MEMINFO,
+                  bind_o);
     add_mount(m, "/dev/pts", "devpts", "devpts", pts_o);
-    add_mount(m, "/dev/shm", "tmpfs", "shm", shm_o);
     add_mount(m, "/dev/mqueue", "mqueue", "mqueue", mq_o);
     add_mount(m, "/sys", "sysfs", "sysfs", sys_o);
-    add_mount(m, "/run", "tmpfs", "tmpfs", run_o);
-    add_mount(m, AGENT_STATE_DIR, "tmpfs", "tmpfs", state_o);
     return m;
 }
 
@@ -327,12 +321,176 @@ char *sb_oci_config(const struct sb_oci_conf *c)
     cJSON_AddStringToObject(root, "ociVersion", "1.0.2");
     cJSON_AddItemToObject(root, "process", build_process(c));
     r = cJSON_AddObjectToObject(root, "root");
-    cJSON_AddStringToObject(r, "path", SB_STAGE_DIR);
+    cJSON_AddStringToObject(r, "path", SB_OCI_ROOT);
     cJSON_AddBoolToObject(r, "readonly", false);
     cJSON_AddStringToObject(root, "hostname", c->id);
-    cJSON_AddItemToObject(root, "mounts", build_mounts(c->uid));
+    cJSON_AddItemToObject(root, "mounts", build_mounts(c->meminfo));
     cJSON_AddItemToObject(root, "linux", build_linux(c));
     text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return text;
+}
+
+/* ---- the devbox's own tmpfs mounts and /proc/meminfo ------------------- */
+
+/* A detached tmpfs made by devboxd (host root), its root handed to owner:
+ * the superblock's owner is then root, so the mount's options inside show
+ * no uid=/gid= (the kernel prints them in host ids), unlike a tmpfs runc
+ * makes in the devbox's user namespace. */
+static int detached_tmpfs(const char *mode, const char *size, unsigned attrs,
+                          uint32_t owner)
+{
+    int fsfd = -1;
+    int mfd = -1;
+    int rc = 0;
+
+    fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC);
+    if (fsfd < 0)
+        return -errno;
+    if (fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", mode, 0) != 0 ||
+        (size != NULL &&
+         fsconfig(fsfd, FSCONFIG_SET_STRING, "size", size, 0) != 0) ||
+        fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
+        rc = -errno;
+        goto out;
+    }
+    mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, attrs);
+    if (mfd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (fchownat(mfd, "", owner, owner, AT_EMPTY_PATH) != 0)
+        rc = -errno;
+out:
+    sb_close_fd(fsfd);
+    if (rc != 0)
+        sb_close_fd(mfd);
+    return rc != 0 ? rc : mfd;
+}
+
+void sb_oci_mounts_close(struct sb_oci_mounts *m)
+{
+    sb_close_fd(m->stage);
+    sb_close_fd(m->dev);
+    sb_close_fd(m->shm);
+    sb_close_fd(m->run);
+    sb_close_fd(m->state);
+    m->stage = m->dev = m->shm = m->run = m->state = -1;
+}
+
+int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid,
+                  bool meminfo, int *meminfo_fd)
+{
+    const unsigned nsnd = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    int rc = 0;
+
+    m->stage = m->dev = m->shm = m->run = m->state = -1;
+    *meminfo_fd = -1;
+    /* The launcher's stage: the bundle's root (the overlay goes on
+     * root/) and the generated meminfo, in a tmpfs no devbox writes. */
+    m->stage = detached_tmpfs("755", "1m", nsnd, 0);
+    if (m->stage < 0)
+        return m->stage;
+    if (mkdirat(m->stage, "root", 0755) != 0)
+        rc = -errno;
+    if (rc == 0 && meminfo) {
+        *meminfo_fd = openat(m->stage, SB_OCI_MEMINFO,
+                             O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+        if (*meminfo_fd < 0)
+            rc = -errno;
+    }
+    if (rc == 0) {
+        m->dev = detached_tmpfs("755", "65536k",
+                                MOUNT_ATTR_NOSUID | MOUNT_ATTR_STRICTATIME,
+                                range);
+        rc = m->dev < 0 ? m->dev : 0;
+    }
+    if (rc == 0 && (mkdirat(m->dev, "shm", 01777) != 0 ||
+                    fchownat(m->dev, "shm", range, range, 0) != 0))
+        rc = -errno;
+    if (rc == 0) {
+        m->shm = detached_tmpfs("1777", "65536k",
+                                nsnd | MOUNT_ATTR_NOEXEC, range);
+        rc = m->shm < 0 ? m->shm : 0;
+    }
+    if (rc == 0) {
+        m->run = detached_tmpfs("755", NULL, nsnd, range);
+        rc = m->run < 0 ? m->run : 0;
+    }
+    if (rc == 0 && (mkdirat(m->run, "devbox", 0700) != 0 ||
+                    fchownat(m->run, "devbox", range + uid, range + uid, 0) != 0))
+        rc = -errno;
+    if (rc == 0) {
+        m->state = detached_tmpfs("700", NULL, nsnd, range + uid);
+        rc = m->state < 0 ? m->state : 0;
+    }
+    if (rc != 0) {
+        sb_oci_mounts_close(m);
+        sb_close_fd(*meminfo_fd);
+        *meminfo_fd = -1;
+    }
+    return rc;
+}
+
+/* One "Key:   N kB" line as the kernel prints it. */
+static size_t kb_line(char *buf, size_t len, size_t off, const char *key,
+                      uint64_t bytes)
+{
+    int n;
+
+    if (off >= len)
+        return off;
+    n = snprintf(buf + off, len - off, "%-16s%8llu kB\n", key,
+                 (unsigned long long)(bytes / 1024));
+    return n > 0 ? off + (size_t)n : off;
+}
+
+/* A value of memory.stat ("key N" lines), 0 when absent. */
+static uint64_t stat_value(const char *stat, const char *key)
+{
+    size_t klen = strlen(key);
+    const char *p = stat;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, key, klen) == 0 && p[klen] == ' ')
+            return strtoull(p + klen + 1, NULL, 10);
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return 0;
+}
+
+size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
+                           uint64_t usage, const char *stat)
+{
+    uint64_t cache = stat_value(stat, "total_cache");
+    uint64_t shmem = stat_value(stat, "total_shmem");
+    uint64_t act_anon = stat_value(stat, "total_active_anon");
+    uint64_t ina_anon = stat_value(stat, "total_inactive_anon");
+    uint64_t act_file = stat_value(stat, "total_active_file");
+    uint64_t ina_file = stat_value(stat, "total_inactive_file");
+    uint64_t used = usage < limit ? usage : limit;
+    uint64_t free_b = limit - used;
+    uint64_t avail = free_b + (ina_file < used ? ina_file : 0);
+    size_t off = 0;
+
+    if (cache > used)
+        cache = used;
+    off = kb_line(buf, len, off, "MemTotal:", limit);
+    off = kb_line(buf, len, off, "MemFree:", free_b);
+    off = kb_line(buf, len, off, "MemAvailable:", avail < limit ? avail : limit);
+    off = kb_line(buf, len, off, "Buffers:", 0);
+    off = kb_line(buf, len, off, "Cached:", cache);
+    off = kb_line(buf, len, off, "SwapCached:", 0);
+    off = kb_line(buf, len, off, "Active:", act_anon + act_file);
+    off = kb_line(buf, len, off, "Inactive:", ina_anon + ina_file);
+    off = kb_line(buf, len, off, "Active(anon):", act_anon);
+    off = kb_line(buf, len, off, "Inactive(anon):", ina_anon);
+    off = kb_line(buf, len, off, "Active(file):", act_file);
+    off = kb_line(buf, len, off, "Inactive(file):", ina_file);
+    off = kb_line(buf, len, off, "SwapTotal:", 0);
+    off = kb_line(buf, len, off, "SwapFree:", 0);
+    off = kb_line(buf, len, off, "Shmem:", shmem);
+    return off < len ? off : len;
 }

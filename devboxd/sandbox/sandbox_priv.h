@@ -32,6 +32,9 @@ struct sandbox {
     int out_tree;         /* detached clone of the dir of commands' output files */
     dev_t out_dev;        /* ... that dir's identity, to reuse the clone */
     ino_t out_ino;
+    int meminfo_fd;       /* runc: the generated /proc/meminfo, -1 if none */
+    uint64_t meminfo_limit;
+    int64_t meminfo_ms;   /* when it was last written */
 };
 
 int64_t sb_now_ms(void);
