@@ -122,3 +122,82 @@ test('a memory bomb is OOM-killed alone: its devbox keeps running, the engine an
     await client.devboxes.shutdown(b.id);
   }
 });
+
+// The seccomp allowlist (docs/sandbox.md): vsock, which is not
+// network-namespaced, fails at socket() with EAFNOSUPPORT (no connection is
+// attempted), as other families a devbox has no use for; namespaces are
+// refused; what a user relies on still runs.
+test('vsock and other socket families fail at socket(); ordinary workloads still run', async () => {
+  const r = await run(boxA, `python3 - <<'EOF'
+import ctypes, errno, socket
+libc = ctypes.CDLL(None, use_errno=True)
+for name, fam, typ in (('vsock', 40, socket.SOCK_STREAM), ('vsock-dgram', 40, socket.SOCK_DGRAM),
+                       ('packet', 17, socket.SOCK_DGRAM), ('bluetooth', 31, socket.SOCK_STREAM),
+                       ('unix', 1, socket.SOCK_STREAM), ('inet6', 10, socket.SOCK_STREAM)):
+    try:
+        socket.socket(fam, typ).close(); print(name, 'OK')
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+r = libc.unshare(0x10000000)
+print('unshare-user', 'OK' if r == 0 else errno.errorcode[ctypes.get_errno()])
+EOF`);
+  for (const line of ['vsock EAFNOSUPPORT', 'vsock-dgram EAFNOSUPPORT', 'packet EAFNOSUPPORT',
+    'bluetooth EAFNOSUPPORT', 'unix OK', 'inet6 OK', 'unshare-user EPERM'])
+    assert.ok(r.stdout.includes(`${line}\n`), `${line}: ${r.stdout} ${r.stderr}`);
+  const w = await run(boxA, [
+    'set -e',
+    'ip -o addr show lo | grep -q 127.0.0.1 && echo IP',
+    'ss -tln >/dev/null && echo SS',
+    'sudo -n true && echo SUDO',
+    'sudo -n apt-get check >/dev/null 2>&1 && echo APT',
+    'python3 -m venv /tmp/venv && /tmp/venv/bin/pip --version >/dev/null && echo VENV',
+    'cd /tmp && git init -q g && cd g && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo GIT',
+    'python3 -c "import multiprocessing as m, threading; p = m.Pool(2); print(\'POOL\', sum(p.map(abs, [-1, -2])))"',
+    'tar czf /tmp/t.tgz -C /tmp g && echo TAR',
+  ].join('\n'));
+  assert.equal(w.exit_status, 0, `${w.stdout} ${w.stderr}`);
+  for (const word of ['IP', 'SS', 'SUDO', 'APT', 'VENV', 'GIT', 'POOL 3', 'TAR'])
+    assert.ok(w.stdout.split('\n').includes(word), `${word}: ${w.stdout}`);
+});
+
+// What a devbox sees of the host: no path of devboxd's state dir behind its
+// stdout/stderr, no host ids in its tmpfs mounts' options, its own memory
+// limit in /proc/meminfo.
+test("a command's stdout and stderr name no host path", async () => {
+  const r = await run(boxA, 'readlink /proc/self/fd/1; readlink /proc/self/fd/2 >&2');
+  assert.match(r.stdout, /^\/exn_[A-Za-z0-9]+\.stdout\n$/);
+  assert.match(r.stderr, /^\/exn_[A-Za-z0-9]+\.stderr\n$/);
+  assert.ok(!r.stdout.includes(engine.stateDir) && !r.stderr.includes(engine.stateDir));
+});
+
+test('/dev, /dev/shm, /run and /run/devbox show no host uid or gid in their mount options', async () => {
+  const r = await run(boxA, "awk '$5 ~ /^\\/(dev|dev\\/shm|run|run\\/devbox)$/' /proc/self/mountinfo");
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 4, r.stdout);
+  for (const l of lines) assert.doesNotMatch(l, /[ug]id=\d/, l);
+});
+
+test("/proc/meminfo shows the devbox's memory limit and its own usage", async () => {
+  const host = Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))[1]);
+  const b = await client.devboxes.createAndAwaitRunning({
+    name: 'iso-meminfo', launch_parameters: { resource_size_request: 'X_SMALL' } });
+  try {
+    // 300 MiB held while the engine writes the figures again (each second).
+    const r = await run(b.id, `python3 -c "
+import re, time
+x = bytearray(300 << 20)
+for i in range(len(x) // 4096): x[i * 4096] = 1
+def avail(): return int(re.search(r'MemAvailable:\\\\s+(\\\\d+)', open('/proc/meminfo').read()).group(1))
+deadline = time.time() + 20
+while avail() > 1048576 - 250 * 1024 and time.time() < deadline: time.sleep(0.2)
+print(open('/proc/meminfo').read())"; free -k | awk '/^Mem:/ {print "FREE", $2}'`);
+    const total = Number(/MemTotal:\s+(\d+)/.exec(r.stdout)[1]);
+    const availKb = Number(/MemAvailable:\s+(\d+)/.exec(r.stdout)[1]);
+    assert.equal(total, 1048576, r.stdout); // X_SMALL: 1 GiB
+    assert.notEqual(total, host);
+    assert.ok(availKb <= 1048576 - 250 * 1024, `usage not shown: ${r.stdout}`);
+    assert.match(r.stdout, /^FREE 1048576$/m);
+  } finally {
+    await client.devboxes.shutdown(b.id);
+  }
+});
