@@ -31,7 +31,6 @@
 #define IMAGE_REPO "localhost/devboxd-image/"
 #define BUILD_REPO "localhost/devboxd-build:" /* as buildah committed it */
 /* BUILD_CACHE_ROOT's parent */
-#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah"
 #define DEFAULT_PATH                                                           \
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TAIL_LINES 12
@@ -1087,8 +1086,16 @@ static int start_build(struct bb_job *j, uid_t range, const char *tmp,
     snprintf(map, sizeof(map), "0:%u:%u", (unsigned)range, SB_RANGE_SIZE);
     n = store_args(j->state_dir, tmp, argv, store);
     argv[n++] = "build";
+    /* runc through devboxd's wrapper, which masks /proc/cmdline. */
     argv[n++] = "--runtime";
-    argv[n++] = sb_rt.runc_path;
+    owned[n_owned] = sandbox_helper_path("devboxd-build-runtime");
+    if (owned[n_owned] == NULL)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    argv[n++] = "--runtime-flag";
+    if (asprintf(&owned[n_owned], "devboxd-runc=%s", sb_rt.runc_path) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
     argv[n++] = "--userns-uid-map";
     argv[n++] = map;
     argv[n++] = "--userns-gid-map";

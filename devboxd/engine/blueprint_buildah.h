@@ -14,6 +14,9 @@
 #ifndef DEVBOXD_BLUEPRINT_BUILDAH_H
 #define DEVBOXD_BLUEPRINT_BUILDAH_H
 
+/* buildah's temp dirs: one per build, <root>/<id> (root-owned, 0711). */
+#define BUILD_TMP_ROOT "/var/tmp/devboxd-buildah"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>

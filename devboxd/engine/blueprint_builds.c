@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -199,15 +200,58 @@ static cJSON *bp_view(const cJSON *rec)
 
 /* ---------------------------------------------------------------- logs */
 
+/* msg with every occurrence of needle (when not empty) replaced by with,
+ * into out (cut to len).  */
+static void replace_all(const char *msg, const char *needle, const char *with, char *out,
+                        size_t len)
+{
+    size_t nlen = needle != NULL ? strlen(needle) : 0;
+    size_t off = 0;
+    const char *p = msg;
+    const char *hit;
+
+    if (len == 0)
+        return;
+    while (nlen > 0 && (hit = strstr(p, needle)) != NULL && off < len) {
+        off += (size_t)snprintf(out + off, len - off, "%.*s%s", (int)(hit - p), p, with);
+        p = hit + nlen;
+    }
+    if (off < len)
+        snprintf(out + off, len - off, "%s", p);
+    else
+        out[len - 1] = '\0';
+}
+
+/* A build log names no host path of devboxd's: its state dir (also as
+ * its real path) and buildah's temp root read "<state>" and "<build-tmp>".
+ * The log goes to the blueprint's caller (GET …/logs); errors of buildah
+ * and of the build's own steps quote such paths. */
+static void scrub_paths(const char *msg, char *out, size_t len)
+{
+    char tmp[LOG_LINE_MAX + 256];
+    char tmp2[LOG_LINE_MAX + 256];
+    char real[PATH_MAX];
+    const char *state = layers_state_dir();
+
+    replace_all(msg, state, "<state>", tmp, sizeof(tmp));
+    if (state != NULL && realpath(state, real) != NULL && strcmp(real, state) != 0)
+        replace_all(tmp, real, "<state>", tmp2, sizeof(tmp2));
+    else
+        snprintf(tmp2, sizeof(tmp2), "%s", tmp);
+    replace_all(tmp2, BUILD_TMP_ROOT, "<build-tmp>", out, len);
+}
+
 static void log_append(const char *dir, const char *level, const char *msg)
 {
     cJSON *e = cJSON_CreateObject();
     char *text = NULL;
     char *path = NULL;
+    char clean[LOG_LINE_MAX + 256];
     int fd = -1;
 
+    scrub_paths(msg, clean, sizeof(clean));
     cJSON_AddStringToObject(e, "level", level);
-    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "message", clean);
     cJSON_AddNumberToObject(e, "timestamp_ms", (double)util_now_ms());
     text = cJSON_PrintUnformatted(e);
     if (text == NULL || asprintf(&path, "%s/logs.jsonl", dir) < 0) {
