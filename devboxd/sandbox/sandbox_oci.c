@@ -272,6 +272,7 @@ static cJSON *build_linux(const struct sb_oci_conf *c)
     cJSON *l = cJSON_CreateObject();
     cJSON *ns = cJSON_AddArrayToObject(l, "namespaces");
     cJSON *map = NULL;
+    cJSON *sc = NULL;
     static const char *const types[] = {"pid",  "ipc",     "uts",    "mount",
                                         "user", "network", "cgroup", NULL};
     static const char *const maps[] = {"uidMappings", "gidMappings", NULL};
@@ -306,7 +307,12 @@ static cJSON *build_linux(const struct sb_oci_conf *c)
     }
     cJSON_AddItemToObject(l, "maskedPaths", str_array(masked));
     cJSON_AddItemToObject(l, "readonlyPaths", str_array(readonly));
-    cJSON_AddItemToObject(l, "seccomp", sb_seccomp_oci());
+    sc = sb_seccomp_oci();
+    if (sc == NULL) { /* never a devbox without its filter */
+        cJSON_Delete(l);
+        return NULL;
+    }
+    cJSON_AddItemToObject(l, "seccomp", sc);
     return l;
 }
 
@@ -314,6 +320,7 @@ char *sb_oci_config(const struct sb_oci_conf *c)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *r = NULL;
+    cJSON *lx = NULL;
     char *text = NULL;
 
     if (root == NULL)
@@ -325,7 +332,12 @@ char *sb_oci_config(const struct sb_oci_conf *c)
     cJSON_AddBoolToObject(r, "readonly", false);
     cJSON_AddStringToObject(root, "hostname", c->id);
     cJSON_AddItemToObject(root, "mounts", build_mounts(c->meminfo));
-    cJSON_AddItemToObject(root, "linux", build_linux(c));
+    lx = build_linux(c);
+    if (lx == NULL) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    cJSON_AddItemToObject(root, "linux", lx);
     text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return text;

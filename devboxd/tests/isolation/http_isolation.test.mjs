@@ -177,6 +177,13 @@ test('/dev, /dev/shm, /run and /run/devbox show no host uid or gid in their moun
   for (const l of lines) assert.doesNotMatch(l, /[ug]id=\d/, l);
 });
 
+test("the host's kernel command line is not readable", async () => {
+  const host = readFileSync('/proc/cmdline', 'utf8').trim();
+  const r = await run(boxA, 'echo "[$(cat /proc/cmdline 2>&1)]"');
+  assert.equal(r.stdout, '[]\n');
+  assert.ok(host.length > 0 && !r.stdout.includes(host));
+});
+
 test("/proc/meminfo shows the devbox's memory limit and its own usage", async () => {
   const host = Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))[1]);
   const b = await client.devboxes.createAndAwaitRunning({
