@@ -79,6 +79,7 @@ F=$tmp/devboxd.files
 has "$F" "^\./usr/bin/devboxd$"
 has "$F" "^\./usr/libexec/runloop-mcp/devboxd-agent$"
 has "$F" "^\./usr/libexec/runloop-mcp/devboxd-ptyd$"
+has "$F" "^\./usr/libexec/runloop-mcp/devboxd-build-runtime$"
 has "$F" "^\./usr/lib/systemd/system/devboxd\.service$"
 has "$F" "^\./usr/share/man/man8/devboxd\.8"
 lacks "$F" "bin/runloop-mcp$"
