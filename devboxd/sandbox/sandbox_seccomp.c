@@ -11,7 +11,8 @@
  * but a devbox must not use answer EPERM, as Docker's profile does for a
  * container without the capability.  Argument filters:
  * - socket: AF_UNIX, AF_INET, AF_INET6, and AF_NETLINK for the route,
- *   sock_diag, audit and generic protocols (ip, ss, sudo, ethtool); any
+ *   sock_diag, audit and generic protocols (ip, ss, sudo, ethtool);
+ *   socketpair: AF_UNIX only; any
  *   other family (vsock, which is not network-namespaced, packet, bluetooth,
  *   alg, ...) is EAFNOSUPPORT, another netlink protocol EPROTONOSUPPORT:
  *   what a kernel without them says.
@@ -116,7 +117,7 @@ static const char *const allowed[] = {
     "setresuid", "setresuid32", "setreuid", "setreuid32", "setrlimit",
     "setsid", "setsockopt", "setuid", "setuid32", "setxattr", "setxattrat",
     "shmat", "shmctl", "shmdt", "shmget", "shutdown", "sigaltstack",
-    "signalfd", "signalfd4", "sigprocmask", "sigreturn", "socketpair",
+    "signalfd", "signalfd4", "sigprocmask", "sigreturn",
     "splice", "stat", "stat64", "statfs", "statfs64", "statx", "symlink",
     "symlinkat", "sync", "sync_file_range", "syncfs", "sysinfo", "tee",
     "tgkill", "time", "timer_create", "timer_delete", "timer_getoverrun",
@@ -213,6 +214,14 @@ static int socket_rules(sc_emit fn, void *ctx)
     nl[1] = (struct sc_arg){2, SCMP_CMP_GE, SC_NETLINK_LIMIT, 0};
     if (rc == 0)
         rc = fn(ctx, "socket", EPROTONOSUPPORT, 2, nl);
+    /* socketpair: AF_UNIX only (TIPC, for one, makes pairs too, and the
+     * kernel loads a family's module for any caller). */
+    for (v = 0; v < SC_AF_LIMIT && rc == 0; v++)
+        rc = emit1(fn, ctx, "socketpair", v == AF_UNIX ? 0 : EAFNOSUPPORT, 0,
+                   SCMP_CMP_EQ, v, 0);
+    if (rc == 0)
+        rc = emit1(fn, ctx, "socketpair", EAFNOSUPPORT, 0, SCMP_CMP_GE,
+                   SC_AF_LIMIT, 0);
     return rc;
 }
 

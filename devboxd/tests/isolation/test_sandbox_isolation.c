@@ -367,6 +367,11 @@ static void test_seccomp_allowlist(void **state)
             "sock('inet6', socket.AF_INET6, socket.SOCK_DGRAM)\n"
             "sock('nl-route', 16, socket.SOCK_RAW, 0)\n"
             "sock('nl-uevent', 16, socket.SOCK_RAW, 15)\n"
+            "try:\n"
+            "    socket.socketpair(30, socket.SOCK_SEQPACKET); print('tipc-pair OK')\n"
+            "except OSError as e:\n"
+            "    print('tipc-pair', errno.errorcode[e.errno])\n"
+            "a, b = socket.socketpair(); a.close(); b.close(); print('unix-pair OK')\n"
             "# high bits the kernel would drop: still vsock, still refused\n"
             "r = libc.syscall(41, ctypes.c_long((1 << 32) | 40), 1, 0)\n"
             "print('vsock-high', 'OK' if r >= 0 else errno.errorcode[ctypes.get_errno()])\n"
@@ -392,6 +397,8 @@ static void test_seccomp_allowlist(void **state)
     assert_true(contains(out, "inet6 OK"));
     assert_true(contains(out, "nl-route OK"));
     assert_true(contains(out, "nl-uevent EPROTONOSUPPORT"));
+    assert_true(contains(out, "tipc-pair EAFNOSUPPORT"));
+    assert_true(contains(out, "unix-pair OK"));
     assert_true(contains(out, "unshare-user EPERM"));
     assert_true(contains(out, "unshare-net EPERM"));
     assert_true(contains(out, "unshare-files OK"));
