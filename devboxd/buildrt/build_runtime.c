@@ -98,7 +98,8 @@ static int mask_paths(const char *bundle)
     if (out == NULL)
         goto out;
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, out, strlen(out)) != (ssize_t)strlen(out) || fsync(fd) != 0)
+    if (fd < 0 || write(fd, out, strlen(out)) != (ssize_t)strlen(out) ||
+        fsync(fd) != 0)
         goto out;
     close(fd);
     fd = -1;
@@ -143,11 +144,14 @@ int main(int argc, char **argv)
     args[n] = NULL;
     /* A step whose config cannot be changed does not run. */
     if (creates && bundle != NULL && mask_paths(bundle) != 0) {
-        fprintf(stderr, "devboxd-build-runtime: cannot mask paths in %s/config.json: %s\n",
-                bundle, strerror(errno));
+        fprintf(
+            stderr,
+            "devboxd-build-runtime: cannot mask paths in %s/config.json: %s\n",
+            bundle, strerror(errno));
         return 125;
     }
     execv(runc, args);
-    fprintf(stderr, "devboxd-build-runtime: cannot run %s: %s\n", runc, strerror(errno));
+    fprintf(stderr, "devboxd-build-runtime: cannot run %s: %s\n", runc,
+            strerror(errno));
     return 125;
 }

@@ -202,8 +202,8 @@ static cJSON *bp_view(const cJSON *rec)
 
 /* msg with every occurrence of needle (when not empty) replaced by with,
  * into out (cut to len).  */
-static void replace_all(const char *msg, const char *needle, const char *with, char *out,
-                        size_t len)
+static void replace_all(const char *msg, const char *needle, const char *with,
+                        char *out, size_t len)
 {
     size_t nlen = needle != NULL ? strlen(needle) : 0;
     size_t off = 0;
@@ -213,7 +213,8 @@ static void replace_all(const char *msg, const char *needle, const char *with, c
     if (len == 0)
         return;
     while (nlen > 0 && (hit = strstr(p, needle)) != NULL && off < len) {
-        off += (size_t)snprintf(out + off, len - off, "%.*s%s", (int)(hit - p), p, with);
+        off += (size_t)snprintf(out + off, len - off, "%.*s%s", (int)(hit - p),
+                                p, with);
         p = hit + nlen;
     }
     if (off < len)
@@ -234,7 +235,8 @@ static void scrub_paths(const char *msg, char *out, size_t len)
     const char *state = layers_state_dir();
 
     replace_all(msg, state, "<state>", tmp, sizeof(tmp));
-    if (state != NULL && realpath(state, real) != NULL && strcmp(real, state) != 0)
+    if (state != NULL && realpath(state, real) != NULL &&
+        strcmp(real, state) != 0)
         replace_all(tmp, real, "<state>", tmp2, sizeof(tmp2));
     else
         snprintf(tmp2, sizeof(tmp2), "%s", tmp);

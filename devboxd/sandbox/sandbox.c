@@ -1350,7 +1350,8 @@ static void child_place(int fd, int rootfd, const char *rel, int errfd)
     t = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
     if (t < 0)
         child_fail(errfd, rel);
-    if (move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    if (move_mount(fd, "", t, "",
+                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
         child_fail(errfd, rel);
     close(t);
 }
@@ -1367,9 +1368,11 @@ static void oci_child_mounts(const struct oci_launch *l, int errfd)
         child_fail(errfd, "unshare(mount)");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         child_fail(errfd, "make / private");
-    if (move_mount(l->mounts.stage, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    if (move_mount(l->mounts.stage, "", AT_FDCWD, SB_STAGE_DIR,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
         child_fail(errfd, "attach the stage");
-    if (move_mount(l->mntfd, "", AT_FDCWD, SB_OCI_ROOT, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    if (move_mount(l->mntfd, "", AT_FDCWD, SB_OCI_ROOT,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
         child_fail(errfd, "attach the root overlay");
     rootfd = open(SB_OCI_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
@@ -1499,7 +1502,8 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
     pid_t pid;
 
     memset(&l, 0, sizeof(l));
-    l.mounts.stage = l.mounts.dev = l.mounts.shm = l.mounts.run = l.mounts.state = -1;
+    l.mounts.stage = l.mounts.dev = l.mounts.shm = l.mounts.run =
+        l.mounts.state = -1;
     rc = open_launch_io(&l.io, true, err, errlen);
     l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
     if (rc == 0) {
@@ -1802,7 +1806,8 @@ void sandbox_refresh_meminfo(struct sandbox *sb)
     size_t n;
 
     pthread_mutex_lock(&sb->lock);
-    if (sb->meminfo_fd < 0 || now - sb->meminfo_ms < 1000 || sb->cg.path[SB_CG_MEMORY] == NULL)
+    if (sb->meminfo_fd < 0 || now - sb->meminfo_ms < 1000 ||
+        sb->cg.path[SB_CG_MEMORY] == NULL)
         goto out;
     sb->meminfo_ms = now;
     usage = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");

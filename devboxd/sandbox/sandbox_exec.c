@@ -267,9 +267,11 @@ static int neutral_fd(struct sandbox *sb, int fd)
     if (stat(path[0] != '\0' ? path : "/", &dst) != 0)
         return -1;
     pthread_mutex_lock(&sb->lock);
-    if (sb->out_tree < 0 || sb->out_dev != dst.st_dev || sb->out_ino != dst.st_ino) {
-        tree = (int)syscall(SYS_open_tree, AT_FDCWD, path[0] != '\0' ? path : "/",
-                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (sb->out_tree < 0 || sb->out_dev != dst.st_dev ||
+        sb->out_ino != dst.st_ino) {
+        tree =
+            (int)syscall(SYS_open_tree, AT_FDCWD, path[0] != '\0' ? path : "/",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (tree >= 0) {
             sb_close_fd(sb->out_tree);
             sb->out_tree = tree;
@@ -330,7 +332,8 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     fds[1] = req->want_stdin ? in[1] : devnull;
     /* One open file for both when they share one (a shared offset). */
     nout = neutral_fd(sb, req->stdout_fd);
-    nerr = req->stderr_fd == req->stdout_fd ? -1 : neutral_fd(sb, req->stderr_fd);
+    nerr =
+        req->stderr_fd == req->stdout_fd ? -1 : neutral_fd(sb, req->stderr_fd);
     fds[2] = nout >= 0 ? nout : req->stdout_fd >= 0 ? req->stdout_fd : devnull;
     fds[3] = req->stderr_fd == req->stdout_fd ? fds[2]
              : nerr >= 0                      ? nerr

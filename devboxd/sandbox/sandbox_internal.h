@@ -176,13 +176,13 @@ struct sb_oci_mounts {
     int run;
     int state;
 };
-int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid, bool meminfo,
-                  int *meminfo_fd);
+int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid,
+                  bool meminfo, int *meminfo_fd);
 void sb_oci_mounts_close(struct sb_oci_mounts *m);
 /* /proc/meminfo of a devbox whose memory limit is limit, from its memory
  * group's usage_in_bytes and memory.stat text; returns the length. */
-size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit, uint64_t usage,
-                           const char *stat);
+size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
+                           uint64_t usage, const char *stat);
 
 /* Range claims (sandbox_fs.c): like sb_uid_claim, for the runc runtime. */
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen);

@@ -209,8 +209,8 @@ static cJSON *build_mounts(bool meminfo)
     static const char *const mq_o[] = {"nosuid", "noexec", "nodev", NULL};
     static const char *const sys_o[] = {"nosuid", "noexec", "nodev", "ro",
                                         NULL};
-    static const char *const bind_o[] = {"bind", "ro", "nosuid", "noexec",
-                                         "nodev", NULL};
+    static const char *const bind_o[] = {"bind",   "ro",    "nosuid",
+                                         "noexec", "nodev", NULL};
 
     add_mount(m, "/proc", "proc", "proc", proc_o);
     /* The devbox's own figures (sandbox_refresh_meminfo), not the host's. */
@@ -412,25 +412,25 @@ int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid,
             rc = -errno;
     }
     if (rc == 0) {
-        m->dev = detached_tmpfs("755", "65536k",
-                                MOUNT_ATTR_NOSUID | MOUNT_ATTR_STRICTATIME,
-                                range);
+        m->dev = detached_tmpfs(
+            "755", "65536k", MOUNT_ATTR_NOSUID | MOUNT_ATTR_STRICTATIME, range);
         rc = m->dev < 0 ? m->dev : 0;
     }
     if (rc == 0 && (mkdirat(m->dev, "shm", 01777) != 0 ||
                     fchownat(m->dev, "shm", range, range, 0) != 0))
         rc = -errno;
     if (rc == 0) {
-        m->shm = detached_tmpfs("1777", "65536k",
-                                nsnd | MOUNT_ATTR_NOEXEC, range);
+        m->shm =
+            detached_tmpfs("1777", "65536k", nsnd | MOUNT_ATTR_NOEXEC, range);
         rc = m->shm < 0 ? m->shm : 0;
     }
     if (rc == 0) {
         m->run = detached_tmpfs("755", NULL, nsnd, range);
         rc = m->run < 0 ? m->run : 0;
     }
-    if (rc == 0 && (mkdirat(m->run, "devbox", 0700) != 0 ||
-                    fchownat(m->run, "devbox", range + uid, range + uid, 0) != 0))
+    if (rc == 0 &&
+        (mkdirat(m->run, "devbox", 0700) != 0 ||
+         fchownat(m->run, "devbox", range + uid, range + uid, 0) != 0))
         rc = -errno;
     if (rc == 0) {
         m->state = detached_tmpfs("700", NULL, nsnd, range + uid);
@@ -491,7 +491,8 @@ size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
         cache = used;
     off = kb_line(buf, len, off, "MemTotal:", limit);
     off = kb_line(buf, len, off, "MemFree:", free_b);
-    off = kb_line(buf, len, off, "MemAvailable:", avail < limit ? avail : limit);
+    off =
+        kb_line(buf, len, off, "MemAvailable:", avail < limit ? avail : limit);
     off = kb_line(buf, len, off, "Buffers:", 0);
     off = kb_line(buf, len, off, "Cached:", cache);
     off = kb_line(buf, len, off, "SwapCached:", 0);

@@ -29,12 +29,12 @@ struct sandbox {
     bool stopped;
     bool oci;             /* run by runc (sandbox_oci.c): root inside a user namespace */
     uint32_t range;       /* oci: first host id of the devbox's range */
-    int out_tree;         /* detached clone of the dir of commands' output files */
-    dev_t out_dev;        /* ... that dir's identity, to reuse the clone */
+    int out_tree;  /* detached clone of the dir of commands' output files */
+    dev_t out_dev; /* ... that dir's identity, to reuse the clone */
     ino_t out_ino;
-    int meminfo_fd;       /* runc: the generated /proc/meminfo, -1 if none */
+    int meminfo_fd; /* runc: the generated /proc/meminfo, -1 if none */
     uint64_t meminfo_limit;
-    int64_t meminfo_ms;   /* when it was last written */
+    int64_t meminfo_ms; /* when it was last written */
 };
 
 int64_t sb_now_ms(void);

@@ -50,10 +50,11 @@
      CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 
 /* Allowed without conditions: Docker's default list for a container
- * without CAP_SYS_ADMIN, minus io_uring, plus what Docker grants through the capabilities a
- * devbox's root holds (chroot), ptrace (Docker allows it from kernel 4.8),
- * the NUMA policy calls (a process's own memory placement) and newer calls
- * glibc and runtimes use when present. */
+ * without CAP_SYS_ADMIN, minus io_uring, plus what Docker grants through the
+ * capabilities a devbox's root holds (chroot), ptrace (Docker allows it from
+ * kernel 4.8), the NUMA policy calls (a process's own memory placement) and
+ * newer calls glibc and runtimes use when present. */
+/* clang-format off */
 static const char *const allowed[] = {
     "accept", "accept4", "access", "adjtimex", "alarm", "bind", "brk",
     "cachestat", "capget", "capset", "chdir", "chmod", "chown", "chown32",
@@ -156,6 +157,7 @@ static const char *const refused[] = {
     "kcmp", "pidfd_getfd", "process_madvise",
     NULL,
 };
+/* clang-format on */
 
 struct sc_arg {
     unsigned idx;
@@ -168,8 +170,8 @@ struct sc_arg {
 typedef int (*sc_emit)(void *ctx, const char *name, int err, unsigned n,
                        const struct sc_arg *args);
 
-static int emit1(sc_emit fn, void *ctx, const char *name, int err,
-                 unsigned idx, enum scmp_compare op, uint64_t a, uint64_t b)
+static int emit1(sc_emit fn, void *ctx, const char *name, int err, unsigned idx,
+                 enum scmp_compare op, uint64_t a, uint64_t b)
 {
     struct sc_arg arg = {idx, op, a, b};
 
@@ -203,13 +205,12 @@ static int socket_rules(sc_emit fn, void *ctx)
                    SCMP_CMP_EQ, v, 0);
     }
     if (rc == 0)
-        rc = emit1(fn, ctx, "socket", EAFNOSUPPORT, 0, SCMP_CMP_GE,
-                   SC_AF_LIMIT, 0);
+        rc = emit1(fn, ctx, "socket", EAFNOSUPPORT, 0, SCMP_CMP_GE, SC_AF_LIMIT,
+                   0);
     nl[0] = (struct sc_arg){0, SCMP_CMP_EQ, AF_NETLINK, 0};
     for (v = 0; v < SC_NETLINK_LIMIT && rc == 0; v++) {
         nl[1] = (struct sc_arg){2, SCMP_CMP_EQ, v, 0};
-        rc = fn(ctx, "socket", netlink_allowed(v) ? 0 : EPROTONOSUPPORT, 2,
-                nl);
+        rc = fn(ctx, "socket", netlink_allowed(v) ? 0 : EPROTONOSUPPORT, 2, nl);
     }
     nl[1] = (struct sc_arg){2, SCMP_CMP_GE, SC_NETLINK_LIMIT, 0};
     if (rc == 0)
@@ -240,17 +241,16 @@ static int ioctl_rules(sc_emit fn, void *ctx)
     unsigned bit;
     int rc;
 
-    rc = emit1(fn, ctx, "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, 0xffffffffu,
-               sti);
+    rc =
+        emit1(fn, ctx, "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, 0xffffffffu, sti);
     if (rc == 0)
-        rc = emit1(fn, ctx, "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ,
-                   0xffffffffu, lnx);
+        rc = emit1(fn, ctx, "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                   lnx);
     for (bit = 0; bit < 32 && rc == 0; bit++) {
         uint64_t f = 1ULL << bit;
 
         if ((diff & f) == 0)
-            rc = emit1(fn, ctx, "ioctl", 0, 1, SCMP_CMP_MASKED_EQ, f,
-                       ~sti & f);
+            rc = emit1(fn, ctx, "ioctl", 0, 1, SCMP_CMP_MASKED_EQ, f, ~sti & f);
     }
     /* every subset of diff's bits (the standard subset walk) */
     sub = 0;
@@ -258,8 +258,8 @@ static int ioctl_rules(sc_emit fn, void *ctx)
         uint64_t v = (sti & ~diff) | sub;
 
         if (rc == 0 && v != sti && v != lnx)
-            rc = emit1(fn, ctx, "ioctl", 0, 1, SCMP_CMP_MASKED_EQ,
-                       0xffffffffu, v);
+            rc = emit1(fn, ctx, "ioctl", 0, 1, SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                       v);
         sub = (sub - diff) & diff;
     } while (sub != 0);
     return rc;
@@ -270,7 +270,11 @@ static int sc_rules(sc_emit fn, void *ctx)
 {
     static const char *const ns_calls[] = {"clone", "unshare", NULL};
     static const unsigned long personas[] = {
-        0, PER_LINUX32, UNAME26, UNAME26 | PER_LINUX32, 0xffffffffUL,
+        0,
+        PER_LINUX32,
+        UNAME26,
+        UNAME26 | PER_LINUX32,
+        0xffffffffUL,
         ADDR_NO_RANDOMIZE,
     };
     size_t i;
@@ -288,8 +292,8 @@ static int sc_rules(sc_emit fn, void *ctx)
     /* clone (flags in arg 0 on x86) and unshare: allowed without namespace
      * flags, EPERM with any of them. */
     for (i = 0; ns_calls[i] != NULL && rc == 0; i++) {
-        rc = emit1(fn, ctx, ns_calls[i], 0, 0, SCMP_CMP_MASKED_EQ,
-                   SC_NS_FLAGS, 0);
+        rc = emit1(fn, ctx, ns_calls[i], 0, 0, SCMP_CMP_MASKED_EQ, SC_NS_FLAGS,
+                   0);
         for (bit = 0; bit < 64 && rc == 0; bit++) {
             uint64_t f = 1ULL << bit;
 
@@ -445,9 +449,8 @@ static int oci_emit(void *vctx, const char *name, int err, unsigned n,
     cJSON_AddItemToArray(names, cJSON_CreateString(name));
     if (n == 0)
         return 0;
-    a = cJSON_AddArrayToObject(cJSON_GetArrayItem(c->rules,
-                                                  cJSON_GetArraySize(c->rules) - 1),
-                               "args");
+    a = cJSON_AddArrayToObject(
+        cJSON_GetArrayItem(c->rules, cJSON_GetArraySize(c->rules) - 1), "args");
     for (i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
 

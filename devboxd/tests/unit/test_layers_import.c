@@ -21,8 +21,8 @@
 #include "layers.h"
 #include "util.h"
 
-static const char *const names[] = {"hosts", "hostname", "resolv.conf", ".containerenv",
-                                    NULL};
+static const char *const names[] = {"hosts", "hostname", "resolv.conf",
+                                    ".containerenv", NULL};
 
 static char top[64];
 

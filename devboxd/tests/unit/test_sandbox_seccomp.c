@@ -28,8 +28,10 @@ static bool in_names(const cJSON *entry, const char *name)
     return false;
 }
 
-/* Entries naming name: with argument filters (*filtered) or without (*plain). */
-static void count(const cJSON *rules, const char *name, int *plain, int *filtered)
+/* Entries naming name: with argument filters (*filtered) or without (*plain).
+ */
+static void count(const cJSON *rules, const char *name, int *plain,
+                  int *filtered)
 {
     const cJSON *r;
 
@@ -47,8 +49,9 @@ static void count(const cJSON *rules, const char *name, int *plain, int *filtere
 
 static void test_oci_profile_shape(void **state)
 {
-    static const char *const filtered_calls[] = {"socket", "socketpair", "clone", "unshare",
-                                                 "ioctl", "personality", NULL};
+    static const char *const filtered_calls[] = {
+        "socket", "socketpair",  "clone", "unshare",
+        "ioctl",  "personality", NULL};
     cJSON *s = sb_seccomp_oci();
     const cJSON *rules = NULL;
     const cJSON *r;
@@ -58,9 +61,12 @@ static void test_oci_profile_shape(void **state)
 
     (void)state;
     assert_non_null(s);
-    assert_string_equal(cJSON_GetObjectItemCaseSensitive(s, "defaultAction")->valuestring,
-                        "SCMP_ACT_ERRNO");
-    assert_int_equal(cJSON_GetObjectItemCaseSensitive(s, "defaultErrnoRet")->valueint, ENOSYS);
+    assert_string_equal(
+        cJSON_GetObjectItemCaseSensitive(s, "defaultAction")->valuestring,
+        "SCMP_ACT_ERRNO");
+    assert_int_equal(
+        cJSON_GetObjectItemCaseSensitive(s, "defaultErrnoRet")->valueint,
+        ENOSYS);
     rules = cJSON_GetObjectItemCaseSensitive(s, "syscalls");
     assert_true(cJSON_GetArraySize(rules) > 10);
     for (i = 0; filtered_calls[i] != NULL; i++) {
@@ -85,7 +91,8 @@ static void test_oci_profile_shape(void **state)
     /* io_uring and keyctl refused; read and execve allowed. */
     cJSON_ArrayForEach(r, rules)
     {
-        const char *action = cJSON_GetObjectItemCaseSensitive(r, "action")->valuestring;
+        const char *action =
+            cJSON_GetObjectItemCaseSensitive(r, "action")->valuestring;
 
         if (in_names(r, "io_uring_setup") || in_names(r, "keyctl"))
             assert_string_equal(action, "SCMP_ACT_ERRNO");
