@@ -1877,8 +1877,11 @@ static int request_expired(const struct http_request *req,
                             v);
         return -1;
     }
+    /* At the deadline's millisecond itself the client may already be gone
+     * (the header's time is truncated, and a thawed engine reads a queued
+     * request in the very millisecond its client gave up): not started. */
     now = util_now_ms();
-    if (now <= at)
+    if (now < at)
         return 0;
     http_response_error(resp, 408,
                         "the request's deadline (x-request-deadline) passed "

@@ -248,7 +248,7 @@ describe('deadlines, clean-up and a dead backend', () => {
     do {
       const seen = ok(await call('execute_command',
         { devbox_id: box.id, command: 'test -e /tmp/frozen-marker && echo ran || echo absent' }));
-      assert.equal(seen.stdout, 'absent\n', 'the timed-out command ran after devboxd resumed');
+      assert.equal(seen.stdout, 'absent\n', `the timed-out command ran after devboxd resumed (its call: ${JSON.stringify(e)})`);
       await new Promise((res) => setTimeout(res, 1000));
     } while (Date.now() < end);
   });
