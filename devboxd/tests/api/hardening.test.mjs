@@ -259,7 +259,10 @@ describe('full state disk', () => {
   before(async () => {
     const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=96m,mode=0700', 'tmpfs', mnt]);
     assert.equal(m.status, 0, `cannot mount a tmpfs for the state dir: ${m.stderr}`);
-    engine = new Devboxd({ stateDir: path.join(mnt, 'state') });
+    // Devbox disks off: this is about devboxd's own records on a full state
+    // filesystem (a 4 GiB devbox disk is refused on 96 MiB; devboxd_api_fulldisk
+    // covers devbox disks on a full filesystem).
+    engine = new Devboxd({ stateDir: path.join(mnt, 'state'), env: { RLMCP_DEVBOX_DISK: 'off' } });
     await engine.start();
     client = engine.client({ maxRetries: 0 });
     box = await client.devboxes.createAndAwaitRunning({ name: 'full', metadata: { v: 'old' } });
