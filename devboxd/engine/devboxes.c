@@ -1151,9 +1151,13 @@ int engine_disk_trouble(struct engine *eng, const struct devbox *box, int rc,
     return status;
 }
 
-/* Lock held.  Whether the caps admit box beside the devboxes that hold
- * (or are about to hold) a sandbox. */
-static int admit_locked(struct engine *eng, const struct devbox *box, char *err, size_t errlen)
+/* Lock held.  Whether the caps admit box beside the devboxes that hold (or
+ * are about to hold) a sandbox, and, for a devbox whose disk is still to
+ * be made (new_disk), whether the state filesystem has room for it. A
+ * resumed or restarted devbox's disk exists and is already counted among
+ * what the disks may claim: it needs no room of its own. */
+static int admit_locked(struct engine *eng, const struct devbox *box,
+                        bool new_disk, char *err, size_t errlen)
 {
     const struct devbox *b;
     struct sb_limits lim;
@@ -1176,6 +1180,8 @@ static int admit_locked(struct engine *eng, const struct devbox *box, char *err,
     if (admission_check(&eng->caps, n, used_mem, used_cpus, mem, cpus, err,
                         errlen) != 0)
         return -1;
+    if (!new_disk)
+        return 0;
     /* Its disk, counted whole: sparse images must never promise more than
      * the state filesystem holds (a full one aborts their journals). */
     if (sandbox_disk_usage(eng->state_dir, &size, &alloc) == -ENOTSUP)
@@ -1234,7 +1240,7 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
     }
     box->ttl_deadline_ms = box->create_time_ms + lifetime_ms(spec);
     pthread_mutex_lock(&eng->lock);
-    if (admit_locked(eng, box, err, errlen) != 0) {
+    if (admit_locked(eng, box, true, err, errlen) != 0) {
         pthread_mutex_unlock(&eng->lock);
         box_discard(box);
         return NULL;
@@ -1551,7 +1557,7 @@ int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errl
     }
     /* A suspended devbox holds no sandbox: waking it takes a slot like a
      * create does. 429: the client may retry once a devbox stops. */
-    if (admit_locked(eng, box, cap, sizeof(cap)) != 0) {
+    if (admit_locked(eng, box, false, cap, sizeof(cap)) != 0) {
         snprintf(err, errlen, "devbox %s stays suspended: %s", box->id, cap);
         rc = 429;
         goto out;
@@ -1995,7 +2001,7 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
              * oldest first within the caps (they may have been lowered);
              * past them a devbox waits suspended, as a resume would. Not
              * yet in the list: it does not count itself. */
-            if (admit_locked(eng, box, cap, sizeof(cap)) != 0) {
+            if (admit_locked(eng, box, false, cap, sizeof(cap)) != 0) {
                 fprintf(stderr,
                         "devboxd: devbox %s stays suspended after the "
                         "restart: %s\n",
