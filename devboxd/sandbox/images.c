@@ -228,13 +228,17 @@ static void *build_thread(void *arg)
     }
     rc = run_builder(NULL, st->name, &path, err, sizeof(err));
     pthread_mutex_lock(&images_lock);
-    if (rc == 0)
+    /* images_built may have found it meanwhile (built by another process). */
+    if (rc == 0 && st->path == NULL) {
         st->path = path;
-    else
+        path = NULL;
+    } else if (rc != 0) {
         st->error = strdup(err);
+    }
     st->building = false;
     pthread_cond_broadcast(&images_changed);
     pthread_mutex_unlock(&images_lock);
+    free(path);
     return NULL;
 }
 
