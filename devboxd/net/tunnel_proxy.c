@@ -1413,6 +1413,20 @@ out:
     free(c);
 }
 
+/* One wait of a client's first bytes: 1 readable, 0 nothing yet (ask
+ * again), -1 devboxd is stopping. */
+static int client_readable(struct tconn *c, struct pollfd *pfd)
+{
+    int stopping;
+
+    if (poll(pfd, 1, CHECK_MS) > 0)
+        return 1;
+    pthread_mutex_lock(&c->ts->lock);
+    stopping = c->ts->stopping;
+    pthread_mutex_unlock(&c->ts->lock);
+    return stopping ? -1 : 0;
+}
+
 /* Whether the client opened with the HTTP/2 preface: 1 yes, 0 no (HTTP/1.x
  * or anything else, left unread), -1 it went away or sent nothing in time. */
 static int sniff_h2(struct tconn *c)
@@ -1424,19 +1438,15 @@ static int sniff_h2(struct tconn *c)
     for (;;) {
         struct pollfd pfd = {.fd = c->cfd, .events = POLLIN};
         ssize_t n;
+        int rc;
 
         if (util_now_ms() >= deadline)
             return -1;
-        if (poll(&pfd, 1, CHECK_MS) <= 0) {
-            int stopping;
-
-            pthread_mutex_lock(&c->ts->lock);
-            stopping = c->ts->stopping;
-            pthread_mutex_unlock(&c->ts->lock);
-            if (stopping)
-                return -1;
+        rc = client_readable(c, &pfd);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
             continue;
-        }
         n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
@@ -1464,6 +1474,7 @@ static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
         struct pollfd pfd = {.fd = c->cfd, .events = POLLIN};
         enum http_errno e;
         ssize_t n;
+        int rc;
         size_t parsed;
 
         if (len == HEAD_MAX) {
@@ -1476,16 +1487,11 @@ static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
                        HEAD_TIMEOUT_MS / 1000);
             return -1;
         }
-        if (poll(&pfd, 1, CHECK_MS) <= 0) {
-            int stopping;
-
-            pthread_mutex_lock(&c->ts->lock);
-            stopping = c->ts->stopping;
-            pthread_mutex_unlock(&c->ts->lock);
-            if (stopping)
-                return -1;
+        rc = client_readable(c, &pfd);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
             continue;
-        }
         n = recv(c->cfd, buf + len, HEAD_MAX - len, 0);
         if (n <= 0)
             return -1; /* the client went away before a full request */
