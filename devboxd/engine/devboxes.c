@@ -2088,25 +2088,14 @@ void engine_fini(struct engine *eng)
     }
     pthread_mutex_unlock(&eng->lock);
     for (box = eng->boxes; box != NULL; box = next) {
-        struct execution *ex;
-        struct execution *nex;
-
         next = box->next;
         if (box->sb != NULL)
             sandbox_release(box->sb);
         fini_box_disk(eng, box);
-        for (ex = box->execs; ex != NULL; ex = nex) {
-            nex = ex->next;
-            if (eng->exec_threads == 0)
-                engine_exec_free(ex);
-        }
-        cJSON_Delete(box->spec);
-        cJSON_Delete(box->transitions);
-        cJSON_Delete(box->tunnel);
-        free(box->failure_reason);
-        free(box->failure_message);
-        free(box->shutdown_reason);
-        free(box);
+        /* Executions a command thread still uses stay allocated. */
+        if (eng->exec_threads != 0)
+            box->execs = NULL;
+        engine_box_free(box);
     }
     if (eng->sandbox_ready)
         sandbox_shutdown_runtime();
