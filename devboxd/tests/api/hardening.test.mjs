@@ -5,7 +5,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -261,8 +261,11 @@ describe('full state disk', () => {
     assert.equal(m.status, 0, `cannot mount a tmpfs for the state dir: ${m.stderr}`);
     // Devbox disks off: this is about devboxd's own records on a full state
     // filesystem (a 4 GiB devbox disk is refused on 96 MiB; devboxd_api_fulldisk
-    // covers devbox disks on a full filesystem).
-    engine = new Devboxd({ stateDir: path.join(mnt, 'state'), env: { RLMCP_DEVBOX_DISK: 'off' } });
+    // covers devbox disks on a full filesystem). The warm pool is off too: a
+    // warm sandbox that fails on the full disk removes its files, freeing the
+    // room a refused change is meant not to find.
+    engine = new Devboxd({ stateDir: path.join(mnt, 'state'),
+      env: { RLMCP_DEVBOX_DISK: 'off', RLMCP_WARM_POOL: '0' } });
     await engine.start();
     client = engine.client({ maxRetries: 0 });
     box = await client.devboxes.createAndAwaitRunning({ name: 'full', metadata: { v: 'old' } });
@@ -275,7 +278,7 @@ describe('full state disk', () => {
     rmSync(mnt, { recursive: true, force: true });
   });
 
-  const fill = () => {
+  const fillOnce = () => {
     const fd = openSync(filler, 'a');
     try {
       for (const size of [1 << 20, 4096, 1]) {
@@ -288,11 +291,25 @@ describe('full state disk', () => {
       closeSync(fd);
     }
   };
+  // Anything still settling on this filesystem (the devbox's writable layer is
+  // here with disks off) may free a page after the filler first hits ENOSPC,
+  // and a slow (sanitizer) build widens that window: fill until it stays full.
+  const fill = async () => {
+    for (let i = 0; i < 100; i++) {
+      fillOnce();
+      await new Promise((r) => setTimeout(r, 100));
+      if (statfsSync(mnt).bfree === 0) return;
+    }
+    assert.fail(`the tmpfs at ${mnt} does not stay full: ${JSON.stringify(statfsSync(mnt))}`);
+  };
 
   test('changes on a full disk (update, create, execute, write, suspend) are refused with 507 and survive nothing; files are not torn', async () => {
-    fill();
-    const raw = (p, body) => engine.raw('POST', p, { body: JSON.stringify(body),
-      headers: { 'content-type': 'application/json' } });
+    await fill();
+    const raw = (p, body) => {
+      fillOnce();
+      return engine.raw('POST', p, { body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' } });
+    };
     const upd = await raw(`/v1/devboxes/${box.id}`, { metadata: { v: 'new' } });
     assert.equal(upd.status, 507, upd.text);
     assert.match(upd.json.message, /engine's disk is full/);
