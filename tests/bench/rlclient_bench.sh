@@ -22,9 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cc -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -I"$src/host" -I"$src/sdk/include" -DRLMCP_VERSION='"bench"' \
-    "$src/tests/bench/rlclient_bench.c" "$src/host/rlclient.c" "$src/host/sse.c" \
-    "$src/host/log.c" -o "$tmp/rlclient_bench" -lcurl -lpthread -lm
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -I"$src/host/backend" -I"$src/host/base" -I"$src/sdk/include" -DRLMCP_VERSION='"bench"' \
+    "$src/tests/bench/rlclient_bench.c" "$src/host/backend/rlclient.c" "$src/host/backend/sse.c" \
+    "$src/host/base/log.c" -o "$tmp/rlclient_bench" -lcurl -lpthread -lm
 
 mkdir -p "$tmp/state"
 "$devboxd" --state-dir "$tmp/state" --listen "unix:$tmp/state/devboxd.sock" \

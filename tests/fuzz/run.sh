@@ -56,14 +56,14 @@ fi
 
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
  -fsanitize-recover=float-cast-overflow
- -Wall -Wextra -Wno-unused-parameter -I$src/host -I$src/sdk/include
+ -Wall -Wextra -Wno-unused-parameter $(printf -- "-I%s " "$src"/host/*/) -I$src/sdk/include
  -DRLMCP_VERSION=\"fuzz\" -DRLMCP_INSTALL_PLUGIN_DIR=\"/nonexistent\"
  -DRLMCP_INSTALL_CONF_DIR=\"/nonexistent\" $(pkg-config --cflags libcjson)"
 libs="$(pkg-config --libs libcjson yaml-0.1 libcurl libmicrohttpd) -lpthread -ldl -lm"
 
 echo "fuzz: building with $cc (libFuzzer: $libfuzzer) in $out"
 objs=()
-for f in "$src"/host/*.c; do
+for f in "$src"/host/*/*.c; do
     [ "$(basename "$f")" = main.c ] && continue
     o="$out/obj/$(basename "$f" .c).o"
     # shellcheck disable=SC2086
