@@ -20,7 +20,9 @@
 #define JSONRPC_INVALID_PARAMS (-32602)
 #define JSONRPC_INTERNAL_ERROR (-32603)
 #define MCP_RESOURCE_NOT_FOUND (-32002)
-/* Implementation-defined server error: too much work queued. */
+/* Implementation-defined server errors: a refusal before handling (a
+ * transport's or the revision's), too much work queued. */
+#define JSONRPC_SERVER_ERROR (-32000)
 #define JSONRPC_SERVER_BUSY (-32000)
 
 /* Deeper JSON is refused before parsing (cJSON's own limit). */

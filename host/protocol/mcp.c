@@ -1971,6 +1971,11 @@ unsigned mcp_inflight(struct mcp_dispatcher *d)
     return n;
 }
 
+unsigned mcp_listen_end_all(struct mcp_dispatcher *d)
+{
+    return listen_end_all(d);
+}
+
 void mcp_destroy(struct mcp_dispatcher *d)
 {
     if (d == NULL)

@@ -180,4 +180,11 @@ char *mcp_error_message(int code, const char *message);
 /* Calls running or queued (all sessions). */
 unsigned mcp_inflight(struct mcp_dispatcher *d);
 
+/*
+ * Shutdown, before mcp_drain: every subscriptions/listen stream ends with
+ * its result while the transport can still write it, and later listen
+ * requests are refused. Returns how many ended.
+ */
+unsigned mcp_listen_end_all(struct mcp_dispatcher *d);
+
 #endif

@@ -41,7 +41,7 @@
 #include "http.h"
 #include "log.h"
 #include "jsonrpc.h"
-#include "listen.h"
+#include "intake.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "random.h"
@@ -54,15 +54,12 @@
 /* "1.2.3.4" or the /64 prefix of an IPv6 address, "2001:db8:0:1::/64". */
 #define PEER_LEN 64
 #define SSE_RETRY_MS 1000
-/* subscriptions/listen streams one client may hold open at once. */
-#define HTTP_MAX_LISTENS_PER_CLIENT 16u
 /* Seconds between keep-alive comments on listen streams. */
 #define LISTEN_KEEPALIVE_S 10u
 /* How long shutdown waits for listen streams to write their result. */
 #define LISTEN_FLUSH_MS 2000u
 /* Replies written in full that a session keeps for a resume. */
 #define RESUME_WRITTEN_KEEP 64
-#define JSONRPC_SERVER_ERROR (-32000)
 #define JSONRPC_SESSION_NOT_FOUND (-32001)
 #define JSONRPC_PARSE_ERROR (-32700)
 #define JSONRPC_INVALID_REQUEST (-32600)
@@ -1332,19 +1329,6 @@ static int caller_key(struct http_req *req, const char **key)
 /* POST /mcp                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Methods whose handlers may talk to the client before they answer. */
-static bool wants_sse(const char *method, bool stateless)
-{
-    if (method != NULL && stateless &&
-        strcmp(method, "subscriptions/listen") == 0)
-        return true; /* 2025-11-25 answers it -32601, as JSON */
-    if (method != NULL && !stateless && strcmp(method, "tasks/result") == 0)
-        return true; /* asks what the task waits for (tasks_input.c) */
-    return method != NULL && (strcmp(method, "tools/call") == 0 ||
-                              strcmp(method, "resources/read") == 0 ||
-                              strcmp(method, "prompts/get") == 0);
-}
-
 /* Checks that need only the headers, before the body is read. */
 static int post_precheck(struct http_req *req)
 {
@@ -1389,60 +1373,37 @@ static enum MHD_Result reply_rpc_error(struct http_req *req, unsigned status,
 }
 
 /*
- * Which revision a POST speaks. A request without a session that names
- * 2026-07-28 (header or params._meta) is stateless: its _meta and headers
- * are checked here, in the order the revision gives (malformed _meta,
- * header mismatch, unsupported version), each refused with 400. Returns
- * MHD_YES/NO after a refusal, -1 to go on; *stateless says which way.
+ * Which revision a POST speaks (intake.h): a request without a session
+ * that names 2026-07-28 (header or params._meta) is stateless, and the
+ * checks its revision asks fail with 400. Returns MHD_YES/NO after a
+ * refusal, -1 to go on; *in is the message as read.
  */
 static int post_revision(struct http_req *req, const cJSON *msg,
-                         const char *method, bool *stateless)
+                         struct intake *in)
 {
-    const char *sid = hdr(req, "Mcp-Session-Id");
-    const char *pv = hdr(req, "MCP-Protocol-Version");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
-    struct rev_meta meta;
+    struct intake_headers h = {
+        .version = hdr(req, "MCP-Protocol-Version"),
+        .method = hdr(req, "Mcp-Method"),
+        .name = hdr(req, "Mcp-Name"),
+    };
+    enum intake_session where = hdr(req, "Mcp-Session-Id") != NULL
+                                    ? INTAKE_SESSION_NAMED
+                                    : INTAKE_NO_SESSION;
     cJSON *data = NULL;
     char err[512];
     int code = 0;
-    int hcode = 0;
     int ret = -1;
 
-    /* initialize too: in 2026-07-28 it is a removed method (404). */
-    *stateless = sid == NULL && method != NULL &&
-                 (rev_is_stateless(pv) || rev_meta_version(params) != NULL);
-    if (!*stateless) {
-        if (pv != NULL && !http_protocol_version_ok(pv))
-            return reply_error(
-                req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
-                "Bad Request: unsupported MCP-Protocol-Version '%.40s'; "
-                "this server speaks 2025-11-25, 2025-06-18 and 2025-03-26 "
-                "after initialize, and %s per request (with "
-                "params._meta)",
-                pv, MCP_REV_STATELESS);
+    intake_read(msg, &h, where, in);
+    code = intake_check(msg, &h, in, err, sizeof(err), &data);
+    if (code == 0)
         return -1;
-    }
-    if (id == NULL)
-        return -1; /* a notification: nobody to refuse it to */
-    code = rev_meta_check(params, &meta, err, sizeof(err), &data);
-    if (code == JSONRPC_INVALID_PARAMS) {
-        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, code, err, NULL);
-        goto out;
-    }
-    hcode = rev_header_check(method, params, pv, hdr(req, "Mcp-Method"),
-                             hdr(req, "Mcp-Name"), err, sizeof(err));
-    if (hcode != 0) {
-        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, hcode, err, NULL);
-        goto out;
-    }
-    if (code != 0)
-        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, id, code,
-                              "unsupported protocol version in "
-                              "params._meta; pick one of error.data."
-                              "supported",
-                              data);
-out:
+    if (!in->stateless)
+        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, code, "Bad Request: %s",
+                          err);
+    else
+        ret =
+            reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, in->id, code, err, data);
     cJSON_Delete(data);
     return ret;
 }
@@ -1697,6 +1658,7 @@ static int listen_admit(struct http_req *req, const cJSON *id)
     struct http_server *srv = req->srv;
     unsigned n = 0;
     char msg[256];
+    int code = 0;
 
     peer_of(req->conn, req->peer, sizeof(req->peer));
     pthread_mutex_lock(&srv->reqs_lock);
@@ -1704,27 +1666,21 @@ static int listen_admit(struct http_req *req, const cJSON *id)
         if (r->listening && strcmp(r->peer, req->peer) == 0)
             n++;
     }
-    if (n < HTTP_MAX_LISTENS_PER_CLIENT)
+    code = intake_listen_admit(n, msg, sizeof(msg));
+    if (code == 0)
         req->listening = true;
     pthread_mutex_unlock(&srv->reqs_lock);
     if (req->listening)
         return -1;
-    snprintf(msg, sizeof(msg),
-             "Too Many Requests: this client already has %u "
-             "subscriptions/listen streams open; one stream can carry every "
-             "notification type, close one and retry",
-             HTTP_MAX_LISTENS_PER_CLIENT);
-    return reply_rpc_error(req, MHD_HTTP_TOO_MANY_REQUESTS, id,
-                           JSONRPC_SERVER_ERROR, msg, NULL);
+    return reply_rpc_error(req, MHD_HTTP_TOO_MANY_REQUESTS, id, code, msg,
+                           NULL);
 }
 
 static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
 {
     struct http_server *srv = req->srv;
-    const cJSON *jm = cJSON_GetObjectItemCaseSensitive(msg, "method");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
-    const char *method = cJSON_IsString(jm) ? jm->valuestring : NULL;
-    bool is_init = method != NULL && strcmp(method, "initialize") == 0;
+    struct intake in;
+    const cJSON *id = NULL;
     const char *key = NULL;
     bool sse = false;
     int handled = 0;
@@ -1734,12 +1690,13 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     r = caller_key(req, &key);
     if (r >= 0)
         return (enum MHD_Result)r;
-    req->is_init = is_init;
-    r = post_revision(req, msg, method, &stateless);
+    r = post_revision(req, msg, &in);
     if (r >= 0)
         return (enum MHD_Result)r;
-    if (stateless && id != NULL && method != NULL &&
-        strcmp(method, "subscriptions/listen") == 0) {
+    id = in.id;
+    stateless = in.stateless;
+    req->is_init = in.initialize;
+    if (in.listen) {
         r = listen_admit(req, id);
         if (r >= 0)
             return (enum MHD_Result)r;
@@ -1751,12 +1708,12 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
                                JSONRPC_SERVER_ERROR,
                                "Internal error: no memory");
     } else {
-        r = post_session(req, is_init, key);
+        r = post_session(req, in.initialize, key);
     }
     if (r >= 0)
         return (enum MHD_Result)r;
-    sse = id != NULL && wants_sse(method, stateless);
-    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, method),
+    sse = in.streams;
+    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, in.method),
                      __ATOMIC_RELEASE);
     if (req->stream == NULL)
         return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -1769,7 +1726,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         req->cursor = 1;
         pthread_mutex_unlock(&req->sess->lock);
     }
-    handled = dispatch(req, key, id != NULL && !is_init);
+    handled = dispatch(req, key, id != NULL && !in.initialize);
     if (handled < 0)
         return reply_no_session(req);
     if (handled == 0)
@@ -1950,7 +1907,7 @@ static enum MHD_Result handle_get(struct http_req *req)
         return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
                            "Not Acceptable: GET /mcp opens an SSE stream; "
                            "send Accept: text/event-stream");
-    if (pv != NULL && !http_protocol_version_ok(pv))
+    if (pv != NULL && !mcp_protocol_version_supported(pv))
         return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
                            "Bad Request: unsupported MCP-Protocol-Version "
                            "'%.40s'",
@@ -2547,7 +2504,7 @@ static void end_listens(struct http_server *srv)
     struct timespec until;
     bool any = true;
 
-    if (srv->d == NULL || listen_end_all(srv->d) == 0)
+    if (srv->d == NULL || mcp_listen_end_all(srv->d) == 0)
         return;
     until = deadline_after_ms(CLOCK_REALTIME, LISTEN_FLUSH_MS);
     pthread_mutex_lock(&srv->reqs_lock);

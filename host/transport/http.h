@@ -87,8 +87,6 @@ bool http_origin_ok(const char *origin, const char *const *allowed_origins,
 bool http_accept_ok(const char *accept, bool need_json, bool need_sse);
 /* Content-Type is application/json, parameters allowed. */
 bool http_content_type_json(const char *ctype);
-/* A protocol revision the host speaks. */
-bool http_protocol_version_ok(const char *v);
 /* Constant-time string comparison for tokens. */
 bool http_token_equal(const char *a, const char *b);
 /* "Bearer xyz" -> "xyz" (pointer into the header), NULL otherwise. */

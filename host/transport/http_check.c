@@ -249,20 +249,6 @@ bool http_content_type_json(const char *ctype)
            strncasecmp(ctype, "application/json", n) == 0;
 }
 
-bool http_protocol_version_ok(const char *v)
-{
-    static const char *const known[] = {"2025-11-25", "2025-06-18",
-                                        "2025-03-26", NULL};
-
-    if (v == NULL)
-        return false;
-    for (size_t i = 0; known[i] != NULL; i++) {
-        if (strcmp(v, known[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 bool http_token_equal(const char *a, const char *b)
 {
     size_t la = 0;

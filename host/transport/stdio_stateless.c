@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "dlist.h"
+#include "intake.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -101,30 +102,25 @@ static void sl_release(struct mcp_sink *sink)
     owner_unref(st);
 }
 
-/* Is this line a 2026-07-28 request? method out (<= 63 bytes). */
+/* Is this line a 2026-07-28 request (intake.h)? method out (<= 63 bytes). */
 static bool is_stateless(const char *line, size_t len, bool initialized,
                          char method[64])
 {
     cJSON *msg = NULL;
-    const cJSON *m = NULL;
-    const char *version = NULL;
+    struct intake in;
     bool yes = false;
 
     /* Most lines are not: look for the key before parsing. */
     if (memmem(line, len, REV_META_VERSION, strlen(REV_META_VERSION)) == NULL)
         return false;
     msg = cJSON_ParseWithLength(line, len);
-    m = cJSON_GetObjectItemCaseSensitive(msg, "method");
-    if (!cJSON_IsObject(msg) || !cJSON_IsString(m) ||
-        cJSON_GetObjectItemCaseSensitive(msg, "id") == NULL)
+    if (!cJSON_IsObject(msg))
         goto out;
-    version = rev_meta_version(cJSON_GetObjectItemCaseSensitive(msg, "params"));
-    if (version == NULL)
-        goto out;
-    /* An initialized 2025-11-25 session keeps its requests. */
-    yes = rev_is_stateless(version) || !initialized;
+    intake_read(msg, NULL,
+                initialized ? INTAKE_SESSION_OPEN : INTAKE_NO_SESSION, &in);
+    yes = in.stateless && in.id != NULL;
     if (yes) {
-        strncpy(method, m->valuestring, 63);
+        strncpy(method, in.method, 63);
         method[63] = '\0';
     }
 out:
@@ -177,18 +173,15 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
 static bool is_cancel(const char *line, size_t len)
 {
     cJSON *msg = NULL;
-    const cJSON *m = NULL;
-    bool yes = false;
+    struct intake in;
 
-    if (memmem(line, len, "notifications/cancelled", 23) == NULL)
+    /* Most lines are not: look for the word before parsing. */
+    if (memmem(line, len, "cancelled", 9) == NULL)
         return false;
     msg = cJSON_ParseWithLength(line, len);
-    m = cJSON_GetObjectItemCaseSensitive(msg, "method");
-    yes = cJSON_IsString(m) &&
-          strcmp(m->valuestring, "notifications/cancelled") == 0 &&
-          cJSON_GetObjectItemCaseSensitive(msg, "id") == NULL;
+    intake_read(msg, NULL, INTAKE_SESSION_OPEN, &in);
     cJSON_Delete(msg);
-    return yes;
+    return in.cancel;
 }
 
 void stdio_stateless_notify(struct stdio_stateless *st, const char *line,

@@ -241,7 +241,7 @@ test('MCP-Protocol-Version: unsupported -> 400, any supported one accepted', asy
   const sid = await openSession(S.port);
   const ping = JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'ping' });
   const bad = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid, 'mcp-protocol-version': '1999-01-01' }, body: ping });
-  assertRpcError(bad, 400, /MCP-Protocol-Version/);
+  assertRpcError(bad, 400, /unsupported MCP-Protocol-Version '1999-01-01'; this server speaks 2025-11-25, 2025-06-18 and 2025-03-26 after initialize, and 2026-07-28 per request/);
   for (const v of ['2025-03-26', '2025-06-18', '2025-11-25']) {
     const ok = await request(S.port, { headers: { ...JSON_HDRS, 'mcp-session-id': sid, 'mcp-protocol-version': v }, body: ping });
     assert.equal(ok.status, 200, v);

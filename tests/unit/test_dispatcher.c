@@ -22,11 +22,13 @@
 #include "call.h"
 #include "config.h"
 #include "deployment.h"
+#include "intake.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcp_internal.h" /* call_ref: a call kept past its answer */
 #include "mcp_stdio.h"
+#include "revision.h"
 #include "registry.h"
 #include "tasks.h"
 
@@ -2958,6 +2960,116 @@ static void test_task_states(void **state)
     registry_free(reg);
 }
 
+/* intake_read/intake_check: what stdio and HTTP ask of a message. */
+static struct intake read_msg(const char *text, const struct intake_headers *h,
+                              enum intake_session s, cJSON **msg)
+{
+    struct intake in;
+
+    *msg = cJSON_Parse(text);
+    assert_non_null(*msg);
+    intake_read(*msg, h, s, &in);
+    return in;
+}
+
+static void test_intake(void **state)
+{
+    const char *listen = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                         "\"subscriptions/listen\",\"params\":{\"_meta\":{"
+                         "\"io.modelcontextprotocol/protocolVersion\":"
+                         "\"2026-07-28\"}}}";
+    const char *old_meta = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                           "\"tools/list\",\"params\":{\"_meta\":{"
+                           "\"io.modelcontextprotocol/protocolVersion\":"
+                           "\"2025-11-25\","
+                           "\"io.modelcontextprotocol/clientCapabilities\":{}"
+                           "}}}";
+    struct intake_headers bad = {.version = "2024-01-01"};
+    const char *listen_caps =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+        "\"subscriptions/listen\",\"params\":{\"_meta\":{"
+        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+        "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+    struct intake_headers h26 = {.version = MCP_REV_STATELESS,
+                                 .method = "subscriptions/listen"};
+    struct intake_headers h_other = {.version = MCP_REV_STATELESS,
+                                     .method = "tools/list"};
+    struct intake in;
+    cJSON *msg = NULL;
+    cJSON *data = NULL;
+    char err[512];
+
+    (void)state;
+    /* A 2026-07-28 listen without a session: stateless, streams, counted. */
+    in = read_msg(listen, NULL, INTAKE_NO_SESSION, &msg);
+    assert_true(in.stateless);
+    assert_true(in.listen);
+    assert_true(in.streams);
+    assert_string_equal(in.method, "subscriptions/listen");
+    /* Its _meta lacks the client's capabilities. */
+    assert_int_equal(intake_check(msg, &h26, &in, err, sizeof(err), &data),
+                     JSONRPC_INVALID_PARAMS);
+    cJSON_Delete(msg);
+    in = read_msg(listen_caps, NULL, INTAKE_NO_SESSION, &msg);
+    assert_int_equal(intake_check(msg, &h26, &in, err, sizeof(err), &data), 0);
+    assert_int_equal(intake_check(msg, &h_other, &in, err, sizeof(err), &data),
+                     MCP_HEADER_MISMATCH);
+    cJSON_Delete(msg);
+    /* The same body on a named session is the session's. */
+    in = read_msg(listen, NULL, INTAKE_SESSION_NAMED, &msg);
+    assert_false(in.stateless);
+    assert_false(in.listen);
+    cJSON_Delete(msg);
+    /* An older version in _meta: stateless before initialize (then refused
+     * by its version), the open session's after it. */
+    in = read_msg(old_meta, NULL, INTAKE_NO_SESSION, &msg);
+    assert_true(in.stateless);
+    assert_int_equal(intake_check(msg, NULL, &in, err, sizeof(err), &data),
+                     MCP_UNSUPPORTED_VERSION);
+    assert_non_null(cJSON_GetObjectItem(data, "supported"));
+    cJSON_Delete(data);
+    cJSON_Delete(msg);
+    in = read_msg(old_meta, NULL, INTAKE_SESSION_OPEN, &msg);
+    assert_false(in.stateless);
+    assert_false(in.streams);
+    cJSON_Delete(msg);
+    /* tasks/result streams on a session; tools/call on both. */
+    in = read_msg("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\"}",
+                  NULL, INTAKE_SESSION_NAMED, &msg);
+    assert_true(in.streams);
+    cJSON_Delete(msg);
+    in = read_msg("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\"}",
+                  NULL, INTAKE_SESSION_NAMED, &msg);
+    assert_true(in.streams);
+    /* A session-based message with an unknown MCP-Protocol-Version. */
+    assert_int_equal(intake_check(msg, &bad, &in, err, sizeof(err), &data),
+                     JSONRPC_SERVER_ERROR);
+    assert_non_null(strstr(err, "'2024-01-01'; this server speaks 2025-11-25, "
+                                "2025-06-18 and 2025-03-26 after initialize"));
+    cJSON_Delete(msg);
+    /* A notification: initialize and cancel flags, no stream. */
+    in =
+        read_msg("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}",
+                 NULL, INTAKE_SESSION_OPEN, &msg);
+    assert_true(in.cancel);
+    assert_false(in.streams);
+    assert_null(in.id);
+    cJSON_Delete(msg);
+    in = read_msg("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\"}",
+                  NULL, INTAKE_NO_SESSION, &msg);
+    assert_true(in.initialize);
+    assert_false(in.stateless);
+    cJSON_Delete(msg);
+    /* Listen admission per client. */
+    assert_int_equal(
+        intake_listen_admit(INTAKE_LISTENS_PER_CLIENT - 1, err, sizeof(err)),
+        0);
+    assert_int_equal(
+        intake_listen_admit(INTAKE_LISTENS_PER_CLIENT, err, sizeof(err)),
+        JSONRPC_SERVER_ERROR);
+    assert_non_null(strstr(err, "subscriptions/listen streams open"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2990,6 +3102,7 @@ int main(void)
         cmocka_unit_test(test_stdio_framing),
         cmocka_unit_test(test_stdio_sink_outlives),
         cmocka_unit_test(test_listen),
+        cmocka_unit_test(test_intake),
         cmocka_unit_test(test_tasks),
         cmocka_unit_test(test_task_states),
     };

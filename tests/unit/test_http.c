@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "http.h"
+#include "mcp.h"
 
 static void test_parse_listen(void **state)
 {
@@ -125,12 +126,12 @@ static void test_accept_and_ctype(void **state)
 static void test_versions_tokens(void **state)
 {
     (void)state;
-    assert_true(http_protocol_version_ok("2025-11-25"));
-    assert_true(http_protocol_version_ok("2025-06-18"));
-    assert_true(http_protocol_version_ok("2025-03-26"));
-    assert_false(http_protocol_version_ok("2024-01-01"));
-    assert_false(http_protocol_version_ok(""));
-    assert_false(http_protocol_version_ok(NULL));
+    assert_true(mcp_protocol_version_supported("2025-11-25"));
+    assert_true(mcp_protocol_version_supported("2025-06-18"));
+    assert_true(mcp_protocol_version_supported("2025-03-26"));
+    assert_false(mcp_protocol_version_supported("2024-01-01"));
+    assert_false(mcp_protocol_version_supported(""));
+    assert_false(mcp_protocol_version_supported(NULL));
     assert_true(http_token_equal("abc", "abc"));
     assert_false(http_token_equal("abd", "abc"));
     assert_false(http_token_equal("ab", "abc"));
