@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "config.h"
 #include "deployment.h"
+#include "exe_dir.h"
 #include "http.h"
 #include "modules.h"
 #include "loader.h"
@@ -217,7 +218,7 @@ static char *find_config(char *tried, size_t triedlen)
     const char *env = getenv("RLMCP_CONFIG");
     static const char *const rel[] = {"/../conf/", "/../../conf/",
                                       "/../share/runloop-mcp/conf/"};
-    char *dir = loader_exe_dir();
+    char *dir = exe_dir();
     char *path = NULL;
     size_t used = 0;
     size_t i = 0;

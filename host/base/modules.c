@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "errbuf.h"
-#include "loader.h"
+#include "exe_dir.h"
 #include "module_crypto.h"
 #include "module_curl.h"
 #include "log.h"
@@ -57,7 +57,7 @@ char *modules_dir(void)
 
     if (env != NULL && env[0] != '\0')
         return strdup(env);
-    out = loader_dir_beside_exe(rel, sizeof(rel) / sizeof(rel[0]));
+    out = exe_dir_beside(rel, sizeof(rel) / sizeof(rel[0]));
     return out != NULL ? out : strdup(RLMCP_INSTALL_MODULE_DIR);
 }
 

@@ -1836,3 +1836,33 @@ bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
     cJSON_Delete(error);
     return found;
 }
+
+/* The ABI 1.2 services exposed_tool_name and exposed_param_name. */
+static const struct tool_entry *exposed_tool(rlmcp_call *call, const char *tool)
+{
+    const struct tool_entry *t = NULL;
+
+    if (call == NULL || tool == NULL || call->dep == NULL)
+        return NULL;
+    t = registry_find_original(call->dep->reg, tool, strlen(tool));
+    return t != NULL && t->selected ? t : NULL;
+}
+
+const char *call_exposed_tool_name(rlmcp_call *call, const char *tool)
+{
+    const struct tool_entry *t = exposed_tool(call, tool);
+
+    return t != NULL ? t->name : NULL;
+}
+
+const char *call_exposed_param_name(rlmcp_call *call, const char *tool,
+                                    const char *param)
+{
+    const struct tool_entry *t = exposed_tool(call, tool);
+    const char *p = NULL;
+
+    if (t == NULL || param == NULL)
+        return NULL;
+    p = textmap_param_name(t, param);
+    return p != NULL ? p : param;
+}

@@ -57,5 +57,9 @@ int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
 int call_runloop_ws_close(rlmcp_ws *ws, int code);
 void call_ws_close_left(struct rlmcp_call *call);
 const char *call_last_error(rlmcp_call *call);
+/* ABI 1.2: names as this deployment exposes them (textmap.h). */
+const char *call_exposed_tool_name(rlmcp_call *call, const char *tool);
+const char *call_exposed_param_name(rlmcp_call *call, const char *tool,
+                                    const char *param);
 
 #endif

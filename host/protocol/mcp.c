@@ -1971,6 +1971,11 @@ unsigned mcp_inflight(struct mcp_dispatcher *d)
     return n;
 }
 
+int mcp_set_state_secret(const unsigned char *key, size_t len)
+{
+    return mrtr_set_secret(key, len);
+}
+
 unsigned mcp_listen_end_all(struct mcp_dispatcher *d)
 {
     return listen_end_all(d);

@@ -187,4 +187,11 @@ unsigned mcp_inflight(struct mcp_dispatcher *d);
  */
 unsigned mcp_listen_end_all(struct mcp_dispatcher *d);
 
+/*
+ * The key that signs 2026-07-28 requestState (mrtr.h): the deployment's
+ * shared secret, so replicas accept each other's states; len 0: a fresh
+ * random one. 0 or -1.
+ */
+int mcp_set_state_secret(const unsigned char *key, size_t len);
+
 #endif

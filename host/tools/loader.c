@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "exe_dir.h"
 #include "log.h"
 #include "registry.h"
 #include "schema.h"
@@ -23,28 +24,6 @@
 #ifndef RLMCP_INSTALL_PLUGIN_DIR
 #define RLMCP_INSTALL_PLUGIN_DIR "/usr/local/lib/runloop-mcp/plugins"
 #endif
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-char *loader_exe_dir(void)
-{
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    char *slash = NULL;
-
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (slash == NULL)
-        return NULL;
-    *slash = '\0';
-    return strdup(buf);
-}
 
 /* dir of file (a deployment path), malloc'd; "." when it has none. */
 static char *dir_of(const char *file)
@@ -81,26 +60,8 @@ char *loader_plugin_dir(const struct host_config *cfg)
     }
     if (env != NULL && env[0] != '\0')
         return strdup(env);
-    out = loader_dir_beside_exe(rel, sizeof(rel) / sizeof(rel[0]));
+    out = exe_dir_beside(rel, sizeof(rel) / sizeof(rel[0]));
     return out != NULL ? out : strdup(RLMCP_INSTALL_PLUGIN_DIR);
-}
-
-char *loader_dir_beside_exe(const char *const *rel, size_t n)
-{
-    char *dir = loader_exe_dir();
-    char *out = NULL;
-    size_t i = 0;
-
-    for (i = 0; dir != NULL && i < n; i++) {
-        if (asprintf(&out, "%s%s", dir, rel[i]) < 0)
-            out = NULL;
-        if (out != NULL && is_dir(out))
-            break;
-        free(out);
-        out = NULL;
-    }
-    free(dir);
-    return out;
 }
 
 static char *plugin_path(const struct host_plugin_config *p, const char *dir)

@@ -75,12 +75,6 @@ struct loader {
  */
 char *loader_plugin_dir(const struct host_config *cfg);
 
-/* The directory of the running executable, malloc'd, or NULL. */
-char *loader_exe_dir(void);
-
-/* The first of <exe dir><rel[i]> that is a directory (malloc'd), or NULL. */
-char *loader_dir_beside_exe(const char *const *rel, size_t n);
-
 /*
  * Load every enabled plugin of cfg into reg (which must be open, not yet
  * selected). Returns 0 and *out, or -1 (every reason already logged) with

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp_internal.h"
 #include "registry.h"
 #include "strbuf.h"
 
@@ -355,31 +354,9 @@ char *textmap_apply(const struct registry *reg, const struct tool_entry *self,
     return b.p;
 }
 
-static const struct tool_entry *exposed_tool(rlmcp_call *call, const char *tool)
+const char *textmap_param_name(const struct tool_entry *t, const char *param)
 {
-    const struct tool_entry *t = NULL;
-
-    if (call == NULL || tool == NULL || call->dep == NULL)
+    if (param == NULL)
         return NULL;
-    t = registry_find_original(call->dep->reg, tool, strlen(tool));
-    return t != NULL && t->selected ? t : NULL;
-}
-
-const char *call_exposed_tool_name(rlmcp_call *call, const char *tool)
-{
-    const struct tool_entry *t = exposed_tool(call, tool);
-
-    return t != NULL ? t->name : NULL;
-}
-
-const char *call_exposed_param_name(rlmcp_call *call, const char *tool,
-                                    const char *param)
-{
-    const struct tool_entry *t = exposed_tool(call, tool);
-    const char *p = NULL;
-
-    if (t == NULL || param == NULL)
-        return NULL;
-    p = param_exposed(t, param, strlen(param));
-    return p != NULL ? p : param;
+    return param_exposed(t, param, strlen(param));
 }

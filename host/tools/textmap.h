@@ -35,9 +35,7 @@ enum { TEXTMAP_RENAME = 0, TEXTMAP_DROP_HIDDEN = 1 };
 char *textmap_apply(const struct registry *reg, const struct tool_entry *self,
                     const char *text, int flags);
 
-/* The ABI 1.2 services exposed_tool_name and exposed_param_name. */
-const char *call_exposed_tool_name(rlmcp_call *call, const char *tool);
-const char *call_exposed_param_name(rlmcp_call *call, const char *tool,
-                                    const char *param);
+/* The name t's parameter param is exposed as; NULL when not renamed. */
+const char *textmap_param_name(const struct tool_entry *t, const char *param);
 
 #endif

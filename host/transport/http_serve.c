@@ -19,7 +19,7 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
-#include "mrtr.h"
+#include "mcp.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -48,7 +48,7 @@ void http_options_from_config(struct http_options *opts,
 }
 
 /*
- * The key that signs 2026-07-28 requestState (mrtr.h): SHA-256 of
+ * The key that signs 2026-07-28 requestState (mcp.h): SHA-256 of
  * server.http.state_secret, so replicas sharing it accept each other's
  * states; else random, and a state is good only on this process.
  */
@@ -58,9 +58,9 @@ static int state_secret(const struct host_config *cfg)
     unsigned char md[32];
 
     if (s == NULL)
-        return mrtr_set_secret(NULL, 0);
+        return mcp_set_state_secret(NULL, 0);
     SHA256((const unsigned char *)s, strlen(s), md);
-    mrtr_set_secret(md, sizeof(md));
+    mcp_set_state_secret(md, sizeof(md));
     explicit_bzero(md, sizeof(md));
     return 0;
 }
