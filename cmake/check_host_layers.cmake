@@ -1,0 +1,108 @@
+# check_host_layers.cmake: the host's includes point down its layers
+# (docs/design.md, "The host's layers").
+#
+#   base < backend, tools < protocol < transport < app
+#
+# A file may include a header of its own folder or of a lower layer;
+# backend/ and tools/ are side by side and include nothing of each other.
+# transport/ sees the protocol only through its public headers (PUBLIC
+# below): the dispatcher's internals stay in protocol/.  mcp_internal.h,
+# which the dispatcher's files share, is included only by those listed in
+# INTERNAL (a new one fails; the list is meant to shrink).
+#
+#   cmake -DROOT=<host dir> -P cmake/check_host_layers.cmake
+#
+# Fails naming each file and the header it includes.  ALLOWED lists the
+# includes still to move, each with its reason; a new one fails.
+
+cmake_minimum_required(VERSION 3.16)
+
+if(NOT ROOT)
+    message(FATAL_ERROR "usage: cmake -DROOT=<host dir> -P check_host_layers.cmake")
+endif()
+get_filename_component(ROOT "${ROOT}" ABSOLUTE)
+
+set(LAYERS base backend tools protocol transport app)
+# Rank of each layer, same order as LAYERS: equal ranks are peers.
+set(RANKS 0 1 1 2 3 4)
+
+# What the transports and the program may use of the protocol.
+set(PUBLIC mcp.h jsonrpc.h revision.h intake.h)
+
+# The dispatcher's files: mcp.c and the requests it hands over, each of
+# which reads the session, the call or the deployment it runs on.
+set(INTERNAL
+    protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/complete.c
+    protocol/listen.c protocol/resources.c protocol/tasks.c
+    protocol/tasks_input.c)
+
+# base/modules.h: the WebSocket module's table (struct module_ws) is typed
+#   with ws.h's connection types; the module loader is below the client it
+#   loads.
+# tools/services.c: the services table handed to plugins holds the
+#   call-scope services too (result_*, progress, runloop_request...), which
+#   the dispatcher's calls implement (call.h); the plugin ABI puts both in
+#   one struct rlmcp_host_api.
+set(ALLOWED
+    "base/modules.h:ws.h"
+    "tools/services.c:call.h")
+
+# Which layer each header is in.
+set(header_layer)
+foreach(layer IN LISTS LAYERS)
+    file(GLOB headers RELATIVE ${ROOT}/${layer} ${ROOT}/${layer}/*.h)
+    foreach(h IN LISTS headers)
+        list(APPEND header_layer "${h}=${layer}")
+    endforeach()
+endforeach()
+
+set(bad)
+foreach(layer IN LISTS LAYERS)
+    list(FIND LAYERS ${layer} i)
+    list(GET RANKS ${i} rank)
+    file(GLOB sources RELATIVE ${ROOT} ${ROOT}/${layer}/*.c ${ROOT}/${layer}/*.h)
+    foreach(src IN LISTS sources)
+        file(STRINGS ${ROOT}/${src} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+        foreach(line IN LISTS includes)
+            string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" inc "${line}")
+            get_filename_component(base ${inc} NAME)
+            set(to)
+            foreach(pair IN LISTS header_layer)
+                if(pair MATCHES "^(.*)=(.*)$" AND CMAKE_MATCH_1 STREQUAL base)
+                    set(to ${CMAKE_MATCH_2})
+                endif()
+            endforeach()
+            if(NOT to)
+                continue() # sdk/include, system, generated
+            endif()
+            list(FIND LAYERS ${to} j)
+            list(GET RANKS ${j} to_rank)
+            set(why)
+            if(base STREQUAL "mcp_internal.h" AND NOT src IN_LIST INTERNAL
+               AND NOT src STREQUAL "protocol/mcp_internal.h")
+                set(why "the dispatcher's internals (list it in INTERNAL only if it is part of the dispatcher)")
+            elseif(to STREQUAL layer)
+                continue()
+            elseif(to_rank GREATER rank)
+                set(why "${to}/ is above ${layer}/")
+            elseif(to_rank EQUAL rank)
+                set(why "${to}/ and ${layer}/ are side by side")
+            elseif(layer STREQUAL "transport" AND to STREQUAL "protocol"
+                   AND NOT base IN_LIST PUBLIC)
+                list(JOIN PUBLIC ", " public_text)
+                set(why "a transport uses the protocol through ${public_text}")
+            endif()
+            if(why AND NOT "${src}:${base}" IN_LIST ALLOWED)
+                list(APPEND bad "${src} includes \"${inc}\": ${why}")
+            endif()
+        endforeach()
+    endforeach()
+endforeach()
+
+if(bad)
+    list(JOIN bad "\n  " text)
+    message(FATAL_ERROR "host layers: an include points up or sideways "
+                        "(move the code to the layer that owns it, or pass a callback from above):\n  ${text}")
+endif()
+list(JOIN ALLOWED ", " allowed_text)
+message(STATUS "host layers: includes point down (allowed for now: ${allowed_text})")
