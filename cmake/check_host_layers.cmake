@@ -36,15 +36,11 @@ set(INTERNAL
     protocol/listen.c protocol/resources.c protocol/tasks.c
     protocol/tasks_input.c)
 
-# base/modules.h: the WebSocket module's table (struct module_ws) is typed
-#   with ws.h's connection types; the module loader is below the client it
-#   loads.
 # tools/services.c: the services table handed to plugins holds the
 #   call-scope services too (result_*, progress, runloop_request...), which
 #   the dispatcher's calls implement (call.h); the plugin ABI puts both in
 #   one struct rlmcp_host_api.
 set(ALLOWED
-    "base/modules.h:ws.h"
     "tools/services.c:call.h")
 
 # Which layer each header is in.

@@ -174,8 +174,8 @@ int modules_http_serve(struct mcp_dispatcher *d, const struct host_config *cfg)
 
 int modules_ws_pty_exchange(const char *origin, const char *token,
                             struct rlmcp_pty_exchange *x,
-                            ws_cancel_fn cancelled, void *cancel_ctx, char *err,
-                            size_t errlen)
+                            bool (*cancelled)(void *ctx), void *cancel_ctx,
+                            char *err, size_t errlen)
 {
     const struct module_ws *mod = modules_get(MODULE_WS, err, errlen);
 

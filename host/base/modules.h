@@ -19,10 +19,12 @@
 #include <stddef.h>
 
 #include "rlmcp/plugin.h"
-#include "ws.h"
 
 struct mcp_dispatcher;
 struct host_config;
+/* The WebSocket client's types (backend/ws.h, a layer above). */
+struct ws_conn_args;
+struct ws_conn;
 
 /* Bumped whenever a table below changes; host and modules must agree. */
 #define MODULE_ABI 3u
@@ -51,8 +53,9 @@ struct module_http {
 struct module_ws {
     struct module_head head;
     int (*pty_exchange)(const char *origin, const char *token,
-                        struct rlmcp_pty_exchange *x, ws_cancel_fn cancelled,
-                        void *cancel_ctx, char *err, size_t errlen);
+                        struct rlmcp_pty_exchange *x,
+                        bool (*cancelled)(void *ctx), void *cancel_ctx,
+                        char *err, size_t errlen);
     int (*conn_open)(const struct ws_conn_args *a, struct ws_conn **out,
                      long *status, char *err, size_t errlen);
     int (*conn_send)(struct ws_conn *c, const void *data, size_t len, bool text,
@@ -77,10 +80,10 @@ char *modules_dir(void);
 int modules_http_serve(struct mcp_dispatcher *d, const struct host_config *cfg);
 
 /* ws_pty_exchange() through the module; RLMCP_EINTERNAL with the reason in
- * err if absent. */
+ * err if absent. cancelled is a ws_cancel_fn. */
 int modules_ws_pty_exchange(const char *origin, const char *token,
                             struct rlmcp_pty_exchange *x,
-                            ws_cancel_fn cancelled, void *cancel_ctx, char *err,
-                            size_t errlen);
+                            bool (*cancelled)(void *ctx), void *cancel_ctx,
+                            char *err, size_t errlen);
 
 #endif
