@@ -32,9 +32,8 @@ set(PUBLIC mcp.h jsonrpc.h revision.h intake.h)
 # The dispatcher's files: mcp.c and the requests it hands over, each of
 # which reads the session, the call or the deployment it runs on.
 set(INTERNAL
-    protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/complete.c
-    protocol/listen.c protocol/resources.c protocol/tasks.c
-    protocol/tasks_input.c)
+    protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/listen.c
+    protocol/resources.c protocol/tasks.c protocol/tasks_input.c)
 
 # tools/services.c: the services table handed to plugins holds the
 #   call-scope services too (result_*, progress, runloop_request...), which

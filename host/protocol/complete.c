@@ -10,7 +10,7 @@
 
 #include "jsonrpc.h"
 #include "log.h"
-#include "mcp_internal.h"
+#include "mcp.h"
 #include "pool.h"
 #include "rlclient.h"
 #include "secret.h"
@@ -19,7 +19,7 @@
 #define COMPLETE_TIMEOUT_MS 5000u
 
 struct complete_job {
-    struct mcp_dispatcher *d;
+    struct rlclient *rl;
     struct mcp_sink *sink;
     cJSON *id;
     enum complete_kind kind;
@@ -152,9 +152,9 @@ static cJSON *fetch_page(struct complete_job *j)
     req.path = list_path(j->kind);
     req.timeout_ms = COMPLETE_TIMEOUT_MS;
     req.max_retries = 0;
-    if (j->d->rl == NULL)
+    if (j->rl == NULL)
         return NULL;
-    rc = rlclient_request(j->d->rl, j->api_key, &req, &resp, NULL, NULL);
+    rc = rlclient_request(j->rl, j->api_key, &req, &resp, NULL, NULL);
     if (rc == RLMCP_OK && resp->status >= 200 && resp->status <= 299)
         page = cJSON_ParseWithLength(resp->body, resp->body_len);
     else
@@ -178,17 +178,18 @@ static void job_run(void *arg)
     job_free(j);
 }
 
-void complete_answer(struct mcp_dispatcher *d, struct mcp_sink *sink,
-                     const cJSON *id, enum complete_kind kind,
-                     const char *prefix, const char *api_key)
+void complete_answer(struct pool *pool, struct rlclient *rl,
+                     struct mcp_sink *sink, const cJSON *id,
+                     enum complete_kind kind, const char *prefix,
+                     const char *api_key)
 {
     struct complete_job *j = NULL;
-    const char *key = api_key != NULL ? api_key : d->default_key;
+    const char *key = api_key;
 
     if (kind != COMPLETE_NONE)
         j = calloc(1, sizeof(*j));
     if (j != NULL) {
-        j->d = d;
+        j->rl = rl;
         j->sink = sink;
         j->kind = kind;
         j->id = cJSON_Duplicate(id, false);
@@ -205,7 +206,7 @@ void complete_answer(struct mcp_dispatcher *d, struct mcp_sink *sink,
         return;
     }
     sink->retain(sink);
-    if (pool_submit(d->pool, job_run, j) == 0)
+    if (pool_submit(pool, job_run, j) == 0)
         return;
     job_free(j);
     mcp_send_final(sink, jsonrpc_result(id, empty_result()));

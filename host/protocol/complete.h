@@ -14,8 +14,9 @@
 
 #include <cjson/cJSON.h>
 
-struct mcp_dispatcher;
 struct mcp_sink;
+struct pool;
+struct rlclient;
 
 /* Most values one answer carries (the spec's limit). */
 #define COMPLETE_MAX_VALUES 100
@@ -42,11 +43,12 @@ cJSON *complete_from_page(enum complete_kind kind, const cJSON *page,
 
 /*
  * Answer the request id on sink: at once (an empty list) for COMPLETE_NONE,
- * else from a pool job that lists from the API (sink retained until
- * answered). api_key may be NULL (the deployment's key is used).
+ * else from a job on pool that lists from the API through rl (none: no
+ * values) with api_key (may be NULL; sink retained until answered).
  */
-void complete_answer(struct mcp_dispatcher *d, struct mcp_sink *sink,
-                     const cJSON *id, enum complete_kind kind,
-                     const char *prefix, const char *api_key);
+void complete_answer(struct pool *pool, struct rlclient *rl,
+                     struct mcp_sink *sink, const cJSON *id,
+                     enum complete_kind kind, const char *prefix,
+                     const char *api_key);
 
 #endif

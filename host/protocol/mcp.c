@@ -667,6 +667,7 @@ static void m_complete(struct req *r)
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ref, "type");
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(arg, "name");
     const cJSON *value = NULL;
+    const char *key = NULL;
 
     if (!cJSON_IsObject(ref) || !cJSON_IsString(type) ||
         (strcmp(type->valuestring, "ref/prompt") != 0 &&
@@ -688,10 +689,12 @@ static void m_complete(struct req *r)
                     "so far)");
         return;
     }
-    complete_answer(r->d, r->sink, r->m->id,
+    key = r->ctx != NULL ? r->ctx->api_key : NULL;
+    if (key == NULL)
+        key = r->d->default_key;
+    complete_answer(r->d->pool, r->d->rl, r->sink, r->m->id,
                     complete_kind_of(name->valuestring),
-                    cJSON_IsString(value) ? value->valuestring : "",
-                    r->ctx != NULL ? r->ctx->api_key : NULL);
+                    cJSON_IsString(value) ? value->valuestring : "", key);
 }
 
 /* ---- pagination --------------------------------------------------------- */

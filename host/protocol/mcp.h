@@ -42,6 +42,10 @@ struct mcp_sink {
     void (*release)(struct mcp_sink *sink);
 };
 
+/* Send json as a request's final message and free it; NULL (out of
+ * memory building it) sends an internal error instead. */
+void mcp_send_final(struct mcp_sink *sink, char *json);
+
 /* Per-request facts from the transport. Strings are copied by mcp_handle. */
 struct mcp_request_ctx {
     const char *api_key; /* the caller's Runloop key, or NULL: never logged */

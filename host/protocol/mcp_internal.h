@@ -1,6 +1,9 @@
 /*
- * mcp_internal.h - what the dispatcher (mcp.c) and the calls (call.c)
- * share. Not for transports: they use mcp.h.
+ * mcp_internal.h - what the dispatcher (mcp.c) and the requests it hands
+ * over share: the dispatcher, session and call structs. Included by mcp.c,
+ * call.c (and call_audit.c, tasks_input.c, which read a call), listen.c,
+ * resources.c and tasks.c; cmake/check_host_layers.cmake keeps that list.
+ * Not for transports: they use mcp.h.
  *
  * Lock order: dispatcher lock and session lock are never held together;
  * dep_lock and sess_lock are leaves (nothing is taken while holding one);
@@ -221,9 +224,6 @@ void mcp_unlink_call_session(struct rlmcp_call *c);
 void mcp_enqueue_call(struct mcp_dispatcher *d, struct mcp_session *s,
                       struct rlmcp_call *c);
 
-/* Send json as a request's final message and free it; NULL (out of
- * memory building it) sends an internal error instead. */
-void mcp_send_final(struct mcp_sink *sink, char *json);
 /* mcp_send_final of a JSON-RPC error answering id, its message formatted. */
 void mcp_send_error(struct mcp_sink *sink, const cJSON *id, int code,
                     const cJSON *data, const char *fmt, ...)
