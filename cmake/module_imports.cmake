@@ -1,6 +1,6 @@
 # cmake -DNM=nm -DOUT=list -DMODULES=a.so,b.so -P module_imports.cmake
 # Writes a linker dynamic list of the symbols the modules leave undefined,
-# for the host executable to export (host/modules.h). Names of libcurl and
+# for the host executable to export (host/base/modules.h). Names of libcurl and
 # libcrypto are left out: the host's own definitions of them (curl_stub.c,
 # crypto_stub.c) forward to modules and must never be what a library finds.
 set(names "")

@@ -111,7 +111,7 @@ int rlclient_sse_bound(struct rlclient *c, const char *api_key,
 void rlclient_resp_free(struct rlmcp_http_resp *resp);
 
 /*
- * Circuit breaker (host/breaker.h): after a few connection failures in a
+ * Circuit breaker (host/backend/breaker.h): after a few connection failures in a
  * row (at once for a refused local engine socket) API requests fail at
  * once with RLMCP_EHTTP and a message saying the backend is down, until a
  * probe request after a cool-down gets an answer. Tunnels are not

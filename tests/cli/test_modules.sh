@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_modules.sh BIN BUILD_DIR SOURCE_DIR - the host's optional modules
-# (host/modules.h): --version and an idle stdio deployment map none of
+# (host/base/modules.h): --version and an idle stdio deployment map none of
 # libcurl, libcrypto, libmicrohttpd, libwebsockets; an HTTP deployment and
 # the first backend call load theirs; a missing module fails what needs it
 # with a message naming the file, and nothing else.

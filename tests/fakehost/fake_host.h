@@ -83,7 +83,7 @@ void fh_set_deadline_ms(uint64_t ms);
 /*
  * Call a tool the way the host does: the arguments (NULL: none) are
  * validated against the tool's input schema by the host's validator
- * (host/schema.c) and a mismatch is answered with the host's
+ * (host/tools/schema.c) and a mismatch is answered with the host's
  * invalid_argument error without running the handler; a result of a tool
  * with an outputSchema must match it (else an "internal" error, as the
  * host answers). Returns the handler's return code (RLMCP_OK when the

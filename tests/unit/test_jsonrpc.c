@@ -1,6 +1,6 @@
 /*
  * test_jsonrpc.c - JSON-RPC envelope checks, UTF-8 handling, depth limit
- * and message builders (host/jsonrpc.c).
+ * and message builders (host/protocol/jsonrpc.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

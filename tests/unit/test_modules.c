@@ -1,5 +1,5 @@
 /*
- * test_modules.c - the WebSocket client as a module (host/modules.h): a PTY
+ * test_modules.c - the WebSocket client as a module (host/base/modules.h): a PTY
  * exchange without rlmcp_ws.so fails with a message naming the missing file
  * (every time, without retrying the load), and with the module present the
  * same call reaches the client. Each case runs in a child process: a module

@@ -1,6 +1,6 @@
 /*
  * test_param_headers.c - Mcp-Param-* declarations, value decoding and the
- * check against the arguments (host/param_headers.c).
+ * check against the arguments (host/tools/param_headers.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

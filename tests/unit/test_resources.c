@@ -1,6 +1,6 @@
 /*
- * test_resources.c - URI template matching (host/resources.c) and the
- * completion values drawn from an API list page (host/complete.c).
+ * test_resources.c - URI template matching (host/protocol/resources.c) and the
+ * completion values drawn from an API list page (host/protocol/complete.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
