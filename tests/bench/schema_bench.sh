@@ -9,6 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 cc -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -I"$src/host/tools" -I"$src/host/base" \
     "$src/tests/bench/schema_bench.c" "$src/host/tools/schema.c" \
-    "$src/host/tools/schema_pattern.c" -o "$tmp/schema_bench" \
+    "$src/host/tools/schema_pattern.c" "$src/host/base/suggest.c" \
+    -o "$tmp/schema_bench" \
     $(pkg-config --cflags --libs libcjson libpcre2-8) -lpthread -lm
 node "$src/tests/bench/schema_bench.mjs" "$tmp/schema_bench"
