@@ -35,12 +35,9 @@ set(INTERNAL
     protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/listen.c
     protocol/resources.c protocol/tasks.c protocol/tasks_input.c)
 
-# tools/services.c: the services table handed to plugins holds the
-#   call-scope services too (result_*, progress, runloop_request...), which
-#   the dispatcher's calls implement (call.h); the plugin ABI puts both in
-#   one struct rlmcp_host_api.
-set(ALLOWED
-    "tools/services.c:call.h")
+# Includes still to move, "file:header", each with its reason above it.
+# None today.
+set(ALLOWED)
 
 # Which layer each header is in.
 set(header_layer)
@@ -99,5 +96,9 @@ if(bad)
     message(FATAL_ERROR "host layers: an include points up or sideways "
                         "(move the code to the layer that owns it, or pass a callback from above):\n  ${text}")
 endif()
-list(JOIN ALLOWED ", " allowed_text)
-message(STATUS "host layers: includes point down (allowed for now: ${allowed_text})")
+if(ALLOWED)
+    list(JOIN ALLOWED ", " allowed_text)
+    message(STATUS "host layers: includes point down (allowed for now: ${allowed_text})")
+else()
+    message(STATUS "host layers: includes point down")
+endif()

@@ -34,6 +34,7 @@
 #include "reload.h"
 #include "rlclient.h"
 #include "schema.h"
+#include "services.h"
 #include "tasks.h"
 
 #ifndef RLMCP_VERSION
@@ -675,7 +676,7 @@ int main(int argc, char **argv)
         rc = EXIT_RUNTIME;
         goto out;
     }
-    if (loader_load_all(&cfg, reg, &ldr) < 0) {
+    if (loader_load_all(&cfg, reg, services_table(), &ldr) < 0) {
         rc = EXIT_RUNTIME;
         goto out;
     }

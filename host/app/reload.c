@@ -21,6 +21,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "registry.h"
+#include "services.h"
 
 /* What the pipe carries, one byte each. */
 #define WAKE_RELOAD 'h'
@@ -118,7 +119,7 @@ static struct deployment *build(const struct host_config *cfg,
 
     if (reg == NULL)
         goto oom;
-    if (loader_reload(cfg, reg, cur->ldr, &ldr) < 0) {
+    if (loader_reload(cfg, reg, services_table(), cur->ldr, &ldr) < 0) {
         log_msg(RLMCP_LOG_ERROR, NULL,
                 "reload: %s: a plugin failed to load (see above); still "
                 "serving the previous deployment",

@@ -19,7 +19,6 @@
 #include "log.h"
 #include "registry.h"
 #include "schema.h"
-#include "services.h"
 
 #ifndef RLMCP_INSTALL_PLUGIN_DIR
 #define RLMCP_INSTALL_PLUGIN_DIR "/usr/local/lib/runloop-mcp/plugins"
@@ -265,14 +264,14 @@ static int init_plugin(struct loaded_plugin *lp)
     int rc = RLMCP_OK;
 
     lp->in_init = true;
-    rc = lp->desc.init(loader_handle(lp), services_table(), &lp->state);
+    rc = lp->desc.init(loader_handle(lp), lp->api, &lp->state);
     lp->in_init = false;
     if (rc != RLMCP_OK) {
         LOAD_FAIL(lp,
                   "%s: init failed: %s (%s); fix the plugin's config section "
                   "or see the plugin's documentation",
                   lp->path, lp->init_error ? lp->init_error : "no reason given",
-                  services_strerror(rc));
+                  lp->api->strerror(rc));
         /* Undo: nothing it registered survives, its user data is freed. */
         registry_remove_plugin(lp->reg, lp);
         lp->state = NULL;
@@ -342,6 +341,7 @@ load_one(struct loader *l, const struct host_plugin_config *p, const char *dir)
     lp->handle.lp = lp;
     atomic_init(&lp->refs, 1);
     lp->reg = l->reg;
+    lp->api = l->api;
     lp->name = strdup(p->name);
     lp->path = plugin_path(p, dir);
     lp->config_json = strdup(p->config_json ? p->config_json : "{}");
@@ -404,13 +404,14 @@ static struct loaded_plugin *keep_one(struct loader *l,
 }
 
 int loader_load_all(const struct host_config *cfg, struct registry *reg,
-                    struct loader **out)
+                    const struct rlmcp_host_api *api, struct loader **out)
 {
-    return loader_reload(cfg, reg, NULL, out);
+    return loader_reload(cfg, reg, api, NULL, out);
 }
 
 int loader_reload(const struct host_config *cfg, struct registry *reg,
-                  const struct loader *old, struct loader **out)
+                  const struct rlmcp_host_api *api, const struct loader *old,
+                  struct loader **out)
 {
     struct loader *l = calloc(1, sizeof(*l));
     char *dir = loader_plugin_dir(cfg);
@@ -423,6 +424,7 @@ int loader_reload(const struct host_config *cfg, struct registry *reg,
         goto oom;
     l->reg = reg;
     l->file = cfg->path;
+    l->api = api;
     l->plugins = calloc(cfg->n_plugins + 1, sizeof(*l->plugins));
     if (l->plugins == NULL)
         goto oom;

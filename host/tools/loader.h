@@ -48,6 +48,8 @@ struct loaded_plugin {
     bool dying;       /* its last reference is being dropped */
     char *init_error; /* set_error text */
     struct registry *reg; /* the registry being built, during init only */
+    /* The services its init() got. */
+    const struct rlmcp_host_api *api;
     /* What it registered, as registered (never selected): copied into
      * each deployment's registry; owns the user data. */
     struct registry *origin;
@@ -60,6 +62,7 @@ struct loader {
     size_t n_kept;    /* taken over from the previous deployment */
     struct registry *reg;
     const char *file; /* the deployment file, for messages during a load */
+    const struct rlmcp_host_api *api; /* handed to each plugin's init() */
 };
 
 /* The descriptor size of ABI 1.0: the loader accepts nothing smaller. */
@@ -77,11 +80,12 @@ char *loader_plugin_dir(const struct host_config *cfg);
 
 /*
  * Load every enabled plugin of cfg into reg (which must be open, not yet
- * selected). Returns 0 and *out, or -1 (every reason already logged) with
+ * selected), handing api (the host services, services_table()) to each
+ * init(). Returns 0 and *out, or -1 (every reason already logged) with
  * everything loaded so far undone.
  */
 int loader_load_all(const struct host_config *cfg, struct registry *reg,
-                    struct loader **out);
+                    const struct rlmcp_host_api *api, struct loader **out);
 
 /*
  * A reload: like loader_load_all, but a plugin of old whose resolved path
@@ -90,7 +94,8 @@ int loader_load_all(const struct host_config *cfg, struct registry *reg,
  * of old changed.
  */
 int loader_reload(const struct host_config *cfg, struct registry *reg,
-                  const struct loader *old, struct loader **out);
+                  const struct rlmcp_host_api *api, const struct loader *old,
+                  struct loader **out);
 
 /*
  * Drop the loader's reference to each plugin. Those left without one

@@ -88,7 +88,7 @@ static int load(struct env *e, const char *plugins_yaml, const char *extra)
     e->reg = registry_new();
     assert_non_null(e->reg);
     e->ldr = NULL;
-    return loader_load_all(&e->cfg, e->reg, &e->ldr);
+    return loader_load_all(&e->cfg, e->reg, services_table(), &e->ldr);
 }
 
 static void done(struct env *e)
@@ -469,7 +469,7 @@ static int reload_into(struct env *n, const struct env *old,
     n->reg = registry_new();
     assert_non_null(n->reg);
     n->ldr = NULL;
-    return loader_reload(&n->cfg, n->reg, old->ldr, &n->ldr);
+    return loader_reload(&n->cfg, n->reg, services_table(), old->ldr, &n->ldr);
 }
 
 static void test_reload_keeps_unchanged(void **state)

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "registry.h"
+#include "services.h"
 #include "reload.h"
 
 #define FIXTURES RLMCP_BINARY_DIR "/fixtures"
@@ -111,7 +112,7 @@ static struct mcp_dispatcher *serve(const char *path, struct host_config *cfg)
     char err[1024] = "";
 
     assert_int_equal(config_load(path, cfg, err, sizeof(err)), 0);
-    assert_int_equal(loader_load_all(cfg, reg, &ldr), 0);
+    assert_int_equal(loader_load_all(cfg, reg, services_table(), &ldr), 0);
     assert_int_equal(
         registry_select(reg, &cfg->tools, path, false, 1000, err, sizeof(err)),
         0);
