@@ -14,6 +14,7 @@
 #include "param_headers.h"
 
 #include "schema.h"
+#include "toolsets.h"
 
 struct registry {
     struct tool_entry **tools; /* every registered tool, in order */
@@ -27,6 +28,7 @@ struct registry {
     struct prompt_entry **prompts; /* sorted by name once frozen */
     size_t n_prompts;
     size_t cap_prompts;
+    struct toolsets *toolsets; /* NULL: none */
     bool frozen;
 };
 
@@ -991,7 +993,19 @@ void registry_free(struct registry *reg)
     free(reg->sel);
     free(reg->res);
     free(reg->prompts);
+    toolsets_free(reg->toolsets);
     free(reg);
+}
+
+const struct toolsets *registry_toolsets(const struct registry *reg)
+{
+    return reg->toolsets;
+}
+
+void registry_set_toolsets(struct registry *reg, struct toolsets *ts)
+{
+    toolsets_free(reg->toolsets);
+    reg->toolsets = ts;
 }
 
 /* ---- lookups ----------------------------------------------------------- */
