@@ -4,7 +4,8 @@
 //    the meta tools; enable_toolset sends notifications/tools/list_changed
 //    and the next list has the toolset's tools; a tool of the toolset can be
 //    called (also before its toolset is enabled); a bad toolset name is a
-//    tool error naming the toolsets;
+//    tool error naming the toolsets; a reload (SIGHUP) keeps the session's
+//    enabled toolsets by name;
 //  - over Streamable HTTP: enabling a toolset in one session changes that
 //    session's list only, and only it is notified;
 //  - a client named in tools.full_list_clients, and a 2026-07-28 stateless
@@ -16,7 +17,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -123,6 +124,33 @@ test('stdio: core first, enable_toolset notifies and lists the toolset, calls wo
     const after2 = await c.callTool({ name: 'list_toolsets', arguments: {} });
     assert.equal(after2.structuredContent.toolsets[0].enabled, true);
     assert.equal(seen.n, 1);
+  } finally {
+    await closeStdioHost(host);
+  }
+  await checkStdioHostExit(host);
+});
+
+test('stdio: a reload keeps the session\'s enabled toolsets by name', async () => {
+  let seen = null;
+  const file = conf('reload');
+  const host = await connectStdioHost({
+    name: 'toolsets-reload', args: ['--config', file], env: hostEnv(),
+    setup: (c) => { seen = counter(c); },
+  });
+  try {
+    const c = host.client;
+    await c.callTool({ name: 'enable_toolset', arguments: { toolset: 'testing' } });
+    await waitFor(() => seen.n === 1, 10000, 'list_changed after enable_toolset');
+    // The new file moves echo into a toolset of its own, not enabled here.
+    writeFileSync(file, readFileSync(file, 'utf8').replace('      tools: [plugin:testtools]\n',
+      '      tools: [ask_client, big_output, crash_free_internal, fail, serial_counter, sleep, slow_progress, ws_exchange]\n' +
+      '    echoing:\n      description: Echo.\n      tools: [echo]\n'));
+    process.kill(c.transport.pid, 'SIGHUP');
+    await waitFor(() => seen.n === 2, 60000, `list_changed after the reload:\n${host.err.slice(-2000)}`);
+    assert.deepEqual(names(await c.listTools()), ALL.filter((n) => n !== 'echo'));
+    const listed = await c.callTool({ name: 'list_toolsets', arguments: {} });
+    assert.deepEqual(listed.structuredContent.toolsets.map((t) => [t.name, t.enabled]),
+      [['testing', true], ['echoing', false]]);
   } finally {
     await closeStdioHost(host);
   }
