@@ -1,9 +1,10 @@
-// tools_list_tokens.mjs [--peer PEER_DIR]: what the first tools/list of a
+// tools_list_tokens.mjs [--peer SRC [--peer-build BUILD]]: what the first tools/list of a
 // session costs an agent, in Claude tokens (@anthropic-ai/tokenizer), for
 // every shipped deployment in conf/: the tools' names, descriptions and
 // input schemas, and the same with their output schemas. With --peer, a
-// source tree with its own build/ (e.g. main at an older commit) is
-// measured beside this one, each with its own conf/ and plugins.
+// source tree (e.g. main at an older commit) and its build (default
+// SRC/build) are measured beside this one, each with its own conf/ and
+// plugins. tools_list_tokens.sh builds the peer from git.
 //
 //   node tests/bench/tools_list_tokens.mjs --peer /tmp/peer
 //
@@ -23,9 +24,11 @@ const { countTokens } = require('@anthropic-ai/tokenizer');
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ours = process.env.RLMCP_SOURCE_DIR ?? path.resolve(here, '../..');
+const oursBuild = process.env.RLMCP_BUILD_DIR ?? path.join(ours, 'build');
 const args = process.argv.slice(2);
-const peerAt = args.indexOf('--peer');
-const peer = peerAt >= 0 ? path.resolve(args[peerAt + 1]) : null;
+const opt = (name) => (args.indexOf(name) >= 0 ? path.resolve(args[args.indexOf(name) + 1]) : null);
+const peer = opt('--peer');
+const peerBuild = opt('--peer-build') ?? (peer ? path.join(peer, 'build') : null);
 
 // A copy of the deployment that serves stdio against an unused URL.
 function offlineCopy(file, dir) {
@@ -37,13 +40,13 @@ function offlineCopy(file, dir) {
   return out;
 }
 
-async function firstList(tree, conf, tmp) {
-  const bin = path.join(tree, 'build', 'bin', 'runloop-mcp');
+async function firstList(build, conf, tmp) {
+  const bin = path.join(build, 'bin', 'runloop-mcp');
   const client = new Client({ name: 'tools-list-tokens', version: '1' });
   const transport = new StdioClientTransport({
     command: bin,
     args: ['--config', offlineCopy(conf, tmp)],
-    env: { ...process.env, RLMCP_PLUGIN_DIR: path.join(tree, 'build', 'plugins'),
+    env: { ...process.env, RLMCP_PLUGIN_DIR: path.join(build, 'plugins'),
       RUNLOOP_API_KEY: 'bench-unused-key', RUNLOOP_BASE_URL: 'http://127.0.0.1:9' },
     stderr: 'pipe',
   });
@@ -73,12 +76,12 @@ function measure(tools) {
   };
 }
 
-async function measureTree(tree) {
+async function measureTree(tree, build) {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-tokens-'));
   const res = new Map();
   try {
     for (const f of readdirSync(path.join(tree, 'conf')).filter((x) => x.endsWith('.yaml')).sort()) {
-      res.set(f, measure(await firstList(tree, path.join(tree, 'conf', f), tmp)));
+      res.set(f, measure(await firstList(build, path.join(tree, 'conf', f), tmp)));
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -86,9 +89,9 @@ async function measureTree(tree) {
   return res;
 }
 
-const a = await measureTree(ours);
-const b = peer && existsSync(path.join(peer, 'build', 'bin', 'runloop-mcp')) ? await measureTree(peer) : null;
-if (peer && !b) console.error(`no build at ${peer}/build: peer column left empty`);
+const a = await measureTree(ours, oursBuild);
+const b = peer && existsSync(path.join(peerBuild, 'bin', 'runloop-mcp')) ? await measureTree(peer, peerBuild) : null;
+if (peer && !b) console.error(`no runloop-mcp in ${peerBuild}/bin: peer column left empty`);
 const fmt = (m, k) => (m ? String(m[k]) : '-');
 console.log('first tools/list, Claude tokens (@anthropic-ai/tokenizer); "+out": with output schemas');
 console.log(`${'deployment'.padEnd(18)} ${'tools'.padStart(5)} ${'bytes'.padStart(7)} ${'tokens'.padStart(7)} ${'+out'.padStart(7)}` +
