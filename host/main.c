@@ -34,6 +34,7 @@
 #include "rlclient.h"
 #include "schema.h"
 #include "tasks.h"
+#include "toolsets.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -412,6 +413,10 @@ static int list_json(const struct registry *reg, bool all)
         if (strcmp(t->name, t->original_name) != 0)
             cJSON_AddStringToObject(o, "original_name", t->original_name);
         cJSON_AddBoolToObject(o, "read_only", t->read_only);
+        if (t->selected && t->toolset != 0)
+            cJSON_AddStringToObject(
+                o, "toolset",
+                registry_toolsets(reg)->sets[t->toolset - 1].name);
         if (all)
             cJSON_AddBoolToObject(o, "exposed", is_exposed(reg, t));
         if (t->title != NULL)
@@ -460,6 +465,9 @@ static void list_table(const struct registry *reg, bool all)
             printf("  %s", is_exposed(reg, t) ? "yes" : "no");
         if (strcmp(t->name, t->original_name) != 0)
             printf("  (alias of %s)", t->original_name);
+        if (t->selected && t->toolset != 0)
+            printf("  (toolset %s)",
+                   registry_toolsets(reg)->sets[t->toolset - 1].name);
         printf("\n");
     }
 }

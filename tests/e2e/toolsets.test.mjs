@@ -230,6 +230,9 @@ test('the default deployment starts with its core set', async () => {
       { env, encoding: 'utf8' });
     const every = full.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0]).sort();
     assert.deepEqual([...all].sort(), every);
+    // --list-tools names each tool's toolset.
+    assert.match(full.stdout, /^run_python\s.*\(toolset languages\)$/m);
+    assert.match(full.stdout, /^create_devbox\s+lifecycle\s+read-write\s*$/m);
   } finally {
     await closeStdioHost(host);
   }
