@@ -1044,12 +1044,10 @@ static const struct rlmcp_h_tool specs[] = {
      t_run_shell, true},
     {"run_code", "Run code in a reusable test sandbox",
      "Write files and run a command in a code-testing sandbox: a running "
-     "sandbox tagged for code testing is reused (preferring the requested "
-     "blueprint), else one is created. Files overwrite existing paths. A "
-     "sandbox created for this call is shut down if the run fails with an "
-     "error, and kept after success for reuse (shut it down with "
-     "shutdown_devbox when done). Returns exit_code, stdout, stderr, "
-     "devbox_id and whether the sandbox was reused.",
+     "one is reused (preferring the requested blueprint), else one is "
+     "created and kept after success for reuse (shut it down with "
+     "shutdown_devbox when done). Returns exit_code, stdout, stderr and "
+     "devbox_id.",
      schema_run_code, schema_run_code_out, ANN("false", "true", "false"),
      run_code_tool, true},
 };
