@@ -56,6 +56,61 @@ static int describe_toolset(struct strbuf *b, const struct toolset *set,
     return rc == 0 ? 0 : -1;
 }
 
+/* {"type":"array","items":{"type":"string"}} */
+static cJSON *string_array_schema(void)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(o, "type", "array");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "items"), "type",
+                            "string");
+    return o;
+}
+
+static void add_typed(cJSON *props, const char *name, const char *type)
+{
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, name), "type", type);
+}
+
+/* The results' outputSchemas: no required member, so an error's
+ * {"error": ...} structuredContent fits them too. */
+static cJSON *list_output_schema(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *props = NULL;
+    cJSON *arr = NULL;
+    cJSON *item = NULL;
+
+    cJSON_AddStringToObject(o, "type", "object");
+    props = cJSON_AddObjectToObject(o, "properties");
+    arr = cJSON_AddObjectToObject(props, "toolsets");
+    cJSON_AddStringToObject(arr, "type", "array");
+    item = cJSON_AddObjectToObject(arr, "items");
+    cJSON_AddStringToObject(item, "type", "object");
+    item = cJSON_AddObjectToObject(item, "properties");
+    add_typed(item, "name", "string");
+    add_typed(item, "description", "string");
+    add_typed(item, "enabled", "boolean");
+    cJSON_AddItemToObject(item, "tools", string_array_schema());
+    add_typed(props, "all_tools_listed", "boolean");
+    return o;
+}
+
+static cJSON *enable_output_schema(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *props = NULL;
+
+    cJSON_AddStringToObject(o, "type", "object");
+    props = cJSON_AddObjectToObject(o, "properties");
+    add_typed(props, "toolset", "string");
+    add_typed(props, "enabled", "boolean");
+    add_typed(props, "list_changed", "boolean");
+    cJSON_AddItemToObject(props, "tools", string_array_schema());
+    add_typed(props, "note", "string");
+    return o;
+}
+
 static char *meta_list_json(void)
 {
     cJSON *o = cJSON_CreateObject();
@@ -71,6 +126,7 @@ static char *meta_list_json(void)
     schema = cJSON_AddObjectToObject(o, "inputSchema");
     cJSON_AddStringToObject(schema, "type", "object");
     cJSON_AddObjectToObject(schema, "properties");
+    cJSON_AddItemToObject(o, "outputSchema", list_output_schema());
     ann = cJSON_AddObjectToObject(o, "annotations");
     cJSON_AddBoolToObject(ann, "readOnlyHint", true);
     cJSON_AddBoolToObject(ann, "openWorldHint", false);
@@ -112,6 +168,7 @@ static char *meta_enable_json(const struct toolsets *ts,
         cJSON_AddItemToArray(names, cJSON_CreateString(ts->sets[i].name));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(schema, "required"),
                          cJSON_CreateString("toolset"));
+    cJSON_AddItemToObject(o, "outputSchema", enable_output_schema());
     ann = cJSON_AddObjectToObject(o, "annotations");
     cJSON_AddBoolToObject(ann, "readOnlyHint", false);
     cJSON_AddBoolToObject(ann, "destructiveHint", false);

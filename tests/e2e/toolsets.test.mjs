@@ -90,6 +90,11 @@ test('stdio: core first, enable_toolset notifies and lists the toolset, calls wo
     const meta = (await c.listTools()).tools.find((t) => t.name === 'enable_toolset');
     assert.match(meta.description, /Toolsets: testing \([a-z_, ]*\bws_exchange\b[a-z_, ]*\): The test plugin's tools\./);
     assert.deepEqual(meta.inputSchema.properties.toolset.enum, ['testing']);
+    // Like every tool of the shipped deployments, the meta tools declare an
+    // outputSchema (the client checks structuredContent against it).
+    for (const t of (await c.listTools()).tools.filter((x) => x.name.endsWith('_toolset') || x.name === 'list_toolsets')) {
+      assert.equal(t.outputSchema?.type, 'object', t.name);
+    }
 
     // A tool of a toolset not yet enabled can still be called.
     const early = await c.callTool({ name: 'echo', arguments: { text: 'early' } });
