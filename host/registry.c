@@ -32,16 +32,6 @@ struct registry {
     bool frozen;
 };
 
-/* Sizes of the 1.0 definitions: the smallest struct_size accepted. */
-#define TOOL_DEF_SIZE_1_0                                                      \
-    (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void (*)(void *)))
-#define RESOURCE_DEF_SIZE_1_0                                                  \
-    (offsetof(struct rlmcp_resource_def, user_data_free) +                     \
-     sizeof(void (*)(void *)))
-#define PROMPT_DEF_SIZE_1_0                                                    \
-    (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
-     sizeof(void (*)(void *)))
-
 bool registry_valid_name(const char *name)
 {
     size_t n = 0;
@@ -442,8 +432,8 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
         errbuf_set(err, errlen, "register_tool called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), TOOL_DEF_SIZE_1_0, "rlmcp_tool_def",
-                    err, errlen);
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_TOOL_DEF_SIZE_1_0,
+                    "rlmcp_tool_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     rc = validate_tool(&d, err, errlen);
@@ -571,7 +561,7 @@ int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
                    "register_resource called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), RESOURCE_DEF_SIZE_1_0,
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_RESOURCE_DEF_SIZE_1_0,
                     "rlmcp_resource_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
@@ -678,8 +668,8 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
                    "register_prompt called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), PROMPT_DEF_SIZE_1_0, "rlmcp_prompt_def",
-                    err, errlen);
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_PROMPT_DEF_SIZE_1_0,
+                    "rlmcp_prompt_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     if (!registry_valid_name(d.name)) {

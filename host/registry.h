@@ -116,6 +116,17 @@ const struct prompt_entry *registry_find_prompt(const struct registry *reg,
 
 struct host_tools_config; /* config.h */
 
+/* Sizes of the 1.0 definitions: the smallest struct_size accepted
+ * (sdk/ABI.md; tests/abi checks them against every minor's header). */
+#define REGISTRY_TOOL_DEF_SIZE_1_0                                             \
+    (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void (*)(void *)))
+#define REGISTRY_RESOURCE_DEF_SIZE_1_0                                         \
+    (offsetof(struct rlmcp_resource_def, user_data_free) +                     \
+     sizeof(void (*)(void *)))
+#define REGISTRY_PROMPT_DEF_SIZE_1_0                                           \
+    (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
+     sizeof(void (*)(void *)))
+
 struct registry *registry_new(void);
 
 /*

@@ -477,8 +477,7 @@ static int validate_req(const struct rlmcp_http_req *req, const char *api_key)
 {
     size_t i;
 
-    if (req == NULL ||
-        req->struct_size < offsetof(struct rlmcp_http_req, max_body)) {
+    if (req == NULL || req->struct_size < RLCLIENT_HTTP_REQ_SIZE_MIN) {
         set_last_error("request is NULL or its struct_size is too small");
         return RLMCP_EINVAL;
     }
