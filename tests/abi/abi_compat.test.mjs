@@ -20,7 +20,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir } from '../e2e/lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from '../e2e/lib/host.mjs';
 
 const MINORS = [0, 1, 2, 3, 4, 5, 6];
 const fixtureDir = path.join(buildDir, 'fixtures', 'abi');
@@ -74,7 +74,7 @@ function wsServe(socket, onMessage) {
 const TUNNEL_HOST = /^(\d+)-([A-Za-z0-9_-]+)\.localhost(?::\d+)?$/;
 
 function startBackend() {
-  const seen = { upgrades: [] };
+  const seen = { upgrades: [], ptyInput: [] };
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -110,14 +110,16 @@ function startBackend() {
     }
     const accept = crypto.createHash('sha1')
       .update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n'
+    const hello = Buffer.from('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n'
       + `Connection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
     if (req.url.startsWith('/pty/')) {
-      // A PTY session: one answer to what was typed, then quiet.
-      wsServe(socket, (op, payload) => {
-        socket.write(wsFrame(0x2, Buffer.concat([Buffer.from('pty:'), payload])));
-      });
+      // A PTY session: a prompt sent with the handshake, so the output is
+      // there before the host's quiet timer starts however loaded the
+      // machine; what was typed is recorded.
+      socket.write(Buffer.concat([hello, wsFrame(0x2, Buffer.from('pty:ready$ '))]));
+      wsServe(socket, (op, payload) => seen.ptyInput.push({ path: req.url, text: payload.toString() }));
     } else {
+      socket.write(hello);
       wsServe(socket, (op, payload) => socket.write(wsFrame(op, payload)));
     }
   });
@@ -183,7 +185,12 @@ describe('plugins of every ABI minor in today\'s host', () => {
 
   for (const m of MINORS) {
     it(`ABI 1.${m}: the probe tool, its resource and its prompt`, async () => {
-      const r = await host.client.callTool({ name: `abi_v1${m}_probe`, arguments: {} });
+      const r = await host.client.callTool({ name: `abi_v1${m}_probe`, arguments: {} }).catch((e) => {
+        // Each struct of the fixture ends at an unreadable page: a host that
+        // reads past this minor's struct dies here.
+        throw new Error(`1.${m}: the call failed (${e.message}); did the host read past a `
+          + `struct of ABI 1.${m}? host log:\n${host.err.slice(-3000)}`);
+      });
       assert.notEqual(r.isError, true, `1.${m}: ${JSON.stringify(r.content)}\nhost log:\n${host.err}`);
       const s = r.structuredContent;
       assert.equal(s.minor, m);
@@ -207,12 +214,14 @@ describe('plugins of every ABI minor in today\'s host', () => {
           rc: 0, status: 200, resp_size_ok: true,
           body: { method: 'GET', path: `/tunnel?minor=${m}`, host: tunnelHost, auth: `Bearer abi-token-${m}`, tunnel: true },
         });
-        assert.deepEqual(s.pty, { rc: 0, upgrade_status: 0, close_code: 0, quiet: true, output: `pty:typed ${m}` });
+        assert.deepEqual(s.pty, { rc: 0, upgrade_status: 0, close_code: 0, quiet: true, output: 'pty:ready$ ' });
         const up = backend.seen.upgrades.find((u) => u.path === `/pty/abi${m}/connect`);
         assert.ok(up, `the PTY upgrade of 1.${m} arrived`);
         // libwebsockets names the host without the port.
         assert.equal(up.host.replace(/:\d+$/, ''), tunnelHost.replace(/:\d+$/, ''));
         assert.equal(up.auth, `Bearer abi-token-${m}`);
+        await waitFor(() => backend.seen.ptyInput.find((i) => i.path === up.path), 10000, 'the typed input');
+        assert.equal(backend.seen.ptyInput.find((i) => i.path === up.path).text, `typed ${m}`);
       } else {
         assert.equal(s.tunnel, undefined);
       }
