@@ -298,6 +298,11 @@ static void test_abi_md_table(void **state)
     size_t i = 0;
 
     (void)state;
+    /* The table gives LP64 sizes (x86_64, aarch64, the platforms built). */
+    if (sizeof(void *) != 8 || sizeof(long) != 8) {
+        free(md);
+        skip();
+    }
     if (p == NULL)
         fail_msg("sdk/ABI.md has no <!-- abi-sizes --> table");
     end = strstr(p, "<!-- /abi-sizes -->");
