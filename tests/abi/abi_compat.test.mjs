@@ -9,23 +9,33 @@
 // size fails the load or the call. The probe uses the Runloop API (a plain
 // request and a multipart upload), a tunnel request and a PTY exchange
 // (1.1+), the deadline services (1.2+), the exposed names (1.3+), a task
-// definition (1.4+), a config schema (1.5+) and a WebSocket (1.6), against
-// the small fake backend below: an HTTP server that is also the tunnel
+// definition (1.4+), a config schema (1.5+) and a WebSocket (1.6). The 1.6
+// fixture also passes each struct at the least size sdk/ABI.md's table says
+// today's host takes (taken) and one byte less (refused). All against the
+// small fake backend below: an HTTP server that is also the tunnel
 // origin (the host learns it from X-Devboxd-Tunnel-Url-Template) and a
 // minimal WebSocket server. Nothing else runs: no engine, no devbox.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from '../e2e/lib/host.mjs';
+import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from '../e2e/lib/host.mjs';
 
 const MINORS = [0, 1, 2, 3, 4, 5, 6];
 const fixtureDir = path.join(buildDir, 'fixtures', 'abi');
 const fixture = (m) => path.join(fixtureDir, `rlmcp_abi_v1${m}.so`);
 const API_KEY = 'abi-compat-key';
+
+/** sdk/ABI.md's size table: the "today's host" cell of struct's row. */
+function hostLeast(struct) {
+  const md = readFileSync(path.join(sourceDir, 'sdk', 'ABI.md'), 'utf8');
+  const row = md.split('\n').find((l) => l.startsWith(`| \`${struct}\` |`));
+  assert.ok(row, `sdk/ABI.md has a size row for ${struct}`);
+  return Number(row.split('|').at(-2).trim());
+}
 
 // ---- a minimal WebSocket server (RFC 6455, unfragmented frames) ----------
 
@@ -181,6 +191,28 @@ describe('plugins of every ABI minor in today\'s host', () => {
       assert.equal(t.execution?.taskSupport ?? 'forbidden', m >= 4 ? 'optional' : 'forbidden',
         `1.${m}: ${JSON.stringify(t.execution)}`);
     }
+    // The 1.6 fixture's definitions of the least sizes load; a byte less not.
+    const names = tools.map((t) => t.name);
+    assert.ok(names.includes('abi_v16_least'));
+    assert.equal(tools.find((t) => t.name === 'abi_v16_task_least')?.execution?.taskSupport, 'optional');
+    assert.ok(!names.includes('abi_v16_below'));
+    assert.ok(!names.includes('abi_v16_task_below'));
+  });
+
+  it('takes each struct at the least size sdk/ABI.md gives, and refuses one byte less', async () => {
+    const r = await host.client.callTool({ name: 'abi_v16_least', arguments: {} });
+    assert.notEqual(r.isError, true, `${JSON.stringify(r.content)}\nhost log:\n${host.err}`);
+    const s = r.structuredContent;
+    const EINVAL = -1;
+    const EVERSION = -8;
+    assert.equal(s.tool_def_below, EVERSION);
+    assert.equal(s.task_def_below, EVERSION);
+    assert.match(host.err, new RegExp(`rlmcp_tool_def.struct_size is ${hostLeast('rlmcp_tool_def') - 1}, smaller`));
+    assert.match(host.err, new RegExp(`rlmcp_task_def.struct_size is ${hostLeast('rlmcp_task_def') - 1}, smaller`));
+    // [the size the fixture used, its result, the result one byte less]
+    for (const k of ['http_req', 'tunnel', 'pty_exchange', 'ws_open', 'ws_message']) {
+      assert.deepEqual(s[k], [hostLeast(`rlmcp_${k}`), 0, EINVAL], k);
+    }
   });
 
   for (const m of MINORS) {
@@ -244,6 +276,7 @@ describe('plugins of every ABI minor in today\'s host', () => {
   }
 
   it('logged no plugin error', () => {
-    assert.doesNotMatch(host.err, /abi_v1\d.*(error|refus|fail)/i, host.err);
+    const lines = host.err.split('\n').filter((l) => !/struct_size is \d+, smaller than/.test(l));
+    assert.doesNotMatch(lines.join('\n'), /abi_v1\d.*(error|refus|fail)/i, host.err);
   });
 });

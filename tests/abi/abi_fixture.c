@@ -434,6 +434,239 @@ out:
     return rc;
 }
 
+#if RLMCP_ABI_MINOR >= 6
+/* ---- 1.6: the least sizes the host takes, and one byte less --------------
+ * Every struct here says in struct_size the least the host documents
+ * (sdk/ABI.md, "today's host"), or one byte less, and holds only that
+ * many bytes: it starts aligned and ends within 7 bytes of the unreadable
+ * page (at it when the size is a multiple of 8).
+ */
+
+#define FX_ALIGN8(n) (((n) + 7) / 8 * 8)
+#define FX_HTTP_REQ_LEAST                                                      \
+    (offsetof(struct rlmcp_http_req, max_body) + sizeof(size_t))
+#define FX_TOOL_DEF_LEAST                                                      \
+    (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void *))
+
+static void *least_dup(const void *src, size_t size)
+{
+    unsigned char *p = guard_alloc(FX_ALIGN8(size));
+
+    if (p == NULL)
+        return NULL;
+    memcpy(p, src, size);
+    memcpy(p, &size, sizeof(size)); /* struct_size */
+    return p;
+}
+
+static void least_free(void *p, size_t size)
+{
+    guard_free(p, FX_ALIGN8(size));
+}
+
+/* register_tool's answers at init to a def one byte short. */
+static int g_tool_below = 1;
+static int g_task_below = 1;
+
+static int edge_http(rlmcp_call *call, size_t size)
+{
+    struct rlmcp_http_req init = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_req *req = NULL;
+    struct rlmcp_http_resp *resp = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    init.method = "GET";
+    init.path = "/v1/abi/least";
+    req = least_dup(&init, size);
+    if (req != NULL)
+        rc = g_api->runloop_request(call, req, &resp);
+    if (rc == RLMCP_OK && resp->status != 200)
+        rc = (int)resp->status;
+    g_api->http_resp_free(resp);
+    least_free(req, size);
+    return rc;
+}
+
+static int edge_tunnel(rlmcp_call *call, size_t size)
+{
+    struct rlmcp_http_req init = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_tunnel tinit = RLMCP_TUNNEL_INIT;
+    struct rlmcp_tunnel *t = NULL;
+    struct rlmcp_http_resp *resp = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    init.method = "GET";
+    init.path = "/tunnel/least";
+    tinit.tunnel_key = "abikeyleast";
+    tinit.auth_token = "abi-token-least";
+    tinit.port = 8100;
+    t = least_dup(&tinit, size);
+    if (t != NULL)
+        rc = g_api->runloop_tunnel_request(call, t, &init, &resp);
+    if (rc == RLMCP_OK && resp->status != 200)
+        rc = (int)resp->status;
+    g_api->http_resp_free(resp);
+    least_free(t, size);
+    return rc;
+}
+
+static int edge_pty(rlmcp_call *call, size_t size)
+{
+    struct rlmcp_pty_exchange init = RLMCP_PTY_EXCHANGE_INIT;
+    struct rlmcp_pty_exchange *x = NULL;
+    struct rlmcp_tunnel *t = new_tunnel();
+    struct out sink = {.len = 0};
+    int rc = RLMCP_ENOMEM;
+
+    init.connect_url = "/pty/least/connect";
+    init.quiet_ms = 300;
+    init.max_wait_ms = 20000;
+    init.on_output = on_output;
+    init.user = &sink;
+    x = least_dup(&init, size);
+    if (x != NULL && t != NULL)
+        rc = g_api->runloop_pty_exchange(call, t, x);
+    if (rc == RLMCP_OK && sink.len == 0)
+        rc = RLMCP_ENOTFOUND; /* no output: the exchange did not happen */
+    least_free(x, size);
+    guard_free(t, sizeof(struct rlmcp_tunnel));
+    return rc;
+}
+
+/* Open with ws_open of open_size; then, when open, send and receive one
+ * message into a ws_message of msg_size. */
+static int edge_ws(rlmcp_call *call, size_t open_size, size_t msg_size)
+{
+    struct rlmcp_ws_open oinit = RLMCP_WS_OPEN_INIT;
+    struct rlmcp_ws_message minit = RLMCP_WS_MESSAGE_INIT;
+    struct rlmcp_tunnel *t = new_tunnel();
+    struct rlmcp_ws_open *op = NULL;
+    struct rlmcp_ws_message *m = NULL;
+    rlmcp_ws *ws = NULL;
+    int rc = RLMCP_ENOMEM;
+
+    oinit.path = "/echo?least";
+    oinit.connect_timeout_ms = 20000;
+    op = least_dup(&oinit, open_size);
+    m = least_dup(&minit, msg_size);
+    if (t != NULL && op != NULL && m != NULL)
+        rc = g_api->runloop_ws_open(call, t, op, &ws);
+    if (rc == RLMCP_OK)
+        rc = g_api->runloop_ws_send(ws, "least", 5, true);
+    if (rc == RLMCP_OK)
+        rc = g_api->runloop_ws_recv(ws, 20000, m);
+    if (rc == RLMCP_OK && (m->type != RLMCP_WS_TEXT || m->len != 5))
+        rc = RLMCP_EINTERNAL;
+    if (ws != NULL)
+        g_api->runloop_ws_close(ws, 1000);
+    least_free(m, msg_size);
+    least_free(op, open_size);
+    guard_free(t, sizeof(struct rlmcp_tunnel));
+    return rc;
+}
+
+static int least(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    struct out o = {.len = 0};
+    size_t http = FX_HTTP_REQ_LEAST;
+    size_t tun = RLMCP_TUNNEL_SIZE_1_1;
+    size_t pty = RLMCP_PTY_EXCHANGE_SIZE_1_1;
+    size_t wso = RLMCP_WS_OPEN_SIZE_1_6;
+    size_t wsm = RLMCP_WS_MESSAGE_SIZE_1_6;
+
+    (void)args;
+    (void)len;
+    (void)ud;
+    out_add(&o, "{\"tool_def_below\":%d,\"task_def_below\":%d", g_tool_below,
+            g_task_below);
+    out_add(&o, ",\"http_req\":[%zu,%d,%d]", http, edge_http(call, http),
+            edge_http(call, http - 1));
+    out_add(&o, ",\"tunnel\":[%zu,%d,%d]", tun, edge_tunnel(call, tun),
+            edge_tunnel(call, tun - 1));
+    out_add(&o, ",\"pty_exchange\":[%zu,%d,%d]", pty, edge_pty(call, pty),
+            edge_pty(call, pty - 1));
+    out_add(&o, ",\"ws_open\":[%zu,%d,%d]", wso, edge_ws(call, wso, wsm),
+            edge_ws(call, wso - 1, wsm));
+    out_add(&o, ",\"ws_message\":[%zu,%d,%d]}", wsm, edge_ws(call, wso, wsm),
+            edge_ws(call, wso, wsm - 1));
+    return g_api->result_json(call, o.buf, o.len);
+}
+
+/* Tools whose definitions have the least sizes, and ones a byte short. */
+static int register_least(rlmcp_plugin *self)
+{
+    struct rlmcp_tool_def tinit = RLMCP_TOOL_DEF_INIT;
+    struct rlmcp_task_def kinit = RLMCP_TASK_DEF_INIT;
+    size_t tool_least = FX_TOOL_DEF_LEAST;
+    size_t tool_task = offsetof(struct rlmcp_tool_def, task) + sizeof(void *);
+    size_t task_least = RLMCP_TASK_DEF_SIZE_1_4;
+    struct rlmcp_tool_def *tool = NULL;
+    struct rlmcp_task_def *task = NULL;
+    size_t task_size = 0;
+    int rc = RLMCP_ENOMEM;
+
+    tinit.name = FX_NAME "_least";
+    tinit.description = "Passes the least struct sizes the host takes, and "
+                        "one byte less.";
+    tinit.input_schema_json = "{\"type\":\"object\"}";
+    tinit.handler = least;
+    tool = least_dup(&tinit, tool_least);
+    if (tool == NULL)
+        goto out;
+    rc = g_api->register_tool(self, tool);
+    least_free(tool, tool_least);
+    tool = NULL;
+    if (rc != RLMCP_OK)
+        goto out;
+    tinit.name = FX_NAME "_below";
+    rc = RLMCP_ENOMEM;
+    tool = least_dup(&tinit, tool_least - 1);
+    if (tool == NULL)
+        goto out;
+    g_tool_below = g_api->register_tool(self, tool);
+    least_free(tool, tool_least - 1);
+    tool = NULL;
+
+    /* The task def at its 1.4 size, in a def of 1.4's size. */
+    kinit.start = task_op;
+    kinit.get = task_op;
+    kinit.wait = task_op;
+    kinit.cancel = task_op;
+    task_size = task_least;
+    task = least_dup(&kinit, task_size);
+    if (task == NULL)
+        goto out;
+    tinit.name = FX_NAME "_task_least";
+    tinit.task = task;
+    tool = least_dup(&tinit, tool_task);
+    if (tool == NULL)
+        goto out;
+    rc = g_api->register_tool(self, tool);
+    least_free(tool, tool_task);
+    tool = NULL;
+    least_free(task, task_size);
+    task = NULL;
+    if (rc != RLMCP_OK)
+        goto out;
+    rc = RLMCP_ENOMEM;
+    task_size = task_least - 1;
+    task = least_dup(&kinit, task_size);
+    if (task == NULL)
+        goto out;
+    tinit.name = FX_NAME "_task_below";
+    tinit.task = task;
+    tool = least_dup(&tinit, tool_task);
+    if (tool == NULL)
+        goto out;
+    g_task_below = g_api->register_tool(self, tool);
+    rc = RLMCP_OK;
+out:
+    least_free(tool, tool_task);
+    least_free(task, task_size);
+    return rc;
+}
+#endif
+
 static int fx_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
                    void **state_out)
 {
@@ -452,6 +685,10 @@ static int fx_init(rlmcp_plugin *self, const struct rlmcp_host_api *api,
         return RLMCP_EVERSION;
     }
     rc = register_all(self);
+#if RLMCP_ABI_MINOR >= 6
+    if (rc == RLMCP_OK)
+        rc = register_least(self);
+#endif
     if (rc != RLMCP_OK)
         api->set_error(self, "registering at ABI 1.%d failed: %s", FX_MINOR,
                        api->strerror(rc));
