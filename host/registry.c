@@ -67,8 +67,9 @@ static int read_sized(const void *src, void *dst, size_t ours, size_t min,
     if (theirs < min) {
         errbuf_set(
             err, errlen,
-            "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise "
-            "it with the _INIT macro from rlmcp/plugin.h",
+            "%s.struct_size is %zu, smaller than %zu, the least this host "
+            "takes (sdk/ABI.md); initialise it with the _INIT macro from "
+            "rlmcp/plugin.h",
             what, theirs, min);
         return RLMCP_EVERSION;
     }

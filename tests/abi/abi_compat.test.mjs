@@ -207,8 +207,8 @@ describe('plugins of every ABI minor in today\'s host', () => {
     const EVERSION = -8;
     assert.equal(s.tool_def_below, EVERSION);
     assert.equal(s.task_def_below, EVERSION);
-    assert.match(host.err, new RegExp(`rlmcp_tool_def.struct_size is ${hostLeast('rlmcp_tool_def') - 1}, smaller`));
-    assert.match(host.err, new RegExp(`rlmcp_task_def.struct_size is ${hostLeast('rlmcp_task_def') - 1}, smaller`));
+    assert.match(host.err, new RegExp(`rlmcp_tool_def.struct_size is ${hostLeast('rlmcp_tool_def') - 1}, smaller than ${hostLeast('rlmcp_tool_def')}, the least`));
+    assert.match(host.err, new RegExp(`rlmcp_task_def.struct_size is ${hostLeast('rlmcp_task_def') - 1}, smaller than ${hostLeast('rlmcp_task_def')}, the least`));
     // [the size the fixture used, its result, the result one byte less]
     for (const k of ['http_req', 'tunnel', 'pty_exchange', 'ws_open', 'ws_message']) {
       assert.deepEqual(s[k], [hostLeast(`rlmcp_${k}`), 0, EINVAL], k);
