@@ -2327,32 +2327,12 @@ static int resolve_listen(struct http_server *srv, struct sockaddr_storage *ss,
 
 static int check_options(struct http_server *srv, char *err, size_t errlen)
 {
-    if (!srv->loopback && srv->auth_token == NULL) {
-        snprintf(err, errlen,
-                 "refusing to listen on %s without an access token: anyone "
-                 "who reaches it could run code in your devboxes. Set "
-                 "server.http.auth_token (at least 16 characters, e.g. "
-                 "${RLMCP_HTTP_TOKEN}) or listen on 127.0.0.1",
-                 srv->listen);
+    struct http_options o = srv->opts;
+
+    o.listen = srv->listen;
+    o.auth_token = srv->auth_token;
+    if (http_limits_check(&o, srv->loopback, err, errlen) != 0)
         return -1;
-    }
-    if (srv->auth_token != NULL && strlen(srv->auth_token) < 16) {
-        snprintf(err, errlen,
-                 "server.http.auth_token is shorter than 16 characters; use "
-                 "a long random value (e.g. `openssl rand -hex 32`)");
-        return -1;
-    }
-    if (srv->opts.max_body_bytes < 1024) {
-        snprintf(err, errlen,
-                 "server.http.max_body_bytes must be at least 1024");
-        return -1;
-    }
-    if (srv->opts.max_sessions == 0 || srv->opts.max_connections == 0) {
-        snprintf(err, errlen,
-                 "server.http.max_sessions and max_connections must be at "
-                 "least 1");
-        return -1;
-    }
     /* On loopback every client has the same address: a per-address limit
      * below the table's would only shrink the table. */
     if (srv->opts.max_sessions_per_client == 0)

@@ -545,6 +545,18 @@ static int run_transport(const struct host_config *cfg,
     return stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
 }
 
+/* The settings the transport would refuse at its start. */
+static int serve_check(const struct host_config *cfg, char *err,
+                       size_t errlen)
+{
+    struct http_options opts;
+
+    if (cfg->server.transport != HOST_TRANSPORT_HTTP)
+        return 0;
+    http_options_from_config(&opts, cfg);
+    return http_options_check(&opts, err, errlen);
+}
+
 static int circuit_state(void *client)
 {
     return rlclient_breaker_state(client);
@@ -676,6 +688,11 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     if (apply_overrides(&o, &cfg) < 0)
         goto out;
+    /* Refuse a start before anything is started (the local engine). */
+    if (o.action == ACT_SERVE && serve_check(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "runloop-mcp: error: %s\n", err);
+        goto out;
+    }
     log_set_level(cfg.host.log_level);
     reg = registry_new();
     if (reg == NULL) {
