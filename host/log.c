@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,11 +29,14 @@ static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static log_sink_fn sink_fn;
 static void *sink_user;
 
-/* How lines reach stderr (chosen once, at the first line). */
+/* How lines reach stderr: chosen again whenever fd 2 becomes another file
+ * (a test or a daemon may dup2 over it). Under sink_lock. */
 enum out_kind { OUT_BLOCKING, OUT_NONBLOCK_FD, OUT_SOCKET };
-static pthread_once_t out_once = PTHREAD_ONCE_INIT;
 static enum out_kind out_kind = OUT_BLOCKING;
 static int out_fd = STDERR_FILENO;
+static dev_t out_dev;
+static ino_t out_ino;
+static bool out_known;
 /* Lines lost to a full stderr: all of them, and those not yet reported. */
 static uint64_t dropped_total;
 static uint64_t dropped_unreported; /* under sink_lock */
@@ -93,13 +97,22 @@ static void flatten(char *s)
  * shell's terminal, a client's pipe). A socket is written with
  * MSG_DONTWAIT. A file or terminal is written as before: it does not fill.
  */
-static void out_init(void)
+static void out_check(void)
 {
     struct stat st;
     int fd = -1;
 
     if (fstat(STDERR_FILENO, &st) != 0)
         return;
+    if (out_known && st.st_dev == out_dev && st.st_ino == out_ino)
+        return;
+    if (out_fd != STDERR_FILENO)
+        close(out_fd);
+    out_fd = STDERR_FILENO;
+    out_kind = OUT_BLOCKING;
+    out_dev = st.st_dev;
+    out_ino = st.st_ino;
+    out_known = true;
     if (S_ISSOCK(st.st_mode)) {
         out_kind = OUT_SOCKET;
         return;
@@ -133,7 +146,7 @@ static void out_line(char *out, size_t len)
     char note[160];
     int nl = 0;
 
-    pthread_once(&out_once, out_init);
+    out_check();
     if (dropped_unreported > 0) {
         nl = snprintf(note, sizeof(note),
                       "runloop-mcp: warning: %llu log line(s) dropped: "
