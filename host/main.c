@@ -23,7 +23,6 @@
 #include "config.h"
 #include "deployment.h"
 #include "http.h"
-#include "modules.h"
 #include "loader.h"
 #include "log.h"
 #include "mcp.h"
@@ -536,7 +535,7 @@ static int run_transport(const struct host_config *cfg,
 
     /* HTTP handles its own signals */
     if (cfg->server.transport == HOST_TRANSPORT_HTTP)
-        return modules_http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
+        return http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -546,8 +545,7 @@ static int run_transport(const struct host_config *cfg,
 }
 
 /* The settings the transport would refuse at its start. */
-static int serve_check(const struct host_config *cfg, char *err,
-                       size_t errlen)
+static int serve_check(const struct host_config *cfg, char *err, size_t errlen)
 {
     struct http_options opts;
 
