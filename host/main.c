@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -555,6 +556,35 @@ static int serve_check(const struct host_config *cfg, char *err, size_t errlen)
     return http_options_check(&opts, err, errlen);
 }
 
+/*
+ * Serving did not start (the HTTP address is taken, say): stop the local
+ * engine this start began, so that a refused start leaves none behind. An
+ * engine that was running already is left alone.
+ */
+static void stop_started_engine(const struct backend *b)
+{
+    int pid = backend_started_pid(b);
+    int waited_ms = 0;
+
+    if (pid <= 0)
+        return;
+    log_msg(RLMCP_LOG_NOTICE, NULL,
+            "stopping the local engine this start began (devboxd pid %d)", pid);
+    if (kill(pid, SIGTERM) != 0)
+        return;
+    while (!backend_pid_gone(pid) && waited_ms < 30000) {
+        struct timespec ts = {0, 50 * 1000000L};
+
+        nanosleep(&ts, NULL);
+        waited_ms += 50;
+    }
+    if (!backend_pid_gone(pid))
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "devboxd (pid %d) did not exit within 30 s; stop it with "
+                "`runloop-mcp engine stop`",
+                pid);
+}
+
 static int circuit_state(void *client)
 {
     return rlclient_breaker_state(client);
@@ -572,6 +602,7 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     struct backend *b = NULL;
     char *berr = NULL;
     char aerr[512] = "";
+    bool started = false;
     int rc = EXIT_RUNTIME;
 
     reload_block_signal(); /* before any thread starts */
@@ -613,12 +644,16 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
     rl = reload_start(d, cfg);
     rc = run_transport(cfg, d);
+    /* HTTP returns non-zero only when it could not start. */
+    started = rc == 0 || cfg->server.transport != HOST_TRANSPORT_HTTP;
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);
     reload_stop(rl);
 out:
     mcp_destroy(d); /* the deployment served last, and its plugins, go */
     metrics_set_circuit_source(NULL, NULL);
+    if (!started)
+        stop_started_engine(b);
     backend_free(b); /* after the dispatcher: calls used its client */
     audit_close();   /* after the calls that write it */
     return rc;

@@ -158,6 +158,20 @@ plugins: [{name: lifecycle}]
 EOF
 RLMCP_TEST_TOKEN=short refused_start "a short token from the environment" \
     "auth_token is shorter than 16 characters" -c "$tmp/short.yaml"
+# An address in use is only found when binding, after the engine started:
+# the engine this start began is stopped again.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True); time.sleep(600)' >"$tmp/busy" &
+busy=$!
+for _ in $(seq 1 100); do [ -s "$tmp/busy" ] && break; sleep 0.1; done
+run "--listen on an address in use" 1 -c "$CONF" --listen "127.0.0.1:$(cat "$tmp/busy")"
+has err "started devboxd"
+has err "stopping the local engine this start began \(devboxd pid [0-9]+\)"
+left=$(engines)
+if [ -z "$left" ]; then pass "address in use: no devboxd left"; else
+    fail "address in use: devboxd $left runs"; kill $left; fi
+kill "$busy"; wait "$busy" 2>/dev/null
 run "status: still not running" 3 engine status -c "$CONF"
 
 # --- not the local engine ----------------------------------------------------
