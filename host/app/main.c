@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -24,7 +25,6 @@
 #include "deployment.h"
 #include "exe_dir.h"
 #include "http.h"
-#include "modules.h"
 #include "loader.h"
 #include "log.h"
 #include "mcp.h"
@@ -36,6 +36,7 @@
 #include "schema.h"
 #include "services.h"
 #include "tasks.h"
+#include "toolsets.h"
 
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
@@ -414,6 +415,10 @@ static int list_json(const struct registry *reg, bool all)
         if (strcmp(t->name, t->original_name) != 0)
             cJSON_AddStringToObject(o, "original_name", t->original_name);
         cJSON_AddBoolToObject(o, "read_only", t->read_only);
+        if (t->selected && t->toolset != 0)
+            cJSON_AddStringToObject(
+                o, "toolset",
+                registry_toolsets(reg)->sets[t->toolset - 1].name);
         if (all)
             cJSON_AddBoolToObject(o, "exposed", is_exposed(reg, t));
         if (t->title != NULL)
@@ -462,6 +467,9 @@ static void list_table(const struct registry *reg, bool all)
             printf("  %s", is_exposed(reg, t) ? "yes" : "no");
         if (strcmp(t->name, t->original_name) != 0)
             printf("  (alias of %s)", t->original_name);
+        if (t->selected && t->toolset != 0)
+            printf("  (toolset %s)",
+                   registry_toolsets(reg)->sets[t->toolset - 1].name);
         printf("\n");
     }
 }
@@ -530,13 +538,53 @@ static int run_transport(const struct host_config *cfg,
 
     /* HTTP handles its own signals */
     if (cfg->server.transport == HOST_TRANSPORT_HTTP)
-        return modules_http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
+        return http_serve(d, cfg) == 0 ? 0 : EXIT_RUNTIME;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     return stdio_serve(d) == 0 ? 0 : EXIT_RUNTIME;
+}
+
+/* The settings the transport would refuse at its start. */
+static int serve_check(const struct host_config *cfg, char *err, size_t errlen)
+{
+    struct http_options opts;
+
+    if (cfg->server.transport != HOST_TRANSPORT_HTTP)
+        return 0;
+    http_options_from_config(&opts, cfg);
+    return http_options_check(&opts, err, errlen);
+}
+
+/*
+ * Serving did not start (the HTTP address is taken, say): stop the local
+ * engine this start began, so that a refused start leaves none behind. An
+ * engine that was running already is left alone.
+ */
+static void stop_started_engine(const struct backend *b)
+{
+    int pid = backend_started_pid(b);
+    int waited_ms = 0;
+
+    if (pid <= 0)
+        return;
+    log_msg(RLMCP_LOG_NOTICE, NULL,
+            "stopping the local engine this start began (devboxd pid %d)", pid);
+    if (kill(pid, SIGTERM) != 0)
+        return;
+    while (!backend_pid_gone(pid) && waited_ms < 30000) {
+        struct timespec ts = {0, 50 * 1000000L};
+
+        nanosleep(&ts, NULL);
+        waited_ms += 50;
+    }
+    if (!backend_pid_gone(pid))
+        log_msg(RLMCP_LOG_WARNING, NULL,
+                "devboxd (pid %d) did not exit within 30 s; stop it with "
+                "`runloop-mcp engine stop`",
+                pid);
 }
 
 static int circuit_state(void *client)
@@ -556,6 +604,7 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     struct backend *b = NULL;
     char *berr = NULL;
     char aerr[512] = "";
+    bool started = false;
     int rc = EXIT_RUNTIME;
 
     reload_block_signal(); /* before any thread starts */
@@ -597,12 +646,16 @@ static int serve(const struct host_config *cfg, struct deployment *dep)
     tasks_init_key(cfg->server.http.state_secret, backend_state_dir(b));
     rl = reload_start(d, cfg);
     rc = run_transport(cfg, d);
+    /* HTTP returns non-zero only when it could not start. */
+    started = rc == 0 || cfg->server.transport != HOST_TRANSPORT_HTTP;
     /* Finish or cancel what is in flight before plugins shut down. */
     mcp_drain(d, 5000);
     reload_stop(rl);
 out:
     mcp_destroy(d); /* the deployment served last, and its plugins, go */
     metrics_set_circuit_source(NULL, NULL);
+    if (!started)
+        stop_started_engine(b);
     backend_free(b); /* after the dispatcher: calls used its client */
     audit_close();   /* after the calls that write it */
     return rc;
@@ -670,6 +723,11 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     if (apply_overrides(&o, &cfg) < 0)
         goto out;
+    /* Refuse a start before anything is started (the local engine). */
+    if (o.action == ACT_SERVE && serve_check(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "runloop-mcp: error: %s\n", err);
+        goto out;
+    }
     log_set_level(cfg.host.log_level);
     reg = registry_new();
     if (reg == NULL) {

@@ -30,7 +30,6 @@
 #include "breaker.h"
 #include "log.h"
 #include "metrics.h"
-#include "modules.h"
 #include "random.h"
 #include "sse.h"
 
@@ -68,8 +67,7 @@ struct rlclient {
      * X-Devboxd-Tunnel-Url-Template header (devboxd, any transport). */
     pthread_mutex_t tmpl_lock;
     char *learned_tmpl;
-    /* libcurl is loaded and the share made by the first request, so that
-     * an idle deployment never maps it (modules.h). */
+    /* libcurl is initialised and the share made by the first request. */
     pthread_mutex_t ready_lock;
     bool ready;
     CURLSH *share;
@@ -375,8 +373,8 @@ void rlclient_destroy(struct rlclient *c)
 }
 
 /*
- * Load libcurl (rlmcp_curl.so), initialise it and make the client's share,
- * once, at its first request. Returns RLMCP_OK, or RLMCP_EINTERNAL with the
+ * Initialise libcurl and make the client's share, once, at the first
+ * request. Returns RLMCP_OK, or RLMCP_EINTERNAL with the
  * reason as the last error and in the log.
  */
 static int client_ready(struct rlclient *c)
@@ -387,10 +385,6 @@ static int client_ready(struct rlclient *c)
     pthread_mutex_lock(&c->ready_lock);
     if (c->ready)
         goto out;
-    if (modules_get(MODULE_CURL, err, sizeof(err)) == NULL) {
-        rc = RLMCP_EINTERNAL;
-        goto out;
-    }
     if (rlclient_global_init() != 0 || client_init_share(c) != 0) {
         snprintf(err, sizeof(err), "libcurl failed to initialise");
         rc = RLMCP_EINTERNAL;
@@ -477,8 +471,7 @@ static int validate_req(const struct rlmcp_http_req *req, const char *api_key)
 {
     size_t i;
 
-    if (req == NULL ||
-        req->struct_size < offsetof(struct rlmcp_http_req, max_body)) {
+    if (req == NULL || req->struct_size < RLCLIENT_HTTP_REQ_SIZE_MIN) {
         set_last_error("request is NULL or its struct_size is too small");
         return RLMCP_EINVAL;
     }

@@ -22,6 +22,14 @@
 
 #include "rlmcp/plugin.h"
 
+/*
+ * The least struct_size of a request the client takes: every field up to
+ * max_body, which it reads unconditionally (flags is read only when
+ * struct_size covers it). An ABI 1.0 plugin passes 88 on LP64.
+ */
+#define RLCLIENT_HTTP_REQ_SIZE_MIN                                             \
+    (offsetof(struct rlmcp_http_req, max_body) + sizeof(size_t))
+
 struct rlclient;
 
 struct rlclient_options {

@@ -7,11 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Hidden, as in crypto_stub.c: the module's forwarders, never libcrypto's
- * own symbols. */
-#pragma GCC visibility push(hidden)
 #include <openssl/evp.h>
-#pragma GCC visibility pop
 
 char *base64_encode(const void *data, size_t len, bool url)
 {

@@ -1406,6 +1406,98 @@ static int parse_timeouts(struct ctx *c, const yaml_node_t *n, void *at)
     return 0;
 }
 
+static const struct field toolset_fields[] = {
+    {.key = "description",
+     .kind = FIELD_STRING,
+     .off = offsetof(struct config_toolset, description)},
+    {.key = "tools",
+     .kind = FIELD_NAMES,
+     .off = offsetof(struct config_toolset, tools),
+     .count_off = offsetof(struct config_toolset, n_tools)},
+    {.key = NULL},
+};
+
+static bool valid_toolset_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n >= 1 && n <= 64 &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+/* One tools.toolsets entry: NAME: {description, tools}. */
+static int parse_toolset(struct ctx *c, const yaml_node_t *k,
+                         const yaml_node_t *v, struct config_toolset *ts)
+{
+    char what[128];
+
+    ts->pos = pos_of(k);
+    ts->name = strdup(key_text(k));
+    if (ts->name == NULL) {
+        FAIL(c, k, "out of memory");
+        return -1;
+    }
+    if (!valid_toolset_name(ts->name)) {
+        FAIL(c, k,
+             "toolset name '%.64s' is not valid; use 1-64 of a-z 0-9 _, e.g. "
+             "files",
+             ts->name);
+        return -1;
+    }
+    if (v->type != YAML_MAPPING_NODE) {
+        FAIL(c, v,
+             "toolset '%s' must be {description: TEXT, tools: [TOOL, "
+             "plugin:NAME, ...]}, not %s",
+             ts->name, node_kind(v));
+        return -1;
+    }
+    snprintf(what, sizeof(what), "tools.toolsets.%s", ts->name);
+    if (parse_fields(c, v, what, toolset_fields, ts) < 0)
+        return -1;
+    if (ts->description == NULL || ts->description[0] == '\0') {
+        FAIL(c, v,
+             "toolset '%s' has no description; write one line that tells an "
+             "agent when to enable it",
+             ts->name);
+        return -1;
+    }
+    if (ts->n_tools == 0) {
+        FAIL(c, v,
+             "toolset '%s' has no tools; list them in 'tools: [TOOL, "
+             "plugin:NAME]' or remove the toolset",
+             ts->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_toolsets(struct ctx *c, const yaml_node_t *n, void *at)
+{
+    struct host_tools_config *t = at;
+    yaml_node_t *k = NULL;
+    yaml_node_t *v = NULL;
+    size_t count = 0;
+
+    if (is_plain(n) && n->data.scalar.length == 0)
+        return 0;
+    t->toolsets = mapping_array(c, n, "tools.toolsets", sizeof(*t->toolsets));
+    if (t->toolsets == NULL)
+        return -1;
+    count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    if (count > CONFIG_MAX_TOOLSETS) {
+        FAIL(c, n, "'tools.toolsets' has %zu toolsets; at most %d are allowed",
+             count, CONFIG_MAX_TOOLSETS);
+        return -1;
+    }
+    FOR_PAIRS(c, n, k, v)
+    {
+        t->n_toolsets++;
+        if (parse_toolset(c, k, v, &t->toolsets[t->n_toolsets - 1]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int note_allow(struct ctx *c, const yaml_node_t *v, void *base)
 {
     struct host_tools_config *t = base;
@@ -1424,6 +1516,9 @@ static const struct field tools_fields[] = {
     {KEY(tools, "read_only", FIELD_BOOL, read_only)},
     {.key = "aliases", .kind = FIELD_PARSE, .parse = parse_aliases},
     {.key = "timeout_ms", .kind = FIELD_PARSE, .parse = parse_timeouts},
+    {.key = "toolsets", .kind = FIELD_PARSE, .parse = parse_toolsets},
+    {KEY(tools, "full_list_clients", FIELD_STRINGS, full_list_clients),
+     .count_off = offsetof(struct host_tools_config, n_full_list_clients)},
     {.key = NULL},
 };
 
@@ -1532,6 +1627,14 @@ static int parse_root(struct ctx *c, const yaml_node_t *root,
         check_tool_refs(c, cfg, cfg->tools.timeouts, cfg->tools.n_timeouts,
                         "tools.timeout_ms") < 0)
         return -1;
+    for (size_t i = 0; i < cfg->tools.n_toolsets; i++) {
+        const struct config_toolset *ts = &cfg->tools.toolsets[i];
+        char what[128];
+
+        snprintf(what, sizeof(what), "tools.toolsets.%s.tools", ts->name);
+        if (check_tool_refs(c, cfg, ts->tools, ts->n_tools, what) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -1729,6 +1832,16 @@ void config_free(struct host_config *cfg)
         free(a->params);
     }
     free(cfg->tools.aliases);
+    for (i = 0; i < cfg->tools.n_toolsets; i++) {
+        free(cfg->tools.toolsets[i].name);
+        free(cfg->tools.toolsets[i].description);
+        free_names(cfg->tools.toolsets[i].tools,
+                   cfg->tools.toolsets[i].n_tools);
+    }
+    free(cfg->tools.toolsets);
+    for (i = 0; i < cfg->tools.n_full_list_clients; i++)
+        free(cfg->tools.full_list_clients[i]);
+    free(cfg->tools.full_list_clients);
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -132,6 +132,18 @@ struct host_plugin_config {
 struct config_pos config_mark_find(const struct host_plugin_config *p,
                                    const char *msg);
 
+/* A tools.toolsets entry: a group of tools a session enables on demand. */
+struct config_toolset {
+    char *name;                /* [a-z0-9_]{1,64} */
+    char *description;         /* what an agent needs to pick it */
+    struct config_name *tools; /* tool names or plugin:NAME */
+    size_t n_tools;
+    struct config_pos pos;
+};
+
+/* At most this many toolsets: a session's enabled ones are a bit mask. */
+#define CONFIG_MAX_TOOLSETS 64
+
 struct host_tools_config {
     bool allow_set; /* false: every tool of the loaded plugins */
     struct config_name *allow;
@@ -146,6 +158,14 @@ struct host_tools_config {
     struct config_name *timeouts;
     unsigned *timeout_ms; /* parallel to timeouts */
     size_t n_timeouts;
+    /* tools.toolsets: tools listed only once a session enables their
+     * toolset (toolsets.h); none: every session sees every tool. */
+    struct config_toolset *toolsets;
+    size_t n_toolsets;
+    /* tools.full_list_clients: clientInfo.name patterns (fnmatch) given
+     * every tool at once (clients that do not re-list on list_changed). */
+    char **full_list_clients; /* NULL-terminated; may be NULL */
+    size_t n_full_list_clients;
 };
 
 struct host_config {

@@ -1,12 +1,21 @@
 /*
- * log.c - stderr logging, one write per line.
+ * log.c - stderr logging, one write per line, never blocking: a client that
+ * never reads our stderr pipe must not stall the calls that log.
  */
+#define _GNU_SOURCE
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const level_names[] = {
@@ -19,6 +28,18 @@ static int current_level = RLMCP_LOG_INFO;
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static log_sink_fn sink_fn;
 static void *sink_user;
+
+/* How lines reach stderr: chosen again whenever fd 2 becomes another file
+ * (a test or a daemon may dup2 over it). Under sink_lock. */
+enum out_kind { OUT_BLOCKING, OUT_NONBLOCK_FD, OUT_SOCKET };
+static enum out_kind out_kind = OUT_BLOCKING;
+static int out_fd = STDERR_FILENO;
+static dev_t out_dev;
+static ino_t out_ino;
+static bool out_known;
+/* Lines lost to a full stderr: all of them, and those not yet reported. */
+static uint64_t dropped_total;
+static uint64_t dropped_unreported; /* under sink_lock */
 
 void log_set_level(int level)
 {
@@ -70,6 +91,87 @@ static void flatten(char *s)
     }
 }
 
+/*
+ * A pipe gets a file description of its own opened non-blocking, so that
+ * O_NONBLOCK never reaches the description we share with the parent (a
+ * shell's terminal, a client's pipe). A socket is written with
+ * MSG_DONTWAIT. A file or terminal is written as before: it does not fill.
+ */
+static void out_check(void)
+{
+    struct stat st;
+    int fd = -1;
+
+    if (fstat(STDERR_FILENO, &st) != 0)
+        return;
+    if (out_known && st.st_dev == out_dev && st.st_ino == out_ino)
+        return;
+    if (out_fd != STDERR_FILENO)
+        close(out_fd);
+    out_fd = STDERR_FILENO;
+    out_kind = OUT_BLOCKING;
+    out_dev = st.st_dev;
+    out_ino = st.st_ino;
+    out_known = true;
+    if (S_ISSOCK(st.st_mode)) {
+        out_kind = OUT_SOCKET;
+        return;
+    }
+    if (!S_ISFIFO(st.st_mode))
+        return;
+    fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return; /* no reader left, or no /proc: writes fail fast anyway */
+    out_fd = fd;
+    out_kind = OUT_NONBLOCK_FD;
+}
+
+/* One write of the whole line; false when it was not written now. */
+static bool out_write(const char *buf, size_t len)
+{
+    ssize_t n = -1;
+
+    do {
+        if (out_kind == OUT_SOCKET)
+            n = send(STDERR_FILENO, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        else
+            n = write(out_fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len;
+}
+
+/* Under sink_lock: the line, after the count of lines lost before it. */
+static void out_line(char *out, size_t len)
+{
+    char note[160];
+    int nl = 0;
+
+    out_check();
+    if (dropped_unreported > 0) {
+        nl = snprintf(note, sizeof(note),
+                      "runloop-mcp: warning: %llu log line(s) dropped: "
+                      "stderr was full (nobody was reading it)\n",
+                      (unsigned long long)dropped_unreported);
+        if (nl > 0 && (size_t)nl < sizeof(note) && out_write(note, (size_t)nl))
+            dropped_unreported = 0;
+    }
+    /* A pipe takes a write of at most PIPE_BUF whole or not at all, so a
+     * full pipe never gets half a line. */
+    if (len > PIPE_BUF) {
+        len = PIPE_BUF;
+        out[len - 1] = '\n';
+    }
+    if (dropped_unreported > 0 || !out_write(out, len)) {
+        dropped_unreported++;
+        __atomic_add_fetch(&dropped_total, 1, __ATOMIC_RELAXED);
+    }
+}
+
+uint64_t log_dropped_lines(void)
+{
+    return __atomic_load_n(&dropped_total, __ATOMIC_RELAXED);
+}
+
 void log_vmsg(int level, const char *who, const char *fmt, va_list ap)
 {
     char line[4096];
@@ -101,9 +203,7 @@ void log_vmsg(int level, const char *who, const char *fmt, va_list ap)
         memcpy(out, line, len);
         out[len] = '\n';
         /* One write so concurrent lines never interleave. */
-        if (write(STDERR_FILENO, out, len + 1) < 0) {
-            /* nowhere left to report it */
-        }
+        out_line(out, len + 1);
     }
     pthread_mutex_unlock(&sink_lock);
 }

@@ -6,11 +6,16 @@
  *   runloop-mcp: <level>: message            (host messages)
  *
  * Thread-safe: each line goes out in one write. Never log secrets.
+ * Never blocks: when stderr is a pipe nobody reads and it is full, a line
+ * is dropped and counted; the count is logged as a warning line once
+ * stderr takes lines again, and is rlmcp_log_lines_dropped_total in
+ * /metrics.
  */
 #ifndef RLMCP_HOST_LOG_H
 #define RLMCP_HOST_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "rlmcp/plugin.h" /* enum rlmcp_log_level */
 
@@ -29,6 +34,9 @@ void log_msg(int level, const char *who, const char *fmt, ...)
     RLMCP_PRINTF(3, 4);
 void log_vmsg(int level, const char *who, const char *fmt, va_list ap)
     RLMCP_PRINTF(3, 0);
+
+/* Lines dropped so far because stderr was full. */
+uint64_t log_dropped_lines(void);
 
 /*
  * Redirect finished lines (without the trailing newline) to fn instead of

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 #ifndef RLMCP_VERSION
 #define RLMCP_VERSION "0.0.0"
 #endif
@@ -257,8 +259,13 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
             "rlmcp_build_info{version=\"%s\"} 1\n"
             "# HELP rlmcp_calls_in_flight Tool calls running now.\n"
             "# TYPE rlmcp_calls_in_flight gauge\n"
-            "rlmcp_calls_in_flight %ld\n",
-            RLMCP_VERSION, atomic_load(&in_flight));
+            "rlmcp_calls_in_flight %ld\n"
+            "# HELP rlmcp_log_lines_dropped_total Log lines dropped because "
+            "stderr was full (nobody reading it).\n"
+            "# TYPE rlmcp_log_lines_dropped_total counter\n"
+            "rlmcp_log_lines_dropped_total %llu\n",
+            RLMCP_VERSION, atomic_load(&in_flight),
+            (unsigned long long)log_dropped_lines());
     if (g != NULL && g->sessions >= 0)
         fprintf(f,
                 "# HELP rlmcp_http_sessions MCP sessions open on the HTTP "

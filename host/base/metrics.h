@@ -10,6 +10,7 @@
  *   rlmcp_backend_requests_total{status}          counter (2xx..5xx, error)
  *   rlmcp_backend_retries_total                   counter
  *   rlmcp_backend_circuit_state                   gauge (0, 1 open, 2 probing)
+ *   rlmcp_log_lines_dropped_total                 counter (stderr full)
  *   rlmcp_build_info{version}                     gauge, always 1
  *
  * Process-wide and thread-safe: calls finish on worker threads, backend

@@ -23,7 +23,6 @@
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "rlclient.h"
-#include "modules.h"
 #include "ws.h"
 
 #include "schema.h"
@@ -1254,8 +1253,8 @@ struct pty_attempt {
 static int pty_attempt(void *ctx, long *status, char *err, size_t errlen)
 {
     struct pty_attempt *p = ctx;
-    int rc = modules_ws_pty_exchange(p->origin, p->token, p->x, probe_cancelled,
-                                     p->call, err, errlen);
+    int rc = ws_pty_exchange(p->origin, p->token, p->x, probe_cancelled,
+                             p->call, err, errlen);
 
     *status = p->x->upgrade_status;
     return rc;
@@ -1300,7 +1299,6 @@ int call_runloop_pty_exchange(rlmcp_call *call, const struct rlmcp_tunnel *t,
 /* ---- ABI 1.6: WebSockets to any tunnel port ------------------------- */
 
 struct rlmcp_ws {
-    const struct module_ws *mod;
     struct ws_conn *conn;
     struct rlmcp_call *call;
     pthread_t owner;              /* the opening thread: lws is not MT-safe */
@@ -1396,7 +1394,6 @@ static struct rlmcp_ws *ws_take_left(struct rlmcp_call *call)
 }
 
 struct ws_attempt {
-    const struct module_ws *mod;
     struct ws_conn_args a;
     struct ws_conn *conn;
     long status; /* the last attempt's refused upgrade */
@@ -1405,7 +1402,7 @@ struct ws_attempt {
 static int ws_attempt(void *ctx, long *status, char *err, size_t errlen)
 {
     struct ws_attempt *w = ctx;
-    int rc = w->mod->conn_open(&w->a, &w->conn, status, err, errlen);
+    int rc = ws_conn_open(&w->a, &w->conn, status, err, errlen);
 
     w->status = *status;
     return rc;
@@ -1422,9 +1419,6 @@ static int ws_open_checked(struct rlmcp_call *call,
     int rc = RLMCP_EINVAL;
 
     memset(&w, 0, sizeof(w));
-    w.mod = modules_get(MODULE_WS, err, errlen);
-    if (w.mod == NULL)
-        return RLMCP_EINTERNAL;
     origin = ws_origin(call, t, err, errlen);
     if (origin == NULL)
         return RLMCP_EINVAL;
@@ -1446,7 +1440,6 @@ static int ws_open_checked(struct rlmcp_call *call,
     o->upgrade_status = w.status;
     if (rc != RLMCP_OK)
         goto out;
-    h->mod = w.mod;
     h->conn = w.conn;
     h->call = call;
     h->owner = pthread_self();
@@ -1492,9 +1485,9 @@ int call_runloop_ws_send(rlmcp_ws *ws, const void *data, size_t len, bool text)
         return RLMCP_EINVAL;
     if (ws_wrong_thread(ws, "send"))
         return RLMCP_ESTATE;
-    return ws_note(
-        ws->call,
-        ws->mod->conn_send(ws->conn, data, len, text, err, sizeof(err)), err);
+    return ws_note(ws->call,
+                   ws_conn_send(ws->conn, data, len, text, err, sizeof(err)),
+                   err);
 }
 
 int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
@@ -1511,8 +1504,7 @@ int call_runloop_ws_recv(rlmcp_ws *ws, uint32_t timeout_ms,
                        "ws recv: m is NULL or its struct_size is too small; "
                        "use RLMCP_WS_MESSAGE_INIT");
     return ws_note(
-        ws->call, ws->mod->conn_recv(ws->conn, timeout_ms, m, err, sizeof(err)),
-        err);
+        ws->call, ws_conn_recv(ws->conn, timeout_ms, m, err, sizeof(err)), err);
 }
 
 /* Close codes an endpoint may send (RFC 6455 7.4, IANA registry). */
@@ -1525,7 +1517,7 @@ static bool ws_code_ok(int code)
 /* Close an unlinked handle and free it. */
 static void ws_free(struct rlmcp_ws *ws, int code)
 {
-    ws->mod->conn_close(ws->conn, code);
+    ws_conn_close(ws->conn, code);
     free(ws);
 }
 

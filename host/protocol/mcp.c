@@ -15,6 +15,7 @@
 
 #include "call.h"
 #include "complete.h"
+#include "config.h"
 #include "deadline.h"
 #include "dlist.h"
 #include "jsonrpc.h"
@@ -30,6 +31,7 @@
 #include "secret.h"
 #include "strbuf.h"
 #include "tasks.h"
+#include "toolsets.h"
 
 #include "schema.h"
 
@@ -306,6 +308,9 @@ void mcp_session_unref(struct mcp_session *s)
     for (i = 0; i < s->n_subs; i++)
         free(s->subs[i]);
     free(s->subs);
+    for (i = 0; i < s->n_toolsets_on; i++)
+        free(s->toolsets_on[i]);
+    free(s->toolsets_on);
     if (s->notify != NULL)
         s->notify->release(s->notify);
     pthread_mutex_destroy(&s->lock);
@@ -565,6 +570,8 @@ static void m_initialize(struct req *r)
 {
     const cJSON *pv = param(r, "protocolVersion");
     const cJSON *caps = param(r, "capabilities");
+    const cJSON *client =
+        cJSON_GetObjectItemCaseSensitive(param(r, "clientInfo"), "name");
     const char *version = supported_versions[0];
     cJSON *res = NULL;
     cJSON *info = NULL;
@@ -601,6 +608,9 @@ static void m_initialize(struct req *r)
     r->s->cap_sampling = has_object(caps, "sampling");
     r->s->cap_elicitation = has_object(caps, "elicitation");
     r->s->cap_roots = has_object(caps, "roots");
+    if (cJSON_IsString(client))
+        snprintf(r->s->client_name, sizeof(r->s->client_name), "%s",
+                 client->valuestring);
     r->s->initialized = true;
     pthread_mutex_unlock(&r->s->lock);
 
@@ -739,17 +749,88 @@ static void add_next_cursor(cJSON *res, size_t next, size_t count)
     cJSON_AddStringToObject(res, "nextCursor", buf);
 }
 
+/*
+ * Does this session see only its enabled toolsets (toolsets.h)? *mask:
+ * those. False: it gets every tool (no toolsets, a stateless request, or
+ * a client of tools.full_list_clients).
+ */
+static bool session_toolsets(const struct req *r, uint64_t *mask)
+{
+    const struct toolsets *ts = registry_toolsets(r->dep->reg);
+    struct mcp_session *s = r->s;
+    bool dynamic = false;
+
+    *mask = 0;
+    if (ts == NULL || r->stateless)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    dynamic = !toolsets_full_list_client(
+        ts, s->client_name[0] != '\0' ? s->client_name : NULL);
+    *mask = toolsets_mask(ts, s->toolsets_on, s->n_toolsets_on);
+    pthread_mutex_unlock(&s->lock);
+    return dynamic;
+}
+
+/* tools/list of a session with toolsets: its own view, joined per call. */
+static void tools_list_view(struct req *r, uint64_t mask)
+{
+    size_t count = 0;
+    const char **v = toolsets_view(r->dep->reg, mask, &count);
+    struct strbuf b = {0};
+    size_t offset = 0;
+    size_t i = 0;
+    char *id = NULL;
+    char *json = NULL;
+    char next[48] = "";
+    int rc = 0;
+
+    if (v == NULL) {
+        reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    if (!parse_cursor(r, count, r->d->page_size, &offset))
+        goto out;
+    if (offset + r->d->page_size < count)
+        snprintf(next, sizeof(next), ",\"nextCursor\":\"c%zu\"",
+                 offset + r->d->page_size);
+    rc = strbuf_add(&b, "", 0);
+    for (i = offset; rc == 0 && i < count && i < offset + r->d->page_size;
+         i++) {
+        if (i != offset)
+            rc = strbuf_add(&b, ",", 1);
+        if (rc == 0)
+            rc = strbuf_add(&b, v[i], strlen(v[i]));
+    }
+    id = jsonrpc_id_key(r->m->id);
+    if (rc != 0 || id == NULL ||
+        asprintf(
+            &json,
+            "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[%s]%s}}", id,
+            b.p, next) < 0)
+        json = NULL;
+    mcp_send_final(r->sink, json);
+out:
+    free(id);
+    free(b.p);
+    free(v);
+}
+
 /* tools/list: a page is pre-joined text, so the answer is a concatenation. */
 static void m_tools_list(struct req *r)
 {
     struct mcp_dispatcher *d = r->d;
     size_t count = registry_tool_count(r->dep->reg);
+    uint64_t mask = 0;
     size_t offset = 0;
     size_t page_no;
     char *id = NULL;
     char *json = NULL;
     char next[48] = "";
 
+    if (session_toolsets(r, &mask)) {
+        tools_list_view(r, mask);
+        return;
+    }
     if (!parse_cursor(r, count, d->page_size, &offset))
         return;
     page_no = offset / d->page_size;
@@ -1073,6 +1154,133 @@ static bool key_missing(const struct req *r)
     return r->d->key_required && r->d->default_key == NULL && !caller_key;
 }
 
+/* A meta tool's result: sc as structuredContent and as its text. */
+static void reply_structured(struct req *r, cJSON *sc)
+{
+    cJSON *res = cJSON_CreateObject();
+    cJSON *block = cJSON_CreateObject();
+    char *text = cJSON_PrintUnformatted(sc);
+
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddStringToObject(block, "text", text != NULL ? text : "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(res, "content"), block);
+    cJSON_AddItemToObject(res, "structuredContent", sc);
+    free(text);
+    reply(r, res);
+}
+
+/* "a, b, c": the toolset names, for error messages. */
+static void toolset_names(const struct toolsets *ts, char *out, size_t len)
+{
+    size_t used = 0;
+    size_t i = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < ts->n && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s",
+                                 i > 0 ? ", " : "", ts->sets[i].name);
+}
+
+/* enable_toolset {toolset}: add it to this session's list (toolsets.h). */
+static void m_enable_toolset(struct req *r, const struct toolsets *ts)
+{
+    const cJSON *args = param(r, "arguments");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(args, "toolset");
+    const char **names = NULL;
+    const char *best = NULL;
+    struct mcp_session *s = r->s;
+    uint64_t mask = 0;
+    bool dynamic = session_toolsets(r, &mask);
+    bool changed = false;
+    char **v = NULL;
+    char *dup = NULL;
+    char list[1024];
+    char msg[1200];
+    cJSON *sc = NULL;
+    size_t i = 0;
+    int at = -1;
+
+    toolset_names(ts, list, sizeof(list));
+    if (!cJSON_IsString(name)) {
+        snprintf(msg, sizeof(msg),
+                 "the toolset to enable is missing: pass "
+                 "{\"toolset\": NAME}, one of %s",
+                 list);
+        reply_tool_error(r, NULL, "invalid_argument", msg,
+                         "call enable_toolset again with a toolset name");
+        return;
+    }
+    at = toolsets_find(ts, name->valuestring);
+    if (at < 0) {
+        names = calloc(ts->n + 1, sizeof(*names));
+        for (i = 0; names != NULL && i < ts->n; i++)
+            names[i] = ts->sets[i].name;
+        best = names != NULL ? config_suggest(name->valuestring, names) : NULL;
+        snprintf(msg, sizeof(msg),
+                 "unknown toolset '%.64s'%s%s%s; the toolsets are: %s",
+                 name->valuestring, best != NULL ? " (did you mean '" : "",
+                 best != NULL ? best : "", best != NULL ? "'?)" : "", list);
+        free(names);
+        reply_tool_error(r, NULL, "invalid_argument", msg,
+                         "call enable_toolset with one of the names listed "
+                         "(list_toolsets describes them)");
+        return;
+    }
+    if (dynamic && (mask & (UINT64_C(1) << at)) == 0) {
+        dup = strdup(ts->sets[at].name);
+        pthread_mutex_lock(&s->lock);
+        v = dup != NULL
+                ? realloc(s->toolsets_on, (s->n_toolsets_on + 1) * sizeof(*v))
+                : NULL;
+        if (v != NULL) {
+            s->toolsets_on = v;
+            s->toolsets_on[s->n_toolsets_on++] = dup;
+            dup = NULL;
+            changed = true;
+        }
+        pthread_mutex_unlock(&s->lock);
+        free(dup);
+        if (!changed) {
+            reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+            return;
+        }
+    }
+    sc = cJSON_CreateObject();
+    cJSON_AddStringToObject(sc, "toolset", ts->sets[at].name);
+    cJSON_AddBoolToObject(sc, "enabled", true);
+    cJSON_AddBoolToObject(sc, "list_changed", changed);
+    cJSON_AddItemToObject(sc, "tools", toolsets_tool_names(r->dep->reg, at));
+    if (!dynamic)
+        cJSON_AddStringToObject(sc, "note",
+                                "every tool is already listed for this "
+                                "session");
+    /* On the request's own stream, before the answer: it reaches this
+     * session alone, also over HTTP without a GET stream. */
+    if (changed)
+        r->sink->send(r->sink,
+                      "{\"jsonrpc\":\"2.0\",\"method\":"
+                      "\"notifications/tools/list_changed\"}",
+                      strlen("{\"jsonrpc\":\"2.0\",\"method\":"
+                             "\"notifications/tools/list_changed\"}"),
+                      false);
+    reply_structured(r, sc);
+}
+
+/* list_toolsets and enable_toolset, answered inline. */
+static void m_toolset_call(struct req *r, const struct toolsets *ts,
+                           const char *name)
+{
+    uint64_t mask = 0;
+    bool dynamic = false;
+
+    if (strcmp(name, TOOLSETS_ENABLE_TOOL) == 0) {
+        m_enable_toolset(r, ts);
+        return;
+    }
+    dynamic = session_toolsets(r, &mask);
+    reply_structured(r, toolsets_list_result(r->dep->reg, mask, !dynamic));
+}
+
 static void m_tools_call(struct req *r)
 {
     const cJSON *name = param(r, "name");
@@ -1087,6 +1295,10 @@ static void m_tools_call(struct req *r)
         reply_error(r, JSONRPC_INVALID_PARAMS,
                     "tools/call needs params {name, arguments}: name must "
                     "be a tool name from tools/list");
+        return;
+    }
+    if (toolsets_is_meta(registry_toolsets(r->dep->reg), name->valuestring)) {
+        m_toolset_call(r, registry_toolsets(r->dep->reg), name->valuestring);
         return;
     }
     t = registry_find_tool(r->dep->reg, name->valuestring);

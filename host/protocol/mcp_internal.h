@@ -128,6 +128,11 @@ struct mcp_session {
     bool cap_tasks;       /* 2026-07-28: the tasks extension (tasks.h) */
     atomic_int log_level; /* lowest level sent as notifications/message */
     char label[16]; /* for the audit log: a short session id, "" on stdio */
+    char client_name[128]; /* initialize's clientInfo.name, "" if none */
+    /* The toolsets enable_toolset turned on (toolsets.h), by name so a
+     * reload keeps them; under lock. */
+    char **toolsets_on;
+    size_t n_toolsets_on;
     struct rlmcp_call *calls;
     struct pending_req *pending;
     char **subs; /* resources/subscribe URIs */

@@ -14,6 +14,7 @@
 #include "param_headers.h"
 
 #include "schema.h"
+#include "toolsets.h"
 
 struct registry {
     struct tool_entry **tools; /* every registered tool, in order */
@@ -27,18 +28,9 @@ struct registry {
     struct prompt_entry **prompts; /* sorted by name once frozen */
     size_t n_prompts;
     size_t cap_prompts;
+    struct toolsets *toolsets; /* NULL: none */
     bool frozen;
 };
-
-/* Sizes of the 1.0 definitions: the smallest struct_size accepted. */
-#define TOOL_DEF_SIZE_1_0                                                      \
-    (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void (*)(void *)))
-#define RESOURCE_DEF_SIZE_1_0                                                  \
-    (offsetof(struct rlmcp_resource_def, user_data_free) +                     \
-     sizeof(void (*)(void *)))
-#define PROMPT_DEF_SIZE_1_0                                                    \
-    (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
-     sizeof(void (*)(void *)))
 
 bool registry_valid_name(const char *name)
 {
@@ -75,8 +67,9 @@ static int read_sized(const void *src, void *dst, size_t ours, size_t min,
     if (theirs < min) {
         errbuf_set(
             err, errlen,
-            "%s.struct_size is %zu, smaller than ABI 1.0's %zu; initialise "
-            "it with the _INIT macro from rlmcp/plugin.h",
+            "%s.struct_size is %zu, smaller than %zu, the least this host "
+            "takes (sdk/ABI.md); initialise it with the _INIT macro from "
+            "rlmcp/plugin.h",
             what, theirs, min);
         return RLMCP_EVERSION;
     }
@@ -440,8 +433,8 @@ int registry_add_tool(struct registry *reg, struct loaded_plugin *plugin,
         errbuf_set(err, errlen, "register_tool called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), TOOL_DEF_SIZE_1_0, "rlmcp_tool_def",
-                    err, errlen);
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_TOOL_DEF_SIZE_1_0,
+                    "rlmcp_tool_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     rc = validate_tool(&d, err, errlen);
@@ -569,7 +562,7 @@ int registry_add_resource(struct registry *reg, struct loaded_plugin *plugin,
                    "register_resource called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), RESOURCE_DEF_SIZE_1_0,
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_RESOURCE_DEF_SIZE_1_0,
                     "rlmcp_resource_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
@@ -676,8 +669,8 @@ int registry_add_prompt(struct registry *reg, struct loaded_plugin *plugin,
                    "register_prompt called with a NULL definition");
         return RLMCP_EINVAL;
     }
-    rc = read_sized(def, &d, sizeof(d), PROMPT_DEF_SIZE_1_0, "rlmcp_prompt_def",
-                    err, errlen);
+    rc = read_sized(def, &d, sizeof(d), REGISTRY_PROMPT_DEF_SIZE_1_0,
+                    "rlmcp_prompt_def", err, errlen);
     if (rc != RLMCP_OK)
         return rc;
     if (!registry_valid_name(d.name)) {
@@ -991,7 +984,19 @@ void registry_free(struct registry *reg)
     free(reg->sel);
     free(reg->res);
     free(reg->prompts);
+    toolsets_free(reg->toolsets);
     free(reg);
+}
+
+const struct toolsets *registry_toolsets(const struct registry *reg)
+{
+    return reg->toolsets;
+}
+
+void registry_set_toolsets(struct registry *reg, struct toolsets *ts)
+{
+    toolsets_free(reg->toolsets);
+    reg->toolsets = ts;
 }
 
 /* ---- lookups ----------------------------------------------------------- */

@@ -50,6 +50,7 @@ struct tool_entry {
     bool read_only;       /* annotations.readOnlyHint == true */
     bool param_headers;   /* a property declares x-mcp-header */
     bool selected;        /* exposed by this deployment */
+    unsigned toolset;     /* 1 + its index in tools.toolsets; 0: none */
     uint32_t flags;       /* RLMCP_TOOL_* */
     uint32_t timeout_ms;  /* effective: tools.timeout_ms, def, host default */
     char *timeout_arg;    /* the argument (seconds) that overrides it; NULL */
@@ -115,6 +116,17 @@ const struct prompt_entry *registry_find_prompt(const struct registry *reg,
 
 struct host_tools_config; /* config.h */
 
+/* Sizes of the 1.0 definitions: the smallest struct_size accepted
+ * (sdk/ABI.md; tests/abi checks them against every minor's header). */
+#define REGISTRY_TOOL_DEF_SIZE_1_0                                             \
+    (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void (*)(void *)))
+#define REGISTRY_RESOURCE_DEF_SIZE_1_0                                         \
+    (offsetof(struct rlmcp_resource_def, user_data_free) +                     \
+     sizeof(void (*)(void *)))
+#define REGISTRY_PROMPT_DEF_SIZE_1_0                                           \
+    (offsetof(struct rlmcp_prompt_def, user_data_free) +                       \
+     sizeof(void (*)(void *)))
+
 struct registry *registry_new(void);
 
 /*
@@ -173,6 +185,12 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
                     char *err, size_t errlen);
 
 bool registry_frozen(const struct registry *reg);
+
+/* The deployment's toolsets (toolsets.h), NULL when it defines none. */
+struct toolsets;
+const struct toolsets *registry_toolsets(const struct registry *reg);
+/* For registry_select.c: the registry takes ts (replacing any). */
+void registry_set_toolsets(struct registry *reg, struct toolsets *ts);
 
 /* Every registered tool, selected or not (for --list-tools --all). */
 size_t registry_all_tool_count(const struct registry *reg);

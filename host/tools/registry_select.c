@@ -17,6 +17,7 @@
 #include "log.h"
 #include "registry.h"
 #include "textmap.h"
+#include "toolsets.h"
 
 struct sel_ctx {
     struct registry *reg;
@@ -454,6 +455,99 @@ static int collect_names(struct sel_ctx *c)
     return 0;
 }
 
+/* Is name a registered tool (or an alias of one) that sel leaves out? */
+static bool unselected_name(struct registry *reg,
+                            const struct host_tools_config *sel,
+                            const struct config_name *e)
+{
+    struct tool_entry *t = NULL;
+    size_t i = 0;
+
+    for (i = 0; (t = registry_registered_tool(reg, i)) != NULL; i++) {
+        if (name_matches(reg, sel, e, t))
+            return !t->selected;
+    }
+    return false;
+}
+
+/*
+ * tools.toolsets: put each selected tool in at most one toolset; a
+ * toolset without a selected tool, or a meta tool's name taken by a
+ * tool, is an error.
+ */
+static int assign_toolsets(struct sel_ctx *c, struct tool_entry **chosen,
+                           size_t n)
+{
+    const struct host_tools_config *sel = c->sel;
+    struct toolsets *ts = NULL;
+    size_t i = 0;
+    size_t j = 0;
+    size_t k = 0;
+
+    if (sel == NULL || sel->n_toolsets == 0)
+        return 0;
+    for (i = 0; i < n; i++) {
+        if (strcmp(chosen[i]->name, TOOLSETS_LIST_TOOL) == 0 ||
+            strcmp(chosen[i]->name, TOOLSETS_ENABLE_TOOL) == 0) {
+            sel_error(c, sel->toolsets[0].pos,
+                      "tool '%s' of plugin '%s' has the name of a toolsets "
+                      "meta tool; rename it with tools.aliases",
+                      chosen[i]->name, chosen[i]->plugin_name);
+            return -1;
+        }
+    }
+    for (i = 0; i < sel->n_toolsets; i++) {
+        const struct config_toolset *set = &sel->toolsets[i];
+        char what[128];
+        size_t count = 0;
+
+        snprintf(what, sizeof(what), "tools.toolsets.%s.tools", set->name);
+        if (check_names(c, set->tools, set->n_tools, what) < 0)
+            return -1;
+        for (j = 0; j < set->n_tools; j++) {
+            const struct config_name *e = &set->tools[j];
+            if (strncmp(e->name, "plugin:", 7) != 0 &&
+                unselected_name(c->reg, sel, e) &&
+                sel_problem(c, e->pos,
+                            "tool '%s' in toolset '%s' is not offered by this "
+                            "deployment (tools.allow, tools.exclude or "
+                            "tools.read_only leaves it out); remove it from "
+                            "the toolset",
+                            e->name, set->name) < 0)
+                return -1;
+            for (k = 0; k < n; k++) {
+                struct tool_entry *t = chosen[k];
+                if (!name_matches(c->reg, sel, e, t))
+                    continue;
+                if (t->toolset != 0 && t->toolset != i + 1) {
+                    sel_error(c, e->pos,
+                              "tool '%s' is in toolsets '%s' and '%s'; a tool "
+                              "belongs to one toolset, remove it from one",
+                              t->name, sel->toolsets[t->toolset - 1].name,
+                              set->name);
+                    return -1;
+                }
+                t->toolset = (unsigned)i + 1;
+            }
+        }
+        for (k = 0; k < n; k++)
+            count += chosen[k]->toolset == i + 1;
+        if (count == 0 &&
+            sel_problem(c, set->pos,
+                        "toolset '%s' has no tool this deployment offers; "
+                        "remove it or list offered tools",
+                        set->name) < 0)
+            return -1;
+    }
+    ts = toolsets_build(sel, chosen, n);
+    if (ts == NULL) {
+        sel_error(c, sel->toolsets[0].pos, "out of memory");
+        return -1;
+    }
+    registry_set_toolsets(c->reg, ts);
+    return 0;
+}
+
 int registry_select(struct registry *reg, const struct host_tools_config *sel,
                     const char *file, bool lenient, unsigned default_timeout_ms,
                     char *err, size_t errlen)
@@ -485,6 +579,7 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
         goto oom;
     for (i = 0; (t = registry_registered_tool(reg, i)) != NULL; i++) {
         unsigned ms = configured_timeout(reg, sel, t);
+        t->toolset = 0;
         if (ms != 0)
             t->timeout_ms = ms;
         else if (t->timeout_ms == 0)
@@ -500,6 +595,8 @@ int registry_select(struct registry *reg, const struct host_tools_config *sel,
         if (map_tool_text(reg, chosen[i]) < 0 || build_list_json(chosen[i]) < 0)
             goto oom;
     }
+    if (assign_toolsets(&c, chosen, n) < 0)
+        goto out;
     registry_install_selection(reg, chosen, n);
     chosen = NULL;
     rc = 0;

@@ -68,6 +68,16 @@ int http_serve(struct mcp_dispatcher *d, const struct host_config *cfg);
 
 /* ---- checks, exposed for unit tests (http_check.c) --------------------- */
 
+/*
+ * Every setting of opts that would refuse the start (listen address, token
+ * beyond loopback, limits), checked before anything starts (the local
+ * engine among them). 0, or -1 with what to fix in err.
+ */
+int http_options_check(const struct http_options *o, char *err, size_t errlen);
+/* The same checks but the address, for a bind known to be loopback or not. */
+int http_limits_check(const struct http_options *o, bool loopback, char *err,
+                      size_t errlen);
+
 /* "127.0.0.1:8000", "[::1]:8000", "localhost:80", "0.0.0.0:9" -> parts. */
 int http_parse_listen(const char *listen, char *host, size_t hostlen,
                       uint16_t *port);

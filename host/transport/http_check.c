@@ -1,7 +1,8 @@
 /*
  * http_check.c - the pure checks of the HTTP transport: Host and Origin
  * rules, Accept and Content-Type, protocol versions, tokens, redaction.
- * No I/O here, so the unit tests cover every branch.
+ * No I/O here but the name lookup of http_options_check, so the unit tests
+ * cover every branch.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,8 +12,115 @@
 #include <strings.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
+#include "config.h"
 #include "http.h"
+
+#ifndef RLMCP_VERSION
+#define RLMCP_VERSION "0.0.0"
+#endif
+
+void http_options_from_config(struct http_options *opts,
+                              const struct host_config *cfg)
+{
+    const struct host_http_config *h = &cfg->server.http;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->listen = h->listen != NULL ? h->listen : "127.0.0.1:8000";
+    opts->allowed_origins = (const char *const *)h->allowed_origins;
+    opts->auth_token = h->auth_token;
+    opts->allow_query_key = h->allow_query_key;
+    opts->max_body_bytes =
+        h->max_body_bytes ? h->max_body_bytes : 4u * 1024 * 1024;
+    opts->max_sessions = h->max_sessions ? h->max_sessions : 64;
+    opts->max_sessions_per_client = h->max_sessions_per_client;
+    opts->max_connections = h->max_connections ? h->max_connections : 256;
+    opts->session_idle_seconds =
+        h->session_idle_seconds ? h->session_idle_seconds : 1800;
+    opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
+    opts->server_version = RLMCP_VERSION;
+    opts->metrics = (int)h->metrics;
+}
+
+int http_limits_check(const struct http_options *o, bool loopback, char *err,
+                      size_t errlen)
+{
+    const char *token = o->auth_token;
+
+    if (token != NULL && token[0] == '\0')
+        token = NULL;
+    if (!loopback && token == NULL) {
+        snprintf(err, errlen,
+                 "refusing to listen on %s without an access token: anyone "
+                 "who reaches it could run code in your devboxes. Set "
+                 "server.http.auth_token (at least 16 characters, e.g. "
+                 "${RLMCP_HTTP_TOKEN}) or listen on 127.0.0.1",
+                 o->listen);
+        return -1;
+    }
+    if (token != NULL && strlen(token) < 16) {
+        snprintf(err, errlen,
+                 "server.http.auth_token is shorter than 16 characters; use "
+                 "a long random value (e.g. `openssl rand -hex 32`)");
+        return -1;
+    }
+    if (o->max_body_bytes < 1024) {
+        snprintf(err, errlen,
+                 "server.http.max_body_bytes must be at least 1024");
+        return -1;
+    }
+    if (o->max_sessions == 0 || o->max_connections == 0) {
+        snprintf(err, errlen,
+                 "server.http.max_sessions and max_connections must be at "
+                 "least 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether the host of a listen address is loopback, looked up as the
+ * server binds it (its first address); false when it does not resolve. */
+static bool listen_is_loopback(const char *host)
+{
+    struct addrinfo hints = {0};
+    struct addrinfo *res = NULL;
+    bool loopback = false;
+
+    if (http_host_is_loopback(host))
+        return true;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
+        return false;
+    if (res->ai_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)res->ai_addr;
+        loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (res->ai_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 =
+            (const struct sockaddr_in6 *)res->ai_addr;
+        loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    freeaddrinfo(res);
+    return loopback;
+}
+
+int http_options_check(const struct http_options *o, char *err, size_t errlen)
+{
+    char host[256];
+    uint16_t port = 0;
+
+    if (http_parse_listen(o->listen, host, sizeof(host), &port) != 0) {
+        snprintf(err, errlen,
+                 "server.http.listen '%s' is not HOST:PORT; write e.g. "
+                 "127.0.0.1:8000 or [::1]:8000",
+                 o->listen != NULL ? o->listen : "");
+        return -1;
+    }
+    return http_limits_check(o, listen_is_loopback(host), err, errlen);
+}
 
 int http_parse_listen(const char *listen, char *host, size_t hostlen,
                       uint16_t *port)

@@ -21,32 +21,6 @@
 #include "log.h"
 #include "mcp.h"
 
-#ifndef RLMCP_VERSION
-#define RLMCP_VERSION "0.0.0"
-#endif
-
-void http_options_from_config(struct http_options *opts,
-                              const struct host_config *cfg)
-{
-    const struct host_http_config *h = &cfg->server.http;
-
-    memset(opts, 0, sizeof(*opts));
-    opts->listen = h->listen != NULL ? h->listen : "127.0.0.1:8000";
-    opts->allowed_origins = (const char *const *)h->allowed_origins;
-    opts->auth_token = h->auth_token;
-    opts->allow_query_key = h->allow_query_key;
-    opts->max_body_bytes =
-        h->max_body_bytes ? h->max_body_bytes : 4u * 1024 * 1024;
-    opts->max_sessions = h->max_sessions ? h->max_sessions : 64;
-    opts->max_sessions_per_client = h->max_sessions_per_client;
-    opts->max_connections = h->max_connections ? h->max_connections : 256;
-    opts->session_idle_seconds =
-        h->session_idle_seconds ? h->session_idle_seconds : 1800;
-    opts->server_name = cfg->server.name ? cfg->server.name : "runloop-mcp";
-    opts->server_version = RLMCP_VERSION;
-    opts->metrics = (int)h->metrics;
-}
-
 /*
  * The key that signs 2026-07-28 requestState (mcp.h): SHA-256 of
  * server.http.state_secret, so replicas sharing it accept each other's

@@ -544,17 +544,13 @@ static int tag_unsupported(const struct rlmcp_h *h, const char *id, long status,
                            const char *msg, const char *what)
 {
     char *path = rlmcp_h_sprintf("/v1/blueprints/%s", id);
-    long got = 0;
-    int rc;
+    bool exists = false;
+    int rc = rlmcp_h_exists(h, path, what, &exists);
 
-    if (path == NULL)
-        return RLMCP_ENOMEM;
-    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &got, NULL,
-                                NULL);
     free(path);
     if (rc != RLMCP_OK)
         return rc;
-    if (got < 200 || got > 299)
+    if (!exists)
         return rlmcp_h_fail_remedy(
             h, rlmcp_h_code_for_status(status),
             "Check the id: list_blueprints with the name lists its builds.",

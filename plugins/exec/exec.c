@@ -906,13 +906,12 @@ static int parse_lang(struct ex *ex, rlmcp_plugin *self, const cJSON *l,
         desc != NULL
             ? strdup(desc)
             : rlmcp_h_sprintf(
-                  "Run %s code in a sandbox kept for %s: the code is saved "
-                  "to a file (default /home/user/code.%s) and run with `%s`. "
-                  "The devbox is found or created automatically%s. Returns "
-                  "exit_code, stdout and stderr; a non-zero exit is a normal "
-                  "result.",
-                  l->string, l->string, ext, cmd,
-                  out->suspend_after ? " and suspended afterwards" : "");
+                  "Run %s code: saved to a file (default "
+                  "/home/user/code.%s) and run with `%s` in a devbox kept "
+                  "for %s, created when needed%s. Returns exit_code, stdout "
+                  "and stderr; a non-zero exit is a normal result.",
+                  l->string, ext, cmd, l->string,
+                  out->suspend_after ? " and suspended after" : "");
     out->ex = ex;
     if (out->name == NULL || out->tool_name == NULL || out->extension == NULL ||
         out->command == NULL || out->description == NULL ||
@@ -994,12 +993,9 @@ static const char *const waiting_tools[] = {
 static const struct rlmcp_h_tool specs[] = {
     {"execute_command", "Run a command",
      "Run a bash command on a devbox and wait for it to finish. Returns "
-     "exit_code, stdout, stderr, duration_ms and execution_id. Long output "
-     "keeps its start and end with a marker saying how many bytes were "
-     "dropped. get_execution_logs has the full output. A non-zero "
-     "exit_code is a normal result. Output is "
-     "streamed as progress while it runs. For servers or very long jobs use "
-     "execute_command_async.",
+     "exit_code, stdout, stderr and execution_id; a non-zero exit_code is a "
+     "normal result. Long output is cut in the middle; get_execution_logs "
+     "has all of it. For servers or long jobs use execute_command_async.",
      schema_execute_command, schema_execution_out,
      ANN("false", "true", "false"), t_execute, true},
     {"execute_command_async", "Start a command in the background",
@@ -1048,12 +1044,10 @@ static const struct rlmcp_h_tool specs[] = {
      t_run_shell, true},
     {"run_code", "Run code in a reusable test sandbox",
      "Write files and run a command in a code-testing sandbox: a running "
-     "sandbox tagged for code testing is reused (preferring the requested "
-     "blueprint), else one is created. Files overwrite existing paths. A "
-     "sandbox created for this call is shut down if the run fails with an "
-     "error, and kept after success for reuse (shut it down with "
-     "shutdown_devbox when done). Returns exit_code, stdout, stderr, "
-     "devbox_id and whether the sandbox was reused.",
+     "one is reused (preferring the requested blueprint), else one is "
+     "created and kept after success for reuse (shut it down with "
+     "shutdown_devbox when done). Returns exit_code, stdout, stderr and "
+     "devbox_id.",
      schema_run_code, schema_run_code_out, ANN("false", "true", "false"),
      run_code_tool, true},
 };

@@ -551,17 +551,13 @@ static int renew_unsupported(const struct rlmcp_h *h, const char *id,
                              long status, const char *msg, const char *what)
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
-    long got = 0;
-    int rc;
+    bool exists = false;
+    int rc = rlmcp_h_exists(h, path, what, &exists);
 
-    if (path == NULL)
-        return RLMCP_ENOMEM;
-    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &got, NULL,
-                                NULL);
     free(path);
     if (rc != RLMCP_OK)
         return rc;
-    if (got < 200 || got > 299)
+    if (!exists)
         return rlmcp_h_fail_on_devbox(h, id, status, msg, what);
     return rlmcp_h_fail_remedy(
         h, RLMCP_ERR_INVALID_ARGUMENT,

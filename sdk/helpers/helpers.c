@@ -359,6 +359,23 @@ out:
     return rc;
 }
 
+int rlmcp_h_exists(const struct rlmcp_h *h, const char *path, const char *what,
+                   bool *exists)
+{
+    long status = 0;
+    int rc;
+
+    *exists = false;
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status,
+                                NULL, NULL);
+    if (rc != RLMCP_OK)
+        return rc;
+    *exists = status >= 200 && status <= 299;
+    return RLMCP_OK;
+}
+
 int rlmcp_h_request(const struct rlmcp_h *h, const char *method,
                     const char *path, const cJSON *body,
                     const struct rlmcp_h_req_opts *opts, const char *what,

@@ -132,6 +132,14 @@ int rlmcp_h_request_status(const struct rlmcp_h *h, const char *method,
                            const struct rlmcp_h_req_opts *opts,
                            const char *what, long *status_out, cJSON **out,
                            char **msg_out);
+/*
+ * GET path and say whether it answered 2xx (*exists), e.g. whether an
+ * object is there before saying that a route on it is missing. Transport
+ * failures are reported; a NULL path is RLMCP_ENOMEM (nothing sent).
+ * Returns 0, RLMCP_H_REPORTED or a negative RLMCP code.
+ */
+int rlmcp_h_exists(const struct rlmcp_h *h, const char *path, const char *what,
+                   bool *exists);
 
 /*
  * Fill req (from RLMCP_HTTP_REQ_INIT) to download the raw bytes of path on

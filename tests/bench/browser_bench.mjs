@@ -68,7 +68,7 @@ function peerBuild() {
     execFileSync('git', ['-C', top, 'checkout', '-q', rev]);
     execFileSync('cmake', ['-S', top, '-B', dir, '-DCMAKE_BUILD_TYPE=RelWithDebInfo'], { stdio: 'ignore' });
     const help = execFileSync('cmake', ['--build', dir, '--target', 'help'], { encoding: 'utf8' });
-    const wanted = /^(runloop-mcp|devboxd|devboxd-agent|devboxd-ptyd|devboxd-image|rlmcp_runtime|rlmcp_mod_\w+|rlmcp_(browser|lifecycle|exec|files))$/;
+    const wanted = /^(runloop-mcp|devboxd|devboxd-agent|devboxd-ptyd|devboxd-image|rlmcp_runtime|rlmcp_(browser|lifecycle|exec|files))$/;
     const targets = help.split('\n').map((l) => l.replace(/^\.\.\. /, '').split(' ')[0]).filter((t) => wanted.test(t));
     execFileSync('cmake', ['--build', dir, '-j2', '--target', ...targets], { stdio: 'ignore' });
   }

@@ -129,6 +129,51 @@ has out "no local engine runs"
 if alive "$decoy"; then pass "the decoy process lives"; else fail "the decoy was killed"; fi
 kill "$decoy"; wait "$decoy" 2>/dev/null
 
+# --- a refused start starts no engine ----------------------------------------
+# Every setting is checked before the local engine starts: a refusal leaves
+# no devboxd behind (none runs now: stopped above).
+engines() { # devboxd processes serving this state dir
+    local p
+    for p in /proc/[0-9]*; do
+        tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "--state-dir $RLMCP_STATE_DIR " &&
+            alive "${p#/proc/}" && echo "${p#/proc/}"
+    done
+}
+refused_start() { # name error-pattern args...
+    local name=$1 pat=$2 left
+    shift 2
+    run "$name" 2 "$@"
+    has err "$pat"
+    left=$(engines)
+    if [ -z "$left" ]; then pass "$name: no devboxd started"; else
+        fail "$name: devboxd $left runs"; kill $left; fi
+}
+rm -f "$RLMCP_STATE_DIR/devboxd.pid"
+refused_start "--host 0.0.0.0 without a token" \
+    "refusing to listen on 0\.0\.0\.0:8000 without an access token" -c "$CONF" --host 0.0.0.0
+cat >"$tmp/short.yaml" <<EOF
+server: {transport: http, http: {listen: "0.0.0.0:0", auth_token: "\${RLMCP_TEST_TOKEN}"}}
+runloop: {backend: local}
+plugins: [{name: lifecycle}]
+EOF
+RLMCP_TEST_TOKEN=short refused_start "a short token from the environment" \
+    "auth_token is shorter than 16 characters" -c "$tmp/short.yaml"
+# An address in use is only found when binding, after the engine started:
+# the engine this start began is stopped again.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True); time.sleep(600)' >"$tmp/busy" &
+busy=$!
+for _ in $(seq 1 100); do [ -s "$tmp/busy" ] && break; sleep 0.1; done
+run "--listen on an address in use" 1 -c "$CONF" --listen "127.0.0.1:$(cat "$tmp/busy")"
+has err "started devboxd"
+has err "stopping the local engine this start began \(devboxd pid [0-9]+\)"
+left=$(engines)
+if [ -z "$left" ]; then pass "address in use: no devboxd left"; else
+    fail "address in use: devboxd $left runs"; kill $left; fi
+kill "$busy"; wait "$busy" 2>/dev/null
+run "status: still not running" 3 engine status -c "$CONF"
+
 # --- not the local engine ----------------------------------------------------
 cat >"$tmp/cloud.yaml" <<EOF
 runloop: {backend: cloud, base_url: "http://127.0.0.1:9", api_key: "ak_test_0123456789"}

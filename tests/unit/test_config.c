@@ -234,7 +234,7 @@ static void test_unknown_keys(void **state)
     expect_error("plugins: []\ntools:\n  alow: [x]\n",
                  "t.yaml:3:3: unknown key 'alow' in 'tools'; did you mean "
                  "'allow'? (allowed: allow, exclude, read_only, aliases, "
-                 "timeout_ms)",
+                 "timeout_ms, toolsets, full_list_clients)",
                  NULL);
     expect_error("plugins: []\nsrever: {}\n",
                  "t.yaml:2:1: unknown key 'srever'", "did you mean 'server'?",
@@ -291,6 +291,62 @@ static void test_tool_timeouts(void **state)
                  "t.yaml:3:16: 'plugin:files' in 'tools.timeout_ms' names "
                  "plugin 'files'",
                  NULL);
+}
+
+/* tools.toolsets and tools.full_list_clients (toolsets.h). */
+static void test_toolsets(void **state)
+{
+    struct host_config cfg;
+    char yaml[8192];
+    size_t used = 0;
+    int i = 0;
+
+    (void)state;
+    assert_int_equal(load("plugins: [exec, files]\n"
+                          "tools:\n"
+                          "  toolsets:\n"
+                          "    background:\n"
+                          "      description: Background commands.\n"
+                          "      tools: [execute_command_async]\n"
+                          "    files: {description: Files., tools: "
+                          "[plugin:files]}\n"
+                          "  full_list_clients: [old-*, other]\n",
+                          &cfg),
+                     0);
+    assert_int_equal(cfg.tools.n_toolsets, 2);
+    assert_string_equal(cfg.tools.toolsets[0].name, "background");
+    assert_string_equal(cfg.tools.toolsets[0].description,
+                        "Background commands.");
+    assert_int_equal(cfg.tools.toolsets[0].n_tools, 1);
+    assert_int_equal(cfg.tools.toolsets[0].tools[0].pos.line, 6);
+    assert_string_equal(cfg.tools.toolsets[1].tools[0].name, "plugin:files");
+    assert_int_equal(cfg.tools.n_full_list_clients, 2);
+    assert_string_equal(cfg.tools.full_list_clients[0], "old-*");
+    config_free(&cfg);
+
+    expect_error("plugins: []\ntools:\n  toolsets: [a]\n",
+                 "t.yaml:3:13: 'tools.toolsets' must be a mapping", NULL);
+    expect_error("plugins: []\ntools:\n  toolsets:\n    a: [x]\n",
+                 "t.yaml:4:8: toolset 'a' must be {description: TEXT, tools: "
+                 "[TOOL, plugin:NAME, ...]}, not a list",
+                 NULL);
+    expect_error("plugins: []\ntools:\n  toolsets:\n    a: {description: d, "
+                 "tools: [x], tool: [y]}\n",
+                 "unknown key 'tool' in 'tools.toolsets.a'",
+                 "did you mean 'tools'?", NULL);
+    expect_error("plugins: []\ntools:\n  toolsets:\n    a: {description: d, "
+                 "tools: [plugin:exec]}\n",
+                 "'plugin:exec' in 'tools.toolsets.a.tools' names plugin "
+                 "'exec', which is not in 'plugins'",
+                 NULL);
+    /* At most 64 toolsets: a session's enabled ones are a 64-bit mask. */
+    used = (size_t)snprintf(yaml, sizeof(yaml),
+                            "plugins: []\ntools:\n  toolsets:\n");
+    for (i = 0; i < CONFIG_MAX_TOOLSETS + 1; i++)
+        used += (size_t)snprintf(yaml + used, sizeof(yaml) - used,
+                                 "    s%d: {description: d, tools: [x]}\n", i);
+    expect_error(
+        yaml, "'tools.toolsets' has 65 toolsets; at most 64 are allowed", NULL);
 }
 
 static void test_wrong_types(void **state)
@@ -575,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_secrets_never_printed),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_toolsets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

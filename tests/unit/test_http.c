@@ -212,6 +212,42 @@ static void test_start_refusals(void **state)
     assert_non_null(strstr(err, "max_body_bytes"));
 }
 
+/* The same refusals before anything starts, from the options alone. */
+static void test_options_check(void **state)
+{
+    char err[512];
+    struct http_options o = base_opts("0.0.0.0:8000");
+
+    (void)state;
+    err[0] = '\0';
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "refusing to listen on 0.0.0.0:8000"));
+    o.auth_token = ""; /* an unset ${VAR} is no token */
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "without an access token"));
+    o.auth_token = "short";
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "16 characters"));
+    o.auth_token = "0123456789abcdef";
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), 0);
+    /* Loopback, by address or by name, needs no token. */
+    o = base_opts("127.0.0.1:8000");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), 0);
+    o = base_opts("localhost:8000");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), 0);
+    o = base_opts("[::1]:0");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), 0);
+    o = base_opts("[::]:8000");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    o = base_opts("nonsense");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "HOST:PORT"));
+    o = base_opts("127.0.0.1:0");
+    o.max_sessions = 0;
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "max_sessions"));
+}
+
 struct buf {
     char data[4096];
     size_t len;
@@ -311,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_versions_tokens),
         cmocka_unit_test(test_redact_and_ids),
         cmocka_unit_test(test_start_refusals),
+        cmocka_unit_test(test_options_check),
         cmocka_unit_test(test_served_checks),
     };
     int rc = 0;

@@ -33,6 +33,21 @@ export async function waitFor(cond, { timeoutMs = 30000, stepMs = 50, what = 'co
   }
 }
 
+// Engines still running. Once a stop fails (a sanitizer report), the file's
+// other engines stop holding it open, else the after hook that threw before
+// stopping them would keep the file alive until ctest's timeout; whatever is
+// left when the file ends is killed.
+const live = new Set();
+const release = () => {
+  for (const p of live) {
+    p.unref();
+    p.stderr?.unref();
+  }
+};
+process.on('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
 export class Devboxd {
   constructor({ stateDir, extraArgs = [], env = {} } = {}) {
     this.ownDir = !stateDir;
@@ -51,7 +66,9 @@ export class Devboxd {
     this.proc = spawn(this.bin, ['--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
       ...this.extraArgs], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...this.env } });
     this.proc.stderr.on('data', (d) => { this.stderr += d.toString(); });
-    const exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
+    const proc = this.proc;
+    live.add(proc);
+    const exited = new Promise((resolve) => proc.once('exit', (code) => { live.delete(proc); resolve(code); }));
     this.exited = exited;
     const port = await Promise.race([
       waitFor(() => {
@@ -86,9 +103,14 @@ export class Devboxd {
       code = await this.exited;
       clearTimeout(t);
     }
-    if (/ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer/.test(this.stderr))
+    if (/ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer/.test(this.stderr)) {
+      release();
       throw new Error(`devboxd sanitizer report:\n${this.stderr}`);
-    if (code !== 0) throw new Error(`devboxd exited with ${code ?? proc.signalCode}:\n${this.stderr}`);
+    }
+    if (code !== 0) {
+      release();
+      throw new Error(`devboxd exited with ${code ?? proc.signalCode}:\n${this.stderr}`);
+    }
   }
 
   async cleanup() {

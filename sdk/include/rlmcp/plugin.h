@@ -11,7 +11,9 @@
  *
  * Stability: within major version 1 every struct in this file only grows at
  * its end, and the services table only gains entries at its end. A plugin
- * built against 1.N loads in every host 1.M with M >= N. See sdk/ABI.md.
+ * built against 1.N loads in every host 1.M with M >= N. A superseded
+ * service is marked "Deprecated in ABI 1.N" and keeps working. See
+ * sdk/ABI.md (sizes of every sized struct per minor, rules for the next).
  *
  * General ownership rules (each function repeats the part that applies):
  *  1. Everything a plugin passes to the host is copied before the call
@@ -447,6 +449,7 @@ struct rlmcp_tunnel {
 /*
  * Added in ABI 1.1: one PTY WebSocket exchange (runloop_pty_exchange).
  * Output bytes are raw terminal output; return non-zero to stop reading.
+ * Deprecated in ABI 1.6, with runloop_pty_exchange: use runloop_ws_*.
  */
 typedef int (*rlmcp_output_fn)(void *user, const void *data, size_t n);
 
@@ -748,6 +751,11 @@ struct rlmcp_host_api {
                                   struct rlmcp_http_resp **resp_out);
 
     /*
+     * Deprecated in ABI 1.6: use runloop_ws_open on x->connect_url (tunnel
+     * port 13), runloop_ws_send, runloop_ws_recv until the output is quiet
+     * and runloop_ws_close, which do the same and more. Kept, unchanged,
+     * for every 1.x host (sdk/ABI.md, "Deprecated").
+     *
      * Added in ABI 1.1. One bounded exchange on a PTY session's WebSocket
      * (the data plane at x->connect_url on the tunnel of t, ws:// or wss://
      * as the origin is http or https, same Authorization as above): connect,
@@ -895,7 +903,9 @@ struct rlmcp_host_api {
      */
     int (*runloop_ws_close)(rlmcp_ws *ws, int code);
 
-    /* 1.x: append only, each with an "Added in ABI 1.N" comment. */
+    /* 1.x: append only, each with an "Added in ABI 1.N" comment and that
+     * minor's bump (one per issue; sdk/ABI.md, "Rules for the next
+     * minor"). */
 };
 
 /*
