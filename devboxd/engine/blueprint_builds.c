@@ -648,6 +648,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     struct sb_spec spec;
     cJSON *holder = cJSON_CreateObject();
     char **paths = NULL;
+    uid_t *owners = NULL;
     char *sbdir = NULL;
     char *image = NULL;
     size_t n = 0;
@@ -665,7 +666,8 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     if (images_path(NULL, &image, err, errlen) != 0)
         goto out;
     spec.image = image;
-    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &n, err, errlen) != 0)
+    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &owners, &n, err,
+                           errlen) != 0)
         goto out;
     spec.id = b->id;
     spec.dir = sbdir;
@@ -673,6 +675,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
         (uint64_t)(b->eng->caps.build_memory_gb * 1073741824.0);
     spec.limits.cpu_millis = (uint32_t)(b->eng->caps.build_cpus * 1000.0);
     spec.lower_layers = (const char *const *)paths;
+    spec.layer_owners = owners;
     spec.n_layers = n;
     spec.net = SB_NET_OUTBOUND;
     for (attempt = 0; attempt < 3; attempt++) {
@@ -682,6 +685,7 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     }
 out:
     layers_free_paths(paths, n);
+    free(owners);
     free(sbdir);
     free(image);
     cJSON_Delete(holder);

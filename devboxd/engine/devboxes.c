@@ -823,6 +823,7 @@ int engine_sandbox_start(struct engine *eng, const char *id,
     char *user_name = NULL;
     cJSON *chain = NULL;
     char **layers = NULL;
+    uid_t *owners = NULL;
     size_t n_layers = 0;
     double cpus, mem, disk;
     int attempt;
@@ -852,11 +853,12 @@ int engine_sandbox_start(struct engine *eng, const char *id,
     /* The devbox's disk before anything is written into its dir. */
     if (sandbox_disk_attach(dir, spec.limits.disk_bytes, err, errlen) != 0)
         goto out;
-    /* Snapshot/blueprint layers: private copies owned by this devbox's uid. */
-    if (layers_prepare_box(chain, dir, id, image != NULL, &layers, &n_layers,
-                           err, errlen) != 0)
+    /* Snapshot/blueprint layers: mounted shared under runc. */
+    if (layers_prepare_box(chain, dir, id, image != NULL, &layers, &owners,
+                           &n_layers, err, errlen) != 0)
         goto out;
     spec.lower_layers = (const char *const *)layers;
+    spec.layer_owners = owners;
     spec.n_layers = n_layers;
     spec.id = id;
     spec.dir = dir;
@@ -886,6 +888,7 @@ out:
     free(image);
     free(user_name);
     layers_free_paths(layers, n_layers);
+    free(owners);
     cJSON_Delete(chain);
     return rc;
 }

@@ -503,21 +503,85 @@ out:
     return rc;
 }
 
+/* The chain's layers where they are, with their owners, when the runtime
+ * can mount them shared (runc, every owner a range); 1 when it cannot (the
+ * layers are copied then), 0 or -1 with err. */
+static int shared_chain(const cJSON *chain, bool image, size_t count, char **out,
+                        uid_t *owners, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t k;
+
+    if (!image || !sandbox_root_inside())
+        return 1;
+    for (k = 0; k < count; k++) {
+        const cJSON *layer = cJSON_GetArrayItem(chain, (int)k);
+        const char *path = util_json_str(layer, "path");
+        const cJSON *owner = cJSON_GetObjectItemCaseSensitive(layer, "owner");
+
+        if (path == NULL || !cJSON_IsNumber(owner)) {
+            snprintf(err, errlen, "the devbox record has a malformed layer list");
+            return -1;
+        }
+        if ((uid_t)owner->valuedouble < SB_RANGE_BASE)
+            return 1; /* written by a single-uid devbox: copied */
+        if (stat(path, &st) != 0) {
+            snprintf(err, errlen, "layer %s is missing: %s", path, strerror(errno));
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "layer %s is not a directory", path);
+            return -1;
+        }
+        owners[k] = (uid_t)owner->valuedouble;
+        out[k] = strdup(path);
+        if (out[k] == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
-                       char ***paths, size_t *n, char *err, size_t errlen)
+                       char ***paths, uid_t **owners, size_t *n, char *err,
+                       size_t errlen)
 {
     const cJSON *chain = cJSON_GetObjectItemCaseSensitive(spec, "_layers");
     char **out = NULL;
+    uid_t *own = NULL;
     char *ldir = NULL;
     size_t count, k;
     uid_t uid;
+    int shared;
     int rc = -1;
 
     *paths = NULL;
+    *owners = NULL;
     *n = 0;
     count = cJSON_IsArray(chain) ? (size_t)cJSON_GetArraySize(chain) : 0;
     if (count == 0)
         return 0;
+    out = calloc(count, sizeof(*out));
+    own = calloc(count, sizeof(*own));
+    if (out == NULL || own == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    shared = shared_chain(chain, image, count, out, own, err, errlen);
+    if (shared < 0)
+        goto out;
+    if (shared == 0) {
+        *paths = out;
+        *owners = own;
+        *n = count;
+        out = NULL;
+        own = NULL;
+        rc = 0;
+        goto out;
+    }
+    layers_free_paths(out, count);
+    out = NULL;
     out = calloc(count, sizeof(*out));
     if (out == NULL || asprintf(&ldir, "%s/layers", sbdir) < 0) {
         ldir = NULL;
@@ -546,6 +610,7 @@ int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, boo
     rc = 0;
 out:
     layers_free_paths(out, count);
+    free(own);
     free(ldir);
     return rc;
 }

@@ -5,8 +5,8 @@
  * (<state>/snapshots/<id>/layer, <state>/blueprints/<id>/layer) together with
  * the host uid that owned the files when it was recorded.  A devbox's spec
  * keeps its whole layer chain ("_layers": [{path, owner}], topmost first);
- * before each boot the chain is copied into the devbox's sandbox dir with
- * the owner's files handed to the devbox's own host uid (layers_prepare_box).
+ * each boot mounts the chain in place, read-only, under the devbox's own
+ * writable layer (layers_prepare_box).
  * Snapshots and blueprints share the store: a deleted record's layer stays
  * while other records' chains use it (see the layer store below).
  *
@@ -51,11 +51,16 @@ int layers_import(const char *src, const char *dst, uid_t range, char *err,
 int layers_export(const char *src, const char *dst, char *err, size_t errlen);
 /* Bytes in the regular files of a tree. */
 int64_t layers_size(const char *path);
-/* Before a sandbox start: copies the spec's "_layers" chain into
- * <sbdir>/layers/<k> owned by the devbox's host uid (claimed now; the same
- * uid sandbox_start will use).  Reuses copies made by an earlier boot. */
+/* Before a sandbox start: the spec's "_layers" chain as lower layers.
+ * Under runc (image set, every owner a range) the layers stay where they
+ * are and *owners gets each one's owner: the sandbox mounts them shared
+ * through idmapped views, nothing is copied.  Otherwise (the bubblewrap
+ * runtime) the chain is copied into <sbdir>/layers/<k> owned by the
+ * devbox's host uid (claimed now; the same uid sandbox_start will use),
+ * reusing copies made by an earlier boot, and *owners is NULL (free it). */
 int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
-                       char ***paths, size_t *n, char *err, size_t errlen);
+                       char ***paths, uid_t **owners, size_t *n, char *err,
+                       size_t errlen);
 void layers_free_paths(char **paths, size_t n);
 /* The layer store: a layer is referenced by every live record (a snapshot
  * not deleted or in error, a blueprint not deleted or failed) and every

@@ -1251,15 +1251,53 @@ static int set_fd_option(int fsfd, const char *key, const char *dir, const char 
     return 0;
 }
 
-static int oci_fsconfig(int fsfd, const struct sb_spec *spec, const char *dir, int imgfd,
-                        int *fds, size_t *nfds)
+/* Sets lowerdir+ to an idmapped view of the shared layer path written by
+ * the range at owner, shown as the devbox's range: the layer is mounted in
+ * place, read-only, for every devbox on it.  *userns caches the namespace
+ * of *userns_owner (layers of one owner are often next to each other). */
+static int set_shared_layer(int fsfd, const char *path, uid_t owner, uint32_t range,
+                            int *userns, uid_t *userns_owner, int *fds, size_t *nfds)
 {
     char name[64];
+    int fd;
+
+    if (owner < SB_RANGE_BASE)
+        return -EINVAL; /* a single-uid layer: the engine copies those */
+    if (*userns < 0 || *userns_owner != owner) {
+        sb_close_fd(*userns);
+        *userns = sb_oci_userns_map(owner, range);
+        if (*userns < 0)
+            return *userns;
+        *userns_owner = owner;
+    }
+    fd = sb_oci_idmapped(path, *userns);
+    if (fd < 0)
+        return fd;
+    fds[(*nfds)++] = fd;
+    snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+    if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range, int imgfd,
+                        int *fds, size_t *nfds)
+{
+    const char *dir = spec->dir;
+    char name[64];
+    int userns = -1;
+    uid_t userns_owner = 0;
     size_t i;
     int rc = 0;
 
-    for (i = 0; i < spec->n_layers && rc == 0; i++)
-        rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL, fds, nfds);
+    for (i = 0; i < spec->n_layers && rc == 0; i++) {
+        if (spec->layer_owners != NULL && spec->layer_owners[i] != range)
+            rc = set_shared_layer(fsfd, spec->lower_layers[i], spec->layer_owners[i], range,
+                                  &userns, &userns_owner, fds, nfds);
+        else
+            rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL, fds, nfds);
+    }
+    sb_close_fd(userns);
     if (rc == 0)
         rc = set_fd_option(fsfd, "lowerdir+", dir, SB_DIR_BASE, fds, nfds);
     snprintf(name, sizeof(name), "/proc/self/fd/%d", imgfd);
@@ -1309,7 +1347,7 @@ static int mount_overlay_oci(const struct sb_spec *spec, uint32_t range,
                     strerror(errno));
         goto out;
     }
-    rc = oci_fsconfig(fsfd, spec, spec->dir, imgfd, fds, &nfds);
+    rc = oci_fsconfig(fsfd, spec, range, imgfd, fds, &nfds);
     if (rc != 0) {
         sb_err(err, errlen, rc, "cannot mount the root overlay of %s: %s%s",
                spec->dir, strerror(-rc), fs_log(fsfd, why, sizeof(why)));

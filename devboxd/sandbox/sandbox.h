@@ -114,6 +114,13 @@ struct sb_spec {
      * passwordless sudo).  [a-z_][a-z0-9_-]{0,31}, uid 0-60000. */
     const char *user_name;
     uint32_t user_uid;
+    /* Appended: each lower layer's owner (the first host id of the range
+     * that wrote it, >= the range base), or NULL.  With owners the runc
+     * runtime mounts each layer where it is, read-only, through an
+     * idmapped view that shows the owner's ids as this devbox's: layers
+     * are shared, never copied.  NULL: the layers already belong to the
+     * devbox (copies handed to its ids). */
+    const uid_t *layer_owners;
 };
 
 struct sandbox;

@@ -158,7 +158,10 @@ struct sb_oci_conf {
     const char *cpus; /* cpuset.cpus list ("0,2"), or NULL for all */
     bool meminfo;     /* bind the generated meminfo over /proc/meminfo */
 };
-int sb_oci_userns(uint32_t base);
+int sb_oci_userns(uint32_t base); /* ids 0.. shown as base.. */
+/* ids inside.. shown as base..: a layer owned by the range at inside,
+ * mounted for the devbox whose range is base. */
+int sb_oci_userns_map(uint32_t inside, uint32_t base);
 int sb_oci_idmapped(const char *path, int userns_fd);
 char *sb_oci_config(const struct sb_oci_conf *c); /* config.json text, malloc'd */
 

@@ -28,7 +28,8 @@
 
 /* ---- a user namespace holding the devbox's mapping ------------------- */
 
-static int write_map(pid_t pid, const char *file, uint32_t base)
+static int write_map(pid_t pid, const char *file, uint32_t inside,
+                     uint32_t base)
 {
     char path[64];
     char line[64];
@@ -37,8 +38,8 @@ static int write_map(pid_t pid, const char *file, uint32_t base)
     int rc = 0;
 
     snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-    n = snprintf(line, sizeof(line), "0 %u %u\n", (unsigned)base,
-                 (unsigned)SB_RANGE_SIZE);
+    n = snprintf(line, sizeof(line), "%u %u %u\n", (unsigned)inside,
+                 (unsigned)base, (unsigned)SB_RANGE_SIZE);
     fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -48,10 +49,10 @@ static int write_map(pid_t pid, const char *file, uint32_t base)
     return rc;
 }
 
-/* A user namespace mapping 0..SB_RANGE_SIZE-1 to base..: made by a child
- * that unshares and waits until its maps are written and the namespace is
- * opened.  Returns an O_CLOEXEC fd or -errno. */
-int sb_oci_userns(uint32_t base)
+/* A user namespace mapping inside..inside+SB_RANGE_SIZE-1 to base..: made
+ * by a child that unshares and waits until its maps are written and the
+ * namespace is opened.  Returns an O_CLOEXEC fd or -errno. */
+int sb_oci_userns_map(uint32_t inside, uint32_t base)
 {
     char path[64];
     int go[2] = {-1, -1};
@@ -85,9 +86,9 @@ int sb_oci_userns(uint32_t base)
     if (read(ready[0], &c, 1) != 1 || c != 'u')
         rc = -EPERM;
     if (rc == 0)
-        rc = write_map(pid, "uid_map", base);
+        rc = write_map(pid, "uid_map", inside, base);
     if (rc == 0)
-        rc = write_map(pid, "gid_map", base);
+        rc = write_map(pid, "gid_map", inside, base);
     if (rc == 0) {
         snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -106,6 +107,11 @@ out:
     sb_close_pair(go);
     sb_close_pair(ready);
     return rc != 0 ? rc : fd;
+}
+
+int sb_oci_userns(uint32_t base)
+{
+    return sb_oci_userns_map(0, base);
 }
 
 /* A detached, read-only, idmapped clone of path: files of host uid N show
