@@ -264,10 +264,12 @@ static void announce(struct follow *f, const char *status)
 static int follow_build(struct follow *f, cJSON **view_out)
 {
     uint64_t deadline = rlmcp_h_now_ms() + (uint64_t)f->bp->wait_s * 1000u;
-    long long polls_left = f->bp->wait_s * 1000 / f->bp->poll_ms + 1;
+    /* Short pauses first: a cached build ends in well under a second. */
+    struct rlmcp_h_poll poll;
     int rc;
 
     *view_out = NULL;
+    rlmcp_h_poll_init(&poll, (uint32_t)f->bp->poll_ms);
     for (;;) {
         const char *st = NULL;
         cJSON_Delete(*view_out);
@@ -285,10 +287,11 @@ static int follow_build(struct follow *f, cJSON **view_out)
                                 "build status",
                                 f->what);
         announce(f, st);
+        /* Also bounded in time slept, for sleeps that return early. */
         if (status_terminal(st) || rlmcp_h_now_ms() >= deadline ||
-            --polls_left <= 0)
+            poll.slept_ms >= (uint64_t)f->bp->wait_s * 1000u)
             return RLMCP_OK;
-        rc = f->h->api->sleep_ms(f->h->call, (uint32_t)f->bp->poll_ms);
+        rc = rlmcp_h_poll_pause(f->h, &poll);
         if (rc != RLMCP_OK)
             return rc;
     }

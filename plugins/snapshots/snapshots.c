@@ -171,14 +171,15 @@ static int poll_status(struct snap *sn, const struct rlmcp_h *h,
 {
     uint64_t start = rlmcp_h_now_ms();
     uint64_t deadline = start + (uint64_t)sn->wait_s * 1000u;
-    /* Also bounded in polls, so the bound holds when sleeps are short. */
-    long long polls_left = sn->wait_s * 1000 / sn->poll_ms + 1;
+    /* Short pauses first: a snapshot takes a few hundred ms. */
+    struct rlmcp_h_poll poll;
     char *path = rlmcp_h_sprintf("/v1/devboxes/disk_snapshots/%s/status", sid);
     char *what = rlmcp_h_sprintf("snapshot %s", sid);
     double n = 0;
     int rc = RLMCP_ENOMEM;
 
     *st_out = NULL;
+    rlmcp_h_poll_init(&poll, (uint32_t)sn->poll_ms);
     if (path == NULL || what == NULL)
         goto out;
     for (;;) {
@@ -190,15 +191,18 @@ static int poll_status(struct snap *sn, const struct rlmcp_h *h,
         if (rc != RLMCP_OK)
             goto out;
         st = str_of(*st_out, "status");
+        /* Also bounded in time slept, so the bound holds when sleeps
+         * return early. */
         if (st == NULL || strcmp(st, "in_progress") != 0 ||
-            rlmcp_h_now_ms() >= deadline || --polls_left <= 0)
+            rlmcp_h_now_ms() >= deadline ||
+            poll.slept_ms >= (uint64_t)sn->wait_s * 1000u)
             break;
         note = rlmcp_h_sprintf(
             "snapshot %s in progress (%llu s)", sid,
             (unsigned long long)((rlmcp_h_now_ms() - start) / 1000u));
         h->api->progress(h->call, ++n, -1, note);
         free(note);
-        rc = h->api->sleep_ms(h->call, (uint32_t)sn->poll_ms);
+        rc = rlmcp_h_poll_pause(h, &poll);
         if (rc != RLMCP_OK)
             goto out;
     }

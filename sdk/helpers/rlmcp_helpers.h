@@ -412,11 +412,30 @@ int rlmcp_h_task_get(const struct rlmcp_h *h,
                      const struct rlmcp_h_task_ops *ops, void *user,
                      const char *args_json, size_t len);
 /*
- * The wait op: reads the state every poll_ms (sleeping through
- * api->sleep_ms, so a cancelled call returns RLMCP_ECANCELLED) until it
- * ended or the op's "timeout_seconds" (1 to ops->max_wait_s, default 60)
- * passed, then answers the last state read: at the bound a state still
- * working, which the host asks about again.
+ * Pauses between polls of work the backend does on its own (a snapshot, a
+ * build): the first is RLMCP_H_POLL_FIRST_MS, each next one twice the one
+ * before, up to cap_ms. Work that ends in a few hundred milliseconds is
+ * seen ended within a few tens of them, not a whole cap later; long work
+ * costs a request per cap_ms. slept_ms sums the pauses asked for, a bound
+ * that holds also where sleeps return early.
+ */
+#define RLMCP_H_POLL_FIRST_MS 10u
+struct rlmcp_h_poll {
+    uint32_t next_ms;
+    uint32_t cap_ms;
+    uint64_t slept_ms;
+};
+void rlmcp_h_poll_init(struct rlmcp_h_poll *p, uint32_t cap_ms);
+/* One pause, through api->sleep_ms (RLMCP_ECANCELLED when the call was
+ * cancelled), then the next one doubles. */
+int rlmcp_h_poll_pause(const struct rlmcp_h *h, struct rlmcp_h_poll *p);
+
+/*
+ * The wait op: reads the state with pauses of rlmcp_h_poll (up to
+ * poll_ms; sleeping through api->sleep_ms, so a cancelled call returns
+ * RLMCP_ECANCELLED) until it ended or the op's "timeout_seconds" (1 to
+ * ops->max_wait_s, default 60) passed, then answers the last state read:
+ * at the bound a state still working, which the host asks about again.
  */
 int rlmcp_h_task_wait(const struct rlmcp_h *h,
                       const struct rlmcp_h_task_ops *ops, void *user,

@@ -48,6 +48,23 @@ int rlmcp_h_task_get(const struct rlmcp_h *h,
     return rc;
 }
 
+void rlmcp_h_poll_init(struct rlmcp_h_poll *p, uint32_t cap_ms)
+{
+    p->cap_ms = cap_ms > 0 ? cap_ms : 1;
+    p->next_ms = RLMCP_H_POLL_FIRST_MS < p->cap_ms ? RLMCP_H_POLL_FIRST_MS
+                                                   : p->cap_ms;
+    p->slept_ms = 0;
+}
+
+int rlmcp_h_poll_pause(const struct rlmcp_h *h, struct rlmcp_h_poll *p)
+{
+    uint32_t ms = p->next_ms;
+
+    p->slept_ms += ms;
+    p->next_ms = ms > p->cap_ms / 2 ? p->cap_ms : ms * 2;
+    return h->api->sleep_ms(h->call, ms);
+}
+
 int rlmcp_h_task_wait(const struct rlmcp_h *h,
                       const struct rlmcp_h_task_ops *ops, void *user,
                       const char *args_json, size_t len, uint32_t poll_ms)
@@ -56,7 +73,10 @@ int rlmcp_h_task_wait(const struct rlmcp_h *h,
     const char *id = NULL;
     long long timeout_s = 60;
     uint64_t until = 0;
+    struct rlmcp_h_poll poll;
     int rc;
+
+    rlmcp_h_poll_init(&poll, poll_ms);
 
     rc = rlmcp_h_args(h, args_json, len, &args);
     if (rc == RLMCP_OK)
@@ -72,7 +92,7 @@ int rlmcp_h_task_wait(const struct rlmcp_h *h,
         if (rc != RLMCP_OK || ops->ended(state, user) ||
             rlmcp_h_now_ms() >= until)
             break;
-        rc = h->api->sleep_ms(h->call, poll_ms);
+        rc = rlmcp_h_poll_pause(h, &poll);
     }
     /* Still working at the bound: say so; the host asks again. */
     if (rc == RLMCP_OK)

@@ -60,6 +60,8 @@ static struct {
     double prog_val[FH_MAX];
     size_t n_prog;
     bool cancelled;
+    uint32_t sleeps[64]; /* the first sleep_ms pauses asked for */
+    size_t n_sleeps;     /* all of them, also past the array */
     int cancel_after;
     bool in_init;
     /* ABI 1.1 */
@@ -371,7 +373,11 @@ static bool svc_is_cancelled(rlmcp_call *call)
 
 static int svc_sleep_ms(rlmcp_call *call, uint32_t ms)
 {
-    /* Tests never wait: time is not simulated. */
+    /* Tests never wait: time is not simulated; the pause is recorded. */
+    (void)call;
+    if (fh.n_sleeps < sizeof(fh.sleeps) / sizeof(fh.sleeps[0]))
+        fh.sleeps[fh.n_sleeps] = ms;
+    fh.n_sleeps++;
     return fh.cancelled ? RLMCP_ECANCELLED : RLMCP_OK;
 }
 
@@ -1033,6 +1039,7 @@ void fh_reset(void)
     size_t i, j;
 
     g_deadline_ms = 0;
+    fh.n_sleeps = 0;
     for (i = 0; i < fh.n_routes; i++) {
         free(fh.routes[i].method);
         free(fh.routes[i].path);
@@ -1342,6 +1349,18 @@ const struct fh_request *fh_find_last_request(const char *method,
             return &fh.reqs[i - 1];
     }
     return NULL;
+}
+
+size_t fh_sleep_count(void)
+{
+    return fh.n_sleeps;
+}
+
+uint32_t fh_sleep_at(size_t i)
+{
+    return i < fh.n_sleeps && i < sizeof(fh.sleeps) / sizeof(fh.sleeps[0])
+               ? fh.sleeps[i]
+               : 0;
 }
 
 size_t fh_count_requests(const char *method, const char *path_prefix)

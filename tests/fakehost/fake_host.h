@@ -107,6 +107,10 @@ const struct fh_request *fh_find_request(const char *method,
 const struct fh_request *fh_find_last_request(const char *method,
                                               const char *path_prefix);
 size_t fh_count_requests(const char *method, const char *path_prefix);
+/* The sleep_ms pauses the plugin asked for since fh_reset (not slept:
+ * time is not simulated); fh_sleep_at(i) is 0 past the first 64. */
+size_t fh_sleep_count(void);
+uint32_t fh_sleep_at(size_t i);
 /* A request's body parsed (owned by the fake host until fh_reset). */
 cJSON *fh_request_json(const struct fh_request *r);
 

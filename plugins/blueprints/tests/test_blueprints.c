@@ -229,8 +229,16 @@ static void build_bound_and_cancel(void **state)
     assert_string_equal(fh_error_code(), "timeout");
     assert_non_null(strstr(fh_error_message(), "blueprint_id=bpt_1"));
     assert_non_null(strstr(fh_error_remedy(), "get_blueprint"));
-    /* 1 s / 100 ms: 11 polls of the status (and of the logs) */
-    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1/logs"), 11);
+    /* Pauses of 10, 20, 40, 80 ms, then the 100 ms poll interval until
+     * 1 s was slept: 14 polls of the status (and of the logs). */
+    assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1/logs"), 14);
+    assert_int_equal(fh_sleep_count(), 13);
+    assert_int_equal(fh_sleep_at(0), 10);
+    assert_int_equal(fh_sleep_at(1), 20);
+    assert_int_equal(fh_sleep_at(2), 40);
+    assert_int_equal(fh_sleep_at(3), 80);
+    assert_int_equal(fh_sleep_at(4), 100);
+    assert_int_equal(fh_sleep_at(12), 100);
     /* the status did not change and no lines came: one message */
     assert_int_equal(fh_progress_count(), 1);
 

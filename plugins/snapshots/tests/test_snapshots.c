@@ -90,6 +90,10 @@ static void create_async_polls_with_progress(void **state)
     assert_int_equal(fh_count_requests("GET", "/v1/devboxes/disk_snapshots/"
                                               "snp_1/status"),
                      3);
+    /* Short pauses first: done 30 ms after the start, not 200. */
+    assert_int_equal(fh_sleep_count(), 2);
+    assert_int_equal(fh_sleep_at(0), 10);
+    assert_int_equal(fh_sleep_at(1), 20);
     assert_int_equal(fh_progress_count(), 2);
     assert_true(fh_progress_value(1) > fh_progress_value(0));
     assert_non_null(strstr(fh_progress_message(0), "snp_1"));
@@ -107,7 +111,8 @@ static void create_no_wait_and_bound(void **state)
     assert_null(cJSON_GetObjectItem(fh_result(), "unrelated"));
     assert_int_equal(fh_request_count(), 1);
 
-    /* never completes: the bound (1 s / 100 ms = 11 polls) ends it */
+    /* never completes: the bound (1 s slept in pauses of 10, 20, 40, 80,
+     * then 100 ms = 14 polls) ends it */
     fh_reset();
     fh_route("POST", "/v1/devboxes/dbx_1/snapshot_disk_async", 200, snap_view);
     fh_route_n("GET", "/v1/devboxes/disk_snapshots/snp_1/status", 200,
@@ -118,7 +123,10 @@ static void create_no_wait_and_bound(void **state)
     assert_non_null(strstr(fh_error_message(), "snp_1"));
     assert_non_null(strstr(fh_error_remedy(), "get_snapshot_status"));
     assert_int_equal(fh_count_requests("GET", "/v1/devboxes/disk_snapshots/"),
-                     11);
+                     14);
+    assert_int_equal(fh_sleep_at(0), 10);
+    assert_int_equal(fh_sleep_at(3), 80);
+    assert_int_equal(fh_sleep_at(4), 100);
 }
 
 static void create_errors(void **state)
@@ -413,6 +421,10 @@ static void task_start_get_wait(void **state)
     assert_string_equal(rstr("status"), "complete");
     assert_string_equal(rstr("id"), "snp_1");
     assert_int_equal(fh_count_requests("GET", SNP_STATUS), 3);
+    /* The task wait backs off the same way (rlmcp_h_task_wait). */
+    assert_int_equal(fh_sleep_count(), 2);
+    assert_int_equal(fh_sleep_at(0), 10);
+    assert_int_equal(fh_sleep_at(1), 20);
 }
 
 static void task_error_deleted_cancel(void **state)
