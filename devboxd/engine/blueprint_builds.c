@@ -24,6 +24,7 @@
 #include "images.h"
 #include "layers.h"
 #include "sandbox.h"
+#include "warm_pool.h"
 #include "sandbox_internal.h"
 #include "util.h"
 
@@ -1698,6 +1699,10 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         status = 500;
         goto out;
     }
+    /* No more sandboxes ahead on its chain. */
+    pthread_mutex_lock(&eng->lock);
+    warm_pool_forget_locked(eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"));
+    pthread_mutex_unlock(&eng->lock);
     /* Its layer (and deleted ones under it) go unless snapshots or other
      * blueprints are built on them; the buildah image goes with it. */
     freed = layers_release_locked(

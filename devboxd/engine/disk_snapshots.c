@@ -13,6 +13,7 @@
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
+#include "warm_pool.h"
 
 #define ERRLEN 512
 #define COMMIT_MAX 1000
@@ -549,6 +550,10 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
         status = 500;
         goto out;
     }
+    /* No more sandboxes ahead on its chain. */
+    pthread_mutex_lock(&eng->lock);
+    warm_pool_forget_locked(eng, chain);
+    pthread_mutex_unlock(&eng->lock);
     /* Its layer (and deleted ones under it) go unless other snapshots or
      * blueprints are built on them. */
     freed = layers_release_locked(eng, chain, NULL);

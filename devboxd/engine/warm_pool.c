@@ -19,14 +19,25 @@
 #define POOL_MAX 8
 #define POOL_RETRY_MS 30000
 #define POOL_IMAGE_WAIT_MS 5000
+/* Layer chains (snapshots, blueprints) kept warm at once, one sandbox each:
+ * the ones devboxes were last created from. */
+#define POOL_HOT_MAX 2
 
 enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED };
+
+/* What a sandbox is started for: the plain devbox (layers NULL), or the
+ * plain devbox on a layer chain and image (a hot snapshot or blueprint). */
+struct pool_key {
+    cJSON *layers; /* the spec's "_layers", or NULL */
+    char *image;   /* the spec's "_image", or NULL (the default) */
+};
 
 struct pool_entry {
     char id[40];
     struct sandbox *sb;
     enum entry_state state;
     int claimed;
+    struct pool_key key;
     struct pool_entry *next;
 };
 
@@ -35,7 +46,48 @@ struct warm_pool {
     pthread_t thread;
     struct pool_entry *entries;
     int64_t retry_at_ms; /* no start before this, after a failed one */
+    struct pool_key hot[POOL_HOT_MAX]; /* most recently asked first */
+    int n_hot;
 };
+
+static void key_free(struct pool_key *k)
+{
+    cJSON_Delete(k->layers);
+    free(k->image);
+    k->layers = NULL;
+    k->image = NULL;
+}
+
+static int key_copy(struct pool_key *dst, const struct pool_key *src)
+{
+    dst->layers = src->layers != NULL ? cJSON_Duplicate(src->layers, 1) : NULL;
+    dst->image = src->image != NULL ? strdup(src->image) : NULL;
+    if ((src->layers != NULL && dst->layers == NULL) ||
+        (src->image != NULL && dst->image == NULL)) {
+        key_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
+/* The image a spec names, NULL for the default one. */
+static const char *spec_image(const cJSON *spec)
+{
+    const char *image = util_json_str(spec, "_image");
+
+    return image != NULL && strcmp(image, images_default()) != 0 ? image : NULL;
+}
+
+static int key_matches(const struct pool_key *k, const cJSON *layers, const char *image)
+{
+    if ((k->layers == NULL) != (layers == NULL))
+        return 0;
+    if (k->layers != NULL && !cJSON_Compare(k->layers, layers, 1))
+        return 0;
+    if ((k->image == NULL) != (image == NULL))
+        return 0;
+    return k->image == NULL || strcmp(k->image, image) == 0;
+}
 
 int warm_pool_size(char *err, size_t errlen)
 {
@@ -58,7 +110,8 @@ int warm_pool_size(char *err, size_t errlen)
     return (int)n;
 }
 
-/* Whether spec asks for nothing the pool's sandboxes lack. */
+/* Whether spec asks for nothing the pool's sandboxes lack, but for its
+ * layer chain and image (the entry's key). */
 static int is_plain(const cJSON *spec)
 {
     const cJSON *lp =
@@ -71,11 +124,11 @@ static int is_plain(const cJSON *spec)
             spec, "environment_variables")) > 0 ||
         cJSON_GetArraySize(
             cJSON_GetObjectItemCaseSensitive(spec, "_secret_env")) > 0 ||
-        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "_layers")) >
-            0 ||
         cJSON_GetObjectItemCaseSensitive(lp, "user_parameters") != NULL)
         return 0;
-    if (image != NULL && strcmp(image, images_default()) != 0)
+    /* Another image without layers: a sandbox on it is never started ahead. */
+    if (image != NULL && strcmp(image, images_default()) != 0 &&
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "_layers")) == 0)
         return 0;
     if (engine_spec_network(spec) != engine_spec_network(NULL))
         return 0;
@@ -86,16 +139,52 @@ static int is_plain(const cJSON *spec)
            mine.disk_bytes == plain.disk_bytes;
 }
 
-static int unclaimed_locked(const struct warm_pool *pool)
+/* Unclaimed entries of key k (k NULL: the plain ones). */
+static int unclaimed_locked(const struct warm_pool *pool, const struct pool_key *k)
 {
     const struct pool_entry *e;
     int n = 0;
 
     for (e = pool->entries; e != NULL; e = e->next) {
-        if (!e->claimed && e->state != ENTRY_FAILED)
+        if (e->claimed || e->state == ENTRY_FAILED)
+            continue;
+        if (k == NULL ? e->key.layers == NULL
+                      : key_matches(&e->key, k->layers, k->image))
             n++;
     }
     return n;
+}
+
+/* The hot chain without a sandbox ahead, or NULL. */
+static const struct pool_key *cold_hot_locked(const struct warm_pool *pool)
+{
+    int i;
+
+    for (i = 0; i < pool->n_hot; i++) {
+        if (unclaimed_locked(pool, &pool->hot[i]) == 0)
+            return &pool->hot[i];
+    }
+    return NULL;
+}
+
+/* An unclaimed entry whose chain is no longer hot (replaced by others, or
+ * its layers deleted), ready or failed: the thread removes it. */
+static struct pool_entry *stale_locked(const struct warm_pool *pool)
+{
+    struct pool_entry *e;
+    int i;
+
+    for (e = pool->entries; e != NULL; e = e->next) {
+        int hot = 0;
+
+        if (e->claimed || e->state == ENTRY_STARTING || e->key.layers == NULL)
+            continue;
+        for (i = 0; i < pool->n_hot && !hot; i++)
+            hot = key_matches(&pool->hot[i], e->key.layers, e->key.image);
+        if (!hot)
+            return e;
+    }
+    return NULL;
 }
 
 static void unlink_locked(struct warm_pool *pool, struct pool_entry *gone)
@@ -129,7 +218,7 @@ static void remove_files(struct engine *eng, const char *id, int whole)
     free(dir);
 }
 
-/* Starts e's sandbox (no lock held). */
+/* Starts e's sandbox (no lock held; e->key is not changed meanwhile). */
 static int start_entry(struct engine *eng, struct pool_entry *e,
                        struct sandbox **sb, char *err, size_t errlen)
 {
@@ -138,6 +227,15 @@ static int start_entry(struct engine *eng, struct pool_entry *e,
     int rc = -1;
 
     if (spec == NULL || dir == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (e->key.layers != NULL &&
+        !cJSON_AddItemToObject(spec, "_layers", cJSON_Duplicate(e->key.layers, 1))) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (e->key.image != NULL && cJSON_AddStringToObject(spec, "_image", e->key.image) == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -152,15 +250,42 @@ out:
     return rc;
 }
 
-/* eng->lock held (released meanwhile): starts one entry. */
-static void fill_one_locked(struct engine *eng, struct warm_pool *pool)
+/* Drops the hot chains equal to layers (any image); the thread then
+ * removes their sandboxes. */
+static void forget_hot_locked(struct warm_pool *pool, const cJSON *layers)
+{
+    int i = 0;
+
+    while (i < pool->n_hot) {
+        if (!cJSON_Compare(pool->hot[i].layers, layers, 1)) {
+            i++;
+            continue;
+        }
+        key_free(&pool->hot[i]);
+        memmove(&pool->hot[i], &pool->hot[i + 1],
+                (size_t)(pool->n_hot - i - 1) * sizeof(pool->hot[0]));
+        pool->n_hot--;
+    }
+}
+
+static void entry_free(struct pool_entry *e)
+{
+    key_free(&e->key);
+    free(e);
+}
+
+/* eng->lock held (released meanwhile): starts one entry for key k (NULL:
+ * a plain one). */
+static void fill_one_locked(struct engine *eng, struct warm_pool *pool,
+                            const struct pool_key *k)
 {
     struct pool_entry *e = calloc(1, sizeof(*e));
     struct sandbox *sb = NULL;
     char err[512] = "";
     int rc;
 
-    if (e == NULL) {
+    if (e == NULL || (k != NULL && key_copy(&e->key, k) != 0)) {
+        free(e);
         pool->retry_at_ms = util_now_ms() + POOL_RETRY_MS;
         return;
     }
@@ -176,6 +301,14 @@ static void fill_one_locked(struct engine *eng, struct warm_pool *pool)
     if (rc == 0) {
         e->sb = sb;
         e->state = ENTRY_READY;
+    } else if (e->key.layers != NULL) {
+        /* Its layers, not the runtime: the chain is no longer kept warm. */
+        fprintf(stderr,
+                "devboxd: warm pool: cannot start a sandbox ahead on a "
+                "snapshot's or blueprint's layers (no longer kept warm): %s\n",
+                err);
+        e->state = ENTRY_FAILED;
+        forget_hot_locked(pool, e->key.layers);
     } else {
         fprintf(stderr,
                 "devboxd: warm pool: cannot start a sandbox ahead (next try in "
@@ -183,12 +316,14 @@ static void fill_one_locked(struct engine *eng, struct warm_pool *pool)
                 POOL_RETRY_MS / 1000, err);
         e->state = ENTRY_FAILED;
         pool->retry_at_ms = util_now_ms() + POOL_RETRY_MS;
+    }
+    if (rc != 0) {
         /* A claimed entry stays for its devbox's boot worker to collect. */
         if (!e->claimed) {
             unlink_locked(pool, e);
             pthread_mutex_unlock(&eng->lock);
             remove_files(eng, e->id, 1);
-            free(e);
+            entry_free(e);
             pthread_mutex_lock(&eng->lock);
         }
     }
@@ -204,8 +339,24 @@ static void *pool_thread(void *arg)
     pthread_mutex_lock(&eng->lock);
     while (!eng->stopping) {
         int64_t now = util_now_ms();
+        struct pool_entry *stale = stale_locked(pool);
+        const struct pool_key *hot = NULL;
 
-        if (unclaimed_locked(pool) >= pool->size || now < pool->retry_at_ms) {
+        if (stale != NULL) {
+            unlink_locked(pool, stale);
+            pthread_mutex_unlock(&eng->lock);
+            if (stale->sb != NULL)
+                sandbox_release(stale->sb);
+            remove_files(eng, stale->id, 1);
+            entry_free(stale);
+            pthread_mutex_lock(&eng->lock);
+            continue;
+        }
+        /* The plain devbox first, then the hot chains. */
+        if (unclaimed_locked(pool, NULL) >= pool->size)
+            hot = cold_hot_locked(pool);
+        if ((unclaimed_locked(pool, NULL) >= pool->size && hot == NULL) ||
+            now < pool->retry_at_ms) {
             engine_wait_locked(eng, now < pool->retry_at_ms ? pool->retry_at_ms
                                                             : now + 60000);
             continue;
@@ -220,7 +371,11 @@ static void *pool_thread(void *arg)
             pool->retry_at_ms = util_now_ms() + POOL_IMAGE_WAIT_MS;
             continue;
         }
-        fill_one_locked(eng, pool);
+        /* The hot list may have changed while unlocked: look again. */
+        hot = unclaimed_locked(pool, NULL) >= pool->size ? cold_hot_locked(pool) : NULL;
+        if (unclaimed_locked(pool, NULL) >= pool->size && hot == NULL)
+            continue;
+        fill_one_locked(eng, pool, hot);
     }
     pthread_mutex_unlock(&eng->lock);
     return NULL;
@@ -254,6 +409,7 @@ void warm_pool_stop(struct engine *eng)
     struct warm_pool *pool = eng->pool;
     struct pool_entry *e;
     struct pool_entry *next;
+    int i;
 
     if (pool == NULL)
         return;
@@ -270,9 +426,38 @@ void warm_pool_stop(struct engine *eng)
         if (e->sb != NULL)
             sandbox_release(e->sb);
         remove_files(eng, e->id, !e->claimed);
-        free(e);
+        entry_free(e);
     }
+    for (i = 0; i < pool->n_hot; i++)
+        key_free(&pool->hot[i]);
     free(pool);
+}
+
+/* Makes the chain of layers/image the hottest (added, or moved first;
+ * the coldest goes when the list is full). */
+static void mark_hot_locked(struct engine *eng, struct warm_pool *pool,
+                            const cJSON *layers, const char *image)
+{
+    struct pool_key k = {NULL, NULL};
+    struct pool_key was = {(cJSON *)layers, (char *)image};
+    int i;
+
+    for (i = 0; i < pool->n_hot; i++) {
+        if (key_matches(&pool->hot[i], layers, image))
+            break;
+    }
+    if (i < pool->n_hot) {
+        k = pool->hot[i];
+    } else {
+        if (key_copy(&k, &was) != 0)
+            return;
+        if (pool->n_hot == POOL_HOT_MAX)
+            key_free(&pool->hot[--pool->n_hot]);
+        i = pool->n_hot++;
+    }
+    memmove(&pool->hot[1], &pool->hot[0], (size_t)i * sizeof(pool->hot[0]));
+    pool->hot[0] = k;
+    pthread_cond_broadcast(&eng->changed);
 }
 
 int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
@@ -281,16 +466,28 @@ int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
     struct warm_pool *pool = eng->pool;
     struct pool_entry *pick = NULL;
     struct pool_entry *e;
+    const cJSON *layers = NULL;
+    const char *image = NULL;
 
     if (pool == NULL || eng->stopping || !is_plain(spec))
         return 0;
+    layers = cJSON_GetObjectItemCaseSensitive(spec, "_layers");
+    if (cJSON_GetArraySize(layers) == 0)
+        layers = NULL;
+    image = layers != NULL ? spec_image(spec) : NULL;
+    /* Layers are shared (mounted, not copied) only under runc. */
+    if (layers != NULL && !sandbox_root_inside())
+        return 0;
     /* A ready sandbox first; else the one starting now. */
     for (e = pool->entries; e != NULL; e = e->next) {
-        if (e->claimed || e->state == ENTRY_FAILED)
+        if (e->claimed || e->state == ENTRY_FAILED ||
+            !key_matches(&e->key, layers, image))
             continue;
         if (pick == NULL || e->state == ENTRY_READY)
             pick = e;
     }
+    if (layers != NULL)
+        mark_hot_locked(eng, pool, layers, image);
     if (pick == NULL || idlen <= strlen(pick->id))
         return 0;
     pick->claimed = 1;
@@ -310,6 +507,22 @@ static struct pool_entry *find_locked(struct warm_pool *pool, const char *id)
     return NULL;
 }
 
+void warm_pool_forget_locked(struct engine *eng, const cJSON *layers)
+{
+    struct pool_entry *e;
+
+    if (eng->pool == NULL || cJSON_GetArraySize(layers) == 0)
+        return;
+    forget_hot_locked(eng->pool, layers);
+    /* Never claimed from now on; the thread removes them. */
+    for (e = eng->pool->entries; e != NULL; e = e->next) {
+        if (!e->claimed && e->state == ENTRY_READY &&
+            cJSON_Compare(e->key.layers, layers, 1))
+            e->state = ENTRY_FAILED;
+    }
+    pthread_cond_broadcast(&eng->changed);
+}
+
 int warm_pool_unclaim_locked(struct engine *eng, const char *id)
 {
     struct pool_entry *e = find_locked(eng->pool, id);
@@ -318,7 +531,7 @@ int warm_pool_unclaim_locked(struct engine *eng, const char *id)
         /* Its start failed (and removed its sandbox): nothing to keep. */
         if (e != NULL) {
             unlink_locked(eng->pool, e);
-            free(e);
+            entry_free(e);
         }
         return 1;
     }
@@ -339,7 +552,7 @@ struct sandbox *warm_pool_adopt(struct engine *eng, const char *id)
     if (e != NULL) {
         sb = e->state == ENTRY_READY ? e->sb : NULL;
         unlink_locked(eng->pool, e);
-        free(e);
+        entry_free(e);
         pthread_cond_broadcast(&eng->changed);
     }
     pthread_mutex_unlock(&eng->lock);

@@ -4,6 +4,14 @@
  * saved. runc needs about 250 ms to start a container; the pool takes that
  * off the create path.
  *
+ * Hot snapshots and blueprints: a create from a layer chain (otherwise
+ * plain) makes that chain hot; the pool keeps one sandbox ahead on each of
+ * the POOL_HOT_MAX chains last asked for (runc only: their layers are
+ * mounted, not copied), so the next devbox from a snapshot starts as fast
+ * as a plain one.  A chain that falls off the list, whose record is
+ * deleted (warm_pool_forget_locked) or whose sandbox cannot start loses
+ * its sandbox.
+ *
  * An entry is a devbox id chosen ahead with its sandbox dir
  * (<state>/devboxes/<id>/sandbox) and, once started, its sandbox.  A create
  * claims an entry, ready or still starting, and takes its id; the boot
@@ -40,6 +48,9 @@ void warm_pool_stop(struct engine *eng);
  * unclaimed entry exists: then claims it and copies its id (idlen >= 40). */
 int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
                            size_t idlen);
+/* eng->lock held. The record whose chain is layers is gone (deleted,
+ * failed): no more sandboxes ahead on it. */
+void warm_pool_forget_locked(struct engine *eng, const cJSON *layers);
 /* eng->lock held. Gives back a claim whose devbox was never acknowledged:
  * 0, or 1 when the entry is gone (its start failed) and the caller removes
  * the devbox dir. */

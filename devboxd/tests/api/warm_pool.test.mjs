@@ -1,7 +1,8 @@
 // The warm pool (devboxd/engine/warm_pool.h), through the official Runloop
 // SDK: a plain create takes the sandbox started ahead (its id is the
-// pool's dir), a create asking for more does not, the pool refills, and
-// neither a clean stop nor kill -9 leaves a pool sandbox behind.
+// pool's dir), a create asking for more does not, the pool refills, a
+// snapshot devboxes are created from gets a sandbox ahead on its layers,
+// and neither a clean stop nor kill -9 leaves a pool sandbox behind.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -80,6 +81,52 @@ test('a plain create takes the warm sandbox; a create asking for more starts its
   await engine.stop();
   assert.deepEqual(poolDirs(engine.stateDir), [], 'a pool dir is left after the stop');
   assert.deepEqual(groups(next), [], 'the pool sandbox\'s cgroups are left after the stop');
+});
+
+test('a snapshot devboxes are created from gets a sandbox ahead on its layers', async (t) => {
+  const engine = new Devboxd();
+  t.after(async () => { await engine.cleanup(); });
+  await engine.start();
+  const client = engine.client();
+  await waitReady(engine, 'a sandbox started ahead');
+  const src = await client.devboxes.createAndAwaitRunning({ name: 'hot-src' });
+  assert.equal((await client.devboxes.executeAndAwaitCompletion(src.id,
+    { command: 'echo hot > ~/hot.txt && sudo sh -c "echo etc > /etc/hot.conf"' })).exit_status, 0);
+  const snap = await client.devboxes.snapshotDisk(src.id, {});
+  const before = new Set(poolDirs(engine.stateDir));
+
+  // The first devbox from it starts its own sandbox; the snapshot is hot now.
+  const first = await client.devboxes.createAndAwaitRunning({ snapshot_id: snap.id });
+  assert.ok(!before.has(first.id), 'a plain warm sandbox was taken for a snapshot');
+  const [hot] = await waitFor(() => {
+    const r = readyPool(engine.stateDir).filter((id) => !before.has(id));
+    return r.length > 0 ? r : null;
+  }, { timeoutMs: 120000, what: 'a sandbox ahead on the snapshot' });
+
+  // The next one takes it, with the snapshot's files, writable, as its own.
+  const second = await client.devboxes.createAndAwaitRunning({ snapshot_id: snap.id });
+  assert.equal(second.id, hot, 'the devbox from the snapshot did not take the sandbox ahead on it');
+  assert.equal(second.snapshot_id, snap.id);
+  const r = await client.devboxes.executeAndAwaitCompletion(second.id,
+    { command: 'cat ~/hot.txt /etc/hot.conf && stat -c %u ~/hot.txt /etc/hot.conf && echo more >> ~/hot.txt && cat ~/hot.txt' });
+  assert.equal(r.exit_status, 0, r.stderr);
+  assert.equal(r.stdout, 'hot\netc\n1000\n0\nhot\nmore\n');
+  // A plain create never takes a sandbox on layers.
+  const [nextHot] = await waitFor(() => {
+    const n = readyPool(engine.stateDir).filter((id) => !before.has(id) && id !== hot);
+    return n.length > 0 ? n : null;
+  }, { timeoutMs: 120000, what: 'the snapshot\'s sandbox ahead to refill' });
+  const plain = await client.devboxes.createAndAwaitRunning({});
+  assert.notEqual(plain.id, nextHot);
+  const p = await client.devboxes.executeAndAwaitCompletion(plain.id, { command: 'test -e ~/hot.txt && echo has || echo none' });
+  assert.equal(p.stdout, 'none\n');
+
+  // Deleting the snapshot removes the sandbox ahead on it.
+  for (const b of [first, second, plain, src]) await client.devboxes.shutdown(b.id);
+  await client.devboxes.diskSnapshots.delete(snap.id);
+  await waitFor(() => !existsSync(path.join(engine.stateDir, 'devboxes', nextHot)) || null,
+    { timeoutMs: 60000, what: 'the sandbox ahead on the deleted snapshot to go' });
+  assert.deepEqual(groups(nextHot), [], 'its cgroups are left');
 });
 
 test('kill -9 with a warm sandbox standing: the next start removes it', async (t) => {
