@@ -44,10 +44,30 @@ foreach(layer engine sandbox)
     endforeach()
 endforeach()
 
+# The layer store is a leaf of the engine: engine/layers.c and layers.h
+# include no other engine header (records, devboxes and blueprints register
+# with it from above).
+file(GLOB engine_headers RELATIVE ${ROOT}/engine ${ROOT}/engine/*.h)
+list(REMOVE_ITEM engine_headers layers.h)
+foreach(src engine/layers.c engine/layers.h)
+    if(EXISTS ${ROOT}/${src})
+        file(STRINGS ${ROOT}/${src} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+        foreach(line IN LISTS includes)
+            string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" inc "${line}")
+            get_filename_component(base ${inc} NAME)
+            if(base IN_LIST engine_headers)
+                list(APPEND bad "${src} includes \"${inc}\" (the layer store is a leaf)")
+            endif()
+        endforeach()
+    endif()
+endforeach()
+
 if(bad)
     list(JOIN bad "\n  " text)
     message(FATAL_ERROR "devboxd layers: engine/ and sandbox/ must not include net/ or rest/ headers "
-                        "(move the HTTP part to rest/, or pass a callback from main.c):\n  ${text}")
+                        "(move the HTTP part to rest/, or pass a callback from main.c), nor the "
+                        "layer store another engine header (register a kind or owner with it "
+                        "instead):\n  ${text}")
 endif()
 message(STATUS "devboxd layers: engine/ and sandbox/ include no net/ or rest/ header "
                "(allowed for now: ${ALLOWED})")

@@ -22,7 +22,7 @@
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
 #include "images.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "sandbox.h"
 #include "sandbox_internal.h"
 #include "util.h"

@@ -22,7 +22,7 @@
 #include "devbox_spec.h"
 #include "dockerfile.h"
 #include "images.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "sandbox.h"
 #include "warm_pool.h"
 #include "sandbox_internal.h"
@@ -319,11 +319,10 @@ static void set_status(struct build *b, const char *status, const char *failure)
          * while it built goes now), and its own layer is no one's. */
         if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
             strcmp(status, "failed") == 0)
-            freed = layers_release_locked(
-                b->eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
+            freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
     }
     layers_unlock();
-    layers_free(b->eng, freed);
+    layers_free(freed);
     free(layer);
 }
 
@@ -1679,7 +1678,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         status = 500;
         goto out;
     }
-    if (layers_used_by_devbox_locked(eng, layer, who, sizeof(who))) {
+    if (layers_held_locked(layer, who, sizeof(who))) {
         snprintf(err, errlen,
                  "blueprint %s is in use by %s (a devbox running on its "
                  "files); shut that devbox down, then delete the blueprint",
@@ -1705,13 +1704,12 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     pthread_mutex_unlock(&eng->lock);
     /* Its layer (and deleted ones under it) go unless snapshots or other
      * blueprints are built on them; the buildah image goes with it. */
-    freed = layers_release_locked(
-        eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
+    freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
 out:
     layers_unlock();
     /* buildah waits on its store's lock: never with the registry held,
      * which every create, snapshot and build needs. */
-    layers_free(eng, freed);
+    layers_free(freed);
     free(layer);
     return status;
 }

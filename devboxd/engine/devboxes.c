@@ -12,7 +12,7 @@
 #include "pty_sessions.h"
 #include "tunnels.h"
 #include "warm_pool.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "sandbox.h"
 #include "util.h"
 

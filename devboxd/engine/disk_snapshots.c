@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "layers.h"
+#include "layer_records.h"
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
@@ -213,12 +213,11 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
             set_str(rec, "error_message", err);
         if (layers_save_record("snapshots", "snapshot.json", rec) == 0 &&
             rc != 0)
-            freed = layers_release_locked(
-                job->eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"),
+            freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"),
                 NULL);
     }
     layers_unlock();
-    layers_free(job->eng, freed);
+    layers_free(freed);
     pthread_mutex_lock(&job->eng->lock);
     job->box->io_refs--;
     pthread_cond_broadcast(&job->eng->changed);
@@ -528,7 +527,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     chain = cJSON_GetObjectItemCaseSensitive(rec, "layers");
     path = util_json_str(cJSON_GetArrayItem(chain, 0), "path");
     if (path != NULL &&
-        layers_used_by_devbox_locked(eng, path, who, sizeof(who))) {
+        layers_held_locked(path, who, sizeof(who))) {
         snprintf(err, errlen,
                  "snapshot %s is in use by %s (a devbox running on its "
                  "files); shut that devbox down, then delete the snapshot",
@@ -556,10 +555,10 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     pthread_mutex_unlock(&eng->lock);
     /* Its layer (and deleted ones under it) go unless other snapshots or
      * blueprints are built on them. */
-    freed = layers_release_locked(eng, chain, NULL);
+    freed = layers_release_locked(chain, NULL);
 out:
     layers_unlock();
-    layers_free(eng, freed);
+    layers_free(freed);
     free(was);
     return status;
 }

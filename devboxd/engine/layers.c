@@ -1,4 +1,6 @@
-/* Layers: storage, per-devbox copies and the snapshot/blueprint registry. */
+/* The layer store (layers.h): layer directories, their copies and mounts
+ * for a devbox, and their lifetime, counted from the owners registered
+ * from above.  It knows no record, route or blueprint. */
 #define _GNU_SOURCE
 #include "layers.h"
 
@@ -7,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -17,181 +20,60 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "blueprint_buildah.h"
-#include "blueprint_builds.h"
-#include "disk_snapshots.h"
-#include "images.h"
 #include "sandbox_internal.h"
 #include "util.h"
 
+#define MAX_KINDS 4
+#define MAX_OWNERS 8
+
+/* Set under the caller's registry lock; the reaper thread reads the kinds
+ * while it runs (layers_store_fini stops it before clearing them). */
 static struct {
-    pthread_mutex_t lock;
-    int loaded;
     char *state_dir;
-    cJSON *snaps; /* records, newest first */
-    cJSON *bps;
-} g = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL};
-
-/* ------------------------------------------------------------ registry */
-
-static double rec_time(const cJSON *rec)
-{
-    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
-}
-
-static int cmp_newest_first(const void *a, const void *b)
-{
-    double x = rec_time(*(cJSON *const *)a);
-    double y = rec_time(*(cJSON *const *)b);
-
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* Appends the records newest first.  (cJSON 1.7.15's InsertItemInArray
- * loses items when inserting in the middle, so sort first, then append.) */
-static void add_sorted(cJSON *list, cJSON **recs, size_t n)
-{
-    size_t i;
-
-    if (n == 0)
-        return;
-    qsort(recs, n, sizeof(*recs), cmp_newest_first);
-    for (i = 0; i < n; i++)
-        cJSON_AddItemToArray(list, recs[i]);
-}
-
-static void load_kind(const char *kind, const char *file, cJSON *list)
-{
-    char *dirpath = NULL;
-    DIR *d = NULL;
-    struct dirent *de;
-    cJSON **recs = NULL;
-    size_t n = 0, cap = 0;
-
-    if (asprintf(&dirpath, "%s/%s", g.state_dir, kind) < 0)
-        return;
-    util_mkdirs(dirpath);
-    d = opendir(dirpath);
-    while (d != NULL && (de = readdir(d)) != NULL) {
-        char *path = NULL;
-        char *text = NULL;
-        cJSON *rec = NULL;
-
-        if (de->d_name[0] == '.')
-            continue;
-        if (asprintf(&path, "%s/%s/%s", dirpath, de->d_name, file) < 0)
-            continue;
-        text = util_read_file(path, 4 << 20, NULL);
-        rec = text != NULL ? cJSON_Parse(text) : NULL;
-        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
-            n == cap) {
-            cJSON **more = realloc(recs, (cap * 2 + 16) * sizeof(*recs));
-
-            if (more != NULL) {
-                recs = more;
-                cap = cap * 2 + 16;
-            }
-        }
-        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
-            n < cap) {
-            recs[n++] = rec;
-        } else if (rec != NULL || text != NULL) {
-            fprintf(stderr, "devboxd: skipping unreadable record %s\n", path);
-            cJSON_Delete(rec);
-        }
-        free(text);
-        free(path);
-    }
-    if (d != NULL)
-        closedir(d);
-    add_sorted(list, recs, n);
-    free(recs);
-    free(dirpath);
-}
-
-void layers_lock(struct engine *eng)
-{
-    pthread_mutex_lock(&g.lock);
-    if (g.loaded)
-        return;
-    g.state_dir = eng->state_dir != NULL ? strdup(eng->state_dir) : NULL;
-    g.snaps = cJSON_CreateArray();
-    g.bps = cJSON_CreateArray();
-    if (g.state_dir != NULL) {
-        load_kind("snapshots", "snapshot.json", g.snaps);
-        load_kind("blueprints", "blueprint.json", g.bps);
-        snapshots_load_locked(g.snaps);
-        blueprints_load_locked(eng, g.bps);
-    }
-    g.loaded = 1;
-}
+    struct layers_kind kinds[MAX_KINDS];
+    size_t n_kinds;
+    struct layers_owner owners[MAX_OWNERS];
+    size_t n_owners;
+} store;
 
 static void reaper_fini(void);
 
-void layers_fini(void)
+void layers_store_init(const char *state_dir)
 {
-    snapshots_wait_all();
-    blueprints_stop_all();
-    reaper_fini();
-    pthread_mutex_lock(&g.lock);
-    cJSON_Delete(g.snaps);
-    cJSON_Delete(g.bps);
-    free(g.state_dir);
-    g.snaps = NULL;
-    g.bps = NULL;
-    g.state_dir = NULL;
-    g.loaded = 0;
-    pthread_mutex_unlock(&g.lock);
+    free(store.state_dir);
+    store.state_dir = state_dir != NULL ? strdup(state_dir) : NULL;
+    store.n_kinds = 0;
+    store.n_owners = 0;
 }
 
-void layers_unlock(void)
+int layers_add_kind(const struct layers_kind *k)
 {
-    pthread_mutex_unlock(&g.lock);
-}
-
-cJSON *layers_snapshots_locked(void)
-{
-    return g.snaps;
-}
-
-cJSON *layers_blueprints_locked(void)
-{
-    return g.bps;
-}
-
-const char *layers_state_dir(void)
-{
-    return g.state_dir;
-}
-
-int layers_save_record(const char *kind, const char *file, const cJSON *rec)
-{
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
-    char *dir = NULL;
-    char *path = NULL;
-    char *text = NULL;
-    int rc = -1;
-
-    if (!cJSON_IsString(id) || g.state_dir == NULL)
+    if (store.n_kinds == MAX_KINDS)
         return -1;
-    text = cJSON_Print(rec);
-    if (text == NULL || asprintf(&dir, "%s/%s/%s", g.state_dir, kind, id->valuestring) < 0) {
-        dir = NULL;
-        goto out;
-    }
-    if (util_mkdirs(dir) != 0 || asprintf(&path, "%s/%s", dir, file) < 0) {
-        path = NULL;
-        goto out;
-    }
-    rc = util_write_atomic(path, text, strlen(text), 0600);
-out:
-    if (rc != 0)
-        fprintf(stderr, "devboxd: cannot save %s record %s: %s\n", kind, id->valuestring,
-                strerror(errno));
-    free(text);
-    free(dir);
-    free(path);
-    return rc;
+    store.kinds[store.n_kinds++] = *k;
+    return 0;
+}
+
+int layers_add_owner(const struct layers_owner *o)
+{
+    if (store.n_owners == MAX_OWNERS)
+        return -1;
+    store.owners[store.n_owners++] = *o;
+    return 0;
+}
+
+void layers_store_stop(void)
+{
+    reaper_fini();
+}
+
+void layers_store_fini(void)
+{
+    reaper_fini();
+    free(store.state_dir);
+    store.state_dir = NULL;
+    store.n_kinds = 0;
+    store.n_owners = 0;
 }
 
 /* ---------------------------------------------------------------- copy */
@@ -453,7 +335,7 @@ int64_t layers_size(const char *path)
     return size_sum;
 }
 
-/* ------------------------------------------------------ per-devbox copies */
+/* ------------------------------------------------ a devbox's lower layers */
 
 void layers_free_paths(char **paths, size_t n)
 {
@@ -619,15 +501,26 @@ out:
 
 #define FREE_SUFFIX ".free"
 
-/* A layer's name in the store: "snapshots/<id>/layer" or
- * "blueprints/<id>/layer" at the end of its path, whatever path the state
- * dir had when a chain was recorded.  NULL for a path outside the store. */
+/* The kind whose layers live under the dir named by len bytes of name. */
+static const struct layers_kind *kind_named(const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < store.n_kinds; i++) {
+        if (strlen(store.kinds[i].dir) == len && strncmp(store.kinds[i].dir, name, len) == 0)
+            return &store.kinds[i];
+    }
+    return NULL;
+}
+
+/* A layer's name in the store: "<kind>/<id>/layer" at the end of its path,
+ * whatever path the state dir had when a chain was recorded.  NULL for a
+ * path outside the store. */
 static const char *layer_key(const char *path)
 {
-    static const char *const kinds[] = {"snapshots/", "blueprints/", NULL};
     size_t len = strlen(path);
-    size_t i;
     const char *p;
+    const char *slash;
 
     if (len < 7 || strcmp(path + len - 6, "/layer") != 0)
         return NULL;
@@ -640,12 +533,11 @@ static const char *layer_key(const char *path)
     p--;
     while (p > path && p[-1] != '/')
         p--;
-    for (i = 0; kinds[i] != NULL; i++) {
-        if (strncmp(p, kinds[i], strlen(kinds[i])) == 0 &&
-            p[strlen(kinds[i])] != '/' && p + strlen(kinds[i]) < path + len - 6)
-            return p;
-    }
-    return NULL;
+    slash = strchr(p, '/');
+    if (slash == NULL || slash[1] == '/' || slash + 1 >= path + len - 6 ||
+        kind_named(p, (size_t)(slash - p)) == NULL)
+        return NULL;
+    return p;
 }
 
 static int same_layer(const char *a, const char *b)
@@ -658,7 +550,7 @@ static int same_layer(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-static int chain_has(const cJSON *chain, const char *path)
+int layers_chain_has(const cJSON *chain, const char *path)
 {
     const cJSON *it = NULL;
 
@@ -671,80 +563,26 @@ static int chain_has(const cJSON *chain, const char *path)
     return 0;
 }
 
-/* Whether a record holds its chain: it can boot devboxes, or is being
- * built or copied.  Deleted, failed and error records hold nothing. */
-static int rec_holds(const cJSON *rec)
+int layers_refs_locked(const char *path)
 {
-    const char *st = util_json_str(rec, "status");
-    const char *state = util_json_str(rec, "state");
-
-    if (state != NULL && strcmp(state, "deleted") == 0)
-        return 0;
-    return st == NULL ||
-           (strcmp(st, "deleted") != 0 && strcmp(st, "error") != 0 &&
-            strcmp(st, "failed") != 0);
-}
-
-static int list_refs(const cJSON *list, const char *path)
-{
-    const cJSON *rec = NULL;
+    size_t i;
     int n = 0;
 
-    cJSON_ArrayForEach(rec, list) {
-        if (rec_holds(rec) &&
-            chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"), path))
-            n++;
-    }
+    for (i = 0; i < store.n_owners; i++)
+        n += store.owners[i].refs(store.owners[i].ctx, path, NULL, 0);
     return n;
 }
 
-/* Live devboxes with path in their chain; who gets the first one's id. */
-static int box_refs(struct engine *eng, const char *path, char *who,
-                    size_t wholen)
+int layers_held_locked(const char *path, char *who, size_t wholen)
 {
-    struct devbox *b;
-    int n = 0;
+    size_t i;
 
-    pthread_mutex_lock(&eng->lock);
-    for (b = eng->boxes; b != NULL; b = b->next) {
-        if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
-            continue;
-        if (chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
-            if (n == 0 && who != NULL)
-                snprintf(who, wholen, "%s", b->id);
-            n++;
-        }
+    for (i = 0; i < store.n_owners; i++) {
+        if (store.owners[i].blocks_delete &&
+            store.owners[i].refs(store.owners[i].ctx, path, who, wholen) > 0)
+            return 1;
     }
-    pthread_mutex_unlock(&eng->lock);
-    return n;
-}
-
-int layers_refs_locked(struct engine *eng, const char *path)
-{
-    return list_refs(g.snaps, path) + list_refs(g.bps, path) +
-           box_refs(eng, path, NULL, 0);
-}
-
-int layers_used_by_devbox_locked(struct engine *eng, const char *path,
-                                 char *who, size_t wholen)
-{
-    return box_refs(eng, path, who, wholen) > 0;
-}
-
-/* The blueprint whose own layer key is (for its buildah image). */
-static const cJSON *key_blueprint(const char *key)
-{
-    char id[64];
-    const char *slash = NULL;
-
-    if (strncmp(key, "blueprints/", 11) != 0)
-        return NULL;
-    slash = strchr(key + 11, '/');
-    if (slash == NULL || (size_t)(slash - key - 11) >= sizeof(id))
-        return NULL;
-    memcpy(id, key + 11, (size_t)(slash - key - 11));
-    id[slash - key - 11] = '\0';
-    return blueprints_record_locked(id);
+    return 0;
 }
 
 static void add_free(cJSON *out, const char *dir)
@@ -755,27 +593,41 @@ static void add_free(cJSON *out, const char *dir)
     cJSON_AddItemToArray(out, item);
 }
 
-/* A freed layer: its dir, and the record of a blueprint whose layer it was
- * when it has a buildah image (removed with it). */
+/* A freed layer (key "<kind>/<id>/layer"): its dir, and what its kind
+ * removes after it (e.g. a blueprint's buildah image). */
 static void add_free_of(cJSON *out, const char *dir, const char *key)
 {
-    const cJSON *bp = key_blueprint(key);
+    const char *slash = strchr(key, '/');
+    const char *end = slash != NULL ? strchr(slash + 1, '/') : NULL;
+    const struct layers_kind *k = NULL;
+    cJSON *extra = NULL;
+    cJSON *item = NULL;
+    char id[128];
 
     add_free(out, dir);
-    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(bp, "buildah_image")))
-        cJSON_AddItemToObject(
-            cJSON_GetArrayItem(out, cJSON_GetArraySize(out) - 1), "blueprint",
-            cJSON_Duplicate(bp, 1));
+    if (slash != NULL)
+        k = kind_named(key, (size_t)(slash - key));
+    if (k == NULL || k->on_free == NULL || end == NULL ||
+        (size_t)(end - slash - 1) >= sizeof(id))
+        return;
+    memcpy(id, slash + 1, (size_t)(end - slash - 1));
+    id[end - slash - 1] = '\0';
+    extra = k->on_free(id);
+    if (extra == NULL)
+        return;
+    item = cJSON_GetArrayItem(out, cJSON_GetArraySize(out) - 1);
+    cJSON_AddStringToObject(item, "kind", k->dir);
+    cJSON_AddItemToObject(item, "extra", extra);
 }
 
 /* Moves the unreferenced layer key out of the store; adds it to out. */
-static void release_one(struct engine *eng, const char *key, cJSON *out)
+static void release_one(const char *key, cJSON *out)
 {
     char *cur = NULL;
     char *trash = NULL;
 
-    if (layers_refs_locked(eng, key) > 0 ||
-        asprintf(&cur, "%s/%s", g.state_dir, key) < 0)
+    if (layers_refs_locked(key) > 0 ||
+        asprintf(&cur, "%s/%s", store.state_dir, key) < 0)
         return;
     if (asprintf(&trash, "%s" FREE_SUFFIX, cur) < 0) {
         trash = NULL;
@@ -795,27 +647,26 @@ out:
     free(trash);
 }
 
-cJSON *layers_release_locked(struct engine *eng, const cJSON *chain,
-                             const char *path)
+cJSON *layers_release_locked(const cJSON *chain, const char *path)
 {
     cJSON *out = cJSON_CreateArray();
     const cJSON *it = NULL;
     const char *key = NULL;
 
-    if (g.state_dir == NULL)
+    if (store.state_dir == NULL)
         goto out;
-    /* Topmost first: a child's buildah image goes before its base's. */
+    /* Topmost first: what a child's kind removes goes before its base's. */
     cJSON_ArrayForEach(it, chain)
     {
         const char *p = util_json_str(it, "path");
 
         key = p != NULL ? layer_key(p) : NULL;
         if (key != NULL)
-            release_one(eng, key, out);
+            release_one(key, out);
     }
     key = path != NULL ? layer_key(path) : NULL;
     if (key != NULL)
-        release_one(eng, key, out);
+        release_one(key, out);
 out:
     if (cJSON_GetArraySize(out) == 0) {
         cJSON_Delete(out);
@@ -875,7 +726,8 @@ static void *reaper_thread(void *arg)
         cJSON *it = cJSON_DetachItemFromArray(reaper.queue, 0);
         const char *dir = NULL;
         const char *state = NULL;
-        const cJSON *bp = NULL;
+        const char *kind = NULL;
+        const struct layers_kind *k = NULL;
 
         if (it == NULL) {
             pthread_cond_wait(&reaper.cond, &reaper.lock);
@@ -884,12 +736,14 @@ static void *reaper_thread(void *arg)
         pthread_mutex_unlock(&reaper.lock);
         dir = util_json_str(it, "dir");
         state = util_json_str(it, "state_dir");
-        bp = cJSON_GetObjectItemCaseSensitive(it, "blueprint");
+        kind = util_json_str(it, "kind");
+        k = kind != NULL ? kind_named(kind, strlen(kind)) : NULL;
         if (dir != NULL)
             remove_dir(dir);
-        /* buildah waits on its store's lock: never under the registry. */
-        if (bp != NULL && state != NULL)
-            bb_forget(state, bp);
+        /* E.g. buildah, which waits on its store's lock: never under the
+         * registry. */
+        if (k != NULL && k->after_free != NULL && state != NULL)
+            k->after_free(state, cJSON_GetObjectItemCaseSensitive(it, "extra"));
         cJSON_Delete(it);
         pthread_mutex_lock(&reaper.lock);
     }
@@ -897,7 +751,7 @@ static void *reaper_thread(void *arg)
     return NULL;
 }
 
-void layers_free(struct engine *eng, cJSON *released)
+void layers_free(cJSON *released)
 {
     cJSON *it = NULL;
 
@@ -911,8 +765,8 @@ void layers_free(struct engine *eng, cJSON *released)
         reaper.started = 1;
     while (reaper.started &&
            (it = cJSON_DetachItemFromArray(released, 0)) != NULL) {
-        if (eng != NULL && eng->state_dir != NULL)
-            cJSON_AddStringToObject(it, "state_dir", eng->state_dir);
+        if (store.state_dir != NULL)
+            cJSON_AddStringToObject(it, "state_dir", store.state_dir);
         cJSON_AddItemToArray(reaper.queue, it);
     }
     pthread_cond_signal(&reaper.cond);
@@ -942,26 +796,10 @@ static void reaper_fini(void)
 
 /* ---------------------------------------------------------------- start */
 
-/* Whether the loaded list has a record of id (in any state). */
-static int list_knows(const cJSON *list, const char *id)
-{
-    const cJSON *rec = NULL;
-
-    cJSON_ArrayForEach(rec, list)
-    {
-        const char *rid = util_json_str(rec, "id");
-
-        if (rid != NULL && strcmp(rid, id) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* One <kind>/<name> entry at start: a .free dir is a free cut off by a
  * kill; a layer nothing references is freed, unless its record exists on
  * disk but could not be read (then nobody can tell: it stays). */
-static void collect_entry(struct engine *eng, const char *kind,
-                          const char *file, const cJSON *list, const char *name,
+static void collect_entry(const struct layers_kind *k, const char *name,
                           cJSON *out)
 {
     char *dir = NULL;
@@ -973,32 +811,32 @@ static void collect_entry(struct engine *eng, const char *kind,
     int has_layer;
     int has_trash;
 
-    if (asprintf(&dir, "%s/%s/%s", g.state_dir, kind, name) < 0)
+    if (asprintf(&dir, "%s/%s/%s", store.state_dir, k->dir, name) < 0)
         return;
     if (asprintf(&trash, "%s/layer" FREE_SUFFIX, dir) < 0 ||
-        asprintf(&key, "%s/%s/layer", kind, name) < 0 ||
+        asprintf(&key, "%s/%s/layer", k->dir, name) < 0 ||
         asprintf(&layer, "%s/layer", dir) < 0 ||
-        asprintf(&recfile, "%s/%s", dir, file) < 0)
+        asprintf(&recfile, "%s/%s", dir, k->record_file) < 0)
         goto out;
     has_layer = lstat(layer, &st) == 0;
     has_trash = lstat(trash, &st) == 0;
-    if (list_knows(list, name)) {
+    if (k->knows(name)) {
         /* A free cut off by a kill: the buildah image goes too, unless the
          * layer is there again and in use (never, but nothing is lost). */
-        if (has_trash && !has_layer && layers_refs_locked(eng, key) == 0)
+        if (has_trash && !has_layer && layers_refs_locked(key) == 0)
             add_free_of(out, trash, key);
         else if (has_trash)
             add_free(out, trash);
-        release_one(eng, key, out);
+        release_one(key, out);
     } else if (lstat(recfile, &st) == 0) {
         if (has_layer)
             fprintf(stderr,
                     "devboxd: keeping the layer of %s/%s: its record cannot be "
                     "read\n",
-                    kind, name);
+                    k->dir, name);
         if (has_trash)
             add_free(out, trash);
-    } else if ((has_layer || has_trash) && layers_refs_locked(eng, key) == 0) {
+    } else if ((has_layer || has_trash) && layers_refs_locked(key) == 0) {
         add_free(out, dir); /* an orphan: no record was ever written */
     }
 out:
@@ -1009,178 +847,30 @@ out:
     free(layer);
 }
 
-static void collect_kind(struct engine *eng, const char *kind, const char *file,
-                         const cJSON *list, cJSON *out)
+static void collect_kind(const struct layers_kind *k, cJSON *out)
 {
     char *path = NULL;
     DIR *d = NULL;
     struct dirent *de;
 
-    if (asprintf(&path, "%s/%s", g.state_dir, kind) < 0)
+    if (asprintf(&path, "%s/%s", store.state_dir, k->dir) < 0)
         return;
     d = opendir(path);
     while (d != NULL && (de = readdir(d)) != NULL) {
         if (de->d_name[0] != '.')
-            collect_entry(eng, kind, file, list, de->d_name, out);
+            collect_entry(k, de->d_name, out);
     }
     if (d != NULL)
         closedir(d);
     free(path);
 }
 
-void layers_start(struct engine *eng)
+cJSON *layers_unreferenced_locked(void)
 {
     cJSON *out = cJSON_CreateArray();
-    int n;
+    size_t i;
 
-    layers_lock(eng);
-    if (g.state_dir != NULL) {
-        collect_kind(eng, "snapshots", "snapshot.json", g.snaps, out);
-        collect_kind(eng, "blueprints", "blueprint.json", g.bps, out);
-    }
-    layers_unlock();
-    n = cJSON_GetArraySize(out);
-    if (n > 0)
-        fprintf(stderr, "devboxd: freeing %d layer dir%s nothing references\n",
-                n, n == 1 ? "" : "s");
-    layers_free(eng, out);
-}
-
-/* ------------------------------------------------------ create from */
-
-static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errlen)
-{
-    const cJSON *rec = NULL;
-    const char *st = NULL;
-    const char *bp = NULL;
-
-    cJSON_ArrayForEach(rec, g.snaps) {
-        const char *id = util_json_str(rec, "id");
-
-        if (id != NULL && strcmp(id, sid) == 0)
-            break;
-    }
-    st = util_json_str(rec, "status");
-    if (rec == NULL || st == NULL || strcmp(st, "deleted") == 0) {
-        snprintf(err, errlen, "snapshot_id %s not found; list the snapshots to see which "
-                 "exist", sid);
-        return 404;
-    }
-    if (strcmp(st, "complete") != 0) {
-        snprintf(err, errlen, "snapshot %s is %s; a devbox can start only from a complete "
-                 "snapshot (poll the snapshot's status until it is complete)", sid, st);
-        return 400;
-    }
-    cJSON_AddStringToObject(spec, "snapshot_id", sid);
-    bp = util_json_str(rec, "source_blueprint_id");
-    if (bp != NULL) {
-        /* Any state: a deleted blueprint's layers stay while the
-         * snapshot holds them, and so does the image they sit on. */
-        const cJSON *brec = blueprints_record_locked(bp);
-        const char *image = util_json_str(brec, "image");
-
-        cJSON_AddStringToObject(spec, "blueprint_id", bp);
-        /* Its layers sit on the blueprint's image (universal for a
-         * blueprint FROM universal): restore onto that one. */
-        if (image != NULL)
-            cJSON_AddStringToObject(spec, "_image", image);
-    }
-    cJSON_AddItemToObject(spec, "_layers",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
-    return 0;
-}
-
-/* Blueprint launch_parameters and ENV are defaults under the create body's. */
-static void blueprint_defaults(const cJSON *rec, cJSON *spec)
-{
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "launch_parameters");
-    const cJSON *env = cJSON_GetObjectItemCaseSensitive(rec, "env");
-    cJSON *mine = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    const cJSON *it = NULL;
-
-    if (mine == NULL)
-        mine = cJSON_AddObjectToObject(spec, "launch_parameters");
-    it = cJSON_GetObjectItemCaseSensitive(rec, "image");
-    if (cJSON_IsString(it) &&
-        cJSON_GetObjectItemCaseSensitive(spec, "_image") == NULL)
-        cJSON_AddStringToObject(spec, "_image", it->valuestring);
-    it = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(rec, "image_config"), "WorkingDir");
-    if (cJSON_IsString(it) && it->valuestring[0] != '\0' &&
-        cJSON_GetObjectItemCaseSensitive(spec, "_workdir") == NULL)
-        cJSON_AddStringToObject(spec, "_workdir", it->valuestring);
-    cJSON_ArrayForEach(it, lp) { /* field by field: the create body's win */
-        if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
-            cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
-    }
-    if (!cJSON_IsObject(env) || cJSON_GetArraySize(env) == 0)
-        return;
-    mine = cJSON_GetObjectItemCaseSensitive(spec, "environment_variables");
-    if (mine == NULL)
-        mine = cJSON_AddObjectToObject(spec, "environment_variables");
-    cJSON_ArrayForEach(it, env) {
-        if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
-            cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
-    }
-}
-
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
-                          size_t errlen)
-{
-    const char *sid = NULL;
-    const char *bid = NULL;
-    const char *bname = NULL;
-    const cJSON *rec = NULL;
-    int given = 0;
-
-    (void)eng;
-    if (util_opt_string(body, "snapshot_id", &sid, err, errlen) != 0 ||
-        util_opt_string(body, "blueprint_id", &bid, err, errlen) != 0 ||
-        util_opt_string(body, "blueprint_name", &bname, err, errlen) != 0)
-        return 400;
-    given = (sid != NULL && sid[0]) + (bid != NULL && bid[0]) + (bname != NULL && bname[0]);
-    if (given == 0)
-        return 0;
-    if (given > 1) {
-        snprintf(err, errlen, "set only one of snapshot_id, blueprint_id and blueprint_name");
-        return 400;
-    }
-    if (sid != NULL && sid[0])
-        return resolve_snapshot(sid, spec, err, errlen);
-    if (bname != NULL && bname[0]) {
-        const char *image = NULL;
-        int pub = images_public_name(bname, &image, err, errlen);
-
-        if (pub < 0)
-            return 400;
-        if (pub > 0) { /* Runloop's public images: no layers, only the image */
-            cJSON_AddStringToObject(spec, "_image", image);
-            return 0;
-        }
-    }
-    rec = blueprints_find_locked(bid != NULL && bid[0] ? bid : NULL,
-                                 bname != NULL && bname[0] ? bname : NULL);
-    if (rec == NULL && bname != NULL && bname[0]) {
-        const char *image = NULL;
-
-        if (images_builtin_name(bname, &image)) {
-            cJSON_AddStringToObject(spec, "_image", image);
-            return 0;
-        }
-    }
-    if (rec == NULL) {
-        if (bid != NULL && bid[0])
-            snprintf(err, errlen, "blueprint_id %s not found or not built (status must be "
-                     "build_complete); list the blueprints to see which built", bid);
-        else
-            snprintf(err, errlen, "no successful build of a blueprint named \"%s\"; list "
-                     "the blueprints of that name to see their builds", bname);
-        return bid != NULL && bid[0] ? 404 : 400;
-    }
-    cJSON_AddStringToObject(spec, "blueprint_id", util_json_str(rec, "id"));
-    cJSON_AddItemToObject(spec, "_layers",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
-    blueprint_defaults(rec, spec);
-    return 0;
+    for (i = 0; store.state_dir != NULL && out != NULL && i < store.n_kinds; i++)
+        collect_kind(&store.kinds[i], out);
+    return out;
 }

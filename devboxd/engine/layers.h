@@ -1,38 +1,59 @@
-/* devboxd snapshots and blueprints: read-only filesystem layers, their
- * records (persisted under the state directory) and the REST routes.
+/* The layer store: read-only filesystem layers, each a directory tree
+ * rooted at "/" under the state dir (<state>/<kind>/<id>/layer) with the
+ * host uid that owned its files when it was recorded.  A chain is a list
+ * of layers ([{path, owner}], topmost first); a devbox mounts its chain,
+ * shared, under its own writable layer (layers_prepare_box).
  *
- * A layer is a directory tree rooted at "/" stored under the state dir
- * (<state>/snapshots/<id>/layer, <state>/blueprints/<id>/layer) together with
- * the host uid that owned the files when it was recorded.  A devbox's spec
- * keeps its whole layer chain ("_layers": [{path, owner}], topmost first);
- * each boot mounts the chain in place, read-only, under the devbox's own
- * writable layer (layers_prepare_box).
- * Snapshots and blueprints share the store: a deleted record's layer stays
- * while other records' chains use it (see the layer store below).
+ * The store is a leaf: it holds content and knows its owners only as
+ * registered from above (layers_add_owner: records, devboxes) and its
+ * kinds of layer dirs as registered (layers_add_kind: which records exist,
+ * what goes with a freed layer).  It knows no record, route or blueprint.
  *
- * Locking: one registry lock (layers_lock) guards the snapshot and
- * blueprint records; it may be taken before eng->lock, never after. */
+ * Locking: the store has no lock of its own; the functions marked
+ * "registry lock held" run under its caller's registry lock
+ * (layer_records.h), which may be taken before eng->lock, never after. */
 #ifndef DEVBOXD_LAYERS_H
 #define DEVBOXD_LAYERS_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-#include "engine.h"
+/* A kind of layer dirs: <state>/<dir>/<id>/layer, its record <file> next
+ * to it. */
+struct layers_kind {
+    const char *dir;         /* "snapshots" */
+    const char *record_file; /* "snapshot.json" */
+    /* Registry lock held: whether a record of id is loaded (any state). */
+    int (*knows)(const char *id);
+    /* Registry lock held, as id's layer is freed: what after_free gets
+     * (caller frees), or NULL; may be NULL. */
+    cJSON *(*on_free)(const char *id);
+    /* Reaper thread, no lock: after the layer dir is removed; may be NULL. */
+    void (*after_free)(const char *state_dir, const cJSON *extra);
+};
 
-/* ---- layers.c ---- */
-void layers_lock(struct engine *eng);   /* also loads the records on first use */
-/* At engine stop, before the devboxes go: waits for snapshot copies, stops
- * builds (they end failed) and frees the registry. */
-void layers_fini(void);
-void layers_unlock(void);
-/* Registry of records (registry lock held): arrays of record objects, newest first. */
-cJSON *layers_snapshots_locked(void);
-cJSON *layers_blueprints_locked(void);
-const char *layers_state_dir(void);
-/* Writes a record to <state>/<kind>/<id>/<file>. */
-int layers_save_record(const char *kind, const char *file, const cJSON *rec);
+/* An owner of layers: refs counts its holders of the layer at path (who
+ * gets the first one's id when not NULL).  Registry lock held. */
+struct layers_owner {
+    int (*refs)(void *ctx, const char *path, char *who, size_t wholen);
+    void *ctx;
+    int blocks_delete; /* its holders run on the files: deletes are refused */
+};
+
+/* Registry lock held: (re)starts the store on state_dir with no kinds and
+ * no owners; then register them. */
+void layers_store_init(const char *state_dir);
+int layers_add_kind(const struct layers_kind *k);   /* -1 when full */
+int layers_add_owner(const struct layers_owner *o); /* -1 when full */
+/* Without the registry lock: ends the background removal (what is left
+ * stays as .free dirs for the next start). */
+void layers_store_stop(void);
+/* Registry lock held, at stop: stops the removal and forgets the state
+ * dir, kinds and owners. */
+void layers_store_fini(void);
 
 /* Copies the tree src into dst (created; must not exist) preserving modes,
  * xattrs and overlay whiteouts; files owned by from_uid become to_uid's. */
@@ -62,35 +83,28 @@ int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, boo
                        char ***paths, uid_t **owners, size_t *n, char *err,
                        size_t errlen);
 void layers_free_paths(char **paths, size_t n);
-/* The layer store: a layer is referenced by every live record (a snapshot
- * not deleted or in error, a blueprint not deleted or failed) and every
- * live devbox (not shut down or failed) with it in its chain; its own
- * record is one of them until deleted.  The count is derived from the
- * chains when asked, never stored: a restart or a kill -9 cannot leave it
- * wrong.  A layer is freed when its count reaches 0. */
+/* Whether a chain holds the layer at path (the same <kind>/<id>/layer,
+ * whatever state dir either path was recorded under). */
+int layers_chain_has(const cJSON *chain, const char *path);
+/* A layer is referenced by every holder its owners count; the count is
+ * derived from the owners when asked, never stored: a restart or a kill -9
+ * cannot leave it wrong.  A layer is freed when its count reaches 0. */
 /* Registry lock held: the layer's reference count. */
-int layers_refs_locked(struct engine *eng, const char *path);
-/* Registry lock held: 1 with the devbox's id in who when a live devbox has
- * path in its layer chain (a delete is then refused), else 0. */
-int layers_used_by_devbox_locked(struct engine *eng, const char *path,
-                                 char *who, size_t wholen);
+int layers_refs_locked(const char *path);
+/* Registry lock held: 1 with the holder's id in who when an owner whose
+ * holders block deletes (a live devbox) holds path, else 0. */
+int layers_held_locked(const char *path, char *who, size_t wholen);
 /* Registry lock held, once a record stopped holding its chain (deleted,
  * failed, error) and that is saved: takes every layer of chain (and path,
  * when not NULL) that nothing references any more out of the store
  * (renamed to <dir>/layer.free) and returns them for layers_free, or NULL. */
-cJSON *layers_release_locked(struct engine *eng, const cJSON *chain,
-                             const char *path);
-/* Without the registry lock: removes released layers (and the buildah
- * image of a blueprint whose layer it was); deletes the list. */
-void layers_free(struct engine *eng, cJSON *released);
-/* At start, once the devboxes are loaded: loads the records (interrupted
- * builds and snapshots fail) and frees the layer dirs nothing references
- * (a delete cut off by a kill, or an orphan). */
-void layers_start(struct engine *eng);
-/* Registry lock held: resolves snapshot_id / blueprint_id / blueprint_name
- * of a create body into spec (_layers, ids, blueprint defaults). 0 or an
- * HTTP status with err. */
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
-                          size_t errlen);
+cJSON *layers_release_locked(const cJSON *chain, const char *path);
+/* Without the registry lock: removes released layers (then runs their
+ * kind's after_free) in the background; deletes the list. */
+void layers_free(cJSON *released);
+/* Registry lock held, at start: every layer dir of a registered kind that
+ * nothing references (a .free dir a kill cut off, a layer whose record is
+ * gone, an orphan), released, for layers_free. */
+cJSON *layers_unreferenced_locked(void);
 
 #endif

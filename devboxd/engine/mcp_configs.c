@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "layers.h"
+#include "layer_records.h"
 #include "secrets.h"
 #include "store.h"
 #include "util.h"

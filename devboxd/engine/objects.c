@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "store.h"
 #include "util.h"
 

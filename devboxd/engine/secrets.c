@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layers.h"
+#include "layer_records.h"
 #include "store.h"
 #include "util.h"
 

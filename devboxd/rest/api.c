@@ -6,7 +6,7 @@
 #include "devbox_spec.h"
 #include "disk_snapshots.h"
 #include "idempotency.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "mcphub.h"
 #include "sandbox.h"
 #include "objects.h"

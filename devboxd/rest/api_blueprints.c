@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "blueprint_builds.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "util.h"
 
 #define ERRLEN 512

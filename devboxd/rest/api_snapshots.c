@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "disk_snapshots.h"
-#include "layers.h"
+#include "layer_records.h"
 #include "util.h"
 
 #define ERRLEN 512
