@@ -319,7 +319,8 @@ static void set_status(struct build *b, const char *status, const char *failure)
          * while it built goes now), and its own layer is no one's. */
         if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
             strcmp(status, "failed") == 0)
-            freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
+            freed = layers_release_locked(
+                cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
     }
     layers_unlock();
     layers_free(freed);
@@ -666,8 +667,8 @@ static int start_sandbox(struct build *b, char *err, size_t errlen)
     if (images_path(NULL, &image, err, errlen) != 0)
         goto out;
     spec.image = image;
-    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &owners, &n, err,
-                           errlen) != 0)
+    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &owners,
+                           &n, err, errlen) != 0)
         goto out;
     spec.id = b->id;
     spec.dir = sbdir;
@@ -1700,11 +1701,13 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     }
     /* No more sandboxes ahead on its chain. */
     pthread_mutex_lock(&eng->lock);
-    warm_pool_forget_locked(eng, cJSON_GetObjectItemCaseSensitive(rec, "layers"));
+    warm_pool_forget_locked(eng,
+                            cJSON_GetObjectItemCaseSensitive(rec, "layers"));
     pthread_mutex_unlock(&eng->lock);
     /* Its layer (and deleted ones under it) go unless snapshots or other
      * blueprints are built on them; the buildah image goes with it. */
-    freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
+    freed = layers_release_locked(
+        cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
 out:
     layers_unlock();
     /* buildah waits on its store's lock: never with the registry held,

@@ -213,8 +213,8 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
             set_str(rec, "error_message", err);
         if (layers_save_record("snapshots", "snapshot.json", rec) == 0 &&
             rc != 0)
-            freed = layers_release_locked(cJSON_GetObjectItemCaseSensitive(rec, "layers"),
-                NULL);
+            freed = layers_release_locked(
+                cJSON_GetObjectItemCaseSensitive(rec, "layers"), NULL);
     }
     layers_unlock();
     layers_free(freed);
@@ -526,8 +526,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     }
     chain = cJSON_GetObjectItemCaseSensitive(rec, "layers");
     path = util_json_str(cJSON_GetArrayItem(chain, 0), "path");
-    if (path != NULL &&
-        layers_held_locked(path, who, sizeof(who))) {
+    if (path != NULL && layers_held_locked(path, who, sizeof(who))) {
         snprintf(err, errlen,
                  "snapshot %s is in use by %s (a devbox running on its "
                  "files); shut that devbox down, then delete the snapshot",

@@ -28,7 +28,8 @@ static struct {
 
 static double rec_time(const cJSON *rec)
 {
-    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
+    return cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
 }
 
 static int cmp_newest_first(const void *a, const void *b)
@@ -75,7 +76,8 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
             continue;
         text = util_read_file(path, 4 << 20, NULL);
         rec = text != NULL ? cJSON_Parse(text) : NULL;
-        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
+        if (rec != NULL &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
             n == cap) {
             cJSON **more = realloc(recs, (cap * 2 + 16) * sizeof(*recs));
 
@@ -84,7 +86,8 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
                 cap = cap * 2 + 16;
             }
         }
-        if (rec != NULL && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
+        if (rec != NULL &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "id")) &&
             n < cap) {
             recs[n++] = rec;
         } else if (rec != NULL || text != NULL) {
@@ -169,7 +172,8 @@ int layers_save_record(const char *kind, const char *file, const cJSON *rec)
     if (!cJSON_IsString(id) || g.state_dir == NULL)
         return -1;
     text = cJSON_Print(rec);
-    if (text == NULL || asprintf(&dir, "%s/%s/%s", g.state_dir, kind, id->valuestring) < 0) {
+    if (text == NULL ||
+        asprintf(&dir, "%s/%s/%s", g.state_dir, kind, id->valuestring) < 0) {
         dir = NULL;
         goto out;
     }
@@ -180,8 +184,8 @@ int layers_save_record(const char *kind, const char *file, const cJSON *rec)
     rc = util_write_atomic(path, text, strlen(text), 0600);
 out:
     if (rc != 0)
-        fprintf(stderr, "devboxd: cannot save %s record %s: %s\n", kind, id->valuestring,
-                strerror(errno));
+        fprintf(stderr, "devboxd: cannot save %s record %s: %s\n", kind,
+                id->valuestring, strerror(errno));
     free(text);
     free(dir);
     free(path);
@@ -209,9 +213,11 @@ static int list_refs(const cJSON *list, const char *path)
     const cJSON *rec = NULL;
     int n = 0;
 
-    cJSON_ArrayForEach(rec, list) {
+    cJSON_ArrayForEach(rec, list)
+    {
         if (rec_holds(rec) &&
-            layers_chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"), path))
+            layers_chain_has(cJSON_GetObjectItemCaseSensitive(rec, "layers"),
+                             path))
             n++;
     }
     return n;
@@ -228,7 +234,8 @@ static int box_refs(struct engine *eng, const char *path, char *who,
     for (b = eng->boxes; b != NULL; b = b->next) {
         if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
             continue;
-        if (layers_chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
+        if (layers_chain_has(
+                cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
             if (n == 0 && who != NULL)
                 snprintf(who, wholen, "%s", b->id);
             n++;
@@ -304,10 +311,10 @@ static void bp_after_free(const char *state_dir, const cJSON *rec)
  * who holds them (records; devboxes, whose holds block a delete). */
 static void register_with_store(struct engine *eng)
 {
-    static const struct layers_kind snaps = {"snapshots", "snapshot.json", snap_knows,
-                                             NULL, NULL};
-    static const struct layers_kind bps = {"blueprints", "blueprint.json", bp_knows,
-                                           bp_on_free, bp_after_free};
+    static const struct layers_kind snaps = {"snapshots", "snapshot.json",
+                                             snap_knows, NULL, NULL};
+    static const struct layers_kind bps = {"blueprints", "blueprint.json",
+                                           bp_knows, bp_on_free, bp_after_free};
     struct layers_owner o = {snaps_refs, NULL, 0};
 
     layers_store_init(g.state_dir);
@@ -339,13 +346,15 @@ void layers_start(struct engine *eng)
 
 /* ------------------------------------------------------ create from */
 
-static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errlen)
+static int resolve_snapshot(const char *sid, cJSON *spec, char *err,
+                            size_t errlen)
 {
     const cJSON *rec = NULL;
     const char *st = NULL;
     const char *bp = NULL;
 
-    cJSON_ArrayForEach(rec, g.snaps) {
+    cJSON_ArrayForEach(rec, g.snaps)
+    {
         const char *id = util_json_str(rec, "id");
 
         if (id != NULL && strcmp(id, sid) == 0)
@@ -353,13 +362,17 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
     }
     st = util_json_str(rec, "status");
     if (rec == NULL || st == NULL || strcmp(st, "deleted") == 0) {
-        snprintf(err, errlen, "snapshot_id %s not found; list the snapshots to see which "
-                 "exist", sid);
+        snprintf(err, errlen,
+                 "snapshot_id %s not found; list the snapshots to see which "
+                 "exist",
+                 sid);
         return 404;
     }
     if (strcmp(st, "complete") != 0) {
-        snprintf(err, errlen, "snapshot %s is %s; a devbox can start only from a complete "
-                 "snapshot (poll the snapshot's status until it is complete)", sid, st);
+        snprintf(err, errlen,
+                 "snapshot %s is %s; a devbox can start only from a complete "
+                 "snapshot (poll the snapshot's status until it is complete)",
+                 sid, st);
         return 400;
     }
     cJSON_AddStringToObject(spec, "snapshot_id", sid);
@@ -376,8 +389,9 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
         if (image != NULL)
             cJSON_AddStringToObject(spec, "_image", image);
     }
-    cJSON_AddItemToObject(spec, "_layers",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
+    cJSON_AddItemToObject(
+        spec, "_layers",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
     return 0;
 }
 
@@ -385,7 +399,8 @@ static int resolve_snapshot(const char *sid, cJSON *spec, char *err, size_t errl
 static void blueprint_defaults(const cJSON *rec, cJSON *spec)
 {
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "launch_parameters");
+        cJSON_GetObjectItemCaseSensitive(rec, "parameters"),
+        "launch_parameters");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(rec, "env");
     cJSON *mine = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *it = NULL;
@@ -401,7 +416,8 @@ static void blueprint_defaults(const cJSON *rec, cJSON *spec)
     if (cJSON_IsString(it) && it->valuestring[0] != '\0' &&
         cJSON_GetObjectItemCaseSensitive(spec, "_workdir") == NULL)
         cJSON_AddStringToObject(spec, "_workdir", it->valuestring);
-    cJSON_ArrayForEach(it, lp) { /* field by field: the create body's win */
+    cJSON_ArrayForEach(it, lp)
+    { /* field by field: the create body's win */
         if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
             cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
     }
@@ -410,14 +426,15 @@ static void blueprint_defaults(const cJSON *rec, cJSON *spec)
     mine = cJSON_GetObjectItemCaseSensitive(spec, "environment_variables");
     if (mine == NULL)
         mine = cJSON_AddObjectToObject(spec, "environment_variables");
-    cJSON_ArrayForEach(it, env) {
+    cJSON_ArrayForEach(it, env)
+    {
         if (cJSON_GetObjectItemCaseSensitive(mine, it->string) == NULL)
             cJSON_AddItemToObject(mine, it->string, cJSON_Duplicate(it, 1));
     }
 }
 
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
-                          size_t errlen)
+int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
+                          char *err, size_t errlen)
 {
     const char *sid = NULL;
     const char *bid = NULL;
@@ -430,11 +447,14 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
         util_opt_string(body, "blueprint_id", &bid, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_name", &bname, err, errlen) != 0)
         return 400;
-    given = (sid != NULL && sid[0]) + (bid != NULL && bid[0]) + (bname != NULL && bname[0]);
+    given = (sid != NULL && sid[0]) + (bid != NULL && bid[0]) +
+            (bname != NULL && bname[0]);
     if (given == 0)
         return 0;
     if (given > 1) {
-        snprintf(err, errlen, "set only one of snapshot_id, blueprint_id and blueprint_name");
+        snprintf(
+            err, errlen,
+            "set only one of snapshot_id, blueprint_id and blueprint_name");
         return 400;
     }
     if (sid != NULL && sid[0])
@@ -462,16 +482,21 @@ int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, ch
     }
     if (rec == NULL) {
         if (bid != NULL && bid[0])
-            snprintf(err, errlen, "blueprint_id %s not found or not built (status must be "
-                     "build_complete); list the blueprints to see which built", bid);
+            snprintf(err, errlen,
+                     "blueprint_id %s not found or not built (status must be "
+                     "build_complete); list the blueprints to see which built",
+                     bid);
         else
-            snprintf(err, errlen, "no successful build of a blueprint named \"%s\"; list "
-                     "the blueprints of that name to see their builds", bname);
+            snprintf(err, errlen,
+                     "no successful build of a blueprint named \"%s\"; list "
+                     "the blueprints of that name to see their builds",
+                     bname);
         return bid != NULL && bid[0] ? 404 : 400;
     }
     cJSON_AddStringToObject(spec, "blueprint_id", util_json_str(rec, "id"));
-    cJSON_AddItemToObject(spec, "_layers",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
+    cJSON_AddItemToObject(
+        spec, "_layers",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1));
     blueprint_defaults(rec, spec);
     return 0;
 }

@@ -18,12 +18,13 @@
 #include "engine.h"
 #include "layers.h"
 
-void layers_lock(struct engine *eng);   /* also loads the records on first use */
+void layers_lock(struct engine *eng); /* also loads the records on first use */
 /* At engine stop, before the devboxes go: waits for snapshot copies, stops
  * builds (they end failed) and frees the registry. */
 void layers_fini(void);
 void layers_unlock(void);
-/* Registry of records (registry lock held): arrays of record objects, newest first. */
+/* Registry of records (registry lock held): arrays of record objects, newest
+ * first. */
 cJSON *layers_snapshots_locked(void);
 cJSON *layers_blueprints_locked(void);
 const char *layers_state_dir(void);
@@ -36,7 +37,7 @@ void layers_start(struct engine *eng);
 /* Registry lock held: resolves snapshot_id / blueprint_id / blueprint_name
  * of a create body into spec (_layers, ids, blueprint defaults). 0 or an
  * HTTP status with err. */
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
-                          size_t errlen);
+int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
+                          char *err, size_t errlen);
 
 #endif

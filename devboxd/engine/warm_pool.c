@@ -78,7 +78,8 @@ static const char *spec_image(const cJSON *spec)
     return image != NULL && strcmp(image, images_default()) != 0 ? image : NULL;
 }
 
-static int key_matches(const struct pool_key *k, const cJSON *layers, const char *image)
+static int key_matches(const struct pool_key *k, const cJSON *layers,
+                       const char *image)
 {
     if ((k->layers == NULL) != (layers == NULL))
         return 0;
@@ -128,7 +129,8 @@ static int is_plain(const cJSON *spec)
         return 0;
     /* Another image without layers: a sandbox on it is never started ahead. */
     if (image != NULL && strcmp(image, images_default()) != 0 &&
-        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "_layers")) == 0)
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "_layers")) ==
+            0)
         return 0;
     if (engine_spec_network(spec) != engine_spec_network(NULL))
         return 0;
@@ -140,7 +142,8 @@ static int is_plain(const cJSON *spec)
 }
 
 /* Unclaimed entries of key k (k NULL: the plain ones). */
-static int unclaimed_locked(const struct warm_pool *pool, const struct pool_key *k)
+static int unclaimed_locked(const struct warm_pool *pool,
+                            const struct pool_key *k)
 {
     const struct pool_entry *e;
     int n = 0;
@@ -231,11 +234,13 @@ static int start_entry(struct engine *eng, struct pool_entry *e,
         goto out;
     }
     if (e->key.layers != NULL &&
-        !cJSON_AddItemToObject(spec, "_layers", cJSON_Duplicate(e->key.layers, 1))) {
+        !cJSON_AddItemToObject(spec, "_layers",
+                               cJSON_Duplicate(e->key.layers, 1))) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    if (e->key.image != NULL && cJSON_AddStringToObject(spec, "_image", e->key.image) == NULL) {
+    if (e->key.image != NULL &&
+        cJSON_AddStringToObject(spec, "_image", e->key.image) == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -372,7 +377,8 @@ static void *pool_thread(void *arg)
             continue;
         }
         /* The hot list may have changed while unlocked: look again. */
-        hot = unclaimed_locked(pool, NULL) >= pool->size ? cold_hot_locked(pool) : NULL;
+        hot = unclaimed_locked(pool, NULL) >= pool->size ? cold_hot_locked(pool)
+                                                         : NULL;
         if (unclaimed_locked(pool, NULL) >= pool->size && hot == NULL)
             continue;
         fill_one_locked(eng, pool, hot);

@@ -1255,8 +1255,9 @@ static int set_fd_option(int fsfd, const char *key, const char *dir, const char 
  * the range at owner, shown as the devbox's range: the layer is mounted in
  * place, read-only, for every devbox on it.  *userns caches the namespace
  * of *userns_owner (layers of one owner are often next to each other). */
-static int set_shared_layer(int fsfd, const char *path, uid_t owner, uint32_t range,
-                            int *userns, uid_t *userns_owner, int *fds, size_t *nfds)
+static int set_shared_layer(int fsfd, const char *path, uid_t owner,
+                            uint32_t range, int *userns, uid_t *userns_owner,
+                            int *fds, size_t *nfds)
 {
     char name[64];
     int fd;
@@ -1280,8 +1281,8 @@ static int set_shared_layer(int fsfd, const char *path, uid_t owner, uint32_t ra
     return 0;
 }
 
-static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range, int imgfd,
-                        int *fds, size_t *nfds)
+static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range,
+                        int imgfd, int *fds, size_t *nfds)
 {
     const char *dir = spec->dir;
     char name[64];
@@ -1292,10 +1293,12 @@ static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range, in
 
     for (i = 0; i < spec->n_layers && rc == 0; i++) {
         if (spec->layer_owners != NULL && spec->layer_owners[i] != range)
-            rc = set_shared_layer(fsfd, spec->lower_layers[i], spec->layer_owners[i], range,
-                                  &userns, &userns_owner, fds, nfds);
+            rc = set_shared_layer(fsfd, spec->lower_layers[i],
+                                  spec->layer_owners[i], range, &userns,
+                                  &userns_owner, fds, nfds);
         else
-            rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL, fds, nfds);
+            rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL,
+                               fds, nfds);
     }
     sb_close_fd(userns);
     if (rc == 0)

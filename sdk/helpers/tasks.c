@@ -51,8 +51,8 @@ int rlmcp_h_task_get(const struct rlmcp_h *h,
 void rlmcp_h_poll_init(struct rlmcp_h_poll *p, uint32_t cap_ms)
 {
     p->cap_ms = cap_ms > 0 ? cap_ms : 1;
-    p->next_ms = RLMCP_H_POLL_FIRST_MS < p->cap_ms ? RLMCP_H_POLL_FIRST_MS
-                                                   : p->cap_ms;
+    p->next_ms =
+        RLMCP_H_POLL_FIRST_MS < p->cap_ms ? RLMCP_H_POLL_FIRST_MS : p->cap_ms;
     p->slept_ms = 0;
 }
 
