@@ -1641,7 +1641,6 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
 {
     cJSON *rec = NULL;
     const char *st = NULL;
-    char who[64] = "";
     char *layer = NULL;
     cJSON *freed = NULL;
     int status = 0;
@@ -1679,14 +1678,8 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
         status = 500;
         goto out;
     }
-    if (layers_held_locked(layer, who, sizeof(who))) {
-        snprintf(err, errlen,
-                 "blueprint %s is in use by %s (a devbox running on its "
-                 "files); shut that devbox down, then delete the blueprint",
-                 id, who);
-        status = 400;
-        goto out;
-    }
+    /* Devboxes running on its files keep its layer (they mount it) until
+     * they end; then the last one frees it (engine_release_layers). */
     /* The tombstone is on disk before any file goes: a kill in between
      * leaves a layer nothing references, which the next start frees. */
     set_str(rec, "state", "deleted");

@@ -661,11 +661,37 @@ out:
     return keep;
 }
 
+/* eng->lock held: a copy of the layer chain of a devbox that is ending,
+ * for release_layers once the lock is dropped; NULL without layers. */
+static cJSON *chain_of_locked(const struct devbox *box)
+{
+    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(box->spec, "_layers");
+
+    return cJSON_GetArraySize(chain) > 0 ? cJSON_Duplicate(chain, 1) : NULL;
+}
+
+/* eng->lock not held, once the devbox is shut down or failed (no longer
+ * a holder): the layers of its chain that only it kept (their snapshot or
+ * blueprint was deleted while it ran) go now.  Deletes chain. */
+static void release_layers(struct engine *eng, cJSON *chain)
+{
+    cJSON *freed = NULL;
+
+    if (chain == NULL)
+        return;
+    layers_lock(eng);
+    freed = layers_release_locked(chain, NULL);
+    layers_unlock();
+    layers_free(freed);
+    cJSON_Delete(chain);
+}
+
 static void boot_fail(struct engine *eng, struct devbox *box,
                       const char *reason, const char *msg, int first_boot)
 {
     struct sandbox *sb = NULL;
     char *full = NULL;
+    cJSON *chain = NULL;
     int kept;
 
     pthread_mutex_lock(&eng->lock);
@@ -693,8 +719,10 @@ static void boot_fail(struct engine *eng, struct devbox *box,
     free(full);
     engine_set_status_locked(eng, box, DBX_FAILURE, reason, NULL);
     box->busy = 0;
+    chain = chain_of_locked(box);
     pthread_cond_broadcast(&eng->changed);
     pthread_mutex_unlock(&eng->lock);
+    release_layers(eng, chain);
 }
 
 /* The boot worker's way out when a shutdown or devboxd's stop cancelled
@@ -1385,6 +1413,7 @@ static void *stop_thread(void *arg)
     struct devbox *box = job->box;
     struct sandbox *sb = NULL;
     cJSON *hooks = NULL;
+    cJSON *chain = NULL;
     int kept = 0;
 
     pthread_mutex_lock(&eng->lock);
@@ -1444,8 +1473,11 @@ static void *stop_thread(void *arg)
                              job->target == DBX_FAILURE ? job->reason : NULL,
                              job->target == DBX_SHUTDOWN ? job->reason : NULL);
     box->busy = 0;
+    if (job->target == DBX_SHUTDOWN || job->target == DBX_FAILURE)
+        chain = chain_of_locked(box);
     pthread_cond_broadcast(&eng->changed);
     pthread_mutex_unlock(&eng->lock);
+    release_layers(eng, chain);
     free(job->reason);
     free(job);
     return NULL;

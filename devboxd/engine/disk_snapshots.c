@@ -502,9 +502,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     cJSON *freed = NULL;
     const char *st = NULL;
     const cJSON *chain = NULL;
-    const char *path = NULL;
     char *was = NULL;
-    char who[64] = "";
     int status = 0;
 
     layers_lock(eng);
@@ -524,16 +522,9 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
         status = 400;
         goto out;
     }
+    /* Devboxes running on its files keep its layer (they mount it) until
+     * they end; then the last one frees it (engine_release_layers). */
     chain = cJSON_GetObjectItemCaseSensitive(rec, "layers");
-    path = util_json_str(cJSON_GetArrayItem(chain, 0), "path");
-    if (path != NULL && layers_held_locked(path, who, sizeof(who))) {
-        snprintf(err, errlen,
-                 "snapshot %s is in use by %s (a devbox running on its "
-                 "files); shut that devbox down, then delete the snapshot",
-                 sid, who);
-        status = 400;
-        goto out;
-    }
     /* The tombstone is on disk before any file goes: a kill in between
      * leaves a layer nothing references, which the next start frees. */
     was = strdup(st);

@@ -223,47 +223,38 @@ static int list_refs(const cJSON *list, const char *path)
     return n;
 }
 
-/* Live devboxes with path in their chain; who gets the first one's id. */
-static int box_refs(struct engine *eng, const char *path, char *who,
-                    size_t wholen)
+/* Live devboxes (not shut down or failed) with path in their chain: they
+ * mount it. */
+static int boxes_refs(void *ctx, const char *path)
 {
+    struct engine *eng = ctx;
     struct devbox *b;
     int n = 0;
 
+    if (eng == NULL)
+        return 0;
     pthread_mutex_lock(&eng->lock);
     for (b = eng->boxes; b != NULL; b = b->next) {
         if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
             continue;
-        if (layers_chain_has(
-                cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path)) {
-            if (n == 0 && who != NULL)
-                snprintf(who, wholen, "%s", b->id);
+        if (layers_chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"),
+                             path))
             n++;
-        }
     }
     pthread_mutex_unlock(&eng->lock);
     return n;
 }
 
-static int snaps_refs(void *ctx, const char *path, char *who, size_t wholen)
+static int snaps_refs(void *ctx, const char *path)
 {
     (void)ctx;
-    (void)who;
-    (void)wholen;
     return list_refs(g.snaps, path);
 }
 
-static int bps_refs(void *ctx, const char *path, char *who, size_t wholen)
+static int bps_refs(void *ctx, const char *path)
 {
     (void)ctx;
-    (void)who;
-    (void)wholen;
     return list_refs(g.bps, path);
-}
-
-static int boxes_refs(void *ctx, const char *path, char *who, size_t wholen)
-{
-    return box_refs(ctx, path, who, wholen);
 }
 
 /* Whether the loaded list has a record of id (in any state). */
@@ -308,14 +299,14 @@ static void bp_after_free(const char *state_dir, const cJSON *rec)
 }
 
 /* Registry lock held, at load: the store learns the kinds of layers and
- * who holds them (records; devboxes, whose holds block a delete). */
+ * who holds them (the records and the live devboxes). */
 static void register_with_store(struct engine *eng)
 {
     static const struct layers_kind snaps = {"snapshots", "snapshot.json",
                                              snap_knows, NULL, NULL};
     static const struct layers_kind bps = {"blueprints", "blueprint.json",
                                            bp_knows, bp_on_free, bp_after_free};
-    struct layers_owner o = {snaps_refs, NULL, 0};
+    struct layers_owner o = {snaps_refs, NULL};
 
     layers_store_init(g.state_dir);
     layers_add_kind(&snaps);
@@ -325,7 +316,6 @@ static void register_with_store(struct engine *eng)
     layers_add_owner(&o);
     o.refs = boxes_refs;
     o.ctx = eng;
-    o.blocks_delete = 1;
     layers_add_owner(&o);
 }
 

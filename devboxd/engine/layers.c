@@ -569,20 +569,8 @@ int layers_refs_locked(const char *path)
     int n = 0;
 
     for (i = 0; i < store.n_owners; i++)
-        n += store.owners[i].refs(store.owners[i].ctx, path, NULL, 0);
+        n += store.owners[i].refs(store.owners[i].ctx, path);
     return n;
-}
-
-int layers_held_locked(const char *path, char *who, size_t wholen)
-{
-    size_t i;
-
-    for (i = 0; i < store.n_owners; i++) {
-        if (store.owners[i].blocks_delete &&
-            store.owners[i].refs(store.owners[i].ctx, path, who, wholen) > 0)
-            return 1;
-    }
-    return 0;
 }
 
 static void add_free(cJSON *out, const char *dir)

@@ -35,12 +35,11 @@ struct layers_kind {
     void (*after_free)(const char *state_dir, const cJSON *extra);
 };
 
-/* An owner of layers: refs counts its holders of the layer at path (who
- * gets the first one's id when not NULL).  Registry lock held. */
+/* An owner of layers (the records of a kind, the live devboxes): refs
+ * counts its holders of the layer at path.  Registry lock held. */
 struct layers_owner {
-    int (*refs)(void *ctx, const char *path, char *who, size_t wholen);
+    int (*refs)(void *ctx, const char *path);
     void *ctx;
-    int blocks_delete; /* its holders run on the files: deletes are refused */
 };
 
 /* Registry lock held: (re)starts the store on state_dir with no kinds and
@@ -91,9 +90,6 @@ int layers_chain_has(const cJSON *chain, const char *path);
  * cannot leave it wrong.  A layer is freed when its count reaches 0. */
 /* Registry lock held: the layer's reference count. */
 int layers_refs_locked(const char *path);
-/* Registry lock held: 1 with the holder's id in who when an owner whose
- * holders block deletes (a live devbox) holds path, else 0. */
-int layers_held_locked(const char *path, char *who, size_t wholen);
 /* Registry lock held, once a record stopped holding its chain (deleted,
  * failed, error) and that is saved: takes every layer of chain (and path,
  * when not NULL) that nothing references any more out of the store

@@ -5,7 +5,7 @@
 // blueprint_name, run_code on a configured blueprint, and the error paths
 // (failed build naming the step, unsupported instruction, a RUN --mount
 // reaching out of the build, snapshot of a shut
-// down devbox, delete of a snapshot in use, unknown ids).
+// down devbox, unknown ids).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -225,21 +225,16 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     const r = ok(await call('execute_command', { devbox_id: child.id,
       command: 'cat ~/snap.txt && ~/.local/bin/e2e-tool' }));
     assert.equal(r.stdout, 'in the snapshot\ne2e-tool-ok\n');
-    // In use: refused, with the API's message kept.
-    const e = errorOf(await call('delete_snapshot', { snapshot_id: snap.id }));
-    assert.match(e.message, new RegExp(`in use by ${child.id}`));
     ok(await call('shutdown_devbox', { devbox_id: child.id }));
   });
 
-  it('errors: snapshot of a shut down devbox, unknown ids, blueprint in use', LONG, async () => {
+  it('errors: snapshot of a shut down devbox, unknown ids', LONG, async () => {
     const down = ok(await call('create_devbox', {}));
     ok(await call('shutdown_devbox', { devbox_id: down.id }));
     const e = errorOf(await call('create_snapshot', { devbox_id: down.id }));
     assert.match(`${e.code} ${e.message}`, /devbox_not_running|only a running devbox/);
     assert.ok(errorOf(await call('get_snapshot_status', { snapshot_id: 'snp_nope' })).message.length > 0);
     assert.equal(errorOf(await call('get_blueprint', { blueprint_id: 'bpt_nope' })).code, 'not_found');
-    const inUse = errorOf(await call('delete_blueprint', { blueprint_id: tools.id }));
-    assert.match(inUse.message, /in use by/);
     const bad = errorOf(await call('create_devbox', { snapshot_id: 'snp_nope' }));
     assert.match(bad.message, /snp_nope/);
   });

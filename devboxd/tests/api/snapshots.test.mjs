@@ -1,10 +1,13 @@
 // Disk snapshots through the official Runloop SDK against a real devboxd:
 // sync and async snapshots, a devbox booted from a snapshot has its files
 // (and its own writable layer), list filters and pagination, update,
-// delete refused while in use, shutdown refused while a snapshot is in
+// delete while devboxes run on it (they run on; its layer goes after
+// them), shutdown refused while a snapshot is in
 // progress (force goes through), bad input, and records surviving a restart.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Devboxd, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
 
 let client;
@@ -74,9 +77,6 @@ describe('snapshots', () => {
     const top = await client.devboxes.createAndAwaitRunning({ snapshot_id: s2.id });
     const r = await run(top.id, 'cat ~/layer2.txt; test -e ~/notes/a.txt && echo still-there || echo deleted; ~/bin/tool');
     assert.equal(r.out, 'twodeleted\ntool-ok\n');
-    // mid and top run on snap's files: refused, naming one of them.
-    await rejectsWith(assert, client.devboxes.diskSnapshots.delete(snap.id), 400,
-      new RegExp(`in use by (${mid.id}|${top.id})`));
     await client.devboxes.shutdown(top.id);
     await client.devboxes.shutdown(mid.id);
     await client.devboxes.diskSnapshots.delete(s2.id);
@@ -159,14 +159,23 @@ describe('snapshots', () => {
     await client.devboxes.shutdown(other.id);
   });
 
-  test('delete is refused while a devbox uses the snapshot, then works; status says deleted', async () => {
+  test('delete while a devbox runs on the snapshot: it runs on, the layer goes when it ends', async () => {
     const s = await client.devboxes.snapshotDisk(src.id, { name: 'in-use' });
+    const layer = path.join(engine.stateDir, 'snapshots', s.id, 'layer');
     const user = await client.devboxes.createAndAwaitRunning({ snapshot_id: s.id });
-    await rejectsWith(assert, client.devboxes.diskSnapshots.delete(s.id), 400,
-      new RegExp(`in use by ${user.id}`));
-    await client.devboxes.shutdown(user.id);
+    const user2 = await client.devboxes.createAndAwaitRunning({ snapshot_id: s.id });
     await client.devboxes.diskSnapshots.delete(s.id);
     assert.equal((await client.devboxes.diskSnapshots.queryStatus(s.id)).status, 'deleted');
+    // Its devboxes mount its layer: they read it and write over it.
+    const r = await run(user.id, 'cat ~/notes/a.txt && ~/bin/tool && echo mine > ~/notes/a.txt && cat ~/notes/a.txt');
+    assert.equal(r.out, 'changed latertool-ok\nmine\n');
+    assert.ok(existsSync(layer), 'the layer of a deleted snapshot went while devboxes ran on it');
+    await client.devboxes.shutdown(user.id);
+    assert.ok(existsSync(layer), 'the layer went while a second devbox ran on it');
+    assert.equal((await run(user2.id, 'cat ~/notes/a.txt')).out, 'changed later');
+    await client.devboxes.shutdown(user2.id);
+    await waitFor(() => !existsSync(layer) || null,
+      { timeoutMs: 60000, what: 'the layer to go once the last devbox on the deleted snapshot ended' });
     const list = await client.devboxes.listDiskSnapshots({ devbox_id: src.id, limit: 100 });
     assert.ok(!list.snapshots.some((x) => x.id === s.id));
     await rejectsWith(assert, client.devboxes.create({ snapshot_id: s.id }), 404, /not found/);
@@ -244,8 +253,14 @@ describe('snapshots', () => {
     assert.equal(back.snapshot_id, snap.id);
     const r = await run(user.id, 'cat ~/notes/a.txt ~/mine.txt');
     assert.equal(r.out, 'from the sourceupper');
-    await rejectsWith(assert, client.devboxes.diskSnapshots.delete(snap.id), 400, /in use/);
-    await client.devboxes.shutdown(user.id);
+    // The references hold across the restart: deleted while the devbox
+    // runs, its layer stays for it and goes once it ends.
+    const layer = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
     await client.devboxes.diskSnapshots.delete(snap.id);
+    assert.ok(existsSync(layer), 'the layer went while a devbox ran on it');
+    assert.equal((await run(user.id, 'cat ~/notes/a.txt')).out, 'from the source');
+    await client.devboxes.shutdown(user.id);
+    await waitFor(() => !existsSync(layer) || null,
+      { timeoutMs: 60000, what: 'the layer to go once the devbox on it ended' });
   });
 });
