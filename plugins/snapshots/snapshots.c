@@ -379,7 +379,7 @@ static const struct rlmcp_h_tool specs[] = {
      schema_list_snapshots, schema_list_snapshots_out, RO_ANN, t_list, false},
     {"delete_snapshot", "Delete a disk snapshot",
      "Delete a disk snapshot permanently. Devboxes already started from it "
-     "keep running; the API refuses while the snapshot is in use.",
+     "keep running.",
      schema_delete_snapshot, schema_delete_snapshot_out,
      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
      "\"idempotentHint\":true,\"openWorldHint\":true}",
