@@ -1052,6 +1052,37 @@ static const struct rlmcp_h_tool specs[] = {
      run_code_tool, true},
 };
 
+/* Code contexts (context.c). */
+static const char *const ctx_waiting[] = {"create_code_context",
+                                          "restart_code_context", NULL};
+
+static const struct rlmcp_h_tool ctx_specs[] = {
+    {"create_code_context", "Create a code context",
+     "Start a live Python (IPython) interpreter whose variables, imports "
+     "and data persist between calls: pass the returned context_id as "
+     "`context` to run_python (or run_code with `code`). numpy, pandas and "
+     "matplotlib are installed; figures come back as PNG images, "
+     "DataFrames as text and HTML. Contexts share one devbox (created on "
+     "first use) and end with it.",
+     schema_create_code_context, schema_code_context_out,
+     ANN("false", "false", "false"), ctx_create_tool, true},
+    {"list_code_contexts", "List code contexts",
+     "The live code contexts with context_id, cwd, created_ms, "
+     "last_used_ms and whether a cell is running.",
+     schema_list_code_contexts, schema_list_code_contexts_out,
+     ANN("true", "false", "true"), ctx_list_tool, false},
+    {"restart_code_context", "Restart a code context",
+     "Replace the context's interpreter with a fresh one (same "
+     "context_id): every variable and import is gone. Stops a running "
+     "cell first.",
+     schema_context_id, schema_code_context_out, ANN("false", "true", "false"),
+     ctx_restart_tool, true},
+    {"delete_code_context", "Delete a code context",
+     "End the context's interpreter; its context_id is no longer valid.",
+     schema_context_id, schema_delete_code_context_out,
+     ANN("false", "true", "true"), ctx_delete_tool, false},
+};
+
 static int ex_setup(void *state, rlmcp_plugin *self,
                     const struct rlmcp_host_api *api, const cJSON *cfg)
 {
@@ -1081,12 +1112,19 @@ static int ex_setup(void *state, rlmcp_plugin *self,
         rc = rlmcp_h_register_def(self, api, &def);
     }
     if (rc == RLMCP_OK)
+        rc = rlmcp_h_register_tools_waiting(
+            self, api, ctx_specs, sizeof(ctx_specs) / sizeof(ctx_specs[0]), ex,
+            long_ms, ctx_waiting);
+    if (rc == RLMCP_OK)
         rc = register_outputs(ex, self);
     for (i = 0; i < ex->n_langs && rc == RLMCP_OK; i++) {
         struct rlmcp_tool_def def = RLMCP_TOOL_DEF_INIT;
         def.name = ex->langs[i].tool_name;
         def.description = ex->langs[i].description;
-        def.input_schema_json = schema_run_language;
+        /* run_python also runs code in a code context. */
+        def.input_schema_json = strcmp(ex->langs[i].name, "python") == 0
+                                    ? schema_run_python
+                                    : schema_run_language;
         def.output_schema_json = schema_run_code_out;
         def.annotations_json = ANN("false", "true", "false");
         def.handler = run_lang_tool;

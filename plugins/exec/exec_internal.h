@@ -235,6 +235,28 @@ extern const struct rlmcp_task_def exec_task_def;
 /* list_executions (list.c) */
 int list_executions_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 
+/* Score a devbox of a listing; < 0 means unusable. Higher is better. */
+typedef int (*exec_score_fn)(const cJSON *dbx, const void *ctx);
+
+/*
+ * The best-scoring devbox of GET /v1/devboxes?status= (a few pages),
+ * copied into *out, or *out NULL when none fits.
+ */
+int exec_find_devbox(const struct rlmcp_h *h, const char *status,
+                     exec_score_fn score, const void *ctx, cJSON **out);
+
+/* Code contexts (context.c): the tools, and a cell run in context cid
+ * (run_python and run_code with `context`); language names the result. */
+int ctx_create_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+int ctx_list_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+int ctx_restart_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+int ctx_delete_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
+int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
+                 const char *code, long long timeout_ms, const char *language);
+/* The gateway (ctxgw.py), embedded at build time. */
+extern const unsigned char ex_ctxgw_py[];
+extern const size_t ex_ctxgw_py_len;
+
 /* Tools in run.c */
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);

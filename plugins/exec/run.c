@@ -36,15 +36,8 @@ static bool eq(const char *a, const char *b)
     return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
-/* Score a candidate; < 0 means unusable. Higher is better. */
-typedef int (*score_fn)(const cJSON *dbx, const void *ctx);
-
-/*
- * The best-scoring devbox of GET /v1/devboxes (a few pages), copied into
- * *out, or *out NULL when none fits.
- */
-static int find_devbox(const struct rlmcp_h *h, const char *status,
-                       score_fn score, const void *ctx, cJSON **out)
+int exec_find_devbox(const struct rlmcp_h *h, const char *status,
+                     exec_score_fn score, const void *ctx, cJSON **out)
 {
     char *after = NULL;
     int best_score = -1;
@@ -358,7 +351,7 @@ static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
     cJSON *md = NULL, *ready = NULL;
     int rc;
 
-    rc = find_devbox(h, "running", score_code, ctx, found);
+    rc = exec_find_devbox(h, "running", score_code, ctx, found);
     if (rc != RLMCP_OK || *found != NULL)
         return rc;
     md = cJSON_CreateObject();
@@ -377,6 +370,43 @@ static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
     return rc;
 }
 
+/*
+ * run_code with `context`: its `code` (Python) runs in that code context;
+ * what only a command run takes is refused, by name.
+ */
+static int run_code_in_context(struct ex *ex, const struct rlmcp_h *h,
+                               const cJSON *args)
+{
+    static const char *const not_with[] = {
+        "command", "args", "files", "blueprint_name", "blueprint_id",
+        "environment_variables", NULL};
+    const char *cid = NULL, *code = NULL;
+    long long timeout_ms = 0;
+    size_t i;
+    int rc;
+
+    rc = rlmcp_h_arg_str(h, args, "context", true, &cid);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(h, args, "code", false, &code);
+    if (rc == RLMCP_OK)
+        rc = exec_arg_timeout(ex, h, args, &timeout_ms);
+    if (rc != RLMCP_OK)
+        return rc;
+    for (i = 0; not_with[i] != NULL; i++)
+        if (cJSON_GetObjectItemCaseSensitive(args, not_with[i]) != NULL)
+            return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                                "'%s' does not go with 'context': a context "
+                                "runs Python code, given as 'code'",
+                                not_with[i]);
+    if (code == NULL)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "with 'context', give the Python code to run "
+                            "as 'code', e.g. {\"context\": \"%s\", "
+                            "\"code\": \"x = 1\"}",
+                            cid);
+    return ctx_run_cell(ex, h, cid, code, timeout_ms, "python");
+}
+
 int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct ex *ex = ud;
@@ -391,6 +421,11 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     int rc;
 
     rc = rlmcp_h_args(&h, aj, al, &args);
+    if (rc == RLMCP_OK &&
+        cJSON_GetObjectItemCaseSensitive(args, "context") != NULL) {
+        rc = run_code_in_context(ex, &h, args);
+        goto out;
+    }
     if (rc == RLMCP_OK)
         rc = exec_arg_command(&h, args, &command);
     if (rc == RLMCP_OK)
@@ -647,7 +682,7 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     struct rlmcp_h h = {ex->api, call};
     struct exec_params p = {0};
     cJSON *args = NULL, *found = NULL, *result = NULL;
-    const char *code = NULL, *file = NULL;
+    const char *code = NULL, *file = NULL, *cid = NULL;
     char *def_file = NULL, *cmd = NULL, *id = NULL;
     int rc;
 
@@ -657,12 +692,24 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
     if (rc == RLMCP_OK)
         rc = rlmcp_h_arg_str(&h, args, "file_path", false, &file);
     if (rc == RLMCP_OK)
+        rc = rlmcp_h_arg_str(&h, args, "context", false, &cid);
+    if (rc == RLMCP_OK)
         rc = exec_arg_timeout(ex, &h, args, &p.timeout_ms);
     if (rc != RLMCP_OK)
         goto out;
     if (code == NULL) {
         rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
                           "missing required argument 'code'");
+        goto out;
+    }
+    if (cid != NULL && file != NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "'file_path' does not go with 'context': a context "
+                          "runs the code as a cell, not from a file");
+        goto out;
+    }
+    if (cid != NULL) {
+        rc = ctx_run_cell(ex, &h, cid, code, p.timeout_ms, l->name);
         goto out;
     }
     if (file == NULL) {
@@ -680,7 +727,7 @@ int run_lang_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = RLMCP_ENOMEM;
         goto out;
     }
-    rc = find_devbox(&h, NULL, score_lang, l, &found);
+    rc = exec_find_devbox(&h, NULL, score_lang, l, &found);
     if (rc == RLMCP_OK)
         rc = lang_devbox(l, &h, found, &id);
     if (rc == RLMCP_OK)
