@@ -73,17 +73,23 @@ static void registers_tools(void **state)
         "wait_for_execution", "get_execution_logs",
         "kill_execution",     "send_execution_stdin",
         "run_shell",          "run_code",
-        "run_python",         "run_c"};
+        "run_python",         "run_c",
+        "create_code_context", "list_code_contexts",
+        "restart_code_context", "delete_code_context"};
     size_t i;
 
-    assert_int_equal(fh_tool_count(), 12);
-    for (i = 0; i < 12; i++) {
+    assert_int_equal(fh_tool_count(), 16);
+    for (i = 0; i < 16; i++) {
         const struct rlmcp_tool_def *t = fh_tool(names[i]);
         assert_non_null(t);
         assert_non_null(strstr(t->annotations_json, "\"openWorldHint\":true"));
     }
     assert_true(fh_tool("run_python")->flags & RLMCP_TOOL_SERIAL);
     assert_non_null(strstr(fh_tool("run_python")->description, "python3"));
+    /* Only run_python runs code in a context. */
+    assert_non_null(strstr(fh_tool("run_python")->input_schema_json,
+                           "\"context\""));
+    assert_null(strstr(fh_tool("run_c")->input_schema_json, "\"context\""));
     assert_non_null(strstr(fh_tool("get_execution")->annotations_json,
                            "\"readOnlyHint\":true"));
     assert_non_null(strstr(fh_tool("execute_command")->output_schema_json,
