@@ -22,34 +22,113 @@ import json
 import os
 import re
 import secrets
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from queue import Empty
 
-from jupyter_client.manager import KernelManager
-
 MAX_EVENTS_BYTES = 8 << 20  # a cell's kept output; the rest is dropped
 ID_RE = re.compile(r'^[a-z0-9]{1,32}$')
 ANSI_RE = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
 STREAM_WAIT_S = 0.25
+# The kernel without debugpy: contexts speak no debug protocol, and its
+# import (vendored pydevd) is a third of a kernel's start.
+LAUNCHER = ("import sys\nsys.modules['debugpy'] = None\n"
+            "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n")
+RUNTIME = tempfile.mkdtemp(prefix='ctxgw-')
 
 
 def now_ms():
     return int(time.time() * 1000)
 
 
-def start_kernel(cwd):
-    km = KernelManager(kernel_name='python3')
-    # Figures come back as PNG display data (ipykernel's inline backend).
-    env = dict(os.environ, MPLBACKEND='module://matplotlib_inline.backend_inline',
-               PYDEVD_DISABLE_FILE_VALIDATION='1')
-    km.start_kernel(cwd=cwd, env=env)
-    kc = km.blocking_client()
+def free_ports(n):
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(('127.0.0.1', 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class Kernel:
+    """An IPython kernel process the gateway started itself (not through
+    jupyter_client's KernelManager), so the first one starts before
+    jupyter_client is imported: the two overlap on a devbox's first use."""
+
+    def __init__(self, cwd):
+        ports = free_ports(5)
+        self.info = {'transport': 'tcp', 'ip': '127.0.0.1', 'shell_port': ports[0],
+                     'iopub_port': ports[1], 'stdin_port': ports[2],
+                     'control_port': ports[3], 'hb_port': ports[4],
+                     'key': secrets.token_hex(16), 'signature_scheme': 'hmac-sha256',
+                     'kernel_name': 'python3'}
+        fd, self.file = tempfile.mkstemp(prefix='kernel-', suffix='.json', dir=RUNTIME)
+        with os.fdopen(fd, 'w') as f:
+            json.dump(self.info, f)
+        # Figures come back as PNG display data (ipykernel's inline backend).
+        env = dict(os.environ, MPLBACKEND='module://matplotlib_inline.backend_inline')
+        self.proc = subprocess.Popen([sys.executable, '-c', LAUNCHER, '-f', self.file],
+                                     cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+
+    def interrupt_kernel(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
+    def is_alive(self):
+        return self.proc.poll() is None
+
+    def shutdown_kernel(self, now=True):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        try:
+            os.unlink(self.file)
+        except OSError:
+            pass
+
+
+def connect(km):
+    from jupyter_client.blocking.client import BlockingKernelClient
+    kc = BlockingKernelClient()
+    kc.load_connection_info(km.info)
     kc.start_channels()
-    kc.wait_for_ready(timeout=120)
-    return km, kc
+    # Not kc.wait_for_ready: without a KernelManager it takes a heartbeat
+    # not yet seen for a dead kernel, and a kernel that starts in more than
+    # a second (a loaded machine) failed.
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            kc.kernel_info()
+            try:
+                if kc.get_shell_msg(timeout=1)['msg_type'] == 'kernel_info_reply':
+                    return kc
+            except Empty:
+                pass
+            if not km.is_alive():
+                raise RuntimeError(f'the kernel exited while starting (status {km.proc.returncode})')
+            if time.monotonic() > deadline:
+                raise RuntimeError('the kernel did not start within 120 s')
+    except Exception:
+        kc.stop_channels()
+        km.shutdown_kernel()
+        raise
+
+
+def start_kernel(cwd, km=None):
+    if km is None:
+        km = Kernel(cwd)
+    return km, connect(km)
 
 
 class Run:
@@ -124,7 +203,8 @@ class Context:
 
 
 class Gateway:
-    def __init__(self, spare):
+    def __init__(self, spare, first=None):
+        self.first = first  # a kernel started before the imports
         self.contexts = {}
         self.lock = threading.Lock()
         self.spare_wanted = spare
@@ -142,8 +222,10 @@ class Gateway:
 
     def _spare(self):
         got = None
+        with self.lock:
+            first, self.first = self.first, None
         try:
-            got = start_kernel(HOME)
+            got = start_kernel(HOME, first)
         except Exception as e:  # noqa: BLE001 - logged, a create starts its own
             sys.stderr.write(f'ctxgw: spare kernel failed: {e}\n')
         with self.lock:
@@ -363,7 +445,9 @@ GW = None
 
 if __name__ == '__main__':
     port = int(option('port', '49999'))
-    GW = Gateway(int(option('spare', '1')))
+    spare = int(option('spare', '1'))
+    FIRST = Kernel(HOME) if spare > 0 else None
+    GW = Gateway(spare, FIRST)
     srv = ThreadingHTTPServer(('127.0.0.1', port), Handler)
     srv.daemon_threads = True
     sys.stderr.write(f'ctxgw: listening on 127.0.0.1:{port}\n')
