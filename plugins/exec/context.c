@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,62 @@ static char *ctx_make_id(const char *name, const char *devbox_id)
 }
 
 /* ---- the gateway --------------------------------------------------------- */
+
+/*
+ * The tunnel of the contexts devbox last used, so that a warm cell is one
+ * round trip to the gateway with no devbox read. A devbox's tunnel lasts
+ * as long as the devbox: an entry goes stale only when its devbox ended,
+ * and then the gateway request fails and the cell reads the devbox after
+ * all, which names the real cause.
+ */
+static pthread_mutex_t gw_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gw gw_cache;
+
+static bool gw_cache_get(const char *id, struct gw *g)
+{
+    bool hit = false;
+
+    pthread_mutex_lock(&gw_cache_lock);
+    if (eq(gw_cache.devbox_id, id)) {
+        g->devbox_id = strdup(gw_cache.devbox_id);
+        g->key = strdup(gw_cache.key);
+        g->token = strdup(gw_cache.token);
+        hit = g->devbox_id != NULL && g->key != NULL && g->token != NULL;
+        if (!hit)
+            gw_free(g);
+    }
+    pthread_mutex_unlock(&gw_cache_lock);
+    return hit;
+}
+
+static void gw_cache_put(const struct gw *g)
+{
+    struct gw copy = {strdup(g->devbox_id), strdup(g->key), strdup(g->token)};
+    struct gw old = {0};
+
+    if (copy.devbox_id == NULL || copy.key == NULL || copy.token == NULL) {
+        gw_free(&copy);
+        return;
+    }
+    pthread_mutex_lock(&gw_cache_lock);
+    old = gw_cache;
+    gw_cache = copy;
+    pthread_mutex_unlock(&gw_cache_lock);
+    gw_free(&old);
+}
+
+static void gw_cache_drop(const char *id)
+{
+    struct gw old = {0};
+
+    pthread_mutex_lock(&gw_cache_lock);
+    if (eq(gw_cache.devbox_id, id)) {
+        old = gw_cache;
+        memset(&gw_cache, 0, sizeof(gw_cache));
+    }
+    pthread_mutex_unlock(&gw_cache_lock);
+    gw_free(&old);
+}
 
 /* Take the tunnel of a contexts devbox view. */
 static int gw_from_view(const struct rlmcp_h *h, const cJSON *dbx,
@@ -793,13 +850,19 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
     long long next = 0;
     long http = 0;
     bool stopped = false;
+    bool cached = false;
     int rc;
 
     rc = ctx_parse_id(h, cid, &id, name);
-    if (rc == RLMCP_OK)
-        rc = gw_of_context(h, cid, id, &g);
     if (rc != RLMCP_OK)
         goto out;
+    cached = gw_cache_get(id, &g);
+    if (!cached) {
+        rc = gw_of_context(h, cid, id, &g);
+        if (rc != RLMCP_OK)
+            goto out;
+        gw_cache_put(&g);
+    }
     rc = RLMCP_ENOMEM;
     c.results = cJSON_CreateArray();
     c.blocks = cJSON_CreateArray();
@@ -819,6 +882,18 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
     cJSON_AddNumberToObject(body, "wait_ms", CTX_POLL_MS);
     rc = gw_request(h, &g, "POST", exec_path, body, CTX_POLL_MS + 10000, 0, 0,
                     &http, &ans);
+    if (cached && rc != RLMCP_ECANCELLED && (rc != RLMCP_OK || http != 200)) {
+        /* Its devbox may have ended: read it, for the error that says so
+         * (the gateway started no cell: it answers 200 when it does). */
+        int vrc;
+        gw_cache_drop(id);
+        gw_free(&g);
+        vrc = gw_of_context(h, cid, id, &g);
+        if (vrc != RLMCP_OK) {
+            rc = vrc;
+            goto out;
+        }
+    }
     for (;;) {
         const cJSON *done = NULL;
         uint64_t now = rlmcp_h_now_ms();

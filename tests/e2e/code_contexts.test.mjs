@@ -35,6 +35,18 @@ function ping(sock) {
   });
 }
 
+let apiSock;
+function post(p) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: apiSock, method: 'POST', path: p, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
+
 function errorOf(r) {
   assert.equal(r.isError, true, `expected an error, got ${JSON.stringify(r.content)}`);
   return JSON.parse(r.content[0].text).error;
@@ -85,7 +97,8 @@ describe('code contexts end to end (local engine, universal image)', () => {
     engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'], env });
     engine.stderr.on('data', (d) => { engineErr += d; });
     engineExit = new Promise((r) => engine.on('exit', r));
-    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
+    apiSock = path.join(state, 'devboxd.sock');
+    await waitFor(() => ping(apiSock), 30000, 'devboxd to answer');
     client = await connect();
   });
 
@@ -229,6 +242,22 @@ describe('code contexts end to end (local engine, universal image)', () => {
     assert.match(e.remedy, /create_code_context/);
     const l = await call('list_code_contexts', {});
     assert.ok(!l.structuredContent.contexts.some((c) => c.context_id === ctx));
+  });
+
+  it('a context ends with its devbox', LONG, async () => {
+    const c = await call('create_code_context', {});
+    assert.notEqual(c.isError, true, JSON.stringify(c.content));
+    const id = c.structuredContent.context_id;
+    assert.equal((await call('run_python', { context: id, code: '3 * 3' })).structuredContent.results[0].text, '9');
+    const devbox = c.structuredContent.devbox_id;
+    const status = await post(`/v1/devboxes/${devbox}/shutdown`);
+    assert.equal(status, 200);
+    const e = errorOf(await call('run_python', { context: id, code: '1' }));
+    assert.equal(e.code, 'not_found');
+    assert.match(e.message, /has ended: its devbox .* is shutdown/);
+    assert.match(e.remedy, /create_code_context/);
+    const l = await call('list_code_contexts', {});
+    assert.deepEqual(l.structuredContent.contexts, []);
   });
 
   it('bad context ids and arguments get clear errors', LONG, async () => {
