@@ -897,17 +897,19 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
     for (;;) {
         const cJSON *done = NULL;
         uint64_t now = rlmcp_h_now_ms();
-        if (rc == RLMCP_ECANCELLED ||
-            (rc == RLMCP_OK && http == 200 && lim.answer_by != 0 &&
-             now >= lim.answer_by && !stopped)) {
-            /* Cancelled, or the call's own time is up: stop the cell, keep
-             * the kernel, and read how it ended. */
+        if (rc == RLMCP_ECANCELLED) {
+            /* Cancelled: stop the cell (also one whose start the cancel
+             * cut short), keep the kernel; nobody reads the answer. */
+            cell_interrupt(h, &g, name);
+            goto out;
+        }
+        if (rc == RLMCP_OK && http == 200 && lim.answer_by != 0 &&
+            now >= lim.answer_by && !stopped) {
+            /* The call's own time is up: stop the cell, keep the kernel,
+             * and read how it ended. */
             cell_interrupt(h, &g, name);
             stopped = true;
             stop_until = rlmcp_h_now_ms() + CTX_STOP_MS;
-            if (rc == RLMCP_ECANCELLED && run == NULL)
-                goto out;
-            rc = RLMCP_OK;
         }
         if (rc != RLMCP_OK)
             goto out;

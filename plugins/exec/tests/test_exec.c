@@ -1250,6 +1250,163 @@ static void bad_config(void **state)
     setup(state);
 }
 
+/* ---- code contexts ------------------------------------------------------ */
+
+#define CTX_DEVBOX(id)                                                         \
+    "{\"id\":\"" id "\",\"status\":\"running\",\"metadata\":{\"managed_by\":"  \
+    "\"runloop-mcp.exec\",\"role\":\"code-contexts\"},\"tunnel\":{"            \
+    "\"tunnel_key\":\"k1\",\"auth_token\":\"t1\"}}"
+#define CTX_GW "tunnel/49999/contexts/0123abcd/"
+
+static const cJSON *rfield(const char *key)
+{
+    return cJSON_GetObjectItem(fh_result(), key);
+}
+
+static void ctx_cell_streams_and_shows(void **state)
+{
+    const struct fh_request *r;
+    const cJSON *img, *res, *results;
+    cJSON *poll;
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_c1", 200, CTX_DEVBOX("dbx_c1"));
+    fh_route("POST", CTX_GW "execute", 200,
+             "{\"run\":\"r1\",\"done\":false,\"events\":[{\"type\":\"stream\","
+             "\"name\":\"stdout\",\"text\":\"a\\n\"}],\"next\":1,"
+             "\"status\":\"running\"}");
+    fh_route("POST", CTX_GW "poll", 200,
+             "{\"run\":\"r1\",\"done\":true,\"events\":[{\"type\":\"stream\","
+             "\"name\":\"stdout\",\"text\":\"b\\n\"},{\"type\":\"display\","
+             "\"data\":{\"text/plain\":\"<Figure>\",\"image/png\":\"iVBORw0K\"}},"
+             "{\"type\":\"result\",\"data\":{\"text/plain\":\"42\","
+             "\"text/html\":\"<b>42</b>\"}}],\"next\":4,\"status\":\"ok\","
+             "\"execution_count\":3,\"error\":null}");
+    assert_int_equal(fh_call("run_python", "{\"context\":"
+                                           "\"ctx_0123abcd_dbx_c1\",\"code\":"
+                                           "\"x\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("stdout"), "a\nb\n");
+    assert_string_equal(rstr("status"), "ok");
+    assert_string_equal(rstr("context_id"), "ctx_0123abcd_dbx_c1");
+    assert_true(rnum("execution_count") == 3);
+    assert_true(cJSON_IsNull(rfield("error")));
+    results = rfield("results");
+    assert_int_equal(cJSON_GetArraySize(results), 2);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(results, 1), "text")->valuestring,
+        "42");
+    /* stdout streamed as it came: one progress per chunk */
+    assert_int_equal(fh_progress_count(), 2);
+    assert_string_equal(fh_progress_message(0), "a\n");
+    assert_string_equal(fh_progress_message(1), "b\n");
+    /* the figure as image content, the HTML as an embedded resource */
+    assert_int_equal(fh_content_count(), 2);
+    img = fh_content_at(0);
+    assert_string_equal(cJSON_GetObjectItem(img, "type")->valuestring, "image");
+    assert_string_equal(cJSON_GetObjectItem(img, "mimeType")->valuestring,
+                        "image/png");
+    assert_string_equal(cJSON_GetObjectItem(img, "data")->valuestring,
+                        "iVBORw0K");
+    res = cJSON_GetObjectItem(fh_content_at(1), "resource");
+    assert_string_equal(cJSON_GetObjectItem(res, "mimeType")->valuestring,
+                        "text/html");
+    assert_string_equal(cJSON_GetObjectItem(res, "text")->valuestring,
+                        "<b>42</b>");
+    /* the tunnel of the devbox, and the poll picks up after the first event */
+    r = fh_find_request("POST", CTX_GW "execute");
+    assert_string_equal(r->tunnel_key, "k1");
+    assert_string_equal(r->tunnel_token, "t1");
+    assert_int_equal(r->max_retries, 0); /* a cell never runs twice */
+    poll = fh_request_json(fh_find_request("POST", CTX_GW "poll"));
+    assert_string_equal(cJSON_GetObjectItem(poll, "run")->valuestring, "r1");
+    assert_true(cJSON_GetObjectItem(poll, "after")->valuedouble == 1);
+
+    /* A second cell uses the tunnel it knows: no devbox read. */
+    fh_reset();
+    fh_route("POST", CTX_GW "execute", 200,
+             "{\"run\":\"r2\",\"done\":true,\"events\":[],\"next\":0,"
+             "\"status\":\"error\",\"execution_count\":4,\"error\":{"
+             "\"ename\":\"NameError\",\"evalue\":\"name 'y' is not defined\","
+             "\"traceback\":[\"NameError: name 'y' is not defined\"]}}");
+    assert_int_equal(fh_call("run_code", "{\"context\":"
+                                         "\"ctx_0123abcd_dbx_c1\",\"code\":"
+                                         "\"y\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_count_requests("GET", "/v1/devboxes/"), 0);
+    assert_string_equal(rstr("status"), "error");
+    assert_string_equal(
+        cJSON_GetObjectItem(rfield("error"), "ename")->valuestring,
+        "NameError");
+}
+
+static void ctx_bad_ids(void **state)
+{
+    fh_reset();
+    assert_int_equal(fh_call("run_python", "{\"context\":\"c1\",\"code\":"
+                                           "\"1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "not a code context id"));
+    assert_non_null(strstr(fh_error_remedy(), "create_code_context"));
+    assert_int_equal(fh_request_count(), 0);
+
+    /* a devbox that is not a contexts devbox */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_c2", 200,
+             "{\"id\":\"dbx_c2\",\"status\":\"running\",\"metadata\":{}}");
+    assert_int_equal(fh_call("restart_code_context",
+                             "{\"context_id\":\"ctx_0123abcd_dbx_c2\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "holds no code contexts"));
+
+    /* the gateway does not know the context */
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_c3", 200, CTX_DEVBOX("dbx_c3"));
+    fh_route("POST", CTX_GW "delete", 404,
+             "{\"code\":\"not_found\",\"message\":\"no context 0123abcd\"}");
+    assert_int_equal(fh_call("delete_code_context",
+                             "{\"context_id\":\"ctx_0123abcd_dbx_c3\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_non_null(strstr(fh_error_message(), "unknown context_id"));
+
+    /* file_path and a command do not go with a context */
+    fh_reset();
+    assert_int_equal(fh_call("run_code", "{\"context\":\"ctx_0123abcd_dbx_c3\","
+                                         "\"command\":\"ls\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "'command'"));
+}
+
+static void ctx_cancel_interrupts(void **state)
+{
+    const struct fh_request *i;
+
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_c4", 200, CTX_DEVBOX("dbx_c4"));
+    fh_route("POST", CTX_GW "execute", 200,
+             "{\"run\":\"r1\",\"done\":false,\"events\":[],\"next\":0,"
+             "\"status\":\"running\"}");
+    fh_route("POST", CTX_GW "poll", 200,
+             "{\"run\":\"r1\",\"done\":false,\"events\":[],\"next\":0,"
+             "\"status\":\"running\"}");
+    fh_route("POST", CTX_GW "interrupt", 200, "{}");
+    fh_cancel_after(2); /* after the devbox read and the cell's start */
+    assert_int_equal(fh_call("run_python", "{\"context\":"
+                                           "\"ctx_0123abcd_dbx_c4\",\"code\":"
+                                           "\"import time; time.sleep(60)\"}"),
+                     RLMCP_ECANCELLED);
+    i = fh_find_request("POST", CTX_GW "interrupt");
+    assert_non_null(i);
+    assert_true(i->cancelled_at_send);
+    assert_true(i->flags & RLMCP_HTTP_IGNORE_CANCEL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1284,6 +1441,9 @@ int main(void)
         cmocka_unit_test(run_lang_not_ready),
         cmocka_unit_test(expand_template),
         cmocka_unit_test(bad_config),
+        cmocka_unit_test(ctx_cell_streams_and_shows),
+        cmocka_unit_test(ctx_bad_ids),
+        cmocka_unit_test(ctx_cancel_interrupts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
