@@ -98,21 +98,68 @@ class Kernel:
             pass
 
 
+class KernelClient:
+    """The kernel's shell and iopub channels as plain blocking zmq sockets,
+    messages signed by jupyter_client's Session. Not jupyter_client's
+    BlockingKernelClient: that one runs an asyncio loop per call on zmq's
+    asyncio sockets, which cells (a thread each) would share across
+    threads and loops."""
+
+    def __init__(self, info):
+        import zmq
+        from jupyter_client.session import Session
+        self.session = Session(key=info['key'].encode(), signature_scheme=info['signature_scheme'])
+        ctx = zmq.Context.instance()
+        self.shell = ctx.socket(zmq.DEALER)
+        self.iopub = ctx.socket(zmq.SUB)
+        self.iopub.setsockopt(zmq.SUBSCRIBE, b'')
+        for sock in (self.shell, self.iopub):
+            sock.setsockopt(zmq.LINGER, 0)
+        self.shell.connect(f"tcp://{info['ip']}:{info['shell_port']}")
+        self.iopub.connect(f"tcp://{info['ip']}:{info['iopub_port']}")
+
+    def _send(self, msg_type, content):
+        msg = self.session.msg(msg_type, content)
+        self.session.send(self.shell, msg)
+        return msg['header']['msg_id']
+
+    def execute(self, code, store_history=True, allow_stdin=False):
+        return self._send('execute_request', {
+            'code': code, 'silent': False, 'store_history': store_history,
+            'user_expressions': {}, 'allow_stdin': allow_stdin, 'stop_on_error': True})
+
+    def kernel_info(self):
+        return self._send('kernel_info_request', {})
+
+    def _recv(self, sock, timeout):
+        if not sock.poll(int(timeout * 1000)):
+            raise Empty
+        _, parts = self.session.feed_identities(sock.recv_multipart())
+        return self.session.deserialize(parts)
+
+    def get_iopub_msg(self, timeout):
+        return self._recv(self.iopub, timeout)
+
+    def get_shell_msg(self, timeout):
+        return self._recv(self.shell, timeout)
+
+    def stop_channels(self):
+        self.shell.close()
+        self.iopub.close()
+
+
 def connect(km):
-    from jupyter_client.blocking.client import BlockingKernelClient
-    kc = BlockingKernelClient()
-    kc.load_connection_info(km.info)
-    kc.start_channels()
-    # Not kc.wait_for_ready: without a KernelManager it takes a heartbeat
-    # not yet seen for a dead kernel, and a kernel that starts in more than
-    # a second (a loaded machine) failed.
+    kc = KernelClient(km.info)
+    # Ready means an iopub message came back: the subscription is live
+    # (zmq drops what a kernel publishes before it is), so no output of a
+    # first cell is lost; a kernel may take seconds on a loaded machine.
     deadline = time.monotonic() + 120
     try:
         while True:
             kc.kernel_info()
             try:
-                if kc.get_shell_msg(timeout=1)['msg_type'] == 'kernel_info_reply':
-                    return kc
+                kc.get_iopub_msg(timeout=1)
+                return kc
             except Empty:
                 pass
             if not km.is_alive():
@@ -290,6 +337,7 @@ def collect(ctx, run, code, timeout_ms):
         deadline = time.monotonic() + timeout_ms / 1000.0
         timed_out = False
         idle = False
+        reply_at = None
         while not idle:
             left = deadline - time.monotonic()
             if left <= 0 and not timed_out:
@@ -303,10 +351,26 @@ def collect(ctx, run, code, timeout_ms):
                 run.status = 'died'
                 break
             try:
-                msg = kc.get_iopub_msg(timeout=min(left, 1.0))
+                msg = kc.get_iopub_msg(timeout=min(left, 0.5))
             except Empty:
                 if not ctx.km.is_alive():
                     run.status = 'died'
+                    break
+                # The cell's reply without its idle status: a lost iopub
+                # message must not hold the context until its timeout.
+                while reply_at is None:
+                    try:
+                        rep = kc.get_shell_msg(timeout=0)
+                    except Empty:
+                        break
+                    if rep.get('parent_header', {}).get('msg_id') == msg_id:
+                        reply_at = time.monotonic()
+                        c = rep['content']
+                        if c.get('status') == 'error' and run.error is None:
+                            run.error = {'ename': c.get('ename', ''), 'evalue': c.get('evalue', ''),
+                                         'traceback': [ANSI_RE.sub('', t) for t in c.get('traceback', [])]}
+                            run.status = 'error'
+                if reply_at is not None and time.monotonic() - reply_at > 1.0:
                     break
                 continue
             if msg.get('parent_header', {}).get('msg_id') != msg_id:

@@ -22,7 +22,7 @@ import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs
 const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'contexts-local.yaml');
 const LONG = { timeout: 600000 };
-const CALL = { timeout: 590000 };
+const CALL = { timeout: Number(process.env.CTX_CALL_MS ?? 590000) };
 
 function ping(sock) {
   return new Promise((resolve) => {
@@ -76,7 +76,12 @@ describe('code contexts end to end (local engine, universal image)', () => {
   }
 
   async function call(name, args, opts = {}) {
-    return client.callTool({ name, arguments: args }, undefined, { ...CALL, ...opts });
+    const t0 = Date.now();
+    try {
+      return await client.callTool({ name, arguments: args }, undefined, { ...CALL, ...opts });
+    } finally {
+      if (process.env.CTX_DEBUG) console.error(`${name} ${JSON.stringify(args).slice(0, 80)}: ${Date.now() - t0} ms`);
+    }
   }
 
   async function cell(code, extra = {}, opts = {}) {
@@ -103,6 +108,7 @@ describe('code contexts end to end (local engine, universal image)', () => {
   });
 
   after(async () => {
+    if (process.env.CTX_DEBUG) console.error(`host:\n${hostErr.slice(-4000)}\nengine:\n${engineErr.slice(-6000)}`);
     try { await client?.close(); } catch { /* already gone */ }
     if (engine && engine.exitCode === null) {
       engine.kill('SIGTERM');
