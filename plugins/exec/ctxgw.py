@@ -315,14 +315,13 @@ class Gateway:
             pass
 
     def restart(self, ctx):
-        run = ctx.run
-        if run is not None and not run.done:
-            ctx.km.interrupt_kernel()
+        # Kill first: a running cell (even one deaf to SIGINT) then ends as
+        # "died" within half a second and frees the context.
+        ctx.km.shutdown_kernel(now=True)
         with ctx.lock:
             try:
                 ctx.kc.stop_channels()
-                ctx.km.shutdown_kernel(now=True)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing what is gone
                 pass
             ctx.km, ctx.kc = self.take_kernel(ctx.cwd)
             ctx.run = None

@@ -47,6 +47,8 @@ function post(p) {
   });
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 function errorOf(r) {
   assert.equal(r.isError, true, `expected an error, got ${JSON.stringify(r.content)}`);
   return JSON.parse(r.content[0].text).error;
@@ -234,7 +236,16 @@ describe('code contexts end to end (local engine, universal image)', () => {
   });
 
   it('restart clears the state, delete ends the context', LONG, async () => {
+    // A cell that is running when the context restarts ends (the kernel
+    // is replaced, not waited for).
+    const running = call('run_code', { context: ctx, code: 'import time\ntime.sleep(120)' });
+    await sleep(1500);
+    const t0 = Date.now();
     const r = await call('restart_code_context', { context_id: ctx });
+    const ended = await running;
+    assert.ok(Date.now() - t0 < 60000, 'restart did not wait for the cell');
+    assert.notEqual(ended.isError, true, JSON.stringify(ended.content));
+    assert.equal(ended.structuredContent.status, 'died');
     assert.notEqual(r.isError, true, JSON.stringify(r.content));
     assert.equal(r.structuredContent.context_id, ctx);
     const gone = await cell('x');
