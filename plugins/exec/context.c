@@ -194,8 +194,7 @@ static void gw_cache_drop(const char *id)
 }
 
 /* Take the tunnel of a contexts devbox view. */
-static int gw_from_view(const struct rlmcp_h *h, const cJSON *dbx,
-                        struct gw *g)
+static int gw_from_view(const struct rlmcp_h *h, const cJSON *dbx, struct gw *g)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(dbx, "tunnel");
     const char *key = str_field(t, "tunnel_key");
@@ -359,8 +358,8 @@ static int gw_wait_ready(const struct ex *ex, const struct rlmcp_h *h,
     int rc;
 
     for (;;) {
-        rc = gw_request(h, g, "GET", "/health", NULL, 5000, 0, 0, &status,
-                        &ans);
+        rc =
+            gw_request(h, g, "GET", "/health", NULL, 5000, 0, 0, &status, &ans);
         cJSON_Delete(ans);
         ans = NULL;
         if (rc == RLMCP_OK && status == 200)
@@ -574,15 +573,16 @@ int ctx_list_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         goto out;
     }
     if (g.devbox_id != NULL) {
-        rc = gw_request(&h, &g, "GET", "/contexts", NULL, 10000, -1, 0,
-                        &status, &ans);
+        rc = gw_request(&h, &g, "GET", "/contexts", NULL, 10000, -1, 0, &status,
+                        &ans);
         if (rc != RLMCP_OK)
             goto out;
         if (status != 200) {
             rc = gw_fail(&h, "(list)", "listing contexts", status, ans);
             goto out;
         }
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(ans, "contexts"))
+        cJSON_ArrayForEach(it,
+                           cJSON_GetObjectItemCaseSensitive(ans, "contexts"))
         {
             cJSON *v = ctx_view(&g, it);
             if (v == NULL) {
@@ -708,10 +708,9 @@ static void cell_display(struct cell *c, const char *cid, const char *kind,
             cJSON_AddStringToObject(b, "mimeType", it->string);
         } else if (eq(it->string, "text/html") ||
                    eq(it->string, "image/svg+xml")) {
-            char *uri = rlmcp_h_sprintf("context://%s/output/%d%s", cid,
-                                        c->n_shown,
-                                        eq(it->string, "text/html") ? ".html"
-                                                                    : ".svg");
+            char *uri =
+                rlmcp_h_sprintf("context://%s/output/%d%s", cid, c->n_shown,
+                                eq(it->string, "text/html") ? ".html" : ".svg");
             cJSON *res = NULL;
             b = cJSON_CreateObject();
             cJSON_AddStringToObject(b, "type", "resource");
@@ -740,8 +739,7 @@ static void cell_events(const struct rlmcp_h *h, struct ex *ex, struct cell *c,
 
         if (eq(type, "stream") && text != NULL) {
             bool is_err = eq(str_field(ev, "name"), "stderr");
-            rlmcp_h_capture_add(is_err ? &c->err : &c->out, text,
-                                strlen(text));
+            rlmcp_h_capture_add(is_err ? &c->err : &c->out, text, strlen(text));
             c->streamed += (long long)strlen(text);
             if (ex->stream && text[0] != '\0')
                 h->api->progress(h->call, (double)c->streamed, -1, text);
@@ -919,7 +917,8 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
         }
         if (run == NULL && str_field(ans, "run") != NULL)
             run = strdup(str_field(ans, "run"));
-        cell_events(h, ex, &c, cid, cJSON_GetObjectItemCaseSensitive(ans, "events"));
+        cell_events(h, ex, &c, cid,
+                    cJSON_GetObjectItemCaseSensitive(ans, "events"));
         done = cJSON_GetObjectItemCaseSensitive(ans, "done");
         if (cJSON_IsTrue(done) || run == NULL)
             break;
@@ -938,9 +937,8 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
         cJSON_AddStringToObject(body, "run", run);
         cJSON_AddNumberToObject(body, "after", (double)next);
         cJSON_AddNumberToObject(body, "wait_ms", CTX_POLL_MS);
-        rc = gw_request(h, &g, "POST", poll_path, body, CTX_POLL_MS + 10000,
-                        -1, stopped ? RLMCP_HTTP_IGNORE_CANCEL : 0, &http,
-                        &ans);
+        rc = gw_request(h, &g, "POST", poll_path, body, CTX_POLL_MS + 10000, -1,
+                        stopped ? RLMCP_HTTP_IGNORE_CANCEL : 0, &http, &ans);
     }
     status = str_field(ans, "status");
     if (stopped && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "done")))

@@ -377,9 +377,13 @@ static int code_devbox(struct ex *ex, const struct rlmcp_h *h,
 static int run_code_in_context(struct ex *ex, const struct rlmcp_h *h,
                                const cJSON *args)
 {
-    static const char *const not_with[] = {
-        "command", "args", "files", "blueprint_name", "blueprint_id",
-        "environment_variables", NULL};
+    static const char *const not_with[] = {"command",
+                                           "args",
+                                           "files",
+                                           "blueprint_name",
+                                           "blueprint_id",
+                                           "environment_variables",
+                                           NULL};
     const char *cid = NULL, *code = NULL;
     long long timeout_ms = 0;
     size_t i;

@@ -67,15 +67,22 @@ static bool rbool(const char *key)
 
 static void registers_tools(void **state)
 {
-    static const char *const names[] = {
-        "execute_command",    "execute_command_async",
-        "list_executions",    "get_execution",
-        "wait_for_execution", "get_execution_logs",
-        "kill_execution",     "send_execution_stdin",
-        "run_shell",          "run_code",
-        "run_python",         "run_c",
-        "create_code_context", "list_code_contexts",
-        "restart_code_context", "delete_code_context"};
+    static const char *const names[] = {"execute_command",
+                                        "execute_command_async",
+                                        "list_executions",
+                                        "get_execution",
+                                        "wait_for_execution",
+                                        "get_execution_logs",
+                                        "kill_execution",
+                                        "send_execution_stdin",
+                                        "run_shell",
+                                        "run_code",
+                                        "run_python",
+                                        "run_c",
+                                        "create_code_context",
+                                        "list_code_contexts",
+                                        "restart_code_context",
+                                        "delete_code_context"};
     size_t i;
 
     assert_int_equal(fh_tool_count(), 16);
@@ -87,8 +94,8 @@ static void registers_tools(void **state)
     assert_true(fh_tool("run_python")->flags & RLMCP_TOOL_SERIAL);
     assert_non_null(strstr(fh_tool("run_python")->description, "python3"));
     /* Only run_python runs code in a context. */
-    assert_non_null(strstr(fh_tool("run_python")->input_schema_json,
-                           "\"context\""));
+    assert_non_null(
+        strstr(fh_tool("run_python")->input_schema_json, "\"context\""));
     assert_null(strstr(fh_tool("run_c")->input_schema_json, "\"context\""));
     assert_non_null(strstr(fh_tool("get_execution")->annotations_json,
                            "\"readOnlyHint\":true"));
@@ -1275,13 +1282,14 @@ static void ctx_cell_streams_and_shows(void **state)
              "{\"run\":\"r1\",\"done\":false,\"events\":[{\"type\":\"stream\","
              "\"name\":\"stdout\",\"text\":\"a\\n\"}],\"next\":1,"
              "\"status\":\"running\"}");
-    fh_route("POST", CTX_GW "poll", 200,
-             "{\"run\":\"r1\",\"done\":true,\"events\":[{\"type\":\"stream\","
-             "\"name\":\"stdout\",\"text\":\"b\\n\"},{\"type\":\"display\","
-             "\"data\":{\"text/plain\":\"<Figure>\",\"image/png\":\"iVBORw0K\"}},"
-             "{\"type\":\"result\",\"data\":{\"text/plain\":\"42\","
-             "\"text/html\":\"<b>42</b>\"}}],\"next\":4,\"status\":\"ok\","
-             "\"execution_count\":3,\"error\":null}");
+    fh_route(
+        "POST", CTX_GW "poll", 200,
+        "{\"run\":\"r1\",\"done\":true,\"events\":[{\"type\":\"stream\","
+        "\"name\":\"stdout\",\"text\":\"b\\n\"},{\"type\":\"display\","
+        "\"data\":{\"text/plain\":\"<Figure>\",\"image/png\":\"iVBORw0K\"}},"
+        "{\"type\":\"result\",\"data\":{\"text/plain\":\"42\","
+        "\"text/html\":\"<b>42</b>\"}}],\"next\":4,\"status\":\"ok\","
+        "\"execution_count\":3,\"error\":null}");
     assert_int_equal(fh_call("run_python", "{\"context\":"
                                            "\"ctx_0123abcd_dbx_c1\",\"code\":"
                                            "\"x\"}"),
@@ -1295,7 +1303,8 @@ static void ctx_cell_streams_and_shows(void **state)
     results = rfield("results");
     assert_int_equal(cJSON_GetArraySize(results), 2);
     assert_string_equal(
-        cJSON_GetObjectItem(cJSON_GetArrayItem(results, 1), "text")->valuestring,
+        cJSON_GetObjectItem(cJSON_GetArrayItem(results, 1), "text")
+            ->valuestring,
         "42");
     /* stdout streamed as it came: one progress per chunk */
     assert_int_equal(fh_progress_count(), 2);
