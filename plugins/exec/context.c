@@ -331,6 +331,13 @@ static int gw_fail(const struct rlmcp_h *h, const char *cid, const char *what,
     if (status == 400)
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT, "%s: %s", what,
                             msg != NULL ? msg : "bad request");
+    if (status == 501)
+        return rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_UNAVAILABLE,
+            "Give the deployment's python language a blueprint whose image "
+            "has them (the local engine's "
+            "runloop/universal-ubuntu-24.04-x86_64 does).",
+            "%s: %s", what, msg != NULL ? msg : "unsupported");
     return rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
                         "%s: the contexts gateway answered HTTP %ld%s%.600s",
                         what, status, msg != NULL ? ": " : "",
@@ -345,6 +352,35 @@ static char *gw_entrypoint(void)
                            "exec python3 " CTX_DIR "/ctxgw.py --port %d\n",
                            (int)ex_ctxgw_py_len, (const char *)ex_ctxgw_py,
                            CTX_PORT);
+}
+
+/* Report a contexts devbox that stopped while its gateway started. */
+static int gw_ended(const struct rlmcp_h *h, const char *id)
+{
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
+    cJSON *dbx = NULL;
+    const char *fm = NULL;
+    int rc;
+
+    if (path == NULL)
+        return RLMCP_ENOMEM;
+    rc = rlmcp_h_request(h, "GET", path, NULL, NULL, "the contexts devbox",
+                         &dbx);
+    free(path);
+    if (rc != RLMCP_OK)
+        goto out;
+    fm = str_field(dbx, "failure_message");
+    rc = rlmcp_h_fail_remedy(
+        h, RLMCP_ERR_DEVBOX_NOT_RUNNING,
+        "The devbox's log has the gateway's error; the image needs "
+        "python3 with python3-ipykernel and python3-jupyter-client.",
+        "the code contexts devbox %s stopped while its gateway started "
+        "(status %s)%s%.600s",
+        id, rlmcp_h_devbox_status(dbx), fm != NULL ? ": " : "",
+        fm != NULL ? fm : "");
+out:
+    cJSON_Delete(dbx);
+    return rc;
 }
 
 /* Wait until the gateway answers /health (it imports jupyter_client and
@@ -366,6 +402,9 @@ static int gw_wait_ready(const struct ex *ex, const struct rlmcp_h *h,
             return RLMCP_OK;
         if (rc == RLMCP_ECANCELLED || rc == RLMCP_H_REPORTED)
             return rc;
+        /* The tunnel is gone: the devbox ended (its gateway exited). */
+        if (rc == RLMCP_OK && status == 404)
+            return gw_ended(h, g->devbox_id);
         if (rlmcp_h_now_ms() >= until)
             break;
         rc = h->api->sleep_ms(h->call, 50);

@@ -18,6 +18,7 @@
 #   both answer {"run", "done", "events": [...], "next", "status",
 #   "execution_count", "error"} with the events from index "after" on.
 # Errors: {"code": "not_found"|"busy"|"bad_request"|"failed", "message"}.
+import importlib.util
 import json
 import os
 import re
@@ -447,6 +448,11 @@ class Handler(BaseHTTPRequestHandler):
         parts = self.path.strip('/').split('/')
         try:
             if parts == ['contexts']:
+                if MISSING:
+                    return self.fail(501, 'unsupported',
+                                     'this devbox has no Python module ' + ', '.join(MISSING) +
+                                     ': code contexts need python3-ipykernel and '
+                                     'python3-jupyter-client in its image')
                 cwd = req.get('cwd') or HOME
                 if not isinstance(cwd, str) or not os.path.isdir(cwd):
                     return self.fail(400, 'bad_request',
@@ -503,12 +509,16 @@ def option(name, default):
     return default
 
 
+# What the image lacks, if anything: said at the first create instead of
+# a kernel that cannot start.
+MISSING = [m for m in ('ipykernel', 'jupyter_client', 'zmq')
+           if importlib.util.find_spec(m) is None]
 HOME = os.path.expanduser('~') if os.path.isdir(os.path.expanduser('~')) else '/'
 GW = None
 
 if __name__ == '__main__':
     port = int(option('port', '49999'))
-    spare = int(option('spare', '1'))
+    spare = int(option('spare', '1')) if not MISSING else 0
     FIRST = Kernel(HOME) if spare > 0 else None
     GW = Gateway(spare, FIRST)
     srv = ThreadingHTTPServer(('127.0.0.1', port), Handler)

@@ -297,3 +297,51 @@ describe('code contexts end to end (local engine, universal image)', () => {
     assert.equal(e.code, 'invalid_argument');
   });
 });
+
+// An image without the kernel (the starter image: python3, no ipykernel):
+// the first create says what the image lacks, instead of a kernel that
+// cannot start.
+describe('code contexts on an image without IPython (starter)', () => {
+  let tmp;
+  let engine;
+  let engineExit;
+  let client;
+
+  before(async () => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-contexts-starter-'));
+    const state = path.join(tmp, 'state');
+    const env = { ...process.env };
+    delete env.RLMCP_DEVBOX_IMAGE;
+    delete env.RLMCP_DEVBOX_RUNTIME;
+    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'ignore'], env });
+    engineExit = new Promise((r) => engine.on('exit', r));
+    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
+    const transport = new StdioClientTransport({
+      command: hostBin,
+      args: ['--config', path.join(sourceDir, 'tests', 'e2e', 'conf', 'contexts-starter.yaml')],
+      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
+      stderr: 'ignore',
+    });
+    client = new Client({ name: 'contexts-starter-e2e', version: '1' });
+    await client.connect(transport);
+  });
+
+  after(async () => {
+    try { await client?.close(); } catch { /* already gone */ }
+    if (engine && engine.exitCode === null) {
+      engine.kill('SIGTERM');
+      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
+      await engineExit;
+      clearTimeout(t);
+    }
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('create_code_context names the missing modules', LONG, async () => {
+    const r = await client.callTool({ name: 'create_code_context', arguments: {} }, undefined, CALL);
+    const e = errorOf(r);
+    assert.equal(e.code, 'unavailable');
+    assert.match(e.message, /no Python module ipykernel, jupyter_client/);
+    assert.match(e.remedy, /blueprint/);
+  });
+});
