@@ -914,8 +914,9 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
     exec_limits(h, timeout_ms, EXEC_RESERVE_KILL, &lim);
     cJSON_AddStringToObject(body, "code", code);
     /* The gateway stops the cell itself at its time limit. */
-    cJSON_AddNumberToObject(body, "timeout_ms",
-                            (double)(lim.work_until - start));
+    cJSON_AddNumberToObject(
+        body, "timeout_ms",
+        lim.work_until > start ? (double)(lim.work_until - start) : 1.0);
     cJSON_AddNumberToObject(body, "wait_ms", CTX_POLL_MS);
     rc = gw_request(h, &g, "POST", exec_path, body, CTX_POLL_MS + 10000, 0, 0,
                     &http, &ans);

@@ -325,7 +325,8 @@ class Gateway:
             except Exception:  # noqa: BLE001 - closing what is gone
                 pass
             ctx.km, ctx.kc = self.take_kernel(ctx.cwd)
-            ctx.run = None
+            # ctx.run stays: the call of the cell the restart ended may
+            # still poll for its end ("died").
             ctx.last_used_ms = now_ms()
 
 

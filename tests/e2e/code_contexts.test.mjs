@@ -245,11 +245,11 @@ describe('code contexts end to end (local engine, universal image)', () => {
     const ended = await running;
     assert.ok(Date.now() - t0 < 60000, 'restart did not wait for the cell');
     assert.notEqual(ended.isError, true, JSON.stringify(ended.content));
-    assert.equal(ended.structuredContent.status, 'died');
+    assert.equal(ended.structuredContent.status, 'died', JSON.stringify(ended.structuredContent));
     assert.notEqual(r.isError, true, JSON.stringify(r.content));
     assert.equal(r.structuredContent.context_id, ctx);
     const gone = await cell('x');
-    assert.equal(gone.structuredContent.error.ename, 'NameError');
+    assert.equal(gone.structuredContent.error?.ename, 'NameError', JSON.stringify(gone.structuredContent));
     const d = await call('delete_code_context', { context_id: ctx });
     assert.notEqual(d.isError, true, JSON.stringify(d.content));
     assert.equal(d.structuredContent.deleted, true);
