@@ -1,6 +1,7 @@
 # run_code / run_python's code contexts: one long-lived gateway inside the
 # contexts devbox, its entrypoint. It keeps one IPython kernel (Debian's
-# python3-ipykernel, driven with python3-jupyter-client) per context and
+# python3-ipykernel; its messages signed with python3-jupyter-client's
+# Session) per context, plus one spare kernel started ahead, and
 # answers small JSON requests on 127.0.0.1:PORT, which the plugin reaches
 # through the devbox's tunnel: a warm cell costs one HTTP round trip and no
 # process start. State lives here, so a context outlives the MCP host and
@@ -8,6 +9,7 @@
 #
 #   python3 ctxgw.py --port PORT [--spare 1]
 #
+# GET  /health                        {"ok": true} once listening
 # GET  /contexts                      {"contexts": [view, ...]}
 # POST /contexts {"cwd"?}             view of a new context
 # POST /contexts/ID/restart           a fresh kernel, same id
@@ -17,7 +19,8 @@
 # POST /contexts/ID/poll {"run", "after", "wait_ms"}
 #   both answer {"run", "done", "events": [...], "next", "status",
 #   "execution_count", "error"} with the events from index "after" on.
-# Errors: {"code": "not_found"|"busy"|"bad_request"|"failed", "message"}.
+# Errors: {"code": "not_found"|"busy"|"bad_request"|"unsupported"|"failed",
+# "message"} with HTTP 404, 409, 400, 501, 500.
 import importlib.util
 import json
 import os
