@@ -1073,8 +1073,8 @@ static const struct rlmcp_h_tool ctx_specs[] = {
      ANN("true", "false", "true"), ctx_list_tool, false},
     {"restart_code_context", "Restart a code context",
      "Replace the context's interpreter with a fresh one (same "
-     "context_id): every variable and import is gone. Stops a running "
-     "cell first.",
+     "context_id): every variable and import is gone. A running cell "
+     "ends at once (status died).",
      schema_context_id, schema_code_context_out, ANN("false", "true", "false"),
      ctx_restart_tool, true},
     {"delete_code_context", "Delete a code context",

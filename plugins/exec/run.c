@@ -430,6 +430,14 @@ int run_code_tool(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = run_code_in_context(ex, &h, args);
         goto out;
     }
+    if (rc == RLMCP_OK &&
+        cJSON_GetObjectItemCaseSensitive(args, "code") != NULL) {
+        rc = rlmcp_h_fail(&h, RLMCP_ERR_INVALID_ARGUMENT,
+                          "'code' runs in a code context: give its id as "
+                          "'context' too (create_code_context makes one), or "
+                          "run a 'command' instead");
+        goto out;
+    }
     if (rc == RLMCP_OK)
         rc = exec_arg_command(&h, args, &command);
     if (rc == RLMCP_OK)

@@ -1390,6 +1390,13 @@ static void ctx_bad_ids(void **state)
                      RLMCP_OK);
     assert_string_equal(fh_error_code(), "invalid_argument");
     assert_non_null(strstr(fh_error_message(), "'command'"));
+
+    /* code without a context is not a command */
+    fh_reset();
+    assert_int_equal(fh_call("run_code", "{\"code\":\"print(1)\"}"), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "invalid_argument");
+    assert_non_null(strstr(fh_error_message(), "'context'"));
+    assert_int_equal(fh_request_count(), 0);
 }
 
 static void ctx_cancel_interrupts(void **state)
