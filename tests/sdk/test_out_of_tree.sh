@@ -93,6 +93,8 @@ cp -r "$SRC/sdk/examples/hello" "$tmp/hello-make"
 san=""
 if grep -q '^RLMCP_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
     san="-fsanitize=address,undefined"
+elif grep -q '^RLMCP_TSAN:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    san="-fsanitize=thread"
 fi
 
 if cmake -S "$tmp/hello-cmake" -B "$tmp/hello-cmake/build" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -110,9 +112,11 @@ check "CMake build used -fvisibility=hidden and -z defs" \
 check "CMake build linked the installed helper library" \
     '[ "$(grep -rhoE "[^ \"]*librlmcp_helpers\.a" "$tmp/hello-cmake/build/CMakeFiles" | head -1 | xargs realpath)" = "$(realpath "$hlib")" ]'
 
-if PKG_CONFIG_PATH=$(dirname "$pc") make -C "$tmp/hello-make" CFLAGS="-O2 -g -Wall -Wextra $san" \
-        >"$tmp/make.log" 2>&1; then
-    pass "hello builds with make + pkg-config rlmcp-helpers"
+# The line the Makefile documents: PKG_CONFIG_PATH on make's command line,
+# not in the environment.
+if env -u PKG_CONFIG_PATH make -C "$tmp/hello-make" PKG_CONFIG_PATH="$(dirname "$pc")" \
+        CFLAGS="-O2 -g -Wall -Wextra $san" >"$tmp/make.log" 2>&1; then
+    pass "hello builds with make PKG_CONFIG_PATH=... (pkg-config rlmcp-helpers)"
 else
     fail "hello with make"; tail -30 "$tmp/make.log"
 fi
