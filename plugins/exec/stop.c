@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "exec_internal.h"
 
@@ -68,13 +67,6 @@ uint64_t exec_cleanup_until(const struct exec_limits *l, bool cancelled)
     if (!cancelled && l->answer_by != 0 && l->answer_by < until)
         until = l->answer_by > now ? l->answer_by : now;
     return until;
-}
-
-static void nap_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
 }
 
 /* One clean-up request bounded by until; *status and the view's status;
@@ -174,7 +166,7 @@ bool exec_stop(const struct rlmcp_h *h, const char *devbox_id, const char *eid,
         now = rlmcp_h_now_ms();
         if (now + pause + 10 >= until)
             break;
-        nap_ms(pause);
+        rlmcp_h_nap_ms(pause); /* no cancel cuts it short */
     }
     if (!done)
         h->api->log(self, RLMCP_LOG_WARNING,

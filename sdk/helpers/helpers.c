@@ -6,6 +6,7 @@
 #include "rlmcp_helpers.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1146,12 +1147,56 @@ char *rlmcp_h_sprintf(const char *fmt, ...)
     return n < 0 ? NULL : out;
 }
 
-uint64_t rlmcp_h_now_ms(void)
+static uint64_t sys_mono_ms(void *ctx)
 {
     struct timespec ts;
 
+    (void)ctx;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static long long sys_wall_ms(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sys_nap_ms(void *ctx, uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+    (void)ctx;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static const struct rlmcp_h_clock sys_clock = {sys_mono_ms, sys_wall_ms,
+                                               sys_nap_ms, NULL};
+static struct rlmcp_h_clock g_clock = {sys_mono_ms, sys_wall_ms, sys_nap_ms,
+                                       NULL};
+
+void rlmcp_h_set_clock(const struct rlmcp_h_clock *clock)
+{
+    g_clock = clock != NULL ? *clock : sys_clock;
+}
+
+uint64_t rlmcp_h_now_ms(void)
+{
+    return g_clock.mono_ms(g_clock.ctx);
+}
+
+long long rlmcp_h_wall_ms(void)
+{
+    return g_clock.wall_ms(g_clock.ctx);
+}
+
+void rlmcp_h_nap_ms(uint64_t ms)
+{
+    g_clock.nap_ms(g_clock.ctx, ms);
 }
 
 /* ---- capture

@@ -592,8 +592,32 @@ char *rlmcp_h_shell_quote(const char *s);
 /* asprintf that returns NULL on failure. */
 char *rlmcp_h_sprintf(const char *fmt, ...) RLMCP_PRINTF(1, 2);
 
+/*
+ * The clock the helpers and the bundled plugins read: monotonic ms
+ * (CLOCK_MONOTONIC), wall-clock ms (CLOCK_REALTIME) and a nap that no
+ * cancel cuts short (clean-up after a cancel). The system's by default; a
+ * plugin's unit tests install their own (the fake host's simulated clock)
+ * so that timeouts and clean-up times pass without waiting. Install it
+ * before any call runs: it is read without a lock.
+ */
+struct rlmcp_h_clock {
+    uint64_t (*mono_ms)(void *ctx);
+    long long (*wall_ms)(void *ctx);
+    void (*nap_ms)(void *ctx, uint64_t ms);
+    void *ctx;
+};
+
+/* clock NULL: the system's clock again. The struct is copied. */
+void rlmcp_h_set_clock(const struct rlmcp_h_clock *clock);
+
 /* Monotonic milliseconds. */
 uint64_t rlmcp_h_now_ms(void);
+
+/* Wall-clock milliseconds since the Unix epoch. */
+long long rlmcp_h_wall_ms(void);
+
+/* Sleep ms milliseconds (not cut short by a cancel: api->sleep_ms is). */
+void rlmcp_h_nap_ms(uint64_t ms);
 
 /*
  * A bounded output capture: keeps the first head_cap and the last tail_cap

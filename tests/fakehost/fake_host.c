@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "rlmcp_helpers.h"
 #include "schema.h"
 
 #define FH_MAX 512
@@ -371,14 +373,68 @@ static bool svc_is_cancelled(rlmcp_call *call)
     return fh.cancelled;
 }
 
+/* ---- the simulated clock (fh_use_fake_clock) ---------------------------
+ * The real clocks plus g_ahead_ms: the time the plugin's naps, sleeps and
+ * timed-out requests would have taken, added at once instead of waited. */
+static bool g_fake_clock;
+static uint64_t g_ahead_ms;
+
+static uint64_t fake_mono_ms(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u +
+           g_ahead_ms;
+}
+
+static long long fake_wall_ms(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+           (long long)g_ahead_ms;
+}
+
+static void fake_nap_ms(void *ctx, uint64_t ms)
+{
+    (void)ctx;
+    g_ahead_ms += ms;
+}
+
+void fh_use_fake_clock(bool on)
+{
+    static const struct rlmcp_h_clock fake = {fake_mono_ms, fake_wall_ms,
+                                              fake_nap_ms, NULL};
+
+    g_fake_clock = on;
+    g_ahead_ms = 0;
+    rlmcp_h_set_clock(on ? &fake : NULL);
+}
+
+/* A request answered "timed out" took its whole bound. */
+static void timed_out_after(const struct rlmcp_http_req *req, int rc)
+{
+    if (g_fake_clock && rc == RLMCP_ETIMEDOUT)
+        g_ahead_ms += req->timeout_ms;
+}
+
 static int svc_sleep_ms(rlmcp_call *call, uint32_t ms)
 {
-    /* Tests never wait: time is not simulated; the pause is recorded. */
+    /* Tests never wait: the pause is recorded, and a simulated clock moves
+     * on at once (without one, time is not simulated). */
     (void)call;
     if (fh.n_sleeps < sizeof(fh.sleeps) / sizeof(fh.sleeps[0]))
         fh.sleeps[fh.n_sleeps] = ms;
     fh.n_sleeps++;
-    return fh.cancelled ? RLMCP_ECANCELLED : RLMCP_OK;
+    if (fh.cancelled)
+        return RLMCP_ECANCELLED;
+    if (g_fake_clock)
+        g_ahead_ms += ms;
+    return RLMCP_OK;
 }
 
 static void svc_call_log(rlmcp_call *call, int level, const char *fmt, ...)
@@ -473,8 +529,10 @@ static int svc_runloop_request(rlmcp_call *call,
         return RLMCP_ECANCELLED;
     route = find_route(req->method, req->path, false);
     tick_cancel();
-    if (route != NULL && route->rc != 0)
+    if (route != NULL && route->rc != 0) {
+        timed_out_after(req, route->rc);
         return route->rc;
+    }
     resp = xmalloc(sizeof(*resp));
     memset(resp, 0, sizeof(*resp));
     resp->struct_size = sizeof(*resp);
@@ -537,8 +595,10 @@ static int svc_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
                      strlen(route->sse_data[i])) != 0)
             break;
     }
-    if (route->rc != 0)
+    if (route->rc != 0) {
+        timed_out_after(req, route->rc);
         return route->rc;
+    }
     return fh.cancelled ? RLMCP_ECANCELLED : RLMCP_OK;
 }
 

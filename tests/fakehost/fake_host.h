@@ -81,6 +81,15 @@ void fh_cancel_after(int n);
 void fh_set_deadline_ms(uint64_t ms);
 
 /*
+ * A simulated clock (on: from now; off: the system's again) for the
+ * helpers (rlmcp_h_now_ms, rlmcp_h_wall_ms, rlmcp_h_nap_ms): time goes on
+ * as it really does, and what a nap, api->sleep_ms or a request a route
+ * answers RLMCP_ETIMEDOUT (its timeout_ms) would take is added at once, so
+ * timeouts and clean-up times pass without a test waiting for them.
+ */
+void fh_use_fake_clock(bool on);
+
+/*
  * Call a tool the way the host does: the arguments (NULL: none) are
  * validated against the tool's input schema by the host's validator
  * (host/tools/schema.c) and a mismatch is answered with the host's

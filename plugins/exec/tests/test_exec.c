@@ -38,6 +38,8 @@ const struct rlmcp_plugin_desc *rlmcp_plugin_descriptor(void);
 
 static int setup(void **state)
 {
+    /* Timeouts and clean-up times pass in simulated time. */
+    fh_use_fake_clock(true);
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(), CONFIG), RLMCP_OK);
     return 0;
 }
@@ -45,6 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fh_unload();
+    fh_use_fake_clock(false);
     return 0;
 }
 
@@ -438,6 +441,8 @@ static void timeout_kills(void **state)
     assert_string_equal(fh_error_code(), "timeout");
     assert_non_null(strstr(fh_error_message(), "exe_1"));
     assert_non_null(strstr(fh_error_message(), "2 s"));
+    /* The stream ran out at the timeout; the kill came then. */
+    assert_non_null(strstr(fh_error_message(), "a kill was sent at 2.0 s"));
     /* The output so far: a content block after the error, and the same
      * "result" set with result_json after it (the error's structured
      * content on hosts that merge it). */
@@ -674,6 +679,7 @@ static void list_executions_from_log(void **state)
 static void cancel_kills(void **state)
 {
     const struct fh_request *k;
+    uint64_t t0 = rlmcp_h_now_ms();
 
     fh_reset();
     fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
@@ -690,6 +696,10 @@ static void cancel_kills(void **state)
     assert_true(k->cancelled_at_send);
     assert_true(k->flags & RLMCP_HTTP_IGNORE_CANCEL);
     assert_non_null(strstr(k->body, "\"kill_process_group\":true"));
+    /* An unconfirmed kill is retried through the clean-up time (5 s). */
+    assert_true(fh_count_requests(
+                    "POST", "/v1/devboxes/dbx_1/executions/exe_1/kill") >= 2);
+    assert_true(rlmcp_h_now_ms() - t0 >= 4000);
 }
 
 static void cancel_during_execute_kills(void **state)
