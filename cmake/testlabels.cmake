@@ -2,11 +2,15 @@
 # `ctest -L unit` is the quick inner loop and no test can hang the suite.
 #
 # Labels, from the test's name unless its CMakeLists set LABELS itself:
-#   unit        cmocka tests of one module (no engine, no sandbox)
+#   unit        C tests of one module (no engine, no sandbox, no Node)
+#   oracle      the host's schema validator against outside oracles run
+#               by Node (JSON-Schema-Test-Suite data, ajv from tests/node_modules)
 #   sandbox     tests that start real sandboxes (test_sandbox_*, test_ptyd)
 #   e2e         a real devboxd and/or host driven by official clients
 #   conformance the official MCP conformance suite
 #   fuzz        replays of the fuzzing corpora
+# Tests registered under devboxd/ also carry the label devboxd, so a pass
+# can pick the host's tests alone (-L unit -LE devboxd).
 # A test without its own TIMEOUT gets RLMCP_TEST_TIMEOUT seconds.
 #
 # A CMakeLists.txt that adds tests calls rlmcp_label_tests() once (anywhere:
@@ -32,12 +36,16 @@ endfunction()
 
 function(_rlmcp_label_dir_tests)
     get_property(tests DIRECTORY PROPERTY TESTS)
+    string(FIND "${CMAKE_CURRENT_SOURCE_DIR}/" "${PROJECT_SOURCE_DIR}/devboxd/" _in_devboxd)
     foreach(t IN LISTS tests)
         get_test_property(${t} LABELS labels)
         if(NOT labels)
-            _rlmcp_test_label(${t} label)
-            set_tests_properties(${t} PROPERTIES LABELS ${label})
+            _rlmcp_test_label(${t} labels)
         endif()
+        if(_in_devboxd EQUAL 0 AND NOT "devboxd" IN_LIST labels)
+            list(APPEND labels devboxd)
+        endif()
+        set_tests_properties(${t} PROPERTIES LABELS "${labels}")
         get_test_property(${t} TIMEOUT timeout)
         if(NOT timeout)
             set_tests_properties(${t} PROPERTIES TIMEOUT ${RLMCP_TEST_TIMEOUT})
