@@ -79,6 +79,7 @@ struct rlclient {
     bool no_breaker;
     rlclient_down_fn on_down;
     void *on_down_ctx;
+    struct rlclient_clock clock; /* deadlines, backoffs, the breaker */
 };
 
 /* One attempt's receiving state. */
@@ -273,6 +274,26 @@ static int client_set_target(struct rlclient *c)
     return c->target != NULL ? 0 : -1;
 }
 
+static uint64_t sys_now_ns(void *ctx)
+{
+    (void)ctx;
+    return deadline_now_ns();
+}
+
+static void sys_nap_ns(void *ctx, uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull),
+                          (long)(ns % 1000000000ull)};
+
+    (void)ctx;
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t client_now_ms(const struct rlclient *c)
+{
+    return c->clock.now_ns(c->clock.ctx) / 1000000ull;
+}
+
 struct rlclient *rlclient_create(const struct rlclient_options *opts)
 {
     struct rlclient *c = NULL;
@@ -325,6 +346,10 @@ struct rlclient *rlclient_create(const struct rlclient_options *opts)
         opts->default_max_body ? opts->default_max_body : RL_DEFAULT_MAX_BODY;
     c->quiet = opts->quiet;
     c->no_breaker = opts->no_breaker;
+    c->clock.now_ns = sys_now_ns;
+    c->clock.nap_ns = sys_nap_ns;
+    if (opts->clock != NULL)
+        c->clock = *opts->clock;
     return c;
 fail:
     rlclient_destroy(c);
@@ -754,29 +779,28 @@ static long retry_delay_ms(const struct rlclient *c, CURL *easy_or_null,
     return (long)(step * (1.0 - rand_unit() * 0.25));
 }
 
-/* Sleep in slices, returning true when the probe fired. */
-static bool sleep_cancellable(long ms, rlclient_cancel_fn cancelled, void *ctx)
+/* Sleep in slices on the client's clock, returning true when the probe
+ * fired. */
+static bool sleep_cancellable(const struct rlclient *c, long ms,
+                              rlclient_cancel_fn cancelled, void *ctx)
 {
     /* In ns: whole milliseconds read twice could end the sleep early. */
-    uint64_t start = deadline_now_ns();
+    uint64_t start = c->clock.now_ns(c->clock.ctx);
     uint64_t total = ms > 0 ? (uint64_t)ms * 1000000ull : 0;
 
     for (;;) {
         uint64_t elapsed = 0;
         uint64_t slice = 0;
-        struct timespec ts;
 
         if (cancelled != NULL && cancelled(ctx))
             return true;
-        elapsed = deadline_now_ns() - start;
+        elapsed = c->clock.now_ns(c->clock.ctx) - start;
         if (elapsed >= total)
             return false;
         slice = total - elapsed;
         if (slice > (uint64_t)RL_SLICE_MS * 1000000ull)
             slice = (uint64_t)RL_SLICE_MS * 1000000ull;
-        ts.tv_sec = 0;
-        ts.tv_nsec = (long)slice;
-        nanosleep(&ts, NULL);
+        c->clock.nap_ns(c->clock.ctx, slice);
     }
 }
 
@@ -922,7 +946,7 @@ static curl_mime *build_mime(CURL *easy, const struct rlmcp_http_req *req)
 /* What is left of the call's time limit; UINT64_MAX when it has none. */
 static uint64_t remaining_ms(const struct rl_call *rc)
 {
-    uint64_t now = deadline_now_ms();
+    uint64_t now = client_now_ms(rc->c);
 
     if (rc->deadline_ms == 0)
         return UINT64_MAX;
@@ -1266,7 +1290,7 @@ static void breaker_note(struct rl_call *rc, const struct attempt *a)
     /* Nothing listens on the local engine's socket: no retry within a
      * call brings it back, so fail now (and let the host restart it). */
     fatal = c->unix_socket != NULL;
-    breaker_failure(&c->breaker, deadline_now_ms(), fatal,
+    breaker_failure(&c->breaker, client_now_ms(c), fatal,
                     a->err[0] ? a->err : curl_easy_strerror(a->res));
     if (fatal && c->on_down != NULL)
         c->on_down(c->on_down_ctx);
@@ -1333,7 +1357,8 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
     int rc_out = RLMCP_OK;
 
     if (rc->origin == NULL &&
-        !breaker_allow(&rc->c->breaker, deadline_now_ms(), why, sizeof(why)))
+        !breaker_allow(&rc->c->breaker, client_now_ms(rc->c), why,
+                       sizeof(why)))
         return fail_now(rc, RLMCP_EHTTP, "%s", why);
     h = pool_get(rc->c);
     if (h == NULL) {
@@ -1403,7 +1428,7 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
         retries++;
         metrics_backend_retry();
         log_retry(rc, &a, delay, retries);
-        if (sleep_cancellable(delay, rc->cancelled, rc->cancel_ctx)) {
+        if (sleep_cancellable(rc->c, delay, rc->cancelled, rc->cancel_ctx)) {
             a.rc = RLMCP_ECANCELLED;
             a.out = OUT_FATAL;
             retries--; /* no attempt followed this backoff */

@@ -49,6 +49,17 @@ struct rlclient_options {
     /* Appended: no circuit breaker (start-up probes that poll an engine
      * coming up must not be answered by it). */
     bool no_breaker;
+    /* Appended: the clock of deadlines, backoffs and the breaker; NULL:
+     * CLOCK_MONOTONIC and nanosleep. Tests pass a simulated one so that
+     * backoffs pass without waiting (copied). */
+    const struct rlclient_clock *clock;
+};
+
+/* A monotonic clock in ns and a sleep on it (rlclient_options.clock). */
+struct rlclient_clock {
+    uint64_t (*now_ns)(void *ctx);
+    void (*nap_ns)(void *ctx, uint64_t ns);
+    void *ctx;
 };
 
 /* Probe polled during transfers; true aborts within 100 ms. */

@@ -6,7 +6,9 @@
  *
  * Delays are checked as lower bounds on the gaps between request arrivals
  * the server recorded; upper bounds only where the point is speed
- * (cancellation), and generously.
+ * (cancellation), and generously. The clients run on a simulated clock: a
+ * backoff or Retry-After wait passes at once, and the arrivals are placed
+ * on that clock (their real time plus the waits skipped before them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +53,65 @@ static double now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- the simulated clock: CLOCK_MONOTONIC plus the naps skipped ------- */
+
+#define SIM_MARKS 8192
+
+/* After real time at_ms, the simulated clock is ahead by ahead_ms. */
+static struct {
+    double at_ms;
+    double ahead_ms;
+} g_marks[SIM_MARKS];
+static size_t g_n_marks;
+static uint64_t g_ahead_ns;
+
+static uint64_t sim_now_ns(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+           g_ahead_ns;
+}
+
+static void sim_nap_ns(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    g_ahead_ns += ns;
+    assert_true(g_n_marks < SIM_MARKS); /* a test naps far fewer times */
+    g_marks[g_n_marks].at_ms = now_ms();
+    g_marks[g_n_marks].ahead_ms = (double)g_ahead_ns / 1e6;
+    g_n_marks++;
+}
+
+static const struct rlclient_clock g_sim = {sim_now_ns, sim_nap_ns, NULL};
+
+static double sim_ms(void)
+{
+    return (double)sim_now_ns(NULL) / 1e6;
+}
+
+/* Where real time t (CLOCK_MONOTONIC ms, as the server stamps arrivals)
+ * lies on the simulated clock. */
+static double sim_at(double t)
+{
+    double ahead = 0;
+    size_t i;
+
+    for (i = 0; i < g_n_marks && g_marks[i].at_ms <= t; i++)
+        ahead = g_marks[i].ahead_ms;
+    return t + ahead;
+}
+
+/* Forget the marks, keeping how far ahead the clock is. */
+static void sim_restart(void)
+{
+    g_marks[0].at_ms = now_ms();
+    g_marks[0].ahead_ms = (double)g_ahead_ns / 1e6;
+    g_n_marks = 1;
 }
 
 /* Start faultserver with extra args; returns its pid, fills line. */
@@ -171,6 +232,7 @@ static char *control(const char *method, const char *path, const char *body)
 
 static void script(const char *json)
 {
+    sim_restart(); /* the arrivals logged from here on */
     free(control("POST", "/__reset", NULL));
     if (json != NULL)
         free(control("POST", "/__script", json));
@@ -195,9 +257,11 @@ static int arrivals(void)
     return n;
 }
 
+/* Arrival i on the clients' (simulated) clock. */
 static double t_of(cJSON *log, int i)
 {
-    return cJSON_GetObjectItem(cJSON_GetArrayItem(log, i), "t_ms")->valuedouble;
+    return sim_at(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(log, i), "t_ms")->valuedouble);
 }
 
 static const char *hdr(cJSON *log, int i, const char *name)
@@ -214,6 +278,7 @@ static struct rlclient *client_with(const char *base, unsigned retry_base)
         .base_url = base,
         .default_max_retries = -1,
         .retry_base_ms = retry_base,
+        .clock = &g_sim,
     };
     struct rlclient *c = rlclient_create(&o);
 
@@ -252,7 +317,7 @@ struct probe {
 static bool probe_fn(void *ctx)
 {
     struct probe *p = ctx;
-    double t = now_ms();
+    double t = sim_ms();
 
     if (t - p->start < p->after_ms)
         return false;
@@ -626,7 +691,7 @@ static void t_attempt_timeout(void **state)
     struct rlclient *c = client();
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_resp *r = NULL;
-    double t0 = now_ms();
+    double t0 = sim_ms();
     double took = 0;
 
     script("[{\"delay_ms\":10000},{\"delay_ms\":10000},{\"status\":200}]");
@@ -636,7 +701,7 @@ static void t_attempt_timeout(void **state)
     req.max_retries = 1;
     assert_int_equal(rlclient_request(c, KEY, &req, &r, NULL, NULL),
                      RLMCP_ETIMEDOUT);
-    took = now_ms() - t0;
+    took = sim_ms() - t0;
     assert_null(r);
     assert_true(took >= 550.0); /* two attempts of 300 ms */
     /* Neither waited for the 10 s answer; generous for a loaded machine. */
@@ -659,10 +724,10 @@ static void t_cancel_slow_response(void **state)
     req.path = "/v1/devboxes/d/execute";
     req.body = "{}";
     req.body_len = 2;
-    p.start = now_ms();
+    p.start = sim_ms();
     assert_int_equal(rlclient_request(c, KEY, &req, &r, probe_fn, &p),
                      RLMCP_ECANCELLED);
-    late = now_ms() - (p.start + p.after_ms);
+    late = sim_ms() - (p.start + p.after_ms);
     assert_null(r);
     print_message("cancel of a slow response took %.1f ms\n", late);
     assert_true(p.fired_at > 0);
@@ -684,10 +749,10 @@ static void t_cancel_during_backoff(void **state)
            "{\"status\":200}]");
     req.method = "GET";
     req.path = "/v1/a";
-    p.start = now_ms();
+    p.start = sim_ms();
     assert_int_equal(rlclient_request(c, KEY, &req, &r, probe_fn, &p),
                      RLMCP_ECANCELLED);
-    late = now_ms() - (p.start + p.after_ms);
+    late = sim_ms() - (p.start + p.after_ms);
     print_message("cancel during backoff took %.1f ms\n", late);
     /* Far below the 20 s answer or 30 s backoff it would otherwise wait
      * for; the typical figure is printed above. */
@@ -874,7 +939,8 @@ static void t_unix_socket(void **state)
     char line[256];
     char want[160];
     struct rlclient_options o = {.default_max_retries = -1,
-                                 .retry_base_ms = 20};
+                                 .retry_base_ms = 20,
+                                 .clock = &g_sim};
     struct rlclient *c = NULL;
     struct rlmcp_http_resp *r = NULL;
     pid_t pid = -1;
@@ -1203,9 +1269,9 @@ static void t_sse_cancel_and_oversize(void **state)
 
     script("[{\"content_type\":\"text/event-stream\",\"chunk_delay_ms\":10000,"
            "\"chunks\":[\"data: 1\\n\\n\",\"data: 2\\n\\n\"]}]");
-    p.start = now_ms();
+    p.start = sim_ms();
     assert_int_equal(do_sse(c, &e, &status, probe_fn, &p), RLMCP_ECANCELLED);
-    late = now_ms() - (p.start + p.after_ms);
+    late = sim_ms() - (p.start + p.after_ms);
     print_message("cancel of a quiet SSE stream took %.1f ms\n", late);
     /* Far below the 20 s answer or 30 s backoff it would otherwise wait
      * for; the typical figure is printed above. */
@@ -1229,9 +1295,10 @@ static void t_sse_cancel_and_oversize(void **state)
 /* Deadlines and the circuit breaker                                      */
 /* ---------------------------------------------------------------------- */
 
+/* Deadlines are on the clients' (simulated) clock. */
 static uint64_t mono_now_ms(void)
 {
-    return (uint64_t)now_ms();
+    return (uint64_t)sim_ms();
 }
 
 static int req_until(struct rlclient *c, const char *method, const char *path,
@@ -1334,7 +1401,8 @@ static int breaker_teardown(void **state)
 static void t_breaker_local_engine(void **state)
 {
     struct rlclient_options o = {.default_max_retries = -1,
-                                 .retry_base_ms = 1000};
+                                 .retry_base_ms = 1000,
+                                 .clock = &g_sim};
     struct rlclient *c = NULL;
     struct rlmcp_http_resp *r = NULL;
     char sock[128];
@@ -1369,7 +1437,7 @@ static void t_breaker_local_engine(void **state)
     do {
         rc = do_req(c, NULL, "GET", "/v1/devboxes", NULL, 0, &r);
         if (rc != RLMCP_OK)
-            usleep(50 * 1000);
+            g_sim.nap_ns(NULL, 50 * 1000000ull); /* the cool-down */
     } while (rc != RLMCP_OK && now_ms() < until);
     assert_int_equal(rc, RLMCP_OK);
     assert_int_equal(r->status, 200);
