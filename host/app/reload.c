@@ -462,7 +462,7 @@ void reload_stop(struct reloader *r)
     sweep(r);
     for (i = 0; i < r->n_retired; i++) {
         /* Still used by a call that ignored the drain: it releases it. */
-        atomic_store(&r->retired[i]->retired, false);
+        deployment_unretire(r->retired[i]);
         deployment_unref(r->retired[i]);
     }
     free(r->retired);

@@ -16,7 +16,6 @@ struct deployment *deployment_new(struct registry *reg, struct loader *ldr,
     if (dep == NULL)
         return NULL;
     atomic_init(&dep->refs, 1);
-    atomic_init(&dep->retired, false);
     dep->reg = reg;
     dep->ldr = ldr;
     dep->call_timeout_ms = call_timeout_ms;
@@ -43,17 +42,32 @@ static void deployment_free(struct deployment *dep)
     free(dep);
 }
 
+/* Set once in refs beside the count: a release reads both in one atomic
+ * step, so it cannot miss a retire that comes between its reads. */
+#define DEP_RETIRED (1 << 30)
+
 void deployment_unref(struct deployment *dep)
 {
-    int was = 0;
+    void (*on_idle)(void *arg) = NULL;
+    void *arg = NULL;
+    int cur = 0;
 
     if (dep == NULL)
         return;
-    was = atomic_fetch_sub(&dep->refs, 1);
-    if (was == 1)
+    cur = atomic_load(&dep->refs);
+    do {
+        /* Read while this reference still holds dep: once it is gone,
+         * the retirer may free dep at once. */
+        on_idle = NULL;
+        if ((cur & DEP_RETIRED) != 0 && (cur & ~DEP_RETIRED) == 2) {
+            on_idle = dep->on_idle;
+            arg = dep->idle_arg;
+        }
+    } while (!atomic_compare_exchange_weak(&dep->refs, &cur, cur - 1));
+    if ((cur & ~DEP_RETIRED) == 1)
         deployment_free(dep);
-    else if (was == 2 && atomic_load(&dep->retired) && dep->on_idle != NULL)
-        dep->on_idle(dep->idle_arg);
+    else if (on_idle != NULL)
+        on_idle(arg);
 }
 
 void deployment_retire(struct deployment *dep, void (*on_idle)(void *arg),
@@ -61,10 +75,15 @@ void deployment_retire(struct deployment *dep, void (*on_idle)(void *arg),
 {
     dep->on_idle = on_idle;
     dep->idle_arg = arg;
-    atomic_store(&dep->retired, true);
+    atomic_fetch_or(&dep->refs, DEP_RETIRED); /* publishes both */
+}
+
+void deployment_unretire(struct deployment *dep)
+{
+    atomic_fetch_and(&dep->refs, ~DEP_RETIRED);
 }
 
 bool deployment_idle(const struct deployment *dep)
 {
-    return atomic_load(&dep->refs) == 1;
+    return (atomic_load(&dep->refs) & ~DEP_RETIRED) == 1;
 }

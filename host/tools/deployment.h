@@ -19,7 +19,7 @@ struct registry;
 struct loader;
 
 struct deployment {
-    atomic_int refs;
+    atomic_int refs; /* and a retired mark (deployment.c) */
     struct registry *reg;     /* selected and frozen */
     struct loader *ldr;       /* NULL: reg is borrowed, not freed here */
     unsigned call_timeout_ms; /* host.call_timeout_ms; 0: the dispatcher's */
@@ -31,7 +31,6 @@ struct deployment {
 
     /* Retired (replaced by a reload): on_idle(idle_arg) runs, on any
      * thread, whenever a release leaves one reference (the retirer's). */
-    atomic_bool retired;
     void (*on_idle)(void *arg);
     void *idle_arg;
 };
@@ -51,6 +50,10 @@ void deployment_unref(struct deployment *dep);
 /* Mark dep replaced; on_idle(arg) then reports when it may be released. */
 void deployment_retire(struct deployment *dep, void (*on_idle)(void *arg),
                        void *arg);
+
+/* Retired no more: releases call no on_idle from now on (the retirer is
+ * going away). */
+void deployment_unretire(struct deployment *dep);
 
 /* True when nobody but the caller holds dep. */
 bool deployment_idle(const struct deployment *dep);
