@@ -1357,8 +1357,7 @@ static int run_call(struct rl_call *rc, struct sse_sink *sink,
     int rc_out = RLMCP_OK;
 
     if (rc->origin == NULL &&
-        !breaker_allow(&rc->c->breaker, client_now_ms(rc->c), why,
-                       sizeof(why)))
+        !breaker_allow(&rc->c->breaker, client_now_ms(rc->c), why, sizeof(why)))
         return fail_now(rc, RLMCP_EHTTP, "%s", why);
     h = pool_get(rc->c);
     if (h == NULL) {

@@ -19,7 +19,7 @@ struct registry;
 struct loader;
 
 struct deployment {
-    atomic_int refs; /* and a retired mark (deployment.c) */
+    atomic_int refs;          /* and a retired mark (deployment.c) */
     struct registry *reg;     /* selected and frozen */
     struct loader *ldr;       /* NULL: reg is borrowed, not freed here */
     unsigned call_timeout_ms; /* host.call_timeout_ms; 0: the dispatcher's */

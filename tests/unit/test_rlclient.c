@@ -938,9 +938,8 @@ static void t_unix_socket(void **state)
     char sock[128];
     char line[256];
     char want[160];
-    struct rlclient_options o = {.default_max_retries = -1,
-                                 .retry_base_ms = 20,
-                                 .clock = &g_sim};
+    struct rlclient_options o = {
+        .default_max_retries = -1, .retry_base_ms = 20, .clock = &g_sim};
     struct rlclient *c = NULL;
     struct rlmcp_http_resp *r = NULL;
     pid_t pid = -1;
@@ -1400,9 +1399,8 @@ static int breaker_teardown(void **state)
  */
 static void t_breaker_local_engine(void **state)
 {
-    struct rlclient_options o = {.default_max_retries = -1,
-                                 .retry_base_ms = 1000,
-                                 .clock = &g_sim};
+    struct rlclient_options o = {
+        .default_max_retries = -1, .retry_base_ms = 1000, .clock = &g_sim};
     struct rlclient *c = NULL;
     struct rlmcp_http_resp *r = NULL;
     char sock[128];
