@@ -700,6 +700,15 @@ static int load_config_path(const char *path, struct host_config *cfg)
     return load_config(&o, cfg);
 }
 
+#ifdef RLMCP_TSAN_LOG
+/* ThreadSanitizer builds: where the reports go unless TSAN_OPTIONS says. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "log_path=" RLMCP_TSAN_LOG;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     struct options o;
