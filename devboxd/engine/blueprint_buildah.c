@@ -48,10 +48,7 @@ int bb_enabled(void)
 
     if (b != NULL && strcmp(b, "native") == 0)
         return 0;
-    /* Blueprints of the bubblewrap runtime or the host image have no image
-     * to build FROM: the native builder builds those. */
-    return sb_rt.use_runc && strcmp(images_default(), "host") != 0 &&
-           access("/usr/bin/buildah", X_OK) == 0;
+    return access("/usr/bin/buildah", X_OK) == 0;
 }
 
 static const char *image_cache(void)
@@ -1465,7 +1462,7 @@ int bb_run(struct bb_job *j)
     /* RUN steps' root is a host id range of the build's, claimed as a
      * devbox's (in <dir>/sandbox, which a restart after a crash releases). */
     if (asprintf(&sbdir, "%s/sandbox", j->dir) < 0 ||
-        sandbox_dir_owner(sbdir, j->id, true, &range, err, sizeof(err)) != 0) {
+        sandbox_dir_owner(sbdir, j->id, &range, err, sizeof(err)) != 0) {
         jlog(j, "error", "the build's host ids: %s", err);
         goto out;
     }

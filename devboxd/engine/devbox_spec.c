@@ -292,13 +292,6 @@ static int check_user_parameters(const cJSON *up, char *err, size_t errlen)
     }
     if (!sandbox_valid_user(name, (uint32_t)uid, err, errlen))
         return -1;
-    if (!sandbox_root_inside()) {
-        snprintf(err, errlen, "launch_parameters.user_parameters needs the runc runtime "
-                 "(devboxd's default: start it without "
-                 "RLMCP_DEVBOX_RUNTIME=bwrap); under "
-                 "bubblewrap commands run as 'user' (uid 1000)");
-        return -1;
-    }
     return 0;
 }
 

@@ -1732,6 +1732,23 @@ static void *timer_thread(void *arg)
 
 /* --------------------------------------------------------- init/load */
 
+/* RLMCP_DEVBOX_RUNTIME once chose between runc and bubblewrap; runc is
+ * the one runtime now.  "runc" is still accepted, any other value is an
+ * error naming the fix, so a setup that asked for another runtime does not
+ * silently get root inside. */
+static int check_runtime_setting(char *err, size_t errlen)
+{
+    const char *v = getenv("RLMCP_DEVBOX_RUNTIME");
+
+    if (v == NULL || v[0] == '\0' || strcmp(v, "runc") == 0)
+        return 0;
+    snprintf(err, errlen,
+             "RLMCP_DEVBOX_RUNTIME=\"%.40s\": devboxes run under runc only "
+             "(the bubblewrap runtime is gone); unset RLMCP_DEVBOX_RUNTIME",
+             v);
+    return -1;
+}
+
 int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen)
 {
     struct sb_runtime rt;
@@ -1751,10 +1768,8 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
         return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
-    /* runc (default: root inside, on an image) | bwrap */
-    rt.runtime = getenv("RLMCP_DEVBOX_RUNTIME");
-    if (rt.runtime == NULL || rt.runtime[0] == '\0')
-        rt.runtime = "runc";
+    if (check_runtime_setting(err, errlen) != 0)
+        return -1;
     rt.runc_path = getenv("RLMCP_RUNC");         /* default /usr/sbin/runc */
     rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */
     if (images_check_default(err, errlen) != 0 ||

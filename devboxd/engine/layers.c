@@ -139,7 +139,7 @@ static size_t root_link_args(const char **argv, size_t n, char links[][64])
  * a symlink can only reach /usr, which every devbox already sees. */
 static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
 {
-    const char *bwrap = sb_rt.bwrap_path != NULL ? sb_rt.bwrap_path : "/usr/bin/bwrap";
+    const char *bwrap = "/usr/bin/bwrap";
     const char *argv[40];
     char links[4][64];
     size_t n = 0;
@@ -479,7 +479,7 @@ int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, boo
         goto out;
     }
     /* Same claim as sandbox_start makes next: it finds <sbdir>/uid. */
-    if (sandbox_dir_owner(sbdir, id, image, &uid, err, errlen) != 0)
+    if (sandbox_dir_owner(sbdir, id, &uid, err, errlen) != 0)
         goto out;
     for (k = 0; k < count; k++) {
         if (prepare_one(cJSON_GetArrayItem(chain, (int)k), sbdir, k, uid, &out[k], err,

@@ -113,12 +113,17 @@ int images_check_default(char *err, size_t errlen)
 {
     const char *name = images_default();
 
-    if (strcmp(name, "host") == 0 || known_image(name))
+    if (known_image(name))
         return 0;
+    /* "host" (the host's /usr under the retired bubblewrap runtime) is
+     * named, so a setup that still asks for it learns what to do. */
     snprintf(err, errlen,
-             "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image: set it to starter "
-             "(the default), universal, browser or host",
-             name);
+             "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image%s: set it to "
+             "starter (the default), universal or browser",
+             name,
+             strcmp(name, "host") == 0
+                 ? " (devboxes no longer run on the host's /usr)"
+                 : "");
     return -1;
 }
 
@@ -323,11 +328,10 @@ static int image_name(const char **name, char *err, size_t errlen)
 {
     if (*name == NULL)
         *name = images_default();
-    if (strcmp(*name, "host") == 0 || known_image(*name))
+    if (known_image(*name))
         return 0;
     snprintf(err, errlen,
-             "unknown image \"%.100s\" (images: starter, universal, browser, "
-             "host)",
+             "unknown image \"%.100s\" (images: starter, universal, browser)",
              *name);
     return -1;
 }
@@ -343,8 +347,6 @@ int images_wait(const char *name, int64_t wait_ms, char **path, char *err,
     *path = NULL;
     if (image_name(&name, err, errlen) != 0)
         return -1;
-    if (strcmp(name, "host") == 0)
-        return 0;
     pthread_mutex_lock(&images_lock);
     st = state_of_locked(name);
     if (st == NULL) {
@@ -402,7 +404,7 @@ bool images_preparing(const char *name, char *msg, size_t len)
     bool building = false;
     char err[64];
 
-    if (image_name(&name, err, sizeof(err)) != 0 || strcmp(name, "host") == 0)
+    if (image_name(&name, err, sizeof(err)) != 0)
         return false;
     pthread_mutex_lock(&images_lock);
     st = state_of_locked(name);
@@ -422,8 +424,6 @@ bool images_built(const char *name)
 
     if (image_name(&name, err, sizeof(err)) != 0)
         return false;
-    if (strcmp(name, "host") == 0)
-        return true;
     pthread_mutex_lock(&images_lock);
     st = state_of_locked(name);
     built = st != NULL && st->path != NULL;

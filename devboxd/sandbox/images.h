@@ -21,7 +21,7 @@ int images_public_name(const char *name, const char **image, char *err,
 int images_builtin_name(const char *name, const char **image);
 
 /* The image a devbox gets when its create names none: $RLMCP_DEVBOX_IMAGE,
- * default "starter"; "host" is no image (the host's /usr, read-only). */
+ * default "starter". */
 const char *images_default(void);
 
 /* 0 when images_default() names an image, else -1 with err naming the
@@ -30,7 +30,7 @@ int images_check_default(char *err, size_t errlen);
 
 /* The root directory of image name (NULL = images_default()), building it
  * first when the machine-wide cache has none (minutes; progress lines go
- * to devboxd's stderr).  Sets *path (malloc'd; NULL for "host") and returns
+ * to devboxd's stderr).  Sets *path (malloc'd) and returns
  * 0, or returns -1 with err set.  Thread-safe; concurrent callers wait for
  * one build. */
 int images_path(const char *name, char **path, char *err, size_t errlen);
@@ -52,8 +52,8 @@ void images_prepare(const char *name);
  * msg says so as images_wait does.  Never blocks on a build. */
 bool images_preparing(const char *name, char *msg, size_t len);
 
-/* Whether image name (NULL = images_default()) is in the cache now, or is
- * "host": never builds. */
+/* Whether image name (NULL = images_default()) is in the cache now: never
+ * builds. */
 bool images_built(const char *name);
 
 #endif

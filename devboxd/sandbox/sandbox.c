@@ -1,4 +1,4 @@
-/* Sandbox lifecycle: runtime init, start (overlay + cgroups + bwrap + slirp4netns
+/* Sandbox lifecycle: runtime init, start (overlay + cgroups + runc + slirp4netns
  * + agent handshake), stop, health, usage.  Exec and open are in
  * sandbox_exec.c. */
 #define _GNU_SOURCE
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/resource.h>
@@ -30,20 +31,6 @@
 
 struct sb_rt sb_rt;
 
-/* Host /etc entries every devbox sees read-only (mount points are created
- * in the base layer by sandbox_fs.c). */
-static const char *const etc_binds[] = {
-    "ssl", "ca-certificates", "alternatives", "ld.so.conf.d", "python3", "python3.11", "perl",
-    "ld.so.cache", "ld.so.conf", "localtime", "profile", "bash.bashrc", "inputrc", "mime.types",
-    "protocols", "services", "debian_version", NULL,
-};
-
-/* Fixed fds the launcher hands bwrap: the helper binaries, opened by
- * devboxd (root) for each launch and copied in by bwrap (--ro-bind-data),
- * so bwrap, running as the devbox uid, never needs search permission on
- * their directories (0700 checkouts and state dirs). */
-#define SB_AGENT_FD 7
-#define SB_PTYD_FD 8
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
@@ -141,11 +128,9 @@ void sandbox_shutdown_runtime(void)
     free(sb_rt.state_dir);
     free(sb_rt.claims_dir);
     free(sb_rt.agent_path);
-    free(sb_rt.bwrap_path);
     free(sb_rt.slirp_path);
     free(sb_rt.cgroup_root);
     free(sb_rt.cgroup_name);
-    free(sb_rt.seccomp_prog);
     free(sb_rt.runc_path);
     free(sb_rt.runc_root);
     memset(&sb_rt, 0, sizeof(sb_rt));
@@ -226,12 +211,48 @@ static char *ptyd_path(void)
     return NULL;
 }
 
-/* Opens a helper binary for one launch (a private offset: bwrap reads it
- * to the end). */
+/* fd's bytes in a read-only memfd anyone may run: the devbox execs its
+ * helpers as its own ids, which a helper built under umask 077 (0700,
+ * owned by root) refuses.  The writable fd is closed, so exec does not
+ * find the file busy.  The new fd or -errno. */
+static int helper_copy(int fd)
+{
+    char buf[65536];
+    char self[64];
+    ssize_t n = 0;
+    int mfd = memfd_create("devboxd-helper", MFD_CLOEXEC);
+    int ro = -1;
+    int rc = 0;
+
+    if (mfd < 0)
+        return -errno;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        if (write(mfd, buf, (size_t)n) != n) {
+            rc = -EIO;
+            break;
+        }
+    }
+    if (rc == 0 && n < 0)
+        rc = -errno;
+    if (rc == 0 && fchmod(mfd, 0555) != 0)
+        rc = -errno;
+    if (rc == 0) {
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", mfd);
+        ro = open(self, O_RDONLY | O_CLOEXEC);
+        if (ro < 0)
+            rc = -errno;
+    }
+    close(mfd);
+    return rc != 0 ? rc : ro;
+}
+
+/* Opens a helper binary for one launch (a private offset: runc reads it
+ * from the preserved fd). */
 static int open_helper(const char *path, char *err, size_t errlen)
 {
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int copy;
 
     if (fd < 0)
         return sb_err(err, errlen, -errno, "cannot open %s: %s", path,
@@ -240,23 +261,23 @@ static int open_helper(const char *path, char *err, size_t errlen)
         close(fd);
         return sb_err(err, errlen, -ENOEXEC, "%s is not a regular file", path);
     }
-    return fd;
+    if ((st.st_mode & 0005) == 0005)
+        return fd;
+    copy = helper_copy(fd);
+    close(fd);
+    if (copy < 0)
+        return sb_err(err, errlen, copy, "cannot stage %s for the devbox: %s", path,
+                      strerror(-copy));
+    return copy;
 }
 
-/* The runc runtime, when asked for: runc present, its state under
- * <state_dir>/sandbox/runc, user namespaces available. */
+/* The runtime: runc present, its state under <state_dir>/sandbox/runc,
+ * user namespaces available. */
 static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
                      size_t errlen)
 {
     int fd;
 
-    if (rt->runtime == NULL || rt->runtime[0] == '\0' ||
-        strcmp(rt->runtime, "bwrap") == 0)
-        return 0;
-    if (strcmp(rt->runtime, "runc") != 0)
-        return sb_err(err, errlen, -EINVAL,
-                      "unknown devbox runtime \"%.40s\" (runc, bwrap)",
-                      rt->runtime);
     sb_rt.runc_path = dup_or(rt->runc_path, "/usr/sbin/runc");
     if (sb_rt.runc_path == NULL ||
         asprintf(&sb_rt.runc_root, "%s/runc", sbdir) < 0) {
@@ -266,9 +287,8 @@ static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
     if (access(sb_rt.runc_path, X_OK) != 0)
         return sb_err(err, errlen, -ENOENT,
                       "runc, the devbox runtime, is not at %s: install it "
-                      "(apt-get install runc; scripts/bootstrap), point "
-                      "RLMCP_RUNC at it, or set RLMCP_DEVBOX_RUNTIME=bwrap "
-                      "(no root inside)",
+                      "(apt-get install runc; scripts/bootstrap) or point "
+                      "RLMCP_RUNC at it",
                       sb_rt.runc_path);
     if (mkdir_mode(sb_rt.runc_root, 0700) != 0)
         return sb_err(err, errlen, -errno, "cannot create %s: %s",
@@ -276,18 +296,17 @@ static int init_runc(const struct sb_runtime *rt, const char *sbdir, char *err,
     fd = sb_oci_userns(SB_RANGE_BASE);
     if (fd < 0)
         return sb_err(err, errlen, fd,
-                      "user namespaces are unavailable (%s); the runc runtime "
-                      "needs them (sysctl user.max_user_namespaces > 0), or "
-                      "set RLMCP_DEVBOX_RUNTIME=bwrap",
+                      "user namespaces are unavailable (%s); devboxes need "
+                      "them (sysctl user.max_user_namespaces > 0)",
                       strerror(-fd));
     close(fd);
-    sb_rt.use_runc = true;
     return 0;
 }
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
 {
     char *sbdir = NULL;
+    cJSON *seccomp = NULL;
     struct stat st;
     int rc = 0;
 
@@ -300,23 +319,19 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sb_rt.state_dir = strdup(rt->state_dir);
     sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path)
                                       : sandbox_helper_path("devboxd-agent");
-    sb_rt.bwrap_path = dup_or(rt->bwrap_path, "/usr/bin/bwrap");
     sb_rt.slirp_path = dup_or(rt->slirp_path, "/usr/bin/slirp4netns");
     sb_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
     sb_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
-    sb_rt.uid_base = rt->uid_base ? rt->uid_base : 200000;
-    sb_rt.uid_count = rt->uid_count ? rt->uid_count : 65536;
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
         (sb_rt.claims_dir = claims_dir()) == NULL || sb_rt.state_dir == NULL ||
-        sb_rt.agent_path == NULL || sb_rt.bwrap_path == NULL ||
+        sb_rt.agent_path == NULL ||
         sb_rt.slirp_path == NULL || sb_rt.cgroup_root == NULL ||
         sb_rt.cgroup_name == NULL) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-    if (!sb_valid_id(sb_rt.cgroup_name) ||
-        (uint64_t)sb_rt.uid_base + sb_rt.uid_count > 0xfffffffeULL || sb_rt.uid_base < 1000) {
-        rc = sb_err(err, errlen, -EINVAL, "invalid cgroup name or uid range");
+    if (!sb_valid_id(sb_rt.cgroup_name)) {
+        rc = sb_err(err, errlen, -EINVAL, "invalid cgroup name");
         goto out;
     }
     if (access(sb_rt.agent_path, X_OK) != 0) {
@@ -325,10 +340,6 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
         goto out;
     }
     sb_rt.ptyd_path = ptyd_path();
-    if (access(sb_rt.bwrap_path, X_OK) != 0) {
-        rc = sb_err(err, errlen, -ENOENT, "%s missing; install bubblewrap", sb_rt.bwrap_path);
-        goto out;
-    }
     rc = range_slots(err, errlen);
     if (rc != 0)
         goto out;
@@ -359,15 +370,17 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
             "devboxd: no cgroup freezer under %s: snapshots copy a devbox's "
             "files while it runs, not at one moment\n",
             sb_rt.cgroup_root);
-    rc = sb_seccomp_program(&sb_rt.seccomp_prog, &sb_rt.seccomp_len);
-    if (rc != 0) {
-        sb_err(err, errlen, rc, "cannot build the devbox seccomp filter: %s", strerror(-rc));
+    /* Built for every bundle; a libseccomp that cannot is a setup error. */
+    seccomp = sb_seccomp_oci();
+    if (seccomp == NULL) {
+        rc = sb_err(err, errlen, -ENOMEM, "cannot build the devbox seccomp filter");
         goto out;
     }
     /* slirp4netns opens /dev/net/tun after joining the devbox's namespaces;
      * as an unprivileged uid that needs the usual 0666 mode. */
     sb_rt.slirp_as_root = !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
 out:
+    cJSON_Delete(seccomp);
     free(sbdir);
     if (rc != 0)
         sandbox_shutdown_runtime();
@@ -463,95 +476,6 @@ static void av_free(struct argvec *a)
     memset(a, 0, sizeof(*a));
 }
 
-static void av_setenv(struct argvec *a, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    char key[256];
-    size_t klen = (size_t)(eq - kv);
-
-    if (klen >= sizeof(key))
-        return;
-    memcpy(key, kv, klen);
-    key[klen] = '\0';
-    av_add(a, "--setenv");
-    av_add(a, key);
-    av_add(a, eq + 1);
-}
-
-static int build_bwrap_argv(const struct sb_spec *spec, struct argvec *a)
-{
-    char path[PATH_MAX];
-    size_t i;
-
-    av_add(a, sb_rt.bwrap_path);
-    av_add(a, "--unshare-user");
-    av_add(a, "--unshare-pid");
-    av_add(a, "--unshare-ipc");
-    av_add(a, "--unshare-uts");
-    av_add(a, "--unshare-net");
-    av_add(a, "--unshare-cgroup-try");
-    av_add(a, "--disable-userns");
-    av_add(a, "--uid");
-    av_add(a, "1000");
-    av_add(a, "--gid");
-    av_add(a, "1000");
-    av_add(a, "--hostname");
-    av_add(a, spec->id);
-    av_add(a, "--as-pid-1");
-    av_add(a, "--info-fd");
-    av_add(a, "4");
-    av_add(a, "--block-fd");
-    av_add(a, "5");
-    av_add(a, "--seccomp");
-    av_add(a, "6");
-    av_add(a, "--bind");
-    av_add(a, SB_STAGE_DIR);
-    av_add(a, "/");
-    if (spec->image == NULL) {
-        av_add(a, "--ro-bind");
-        av_add(a, "/usr");
-        av_add(a, "/usr");
-    }
-    for (i = 0; spec->image == NULL && etc_binds[i] != NULL; i++) {
-        snprintf(path, sizeof(path), "/etc/%s", etc_binds[i]);
-        av_add(a, "--ro-bind-try");
-        av_add(a, path);
-        av_add(a, path);
-    }
-    av_add(a, "--proc");
-    av_add(a, "/proc");
-    av_add(a, "--dev");
-    av_add(a, "/dev");
-    av_add(a, "--tmpfs");
-    av_add(a, "/run");
-    av_add(a, "--perms");
-    av_add(a, "0555");
-    av_add(a, "--ro-bind-data");
-    av_add(a, STR(SB_AGENT_FD));
-    av_add(a, AGENT_INSIDE_PATH);
-    if (sb_rt.ptyd_path != NULL) {
-        /* devboxd starts it inside at boot (engine/pty_sessions.c) */
-        av_add(a, "--perms");
-        av_add(a, "0555");
-        av_add(a, "--ro-bind-data");
-        av_add(a, STR(SB_PTYD_FD));
-        av_add(a, "/run/devbox/ptyd");
-    }
-    av_add(a, "--clearenv");
-    av_setenv(a, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    av_setenv(a, "HOME=" SB_INSIDE_HOME);
-    av_setenv(a, "USER=user");
-    av_setenv(a, "LOGNAME=user");
-    av_setenv(a, "SHELL=/bin/bash");
-    av_setenv(a, "LANG=C.UTF-8");
-    for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
-        av_setenv(a, spec->env[i]);
-    av_add(a, "--chdir");
-    av_add(a, SB_INSIDE_HOME);
-    av_add(a, AGENT_INSIDE_PATH);
-    return a->oom ? -ENOMEM : 0;
-}
-
 /* ---- overlay --------------------------------------------------------- */
 
 /* The kernel's own words about a failed fsconfig (the fs context's
@@ -570,80 +494,10 @@ static const char *fs_log(int fsfd, char *buf, size_t len)
     return buf;
 }
 
-/* The lower layers, one "lowerdir+" each (Linux >= 6.8): fsconfig takes
- * strings of at most 256 bytes, which a stack of snapshot layers and an
- * image outgrows.  Older kernels get the joined "lowerdir" string.  -1 with
- * errno set. */
-static int set_lowers(int fsfd, const struct sb_spec *spec, const char *base, const char *joined)
-{
-    const char *path = NULL;
-    size_t n = spec->n_layers + 1 + (spec->image != NULL);
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        path = i < spec->n_layers ? spec->lower_layers[i] : i == spec->n_layers ? base : spec->image;
-        if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", path, 0) == 0)
-            continue;
-        if (i > 0 || errno != EINVAL)
-            return -1; /* "lowerdir+" is known but refused this layer */
-        return fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir", joined, 0);
-    }
-    return 0;
-}
-
-static int mount_overlay(const struct sb_spec *spec, char *err, size_t errlen)
-{
-    char why[300];
-    char *lower = NULL;
-    char *base = NULL;
-    char *upper = NULL;
-    char *work = NULL;
-    int fsfd = -1;
-    int mfd = -1;
-    int rc = 0;
-
-    if (asprintf(&base, "%s/%s", spec->dir, SB_DIR_BASE) < 0 ||
-        asprintf(&upper, "%s/%s", spec->dir, SB_DIR_UPPER) < 0 ||
-        asprintf(&work, "%s/%s", spec->dir, SB_DIR_WORK) < 0) {
-        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
-        goto out;
-    }
-    lower = sb_lowerdir(spec->lower_layers, spec->n_layers, base, spec->image, err, errlen);
-    if (lower == NULL) {
-        rc = -EINVAL;
-        goto out;
-    }
-    fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
-    if (fsfd < 0) {
-        rc = sb_err(err, errlen, -errno, "overlayfs unavailable: %s", strerror(errno));
-        goto out;
-    }
-    if (set_lowers(fsfd, spec, base, lower) != 0 ||
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
-        fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
-        rc = -errno;
-        sb_err(err, errlen, rc, "cannot mount the root overlay of %s: %s%s", spec->dir,
-               strerror(-rc), fs_log(fsfd, why, sizeof(why)));
-        goto out;
-    }
-    mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
-    if (mfd < 0)
-        rc = sb_err(err, errlen, -errno, "cannot mount the root overlay of %s: %s", spec->dir,
-                    strerror(errno));
-out:
-    sb_close_fd(fsfd);
-    free(lower);
-    free(base);
-    free(upper);
-    free(work);
-    return rc != 0 ? rc : mfd;
-}
-
 /* ---- the launcher child ---------------------------------------------- */
 
-/* What every launcher child gets, whichever the runtime: the helper
- * binaries, /dev/null and its channels to devboxd. */
+/* What the launcher child gets: the helper binaries, /dev/null and its
+ * channels to devboxd. */
 struct launch_io {
     int agent_fd; /* the agent binary */
     int ptyd_fd;  /* the PTY server binary, or -1 */
@@ -653,33 +507,6 @@ struct launch_io {
     cpu_set_t cpus; /* the devbox's CPUs, when pin_cpus (sb_cpu_pick) */
     bool pin_cpus;
 };
-
-struct launch {
-    char **argv;
-    int mntfd;
-    struct launch_io io; /* agent -> SB_AGENT_FD, ptyd -> SB_PTYD_FD */
-    int info_w;   /* -> fd 4 */
-    int block_r;  /* -> fd 5 */
-    int seccomp_fd; /* -> fd 6 */
-    int cg_fds[SB_CG_N];
-    uid_t uid;
-    struct rlimit as_lim, nproc_lim;
-    bool use_as, use_nproc;
-};
-
-static void put_pid(int fd)
-{
-    char buf[24];
-    int i = sizeof(buf);
-    pid_t pid = getpid();
-
-    do {
-        buf[--i] = (char)('0' + pid % 10);
-        pid /= 10;
-    } while (pid > 0 && i > 0);
-    if (write(fd, buf + i, sizeof(buf) - (size_t)i) < 0)
-        _exit(120);
-}
 
 static void child_fail(int errfd, const char *what)
 {
@@ -730,64 +557,6 @@ static void child_protect_from_oom(void)
         /* the OOM killer still prefers the biggest process */
     }
     close(fd);
-}
-
-/* Attaches the root overlay at SB_STAGE_DIR in a mount namespace of the
- * launcher's own.  Async-signal-safe. */
-static void child_attach_root(int mntfd, int errfd)
-{
-    if (unshare(CLONE_NEWNS) != 0)
-        child_fail(errfd, "unshare(mount)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        child_fail(errfd, "make / private");
-    if (move_mount(mntfd, "", AT_FDCWD, SB_STAGE_DIR, MOVE_MOUNT_F_EMPTY_PATH) != 0)
-        child_fail(errfd, "attach the root overlay");
-}
-
-/* Runs between fork and exec: async-signal-safe calls only. */
-static void launcher_child(const void *arg)
-{
-    const struct launch *l = arg;
-    int i;
-    int hi[7];
-    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-
-    for (i = 0; i < SB_CG_N; i++) {
-        if (l->cg_fds[i] >= 0)
-            put_pid(l->cg_fds[i]);
-    }
-    if (l->use_as)
-        setrlimit(RLIMIT_AS, &l->as_lim);
-    if (l->use_nproc)
-        setrlimit(RLIMIT_NPROC, &l->nproc_lim);
-    child_protect_from_oom();
-    child_attach_root(l->mntfd, l->io.errp[1]);
-    /* Lift the fds clear of 0..5 before placing them. */
-    hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
-    hi[1] = fcntl(l->info_w, F_DUPFD, 10);
-    hi[2] = fcntl(l->block_r, F_DUPFD, 10);
-    hi[3] = fcntl(l->io.errp[1], F_DUPFD, 10);
-    hi[4] = fcntl(l->seccomp_fd, F_DUPFD, 10);
-    hi[5] = fcntl(l->io.agent_fd, F_DUPFD, 10);
-    hi[6] = l->io.ptyd_fd >= 0 ? fcntl(l->io.ptyd_fd, F_DUPFD, 10) : 0;
-    for (i = 0; i < 7; i++) {
-        if (hi[i] < 0)
-            child_fail(l->io.errp[1], "dup");
-    }
-    if (dup2(l->io.devnull, 0) < 0 || dup2(l->io.devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
-        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], 4) < 0 || dup2(hi[2], 5) < 0 ||
-        dup2(hi[4], 6) < 0 || dup2(hi[5], SB_AGENT_FD) < 0 ||
-        (l->io.ptyd_fd >= 0 && dup2(hi[6], SB_PTYD_FD) < 0))
-        child_fail(l->io.errp[1], "dup2");
-    if (l->io.ptyd_fd < 0)
-        close(SB_PTYD_FD);
-    close_range(SB_PTYD_FD + 1, ~0U, 0);
-    child_default_signals();
-    if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, l->uid, l->uid, l->uid) != 0 ||
-        syscall(SYS_setresuid, l->uid, l->uid, l->uid) != 0)
-        child_fail(2, "drop to the devbox uid");
-    execve(l->argv[0], l->argv, envp);
-    child_fail(2, "exec bwrap");
 }
 
 /* ---- slirp4netns ------------------------------------------------------ */
@@ -847,7 +616,7 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
         rc = sb_err(err, errlen, -errno, "sandbox exited during network setup");
         goto out;
     }
-    /* The netns belongs to bwrap's outer user namespace; slirp joins that. */
+    /* The netns belongs to the devbox's user namespace; slirp joins that. */
     fds[1] = ioctl(fds[0], NS_GET_USERNS);
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fds[1] < 0 || devnull < 0 || pipe2(pp, O_CLOEXEC) != 0) {
@@ -906,9 +675,9 @@ static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
         return sb_err(err, errlen, -EINVAL, "unknown network policy %d", (int)spec->net);
     if (spec->n_layers > 0 && spec->lower_layers == NULL)
         return sb_err(err, errlen, -EINVAL, "n_layers > 0 but no layer list");
-    if (spec->image != NULL && !sb_valid_layer_path(spec->image))
+    if (spec->image == NULL || !sb_valid_layer_path(spec->image))
         return sb_err(err, errlen, -EINVAL,
-                      "image must be an absolute path without ':', ',' or '\\'");
+                      "a devbox needs an image: an absolute path without ':', ',' or '\\'");
     for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
         if (!sb_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
             return sb_err(err, errlen, -EINVAL,
@@ -916,40 +685,6 @@ static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
     }
     if (sb_rt.state_dir == NULL)
         return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
-    return 0;
-}
-
-static int read_info(struct sandbox *sb, int info_r, char *err, size_t errlen)
-{
-    char buf[4096];
-    size_t len = 0;
-    ssize_t n;
-    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
-    cJSON *js = NULL;
-    const cJSON *pid;
-    int rc = -EIO;
-
-    while (len < sizeof(buf) - 1) {
-        if (sb_poll_until(info_r, POLLIN, deadline) != 0)
-            return sb_err(err, errlen, -ETIMEDOUT, "bwrap did not report the sandbox pid");
-        n = read(info_r, buf + len, sizeof(buf) - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-        js = cJSON_Parse(buf);
-        if (js != NULL)
-            break;
-    }
-    pid = cJSON_GetObjectItemCaseSensitive(js, "child-pid");
-    if (cJSON_IsNumber(pid) && pid->valuedouble > 1 && pid->valuedouble < 1e9) {
-        sb->init_pid = (pid_t)pid->valuedouble;
-        sb->init_pidfd = pidfd_open(sb->init_pid, 0);
-        rc = sb->init_pidfd >= 0 ? 0 : -errno;
-    }
-    cJSON_Delete(js);
-    if (rc != 0)
-        return sb_err(err, errlen, rc, "bwrap did not start the sandbox");
     return 0;
 }
 
@@ -1033,22 +768,7 @@ static struct sandbox *sandbox_new(const struct sb_spec *spec)
     return sb;
 }
 
-static void fill_rlimits(struct launch *l, const struct sb_limits *lim)
-{
-    /* Fallbacks when a controller is missing: per-process address space and
-     * per-uid process count (each devbox has its own host uid). */
-    if (!sb_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
-        l->use_as = true;
-        l->as_lim.rlim_cur = l->as_lim.rlim_max = lim->memory_bytes;
-    }
-    if (!sb_rt.have_ctl[SB_CG_PIDS]) {
-        l->use_nproc = true;
-        l->nproc_lim.rlim_cur = l->nproc_lim.rlim_max =
-            (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
-    }
-}
-
-/* Once the agent said hello (rc 0): the network.  Last, because bwrap
+/* Once the agent said hello (rc 0): the network.  Last, because runc
  * configures lo concurrently with its setup, and slirp4netns' netlink
  * requests must not race with it; no command runs before start returns,
  * so none sees the network missing.  On failure, what the launcher wrote
@@ -1064,23 +784,6 @@ static int finish_start(struct sandbox *sb, const struct sb_spec *spec, int rc, 
         read_errpipe(sb->errpipe_r, err, errlen);
     }
     return rc;
-}
-
-/* Agent handshake and network, once the launcher runs: pid from bwrap's
- * info fd, release bwrap, wait for the agent's hello, then slirp4netns. */
-static int handshake(struct sandbox *sb, const struct sb_spec *spec, int info_r, int block_w,
-                     char *err, size_t errlen)
-{
-    pid_t agent; /* 0: no SO_PASSCRED here; read_info has the pid */
-    int rc;
-
-    rc = read_info(sb, info_r, err, errlen);
-    if (rc == 0 && write(block_w, "g", 1) != 1)
-        rc = sb_err(err, errlen, -EIO, "sandbox exited before it started");
-    if (rc == 0)
-        rc = wait_hello(sb, &agent, err, errlen);
-    /* Give bwrap a moment to report why, without blocking start. */
-    return finish_start(sb, spec, rc, 200, err, errlen);
 }
 
 void sb_close_fd(int fd)
@@ -1144,7 +847,7 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
     if (pid < 0)
         return sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
     if (pid == 0) {
-        /* Inherited by runc or bwrap and everything in the devbox. */
+        /* Inherited by runc and everything in the devbox. */
         if (io->pin_cpus &&
             sched_setaffinity(0, sizeof(io->cpus), &io->cpus) != 0)
             child_fail(io->errp[1], "sched_setaffinity");
@@ -1161,71 +864,6 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
     sb_close_pair(io->sp);
     sb_close_pair(io->errp);
     return pid;
-}
-
-static int launch(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
-{
-    struct argvec av = {0};
-    struct launch l;
-    int info[2] = {-1, -1};
-    int block[2] = {-1, -1};
-    int rc = 0;
-    int i;
-    pid_t pid;
-
-    memset(&l, 0, sizeof(l));
-    for (i = 0; i < SB_CG_N; i++)
-        l.cg_fds[i] = -1;
-    l.seccomp_fd = -1;
-    rc = open_launch_io(&l.io, false, err, errlen);
-    if (rc != 0)
-        goto out;
-    l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
-    l.seccomp_fd = sb_seccomp_fd();
-    if (l.seccomp_fd < 0) {
-        rc = sb_err(err, errlen, l.seccomp_fd, "cannot stage the seccomp filter: %s",
-                    strerror(-l.seccomp_fd));
-        goto out;
-    }
-    if (build_bwrap_argv(spec, &av) != 0) {
-        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = sb_cg_open_procs(&sb->cg, l.cg_fds);
-    if (rc != 0) {
-        sb_err(err, errlen, rc, "cannot open the devbox cgroups: %s", strerror(-rc));
-        goto out;
-    }
-    if (pipe2(info, O_CLOEXEC) != 0 || pipe2(block, O_CLOEXEC) != 0) {
-        rc = sb_err(err, errlen, -errno, "cannot create sandbox channels: %s", strerror(errno));
-        goto out;
-    }
-    l.argv = av.v;
-    l.mntfd = sb->rootfd;
-    l.info_w = info[1];
-    l.block_r = block[0];
-    l.uid = sb->uid;
-    fill_rlimits(&l, &spec->limits);
-    pid = fork_launcher(sb, &l.io, launcher_child, &l, err, errlen);
-    if (pid < 0) {
-        rc = (int)pid;
-        goto out;
-    }
-    close(info[1]);
-    info[1] = -1;
-    close(block[0]);
-    block[0] = -1;
-    rc = handshake(sb, spec, info[0], block[1], err, errlen);
-out:
-    close_launch_io(&l.io);
-    sb_close_pair(info);
-    sb_close_pair(block);
-    for (i = 0; i < SB_CG_N; i++) {
-        sb_close_fd(l.cg_fds[i]);
-    }
-    sb_close_fd(l.seccomp_fd);
-    av_free(&av);
-    return rc;
 }
 
 /* ---- the runc runtime ------------------------------------------------- */
@@ -1455,6 +1093,31 @@ static void oci_child(const void *arg)
     child_fail(2, "exec runc");
 }
 
+/* Fallbacks when a controller is missing, set on the agent once it runs
+ * (every command inherits them): per-process address space and a process
+ * count per host uid (each devbox has its own ids).  Not in the bundle's
+ * rlimits: runc's own init (Go) would run under RLIMIT_AS too, and cannot
+ * load the seccomp filter in 256 MiB. */
+static int set_fallback_rlimits(struct sandbox *sb, const struct sb_limits *lim, char *err,
+                                size_t errlen)
+{
+    struct rlimit rl;
+
+    if (!sb_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
+        rl.rlim_cur = rl.rlim_max = lim->memory_bytes;
+        if (prlimit(sb->init_pid, RLIMIT_AS, &rl, NULL) != 0)
+            return sb_err(err, errlen, -errno, "cannot limit the devbox's memory: %s",
+                          strerror(errno));
+    }
+    if (!sb_rt.have_ctl[SB_CG_PIDS]) {
+        rl.rlim_cur = rl.rlim_max = (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
+        if (prlimit(sb->init_pid, RLIMIT_NPROC, &rl, NULL) != 0)
+            return sb_err(err, errlen, -errno, "cannot limit the devbox's processes: %s",
+                          strerror(errno));
+    }
+    return 0;
+}
+
 /* The agent's hello, and its host pid from the hello's credentials. */
 static int wait_hello_oci(struct sandbox *sb, char *err, size_t errlen)
 {
@@ -1575,6 +1238,8 @@ static int launch_oci(struct sandbox *sb, const struct sb_spec *spec, char *err,
         goto out;
     }
     rc = wait_hello_oci(sb, err, errlen);
+    if (rc == 0)
+        rc = set_fallback_rlimits(sb, &spec->limits, err, errlen);
     /* runc says why on stderr once it gave up. */
     rc = finish_start(sb, spec, rc, 2000, err, errlen);
 out:
@@ -1582,11 +1247,6 @@ out:
     sb_oci_mounts_close(&l.mounts);
     av_free(&av);
     return rc;
-}
-
-bool sandbox_root_inside(void)
-{
-    return sb_rt.use_runc;
 }
 
 bool sandbox_valid_user(const char *name, uint32_t uid, char *err,
@@ -1614,10 +1274,6 @@ static int check_user(const struct sb_spec *spec, char *err, size_t errlen)
 {
     if (spec->user_name == NULL)
         return 0;
-    if (!sb_rt.use_runc || spec->image == NULL)
-        return sb_err(err, errlen, -ENOTSUP,
-                      "a user other than \"user\" needs the runc "
-                      "runtime (the default) and an image other than host");
     if (!sandbox_valid_user(spec->user_name, spec->user_uid, err, errlen))
         return -EINVAL;
     return 0;
@@ -1629,7 +1285,6 @@ static int prepare_oci(struct sandbox *sb, const struct sb_spec *spec, char *err
     uint32_t inside = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
     int rc;
 
-    sb->oci = true;
     rc = sb_range_claim(spec->dir, spec->id, &sb->range, err, errlen);
     if (rc != 0)
         return rc;
@@ -1642,26 +1297,9 @@ static int prepare_oci(struct sandbox *sb, const struct sb_spec *spec, char *err
     return sb->rootfd < 0 ? sb->rootfd : 0;
 }
 
-/* The bubblewrap devbox's uid, layout and root overlay (sandbox_start). */
-static int prepare_bwrap(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                         size_t errlen)
-{
-    int rc;
-
-    rc = sb_uid_claim(spec->dir, spec->id, &sb->uid, err, errlen);
-    if (rc == 0)
-        rc = sb_prepare_dir(spec->dir, spec->id, sb->uid, sb->uid, spec->image != NULL, err,
-                            errlen);
-    if (rc != 0)
-        return rc;
-    sb->rootfd = mount_overlay(spec, err, errlen);
-    return sb->rootfd < 0 ? sb->rootfd : 0;
-}
-
 int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen)
 {
     struct sandbox *sb = NULL;
-    bool oci = false;
     int rc;
 
     *out = NULL;
@@ -1677,15 +1315,14 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, s
     rc = sandbox_disk_attach(spec->dir, spec->limits.disk_bytes, err, errlen);
     if (rc != 0)
         goto fail;
-    oci = sb_rt.use_runc && spec->image != NULL;
-    rc = oci ? prepare_oci(sb, spec, err, errlen) : prepare_bwrap(sb, spec, err, errlen);
+    rc = prepare_oci(sb, spec, err, errlen);
     if (rc != 0)
         goto fail;
     rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
     if (rc != 0)
         goto fail;
     sb->oom_base = sb_cg_oom_kills(&sb->cg);
-    rc = oci ? launch_oci(sb, spec, err, errlen) : launch(sb, spec, err, errlen);
+    rc = launch_oci(sb, spec, err, errlen);
     if (rc != 0)
         goto fail;
     close(sb->errpipe_r);
@@ -1729,8 +1366,8 @@ int sandbox_stop(struct sandbox *sb)
     sb->meminfo_fd = -1;
     pthread_mutex_unlock(&sb->lock);
     /* Kill pid 1 inside first (the kernel then kills the whole pid
-     * namespace) and let the outer bwrap reap it and exit: killing bwrap
-     * first would orphan the agent to the host's init. */
+     * namespace) and let runc reap it and exit: killing runc first would
+     * orphan the agent to the host's init. */
     if (init_pidfd >= 0)
         pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
     sb_close_fd(master);
@@ -1956,11 +1593,10 @@ int sandbox_freeze(struct sandbox *sb, bool frozen, int timeout_ms)
 
 uid_t sandbox_owner_uid(const struct sandbox *sb)
 {
-    return sb->oci ? sb->range : sb->uid;
+    return sb->range;
 }
 
-int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner, char *err,
-                      size_t errlen)
+int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err, size_t errlen)
 {
     uint32_t range = 0;
     int rc;
@@ -1972,8 +1608,6 @@ int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner,
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir,
                       strerror(errno));
-    if (!(sb_rt.use_runc && image))
-        return sb_uid_claim(dir, id, owner, err, errlen);
     rc = sb_range_claim(dir, id, &range, err, errlen);
     *owner = range;
     return rc;

@@ -1,10 +1,11 @@
 /* devboxd sandbox runtime: one isolated Linux sandbox per devbox.
  *
- * A sandbox is: an overlay root filesystem (read-only lower layers + the
- * devbox's writable upper layer, both under the per-devbox directory), run
- * by bubblewrap in fresh pid/ipc/uts/mount/user/net/cgroup namespaces as an
- * unprivileged per-devbox host uid, inside cgroup v1 limits, with an in-sandbox
- * agent (devboxd-agent, pid 1) that runs commands for devboxd.  Layout of the
+ * A sandbox is: an overlay root filesystem (read-only lower layers over an
+ * image + the devbox's writable upper layer, under the per-devbox
+ * directory), run by runc in fresh pid/ipc/uts/mount/user/net/cgroup
+ * namespaces with a per-devbox range of host ids (root inside is the
+ * range's first id), inside cgroup v1 limits, with an in-sandbox agent
+ * (devboxd-agent, pid 1) that runs commands for devboxd.  Layout of the
  * per-devbox directory, what a devbox sees and the agent protocol are in
  * docs/sandbox.md.
  *
@@ -45,17 +46,10 @@ struct sb_runtime {
                                 <state_dir>/sandbox/; usually devboxd's --state-dir */
     const char *agent_path;  /* default: devboxd-agent next to /proc/self/exe, then
                                 <exe dir>/../libexec/runloop-mcp/devboxd-agent */
-    const char *bwrap_path;  /* default: /usr/bin/bwrap */
     const char *slirp_path;  /* default: /usr/bin/slirp4netns */
     const char *cgroup_root; /* default: /sys/fs/cgroup (v1 controllers below it) */
     const char *cgroup_name; /* parent group name, default "devboxd" */
-    uint32_t uid_base;       /* first host uid handed to devboxes, default 200000 */
-    uint32_t uid_count;      /* size of the range, default 65536 */
-    /* Appended: the OCI runtime for devboxes on an image (root inside a
-     * user namespace).  NULL/"" = bubblewrap (the default), "runc" = runc
-     * at runc_path.  Devboxes without an image always use bubblewrap. */
-    const char *runtime;
-    const char *runc_path;   /* default: /usr/sbin/runc */
+    const char *runc_path;   /* the runtime; default: /usr/sbin/runc */
     /* Appended: devbox disks.  NULL/"" or "loop" = a devbox with
      * limits.disk_bytes gets a loop-mounted ext4 of that size (see
      * sandbox_disk_attach); "off" = disk_bytes is advisory. */
@@ -102,14 +96,12 @@ struct sb_spec {
     const char *const *lower_layers;
     size_t n_layers;
     /* Root filesystem image (a directory tree, e.g. from devboxd-image),
-     * the lowest layer.  NULL: no image; the host's /usr and a few /etc
-     * files are bound in read-only instead. */
+     * the lowest layer; required. */
     const char *image;
     struct sb_limits limits;
     enum sb_network net;
     const char *const *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */
-    /* Appended: who commands run as (runc runtime only; the bubblewrap
-     * runtime always runs "user" 1000).  NULL = "user" (1000); "root" with
+    /* Appended: who commands run as.  NULL = "user" (1000); "root" with
      * uid 0; another name is created in the devbox (home /home/<name>,
      * passwordless sudo).  [a-z_][a-z0-9_-]{0,31}, uid 0-60000. */
     const char *user_name;
@@ -126,13 +118,10 @@ struct sb_spec {
 struct sandbox;
 struct sb_proc;
 
-/* True when devboxes on an image run under runc (root inside; user_name
- * honoured). */
-bool sandbox_root_inside(void);
 /* Checks a user_name/user_uid pair; false with a message in err. */
 bool sandbox_valid_user(const char *name, uint32_t uid, char *err, size_t errlen);
 
-/* Mounts the root, creates cgroups, starts bwrap + agent (+ slirp4netns)
+/* Mounts the root, creates cgroups, starts runc + agent (+ slirp4netns)
  * and returns once the agent answered.  Bounded: fails after 10 s. */
 int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen);
 
@@ -200,17 +189,16 @@ void sandbox_refresh_meminfo(struct sandbox *sb);
  * string. */
 const char *sandbox_failure_reason(struct sandbox *sb);
 
-/* Host uid/gid the devbox's user runs as (uid 1000 inside). */
+/* Host uid/gid the devbox's user runs as (its uid inside + the range). */
 uid_t sandbox_host_uid(const struct sandbox *sb);
-/* Who owns the devbox's writable layer on the host: the devbox uid
- * (bubblewrap runtime) or the first id of its range (runc runtime). */
+/* Who owns the devbox's writable layer on the host: the first id of its
+ * range (root inside). */
 uid_t sandbox_owner_uid(const struct sandbox *sb);
 /* The owner sandbox_start will use for dir, before the first start:
  * claims it for dir (created if missing) and records it there, as
  * sandbox_start would (e.g. to hand layer files to the devbox before it
- * boots).  image: whether the devbox has one, which picks the runtime. */
-int sandbox_dir_owner(const char *dir, const char *id, bool image, uid_t *owner, char *err,
-                      size_t errlen);
+ * boots). */
+int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err, size_t errlen);
 /* The host id a layer file owned by u gets when a layer of owner `from`
  * is handed to owner `to`; (uid_t)-1 when u stays as it is. */
 uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to);

@@ -51,20 +51,16 @@ struct sb_rt {
     char *claims_dir;     /* SB_CLAIMS_DIR: shared by the machine's engines */
     uint32_t range_slots; /* runc ranges handed out (RLMCP_UID_RANGE_SLOTS) */
     char *agent_path;
-    char *bwrap_path;
     char *slirp_path;
     char *cgroup_root;
     char *cgroup_name;
-    uint32_t uid_base;
+    uint32_t uid_base;  /* sb_uid_claim's single uids (unit tests set them) */
     uint32_t uid_count;
     bool have_ctl[SB_CG_N];
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
     char *ptyd_path;    /* devboxd-ptyd next to the agent, NULL when not built */
-    char *seccomp_prog; /* classic BPF for bwrap --seccomp (sandbox_seccomp.c) */
-    bool use_runc;      /* devboxes on an image run under runc (sandbox_oci.c) */
     char *runc_path;
     char *runc_root;    /* <state_dir>/sandbox/runc: runc's --root */
-    size_t seccomp_len;
     bool disk_on; /* devbox disks are loop-mounted ext4 (sandbox_disk.c) */
 };
 
@@ -137,11 +133,7 @@ int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms);
  * leaves them, maybe frozen) and removes them: the number found, or -errno. */
 int sb_cg_purge(const char *id);
 
-/* Seccomp (sandbox_seccomp.c): builds the program once; returns a memfd
- * holding it, positioned at 0, for one bwrap launch. */
-int sb_seccomp_program(char **prog, size_t *len);
-int sb_seccomp_fd(void);
-
+/* Seccomp (sandbox_seccomp.c). */
 struct cJSON;
 struct cJSON *sb_seccomp_oci(void); /* the same filter as OCI linux.seccomp */
 

@@ -15,20 +15,19 @@ struct sandbox {
     uid_t uid;            /* host uid == gid of the devbox user */
     int master;           /* SEQPACKET to the agent */
     int rootfd;           /* the overlay mount (fsmount fd): sandbox_open's root */
-    pid_t launcher_pid;   /* our child, which became the outer bwrap */
+    pid_t launcher_pid;   /* our child, which became runc */
     int launcher_pidfd;
     pid_t init_pid;       /* host pid of the agent (pid 1 inside) */
     int init_pidfd;
     pid_t slirp_pid;
     int slirp_pidfd;
     int slirp_exit_w;     /* closing it ends slirp4netns */
-    int errpipe_r;        /* bwrap's stderr during start */
+    int errpipe_r;        /* runc's stderr during start */
     struct sb_cgroup cg;
     uint64_t oom_base;
     const char *failure;
     bool stopped;
-    bool oci;             /* run by runc (sandbox_oci.c): root inside a user namespace */
-    uint32_t range;       /* oci: first host id of the devbox's range */
+    uint32_t range;       /* first host id of the devbox's range */
     int out_tree;  /* detached clone of the dir of commands' output files */
     dev_t out_dev; /* ... that dir's identity, to reuse the clone */
     ino_t out_ino;

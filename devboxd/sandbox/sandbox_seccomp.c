@@ -1,7 +1,6 @@
 /* Seccomp profile of everything that runs in a devbox (agent and
- * commands), for both runtimes from one definition (the rule table below):
- * libseccomp turns it into classic BPF for bubblewrap (--seccomp FD), and
- * the same table becomes the OCI "linux.seccomp" object runc loads.
+ * commands), from one definition (the rule table below): it becomes the
+ * OCI "linux.seccomp" object runc loads (libseccomp resolves the names).
  *
  * An allowlist in the manner of Docker's default profile: the system calls
  * an ordinary Linux userland uses (package managers, compilers, language
@@ -309,77 +308,13 @@ static int sc_rules(sc_emit fn, void *ctx)
     return rc;
 }
 
-/* A rule neither backend writes: the call is not one of this
+/* A rule the profile leaves out: the call is not one of this
  * architecture's (libseccomp names other ABIs' calls with negative
  * numbers) or unknown to libseccomp, or the answer is the default anyway
- * (libseccomp refuses a rule repeating the default action).  Both
- * backends skip the same rules, so both runtimes load the same filter. */
+ * (libseccomp refuses a rule repeating the default action). */
 static bool sc_skip(const char *name, int err)
 {
     return err == SC_DEFAULT_ERRNO || seccomp_syscall_resolve_name(name) < 0;
-}
-
-/* ---- classic BPF for bubblewrap ------------------------------------- */
-
-static int bpf_emit(void *ctx, const char *name, int err, unsigned n,
-                    const struct sc_arg *args)
-{
-    struct scmp_arg_cmp cmp[2];
-    uint32_t action = err == 0 ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(err);
-    unsigned i;
-    int nr;
-
-    if (sc_skip(name, err))
-        return 0;
-    nr = seccomp_syscall_resolve_name(name);
-    for (i = 0; i < n && i < 2; i++) {
-        cmp[i].arg = args[i].idx;
-        cmp[i].op = args[i].op;
-        cmp[i].datum_a = args[i].a;
-        cmp[i].datum_b = args[i].b;
-    }
-    return seccomp_rule_add_array((scmp_filter_ctx)ctx, action, nr, n, cmp);
-}
-
-int sb_seccomp_program(char **prog, size_t *len)
-{
-    scmp_filter_ctx ctx = NULL;
-    int fd = -1;
-    int rc;
-    off_t size;
-    char *buf = NULL;
-
-    *prog = NULL;
-    *len = 0;
-    ctx = seccomp_init(SCMP_ACT_ERRNO(SC_DEFAULT_ERRNO));
-    if (ctx == NULL)
-        return -ENOMEM;
-    rc = sc_rules(bpf_emit, ctx);
-    if (rc != 0)
-        goto out;
-    /* bwrap applies the filter with no_new_privs already set. */
-    fd = memfd_create("devbox-seccomp", MFD_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        goto out;
-    }
-    rc = seccomp_export_bpf(ctx, fd);
-    if (rc != 0)
-        goto out;
-    size = lseek(fd, 0, SEEK_END);
-    buf = size > 0 ? malloc((size_t)size) : NULL;
-    if (buf == NULL || pread(fd, buf, (size_t)size, 0) != size) {
-        rc = -EIO;
-        goto out;
-    }
-    *prog = buf;
-    *len = (size_t)size;
-    buf = NULL;
-out:
-    free(buf);
-    sb_close_fd(fd);
-    seccomp_release(ctx);
-    return rc;
 }
 
 /* ---- OCI linux.seccomp for runc ---------------------------------------- */
@@ -483,22 +418,4 @@ cJSON *sb_seccomp_oci(void)
         return NULL;
     }
     return s;
-}
-
-int sb_seccomp_fd(void)
-{
-    int fd;
-    ssize_t n;
-
-    if (sb_rt.seccomp_prog == NULL)
-        return -ENOENT;
-    fd = memfd_create("devbox-seccomp", MFD_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    n = write(fd, sb_rt.seccomp_prog, sb_rt.seccomp_len);
-    if (n != (ssize_t)sb_rt.seccomp_len || lseek(fd, 0, SEEK_SET) != 0) {
-        close(fd);
-        return -EIO;
-    }
-    return fd;
 }

@@ -195,7 +195,7 @@ int exec_build_command(const struct rlmcp_h *h, const cJSON *args,
         return rc;
     }
     /* root: the default user's passwordless sudo, as on Runloop; where a
-     * devbox gives no root (devboxd's bubblewrap runtime) sudo says why. */
+     * devbox gives no root (an image without sudo) sudo's absence says why. */
     if (shell != NULL) {
         free(cmd);
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,

@@ -521,9 +521,8 @@ out:
 /*
  * What a language devbox was made from, kept in its metadata: the tool's
  * blueprint, or "default" (the engine's default image).  A devbox made
- * for another blueprint, or before devboxes were tagged (on the local
- * engine: bubblewrap on the host's /usr, without the tool's runtime), is
- * never reused for the tool.
+ * for another blueprint, or before devboxes were tagged (possibly without
+ * the tool's runtime), is never reused for the tool.
  */
 #define LANG_IMAGE_KEY "image"
 

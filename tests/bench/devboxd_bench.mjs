@@ -1,9 +1,11 @@
 // devboxd benchmark: prints our figures beside the peer figure where one
 // exists (Runloop's cloud documents "a few seconds" from start to first
 // command; the previous engine is devboxd on the host's /usr without an
-// image, RLMCP_DEVBOX_IMAGE=host, measured in the same run). No
-// assertions: figures only.
+// image, RLMCP_DEVBOX_IMAGE=host, which only builds from before runc became
+// the one runtime have: --previous DEVBOXD names such a devboxd binary,
+// measured in the same run). No assertions: figures only.
 //   RLMCP_BUILD_DIR=build node tests/bench/devboxd_bench.mjs [--quick] [--cold-image]
+//       [--previous OTHER_BUILD/bin/devboxd]
 // --cold-image also builds the images into an empty cache (minutes).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -46,10 +48,14 @@ async function latencies(client, h1) {
   return { create, exec, box };
 }
 
-// The previous engine: no image, the host's /usr (same binary, same run).
+// The previous engine: no image, the host's /usr (another build's devboxd,
+// same run); empty figures without --previous.
 async function previousEngine() {
+  const at = process.argv.indexOf('--previous');
+  if (at < 0) return { create: [NaN], exec: { h2c: [NaN], 'HTTP/1.1': [NaN] } };
   process.env.RLMCP_DEVBOX_IMAGE = 'host';
   const prev = new Devboxd();
+  prev.bin = path.resolve(process.argv[at + 1] ?? '');
   try {
     await prev.start();
     const r = await latencies(prev.client(), prev.client({ http2: false }));

@@ -3,13 +3,13 @@
 // RLMCP_DEVBOX_DISK=off (disk sizes advisory, the engine before disks).
 // Both engines run at once and take turns, so machine load hits both alike.
 // Figures only.
-//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_disk_bench.mjs [--quick] [--runc]
+//   RLMCP_BUILD_DIR=build node tests/bench/devboxd_disk_bench.mjs [--quick]
+// (runc on the starter image, the one runtime; --runc is still accepted)
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { Devboxd } from '../../devboxd/tests/api/devboxd.mjs';
 
 const quick = process.argv.includes('--quick');
-const runc = process.argv.includes('--runc');
 const N_CREATE = quick ? 10 : 30;
 const N_EXEC = quick ? 100 : 300;
 const MiB = 1 << 20;
@@ -18,8 +18,7 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 const ms = (x) => `${x.toFixed(1)} ms`;
 const row = (what, ours, peer, target) =>
   console.log(`${what.padEnd(44)} ${String(ours).padEnd(26)} ${String(peer).padEnd(26)} ${target}`);
-const runtime = runc ? { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' }
-  : { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' };
+const runtime = { RLMCP_DEVBOX_IMAGE: 'starter' };
 
 const sides = [
   { name: 'loop ext4', engine: new Devboxd({ env: { ...runtime } }) },
@@ -74,7 +73,7 @@ try {
 }
 
 const [ours, peer] = sides;
-console.log(`devbox disks (${quick ? 'quick' : 'full'}, ${runc ? 'runc, starter image' : 'bwrap, host /usr'}), `
+console.log(`devbox disks (${quick ? 'quick' : 'full'}, runc, starter image), `
   + 'official Runloop SDK, h2c, both engines in turn');
 row('figure', 'loop ext4 (default)', 'RLMCP_DEVBOX_DISK=off', 'target');
 row(`create -> running p50 (n=${N_CREATE})`, ms(pct(ours.create, 0.5)), ms(pct(peer.create, 0.5)), '< 100 ms');

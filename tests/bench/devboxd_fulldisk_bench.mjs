@@ -20,7 +20,7 @@ const N = quick ? 8 : 30;
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
 const fmt = (xs) => `p50 ${pct(xs, 0.5).toFixed(1)} ms, p90 ${pct(xs, 0.9).toFixed(1)} ms`;
 const row = (what, ours, peer) => console.log(`${what.padEnd(40)} ${String(ours).padEnd(30)} ${peer}`);
-const env = { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host', RLMCP_WARM_POOL: '0' };
+const env = { RLMCP_DEVBOX_IMAGE: 'starter', RLMCP_WARM_POOL: '0' };
 const spec = { launch_parameters: { custom_disk_size: 0.25 } };
 
 const sides = [

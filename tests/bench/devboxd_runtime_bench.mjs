@@ -1,7 +1,9 @@
 // devboxd runtimes side by side in one run: root inside under runc on the
 // starter image with its warm pool (the default), the same with the pool
-// off (RLMCP_WARM_POOL=0), and bubblewrap on the host's /usr (the engine
-// before images, RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host).
+// off (RLMCP_WARM_POOL=0), and, with --before a build that still has it,
+// bubblewrap on the host's /usr (the engine before images,
+// RLMCP_DEVBOX_RUNTIME=bwrap RLMCP_DEVBOX_IMAGE=host; runc is the one
+// runtime now).
 // Creates are timed back to back and one a second (as an agent makes them).
 // Same binary, same machine, one engine after the other. Figures only.
 // Also the starter image's cold build (into an empty cache of its own, so
@@ -165,9 +167,12 @@ const runc = { RLMCP_DEVBOX_RUNTIME: 'runc', RLMCP_DEVBOX_IMAGE: 'starter' };
 const configs = [
   { label: 'runc, warm pool (default)', env: runc },
   { label: 'runc, pool off', env: { ...runc, RLMCP_WARM_POOL: '0' } },
-  { label: 'bwrap, host /usr', env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host', RLMCP_WARM_POOL: '0' } },
 ];
-if (beforeDir) configs.push({ label: 'runc before', env: runc, bin: path.join(beforeDir, 'bin', 'devboxd') });
+if (beforeDir) {
+  const bin = path.join(beforeDir, 'bin', 'devboxd');
+  configs.push({ label: 'bwrap, host /usr (before)', env: { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host', RLMCP_WARM_POOL: '0' }, bin });
+  configs.push({ label: 'runc before', env: runc, bin });
+}
 const results = await measureAll(configs);
 console.log(`devboxd runtimes (${quick ? 'quick' : 'full'}), official Runloop SDK, h2c`);
 if (beforeDir) console.log(`  (runc before: ${beforeDir})`);

@@ -348,8 +348,8 @@ describe('plugins end to end (local engine)', () => {
 
   it('run_python and run_c find or create their devbox and suspend it', LONG, async () => {
     // Devboxes of the tool's language made for another image are never
-    // reused: one without the image tag (made before tags, as on the
-    // bubblewrap engine on the host's /usr) and one for another blueprint.
+    // reused: one without the image tag (made before tags) and one for
+    // another blueprint.
     const md = { language: 'python', managed_by: 'runloop-mcp.exec' };
     const untagged = await engineRequest(engine.sock, 'POST', '/v1/devboxes', { metadata: md });
     const other = await engineRequest(engine.sock, 'POST', '/v1/devboxes',

@@ -146,10 +146,15 @@ describe('admission caps', () => {
 
 describe('runtime and image settings', () => {
   const refused = [
-    // A machine without runc: what to install, or how to run without it.
-    [{ RLMCP_RUNC: '/nonexistent/runc' }, /runc, the devbox runtime, is not at \/nonexistent\/runc: install it .*RLMCP_RUNC.*RLMCP_DEVBOX_RUNTIME=bwrap/],
-    [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /unknown devbox runtime "docker" \(runc, bwrap\)/],
-    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal, browser or host/],
+    // A machine without runc: what to install.
+    [{ RLMCP_RUNC: '/nonexistent/runc' }, /runc, the devbox runtime, is not at \/nonexistent\/runc: install it .*RLMCP_RUNC/],
+    // runc is the one runtime: a setup still asking for another (bubblewrap
+    // included) is told to drop the setting rather than quietly given root inside.
+    [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /RLMCP_DEVBOX_RUNTIME="docker": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
+    [{ RLMCP_DEVBOX_RUNTIME: 'bwrap' }, /RLMCP_DEVBOX_RUNTIME="bwrap": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
+    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal or browser/],
+    // The host's /usr is no image any more.
+    [{ RLMCP_DEVBOX_IMAGE: 'host' }, /RLMCP_DEVBOX_IMAGE="host" is not an image \(devboxes no longer run on the host's \/usr\): set it to starter/],
   ];
   for (const [env, re] of refused) {
     test(`${JSON.stringify(env)} stops devboxd with a message naming the fix`, async () => {
@@ -157,8 +162,8 @@ describe('runtime and image settings', () => {
     });
   }
 
-  test('without runc, bubblewrap still runs devboxes', async () => {
-    const e = await engineWith({ RLMCP_RUNC: '/nonexistent/runc', RLMCP_DEVBOX_RUNTIME: 'bwrap' });
+  test('RLMCP_DEVBOX_RUNTIME=runc, the one runtime, is still accepted', async () => {
+    const e = await engineWith({ RLMCP_DEVBOX_RUNTIME: 'runc' });
     const c = e.client();
     const box = await c.devboxes.createAndAwaitRunning({}, { polling: { timeoutMs: 300000 } });
     const r = await c.devboxes.executeSync(box.id, { command: 'id -un' }, { timeout: 300000 });

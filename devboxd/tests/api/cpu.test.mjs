@@ -1,5 +1,5 @@
 // CPUs by resource size through the official Runloop SDK against a real
-// devboxd, under runc (the default) and bubblewrap: `nproc` inside is the
+// devboxd (runc on the starter image): `nproc` inside is the
 // size's CPU count (capped at the machine's), the cgroup's CFS quota is the
 // size's CPUs, and devboxes of one CPU spread over the machine's CPUs.
 import assert from 'node:assert/strict';
@@ -71,4 +71,3 @@ function suite(name, env) {
 }
 
 suite('runc', {}); // the defaults: runc on the starter image
-suite('bubblewrap', { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' });

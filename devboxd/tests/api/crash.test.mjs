@@ -11,16 +11,14 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Devboxd, claimsDir, toFile, waitFor } from './devboxd.mjs';
 
-// Both runtimes: under bubblewrap a killed devboxd leaves the build's
-// cgroups behind; under runc (the default) runc removes a build's groups
-// itself, but the devbox's processes live on in its groups.
-// Under runc the build is buildah's (the default builder): its working
+// runc removes a build's groups itself, but the devbox's processes live on
+// in its groups.
+// With buildah (the default builder) the build is buildah's: its working
 // container and mount on its build disk, the disk, its temp dir and the claim of the host id range its
 // RUN steps ran on are left too, and go at the restart.
 const runtimes = [
   ['runc on the starter image (buildah builds)', {}],
   ['runc, the native builder', { RLMCP_BUILDER: 'native' }],
-  ['bubblewrap on the host /usr', { RLMCP_DEVBOX_RUNTIME: 'bwrap', RLMCP_DEVBOX_IMAGE: 'host' }],
 ];
 
 const CG = '/sys/fs/cgroup';
@@ -77,7 +75,7 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   const partial = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
   assert.ok(groups(bp.id).length > 0 || procsIn(box.id).includes('sleep 3600'),
     'the killed devboxd left neither the build\'s cgroups nor the devbox\'s processes (nothing to prove)');
-  const buildah = env.RLMCP_BUILDER === undefined && env.RLMCP_DEVBOX_RUNTIME === undefined;
+  const buildah = env.RLMCP_BUILDER === undefined;
   if (buildah) {
     assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
     assert.ok(buildahContainers(engine.stateDir, `/var/tmp/devboxd-buildah/${bp.id}`).length > 0,

@@ -9,6 +9,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *sbt_image(void)
+{
+    static char path[4096];
+    char *tool = NULL;
+    char *argv[3] = {NULL, "starter", NULL};
+    posix_spawn_file_actions_t fa;
+    int p[2] = {-1, -1};
+    pid_t pid;
+    int rc;
+
+    if (path[0] != '\0')
+        return path;
+    tool = sandbox_helper_path("devboxd-image");
+    if (tool == NULL || pipe2(p, O_CLOEXEC) != 0) {
+        free(tool);
+        return NULL;
+    }
+    argv[0] = tool;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    rc = sandbox_spawn(&pid, tool, &fa, argv);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (rc == 0)
+        rc = sandbox_collect(pid, p[0], path, sizeof(path));
+    close(p[0]);
+    free(tool);
+    if (rc != 0 || path[0] != '/') {
+        fprintf(stderr, "devboxd-image starter failed (%d): %s\n", rc, path);
+        path[0] = '\0';
+        return NULL;
+    }
+    return path;
+}
+
 int sbt_setup(struct sbt_env *e)
 {
     struct sb_runtime rt;
@@ -58,6 +93,7 @@ struct sandbox *sbt_start(struct sbt_env *e, const char *id, const struct sb_lim
     memset(&spec, 0, sizeof(spec));
     spec.id = id;
     spec.dir = dir;
+    spec.image = sbt_image();
     spec.net = net;
     spec.env = env;
     if (lim != NULL)

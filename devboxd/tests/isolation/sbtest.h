@@ -11,6 +11,11 @@ struct sbt_env {
     char state[256];   /* private state dir (mkdtemp) */
 };
 
+/* The root of the image devboxes of these tests run on: starter, from
+ * devboxd-image next to the test binary (built first when the machine's
+ * image cache has none; minutes).  NULL when it cannot be had. */
+const char *sbt_image(void);
+
 /* Creates the state dir and calls sandbox_init; aborts the test on error. */
 int sbt_setup(struct sbt_env *e);
 /* Removes the state dir; devbox dirs must have been destroyed. */

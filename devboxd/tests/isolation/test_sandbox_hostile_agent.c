@@ -168,6 +168,7 @@ static void test_bad_or_missing_hello_fails_start(void **state)
         memset(&spec, 0, sizeof(spec));
         spec.id = ids[i];
         spec.dir = dir;
+        spec.image = sbt_image();
         spec.net = SB_NET_NONE;
         assert_int_not_equal(sandbox_start(&spec, &sb, err, sizeof(err)), 0);
         assert_null(sb);

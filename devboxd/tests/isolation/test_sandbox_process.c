@@ -54,7 +54,8 @@ out:
 }
 
 /* Copies devboxd-agent and devboxd-ptyd (built next to this test) into
- * <top>/bin, a 0700 directory. */
+ * <top>/bin, a 0700 directory, as 0700 files (a build under umask 077):
+ * the devbox's own ids run them all the same. */
 static int stage_helpers(char *agent, size_t len)
 {
     static const char *const names[] = {"devboxd-agent", "devboxd-ptyd"};

@@ -181,6 +181,9 @@ static void test_spec_rejected(void **state)
     assert_int_equal(sandbox_start(&spec, &sb, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "absolute"));
     spec.dir = "/tmp/x";
+    assert_int_equal(sandbox_start(&spec, &sb, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "needs an image"));
+    spec.image = "/tmp/image";
     spec.env = env_bad;
     assert_int_equal(sandbox_start(&spec, &sb, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "entry 1"));

@@ -1,6 +1,5 @@
-/* The devbox seccomp profile as runc gets it (sb_seccomp_oci) and the
- * classic BPF bubblewrap gets (sb_seccomp_program), both from one table;
- * and the generated /proc/meminfo text (sb_oci_meminfo_text).
+/* The devbox seccomp profile as runc gets it (sb_seccomp_oci), and the
+ * generated /proc/meminfo text (sb_oci_meminfo_text).
  *
  * libseccomp lets an unconditional rule for a call override every
  * argument-filtered rule of it (the filter then allows every socket
@@ -102,20 +101,6 @@ static void test_oci_profile_shape(void **state)
     cJSON_Delete(s);
 }
 
-static void test_bpf_program_builds(void **state)
-{
-    char *prog = NULL;
-    size_t len = 0;
-
-    (void)state;
-    assert_int_equal(sb_seccomp_program(&prog, &len), 0);
-    assert_non_null(prog);
-    /* classic BPF: 8-byte instructions, well below the kernel's 4096 */
-    assert_int_equal(len % 8, 0);
-    assert_true(len / 8 > 100 && len / 8 < 4096);
-    free(prog);
-}
-
 static void test_meminfo_text(void **state)
 {
     char buf[1024];
@@ -145,7 +130,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oci_profile_shape),
-        cmocka_unit_test(test_bpf_program_builds),
         cmocka_unit_test(test_meminfo_text),
     };
 
