@@ -41,5 +41,12 @@ int64_t sb_now_ms(void);
  * stays valid across a concurrent sandbox_stop; -ESRCH once stopped. */
 int sb_dup_fd(struct sandbox *sb, const int *field);
 int sb_poll_until(int fd, short events, int64_t deadline);
+/* Waits (bounded) for our own child to exit and reaps it (SIGKILL when
+ * it outlives timeout_ms). */
+void sb_reap_child(pid_t pid, int pidfd, int timeout_ms);
+/* Every signal at its default and none blocked, for a child before its
+ * exec (devboxd's own mask and ignored signals survive execve).
+ * Async-signal-safe. */
+void sb_child_default_signals(void);
 
 #endif
