@@ -854,7 +854,6 @@ int engine_sandbox_start(struct engine *eng, const char *id,
     uid_t *owners = NULL;
     size_t n_layers = 0;
     double cpus, mem, disk;
-    int attempt;
     int rc = -1;
 
     *out = NULL;
@@ -892,22 +891,13 @@ int engine_sandbox_start(struct engine *eng, const char *id,
     spec.dir = dir;
     spec.env = (const char *const *)env;
     spec.user_name = user_name;
-    /* Sandbox starts intermittently fail before anything ran inside
-     * ("bwrap: loopback: Failed RTM_NEWADDR"), more often when concurrent:
-     * start one at a time (~40 ms each) and retry such a start twice. */
-    for (attempt = 0; attempt < 3; attempt++) {
-        pthread_mutex_lock(&start_lock);
-        rc = sandbox_start(&spec, &sb, err, errlen);
-        pthread_mutex_unlock(&start_lock);
-        if (rc == 0 || strstr(err, "RTM_NEWADDR") == NULL)
-            break;
-        if (log_box != NULL) {
-            pthread_mutex_lock(&eng->lock);
-            engine_log_locked(eng, log_box, "setup_commands", "warn", err, NULL,
-                              0);
-            pthread_mutex_unlock(&eng->lock);
-        }
-    }
+    /* One start at a time, as ever: the serialisation came with the
+     * retired bubblewrap runtime (whose loopback set-up raced, and whose
+     * failures were retried); overlapping runc starts have not been
+     * measured apart from it. */
+    pthread_mutex_lock(&start_lock);
+    rc = sandbox_start(&spec, &sb, err, errlen);
+    pthread_mutex_unlock(&start_lock);
     if (rc == 0)
         *out = sb;
 out:
