@@ -42,13 +42,28 @@ extern char **environ;
 
 /* ------------------------------------------------------------ settings */
 
-int bb_enabled(void)
+int bb_available(char *err, size_t errlen)
 {
-    const char *b = getenv("RLMCP_BUILDER");
-
-    if (b != NULL && strcmp(b, "native") == 0)
+    if (access(BUILDAH_PATH, X_OK) == 0)
         return 0;
-    return access("/usr/bin/buildah", X_OK) == 0;
+    snprintf(err, errlen,
+             "blueprint builds need buildah at %s: install it (apt-get "
+             "install buildah; scripts/bootstrap)",
+             BUILDAH_PATH);
+    return -1;
+}
+
+int bb_check_setting(char *err, size_t errlen)
+{
+    const char *v = getenv("RLMCP_BUILDER");
+
+    if (v == NULL || v[0] == '\0' || strcmp(v, "buildah") == 0)
+        return 0;
+    snprintf(err, errlen,
+             "RLMCP_BUILDER=\"%.40s\": blueprints build with buildah only "
+             "(the native Dockerfile builder is gone); unset RLMCP_BUILDER",
+             v);
+    return -1;
 }
 
 static const char *image_cache(void)
@@ -156,7 +171,7 @@ static int spawn(char *const *argv, const int *fds, const char *tmpdir,
         close_range(3, ~0U, 0); /* none of devboxd's descriptors */
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
-        execve("/usr/bin/buildah", argv, envp);
+        execve(BUILDAH_PATH, argv, envp);
         _exit(127);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -406,8 +421,8 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
         img = util_json_str(rec, "buildah_image");
         if (img == NULL) {
             snprintf(err, errlen,
-                     "blueprint %s was built by the native builder "
-                     "(RLMCP_BUILDER=native); build it again to build FROM it",
+                     "blueprint %s was built by the native builder, which "
+                     "is gone; build it again to build FROM it",
                      id);
             rc = -1;
         } else {

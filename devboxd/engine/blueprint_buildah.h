@@ -1,4 +1,4 @@
-/* Blueprint builds by buildah (the default builder under runc): the
+/* Blueprint builds by buildah (the one builder): the
  * Dockerfile (buildah_dockerfile.h) is built with `buildah build --runtime
  * runc` in a store of the build's own on its build disk, FROM the
  * engine's images imported once per machine (devboxd-buildah-base) or
@@ -41,10 +41,13 @@ struct bb_job {
     int out_of_disk; /* failed at the build disk limit */
 };
 
-/* Whether blueprints build with buildah: yes under the runc runtime on an
- * image (the default) when buildah is installed, unless
- * RLMCP_BUILDER=native. */
-int bb_enabled(void);
+#define BUILDAH_PATH "/usr/bin/buildah"
+
+/* 0 when buildah is installed, else -1 with err saying what to install. */
+int bb_available(char *err, size_t errlen);
+/* RLMCP_BUILDER: unset or "buildah" (the one builder); else -1 with err
+ * naming the fix (checked at devboxd's start). */
+int bb_check_setting(char *err, size_t errlen);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */
 int bb_check(const cJSON *params, char *err, size_t errlen);

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "blueprint_buildah.h"
+#include "buildah_dockerfile.h"
 #include "build_context.h"
 #include "code_mounts.h"
 #include "devbox_spec.h"
-#include "dockerfile.h"
 #include "images.h"
 #include "layer_records.h"
 #include "sandbox.h"
@@ -327,52 +327,6 @@ static void set_status(struct build *b, const char *status, const char *failure)
     free(layer);
 }
 
-/* ---------------------------------------------------------- build steps */
-
-static char *dquote(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = malloc(len * 2 + 3);
-    size_t o = 0;
-
-    if (out == NULL)
-        return NULL;
-    out[o++] = '"';
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\' || *s == '`')
-            out[o++] = '\\';
-        out[o++] = *s;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-    return out;
-}
-
-/* Logs the complete lines of buf[0..len) and keeps the partial last one. */
-static size_t log_lines_of(struct build *b, char *buf, size_t len, int flush)
-{
-    size_t start = 0, i;
-
-    for (i = 0; i < len; i++) {
-        if (buf[i] == '\n') {
-            blog(b, "info", "%.*s", (int)(i - start), buf + start);
-            start = i + 1;
-        }
-    }
-    if (flush && start < len) {
-        blog(b, "info", "%.*s", (int)(len - start), buf + start);
-        start = len;
-    }
-    if (len - start >= LOG_LINE_MAX) { /* a very long line: log it cut */
-        blog(b, "info", "%.*s", (int)(len - start), buf + start);
-        start = len;
-    }
-    memmove(buf, buf + start, len - start);
-    return len - start;
-}
-
-/* Runs cmd in the build's named shell, streaming its output into the logs
- * while it runs.  Returns the exit status, or -1 with err. */
 /* Whether the running step must end now, with why in err: devboxd stops,
  * the blueprint was deleted, or the build ran past its time limit. */
 static int stop_reason(struct build *b, char *err, size_t errlen)
@@ -396,482 +350,7 @@ static int stop_reason(struct build *b, char *err, size_t errlen)
     return 1;
 }
 
-static uint64_t oom_kills(struct build *b)
-{
-    uint64_t kills = 0;
-
-    return sandbox_oom_kills(b->sb, &kills) == 0 ? kills : 0;
-}
-
-static int run_cmd(struct build *b, const char *cmd, int log_output, char *capture,
-                   size_t capcap, char *err, size_t errlen)
-{
-    struct sb_exec req;
-    struct sb_proc *p = NULL;
-    char *outpath = NULL;
-    char buf[LOG_LINE_MAX + 1];
-    size_t have = 0;
-    off_t off = 0;
-    int fd = -1;
-    int status = -1;
-    uint64_t oom_before;
-    int rc;
-
-    if (asprintf(&outpath, "%s/step.out", b->dir) < 0)
-        return -1;
-    fd = open(outpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", outpath, strerror(errno));
-        goto out;
-    }
-    oom_before = oom_kills(b);
-    memset(&req, 0, sizeof(req));
-    req.command = cmd;
-    req.shell_name = "build";
-    req.stdout_fd = fd;
-    req.stderr_fd = fd;
-    if (sandbox_exec(b->sb, &req, &p, err, errlen) != 0)
-        goto out;
-    for (;;) {
-        ssize_t n;
-
-        rc = sb_proc_wait(p, 200, &status);
-        if (rc == -ETIMEDOUT && stop_reason(b, err, errlen))
-            sb_proc_kill(p, SIGKILL);
-        while ((n = pread(fd, buf + have, sizeof(buf) - 1 - have, off)) > 0) {
-            off += n;
-            have += (size_t)n;
-            if (log_output)
-                have = log_lines_of(b, buf, have, 0);
-            else if (capture != NULL && capcap > 0)
-                have = have >= capcap ? capcap - 1 : have;
-            if (have >= sizeof(buf) - 1)
-                have = 0;
-        }
-        if (rc != -ETIMEDOUT)
-            break;
-    }
-    if (log_output)
-        log_lines_of(b, buf, have, 1);
-    else if (capture != NULL && capcap > 0) {
-        memcpy(capture, buf, have < capcap ? have : capcap - 1);
-        capture[have < capcap ? have : capcap - 1] = '\0';
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "the build sandbox stopped");
-        status = -1;
-    } else if (status != 0 && err[0] == '\0' && oom_kills(b) > oom_before) {
-        snprintf(err, errlen,
-                 "killed for memory: a build may use %.3g GiB "
-                 "(RLMCP_BUILD_MEMORY_GB)",
-                 b->eng->caps.build_memory_gb);
-    } else if (status == 127 && sb_proc_error(p) != NULL) {
-        snprintf(err, errlen, "%s", sb_proc_error(p));
-    }
-out:
-    if (p != NULL)
-        sb_proc_free(p);
-    if (fd >= 0)
-        close(fd);
-    if (outpath != NULL)
-        unlink(outpath);
-    free(outpath);
-    return status;
-}
-
-static int write_file(struct build *b, const char *path, const char *content, char *err,
-                      size_t errlen)
-{
-    size_t len = strlen(content);
-    size_t done = 0;
-    int fd = sandbox_open(b->sb, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(-fd));
-        return -1;
-    }
-    while (done < len) {
-        ssize_t n = write(fd, content + done, len - done);
-
-        if (n <= 0) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        done += (size_t)n;
-    }
-    close(fd);
-    return 0;
-}
-
-/* export NAME="value" in the build shell; *value_out gets the expansion. */
-static int export_var(struct build *b, const char *key, const char *value, int keep,
-                      char *err, size_t errlen)
-{
-    char *q = dquote(value);
-    char *cmd = NULL;
-    char expanded[LOG_LINE_MAX];
-    int st;
-
-    if (q == NULL || asprintf(&cmd, "export %s=%s && printf '%%s' \"$%s\"", key, q, key) < 0) {
-        free(q);
-        return -1;
-    }
-    expanded[0] = '\0';
-    st = run_cmd(b, cmd, 0, expanded, sizeof(expanded), err, errlen);
-    if (st == 0 && keep) {
-        cJSON_DeleteItemFromObjectCaseSensitive(b->env, key);
-        cJSON_AddStringToObject(b->env, key, expanded);
-    }
-    free(q);
-    free(cmd);
-    return st;
-}
-
-static const char *mount_content(const cJSON *fm, const char *src)
-{
-    const cJSON *it = NULL;
-    const char *want = src;
-
-    if (strncmp(want, "./", 2) == 0)
-        want += 2;
-    cJSON_ArrayForEach(it, fm) {
-        const char *base = strrchr(it->string, '/');
-
-        if (strcmp(it->string, src) == 0 || (base != NULL && strcmp(base + 1, want) == 0))
-            return it->valuestring;
-    }
-    return NULL;
-}
-
-static int step_copy(struct build *b, const struct df_step *s, char *err, size_t errlen)
-{
-    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(b->params, "file_mounts");
-    const char *content = mount_content(fm, s->src);
-    const char *base = strrchr(s->src, '/');
-    char tmp[64];
-    char *qd = NULL;
-    char *qb = NULL;
-    char *cmd = NULL;
-    int st = -1;
-
-    if (content == NULL) {
-        snprintf(err, errlen, "COPY source \"%s\" is not in file_mounts; the local engine "
-                 "copies only files given inline in file_mounts", s->src);
-        return -1;
-    }
-    snprintf(tmp, sizeof(tmp), "/tmp/.devboxd-copy-%d", b->copies++);
-    if (write_file(b, tmp, content, err, errlen) != 0)
-        return -1;
-    qd = dquote(s->dst);
-    qb = dquote(base != NULL ? base + 1 : s->src);
-    if (qd != NULL && qb != NULL &&
-        asprintf(&cmd, "d=%s; case \"$d\" in */) mkdir -p \"$d\" && d=\"$d\"%s;; esac; "
-                 "mkdir -p \"$(dirname \"$d\")\" && cp %s \"$d\" && rm -f %s", qd, qb, tmp,
-                 tmp) >= 0)
-        st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
-    free(qd);
-    free(qb);
-    free(cmd);
-    return st;
-}
-
-static int step_user(const struct df_step *s, char *err, size_t errlen)
-{
-    static const char *const ok[] = {"user", "1000", "user:user", "1000:1000", NULL};
-    size_t i;
-
-    for (i = 0; ok[i] != NULL; i++) {
-        if (strcmp(s->arg, ok[i]) == 0)
-            return 0;
-    }
-    snprintf(err, errlen, "USER %s is not supported by the local engine: build steps and "
-             "devboxes run as user (uid 1000); write USER user or remove it", s->arg);
-    return -1;
-}
-
-static int step_arg(struct build *b, const struct df_step *s, char *err, size_t errlen)
-{
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(b->params, "build_args");
-    size_t i;
-
-    for (i = 0; i < s->n_pairs; i++) {
-        const char *v = util_json_str(args, s->pairs[i].key);
-
-        if (v == NULL)
-            v = s->pairs[i].value;
-        if (v != NULL && export_var(b, s->pairs[i].key, v, 0, err, errlen) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* One Dockerfile instruction (FROM is handled before the sandbox starts). */
-static int run_step(struct build *b, const struct df_step *s, char *err, size_t errlen)
-{
-    char *q = NULL;
-    char *cmd = NULL;
-    size_t i;
-    int st = 0;
-
-    switch (s->kind) {
-    case DF_RUN:
-        return run_cmd(b, s->arg, 1, NULL, 0, err, errlen);
-    case DF_ENV:
-        for (i = 0; i < s->n_pairs && st == 0; i++)
-            st = export_var(b, s->pairs[i].key, s->pairs[i].value, 1, err, errlen);
-        return st;
-    case DF_ARG:
-        return step_arg(b, s, err, errlen);
-    case DF_WORKDIR:
-        q = dquote(s->arg);
-        if (q == NULL || asprintf(&cmd, "mkdir -p %s && cd %s", q, q) < 0) {
-            free(q);
-            return -1;
-        }
-        st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
-        free(q);
-        free(cmd);
-        return st;
-    case DF_USER:
-        return step_user(s, err, errlen);
-    case DF_COPY:
-        return step_copy(b, s, err, errlen);
-    default:
-        return 0;
-    }
-}
-
 /* --------------------------------------------------------------- build */
-
-static int start_sandbox(struct build *b, char *err, size_t errlen)
-{
-    struct sb_spec spec;
-    cJSON *holder = cJSON_CreateObject();
-    char **paths = NULL;
-    uid_t *owners = NULL;
-    char *sbdir = NULL;
-    char *image = NULL;
-    size_t n = 0;
-    int attempt;
-    int rc = -1;
-
-    memset(&spec, 0, sizeof(spec));
-    if (b->base_chain != NULL)
-        cJSON_AddItemToObject(holder, "_layers", cJSON_Duplicate(b->base_chain, 1));
-    if (asprintf(&sbdir, "%s/sandbox", b->dir) < 0) {
-        sbdir = NULL;
-        goto out;
-    }
-    /* Blueprints build on the default image, as their devboxes run on it. */
-    if (images_path(NULL, &image, err, errlen) != 0)
-        goto out;
-    spec.image = image;
-    if (layers_prepare_box(holder, sbdir, b->id, image != NULL, &paths, &owners,
-                           &n, err, errlen) != 0)
-        goto out;
-    spec.id = b->id;
-    spec.dir = sbdir;
-    spec.limits.memory_bytes =
-        (uint64_t)(b->eng->caps.build_memory_gb * 1073741824.0);
-    spec.limits.cpu_millis = (uint32_t)(b->eng->caps.build_cpus * 1000.0);
-    spec.lower_layers = (const char *const *)paths;
-    spec.layer_owners = owners;
-    spec.n_layers = n;
-    spec.net = SB_NET_OUTBOUND;
-    for (attempt = 0; attempt < 3; attempt++) {
-        rc = sandbox_start(&spec, &b->sb, err, errlen);
-        if (rc == 0 || strstr(err, "RTM_NEWADDR") == NULL)
-            break;
-    }
-out:
-    layers_free_paths(paths, n);
-    free(owners);
-    free(sbdir);
-    free(image);
-    cJSON_Delete(holder);
-    return rc;
-}
-
-/* Stops the build sandbox; on success its writable layer becomes the
- * blueprint's layer.  Returns 0 with *owner set, or -1. */
-static int finish_sandbox(struct build *b, int keep, uid_t *owner, char *err, size_t errlen)
-{
-    char *sbdir = NULL;
-    char *upper = NULL;
-    char *layer = NULL;
-    int rc = -1;
-
-    if (b->sb == NULL)
-        return keep ? -1 : 0;
-    *owner = sandbox_owner_uid(b->sb);
-    sandbox_stop(b->sb);
-    sandbox_release(b->sb);
-    b->sb = NULL;
-    if (asprintf(&sbdir, "%s/sandbox", b->dir) < 0 || asprintf(&upper, "%s/upper", sbdir) < 0 ||
-        asprintf(&layer, "%s/layer", b->dir) < 0)
-        goto out;
-    rc = 0;
-    if (keep) {
-        util_rmtree(layer);
-        if (rename(upper, layer) != 0) {
-            snprintf(err, errlen, "cannot keep the build layer: %s", strerror(errno));
-            rc = -1;
-        }
-    }
-    sandbox_destroy_dir(sbdir, err, errlen);
-out:
-    free(sbdir);
-    free(upper);
-    free(layer);
-    return rc;
-}
-
-static int write_mounts(struct build *b, char *err, size_t errlen)
-{
-    const cJSON *it = NULL;
-
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(b->params, "file_mounts")) {
-        char *q = dquote(it->string);
-        char *cmd = NULL;
-        int st = -1;
-
-        if (q != NULL && asprintf(&cmd, "mkdir -p \"$(dirname %s)\"", q) >= 0)
-            st = run_cmd(b, cmd, 1, NULL, 0, err, errlen);
-        free(q);
-        free(cmd);
-        if (st != 0 || write_file(b, it->string, it->valuestring, err, errlen) != 0) {
-            blog(b, "error", "file_mounts %s: cannot write it in the build: %s", it->string,
-                 err[0] ? err : "mkdir failed");
-            return -1;
-        }
-        blog(b, "info", "file_mounts: wrote %s", it->string);
-    }
-    return 0;
-}
-
-/* Runs every step; logs and returns -1 at the first failure. */
-static int run_steps(struct build *b, const struct df_file *df, char *err, size_t errlen)
-{
-    const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(b->params, "system_setup_commands");
-    const cJSON *it = NULL;
-    size_t i;
-    int k = 0;
-    int st;
-
-    for (i = 0; i < df->n; i++) {
-        const struct df_step *s = &df->steps[i];
-
-        if (s->kind == DF_FROM)
-            continue;
-        b->step++;
-        blog(b, "info", "Step %d/%d: %s", b->step, b->n_steps, s->text);
-        err[0] = '\0';
-        st = run_step(b, s, err, errlen);
-        if (st != 0) {
-            blog(b, "error", "step %d/%d (Dockerfile line %d): %s failed: %s%s%d",
-                 b->step, b->n_steps, s->line, s->text, err[0] ? err : "",
-                 err[0] ? "; exit code " : "command exited with code ", st);
-            return -1;
-        }
-    }
-    cJSON_ArrayForEach(it, cmds) {
-        b->step++;
-        blog(b, "info", "Step %d/%d: RUN %s", b->step, b->n_steps, it->valuestring);
-        err[0] = '\0';
-        st = run_cmd(b, it->valuestring, 1, NULL, 0, err, errlen);
-        if (st != 0) {
-            blog(b, "error", "step %d/%d: system_setup_commands[%d] %s failed: %s%s%d",
-                 b->step, b->n_steps, k, it->valuestring, err[0] ? err : "",
-                 err[0] ? "; exit code " : "command exited with code ", st);
-            return -1;
-        }
-        k++;
-    }
-    return 0;
-}
-
-/* Resolves FROM: the local base or a blueprint (by id or name). */
-static int resolve_from(struct build *b, const struct df_file *df, char *err, size_t errlen)
-{
-    const char *img = NULL;
-    const char *ref = NULL;
-    const cJSON *rec = NULL;
-    size_t i;
-
-    for (i = 0; i < df->n; i++) {
-        if (df->steps[i].kind == DF_FROM)
-            img = df->steps[i].arg;
-    }
-    if (img == NULL || strcmp(img, LOCAL_BASE) == 0 ||
-        strcmp(img, "runloop/starter-x86_64") == 0)
-        return 0;
-    if (strncmp(img, "runloop:", 8) != 0) {
-        snprintf(err, errlen, "FROM %s: the local engine has no image registry; use FROM "
-                 LOCAL_BASE " or FROM runloop:<blueprint id or name>", img);
-        return -1;
-    }
-    ref = img + 8;
-    layers_lock(b->eng);
-    rec = blueprints_find_locked(strncmp(ref, "bpt_", 4) == 0 ? ref : NULL,
-                                 strncmp(ref, "bpt_", 4) == 0 ? NULL : ref);
-    if (rec != NULL && b->base_id != NULL &&
-        strcmp(b->base_id, util_json_str(rec, "id")) != 0)
-        rec = NULL;
-    if (rec != NULL && b->base_id == NULL) {
-        b->base_id = strdup(util_json_str(rec, "id"));
-        b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "layers"), 1);
-        blueprints_depend_locked(b->id, rec);
-    }
-    layers_unlock();
-    if (rec == NULL) {
-        snprintf(err, errlen, "FROM %s: no successful build of that blueprint%s", img,
-                 b->base_id != NULL ? " (or it differs from base_blueprint_id)" : "");
-        return -1;
-    }
-    return 0;
-}
-
-static int count_steps(const struct df_file *df, const cJSON *params)
-{
-    int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(params,
-                                                                "system_setup_commands"));
-    size_t i;
-
-    for (i = 0; i < df->n; i++)
-        n += df->steps[i].kind != DF_FROM;
-    return n;
-}
-
-/* Success: records the layer chain and ENV. */
-static void record_success(struct build *b, uid_t owner)
-{
-    cJSON *rec = NULL;
-    cJSON *layers = cJSON_CreateArray();
-    cJSON *own = cJSON_CreateObject();
-    char *layer = NULL;
-    const cJSON *it = NULL;
-
-    if (asprintf(&layer, "%s/layer", b->dir) < 0)
-        layer = NULL;
-    cJSON_AddStringToObject(own, "path", layer != NULL ? layer : "");
-    cJSON_AddNumberToObject(own, "owner", (double)owner);
-    cJSON_AddItemToArray(layers, own);
-    cJSON_ArrayForEach(it, b->base_chain)
-        cJSON_AddItemToArray(layers, cJSON_Duplicate(it, 1));
-    layers_lock(b->eng);
-    rec = find_locked(b->id);
-    if (rec != NULL) {
-        cJSON_DeleteItemFromObjectCaseSensitive(rec, "layers");
-        cJSON_AddItemToObject(rec, "layers", layers);
-        layers = NULL;
-        cJSON_DeleteItemFromObjectCaseSensitive(rec, "env");
-        cJSON_AddItemToObject(rec, "env", cJSON_Duplicate(b->env, 1));
-    }
-    layers_unlock();
-    cJSON_Delete(layers);
-    free(layer);
-}
 
 static void bb_log(void *ctx, const char *level, const char *msg)
 {
@@ -1000,49 +479,8 @@ static void build_run_buildah(struct build *b)
 
 static void build_run(struct build *b)
 {
-    struct df_file df;
-    const cJSON *dockerfile = cJSON_GetObjectItemCaseSensitive(b->params, "dockerfile");
-    char err[ERRLEN] = "";
-    uid_t owner = 0;
-    int ok = 0;
-
-    memset(&df, 0, sizeof(df));
     blog(b, "info", "build %s queued on the local engine", b->id);
-    if (bb_enabled()) {
-        build_run_buildah(b);
-        return;
-    }
-    if (cJSON_IsString(dockerfile) && dockerfile->valuestring[0] != '\0' &&
-        dockerfile_parse(dockerfile->valuestring, &df, err, sizeof(err)) != 0) {
-        blog(b, "error", "Dockerfile %s", err);
-        goto done;
-    }
-    if (resolve_from(b, &df, err, sizeof(err)) != 0) {
-        blog(b, "error", "Dockerfile %s", err);
-        goto done;
-    }
-    b->n_steps = count_steps(&df, b->params);
-    start_building(b);
-    blog(b, "info", "starting the build sandbox%s%s", b->base_id ? " on blueprint " : "",
-         b->base_id ? b->base_id : "");
-    if (start_sandbox(b, err, sizeof(err)) != 0) {
-        blog(b, "error", "the build sandbox failed to start: %s", err);
-        goto done;
-    }
-    if (write_mounts(b, err, sizeof(err)) != 0 || run_steps(b, &df, err, sizeof(err)) != 0)
-        goto done;
-    ok = 1;
-done:
-    if (finish_sandbox(b, ok, &owner, err, sizeof(err)) != 0 && ok) {
-        blog(b, "error", "%s", err);
-        ok = 0;
-    }
-    if (ok) {
-        record_success(b, owner);
-        blog(b, "info", "build complete");
-    }
-    set_status(b, ok ? "build_complete" : "failed", ok ? NULL : "build_failed");
-    dockerfile_free(&df);
+    build_run_buildah(b);
 }
 
 static void build_free(struct build *b)
@@ -1284,8 +722,8 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
     }
     if (util_opt_string(body, "dockerfile", &s, err, errlen) != 0)
         return -1;
-    if (s != NULL && strlen(s) > DOCKERFILE_MAX) {
-        snprintf(err, errlen, "dockerfile is over %u bytes", DOCKERFILE_MAX);
+    if (s != NULL && strlen(s) > BD_DOCKERFILE_MAX) {
+        snprintf(err, errlen, "dockerfile is over %u bytes", BD_DOCKERFILE_MAX);
         return -1;
     }
     if (util_opt_string_array(body, "system_setup_commands", &m, err, errlen) != 0 ||
@@ -1317,7 +755,7 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
     }
     if (id == NULL && name == NULL)
         return 0;
-    if (id == NULL && bb_enabled()) {
+    if (id == NULL) {
         /* An image name (Runloop's public names, devboxd's own), mapped as
          * devbox create maps it: the build resolves it as its FROM. */
         const char *image = NULL;
@@ -1371,35 +809,21 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     *view = NULL;
     if (check_create(body, err, errlen) != 0)
         return 400;
-    if (!bb_enabled() && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
-                             body, "build_context"))) {
-        snprintf(err, errlen,
-                 "build_context needs the buildah builder: unset "
-                 "RLMCP_BUILDER=native (or give the files in file_mounts)");
+    if (bb_available(err, errlen) != 0)
+        return 503;
+    /* An unknown base_blueprint_id stays a 404. */
+    layers_lock(eng);
+    status = resolve_base_locked(body, &base, err, errlen);
+    layers_unlock();
+    if (status != 0)
+        return status;
+    if (bb_check(body, err, errlen) != 0)
         return 400;
-    }
-    if (!bb_enabled() && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-                             body, "code_mounts")) > 0) {
-        snprintf(err, errlen,
-                 "code_mounts needs the buildah builder: unset "
-                 "RLMCP_BUILDER=native (or clone in system_setup_commands)");
+    /* Checked whole now (a bad archive is a 400) and kept open: the build
+     * gets these bytes even if the object is deleted meanwhile. */
+    if (build_context_open(eng, body, context_max(eng), &context_fd, err,
+                           errlen) != 0)
         return 400;
-    }
-    if (bb_enabled()) {
-        /* An unknown base_blueprint_id stays a 404. */
-        layers_lock(eng);
-        status = resolve_base_locked(body, &base, err, errlen);
-        layers_unlock();
-        if (status != 0)
-            return status;
-        if (bb_check(body, err, errlen) != 0)
-            return 400;
-        /* Checked whole now (a bad archive is a 400) and kept open: the
-         * build gets these bytes even if the object is deleted meanwhile. */
-        if (build_context_open(eng, body, context_max(eng), &context_fd, err,
-                               errlen) != 0)
-            return 400;
-    }
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
         if (context_fd >= 0)

@@ -870,8 +870,14 @@ static int one_instruction(struct prep *p, char **lines, size_t nlines,
     int line = (int)*i + 1;
     int rc = -1;
 
-    if (kw == NULL || text == NULL)
+    if (text == NULL) {
+        fail(p, "out of memory");
         goto out;
+    }
+    if (kw == NULL) {
+        rc = 0; /* whitespace other than spaces and tabs only: a blank line */
+        goto out;
+    }
     if (!known_keyword(kw)) {
         fail(p, "line %d: unknown instruction \"%s\"", line, kw);
         goto out;

@@ -25,6 +25,8 @@ typedef int (*bd_resolve_fn)(void *ctx, const char *name, char **local,
 
 /* Where the builder puts code_mounts[i] as a git bundle, <i>.bundle, in
  * the build context. */
+/* The longest Dockerfile a create may give. */
+#define BD_DOCKERFILE_MAX (256u * 1024u)
 #define BD_CODE_DIR ".devboxd-code"
 
 struct bd_step {

@@ -6,6 +6,7 @@
 #include "engine.h"
 #include "file_writes.h"
 #include "retention.h"
+#include "blueprint_buildah.h"
 #include "images.h"
 #include "code_mounts.h"
 #include "mounts.h"
@@ -1758,7 +1759,8 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
         return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
-    if (check_runtime_setting(err, errlen) != 0)
+    if (check_runtime_setting(err, errlen) != 0 ||
+        bb_check_setting(err, errlen) != 0)
         return -1;
     rt.runc_path = getenv("RLMCP_RUNC");         /* default /usr/sbin/runc */
     rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */

@@ -1,42 +1,61 @@
 /*
- * fuzz_devboxd_dockerfile.c - the blueprint Dockerfile parser
- * (dockerfile_parse). Input: the Dockerfile text.
+ * fuzz_devboxd_dockerfile.c - the blueprint Dockerfile buildah builds
+ * (bd_prepare: parses the user's Dockerfile and writes the one buildah
+ * gets). Input: the Dockerfile text; every FROM resolves to one image.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dockerfile.h"
+#include <cjson/cJSON.h>
+
+#include "buildah_dockerfile.h"
 #include "fuzz_util.h"
+
+static int resolve_any(void *ctx, const char *name, char **local, char *err, size_t errlen)
+{
+    (void)ctx;
+    (void)name;
+    (void)err;
+    (void)errlen;
+    *local = strdup("localhost/devboxd-fuzz:base");
+    return *local != NULL ? 0 : -1;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct df_file f;
+    struct bd_out out;
+    cJSON *params = NULL;
     char err[512];
     char *text = NULL;
     size_t i;
 
     if (data == NULL)
         return 0; /* the replay driver's final call */
-    if (size > DOCKERFILE_MAX)
+    if (size > BD_DOCKERFILE_MAX)
         return 0;
     text = malloc(size + 1);
-    if (text == NULL)
-        return 0;
+    params = cJSON_CreateObject();
+    if (text == NULL || params == NULL)
+        goto out;
     memcpy(text, data, size);
     text[size] = '\0';
-    memset(&f, 0, sizeof(f));
+    if (strlen(text) != size || cJSON_AddStringToObject(params, "dockerfile", text) == NULL)
+        goto out; /* JSON strings hold no NUL: the API never passes one */
+    memset(&out, 0, sizeof(out));
     err[0] = '\0';
-    if (dockerfile_parse(text, &f, err, sizeof(err)) == 0) {
-        for (i = 0; i < f.n; i++) {
-            FUZZ_REQUIRE(f.steps[i].text != NULL, "step %zu without text", i);
-            FUZZ_REQUIRE(f.steps[i].line >= 1, "step %zu on line %d", i, f.steps[i].line);
-            FUZZ_REQUIRE(dockerfile_kind_name(f.steps[i].kind) != NULL, "step %zu kind", i);
+    if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) == 0) {
+        FUZZ_REQUIRE(out.text != NULL, "no Dockerfile for buildah");
+        for (i = 0; i < out.n_steps; i++) {
+            FUZZ_REQUIRE(out.steps[i].emit != NULL, "step %zu emits nothing", i);
+            FUZZ_REQUIRE(out.steps[i].line >= 0, "step %zu on line %d", i, out.steps[i].line);
         }
     } else {
         FUZZ_REQUIRE(err[0] != '\0', "a refused Dockerfile has no message");
     }
-    dockerfile_free(&f);
+    bd_free(&out);
+out:
+    cJSON_Delete(params);
     free(text);
     return 0;
 }

@@ -153,6 +153,8 @@ describe('runtime and image settings', () => {
     [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /RLMCP_DEVBOX_RUNTIME="docker": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
     [{ RLMCP_DEVBOX_RUNTIME: 'bwrap' }, /RLMCP_DEVBOX_RUNTIME="bwrap": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
     [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal or browser/],
+    // buildah is the one builder: the native Dockerfile builder is gone.
+    [{ RLMCP_BUILDER: 'native' }, /RLMCP_BUILDER="native": blueprints build with buildah only .*unset RLMCP_BUILDER/],
     // The host's /usr is no image any more.
     [{ RLMCP_DEVBOX_IMAGE: 'host' }, /RLMCP_DEVBOX_IMAGE="host" is not an image \(devboxes no longer run on the host's \/usr\): set it to starter/],
   ];

@@ -13,12 +13,11 @@ import { Devboxd, claimsDir, toFile, waitFor } from './devboxd.mjs';
 
 // runc removes a build's groups itself, but the devbox's processes live on
 // in its groups.
-// With buildah (the default builder) the build is buildah's: its working
+// The build is buildah's: its working
 // container and mount on its build disk, the disk, its temp dir and the claim of the host id range its
 // RUN steps ran on are left too, and go at the restart.
 const runtimes = [
   ['runc on the starter image (buildah builds)', {}],
-  ['runc, the native builder', { RLMCP_BUILDER: 'native' }],
 ];
 
 const CG = '/sys/fs/cgroup';
@@ -75,15 +74,12 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   const partial = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
   assert.ok(groups(bp.id).length > 0 || procsIn(box.id).includes('sleep 3600'),
     'the killed devboxd left neither the build\'s cgroups nor the devbox\'s processes (nothing to prove)');
-  const buildah = env.RLMCP_BUILDER === undefined;
-  if (buildah) {
-    assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
-    assert.ok(buildahContainers(engine.stateDir, `/var/tmp/devboxd-buildah/${bp.id}`).length > 0,
-      'buildah left no working container on the build disk (nothing to prove)');
-    assert.ok(mountsUnder(`/var/tmp/devboxd-buildah/${bp.id}`).length > 0, 'no build disk is mounted (nothing to prove)');
-    assert.ok(existsSync(claimFile(engine.stateDir, bp.id)), 'the build holds no host id range (nothing to prove)');
-  }
-  const claim = buildah ? claimFile(engine.stateDir, bp.id) : null;
+  assert.ok(procsIn(bp.id).includes('sleep 3600'), 'the build\'s RUN step lives on in its group');
+  assert.ok(buildahContainers(engine.stateDir, `/var/tmp/devboxd-buildah/${bp.id}`).length > 0,
+    'buildah left no working container on the build disk (nothing to prove)');
+  assert.ok(mountsUnder(`/var/tmp/devboxd-buildah/${bp.id}`).length > 0, 'no build disk is mounted (nothing to prove)');
+  assert.ok(existsSync(claimFile(engine.stateDir, bp.id)), 'the build holds no host id range (nothing to prove)');
+  const claim = claimFile(engine.stateDir, bp.id);
 
   await engine.start();
   client = engine.client();
@@ -93,16 +89,14 @@ test(`${name}: kill -9 during a build, a snapshot and a command leaves nothing b
   assert.match(log, /devboxd restarted during the build/);
   assert.deepEqual(groups(bp.id), [], 'cgroups of the interrupted build remain');
   assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'blueprints', bp.id)), []);
-  if (buildah) {
-    assert.deepEqual(buildahContainers(engine.stateDir), [], 'buildah working containers remain');
-    assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'buildah')), [], 'buildah mounts remain');
-    assert.equal(existsSync(path.join(engine.stateDir, 'blueprints', bp.id, 'build')), false);
-    assert.equal(existsSync(claim), false, 'the interrupted build kept its host id range');
-    const tmp = `/var/tmp/devboxd-buildah/${bp.id}`;
-    assert.deepEqual(mountsUnder(tmp), [], 'mounts in the build\'s temp dir remain');
-    assert.equal(existsSync(tmp), false, 'the build\'s temp dir remains');
-    assert.equal(existsSync(`${tmp}.img`), false, 'the build disk\'s image remains');
-  }
+  assert.deepEqual(buildahContainers(engine.stateDir), [], 'buildah working containers remain');
+  assert.deepEqual(mountsUnder(path.join(engine.stateDir, 'buildah')), [], 'buildah mounts remain');
+  assert.equal(existsSync(path.join(engine.stateDir, 'blueprints', bp.id, 'build')), false);
+  assert.equal(existsSync(claim), false, 'the interrupted build kept its host id range');
+  const tmp = `/var/tmp/devboxd-buildah/${bp.id}`;
+  assert.deepEqual(mountsUnder(tmp), [], 'mounts in the build\'s temp dir remain');
+  assert.equal(existsSync(tmp), false, 'the build\'s temp dir remains');
+  assert.equal(existsSync(`${tmp}.img`), false, 'the build disk\'s image remains');
 
   const s = await client.devboxes.diskSnapshots.queryStatus(snap.id);
   assert.equal(s.status, 'error', JSON.stringify(s));

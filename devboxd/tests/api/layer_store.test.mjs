@@ -176,9 +176,10 @@ describe('layer store', () => {
   });
 });
 
-// The native builder (RLMCP_BUILDER=native) keeps a base's layers the same way.
-describe('layer store, native builder', () => {
-  const native = new Devboxd({ env: { RLMCP_BUILDER: 'native' } });
+// A blueprint FROM another keeps the base's layer when the base is deleted
+// (once the native builder's case; buildah builds the same way now).
+describe('layer store, a child FROM its base', () => {
+  const native = new Devboxd();
   let nc;
   useEngine(native, (c) => { nc = c; });
 

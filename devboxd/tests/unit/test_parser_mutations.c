@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "api.h"
-#include "dockerfile.h"
+#include "buildah_dockerfile.h"
 #include "http.h"
 #include "http_internal.h"
 #include "tunnels.h"
@@ -89,6 +89,18 @@ static size_t mutate(const char *seed, size_t seed_len, char *out)
     return len;
 }
 
+/* Every FROM resolves to one image: the parse is what is fuzzed. */
+static int resolve_any(void *ctx, const char *name, char **local, char *err, size_t errlen)
+{
+    (void)ctx;
+    (void)name;
+    (void)err;
+    (void)errlen;
+    *local = strdup("localhost/devboxd-test:base");
+    return *local != NULL ? 0 : -1;
+}
+
+/* The Dockerfile buildah gets (bd_prepare). */
 static void test_dockerfile_fuzz(void **state)
 {
     static const char *const seeds[] = {
@@ -109,25 +121,28 @@ static void test_dockerfile_fuzz(void **state)
     rng_state = 0x9e3779b97f4a7c15ULL;
     for (i = 0; i < ROUNDS; i++) {
         const char *seed = seeds[rng() % (sizeof(seeds) / sizeof(seeds[0]))];
-        struct df_file f;
+        struct bd_out out;
+        cJSON *params = cJSON_CreateObject();
         char err[512] = "";
         size_t k;
 
         mutate(seed, strlen(seed), buf);
-        if (dockerfile_parse(buf, &f, err, sizeof(err)) != 0) {
+        assert_non_null(cJSON_AddStringToObject(params, "dockerfile", buf));
+        memset(&out, 0, sizeof(out));
+        if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) != 0) {
             assert_true(err[0] != '\0'); /* a failure always says why */
+            bd_free(&out);
+            cJSON_Delete(params);
             continue;
         }
-        assert_true(f.n >= 1);
-        for (k = 0; k < f.n; k++) {
-            assert_non_null(f.steps[k].text);
-            assert_non_null(dockerfile_kind_name(f.steps[k].kind));
-            if (f.steps[k].kind == DF_COPY) {
-                assert_non_null(f.steps[k].src);
-                assert_non_null(f.steps[k].dst);
-            }
+        assert_non_null(out.text);
+        assert_non_null(out.final_from);
+        for (k = 0; k < out.n_steps; k++) {
+            assert_non_null(out.steps[k].text);
+            assert_non_null(out.steps[k].emit);
         }
-        dockerfile_free(&f);
+        bd_free(&out);
+        cJSON_Delete(params);
         parsed++;
     }
     free(buf);
