@@ -1,6 +1,7 @@
-/* Blueprints: builds run in a build sandbox on the base layers (worker
- * threads, bounded concurrency); the build's writable layer becomes the
- * blueprint's layer.  Logs are JSON lines appended as the steps run. */
+/* Blueprints: builds run by buildah (blueprint_buildah.c) on worker
+ * threads, bounded concurrency; the build's new layer becomes the
+ * blueprint's layer over its base's.  Logs are JSON lines appended as the
+ * steps run. */
 #define _GNU_SOURCE
 #include "blueprint_builds.h"
 
@@ -53,14 +54,7 @@ struct build {
     char id[40];
     char *dir;           /* <state>/blueprints/<id> */
     cJSON *params;       /* the create body */
-    cJSON *base_chain;   /* layers of the base blueprint, if any */
-    char *base_id;
-    struct sandbox *sb;
-    cJSON *env;          /* ENV values (expanded) kept for devboxes */
     int log_lines;
-    int step;
-    int n_steps;
-    int copies;
     int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
     int cancelled;             /* deleted while building: slot_lock */
     int killed;                /* buildah was killed (bb_job.killed) */
@@ -488,10 +482,7 @@ static void build_free(struct build *b)
     if (b->context_fd >= 0)
         close(b->context_fd);
     free(b->dir);
-    free(b->base_id);
     cJSON_Delete(b->params);
-    cJSON_Delete(b->base_chain);
-    cJSON_Delete(b->env);
     free(b);
 }
 
@@ -832,7 +823,6 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     }
     b->context_fd = context_fd;
     b->eng = eng;
-    b->env = cJSON_CreateObject();
     util_new_id("bpt", b->id, sizeof(b->id));
     if (asprintf(&b->dir, "%s/blueprints/%s", eng->state_dir, b->id) < 0) {
         b->dir = NULL;
@@ -859,8 +849,6 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     util_mkdirs(b->dir);
     cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
     if (base != NULL) {
-        b->base_id = strdup(util_json_str(base, "id"));
-        b->base_chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1);
         blueprints_depend_locked(b->id, base); /* saves the record */
     } else {
         layers_save_record("blueprints", "blueprint.json", rec);
