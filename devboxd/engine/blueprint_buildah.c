@@ -404,11 +404,15 @@ static int depend_on_final(const struct names *nm, const struct bd_out *df,
     return rc;
 }
 
+static int blueprint_image(const char *state_dir, const char *id, char *err,
+                           size_t errlen);
+
 static int resolve_blueprint(struct names *nm, const char *name, char **local,
                              char *err, size_t errlen)
 {
     const cJSON *rec = NULL;
     const char *img = NULL;
+    char *bp_id = NULL;
     int rc = 1;
 
     layers_lock(NULL);
@@ -434,10 +438,19 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
             cJSON_DeleteItemFromObjectCaseSensitive(nm->resolved, img);
             cJSON_AddItemToObject(nm->resolved, img, what);
             *local = strdup(img);
-            rc = *local != NULL ? 0 : -1;
+            bp_id = strdup(id);
+            rc = *local != NULL && bp_id != NULL ? 0 : -1;
         }
     }
     layers_unlock();
+    /* A build (not a create's check) needs the image itself now. */
+    if (rc == 0 && !nm->check_only &&
+        blueprint_image(nm->state_dir, bp_id, err, errlen) != 0) {
+        free(*local);
+        *local = NULL;
+        rc = -1;
+    }
+    free(bp_id);
     return rc;
 }
 
@@ -1166,7 +1179,7 @@ static size_t config_list(const char **w, size_t n, const char *flag,
 }
 
 /* `buildah config` of container ctr to the OCI image config cfg. */
-static int set_config(struct bb_job *j, const char *ctr, const cJSON *cfg)
+static int set_config(const char *state_dir, const char *ctr, const cJSON *cfg)
 {
     const char *str[][2] = {{"--workingdir", "WorkingDir"},
                             {"--user", "User"},
@@ -1217,7 +1230,7 @@ static int set_config(struct bb_job *j, const char *ctr, const cJSON *cfg)
     }
     w[n++] = ctr;
     w[n] = NULL;
-    rc = store_cmd(j->state_dir, w, NULL) == 0 ? 0 : -1;
+    rc = store_cmd(state_dir, w, NULL) == 0 ? 0 : -1;
 out:
     for (i = 0; labels != NULL && labels[i] != NULL; i++)
         free(labels[i]);
@@ -1229,7 +1242,7 @@ out:
 }
 
 /* The overlay upper dir of working container ctr (unmounted again). */
-static char *container_diff(struct bb_job *j, const char *ctr)
+static char *container_diff(const char *state_dir, const char *ctr)
 {
     const char *mount[] = {"mount", ctr, NULL};
     const char *umount[] = {"umount", ctr, NULL};
@@ -1238,7 +1251,7 @@ static char *container_diff(struct bb_job *j, const char *ctr)
     char *slash = NULL;
     char *diff = NULL;
 
-    if (store_cmd(j->state_dir, mount, &out) != 0 || out == NULL)
+    if (store_cmd(state_dir, mount, &out) != 0 || out == NULL)
         goto out;
     /* The last line: the mount point (after any warning). */
     line = out + strlen(out);
@@ -1252,7 +1265,7 @@ static char *container_diff(struct bb_job *j, const char *ctr)
         if (asprintf(&diff, "%s/diff", line) < 0)
             diff = NULL;
     }
-    if (store_cmd(j->state_dir, umount, NULL) != 0) {
+    if (store_cmd(state_dir, umount, NULL) != 0) {
         free(diff);
         diff = NULL;
     }
@@ -1262,60 +1275,60 @@ out:
 }
 
 /* A new working container ctr of image from (an earlier attempt's gone). */
-static int new_container(struct bb_job *j, const char *ctr, const char *from)
+static int new_container(const char *state_dir, const char *ctr, const char *from)
 {
     const char *rm[] = {"rm", ctr, NULL};
     const char *words[] = {"from", "--pull=never", "--name", ctr, from, NULL};
 
-    store_cmd(j->state_dir, rm, NULL);
-    return store_cmd(j->state_dir, words, NULL);
+    store_cmd(state_dir, rm, NULL);
+    return store_cmd(state_dir, words, NULL);
 }
 
-static int commit_container(struct bb_job *j, const char *ctr, const char *name)
+static int commit_container(const char *state_dir, const char *ctr, const char *name)
 {
     const char *words[] = {"commit", "--rm", "--quiet", "--format=oci",
                            ctr,      name,   NULL};
 
-    return store_cmd(j->state_dir, words, NULL);
+    return store_cmd(state_dir, words, NULL);
 }
 
-/* The blueprint's buildah image, name, for builds FROM it: the final
- * FROM's image, the blueprint's layer with image ids and the built image's
- * config. Not the image buildah committed: buildah 1.28 keeps the build's
- * host ids in a layer built in a user namespace, and runc cannot start a
- * step on it (the step's root does not own the layer's /run). */
-static int make_image(struct bb_job *j, const char *from, const char *name,
+/* The buildah image of blueprint id (its layer in <dir>/layer), name,
+ * for builds FROM it: the final FROM's image `from`, the blueprint's layer
+ * with image ids and the built image's config cfg. Not the image buildah
+ * committed: buildah 1.28 keeps the build's host ids in a layer built in a
+ * user namespace, and runc cannot start a step on it (the step's root does
+ * not own the layer's /run). */
+static int make_image(const char *state_dir, const char *id, const char *dir,
+                      const cJSON *cfg, const char *from, const char *name,
                       char *err, size_t errlen)
 {
     char *ctr = NULL;
     char *diff = NULL;
     char *layer = NULL;
-    const cJSON *cfg =
-        cJSON_GetObjectItemCaseSensitive(j->record, "image_config");
     const char *rm[] = {"rm", NULL, NULL};
     int rc = -1;
 
-    if (asprintf(&ctr, "devboxd-image-%s", j->id) < 0 ||
-        asprintf(&layer, "%s/layer", j->dir) < 0) {
+    if (asprintf(&ctr, "devboxd-image-%s", id) < 0 ||
+        asprintf(&layer, "%s/layer", dir) < 0) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    if (new_container(j, ctr, from) != 0) {
+    if (new_container(state_dir, ctr, from) != 0) {
         snprintf(err, errlen, "buildah from %s failed", from);
         goto out;
     }
-    diff = container_diff(j, ctr);
+    diff = container_diff(state_dir, ctr);
     if (diff == NULL || rmdir(diff) != 0) {
         snprintf(err, errlen, "cannot find the layer dir of container %s", ctr);
         goto out;
     }
     if (layers_export(layer, diff, err, errlen) != 0)
         goto out;
-    if (set_config(j, ctr, cfg) != 0) {
+    if (set_config(state_dir, ctr, cfg) != 0) {
         snprintf(err, errlen, "buildah config of the blueprint's image failed");
         goto out;
     }
-    if (commit_container(j, ctr, name) != 0) {
+    if (commit_container(state_dir, ctr, name) != 0) {
         snprintf(err, errlen, "buildah commit of %s failed", name);
         goto out;
     }
@@ -1323,15 +1336,131 @@ static int make_image(struct bb_job *j, const char *from, const char *name,
 out:
     rm[1] = ctr;
     if (rc != 0 && ctr != NULL)
-        store_cmd(j->state_dir, rm, NULL);
+        store_cmd(state_dir, rm, NULL);
     free(ctr);
     free(diff);
     free(layer);
     return rc;
 }
 
-/* The results of a built image tag into j->record, and the blueprint's
- * own image made. */
+/* What making blueprint id's image needs, copied from its record (any
+ * state: a deleted base stays while a blueprint built on it does). */
+struct bp_image {
+    char *name; /* buildah_image */
+    char *from; /* buildah_from: the final FROM's local name */
+    char *image; /* the engine image under it all */
+    char *dir;
+    cJSON *cfg;
+};
+
+static void bp_image_free(struct bp_image *b)
+{
+    free(b->name);
+    free(b->from);
+    free(b->image);
+    free(b->dir);
+    cJSON_Delete(b->cfg);
+}
+
+static int bp_image_of(const char *state_dir, const char *id, struct bp_image *b)
+{
+    const cJSON *rec = NULL;
+    const cJSON *it = NULL;
+    int rc = -1;
+
+    memset(b, 0, sizeof(*b));
+    layers_lock(NULL);
+    cJSON_ArrayForEach(it, layers_blueprints_locked())
+    {
+        if (strcmp(util_json_str(it, "id") ?: "", id) == 0)
+            rec = it;
+    }
+    if (rec != NULL && util_json_str(rec, "buildah_image") != NULL) {
+        b->name = strdup(util_json_str(rec, "buildah_image"));
+        b->from = util_json_str(rec, "buildah_from") != NULL
+                      ? strdup(util_json_str(rec, "buildah_from"))
+                      : NULL;
+        b->image = strdup(util_json_str(rec, "image") ?: images_default());
+        b->cfg = cJSON_Duplicate(
+            cJSON_GetObjectItemCaseSensitive(rec, "image_config"), 1);
+        if (asprintf(&b->dir, "%s/blueprints/%s", state_dir, id) < 0)
+            b->dir = NULL;
+        rc = b->name != NULL && b->image != NULL && b->dir != NULL ? 0 : -1;
+    }
+    layers_unlock();
+    return rc;
+}
+
+static int image_exists(const char *state_dir, const char *name)
+{
+    const char *words[] = {"inspect", "--type", "image", name, NULL};
+    char *out = NULL;
+    int rc = store_cmd(state_dir, words, &out);
+
+    free(out);
+    return rc == 0;
+}
+
+/* Makes blueprint id's image unless the store has it, its base's first
+ * (a blueprint FROM a blueprint is FROM that one's image). */
+static int blueprint_image_locked(const char *state_dir, const char *id,
+                                  int depth, char *err, size_t errlen)
+{
+    struct bp_image b;
+    char *local = NULL;
+    int rc = -1;
+
+    if (bp_image_of(state_dir, id, &b) != 0) {
+        snprintf(err, errlen, "blueprint %s has no buildah image record", id);
+        goto out;
+    }
+    if (image_exists(state_dir, b.name)) {
+        rc = 0;
+        goto out;
+    }
+    if (b.from == NULL || depth > 64) {
+        snprintf(err, errlen,
+                 "blueprint %s has no buildah image; build it again to "
+                 "build FROM it",
+                 id);
+        goto out;
+    }
+    /* On an engine image: its buildah name now (imported once per machine;
+     * devboxes of the blueprint run on that image by name too). */
+    if (strncmp(b.from, BLUEPRINT_REPO, strlen(BLUEPRINT_REPO)) == 0)
+        rc = blueprint_image_locked(state_dir, b.from + strlen(BLUEPRINT_REPO),
+                                    depth + 1, err, errlen);
+    else
+        rc = image_local(b.image, &local, err, errlen);
+    if (rc == 0)
+        rc = make_image(state_dir, id, b.dir, b.cfg,
+                        local != NULL ? local : b.from, b.name, err, errlen);
+out:
+    free(local);
+    bp_image_free(&b);
+    return rc;
+}
+
+static pthread_mutex_t bp_image_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Blueprint id's buildah image, made on the first build FROM it. One at a
+ * time: two builds FROM one blueprint make it once. */
+static int blueprint_image(const char *state_dir, const char *id, char *err,
+                           size_t errlen)
+{
+    int rc;
+
+    pthread_mutex_lock(&bp_image_lock);
+    rc = blueprint_image_locked(state_dir, id, 0, err, errlen);
+    pthread_mutex_unlock(&bp_image_lock);
+    return rc;
+}
+
+/* The results of a built image tag into j->record.  The blueprint's own
+ * buildah image is not made now but when a build is FROM it
+ * (blueprint_image): most blueprints only boot devboxes, which run on its
+ * layer, and making it (a container, a copy of the layer, a commit) is
+ * most of a small build's time over its steps. */
 static int keep_results(struct bb_job *j, struct names *nm,
                         const struct bd_out *df, uid_t range, const char *disk,
                         const char *tag)
@@ -1346,13 +1475,13 @@ static int keep_results(struct bb_job *j, struct names *nm,
         return -1;
     if (keep_layer(j, disk, tag, df->final_from, range, err, sizeof(err)) !=
             0 ||
-        keep_config(j, disk, tag, err, sizeof(err)) != 0 ||
-        make_image(j, df->final_from, name, err, sizeof(err)) != 0) {
+        keep_config(j, disk, tag, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
     cJSON_AddStringToObject(j->record, "builder", "buildah");
     cJSON_AddStringToObject(j->record, "buildah_image", name);
+    cJSON_AddStringToObject(j->record, "buildah_from", df->final_from);
     cJSON_AddStringToObject(j->record, "image",
                             util_json_str(what, "image") ?: images_default());
     if (cJSON_GetObjectItemCaseSensitive(what, "blueprint") != NULL)
@@ -1462,6 +1591,7 @@ int bb_run(struct bb_job *j)
         fds[i] = -1;
     nm.resolved = cJSON_CreateObject();
     nm.job_id = j->id;
+    nm.state_dir = j->state_dir;
     j->record = cJSON_CreateObject();
     jlog(j, "info", "builder: buildah (%s)", "buildah build --runtime runc");
     if (bd_prepare(j->params, resolve, &nm, &df, err, sizeof(err)) != 0) {

@@ -362,7 +362,8 @@ static int bb_stop(void *ctx, char *err, size_t errlen)
 static int record_buildah(struct build *b, cJSON *fields)
 {
     static const char *const keep[] = {
-        "env", "image", "image_config", "builder", "buildah_image", NULL};
+        "env",           "image",        "image_config", "builder",
+        "buildah_image", "buildah_from", NULL};
     const char *base = util_json_str(fields, "base_blueprint_id");
     cJSON *layers = cJSON_CreateArray();
     cJSON *own = cJSON_CreateObject();

@@ -104,6 +104,17 @@ describe('blueprints built by buildah', () => {
     const r = await run(box.id, 'pwd; cat /opt/acc/f /opt/acc/child.txt; echo "$APP_MODE"');
     assert.equal(r.out, '/opt/acc\nhi\nchild\nlocal dev\n', r.err, 'the base WORKDIR carries over');
     await client.devboxes.shutdown(box.id);
+    // Nothing was built FROM the child, so it has no buildah image yet: a
+    // build FROM it makes one now, over its deleted base's.
+    const grand = await client.blueprints.create({ name: 'bh-grandchild',
+      dockerfile: `FROM ${child.id}\nRUN echo grand > /opt/acc/grand.txt\n` });
+    const g = await settled(grand.id);
+    assert.equal(g.status, 'build_complete', await logText(grand.id));
+    const gbox = await client.devboxes.createAndAwaitRunning({ blueprint_id: grand.id });
+    const gr = await run(gbox.id, 'cat /opt/acc/f /opt/acc/child.txt /opt/acc/grand.txt');
+    assert.equal(gr.out, 'hi\nchild\ngrand\n', gr.err);
+    await client.devboxes.shutdown(gbox.id);
+    await client.blueprints.delete(grand.id);
 
     const uni = await client.blueprints.create({ name: 'bh-universal',
       dockerfile: 'FROM runloop/universal-ubuntu-24.04-x86_64\nRUN go version > /opt/go-version\n' });

@@ -2,9 +2,10 @@
 // Runloop SDK against a real devboxd: deleting a blueprint or snapshot that
 // other snapshots or blueprints are built on succeeds and keeps its layer
 // for them (devboxes from them still have its files); the last delete frees
-// every layer under it, and the buildah images with them; a delete while a
-// devbox runs on the layer goes through, the devbox runs on and the layer
-// goes when the last such devbox ends; the references
+// every layer under it, and the buildah images with them (made only for a
+// build FROM a blueprint); a delete while a devbox runs on the layer goes
+// through, the devbox runs on and the layer goes when the last such devbox
+// ends; the references
 // hold across a restart and a kill -9; layer dirs nothing references (an
 // orphan, a free cut off by a kill -9 mid-delete) are removed at start.
 import assert from 'node:assert/strict';
@@ -142,8 +143,13 @@ describe('layer store', () => {
     assert.equal(existsSync(bpLayer(b.id)), false, 'b\'s layer remains');
     assert.equal(existsSync(bpLayer(a.id)), false, 'the deleted base\'s layer remains after its last child went');
     await gone([`${bpLayer(a.id)}.free`, `${bpLayer(b.id)}.free`], 'the freed layers to be removed');
-    assert.ok(imagesBefore.some((n) => n.includes(a.id)) && imagesBefore.some((n) => n.includes(b.id)),
-      `the buildah images of a and b are there before (nothing to prove): ${imagesBefore}`);
+    // a's image was made for b's build FROM it; b, which nothing is built
+    // FROM, never got one (a blueprint's image is made on the first build
+    // FROM it).
+    assert.ok(imagesBefore.some((n) => n.includes(a.id)),
+      `the buildah image of a is there before (nothing to prove): ${imagesBefore}`);
+    assert.ok(!imagesBefore.some((n) => n.includes(b.id)),
+      `b has a buildah image though nothing was built FROM it: ${imagesBefore}`);
     await waitFor(() => !buildahImages().some((n) => n.includes(a.id) || n.includes(b.id)) || null,
       { timeoutMs: 120000, stepMs: 500, what: 'the buildah images of a and b to be removed' });
     await restart();
