@@ -200,7 +200,8 @@ describe('layer store, a child FROM its base', () => {
       return done;
     };
     const base = await settle({ name: 'n-base', system_setup_commands: ['echo n-base > ~/n.txt'] });
-    const kid = await settle({ name: 'n-kid', dockerfile: `FROM runloop:${base.id}\nRUN echo n-kid >> ~/n.txt\n` });
+    // USER user: a RUN step is root's otherwise, and ~ would be /root.
+    const kid = await settle({ name: 'n-kid', dockerfile: `FROM runloop:${base.id}\nUSER user\nRUN echo n-kid >> ~/n.txt\n` });
     assert.equal(kid.base_blueprint_id, base.id);
     const layer = (id) => path.join(native.stateDir, 'blueprints', id, 'layer');
     await nc.blueprints.delete(base.id);
