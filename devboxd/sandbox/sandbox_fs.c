@@ -232,8 +232,9 @@ static int symlink_at(int dirfd, const char *target, const char *name)
     return 0;
 }
 
-/* Mount points the bwrap command line binds over, so bwrap never has to
- * create them in the devbox's writable layer. */
+/* Mount points in the base layer, so the runtime never has to create them
+ * in the devbox's writable layer (the etc/ ones served the retired
+ * bubblewrap runtime's binds of host files). */
 static const char *const base_dirs[] = {
     "usr", "proc", "dev", "run", "home", "var", "etc", "etc/ssl", "etc/ca-certificates",
     "etc/alternatives", "etc/ld.so.conf.d", "etc/python3", "etc/python3.11", "etc/perl",
@@ -460,8 +461,8 @@ static int claim_new(uid_t uid, const char *dir)
     return 0;
 }
 
-/* Which claims a devbox dir records: the bubblewrap runtime's single uid
- * or the runc runtime's range. */
+/* Which claims a devbox dir records: a range (runc), or a single uid
+ * (the retired bubblewrap runtime's dirs; released alike). */
 struct claim_kind {
     const char *file; /* in the devbox dir */
     uint32_t first;

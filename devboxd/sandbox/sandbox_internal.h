@@ -31,9 +31,9 @@
 #define SB_FILE_UID "uid"    /* the host uid this devbox owns (decimal) */
 #define SB_FILE_RANGE "uidrange" /* runc runtime: first host id of its range */
 
-/* runc runtime: each devbox owns SB_RANGE_SIZE host ids from
- * SB_RANGE_BASE + k * SB_RANGE_SIZE (k < SB_RANGE_SLOTS), all above the
- * bubblewrap runtime's single uids. */
+/* Each devbox owns SB_RANGE_SIZE host ids from SB_RANGE_BASE + k *
+ * SB_RANGE_SIZE (k < SB_RANGE_SLOTS), all above the single uids the
+ * retired bubblewrap runtime claimed (whose layers and dirs may remain). */
 #define SB_RANGE_SIZE 65536u
 #define SB_RANGE_BASE 1048576u
 #define SB_RANGE_SLOTS 4096u
@@ -90,12 +90,14 @@ char *sb_root_relative(const char *path);
 
 /* Per-devbox layout: creates dir, upper, work, base (mountpoints, /etc).
  * image: the root comes from an image (no host-file mount points, no
- * generated users). */
+ * generated users); devboxes always pass true, the host-/usr layout of
+ * the retired bubblewrap runtime is left for its unit test. */
 int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool image,
                    char *err, size_t errlen);
 
-/* Host uid claims (sandbox_fs.c): stable per devbox dir, unique among the
- * devboxes of this state dir. */
+/* Single host uid claims (sandbox_fs.c): stable per devbox dir, unique
+ * machine-wide; the retired bubblewrap runtime's, kept because the claim
+ * machinery they share with sb_range_claim is unit-tested through them. */
 int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen);
 int sb_uid_release(const char *dir);
 
