@@ -215,16 +215,6 @@ static int mkdir_at(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t g
     return 0;
 }
 
-static int touch_at(int dirfd, const char *name)
-{
-    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-
-    if (fd < 0)
-        return -errno;
-    close(fd);
-    return 0;
-}
-
 static int symlink_at(int dirfd, const char *target, const char *name)
 {
     if (symlinkat(target, dirfd, name) != 0 && errno != EEXIST)
@@ -233,51 +223,21 @@ static int symlink_at(int dirfd, const char *target, const char *name)
 }
 
 /* Mount points in the base layer, so the runtime never has to create them
- * in the devbox's writable layer (the etc/ ones served the retired
- * bubblewrap runtime's binds of host files). */
+ * in the devbox's writable layer. */
 static const char *const base_dirs[] = {
-    "usr", "proc", "dev", "run", "home", "var", "etc", "etc/ssl", "etc/ca-certificates",
-    "etc/alternatives", "etc/ld.so.conf.d", "etc/python3", "etc/python3.11", "etc/perl",
-    NULL,
-};
-static const char *const base_files[] = {
-    "etc/ld.so.cache", "etc/ld.so.conf", "etc/localtime", "etc/profile", "etc/bash.bashrc",
-    "etc/inputrc", "etc/mime.types", "etc/protocols", "etc/services", "etc/debian_version",
-    NULL,
+    "usr", "proc", "dev", "run", "home", "var", "etc", NULL,
 };
 
-static int write_users(int basefd)
-{
-    int rc;
-
-    rc = sb_write_file(basefd, "etc/passwd",
-                       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                       "user:x:1000:1000:user:/home/user:/bin/bash\n"
-                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-                       0644);
-    if (rc == 0)
-        rc = sb_write_file(basefd, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644);
-    if (rc == 0)
-        rc = sb_write_file(basefd, "etc/nsswitch.conf",
-                           "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-                           "networks: files\nprotocols: files\nservices: files\n", 0644);
-    return rc;
-}
-
-/* Per-devbox /etc files.  An image brings its own users, groups and NSS
- * setup; the host /usr mode gets a minimal set. */
-static int write_etc(int basefd, const char *id, bool image)
+/* Per-devbox /etc files (the image brings its users, groups and NSS
+ * setup). */
+static int write_etc(int basefd, const char *id)
 {
     char buf[512];
-    int rc = 0;
+    int rc;
 
-    if (!image)
-        rc = write_users(basefd);
-    if (rc == 0) {
-        snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
-                 "127.0.1.1\t%s\n", id);
-        rc = sb_write_file(basefd, "etc/hosts", buf, 0644);
-    }
+    snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
+             "127.0.1.1\t%s\n", id);
+    rc = sb_write_file(basefd, "etc/hosts", buf, 0644);
     if (rc == 0) {
         snprintf(buf, sizeof(buf), "%s\n", id);
         rc = sb_write_file(basefd, "etc/hostname", buf, 0644);
@@ -287,7 +247,7 @@ static int write_etc(int basefd, const char *id, bool image)
     return rc;
 }
 
-static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid, bool image)
+static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
 {
     int basefd = -1;
     int rc;
@@ -301,10 +261,6 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid, bool im
         return -errno;
     for (i = 0; base_dirs[i] != NULL && rc == 0; i++)
         rc = mkdir_at(basefd, base_dirs[i], 0755, 0, 0);
-    /* Mount points for the host files bound in without an image; with one
-     * they would hide the image's own. */
-    for (i = 0; !image && base_files[i] != NULL && rc == 0; i++)
-        rc = touch_at(basefd, base_files[i]);
     if (rc == 0)
         rc = mkdir_at(basefd, "tmp", 01777, 0, 0);
     if (rc == 0)
@@ -322,12 +278,12 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid, bool im
     if (rc == 0)
         rc = symlink_at(basefd, "../usr/lib/os-release", "etc/os-release");
     if (rc == 0)
-        rc = write_etc(basefd, id, image);
+        rc = write_etc(basefd, id);
     close(basefd);
     return rc;
 }
 
-int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool image,
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
                    char *err, size_t errlen)
 {
     int dirfd = -1;
@@ -346,7 +302,7 @@ int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool i
     }
     rc = mkdir_at(dirfd, SB_DIR_WORK, 0700, 0, 0);
     if (rc == 0)
-        rc = prepare_base(dirfd, id, uid, gid, image);
+        rc = prepare_base(dirfd, id, uid, gid);
     if (rc != 0)
         sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
 out:
@@ -549,13 +505,6 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
     rc = claim_in_locked(k, dir, id, uid, err, errlen);
     claims_unlock(lock);
     return rc;
-}
-
-int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen)
-{
-    struct claim_kind k = {SB_FILE_UID, sb_rt.uid_base, sb_rt.uid_count, 1};
-
-    return claim_in(&k, dir, id, uid, err, errlen);
 }
 
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen)
@@ -773,7 +722,7 @@ int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const ch
     int basefd = -1;
     int rc;
 
-    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID, true, err,
+    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID, err,
                         errlen);
     if (rc != 0)
         return rc;

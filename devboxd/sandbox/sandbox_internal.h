@@ -28,7 +28,7 @@
 #define SB_DIR_UPPER "upper" /* overlay upperdir: the devbox's writable layer */
 #define SB_DIR_WORK "work"   /* overlay workdir */
 #define SB_DIR_BASE "base"   /* generated lowest layer: /etc files, mountpoints */
-#define SB_FILE_UID "uid"    /* the host uid this devbox owns (decimal) */
+#define SB_FILE_UID "uid"    /* retired bubblewrap runtime: its single host uid */
 #define SB_FILE_RANGE "uidrange" /* runc runtime: first host id of its range */
 
 /* Each devbox owns SB_RANGE_SIZE host ids from SB_RANGE_BASE + k *
@@ -54,8 +54,6 @@ struct sb_rt {
     char *slirp_path;
     char *cgroup_root;
     char *cgroup_name;
-    uint32_t uid_base;  /* sb_uid_claim's single uids (unit tests set them) */
-    uint32_t uid_count;
     bool have_ctl[SB_CG_N];
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
     char *ptyd_path;    /* devboxd-ptyd next to the agent, NULL when not built */
@@ -88,17 +86,14 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const c
  * malloc'd string, NULL on empty/NUL-free-violating/oversized input. */
 char *sb_root_relative(const char *path);
 
-/* Per-devbox layout: creates dir, upper, work, base (mountpoints, /etc).
- * image: the root comes from an image (no host-file mount points, no
- * generated users); devboxes always pass true, the host-/usr layout of
- * the retired bubblewrap runtime is left for its unit test. */
-int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid, bool image,
+/* Per-devbox layout: creates dir, upper, work, base (mount points, the
+ * home of uid/gid, /etc/hosts, hostname, resolv.conf; the image brings the
+ * rest of /etc). */
+int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
                    char *err, size_t errlen);
 
-/* Single host uid claims (sandbox_fs.c): stable per devbox dir, unique
- * machine-wide; the retired bubblewrap runtime's, kept because the claim
- * machinery they share with sb_range_claim is unit-tested through them. */
-int sb_uid_claim(const char *dir, const char *id, uid_t *uid, char *err, size_t errlen);
+/* Releases the host id claims a devbox dir records: its range, or the
+ * single uid of a dir of the retired bubblewrap runtime. */
 int sb_uid_release(const char *dir);
 
 /* rm -rf without following symlinks or crossing mounts. */
@@ -181,7 +176,8 @@ void sb_oci_mounts_close(struct sb_oci_mounts *m);
 size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
                            uint64_t usage, const char *stat);
 
-/* Range claims (sandbox_fs.c): like sb_uid_claim, for the runc runtime. */
+/* Host id range claims (sandbox_fs.c): stable per devbox dir, unique
+ * machine-wide (claims in claims_dir). */
 int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen);
 /* runc runtime layout: base layer owned by the devbox's root (range), the
  * user's home and, for a user the image lacks, its passwd/group/sudoers

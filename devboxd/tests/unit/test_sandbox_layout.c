@@ -44,8 +44,7 @@ static int setup(void **st)
     sb_rt.claims_dir = strdup(claims);
     sb_rt.cgroup_root = strdup("/sys/fs/cgroup");
     sb_rt.cgroup_name = strdup("devboxd-unit");
-    sb_rt.uid_base = 300000;
-    sb_rt.uid_count = 4; /* small, to exercise collisions and exhaustion */
+    sb_rt.range_slots = 4; /* few, to exercise collisions and exhaustion */
     sb_cg_detect();
     return 0;
 }
@@ -97,18 +96,17 @@ static void test_layout(void **st)
     char err[256] = "";
 
     (void)st;
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, false, err, sizeof(err)), 0);
+    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
     assert_mode(dir, "", S_IFDIR, 0700, 0);
     assert_mode(dir, "upper", S_IFDIR, 0755, 0);
     assert_mode(dir, "work", S_IFDIR, 0700, 0);
     assert_mode(dir, "base/tmp", S_IFDIR, 01777, 0);
     assert_mode(dir, "base/home/user", S_IFDIR, 0755, 300001);
     assert_mode(dir, "base/bin", S_IFLNK, 0, 0);
-    assert_mode(dir, "base/etc/passwd", S_IFREG, 0644, 0);
     assert_mode(dir, "base/usr", S_IFDIR, 0755, 0);
+    /* Users come from the image: the base layer has no passwd to hide it. */
     f = path2(dir, "base/etc/passwd");
-    assert_true(sb_read_small(f, buf, sizeof(buf)) > 0);
-    assert_non_null(strstr(buf, "user:x:1000:1000:user:/home/user:/bin/bash"));
+    assert_int_equal(access(f, F_OK), -1);
     free(f);
     f = path2(dir, "base/etc/hostname");
     assert_true(sb_read_small(f, buf, sizeof(buf)) > 0);
@@ -119,7 +117,7 @@ static void test_layout(void **st)
     assert_string_equal(buf, "nameserver 10.0.2.3\n");
     free(f);
     /* Idempotent (every start re-runs it). */
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, false, err, sizeof(err)), 0);
+    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
     free(dir);
 }
 
@@ -127,8 +125,8 @@ static void test_uid_claims(void **st)
 {
     char err[256] = "";
     char *dirs[5];
-    uid_t uids[5];
-    uid_t again;
+    uint32_t uids[5];
+    uint32_t again;
     int i;
     int j;
 
@@ -139,23 +137,24 @@ static void test_uid_claims(void **st)
         dirs[i] = path2(state, name);
         assert_int_equal(mkdir(dirs[i], 0700), 0);
     }
-    /* Four uids in the range: four devboxes get distinct ones... */
+    /* Four ranges: four devboxes get distinct ones... */
     for (i = 0; i < 4; i++) {
-        assert_int_equal(sb_uid_claim(dirs[i], "same-id-hash", &uids[i], err, sizeof(err)), 0);
-        assert_true(uids[i] >= 300000 && uids[i] < 300004);
+        assert_int_equal(sb_range_claim(dirs[i], "same-id-hash", &uids[i], err, sizeof(err)), 0);
+        assert_true(uids[i] >= SB_RANGE_BASE && uids[i] < SB_RANGE_BASE + 4 * SB_RANGE_SIZE);
+        assert_int_equal((uids[i] - SB_RANGE_BASE) % SB_RANGE_SIZE, 0);
         for (j = 0; j < i; j++)
             assert_int_not_equal(uids[i], uids[j]);
     }
-    /* ...the fifth is told the range is exhausted... */
-    assert_int_equal(sb_uid_claim(dirs[4], "x", &uids[4], err, sizeof(err)), -EUSERS);
+    /* ...the fifth is told they are all in use... */
+    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)), -EUSERS);
     assert_non_null(strstr(err, "in use"));
-    /* ...a devbox keeps its uid across starts... */
-    assert_int_equal(sb_uid_claim(dirs[2], "other", &again, err, sizeof(err)), 0);
+    /* ...a devbox keeps its range across starts... */
+    assert_int_equal(sb_range_claim(dirs[2], "other", &again, err, sizeof(err)), 0);
     assert_int_equal(again, uids[2]);
     /* ...and releasing frees it for the next devbox. */
     assert_int_equal(sb_uid_release(dirs[2]), 0);
     assert_int_equal(sb_remove_tree(dirs[2]), 0);
-    assert_int_equal(sb_uid_claim(dirs[4], "x", &uids[4], err, sizeof(err)), 0);
+    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)), 0);
     assert_int_equal(uids[4], uids[2]);
     for (i = 0; i < 5; i++)
         free(dirs[i]);
@@ -170,7 +169,7 @@ static void test_uid_claims_stale(void **st)
     char owner[256];
     char claim[256];
     char *dirs[2];
-    uid_t uid;
+    uint32_t range;
     int fd;
     int i;
 
@@ -184,10 +183,10 @@ static void test_uid_claims_stale(void **st)
         assert_int_equal(mkdir(owner, 0700), 0);
         assert_int_equal(mkdir(dirs[i], 0700), 0);
     }
-    /* Three uids held by a gone state dir, the fourth by a live record. */
+    /* Three ranges held by a gone state dir, the fourth by a live record. */
     for (i = 0; i < 4; i++) {
         snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
-                 300000u + (unsigned)i);
+                 SB_RANGE_BASE + (unsigned)i * SB_RANGE_SIZE);
         if (i < 3)
             snprintf(owner, sizeof(owner),
                      "/nonexistent-state/devboxes/g%d/sandbox", i);
@@ -201,23 +200,22 @@ static void test_uid_claims_stale(void **st)
                          (ssize_t)strlen(owner));
         close(fd);
     }
-    assert_int_equal(sb_uid_claim(dirs[0], "stale-a", &uid, err, sizeof(err)),
-                     0);
-    assert_true(uid >= 300000 && uid < 300003);
-    assert_int_equal(sb_uid_claim(dirs[1], "stale-b", &uid, err, sizeof(err)),
-                     0);
-    assert_true(uid >= 300000 && uid < 300003);
+    assert_int_equal(sb_range_claim(dirs[0], "stale-a", &range, err, sizeof(err)), 0);
+    assert_true(range >= SB_RANGE_BASE && range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
+    assert_int_equal(sb_range_claim(dirs[1], "stale-b", &range, err, sizeof(err)), 0);
+    assert_true(range >= SB_RANGE_BASE && range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     for (i = 0; i < 2; i++) {
         assert_int_equal(sb_uid_release(dirs[i]), 0);
         assert_int_equal(sb_remove_tree(dirs[i]), 0);
         free(dirs[i]);
     }
     /* The live claim was never taken; clean up the rest. */
-    snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir, 300003u);
+    snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+             SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     assert_int_equal(unlink(claim), 0);
     for (i = 0; i < 3; i++) {
         snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
-                 300000u + (unsigned)i);
+                 SB_RANGE_BASE + (unsigned)i * SB_RANGE_SIZE);
         unlink(claim);
     }
 }
@@ -227,14 +225,14 @@ static void test_uid_file_tampered(void **st)
     char err[256] = "";
     char *dir = path2(state, "tamper");
     int fd;
-    uid_t uid;
+    uint32_t range;
 
     (void)st;
     assert_int_equal(mkdir(dir, 0700), 0);
     fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY);
-    assert_int_equal(sb_write_file(fd, "uid", "0\n", 0600), 0);
+    assert_int_equal(sb_write_file(fd, SB_FILE_RANGE, "0\n", 0600), 0);
     close(fd);
-    assert_int_equal(sb_uid_claim(dir, "t", &uid, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sb_range_claim(dir, "t", &range, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "remove it"));
     free(dir);
 }
@@ -390,7 +388,7 @@ static void test_disk(void **st)
     struct statfs fs;
     struct stat sb;
     uint64_t written;
-    uid_t uid = 0;
+    uint32_t range = 0;
 
     (void)st;
     sb_rt.disk_on = true;
@@ -406,12 +404,12 @@ static void test_disk(void **st)
     assert_mode(state, "diskbox", S_IFDIR, 0700, 0);
     test_disk_copy();
     test_disk_copied_mount(dir);
-    /* Attached already: a no-op.  The uid claim is recorded on the disk. */
+    /* Attached already: a no-op.  The range claim is recorded on the disk. */
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
-    sb_rt.uid_base = 310000; /* the other tests used up the small range */
-    assert_int_equal(sb_uid_claim(dir, "diskbox", &uid, err, sizeof(err)), 0);
-    sb_rt.uid_base = 300000;
+    sb_rt.range_slots = SB_RANGE_SLOTS; /* the other tests may hold the few */
+    assert_int_equal(sb_range_claim(dir, "diskbox", &range, err, sizeof(err)), 0);
+    sb_rt.range_slots = 4;
     /* Past its size: ENOSPC, and the host gave the image no more. */
     written = fill(big);
     assert_true(written < SANDBOX_DISK_MIN_BYTES &&
@@ -435,7 +433,7 @@ static void test_disk(void **st)
     assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
     assert_int_equal(access(dir, F_OK), -1);
     assert_int_equal(access(img, F_OK), -1);
-    snprintf(claim, sizeof(claim), "%s/uids/%u", state, (unsigned)uid);
+    snprintf(claim, sizeof(claim), "%s/uids/%u", state, (unsigned)range);
     assert_int_equal(access(claim, F_OK), -1);
     sb_rt.disk_on = false;
     free(dir);
