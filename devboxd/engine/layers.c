@@ -385,16 +385,16 @@ out:
     return rc;
 }
 
-/* The chain's layers where they are, with their owners, when the runtime
- * can mount them shared (runc, every owner a range); 1 when it cannot (the
- * layers are copied then), 0 or -1 with err. */
+/* The chain's layers where they are, with their owners, when they can be
+ * mounted shared (every owner a range); 1 when they cannot (the layers are
+ * copied then), 0 or -1 with err. */
 static int shared_chain(const cJSON *chain, bool image, size_t count, char **out,
                         uid_t *owners, char *err, size_t errlen)
 {
     struct stat st;
     size_t k;
 
-    if (!image || !sandbox_root_inside())
+    if (!image)
         return 1;
     for (k = 0; k < count; k++) {
         const cJSON *layer = cJSON_GetArrayItem(chain, (int)k);

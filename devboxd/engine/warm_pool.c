@@ -481,9 +481,6 @@ int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
     if (cJSON_GetArraySize(layers) == 0)
         layers = NULL;
     image = layers != NULL ? spec_image(spec) : NULL;
-    /* Layers are shared (mounted, not copied) only under runc. */
-    if (layers != NULL && !sandbox_root_inside())
-        return 0;
     /* A ready sandbox first; else the one starting now. */
     for (e = pool->entries; e != NULL; e = e->next) {
         if (e->claimed || e->state == ENTRY_FAILED ||
