@@ -35,6 +35,7 @@
 #include "http.h"
 #include "mcphub.h"
 #include "pty_sessions.h"
+#include "ssh_keys.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -124,6 +125,8 @@ struct tconn {
     int keep_alive;
     int by_path;       /* routed by /tunnel/{port}-{key}: one request only */
     size_t prefix_len; /* of that prefix in the first request target */
+    int ssh;           /* the devbox's SSH route (ssh_keys.h) */
+    char ssh_pub[512]; /* the public key its sshd accepts */
     /* guarded by ts->lock */
     int slot;
     int relaying;
@@ -514,6 +517,8 @@ static int refuse(struct route *r, int status, const char *fmt, ...)
 struct target {
     struct devbox *box;
     int pty;
+    int ssh;
+    char ssh_pub[512];
     int authenticated;
     char token[TUNNEL_TOKEN_LEN + 1];
     int keep_alive;
@@ -555,13 +560,20 @@ static int lookup_locked(struct engine *eng, const char *key, struct target *t)
         return 0;
     }
     id = tunnel_pty_find_locked(key, t->token);
+    if (id == NULL) {
+        /* The SSH route: the SSH key authenticates, not a token. */
+        id = ssh_keys_find_locked(key, t->ssh_pub, sizeof(t->ssh_pub));
+        t->ssh = id != NULL;
+        t->keep_alive = t->ssh; /* an SSH session is activity */
+    }
     b = id != NULL ? engine_find_locked(eng, id) : NULL;
-    /* PTY tunnels end with their devbox (kept across suspend/resume). */
+    /* PTY tunnels and SSH keys end with their devbox (kept across
+     * suspend/resume). */
     if (b == NULL || b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
         return -1;
     t->box = b;
-    t->pty = 1;
-    t->authenticated = 1;
+    t->pty = !t->ssh;
+    t->authenticated = !t->ssh;
     return 0;
 }
 
@@ -586,6 +598,16 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
     if (t->pty && c->port != TUNNEL_PTY_PORT)
         return refuse(r, 404, "a PTY tunnel serves port %d only",
                       TUNNEL_PTY_PORT);
+    if (t->ssh && c->port != SSH_TUNNEL_PORT)
+        return refuse(r, 404, "an SSH route serves port %d only",
+                      SSH_TUNNEL_PORT);
+    /* The SSH route carries SSH, not HTTP: the client asks for it with
+     * "Connection: Upgrade" and "Upgrade: ssh" (runloop-mcp ssh --proxy). */
+    if (t->ssh && !c->parser.upgrade)
+        return refuse(r, 400,
+                      "this is a devbox's SSH route: connect with "
+                      "'runloop-mcp ssh DEVBOX' (or as its ssh ProxyCommand, "
+                      "'runloop-mcp ssh --proxy URL')");
     /* Port 13 is the devbox's PTY server (a shell as the devbox user): only
      * a PTY tunnel's own key and token reach it, never an app tunnel's. */
     if (!t->pty && c->port == TUNNEL_PTY_PORT)
@@ -742,6 +764,8 @@ static void route_first(struct tconn *c, struct route *r)
     } else if (check_auth(c, &t, r) == 0) {
         snprintf(c->box_id, sizeof(c->box_id), "%s", t.box->id);
         c->keep_alive = t.keep_alive;
+        c->ssh = t.ssh;
+        snprintf(c->ssh_pub, sizeof(c->ssh_pub), "%s", t.ssh_pub);
         check_status_locked(&t, r);
         if (r->status == 0 && c->keep_alive)
             engine_touch_locked(t.box);
@@ -852,6 +876,44 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
                  "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
                  strerror(-fd));
     return -1;
+}
+
+/* The SSH route's other end: sshd -i started inside the devbox for this
+ * connection, on one end of a socket pair (no port is listened on), then
+ * the io ref taken by route_first is dropped. -1 with err on failure. */
+static int start_sshd(struct tconn *c, struct devbox *box, char *err, size_t errlen)
+{
+    struct sb_exec req;
+    struct sb_proc *p = NULL;
+    char *cmd = ssh_keys_sshd_command(c->ssh_pub);
+    int sv[2] = {-1, -1};
+    int fd = -1;
+
+    if (cmd == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(err, errlen, "cannot make a socket pair: %s", strerror(errno));
+        goto out;
+    }
+    memset(&req, 0, sizeof(req));
+    req.command = cmd;
+    req.stdout_fd = sv[1];
+    req.stderr_fd = -1;
+    if (sandbox_exec(box->sb, &req, &p, err, errlen) != 0)
+        goto out;
+    sb_proc_free(p); /* sshd ends with the connection */
+    fd = sv[0];
+    sv[0] = -1;
+out:
+    connect_release(c->ts->eng, box);
+    if (sv[0] >= 0)
+        close(sv[0]);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    free(cmd);
+    return fd;
 }
 
 /* ---------------------------------------------------------------- relay */
@@ -1607,9 +1669,28 @@ static void serve(struct tconn *c)
         send_error(c->cfd, r.status, r.retry_after, "%s", r.msg);
         goto out;
     }
-    c->ufd = connect_inside(c, r.box, err, sizeof(err));
+    if (c->ssh)
+        c->ufd = start_sshd(c, r.box, err, sizeof(err));
+    else
+        c->ufd = connect_inside(c, r.box, err, sizeof(err));
     if (c->ufd < 0) {
         send_error(c->cfd, 502, NULL, "%s", err);
+        goto out;
+    }
+    if (c->ssh) {
+        static const char ok[] = "HTTP/1.1 101 Switching Protocols\r\n"
+                                 "Connection: Upgrade\r\nUpgrade: ssh\r\n\r\n";
+
+        c->routed = 1;
+        pthread_mutex_lock(&c->ts->lock);
+        c->relaying = 1;
+        pthread_mutex_unlock(&c->ts->lock);
+        write_all(c->cfd, ok, sizeof(ok) - 1);
+        /* What follows the head is already SSH; the parser paused before
+         * the head's final LF. */
+        if (rest_off < (size_t)len && buf[rest_off] == '\n')
+            rest_off++;
+        relay(c, buf + rest_off, (size_t)len - rest_off);
         goto out;
     }
     /* Bytes after the first head (pipelined requests) are checked like any
@@ -2047,6 +2128,7 @@ void tunnel_server_stop(struct tunnel_server *ts)
         return;
     }
     tunnel_pty_clear();
+    ssh_keys_clear();
     pthread_mutex_destroy(&ts->lock);
     pthread_cond_destroy(&ts->cond);
     free(ts);

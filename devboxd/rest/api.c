@@ -1639,6 +1639,7 @@ static const struct api_route routes[] = {
     {"POST", "/v1/devboxes/{devbox}/enable_tunnel", api_tunnel_enable},
     {"POST", "/v1/devboxes/{devbox}/remove_tunnel", api_tunnel_remove},
     {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", api_tunnel_pty},
+    {"POST", "/v1/devboxes/{devbox}/create_ssh_key", api_ssh_key},
     {"POST", "/v1/devboxes/{devbox}/snapshot_disk", api_snapshots_create},
     {"POST", "/v1/devboxes/{devbox}/snapshot_disk_async",
      api_snapshots_create_async},

@@ -53,6 +53,7 @@ cJSON *api_view_copy(const void *item);
 void api_tunnel_enable(struct engine *eng, const struct api_call *call);
 void api_tunnel_remove(struct engine *eng, const struct api_call *call);
 void api_tunnel_pty(struct engine *eng, const struct api_call *call);
+void api_ssh_key(struct engine *eng, const struct api_call *call);
 
 /* The http_handler_fn for the server; ud is the struct engine. */
 void api_handle(void *ud, const struct http_request *req, struct http_response *resp);

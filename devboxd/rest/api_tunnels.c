@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 
+#include "ssh_keys.h"
 #include "tunnels.h"
 
 #define ERRLEN 512
@@ -72,5 +73,19 @@ void api_tunnel_pty(struct engine *eng, const struct api_call *call)
         return;
     }
     status = tunnel_pty_create(eng, call->box, &view, err, sizeof(err));
+    api_reply(call->resp, status, view, err);
+}
+
+void api_ssh_key(struct engine *eng, const struct api_call *call)
+{
+    cJSON *view = NULL;
+    char err[ERRLEN] = "";
+    int status;
+
+    if (call->req->body_too_large) {
+        http_response_error(call->resp, 413, "request body too large");
+        return;
+    }
+    status = ssh_keys_create(eng, call->box, &view, err, sizeof(err));
     api_reply(call->resp, status, view, err);
 }

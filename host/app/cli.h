@@ -3,6 +3,7 @@
  *
  *   runloop-mcp engine status|start|stop|logs   (cli_engine.c)
  *   runloop-mcp install-client CLIENT           (cli_client.c)
+ *   runloop-mcp ssh DEVBOX [COMMAND...]         (cli_ssh.c)
  *
  * Each takes argv with argv[0] the subcommand's name and returns the exit
  * status (0 ok, 2 usage or deployment error, 1 failure; engine status
@@ -38,5 +39,6 @@ typedef int (*cli_load_fn)(const char *path, struct host_config *cfg);
 
 int cli_engine_main(int argc, char **argv, cli_load_fn load);
 int cli_client_main(int argc, char **argv);
+int cli_ssh_main(int argc, char **argv, cli_load_fn load);
 
 #endif

@@ -71,10 +71,12 @@ static void usage(FILE *out)
         "       runloop-mcp engine status|start|stop|logs [OPTION]...\n"
         "       runloop-mcp install-client claude|cursor|vscode|codex "
         "[OPTION]...\n"
+        "       runloop-mcp ssh DEVBOX [COMMAND [ARG]...]\n"
         "Serve MCP tools that drive Runloop devboxes, as selected by a "
         "deployment file;\n"
         "look after the local engine; add this server to an MCP client's "
-        "config.\n"
+        "config;\n"
+        "open a shell in a devbox of the local engine.\n"
         "\n"
         "  -c, --config FILE        deployment file (default: $RLMCP_CONFIG, "
         "else\n"
@@ -726,6 +728,8 @@ int main(int argc, char **argv)
         return cli_engine_main(argc - 1, argv + 1, load_config_path);
     if (argc > 1 && strcmp(argv[1], "install-client") == 0)
         return cli_client_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "ssh") == 0)
+        return cli_ssh_main(argc - 1, argv + 1, load_config_path);
     if (parse_args(argc, argv, &o) < 0)
         return EXIT_USAGE;
     if (load_config(&o, &cfg) < 0)

@@ -1,0 +1,150 @@
+// SSH into a devbox: create_ssh_key with the official SDK, then Debian's
+// OpenSSH client through `runloop-mcp ssh --proxy URL` (the SSH route of the
+// tunnel listener, an sshd -i that devboxd starts inside the devbox per
+// connection) and `runloop-mcp ssh DEVBOX -- COMMAND` end to end.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { Devboxd, buildDir, waitFor } from './devboxd.mjs';
+
+const runloopMcp = path.join(buildDir, 'bin', 'runloop-mcp');
+const tmp = mkdtempSync(path.join(tmpdir(), 'devboxd-ssh-'));
+// Also on the state dir's socket, where `runloop-mcp ssh` finds a local engine.
+const engine = new Devboxd({ stateDir: path.join(tmp, 'state') });
+let client;
+let boxId;
+let key; // DevboxCreateSSHKeyResponse
+
+before(async () => {
+  mkdirSync(engine.stateDir, { mode: 0o700 });
+  engine.extraArgs = ['--listen', `unix:${path.join(engine.stateDir, 'devboxd.sock')}`];
+  await engine.start();
+  client = engine.client();
+  boxId = (await client.devboxes.createAndAwaitRunning({ name: 'ssh' })).id;
+  key = await client.devboxes.createSSHKey(boxId);
+});
+after(async () => {
+  await engine.cleanup();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+function keyFile(name, pem) {
+  const p = path.join(tmp, name);
+  writeFileSync(p, pem, { mode: 0o600 });
+  return p;
+}
+
+// Runs ssh with the key at keyPath through the route url; {status, stdout, stderr}.
+function ssh(keyPath, url, command, { timeoutMs = 120000 } = {}) {
+  return new Promise((resolve) => {
+    const p = spawn('ssh', ['-i', keyPath, '-F', '/dev/null',
+      '-o', `ProxyCommand=${runloopMcp} ssh --proxy ${url}`,
+      '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'BatchMode=yes',
+      '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+      '-o', 'LogLevel=ERROR', '--', `${key.ssh_user}@${boxId}`, ...command],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code, sig) => { clearTimeout(t); resolve({ status: code ?? sig, stdout, stderr }); });
+  });
+}
+
+// The TCP sockets devboxd listens on (its fds that are LISTEN sockets in
+// /proc/net/tcp{,6}): other processes of a shared machine do not count.
+function devboxdListeners() {
+  const pid = engine.proc.pid;
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let t = '';
+    try { t = readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+    const m = /^socket:\[(\d+)\]$/.exec(t);
+    if (m) inodes.add(m[1]);
+  }
+  const out = new Set();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(f)) continue;
+    for (const line of readFileSync(f, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && cols[3] === '0A' && inodes.has(cols[9])) out.add(cols[1]);
+    }
+  }
+  return out;
+}
+
+test('create_ssh_key: an ed25519 key for the devbox user and the SSH route; stable', async () => {
+  assert.equal(key.id, boxId);
+  assert.equal(key.ssh_user, 'user');
+  assert.match(key.ssh_private_key, /^-----BEGIN OPENSSH PRIVATE KEY-----\n[\s\S]+-----END OPENSSH PRIVATE KEY-----\n$/);
+  assert.match(key.url, /^http:\/\/127\.0\.0\.1:\d+\/tunnel\/22-[a-z0-9]{24}\/$/);
+  const again = await client.devboxes.createSSHKey(boxId);
+  assert.deepEqual(again, key);
+});
+
+test('ssh with the key runs a command as the devbox user; no host port is opened', async () => {
+  const before = devboxdListeners();
+  assert.ok(before.size > 0, 'devboxd listens on none: the check would see nothing');
+  const r = await ssh(keyFile('good', key.ssh_private_key), key.url, ['id', '-un']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'user');
+  // A command's exit status and stdin-less output come through.
+  const r2 = await ssh(keyFile('good', key.ssh_private_key), key.url, ['sh', '-c', "'echo $HOME; exit 7'"]);
+  assert.equal(r2.status, 7, r2.stderr);
+  assert.equal(r2.stdout.trim(), '/home/user');
+  const added = [...devboxdListeners()].filter((l) => !before.has(l));
+  assert.deepEqual(added, [], 'a TCP port was opened on the host');
+  // Nor does anything listen for SSH inside the devbox: sshd ran per connection.
+  const inside = await client.devboxes.executeSync(boxId, { command: 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null' });
+  const ports = inside.stdout.split('\n').slice(1).map((l) => l.trim().split(/\s+/))
+    .filter((c) => c[3] === '0A').map((c) => parseInt(c[1].split(':')[1], 16));
+  assert.ok(!ports.includes(22), `port 22 listens inside: ${ports}`);
+});
+
+test('a wrong key is refused', async () => {
+  const other = path.join(tmp, 'other');
+  const g = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', other]);
+  assert.equal(g.status, 0, String(g.stderr));
+  const r = await ssh(other, key.url, ['id', '-un']);
+  assert.equal(r.status, 255);
+  assert.match(r.stderr, /Permission denied \(publickey\)/);
+  assert.equal(r.stdout, '');
+});
+
+test('the route needs the upgrade, and an unknown route key is refused', async () => {
+  const plain = await fetch(key.url);
+  assert.equal(plain.status, 400);
+  assert.match((await plain.json()).message, /SSH route/);
+  const bogus = key.url.replace(/22-[a-z0-9]+/, '22-aaaaaaaaaaaaaaaaaaaaaaaa');
+  const r = await ssh(keyFile('good', key.ssh_private_key), bogus, ['true']);
+  assert.equal(r.status, 255);
+  assert.match(r.stderr, /refused the SSH route: .*no tunnel has key/);
+});
+
+test('runloop-mcp ssh DEVBOX -- COMMAND: the key from the engine, then ssh', async () => {
+  const env = { ...process.env, RLMCP_STATE_DIR: engine.stateDir, TMPDIR: tmp };
+  delete env.RUNLOOP_API_KEY;
+  delete env.RUNLOOP_BASE_URL;
+  const r = spawnSync(runloopMcp, ['ssh', boxId, '--', 'id', '-un'], { env, encoding: 'utf8', timeout: 120000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'user');
+  // The key file is gone once ssh ended.
+  assert.deepEqual(spawnSync('sh', ['-c', `ls ${tmp} | grep runloop-mcp-ssh || true`], { encoding: 'utf8' }).stdout, '');
+  const bad = spawnSync(runloopMcp, ['ssh', 'dbx_nosuchbox', '--', 'true'], { env, encoding: 'utf8', timeout: 60000 });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /create_ssh_key for dbx_nosuchbox failed \(HTTP 404\)/);
+});
+
+test('after shutdown the key no longer works, and create_ssh_key says why', async () => {
+  await client.devboxes.shutdown(boxId);
+  await waitFor(async () => (await client.devboxes.retrieve(boxId)).status === 'shutdown',
+    { timeoutMs: 60000, what: 'shutdown' });
+  const r = await ssh(keyFile('good', key.ssh_private_key), key.url, ['id', '-un']);
+  assert.equal(r.status, 255);
+  assert.match(r.stderr, /refused the SSH route/);
+  await assert.rejects(client.devboxes.createSSHKey(boxId), (e) => e.status === 400 && /needs a running devbox/.test(e.message));
+});
