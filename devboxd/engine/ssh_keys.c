@@ -55,7 +55,8 @@ static void sweep_locked(struct engine *eng)
         struct ssh_key *k = *pp;
         struct devbox *b = engine_find_locked(eng, k->box_id);
 
-        if (b == NULL || b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE) {
+        if (b == NULL || b->status == DBX_SHUTDOWN ||
+            b->status == DBX_FAILURE) {
             *pp = k->next;
             key_free(k);
             continue;
@@ -89,14 +90,15 @@ void ssh_keys_clear(void)
 
 /* A fresh ed25519 pair from the host's ssh-keygen, in a private temporary
  * directory removed at once. 0, or -1 with err. */
-static int keygen(const char *comment, char **priv, char **pub, char *err, size_t errlen)
+static int keygen(const char *comment, char **priv, char **pub, char *err,
+                  size_t errlen)
 {
     char dir[] = "/tmp/devboxd-ssh-XXXXXX";
     char path[64];
     char pubpath[80];
     char out[512] = "";
-    char *argv[] = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", (char *)comment,
-                    "-f", path, NULL};
+    char *argv[] = {"ssh-keygen",    "-q", "-t", "ed25519", "-N", "", "-C",
+                    (char *)comment, "-f", path, NULL};
     posix_spawn_file_actions_t fa;
     int pp[2] = {-1, -1};
     pid_t pid = 0;
@@ -106,12 +108,15 @@ static int keygen(const char *comment, char **priv, char **pub, char *err, size_
 
     *priv = *pub = NULL;
     if (access(SSH_KEYGEN, X_OK) != 0) {
-        snprintf(err, errlen, "%s is missing on the host: install openssh-client "
-                 "(scripts/bootstrap does)", SSH_KEYGEN);
+        snprintf(err, errlen,
+                 "%s is missing on the host: install openssh-client "
+                 "(scripts/bootstrap does)",
+                 SSH_KEYGEN);
         return -1;
     }
     if (mkdtemp(dir) == NULL) {
-        snprintf(err, errlen, "cannot make a directory for the key: %s", strerror(errno));
+        snprintf(err, errlen, "cannot make a directory for the key: %s",
+                 strerror(errno));
         return -1;
     }
     snprintf(path, sizeof(path), "%s/key", dir);
@@ -162,7 +167,8 @@ out:
 
 /* Whether the devbox's image has an OpenSSH server: 0, or 400 with what
  * to do, or 500. The caller holds an io ref on box->sb. */
-static int check_sshd(struct sandbox *sb, const char *box_id, char *err, size_t errlen)
+static int check_sshd(struct sandbox *sb, const char *box_id, char *err,
+                      size_t errlen)
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;
@@ -178,13 +184,15 @@ static int check_sshd(struct sandbox *sb, const char *box_id, char *err, size_t 
     rc = sb_proc_wait(p, CHECK_TIMEOUT_MS, &st);
     sb_proc_free(p);
     if (rc != 0) {
-        snprintf(err, errlen, "devbox %s did not answer whether it has an SSH server; retry",
+        snprintf(err, errlen,
+                 "devbox %s did not answer whether it has an SSH server; retry",
                  box_id);
         return 500;
     }
     if (st != 0) {
         snprintf(err, errlen,
-                 "devbox %s has no OpenSSH server (%s): use the starter or universal "
+                 "devbox %s has no OpenSSH server (%s): use the starter or "
+                 "universal "
                  "image, or install openssh-server in its blueprint",
                  box_id, SSHD_INSIDE);
         return 400;
@@ -202,7 +210,8 @@ static char *route_url(const char *key)
 
     if (p == NULL)
         return NULL;
-    if (asprintf(&url, "%.*s%d-%s/", (int)(p - tmpl), tmpl, SSH_TUNNEL_PORT, key) < 0)
+    if (asprintf(&url, "%.*s%d-%s/", (int)(p - tmpl), tmpl, SSH_TUNNEL_PORT,
+                 key) < 0)
         return NULL;
     return url;
 }
@@ -233,7 +242,8 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
     pthread_mutex_lock(&eng->lock);
     sweep_locked(eng);
     if (box->status != DBX_RUNNING || box->sb == NULL) {
-        snprintf(err, errlen, "devbox %s is %s; an SSH key needs a running devbox%s",
+        snprintf(err, errlen,
+                 "devbox %s is %s; an SSH key needs a running devbox%s",
                  box->id, dbx_status_name(box->status),
                  box->status == DBX_SUSPENDED ? " (resume it first)" : "");
         pthread_mutex_unlock(&eng->lock);
@@ -270,7 +280,8 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
         key_free(k);
         return 500;
     }
-    util_random_text(k->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    util_random_text(k->key, TUNNEL_KEY_LEN,
+                     "abcdefghijklmnopqrstuvwxyz0123456789");
     snprintf(k->box_id, sizeof(k->box_id), "%s", box->id);
 
     pthread_mutex_lock(&eng->lock);
@@ -307,12 +318,15 @@ char *ssh_keys_sshd_command(const char *pub)
         &cmd,
         "d=/run/devbox/ssh; umask 077; mkdir -p \"$d\" || exit 1; "
         "if [ ! -s \"$d/host_key\" ]; then "
-        "ssh-keygen -q -t ed25519 -N '' -C devbox -f \"$d/hk.$$\" </dev/null >/dev/null 2>&1 "
-        "&& mv -f \"$d/hk.$$\" \"$d/host_key\" || exit 1; rm -f \"$d/hk.$$.pub\"; fi; "
+        "ssh-keygen -q -t ed25519 -N '' -C devbox -f \"$d/hk.$$\" </dev/null "
+        ">/dev/null 2>&1 "
+        "&& mv -f \"$d/hk.$$\" \"$d/host_key\" || exit 1; rm -f "
+        "\"$d/hk.$$.pub\"; fi; "
         "printf '%%s\\n' %s > \"$d/authorized_keys.$$\" && "
         "mv -f \"$d/authorized_keys.$$\" \"$d/authorized_keys\" || exit 1; "
         "exec " SSHD_INSIDE " -i -e -f /dev/null -h \"$d/host_key\" "
-        "-o AuthorizedKeysFile=\"$d/authorized_keys\" -o AuthenticationMethods=publickey "
+        "-o AuthorizedKeysFile=\"$d/authorized_keys\" -o "
+        "AuthenticationMethods=publickey "
         "-o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
         "-o UsePAM=no -o PidFile=none -o LogLevel=ERROR -o AllowUsers=" SSH_USER
         " -o PrintMotd=no 0<&1 2>/dev/null",

@@ -881,7 +881,8 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
 /* The SSH route's other end: sshd -i started inside the devbox for this
  * connection, on one end of a socket pair (no port is listened on), then
  * the io ref taken by route_first is dropped. -1 with err on failure. */
-static int start_sshd(struct tconn *c, struct devbox *box, char *err, size_t errlen)
+static int start_sshd(struct tconn *c, struct devbox *box, char *err,
+                      size_t errlen)
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;

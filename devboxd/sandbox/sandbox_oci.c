@@ -210,8 +210,11 @@ static cJSON *build_mounts(bool meminfo)
 {
     cJSON *m = cJSON_CreateArray();
     static const char *const proc_o[] = {"nosuid", "noexec", "nodev", NULL};
+    /* gid=5 (tty), as runc's default: sshd gives up on a terminal it
+     * cannot hand to group tty, which the devbox user may not chown to. */
     static const char *const pts_o[] = {
-        "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL};
+        "nosuid",    "noexec", "newinstance", "ptmxmode=0666",
+        "mode=0620", "gid=5",  NULL};
     static const char *const mq_o[] = {"nosuid", "noexec", "nodev", NULL};
     static const char *const sys_o[] = {"nosuid", "noexec", "nodev", "ro",
                                         NULL};

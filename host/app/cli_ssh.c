@@ -94,7 +94,8 @@ static int connect_to(const char *host, const char *port)
     if (getaddrinfo(host, port, &hints, &res) != 0)
         return -1;
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                    ai->ai_protocol);
         if (fd < 0)
             continue;
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
@@ -123,7 +124,8 @@ static int write_full(int fd, const char *buf, size_t len)
 
 /* Reads the answer head (and whatever came after it) into head; 0 with
  * *head_len and *total, or -1. */
-static int read_head(int fd, char *head, size_t max, size_t *head_len, size_t *total)
+static int read_head(int fd, char *head, size_t max, size_t *head_len,
+                     size_t *total)
 {
     size_t len = 0;
 
@@ -213,10 +215,11 @@ static int ssh_proxy(const char *url)
 
     signal(SIGPIPE, SIG_IGN);
     if (split_url(url, &host, &port, &path) != 0) {
-        fprintf(stderr,
-                "runloop-mcp: ssh --proxy: '%s' is not an SSH route URL "
-                "(http://HOST:PORT/tunnel/22-KEY/, the url of create_ssh_key)\n",
-                url);
+        fprintf(
+            stderr,
+            "runloop-mcp: ssh --proxy: '%s' is not an SSH route URL "
+            "(http://HOST:PORT/tunnel/22-KEY/, the url of create_ssh_key)\n",
+            url);
         rc = CLI_EXIT_USAGE;
         goto out;
     }
@@ -251,9 +254,12 @@ static int ssh_proxy(const char *url)
         head[total] = '\0';
         body = strstr(head, "\r\n\r\n");
 
-        fprintf(stderr, "runloop-mcp: ssh --proxy: the engine refused the SSH route: %s\n",
-                body != NULL && body[4] != '\0' ? body + 4
-                                                : (head && head[0] ? head : "no answer"));
+        fprintf(
+            stderr,
+            "runloop-mcp: ssh --proxy: the engine refused the SSH route: %s\n",
+            body != NULL && body[4] != '\0'
+                ? body + 4
+                : (head && head[0] ? head : "no answer"));
         goto out;
     }
     relay(fd, head + head_len, total - head_len);
@@ -288,17 +294,20 @@ static int ask_key(struct backend *b, const char *devbox, cJSON **doc)
     req.method = "POST";
     req.path = path;
     req.timeout_ms = 60000;
-    if (rlclient_request(backend_client(b), backend_api_key(b), &req, &r, NULL, NULL) !=
-        RLMCP_OK) {
+    if (rlclient_request(backend_client(b), backend_api_key(b), &req, &r, NULL,
+                         NULL) != RLMCP_OK) {
         fprintf(stderr, "runloop-mcp: ssh: the engine did not answer: %s\n",
                 rlclient_last_error());
         goto out;
     }
     if (r->status != 200) {
         err_doc = cJSON_Parse(r->body);
-        msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err_doc, "message"));
-        fprintf(stderr, "runloop-mcp: ssh: create_ssh_key for %s failed (HTTP %ld): %s\n",
-                devbox, r->status, msg != NULL ? msg : r->body);
+        msg = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(err_doc, "message"));
+        fprintf(
+            stderr,
+            "runloop-mcp: ssh: create_ssh_key for %s failed (HTTP %ld): %s\n",
+            devbox, r->status, msg != NULL ? msg : r->body);
         goto out;
     }
     *doc = cJSON_Parse(r->body);
@@ -317,12 +326,13 @@ static char *key_file(const char *pem)
     char *path = NULL;
     int fd = -1;
 
-    if (asprintf(&path, "%s/runloop-mcp-ssh-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp") < 0)
+    if (asprintf(&path, "%s/runloop-mcp-ssh-XXXXXX",
+                 tmp != NULL && *tmp ? tmp : "/tmp") < 0)
         return NULL;
     fd = mkstemp(path); /* 0600 */
     if (fd < 0 || write_full(fd, pem, strlen(pem)) != 0) {
-        fprintf(stderr, "runloop-mcp: ssh: cannot write the key to %s: %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "runloop-mcp: ssh: cannot write the key to %s: %s\n",
+                path, strerror(errno));
         if (fd >= 0) {
             close(fd);
             unlink(path);
@@ -355,8 +365,10 @@ static int run_ssh(const char *keypath, const char *user, const char *url,
         return 1;
     self[n] = '\0';
     if (strchr(self, '\'') != NULL || strchr(url, '\'') != NULL) {
-        fprintf(stderr, "runloop-mcp: ssh: a quote in %s or %s: cannot hand it to ssh\n",
-                self, url);
+        fprintf(
+            stderr,
+            "runloop-mcp: ssh: a quote in %s or %s: cannot hand it to ssh\n",
+            self, url);
         return 1;
     }
     /* ssh runs ProxyCommand with sh -c: the path and URL go quoted (the
@@ -402,8 +414,10 @@ static int run_ssh(const char *keypath, const char *user, const char *url,
         signal(SIGINT, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
         execvp("ssh", argv);
-        fprintf(stderr, "runloop-mcp: ssh: cannot run ssh (%s): install the OpenSSH "
-                "client (Debian: openssh-client)\n", strerror(errno));
+        fprintf(stderr,
+                "runloop-mcp: ssh: cannot run ssh (%s): install the OpenSSH "
+                "client (Debian: openssh-client)\n",
+                strerror(errno));
         _exit(127);
     }
     /* ssh owns the terminal; ^C is its to pass on. */
@@ -496,13 +510,17 @@ int cli_ssh_main(int argc, char **argv, cli_load_fn load)
     }
     if (ask_key(b, devbox, &doc) != 0)
         goto out;
-    pem = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "ssh_private_key"));
-    user = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "ssh_user"));
+    pem = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(doc, "ssh_private_key"));
+    user =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "ssh_user"));
     url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "url"));
-    if (pem == NULL || user == NULL || url == NULL || strncmp(url, "http://", 7) != 0) {
-        fprintf(stderr, "runloop-mcp: ssh: the engine's create_ssh_key answer has no "
-                        "usable key, user or url (an older engine? restart it: "
-                        "runloop-mcp engine stop)\n");
+    if (pem == NULL || user == NULL || url == NULL ||
+        strncmp(url, "http://", 7) != 0) {
+        fprintf(stderr,
+                "runloop-mcp: ssh: the engine's create_ssh_key answer has no "
+                "usable key, user or url (an older engine? restart it: "
+                "runloop-mcp engine stop)\n");
         goto out;
     }
     keypath = key_file(pem);

@@ -38,9 +38,9 @@ function keyFile(name, pem) {
 }
 
 // Runs ssh with the key at keyPath through the route url; {status, stdout, stderr}.
-function ssh(keyPath, url, command, { timeoutMs = 120000 } = {}) {
+function ssh(keyPath, url, command, { timeoutMs = 120000, tty = false } = {}) {
   return new Promise((resolve) => {
-    const p = spawn('ssh', ['-i', keyPath, '-F', '/dev/null',
+    const p = spawn('ssh', [...(tty ? ['-tt'] : []), '-i', keyPath, '-F', '/dev/null',
       '-o', `ProxyCommand=${runloopMcp} ssh --proxy ${url}`,
       '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'BatchMode=yes',
       '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
@@ -103,6 +103,15 @@ test('ssh with the key runs a command as the devbox user; no host port is opened
   const ports = inside.stdout.split('\n').slice(1).map((l) => l.trim().split(/\s+/))
     .filter((c) => c[3] === '0A').map((c) => parseInt(c[1].split(':')[1], 16));
   assert.ok(!ports.includes(22), `port 22 listens inside: ${ports}`);
+});
+
+test('a terminal: ssh -tt gets a pseudo-terminal owned by the user', async () => {
+  // sshd hands the terminal to the user and group tty: it gives up (and
+  // the session ends) when the devbox's devpts cannot do that.
+  const r = await ssh(keyFile('good', key.ssh_private_key), key.url,
+    ['sh', '-c', "'tty; stat -c %U:%G:%a $(tty)'"], { tty: true });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\/dev\/pts\/\d+\r?\nuser:tty:620\r?\n$/);
 });
 
 test('a wrong key is refused', async () => {
