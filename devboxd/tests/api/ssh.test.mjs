@@ -148,6 +148,22 @@ test('runloop-mcp ssh DEVBOX -- COMMAND: the key from the engine, then ssh', asy
   assert.match(bad.stderr, /create_ssh_key for dbx_nosuchbox failed \(HTTP 404\)/);
 });
 
+test('suspend: the route refuses while suspended; after resume the same key works', async () => {
+  await client.devboxes.suspend(boxId);
+  await waitFor(async () => (await client.devboxes.retrieve(boxId)).status === 'suspended',
+    { timeoutMs: 60000, what: 'suspended' });
+  const r = await ssh(keyFile('good', key.ssh_private_key), key.url, ['true']);
+  assert.equal(r.status, 255);
+  assert.match(r.stderr, /refused the SSH route: .*suspended/);
+  await client.devboxes.resume(boxId);
+  await waitFor(async () => (await client.devboxes.retrieve(boxId)).status === 'running',
+    { timeoutMs: 60000, what: 'running' });
+  assert.deepEqual(await client.devboxes.createSSHKey(boxId), key);
+  const ok = await ssh(keyFile('good', key.ssh_private_key), key.url, ['id', '-un']);
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.equal(ok.stdout.trim(), 'user');
+});
+
 test('after shutdown the key no longer works, and create_ssh_key says why', async () => {
   await client.devboxes.shutdown(boxId);
   await waitFor(async () => (await client.devboxes.retrieve(boxId)).status === 'shutdown',
