@@ -148,6 +148,30 @@ test('runloop-mcp ssh DEVBOX -- COMMAND: the key from the engine, then ssh', asy
   assert.match(bad.stderr, /create_ssh_key for dbx_nosuchbox failed \(HTTP 404\)/);
 });
 
+test('runloop-mcp ssh: usage errors say what to give', () => {
+  const none = spawnSync(runloopMcp, ['ssh'], { encoding: 'utf8' });
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /which devbox\? give its id/);
+  const badUrl = spawnSync(runloopMcp, ['ssh', '--proxy', 'ssh.example:22'], { encoding: 'utf8' });
+  assert.equal(badUrl.status, 2);
+  assert.match(badUrl.stderr, /'ssh\.example:22' is not an SSH route URL/);
+});
+
+test('an image without an SSH server: create_ssh_key says what to install', async () => {
+  // The browser image has no openssh-server.
+  const other = new Devboxd({ env: { RLMCP_DEVBOX_IMAGE: 'browser' } });
+  await other.start();
+  try {
+    const c = other.client();
+    const id = (await c.devboxes.createAndAwaitRunning({ name: 'no-sshd' })).id;
+    await assert.rejects(c.devboxes.createSSHKey(id),
+      (e) => e.status === 400 && /has no OpenSSH server .*install openssh-server/.test(e.message));
+    await c.devboxes.shutdown(id);
+  } finally {
+    await other.cleanup();
+  }
+});
+
 test('suspend: the route refuses while suspended; after resume the same key works', async () => {
   await client.devboxes.suspend(boxId);
   await waitFor(async () => (await client.devboxes.retrieve(boxId)).status === 'suspended',
