@@ -236,10 +236,13 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
     struct ssh_key *found = NULL;
     struct sandbox *sb = NULL;
     char comment[64];
+    char id[sizeof(k->box_id)];
     int status = 0;
 
     *view = NULL;
     pthread_mutex_lock(&eng->lock);
+    /* The id, for the parts below that run without the lock. */
+    snprintf(id, sizeof(id), "%s", box->id);
     sweep_locked(eng);
     if (box->status != DBX_RUNNING || box->sb == NULL) {
         snprintf(err, errlen,
@@ -250,11 +253,11 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
         return 400;
     }
     for (found = keys; found != NULL; found = found->next) {
-        if (strcmp(found->box_id, box->id) == 0)
+        if (strcmp(found->box_id, id) == 0)
             break;
     }
     if (found != NULL) {
-        *view = view_of(box->id, found);
+        *view = view_of(id, found);
         pthread_mutex_unlock(&eng->lock);
         return 0;
     }
@@ -262,7 +265,7 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
     box->io_refs++; /* keeps sb from being stopped during the check */
     pthread_mutex_unlock(&eng->lock);
 
-    status = check_sshd(sb, box->id, err, errlen);
+    status = check_sshd(sb, id, err, errlen);
     pthread_mutex_lock(&eng->lock);
     box->io_refs--;
     pthread_cond_broadcast(&eng->changed);
@@ -275,19 +278,19 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
         snprintf(err, errlen, "out of memory");
         return 500;
     }
-    snprintf(comment, sizeof(comment), "%s@devboxd", box->id);
+    snprintf(comment, sizeof(comment), "%s@devboxd", id);
     if (keygen(comment, &k->priv, &k->pub, err, errlen) != 0) {
         key_free(k);
         return 500;
     }
     util_random_text(k->key, TUNNEL_KEY_LEN,
                      "abcdefghijklmnopqrstuvwxyz0123456789");
-    snprintf(k->box_id, sizeof(k->box_id), "%s", box->id);
+    snprintf(k->box_id, sizeof(k->box_id), "%s", id);
 
     pthread_mutex_lock(&eng->lock);
     /* A concurrent call may have made one meanwhile: the first stays. */
     for (found = keys; found != NULL; found = found->next) {
-        if (strcmp(found->box_id, box->id) == 0)
+        if (strcmp(found->box_id, id) == 0)
             break;
     }
     if (found == NULL) {
@@ -296,7 +299,7 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
         found = k;
         k = NULL;
     }
-    *view = view_of(box->id, found);
+    *view = view_of(id, found);
     pthread_mutex_unlock(&eng->lock);
     key_free(k);
     return 0;
