@@ -305,18 +305,100 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
     return 0;
 }
 
-char *ssh_keys_sshd_command(const char *pub)
+/* Appends to the sshd_config word list w one double-quoted word, with '"'
+ * and '\' escaped as sshd's parser wants. -1 when out of memory. */
+static int add_word(char **w, size_t *len, const char *name, const char *value)
+{
+    size_t need = *len + 4 + strlen(name) + 2 * strlen(value) + 1;
+    char *o = realloc(*w, need);
+    const char *p = NULL;
+
+    if (o == NULL)
+        return -1;
+    *w = o;
+    o += *len;
+    if (*len > 0)
+        *o++ = ' ';
+    *o++ = '"';
+    o = stpcpy(o, name);
+    *o++ = '=';
+    for (p = value; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            *o++ = '\\';
+        *o++ = *p;
+    }
+    *o++ = '"';
+    *o = '\0';
+    *len = (size_t)(o - *w);
+    return 0;
+}
+
+/* "-o 'SetEnv ...' " (shell-quoted) with the devbox's environment_variables
+ * and secrets, as its executions get them; "" when it has none. malloc'd,
+ * NULL when out of memory. */
+static char *setenv_option(const cJSON *spec)
+{
+    static const char *const maps[] = {"environment_variables", "_secret_env"};
+    char *words = NULL;
+    char *opt = NULL;
+    char *q = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    size_t i;
+
+    for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+        const cJSON *it = NULL;
+
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(spec, maps[i]))
+        {
+            /* One config line: a value with a line break cannot go there. */
+            if (!cJSON_IsString(it) || strpbrk(it->valuestring, "\r\n") != NULL)
+                continue;
+            if (add_word(&words, &len, it->string, it->valuestring) != 0)
+                goto out;
+        }
+    }
+    if (words == NULL) {
+        out = strdup("");
+        goto out;
+    }
+    if (asprintf(&opt, "SetEnv=%s", words) < 0) {
+        opt = NULL;
+        goto out;
+    }
+    q = util_shell_quote(opt);
+    if (q != NULL && asprintf(&out, "-o %s ", q) < 0)
+        out = NULL;
+out:
+    if (words != NULL) {
+        explicit_bzero(words, strlen(words));
+        free(words);
+    }
+    if (opt != NULL) {
+        explicit_bzero(opt, strlen(opt));
+        free(opt);
+    }
+    if (q != NULL) {
+        explicit_bzero(q, strlen(q));
+        free(q);
+    }
+    return out;
+}
+
+char *ssh_keys_sshd_command(const char *pub, const cJSON *spec)
 {
     char *q = util_shell_quote(pub);
+    char *env = setenv_option(spec);
     char *cmd = NULL;
-    int n;
+    int n = -1;
 
-    if (q == NULL)
-        return NULL;
+    if (q == NULL || env == NULL)
+        goto out;
     /* /run is the devbox's tmpfs: nothing here outlives the boot. The host
      * key is made once per boot (a temporary name, then a rename, so that
      * two first connections do not race). The socket is stdout; sshd -i
-     * reads stdin, so stdin becomes the socket too. */
+     * reads stdin, so stdin becomes the socket too. sftp (scp) is sshd's
+     * own, internal-sftp. */
     n = asprintf(
         &cmd,
         "d=/run/devbox/ssh; umask 077; mkdir -p \"$d\" || exit 1; "
@@ -332,8 +414,13 @@ char *ssh_keys_sshd_command(const char *pub)
         "AuthenticationMethods=publickey "
         "-o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
         "-o UsePAM=no -o PidFile=none -o LogLevel=ERROR -o AllowUsers=" SSH_USER
-        " -o PrintMotd=no 0<&1 2>/dev/null",
-        q);
+        " -o PrintMotd=no -o 'Subsystem=sftp internal-sftp' %s0<&1 2>/dev/null",
+        q, env);
+out:
     free(q);
+    if (env != NULL) {
+        explicit_bzero(env, strlen(env));
+        free(env);
+    }
     return n < 0 ? NULL : cmd;
 }

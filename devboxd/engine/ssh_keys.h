@@ -29,9 +29,11 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
 const char *ssh_keys_find_locked(const char *key, char *pub, size_t pub_len);
 
 /* The shell command that runs sshd -i inside a devbox for one connection
- * on its stdout (a socket), accepting only the public key pub. malloc'd,
+ * on its stdout (a socket), accepting only the public key pub; its
+ * sessions get the environment_variables and secrets of spec (the devbox's
+ * create spec). malloc'd (it may hold secret values: explicit_bzero it),
  * NULL when out of memory. */
-char *ssh_keys_sshd_command(const char *pub);
+char *ssh_keys_sshd_command(const char *pub, const cJSON *spec);
 
 /* Frees every record (at exit). */
 void ssh_keys_clear(void);

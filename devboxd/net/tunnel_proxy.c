@@ -126,7 +126,7 @@ struct tconn {
     int by_path;       /* routed by /tunnel/{port}-{key}: one request only */
     size_t prefix_len; /* of that prefix in the first request target */
     int ssh;           /* the devbox's SSH route (ssh_keys.h) */
-    char ssh_pub[512]; /* the public key its sshd accepts */
+    char *ssh_cmd;     /* its sshd command (may hold secret values) */
     /* guarded by ts->lock */
     int slot;
     int relaying;
@@ -765,7 +765,10 @@ static void route_first(struct tconn *c, struct route *r)
         snprintf(c->box_id, sizeof(c->box_id), "%s", t.box->id);
         c->keep_alive = t.keep_alive;
         c->ssh = t.ssh;
-        snprintf(c->ssh_pub, sizeof(c->ssh_pub), "%s", t.ssh_pub);
+        if (t.ssh) {
+            /* Built under the lock: it reads the devbox's spec. */
+            c->ssh_cmd = ssh_keys_sshd_command(t.ssh_pub, t.box->spec);
+        }
         check_status_locked(&t, r);
         if (r->status == 0 && c->keep_alive)
             engine_touch_locked(t.box);
@@ -872,10 +875,21 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
     if (fd == -ESRCH)
         snprintf(err, errlen, "devbox %s stopped while connecting; retry", c->box_id);
     else
-        snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
-                 "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
-                 strerror(-fd));
+        snprintf(err, errlen,
+                 "nothing answers on port %d inside devbox %s (%s): start the "
+                 "service there, bound to 0.0.0.0 or 127.0.0.1",
+                 c->port, c->box_id, strerror(-fd));
     return -1;
+}
+
+/* The sshd command may carry the devbox's secret values. */
+static void ssh_cmd_free(struct tconn *c)
+{
+    if (c->ssh_cmd == NULL)
+        return;
+    explicit_bzero(c->ssh_cmd, strlen(c->ssh_cmd));
+    free(c->ssh_cmd);
+    c->ssh_cmd = NULL;
 }
 
 /* The SSH route's other end: sshd -i started inside the devbox for this
@@ -886,11 +900,10 @@ static int start_sshd(struct tconn *c, struct devbox *box, char *err,
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;
-    char *cmd = ssh_keys_sshd_command(c->ssh_pub);
     int sv[2] = {-1, -1};
     int fd = -1;
 
-    if (cmd == NULL) {
+    if (c->ssh_cmd == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -899,7 +912,7 @@ static int start_sshd(struct tconn *c, struct devbox *box, char *err,
         goto out;
     }
     memset(&req, 0, sizeof(req));
-    req.command = cmd;
+    req.command = c->ssh_cmd;
     req.stdout_fd = sv[1];
     req.stderr_fd = -1;
     if (sandbox_exec(box->sb, &req, &p, err, errlen) != 0)
@@ -913,7 +926,6 @@ out:
         close(sv[0]);
     if (sv[1] >= 0)
         close(sv[1]);
-    free(cmd);
     return fd;
 }
 
@@ -1473,6 +1485,8 @@ out:
     free(bytes);
     if (c != NULL && c->ufd >= 0)
         close(c->ufd);
+    if (c != NULL)
+        ssh_cmd_free(c);
     free(c);
 }
 
@@ -1757,6 +1771,7 @@ static void *conn_thread(void *arg)
         close(c->cfd);
     if (c->ufd >= 0)
         close(c->ufd);
+    ssh_cmd_free(c);
     free(c);
     pthread_mutex_lock(&ts->lock);
     ts->conns--;

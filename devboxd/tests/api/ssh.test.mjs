@@ -23,7 +23,12 @@ before(async () => {
   engine.extraArgs = ['--listen', `unix:${path.join(engine.stateDir, 'devboxd.sock')}`];
   await engine.start();
   client = engine.client();
-  boxId = (await client.devboxes.createAndAwaitRunning({ name: 'ssh' })).id;
+  await client.secrets.create({ name: 'SSH_TEST_SECRET', value: 's3cret value' });
+  boxId = (await client.devboxes.createAndAwaitRunning({
+    name: 'ssh',
+    environment_variables: { GREETING: 'hello "quoted" \\ world #not-a-comment' },
+    secrets: { TOKEN: 'SSH_TEST_SECRET' },
+  })).id;
   key = await client.devboxes.createSSHKey(boxId);
 });
 after(async () => {
@@ -103,6 +108,26 @@ test('ssh with the key runs a command as the devbox user; no host port is opened
   const ports = inside.stdout.split('\n').slice(1).map((l) => l.trim().split(/\s+/))
     .filter((c) => c[3] === '0A').map((c) => parseInt(c[1].split(':')[1], 16));
   assert.ok(!ports.includes(22), `port 22 listens inside: ${ports}`);
+});
+
+test('sessions get the devbox environment_variables and secrets, as executions do', async () => {
+  const r = await ssh(keyFile('good', key.ssh_private_key), key.url,
+    ['sh', '-c', "'printf \"%s|%s\" \"$GREETING\" \"$TOKEN\"'"]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, 'hello "quoted" \\ world #not-a-comment|s3cret value');
+});
+
+test('scp (sftp) copies a file in', async () => {
+  const src = path.join(tmp, 'payload.txt');
+  writeFileSync(src, 'copied over ssh\n');
+  const p = spawnSync('scp', ['-q', '-i', keyFile('good', key.ssh_private_key), '-F', '/dev/null',
+    '-o', `ProxyCommand=${runloopMcp} ssh --proxy ${key.url}`, '-o', 'IdentitiesOnly=yes',
+    '-o', 'IdentityAgent=none', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+    '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR',
+    src, `user@${boxId}:/home/user/payload.txt`], { encoding: 'utf8', timeout: 120000 });
+  assert.equal(p.status, 0, p.stderr);
+  const got = await client.devboxes.readFileContents(boxId, { file_path: '/home/user/payload.txt' });
+  assert.equal(got, 'copied over ssh\n');
 });
 
 test('a terminal: ssh -tt gets a pseudo-terminal owned by the user', async () => {
