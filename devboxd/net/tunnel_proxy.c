@@ -875,10 +875,9 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
     if (fd == -ESRCH)
         snprintf(err, errlen, "devbox %s stopped while connecting; retry", c->box_id);
     else
-        snprintf(err, errlen,
-                 "nothing answers on port %d inside devbox %s (%s): start the "
-                 "service there, bound to 0.0.0.0 or 127.0.0.1",
-                 c->port, c->box_id, strerror(-fd));
+        snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
+                 "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
+                 strerror(-fd));
     return -1;
 }
 
