@@ -48,8 +48,8 @@ void api_with_id(struct engine *eng, const struct api_call *call, api_id_fn fn);
 /* An api_view_fn for records that are views already: a copy. */
 cJSON *api_view_copy(const void *item);
 
-/* POST /v1/devboxes/{devbox}/enable_tunnel, …/remove_tunnel and
- * …/create_pty_tunnel (api_tunnels.c). */
+/* POST /v1/devboxes/{devbox}/enable_tunnel, …/remove_tunnel,
+ * …/create_pty_tunnel and …/create_ssh_key (api_tunnels.c). */
 void api_tunnel_enable(struct engine *eng, const struct api_call *call);
 void api_tunnel_remove(struct engine *eng, const struct api_call *call);
 void api_tunnel_pty(struct engine *eng, const struct api_call *call);

@@ -1,5 +1,6 @@
-/* The tunnel routes of a devbox: enable_tunnel, remove_tunnel and
- * create_pty_tunnel (the records and PTY tunnels are engine/tunnels.c). */
+/* The tunnel routes of a devbox: enable_tunnel, remove_tunnel,
+ * create_pty_tunnel (the records and PTY tunnels are engine/tunnels.c) and
+ * create_ssh_key (its SSH route, engine/ssh_keys.c). */
 #define _GNU_SOURCE
 #include "api.h"
 
