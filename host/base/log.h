@@ -5,11 +5,19 @@
  *   runloop-mcp: <level>: <plugin>: message
  *   runloop-mcp: <level>: message            (host messages)
  *
- * Thread-safe: each line goes out in one write. Never log secrets.
- * Never blocks: when stderr is a pipe nobody reads and it is full, a line
- * is dropped and counted; the count is logged as a warning line once
+ * Thread-safe: lines never interleave and none is ever written in half
+ * (a stream socket that takes part of a line gets the rest before the next
+ * one). Never log secrets.
+ *
+ * Waits at most a short grace (tens of milliseconds) per line, never for
+ * a reader: a pipe or terminal is written through a non-blocking file
+ * description of our own; a socket with MSG_DONTWAIT; where stderr cannot
+ * be reopened (no /proc) the shared descriptor is written only after
+ * poll() says it has room, and a warning says so once. A line that finds
+ * no room is given the grace once (not while lines are being dropped),
+ * then dropped and counted; the count is logged as a warning line once
  * stderr takes lines again, and is rlmcp_log_lines_dropped_total in
- * /metrics.
+ * /metrics. A regular file is written as is (it does not fill).
  */
 #ifndef RLMCP_HOST_LOG_H
 #define RLMCP_HOST_LOG_H
@@ -42,6 +50,10 @@ uint64_t log_dropped_lines(void);
  * Redirect finished lines (without the trailing newline) to fn instead of
  * stderr; NULL restores stderr. For tests that check log text.
  */
+/* Tests: reopen stderr from path instead of /proc/self/fd/2 (NULL: the
+ * default) and choose the way of writing again on the next line. */
+void log_test_set_reopen_path(const char *path);
+
 typedef void (*log_sink_fn)(void *user, int level, const char *line);
 void log_set_sink(log_sink_fn fn, void *user);
 
