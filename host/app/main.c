@@ -479,7 +479,7 @@ static void list_table(const struct registry *reg, bool all)
 /* ---- --check-config ---------------------------------------------------- */
 
 static void print_check(const struct host_config *cfg, const struct loader *l,
-                        const struct registry *reg)
+                        const struct registry *reg, bool token_note)
 {
     size_t i = 0;
     char *dir = loader_plugin_dir(cfg);
@@ -490,6 +490,10 @@ static void print_check(const struct host_config *cfg, const struct loader *l,
     if (cfg->server.transport == HOST_TRANSPORT_HTTP)
         printf(" on %s", cfg->server.http.listen);
     printf("\n");
+    if (token_note)
+        printf("auth token: from ${%s}, unset now: set it before serving on "
+               "%s (a start without it is refused)\n",
+               cfg->server.http.auth_token_env, cfg->server.http.listen);
     {
         char desc[512] = "";
         printf("backend:    %s\n", backend_describe(cfg, desc, sizeof(desc)));
@@ -558,6 +562,33 @@ static int serve_check(const struct host_config *cfg, char *err, size_t errlen)
         return 0;
     http_options_from_config(&opts, cfg);
     return http_options_check(&opts, err, errlen);
+}
+
+/*
+ * --check-config refuses what a start would refuse, with one exception: a
+ * token taken from an environment variable that is unset now (an image
+ * build or CI checks the file without the secret). The settings are
+ * checked again as if the token were set, and a note names the variable
+ * a start will need. *note is set when that note applies.
+ */
+static int check_config_serve(const struct host_config *cfg, bool *note,
+                              char *err, size_t errlen)
+{
+    struct http_options opts;
+    const char *stand_in = "token-from-the-environment";
+
+    *note = false;
+    if (serve_check(cfg, err, errlen) == 0)
+        return 0;
+    if (cfg->server.http.auth_token != NULL ||
+        cfg->server.http.auth_token_env == NULL)
+        return -1;
+    http_options_from_config(&opts, cfg);
+    opts.auth_token = stand_in;
+    if (http_options_check(&opts, err, errlen) != 0)
+        return -1;
+    *note = true;
+    return 0;
 }
 
 /*
@@ -719,6 +750,7 @@ int main(int argc, char **argv)
     struct loader *ldr = NULL;
     struct deployment *dep = NULL;
     char err[1024] = "";
+    bool token_note = false;
     int rc = EXIT_USAGE;
 
     memset(&o, 0, sizeof(o));
@@ -736,8 +768,14 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     if (apply_overrides(&o, &cfg) < 0)
         goto out;
-    /* Refuse a start before anything is started (the local engine). */
+    /* Refuse a start before anything is started (the local engine), and
+     * refuse the same settings in --check-config. */
     if (o.action == ACT_SERVE && serve_check(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "runloop-mcp: error: %s\n", err);
+        goto out;
+    }
+    if (o.action == ACT_CHECK &&
+        check_config_serve(&cfg, &token_note, err, sizeof(err)) != 0) {
         fprintf(stderr, "runloop-mcp: error: %s\n", err);
         goto out;
     }
@@ -768,7 +806,7 @@ int main(int argc, char **argv)
         }
         break;
     case ACT_CHECK:
-        print_check(&cfg, ldr, reg);
+        print_check(&cfg, ldr, reg, token_note);
         rc = 0;
         break;
     default:

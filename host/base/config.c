@@ -970,13 +970,42 @@ static int check_state_secret(struct ctx *c, const yaml_node_t *v, void *base)
     return 0;
 }
 
+/*
+ * Remember the environment variable auth_token refers to, so that
+ * --check-config run without the secret (an image build, CI) can say the
+ * token is needed at start instead of refusing a setting that holds.
+ */
+static int note_token_env(struct ctx *c, const yaml_node_t *v, void *base)
+{
+    struct host_http_config *h = base;
+    const char *s = (const char *)v->data.scalar.value;
+    const char *ref = NULL;
+    size_t n = 0;
+
+    (void)c;
+    free(h->auth_token_env);
+    h->auth_token_env = NULL;
+    if (v->type != YAML_SCALAR_NODE)
+        return 0;
+    ref = strstr(s, "${");
+    if (ref == NULL)
+        return 0;
+    ref += 2;
+    while (ref[n] != '\0' && is_env_name_char(ref[n], n == 0))
+        n++;
+    if (n == 0)
+        return 0;
+    h->auth_token_env = strndup(ref, n);
+    return 0;
+}
+
 /* Secrets (auth_token, state_secret) are FIELD_UNSET or checked without
  * quoting the value: get_string never quotes it. */
 static const struct field http_fields[] = {
     {KEY(http, "listen", FIELD_STRING, listen), .check = check_listen},
     {KEY(http, "allowed_origins", FIELD_STRINGS, allowed_origins),
      .count_off = offsetof(struct host_http_config, n_allowed_origins)},
-    {KEY(http, "auth_token", FIELD_UNSET, auth_token)},
+    {KEY(http, "auth_token", FIELD_UNSET, auth_token), .check = note_token_env},
     {KEY(http, "allow_query_key", FIELD_BOOL, allow_query_key)},
     {KEY(http, "max_body_bytes", FIELD_SIZE, max_body_bytes), .min = 1024,
      .max = 1ULL << 32},
@@ -1800,6 +1829,7 @@ void config_free(struct host_config *cfg)
         free(cfg->server.http.allowed_origins[i]);
     free(cfg->server.http.allowed_origins);
     free(cfg->server.http.auth_token);
+    free(cfg->server.http.auth_token_env);
     secret_free(cfg->server.http.state_secret);
     free(cfg->server.http.raw_json);
     free(cfg->host.plugin_dir);

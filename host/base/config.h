@@ -64,6 +64,8 @@ struct host_http_config {
     char **allowed_origins; /* NULL-terminated; may be empty */
     size_t n_allowed_origins;
     char *auth_token;      /* secret: never logged; NULL when unset */
+    char *auth_token_env;  /* the variable auth_token names ("${NAME...}"),
+                              NULL when written literally or not at all */
     bool allow_query_key;  /* false */
     size_t max_body_bytes; /* 4 MiB */
     unsigned max_sessions; /* 64 */

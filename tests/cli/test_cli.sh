@@ -91,6 +91,26 @@ run "bad --host" 2 --config "$CONF/good.yaml" --host "a b" --check-config
 has err "--host 'a b' is not a host name or IP address"
 run "--listen with --port" 2 --config "$CONF/good.yaml" --listen 127.0.0.1:1 --port 2 --check-config
 has err "give --listen HOST:PORT or --host and --port, not both"
+# --check-config refuses what serving refuses (beyond loopback without a
+# token), but a token from an environment variable unset at check time (an
+# image build) is noted as needed at start instead.
+run "check 0.0.0.0 without a token" 2 --config "$CONF/good.yaml" --listen 0.0.0.0:0 --check-config
+has err "refusing to listen on 0.0.0.0:0 without an access token"
+lacks out "ok"
+sed 's/^server:$/server:\n  http:\n    auth_token: "${RLMCP_TEST_HTTP_TOKEN:-}"/' "$CONF/good.yaml" >"$tmp/token_env.yaml"
+env -u RLMCP_TEST_HTTP_TOKEN "$BIN" --config "$tmp/token_env.yaml" --listen 0.0.0.0:0 --check-config >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+[ "$rc" -eq 0 ] && pass "check, token from an unset variable (exit 0)" || { fail "check, token from an unset variable: exit $rc"; cat "$tmp/err"; }
+has out 'auth token: from ${RLMCP_TEST_HTTP_TOKEN}, unset now: set it before serving on 0.0.0.0:0'
+has out "ok"
+RLMCP_TEST_HTTP_TOKEN=0123456789abcdef0123 run "check, token from a set variable" 0 --config "$tmp/token_env.yaml" --listen 0.0.0.0:0 --check-config
+lacks out "auth token:"
+RLMCP_TEST_HTTP_TOKEN=short run "check, short token from a variable" 2 --config "$tmp/token_env.yaml" --listen 0.0.0.0:0 --check-config
+has err "server.http.auth_token is shorter than 16 characters"
+env -u RLMCP_TEST_HTTP_TOKEN "$BIN" --config "$tmp/token_env.yaml" --listen 0.0.0.0:0 >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+[ "$rc" -eq 2 ] && pass "serve, token variable unset: refused (exit 2)" || fail "serve, token variable unset: exit $rc"
+has err "refusing to listen on 0.0.0.0:0 without an access token"
 
 run "unknown key" 2 --config "$CONF/bad_key.yaml" --check-config
 has err "$CONF/bad_key.yaml:6:3: unknown key 'alow' in 'tools'; did you mean 'allow'?"
