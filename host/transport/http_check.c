@@ -80,37 +80,51 @@ int http_limits_check(const struct http_options *o, bool loopback, char *err,
     return 0;
 }
 
-/* Whether the host of a listen address is loopback, looked up as the
- * server binds it (its first address); false when it does not resolve. */
-static bool listen_is_loopback(const char *host)
+/*
+ * Whether the host of a listen address is loopback, looked up as the
+ * server binds it (its first address). A host that does not resolve is
+ * refused as such, with the server's own words, before any token rule.
+ */
+static int listen_is_loopback(const char *host, bool *loopback, char *err,
+                              size_t errlen)
 {
     struct addrinfo hints = {0};
     struct addrinfo *res = NULL;
-    bool loopback = false;
+    int rc = 0;
 
-    if (http_host_is_loopback(host))
-        return true;
+    *loopback = false;
+    if (http_host_is_loopback(host)) {
+        *loopback = true;
+        return 0;
+    }
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
-        return false;
+    rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        snprintf(err, errlen,
+                 "server.http.listen: cannot resolve '%s' (%s); use an IP "
+                 "address such as 127.0.0.1",
+                 host, rc != 0 ? gai_strerror(rc) : "no address");
+        return -1;
+    }
     if (res->ai_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)res->ai_addr;
-        loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+        *loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
     } else if (res->ai_family == AF_INET6) {
         const struct sockaddr_in6 *in6 =
             (const struct sockaddr_in6 *)res->ai_addr;
-        loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+        *loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
     }
     freeaddrinfo(res);
-    return loopback;
+    return 0;
 }
 
 int http_options_check(const struct http_options *o, char *err, size_t errlen)
 {
     char host[256];
     uint16_t port = 0;
+    bool loopback = false;
 
     if (http_parse_listen(o->listen, host, sizeof(host), &port) != 0) {
         snprintf(err, errlen,
@@ -119,7 +133,9 @@ int http_options_check(const struct http_options *o, char *err, size_t errlen)
                  o->listen != NULL ? o->listen : "");
         return -1;
     }
-    return http_limits_check(o, listen_is_loopback(host), err, errlen);
+    if (listen_is_loopback(host, &loopback, err, errlen) != 0)
+        return -1;
+    return http_limits_check(o, loopback, err, errlen);
 }
 
 int http_parse_listen(const char *listen, char *host, size_t hostlen,

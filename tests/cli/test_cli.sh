@@ -94,6 +94,9 @@ has err "give --listen HOST:PORT or --host and --port, not both"
 # --check-config refuses what serving refuses (beyond loopback without a
 # token), but a token from an environment variable unset at check time (an
 # image build) is noted as needed at start instead.
+run "check an unresolvable listen host" 2 --config "$CONF/good.yaml" --listen locahost.invalid:8000 --check-config
+has err "server.http.listen: cannot resolve 'locahost.invalid'"
+lacks err "access token"
 run "check 0.0.0.0 without a token" 2 --config "$CONF/good.yaml" --listen 0.0.0.0:0 --check-config
 has err "refusing to listen on 0.0.0.0:0 without an access token"
 lacks out "ok"

@@ -242,6 +242,11 @@ static void test_options_check(void **state)
     o = base_opts("nonsense");
     assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "HOST:PORT"));
+    /* A typo in the host is reported as one, not as a missing token. */
+    o = base_opts("locahost.invalid:8000");
+    assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "cannot resolve 'locahost.invalid'"));
+    assert_null(strstr(err, "access token"));
     o = base_opts("127.0.0.1:0");
     o.max_sessions = 0;
     assert_int_equal(http_options_check(&o, err, sizeof(err)), -1);
