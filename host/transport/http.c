@@ -425,10 +425,13 @@ static void session_end(struct http_session *s, const char *why, bool in_table)
     }
     if (free_ms && s->ms != NULL)
         mcp_session_free(s->ms);
+    /* A stateless request's private session counts too: a keep-alive
+     * client of those never closes a connection nor leaves the table. */
+    if (in_table || s->stateless)
+        atomic_fetch_add(&s->srv->released, 1);
     if (in_table) {
         log_msg(RLMCP_LOG_INFO, NULL, "http: session %.8s… ended (%s)", s->id,
                 why);
-        atomic_fetch_add(&s->srv->released, 1);
         session_unref(s); /* the table's reference */
     }
 }
@@ -808,6 +811,8 @@ static void trim_tick(struct http_server *srv, struct trim_state *t)
     t->pending = 0;
 #ifdef __GLIBC__
     malloc_trim(0);
+    log_msg(RLMCP_LOG_DEBUG, NULL,
+            "http: freed memory handed back to the system (malloc_trim)");
 #endif
 }
 
