@@ -1192,6 +1192,7 @@ static void m_enable_toolset(struct req *r, const struct toolsets *ts)
     uint64_t mask = 0;
     bool dynamic = session_toolsets(r, &mask);
     bool changed = false;
+    bool already = false;
     char **v = NULL;
     char *dup = NULL;
     char list[1024];
@@ -1201,7 +1202,16 @@ static void m_enable_toolset(struct req *r, const struct toolsets *ts)
     int at = -1;
 
     toolset_names(ts, list, sizeof(list));
-    if (!cJSON_IsString(name)) {
+    if (name != NULL && !cJSON_IsString(name)) {
+        snprintf(msg, sizeof(msg),
+                 "toolset must be a string (a toolset name): pass "
+                 "{\"toolset\": NAME}, one of %s",
+                 list);
+        reply_tool_error(r, NULL, "invalid_argument", msg,
+                         "call enable_toolset again with a toolset name");
+        return;
+    }
+    if (name == NULL) {
         snprintf(msg, sizeof(msg),
                  "the toolset to enable is missing: pass "
                  "{\"toolset\": NAME}, one of %s",
@@ -1229,7 +1239,11 @@ static void m_enable_toolset(struct req *r, const struct toolsets *ts)
     if (dynamic && (mask & (UINT64_C(1) << at)) == 0) {
         dup = strdup(ts->sets[at].name);
         pthread_mutex_lock(&s->lock);
-        v = dup != NULL
+        /* Again under the lock: a concurrent call for the same toolset may
+         * have added it since session_toolsets() looked. */
+        mask = toolsets_mask(ts, s->toolsets_on, s->n_toolsets_on);
+        already = (mask & (UINT64_C(1) << at)) != 0;
+        v = dup != NULL && !already
                 ? realloc(s->toolsets_on, (s->n_toolsets_on + 1) * sizeof(*v))
                 : NULL;
         if (v != NULL) {
@@ -1240,7 +1254,7 @@ static void m_enable_toolset(struct req *r, const struct toolsets *ts)
         }
         pthread_mutex_unlock(&s->lock);
         free(dup);
-        if (!changed) {
+        if (!changed && !already) {
             reply_error(r, JSONRPC_INTERNAL_ERROR, "out of memory");
             return;
         }

@@ -107,6 +107,11 @@ test('stdio: core first, enable_toolset notifies and lists the toolset, calls wo
     const missing = await c.callTool({ name: 'enable_toolset', arguments: {} });
     assert.equal(missing.isError, true);
     assert.match(missing.structuredContent.error.message, /pass \{"toolset": NAME\}, one of testing/);
+    const wrongType = await c.callTool({ name: 'enable_toolset', arguments: { toolset: 5 } });
+    assert.equal(wrongType.isError, true);
+    assert.equal(wrongType.structuredContent.error.code, 'invalid_argument');
+    assert.match(wrongType.structuredContent.error.message, /toolset must be a string \(a toolset name\)/);
+    assert.doesNotMatch(wrongType.structuredContent.error.message, /missing/);
     assert.equal(seen.n, 0, 'no list change yet');
 
     const listed = await c.callTool({ name: 'list_toolsets', arguments: {} });
@@ -197,6 +202,17 @@ test('HTTP: enabling a toolset changes that session only', async () => {
     assert.deepEqual(names(await b.listTools()), CORE);
     const listed = await b.callTool({ name: 'list_toolsets', arguments: {} });
     assert.equal(listed.structuredContent.toolsets[0].enabled, false);
+    // Concurrent calls enabling the same toolset: one changes the list and
+    // notifies, the others find it enabled.
+    const many = await Promise.all(Array.from({ length: 16 },
+      () => b.callTool({ name: 'enable_toolset', arguments: { toolset: 'testing' } })));
+    for (const m of many) assert.notEqual(m.isError, true, JSON.stringify(m));
+    assert.equal(many.filter((m) => m.structuredContent.list_changed).length, 1,
+      JSON.stringify(many.map((m) => m.structuredContent.list_changed)));
+    await waitFor(() => seenB.n >= 1, 10000, 'list_changed on session B');
+    await new Promise((res) => setTimeout(res, 500));
+    assert.equal(seenB.n, 1);
+    assert.deepEqual(names(await b.listTools()), ALL);
   } finally {
     await a.close().catch(() => {});
     await b.close().catch(() => {});
