@@ -144,9 +144,9 @@ static int check_desc(struct loaded_plugin *lp,
             LOAD_FAIL(lp,
                       "%s: plugin ABI %u.%u, host ABI %d.%d: the descriptor "
                       "sets fields this host does not know (struct_size %zu > "
-                      "%zu); upgrade runloop-mcp",
+                      "%zu, non-zero at byte %zu); upgrade runloop-mcp",
                       lp->path, d->abi_major, d->abi_minor, RLMCP_ABI_MAJOR,
-                      RLMCP_ABI_MINOR, d->struct_size, sizeof(*d));
+                      RLMCP_ABI_MINOR, d->struct_size, sizeof(*d), i);
             return -1;
         }
     }

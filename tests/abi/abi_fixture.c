@@ -17,6 +17,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FX_ASAN 1
+#endif
+#endif
+#ifndef FX_ASAN
+#define FX_ASAN 0
+#endif
+#if FX_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <rlmcp/plugin.h>
 
 #ifndef FX_MINOR
@@ -439,7 +453,8 @@ out:
  * Every struct here says in struct_size the least the host documents
  * (sdk/ABI.md, "today's host"), or one byte less, and holds only that
  * many bytes: it starts aligned and ends within 7 bytes of the unreadable
- * page (at it when the size is a multiple of 8).
+ * page (at it when the size is a multiple of 8); least_dup fills and, with
+ * AddressSanitizer, poisons the bytes in between.
  */
 
 #define FX_ALIGN8(n) (((n) + 7) / 8 * 8)
@@ -448,6 +463,13 @@ out:
 #define FX_TOOL_DEF_LEAST                                                      \
     (offsetof(struct rlmcp_tool_def, user_data_free) + sizeof(void *))
 
+/*
+ * The bytes between the least size and the page are not the struct's: they
+ * hold FX_PAD_POISON (a host that copies them would see it) and, in an
+ * AddressSanitizer build, are poisoned, so that a read of them fails there
+ * as a read of the page does.
+ */
+#define FX_PAD_POISON 0xA5
 static void *least_dup(const void *src, size_t size)
 {
     unsigned char *p = guard_alloc(FX_ALIGN8(size));
@@ -456,11 +478,21 @@ static void *least_dup(const void *src, size_t size)
         return NULL;
     memcpy(p, src, size);
     memcpy(p, &size, sizeof(size)); /* struct_size */
+    memset(p + size, FX_PAD_POISON, FX_ALIGN8(size) - size);
+#if FX_ASAN
+    ASAN_POISON_MEMORY_REGION(p + size, FX_ALIGN8(size) - size);
+#endif
     return p;
 }
 
 static void least_free(void *p, size_t size)
 {
+#if FX_ASAN
+    /* The shadow outlives munmap: a later mapping here must not inherit it. */
+    if (p != NULL)
+        ASAN_UNPOISON_MEMORY_REGION((unsigned char *)p + size,
+                                    FX_ALIGN8(size) - size);
+#endif
     guard_free(p, FX_ALIGN8(size));
 }
 
