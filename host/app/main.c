@@ -594,15 +594,27 @@ static int check_config_serve(const struct host_config *cfg, bool *note,
 /*
  * Serving did not start (the HTTP address is taken, say): stop the local
  * engine this start began, so that a refused start leaves none behind. An
- * engine that was running already is left alone.
+ * engine that was running already is left alone, and so is one that
+ * another host may be using by now: devboxd is shared by every host of the
+ * state dir, and one may have attached since it started. The sign of that
+ * is a devbox created since; a host that attached and created nothing yet
+ * cannot be seen (backend.h), and finds the engine gone.
  */
 static void stop_started_engine(const struct backend *b)
 {
     int pid = backend_started_pid(b);
     int waited_ms = 0;
+    char why[256] = "";
 
     if (pid <= 0)
         return;
+    if (!backend_started_engine_unused(b, why, sizeof(why))) {
+        log_msg(RLMCP_LOG_NOTICE, NULL,
+                "leaving the local engine this start began running "
+                "(devboxd pid %d): %s; stop it with `runloop-mcp engine stop`",
+                pid, why);
+        return;
+    }
     log_msg(RLMCP_LOG_NOTICE, NULL,
             "stopping the local engine this start began (devboxd pid %d)", pid);
     if (kill(pid, SIGTERM) != 0)

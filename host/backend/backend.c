@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
 
 #include "deadline.h"
@@ -44,7 +45,8 @@ struct backend {
     char describe[1024];
     struct rlclient *client;
     int started_pid;
-    long restarted_ms; /* last restart of the engine we started */
+    long long started_at_ms; /* wall clock, when started_pid began */
+    long restarted_ms;       /* last restart of the engine we started */
 };
 
 /* One restart at a time; the client's down hook runs on any worker. */
@@ -82,6 +84,15 @@ static const char *nonempty(const char *s)
 static long now_ms(void)
 {
     return (long)deadline_now_ms();
+}
+
+/* The wall clock in ms, as devboxd stamps create_time_ms. */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -730,6 +741,7 @@ static int ensure_engine(struct backend *b, bool may_start, char **err)
     struct rlclient *pc = NULL;
     char *bin = NULL;
     long status = 0;
+    long long spawn_ms = 0;
     int up = 0;
     int rc = -1;
     int pid = -1;
@@ -765,6 +777,7 @@ static int ensure_engine(struct backend *b, bool may_start, char **err)
                        b->state_dir, strerror(errno));
         goto out;
     }
+    spawn_ms = wall_ms();
     pid = spawn_devboxd(b, bin, err);
     if (pid < 0)
         goto out;
@@ -774,6 +787,8 @@ static int ensure_engine(struct backend *b, bool may_start, char **err)
     rc = wait_for_engine(b, pc, pid, err);
     if (rc == 0)
         b->started_pid = serving_is_ours(b, pid);
+    if (b->started_pid > 0)
+        b->started_at_ms = spawn_ms;
 out:
     free(bin);
     rlclient_destroy(pc);
@@ -791,6 +806,7 @@ static void engine_down(void *ctx)
     struct backend *b = ctx;
     char *err = NULL;
     char *bin = NULL;
+    long long spawn_ms = 0;
     int old = 0;
     int pid = -1;
 
@@ -801,6 +817,7 @@ static void engine_down(void *ctx)
         goto out;
     b->restarted_ms = now_ms();
     bin = find_devboxd(b, &err);
+    spawn_ms = wall_ms();
     if (bin != NULL)
         pid = spawn_devboxd(b, bin, &err);
     if (pid < 0) {
@@ -811,6 +828,7 @@ static void engine_down(void *ctx)
         goto out;
     }
     b->started_pid = pid;
+    b->started_at_ms = spawn_ms;
     log_msg(RLMCP_LOG_WARNING, NULL,
             "devboxd (pid %d), started by this host for %s, exited; started "
             "it again (pid %d); its log: %s/devboxd.log",
@@ -939,6 +957,52 @@ const char *backend_base_url(const struct backend *b)
 int backend_started_pid(const struct backend *b)
 {
     return b->started_pid;
+}
+
+bool backend_started_engine_unused(const struct backend *b, char *why,
+                                   size_t len)
+{
+    struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
+    struct rlmcp_http_resp *r = NULL;
+    cJSON *doc = NULL;
+    const cJSON *box = NULL;
+    const cJSON *t = NULL;
+    const cJSON *id = NULL;
+    bool unused = false;
+
+    snprintf(why, len, "it is not this host's");
+    if (b->started_pid <= 0)
+        return false;
+    if (backend_engine_pid(b) != b->started_pid) {
+        snprintf(why, len, "the state dir's engine is no longer pid %d",
+                 b->started_pid);
+        return false;
+    }
+    unused = true;
+    if (b->client == NULL)
+        return unused;
+    /* Newest first: a devbox created since the start is another client's
+     * (this host did not serve). */
+    req.method = "GET";
+    req.path = "/v1/devboxes?limit=1";
+    req.timeout_ms = 5000;
+    req.max_retries = 0;
+    if (rlclient_request(b->client, NULL, &req, &r, NULL, NULL) != RLMCP_OK)
+        return unused; /* not answering: nobody is using it either */
+    if (r->status == 200)
+        doc = cJSON_Parse(r->body);
+    box = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "devboxes"),
+                             0);
+    t = cJSON_GetObjectItemCaseSensitive(box, "create_time_ms");
+    id = cJSON_GetObjectItemCaseSensitive(box, "id");
+    if (cJSON_IsNumber(t) && t->valuedouble >= (double)b->started_at_ms) {
+        snprintf(why, len, "another client created devbox %s on it since",
+                 cJSON_IsString(id) ? id->valuestring : "?");
+        unused = false;
+    }
+    cJSON_Delete(doc);
+    rlclient_resp_free(r);
+    return unused;
 }
 
 void backend_free(struct backend *b)

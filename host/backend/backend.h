@@ -118,6 +118,14 @@ const char *backend_socket(const struct backend *b);
 const char *backend_base_url(const struct backend *b);
 /* Pid of the devboxd this host started, or 0 when one was running. */
 int backend_started_pid(const struct backend *b);
+/*
+ * Whether the devboxd this host started may be stopped because the start
+ * failed: it is still the state dir's engine and no devbox was created on
+ * it since it started. False says why in why. A client that attached
+ * meanwhile but created nothing yet cannot be seen.
+ */
+bool backend_started_engine_unused(const struct backend *b, char *why,
+                                   size_t len);
 
 /* Frees the client too; does not stop a devboxd (it is shared). */
 void backend_free(struct backend *b);

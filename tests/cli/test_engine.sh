@@ -171,6 +171,47 @@ has err "stopping the local engine this start began \(devboxd pid [0-9]+\)"
 left=$(engines)
 if [ -z "$left" ]; then pass "address in use: no devboxd left"; else
     fail "address in use: devboxd $left runs"; kill $left; fi
+# An engine another client may be using by now is left running: a stand-in
+# devboxd that lists a devbox created after it started (another host's).
+cat >"$tmp/fake-devboxd" <<'PY'
+#!/usr/bin/env python3
+import fcntl, json, os, socketserver, sys, time
+from http.server import BaseHTTPRequestHandler
+state = sys.argv[sys.argv.index('--state-dir') + 1]
+sock = sys.argv[sys.argv.index('--listen') + 1][len('unix:'):]
+os.makedirs(state, exist_ok=True)
+lock = open(os.path.join(state, 'devboxd.lock'), 'w')
+fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+class H(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def log_message(self, *a): pass
+    def address_string(self): return 'unix'
+    def do_GET(self):
+        body = json.dumps({'devboxes': [{'id': 'dbx_other_client', 'status': 'running',
+                           'create_time_ms': int(time.time() * 1000)}],
+                           'has_more': False, 'total_count': 1}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+if os.path.exists(sock): os.unlink(sock)
+srv = S(sock, H)
+with open(os.path.join(state, 'devboxd.pid'), 'w') as f: f.write('pid %d\n' % os.getpid())
+srv.serve_forever()
+PY
+chmod +x "$tmp/fake-devboxd"
+cat >"$tmp/fake.yaml" <<EOF
+runloop: {backend: local, devboxd: "$tmp/fake-devboxd"}
+plugins: [{name: lifecycle}]
+EOF
+RLMCP_STATE_DIR=$tmp/f run "address in use, engine used meanwhile" 1 -c "$tmp/fake.yaml" --listen "127.0.0.1:$(cat "$tmp/busy")"
+has err "leaving the local engine this start began running \(devboxd pid [0-9]+\): another client created devbox dbx_other_client on it since"
+fake=$(awk '$1 == "pid" {print $2; exit}' "$tmp/f/devboxd.pid" 2>/dev/null)
+if [ -n "$fake" ] && alive "$fake"; then pass "engine used meanwhile: left running"; kill "$fake"; else
+    fail "engine used meanwhile: stopped (pid '$fake')"; fi
 kill "$busy"; wait "$busy" 2>/dev/null
 run "status: still not running" 3 engine status -c "$CONF"
 
