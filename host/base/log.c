@@ -209,8 +209,15 @@ static bool out_write(const char *buf, size_t len)
 }
 
 /* How long a line may wait for a slow reader before it is dropped: once,
- * and not while lines are being dropped already. */
+ * and not while lines are being dropped already. Tests lengthen it
+ * (log_set_grace_ms) so that a stalled machine cannot decide them. */
 #define OUT_GRACE_MS 50
+static int out_grace_ms = OUT_GRACE_MS;
+
+void log_set_grace_ms(int ms)
+{
+    __atomic_store_n(&out_grace_ms, ms, __ATOMIC_RELAXED);
+}
 
 /* Under sink_lock: the line, after the notes owed before it. */
 static void out_line(char *out, size_t len)
@@ -224,7 +231,8 @@ static void out_line(char *out, size_t len)
                       "runloop-mcp: warning: stderr cannot be reopened "
                       "non-blocking (%s): each log line waits up to %d ms "
                       "for room, then is dropped\n",
-                      strerror(poll_note_errno), OUT_GRACE_MS);
+                      strerror(poll_note_errno),
+                      __atomic_load_n(&out_grace_ms, __ATOMIC_RELAXED));
         if (nl > 0 && (size_t)nl < sizeof(note) && out_write(note, (size_t)nl))
             poll_note_pending = false;
     }
@@ -248,7 +256,8 @@ static void out_line(char *out, size_t len)
     if (dropped_unreported == 0) {
         if (out_write(out, len))
             return;
-        if (out_room(OUT_GRACE_MS) && out_write(out, len))
+        if (out_room(__atomic_load_n(&out_grace_ms, __ATOMIC_RELAXED)) &&
+            out_write(out, len))
             return;
     }
     dropped_unreported++;

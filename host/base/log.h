@@ -45,6 +45,9 @@ void log_vmsg(int level, const char *who, const char *fmt, va_list ap)
 
 /* Lines dropped so far because stderr was full. */
 uint64_t log_dropped_lines(void);
+/* How long a line may wait for room before it is dropped (default 50 ms);
+ * for tests, which must not depend on a thread waking within 50 ms. */
+void log_set_grace_ms(int ms);
 
 /*
  * Redirect finished lines (without the trailing newline) to fn instead of
