@@ -38,7 +38,7 @@ struct options {
     int n_listen;
     const char *api_key_file;
     int allow_non_loopback;
-    const char *tunnel_listen; /* default 127.0.0.1:0 */
+    const char *tunnel_listen;       /* default 127.0.0.1:0 */
     const char *tunnel_url_template; /* NULL: the listener's *.localhost URL */
 };
 
@@ -101,7 +101,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'l':
             if (o->n_listen == MAX_LISTEN) {
-                fprintf(stderr, "devboxd: at most %d --listen options\n", MAX_LISTEN);
+                fprintf(stderr, "devboxd: at most %d --listen options\n",
+                        MAX_LISTEN);
                 return -1;
             }
             o->listen[o->n_listen++] = optarg;
@@ -144,8 +145,10 @@ static int parse_args(int argc, char **argv, struct options *o)
         return -1;
     }
     if (o->state_dir == NULL || o->state_dir[0] == '\0') {
-        fprintf(stderr, "devboxd: --state-dir DIR is required (where devboxes and their "
-                        "files are kept)\n");
+        fprintf(
+            stderr,
+            "devboxd: --state-dir DIR is required (where devboxes and their "
+            "files are kept)\n");
         return -1;
     }
     return 0;
@@ -163,8 +166,10 @@ static int lock_state_dir(const char *dir)
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "devboxd: another devboxd already serves state dir %s (lock %s "
-                        "is held); stop it or use another --state-dir\n", dir, path);
+        fprintf(stderr,
+                "devboxd: another devboxd already serves state dir %s (lock %s "
+                "is held); stop it or use another --state-dir\n",
+                dir, path);
         close(fd);
         return -1;
     }
@@ -175,7 +180,8 @@ static char *trim_key(char *s)
 {
     size_t len = strlen(s);
 
-    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
+    while (len > 0 &&
+           (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
         s[--len] = '\0';
     return s;
 }
@@ -190,8 +196,11 @@ static char *load_api_key(const char *dir, const char *file)
     if (file != NULL) {
         key = util_read_file(file, 4096, NULL);
         if (key == NULL || trim_key(key)[0] == '\0') {
-            fprintf(stderr, "devboxd: cannot read an API key from --api-key-file %s (it "
-                            "must hold one non-empty line)\n", file);
+            fprintf(
+                stderr,
+                "devboxd: cannot read an API key from --api-key-file %s (it "
+                "must hold one non-empty line)\n",
+                file);
             free(key);
             return NULL;
         }
@@ -206,7 +215,8 @@ static char *load_api_key(const char *dir, const char *file)
     if (asprintf(&text, "ak_local_%s\n", hex) < 0)
         return NULL;
     if (util_write_atomic(path, text, strlen(text), 0600) != 0) {
-        fprintf(stderr, "devboxd: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "devboxd: cannot write %s: %s\n", path,
+                strerror(errno));
         free(text);
         return NULL;
     }
@@ -226,9 +236,11 @@ static int write_pid_file(const char *dir, const char *const *addrs,
     len = (size_t)snprintf(buf, sizeof(buf), "pid %d\n", (int)getpid());
     for (i = 0; i < n && len < sizeof(buf); i++) {
         if (ports[i] > 0)
-            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "port %d\n", ports[i]);
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "port %d\n",
+                                    ports[i]);
         else
-            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "unix %s\n", addrs[i] + 5);
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "unix %s\n",
+                                    addrs[i] + 5);
     }
     /* Last, so readers of the first "port" line are unaffected. */
     if (len < sizeof(buf))
@@ -237,7 +249,8 @@ static int write_pid_file(const char *dir, const char *const *addrs,
                                 "tunnel_path_url_template %s\nversion %s\n",
                                 tunnel_port, tunnel_template,
                                 tunnel_path_url_template(), DEVBOXD_VERSION);
-    return util_write_atomic(path, buf, len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
+    return util_write_atomic(path, buf,
+                             len < sizeof(buf) ? len : sizeof(buf) - 1, 0644);
 }
 
 /* The host the path tunnel template names: the --tunnel-listen address,
@@ -273,14 +286,15 @@ static void on_sandbox_stop(const char *box_id)
     tunnel_server_forget(hook_tunnels, box_id);
 }
 
-static int open_listeners(struct http_server *srv, const struct options *o, int *ports)
+static int open_listeners(struct http_server *srv, const struct options *o,
+                          int *ports)
 {
     char err[1024];
     int i;
 
     for (i = 0; i < o->n_listen; i++) {
-        if (http_server_listen(srv, o->listen[i], o->allow_non_loopback, &ports[i], err,
-                               sizeof(err)) != 0) {
+        if (http_server_listen(srv, o->listen[i], o->allow_non_loopback,
+                               &ports[i], err, sizeof(err)) != 0) {
             fprintf(stderr, "devboxd: %s\n", err);
             return -1;
         }
@@ -319,7 +333,8 @@ static char *prepare_state_dir(const char *dir)
     char *real_dir = NULL;
 
     if (util_mkdirs(dir) != 0) {
-        fprintf(stderr, "devboxd: cannot create state dir %s: %s\n", dir, strerror(errno));
+        fprintf(stderr, "devboxd: cannot create state dir %s: %s\n", dir,
+                strerror(errno));
         return NULL;
     }
     chmod(dir, 0700);
@@ -401,8 +416,9 @@ int main(int argc, char **argv)
     http_server_set_authorizer(srv, api_authorized);
     if (open_listeners(srv, &o, ports) != 0)
         goto out;
-    tun = tunnel_server_new(&eng, o.tunnel_listen ? o.tunnel_listen : "127.0.0.1:0",
-                            o.allow_non_loopback, &tunnel_port, err, sizeof(err));
+    tun = tunnel_server_new(
+        &eng, o.tunnel_listen ? o.tunnel_listen : "127.0.0.1:0",
+        o.allow_non_loopback, &tunnel_port, err, sizeof(err));
     if (tun == NULL) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;

@@ -196,7 +196,8 @@ int util_write_atomic(const char *path, const char *data, size_t len, int mode)
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         goto out;
-    if (fchmod(fd, (mode_t)mode) != 0 || util_write_all(fd, data, len) != 0 || fsync(fd) != 0)
+    if (fchmod(fd, (mode_t)mode) != 0 || util_write_all(fd, data, len) != 0 ||
+        fsync(fd) != 0)
         goto out;
     if (close(fd) != 0) {
         fd = -1;
@@ -291,7 +292,8 @@ static int rmtree_step(DIR *d, int *child)
             continue;
         if (errno != ENOTEMPTY && errno != EEXIST)
             return -1;
-        *child = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        *child = openat(fd, de->d_name,
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return *child >= 0 ? 1 : -1;
     }
     return 0;
@@ -365,7 +367,8 @@ out:
     return rc;
 }
 
-int util_split_hostport(const char *spec, char *host, size_t hostsize, const char **port)
+int util_split_hostport(const char *spec, char *host, size_t hostsize,
+                        const char **port)
 {
     const char *colon = strrchr(spec, ':');
     const char *start = spec;
@@ -439,8 +442,10 @@ int util_listen_tcp(const char *spec, const struct util_listen_words *w,
         goto out;
     }
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
         snprintf(err, errlen, "cannot listen on '%s'%s: %s", spec, w->purpose,
                  strerror(errno));
         if (fd >= 0)
@@ -449,8 +454,9 @@ int util_listen_tcp(const char *spec, const struct util_listen_words *w,
         goto out;
     }
     if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
-        *bound_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                    : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        *bound_port = ntohs(ss.ss_family == AF_INET
+                                ? ((struct sockaddr_in *)&ss)->sin_port
+                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
 out:
     if (res != NULL)
         freeaddrinfo(res);
@@ -462,7 +468,8 @@ int util_check_fields(const cJSON *obj, const char *where,
 {
     const cJSON *it = NULL;
 
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach(it, obj)
+    {
         size_t i;
         int ok = 0;
 
@@ -473,7 +480,8 @@ int util_check_fields(const cJSON *obj, const char *where,
             }
         }
         if (!ok) {
-            snprintf(err, errlen, "unknown field '%s%s%s'; remove it (see the "
+            snprintf(err, errlen,
+                     "unknown field '%s%s%s'; remove it (see the "
                      "Runloop API reference for the accepted fields)",
                      where, where[0] ? "." : "", it->string);
             return -1;
@@ -535,8 +543,8 @@ int util_opt_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi,
     d = v->valuedouble;
     /* Range first: casting a double outside int64_t is undefined. */
     if (!(d >= (double)lo && d <= (double)hi && d > -9.2e18 && d < 9.2e18)) {
-        snprintf(err, errlen, "'%s' must be between %lld and %lld, got %g", name,
-                 (long long)lo, (long long)hi, d);
+        snprintf(err, errlen, "'%s' must be between %lld and %lld, got %g",
+                 name, (long long)lo, (long long)hi, d);
         return -1;
     }
     if (d != (double)(int64_t)d) {
@@ -562,7 +570,8 @@ int util_opt_string_map(const cJSON *obj, const char *name, const cJSON **out,
         snprintf(err, errlen, "'%s' must be an object of string values", name);
         return -1;
     }
-    cJSON_ArrayForEach(it, v) {
+    cJSON_ArrayForEach(it, v)
+    {
         if (!cJSON_IsString(it)) {
             snprintf(err, errlen, "'%s.%s' must be a string", name, it->string);
             return -1;
@@ -586,7 +595,8 @@ int util_opt_string_array(const cJSON *obj, const char *name, const cJSON **out,
         snprintf(err, errlen, "'%s' must be an array of strings", name);
         return -1;
     }
-    cJSON_ArrayForEach(it, v) {
+    cJSON_ArrayForEach(it, v)
+    {
         if (!cJSON_IsString(it)) {
             snprintf(err, errlen, "'%s[%d]' must be a string", name, i);
             return -1;

@@ -51,7 +51,8 @@ char *util_shell_quote(const char *s);
 /* Splits "HOST:PORT" ("[v6]:PORT" too) into host (NUL-terminated, brackets
  * dropped) and *port (points into spec, digits only). 0; -EINVAL when the
  * form is wrong; -ENAMETOOLONG when the host does not fit hostsize. */
-int util_split_hostport(const char *spec, char *host, size_t hostsize, const char **port);
+int util_split_hostport(const char *spec, char *host, size_t hostsize,
+                        const char **port);
 
 /* How util_listen_tcp words its refusals for one command-line option. */
 struct util_listen_words {

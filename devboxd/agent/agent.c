@@ -29,14 +29,14 @@
 #define MAX_ENV 256
 
 struct job {
-    int chan;        /* -1 once devboxd hung up */
-    int fds[3];      /* stdin, stdout, stderr; -1 once handed to the child */
+    int chan;   /* -1 once devboxd hung up */
+    int fds[3]; /* stdin, stdout, stderr; -1 once handed to the child */
     char *cmd;
-    char *shell;     /* NULL = fresh shell */
+    char *shell; /* NULL = fresh shell */
     char *cwd;
-    char **env;      /* NULL-terminated */
-    pid_t pid;       /* 0 while queued */
-    int cols, rows;  /* > 0: run on a new pseudo-terminal of this size */
+    char **env;     /* NULL-terminated */
+    pid_t pid;      /* 0 while queued */
+    int cols, rows; /* > 0: run on a new pseudo-terminal of this size */
     unsigned long seq;
     struct job *next;
 };
@@ -45,7 +45,8 @@ static struct job *jobs;
 static size_t njobs;
 static unsigned long next_seq;
 static sigset_t child_mask;
-static const char *state_dir = AGENT_STATE_DIR; /* --state-dir (tests run outside a sandbox) */
+static const char *state_dir =
+    AGENT_STATE_DIR; /* --state-dir (tests run outside a sandbox) */
 /* What commands write to /proc/self/oom_score_adj (cmd_oom_adj_init). */
 static char cmd_oom_adj[8] = "0";
 
@@ -54,8 +55,10 @@ static char cmd_oom_adj[8] = "0";
  * $1 = command, $2 = cwd or "", $3 = state file, $4.. = KEY=VAL. */
 static const char named_wrapper[] =
     "__rlmcp_st=$3\n"
-    "__rlmcp_save() { { printf 'cd -- %q 2>/dev/null\\n' \"$PWD\"; export -p; } "
-    "> \"$__rlmcp_st.new\" 2>/dev/null && mv -f -- \"$__rlmcp_st.new\" \"$__rlmcp_st\"; }\n"
+    "__rlmcp_save() { { printf 'cd -- %q 2>/dev/null\\n' \"$PWD\"; export -p; "
+    "} "
+    "> \"$__rlmcp_st.new\" 2>/dev/null && mv -f -- \"$__rlmcp_st.new\" "
+    "\"$__rlmcp_st\"; }\n"
     "trap __rlmcp_save EXIT\n"
     "if [ -r \"$__rlmcp_st\" ]; then . \"$__rlmcp_st\"; fi\n"
     "if [ -n \"$2\" ]; then cd -- \"$2\" || exit 1; fi\n"
@@ -79,7 +82,8 @@ out:
     cJSON_Delete(msg);
 }
 
-static void send_event(int fd, const char *ev, const char *key, double num, const char *str)
+static void send_event(int fd, const char *ev, const char *key, double num,
+                       const char *str)
 {
     cJSON *msg = cJSON_CreateObject();
 
@@ -148,8 +152,8 @@ static bool valid_shell(const char *s)
         return false;
     for (i = 0; s[i] != '\0'; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
             return false;
     }
     return true;
@@ -164,8 +168,8 @@ static bool valid_env(const char *kv)
         return false;
     for (p = kv; p < eq; p++) {
         char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_'))
             return false;
     }
     return true;
@@ -259,7 +263,8 @@ static void child_exec(struct job *j, const char *slave)
 /* Opens a pty master sized cols x rows; *slave receives the slave path. */
 static int open_pty(const struct job *j, char *slave, size_t len)
 {
-    struct winsize ws = {.ws_row = (unsigned short)j->rows, .ws_col = (unsigned short)j->cols};
+    struct winsize ws = {.ws_row = (unsigned short)j->rows,
+                         .ws_col = (unsigned short)j->cols};
     int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 
     if (m < 0)
@@ -278,8 +283,10 @@ static void send_master(int chan, int master)
     static const char msg[] = "{\"ev\":\"pty\"}";
     char cbuf[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof(msg) - 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-                        .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = cbuf,
+                        .msg_controllen = sizeof(cbuf)};
     struct cmsghdr *c;
 
     memset(cbuf, 0, sizeof(cbuf));
@@ -301,7 +308,8 @@ static void job_start(struct job *j)
     if (j->cols > 0) {
         master = open_pty(j, slave, sizeof(slave));
         if (master < 0) {
-            send_event(j->chan, "error", "message", 0, "cannot open a pseudo-terminal");
+            send_event(j->chan, "error", "message", 0,
+                       "cannot open a pseudo-terminal");
             job_unlink(j);
             job_free(j);
             return;
@@ -347,12 +355,13 @@ static void schedule(void)
             continue;
         oldest = j;
         for (struct job *k = jobs; k != NULL; k = k->next) {
-            if (k->pid == 0 && k->shell != NULL && strcmp(k->shell, j->shell) == 0 &&
-                k->seq < oldest->seq)
+            if (k->pid == 0 && k->shell != NULL &&
+                strcmp(k->shell, j->shell) == 0 && k->seq < oldest->seq)
                 oldest = k;
         }
         job_start(oldest);
-        next = jobs; /* the list may have changed; rescan (bounded by MAX_JOBS) */
+        next =
+            jobs; /* the list may have changed; rescan (bounded by MAX_JOBS) */
     }
 }
 
@@ -393,7 +402,8 @@ static const char *parse_exec(const cJSON *msg, struct job *j)
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(pty, "cols");
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(pty, "rows");
         if (!cJSON_IsNumber(c) || !cJSON_IsNumber(r) || c->valuedouble < 1 ||
-            c->valuedouble > 1000 || r->valuedouble < 1 || r->valuedouble > 1000)
+            c->valuedouble > 1000 || r->valuedouble < 1 ||
+            r->valuedouble > 1000)
             return "pty needs cols and rows of 1-1000";
         if (shell != NULL)
             return "a pty command runs in its own shell, not a named one";
@@ -406,9 +416,11 @@ static const char *parse_exec(const cJSON *msg, struct job *j)
     j->cmd = strdup(cmd);
     j->shell = shell ? strdup(shell) : NULL;
     j->cwd = cwd ? strdup(cwd) : NULL;
-    if (j->env == NULL || j->cmd == NULL || (shell && !j->shell) || (cwd && !j->cwd))
+    if (j->env == NULL || j->cmd == NULL || (shell && !j->shell) ||
+        (cwd && !j->cwd))
         return "out of memory";
-    cJSON_ArrayForEach(e, env) {
+    cJSON_ArrayForEach(e, env)
+    {
         if (!cJSON_IsString(e) || !valid_env(e->valuestring))
             return "env entries must be KEY=VAL strings";
         j->env[n] = strdup(e->valuestring);
@@ -419,7 +431,8 @@ static const char *parse_exec(const cJSON *msg, struct job *j)
     return NULL;
 }
 
-static void close_cmsg_fds(struct msghdr *mh, int *fds, size_t *nfds, size_t max)
+static void close_cmsg_fds(struct msghdr *mh, int *fds, size_t *nfds,
+                           size_t max)
 {
     struct cmsghdr *c;
     size_t i;
@@ -446,8 +459,10 @@ static int on_master(int master, char *buf)
 {
     char cbuf[CMSG_SPACE(sizeof(int) * 8)];
     struct iovec iov = {.iov_base = buf, .iov_len = AGENT_MSG_MAX};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-                        .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = cbuf,
+                        .msg_controllen = sizeof(cbuf)};
     int fds[8];
     size_t nfds = 0;
     size_t i;
@@ -466,7 +481,9 @@ static int on_master(int master, char *buf)
     buf[n] = '\0';
     if (nfds < 1) /* nowhere to answer */
         goto out;
-    msg = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? NULL : cJSON_ParseWithLength(buf, (size_t)n);
+    msg = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+              ? NULL
+              : cJSON_ParseWithLength(buf, (size_t)n);
     op = cJSON_GetObjectItemCaseSensitive(msg, "op");
     if (!cJSON_IsString(op) || strcmp(op->valuestring, "exec") != 0) {
         bad = "expected an exec message";
@@ -524,8 +541,9 @@ static void on_chan(struct job *j, char *buf)
     msg = cJSON_ParseWithLength(buf, (size_t)n);
     op = cJSON_GetObjectItemCaseSensitive(msg, "op");
     sig = cJSON_GetObjectItemCaseSensitive(msg, "sig");
-    if (cJSON_IsString(op) && strcmp(op->valuestring, "kill") == 0 && cJSON_IsNumber(sig) &&
-        sig->valuedouble >= 1 && sig->valuedouble <= 64 && j->pid > 0) {
+    if (cJSON_IsString(op) && strcmp(op->valuestring, "kill") == 0 &&
+        cJSON_IsNumber(sig) && sig->valuedouble >= 1 &&
+        sig->valuedouble <= 64 && j->pid > 0) {
         /* Before the child's setsid() its group does not exist yet. */
         if (kill(-j->pid, (int)sig->valuedouble) != 0 && errno == ESRCH)
             kill(j->pid, (int)sig->valuedouble);
@@ -680,7 +698,9 @@ int main(int argc, char **argv)
         }
     }
     if (fstat(master, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-        fprintf(stderr, "devboxd-agent: fd %d is not the devboxd socket; run by devboxd only\n",
+        fprintf(stderr,
+                "devboxd-agent: fd %d is not the devboxd socket; run by "
+                "devboxd only\n",
                 master);
         return 2;
     }
@@ -695,7 +715,8 @@ int main(int argc, char **argv)
     snprintf(shells, sizeof(shells), "%s/shells", state_dir);
     if ((mkdir(state_dir, 0700) != 0 && errno != EEXIST) ||
         (mkdir(shells, 0700) != 0 && errno != EEXIST)) {
-        fprintf(stderr, "devboxd-agent: cannot create %s: %s\n", shells, strerror(errno));
+        fprintf(stderr, "devboxd-agent: cannot create %s: %s\n", shells,
+                strerror(errno));
         return 2;
     }
     if (ptyd_fd > AGENT_MASTER_FD && install_ptyd(ptyd_fd) != 0)

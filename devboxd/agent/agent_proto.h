@@ -27,7 +27,7 @@
 #define AGENT_MASTER_FD 3
 #define AGENT_MSG_MAX (64 * 1024)
 #define AGENT_EXEC_FDS 4
-#define AGENT_STATE_DIR "/run/devbox"     /* tmpfs inside the sandbox */
+#define AGENT_STATE_DIR "/run/devbox" /* tmpfs inside the sandbox */
 #define AGENT_SHELL_DIR "/run/devbox/shells"
 #define AGENT_INSIDE_PATH "/run/devbox/agent"
 /* Commands' oom_score_adj above an unprotected agent's (agent.c) */

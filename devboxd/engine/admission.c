@@ -80,8 +80,7 @@ int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen)
         return -1;
     /* Below these a limit would round to 0, which means none at all. */
     if (caps->build_memory_gb < 0.0625 || caps->build_cpus < 0.01) {
-        snprintf(err, errlen,
-                 "%s is too small: give at least %s",
+        snprintf(err, errlen, "%s is too small: give at least %s",
                  caps->build_cpus < 0.01 ? "RLMCP_BUILD_CPUS"
                                          : "RLMCP_BUILD_MEMORY_GB",
                  caps->build_cpus < 0.01 ? "0.01 (CPUs)" : "0.0625 (64 MiB)");

@@ -12,15 +12,15 @@ struct admission_caps {
                               memory */
     double max_cpus;       /* RLMCP_MAX_CPUS, default 32 x the machine's CPUs */
     /* Blueprint builds (docs/devboxd.md "Limits"). */
-    unsigned max_builds;    /* RLMCP_MAX_BUILDS, default 2 at once */
-    double build_memory_gb; /* RLMCP_BUILD_MEMORY_GB, default 4 per build */
-    double build_cpus;      /* RLMCP_BUILD_CPUS, default 1 per build */
-    double build_timeout_s; /* RLMCP_BUILD_TIMEOUT_S, default 3600 per build */
+    unsigned max_builds;     /* RLMCP_MAX_BUILDS, default 2 at once */
+    double build_memory_gb;  /* RLMCP_BUILD_MEMORY_GB, default 4 per build */
+    double build_cpus;       /* RLMCP_BUILD_CPUS, default 1 per build */
+    double build_timeout_s;  /* RLMCP_BUILD_TIMEOUT_S, default 3600 per build */
     double build_context_mb; /* RLMCP_BUILD_CONTEXT_MB, default 1024 unpacked */
     /* RLMCP_STATE_DISK_RESERVE_MB: kept free on the state filesystem for
      * records, logs and journals; 0 = 2% of it, 64 MiB to 1 GiB. */
     double state_reserve_mb;
-    double build_disk_gb;    /* RLMCP_BUILD_DISK_GB, default 20 per build */
+    double build_disk_gb; /* RLMCP_BUILD_DISK_GB, default 20 per build */
 };
 
 /* The caps from the environment and the machine; -1 with err naming the

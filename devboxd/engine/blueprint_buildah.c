@@ -1275,7 +1275,8 @@ out:
 }
 
 /* A new working container ctr of image from (an earlier attempt's gone). */
-static int new_container(const char *state_dir, const char *ctr, const char *from)
+static int new_container(const char *state_dir, const char *ctr,
+                         const char *from)
 {
     const char *rm[] = {"rm", ctr, NULL};
     const char *words[] = {"from", "--pull=never", "--name", ctr, from, NULL};
@@ -1284,7 +1285,8 @@ static int new_container(const char *state_dir, const char *ctr, const char *fro
     return store_cmd(state_dir, words, NULL);
 }
 
-static int commit_container(const char *state_dir, const char *ctr, const char *name)
+static int commit_container(const char *state_dir, const char *ctr,
+                            const char *name)
 {
     const char *words[] = {"commit", "--rm", "--quiet", "--format=oci",
                            ctr,      name,   NULL};
@@ -1346,8 +1348,8 @@ out:
 /* What making blueprint id's image needs, copied from its record (any
  * state: a deleted base stays while a blueprint built on it does). */
 struct bp_image {
-    char *name; /* buildah_image */
-    char *from; /* buildah_from: the final FROM's local name */
+    char *name;  /* buildah_image */
+    char *from;  /* buildah_from: the final FROM's local name */
     char *image; /* the engine image under it all */
     char *dir;
     cJSON *cfg;
@@ -1362,7 +1364,8 @@ static void bp_image_free(struct bp_image *b)
     cJSON_Delete(b->cfg);
 }
 
-static int bp_image_of(const char *state_dir, const char *id, struct bp_image *b)
+static int bp_image_of(const char *state_dir, const char *id,
+                       struct bp_image *b)
 {
     const cJSON *rec = NULL;
     const cJSON *it = NULL;

@@ -30,10 +30,10 @@
 #include "util.h"
 
 #define ERRLEN 512
-#define MAX_FILE_MOUNT 131000    /* the SDK's per-file check */
+#define MAX_FILE_MOUNT 131000 /* the SDK's per-file check */
 #define MAX_FILE_MOUNTS 1310000
 #define MAX_SETUP_BYTES (64 * 1024)
-#define MAX_LOG_LINES 20000      /* per build; more output is cut */
+#define MAX_LOG_LINES 20000 /* per build; more output is cut */
 #define LOG_LINE_MAX 4096
 #define LOCAL_BASE "runloop:runloop/starter-x86_64"
 #define CANCEL_WAIT_MS                                                         \
@@ -42,8 +42,8 @@
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_cond = PTHREAD_COND_INITIALIZER;
 static int slots_used;
-static int builds_alive;  /* worker threads not yet finished */
-static int stopping;      /* devboxd is stopping: end the builds */
+static int builds_alive;     /* worker threads not yet finished */
+static int stopping;         /* devboxd is stopping: end the builds */
 static struct build *active; /* builds not yet finished, slot_lock */
 static int store_dirty;      /* a killed buildah left containers: slot_lock */
 static int cleaning;         /* bb_cleanup runs: no build starts, slot_lock */
@@ -52,8 +52,8 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 struct build {
     struct engine *eng;
     char id[40];
-    char *dir;           /* <state>/blueprints/<id> */
-    cJSON *params;       /* the create body */
+    char *dir;     /* <state>/blueprints/<id> */
+    cJSON *params; /* the create body */
     int log_lines;
     int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
     int cancelled;             /* deleted while building: slot_lock */
@@ -73,7 +73,8 @@ static cJSON *find_locked(const char *id)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
+    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    {
         const char *rid = util_json_str(rec, "id");
 
         if (rid != NULL && strcmp(rid, id) == 0)
@@ -106,7 +107,8 @@ static int has_tag(const cJSON *rec, const char *tag)
 {
     const cJSON *it = NULL;
 
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "tags")) {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "tags"))
+    {
         if (cJSON_IsString(it) && strcmp(it->valuestring, tag) == 0)
             return 1;
     }
@@ -120,7 +122,8 @@ static cJSON *find_built_locked(const char *field, const char *key,
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked()) {
+    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    {
         const char *st = util_json_str(rec, "status");
         const char *state = util_json_str(rec, "state");
         const char *v = util_json_str(rec, field);
@@ -146,14 +149,16 @@ cJSON *blueprints_find_locked(const char *id, const char *name)
     /* No build named so: "NAME:TAG" is the build of NAME tagged TAG. */
     colon = strrchr(name, ':');
     if (rec == NULL && colon != NULL && colon != name && colon[1] != '\0')
-        rec = find_built_locked("name", name, (size_t)(colon - name), colon + 1);
+        rec =
+            find_built_locked("name", name, (size_t)(colon - name), colon + 1);
     return rec;
 }
 
 /* BlueprintView of a record. */
 static cJSON *bp_view(const cJSON *rec)
 {
-    static const char *const opt[] = {"base_blueprint_id", "failure_reason", NULL};
+    static const char *const opt[] = {"base_blueprint_id", "failure_reason",
+                                      NULL};
     cJSON *v = cJSON_CreateObject();
     const cJSON *it = NULL;
     size_t i;
@@ -162,15 +167,19 @@ static cJSON *bp_view(const cJSON *rec)
     cJSON_AddStringToObject(v, "name", util_json_str(rec, "name"));
     cJSON_AddStringToObject(v, "status", util_json_str(rec, "status"));
     cJSON_AddStringToObject(v, "state", util_json_str(rec, "state"));
-    cJSON_AddNumberToObject(v, "create_time_ms", cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
+    cJSON_AddNumberToObject(
+        v, "create_time_ms",
+        cJSON_GetNumberValue(
+            cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
     it = cJSON_GetObjectItemCaseSensitive(rec, "build_finish_time_ms");
     if (cJSON_IsNumber(it))
         cJSON_AddNumberToObject(v, "build_finish_time_ms", it->valuedouble);
     else
         cJSON_AddNullToObject(v, "build_finish_time_ms");
-    cJSON_AddItemToObject(v, "parameters", cJSON_Duplicate(
-        cJSON_GetObjectItemCaseSensitive(rec, "parameters"), 1));
+    cJSON_AddItemToObject(
+        v, "parameters",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "parameters"),
+                        1));
     for (i = 0; opt[i] != NULL; i++) {
         const char *s = util_json_str(rec, opt[i]);
 
@@ -184,12 +193,14 @@ static cJSON *bp_view(const cJSON *rec)
     cJSON_AddFalseToObject(v, "is_public");
     /* devboxd's extension: the tags naming this build (blueprints_tag). */
     it = cJSON_GetObjectItemCaseSensitive(rec, "tags");
-    cJSON_AddItemToObject(v, "tags", cJSON_IsArray(it) ? cJSON_Duplicate(it, 1)
-                                                       : cJSON_CreateArray());
+    cJSON_AddItemToObject(v, "tags",
+                          cJSON_IsArray(it) ? cJSON_Duplicate(it, 1)
+                                            : cJSON_CreateArray());
     it = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(rec, "parameters"), "metadata");
-    cJSON_AddItemToObject(v, "metadata", cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
-                                                             : cJSON_CreateObject());
+    cJSON_AddItemToObject(v, "metadata",
+                          cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
+                                             : cJSON_CreateObject());
     return v;
 }
 
@@ -287,7 +298,8 @@ static void blog(struct build *b, const char *level, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (++b->log_lines > MAX_LOG_LINES)
-        snprintf(msg, sizeof(msg), "[build output cut after %d log lines]", MAX_LOG_LINES);
+        snprintf(msg, sizeof(msg), "[build output cut after %d log lines]",
+                 MAX_LOG_LINES);
     log_append(b->dir, level, msg);
 }
 
@@ -307,8 +319,10 @@ static void set_status(struct build *b, const char *status, const char *failure)
         set_str(rec, "status", status);
         if (failure != NULL)
             set_str(rec, "failure_reason", failure);
-        if (strcmp(status, "build_complete") == 0 || strcmp(status, "failed") == 0)
-            cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
+        if (strcmp(status, "build_complete") == 0 ||
+            strcmp(status, "failed") == 0)
+            cJSON_AddNumberToObject(rec, "build_finish_time_ms",
+                                    (double)util_now_ms());
         /* A failed build holds its base's layers no more (a base deleted
          * while it built goes now), and its own layer is no one's. */
         if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
@@ -362,8 +376,8 @@ static int bb_stop(void *ctx, char *err, size_t errlen)
 static int record_buildah(struct build *b, cJSON *fields)
 {
     static const char *const keep[] = {
-        "env",           "image",        "image_config", "builder",
-        "buildah_image", "buildah_from", NULL};
+        "env",          "image", "image_config", "builder", "buildah_image",
+        "buildah_from", NULL};
     const char *base = util_json_str(fields, "base_blueprint_id");
     cJSON *layers = cJSON_CreateArray();
     cJSON *own = cJSON_CreateObject();
@@ -424,13 +438,12 @@ static void start_building(struct build *b)
     b->deadline_ms =
         util_now_ms() + (int64_t)(b->eng->caps.build_timeout_s * 1000.0);
     set_status(b, "building", NULL);
-    blog(
-        b, "info",
-        "limits: %.3g GiB of memory, %.3g CPUs, %.0f s, %.3g GiB of disk "
-        "(RLMCP_BUILD_MEMORY_GB, RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S, "
-        "RLMCP_BUILD_DISK_GB)",
-        b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
-        b->eng->caps.build_timeout_s, b->eng->caps.build_disk_gb);
+    blog(b, "info",
+         "limits: %.3g GiB of memory, %.3g CPUs, %.0f s, %.3g GiB of disk "
+         "(RLMCP_BUILD_MEMORY_GB, RLMCP_BUILD_CPUS, RLMCP_BUILD_TIMEOUT_S, "
+         "RLMCP_BUILD_DISK_GB)",
+         b->eng->caps.build_memory_gb, b->eng->caps.build_cpus,
+         b->eng->caps.build_timeout_s, b->eng->caps.build_disk_gb);
 }
 
 static void build_run_buildah(struct build *b)
@@ -456,8 +469,9 @@ static void build_run_buildah(struct build *b)
     ok = bb_run(&j) == 0;
     b->killed = j.killed;
     if (ok && record_buildah(b, j.record) != 0) {
-        blog(b, "error", "the base blueprint of this build is gone; build it "
-                         "again FROM a blueprint that exists");
+        blog(b, "error",
+             "the base blueprint of this build is gone; build it "
+             "again FROM a blueprint that exists");
         ok = 0;
     }
     if (ok)
@@ -584,22 +598,26 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
     cJSON *rec = NULL;
     int interrupted = 0;
 
-    cJSON_ArrayForEach(rec, list) {
+    cJSON_ArrayForEach(rec, list)
+    {
         const char *st = util_json_str(rec, "status");
         char *dir = NULL;
         char err[ERRLEN];
 
-        if (st != NULL && (strcmp(st, "build_complete") == 0 || strcmp(st, "failed") == 0))
+        if (st != NULL &&
+            (strcmp(st, "build_complete") == 0 || strcmp(st, "failed") == 0))
             continue;
         interrupted++;
         set_str(rec, "status", "failed");
         set_str(rec, "failure_reason", "build_failed");
-        cJSON_AddNumberToObject(rec, "build_finish_time_ms", (double)util_now_ms());
+        cJSON_AddNumberToObject(rec, "build_finish_time_ms",
+                                (double)util_now_ms());
         layers_save_record("blueprints", "blueprint.json", rec);
         if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(),
                      util_json_str(rec, "id")) < 0)
             continue;
-        log_append(dir, "error", "devboxd restarted during the build; build it again");
+        log_append(dir, "error",
+                   "devboxd restarted during the build; build it again");
         free(dir);
         sandbox_purge(util_json_str(rec, "id"));
         bb_abandon(eng->state_dir, util_json_str(rec, "id"));
@@ -624,23 +642,29 @@ static int check_file_mounts(const cJSON *fm, char *err, size_t errlen)
     const cJSON *it = NULL;
     size_t total = 0;
 
-    cJSON_ArrayForEach(it, fm) {
+    cJSON_ArrayForEach(it, fm)
+    {
         size_t len = strlen(it->valuestring);
 
         if (it->string[0] != '/') {
-            snprintf(err, errlen, "file_mounts key \"%s\" must be an absolute path",
+            snprintf(err, errlen,
+                     "file_mounts key \"%s\" must be an absolute path",
                      it->string);
             return -1;
         }
         if (len > MAX_FILE_MOUNT) {
-            snprintf(err, errlen, "file_mounts[\"%s\"] is %zu bytes; keep each file under %d "
-                     "bytes", it->string, len, MAX_FILE_MOUNT);
+            snprintf(
+                err, errlen,
+                "file_mounts[\"%s\"] is %zu bytes; keep each file under %d "
+                "bytes",
+                it->string, len, MAX_FILE_MOUNT);
             return -1;
         }
         total += len;
     }
     if (total > MAX_FILE_MOUNTS) {
-        snprintf(err, errlen, "file_mounts hold %zu bytes in all; keep them under %d", total,
+        snprintf(err, errlen,
+                 "file_mounts hold %zu bytes in all; keep them under %d", total,
                  MAX_FILE_MOUNTS);
         return -1;
     }
@@ -652,10 +676,10 @@ static int check_setup(const cJSON *cmds, char *err, size_t errlen)
     const cJSON *it = NULL;
     size_t total = 0;
 
-    cJSON_ArrayForEach(it, cmds)
-        total += strlen(it->valuestring);
+    cJSON_ArrayForEach(it, cmds) total += strlen(it->valuestring);
     if (total > MAX_SETUP_BYTES) {
-        snprintf(err, errlen, "system_setup_commands hold %zu bytes; keep them under %d",
+        snprintf(err, errlen,
+                 "system_setup_commands hold %zu bytes; keep them under %d",
                  total, MAX_SETUP_BYTES);
         return -1;
     }
@@ -664,7 +688,8 @@ static int check_setup(const cJSON *cmds, char *err, size_t errlen)
 
 static int check_launch(const cJSON *body, char *err, size_t errlen)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(body, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(body, "launch_parameters");
     cJSON *probe = NULL;
     cJSON *spec = NULL;
     int status;
@@ -684,9 +709,21 @@ static int check_launch(const cJSON *body, char *err, size_t errlen)
 static int check_create(const cJSON *body, char *err, size_t errlen)
 {
     static const char *const fields[] = {
-        "name", "dockerfile", "system_setup_commands", "file_mounts", "launch_parameters",
-        "base_blueprint_id", "base_blueprint_name", "build_args", "metadata", "code_mounts",
-        "build_context", "secrets", "services", "network_policy_id", NULL,
+        "name",
+        "dockerfile",
+        "system_setup_commands",
+        "file_mounts",
+        "launch_parameters",
+        "base_blueprint_id",
+        "base_blueprint_name",
+        "build_args",
+        "metadata",
+        "code_mounts",
+        "build_context",
+        "secrets",
+        "services",
+        "network_policy_id",
+        NULL,
     };
     static const char *const never[] = {"secrets", "services",
                                         "network_policy_id", NULL};
@@ -700,16 +737,20 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
     for (i = 0; never[i] != NULL; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, never[i]);
 
-        if (v != NULL && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
-            snprintf(err, errlen, "'%s' is not supported by the local engine; remove it "
-                     "(give files inline in file_mounts)", never[i]);
+        if (v != NULL && !cJSON_IsNull(v) &&
+            !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
+            snprintf(err, errlen,
+                     "'%s' is not supported by the local engine; remove it "
+                     "(give files inline in file_mounts)",
+                     never[i]);
             return -1;
         }
     }
     if (util_opt_string(body, "name", &s, err, errlen) != 0)
         return -1;
     if (s == NULL || s[0] == '\0' || strlen(s) > 256) {
-        snprintf(err, errlen, "name is required: a string of 1 to 256 characters");
+        snprintf(err, errlen,
+                 "name is required: a string of 1 to 256 characters");
         return -1;
     }
     if (util_opt_string(body, "dockerfile", &s, err, errlen) != 0)
@@ -718,7 +759,8 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
         snprintf(err, errlen, "dockerfile is over %u bytes", BD_DOCKERFILE_MAX);
         return -1;
     }
-    if (util_opt_string_array(body, "system_setup_commands", &m, err, errlen) != 0 ||
+    if (util_opt_string_array(body, "system_setup_commands", &m, err, errlen) !=
+            0 ||
         check_setup(m, err, errlen) != 0 ||
         util_opt_string_map(body, "file_mounts", &m, err, errlen) != 0 ||
         check_file_mounts(m, err, errlen) != 0 ||
@@ -731,7 +773,8 @@ static int check_create(const cJSON *body, char *err, size_t errlen)
 }
 
 /* Registry lock held: finds the base named by the body; 0 or an HTTP status. */
-static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err, size_t errlen)
+static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
+                               size_t errlen)
 {
     const char *id = util_json_str(body, "base_blueprint_id");
     const char *name = util_json_str(body, "base_blueprint_name");
@@ -742,7 +785,8 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
     if (name != NULL && name[0] == '\0')
         name = NULL;
     if (id != NULL && name != NULL) {
-        snprintf(err, errlen, "set only one of base_blueprint_id and base_blueprint_name");
+        snprintf(err, errlen,
+                 "set only one of base_blueprint_id and base_blueprint_name");
         return 400;
     }
     if (id == NULL && name == NULL)
@@ -763,8 +807,10 @@ static int resolve_base_locked(const cJSON *body, const cJSON **base, char *err,
     }
     *base = blueprints_find_locked(id, name);
     if (*base == NULL) {
-        snprintf(err, errlen, "base blueprint %s has no successful build; list the "
-                 "blueprints to see which built", id != NULL ? id : name);
+        snprintf(err, errlen,
+                 "base blueprint %s has no successful build; list the "
+                 "blueprints to see which built",
+                 id != NULL ? id : name);
         return id != NULL ? 404 : 400;
     }
     return 0;
@@ -968,7 +1014,8 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
     }
     name = util_json_str(rec, "name");
     /* One build of a name carries a tag: the others lose it. */
-    cJSON_ArrayForEach(other, layers_blueprints_locked()) {
+    cJSON_ArrayForEach(other, layers_blueprints_locked())
+    {
         const char *oname = util_json_str(other, "name");
 
         if (other == rec || oname == NULL || strcmp(oname, name) != 0)

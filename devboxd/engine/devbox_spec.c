@@ -18,21 +18,46 @@
 /* ----------------------------------------------------------- validation */
 
 static const char *const create_fields[] = {
-    "name", "blueprint_id", "blueprint_name", "snapshot_id", "launch_parameters",
-    "environment_variables", "secrets", "metadata", "entrypoint", "mounts",
-    "code_mounts", "file_mounts", "tunnel", "gateways", "mcp", "repo_connection_id",
+    "name",
+    "blueprint_id",
+    "blueprint_name",
+    "snapshot_id",
+    "launch_parameters",
+    "environment_variables",
+    "secrets",
+    "metadata",
+    "entrypoint",
+    "mounts",
+    "code_mounts",
+    "file_mounts",
+    "tunnel",
+    "gateways",
+    "mcp",
+    "repo_connection_id",
     NULL,
 };
 
 static const char *const lp_fields[] = {
-    "resource_size_request", "custom_cpu_cores", "custom_gb_memory", "custom_disk_size",
-    "architecture", "keep_alive_time_seconds", "after_idle", "lifecycle",
-    "launch_commands", "user_parameters", "available_ports", "required_services",
-    "network_policy_id", "provisioning_tier", NULL,
+    "resource_size_request",
+    "custom_cpu_cores",
+    "custom_gb_memory",
+    "custom_disk_size",
+    "architecture",
+    "keep_alive_time_seconds",
+    "after_idle",
+    "lifecycle",
+    "launch_commands",
+    "user_parameters",
+    "available_ports",
+    "required_services",
+    "network_policy_id",
+    "provisioning_tier",
+    NULL,
 };
 
 static const char *const size_names[] = {
-    "X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "XX_LARGE", "CUSTOM_SIZE", NULL,
+    "X_SMALL", "SMALL",    "MEDIUM",      "LARGE",
+    "X_LARGE", "XX_LARGE", "CUSTOM_SIZE", NULL,
 };
 
 static int in_list(const char *s, const char *const *list)
@@ -55,7 +80,8 @@ static int not_empty(const cJSON *v)
     return 1;
 }
 
-static int check_after_idle(const cJSON *idle, const char *where, char *err, size_t errlen)
+static int check_after_idle(const cJSON *idle, const char *where, char *err,
+                            size_t errlen)
 {
     static const char *const fields[] = {"idle_time_seconds", "on_idle", NULL};
     const char *on = NULL;
@@ -65,19 +91,23 @@ static int check_after_idle(const cJSON *idle, const char *where, char *err, siz
     if (idle == NULL || cJSON_IsNull(idle))
         return 0;
     if (!cJSON_IsObject(idle)) {
-        snprintf(err, errlen, "'%s' must be an object {idle_time_seconds, on_idle}", where);
+        snprintf(err, errlen,
+                 "'%s' must be an object {idle_time_seconds, on_idle}", where);
         return -1;
     }
     if (util_check_fields(idle, where, fields, err, errlen) != 0 ||
-        util_opt_int(idle, "idle_time_seconds", 1, 172800, &secs, &present, err, errlen) != 0 ||
+        util_opt_int(idle, "idle_time_seconds", 1, 172800, &secs, &present, err,
+                     errlen) != 0 ||
         util_opt_string(idle, "on_idle", &on, err, errlen) != 0)
         return -1;
     if (!present || on == NULL) {
-        snprintf(err, errlen, "'%s' needs both idle_time_seconds and on_idle", where);
+        snprintf(err, errlen, "'%s' needs both idle_time_seconds and on_idle",
+                 where);
         return -1;
     }
     if (strcmp(on, "shutdown") != 0 && strcmp(on, "suspend") != 0) {
-        snprintf(err, errlen, "'%s.on_idle' must be \"shutdown\" or \"suspend\", got \"%s\"",
+        snprintf(err, errlen,
+                 "'%s.on_idle' must be \"shutdown\" or \"suspend\", got \"%s\"",
                  where, on);
         return -1;
     }
@@ -110,7 +140,8 @@ static int check_disk_size(const cJSON *d, char *err, size_t errlen)
     return 0;
 }
 
-static int check_custom_size(const cJSON *lp, const char *size, char *err, size_t errlen)
+static int check_custom_size(const cJSON *lp, const char *size, char *err,
+                             size_t errlen)
 {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory");
@@ -120,31 +151,40 @@ static int check_custom_size(const cJSON *lp, const char *size, char *err, size_
 
     if (!custom) {
         if (not_empty(c) || not_empty(m)) {
-            snprintf(err, errlen, "custom_cpu_cores and custom_gb_memory need "
+            snprintf(err, errlen,
+                     "custom_cpu_cores and custom_gb_memory need "
                      "resource_size_request \"CUSTOM_SIZE\"");
             return -1;
         }
     } else {
         if (!cJSON_IsNumber(c) || !cJSON_IsNumber(m)) {
-            snprintf(err, errlen, "resource_size_request CUSTOM_SIZE needs both "
+            snprintf(err, errlen,
+                     "resource_size_request CUSTOM_SIZE needs both "
                      "custom_cpu_cores and custom_gb_memory (numbers)");
             return -1;
         }
         cpu = c->valuedouble;
         mem = m->valuedouble;
-        if (!(cpu == 0.5 || cpu == 1 || (cpu >= 2 && cpu <= 16 && fmod(cpu, 2) == 0))) {
-            snprintf(err, errlen, "custom_cpu_cores must be 0.5, 1 or an even number up "
-                     "to 16, got %g", cpu);
+        if (!(cpu == 0.5 || cpu == 1 ||
+              (cpu >= 2 && cpu <= 16 && fmod(cpu, 2) == 0))) {
+            snprintf(err, errlen,
+                     "custom_cpu_cores must be 0.5, 1 or an even number up "
+                     "to 16, got %g",
+                     cpu);
             return -1;
         }
         if (!(mem == 1 || (mem >= 2 && mem <= 64 && fmod(mem, 2) == 0))) {
-            snprintf(err, errlen, "custom_gb_memory must be 1 or an even number up to 64, "
-                     "got %g", mem);
+            snprintf(err, errlen,
+                     "custom_gb_memory must be 1 or an even number up to 64, "
+                     "got %g",
+                     mem);
             return -1;
         }
         if (mem < cpu * 2 || mem > cpu * 8) {
-            snprintf(err, errlen, "custom_gb_memory must be 2 to 8 GiB per CPU core "
-                     "(%g cores allow %g to %g GiB), got %g", cpu, cpu * 2, cpu * 8, mem);
+            snprintf(err, errlen,
+                     "custom_gb_memory must be 2 to 8 GiB per CPU core "
+                     "(%g cores allow %g to %g GiB), got %g",
+                     cpu, cpu * 2, cpu * 8, mem);
             return -1;
         }
     }
@@ -157,26 +197,36 @@ static int check_lp_enums(const char *size, const char *arch, const char *tier,
                           const char *np, char *err, size_t errlen)
 {
     if (size != NULL && !in_list(size, size_names)) {
-        snprintf(err, errlen, "launch_parameters.resource_size_request \"%s\" is not valid; "
-                 "use one of X_SMALL, SMALL, MEDIUM, LARGE, X_LARGE, XX_LARGE, CUSTOM_SIZE "
-                 "(upper case)", size);
+        snprintf(err, errlen,
+                 "launch_parameters.resource_size_request \"%s\" is not valid; "
+                 "use one of X_SMALL, SMALL, MEDIUM, LARGE, X_LARGE, XX_LARGE, "
+                 "CUSTOM_SIZE "
+                 "(upper case)",
+                 size);
         return -1;
     }
     if (arch != NULL && strcmp(arch, "x86_64") != 0) {
-        snprintf(err, errlen, "launch_parameters.architecture \"%s\" is not supported by "
-                 "the local engine; use \"x86_64\"", arch);
+        snprintf(err, errlen,
+                 "launch_parameters.architecture \"%s\" is not supported by "
+                 "the local engine; use \"x86_64\"",
+                 arch);
         return -1;
     }
-    if (tier != NULL && strcmp(tier, "standard") != 0 && strcmp(tier, "flex") != 0) {
-        snprintf(err, errlen, "launch_parameters.provisioning_tier must be \"standard\" or "
+    if (tier != NULL && strcmp(tier, "standard") != 0 &&
+        strcmp(tier, "flex") != 0) {
+        snprintf(err, errlen,
+                 "launch_parameters.provisioning_tier must be \"standard\" or "
                  "\"flex\"");
         return -1;
     }
     if (np != NULL && strcmp(np, "npol_local_deny_all") != 0 &&
         strcmp(np, "npol_local_allow_all") != 0) {
-        snprintf(err, errlen, "launch_parameters.network_policy_id \"%s\" is unknown; the "
-                 "local engine has the built-in policies npol_local_allow_all (default) and "
-                 "npol_local_deny_all", np);
+        snprintf(err, errlen,
+                 "launch_parameters.network_policy_id \"%s\" is unknown; the "
+                 "local engine has the built-in policies npol_local_allow_all "
+                 "(default) and "
+                 "npol_local_deny_all",
+                 np);
         return -1;
     }
     return 0;
@@ -248,8 +298,8 @@ static int check_lifecycle_hooks(const cJSON *h, char *err, size_t errlen)
 
 static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
 {
-    static const char *const fields[] = {"after_idle", "resume_triggers", "lifecycle_hooks",
-                                         NULL};
+    static const char *const fields[] = {"after_idle", "resume_triggers",
+                                         "lifecycle_hooks", NULL};
 
     if (life == NULL || cJSON_IsNull(life))
         return 0;
@@ -257,14 +307,16 @@ static int check_lifecycle(const cJSON *life, char *err, size_t errlen)
         snprintf(err, errlen, "launch_parameters.lifecycle must be an object");
         return -1;
     }
-    if (util_check_fields(life, "launch_parameters.lifecycle", fields, err, errlen) != 0)
+    if (util_check_fields(life, "launch_parameters.lifecycle", fields, err,
+                          errlen) != 0)
         return -1;
     if (check_lifecycle_hooks(
             cJSON_GetObjectItemCaseSensitive(life, "lifecycle_hooks"), err,
             errlen) != 0)
         return -1;
-    return check_after_idle(cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
-                            "launch_parameters.lifecycle.after_idle", err, errlen);
+    return check_after_idle(
+        cJSON_GetObjectItemCaseSensitive(life, "after_idle"),
+        "launch_parameters.lifecycle.after_idle", err, errlen);
 }
 
 /* {username, uid}: who commands run as (runc runtime: root inside). */
@@ -277,17 +329,21 @@ static int check_user_parameters(const cJSON *up, char *err, size_t errlen)
     if (up == NULL || cJSON_IsNull(up))
         return 0;
     if (!cJSON_IsObject(up)) {
-        snprintf(err, errlen, "launch_parameters.user_parameters must be an object "
+        snprintf(err, errlen,
+                 "launch_parameters.user_parameters must be an object "
                  "{username, uid}");
         return -1;
     }
-    if (util_check_fields(up, "launch_parameters.user_parameters", fields, err, errlen) != 0 ||
+    if (util_check_fields(up, "launch_parameters.user_parameters", fields, err,
+                          errlen) != 0 ||
         util_opt_string(up, "username", &name, err, errlen) != 0 ||
         util_opt_int(up, "uid", 0, 60000, &uid, NULL, err, errlen) != 0)
         return -1;
     if (name == NULL || uid < 0) {
-        snprintf(err, errlen, "launch_parameters.user_parameters needs both username and uid "
-                 "(root is {\"username\": \"root\", \"uid\": 0})");
+        snprintf(
+            err, errlen,
+            "launch_parameters.user_parameters needs both username and uid "
+            "(root is {\"username\": \"root\", \"uid\": 0})");
         return -1;
     }
     if (!sandbox_valid_user(name, (uint32_t)uid, err, errlen))
@@ -312,12 +368,14 @@ static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
         snprintf(err, errlen, "'launch_parameters' must be an object");
         return -1;
     }
-    if (util_check_fields(lp, "launch_parameters", lp_fields, err, errlen) != 0 ||
+    if (util_check_fields(lp, "launch_parameters", lp_fields, err, errlen) !=
+            0 ||
         util_opt_string(lp, "resource_size_request", &size, err, errlen) != 0 ||
         util_opt_string(lp, "architecture", &arch, err, errlen) != 0 ||
         util_opt_string(lp, "network_policy_id", &np, err, errlen) != 0 ||
         util_opt_string(lp, "provisioning_tier", &tier, err, errlen) != 0 ||
-        util_opt_int(lp, "keep_alive_time_seconds", 1, 172800, &ka, NULL, err, errlen) != 0 ||
+        util_opt_int(lp, "keep_alive_time_seconds", 1, 172800, &ka, NULL, err,
+                     errlen) != 0 ||
         util_opt_string_array(lp, "launch_commands", &cmds, err, errlen) != 0 ||
         util_opt_string_array(lp, "required_services", &it, err, errlen) != 0)
         return -1;
@@ -325,16 +383,19 @@ static int check_launch_parameters(const cJSON *lp, char *err, size_t errlen)
         check_custom_size(lp, size, err, errlen) != 0)
         return -1;
     if (not_empty(it)) {
-        snprintf(err, errlen, "launch_parameters.required_services is not supported by the "
+        snprintf(err, errlen,
+                 "launch_parameters.required_services is not supported by the "
                  "local engine yet; remove it");
         return -1;
     }
-    if (check_user_parameters(cJSON_GetObjectItemCaseSensitive(lp, "user_parameters"), err,
-                              errlen) != 0)
+    if (check_user_parameters(
+            cJSON_GetObjectItemCaseSensitive(lp, "user_parameters"), err,
+            errlen) != 0)
         return -1;
     it = cJSON_GetObjectItemCaseSensitive(lp, "available_ports");
     if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsArray(it)) {
-        snprintf(err, errlen, "launch_parameters.available_ports must be an array");
+        snprintf(err, errlen,
+                 "launch_parameters.available_ports must be an array");
         return -1;
     }
     if (check_after_idle(cJSON_GetObjectItemCaseSensitive(lp, "after_idle"),
@@ -371,7 +432,8 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
         snprintf(err, errlen, "'mounts' must be an array of mount objects");
         return -1;
     }
-    cJSON_ArrayForEach(it, mounts) {
+    cJSON_ArrayForEach(it, mounts)
+    {
         static const char *const fields[] = {"type", "target", "content", NULL};
         const char *type = NULL;
         const char *target = NULL;
@@ -379,8 +441,10 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
         char where[32];
 
         snprintf(where, sizeof(where), "mounts[%d]", i);
-        if (!cJSON_IsObject(it) || util_opt_string(it, "type", &type, err, errlen) != 0) {
-            snprintf(err, errlen, "'%s' must be an object with a string 'type'", where);
+        if (!cJSON_IsObject(it) ||
+            util_opt_string(it, "type", &type, err, errlen) != 0) {
+            snprintf(err, errlen, "'%s' must be an object with a string 'type'",
+                     where);
             return -1;
         }
         if (type != NULL && strcmp(type, "object_mount") == 0) {
@@ -392,7 +456,8 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
         if (type == NULL || strcmp(type, "file_mount") != 0) {
             snprintf(err, errlen,
                      "%s.type \"%s\" is not supported by the local engine; use "
-                     "\"file_mount\" {target, content} or \"object_mount\" {object_id, "
+                     "\"file_mount\" {target, content} or \"object_mount\" "
+                     "{object_id, "
                      "object_path}",
                      where, type ? type : "");
             return -1;
@@ -402,17 +467,21 @@ static int check_mounts(const cJSON *body, char *err, size_t errlen)
             util_opt_string(it, "content", &content, err, errlen) != 0)
             return -1;
         if (target == NULL || target[0] != '/' || content == NULL) {
-            snprintf(err, errlen, "%s needs an absolute 'target' path and a string 'content'",
-                     where);
+            snprintf(
+                err, errlen,
+                "%s needs an absolute 'target' path and a string 'content'",
+                where);
             return -1;
         }
         i++;
     }
     if (util_opt_string_map(body, "file_mounts", &fm, err, errlen) != 0)
         return -1;
-    cJSON_ArrayForEach(it, fm) {
+    cJSON_ArrayForEach(it, fm)
+    {
         if (it->string[0] != '/') {
-            snprintf(err, errlen, "file_mounts key \"%s\" must be an absolute path",
+            snprintf(err, errlen,
+                     "file_mounts key \"%s\" must be an absolute path",
                      it->string);
             return -1;
         }
@@ -428,14 +497,17 @@ static int check_unsupported(const cJSON *body, char *err, size_t errlen)
 
     for (i = 0; later[i] != NULL; i++) {
         if (not_empty(cJSON_GetObjectItemCaseSensitive(body, later[i]))) {
-            snprintf(err, errlen, "'%s' is not supported by the local engine yet; remove it "
-                     "to start from the default image", later[i]);
+            snprintf(err, errlen,
+                     "'%s' is not supported by the local engine yet; remove it "
+                     "to start from the default image",
+                     later[i]);
             return -1;
         }
     }
     for (i = 0; never[i] != NULL; i++) {
         if (not_empty(cJSON_GetObjectItemCaseSensitive(body, never[i]))) {
-            snprintf(err, errlen, "'%s' is not supported by the local engine; remove it",
+            snprintf(err, errlen,
+                     "'%s' is not supported by the local engine; remove it",
                      never[i]);
             return -1;
         }
@@ -443,7 +515,8 @@ static int check_unsupported(const cJSON *body, char *err, size_t errlen)
     return 0;
 }
 
-cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err, size_t errlen)
+cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err,
+                            size_t errlen)
 {
     const char *s = NULL;
     const cJSON *map = NULL;
@@ -480,10 +553,13 @@ cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err, size_t er
         util_opt_string(body, "blueprint_id", &s, err, errlen) != 0 ||
         util_opt_string(body, "blueprint_name", &s, err, errlen) != 0)
         return NULL;
-    cJSON_ArrayForEach(it, map) {
+    cJSON_ArrayForEach(it, map)
+    {
         if (!valid_env_name(it->string)) {
-            snprintf(err, errlen, "environment_variables key \"%s\" is not a valid variable "
-                     "name (letters, digits and _, not starting with a digit)", it->string);
+            snprintf(err, errlen,
+                     "environment_variables key \"%s\" is not a valid variable "
+                     "name (letters, digits and _, not starting with a digit)",
+                     it->string);
             return NULL;
         }
     }
@@ -499,4 +575,3 @@ cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err, size_t er
     *status = 200;
     return spec;
 }
-

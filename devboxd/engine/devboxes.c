@@ -55,9 +55,12 @@ int dbx_status_parse(const char *name)
 const char *exec_status_name(int status)
 {
     switch (status) {
-    case EXEC_QUEUED: return "queued";
-    case EXEC_RUNNING: return "running";
-    default: return "completed";
+    case EXEC_QUEUED:
+        return "queued";
+    case EXEC_RUNNING:
+        return "running";
+    default:
+        return "completed";
     }
 }
 
@@ -101,7 +104,8 @@ char *engine_exec_dir(struct engine *eng, const char *box_id)
 {
     char *path = NULL;
 
-    if (asprintf(&path, "%s/devboxes/%s/executions", eng->state_dir, box_id) < 0)
+    if (asprintf(&path, "%s/devboxes/%s/executions", eng->state_dir, box_id) <
+        0)
         return NULL;
     return path;
 }
@@ -166,19 +170,24 @@ cJSON *engine_box_view_locked(struct devbox *box)
     else
         cJSON_AddNullToObject(v, "end_time_ms");
     it = cJSON_GetObjectItemCaseSensitive(spec, "metadata");
-    cJSON_AddItemToObject(v, "metadata", it != NULL ? cJSON_Duplicate(it, 1)
-                                                   : cJSON_CreateObject());
+    cJSON_AddItemToObject(v, "metadata",
+                          it != NULL ? cJSON_Duplicate(it, 1)
+                                     : cJSON_CreateObject());
     it = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    cJSON_AddItemToObject(v, "launch_parameters", it != NULL ? cJSON_Duplicate(it, 1)
-                                                            : cJSON_CreateObject());
-    cJSON_AddItemToObject(v, "state_transitions", cJSON_Duplicate(box->transitions, 1));
+    cJSON_AddItemToObject(v, "launch_parameters",
+                          it != NULL ? cJSON_Duplicate(it, 1)
+                                     : cJSON_CreateObject());
+    cJSON_AddItemToObject(v, "state_transitions",
+                          cJSON_Duplicate(box->transitions, 1));
     cJSON_AddItemToObject(v, "capabilities", cJSON_CreateArray());
     it = cJSON_GetObjectItemCaseSensitive(spec, "blueprint_id");
-    cJSON_AddItemToObject(v, "blueprint_id", cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
-                                                               : cJSON_CreateNull());
+    cJSON_AddItemToObject(v, "blueprint_id",
+                          cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
+                                             : cJSON_CreateNull());
     it = cJSON_GetObjectItemCaseSensitive(spec, "snapshot_id");
-    cJSON_AddItemToObject(v, "snapshot_id", cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
-                                                              : cJSON_CreateNull());
+    cJSON_AddItemToObject(v, "snapshot_id",
+                          cJSON_IsString(it) ? cJSON_Duplicate(it, 0)
+                                             : cJSON_CreateNull());
     if (box->failure_reason != NULL)
         cJSON_AddStringToObject(v, "failure_reason", box->failure_reason);
     else
@@ -231,8 +240,10 @@ int engine_save_locked(struct engine *eng, struct devbox *box)
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)box->create_time_ms);
     cJSON_AddNumberToObject(rec, "end_time_ms", (double)box->end_time_ms);
     cJSON_AddNumberToObject(rec, "active_ms", (double)box->active_ms);
-    cJSON_AddNumberToObject(rec, "ttl_deadline_ms", (double)box->ttl_deadline_ms);
-    cJSON_AddItemToObject(rec, "state_transitions", cJSON_Duplicate(box->transitions, 1));
+    cJSON_AddNumberToObject(rec, "ttl_deadline_ms",
+                            (double)box->ttl_deadline_ms);
+    cJSON_AddItemToObject(rec, "state_transitions",
+                          cJSON_Duplicate(box->transitions, 1));
     if (box->tunnel != NULL)
         cJSON_AddItemToObject(rec, "tunnel", cJSON_Duplicate(box->tunnel, 1));
     text = cJSON_Print(rec);
@@ -246,8 +257,8 @@ int engine_save_locked(struct engine *eng, struct devbox *box)
     rc = util_write_atomic(path, text, strlen(text), 0600);
 out:
     if (rc != 0)
-        fprintf(stderr, "devboxd: cannot save devbox %s under %s: %s\n", box->id,
-                eng->state_dir, strerror(errno));
+        fprintf(stderr, "devboxd: cannot save devbox %s under %s: %s\n",
+                box->id, eng->state_dir, strerror(errno));
     cJSON_Delete(rec);
     free(text);
     free(dir);
@@ -255,9 +266,9 @@ out:
     return rc;
 }
 
-void engine_log_locked(struct engine *eng, struct devbox *box, const char *source,
-                       const char *level, const char *message, struct execution *ex,
-                       int exit_code)
+void engine_log_locked(struct engine *eng, struct devbox *box,
+                       const char *source, const char *level,
+                       const char *message, struct execution *ex, int exit_code)
 {
     cJSON *e = cJSON_CreateObject();
     char *line = NULL;
@@ -281,7 +292,8 @@ void engine_log_locked(struct engine *eng, struct devbox *box, const char *sourc
     cJSON_Delete(e);
     if (line == NULL)
         return;
-    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir, box->id);
+    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir,
+             box->id);
     fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) {
         size_t len = strlen(line);
@@ -359,8 +371,9 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
      * found in any of these states again, and the next saved status
      * carries their transitions.  Two fsyncs fewer per create. */
     int first = cJSON_GetArraySize(box->transitions) == 0;
-    int durable = first || !(status == DBX_INITIALIZING ||
-                             (status == DBX_PROVISIONING && box->status == DBX_QUEUED));
+    int durable =
+        first || !(status == DBX_INITIALIZING ||
+                   (status == DBX_PROVISIONING && box->status == DBX_QUEUED));
     int rc = 0;
     int64_t now = util_now_ms();
     cJSON *t = cJSON_CreateObject();
@@ -397,8 +410,8 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
     cJSON_AddItemToArray(box->transitions, t);
     snprintf(msg, sizeof(msg), "devbox is %s%s%s", dbx_status_name(status),
              failure_reason ? ": " : "", failure_reason ? failure_reason : "");
-    engine_log_locked(eng, box, "entrypoint", status == DBX_FAILURE ? "error" : "info",
-                      msg, NULL, 0);
+    engine_log_locked(eng, box, "entrypoint",
+                      status == DBX_FAILURE ? "error" : "info", msg, NULL, 0);
     if (durable)
         rc = engine_save_locked(eng, box);
     pthread_cond_broadcast(&eng->changed);
@@ -509,8 +522,9 @@ struct size_row {
 };
 
 static const struct size_row sizes[] = {
-    {"X_SMALL", 500, 1, 4},  {"SMALL", 1000, 2, 4},    {"MEDIUM", 2000, 4, 8},
-    {"LARGE", 2000, 8, 16},  {"X_LARGE", 4000, 16, 16}, {"XX_LARGE", 8000, 32, 16},
+    {"X_SMALL", 500, 1, 4},    {"SMALL", 1000, 2, 4},
+    {"MEDIUM", 2000, 4, 8},    {"LARGE", 2000, 8, 16},
+    {"X_LARGE", 4000, 16, 16}, {"XX_LARGE", 8000, 32, 16},
 };
 
 void engine_spec_limits(const cJSON *spec, struct sb_limits *lim, double *cpus,
@@ -518,7 +532,8 @@ void engine_spec_limits(const cJSON *spec, struct sb_limits *lim, double *cpus,
 {
     const cJSON *lp =
         cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
+    const cJSON *size =
+        cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size");
@@ -543,7 +558,8 @@ void engine_spec_limits(const cJSON *spec, struct sb_limits *lim, double *cpus,
         *mem_gb = m->valuedouble;
     if (cJSON_IsNumber(d))
         *disk_gb = d->valuedouble;
-    else if (cJSON_IsString(size) && strcmp(size->valuestring, "CUSTOM_SIZE") == 0)
+    else if (cJSON_IsString(size) &&
+             strcmp(size->valuestring, "CUSTOM_SIZE") == 0)
         *disk_gb = 16;
     lim->cpu_millis = (uint32_t)(*cpus * 1000);
     lim->memory_bytes = (uint64_t)(*mem_gb * 1024 * 1024 * 1024);
@@ -561,16 +577,20 @@ static char **box_env(const cJSON *spec)
     char **env = NULL;
     size_t n = 0;
 
-    env = calloc((size_t)cJSON_GetArraySize(envs) + (size_t)cJSON_GetArraySize(priv) + 1,
+    env = calloc((size_t)cJSON_GetArraySize(envs) +
+                     (size_t)cJSON_GetArraySize(priv) + 1,
                  sizeof(char *));
     if (env == NULL)
         return NULL;
-    cJSON_ArrayForEach(it, envs) {
+    cJSON_ArrayForEach(it, envs)
+    {
         if (asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
             n++;
     }
-    cJSON_ArrayForEach(it, priv) {
-        if (cJSON_IsString(it) && asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
+    cJSON_ArrayForEach(it, priv)
+    {
+        if (cJSON_IsString(it) &&
+            asprintf(&env[n], "%s=%s", it->string, it->valuestring) >= 0)
             n++;
     }
     return env;
@@ -593,13 +613,15 @@ int engine_spec_network(const cJSON *spec)
         cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *np = cJSON_GetObjectItemCaseSensitive(lp, "network_policy_id");
 
-    if (cJSON_IsString(np) && strcmp(np->valuestring, "npol_local_deny_all") == 0)
+    if (cJSON_IsString(np) &&
+        strcmp(np->valuestring, "npol_local_deny_all") == 0)
         return SB_NET_NONE;
     return SB_NET_OUTBOUND;
 }
 
-int engine_run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
-                            const char *kind, char *err, size_t errlen)
+int engine_run_boot_command(struct engine *eng, struct devbox *box,
+                            const char *cmd, const char *kind, char *err,
+                            size_t errlen)
 {
     struct execution *ex = NULL;
     int status;
@@ -816,8 +838,8 @@ static void box_user(const cJSON *spec, char **name, uint32_t *uid)
 
 /* The image's root, waited for while it builds (the view says how far it
  * got, see engine_box_view_locked); a shutdown of box ends the wait. */
-static int wait_image(struct engine *eng, struct devbox *box,
-                      const char *name, char **path, char *err, size_t errlen)
+static int wait_image(struct engine *eng, struct devbox *box, const char *name,
+                      char **path, char *err, size_t errlen)
 {
     int cancelled = 0;
     int rc;
@@ -830,8 +852,9 @@ static int wait_image(struct engine *eng, struct devbox *box,
         cancelled = box->cancel_boot != 0;
         pthread_mutex_unlock(&eng->lock);
         if (cancelled) {
-            snprintf(err, errlen, "boot cancelled while its image was "
-                                  "being prepared");
+            snprintf(err, errlen,
+                     "boot cancelled while its image was "
+                     "being prepared");
             rc = -1;
             break;
         }
@@ -996,17 +1019,19 @@ static void *boot_thread(void *arg)
         return NULL;
     }
     drop_code_tokens(eng, box);
-    cJSON_ArrayForEach(it, cmds) {
+    cJSON_ArrayForEach(it, cmds)
+    {
         int st;
 
         if (boot_cancelled(eng, box))
             return NULL;
         st = engine_run_boot_command(eng, box, it->valuestring, "launch", err,
-                              sizeof(err));
+                                     sizeof(err));
         if (boot_cancelled(eng, box))
             return NULL;
         if (st != 0) {
-            snprintf(msg, sizeof(msg), "launch command '%.200s' failed (exit status %d)%s%s",
+            snprintf(msg, sizeof(msg),
+                     "launch command '%.200s' failed (exit status %d)%s%s",
                      it->valuestring, st, err[0] ? ": " : "", err);
             boot_fail(eng, box, "execution_failed", msg, first_boot);
             return NULL;
@@ -1017,8 +1042,9 @@ static void *boot_thread(void *arg)
     pthread_mutex_lock(&eng->lock);
     engine_set_status_locked(eng, box, DBX_RUNNING, NULL, NULL);
     if (cJSON_IsString(ep)) {
-        box->entrypoint = engine_exec_start(eng, box, ep->valuestring, NULL, NULL, 0,
-                                            "entrypoint", err, sizeof(err));
+        box->entrypoint =
+            engine_exec_start(eng, box, ep->valuestring, NULL, NULL, 0,
+                              "entrypoint", err, sizeof(err));
         if (box->entrypoint != NULL)
             box->entrypoint->refs++;
     }
@@ -1029,7 +1055,8 @@ static void *boot_thread(void *arg)
 }
 
 /* Lock held. Starts the boot worker; the devbox must not be busy. */
-static int start_boot_locked(struct engine *eng, struct devbox *box, int first_boot)
+static int start_boot_locked(struct engine *eng, struct devbox *box,
+                             int first_boot)
 {
     struct boot_job *job = calloc(1, sizeof(*job));
 
@@ -1045,7 +1072,8 @@ static int start_boot_locked(struct engine *eng, struct devbox *box, int first_b
     if (util_thread_detached(boot_thread, job, 256 * 1024) != 0) {
         box->busy = 0;
         free(job);
-        engine_set_status_locked(eng, box, DBX_FAILURE, "health_check_failed", NULL);
+        engine_set_status_locked(eng, box, DBX_FAILURE, "health_check_failed",
+                                 NULL);
         return -1;
     }
     return 0;
@@ -1223,17 +1251,20 @@ static void box_discard(struct devbox *box)
 /* launch_parameters.keep_alive_time_seconds (default 3600) in ms. */
 static int64_t lifetime_ms(const cJSON *spec)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
-    const cJSON *ka = cJSON_GetObjectItemCaseSensitive(lp, "keep_alive_time_seconds");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *ka =
+        cJSON_GetObjectItemCaseSensitive(lp, "keep_alive_time_seconds");
 
     return (cJSON_IsNumber(ka) ? (int64_t)ka->valuedouble : 3600) * 1000;
 }
 
-struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
-                             size_t errlen)
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view,
+                             char *err, size_t errlen)
 {
     struct devbox *box = calloc(1, sizeof(*box));
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
     const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
     const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
     char *dir = NULL;
@@ -1250,11 +1281,13 @@ struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char
     util_new_id("dbx", box->id, sizeof(box->id));
     box->spec = spec;
     if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(spec, "tunnel")))
-        box->tunnel = tunnel_new_view(cJSON_GetObjectItemCaseSensitive(spec, "tunnel"));
+        box->tunnel =
+            tunnel_new_view(cJSON_GetObjectItemCaseSensitive(spec, "tunnel"));
     box->transitions = cJSON_CreateArray();
     box->create_time_ms = util_now_ms();
     if (idle != NULL) {
-        const cJSON *secs = cJSON_GetObjectItemCaseSensitive(idle, "idle_time_seconds");
+        const cJSON *secs =
+            cJSON_GetObjectItemCaseSensitive(idle, "idle_time_seconds");
         const cJSON *on = cJSON_GetObjectItemCaseSensitive(idle, "on_idle");
 
         box->idle_seconds = (int64_t)secs->valuedouble;
@@ -1530,7 +1563,8 @@ static int mark_suspending_locked(struct engine *eng, struct devbox *box)
     return -1;
 }
 
-int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+int engine_suspend(struct engine *eng, struct devbox *box, char *err,
+                   size_t errlen)
 {
     int rc = 0;
 
@@ -1538,13 +1572,16 @@ int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t err
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
         goto out;
     if (box->status != DBX_RUNNING) {
-        snprintf(err, errlen, "devbox %s is %s; only a running devbox can be suspended "
-                 "(wait for status running first)", box->id, dbx_status_name(box->status));
+        snprintf(err, errlen,
+                 "devbox %s is %s; only a running devbox can be suspended "
+                 "(wait for status running first)",
+                 box->id, dbx_status_name(box->status));
         rc = 400;
         goto out;
     }
     if (wait_not_busy_locked(eng, box) != 0 || box->status != DBX_RUNNING) {
-        snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
+        snprintf(err, errlen, "devbox %s is busy changing state; retry",
+                 box->id);
         rc = 409;
         goto out;
     }
@@ -1565,7 +1602,8 @@ out:
     return rc;
 }
 
-int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+int engine_resume(struct engine *eng, struct devbox *box, char *err,
+                  size_t errlen)
 {
     char cap[384];
     int rc = 0;
@@ -1576,7 +1614,8 @@ int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errl
     if (box->status == DBX_RUNNING || box->status == DBX_RESUMING)
         goto out;
     if (box->status != DBX_SUSPENDED) {
-        snprintf(err, errlen, "devbox %s is %s; only a suspended devbox can be resumed",
+        snprintf(err, errlen,
+                 "devbox %s is %s; only a suspended devbox can be resumed",
                  box->id, dbx_status_name(box->status));
         rc = 400;
         goto out;
@@ -1603,8 +1642,8 @@ out:
     return rc;
 }
 
-int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, char *err,
-                    size_t errlen)
+int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason,
+                    char *err, size_t errlen)
 {
     int rc = 0;
 
@@ -1625,7 +1664,8 @@ int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, 
         goto out; /* already final */
     cancel_boot_locked(eng, box, BOOT_CANCEL_SHUTDOWN);
     if (wait_not_busy_locked(eng, box) != 0) {
-        snprintf(err, errlen, "devbox %s is busy changing state; retry", box->id);
+        snprintf(err, errlen, "devbox %s is busy changing state; retry",
+                 box->id);
         rc = 409;
         goto out;
     }
@@ -1660,7 +1700,8 @@ static void timer_tick_locked(struct engine *eng)
             box->oom_failed = oom;
             engine_log_locked(eng, box, "entrypoint", "error",
                               oom ? "the devbox ran out of memory"
-                                  : "the devbox's sandbox exited", NULL, 0);
+                                  : "the devbox's sandbox exited",
+                              NULL, 0);
             start_stop_locked(eng, box, DBX_FAILURE,
                               oom ? "out_of_memory" : "health_check_failed");
             continue;
@@ -1677,7 +1718,8 @@ static void timer_tick_locked(struct engine *eng)
             struct execution *ex;
 
             for (ex = box->execs; ex != NULL; ex = ex->next)
-                running |= ex->status != EXEC_COMPLETED && ex != box->entrypoint;
+                running |=
+                    ex->status != EXEC_COMPLETED && ex != box->entrypoint;
             if (running) {
                 box->last_activity_ms = now;
                 continue;
@@ -1740,7 +1782,8 @@ static int check_runtime_setting(char *err, size_t errlen)
     return -1;
 }
 
-int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen)
+int engine_init(struct engine *eng, const char *state_dir, char *err,
+                size_t errlen)
 {
     struct sb_runtime rt;
     pthread_condattr_t ca;
@@ -1762,8 +1805,8 @@ int engine_init(struct engine *eng, const char *state_dir, char *err, size_t err
     if (check_runtime_setting(err, errlen) != 0 ||
         bb_check_setting(err, errlen) != 0)
         return -1;
-    rt.runc_path = getenv("RLMCP_RUNC");         /* default /usr/sbin/runc */
-    rt.disk = getenv("RLMCP_DEVBOX_DISK");       /* loop (default) | off */
+    rt.runc_path = getenv("RLMCP_RUNC");   /* default /usr/sbin/runc */
+    rt.disk = getenv("RLMCP_DEVBOX_DISK"); /* loop (default) | off */
     if (images_check_default(err, errlen) != 0 ||
         sandbox_init(&rt, err, errlen) != 0)
         return -1;
@@ -1785,7 +1828,8 @@ static struct execution *exec_load(struct engine *eng, struct devbox *box,
         goto out;
     ex->box = box;
     it = cJSON_GetObjectItemCaseSensitive(rec, "id");
-    snprintf(ex->id, sizeof(ex->id), "%s", cJSON_IsString(it) ? it->valuestring : "exn_x");
+    snprintf(ex->id, sizeof(ex->id), "%s",
+             cJSON_IsString(it) ? it->valuestring : "exn_x");
     it = cJSON_GetObjectItemCaseSensitive(rec, "command");
     ex->command = strdup(cJSON_IsString(it) ? it->valuestring : "");
     it = cJSON_GetObjectItemCaseSensitive(rec, "command_id");
@@ -1795,8 +1839,10 @@ static struct execution *exec_load(struct engine *eng, struct devbox *box,
     it = cJSON_GetObjectItemCaseSensitive(rec, "kind");
     ex->kind = strdup(cJSON_IsString(it) ? it->valuestring : "exec");
     it = cJSON_GetObjectItemCaseSensitive(rec, "status");
-    ex->status = cJSON_IsString(it) ? exec_status_parse(it->valuestring) : EXEC_COMPLETED;
-    ex->exit_status = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rec, "exit_status"));
+    ex->status = cJSON_IsString(it) ? exec_status_parse(it->valuestring)
+                                    : EXEC_COMPLETED;
+    ex->exit_status = (int)cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(rec, "exit_status"));
     ex->create_time_ms = (int64_t)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms"));
     ex->end_time_ms = (int64_t)cJSON_GetNumberValue(
@@ -1822,7 +1868,8 @@ static int cmp_exec_time(const void *a, const void *b)
     const struct execution *x = *(struct execution *const *)a;
     const struct execution *y = *(struct execution *const *)b;
 
-    return (x->create_time_ms > y->create_time_ms) - (x->create_time_ms < y->create_time_ms);
+    return (x->create_time_ms > y->create_time_ms) -
+           (x->create_time_ms < y->create_time_ms);
 }
 
 static void load_execs(struct engine *eng, struct devbox *box)
@@ -1878,7 +1925,8 @@ static struct devbox *box_load(struct engine *eng, const char *path)
     if (box == NULL)
         goto out;
     it = cJSON_GetObjectItemCaseSensitive(rec, "id");
-    snprintf(box->id, sizeof(box->id), "%s", cJSON_IsString(it) ? it->valuestring : "");
+    snprintf(box->id, sizeof(box->id), "%s",
+             cJSON_IsString(it) ? it->valuestring : "");
     box->spec = cJSON_DetachItemFromObjectCaseSensitive(rec, "spec");
     if (box->spec == NULL)
         box->spec = cJSON_CreateObject();
@@ -1887,11 +1935,13 @@ static struct devbox *box_load(struct engine *eng, const char *path)
         cJSON_Delete(box->tunnel);
         box->tunnel = NULL;
     }
-    box->transitions = cJSON_DetachItemFromObjectCaseSensitive(rec, "state_transitions");
+    box->transitions =
+        cJSON_DetachItemFromObjectCaseSensitive(rec, "state_transitions");
     if (box->transitions == NULL)
         box->transitions = cJSON_CreateArray();
     it = cJSON_GetObjectItemCaseSensitive(rec, "status");
-    box->status = cJSON_IsString(it) ? dbx_status_parse(it->valuestring) : DBX_FAILURE;
+    box->status =
+        cJSON_IsString(it) ? dbx_status_parse(it->valuestring) : DBX_FAILURE;
     if (box->status < 0)
         box->status = DBX_FAILURE;
     it = cJSON_GetObjectItemCaseSensitive(rec, "failure_reason");
@@ -1911,9 +1961,11 @@ static struct devbox *box_load(struct engine *eng, const char *path)
     box->ttl_deadline_ms = (int64_t)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(rec, "ttl_deadline_ms"));
     {
-        const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+        const cJSON *lp =
+            cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
         const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
-        const cJSON *idle = cJSON_GetObjectItemCaseSensitive(life, "after_idle");
+        const cJSON *idle =
+            cJSON_GetObjectItemCaseSensitive(life, "after_idle");
 
         if (idle == NULL)
             idle = cJSON_GetObjectItemCaseSensitive(lp, "after_idle");
@@ -1921,7 +1973,8 @@ static struct devbox *box_load(struct engine *eng, const char *path)
             box->idle_seconds = (int64_t)cJSON_GetNumberValue(
                 cJSON_GetObjectItemCaseSensitive(idle, "idle_time_seconds"));
             it = cJSON_GetObjectItemCaseSensitive(idle, "on_idle");
-            box->idle_suspend = cJSON_IsString(it) && strcmp(it->valuestring, "suspend") == 0;
+            box->idle_suspend =
+                cJSON_IsString(it) && strcmp(it->valuestring, "suspend") == 0;
         }
     }
     /* A record an older devboxd wrote at the end still held them. */
@@ -1980,7 +2033,8 @@ static int cmp_box_time(const void *a, const void *b)
     const struct devbox *x = *(struct devbox *const *)a;
     const struct devbox *y = *(struct devbox *const *)b;
 
-    return (x->create_time_ms > y->create_time_ms) - (x->create_time_ms < y->create_time_ms);
+    return (x->create_time_ms > y->create_time_ms) -
+           (x->create_time_ms < y->create_time_ms);
 }
 
 int engine_load(struct engine *eng, char *err, size_t errlen)

@@ -50,10 +50,13 @@ static cJSON *snap_view(const cJSON *rec)
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(rec, "size_bytes");
 
     cJSON_AddStringToObject(v, "id", util_json_str(rec, "id"));
-    cJSON_AddNumberToObject(v, "create_time_ms", cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
-    cJSON_AddItemToObject(v, "metadata", meta != NULL ? cJSON_Duplicate(meta, 1)
-                                                      : cJSON_CreateObject());
+    cJSON_AddNumberToObject(
+        v, "create_time_ms",
+        cJSON_GetNumberValue(
+            cJSON_GetObjectItemCaseSensitive(rec, "create_time_ms")));
+    cJSON_AddItemToObject(v, "metadata",
+                          meta != NULL ? cJSON_Duplicate(meta, 1)
+                                       : cJSON_CreateObject());
     cJSON_AddStringToObject(v, "source_devbox_id",
                             util_json_str(rec, "source_devbox_id"));
     add_str_or_null(v, rec, "name");
@@ -70,7 +73,8 @@ static cJSON *find_locked(const char *sid)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
+    cJSON_ArrayForEach(rec, layers_snapshots_locked())
+    {
         const char *id = util_json_str(rec, "id");
 
         if (id != NULL && strcmp(id, sid) == 0)
@@ -103,12 +107,14 @@ void snapshots_load_locked(cJSON *list)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, list) {
+    cJSON_ArrayForEach(rec, list)
+    {
         const char *st = util_json_str(rec, "status");
 
         if (st == NULL || strcmp(st, "in_progress") == 0) {
             set_str(rec, "status", "error");
-            set_str(rec, "error_message", "devboxd restarted while the snapshot was taken; "
+            set_str(rec, "error_message",
+                    "devboxd restarted while the snapshot was taken; "
                     "take it again");
             layers_save_record("snapshots", "snapshot.json", rec);
             remove_partial(util_json_str(rec, "id"));
@@ -122,7 +128,8 @@ int snapshots_in_progress(struct engine *eng, const char *box_id)
     int n = 0;
 
     layers_lock(eng);
-    cJSON_ArrayForEach(rec, layers_snapshots_locked()) {
+    cJSON_ArrayForEach(rec, layers_snapshots_locked())
+    {
         const char *src = util_json_str(rec, "source_devbox_id");
         const char *st = util_json_str(rec, "status");
 
@@ -182,8 +189,10 @@ static int capture(struct snap_job *job, char *err, size_t errlen)
     /* A stop thaws too (sandbox_stop), so a failed thaw cannot hang it. */
     if (frz == 0 && sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0 &&
         sandbox_freeze(sb, false, FREEZE_TIMEOUT_MS) != 0)
-        fprintf(stderr, "devboxd: devbox %s did not thaw after snapshot %s; "
-                "shut it down or suspend it\n", job->box->id, job->id);
+        fprintf(stderr,
+                "devboxd: devbox %s did not thaw after snapshot %s; "
+                "shut it down or suspend it\n",
+                job->box->id, job->id);
 out:
     pthread_mutex_unlock(&capture_lock);
     return rc;
@@ -243,7 +252,8 @@ static void *snap_thread(void *arg)
 static int check_body(const cJSON *body, const char **name, const cJSON **meta,
                       const char **commit, char *err, size_t errlen)
 {
-    static const char *const fields[] = {"name", "metadata", "commit_message", NULL};
+    static const char *const fields[] = {"name", "metadata", "commit_message",
+                                         NULL};
 
     if (util_check_fields(body, "", fields, err, errlen) != 0 ||
         util_opt_string(body, "name", name, err, errlen) != 0 ||
@@ -251,7 +261,8 @@ static int check_body(const cJSON *body, const char **name, const cJSON **meta,
         util_opt_string(body, "commit_message", commit, err, errlen) != 0)
         return -1;
     if (*commit != NULL && strlen(*commit) > COMMIT_MAX) {
-        snprintf(err, errlen, "commit_message is %zu characters; send at most %d",
+        snprintf(err, errlen,
+                 "commit_message is %zu characters; send at most %d",
                  strlen(*commit), COMMIT_MAX);
         return -1;
     }
@@ -306,15 +317,16 @@ static int claim_box_locked(struct devbox *box, struct snap_job *job,
         return 400;
     }
     job->uid = sandbox_owner_uid(box->sb);
-    *chain = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1);
+    *chain = cJSON_Duplicate(
+        cJSON_GetObjectItemCaseSensitive(box->spec, "_layers"), 1);
     *bp = util_json_str(box->spec, "blueprint_id");
     box->io_refs++;
     engine_touch_locked(box);
     return 0;
 }
 
-static cJSON *new_record(struct snap_job *job, const cJSON *body, const char *box_id,
-                         const char *bp, cJSON *chain)
+static cJSON *new_record(struct snap_job *job, const cJSON *body,
+                         const char *box_id, const char *bp, cJSON *chain)
 {
     cJSON *rec = cJSON_CreateObject();
     cJSON *layers = cJSON_AddArrayToObject(rec, "layers");
@@ -332,8 +344,9 @@ static cJSON *new_record(struct snap_job *job, const cJSON *body, const char *bo
             cJSON_AddStringToObject(rec, copy[i], it->valuestring);
     }
     it = cJSON_GetObjectItemCaseSensitive(body, "metadata");
-    cJSON_AddItemToObject(rec, "metadata", cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
-                                                               : cJSON_CreateObject());
+    cJSON_AddItemToObject(rec, "metadata",
+                          cJSON_IsObject(it) ? cJSON_Duplicate(it, 1)
+                                             : cJSON_CreateObject());
     if (bp != NULL)
         cJSON_AddStringToObject(rec, "source_blueprint_id", bp);
     cJSON_AddStringToObject(rec, "status", "in_progress");
@@ -377,8 +390,10 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
     job->box = box;
     util_new_id("snp", job->id, sizeof(job->id));
     layers_lock(eng);
-    if (asprintf(&job->upper, "%s/devboxes/%s/sandbox/upper", eng->state_dir, box->id) < 0 ||
-        asprintf(&job->layer, "%s/snapshots/%s/layer", eng->state_dir, job->id) < 0) {
+    if (asprintf(&job->upper, "%s/devboxes/%s/sandbox/upper", eng->state_dir,
+                 box->id) < 0 ||
+        asprintf(&job->layer, "%s/snapshots/%s/layer", eng->state_dir,
+                 job->id) < 0) {
         layers_unlock();
         goto oom;
     }
@@ -392,7 +407,8 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
         layers_unlock();
         goto out;
     }
-    cJSON_InsertItemInArray(layers_snapshots_locked(), 0, rec); /* newest first */
+    cJSON_InsertItemInArray(layers_snapshots_locked(), 0,
+                            rec); /* newest first */
     layers_save_record("snapshots", "snapshot.json", rec);
     if (async)
         *view = snap_view(rec);

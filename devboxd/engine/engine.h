@@ -40,9 +40,9 @@ struct execution {
     char *command;
     char *command_id;
     char *shell_name;
-    char *kind;          /* "exec", "launch", "entrypoint" */
+    char *kind; /* "exec", "launch", "entrypoint" */
     int status;
-    int exit_status;     /* valid when completed */
+    int exit_status; /* valid when completed */
     int attach_stdin;
     int killed;
     int oom_killed; /* SIGKILLed while the devbox's OOM-kill count rose */
@@ -55,7 +55,8 @@ struct execution {
 
 struct devbox {
     char id[40];
-    cJSON *spec;          /* normalised create body: name, metadata, launch_parameters… */
+    cJSON
+        *spec; /* normalised create body: name, metadata, launch_parameters… */
     int status;
     char *failure_reason;
     char *failure_message; /* why, in words (boot failures); view field
@@ -64,17 +65,17 @@ struct devbox {
     int64_t create_time_ms;
     int64_t end_time_ms;
     cJSON *transitions;
-    int64_t active_ms;         /* accumulated time in billed states */
-    int64_t active_since_ms;   /* 0 when not active */
-    int64_t ttl_deadline_ms;   /* 0 = none */
+    int64_t active_ms;       /* accumulated time in billed states */
+    int64_t active_since_ms; /* 0 when not active */
+    int64_t ttl_deadline_ms; /* 0 = none */
     int64_t last_activity_ms;
-    int64_t idle_seconds;      /* 0 = no idle policy */
-    int idle_suspend;          /* on_idle: 1 suspend, 0 shutdown */
-    int busy;                  /* a lifecycle worker owns the sandbox */
-    int cancel_boot;           /* BOOT_CANCEL_*: the boot worker stops early */
-    int io_refs;               /* file API calls using sb; stops wait for 0 */
-    uint64_t oom_kills;        /* OOM kills already reported in the logs */
-    int oom_failed;            /* the memory limit failed the whole devbox */
+    int64_t idle_seconds; /* 0 = no idle policy */
+    int idle_suspend;     /* on_idle: 1 suspend, 0 shutdown */
+    int busy;             /* a lifecycle worker owns the sandbox */
+    int cancel_boot;      /* BOOT_CANCEL_*: the boot worker stops early */
+    int io_refs;          /* file API calls using sb; stops wait for 0 */
+    uint64_t oom_kills;   /* OOM kills already reported in the logs */
+    int oom_failed;       /* the memory limit failed the whole devbox */
     int refs;
     cJSON *tunnel; /* TunnelView or NULL (tunnels.c); removed at
                       shutdown/failure */
@@ -103,7 +104,7 @@ struct engine {
     pthread_t timer;
     int timer_started;
     int sandbox_ready;
-    int exec_threads;   /* live execution waiter threads */
+    int exec_threads; /* live execution waiter threads */
     struct idem_store
         *idem; /* x-request-id answers (rest/idempotency.c); NULL: none */
     struct admission_caps caps;
@@ -120,7 +121,8 @@ struct engine {
     size_t retain_max;
 };
 
-int engine_init(struct engine *eng, const char *state_dir, char *err, size_t errlen);
+int engine_init(struct engine *eng, const char *state_dir, char *err,
+                size_t errlen);
 /* Loads every record and restarts what was running. */
 int engine_load(struct engine *eng, char *err, size_t errlen);
 void engine_fini(struct engine *eng);
@@ -149,8 +151,8 @@ void engine_box_free(struct devbox *box);
  * view as created (status provisioning), taken before the boot can run.
  * NULL with err set when the admission caps refuse it (err empty: out of
  * memory). */
-struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view, char *err,
-                             size_t errlen);
+struct devbox *engine_create(struct engine *eng, cJSON *spec, cJSON **view,
+                             char *err, size_t errlen);
 cJSON *engine_box_view_locked(struct devbox *box);
 struct sb_limits;
 /* A create spec's limits (resource size or custom values, else the
@@ -172,11 +174,13 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
                              const char *failure_reason,
                              const char *shutdown_reason);
 /* Lifecycle: 0, or an HTTP status with a message in err. */
-int engine_suspend(struct engine *eng, struct devbox *box, char *err, size_t errlen);
-int engine_resume(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+int engine_suspend(struct engine *eng, struct devbox *box, char *err,
+                   size_t errlen);
+int engine_resume(struct engine *eng, struct devbox *box, char *err,
+                  size_t errlen);
 /* reason: the shutdown_reason to record (api_shutdown, entrypoint_exit…). */
-int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason, char *err,
-                    size_t errlen);
+int engine_shutdown(struct engine *eng, struct devbox *box, const char *reason,
+                    char *err, size_t errlen);
 /* Waits (lock held, released while waiting) until pred or the deadline. */
 /* Erases secret values and MCP Hub credentials from the records of ended
  * devboxes (a secret or MCP config was deleted); takes eng->lock. */
@@ -194,11 +198,13 @@ int64_t engine_lifetime_end_locked(const struct devbox *box);
 /* Executions. */
 char *engine_exec_dir(struct engine *eng, const char *box_id);
 struct execution *engine_exec_find_locked(struct devbox *box, const char *eid);
-struct execution *engine_exec_by_command_id_locked(struct devbox *box, const char *cid);
+struct execution *engine_exec_by_command_id_locked(struct devbox *box,
+                                                   const char *cid);
 /* Runs one command in a booting devbox to completion (as the command user,
  * logged under kind); returns its exit status, or -1 with err. */
-int engine_run_boot_command(struct engine *eng, struct devbox *box, const char *cmd,
-                            const char *kind, char *err, size_t errlen);
+int engine_run_boot_command(struct engine *eng, struct devbox *box,
+                            const char *cmd, const char *kind, char *err,
+                            size_t errlen);
 struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
                                     const char *command, const char *shell_name,
                                     const char *command_id, int attach_stdin,
@@ -211,17 +217,20 @@ void engine_exec_free(struct execution *ex);
 int engine_exec_save(struct engine *eng, struct execution *ex);
 /* How a completed execution ended: "out_of_memory", "killed" or "exit". */
 const char *engine_exec_ended_by(const struct execution *ex);
-cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n);
+cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex,
+                               int last_n);
 /* Path of an execution's record ("json") or output file ("stdout"/"stderr",
  * on the devbox's disk: gone once the devbox ended). */
 void engine_exec_output_path(struct engine *eng, struct execution *ex,
                              const char *which, char *out, size_t outlen);
 int engine_exec_kill(struct engine *eng, struct execution *ex);
-int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text,
-                      size_t len, int eof, int interrupt, char *err, size_t errlen);
+int engine_exec_stdin(struct engine *eng, struct execution *ex,
+                      const char *text, size_t len, int eof, int interrupt,
+                      char *err, size_t errlen);
 /* Devbox log entries (JSON lines) appended under the devbox dir. */
-void engine_log_locked(struct engine *eng, struct devbox *box, const char *source,
-                       const char *level, const char *message, struct execution *ex,
+void engine_log_locked(struct engine *eng, struct devbox *box,
+                       const char *source, const char *level,
+                       const char *message, struct execution *ex,
                        int exit_code);
 char *engine_box_dir(struct engine *eng, const char *box_id);
 /* The sandbox runtime's dir of a devbox (its disk's mount point). */

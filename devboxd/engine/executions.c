@@ -29,7 +29,8 @@ struct execution *engine_exec_find_locked(struct devbox *box, const char *eid)
     return NULL;
 }
 
-struct execution *engine_exec_by_command_id_locked(struct devbox *box, const char *cid)
+struct execution *engine_exec_by_command_id_locked(struct devbox *box,
+                                                   const char *cid)
 {
     struct execution *ex;
 
@@ -103,7 +104,8 @@ static void on_entrypoint_exit_locked(struct engine *eng, struct execution *ex)
     struct devbox *box = ex->box;
     char err[256];
 
-    if (eng->stopping || box->entrypoint != ex || box->status != DBX_RUNNING || box->busy)
+    if (eng->stopping || box->entrypoint != ex || box->status != DBX_RUNNING ||
+        box->busy)
         return;
     /* The devbox shuts down when its entrypoint exits (entrypoint_exit). */
     pthread_mutex_unlock(&eng->lock);
@@ -120,10 +122,11 @@ static int report_oom_locked(struct engine *eng, struct devbox *box)
     char msg[200];
 
     /* The OOM count alone: every command's end passes here. */
-    if (box->sb == NULL || box->busy || sandbox_oom_kills(box->sb, &kills) != 0 ||
-        kills <= box->oom_kills)
+    if (box->sb == NULL || box->busy ||
+        sandbox_oom_kills(box->sb, &kills) != 0 || kills <= box->oom_kills)
         return 0;
-    snprintf(msg, sizeof(msg), "out of memory: the devbox's memory limit killed a process "
+    snprintf(msg, sizeof(msg),
+             "out of memory: the devbox's memory limit killed a process "
              "(%llu OOM kills so far); use a larger resource_size_request",
              (unsigned long long)kills);
     box->oom_kills = kills;
@@ -210,7 +213,8 @@ static pthread_mutex_t *proc_lock_for(const struct execution *ex)
     return &proc_locks[h % 64];
 }
 
-static int open_output(struct engine *eng, struct execution *ex, const char *which)
+static int open_output(struct engine *eng, struct execution *ex,
+                       const char *which)
 {
     char path[4200];
 
@@ -231,8 +235,9 @@ static int open_output(struct engine *eng, struct execution *ex, const char *whi
 }
 
 static struct execution *exec_new(struct devbox *box, const char *command,
-                                  const char *shell_name, const char *command_id,
-                                  int attach_stdin, const char *kind)
+                                  const char *shell_name,
+                                  const char *command_id, int attach_stdin,
+                                  const char *kind)
 {
     struct execution *ex = calloc(1, sizeof(*ex));
 
@@ -255,8 +260,8 @@ static struct execution *exec_new(struct devbox *box, const char *command,
 }
 
 /* Hands the command to the sandbox with its output files as stdout/stderr. */
-static int exec_submit(struct engine *eng, struct sandbox *sb, struct execution *ex,
-                       char *err, size_t errlen)
+static int exec_submit(struct engine *eng, struct sandbox *sb,
+                       struct execution *ex, char *err, size_t errlen)
 {
     struct sb_exec req;
     int out_fd = open_output(eng, ex, "stdout");
@@ -264,8 +269,8 @@ static int exec_submit(struct engine *eng, struct sandbox *sb, struct execution 
     int rc = -1;
 
     if (out_fd < 0 || err_fd < 0) {
-        snprintf(err, errlen, "cannot create output files under %s: %s", eng->state_dir,
-                 strerror(errno));
+        snprintf(err, errlen, "cannot create output files under %s: %s",
+                 eng->state_dir, strerror(errno));
         goto out;
     }
     memset(&req, 0, sizeof(req));
@@ -358,7 +363,8 @@ struct execution *engine_exec_start(struct engine *eng, struct devbox *box,
      * that the agent has the command (a second write cost two fsyncs). */
     /* The devbox log names a command when it starts too (not only when it
      * ends), so a client that lost the answer can find it running. */
-    engine_log_locked(eng, box, strcmp(kind, "launch") == 0 ? "setup_commands" : "exec",
+    engine_log_locked(eng, box,
+                      strcmp(kind, "launch") == 0 ? "setup_commands" : "exec",
                       "info", "command started", ex, INT32_MIN);
     ex->next = box->execs;
     box->execs = ex;
@@ -383,8 +389,9 @@ int engine_exec_kill(struct engine *eng, struct execution *ex)
     return rc == -ESRCH ? 0 : rc;
 }
 
-int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text,
-                      size_t len, int eof, int interrupt, char *err, size_t errlen)
+int engine_exec_stdin(struct engine *eng, struct execution *ex,
+                      const char *text, size_t len, int eof, int interrupt,
+                      char *err, size_t errlen)
 {
     pthread_mutex_t *pl = proc_lock_for(ex);
     int rc = 0;
@@ -392,8 +399,10 @@ int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text
     (void)eng;
     pthread_mutex_lock(pl);
     if (ex->proc == NULL) {
-        snprintf(err, errlen, "execution %s has completed; stdin can only be sent to a "
-                 "running execution", ex->id);
+        snprintf(err, errlen,
+                 "execution %s has completed; stdin can only be sent to a "
+                 "running execution",
+                 ex->id);
         rc = 400;
         goto out;
     }
@@ -401,8 +410,10 @@ int engine_exec_stdin(struct engine *eng, struct execution *ex, const char *text
         int wrc = sb_proc_write_stdin(ex->proc, text, len);
 
         if (wrc == -ETIMEDOUT) {
-            snprintf(err, errlen, "the command is not reading its stdin (nothing read for "
-                     "10 s; part of the text may have been delivered); send less or kill it");
+            snprintf(err, errlen,
+                     "the command is not reading its stdin (nothing read for "
+                     "10 s; part of the text may have been delivered); send "
+                     "less or kill it");
             rc = 400;
             goto out;
         }
@@ -475,7 +486,8 @@ char *engine_tail(const char *path, int last_n, int *truncated)
     return buf;
 }
 
-cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex, int last_n)
+cJSON *engine_exec_view_locked(struct engine *eng, struct execution *ex,
+                               int last_n)
 {
     cJSON *v = cJSON_CreateObject();
 

@@ -237,8 +237,8 @@ static int boxes_refs(void *ctx, const char *path)
     for (b = eng->boxes; b != NULL; b = b->next) {
         if (b->status == DBX_SHUTDOWN || b->status == DBX_FAILURE)
             continue;
-        if (layers_chain_has(cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"),
-                             path))
+        if (layers_chain_has(
+                cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path))
             n++;
     }
     pthread_mutex_unlock(&eng->lock);

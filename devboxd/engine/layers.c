@@ -82,7 +82,8 @@ static __thread uid_t chown_from;
 static __thread uid_t chown_to;
 static __thread int64_t size_sum;
 
-static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int chown_one(const char *path, const struct stat *st, int flag,
+                     struct FTW *ftw)
 {
     (void)flag;
     (void)ftw;
@@ -95,7 +96,8 @@ static int chown_one(const char *path, const struct stat *st, int flag, struct F
         if (lchown(path, u, gr) != 0)
             return -1;
         /* chown clears set-id bits; keep the layer's modes as they were. */
-        if (!S_ISLNK(st->st_mode) && (keep & 06000) != 0 && chmod(path, keep) != 0)
+        if (!S_ISLNK(st->st_mode) && (keep & 06000) != 0 &&
+            chmod(path, keep) != 0)
             return -1;
     }
     return 0;
@@ -185,7 +187,8 @@ static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        snprintf(err, errlen, "copying %s to %s failed (cp status %d)", src, dst, status);
+        snprintf(err, errlen, "copying %s to %s failed (cp status %d)", src,
+                 dst, status);
         goto out;
     }
     rc = 0;
@@ -193,11 +196,12 @@ out:
     return rc;
 }
 
-int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, char *err,
-                size_t errlen)
+int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid,
+                char *err, size_t errlen)
 {
     if (mkdir(dst, 0755) != 0) {
-        snprintf(err, errlen, "cannot create layer dir %s: %s", dst, strerror(errno));
+        snprintf(err, errlen, "cannot create layer dir %s: %s", dst,
+                 strerror(errno));
         return -1;
     }
     if (run_cp(src, dst, err, errlen) != 0)
@@ -318,7 +322,8 @@ int layers_export(const char *src, const char *dst, char *err, size_t errlen)
     return copy_shifted(src, dst, SB_RANGE_BASE, 0, 0, err, errlen);
 }
 
-static int size_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int size_one(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
 {
     (void)path;
     (void)flag;
@@ -346,8 +351,8 @@ void layers_free_paths(char **paths, size_t n)
     free(paths);
 }
 
-static int prepare_one(const cJSON *layer, const char *sbdir, size_t k, uid_t uid,
-                       char **out, char *err, size_t errlen)
+static int prepare_one(const cJSON *layer, const char *sbdir, size_t k,
+                       uid_t uid, char **out, char *err, size_t errlen)
 {
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(layer, "path");
     const cJSON *owner = cJSON_GetObjectItemCaseSensitive(layer, "owner");
@@ -369,10 +374,12 @@ static int prepare_one(const cJSON *layer, const char *sbdir, size_t k, uid_t ui
     }
     util_rmtree(dst);
     if (stat(path->valuestring, &st) != 0) {
-        snprintf(err, errlen, "layer %s is missing: %s", path->valuestring, strerror(errno));
+        snprintf(err, errlen, "layer %s is missing: %s", path->valuestring,
+                 strerror(errno));
         goto out;
     }
-    if (layers_copy(path->valuestring, dst, (uid_t)owner->valuedouble, uid, err, errlen) != 0)
+    if (layers_copy(path->valuestring, dst, (uid_t)owner->valuedouble, uid, err,
+                    errlen) != 0)
         goto out;
     rc = util_write_atomic(ready, "", 0, 0600);
 out:
@@ -388,8 +395,8 @@ out:
 /* The chain's layers where they are, with their owners, when they can be
  * mounted shared (every owner a range); 1 when they cannot (the layers are
  * copied then), 0 or -1 with err. */
-static int shared_chain(const cJSON *chain, bool image, size_t count, char **out,
-                        uid_t *owners, char *err, size_t errlen)
+static int shared_chain(const cJSON *chain, bool image, size_t count,
+                        char **out, uid_t *owners, char *err, size_t errlen)
 {
     struct stat st;
     size_t k;
@@ -402,13 +409,15 @@ static int shared_chain(const cJSON *chain, bool image, size_t count, char **out
         const cJSON *owner = cJSON_GetObjectItemCaseSensitive(layer, "owner");
 
         if (path == NULL || !cJSON_IsNumber(owner)) {
-            snprintf(err, errlen, "the devbox record has a malformed layer list");
+            snprintf(err, errlen,
+                     "the devbox record has a malformed layer list");
             return -1;
         }
         if ((uid_t)owner->valuedouble < SB_RANGE_BASE)
             return 1; /* written by a single-uid devbox: copied */
         if (stat(path, &st) != 0) {
-            snprintf(err, errlen, "layer %s is missing: %s", path, strerror(errno));
+            snprintf(err, errlen, "layer %s is missing: %s", path,
+                     strerror(errno));
             return -1;
         }
         if (!S_ISDIR(st.st_mode)) {
@@ -425,9 +434,9 @@ static int shared_chain(const cJSON *chain, bool image, size_t count, char **out
     return 0;
 }
 
-int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
-                       char ***paths, uid_t **owners, size_t *n, char *err,
-                       size_t errlen)
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id,
+                       bool image, char ***paths, uid_t **owners, size_t *n,
+                       char *err, size_t errlen)
 {
     const cJSON *chain = cJSON_GetObjectItemCaseSensitive(spec, "_layers");
     char **out = NULL;
@@ -482,8 +491,8 @@ int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, boo
     if (sandbox_dir_owner(sbdir, id, &uid, err, errlen) != 0)
         goto out;
     for (k = 0; k < count; k++) {
-        if (prepare_one(cJSON_GetArrayItem(chain, (int)k), sbdir, k, uid, &out[k], err,
-                        errlen) != 0)
+        if (prepare_one(cJSON_GetArrayItem(chain, (int)k), sbdir, k, uid,
+                        &out[k], err, errlen) != 0)
             goto out;
     }
     *paths = out;
@@ -507,7 +516,8 @@ static const struct layers_kind *kind_named(const char *name, size_t len)
     size_t i;
 
     for (i = 0; i < store.n_kinds; i++) {
-        if (strlen(store.kinds[i].dir) == len && strncmp(store.kinds[i].dir, name, len) == 0)
+        if (strlen(store.kinds[i].dir) == len &&
+            strncmp(store.kinds[i].dir, name, len) == 0)
             return &store.kinds[i];
     }
     return NULL;
@@ -554,7 +564,8 @@ int layers_chain_has(const cJSON *chain, const char *path)
 {
     const cJSON *it = NULL;
 
-    cJSON_ArrayForEach(it, chain) {
+    cJSON_ArrayForEach(it, chain)
+    {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "path");
 
         if (cJSON_IsString(p) && same_layer(p->valuestring, path))
@@ -858,7 +869,8 @@ cJSON *layers_unreferenced_locked(void)
     cJSON *out = cJSON_CreateArray();
     size_t i;
 
-    for (i = 0; store.state_dir != NULL && out != NULL && i < store.n_kinds; i++)
+    for (i = 0; store.state_dir != NULL && out != NULL && i < store.n_kinds;
+         i++)
         collect_kind(&store.kinds[i], out);
     return out;
 }

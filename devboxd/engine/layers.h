@@ -56,8 +56,8 @@ void layers_store_fini(void);
 
 /* Copies the tree src into dst (created; must not exist) preserving modes,
  * xattrs and overlay whiteouts; files owned by from_uid become to_uid's. */
-int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid, char *err,
-                size_t errlen);
+int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid,
+                char *err, size_t errlen);
 /* Copies an image layer into dst (created) with every id moved to the
  * layer ids: a layer whose owner is SB_RANGE_BASE.  range is the host id
  * of root in the build that wrote it: ids range + n become SB_RANGE_BASE +
@@ -78,9 +78,9 @@ int64_t layers_size(const char *path);
  * runtime) the chain is copied into <sbdir>/layers/<k> owned by the
  * devbox's host uid (claimed now; the same uid sandbox_start will use),
  * reusing copies made by an earlier boot, and *owners is NULL (free it). */
-int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id, bool image,
-                       char ***paths, uid_t **owners, size_t *n, char *err,
-                       size_t errlen);
+int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id,
+                       bool image, char ***paths, uid_t **owners, size_t *n,
+                       char *err, size_t errlen);
 void layers_free_paths(char **paths, size_t n);
 /* Whether a chain holds the layer at path (the same <kind>/<id>/layer,
  * whatever state dir either path was recorded under). */

@@ -308,11 +308,10 @@ static cJSON *check_header(struct engine *eng, const cJSON *h, int i,
     }
     sv = secrets_value(eng, secret, sid);
     if (sv == NULL) {
-        snprintf(
-            err, errlen,
-            "%s.secret \"%.140s\" is not an account secret; create the "
-            "secret first",
-            where, secret);
+        snprintf(err, errlen,
+                 "%s.secret \"%.140s\" is not an account secret; create the "
+                 "secret first",
+                 where, secret);
         cJSON_Delete(out);
         return NULL;
     }
@@ -507,7 +506,8 @@ int mcpcfg_check_id(const char *id, char *err, size_t errlen)
 static int not_found(const char *id, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "MCP config %s not found; list the MCP configs to see which exist", id);
+             "MCP config %s not found; list the MCP configs to see which exist",
+             id);
     return 404;
 }
 
@@ -762,11 +762,11 @@ static cJSON *resolve_server(struct engine *eng, cJSON *all, const cJSON *item,
     }
     cred = secrets_value(eng, sname, NULL);
     if (cred == NULL || strpbrk(cred, "\r\n") != NULL) {
-        snprintf(
-            err, errlen, "mcp.%s.secret \"%.100s\" %s", item->string, sname,
-            cred == NULL
-                ? "is not an account secret; create the secret first"
-                : "holds a line break and cannot be sent as a credential");
+        snprintf(err, errlen, "mcp.%s.secret \"%.100s\" %s", item->string,
+                 sname,
+                 cred == NULL
+                     ? "is not an account secret; create the secret first"
+                     : "holds a line break and cannot be sent as a credential");
         goto out;
     }
     hdrs = resolve_headers(eng, cfg, err, errlen);

@@ -20,20 +20,23 @@
 
 /* Runs cmd (consumed; NULL: out of memory) as a boot command; 0 when it
  * exited 0. */
-static int run_cmd(struct engine *eng, struct devbox *box, char *cmd, char *err, size_t errlen)
+static int run_cmd(struct engine *eng, struct devbox *box, char *cmd, char *err,
+                   size_t errlen)
 {
     int rc = -1;
 
     if (cmd == NULL)
         snprintf(err, errlen, "out of memory");
     else
-        rc = engine_run_boot_command(eng, box, cmd, "files", err, errlen) == 0 ? 0 : -1;
+        rc = engine_run_boot_command(eng, box, cmd, "files", err, errlen) == 0
+                 ? 0
+                 : -1;
     free(cmd);
     return rc;
 }
 
-static int make_parent(struct engine *eng, struct devbox *box, const char *target, char *err,
-                       size_t errlen)
+static int make_parent(struct engine *eng, struct devbox *box,
+                       const char *target, char *err, size_t errlen)
 {
     char *dir = strdup(target);
     char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
@@ -53,7 +56,9 @@ static int make_parent(struct engine *eng, struct devbox *box, const char *targe
         rc = run_cmd(eng, box, cmd, err, errlen);
         free(q);
         if (rc != 0)
-            snprintf(err, errlen, "cannot create the parent directory of mount '%s'", target);
+            snprintf(err, errlen,
+                     "cannot create the parent directory of mount '%s'",
+                     target);
     }
     free(dir);
     return rc;
@@ -61,8 +66,8 @@ static int make_parent(struct engine *eng, struct devbox *box, const char *targe
 
 /* Writes content (len bytes), or everything read from src when content is
  * NULL, to target inside the devbox. */
-static int copy_in(struct devbox *box, const char *target, const char *content, size_t len,
-                   int src, char *err, size_t errlen)
+static int copy_in(struct devbox *box, const char *target, const char *content,
+                   size_t len, int src, char *err, size_t errlen)
 {
     char buf[65536];
     ssize_t n = 0;
@@ -70,26 +75,30 @@ static int copy_in(struct devbox *box, const char *target, const char *content, 
     int rc = -1;
 
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write mount '%s': %s", target, strerror(-fd));
+        snprintf(err, errlen, "cannot write mount '%s': %s", target,
+                 strerror(-fd));
         return -1;
     }
     if (content != NULL) {
         rc = util_write_all(fd, content, len);
     } else {
-        while ((n = read(src, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+        while ((n = read(src, buf, sizeof(buf))) > 0 ||
+               (n < 0 && errno == EINTR)) {
             if (n > 0 && util_write_all(fd, buf, (size_t)n) != 0)
                 break;
         }
         rc = n == 0 ? 0 : -1;
     }
     if (rc != 0)
-        snprintf(err, errlen, "cannot write mount '%s': %s", target, strerror(errno));
+        snprintf(err, errlen, "cannot write mount '%s': %s", target,
+                 strerror(errno));
     close(fd);
     return rc;
 }
 
-static int write_file_mount(struct engine *eng, struct devbox *box, const char *target,
-                            const char *content, char *err, size_t errlen)
+static int write_file_mount(struct engine *eng, struct devbox *box,
+                            const char *target, const char *content, char *err,
+                            size_t errlen)
 {
     if (make_parent(eng, box, target, err, errlen) != 0)
         return -1;
@@ -97,8 +106,9 @@ static int write_file_mount(struct engine *eng, struct devbox *box, const char *
 }
 
 /* Unpacks the archive at tmp (then removed) to path inside the devbox. */
-static int unpack(struct engine *eng, struct devbox *box, const char *content_type,
-                  const char *tmp, const char *path, char *err, size_t errlen)
+static int unpack(struct engine *eng, struct devbox *box,
+                  const char *content_type, const char *tmp, const char *path,
+                  char *err, size_t errlen)
 {
     char *qt = util_shell_quote(tmp);
     char *qp = util_shell_quote(path);
@@ -107,9 +117,12 @@ static int unpack(struct engine *eng, struct devbox *box, const char *content_ty
     int n = -1;
 
     if (qt != NULL && qp != NULL && strcmp(content_type, "gzip") == 0)
-        n = asprintf(&cmd, "gzip -dc < %s > %s; rc=$?; rm -f -- %s; exit $rc", qt, qp, qt);
+        n = asprintf(&cmd, "gzip -dc < %s > %s; rc=$?; rm -f -- %s; exit $rc",
+                     qt, qp, qt);
     else if (qt != NULL && qp != NULL)
-        n = asprintf(&cmd, "mkdir -p -- %s && tar -x%sf %s -C %s; rc=$?; rm -f -- %s; exit $rc",
+        n = asprintf(&cmd,
+                     "mkdir -p -- %s && tar -x%sf %s -C %s; rc=$?; rm -f -- "
+                     "%s; exit $rc",
                      qp, z, qt, qp, qt);
     if (n < 0)
         cmd = NULL;
@@ -120,12 +133,13 @@ static int unpack(struct engine *eng, struct devbox *box, const char *content_ty
 
 static int is_archive(const char *content_type)
 {
-    return strcmp(content_type, "tar") == 0 || strcmp(content_type, "tgz") == 0 ||
+    return strcmp(content_type, "tar") == 0 ||
+           strcmp(content_type, "tgz") == 0 ||
            strcmp(content_type, "gzip") == 0;
 }
 
-static int write_object_mount(struct engine *eng, struct devbox *box, const cJSON *m,
-                              char *err, size_t errlen)
+static int write_object_mount(struct engine *eng, struct devbox *box,
+                              const cJSON *m, char *err, size_t errlen)
 {
     const char *id = util_json_str(m, "object_id");
     const char *path = util_json_str(m, "object_path");
@@ -152,8 +166,8 @@ static int write_object_mount(struct engine *eng, struct devbox *box, const cJSO
         goto out;
     rc = unpack(eng, box, ct, tmp, path, why, sizeof(why));
     if (rc != 0)
-        snprintf(err, errlen, "cannot unpack object %s (%s) at '%s'%s%s", id, ct, path,
-                 why[0] != '\0' ? ": " : "", why);
+        snprintf(err, errlen, "cannot unpack object %s (%s) at '%s'%s%s", id,
+                 ct, path, why[0] != '\0' ? ": " : "", why);
 out:
     close(src);
     return rc;
@@ -233,15 +247,19 @@ out:
     return -1;
 }
 
-int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errlen)
+int mounts_write(struct engine *eng, struct devbox *box, char *err,
+                 size_t errlen)
 {
     const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(box->spec, "mounts");
-    const cJSON *objs = cJSON_GetObjectItemCaseSensitive(box->spec, "_object_mounts");
-    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
+    const cJSON *objs =
+        cJSON_GetObjectItemCaseSensitive(box->spec, "_object_mounts");
+    const cJSON *fm =
+        cJSON_GetObjectItemCaseSensitive(box->spec, "file_mounts");
     const cJSON *it = NULL;
     int i;
 
-    cJSON_ArrayForEach(it, mounts) {
+    cJSON_ArrayForEach(it, mounts)
+    {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
         const cJSON *target = cJSON_GetObjectItemCaseSensitive(it, "target");
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
@@ -249,16 +267,19 @@ int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errle
         /* Object mounts are written from "_object_mounts" below. */
         if (strcmp(cJSON_GetStringValue(type), "file_mount") != 0)
             continue;
-        if (write_file_mount(eng, box, target->valuestring, content->valuestring, err,
-                             errlen) != 0)
+        if (write_file_mount(eng, box, target->valuestring,
+                             content->valuestring, err, errlen) != 0)
             return -1;
     }
-    cJSON_ArrayForEach(it, objs) {
+    cJSON_ArrayForEach(it, objs)
+    {
         if (write_object_mount(eng, box, it, err, errlen) != 0)
             return -1;
     }
-    cJSON_ArrayForEach(it, fm) {
-        if (write_file_mount(eng, box, it->string, it->valuestring, err, errlen) != 0)
+    cJSON_ArrayForEach(it, fm)
+    {
+        if (write_file_mount(eng, box, it->string, it->valuestring, err,
+                             errlen) != 0)
             return -1;
     }
     i = 0;

@@ -10,6 +10,7 @@
 
 /* Writes every mount of box's spec into its running sandbox: 0, or -1 with
  * err naming the mount that failed. */
-int mounts_write(struct engine *eng, struct devbox *box, char *err, size_t errlen);
+int mounts_write(struct engine *eng, struct devbox *box, char *err,
+                 size_t errlen);
 
 #endif

@@ -30,8 +30,8 @@
 
 static pthread_mutex_t objects_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const content_types[] = {"unspecified", "text", "binary", "gzip",
-                                            "tar",         "tgz",  NULL};
+static const char *const content_types[] = {
+    "unspecified", "text", "binary", "gzip", "tar", "tgz", NULL};
 
 /* ------------------------------------------------------------- store */
 
@@ -61,7 +61,8 @@ static int remove_locked(const char *dir, const char *id)
 
 static int expired(const cJSON *rec)
 {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, "delete_after_time_ms");
+    const cJSON *t =
+        cJSON_GetObjectItemCaseSensitive(rec, "delete_after_time_ms");
 
     return cJSON_IsNumber(t) && t->valuedouble <= (double)util_now_ms();
 }
@@ -122,17 +123,18 @@ static cJSON *load_all_locked(const char *dir)
 
 /* Hex HMAC-SHA256, keyed with the API key, of what a URL allows: rotating
  * the key revokes every URL handed out. */
-static void sign(struct engine *eng, const char *method, const char *id, long long expires,
-                 char out[2 * EVP_MAX_MD_SIZE + 1])
+static void sign(struct engine *eng, const char *method, const char *id,
+                 long long expires, char out[2 * EVP_MAX_MD_SIZE + 1])
 {
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     char msg[128];
     unsigned int i;
 
-    snprintf(msg, sizeof(msg), "devboxd-object\n%s\n%s\n%lld", method, id, expires);
-    if (HMAC(EVP_sha256(), eng->api_key, (int)strlen(eng->api_key), (const unsigned char *)msg,
-             strlen(msg), mac, &len) == NULL)
+    snprintf(msg, sizeof(msg), "devboxd-object\n%s\n%s\n%lld", method, id,
+             expires);
+    if (HMAC(EVP_sha256(), eng->api_key, (int)strlen(eng->api_key),
+             (const unsigned char *)msg, strlen(msg), mac, &len) == NULL)
         len = 0;
     for (i = 0; i < len; i++)
         snprintf(out + 2 * i, 3, "%02x", mac[i]);
@@ -151,16 +153,18 @@ static const char *url_authority(const struct http_request *req)
     for (i = 0; h[i] != '\0'; i++) {
         char c = h[i];
 
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '-' || c == ':' ||
+              c == '[' || c == ']'))
             return "127.0.0.1";
     }
     return h;
 }
 
 /* A URL for method on /v1/objects/{id}/{what}, valid for seconds. */
-static char *signed_url(struct engine *eng, const struct http_request *req, const char *method,
-                        const char *id, const char *what, long long seconds)
+static char *signed_url(struct engine *eng, const struct http_request *req,
+                        const char *method, const char *id, const char *what,
+                        long long seconds)
 {
     char mac[2 * EVP_MAX_MD_SIZE + 1];
     long long expires = util_now_ms() / 1000 + seconds;
@@ -211,7 +215,8 @@ int objects_signed_request(struct engine *eng, const struct http_request *req)
         return 0;
     errno = 0;
     expires = strtoll(exp, &end, 10);
-    if (errno != 0 || end == exp || *end != '\0' || expires < util_now_ms() / 1000)
+    if (errno != 0 || end == exp || *end != '\0' ||
+        expires < util_now_ms() / 1000)
         return 0;
     sign(eng, method, id, expires, mac);
     return util_secret_equal(given, mac);
@@ -222,9 +227,10 @@ int objects_signed_request(struct engine *eng, const struct http_request *req)
 /* ObjectView, as listed: no URL. */
 static cJSON *object_view(const void *item)
 {
-    static const char *const keys[] = {"id",       "name",       "content_type",
-                                       "state",    "create_time_ms", "delete_after_time_ms",
-                                       "metadata", "size_bytes", NULL};
+    static const char *const keys[] = {
+        "id",       "name",           "content_type",
+        "state",    "create_time_ms", "delete_after_time_ms",
+        "metadata", "size_bytes",     NULL};
     const cJSON *rec = item;
     cJSON *v = cJSON_CreateObject();
     size_t i;
@@ -301,7 +307,8 @@ static cJSON *load(const char *dir, const char *id)
 
 /* The live record of id with the lock taken, for a change; NULL (lock not
  * held) after answering 404. */
-static cJSON *lock_record(const char *dir, const char *id, struct http_response *resp)
+static cJSON *lock_record(const char *dir, const char *id,
+                          struct http_response *resp)
 {
     cJSON *rec = NULL;
 
@@ -321,7 +328,8 @@ static int check_name(const char *name, char *err, size_t errlen)
     size_t i;
 
     if (name == NULL || name[0] == '\0' || strlen(name) > OBJECT_NAME_MAX) {
-        snprintf(err, errlen, "'name' must be a string of 1 to %d bytes", OBJECT_NAME_MAX);
+        snprintf(err, errlen, "'name' must be a string of 1 to %d bytes",
+                 OBJECT_NAME_MAX);
         return -1;
     }
     for (i = 0; name[i] != '\0'; i++) {
@@ -333,7 +341,8 @@ static int check_name(const char *name, char *err, size_t errlen)
     return 0;
 }
 
-static int check_content_type(const char *ct, const char *field, char *err, size_t errlen)
+static int check_content_type(const char *ct, const char *field, char *err,
+                              size_t errlen)
 {
     size_t i;
 
@@ -341,16 +350,19 @@ static int check_content_type(const char *ct, const char *field, char *err, size
         if (strcmp(ct, content_types[i]) == 0)
             return 0;
     }
-    snprintf(err, errlen,
-             "'%s' must be one of unspecified, text, binary, gzip, tar, tgz%s%s%s", field,
-             ct != NULL ? " (got \"" : "", ct != NULL ? ct : "", ct != NULL ? "\")" : "");
+    snprintf(
+        err, errlen,
+        "'%s' must be one of unspecified, text, binary, gzip, tar, tgz%s%s%s",
+        field, ct != NULL ? " (got \"" : "", ct != NULL ? ct : "",
+        ct != NULL ? "\")" : "");
     return -1;
 }
 
 /* The new record of a valid create body, or NULL with err. */
 static cJSON *new_record(const cJSON *body, char *err, size_t errlen)
 {
-    static const char *const fields[] = {"name", "content_type", "metadata", "ttl_ms", NULL};
+    static const char *const fields[] = {"name", "content_type", "metadata",
+                                         "ttl_ms", NULL};
     const char *name = NULL;
     const char *ct = NULL;
     const cJSON *meta = NULL;
@@ -366,7 +378,8 @@ static cJSON *new_record(const cJSON *body, char *err, size_t errlen)
         util_opt_string(body, "content_type", &ct, err, errlen) != 0 ||
         check_content_type(ct, "content_type", err, errlen) != 0 ||
         util_opt_string_map(body, "metadata", &meta, err, errlen) != 0 ||
-        util_opt_int(body, "ttl_ms", 1, TTL_MAX_MS, &ttl, &has_ttl, err, errlen) != 0)
+        util_opt_int(body, "ttl_ms", 1, TTL_MAX_MS, &ttl, &has_ttl, err,
+                     errlen) != 0)
         return NULL;
     util_new_id("obj", id, sizeof(id));
     rec = cJSON_CreateObject();
@@ -376,15 +389,16 @@ static cJSON *new_record(const cJSON *body, char *err, size_t errlen)
     cJSON_AddStringToObject(rec, "state", "UPLOADING");
     cJSON_AddNumberToObject(rec, "create_time_ms", (double)now);
     if (has_ttl)
-        cJSON_AddNumberToObject(rec, "delete_after_time_ms", (double)(now + ttl));
+        cJSON_AddNumberToObject(rec, "delete_after_time_ms",
+                                (double)(now + ttl));
     if (meta != NULL)
         cJSON_AddItemToObject(rec, "metadata", cJSON_Duplicate(meta, 1));
     cJSON_AddNullToObject(rec, "size_bytes");
     return rec;
 }
 
-static void handle_create(struct engine *eng, const struct http_request *req, const cJSON *body,
-                          struct http_response *resp)
+static void handle_create(struct engine *eng, const struct http_request *req,
+                          const cJSON *body, struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
     cJSON *all = NULL;
@@ -415,7 +429,8 @@ out:
 
 /* ------------------------------------------------- upload and complete */
 
-static void handle_upload(struct engine *eng, const char *id, const struct http_request *req,
+static void handle_upload(struct engine *eng, const char *id,
+                          const struct http_request *req,
                           struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
@@ -454,7 +469,8 @@ static void handle_upload(struct engine *eng, const char *id, const struct http_
     /* Written under the lock: a delete cannot slip between the state
      * check and the data landing, leaving bytes without a record. */
     data_file(id, file, sizeof(file));
-    if (store_write(dir, file, req->body != NULL ? req->body : "", req->body_len) != 0) {
+    if (store_write(dir, file, req->body != NULL ? req->body : "",
+                    req->body_len) != 0) {
         pthread_mutex_unlock(&objects_lock);
         api_storage_error(resp, errno);
         goto out;
@@ -466,8 +482,8 @@ out:
     free(dir);
 }
 
-static void handle_complete(struct engine *eng, const struct http_request *req, const char *id,
-                            struct http_response *resp)
+static void handle_complete(struct engine *eng, const struct http_request *req,
+                            const char *id, struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
@@ -488,9 +504,10 @@ static void handle_complete(struct engine *eng, const struct http_request *req, 
                                 id);
             goto out;
         }
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "state", cJSON_CreateString("READ_ONLY"));
-        cJSON_ReplaceItemInObjectCaseSensitive(rec, "size_bytes",
-                                               cJSON_CreateNumber((double)st.st_size));
+        cJSON_ReplaceItemInObjectCaseSensitive(rec, "state",
+                                               cJSON_CreateString("READ_ONLY"));
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            rec, "size_bytes", cJSON_CreateNumber((double)st.st_size));
         save_reply_unlock(eng, req, dir, rec, resp);
         goto out;
     }
@@ -503,7 +520,8 @@ out:
 
 /* ---------------------------------------------------- delete and read */
 
-static void handle_delete(struct engine *eng, const char *id, struct http_response *resp)
+static void handle_delete(struct engine *eng, const char *id,
+                          struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
@@ -518,7 +536,8 @@ static void handle_delete(struct engine *eng, const char *id, struct http_respon
         goto out;
     }
     pthread_mutex_unlock(&objects_lock);
-    cJSON_ReplaceItemInObjectCaseSensitive(rec, "state", cJSON_CreateString("DELETED"));
+    cJSON_ReplaceItemInObjectCaseSensitive(rec, "state",
+                                           cJSON_CreateString("DELETED"));
     http_response_json(resp, 200, object_view(rec));
 out:
     cJSON_Delete(rec);
@@ -526,7 +545,8 @@ out:
 }
 
 static void handle_download_url(struct engine *eng, const char *id,
-                                const struct http_request *req, struct http_response *resp)
+                                const struct http_request *req,
+                                struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
     cJSON *rec = NULL;
@@ -582,7 +602,8 @@ int objects_open(struct engine *eng, const char *id, char *err, size_t errlen)
         /* Opened under the lock: a delete after this leaves the fd valid. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
-            snprintf(err, errlen, "cannot open object %s: %s", id, strerror(errno));
+            snprintf(err, errlen, "cannot open object %s: %s", id,
+                     strerror(errno));
     }
     pthread_mutex_unlock(&objects_lock);
     cJSON_Delete(rec);
@@ -590,7 +611,8 @@ int objects_open(struct engine *eng, const char *id, char *err, size_t errlen)
     return fd;
 }
 
-static void handle_content(struct engine *eng, const char *id, struct http_response *resp)
+static void handle_content(struct engine *eng, const char *id,
+                           struct http_response *resp)
 {
     char err[256];
     int fd = objects_open(eng, id, err, sizeof(err));
@@ -623,15 +645,18 @@ static int list_match(const cJSON *rec, const struct http_request *req)
     return 1;
 }
 
-static int check_list_query(const struct http_request *req, struct http_response *resp)
+static int check_list_query(const struct http_request *req,
+                            struct http_response *resp)
 {
-    static const char *const states[] = {"UPLOADING", "READ_ONLY", "DELETED", "ERROR", NULL};
+    static const char *const states[] = {"UPLOADING", "READ_ONLY", "DELETED",
+                                         "ERROR", NULL};
     const char *ct = http_request_query(req, "content_type");
     const char *state = http_request_query(req, "state");
     char err[200];
     size_t i;
 
-    if (ct != NULL && check_content_type(ct, "content_type", err, sizeof(err)) != 0) {
+    if (ct != NULL &&
+        check_content_type(ct, "content_type", err, sizeof(err)) != 0) {
         http_response_error(resp, 400, "%s", err);
         return -1;
     }
@@ -648,8 +673,8 @@ static int check_list_query(const struct http_request *req, struct http_response
     return 0;
 }
 
-static void handle_list(struct engine *eng, const struct http_request *req, int public_only,
-                        struct http_response *resp)
+static void handle_list(struct engine *eng, const struct http_request *req,
+                        int public_only, struct http_response *resp)
 {
     char *dir = store_dir(eng, "objects");
     cJSON *all = NULL;
@@ -671,7 +696,8 @@ out:
 /* ------------------------------------------------------------- routing */
 
 static void route_one(struct engine *eng, const char *id, const char *op,
-                      const struct http_request *req, struct http_response *resp)
+                      const struct http_request *req,
+                      struct http_response *resp)
 {
     int is_get = strcmp(req->method, "GET") == 0;
     cJSON *rec = NULL;
@@ -701,15 +727,16 @@ static void route_one(struct engine *eng, const char *id, const char *op,
     }
 }
 
-void objects_route(struct engine *eng, char **seg, size_t n, const struct http_request *req,
-                   struct http_response *resp)
+void objects_route(struct engine *eng, char **seg, size_t n,
+                   const struct http_request *req, struct http_response *resp)
 {
     int is_get = strcmp(req->method, "GET") == 0;
     cJSON *body = NULL;
 
     /* The signed URLs: the signature was checked with the request head
      * (objects_signed_request); a keyed client must use them too. */
-    if (n == 4 && (strcmp(seg[3], "upload") == 0 || strcmp(seg[3], "content") == 0)) {
+    if (n == 4 &&
+        (strcmp(seg[3], "upload") == 0 || strcmp(seg[3], "content") == 0)) {
         if (!objects_signed_request(eng, req))
             http_response_error(resp, 403,
                                 "this URL needs a valid, unexpired signature: "
@@ -739,9 +766,11 @@ void objects_route(struct engine *eng, char **seg, size_t n, const struct http_r
 
 /* ------------------------------------------------------ devbox create */
 
-int objects_check_mount(const cJSON *mount, const char *where, char *err, size_t errlen)
+int objects_check_mount(const cJSON *mount, const char *where, char *err,
+                        size_t errlen)
 {
-    static const char *const fields[] = {"type", "object_id", "object_path", NULL};
+    static const char *const fields[] = {"type", "object_id", "object_path",
+                                         NULL};
     const char *id = NULL;
     const char *path = NULL;
 
@@ -750,21 +779,25 @@ int objects_check_mount(const cJSON *mount, const char *where, char *err, size_t
         util_opt_string(mount, "object_path", &path, err, errlen) != 0)
         return -1;
     if (!id_valid(id)) {
-        snprintf(err, errlen, "%s.object_id must be an object id (obj_…) from creating an object",
-                 where);
+        snprintf(
+            err, errlen,
+            "%s.object_id must be an object id (obj_…) from creating an object",
+            where);
         return -1;
     }
-    if (path == NULL || path[0] != '/' || strlen(path) >= 4096 || strcmp(path, "/") == 0) {
+    if (path == NULL || path[0] != '/' || strlen(path) >= 4096 ||
+        strcmp(path, "/") == 0) {
         snprintf(err, errlen,
-                 "%s.object_path must be an absolute path of a file or directory below /",
+                 "%s.object_path must be an absolute path of a file or "
+                 "directory below /",
                  where);
         return -1;
     }
     return 0;
 }
 
-int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, char *err,
-                           size_t errlen)
+int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
+                           char *err, size_t errlen)
 {
     const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(body, "mounts");
     const cJSON *it = NULL;
@@ -773,7 +806,8 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
     int status = 0;
     int i = 0;
 
-    cJSON_ArrayForEach(it, mounts) {
+    cJSON_ArrayForEach(it, mounts)
+    {
         const char *type = util_json_str(it, "type");
         const char *id = util_json_str(it, "object_id");
         cJSON *rec = NULL;
@@ -786,9 +820,11 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         if (rec == NULL ||
             strcmp(util_json_str(rec, "state"), "READ_ONLY") != 0) {
             snprintf(err, errlen,
-                     rec == NULL ? "mounts[%d].object_id %s: no such object (list the objects to "
+                     rec == NULL ? "mounts[%d].object_id %s: no such object "
+                                   "(list the objects to "
                                    "see which exist)"
-                                 : "mounts[%d].object_id %s is still UPLOADING: complete its "
+                                 : "mounts[%d].object_id %s is still "
+                                   "UPLOADING: complete its "
                                    "upload first",
                      i - 1, id);
             cJSON_Delete(rec);
@@ -797,8 +833,10 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec, c
         }
         m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "object_id", id);
-        cJSON_AddItemToObject(m, "object_path",
-                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(it, "object_path"), 0));
+        cJSON_AddItemToObject(
+            m, "object_path",
+            cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(it, "object_path"),
+                            0));
         cJSON_AddStringToObject(m, "content_type",
                                 util_json_str(rec, "content_type"));
         cJSON_AddItemToArray(out, m);

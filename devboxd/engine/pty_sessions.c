@@ -71,7 +71,9 @@ static int env_seconds(const char *name, int def, int max)
     char *end = NULL;
     long n = v != NULL ? strtol(v, &end, 10) : 0;
 
-    return v != NULL && *v != '\0' && *end == '\0' && n >= 1 && n <= max ? (int)n : def;
+    return v != NULL && *v != '\0' && *end == '\0' && n >= 1 && n <= max
+               ? (int)n
+               : def;
 }
 
 void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
@@ -88,13 +90,16 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     int lfd = sandbox_listen_tcp(sb, TUNNEL_PTY_PORT);
 
     if (lfd < 0) {
-        snprintf(err, sizeof(err), "port %d inside: %s", TUNNEL_PTY_PORT, strerror(-lfd));
+        snprintf(err, sizeof(err), "port %d inside: %s", TUNNEL_PTY_PORT,
+                 strerror(-lfd));
         goto fail;
     }
     /* The listening socket arrives as stdout; ptyd takes it as fd 3. */
     ttl = env_seconds("DEVBOXD_PTY_IDLE_TTL", 1800, 7 * 24 * 3600);
     ping_timeout = env_seconds("DEVBOXD_PTY_PING_TIMEOUT", 60, 3600);
-    ping_interval = ping_timeout / 3 < 1 ? 1 : ping_timeout / 3 > 20 ? 20 : ping_timeout / 3;
+    ping_interval = ping_timeout / 3 < 1    ? 1
+                    : ping_timeout / 3 > 20 ? 20
+                                            : ping_timeout / 3;
     /* The key goes through ptyd's stdin, never its command line or
      * environment (which other accounts of the devbox could read). */
     snprintf(cmd, sizeof(cmd),
@@ -127,7 +132,8 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
 fail:
     if (lfd >= 0)
         close(lfd);
-    snprintf(msg, sizeof(msg), "PTY server not started (PTY sessions unavailable): %s", err);
+    snprintf(msg, sizeof(msg),
+             "PTY server not started (PTY sessions unavailable): %s", err);
     pthread_mutex_lock(&eng->lock);
     engine_log_locked(eng, box, "entrypoint", "warn", msg, NULL, 0);
     pthread_mutex_unlock(&eng->lock);

@@ -14,7 +14,8 @@
 void pty_engine_shutdown(void);
 /* Starts ptyd in a devbox whose sandbox just started (boot or resume).
  * Best effort: a failure is logged to the devbox's logs. */
-void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb);
+void pty_engine_boot(struct engine *eng, struct devbox *box,
+                     struct sandbox *sb);
 
 /* The key devboxd-ptyd of box_id's current boot wants as the first line
  * of every connection (PTY_KEY_LEN hex digits): 0, or -1 when its ptyd was

@@ -41,7 +41,6 @@ int secrets_name_valid(const char *s)
     return 1;
 }
 
-
 /* Lock held. The record of a valid name, or NULL. */
 static cJSON *load_locked(struct engine *eng, const char *name)
 {
@@ -292,8 +291,7 @@ int secrets_update(struct engine *eng, const char *name, const cJSON *body,
     pthread_mutex_lock(&secrets_lock);
     rec = load_locked(eng, name);
     if (rec == NULL) {
-        snprintf(err, errlen,
-                 "secret %s not found; create it first", name);
+        snprintf(err, errlen, "secret %s not found; create it first", name);
         status = 404;
         goto out;
     }
@@ -408,10 +406,11 @@ int secrets_check_spec(const cJSON *body, char *err, size_t errlen)
             return -1;
         }
         if (!secrets_name_valid(it->valuestring)) {
-            snprintf(err, errlen,
-                     "secrets.%s names \"%.140s\", which is not a valid secret "
-                     "name; use the name of an existing secret (list the secrets)",
-                     it->string, it->valuestring);
+            snprintf(
+                err, errlen,
+                "secrets.%s names \"%.140s\", which is not a valid secret "
+                "name; use the name of an existing secret (list the secrets)",
+                it->string, it->valuestring);
             return -1;
         }
         if (cJSON_GetObjectItemCaseSensitive(env, it->string) != NULL) {

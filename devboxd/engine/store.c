@@ -37,7 +37,8 @@ int store_id_valid(const char *id, const char *prefix)
     for (i = plen + 1; id[i] != '\0'; i++) {
         char c = id[i];
 
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9')))
             return 0;
     }
     return i > plen + 1;
@@ -54,7 +55,6 @@ static int fsync_dir(const char *dir)
     close(fd);
     return rc;
 }
-
 
 int store_write(const char *dir, const char *file, const char *data, size_t len)
 {

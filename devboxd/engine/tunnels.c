@@ -15,10 +15,11 @@
 
 #define ERRLEN 512
 
-static const char *const spec_fields[] = {"auth_mode", "http_keep_alive", "wake_on_http",
-                                          NULL};
+static const char *const spec_fields[] = {"auth_mode", "http_keep_alive",
+                                          "wake_on_http", NULL};
 
-int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t errlen)
+int tunnel_check_spec(const cJSON *spec, const char *where, char *err,
+                      size_t errlen)
 {
     const char *mode = NULL;
     int b = 0;
@@ -27,17 +28,22 @@ int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t er
     if (spec == NULL || cJSON_IsNull(spec))
         return 0;
     if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "%s must be an object {auth_mode?, http_keep_alive?, "
-                 "wake_on_http?}", where[0] != '\0' ? where : "the body");
+        snprintf(err, errlen,
+                 "%s must be an object {auth_mode?, http_keep_alive?, "
+                 "wake_on_http?}",
+                 where[0] != '\0' ? where : "the body");
         return -1;
     }
     if (util_check_fields(spec, where, spec_fields, err, errlen) != 0)
         return -1;
     if (util_opt_string(spec, "auth_mode", &mode, err, errlen) != 0)
         return -1;
-    if (mode != NULL && strcmp(mode, "open") != 0 && strcmp(mode, "authenticated") != 0) {
-        snprintf(err, errlen, "%s%sauth_mode \"%.64s\" is not valid; use \"open\" or "
-                 "\"authenticated\"", where, sep, mode);
+    if (mode != NULL && strcmp(mode, "open") != 0 &&
+        strcmp(mode, "authenticated") != 0) {
+        snprintf(err, errlen,
+                 "%s%sauth_mode \"%.64s\" is not valid; use \"open\" or "
+                 "\"authenticated\"",
+                 where, sep, mode);
         return -1;
     }
     if (util_opt_bool(spec, "http_keep_alive", &b, err, errlen) != 0 ||
@@ -69,7 +75,8 @@ cJSON *tunnel_new_view(const cJSON *spec)
     char token[TUNNEL_TOKEN_LEN + 1];
     const char *mode = spec_mode(spec);
 
-    util_random_text(key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    util_random_text(key, TUNNEL_KEY_LEN,
+                     "abcdefghijklmnopqrstuvwxyz0123456789");
     cJSON_AddStringToObject(v, "tunnel_key", key);
     cJSON_AddStringToObject(v, "auth_mode", mode);
     if (strcmp(mode, "authenticated") == 0) {
@@ -77,16 +84,20 @@ cJSON *tunnel_new_view(const cJSON *spec)
         cJSON_AddStringToObject(v, "auth_token", token);
     }
     cJSON_AddNumberToObject(v, "create_time_ms", (double)util_now_ms());
-    cJSON_AddBoolToObject(v, "http_keep_alive", spec_bool(spec, "http_keep_alive", 1));
-    cJSON_AddBoolToObject(v, "wake_on_http", spec_bool(spec, "wake_on_http", 0));
+    cJSON_AddBoolToObject(v, "http_keep_alive",
+                          spec_bool(spec, "http_keep_alive", 1));
+    cJSON_AddBoolToObject(v, "wake_on_http",
+                          spec_bool(spec, "wake_on_http", 0));
     return v;
 }
 
 static int same_spec(const cJSON *view, const cJSON *spec)
 {
     return strcmp(spec_mode(view), spec_mode(spec)) == 0 &&
-           spec_bool(view, "http_keep_alive", 1) == spec_bool(spec, "http_keep_alive", 1) &&
-           spec_bool(view, "wake_on_http", 0) == spec_bool(spec, "wake_on_http", 0);
+           spec_bool(view, "http_keep_alive", 1) ==
+               spec_bool(spec, "http_keep_alive", 1) &&
+           spec_bool(view, "wake_on_http", 0) ==
+               spec_bool(spec, "wake_on_http", 0);
 }
 
 int tunnel_enable(struct engine *eng, struct devbox *box, const cJSON *spec,
@@ -127,7 +138,8 @@ void tunnel_remove(struct engine *eng, struct devbox *box)
     if (box->tunnel != NULL) {
         cJSON_Delete(box->tunnel);
         box->tunnel = NULL;
-        engine_log_locked(eng, box, "entrypoint", "info", "tunnel removed", NULL, 0);
+        engine_log_locked(eng, box, "entrypoint", "info", "tunnel removed",
+                          NULL, 0);
         engine_save_locked(eng, box);
         /* Relayed connections see the tunnel gone at their next check. */
         pthread_cond_broadcast(&eng->changed);
@@ -220,7 +232,8 @@ int tunnel_pty_create(struct engine *eng, struct devbox *box, cJSON **view,
         status = 500;
         goto out;
     }
-    util_random_text(t->key, TUNNEL_KEY_LEN, "abcdefghijklmnopqrstuvwxyz0123456789");
+    util_random_text(t->key, TUNNEL_KEY_LEN,
+                     "abcdefghijklmnopqrstuvwxyz0123456789");
     util_random_text(t->token, TUNNEL_TOKEN_LEN, "0123456789abcdef");
     snprintf(t->box_id, sizeof(t->box_id), "%s", box->id);
     t->create_time_ms = util_now_ms();

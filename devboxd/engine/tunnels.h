@@ -13,7 +13,8 @@
 
 #include "engine.h"
 
-#define TUNNEL_KEY_LEN 24   /* lower-case [a-z0-9]: host names are case-insensitive */
+#define TUNNEL_KEY_LEN                                                         \
+    24 /* lower-case [a-z0-9]: host names are case-insensitive */
 #define TUNNEL_TOKEN_LEN 48 /* hex */
 
 /* ---- records (tunnels.c) ---- */
@@ -21,7 +22,8 @@
 /* Validates a tunnel spec ({auth_mode?, http_keep_alive?, wake_on_http?}, as
  * in enable_tunnel's body and the create body's "tunnel"). where names the
  * object in messages ("" or "tunnel"). Returns 0 or -1 with err. */
-int tunnel_check_spec(const cJSON *spec, const char *where, char *err, size_t errlen);
+int tunnel_check_spec(const cJSON *spec, const char *where, char *err,
+                      size_t errlen);
 
 /* A new TunnelView from a checked spec (may be NULL: defaults): fresh
  * tunnel_key, auth_token when authenticated, create_time_ms now. */

@@ -48,11 +48,11 @@ struct h2_stream {
     struct http_request req;
     size_t header_bytes;
     int headers_too_large;
-    int refused; /* failed authorization: answered at once, body ignored */
-    int head_done;        /* the request head is complete */
-    int stalled;          /* body stalled: answered 408, then reset */
+    int refused;   /* failed authorization: answered at once, body ignored */
+    int head_done; /* the request head is complete */
+    int stalled;   /* body stalled: answered 408, then reset */
     int64_t last_recv_ms; /* last byte of this stream's head or body */
-    size_t counted; /* body bytes counted in conn->receiving */
+    size_t counted;       /* body bytes counted in conn->receiving */
     int dispatched;
     /* Response side, guarded by conn->lock. */
     int resp_ready;
@@ -287,7 +287,8 @@ static void stream_dispatch(struct h2_stream *st)
     st->conn->receiving -= st->counted;
     st->counted = 0;
     pthread_mutex_lock(&st->conn->lock);
-    if (st->conn->workers >= H2_MAX_WORKERS || http_server_hold(st->conn->srv) != 0) {
+    if (st->conn->workers >= H2_MAX_WORKERS ||
+        http_server_hold(st->conn->srv) != 0) {
         pthread_mutex_unlock(&st->conn->lock);
         nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_REFUSED_STREAM);
@@ -375,7 +376,8 @@ static int submit_response(struct h2_conn *c, struct h2_stream *st)
     pthread_mutex_unlock(&c->lock);
     prd.source.ptr = st;
     prd.read_callback = data_read_cb;
-    return nghttp2_submit_response(c->session, st->id, nva, n, has_body ? &prd : NULL);
+    return nghttp2_submit_response(c->session, st->id, nva, n,
+                                   has_body ? &prd : NULL);
 }
 
 /* Runs on the connection thread after an eventfd wake-up. */
@@ -405,8 +407,8 @@ static void conn_service_streams(struct h2_conn *c)
     }
 }
 
-static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame,
-                            void *user_data)
+static int on_begin_headers(nghttp2_session *session,
+                            const nghttp2_frame *frame, void *user_data)
 {
     struct h2_conn *c = user_data;
     struct h2_stream *st = NULL;
@@ -447,7 +449,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
     if (st == NULL || st->headers_too_large)
         return 0;
     st->header_bytes += namelen + valuelen;
-    if (st->header_bytes > H2_MAX_HEADER_BYTES || st->req.n_headers >= H2_MAX_HEADERS) {
+    if (st->header_bytes > H2_MAX_HEADER_BYTES ||
+        st->req.n_headers >= H2_MAX_HEADERS) {
         st->headers_too_large = 1; /* answered 431 once the request ends */
         return 0;
     }
@@ -469,7 +472,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
         http_url_decode(st->req.path, 0);
     } else if (strcmp((const char *)name, ":authority") == 0) {
         /* HTTP/2's Host (RFC 9113 8.3.1): handlers read "host". */
-        http_kv_append(&st->req.headers, &st->req.n_headers, "host", (const char *)value);
+        http_kv_append(&st->req.headers, &st->req.n_headers, "host",
+                       (const char *)value);
     } else if (name[0] != ':') {
         http_kv_append(&st->req.headers, &st->req.n_headers, (const char *)name,
                        (const char *)value);
@@ -477,8 +481,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
     return 0;
 }
 
-static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
-                         const uint8_t *data, size_t len, void *user_data)
+static int on_data_chunk(nghttp2_session *session, uint8_t flags,
+                         int32_t stream_id, const uint8_t *data, size_t len,
+                         void *user_data)
 {
     struct h2_stream *st = NULL;
 
@@ -536,7 +541,8 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
         on_request_head(user_data, st);
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
-    if (!st->headers_too_large && (st->req.method == NULL || st->req.path == NULL))
+    if (!st->headers_too_large &&
+        (st->req.method == NULL || st->req.path == NULL))
         return 0;
     stream_dispatch(st);
     return 0;
@@ -722,7 +728,8 @@ static void conn_loop(struct h2_conn *c)
             break;
         /* The out buffer is capped: nghttp2 may have more to send right
          * away, so wait for writability rather than only for input. */
-        pending = c->out_len > c->out_off || nghttp2_session_want_write(c->session);
+        pending =
+            c->out_len > c->out_off || nghttp2_session_want_write(c->session);
         if (!pending && !nghttp2_session_want_read(c->session))
             break;
         pfd[0].fd = c->fd;
@@ -789,17 +796,21 @@ void h2_serve_connection(struct http_server *srv, int fd, int slot, int is_unix)
         goto out;
     if (nghttp2_session_callbacks_new(&cbs) != 0)
         goto out;
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs,
+                                                            on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs,
+                                                              on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs,
+                                                           on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
     if (nghttp2_session_server_new(&c->session, cbs, c) != 0)
         goto out;
     nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings,
                             sizeof(settings) / sizeof(settings[0]));
-    nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+    nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0,
+                                          16 << 20);
     conn_loop(c);
 out:
     if (cbs != NULL)
@@ -807,7 +818,8 @@ out:
     if (c != NULL) {
         while (c->streams != NULL) {
             if (c->session != NULL)
-                nghttp2_session_set_stream_user_data(c->session, c->streams->id, NULL);
+                nghttp2_session_set_stream_user_data(c->session, c->streams->id,
+                                                     NULL);
             stream_detach(c, c->streams);
         }
         if (c->session != NULL)

@@ -22,18 +22,18 @@ struct http_kv {
 
 struct http_request {
     char *method;
-    char *path;          /* without the query string */
-    char *target;        /* HTTP/2: the raw :path (query, undecoded) */
+    char *path;            /* without the query string */
+    char *target;          /* HTTP/2: the raw :path (query, undecoded) */
     struct http_kv *query; /* decoded query parameters */
     size_t n_query;
     struct http_kv *headers; /* names lower-case */
     size_t n_headers;
-    char *body;          /* NUL-terminated, may contain NULs */
+    char *body; /* NUL-terminated, may contain NULs */
     size_t body_len;
     size_t body_cap;
-    int body_too_large;  /* body exceeded the limit; body is truncated */
-    int body_busy;       /* HTTP_MAX_BUFFERED reached: answered 503 */
-    int trusted;         /* arrived over the unix socket: no key needed */
+    int body_too_large; /* body exceeded the limit; body is truncated */
+    int body_busy;      /* HTTP_MAX_BUFFERED reached: answered 503 */
+    int trusted;        /* arrived over the unix socket: no key needed */
 };
 
 /* A streamed body: called repeatedly on the handler's thread; may block.
@@ -47,7 +47,7 @@ struct http_response {
     int status;
     struct http_kv headers[HTTP_MAX_RESP_HEADERS];
     size_t n_headers;
-    char *body;          /* malloc'd, owned by the response */
+    char *body; /* malloc'd, owned by the response */
     size_t body_len;
     http_stream_fn stream; /* if set, body is ignored */
     void *stream_ctx;
@@ -66,8 +66,8 @@ struct http_server *http_server_new(http_handler_fn handler, void *ud,
                                     char *err, size_t errlen);
 /* Binds one listen address. *bound_port receives the TCP port (0 for unix). */
 int http_server_listen(struct http_server *srv, const char *spec,
-                       int allow_non_loopback, int *bound_port,
-                       char *err, size_t errlen);
+                       int allow_non_loopback, int *bound_port, char *err,
+                       size_t errlen);
 /* fn(ud, req) returns 0 when a request head carries valid credentials:
  * checked before the body is read; a failing request is still answered by
  * the handler (its 401) but its body is never buffered. */
@@ -86,8 +86,10 @@ int http_server_serve_h2(struct http_server *srv, int fd);
 #define HTTP_H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 /* Helpers shared by both transports and the handlers. */
-const char *http_request_header(const struct http_request *req, const char *name);
-const char *http_request_query(const struct http_request *req, const char *name);
+const char *http_request_header(const struct http_request *req,
+                                const char *name);
+const char *http_request_query(const struct http_request *req,
+                               const char *name);
 void http_response_set_header(struct http_response *resp, const char *name,
                               const char *value);
 void http_response_set_body(struct http_response *resp, int status,

@@ -29,7 +29,8 @@ static size_t body_buffered; /* request body bytes over all requests (atomic) */
 
 /* ---------------------------------------------------------------- helpers */
 
-const char *http_request_header(const struct http_request *req, const char *name)
+const char *http_request_header(const struct http_request *req,
+                                const char *name)
 {
     size_t i;
 
@@ -148,7 +149,7 @@ void http_url_decode(char *s, int plus_is_space)
 }
 
 int http_kv_append(struct http_kv **arr, size_t *n, const char *name,
-                     const char *value)
+                   const char *value)
 {
     struct http_kv *grown = NULL;
 
@@ -180,7 +181,8 @@ int http_parse_query(struct http_request *req, const char *qs)
     for (pair = strtok_r(copy, "&", &save); pair != NULL;
          pair = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(pair, '=');
-        char *value = pair + strlen(pair); /* "" inside copy: decoded in place */
+        char *value =
+            pair + strlen(pair); /* "" inside copy: decoded in place */
 
         if (eq != NULL) {
             *eq = '\0';
@@ -329,7 +331,8 @@ static int client_gone(int fd)
 
     if (fd < 0)
         return 0;
-    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    return poll(&pfd, 1, 0) > 0 &&
+           (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 static ssize_t mhd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -386,7 +389,8 @@ size_t http_body_limit(const struct http_request *req)
     const char *content_type = http_request_header(req, "content-type");
 
     /* Uploads: multipart file bodies and PUTs of raw bytes (objects). */
-    if (content_type != NULL && strncasecmp(content_type, "multipart/", 10) == 0)
+    if (content_type != NULL &&
+        strncasecmp(content_type, "multipart/", 10) == 0)
         return HTTP_MAX_UPLOAD_BODY;
     if (req->method != NULL && strcmp(req->method, "PUT") == 0)
         return HTTP_MAX_UPLOAD_BODY;
@@ -426,7 +430,7 @@ static size_t body_next_cap(const struct http_request *req, size_t limit,
 }
 
 int http_body_append(struct http_request *req, size_t limit, const char *data,
-                       size_t len)
+                     size_t len)
 {
     char *grown = NULL;
 
@@ -485,9 +489,8 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
         memset(resp, 0, sizeof(*resp));
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         st->fd = ci != NULL ? ci->connect_fd : -1;
-        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-                                               mhd_stream_read, st,
-                                               mhd_stream_free);
+        mr = MHD_create_response_from_callback(
+            MHD_SIZE_UNKNOWN, 64 * 1024, mhd_stream_read, st, mhd_stream_free);
         if (mr == NULL) {
             mhd_stream_free(st);
             return MHD_NO;
@@ -501,7 +504,8 @@ static enum MHD_Result mhd_queue(struct MHD_Connection *conn,
         resp->body = NULL;
     }
     for (i = 0; i < resp->n_headers; i++)
-        MHD_add_response_header(mr, resp->headers[i].name, resp->headers[i].value);
+        MHD_add_response_header(mr, resp->headers[i].name,
+                                resp->headers[i].value);
     ret = MHD_queue_response(conn, (unsigned int)resp->status, mr);
     MHD_destroy_response(mr);
     return ret;
@@ -571,9 +575,10 @@ static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
             return MHD_NO;
         mr->req.method = strdup(method);
         mr->req.path = strdup(url);
-        MHD_get_connection_values(conn, MHD_HEADER_KIND, mhd_collect_header, &mr->req);
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, mhd_collect_header,
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, mhd_collect_header,
                                   &mr->req);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
+                                  mhd_collect_header, &mr->req);
         mr->limit = http_body_limit(&mr->req);
         mr->req.trusted = mhd_is_unix(conn);
         *con_cls = mr;
@@ -589,7 +594,8 @@ static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
         return MHD_YES;
     }
     if (*upload_data_size != 0) {
-        if (http_body_append(&mr->req, mr->limit, upload_data, *upload_data_size) != 0)
+        if (http_body_append(&mr->req, mr->limit, upload_data,
+                             *upload_data_size) != 0)
             return MHD_NO;
         *upload_data_size = 0;
         return MHD_YES;
@@ -601,8 +607,8 @@ static enum MHD_Result mhd_access(void *cls, struct MHD_Connection *conn,
     return ret;
 }
 
-static void mhd_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                          enum MHD_RequestTerminationCode toe)
+static void mhd_completed(void *cls, struct MHD_Connection *conn,
+                          void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     struct mhd_req *mr = *con_cls;
 
@@ -657,8 +663,9 @@ static int listen_unix(const char *path, char *err, size_t errlen)
     mode_t old_umask;
 
     if (strlen(path) >= sizeof(sun.sun_path)) {
-        snprintf(err, errlen, "unix socket path '%s' is too long (max %zu bytes)",
-                 path, sizeof(sun.sun_path) - 1);
+        snprintf(err, errlen,
+                 "unix socket path '%s' is too long (max %zu bytes)", path,
+                 sizeof(sun.sun_path) - 1);
         return -1;
     }
     memset(&sun, 0, sizeof(sun));
@@ -669,11 +676,14 @@ static int listen_unix(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "socket: %s", strerror(errno));
         return -1;
     }
-    unlink(path); /* stale socket of a previous run; the state-dir lock is held */
-    old_umask = umask(077); /* the socket is born 0600: it is the access control */
+    unlink(
+        path); /* stale socket of a previous run; the state-dir lock is held */
+    old_umask =
+        umask(077); /* the socket is born 0600: it is the access control */
     if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
         umask(old_umask);
-        snprintf(err, errlen, "cannot bind unix socket '%s': %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot bind unix socket '%s': %s", path,
+                 strerror(errno));
         close(fd);
         return -1;
     }
@@ -698,8 +708,8 @@ static const struct util_listen_words listen_words = {
 };
 
 int http_server_listen(struct http_server *srv, const char *spec,
-                       int allow_non_loopback, int *bound_port,
-                       char *err, size_t errlen)
+                       int allow_non_loopback, int *bound_port, char *err,
+                       size_t errlen)
 {
     int fd;
     int is_unix = strncmp(spec, "unix:", 5) == 0;
@@ -865,7 +875,8 @@ static void spawn_conn(struct http_server *srv, int lfd, int is_unix)
     if (job == NULL)
         return;
     job->addrlen = sizeof(job->addr);
-    job->fd = accept4(lfd, (struct sockaddr *)&job->addr, &job->addrlen, SOCK_CLOEXEC);
+    job->fd = accept4(lfd, (struct sockaddr *)&job->addr, &job->addrlen,
+                      SOCK_CLOEXEC);
     if (job->fd < 0) {
         free(job);
         if (errno == EMFILE || errno == ENFILE)
@@ -935,7 +946,8 @@ int http_server_start(struct http_server *srv, char *err, size_t errlen)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
     if (srv->mhd == NULL) {
-        snprintf(err, errlen, "cannot start the HTTP/1.1 engine (libmicrohttpd)");
+        snprintf(err, errlen,
+                 "cannot start the HTTP/1.1 engine (libmicrohttpd)");
         return -1;
     }
     if (pthread_create(&srv->accept_thread, NULL, accept_loop, srv) != 0) {
@@ -963,7 +975,8 @@ static int stop_connections(struct http_server *srv)
             shutdown(srv->conn_slots[i].fd, SHUT_RDWR);
     }
     while (srv->conns > 0) {
-        if (pthread_cond_timedwait(&srv->conn_cond, &srv->conn_lock, &deadline) != 0)
+        if (pthread_cond_timedwait(&srv->conn_cond, &srv->conn_lock,
+                                   &deadline) != 0)
             break;
     }
     all = srv->conns == 0;

@@ -14,7 +14,8 @@ int multipart_boundary(const char *content_type, char *out, size_t outlen)
     const char *p = NULL;
     size_t len = 0;
 
-    if (content_type == NULL || strncasecmp(content_type, "multipart/form-data", 19) != 0)
+    if (content_type == NULL ||
+        strncasecmp(content_type, "multipart/form-data", 19) != 0)
         return -1;
     p = strcasestr(content_type, "boundary=");
     if (p == NULL)
@@ -39,8 +40,8 @@ int multipart_boundary(const char *content_type, char *out, size_t outlen)
 
 /* Copies the value of param (name= or filename=) from a Content-Disposition
  * header line into out. */
-static void disposition_param(const char *line, size_t linelen, const char *param,
-                              char *out, size_t outlen)
+static void disposition_param(const char *line, size_t linelen,
+                              const char *param, char *out, size_t outlen)
 {
     size_t plen = strlen(param);
     size_t i;
@@ -51,7 +52,8 @@ static void disposition_param(const char *line, size_t linelen, const char *para
 
         if (strncasecmp(line + i, param, plen) != 0 || line[i + plen] != '=')
             continue;
-        if (i > 0 && line[i - 1] != ' ' && line[i - 1] != ';' && line[i - 1] != '\t')
+        if (i > 0 && line[i - 1] != ' ' && line[i - 1] != ';' &&
+            line[i - 1] != '\t')
             continue;
         i += plen + 1;
         if (i < linelen && line[i] == '"') {
@@ -70,8 +72,8 @@ static void disposition_param(const char *line, size_t linelen, const char *para
     }
 }
 
-static int parse_headers(const char *h, size_t hlen, struct mp_part *part, char *err,
-                         size_t errlen)
+static int parse_headers(const char *h, size_t hlen, struct mp_part *part,
+                         char *err, size_t errlen)
 {
     size_t pos = 0;
     int have_disposition = 0;
@@ -81,17 +83,19 @@ static int parse_headers(const char *h, size_t hlen, struct mp_part *part, char 
         size_t linelen = eol != NULL ? (size_t)(eol - (h + pos)) : hlen - pos;
         const char *line = h + pos;
 
-        if (linelen > 20 && strncasecmp(line, "content-disposition:", 20) == 0) {
+        if (linelen > 20 &&
+            strncasecmp(line, "content-disposition:", 20) == 0) {
             disposition_param(line + 20, linelen - 20, "name", part->name,
                               sizeof(part->name));
-            disposition_param(line + 20, linelen - 20, "filename", part->filename,
-                              sizeof(part->filename));
+            disposition_param(line + 20, linelen - 20, "filename",
+                              part->filename, sizeof(part->filename));
             have_disposition = 1;
         }
         pos += linelen + 2;
     }
     if (!have_disposition || part->name[0] == '\0') {
-        snprintf(err, errlen, "a multipart part has no Content-Disposition name");
+        snprintf(err, errlen,
+                 "a multipart part has no Content-Disposition name");
         return -1;
     }
     return 0;
@@ -136,7 +140,8 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
             return -1;
         }
         if (*n_parts == max_parts) {
-            snprintf(err, errlen, "too many multipart parts (at most %zu)", max_parts);
+            snprintf(err, errlen, "too many multipart parts (at most %zu)",
+                     max_parts);
             return -1;
         }
         part = &parts[*n_parts];
@@ -149,8 +154,10 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
         for (;;) {
             next = memmem(next, (size_t)(end - next), delim, dlen);
             if (next == NULL) {
-                snprintf(err, errlen, "multipart part '%s' is not terminated by the boundary",
-                         part->name);
+                snprintf(
+                    err, errlen,
+                    "multipart part '%s' is not terminated by the boundary",
+                    part->name);
                 return -1;
             }
             if (next - p >= 2 && next[-2] == '\r' && next[-1] == '\n')

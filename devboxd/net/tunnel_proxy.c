@@ -39,14 +39,14 @@
 #include "sandbox.h"
 #include "util.h"
 
-#define HEAD_MAX (64 * 1024)     /* first request head, bytes */
-#define RELAY_BUF (64 * 1024)    /* per direction */
-#define HEAD_TIMEOUT_MS 30000    /* first request head must arrive within */
-#define CONNECT_TIMEOUT_MS 5000  /* connect inside the devbox */
-#define CHECK_MS 250             /* tunnel/devbox still valid? */
-#define HVAL_MAX 512             /* longest header value we look at */
-#define URL_MAX 2048             /* request target kept (PTY ?token=) */
-#define MAX_CONNS 1024           /* relayed connections at once (a thread each) */
+#define HEAD_MAX (64 * 1024)    /* first request head, bytes */
+#define RELAY_BUF (64 * 1024)   /* per direction */
+#define HEAD_TIMEOUT_MS 30000   /* first request head must arrive within */
+#define CONNECT_TIMEOUT_MS 5000 /* connect inside the devbox */
+#define CHECK_MS 250            /* tunnel/devbox still valid? */
+#define HVAL_MAX 512            /* longest header value we look at */
+#define URL_MAX 2048            /* request target kept (PTY ?token=) */
+#define MAX_CONNS 1024 /* relayed connections at once (a thread each) */
 /* Slots beyond MAX_CONNS for connections dropped to make room and still
  * closing: when all are open, the oldest connection whose first request
  * has not been routed yet (no complete head, or refused) is shut down for
@@ -60,7 +60,7 @@ struct tconn;
  * accept thread only (it may be polling it), once marked dead. */
 struct box_listener {
     char box_id[40];
-    int fd;    /* -1 once closed */
+    int fd; /* -1 once closed */
     int dead;
     int conns; /* connections accepted from it and still open */
     struct box_listener *next;
@@ -108,14 +108,14 @@ struct tconn {
     size_t field_len;
     int field_long;
     int in_value;
-    int cur;                /* H_* of the value being read, or -1 */
+    int cur; /* H_* of the value being read, or -1 */
     char hval[H_N][HVAL_MAX];
     size_t hlen[H_N];
-    int hbad[H_N];          /* too long or repeated */
-    char url[URL_MAX];      /* request target, "" when longer than URL_MAX */
+    int hbad[H_N];     /* too long or repeated */
+    char url[URL_MAX]; /* request target, "" when longer than URL_MAX */
     size_t url_len;
     int url_long;
-    int heads;              /* request heads completed */
+    int heads; /* request heads completed */
     int routed;
     int violation;
     /* the route of the first request */
@@ -140,14 +140,22 @@ struct tconn {
 static const char *reason_phrase(int status)
 {
     switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 431: return "Request Header Fields Too Large";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    case 408:
+        return "Request Timeout";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Error";
     }
 }
 
@@ -173,12 +181,15 @@ static void write_all(int fd, const char *buf, size_t len)
 }
 
 /* A JSON error in the API's shape, then the connection closes. */
-static void send_error(int fd, int status, const char *retry_after, const char *fmt, ...)
+static void send_error(int fd, int status, const char *retry_after,
+                       const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void send_error(int fd, int status, const char *retry_after, const char *fmt, ...)
+static void send_error(int fd, int status, const char *retry_after,
+                       const char *fmt, ...)
 {
-    static const char *const codes[] = {"bad_request", "unauthorized", "not_found",
-                                        "bad_gateway", "service_unavailable", "error"};
+    static const char *const codes[] = {"bad_request",         "unauthorized",
+                                        "not_found",           "bad_gateway",
+                                        "service_unavailable", "error"};
     char msg[768];
     char head[512];
     char *body = NULL;
@@ -210,8 +221,8 @@ static void send_error(int fd, int status, const char *retry_after, const char *
                   "HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
                   "content-length: %zu\r\nconnection: close\r\n%s%s%s\r\n",
                   status, reason_phrase(status), strlen(body),
-                  retry_after ? "retry-after: " : "", retry_after ? retry_after : "",
-                  retry_after ? "\r\n" : "");
+                  retry_after ? "retry-after: " : "",
+                  retry_after ? retry_after : "", retry_after ? "\r\n" : "");
     write_all(fd, head, (size_t)hl);
     write_all(fd, body, strlen(body));
     free(body);
@@ -280,7 +291,8 @@ int tunnel_parse_host(const char *host, int *port, char *key, size_t keylen)
         h[i] = (char)tolower((unsigned char)host[i]);
     colon = strrchr(h, ':');
     if (colon != NULL) {
-        if (colon[1] == '\0' || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+        if (colon[1] == '\0' ||
+            strspn(colon + 1, "0123456789") != strlen(colon + 1))
             return -1;
         *colon = '\0';
     }
@@ -490,12 +502,12 @@ static const char *bearer_of(const struct tconn *c)
 /* ---------------------------------------------------------------- route */
 
 struct route {
-    int status;            /* 0 = go; else the error to answer */
+    int status; /* 0 = go; else the error to answer */
     char msg[512];
     const char *retry_after;
     char location[URL_MAX + 128]; /* status 307: where the request belongs */
-    struct devbox *box;    /* when status is 0: holds an io_refs count */
-    int wake;              /* resume the devbox (wake on HTTP) */
+    struct devbox *box;           /* when status is 0: holds an io_refs count */
+    int wake;                     /* resume the devbox (wake on HTTP) */
 };
 
 /* Sets r to answer status with fmt's message: -1. */
@@ -527,7 +539,8 @@ struct target {
 
 static int lifecycle_wakes(const struct devbox *box)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
     const cJSON *life = cJSON_GetObjectItemCaseSensitive(lp, "lifecycle");
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(life, "resume_triggers");
 
@@ -542,7 +555,8 @@ static int lookup_locked(struct engine *eng, const char *key, struct target *t)
 
     memset(t, 0, sizeof(*t));
     for (b = eng->boxes; b != NULL; b = b->next) {
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(b->tunnel, "tunnel_key");
+        const cJSON *k =
+            cJSON_GetObjectItemCaseSensitive(b->tunnel, "tunnel_key");
         const char *mode = NULL;
         const char *tok = NULL;
 
@@ -553,9 +567,10 @@ static int lookup_locked(struct engine *eng, const char *key, struct target *t)
         t->box = b;
         t->authenticated = mode != NULL && strcmp(mode, "authenticated") == 0;
         snprintf(t->token, sizeof(t->token), "%s", tok != NULL ? tok : "");
-        t->keep_alive = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(b->tunnel,
-                                                                        "http_keep_alive"));
-        t->wake = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b->tunnel, "wake_on_http")) ||
+        t->keep_alive = !cJSON_IsFalse(
+            cJSON_GetObjectItemCaseSensitive(b->tunnel, "http_keep_alive"));
+        t->wake = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                      b->tunnel, "wake_on_http")) ||
                   lifecycle_wakes(b);
         return 0;
     }
@@ -579,8 +594,8 @@ static int lookup_locked(struct engine *eng, const char *key, struct target *t)
 
 /* The token of a request: a Bearer header, or ?token= on PTY tunnels (the
  * form rl-cli uses for the WebSocket). */
-static const char *token_of(const struct tconn *c, const struct target *t, char *qbuf,
-                            size_t qlen)
+static const char *token_of(const struct tconn *c, const struct target *t,
+                            char *qbuf, size_t qlen)
 {
     const char *got = bearer_of(c);
 
@@ -590,7 +605,8 @@ static const char *token_of(const struct tconn *c, const struct target *t, char 
 }
 
 /* Lock held. The port and authentication rules of a tunnel. */
-static int check_auth(const struct tconn *c, const struct target *t, struct route *r)
+static int check_auth(const struct tconn *c, const struct target *t,
+                      struct route *r)
 {
     char qtok[TUNNEL_TOKEN_LEN + 8];
     const char *got = NULL;
@@ -637,9 +653,8 @@ static int check_auth(const struct tconn *c, const struct target *t, struct rout
             r, 401,
             "this tunnel is authenticated: send "
             "'X-Runloop-Tunnel-Authorization: Bearer <auth_token>' (%s)",
-            t->pty
-                ? "the auth_token create_pty_tunnel returned"
-                : "the tunnel.auth_token of the devbox's view");
+            t->pty ? "the auth_token create_pty_tunnel returned"
+                   : "the tunnel.auth_token of the devbox's view");
     if (!util_secret_equal(got, t->token)) {
         /* Names no devbox: the caller has not proved it may know which. */
         return refuse(r, 401,
@@ -665,15 +680,19 @@ static void check_status_locked(const struct target *t, struct route *r)
     if (box->status == DBX_SUSPENDED && t->wake && !t->pty) {
         r->wake = 1;
         r->retry_after = "5";
-        snprintf(r->msg, sizeof(r->msg), "devbox %s was suspended and is resuming (wake on "
-                 "HTTP); retry in a few seconds", box->id);
+        snprintf(r->msg, sizeof(r->msg),
+                 "devbox %s was suspended and is resuming (wake on "
+                 "HTTP); retry in a few seconds",
+                 box->id);
     } else if (box->status == DBX_SUSPENDED) {
-        snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it%s", box->id,
+        snprintf(r->msg, sizeof(r->msg), "devbox %s is suspended: resume it%s",
+                 box->id,
                  t->pty ? "" : " or enable the tunnel with wake_on_http");
     } else {
         r->retry_after = "1";
-        snprintf(r->msg, sizeof(r->msg), "devbox %s is %s; retry once it is running",
-                 box->id, dbx_status_name(box->status));
+        snprintf(r->msg, sizeof(r->msg),
+                 "devbox %s is %s; retry once it is running", box->id,
+                 dbx_status_name(box->status));
     }
 }
 
@@ -848,10 +867,12 @@ static void connect_release(struct engine *eng, struct devbox *box)
 /* A TCP socket to 127.0.0.1:port inside the devbox (the sandbox runtime
  * creates it in the devbox's network namespace), then the io ref taken by
  * route_first is dropped. -1 with err on failure. */
-static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t errlen)
+static int connect_inside(struct tconn *c, struct devbox *box, char *err,
+                          size_t errlen)
 {
     struct engine *eng = c->ts->eng;
-    int fd = sandbox_connect_tcp(box->sb, (uint16_t)c->port, CONNECT_TIMEOUT_MS);
+    int fd =
+        sandbox_connect_tcp(box->sb, (uint16_t)c->port, CONNECT_TIMEOUT_MS);
     char key[PTY_KEY_LEN + 2];
 
     connect_release(eng, box);
@@ -873,11 +894,13 @@ static int connect_inside(struct tconn *c, struct devbox *box, char *err, size_t
     if (fd >= 0)
         return fd;
     if (fd == -ESRCH)
-        snprintf(err, errlen, "devbox %s stopped while connecting; retry", c->box_id);
+        snprintf(err, errlen, "devbox %s stopped while connecting; retry",
+                 c->box_id);
     else
-        snprintf(err, errlen, "nothing answers on port %d inside devbox %s (%s): start the "
-                 "service there, bound to 0.0.0.0 or 127.0.0.1", c->port, c->box_id,
-                 strerror(-fd));
+        snprintf(err, errlen,
+                 "nothing answers on port %d inside devbox %s (%s): start the "
+                 "service there, bound to 0.0.0.0 or 127.0.0.1",
+                 c->port, c->box_id, strerror(-fd));
     return -1;
 }
 
@@ -1034,11 +1057,14 @@ static int relay_step(struct tconn *c, struct relay_state *s)
         return 0;
     /* Hang-ups are reported even for fds polled for nothing: a side that
      * is gone for good ends the relay instead of spinning. */
-    if (((pfd[0].revents & (POLLHUP | POLLERR)) && s->c_eof && s->up.len == 0) ||
-        ((pfd[1].revents & (POLLHUP | POLLERR)) && s->u_eof && s->down.len == 0) ||
+    if (((pfd[0].revents & (POLLHUP | POLLERR)) && s->c_eof &&
+         s->up.len == 0) ||
+        ((pfd[1].revents & (POLLHUP | POLLERR)) && s->u_eof &&
+         s->down.len == 0) ||
         (pfd[0].revents & POLLNVAL) || (pfd[1].revents & POLLNVAL))
         return 0;
-    if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && s->up.len == 0 && !s->c_eof) {
+    if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && s->up.len == 0 &&
+        !s->c_eof) {
         r = fill(c->cfd, &s->up);
         if (r < 0)
             return 0;
@@ -1048,7 +1074,8 @@ static int relay_step(struct tconn *c, struct relay_state *s)
             return 0; /* a later request failed its checks: drop the connection */
         s->moved |= r == 1;
     }
-    if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && s->down.len == 0 && !s->u_eof) {
+    if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && s->down.len == 0 &&
+        !s->u_eof) {
         r = fill(c->ufd, &s->down);
         if (r < 0)
             return 0;
@@ -1554,12 +1581,13 @@ static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
         size_t parsed;
 
         if (len == HEAD_MAX) {
-            send_error(c->cfd, 431, NULL, "the request head is larger than %d bytes",
-                       HEAD_MAX);
+            send_error(c->cfd, 431, NULL,
+                       "the request head is larger than %d bytes", HEAD_MAX);
             return -1;
         }
         if (util_now_ms() >= deadline) {
-            send_error(c->cfd, 408, NULL, "no complete request head within %d s",
+            send_error(c->cfd, 408, NULL,
+                       "no complete request head within %d s",
                        HEAD_TIMEOUT_MS / 1000);
             return -1;
         }
@@ -1571,13 +1599,16 @@ static ssize_t read_first_head(struct tconn *c, char *buf, size_t *rest_off)
         n = recv(c->cfd, buf + len, HEAD_MAX - len, 0);
         if (n <= 0)
             return -1; /* the client went away before a full request */
-        parsed = http_parser_execute(&c->parser, &c->settings, buf + len, (size_t)n);
+        parsed =
+            http_parser_execute(&c->parser, &c->settings, buf + len, (size_t)n);
         *rest_off = len + parsed;
         len += (size_t)n;
         e = HTTP_PARSER_ERRNO(&c->parser);
         if (e != HPE_OK && e != HPE_PAUSED) {
-            send_error(c->cfd, 400, NULL, "not an HTTP/1.x request (%s); tunnels serve "
-                       "HTTP/1.1, SSE and WebSocket", http_errno_description(e));
+            send_error(c->cfd, 400, NULL,
+                       "not an HTTP/1.x request (%s); tunnels serve "
+                       "HTTP/1.1, SSE and WebSocket",
+                       http_errno_description(e));
             return -1;
         }
     }
@@ -1714,7 +1745,8 @@ static void serve(struct tconn *c)
     pthread_mutex_lock(&c->ts->lock);
     c->relaying = 1; /* no longer dropped to make room */
     pthread_mutex_unlock(&c->ts->lock);
-    if (rest_off < (size_t)len && inspect(c, buf + rest_off, (size_t)len - rest_off) != 0)
+    if (rest_off < (size_t)len &&
+        inspect(c, buf + rest_off, (size_t)len - rest_off) != 0)
         goto out;
     if (c->by_path) {
         size_t n = 0;
@@ -1815,7 +1847,8 @@ static int conn_admit_locked(struct tunnel_server *ts, struct tconn *c)
     return 1;
 }
 
-static void start_conn(struct tunnel_server *ts, int fd, struct box_listener *from)
+static void start_conn(struct tunnel_server *ts, int fd,
+                       struct box_listener *from)
 {
     struct tconn *c = calloc(1, sizeof(*c));
     int rc;
@@ -1845,7 +1878,8 @@ static void start_conn(struct tunnel_server *ts, int fd, struct box_listener *fr
     }
     pthread_mutex_unlock(&ts->lock);
     if (!rc) {
-        send_error(fd, 503, "1", "devboxd's tunnel listener has %d connections open; retry",
+        send_error(fd, 503, "1",
+                   "devboxd's tunnel listener has %d connections open; retry",
                    MAX_CONNS);
         close(fd);
         free(c);
@@ -1899,7 +1933,8 @@ static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
 
         if (grown != NULL)
             *pfds = grown;
-        grown_o = grown != NULL ? realloc(*owners, n * 2 * sizeof(**owners)) : NULL;
+        grown_o =
+            grown != NULL ? realloc(*owners, n * 2 * sizeof(**owners)) : NULL;
         if (grown_o != NULL) {
             *owners = grown_o;
             *cap = n * 2;
@@ -1912,7 +1947,8 @@ static size_t poll_set_locked(struct tunnel_server *ts, struct pollfd **pfds,
     (*pfds)[1] = (struct pollfd){.fd = ts->wake_fd, .events = POLLIN};
     (*owners)[0] = (*owners)[1] = NULL;
     n = 2;
-    for (struct box_listener *b = ts->boxes; b != NULL && n < *cap; b = b->next) {
+    for (struct box_listener *b = ts->boxes; b != NULL && n < *cap;
+         b = b->next) {
         (*owners)[n] = b;
         (*pfds)[n++] = (struct pollfd){.fd = b->fd, .events = POLLIN};
     }
@@ -2083,7 +2119,8 @@ int tunnel_server_start(struct tunnel_server *ts, char *err, size_t errlen)
     int rc = pthread_create(&ts->thread, NULL, accept_thread, ts);
 
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start the tunnel listener: %s", strerror(rc));
+        snprintf(err, errlen, "cannot start the tunnel listener: %s",
+                 strerror(rc));
         return -1;
     }
     ts->started = 1;
@@ -2139,7 +2176,8 @@ void tunnel_server_stop(struct tunnel_server *ts)
     pthread_mutex_unlock(&ts->lock);
     if (ts->conns > 0) {
         /* Leaking beats freeing under live threads. */
-        fprintf(stderr, "devboxd: %d tunnel connections did not end in time\n", ts->conns);
+        fprintf(stderr, "devboxd: %d tunnel connections did not end in time\n",
+                ts->conns);
         return;
     }
     tunnel_pty_clear();

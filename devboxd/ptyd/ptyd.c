@@ -25,7 +25,7 @@
 #define KEY_MAX 128
 #define GATE_TIMEOUT_S 10 /* for the key line of a new connection */
 
-struct ptyd_config ptyd_cfg = { 1800, 20, 60 };
+struct ptyd_config ptyd_cfg = {1800, 20, 60};
 
 static struct lws_context *ctx;
 static struct lws_vhost *vhost;
@@ -49,8 +49,8 @@ struct pss {
     size_t body_len;
     int body_too_big;
     int status;
-    char *resp;               /* JSON to send */
-    struct ptyd_session *s;   /* WebSocket: the attached session */
+    char *resp;             /* JSON to send */
+    struct ptyd_session *s; /* WebSocket: the attached session */
 };
 
 /* ------------------------------------------------------------ responses */
@@ -70,8 +70,8 @@ static int send_json(struct lws *wsi, int status, const char *json)
     start = buf + LWS_PRE;
     p = start;
     end = buf + cap - blen - 1;
-    if (lws_add_http_common_headers(wsi, (unsigned int)status, "application/json", blen, &p,
-                                    end) ||
+    if (lws_add_http_common_headers(wsi, (unsigned int)status,
+                                    "application/json", blen, &p, end) ||
         lws_finalize_http_header(wsi, &p, end))
         goto out;
     memcpy(p, json, blen);
@@ -120,7 +120,8 @@ enum route { R_NONE, R_CONNECT, R_CONTROL, R_ATTACH };
 
 /* "/pty/{name}[/control|/attach]" → route and name (unvalidated, may be
  * too long: *name_bad is set then). */
-static enum route parse_path(const char *path, char *name, size_t namelen, int *name_bad)
+static enum route parse_path(const char *path, char *name, size_t namelen,
+                             int *name_bad)
 {
     const char *rest = NULL;
     const char *slash = NULL;
@@ -154,7 +155,8 @@ static enum route parse_path(const char *path, char *name, size_t namelen, int *
     return r;
 }
 
-static const char *name_rule = "session names are 1-256 characters of [A-Za-z0-9_-]";
+static const char *name_rule =
+    "session names are 1-256 characters of [A-Za-z0-9_-]";
 
 /* --------------------------------------------------------------- views */
 
@@ -179,7 +181,8 @@ static char *connect_view(const struct ptyd_session *s, int created)
     return txt;
 }
 
-static int send_control_result(struct lws *wsi, const char *name, const char *status)
+static int send_control_result(struct lws *wsi, const char *name,
+                               const char *status)
 {
     cJSON *o = cJSON_CreateObject();
     char *txt = NULL;
@@ -198,7 +201,8 @@ static int send_control_result(struct lws *wsi, const char *name, const char *st
 /* ------------------------------------------------------------- connect */
 
 /* cols/rows from the query: both or neither. 0 = given, 1 = absent, -1 bad. */
-static int query_dims(struct lws *wsi, int *cols, int *rows, char *err, size_t errlen)
+static int query_dims(struct lws *wsi, int *cols, int *rows, char *err,
+                      size_t errlen)
 {
     char cbuf[64];
     char rbuf[64];
@@ -214,8 +218,11 @@ static int query_dims(struct lws *wsi, int *cols, int *rows, char *err, size_t e
     *cols = ptyd_parse_dim(c);
     *rows = ptyd_parse_dim(r);
     if (*cols < 0 || *rows < 0) {
-        snprintf(err, errlen, "cols and rows must be integers from 1 to 1000 (got cols=%.20s, "
-                 "rows=%.20s)", c, r);
+        snprintf(
+            err, errlen,
+            "cols and rows must be integers from 1 to 1000 (got cols=%.20s, "
+            "rows=%.20s)",
+            c, r);
         return -1;
     }
     return 0;
@@ -240,7 +247,8 @@ static int serve_connect(struct lws *wsi, const char *name)
             return finish(wsi, send_error(wsi, 500, "%s", err));
         created = 1;
     } else if (dims == 0 && ptyd_session_resize(s, cols, rows) != 0) {
-        return finish(wsi, send_error(wsi, 500, "resize failed: %s", strerror(errno)));
+        return finish(
+            wsi, send_error(wsi, 500, "resize failed: %s", strerror(errno)));
     }
     view = connect_view(s, created);
     rc = view ? send_json(wsi, 200, view) : -1;
@@ -250,32 +258,43 @@ static int serve_connect(struct lws *wsi, const char *name)
 
 /* ------------------------------------------------------------- control */
 
-static int control_resize(struct lws *wsi, struct ptyd_session *s, const cJSON *body)
+static int control_resize(struct lws *wsi, struct ptyd_session *s,
+                          const cJSON *body)
 {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(body, "cols");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(body, "rows");
-    int ok = cJSON_IsNumber(c) && cJSON_IsNumber(r) && c->valuedouble == (int)c->valuedouble &&
+    int ok = cJSON_IsNumber(c) && cJSON_IsNumber(r) &&
+             c->valuedouble == (int)c->valuedouble &&
              r->valuedouble == (int)r->valuedouble && c->valueint >= 1 &&
-             c->valueint <= PTYD_DIM_MAX && r->valueint >= 1 && r->valueint <= PTYD_DIM_MAX;
+             c->valueint <= PTYD_DIM_MAX && r->valueint >= 1 &&
+             r->valueint <= PTYD_DIM_MAX;
 
     if (!ok)
-        return send_error(wsi, 400, "resize needs integer cols and rows, each 1-1000");
+        return send_error(wsi, 400,
+                          "resize needs integer cols and rows, each 1-1000");
     if (ptyd_session_resize(s, c->valueint, r->valueint) != 0)
         return send_error(wsi, 500, "resize failed: %s", strerror(errno));
     return send_control_result(wsi, s->name, "running");
 }
 
-static int control_signal(struct lws *wsi, struct ptyd_session *s, const cJSON *body)
+static int control_signal(struct lws *wsi, struct ptyd_session *s,
+                          const cJSON *body)
 {
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "signal"));
+    const char *name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "signal"));
     char err[256];
     int sig = name ? ptyd_signal_number(name) : -1;
 
     if (name == NULL)
-        return send_error(wsi, 400, "signal needs \"signal\": a POSIX name such as \"SIGINT\"");
+        return send_error(
+            wsi, 400,
+            "signal needs \"signal\": a POSIX name such as \"SIGINT\"");
     if (sig < 0)
-        return send_error(wsi, 400, "unknown signal name \"%.64s\": use a POSIX name such as "
-                          "SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGUSR1", name);
+        return send_error(
+            wsi, 400,
+            "unknown signal name \"%.64s\": use a POSIX name such as "
+            "SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGUSR1",
+            name);
     if (ptyd_session_signal(s, sig, err, sizeof(err)) != 0)
         return send_error(wsi, 400, "%s", err);
     return send_control_result(wsi, s->name, "running");
@@ -290,21 +309,28 @@ static int serve_control(struct lws *wsi, struct pss *p)
     int rc;
 
     if (p->body_too_big)
-        return finish(wsi, send_error(wsi, 413, "control body larger than 64 KiB"));
+        return finish(wsi,
+                      send_error(wsi, 413, "control body larger than 64 KiB"));
     body = p->body ? cJSON_ParseWithLength(p->body, p->body_len) : NULL;
     if (!cJSON_IsObject(body)) {
-        rc = send_error(wsi, 400, "control body must be a JSON object {\"action\": "
-                        "\"resize\"|\"signal\"|\"close\", \"cols\"?, \"rows\"?, \"signal\"?}");
+        rc = send_error(wsi, 400,
+                        "control body must be a JSON object {\"action\": "
+                        "\"resize\"|\"signal\"|\"close\", \"cols\"?, "
+                        "\"rows\"?, \"signal\"?}");
         goto out;
     }
-    action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "action"));
-    if (action == NULL || (strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0 &&
-                           strcmp(action, "close") != 0)) {
-        rc = send_error(wsi, 400, "action must be \"resize\", \"signal\" or \"close\"");
+    action =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "action"));
+    if (action == NULL ||
+        (strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0 &&
+         strcmp(action, "close") != 0)) {
+        rc = send_error(wsi, 400,
+                        "action must be \"resize\", \"signal\" or \"close\"");
         goto out;
     }
     if (s == NULL) {
-        rc = send_error(wsi, 404, "no PTY session %s: connect to it first", p->name);
+        rc = send_error(wsi, 404, "no PTY session %s: connect to it first",
+                        p->name);
         goto out;
     }
     if (strcmp(action, "resize") == 0) {
@@ -330,8 +356,10 @@ static int start_control(struct lws *wsi, struct pss *p)
 {
     p->is_control = 1;
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
-        send_error(wsi, 411, "send the control body with a Content-Length header (chunked "
-                   "bodies are not supported)");
+        send_error(
+            wsi, 411,
+            "send the control body with a Content-Length header (chunked "
+            "bodies are not supported)");
         return -1;
     }
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
@@ -347,20 +375,29 @@ static int on_http(struct lws *wsi, struct pss *p, const char *path)
     enum route r = parse_path(path, p->name, sizeof(p->name), &bad);
 
     if (r == R_NONE)
-        return finish(wsi, send_error(wsi, 404, "no such path: the PTY API serves GET "
-                                      "/pty/{session}, POST /pty/{session}/control and the "
-                                      "WebSocket at the connect_url"));
+        return finish(
+            wsi,
+            send_error(wsi, 404,
+                       "no such path: the PTY API serves GET "
+                       "/pty/{session}, POST /pty/{session}/control and the "
+                       "WebSocket at the connect_url"));
     if (bad)
-        return finish(wsi, send_error(wsi, 400, "invalid session name: %s", name_rule));
+        return finish(
+            wsi, send_error(wsi, 400, "invalid session name: %s", name_rule));
     if (r == R_CONNECT && is_get)
         return serve_connect(wsi, p->name);
     if (r == R_CONTROL && is_post)
         return start_control(wsi, p);
     if (r == R_ATTACH)
-        return finish(wsi, send_error(wsi, 400, "%s is the WebSocket data plane: connect with "
-                                      "a WebSocket upgrade", path));
-    return finish(wsi, send_error(wsi, 405, "method not allowed: GET /pty/{session}, POST "
-                                  "/pty/{session}/control"));
+        return finish(wsi,
+                      send_error(wsi, 400,
+                                 "%s is the WebSocket data plane: connect with "
+                                 "a WebSocket upgrade",
+                                 path));
+    return finish(wsi,
+                  send_error(wsi, 405,
+                             "method not allowed: GET /pty/{session}, POST "
+                             "/pty/{session}/control"));
 }
 
 static int on_body(struct pss *p, const void *in, size_t len)
@@ -392,8 +429,10 @@ static int confirm_upgrade(struct lws *wsi)
     if (lws_hdr_copy(wsi, path, sizeof(path), WSI_TOKEN_GET_URI) < 0)
         path[0] = '\0';
     if (parse_path(path, name, sizeof(name), &bad) != R_ATTACH) {
-        send_error(wsi, 404, "WebSocket upgrades are served at /pty/{session}/attach (the "
-                   "connect_url)");
+        send_error(
+            wsi, 404,
+            "WebSocket upgrades are served at /pty/{session}/attach (the "
+            "connect_url)");
         return 1;
     }
     if (bad) {
@@ -406,8 +445,10 @@ static int confirm_upgrade(struct lws *wsi)
         return 1;
     }
     if (s->ws != NULL) {
-        send_error(wsi, 400, "PTY session %s already has a client attached (single attach)",
-                   name);
+        send_error(
+            wsi, 400,
+            "PTY session %s already has a client attached (single attach)",
+            name);
         return 1;
     }
     return 0;
@@ -446,10 +487,11 @@ static int ws_writable(struct lws *wsi, struct pss *p)
     if (s == NULL)
         return -1;
     if (s->close_code != 0) {
-        const char *why = s->close_code == 4000 ? "shell exited" : "ping timeout";
+        const char *why =
+            s->close_code == 4000 ? "shell exited" : "ping timeout";
 
-        lws_close_reason(wsi, (enum lws_close_status)s->close_code, (unsigned char *)why,
-                         strlen(why));
+        lws_close_reason(wsi, (enum lws_close_status)s->close_code,
+                         (unsigned char *)why, strlen(why));
         return -1;
     }
     if (s->want_ping) {
@@ -474,7 +516,8 @@ static int ws_writable(struct lws *wsi, struct pss *p)
     return 0;
 }
 
-static int ws_receive(struct lws *wsi, struct pss *p, const void *in, size_t len)
+static int ws_receive(struct lws *wsi, struct pss *p, const void *in,
+                      size_t len)
 {
     struct ptyd_session *s = p->s;
 
@@ -508,8 +551,8 @@ static void ws_closed(struct pss *p)
 
 /* ------------------------------------------------------------- protocol */
 
-static int main_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                         void *in, size_t len)
+static int main_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                         void *user, void *in, size_t len)
 {
     struct pss *p = user;
 
@@ -721,8 +764,8 @@ static int read_key(int fd)
 /* The inherited listening socket, watched as a raw fd: accept and hand
  * each connection to lws as an HTTP connection (through the gate when a
  * key is set). */
-static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                           void *in, size_t len)
+static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                           void *user, void *in, size_t len)
 {
     int lfd;
     int c;
@@ -776,7 +819,8 @@ static int open_loopback(int port)
     a.sin_port = htons((uint16_t)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 64) != 0) {
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(fd, 64) != 0) {
         close(fd);
         return -1;
     }
@@ -854,15 +898,17 @@ int main(int argc, char **argv)
     info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
     ctx = lws_create_context(&info);
     if (ctx == NULL) {
-        fprintf(stderr, "devboxd-ptyd: cannot create the libwebsockets context\n");
+        fprintf(stderr,
+                "devboxd-ptyd: cannot create the libwebsockets context\n");
         goto out;
     }
     vhost = lws_get_vhost_by_name(ctx, "default");
     fd.filefd = listen_fd;
     if (vhost == NULL ||
-        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_RAW_FILE_DESC, fd, "ptyd-listen", NULL) ==
-            NULL) {
-        fprintf(stderr, "devboxd-ptyd: cannot watch listening fd %d\n", listen_fd);
+        lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_RAW_FILE_DESC, fd,
+                                   "ptyd-listen", NULL) == NULL) {
+        fprintf(stderr, "devboxd-ptyd: cannot watch listening fd %d\n",
+                listen_fd);
         goto out;
     }
     lws_sul_schedule(ctx, 0, &tick_sul, tick, LWS_US_PER_SEC);

@@ -21,9 +21,10 @@
 
 #define PTYD_NAME_MAX 256
 #define PTYD_DIM_MAX 1000
-#define PTYD_BACKLOG (64 * 1024)    /* output kept while nobody is attached */
-#define PTYD_OUT_HIGH (1024 * 1024) /* attached: stop reading the pty above this */
-#define PTYD_IN_HIGH (1024 * 1024)  /* stop reading the WebSocket above this */
+#define PTYD_BACKLOG (64 * 1024) /* output kept while nobody is attached */
+#define PTYD_OUT_HIGH                                                          \
+    (1024 * 1024) /* attached: stop reading the pty above this */
+#define PTYD_IN_HIGH (1024 * 1024) /* stop reading the WebSocket above this */
 
 struct ptyd_buf {
     char *data;
@@ -37,24 +38,24 @@ struct ptyd_session {
     pid_t pid;
     int cols;
     int rows;
-    struct lws *pty_wsi;  /* the adopted master fd */
-    struct lws *ws;       /* attached client or NULL */
-    struct ptyd_buf out;  /* terminal output not yet sent */
-    struct ptyd_buf in;   /* client bytes not yet written to the terminal */
+    struct lws *pty_wsi; /* the adopted master fd */
+    struct lws *ws;      /* attached client or NULL */
+    struct ptyd_buf out; /* terminal output not yet sent */
+    struct ptyd_buf in;  /* client bytes not yet written to the terminal */
     time_t detached_at;
-    time_t last_rx;       /* last client frame (liveness) */
+    time_t last_rx; /* last client frame (liveness) */
     time_t last_ping;
     int want_ping;
-    int close_code;       /* 0, 4000 (shell ended) or 4001 (ping timeout) */
-    int dead;             /* shell gone: no new attach */
+    int close_code; /* 0, 4000 (shell ended) or 4001 (ping timeout) */
+    int dead;       /* shell gone: no new attach */
     int pty_flow_off;
     struct ptyd_session *next;
 };
 
 struct ptyd_config {
-    int idle_ttl;       /* seconds after the last detach */
-    int ping_interval;  /* seconds */
-    int ping_timeout;   /* seconds without a client frame → 4001 */
+    int idle_ttl;      /* seconds after the last detach */
+    int ping_interval; /* seconds */
+    int ping_timeout;  /* seconds without a client frame → 4001 */
 };
 
 extern struct ptyd_config ptyd_cfg;
@@ -65,13 +66,15 @@ int ptyd_name_valid(const char *name);
 int ptyd_parse_dim(const char *s);
 struct ptyd_session *ptyd_session_find(const char *name);
 /* Creates a session running bash -i on a new pty; NULL with err. */
-struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name, int cols,
-                                         int rows, char *err, size_t errlen);
+struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name,
+                                         int cols, int rows, char *err,
+                                         size_t errlen);
 int ptyd_session_resize(struct ptyd_session *s, int cols, int rows);
 /* Signal name ("SIGINT") → number, or -1. */
 int ptyd_signal_number(const char *name);
 /* killpg(tcgetpgrp(master)); -1 with err. */
-int ptyd_session_signal(struct ptyd_session *s, int sig, char *err, size_t errlen);
+int ptyd_session_signal(struct ptyd_session *s, int sig, char *err,
+                        size_t errlen);
 /* SIGHUP, close the client with 4000, drop the session. */
 void ptyd_session_close(struct ptyd_session *s);
 /* Unlinks and frees (the pty wsi must be gone or going). */

@@ -23,8 +23,8 @@ int ptyd_name_valid(const char *name)
 
     for (n = 0; name[n] != '\0'; n++) {
         char c = name[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '-';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || c == '_' || c == '-';
 
         if (!ok || n >= PTYD_NAME_MAX)
             return 0;
@@ -114,11 +114,13 @@ static void exec_shell(void)
     _exit(127);
 }
 
-struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name, int cols,
-                                         int rows, char *err, size_t errlen)
+struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name,
+                                         int cols, int rows, char *err,
+                                         size_t errlen)
 {
     struct ptyd_session *s = calloc(1, sizeof(*s));
-    struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+    struct winsize ws = {.ws_row = (unsigned short)rows,
+                         .ws_col = (unsigned short)cols};
     lws_adopt_desc_t ad;
     int master = -1;
     pid_t pid;
@@ -129,7 +131,8 @@ struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name,
     }
     pid = forkpty(&master, NULL, NULL, &ws);
     if (pid < 0) {
-        snprintf(err, errlen, "cannot create a pseudo-terminal: %s", strerror(errno));
+        snprintf(err, errlen, "cannot create a pseudo-terminal: %s",
+                 strerror(errno));
         free(s);
         return NULL;
     }
@@ -165,7 +168,8 @@ struct ptyd_session *ptyd_session_create(struct lws_vhost *vh, const char *name,
 
 int ptyd_session_resize(struct ptyd_session *s, int cols, int rows)
 {
-    struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+    struct winsize ws = {.ws_row = (unsigned short)rows,
+                         .ws_col = (unsigned short)cols};
 
     if (ioctl(s->master, TIOCSWINSZ, &ws) != 0)
         return -1;
@@ -178,16 +182,16 @@ static const struct {
     const char *name;
     int sig;
 } signals[] = {
-    { "SIGHUP", SIGHUP },     { "SIGINT", SIGINT },     { "SIGQUIT", SIGQUIT },
-    { "SIGILL", SIGILL },     { "SIGTRAP", SIGTRAP },   { "SIGABRT", SIGABRT },
-    { "SIGBUS", SIGBUS },     { "SIGFPE", SIGFPE },     { "SIGKILL", SIGKILL },
-    { "SIGUSR1", SIGUSR1 },   { "SIGSEGV", SIGSEGV },   { "SIGUSR2", SIGUSR2 },
-    { "SIGPIPE", SIGPIPE },   { "SIGALRM", SIGALRM },   { "SIGTERM", SIGTERM },
-    { "SIGCHLD", SIGCHLD },   { "SIGCONT", SIGCONT },   { "SIGSTOP", SIGSTOP },
-    { "SIGTSTP", SIGTSTP },   { "SIGTTIN", SIGTTIN },   { "SIGTTOU", SIGTTOU },
-    { "SIGURG", SIGURG },     { "SIGXCPU", SIGXCPU },   { "SIGXFSZ", SIGXFSZ },
-    { "SIGVTALRM", SIGVTALRM }, { "SIGPROF", SIGPROF }, { "SIGWINCH", SIGWINCH },
-    { "SIGIO", SIGIO },       { "SIGSYS", SIGSYS },
+    {"SIGHUP", SIGHUP},       {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT},
+    {"SIGILL", SIGILL},       {"SIGTRAP", SIGTRAP}, {"SIGABRT", SIGABRT},
+    {"SIGBUS", SIGBUS},       {"SIGFPE", SIGFPE},   {"SIGKILL", SIGKILL},
+    {"SIGUSR1", SIGUSR1},     {"SIGSEGV", SIGSEGV}, {"SIGUSR2", SIGUSR2},
+    {"SIGPIPE", SIGPIPE},     {"SIGALRM", SIGALRM}, {"SIGTERM", SIGTERM},
+    {"SIGCHLD", SIGCHLD},     {"SIGCONT", SIGCONT}, {"SIGSTOP", SIGSTOP},
+    {"SIGTSTP", SIGTSTP},     {"SIGTTIN", SIGTTIN}, {"SIGTTOU", SIGTTOU},
+    {"SIGURG", SIGURG},       {"SIGXCPU", SIGXCPU}, {"SIGXFSZ", SIGXFSZ},
+    {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF}, {"SIGWINCH", SIGWINCH},
+    {"SIGIO", SIGIO},         {"SIGSYS", SIGSYS},
 };
 
 int ptyd_signal_number(const char *name)
@@ -200,17 +204,19 @@ int ptyd_signal_number(const char *name)
     return -1;
 }
 
-int ptyd_session_signal(struct ptyd_session *s, int sig, char *err, size_t errlen)
+int ptyd_session_signal(struct ptyd_session *s, int sig, char *err,
+                        size_t errlen)
 {
     pid_t pg = s->dead ? -1 : tcgetpgrp(s->master);
 
     if (pg <= 0) {
-        snprintf(err, errlen, "session %s has no foreground process group", s->name);
+        snprintf(err, errlen, "session %s has no foreground process group",
+                 s->name);
         return -1;
     }
     if (killpg(pg, sig) != 0) {
-        snprintf(err, errlen, "session %s has no foreground process group (%s)", s->name,
-                 strerror(errno));
+        snprintf(err, errlen, "session %s has no foreground process group (%s)",
+                 s->name, strerror(errno));
         return -1;
     }
     return 0;
@@ -229,7 +235,8 @@ void ptyd_session_close(struct ptyd_session *s)
         lws_callback_on_writable(s->ws);
     }
     if (s->pty_wsi != NULL)
-        lws_set_timeout(s->pty_wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+        lws_set_timeout(s->pty_wsi, PENDING_TIMEOUT_KILLED_BY_PARENT,
+                        LWS_TO_KILL_ASYNC);
     /* Renamed out of the way at once so the next connect makes a fresh shell. */
     s->name[0] = '\0';
 }
@@ -276,7 +283,8 @@ void ptyd_housekeeping(void)
                 lws_callback_on_writable(s->ws);
             }
         }
-        if (s->ws == NULL && !s->dead && now - s->detached_at >= ptyd_cfg.idle_ttl)
+        if (s->ws == NULL && !s->dead &&
+            now - s->detached_at >= ptyd_cfg.idle_ttl)
             ptyd_session_close(s);
         else
             maybe_free(s);
@@ -289,7 +297,8 @@ void ptyd_housekeeping(void)
 /* Resume reading the terminal once the client caught up. */
 void ptyd_session_kick_pty(struct ptyd_session *s)
 {
-    if (s->pty_flow_off && s->out.len < PTYD_OUT_HIGH / 2 && s->pty_wsi != NULL) {
+    if (s->pty_flow_off && s->out.len < PTYD_OUT_HIGH / 2 &&
+        s->pty_wsi != NULL) {
         s->pty_flow_off = 0;
         lws_rx_flow_control(s->pty_wsi, 1);
     }
@@ -340,8 +349,8 @@ static int pty_writable(struct ptyd_session *s)
     return 0;
 }
 
-static int pty_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                        void *in, size_t len)
+static int pty_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                        void *user, void *in, size_t len)
 {
     struct ptyd_session *s = lws_get_opaque_user_data(wsi);
 
@@ -369,5 +378,6 @@ static int pty_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     return 0;
 }
 
-static const struct lws_protocols pty_protocol = { "ptyd-pty", pty_callback, 0, 0, 0, NULL, 0 };
+static const struct lws_protocols pty_protocol = {
+    "ptyd-pty", pty_callback, 0, 0, 0, NULL, 0};
 const struct lws_protocols *ptyd_pty_protocol = &pty_protocol;

@@ -44,8 +44,9 @@ static int client_wait(struct engine *eng, int64_t deadline_ms)
 
 /* ------------------------------------------------------------ helpers */
 
-int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
-             size_t *first, size_t *count, int *has_more, char *err, size_t errlen)
+int api_page(const char *const *ids, size_t n, const char *starting_after,
+             int64_t limit, size_t *first, size_t *count, int *has_more,
+             char *err, size_t errlen)
 {
     size_t start = 0;
     size_t i;
@@ -56,8 +57,11 @@ int api_page(const char *const *ids, size_t n, const char *starting_after, int64
                 break;
         }
         if (i == n) {
-            snprintf(err, errlen, "starting_after \"%s\" is not an id in this list; pass the "
-                     "id of the last item of the previous page", starting_after);
+            snprintf(
+                err, errlen,
+                "starting_after \"%s\" is not an id in this list; pass the "
+                "id of the last item of the previous page",
+                starting_after);
             return -1;
         }
         start = i + 1;
@@ -68,9 +72,10 @@ int api_page(const char *const *ids, size_t n, const char *starting_after, int64
     return 0;
 }
 
-void api_list_reply(struct http_response *resp, const char *key, const char *const *ids,
-                    const void *const *items, size_t n, const char *starting_after,
-                    int64_t limit, const char *include_total_count, api_view_fn view)
+void api_list_reply(struct http_response *resp, const char *key,
+                    const char *const *ids, const void *const *items, size_t n,
+                    const char *starting_after, int64_t limit,
+                    const char *include_total_count, api_view_fn view)
 {
     cJSON *out = NULL;
     cJSON *arr = NULL;
@@ -88,11 +93,13 @@ void api_list_reply(struct http_response *resp, const char *key, const char *con
     for (i = first; i < first + count; i++)
         cJSON_AddItemToArray(arr, view(items[i]));
     cJSON_AddBoolToObject(out, "has_more", has_more);
-    if (include_total_count == NULL || strcmp(include_total_count, "false") != 0)
+    if (include_total_count == NULL ||
+        strcmp(include_total_count, "false") != 0)
         cJSON_AddNumberToObject(out, "total_count", (double)n);
     else
         cJSON_AddNullToObject(out, "total_count");
-    cJSON_AddNumberToObject(out, "remaining_count", (double)(n - first - count));
+    cJSON_AddNumberToObject(out, "remaining_count",
+                            (double)(n - first - count));
     http_response_json(resp, 200, out);
 }
 
@@ -117,7 +124,8 @@ list_page(struct http_response *resp, const struct http_request *req,
         http_response_error(resp, 500, "out of memory");
         goto out;
     }
-    cJSON_ArrayForEach(it, all) {
+    cJSON_ArrayForEach(it, all)
+    {
         int k = 1;
 
         if (match != NULL)
@@ -158,7 +166,8 @@ void api_list_selected(struct http_response *resp,
     list_page(resp, req, key, all, limit, NULL, keep, 1, view);
 }
 
-size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset)
+size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len,
+                     int64_t offset)
 {
     cJSON *obj = cJSON_CreateObject();
     char *tmp = NULL;
@@ -207,7 +216,8 @@ int api_parse_body(const struct http_request *req, struct http_response *resp,
     }
     body = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
     if (body == NULL) {
-        size_t at = end != NULL && end >= req->body ? (size_t)(end - req->body) : 0;
+        size_t at =
+            end != NULL && end >= req->body ? (size_t)(end - req->body) : 0;
 
         http_response_error(
             resp, 400,
@@ -288,7 +298,8 @@ static size_t split_path(char *buf, char **seg, size_t max)
     char *save = NULL;
     char *tok = NULL;
 
-    for (tok = strtok_r(buf, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
+    for (tok = strtok_r(buf, "/", &save); tok != NULL;
+         tok = strtok_r(NULL, "/", &save)) {
         if (n == max)
             return max + 1;
         seg[n++] = tok;
@@ -380,7 +391,8 @@ struct box_ref {
 };
 
 /* Query parameters metadata[KEY]=VALUE filter the list (all must match). */
-static int metadata_matches(const struct http_request *req, const struct devbox *b)
+static int metadata_matches(const struct http_request *req,
+                            const struct devbox *b)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(b->spec, "metadata");
     size_t i;
@@ -391,13 +403,14 @@ static int metadata_matches(const struct http_request *req, const struct devbox 
         const cJSON *v = NULL;
         char key[256];
 
-        if (strncmp(name, "metadata[", 9) != 0 || len < 11 || name[len - 1] != ']' ||
-            len - 10 >= sizeof(key))
+        if (strncmp(name, "metadata[", 9) != 0 || len < 11 ||
+            name[len - 1] != ']' || len - 10 >= sizeof(key))
             continue;
         memcpy(key, name + 9, len - 10);
         key[len - 10] = '\0';
         v = cJSON_GetObjectItemCaseSensitive(meta, key);
-        if (!cJSON_IsString(v) || strcmp(v->valuestring, req->query[i].value) != 0)
+        if (!cJSON_IsString(v) ||
+            strcmp(v->valuestring, req->query[i].value) != 0)
             return 0;
     }
     return 1;
@@ -450,7 +463,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         cap++;
     ids = calloc(cap + 1, sizeof(*ids));
     boxes = calloc(cap + 1, sizeof(*boxes));
-    for (b = eng->boxes; b != NULL && ids != NULL && boxes != NULL; b = b->next) {
+    for (b = eng->boxes; b != NULL && ids != NULL && boxes != NULL;
+         b = b->next) {
         if (want >= 0 && b->status != want)
             continue;
         if (!metadata_matches(req, b))
@@ -463,8 +477,8 @@ static void handle_list(struct engine *eng, const struct http_request *req,
         http_response_error(resp, 500, "out of memory");
         goto out;
     }
-    api_list_reply(resp, "devboxes", ids, (const void *const *)boxes, n, after, limit, itc,
-                   box_item_view);
+    api_list_reply(resp, "devboxes", ids, (const void *const *)boxes, n, after,
+                   limit, itc, box_item_view);
 out:
     pthread_mutex_unlock(&eng->lock);
     free(ids);
@@ -472,7 +486,8 @@ out:
 }
 
 static void handle_update(struct engine *eng, struct devbox *box,
-                          const struct http_request *req, struct http_response *resp)
+                          const struct http_request *req,
+                          struct http_response *resp)
 {
     static const char *const fields[] = {"name", "metadata", NULL};
     cJSON *body = NULL;
@@ -517,8 +532,9 @@ out:
     cJSON_Delete(body);
 }
 
-static int parse_statuses(const cJSON *body, int (*parse)(const char *), int *set,
-                          int nset, struct http_response *resp, const char *valid)
+static int parse_statuses(const cJSON *body, int (*parse)(const char *),
+                          int *set, int nset, struct http_response *resp,
+                          const char *valid)
 {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "statuses");
     const cJSON *it = NULL;
@@ -531,7 +547,8 @@ static int parse_statuses(const cJSON *body, int (*parse)(const char *), int *se
                             valid);
         return -1;
     }
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         int s = cJSON_IsString(it) ? parse(it->valuestring) : -1;
 
         if (s < 0 || s >= nset) {
@@ -546,12 +563,13 @@ static int parse_statuses(const cJSON *body, int (*parse)(const char *), int *se
     return any ? 0 : -1;
 }
 
-static int body_timeout(const cJSON *body, struct http_response *resp, int64_t *secs)
+static int body_timeout(const cJSON *body, struct http_response *resp,
+                        int64_t *secs)
 {
     char err[ERRLEN];
 
-    if (util_opt_int(body, "timeout_seconds", 1, LONGPOLL_MAX_S, secs, NULL, err,
-                     sizeof(err)) != 0) {
+    if (util_opt_int(body, "timeout_seconds", 1, LONGPOLL_MAX_S, secs, NULL,
+                     err, sizeof(err)) != 0) {
         http_response_error(resp, 400, "%s", err);
         return -1;
     }
@@ -569,7 +587,8 @@ static void timeout_408(struct http_response *resp, const char *what)
 }
 
 static void handle_box_wait(struct engine *eng, struct devbox *box,
-                            const struct http_request *req, struct http_response *resp)
+                            const struct http_request *req,
+                            struct http_response *resp)
 {
     static const char *const fields[] = {"statuses", "timeout_seconds", NULL};
     int set[DBX_N_STATUS];
@@ -584,9 +603,10 @@ static void handle_box_wait(struct engine *eng, struct devbox *box,
         http_response_error(resp, 400, "%s", err);
         goto out;
     }
-    if (parse_statuses(body, dbx_status_parse, set, DBX_N_STATUS, resp,
-                       "provisioning, initializing, running, suspending, suspended, "
-                       "resuming, failure, shutdown") != 0 ||
+    if (parse_statuses(
+            body, dbx_status_parse, set, DBX_N_STATUS, resp,
+            "provisioning, initializing, running, suspending, suspended, "
+            "resuming, failure, shutdown") != 0 ||
         body_timeout(body, resp, &secs) != 0)
         goto out;
     deadline = util_now_ms() + secs * 1000;
@@ -621,8 +641,9 @@ static int query_true(const struct http_request *req, const char *name)
     return v != NULL && strcmp(v, "true") == 0;
 }
 
-static void handle_lifecycle(struct engine *eng, struct devbox *box, const char *action,
-                             const struct http_request *req, struct http_response *resp)
+static void handle_lifecycle(struct engine *eng, struct devbox *box,
+                             const char *action, const struct http_request *req,
+                             struct http_response *resp)
 {
     char err[ERRLEN] = "";
     bool snapshot_busy = false;
@@ -640,7 +661,8 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box, const char 
              snapshots_in_progress(eng, box->id) > 0) {
         rc = 409;
         snapshot_busy = true;
-        snprintf(err, sizeof(err), "devbox %s has a snapshot in progress; wait until the "
+        snprintf(err, sizeof(err),
+                 "devbox %s has a snapshot in progress; wait until the "
                  "snapshot's status is complete, or shut down with force=true",
                  box->id);
     } else if (strcmp(action, "shutdown") == 0)
@@ -692,12 +714,14 @@ static void add_current_usage_locked(struct devbox *box, cJSON *v, int64_t now)
     cJSON_AddNumberToObject(cur, "sampled_at_ms", (double)now);
     cJSON_AddNumberToObject(cur, "cpu_seconds", (double)u.cpu_nanos / 1e9);
     cJSON_AddNumberToObject(cur, "memory_bytes", (double)u.memory_bytes);
-    cJSON_AddNumberToObject(cur, "memory_peak_bytes", (double)u.memory_peak_bytes);
+    cJSON_AddNumberToObject(cur, "memory_peak_bytes",
+                            (double)u.memory_peak_bytes);
     cJSON_AddNumberToObject(cur, "processes", (double)u.pids);
     cJSON_AddNumberToObject(cur, "oom_kills", (double)u.oom_kills);
 }
 
-static void handle_usage(struct engine *eng, struct devbox *box, struct http_response *resp)
+static void handle_usage(struct engine *eng, struct devbox *box,
+                         struct http_response *resp)
 {
     cJSON *v = cJSON_CreateObject();
     int64_t now = util_now_ms();
@@ -711,31 +735,40 @@ static void handle_usage(struct engine *eng, struct devbox *box, struct http_res
     static const struct {
         const char *n;
         double c, m, d;
-    } rows[] = {{"X_SMALL", 0.5, 1, 4}, {"SMALL", 1, 2, 4},     {"MEDIUM", 2, 4, 8},
-                {"LARGE", 2, 8, 16},    {"X_LARGE", 4, 16, 16}, {"XX_LARGE", 8, 32, 16}};
+    } rows[] = {{"X_SMALL", 0.5, 1, 4}, {"SMALL", 1, 2, 4},
+                {"MEDIUM", 2, 4, 8},    {"LARGE", 2, 8, 16},
+                {"X_LARGE", 4, 16, 16}, {"XX_LARGE", 8, 32, 16}};
     size_t i;
 
     pthread_mutex_lock(&eng->lock);
     lp = cJSON_GetObjectItemCaseSensitive(box->spec, "launch_parameters");
     size = cJSON_GetObjectItemCaseSensitive(lp, "resource_size_request");
-    for (i = 0; cJSON_IsString(size) && i < sizeof(rows) / sizeof(rows[0]); i++) {
+    for (i = 0; cJSON_IsString(size) && i < sizeof(rows) / sizeof(rows[0]);
+         i++) {
         if (strcmp(rows[i].n, size->valuestring) == 0) {
             lim.cpus = rows[i].c;
             lim.mem = rows[i].m;
             lim.disk = rows[i].d;
         }
     }
-    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores"))) {
-        lim.cpus = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores")->valuedouble;
-        lim.mem = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory")->valuedouble;
+    if (cJSON_IsNumber(
+            cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores"))) {
+        lim.cpus = cJSON_GetObjectItemCaseSensitive(lp, "custom_cpu_cores")
+                       ->valuedouble;
+        lim.mem = cJSON_GetObjectItemCaseSensitive(lp, "custom_gb_memory")
+                      ->valuedouble;
         lim.disk = 16;
     }
-    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")))
-        lim.disk = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")->valuedouble;
+    if (cJSON_IsNumber(
+            cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")))
+        lim.disk = cJSON_GetObjectItemCaseSensitive(lp, "custom_disk_size")
+                       ->valuedouble;
     end = box->end_time_ms > 0 ? box->end_time_ms : now;
     elapsed = (double)(end - box->create_time_ms) / 1000.0;
-    active = (double)(box->active_ms +
-                      (box->active_since_ms > 0 ? now - box->active_since_ms : 0)) / 1000.0;
+    active =
+        (double)(box->active_ms +
+                 (box->active_since_ms > 0 ? now - box->active_since_ms : 0)) /
+        1000.0;
     cJSON_AddStringToObject(v, "id", box->id);
     cJSON_AddStringToObject(v, "status", dbx_status_name(box->status));
     cJSON_AddNumberToObject(v, "start_time_ms", (double)box->create_time_ms);
@@ -754,7 +787,8 @@ static void handle_usage(struct engine *eng, struct devbox *box, struct http_res
 }
 
 static void handle_logs(struct engine *eng, struct devbox *box,
-                        const struct http_request *req, struct http_response *resp)
+                        const struct http_request *req,
+                        struct http_response *resp)
 {
     const char *eid = http_request_query(req, "execution_id");
     const char *shell = http_request_query(req, "shell_name");
@@ -765,7 +799,8 @@ static void handle_logs(struct engine *eng, struct devbox *box,
     cJSON *out = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(out, "logs");
 
-    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir, box->id);
+    snprintf(path, sizeof(path), "%s/devboxes/%s/logs.jsonl", eng->state_dir,
+             box->id);
     pthread_mutex_lock(&eng->lock);
     text = util_read_file(path, 64 << 20, NULL);
     pthread_mutex_unlock(&eng->lock);
@@ -777,7 +812,8 @@ static void handle_logs(struct engine *eng, struct devbox *box,
         if (e == NULL)
             continue;
         v = cJSON_GetObjectItemCaseSensitive(e, "cmd_id");
-        if (eid != NULL && eid[0] && (!cJSON_IsString(v) || strcmp(v->valuestring, eid))) {
+        if (eid != NULL && eid[0] &&
+            (!cJSON_IsString(v) || strcmp(v->valuestring, eid))) {
             cJSON_Delete(e);
             continue;
         }
@@ -809,16 +845,14 @@ static int valid_shell_name(const char *s)
     return i > 0 && i <= 64;
 }
 
-static int require_running_locked(struct devbox *box, struct http_response *resp,
-                                  const char *what)
+static int require_running_locked(struct devbox *box,
+                                  struct http_response *resp, const char *what)
 {
     if (box->status == DBX_RUNNING && box->sb != NULL)
         return 0;
     if (box->status == DBX_SUSPENDED || box->status == DBX_SUSPENDING)
-        http_response_error(
-            resp, 400,
-            "devbox %s is %s; resume it before %s",
-            box->id, dbx_status_name(box->status), what);
+        http_response_error(resp, 400, "devbox %s is %s; resume it before %s",
+                            box->id, dbx_status_name(box->status), what);
     else if (box->status == DBX_RUNNING)
         /* Nothing is wrong with the request: the devbox is changing state
          * (409, like any other call that meets a busy devbox). */
@@ -843,7 +877,8 @@ static int require_running_locked(struct devbox *box, struct http_response *resp
     return -1;
 }
 
-static void wait_exec_locked(struct engine *eng, struct execution *ex, int64_t deadline_ms)
+static void wait_exec_locked(struct engine *eng, struct execution *ex,
+                             int64_t deadline_ms)
 {
     while (ex->status != EXEC_COMPLETED && client_wait(eng, deadline_ms) == 0)
         ;
@@ -860,12 +895,14 @@ struct exec_args {
 
 /* Validates an execute/execute_async/execute_sync request (body borrowed
  * into a). Returns 0, or -1 with the error response set. */
-static int parse_exec_args(const struct http_request *req, const cJSON *body, int async,
-                           int sync, struct exec_args *a, struct http_response *resp)
+static int parse_exec_args(const struct http_request *req, const cJSON *body,
+                           int async, int sync, struct exec_args *a,
+                           struct http_response *resp)
 {
-    static const char *const f_exec[] = {"command", "command_id", "optimistic_timeout",
-                                         "shell_name", NULL};
-    static const char *const f_async[] = {"command", "shell_name", "attach_stdin", NULL};
+    static const char *const f_exec[] = {
+        "command", "command_id", "optimistic_timeout", "shell_name", NULL};
+    static const char *const f_async[] = {"command", "shell_name",
+                                          "attach_stdin", NULL};
     static const char *const f_sync[] = {"command", "shell_name", NULL};
     char err[ERRLEN];
 
@@ -874,14 +911,19 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body, in
     if (api_query_int(req, resp, "last_n", 0, 1000000, LAST_N_DEFAULT,
                       &a->last_n) != 0)
         return -1;
-    if (util_check_fields(body, "", async ? f_async : sync ? f_sync : f_exec, err,
-                          sizeof(err)) != 0 ||
+    if (util_check_fields(body, "",
+                          async  ? f_async
+                          : sync ? f_sync
+                                 : f_exec,
+                          err, sizeof(err)) != 0 ||
         util_opt_string(body, "command", &a->command, err, sizeof(err)) != 0 ||
-        util_opt_string(body, "command_id", &a->command_id, err, sizeof(err)) != 0 ||
+        util_opt_string(body, "command_id", &a->command_id, err, sizeof(err)) !=
+            0 ||
         util_opt_string(body, "shell_name", &a->shell, err, sizeof(err)) != 0 ||
-        util_opt_bool(body, "attach_stdin", &a->attach, err, sizeof(err)) != 0 ||
-        util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S, &a->optimistic, NULL,
-                     err, sizeof(err)) != 0) {
+        util_opt_bool(body, "attach_stdin", &a->attach, err, sizeof(err)) !=
+            0 ||
+        util_opt_int(body, "optimistic_timeout", 0, OPTIMISTIC_MAX_S,
+                     &a->optimistic, NULL, err, sizeof(err)) != 0) {
         http_response_error(resp, 400, "%s", err);
         return -1;
     }
@@ -898,7 +940,8 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body, in
             a->shell);
         return -1;
     }
-    if (a->command_id != NULL && (a->command_id[0] == '\0' || strlen(a->command_id) > 128)) {
+    if (a->command_id != NULL &&
+        (a->command_id[0] == '\0' || strlen(a->command_id) > 128)) {
         http_response_error(
             resp, 400,
             "command_id must be 1-128 characters (a UUIDv7 is typical)");
@@ -909,7 +952,8 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body, in
 
 /* Lock held. The execution for a command_id already seen (an idempotent
  * retry, never a second run) or a new one; NULL with the response set. */
-static struct execution *exec_find_or_start_locked(struct engine *eng, struct devbox *box,
+static struct execution *exec_find_or_start_locked(struct engine *eng,
+                                                   struct devbox *box,
                                                    const struct exec_args *a,
                                                    struct http_response *resp)
 {
@@ -931,16 +975,16 @@ static struct execution *exec_find_or_start_locked(struct engine *eng, struct de
         http_response_error(resp, status, "cannot run the command: %s", err);
         return NULL;
     }
-    ex = engine_exec_start(eng, box, a->command, a->shell, a->command_id, a->attach, "exec",
-                           err, sizeof(err));
+    ex = engine_exec_start(eng, box, a->command, a->shell, a->command_id,
+                           a->attach, "exec", err, sizeof(err));
     if (ex == NULL)
         http_response_error(resp, 500, "cannot start the command: %s", err);
     return ex;
 }
 
 static void handle_execute(struct engine *eng, struct devbox *box,
-                           const struct http_request *req, struct http_response *resp,
-                           int async, int sync)
+                           const struct http_request *req,
+                           struct http_response *resp, int async, int sync)
 {
     struct exec_args a;
     struct execution *ex = NULL;
@@ -977,7 +1021,8 @@ out:
 }
 
 static void handle_exec_wait(struct engine *eng, struct execution *ex,
-                             const struct http_request *req, struct http_response *resp)
+                             const struct http_request *req,
+                             struct http_response *resp)
 {
     static const char *const fields[] = {"statuses", "timeout_seconds", NULL};
     int set[3];
@@ -1014,7 +1059,8 @@ out:
 }
 
 static void handle_exec_kill(struct engine *eng, struct execution *ex,
-                             const struct http_request *req, struct http_response *resp)
+                             const struct http_request *req,
+                             struct http_response *resp)
 {
     static const char *const fields[] = {"kill_process_group", NULL};
     cJSON *body = NULL;
@@ -1024,7 +1070,8 @@ static void handle_exec_kill(struct engine *eng, struct execution *ex,
     if (api_parse_body(req, resp, &body) != 0)
         return;
     if (util_check_fields(body, "", fields, err, sizeof(err)) != 0 ||
-        util_opt_bool(body, "kill_process_group", &group, err, sizeof(err)) != 0) {
+        util_opt_bool(body, "kill_process_group", &group, err, sizeof(err)) !=
+            0) {
         http_response_error(resp, 400, "%s", err);
         goto out;
     }
@@ -1040,7 +1087,8 @@ out:
 }
 
 static void handle_exec_stdin(struct engine *eng, struct execution *ex,
-                              const struct http_request *req, struct http_response *resp)
+                              const struct http_request *req,
+                              struct http_response *resp)
 {
     static const char *const fields[] = {"text", "signal", NULL};
     cJSON *body = NULL;
@@ -1058,7 +1106,8 @@ static void handle_exec_stdin(struct engine *eng, struct execution *ex,
         http_response_error(resp, 400, "%s", err);
         goto out;
     }
-    if (sig != NULL && strcmp(sig, "EOF") != 0 && strcmp(sig, "INTERRUPT") != 0) {
+    if (sig != NULL && strcmp(sig, "EOF") != 0 &&
+        strcmp(sig, "INTERRUPT") != 0) {
         http_response_error(
             resp, 400,
             "signal \"%s\" is not valid; use \"EOF\" or \"INTERRUPT\"", sig);
@@ -1079,7 +1128,8 @@ static void handle_exec_stdin(struct engine *eng, struct execution *ex,
     }
     rc = engine_exec_stdin(eng, ex, text, text != NULL ? strlen(text) : 0,
                            sig != NULL && strcmp(sig, "EOF") == 0,
-                           sig != NULL && strcmp(sig, "INTERRUPT") == 0, err, sizeof(err));
+                           sig != NULL && strcmp(sig, "INTERRUPT") == 0, err,
+                           sizeof(err));
     if (rc != 0) {
         http_response_error(resp, rc, "%s", err);
         goto out;
@@ -1144,7 +1194,10 @@ static ssize_t sse_read(void *arg, char *buf, size_t max)
         keep--;
     if (keep > 0 && ((unsigned char)raw[keep - 1] & 0x80) != 0) {
         unsigned char lead = (unsigned char)raw[keep - 1];
-        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        size_t need = lead >= 0xF0   ? 4
+                      : lead >= 0xE0 ? 3
+                      : lead >= 0xC0 ? 2
+                                     : 1;
 
         if (len - (keep - 1) >= need)
             keep = len;
@@ -1176,8 +1229,10 @@ static void sse_free(void *arg)
     free(c);
 }
 
-static void handle_exec_stream(struct engine *eng, struct execution *ex, const char *which,
-                               const struct http_request *req, struct http_response *resp)
+static void handle_exec_stream(struct engine *eng, struct execution *ex,
+                               const char *which,
+                               const struct http_request *req,
+                               struct http_response *resp)
 {
     struct sse_ctx *c = NULL;
     char path[4200];
@@ -1408,8 +1463,9 @@ static void exec_stdin(struct engine *eng, const struct api_call *c)
 
 /* ---------------------------------------------------------------- router */
 
-static void route_files(struct engine *eng, struct devbox *box, const char *action,
-                        const struct http_request *req, struct http_response *resp)
+static void route_files(struct engine *eng, struct devbox *box,
+                        const char *action, const struct http_request *req,
+                        struct http_response *resp)
 {
     cJSON *body = NULL;
 
@@ -1839,17 +1895,19 @@ cJSON *api_view_copy(const void *item)
     return cJSON_Duplicate(item, 1);
 }
 
-void api_unimplemented(const struct http_request *req, struct http_response *resp)
+void api_unimplemented(const struct http_request *req,
+                       struct http_response *resp)
 {
     /* SDK users have no docs/ tree: say what serves the call instead. */
-    http_response_error(resp, 501,
-                        "%s %s is not implemented by devboxd, the local engine; "
-                        "the Runloop cloud API serves it: point the client at "
-                        "https://api.runloop.ai with a Runloop API key (SDKs: "
-                        "baseURL and RUNLOOP_API_KEY; runloop-mcp: set "
-                        "RUNLOOP_API_KEY, or runloop.backend: cloud in its "
-                        "deployment)",
-                        req->method, req->path);
+    http_response_error(
+        resp, 501,
+        "%s %s is not implemented by devboxd, the local engine; "
+        "the Runloop cloud API serves it: point the client at "
+        "https://api.runloop.ai with a Runloop API key (SDKs: "
+        "baseURL and RUNLOOP_API_KEY; runloop-mcp: set "
+        "RUNLOOP_API_KEY, or runloop.backend: cloud in its "
+        "deployment)",
+        req->method, req->path);
     /* Asking again does not help: clients must not retry it as a 5xx. */
     http_response_set_header(resp, "x-should-retry", "false");
 }
@@ -1946,7 +2004,8 @@ void api_handle(void *ud, const struct http_request *req,
     }
     /* PUT only to an object's signed upload URL. */
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0 &&
-        !(strcmp(req->method, "PUT") == 0 && objects_signed_request(eng, req))) {
+        !(strcmp(req->method, "PUT") == 0 &&
+          objects_signed_request(eng, req))) {
         api_unimplemented(req, resp);
         http_response_set_header(resp, "allow", "GET, POST");
         goto out;

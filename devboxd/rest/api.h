@@ -56,19 +56,22 @@ void api_tunnel_pty(struct engine *eng, const struct api_call *call);
 void api_ssh_key(struct engine *eng, const struct api_call *call);
 
 /* The http_handler_fn for the server; ud is the struct engine. */
-void api_handle(void *ud, const struct http_request *req, struct http_response *resp);
+void api_handle(void *ud, const struct http_request *req,
+                struct http_response *resp);
 
 /* An endpoint this engine does not serve: 501 in the Runloop error shape,
  * naming the method and path (never a 404, which reads as "no such id"). */
-void api_unimplemented(const struct http_request *req, struct http_response *resp);
+void api_unimplemented(const struct http_request *req,
+                       struct http_response *resp);
 /* 0 when req carries the API key (or came over the unix socket); ud is the
  * struct engine. The server checks it as soon as a request head arrives. */
 int api_authorized(void *ud, const struct http_request *req);
 
 /* Pagination over a newest-first list of ids: the slice after starting_after.
  * Returns 0, or -1 with err when starting_after is unknown. */
-int api_page(const char *const *ids, size_t n, const char *starting_after, int64_t limit,
-             size_t *first, size_t *count, int *has_more, char *err, size_t errlen);
+int api_page(const char *const *ids, size_t n, const char *starting_after,
+             int64_t limit, size_t *first, size_t *count, int *has_more,
+             char *err, size_t errlen);
 
 /* One list item's view; the caller of api_list_reply owns what it points to. */
 typedef cJSON *(*api_view_fn)(const void *item);
@@ -76,16 +79,19 @@ typedef cJSON *(*api_view_fn)(const void *item);
 /* Answers one page of a filtered, newest-first list: {KEY: [views],
  * has_more, total_count (null when include_total_count is "false"),
  * remaining_count}, or 400 when starting_after is not in ids. */
-void api_list_reply(struct http_response *resp, const char *key, const char *const *ids,
-                    const void *const *items, size_t n, const char *starting_after,
-                    int64_t limit, const char *include_total_count, api_view_fn view);
+void api_list_reply(struct http_response *resp, const char *key,
+                    const char *const *ids, const void *const *items, size_t n,
+                    const char *starting_after, int64_t limit,
+                    const char *include_total_count, api_view_fn view);
 
 /* api_list_reply over records (objects with a string "id", newest first):
  * those match accepts (all when match is NULL), with req's starting_after
  * and include_total_count. */
-void api_list_records(struct http_response *resp, const struct http_request *req,
-                      const char *key, const cJSON *all, int64_t limit,
-                      int (*match)(const cJSON *rec, const struct http_request *req),
+void api_list_records(struct http_response *resp,
+                      const struct http_request *req, const char *key,
+                      const cJSON *all, int64_t limit,
+                      int (*match)(const cJSON *rec,
+                                   const struct http_request *req),
                       api_view_fn view);
 /* The request's JSON object body (an empty body is {}): 0 with *out set,
  * or -1 after answering 413 or 400 naming what to send. */
@@ -111,20 +117,21 @@ void api_list_selected(struct http_response *resp,
                        api_view_fn view);
 /* Formats one SSE event for an output chunk; returns the length written,
  * or 0 if buf is too small. */
-size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len, int64_t offset);
+size_t api_sse_chunk(char *buf, size_t cap, const char *data, size_t len,
+                     int64_t offset);
 
 /* Files API (api_files.c). */
-void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
-                         struct http_response *resp);
-void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *body,
-                          struct http_response *resp);
+void files_read_contents(struct engine *eng, struct devbox *box,
+                         const cJSON *body, struct http_response *resp);
+void files_write_contents(struct engine *eng, struct devbox *box,
+                          const cJSON *body, struct http_response *resp);
 void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
                     struct http_response *resp);
 /* Answers 200 with fd's bytes (consumed), streamed as application/octet-stream
  * with x-file-size. */
 void files_stream_fd(struct http_response *resp, int fd);
-void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
-                  struct http_response *resp);
+void files_upload(struct engine *eng, struct devbox *box,
+                  const struct http_request *req, struct http_response *resp);
 
 /* Blueprints (api_blueprints.c). */
 void api_blueprints_list(struct engine *eng, const struct api_call *call);

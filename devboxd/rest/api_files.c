@@ -67,8 +67,9 @@ static void open_error(struct http_response *resp, const char *path, int rc)
     }
 }
 
-static int get_path(const cJSON *body, const char *field, const char *const *fields,
-                    struct http_response *resp, const char **out)
+static int get_path(const cJSON *body, const char *field,
+                    const char *const *fields, struct http_response *resp,
+                    const char **out)
 {
     char err[512];
 
@@ -91,7 +92,8 @@ static int get_path(const cJSON *body, const char *field, const char *const *fie
 }
 
 /* Creates the parent directories of path inside the devbox as its user. */
-static int make_parents(struct engine *eng, struct devbox *box, const char *path)
+static int make_parents(struct engine *eng, struct devbox *box,
+                        const char *path)
 {
     char *dir = strdup(path);
     char *slash = dir != NULL ? strrchr(dir, '/') : NULL;
@@ -119,8 +121,8 @@ static int make_parents(struct engine *eng, struct devbox *box, const char *path
     cmd[j++] = '\'';
     cmd[j] = '\0';
     pthread_mutex_lock(&eng->lock);
-    ex = box->sb != NULL ? engine_exec_start(eng, box, cmd, NULL, NULL, 0, "files", err,
-                                             sizeof(err))
+    ex = box->sb != NULL ? engine_exec_start(eng, box, cmd, NULL, NULL, 0,
+                                             "files", err, sizeof(err))
                          : NULL;
     if (ex != NULL) {
         while (ex->status != EXEC_COMPLETED)
@@ -139,7 +141,8 @@ out:
  * its files: a FIFO planted at the path would otherwise block open() (and
  * with it this request and any suspend/shutdown waiting for io_refs)
  * forever. Anything but a regular file is refused with NOT_REGULAR. */
-static int open_regular(struct devbox *box, const char *path, int flags, mode_t mode)
+static int open_regular(struct devbox *box, const char *path, int flags,
+                        mode_t mode)
 {
     struct stat st;
     int fd;
@@ -342,8 +345,8 @@ static int open_for_read(struct engine *eng, struct devbox *box,
     return fd;
 }
 
-void files_read_contents(struct engine *eng, struct devbox *box, const cJSON *body,
-                         struct http_response *resp)
+void files_read_contents(struct engine *eng, struct devbox *box,
+                         const cJSON *body, struct http_response *resp)
 {
     static const char *const fields[] = {"file_path", NULL};
     const char *path = NULL;
@@ -387,8 +390,8 @@ out:
     close(fd);
 }
 
-void files_write_contents(struct engine *eng, struct devbox *box, const cJSON *body,
-                          struct http_response *resp)
+void files_write_contents(struct engine *eng, struct devbox *box,
+                          const cJSON *body, struct http_response *resp)
 {
     static const char *const fields[] = {"file_path", "contents", NULL};
     const char *path = NULL;
@@ -484,8 +487,8 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
         files_stream_fd(resp, fd);
 }
 
-void files_upload(struct engine *eng, struct devbox *box, const struct http_request *req,
-                  struct http_response *resp)
+void files_upload(struct engine *eng, struct devbox *box,
+                  const struct http_request *req, struct http_response *resp)
 {
     struct mp_part parts[8];
     const struct mp_part *file = NULL;

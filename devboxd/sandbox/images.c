@@ -224,8 +224,8 @@ static void *build_thread(void *arg)
     char *path = NULL;
     int rc;
 
-    if (run_builder("--progress-file", st->name, &progress, err,
-                    sizeof(err)) == 0) {
+    if (run_builder("--progress-file", st->name, &progress, err, sizeof(err)) ==
+        0) {
         pthread_mutex_lock(&images_lock);
         free(st->progress_file);
         st->progress_file = progress;
@@ -261,8 +261,8 @@ static int start_build_locked(struct image_state *st, char *err, size_t errlen)
     rc = pthread_create(&t, &attr, build_thread, st);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start the %s image's build: %s",
-                 st->name, strerror(rc));
+        snprintf(err, errlen, "cannot start the %s image's build: %s", st->name,
+                 strerror(rc));
         return -1;
     }
     st->building = true;

@@ -32,7 +32,6 @@
 
 struct sb_rt sb_rt;
 
-
 static char *dup_or(const char *v, const char *def)
 {
     return strdup(v != NULL && v[0] != '\0' ? v : def);
@@ -64,8 +63,8 @@ char *sandbox_helper_path(const char *name)
     return out;
 }
 
-int sandbox_spawn(pid_t *pid, const char *path,
-                  posix_spawn_file_actions_t *fa, char *const argv[])
+int sandbox_spawn(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
+                  char *const argv[])
 {
     posix_spawn_file_actions_t own;
     posix_spawnattr_t attr;
@@ -218,10 +217,12 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     int rc = 0;
 
     if (rt == NULL || rt->state_dir == NULL || rt->state_dir[0] != '/')
-        return sb_err(err, errlen, -EINVAL, "sandbox runtime needs an absolute state_dir");
+        return sb_err(err, errlen, -EINVAL,
+                      "sandbox runtime needs an absolute state_dir");
     if (geteuid() != 0)
-        return sb_err(err, errlen, -EPERM,
-                      "devboxd must run as root to mount devbox filesystems and cgroups");
+        return sb_err(
+            err, errlen, -EPERM,
+            "devboxd must run as root to mount devbox filesystems and cgroups");
     sandbox_shutdown_runtime();
     sb_rt.state_dir = strdup(rt->state_dir);
     sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path)
@@ -231,9 +232,8 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sb_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
         (sb_rt.claims_dir = claims_dir()) == NULL || sb_rt.state_dir == NULL ||
-        sb_rt.agent_path == NULL ||
-        sb_rt.slirp_path == NULL || sb_rt.cgroup_root == NULL ||
-        sb_rt.cgroup_name == NULL) {
+        sb_rt.agent_path == NULL || sb_rt.slirp_path == NULL ||
+        sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
@@ -242,7 +242,8 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
         goto out;
     }
     if (access(sb_rt.agent_path, X_OK) != 0) {
-        rc = sb_err(err, errlen, -ENOENT, "devbox agent %s is not executable; build devboxd-agent",
+        rc = sb_err(err, errlen, -ENOENT,
+                    "devbox agent %s is not executable; build devboxd-agent",
                     sb_rt.agent_path);
         goto out;
     }
@@ -256,8 +257,8 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     if (rc == 0)
         rc = mkdir_mode(SB_STAGE_DIR, 0755);
     if (rc != 0) {
-        sb_err(err, errlen, rc, "cannot create %s or %s: %s", sb_rt.claims_dir, SB_STAGE_DIR,
-               strerror(-rc));
+        sb_err(err, errlen, rc, "cannot create %s or %s: %s", sb_rt.claims_dir,
+               SB_STAGE_DIR, strerror(-rc));
         goto out;
     }
     rc = sb_runc_init(rt, sbdir, err, errlen);
@@ -280,12 +281,14 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     /* Built for every bundle; a libseccomp that cannot is a setup error. */
     seccomp = sb_seccomp_oci();
     if (seccomp == NULL) {
-        rc = sb_err(err, errlen, -ENOMEM, "cannot build the devbox seccomp filter");
+        rc = sb_err(err, errlen, -ENOMEM,
+                    "cannot build the devbox seccomp filter");
         goto out;
     }
     /* slirp4netns opens /dev/net/tun after joining the devbox's namespaces;
      * as an unprivileged uid that needs the usual 0666 mode. */
-    sb_rt.slirp_as_root = !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
+    sb_rt.slirp_as_root =
+        !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
 out:
     cJSON_Delete(seccomp);
     free(sbdir);
@@ -380,9 +383,9 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
     }
     close_range(7, ~0U, 0);
     sb_child_default_signals();
-    if (!sb_rt.slirp_as_root &&
-        (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
-         syscall(SYS_setresuid, uid, uid, uid) != 0))
+    if (!sb_rt.slirp_as_root && (syscall(SYS_setgroups, 0, NULL) != 0 ||
+                                 syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+                                 syscall(SYS_setresuid, uid, uid, uid) != 0))
         _exit(123);
     execve(argv[0], argv, envp);
     _exit(124);
@@ -391,7 +394,8 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
 static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
 {
     char nspath[64];
-    int fds[4] = {-1, -1, -1, -1}; /* netns, userns, exit read end, ready write end */
+    int fds[4] = {-1, -1, -1,
+                  -1}; /* netns, userns, exit read end, ready write end */
     int ready_r = -1;
     int exit_w = -1;
     int pp[2];
@@ -403,10 +407,19 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
     /* As the devbox uid it joins the netns' owning userns; as root (when
      * /dev/net/tun is root-only) it confines itself: --enable-sandbox drops
      * every capability but NET_BIND_SERVICE and pivots to an empty root. */
-    char *argv[] = {sb_rt.slirp_path, "--configure", "--mtu=65520", "--disable-host-loopback",
-                    "--netns-type=path", "--exit-fd=5", "--ready-fd=6", "--enable-seccomp",
-                    sb_rt.slirp_as_root ? "--enable-sandbox" : "--userns-path=/proc/self/fd/4",
-                    "/proc/self/fd/3", "tap0", NULL};
+    char *argv[] = {sb_rt.slirp_path,
+                    "--configure",
+                    "--mtu=65520",
+                    "--disable-host-loopback",
+                    "--netns-type=path",
+                    "--exit-fd=5",
+                    "--ready-fd=6",
+                    "--enable-seccomp",
+                    sb_rt.slirp_as_root ? "--enable-sandbox"
+                                        : "--userns-path=/proc/self/fd/4",
+                    "/proc/self/fd/3",
+                    "tap0",
+                    NULL};
 
     snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
     fds[0] = open(nspath, O_RDONLY | O_CLOEXEC);
@@ -446,8 +459,10 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
     if (rc == 0 && read(ready_r, buf, 1) != 1)
         rc = -EIO;
     if (rc != 0)
-        sb_err(err, errlen, rc, "slirp4netns (%s) did not configure the devbox network; "
-               "install it or create the devbox without network", sb_rt.slirp_path);
+        sb_err(err, errlen, rc,
+               "slirp4netns (%s) did not configure the devbox network; "
+               "install it or create the devbox without network",
+               sb_rt.slirp_path);
 out:
     for (i = 0; i < 4; i++) {
         sb_close_fd(fds[i]);
@@ -465,21 +480,27 @@ static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
     size_t i;
 
     if (spec == NULL || !sb_valid_id(spec->id))
-        return sb_err(err, errlen, -EINVAL, "devbox id must be 1-63 of [A-Za-z0-9_-]");
-    if (spec->dir == NULL || !sb_valid_layer_path(spec->dir))
         return sb_err(err, errlen, -EINVAL,
-                      "devbox dir must be an absolute path without ':', ',' or '\\'");
+                      "devbox id must be 1-63 of [A-Za-z0-9_-]");
+    if (spec->dir == NULL || !sb_valid_layer_path(spec->dir))
+        return sb_err(
+            err, errlen, -EINVAL,
+            "devbox dir must be an absolute path without ':', ',' or '\\'");
     if (spec->net != SB_NET_OUTBOUND && spec->net != SB_NET_NONE)
-        return sb_err(err, errlen, -EINVAL, "unknown network policy %d", (int)spec->net);
+        return sb_err(err, errlen, -EINVAL, "unknown network policy %d",
+                      (int)spec->net);
     if (spec->n_layers > 0 && spec->lower_layers == NULL)
         return sb_err(err, errlen, -EINVAL, "n_layers > 0 but no layer list");
     if (spec->image == NULL || !sb_valid_layer_path(spec->image))
         return sb_err(err, errlen, -EINVAL,
-                      "a devbox needs an image: an absolute path without ':', ',' or '\\'");
+                      "a devbox needs an image: an absolute path without ':', "
+                      "',' or '\\'");
     for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
         if (!sb_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
             return sb_err(err, errlen, -EINVAL,
-                          "environment entry %zu must be KEY=VALUE with KEY of [A-Za-z0-9_]", i);
+                          "environment entry %zu must be KEY=VALUE with KEY of "
+                          "[A-Za-z0-9_]",
+                          i);
     }
     if (sb_rt.state_dir == NULL)
         return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
@@ -548,7 +569,8 @@ static int check_user(const struct sb_spec *spec, char *err, size_t errlen)
     return 0;
 }
 
-int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen)
+int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err,
+                  size_t errlen)
 {
     struct sandbox *sb = NULL;
     int rc;
@@ -589,7 +611,6 @@ fail:
 }
 
 /* ---- stop / health ------------------------------------------------------ */
-
 
 int sandbox_stop(struct sandbox *sb)
 {
@@ -641,7 +662,8 @@ int sb_dup_fd(struct sandbox *sb, const int *field)
     int fd;
 
     pthread_mutex_lock(&sb->lock);
-    fd = (sb->stopped || *field < 0) ? -ESRCH : fcntl(*field, F_DUPFD_CLOEXEC, 0);
+    fd = (sb->stopped || *field < 0) ? -ESRCH
+                                     : fcntl(*field, F_DUPFD_CLOEXEC, 0);
     if (fd == -1)
         fd = -errno;
     pthread_mutex_unlock(&sb->lock);
@@ -663,16 +685,19 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
     int rc;
 
     if (dir == NULL || dir[0] != '/' || strcmp(dir, "/") == 0)
-        return sb_err(err, errlen, -EINVAL, "devbox dir must be an absolute path");
+        return sb_err(err, errlen, -EINVAL,
+                      "devbox dir must be an absolute path");
     rc = sb_disk_destroy(dir, err, errlen);
     if (rc != 0)
         return rc;
     rc = sb_uid_release(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir, strerror(-rc));
+        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir,
+                      strerror(-rc));
     rc = sb_remove_tree(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot remove %s: %s", dir, strerror(-rc));
+        return sb_err(err, errlen, rc, "cannot remove %s: %s", dir,
+                      strerror(-rc));
     return 0;
 }
 
@@ -827,7 +852,8 @@ uid_t sandbox_owner_uid(const struct sandbox *sb)
     return sb->range;
 }
 
-int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err, size_t errlen)
+int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err,
+                      size_t errlen)
 {
     uint32_t range = 0;
     int rc;
@@ -837,8 +863,8 @@ int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err, 
     if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
         return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir,
-                      strerror(errno));
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
+                      dir, strerror(errno));
     rc = sb_range_claim(dir, id, &range, err, errlen);
     *owner = range;
     return rc;
@@ -860,4 +886,3 @@ uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to)
         return u == from ? to + SB_INSIDE_UID : (uid_t)-1;
     return u == from ? to : (uid_t)-1;
 }
-

@@ -42,12 +42,15 @@ extern "C" {
 
 /* Process-wide runtime configuration.  NULL/0 fields take the default. */
 struct sb_runtime {
-    const char *state_dir;   /* required: sandbox bookkeeping (uid claims) lives in
+    const char
+        *state_dir; /* required: sandbox bookkeeping (uid claims) lives in
                                 <state_dir>/sandbox/; usually devboxd's --state-dir */
-    const char *agent_path;  /* default: devboxd-agent next to /proc/self/exe, then
+    const char
+        *agent_path; /* default: devboxd-agent next to /proc/self/exe, then
                                 <exe dir>/../libexec/runloop-mcp/devboxd-agent */
-    const char *slirp_path;  /* default: /usr/bin/slirp4netns */
-    const char *cgroup_root; /* default: /sys/fs/cgroup (v1 controllers below it) */
+    const char *slirp_path; /* default: /usr/bin/slirp4netns */
+    const char
+        *cgroup_root; /* default: /sys/fs/cgroup (v1 controllers below it) */
     const char *cgroup_name; /* parent group name, default "devboxd" */
     const char *runc_path;   /* the runtime; default: /usr/sbin/runc */
     /* Appended: devbox disks.  NULL/"" or "loop" = a devbox with
@@ -65,8 +68,8 @@ char *sandbox_helper_path(const char *name);
  * signal blocked and every signal at its default, not devboxd's blocked and
  * ignored ones, and with no descriptor above 2 open (fa's file actions
  * run first; fa gains a close action).  0 with *pid, or an errno. */
-int sandbox_spawn(pid_t *pid, const char *path,
-                  posix_spawn_file_actions_t *fa, char *const argv[]);
+int sandbox_spawn(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
+                  char *const argv[]);
 /* Reads fd, a child's output, into buf (len bytes, NUL-terminated, the
  * trailing line breaks dropped) until end of file or buf is full, then
  * waits for the child pid: its exit status, or 128 + the signal that ended
@@ -89,8 +92,9 @@ enum sb_network {
 };
 
 struct sb_spec {
-    const char *id;  /* devbox id: [A-Za-z0-9_-]{1,63}; becomes the hostname */
-    const char *dir; /* per-devbox dir (created if missing); sandbox owns its layout */
+    const char *id; /* devbox id: [A-Za-z0-9_-]{1,63}; becomes the hostname */
+    const char
+        *dir; /* per-devbox dir (created if missing); sandbox owns its layout */
     /* Read-only layers, topmost first (snapshots/blueprints later).  Each is
      * a directory tree rooted at "/"; see docs/sandbox.md for ownership. */
     const char *const *lower_layers;
@@ -100,7 +104,8 @@ struct sb_spec {
     const char *image;
     struct sb_limits limits;
     enum sb_network net;
-    const char *const *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */
+    const char *const
+        *env; /* NULL-terminated KEY=VAL list for every command, may be NULL */
     /* Appended: who commands run as.  NULL = "user" (1000); "root" with
      * uid 0; another name is created in the devbox (home /home/<name>,
      * passwordless sudo).  [a-z_][a-z0-9_-]{0,31}, uid 0-60000. */
@@ -119,11 +124,13 @@ struct sandbox;
 struct sb_proc;
 
 /* Checks a user_name/user_uid pair; false with a message in err. */
-bool sandbox_valid_user(const char *name, uint32_t uid, char *err, size_t errlen);
+bool sandbox_valid_user(const char *name, uint32_t uid, char *err,
+                        size_t errlen);
 
 /* Mounts the root, creates cgroups, starts runc + agent (+ slirp4netns)
  * and returns once the agent answered.  Bounded: fails after 10 s. */
-int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err, size_t errlen);
+int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err,
+                  size_t errlen);
 
 /* All processes killed and reaped, cgroups removed, root unmounted; the
  * writable layer stays on disk.  Idempotent.  The handle stays valid (only
@@ -198,32 +205,35 @@ uid_t sandbox_owner_uid(const struct sandbox *sb);
  * claims it for dir (created if missing) and records it there, as
  * sandbox_start would (e.g. to hand layer files to the devbox before it
  * boots). */
-int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err, size_t errlen);
+int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err,
+                      size_t errlen);
 /* The host id a layer file owned by u gets when a layer of owner `from`
  * is handed to owner `to`; (uid_t)-1 when u stays as it is. */
 uid_t sandbox_shift_uid(uid_t u, uid_t from, uid_t to);
 
 struct sb_exec {
-    const char *command;    /* shell string, run with bash -c */
-    const char *shell_name; /* NULL = fresh shell; else [A-Za-z0-9_.-]{1,64}: keeps cwd
+    const char *command; /* shell string, run with bash -c */
+    const char
+        *shell_name; /* NULL = fresh shell; else [A-Za-z0-9_.-]{1,64}: keeps cwd
                                and exported env between commands; commands on one
                                named shell run one after the other (queued) */
-    const char *cwd;        /* NULL = shell's cwd (named) or /home/user */
+    const char *cwd; /* NULL = shell's cwd (named) or /home/user */
     const char *const *env; /* NULL-terminated KEY=VAL extras, may be NULL */
-    int stdout_fd;          /* opened by the caller (e.g. O_WRONLY|O_APPEND file, 0600 root);
+    int stdout_fd; /* opened by the caller (e.g. O_WRONLY|O_APPEND file, 0600 root);
                                passed to the agent with SCM_RIGHTS; -1 = /dev/null */
-    int stderr_fd;          /* same; may equal stdout_fd */
-    bool want_stdin;        /* true: sb_proc_write_stdin/close_stdin feed it; false: /dev/null */
+    int stderr_fd; /* same; may equal stdout_fd */
+    bool
+        want_stdin; /* true: sb_proc_write_stdin/close_stdin feed it; false: /dev/null */
     /* Appended for PTY sessions: run on a new pseudo-terminal (stdin/stdout/
      * stderr fields ignored; fresh shell only).  sb_proc_pty_fd() returns the
      * master once sandbox_exec returned. */
     bool want_pty;
-    uint16_t pty_cols;      /* 1-1000 */
-    uint16_t pty_rows;      /* 1-1000 */
+    uint16_t pty_cols; /* 1-1000 */
+    uint16_t pty_rows; /* 1-1000 */
 };
 
-int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
-                 char *err, size_t errlen);
+int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
+                 struct sb_proc **out, char *err, size_t errlen);
 
 /* Waits for the command's exit.  timeout_ms < 0 waits forever, 0 polls.
  * Returns 0 with *exit_status set (exit code, or 128+signal when killed),
@@ -281,7 +291,7 @@ struct sb_usage {
     uint64_t cpu_nanos;         /* cpuacct.usage */
     uint32_t pids;              /* pids.current */
     uint64_t oom_kills;         /* memory.oom_control oom_kill */
-    uint64_t pids_denied;       /* forks refused at pids_max (pids.events "max") */
+    uint64_t pids_denied; /* forks refused at pids_max (pids.events "max") */
 };
 int sandbox_usage(struct sandbox *sb, struct sb_usage *u);
 /* sb_usage.oom_kills alone (one cgroup file instead of six); -ESRCH once

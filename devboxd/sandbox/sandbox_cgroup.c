@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const ctl_names[SB_CG_N] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
+static const char *const ctl_names[SB_CG_N] = {"memory", "pids", "cpu",
+                                               "cpuacct", "freezer"};
 
 int sb_cg_detect(void)
 {
@@ -25,7 +26,8 @@ int sb_cg_detect(void)
     int i;
 
     for (i = 0; i < SB_CG_N; i++) {
-        snprintf(path, sizeof(path), "%s/%s/cgroup.procs", sb_rt.cgroup_root, ctl_names[i]);
+        snprintf(path, sizeof(path), "%s/%s/cgroup.procs", sb_rt.cgroup_root,
+                 ctl_names[i]);
         sb_rt.have_ctl[i] = stat(path, &st) == 0;
     }
     return 0;
@@ -65,7 +67,8 @@ static int mkdir_p2(const char *parent, const char *child, char **out)
     return 0;
 }
 
-static int apply_limits(enum sb_ctl c, const char *dir, const struct sb_limits *lim)
+static int apply_limits(enum sb_ctl c, const char *dir,
+                        const struct sb_limits *lim)
 {
     char val[64];
     int rc = 0;
@@ -84,7 +87,8 @@ static int apply_limits(enum sb_ctl c, const char *dir, const struct sb_limits *
         }
         break;
     case SB_CG_PIDS:
-        snprintf(val, sizeof(val), "%u", lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS);
+        snprintf(val, sizeof(val), "%u",
+                 lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS);
         rc = write_at(dir, "pids.max", val);
         break;
     case SB_CG_CPU:
@@ -101,8 +105,8 @@ static int apply_limits(enum sb_ctl c, const char *dir, const struct sb_limits *
     return rc;
 }
 
-int sb_cg_create(struct sb_cgroup *cg, const char *id, const struct sb_limits *lim,
-                 char *err, size_t errlen)
+int sb_cg_create(struct sb_cgroup *cg, const char *id,
+                 const struct sb_limits *lim, char *err, size_t errlen)
 {
     char *parent = NULL;
     char *top = NULL;
@@ -125,14 +129,14 @@ int sb_cg_create(struct sb_cgroup *cg, const char *id, const struct sb_limits *l
         free(parent);
         parent = NULL;
         if (rc != 0) {
-            sb_err(err, errlen, rc, "cannot create the %s cgroup for %s: %s", ctl_names[i], id,
-                   strerror(-rc));
+            sb_err(err, errlen, rc, "cannot create the %s cgroup for %s: %s",
+                   ctl_names[i], id, strerror(-rc));
             goto fail;
         }
         rc = apply_limits((enum sb_ctl)i, cg->path[i], lim);
         if (rc != 0) {
-            sb_err(err, errlen, rc, "cannot set %s limits for %s: %s", ctl_names[i], id,
-                   strerror(-rc));
+            sb_err(err, errlen, rc, "cannot set %s limits for %s: %s",
+                   ctl_names[i], id, strerror(-rc));
             goto fail;
         }
     }
@@ -206,7 +210,8 @@ static int64_t now_ms(void)
 
 int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms)
 {
-    const char *dir = cg->path[SB_CG_PIDS] ? cg->path[SB_CG_PIDS] : cg->path[SB_CG_MEMORY];
+    const char *dir =
+        cg->path[SB_CG_PIDS] ? cg->path[SB_CG_PIDS] : cg->path[SB_CG_MEMORY];
     const char *frz = cg->path[SB_CG_FREEZER];
     int64_t deadline = now_ms() + timeout_ms;
     int left;
@@ -305,8 +310,8 @@ void sb_cg_remove_parents(void)
     if (sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL)
         return;
     for (i = 0; i < SB_CG_N; i++) {
-        snprintf(path, sizeof(path), "%s/%s/%s", sb_rt.cgroup_root, ctl_names[i],
-                 sb_rt.cgroup_name);
+        snprintf(path, sizeof(path), "%s/%s/%s", sb_rt.cgroup_root,
+                 ctl_names[i], sb_rt.cgroup_name);
         rmdir(path); /* fails harmlessly while devbox groups remain */
     }
 }

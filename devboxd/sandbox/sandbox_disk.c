@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LOOP_TRIES 32 /* another process may take the free device first */
+#define LOOP_TRIES 32    /* another process may take the free device first */
 #define SB_DISK_FORMAT 1 /* bump when run_mkfs's options change */
 
 int sb_disk_image_path(const char *dir, char *buf, size_t len)

@@ -54,7 +54,8 @@ static void close_passed_fds(struct msghdr *mh)
     }
 }
 
-static int send_with_fds(int sock, const char *text, const int *fds, size_t nfds)
+static int send_with_fds(int sock, const char *text, const int *fds,
+                         size_t nfds)
 {
     char cbuf[CMSG_SPACE(sizeof(int) * AGENT_EXEC_FDS)];
     struct iovec iov = {.iov_base = (void *)text, .iov_len = strlen(text)};
@@ -98,20 +99,26 @@ static int check_exec(const struct sb_exec *req, char *err, size_t errlen)
     if (req == NULL || req->command == NULL)
         return sb_err(err, errlen, -EINVAL, "command is required");
     if (strlen(req->command) > AGENT_MSG_MAX / 2)
-        return sb_err(err, errlen, -E2BIG, "command is longer than %d bytes", AGENT_MSG_MAX / 2);
+        return sb_err(err, errlen, -E2BIG, "command is longer than %d bytes",
+                      AGENT_MSG_MAX / 2);
     if (req->shell_name != NULL && !sb_valid_shell_name(req->shell_name))
-        return sb_err(err, errlen, -EINVAL,
-                      "shell_name must be 1-64 of [A-Za-z0-9_.-], not starting with '.'");
+        return sb_err(
+            err, errlen, -EINVAL,
+            "shell_name must be 1-64 of [A-Za-z0-9_.-], not starting with '.'");
     if (req->cwd != NULL && (req->cwd[0] == '\0' || strlen(req->cwd) > 4096))
         return sb_err(err, errlen, -EINVAL, "cwd must be a non-empty path");
-    if (req->want_pty && (req->shell_name != NULL || req->pty_cols < 1 || req->pty_cols > 1000 ||
-                          req->pty_rows < 1 || req->pty_rows > 1000))
-        return sb_err(err, errlen, -EINVAL,
-                      "a pty command needs cols and rows of 1-1000 and no shell_name");
+    if (req->want_pty &&
+        (req->shell_name != NULL || req->pty_cols < 1 || req->pty_cols > 1000 ||
+         req->pty_rows < 1 || req->pty_rows > 1000))
+        return sb_err(
+            err, errlen, -EINVAL,
+            "a pty command needs cols and rows of 1-1000 and no shell_name");
     for (i = 0; req->env != NULL && req->env[i] != NULL; i++) {
         if (i >= 256 || !sb_valid_env(req->env[i]))
             return sb_err(err, errlen, -EINVAL,
-                          "environment entry %zu must be KEY=VALUE with KEY of [A-Za-z0-9_]", i);
+                          "environment entry %zu must be KEY=VALUE with KEY of "
+                          "[A-Za-z0-9_]",
+                          i);
     }
     return 0;
 }
@@ -161,8 +168,9 @@ static int take_pty_fd(struct sb_proc *p, struct msghdr *mh)
     unsigned int ptn;
     int fd;
 
-    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-        c->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(mh, c) != NULL)
+    if (c == NULL || c->cmsg_level != SOL_SOCKET ||
+        c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
+        CMSG_NXTHDR(mh, c) != NULL)
         return -EPROTO;
     memcpy(&fd, CMSG_DATA(c), sizeof(int));
     /* Only a pty master answers TIOCGPTN: nothing else is accepted. */
@@ -225,11 +233,12 @@ static int wait_pty(struct sb_proc *p)
         n = recv_with_fds(p->chan, deadline, &m);
         if (n < 0)
             return (int)n;
-        if (strcmp(m.text, "{\"ev\":\"pty\"}") == 0 && !(m.mh.msg_flags & MSG_CTRUNC) &&
-            take_pty_fd(p, &m.mh) == 0)
+        if (strcmp(m.text, "{\"ev\":\"pty\"}") == 0 &&
+            !(m.mh.msg_flags & MSG_CTRUNC) && take_pty_fd(p, &m.mh) == 0)
             continue;
         close_passed_fds(&m.mh);
-        if (!(m.mh.msg_flags & MSG_TRUNC) && handle_event(p, m.text, (size_t)n) == 1)
+        if (!(m.mh.msg_flags & MSG_TRUNC) &&
+            handle_event(p, m.text, (size_t)n) == 1)
             p->done = true;
     }
     return 0;
@@ -294,8 +303,8 @@ static int neutral_fd(struct sandbox *sb, int fd)
     return nfd;
 }
 
-int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc **out,
-                 char *err, size_t errlen)
+int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
+                 struct sb_proc **out, char *err, size_t errlen)
 {
     struct sb_proc *p = NULL;
     char *text = NULL;
@@ -316,14 +325,18 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     text = exec_json(req);
     p = calloc(1, sizeof(*p));
     if (text == NULL || p == NULL) {
-        rc = sb_err(err, errlen, -E2BIG, "command and environment too large or out of memory");
+        rc = sb_err(err, errlen, -E2BIG,
+                    "command and environment too large or out of memory");
         goto out;
     }
     p->chan = p->stdin_fd = p->pty_fd = -1;
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0 ||
-        (req->want_stdin && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)) {
-        rc = sb_err(err, errlen, -errno, "cannot create command channels: %s", strerror(errno));
+    if (devnull < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0 ||
+        (req->want_stdin &&
+         socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)) {
+        rc = sb_err(err, errlen, -errno, "cannot create command channels: %s",
+                    strerror(errno));
         goto out;
     }
     if (req->want_stdin)
@@ -340,12 +353,14 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
              : req->stderr_fd >= 0            ? req->stderr_fd
                                               : devnull;
     pthread_mutex_lock(&sb->lock);
-    rc = (!sb->stopped && sb->master >= 0) ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS)
-                                           : -ESRCH;
+    rc = (!sb->stopped && sb->master >= 0)
+             ? send_with_fds(sb->master, text, fds, AGENT_EXEC_FDS)
+             : -ESRCH;
     pthread_mutex_unlock(&sb->lock);
     if (rc != 0) {
-        rc = sb_err(err, errlen, -ESRCH, "the devbox is not running (agent gone: %s)",
-                    strerror(-rc));
+        rc =
+            sb_err(err, errlen, -ESRCH,
+                   "the devbox is not running (agent gone: %s)", strerror(-rc));
         goto out;
     }
     p->chan = chan[0];
@@ -355,7 +370,8 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req, struct sb_proc *
     if (req->want_pty) {
         rc = wait_pty(p);
         if (rc != 0) {
-            rc = sb_err(err, errlen, rc, "the devbox could not open a terminal%s%s",
+            rc = sb_err(err, errlen, rc,
+                        "the devbox could not open a terminal%s%s",
                         p->error ? ": " : "", p->error ? p->error : "");
             goto out;
         }
@@ -386,18 +402,21 @@ static int handle_event(struct sb_proc *p, const char *buf, size_t len)
         goto out;
     if (strcmp(ev->valuestring, "started") == 0) {
         num = cJSON_GetObjectItemCaseSensitive(js, "pid");
-        if (cJSON_IsNumber(num) && num->valuedouble >= 1 && num->valuedouble <= 4194304)
+        if (cJSON_IsNumber(num) && num->valuedouble >= 1 &&
+            num->valuedouble <= 4194304)
             p->pid = (int)num->valuedouble;
     } else if (strcmp(ev->valuestring, "exit") == 0) {
         num = cJSON_GetObjectItemCaseSensitive(js, "status");
-        if (cJSON_IsNumber(num) && num->valuedouble >= 0 && num->valuedouble <= 255) {
+        if (cJSON_IsNumber(num) && num->valuedouble >= 0 &&
+            num->valuedouble <= 255) {
             p->status = (int)num->valuedouble;
             done = 1;
         }
     } else if (strcmp(ev->valuestring, "error") == 0) {
         msg = cJSON_GetObjectItemCaseSensitive(js, "message");
         free(p->error);
-        p->error = strndup(cJSON_IsString(msg) ? msg->valuestring : "agent error", 200);
+        p->error = strndup(
+            cJSON_IsString(msg) ? msg->valuestring : "agent error", 200);
         p->status = 127;
         done = 1;
     }
@@ -487,7 +506,8 @@ int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             /* Bounded: a command that stops reading must not hold the
              * caller (and the locks it holds) forever. */
-            rc = sb_poll_until(p->stdin_fd, POLLOUT, sb_now_ms() + SB_STDIN_STALL_MS);
+            rc = sb_poll_until(p->stdin_fd, POLLOUT,
+                               sb_now_ms() + SB_STDIN_STALL_MS);
             if (rc != 0)
                 return rc;
             continue;
@@ -547,7 +567,8 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
     }
     memset(&how, 0, sizeof(how));
     how.flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY) & ~(uint64_t)O_PATH;
-    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777 & ~(mode_t)06000) : 0;
+    how.mode =
+        (flags & (O_CREAT | O_TMPFILE)) ? (mode & 07777 & ~(mode_t)06000) : 0;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
     /* Act as the devbox user for this thread only: permissions as inside,
      * new files owned by its host uid (fsuid/fsgid are per-thread). */
@@ -604,7 +625,8 @@ struct connect_job {
     int result; /* fd or -errno */
 };
 
-static int connect_bounded(int fd, const struct sockaddr_in *sin, int timeout_ms)
+static int connect_bounded(int fd, const struct sockaddr_in *sin,
+                           int timeout_ms)
 {
     socklen_t len = sizeof(int);
     int soerr = 0;
@@ -672,7 +694,8 @@ static void *connect_thread(void *arg)
 
 /* Runs fn (connect_thread or listen_thread) on a thread of its own, which
  * enters the devbox's network namespace: the fd it made, or -errno. */
-static int in_netns(struct sandbox *sb, uint16_t port, int timeout_ms, void *(*fn)(void *))
+static int in_netns(struct sandbox *sb, uint16_t port, int timeout_ms,
+                    void *(*fn)(void *))
 {
     struct connect_job job;
     pthread_t th;
@@ -721,7 +744,8 @@ static void *listen_thread(void *arg)
         return NULL;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 64) != 0) {
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        listen(fd, 64) != 0) {
         job->result = -errno;
         close(fd);
         return NULL;

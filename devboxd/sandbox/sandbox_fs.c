@@ -28,7 +28,8 @@ int sb_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 static bool is_alnum(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9');
 }
 
 bool sb_valid_id(const char *id)
@@ -56,7 +57,8 @@ bool sb_valid_shell_name(const char *name)
     for (i = 0; name[i] != '\0'; i++) {
         if (i >= SB_SHELL_MAX)
             return false;
-        if (!is_alnum(name[i]) && name[i] != '_' && name[i] != '-' && name[i] != '.')
+        if (!is_alnum(name[i]) && name[i] != '_' && name[i] != '-' &&
+            name[i] != '.')
             return false;
     }
     return true;
@@ -68,7 +70,8 @@ bool sb_valid_env(const char *kv)
 
     if (kv == NULL)
         return false;
-    if (!(kv[0] == '_' || (kv[0] >= 'a' && kv[0] <= 'z') || (kv[0] >= 'A' && kv[0] <= 'Z')))
+    if (!(kv[0] == '_' || (kv[0] >= 'a' && kv[0] <= 'z') ||
+          (kv[0] >= 'A' && kv[0] <= 'Z')))
         return false;
     for (i = 1; kv[i] != '\0' && kv[i] != '='; i++) {
         if (!is_alnum(kv[i]) && kv[i] != '_')
@@ -85,8 +88,8 @@ bool sb_valid_layer_path(const char *path)
     return strpbrk(path, ":,\\\n") == NULL;
 }
 
-char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const char *image,
-                  char *err, size_t errlen)
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+                  const char *image, char *err, size_t errlen)
 {
     size_t len = 0;
     size_t i;
@@ -94,23 +97,28 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const c
     struct stat st;
 
     if (n > SB_MAX_LAYERS) {
-        sb_err(err, errlen, -EINVAL, "too many lower layers (%zu, at most %d)", n, SB_MAX_LAYERS);
+        sb_err(err, errlen, -EINVAL, "too many lower layers (%zu, at most %d)",
+               n, SB_MAX_LAYERS);
         return NULL;
     }
     for (i = 0; i < n; i++) {
         if (!sb_valid_layer_path(layers[i])) {
             sb_err(err, errlen, -EINVAL,
-                   "lower layer %zu must be an absolute path without ':', ',' or '\\'", i);
+                   "lower layer %zu must be an absolute path without ':', ',' "
+                   "or '\\'",
+                   i);
             return NULL;
         }
         if (stat(layers[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            sb_err(err, errlen, -ENOENT, "lower layer %s is not a directory", layers[i]);
+            sb_err(err, errlen, -ENOENT, "lower layer %s is not a directory",
+                   layers[i]);
             return NULL;
         }
         len += strlen(layers[i]) + 1;
     }
     if (!sb_valid_layer_path(base)) {
-        sb_err(err, errlen, -EINVAL, "devbox dir %s must not contain ':', ',' or '\\'", base);
+        sb_err(err, errlen, -EINVAL,
+               "devbox dir %s must not contain ':', ',' or '\\'", base);
         return NULL;
     }
     len += strlen(base) + 1;
@@ -167,7 +175,8 @@ int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode)
     size_t len = strlen(data);
     ssize_t n;
 
-    fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    fd = openat(dirfd, name,
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -errno;
     while (len > 0) {
@@ -204,7 +213,8 @@ int sb_read_small(const char *path, char *buf, size_t len)
     return (int)n;
 }
 
-static int mkdir_at(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid)
+static int mkdir_at(int dirfd, const char *name, mode_t mode, uid_t uid,
+                    gid_t gid)
 {
     if (mkdirat(dirfd, name, mode) != 0 && errno != EEXIST)
         return -errno;
@@ -235,15 +245,18 @@ static int write_etc(int basefd, const char *id)
     char buf[512];
     int rc;
 
-    snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
-             "127.0.1.1\t%s\n", id);
+    snprintf(buf, sizeof(buf),
+             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
+             "127.0.1.1\t%s\n",
+             id);
     rc = sb_write_file(basefd, "etc/hosts", buf, 0644);
     if (rc == 0) {
         snprintf(buf, sizeof(buf), "%s\n", id);
         rc = sb_write_file(basefd, "etc/hostname", buf, 0644);
     }
     if (rc == 0)
-        rc = sb_write_file(basefd, "etc/resolv.conf", "nameserver 10.0.2.3\n", 0644);
+        rc = sb_write_file(basefd, "etc/resolv.conf", "nameserver 10.0.2.3\n",
+                           0644);
     return rc;
 }
 
@@ -256,7 +269,8 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
     rc = mkdir_at(dirfd, SB_DIR_BASE, 0755, 0, 0);
     if (rc != 0)
         return rc;
-    basefd = openat(dirfd, SB_DIR_BASE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    basefd = openat(dirfd, SB_DIR_BASE,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (basefd < 0)
         return -errno;
     for (i = 0; base_dirs[i] != NULL && rc == 0; i++)
@@ -290,21 +304,24 @@ int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
     int rc = 0;
 
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s", dir, strerror(errno));
+        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
+                      dir, strerror(errno));
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0)
-        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir, strerror(errno));
+        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir,
+                      strerror(errno));
     /* The upper root stays root-owned 0755 (it is the devbox's "/"). */
     if (mkdirat(dirfd, SB_DIR_UPPER, 0755) != 0 && errno != EEXIST) {
-        rc = sb_err(err, errlen, -errno, "cannot create %s/%s: %s", dir, SB_DIR_UPPER,
-                    strerror(errno));
+        rc = sb_err(err, errlen, -errno, "cannot create %s/%s: %s", dir,
+                    SB_DIR_UPPER, strerror(errno));
         goto out;
     }
     rc = mkdir_at(dirfd, SB_DIR_WORK, 0700, 0, 0);
     if (rc == 0)
         rc = prepare_base(dirfd, id, uid, gid);
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
+        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
+               strerror(-rc));
 out:
     close(dirfd);
     return rc;
@@ -422,7 +439,7 @@ static int claim_new(uid_t uid, const char *dir)
 struct claim_kind {
     const char *file; /* in the devbox dir */
     uint32_t first;
-    uint32_t count;   /* candidates */
+    uint32_t count; /* candidates */
     uint32_t stride;
 };
 
@@ -440,13 +457,16 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
     int rc;
     int dirfd = -1;
 
-    if (snprintf(path, sizeof(path), "%s/%s", dir, k->file) >= (int)sizeof(path))
+    if (snprintf(path, sizeof(path), "%s/%s", dir, k->file) >=
+        (int)sizeof(path))
         return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
     if (sb_read_small(path, buf, sizeof(buf)) > 0) {
         v = strtoul(buf, &end, 10);
-        if (end == buf || v < k->first || v >= last || (v - k->first) % k->stride != 0)
-            return sb_err(err, errlen, -EINVAL, "%s holds no uid of the range %u+%u; remove it",
-                          path, k->first, (unsigned)(last - k->first));
+        if (end == buf || v < k->first || v >= last ||
+            (v - k->first) % k->stride != 0)
+            return sb_err(err, errlen, -EINVAL,
+                          "%s holds no uid of the range %u+%u; remove it", path,
+                          k->first, (unsigned)(last - k->first));
         cand = (uid_t)v;
         rc = claim_matches(cand, dir);
         if (rc == -EEXIST && claim_stale(cand) &&
@@ -455,7 +475,8 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
         if (rc == -ENOENT)
             rc = claim_new(cand, dir);
         if (rc != 0)
-            return sb_err(err, errlen, -EEXIST, "host uid %u of %s is claimed by another devbox",
+            return sb_err(err, errlen, -EEXIST,
+                          "host uid %u of %s is claimed by another devbox",
                           (unsigned)cand, dir);
         *uid = cand;
         return 0;
@@ -470,8 +491,8 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
         if (rc == -EEXIST)
             continue;
         if (rc != 0)
-            return sb_err(err, errlen, rc, "cannot claim a host uid in %s: %s", sb_rt.claims_dir,
-                          strerror(-rc));
+            return sb_err(err, errlen, rc, "cannot claim a host uid in %s: %s",
+                          sb_rt.claims_dir, strerror(-rc));
         snprintf(buf, sizeof(buf), "%u\n", (unsigned)cand);
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         rc = dirfd < 0 ? -errno : sb_write_file(dirfd, k->file, buf, 0600);
@@ -479,7 +500,8 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
         if (rc != 0) {
             claim_path(cand, path, sizeof(path));
             unlink(path);
-            return sb_err(err, errlen, rc, "cannot record the devbox uid in %s: %s", dir,
+            return sb_err(err, errlen, rc,
+                          "cannot record the devbox uid in %s: %s", dir,
                           strerror(-rc));
         }
         *uid = cand;
@@ -507,7 +529,8 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
     return rc;
 }
 
-int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen)
+int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err,
+                   size_t errlen)
 {
     struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE,
                            sb_rt.range_slots != 0 ? sb_rt.range_slots
@@ -559,7 +582,8 @@ int sb_uid_release(const char *dir)
 
 /* ---- removal ---------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int rm_entry(const char *path, const struct stat *st, int type,
+                    struct FTW *ftw)
 {
     int rc;
 
@@ -599,7 +623,8 @@ bool sb_valid_user_name(const char *name)
     for (i = 1; name[i] != '\0'; i++) {
         char c = name[i];
 
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-'))
             return false;
     }
     return true;
@@ -608,7 +633,8 @@ bool sb_valid_user_name(const char *name)
 static __thread uid_t own_to;
 
 /* nftw: host root's entries of the base layer become the devbox root's. */
-static int own_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int own_entry(const char *path, const struct stat *st, int type,
+                     struct FTW *ftw)
 {
     (void)type;
     (void)ftw;
@@ -622,8 +648,8 @@ static int own_entry(const char *path, const struct stat *st, int type, struct F
 
 /* Appends "line" to a copy of the image's etc/<file> in the base layer,
  * unless the image already has an entry starting with "key:". */
-static int add_account_line(int basefd, const char *image, const char *file, const char *key,
-                            const char *line, mode_t mode)
+static int add_account_line(int basefd, const char *image, const char *file,
+                            const char *key, const char *line, mode_t mode)
 {
     char path[4096];
     char *text = NULL;
@@ -672,7 +698,8 @@ static int shadow_group(int basefd, const char *image, uint32_t range)
     snprintf(path, sizeof(path), "%s/etc/shadow", image);
     if (stat(path, &st) != 0 || st.st_gid == 0)
         return 0;
-    if (fchownat(basefd, "etc/shadow", 0, range + st.st_gid, AT_SYMLINK_NOFOLLOW) != 0 &&
+    if (fchownat(basefd, "etc/shadow", 0, range + st.st_gid,
+                 AT_SYMLINK_NOFOLLOW) != 0 &&
         errno != ENOENT)
         return -errno;
     return 0;
@@ -680,14 +707,15 @@ static int shadow_group(int basefd, const char *image, uint32_t range)
 
 /* A user the image lacks: passwd, group and shadow entries (copies of the
  * image's files plus one line), passwordless sudo, a home. */
-static int add_user(int basefd, const char *image, const char *user, uint32_t range,
-                    uint32_t uid)
+static int add_user(int basefd, const char *image, const char *user,
+                    uint32_t range, uint32_t uid)
 {
     char line[256];
     char path[128];
     int rc;
 
-    snprintf(line, sizeof(line), "%s:x:%u:%u::/home/%s:/bin/bash", user, uid, uid, user);
+    snprintf(line, sizeof(line), "%s:x:%u:%u::/home/%s:/bin/bash", user, uid,
+             uid, user);
     rc = add_account_line(basefd, image, "passwd", user, line, 0644);
     if (rc == 0) {
         snprintf(line, sizeof(line), "%s:x:%u:", user, uid);
@@ -714,22 +742,25 @@ static int add_user(int basefd, const char *image, const char *user, uint32_t ra
     return rc;
 }
 
-int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const char *image,
-                       const char *user, uint32_t uid, char *err, size_t errlen)
+int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range,
+                       const char *image, const char *user, uint32_t uid,
+                       char *err, size_t errlen)
 {
     char path[4096];
     int dirfd = -1;
     int basefd = -1;
     int rc;
 
-    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID, err,
-                        errlen);
+    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID,
+                        err, errlen);
     if (rc != 0)
         return rc;
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0)
-        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir, strerror(errno));
-    basefd = openat(dirfd, SB_DIR_BASE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir,
+                      strerror(errno));
+    basefd = openat(dirfd, SB_DIR_BASE,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (basefd < 0) {
         rc = -errno;
         goto out;
@@ -749,7 +780,8 @@ int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const ch
         rc = errno != 0 ? -errno : -EIO;
 out:
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir, strerror(-rc));
+        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
+               strerror(-rc));
     sb_close_fd(basefd);
     close(dirfd);
     return rc;

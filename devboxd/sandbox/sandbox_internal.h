@@ -21,14 +21,15 @@
 #define SB_START_TIMEOUT_MS 10000
 /* pid 1 (the agent) only goes when nothing else in its group can */
 #define SB_AGENT_OOM_SCORE_ADJ -999
-#define SB_SEND_TIMEOUT_MS 5000 /* an agent not reading its socket for this long is stuck */
+#define SB_SEND_TIMEOUT_MS                                                     \
+    5000 /* an agent not reading its socket for this long is stuck */
 #define SB_STAGE_DIR "/run/devboxd-stage"
 
 /* Per-devbox directory layout (relative to spec->dir). */
 #define SB_DIR_UPPER "upper" /* overlay upperdir: the devbox's writable layer */
 #define SB_DIR_WORK "work"   /* overlay workdir */
-#define SB_DIR_BASE "base"   /* generated lowest layer: /etc files, mountpoints */
-#define SB_FILE_UID "uid"    /* retired bubblewrap runtime: its single host uid */
+#define SB_DIR_BASE "base" /* generated lowest layer: /etc files, mountpoints */
+#define SB_FILE_UID "uid"  /* retired bubblewrap runtime: its single host uid */
 #define SB_FILE_RANGE "uidrange" /* runc runtime: first host id of its range */
 
 /* Each devbox owns SB_RANGE_SIZE host ids from SB_RANGE_BASE + k *
@@ -40,11 +41,19 @@
 /* Where every devboxd of the machine claims its host ids (one claim file
  * per uid or range, holding the owner's dir); RLMCP_UID_CLAIMS_DIR. */
 #define SB_CLAIMS_DIR "/var/lib/devboxd/uids"
-#define SB_OCI_AGENT_FD 4 /* runc --preserve-fds: 3 = master, 4 = agent, 5 = ptyd */
+#define SB_OCI_AGENT_FD                                                        \
+    4 /* runc --preserve-fds: 3 = master, 4 = agent, 5 = ptyd */
 #define SB_OCI_PTYD_FD 5
 
 /* Controllers, in the order the runtime uses them. */
-enum sb_ctl { SB_CG_MEMORY, SB_CG_PIDS, SB_CG_CPU, SB_CG_CPUACCT, SB_CG_FREEZER, SB_CG_N };
+enum sb_ctl {
+    SB_CG_MEMORY,
+    SB_CG_PIDS,
+    SB_CG_CPU,
+    SB_CG_CPUACCT,
+    SB_CG_FREEZER,
+    SB_CG_N
+};
 
 struct sb_rt {
     char *state_dir;
@@ -56,10 +65,10 @@ struct sb_rt {
     char *cgroup_name;
     bool have_ctl[SB_CG_N];
     bool slirp_as_root; /* /dev/net/tun is root-only on this host */
-    char *ptyd_path;    /* devboxd-ptyd next to the agent, NULL when not built */
+    char *ptyd_path; /* devboxd-ptyd next to the agent, NULL when not built */
     char *runc_path;
-    char *runc_root;    /* <state_dir>/sandbox/runc: runc's --root */
-    bool disk_on; /* devbox disks are loop-mounted ext4 (sandbox_disk.c) */
+    char *runc_root; /* <state_dir>/sandbox/runc: runc's --root */
+    bool disk_on;    /* devbox disks are loop-mounted ext4 (sandbox_disk.c) */
 };
 
 extern struct sb_rt sb_rt; /* filled by sandbox_init */
@@ -78,8 +87,8 @@ bool sb_valid_layer_path(const char *path);
 /* Builds the overlay lowerdir option: layers (topmost first), base, then
  * the image when not NULL.
  * Returns a malloc'd string or NULL with err set. */
-char *sb_lowerdir(const char *const *layers, size_t n, const char *base, const char *image,
-                  char *err, size_t errlen);
+char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
+                  const char *image, char *err, size_t errlen);
 
 /* Maps an API path to one relative to the sandbox root: absolute paths lose
  * their leading '/', relative ones are prefixed with "home/user/".  Returns
@@ -104,15 +113,16 @@ struct sb_cgroup {
     char *path[SB_CG_N]; /* NULL when that controller is missing */
 };
 int sb_cg_detect(void); /* fills sb_rt.have_ctl */
-int sb_cg_create(struct sb_cgroup *cg, const char *id, const struct sb_limits *lim,
-                 char *err, size_t errlen);
+int sb_cg_create(struct sb_cgroup *cg, const char *id,
+                 const struct sb_limits *lim, char *err, size_t errlen);
 /* Opens each group's cgroup.procs for writing (fds[i] = -1 when missing),
  * so a child can join with write() only (async-signal-safe). */
 int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N]);
 int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms);
 void sb_cg_remove(struct sb_cgroup *cg); /* rmdir + free paths */
 void sb_cg_remove_parents(void);         /* rmdir the (empty) parent groups */
-uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c, const char *file);
+uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c,
+                        const char *file);
 uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg);
 int sb_cg_pids_current(const struct sb_cgroup *cg);
 uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg);
@@ -138,8 +148,8 @@ struct cJSON *sb_seccomp_oci(void); /* the same filter as OCI linux.seccomp */
 struct sb_oci_conf {
     const char *id;
     const char *cgroup_name;
-    uint32_t range;        /* first host id */
-    uint32_t uid;          /* who the agent and commands run as, inside */
+    uint32_t range; /* first host id */
+    uint32_t uid;   /* who the agent and commands run as, inside */
     const char *user;
     const char *home;
     const char *const *env;
@@ -152,7 +162,8 @@ int sb_oci_userns(uint32_t base); /* ids 0.. shown as base.. */
  * mounted for the devbox whose range is base. */
 int sb_oci_userns_map(uint32_t inside, uint32_t base);
 int sb_oci_idmapped(const char *path, int userns_fd);
-char *sb_oci_config(const struct sb_oci_conf *c); /* config.json text, malloc'd */
+char *
+sb_oci_config(const struct sb_oci_conf *c); /* config.json text, malloc'd */
 
 /* The tmpfs mounts devboxd makes for a runc devbox (detached, owned by
  * host root so their options show no host ids; roots handed to the
@@ -178,12 +189,14 @@ size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
 
 /* Host id range claims (sandbox_fs.c): stable per devbox dir, unique
  * machine-wide (claims in claims_dir). */
-int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err, size_t errlen);
+int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err,
+                   size_t errlen);
 /* runc runtime layout: base layer owned by the devbox's root (range), the
  * user's home and, for a user the image lacks, its passwd/group/sudoers
  * entries.  image: the image root (its /etc/passwd is read). */
-int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range, const char *image,
-                       const char *user, uint32_t uid, char *err, size_t errlen);
+int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range,
+                       const char *image, const char *user, uint32_t uid,
+                       char *err, size_t errlen);
 bool sb_valid_user_name(const char *name);
 
 /* Devbox disks (sandbox_disk.c).  The image of dir: "<dir>.img" (trailing

@@ -9,27 +9,28 @@
 #include <sys/types.h>
 
 struct sandbox {
-    pthread_mutex_t lock; /* guards master/rootfd/init_pidfd/cg/failure/stopped */
+    pthread_mutex_t
+        lock; /* guards master/rootfd/init_pidfd/cg/failure/stopped */
     char id[SB_ID_MAX + 1];
     char *dir;
-    uid_t uid;            /* host uid == gid of the devbox user */
-    int master;           /* SEQPACKET to the agent */
-    int rootfd;           /* the overlay mount (fsmount fd): sandbox_open's root */
-    pid_t launcher_pid;   /* our child, which became runc */
+    uid_t uid;  /* host uid == gid of the devbox user */
+    int master; /* SEQPACKET to the agent */
+    int rootfd; /* the overlay mount (fsmount fd): sandbox_open's root */
+    pid_t launcher_pid; /* our child, which became runc */
     int launcher_pidfd;
-    pid_t init_pid;       /* host pid of the agent (pid 1 inside) */
+    pid_t init_pid; /* host pid of the agent (pid 1 inside) */
     int init_pidfd;
     pid_t slirp_pid;
     int slirp_pidfd;
-    int slirp_exit_w;     /* closing it ends slirp4netns */
-    int errpipe_r;        /* runc's stderr during start */
+    int slirp_exit_w; /* closing it ends slirp4netns */
+    int errpipe_r;    /* runc's stderr during start */
     struct sb_cgroup cg;
     uint64_t oom_base;
     const char *failure;
     bool stopped;
-    uint32_t range;       /* first host id of the devbox's range */
-    int out_tree;  /* detached clone of the dir of commands' output files */
-    dev_t out_dev; /* ... that dir's identity, to reuse the clone */
+    uint32_t range; /* first host id of the devbox's range */
+    int out_tree;   /* detached clone of the dir of commands' output files */
+    dev_t out_dev;  /* ... that dir's identity, to reuse the clone */
     ino_t out_ino;
     int meminfo_fd; /* runc: the generated /proc/meminfo, -1 if none */
     uint64_t meminfo_limit;

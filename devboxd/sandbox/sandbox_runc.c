@@ -87,14 +87,15 @@ static int open_helper(const char *path, char *err, size_t errlen)
     copy = helper_copy(fd);
     close(fd);
     if (copy < 0)
-        return sb_err(err, errlen, copy, "cannot stage %s for the devbox: %s", path,
-                      strerror(-copy));
+        return sb_err(err, errlen, copy, "cannot stage %s for the devbox: %s",
+                      path, strerror(-copy));
     return copy;
 }
 
 /* ---- init -------------------------------------------------------------- */
 
-int sb_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err, size_t errlen)
+int sb_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err,
+                 size_t errlen)
 {
     int fd;
 
@@ -188,8 +189,8 @@ struct launch_io {
     int agent_fd; /* the agent binary */
     int ptyd_fd;  /* the PTY server binary, or -1 */
     int devnull;
-    int sp[2];    /* [0] devboxd's master, [1] the agent's end -> fd 3 */
-    int errp[2];  /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
+    int sp[2];      /* [0] devboxd's master, [1] the agent's end -> fd 3 */
+    int errp[2];    /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
     cpu_set_t cpus; /* the devbox's CPUs, when pin_cpus (sb_cpu_pick) */
     bool pin_cpus;
 };
@@ -200,7 +201,8 @@ static void child_fail(int errfd, const char *what)
     int e = errno;
     int n;
 
-    n = snprintf(msg, sizeof(msg), "devboxd launcher: %s: %s\n", what, strerror(e));
+    n = snprintf(msg, sizeof(msg), "devboxd launcher: %s: %s\n", what,
+                 strerror(e));
     if (n > 0 && write(errfd, msg, (size_t)n) < 0) {
         /* nothing more to do */
     }
@@ -230,7 +232,8 @@ static void child_protect_from_oom(void)
 /* The agent's hello.  *sender: the agent's pid in devboxd's pid namespace
  * when the master has SO_PASSCRED (the kernel attaches and translates the
  * sender's credentials), else 0. */
-static int wait_hello(struct sandbox *sb, pid_t *sender, char *err, size_t errlen)
+static int wait_hello(struct sandbox *sb, pid_t *sender, char *err,
+                      size_t errlen)
 {
     char buf[256];
     char cbuf[CMSG_SPACE(sizeof(struct ucred))];
@@ -247,7 +250,8 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err, size_t errle
     *sender = 0;
     rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "the devbox agent did not start in time");
+        return sb_err(err, errlen, rc,
+                      "the devbox agent did not start in time");
     memset(&mh, 0, sizeof(mh));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -255,7 +259,8 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err, size_t errle
     mh.msg_controllen = sizeof(cbuf);
     n = recvmsg(sb->master, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n <= 0)
-        return sb_err(err, errlen, -EIO, "the devbox agent exited during start");
+        return sb_err(err, errlen, -EIO,
+                      "the devbox agent exited during start");
     buf[n] = '\0';
     for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS)
@@ -264,9 +269,10 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err, size_t errle
     js = cJSON_ParseWithLength(buf, (size_t)n);
     ev = cJSON_GetObjectItemCaseSensitive(js, "ev");
     ver = cJSON_GetObjectItemCaseSensitive(js, "version");
-    if (!cJSON_IsString(ev) || strcmp(ev->valuestring, "hello") != 0 || !cJSON_IsNumber(ver) ||
-        ver->valueint != AGENT_PROTO_VERSION)
-        rc = sb_err(err, errlen, -EPROTO, "the devbox agent spoke an unknown protocol");
+    if (!cJSON_IsString(ev) || strcmp(ev->valuestring, "hello") != 0 ||
+        !cJSON_IsNumber(ver) || ver->valueint != AGENT_PROTO_VERSION)
+        rc = sb_err(err, errlen, -EPROTO,
+                    "the devbox agent spoke an unknown protocol");
     cJSON_Delete(js);
     *sender = cred.pid;
     return rc;
@@ -290,7 +296,8 @@ static void read_errpipe(int fd, char *err, size_t errlen)
 
 /* The end of a start: on failure, what the launcher wrote to its stderr
  * within why_ms joins err; the stderr pipe is closed either way. */
-static int finish_start(struct sandbox *sb, int rc, int why_ms, char *err, size_t errlen)
+static int finish_start(struct sandbox *sb, int rc, int why_ms, char *err,
+                        size_t errlen)
 {
     if (rc != 0) {
         if (sb->errpipe_r >= 0)
@@ -315,7 +322,8 @@ static void close_launch_io(struct launch_io *io)
 /* Opens what every launcher hands on (struct launch_io); passcred: the
  * master receives the agent's credentials (its pid) with its hello.  io is
  * safe for close_launch_io whatever this returns. */
-static int open_launch_io(struct launch_io *io, bool passcred, char *err, size_t errlen)
+static int open_launch_io(struct launch_io *io, bool passcred, char *err,
+                          size_t errlen)
 {
     int one = 1;
 
@@ -330,8 +338,10 @@ static int open_launch_io(struct launch_io *io, bool passcred, char *err, size_t
         if (io->ptyd_fd < 0)
             return io->ptyd_fd;
     }
-    if (io->devnull < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, io->sp) != 0 ||
-        (passcred && setsockopt(io->sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0) ||
+    if (io->devnull < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, io->sp) != 0 ||
+        (passcred && setsockopt(io->sp[0], SOL_SOCKET, SO_PASSCRED, &one,
+                                sizeof(one)) != 0) ||
         pipe2(io->errp, O_CLOEXEC | O_NONBLOCK) != 0)
         return sb_err(err, errlen, -errno, "cannot create sandbox channels: %s",
                       strerror(errno));
@@ -372,14 +382,15 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
 /* Sets overlay option key to dir[/sub], opened as O_PATH and named
  * "/proc/self/fd/N": the mount's options (shown in /proc/self/mountinfo
  * inside) then hold no host paths.  The fd joins fds. */
-static int set_fd_option(int fsfd, const char *key, const char *dir, const char *sub, int *fds,
-                         size_t *nfds)
+static int set_fd_option(int fsfd, const char *key, const char *dir,
+                         const char *sub, int *fds, size_t *nfds)
 {
     char path[PATH_MAX];
     char name[64];
     int fd;
 
-    snprintf(path, sizeof(path), "%s%s%s", dir, sub != NULL ? "/" : "", sub != NULL ? sub : "");
+    snprintf(path, sizeof(path), "%s%s%s", dir, sub != NULL ? "/" : "",
+             sub != NULL ? sub : "");
     fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -443,7 +454,8 @@ static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range,
     if (rc == 0)
         rc = set_fd_option(fsfd, "lowerdir+", dir, SB_DIR_BASE, fds, nfds);
     snprintf(name, sizeof(name), "/proc/self/fd/%d", imgfd);
-    if (rc == 0 && fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
+    if (rc == 0 &&
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", name, 0) != 0)
         rc = -errno;
     if (rc == 0)
         rc = set_fd_option(fsfd, "upperdir", dir, SB_DIR_UPPER, fds, nfds);
@@ -578,15 +590,16 @@ static void oci_child(const void *arg)
     oci_child_mounts(l, l->io.errp[1]);
     hi[0] = fcntl(l->io.sp[1], F_DUPFD, 10);
     hi[1] = fcntl(l->io.agent_fd, F_DUPFD, 10);
-    hi[2] = fcntl(l->io.ptyd_fd >= 0 ? l->io.ptyd_fd : l->io.devnull, F_DUPFD, 10);
+    hi[2] =
+        fcntl(l->io.ptyd_fd >= 0 ? l->io.ptyd_fd : l->io.devnull, F_DUPFD, 10);
     hi[3] = fcntl(l->io.errp[1], F_DUPFD, 10);
     for (i = 0; i < 4; i++) {
         if (hi[i] < 0)
             child_fail(l->io.errp[1], "dup");
     }
-    if (dup2(l->io.devnull, 0) < 0 || dup2(l->io.devnull, 1) < 0 || dup2(hi[3], 2) < 0 ||
-        dup2(hi[0], AGENT_MASTER_FD) < 0 || dup2(hi[1], SB_OCI_AGENT_FD) < 0 ||
-        dup2(hi[2], SB_OCI_PTYD_FD) < 0)
+    if (dup2(l->io.devnull, 0) < 0 || dup2(l->io.devnull, 1) < 0 ||
+        dup2(hi[3], 2) < 0 || dup2(hi[0], AGENT_MASTER_FD) < 0 ||
+        dup2(hi[1], SB_OCI_AGENT_FD) < 0 || dup2(hi[2], SB_OCI_PTYD_FD) < 0)
         child_fail(l->io.errp[1], "dup2");
     close_range(SB_OCI_PTYD_FD + 1, ~0U, 0);
     sb_child_default_signals();
@@ -599,21 +612,24 @@ static void oci_child(const void *arg)
  * count per host uid (each devbox has its own ids).  Not in the bundle's
  * rlimits: runc's own init (Go) would run under RLIMIT_AS too, and cannot
  * load the seccomp filter in 256 MiB. */
-static int set_fallback_rlimits(struct sandbox *sb, const struct sb_limits *lim, char *err,
-                                size_t errlen)
+static int set_fallback_rlimits(struct sandbox *sb, const struct sb_limits *lim,
+                                char *err, size_t errlen)
 {
     struct rlimit rl;
 
     if (!sb_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
         rl.rlim_cur = rl.rlim_max = lim->memory_bytes;
         if (prlimit(sb->init_pid, RLIMIT_AS, &rl, NULL) != 0)
-            return sb_err(err, errlen, -errno, "cannot limit the devbox's memory: %s",
+            return sb_err(err, errlen, -errno,
+                          "cannot limit the devbox's memory: %s",
                           strerror(errno));
     }
     if (!sb_rt.have_ctl[SB_CG_PIDS]) {
-        rl.rlim_cur = rl.rlim_max = (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
+        rl.rlim_cur = rl.rlim_max =
+            (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
         if (prlimit(sb->init_pid, RLIMIT_NPROC, &rl, NULL) != 0)
-            return sb_err(err, errlen, -errno, "cannot limit the devbox's processes: %s",
+            return sb_err(err, errlen, -errno,
+                          "cannot limit the devbox's processes: %s",
                           strerror(errno));
     }
     return 0;
@@ -631,7 +647,8 @@ static int wait_hello_oci(struct sandbox *sb, char *err, size_t errlen)
         sb->init_pid = pid;
         sb->init_pidfd = pidfd_open(pid, 0);
         if (sb->init_pidfd < 0)
-            rc = sb_err(err, errlen, -errno, "the devbox agent exited during start");
+            rc = sb_err(err, errlen, -errno,
+                        "the devbox agent exited during start");
     }
     return rc;
 }
@@ -698,7 +715,8 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
 
 /* ---- the interface (sandbox_runc.h) --------------------------------------- */
 
-int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
+int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
+                  size_t errlen)
 {
     struct argvec av = {0};
     struct oci_launch l;
@@ -749,7 +767,8 @@ out:
     return rc;
 }
 
-int sb_runc_create(struct sandbox *sb, const struct sb_spec *spec, char *err, size_t errlen)
+int sb_runc_create(struct sandbox *sb, const struct sb_spec *spec, char *err,
+                   size_t errlen)
 {
     uint32_t inside = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
     int rc;
@@ -758,8 +777,8 @@ int sb_runc_create(struct sandbox *sb, const struct sb_spec *spec, char *err, si
     if (rc != 0)
         return rc;
     sb->uid = sb->range + inside;
-    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image, spec->user_name, inside,
-                            err, errlen);
+    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image,
+                            spec->user_name, inside, err, errlen);
     if (rc != 0)
         return rc;
     sb->rootfd = mount_overlay_oci(spec, sb->range, err, errlen);
@@ -780,7 +799,8 @@ void sb_runc_kill(struct sandbox *sb, int init_pidfd, struct sb_cgroup *cg)
     sb->launcher_pid = 0;
     sb_close_fd(sb->launcher_pidfd);
     sb->launcher_pidfd = -1;
-    sb_cg_kill_all(cg, 5000); /* anything that slipped out of the pid namespace */
+    sb_cg_kill_all(cg,
+                   5000); /* anything that slipped out of the pid namespace */
 }
 
 void sb_runc_delete(const char *id)
@@ -804,8 +824,10 @@ int sb_runc_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
 
 void sb_runc_stats(const struct sandbox *sb, struct sb_usage *u)
 {
-    u->memory_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
-    u->memory_peak_bytes = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
+    u->memory_bytes =
+        sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
+    u->memory_peak_bytes =
+        sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
     u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
     u->pids = (uint32_t)sb_cg_pids_current(&sb->cg);
     u->oom_kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;

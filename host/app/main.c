@@ -55,7 +55,8 @@ struct options {
     const char *config;
     const char *transport;
     const char *listen;
-    const char *host; /* --host, --port: the older two-option spelling of --listen */
+    const char
+        *host; /* --host, --port: the older two-option spelling of --listen */
     const char *port;
     const char *log_level;
     enum action action;

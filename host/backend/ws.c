@@ -73,7 +73,7 @@ struct ws_conn {
     bool paused;         /* the socket is not read */
     bool too_big;
     bool too_big_1009; /* ... and we closed with 1009 */
-    bool overrun; /* more queued than flow control should allow */
+    bool overrun;      /* more queued than flow control should allow */
     bool end_reported;
     bool peer_closed; /* the server sent a close frame */
     int close_code;   /* the server's; 1005: none given; 1006: broken */
@@ -120,8 +120,8 @@ static bool is_localhost(const char *host)
            (n > 10 && strcasecmp(host + n - 10, ".localhost") == 0);
 }
 
-int ws_target_parse(const char *origin, const char *path,
-                    struct ws_target *t, char *err, size_t errlen)
+int ws_target_parse(const char *origin, const char *path, struct ws_target *t,
+                    char *err, size_t errlen)
 {
     const char *h = NULL;
     size_t hlen = 0;
@@ -192,10 +192,9 @@ void ws_shown_url(const struct ws_target *t, char *out, size_t n)
     size_t o = 0;
     int w = 0;
 
-    w = snprintf(out, n, "%s://%s:%d%.*s", t->tls ? "wss" : "ws", t->host,
-                 t->port,
-                 (int)(q != NULL ? (size_t)(q - t->path) : strlen(t->path)),
-                 t->path);
+    w = snprintf(
+        out, n, "%s://%s:%d%.*s", t->tls ? "wss" : "ws", t->host, t->port,
+        (int)(q != NULL ? (size_t)(q - t->path) : strlen(t->path)), t->path);
     if (w < 0 || (size_t)w >= n || q == NULL)
         return;
     o = (size_t)w;
@@ -205,8 +204,8 @@ void ws_shown_url(const struct ws_target *t, char *out, size_t n)
         size_t plen = strcspn(name, "&#");
         bool redact = name[nlen] == '=' && secret_param(name, nlen);
 
-        w = redact ? snprintf(out + o, n - o, "%c%.*s=REDACTED", *q,
-                              (int)nlen, name)
+        w = redact ? snprintf(out + o, n - o, "%c%.*s=REDACTED", *q, (int)nlen,
+                              name)
                    : snprintf(out + o, n - o, "%c%.*s", *q, (int)plen, name);
         if (w < 0 || (size_t)w >= n - o)
             break;
@@ -437,8 +436,8 @@ static const struct lws_protocols ws_protocols[] = {
 static void lws_to_log(int level, const char *line)
 {
     (void)level;
-    log_msg(RLMCP_LOG_DEBUG, NULL, "websocket: %.*s",
-            (int)strcspn(line, "\n"), line);
+    log_msg(RLMCP_LOG_DEBUG, NULL, "websocket: %.*s", (int)strcspn(line, "\n"),
+            line);
 }
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;

@@ -36,8 +36,8 @@ struct ws_target {
  * localhost connect to 127.0.0.1 (RFC 6761; glibc does not resolve them).
  * Returns 0, or -1 with a reason in err.
  */
-int ws_target_parse(const char *origin, const char *path,
-                    struct ws_target *t, char *err, size_t errlen);
+int ws_target_parse(const char *origin, const char *path, struct ws_target *t,
+                    char *err, size_t errlen);
 
 /*
  * The URL for messages: scheme://host[:port]path with the values of any
@@ -61,9 +61,9 @@ struct ws_conn_args {
     size_t max_message;      /* 0: 1 MiB; at most 64 MiB */
     ws_cancel_fn cancelled;  /* polled every 20 ms; may be NULL */
     void *cancel_ctx;
-    uint64_t deadline_ms; /* CLOCK_MONOTONIC ms bounding every step of
+    uint64_t deadline_ms;     /* CLOCK_MONOTONIC ms bounding every step of
                              the connection; 0: none */
-    uint32_t connect_ms;  /* the open's own bound; 0: none */
+    uint32_t connect_ms;      /* the open's own bound; 0: none */
     const char *connect_name; /* how messages name it; NULL: "N ms" */
 };
 

@@ -153,8 +153,8 @@ static char *entry_line(const struct audit_entry *e)
     snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03ldZ",
              ts.tv_nsec / 1000000L);
     audit_key_fingerprint(e->api_key, fp, sizeof(fp));
-    digest_sha256_hex(e->args != NULL ? e->args : "",
-                      e->args ? e->args_len : 0, digest);
+    digest_sha256_hex(e->args != NULL ? e->args : "", e->args ? e->args_len : 0,
+                      digest);
     cJSON_AddStringToObject(o, "time", stamp);
     cJSON_AddStringToObject(o, "caller", fp);
     cJSON_AddStringToObject(o, "session", e->session ? e->session : "");

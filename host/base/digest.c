@@ -48,8 +48,7 @@ int digest_hmac(struct digest_key *k, const void *data, size_t len,
         memcpy(k->key, raw, sizeof(k->key));
         k->set = true;
     }
-    if (HMAC(EVP_sha256(), k->key, sizeof(k->key), data, len, out, &n) ==
-        NULL)
+    if (HMAC(EVP_sha256(), k->key, sizeof(k->key), data, len, out, &n) == NULL)
         n = 0;
     pthread_mutex_unlock(&k->lock);
     explicit_bzero(raw, sizeof(raw));

@@ -20,7 +20,10 @@ struct digest_key {
     bool set;
 };
 
-#define DIGEST_KEY_INIT {PTHREAD_MUTEX_INITIALIZER, {0}, false}
+#define DIGEST_KEY_INIT                                                        \
+    {                                                                          \
+        PTHREAD_MUTEX_INITIALIZER, {0}, false                                  \
+    }
 
 /* Set k to key[0..len), or to random bytes when len is 0. Returns 0, or
  * -1 when the random source failed (k unchanged). */

@@ -317,8 +317,8 @@ static cJSON *error_structured(const struct tool_entry *t, const cJSON *err,
          * alone, the text blocks still carry them. */
         while (cJSON_GetArraySize(sc) > 1)
             cJSON_DeleteItemFromArray(sc, 1);
-        fits = schema_validate(t->listed_output_schema, sc,
-                               "structuredContent", why, sizeof(why)) == 0;
+        fits = schema_validate(t->listed_output_schema, sc, "structuredContent",
+                               why, sizeof(why)) == 0;
     }
     if (!fits) {
         log_msg(RLMCP_LOG_DEBUG, t->plugin_name,

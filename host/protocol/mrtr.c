@@ -43,8 +43,7 @@ int mrtr_set_secret(const unsigned char *key, size_t len)
  * caller is signed, not carried: a state holds the user's answers, and
  * another credential must not replay them into its own call.
  */
-static int sign(const char *caller, const char *text, size_t len,
-                char out[65])
+static int sign(const char *caller, const char *text, size_t len, char out[65])
 {
     unsigned char md[DIGEST_BYTES];
     char *buf = NULL;
@@ -193,8 +192,8 @@ struct mrtr *mrtr_new(const cJSON *params, const char *target,
     m->pending = cJSON_CreateObject();
     m->missing = cJSON_CreateObject();
     if (cJSON_IsString(state)) {
-        m->known = state_decode(state->valuestring, target, m->caller, err,
-                                errlen);
+        m->known =
+            state_decode(state->valuestring, target, m->caller, err, errlen);
         if (m->known == NULL)
             goto fail;
     } else {

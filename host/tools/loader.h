@@ -42,11 +42,11 @@ struct loaded_plugin {
     struct rlmcp_plugin_desc desc; /* copy of the descriptor (our size) */
     char *config_json;             /* its config: section as JSON, "{}" */
     size_t config_len;
-    void *state;      /* from init */
-    bool in_init;     /* register_* / set_error allowed */
-    bool initialized; /* init returned RLMCP_OK */
-    bool dying;       /* its last reference is being dropped */
-    char *init_error; /* set_error text */
+    void *state;          /* from init */
+    bool in_init;         /* register_* / set_error allowed */
+    bool initialized;     /* init returned RLMCP_OK */
+    bool dying;           /* its last reference is being dropped */
+    char *init_error;     /* set_error text */
     struct registry *reg; /* the registry being built, during init only */
     /* The services its init() got. */
     const struct rlmcp_host_api *api;

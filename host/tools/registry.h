@@ -45,15 +45,15 @@ struct tool_entry {
     cJSON *input_schema;  /* as exposed (parameter aliases applied) */
     cJSON *output_schema; /* may be NULL; results are checked against it */
     cJSON *listed_output_schema; /* as listed: also admits errors (schema.h) */
-    cJSON *annotations;   /* may be NULL */
-    char *list_json;      /* this tool's tools/list object, serialised */
-    bool read_only;       /* annotations.readOnlyHint == true */
-    bool param_headers;   /* a property declares x-mcp-header */
-    bool selected;        /* exposed by this deployment */
-    unsigned toolset;     /* 1 + its index in tools.toolsets; 0: none */
-    uint32_t flags;       /* RLMCP_TOOL_* */
-    uint32_t timeout_ms;  /* effective: tools.timeout_ms, def, host default */
-    char *timeout_arg;    /* the argument (seconds) that overrides it; NULL */
+    cJSON *annotations;          /* may be NULL */
+    char *list_json;             /* this tool's tools/list object, serialised */
+    bool read_only;              /* annotations.readOnlyHint == true */
+    bool param_headers;          /* a property declares x-mcp-header */
+    bool selected;               /* exposed by this deployment */
+    unsigned toolset;            /* 1 + its index in tools.toolsets; 0: none */
+    uint32_t flags;              /* RLMCP_TOOL_* */
+    uint32_t timeout_ms; /* effective: tools.timeout_ms, def, host default */
+    char *timeout_arg;   /* the argument (seconds) that overrides it; NULL */
     rlmcp_tool_fn handler;
     void *user_data;
     void (*user_data_free)(void *user_data);

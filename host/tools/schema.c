@@ -358,8 +358,14 @@ static int ck_string(struct cctx *cc, const char *kw, const cJSON *v);
 static int ck_id(struct cctx *cc, const char *kw, const cJSON *v);
 static int ck_unsupported(struct cctx *cc, const char *kw, const cJSON *v);
 
-#define KW(name, field, fn) {name, offsetof(struct kws, field), fn}
-#define KW_CHECK_ONLY(name, fn) {name, -1, fn}
+#define KW(name, field, fn)                                                    \
+    {                                                                          \
+        name, offsetof(struct kws, field), fn                                  \
+    }
+#define KW_CHECK_ONLY(name, fn)                                                \
+    {                                                                          \
+        name, -1, fn                                                           \
+    }
 
 /* The keywords we act on; anything else is an annotation. */
 static const struct kw_def kw_table[] = {
@@ -460,7 +466,8 @@ static void kws_collect(const cJSON *s, struct kws *k)
     const cJSON *child = NULL;
 
     memset(k, 0, sizeof(*k));
-    cJSON_ArrayForEach(child, s) {
+    cJSON_ArrayForEach(child, s)
+    {
         const struct kw_def *d = kw_find(child->string);
         if (d != NULL && d->slot >= 0) {
             *(const cJSON **)((char *)k + d->slot) = child;
@@ -522,10 +529,14 @@ static const cJSON *resolve_ref(const cJSON *root, const char *ref)
 static bool type_name_matches(const char *t, const cJSON *v)
 {
     switch (t[0]) {
-    case 'o': return strcmp(t, "object") == 0 && cJSON_IsObject(v);
-    case 's': return strcmp(t, "string") == 0 && cJSON_IsString(v);
-    case 'a': return strcmp(t, "array") == 0 && cJSON_IsArray(v);
-    case 'b': return strcmp(t, "boolean") == 0 && cJSON_IsBool(v);
+    case 'o':
+        return strcmp(t, "object") == 0 && cJSON_IsObject(v);
+    case 's':
+        return strcmp(t, "string") == 0 && cJSON_IsString(v);
+    case 'a':
+        return strcmp(t, "array") == 0 && cJSON_IsArray(v);
+    case 'b':
+        return strcmp(t, "boolean") == 0 && cJSON_IsBool(v);
     case 'n':
         if (strcmp(t, "null") == 0) {
             return cJSON_IsNull(v);
@@ -534,13 +545,14 @@ static bool type_name_matches(const char *t, const cJSON *v)
     case 'i':
         return strcmp(t, "integer") == 0 && cJSON_IsNumber(v) &&
                is_integral(v->valuedouble);
-    default: return false;
+    default:
+        return false;
     }
 }
 
 static bool type_name_known(const char *t)
 {
-    static const char *const names[] = {"null", "boolean", "object", "array",
+    static const char *const names[] = {"null",   "boolean", "object", "array",
                                         "number", "integer", "string"};
     size_t i;
 
@@ -563,7 +575,8 @@ static int type_matches(const cJSON *type, const cJSON *v)
     if (!cJSON_IsArray(type)) {
         return -1;
     }
-    cJSON_ArrayForEach(t, type) {
+    cJSON_ArrayForEach(t, type)
+    {
         if (!cJSON_IsString(t)) {
             return -1;
         }
@@ -585,7 +598,8 @@ static void wb_type_list(struct wbuf *w, const cJSON *type)
         wb_append(w, "%s", type->valuestring);
         return;
     }
-    cJSON_ArrayForEach(t, type) {
+    cJSON_ArrayForEach(t, type)
+    {
         const char *sep = i == 0 ? "" : (i == n - 1 ? " or " : ", ");
         wb_append(w, "%s%s", sep, cJSON_IsString(t) ? t->valuestring : "?");
         i++;
@@ -729,8 +743,7 @@ static int kw_count(struct vctx *c, const cJSON *kw, double *out)
 {
     if (!cJSON_IsNumber(kw) || !is_integral(kw->valuedouble) ||
         kw->valuedouble < 0) {
-        return v_fatal(c, "\"%s\" must be a non-negative integer",
-                       kw->string);
+        return v_fatal(c, "\"%s\" must be a non-negative integer", kw->string);
     }
     *out = kw->valuedouble;
     return 0;
@@ -769,7 +782,8 @@ static bool json_equal(const cJSON *a, const cJSON *b)
         if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) {
             return false;
         }
-        cJSON_ArrayForEach(x, a) {
+        cJSON_ArrayForEach(x, a)
+        {
             y = cJSON_GetObjectItemCaseSensitive(b, x->string);
             if (y == NULL || !json_equal(x, y)) {
                 return false;
@@ -814,11 +828,13 @@ static uint64_t json_hash(const cJSON *v)
         return mix64(str_hash(v->valuestring));
     }
     if (cJSON_IsArray(v)) {
-        cJSON_ArrayForEach(x, v) {
+        cJSON_ArrayForEach(x, v)
+        {
             h = mix64(h * 31 + json_hash(x));
         }
     } else if (cJSON_IsObject(v)) {
-        cJSON_ArrayForEach(x, v) {
+        cJSON_ArrayForEach(x, v)
+        {
             h += mix64(str_hash(x->string) ^ json_hash(x));
         }
     }
@@ -867,14 +883,16 @@ static int v_enum(struct vctx *c, const cJSON *en, const cJSON *inst)
     if (!cJSON_IsArray(en)) {
         return v_fatal(c, "\"enum\" must be an array");
     }
-    cJSON_ArrayForEach(v, en) {
+    cJSON_ArrayForEach(v, en)
+    {
         if (json_equal(v, inst)) {
             return 0;
         }
     }
     w = v_err(c);
     wb_append(w, "must be one of ");
-    cJSON_ArrayForEach(v, en) {
+    cJSON_ArrayForEach(v, en)
+    {
         wb_append(w, "%s", i++ == 0 ? "" : ", ");
         wb_literal(w, v);
     }
@@ -928,10 +946,18 @@ static int v_bound(struct vctx *c, const cJSON *kw, double x, enum bound b)
         return -1;
     }
     switch (b) {
-    case BOUND_GE: ok = x >= lim; break;
-    case BOUND_GT: ok = x > lim; break;
-    case BOUND_LE: ok = x <= lim; break;
-    case BOUND_LT: ok = x < lim; break;
+    case BOUND_GE:
+        ok = x >= lim;
+        break;
+    case BOUND_GT:
+        ok = x > lim;
+        break;
+    case BOUND_LE:
+        ok = x <= lim;
+        break;
+    case BOUND_LT:
+        ok = x < lim;
+        break;
     }
     if (ok) {
         return 0;
@@ -1044,8 +1070,7 @@ static int v_item(struct vctx *c, const cJSON *s, const cJSON *item, int i)
     return rc;
 }
 
-static int v_array_items(struct vctx *c, const struct kws *k,
-                         const cJSON *inst)
+static int v_array_items(struct vctx *c, const struct kws *k, const cJSON *inst)
 {
     const cJSON *prefix = k->prefix_items;
     const cJSON *ps = NULL;
@@ -1060,11 +1085,14 @@ static int v_array_items(struct vctx *c, const struct kws *k,
         n_prefix = cJSON_GetArraySize(prefix);
         ps = prefix->child;
     }
-    cJSON_ArrayForEach(item, inst) {
+    cJSON_ArrayForEach(item, inst)
+    {
         const cJSON *s = ps != NULL ? ps : k->items;
         if (ps == NULL && cJSON_IsFalse(s)) {
-            return v_fail(c, "array has %d items, but at most %d are "
-                             "allowed", cJSON_GetArraySize(inst), n_prefix);
+            return v_fail(c,
+                          "array has %d items, but at most %d are "
+                          "allowed",
+                          cJSON_GetArraySize(inst), n_prefix);
         }
         if (s != NULL && v_item(c, s, item, i) < 0) {
             return -1;
@@ -1088,7 +1116,8 @@ static int v_contains(struct vctx *c, const struct kws *k, const cJSON *inst)
         (k->max_contains != NULL && kw_count(c, k->max_contains, &max) < 0)) {
         return -1;
     }
-    cJSON_ArrayForEach(item, inst) {
+    cJSON_ArrayForEach(item, inst)
+    {
         if (v_silent(c, k->contains, item) == 0) {
             found++;
         } else if (c->fatal) {
@@ -1096,20 +1125,26 @@ static int v_contains(struct vctx *c, const struct kws *k, const cJSON *inst)
         }
     }
     if (found < min) {
-        return v_fail(c, "array needs at least %.0f item(s) matching the "
-                         "\"contains\" schema, found %d", min, found);
+        return v_fail(c,
+                      "array needs at least %.0f item(s) matching the "
+                      "\"contains\" schema, found %d",
+                      min, found);
     }
     if (found > max) {
-        return v_fail(c, "array has %d items matching the \"contains\" "
-                         "schema, more than maxContains %.0f", found, max);
+        return v_fail(c,
+                      "array has %d items matching the \"contains\" "
+                      "schema, more than maxContains %.0f",
+                      found, max);
     }
     return 0;
 }
 
 static int unique_fail(struct vctx *c, int i, int j)
 {
-    return v_fail(c, "items [%d] and [%d] are equal, but uniqueItems "
-                     "requires distinct items", i < j ? i : j, i < j ? j : i);
+    return v_fail(c,
+                  "items [%d] and [%d] are equal, but uniqueItems "
+                  "requires distinct items",
+                  i < j ? i : j, i < j ? j : i);
 }
 
 /* Small arrays: compare every pair. */
@@ -1159,7 +1194,8 @@ static int v_unique_hashed(struct vctx *c, const cJSON *inst, int n)
     if (v == NULL) {
         return v_fatal(c, "out of memory checking uniqueItems");
     }
-    cJSON_ArrayForEach(item, inst) {
+    cJSON_ArrayForEach(item, inst)
+    {
         v[i].hash = json_hash(item);
         v[i].index = i;
         v[i].item = item;
@@ -1204,8 +1240,8 @@ static int v_array(struct vctx *c, const struct kws *k, const cJSON *inst)
             return -1;
         }
         if (n > lim) {
-            return v_fail(c, "array has %.0f items, more than maxItems %.0f",
-                          n, lim);
+            return v_fail(c, "array has %.0f items, more than maxItems %.0f", n,
+                          lim);
         }
     }
     if (v_array_items(c, k, inst) < 0) {
@@ -1226,7 +1262,8 @@ static const char *closest_name(const cJSON *props, const char *key)
     const char *best = NULL;
     size_t best_d = 3; /* suggest only within two edits */
 
-    cJSON_ArrayForEach(p, props) {
+    cJSON_ArrayForEach(p, props)
+    {
         size_t d = suggest_distance(key, p->string);
         if (d < best_d && d < strlen(p->string)) {
             best = p->string;
@@ -1249,14 +1286,17 @@ static int v_unknown_property(struct vctx *c, const struct kws *k,
     wb_append(w, "' (");
     if (cJSON_GetArraySize(k->properties) > 0) {
         wb_append(w, "allowed: ");
-        cJSON_ArrayForEach(p, k->properties) {
+        cJSON_ArrayForEach(p, k->properties)
+        {
             wb_append(w, "%s%s", i++ == 0 ? "" : ", ", p->string);
         }
         hint = closest_name(k->properties, key);
     }
-    cJSON_ArrayForEach(p, k->pattern_properties) {
-        wb_append(w, "%s'%s'", i == 0 ? "allowed: names matching " :
-                  " or names matching ", p->string);
+    cJSON_ArrayForEach(p, k->pattern_properties)
+    {
+        wb_append(w, "%s'%s'",
+                  i == 0 ? "allowed: names matching " : " or names matching ",
+                  p->string);
         i++;
     }
     if (i == 0) {
@@ -1278,7 +1318,8 @@ static int declared_property(struct vctx *c, const struct kws *k,
     if (cJSON_GetObjectItemCaseSensitive(k->properties, key) != NULL) {
         return 1;
     }
-    cJSON_ArrayForEach(pp, k->pattern_properties) {
+    cJSON_ArrayForEach(pp, k->pattern_properties)
+    {
         int m = v_match(c, "patternProperties key", pp->string, key);
         if (m != 0) {
             return m;
@@ -1293,7 +1334,8 @@ static int v_required(struct vctx *c, const struct kws *k, const cJSON *inst)
     struct wbuf *w = NULL;
     int missing = 0;
 
-    cJSON_ArrayForEach(r, k->required) {
+    cJSON_ArrayForEach(r, k->required)
+    {
         if (!cJSON_IsString(r)) {
             return v_fatal(c, "\"required\" must be an array of strings");
         }
@@ -1307,7 +1349,8 @@ static int v_required(struct vctx *c, const struct kws *k, const cJSON *inst)
     w = v_err(c);
     wb_append(w, "missing required propert%s ", missing == 1 ? "y" : "ies");
     missing = 0;
-    cJSON_ArrayForEach(r, k->required) {
+    cJSON_ArrayForEach(r, k->required)
+    {
         if (cJSON_GetObjectItemCaseSensitive(inst, r->valuestring) == NULL) {
             wb_append(w, "%s'%s'", missing++ == 0 ? "" : ", ", r->valuestring);
         }
@@ -1321,19 +1364,23 @@ static int v_dependent_required(struct vctx *c, const struct kws *k,
     const cJSON *dep = NULL;
     const cJSON *r = NULL;
 
-    cJSON_ArrayForEach(dep, k->dependent_required) {
+    cJSON_ArrayForEach(dep, k->dependent_required)
+    {
         if (cJSON_GetObjectItemCaseSensitive(inst, dep->string) == NULL) {
             continue;
         }
-        cJSON_ArrayForEach(r, dep) {
+        cJSON_ArrayForEach(r, dep)
+        {
             if (!cJSON_IsString(r)) {
                 return v_fatal(c, "\"dependentRequired\" values must be "
                                   "arrays of strings");
             }
             if (cJSON_GetObjectItemCaseSensitive(inst, r->valuestring) ==
                 NULL) {
-                return v_fail(c, "property '%s' is required when '%s' is "
-                                 "present", r->valuestring, dep->string);
+                return v_fail(c,
+                              "property '%s' is required when '%s' is "
+                              "present",
+                              r->valuestring, dep->string);
             }
         }
     }
@@ -1354,7 +1401,8 @@ static int v_member(struct vctx *c, const struct kws *k, const cJSON *m)
             return -1;
         }
     }
-    cJSON_ArrayForEach(pp, k->pattern_properties) {
+    cJSON_ArrayForEach(pp, k->pattern_properties)
+    {
         int r = v_match(c, "patternProperties key", pp->string, m->string);
         if (r < 0) {
             return -1;
@@ -1390,8 +1438,10 @@ static int v_object_size(struct vctx *c, const struct kws *k, double n)
             return -1;
         }
         if (n < lim) {
-            return v_fail(c, "object has %.0f properties, fewer than "
-                             "minProperties %.0f", n, lim);
+            return v_fail(c,
+                          "object has %.0f properties, fewer than "
+                          "minProperties %.0f",
+                          n, lim);
         }
     }
     if (k->max_properties != NULL) {
@@ -1399,8 +1449,10 @@ static int v_object_size(struct vctx *c, const struct kws *k, double n)
             return -1;
         }
         if (n > lim) {
-            return v_fail(c, "object has %.0f properties, more than "
-                             "maxProperties %.0f", n, lim);
+            return v_fail(c,
+                          "object has %.0f properties, more than "
+                          "maxProperties %.0f",
+                          n, lim);
         }
     }
     return 0;
@@ -1416,7 +1468,8 @@ static int v_object(struct vctx *c, const struct kws *k, const cJSON *inst)
     }
     /* Unknown names first: a typo also looks like a missing property. */
     if (cJSON_IsFalse(k->additional_properties)) {
-        cJSON_ArrayForEach(m, inst) {
+        cJSON_ArrayForEach(m, inst)
+        {
             int d = declared_property(c, k, m->string);
             if (d < 0) {
                 return -1;
@@ -1429,7 +1482,8 @@ static int v_object(struct vctx *c, const struct kws *k, const cJSON *inst)
     if (v_required(c, k, inst) < 0 || v_dependent_required(c, k, inst) < 0) {
         return -1;
     }
-    cJSON_ArrayForEach(m, inst) {
+    cJSON_ArrayForEach(m, inst)
+    {
         size_t mark = path_push_key(c, m->string);
         int rc = v_member(c, k, m);
         path_pop(c, mark);
@@ -1437,7 +1491,8 @@ static int v_object(struct vctx *c, const struct kws *k, const cJSON *inst)
             return -1;
         }
     }
-    cJSON_ArrayForEach(dep, k->dependent_schemas) {
+    cJSON_ArrayForEach(dep, k->dependent_schemas)
+    {
         if (cJSON_GetObjectItemCaseSensitive(inst, dep->string) != NULL &&
             v_schema(c, dep, inst) < 0) {
             return -1;
@@ -1474,13 +1529,15 @@ static int v_no_type_matched(struct vctx *c, const cJSON *arr,
     int i = 0;
 
     wb_append(w, "expected ");
-    cJSON_ArrayForEach(b, arr) {
+    cJSON_ArrayForEach(b, arr)
+    {
         const cJSON *type = branch_type(c, b);
         if (cJSON_IsString(type)) {
             wb_append(w, "%s%s", i++ == 0 ? "" : " or ", type->valuestring);
             continue;
         }
-        cJSON_ArrayForEach(t, type) {
+        cJSON_ArrayForEach(t, type)
+        {
             wb_append(w, "%s%s", i++ == 0 ? "" : " or ", t->valuestring);
         }
     }
@@ -1522,7 +1579,8 @@ static int v_none_matched(struct vctx *c, const cJSON *arr, const cJSON *inst,
     if (c->err.buf == NULL || c->fatal) {
         return -1; /* nobody reads the text */
     }
-    cJSON_ArrayForEach(b, arr) {
+    cJSON_ArrayForEach(b, arr)
+    {
         const cJSON *t = branch_type(c, b);
         n++;
         if (t != NULL) {
@@ -1542,7 +1600,8 @@ static int v_none_matched(struct vctx *c, const cJSON *arr, const cJSON *inst,
     v_err(c);
     wb_append(&c->err, "does not match any alternative in %s", kw);
     n = 0;
-    cJSON_ArrayForEach(b, arr) {
+    cJSON_ArrayForEach(b, arr)
+    {
         if (n == 4) {
             wb_append(&c->err, "; ...");
             break;
@@ -1557,7 +1616,8 @@ static int v_any_of(struct vctx *c, const cJSON *arr, const cJSON *inst)
 {
     const cJSON *b = NULL;
 
-    cJSON_ArrayForEach(b, arr) {
+    cJSON_ArrayForEach(b, arr)
+    {
         if (v_silent(c, b, inst) == 0) {
             return 0;
         }
@@ -1574,11 +1634,13 @@ static int v_one_of(struct vctx *c, const cJSON *arr, const cJSON *inst)
     int first = -1;
     int i = 0;
 
-    cJSON_ArrayForEach(b, arr) {
+    cJSON_ArrayForEach(b, arr)
+    {
         if (v_silent(c, b, inst) == 0) {
             if (first >= 0) {
-                return v_fail(c, "matches more than one alternative in oneOf "
-                                 "(%d and %d); it must match exactly one",
+                return v_fail(c,
+                              "matches more than one alternative in oneOf "
+                              "(%d and %d); it must match exactly one",
                               first + 1, i + 1);
             }
             first = i;
@@ -1593,13 +1655,13 @@ static int v_one_of(struct vctx *c, const cJSON *arr, const cJSON *inst)
     return v_none_matched(c, arr, inst, "oneOf");
 }
 
-static int v_applicators(struct vctx *c, const struct kws *k,
-                         const cJSON *inst)
+static int v_applicators(struct vctx *c, const struct kws *k, const cJSON *inst)
 {
     const cJSON *b = NULL;
     int r;
 
-    cJSON_ArrayForEach(b, k->all_of) {
+    cJSON_ArrayForEach(b, k->all_of)
+    {
         if (v_schema(c, b, inst) < 0) {
             return -1;
         }
@@ -1641,7 +1703,7 @@ static int v_shapes(struct vctx *c, const struct kws *k)
     const cJSON *objs[] = {k->properties, k->pattern_properties,
                            k->dependent_required, k->dependent_schemas};
     const cJSON *arrays[] = {k->required, k->prefix_items, k->all_of,
-                             k->any_of, k->one_of, k->enum_};
+                             k->any_of,   k->one_of,       k->enum_};
     size_t i;
 
     for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
@@ -1672,8 +1734,7 @@ static int v_keywords(struct vctx *c, const cJSON *s, const cJSON *inst)
         }
         target = resolve_ref(c->root, k.ref->valuestring);
         if (target == NULL) {
-            return v_fatal(c, "$ref '%s' does not resolve",
-                           k.ref->valuestring);
+            return v_fatal(c, "$ref '%s' does not resolve", k.ref->valuestring);
         }
         if (v_schema(c, target, inst) < 0) {
             return -1;
@@ -1710,8 +1771,9 @@ static int v_schema(struct vctx *c, const cJSON *s, const cJSON *inst)
         return v_fatal(c, "a schema must be an object or a boolean");
     }
     if (c->depth >= SCHEMA_MAX_DEPTH) {
-        return v_fatal(c, "more than %d nested schemas apply here (a "
-                          "recursive $ref, or an instance nested too deeply)",
+        return v_fatal(c,
+                       "more than %d nested schemas apply here (a "
+                       "recursive $ref, or an instance nested too deeply)",
                        SCHEMA_MAX_DEPTH);
     }
     c->depth++;
@@ -1873,7 +1935,8 @@ static int ck_no_duplicates(struct cctx *cc, const cJSON *obj)
     const cJSON *a = NULL;
     const cJSON *b = NULL;
 
-    cJSON_ArrayForEach(a, obj) {
+    cJSON_ArrayForEach(a, obj)
+    {
         for (b = a->next; b != NULL; b = b->next) {
             if (strcmp(a->string, b->string) == 0) {
                 return ck_fail(cc, "the key \"%s\" appears twice; keep one",
@@ -1956,7 +2019,8 @@ static int ck_pattern_map(struct cctx *cc, const char *kw, const cJSON *v)
     const cJSON *m = NULL;
 
     if (cJSON_IsObject(v)) {
-        cJSON_ArrayForEach(m, v) {
+        cJSON_ArrayForEach(m, v)
+        {
             if (ck_regex(cc, "patternProperties key", m->string) < 0) {
                 return -1;
             }
@@ -1970,8 +2034,10 @@ static int ck_list(struct cctx *cc, const char *kw, const cJSON *v)
     char got[80];
 
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-        return ck_fail(cc, "\"%s\" must be a non-empty array of schemas, "
-                           "got %s", kw, ck_got(v, got, sizeof(got)));
+        return ck_fail(cc,
+                       "\"%s\" must be a non-empty array of schemas, "
+                       "got %s",
+                       kw, ck_got(v, got, sizeof(got)));
     }
     return ck_members(cc, kw, v);
 }
@@ -1984,17 +2050,20 @@ static int ck_string_set(struct cctx *cc, const char *kw, const cJSON *v)
     char got[80];
 
     if (!cJSON_IsArray(v)) {
-        return ck_fail(cc, "\"%s\" must be an array of property names, got "
-                           "%s", kw, ck_got(v, got, sizeof(got)));
+        return ck_fail(cc,
+                       "\"%s\" must be an array of property names, got "
+                       "%s",
+                       kw, ck_got(v, got, sizeof(got)));
     }
-    cJSON_ArrayForEach(a, v) {
+    cJSON_ArrayForEach(a, v)
+    {
         if (!cJSON_IsString(a)) {
             return ck_fail(cc, "\"%s\" must hold only strings, got %s", kw,
                            ck_got(a, got, sizeof(got)));
         }
         for (b = a->next; b != NULL; b = b->next) {
-            if (cJSON_IsString(b) && strcmp(a->valuestring,
-                                            b->valuestring) == 0) {
+            if (cJSON_IsString(b) &&
+                strcmp(a->valuestring, b->valuestring) == 0) {
                 return ck_fail(cc, "\"%s\" lists '%s' twice", kw,
                                a->valuestring);
             }
@@ -2015,7 +2084,8 @@ static int ck_dep_required(struct cctx *cc, const char *kw, const cJSON *v)
     if (ck_want(cc, cJSON_IsObject(v), kw, "an object of arrays", v) < 0) {
         return -1;
     }
-    cJSON_ArrayForEach(m, v) {
+    cJSON_ArrayForEach(m, v)
+    {
         if (ck_string_set(cc, kw, m) < 0) {
             return -1;
         }
@@ -2028,12 +2098,15 @@ static int ck_type_name(struct cctx *cc, const cJSON *t)
     char got[80];
 
     if (!cJSON_IsString(t)) {
-        return ck_fail(cc, "\"type\" must be a type name or an array of "
-                           "them, got %s", ck_got(t, got, sizeof(got)));
+        return ck_fail(cc,
+                       "\"type\" must be a type name or an array of "
+                       "them, got %s",
+                       ck_got(t, got, sizeof(got)));
     }
     if (!type_name_known(t->valuestring)) {
-        return ck_fail(cc, "unknown type '%s' (use null, boolean, object, "
-                           "array, number, integer or string)",
+        return ck_fail(cc,
+                       "unknown type '%s' (use null, boolean, object, "
+                       "array, number, integer or string)",
                        t->valuestring);
     }
     return 0;
@@ -2050,15 +2123,15 @@ static int ck_type(struct cctx *cc, const char *kw, const cJSON *v)
     if (cJSON_GetArraySize(v) == 0) {
         return ck_fail(cc, "\"type\" must not be an empty array");
     }
-    cJSON_ArrayForEach(t, v) {
+    cJSON_ArrayForEach(t, v)
+    {
         if (ck_type_name(cc, t) < 0) {
             return -1;
         }
         for (u = t->next; u != NULL; u = u->next) {
-            if (cJSON_IsString(u) && strcmp(t->valuestring,
-                                            u->valuestring) == 0) {
-                return ck_fail(cc, "\"type\" lists '%s' twice",
-                               t->valuestring);
+            if (cJSON_IsString(u) &&
+                strcmp(t->valuestring, u->valuestring) == 0) {
+                return ck_fail(cc, "\"type\" lists '%s' twice", t->valuestring);
             }
         }
     }
@@ -2070,8 +2143,10 @@ static int ck_enum(struct cctx *cc, const char *kw, const cJSON *v)
     char got[80];
 
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-        return ck_fail(cc, "\"enum\" must be a non-empty array of allowed "
-                           "values, got %s", ck_got(v, got, sizeof(got)));
+        return ck_fail(cc,
+                       "\"enum\" must be a non-empty array of allowed "
+                       "values, got %s",
+                       ck_got(v, got, sizeof(got)));
     }
     return 0;
 }
@@ -2092,8 +2167,9 @@ static int ck_number(struct cctx *cc, const char *kw, const cJSON *v)
 static int ck_exclusive(struct cctx *cc, const char *kw, const cJSON *v)
 {
     if (cJSON_IsBool(v)) {
-        return ck_fail(cc, "\"%s\": %s is the draft-04 form; in 2020-12 it "
-                           "is the limit itself, e.g. \"%s\": 0",
+        return ck_fail(cc,
+                       "\"%s\": %s is the draft-04 form; in 2020-12 it "
+                       "is the limit itself, e.g. \"%s\": 0",
                        kw, cJSON_IsTrue(v) ? "true" : "false", kw);
     }
     return ck_number(cc, kw, v);
@@ -2130,19 +2206,24 @@ static int ck_ref(struct cctx *cc, const char *kw, const cJSON *v)
         return -1;
     }
     if (v->valuestring[0] != '#') {
-        return ck_fail(cc, "$ref '%s' is not supported: only references "
-                           "inside this schema are (#/$defs/name, "
-                           "#/definitions/name or another #/ JSON pointer)",
+        return ck_fail(cc,
+                       "$ref '%s' is not supported: only references "
+                       "inside this schema are (#/$defs/name, "
+                       "#/definitions/name or another #/ JSON pointer)",
                        v->valuestring);
     }
     if (v->valuestring[1] != '\0' && v->valuestring[1] != '/') {
-        return ck_fail(cc, "$ref '%s': anchors are not supported; use a JSON "
-                           "pointer such as #/$defs/name", v->valuestring);
+        return ck_fail(cc,
+                       "$ref '%s': anchors are not supported; use a JSON "
+                       "pointer such as #/$defs/name",
+                       v->valuestring);
     }
     target = resolve_ref(cc->root, v->valuestring);
     if (target == NULL) {
-        return ck_fail(cc, "$ref '%s' does not resolve to a schema in this "
-                           "document", v->valuestring);
+        return ck_fail(cc,
+                       "$ref '%s' does not resolve to a schema in this "
+                       "document",
+                       v->valuestring);
     }
     /*
      * The target may sit where the walk does not go (under an unknown
@@ -2201,17 +2282,21 @@ static int ck_unsupported(struct cctx *cc, const char *kw, const cJSON *v)
             fix = fixes[i].fix;
         }
     }
-    return ck_fail(cc, "\"%s\" is not supported by this server's validator; "
-                       "%s", kw, fix);
+    return ck_fail(cc,
+                   "\"%s\" is not supported by this server's validator; "
+                   "%s",
+                   kw, fix);
 }
 
 /* Pairs of limits that together admit nothing. */
 static int ck_limits(struct cctx *cc, const struct kws *k)
 {
     const cJSON *pairs[][2] = {
-        {k->min_length, k->max_length},   {k->min_items, k->max_items},
+        {k->min_length, k->max_length},
+        {k->min_items, k->max_items},
         {k->min_properties, k->max_properties},
-        {k->min_contains, k->max_contains}, {k->minimum, k->maximum},
+        {k->min_contains, k->max_contains},
+        {k->minimum, k->maximum},
     };
     size_t i;
 
@@ -2225,8 +2310,10 @@ static int ck_limits(struct cctx *cc, const struct kws *k)
         }
         fmt_num(lo->valuedouble, a, sizeof(a));
         fmt_num(hi->valuedouble, b, sizeof(b));
-        return ck_fail(cc, "\"%s\" %s is greater than \"%s\" %s, so no value "
-                           "can be valid", lo->string, a, hi->string, b);
+        return ck_fail(cc,
+                       "\"%s\" %s is greater than \"%s\" %s, so no value "
+                       "can be valid",
+                       lo->string, a, hi->string, b);
     }
     return 0;
 }
@@ -2241,10 +2328,12 @@ static int ck_required_declared(struct cctx *cc, const struct kws *k)
         !cJSON_IsArray(k->required)) {
         return 0;
     }
-    cJSON_ArrayForEach(r, k->required) {
+    cJSON_ArrayForEach(r, k->required)
+    {
         bool declared = cJSON_GetObjectItemCaseSensitive(
                             k->properties, r->valuestring) != NULL;
-        cJSON_ArrayForEach(pp, k->pattern_properties) {
+        cJSON_ArrayForEach(pp, k->pattern_properties)
+        {
             if (!declared &&
                 schema_pattern_match(pp->string, r->valuestring, NULL, 0) ==
                     SCHEMA_PATTERN_MATCH) {
@@ -2252,9 +2341,10 @@ static int ck_required_declared(struct cctx *cc, const struct kws *k)
             }
         }
         if (!declared) {
-            return ck_fail(cc, "\"required\" lists '%s', but "
-                               "\"additionalProperties\" is false and "
-                               "\"properties\" does not declare it",
+            return ck_fail(cc,
+                           "\"required\" lists '%s', but "
+                           "\"additionalProperties\" is false and "
+                           "\"properties\" does not declare it",
                            r->valuestring);
         }
     }
@@ -2266,8 +2356,7 @@ static int ck_required_declared(struct cctx *cc, const struct kws *k)
  * ($ref, allOf/anyOf/oneOf, not, if/then/else, dependentSchemas). A cycle
  * there never consumes input, so validation could only hit the depth limit.
  */
-static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack,
-                    int n)
+static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack, int n)
 {
     static const char *const lists[] = {"allOf", "anyOf", "oneOf",
                                         "dependentSchemas"};
@@ -2289,18 +2378,21 @@ static int ck_cycle(struct cctx *cc, const cJSON *s, const cJSON **stack,
         }
     }
     if (n >= SCHEMA_MAX_DEPTH) {
-        return ck_fail(cc, "more than %d schemas apply to one value through "
-                           "$ref and combinators", SCHEMA_MAX_DEPTH);
+        return ck_fail(cc,
+                       "more than %d schemas apply to one value through "
+                       "$ref and combinators",
+                       SCHEMA_MAX_DEPTH);
     }
     stack[n] = s;
     ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
     if (cJSON_IsString(ref) &&
-        ck_cycle(cc, resolve_ref(cc->root, ref->valuestring), stack,
-                 n + 1) < 0) {
+        ck_cycle(cc, resolve_ref(cc->root, ref->valuestring), stack, n + 1) <
+            0) {
         return -1;
     }
     for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(s, lists[i])) {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(s, lists[i]))
+        {
             if (ck_cycle(cc, e, stack, n + 1) < 0) {
                 return -1;
             }
@@ -2339,10 +2431,10 @@ static int ck_keywords(struct cctx *cc, const cJSON *s)
     if (ck_no_duplicates(cc, s) < 0) {
         return -1;
     }
-    cJSON_ArrayForEach(kw, s) {
+    cJSON_ArrayForEach(kw, s)
+    {
         const struct kw_def *d = kw_find(kw->string);
-        if (d != NULL && d->check != NULL &&
-            d->check(cc, kw->string, kw) < 0) {
+        if (d != NULL && d->check != NULL && d->check(cc, kw->string, kw) < 0) {
             return -1;
         }
     }
@@ -2415,8 +2507,10 @@ static int check_object_root(const cJSON *schema, const char *what, char *err,
         return 0;
     }
     wb_init(&w, err, errlen);
-    wb_append(&w, "#: an MCP %s must have \"type\": \"object\" at the top "
-                  "level, got %s", what,
+    wb_append(&w,
+              "#: an MCP %s must have \"type\": \"object\" at the top "
+              "level, got %s",
+              what,
               type != NULL ? ck_got(type, got, sizeof(got)) : "no \"type\"");
     return -1;
 }

@@ -162,8 +162,8 @@ struct http_req {
     /* SSE reading state, guarded by sess->lock. */
     bool suspended;
     bool primed;
-    uint64_t cursor;       /* next seq to write */
-    size_t woff;           /* bytes of that event already written */
+    uint64_t cursor; /* next seq to write */
+    size_t woff;     /* bytes of that event already written */
     /* A subscriptions/listen stream's reader, of client peer (reqs_lock). */
     bool listening;
     char peer[PEER_LEN];
@@ -185,9 +185,9 @@ struct http_server {
     bool loopback;
     atomic_bool stopping;
     atomic_int connections;
-    pthread_mutex_t lock;      /* the session table */
-    pthread_mutex_t reqs_lock; /* before any sess->lock */
-    struct http_req *reqs;     /* every request MHD has not completed */
+    pthread_mutex_t lock;       /* the session table */
+    pthread_mutex_t reqs_lock;  /* before any sess->lock */
+    struct http_req *reqs;      /* every request MHD has not completed */
     pthread_cond_t listen_gone; /* a listening request completed */
     struct http_session *sessions;
     unsigned n_sessions;

@@ -25,8 +25,8 @@ struct http_options {
     const char *const *allowed_origins; /* NULL-terminated, may be NULL */
     const char *auth_token;             /* the endpoint's own bearer token */
     bool allow_query_key;               /* accept ?api_key= (older clients) */
-    size_t max_body_bytes; /* 413 above */
-    unsigned max_sessions; /* idle ones reclaimed (LRU), else 429 */
+    size_t max_body_bytes;              /* 413 above */
+    unsigned max_sessions;            /* idle ones reclaimed (LRU), else 429 */
     unsigned max_sessions_per_client; /* per address; 0: max_sessions on a
                                          loopback bind, else a quarter */
     unsigned max_connections;         /* 503 above */

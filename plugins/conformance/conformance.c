@@ -286,8 +286,8 @@ static int t_reconnection(rlmcp_call *call, const char *args, size_t len,
  * sends notifications/tools/list_changed to every session and to the
  * subscriptions/listen streams that asked for it). Test fixture only.
  */
-static int t_trigger_tool_change(rlmcp_call *call, const char *args,
-                                 size_t len, void *ud)
+static int t_trigger_tool_change(rlmcp_call *call, const char *args, size_t len,
+                                 void *ud)
 {
     (void)args, (void)len, (void)ud;
     if (kill(getpid(), SIGHUP) != 0)

@@ -49,12 +49,12 @@ struct pty {
 #define PTY_MAX_MESSAGE (16u * 1024u * 1024u)
 
 static const char *const signals[] = {
-    "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",
-    "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGSTOP", "SIGTSTP",
-    "SIGWINCH", "SIGALRM", "SIGTTIN", "SIGTTOU", "SIGPIPE", NULL};
+    "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGKILL", "SIGTERM",  "SIGUSR1",
+    "SIGUSR2", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGWINCH", "SIGALRM",
+    "SIGTTIN", "SIGTTOU", "SIGPIPE", NULL};
 
-#define SIGNALS_TEXT                                                         \
-    "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, SIGUSR1, SIGUSR2, SIGCONT, " \
+#define SIGNALS_TEXT                                                           \
+    "SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM, SIGUSR1, SIGUSR2, SIGCONT, "   \
     "SIGSTOP, SIGTSTP, SIGWINCH, SIGALRM, SIGTTIN, SIGTTOU, SIGPIPE"
 
 /* ---- shared helpers ------------------------------------------------------------ */
@@ -181,8 +181,8 @@ static int devbox_post(const struct rlmcp_h *h, const char *id,
     long status = 0;
     int rc;
 
-    rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status,
-                                out, &msg);
+    rc = rlmcp_h_request_status(h, "POST", path, body, NULL, what, &status, out,
+                                &msg);
     if (rc == RLMCP_OK && (status < 200 || status > 299)) {
         rc = rlmcp_h_fail_on_devbox(h, id, status, msg, what);
         cJSON_Delete(*out);
@@ -349,8 +349,8 @@ static int create_pty_tunnel(const struct rlmcp_h *h, const char *id,
 }
 
 /* A fresh PTY tunnel of the devbox; its key and token are copied out. */
-static int open_pty_tunnel(const struct rlmcp_h *h, const char *id,
-                           char **key, char **tok)
+static int open_pty_tunnel(const struct rlmcp_h *h, const char *id, char **key,
+                           char **tok)
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/%s/create_pty_tunnel", id);
     char *what = rlmcp_h_sprintf("devbox %s", id);
@@ -376,9 +376,9 @@ out:
  * into *out; other statuses are reported (404 with not_found_remedy).
  */
 static int pty_request(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
-                       const char *method, const char *path,
-                       const cJSON *body, const char *what,
-                       const char *not_found_remedy, cJSON **out)
+                       const char *method, const char *path, const cJSON *body,
+                       const char *what, const char *not_found_remedy,
+                       cJSON **out)
 {
     struct rlmcp_http_req req = RLMCP_HTTP_REQ_INIT;
     struct rlmcp_http_resp *resp = NULL;
@@ -438,8 +438,7 @@ static int pty_open(const struct rlmcp_h *h, const struct rlmcp_tunnel *t,
     int rc = RLMCP_ENOMEM;
 
     if (cols > 0)
-        path = rlmcp_h_sprintf("/pty/%s?cols=%lld&rows=%lld", sess, cols,
-                               rows);
+        path = rlmcp_h_sprintf("/pty/%s?cols=%lld&rows=%lld", sess, cols, rows);
     else
         path = rlmcp_h_sprintf("/pty/%s", sess);
     if (path != NULL && what != NULL)
@@ -528,8 +527,8 @@ static int connect_args(const struct rlmcp_h *h, const cJSON *args)
 static int t_connect(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     static const char *const keys[] = {
-        "session_name", "created", "attached", "connect_url", "cols", "rows",
-        "idle_ttl_seconds", "status", NULL};
+        "session_name", "created",          "attached", "connect_url", "cols",
+        "rows",         "idle_ttl_seconds", "status",   NULL};
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
     struct session_call s = {.t = RLMCP_TUNNEL_INIT};
@@ -583,8 +582,7 @@ static int on_output(void *user, const void *data, size_t n)
 
 /* The exchange failed before any output: say why in the model's terms. */
 static int exchange_failed(const struct rlmcp_h *h, int rc,
-                           const struct rlmcp_pty_exchange *x,
-                           const char *sess)
+                           const struct rlmcp_pty_exchange *x, const char *sess)
 {
     if (rc == RLMCP_EHTTP && x->upgrade_status == 400)
         return rlmcp_h_fail_remedy(
@@ -901,8 +899,7 @@ out:
     return rc;
 }
 
-static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al,
-                        void *ud)
+static int t_pty_tunnel(rlmcp_call *call, const char *aj, size_t al, void *ud)
 {
     struct pty *pt = ud;
     struct rlmcp_h h = {pt->api, call};
@@ -1055,8 +1052,8 @@ out:
 
 /* ---- registration ------------------------------------------------------------------ */
 
-#define ANN(ro, destr, idem)                                                 \
-    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                   \
+#define ANN(ro, destr, idem)                                                   \
+    "{\"readOnlyHint\":" ro ",\"destructiveHint\":" destr                      \
     ",\"idempotentHint\":" idem ",\"openWorldHint\":true}"
 
 static const struct rlmcp_h_tool specs[] = {

@@ -369,8 +369,8 @@ int rlmcp_h_exists(const struct rlmcp_h *h, const char *path, const char *what,
     *exists = false;
     if (path == NULL)
         return RLMCP_ENOMEM;
-    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status,
-                                NULL, NULL);
+    rc = rlmcp_h_request_status(h, "GET", path, NULL, NULL, what, &status, NULL,
+                                NULL);
     if (rc != RLMCP_OK)
         return rc;
     *exists = status >= 200 && status <= 299;
@@ -1502,8 +1502,8 @@ static const char *devbox_status_message(const cJSON *dbx)
  * client hears the message as progress, then the view is read again after
  * a short sleep; *dbx_io is replaced by the new view. */
 static int devbox_wait_step(const struct rlmcp_h *h, const char *get_path,
-                            const char *what, uint64_t start,
-                            uint64_t deadline, cJSON **dbx_io)
+                            const char *what, uint64_t start, uint64_t deadline,
+                            cJSON **dbx_io)
 {
     uint64_t now = rlmcp_h_now_ms();
     uint64_t nap = deadline - now < 2000 ? deadline - now : 2000;

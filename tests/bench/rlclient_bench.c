@@ -82,10 +82,10 @@ static int raw_get(int fd)
         return -1;
     want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
     while (used < want) {
-        ssize_t n = read(fd, buf + used,
-                         want - used < sizeof(buf) - 1 - used
-                             ? want - used
-                             : sizeof(buf) - 1 - used);
+        ssize_t n =
+            read(fd, buf + used,
+                 want - used < sizeof(buf) - 1 - used ? want - used
+                                                      : sizeof(buf) - 1 - used);
 
         if (n <= 0)
             return -1;
@@ -167,7 +167,9 @@ int main(int argc, char **argv)
     p_ka = pct(ka, n, 0.5);
     p_cn = pct(cn, n, 0.5);
     p_rl = pct(rl, n, 0.5);
-    printf("GET /v1/devboxes?limit=1 on devboxd (unix socket), %d requests each\n", n);
+    printf(
+        "GET /v1/devboxes?limit=1 on devboxd (unix socket), %d requests each\n",
+        n);
     printf("%-14s p50 %8.1f us  p90 %8.1f us\n", "raw-keepalive", p_ka,
            pct(ka, n, 0.9));
     printf("%-14s p50 %8.1f us  p90 %8.1f us\n", "raw-connect", p_cn,

@@ -23,11 +23,14 @@ static void check_create(const cJSON *body)
     spec = devbox_spec_validate(body, &status, err, sizeof(err));
     if (spec == NULL) {
         FUZZ_REQUIRE(err[0] != '\0', "a refused create body has no message");
-        FUZZ_REQUIRE(status >= 400 && status < 500, "refused with status %d", status);
-        FUZZ_REQUIRE(memchr(err, '\0', sizeof(err)) != NULL, "message not terminated");
+        FUZZ_REQUIRE(status >= 400 && status < 500, "refused with status %d",
+                     status);
+        FUZZ_REQUIRE(memchr(err, '\0', sizeof(err)) != NULL,
+                     "message not terminated");
         return;
     }
-    FUZZ_REQUIRE(cJSON_IsObject(spec), "an accepted create spec is not an object");
+    FUZZ_REQUIRE(cJSON_IsObject(spec),
+                 "an accepted create spec is not an object");
     cJSON_Delete(spec);
 }
 
@@ -39,7 +42,8 @@ static void check_tunnel(const cJSON *body)
     err[0] = '\0';
     rc = tunnel_check_spec(body, "", err, sizeof(err));
     FUZZ_REQUIRE(rc == 0 || rc == -1, "tunnel_check_spec returned %d", rc);
-    FUZZ_REQUIRE(rc == 0 || err[0] != '\0', "a refused tunnel spec has no message");
+    FUZZ_REQUIRE(rc == 0 || err[0] != '\0',
+                 "a refused tunnel spec has no message");
     if (rc == 0) {
         cJSON *view = tunnel_new_view(body);
 

@@ -12,7 +12,8 @@
 #include "buildah_dockerfile.h"
 #include "fuzz_util.h"
 
-static int resolve_any(void *ctx, const char *name, char **local, char *err, size_t errlen)
+static int resolve_any(void *ctx, const char *name, char **local, char *err,
+                       size_t errlen)
 {
     (void)ctx;
     (void)name;
@@ -40,15 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     memcpy(text, data, size);
     text[size] = '\0';
-    if (strlen(text) != size || cJSON_AddStringToObject(params, "dockerfile", text) == NULL)
+    if (strlen(text) != size ||
+        cJSON_AddStringToObject(params, "dockerfile", text) == NULL)
         goto out; /* JSON strings hold no NUL: the API never passes one */
     memset(&out, 0, sizeof(out));
     err[0] = '\0';
     if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) == 0) {
         FUZZ_REQUIRE(out.text != NULL, "no Dockerfile for buildah");
         for (i = 0; i < out.n_steps; i++) {
-            FUZZ_REQUIRE(out.steps[i].emit != NULL, "step %zu emits nothing", i);
-            FUZZ_REQUIRE(out.steps[i].line >= 0, "step %zu on line %d", i, out.steps[i].line);
+            FUZZ_REQUIRE(out.steps[i].emit != NULL, "step %zu emits nothing",
+                         i);
+            FUZZ_REQUIRE(out.steps[i].line >= 0, "step %zu on line %d", i,
+                         out.steps[i].line);
         }
     } else {
         FUZZ_REQUIRE(err[0] != '\0', "a refused Dockerfile has no message");

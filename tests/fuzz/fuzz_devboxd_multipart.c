@@ -42,13 +42,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(body, nl + 1, blen);
     err[0] = '\0';
-    if (multipart_parse(body, blen, boundary, parts, 8, &n, err, sizeof(err)) == 0) {
+    if (multipart_parse(body, blen, boundary, parts, 8, &n, err, sizeof(err)) ==
+        0) {
         FUZZ_REQUIRE(n <= 8, "%zu parts", n);
         for (i = 0; i < n; i++) {
-            FUZZ_REQUIRE(parts[i].data >= body && parts[i].data + parts[i].len <= body + blen,
+            FUZZ_REQUIRE(parts[i].data >= body &&
+                             parts[i].data + parts[i].len <= body + blen,
                          "part %zu outside the body", i);
-            FUZZ_REQUIRE(memchr(parts[i].name, '\0', sizeof(parts[i].name)) != NULL &&
-                             memchr(parts[i].filename, '\0', sizeof(parts[i].filename)) != NULL,
+            FUZZ_REQUIRE(memchr(parts[i].name, '\0', sizeof(parts[i].name)) !=
+                                 NULL &&
+                             memchr(parts[i].filename, '\0',
+                                    sizeof(parts[i].filename)) != NULL,
                          "part %zu name not terminated", i);
         }
     } else {

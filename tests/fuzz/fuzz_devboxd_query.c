@@ -19,7 +19,8 @@ static void check_query(const char *qs)
     memset(&req, 0, sizeof(req));
     if (http_parse_query(&req, qs) == 0) {
         for (i = 0; i < req.n_query; i++) {
-            FUZZ_REQUIRE(req.query[i].name != NULL && req.query[i].value != NULL,
+            FUZZ_REQUIRE(req.query[i].name != NULL &&
+                             req.query[i].value != NULL,
                          "pair %zu incomplete", i);
             FUZZ_REQUIRE(http_request_query(&req, req.query[i].name) != NULL,
                          "parsed name %zu not found again", i);
@@ -40,7 +41,8 @@ static void check_host(const char *host)
     FUZZ_REQUIRE(port >= 1 && port <= 65535, "port %d accepted", port);
     FUZZ_REQUIRE(memchr(key, '\0', sizeof(key)) != NULL, "key not terminated");
     for (i = 0; key[i] != '\0'; i++)
-        FUZZ_REQUIRE((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9'),
+        FUZZ_REQUIRE((key[i] >= 'a' && key[i] <= 'z') ||
+                         (key[i] >= '0' && key[i] <= '9'),
                      "key byte 0x%02x accepted", (unsigned char)key[i]);
 }
 

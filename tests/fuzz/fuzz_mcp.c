@@ -35,8 +35,10 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
         return;
     }
     v = cJSON_ParseWithLength(json, len);
-    FUZZ_REQUIRE(cJSON_IsObject(v), "sent something other than a JSON "
-                 "object: %.*s", (int)(len > 300 ? 300 : len), json);
+    FUZZ_REQUIRE(cJSON_IsObject(v),
+                 "sent something other than a JSON "
+                 "object: %.*s",
+                 (int)(len > 300 ? 300 : len), json);
     cJSON_Delete(v);
 }
 
@@ -101,10 +103,12 @@ static void setup(void)
         def.input_schema_json = schemas[i][1];
         def.handler = h_echo;
         FUZZ_REQUIRE(registry_add_tool(g_reg, NULL, "fuzz", &def, err,
-                                       sizeof(err)) == RLMCP_OK, "%s", err);
+                                       sizeof(err)) == RLMCP_OK,
+                     "%s", err);
     }
     FUZZ_REQUIRE(registry_select(g_reg, NULL, "fuzz", false, 5000, err,
-                                 sizeof(err)) == 0, "%s", err);
+                                 sizeof(err)) == 0,
+                 "%s", err);
     memset(&o, 0, sizeof(o));
     o.server_name = "fuzz";
     o.server_version = "0";

@@ -14,8 +14,14 @@
 #include "schema.h"
 
 static const char *const subjects[] = {
-    "", "a", "aaaa", "Ab1_-.", "a\nb", "\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80",
-    "{}[]()^$|?*+\\/", "   \t",
+    "",
+    "a",
+    "aaaa",
+    "Ab1_-.",
+    "a\nb",
+    "\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80",
+    "{}[]()^$|?*+\\/",
+    "   \t",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_REQUIRE(checked == 0 || strstr(err, "pattern") != NULL,
                  "rejection does not name the pattern: %s", err);
     for (i = 0; i <= sizeof(subjects) / sizeof(subjects[0]); i++) {
-        const char *s = i < sizeof(subjects) / sizeof(subjects[0])
-                            ? subjects[i] : pattern;
+        const char *s =
+            i < sizeof(subjects) / sizeof(subjects[0]) ? subjects[i] : pattern;
         int a, b;
         subject = cJSON_CreateString(s);
         if (subject == NULL) {

@@ -46,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     checked = schema_check(schema, err, sizeof(err));
     check_message(err, sizeof(err), utf8);
     FUZZ_REQUIRE(checked == 0 || err[0] != '\0', "check failed silently");
-    FUZZ_REQUIRE(schema_check_tool_input(schema, NULL, 0) != 0 ||
-                 checked == 0, "tool check passed a bad schema");
+    FUZZ_REQUIRE(schema_check_tool_input(schema, NULL, 0) != 0 || checked == 0,
+                 "tool check passed a bad schema");
     if (nl != NULL) {
         inst = cJSON_ParseWithLength((const char *)nl + 1, size - slen - 1);
     }
@@ -55,10 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = schema_validate(schema, inst, "arguments", err, sizeof(err));
         check_message(err, sizeof(err), utf8);
         FUZZ_REQUIRE(rc == 0 || rc == -1, "rc %d", rc);
-        FUZZ_REQUIRE((rc == 0) == (err[0] == '\0'), "rc %d with '%s'", rc,
-                     err);
-        if (checked == 0 && rc != 0 &&
-            strncmp(err, "schema error", 12) == 0) {
+        FUZZ_REQUIRE((rc == 0) == (err[0] == '\0'), "rc %d with '%s'", rc, err);
+        if (checked == 0 && rc != 0 && strncmp(err, "schema error", 12) == 0) {
             /* Only the depth limit may stop a checked schema. */
             FUZZ_REQUIRE(strstr(err, "nested schemas apply here") != NULL,
                          "checked schema failed: %s", err);

@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define FUZZ_REQUIRE(cond, ...)                                             \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "fuzz check failed: %s: ", #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fprintf(stderr, "\n");                                          \
-            abort();                                                        \
-        }                                                                   \
+#define FUZZ_REQUIRE(cond, ...)                                                \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "fuzz check failed: %s: ", #cond);                 \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 /* Strict UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
@@ -27,9 +27,11 @@ static inline bool fuzz_valid_utf8(const unsigned char *p, size_t n)
 
     while (i < n) {
         unsigned c = p[i];
-        size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 :
-                     (c >= 0xE0 && c <= 0xEF) ? 3 :
-                     (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        size_t len = c < 0x80                   ? 1
+                     : (c >= 0xC2 && c <= 0xDF) ? 2
+                     : (c >= 0xE0 && c <= 0xEF) ? 3
+                     : (c >= 0xF0 && c <= 0xF4) ? 4
+                                                : 0;
         unsigned cp = 0;
         size_t k;
 

@@ -45,8 +45,9 @@ static void mutate_runs(const uint8_t *orig, size_t n)
                 break;
             case 2: /* insert an interesting byte */
                 if (len < 2 * n + 32) {
-                    static const uint8_t b[] = {'"', '\\', '{', '}', '[', ']', ',', ':', '\n',
-                                                '\r', '-', '=', '&', '%', '\0', 0xff};
+                    static const uint8_t b[] = {'"', '\\', '{',  '}',  '[', ']',
+                                                ',', ':',  '\n', '\r', '-', '=',
+                                                '&', '%',  '\0', 0xff};
                     memmove(buf + at + 1, buf + at, len - at);
                     buf[at] = b[(seed >> 16) % sizeof(b)];
                     len++;

@@ -225,8 +225,7 @@ static void t_origin_bad_input(void **state)
                         "tunnel_key");
     memset(big, 'k', 513);
     big[513] = '\0';
-    expect_origin_fails("https://api.runloop.ai", NULL, big, 13,
-                        "tunnel_key");
+    expect_origin_fails("https://api.runloop.ai", NULL, big, 13, "tunnel_key");
     expect_origin_fails("https://api.runloop.ai", NULL, "k", 0, "port");
     expect_origin_fails("https://api.runloop.ai", NULL, "k", 65536, "port");
     expect_origin_fails("no-scheme", NULL, "k", 13, "base URL");
@@ -320,9 +319,9 @@ static void t_request_token_and_retries(void **state)
     req.path = "/pty/s1?cols=80&rows=24";
     script("[{\"status\":502},{\"status\":503},{\"status\":200,"
            "\"body\":\"{\\\"created\\\":true}\"}]");
-    assert_int_equal(rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_OK);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_OK);
     assert_int_equal(resp->status, 200);
     assert_non_null(strstr(resp->body, "created"));
     rlclient_resp_free(resp);
@@ -336,15 +335,15 @@ static void t_request_token_and_retries(void **state)
 
     /* the service's own errors are answers, not retried */
     script("[{\"status\":500},{\"status\":200}]");
-    assert_int_equal(rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_OK);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_OK);
     assert_int_equal(resp->status, 500);
     rlclient_resp_free(resp);
     script("[{\"status\":409},{\"status\":200}]");
-    assert_int_equal(rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_OK);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_OK);
     assert_int_equal(resp->status, 409);
     rlclient_resp_free(resp);
     log = server_log();
@@ -355,9 +354,9 @@ static void t_request_token_and_retries(void **state)
     script("[{\"status\":503},{\"status\":503},{\"status\":503},"
            "{\"status\":503},{\"status\":503},{\"status\":503},"
            "{\"status\":200}]");
-    assert_int_equal(rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_OK);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_OK);
     assert_int_equal(resp->status, 503);
     rlclient_resp_free(resp);
     log = server_log();
@@ -366,9 +365,9 @@ static void t_request_token_and_retries(void **state)
 
     /* no token: no Authorization at all */
     script(NULL);
-    assert_int_equal(rlclient_tunnel_request(c, g_base, NULL, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_OK);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, NULL, &req, &resp, NULL, NULL),
+        RLMCP_OK);
     rlclient_resp_free(resp);
     log = server_log();
     assert_null(header_of(log, 0, "authorization"));
@@ -384,17 +383,17 @@ static void t_request_bad_input_and_redaction(void **state)
 
     req.method = "GET";
     req.path = "/pty/s1";
-    assert_int_equal(rlclient_tunnel_request(c, "ftp://x", TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_EINVAL);
+    assert_int_equal(
+        rlclient_tunnel_request(c, "ftp://x", TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_EINVAL);
     assert_int_equal(rlclient_tunnel_request(c, g_base, "two words", &req,
                                              &resp, NULL, NULL),
                      RLMCP_EINVAL);
     assert_null(strstr(rlclient_last_error(), "two words"));
     req.path = "pty/s1";
-    assert_int_equal(rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp,
-                                             NULL, NULL),
-                     RLMCP_EINVAL);
+    assert_int_equal(
+        rlclient_tunnel_request(c, g_base, TOKEN, &req, &resp, NULL, NULL),
+        RLMCP_EINVAL);
     /* a closed port: the error names the URL, never the token */
     req.path = "/pty/s1";
     req.max_retries = 0;
@@ -436,8 +435,8 @@ static void t_ws_target(void **state)
                                "?token=REDACTED&x=1");
     assert_null(strstr(shown, TOKEN));
 
-    assert_int_equal(ws_target_parse("http://x:80", "/a?auth_token=" TOKEN,
-                                     &t, err, sizeof(err)),
+    assert_int_equal(ws_target_parse("http://x:80", "/a?auth_token=" TOKEN, &t,
+                                     err, sizeof(err)),
                      0);
     ws_shown_url(&t, shown, sizeof(shown));
     assert_null(strstr(shown, TOKEN));
@@ -446,18 +445,16 @@ static void t_ws_target(void **state)
                      -1);
     assert_int_equal(ws_target_parse("http://x:0", "/a", &t, err, sizeof(err)),
                      -1);
-    assert_int_equal(ws_target_parse("http://x:99999", "/a", &t, err,
-                                     sizeof(err)),
-                     -1);
+    assert_int_equal(
+        ws_target_parse("http://x:99999", "/a", &t, err, sizeof(err)), -1);
     assert_int_equal(ws_target_parse("http://", "/a", &t, err, sizeof(err)),
                      -1);
     assert_int_equal(ws_target_parse("http://x", "a", &t, err, sizeof(err)),
                      -1);
     assert_int_equal(ws_target_parse("http://x", "/a b", &t, err, sizeof(err)),
                      -1);
-    assert_int_equal(ws_target_parse("http://x", "/a\r\nX: y", &t, err,
-                                     sizeof(err)),
-                     -1);
+    assert_int_equal(
+        ws_target_parse("http://x", "/a\r\nX: y", &t, err, sizeof(err)), -1);
 }
 
 /* ---- exchanges that fail ------------------------------------------------ */
@@ -496,14 +493,14 @@ static void t_ws_failures(void **state)
     x.input_len = 3;
     /* bad fields */
     x.on_output = NULL;
-    assert_int_equal(ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err,
-                                     sizeof(err)),
-                     RLMCP_EINVAL);
+    assert_int_equal(
+        ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err, sizeof(err)),
+        RLMCP_EINVAL);
     x.on_output = no_output;
     x.connect_url = "relative";
-    assert_int_equal(ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err,
-                                     sizeof(err)),
-                     RLMCP_EINVAL);
+    assert_int_equal(
+        ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err, sizeof(err)),
+        RLMCP_EINVAL);
     x.connect_url = "/pty/s/attach";
 
     /* nothing listens */
@@ -514,10 +511,11 @@ static void t_ws_failures(void **state)
     assert_non_null(strstr(err, "ws://127.0.0.1:1/pty/s/attach"));
 
     /* a plain HTTP server refuses the upgrade: its status is reported */
-    script("[{\"status\":400,\"body\":\"{\\\"message\\\":\\\"attached\\\"}\"}]");
-    assert_int_equal(ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err,
-                                     sizeof(err)),
-                     RLMCP_EHTTP);
+    script(
+        "[{\"status\":400,\"body\":\"{\\\"message\\\":\\\"attached\\\"}\"}]");
+    assert_int_equal(
+        ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err, sizeof(err)),
+        RLMCP_EHTTP);
     assert_int_equal(x.upgrade_status, 400);
     assert_null(strstr(err, TOKEN));
     {
@@ -533,9 +531,9 @@ static void t_ws_failures(void **state)
     script("[{\"delay_ms\":10000}]");
     x.max_wait_ms = 300;
     t0 = now_ms();
-    assert_int_equal(ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err,
-                                     sizeof(err)),
-                     RLMCP_EHTTP);
+    assert_int_equal(
+        ws_pty_exchange(g_base, TOKEN, &x, NULL, NULL, err, sizeof(err)),
+        RLMCP_EHTTP);
     assert_true(now_ms() - t0 < 5000);
     assert_non_null(strstr(err, "max_wait"));
 

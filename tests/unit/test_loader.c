@@ -164,7 +164,8 @@ static void test_wrong_major(void **state)
 
     assert_int_equal(load(&e, "plugins: [fx_wrong_major]\n", NULL), -1);
     expect_log("runloop-mcp: error: fx_wrong_major: " FIXTURES
-               "/rlmcp_fx_wrong_major.so: plugin ABI 2.0, host ABI " ABI_NOW ": the "
+               "/rlmcp_fx_wrong_major.so: plugin ABI 2.0, host ABI " ABI_NOW
+               ": the "
                "major versions differ; rebuild the plugin");
     expect_log("l.yaml: plugin 'fx_wrong_major' failed to load; fix it, or set "
                "host.on_plugin_error: skip");

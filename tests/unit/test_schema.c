@@ -114,10 +114,12 @@ static void test_type(void **state)
     ok("{\"type\":\"boolean\"}", "false");
     ok("{\"type\":\"array\"}", "[1]");
     ok("{\"type\":\"string\"}", "\"x\"");
-    bad("{\"type\":\"boolean\"}", "0", "arguments: expected boolean, got number 0");
+    bad("{\"type\":\"boolean\"}", "0",
+        "arguments: expected boolean, got number 0");
     bad("{\"type\":\"string\"}", "true",
         "arguments: expected string, got boolean true");
-    bad("{\"type\":\"number\"}", "{}", "arguments: expected number, got object");
+    bad("{\"type\":\"number\"}", "{}",
+        "arguments: expected number, got object");
 
     ok("{\"type\":[\"string\",\"null\"]}", "null");
     ok("{\"type\":[\"string\",\"null\"]}", "\"a\"");
@@ -173,7 +175,8 @@ static void test_pattern_properties(void **state)
 
     ok(s, "{\"name\":1,\"x-a\":\"s\",\"n_12\":3}");
     bad(s, "{\"x-a\":5}", "arguments.x-a: expected string, got number 5");
-    bad(s, "{\"n_1\":\"s\"}", "arguments.n_1: expected number, got string \"s\"");
+    bad(s, "{\"n_1\":\"s\"}",
+        "arguments.n_1: expected number, got string \"s\"");
     bad(s, "{\"other\":1}",
         "arguments: unknown property 'other' (allowed: name or names "
         "matching '^x-' or names matching '^n_[0-9]+$')");
@@ -186,8 +189,9 @@ static void test_object_counts_and_dependencies(void **state)
                     "\"dependentRequired\":{\"user\":[\"password\"]}}";
 
     ok(s, "{\"a\":1}");
-    bad(s, "{}", "arguments: object has 0 properties, fewer than "
-                 "minProperties 1");
+    bad(s, "{}",
+        "arguments: object has 0 properties, fewer than "
+        "minProperties 1");
     bad(s, "{\"a\":1,\"b\":2,\"c\":3}",
         "arguments: object has 3 properties, more than maxProperties 2");
     bad(s, "{\"user\":\"u\"}",
@@ -231,12 +235,13 @@ static void test_string_lengths(void **state)
 
     /* lengths are code points, not bytes */
     const char *three = "{\"type\":\"string\",\"minLength\":3,\"maxLength\":3}";
-    ok(three, "\"\xC3\xA9\xC3\xA9\xC3\xA9\"");             /* 6 bytes */
-    ok(three, "\"a\xF0\x9F\x98\x80z\"");                   /* emoji, 6 bytes */
-    ok(three, "\"a\\ud83d\\ude00z\"");                      /* escaped pair */
+    ok(three, "\"\xC3\xA9\xC3\xA9\xC3\xA9\""); /* 6 bytes */
+    ok(three, "\"a\xF0\x9F\x98\x80z\"");       /* emoji, 6 bytes */
+    ok(three, "\"a\\ud83d\\ude00z\"");         /* escaped pair */
     bad(three, "\"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE5\x90\x8D\"",
         "arguments: string longer than maxLength 3");
-    bad(three, "\"\xC3\xA9\xC3\xA9\"", "arguments: string shorter than minLength 3");
+    bad(three, "\"\xC3\xA9\xC3\xA9\"",
+        "arguments: string shorter than minLength 3");
     ok("{\"maxLength\":0}", "\"\"");
     ok("{\"minLength\":2}", "5"); /* only strings */
 }
@@ -259,7 +264,8 @@ static void test_pattern(void **state)
     ok("{\"pattern\":\"^.{2}$\"}", "\"\xC3\xA9\xC3\xA9\"");
     bad_has("{\"pattern\":\"^.{2}$\"}", "\"\xC3\xA9\"", "does not match");
     ok("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"a\"");
-    bad_has("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"\xC3\xA9\"", "does not match");
+    bad_has("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"\xC3\xA9\"",
+            "does not match");
     ok("{\"pattern\":\"^[^\xC3\xA9]$\"}", "\"\xC3\xA8\"");
     bad_has("{\"pattern\":\"^\xC3\xA9\"}", "\"e\"", "does not match");
     bad_has("{\"pattern\":\"^a.b$\"}", "\"a\\nb\"", "does not match");
@@ -278,16 +284,19 @@ static void test_pattern(void **state)
     bad_has("{\"pattern\":\"^[^^]$\"}", "\"^\"", "does not match");
     ok("{\"pattern\":\"^[\\\\[\\\\]]+$\"}", "\"[]\"");
     ok("{\"pattern\":\"^[a-z\\\\-]+$\"}", "\"a-b\"");
-    ok("{\"pattern\":\"^\\\\.\\\\*\\\\+\\\\?\\\\(\\\\)\\\\{\\\\}\\\\|\\\\$\\\\^\\\\/$\"}",
+    ok("{\"pattern\":\"^\\\\.\\\\*\\\\+\\\\?\\\\(\\\\)\\\\{\\\\}\\\\|\\\\$\\\\^"
+       "\\\\/$\"}",
        "\".*+?(){}|$^/\"");
-    ok("{\"pattern\":\"^\\\\u00e9\\\\x41$\"}", "\"\xC3\xA9" "A\"");
+    ok("{\"pattern\":\"^\\\\u00e9\\\\x41$\"}", "\"\xC3\xA9"
+                                               "A\"");
     ok("{\"pattern\":\"^\\\\ud83d\\\\ude00$\"}", "\"\xF0\x9F\x98\x80\"");
     ok("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"\xC3\xA9\"");
     ok("{\"pattern\":\"^[a-\\\\u00ff]+$\"}", "\"z\xC3\xA9\"");
-    bad_has("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"e\"", "does not match");
+    bad_has("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"e\"",
+            "does not match");
     ok("{\"pattern\":\"^[^\\\\u00e0-\\\\u00ff]$\"}", "\"e\"");
     ok("{\"pattern\":\"^\\\\t$\"}", "\"\\t\"");
-    ok("{\"pattern\":\"^[\\\\\\\\]$\"}", "\"\\\\\"");      /* [\\] is a backslash */
+    ok("{\"pattern\":\"^[\\\\\\\\]$\"}", "\"\\\\\""); /* [\\] is a backslash */
     /* negated escapes in a class: [\s\S] is "anything", newline too */
     ok("{\"pattern\":\"^[\\\\s\\\\S]+$\"}", "\"a \\n\xC3\xA9\"");
     ok("{\"pattern\":\"^[a\\\\D]$\"}", "\"x\"");
@@ -436,7 +445,8 @@ static void test_pattern_rejected(void **state)
     check_fails("{\"pattern\":\"[\\\\\"}", "lone backslash");
     check_fails("{\"pattern\":\"(?i)a\"}", "group syntax (?i");
     check_fails("{\"pattern\":\"(?>a)\"}", "group syntax (?>");
-    check_fails("{\"pattern\":\"a{3,2}\"}", "pattern 'a{3,2}' is not supported");
+    check_fails("{\"pattern\":\"a{3,2}\"}",
+                "pattern 'a{3,2}' is not supported");
     /* PCRE2-only syntax is not ECMA-262 */
     check_fails("{\"pattern\":\"\\\\Aa\\\\z\"}", "unknown escape \\A");
     check_fails("{\"pattern\":\"\\\\Qa\\\\E\"}", "unknown escape \\Q");
@@ -453,7 +463,8 @@ static void test_pattern_rejected(void **state)
      * PCRE2) */
     check_fails("{\"pattern\":\"a++\"}", "a quantifier cannot follow another "
                                          "quantifier ('+'");
-    check_fails("{\"pattern\":\"a{2}{3}\"}", "cannot follow another quantifier");
+    check_fails("{\"pattern\":\"a{2}{3}\"}",
+                "cannot follow another quantifier");
     check_fails("{\"pattern\":\"a*??\"}", "cannot follow another quantifier");
     check_fails("{\"pattern\":\"^\\\\d{3}+++++++++++++++\"}",
                 "cannot follow another quantifier");
@@ -514,8 +525,9 @@ static void test_enum_const(void **state)
     bad(s, "\"ruby\"",
         "arguments: must be one of \"python\", \"node\", 3, null, {\"a\":[1]}; "
         "got string \"ruby\"");
-    bad(s, "{\"a\":[2]}", "arguments: must be one of \"python\", \"node\", 3, "
-                          "null, {\"a\":[1]}; got object");
+    bad(s, "{\"a\":[2]}",
+        "arguments: must be one of \"python\", \"node\", 3, "
+        "null, {\"a\":[1]}; got object");
     ok("{\"const\":{\"x\":1,\"y\":2}}", "{\"y\":2,\"x\":1}");
     bad("{\"const\":\"v1\"}", "\"v2\"",
         "arguments: must be \"v1\"; got string \"v2\"");
@@ -538,8 +550,9 @@ static void test_arrays(void **state)
     bad(s, "[\"a\",\"b\",\"c\",\"d\"]",
         "arguments: array has 4 items, more than maxItems 3");
     bad(s, "[\"a\",5]", "arguments[1]: expected string, got number 5");
-    bad(s, "[\"a\",\"b\",\"a\"]", "arguments: items [0] and [2] are equal, "
-                                  "but uniqueItems requires distinct items");
+    bad(s, "[\"a\",\"b\",\"a\"]",
+        "arguments: items [0] and [2] are equal, "
+        "but uniqueItems requires distinct items");
     ok("{\"uniqueItems\":true}", "[1,\"1\",[1],{\"a\":1},{\"a\":2}]");
     bad_has("{\"uniqueItems\":true}", "[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1}]",
             "items [0] and [1] are equal");
@@ -560,10 +573,12 @@ static void test_arrays(void **state)
     const char *has = "{\"contains\":{\"type\":\"integer\"},\"minContains\":2,"
                       "\"maxContains\":3}";
     ok(has, "[1,\"a\",2]");
-    bad(has, "[1,\"a\"]", "arguments: array needs at least 2 item(s) "
-                          "matching the \"contains\" schema, found 1");
-    bad(has, "[1,2,3,4]", "arguments: array has 4 items matching the "
-                          "\"contains\" schema, more than maxContains 3");
+    bad(has, "[1,\"a\"]",
+        "arguments: array needs at least 2 item(s) "
+        "matching the \"contains\" schema, found 1");
+    bad(has, "[1,2,3,4]",
+        "arguments: array has 4 items matching the "
+        "\"contains\" schema, more than maxContains 3");
     bad("{\"contains\":{\"const\":1}}", "[]",
         "arguments: array needs at least 1 item(s) matching the \"contains\" "
         "schema, found 0");
@@ -582,16 +597,18 @@ static void test_any_one_all_not(void **state)
     bad(any, "true", "arguments: expected string or integer, got boolean true");
 
     const char *any2 = "{\"anyOf\":[{\"minimum\":10},{\"maximum\":0}]}";
-    bad(any2, "5", "arguments: does not match any alternative in anyOf; "
-                   "alternative 1: must be >= 10, got 5; alternative 2: "
-                   "must be <= 0, got 5");
+    bad(any2, "5",
+        "arguments: does not match any alternative in anyOf; "
+        "alternative 1: must be >= 10, got 5; alternative 2: "
+        "must be <= 0, got 5");
 
     const char *one = "{\"oneOf\":[{\"type\":\"integer\"},"
                       "{\"type\":\"number\",\"minimum\":0}]}";
     ok(one, "-3");
     ok(one, "0.5");
-    bad(one, "3", "arguments: matches more than one alternative in oneOf "
-                  "(1 and 2); it must match exactly one");
+    bad(one, "3",
+        "arguments: matches more than one alternative in oneOf "
+        "(1 and 2); it must match exactly one");
     bad(one, "\"x\"",
         "arguments: expected integer or number, got string \"x\"");
 
@@ -609,14 +626,15 @@ static void test_any_one_all_not(void **state)
                        "\"else\":{\"required\":[\"url\"]}}";
     ok(cond, "{\"kind\":\"file\",\"path\":\"/x\"}");
     ok(cond, "{\"kind\":\"web\",\"url\":\"u\"}");
-    bad(cond, "{\"kind\":\"file\"}", "arguments: missing required property 'path'");
-    bad(cond, "{\"kind\":\"web\"}", "arguments: missing required property 'url'");
+    bad(cond, "{\"kind\":\"file\"}",
+        "arguments: missing required property 'path'");
+    bad(cond, "{\"kind\":\"web\"}",
+        "arguments: missing required property 'url'");
 
     /* nested within properties: the path is kept */
     bad("{\"properties\":{\"a\":{\"anyOf\":[{\"type\":\"string\"},"
         "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]}}}",
-        "{\"a\":[\"x\",1]}",
-        "arguments.a[1]: expected string, got number 1");
+        "{\"a\":[\"x\",1]}", "arguments.a[1]: expected string, got number 1");
 }
 
 static void test_boolean_schemas(void **state)
@@ -678,7 +696,8 @@ static void test_refs(void **state)
                       "\"y\":{\"$ref\":\"#/$defs/c~0d\"},"
                       "\"z\":{\"$ref\":\"#/$defs/e%25f\"}}}";
     ok(esc, "{\"x\":1,\"y\":\"s\",\"z\":1}");
-    bad(esc, "{\"x\":\"1\"}", "arguments.x: expected integer, got string \"1\"");
+    bad(esc, "{\"x\":\"1\"}",
+        "arguments.x: expected integer, got string \"1\"");
     bad(esc, "{\"y\":1}", "arguments.y: expected string, got number 1");
 
     /* recursion that consumes input is fine */
@@ -693,10 +712,11 @@ static void test_refs(void **state)
         "arguments.kids[0].kids[0].v: expected integer, got string \"x\"");
     /* a target under an unknown keyword works like one in $defs */
     ok("{\"x-lib\":{\"id\":{\"type\":\"string\"}},\"properties\":{\"a\":"
-       "{\"$ref\":\"#/x-lib/id\"}}}", "{\"a\":\"s\"}");
+       "{\"$ref\":\"#/x-lib/id\"}}}",
+       "{\"a\":\"s\"}");
     bad("{\"x-lib\":{\"id\":{\"type\":\"string\"}},\"properties\":{\"a\":"
-        "{\"$ref\":\"#/x-lib/id\"}}}", "{\"a\":1}",
-        "arguments.a: expected string, got number 1");
+        "{\"$ref\":\"#/x-lib/id\"}}}",
+        "{\"a\":1}", "arguments.a: expected string, got number 1");
     /* "#" is the root */
     ok("{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}}}",
        "{\"next\":{\"next\":{}}}");
@@ -711,7 +731,8 @@ static void test_ref_cycles(void **state)
     check_fails("{\"$ref\":\"#\"}", "$ref cycle");
     check_fails("{\"allOf\":[{\"$ref\":\"#\"}]}", "$ref cycle");
     check_fails("{\"$defs\":{\"a\":{\"anyOf\":[{\"type\":\"string\"},"
-                "{\"not\":{\"$ref\":\"#/$defs/a\"}}]}}}", "$ref cycle");
+                "{\"not\":{\"$ref\":\"#/$defs/a\"}}]}}}",
+                "$ref cycle");
 
     /* the same cycle, unchecked, must not hang or overflow at validation */
     cJSON *s = parse("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},"
@@ -762,7 +783,8 @@ static void test_deep_instances(void **state)
     assert_non_null(strstr(err, "more than 64 nested schemas apply here"));
     /* a schema that does not descend never looks deep */
     ok("{\"type\":\"array\"}", arrays);
-    bad("{\"type\":\"object\"}", arrays, "arguments: expected object, got array");
+    bad("{\"type\":\"object\"}", arrays,
+        "arguments: expected object, got array");
     ok("{}", deep);
     free(shallow);
     free(deep);
@@ -784,7 +806,8 @@ static void test_check_keywords(void **state)
     check_fails("{\"maxItems\":1.5}", "\"maxItems\" must be a non-negative");
     check_fails("{\"minimum\":\"5\"}",
                 "#: \"minimum\" must be a number, got string \"5\"");
-    check_fails("{\"multipleOf\":0}", "\"multipleOf\" must be a number greater");
+    check_fails("{\"multipleOf\":0}",
+                "\"multipleOf\" must be a number greater");
     check_fails("{\"exclusiveMinimum\":true}", "draft-04 form");
     check_fails("{\"required\":\"a\"}", "\"required\" must be an array");
     check_fails("{\"required\":[\"a\",\"a\"]}", "lists 'a' twice");
@@ -809,9 +832,10 @@ static void test_check_keywords(void **state)
     check_fails("{\"minLength\":5,\"maxLength\":3}",
                 "\"minLength\" 5 is greater than \"maxLength\" 3");
     check_fails("{\"minimum\":2,\"maximum\":1}", "\"minimum\" 2 is greater");
-    check_fails("{\"type\":\"object\",\"properties\":{\"a\":{}},"
-                "\"required\":[\"b\"],\"additionalProperties\":false}",
-                "\"required\" lists 'b', but \"additionalProperties\" is false");
+    check_fails(
+        "{\"type\":\"object\",\"properties\":{\"a\":{}},"
+        "\"required\":[\"b\"],\"additionalProperties\":false}",
+        "\"required\" lists 'b', but \"additionalProperties\" is false");
     check_fails("{\"dependentRequired\":{\"a\":\"b\"}}", "must be an array");
     check_fails("{\"properties\":{\"a\":{\"properties\":{\"b\":{\"items\":"
                 "{\"type\":\"x\"}}}}}}",
@@ -832,12 +856,13 @@ static void test_check_keywords(void **state)
 static void test_check_accepts(void **state)
 {
     /* annotations and unknown keywords are ignored; nullable has no effect */
-    const char *s = "{\"type\":\"object\",\"title\":\"T\",\"description\":\"d\","
-                    "\"examples\":[{}],\"x-vendor\":{\"type\":5},"
-                    "\"properties\":{\"url\":{\"type\":\"string\",\"format\":"
-                    "\"uri\",\"default\":\"x\",\"nullable\":true,"
-                    "\"deprecated\":true,\"readOnly\":true}},"
-                    "\"required\":[\"url\"]}";
+    const char *s =
+        "{\"type\":\"object\",\"title\":\"T\",\"description\":\"d\","
+        "\"examples\":[{}],\"x-vendor\":{\"type\":5},"
+        "\"properties\":{\"url\":{\"type\":\"string\",\"format\":"
+        "\"uri\",\"default\":\"x\",\"nullable\":true,"
+        "\"deprecated\":true,\"readOnly\":true}},"
+        "\"required\":[\"url\"]}";
     cJSON *v = parse(s);
     char err[256];
 
@@ -923,8 +948,8 @@ static void test_buffers(void **state)
     assert_int_equal(schema_validate(s, v, "arguments", small, sizeof(small)),
                      -1);
     assert_string_equal(small, "arguments: unkn");
-    assert_int_equal(schema_validate(s, NULL, "arguments", small,
-                                     sizeof(small)), -1);
+    assert_int_equal(
+        schema_validate(s, NULL, "arguments", small, sizeof(small)), -1);
     assert_int_equal(schema_check(s, NULL, 0), 0);
     cJSON_Delete(s);
     cJSON_Delete(v);
@@ -1004,7 +1029,8 @@ static void test_unique_large(void **state)
     }
     assert_int_equal(schema_validate(s, arr, "arguments", err, sizeof(err)), 0);
     cJSON_AddItemToArray(arr, cJSON_CreateNumber(7.0)); /* equals item 14 */
-    assert_int_equal(schema_validate(s, arr, "arguments", err, sizeof(err)), -1);
+    assert_int_equal(schema_validate(s, arr, "arguments", err, sizeof(err)),
+                     -1);
     assert_string_equal(err, "arguments: items [14] and [50000] are equal, but "
                              "uniqueItems requires distinct items");
     for (i = 0; i < 100; i++) {
@@ -1013,9 +1039,11 @@ static void test_unique_large(void **state)
         cJSON_AddStringToObject(o, "b", "x");
         cJSON_AddItemToArray(objs, o);
     }
-    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)), 0);
+    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)),
+                     0);
     cJSON_AddItemToArray(objs, parse("{\"b\":\"x\",\"a\":42}"));
-    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)), -1);
+    assert_int_equal(schema_validate(s, objs, "arguments", err, sizeof(err)),
+                     -1);
     assert_non_null(strstr(err, "items [42] and [100] are equal"));
     cJSON_Delete(arr);
     cJSON_Delete(objs);
@@ -1040,8 +1068,11 @@ static bool valid_utf8(const char *s)
     const unsigned char *p = (const unsigned char *)s;
 
     while (*p != '\0') {
-        int n = *p < 0x80 ? 0 : *p >= 0xF0 ? 3 : *p >= 0xE0 ? 2 :
-                *p >= 0xC0 ? 1 : -1;
+        int n = *p < 0x80    ? 0
+                : *p >= 0xF0 ? 3
+                : *p >= 0xE0 ? 2
+                : *p >= 0xC0 ? 1
+                             : -1;
         if (n < 0) {
             return false;
         }
@@ -1082,7 +1113,8 @@ static void test_utf8_messages(void **state)
         cJSON *pv = parse("\"\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80\xC3\xA9"
                           "\xE6\x97\xA5\xF0\x9F\x98\x80\"");
         for (len = 1; len < 80; len++) {
-            assert_int_equal(schema_validate(ps, pv, "arguments", err, len), -1);
+            assert_int_equal(schema_validate(ps, pv, "arguments", err, len),
+                             -1);
             if (!valid_utf8(err)) {
                 fail_msg("errlen %zu: cut inside a character: %s", len, err);
             }
@@ -1093,9 +1125,11 @@ static void test_utf8_messages(void **state)
     /* the name is shown up to 40 characters, also in a path */
     assert_int_equal(run("{\"additionalProperties\":{\"type\":\"string\"}}",
                          "{\"0123456789012345678901234567890123456789xyz\":1}",
-                         err, sizeof(err)), -1);
-    assert_string_equal(err, "arguments.0123456789012345678901234567890123456789..."
-                             ": expected string, got number 1");
+                         err, sizeof(err)),
+                     -1);
+    assert_string_equal(err,
+                        "arguments.0123456789012345678901234567890123456789..."
+                        ": expected string, got number 1");
     assert_int_equal(schema_validate(s, v, "arguments", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "\xC3\xA9...' (allowed: command, devbox_id)"));
     cJSON_Delete(s);
@@ -1126,8 +1160,9 @@ static void test_utf8_messages(void **state)
     assert_true(valid_utf8(err));
     /* the middle of a long path gives way to the reason */
     assert_non_null(strstr(err, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E.(...)."));
-    assert_non_null(strstr(err, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E: expected "
-                                "string, got number 5"));
+    assert_non_null(strstr(err,
+                           "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E: expected "
+                           "string, got number 5"));
     assert_int_equal(strncmp(err, "arguments.\xE6\x97\xA5", 13), 0);
     cJSON_Delete(s);
     cJSON_Delete(v);

@@ -12,7 +12,7 @@
 
 #include "../ptyd.h"
 
-struct ptyd_config ptyd_cfg = { 1800, 20, 60 };
+struct ptyd_config ptyd_cfg = {1800, 20, 60};
 
 static void test_names(void **state)
 {
@@ -67,7 +67,7 @@ static void test_signals(void **state)
 
 static void test_buffers(void **state)
 {
-    struct ptyd_buf b = { NULL, 0, 0 };
+    struct ptyd_buf b = {NULL, 0, 0};
     char big[10000];
 
     (void)state;

@@ -78,7 +78,8 @@ int main(void)
         say(3, "{\"ev\":\"hello\",\"version\":99}");
         pause();
     }
-    send_fds(3, "{\"ev\":\"hello\",\"version\":1}", 26, 4); /* with unsolicited fds */
+    send_fds(3, "{\"ev\":\"hello\",\"version\":1}", 26,
+             4); /* with unsolicited fds */
     for (;;) {
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = &iov;

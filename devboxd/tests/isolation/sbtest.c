@@ -81,8 +81,8 @@ char *sbt_devbox_dir(struct sbt_env *e, const char *id)
     return dir;
 }
 
-struct sandbox *sbt_start(struct sbt_env *e, const char *id, const struct sb_limits *lim,
-                          enum sb_network net)
+struct sandbox *sbt_start(struct sbt_env *e, const char *id,
+                          const struct sb_limits *lim, enum sb_network net)
 {
     struct sb_spec spec;
     struct sandbox *sb = NULL;
@@ -131,8 +131,8 @@ static char *slurp(int fd)
     return buf;
 }
 
-static int run(struct sandbox *sb, const char *shell, const char *cmd, char **out,
-               int timeout_ms, bool quiet)
+static int run(struct sandbox *sb, const char *shell, const char *cmd,
+               char **out, int timeout_ms, bool quiet)
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;
@@ -169,7 +169,8 @@ static int run(struct sandbox *sb, const char *shell, const char *cmd, char **ou
     return rc != 0 ? -1000 + rc : status;
 }
 
-int sbt_run(struct sandbox *sb, const char *shell, const char *cmd, char **out, int timeout_ms)
+int sbt_run(struct sandbox *sb, const char *shell, const char *cmd, char **out,
+            int timeout_ms)
 {
     return run(sb, shell, cmd, out, timeout_ms, false);
 }

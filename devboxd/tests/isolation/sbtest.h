@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct sbt_env {
-    char state[256];   /* private state dir (mkdtemp) */
+    char state[256]; /* private state dir (mkdtemp) */
 };
 
 /* The root of the image devboxes of these tests run on: starter, from
@@ -22,15 +22,16 @@ int sbt_setup(struct sbt_env *e);
 void sbt_teardown(struct sbt_env *e);
 
 /* Starts devbox <id> under the state dir. */
-struct sandbox *sbt_start(struct sbt_env *e, const char *id, const struct sb_limits *lim,
-                          enum sb_network net);
+struct sandbox *sbt_start(struct sbt_env *e, const char *id,
+                          const struct sb_limits *lim, enum sb_network net);
 /* Stops, releases and destroys the devbox dir. */
 void sbt_destroy(struct sbt_env *e, struct sandbox *sb, const char *id);
 
 /* Runs cmd (fresh shell unless shell != NULL) with a timeout; stdout+stderr
  * go to *out (malloc'd, NUL-terminated).  Returns the exit status, or
  * -1000 + rc (negative errno) on a runtime error. */
-int sbt_run(struct sandbox *sb, const char *shell, const char *cmd, char **out, int timeout_ms);
+int sbt_run(struct sandbox *sb, const char *shell, const char *cmd, char **out,
+            int timeout_ms);
 
 /* Same, but stderr is discarded and out may be NULL. */
 int sbt_run_quiet(struct sandbox *sb, const char *cmd, int timeout_ms);

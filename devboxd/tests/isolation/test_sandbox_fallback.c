@@ -70,9 +70,11 @@ static void test_memory_bomb_fails_inside(void **state)
 
     (void)state;
     st = sbt_run(box, NULL,
-                 "python3 -c 'a=[]\nwhile True: a.append(bytearray(8<<20))' 2>&1 | tail -1", &out,
-                 T);
-    assert_int_equal(st, 0); /* tail's status; python itself died of MemoryError */
+                 "python3 -c 'a=[]\nwhile True: a.append(bytearray(8<<20))' "
+                 "2>&1 | tail -1",
+                 &out, T);
+    assert_int_equal(st,
+                     0); /* tail's status; python itself died of MemoryError */
     assert_non_null(strstr(out, "MemoryError"));
     free(out);
 }
@@ -99,7 +101,8 @@ static void test_fork_bomb_is_bounded(void **state)
             "print('refused-at', len(kids))\n"
             "for k in kids: os.kill(k, signal.SIGKILL)\n"
             "for k in kids: os.waitpid(k, 0)\n"
-            "EOF", &out, T);
+            "EOF",
+            &out, T);
     assert_non_null(out);
     assert_non_null(strstr(out, "refused-at "));
     refused = atoi(strstr(out, "refused-at ") + 11);
@@ -121,7 +124,8 @@ int main(void)
     };
 
 #ifdef SBTEST_SANITIZED
-    fprintf(stderr, "skipped: a sanitized agent cannot start under RLIMIT_AS\n");
+    fprintf(stderr,
+            "skipped: a sanitized agent cannot start under RLIMIT_AS\n");
     return 77;
 #endif
     if (geteuid() != 0) {

@@ -89,7 +89,8 @@ static int run(const char *cmd, int timeout_ms, int *status)
         return rc;
     rc = sb_proc_wait(p, timeout_ms, status);
     if (rc == 0)
-        assert_true(sb_proc_pid(p) == 0 || sb_proc_pid(p) == 7); /* -5 and 1e300 rejected */
+        assert_true(sb_proc_pid(p) == 0 ||
+                    sb_proc_pid(p) == 7); /* -5 and 1e300 rejected */
     sb_proc_free(p);
     return rc;
 }
@@ -101,7 +102,8 @@ static void test_garbage_then_valid_exit(void **state)
 
     (void)state;
     assert_int_equal(run("valid", 20000, &status), 0);
-    assert_int_equal(status, 3); /* 99999, -1, "0" and missing statuses were ignored */
+    assert_int_equal(status,
+                     3); /* 99999, -1, "0" and missing statuses were ignored */
     assert_int_equal(count_fds(), before); /* the 8 fds it sent were closed */
 }
 
@@ -147,7 +149,8 @@ static void test_fake_terminal_refused(void **state)
     assert_int_not_equal(sandbox_exec(box, &req, &p, err, sizeof(err)), 0);
     assert_null(p);
     assert_non_null(strstr(err, "terminal"));
-    assert_int_equal(count_fds(), before); /* the /dev/null it passed was closed */
+    assert_int_equal(count_fds(),
+                     before); /* the /dev/null it passed was closed */
 }
 
 static void test_bad_or_missing_hello_fails_start(void **state)
@@ -176,7 +179,8 @@ static void test_bad_or_missing_hello_fails_start(void **state)
         assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
         free(dir);
     }
-    assert_int_equal(count_fds(), before); /* failed starts leak no descriptor */
+    assert_int_equal(count_fds(),
+                     before); /* failed starts leak no descriptor */
 }
 
 int main(void)

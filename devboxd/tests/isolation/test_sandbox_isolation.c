@@ -95,18 +95,22 @@ static int start_listeners(void)
     memset(&sin, 0, sizeof(sin));
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (lo_server < 0 || bind(lo_server, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(lo_server, 64) != 0 || getsockname(lo_server, (struct sockaddr *)&sin, &len) != 0)
+    if (lo_server < 0 ||
+        bind(lo_server, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        listen(lo_server, 64) != 0 ||
+        getsockname(lo_server, (struct sockaddr *)&sin, &len) != 0)
         return -1;
     lo_port = ntohs(sin.sin_port);
     abstract_server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
-    snprintf(abstract_name, sizeof(abstract_name), "rlmcp-iso-%d", (int)getpid());
+    snprintf(abstract_name, sizeof(abstract_name), "rlmcp-iso-%d",
+             (int)getpid());
     memcpy(sun.sun_path + 1, abstract_name, strlen(abstract_name));
     if (abstract_server < 0 ||
         bind(abstract_server, (struct sockaddr *)&sun,
-             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract_name))) != 0 ||
+             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                         strlen(abstract_name))) != 0 ||
         listen(abstract_server, 8) != 0)
         return -1;
     return 0;
@@ -156,9 +160,11 @@ static void test_runs_unprivileged(void **state)
 
     (void)state;
     st = sbt_run(box_a, NULL,
-                 "id -u; id -g; echo HOME=$HOME; hostname; grep -E '^(NoNewPrivs|CapEff|CapPrm)' "
+                 "id -u; id -g; echo HOME=$HOME; hostname; grep -E "
+                 "'^(NoNewPrivs|CapEff|CapPrm)' "
                  "/proc/self/status; unshare -U true && echo USERNS_OK; "
-                 "echo END", &out, T);
+                 "echo END",
+                 &out, T);
     assert_int_equal(st, 0);
     assert_true(contains(out, "1000\n1000\nHOME=/home/user\niso_a\n"));
     /* No capability in effect; no_new_privs stays off so that sudo can
@@ -187,7 +193,8 @@ static void test_cannot_read_host_home(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd),
              "cat %s; cat /proc/1/root%s; ls -a /root /work /home; "
-             "find / -xdev -name '%s' 2>/dev/null | sed 's/^/FOUND:/'; grep -rs '%s' /etc /tmp /home /run; "
+             "find / -xdev -name '%s' 2>/dev/null | sed 's/^/FOUND:/'; grep "
+             "-rs '%s' /etc /tmp /home /run; "
              "cat /etc/shadow; echo DONE",
              secret_path, secret_path, secret_name, secret_val);
     sbt_run(box_a, NULL, cmd, &out, T);
@@ -205,11 +212,14 @@ static void test_cannot_read_other_devbox(void **state)
     char *dir_b = sbt_devbox_dir(&env, "iso_b");
 
     (void)state;
-    assert_int_equal(sbt_run(box_b, NULL, "echo B-PRIVATE-7731 > ~/bfile", NULL, T), 0);
+    assert_int_equal(
+        sbt_run(box_b, NULL, "echo B-PRIVATE-7731 > ~/bfile", NULL, T), 0);
     snprintf(cmd, sizeof(cmd),
              "cat %s/upper/home/user/bfile; cat /proc/*/root/home/user/bfile; "
-             "grep -rs B-PRIVATE-7731 / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr; "
-             "echo DONE", dir_b);
+             "grep -rs B-PRIVATE-7731 / --exclude-dir=proc --exclude-dir=sys "
+             "--exclude-dir=usr; "
+             "echo DONE",
+             dir_b);
     sbt_run(box_a, NULL, cmd, &out, T);
     assert_true(contains(out, "DONE"));
     assert_false(contains(out, "B-PRIVATE-7731\n"));
@@ -232,11 +242,12 @@ static void test_cannot_write_outside_root(void **state)
 
     (void)state;
     snprintf(hostfile, sizeof(hostfile), "/tmp/rlmcp-pwn-%ld", random());
-    snprintf(cmd, sizeof(cmd),
-             "echo x > %s; echo x > /usr/bin/rlmcp-pwn; echo x >> /etc/passwd; "
-             "echo x > /etc/rlmcp-pwn; echo pwn > /proc/sys/kernel/hostname; "
-             "mount -t tmpfs none /tmp/m; echo x > /run/devbox/agent; echo DONE",
-             hostfile);
+    snprintf(
+        cmd, sizeof(cmd),
+        "echo x > %s; echo x > /usr/bin/rlmcp-pwn; echo x >> /etc/passwd; "
+        "echo x > /etc/rlmcp-pwn; echo pwn > /proc/sys/kernel/hostname; "
+        "mount -t tmpfs none /tmp/m; echo x > /run/devbox/agent; echo DONE",
+        hostfile);
     sbt_run(box_a, NULL, cmd, &out, T);
     assert_true(contains(out, "DONE"));
     assert_int_not_equal(stat(hostfile, &st), 0);
@@ -263,12 +274,17 @@ static void test_cannot_see_or_signal_host(void **state)
 
     (void)state;
     /* Returns once B's sleep has exec'd (bounded by T). */
-    assert_int_equal(sbt_run(box_b, NULL,
-                             "setsid sleep 300 >/dev/null 2>&1 < /dev/null & "
-                             "until pgrep -x sleep >/dev/null; do sleep 0.02; done", NULL, T), 0);
+    assert_int_equal(
+        sbt_run(box_b, NULL,
+                "setsid sleep 300 >/dev/null 2>&1 < /dev/null & "
+                "until pgrep -x sleep >/dev/null; do sleep 0.02; done",
+                NULL, T),
+        0);
     snprintf(cmd, sizeof(cmd),
-             "ps -eo pid,comm --no-headers; kill -9 %d; kill -9 -1; ls /proc | grep -c '^[0-9]'; "
-             "echo DONE", (int)host_sleeper);
+             "ps -eo pid,comm --no-headers; kill -9 %d; kill -9 -1; ls /proc | "
+             "grep -c '^[0-9]'; "
+             "echo DONE",
+             (int)host_sleeper);
     sbt_run(box_a, NULL, cmd, &out, T);
     assert_non_null(out);
     assert_false(contains(out, "sleep")); /* neither the host's nor B's */
@@ -277,7 +293,8 @@ static void test_cannot_see_or_signal_host(void **state)
     /* The host process and B's process survived A's kill -9 -1. */
     assert_int_equal(kill(host_sleeper, 0), 0);
     assert_int_equal(waitpid(host_sleeper, NULL, WNOHANG), 0);
-    assert_int_equal(sbt_run(box_b, NULL, "pgrep -x sleep >/dev/null", NULL, T), 0);
+    assert_int_equal(sbt_run(box_b, NULL, "pgrep -x sleep >/dev/null", NULL, T),
+                     0);
     /* A's agent survived too (pid 1 ignores signals from inside). */
     assert_int_equal(sbt_run(box_a, NULL, "echo alive", &out, T), 0);
     assert_true(contains(out, "alive"));
@@ -306,7 +323,8 @@ static void test_cannot_hijack_the_agent(void **state)
             "    os.listdir('/proc/1/fd'); print('FD-LIST')\n"
             "except OSError: pass\n"
             "print('DONE')\n"
-            "EOF", &out, T);
+            "EOF",
+            &out, T);
     assert_true(contains(out, "DONE"));
     assert_false(contains(out, "GOT-FD"));
     assert_false(contains(out, "PTRACED"));
@@ -326,16 +344,20 @@ static void test_seccomp_denies_kernel_extras(void **state)
     (void)state;
     /* keyctl(KEYCTL_GET_KEYRING_ID, session) works for any host user; the
      * devbox's filter refuses it with EPERM, like bpf and perf_event_open. */
-    sbt_run(box_a, NULL,
-            "python3 - <<'EOF'\n"
-            "import ctypes\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "for name, nr, args in (('keyctl', 250, (0, -3, 0)), ('bpf', 321, (0, 0, 0)),\n"
-            "                       ('perf_event_open', 298, (0, 0, -1, -1, 0)),\n"
-            "                       ('userfaultfd', 323, (0,))):\n"
-            "    r = libc.syscall(nr, *args)\n"
-            "    print(name, 'EPERM' if r < 0 and ctypes.get_errno() == 1 else 'ALLOWED')\n"
-            "EOF", &out, T);
+    sbt_run(
+        box_a, NULL,
+        "python3 - <<'EOF'\n"
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for name, nr, args in (('keyctl', 250, (0, -3, 0)), ('bpf', 321, (0, "
+        "0, 0)),\n"
+        "                       ('perf_event_open', 298, (0, 0, -1, -1, 0)),\n"
+        "                       ('userfaultfd', 323, (0,))):\n"
+        "    r = libc.syscall(nr, *args)\n"
+        "    print(name, 'EPERM' if r < 0 and ctypes.get_errno() == 1 else "
+        "'ALLOWED')\n"
+        "EOF",
+        &out, T);
     assert_non_null(out);
     assert_true(contains(out, "keyctl EPERM"));
     assert_true(contains(out, "bpf EPERM"));
@@ -481,7 +503,8 @@ static void test_cannot_reach_host_loopback(void **state)
     close(c);
     snprintf(cmd, sizeof(cmd),
              "for h in 127.0.0.1 10.0.2.2 10.0.2.3 localhost; do "
-             "timeout 5 bash -c \"exec 3<>/dev/tcp/$h/%d\" 2>/dev/null && echo CONNECTED-$h; done; "
+             "timeout 5 bash -c \"exec 3<>/dev/tcp/$h/%d\" 2>/dev/null && echo "
+             "CONNECTED-$h; done; "
              "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); "
              "s.connect('\\0%s'); print('ABSTRACT-CONNECTED')\" 2>/dev/null; "
              "ip -o link | awk '{print $2}'; echo DONE",
@@ -503,8 +526,10 @@ static void test_net_none_has_only_lo(void **state)
     c = sbt_start(&env, "iso_nonet", NULL, SB_NET_NONE);
     assert_non_null(c);
     snprintf(cmd, sizeof(cmd),
-             "ip -o link | awk '{print $2}'; timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.2/%d' "
-             "2>/dev/null && echo CONNECTED; echo DONE", lo_port);
+             "ip -o link | awk '{print $2}'; timeout 5 bash -c 'exec "
+             "3<>/dev/tcp/10.0.2.2/%d' "
+             "2>/dev/null && echo CONNECTED; echo DONE",
+             lo_port);
     sbt_run(c, NULL, cmd, &out, T);
     assert_true(contains(out, "lo:\nDONE"));
     assert_false(contains(out, "tap0"));
@@ -558,7 +583,8 @@ static void test_memory_bomb_contained(void **state)
     assert_non_null(c);
     assert_null(sandbox_failure_reason(c));
     assert_int_equal(sandbox_check(c), 0);
-    st = sbt_run_quiet(c, "python3 -c 'a=[]\nwhile True: a.append(bytearray(8<<20))'", T);
+    st = sbt_run_quiet(
+        c, "python3 -c 'a=[]\nwhile True: a.append(bytearray(8<<20))'", T);
     assert_int_equal(st, 128 + 9); /* SIGKILLed by the cgroup OOM killer */
     assert_int_equal(sandbox_oom_kills(c, &kills), 0);
     assert_int_equal(kills, 1);
@@ -594,7 +620,8 @@ static char *read_fd(int fd)
     size_t got = 0;
     ssize_t n;
 
-    while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+    while (got < sizeof(buf) - 1 &&
+           (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
         got += (size_t)n;
     buf[got] = '\0';
     return buf;
@@ -610,10 +637,12 @@ static void test_open_cannot_escape(void **state)
 
     (void)state;
     snprintf(hostfile, sizeof(hostfile), "/tmp/rlmcp-open-%ld", random());
-    snprintf(cmd, sizeof(cmd),
-             "cd ~ && ln -sfn %s abs && ln -sfn ../../../../../../../../root up && "
-             "ln -sfn /proc/self/root/etc/shadow magic && ln -sfn %s evil && "
-             "ln -sfn /etc/shadow shadow", secret_path, hostfile);
+    snprintf(
+        cmd, sizeof(cmd),
+        "cd ~ && ln -sfn %s abs && ln -sfn ../../../../../../../../root up && "
+        "ln -sfn /proc/self/root/etc/shadow magic && ln -sfn %s evil && "
+        "ln -sfn /etc/shadow shadow",
+        secret_path, hostfile);
     assert_int_equal(sbt_run(box_a, NULL, cmd, NULL, T), 0);
     snprintf(path, sizeof(path), "../../../../../../..%s", secret_path);
     assert_true(sandbox_open(box_a, path, O_RDONLY, 0) < 0);
@@ -628,7 +657,8 @@ static void test_open_cannot_escape(void **state)
     fd = sandbox_open(box_a, "evil", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
     assert_int_equal(fstat(fd, &st), 0);
-    assert_int_equal(st.st_uid, sandbox_host_uid(box_a)); /* owned by the devbox user */
+    assert_int_equal(st.st_uid,
+                     sandbox_host_uid(box_a)); /* owned by the devbox user */
     assert_int_equal(write(fd, "via-evil", 8), 8);
     close(fd);
     assert_int_not_equal(stat(hostfile, &st), 0);
@@ -678,13 +708,15 @@ static void test_open_symlink_race(void **state)
     (void)state;
     /* Inside: race/<secret_name> is a real file; a loop swaps race between
      * that dir and a symlink to /root (where the host keeps the secret). */
-    snprintf(cmd, sizeof(cmd),
-             "cd ~ && mkdir -p realdir && echo inside > realdir/%s && ln -sfn /root rootlink && "
-             "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do "
-             "ln -sfn realdir race.tmp && mv -Tf race.tmp race; "
-             "ln -sfn /root race.tmp && mv -Tf race.tmp race; "
-             "ln -sfn ../../../../../root race.tmp && mv -Tf race.tmp race; done",
-             secret_name);
+    snprintf(
+        cmd, sizeof(cmd),
+        "cd ~ && mkdir -p realdir && echo inside > realdir/%s && ln -sfn /root "
+        "rootlink && "
+        "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do "
+        "ln -sfn realdir race.tmp && mv -Tf race.tmp race; "
+        "ln -sfn /root race.tmp && mv -Tf race.tmp race; "
+        "ln -sfn ../../../../../root race.tmp && mv -Tf race.tmp race; done",
+        secret_name);
     memset(&req, 0, sizeof(req));
     req.command = cmd;
     req.stdout_fd = req.stderr_fd = -1;
@@ -702,11 +734,13 @@ static void test_open_symlink_race(void **state)
     }
     rc = sb_proc_wait(p, T, &status);
     if (rc != 0)
-        print_message("race command: wait %d, sandbox_check %d\n", rc, sandbox_check(box_a));
+        print_message("race command: wait %d, sandbox_check %d\n", rc,
+                      sandbox_check(box_a));
     assert_int_equal(rc, 0);
     sb_proc_free(p);
     assert_true(opened > 0); /* the race ran while we opened */
-    print_message("race: %d opens inside, 0 escapes, over %d attempts\n", opened, i);
+    print_message("race: %d opens inside, 0 escapes, over %d attempts\n",
+                  opened, i);
 }
 
 /* ---- connections into a devbox (tunnels) ----------------------------------- */
@@ -720,10 +754,14 @@ static void test_connect_into_devbox_only(void **state)
     int i;
 
     (void)state;
-    assert_int_equal(sbt_run(box_b, NULL,
-                             "mkdir -p ~/www && echo served-from-b > ~/www/index.html && "
-                             "cd ~/www && setsid python3 -m http.server 18080 --bind 127.0.0.1 "
-                             ">/dev/null 2>&1 < /dev/null &", NULL, T), 0);
+    assert_int_equal(
+        sbt_run(
+            box_b, NULL,
+            "mkdir -p ~/www && echo served-from-b > ~/www/index.html && "
+            "cd ~/www && setsid python3 -m http.server 18080 --bind 127.0.0.1 "
+            ">/dev/null 2>&1 < /dev/null &",
+            NULL, T),
+        0);
     /* Bounded wait for the server to listen. */
     for (i = 0; i < 200; i++) {
         fd = sandbox_connect_tcp(box_b, 18080, 2000);
@@ -732,7 +770,8 @@ static void test_connect_into_devbox_only(void **state)
         usleep(50 * 1000);
     }
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+    assert_int_equal(write(fd, req, sizeof(req) - 1),
+                     (ssize_t)(sizeof(req) - 1));
     n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     assert_true(n > 0);
@@ -741,7 +780,8 @@ static void test_connect_into_devbox_only(void **state)
     /* The same port in another devbox is a different namespace... */
     assert_int_equal(sandbox_connect_tcp(box_a, 18080, 2000), -ECONNREFUSED);
     /* ...and the host's loopback server is not reachable this way either. */
-    assert_int_equal(sandbox_connect_tcp(box_a, (uint16_t)lo_port, 2000), -ECONNREFUSED);
+    assert_int_equal(sandbox_connect_tcp(box_a, (uint16_t)lo_port, 2000),
+                     -ECONNREFUSED);
     assert_int_equal(sandbox_connect_tcp(box_a, 0, 2000), -EINVAL);
 }
 
@@ -804,9 +844,11 @@ static void test_pty_session(void **state)
     assert_non_null(strstr(buf, "20 50"));
     /* No typing into the terminal from inside (seccomp: TIOCSTI). */
     {
-        const char *sti = "python3 -c \"import fcntl,termios\ntry:\n fcntl.ioctl(0, "
-                          "termios.TIOCSTI, b'x'); print('STI-' + 'OK')\nexcept OSError as e: "
-                          "print('STI-' + 'DENIED', e.errno)\"\n";
+        const char *sti =
+            "python3 -c \"import fcntl,termios\ntry:\n fcntl.ioctl(0, "
+            "termios.TIOCSTI, b'x'); print('STI-' + 'OK')\nexcept OSError as "
+            "e: "
+            "print('STI-' + 'DENIED', e.errno)\"\n";
         assert_int_equal(write(fd, sti, strlen(sti)), (ssize_t)strlen(sti));
         pty_read_until(fd, "STI-DENIED 1", buf, sizeof(buf));
         assert_non_null(strstr(buf, "STI-DENIED 1"));
@@ -954,7 +996,8 @@ static void test_stop_cleans_up(void **state)
     c = sbt_start(&env, "iso_cleanup", NULL, SB_NET_OUTBOUND);
     assert_non_null(c);
     uid = sandbox_host_uid(c);
-    sbt_run_quiet(c, "for i in 1 2 3; do setsid sleep 300 & done; echo x > ~/kept", T);
+    sbt_run_quiet(
+        c, "for i in 1 2 3; do setsid sleep 300 & done; echo x > ~/kept", T);
     assert_true(count_uid_procs(uid) >= 3);
     assert_int_equal(sandbox_stop(c), 0);
     assert_int_equal(count_uid_procs(uid), 0); /* agent, slirp, sleepers */
@@ -1005,7 +1048,8 @@ int main(void)
     };
 
     if (geteuid() != 0) {
-        fprintf(stderr, "the isolation suite needs root (devboxd runs as root)\n");
+        fprintf(stderr,
+                "the isolation suite needs root (devboxd runs as root)\n");
         return 1;
     }
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

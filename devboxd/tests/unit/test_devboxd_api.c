@@ -50,15 +50,18 @@ static void test_create_valid(void **state)
     cJSON *spec = NULL;
 
     (void)state;
-    spec = validate("{\"name\":\"a\",\"metadata\":{\"k\":\"v\"},"
-                    "\"environment_variables\":{\"A_1\":\"x\"},"
-                    "\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
-                    "\"custom_cpu_cores\":2,\"custom_gb_memory\":8,\"custom_disk_size\":10,"
-                    "\"launch_commands\":[\"true\"],\"keep_alive_time_seconds\":60,"
-                    "\"lifecycle\":{\"after_idle\":{\"idle_time_seconds\":30,\"on_idle\":\"suspend\"}}},"
-                    "\"mounts\":[{\"type\":\"file_mount\",\"target\":\"/x\",\"content\":\"y\"}],"
-                    "\"blueprint_id\":null,\"secrets\":{}}",
-                    &status, err, sizeof(err));
+    spec = validate(
+        "{\"name\":\"a\",\"metadata\":{\"k\":\"v\"},"
+        "\"environment_variables\":{\"A_1\":\"x\"},"
+        "\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
+        "\"custom_cpu_cores\":2,\"custom_gb_memory\":8,\"custom_disk_size\":10,"
+        "\"launch_commands\":[\"true\"],\"keep_alive_time_seconds\":60,"
+        "\"lifecycle\":{\"after_idle\":{\"idle_time_seconds\":30,\"on_idle\":"
+        "\"suspend\"}}},"
+        "\"mounts\":[{\"type\":\"file_mount\",\"target\":\"/"
+        "x\",\"content\":\"y\"}],"
+        "\"blueprint_id\":null,\"secrets\":{}}",
+        &status, err, sizeof(err));
     if (spec == NULL)
         fail_msg("rejected: %s", err);
     assert_int_equal(status, 200);
@@ -80,43 +83,69 @@ static void test_create_invalid(void **state)
     expect_reject("{\"nmae\":1}", "unknown field 'nmae'");
     expect_reject("{\"name\":1}", "'name' must be a string");
     expect_reject("{\"metadata\":[]}", "'metadata' must be an object");
-    expect_reject("{\"metadata\":{\"a\":true}}", "'metadata.a' must be a string");
-    expect_reject("{\"environment_variables\":{\"A-B\":\"x\"}}", "not a valid variable name");
-    expect_reject("{\"launch_parameters\":{\"resource_size_request\":\"small\"}}", "upper case");
-    expect_reject("{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
-                  "\"custom_cpu_cores\":3,\"custom_gb_memory\":8}}", "custom_cpu_cores must be");
-    expect_reject("{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
-                  "\"custom_cpu_cores\":2,\"custom_gb_memory\":3}}", "custom_gb_memory must be 1 or");
-    expect_reject("{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
-                  "\"custom_cpu_cores\":4,\"custom_gb_memory\":4}}", "2 to 8 GiB per CPU");
-    expect_reject("{\"launch_parameters\":{\"custom_disk_size\":3}}", "even number");
-    expect_reject("{\"launch_parameters\":{\"keep_alive_time_seconds\":1.5}}", "whole number");
-    expect_reject("{\"launch_parameters\":{\"keep_alive_time_seconds\":0}}", "between 1 and 172800");
-    expect_reject("{\"launch_parameters\":{\"launch_commands\":\"ls\"}}", "array of strings");
-    expect_reject("{\"launch_parameters\":{\"launch_commands\":[1]}}", "'launch_commands[0]'");
-    expect_reject("{\"launch_parameters\":{\"architecture\":\"arm64\"}}", "x86_64");
-    expect_reject("{\"launch_parameters\":{\"after_idle\":{\"idle_time_seconds\":5}}}",
-                  "needs both");
-    expect_reject("{\"launch_parameters\":{\"lifecycle\":{\"after_idle\":{\"idle_time_seconds\":5,"
-                  "\"on_idle\":\"nap\"}}}}", "on_idle");
-    expect_reject("{\"launch_parameters\":{\"network_policy_id\":\"npol_x\"}}", "npol_local_deny_all");
-    expect_reject("{\"launch_parameters\":{\"user_parameters\":{\"username\":\"root\",\"uid\":0}}}",
+    expect_reject("{\"metadata\":{\"a\":true}}",
+                  "'metadata.a' must be a string");
+    expect_reject("{\"environment_variables\":{\"A-B\":\"x\"}}",
+                  "not a valid variable name");
+    expect_reject(
+        "{\"launch_parameters\":{\"resource_size_request\":\"small\"}}",
+        "upper case");
+    expect_reject(
+        "{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
+        "\"custom_cpu_cores\":3,\"custom_gb_memory\":8}}",
+        "custom_cpu_cores must be");
+    expect_reject(
+        "{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
+        "\"custom_cpu_cores\":2,\"custom_gb_memory\":3}}",
+        "custom_gb_memory must be 1 or");
+    expect_reject(
+        "{\"launch_parameters\":{\"resource_size_request\":\"CUSTOM_SIZE\","
+        "\"custom_cpu_cores\":4,\"custom_gb_memory\":4}}",
+        "2 to 8 GiB per CPU");
+    expect_reject("{\"launch_parameters\":{\"custom_disk_size\":3}}",
+                  "even number");
+    expect_reject("{\"launch_parameters\":{\"keep_alive_time_seconds\":1.5}}",
+                  "whole number");
+    expect_reject("{\"launch_parameters\":{\"keep_alive_time_seconds\":0}}",
+                  "between 1 and 172800");
+    expect_reject("{\"launch_parameters\":{\"launch_commands\":\"ls\"}}",
+                  "array of strings");
+    expect_reject("{\"launch_parameters\":{\"launch_commands\":[1]}}",
+                  "'launch_commands[0]'");
+    expect_reject("{\"launch_parameters\":{\"architecture\":\"arm64\"}}",
+                  "x86_64");
+    expect_reject(
+        "{\"launch_parameters\":{\"after_idle\":{\"idle_time_seconds\":5}}}",
+        "needs both");
+    expect_reject("{\"launch_parameters\":{\"lifecycle\":{\"after_idle\":{"
+                  "\"idle_time_seconds\":5,"
+                  "\"on_idle\":\"nap\"}}}}",
+                  "on_idle");
+    expect_reject("{\"launch_parameters\":{\"network_policy_id\":\"npol_x\"}}",
+                  "npol_local_deny_all");
+    expect_reject("{\"launch_parameters\":{\"user_parameters\":{\"username\":"
+                  "\"root\",\"uid\":0}}}",
                   "user_parameters");
     expect_reject("{\"blueprint_id\":5}", "blueprint_id");
     expect_reject("{\"snapshot_id\":[]}", "snapshot_id");
     expect_reject("{\"mcp\":{\"A\":{}}}", "must be {mcp_config");
-    expect_reject("{\"gateways\":{\"A\":{}}}", "not supported by the local engine");
+    expect_reject("{\"gateways\":{\"A\":{}}}",
+                  "not supported by the local engine");
     expect_reject("{\"secrets\":{\"A\":5}}", "secrets");
     expect_reject("{\"secrets\":{\"1A\":\"B\"}}", "not a valid variable name");
     expect_reject("{\"secrets\":{\"A\":\"b-c\"}}", "not a valid secret name");
-    expect_reject("{\"secrets\":{\"A\":\"B\"},\"environment_variables\":{\"A\":\"x\"}}",
-                  "both environment_variables and secrets");
-    expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}", "mounts[0].object_id");
-    expect_reject("{\"mounts\":[{\"type\":\"object_mount\",\"object_id\":\"obj_a\","
-                  "\"object_path\":\"rel\"}]}",
-                  "mounts[0].object_path must be an absolute path");
+    expect_reject(
+        "{\"secrets\":{\"A\":\"B\"},\"environment_variables\":{\"A\":\"x\"}}",
+        "both environment_variables and secrets");
+    expect_reject("{\"mounts\":[{\"type\":\"object_mount\"}]}",
+                  "mounts[0].object_id");
+    expect_reject(
+        "{\"mounts\":[{\"type\":\"object_mount\",\"object_id\":\"obj_a\","
+        "\"object_path\":\"rel\"}]}",
+        "mounts[0].object_path must be an absolute path");
     expect_reject("{\"mounts\":[{\"type\":\"code_mount\"}]}", "file_mount");
-    expect_reject("{\"mounts\":[{\"type\":\"file_mount\",\"target\":\"rel\",\"content\":\"x\"}]}",
+    expect_reject("{\"mounts\":[{\"type\":\"file_mount\",\"target\":\"rel\","
+                  "\"content\":\"x\"}]}",
                   "absolute");
     expect_reject("{\"mounts\":{}}", "must be an array");
     expect_reject("{\"file_mounts\":{\"rel\":\"x\"}}", "absolute path");
@@ -130,24 +159,30 @@ static void test_page(void **state)
     char err[256];
 
     (void)state;
-    assert_int_equal(api_page(ids, 5, NULL, 2, &first, &count, &more, err, sizeof(err)), 0);
+    assert_int_equal(
+        api_page(ids, 5, NULL, 2, &first, &count, &more, err, sizeof(err)), 0);
     assert_int_equal(first, 0);
     assert_int_equal(count, 2);
     assert_true(more);
-    assert_int_equal(api_page(ids, 5, "d", 2, &first, &count, &more, err, sizeof(err)), 0);
+    assert_int_equal(
+        api_page(ids, 5, "d", 2, &first, &count, &more, err, sizeof(err)), 0);
     assert_int_equal(first, 2);
     assert_int_equal(count, 2);
     assert_true(more);
-    assert_int_equal(api_page(ids, 5, "b", 2, &first, &count, &more, err, sizeof(err)), 0);
+    assert_int_equal(
+        api_page(ids, 5, "b", 2, &first, &count, &more, err, sizeof(err)), 0);
     assert_int_equal(first, 4);
     assert_int_equal(count, 1);
     assert_false(more);
-    assert_int_equal(api_page(ids, 5, "a", 2, &first, &count, &more, err, sizeof(err)), 0);
+    assert_int_equal(
+        api_page(ids, 5, "a", 2, &first, &count, &more, err, sizeof(err)), 0);
     assert_int_equal(count, 0);
     assert_false(more);
-    assert_int_equal(api_page(ids, 0, NULL, 20, &first, &count, &more, err, sizeof(err)), 0);
+    assert_int_equal(
+        api_page(ids, 0, NULL, 20, &first, &count, &more, err, sizeof(err)), 0);
     assert_int_equal(count, 0);
-    assert_int_equal(api_page(ids, 5, "zz", 2, &first, &count, &more, err, sizeof(err)), -1);
+    assert_int_equal(
+        api_page(ids, 5, "zz", 2, &first, &count, &more, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "starting_after"));
 }
 
@@ -159,9 +194,11 @@ static void test_sse_chunk(void **state)
     (void)state;
     n = api_sse_chunk(buf, sizeof(buf), "a\"b\nc", 5, 42);
     assert_true(n > 0);
-    assert_string_equal(buf, "data: {\"output\":\"a\\\"b\\nc\",\"offset\":42}\n\n");
+    assert_string_equal(buf,
+                        "data: {\"output\":\"a\\\"b\\nc\",\"offset\":42}\n\n");
     /* An event that does not fit is refused, not cut. */
-    assert_int_equal(api_sse_chunk(buf, 20, "0123456789012345678901234", 25, 0), 0);
+    assert_int_equal(api_sse_chunk(buf, 20, "0123456789012345678901234", 25, 0),
+                     0);
 }
 
 static const char mp_body[] =
@@ -182,16 +219,22 @@ static void test_multipart(void **state)
     size_t n = 0;
 
     (void)state;
-    assert_int_equal(multipart_boundary("multipart/form-data; boundary=XyZ", boundary,
-                                        sizeof(boundary)), 0);
+    assert_int_equal(multipart_boundary("multipart/form-data; boundary=XyZ",
+                                        boundary, sizeof(boundary)),
+                     0);
     assert_string_equal(boundary, "XyZ");
-    assert_int_equal(multipart_boundary("multipart/form-data; boundary=\"q r\"", boundary,
-                                        sizeof(boundary)), 0);
+    assert_int_equal(multipart_boundary("multipart/form-data; boundary=\"q r\"",
+                                        boundary, sizeof(boundary)),
+                     0);
     assert_string_equal(boundary, "q r");
-    assert_int_equal(multipart_boundary("application/json", boundary, sizeof(boundary)), -1);
-    assert_int_equal(multipart_boundary("multipart/form-data", boundary, sizeof(boundary)), -1);
-    assert_int_equal(multipart_parse(mp_body, sizeof(mp_body) - 1, "XyZ", parts, 4, &n, err,
-                                     sizeof(err)), 0);
+    assert_int_equal(
+        multipart_boundary("application/json", boundary, sizeof(boundary)), -1);
+    assert_int_equal(
+        multipart_boundary("multipart/form-data", boundary, sizeof(boundary)),
+        -1);
+    assert_int_equal(multipart_parse(mp_body, sizeof(mp_body) - 1, "XyZ", parts,
+                                     4, &n, err, sizeof(err)),
+                     0);
     assert_int_equal(n, 2);
     assert_string_equal(parts[0].name, "path");
     assert_int_equal(parts[0].len, 9);
@@ -201,10 +244,15 @@ static void test_multipart(void **state)
     assert_int_equal(parts[1].len, 9);
     assert_memory_equal(parts[1].data, "\x00\x01\r\n--Xy\xff", 9);
     /* Truncated and malformed bodies fail with a message. */
-    assert_int_equal(multipart_parse(mp_body, 40, "XyZ", parts, 4, &n, err, sizeof(err)), -1);
-    assert_int_equal(multipart_parse("nothing", 7, "XyZ", parts, 4, &n, err, sizeof(err)), -1);
-    assert_int_equal(multipart_parse(mp_body, sizeof(mp_body) - 1, "XyZ", parts, 1, &n, err,
-                                     sizeof(err)), -1);
+    assert_int_equal(
+        multipart_parse(mp_body, 40, "XyZ", parts, 4, &n, err, sizeof(err)),
+        -1);
+    assert_int_equal(
+        multipart_parse("nothing", 7, "XyZ", parts, 4, &n, err, sizeof(err)),
+        -1);
+    assert_int_equal(multipart_parse(mp_body, sizeof(mp_body) - 1, "XyZ", parts,
+                                     1, &n, err, sizeof(err)),
+                     -1);
     assert_non_null(strstr(err, "too many"));
 }
 
@@ -237,11 +285,13 @@ static void test_multipart_fuzz(void **state)
             char *tight = malloc(cut ? cut : 1);
 
             memcpy(tight, buf, cut);
-            if (multipart_parse(tight, cut, "XyZ", parts, 4, &n, err, sizeof(err)) == 0) {
+            if (multipart_parse(tight, cut, "XyZ", parts, 4, &n, err,
+                                sizeof(err)) == 0) {
                 size_t k;
 
                 for (k = 0; k < n; k++)
-                    assert_true(parts[k].data >= tight && parts[k].data + parts[k].len <= tight + cut);
+                    assert_true(parts[k].data >= tight &&
+                                parts[k].data + parts[k].len <= tight + cut);
             }
             free(tight);
         }
@@ -303,7 +353,9 @@ static void test_query(void **state)
 
     (void)state;
     memset(&req, 0, sizeof(req));
-    assert_int_equal(http_parse_query(&req, "offset=12&status=running&m%5Bk%5D=a+b%21&flag"), 0);
+    assert_int_equal(
+        http_parse_query(&req, "offset=12&status=running&m%5Bk%5D=a+b%21&flag"),
+        0);
     assert_string_equal(http_request_query(&req, "offset"), "12");
     assert_string_equal(http_request_query(&req, "status"), "running");
     assert_string_equal(http_request_query(&req, "m[k]"), "a b!");
@@ -312,8 +364,8 @@ static void test_query(void **state)
     http_request_clear(&req);
 }
 
-static void call(struct engine *eng, const char *method, const char *path, const char *auth,
-                 int trusted, struct http_response *resp)
+static void call(struct engine *eng, const char *method, const char *path,
+                 const char *auth, int trusted, struct http_response *resp)
 {
     struct http_request req;
 
@@ -401,7 +453,8 @@ static void test_router(void **state)
     assert_non_null(strstr(resp.body, "\"devboxes\":[]"));
     assert_non_null(strstr(resp.body, "\"has_more\":false"));
     http_response_clear(&resp);
-    call(&eng, "GET", "/v1/devboxes", NULL, 1, &resp); /* unix socket: trusted */
+    call(&eng, "GET", "/v1/devboxes", NULL, 1,
+         &resp); /* unix socket: trusted */
     assert_int_equal(resp.status, 200);
     http_response_clear(&resp);
     call(&eng, "GET", "/v1/devboxes/dbx_none", NULL, 1, &resp);
@@ -432,11 +485,16 @@ static void test_router(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_valid), cmocka_unit_test(test_create_invalid),
-        cmocka_unit_test(test_page),         cmocka_unit_test(test_sse_chunk),
-        cmocka_unit_test(test_multipart),    cmocka_unit_test(test_multipart_fuzz),
-        cmocka_unit_test(test_tail),         cmocka_unit_test(test_query),
-        cmocka_unit_test(test_router),       cmocka_unit_test(test_being_stopped),
+        cmocka_unit_test(test_create_valid),
+        cmocka_unit_test(test_create_invalid),
+        cmocka_unit_test(test_page),
+        cmocka_unit_test(test_sse_chunk),
+        cmocka_unit_test(test_multipart),
+        cmocka_unit_test(test_multipart_fuzz),
+        cmocka_unit_test(test_tail),
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_router),
+        cmocka_unit_test(test_being_stopped),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,7 +69,9 @@ static void test_parse_host(void **state)
         char key[4];
         int port;
 
-        assert_int_not_equal(tunnel_parse_host("80-abcdef.localhost", &port, key, sizeof(key)), 0);
+        assert_int_not_equal(
+            tunnel_parse_host("80-abcdef.localhost", &port, key, sizeof(key)),
+            0);
     }
 }
 
@@ -143,15 +145,17 @@ static void spec_bad(const char *json, const char *needle)
 
 static void test_check_spec(void **state)
 {
-    cJSON *j = cJSON_Parse("{\"auth_mode\":\"authenticated\",\"http_keep_alive\":false,"
-                           "\"wake_on_http\":true}");
+    cJSON *j = cJSON_Parse(
+        "{\"auth_mode\":\"authenticated\",\"http_keep_alive\":false,"
+        "\"wake_on_http\":true}");
     char err[512] = "";
 
     (void)state;
     assert_int_equal(tunnel_check_spec(j, "", err, sizeof(err)), 0);
     assert_int_equal(tunnel_check_spec(NULL, "", err, sizeof(err)), 0);
     cJSON_Delete(j);
-    spec_bad("{\"auth_mode\":\"public\"}", "tunnel.auth_mode \"public\" is not valid");
+    spec_bad("{\"auth_mode\":\"public\"}",
+             "tunnel.auth_mode \"public\" is not valid");
     spec_bad("{\"auth_mode\":3}", "auth_mode");
     spec_bad("{\"port\":8080}", "unknown field 'tunnel.port'");
     spec_bad("{\"wake_on_http\":\"yes\"}", "wake_on_http");
@@ -165,21 +169,25 @@ static void test_new_view(void **state)
     cJSON *b = tunnel_new_view(NULL);
     const char *ka = cJSON_GetStringValue(cJSON_GetObjectItem(a, "tunnel_key"));
     const char *kb = cJSON_GetStringValue(cJSON_GetObjectItem(b, "tunnel_key"));
-    const char *tok = cJSON_GetStringValue(cJSON_GetObjectItem(a, "auth_token"));
+    const char *tok =
+        cJSON_GetStringValue(cJSON_GetObjectItem(a, "auth_token"));
 
     (void)state;
     assert_non_null(ka);
     assert_non_null(kb);
     assert_int_equal(strlen(ka), TUNNEL_KEY_LEN);
-    assert_int_equal(strspn(ka, "abcdefghijklmnopqrstuvwxyz0123456789"), TUNNEL_KEY_LEN);
+    assert_int_equal(strspn(ka, "abcdefghijklmnopqrstuvwxyz0123456789"),
+                     TUNNEL_KEY_LEN);
     assert_string_not_equal(ka, kb);
     assert_non_null(tok);
     assert_int_equal(strlen(tok), TUNNEL_TOKEN_LEN);
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, "auth_mode")), "open");
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(b, "auth_mode")), "open");
     assert_null(cJSON_GetObjectItem(b, "auth_token"));
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(b, "http_keep_alive")));
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(b, "wake_on_http")));
-    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(b, "create_time_ms")) > 1.6e12);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(b, "create_time_ms")) >
+                1.6e12);
     cJSON_Delete(spec);
     cJSON_Delete(a);
     cJSON_Delete(b);

@@ -36,7 +36,8 @@ static uint64_t rng(void)
 }
 
 /* Bytes that matter to these grammars, so mutations hit the edges. */
-static const char interesting[] = "\\\"' \t\r\n=:;-.%+&?#/[]{}0123456789aZ\x80\xff";
+static const char interesting[] =
+    "\\\"' \t\r\n=:;-.%+&?#/[]{}0123456789aZ\x80\xff";
 
 /* One to four random edits of seed into out (NUL-terminated); returns the
  * length, which may include embedded NULs for the binary-safe parsers. */
@@ -49,7 +50,8 @@ static size_t mutate(const char *seed, size_t seed_len, char *out)
     memcpy(out, seed, len);
     for (e = 0; e < edits; e++) {
         size_t pos = len > 0 ? (size_t)(rng() % len) : 0;
-        char c = (rng() % 2) ? interesting[rng() % (sizeof(interesting) - 1)] : (char)rng();
+        char c = (rng() % 2) ? interesting[rng() % (sizeof(interesting) - 1)]
+                             : (char)rng();
 
         switch (rng() % 5) {
         case 0: /* replace */
@@ -90,7 +92,8 @@ static size_t mutate(const char *seed, size_t seed_len, char *out)
 }
 
 /* Every FROM resolves to one image: the parse is what is fuzzed. */
-static int resolve_any(void *ctx, const char *name, char **local, char *err, size_t errlen)
+static int resolve_any(void *ctx, const char *name, char **local, char *err,
+                       size_t errlen)
 {
     (void)ctx;
     (void)name;
@@ -105,9 +108,12 @@ static void test_dockerfile_fuzz(void **state)
 {
     static const char *const seeds[] = {
         "FROM runloop:runloop/starter-x86_64\nRUN echo hi\n",
-        "ARG B=x\nFROM runloop:$B AS s\nENV A=1 B=\"two words\" \\\n  C='l $X'\n"
-        "env LEGACY some value\nWORKDIR /home/user/app\nUSER user\nCOPY ./a.json d/\n"
-        "RUN echo one && \\\n  # c\n  echo two\nRUN [\"sh\", \"-c\", \"echo it's\"]\n",
+        "ARG B=x\nFROM runloop:$B AS s\nENV A=1 B=\"two words\" \\\n  C='l "
+        "$X'\n"
+        "env LEGACY some value\nWORKDIR /home/user/app\nUSER user\nCOPY "
+        "./a.json d/\n"
+        "RUN echo one && \\\n  # c\n  echo two\nRUN [\"sh\", \"-c\", \"echo "
+        "it's\"]\n",
         "FROM runloop:bpt_x\nADD x y\n",
         "FROM a\nRUN [\"unterminated\n",
         "FROM a\nENV \"K\"=\"v\\\" \" Z=\\\n",
@@ -129,7 +135,8 @@ static void test_dockerfile_fuzz(void **state)
         mutate(seed, strlen(seed), buf);
         assert_non_null(cJSON_AddStringToObject(params, "dockerfile", buf));
         memset(&out, 0, sizeof(out));
-        if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) != 0) {
+        if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) !=
+            0) {
             assert_true(err[0] != '\0'); /* a failure always says why */
             bd_free(&out);
             cJSON_Delete(params);
@@ -179,7 +186,8 @@ static void test_tunnel_host_fuzz(void **state)
         assert_non_null(memchr(key, '\0', sizeof(key)));
         assert_true(key[0] != '\0');
         for (k = 0; key[k] != '\0'; k++)
-            assert_non_null(strchr("abcdefghijklmnopqrstuvwxyz0123456789", key[k]));
+            assert_non_null(
+                strchr("abcdefghijklmnopqrstuvwxyz0123456789", key[k]));
         parsed++;
     }
     assert_true(parsed > ROUNDS / 20);
@@ -223,9 +231,12 @@ static void test_multipart_fuzz(void **state)
         "multipart/form-data;boundary=\"",
     };
     static const char body_seed[] =
-        "--XyZ\r\nContent-Disposition: form-data; name=\"path\"\r\n\r\nup/a.bin\r\n"
-        "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\\\"b.bin\"\r\n"
-        "Content-Type: application/octet-stream\r\n\r\n\x00\x01\r\n--X\r\n\r\n--XyZ--\r\n";
+        "--XyZ\r\nContent-Disposition: form-data; "
+        "name=\"path\"\r\n\r\nup/a.bin\r\n"
+        "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; "
+        "filename=\"a\\\"b.bin\"\r\n"
+        "Content-Type: "
+        "application/octet-stream\r\n\r\n\x00\x01\r\n--X\r\n\r\n--XyZ--\r\n";
     char buf[MAX_INPUT + 1];
     int parsed = 0;
     int i;
@@ -244,7 +255,8 @@ static void test_multipart_fuzz(void **state)
         if (multipart_boundary(buf, boundary, sizeof(boundary)) == 0)
             assert_true(strlen(boundary) >= 1 && strlen(boundary) <= 70);
         len = mutate(body_seed, sizeof(body_seed) - 1, buf);
-        if (multipart_parse(buf, len, "XyZ", parts, 4, &n, err, sizeof(err)) != 0)
+        if (multipart_parse(buf, len, "XyZ", parts, 4, &n, err, sizeof(err)) !=
+            0)
             continue;
         assert_true(n <= 4);
         for (k = 0; k < n; k++) {

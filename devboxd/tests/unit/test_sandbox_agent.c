@@ -72,7 +72,8 @@ static int setup(void **state)
     snprintf(ag.dir, sizeof(ag.dir), "/tmp/sbagent-XXXXXX");
     if (path == NULL || mkdtemp(ag.dir) == NULL)
         return -1;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 || pipe2(ep, O_CLOEXEC) != 0)
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
+        pipe2(ep, O_CLOEXEC) != 0)
         return -1;
     ag.pid = fork();
     if (ag.pid == 0) {
@@ -89,7 +90,10 @@ static int setup(void **state)
     ag.errfd = ep[0];
     if (recv_msg(ag.master, buf, sizeof(buf), WAIT_MS) <= 0)
         return -1;
-    return strstr(buf, "\"ev\":\"hello\"") != NULL && strstr(buf, "\"version\":1") ? 0 : -1;
+    return strstr(buf, "\"ev\":\"hello\"") != NULL &&
+                   strstr(buf, "\"version\":1")
+               ? 0
+               : -1;
 }
 
 static int teardown(void **state)
@@ -135,8 +139,8 @@ static int send_fds(int sock, const char *text, const int *fds, size_t nfds)
 }
 
 struct cmd {
-    int chan;   /* our end */
-    int out;    /* output file */
+    int chan; /* our end */
+    int out;  /* output file */
 };
 
 /* Sends an exec message with the usual 4 fds; returns our channel end. */
@@ -151,7 +155,8 @@ static struct cmd exec_json(const char *json)
     snprintf(path, sizeof(path), "%s/out-XXXXXX", ag.dir);
     c.out = mkstemp(path);
     assert_true(c.out >= 0);
-    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch),
+                     0);
     fds[0] = ch[1];
     fds[1] = devnull;
     fds[2] = c.out;
@@ -199,8 +204,9 @@ static void done(struct cmd *c)
 
 static void test_fresh_command(void **state)
 {
-    struct cmd c = exec_json("{\"op\":\"exec\",\"cmd\":\"echo hi; echo $X; exit 7\","
-                             "\"shell\":null,\"cwd\":\"/tmp\",\"env\":[\"X=from-env\"]}");
+    struct cmd c =
+        exec_json("{\"op\":\"exec\",\"cmd\":\"echo hi; echo $X; exit 7\","
+                  "\"shell\":null,\"cwd\":\"/tmp\",\"env\":[\"X=from-env\"]}");
 
     (void)state;
     assert_int_equal(wait_exit(&c, NULL, 0), 7);
@@ -213,15 +219,18 @@ static void test_named_shell_keeps_state(void **state)
     struct cmd c;
 
     (void)state;
-    c = exec_json("{\"op\":\"exec\",\"cmd\":\"cd /tmp && export KEEP=1 && exit 3\",\"shell\":\"s1\"}");
+    c = exec_json("{\"op\":\"exec\",\"cmd\":\"cd /tmp && export KEEP=1 && exit "
+                  "3\",\"shell\":\"s1\"}");
     assert_int_equal(wait_exit(&c, NULL, 0), 3);
     done(&c);
-    c = exec_json("{\"op\":\"exec\",\"cmd\":\"pwd; echo K=$KEEP\",\"shell\":\"s1\"}");
+    c = exec_json(
+        "{\"op\":\"exec\",\"cmd\":\"pwd; echo K=$KEEP\",\"shell\":\"s1\"}");
     assert_int_equal(wait_exit(&c, NULL, 0), 0);
     assert_string_equal(output(&c), "/tmp\nK=1\n");
     done(&c);
     /* Another shell does not share it. */
-    c = exec_json("{\"op\":\"exec\",\"cmd\":\"echo K=$KEEP\",\"shell\":\"s2\"}");
+    c = exec_json(
+        "{\"op\":\"exec\",\"cmd\":\"echo K=$KEEP\",\"shell\":\"s2\"}");
     assert_int_equal(wait_exit(&c, NULL, 0), 0);
     assert_string_equal(output(&c), "K=\n");
     done(&c);
@@ -240,9 +249,12 @@ static void test_named_shell_queues(void **state)
     (void)state;
     snprintf(path, sizeof(path), "%s/order", ag.dir);
     snprintf(cmd1, sizeof(cmd1),
-             "{\"op\":\"exec\",\"cmd\":\"sleep 0.3; echo first >> %s\",\"shell\":\"q\"}", path);
+             "{\"op\":\"exec\",\"cmd\":\"sleep 0.3; echo first >> "
+             "%s\",\"shell\":\"q\"}",
+             path);
     snprintf(cmd2, sizeof(cmd2),
-             "{\"op\":\"exec\",\"cmd\":\"echo second >> %s\",\"shell\":\"q\"}", path);
+             "{\"op\":\"exec\",\"cmd\":\"echo second >> %s\",\"shell\":\"q\"}",
+             path);
     a = exec_json(cmd1);
     b = exec_json(cmd2);
     assert_int_equal(wait_exit(&b, NULL, 0), 0);
@@ -264,7 +276,8 @@ static void test_kill(void **state)
     (void)state;
     assert_true(recv_msg(c.chan, buf, sizeof(buf), WAIT_MS) > 0);
     assert_non_null(strstr(buf, "\"ev\":\"started\""));
-    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":9}", NULL, 0), 0);
+    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":9}", NULL, 0),
+                     0);
     assert_int_equal(wait_exit(&c, NULL, 0), 128 + 9);
     done(&c);
 }
@@ -284,9 +297,12 @@ static void test_hostile_messages(void **state)
         "{\"op\":\"exec\",\"cmd\":\"true\",\"cwd\":[]}",
         "[1,2,3]",
         "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":0,\"rows\":24}}",
-        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":80,\"rows\":1001}}",
-        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":\"80\",\"rows\":24}}",
-        "{\"op\":\"exec\",\"cmd\":\"true\",\"shell\":\"s\",\"pty\":{\"cols\":80,\"rows\":24}}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":80,\"rows\":1001}"
+        "}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"pty\":{\"cols\":\"80\",\"rows\":"
+        "24}}",
+        "{\"op\":\"exec\",\"cmd\":\"true\",\"shell\":\"s\",\"pty\":{\"cols\":"
+        "80,\"rows\":24}}",
     };
     char last[256];
     size_t i;
@@ -302,22 +318,28 @@ static void test_hostile_messages(void **state)
         done(&c);
     }
     /* Wrong number of fds: refused on the channel it did get. */
-    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch),
+                     0);
     fds[0] = ch[1];
     fds[1] = ch[1];
-    assert_int_equal(send_fds(ag.master, "{\"op\":\"exec\",\"cmd\":\"true\"}", fds, 2), 0);
+    assert_int_equal(
+        send_fds(ag.master, "{\"op\":\"exec\",\"cmd\":\"true\"}", fds, 2), 0);
     close(ch[1]);
     assert_true(recv_msg(ch[0], last, sizeof(last), WAIT_MS) > 0);
     assert_non_null(strstr(last, "4 file descriptors"));
     close(ch[0]);
     /* No fds at all and garbage: silently dropped, agent still serves. */
-    assert_int_equal(send_fds(ag.master, "{\"op\":\"exec\",\"cmd\":\"true\"}", NULL, 0), 0);
+    assert_int_equal(
+        send_fds(ag.master, "{\"op\":\"exec\",\"cmd\":\"true\"}", NULL, 0), 0);
     assert_int_equal(send_fds(ag.master, "\x01\x02\x03", NULL, 0), 0);
     c = exec_json("{\"op\":\"exec\",\"cmd\":\"sleep 0.5; echo still\"}");
     /* Bad kill requests on a running command are ignored. */
-    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":0}", NULL, 0), 0);
-    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":\"KILL\"}", NULL, 0), 0);
-    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":65}", NULL, 0), 0);
+    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":0}", NULL, 0),
+                     0);
+    assert_int_equal(
+        send_fds(c.chan, "{\"op\":\"kill\",\"sig\":\"KILL\"}", NULL, 0), 0);
+    assert_int_equal(send_fds(c.chan, "{\"op\":\"kill\",\"sig\":65}", NULL, 0),
+                     0);
     assert_int_equal(send_fds(c.chan, "{\"op\":\"rm\"}", NULL, 0), 0);
     assert_int_equal(wait_exit(&c, NULL, 0), 0);
     assert_string_equal(output(&c), "still\n");
@@ -326,7 +348,8 @@ static void test_hostile_messages(void **state)
 
 static void test_bad_cwd(void **state)
 {
-    struct cmd c = exec_json("{\"op\":\"exec\",\"cmd\":\"pwd\",\"cwd\":\"/nonexistent-dir\"}");
+    struct cmd c = exec_json(
+        "{\"op\":\"exec\",\"cmd\":\"pwd\",\"cwd\":\"/nonexistent-dir\"}");
 
     (void)state;
     assert_int_equal(wait_exit(&c, NULL, 0), 1);
@@ -336,7 +359,8 @@ static void test_bad_cwd(void **state)
 
 static void test_orphans_are_reaped(void **state)
 {
-    struct cmd c = exec_json("{\"op\":\"exec\",\"cmd\":\"(sleep 0.1 &) ; echo parent-done\"}");
+    struct cmd c = exec_json(
+        "{\"op\":\"exec\",\"cmd\":\"(sleep 0.1 &) ; echo parent-done\"}");
     char path[64];
     char buf[512];
     int fd;
@@ -349,7 +373,8 @@ static void test_orphans_are_reaped(void **state)
      * own children instead: none may stay a zombie. Reaping is
      * asynchronous, so wait for it with a generous bound. */
     for (int i = 0; i < 200; i++) {
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)ag.pid, (int)ag.pid);
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)ag.pid,
+                 (int)ag.pid);
         zombies = 0;
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {

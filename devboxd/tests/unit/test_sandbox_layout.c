@@ -75,7 +75,8 @@ static char *path2(const char *a, const char *b)
     return p;
 }
 
-static void assert_mode(const char *dir, const char *rel, mode_t type, mode_t mode, uid_t uid)
+static void assert_mode(const char *dir, const char *rel, mode_t type,
+                        mode_t mode, uid_t uid)
 {
     struct stat st;
     char *p = path2(dir, rel);
@@ -96,7 +97,8 @@ static void test_layout(void **st)
     char err[256] = "";
 
     (void)st;
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+    assert_int_equal(
+        sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
     assert_mode(dir, "", S_IFDIR, 0700, 0);
     assert_mode(dir, "upper", S_IFDIR, 0755, 0);
     assert_mode(dir, "work", S_IFDIR, 0700, 0);
@@ -117,7 +119,8 @@ static void test_layout(void **st)
     assert_string_equal(buf, "nameserver 10.0.2.3\n");
     free(f);
     /* Idempotent (every start re-runs it). */
-    assert_int_equal(sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+    assert_int_equal(
+        sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
     free(dir);
 }
 
@@ -139,22 +142,28 @@ static void test_uid_claims(void **st)
     }
     /* Four ranges: four devboxes get distinct ones... */
     for (i = 0; i < 4; i++) {
-        assert_int_equal(sb_range_claim(dirs[i], "same-id-hash", &uids[i], err, sizeof(err)), 0);
-        assert_true(uids[i] >= SB_RANGE_BASE && uids[i] < SB_RANGE_BASE + 4 * SB_RANGE_SIZE);
+        assert_int_equal(
+            sb_range_claim(dirs[i], "same-id-hash", &uids[i], err, sizeof(err)),
+            0);
+        assert_true(uids[i] >= SB_RANGE_BASE &&
+                    uids[i] < SB_RANGE_BASE + 4 * SB_RANGE_SIZE);
         assert_int_equal((uids[i] - SB_RANGE_BASE) % SB_RANGE_SIZE, 0);
         for (j = 0; j < i; j++)
             assert_int_not_equal(uids[i], uids[j]);
     }
     /* ...the fifth is told they are all in use... */
-    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)), -EUSERS);
+    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)),
+                     -EUSERS);
     assert_non_null(strstr(err, "in use"));
     /* ...a devbox keeps its range across starts... */
-    assert_int_equal(sb_range_claim(dirs[2], "other", &again, err, sizeof(err)), 0);
+    assert_int_equal(sb_range_claim(dirs[2], "other", &again, err, sizeof(err)),
+                     0);
     assert_int_equal(again, uids[2]);
     /* ...and releasing frees it for the next devbox. */
     assert_int_equal(sb_uid_release(dirs[2]), 0);
     assert_int_equal(sb_remove_tree(dirs[2]), 0);
-    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)), 0);
+    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)),
+                     0);
     assert_int_equal(uids[4], uids[2]);
     for (i = 0; i < 5; i++)
         free(dirs[i]);
@@ -200,10 +209,14 @@ static void test_uid_claims_stale(void **st)
                          (ssize_t)strlen(owner));
         close(fd);
     }
-    assert_int_equal(sb_range_claim(dirs[0], "stale-a", &range, err, sizeof(err)), 0);
-    assert_true(range >= SB_RANGE_BASE && range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
-    assert_int_equal(sb_range_claim(dirs[1], "stale-b", &range, err, sizeof(err)), 0);
-    assert_true(range >= SB_RANGE_BASE && range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
+    assert_int_equal(
+        sb_range_claim(dirs[0], "stale-a", &range, err, sizeof(err)), 0);
+    assert_true(range >= SB_RANGE_BASE &&
+                range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
+    assert_int_equal(
+        sb_range_claim(dirs[1], "stale-b", &range, err, sizeof(err)), 0);
+    assert_true(range >= SB_RANGE_BASE &&
+                range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     for (i = 0; i < 2; i++) {
         assert_int_equal(sb_uid_release(dirs[i]), 0);
         assert_int_equal(sb_remove_tree(dirs[i]), 0);
@@ -232,14 +245,16 @@ static void test_uid_file_tampered(void **st)
     fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY);
     assert_int_equal(sb_write_file(fd, SB_FILE_RANGE, "0\n", 0600), 0);
     close(fd);
-    assert_int_equal(sb_range_claim(dir, "t", &range, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sb_range_claim(dir, "t", &range, err, sizeof(err)),
+                     -EINVAL);
     assert_non_null(strstr(err, "remove it"));
     free(dir);
 }
 
 static void test_cgroup_limits(void **st)
 {
-    struct sb_limits lim = {.memory_bytes = 64ULL << 20, .pids_max = 77, .cpu_millis = 500};
+    struct sb_limits lim = {
+        .memory_bytes = 64ULL << 20, .pids_max = 77, .cpu_millis = 500};
     struct sb_cgroup cg;
     char err[256] = "";
     struct stat s;
@@ -247,21 +262,25 @@ static void test_cgroup_limits(void **st)
 
     (void)st;
     if (!sb_rt.have_ctl[SB_CG_MEMORY] || !sb_rt.have_ctl[SB_CG_PIDS]) {
-        print_message("no cgroup v1 memory/pids here: checking the rlimit fallback path only\n");
+        print_message("no cgroup v1 memory/pids here: checking the rlimit "
+                      "fallback path only\n");
         assert_int_equal(sb_cg_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
         sb_cg_remove(&cg);
         return;
     }
     assert_int_equal(sb_cg_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
-    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_MEMORY, "memory.limit_in_bytes"), 64ULL << 20);
+    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_MEMORY, "memory.limit_in_bytes"),
+                     64ULL << 20);
     assert_int_equal(sb_cg_read_u64(&cg, SB_CG_PIDS, "pids.max"), 77);
     if (sb_rt.have_ctl[SB_CG_CPU])
-        assert_int_equal(sb_cg_read_u64(&cg, SB_CG_CPU, "cpu.cfs_quota_us"), 50000);
+        assert_int_equal(sb_cg_read_u64(&cg, SB_CG_CPU, "cpu.cfs_quota_us"),
+                         50000);
     assert_int_equal(sb_cg_pids_current(&cg), 0);
     assert_int_equal(sb_cg_oom_kills(&cg), 0);
     p = strdup(cg.path[SB_CG_PIDS]);
     assert_int_equal(stat(p, &s), 0);
-    assert_int_equal(sb_cg_kill_all(&cg, 1000), 0); /* empty group: nothing to do */
+    assert_int_equal(sb_cg_kill_all(&cg, 1000),
+                     0); /* empty group: nothing to do */
     sb_cg_remove(&cg);
     assert_int_not_equal(stat(p, &s), 0);
     assert_null(cg.path[SB_CG_PIDS]);
@@ -269,13 +288,15 @@ static void test_cgroup_limits(void **st)
     /* Defaults: no memory limit written, pids gets the default cap. */
     memset(&lim, 0, sizeof(lim));
     assert_int_equal(sb_cg_create(&cg, "unit2", &lim, err, sizeof(err)), 0);
-    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_PIDS, "pids.max"), SB_DEFAULT_PIDS);
+    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_PIDS, "pids.max"),
+                     SB_DEFAULT_PIDS);
     sb_cg_remove(&cg);
 }
 
 static void test_cgroup_bad_limit(void **st)
 {
-    struct sb_limits lim = {.memory_bytes = 1}; /* kernel rounds; must still succeed or explain */
+    struct sb_limits lim = {
+        .memory_bytes = 1}; /* kernel rounds; must still succeed or explain */
     struct sb_cgroup cg;
     char err[256] = "";
     int rc;
@@ -408,7 +429,8 @@ static void test_disk(void **st)
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
     sb_rt.range_slots = SB_RANGE_SLOTS; /* the other tests may hold the few */
-    assert_int_equal(sb_range_claim(dir, "diskbox", &range, err, sizeof(err)), 0);
+    assert_int_equal(sb_range_claim(dir, "diskbox", &range, err, sizeof(err)),
+                     0);
     sb_rt.range_slots = 4;
     /* Past its size: ENOSPC, and the host gave the image no more. */
     written = fill(big);

@@ -49,7 +49,8 @@ static void test_shell_names(void **state)
     assert_false(sb_valid_shell_name("a/b"));
     assert_false(sb_valid_shell_name("a b"));
     assert_false(sb_valid_shell_name("x$(id)"));
-    assert_false(sb_valid_shell_name("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+    assert_false(sb_valid_shell_name(
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
 static void test_env_entries(void **state)
@@ -86,7 +87,8 @@ static void test_root_relative(void **state)
     (void)state;
     check_rel("notes.txt", "home/user/notes.txt");
     check_rel("a/b", "home/user/a/b");
-    check_rel("../../etc/passwd", "home/user/../../etc/passwd"); /* kernel clamps at root */
+    check_rel("../../etc/passwd",
+              "home/user/../../etc/passwd"); /* kernel clamps at root */
     check_rel("/etc/hosts", "etc/hosts");
     check_rel("///tmp/x", "tmp/x");
     check_rel("/", ".");
@@ -146,7 +148,8 @@ static void test_lowerdir(void **state)
     bad[0] = "/tmp,upperdir=/etc";
     assert_null(sb_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "must be an absolute path"));
-    assert_null(sb_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base", NULL, err, sizeof(err)));
+    assert_null(sb_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base", NULL,
+                            err, sizeof(err)));
     assert_non_null(strstr(err, "too many"));
     assert_null(sb_lowerdir(NULL, 0, "/srv/b:ad", NULL, err, sizeof(err)));
     /* The image is the lowest layer; a missing one is refused. */
@@ -155,7 +158,8 @@ static void test_lowerdir(void **state)
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
-    assert_null(sb_lowerdir(NULL, 0, "/srv/box/base", "/nonexistent/image", err, sizeof(err)));
+    assert_null(sb_lowerdir(NULL, 0, "/srv/box/base", "/nonexistent/image", err,
+                            sizeof(err)));
     assert_non_null(strstr(err, "image /nonexistent/image is not a directory"));
     rmdir(l1);
     rmdir(l2);

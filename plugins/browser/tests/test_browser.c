@@ -653,8 +653,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(screenshot_over_the_limit_is_too_large,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(close_shuts_down, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(close_shuts_down, setup, teardown),
         cmocka_unit_test_setup_teardown(configured_blueprint_and_executable,
                                         setup, teardown),
     };

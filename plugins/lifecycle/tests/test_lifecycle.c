@@ -481,8 +481,8 @@ static void secrets_can_be_left_out(void **state)
         strstr(fh_tool("create_devbox")->input_schema_json, "\"secrets\""));
     assert_null(strstr(fh_tool("create_devbox")->input_schema_json, "\"mcp\""));
     fh_reset();
-    assert_int_equal(
-        fh_call("create_devbox", "{\"secrets\":{\"A\":\"B\"}}"), RLMCP_OK);
+    assert_int_equal(fh_call("create_devbox", "{\"secrets\":{\"A\":\"B\"}}"),
+                     RLMCP_OK);
     assert_string_equal(fh_error_code(), "invalid_argument");
     assert_int_equal(fh_request_count(), 0);
     fh_unload();

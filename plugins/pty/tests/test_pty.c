@@ -41,8 +41,7 @@ static const char *rstr(const char *key)
 #define SESSION_NAME_RULE "does not match pattern '^[A-Za-z0-9_-]+$'"
 
 /* Call and expect invalid_argument mentioning `needle`, with no request. */
-static void expect_bad(const char *tool, const char *args,
-                       const char *needle)
+static void expect_bad(const char *tool, const char *args, const char *needle)
 {
     fh_reset();
     assert_int_equal(fh_call(tool, args), RLMCP_OK);
@@ -63,8 +62,7 @@ static void expect_passes(const char *tool, const char *args)
 {
     fh_reset();
     assert_int_equal(fh_call(tool, args), RLMCP_OK);
-    if (fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel") ==
-        NULL)
+    if (fh_find_request("POST", "/v1/devboxes/dbx_1/create_pty_tunnel") == NULL)
         print_message("%s %s -> %s %s\n", tool, args,
                       fh_error_code() ? fh_error_code() : "(ok)",
                       fh_error_message() ? fh_error_message() : "");
@@ -74,9 +72,10 @@ static void expect_passes(const char *tool, const char *args)
 
 static void registers(void **state)
 {
-    static const char *const names[] = {
-        "pty_connect", "pty_send_command", "pty_control", "create_pty_tunnel",
-        "enable_tunnel", "get_tunnel_url", "remove_tunnel"};
+    static const char *const names[] = {"pty_connect",   "pty_send_command",
+                                        "pty_control",   "create_pty_tunnel",
+                                        "enable_tunnel", "get_tunnel_url",
+                                        "remove_tunnel"};
     size_t i;
 
     assert_int_equal(fh_tool_count(), 7);
@@ -625,8 +624,9 @@ static void enable_get_remove(void **state)
                         "open");
     assert_null(rstr("url"));
     assert_null(rstr("auth_token"));
-    expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
-                                "\"public\"}",
+    expect_bad("enable_tunnel",
+               "{\"devbox_id\":\"dbx_1\",\"auth_mode\":"
+               "\"public\"}",
                "auth_mode");
     expect_bad("enable_tunnel", "{\"devbox_id\":\"dbx_1\",\"port\":70000}",
                "port");
@@ -639,8 +639,7 @@ static void enable_get_remove(void **state)
                                                "\"port\":3000}"),
                      RLMCP_OK);
     assert_string_equal(rstr("url"), "https://3000-abc.tunnel.runloop.ai");
-    assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint,
-                     3000);
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "port")->valueint, 3000);
 
     /* devboxd says where its tunnels live; an unusable one is ignored. */
     fh_reset();
@@ -787,10 +786,15 @@ static void screen_cleanup(void **state)
     SCREEN("a\x1b[3Cb", "a   b");
     SCREEN("abcdef\x1b[2Gx", "axcdef");
     /* other controls dropped, tab kept */
-    SCREEN("a\x07\x00" "b\tc\x7f", "ab\tc");
+    SCREEN("a\x07\x00"
+           "b\tc\x7f",
+           "ab\tc");
     /* UTF-8 moves by characters; invalid bytes become U+FFFD */
     SCREEN("h\xc3\xa9llo\b\b\b\bE", "hEllo");
-    SCREEN("a\x9b" "b", "a\xef\xbf\xbd" "b");
+    SCREEN("a\x9b"
+           "b",
+           "a\xef\xbf\xbd"
+           "b");
     SCREEN("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     /* sequences cut off at the end are dropped */
     SCREEN("ok\x1b[1;3", "ok");

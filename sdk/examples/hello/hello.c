@@ -120,14 +120,17 @@ static int read_config(struct hello_state *st)
     cJSON_ArrayForEach(g, cfg)
     {
         if (strcmp(g->string, "greeting") != 0) {
-            st->api->set_error(st->self, "unknown config key '%s' (allowed: greeting)",
+            st->api->set_error(st->self,
+                               "unknown config key '%s' (allowed: greeting)",
                                g->string);
             rc = RLMCP_EINVAL;
             goto out;
         }
         if (!cJSON_IsString(g) || strlen(g->valuestring) == 0 ||
             strlen(g->valuestring) >= sizeof(st->greeting)) {
-            st->api->set_error(st->self, "config 'greeting' must be a string of 1-63 characters");
+            st->api->set_error(
+                st->self,
+                "config 'greeting' must be a string of 1-63 characters");
             rc = RLMCP_EINVAL;
             goto out;
         }

@@ -63,7 +63,7 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define RLMCP_EXPORT __attribute__((visibility("default")))
-#define RLMCP_PRINTF(fmt_idx, arg_idx) \
+#define RLMCP_PRINTF(fmt_idx, arg_idx)                                         \
     __attribute__((format(printf, fmt_idx, arg_idx)))
 #else
 #define RLMCP_EXPORT
@@ -125,13 +125,13 @@ typedef int (*rlmcp_init_fn)(rlmcp_plugin *self,
 typedef void (*rlmcp_shutdown_fn)(rlmcp_plugin *self, void *state);
 
 struct rlmcp_plugin_desc {
-    uint32_t abi_major;      /* RLMCP_ABI_MAJOR when the plugin was built */
-    uint32_t abi_minor;      /* RLMCP_TARGET_ABI_MINOR */
-    size_t struct_size;      /* sizeof(struct rlmcp_plugin_desc) */
-    const char *name;        /* [a-z0-9_]+, equals the deployment's name */
-    const char *version;     /* the plugin's own version, informational */
-    const char *description; /* one line */
-    rlmcp_init_fn init;      /* required */
+    uint32_t abi_major;         /* RLMCP_ABI_MAJOR when the plugin was built */
+    uint32_t abi_minor;         /* RLMCP_TARGET_ABI_MINOR */
+    size_t struct_size;         /* sizeof(struct rlmcp_plugin_desc) */
+    const char *name;           /* [a-z0-9_]+, equals the deployment's name */
+    const char *version;        /* the plugin's own version, informational */
+    const char *description;    /* one line */
+    rlmcp_init_fn init;         /* required */
     rlmcp_shutdown_fn shutdown; /* optional */
     /* 1.5: the JSON Schema (2020-12 subset of docs/schema.md) of the
      * plugin's config: section, or NULL. The host checks the deployment's
@@ -274,20 +274,23 @@ struct rlmcp_task_def {
  * (2025-11-25 without params.task: -32601; 2026-07-28 without the tasks
  * extension: -32021). */
 #define RLMCP_TASK_REQUIRED (1u << 0)
-#define RLMCP_TASK_DEF_INIT {.struct_size = sizeof(struct rlmcp_task_def)}
+#define RLMCP_TASK_DEF_INIT                                                    \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_task_def)                           \
+    }
 
 struct rlmcp_tool_def {
-    size_t struct_size;         /* sizeof; use RLMCP_TOOL_DEF_INIT */
-    const char *name;           /* [A-Za-z0-9_.-]{1,128}, unique host-wide */
-    const char *title;          /* optional display name */
-    const char *description;    /* required */
-    const char *input_schema_json;  /* required; a JSON Schema object */
+    size_t struct_size;            /* sizeof; use RLMCP_TOOL_DEF_INIT */
+    const char *name;              /* [A-Za-z0-9_.-]{1,128}, unique host-wide */
+    const char *title;             /* optional display name */
+    const char *description;       /* required */
+    const char *input_schema_json; /* required; a JSON Schema object */
     const char *output_schema_json; /* optional; then result_json is due */
     const char *annotations_json;   /* optional ToolAnnotations object */
-    uint32_t flags;             /* RLMCP_TOOL_* */
-    uint32_t timeout_ms;        /* 0: the deployment's default */
-    rlmcp_tool_fn handler;      /* required */
-    void *user_data;            /* handed to every call */
+    uint32_t flags;                 /* RLMCP_TOOL_* */
+    uint32_t timeout_ms;            /* 0: the deployment's default */
+    rlmcp_tool_fn handler;          /* required */
+    void *user_data;                /* handed to every call */
     void (*user_data_free)(void *user_data); /* optional, after shutdown */
     /* Added in ABI 1.4: optional; the tool may run as an MCP task. The
      * struct is copied at registration. */
@@ -303,7 +306,10 @@ struct rlmcp_tool_def {
     const char *timeout_arg;
     /* 1.x: append only */
 };
-#define RLMCP_TOOL_DEF_INIT {.struct_size = sizeof(struct rlmcp_tool_def)}
+#define RLMCP_TOOL_DEF_INIT                                                    \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_tool_def)                           \
+    }
 
 /*
  * A resource read handler: add one or more contents with
@@ -326,21 +332,23 @@ typedef int (*rlmcp_resource_fn)(rlmcp_call *call, const char *uri,
 #define RLMCP_RESOURCE_SUBSCRIBABLE (1u << 0)
 
 struct rlmcp_resource_def {
-    size_t struct_size;      /* sizeof; use RLMCP_RESOURCE_DEF_INIT */
-    const char *uri;         /* a fixed URI, or NULL when uri_template set */
+    size_t struct_size;       /* sizeof; use RLMCP_RESOURCE_DEF_INIT */
+    const char *uri;          /* a fixed URI, or NULL when uri_template set */
     const char *uri_template; /* RFC 6570 level 1, e.g. devbox://{id}/log */
-    const char *name;        /* required */
-    const char *title;       /* optional */
-    const char *description; /* optional */
-    const char *mime_type;   /* optional */
-    uint32_t flags;          /* RLMCP_RESOURCE_* */
-    rlmcp_resource_fn read;  /* required */
+    const char *name;         /* required */
+    const char *title;        /* optional */
+    const char *description;  /* optional */
+    const char *mime_type;    /* optional */
+    uint32_t flags;           /* RLMCP_RESOURCE_* */
+    rlmcp_resource_fn read;   /* required */
     void *user_data;
     void (*user_data_free)(void *user_data);
     /* 1.x: append only */
 };
-#define RLMCP_RESOURCE_DEF_INIT \
-    {.struct_size = sizeof(struct rlmcp_resource_def)}
+#define RLMCP_RESOURCE_DEF_INIT                                                \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_resource_def)                       \
+    }
 
 /*
  * A prompt handler: add messages with api->prompt_message(), return
@@ -362,7 +370,10 @@ struct rlmcp_prompt_def {
     void (*user_data_free)(void *user_data);
     /* 1.x: append only */
 };
-#define RLMCP_PROMPT_DEF_INIT {.struct_size = sizeof(struct rlmcp_prompt_def)}
+#define RLMCP_PROMPT_DEF_INIT                                                  \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_prompt_def)                         \
+    }
 
 /* ------------------------------------------------------------------------ */
 /* The Runloop HTTP client                                                  */
@@ -385,18 +396,18 @@ struct rlmcp_http_part {
  * the timeout and cancellation.
  */
 struct rlmcp_http_req {
-    size_t struct_size;    /* sizeof; use RLMCP_HTTP_REQ_INIT */
-    const char *method;    /* "GET" or "POST" */
-    const char *path;      /* e.g. "/v1/devboxes?limit=10", URL-encoded */
-    const char *body;      /* optional JSON body */
+    size_t struct_size; /* sizeof; use RLMCP_HTTP_REQ_INIT */
+    const char *method; /* "GET" or "POST" */
+    const char *path;   /* e.g. "/v1/devboxes?limit=10", URL-encoded */
+    const char *body;   /* optional JSON body */
     size_t body_len;
-    const char *accept;    /* optional Accept; default application/json */
+    const char *accept; /* optional Accept; default application/json */
     const struct rlmcp_http_part *parts; /* optional multipart body */
     size_t n_parts;
-    uint32_t timeout_ms;   /* per attempt; 0: the host default (30 s) */
-    int32_t max_retries;   /* <0: host default (5); 0: never retry */
-    size_t max_body;       /* response bytes to keep; 0: host default */
-    uint32_t flags;        /* RLMCP_HTTP_* */
+    uint32_t timeout_ms; /* per attempt; 0: the host default (30 s) */
+    int32_t max_retries; /* <0: host default (5); 0: never retry */
+    size_t max_body;     /* response bytes to keep; 0: host default */
+    uint32_t flags;      /* RLMCP_HTTP_* */
     /* 1.x: append only */
 };
 
@@ -407,8 +418,10 @@ struct rlmcp_http_req {
  */
 #define RLMCP_HTTP_IGNORE_CANCEL (1u << 0)
 
-#define RLMCP_HTTP_REQ_INIT \
-    {.struct_size = sizeof(struct rlmcp_http_req), .max_retries = -1}
+#define RLMCP_HTTP_REQ_INIT                                                    \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_http_req), .max_retries = -1        \
+    }
 
 /* A response. Freed only with api->http_resp_free(). */
 struct rlmcp_http_resp {
@@ -440,7 +453,10 @@ struct rlmcp_tunnel {
     uint16_t port;          /* port inside the devbox, 1-65535; PTY: 13 */
     /* 1.x: append only */
 };
-#define RLMCP_TUNNEL_INIT {.struct_size = sizeof(struct rlmcp_tunnel)}
+#define RLMCP_TUNNEL_INIT                                                      \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_tunnel)                             \
+    }
 /* The smallest struct_size the host takes (a 1.1 plugin's): fields appended
  * later are read only when struct_size covers them. */
 #define RLMCP_TUNNEL_SIZE_1_1                                                  \
@@ -454,24 +470,26 @@ struct rlmcp_tunnel {
 typedef int (*rlmcp_output_fn)(void *user, const void *data, size_t n);
 
 struct rlmcp_pty_exchange {
-    size_t struct_size;      /* sizeof; use RLMCP_PTY_EXCHANGE_INIT */
-    const char *connect_url; /* server-relative WebSocket path, as
+    size_t struct_size;        /* sizeof; use RLMCP_PTY_EXCHANGE_INIT */
+    const char *connect_url;   /* server-relative WebSocket path, as
                                 PtyConnectView.connect_url gives it */
-    const void *input;       /* bytes to type; may be NULL when len is 0 */
-    size_t input_len;        /* at most 1 MiB */
-    uint32_t quiet_ms;       /* end after this much silence; 0: 500 */
-    uint32_t max_wait_ms;    /* end at the latest; 0: 30000 */
+    const void *input;         /* bytes to type; may be NULL when len is 0 */
+    size_t input_len;          /* at most 1 MiB */
+    uint32_t quiet_ms;         /* end after this much silence; 0: 500 */
+    uint32_t max_wait_ms;      /* end at the latest; 0: 30000 */
     rlmcp_output_fn on_output; /* required */
     void *user;
     /* Set by the host: */
-    long upgrade_status;     /* HTTP status of a refused upgrade, else 0 */
-    int close_code;          /* the server's close code (4000: the shell
+    long upgrade_status; /* HTTP status of a refused upgrade, else 0 */
+    int close_code;      /* the server's close code (4000: the shell
                                 exited, 4001: ping timeout), 0 if we closed */
-    bool quiet;              /* ended because the output was quiet */
+    bool quiet;          /* ended because the output was quiet */
     /* 1.x: append only */
 };
-#define RLMCP_PTY_EXCHANGE_INIT \
-    {.struct_size = sizeof(struct rlmcp_pty_exchange)}
+#define RLMCP_PTY_EXCHANGE_INIT                                                \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_pty_exchange)                       \
+    }
 /* The smallest struct_size the host takes (a 1.1 plugin's). */
 #define RLMCP_PTY_EXCHANGE_SIZE_1_1                                            \
     (offsetof(struct rlmcp_pty_exchange, quiet) + sizeof(bool))
@@ -496,10 +514,13 @@ struct rlmcp_ws_open {
     uint32_t connect_timeout_ms; /* the open's own bound (each attempt);
                                     0: only the call's deadline */
     /* Set by the host: */
-    long upgrade_status;     /* HTTP status of a refused upgrade, else 0 */
+    long upgrade_status; /* HTTP status of a refused upgrade, else 0 */
     /* 1.x: append only */
 };
-#define RLMCP_WS_OPEN_INIT {.struct_size = sizeof(struct rlmcp_ws_open)}
+#define RLMCP_WS_OPEN_INIT                                                     \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_ws_open)                            \
+    }
 /* The smallest struct_size the host takes (a 1.6 plugin's). */
 #define RLMCP_WS_OPEN_SIZE_1_6                                                 \
     (offsetof(struct rlmcp_ws_open, upgrade_status) + sizeof(long))
@@ -522,7 +543,10 @@ struct rlmcp_ws_message {
                            without a close */
     /* 1.x: append only */
 };
-#define RLMCP_WS_MESSAGE_INIT {.struct_size = sizeof(struct rlmcp_ws_message)}
+#define RLMCP_WS_MESSAGE_INIT                                                  \
+    {                                                                          \
+        .struct_size = sizeof(struct rlmcp_ws_message)                         \
+    }
 /* The smallest struct_size the host takes (a 1.6 plugin's). */
 #define RLMCP_WS_MESSAGE_SIZE_1_6                                              \
     (offsetof(struct rlmcp_ws_message, close_code) + sizeof(int))
@@ -532,7 +556,7 @@ struct rlmcp_ws_message {
 /* ------------------------------------------------------------------------ */
 
 struct rlmcp_host_api {
-    size_t size;            /* sizeof as built into the host */
+    size_t size; /* sizeof as built into the host */
     uint32_t abi_major;
     uint32_t abi_minor;
     const char *host_version;
@@ -912,9 +936,8 @@ struct rlmcp_host_api {
  * True when the host's table has service fn and it is set. Use it for every
  * service newer than the plugin's RLMCP_TARGET_ABI_MINOR.
  */
-#define RLMCP_API_HAS(api, fn)                                              \
-    (offsetof(struct rlmcp_host_api, fn) + sizeof((api)->fn) <=            \
-         (api)->size &&                                                     \
+#define RLMCP_API_HAS(api, fn)                                                 \
+    (offsetof(struct rlmcp_host_api, fn) + sizeof((api)->fn) <= (api)->size && \
      (api)->fn != NULL)
 
 #ifdef __cplusplus
