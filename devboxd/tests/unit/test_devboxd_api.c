@@ -123,9 +123,11 @@ static void test_create_invalid(void **state)
                   "on_idle");
     expect_reject("{\"launch_parameters\":{\"network_policy_id\":\"npol_x\"}}",
                   "npol_local_deny_all");
+    /* Root is a devbox user under runc (uid 0 inside); a root that is not
+     * uid 0 is refused. */
     expect_reject("{\"launch_parameters\":{\"user_parameters\":{\"username\":"
-                  "\"root\",\"uid\":0}}}",
-                  "user_parameters");
+                  "\"root\",\"uid\":5}}}",
+                  "uid 0 is the user");
     expect_reject("{\"blueprint_id\":5}", "blueprint_id");
     expect_reject("{\"snapshot_id\":[]}", "snapshot_id");
     expect_reject("{\"mcp\":{\"A\":{}}}", "must be {mcp_config");
