@@ -14,10 +14,12 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "exec_internal.h"
 
@@ -28,6 +30,7 @@
 #define CTX_ROLE "code-contexts"
 #define CTX_PREFIX "ctx_"
 #define CTX_NAME_LEN 8
+#define CTX_RUN_LEN 16 /* hex digits of a cell's run id */
 /* How long one gateway request waits for the cell: the stream of a
  * running cell reaches the agent at this pace. */
 #define CTX_POLL_MS 1000
@@ -853,21 +856,50 @@ out:
     return rc;
 }
 
-/* Interrupt the context's running cell: a clean-up that outlives a cancel. */
+/* A cell's run id, ours rather than the gateway's: an interrupt names it,
+ * so one sent before the execute answer (or after a "busy" one) cannot stop
+ * another call's cell. Random from the kernel, or no cell starts. */
+static int cell_run_id(char out[CTX_RUN_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[CTX_RUN_LEN / 2];
+    ssize_t n = -1;
+    size_t i;
+
+    do {
+        n = getrandom(b, sizeof(b), 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(b))
+        return -1;
+    for (i = 0; i < sizeof(b); i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 0x0F];
+    }
+    out[CTX_RUN_LEN] = '\0';
+    return 0;
+}
+
+/* Interrupt the context's cell of run `run_id` (the gateway leaves any
+ * other run alone): a clean-up that outlives a cancel. */
 static void cell_interrupt(const struct rlmcp_h *h, const struct gw *g,
-                           const char *name)
+                           const char *name, const char *run_id)
 {
     char *path = rlmcp_h_sprintf("/contexts/%s/interrupt", name);
+    cJSON *body = cJSON_CreateObject();
     cJSON *ans = NULL;
     long status = 0;
 
-    if (path != NULL &&
-        gw_request(h, g, "POST", path, NULL, CTX_STOP_MS, 1,
+    if (path == NULL || body == NULL ||
+        cJSON_AddStringToObject(body, "run", run_id) == NULL)
+        goto out;
+    if (gw_request(h, g, "POST", path, body, CTX_STOP_MS, 1,
                    RLMCP_HTTP_IGNORE_CANCEL, &status, &ans) == RLMCP_OK &&
         status != 200)
         h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
                     "interrupting context %s answered HTTP %ld", name, status);
+out:
     free(path);
+    cJSON_Delete(body);
     cJSON_Delete(ans);
 }
 
@@ -880,6 +912,7 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
     cJSON *body = NULL, *ans = NULL;
     char *id = NULL, *exec_path = NULL, *poll_path = NULL;
     char name[CTX_NAME_LEN + 1];
+    char run_id[CTX_RUN_LEN + 1];
     const char *status = NULL;
     char *run = NULL;
     uint64_t start = rlmcp_h_now_ms();
@@ -911,8 +944,15 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
         !rlmcp_h_capture_init(&c.out, (size_t)ex->max_output) ||
         !rlmcp_h_capture_init(&c.err, (size_t)ex->max_output))
         goto out;
+    if (cell_run_id(run_id) != 0) {
+        rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                          "the host's random source (getrandom) failed: no "
+                          "run id, so no cell was started");
+        goto out;
+    }
     exec_limits(h, timeout_ms, EXEC_RESERVE_KILL, &lim);
     cJSON_AddStringToObject(body, "code", code);
+    cJSON_AddStringToObject(body, "run", run_id);
     /* The gateway stops the cell itself at its time limit. */
     cJSON_AddNumberToObject(
         body, "timeout_ms",
@@ -938,14 +978,14 @@ int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
         if (rc == RLMCP_ECANCELLED) {
             /* Cancelled: stop the cell (also one whose start the cancel
              * cut short), keep the kernel; nobody reads the answer. */
-            cell_interrupt(h, &g, name);
+            cell_interrupt(h, &g, name, run_id);
             goto out;
         }
         if (rc == RLMCP_OK && http == 200 && lim.answer_by != 0 &&
             now >= lim.answer_by && !stopped) {
             /* The call's own time is up: stop the cell, keep the kernel,
              * and read how it ended. */
-            cell_interrupt(h, &g, name);
+            cell_interrupt(h, &g, name, run_id);
             stopped = true;
             stop_until = rlmcp_h_now_ms() + CTX_STOP_MS;
         }

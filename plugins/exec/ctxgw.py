@@ -14,8 +14,10 @@
 # POST /contexts {"cwd"?}             view of a new context
 # POST /contexts/ID/restart           a fresh kernel, same id
 # POST /contexts/ID/delete            kernel shut down
-# POST /contexts/ID/interrupt         SIGINT to the running cell
-# POST /contexts/ID/execute {"code", "timeout_ms", "wait_ms"}
+# POST /contexts/ID/interrupt {"run"?} SIGINT to the running cell, only if
+#                                     it is run "run" when one is named
+# POST /contexts/ID/execute {"code", "timeout_ms", "wait_ms", "run"?}
+#   "run": the caller's id for the cell (a new one when absent)
 # POST /contexts/ID/poll {"run", "after", "wait_ms"}
 #   both answer {"run", "done", "events": [...], "next", "status",
 #   "execution_count", "error"} with the events from index "after" on.
@@ -244,6 +246,10 @@ class Context:
         self.last_used_ms = self.created_ms
         self.run = None
         self.lock = threading.Lock()  # one cell at a time; restart waits
+        # One restart at a time: two at once would each start a kernel and
+        # leak one.
+        self.admin = threading.Lock()
+        self.deleted = False  # set under the gateway's lock
 
     def view(self):
         run = self.run
@@ -311,26 +317,54 @@ class Gateway:
 
     def delete(self, ctx):
         with self.lock:
+            ctx.deleted = True
             self.contexts.pop(ctx.id, None)
+            km = ctx.km
+        # Kill first, then close the sockets under the context's lock: a
+        # cell's collect thread may be blocked on them, and zmq sockets
+        # closed under another thread can abort the gateway (and with it
+        # every context).
         try:
-            ctx.kc.stop_channels()
-            ctx.km.shutdown_kernel(now=True)
+            km.shutdown_kernel(now=True)
         except Exception:  # noqa: BLE001 - the kernel may be gone already
             pass
-
-    def restart(self, ctx):
-        # Kill first: a running cell (even one deaf to SIGINT) then ends as
-        # "died" within half a second and frees the context.
-        ctx.km.shutdown_kernel(now=True)
         with ctx.lock:
             try:
                 ctx.kc.stop_channels()
+                # A restart may have swapped in a kernel after our read.
+                ctx.km.shutdown_kernel(now=True)
             except Exception:  # noqa: BLE001 - closing what is gone
                 pass
-            ctx.km, ctx.kc = self.take_kernel(ctx.cwd)
-            # ctx.run stays: the call of the cell the restart ended may
-            # still poll for its end ("died").
-            ctx.last_used_ms = now_ms()
+
+    def restart(self, ctx):
+        """False when the context was deleted before or during it."""
+        with ctx.admin:
+            with self.lock:
+                if ctx.deleted:
+                    return False
+                km = ctx.km
+            # Kill first: a running cell (even one deaf to SIGINT) then
+            # ends as "died" within half a second and frees the context.
+            km.shutdown_kernel(now=True)
+            with ctx.lock:
+                try:
+                    ctx.kc.stop_channels()
+                except Exception:  # noqa: BLE001 - closing what is gone
+                    pass
+                new_km, new_kc = self.take_kernel(ctx.cwd)
+                with self.lock:
+                    gone = ctx.deleted
+                    if not gone:
+                        ctx.km, ctx.kc = new_km, new_kc
+                if gone:
+                    # Deleted while the kernel started: nobody owns it.
+                    new_kc.stop_channels()
+                    new_km.shutdown_kernel(now=True)
+                    return False
+                # ctx.run stays: the call of the cell the restart ended may
+                # still poll for its end ("died").
+                ctx.last_used_ms = now_ms()
+            return True
 
 
 def collect(ctx, run, code, timeout_ms):
@@ -476,11 +510,15 @@ class Handler(BaseHTTPRequestHandler):
             GW.delete(ctx)
             return self.reply(200, {'id': ctx.id, 'deleted': True})
         if what == 'restart':
-            GW.restart(ctx)
+            if not GW.restart(ctx):
+                return self.fail(404, 'not_found', f'no context {ctx.id} (deleted)')
             return self.reply(200, ctx.view())
         if what == 'interrupt':
             run = ctx.run
-            if run is not None and not run.done:
+            want = req.get('run')
+            # A named run that is not the current one (it never started,
+            # or it ended): another call's cell is left alone.
+            if run is not None and not run.done and (want is None or want == run.id):
                 if run.status == 'running':
                     run.status = 'interrupted'
                 ctx.km.interrupt_kernel()
@@ -488,11 +526,17 @@ class Handler(BaseHTTPRequestHandler):
         if what == 'execute':
             code = req.get('code')
             timeout_ms = int(req.get('timeout_ms') or 600000)
+            rid = req.get('run')
             if not isinstance(code, str):
                 return self.fail(400, 'bad_request', 'code must be a string')
+            if rid is not None and (not isinstance(rid, str) or not ID_RE.match(rid)):
+                return self.fail(400, 'bad_request', 'run must be 1 to 32 of a-z and 0-9')
             if not ctx.lock.acquire(blocking=False):
                 return self.fail(409, 'busy', f'context {ctx.id} is running another cell')
-            run = Run(secrets.token_hex(4))
+            if ctx.deleted:
+                ctx.lock.release()
+                return self.fail(404, 'not_found', f'no context {ctx.id} (deleted)')
+            run = Run(rid or secrets.token_hex(4))
             ctx.run = run
             ctx.last_used_ms = now_ms()
             threading.Thread(target=collect, args=(ctx, run, code, timeout_ms),

@@ -261,6 +261,38 @@ describe('code contexts end to end (local engine, universal image)', () => {
     assert.ok(!l.structuredContent.contexts.some((c) => c.context_id === ctx));
   });
 
+  it('deleting a context during its cell leaves the other contexts working', LONG, async () => {
+    const mk = async () => {
+      const r = await call('create_code_context', {});
+      assert.notEqual(r.isError, true, `create: ${JSON.stringify(r.content)}\n${hostErr}\n${engineErr}`);
+      return r.structuredContent.context_id;
+    };
+    const a = await mk();
+    const b = await mk();
+    const set = await call('run_python', { context: b, code: 'kept = 17' });
+    assert.notEqual(set.isError, true, JSON.stringify(set.content));
+    // A cell printing in a loop keeps its collector reading the kernel's
+    // sockets while the delete closes them.
+    const running = call('run_python', { context: a, code: 'import time\nwhile True:\n    print("t", flush=True)\n    time.sleep(0.01)' });
+    await sleep(2000);
+    const t0 = Date.now();
+    const d = await call('delete_code_context', { context_id: a });
+    assert.notEqual(d.isError, true, JSON.stringify(d.content));
+    const ended = await running;
+    assert.ok(Date.now() - t0 < 60000, 'the delete ended the running cell');
+    // Its call ends as "died" or as the context's end, whichever it saw.
+    if (ended.isError) assert.equal(errorOf(ended).code, 'not_found', JSON.stringify(ended.content));
+    else assert.equal(ended.structuredContent.status, 'died', JSON.stringify(ended.structuredContent));
+    // The gateway lived through it: the other context kept its state.
+    const r = await call('run_python', { context: b, code: 'kept + 1' });
+    assert.notEqual(r.isError, true, `${JSON.stringify(r.content)}\n${engineErr.slice(-2000)}`);
+    assert.equal(r.structuredContent.results[0].text, '18');
+    const l = await call('list_code_contexts', {});
+    const ids = l.structuredContent.contexts.map((c) => c.context_id);
+    assert.ok(!ids.includes(a) && ids.includes(b), `${a} gone, ${b} kept: ${ids}`);
+    assert.notEqual((await call('delete_code_context', { context_id: b })).isError, true);
+  });
+
   it('a context ends with its devbox', LONG, async () => {
     const c = await call('create_code_context', {});
     assert.notEqual(c.isError, true, JSON.stringify(c.content));

@@ -1409,6 +1409,23 @@ static void ctx_bad_ids(void **state)
     assert_int_equal(fh_request_count(), 0);
 }
 
+static void assert_interrupt_names_our_run(void)
+{
+    cJSON *ex = fh_request_json(fh_find_request("POST", CTX_GW "execute"));
+    cJSON *in = fh_request_json(fh_find_request("POST", CTX_GW "interrupt"));
+    const char *sent = NULL, *named = NULL;
+
+    assert_non_null(ex);
+    assert_non_null(in);
+    sent = cJSON_GetStringValue(cJSON_GetObjectItem(ex, "run"));
+    named = cJSON_GetStringValue(cJSON_GetObjectItem(in, "run"));
+    assert_non_null(sent);
+    assert_int_equal(strlen(sent), 16);
+    assert_int_equal(strspn(sent, "0123456789abcdef"), 16);
+    assert_non_null(named);
+    assert_string_equal(named, sent);
+}
+
 static void ctx_cancel_interrupts(void **state)
 {
     const struct fh_request *i;
@@ -1431,6 +1448,26 @@ static void ctx_cancel_interrupts(void **state)
     assert_non_null(i);
     assert_true(i->cancelled_at_send);
     assert_true(i->flags & RLMCP_HTTP_IGNORE_CANCEL);
+    assert_interrupt_names_our_run();
+}
+
+/* A cancel that cuts the execute short (the gateway may have started the
+ * cell, or answered "busy" for another call's): the interrupt names the
+ * run id the execute sent, so the gateway stops only that cell. */
+static void ctx_cancel_before_answer_names_run(void **state)
+{
+    fh_reset();
+    fh_route("GET", "/v1/devboxes/dbx_c5", 200, CTX_DEVBOX("dbx_c5"));
+    fh_route("POST", CTX_GW "execute", 409,
+             "{\"code\":\"busy\",\"message\":\"context 0123abcd is "
+             "running another cell\"}");
+    fh_route("POST", CTX_GW "interrupt", 200, "{}");
+    fh_cancel_after(1); /* after the devbox read: the execute is cut short */
+    assert_int_equal(fh_call("run_python", "{\"context\":"
+                                           "\"ctx_0123abcd_dbx_c5\",\"code\":"
+                                           "\"1\"}"),
+                     RLMCP_ECANCELLED);
+    assert_interrupt_names_our_run();
 }
 
 int main(void)
@@ -1470,6 +1507,7 @@ int main(void)
         cmocka_unit_test(ctx_cell_streams_and_shows),
         cmocka_unit_test(ctx_bad_ids),
         cmocka_unit_test(ctx_cancel_interrupts),
+        cmocka_unit_test(ctx_cancel_before_answer_names_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
