@@ -5,6 +5,8 @@
 #   unit        C tests of one module (no engine, no sandbox, no Node)
 #   oracle      the host's schema validator against outside oracles run
 #               by Node (JSON-Schema-Test-Suite data, ajv from tests/node_modules)
+#   script      our own scripts' tests run by their interpreter (Python),
+#               no engine (e.g. the code contexts' gateway, test_ctxgw)
 #   sandbox     tests that start real sandboxes (test_sandbox_*, test_ptyd)
 #   e2e         a real devboxd and/or host driven by official clients
 #   conformance the official MCP conformance suite

@@ -7,7 +7,7 @@ set -uo pipefail
 
 ctest --test-dir "$1" --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
-main = {"unit", "oracle", "sandbox", "e2e", "abi", "conformance", "fuzz"}
+main = {"unit", "oracle", "script", "sandbox", "e2e", "abi", "conformance", "fuzz"}
 bad = []
 seen = {}
 for t in json.load(sys.stdin)["tests"]:
