@@ -2,7 +2,8 @@
  * cli_ssh.c - `runloop-mcp ssh DEVBOX [COMMAND...]`: a shell (or a
  * command) in a devbox of the local engine through the OpenSSH client.
  * The engine hands out the devbox's key (create_ssh_key), kept in a 0600
- * temporary file while ssh runs; ssh reaches the devbox through
+ * file in a private (0700) temporary directory while ssh runs, removed
+ * after ssh ends, also when the CLI gets HUP, TERM or QUIT; ssh reaches the devbox through
  * `runloop-mcp ssh --proxy URL`, its ProxyCommand, which asks the engine's
  * tunnel listener for the devbox's SSH route (an HTTP upgrade) and then
  * relays bytes between ssh and an sshd the engine starts inside the devbox
@@ -12,6 +13,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
@@ -319,17 +321,69 @@ out:
     return rc;
 }
 
-/* The private key into a new 0600 file; its path (malloc'd) or NULL. */
+/* The ssh child while it runs, and the first stop signal the CLI caught:
+ * HUP, TERM and QUIT are passed on to ssh so that the CLI outlives it
+ * and removes the key (a default action would leave the key behind). */
+static volatile sig_atomic_t ssh_child;
+static volatile sig_atomic_t ssh_caught;
+
+static const int stop_signals[] = {SIGHUP, SIGTERM, SIGQUIT};
+
+static void on_stop_signal(int sig)
+{
+    pid_t pid = (pid_t)ssh_child;
+
+    if (ssh_caught == 0)
+        ssh_caught = sig;
+    if (pid > 0)
+        kill(pid, sig);
+}
+
+/* Blocks the stop signals (old mask into *old) and installs the handler
+ * that forwards them; unblocked once the key's cleanup is guaranteed. */
+static void guard_stop_signals(sigset_t *old)
+{
+    struct sigaction sa;
+    sigset_t set;
+    size_t i;
+
+    sigemptyset(&set);
+    for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+        sigaddset(&set, stop_signals[i]);
+    sigprocmask(SIG_BLOCK, &set, old);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+        sigaction(stop_signals[i], &sa, NULL);
+}
+
+/* The private key into a new 0600 file in a new 0700 directory (no other
+ * user can list or swap it); the file's path (malloc'd) or NULL. The
+ * directory is the path's dirname: remove_key removes both. */
 static char *key_file(const char *pem)
 {
     const char *tmp = getenv("TMPDIR");
+    char *dir = NULL;
     char *path = NULL;
     int fd = -1;
 
-    if (asprintf(&path, "%s/runloop-mcp-ssh-XXXXXX",
+    if (asprintf(&dir, "%s/runloop-mcp-ssh-XXXXXX",
                  tmp != NULL && *tmp ? tmp : "/tmp") < 0)
         return NULL;
-    fd = mkstemp(path); /* 0600 */
+    if (mkdtemp(dir) == NULL) { /* 0700 */
+        fprintf(stderr,
+                "runloop-mcp: ssh: cannot make a directory for the key in "
+                "%s: %s (set TMPDIR to a writable directory)\n",
+                tmp != NULL && *tmp ? tmp : "/tmp", strerror(errno));
+        goto out;
+    }
+    if (asprintf(&path, "%s/id_ed25519", dir) < 0) {
+        path = NULL;
+        rmdir(dir);
+        goto out;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 || write_full(fd, pem, strlen(pem)) != 0) {
         fprintf(stderr, "runloop-mcp: ssh: cannot write the key to %s: %s\n",
                 path, strerror(errno));
@@ -337,16 +391,33 @@ static char *key_file(const char *pem)
             close(fd);
             unlink(path);
         }
+        rmdir(dir);
         free(path);
-        return NULL;
+        path = NULL;
+        goto out;
     }
     close(fd);
+out:
+    free(dir);
     return path;
+}
+
+/* Removes the key file and its directory (from key_file). */
+static void remove_key(char *path)
+{
+    char *slash = strrchr(path, '/');
+
+    unlink(path);
+    if (slash != NULL) {
+        *slash = '\0';
+        rmdir(path);
+    }
 }
 
 /* Runs ssh (argv from the key, route and command), waits; its exit status. */
 static int run_ssh(const char *keypath, const char *user, const char *url,
-                   const char *devbox, int cargc, char **cargv)
+                   const char *devbox, int cargc, char **cargv,
+                   const sigset_t *oldmask)
 {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -411,8 +482,12 @@ static int run_ssh(const char *keypath, const char *user, const char *url,
     if (pid < 0)
         goto out;
     if (pid == 0) {
+        for (i = 0; i < (int)(sizeof(stop_signals) / sizeof(stop_signals[0]));
+             i++)
+            signal(stop_signals[i], SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
+        sigprocmask(SIG_SETMASK, oldmask, NULL);
         execvp("ssh", argv);
         fprintf(stderr,
                 "runloop-mcp: ssh: cannot run ssh (%s): install the OpenSSH "
@@ -420,10 +495,14 @@ static int run_ssh(const char *keypath, const char *user, const char *url,
                 strerror(errno));
         _exit(127);
     }
-    /* ssh owns the terminal; ^C is its to pass on. */
+    /* ssh owns the terminal; ^C is its to pass on. A stop signal caught
+     * while blocked reaches ssh once unblocked here. */
     signal(SIGINT, SIG_IGN);
+    ssh_child = pid;
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    ssh_child = 0;
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 out:
     free(argv);
@@ -453,6 +532,8 @@ int cli_ssh_main(int argc, char **argv, cli_load_fn load)
     char *keypath = NULL;
     char *err = NULL;
     cJSON *doc = NULL;
+    sigset_t oldmask;
+    bool guarded = false;
     int rc = CLI_EXIT_USAGE;
     int ch;
 
@@ -523,14 +604,24 @@ int cli_ssh_main(int argc, char **argv, cli_load_fn load)
                 "runloop-mcp engine stop)\n");
         goto out;
     }
+    /* From before the key exists until it is gone, a stop signal does not
+     * end the CLI: it goes to ssh, and the key is removed below. */
+    guard_stop_signals(&oldmask);
+    guarded = true;
     keypath = key_file(pem);
     if (keypath == NULL)
         goto out;
-    rc = run_ssh(keypath, user, url, devbox, argc - optind, argv + optind);
+    rc = run_ssh(keypath, user, url, devbox, argc - optind, argv + optind,
+                 &oldmask);
 out:
     if (keypath != NULL) {
-        unlink(keypath);
+        remove_key(keypath);
         free(keypath);
+    }
+    if (guarded) {
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+        if (ssh_caught != 0 && rc == 0)
+            rc = 128 + ssh_caught;
     }
     cJSON_Delete(doc);
     free(err);

@@ -4,7 +4,7 @@
 // connection) and `runloop-mcp ssh DEVBOX -- COMMAND` end to end.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -171,6 +171,34 @@ test('runloop-mcp ssh DEVBOX -- COMMAND: the key from the engine, then ssh', asy
   const bad = spawnSync(runloopMcp, ['ssh', 'dbx_nosuchbox', '--', 'true'], { env, encoding: 'utf8', timeout: 60000 });
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /create_ssh_key for dbx_nosuchbox failed \(HTTP 404\)/);
+});
+
+test('runloop-mcp ssh: SIGTERM or SIGHUP mid-session ends ssh and removes the key', async () => {
+  const env = { ...process.env, RLMCP_STATE_DIR: engine.stateDir, TMPDIR: tmp };
+  delete env.RUNLOOP_API_KEY;
+  delete env.RUNLOOP_BASE_URL;
+  const keyDirs = () => readdirSync(tmp).filter((n) => n.startsWith('runloop-mcp-ssh-'));
+  for (const sig of ['SIGTERM', 'SIGHUP']) {
+    const p = spawn(runloopMcp, ['ssh', boxId, '--', 'sh', '-c', "'echo started; sleep 60'"],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.resume();
+    const exited = new Promise((resolve) => p.on('exit', (code, s) => resolve({ code, s })));
+    await waitFor(() => stdout.includes('started'), { timeoutMs: 120000, what: 'the session to start' });
+    // While the session runs the key sits alone in a private directory.
+    const dirs = keyDirs();
+    assert.equal(dirs.length, 1, `one key directory: ${dirs}`);
+    assert.equal(statSync(path.join(tmp, dirs[0])).mode & 0o777, 0o700);
+    p.kill(sig);
+    const t0 = Date.now();
+    const r = await exited;
+    // The CLI outlived ssh (it forwarded the signal) and removed the key.
+    assert.equal(r.s, null, `${sig}: the CLI cleaned up and exited, not killed`);
+    assert.notEqual(r.code, 0);
+    assert.ok(Date.now() - t0 < 50000, `${sig}: ssh ended well before the remote sleep`);
+    assert.deepEqual(keyDirs(), [], `${sig}: the key directory is gone`);
+  }
 });
 
 test('runloop-mcp ssh: usage errors say what to give', () => {
