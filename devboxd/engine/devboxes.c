@@ -15,6 +15,7 @@
 #include "warm_pool.h"
 #include "layer_records.h"
 #include "sandbox.h"
+#include "ssh_keys.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -400,6 +401,7 @@ int engine_set_status_locked(struct engine *eng, struct devbox *box, int status,
         cJSON_Delete(box->tunnel);
         box->tunnel = NULL;
         forget_secrets(box);
+        ssh_keys_forget_locked(box->id);
     }
     if (status == DBX_RUNNING)
         box->last_activity_ms = now;

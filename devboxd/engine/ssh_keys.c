@@ -65,6 +65,22 @@ static void sweep_locked(struct engine *eng)
     }
 }
 
+void ssh_keys_forget_locked(const char *box_id)
+{
+    struct ssh_key **pp = &keys;
+
+    while (*pp != NULL) {
+        struct ssh_key *k = *pp;
+
+        if (strcmp(k->box_id, box_id) == 0) {
+            *pp = k->next;
+            key_free(k); /* explicit_bzero of the private key */
+            continue;
+        }
+        pp = &k->next;
+    }
+}
+
 const char *ssh_keys_find_locked(const char *key, char *pub, size_t pub_len)
 {
     struct ssh_key *k;

@@ -35,6 +35,10 @@ const char *ssh_keys_find_locked(const char *key, char *pub, size_t pub_len);
  * NULL when out of memory. */
 char *ssh_keys_sshd_command(const char *pub, const cJSON *spec);
 
+/* Lock held. Erases and frees the key pair of devbox box_id (it ended:
+ * its key is revoked and the private key must not outlive it in memory). */
+void ssh_keys_forget_locked(const char *box_id);
+
 /* Frees every record (at exit). */
 void ssh_keys_clear(void);
 
