@@ -21,6 +21,8 @@
 #define SSHD_INSIDE "/usr/sbin/sshd"
 #define KEY_MAX 8192
 #define CHECK_TIMEOUT_MS 30000
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 struct ssh_key {
     char box_id[40];
@@ -430,7 +432,7 @@ char *ssh_keys_sshd_command(const char *pub, const cJSON *spec)
         "AuthenticationMethods=publickey "
         "-o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
         "-o UsePAM=no -o PidFile=none -o LogLevel=ERROR -o AllowUsers=" SSH_USER
-        " -o PrintMotd=no -o 'Subsystem=sftp internal-sftp' %s0<&1 2>/dev/null",
+        " -o LoginGraceTime=" STR(SSH_LOGIN_GRACE_S) " -o PrintMotd=no -o 'Subsystem=sftp internal-sftp' %s0<&1 2>/dev/null",
         q, env);
 out:
     free(q);

@@ -16,6 +16,11 @@
 
 #define SSH_TUNNEL_PORT 22
 #define SSH_USER "user"
+/* sshd's LoginGraceTime: an unauthenticated connection ends after it. */
+#define SSH_LOGIN_GRACE_S 20
+/* SSH connections of one route still inside that grace (not yet known to
+ * be authenticated): each holds an sshd in the devbox and a thread. */
+#define SSH_PENDING_MAX 8
 
 /* create_ssh_key: 0 with *view, a DevboxCreateSSHKeyResponse {id,
  * ssh_private_key, ssh_user, url} (the devbox's existing key pair when it

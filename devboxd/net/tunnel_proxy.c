@@ -128,6 +128,7 @@ struct tconn {
     int ssh;           /* the devbox's SSH route (ssh_keys.h) */
     char *ssh_cmd;     /* its sshd command (may hold secret values) */
     /* guarded by ts->lock */
+    int64_t ssh_start_ms; /* when its sshd started, 0 before */
     int slot;
     int relaying;
     int evicted;
@@ -148,6 +149,8 @@ static const char *reason_phrase(int status)
         return "Not Found";
     case 408:
         return "Request Timeout";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 502:
@@ -189,7 +192,8 @@ static void send_error(int fd, int status, const char *retry_after,
 {
     static const char *const codes[] = {"bad_request",         "unauthorized",
                                         "not_found",           "bad_gateway",
-                                        "service_unavailable", "error"};
+                                        "service_unavailable", "error",
+                                        "too_many_requests"};
     char msg[768];
     char head[512];
     char *body = NULL;
@@ -211,6 +215,8 @@ static void send_error(int fd, int status, const char *retry_after,
         code = codes[3];
     else if (status == 503)
         code = codes[4];
+    else if (status == 429)
+        code = codes[6];
     cJSON_AddStringToObject(j, "code", code);
     cJSON_AddStringToObject(j, "message", msg);
     body = cJSON_PrintUnformatted(j);
@@ -914,17 +920,58 @@ static void ssh_cmd_free(struct tconn *c)
     c->ssh_cmd = NULL;
 }
 
+/* Takes a place for c among the SSH connections of its route that may
+ * still be authenticating (started within sshd's LoginGraceTime, plus a
+ * margin: after it sshd has ended an unauthenticated one). 0, or -1 when
+ * SSH_PENDING_MAX hold places: each is an sshd and a thread, and nothing
+ * else bounds how many a client may open without a key. */
+static int ssh_pending_take(struct tconn *c)
+{
+    struct tunnel_server *ts = c->ts;
+    int64_t now = util_now_ms();
+    int64_t grace_ms = (SSH_LOGIN_GRACE_S + 5) * (int64_t)1000;
+    int pending = 0;
+    int rc = -1;
+    size_t i;
+
+    pthread_mutex_lock(&ts->lock);
+    for (i = 0; i < sizeof(ts->live) / sizeof(ts->live[0]); i++) {
+        const struct tconn *o = ts->live[i];
+
+        if (o != NULL && o != c && o->ssh && o->ssh_start_ms > 0 &&
+            now - o->ssh_start_ms < grace_ms && strcmp(o->key, c->key) == 0)
+            pending++;
+    }
+    if (pending < SSH_PENDING_MAX) {
+        c->ssh_start_ms = now;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&ts->lock);
+    return rc;
+}
+
 /* The SSH route's other end: sshd -i started inside the devbox for this
  * connection, on one end of a socket pair (no port is listened on), then
- * the io ref taken by route_first is dropped. -1 with err on failure. */
-static int start_sshd(struct tconn *c, struct devbox *box, char *err,
-                      size_t errlen)
+ * the io ref taken by route_first is dropped. -1 with err and *status
+ * (the HTTP status to answer) on failure. */
+static int start_sshd(struct tconn *c, struct devbox *box, int *status,
+                      char *err, size_t errlen)
 {
     struct sb_exec req;
     struct sb_proc *p = NULL;
     int sv[2] = {-1, -1};
     int fd = -1;
 
+    *status = 502;
+    if (ssh_pending_take(c) != 0) {
+        *status = 429;
+        snprintf(err, errlen,
+                 "devbox %s already has %d SSH connections that have not "
+                 "logged in yet (each may take up to %d s): wait for them "
+                 "to log in or end, then retry",
+                 c->box_id, SSH_PENDING_MAX, SSH_LOGIN_GRACE_S);
+        goto out;
+    }
     if (c->ssh_cmd == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -1690,6 +1737,7 @@ static void serve(struct tconn *c)
     char err[512];
     ssize_t len;
     size_t rest_off = 0;
+    int status = 502;
 
     if (buf == NULL)
         return;
@@ -1715,11 +1763,11 @@ static void serve(struct tconn *c)
         goto out;
     }
     if (c->ssh)
-        c->ufd = start_sshd(c, r.box, err, sizeof(err));
+        c->ufd = start_sshd(c, r.box, &status, err, sizeof(err));
     else
         c->ufd = connect_inside(c, r.box, err, sizeof(err));
     if (c->ufd < 0) {
-        send_error(c->cfd, 502, NULL, "%s", err);
+        send_error(c->cfd, status, status == 429 ? "5" : NULL, "%s", err);
         goto out;
     }
     if (c->ssh) {

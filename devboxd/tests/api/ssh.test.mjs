@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -157,6 +158,46 @@ test('the route needs the upgrade, and an unknown route key is refused', async (
   const r = await ssh(keyFile('good', key.ssh_private_key), bogus, ['true']);
   assert.equal(r.status, 255);
   assert.match(r.stderr, /refused the SSH route: .*no tunnel has key/);
+});
+
+// Opens the SSH route at url with the upgrade; resolves {sock, head} once the
+// answer's head (101, or an error with its body) has arrived.
+function openRoute(url) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => {
+      sock.write(`GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: Upgrade\r\nUpgrade: ssh\r\n\r\n`);
+    });
+    let got = '';
+    const done = () => resolve({ sock, head: got });
+    sock.on('data', (d) => {
+      got += d.toString('latin1');
+      // A 101 is followed by sshd's banner; an error by its body, then close.
+      if (got.startsWith('HTTP/1.1 101') && got.includes('SSH-2.0-')) done();
+    });
+    sock.on('end', done);
+    sock.on('error', reject);
+  });
+}
+
+test('the SSH route holds at most 8 connections that have not logged in; the 9th gets 429', async () => {
+  const open = [];
+  try {
+    for (let i = 0; i < 8; i++) {
+      const r = await openRoute(key.url);
+      open.push(r.sock);
+      assert.match(r.head, /^HTTP\/1\.1 101 /, `connection ${i + 1}: ${r.head}`);
+    }
+    const r9 = await openRoute(key.url);
+    r9.sock.destroy();
+    assert.match(r9.head, /^HTTP\/1\.1 429 /);
+    assert.match(r9.head, /already has 8 SSH connections that have not logged in yet .*retry/);
+  } finally {
+    for (const s of open) s.destroy();
+  }
+  // Once they are gone, ssh gets in again.
+  await waitFor(async () => (await ssh(keyFile('good', key.ssh_private_key), key.url, ['true'])).status === 0,
+    { timeoutMs: 60000, stepMs: 500, what: 'ssh to work again after the idle connections closed' });
 });
 
 test('runloop-mcp ssh DEVBOX -- COMMAND: the key from the engine, then ssh', async () => {
