@@ -234,14 +234,28 @@ static char *route_url(const char *key)
     return url;
 }
 
-static cJSON *view_of(const char *box_id, const struct ssh_key *k)
+/* The devbox's user (launch_parameters.user_parameters.username, valid
+ * per sandbox_valid_user: [a-z0-9_-]), who sshd runs as and the only one
+ * it lets in; "user" by default. */
+static const char *ssh_user_of(const cJSON *spec)
+{
+    const cJSON *lp =
+        cJSON_GetObjectItemCaseSensitive(spec, "launch_parameters");
+    const cJSON *up = cJSON_GetObjectItemCaseSensitive(lp, "user_parameters");
+    const char *name = util_json_str(up, "username");
+
+    return name != NULL && *name != '\0' ? name : SSH_USER;
+}
+
+static cJSON *view_of(const char *box_id, const struct ssh_key *k,
+                      const char *user)
 {
     cJSON *v = cJSON_CreateObject();
     char *url = route_url(k->key);
 
     cJSON_AddStringToObject(v, "id", box_id);
     cJSON_AddStringToObject(v, "ssh_private_key", k->priv);
-    cJSON_AddStringToObject(v, "ssh_user", SSH_USER);
+    cJSON_AddStringToObject(v, "ssh_user", user);
     cJSON_AddStringToObject(v, "url", url != NULL ? url : "");
     free(url);
     return v;
@@ -275,7 +289,7 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
             break;
     }
     if (found != NULL) {
-        *view = view_of(id, found);
+        *view = view_of(id, found, ssh_user_of(box->spec));
         pthread_mutex_unlock(&eng->lock);
         return 0;
     }
@@ -317,7 +331,7 @@ int ssh_keys_create(struct engine *eng, struct devbox *box, cJSON **view,
         found = k;
         k = NULL;
     }
-    *view = view_of(id, found);
+    *view = view_of(id, found, ssh_user_of(box->spec));
     pthread_mutex_unlock(&eng->lock);
     key_free(k);
     return 0;
@@ -407,6 +421,12 @@ char *ssh_keys_sshd_command(const char *pub, const cJSON *spec)
 {
     char *q = util_shell_quote(pub);
     char *env = setenv_option(spec);
+    const char *user = ssh_user_of(spec);
+    /* As root, sshd separates privileges: it wants its empty, root-owned
+     * /run/sshd (the devbox's tmpfs has none). */
+    const char *privsep = strcmp(user, "root") == 0
+                              ? "mkdir -p -m 0755 /run/sshd || exit 1; "
+                              : "";
     char *cmd = NULL;
     int n = -1;
 
@@ -419,7 +439,7 @@ char *ssh_keys_sshd_command(const char *pub, const cJSON *spec)
      * own, internal-sftp. */
     n = asprintf(
         &cmd,
-        "d=/run/devbox/ssh; umask 077; mkdir -p \"$d\" || exit 1; "
+        "%sd=/run/devbox/ssh; umask 077; mkdir -p \"$d\" || exit 1; "
         "if [ ! -s \"$d/host_key\" ]; then "
         "ssh-keygen -q -t ed25519 -N '' -C devbox -f \"$d/hk.$$\" </dev/null "
         ">/dev/null 2>&1 "
@@ -431,9 +451,11 @@ char *ssh_keys_sshd_command(const char *pub, const cJSON *spec)
         "-o AuthorizedKeysFile=\"$d/authorized_keys\" -o "
         "AuthenticationMethods=publickey "
         "-o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
-        "-o UsePAM=no -o PidFile=none -o LogLevel=ERROR -o AllowUsers=" SSH_USER
-        " -o LoginGraceTime=" STR(SSH_LOGIN_GRACE_S) " -o PrintMotd=no -o 'Subsystem=sftp internal-sftp' %s0<&1 2>/dev/null",
-        q, env);
+        "-o UsePAM=no -o PidFile=none -o LogLevel=ERROR -o AllowUsers=%s"
+        " -o LoginGraceTime=" STR(
+            SSH_LOGIN_GRACE_S) " -o PrintMotd=no -o 'Subsystem=sftp "
+                               "internal-sftp' %s0<&1 2>/dev/null",
+        privsep, q, user, env);
 out:
     free(q);
     if (env != NULL) {

@@ -15,6 +15,7 @@
 #include "engine.h"
 
 #define SSH_TUNNEL_PORT 22
+/* The SSH user of a devbox without launch_parameters.user_parameters. */
 #define SSH_USER "user"
 /* sshd's LoginGraceTime: an unauthenticated connection ends after it. */
 #define SSH_LOGIN_GRACE_S 20

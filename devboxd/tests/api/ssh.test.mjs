@@ -44,13 +44,13 @@ function keyFile(name, pem) {
 }
 
 // Runs ssh with the key at keyPath through the route url; {status, stdout, stderr}.
-function ssh(keyPath, url, command, { timeoutMs = 120000, tty = false } = {}) {
+function ssh(keyPath, url, command, { timeoutMs = 120000, tty = false, dest = `${key.ssh_user}@${boxId}` } = {}) {
   return new Promise((resolve) => {
     const p = spawn('ssh', [...(tty ? ['-tt'] : []), '-i', keyPath, '-F', '/dev/null',
       '-o', `ProxyCommand=${runloopMcp} ssh --proxy ${url}`,
       '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'BatchMode=yes',
       '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
-      '-o', 'LogLevel=ERROR', '--', `${key.ssh_user}@${boxId}`, ...command],
+      '-o', 'LogLevel=ERROR', '--', dest, ...command],
     { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -263,6 +263,31 @@ test('an image without an SSH server: create_ssh_key says what to install', asyn
     await c.devboxes.shutdown(id);
   } finally {
     await other.cleanup();
+  }
+});
+
+test('a devbox of another user (user_parameters): ssh_user is that user, root included', async () => {
+  for (const up of [{ username: 'root', uid: 0 }, { username: 'dev', uid: 1234 }]) {
+    const id = (await client.devboxes.createAndAwaitRunning({
+      name: `ssh-${up.username}`, launch_parameters: { user_parameters: up },
+    })).id;
+    try {
+      const k = await client.devboxes.createSSHKey(id);
+      assert.equal(k.ssh_user, up.username);
+      const r = await ssh(keyFile(`k-${up.username}`, k.ssh_private_key), k.url,
+        ['sh', '-c', "'id -un; id -u; echo $HOME'"], { dest: `${k.ssh_user}@${id}` });
+      assert.equal(r.status, 0, r.stderr);
+      const [name, uid] = r.stdout.trim().split('\n');
+      assert.equal(name, up.username);
+      assert.equal(uid, String(up.uid));
+      // Only the devbox's user gets in.
+      const other = await ssh(keyFile(`k-${up.username}`, k.ssh_private_key), k.url, ['true'],
+        { dest: `${up.username === 'root' ? 'user' : 'root'}@${id}` });
+      assert.equal(other.status, 255);
+      assert.match(other.stderr, /Permission denied/);
+    } finally {
+      await client.devboxes.shutdown(id);
+    }
   }
 });
 
