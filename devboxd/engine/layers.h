@@ -74,8 +74,10 @@ int64_t layers_size(const char *path);
 /* Before a sandbox start: the spec's "_layers" chain as lower layers.
  * Under runc (image set, every owner a range) the layers stay where they
  * are and *owners gets each one's owner: the sandbox mounts them shared
- * through idmapped views, nothing is copied.  Otherwise (the bubblewrap
- * runtime) the chain is copied into <sbdir>/layers/<k> owned by the
+ * through idmapped views, nothing is copied.  Otherwise (a layer written
+ * by a single-uid devbox before runc was the one runtime, still in a
+ * snapshot or blueprint, or no image) the chain is copied into
+ * <sbdir>/layers/<k> owned by the
  * devbox's host uid (claimed now; the same uid sandbox_start will use),
  * reusing copies made by an earlier boot, and *owners is NULL (free it). */
 int layers_prepare_box(const cJSON *spec, const char *sbdir, const char *id,

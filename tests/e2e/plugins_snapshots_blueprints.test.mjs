@@ -197,7 +197,7 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     // path): refused before any build, with the line and the flag.
     const esc = errorOf(await call('build_blueprint', { name: 'e2e-escape',
       dockerfile: 'FROM runloop:runloop/starter-x86_64\nRUN --mount=type=cache,id=../../../..,target=/h ls /h\n' }));
-    assert.match(esc.message, /line 2: RUN (--mount=type=cache,id=\.\.\/\.\.\/\.\.\/\.\.,target=\/h: cache id "[./]+" must be a plain name|option --mount is not supported by the native builder)/);
+    assert.match(esc.message, /line 2: RUN --mount=type=cache,id=\.\.\/\.\.\/\.\.\/\.\.,target=\/h: cache id "[./]+" must be a plain name/);
     const failed = ok(await call('list_blueprints', { status: 'failed' }));
     assert.equal(failed.blueprints.length, 1, 'a Dockerfile with an error is refused, not built');
   });
