@@ -15,6 +15,7 @@
 #include "disk_snapshots.h"
 #include "images.h"
 #include "util.h"
+#include "warm_pool.h"
 
 static struct {
     pthread_mutex_t lock;
@@ -223,8 +224,8 @@ static int list_refs(const cJSON *list, const char *path)
     return n;
 }
 
-/* Live devboxes (not shut down or failed) with path in their chain: they
- * mount it. */
+/* Live devboxes (not shut down or failed) and warm pool sandboxes with
+ * path in their chain: they mount it. */
 static int boxes_refs(void *ctx, const char *path)
 {
     struct engine *eng = ctx;
@@ -241,6 +242,7 @@ static int boxes_refs(void *ctx, const char *path)
                 cJSON_GetObjectItemCaseSensitive(b->spec, "_layers"), path))
             n++;
     }
+    n += warm_pool_refs_locked(eng, path);
     pthread_mutex_unlock(&eng->lock);
     return n;
 }

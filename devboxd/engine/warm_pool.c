@@ -4,6 +4,8 @@
 
 #include "engine.h"
 #include "images.h"
+#include "layer_records.h"
+#include "layers.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -279,6 +281,36 @@ static void entry_free(struct pool_entry *e)
     free(e);
 }
 
+int warm_pool_refs_locked(struct engine *eng, const char *path)
+{
+    const struct pool_entry *e;
+    int n = 0;
+
+    for (e = eng->pool != NULL ? eng->pool->entries : NULL; e != NULL;
+         e = e->next) {
+        if (e->state != ENTRY_STARTING && e->sb == NULL)
+            continue;
+        if (layers_chain_has(e->key.layers, path))
+            n++;
+    }
+    return n;
+}
+
+/* eng->lock not held, once an entry on layers left the pool (its sandbox
+ * released): the layers only it kept (their snapshot or blueprint was
+ * deleted meanwhile) go now. */
+static void release_chain(struct engine *eng, const cJSON *layers)
+{
+    cJSON *freed = NULL;
+
+    if (cJSON_GetArraySize(layers) == 0)
+        return;
+    layers_lock(eng);
+    freed = layers_release_locked(layers, NULL);
+    layers_unlock();
+    layers_free(freed);
+}
+
 /* eng->lock held (released meanwhile): starts one entry for key k (NULL:
  * a plain one). */
 static void fill_one_locked(struct engine *eng, struct warm_pool *pool,
@@ -328,6 +360,7 @@ static void fill_one_locked(struct engine *eng, struct warm_pool *pool,
             unlink_locked(pool, e);
             pthread_mutex_unlock(&eng->lock);
             remove_files(eng, e->id, 1);
+            release_chain(eng, e->key.layers);
             entry_free(e);
             pthread_mutex_lock(&eng->lock);
         }
@@ -353,6 +386,7 @@ static void *pool_thread(void *arg)
             if (stale->sb != NULL)
                 sandbox_release(stale->sb);
             remove_files(eng, stale->id, 1);
+            release_chain(eng, stale->key.layers);
             entry_free(stale);
             pthread_mutex_lock(&eng->lock);
             continue;

@@ -51,6 +51,10 @@ int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
 /* eng->lock held. The record whose chain is layers is gone (deleted,
  * failed): no more sandboxes ahead on it. */
 void warm_pool_forget_locked(struct engine *eng, const cJSON *layers);
+/* eng->lock held. Pool sandboxes on a chain holding the layer at path
+ * (starting, or started and not yet removed): they mount it, so it is
+ * not freed under them. */
+int warm_pool_refs_locked(struct engine *eng, const char *path);
 /* eng->lock held. Gives back a claim whose devbox was never acknowledged:
  * 0, or 1 when the entry is gone (its start failed) and the caller removes
  * the devbox dir. */

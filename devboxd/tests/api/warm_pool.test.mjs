@@ -121,12 +121,23 @@ test('a snapshot devboxes are created from gets a sandbox ahead on its layers', 
   const p = await client.devboxes.executeAndAwaitCompletion(plain.id, { command: 'test -e ~/hot.txt && echo has || echo none' });
   assert.equal(p.stdout, 'none\n');
 
-  // Deleting the snapshot removes the sandbox ahead on it.
+  // Deleting the snapshot removes the sandbox ahead on it; its layer stays
+  // while that sandbox mounts it, and goes after.
   for (const b of [first, second, plain, src]) await client.devboxes.shutdown(b.id);
+  const layer = path.join(engine.stateDir, 'snapshots', snap.id, 'layer');
+  assert.ok(existsSync(layer), `${layer} exists before the delete`);
+  assert.ok(procsIn(nextHot).length > 0, 'the sandbox ahead runs');
   await client.devboxes.diskSnapshots.delete(snap.id);
-  await waitFor(() => !existsSync(path.join(engine.stateDir, 'devboxes', nextHot)) || null,
-    { timeoutMs: 60000, what: 'the sandbox ahead on the deleted snapshot to go' });
+  await waitFor(() => {
+    // The layer first, the sandbox after: a layer gone while the sandbox
+    // still runs was freed under its mount.
+    const gone = !existsSync(layer);
+    if (gone) assert.deepEqual(procsIn(nextHot), [], 'the layer was freed under the live sandbox ahead');
+    return !existsSync(path.join(engine.stateDir, 'devboxes', nextHot)) || null;
+  }, { timeoutMs: 60000, stepMs: 5, what: 'the sandbox ahead on the deleted snapshot to go' });
   assert.deepEqual(groups(nextHot), [], 'its cgroups are left');
+  await waitFor(() => (!existsSync(layer) && !existsSync(`${layer}.free`)) || null,
+    { timeoutMs: 60000, what: 'the deleted snapshot\'s layer to be freed once no sandbox holds it' });
 });
 
 test('kill -9 with a warm sandbox standing: the next start removes it', async (t) => {
