@@ -198,6 +198,20 @@ def print_sessions(builds, res):
               f"{ratio:8.2f}x {opened}")
 
 
+def source_conf(build):
+    """The default deployment of the tree build was made from (a peer's
+    conf may predate settings this tree's conf uses)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    src = line.split("=", 1)[1].strip()
+                    return os.path.join(src, "conf", "runloop-mcp.yaml")
+    except OSError:
+        pass
+    return os.path.join(SRC, "conf", "runloop-mcp.yaml")
+
+
 def main():
     builds = dict(a.split("=", 1) for a in sys.argv[1:])
     if not builds:
@@ -233,7 +247,7 @@ def main():
         for _ in range(ROUNDS):  # interleaved: load changes hit all alike
             for name, build in builds.items():
                 res[name].append(idle_stdio(
-                    build, default_conf,
+                    build, source_conf(build),
                     host_env(build, {"RLMCP_STATE_DIR": state})))
                 cloud[name].append(idle_stdio(build, cloud_conf, host_env(build)))
         print_idle(f"default deployment (stdio, local engine), idle, median of {ROUNDS}:",
