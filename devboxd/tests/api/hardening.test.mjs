@@ -433,7 +433,12 @@ describe('unauthenticated uploads', () => {
   test('eight HTTP/1.1 uploads and eight h2c streams without the key stay unbuffered', async () => {
     const codes = await Promise.all([...Array.from({ length: 8 }, h1Upload), h2Uploads(8)]);
     for (const c of codes.flat()) assert.ok(c === 401 || c === 'reset' || c === 'closed', `got ${c}`);
-    assert.ok(codes.flat().includes(401));
+    // Whether a 32 MiB sender reads the 401 before its write meets the
+    // closed connection is a race (all 16 may see a reset on a loaded
+    // machine); an upload whose body fits in the socket buffers always does.
+    const small = await engine.raw('POST', '/v1/devboxes/dbx_x/upload_file', { auth: false,
+      headers: { 'content-type': 'multipart/form-data; boundary=xyz' }, body: 'a'.repeat(1024) });
+    assert.equal(small.status, 401, small.text);
     const peak = peakMiB();
     assert.ok(peak < 160, `devboxd peaked at ${peak.toFixed(0)} MiB for bodies it should never buffer`);
     const ok = await engine.raw('GET', '/v1/accounts/me');
