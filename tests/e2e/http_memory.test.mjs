@@ -19,9 +19,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { hostBin, hostEnv, requireBuilt, waitFor } from './lib/host.mjs';
 
 const SESSIONS = 600;
-// A sanitizer build allocates with AddressSanitizer's allocator, which
-// keeps freed memory in its quarantine: glibc's arenas are not in play.
-const sanitized = readFileSync(hostBin).includes('__asan_init');
+// A sanitizer build (ASan, TSan) allocates with the sanitizer's own
+// allocator, which keeps freed memory: glibc's arenas are not in play.
+const hostImage = readFileSync(hostBin);
+const sanitizer = hostImage.includes('__asan_init') ? 'AddressSanitizer'
+  : hostImage.includes('__tsan_init') ? 'ThreadSanitizer' : null;
+const sanitized = sanitizer !== null;
 const work = mkdtempSync(path.join(tmpdir(), 'rlmcp-httpmem-'));
 let child = null;
 
@@ -81,7 +84,7 @@ function statelessList(url, agent, id) {
 }
 
 test('memory of ended sessions goes back to the system', {
-  skip: sanitized && 'AddressSanitizer build: its allocator, not glibc\'s, holds freed memory',
+  skip: sanitized && `${sanitizer} build: its allocator, not glibc's, holds freed memory`,
 }, async () => {
   requireBuilt();
   const conf = path.join(work, 'http.yaml');
