@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 #include "engine.h"
-#include "http.h"
+#include "http_server.h"
 #include "idempotency.h"
 #include "mcphub.h"
 #include "pty_sessions.h"

@@ -61,7 +61,7 @@ static const char *const reserved_headers[] = {
 /* Lock held. Every record, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    char *dir = store_dir(eng, "mcp-configs");
+    char *dir = store_dir(eng->state_dir, "mcp-configs");
     cJSON *all = store_load_all(dir, 1 << 20);
 
     free(dir);
@@ -87,7 +87,7 @@ static cJSON *find_in(cJSON *all, const char *id, const char *name)
 
 static int save_locked(struct engine *eng, const cJSON *rec)
 {
-    char *dir = store_dir(eng, "mcp-configs");
+    char *dir = store_dir(eng->state_dir, "mcp-configs");
     char *text = cJSON_PrintUnformatted(rec);
     char file[64];
     int rc = -1;
@@ -587,8 +587,9 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
     rec = lock_find(eng, id, &all, &status, err, errlen);
     if (rec == NULL)
         return status;
-    status = store_result(store_delete(eng, "mcp-configs", id), cfg_view, rec,
-                          view, err, errlen, "cannot delete MCP config %s", id);
+    status =
+        store_result(store_delete(eng->state_dir, "mcp-configs", id), cfg_view,
+                     rec, view, err, errlen, "cannot delete MCP config %s", id);
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
     if (status == 0)

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "http_server.h"
 #include "mcphub.h"
 #include "pty_sessions.h"
 #include "ssh_keys.h"

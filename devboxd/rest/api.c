@@ -7,7 +7,7 @@
 #include "disk_snapshots.h"
 #include "idempotency.h"
 #include "layer_records.h"
-#include "mcphub.h"
+#include "mcp_configs.h"
 #include "sandbox.h"
 #include "objects.h"
 #include "secrets.h"

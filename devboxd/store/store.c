@@ -17,11 +17,11 @@
 
 #include "util.h"
 
-char *store_dir(struct engine *eng, const char *kind)
+char *store_dir(const char *state_dir, const char *kind)
 {
     char *dir = NULL;
 
-    if (asprintf(&dir, "%s/%s", eng->state_dir, kind) < 0)
+    if (asprintf(&dir, "%s/%s", state_dir, kind) < 0)
         return NULL;
     return dir;
 }
@@ -76,7 +76,7 @@ int store_remove(const char *dir, const char *file)
     return fsync_dir(dir);
 }
 
-int store_delete(struct engine *eng, const char *kind, const char *name)
+int store_delete(const char *state_dir, const char *kind, const char *name)
 {
     char *dir = NULL;
     char file[NAME_MAX + 1];
@@ -87,7 +87,7 @@ int store_delete(struct engine *eng, const char *kind, const char *name)
         errno = ENAMETOOLONG;
         return -1;
     }
-    dir = store_dir(eng, kind);
+    dir = store_dir(state_dir, kind);
     if (dir == NULL) {
         errno = ENOMEM;
         return -1;

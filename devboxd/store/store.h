@@ -8,13 +8,11 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "engine.h"
-
 /* Longest record id: "<prefix>_" and letters and digits. */
 #define STORE_ID_MAX 40
 
 /* "<state>/<kind>" (malloc'd), or NULL when out of memory. */
-char *store_dir(struct engine *eng, const char *kind);
+char *store_dir(const char *state_dir, const char *kind);
 /* 1 when id is "<prefix>_" and 1 or more letters and digits, at most
  * STORE_ID_MAX bytes: safe as a file name. */
 int store_id_valid(const char *id, const char *prefix);
@@ -32,7 +30,7 @@ cJSON *store_load_all(const char *dir, size_t max_bytes);
 int store_remove(const char *dir, const char *file);
 /* Removes the record "<state>/<kind>/<name>.json" (name already checked):
  * 0 or -1 with errno. */
-int store_delete(struct engine *eng, const char *kind, const char *name);
+int store_delete(const char *state_dir, const char *kind, const char *name);
 /* The end of a store call on rec that returned rc (errno set on failure):
  * 0 with view(rec) in *out, or 500 with err: fmt's words, then errno's. */
 int store_result(int rc, cJSON *(*view)(const void *), const cJSON *rec,

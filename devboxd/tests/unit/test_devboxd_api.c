@@ -16,7 +16,7 @@
 #include "api.h"
 #include "devbox_spec.h"
 #include "engine.h"
-#include "http.h"
+#include "http_server.h"
 #include "util.h"
 
 static cJSON *validate(const char *json, int *status, char *err, size_t errlen)

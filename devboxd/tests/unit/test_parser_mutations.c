@@ -17,7 +17,7 @@
 
 #include "api.h"
 #include "buildah_dockerfile.h"
-#include "http.h"
+#include "http_server.h"
 #include "http_internal.h"
 #include "tunnels.h"
 
