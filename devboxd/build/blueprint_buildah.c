@@ -42,7 +42,7 @@ extern char **environ;
 
 /* ------------------------------------------------------------ settings */
 
-int bb_available(char *err, size_t errlen)
+int blueprint_buildah_available(char *err, size_t errlen)
 {
     if (access(BUILDAH_PATH, X_OK) == 0)
         return 0;
@@ -53,7 +53,7 @@ int bb_available(char *err, size_t errlen)
     return -1;
 }
 
-int bb_check_setting(char *err, size_t errlen)
+int blueprint_buildah_check_setting(char *err, size_t errlen)
 {
     const char *v = getenv("RLMCP_BUILDER");
 
@@ -282,7 +282,7 @@ static int store_cmd(const char *state_dir, const char *const *words,
     return store_cmd_in(state_dir, NULL, words, out);
 }
 
-void bb_cleanup(const char *state_dir)
+void blueprint_buildah_cleanup(const char *state_dir)
 {
     static const char *const rm[] = {"rm", "--all", NULL};
     char *storage = NULL;
@@ -295,7 +295,7 @@ void bb_cleanup(const char *state_dir)
     free(storage);
 }
 
-void bb_forget(const char *state_dir, const cJSON *rec)
+void blueprint_buildah_forget(const char *state_dir, const cJSON *rec)
 {
     const char *img = util_json_str(rec, "buildah_image");
     const char *words[] = {"rmi", img, NULL};
@@ -379,8 +379,9 @@ out:
  * FROM (not on one a COPY --from or another stage names), as a devbox on its
  * blueprint: the base's layers stay while the build runs, even through the
  * base's delete. 0, or -1 with err when that base went meanwhile. */
-static int depend_on_final(const struct names *nm, const struct bd_out *df,
-                           char *err, size_t errlen)
+static int depend_on_final(const struct names *nm,
+                           const struct buildah_dockerfile_out *df, char *err,
+                           size_t errlen)
 {
     const cJSON *what =
         cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
@@ -499,28 +500,29 @@ static int resolve(void *ctx, const char *name, char **local, char *err,
     return rc;
 }
 
-int bb_check(const cJSON *params, char *err, size_t errlen)
+int blueprint_buildah_check(const cJSON *params, char *err, size_t errlen)
 {
     struct names nm;
-    struct bd_out out;
+    struct buildah_dockerfile_out out;
     int rc;
 
     memset(&nm, 0, sizeof(nm));
     nm.check_only = 1;
     nm.resolved = cJSON_CreateObject();
-    rc = bd_prepare(params, resolve, &nm, &out, err, errlen);
+    rc = buildah_dockerfile_prepare(params, resolve, &nm, &out, err, errlen);
     if (rc == 0)
-        bd_free(&out);
+        buildah_dockerfile_free(&out);
     cJSON_Delete(nm.resolved);
     return rc;
 }
 
 /* -------------------------------------------------------------- context */
 
-static void jlog(struct bb_job *j, const char *level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void jlog(struct blueprint_buildah_job *j, const char *level,
+                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static void jlog(struct bb_job *j, const char *level, const char *fmt, ...)
+static void jlog(struct blueprint_buildah_job *j, const char *level,
+                 const char *fmt, ...)
 {
     char msg[LINE_MAX_LEN];
     va_list ap;
@@ -556,7 +558,8 @@ static int write_whole(const char *path, const char *data, char *err,
 }
 
 /* <dir>/build/Dockerfile and <dir>/build/context with the inline files. */
-static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
+static int write_context(struct blueprint_buildah_job *j,
+                         const struct buildah_dockerfile_out *df, char *err,
                          size_t errlen)
 {
     const cJSON *it = NULL;
@@ -607,7 +610,7 @@ static int write_context(struct bb_job *j, const struct bd_out *df, char *err,
 }
 
 /* Each code mount cloned on the host into a bundle in the context. */
-static int fetch_code(struct bb_job *j, char *err, size_t errlen)
+static int fetch_code(struct blueprint_buildah_job *j, char *err, size_t errlen)
 {
     const cJSON *mounts =
         cJSON_GetObjectItemCaseSensitive(j->params, "code_mounts");
@@ -648,7 +651,7 @@ static int fetch_code(struct bb_job *j, char *err, size_t errlen)
 /* ----------------------------------------------------------------- run */
 
 struct progress {
-    const struct bd_out *df;
+    const struct buildah_dockerfile_out *df;
     long cur; /* index into df->steps of the running step, -1 */
     char tail[TAIL_LINES][256];
     int tail_n;
@@ -656,7 +659,7 @@ struct progress {
 };
 
 /* buildah's "[k/n] STEP i/m: ..." → the step's index in df->steps. */
-static long step_of(const struct bd_out *df, const char *line)
+static long step_of(const struct buildah_dockerfile_out *df, const char *line)
 {
     int k = 1, n = 1, i = 0, m = 0;
     size_t first = 0;
@@ -667,7 +670,7 @@ static long step_of(const struct bd_out *df, const char *line)
         if (sscanf(line, "STEP %d/%d:", &i, &m) != 2)
             return -1;
     }
-    count = bd_stage_steps(df, k - 1, &first);
+    count = buildah_dockerfile_stage_steps(df, k - 1, &first);
     if (i < 1 || (size_t)i > count)
         return -1;
     return (long)(first + (size_t)i - 1);
@@ -681,7 +684,8 @@ static int noise(const char *line)
            strstr(line, "Failed to remove paths") != NULL;
 }
 
-static void one_line(struct bb_job *j, struct progress *pg, const char *line)
+static void one_line(struct blueprint_buildah_job *j, struct progress *pg,
+                     const char *line)
 {
     long s = step_of(pg->df, line);
     const char *es;
@@ -689,7 +693,7 @@ static void one_line(struct bb_job *j, struct progress *pg, const char *line)
     if (noise(line))
         return;
     if (s >= 0) {
-        const struct bd_step *st = &pg->df->steps[s];
+        const struct buildah_dockerfile_step *st = &pg->df->steps[s];
 
         pg->cur = s;
         pg->tail_n = 0;
@@ -710,8 +714,8 @@ static void one_line(struct bb_job *j, struct progress *pg, const char *line)
 }
 
 /* Logs complete lines of buf[0..len), keeps the partial last one. */
-static size_t lines_of(struct bb_job *j, struct progress *pg, char *buf,
-                       size_t len, int flush)
+static size_t lines_of(struct blueprint_buildah_job *j, struct progress *pg,
+                       char *buf, size_t len, int flush)
 {
     size_t start = 0, i;
 
@@ -741,8 +745,9 @@ static int64_t mono_ms(void)
 
 /* Streams buildah's output into the log until it ends; kills it when the
  * build must stop (SIGTERM to buildah, then every task of the group). */
-static int follow(struct bb_job *j, struct child *c, struct sb_cgroup *cg,
-                  struct progress *pg, char *why, size_t whylen)
+static int follow(struct blueprint_buildah_job *j, struct child *c,
+                  struct sb_cgroup *cg, struct progress *pg, char *why,
+                  size_t whylen)
 {
     char buf[LINE_MAX_LEN + 1];
     size_t have = 0;
@@ -853,8 +858,9 @@ static int import_layer(const char *root, const cJSON *layers, const char *top,
 /* Copies the build's new layer (above the final FROM's image) into
  * <dir>/layer, with ids moved from the build's range into the layer
  * owner's. */
-static int keep_layer(struct bb_job *j, const char *disk, const char *image,
-                      const char *from, uid_t range, char *err, size_t errlen)
+static int keep_layer(struct blueprint_buildah_job *j, const char *disk,
+                      const char *image, const char *from, uid_t range,
+                      char *err, size_t errlen)
 {
     char *root = NULL;
     char *state = NULL;
@@ -905,8 +911,8 @@ out:
 
 /* The built image's config: Env (without the default PATH), WorkingDir,
  * User, Entrypoint, Cmd into the record fields. */
-static int keep_config(struct bb_job *j, const char *disk, const char *image,
-                       char *err, size_t errlen)
+static int keep_config(struct blueprint_buildah_job *j, const char *disk,
+                       const char *image, char *err, size_t errlen)
 {
     const char *words[] = {"inspect", "--type", "image", image, NULL};
     char *out = NULL;
@@ -951,12 +957,14 @@ out:
 
 /* -------------------------------------------------------------- build */
 
-static void fail_message(struct bb_job *j, const struct progress *pg,
-                         const char *why, uint64_t ooms)
+static void fail_message(struct blueprint_buildah_job *j,
+                         const struct progress *pg, const char *why,
+                         uint64_t ooms)
 {
     char detail[512];
     char where[LINE_MAX_LEN];
-    const struct bd_step *st = pg->cur >= 0 ? &pg->df->steps[pg->cur] : NULL;
+    const struct buildah_dockerfile_step *st =
+        pg->cur >= 0 ? &pg->df->steps[pg->cur] : NULL;
     int i;
 
     if (why[0] != '\0')
@@ -997,8 +1005,8 @@ static void fail_message(struct bb_job *j, const struct progress *pg,
     }
 }
 
-static size_t build_args(struct bb_job *j, char **argv, size_t n, size_t max,
-                         char **owned, size_t *n_owned)
+static size_t build_args(struct blueprint_buildah_job *j, char **argv, size_t n,
+                         size_t max, char **owned, size_t *n_owned)
 {
     const cJSON *it = NULL;
 
@@ -1018,8 +1026,8 @@ static size_t build_args(struct bb_job *j, char **argv, size_t n, size_t max,
 }
 
 /* The limits' cgroup for buildah and its RUN steps (-1 with err). */
-static int make_group(struct bb_job *j, struct sb_cgroup *cg, int fds[SB_CG_N],
-                      char *err, size_t errlen)
+static int make_group(struct blueprint_buildah_job *j, struct sb_cgroup *cg,
+                      int fds[SB_CG_N], char *err, size_t errlen)
 {
     struct sb_limits lim;
     int i;
@@ -1095,9 +1103,9 @@ static char *build_tmpdir(const char *id, double disk_gb, char *err,
 
 /* Starts `buildah build` of the job's Dockerfile into tag, its RUN steps
  * in a user namespace whose root is host id range. */
-static int start_build(struct bb_job *j, uid_t range, const char *tmp,
-                       const char *tag, const int *fds, struct child *c,
-                       char *err, size_t errlen)
+static int start_build(struct blueprint_buildah_job *j, uid_t range,
+                       const char *tmp, const char *tag, const int *fds,
+                       struct child *c, char *err, size_t errlen)
 {
     char *argv[160];
     char *owned[80];
@@ -1464,9 +1472,9 @@ static int blueprint_image(const char *state_dir, const char *id, char *err,
  * (blueprint_image): most blueprints only boot devboxes, which run on its
  * layer, and making it (a container, a copy of the layer, a commit) is
  * most of a small build's time over its steps. */
-static int keep_results(struct bb_job *j, struct names *nm,
-                        const struct bd_out *df, uid_t range, const char *disk,
-                        const char *tag)
+static int keep_results(struct blueprint_buildah_job *j, struct names *nm,
+                        const struct buildah_dockerfile_out *df, uid_t range,
+                        const char *disk, const char *tag)
 {
     const cJSON *what =
         cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
@@ -1528,7 +1536,7 @@ out:
     free(tmp);
 }
 
-void bb_abandon(const char *state_dir, const char *id)
+void blueprint_buildah_abandon(const char *state_dir, const char *id)
 {
     drop_leftovers(state_dir, id, 1);
 }
@@ -1567,10 +1575,10 @@ static int disk_full(const struct progress *pg, const char *disk)
            v.f_bavail < v.f_blocks / 50;
 }
 
-int bb_run(struct bb_job *j)
+int blueprint_buildah_run(struct blueprint_buildah_job *j)
 {
     struct names nm;
-    struct bd_out df;
+    struct buildah_dockerfile_out df;
     struct progress pg;
     struct sb_cgroup cg;
     struct child c;
@@ -1597,7 +1605,8 @@ int bb_run(struct bb_job *j)
     nm.state_dir = j->state_dir;
     j->record = cJSON_CreateObject();
     jlog(j, "info", "builder: buildah (%s)", "buildah build --runtime runc");
-    if (bd_prepare(j->params, resolve, &nm, &df, err, sizeof(err)) != 0) {
+    if (buildah_dockerfile_prepare(j->params, resolve, &nm, &df, err,
+                                   sizeof(err)) != 0) {
         jlog(j, "error", "Dockerfile %s", err);
         goto out;
     }
@@ -1678,12 +1687,12 @@ out:
     free(sbdir);
     free(tag);
     free(tmp);
-    bd_free(&df);
+    buildah_dockerfile_free(&df);
     cJSON_Delete(nm.resolved);
     return rc;
 }
 
-void bb_job_free(struct bb_job *j)
+void blueprint_buildah_job_free(struct blueprint_buildah_job *j)
 {
     cJSON_Delete(j->record);
     j->record = NULL;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct bb_job {
+struct blueprint_buildah_job {
     const char *id;  /* bpt_... */
     const char *dir; /* <state>/blueprints/<id> */
     const char *state_dir;
@@ -35,32 +35,32 @@ struct bb_job {
     void (*log)(void *ctx, const char *level, const char *msg);
     int (*should_stop)(void *ctx, char *err, size_t errlen);
     void *ctx;
-    /* Results, owned by the job (bb_job_free). */
-    cJSON *record;   /* fields for the record: layers, env, image, ... */
-    int killed;      /* buildah was killed: its store needs bb_cleanup */
+    /* Results, owned by the job (blueprint_buildah_job_free). */
+    cJSON *record; /* fields for the record: layers, env, image, ... */
+    int killed; /* buildah was killed: its store needs blueprint_buildah_cleanup */
     int out_of_disk; /* failed at the build disk limit */
 };
 
 #define BUILDAH_PATH "/usr/bin/buildah"
 
 /* 0 when buildah is installed, else -1 with err saying what to install. */
-int bb_available(char *err, size_t errlen);
+int blueprint_buildah_available(char *err, size_t errlen);
 /* RLMCP_BUILDER: unset or "buildah" (the one builder); else -1 with err
  * naming the fix (checked at devboxd's start). */
-int bb_check_setting(char *err, size_t errlen);
+int blueprint_buildah_check_setting(char *err, size_t errlen);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */
-int bb_check(const cJSON *params, char *err, size_t errlen);
+int blueprint_buildah_check(const cJSON *params, char *err, size_t errlen);
 /* Builds; 0 with job->record set, or -1 after logging why. */
-int bb_run(struct bb_job *job);
-void bb_job_free(struct bb_job *job);
+int blueprint_buildah_run(struct blueprint_buildah_job *job);
+void blueprint_buildah_job_free(struct blueprint_buildah_job *job);
 /* Removes buildah's working containers and their mounts from the state
  * dir's store (no build may run meanwhile). */
-void bb_cleanup(const char *state_dir);
+void blueprint_buildah_cleanup(const char *state_dir);
 /* After a restart: removes what the interrupted build id left (its
  * images, its temp dir). */
-void bb_abandon(const char *state_dir, const char *id);
+void blueprint_buildah_abandon(const char *state_dir, const char *id);
 /* Forgets a deleted blueprint's image. */
-void bb_forget(const char *state_dir, const cJSON *rec);
+void blueprint_buildah_forget(const char *state_dir, const cJSON *rec);
 
 #endif

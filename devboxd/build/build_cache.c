@@ -112,13 +112,14 @@ static int build_dir(const char *path, uid_t range, char *err, size_t errlen)
 }
 
 /* Each cache id under dir, made when missing as the mount asks. */
-static int make_ids(const char *dir, uid_t range, const struct bf_caches *c,
-                    char *err, size_t errlen)
+static int make_ids(const char *dir, uid_t range,
+                    const struct build_flags_caches *c, char *err,
+                    size_t errlen)
 {
     size_t i;
 
     for (i = 0; i < c->n; i++) {
-        const struct bf_cache *m = &c->v[i];
+        const struct build_flags_cache *m = &c->v[i];
         char *path = NULL;
         struct stat st;
         int rc = 0;
@@ -195,8 +196,8 @@ static void prune(void)
 }
 
 int build_cache_open(const char *state_dir, const char *tmp, uid_t range,
-                     const struct bf_caches *caches, int *lock, char *note,
-                     size_t notelen, char *err, size_t errlen)
+                     const struct build_flags_caches *caches, int *lock,
+                     char *note, size_t notelen, char *err, size_t errlen)
 {
     char owner[32];
     char *store = NULL;

@@ -25,7 +25,7 @@
  * ends, -1 when none is held) and note (a line for the build log, may be
  * empty), or -1 with err. */
 int build_cache_open(const char *state_dir, const char *tmp, uid_t range,
-                     const struct bf_caches *caches, int *lock, char *note,
-                     size_t notelen, char *err, size_t errlen);
+                     const struct build_flags_caches *caches, int *lock,
+                     char *note, size_t notelen, char *err, size_t errlen);
 
 #endif

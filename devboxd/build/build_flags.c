@@ -43,7 +43,7 @@ static int fail(struct fctx *f, const char *fmt, ...)
     return -1;
 }
 
-int bf_is_space(unsigned char c)
+int build_flags_is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
            c == '\r' || c == 0x85 || c == 0xa0;
@@ -205,7 +205,7 @@ static int target_of(struct fctx *f, const char *spec, const struct mount *m,
 }
 
 static int cache_mount(struct fctx *f, const char *spec, const struct mount *m,
-                       struct bf_caches *caches, char **out)
+                       struct build_flags_caches *caches, char **out)
 {
     static const char *const keys[] = {
         "type",    "id",   "target", "dst", "destination",
@@ -220,7 +220,7 @@ static int cache_mount(struct fctx *f, const char *spec, const struct mount *m,
     const char *id = get(m, ID);
     const char *sharing = get(m, SHARING);
     const char *v = NULL;
-    struct bf_cache c = {NULL, 0, 0, 0755};
+    struct build_flags_cache c = {NULL, 0, 0, 0755};
     char *name = NULL;
     char *p;
     int ro = has(m, "ro") || has(m, "readonly");
@@ -270,7 +270,7 @@ static int cache_mount(struct fctx *f, const char *spec, const struct mount *m,
         return fail(f, "out of memory");
     }
     if (caches != NULL) {
-        struct bf_cache *g =
+        struct build_flags_cache *g =
             realloc(caches->v, (caches->n + 1) * sizeof(*caches->v));
 
         if (g == NULL) {
@@ -355,8 +355,8 @@ static int tmpfs_mount(struct fctx *f, const char *spec, const struct mount *m,
     return 0;
 }
 
-static int run_mount(struct fctx *f, const char *spec, struct bf_caches *caches,
-                     char **out)
+static int run_mount(struct fctx *f, const char *spec,
+                     struct build_flags_caches *caches, char **out)
 {
     static const char *const TYPE[] = {"type", NULL};
     struct mount m;
@@ -392,7 +392,7 @@ out:
 
 /* -------------------------------------------------------------- flags */
 
-static int stage_ref(const struct bf_stages *st, const char *v)
+static int stage_ref(const struct build_flags_stages *st, const char *v)
 {
     size_t i;
     unsigned n = 0;
@@ -417,8 +417,8 @@ static int platform_ok(const char *v)
 }
 
 static int one_flag(struct fctx *f, const char *word,
-                    const struct bf_stages *st, struct bf_caches *caches,
-                    char **out)
+                    const struct build_flags_stages *st,
+                    struct build_flags_caches *caches, char **out)
 {
     const char *eq = strchr(word, '=');
     const char *val = eq != NULL ? eq + 1 : NULL;
@@ -519,9 +519,10 @@ static int one_flag(struct fctx *f, const char *word,
     return fail(f, "%s takes no flags; remove %s", kw, name);
 }
 
-int bf_check(const char *kw, const char *args, int line,
-             const struct bf_stages *stages, struct bf_caches *caches,
-             char **canon, const char **rest, char *err, size_t errlen)
+int build_flags_check(const char *kw, const char *args, int line,
+                      const struct build_flags_stages *stages,
+                      struct build_flags_caches *caches, char **canon,
+                      const char **rest, char *err, size_t errlen)
 {
     struct fctx f = {kw, line, err, errlen};
     const unsigned char *s = (const unsigned char *)args;
@@ -538,12 +539,12 @@ int bf_check(const char *kw, const char *args, int line,
         char *one = NULL;
         char *grown = NULL;
 
-        while (*s && bf_is_space(*s))
+        while (*s && build_flags_is_space(*s))
             s++;
         if (s[0] != '-' || s[1] != '-')
             break;
         e = s;
-        while (*e && !bf_is_space(*e))
+        while (*e && !build_flags_is_space(*e))
             e++;
         word = strndup((const char *)s, (size_t)(e - s));
         if (word == NULL) {
@@ -574,7 +575,7 @@ out:
     return rc;
 }
 
-void bf_caches_free(struct bf_caches *c)
+void build_flags_caches_free(struct build_flags_caches *c)
 {
     size_t i;
 

@@ -19,19 +19,19 @@
 
 /* A cache mount of the build: the engine makes <cache dir>/<id> before
  * buildah runs, owned by uid:gid of the build's user namespace. */
-struct bf_cache {
+struct build_flags_cache {
     char *id;
     unsigned uid, gid, mode;
 };
 
-struct bf_caches {
-    struct bf_cache *v;
+struct build_flags_caches {
+    struct build_flags_cache *v;
     size_t n;
 };
 
 /* The stages before the instruction's: aliases[i] is stage i's AS name or
  * NULL; n is how many (the instruction's own stage is index n). */
-struct bf_stages {
+struct build_flags_stages {
     char *const *aliases;
     size_t n;
 };
@@ -41,14 +41,15 @@ struct bf_stages {
  * to emit, "" when none) and *rest (into args: what follows the flags,
  * no leading space), or -1 with err "line N: ..." saying what is allowed.
  * Cache mounts are added to caches (may be NULL). */
-int bf_check(const char *kw, const char *args, int line,
-             const struct bf_stages *stages, struct bf_caches *caches,
-             char **canon, const char **rest, char *err, size_t errlen);
+int build_flags_check(const char *kw, const char *args, int line,
+                      const struct build_flags_stages *stages,
+                      struct build_flags_caches *caches, char **canon,
+                      const char **rest, char *err, size_t errlen);
 
-void bf_caches_free(struct bf_caches *c);
+void build_flags_caches_free(struct build_flags_caches *c);
 
 /* A byte Go's unicode.IsSpace takes as a space when buildah reads a byte
  * as a rune (0x85 and 0xa0 too): where buildah ends a flag word. */
-int bf_is_space(unsigned char c);
+int build_flags_is_space(unsigned char c);
 
 #endif

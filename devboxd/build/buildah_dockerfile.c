@@ -27,9 +27,9 @@ static const char *const keywords[] = {
 };
 
 struct prep {
-    struct bd_out *out;
+    struct buildah_dockerfile_out *out;
     size_t cap;
-    bd_resolve_fn resolve;
+    buildah_dockerfile_resolve_fn resolve;
     void *ctx;
     int stage;        /* -1 before the first FROM */
     char **aliases;   /* per stage: its AS name or NULL */
@@ -57,12 +57,12 @@ static int fail(struct prep *p, const char *fmt, ...)
 static int add_step(struct prep *p, int line, int user, int setup,
                     const char *orig, const char *emit)
 {
-    struct bd_out *o = p->out;
-    struct bd_step *s = NULL;
+    struct buildah_dockerfile_out *o = p->out;
+    struct buildah_dockerfile_step *s = NULL;
 
     if (o->n_steps == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 32;
-        struct bd_step *n = realloc(o->steps, cap * sizeof(*n));
+        struct buildah_dockerfile_step *n = realloc(o->steps, cap * sizeof(*n));
 
         if (n == NULL)
             return fail(p, "out of memory");
@@ -153,12 +153,12 @@ static char *next_word(const char **s)
 static int check_flags(struct prep *p, const char *kw, const char *args,
                        int line, char **canon, const char **rest)
 {
-    struct bf_stages st;
+    struct build_flags_stages st;
 
     st.aliases = p->aliases;
     st.n = p->stage > 0 ? (size_t)p->stage : 0;
-    return bf_check(kw, args, line, &st, &p->out->caches, canon, rest, p->err,
-                    p->errlen);
+    return build_flags_check(kw, args, line, &st, &p->out->caches, canon, rest,
+                             p->err, p->errlen);
 }
 
 /* ------------------------------------------------------------- context */
@@ -445,14 +445,14 @@ out:
  * a stage FROM an earlier one runs that one's steps itself. */
 static int inherit(struct prep *p, int from)
 {
-    struct bd_out *o = p->out;
+    struct buildah_dockerfile_out *o = p->out;
     size_t n = o->n_steps;
     size_t first = 0;
-    size_t count = bd_stage_steps(o, from, &first);
+    size_t count = buildah_dockerfile_stage_steps(o, from, &first);
     size_t i;
 
     for (i = first + 1; count > 0 && i < first + count && i < n; i++) {
-        struct bd_step *s = NULL;
+        struct buildah_dockerfile_step *s = NULL;
 
         if (add_step(p, o->steps[i].line, 0, o->steps[i].setup,
                      o->steps[i].text, o->steps[i].emit) != 0)
@@ -688,7 +688,7 @@ static int plain_command(const char *cmd)
     const unsigned char *s = (const unsigned char *)cmd;
     size_t len = strlen(cmd);
 
-    while (*s && bf_is_space(*s))
+    while (*s && build_flags_is_space(*s))
         s++;
     while (len > 0 && isspace((unsigned char)cmd[len - 1]))
         len--;
@@ -1034,7 +1034,7 @@ static int default_from(struct prep *p, const cJSON *params)
  * end; then the text. */
 static int finish(struct prep *p, const cJSON *params)
 {
-    struct bd_out *o = p->out;
+    struct buildah_dockerfile_out *o = p->out;
     size_t keep = 0, before, m, k;
     size_t len = 0;
     char *text = NULL;
@@ -1054,7 +1054,7 @@ static int finish(struct prep *p, const cJSON *params)
         return -1;
     m = o->n_steps - before;
     for (k = 0; k < m; k++) { /* rotate the mounts to just after the FROM */
-        struct bd_step t = o->steps[before + k];
+        struct buildah_dockerfile_step t = o->steps[before + k];
 
         memmove(&o->steps[keep + k + 1], &o->steps[keep + k],
                 (before + k - keep - k) * sizeof(t));
@@ -1085,8 +1085,10 @@ static int finish(struct prep *p, const cJSON *params)
     return 0;
 }
 
-int bd_prepare(const cJSON *params, bd_resolve_fn resolve, void *ctx,
-               struct bd_out *out, char *err, size_t errlen)
+int buildah_dockerfile_prepare(const cJSON *params,
+                               buildah_dockerfile_resolve_fn resolve, void *ctx,
+                               struct buildah_dockerfile_out *out, char *err,
+                               size_t errlen)
 {
     const char *df = util_json_str(params, "dockerfile");
     struct prep p;
@@ -1118,11 +1120,11 @@ int bd_prepare(const cJSON *params, bd_resolve_fn resolve, void *ctx,
     free(p.heads);
     free(p.final_user);
     if (rc != 0)
-        bd_free(out);
+        buildah_dockerfile_free(out);
     return rc;
 }
 
-void bd_free(struct bd_out *out)
+void buildah_dockerfile_free(struct buildah_dockerfile_out *out)
 {
     size_t i;
 
@@ -1133,12 +1135,13 @@ void bd_free(struct bd_out *out)
     free(out->steps);
     free(out->text);
     free(out->final_from);
-    bf_caches_free(&out->caches);
+    build_flags_caches_free(&out->caches);
     cJSON_Delete(out->files);
     memset(out, 0, sizeof(*out));
 }
 
-size_t bd_stage_steps(const struct bd_out *out, int stage, size_t *first)
+size_t buildah_dockerfile_stage_steps(const struct buildah_dockerfile_out *out,
+                                      int stage, size_t *first)
 {
     size_t i, n = 0;
 

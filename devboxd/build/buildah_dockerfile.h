@@ -20,8 +20,9 @@
 /* Maps a FROM name (without "runloop:"; NULL = the base a blueprint without
  * a Dockerfile builds on) to the name buildah builds FROM.  Returns 0 with
  * *local set (malloc'd), or -1 with err naming what to change. */
-typedef int (*bd_resolve_fn)(void *ctx, const char *name, char **local,
-                             char *err, size_t errlen);
+typedef int (*buildah_dockerfile_resolve_fn)(void *ctx, const char *name,
+                                             char **local, char *err,
+                                             size_t errlen);
 
 /* Where the builder puts code_mounts[i] as a git bundle, <i>.bundle, in
  * the build context. */
@@ -29,7 +30,7 @@ typedef int (*bd_resolve_fn)(void *ctx, const char *name, char **local,
 #define BD_DOCKERFILE_MAX (256u * 1024u)
 #define BD_CODE_DIR ".devboxd-code"
 
-struct bd_step {
+struct buildah_dockerfile_step {
     int stage;     /* 0-based stage of the emitted Dockerfile */
     int line;      /* Dockerfile line, 0 for steps the engine adds */
     int user_step; /* 1-based number among the user's steps, 0 = added/FROM */
@@ -39,24 +40,28 @@ struct bd_step {
     int inherited; /* a copy of a step of the earlier stage this one is FROM */
 };
 
-struct bd_out {
+struct buildah_dockerfile_out {
     char *text;   /* the Dockerfile to build */
     cJSON *files; /* {context path: content}: file_mounts and heredocs */
-    struct bd_step *steps;
+    struct buildah_dockerfile_step *steps;
     size_t n_steps;
     int user_steps;   /* how many steps the user wrote (FROMs not counted) */
     char *final_from; /* the final stage's base as resolved (not an alias) */
-    struct bf_caches caches; /* RUN --mount=type=cache ids, for the builder */
+    struct build_flags_caches
+        caches; /* RUN --mount=type=cache ids, for the builder */
 };
 
 /* params: the blueprint create body (dockerfile, file_mounts,
  * system_setup_commands, base_blueprint_id/name).  0, or -1 with err
  * naming the line and what to change. */
-int bd_prepare(const cJSON *params, bd_resolve_fn resolve, void *ctx,
-               struct bd_out *out, char *err, size_t errlen);
-void bd_free(struct bd_out *out);
+int buildah_dockerfile_prepare(const cJSON *params,
+                               buildah_dockerfile_resolve_fn resolve, void *ctx,
+                               struct buildah_dockerfile_out *out, char *err,
+                               size_t errlen);
+void buildah_dockerfile_free(struct buildah_dockerfile_out *out);
 /* The steps of stage `stage` in order: *first index into out->steps and
  * how many there are. */
-size_t bd_stage_steps(const struct bd_out *out, int stage, size_t *first);
+size_t buildah_dockerfile_stage_steps(const struct buildah_dockerfile_out *out,
+                                      int stage, size_t *first);
 
 #endif

@@ -46,7 +46,8 @@ static int builds_alive;     /* worker threads not yet finished */
 static int stopping;         /* devboxd is stopping: end the builds */
 static struct build *active; /* builds not yet finished, slot_lock */
 static int store_dirty;      /* a killed buildah left containers: slot_lock */
-static int cleaning;         /* bb_cleanup runs: no build starts, slot_lock */
+static int
+    cleaning; /* blueprint_buildah_cleanup runs: no build starts, slot_lock */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct build {
@@ -55,10 +56,10 @@ struct build {
     char *dir;     /* <state>/blueprints/<id> */
     cJSON *params; /* the create body */
     int log_lines;
-    int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
-    int cancelled;             /* deleted while building: slot_lock */
-    int killed;                /* buildah was killed (bb_job.killed) */
-    int context_fd;            /* the build_context archive, or -1 */
+    int64_t deadline_ms; /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
+    int cancelled;       /* deleted while building: slot_lock */
+    int killed;          /* buildah was killed (blueprint_buildah_job.killed) */
+    int context_fd;      /* the build_context archive, or -1 */
     struct build *next_active; /* the builds list, slot_lock */
 };
 
@@ -448,7 +449,7 @@ static void start_building(struct build *b)
 
 static void build_run_buildah(struct build *b)
 {
-    struct bb_job j;
+    struct blueprint_buildah_job j;
     char *ctx = NULL;
     int ok;
 
@@ -466,7 +467,7 @@ static void build_run_buildah(struct build *b)
     j.should_stop = bb_stop;
     j.ctx = b;
     start_building(b);
-    ok = bb_run(&j) == 0;
+    ok = blueprint_buildah_run(&j) == 0;
     b->killed = j.killed;
     if (ok && record_buildah(b, j.record) != 0) {
         blog(b, "error",
@@ -483,7 +484,7 @@ static void build_run_buildah(struct build *b)
     if (asprintf(&ctx, "%s/build", b->dir) >= 0)
         util_rmtree(ctx);
     free(ctx);
-    bb_job_free(&j);
+    blueprint_buildah_job_free(&j);
 }
 
 static void build_run(struct build *b)
@@ -570,7 +571,7 @@ static void *build_thread(void *arg)
         cleaning = 1;
         store_dirty = 0;
         pthread_mutex_unlock(&slot_lock);
-        bb_cleanup(b->eng->state_dir);
+        blueprint_buildah_cleanup(b->eng->state_dir);
         pthread_mutex_lock(&slot_lock);
         cleaning = 0;
     }
@@ -620,7 +621,7 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
                    "devboxd restarted during the build; build it again");
         free(dir);
         sandbox_purge(util_json_str(rec, "id"));
-        bb_abandon(eng->state_dir, util_json_str(rec, "id"));
+        blueprint_buildah_abandon(eng->state_dir, util_json_str(rec, "id"));
         if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
                      util_json_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));
@@ -632,7 +633,7 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
     }
     /* buildah's working containers (and their mounts) of those builds. */
     if (interrupted > 0)
-        bb_cleanup(eng->state_dir);
+        blueprint_buildah_cleanup(eng->state_dir);
 }
 
 /* -------------------------------------------------------------- create */
@@ -847,7 +848,7 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     *view = NULL;
     if (check_create(body, err, errlen) != 0)
         return 400;
-    if (bb_available(err, errlen) != 0)
+    if (blueprint_buildah_available(err, errlen) != 0)
         return 503;
     /* An unknown base_blueprint_id stays a 404. */
     layers_lock(eng);
@@ -855,7 +856,7 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     layers_unlock();
     if (status != 0)
         return status;
-    if (bb_check(body, err, errlen) != 0)
+    if (blueprint_buildah_check(body, err, errlen) != 0)
         return 400;
     /* Checked whole now (a bad archive is a 400) and kept open: the build
      * gets these bytes even if the object is deleted meanwhile. */

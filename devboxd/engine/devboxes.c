@@ -1805,7 +1805,7 @@ int engine_init(struct engine *eng, const char *state_dir, char *err,
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
     if (check_runtime_setting(err, errlen) != 0 ||
-        bb_check_setting(err, errlen) != 0)
+        blueprint_buildah_check_setting(err, errlen) != 0)
         return -1;
     rt.runc_path = getenv("RLMCP_RUNC");   /* default /usr/sbin/runc */
     rt.disk = getenv("RLMCP_DEVBOX_DISK"); /* loop (default) | off */

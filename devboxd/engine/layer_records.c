@@ -297,7 +297,7 @@ static cJSON *bp_on_free(const char *id)
 static void bp_after_free(const char *state_dir, const cJSON *rec)
 {
     if (rec != NULL)
-        bb_forget(state_dir, rec);
+        blueprint_buildah_forget(state_dir, rec);
 }
 
 /* Registry lock held, at load: the store learns the kinds of layers and
