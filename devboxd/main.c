@@ -435,7 +435,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    eng.idem = idem_open(real_dir, err, sizeof(err));
+    eng.idem = idempotency_open(real_dir, err, sizeof(err));
     if (eng.idem == NULL) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
@@ -465,7 +465,7 @@ out:
     pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
     mcphub_shutdown();       /* stops the MCP Hub listeners */
     if (engine_up) {
-        idem_close(eng.idem);
+        idempotency_close(eng.idem);
         engine_fini(&eng);
     }
     tunnel_url_template_clear();

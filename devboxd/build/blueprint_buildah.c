@@ -391,11 +391,11 @@ static int depend_on_final(const struct names *nm,
 
     if (id == NULL)
         return 0;
-    layers_lock(NULL);
+    layer_records_lock(NULL);
     rec = blueprints_find_locked(id, NULL);
     if (rec != NULL)
         blueprints_depend_locked(nm->job_id, rec);
-    layers_unlock();
+    layer_records_unlock();
     if (rec == NULL) {
         snprintf(err, errlen,
                  "the base blueprint %s was deleted before the build started",
@@ -416,7 +416,7 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
     char *bp_id = NULL;
     int rc = 1;
 
-    layers_lock(NULL);
+    layer_records_lock(NULL);
     rec = blueprints_find_locked(strncmp(name, "bpt_", 4) == 0 ? name : NULL,
                                  strncmp(name, "bpt_", 4) == 0 ? NULL : name);
     if (rec != NULL) {
@@ -443,7 +443,7 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
             rc = *local != NULL && bp_id != NULL ? 0 : -1;
         }
     }
-    layers_unlock();
+    layer_records_unlock();
     /* A build (not a create's check) needs the image itself now. */
     if (rc == 0 && !nm->check_only &&
         blueprint_image(nm->state_dir, bp_id, err, errlen) != 0) {
@@ -1380,8 +1380,8 @@ static int bp_image_of(const char *state_dir, const char *id,
     int rc = -1;
 
     memset(b, 0, sizeof(*b));
-    layers_lock(NULL);
-    cJSON_ArrayForEach(it, layers_blueprints_locked())
+    layer_records_lock(NULL);
+    cJSON_ArrayForEach(it, layer_records_blueprints_locked())
     {
         if (strcmp(util_json_str(it, "id") ?: "", id) == 0)
             rec = it;
@@ -1398,7 +1398,7 @@ static int bp_image_of(const char *state_dir, const char *id,
             b->dir = NULL;
         rc = b->name != NULL && b->image != NULL && b->dir != NULL ? 0 : -1;
     }
-    layers_unlock();
+    layer_records_unlock();
     return rc;
 }
 

@@ -74,7 +74,7 @@ static cJSON *find_locked(const char *id)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    cJSON_ArrayForEach(rec, layer_records_blueprints_locked())
     {
         const char *rid = util_json_str(rec, "id");
 
@@ -101,7 +101,7 @@ void blueprints_depend_locked(const char *id, const cJSON *base)
     cJSON_AddItemToObject(
         mine, "layers",
         cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1));
-    layers_save_record("blueprints", "blueprint.json", mine);
+    layer_records_save_record("blueprints", "blueprint.json", mine);
 }
 
 static int has_tag(const cJSON *rec, const char *tag)
@@ -123,7 +123,7 @@ static cJSON *find_built_locked(const char *field, const char *key,
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    cJSON_ArrayForEach(rec, layer_records_blueprints_locked())
     {
         const char *st = util_json_str(rec, "status");
         const char *state = util_json_str(rec, "state");
@@ -239,7 +239,7 @@ static void scrub_paths(const char *msg, char *out, size_t len)
     char tmp[LOG_LINE_MAX + 256];
     char tmp2[LOG_LINE_MAX + 256];
     char real[PATH_MAX];
-    const char *state = layers_state_dir();
+    const char *state = layer_records_state_dir();
 
     replace_all(msg, state, "<state>", tmp, sizeof(tmp));
     if (state != NULL && realpath(state, real) != NULL &&
@@ -314,7 +314,7 @@ static void set_status(struct build *b, const char *status, const char *failure)
 
     if (asprintf(&layer, "%s/layer", b->dir) < 0)
         layer = NULL;
-    layers_lock(b->eng);
+    layer_records_lock(b->eng);
     rec = find_locked(b->id);
     if (rec != NULL) {
         set_str(rec, "status", status);
@@ -326,12 +326,13 @@ static void set_status(struct build *b, const char *status, const char *failure)
                                     (double)util_now_ms());
         /* A failed build holds its base's layers no more (a base deleted
          * while it built goes now), and its own layer is no one's. */
-        if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
+        if (layer_records_save_record("blueprints", "blueprint.json", rec) ==
+                0 &&
             strcmp(status, "failed") == 0)
             freed = layers_release_locked(
                 cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
     }
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     free(layer);
 }
@@ -393,7 +394,7 @@ static int record_buildah(struct build *b, cJSON *fields)
     cJSON_AddStringToObject(own, "path", layer != NULL ? layer : "");
     cJSON_AddNumberToObject(own, "owner", (double)SB_RANGE_BASE);
     cJSON_AddItemToArray(layers, own);
-    layers_lock(b->eng);
+    layer_records_lock(b->eng);
     rec = find_locked(b->id);
     if (base != NULL) {
         const cJSON *brec = find_locked(base);
@@ -422,7 +423,7 @@ static int record_buildah(struct build *b, cJSON *fields)
         cJSON_AddItemToObject(rec, "layers", layers);
         layers = NULL;
     }
-    layers_unlock();
+    layer_records_unlock();
     cJSON_Delete(layers);
     free(layer);
     return rc;
@@ -613,8 +614,8 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         set_str(rec, "failure_reason", "build_failed");
         cJSON_AddNumberToObject(rec, "build_finish_time_ms",
                                 (double)util_now_ms());
-        layers_save_record("blueprints", "blueprint.json", rec);
-        if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(),
+        layer_records_save_record("blueprints", "blueprint.json", rec);
+        if (asprintf(&dir, "%s/blueprints/%s", layer_records_state_dir(),
                      util_json_str(rec, "id")) < 0)
             continue;
         log_append(dir, "error",
@@ -622,11 +623,11 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         free(dir);
         sandbox_purge(util_json_str(rec, "id"));
         blueprint_buildah_abandon(eng->state_dir, util_json_str(rec, "id"));
-        if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
-                     util_json_str(rec, "id")) >= 0)
+        if (asprintf(&dir, "%s/blueprints/%s/sandbox",
+                     layer_records_state_dir(), util_json_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));
         free(dir);
-        if (asprintf(&dir, "%s/blueprints/%s/build", layers_state_dir(),
+        if (asprintf(&dir, "%s/blueprints/%s/build", layer_records_state_dir(),
                      util_json_str(rec, "id")) >= 0)
             util_rmtree(dir);
         free(dir);
@@ -851,9 +852,9 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     if (blueprint_buildah_available(err, errlen) != 0)
         return 503;
     /* An unknown base_blueprint_id stays a 404. */
-    layers_lock(eng);
+    layer_records_lock(eng);
     status = resolve_base_locked(body, &base, err, errlen);
-    layers_unlock();
+    layer_records_unlock();
     if (status != 0)
         return status;
     if (blueprint_buildah_check(body, err, errlen) != 0)
@@ -879,10 +880,10 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     b->params = cJSON_Duplicate(body, 1);
     if (b->params == NULL)
         goto oom;
-    layers_lock(eng);
+    layer_records_lock(eng);
     status = resolve_base_locked(body, &base, err, errlen);
     if (status != 0) {
-        layers_unlock();
+        layer_records_unlock();
         goto out;
     }
     rec = cJSON_CreateObject();
@@ -895,14 +896,14 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     /* A token serves the build's clone only: never shown or stored. */
     code_mounts_redact(cJSON_GetObjectItemCaseSensitive(rec, "parameters"));
     util_mkdirs(b->dir);
-    cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
+    cJSON_InsertItemInArray(layer_records_blueprints_locked(), 0, rec);
     if (base != NULL) {
         blueprints_depend_locked(b->id, base); /* saves the record */
     } else {
-        layers_save_record("blueprints", "blueprint.json", rec);
+        layer_records_save_record("blueprints", "blueprint.json", rec);
     }
     *view = bp_view(rec);
-    layers_unlock();
+    layer_records_unlock();
     if (spawn_build(b) != 0) {
         log_append(b->dir, "error", "cannot start the build worker");
         set_status(b, "failed", "build_failed");
@@ -976,7 +977,8 @@ static int drop_tag_locked(cJSON *rec, const char *tag)
 
         if (cJSON_IsString(it) && strcmp(it->valuestring, tag) == 0) {
             cJSON_DeleteItemFromArray(tags, i);
-            return layers_save_record("blueprints", "blueprint.json", rec);
+            return layer_records_save_record("blueprints", "blueprint.json",
+                                             rec);
         }
     }
     return 0;
@@ -999,7 +1001,7 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
                  tag);
         return 400;
     }
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec == NULL || strcmp(util_json_str(rec, "state"), "created") != 0) {
         status = not_found(id, err, errlen);
@@ -1015,7 +1017,7 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
     }
     name = util_json_str(rec, "name");
     /* One build of a name carries a tag: the others lose it. */
-    cJSON_ArrayForEach(other, layers_blueprints_locked())
+    cJSON_ArrayForEach(other, layer_records_blueprints_locked())
     {
         const char *oname = util_json_str(other, "name");
 
@@ -1033,7 +1035,8 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
             tags = cJSON_AddArrayToObject(rec, "tags");
         }
         cJSON_AddItemToArray(tags, cJSON_CreateString(tag));
-        if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+        if (layer_records_save_record("blueprints", "blueprint.json", rec) !=
+            0) {
             drop_tag_locked(rec, tag);
             status = 507;
             goto out;
@@ -1046,7 +1049,7 @@ out:
                  "devboxd could not save the tag to its state directory; "
                  "nothing was acknowledged, retry once the state disk is "
                  "writable");
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }
 
@@ -1056,13 +1059,13 @@ int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
     cJSON *rec = NULL;
     int status = 0;
 
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec != NULL)
         *view = bp_view(rec);
     else
         status = not_found(id, err, errlen);
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }
 
@@ -1115,7 +1118,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
                  id, CANCEL_WAIT_MS / 1000);
         return 503;
     }
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec == NULL) {
         status = not_found(id, err, errlen);
@@ -1144,7 +1147,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     /* The tombstone is on disk before any file goes: a kill in between
      * leaves a layer nothing references, which the next start frees. */
     set_str(rec, "state", "deleted");
-    if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+    if (layer_records_save_record("blueprints", "blueprint.json", rec) != 0) {
         set_str(rec, "state", "created");
         snprintf(err, errlen,
                  "cannot record the delete of blueprint %s (writing the state "
@@ -1163,7 +1166,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     freed = layers_release_locked(
         cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
 out:
-    layers_unlock();
+    layer_records_unlock();
     /* buildah waits on its store's lock: never with the registry held,
      * which every create, snapshot and build needs. */
     layers_free(freed);
@@ -1178,9 +1181,9 @@ int blueprints_log_open(struct engine *eng, const char *id, FILE **log,
     int known;
 
     *log = NULL;
-    layers_lock(eng);
+    layer_records_lock(eng);
     known = find_locked(id) != NULL;
-    layers_unlock();
+    layer_records_unlock();
     if (!known)
         return not_found(id, err, errlen);
     if (asprintf(&path, "%s/blueprints/%s/logs.jsonl", eng->state_dir, id) <

@@ -704,9 +704,9 @@ static void release_layers(struct engine *eng, cJSON *chain)
 
     if (chain == NULL)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     freed = layers_release_locked(chain, NULL);
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     cJSON_Delete(chain);
 }
@@ -2118,7 +2118,7 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
     }
     pthread_mutex_unlock(&eng->lock);
     /* With the devboxes known: what their chains use is not freed. */
-    layers_start(eng);
+    layer_records_start(eng);
     if (pthread_create(&eng->timer, NULL, timer_thread, eng) != 0) {
         snprintf(err, errlen, "cannot start the timer thread");
         goto out;
@@ -2155,7 +2155,7 @@ void engine_fini(struct engine *eng)
     struct devbox *next;
 
     /* Snapshot copies hold devboxes and builds hold sandboxes: end them first. */
-    layers_fini();
+    layer_records_fini();
     pthread_mutex_lock(&eng->lock);
     eng->stopping = 1;
     pthread_cond_broadcast(&eng->changed);

@@ -30,7 +30,7 @@ const char *exec_status_name(int status);
 int exec_status_parse(const char *name);
 
 struct sandbox;
-struct idem_store;
+struct idempotency_store;
 struct sb_proc;
 struct devbox;
 
@@ -105,7 +105,7 @@ struct engine {
     int timer_started;
     int sandbox_ready;
     int exec_threads; /* live execution waiter threads */
-    struct idem_store
+    struct idempotency_store
         *idem; /* x-request-id answers (rest/idempotency.c); NULL: none */
     struct admission_caps caps;
     /* Services outside the engine (the MCP hub, net/mcphub.c) told when a

@@ -305,9 +305,9 @@ static void release_chain(struct engine *eng, const cJSON *layers)
 
     if (cJSON_GetArraySize(layers) == 0)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     freed = layers_release_locked(layers, NULL);
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
 }
 

@@ -332,7 +332,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
      * when one is missing. */
     status = secrets_resolve_create(eng, body, spec, err, sizeof(err));
     if (status == 0)
-        status = mcpcfg_resolve_create(eng, body, spec, err, sizeof(err));
+        status = mcp_configs_resolve_create(eng, body, spec, err, sizeof(err));
     if (status == 0)
         status = objects_resolve_create(eng, body, spec, err, sizeof(err));
     if (status != 0) {
@@ -343,17 +343,17 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     }
     /* snapshot_id / blueprint_*: the layer chain goes into the spec; the
      * registry lock keeps the layers from being deleted until the box exists. */
-    layers_lock(eng);
-    status = layers_resolve_create(eng, body, spec, err, sizeof(err));
+    layer_records_lock(eng);
+    status = layer_records_resolve_create(eng, body, spec, err, sizeof(err));
     cJSON_Delete(body);
     if (status != 0) {
-        layers_unlock();
+        layer_records_unlock();
         cJSON_Delete(spec);
         http_response_error(resp, status, "%s", err);
         return;
     }
     box = engine_create(eng, spec, &view, err, sizeof(err));
-    layers_unlock();
+    layer_records_unlock();
     if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
         http_response_error(
             resp,
@@ -1989,7 +1989,7 @@ void api_handle(void *ud, const struct http_request *req,
                 struct http_response *resp)
 {
     struct engine *eng = ud;
-    struct idem_claim *claim = NULL;
+    struct idempotency_claim *claim = NULL;
 
     if (api_authorized(eng, req) != 0) {
         /* Never echo or log the key that was sent. */
@@ -2013,7 +2013,7 @@ void api_handle(void *ud, const struct http_request *req,
     if (request_expired(req, resp) != 0)
         goto out;
     /* A retry of a request already answered gets that answer again. */
-    if (idem_begin(eng->idem, req, &claim, resp) != 0)
+    if (idempotency_begin(eng->idem, req, &claim, resp) != 0)
         goto out;
     util_write_error_reset();
     route_request(eng, req, resp);
@@ -2024,8 +2024,8 @@ void api_handle(void *ud, const struct http_request *req,
         http_response_clear(resp);
         api_storage_error(resp, util_write_error());
     }
-    mark_final(resp); /* before idem_finish keeps a copy to replay */
-    idem_finish(eng->idem, claim, resp);
+    mark_final(resp); /* before idempotency_finish keeps a copy to replay */
+    idempotency_finish(eng->idem, claim, resp);
 out:
     mark_final(resp);
     /* Where this engine's tunnels live (clients on TCP have no pid file). */

@@ -162,17 +162,5 @@ void api_snapshots_create_async(struct engine *eng,
 void api_snapshots_update(struct engine *eng, const struct api_call *call);
 void api_snapshots_delete(struct engine *eng, const struct api_call *call);
 void api_snapshots_status(struct engine *eng, const struct api_call *call);
-/* Multipart parsing (multipart.c): finds the parts of a multipart/form-data
- * body. Returns 0 or -1 with a message. */
-struct mp_part {
-    char name[128];
-    char filename[256];
-    const char *data;
-    size_t len;
-};
-int multipart_boundary(const char *content_type, char *out, size_t outlen);
-int multipart_parse(const char *body, size_t len, const char *boundary,
-                    struct mp_part *parts, size_t max_parts, size_t *n_parts,
-                    char *err, size_t errlen);
 
 #endif

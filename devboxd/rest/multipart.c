@@ -3,7 +3,7 @@
  * HTTP/1.1 and HTTP/2 alike; Debian ships no multipart library. Parts point
  * into the body; nothing is copied. Fuzzed by tests/unit/test_multipart. */
 #define _GNU_SOURCE
-#include "api.h"
+#include "multipart.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -72,8 +72,8 @@ static void disposition_param(const char *line, size_t linelen,
     }
 }
 
-static int parse_headers(const char *h, size_t hlen, struct mp_part *part,
-                         char *err, size_t errlen)
+static int parse_headers(const char *h, size_t hlen,
+                         struct multipart_part *part, char *err, size_t errlen)
 {
     size_t pos = 0;
     int have_disposition = 0;
@@ -102,8 +102,8 @@ static int parse_headers(const char *h, size_t hlen, struct mp_part *part,
 }
 
 int multipart_parse(const char *body, size_t len, const char *boundary,
-                    struct mp_part *parts, size_t max_parts, size_t *n_parts,
-                    char *err, size_t errlen)
+                    struct multipart_part *parts, size_t max_parts,
+                    size_t *n_parts, char *err, size_t errlen)
 {
     char delim[80];
     size_t dlen;
@@ -125,7 +125,7 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
     for (;;) {
         const char *hdr_end = NULL;
         const char *next = NULL;
-        struct mp_part *part = NULL;
+        struct multipart_part *part = NULL;
 
         if (end - p >= 2 && p[0] == '-' && p[1] == '-')
             return 0; /* closing delimiter */

@@ -19,6 +19,7 @@
 #include "buildah_dockerfile.h"
 #include "http_server.h"
 #include "http_internal.h"
+#include "multipart.h"
 #include "tunnels.h"
 
 #define ROUNDS 20000
@@ -245,7 +246,7 @@ static void test_multipart_fuzz(void **state)
     rng_state = 0xda3e39cb94b95bdbULL;
     for (i = 0; i < ROUNDS; i++) {
         char boundary[80];
-        struct mp_part parts[4];
+        struct multipart_part parts[4];
         char err[256];
         size_t n = 0, len, k;
         const char *ct = cts[rng() % (sizeof(cts) / sizeof(cts[0]))];
