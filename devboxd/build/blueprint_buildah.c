@@ -764,7 +764,7 @@ static int follow(struct blueprint_buildah_job *j, struct child *c,
             term_at = mono_ms();
         }
         if (term_at && !killed && mono_ms() - term_at > TERM_GRACE_MS) {
-            sb_cg_kill_all(cg, 5000);
+            sandbox_cgroup_kill_all(cg, 5000);
             killed = 1;
         }
         if (pr <= 0)
@@ -779,7 +779,7 @@ static int follow(struct blueprint_buildah_job *j, struct child *c,
     lines_of(j, pg, buf, have, 1);
     close(c->out);
     if (term_at) {
-        sb_cg_kill_all(cg, 5000); /* RUN steps buildah left */
+        sandbox_cgroup_kill_all(cg, 5000); /* RUN steps buildah left */
         j->killed = 1;
     }
     return reap(c->pid);
@@ -1036,11 +1036,11 @@ static int make_group(struct blueprint_buildah_job *j, struct sb_cgroup *cg,
     lim.memory_bytes = (uint64_t)(j->memory_gb * 1073741824.0);
     lim.cpu_millis = (uint32_t)(j->cpus * 1000.0);
     sandbox_purge(j->id);
-    if (sb_cg_create(cg, j->id, &lim, err, errlen) != 0)
+    if (sandbox_cgroup_create(cg, j->id, &lim, err, errlen) != 0)
         return -1;
     for (i = 0; i < SB_CG_N; i++)
         fds[i] = -1;
-    return sb_cg_open_procs(cg, fds) == 0 ? 0 : -1;
+    return sandbox_cgroup_open_procs(cg, fds) == 0 ? 0 : -1;
 }
 
 /* Unmounts and deletes a build's disk and temp dir. */
@@ -1050,10 +1050,10 @@ static void drop_build_disk(const char *tmp)
 
     if (sandbox_disk_detach(tmp) != 0)
         fprintf(stderr, "devboxd: cannot unmount the build disk %s\n", tmp);
-    if (sb_remove_tree(tmp) != 0)
+    if (sandbox_fs_remove_tree(tmp) != 0)
         fprintf(stderr, "devboxd: cannot remove %s\n", tmp);
-    if (sb_disk_image_path(tmp, img, sizeof(img)) == 0 && unlink(img) != 0 &&
-        errno != ENOENT)
+    if (sandbox_disk_image_path(tmp, img, sizeof(img)) == 0 &&
+        unlink(img) != 0 && errno != ENOENT)
         fprintf(stderr, "devboxd: cannot remove %s: %s\n", img,
                 strerror(errno));
 }
@@ -1126,7 +1126,7 @@ static int start_build(struct blueprint_buildah_job *j, uid_t range,
         goto out;
     argv[n++] = owned[n_owned++];
     argv[n++] = "--runtime-flag";
-    if (asprintf(&owned[n_owned], "devboxd-runc=%s", sb_rt.runc_path) < 0)
+    if (asprintf(&owned[n_owned], "devboxd-runc=%s", sandbox_rt.runc_path) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
     argv[n++] = "--userns-uid-map";
@@ -1136,11 +1136,11 @@ static int start_build(struct blueprint_buildah_job *j, uid_t range,
     argv[n++] = "--cgroup-manager";
     argv[n++] = "cgroupfs";
     argv[n++] = "--cgroup-parent";
-    if (asprintf(&owned[n_owned], "/%s/%s", sb_rt.cgroup_name, j->id) < 0)
+    if (asprintf(&owned[n_owned], "/%s/%s", sandbox_rt.cgroup_name, j->id) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
-    if (sb_cpu_pick(j->id, (uint32_t)(j->cpus * 1000.0), &set)) {
-        sb_cpu_list(&set, cpus, sizeof(cpus));
+    if (sandbox_cgroup_cpu_pick(j->id, (uint32_t)(j->cpus * 1000.0), &set)) {
+        sandbox_cgroup_cpu_list(&set, cpus, sizeof(cpus));
         argv[n++] = "--cpuset-cpus";
         argv[n++] = cpus;
     }
@@ -1666,7 +1666,7 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
                  j->disk_gb);
     }
     if (status != 0 || why[0] != '\0') {
-        fail_message(j, &pg, why, sb_cg_oom_kills(&cg));
+        fail_message(j, &pg, why, sandbox_cgroup_oom_kills(&cg));
         goto out;
     }
     if (keep_results(j, &nm, &df, range, tmp, tag) != 0)
@@ -1676,8 +1676,8 @@ out:
     for (i = 0; i < SB_CG_N; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    sb_cg_kill_all(&cg, 5000);
-    sb_cg_remove(&cg);
+    sandbox_cgroup_kill_all(&cg, 5000);
+    sandbox_cgroup_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */
     if (cache_lock >= 0)
         close(cache_lock); /* after the last RUN step is gone */

@@ -176,7 +176,7 @@ static void prune(void)
             if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
                 char *rec = NULL;
 
-                sb_remove_tree(base);
+                sandbox_fs_remove_tree(base);
                 if (asprintf(&rec, "%s.range", base) >= 0)
                     unlink(rec);
                 free(rec);

@@ -1412,11 +1412,11 @@ static void run_suspend_hooks(struct engine *eng, struct devbox *box,
             hook_log(eng, box, "error", msg);
             continue;
         }
-        rc = sb_proc_wait(proc, (int)left, &status);
+        rc = sandbox_exec_wait(proc, (int)left, &status);
         if (rc == -ETIMEDOUT) {
-            sb_proc_kill(proc, SIGKILL);
-            sb_proc_wait(proc, 2000, &status);
-            sb_proc_free(proc);
+            sandbox_exec_kill(proc, SIGKILL);
+            sandbox_exec_wait(proc, 2000, &status);
+            sandbox_exec_free(proc);
             snprintf(msg, sizeof(msg),
                      "suspend_commands: command %d did not finish within "
                      "the %lld ms deadline (killed); the suspend goes on",
@@ -1424,7 +1424,7 @@ static void run_suspend_hooks(struct engine *eng, struct devbox *box,
             hook_log(eng, box, "warn", msg);
             return;
         }
-        sb_proc_free(proc);
+        sandbox_exec_free(proc);
         snprintf(msg, sizeof(msg),
                  "suspend_commands: command %d exited with status %d%s", i,
                  status, status == 0 ? "" : "; the suspend goes on");

@@ -55,11 +55,11 @@ static void remember(const char *box_id, struct sb_proc *p, const char *key)
         }
     }
     if (e != NULL) {
-        sb_proc_free(e->proc); /* the previous boot's handle */
+        sandbox_exec_free(e->proc); /* the previous boot's handle */
         e->proc = p;
         snprintf(e->key, sizeof(e->key), "%s", key);
     } else {
-        sb_proc_free(p);
+        sandbox_exec_free(p);
     }
     pthread_mutex_unlock(&pty_lock);
 }
@@ -118,13 +118,13 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     close(lfd);
     lfd = -1;
     key[PTY_KEY_LEN] = '\n';
-    if (sb_proc_write_stdin(p, key, PTY_KEY_LEN + 1) != 0) {
+    if (sandbox_exec_write_stdin(p, key, PTY_KEY_LEN + 1) != 0) {
         snprintf(err, sizeof(err), "cannot give the PTY server its key");
-        sb_proc_close_stdin(p);
-        sb_proc_free(p);
+        sandbox_exec_close_stdin(p);
+        sandbox_exec_free(p);
         goto fail;
     }
-    sb_proc_close_stdin(p);
+    sandbox_exec_close_stdin(p);
     key[PTY_KEY_LEN] = '\0';
     remember(box->id, p, key);
     explicit_bzero(key, sizeof(key));
@@ -166,7 +166,7 @@ void pty_engine_forget(const char *box_id)
 
         if (strcmp(e->box_id, box_id) == 0) {
             *pp = e->next;
-            sb_proc_free(e->proc);
+            sandbox_exec_free(e->proc);
             free(e);
             break;
         }
@@ -183,7 +183,7 @@ void pty_engine_shutdown(void)
     while (procs != NULL) {
         e = procs;
         procs = e->next;
-        sb_proc_free(e->proc);
+        sandbox_exec_free(e->proc);
         free(e);
     }
     pthread_mutex_unlock(&pty_lock);

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct sb_rt sb_rt;
+struct sandbox_rt sandbox_rt;
 
 static char *dup_or(const char *v, const char *def)
 {
@@ -121,17 +121,17 @@ int sandbox_collect(pid_t pid, int fd, char *buf, size_t len)
 
 void sandbox_shutdown_runtime(void)
 {
-    sb_cg_remove_parents();
-    free(sb_rt.ptyd_path);
-    free(sb_rt.state_dir);
-    free(sb_rt.claims_dir);
-    free(sb_rt.agent_path);
-    free(sb_rt.slirp_path);
-    free(sb_rt.cgroup_root);
-    free(sb_rt.cgroup_name);
-    free(sb_rt.runc_path);
-    free(sb_rt.runc_root);
-    memset(&sb_rt, 0, sizeof(sb_rt));
+    sandbox_cgroup_remove_parents();
+    free(sandbox_rt.ptyd_path);
+    free(sandbox_rt.state_dir);
+    free(sandbox_rt.claims_dir);
+    free(sandbox_rt.agent_path);
+    free(sandbox_rt.slirp_path);
+    free(sandbox_rt.cgroup_root);
+    free(sandbox_rt.cgroup_name);
+    free(sandbox_rt.runc_path);
+    free(sandbox_rt.runc_root);
+    memset(&sandbox_rt, 0, sizeof(sandbox_rt));
 }
 
 static int mkdir_mode(const char *path, mode_t mode)
@@ -179,17 +179,18 @@ static int range_slots(char *err, size_t errlen)
     char *end = NULL;
     unsigned long n;
 
-    sb_rt.range_slots = SB_RANGE_SLOTS;
+    sandbox_rt.range_slots = SB_RANGE_SLOTS;
     if (v == NULL || v[0] == '\0')
         return 0;
     errno = 0;
     n = strtoul(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || n < 1 || n > SB_RANGE_SLOTS)
-        return sb_err(err, errlen, -EINVAL,
-                      "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to "
-                      "%u, got \"%.40s\"",
-                      SB_RANGE_SLOTS, v);
-    sb_rt.range_slots = (uint32_t)n;
+        return sandbox_fs_err(
+            err, errlen, -EINVAL,
+            "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to "
+            "%u, got \"%.40s\"",
+            SB_RANGE_SLOTS, v);
+    sandbox_rt.range_slots = (uint32_t)n;
     return 0;
 }
 
@@ -197,11 +198,11 @@ static int range_slots(char *err, size_t errlen)
 static char *ptyd_path(void)
 {
     char *path = NULL;
-    char *slash = strrchr(sb_rt.agent_path, '/');
-    int dirlen = slash != NULL ? (int)(slash - sb_rt.agent_path) : 0;
+    char *slash = strrchr(sandbox_rt.agent_path, '/');
+    int dirlen = slash != NULL ? (int)(slash - sandbox_rt.agent_path) : 0;
 
     if (slash == NULL ||
-        asprintf(&path, "%.*s/devboxd-ptyd", dirlen, sb_rt.agent_path) < 0)
+        asprintf(&path, "%.*s/devboxd-ptyd", dirlen, sandbox_rt.agent_path) < 0)
         return NULL;
     if (access(path, R_OK) == 0)
         return path;
@@ -217,77 +218,81 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     int rc = 0;
 
     if (rt == NULL || rt->state_dir == NULL || rt->state_dir[0] != '/')
-        return sb_err(err, errlen, -EINVAL,
-                      "sandbox runtime needs an absolute state_dir");
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "sandbox runtime needs an absolute state_dir");
     if (geteuid() != 0)
-        return sb_err(
+        return sandbox_fs_err(
             err, errlen, -EPERM,
             "devboxd must run as root to mount devbox filesystems and cgroups");
     sandbox_shutdown_runtime();
-    sb_rt.state_dir = strdup(rt->state_dir);
-    sb_rt.agent_path = rt->agent_path ? strdup(rt->agent_path)
-                                      : sandbox_helper_path("devboxd-agent");
-    sb_rt.slirp_path = dup_or(rt->slirp_path, "/usr/bin/slirp4netns");
-    sb_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
-    sb_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
+    sandbox_rt.state_dir = strdup(rt->state_dir);
+    sandbox_rt.agent_path = rt->agent_path
+                                ? strdup(rt->agent_path)
+                                : sandbox_helper_path("devboxd-agent");
+    sandbox_rt.slirp_path = dup_or(rt->slirp_path, "/usr/bin/slirp4netns");
+    sandbox_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
+    sandbox_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
-        (sb_rt.claims_dir = claims_dir()) == NULL || sb_rt.state_dir == NULL ||
-        sb_rt.agent_path == NULL || sb_rt.slirp_path == NULL ||
-        sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
-        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        (sandbox_rt.claims_dir = claims_dir()) == NULL ||
+        sandbox_rt.state_dir == NULL || sandbox_rt.agent_path == NULL ||
+        sandbox_rt.slirp_path == NULL || sandbox_rt.cgroup_root == NULL ||
+        sandbox_rt.cgroup_name == NULL) {
+        rc = sandbox_fs_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-    if (!sb_valid_id(sb_rt.cgroup_name)) {
-        rc = sb_err(err, errlen, -EINVAL, "invalid cgroup name");
+    if (!sandbox_fs_valid_id(sandbox_rt.cgroup_name)) {
+        rc = sandbox_fs_err(err, errlen, -EINVAL, "invalid cgroup name");
         goto out;
     }
-    if (access(sb_rt.agent_path, X_OK) != 0) {
-        rc = sb_err(err, errlen, -ENOENT,
-                    "devbox agent %s is not executable; build devboxd-agent",
-                    sb_rt.agent_path);
+    if (access(sandbox_rt.agent_path, X_OK) != 0) {
+        rc = sandbox_fs_err(
+            err, errlen, -ENOENT,
+            "devbox agent %s is not executable; build devboxd-agent",
+            sandbox_rt.agent_path);
         goto out;
     }
-    sb_rt.ptyd_path = ptyd_path();
+    sandbox_rt.ptyd_path = ptyd_path();
     rc = range_slots(err, errlen);
     if (rc != 0)
         goto out;
     rc = mkdir_mode(sbdir, 0700);
     if (rc == 0)
-        rc = mkdir_parents(sb_rt.claims_dir, 0700);
+        rc = mkdir_parents(sandbox_rt.claims_dir, 0700);
     if (rc == 0)
         rc = mkdir_mode(SB_STAGE_DIR, 0755);
     if (rc != 0) {
-        sb_err(err, errlen, rc, "cannot create %s or %s: %s", sb_rt.claims_dir,
-               SB_STAGE_DIR, strerror(-rc));
+        sandbox_fs_err(err, errlen, rc, "cannot create %s or %s: %s",
+                       sandbox_rt.claims_dir, SB_STAGE_DIR, strerror(-rc));
         goto out;
     }
-    rc = sb_runc_init(rt, sbdir, err, errlen);
+    rc = sandbox_runc_init(rt, sbdir, err, errlen);
     if (rc != 0)
         goto out;
     if (rt->disk != NULL && rt->disk[0] != '\0' &&
         strcmp(rt->disk, "loop") != 0 && strcmp(rt->disk, "off") != 0) {
-        rc = sb_err(err, errlen, -EINVAL,
-                    "unknown devbox disk mode \"%.40s\" (loop, off)", rt->disk);
+        rc = sandbox_fs_err(err, errlen, -EINVAL,
+                            "unknown devbox disk mode \"%.40s\" (loop, off)",
+                            rt->disk);
         goto out;
     }
-    sb_rt.disk_on = rt->disk == NULL || strcmp(rt->disk, "off") != 0;
-    sb_cg_detect();
-    if (!sb_rt.have_ctl[SB_CG_FREEZER])
+    sandbox_rt.disk_on = rt->disk == NULL || strcmp(rt->disk, "off") != 0;
+    sandbox_cgroup_detect();
+    if (!sandbox_rt.have_ctl[SB_CG_FREEZER])
         fprintf(
             stderr,
             "devboxd: no cgroup freezer under %s: snapshots copy a devbox's "
             "files while it runs, not at one moment\n",
-            sb_rt.cgroup_root);
+            sandbox_rt.cgroup_root);
     /* Built for every bundle; a libseccomp that cannot is a setup error. */
-    seccomp = sb_seccomp_oci();
+    seccomp = sandbox_seccomp_oci();
     if (seccomp == NULL) {
-        rc = sb_err(err, errlen, -ENOMEM,
-                    "cannot build the devbox seccomp filter");
+        rc = sandbox_fs_err(err, errlen, -ENOMEM,
+                            "cannot build the devbox seccomp filter");
         goto out;
     }
     /* slirp4netns opens /dev/net/tun after joining the devbox's namespaces;
      * as an unprivileged uid that needs the usual 0666 mode. */
-    sb_rt.slirp_as_root =
+    sandbox_rt.slirp_as_root =
         !(stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0006) == 0006);
 out:
     cJSON_Delete(seccomp);
@@ -299,7 +304,7 @@ out:
 
 /* ---- small process helpers ------------------------------------------ */
 
-int64_t sb_now_ms(void)
+int64_t sandbox_now_ms(void)
 {
     struct timespec ts;
 
@@ -308,14 +313,14 @@ int64_t sb_now_ms(void)
 }
 
 /* poll() one fd for events until deadline (ms, monotonic); -ETIMEDOUT. */
-int sb_poll_until(int fd, short events, int64_t deadline)
+int sandbox_poll_until(int fd, short events, int64_t deadline)
 {
     struct pollfd p = {.fd = fd, .events = events};
     int64_t left;
     int rc;
 
     for (;;) {
-        left = deadline < 0 ? -1 : deadline - sb_now_ms();
+        left = deadline < 0 ? -1 : deadline - sandbox_now_ms();
         if (deadline >= 0 && left < 0)
             left = 0;
         rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
@@ -328,14 +333,14 @@ int sb_poll_until(int fd, short events, int64_t deadline)
     }
 }
 
-void sb_reap_child(pid_t pid, int pidfd, int timeout_ms)
+void sandbox_reap_child(pid_t pid, int pidfd, int timeout_ms)
 {
     int status;
 
     if (pid <= 0)
         return;
     if (pidfd >= 0)
-        sb_poll_until(pidfd, POLLIN, sb_now_ms() + timeout_ms);
+        sandbox_poll_until(pidfd, POLLIN, sandbox_now_ms() + timeout_ms);
     if (waitpid(pid, &status, WNOHANG) == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
@@ -345,7 +350,7 @@ void sb_reap_child(pid_t pid, int pidfd, int timeout_ms)
 /* devboxd blocks SIGTERM/SIGINT/SIGHUP (sigwait) and ignores SIGPIPE; a
  * blocked mask and ignored signals survive execve, so every process of a
  * devbox would inherit them.  Async-signal-safe. */
-void sb_child_default_signals(void)
+void sandbox_child_default_signals(void)
 {
     struct sigaction sa;
     sigset_t none;
@@ -382,10 +387,11 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
             _exit(122);
     }
     close_range(7, ~0U, 0);
-    sb_child_default_signals();
-    if (!sb_rt.slirp_as_root && (syscall(SYS_setgroups, 0, NULL) != 0 ||
-                                 syscall(SYS_setresgid, uid, uid, uid) != 0 ||
-                                 syscall(SYS_setresuid, uid, uid, uid) != 0))
+    sandbox_child_default_signals();
+    if (!sandbox_rt.slirp_as_root &&
+        (syscall(SYS_setgroups, 0, NULL) != 0 ||
+         syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+         syscall(SYS_setresuid, uid, uid, uid) != 0))
         _exit(123);
     execve(argv[0], argv, envp);
     _exit(124);
@@ -407,7 +413,7 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
     /* As the devbox uid it joins the netns' owning userns; as root (when
      * /dev/net/tun is root-only) it confines itself: --enable-sandbox drops
      * every capability but NET_BIND_SERVICE and pivots to an empty root. */
-    char *argv[] = {sb_rt.slirp_path,
+    char *argv[] = {sandbox_rt.slirp_path,
                     "--configure",
                     "--mtu=65520",
                     "--disable-host-loopback",
@@ -415,8 +421,8 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
                     "--exit-fd=5",
                     "--ready-fd=6",
                     "--enable-seccomp",
-                    sb_rt.slirp_as_root ? "--enable-sandbox"
-                                        : "--userns-path=/proc/self/fd/4",
+                    sandbox_rt.slirp_as_root ? "--enable-sandbox"
+                                             : "--userns-path=/proc/self/fd/4",
                     "/proc/self/fd/3",
                     "tap0",
                     NULL};
@@ -424,27 +430,30 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
     snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
     fds[0] = open(nspath, O_RDONLY | O_CLOEXEC);
     if (fds[0] < 0) {
-        rc = sb_err(err, errlen, -errno, "sandbox exited during network setup");
+        rc = sandbox_fs_err(err, errlen, -errno,
+                            "sandbox exited during network setup");
         goto out;
     }
     /* The netns belongs to the devbox's user namespace; slirp joins that. */
     fds[1] = ioctl(fds[0], NS_GET_USERNS);
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fds[1] < 0 || devnull < 0 || pipe2(pp, O_CLOEXEC) != 0) {
-        rc = sb_err(err, errlen, -errno, "network setup: %s", strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "network setup: %s",
+                            strerror(errno));
         goto out;
     }
     fds[2] = pp[0];
     exit_w = pp[1];
     if (pipe2(pp, O_CLOEXEC) != 0) {
-        rc = sb_err(err, errlen, -errno, "network setup: %s", strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "network setup: %s",
+                            strerror(errno));
         goto out;
     }
     ready_r = pp[0];
     fds[3] = pp[1];
     pid = fork();
     if (pid < 0) {
-        rc = sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0)
@@ -455,21 +464,22 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
     exit_w = -1;
     close(fds[3]);
     fds[3] = -1;
-    rc = sb_poll_until(ready_r, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    rc = sandbox_poll_until(ready_r, POLLIN,
+                            sandbox_now_ms() + SB_START_TIMEOUT_MS);
     if (rc == 0 && read(ready_r, buf, 1) != 1)
         rc = -EIO;
     if (rc != 0)
-        sb_err(err, errlen, rc,
-               "slirp4netns (%s) did not configure the devbox network; "
-               "install it or create the devbox without network",
-               sb_rt.slirp_path);
+        sandbox_fs_err(err, errlen, rc,
+                       "slirp4netns (%s) did not configure the devbox network; "
+                       "install it or create the devbox without network",
+                       sandbox_rt.slirp_path);
 out:
     for (i = 0; i < 4; i++) {
-        sb_close_fd(fds[i]);
+        sandbox_close_fd(fds[i]);
     }
-    sb_close_fd(ready_r);
-    sb_close_fd(exit_w);
-    sb_close_fd(devnull);
+    sandbox_close_fd(ready_r);
+    sandbox_close_fd(exit_w);
+    sandbox_close_fd(devnull);
     return rc;
 }
 
@@ -479,31 +489,35 @@ static int check_spec(const struct sb_spec *spec, char *err, size_t errlen)
 {
     size_t i;
 
-    if (spec == NULL || !sb_valid_id(spec->id))
-        return sb_err(err, errlen, -EINVAL,
-                      "devbox id must be 1-63 of [A-Za-z0-9_-]");
-    if (spec->dir == NULL || !sb_valid_layer_path(spec->dir))
-        return sb_err(
+    if (spec == NULL || !sandbox_fs_valid_id(spec->id))
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "devbox id must be 1-63 of [A-Za-z0-9_-]");
+    if (spec->dir == NULL || !sandbox_fs_valid_layer_path(spec->dir))
+        return sandbox_fs_err(
             err, errlen, -EINVAL,
             "devbox dir must be an absolute path without ':', ',' or '\\'");
     if (spec->net != SB_NET_OUTBOUND && spec->net != SB_NET_NONE)
-        return sb_err(err, errlen, -EINVAL, "unknown network policy %d",
-                      (int)spec->net);
+        return sandbox_fs_err(err, errlen, -EINVAL, "unknown network policy %d",
+                              (int)spec->net);
     if (spec->n_layers > 0 && spec->lower_layers == NULL)
-        return sb_err(err, errlen, -EINVAL, "n_layers > 0 but no layer list");
-    if (spec->image == NULL || !sb_valid_layer_path(spec->image))
-        return sb_err(err, errlen, -EINVAL,
-                      "a devbox needs an image: an absolute path without ':', "
-                      "',' or '\\'");
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "n_layers > 0 but no layer list");
+    if (spec->image == NULL || !sandbox_fs_valid_layer_path(spec->image))
+        return sandbox_fs_err(
+            err, errlen, -EINVAL,
+            "a devbox needs an image: an absolute path without ':', "
+            "',' or '\\'");
     for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
-        if (!sb_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
-            return sb_err(err, errlen, -EINVAL,
-                          "environment entry %zu must be KEY=VALUE with KEY of "
-                          "[A-Za-z0-9_]",
-                          i);
+        if (!sandbox_fs_valid_env(spec->env[i]) || strlen(spec->env[i]) > 32768)
+            return sandbox_fs_err(
+                err, errlen, -EINVAL,
+                "environment entry %zu must be KEY=VALUE with KEY of "
+                "[A-Za-z0-9_]",
+                i);
     }
-    if (sb_rt.state_dir == NULL)
-        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
+    if (sandbox_rt.state_dir == NULL)
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "sandbox_init was not called");
     return 0;
 }
 
@@ -526,35 +540,37 @@ static struct sandbox *sandbox_new(const struct sb_spec *spec)
     return sb;
 }
 
-void sb_close_fd(int fd)
+void sandbox_close_fd(int fd)
 {
     if (fd >= 0)
         close(fd);
 }
 
-void sb_close_pair(int p[2])
+void sandbox_close_pair(int p[2])
 {
-    sb_close_fd(p[0]);
-    sb_close_fd(p[1]);
+    sandbox_close_fd(p[0]);
+    sandbox_close_fd(p[1]);
     p[0] = p[1] = -1;
 }
 
 bool sandbox_valid_user(const char *name, uint32_t uid, char *err,
                         size_t errlen)
 {
-    if (!sb_valid_user_name(name))
-        sb_err(err, errlen, -EINVAL,
-               "user name \"%.40s\" must be 1-32 of [a-z0-9_-], starting "
-               "with a letter or '_'",
-               name != NULL ? name : "");
+    if (!sandbox_fs_valid_user_name(name))
+        sandbox_fs_err(
+            err, errlen, -EINVAL,
+            "user name \"%.40s\" must be 1-32 of [a-z0-9_-], starting "
+            "with a letter or '_'",
+            name != NULL ? name : "");
     else if (uid > 60000)
-        sb_err(err, errlen, -EINVAL, "uid %u is out of range; use 0-60000",
-               (unsigned)uid);
+        sandbox_fs_err(err, errlen, -EINVAL,
+                       "uid %u is out of range; use 0-60000", (unsigned)uid);
     else if ((uid == 0) != (strcmp(name, "root") == 0))
-        sb_err(err, errlen, -EINVAL,
-               "uid 0 is the user \"root\" and \"root\" is uid 0");
+        sandbox_fs_err(err, errlen, -EINVAL,
+                       "uid 0 is the user \"root\" and \"root\" is uid 0");
     else if (strcmp(name, "user") == 0 && uid != SB_INSIDE_UID)
-        sb_err(err, errlen, -EINVAL, "\"user\" is uid %d", SB_INSIDE_UID);
+        sandbox_fs_err(err, errlen, -EINVAL, "\"user\" is uid %d",
+                       SB_INSIDE_UID);
     else
         return true;
     return false;
@@ -583,19 +599,19 @@ int sandbox_start(const struct sb_spec *spec, struct sandbox **out, char *err,
         return rc;
     sb = sandbox_new(spec);
     if (sb == NULL)
-        return sb_err(err, errlen, -ENOMEM, "out of memory");
+        return sandbox_fs_err(err, errlen, -ENOMEM, "out of memory");
     /* The disk first: everything below goes onto it. */
     rc = sandbox_disk_attach(spec->dir, spec->limits.disk_bytes, err, errlen);
     if (rc != 0)
         goto fail;
-    rc = sb_runc_create(sb, spec, err, errlen);
+    rc = sandbox_runc_create(sb, spec, err, errlen);
     if (rc != 0)
         goto fail;
-    rc = sb_cg_create(&sb->cg, spec->id, &spec->limits, err, errlen);
+    rc = sandbox_cgroup_create(&sb->cg, spec->id, &spec->limits, err, errlen);
     if (rc != 0)
         goto fail;
-    sb->oom_base = sb_cg_oom_kills(&sb->cg);
-    rc = sb_runc_start(sb, spec, err, errlen);
+    sb->oom_base = sandbox_cgroup_oom_kills(&sb->cg);
+    rc = sandbox_runc_start(sb, spec, err, errlen);
     /* The network last: runc configures lo concurrently with its setup,
      * and slirp4netns' netlink requests must not race with it; no command
      * runs before start returns, so none sees the network missing. */
@@ -635,29 +651,29 @@ int sandbox_stop(struct sandbox *sb)
     rootfd = sb->rootfd;
     init_pidfd = sb->init_pidfd;
     sb->master = sb->rootfd = sb->init_pidfd = -1;
-    sb_close_fd(sb->out_tree);
+    sandbox_close_fd(sb->out_tree);
     sb->out_tree = -1;
-    sb_close_fd(sb->meminfo_fd);
+    sandbox_close_fd(sb->meminfo_fd);
     sb->meminfo_fd = -1;
     pthread_mutex_unlock(&sb->lock);
-    sb_close_fd(master);
-    sb_runc_kill(sb, init_pidfd, &cg);
+    sandbox_close_fd(master);
+    sandbox_runc_kill(sb, init_pidfd, &cg);
     if (sb->slirp_exit_w >= 0) {
         close(sb->slirp_exit_w); /* slirp4netns exits on EOF */
         sb->slirp_exit_w = -1;
     }
-    sb_reap_child(sb->slirp_pid, sb->slirp_pidfd, 2000);
+    sandbox_reap_child(sb->slirp_pid, sb->slirp_pidfd, 2000);
     sb->slirp_pid = 0;
-    sb_cg_remove(&cg);
-    sb_close_fd(rootfd); /* last reference to the overlay mount */
-    sb_close_fd(init_pidfd);
-    sb_close_fd(sb->slirp_pidfd);
+    sandbox_cgroup_remove(&cg);
+    sandbox_close_fd(rootfd); /* last reference to the overlay mount */
+    sandbox_close_fd(init_pidfd);
+    sandbox_close_fd(sb->slirp_pidfd);
     sb->slirp_pidfd = -1;
     return 0;
 }
 
 /* A private duplicate of one of the sandbox's fds (-ESRCH once stopped). */
-int sb_dup_fd(struct sandbox *sb, const int *field)
+int sandbox_dup_fd(struct sandbox *sb, const int *field)
 {
     int fd;
 
@@ -685,19 +701,20 @@ int sandbox_destroy_dir(const char *dir, char *err, size_t errlen)
     int rc;
 
     if (dir == NULL || dir[0] != '/' || strcmp(dir, "/") == 0)
-        return sb_err(err, errlen, -EINVAL,
-                      "devbox dir must be an absolute path");
-    rc = sb_disk_destroy(dir, err, errlen);
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "devbox dir must be an absolute path");
+    rc = sandbox_disk_destroy(dir, err, errlen);
     if (rc != 0)
         return rc;
-    rc = sb_uid_release(dir);
+    rc = sandbox_fs_uid_release(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir,
-                      strerror(-rc));
-    rc = sb_remove_tree(dir);
+        return sandbox_fs_err(err, errlen, rc,
+                              "cannot release the uid of %s: %s", dir,
+                              strerror(-rc));
+    rc = sandbox_fs_remove_tree(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot remove %s: %s", dir,
-                      strerror(-rc));
+        return sandbox_fs_err(err, errlen, rc, "cannot remove %s: %s", dir,
+                              strerror(-rc));
     return 0;
 }
 
@@ -707,9 +724,9 @@ int sandbox_purge(const char *id)
 
     if (id == NULL || id[0] == '\0' || strchr(id, '/') != NULL || id[0] == '.')
         return -EINVAL;
-    rc = sb_cg_purge(id);
+    rc = sandbox_cgroup_purge(id);
     /* runc's state of a container whose runc was killed with devboxd. */
-    sb_runc_delete(id);
+    sandbox_runc_delete(id);
     return rc;
 }
 
@@ -743,7 +760,7 @@ void sandbox_refresh_meminfo(struct sandbox *sb)
     char stat[4096];
     char text[1024];
     uint64_t usage;
-    int64_t now = sb_now_ms();
+    int64_t now = sandbox_now_ms();
     size_t n;
 
     pthread_mutex_lock(&sb->lock);
@@ -751,11 +768,13 @@ void sandbox_refresh_meminfo(struct sandbox *sb)
         sb->cg.path[SB_CG_MEMORY] == NULL)
         goto out;
     sb->meminfo_ms = now;
-    usage = sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
+    usage =
+        sandbox_cgroup_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
     snprintf(path, sizeof(path), "%s/memory.stat", sb->cg.path[SB_CG_MEMORY]);
-    if (sb_read_small(path, stat, sizeof(stat)) <= 0)
+    if (sandbox_fs_read_small(path, stat, sizeof(stat)) <= 0)
         stat[0] = '\0';
-    n = sb_oci_meminfo_text(text, sizeof(text), sb->meminfo_limit, usage, stat);
+    n = sandbox_oci_meminfo_text(text, sizeof(text), sb->meminfo_limit, usage,
+                                 stat);
     /* In place (the bind mount holds this inode): fixed-width lines keep
      * the length, so a reader sees the old or the new figures. */
     if (pwrite(sb->meminfo_fd, text, n, 0) == (ssize_t)n)
@@ -779,7 +798,7 @@ int sandbox_check(struct sandbox *sb)
     p.revents = 0;
     if (poll(&p, 1, 0) == 1) {
         if (sb->failure == NULL)
-            sb->failure = sb_cg_oom_kills(&sb->cg) > sb->oom_base
+            sb->failure = sandbox_cgroup_oom_kills(&sb->cg) > sb->oom_base
                               ? "out_of_memory"
                               : "sandbox_exited";
         rc = -ESRCH;
@@ -806,7 +825,7 @@ int sandbox_oom_kills(struct sandbox *sb, uint64_t *kills)
     *kills = 0;
     if (lock_live(sb) != 0)
         return -ESRCH;
-    *kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
+    *kills = sandbox_cgroup_oom_kills(&sb->cg) - sb->oom_base;
     pthread_mutex_unlock(&sb->lock);
     return 0;
 }
@@ -816,7 +835,7 @@ int sandbox_usage(struct sandbox *sb, struct sb_usage *u)
     memset(u, 0, sizeof(*u));
     if (lock_live(sb) != 0)
         return -ESRCH;
-    sb_runc_stats(sb, u);
+    sandbox_runc_stats(sb, u);
     pthread_mutex_unlock(&sb->lock);
     return 0;
 }
@@ -842,7 +861,7 @@ int sandbox_freeze(struct sandbox *sb, bool frozen, int timeout_ms)
     pthread_mutex_unlock(&sb->lock);
     if (rc != 0)
         return rc;
-    rc = sb_runc_freeze(&one, frozen, timeout_ms);
+    rc = sandbox_runc_freeze(&one, frozen, timeout_ms);
     free(one.path[SB_CG_FREEZER]);
     return rc;
 }
@@ -858,14 +877,17 @@ int sandbox_dir_owner(const char *dir, const char *id, uid_t *owner, char *err,
     uint32_t range = 0;
     int rc;
 
-    if (sb_rt.state_dir == NULL)
-        return sb_err(err, errlen, -EINVAL, "sandbox_init was not called");
-    if (!sb_valid_id(id) || dir == NULL || !sb_valid_layer_path(dir))
-        return sb_err(err, errlen, -EINVAL, "invalid devbox id or dir");
+    if (sandbox_rt.state_dir == NULL)
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "sandbox_init was not called");
+    if (!sandbox_fs_valid_id(id) || dir == NULL ||
+        !sandbox_fs_valid_layer_path(dir))
+        return sandbox_fs_err(err, errlen, -EINVAL, "invalid devbox id or dir");
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
-                      dir, strerror(errno));
-    rc = sb_range_claim(dir, id, &range, err, errlen);
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create devbox dir %s: %s", dir,
+                              strerror(errno));
+    rc = sandbox_fs_range_claim(dir, id, &range, err, errlen);
     *owner = range;
     return rc;
 }

@@ -223,9 +223,9 @@ struct sb_exec {
                                passed to the agent with SCM_RIGHTS; -1 = /dev/null */
     int stderr_fd; /* same; may equal stdout_fd */
     bool
-        want_stdin; /* true: sb_proc_write_stdin/close_stdin feed it; false: /dev/null */
+        want_stdin; /* true: sandbox_exec_write_stdin/close_stdin feed it; false: /dev/null */
     /* Appended for PTY sessions: run on a new pseudo-terminal (stdin/stdout/
-     * stderr fields ignored; fresh shell only).  sb_proc_pty_fd() returns the
+     * stderr fields ignored; fresh shell only).  sandbox_exec_pty_fd() returns the
      * master once sandbox_exec returned. */
     bool want_pty;
     uint16_t pty_cols; /* 1-1000 */
@@ -238,27 +238,27 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
 /* Waits for the command's exit.  timeout_ms < 0 waits forever, 0 polls.
  * Returns 0 with *exit_status set (exit code, or 128+signal when killed),
  * -ETIMEDOUT, or -ESRCH if the sandbox died first (*exit_status = -1). */
-int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status);
+int sandbox_exec_wait(struct sb_proc *p, int timeout_ms, int *exit_status);
 /* When the agent could not run the command at all (bad cwd is NOT this:
- * that is exit status 1 with a message on stderr), sb_proc_wait reports
+ * that is exit status 1 with a message on stderr), sandbox_exec_wait reports
  * exit status 127 and this returns the agent's reason; else NULL. */
-const char *sb_proc_error(const struct sb_proc *p);
+const char *sandbox_exec_error(const struct sb_proc *p);
 /* Host-visible pid is not exposed; this is the pid inside the sandbox, 0 until started. */
-int sb_proc_pid(const struct sb_proc *p);
+int sandbox_exec_pid(const struct sb_proc *p);
 /* The pty master of a want_pty command (owned by p; read/write the
  * terminal, TIOCSWINSZ to resize; reads fail with EIO once the command and
  * its children closed the terminal), or -1. */
-int sb_proc_pty_fd(const struct sb_proc *p);
-/* fd that becomes readable when sb_proc_wait(p, 0, ..) has news (for poll loops). */
-int sb_proc_fd(const struct sb_proc *p);
+int sandbox_exec_pty_fd(const struct sb_proc *p);
+/* fd that becomes readable when sandbox_exec_wait(p, 0, ..) has news (for poll loops). */
+int sandbox_exec_fd(const struct sb_proc *p);
 /* Signals the command's process group.  -ESRCH once it exited. */
-int sb_proc_kill(struct sb_proc *p, int sig);
+int sandbox_exec_kill(struct sb_proc *p, int sig);
 /* Writes all of buf to the command's stdin; -EPIPE if it closed, -ETIMEDOUT
  * if it read nothing for 10 s (part of buf may have been written). */
-int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len);
-int sb_proc_close_stdin(struct sb_proc *p);
+int sandbox_exec_write_stdin(struct sb_proc *p, const void *buf, size_t len);
+int sandbox_exec_close_stdin(struct sb_proc *p);
 /* Frees the handle; a still-running command keeps running. */
-void sb_proc_free(struct sb_proc *p);
+void sandbox_exec_free(struct sb_proc *p);
 
 /* Opens path inside the devbox root as the devbox's user (permissions as
  * inside; created files owned by sandbox_host_uid).  Relative paths are

@@ -19,16 +19,16 @@
 static const char *const ctl_names[SB_CG_N] = {"memory", "pids", "cpu",
                                                "cpuacct", "freezer"};
 
-int sb_cg_detect(void)
+int sandbox_cgroup_detect(void)
 {
     char path[4096];
     struct stat st;
     int i;
 
     for (i = 0; i < SB_CG_N; i++) {
-        snprintf(path, sizeof(path), "%s/%s/cgroup.procs", sb_rt.cgroup_root,
-                 ctl_names[i]);
-        sb_rt.have_ctl[i] = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "%s/%s/cgroup.procs",
+                 sandbox_rt.cgroup_root, ctl_names[i]);
+        sandbox_rt.have_ctl[i] = stat(path, &st) == 0;
     }
     return 0;
 }
@@ -105,8 +105,8 @@ static int apply_limits(enum sb_ctl c, const char *dir,
     return rc;
 }
 
-int sb_cg_create(struct sb_cgroup *cg, const char *id,
-                 const struct sb_limits *lim, char *err, size_t errlen)
+int sandbox_cgroup_create(struct sb_cgroup *cg, const char *id,
+                          const struct sb_limits *lim, char *err, size_t errlen)
 {
     char *parent = NULL;
     char *top = NULL;
@@ -115,13 +115,13 @@ int sb_cg_create(struct sb_cgroup *cg, const char *id,
 
     memset(cg, 0, sizeof(*cg));
     for (i = 0; i < SB_CG_N; i++) {
-        if (!sb_rt.have_ctl[i])
+        if (!sandbox_rt.have_ctl[i])
             continue;
-        if (asprintf(&top, "%s/%s", sb_rt.cgroup_root, ctl_names[i]) < 0) {
+        if (asprintf(&top, "%s/%s", sandbox_rt.cgroup_root, ctl_names[i]) < 0) {
             rc = -ENOMEM;
             goto fail;
         }
-        rc = mkdir_p2(top, sb_rt.cgroup_name, &parent);
+        rc = mkdir_p2(top, sandbox_rt.cgroup_name, &parent);
         free(top);
         top = NULL;
         if (rc == 0)
@@ -129,24 +129,25 @@ int sb_cg_create(struct sb_cgroup *cg, const char *id,
         free(parent);
         parent = NULL;
         if (rc != 0) {
-            sb_err(err, errlen, rc, "cannot create the %s cgroup for %s: %s",
-                   ctl_names[i], id, strerror(-rc));
+            sandbox_fs_err(err, errlen, rc,
+                           "cannot create the %s cgroup for %s: %s",
+                           ctl_names[i], id, strerror(-rc));
             goto fail;
         }
         rc = apply_limits((enum sb_ctl)i, cg->path[i], lim);
         if (rc != 0) {
-            sb_err(err, errlen, rc, "cannot set %s limits for %s: %s",
-                   ctl_names[i], id, strerror(-rc));
+            sandbox_fs_err(err, errlen, rc, "cannot set %s limits for %s: %s",
+                           ctl_names[i], id, strerror(-rc));
             goto fail;
         }
     }
     return 0;
 fail:
-    sb_cg_remove(cg);
+    sandbox_cgroup_remove(cg);
     return rc;
 }
 
-int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N])
+int sandbox_cgroup_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N])
 {
     char path[4096];
     int i;
@@ -166,7 +167,7 @@ int sb_cg_open_procs(const struct sb_cgroup *cg, int fds[SB_CG_N])
     }
     if (rc != 0) {
         for (i = 0; i < SB_CG_N; i++) {
-            sb_close_fd(fds[i]);
+            sandbox_close_fd(fds[i]);
             fds[i] = -1;
         }
     }
@@ -208,7 +209,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms)
+int sandbox_cgroup_kill_all(struct sb_cgroup *cg, int timeout_ms)
 {
     const char *dir =
         cg->path[SB_CG_PIDS] ? cg->path[SB_CG_PIDS] : cg->path[SB_CG_MEMORY];
@@ -237,7 +238,7 @@ int sb_cg_kill_all(struct sb_cgroup *cg, int timeout_ms)
     }
 }
 
-void sb_cg_remove(struct sb_cgroup *cg)
+void sandbox_cgroup_remove(struct sb_cgroup *cg)
 {
     int i;
     int tries;
@@ -270,7 +271,7 @@ static uint64_t read_counter(const struct sb_cgroup *cg, enum sb_ctl c,
     if (cg->path[c] == NULL)
         return 0;
     snprintf(path, sizeof(path), "%s/%s", cg->path[c], file);
-    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
+    if (sandbox_fs_read_small(path, buf, sizeof(buf)) <= 0)
         return 0;
     if (key != NULL) {
         p = strstr(buf, key);
@@ -281,42 +282,43 @@ static uint64_t read_counter(const struct sb_cgroup *cg, enum sb_ctl c,
     return strtoull(p, NULL, 10);
 }
 
-uint64_t sb_cg_read_u64(const struct sb_cgroup *cg, enum sb_ctl c,
-                        const char *file)
+uint64_t sandbox_cgroup_read_u64(const struct sb_cgroup *cg, enum sb_ctl c,
+                                 const char *file)
 {
     return read_counter(cg, c, file, NULL);
 }
 
-uint64_t sb_cg_oom_kills(const struct sb_cgroup *cg)
+uint64_t sandbox_cgroup_oom_kills(const struct sb_cgroup *cg)
 {
     return read_counter(cg, SB_CG_MEMORY, "memory.oom_control", "oom_kill ");
 }
 
-int sb_cg_pids_current(const struct sb_cgroup *cg)
+int sandbox_cgroup_pids_current(const struct sb_cgroup *cg)
 {
-    return (int)sb_cg_read_u64(cg, SB_CG_PIDS, "pids.current");
+    return (int)sandbox_cgroup_read_u64(cg, SB_CG_PIDS, "pids.current");
 }
 
-uint64_t sb_cg_pids_denied(const struct sb_cgroup *cg)
+uint64_t sandbox_cgroup_pids_denied(const struct sb_cgroup *cg)
 {
     return read_counter(cg, SB_CG_PIDS, "pids.events", "max ");
 }
 
-void sb_cg_remove_parents(void)
+void sandbox_cgroup_remove_parents(void)
 {
     char path[4096];
     int i;
 
-    if (sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL)
+    if (sandbox_rt.cgroup_root == NULL || sandbox_rt.cgroup_name == NULL)
         return;
     for (i = 0; i < SB_CG_N; i++) {
-        snprintf(path, sizeof(path), "%s/%s/%s", sb_rt.cgroup_root,
-                 ctl_names[i], sb_rt.cgroup_name);
+        snprintf(path, sizeof(path), "%s/%s/%s", sandbox_rt.cgroup_root,
+                 ctl_names[i], sandbox_rt.cgroup_name);
         rmdir(path); /* fails harmlessly while devbox groups remain */
     }
 }
 
-bool sb_cpu_pick(const char *id, uint32_t cpu_millis, cpu_set_t *set)
+bool sandbox_cgroup_cpu_pick(const char *id, uint32_t cpu_millis,
+                             cpu_set_t *set)
 {
     cpu_set_t own;
     int allowed[CPU_SETSIZE];
@@ -345,7 +347,7 @@ bool sb_cpu_pick(const char *id, uint32_t cpu_millis, cpu_set_t *set)
     return true;
 }
 
-void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len)
+void sandbox_cgroup_cpu_list(const cpu_set_t *set, char *buf, size_t len)
 {
     size_t used = 0;
     int cpu;
@@ -363,7 +365,7 @@ void sb_cpu_list(const cpu_set_t *set, char *buf, size_t len)
     }
 }
 
-int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
+int sandbox_cgroup_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
 {
     const char *frz = cg->path[SB_CG_FREEZER];
     const char *want = frozen ? "FROZEN" : "THAWED";
@@ -381,7 +383,7 @@ int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
     /* FREEZING lasts until every task has stopped (one in an
      * uninterruptible sleep holds it there). */
     for (;;) {
-        if (sb_read_small(path, state, sizeof(state)) > 0 &&
+        if (sandbox_fs_read_small(path, state, sizeof(state)) > 0 &&
             strncmp(state, want, strlen(want)) == 0)
             return 0;
         if (now_ms() > deadline)
@@ -395,21 +397,21 @@ int sb_cg_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
 static void remove_elsewhere(const char *id)
 {
     char path[4096];
-    DIR *d = opendir(sb_rt.cgroup_root);
+    DIR *d = opendir(sandbox_rt.cgroup_root);
     struct dirent *de;
 
     while (d != NULL && (de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof(path), "%s/%s/%s/%s", sb_rt.cgroup_root,
-                 de->d_name, sb_rt.cgroup_name, id);
+        snprintf(path, sizeof(path), "%s/%s/%s/%s", sandbox_rt.cgroup_root,
+                 de->d_name, sandbox_rt.cgroup_name, id);
         rmdir(path);
     }
     if (d != NULL)
         closedir(d);
 }
 
-int sb_cg_purge(const char *id)
+int sandbox_cgroup_purge(const char *id)
 {
     struct sb_cgroup cg;
     struct stat st;
@@ -419,10 +421,10 @@ int sb_cg_purge(const char *id)
 
     memset(&cg, 0, sizeof(cg));
     for (i = 0; i < SB_CG_N; i++) {
-        if (!sb_rt.have_ctl[i])
+        if (!sandbox_rt.have_ctl[i])
             continue;
-        if (asprintf(&cg.path[i], "%s/%s/%s/%s", sb_rt.cgroup_root,
-                     ctl_names[i], sb_rt.cgroup_name, id) < 0) {
+        if (asprintf(&cg.path[i], "%s/%s/%s/%s", sandbox_rt.cgroup_root,
+                     ctl_names[i], sandbox_rt.cgroup_name, id) < 0) {
             cg.path[i] = NULL;
             rc = -ENOMEM;
             goto out;
@@ -436,9 +438,9 @@ int sb_cg_purge(const char *id)
     }
     /* kill_all thaws a group frozen mid-snapshot before it kills. */
     if (found > 0)
-        rc = sb_cg_kill_all(&cg, 5000);
+        rc = sandbox_cgroup_kill_all(&cg, 5000);
 out:
-    sb_cg_remove(&cg);
+    sandbox_cgroup_remove(&cg);
     remove_elsewhere(id);
     return rc < 0 ? rc : found;
 }

@@ -25,7 +25,7 @@
 #define LOOP_TRIES 32    /* another process may take the free device first */
 #define SB_DISK_FORMAT 1 /* bump when run_mkfs's options change */
 
-int sb_disk_image_path(const char *dir, char *buf, size_t len)
+int sandbox_disk_image_path(const char *dir, char *buf, size_t len)
 {
     size_t n;
     int w;
@@ -101,8 +101,8 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
     int rc;
 
     if (pipe2(pp, O_CLOEXEC) != 0)
-        return sb_err(err, errlen, -errno, "cannot run mkfs.ext4: %s",
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno, "cannot run mkfs.ext4: %s",
+                              strerror(errno));
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
@@ -112,7 +112,7 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
     close(pp[1]);
     if (rc != 0) {
         close(pp[0]);
-        return sb_err(
+        return sandbox_fs_err(
             err, errlen, -rc,
             "cannot run %s: %s; install e2fsprogs (scripts/bootstrap) or set "
             "RLMCP_DEVBOX_DISK=off",
@@ -121,8 +121,8 @@ static int run_mkfs(const char *img, char *err, size_t errlen)
     status = sandbox_collect(pid, pp[0], out, sizeof(out));
     close(pp[0]);
     if (status != 0)
-        return sb_err(err, errlen, -EIO, "mkfs.ext4 failed on %s: %s", img,
-                      out[0] != '\0' ? out : "no message");
+        return sandbox_fs_err(err, errlen, -EIO, "mkfs.ext4 failed on %s: %s",
+                              img, out[0] != '\0' ? out : "no message");
     return 0;
 }
 
@@ -135,12 +135,13 @@ static int format_image(const char *img, uint64_t bytes, char *err,
     int rc = 0;
 
     if (fd < 0)
-        return sb_err(err, errlen, -errno,
-                      "cannot create the devbox disk %s: %s", img,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create the devbox disk %s: %s", img,
+                              strerror(errno));
     if (ftruncate(fd, (off_t)bytes) != 0)
-        rc = sb_err(err, errlen, -errno, "cannot size the devbox disk %s: %s",
-                    img, strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno,
+                            "cannot size the devbox disk %s: %s", img,
+                            strerror(errno));
     close(fd);
     if (rc == 0)
         rc = run_mkfs(img, err, errlen);
@@ -160,16 +161,19 @@ static int template_for(uint64_t bytes, char *path, size_t len, char *err,
     int n;
     int rc;
 
-    n = snprintf(path, len, "%s/sandbox/disks", sb_rt.state_dir);
+    n = snprintf(path, len, "%s/sandbox/disks", sandbox_rt.state_dir);
     if (n < 0 || (size_t)n >= len)
-        return sb_err(err, errlen, -ENAMETOOLONG, "state dir path too long");
+        return sandbox_fs_err(err, errlen, -ENAMETOOLONG,
+                              "state dir path too long");
     if (mkdir(path, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create %s: %s", path,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno, "cannot create %s: %s", path,
+                              strerror(errno));
     n = snprintf(path, len, "%s/sandbox/disks/ext4-v%d-%llu.img",
-                 sb_rt.state_dir, SB_DISK_FORMAT, (unsigned long long)bytes);
+                 sandbox_rt.state_dir, SB_DISK_FORMAT,
+                 (unsigned long long)bytes);
     if (n < 0 || (size_t)n >= len)
-        return sb_err(err, errlen, -ENAMETOOLONG, "state dir path too long");
+        return sandbox_fs_err(err, errlen, -ENAMETOOLONG,
+                              "state dir path too long");
     if (access(path, R_OK) == 0)
         return 0;
     snprintf(tmp, sizeof(tmp), "%s.%d.%ld.tmp", path, (int)getpid(),
@@ -177,8 +181,8 @@ static int template_for(uint64_t bytes, char *path, size_t len, char *err,
     unlink(tmp);
     rc = format_image(tmp, bytes, err, errlen);
     if (rc == 0 && rename(tmp, path) != 0) {
-        rc = sb_err(err, errlen, -errno, "cannot keep %s: %s", path,
-                    strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "cannot keep %s: %s", path,
+                            strerror(errno));
         unlink(tmp);
     }
     return rc;
@@ -226,8 +230,9 @@ static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
     in = open(tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     out = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (in < 0 || out < 0) {
-        rc = sb_err(err, errlen, -errno, "cannot create the devbox disk %s: %s",
-                    img, strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno,
+                            "cannot create the devbox disk %s: %s", img,
+                            strerror(errno));
         goto out;
     }
     if (ftruncate(out, (off_t)bytes) != 0)
@@ -235,11 +240,11 @@ static int make_image(const char *img, uint64_t bytes, char *err, size_t errlen)
     else
         rc = copy_extents(in, out, (off_t)bytes);
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot write the devbox disk %s: %s", img,
-               strerror(-rc));
+        sandbox_fs_err(err, errlen, rc, "cannot write the devbox disk %s: %s",
+                       img, strerror(-rc));
 out:
-    sb_close_fd(in);
-    sb_close_fd(out);
+    sandbox_close_fd(in);
+    sandbox_close_fd(out);
     if (rc != 0 && out >= 0)
         unlink(img);
     return rc;
@@ -258,7 +263,7 @@ static int loop_attach(int imgfd, char *dev, size_t devlen, char *err,
 
     ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0)
-        return sb_err(
+        return sandbox_fs_err(
             err, errlen, -errno,
             "loop devices are unavailable (/dev/loop-control: %s); devbox "
             "disks "
@@ -268,15 +273,15 @@ static int loop_attach(int imgfd, char *dev, size_t devlen, char *err,
     for (i = 0; i < LOOP_TRIES; i++) {
         n = ioctl(ctl, LOOP_CTL_GET_FREE);
         if (n < 0) {
-            fd = sb_err(err, errlen, -errno, "no free loop device: %s",
-                        strerror(errno));
+            fd = sandbox_fs_err(err, errlen, -errno, "no free loop device: %s",
+                                strerror(errno));
             break;
         }
         snprintf(dev, devlen, "/dev/loop%d", n);
         fd = open(dev, O_RDWR | O_CLOEXEC);
         if (fd < 0) {
-            fd = sb_err(err, errlen, -errno, "cannot open %s: %s", dev,
-                        strerror(errno));
+            fd = sandbox_fs_err(err, errlen, -errno, "cannot open %s: %s", dev,
+                                strerror(errno));
             break;
         }
         memset(&cfg, 0, sizeof(cfg));
@@ -287,7 +292,8 @@ static int loop_attach(int imgfd, char *dev, size_t devlen, char *err,
             break;
         n = errno;
         close(fd);
-        fd = sb_err(err, errlen, -n, "cannot set up %s: %s", dev, strerror(n));
+        fd = sandbox_fs_err(err, errlen, -n, "cannot set up %s: %s", dev,
+                            strerror(n));
         if (n != EBUSY)
             break;
     }
@@ -365,8 +371,9 @@ static int mount_image(const char *dir, const char *img, bool fresh, bool ro,
 
     imgfd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (imgfd < 0)
-        return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
-                      img, strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot open the devbox disk %s: %s", img,
+                              strerror(errno));
     /* Fails when that device was freed meanwhile: then a new one. */
     rc = !fresh && find_loop(imgfd, dev, sizeof(dev)) ? mount_dev(dev, dir, ro)
                                                       : -ENODEV;
@@ -374,17 +381,19 @@ static int mount_image(const char *dir, const char *img, bool fresh, bool ro,
         loopfd = loop_attach(imgfd, dev, sizeof(dev), err, errlen);
         rc = loopfd < 0 ? loopfd : mount_dev(dev, dir, ro);
         if (loopfd >= 0 && rc != 0)
-            sb_err(err, errlen, rc, "cannot mount the devbox disk %s on %s: %s",
-                   img, dir, strerror(-rc));
+            sandbox_fs_err(err, errlen, rc,
+                           "cannot mount the devbox disk %s on %s: %s", img,
+                           dir, strerror(-rc));
     }
     close(imgfd);
     if (rc == 0 && !ro && chmod(dir, 0700) != 0) {
-        rc = sb_err(err, errlen, -errno, "cannot set the mode of %s: %s", dir,
-                    strerror(errno));
+        rc =
+            sandbox_fs_err(err, errlen, -errno, "cannot set the mode of %s: %s",
+                           dir, strerror(errno));
         umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
     }
     /* The mount holds the device now; AUTOCLEAR frees it after. */
-    sb_close_fd(loopfd);
+    sandbox_close_fd(loopfd);
     return rc;
 }
 
@@ -408,14 +417,16 @@ static int keep_read_only(const char *dir, const char *img, int why, char *err,
         umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
     rc = mount_image(dir, img, false, true, err, errlen);
     if (rc != 0)
-        return sb_err(err, errlen, rc,
-                      "the devbox disk %s cannot be mounted read-write (%s) "
-                      "nor read-only (%s); the image is kept as it is",
-                      img, first, strerror(-rc));
-    return sb_err(err, errlen, -EROFS,
-                  "the devbox disk %s cannot be used read-write (%s); it is "
-                  "kept, mounted read-only: its files can still be downloaded",
-                  img, first);
+        return sandbox_fs_err(
+            err, errlen, rc,
+            "the devbox disk %s cannot be mounted read-write (%s) "
+            "nor read-only (%s); the image is kept as it is",
+            img, first, strerror(-rc));
+    return sandbox_fs_err(
+        err, errlen, -EROFS,
+        "the devbox disk %s cannot be used read-write (%s); it is "
+        "kept, mounted read-only: its files can still be downloaded",
+        img, first);
 }
 
 int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
@@ -425,20 +436,21 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
     struct stat st;
     int rc;
 
-    if (dir == NULL || !sb_valid_layer_path(dir))
-        return sb_err(err, errlen, -EINVAL,
-                      "devbox dir must be an absolute path");
+    if (dir == NULL || !sandbox_fs_valid_layer_path(dir))
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "devbox dir must be an absolute path");
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
-                      dir, strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create devbox dir %s: %s", dir,
+                              strerror(errno));
     rc = is_mount_root(dir);
     if (rc != 0)
         return rc > 0 ? 0
-                      : sb_err(err, errlen, rc, "cannot inspect %s: %s", dir,
-                               strerror(-rc));
-    rc = sb_disk_image_path(dir, img, sizeof(img));
+                      : sandbox_fs_err(err, errlen, rc, "cannot inspect %s: %s",
+                                       dir, strerror(-rc));
+    rc = sandbox_disk_image_path(dir, img, sizeof(img));
     if (rc != 0)
-        return sb_err(err, errlen, rc, "devbox dir path too long");
+        return sandbox_fs_err(err, errlen, rc, "devbox dir path too long");
     /* A disk that exists is mounted whatever the mode: the files are on it.
      * One the kernel will not mount read-write (errors left by a full
      * host disk, an aborted journal) is mounted read-only, so its files
@@ -450,14 +462,14 @@ int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
         return rc == 0 ? 0 : keep_read_only(dir, img, rc, err, errlen);
     }
     if (errno != ENOENT)
-        return sb_err(err, errlen, -errno, "cannot inspect %s: %s", img,
-                      strerror(errno));
-    if (bytes == 0 || !sb_rt.disk_on)
+        return sandbox_fs_err(err, errlen, -errno, "cannot inspect %s: %s", img,
+                              strerror(errno));
+    if (bytes == 0 || !sandbox_rt.disk_on)
         return 0;
     if (bytes < SANDBOX_DISK_MIN_BYTES)
-        return sb_err(err, errlen, -EINVAL,
-                      "a devbox disk needs at least %llu MiB",
-                      (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20));
+        return sandbox_fs_err(
+            err, errlen, -EINVAL, "a devbox disk needs at least %llu MiB",
+            (unsigned long long)(SANDBOX_DISK_MIN_BYTES >> 20));
     if (!dir_is_empty(dir)) {
         /* Made before devbox disks, or while they were off: its files
          * stay where they are. */
@@ -523,14 +535,16 @@ int sandbox_disk_mount_ro(const char *dir, char *err, size_t errlen)
     char img[4096];
     int rc;
 
-    if (dir == NULL || sb_disk_image_path(dir, img, sizeof(img)) != 0)
-        return sb_err(err, errlen, -EINVAL, "devbox dir path too long");
+    if (dir == NULL || sandbox_disk_image_path(dir, img, sizeof(img)) != 0)
+        return sandbox_fs_err(err, errlen, -EINVAL, "devbox dir path too long");
     if (access(img, F_OK) != 0)
-        return sb_err(err, errlen, -errno, "cannot open the devbox disk %s: %s",
-                      img, strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot open the devbox disk %s: %s", img,
+                              strerror(errno));
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
-                      dir, strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create devbox dir %s: %s", dir,
+                              strerror(errno));
     rc = is_mount_root(dir);
     if (rc > 0)
         return 0;
@@ -545,9 +559,9 @@ int sandbox_disk_usage(const char *dir, uint64_t *size, uint64_t *allocated)
 
     *size = 0;
     *allocated = 0;
-    if (!sb_rt.disk_on)
+    if (!sandbox_rt.disk_on)
         return -ENOTSUP;
-    if (dir == NULL || sb_disk_image_path(dir, img, sizeof(img)) != 0)
+    if (dir == NULL || sandbox_disk_image_path(dir, img, sizeof(img)) != 0)
         return -EINVAL;
     if (stat(img, &st) != 0)
         return -errno;
@@ -568,29 +582,32 @@ int sandbox_disk_detach(const char *dir)
 
 /* sandbox_destroy_dir's part: the disk's claims are on the disk, so it is
  * mounted to release them, then unmounted and deleted. */
-int sb_disk_destroy(const char *dir, char *err, size_t errlen)
+int sandbox_disk_destroy(const char *dir, char *err, size_t errlen)
 {
     char img[4096];
     struct stat st;
     int rc;
 
-    if (sb_disk_image_path(dir, img, sizeof(img)) != 0)
-        return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
+    if (sandbox_disk_image_path(dir, img, sizeof(img)) != 0)
+        return sandbox_fs_err(err, errlen, -ENAMETOOLONG,
+                              "devbox dir path too long");
     if (stat(img, &st) != 0)
         return 0;
     if (is_mount_root(dir) == 0 &&
         mount_image(dir, img, false, false, err, errlen) != 0)
         fprintf(stderr, "devboxd: %s\n", err); /* deleted all the same */
-    rc = sb_uid_release(dir);
+    rc = sandbox_fs_uid_release(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot release the uid of %s: %s", dir,
-                      strerror(-rc));
+        return sandbox_fs_err(err, errlen, rc,
+                              "cannot release the uid of %s: %s", dir,
+                              strerror(-rc));
     rc = sandbox_disk_detach(dir);
     if (rc != 0)
-        return sb_err(err, errlen, rc, "cannot unmount the devbox disk %s: %s",
-                      dir, strerror(-rc));
+        return sandbox_fs_err(err, errlen, rc,
+                              "cannot unmount the devbox disk %s: %s", dir,
+                              strerror(-rc));
     if (unlink(img) != 0 && errno != ENOENT)
-        return sb_err(err, errlen, -errno, "cannot delete %s: %s", img,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno, "cannot delete %s: %s", img,
+                              strerror(errno));
     return 0;
 }

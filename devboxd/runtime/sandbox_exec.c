@@ -83,8 +83,8 @@ static int send_with_fds(int sock, const char *text, const int *fds,
         if (errno != EAGAIN)
             return -errno;
         if (deadline < 0)
-            deadline = sb_now_ms() + SB_SEND_TIMEOUT_MS;
-        if (sb_poll_until(sock, POLLOUT, deadline) != 0)
+            deadline = sandbox_now_ms() + SB_SEND_TIMEOUT_MS;
+        if (sandbox_poll_until(sock, POLLOUT, deadline) != 0)
             return -ETIMEDOUT;
     }
     if (n < 0)
@@ -97,28 +97,32 @@ static int check_exec(const struct sb_exec *req, char *err, size_t errlen)
     size_t i;
 
     if (req == NULL || req->command == NULL)
-        return sb_err(err, errlen, -EINVAL, "command is required");
+        return sandbox_fs_err(err, errlen, -EINVAL, "command is required");
     if (strlen(req->command) > AGENT_MSG_MAX / 2)
-        return sb_err(err, errlen, -E2BIG, "command is longer than %d bytes",
-                      AGENT_MSG_MAX / 2);
-    if (req->shell_name != NULL && !sb_valid_shell_name(req->shell_name))
-        return sb_err(
+        return sandbox_fs_err(err, errlen, -E2BIG,
+                              "command is longer than %d bytes",
+                              AGENT_MSG_MAX / 2);
+    if (req->shell_name != NULL &&
+        !sandbox_fs_valid_shell_name(req->shell_name))
+        return sandbox_fs_err(
             err, errlen, -EINVAL,
             "shell_name must be 1-64 of [A-Za-z0-9_.-], not starting with '.'");
     if (req->cwd != NULL && (req->cwd[0] == '\0' || strlen(req->cwd) > 4096))
-        return sb_err(err, errlen, -EINVAL, "cwd must be a non-empty path");
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "cwd must be a non-empty path");
     if (req->want_pty &&
         (req->shell_name != NULL || req->pty_cols < 1 || req->pty_cols > 1000 ||
          req->pty_rows < 1 || req->pty_rows > 1000))
-        return sb_err(
+        return sandbox_fs_err(
             err, errlen, -EINVAL,
             "a pty command needs cols and rows of 1-1000 and no shell_name");
     for (i = 0; req->env != NULL && req->env[i] != NULL; i++) {
-        if (i >= 256 || !sb_valid_env(req->env[i]))
-            return sb_err(err, errlen, -EINVAL,
-                          "environment entry %zu must be KEY=VALUE with KEY of "
-                          "[A-Za-z0-9_]",
-                          i);
+        if (i >= 256 || !sandbox_fs_valid_env(req->env[i]))
+            return sandbox_fs_err(
+                err, errlen, -EINVAL,
+                "environment entry %zu must be KEY=VALUE with KEY of "
+                "[A-Za-z0-9_]",
+                i);
     }
     return 0;
 }
@@ -190,7 +194,7 @@ struct agent_msg {
 
 /* Waits until deadline for the next message on chan.  Returns its length
  * (m->text NUL-terminated, passed fds left in m->mh for the caller), -ESRCH
- * when the agent is gone (anything passed is closed), or sb_poll_until's
+ * when the agent is gone (anything passed is closed), or sandbox_poll_until's
  * error. */
 static ssize_t recv_with_fds(int chan, int64_t deadline, struct agent_msg *m)
 {
@@ -198,7 +202,7 @@ static ssize_t recv_with_fds(int chan, int64_t deadline, struct agent_msg *m)
     int rc;
 
     for (;;) {
-        rc = sb_poll_until(chan, POLLIN, deadline);
+        rc = sandbox_poll_until(chan, POLLIN, deadline);
         if (rc != 0)
             return rc;
         m->iov.iov_base = m->text;
@@ -224,7 +228,7 @@ static ssize_t recv_with_fds(int chan, int64_t deadline, struct agent_msg *m)
 static int wait_pty(struct sb_proc *p)
 {
     struct agent_msg m;
-    int64_t deadline = sb_now_ms() + SB_START_TIMEOUT_MS;
+    int64_t deadline = sandbox_now_ms() + SB_START_TIMEOUT_MS;
     ssize_t n;
 
     while (p->pty_fd < 0) {
@@ -282,7 +286,7 @@ static int neutral_fd(struct sandbox *sb, int fd)
             (int)syscall(SYS_open_tree, AT_FDCWD, path[0] != '\0' ? path : "/",
                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (tree >= 0) {
-            sb_close_fd(sb->out_tree);
+            sandbox_close_fd(sb->out_tree);
             sb->out_tree = tree;
             sb->out_dev = dst.st_dev;
             sb->out_ino = dst.st_ino;
@@ -321,12 +325,13 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
     if (rc != 0)
         return rc;
     if (sb == NULL)
-        return sb_err(err, errlen, -ESRCH, "the devbox is not running");
+        return sandbox_fs_err(err, errlen, -ESRCH, "the devbox is not running");
     text = exec_json(req);
     p = calloc(1, sizeof(*p));
     if (text == NULL || p == NULL) {
-        rc = sb_err(err, errlen, -E2BIG,
-                    "command and environment too large or out of memory");
+        rc = sandbox_fs_err(
+            err, errlen, -E2BIG,
+            "command and environment too large or out of memory");
         goto out;
     }
     p->chan = p->stdin_fd = p->pty_fd = -1;
@@ -335,8 +340,9 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0 ||
         (req->want_stdin &&
          socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)) {
-        rc = sb_err(err, errlen, -errno, "cannot create command channels: %s",
-                    strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno,
+                            "cannot create command channels: %s",
+                            strerror(errno));
         goto out;
     }
     if (req->want_stdin)
@@ -358,9 +364,9 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
              : -ESRCH;
     pthread_mutex_unlock(&sb->lock);
     if (rc != 0) {
-        rc =
-            sb_err(err, errlen, -ESRCH,
-                   "the devbox is not running (agent gone: %s)", strerror(-rc));
+        rc = sandbox_fs_err(err, errlen, -ESRCH,
+                            "the devbox is not running (agent gone: %s)",
+                            strerror(-rc));
         goto out;
     }
     p->chan = chan[0];
@@ -370,22 +376,22 @@ int sandbox_exec(struct sandbox *sb, const struct sb_exec *req,
     if (req->want_pty) {
         rc = wait_pty(p);
         if (rc != 0) {
-            rc = sb_err(err, errlen, rc,
-                        "the devbox could not open a terminal%s%s",
-                        p->error ? ": " : "", p->error ? p->error : "");
+            rc = sandbox_fs_err(err, errlen, rc,
+                                "the devbox could not open a terminal%s%s",
+                                p->error ? ": " : "", p->error ? p->error : "");
             goto out;
         }
     }
     *out = p;
     p = NULL;
 out:
-    sb_close_pair(chan);
-    sb_close_pair(in);
-    sb_close_fd(devnull);
-    sb_close_fd(nout);
-    sb_close_fd(nerr);
+    sandbox_close_pair(chan);
+    sandbox_close_pair(in);
+    sandbox_close_fd(devnull);
+    sandbox_close_fd(nout);
+    sandbox_close_fd(nerr);
     free(text);
-    sb_proc_free(p);
+    sandbox_exec_free(p);
     return rc;
 }
 
@@ -425,10 +431,10 @@ out:
     return done;
 }
 
-int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status)
+int sandbox_exec_wait(struct sb_proc *p, int timeout_ms, int *exit_status)
 {
     struct agent_msg m;
-    int64_t deadline = timeout_ms < 0 ? -1 : sb_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : sandbox_now_ms() + timeout_ms;
     ssize_t n;
 
     *exit_status = -1;
@@ -454,27 +460,27 @@ int sb_proc_wait(struct sb_proc *p, int timeout_ms, int *exit_status)
     return 0;
 }
 
-const char *sb_proc_error(const struct sb_proc *p)
+const char *sandbox_exec_error(const struct sb_proc *p)
 {
     return p->error;
 }
 
-int sb_proc_pid(const struct sb_proc *p)
+int sandbox_exec_pid(const struct sb_proc *p)
 {
     return p->pid;
 }
 
-int sb_proc_pty_fd(const struct sb_proc *p)
+int sandbox_exec_pty_fd(const struct sb_proc *p)
 {
     return p->pty_fd;
 }
 
-int sb_proc_fd(const struct sb_proc *p)
+int sandbox_exec_fd(const struct sb_proc *p)
 {
     return p->chan;
 }
 
-int sb_proc_kill(struct sb_proc *p, int sig)
+int sandbox_exec_kill(struct sb_proc *p, int sig)
 {
     char msg[64];
     int rc;
@@ -491,7 +497,7 @@ int sb_proc_kill(struct sb_proc *p, int sig)
 /* How long a stdin write waits for the command to read before giving up. */
 #define SB_STDIN_STALL_MS 10000
 
-int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
+int sandbox_exec_write_stdin(struct sb_proc *p, const void *buf, size_t len)
 {
     const char *c = buf;
     ssize_t n;
@@ -506,8 +512,8 @@ int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             /* Bounded: a command that stops reading must not hold the
              * caller (and the locks it holds) forever. */
-            rc = sb_poll_until(p->stdin_fd, POLLOUT,
-                               sb_now_ms() + SB_STDIN_STALL_MS);
+            rc = sandbox_poll_until(p->stdin_fd, POLLOUT,
+                                    sandbox_now_ms() + SB_STDIN_STALL_MS);
             if (rc != 0)
                 return rc;
             continue;
@@ -520,7 +526,7 @@ int sb_proc_write_stdin(struct sb_proc *p, const void *buf, size_t len)
     return 0;
 }
 
-int sb_proc_close_stdin(struct sb_proc *p)
+int sandbox_exec_close_stdin(struct sb_proc *p)
 {
     if (p->stdin_fd >= 0) {
         close(p->stdin_fd);
@@ -529,13 +535,13 @@ int sb_proc_close_stdin(struct sb_proc *p)
     return 0;
 }
 
-void sb_proc_free(struct sb_proc *p)
+void sandbox_exec_free(struct sb_proc *p)
 {
     if (p == NULL)
         return;
-    sb_close_fd(p->chan);
-    sb_close_fd(p->stdin_fd);
-    sb_close_fd(p->pty_fd);
+    sandbox_close_fd(p->chan);
+    sandbox_close_fd(p->stdin_fd);
+    sandbox_close_fd(p->pty_fd);
     free(p->error);
     free(p);
 }
@@ -557,10 +563,10 @@ int sandbox_open(struct sandbox *sb, const char *path, int flags, mode_t mode)
         return -ESRCH;
     if (path == NULL || strnlen(path, 4097) > 4096)
         return -ENAMETOOLONG;
-    rel = sb_root_relative(path);
+    rel = sandbox_fs_root_relative(path);
     if (rel == NULL)
         return -EINVAL;
-    rootfd = sb_dup_fd(sb, &sb->rootfd);
+    rootfd = sandbox_dup_fd(sb, &sb->rootfd);
     if (rootfd < 0) {
         free(rel);
         return rootfd;
@@ -596,7 +602,7 @@ int sandbox_open_kept(const char *dir, const char *path)
 
     if (dir == NULL || path == NULL || strnlen(path, 4097) > 4096)
         return -ENAMETOOLONG;
-    rel = sb_root_relative(path);
+    rel = sandbox_fs_root_relative(path);
     if (rel == NULL)
         return -EINVAL;
     snprintf(upper, sizeof(upper), "%s/%s", dir, SB_DIR_UPPER);
@@ -636,7 +642,7 @@ static int connect_bounded(int fd, const struct sockaddr_in *sin,
         return 0;
     if (errno != EINPROGRESS)
         return -errno;
-    rc = sb_poll_until(fd, POLLOUT, sb_now_ms() + timeout_ms);
+    rc = sandbox_poll_until(fd, POLLOUT, sandbox_now_ms() + timeout_ms);
     if (rc != 0)
         return rc;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
@@ -705,7 +711,7 @@ static int in_netns(struct sandbox *sb, uint16_t port, int timeout_ms,
         return -ESRCH;
     if (port == 0)
         return -EINVAL;
-    job.pidfd = sb_dup_fd(sb, &sb->init_pidfd);
+    job.pidfd = sandbox_dup_fd(sb, &sb->init_pidfd);
     if (job.pidfd < 0)
         return job.pidfd;
     job.port = port;

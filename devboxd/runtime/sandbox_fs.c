@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sb_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+int sandbox_fs_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
     va_list ap;
 
@@ -32,7 +32,7 @@ static bool is_alnum(char c)
            (c >= '0' && c <= '9');
 }
 
-bool sb_valid_id(const char *id)
+bool sandbox_fs_valid_id(const char *id)
 {
     size_t i;
 
@@ -48,7 +48,7 @@ bool sb_valid_id(const char *id)
     return id[0] != '-';
 }
 
-bool sb_valid_shell_name(const char *name)
+bool sandbox_fs_valid_shell_name(const char *name)
 {
     size_t i;
 
@@ -64,7 +64,7 @@ bool sb_valid_shell_name(const char *name)
     return true;
 }
 
-bool sb_valid_env(const char *kv)
+bool sandbox_fs_valid_env(const char *kv)
 {
     size_t i;
 
@@ -80,7 +80,7 @@ bool sb_valid_env(const char *kv)
     return kv[i] == '=';
 }
 
-bool sb_valid_layer_path(const char *path)
+bool sandbox_fs_valid_layer_path(const char *path)
 {
     if (path == NULL || path[0] != '/' || strlen(path) >= 1024)
         return false;
@@ -88,8 +88,8 @@ bool sb_valid_layer_path(const char *path)
     return strpbrk(path, ":,\\\n") == NULL;
 }
 
-char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
-                  const char *image, char *err, size_t errlen)
+char *sandbox_fs_lowerdir(const char *const *layers, size_t n, const char *base,
+                          const char *image, char *err, size_t errlen)
 {
     size_t len = 0;
     size_t i;
@@ -97,41 +97,44 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
     struct stat st;
 
     if (n > SB_MAX_LAYERS) {
-        sb_err(err, errlen, -EINVAL, "too many lower layers (%zu, at most %d)",
-               n, SB_MAX_LAYERS);
+        sandbox_fs_err(err, errlen, -EINVAL,
+                       "too many lower layers (%zu, at most %d)", n,
+                       SB_MAX_LAYERS);
         return NULL;
     }
     for (i = 0; i < n; i++) {
-        if (!sb_valid_layer_path(layers[i])) {
-            sb_err(err, errlen, -EINVAL,
-                   "lower layer %zu must be an absolute path without ':', ',' "
-                   "or '\\'",
-                   i);
+        if (!sandbox_fs_valid_layer_path(layers[i])) {
+            sandbox_fs_err(
+                err, errlen, -EINVAL,
+                "lower layer %zu must be an absolute path without ':', ',' "
+                "or '\\'",
+                i);
             return NULL;
         }
         if (stat(layers[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            sb_err(err, errlen, -ENOENT, "lower layer %s is not a directory",
-                   layers[i]);
+            sandbox_fs_err(err, errlen, -ENOENT,
+                           "lower layer %s is not a directory", layers[i]);
             return NULL;
         }
         len += strlen(layers[i]) + 1;
     }
-    if (!sb_valid_layer_path(base)) {
-        sb_err(err, errlen, -EINVAL,
-               "devbox dir %s must not contain ':', ',' or '\\'", base);
+    if (!sandbox_fs_valid_layer_path(base)) {
+        sandbox_fs_err(err, errlen, -EINVAL,
+                       "devbox dir %s must not contain ':', ',' or '\\'", base);
         return NULL;
     }
     len += strlen(base) + 1;
     if (image != NULL) {
         if (stat(image, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            sb_err(err, errlen, -ENOENT, "image %s is not a directory", image);
+            sandbox_fs_err(err, errlen, -ENOENT, "image %s is not a directory",
+                           image);
             return NULL;
         }
         len += strlen(image) + 1;
     }
     out = malloc(len);
     if (out == NULL) {
-        sb_err(err, errlen, -ENOMEM, "out of memory");
+        sandbox_fs_err(err, errlen, -ENOMEM, "out of memory");
         return NULL;
     }
     out[0] = '\0';
@@ -147,7 +150,7 @@ char *sb_lowerdir(const char *const *layers, size_t n, const char *base,
     return out;
 }
 
-char *sb_root_relative(const char *path)
+char *sandbox_fs_root_relative(const char *path)
 {
     size_t len;
     char *out = NULL;
@@ -168,7 +171,8 @@ char *sb_root_relative(const char *path)
     return out;
 }
 
-int sb_write_file(int dirfd, const char *name, const char *data, mode_t mode)
+int sandbox_fs_write_file(int dirfd, const char *name, const char *data,
+                          mode_t mode)
 {
     int fd = -1;
     int rc = 0;
@@ -197,7 +201,7 @@ out:
     return rc;
 }
 
-int sb_read_small(const char *path, char *buf, size_t len)
+int sandbox_fs_read_small(const char *path, char *buf, size_t len)
 {
     int fd = -1;
     ssize_t n;
@@ -249,14 +253,14 @@ static int write_etc(int basefd, const char *id)
              "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
              "127.0.1.1\t%s\n",
              id);
-    rc = sb_write_file(basefd, "etc/hosts", buf, 0644);
+    rc = sandbox_fs_write_file(basefd, "etc/hosts", buf, 0644);
     if (rc == 0) {
         snprintf(buf, sizeof(buf), "%s\n", id);
-        rc = sb_write_file(basefd, "etc/hostname", buf, 0644);
+        rc = sandbox_fs_write_file(basefd, "etc/hostname", buf, 0644);
     }
     if (rc == 0)
-        rc = sb_write_file(basefd, "etc/resolv.conf", "nameserver 10.0.2.3\n",
-                           0644);
+        rc = sandbox_fs_write_file(basefd, "etc/resolv.conf",
+                                   "nameserver 10.0.2.3\n", 0644);
     return rc;
 }
 
@@ -297,31 +301,33 @@ static int prepare_base(int dirfd, const char *id, uid_t uid, gid_t gid)
     return rc;
 }
 
-int sb_prepare_dir(const char *dir, const char *id, uid_t uid, gid_t gid,
-                   char *err, size_t errlen)
+int sandbox_fs_prepare_dir(const char *dir, const char *id, uid_t uid,
+                           gid_t gid, char *err, size_t errlen)
 {
     int dirfd = -1;
     int rc = 0;
 
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create devbox dir %s: %s",
-                      dir, strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create devbox dir %s: %s", dir,
+                              strerror(errno));
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0)
-        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot open devbox dir %s: %s", dir,
+                              strerror(errno));
     /* The upper root stays root-owned 0755 (it is the devbox's "/"). */
     if (mkdirat(dirfd, SB_DIR_UPPER, 0755) != 0 && errno != EEXIST) {
-        rc = sb_err(err, errlen, -errno, "cannot create %s/%s: %s", dir,
-                    SB_DIR_UPPER, strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "cannot create %s/%s: %s", dir,
+                            SB_DIR_UPPER, strerror(errno));
         goto out;
     }
     rc = mkdir_at(dirfd, SB_DIR_WORK, 0700, 0, 0);
     if (rc == 0)
         rc = prepare_base(dirfd, id, uid, gid);
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
-               strerror(-rc));
+        sandbox_fs_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
+                       strerror(-rc));
 out:
     close(dirfd);
     return rc;
@@ -342,7 +348,7 @@ static uint32_t hash_str(const char *s)
 
 static int claim_path(uid_t uid, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s/%u", sb_rt.claims_dir, (unsigned)uid);
+    int n = snprintf(buf, len, "%s/%u", sandbox_rt.claims_dir, (unsigned)uid);
 
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
@@ -355,7 +361,7 @@ static int claim_matches(uid_t uid, const char *dir)
 
     if (claim_path(uid, path, sizeof(path)) != 0)
         return -ENAMETOOLONG;
-    if (sb_read_small(path, buf, sizeof(buf)) < 0)
+    if (sandbox_fs_read_small(path, buf, sizeof(buf)) < 0)
         return -ENOENT;
     return strcmp(buf, dir) == 0 ? 0 : -EEXIST;
 }
@@ -373,7 +379,8 @@ static int claim_stale(uid_t uid)
     struct stat st;
 
     if (claim_path(uid, path, sizeof(path)) != 0 ||
-        sb_read_small(path, owner, sizeof(owner)) <= 0 || owner[0] != '/')
+        sandbox_fs_read_small(path, owner, sizeof(owner)) <= 0 ||
+        owner[0] != '/')
         return 0;
     slash = strrchr(owner, '/');
     if (slash == NULL || slash == owner)
@@ -382,7 +389,7 @@ static int claim_stale(uid_t uid)
     return lstat(owner, &st) != 0 && errno == ENOENT;
 }
 
-/* Claims are shared by every devboxd of the machine (sb_rt.claims_dir):
+/* Claims are shared by every devboxd of the machine (sandbox_rt.claims_dir):
  * an exclusive flock on its .lock orders their claims and releases, so a
  * stale claim is removed and taken by one engine only. -errno or the fd. */
 static int claims_lock(void)
@@ -390,7 +397,7 @@ static int claims_lock(void)
     char path[4096];
     int fd;
 
-    if (snprintf(path, sizeof(path), "%s/.lock", sb_rt.claims_dir) >=
+    if (snprintf(path, sizeof(path), "%s/.lock", sandbox_rt.claims_dir) >=
         (int)sizeof(path))
         return -ENAMETOOLONG;
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -459,14 +466,16 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
 
     if (snprintf(path, sizeof(path), "%s/%s", dir, k->file) >=
         (int)sizeof(path))
-        return sb_err(err, errlen, -ENAMETOOLONG, "devbox dir path too long");
-    if (sb_read_small(path, buf, sizeof(buf)) > 0) {
+        return sandbox_fs_err(err, errlen, -ENAMETOOLONG,
+                              "devbox dir path too long");
+    if (sandbox_fs_read_small(path, buf, sizeof(buf)) > 0) {
         v = strtoul(buf, &end, 10);
         if (end == buf || v < k->first || v >= last ||
             (v - k->first) % k->stride != 0)
-            return sb_err(err, errlen, -EINVAL,
-                          "%s holds no uid of the range %u+%u; remove it", path,
-                          k->first, (unsigned)(last - k->first));
+            return sandbox_fs_err(
+                err, errlen, -EINVAL,
+                "%s holds no uid of the range %u+%u; remove it", path, k->first,
+                (unsigned)(last - k->first));
         cand = (uid_t)v;
         rc = claim_matches(cand, dir);
         if (rc == -EEXIST && claim_stale(cand) &&
@@ -475,9 +484,10 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
         if (rc == -ENOENT)
             rc = claim_new(cand, dir);
         if (rc != 0)
-            return sb_err(err, errlen, -EEXIST,
-                          "host uid %u of %s is claimed by another devbox",
-                          (unsigned)cand, dir);
+            return sandbox_fs_err(
+                err, errlen, -EEXIST,
+                "host uid %u of %s is claimed by another devbox",
+                (unsigned)cand, dir);
         *uid = cand;
         return 0;
     }
@@ -491,27 +501,30 @@ static int claim_in_locked(const struct claim_kind *k, const char *dir,
         if (rc == -EEXIST)
             continue;
         if (rc != 0)
-            return sb_err(err, errlen, rc, "cannot claim a host uid in %s: %s",
-                          sb_rt.claims_dir, strerror(-rc));
+            return sandbox_fs_err(err, errlen, rc,
+                                  "cannot claim a host uid in %s: %s",
+                                  sandbox_rt.claims_dir, strerror(-rc));
         snprintf(buf, sizeof(buf), "%u\n", (unsigned)cand);
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        rc = dirfd < 0 ? -errno : sb_write_file(dirfd, k->file, buf, 0600);
-        sb_close_fd(dirfd);
+        rc = dirfd < 0 ? -errno
+                       : sandbox_fs_write_file(dirfd, k->file, buf, 0600);
+        sandbox_close_fd(dirfd);
         if (rc != 0) {
             claim_path(cand, path, sizeof(path));
             unlink(path);
-            return sb_err(err, errlen, rc,
-                          "cannot record the devbox uid in %s: %s", dir,
-                          strerror(-rc));
+            return sandbox_fs_err(err, errlen, rc,
+                                  "cannot record the devbox uid in %s: %s", dir,
+                                  strerror(-rc));
         }
         *uid = cand;
         return 0;
     }
-    return sb_err(err, errlen, -EUSERS,
-                  "all %u host uids are in use (by the devboxes and builds of "
-                  "every devboxd "
-                  "of this machine, claims in %s)",
-                  k->count, sb_rt.claims_dir);
+    return sandbox_fs_err(
+        err, errlen, -EUSERS,
+        "all %u host uids are in use (by the devboxes and builds of "
+        "every devboxd "
+        "of this machine, claims in %s)",
+        k->count, sandbox_rt.claims_dir);
 }
 
 static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
@@ -521,20 +534,20 @@ static int claim_in(const struct claim_kind *k, const char *dir, const char *id,
     int rc;
 
     if (lock < 0)
-        return sb_err(err, errlen, lock,
-                      "cannot lock the host uid claims in %s: %s",
-                      sb_rt.claims_dir, strerror(-lock));
+        return sandbox_fs_err(err, errlen, lock,
+                              "cannot lock the host uid claims in %s: %s",
+                              sandbox_rt.claims_dir, strerror(-lock));
     rc = claim_in_locked(k, dir, id, uid, err, errlen);
     claims_unlock(lock);
     return rc;
 }
 
-int sb_range_claim(const char *dir, const char *id, uint32_t *base, char *err,
-                   size_t errlen)
+int sandbox_fs_range_claim(const char *dir, const char *id, uint32_t *base,
+                           char *err, size_t errlen)
 {
     struct claim_kind k = {SB_FILE_RANGE, SB_RANGE_BASE,
-                           sb_rt.range_slots != 0 ? sb_rt.range_slots
-                                                  : SB_RANGE_SLOTS,
+                           sandbox_rt.range_slots != 0 ? sandbox_rt.range_slots
+                                                       : SB_RANGE_SLOTS,
                            SB_RANGE_SIZE};
     uid_t v = 0;
     int rc = claim_in(&k, dir, id, &v, err, errlen);
@@ -552,7 +565,7 @@ static int release_one(const char *dir, const char *file)
 
     if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
         return -ENAMETOOLONG;
-    if (sb_read_small(path, buf, sizeof(buf)) <= 0)
+    if (sandbox_fs_read_small(path, buf, sizeof(buf)) <= 0)
         return 0;
     v = strtoul(buf, &end, 10);
     if (end == buf || v > UINT32_MAX)
@@ -566,7 +579,7 @@ static int release_one(const char *dir, const char *file)
     return 0;
 }
 
-int sb_uid_release(const char *dir)
+int sandbox_fs_uid_release(const char *dir)
 {
     int lock = claims_lock();
     int rc;
@@ -598,7 +611,7 @@ static int rm_entry(const char *path, const struct stat *st, int type,
     return 0;
 }
 
-int sb_remove_tree(const char *path)
+int sandbox_fs_remove_tree(const char *path)
 {
     struct stat st;
     int rc;
@@ -613,7 +626,7 @@ int sb_remove_tree(const char *path)
 
 /* ---- runc runtime layout ----------------------------------------------- */
 
-bool sb_valid_user_name(const char *name)
+bool sandbox_fs_valid_user_name(const char *name)
 {
     size_t i;
 
@@ -682,7 +695,7 @@ static int add_account_line(int basefd, const char *image, const char *file,
         goto out;
     }
     snprintf(path, sizeof(path), "etc/%s", file);
-    rc = sb_write_file(basefd, path, out, mode);
+    rc = sandbox_fs_write_file(basefd, path, out, mode);
 out:
     free(text);
     free(out);
@@ -733,7 +746,7 @@ static int add_user(int basefd, const char *image, const char *user,
     if (rc == 0) {
         snprintf(path, sizeof(path), "etc/sudoers.d/%s", user);
         snprintf(line, sizeof(line), "%s ALL=(ALL:ALL) NOPASSWD: ALL\n", user);
-        rc = sb_write_file(basefd, path, line, 0440);
+        rc = sandbox_fs_write_file(basefd, path, line, 0440);
     }
     if (rc == 0) {
         snprintf(path, sizeof(path), "home/%s", user);
@@ -742,23 +755,24 @@ static int add_user(int basefd, const char *image, const char *user,
     return rc;
 }
 
-int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range,
-                       const char *image, const char *user, uint32_t uid,
-                       char *err, size_t errlen)
+int sandbox_fs_prepare_dir_oci(const char *dir, const char *id, uint32_t range,
+                               const char *image, const char *user,
+                               uint32_t uid, char *err, size_t errlen)
 {
     char path[4096];
     int dirfd = -1;
     int basefd = -1;
     int rc;
 
-    rc = sb_prepare_dir(dir, id, range + SB_INSIDE_UID, range + SB_INSIDE_UID,
-                        err, errlen);
+    rc = sandbox_fs_prepare_dir(dir, id, range + SB_INSIDE_UID,
+                                range + SB_INSIDE_UID, err, errlen);
     if (rc != 0)
         return rc;
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0)
-        return sb_err(err, errlen, -errno, "cannot open devbox dir %s: %s", dir,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot open devbox dir %s: %s", dir,
+                              strerror(errno));
     basefd = openat(dirfd, SB_DIR_BASE,
                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (basefd < 0) {
@@ -780,9 +794,9 @@ int sb_prepare_dir_oci(const char *dir, const char *id, uint32_t range,
         rc = errno != 0 ? -errno : -EIO;
 out:
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
-               strerror(-rc));
-    sb_close_fd(basefd);
+        sandbox_fs_err(err, errlen, rc, "cannot lay out devbox dir %s: %s", dir,
+                       strerror(-rc));
+    sandbox_close_fd(basefd);
     close(dirfd);
     return rc;
 }

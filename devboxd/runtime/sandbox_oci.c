@@ -52,7 +52,7 @@ static int write_map(pid_t pid, const char *file, uint32_t inside,
 /* A user namespace mapping inside..inside+SB_RANGE_SIZE-1 to base..: made
  * by a child that unshares and waits until its maps are written and the
  * namespace is opened.  Returns an O_CLOEXEC fd or -errno. */
-int sb_oci_userns_map(uint32_t inside, uint32_t base)
+int sandbox_oci_userns_map(uint32_t inside, uint32_t base)
 {
     char path[64];
     int go[2] = {-1, -1};
@@ -104,19 +104,19 @@ int sb_oci_userns_map(uint32_t inside, uint32_t base)
     go[1] = -1;
     waitpid(pid, &status, 0);
 out:
-    sb_close_pair(go);
-    sb_close_pair(ready);
+    sandbox_close_pair(go);
+    sandbox_close_pair(ready);
     return rc != 0 ? rc : fd;
 }
 
-int sb_oci_userns(uint32_t base)
+int sandbox_oci_userns(uint32_t base)
 {
-    return sb_oci_userns_map(0, base);
+    return sandbox_oci_userns_map(0, base);
 }
 
 /* A detached, read-only, idmapped clone of path: files of host uid N show
  * as base+N, so the image's root-owned files belong to the devbox's root. */
-int sb_oci_idmapped(const char *path, int userns_fd)
+int sandbox_oci_idmapped(const char *path, int userns_fd)
 {
     struct mount_attr attr;
     int fd;
@@ -205,7 +205,7 @@ static void add_mount(cJSON *mounts, const char *dst, const char *type,
 }
 
 /* /dev, /dev/shm, /run and the agent's state dir are not here: the
- * launcher mounts tmpfs's devboxd made (sb_oci_mounts) before runc runs. */
+ * launcher mounts tmpfs's devboxd made (sandbox_oci_mounts) before runc runs. */
 static cJSON *build_mounts(bool meminfo)
 {
     cJSON *m = cJSON_CreateArray();
@@ -316,7 +316,7 @@ static cJSON *build_linux(const struct sb_oci_conf *c)
     }
     cJSON_AddItemToObject(l, "maskedPaths", str_array(masked));
     cJSON_AddItemToObject(l, "readonlyPaths", str_array(readonly));
-    sc = sb_seccomp_oci();
+    sc = sandbox_seccomp_oci();
     if (sc == NULL) { /* never a devbox without its filter */
         cJSON_Delete(l);
         return NULL;
@@ -325,7 +325,7 @@ static cJSON *build_linux(const struct sb_oci_conf *c)
     return l;
 }
 
-char *sb_oci_config(const struct sb_oci_conf *c)
+char *sandbox_oci_config(const struct sb_oci_conf *c)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *r = NULL;
@@ -383,24 +383,24 @@ static int detached_tmpfs(const char *mode, const char *size, unsigned attrs,
     if (fchownat(mfd, "", owner, owner, AT_EMPTY_PATH) != 0)
         rc = -errno;
 out:
-    sb_close_fd(fsfd);
+    sandbox_close_fd(fsfd);
     if (rc != 0)
-        sb_close_fd(mfd);
+        sandbox_close_fd(mfd);
     return rc != 0 ? rc : mfd;
 }
 
-void sb_oci_mounts_close(struct sb_oci_mounts *m)
+void sandbox_oci_mounts_close(struct sandbox_oci_mounts *m)
 {
-    sb_close_fd(m->stage);
-    sb_close_fd(m->dev);
-    sb_close_fd(m->shm);
-    sb_close_fd(m->run);
-    sb_close_fd(m->state);
+    sandbox_close_fd(m->stage);
+    sandbox_close_fd(m->dev);
+    sandbox_close_fd(m->shm);
+    sandbox_close_fd(m->run);
+    sandbox_close_fd(m->state);
     m->stage = m->dev = m->shm = m->run = m->state = -1;
 }
 
-int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid,
-                  bool meminfo, int *meminfo_fd)
+int sandbox_oci_mounts(struct sandbox_oci_mounts *m, uint32_t range,
+                       uint32_t uid, bool meminfo, int *meminfo_fd)
 {
     const unsigned nsnd = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     int rc = 0;
@@ -446,8 +446,8 @@ int sb_oci_mounts(struct sb_oci_mounts *m, uint32_t range, uint32_t uid,
         rc = m->state < 0 ? m->state : 0;
     }
     if (rc != 0) {
-        sb_oci_mounts_close(m);
-        sb_close_fd(*meminfo_fd);
+        sandbox_oci_mounts_close(m);
+        sandbox_close_fd(*meminfo_fd);
         *meminfo_fd = -1;
     }
     return rc;
@@ -482,8 +482,8 @@ static uint64_t stat_value(const char *stat, const char *key)
     return 0;
 }
 
-size_t sb_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
-                           uint64_t usage, const char *stat)
+size_t sandbox_oci_meminfo_text(char *buf, size_t len, uint64_t limit,
+                                uint64_t usage, const char *stat)
 {
     uint64_t cache = stat_value(stat, "total_cache");
     uint64_t shmem = stat_value(stat, "total_shmem");

@@ -37,17 +37,17 @@ struct sandbox {
     int64_t meminfo_ms; /* when it was last written */
 };
 
-int64_t sb_now_ms(void);
+int64_t sandbox_now_ms(void);
 /* Duplicate of sb->master/rootfd/init_pidfd taken under sb->lock, so it
  * stays valid across a concurrent sandbox_stop; -ESRCH once stopped. */
-int sb_dup_fd(struct sandbox *sb, const int *field);
-int sb_poll_until(int fd, short events, int64_t deadline);
+int sandbox_dup_fd(struct sandbox *sb, const int *field);
+int sandbox_poll_until(int fd, short events, int64_t deadline);
 /* Waits (bounded) for our own child to exit and reaps it (SIGKILL when
  * it outlives timeout_ms). */
-void sb_reap_child(pid_t pid, int pidfd, int timeout_ms);
+void sandbox_reap_child(pid_t pid, int pidfd, int timeout_ms);
 /* Every signal at its default and none blocked, for a child before its
  * exec (devboxd's own mask and ignored signals survive execve).
  * Async-signal-safe. */
-void sb_child_default_signals(void);
+void sandbox_child_default_signals(void);
 
 #endif

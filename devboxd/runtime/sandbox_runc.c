@@ -76,52 +76,56 @@ static int open_helper(const char *path, char *err, size_t errlen)
     int copy;
 
     if (fd < 0)
-        return sb_err(err, errlen, -errno, "cannot open %s: %s", path,
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno, "cannot open %s: %s", path,
+                              strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return sb_err(err, errlen, -ENOEXEC, "%s is not a regular file", path);
+        return sandbox_fs_err(err, errlen, -ENOEXEC, "%s is not a regular file",
+                              path);
     }
     if ((st.st_mode & 0005) == 0005)
         return fd;
     copy = helper_copy(fd);
     close(fd);
     if (copy < 0)
-        return sb_err(err, errlen, copy, "cannot stage %s for the devbox: %s",
-                      path, strerror(-copy));
+        return sandbox_fs_err(err, errlen, copy,
+                              "cannot stage %s for the devbox: %s", path,
+                              strerror(-copy));
     return copy;
 }
 
 /* ---- init -------------------------------------------------------------- */
 
-int sb_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err,
-                 size_t errlen)
+int sandbox_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err,
+                      size_t errlen)
 {
     int fd;
 
-    sb_rt.runc_path = strdup(rt->runc_path != NULL && rt->runc_path[0] != '\0'
-                                 ? rt->runc_path
-                                 : "/usr/sbin/runc");
-    if (sb_rt.runc_path == NULL ||
-        asprintf(&sb_rt.runc_root, "%s/runc", sbdir) < 0) {
-        sb_rt.runc_root = NULL;
-        return sb_err(err, errlen, -ENOMEM, "out of memory");
+    sandbox_rt.runc_path = strdup(
+        rt->runc_path != NULL && rt->runc_path[0] != '\0' ? rt->runc_path
+                                                          : "/usr/sbin/runc");
+    if (sandbox_rt.runc_path == NULL ||
+        asprintf(&sandbox_rt.runc_root, "%s/runc", sbdir) < 0) {
+        sandbox_rt.runc_root = NULL;
+        return sandbox_fs_err(err, errlen, -ENOMEM, "out of memory");
     }
-    if (access(sb_rt.runc_path, X_OK) != 0)
-        return sb_err(err, errlen, -ENOENT,
-                      "runc, the devbox runtime, is not at %s: install it "
-                      "(apt-get install runc; scripts/bootstrap) or point "
-                      "RLMCP_RUNC at it",
-                      sb_rt.runc_path);
-    if (mkdir(sb_rt.runc_root, 0700) != 0 && errno != EEXIST)
-        return sb_err(err, errlen, -errno, "cannot create %s: %s",
-                      sb_rt.runc_root, strerror(errno));
-    fd = sb_oci_userns(SB_RANGE_BASE);
+    if (access(sandbox_rt.runc_path, X_OK) != 0)
+        return sandbox_fs_err(
+            err, errlen, -ENOENT,
+            "runc, the devbox runtime, is not at %s: install it "
+            "(apt-get install runc; scripts/bootstrap) or point "
+            "RLMCP_RUNC at it",
+            sandbox_rt.runc_path);
+    if (mkdir(sandbox_rt.runc_root, 0700) != 0 && errno != EEXIST)
+        return sandbox_fs_err(err, errlen, -errno, "cannot create %s: %s",
+                              sandbox_rt.runc_root, strerror(errno));
+    fd = sandbox_oci_userns(SB_RANGE_BASE);
     if (fd < 0)
-        return sb_err(err, errlen, fd,
-                      "user namespaces are unavailable (%s); devboxes need "
-                      "them (sysctl user.max_user_namespaces > 0)",
-                      strerror(-fd));
+        return sandbox_fs_err(
+            err, errlen, fd,
+            "user namespaces are unavailable (%s); devboxes need "
+            "them (sysctl user.max_user_namespaces > 0)",
+            strerror(-fd));
     close(fd);
     return 0;
 }
@@ -189,9 +193,10 @@ struct launch_io {
     int agent_fd; /* the agent binary */
     int ptyd_fd;  /* the PTY server binary, or -1 */
     int devnull;
-    int sp[2];      /* [0] devboxd's master, [1] the agent's end -> fd 3 */
-    int errp[2];    /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
-    cpu_set_t cpus; /* the devbox's CPUs, when pin_cpus (sb_cpu_pick) */
+    int sp[2];   /* [0] devboxd's master, [1] the agent's end -> fd 3 */
+    int errp[2]; /* the launcher's stderr: [0] devboxd reads, [1] -> fd 2 */
+    cpu_set_t
+        cpus; /* the devbox's CPUs, when pin_cpus (sandbox_cgroup_cpu_pick) */
     bool pin_cpus;
 };
 
@@ -248,10 +253,11 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err,
     int rc = 0;
 
     *sender = 0;
-    rc = sb_poll_until(sb->master, POLLIN, sb_now_ms() + SB_START_TIMEOUT_MS);
+    rc = sandbox_poll_until(sb->master, POLLIN,
+                            sandbox_now_ms() + SB_START_TIMEOUT_MS);
     if (rc != 0)
-        return sb_err(err, errlen, rc,
-                      "the devbox agent did not start in time");
+        return sandbox_fs_err(err, errlen, rc,
+                              "the devbox agent did not start in time");
     memset(&mh, 0, sizeof(mh));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -259,8 +265,8 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err,
     mh.msg_controllen = sizeof(cbuf);
     n = recvmsg(sb->master, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n <= 0)
-        return sb_err(err, errlen, -EIO,
-                      "the devbox agent exited during start");
+        return sandbox_fs_err(err, errlen, -EIO,
+                              "the devbox agent exited during start");
     buf[n] = '\0';
     for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS)
@@ -271,8 +277,8 @@ static int wait_hello(struct sandbox *sb, pid_t *sender, char *err,
     ver = cJSON_GetObjectItemCaseSensitive(js, "version");
     if (!cJSON_IsString(ev) || strcmp(ev->valuestring, "hello") != 0 ||
         !cJSON_IsNumber(ver) || ver->valueint != AGENT_PROTO_VERSION)
-        rc = sb_err(err, errlen, -EPROTO,
-                    "the devbox agent spoke an unknown protocol");
+        rc = sandbox_fs_err(err, errlen, -EPROTO,
+                            "the devbox agent spoke an unknown protocol");
     cJSON_Delete(js);
     *sender = cred.pid;
     return rc;
@@ -301,21 +307,22 @@ static int finish_start(struct sandbox *sb, int rc, int why_ms, char *err,
 {
     if (rc != 0) {
         if (sb->errpipe_r >= 0)
-            sb_poll_until(sb->errpipe_r, POLLIN, sb_now_ms() + why_ms);
+            sandbox_poll_until(sb->errpipe_r, POLLIN,
+                               sandbox_now_ms() + why_ms);
         read_errpipe(sb->errpipe_r, err, errlen);
     }
-    sb_close_fd(sb->errpipe_r);
+    sandbox_close_fd(sb->errpipe_r);
     sb->errpipe_r = -1;
     return rc;
 }
 
 static void close_launch_io(struct launch_io *io)
 {
-    sb_close_pair(io->sp);
-    sb_close_pair(io->errp);
-    sb_close_fd(io->devnull);
-    sb_close_fd(io->agent_fd);
-    sb_close_fd(io->ptyd_fd);
+    sandbox_close_pair(io->sp);
+    sandbox_close_pair(io->errp);
+    sandbox_close_fd(io->devnull);
+    sandbox_close_fd(io->agent_fd);
+    sandbox_close_fd(io->ptyd_fd);
     io->devnull = io->agent_fd = io->ptyd_fd = -1;
 }
 
@@ -330,11 +337,11 @@ static int open_launch_io(struct launch_io *io, bool passcred, char *err,
     io->sp[0] = io->sp[1] = io->errp[0] = io->errp[1] = -1;
     io->agent_fd = io->ptyd_fd = -1;
     io->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    io->agent_fd = open_helper(sb_rt.agent_path, err, errlen);
+    io->agent_fd = open_helper(sandbox_rt.agent_path, err, errlen);
     if (io->agent_fd < 0)
         return io->agent_fd;
-    if (sb_rt.ptyd_path != NULL) {
-        io->ptyd_fd = open_helper(sb_rt.ptyd_path, err, errlen);
+    if (sandbox_rt.ptyd_path != NULL) {
+        io->ptyd_fd = open_helper(sandbox_rt.ptyd_path, err, errlen);
         if (io->ptyd_fd < 0)
             return io->ptyd_fd;
     }
@@ -343,8 +350,9 @@ static int open_launch_io(struct launch_io *io, bool passcred, char *err,
         (passcred && setsockopt(io->sp[0], SOL_SOCKET, SO_PASSCRED, &one,
                                 sizeof(one)) != 0) ||
         pipe2(io->errp, O_CLOEXEC | O_NONBLOCK) != 0)
-        return sb_err(err, errlen, -errno, "cannot create sandbox channels: %s",
-                      strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno,
+                              "cannot create sandbox channels: %s",
+                              strerror(errno));
     return 0;
 }
 
@@ -358,7 +366,7 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
     pid_t pid = fork();
 
     if (pid < 0)
-        return sb_err(err, errlen, -errno, "fork: %s", strerror(errno));
+        return sandbox_fs_err(err, errlen, -errno, "fork: %s", strerror(errno));
     if (pid == 0) {
         /* Inherited by runc and everything in the devbox. */
         if (io->pin_cpus &&
@@ -374,8 +382,8 @@ static pid_t fork_launcher(struct sandbox *sb, struct launch_io *io,
     sb->errpipe_r = io->errp[0];
     io->errp[0] = -1;
     /* Only the child keeps these ends. */
-    sb_close_pair(io->sp);
-    sb_close_pair(io->errp);
+    sandbox_close_pair(io->sp);
+    sandbox_close_pair(io->errp);
     return pid;
 }
 
@@ -415,13 +423,13 @@ static int set_shared_layer(int fsfd, const char *path, uid_t owner,
     if (owner < SB_RANGE_BASE)
         return -EINVAL; /* a single-uid layer: the engine copies those */
     if (*userns < 0 || *userns_owner != owner) {
-        sb_close_fd(*userns);
-        *userns = sb_oci_userns_map(owner, range);
+        sandbox_close_fd(*userns);
+        *userns = sandbox_oci_userns_map(owner, range);
         if (*userns < 0)
             return *userns;
         *userns_owner = owner;
     }
-    fd = sb_oci_idmapped(path, *userns);
+    fd = sandbox_oci_idmapped(path, *userns);
     if (fd < 0)
         return fd;
     fds[(*nfds)++] = fd;
@@ -450,7 +458,7 @@ static int oci_fsconfig(int fsfd, const struct sb_spec *spec, uint32_t range,
             rc = set_fd_option(fsfd, "lowerdir+", spec->lower_layers[i], NULL,
                                fds, nfds);
     }
-    sb_close_fd(userns);
+    sandbox_close_fd(userns);
     if (rc == 0)
         rc = set_fd_option(fsfd, "lowerdir+", dir, SB_DIR_BASE, fds, nfds);
     snprintf(name, sizeof(name), "/proc/self/fd/%d", imgfd);
@@ -481,50 +489,51 @@ static int mount_overlay_oci(const struct sb_spec *spec, uint32_t range,
     int mfd = -1;
     int rc = 0;
 
-    userns = sb_oci_userns(range);
+    userns = sandbox_oci_userns(range);
     if (userns < 0) {
-        rc = sb_err(err, errlen, userns,
-                    "cannot create the devbox's user namespace: %s",
-                    strerror(-userns));
+        rc = sandbox_fs_err(err, errlen, userns,
+                            "cannot create the devbox's user namespace: %s",
+                            strerror(-userns));
         goto out;
     }
-    imgfd = sb_oci_idmapped(spec->image, userns);
+    imgfd = sandbox_oci_idmapped(spec->image, userns);
     if (imgfd < 0) {
-        rc = sb_err(err, errlen, imgfd,
-                    "cannot map the image %s to the devbox's ids: %s",
-                    spec->image, strerror(-imgfd));
+        rc = sandbox_fs_err(err, errlen, imgfd,
+                            "cannot map the image %s to the devbox's ids: %s",
+                            spec->image, strerror(-imgfd));
         goto out;
     }
     fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
     if (fsfd < 0) {
-        rc = sb_err(err, errlen, -errno, "overlayfs unavailable: %s",
-                    strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno, "overlayfs unavailable: %s",
+                            strerror(errno));
         goto out;
     }
     rc = oci_fsconfig(fsfd, spec, range, imgfd, fds, &nfds);
     if (rc != 0) {
-        sb_err(err, errlen, rc, "cannot mount the root overlay of %s: %s%s",
-               spec->dir, strerror(-rc), fs_log(fsfd, why, sizeof(why)));
+        sandbox_fs_err(err, errlen, rc,
+                       "cannot mount the root overlay of %s: %s%s", spec->dir,
+                       strerror(-rc), fs_log(fsfd, why, sizeof(why)));
         goto out;
     }
     mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
     if (mfd < 0)
-        rc = sb_err(err, errlen, -errno,
-                    "cannot mount the root overlay of %s: %s", spec->dir,
-                    strerror(errno));
+        rc = sandbox_fs_err(err, errlen, -errno,
+                            "cannot mount the root overlay of %s: %s",
+                            spec->dir, strerror(errno));
 out:
     while (nfds > 0)
         close(fds[--nfds]);
-    sb_close_fd(fsfd);
-    sb_close_fd(imgfd);
-    sb_close_fd(userns);
+    sandbox_close_fd(fsfd);
+    sandbox_close_fd(imgfd);
+    sandbox_close_fd(userns);
     return rc != 0 ? rc : mfd;
 }
 
 struct oci_launch {
     char **argv;
     int mntfd;
-    struct sb_oci_mounts mounts;
+    struct sandbox_oci_mounts mounts;
     struct launch_io io; /* agent -> SB_OCI_AGENT_FD, ptyd -> SB_OCI_PTYD_FD */
 };
 
@@ -602,7 +611,7 @@ static void oci_child(const void *arg)
         dup2(hi[1], SB_OCI_AGENT_FD) < 0 || dup2(hi[2], SB_OCI_PTYD_FD) < 0)
         child_fail(l->io.errp[1], "dup2");
     close_range(SB_OCI_PTYD_FD + 1, ~0U, 0);
-    sb_child_default_signals();
+    sandbox_child_default_signals();
     execve(l->argv[0], l->argv, envp);
     child_fail(2, "exec runc");
 }
@@ -617,20 +626,20 @@ static int set_fallback_rlimits(struct sandbox *sb, const struct sb_limits *lim,
 {
     struct rlimit rl;
 
-    if (!sb_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
+    if (!sandbox_rt.have_ctl[SB_CG_MEMORY] && lim->memory_bytes > 0) {
         rl.rlim_cur = rl.rlim_max = lim->memory_bytes;
         if (prlimit(sb->init_pid, RLIMIT_AS, &rl, NULL) != 0)
-            return sb_err(err, errlen, -errno,
-                          "cannot limit the devbox's memory: %s",
-                          strerror(errno));
+            return sandbox_fs_err(err, errlen, -errno,
+                                  "cannot limit the devbox's memory: %s",
+                                  strerror(errno));
     }
-    if (!sb_rt.have_ctl[SB_CG_PIDS]) {
+    if (!sandbox_rt.have_ctl[SB_CG_PIDS]) {
         rl.rlim_cur = rl.rlim_max =
             (lim->pids_max ? lim->pids_max : SB_DEFAULT_PIDS) + 8;
         if (prlimit(sb->init_pid, RLIMIT_NPROC, &rl, NULL) != 0)
-            return sb_err(err, errlen, -errno,
-                          "cannot limit the devbox's processes: %s",
-                          strerror(errno));
+            return sandbox_fs_err(err, errlen, -errno,
+                                  "cannot limit the devbox's processes: %s",
+                                  strerror(errno));
     }
     return 0;
 }
@@ -642,22 +651,23 @@ static int wait_hello_oci(struct sandbox *sb, char *err, size_t errlen)
     int rc = wait_hello(sb, &pid, err, errlen);
 
     if (rc == 0 && pid <= 1)
-        rc = sb_err(err, errlen, -EPROTO, "the devbox agent's pid is unknown");
+        rc = sandbox_fs_err(err, errlen, -EPROTO,
+                            "the devbox agent's pid is unknown");
     if (rc == 0) {
         sb->init_pid = pid;
         sb->init_pidfd = pidfd_open(pid, 0);
         if (sb->init_pidfd < 0)
-            rc = sb_err(err, errlen, -errno,
-                        "the devbox agent exited during start");
+            rc = sandbox_fs_err(err, errlen, -errno,
+                                "the devbox agent exited during start");
     }
     return rc;
 }
 
 static int oci_argv(const struct sb_spec *spec, struct argvec *av, bool ptyd)
 {
-    av_add(av, sb_rt.runc_path);
+    av_add(av, sandbox_rt.runc_path);
     av_add(av, "--root");
-    av_add(av, sb_rt.runc_root);
+    av_add(av, sandbox_rt.runc_root);
     av_add(av, "run");
     av_add(av, "--bundle");
     av_add(av, spec->dir);
@@ -682,7 +692,7 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
 
     memset(&c, 0, sizeof(c));
     c.id = spec->id;
-    c.cgroup_name = sb_rt.cgroup_name;
+    c.cgroup_name = sandbox_rt.cgroup_name;
     c.range = sb->range;
     c.uid = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
     c.user = spec->user_name != NULL ? spec->user_name : "user";
@@ -692,31 +702,32 @@ static int write_bundle(struct sandbox *sb, const struct sb_spec *spec,
         snprintf(home, sizeof(home), "/home/%s", c.user);
     c.home = home;
     c.env = spec->env;
-    c.with_ptyd = sb_rt.ptyd_path != NULL;
+    c.with_ptyd = sandbox_rt.ptyd_path != NULL;
     c.meminfo = sb->meminfo_fd >= 0;
     if (io->pin_cpus) {
-        sb_cpu_list(&io->cpus, cpus, sizeof(cpus));
+        sandbox_cgroup_cpu_list(&io->cpus, cpus, sizeof(cpus));
         c.cpus = cpus;
     }
-    text = sb_oci_config(&c);
+    text = sandbox_oci_config(&c);
     dirfd = open(spec->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     rc = text == NULL ? -ENOMEM
          : dirfd < 0  ? -errno
-                      : sb_write_file(dirfd, "config.json", text, 0600);
+                      : sandbox_fs_write_file(dirfd, "config.json", text, 0600);
     if (rc != 0)
-        sb_err(err, errlen, rc, "cannot write the devbox's OCI bundle: %s",
-               strerror(-rc));
+        sandbox_fs_err(err, errlen, rc,
+                       "cannot write the devbox's OCI bundle: %s",
+                       strerror(-rc));
     if (rc == 0)
-        sb_runc_delete(spec->id);
-    sb_close_fd(dirfd);
+        sandbox_runc_delete(spec->id);
+    sandbox_close_fd(dirfd);
     free(text);
     return rc;
 }
 
 /* ---- the interface (sandbox_runc.h) --------------------------------------- */
 
-int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                  size_t errlen)
+int sandbox_runc_start(struct sandbox *sb, const struct sb_spec *spec,
+                       char *err, size_t errlen)
 {
     struct argvec av = {0};
     struct oci_launch l;
@@ -727,13 +738,15 @@ int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
     l.mounts.stage = l.mounts.dev = l.mounts.shm = l.mounts.run =
         l.mounts.state = -1;
     rc = open_launch_io(&l.io, true, err, errlen);
-    l.io.pin_cpus = sb_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
+    l.io.pin_cpus =
+        sandbox_cgroup_cpu_pick(spec->id, spec->limits.cpu_millis, &l.io.cpus);
     if (rc == 0) {
-        rc = sb_oci_mounts(&l.mounts, sb->range, sb->uid - sb->range,
-                           spec->limits.memory_bytes > 0, &sb->meminfo_fd);
+        rc = sandbox_oci_mounts(&l.mounts, sb->range, sb->uid - sb->range,
+                                spec->limits.memory_bytes > 0, &sb->meminfo_fd);
         if (rc != 0)
-            sb_err(err, errlen, rc, "cannot make the devbox's tmpfs mounts: %s",
-                   strerror(-rc));
+            sandbox_fs_err(err, errlen, rc,
+                           "cannot make the devbox's tmpfs mounts: %s",
+                           strerror(-rc));
     }
     if (rc == 0 && sb->meminfo_fd >= 0) {
         sb->meminfo_limit = spec->limits.memory_bytes;
@@ -745,7 +758,7 @@ int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
     if (rc != 0)
         goto out;
     if (oci_argv(spec, &av, l.io.ptyd_fd >= 0) != 0) {
-        rc = sb_err(err, errlen, -ENOMEM, "out of memory");
+        rc = sandbox_fs_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
     l.argv = av.v;
@@ -762,30 +775,30 @@ int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
     rc = finish_start(sb, rc, 2000, err, errlen);
 out:
     close_launch_io(&l.io);
-    sb_oci_mounts_close(&l.mounts);
+    sandbox_oci_mounts_close(&l.mounts);
     av_free(&av);
     return rc;
 }
 
-int sb_runc_create(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                   size_t errlen)
+int sandbox_runc_create(struct sandbox *sb, const struct sb_spec *spec,
+                        char *err, size_t errlen)
 {
     uint32_t inside = spec->user_name != NULL ? spec->user_uid : SB_INSIDE_UID;
     int rc;
 
-    rc = sb_range_claim(spec->dir, spec->id, &sb->range, err, errlen);
+    rc = sandbox_fs_range_claim(spec->dir, spec->id, &sb->range, err, errlen);
     if (rc != 0)
         return rc;
     sb->uid = sb->range + inside;
-    rc = sb_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image,
-                            spec->user_name, inside, err, errlen);
+    rc = sandbox_fs_prepare_dir_oci(spec->dir, spec->id, sb->range, spec->image,
+                                    spec->user_name, inside, err, errlen);
     if (rc != 0)
         return rc;
     sb->rootfd = mount_overlay_oci(spec, sb->range, err, errlen);
     return sb->rootfd < 0 ? sb->rootfd : 0;
 }
 
-void sb_runc_kill(struct sandbox *sb, int init_pidfd, struct sb_cgroup *cg)
+void sandbox_runc_kill(struct sandbox *sb, int init_pidfd, struct sb_cgroup *cg)
 {
     /* Kill pid 1 inside first (the kernel then kills the whole pid
      * namespace) and let runc reap it and exit: killing runc first would
@@ -794,42 +807,43 @@ void sb_runc_kill(struct sandbox *sb, int init_pidfd, struct sb_cgroup *cg)
         pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
     /* A frozen task acts on SIGKILL only once thawed: a devbox left frozen
      * (a snapshot whose thaw failed) must not make the reap below wait. */
-    sb_cg_freeze(cg, false, 1000);
-    sb_reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
+    sandbox_cgroup_freeze(cg, false, 1000);
+    sandbox_reap_child(sb->launcher_pid, sb->launcher_pidfd, 5000);
     sb->launcher_pid = 0;
-    sb_close_fd(sb->launcher_pidfd);
+    sandbox_close_fd(sb->launcher_pidfd);
     sb->launcher_pidfd = -1;
-    sb_cg_kill_all(cg,
-                   5000); /* anything that slipped out of the pid namespace */
+    sandbox_cgroup_kill_all(
+        cg, 5000); /* anything that slipped out of the pid namespace */
 }
 
-void sb_runc_delete(const char *id)
+void sandbox_runc_delete(const char *id)
 {
     char path[PATH_MAX];
 
-    if (sb_rt.runc_root == NULL)
+    if (sandbox_rt.runc_root == NULL)
         return;
-    snprintf(path, sizeof(path), "%s/%s", sb_rt.runc_root, id);
-    sb_remove_tree(path);
+    snprintf(path, sizeof(path), "%s/%s", sandbox_rt.runc_root, id);
+    sandbox_fs_remove_tree(path);
 }
 
-int sb_runc_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
+int sandbox_runc_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms)
 {
-    int rc = sb_cg_freeze(cg, frozen, timeout_ms);
+    int rc = sandbox_cgroup_freeze(cg, frozen, timeout_ms);
 
     if (rc == -ETIMEDOUT && frozen)
-        sb_cg_freeze(cg, false, timeout_ms);
+        sandbox_cgroup_freeze(cg, false, timeout_ms);
     return rc;
 }
 
-void sb_runc_stats(const struct sandbox *sb, struct sb_usage *u)
+void sandbox_runc_stats(const struct sandbox *sb, struct sb_usage *u)
 {
     u->memory_bytes =
-        sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
-    u->memory_peak_bytes =
-        sb_cg_read_u64(&sb->cg, SB_CG_MEMORY, "memory.max_usage_in_bytes");
-    u->cpu_nanos = sb_cg_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
-    u->pids = (uint32_t)sb_cg_pids_current(&sb->cg);
-    u->oom_kills = sb_cg_oom_kills(&sb->cg) - sb->oom_base;
-    u->pids_denied = sb_cg_pids_denied(&sb->cg);
+        sandbox_cgroup_read_u64(&sb->cg, SB_CG_MEMORY, "memory.usage_in_bytes");
+    u->memory_peak_bytes = sandbox_cgroup_read_u64(&sb->cg, SB_CG_MEMORY,
+                                                   "memory.max_usage_in_bytes");
+    u->cpu_nanos =
+        sandbox_cgroup_read_u64(&sb->cg, SB_CG_CPUACCT, "cpuacct.usage");
+    u->pids = (uint32_t)sandbox_cgroup_pids_current(&sb->cg);
+    u->oom_kills = sandbox_cgroup_oom_kills(&sb->cg) - sb->oom_base;
+    u->pids_denied = sandbox_cgroup_pids_denied(&sb->cg);
 }

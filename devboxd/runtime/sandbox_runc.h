@@ -16,29 +16,30 @@ struct sb_cgroup;
 
 /* runc present (rt->runc_path, default /usr/sbin/runc), its state under
  * <sbdir>/runc, user namespaces available. */
-int sb_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err,
-                 size_t errlen);
+int sandbox_runc_init(const struct sb_runtime *rt, const char *sbdir, char *err,
+                      size_t errlen);
 /* The devbox's host id range (sb->range, sb->uid), its dir's layout and
  * its root overlay (sb->rootfd): its layers over an idmapped view of the
  * image. */
-int sb_runc_create(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                   size_t errlen);
+int sandbox_runc_create(struct sandbox *sb, const struct sb_spec *spec,
+                        char *err, size_t errlen);
 /* Writes the bundle and runs the container in the cgroups sb->cg (made
  * by the caller): returns once the agent said hello (sb->master,
  * sb->init_pid/pidfd, sb->launcher_pid/pidfd set).  Bounded: fails after
  * SB_START_TIMEOUT_MS, with what runc said. */
-int sb_runc_start(struct sandbox *sb, const struct sb_spec *spec, char *err,
-                  size_t errlen);
+int sandbox_runc_start(struct sandbox *sb, const struct sb_spec *spec,
+                       char *err, size_t errlen);
 /* Freezes or thaws every process of the group (cg holds the freezer's
  * path); a freeze that times out is undone. */
-int sb_runc_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms);
+int sandbox_runc_freeze(struct sb_cgroup *cg, bool frozen, int timeout_ms);
 /* Ends the container: pid 1 (init_pidfd), runc (reaped), then whatever
  * is left in cg. */
-void sb_runc_kill(struct sandbox *sb, int init_pidfd, struct sb_cgroup *cg);
+void sandbox_runc_kill(struct sandbox *sb, int init_pidfd,
+                       struct sb_cgroup *cg);
 /* Removes runc's state of container id (one that ran before, or whose
  * runc was killed with devboxd). */
-void sb_runc_delete(const char *id);
+void sandbox_runc_delete(const char *id);
 /* Usage figures from the devbox's groups; the caller holds sb->lock. */
-void sb_runc_stats(const struct sandbox *sb, struct sb_usage *u);
+void sandbox_runc_stats(const struct sandbox *sb, struct sb_usage *u);
 
 #endif

@@ -398,7 +398,7 @@ static int oci_emit(void *vctx, const char *name, int err, unsigned n,
     return 0;
 }
 
-cJSON *sb_seccomp_oci(void)
+cJSON *sandbox_seccomp_oci(void)
 {
     static const char *const archs[] = {"SCMP_ARCH_X86_64", NULL};
     struct oci_ctx c;
