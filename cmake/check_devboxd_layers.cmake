@@ -20,7 +20,10 @@
 # and main.c's): what each one leaves undefined and another defines, by
 # nm.  An object is mapped to its source by its path (<folder>/<file>.c.o).
 #
-# Fails naming each file and what it includes or calls.  ALLOWED lists the
+# With the objects it also checks names: a file exports only names that
+# start with its own ("<file>_") or a module prefix NAMES lists for it.
+#
+# Fails naming each file and what it includes, calls or exports.  ALLOWED lists the
 # edges still to remove, "<from> -> <to>: <reason>" one a line; a new edge
 # fails, and so does an entry no longer needed.
 
@@ -56,6 +59,22 @@ set(ALLOWED
     "build/build_context.h -> engine/engine.h: a build context is a storage object, found through the engine"
     "build/build_context.c -> engine/objects.h: a build context is a storage object (objects_open)"
     "build/build_context.c -> engine/objects.c: a build context is a storage object (objects_open)")
+
+# Module prefixes a file may export beside its own name, "<file>: <prefix>
+# [<prefix>...]: <reason>" one a line.
+set(NAMES
+    "engine/devboxes.c: engine_ dbx_ exec_: the engine's API (engine.h) and its records' status names"
+    "engine/executions.c: engine_: the engine's API (engine.h)"
+    "engine/blueprint_builds.c: blueprints_: the blueprints, as their routes name them"
+    "engine/disk_snapshots.c: snapshots_: the disk snapshots, as their routes name them"
+    "engine/pty_sessions.c: pty_engine_: the engine side of PTY sessions (ptyd/ is the other)"
+    "engine/tunnels.c: tunnel_: a devbox's tunnel"
+    "net/h2c.c: h2_: the HTTP/2 transport"
+    "net/http_server.c: http_: the front ends' shared helpers (http_internal.h) and the request model's clear and parse"
+    "net/tunnel_proxy.c: tunnel_: the tunnel listener (tunnel_server_) and its host and path parsing"
+    "rest/api_files.c: files_: the devbox file routes"
+    "rest/api_tunnels.c: api_: the tunnel and SSH key routes"
+    "runtime/sandbox_exec.c: sandbox_: the runtime's API (sandbox.h) for commands, files and ports")
 
 # ---------------------------------------------------------------- helpers
 
@@ -205,6 +224,7 @@ if(OBJECTS)
             string(MAKE_C_IDENTIFIER "${CMAKE_MATCH_1}" key)
             set(cur ${src_of_${key}})
             set(d_${sym} ${cur})
+            list(APPEND defs_${cur} ${sym})
         endif()
     endforeach()
     if(NOT DEFINED cur)
@@ -237,9 +257,43 @@ if(OBJECTS)
                 list(APPEND used_keys "${src} -> ${def}")
             else()
                 list(JOIN syms_${key} ", " names)
-                list(APPEND bad "${src} calls ${def} (${names}; ${why_${key}})")
+                list(APPEND bad "${src} calls ${def} (${names}: ${why_${key}})")
             endif()
         endforeach()
+    endforeach()
+
+    # Names: what a file exports starts with its name ("<file>_"), or with
+    # the module prefix NAMES lists for it.
+    foreach(src IN LISTS srcs)
+        get_filename_component(stem ${src} NAME_WE)
+        set(prefixes "${stem}_")
+        foreach(entry IN LISTS NAMES)
+            if(entry MATCHES "^([^:]+): ([^:]+): .+$" AND CMAKE_MATCH_1 STREQUAL src)
+                string(REPLACE " " ";" more "${CMAKE_MATCH_2}")
+                list(APPEND prefixes ${more})
+            endif()
+        endforeach()
+        set(odd)
+        foreach(sym IN LISTS defs_${src})
+            set(ok OFF)
+            if(sym STREQUAL stem)
+                set(ok ON)
+            endif()
+            foreach(prefix IN LISTS prefixes)
+                string(FIND "${sym}" "${prefix}" at)
+                if(at EQUAL 0)
+                    set(ok ON)
+                endif()
+            endforeach()
+            if(NOT ok)
+                list(APPEND odd ${sym})
+            endif()
+        endforeach()
+        if(odd)
+            list(JOIN odd ", " names)
+            list(JOIN prefixes " or " want)
+            list(APPEND bad "${src} exports ${names} (name it ${want}...)")
+        endif()
     endforeach()
     set(checked_calls ON)
 endif()
@@ -266,11 +320,12 @@ if(bad)
     message(FATAL_ERROR "devboxd layers: a file includes or calls only its own folder and the "
                         "layers below it (util.c < runtime < store < images < build < engine < "
                         "rest < net < main.c): move the code to the right layer, or pass a "
-                        "callback from main.c:\n  ${text}")
+                        "callback from main.c; and what it exports starts with its name:\n  ${text}")
 endif()
 list(LENGTH allowed_keys n_allowed)
 if(checked_calls)
-    message(STATUS "devboxd layers: includes and calls point down (${n_allowed} edges allowed for now)")
+    message(STATUS "devboxd layers: includes and calls point down (${n_allowed} edges allowed for now), "
+                   "exported names start with their file's")
 else()
     message(STATUS "devboxd layers: includes point down (${n_allowed} edges allowed for now; "
                    "calls not checked: no OBJECTS)")
