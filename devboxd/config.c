@@ -84,22 +84,20 @@ static const struct setting settings[S_COUNT] = {
                     "CPUs the devboxes' CPU limits may add up to"},
     [S_MAX_BUILDS] = {"RLMCP_MAX_BUILDS", K_WHOLE, 1, BIG, "2", NULL,
                       "blueprint builds at once; later ones wait"},
-    [S_BUILD_MEMORY_GB] = {"RLMCP_BUILD_MEMORY_GB", K_NUMBER, 0.0625, BIG,
-                           "4", NULL, "GiB of memory of one build"},
+    [S_BUILD_MEMORY_GB] = {"RLMCP_BUILD_MEMORY_GB", K_NUMBER, 0.0625, BIG, "4",
+                           NULL, "GiB of memory of one build"},
     [S_BUILD_CPUS] = {"RLMCP_BUILD_CPUS", K_NUMBER, 0.01, BIG, "1", NULL,
                       "CPUs of one build"},
-    [S_BUILD_TIMEOUT_S] = {"RLMCP_BUILD_TIMEOUT_S", K_NUMBER, 0, BIG,
-                           "3600", NULL, "seconds one build may run"},
-    [S_BUILD_CONTEXT_MB] = {"RLMCP_BUILD_CONTEXT_MB", K_NUMBER, 0,
-                            BIG, "1024", NULL,
-                            "MiB a build_context archive may unpack to"},
-    [S_BUILD_DISK_GB] = {"RLMCP_BUILD_DISK_GB", K_NUMBER, 0.25, BIG, "20",
-                         NULL, "GiB of the disk of one build"},
-    [S_STATE_DISK_RESERVE_MB] = {"RLMCP_STATE_DISK_RESERVE_MB", K_NUMBER,
-                                 0, BIG,
+    [S_BUILD_TIMEOUT_S] = {"RLMCP_BUILD_TIMEOUT_S", K_NUMBER, 0, BIG, "3600",
+                           NULL, "seconds one build may run"},
+    [S_BUILD_CONTEXT_MB] = {"RLMCP_BUILD_CONTEXT_MB", K_NUMBER, 0, BIG, "1024",
+                            NULL, "MiB a build_context archive may unpack to"},
+    [S_BUILD_DISK_GB] = {"RLMCP_BUILD_DISK_GB", K_NUMBER, 0.25, BIG, "20", NULL,
+                         "GiB of the disk of one build"},
+    [S_STATE_DISK_RESERVE_MB] = {"RLMCP_STATE_DISK_RESERVE_MB", K_NUMBER, 0,
+                                 BIG,
                                  "2% of the state filesystem, 64 MiB to 1 GiB",
-                                 NULL,
-                                 "MiB kept free on the state filesystem"},
+                                 NULL, "MiB kept free on the state filesystem"},
     [S_RECORD_RETENTION_DAYS] = {"RLMCP_RECORD_RETENTION_DAYS", K_NUMBER,
                                  0.00001, 36500, STR(RETENTION_DAYS_DEFAULT),
                                  NULL,
@@ -111,18 +109,18 @@ static const struct setting settings[S_COUNT] = {
                                 "newest first"},
     [S_WARM_POOL] = {"RLMCP_WARM_POOL", K_WHOLE, 0, WARM_POOL_MAX, "1", NULL,
                      "sandboxes kept started ahead (0 turns the pool off)"},
-    [S_EVICTION_NOTICE_S] = {"RLMCP_EVICTION_NOTICE_S", K_WHOLE, 0,
-                             RENEW_MAX_S, STR(EVICTION_NOTICE_DEFAULT_S), NULL,
+    [S_EVICTION_NOTICE_S] = {"RLMCP_EVICTION_NOTICE_S", K_WHOLE, 0, RENEW_MAX_S,
+                             STR(EVICTION_NOTICE_DEFAULT_S), NULL,
                              "seconds before a devbox's lifetime ends that "
                              "its eviction is announced"},
     [S_CODE_MOUNT_BASE] = {"RLMCP_CODE_MOUNT_BASE", K_TEXT, 0, 0,
                            CODE_MOUNTS_DEFAULT_BASE, NULL,
                            "code mounts clone BASE/<owner>/<repo>"},
-    [S_CODE_MOUNT_TIMEOUT_S] = {"RLMCP_CODE_MOUNT_TIMEOUT_S", K_WHOLE, 1,
-                                86400, STR(CODE_MOUNTS_DEFAULT_TIMEOUT_S),
-                                NULL, "seconds one code mount clone may take"},
-    [S_PTY_IDLE_TTL] = {"DEVBOXD_PTY_IDLE_TTL", K_WHOLE, 1,
-                        PTY_IDLE_TTL_MAX_S, STR(PTY_IDLE_TTL_DEFAULT_S), NULL,
+    [S_CODE_MOUNT_TIMEOUT_S] = {"RLMCP_CODE_MOUNT_TIMEOUT_S", K_WHOLE, 1, 86400,
+                                STR(CODE_MOUNTS_DEFAULT_TIMEOUT_S), NULL,
+                                "seconds one code mount clone may take"},
+    [S_PTY_IDLE_TTL] = {"DEVBOXD_PTY_IDLE_TTL", K_WHOLE, 1, PTY_IDLE_TTL_MAX_S,
+                        STR(PTY_IDLE_TTL_DEFAULT_S), NULL,
                         "seconds a detached PTY session lives"},
     [S_PTY_PING_TIMEOUT] = {"DEVBOXD_PTY_PING_TIMEOUT", K_WHOLE, 1,
                             PTY_PING_TIMEOUT_MAX_S,
@@ -196,8 +194,8 @@ const char *devboxd_config_range(size_t i, char *buf, size_t len)
         break;
     case K_CHOICE: {
         const char *c = s->choices;
-        size_t o = (size_t)snprintf(buf, len, "%s",
-                                    strchr(c, '|') != NULL ? "one of " : "only ");
+        size_t o = (size_t)snprintf(
+            buf, len, "%s", strchr(c, '|') != NULL ? "one of " : "only ");
 
         for (; *c != '\0' && o + 3 < len; c++) {
             if (*c == '|') {
@@ -251,8 +249,8 @@ static int number(int id, double def, double *out, char *err, size_t errlen)
         return 0;
     errno = 0;
     x = strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || !isfinite(x) ||
-        x < s->min || x > s->max || (s->kind == K_WHOLE && x != floor(x)) ||
+    if (errno != 0 || end == v || *end != '\0' || !isfinite(x) || x < s->min ||
+        x > s->max || (s->kind == K_WHOLE && x != floor(x)) ||
         (s->kind == K_NUMBER && s->min == 0 && x <= 0))
         return refuse(id, v, err, errlen);
     *out = x;
@@ -392,8 +390,7 @@ static int load_env(struct engine_settings *e, char *err, size_t errlen)
         text(S_RUNC, &e->runc_path, err, errlen) != 0 ||
         text(S_DEVBOX_DISK, &e->disk, err, errlen) != 0 ||
         text(S_UID_CLAIMS_DIR, &e->uid_claims_dir, err, errlen) != 0 ||
-        whole(S_UID_RANGE_SLOTS, (int)SB_RANGE_SLOTS, &slots, err, errlen) !=
-            0)
+        whole(S_UID_RANGE_SLOTS, (int)SB_RANGE_SLOTS, &slots, err, errlen) != 0)
         return -1;
     e->retention_days = days;
     e->retention_max = (size_t)max;

@@ -165,8 +165,8 @@ static void on_sandbox_stop(const char *box_id)
     tunnel_server_forget(hook_tunnels, box_id);
 }
 
-static int open_listeners(struct http_server *srv, const struct devboxd_config *o,
-                          int *ports)
+static int open_listeners(struct http_server *srv,
+                          const struct devboxd_config *o, int *ports)
 {
     char err[1024];
     int i;

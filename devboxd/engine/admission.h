@@ -23,7 +23,6 @@ struct admission_caps {
     double build_disk_gb; /* RLMCP_BUILD_DISK_GB, default 20 per build */
 };
 
-
 /* Whether one more devbox with mem_gb/cpus limits fits beside n admitted
  * devboxes whose limits add up to used_mem_gb/used_cpus.  0, or -1 with err
  * naming the cap and how to raise it. */

@@ -99,12 +99,12 @@ struct devbox {
  * "Usage"), checked against their ranges.  Strings are borrowed for the
  * process's life. */
 struct engine_settings {
-    struct admission_caps caps; /* RLMCP_MAX_*, RLMCP_BUILD_*,
+    struct admission_caps caps;  /* RLMCP_MAX_*, RLMCP_BUILD_*,
                                    RLMCP_STATE_DISK_RESERVE_MB */
-    double retention_days;      /* RLMCP_RECORD_RETENTION_DAYS */
-    size_t retention_max;       /* RLMCP_RECORD_RETENTION_MAX */
-    int warm_pool;              /* RLMCP_WARM_POOL: sandboxes started ahead */
-    int eviction_notice_s;      /* RLMCP_EVICTION_NOTICE_S */
+    double retention_days;       /* RLMCP_RECORD_RETENTION_DAYS */
+    size_t retention_max;        /* RLMCP_RECORD_RETENTION_MAX */
+    int warm_pool;               /* RLMCP_WARM_POOL: sandboxes started ahead */
+    int eviction_notice_s;       /* RLMCP_EVICTION_NOTICE_S */
     const char *code_mount_base; /* RLMCP_CODE_MOUNT_BASE */
     int code_mount_timeout_s;    /* RLMCP_CODE_MOUNT_TIMEOUT_S */
     int pty_idle_ttl_s;          /* DEVBOXD_PTY_IDLE_TTL */

@@ -224,9 +224,10 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sb_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
     sb_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
-        (sb_rt.claims_dir = claims_dir(rt)) == NULL || sb_rt.state_dir == NULL ||
-        sb_rt.agent_path == NULL || sb_rt.slirp_path == NULL ||
-        sb_rt.cgroup_root == NULL || sb_rt.cgroup_name == NULL) {
+        (sb_rt.claims_dir = claims_dir(rt)) == NULL ||
+        sb_rt.state_dir == NULL || sb_rt.agent_path == NULL ||
+        sb_rt.slirp_path == NULL || sb_rt.cgroup_root == NULL ||
+        sb_rt.cgroup_name == NULL) {
         rc = sb_err(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
