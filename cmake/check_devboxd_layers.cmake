@@ -36,7 +36,8 @@ endif()
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 
 # Folders lowest first and their ranks: equal ranks are side by side.
-# "base" is util.c and util.h, "app" is main.c.
+# "base" is util.c and util.h, "app" is main.c and config.c (the settings
+# main.c reads once and hands to each layer).
 set(LAYERS base agent ptyd runtime store images build engine rest net app)
 set(RANKS 0 0 0 1 2 3 4 5 6 7 8)
 set(FOLDERS agent ptyd runtime store images build engine rest net)
@@ -63,6 +64,7 @@ set(ALLOWED
 # Module prefixes a file may export beside its own name, "<file>: <prefix>
 # [<prefix>...]: <reason>" one a line.
 set(NAMES
+    "config.c: devboxd_config_: the settings of the devboxd program (config.h)"
     "engine/devboxes.c: engine_ dbx_ exec_: the engine's API (engine.h) and its records' status names"
     "engine/executions.c: engine_: the engine's API (engine.h)"
     "engine/blueprint_builds.c: blueprints_: the blueprints, as their routes name them"
@@ -87,7 +89,7 @@ function(layer_of path out)
         else()
             set(${out} "" PARENT_SCOPE)
         endif()
-    elseif(path STREQUAL "main.c")
+    elseif(path MATCHES "^(main\\.c|config\\.[ch])$")
         set(${out} app PARENT_SCOPE)
     else()
         set(${out} base PARENT_SCOPE)

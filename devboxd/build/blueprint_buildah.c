@@ -53,24 +53,18 @@ int blueprint_buildah_available(char *err, size_t errlen)
     return -1;
 }
 
-int blueprint_buildah_check_setting(char *err, size_t errlen)
-{
-    const char *v = getenv("RLMCP_BUILDER");
+/* The machine-wide image cache (RLMCP_IMAGE_CACHE), set once at start. */
+static const char *cache_dir = BLUEPRINT_BUILDAH_DEFAULT_IMAGE_CACHE;
 
-    if (v == NULL || v[0] == '\0' || strcmp(v, "buildah") == 0)
-        return 0;
-    snprintf(err, errlen,
-             "RLMCP_BUILDER=\"%.40s\": blueprints build with buildah only "
-             "(the native Dockerfile builder is gone); unset RLMCP_BUILDER",
-             v);
-    return -1;
+void blueprint_buildah_set_image_cache(const char *dir)
+{
+    if (dir != NULL && dir[0] != '\0')
+        cache_dir = dir;
 }
 
 static const char *image_cache(void)
 {
-    const char *c = getenv("RLMCP_IMAGE_CACHE");
-
-    return c != NULL && c[0] ? c : "/var/cache/runloop-mcp/images";
+    return cache_dir;
 }
 
 #define STORE_OWNED 4 /* strings store_args allocates at most */

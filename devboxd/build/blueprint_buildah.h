@@ -45,9 +45,11 @@ struct blueprint_buildah_job {
 
 /* 0 when buildah is installed, else -1 with err saying what to install. */
 int blueprint_buildah_available(char *err, size_t errlen);
-/* RLMCP_BUILDER: unset or "buildah" (the one builder); else -1 with err
- * naming the fix (checked at devboxd's start). */
-int blueprint_buildah_check_setting(char *err, size_t errlen);
+/* RLMCP_IMAGE_CACHE when unset. */
+#define BLUEPRINT_BUILDAH_DEFAULT_IMAGE_CACHE "/var/cache/runloop-mcp/images"
+/* At devboxd's start: the machine-wide image cache whose buildah store
+ * builds read base images from (NULL: the default). */
+void blueprint_buildah_set_image_cache(const char *dir);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */
 int blueprint_buildah_check(const cJSON *params, char *err, size_t errlen);

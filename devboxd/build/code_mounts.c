@@ -21,8 +21,6 @@
 
 #include "util.h"
 
-#define DEFAULT_BASE "https://github.com"
-#define DEFAULT_TIMEOUT_S 600
 #define NOBODY 65534
 #define TOKEN_MAX 1024
 #define INSTALL_MAX 4096
@@ -173,19 +171,18 @@ int code_mounts_check(const cJSON *body, char *err, size_t errlen)
 
 /* --------------------------------------------------------------- clone */
 
+/* Set once by code_mounts_init, before any clone. */
+static const char *clone_base = CODE_MOUNTS_DEFAULT_BASE;
+static int clone_timeout_s = CODE_MOUNTS_DEFAULT_TIMEOUT_S;
+
 static const char *base_url(void)
 {
-    const char *b = getenv("RLMCP_CODE_MOUNT_BASE");
-
-    return b != NULL && b[0] != '\0' ? b : DEFAULT_BASE;
+    return clone_base;
 }
 
 static int timeout_s(void)
 {
-    const char *t = getenv("RLMCP_CODE_MOUNT_TIMEOUT_S");
-    long v = t != NULL ? strtol(t, NULL, 10) : 0;
-
-    return v > 0 && v < 86400 ? (int)v : DEFAULT_TIMEOUT_S;
+    return clone_timeout_s;
 }
 
 char *code_mounts_url(const cJSON *mount)
@@ -401,11 +398,15 @@ static void remove_matching(const char *dir, const char *prefix,
     closedir(d);
 }
 
-void code_mounts_init(const char *state_dir)
+void code_mounts_init(const char *state_dir, const char *base, int timeout)
 {
     struct stat st;
     char name[96];
 
+    if (base != NULL && base[0] != '\0')
+        clone_base = base;
+    if (timeout > 0)
+        clone_timeout_s = timeout;
     if (stat(state_dir, &st) != 0)
         return;
     snprintf(name, sizeof(name), "devboxd-code-%ju-%ju-", (uintmax_t)st.st_dev,

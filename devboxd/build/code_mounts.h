@@ -14,6 +14,9 @@
 #include <stddef.h>
 
 #define CODE_MOUNTS_MAX 16
+/* RLMCP_CODE_MOUNT_BASE and RLMCP_CODE_MOUNT_TIMEOUT_S when unset. */
+#define CODE_MOUNTS_DEFAULT_BASE "https://github.com"
+#define CODE_MOUNTS_DEFAULT_TIMEOUT_S 600
 
 /* Checks a create body's `code_mounts` (absent, null or a list): 0, or -1
  * with err naming the field and what to send. */
@@ -30,9 +33,11 @@ typedef int (*code_mounts_stop_fn)(void *ctx, char *why, size_t whylen);
 int code_mounts_bundle(const cJSON *mount, const char *out,
                        code_mounts_stop_fn stop, void *stop_ctx, char *err,
                        size_t errlen);
-/* At devboxd's start: names this state dir's clone dirs and removes the
- * clone dirs and bundles a killed devboxd left behind. */
-void code_mounts_init(const char *state_dir);
+/* At devboxd's start: sets where clones come from (base, NULL: the
+ * default) and how long one may take (timeout s, 0: the default), names
+ * this state dir's clone dirs and removes the clone dirs and bundles a
+ * killed devboxd left behind. */
+void code_mounts_init(const char *state_dir, const char *base, int timeout);
 /* The shell script that clones the bundle at `bundle` into
  * <home>/<repo_name> (home: shell text, e.g. "\"$HOME\"") with the origin
  * set to the mount's URL, then runs its install_command there; nothing

@@ -64,18 +64,6 @@ static void remember(const char *box_id, struct sb_proc *p, const char *key)
     pthread_mutex_unlock(&pty_lock);
 }
 
-/* Seconds from the environment variable, def when unset or out of 1..max. */
-static int env_seconds(const char *name, int def, int max)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    long n = v != NULL ? strtol(v, &end, 10) : 0;
-
-    return v != NULL && *v != '\0' && *end == '\0' && n >= 1 && n <= max
-               ? (int)n
-               : def;
-}
-
 void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
 {
     struct sb_exec req;
@@ -95,8 +83,8 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
         goto fail;
     }
     /* The listening socket arrives as stdout; ptyd takes it as fd 3. */
-    ttl = env_seconds("DEVBOXD_PTY_IDLE_TTL", 1800, 7 * 24 * 3600);
-    ping_timeout = env_seconds("DEVBOXD_PTY_PING_TIMEOUT", 60, 3600);
+    ttl = eng->settings.pty_idle_ttl_s;
+    ping_timeout = eng->settings.pty_ping_timeout_s;
     ping_interval = ping_timeout / 3 < 1    ? 1
                     : ping_timeout / 3 > 20 ? 20
                                             : ping_timeout / 3;

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define POOL_MAX 8
 #define POOL_RETRY_MS 30000
 #define POOL_IMAGE_WAIT_MS 5000
 /* Layer chains (snapshots, blueprints) kept warm at once, one sandbox each:
@@ -90,27 +89,6 @@ static int key_matches(const struct pool_key *k, const cJSON *layers,
     if ((k->image == NULL) != (image == NULL))
         return 0;
     return k->image == NULL || strcmp(k->image, image) == 0;
-}
-
-int warm_pool_size(char *err, size_t errlen)
-{
-    const char *v = getenv("RLMCP_WARM_POOL");
-    char *end = NULL;
-    long n;
-
-    if (v == NULL || v[0] == '\0')
-        return 1;
-    errno = 0;
-    n = strtol(v, &end, 10);
-    if (errno != 0 || *end != '\0' || n < 0 || n > POOL_MAX) {
-        snprintf(
-            err, errlen,
-            "RLMCP_WARM_POOL=%s: give the number of sandboxes to start ahead, "
-            "0 to %d (0 turns the warm pool off)",
-            v, POOL_MAX);
-        return -1;
-    }
-    return (int)n;
 }
 
 /* Whether spec asks for nothing the pool's sandboxes lack, but for its
@@ -424,7 +402,7 @@ static void *pool_thread(void *arg)
 int warm_pool_start(struct engine *eng, char *err, size_t errlen)
 {
     struct warm_pool *pool = NULL;
-    int size = warm_pool_size(err, errlen);
+    int size = eng->settings.warm_pool;
 
     if (size <= 0)
         return size;

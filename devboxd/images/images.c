@@ -96,11 +96,18 @@ int images_builtin_name(const char *name, const char **image)
     return 0;
 }
 
+/* RLMCP_DEVBOX_IMAGE, set once at start (images_set_default). */
+static const char *default_image = "starter";
+
+void images_set_default(const char *name)
+{
+    if (name != NULL && name[0] != '\0')
+        default_image = name;
+}
+
 const char *images_default(void)
 {
-    const char *v = getenv("RLMCP_DEVBOX_IMAGE");
-
-    return v != NULL && v[0] != '\0' ? v : "starter";
+    return default_image;
 }
 
 static bool known_image(const char *name)
@@ -109,10 +116,8 @@ static bool known_image(const char *name)
            strcmp(name, "browser") == 0;
 }
 
-int images_check_default(char *err, size_t errlen)
+int images_check_default(const char *name, char *err, size_t errlen)
 {
-    const char *name = images_default();
-
     if (known_image(name))
         return 0;
     /* "host" (the host's /usr under the retired bubblewrap runtime) is

@@ -23,10 +23,13 @@ int images_builtin_name(const char *name, const char **image);
 /* The image a devbox gets when its create names none: $RLMCP_DEVBOX_IMAGE,
  * default "starter". */
 const char *images_default(void);
+/* At devboxd's start, before any thread: sets images_default() (name
+ * checked by images_check_default; NULL: "starter"). */
+void images_set_default(const char *name);
 
-/* 0 when images_default() names an image, else -1 with err naming the
- * setting and the images there are (checked at devboxd's start). */
-int images_check_default(char *err, size_t errlen);
+/* 0 when name (the RLMCP_DEVBOX_IMAGE setting) names an image, else -1
+ * with err naming the setting and the images there are. */
+int images_check_default(const char *name, char *err, size_t errlen);
 
 /* The root directory of image name (NULL = images_default()), building it
  * first when the machine-wide cache has none (minutes; progress lines go

@@ -1271,8 +1271,7 @@ static void handle_exec_stream(struct engine *eng, struct execution *ex,
 /* ---------------------------------------------------- lease and evictions */
 
 #define RENEW_MIN_S 60
-#define RENEW_MAX_S 172800 /* Runloop's longest keep_alive_time_seconds */
-#define EVICTION_NOTICE_DEFAULT_S 300
+/* RENEW_MAX_S and EVICTION_NOTICE_DEFAULT_S: api.h. */
 
 /*
  * POST /v1/devboxes/{id}/renew {keep_alive_time_seconds}: devboxd's
@@ -1334,20 +1333,6 @@ struct evict_ctx {
     int64_t notice_ms;
     cJSON *sent; /* devbox id -> the deadline announced on this stream */
 };
-
-static int64_t eviction_notice_ms(void)
-{
-    const char *v = getenv("RLMCP_EVICTION_NOTICE_S");
-    char *end = NULL;
-    long long n;
-
-    if (v == NULL || v[0] == '\0')
-        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
-    n = strtoll(v, &end, 10);
-    if (*end != '\0' || n < 0 || n > RENEW_MAX_S)
-        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
-    return (int64_t)n * 1000;
-}
 
 /* Lock held: the next eviction not yet announced, as an SSE event in buf;
  * its length, or 0 when there is none. */
@@ -1414,7 +1399,7 @@ static void evictions_watch(struct engine *eng, const struct api_call *call)
         return;
     }
     c->eng = eng;
-    c->notice_ms = eviction_notice_ms();
+    c->notice_ms = (int64_t)eng->settings.eviction_notice_s * 1000;
     call->resp->status = 200;
     http_response_set_header(call->resp, "content-type", "text/event-stream");
     http_response_set_header(call->resp, "cache-control", "no-cache");

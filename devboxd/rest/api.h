@@ -7,6 +7,12 @@
 #include "engine.h"
 #include "http.h"
 
+/* Runloop's longest keep_alive_time_seconds; the longest eviction notice. */
+#define RENEW_MAX_S 172800
+/* RLMCP_EVICTION_NOTICE_S when unset: an eviction is announced this long
+ * before the devbox's lifetime ends. */
+#define EVICTION_NOTICE_DEFAULT_S 300
+
 /* One request as a route's handler sees it: the path's segments and the
  * devbox and execution its {devbox} and {execution} named (found, not
  * referenced: records live as long as the engine), {id} as sent. */

@@ -162,35 +162,27 @@ static int mkdir_parents(const char *path, mode_t mode)
 
 /* Host id claims are machine-wide: every devboxd of the machine, whatever
  * its state dir, claims in the same directory, so two engines never hand
- * out the same ids. RLMCP_UID_CLAIMS_DIR moves it (all engines that share
- * ids must name the same one). */
-static char *claims_dir(void)
+ * out the same ids. rt->claims_dir moves it (all engines that share ids
+ * must name the same one). */
+static char *claims_dir(const struct sb_runtime *rt)
 {
-    const char *v = getenv("RLMCP_UID_CLAIMS_DIR");
+    const char *v = rt->claims_dir;
 
     return strdup(v != NULL && v[0] == '/' ? v : SB_CLAIMS_DIR);
 }
 
-/* RLMCP_UID_RANGE_SLOTS: how many runc id ranges devboxd hands out (1 to
- * SB_RANGE_SLOTS, default all); 0 or -errno with err. */
-static int range_slots(char *err, size_t errlen)
+/* rt->range_slots: how many runc id ranges devboxd hands out (1 to
+ * SB_RANGE_SLOTS, 0: all); 0 or -errno with err. */
+static int range_slots(const struct sb_runtime *rt, char *err, size_t errlen)
 {
-    const char *v = getenv("RLMCP_UID_RANGE_SLOTS");
-    char *end = NULL;
-    unsigned long n;
-
     sandbox_rt.range_slots = SB_RANGE_SLOTS;
-    if (v == NULL || v[0] == '\0')
+    if (rt->range_slots == 0)
         return 0;
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || n < 1 || n > SB_RANGE_SLOTS)
-        return sandbox_fs_err(
-            err, errlen, -EINVAL,
-            "RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to "
-            "%u, got \"%.40s\"",
-            SB_RANGE_SLOTS, v);
-    sandbox_rt.range_slots = (uint32_t)n;
+    if (rt->range_slots > SB_RANGE_SLOTS)
+        return sandbox_fs_err(err, errlen, -EINVAL,
+                              "range_slots must be from 1 to %u, got %u",
+                              SB_RANGE_SLOTS, (unsigned)rt->range_slots);
+    sandbox_rt.range_slots = rt->range_slots;
     return 0;
 }
 
@@ -233,7 +225,7 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
     sandbox_rt.cgroup_root = dup_or(rt->cgroup_root, "/sys/fs/cgroup");
     sandbox_rt.cgroup_name = dup_or(rt->cgroup_name, "devboxd");
     if (asprintf(&sbdir, "%s/sandbox", rt->state_dir) < 0 ||
-        (sandbox_rt.claims_dir = claims_dir()) == NULL ||
+        (sandbox_rt.claims_dir = claims_dir(rt)) == NULL ||
         sandbox_rt.state_dir == NULL || sandbox_rt.agent_path == NULL ||
         sandbox_rt.slirp_path == NULL || sandbox_rt.cgroup_root == NULL ||
         sandbox_rt.cgroup_name == NULL) {
@@ -252,7 +244,7 @@ int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen)
         goto out;
     }
     sandbox_rt.ptyd_path = ptyd_path();
-    rc = range_slots(err, errlen);
+    rc = range_slots(rt, err, errlen);
     if (rc != 0)
         goto out;
     rc = mkdir_mode(sbdir, 0700);

@@ -57,7 +57,19 @@ struct sb_runtime {
      * limits.disk_bytes gets a loop-mounted ext4 of that size (see
      * sandbox_disk_attach); "off" = disk_bytes is advisory. */
     const char *disk;
+    /* Where every devboxd of the machine claims its host ids (one claim
+     * file per uid or range, holding the owner's dir), an absolute path;
+     * default SB_CLAIMS_DIR.  Engines that must not share ids name the
+     * same one. */
+    const char *claims_dir;
+    /* How many runc id ranges this engine hands out, 1 to SB_RANGE_SLOTS;
+     * 0: all. */
+    uint32_t range_slots;
 };
+/* The defaults of claims_dir and range_slots (RLMCP_UID_CLAIMS_DIR,
+ * RLMCP_UID_RANGE_SLOTS). */
+#define SB_CLAIMS_DIR "/var/lib/devboxd/uids"
+#define SB_RANGE_SLOTS 4096u
 
 int sandbox_init(const struct sb_runtime *rt, char *err, size_t errlen);
 /* A helper binary of devboxd (devboxd-agent, devboxd-image): name next to

@@ -37,10 +37,7 @@
  * retired bubblewrap runtime claimed (whose layers and dirs may remain). */
 #define SB_RANGE_SIZE 65536u
 #define SB_RANGE_BASE 1048576u
-#define SB_RANGE_SLOTS 4096u
-/* Where every devboxd of the machine claims its host ids (one claim file
- * per uid or range, holding the owner's dir); RLMCP_UID_CLAIMS_DIR. */
-#define SB_CLAIMS_DIR "/var/lib/devboxd/uids"
+/* SB_RANGE_SLOTS and SB_CLAIMS_DIR: sandbox.h. */
 #define SB_OCI_AGENT_FD                                                        \
     4 /* runc --preserve-fds: 3 = master, 4 = agent, 5 = ptyd */
 #define SB_OCI_PTYD_FD 5

@@ -175,7 +175,7 @@ test('RLMCP_WARM_POOL: 0 turns the pool off; a bad value is refused at start', a
     const r = spawnSync(devboxdBin, ['--state-dir', off.stateDir + '-bad', '--listen', '127.0.0.1:0'],
       { env: { ...process.env, RLMCP_WARM_POOL: bad }, encoding: 'utf8', timeout: 30000 });
     assert.notEqual(r.status, 0, `RLMCP_WARM_POOL=${bad} was accepted`);
-    assert.match(r.stderr, new RegExp(`RLMCP_WARM_POOL=${bad}: give the number of sandboxes .* 0 to 8`));
+    assert.match(r.stderr, new RegExp(`RLMCP_WARM_POOL="${bad}" is not a whole number from 0 to 8`));
   }
   spawnSync('rm', ['-rf', off.stateDir + '-bad']);
 });

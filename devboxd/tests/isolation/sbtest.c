@@ -56,6 +56,8 @@ int sbt_setup(struct sbt_env *e)
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = e->state;
     rt.cgroup_name = "devboxd-test";
+    /* devboxd takes it from its settings; the suite from its environment. */
+    rt.claims_dir = getenv("RLMCP_UID_CLAIMS_DIR");
     rc = sandbox_init(&rt, err, sizeof(err));
     if (rc != 0)
         fprintf(stderr, "sandbox_init: %s\n", err);
