@@ -35,11 +35,12 @@ set(RANKS 0 1 1 2 3 4)
 # What the transports and the program may use of the protocol.
 set(PUBLIC mcp.h revision.h intake.h)
 
-# The dispatcher's files: mcp.c and the requests it hands over, each of
-# which reads the session, the call or the deployment it runs on.
+# The files that read the dispatcher's or a session's fields: mcp.c, and
+# call.c (a session's pending client requests), listen.c and resources.c
+# (a session's notify sink and subscriptions). A call's state is
+# call_state.h's, what a request calls back into mcp.c dispatch.h's.
 set(INTERNAL
-    protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/listen.c
-    protocol/resources.c protocol/tasks.c protocol/tasks_input.c)
+    protocol/mcp.c protocol/call.c protocol/listen.c protocol/resources.c)
 
 # Includes still to move, "file:header", each with its reason above it.
 # None today.

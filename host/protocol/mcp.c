@@ -22,6 +22,8 @@
 #include "listen.h"
 #include "loader.h"
 #include "log.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "param_headers.h"
@@ -141,6 +143,16 @@ struct mcp_session *mcp_session_new(struct mcp_dispatcher *d)
 void mcp_session_set_label(struct mcp_session *s, const char *label)
 {
     snprintf(s->label, sizeof(s->label), "%s", label);
+}
+
+const char *mcp_session_label(const struct mcp_session *s)
+{
+    return s->label;
+}
+
+const char *mcp_default_key(const struct mcp_dispatcher *d)
+{
+    return d->default_key;
 }
 
 void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)

@@ -23,6 +23,8 @@
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
 #include "pool.h"
 #include "registry.h"

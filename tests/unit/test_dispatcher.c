@@ -26,7 +26,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
-#include "mcp_internal.h" /* call_ref: a call kept past its answer */
+#include "call_state.h" /* call_ref: a call kept past its answer */
 #include "mcp_stdio.h"
 #include "revision.h"
 #include "registry.h"
