@@ -194,8 +194,7 @@ void intake_reply_init(struct intake_reply *r, const struct intake *in)
         snprintf(r->method, sizeof(r->method), "%s", in->method);
 }
 
-char *intake_answer(const struct intake_reply *r, const char *json,
-                    size_t len)
+char *intake_answer(const struct intake_reply *r, const char *json, size_t len)
 {
     if (r == NULL || !r->stateless || json == NULL)
         return NULL;
@@ -219,8 +218,8 @@ static enum intake_status status_of(int code)
     }
 }
 
-void intake_outcome(const struct intake_reply *r, const char *json,
-                    size_t len, struct intake_outcome *out)
+void intake_outcome(const struct intake_reply *r, const char *json, size_t len,
+                    struct intake_outcome *out)
 {
     cJSON *msg = NULL;
     bool failed = false;
@@ -238,8 +237,8 @@ void intake_outcome(const struct intake_reply *r, const char *json,
         out->status = status_of(rev_error_code(json, len));
 }
 
-bool intake_line_stateless(const char *line, size_t len,
-                           enum intake_session s, struct intake_reply *r)
+bool intake_line_stateless(const char *line, size_t len, enum intake_session s,
+                           struct intake_reply *r)
 {
     cJSON *msg = NULL;
     struct intake in;

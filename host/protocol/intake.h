@@ -119,8 +119,7 @@ void intake_reply_init(struct intake_reply *r, const struct intake *in);
  * its revision adds (resultType, caching hints, error codes it renames).
  * malloc'd; NULL: send json as it is.
  */
-char *intake_answer(const struct intake_reply *r, const char *json,
-                    size_t len);
+char *intake_answer(const struct intake_reply *r, const char *json, size_t len);
 
 /* How a transport carries a final answer (HTTP: its status). */
 enum intake_status {
@@ -136,8 +135,8 @@ struct intake_outcome {
 };
 
 /* What the final answer json (as sent, intake_answer) means. */
-void intake_outcome(const struct intake_reply *r, const char *json,
-                    size_t len, struct intake_outcome *out);
+void intake_outcome(const struct intake_reply *r, const char *json, size_t len,
+                    struct intake_outcome *out);
 
 /* ---- stdio lines --------------------------------------------------------- */
 
@@ -146,8 +145,8 @@ void intake_outcome(const struct intake_reply *r, const char *json,
  * for the version's key before parsing, as most lines are not. r filled
  * when true.
  */
-bool intake_line_stateless(const char *line, size_t len,
-                           enum intake_session s, struct intake_reply *r);
+bool intake_line_stateless(const char *line, size_t len, enum intake_session s,
+                           struct intake_reply *r);
 
 /* Is line a notifications/cancelled notification? */
 bool intake_line_cancel(const char *line, size_t len);

@@ -79,9 +79,9 @@ struct http_stream {
     struct http_session *sess; /* counted reference */
     uint64_t no;               /* per session; event ids are "<no>-<seq>" */
     bool sse;
-    bool stateless; /* its session is one stateless request's */
+    bool stateless;            /* its session is one stateless request's */
     struct intake_reply reply; /* how its final answer goes out */
-    char *req_id;    /* the JSON-RPC id as text, for log lines */
+    char *req_id;              /* the JSON-RPC id as text, for log lines */
     /* Everything below is guarded by sess->lock. */
     bool done;        /* the final send happened */
     bool listed;      /* on sess->streams (holds a reference) */
@@ -1431,8 +1431,8 @@ static int post_revision(struct http_req *req, const cJSON *msg,
     if (!in->stateless) {
         /* A session's message: no id to answer, the refusal has id null. */
         snprintf(text, sizeof(text), "Bad Request: %s", err);
-        ret = reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, NULL, code, text,
-                              data);
+        ret =
+            reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, NULL, code, text, data);
     } else {
         ret =
             reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, in->id, code, err, data);

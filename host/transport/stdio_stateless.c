@@ -30,7 +30,7 @@ struct sl_req {
     struct stdio_stateless *owner;
     struct mcp_sink *out;
     struct mcp_session *ms;
-    struct intake_reply reply; /* how its final answer goes out */
+    struct intake_reply reply;  /* how its final answer goes out */
     struct sl_req *next, *prev; /* owner->live, under owner->lock */
 };
 
@@ -106,8 +106,8 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
                                   .revision = MCP_REV_STATELESS};
     struct sl_req *q = NULL;
     struct intake_reply reply;
-    enum intake_session where = session_initialized ? INTAKE_SESSION_OPEN
-                                                    : INTAKE_NO_SESSION;
+    enum intake_session where =
+        session_initialized ? INTAKE_SESSION_OPEN : INTAKE_NO_SESSION;
     char *err = NULL;
 
     if (st == NULL || !intake_line_stateless(line, len, where, &reply))
