@@ -17,10 +17,6 @@
 
 struct rlmcp_call;
 
-/* A deadline_now_ns() time as the timespec a CLOCK_MONOTONIC condvar waits to.
- */
-struct timespec mcp_ns_timespec(uint64_t ns);
-
 /* mcp.c: bookkeeping the calls use. */
 void mcp_session_ref(struct mcp_session *s);
 void mcp_session_unref(struct mcp_session *s);
