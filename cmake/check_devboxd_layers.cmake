@@ -48,11 +48,6 @@ set(FOLDERS agent ptyd runtime store images build engine rest net)
 # layers with the runtime's helper (sandbox_spawn), while the runtime gets
 # lower dirs as plain paths and calls nothing of the store.
 set(ALLOWED
-    "engine/objects.c -> rest/api.h: objects.c still routes /v1/objects itself (handlers, upload bodies, signed URLs)"
-    "engine/objects.h -> rest/http.h: objects.c still routes /v1/objects itself (its handlers take the request model)"
-    "engine/objects.c -> rest/api.c: objects.c still routes /v1/objects itself (body parsing, listing, error answers)"
-    "engine/objects.c -> rest/api_files.c: an object download streams its file like a devbox file download"
-    "engine/objects.c -> rest/http.c: objects.c still routes /v1/objects itself (reads headers, writes answers)"
     "build/blueprint_buildah.c -> engine/blueprint_builds.h: FROM another blueprint resolves it among the blueprint records"
     "build/blueprint_buildah.c -> engine/blueprint_builds.c: FROM another blueprint resolves it among the blueprint records"
     "build/blueprint_buildah.c -> engine/layer_records.h: FROM another blueprint reads the records under the registry lock"
@@ -75,6 +70,7 @@ set(NAMES
     "net/http_server.c: http_: the front ends' shared helpers (http_internal.h) and the request model's clear and parse"
     "net/tunnel_proxy.c: tunnel_: the tunnel listener (tunnel_server_) and its host and path parsing"
     "rest/api_files.c: files_: the devbox file routes"
+    "rest/api_objects.c: objects_signed_request: the key check (api.c) asks whether a request carries an object URL's signature"
     "rest/api_tunnels.c: api_: the tunnel and SSH key routes"
     "runtime/sandbox_exec.c: sandbox_: the runtime's API (sandbox.h) for commands, files and ports")
 

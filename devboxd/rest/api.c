@@ -1622,13 +1622,6 @@ static void box_files(struct engine *eng, const struct api_call *c)
     route_files(eng, c->box, c->seg[c->n - 1], c->req, c->resp);
 }
 
-/* The routes of the records that keep their own sub-routes (the segments
- * after the prefix are theirs to check). */
-static void objects(struct engine *eng, const struct api_call *c)
-{
-    objects_route(eng, c->seg, c->n, c->req, c->resp);
-}
-
 /*
  * Every route devboxd serves. A pattern's segments are literals, {devbox}
  * (a devbox id: 404 when unknown), {execution} (an execution of that
@@ -1696,7 +1689,16 @@ static const struct api_route routes[] = {
     {"GET", "/v1/secrets/{id}", api_secrets_get},
     {"POST", "/v1/secrets/{id}", api_secrets_update},
     {"POST", "/v1/secrets/{id}/delete", api_secrets_delete},
-    {"*", "/v1/objects/*", objects},
+    {"GET", "/v1/objects", api_objects_list},
+    {"POST", "/v1/objects", api_objects_create},
+    {"GET", "/v1/objects/list_public", api_objects_list_public},
+    {"GET", "/v1/objects/{id}", api_objects_get},
+    {"POST", "/v1/objects/{id}/complete", api_objects_complete},
+    {"POST", "/v1/objects/{id}/delete", api_objects_delete},
+    {"GET", "/v1/objects/{id}/download", api_objects_download},
+    {"*", "/v1/objects/{id}/upload", api_objects_upload},
+    {"*", "/v1/objects/{id}/content", api_objects_content},
+    {"*", "/v1/objects/*", api_objects_other},
     {"GET", "/v1/mcp-configs", api_mcp_configs_list},
     {"POST", "/v1/mcp-configs", api_mcp_configs_write},
     {"GET", "/v1/mcp-configs/{id}", api_mcp_configs_get},

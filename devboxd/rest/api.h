@@ -168,5 +168,19 @@ void api_snapshots_create_async(struct engine *eng,
 void api_snapshots_update(struct engine *eng, const struct api_call *call);
 void api_snapshots_delete(struct engine *eng, const struct api_call *call);
 void api_snapshots_status(struct engine *eng, const struct api_call *call);
+/* Storage objects (api_objects.c). */
+void api_objects_list(struct engine *eng, const struct api_call *call);
+void api_objects_list_public(struct engine *eng, const struct api_call *call);
+void api_objects_create(struct engine *eng, const struct api_call *call);
+void api_objects_get(struct engine *eng, const struct api_call *call);
+void api_objects_complete(struct engine *eng, const struct api_call *call);
+void api_objects_delete(struct engine *eng, const struct api_call *call);
+void api_objects_download(struct engine *eng, const struct api_call *call);
+void api_objects_upload(struct engine *eng, const struct api_call *call);
+void api_objects_content(struct engine *eng, const struct api_call *call);
+void api_objects_other(struct engine *eng, const struct api_call *call);
+/* 1 when req is an upload (PUT .../upload) or download (GET .../content)
+ * of an object carrying a valid, unexpired signature: it needs no key. */
+int objects_signed_request(struct engine *eng, const struct http_request *req);
 
 #endif
