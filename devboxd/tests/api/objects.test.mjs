@@ -152,6 +152,19 @@ test('bad input: fields, states, limits', async () => {
   assert.ok(r.status === 404 || r.status === 501, `${r.status}`);
   assert.doesNotMatch(r.text, new RegExp(engine.key));
   await rejectsWith(assert, client.objects.list({ state: 'GONE' }), 400, /'state' must be one of/);
+  // Paths the routes do not serve: an id that is none is a 404 as for an
+  // unknown object, a known id with an operation or method not served a 501.
+  const paths = [
+    ['POST', '/v1/objects/list_public', 404], ['GET', '/v1/objects/bad.id/info', 404],
+    ['POST', '/v1/objects/bad.id', 404], ['POST', `/v1/objects/${obj.id}`, 501],
+    ['GET', `/v1/objects/${obj.id}/complete`, 501], ['POST', `/v1/objects/${obj.id}/download`, 501],
+    ['GET', `/v1/objects/${obj.id}/info`, 501], ['GET', `/v1/objects/${obj.id}/a/b`, 501],
+  ];
+  for (const [method, p, status] of paths) {
+    const got = await engine.raw(method, p);
+    assert.equal(got.status, status, `${method} ${p}: ${got.text}`);
+    if (status === 404) assert.match(got.json.message, /object \S+ not found/);
+  }
 
   // One object holds at most one upload body (64 MiB): a larger one is a
   // 413 naming the limit, and nothing is stored.
