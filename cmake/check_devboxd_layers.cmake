@@ -51,10 +51,7 @@ set(ALLOWED
     "build/blueprint_buildah.c -> engine/blueprint_builds.h: FROM another blueprint resolves it among the blueprint records"
     "build/blueprint_buildah.c -> engine/blueprint_builds.c: FROM another blueprint resolves it among the blueprint records"
     "build/blueprint_buildah.c -> engine/layer_records.h: FROM another blueprint reads the records under the registry lock"
-    "build/blueprint_buildah.c -> engine/layer_records.c: FROM another blueprint reads the records under the registry lock"
-    "build/build_context.h -> engine/engine.h: a build context is a storage object, found through the engine"
-    "build/build_context.c -> engine/objects.h: a build context is a storage object (objects_open)"
-    "build/build_context.c -> engine/objects.c: a build context is a storage object (objects_open)")
+    "build/blueprint_buildah.c -> engine/layer_records.c: FROM another blueprint reads the records under the registry lock")
 
 # Module prefixes a file may export beside its own name, "<file>: <prefix>
 # [<prefix>...]: <reason>" one a line.

@@ -15,7 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "objects.h"
 #include "util.h"
 
 #define READ_BLOCK (64 * 1024)
@@ -435,8 +434,9 @@ out:
 
 /* ------------------------------------------------------------- calls */
 
-int build_context_open(struct engine *eng, const cJSON *body,
-                       uint64_t max_bytes, int *fd, char *err, size_t errlen)
+int build_context_open(const cJSON *body, uint64_t max_bytes,
+                       build_context_open_fn open_object, void *ud, int *fd,
+                       char *err, size_t errlen)
 {
     static const char *const fields[] = {"type", "object_id", NULL};
     const cJSON *bc = cJSON_GetObjectItemCaseSensitive(body, "build_context");
@@ -470,7 +470,7 @@ int build_context_open(struct engine *eng, const cJSON *body,
                  "a completed storage object (obj_...)");
         return -1;
     }
-    *fd = objects_open(eng, id, why, sizeof(why));
+    *fd = open_object(ud, id, why, sizeof(why));
     if (*fd < 0) {
         snprintf(err, errlen,
                  "build_context.object_id: %s; upload a tar or tar.gz archive "

@@ -14,15 +14,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
-
 #define BUILD_CONTEXT_MAX_ENTRIES 100000
 
-/* Checks body's build_context and opens its object: 0 with *fd the
- * object's bytes (-1 when the body has no build_context), or -1 with err
- * naming what to fix (a 400). max_bytes bounds the unpacked size. */
-int build_context_open(struct engine *eng, const cJSON *body,
-                       uint64_t max_bytes, int *fd, char *err, size_t errlen);
+/* Opens the bytes of the storage object id (the engine's): an fd, or -1
+ * with err saying why. */
+typedef int (*build_context_open_fn)(void *ud, const char *id, char *err,
+                                     size_t errlen);
+/* Checks body's build_context and opens its object with open_object(ud,
+ * ...): 0 with *fd the object's bytes (-1 when the body has no
+ * build_context), or -1 with err naming what to fix (a 400). max_bytes
+ * bounds the unpacked size. */
+int build_context_open(const cJSON *body, uint64_t max_bytes,
+                       build_context_open_fn open_object, void *ud, int *fd,
+                       char *err, size_t errlen);
 /* Unpacks the archive at fd into the directory dir (which exists), with the
  * checks of build_context_open again: 0, or -1 with err. */
 int build_context_unpack(int fd, const char *dir, uint64_t max_bytes, char *err,

@@ -24,6 +24,7 @@
 #include "devbox_spec.h"
 #include "images.h"
 #include "layer_records.h"
+#include "objects.h"
 #include "sandbox.h"
 #include "warm_pool.h"
 #include "sandbox_internal.h"
@@ -837,6 +838,12 @@ static int spawn_build(struct build *b)
     return rc;
 }
 
+/* A build context's storage object (build_context_open_fn). */
+static int open_object(void *ud, const char *id, char *err, size_t errlen)
+{
+    return objects_open(ud, id, err, errlen);
+}
+
 int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
                       char *err, size_t errlen)
 {
@@ -861,8 +868,8 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
         return 400;
     /* Checked whole now (a bad archive is a 400) and kept open: the build
      * gets these bytes even if the object is deleted meanwhile. */
-    if (build_context_open(eng, body, context_max(eng), &context_fd, err,
-                           errlen) != 0)
+    if (build_context_open(body, context_max(eng), open_object, eng,
+                           &context_fd, err, errlen) != 0)
         return 400;
     b = calloc(1, sizeof(*b));
     if (b == NULL) {

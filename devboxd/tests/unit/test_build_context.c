@@ -193,12 +193,90 @@ static void test_unpack_refused(void **state)
     free(dir);
 }
 
+/* The engine's side of build_context_open: the object "obj_good" is the
+ * archive fd (a dup), any other is missing. */
+struct objects {
+    int fd;
+    int calls;
+};
+
+static int open_object(void *ud, const char *id, char *err, size_t errlen)
+{
+    struct objects *o = ud;
+
+    o->calls++;
+    if (strcmp(id, "obj_good") == 0)
+        return dup(o->fd);
+    snprintf(err, errlen, "object %s not found (deleted or expired)", id);
+    return -1;
+}
+
+static void test_open(void **state)
+{
+    static const struct ent ents[] = {
+        {"app/hello.txt", AE_IFREG, NULL, "hello\n", 0644}};
+    static const struct ent bad[] = {{"../x", AE_IFREG, NULL, "x", 0644}};
+    struct objects o = {make_archive(ents, 1), 0};
+    cJSON *body = NULL;
+    char err[512] = "";
+    int fd = 7;
+
+    (void)state;
+    /* No build_context: nothing is opened. */
+    body = cJSON_Parse("{\"name\": \"x\"}");
+    assert_int_equal(build_context_open(body, 1 << 20, open_object, &o, &fd,
+                                        err, sizeof(err)),
+                     0);
+    assert_int_equal(fd, -1);
+    assert_int_equal(o.calls, 0);
+    cJSON_Delete(body);
+
+    /* The object the engine opens is the build's context, checked whole. */
+    body = cJSON_Parse("{\"build_context\": {\"type\": \"object\", "
+                       "\"object_id\": \"obj_good\"}}");
+    assert_int_equal(build_context_open(body, 1 << 20, open_object, &o, &fd,
+                                        err, sizeof(err)),
+                     0);
+    assert_true(fd >= 0);
+    assert_int_equal(o.calls, 1);
+    close(fd);
+    assert_int_equal(build_context_open(body, 3, open_object, &o, &fd, err,
+                                        sizeof(err)),
+                     -1);
+    assert_int_equal(fd, -1);
+    assert_non_null(strstr(err, "unpacks to more than"));
+    cJSON_Delete(body);
+
+    /* The engine's reason an object cannot be opened, and what to do. */
+    body = cJSON_Parse("{\"build_context\": {\"type\": \"object\", "
+                       "\"object_id\": \"obj_gone\"}}");
+    assert_int_equal(build_context_open(body, 1 << 20, open_object, &o, &fd,
+                                        err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "build_context.object_id: object obj_gone "
+                                "not found (deleted or expired); upload a tar"));
+    cJSON_Delete(body);
+
+    /* A bad archive is refused before any build. */
+    close(o.fd);
+    o.fd = make_archive(bad, 1);
+    body = cJSON_Parse("{\"build_context\": {\"type\": \"object\", "
+                       "\"object_id\": \"obj_good\"}}");
+    assert_int_equal(build_context_open(body, 1 << 20, open_object, &o, &fd,
+                                        err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "leaves the build context"));
+    cJSON_Delete(body);
+    close(o.fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_unpack_good),
         cmocka_unit_test(test_unpack_refused),
+        cmocka_unit_test(test_open),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
