@@ -10,7 +10,9 @@
 # lower layer, and call a function (or use a variable) defined in its own
 # folder or a lower layer; layers of equal rank are side by side and use
 # nothing of each other.  Since every edge points down, no two layers form
-# a cycle, but for the exceptions listed in ALLOWED.
+# a cycle.  Where a lower layer needs something of a higher one, the higher
+# one hands it a callback (build/ reads blueprint records and opens a build
+# context's storage object through callbacks the engine sets).
 #
 #   cmake -DROOT=<devboxd dir> [-DOBJECTS=<a.o|b.o|...> -DNM=<nm>]
 #         -P cmake/check_devboxd_layers.cmake
@@ -23,9 +25,9 @@
 # With the objects it also checks names: a file exports only names that
 # start with its own ("<file>_") or a module prefix NAMES lists for it.
 #
-# Fails naming each file and what it includes, calls or exports.  ALLOWED lists the
-# edges still to remove, "<from> -> <to>: <reason>" one a line; a new edge
-# fails, and so does an entry no longer needed.
+# Fails naming each file and what it includes, calls or exports.  ALLOWED
+# lists edges that cannot point down, "<from> -> <to>: <reason>" one a line
+# (none now); a new edge fails, and so does an entry no longer needed.
 
 cmake_minimum_required(VERSION 3.16)
 
@@ -42,16 +44,14 @@ set(LAYERS base agent ptyd runtime store images build engine rest net app)
 set(RANKS 0 0 0 1 2 3 4 5 6 7 8)
 set(FOLDERS agent ptyd runtime store images build engine rest net)
 
-# The edges still to remove, each with its reason.  Why runtime < store and
-# not the other way: the layer store records a layer's owner as the
-# runtime's uid range (sandbox_dir_owner, sandbox_shift_uid) and copies
-# layers with the runtime's helper (sandbox_spawn), while the runtime gets
-# lower dirs as plain paths and calls nothing of the store.
-set(ALLOWED
-    "build/blueprint_buildah.c -> engine/blueprint_builds.h: FROM another blueprint resolves it among the blueprint records"
-    "build/blueprint_buildah.c -> engine/blueprint_builds.c: FROM another blueprint resolves it among the blueprint records"
-    "build/blueprint_buildah.c -> engine/layer_records.h: FROM another blueprint reads the records under the registry lock"
-    "build/blueprint_buildah.c -> engine/layer_records.c: FROM another blueprint reads the records under the registry lock")
+# Why runtime < store and not the other way: the layer store records a
+# layer's owner as the runtime's uid range (sandbox_dir_owner,
+# sandbox_shift_uid) and copies layers with the runtime's helper
+# (sandbox_spawn), while the runtime gets lower dirs as plain paths and
+# calls nothing of the store.
+#
+# Edges that cannot point down, each with its reason: none.
+set(ALLOWED)
 
 # Module prefixes a file may export beside its own name, "<file>: <prefix>
 # [<prefix>...]: <reason>" one a line.
@@ -319,9 +319,9 @@ if(bad)
 endif()
 list(LENGTH allowed_keys n_allowed)
 if(checked_calls)
-    message(STATUS "devboxd layers: includes and calls point down (${n_allowed} edges allowed for now), "
+    message(STATUS "devboxd layers: includes and calls point down (${n_allowed} edges allowed), "
                    "exported names start with their file's")
 else()
-    message(STATUS "devboxd layers: includes point down (${n_allowed} edges allowed for now; "
+    message(STATUS "devboxd layers: includes point down (${n_allowed} edges allowed; "
                    "calls not checked: no OBJECTS)")
 endif()

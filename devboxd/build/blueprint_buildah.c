@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blueprint_builds.h"
 #include "build_cache.h"
 #include "build_context.h"
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
 #include "images.h"
-#include "layer_records.h"
+#include "layers.h"
 #include "sandbox.h"
 #include "sandbox_internal.h"
 #include "util.h"
@@ -60,6 +60,14 @@ void blueprint_buildah_set_image_cache(const char *dir)
 {
     if (dir != NULL && dir[0] != '\0')
         cache_dir = dir;
+}
+
+/* The engine's blueprint records (blueprint_buildah_set_records). */
+static const struct blueprint_buildah_records *records;
+
+void blueprint_buildah_set_records(const struct blueprint_buildah_records *r)
+{
+    records = r;
 }
 
 static const char *image_cache(void)
@@ -380,17 +388,11 @@ static int depend_on_final(const struct names *nm,
     const cJSON *what =
         cJSON_GetObjectItemCaseSensitive(nm->resolved, df->final_from);
     const char *id = util_json_str(what, "blueprint");
-    const cJSON *rec = NULL;
     int rc = 0;
 
     if (id == NULL)
         return 0;
-    layer_records_lock(NULL);
-    rec = blueprints_find_locked(id, NULL);
-    if (rec != NULL)
-        blueprints_depend_locked(nm->job_id, rec);
-    layer_records_unlock();
-    if (rec == NULL) {
+    if (records == NULL || records->depend(nm->job_id, id) != 0) {
         snprintf(err, errlen,
                  "the base blueprint %s was deleted before the build started",
                  id);
@@ -405,14 +407,14 @@ static int blueprint_image(const char *state_dir, const char *id, char *err,
 static int resolve_blueprint(struct names *nm, const char *name, char **local,
                              char *err, size_t errlen)
 {
-    const cJSON *rec = NULL;
+    cJSON *rec = NULL;
     const char *img = NULL;
     char *bp_id = NULL;
+    int by_id = strncmp(name, "bpt_", 4) == 0;
     int rc = 1;
 
-    layer_records_lock(NULL);
-    rec = blueprints_find_locked(strncmp(name, "bpt_", 4) == 0 ? name : NULL,
-                                 strncmp(name, "bpt_", 4) == 0 ? NULL : name);
+    if (records != NULL)
+        rec = records->find(by_id ? name : NULL, by_id ? NULL : name, 0);
     if (rec != NULL) {
         const char *id = util_json_str(rec, "id");
         const char *base = util_json_str(rec, "image");
@@ -437,7 +439,7 @@ static int resolve_blueprint(struct names *nm, const char *name, char **local,
             rc = *local != NULL && bp_id != NULL ? 0 : -1;
         }
     }
-    layer_records_unlock();
+    cJSON_Delete(rec);
     /* A build (not a create's check) needs the image itself now. */
     if (rc == 0 && !nm->check_only &&
         blueprint_image(nm->state_dir, bp_id, err, errlen) != 0) {
@@ -1369,17 +1371,12 @@ static void bp_image_free(struct bp_image *b)
 static int bp_image_of(const char *state_dir, const char *id,
                        struct bp_image *b)
 {
-    const cJSON *rec = NULL;
-    const cJSON *it = NULL;
+    cJSON *rec = NULL;
     int rc = -1;
 
     memset(b, 0, sizeof(*b));
-    layer_records_lock(NULL);
-    cJSON_ArrayForEach(it, layer_records_blueprints_locked())
-    {
-        if (strcmp(util_json_str(it, "id") ?: "", id) == 0)
-            rec = it;
-    }
+    if (records != NULL)
+        rec = records->find(id, NULL, 1);
     if (rec != NULL && util_json_str(rec, "buildah_image") != NULL) {
         b->name = strdup(util_json_str(rec, "buildah_image"));
         b->from = util_json_str(rec, "buildah_from") != NULL
@@ -1392,7 +1389,7 @@ static int bp_image_of(const char *state_dir, const char *id,
             b->dir = NULL;
         rc = b->name != NULL && b->image != NULL && b->dir != NULL ? 0 : -1;
     }
-    layer_records_unlock();
+    cJSON_Delete(rec);
     return rc;
 }
 

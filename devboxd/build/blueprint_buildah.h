@@ -50,6 +50,19 @@ int blueprint_buildah_available(char *err, size_t errlen);
 /* At devboxd's start: the machine-wide image cache whose buildah store
  * builds read base images from (NULL: the default). */
 void blueprint_buildah_set_image_cache(const char *dir);
+/* The engine's blueprint records, as a build FROM another blueprint reads
+ * them: the builder keeps no records of its own. */
+struct blueprint_buildah_records {
+    /* A copy of the newest built record named name (id NULL) or of id's
+     * (name NULL), of id's in any status when any is set; NULL if none. */
+    cJSON *(*find)(const char *id, const char *name, int any);
+    /* Blueprint job_id builds on the built blueprint id from now on (its
+     * layers stay while job_id builds): 0, or -1 when id is not built. */
+    int (*depend)(const char *job_id, const char *id);
+};
+/* At devboxd's start: where FROM another blueprint finds it (without
+ * them no blueprint is found). */
+void blueprint_buildah_set_records(const struct blueprint_buildah_records *r);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */
 int blueprint_buildah_check(const cJSON *params, char *err, size_t errlen);

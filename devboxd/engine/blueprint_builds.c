@@ -156,6 +156,35 @@ cJSON *blueprints_find_locked(const char *id, const char *name)
     return rec;
 }
 
+/* blueprint_buildah_records.find: the registry's record, copied under its
+ * lock. */
+static cJSON *records_find(const char *id, const char *name, int any)
+{
+    cJSON *rec = NULL;
+
+    layer_records_lock(NULL);
+    rec = any ? find_locked(id) : blueprints_find_locked(id, name);
+    rec = rec != NULL ? cJSON_Duplicate(rec, 1) : NULL;
+    layer_records_unlock();
+    return rec;
+}
+
+/* blueprint_buildah_records.depend, under the registry lock. */
+static int records_depend(const char *job_id, const char *id)
+{
+    const cJSON *base = NULL;
+
+    layer_records_lock(NULL);
+    base = blueprints_find_locked(id, NULL);
+    if (base != NULL)
+        blueprints_depend_locked(job_id, base);
+    layer_records_unlock();
+    return base != NULL ? 0 : -1;
+}
+
+const struct blueprint_buildah_records blueprints_records = {records_find,
+                                                             records_depend};
+
 /* BlueprintView of a record. */
 static cJSON *bp_view(const cJSON *rec)
 {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "blueprint_buildah.h"
 #include "engine.h"
 
 /* Starts a build from a create body; *view: the new record's view. */
@@ -46,5 +47,8 @@ cJSON *blueprints_record_locked(const char *id);
 void blueprints_depend_locked(const char *id, const cJSON *base);
 /* Registry lock held: the newest build_complete record named name, or by id. */
 cJSON *blueprints_find_locked(const char *id, const char *name);
+/* The records a build FROM another blueprint reads (devboxd's start hands
+ * them to the builder). */
+extern const struct blueprint_buildah_records blueprints_records;
 
 #endif

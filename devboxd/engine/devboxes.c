@@ -7,6 +7,7 @@
 #include "file_writes.h"
 #include "retention.h"
 #include "blueprint_buildah.h"
+#include "blueprint_builds.h"
 #include "images.h"
 #include "code_mounts.h"
 #include "mounts.h"
@@ -1783,6 +1784,7 @@ int engine_init(struct engine *eng, const char *state_dir,
                      set->code_mount_timeout_s);
     images_set_default(set->devbox_image);
     blueprint_buildah_set_image_cache(set->image_cache);
+    blueprint_buildah_set_records(&blueprints_records);
     pthread_mutex_init(&eng->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_REALTIME);
