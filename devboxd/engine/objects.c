@@ -354,8 +354,8 @@ out:
     return status;
 }
 
-int objects_complete(struct engine *eng, const char *id, cJSON **out,
-                     char *err, size_t errlen)
+int objects_complete(struct engine *eng, const char *id, cJSON **out, char *err,
+                     size_t errlen)
 {
     char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;

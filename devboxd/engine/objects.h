@@ -42,8 +42,8 @@ int objects_upload(struct engine *eng, const char *id, const char *data,
                    size_t len, cJSON **rec, char *err, size_t errlen);
 /* Makes an uploaded object READ_ONLY (one already so stays): *rec its
  * record; 404, 400 (nothing uploaded), or -1. */
-int objects_complete(struct engine *eng, const char *id, cJSON **rec,
-                     char *err, size_t errlen);
+int objects_complete(struct engine *eng, const char *id, cJSON **rec, char *err,
+                     size_t errlen);
 /* Deletes an object: *rec its record as it was, state DELETED; 404, 500. */
 int objects_delete(struct engine *eng, const char *id, cJSON **rec, char *err,
                    size_t errlen);

@@ -301,8 +301,8 @@ void api_objects_upload(struct engine *eng, const struct api_call *call)
             OBJECT_MAX_BYTES);
         return;
     }
-    status = objects_upload(eng, call->id, req->body, req->body_len, &rec,
-                            err, sizeof(err));
+    status = objects_upload(eng, call->id, req->body, req->body_len, &rec, err,
+                            sizeof(err));
     if (status != 0)
         reply_error(call->resp, status, errno, err);
     else

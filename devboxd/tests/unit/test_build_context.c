@@ -240,9 +240,9 @@ static void test_open(void **state)
     assert_true(fd >= 0);
     assert_int_equal(o.calls, 1);
     close(fd);
-    assert_int_equal(build_context_open(body, 3, open_object, &o, &fd, err,
-                                        sizeof(err)),
-                     -1);
+    assert_int_equal(
+        build_context_open(body, 3, open_object, &o, &fd, err, sizeof(err)),
+        -1);
     assert_int_equal(fd, -1);
     assert_non_null(strstr(err, "unpacks to more than"));
     cJSON_Delete(body);
@@ -253,8 +253,9 @@ static void test_open(void **state)
     assert_int_equal(build_context_open(body, 1 << 20, open_object, &o, &fd,
                                         err, sizeof(err)),
                      -1);
-    assert_non_null(strstr(err, "build_context.object_id: object obj_gone "
-                                "not found (deleted or expired); upload a tar"));
+    assert_non_null(strstr(err,
+                           "build_context.object_id: object obj_gone "
+                           "not found (deleted or expired); upload a tar"));
     cJSON_Delete(body);
 
     /* A bad archive is refused before any build. */
