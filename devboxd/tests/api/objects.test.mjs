@@ -5,6 +5,7 @@
 // unpacked, a gzip), durability across a restart, signed URLs that cannot
 // be forged or reused for another object, and bad input.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -173,6 +174,33 @@ test('bad input: fields, states, limits', async () => {
   assert.equal(res.status, 413);
   assert.match((await res.json()).message, /at most 67108864 bytes/);
   await rejectsWith(assert, client.objects.complete(obj.id), 400, /nothing was uploaded/);
+  await client.objects.delete(obj.id);
+});
+
+test('a state directory that takes no write: create and upload answer 507, nothing is acknowledged', async (t) => {
+  const obj = await client.objects.create({ name: 'frozen.txt', content_type: 'text' });
+  const dir = path.join(engine.stateDir, 'objects');
+  // An immutable directory refuses new files even to root.
+  try {
+    execFileSync('chattr', ['+i', dir], { stdio: 'pipe' });
+  } catch (e) {
+    t.skip(`chattr +i ${dir} failed (${String(e.stderr ?? e.message).trim()}): the state filesystem has no immutable flag`);
+    return;
+  }
+  try {
+    await rejectsWith(assert, client.objects.create({ name: 'never.txt', content_type: 'text' }), 507,
+      /devboxd could not save this change to its state directory \(Operation not permitted\); nothing was acknowledged/);
+    const put = await fetch(obj.upload_url, { method: 'PUT', body: 'lost' });
+    assert.equal(put.status, 507);
+    assert.match((await put.json()).message, /could not save this change to its state directory/);
+  } finally {
+    execFileSync('chattr', ['-i', dir]);
+  }
+  const names = (await client.objects.list({ limit: 5000 })).objects.map((o) => o.name);
+  assert.ok(!names.includes('never.txt'), 'a refused create left an object');
+  await rejectsWith(assert, client.objects.complete(obj.id), 400, /nothing was uploaded/);
+  assert.equal((await fetch(obj.upload_url, { method: 'PUT', body: 'kept' })).status, 200);
+  await client.objects.complete(obj.id);
   await client.objects.delete(obj.id);
 });
 
