@@ -19,6 +19,7 @@
 #include "blueprint_builds.h"
 #include "build_cache.h"
 #include "build_context.h"
+#include "build_net.h"
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
 #include "images.h"
@@ -1096,8 +1097,9 @@ static char *build_tmpdir(const char *id, double disk_gb, char *err,
 /* Starts `buildah build` of the job's Dockerfile into tag, its RUN steps
  * in a user namespace whose root is host id range. */
 static int start_build(struct bb_job *j, uid_t range, const char *tmp,
-                       const char *tag, const int *fds, struct child *c,
-                       char *err, size_t errlen)
+                       const char *tag, const struct build_net *net,
+                       const int *fds, struct child *c, char *err,
+                       size_t errlen)
 {
     char *argv[160];
     char *owned[80];
@@ -1119,6 +1121,19 @@ static int start_build(struct bb_job *j, uid_t range, const char *tmp,
     argv[n++] = owned[n_owned++];
     argv[n++] = "--runtime-flag";
     if (asprintf(&owned[n_owned], "devboxd-runc=%s", sb_rt.runc_path) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    /* Every RUN step in the build's own user and network namespaces
+     * (build_net.h): the wrapper joins the one, buildah the other. */
+    argv[n++] = "--runtime-flag";
+    if (asprintf(&owned[n_owned], "devboxd-userns=%s", net->userns) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    argv[n++] = "--runtime-flag";
+    if (asprintf(&owned[n_owned], "devboxd-netns=%s", net->netns) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    if (asprintf(&owned[n_owned], "--network=ns:%s", net->netns) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
     argv[n++] = "--userns-uid-map";
@@ -1573,6 +1588,7 @@ int bb_run(struct bb_job *j)
     struct bd_out df;
     struct progress pg;
     struct sb_cgroup cg;
+    struct build_net net;
     struct child c;
     char err[1024] = "";
     char why[512] = "";
@@ -1581,6 +1597,7 @@ int bb_run(struct bb_job *j)
     char *sbdir = NULL;
     uid_t range = 0;
     int cache_lock = -1;
+    int have_net = 0;
     int fds[SB_CG_N];
     size_t i;
     int status;
@@ -1625,6 +1642,11 @@ int bb_run(struct bb_job *j)
         jlog(j, "error", "the build disk: %s", err);
         goto out;
     }
+    if (build_net_start(&net, range, fds, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    have_net = 1;
     if (ensure_state_store(j->state_dir) != 0) {
         jlog(j, "error", "cannot open the buildah store of %s", j->state_dir);
         goto out;
@@ -1642,7 +1664,7 @@ int bb_run(struct bb_job *j)
     pg.df = &df;
     pg.cur = -1;
     pg.exit_status = -1;
-    if (start_build(j, range, tmp, tag, fds, &c, err, sizeof(err)) != 0) {
+    if (start_build(j, range, tmp, tag, &net, fds, &c, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
@@ -1667,6 +1689,8 @@ out:
     for (i = 0; i < SB_CG_N; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    if (have_net)
+        build_net_stop(&net);
     sb_cg_kill_all(&cg, 5000);
     sb_cg_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */

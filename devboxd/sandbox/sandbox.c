@@ -391,7 +391,8 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
     _exit(124);
 }
 
-static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
+int sb_slirp_start(pid_t ns_pid, uid_t uid, struct sb_slirp *s, char *err,
+                   size_t errlen)
 {
     char nspath[64];
     int fds[4] = {-1, -1, -1,
@@ -421,7 +422,10 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
                     "tap0",
                     NULL};
 
-    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
+    s->pid = 0;
+    s->pidfd = -1;
+    s->exit_w = -1;
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)ns_pid);
     fds[0] = open(nspath, O_RDONLY | O_CLOEXEC);
     if (fds[0] < 0) {
         rc = sb_err(err, errlen, -errno, "sandbox exited during network setup");
@@ -448,10 +452,10 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
         goto out;
     }
     if (pid == 0)
-        slirp_child(fds, devnull, sb->uid, argv);
-    sb->slirp_pid = pid;
-    sb->slirp_pidfd = pidfd_open(pid, 0);
-    sb->slirp_exit_w = exit_w;
+        slirp_child(fds, devnull, uid, argv);
+    s->pid = pid;
+    s->pidfd = pidfd_open(pid, 0);
+    s->exit_w = exit_w;
     exit_w = -1;
     close(fds[3]);
     fds[3] = -1;
@@ -470,6 +474,30 @@ out:
     sb_close_fd(ready_r);
     sb_close_fd(exit_w);
     sb_close_fd(devnull);
+    return rc;
+}
+
+void sb_slirp_stop(struct sb_slirp *s)
+{
+    if (s->exit_w >= 0) {
+        close(s->exit_w); /* slirp4netns exits on EOF */
+        s->exit_w = -1;
+    }
+    sb_reap_child(s->pid, s->pidfd, 2000);
+    s->pid = 0;
+    sb_close_fd(s->pidfd);
+    s->pidfd = -1;
+}
+
+static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
+{
+    struct sb_slirp s;
+    int rc = sb_slirp_start(sb->init_pid, sb->uid, &s, err, errlen);
+
+    /* Kept also on failure: sandbox_stop ends a half-started one. */
+    sb->slirp_pid = s.pid;
+    sb->slirp_pidfd = s.pidfd;
+    sb->slirp_exit_w = s.exit_w;
     return rc;
 }
 
