@@ -1705,6 +1705,7 @@ static const struct api_route routes[] = {
     {"GET", "/v1/blueprints/{id}", api_blueprints_get},
     {"POST", "/v1/blueprints/{id}/delete", api_blueprints_delete},
     {"POST", "/v1/blueprints/{id}/tag", api_blueprints_tag},
+    {"POST", "/v1/blueprints/{id}/wait_for_status", api_blueprints_wait},
     {"GET", "/v1/blueprints/{id}/logs", api_blueprints_logs},
     {"GET", "/v1/secrets", api_secrets_list},
     {"POST", "/v1/secrets", api_secrets_create},

@@ -141,6 +141,7 @@ void api_blueprints_create(struct engine *eng, const struct api_call *call);
 void api_blueprints_get(struct engine *eng, const struct api_call *call);
 void api_blueprints_delete(struct engine *eng, const struct api_call *call);
 void api_blueprints_tag(struct engine *eng, const struct api_call *call);
+void api_blueprints_wait(struct engine *eng, const struct api_call *call);
 void api_blueprints_logs(struct engine *eng, const struct api_call *call);
 /* MCP configs (api_mcp_configs.c). */
 void api_mcp_configs_list(struct engine *eng, const struct api_call *call);

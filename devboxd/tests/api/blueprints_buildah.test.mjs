@@ -252,6 +252,34 @@ describe('blueprints built by buildah', () => {
     }
   });
 
+  test('wait_for_status answers as the build ends; 408 before, 422 for a status it will never reach, 400 naming bad input', async () => {
+    const waitFor_ = (id, body) => client.post(`/v1/blueprints/${id}/wait_for_status`, { body, maxRetries: 0 });
+    const b = await client.blueprints.create({ name: 'bh-wait', dockerfile: 'FROM runloop/starter-x86_64\nRUN sleep 3\n' });
+    assert.equal(b.supports_wait_for_status, true, 'the view offers the wait');
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['build_complete'], timeout_seconds: 1 }), 408,
+      /did not reach the requested status in time; repeat the request/);
+    let v = null;
+    while (v === null) {
+      try {
+        v = await waitFor_(b.id, { statuses: ['build_complete', 'failed'], timeout_seconds: 30 });
+      } catch (e) {
+        if (e.status !== 408) throw e;
+      }
+    }
+    const answered = Date.now();
+    assert.equal(v.status, 'build_complete', await logText(b.id));
+    // Read every 10 ms by the engine; generous for a loaded machine.
+    assert.ok(answered - v.build_finish_time_ms < 1500,
+      `answered ${answered - v.build_finish_time_ms} ms after the build ended`);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['building'] }), 422,
+      /is build_complete \(final\) and will never reach the requested statuses/);
+    await rejectsWith(assert, waitFor_(b.id, {}), 400, /statuses is required/);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['done'] }), 400, /each is one of queued/);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['failed'], timeout_seconds: 99 }), 400, /timeout_seconds/);
+    await rejectsWith(assert, waitFor_('bpt_nosuchblueprint0000', { statuses: ['failed'] }), 404);
+    await client.blueprints.delete(b.id);
+  });
+
   test('a failing step names its line, its exit status and the output tail', async () => {
     const b = await client.blueprints.create({ name: 'bh-fails',
       dockerfile: 'FROM runloop/starter-x86_64\nRUN true\nRUN echo about-to-fail; exit 7\nRUN echo never\n' });
