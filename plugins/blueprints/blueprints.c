@@ -260,24 +260,17 @@ static void announce(struct follow *f, const char *status)
     free(msg);
 }
 
-/* The pause before the next read when the backend offers
- * POST /v1/blueprints/{id}/wait_for_status (devboxd says so in the view,
- * "supports_wait_for_status"; Runloop's API has no such route and is only
- * ever polled): held until the build ends or up to the poll interval
- * (whole seconds, within the bound), so the end is seen as the engine
- * reaches it and the log still every interval. *waited_ms: the time held
- * (the whole wait when it ran out); RLMCP_OK also when the backend
- * refused (the caller pauses then). */
-static int wait_end(struct follow *f, uint64_t deadline, bool *used,
-                    uint64_t *waited_ms)
+int bp_hold(const struct rlmcp_h *h, const struct bp *bp, const char *id,
+            uint64_t deadline, bool *used, uint64_t *waited_ms)
 {
     struct rlmcp_h_req_opts opts = {0};
     cJSON *body = NULL;
     cJSON *out = NULL;
     cJSON *st = NULL;
     char *path = NULL;
+    char *what = NULL;
     uint64_t now = rlmcp_h_now_ms();
-    uint32_t secs = (uint32_t)((f->bp->poll_ms + 999) / 1000);
+    uint32_t secs = (uint32_t)((bp->poll_ms + 999) / 1000);
     long status = 0;
     int rc = RLMCP_ENOMEM;
 
@@ -291,10 +284,11 @@ static int wait_end(struct follow *f, uint64_t deadline, bool *used,
         secs = 1;
     if (secs > 30)
         secs = 30; /* the engine's bound */
-    path = rlmcp_h_sprintf("/v1/blueprints/%s/wait_for_status", f->id);
+    path = rlmcp_h_sprintf("/v1/blueprints/%s/wait_for_status", id);
+    what = rlmcp_h_sprintf("waiting for blueprint %s", id);
     body = cJSON_CreateObject();
     st = cJSON_AddArrayToObject(body, "statuses");
-    if (path == NULL || st == NULL)
+    if (path == NULL || what == NULL || st == NULL)
         goto out;
     cJSON_AddItemToArray(st, cJSON_CreateString("build_complete"));
     cJSON_AddItemToArray(st, cJSON_CreateString("failed"));
@@ -303,18 +297,19 @@ static int wait_end(struct follow *f, uint64_t deadline, bool *used,
     opts.timeout_ms = (secs + 15) * 1000u;
     opts.max_retries = 0; /* a 408 is the wait's end, not a failure */
     opts.transport_unreported = true;
-    rc = rlmcp_h_request_status(f->h, "POST", path, body, &opts, f->what,
-                                &status, &out, NULL);
-    *waited_ms =
-        status == 408 ? (uint64_t)secs * 1000u : rlmcp_h_now_ms() - now;
+    rc = rlmcp_h_request_status(h, "POST", path, body, &opts, what, &status,
+                                &out, NULL);
     /* 2xx: ended; 408: still building; anything else (or a transport
      * failure): the caller pauses as without the wait, and reads. */
     *used =
         rc == RLMCP_OK && ((status >= 200 && status <= 299) || status == 408);
+    *waited_ms =
+        status == 408 ? (uint64_t)secs * 1000u : rlmcp_h_now_ms() - now;
     if (rc == RLMCP_EHTTP || rc == RLMCP_ETIMEDOUT)
         rc = RLMCP_OK;
 out:
     free(path);
+    free(what);
     cJSON_Delete(body);
     cJSON_Delete(out);
     return rc;
@@ -356,7 +351,7 @@ static int follow_build(struct follow *f, cJSON **view_out)
             bool used = false;
             uint64_t waited_ms = 0;
 
-            rc = wait_end(f, deadline, &used, &waited_ms);
+            rc = bp_hold(f->h, f->bp, f->id, deadline, &used, &waited_ms);
             if (rc != RLMCP_OK)
                 return rc;
             if (used) {

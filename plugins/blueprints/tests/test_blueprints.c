@@ -576,6 +576,20 @@ static void task_start_get_wait(void **state)
     assert_int_equal(cJSON_GetObjectItem(fh_result(), "log_lines")->valueint,
                      2);
     assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 4);
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 0);
+    /* wait where the engine offers wait_for_status: held there, no pause */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("build_complete"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}");
+    fh_route("POST", WAIT_PATH, 200, BPT_W("build_complete"));
+    assert_int_equal(fh_call_op("build_blueprint", "wait",
+                                "{\"blueprint_id\":\"bpt_1\","
+                                "\"timeout_seconds\":60}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 1);
+    assert_int_equal(fh_sleep_count(), 0);
 }
 
 static void task_failed_and_deleted(void **state)
