@@ -154,8 +154,12 @@ static int edit_config(const char *bundle, const char *userns,
 out:
     if (fd >= 0)
         close(fd);
-    if (rc != 0)
+    if (rc != 0) {
+        int saved = errno;
+
         unlink(tmp);
+        errno = saved;
+    }
     cJSON_Delete(root);
     free(text);
     free(out);
@@ -211,10 +215,9 @@ int main(int argc, char **argv)
     }
     /* A step whose config cannot be changed does not run. */
     if (creates && bundle != NULL && edit_config(bundle, userns, netns) != 0) {
-        fprintf(
-            stderr,
-            "devboxd-build-runtime: cannot mask paths in %s/config.json: %s\n",
-            bundle, strerror(errno));
+        fprintf(stderr,
+                "devboxd-build-runtime: cannot prepare %s/config.json: %s\n",
+                bundle, strerror(errno));
         return 125;
     }
     execv(runc, args);

@@ -99,6 +99,7 @@ int build_net_start(struct build_net *n, uid_t range, const int *cg_fds,
     int go[2] = {-1, -1};
     int ready[2] = {-1, -1};
     pid_t self = getpid();
+    char slirp_err[512] = "";
     char c = 0;
     pid_t pid;
     int rc = -1;
@@ -134,8 +135,11 @@ int build_net_start(struct build_net *n, uid_t range, const int *cg_fds,
     }
     snprintf(n->userns, sizeof(n->userns), "/proc/%d/ns/user", (int)pid);
     snprintf(n->netns, sizeof(n->netns), "/proc/%d/ns/net", (int)pid);
-    if (sb_slirp_start(pid, range, &n->slirp, err, errlen) != 0)
+    if (sb_slirp_start(pid, range, &n->slirp, slirp_err, sizeof(slirp_err)) !=
+        0) {
+        snprintf(err, errlen, "the build's network: %s", slirp_err);
         goto out;
+    }
     rc = 0;
 out:
     if (go[0] >= 0)
