@@ -25,6 +25,7 @@
 static void holder_child(int go, int ready, const int *cg_fds, pid_t parent)
 {
     sigset_t none;
+    int devnull;
     int hi[2];
     char c = 'x';
     int i;
@@ -40,9 +41,13 @@ static void holder_child(int go, int ready, const int *cg_fds, pid_t parent)
     }
     hi[0] = fcntl(go, F_DUPFD, 10);
     hi[1] = fcntl(ready, F_DUPFD, 10);
-    if (hi[0] < 0 || hi[1] < 0 || dup2(hi[0], 3) != 3 || dup2(hi[1], 4) != 4)
+    devnull = open("/dev/null", O_RDWR);
+    /* Nothing of devboxd's, its stdio included, stays open in it. */
+    if (hi[0] < 0 || hi[1] < 0 || devnull < 0 || dup2(devnull, 0) != 0 ||
+        dup2(devnull, 1) != 1 || dup2(devnull, 2) != 2 || dup2(hi[0], 3) != 3 ||
+        dup2(hi[1], 4) != 4)
         _exit(1);
-    close_range(5, ~0U, 0); /* none of devboxd's descriptors */
+    close_range(5, ~0U, 0);
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0)
         c = 'u';
     if (write(4, &c, 1) != 1 || c != 'u')
