@@ -40,6 +40,7 @@ static const struct {
     const char *image;
 } builtin_names[] = {
     {"runloop-mcp-browser", "browser"},
+    {"runloop-mcp-desktop", "desktop"},
 };
 
 /* One record per image: built (path), being built (a builder runs), or
@@ -113,7 +114,7 @@ const char *images_default(void)
 static bool known_image(const char *name)
 {
     return strcmp(name, "starter") == 0 || strcmp(name, "universal") == 0 ||
-           strcmp(name, "browser") == 0;
+           strcmp(name, "browser") == 0 || strcmp(name, "desktop") == 0;
 }
 
 int images_check_default(const char *name, char *err, size_t errlen)
@@ -124,7 +125,7 @@ int images_check_default(const char *name, char *err, size_t errlen)
      * named, so a setup that still asks for it learns what to do. */
     snprintf(err, errlen,
              "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image%s: set it to "
-             "starter (the default), universal or browser",
+             "starter (the default), universal, browser or desktop",
              name,
              strcmp(name, "host") == 0
                  ? " (devboxes no longer run on the host's /usr)"
@@ -336,7 +337,8 @@ static int image_name(const char **name, char *err, size_t errlen)
     if (known_image(*name))
         return 0;
     snprintf(err, errlen,
-             "unknown image \"%.100s\" (images: starter, universal, browser)",
+             "unknown image \"%.100s\" (images: starter, universal, browser, "
+             "desktop)",
              *name);
     return -1;
 }
