@@ -385,12 +385,17 @@ static void discard(const struct rlmcp_h *h, const char *id)
 {
     struct rlmcp_h_req_opts o = {0};
     char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
+    long status = 0;
 
     o.flags = RLMCP_HTTP_IGNORE_CANCEL;
     o.timeout_ms = 10000;
     o.max_retries = 1;
-    (void)rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", NULL,
-                                 NULL, NULL);
+    if (path != NULL &&
+        rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", &status,
+                               NULL, NULL) == RLMCP_OK &&
+        (status < 200 || status > 299))
+        h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
+                    "shutting down devbox %s answered HTTP %ld", id, status);
     free(path);
 }
 

@@ -185,6 +185,7 @@ describe('computer end to end (local engine, desktop image)', () => {
   let hostErr = '';
   let devbox;
   let button; // the magenta box on the display
+  let closing = false;
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 890000 });
   const diag = (r) => `${JSON.stringify(r.content).slice(0, 2000)}\n--- host:\n${hostErr.slice(-3000)}\n--- devboxd:\n${engineErr.slice(-3000)}`;
@@ -239,9 +240,12 @@ describe('computer end to end (local engine, desktop image)', () => {
     transport.stderr?.on('data', (d) => { hostErr += d; });
     client = new Client({ name: 'computer-e2e', version: '1' });
     await client.connect(transport);
+    // A host that goes away mid-test says why.
+    client.onclose = () => { if (!closing) console.error(`the host exited; its stderr:\n${hostErr.slice(-6000)}`); };
   });
 
   after(async () => {
+    closing = true;
     try { await client?.close(); } catch { /* already gone */ }
     if (engine && engine.exitCode === null) {
       engine.kill('SIGTERM');

@@ -178,6 +178,22 @@ static void first_call_creates_a_desktop_devbox(void **state)
     assert_int_equal(cJSON_GetObjectItem(res, "x")->valueint, 5);
 }
 
+/* A new devbox whose first action fails is shut down again. */
+static void failed_first_call_discards_its_devbox(void **state)
+{
+    (void)state;
+    fh_reset();
+    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    route_exec(81, "", "the display did not start in 30 s: no screens\n");
+    fh_call("computer", "{\"action\":\"screenshot\"}");
+    assert_string_equal(fh_error_code(), "unavailable");
+    assert_non_null(strstr(fh_error_message(), "no screens"));
+    assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown"));
+}
+
 /* Texts reach the script shell-quoted: no word of them runs. */
 static void text_is_quoted(void **state)
 {
@@ -301,6 +317,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_input_reaches_no_devbox, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(first_call_creates_a_desktop_devbox,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_first_call_discards_its_devbox,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(text_is_quoted, setup, teardown),
         cmocka_unit_test_setup_teardown(script_failures_are_named, setup,
