@@ -657,7 +657,13 @@ static int read_reply(const struct dk *dk, const struct rlmcp_h *h,
             "devbox %s cannot show a display: %s", id, why);
         break;
     case EXIT_NO_DISPLAY:
-        rc = rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE, "devbox %s: %s", id, why);
+    case EXIT_NO_BROWSER:
+        rc = rlmcp_h_fail_remedy(
+            h, RLMCP_ERR_UNAVAILABLE,
+            "Call computer again (what is missing starts anew); if it keeps "
+            "failing, read the logs in /tmp/rlmcp-desktop of the devbox "
+            "(execute_command) or call without devbox_id for a new one.",
+            "devbox %s: %s", id, why);
         break;
     case EXIT_BAD_INPUT:
         rc = rlmcp_h_fail_remedy(
@@ -665,9 +671,6 @@ static int read_reply(const struct dk *dk, const struct rlmcp_h *h,
             "Check the argument against docs/tools.md (computer) and call "
             "again: the display is unchanged by the part that failed.",
             "%s", why);
-        break;
-    case EXIT_NO_BROWSER:
-        rc = rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE, "devbox %s: %s", id, why);
         break;
     case EXIT_FAILED:
         rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL, "devbox %s: %s", id, why);

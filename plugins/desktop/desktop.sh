@@ -48,7 +48,10 @@ start_display() {
     if ! display_up; then
         # A resumed devbox keeps /tmp but not its processes.
         rm -f "/tmp/.X$DNUM-lock" "/tmp/.X11-unix/X$DNUM"
-        setsid Xvfb ":$DNUM" -screen 0 "${W}x${H}x24" -nolisten tcp \
+        # -noreset: by default the server resets when its last client
+        # leaves, and the check below is a client: openbox, connecting
+        # during that reset, would find no display.
+        setsid Xvfb ":$DNUM" -screen 0 "${W}x${H}x24" -nolisten tcp -noreset \
             >"$D/xvfb.log" 2>&1 </dev/null 9>&- &
         wait_for 300 display_up ||
             die 81 "the display did not start in 30 s: $(tail -n 3 "$D/xvfb.log" | tr '\n' ' ')"

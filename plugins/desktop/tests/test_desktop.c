@@ -191,6 +191,7 @@ static void failed_first_call_discards_its_devbox(void **state)
     fh_call("computer", "{\"action\":\"screenshot\"}");
     assert_string_equal(fh_error_code(), "unavailable");
     assert_non_null(strstr(fh_error_message(), "no screens"));
+    assert_non_null(strstr(fh_error_remedy(), "/tmp/rlmcp-desktop"));
     assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown"));
 }
 
