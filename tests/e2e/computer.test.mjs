@@ -8,7 +8,8 @@
 // keyboard, and reads the page's changes both from new screenshots and from
 // the devbox (the window title, through xdotool). The viewer's URL goes
 // through devboxd's tunnel listener to noVNC and its WebSocket to the VNC
-// server. Then the bad-input cases.
+// server. A suspended and resumed devbox gets its display back. Then the
+// bad-input cases.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -376,6 +377,29 @@ describe('computer end to end (local engine, desktop image)', () => {
     // Asked again: the same tunnel, the viewer already running.
     const again = (await computer({ action: 'viewer' })).structuredContent;
     assert.equal(again.viewer_url, v.viewer_url);
+  });
+
+  it('a suspended and resumed devbox starts its display again', LONG, async () => {
+    ok(await call('suspend_devbox', { devbox_id: devbox }));
+    ok(await call('resume_devbox', { devbox_id: devbox }));
+    // Processes are gone, /tmp (and the X server's stale lock) stays.
+    const r = await computer({ action: 'screenshot' });
+    const img = imageOf(r);
+    assert.deepEqual([img.width, img.height], [1024, 768]);
+    assert.equal(findBox(img, green), null, 'the page is gone with Chromium');
+    const ps = ok(await call('execute_command', { devbox_id: devbox, command: 'pgrep -c -x Xvfb' })).structuredContent;
+    assert.equal(ps.stdout.trim(), '1');
+    // The page again, in a new Chromium.
+    const up = ok(await call('execute_command_async', {
+      devbox_id: devbox, command: 'cd /home/user/site && exec python3 -m http.server 8000 --bind 127.0.0.1',
+    }));
+    assert.ok(up);
+    let again = imageOf(await computer({ action: 'wait', duration: 0.5, url: 'http://127.0.0.1:8000/', screenshot: true }));
+    await waitFor(async () => {
+      if (findBox(again, magenta)) return true;
+      again = imageOf(await computer({ action: 'screenshot' }));
+      return false;
+    }, 120000, 'the button after the resume', 500);
   });
 
   it('bad input: each refused with what to fix', LONG, async () => {
