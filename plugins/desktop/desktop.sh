@@ -9,6 +9,7 @@
 #      URL (open in Chromium first), VPORT VIEWONLY (the viewer), DNUM.
 # Out: one JSON line on stdout; a failure exits with a code the plugin
 #      names (see desktop.c) and its reason as the last line of stderr.
+# shellcheck disable=SC2046,SC2086 # key names are split on spaces (set -f)
 set -u
 set -f # key names and texts are split on spaces, never globbed
 D=/tmp/rlmcp-desktop
@@ -189,8 +190,10 @@ if [ "$SHOT" = 1 ]; then
     f=$f.png
     scrot -o "$f" 2>"$D/scrot.log" || die 83 "scrot failed: $(tail -n 1 "$D/scrot.log")"
     if [ "$IW" != "$dw" ] || [ "$IH" != "$dh" ]; then
-        pngtopam "$f" | pamscale -width "$IW" -height "$IH" | pnmtopng >"$f.tmp" 2>/dev/null &&
-            mv -f "$f.tmp" "$f" || die 83 "scaling the screenshot failed"
+        if ! pngtopam "$f" | pamscale -width "$IW" -height "$IH" | pnmtopng >"$f.tmp" 2>/dev/null; then
+            die 83 "scaling the screenshot failed"
+        fi
+        mv -f "$f.tmp" "$f"
     fi
     extra=",\"shot\":\"$f\",\"image_width\":$IW,\"image_height\":$IH"
 fi
