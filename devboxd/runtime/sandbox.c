@@ -196,7 +196,7 @@ static void copy_child(const struct copy_job *job)
     size_t i;
 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sb_child_default_signals();
+    sandbox_child_default_signals();
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
         copy_fail(job->errfd, "unshare");
