@@ -14,6 +14,12 @@
 #
 # Fails naming each file and the header it includes.  ALLOWED lists the
 # includes still to move, each with its reason; a new one fails.
+#
+# It also fails when a file in transport/ spells an MCP method name as a
+# string literal ("initialize", "tools/call", "notifications/...") or a
+# JSON-RPC error code (a -32xxx constant of a protocol/ header, or the
+# number): the protocol layer decides those (protocol/intake.h).
+# WIRE_ALLOWED lists exceptions, each with its reason.
 
 cmake_minimum_required(VERSION 3.16)
 
@@ -27,13 +33,14 @@ set(LAYERS base backend tools protocol transport app)
 set(RANKS 0 1 1 2 3 4)
 
 # What the transports and the program may use of the protocol.
-set(PUBLIC mcp.h jsonrpc.h revision.h intake.h)
+set(PUBLIC mcp.h revision.h intake.h)
 
-# The dispatcher's files: mcp.c and the requests it hands over, each of
-# which reads the session, the call or the deployment it runs on.
+# The files that read the dispatcher's or a session's fields: mcp.c, and
+# call.c (a session's pending client requests), listen.c and resources.c
+# (a session's notify sink and subscriptions). A call's state is
+# call_state.h's, what a request calls back into mcp.c dispatch.h's.
 set(INTERNAL
-    protocol/mcp.c protocol/call.c protocol/call_audit.c protocol/listen.c
-    protocol/resources.c protocol/tasks.c protocol/tasks_input.c)
+    protocol/mcp.c protocol/call.c protocol/listen.c protocol/resources.c)
 
 # Includes still to move, "file:header", each with its reason above it.
 # None today.
@@ -91,10 +98,82 @@ foreach(layer IN LISTS LAYERS)
     endforeach()
 endforeach()
 
+# A transport moves bytes: which method a message is and which JSON-RPC
+# error answers it are the protocol's (protocol/intake.h). Files in
+# transport/ spell no MCP method name as a string literal and no JSON-RPC
+# error code (a constant #defined as -32xxx in a protocol/ header, or the
+# number itself).
+set(METHOD_RE "\"(initialize|ping|(notifications|tasks|tools|resources|prompts|completion|logging|subscriptions|sampling|elicitation|roots)/[A-Za-z_/]*)\"")
+set(CODE_RE "-32[0-9][0-9][0-9]")
+
+# Exceptions, "file:token", each with its reason above it. None today.
+set(WIRE_ALLOWED)
+
+set(codes)
+file(GLOB protocol_headers ${ROOT}/protocol/*.h)
+foreach(h IN LISTS protocol_headers)
+    file(STRINGS ${h} defines REGEX "^#define [A-Z0-9_]+ \\(?${CODE_RE}")
+    foreach(line IN LISTS defines)
+        string(REGEX REPLACE "^#define ([A-Z0-9_]+) .*$" "\\1" name "${line}")
+        list(APPEND codes ${name})
+    endforeach()
+endforeach()
+
+list(JOIN codes "|" codes_alt)
+set(NAME_RE "(^|[^A-Za-z0-9_])(${codes_alt})([^A-Za-z0-9_]|$)")
+
+file(GLOB transport_files RELATIVE ${ROOT} ${ROOT}/transport/*.c ${ROOT}/transport/*.h)
+foreach(src IN LISTS transport_files)
+    # Most files spell none: one look at the whole file first.
+    file(READ ${ROOT}/${src} whole)
+    set(any)
+    string(REGEX MATCH "${METHOD_RE}" hit "${whole}")
+    list(APPEND any ${hit})
+    string(REGEX MATCH "${CODE_RE}" hit "${whole}")
+    list(APPEND any ${hit})
+    if(codes)
+        string(REGEX MATCH "${NAME_RE}" hit "${whole}")
+        list(APPEND any ${hit})
+    endif()
+    if(NOT any)
+        continue()
+    endif()
+    file(STRINGS ${ROOT}/${src} lines)
+    set(lineno 0)
+    foreach(line IN LISTS lines)
+        math(EXPR lineno "${lineno} + 1")
+        set(found)
+        string(REGEX MATCHALL "${METHOD_RE}" methods "${line}")
+        foreach(m IN LISTS methods)
+            string(REPLACE "\"" "" m "${m}")
+            list(APPEND found "method name \"${m}\"")
+        endforeach()
+        string(REGEX MATCHALL "${CODE_RE}" numbers "${line}")
+        foreach(n IN LISTS numbers)
+            list(APPEND found "error code ${n}")
+        endforeach()
+        if(codes)
+            string(REGEX MATCHALL "${NAME_RE}" names "${line}")
+            foreach(n IN LISTS names)
+                string(REGEX REPLACE "${NAME_RE}" "\\2" n "${n}")
+                list(APPEND found "error code ${n}")
+            endforeach()
+        endif()
+        foreach(f IN LISTS found)
+            string(REGEX REPLACE "^(method name|error code) " "" token "${f}")
+            string(REPLACE "\"" "" token "${token}")
+            if(NOT "${src}:${token}" IN_LIST WIRE_ALLOWED)
+                list(APPEND bad "${src}:${lineno} spells the ${f}: the protocol decides that (protocol/intake.h)")
+            endif()
+        endforeach()
+    endforeach()
+endforeach()
+
 if(bad)
     list(JOIN bad "\n  " text)
-    message(FATAL_ERROR "host layers: an include points up or sideways "
-                        "(move the code to the layer that owns it, or pass a callback from above):\n  ${text}")
+    message(FATAL_ERROR "host layers: an include points up or sideways, or a "
+                        "transport spells the protocol (move the code to the layer "
+                        "that owns it, or pass a callback from above):\n  ${text}")
 endif()
 if(ALLOWED)
     list(JOIN ALLOWED ", " allowed_text)

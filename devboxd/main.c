@@ -4,11 +4,14 @@
  * FILE]
  *           [--allow-non-loopback] [--tunnel-listen HOST:PORT]
  *           [--tunnel-url-template URL]
+ *
+ * Flags and environment are read once, by config.c (devboxd --help).
  */
 #define _GNU_SOURCE
 #include "api.h"
+#include "config.h"
 #include "engine.h"
-#include "http.h"
+#include "http_server.h"
 #include "idempotency.h"
 #include "mcphub.h"
 #include "pty_sessions.h"
@@ -17,7 +20,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,132 +29,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_LISTEN 8
 #ifndef DEVBOXD_VERSION
 #define DEVBOXD_VERSION "0.0.0"
 #endif
-
-struct options {
-    const char *state_dir;
-    const char *listen[MAX_LISTEN];
-    int n_listen;
-    const char *api_key_file;
-    int allow_non_loopback;
-    const char *tunnel_listen;       /* default 127.0.0.1:0 */
-    const char *tunnel_url_template; /* NULL: the listener's *.localhost URL */
-};
-
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: devboxd --state-dir DIR [--listen unix:PATH|HOST:PORT]...\n"
-        "               [--api-key-file FILE] [--allow-non-loopback]\n"
-        "               [--tunnel-listen HOST:PORT] [--tunnel-url-template "
-        "URL]\n"
-        "               [--version]\n"
-        "\n"
-        "Serves the Runloop REST API (HTTP/1.1 and cleartext HTTP/2) with "
-        "local\n"
-        "sandboxes. Default listen address: unix:DIR/devboxd.sock (no key "
-        "needed:\n"
-        "the socket's 0600 mode is the access control). TCP listeners require\n"
-        "'Authorization: Bearer KEY'; KEY is read from --api-key-file or "
-        "generated\n"
-        "into DIR/api-key. Port 0 picks a free port (see DIR/devboxd.pid).\n"
-        "Tunnels (enable_tunnel) are served on --tunnel-listen (default\n"
-        "127.0.0.1:0) as http://{port}-{tunnel_key}.localhost:TUNNEL_PORT/;\n"
-        "--tunnel-url-template http(s)://{port}-{tunnel_key}.DOMAIN[:PORT] "
-        "names\n"
-        "them instead when a proxy or wildcard DNS name fronts the listener.\n"
-        "Clients learn the template from TunnelView.url_template and the\n"
-        "X-Devboxd-Tunnel-Url-Template header of every API answer.\n"
-        "\n"
-        "Environment (read at start; all settings in docs/devboxd.md):\n"
-        "  RLMCP_RECORD_RETENTION_DAYS  records (logs, command output) of "
-        "shut-down\n"
-        "                               and failed devboxes are removed this "
-        "many days\n"
-        "                               after they ended (default 7)\n"
-        "  RLMCP_RECORD_RETENTION_MAX   and beyond this many, oldest first\n"
-        "                               (default 10000)\n");
-}
-
-static int parse_args(int argc, char **argv, struct options *o)
-{
-    static const struct option longopts[] = {
-        {"state-dir", required_argument, NULL, 's'},
-        {"listen", required_argument, NULL, 'l'},
-        {"api-key-file", required_argument, NULL, 'k'},
-        {"allow-non-loopback", no_argument, NULL, 'A'},
-        {"tunnel-listen", required_argument, NULL, 't'},
-        {"tunnel-url-template", required_argument, NULL, 'u'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-
-    memset(o, 0, sizeof(*o));
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            o->state_dir = optarg;
-            break;
-        case 'l':
-            if (o->n_listen == MAX_LISTEN) {
-                fprintf(stderr, "devboxd: at most %d --listen options\n",
-                        MAX_LISTEN);
-                return -1;
-            }
-            o->listen[o->n_listen++] = optarg;
-            break;
-        case 'k':
-            o->api_key_file = optarg;
-            break;
-        case 'A':
-            o->allow_non_loopback = 1;
-            break;
-        case 't':
-            o->tunnel_listen = optarg;
-            break;
-        case 'u': {
-            char err[512];
-
-            /* Checked now so a typo fails before anything starts. */
-            if (tunnel_set_url_template(optarg, "127.0.0.1", 0, err,
-                                        sizeof(err)) != 0) {
-                fprintf(stderr, "devboxd: %s\n", err);
-                return -1;
-            }
-            o->tunnel_url_template = optarg;
-            break;
-        }
-        case 'h':
-            usage(stdout);
-            exit(0);
-        case 'V':
-            printf("devboxd %s\n", DEVBOXD_VERSION);
-            exit(0);
-        default:
-            usage(stderr);
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "devboxd: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return -1;
-    }
-    if (o->state_dir == NULL || o->state_dir[0] == '\0') {
-        fprintf(
-            stderr,
-            "devboxd: --state-dir DIR is required (where devboxes and their "
-            "files are kept)\n");
-        return -1;
-    }
-    return 0;
-}
 
 static int lock_state_dir(const char *dir)
 {
@@ -286,8 +165,8 @@ static void on_sandbox_stop(const char *box_id)
     tunnel_server_forget(hook_tunnels, box_id);
 }
 
-static int open_listeners(struct http_server *srv, const struct options *o,
-                          int *ports)
+static int open_listeners(struct http_server *srv,
+                          const struct devboxd_config *o, int *ports)
 {
     char err[1024];
     int i;
@@ -302,7 +181,7 @@ static int open_listeners(struct http_server *srv, const struct options *o,
     return 0;
 }
 
-static void announce(const struct options *o, const int *ports)
+static void announce(const struct devboxd_config *o, const int *ports)
 {
     int i;
 
@@ -356,7 +235,7 @@ static void block_signals(sigset_t *set)
 
 int main(int argc, char **argv)
 {
-    struct options o;
+    struct devboxd_config o;
     struct engine eng;
     struct http_server *srv = NULL;
     struct tunnel_server *tun = NULL;
@@ -365,15 +244,31 @@ int main(int argc, char **argv)
     char err[1024];
     char *default_listen = NULL;
     char *real_dir = NULL;
-    int ports[MAX_LISTEN] = {0};
+    int ports[DEVBOXD_MAX_LISTEN] = {0};
     int lock_fd = -1;
     int engine_up = 0;
     int rc = 1;
     int sig = 0;
     sigset_t set;
 
-    if (parse_args(argc, argv, &o) != 0)
+    switch (devboxd_config_load(&o, argc, argv, err, sizeof(err))) {
+    case DEVBOXD_CONFIG_RUN:
+        break;
+    case DEVBOXD_CONFIG_HELP:
+        devboxd_config_usage(stdout);
+        return 0;
+    case DEVBOXD_CONFIG_VERSION:
+        printf("devboxd %s\n", DEVBOXD_VERSION);
+        return 0;
+    case DEVBOXD_CONFIG_USAGE:
+        if (err[0] != '\0')
+            fprintf(stderr, "devboxd: %s\n", err);
+        devboxd_config_usage(stderr);
         return 2;
+    default:
+        fprintf(stderr, "devboxd: %s\n", err);
+        return 2;
+    }
     real_dir = prepare_state_dir(o.state_dir);
     if (real_dir == NULL)
         return 1;
@@ -391,7 +286,7 @@ int main(int argc, char **argv)
     lock_fd = lock_state_dir(real_dir);
     if (lock_fd < 0)
         goto out;
-    if (engine_init(&eng, real_dir, err, sizeof(err)) != 0) {
+    if (engine_init(&eng, real_dir, &o.engine, err, sizeof(err)) != 0) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
@@ -435,7 +330,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
     }
-    eng.idem = idem_open(real_dir, err, sizeof(err));
+    eng.idem = idempotency_open(real_dir, err, sizeof(err));
     if (eng.idem == NULL) {
         fprintf(stderr, "devboxd: %s\n", err);
         goto out;
@@ -465,7 +360,7 @@ out:
     pty_engine_shutdown();   /* frees the devboxd-ptyd handles */
     mcphub_shutdown();       /* stops the MCP Hub listeners */
     if (engine_up) {
-        idem_close(eng.idem);
+        idempotency_close(eng.idem);
         engine_fini(&eng);
     }
     tunnel_url_template_clear();

@@ -1,6 +1,6 @@
 /* Engine-wide admission caps: how many devboxes may run at once and how
  * much memory and CPU their limits may add up to, against the machine.
- * Configured from the environment (docs/devboxd.md "Limits"). */
+ * Set from the environment by devboxd/config.c (docs/devboxd.md "Limits"). */
 #ifndef DEVBOXD_ADMISSION_H
 #define DEVBOXD_ADMISSION_H
 
@@ -22,10 +22,6 @@ struct admission_caps {
     double state_reserve_mb;
     double build_disk_gb; /* RLMCP_BUILD_DISK_GB, default 20 per build */
 };
-
-/* The caps from the environment and the machine; -1 with err naming the
- * variable when one is not a positive number. */
-int admission_caps_init(struct admission_caps *caps, char *err, size_t errlen);
 
 /* Whether one more devbox with mem_gb/cpus limits fits beside n admitted
  * devboxes whose limits add up to used_mem_gb/used_cpus.  0, or -1 with err

@@ -46,7 +46,8 @@ static int builds_alive;     /* worker threads not yet finished */
 static int stopping;         /* devboxd is stopping: end the builds */
 static struct build *active; /* builds not yet finished, slot_lock */
 static int store_dirty;      /* a killed buildah left containers: slot_lock */
-static int cleaning;         /* bb_cleanup runs: no build starts, slot_lock */
+static int
+    cleaning; /* blueprint_buildah_cleanup runs: no build starts, slot_lock */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct build {
@@ -55,10 +56,10 @@ struct build {
     char *dir;     /* <state>/blueprints/<id> */
     cJSON *params; /* the create body */
     int log_lines;
-    int64_t deadline_ms;       /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
-    int cancelled;             /* deleted while building: slot_lock */
-    int killed;                /* buildah was killed (bb_job.killed) */
-    int context_fd;            /* the build_context archive, or -1 */
+    int64_t deadline_ms; /* RLMCP_BUILD_TIMEOUT_S from the slot's start */
+    int cancelled;       /* deleted while building: slot_lock */
+    int killed;          /* buildah was killed (blueprint_buildah_job.killed) */
+    int context_fd;      /* the build_context archive, or -1 */
     struct build *next_active; /* the builds list, slot_lock */
 };
 
@@ -73,7 +74,7 @@ static cJSON *find_locked(const char *id)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    cJSON_ArrayForEach(rec, layer_records_blueprints_locked())
     {
         const char *rid = util_json_str(rec, "id");
 
@@ -100,7 +101,7 @@ void blueprints_depend_locked(const char *id, const cJSON *base)
     cJSON_AddItemToObject(
         mine, "layers",
         cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(base, "layers"), 1));
-    layers_save_record("blueprints", "blueprint.json", mine);
+    layer_records_save_record("blueprints", "blueprint.json", mine);
 }
 
 static int has_tag(const cJSON *rec, const char *tag)
@@ -122,7 +123,7 @@ static cJSON *find_built_locked(const char *field, const char *key,
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_blueprints_locked())
+    cJSON_ArrayForEach(rec, layer_records_blueprints_locked())
     {
         const char *st = util_json_str(rec, "status");
         const char *state = util_json_str(rec, "state");
@@ -242,7 +243,7 @@ static void scrub_paths(const char *msg, char *out, size_t len)
     char tmp[LOG_LINE_MAX + 256];
     char tmp2[LOG_LINE_MAX + 256];
     char real[PATH_MAX];
-    const char *state = layers_state_dir();
+    const char *state = layer_records_state_dir();
 
     replace_all(msg, state, "<state>", tmp, sizeof(tmp));
     if (state != NULL && realpath(state, real) != NULL &&
@@ -317,7 +318,7 @@ static void set_status(struct build *b, const char *status, const char *failure)
 
     if (asprintf(&layer, "%s/layer", b->dir) < 0)
         layer = NULL;
-    layers_lock(b->eng);
+    layer_records_lock(b->eng);
     rec = find_locked(b->id);
     if (rec != NULL) {
         set_str(rec, "status", status);
@@ -329,12 +330,13 @@ static void set_status(struct build *b, const char *status, const char *failure)
                                     (double)util_now_ms());
         /* A failed build holds its base's layers no more (a base deleted
          * while it built goes now), and its own layer is no one's. */
-        if (layers_save_record("blueprints", "blueprint.json", rec) == 0 &&
+        if (layer_records_save_record("blueprints", "blueprint.json", rec) ==
+                0 &&
             strcmp(status, "failed") == 0)
             freed = layers_release_locked(
                 cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
     }
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     free(layer);
 }
@@ -396,7 +398,7 @@ static int record_buildah(struct build *b, cJSON *fields)
     cJSON_AddStringToObject(own, "path", layer != NULL ? layer : "");
     cJSON_AddNumberToObject(own, "owner", (double)SB_RANGE_BASE);
     cJSON_AddItemToArray(layers, own);
-    layers_lock(b->eng);
+    layer_records_lock(b->eng);
     rec = find_locked(b->id);
     if (base != NULL) {
         const cJSON *brec = find_locked(base);
@@ -425,7 +427,7 @@ static int record_buildah(struct build *b, cJSON *fields)
         cJSON_AddItemToObject(rec, "layers", layers);
         layers = NULL;
     }
-    layers_unlock();
+    layer_records_unlock();
     cJSON_Delete(layers);
     free(layer);
     return rc;
@@ -452,7 +454,7 @@ static void start_building(struct build *b)
 
 static void build_run_buildah(struct build *b)
 {
-    struct bb_job j;
+    struct blueprint_buildah_job j;
     char *ctx = NULL;
     int ok;
 
@@ -470,7 +472,7 @@ static void build_run_buildah(struct build *b)
     j.should_stop = bb_stop;
     j.ctx = b;
     start_building(b);
-    ok = bb_run(&j) == 0;
+    ok = blueprint_buildah_run(&j) == 0;
     b->killed = j.killed;
     if (ok && record_buildah(b, j.record) != 0) {
         blog(b, "error",
@@ -487,7 +489,7 @@ static void build_run_buildah(struct build *b)
     if (asprintf(&ctx, "%s/build", b->dir) >= 0)
         util_rmtree(ctx);
     free(ctx);
-    bb_job_free(&j);
+    blueprint_buildah_job_free(&j);
 }
 
 static void build_run(struct build *b)
@@ -574,7 +576,7 @@ static void *build_thread(void *arg)
         cleaning = 1;
         store_dirty = 0;
         pthread_mutex_unlock(&slot_lock);
-        bb_cleanup(b->eng->state_dir);
+        blueprint_buildah_cleanup(b->eng->state_dir);
         pthread_mutex_lock(&slot_lock);
         cleaning = 0;
     }
@@ -616,27 +618,27 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         set_str(rec, "failure_reason", "build_failed");
         cJSON_AddNumberToObject(rec, "build_finish_time_ms",
                                 (double)util_now_ms());
-        layers_save_record("blueprints", "blueprint.json", rec);
-        if (asprintf(&dir, "%s/blueprints/%s", layers_state_dir(),
+        layer_records_save_record("blueprints", "blueprint.json", rec);
+        if (asprintf(&dir, "%s/blueprints/%s", layer_records_state_dir(),
                      util_json_str(rec, "id")) < 0)
             continue;
         log_append(dir, "error",
                    "devboxd restarted during the build; build it again");
         free(dir);
         sandbox_purge(util_json_str(rec, "id"));
-        bb_abandon(eng->state_dir, util_json_str(rec, "id"));
-        if (asprintf(&dir, "%s/blueprints/%s/sandbox", layers_state_dir(),
-                     util_json_str(rec, "id")) >= 0)
+        blueprint_buildah_abandon(eng->state_dir, util_json_str(rec, "id"));
+        if (asprintf(&dir, "%s/blueprints/%s/sandbox",
+                     layer_records_state_dir(), util_json_str(rec, "id")) >= 0)
             sandbox_destroy_dir(dir, err, sizeof(err));
         free(dir);
-        if (asprintf(&dir, "%s/blueprints/%s/build", layers_state_dir(),
+        if (asprintf(&dir, "%s/blueprints/%s/build", layer_records_state_dir(),
                      util_json_str(rec, "id")) >= 0)
             util_rmtree(dir);
         free(dir);
     }
     /* buildah's working containers (and their mounts) of those builds. */
     if (interrupted > 0)
-        bb_cleanup(eng->state_dir);
+        blueprint_buildah_cleanup(eng->state_dir);
 }
 
 /* -------------------------------------------------------------- create */
@@ -851,15 +853,15 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     *view = NULL;
     if (check_create(body, err, errlen) != 0)
         return 400;
-    if (bb_available(err, errlen) != 0)
+    if (blueprint_buildah_available(err, errlen) != 0)
         return 503;
     /* An unknown base_blueprint_id stays a 404. */
-    layers_lock(eng);
+    layer_records_lock(eng);
     status = resolve_base_locked(body, &base, err, errlen);
-    layers_unlock();
+    layer_records_unlock();
     if (status != 0)
         return status;
-    if (bb_check(body, err, errlen) != 0)
+    if (blueprint_buildah_check(body, err, errlen) != 0)
         return 400;
     /* Checked whole now (a bad archive is a 400) and kept open: the build
      * gets these bytes even if the object is deleted meanwhile. */
@@ -882,10 +884,10 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     b->params = cJSON_Duplicate(body, 1);
     if (b->params == NULL)
         goto oom;
-    layers_lock(eng);
+    layer_records_lock(eng);
     status = resolve_base_locked(body, &base, err, errlen);
     if (status != 0) {
-        layers_unlock();
+        layer_records_unlock();
         goto out;
     }
     rec = cJSON_CreateObject();
@@ -898,14 +900,14 @@ int blueprints_create(struct engine *eng, const cJSON *body, cJSON **view,
     /* A token serves the build's clone only: never shown or stored. */
     code_mounts_redact(cJSON_GetObjectItemCaseSensitive(rec, "parameters"));
     util_mkdirs(b->dir);
-    cJSON_InsertItemInArray(layers_blueprints_locked(), 0, rec);
+    cJSON_InsertItemInArray(layer_records_blueprints_locked(), 0, rec);
     if (base != NULL) {
         blueprints_depend_locked(b->id, base); /* saves the record */
     } else {
-        layers_save_record("blueprints", "blueprint.json", rec);
+        layer_records_save_record("blueprints", "blueprint.json", rec);
     }
     *view = bp_view(rec);
-    layers_unlock();
+    layer_records_unlock();
     if (spawn_build(b) != 0) {
         log_append(b->dir, "error", "cannot start the build worker");
         set_status(b, "failed", "build_failed");
@@ -979,7 +981,8 @@ static int drop_tag_locked(cJSON *rec, const char *tag)
 
         if (cJSON_IsString(it) && strcmp(it->valuestring, tag) == 0) {
             cJSON_DeleteItemFromArray(tags, i);
-            return layers_save_record("blueprints", "blueprint.json", rec);
+            return layer_records_save_record("blueprints", "blueprint.json",
+                                             rec);
         }
     }
     return 0;
@@ -1002,7 +1005,7 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
                  tag);
         return 400;
     }
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec == NULL || strcmp(util_json_str(rec, "state"), "created") != 0) {
         status = not_found(id, err, errlen);
@@ -1018,7 +1021,7 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
     }
     name = util_json_str(rec, "name");
     /* One build of a name carries a tag: the others lose it. */
-    cJSON_ArrayForEach(other, layers_blueprints_locked())
+    cJSON_ArrayForEach(other, layer_records_blueprints_locked())
     {
         const char *oname = util_json_str(other, "name");
 
@@ -1036,7 +1039,8 @@ int blueprints_tag(struct engine *eng, const char *id, const char *tag,
             tags = cJSON_AddArrayToObject(rec, "tags");
         }
         cJSON_AddItemToArray(tags, cJSON_CreateString(tag));
-        if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+        if (layer_records_save_record("blueprints", "blueprint.json", rec) !=
+            0) {
             drop_tag_locked(rec, tag);
             status = 507;
             goto out;
@@ -1049,7 +1053,7 @@ out:
                  "devboxd could not save the tag to its state directory; "
                  "nothing was acknowledged, retry once the state disk is "
                  "writable");
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }
 
@@ -1059,13 +1063,13 @@ int blueprints_get(struct engine *eng, const char *id, cJSON **view, char *err,
     cJSON *rec = NULL;
     int status = 0;
 
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec != NULL)
         *view = bp_view(rec);
     else
         status = not_found(id, err, errlen);
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }
 
@@ -1118,7 +1122,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
                  id, CANCEL_WAIT_MS / 1000);
         return 503;
     }
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(id);
     if (rec == NULL) {
         status = not_found(id, err, errlen);
@@ -1147,7 +1151,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     /* The tombstone is on disk before any file goes: a kill in between
      * leaves a layer nothing references, which the next start frees. */
     set_str(rec, "state", "deleted");
-    if (layers_save_record("blueprints", "blueprint.json", rec) != 0) {
+    if (layer_records_save_record("blueprints", "blueprint.json", rec) != 0) {
         set_str(rec, "state", "created");
         snprintf(err, errlen,
                  "cannot record the delete of blueprint %s (writing the state "
@@ -1166,7 +1170,7 @@ int blueprints_delete(struct engine *eng, const char *id, char *err,
     freed = layers_release_locked(
         cJSON_GetObjectItemCaseSensitive(rec, "layers"), layer);
 out:
-    layers_unlock();
+    layer_records_unlock();
     /* buildah waits on its store's lock: never with the registry held,
      * which every create, snapshot and build needs. */
     layers_free(freed);
@@ -1181,9 +1185,9 @@ int blueprints_log_open(struct engine *eng, const char *id, FILE **log,
     int known;
 
     *log = NULL;
-    layers_lock(eng);
+    layer_records_lock(eng);
     known = find_locked(id) != NULL;
-    layers_unlock();
+    layer_records_unlock();
     if (!known)
         return not_found(id, err, errlen);
     if (asprintf(&path, "%s/blueprints/%s/logs.jsonl", eng->state_dir, id) <

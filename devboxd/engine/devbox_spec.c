@@ -536,7 +536,7 @@ cJSON *devbox_spec_validate(const cJSON *body, int *status, char *err,
     if (util_check_fields(body, "", create_fields, err, errlen) != 0 ||
         check_unsupported(body, err, errlen) != 0 ||
         secrets_check_spec(body, err, errlen) != 0 ||
-        mcpcfg_check_spec(body, err, errlen) != 0 ||
+        mcp_configs_check_spec(body, err, errlen) != 0 ||
         util_opt_string(body, "name", &s, err, errlen) != 0 ||
         util_opt_string(body, "entrypoint", &s, err, errlen) != 0 ||
         util_opt_string_map(body, "metadata", &map, err, errlen) != 0 ||

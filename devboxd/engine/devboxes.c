@@ -704,9 +704,9 @@ static void release_layers(struct engine *eng, cJSON *chain)
 
     if (chain == NULL)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     freed = layers_release_locked(chain, NULL);
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     cJSON_Delete(chain);
 }
@@ -1412,11 +1412,11 @@ static void run_suspend_hooks(struct engine *eng, struct devbox *box,
             hook_log(eng, box, "error", msg);
             continue;
         }
-        rc = sb_proc_wait(proc, (int)left, &status);
+        rc = sandbox_exec_wait(proc, (int)left, &status);
         if (rc == -ETIMEDOUT) {
-            sb_proc_kill(proc, SIGKILL);
-            sb_proc_wait(proc, 2000, &status);
-            sb_proc_free(proc);
+            sandbox_exec_kill(proc, SIGKILL);
+            sandbox_exec_wait(proc, 2000, &status);
+            sandbox_exec_free(proc);
             snprintf(msg, sizeof(msg),
                      "suspend_commands: command %d did not finish within "
                      "the %lld ms deadline (killed); the suspend goes on",
@@ -1424,7 +1424,7 @@ static void run_suspend_hooks(struct engine *eng, struct devbox *box,
             hook_log(eng, box, "warn", msg);
             return;
         }
-        sb_proc_free(proc);
+        sandbox_exec_free(proc);
         snprintf(msg, sizeof(msg),
                  "suspend_commands: command %d exited with status %d%s", i,
                  status, status == 0 ? "" : "; the suspend goes on");
@@ -1767,50 +1767,34 @@ static void *timer_thread(void *arg)
 
 /* --------------------------------------------------------- init/load */
 
-/* RLMCP_DEVBOX_RUNTIME once chose between runc and bubblewrap; runc is
- * the one runtime now.  "runc" is still accepted, any other value is an
- * error naming the fix, so a setup that asked for another runtime does not
- * silently get root inside. */
-static int check_runtime_setting(char *err, size_t errlen)
-{
-    const char *v = getenv("RLMCP_DEVBOX_RUNTIME");
-
-    if (v == NULL || v[0] == '\0' || strcmp(v, "runc") == 0)
-        return 0;
-    snprintf(err, errlen,
-             "RLMCP_DEVBOX_RUNTIME=\"%.40s\": devboxes run under runc only "
-             "(the bubblewrap runtime is gone); unset RLMCP_DEVBOX_RUNTIME",
-             v);
-    return -1;
-}
-
-int engine_init(struct engine *eng, const char *state_dir, char *err,
-                size_t errlen)
+int engine_init(struct engine *eng, const char *state_dir,
+                const struct engine_settings *set, char *err, size_t errlen)
 {
     struct sb_runtime rt;
     pthread_condattr_t ca;
 
     memset(eng, 0, sizeof(*eng));
     eng->state_dir = strdup(state_dir);
-    code_mounts_init(state_dir);
+    eng->settings = *set;
+    eng->caps = set->caps;
+    eng->retain_ms = (int64_t)(set->retention_days * 86400000.0);
+    eng->retain_max = set->retention_max;
+    code_mounts_init(state_dir, set->code_mount_base,
+                     set->code_mount_timeout_s);
+    images_set_default(set->devbox_image);
+    blueprint_buildah_set_image_cache(set->image_cache);
     pthread_mutex_init(&eng->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_REALTIME);
     pthread_cond_init(&eng->changed, &ca);
     pthread_condattr_destroy(&ca);
-    if (admission_caps_init(&eng->caps, err, errlen) != 0 ||
-        retention_init(eng, err, errlen) != 0 ||
-        warm_pool_size(err, errlen) < 0)
-        return -1;
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = state_dir;
-    if (check_runtime_setting(err, errlen) != 0 ||
-        bb_check_setting(err, errlen) != 0)
-        return -1;
-    rt.runc_path = getenv("RLMCP_RUNC");   /* default /usr/sbin/runc */
-    rt.disk = getenv("RLMCP_DEVBOX_DISK"); /* loop (default) | off */
-    if (images_check_default(err, errlen) != 0 ||
-        sandbox_init(&rt, err, errlen) != 0)
+    rt.runc_path = set->runc_path;
+    rt.disk = set->disk;
+    rt.claims_dir = set->uid_claims_dir;
+    rt.range_slots = set->uid_range_slots;
+    if (sandbox_init(&rt, err, errlen) != 0)
         return -1;
     eng->sandbox_ready = 1;
     return 0;
@@ -2118,7 +2102,7 @@ int engine_load(struct engine *eng, char *err, size_t errlen)
     }
     pthread_mutex_unlock(&eng->lock);
     /* With the devboxes known: what their chains use is not freed. */
-    layers_start(eng);
+    layer_records_start(eng);
     if (pthread_create(&eng->timer, NULL, timer_thread, eng) != 0) {
         snprintf(err, errlen, "cannot start the timer thread");
         goto out;
@@ -2155,7 +2139,7 @@ void engine_fini(struct engine *eng)
     struct devbox *next;
 
     /* Snapshot copies hold devboxes and builds hold sandboxes: end them first. */
-    layers_fini();
+    layer_records_fini();
     pthread_mutex_lock(&eng->lock);
     eng->stopping = 1;
     pthread_cond_broadcast(&eng->changed);

@@ -73,7 +73,7 @@ static cJSON *find_locked(const char *sid)
 {
     cJSON *rec = NULL;
 
-    cJSON_ArrayForEach(rec, layers_snapshots_locked())
+    cJSON_ArrayForEach(rec, layer_records_snapshots_locked())
     {
         const char *id = util_json_str(rec, "id");
 
@@ -97,7 +97,8 @@ static void remove_partial(const char *sid)
 
     if (sid == NULL || !store_id_valid(sid, "snp"))
         return;
-    if (asprintf(&layer, "%s/snapshots/%s/layer", layers_state_dir(), sid) < 0)
+    if (asprintf(&layer, "%s/snapshots/%s/layer", layer_records_state_dir(),
+                 sid) < 0)
         return;
     util_rmtree(layer);
     free(layer);
@@ -116,7 +117,7 @@ void snapshots_load_locked(cJSON *list)
             set_str(rec, "error_message",
                     "devboxd restarted while the snapshot was taken; "
                     "take it again");
-            layers_save_record("snapshots", "snapshot.json", rec);
+            layer_records_save_record("snapshots", "snapshot.json", rec);
             remove_partial(util_json_str(rec, "id"));
         }
     }
@@ -127,8 +128,8 @@ int snapshots_in_progress(struct engine *eng, const char *box_id)
     const cJSON *rec = NULL;
     int n = 0;
 
-    layers_lock(eng);
-    cJSON_ArrayForEach(rec, layers_snapshots_locked())
+    layer_records_lock(eng);
+    cJSON_ArrayForEach(rec, layer_records_snapshots_locked())
     {
         const char *src = util_json_str(rec, "source_devbox_id");
         const char *st = util_json_str(rec, "status");
@@ -137,7 +138,7 @@ int snapshots_in_progress(struct engine *eng, const char *box_id)
             strcmp(st, "in_progress") == 0)
             n++;
     }
-    layers_unlock();
+    layer_records_unlock();
     return n;
 }
 
@@ -212,7 +213,7 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
         size = layers_size(job->layer);
     else
         util_rmtree(job->layer);
-    layers_lock(job->eng);
+    layer_records_lock(job->eng);
     rec = find_locked(job->id);
     if (rec != NULL) {
         set_str(rec, "status", rc == 0 ? "complete" : "error");
@@ -220,12 +221,12 @@ static int snap_run(struct snap_job *job, char *err, size_t errlen)
             cJSON_AddNumberToObject(rec, "size_bytes", (double)size);
         else
             set_str(rec, "error_message", err);
-        if (layers_save_record("snapshots", "snapshot.json", rec) == 0 &&
+        if (layer_records_save_record("snapshots", "snapshot.json", rec) == 0 &&
             rc != 0)
             freed = layers_release_locked(
                 cJSON_GetObjectItemCaseSensitive(rec, "layers"), NULL);
     }
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     pthread_mutex_lock(&job->eng->lock);
     job->box->io_refs--;
@@ -389,12 +390,12 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
     job->eng = eng;
     job->box = box;
     util_new_id("snp", job->id, sizeof(job->id));
-    layers_lock(eng);
+    layer_records_lock(eng);
     if (asprintf(&job->upper, "%s/devboxes/%s/sandbox/upper", eng->state_dir,
                  box->id) < 0 ||
         asprintf(&job->layer, "%s/snapshots/%s/layer", eng->state_dir,
                  job->id) < 0) {
-        layers_unlock();
+        layer_records_unlock();
         goto oom;
     }
     pthread_mutex_lock(&eng->lock);
@@ -404,15 +405,15 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
     rec = status == 0 ? new_record(job, body, box->id, bp, chain) : NULL;
     pthread_mutex_unlock(&eng->lock);
     if (status != 0) {
-        layers_unlock();
+        layer_records_unlock();
         goto out;
     }
-    cJSON_InsertItemInArray(layers_snapshots_locked(), 0,
+    cJSON_InsertItemInArray(layer_records_snapshots_locked(), 0,
                             rec); /* newest first */
-    layers_save_record("snapshots", "snapshot.json", rec);
+    layer_records_save_record("snapshots", "snapshot.json", rec);
     if (async)
         *view = snap_view(rec);
-    layers_unlock();
+    layer_records_unlock();
     if (async) {
         start_worker(job);
         job = NULL;
@@ -430,10 +431,10 @@ int snapshots_create(struct engine *eng, struct devbox *box, const cJSON *body,
                                  : "");
         goto out;
     }
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(job->id);
     *view = rec != NULL ? snap_view(rec) : cJSON_CreateObject();
-    layers_unlock();
+    layer_records_unlock();
     goto out;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -490,7 +491,7 @@ int snapshots_update(struct engine *eng, const char *sid, const cJSON *body,
     *view = NULL;
     if (check_body(body, &name, &meta, &commit, err, errlen) != 0)
         return 400;
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL || strcmp(util_json_str(rec, "status"), "deleted") == 0) {
         status = not_found(sid, err, errlen);
@@ -504,10 +505,10 @@ int snapshots_update(struct engine *eng, const char *sid, const cJSON *body,
         cJSON_DeleteItemFromObjectCaseSensitive(rec, "metadata");
         cJSON_AddItemToObject(rec, "metadata", cJSON_Duplicate(meta, 1));
     }
-    layers_save_record("snapshots", "snapshot.json", rec);
+    layer_records_save_record("snapshots", "snapshot.json", rec);
     *view = snap_view(rec);
 out:
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }
 
@@ -521,7 +522,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     char *was = NULL;
     int status = 0;
 
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL) {
         status = not_found(sid, err, errlen);
@@ -546,7 +547,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
     was = strdup(st);
     set_str(rec, "status", "deleted");
     if (was == NULL ||
-        layers_save_record("snapshots", "snapshot.json", rec) != 0) {
+        layer_records_save_record("snapshots", "snapshot.json", rec) != 0) {
         set_str(rec, "status", was != NULL ? was : "complete");
         snprintf(err, errlen,
                  "cannot record the delete of snapshot %s (writing the state "
@@ -563,7 +564,7 @@ int snapshots_delete(struct engine *eng, const char *sid, char *err,
      * blueprints are built on them. */
     freed = layers_release_locked(chain, NULL);
 out:
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
     free(was);
     return status;
@@ -579,7 +580,7 @@ int snapshots_status(struct engine *eng, const char *sid, cJSON **out,
     int status = 0;
 
     *out = NULL;
-    layers_lock(eng);
+    layer_records_lock(eng);
     rec = find_locked(sid);
     if (rec == NULL) {
         status = not_found(sid, err, errlen);
@@ -597,6 +598,6 @@ int snapshots_status(struct engine *eng, const char *sid, cJSON **out,
         cJSON_AddItemToObject(v, "snapshot", snap_view(rec));
     *out = v;
 done:
-    layers_unlock();
+    layer_records_unlock();
     return status;
 }

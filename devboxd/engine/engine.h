@@ -30,7 +30,7 @@ const char *exec_status_name(int status);
 int exec_status_parse(const char *name);
 
 struct sandbox;
-struct idem_store;
+struct idempotency_store;
 struct sb_proc;
 struct devbox;
 
@@ -94,6 +94,29 @@ struct devbox {
 #define BOOT_CANCEL_SHUTDOWN 1
 #define BOOT_CANCEL_STOP 2
 
+/* What the engine and the modules below it take from devboxd's settings:
+ * devboxd/config.c reads them once at start (devboxd --help, docs/devboxd.md
+ * "Usage"), checked against their ranges.  Strings are borrowed for the
+ * process's life. */
+struct engine_settings {
+    struct admission_caps caps;  /* RLMCP_MAX_*, RLMCP_BUILD_*,
+                                   RLMCP_STATE_DISK_RESERVE_MB */
+    double retention_days;       /* RLMCP_RECORD_RETENTION_DAYS */
+    size_t retention_max;        /* RLMCP_RECORD_RETENTION_MAX */
+    int warm_pool;               /* RLMCP_WARM_POOL: sandboxes started ahead */
+    int eviction_notice_s;       /* RLMCP_EVICTION_NOTICE_S */
+    const char *code_mount_base; /* RLMCP_CODE_MOUNT_BASE */
+    int code_mount_timeout_s;    /* RLMCP_CODE_MOUNT_TIMEOUT_S */
+    int pty_idle_ttl_s;          /* DEVBOXD_PTY_IDLE_TTL */
+    int pty_ping_timeout_s;      /* DEVBOXD_PTY_PING_TIMEOUT */
+    const char *image_cache;     /* RLMCP_IMAGE_CACHE */
+    const char *devbox_image;    /* RLMCP_DEVBOX_IMAGE */
+    const char *runc_path;       /* RLMCP_RUNC */
+    const char *disk;            /* RLMCP_DEVBOX_DISK: loop | off */
+    const char *uid_claims_dir;  /* RLMCP_UID_CLAIMS_DIR */
+    unsigned uid_range_slots;    /* RLMCP_UID_RANGE_SLOTS */
+};
+
 struct engine {
     char *state_dir;
     char *api_key;
@@ -105,9 +128,10 @@ struct engine {
     int timer_started;
     int sandbox_ready;
     int exec_threads; /* live execution waiter threads */
-    struct idem_store
+    struct idempotency_store
         *idem; /* x-request-id answers (rest/idempotency.c); NULL: none */
-    struct admission_caps caps;
+    struct engine_settings settings; /* from engine_init */
+    struct admission_caps caps;      /* settings.caps */
     /* Services outside the engine (the MCP hub, net/mcphub.c) told when a
      * devbox's sandbox started (boot or resume) or stopped; set by main,
      * NULL: none. */
@@ -121,8 +145,9 @@ struct engine {
     size_t retain_max;
 };
 
-int engine_init(struct engine *eng, const char *state_dir, char *err,
-                size_t errlen);
+/* set: the settings, checked by devboxd/config.c (copied). */
+int engine_init(struct engine *eng, const char *state_dir,
+                const struct engine_settings *set, char *err, size_t errlen);
 /* Loads every record and restarts what was running. */
 int engine_load(struct engine *eng, char *err, size_t errlen);
 void engine_fini(struct engine *eng);

@@ -154,11 +154,11 @@ static void *exec_thread(void *arg)
     int rc;
 
     for (;;) {
-        struct pollfd pfd = {.fd = sb_proc_fd(proc), .events = POLLIN};
+        struct pollfd pfd = {.fd = sandbox_exec_fd(proc), .events = POLLIN};
 
         poll(&pfd, 1, 500);
         pthread_mutex_lock(job->proc_lock);
-        rc = sb_proc_wait(proc, 0, &status);
+        rc = sandbox_exec_wait(proc, 0, &status);
         pthread_mutex_unlock(job->proc_lock);
         if (rc != -ETIMEDOUT)
             break;
@@ -185,7 +185,7 @@ static void *exec_thread(void *arg)
     if (strcmp(ex->kind, "entrypoint") == 0)
         on_entrypoint_exit_locked(eng, ex);
     ex->refs--;
-    sb_proc_free(proc);
+    sandbox_exec_free(proc);
     eng->exec_threads--;
     pthread_cond_broadcast(&eng->changed);
     pthread_mutex_unlock(&eng->lock);
@@ -320,8 +320,8 @@ static void exec_spawn_waiter(struct engine *eng, struct execution *ex)
     if (job != NULL)
         eng->exec_threads--;
     free(job);
-    sb_proc_kill(ex->proc, SIGKILL);
-    sb_proc_free(ex->proc);
+    sandbox_exec_kill(ex->proc, SIGKILL);
+    sandbox_exec_free(ex->proc);
     ex->proc = NULL;
     ex->status = EXEC_COMPLETED;
     ex->exit_status = 128 + SIGKILL;
@@ -383,7 +383,7 @@ int engine_exec_kill(struct engine *eng, struct execution *ex)
     pthread_mutex_lock(pl);
     if (ex->proc != NULL) {
         ex->killed = 1;
-        rc = sb_proc_kill(ex->proc, SIGKILL);
+        rc = sandbox_exec_kill(ex->proc, SIGKILL);
     }
     pthread_mutex_unlock(pl);
     return rc == -ESRCH ? 0 : rc;
@@ -407,7 +407,7 @@ int engine_exec_stdin(struct engine *eng, struct execution *ex,
         goto out;
     }
     if (len > 0) {
-        int wrc = sb_proc_write_stdin(ex->proc, text, len);
+        int wrc = sandbox_exec_write_stdin(ex->proc, text, len);
 
         if (wrc == -ETIMEDOUT) {
             snprintf(err, errlen,
@@ -424,9 +424,9 @@ int engine_exec_stdin(struct engine *eng, struct execution *ex,
         }
     }
     if (interrupt)
-        sb_proc_kill(ex->proc, SIGINT);
+        sandbox_exec_kill(ex->proc, SIGINT);
     if (eof)
-        sb_proc_close_stdin(ex->proc);
+        sandbox_exec_close_stdin(ex->proc);
 out:
     pthread_mutex_unlock(pl);
     return rc;

@@ -107,7 +107,7 @@ static void load_kind(const char *kind, const char *file, cJSON *list)
 
 static void register_with_store(struct engine *eng);
 
-void layers_lock(struct engine *eng)
+void layer_records_lock(struct engine *eng)
 {
     pthread_mutex_lock(&g.lock);
     if (g.loaded)
@@ -125,7 +125,7 @@ void layers_lock(struct engine *eng)
     g.loaded = 1;
 }
 
-void layers_fini(void)
+void layer_records_fini(void)
 {
     snapshots_wait_all();
     blueprints_stop_all();
@@ -142,27 +142,28 @@ void layers_fini(void)
     pthread_mutex_unlock(&g.lock);
 }
 
-void layers_unlock(void)
+void layer_records_unlock(void)
 {
     pthread_mutex_unlock(&g.lock);
 }
 
-cJSON *layers_snapshots_locked(void)
+cJSON *layer_records_snapshots_locked(void)
 {
     return g.snaps;
 }
 
-cJSON *layers_blueprints_locked(void)
+cJSON *layer_records_blueprints_locked(void)
 {
     return g.bps;
 }
 
-const char *layers_state_dir(void)
+const char *layer_records_state_dir(void)
 {
     return g.state_dir;
 }
 
-int layers_save_record(const char *kind, const char *file, const cJSON *rec)
+int layer_records_save_record(const char *kind, const char *file,
+                              const cJSON *rec)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
     char *dir = NULL;
@@ -297,7 +298,7 @@ static cJSON *bp_on_free(const char *id)
 static void bp_after_free(const char *state_dir, const cJSON *rec)
 {
     if (rec != NULL)
-        bb_forget(state_dir, rec);
+        blueprint_buildah_forget(state_dir, rec);
 }
 
 /* Registry lock held, at load: the store learns the kinds of layers and
@@ -321,14 +322,14 @@ static void register_with_store(struct engine *eng)
     layers_add_owner(&o);
 }
 
-void layers_start(struct engine *eng)
+void layer_records_start(struct engine *eng)
 {
     cJSON *out = NULL;
     int n;
 
-    layers_lock(eng);
+    layer_records_lock(eng);
     out = layers_unreferenced_locked();
-    layers_unlock();
+    layer_records_unlock();
     n = cJSON_GetArraySize(out);
     if (n > 0)
         fprintf(stderr, "devboxd: freeing %d layer dir%s nothing references\n",
@@ -425,8 +426,8 @@ static void blueprint_defaults(const cJSON *rec, cJSON *spec)
     }
 }
 
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
-                          char *err, size_t errlen)
+int layer_records_resolve_create(struct engine *eng, const cJSON *body,
+                                 cJSON *spec, char *err, size_t errlen)
 {
     const char *sid = NULL;
     const char *bid = NULL;

@@ -7,7 +7,7 @@
  * blueprints share the layer store: a deleted record's layer stays while
  * other records' chains or live devboxes use it.
  *
- * Locking: one registry lock (layers_lock) guards the snapshot and
+ * Locking: one registry lock (layer_records_lock) guards the snapshot and
  * blueprint records and the layer store; it may be taken before eng->lock,
  * never after. */
 #ifndef DEVBOXD_LAYER_RECORDS_H
@@ -18,26 +18,28 @@
 #include "engine.h"
 #include "layers.h"
 
-void layers_lock(struct engine *eng); /* also loads the records on first use */
+void layer_records_lock(
+    struct engine *eng); /* also loads the records on first use */
 /* At engine stop, before the devboxes go: waits for snapshot copies, stops
  * builds (they end failed) and frees the registry. */
-void layers_fini(void);
-void layers_unlock(void);
+void layer_records_fini(void);
+void layer_records_unlock(void);
 /* Registry of records (registry lock held): arrays of record objects, newest
  * first. */
-cJSON *layers_snapshots_locked(void);
-cJSON *layers_blueprints_locked(void);
-const char *layers_state_dir(void);
+cJSON *layer_records_snapshots_locked(void);
+cJSON *layer_records_blueprints_locked(void);
+const char *layer_records_state_dir(void);
 /* Writes a record to <state>/<kind>/<id>/<file>. */
-int layers_save_record(const char *kind, const char *file, const cJSON *rec);
+int layer_records_save_record(const char *kind, const char *file,
+                              const cJSON *rec);
 /* At start, once the devboxes are loaded: loads the records (interrupted
  * builds and snapshots fail) and frees the layer dirs nothing references
  * (a delete cut off by a kill, or an orphan). */
-void layers_start(struct engine *eng);
+void layer_records_start(struct engine *eng);
 /* Registry lock held: resolves snapshot_id / blueprint_id / blueprint_name
  * of a create body into spec (_layers, ids, blueprint defaults). 0 or an
  * HTTP status with err. */
-int layers_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
-                          char *err, size_t errlen);
+int layer_records_resolve_create(struct engine *eng, const cJSON *body,
+                                 cJSON *spec, char *err, size_t errlen);
 
 #endif

@@ -61,7 +61,7 @@ static const char *const reserved_headers[] = {
 /* Lock held. Every record, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    char *dir = store_dir(eng, "mcp-configs");
+    char *dir = store_dir(eng->state_dir, "mcp-configs");
     cJSON *all = store_load_all(dir, 1 << 20);
 
     free(dir);
@@ -87,7 +87,7 @@ static cJSON *find_in(cJSON *all, const char *id, const char *name)
 
 static int save_locked(struct engine *eng, const cJSON *rec)
 {
-    char *dir = store_dir(eng, "mcp-configs");
+    char *dir = store_dir(eng->state_dir, "mcp-configs");
     char *text = cJSON_PrintUnformatted(rec);
     char file[64];
     int rc = -1;
@@ -494,7 +494,7 @@ static cJSON *new_record(void)
     return rec;
 }
 
-int mcpcfg_check_id(const char *id, char *err, size_t errlen)
+int mcp_configs_check_id(const char *id, char *err, size_t errlen)
 {
     if (store_id_valid(id, "mcp"))
         return 0;
@@ -511,8 +511,8 @@ static int not_found(const char *id, char *err, size_t errlen)
     return 404;
 }
 
-int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,
-                 cJSON **view, char *err, size_t errlen)
+int mcp_configs_write(struct engine *eng, const char *id, const cJSON *body,
+                      cJSON **view, char *err, size_t errlen)
 {
     cJSON *all = NULL;
     cJSON *rec = NULL;
@@ -520,7 +520,7 @@ int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,
     int status = 0;
 
     *view = NULL;
-    if (id != NULL && (status = mcpcfg_check_id(id, err, errlen)) != 0)
+    if (id != NULL && (status = mcp_configs_check_id(id, err, errlen)) != 0)
         return status;
     pthread_mutex_lock(&cfg_lock);
     all = load_all_locked(eng);
@@ -561,7 +561,7 @@ static cJSON *lock_find(struct engine *eng, const char *id, cJSON **all,
     cJSON *rec = NULL;
 
     *all = NULL;
-    *status = mcpcfg_check_id(id, err, errlen);
+    *status = mcp_configs_check_id(id, err, errlen);
     if (*status != 0)
         return NULL;
     pthread_mutex_lock(&cfg_lock);
@@ -576,8 +576,8 @@ static cJSON *lock_find(struct engine *eng, const char *id, cJSON **all,
     return rec;
 }
 
-int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
-                  size_t errlen)
+int mcp_configs_delete(struct engine *eng, const char *id, cJSON **view,
+                       char *err, size_t errlen)
 {
     cJSON *all = NULL;
     cJSON *rec = NULL;
@@ -587,8 +587,9 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
     rec = lock_find(eng, id, &all, &status, err, errlen);
     if (rec == NULL)
         return status;
-    status = store_result(store_delete(eng, "mcp-configs", id), cfg_view, rec,
-                          view, err, errlen, "cannot delete MCP config %s", id);
+    status =
+        store_result(store_delete(eng->state_dir, "mcp-configs", id), cfg_view,
+                     rec, view, err, errlen, "cannot delete MCP config %s", id);
     pthread_mutex_unlock(&cfg_lock);
     cJSON_Delete(all);
     if (status == 0)
@@ -596,8 +597,8 @@ int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
     return status;
 }
 
-int mcpcfg_get(struct engine *eng, const char *id, cJSON **view, char *err,
-               size_t errlen)
+int mcp_configs_get(struct engine *eng, const char *id, cJSON **view, char *err,
+                    size_t errlen)
 {
     cJSON *all = NULL;
     const cJSON *rec = NULL;
@@ -613,7 +614,7 @@ int mcpcfg_get(struct engine *eng, const char *id, cJSON **view, char *err,
     return 0;
 }
 
-cJSON *mcpcfg_list(struct engine *eng)
+cJSON *mcp_configs_list(struct engine *eng)
 {
     cJSON *all = NULL;
     cJSON *views = cJSON_CreateArray();
@@ -630,7 +631,7 @@ cJSON *mcpcfg_list(struct engine *eng)
     return views;
 }
 
-int mcpcfg_tool_allowed(const cJSON *allowed, const char *name)
+int mcp_configs_tool_allowed(const cJSON *allowed, const char *name)
 {
     const cJSON *it = NULL;
 
@@ -642,7 +643,7 @@ int mcpcfg_tool_allowed(const cJSON *allowed, const char *name)
     return 0;
 }
 
-int mcpcfg_check_spec(const cJSON *body, char *err, size_t errlen)
+int mcp_configs_check_spec(const cJSON *body, char *err, size_t errlen)
 {
     static const char *const fields[] = {"mcp_config", "secret", NULL};
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(body, "mcp");
@@ -803,8 +804,8 @@ out:
     return e;
 }
 
-int mcpcfg_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
-                          char *err, size_t errlen)
+int mcp_configs_resolve_create(struct engine *eng, const cJSON *body,
+                               cJSON *spec, char *err, size_t errlen)
 {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(body, "mcp");
     const cJSON *it = NULL;

@@ -18,23 +18,23 @@
 
 /* Creates (id NULL) or updates the config with body's fields; *view: the
  * result. */
-int mcpcfg_write(struct engine *eng, const char *id, const cJSON *body,
-                 cJSON **view, char *err, size_t errlen);
-int mcpcfg_delete(struct engine *eng, const char *id, cJSON **view, char *err,
-                  size_t errlen);
-int mcpcfg_get(struct engine *eng, const char *id, cJSON **view, char *err,
-               size_t errlen);
+int mcp_configs_write(struct engine *eng, const char *id, const cJSON *body,
+                      cJSON **view, char *err, size_t errlen);
+int mcp_configs_delete(struct engine *eng, const char *id, cJSON **view,
+                       char *err, size_t errlen);
+int mcp_configs_get(struct engine *eng, const char *id, cJSON **view, char *err,
+                    size_t errlen);
 /* Every config's view, newest first. */
-cJSON *mcpcfg_list(struct engine *eng);
+cJSON *mcp_configs_list(struct engine *eng);
 /* 0 when id has the shape of a config id, else 404 with err. */
-int mcpcfg_check_id(const char *id, char *err, size_t errlen);
+int mcp_configs_check_id(const char *id, char *err, size_t errlen);
 /* Checks the shape of a create body's `mcp` map. 0 or -1 with err. */
-int mcpcfg_check_spec(const cJSON *body, char *err, size_t errlen);
+int mcp_configs_check_spec(const cJSON *body, char *err, size_t errlen);
 /* Resolves a create body's `mcp` into spec "_mcp" and adds RL_MCP_URL and
  * the tokens to spec "_secret_env". 0, or an HTTP status with err. */
-int mcpcfg_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
-                          char *err, size_t errlen);
+int mcp_configs_resolve_create(struct engine *eng, const cJSON *body,
+                               cJSON *spec, char *err, size_t errlen);
 /* 1 when pattern list `allowed` (array of globs) admits tool name. */
-int mcpcfg_tool_allowed(const cJSON *allowed, const char *name);
+int mcp_configs_tool_allowed(const cJSON *allowed, const char *name);
 
 #endif

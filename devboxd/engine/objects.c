@@ -400,7 +400,7 @@ static cJSON *new_record(const cJSON *body, char *err, size_t errlen)
 static void handle_create(struct engine *eng, const struct http_request *req,
                           const cJSON *body, struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *all = NULL;
     cJSON *rec = NULL;
     char err[320];
@@ -433,7 +433,7 @@ static void handle_upload(struct engine *eng, const char *id,
                           const struct http_request *req,
                           struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;
     char file[OBJECT_ID_MAX + 16];
     char err[640];
@@ -485,7 +485,7 @@ out:
 static void handle_complete(struct engine *eng, const struct http_request *req,
                             const char *id, struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;
     char path[4200];
     struct stat st;
@@ -523,7 +523,7 @@ out:
 static void handle_delete(struct engine *eng, const char *id,
                           struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;
 
     rec = lock_record(dir, id, resp);
@@ -548,7 +548,7 @@ static void handle_download_url(struct engine *eng, const char *id,
                                 const struct http_request *req,
                                 struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;
     cJSON *v = NULL;
     char *url = NULL;
@@ -585,7 +585,7 @@ out:
 
 int objects_open(struct engine *eng, const char *id, char *err, size_t errlen)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *rec = NULL;
     char path[4200];
     int fd = -1;
@@ -676,7 +676,7 @@ static int check_list_query(const struct http_request *req,
 static void handle_list(struct engine *eng, const struct http_request *req,
                         int public_only, struct http_response *resp)
 {
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *all = NULL;
     int64_t limit;
 
@@ -707,7 +707,7 @@ static void route_one(struct engine *eng, const char *id, const char *op,
         return;
     }
     if (op == NULL && is_get) {
-        char *dir = store_dir(eng, "objects");
+        char *dir = store_dir(eng->state_dir, "objects");
 
         rec = load(dir, id);
         free(dir);
@@ -801,7 +801,7 @@ int objects_resolve_create(struct engine *eng, const cJSON *body, cJSON *spec,
 {
     const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(body, "mounts");
     const cJSON *it = NULL;
-    char *dir = store_dir(eng, "objects");
+    char *dir = store_dir(eng->state_dir, "objects");
     cJSON *out = cJSON_CreateArray();
     int status = 0;
     int i = 0;

@@ -55,25 +55,13 @@ static void remember(const char *box_id, struct sb_proc *p, const char *key)
         }
     }
     if (e != NULL) {
-        sb_proc_free(e->proc); /* the previous boot's handle */
+        sandbox_exec_free(e->proc); /* the previous boot's handle */
         e->proc = p;
         snprintf(e->key, sizeof(e->key), "%s", key);
     } else {
-        sb_proc_free(p);
+        sandbox_exec_free(p);
     }
     pthread_mutex_unlock(&pty_lock);
-}
-
-/* Seconds from the environment variable, def when unset or out of 1..max. */
-static int env_seconds(const char *name, int def, int max)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    long n = v != NULL ? strtol(v, &end, 10) : 0;
-
-    return v != NULL && *v != '\0' && *end == '\0' && n >= 1 && n <= max
-               ? (int)n
-               : def;
 }
 
 void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
@@ -95,8 +83,8 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
         goto fail;
     }
     /* The listening socket arrives as stdout; ptyd takes it as fd 3. */
-    ttl = env_seconds("DEVBOXD_PTY_IDLE_TTL", 1800, 7 * 24 * 3600);
-    ping_timeout = env_seconds("DEVBOXD_PTY_PING_TIMEOUT", 60, 3600);
+    ttl = eng->settings.pty_idle_ttl_s;
+    ping_timeout = eng->settings.pty_ping_timeout_s;
     ping_interval = ping_timeout / 3 < 1    ? 1
                     : ping_timeout / 3 > 20 ? 20
                                             : ping_timeout / 3;
@@ -118,13 +106,13 @@ void pty_engine_boot(struct engine *eng, struct devbox *box, struct sandbox *sb)
     close(lfd);
     lfd = -1;
     key[PTY_KEY_LEN] = '\n';
-    if (sb_proc_write_stdin(p, key, PTY_KEY_LEN + 1) != 0) {
+    if (sandbox_exec_write_stdin(p, key, PTY_KEY_LEN + 1) != 0) {
         snprintf(err, sizeof(err), "cannot give the PTY server its key");
-        sb_proc_close_stdin(p);
-        sb_proc_free(p);
+        sandbox_exec_close_stdin(p);
+        sandbox_exec_free(p);
         goto fail;
     }
-    sb_proc_close_stdin(p);
+    sandbox_exec_close_stdin(p);
     key[PTY_KEY_LEN] = '\0';
     remember(box->id, p, key);
     explicit_bzero(key, sizeof(key));
@@ -166,7 +154,7 @@ void pty_engine_forget(const char *box_id)
 
         if (strcmp(e->box_id, box_id) == 0) {
             *pp = e->next;
-            sb_proc_free(e->proc);
+            sandbox_exec_free(e->proc);
             free(e);
             break;
         }
@@ -183,7 +171,7 @@ void pty_engine_shutdown(void)
     while (procs != NULL) {
         e = procs;
         procs = e->next;
-        sb_proc_free(e->proc);
+        sandbox_exec_free(e->proc);
         free(e);
     }
     pthread_mutex_unlock(&pty_lock);

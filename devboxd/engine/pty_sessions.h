@@ -4,6 +4,12 @@
 #define DEVBOXD_PTY_ENGINE_H
 
 #define PTY_KEY_LEN 64 /* 256 bits */
+/* DEVBOXD_PTY_IDLE_TTL and DEVBOXD_PTY_PING_TIMEOUT (seconds): their
+ * defaults and largest values. */
+#define PTY_IDLE_TTL_DEFAULT_S 1800
+#define PTY_IDLE_TTL_MAX_S (7 * 24 * 3600)
+#define PTY_PING_TIMEOUT_DEFAULT_S 60
+#define PTY_PING_TIMEOUT_MAX_S 3600
 
 #include <stddef.h>
 

@@ -10,52 +10,6 @@
 #include "retention.h"
 #include "util.h"
 
-/* A number from the environment within [min, max], def when unset. */
-static int env_setting(const char *name, double def, double min, double max,
-                       double *out, char *err, size_t errlen)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    double x;
-
-    *out = def;
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    errno = 0;
-    x = strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || !isfinite(x) || x < min ||
-        x > max) {
-        snprintf(err, errlen,
-                 "%s must be a number from %.10g to %.10g, got \"%.40s\"", name,
-                 min, max, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-int retention_init(struct engine *eng, char *err, size_t errlen)
-{
-    double days = 0;
-    double max = 0;
-
-    /* Fractions of a day are allowed (0.5 = 12 h); 0 records keeps none. */
-    if (env_setting("RLMCP_RECORD_RETENTION_DAYS", RETENTION_DAYS_DEFAULT,
-                    0.00001, 36500, &days, err, errlen) != 0 ||
-        env_setting("RLMCP_RECORD_RETENTION_MAX", RETENTION_MAX_DEFAULT, 0,
-                    10000000, &max, err, errlen) != 0)
-        return -1;
-    if (max != floor(max)) {
-        snprintf(
-            err, errlen,
-            "RLMCP_RECORD_RETENTION_MAX must be a whole number of records");
-        return -1;
-    }
-    eng->retain_ms = (int64_t)(days * 86400000.0);
-    eng->retain_max = (size_t)max;
-    return 0;
-}
-
 static int is_ended(const struct devbox *box)
 {
     return box->status == DBX_SHUTDOWN || box->status == DBX_FAILURE;

@@ -21,9 +21,8 @@
  * request that looked it up just before it ended finishes with it. */
 #define RETENTION_GRACE_MS 2000
 
-/* Reads the settings from the environment into eng: 0, or -1 with err
- * naming the variable and what it takes. */
-int retention_init(struct engine *eng, char *err, size_t errlen);
+/* The limits are eng->retain_ms and eng->retain_max, set by engine_init
+ * from the settings (devboxd/config.c). */
 /* Unlinks the ended devboxes past the limits from eng->boxes (lock held)
  * and returns them chained by ->next; nothing may use them any more. */
 struct devbox *retention_collect_locked(struct engine *eng, int64_t now);

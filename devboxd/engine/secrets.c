@@ -44,7 +44,7 @@ int secrets_name_valid(const char *s)
 /* Lock held. The record of a valid name, or NULL. */
 static cJSON *load_locked(struct engine *eng, const char *name)
 {
-    char *dir = store_dir(eng, "secrets");
+    char *dir = store_dir(eng->state_dir, "secrets");
     cJSON *rec = NULL;
 
     if (!secrets_name_valid(name))
@@ -63,7 +63,7 @@ out:
 static int save_locked(struct engine *eng, const cJSON *rec)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(rec, "name");
-    char *dir = store_dir(eng, "secrets");
+    char *dir = store_dir(eng->state_dir, "secrets");
     char *text = cJSON_PrintUnformatted(rec);
     char file[SECRET_NAME_MAX + 8];
     int rc = -1;
@@ -83,7 +83,7 @@ static int save_locked(struct engine *eng, const cJSON *rec)
 /* Lock held. Every secret, newest first. */
 static cJSON *load_all_locked(struct engine *eng)
 {
-    char *dir = store_dir(eng, "secrets");
+    char *dir = store_dir(eng->state_dir, "secrets");
     cJSON *all = store_load_all(dir, 4 * SECRET_VALUE_MAX + 4096);
     int i;
 
@@ -343,8 +343,9 @@ int secrets_delete(struct engine *eng, const char *name, cJSON **view,
     rec = lock_record(eng, name, &status, err, errlen);
     if (rec == NULL)
         return status;
-    status = store_result(store_delete(eng, "secrets", name), secret_view, rec,
-                          view, err, errlen, "cannot delete secret %s", name);
+    status =
+        store_result(store_delete(eng->state_dir, "secrets", name), secret_view,
+                     rec, view, err, errlen, "cannot delete secret %s", name);
     pthread_mutex_unlock(&secrets_lock);
     scrub_delete(rec);
     if (status == 0)

@@ -199,8 +199,8 @@ static int check_sshd(struct sandbox *sb, const char *box_id, char *err,
     req.stderr_fd = -1;
     if (sandbox_exec(sb, &req, &p, err, errlen) != 0)
         return 500;
-    rc = sb_proc_wait(p, CHECK_TIMEOUT_MS, &st);
-    sb_proc_free(p);
+    rc = sandbox_exec_wait(p, CHECK_TIMEOUT_MS, &st);
+    sandbox_exec_free(p);
     if (rc != 0) {
         snprintf(err, errlen,
                  "devbox %s did not answer whether it has an SSH server; retry",

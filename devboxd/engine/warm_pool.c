@@ -18,14 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#define POOL_MAX 8
 #define POOL_RETRY_MS 30000
 #define POOL_IMAGE_WAIT_MS 5000
 /* Layer chains (snapshots, blueprints) kept warm at once, one sandbox each:
  * the ones devboxes were last created from. */
 #define POOL_HOT_MAX 2
 
-enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED };
+/* RELEASING: the thread is removing the entry's sandbox; it stays listed
+ * (and its layers referenced, warm_pool_refs_locked) until that is done. */
+enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED, ENTRY_RELEASING };
 
 /* What a sandbox is started for: the plain devbox (layers NULL), or the
  * plain devbox on a layer chain and image (a hot snapshot or blueprint). */
@@ -92,27 +93,6 @@ static int key_matches(const struct pool_key *k, const cJSON *layers,
     return k->image == NULL || strcmp(k->image, image) == 0;
 }
 
-int warm_pool_size(char *err, size_t errlen)
-{
-    const char *v = getenv("RLMCP_WARM_POOL");
-    char *end = NULL;
-    long n;
-
-    if (v == NULL || v[0] == '\0')
-        return 1;
-    errno = 0;
-    n = strtol(v, &end, 10);
-    if (errno != 0 || *end != '\0' || n < 0 || n > POOL_MAX) {
-        snprintf(
-            err, errlen,
-            "RLMCP_WARM_POOL=%s: give the number of sandboxes to start ahead, "
-            "0 to %d (0 turns the warm pool off)",
-            v, POOL_MAX);
-        return -1;
-    }
-    return (int)n;
-}
-
 /* Whether spec asks for nothing the pool's sandboxes lack, but for its
  * layer chain and image (the entry's key). */
 static int is_plain(const cJSON *spec)
@@ -151,7 +131,8 @@ static int unclaimed_locked(const struct warm_pool *pool,
     int n = 0;
 
     for (e = pool->entries; e != NULL; e = e->next) {
-        if (e->claimed || e->state == ENTRY_FAILED)
+        if (e->claimed || e->state == ENTRY_FAILED ||
+            e->state == ENTRY_RELEASING)
             continue;
         if (k == NULL ? e->key.layers == NULL
                       : key_matches(&e->key, k->layers, k->image))
@@ -182,7 +163,8 @@ static struct pool_entry *stale_locked(const struct warm_pool *pool)
     for (e = pool->entries; e != NULL; e = e->next) {
         int hot = 0;
 
-        if (e->claimed || e->state == ENTRY_STARTING || e->key.layers == NULL)
+        if (e->claimed || e->state == ENTRY_STARTING ||
+            e->state == ENTRY_RELEASING || e->key.layers == NULL)
             continue;
         for (i = 0; i < pool->n_hot && !hot; i++)
             hot = key_matches(&pool->hot[i], e->key.layers, e->key.image);
@@ -305,9 +287,9 @@ static void release_chain(struct engine *eng, const cJSON *layers)
 
     if (cJSON_GetArraySize(layers) == 0)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     freed = layers_release_locked(layers, NULL);
-    layers_unlock();
+    layer_records_unlock();
     layers_free(freed);
 }
 
@@ -381,11 +363,16 @@ static void *pool_thread(void *arg)
         const struct pool_key *hot = NULL;
 
         if (stale != NULL) {
-            unlink_locked(pool, stale);
+            /* Listed until its sandbox is gone: a snapshot delete or a
+             * devbox's end meanwhile must not free the layers under it. */
+            stale->state = ENTRY_RELEASING;
             pthread_mutex_unlock(&eng->lock);
             if (stale->sb != NULL)
                 sandbox_release(stale->sb);
             remove_files(eng, stale->id, 1);
+            pthread_mutex_lock(&eng->lock);
+            unlink_locked(pool, stale);
+            pthread_mutex_unlock(&eng->lock);
             release_chain(eng, stale->key.layers);
             entry_free(stale);
             pthread_mutex_lock(&eng->lock);
@@ -424,7 +411,7 @@ static void *pool_thread(void *arg)
 int warm_pool_start(struct engine *eng, char *err, size_t errlen)
 {
     struct warm_pool *pool = NULL;
-    int size = warm_pool_size(err, errlen);
+    int size = eng->settings.warm_pool;
 
     if (size <= 0)
         return size;
@@ -518,7 +505,7 @@ int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
     /* A ready sandbox first; else the one starting now. */
     for (e = pool->entries; e != NULL; e = e->next) {
         if (e->claimed || e->state == ENTRY_FAILED ||
-            !key_matches(&e->key, layers, image))
+            e->state == ENTRY_RELEASING || !key_matches(&e->key, layers, image))
             continue;
         if (pick == NULL || e->state == ENTRY_READY)
             pick = e;

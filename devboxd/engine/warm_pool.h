@@ -36,9 +36,9 @@
 struct engine;
 struct sandbox;
 
-/* The size $RLMCP_WARM_POOL asks for; -1 with err when the value is bad. */
-int warm_pool_size(char *err, size_t errlen);
-/* Starts the pool's thread (size from warm_pool_size; 0: nothing). After
+/* The most sandboxes RLMCP_WARM_POOL may ask for. */
+#define WARM_POOL_MAX 8
+/* Starts the pool's thread (size eng->settings.warm_pool; 0: nothing). After
  * engine_load. 0 or -1 with err. */
 int warm_pool_start(struct engine *eng, char *err, size_t errlen);
 /* At engine stop, after the boot workers ended: stops the thread and

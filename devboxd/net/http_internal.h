@@ -2,7 +2,7 @@
 #ifndef DEVBOXD_HTTP_INTERNAL_H
 #define DEVBOXD_HTTP_INTERNAL_H
 
-#include "http.h"
+#include "http_server.h"
 
 #include <pthread.h>
 

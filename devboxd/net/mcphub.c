@@ -372,7 +372,7 @@ static int filter_message(cJSON *msg, const cJSON *allowed)
         const cJSON *t = cJSON_GetArrayItem(tools, i);
         const char *name = util_json_str(t, "name");
 
-        if (name == NULL || !mcpcfg_tool_allowed(allowed, name)) {
+        if (name == NULL || !mcp_configs_tool_allowed(allowed, name)) {
             cJSON_DeleteItemFromArray(tools, i);
             changed = 1;
         }
@@ -533,7 +533,7 @@ static int check_post(struct MHD_Connection *c, const cJSON *srv,
         return 0;
     tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(msg, "params"), "name"));
-    if (tool != NULL && mcpcfg_tool_allowed(allowed, tool))
+    if (tool != NULL && mcp_configs_tool_allowed(allowed, tool))
         return 0;
     snprintf(text, sizeof(text),
              "tool \"%.200s\" is not allowed by MCP config %s "

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "http_server.h"
 #include "mcphub.h"
 #include "pty_sessions.h"
 #include "ssh_keys.h"
@@ -986,7 +986,7 @@ static int start_sshd(struct tconn *c, struct devbox *box, int *status,
     req.stderr_fd = -1;
     if (sandbox_exec(box->sb, &req, &p, err, errlen) != 0)
         goto out;
-    sb_proc_free(p); /* sshd ends with the connection */
+    sandbox_exec_free(p); /* sshd ends with the connection */
     fd = sv[0];
     sv[0] = -1;
 out:

@@ -7,7 +7,7 @@
 #include "disk_snapshots.h"
 #include "idempotency.h"
 #include "layer_records.h"
-#include "mcphub.h"
+#include "mcp_configs.h"
 #include "sandbox.h"
 #include "objects.h"
 #include "secrets.h"
@@ -332,7 +332,7 @@ static void handle_create(struct engine *eng, const struct http_request *req,
      * when one is missing. */
     status = secrets_resolve_create(eng, body, spec, err, sizeof(err));
     if (status == 0)
-        status = mcpcfg_resolve_create(eng, body, spec, err, sizeof(err));
+        status = mcp_configs_resolve_create(eng, body, spec, err, sizeof(err));
     if (status == 0)
         status = objects_resolve_create(eng, body, spec, err, sizeof(err));
     if (status != 0) {
@@ -343,17 +343,17 @@ static void handle_create(struct engine *eng, const struct http_request *req,
     }
     /* snapshot_id / blueprint_*: the layer chain goes into the spec; the
      * registry lock keeps the layers from being deleted until the box exists. */
-    layers_lock(eng);
-    status = layers_resolve_create(eng, body, spec, err, sizeof(err));
+    layer_records_lock(eng);
+    status = layer_records_resolve_create(eng, body, spec, err, sizeof(err));
     cJSON_Delete(body);
     if (status != 0) {
-        layers_unlock();
+        layer_records_unlock();
         cJSON_Delete(spec);
         http_response_error(resp, status, "%s", err);
         return;
     }
     box = engine_create(eng, spec, &view, err, sizeof(err));
-    layers_unlock();
+    layer_records_unlock();
     if (box == NULL && err[0] != '\0') { /* an admission cap refused it */
         http_response_error(
             resp,
@@ -649,10 +649,6 @@ static void handle_lifecycle(struct engine *eng, struct devbox *box,
     bool snapshot_busy = false;
     int rc = 0;
 
-    if (req->body_too_large) {
-        http_response_error(resp, 413, "request body too large");
-        return;
-    }
     if (strcmp(action, "suspend") == 0)
         rc = engine_suspend(eng, box, err, sizeof(err));
     else if (strcmp(action, "resume") == 0)
@@ -1271,8 +1267,7 @@ static void handle_exec_stream(struct engine *eng, struct execution *ex,
 /* ---------------------------------------------------- lease and evictions */
 
 #define RENEW_MIN_S 60
-#define RENEW_MAX_S 172800 /* Runloop's longest keep_alive_time_seconds */
-#define EVICTION_NOTICE_DEFAULT_S 300
+/* RENEW_MAX_S and EVICTION_NOTICE_DEFAULT_S: api.h. */
 
 /*
  * POST /v1/devboxes/{id}/renew {keep_alive_time_seconds}: devboxd's
@@ -1334,20 +1329,6 @@ struct evict_ctx {
     int64_t notice_ms;
     cJSON *sent; /* devbox id -> the deadline announced on this stream */
 };
-
-static int64_t eviction_notice_ms(void)
-{
-    const char *v = getenv("RLMCP_EVICTION_NOTICE_S");
-    char *end = NULL;
-    long long n;
-
-    if (v == NULL || v[0] == '\0')
-        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
-    n = strtoll(v, &end, 10);
-    if (*end != '\0' || n < 0 || n > RENEW_MAX_S)
-        return (int64_t)EVICTION_NOTICE_DEFAULT_S * 1000;
-    return (int64_t)n * 1000;
-}
 
 /* Lock held: the next eviction not yet announced, as an SSE event in buf;
  * its length, or 0 when there is none. */
@@ -1414,7 +1395,7 @@ static void evictions_watch(struct engine *eng, const struct api_call *call)
         return;
     }
     c->eng = eng;
-    c->notice_ms = eviction_notice_ms();
+    c->notice_ms = (int64_t)eng->settings.eviction_notice_s * 1000;
     call->resp->status = 200;
     http_response_set_header(call->resp, "content-type", "text/event-stream");
     http_response_set_header(call->resp, "cache-control", "no-cache");
@@ -1649,75 +1630,90 @@ static void objects(struct engine *eng, const struct api_call *c)
  * (a devbox id: 404 when unknown), {execution} (an execution of that
  * devbox), {id} (any other id, checked by its handler), or a final "*" for
  * the rest of the path (method "*": any). The first match wins, so literal
- * segments come before a parameter in the same place.
+ * segments come before a parameter in the same place. The last column says
+ * whether the handler reads the request body (api.h).
  */
 static const struct api_route routes[] = {
-    {"GET", "/v1/accounts/me", handle_account},
-    {"GET", "/v1/devboxes", box_list},
-    {"POST", "/v1/devboxes", box_create},
-    {"POST", "/v1/devboxes/create_and_await_running", box_create_running},
-    {"GET", "/v1/devboxes/evictions/watch", evictions_watch},
-    {"GET", "/v1/devboxes/disk_snapshots", api_snapshots_list},
+    {"GET", "/v1/accounts/me", handle_account, API_NO_BODY},
+    {"GET", "/v1/devboxes", box_list, API_NO_BODY},
+    {"POST", "/v1/devboxes", box_create, API_BODY},
+    {"POST", "/v1/devboxes/create_and_await_running", box_create_running,
+     API_BODY},
+    {"GET", "/v1/devboxes/evictions/watch", evictions_watch, API_NO_BODY},
+    {"GET", "/v1/devboxes/disk_snapshots", api_snapshots_list, API_NO_BODY},
     {"GET", "/v1/devboxes/disk_snapshots/list_public",
-     api_snapshots_list_public},
-    {"POST", "/v1/devboxes/disk_snapshots/{id}", api_snapshots_update},
-    {"POST", "/v1/devboxes/disk_snapshots/{id}/delete", api_snapshots_delete},
-    {"GET", "/v1/devboxes/disk_snapshots/{id}/status", api_snapshots_status},
-    {"GET", "/v1/devboxes/{devbox}", box_view},
-    {"POST", "/v1/devboxes/{devbox}", box_update},
-    {"GET", "/v1/devboxes/{devbox}/usage", box_usage},
-    {"GET", "/v1/devboxes/{devbox}/logs", box_logs},
-    {"POST", "/v1/devboxes/{devbox}/suspend", box_lifecycle},
-    {"POST", "/v1/devboxes/{devbox}/resume", box_lifecycle},
-    {"POST", "/v1/devboxes/{devbox}/shutdown", box_lifecycle},
-    {"POST", "/v1/devboxes/{devbox}/keep_alive", box_keep_alive},
-    {"POST", "/v1/devboxes/{devbox}/renew", box_renew},
-    {"POST", "/v1/devboxes/{devbox}/wait_for_status", box_wait},
-    {"POST", "/v1/devboxes/{devbox}/execute", box_execute},
-    {"POST", "/v1/devboxes/{devbox}/execute_async", box_execute_async},
-    {"POST", "/v1/devboxes/{devbox}/execute_sync", box_execute_sync},
-    {"GET", "/v1/devboxes/{devbox}/executions/{execution}", exec_view},
+     api_snapshots_list_public, API_NO_BODY},
+    {"POST", "/v1/devboxes/disk_snapshots/{id}", api_snapshots_update,
+     API_BODY},
+    {"POST", "/v1/devboxes/disk_snapshots/{id}/delete", api_snapshots_delete,
+     API_NO_BODY},
+    {"GET", "/v1/devboxes/disk_snapshots/{id}/status", api_snapshots_status,
+     API_NO_BODY},
+    {"GET", "/v1/devboxes/{devbox}", box_view, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}", box_update, API_BODY},
+    {"GET", "/v1/devboxes/{devbox}/usage", box_usage, API_NO_BODY},
+    {"GET", "/v1/devboxes/{devbox}/logs", box_logs, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/suspend", box_lifecycle, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/resume", box_lifecycle, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/shutdown", box_lifecycle, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/keep_alive", box_keep_alive, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/renew", box_renew, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/wait_for_status", box_wait, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/execute", box_execute, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/execute_async", box_execute_async,
+     API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/execute_sync", box_execute_sync, API_BODY},
+    {"GET", "/v1/devboxes/{devbox}/executions/{execution}", exec_view,
+     API_NO_BODY},
     {"GET",
      "/v1/devboxes/{devbox}/executions/{execution}/stream_stdout_updates",
-     exec_stdout},
+     exec_stdout, API_NO_BODY},
     {"GET",
      "/v1/devboxes/{devbox}/executions/{execution}/stream_stderr_updates",
-     exec_stderr},
+     exec_stderr, API_NO_BODY},
     {"POST", "/v1/devboxes/{devbox}/executions/{execution}/wait_for_status",
-     exec_wait},
-    {"POST", "/v1/devboxes/{devbox}/executions/{execution}/kill", exec_kill},
+     exec_wait, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/executions/{execution}/kill", exec_kill,
+     API_BODY},
     {"POST", "/v1/devboxes/{devbox}/executions/{execution}/send_std_in",
-     exec_stdin},
-    {"POST", "/v1/devboxes/{devbox}/read_file_contents", box_files},
-    {"POST", "/v1/devboxes/{devbox}/write_file_contents", box_files},
-    {"POST", "/v1/devboxes/{devbox}/upload_file", box_files},
-    {"POST", "/v1/devboxes/{devbox}/download_file", box_files},
-    {"POST", "/v1/devboxes/{devbox}/enable_tunnel", api_tunnel_enable},
-    {"POST", "/v1/devboxes/{devbox}/remove_tunnel", api_tunnel_remove},
-    {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", api_tunnel_pty},
-    {"POST", "/v1/devboxes/{devbox}/create_ssh_key", api_ssh_key},
-    {"POST", "/v1/devboxes/{devbox}/snapshot_disk", api_snapshots_create},
+     exec_stdin, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/read_file_contents", box_files, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/write_file_contents", box_files, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/upload_file", box_files, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/download_file", box_files, API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/enable_tunnel", api_tunnel_enable,
+     API_BODY},
+    {"POST", "/v1/devboxes/{devbox}/remove_tunnel", api_tunnel_remove,
+     API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/create_pty_tunnel", api_tunnel_pty,
+     API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/create_ssh_key", api_ssh_key, API_NO_BODY},
+    {"POST", "/v1/devboxes/{devbox}/snapshot_disk", api_snapshots_create,
+     API_BODY},
     {"POST", "/v1/devboxes/{devbox}/snapshot_disk_async",
-     api_snapshots_create_async},
-    {"GET", "/v1/blueprints", api_blueprints_list},
-    {"POST", "/v1/blueprints", api_blueprints_create},
-    {"GET", "/v1/blueprints/list_public", api_blueprints_list_public},
-    {"GET", "/v1/blueprints/{id}", api_blueprints_get},
-    {"POST", "/v1/blueprints/{id}/delete", api_blueprints_delete},
-    {"POST", "/v1/blueprints/{id}/tag", api_blueprints_tag},
-    {"POST", "/v1/blueprints/{id}/wait_for_status", api_blueprints_wait},
-    {"GET", "/v1/blueprints/{id}/logs", api_blueprints_logs},
-    {"GET", "/v1/secrets", api_secrets_list},
-    {"POST", "/v1/secrets", api_secrets_create},
-    {"GET", "/v1/secrets/{id}", api_secrets_get},
-    {"POST", "/v1/secrets/{id}", api_secrets_update},
-    {"POST", "/v1/secrets/{id}/delete", api_secrets_delete},
-    {"*", "/v1/objects/*", objects},
-    {"GET", "/v1/mcp-configs", api_mcp_configs_list},
-    {"POST", "/v1/mcp-configs", api_mcp_configs_write},
-    {"GET", "/v1/mcp-configs/{id}", api_mcp_configs_get},
-    {"POST", "/v1/mcp-configs/{id}", api_mcp_configs_write},
-    {"POST", "/v1/mcp-configs/{id}/delete", api_mcp_configs_delete},
+     api_snapshots_create_async, API_BODY},
+    {"GET", "/v1/blueprints", api_blueprints_list, API_NO_BODY},
+    {"POST", "/v1/blueprints", api_blueprints_create, API_BODY},
+    {"GET", "/v1/blueprints/list_public", api_blueprints_list_public,
+     API_NO_BODY},
+    {"GET", "/v1/blueprints/{id}", api_blueprints_get, API_NO_BODY},
+    {"POST", "/v1/blueprints/{id}/delete", api_blueprints_delete, API_NO_BODY},
+    {"POST", "/v1/blueprints/{id}/tag", api_blueprints_tag, API_BODY},
+    {"POST", "/v1/blueprints/{id}/wait_for_status", api_blueprints_wait,
+     API_BODY},
+    {"GET", "/v1/blueprints/{id}/logs", api_blueprints_logs, API_NO_BODY},
+    {"GET", "/v1/secrets", api_secrets_list, API_NO_BODY},
+    {"POST", "/v1/secrets", api_secrets_create, API_BODY},
+    {"GET", "/v1/secrets/{id}", api_secrets_get, API_NO_BODY},
+    {"POST", "/v1/secrets/{id}", api_secrets_update, API_BODY},
+    {"POST", "/v1/secrets/{id}/delete", api_secrets_delete, API_NO_BODY},
+    {"*", "/v1/objects/*", objects, API_BODY},
+    {"GET", "/v1/mcp-configs", api_mcp_configs_list, API_NO_BODY},
+    {"POST", "/v1/mcp-configs", api_mcp_configs_write, API_BODY},
+    {"GET", "/v1/mcp-configs/{id}", api_mcp_configs_get, API_NO_BODY},
+    {"POST", "/v1/mcp-configs/{id}", api_mcp_configs_write, API_BODY},
+    {"POST", "/v1/mcp-configs/{id}/delete", api_mcp_configs_delete,
+     API_NO_BODY},
 };
 
 /* 1 when the path's segments fit pattern; records where its {devbox},
@@ -1838,8 +1834,14 @@ static void route_request(struct engine *eng, const struct http_request *req,
             ? route_find(req->method, seg, c.n, &box_at, &ex_at, &id_at)
             : NULL;
     if (r != NULL) {
-        if (route_bind(eng, &c, box_at, ex_at, id_at) == 0)
-            r->handler(eng, &c);
+        if (route_bind(eng, &c, box_at, ex_at, id_at) == 0) {
+            /* Once here for every route that reads no body; the others
+             * answer theirs with their own limit (api_parse_body). */
+            if (req->body_too_large && r->body == API_NO_BODY)
+                http_response_error(resp, 413, "request body too large");
+            else
+                r->handler(eng, &c);
+        }
         if (c.box != NULL) {
             pthread_mutex_lock(&eng->lock);
             engine_box_unref_locked(eng, c.box);
@@ -1990,7 +1992,7 @@ void api_handle(void *ud, const struct http_request *req,
                 struct http_response *resp)
 {
     struct engine *eng = ud;
-    struct idem_claim *claim = NULL;
+    struct idempotency_claim *claim = NULL;
 
     if (api_authorized(eng, req) != 0) {
         /* Never echo or log the key that was sent. */
@@ -2014,7 +2016,7 @@ void api_handle(void *ud, const struct http_request *req,
     if (request_expired(req, resp) != 0)
         goto out;
     /* A retry of a request already answered gets that answer again. */
-    if (idem_begin(eng->idem, req, &claim, resp) != 0)
+    if (idempotency_begin(eng->idem, req, &claim, resp) != 0)
         goto out;
     util_write_error_reset();
     route_request(eng, req, resp);
@@ -2025,8 +2027,8 @@ void api_handle(void *ud, const struct http_request *req,
         http_response_clear(resp);
         api_storage_error(resp, util_write_error());
     }
-    mark_final(resp); /* before idem_finish keeps a copy to replay */
-    idem_finish(eng->idem, claim, resp);
+    mark_final(resp); /* before idempotency_finish keeps a copy to replay */
+    idempotency_finish(eng->idem, claim, resp);
 out:
     mark_final(resp);
     /* Where this engine's tunnels live (clients on TCP have no pid file). */

@@ -7,6 +7,12 @@
 #include "engine.h"
 #include "http.h"
 
+/* Runloop's longest keep_alive_time_seconds; the longest eviction notice. */
+#define RENEW_MAX_S 172800
+/* RLMCP_EVICTION_NOTICE_S when unset: an eviction is announced this long
+ * before the devbox's lifetime ends. */
+#define EVICTION_NOTICE_DEFAULT_S 300
+
 /* One request as a route's handler sees it: the path's segments and the
  * devbox and execution its {devbox} and {execution} named (found, not
  * referenced: records live as long as the engine), {id} as sent. */
@@ -20,11 +26,16 @@ struct api_call {
     const char *id;
 };
 typedef void (*api_handler_fn)(struct engine *eng, const struct api_call *call);
-/* A row of the route table (api.c): method, pattern, handler. */
+/* Whether a route's handler reads the request body. On an API_NO_BODY
+ * route the router answers an oversized body with 413 before the handler;
+ * an API_BODY handler answers its own (its limit, its message). */
+enum api_body { API_BODY, API_NO_BODY };
+/* A row of the route table (api.c): method, pattern, handler, body. */
 struct api_route {
     const char *method;
     const char *pattern;
     api_handler_fn handler;
+    enum api_body body;
 };
 
 /* Answers an engine call: 200 with view (consumed; {} when NULL) when
@@ -163,17 +174,5 @@ void api_snapshots_create_async(struct engine *eng,
 void api_snapshots_update(struct engine *eng, const struct api_call *call);
 void api_snapshots_delete(struct engine *eng, const struct api_call *call);
 void api_snapshots_status(struct engine *eng, const struct api_call *call);
-/* Multipart parsing (multipart.c): finds the parts of a multipart/form-data
- * body. Returns 0 or -1 with a message. */
-struct mp_part {
-    char name[128];
-    char filename[256];
-    const char *data;
-    size_t len;
-};
-int multipart_boundary(const char *content_type, char *out, size_t outlen);
-int multipart_parse(const char *body, size_t len, const char *boundary,
-                    struct mp_part *parts, size_t max_parts, size_t *n_parts,
-                    char *err, size_t errlen);
 
 #endif

@@ -186,11 +186,11 @@ static void list(struct engine *eng, const struct http_request *req,
     if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0 ||
         check_status(http_request_query(req, "status"), resp) != 0)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     api_list_selected(resp, req, "blueprints",
-                      public_only ? NULL : layers_blueprints_locked(), limit,
-                      keep, view_item);
-    layers_unlock();
+                      public_only ? NULL : layer_records_blueprints_locked(),
+                      limit, keep, view_item);
+    layer_records_unlock();
 }
 
 void api_blueprints_list(struct engine *eng, const struct api_call *call)

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "api.h"
 #include "file_writes.h"
+#include "multipart.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -490,8 +491,8 @@ void files_download(struct engine *eng, struct devbox *box, const cJSON *body,
 void files_upload(struct engine *eng, struct devbox *box,
                   const struct http_request *req, struct http_response *resp)
 {
-    struct mp_part parts[8];
-    const struct mp_part *file = NULL;
+    struct multipart_part parts[8];
+    const struct multipart_part *file = NULL;
     char boundary[80];
     char path[4096] = "";
     char err[256];

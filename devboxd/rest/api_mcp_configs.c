@@ -35,7 +35,7 @@ void api_mcp_configs_list(struct engine *eng, const struct api_call *call)
 
     if (api_query_int(call->req, call->resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
-    views = mcpcfg_list(eng);
+    views = mcp_configs_list(eng);
     api_list_records(call->resp, call->req, "mcp_configs", views, limit,
                      list_match, api_view_copy);
     cJSON_Delete(views);
@@ -43,19 +43,19 @@ void api_mcp_configs_list(struct engine *eng, const struct api_call *call)
 
 void api_mcp_configs_get(struct engine *eng, const struct api_call *call)
 {
-    api_with_id(eng, call, mcpcfg_get);
+    api_with_id(eng, call, mcp_configs_get);
 }
 
 void api_mcp_configs_delete(struct engine *eng, const struct api_call *call)
 {
-    api_with_id(eng, call, mcpcfg_delete);
+    api_with_id(eng, call, mcp_configs_delete);
 }
 
 static int write_config(struct engine *eng, const struct api_call *call,
                         const cJSON *body, cJSON **view, char *err,
                         size_t errlen)
 {
-    return mcpcfg_write(eng, call->id, body, view, err, errlen);
+    return mcp_configs_write(eng, call->id, body, view, err, errlen);
 }
 
 /* Create (no {id}) or update. */
@@ -63,7 +63,7 @@ void api_mcp_configs_write(struct engine *eng, const struct api_call *call)
 {
     char err[ERRLEN] = "";
     int status =
-        call->id != NULL ? mcpcfg_check_id(call->id, err, sizeof(err)) : 0;
+        call->id != NULL ? mcp_configs_check_id(call->id, err, sizeof(err)) : 0;
 
     /* An id that cannot be a config's is the answer whatever the body. */
     if (status != 0)

@@ -93,11 +93,11 @@ static void list(struct engine *eng, const struct http_request *req,
 
     if (api_query_int(req, resp, "limit", 1, 5000, 20, &limit) != 0)
         return;
-    layers_lock(eng);
+    layer_records_lock(eng);
     api_list_selected(resp, req, "snapshots",
-                      public_only ? NULL : layers_snapshots_locked(), limit,
-                      keep, view_item);
-    layers_unlock();
+                      public_only ? NULL : layer_records_snapshots_locked(),
+                      limit, keep, view_item);
+    layer_records_unlock();
 }
 
 void api_snapshots_list(struct engine *eng, const struct api_call *call)

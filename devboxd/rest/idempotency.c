@@ -15,7 +15,7 @@
 #include "util.h"
 
 /* One x-request-id: running (done == 0) or its kept answer. */
-struct idem_claim {
+struct idempotency_claim {
     char *id;
     uint64_t id_hash;  /* names its file */
     uint64_t req_hash; /* method, path, query and body */
@@ -26,13 +26,13 @@ struct idem_claim {
     char *ctype;
     char *body;
     size_t body_len;
-    struct idem_claim *prev, *next; /* oldest first */
+    struct idempotency_claim *prev, *next; /* oldest first */
 };
 
-struct idem_store {
+struct idempotency_store {
     pthread_mutex_t lock;
     char *dir;
-    struct idem_claim *head, *tail;
+    struct idempotency_claim *head, *tail;
     size_t n;
     size_t bytes;
 };
@@ -70,7 +70,7 @@ static uint64_t request_hash(const struct http_request *req)
     return fnv1a(h, req->body != NULL ? req->body : "", req->body_len);
 }
 
-static void claim_free(struct idem_claim *c)
+static void claim_free(struct idempotency_claim *c)
 {
     if (c == NULL)
         return;
@@ -80,14 +80,15 @@ static void claim_free(struct idem_claim *c)
     free(c);
 }
 
-static void file_path(const struct idem_store *st, uint64_t id_hash, char *out,
-                      size_t outlen)
+static void file_path(const struct idempotency_store *st, uint64_t id_hash,
+                      char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/%016" PRIx64 ".json", st->dir, id_hash);
 }
 
 /* Lock held. */
-static void list_append(struct idem_store *st, struct idem_claim *c)
+static void list_append(struct idempotency_store *st,
+                        struct idempotency_claim *c)
 {
     c->prev = st->tail;
     c->next = NULL;
@@ -101,7 +102,8 @@ static void list_append(struct idem_store *st, struct idem_claim *c)
 }
 
 /* Lock held. */
-static void list_remove(struct idem_store *st, struct idem_claim *c)
+static void list_remove(struct idempotency_store *st,
+                        struct idempotency_claim *c)
 {
     if (c->prev != NULL)
         c->prev->next = c->next;
@@ -116,7 +118,8 @@ static void list_remove(struct idem_store *st, struct idem_claim *c)
 }
 
 /* Lock held. Drops a kept answer, its file too. */
-static void drop_locked(struct idem_store *st, struct idem_claim *c)
+static void drop_locked(struct idempotency_store *st,
+                        struct idempotency_claim *c)
 {
     char path[4200];
 
@@ -130,12 +133,12 @@ static void drop_locked(struct idem_store *st, struct idem_claim *c)
 
 /* Lock held. Forgets answers past the window and the oldest ones beyond
  * the count and size bounds (running requests are never dropped). */
-static void prune_locked(struct idem_store *st, int64_t now)
+static void prune_locked(struct idempotency_store *st, int64_t now)
 {
-    struct idem_claim *c = st->head;
+    struct idempotency_claim *c = st->head;
 
     while (c != NULL) {
-        struct idem_claim *next = c->next;
+        struct idempotency_claim *next = c->next;
         int over = st->n > IDEM_MAX_ENTRIES || st->bytes > IDEM_MAX_BYTES;
 
         if (c->done && (over || c->time_ms < now - IDEM_WINDOW_MS))
@@ -146,9 +149,10 @@ static void prune_locked(struct idem_store *st, int64_t now)
     }
 }
 
-static struct idem_claim *find_locked(struct idem_store *st, const char *id)
+static struct idempotency_claim *find_locked(struct idempotency_store *st,
+                                             const char *id)
 {
-    struct idem_claim *c;
+    struct idempotency_claim *c;
 
     for (c = st->tail; c != NULL; c = c->prev) {
         if (strcmp(c->id, id) == 0)
@@ -159,7 +163,7 @@ static struct idem_claim *find_locked(struct idem_store *st, const char *id)
 
 /* ------------------------------------------------------------ on disk */
 
-static cJSON *claim_json(const struct idem_claim *c)
+static cJSON *claim_json(const struct idempotency_claim *c)
 {
     cJSON *o = cJSON_CreateObject();
     char hex[24];
@@ -175,9 +179,9 @@ static cJSON *claim_json(const struct idem_claim *c)
     return o;
 }
 
-static struct idem_claim *claim_from_json(const cJSON *o)
+static struct idempotency_claim *claim_from_json(const cJSON *o)
 {
-    struct idem_claim *c = NULL;
+    struct idempotency_claim *c = NULL;
     const char *id = util_json_str(o, "id");
     const char *rh = util_json_str(o, "request_hash");
     const char *ct = util_json_str(o, "content_type");
@@ -209,9 +213,10 @@ static struct idem_claim *claim_from_json(const cJSON *o)
 }
 
 /* Lock held. Inserts a loaded answer in time order. */
-static void insert_sorted_locked(struct idem_store *st, struct idem_claim *c)
+static void insert_sorted_locked(struct idempotency_store *st,
+                                 struct idempotency_claim *c)
 {
-    struct idem_claim *after = st->tail;
+    struct idempotency_claim *after = st->tail;
 
     while (after != NULL && after->time_ms > c->time_ms)
         after = after->prev;
@@ -230,11 +235,12 @@ static void insert_sorted_locked(struct idem_store *st, struct idem_claim *c)
     st->bytes += c->body_len;
 }
 
-static void load_one(struct idem_store *st, const char *name, int64_t now)
+static void load_one(struct idempotency_store *st, const char *name,
+                     int64_t now)
 {
     char path[4200];
     cJSON *o = NULL;
-    struct idem_claim *c = NULL;
+    struct idempotency_claim *c = NULL;
 
     snprintf(path, sizeof(path), "%s/%s", st->dir, name);
     o = util_read_json(path, IDEM_MAX_BYTES + 65536);
@@ -248,7 +254,7 @@ static void load_one(struct idem_store *st, const char *name, int64_t now)
     cJSON_Delete(o);
 }
 
-static void load_all(struct idem_store *st)
+static void load_all(struct idempotency_store *st)
 {
     DIR *d = NULL;
     struct dirent *de = NULL;
@@ -276,9 +282,10 @@ static void load_all(struct idem_store *st)
     prune_locked(st, now);
 }
 
-struct idem_store *idem_open(const char *state_dir, char *err, size_t errlen)
+struct idempotency_store *idempotency_open(const char *state_dir, char *err,
+                                           size_t errlen)
 {
-    struct idem_store *st = NULL;
+    struct idempotency_store *st = NULL;
 
     st = calloc(1, sizeof(*st));
     if (st == NULL || asprintf(&st->dir, "%s/requests", state_dir) < 0) {
@@ -297,12 +304,12 @@ struct idem_store *idem_open(const char *state_dir, char *err, size_t errlen)
     return st;
 }
 
-void idem_close(struct idem_store *st)
+void idempotency_close(struct idempotency_store *st)
 {
     if (st == NULL)
         return;
     while (st->head != NULL) {
-        struct idem_claim *c = st->head;
+        struct idempotency_claim *c = st->head;
 
         list_remove(st, c);
         claim_free(c);
@@ -314,7 +321,7 @@ void idem_close(struct idem_store *st)
 
 /* ------------------------------------------------------------- requests */
 
-int idem_applies(const char *method, const char *path)
+int idempotency_applies(const char *method, const char *path)
 {
     static const char *const reads[] = {
         "/wait_for_status", "/read_file_contents", "/download_file", NULL};
@@ -343,7 +350,8 @@ static int valid_id(const char *id)
     return i >= 1 && i <= IDEM_MAX_ID_LEN;
 }
 
-static void replay(const struct idem_claim *c, struct http_response *resp)
+static void replay(const struct idempotency_claim *c,
+                   struct http_response *resp)
 {
     char *body = NULL;
 
@@ -359,16 +367,19 @@ static void replay(const struct idem_claim *c, struct http_response *resp)
     http_response_set_header(resp, "x-idempotent-replayed", "true");
 }
 
-int idem_begin(struct idem_store *st, const struct http_request *req,
-               struct idem_claim **claim, struct http_response *resp)
+int idempotency_begin(struct idempotency_store *st,
+                      const struct http_request *req,
+                      struct idempotency_claim **claim,
+                      struct http_response *resp)
 {
     const char *id = http_request_header(req, "x-request-id");
-    struct idem_claim *c = NULL;
+    struct idempotency_claim *c = NULL;
     uint64_t h;
     int rc = 1;
 
     *claim = NULL;
-    if (st == NULL || id == NULL || !idem_applies(req->method, req->path))
+    if (st == NULL || id == NULL ||
+        !idempotency_applies(req->method, req->path))
         return 0;
     if (!valid_id(id)) {
         http_response_error(
@@ -438,9 +449,10 @@ static const char *resp_ctype(const struct http_response *resp)
 
 /* Lock held. Another kept id whose file name is the same (64-bit hash of
  * the id): then this answer stays in memory only. */
-static int file_taken_locked(struct idem_store *st, const struct idem_claim *c)
+static int file_taken_locked(struct idempotency_store *st,
+                             const struct idempotency_claim *c)
 {
-    struct idem_claim *o;
+    struct idempotency_claim *o;
 
     for (o = st->head; o != NULL; o = o->next) {
         if (o != c && o->id_hash == c->id_hash && o->persisted)
@@ -449,8 +461,9 @@ static int file_taken_locked(struct idem_store *st, const struct idem_claim *c)
     return 0;
 }
 
-void idem_finish(struct idem_store *st, struct idem_claim *claim,
-                 const struct http_response *resp)
+void idempotency_finish(struct idempotency_store *st,
+                        struct idempotency_claim *claim,
+                        const struct http_response *resp)
 {
     char path[4200];
     char *text = NULL;

@@ -19,26 +19,30 @@
 #define IDEM_MAX_BYTES (64u << 20)
 #define IDEM_MAX_ID_LEN 255
 
-struct idem_store;
-struct idem_claim;
+struct idempotency_store;
+struct idempotency_claim;
 
 /* Opens (creating) STATE_DIR/requests and loads the answers kept there. */
-struct idem_store *idem_open(const char *state_dir, char *err, size_t errlen);
-void idem_close(struct idem_store *st);
+struct idempotency_store *idempotency_open(const char *state_dir, char *err,
+                                           size_t errlen);
+void idempotency_close(struct idempotency_store *st);
 
 /* Before running req. Returns 1 when resp already holds the answer (a
  * replay, or 409); 0 to run the request, with *claim set when its answer
- * is to be kept (pass it to idem_finish). st may be NULL (no-op). */
-int idem_begin(struct idem_store *st, const struct http_request *req,
-               struct idem_claim **claim, struct http_response *resp);
+ * is to be kept (pass it to idempotency_finish). st may be NULL (no-op). */
+int idempotency_begin(struct idempotency_store *st,
+                      const struct http_request *req,
+                      struct idempotency_claim **claim,
+                      struct http_response *resp);
 /* After running: keeps resp for the claim's id (durably, before the answer
  * leaves) unless it is an answer a client retries (408, 409, 429, 5xx) or
  * a stream; then the id is free again. claim may be NULL. */
-void idem_finish(struct idem_store *st, struct idem_claim *claim,
-                 const struct http_response *resp);
+void idempotency_finish(struct idempotency_store *st,
+                        struct idempotency_claim *claim,
+                        const struct http_response *resp);
 
 /* Whether a request to this method and path is kept (mutating endpoints;
  * long-polls and reads sent as POST are not). Exposed for unit tests. */
-int idem_applies(const char *method, const char *path);
+int idempotency_applies(const char *method, const char *path);
 
 #endif

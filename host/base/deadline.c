@@ -4,6 +4,8 @@
  */
 #include "deadline.h"
 
+#include <stdatomic.h>
+
 #include <cjson/cJSON.h>
 
 /* Far beyond any tool's maximum, and it keeps the ms value in 32 bits. */
@@ -28,10 +30,21 @@ uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
     return ms;
 }
 
+/* A test's clock (deadline_set_clock), NULL: the system's. */
+static _Atomic(const struct deadline_clock *) test_clock;
+
+void deadline_set_clock(const struct deadline_clock *clock)
+{
+    atomic_store(&test_clock, clock);
+}
+
 uint64_t deadline_now_ns(void)
 {
+    const struct deadline_clock *c = atomic_load(&test_clock);
     struct timespec ts;
 
+    if (c != NULL)
+        return c->now_ns(c->user);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -53,4 +66,17 @@ struct timespec deadline_after_ms(clockid_t clock, uint32_t ms)
         ts.tv_nsec -= 1000000000L;
     }
     return ts;
+}
+
+int deadline_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                       uint64_t until_ns)
+{
+    const struct deadline_clock *c = atomic_load(&test_clock);
+    struct timespec ts;
+
+    if (c != NULL)
+        return c->wait(c->user, cond, mutex, until_ns);
+    ts.tv_sec = (time_t)(until_ns / 1000000000ull);
+    ts.tv_nsec = (long)(until_ns % 1000000000ull);
+    return pthread_cond_timedwait(cond, mutex, &ts);
 }

@@ -13,6 +13,7 @@
 #ifndef RLMCP_HOST_DEADLINE_H
 #define RLMCP_HOST_DEADLINE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -36,6 +37,31 @@ uint32_t deadline_call_ms(uint32_t fallback_ms, const char *arg,
  * and duration of the host reads: nanoseconds and milliseconds. */
 uint64_t deadline_now_ns(void);
 uint64_t deadline_now_ms(void);
+
+/*
+ * Wait on cond (mutex held, a CLOCK_MONOTONIC condvar) until signalled or
+ * until deadline_now_ns() reaches until_ns: pthread_cond_timedwait's
+ * result (0, ETIMEDOUT). The dispatcher's sleeps, timeouts and timers
+ * wait here, so a test clock decides when their time has come.
+ */
+int deadline_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                       uint64_t until_ns);
+
+/*
+ * A clock a test controls: deadline_now_ns() returns now_ns(user), and
+ * deadline_cond_wait calls wait(user, ...), which returns once cond is
+ * signalled (0) or the clock reached until_ns (ETIMEDOUT). NULL: the
+ * system's clock again. The struct must outlive its use; set it before
+ * any thread reads the clock.
+ */
+struct deadline_clock {
+    uint64_t (*now_ns)(void *user);
+    int (*wait)(void *user, pthread_cond_t *cond, pthread_mutex_t *mutex,
+                uint64_t until_ns);
+    void *user;
+};
+
+void deadline_set_clock(const struct deadline_clock *clock);
 
 /* The time ms from now on clock (CLOCK_MONOTONIC, CLOCK_REALTIME): where a
  * timed wait on that clock (pthread_cond_timedwait) ends. */

@@ -20,6 +20,8 @@
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "rlclient.h"
@@ -971,16 +973,16 @@ bool call_is_cancelled(rlmcp_call *call)
 
 int call_sleep_ms(rlmcp_call *call, uint32_t ms)
 {
-    struct timespec until;
+    uint64_t until = 0;
     int rc = 0;
 
     if (call == NULL)
         return RLMCP_EINVAL;
     flush_progress(call);
-    until = deadline_after_ms(CLOCK_MONOTONIC, ms);
+    until = deadline_now_ns() + (uint64_t)ms * 1000000ull;
     pthread_mutex_lock(&call->lock);
     while (!atomic_load(&call->cancelled) && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&call->cond, &call->lock, &until);
+        rc = deadline_cond_wait(&call->cond, &call->lock, until);
     pthread_mutex_unlock(&call->lock);
     return atomic_load(&call->cancelled) ? RLMCP_ECANCELLED : RLMCP_OK;
 }
@@ -1607,14 +1609,14 @@ static void pending_unlink(struct mcp_session *s, struct pending_req *p)
 static bool wait_answer(struct rlmcp_call *c, struct pending_req *p,
                         uint32_t timeout_ms)
 {
-    struct timespec until = deadline_after_ms(CLOCK_MONOTONIC, timeout_ms);
+    uint64_t until = deadline_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = 0;
     bool done;
 
     pthread_mutex_lock(&c->lock);
     while (!p->done && !atomic_load(&c->cancelled) && rc != ETIMEDOUT) {
         if (timeout_ms != 0)
-            rc = pthread_cond_timedwait(&c->cond, &c->lock, &until);
+            rc = deadline_cond_wait(&c->cond, &c->lock, until);
         else
             pthread_cond_wait(&c->cond, &c->lock);
     }

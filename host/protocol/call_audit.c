@@ -10,7 +10,8 @@
 
 #include "deadline.h"
 #include "audit.h"
-#include "mcp_internal.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "metrics.h"
 
 uint64_t call_account_begin(struct rlmcp_call *c)
@@ -102,8 +103,10 @@ void call_account_end(struct rlmcp_call *c, int rc, uint64_t start_ns)
     if (devbox[0] == '\0' && c->args_json != NULL)
         devbox_from_args(c, devbox, sizeof(devbox));
     memset(&e, 0, sizeof(e));
-    e.api_key = c->api_key != NULL ? c->api_key : c->d->default_key;
-    e.session = c->s->label[0] != '\0' ? c->s->label : "stdio";
+    e.api_key = c->api_key != NULL ? c->api_key : mcp_default_key(c->d);
+    e.session = mcp_session_label(c->s);
+    if (e.session[0] == '\0')
+        e.session = "stdio";
     e.tool = c->what;
     e.args = c->args_json;
     e.args_len = c->args_len;

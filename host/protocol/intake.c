@@ -6,6 +6,7 @@
 #include "intake.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc.h"
@@ -89,6 +90,21 @@ static void session_versions(char *buf, size_t len)
     }
 }
 
+int intake_check_version(const char *version, char *err, size_t errlen)
+{
+    char versions[128];
+
+    if (version == NULL || mcp_protocol_version_supported(version))
+        return 0;
+    session_versions(versions, sizeof(versions));
+    snprintf(err, errlen,
+             "unsupported MCP-Protocol-Version '%.40s'; this server "
+             "speaks %s after initialize, and %s per request (with "
+             "params._meta)",
+             version, versions, MCP_REV_STATELESS);
+    return JSONRPC_SERVER_ERROR;
+}
+
 int intake_check(const cJSON *msg, const struct intake_headers *h,
                  const struct intake *in, char *err, size_t errlen,
                  cJSON **data)
@@ -96,22 +112,12 @@ int intake_check(const cJSON *msg, const struct intake_headers *h,
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
     const char *version = h != NULL ? h->version : NULL;
     struct rev_meta meta;
-    char versions[128];
     int code = 0;
     int hcode = 0;
 
     *data = NULL;
-    if (!in->stateless) {
-        if (version == NULL || mcp_protocol_version_supported(version))
-            return 0;
-        session_versions(versions, sizeof(versions));
-        snprintf(err, errlen,
-                 "unsupported MCP-Protocol-Version '%.40s'; this server "
-                 "speaks %s after initialize, and %s per request (with "
-                 "params._meta)",
-                 version, versions, MCP_REV_STATELESS);
-        return JSONRPC_SERVER_ERROR;
-    }
+    if (!in->stateless)
+        return intake_check_version(version, err, errlen);
     if (in->id == NULL)
         return 0; /* a notification: nobody to refuse it to */
     code = rev_meta_check(params, &meta, err, errlen, data);
@@ -143,4 +149,126 @@ int intake_listen_admit(unsigned open, char *err, size_t errlen)
              "notification type, close one and retry",
              INTAKE_LISTENS_PER_CLIENT);
     return JSONRPC_SERVER_ERROR;
+}
+
+/* The session-not-found code of the Streamable HTTP transport. */
+#define INTAKE_SESSION_NOT_FOUND (-32001)
+
+char *intake_refusal_code(int code, const cJSON *id, const char *message,
+                          const cJSON *data)
+{
+    return jsonrpc_error(id, code, message, data);
+}
+
+char *intake_refusal(enum intake_refusal why, const cJSON *id,
+                     const char *message)
+{
+    int code = JSONRPC_SERVER_ERROR;
+
+    switch (why) {
+    case INTAKE_REFUSE_NO_SESSION:
+        code = INTAKE_SESSION_NOT_FOUND;
+        break;
+    case INTAKE_REFUSE_PARSE:
+        code = JSONRPC_PARSE_ERROR;
+        break;
+    case INTAKE_REFUSE_INVALID:
+        code = JSONRPC_INVALID_REQUEST;
+        break;
+    case INTAKE_REFUSE_INTERNAL:
+        code = JSONRPC_INTERNAL_ERROR;
+        break;
+    case INTAKE_REFUSE_SERVER:
+    default:
+        break;
+    }
+    return jsonrpc_error(id, code, message, NULL);
+}
+
+void intake_reply_init(struct intake_reply *r, const struct intake *in)
+{
+    memset(r, 0, sizeof(*r));
+    r->initialize = in->initialize;
+    r->stateless = in->stateless;
+    if (in->method != NULL)
+        snprintf(r->method, sizeof(r->method), "%s", in->method);
+}
+
+char *intake_answer(const struct intake_reply *r, const char *json, size_t len)
+{
+    if (r == NULL || !r->stateless || json == NULL)
+        return NULL;
+    return rev_adapt_final(json, len, r->method);
+}
+
+/* A stateless request's error answer: how its transport carries it. */
+static enum intake_status status_of(int code)
+{
+    switch (code) {
+    case JSONRPC_METHOD_NOT_FOUND:
+        return INTAKE_STATUS_UNKNOWN;
+    case MCP_HEADER_MISMATCH:
+    case MCP_MISSING_CLIENT_CAPABILITY:
+    case MCP_UNSUPPORTED_VERSION:
+    case JSONRPC_PARSE_ERROR:
+    case JSONRPC_INVALID_REQUEST:
+        return INTAKE_STATUS_MALFORMED;
+    default:
+        return INTAKE_STATUS_OK;
+    }
+}
+
+void intake_outcome(const struct intake_reply *r, const char *json, size_t len,
+                    struct intake_outcome *out)
+{
+    cJSON *msg = NULL;
+    bool failed = false;
+
+    memset(out, 0, sizeof(*out));
+    if (r->initialize) {
+        /* The initialize answer: an error ends the session it opened. */
+        msg = cJSON_ParseWithLength(json, len);
+        failed = msg == NULL || cJSON_GetObjectItem(msg, "error") != NULL;
+        cJSON_Delete(msg);
+        out->session_created = !failed;
+        out->session_refused = failed;
+    }
+    if (r->stateless)
+        out->status = status_of(rev_error_code(json, len));
+}
+
+bool intake_line_stateless(const char *line, size_t len, enum intake_session s,
+                           struct intake_reply *r)
+{
+    cJSON *msg = NULL;
+    struct intake in;
+    bool yes = false;
+
+    /* Most lines are not: look for the key before parsing. */
+    if (memmem(line, len, REV_META_VERSION, strlen(REV_META_VERSION)) == NULL)
+        return false;
+    msg = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsObject(msg))
+        goto out;
+    intake_read(msg, NULL, s, &in);
+    yes = in.stateless && in.id != NULL;
+    if (yes)
+        intake_reply_init(r, &in);
+out:
+    cJSON_Delete(msg);
+    return yes;
+}
+
+bool intake_line_cancel(const char *line, size_t len)
+{
+    cJSON *msg = NULL;
+    struct intake in;
+
+    /* Most lines are not: look for the word before parsing. */
+    if (memmem(line, len, "cancelled", 9) == NULL)
+        return false;
+    msg = cJSON_ParseWithLength(line, len);
+    intake_read(msg, NULL, INTAKE_SESSION_OPEN, &in);
+    cJSON_Delete(msg);
+    return in.cancel;
 }

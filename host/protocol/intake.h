@@ -70,4 +70,85 @@ int intake_check(const cJSON *msg, const struct intake_headers *h,
  */
 int intake_listen_admit(unsigned open, char *err, size_t errlen);
 
+/*
+ * A session-based revision's MCP-Protocol-Version header (NULL: absent),
+ * on any message or stream of a session (HTTP POST, GET). Returns 0, or
+ * JSONRPC_SERVER_ERROR with err filled (a version this server does not
+ * speak, naming those it does).
+ */
+int intake_check_version(const char *version, char *err, size_t errlen);
+
+/* ---- Refusals before the dispatcher ------------------------------------ */
+
+/* Why a transport refuses a message itself; the protocol picks the code. */
+enum intake_refusal {
+    INTAKE_REFUSE_SERVER,     /* a rule of the transport: its headers,
+                               * access, limits, shutdown (-32000) */
+    INTAKE_REFUSE_NO_SESSION, /* the session named is unknown (-32001) */
+    INTAKE_REFUSE_PARSE,      /* not JSON (-32700) */
+    INTAKE_REFUSE_INVALID,    /* not one JSON-RPC 2.0 message, too big */
+    INTAKE_REFUSE_INTERNAL,   /* the server failed (out of memory) */
+};
+
+/* The JSON-RPC error message refusing a message (id as given, NULL: id
+ * null). malloc'd; NULL when out of memory. */
+char *intake_refusal(enum intake_refusal why, const cJSON *id,
+                     const char *message);
+
+/* The same with a code intake_check or intake_listen_admit returned, and
+ * its data (may be NULL). */
+char *intake_refusal_code(int code, const cJSON *id, const char *message,
+                          const cJSON *data);
+
+/* ---- Answers ----------------------------------------------------------- */
+
+/*
+ * What a transport keeps of a request to send its final answer; a copy,
+ * as the message is gone when the answer comes.
+ */
+struct intake_reply {
+    bool initialize;
+    bool stateless;
+    char method[64];
+};
+
+void intake_reply_init(struct intake_reply *r, const struct intake *in);
+
+/*
+ * A request's final answer as it goes out: a stateless request's gets what
+ * its revision adds (resultType, caching hints, error codes it renames).
+ * malloc'd; NULL: send json as it is.
+ */
+char *intake_answer(const struct intake_reply *r, const char *json, size_t len);
+
+/* How a transport carries a final answer (HTTP: its status). */
+enum intake_status {
+    INTAKE_STATUS_OK,        /* a result or an error of the call */
+    INTAKE_STATUS_MALFORMED, /* the request was refused as malformed */
+    INTAKE_STATUS_UNKNOWN,   /* the method does not exist */
+};
+
+struct intake_outcome {
+    bool session_created; /* an initialize answered with a result */
+    bool session_refused; /* an initialize that failed: its session ends */
+    enum intake_status status;
+};
+
+/* What the final answer json (as sent, intake_answer) means. */
+void intake_outcome(const struct intake_reply *r, const char *json, size_t len,
+                    struct intake_outcome *out);
+
+/* ---- stdio lines --------------------------------------------------------- */
+
+/*
+ * Is line a stateless request (with an id) arriving in session s? Looks
+ * for the version's key before parsing, as most lines are not. r filled
+ * when true.
+ */
+bool intake_line_stateless(const char *line, size_t len, enum intake_session s,
+                           struct intake_reply *r);
+
+/* Is line a notifications/cancelled notification? */
+bool intake_line_cancel(const char *line, size_t len);
+
 #endif

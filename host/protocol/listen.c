@@ -17,7 +17,9 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
+#include "registry.h"
 #include "resources.h"
 #include "revision.h"
 

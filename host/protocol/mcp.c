@@ -22,6 +22,8 @@
 #include "listen.h"
 #include "loader.h"
 #include "log.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
 #include "mrtr.h"
 #include "param_headers.h"
@@ -141,6 +143,16 @@ struct mcp_session *mcp_session_new(struct mcp_dispatcher *d)
 void mcp_session_set_label(struct mcp_session *s, const char *label)
 {
     snprintf(s->label, sizeof(s->label), "%s", label);
+}
+
+const char *mcp_session_label(const struct mcp_session *s)
+{
+    return s->label;
+}
+
+const char *mcp_default_key(const struct mcp_dispatcher *d)
+{
+    return d->default_key;
 }
 
 void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)
@@ -1831,15 +1843,6 @@ out:
 
 /* ---- dispatcher life cycle ---------------------------------------------- */
 
-struct timespec mcp_ns_timespec(uint64_t ns)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ns / 1000000000ull);
-    ts.tv_nsec = (long)(ns % 1000000000ull);
-    return ts;
-}
-
 void mcp_timer_kick(struct mcp_dispatcher *d)
 {
     pthread_mutex_lock(&d->lock);
@@ -1937,9 +1940,7 @@ static void *timer_main(void *arg)
             continue;
         }
         if (earliest != 0) {
-            struct timespec ts = mcp_ns_timespec(earliest);
-
-            pthread_cond_timedwait(&d->timer_cond, &d->lock, &ts);
+            deadline_cond_wait(&d->timer_cond, &d->lock, earliest);
         } else {
             pthread_cond_wait(&d->timer_cond, &d->lock);
         }
@@ -2155,7 +2156,7 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
 {
     struct rlmcp_call **calls = NULL;
     struct rlmcp_call *c;
-    struct timespec until;
+    uint64_t until = 0;
     size_t n = 0;
     size_t i;
 
@@ -2176,11 +2177,10 @@ void mcp_drain(struct mcp_dispatcher *d, unsigned ms)
     }
     free(calls);
 
-    until = mcp_ns_timespec(deadline_now_ns() + (uint64_t)ms * 1000000ull);
+    until = deadline_now_ns() + (uint64_t)ms * 1000000ull;
     pthread_mutex_lock(&d->lock);
     while (d->n_inflight > 0) {
-        if (pthread_cond_timedwait(&d->idle_cond, &d->lock, &until) ==
-            ETIMEDOUT)
+        if (deadline_cond_wait(&d->idle_cond, &d->lock, until) == ETIMEDOUT)
             break;
     }
     n = d->n_inflight;

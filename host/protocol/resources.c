@@ -23,6 +23,8 @@
 #include "jsonrpc.h"
 #include "loader.h"
 #include "log.h"
+#include "call_state.h"
+#include "dispatch.h"
 #include "mcp_internal.h"
 #include "pool.h"
 #include "registry.h"
@@ -294,7 +296,6 @@ static void *watch_main(void *arg)
         uint64_t now = deadline_now_ns();
         uint64_t next = 0;
         struct watch_sub *sub = NULL;
-        struct timespec ts;
 
         for (sub = w->subs; sub != NULL; sub = sub->next) {
             if (sub->reading != NULL)
@@ -308,8 +309,7 @@ static void *watch_main(void *arg)
             pthread_cond_wait(&w->cond, &w->lock);
             continue;
         }
-        ts = mcp_ns_timespec(next);
-        pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+        deadline_cond_wait(&w->cond, &w->lock, next);
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
@@ -487,7 +487,7 @@ static void cancel_reads(struct res_watch *w)
 
 void resources_watch_free(struct res_watch *w)
 {
-    struct timespec until;
+    uint64_t until = 0;
 
     if (w == NULL)
         return;
@@ -498,11 +498,10 @@ void resources_watch_free(struct res_watch *w)
     if (w->running)
         pthread_join(w->thread, NULL);
     cancel_reads(w);
-    until = mcp_ns_timespec(deadline_now_ns() +
-                            (uint64_t)RES_WATCH_DRAIN_MS * 1000000ull);
+    until = deadline_now_ns() + (uint64_t)RES_WATCH_DRAIN_MS * 1000000ull;
     pthread_mutex_lock(&w->lock);
     while (w->n_reading > 0) {
-        if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
+        if (deadline_cond_wait(&w->cond, &w->lock, until) == ETIMEDOUT)
             break;
     }
     if (w->n_reading > 0) {

@@ -273,19 +273,3 @@ int rev_error_code(const char *json, size_t len)
     cJSON_Delete(msg);
     return v;
 }
-
-unsigned rev_http_status(int code)
-{
-    switch (code) {
-    case JSONRPC_METHOD_NOT_FOUND:
-        return 404;
-    case MCP_HEADER_MISMATCH:
-    case MCP_MISSING_CLIENT_CAPABILITY:
-    case MCP_UNSUPPORTED_VERSION:
-    case JSONRPC_PARSE_ERROR:
-    case JSONRPC_INVALID_REQUEST:
-        return 400;
-    default:
-        return 200;
-    }
-}

@@ -84,7 +84,4 @@ char *rev_adapt_final(const char *json, size_t len, const char *method);
 /* The JSON-RPC error code of a response message, 0 for a result. */
 int rev_error_code(const char *json, size_t len);
 
-/* The HTTP status a stateless request's error answer is sent with. */
-unsigned rev_http_status(int code);
-
 #endif

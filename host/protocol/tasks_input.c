@@ -21,7 +21,7 @@
 #include "call.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "mcp_internal.h"
+#include "call_state.h"
 #include "registry.h"
 #include "tasks.h"
 

@@ -41,7 +41,6 @@
 #include "digest.h"
 #include "http.h"
 #include "log.h"
-#include "jsonrpc.h"
 #include "intake.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -61,9 +60,6 @@
 #define LISTEN_FLUSH_MS 2000u
 /* Replies written in full that a session keeps for a resume. */
 #define RESUME_WRITTEN_KEEP 64
-#define JSONRPC_SESSION_NOT_FOUND (-32001)
-#define JSONRPC_PARSE_ERROR (-32700)
-#define JSONRPC_INVALID_REQUEST (-32600)
 
 struct http_server;
 struct http_session;
@@ -83,9 +79,9 @@ struct http_stream {
     struct http_session *sess; /* counted reference */
     uint64_t no;               /* per session; event ids are "<no>-<seq>" */
     bool sse;
-    bool stateless;  /* a 2026-07-28 request: its answer is adapted */
-    char method[48]; /* the request's method, for that adaptation */
-    char *req_id;    /* the JSON-RPC id as text, for log lines */
+    bool stateless;            /* its session is one stateless request's */
+    struct intake_reply reply; /* how its final answer goes out */
+    char *req_id;              /* the JSON-RPC id as text, for log lines */
     /* Everything below is guarded by sess->lock. */
     bool done;        /* the final send happened */
     bool listed;      /* on sess->streams (holds a reference) */
@@ -153,7 +149,6 @@ struct http_req {
     struct strbuf body; /* the request's body */
     bool too_big;
     unsigned status; /* for the access log */
-    bool is_init;    /* an initialize request: the reply names the session */
     char method[8];
     char url[64];
     struct http_session *sess;  /* counted reference, may be NULL */
@@ -269,15 +264,16 @@ static enum MHD_Result queue_buffer(struct http_req *req, unsigned status,
  * carries, so MCP clients show the message to the user.
  */
 static enum MHD_Result reply_error(struct http_req *req, unsigned status,
-                                   int code, const char *fmt, ...)
-    RLMCP_PRINTF(4, 5);
+                                   enum intake_refusal why, const char *fmt,
+                                   ...) RLMCP_PRINTF(4, 5);
 
+/* A refusal before the dispatcher (id null); the protocol words it as a
+ * JSON-RPC error (intake_refusal). */
 static enum MHD_Result reply_error(struct http_req *req, unsigned status,
-                                   int code, const char *fmt, ...)
+                                   enum intake_refusal why, const char *fmt,
+                                   ...)
 {
     char msg[512];
-    cJSON *root = NULL;
-    cJSON *err = NULL;
     char *text = NULL;
     va_list ap;
 
@@ -285,19 +281,7 @@ static enum MHD_Result reply_error(struct http_req *req, unsigned status,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     log_msg(RLMCP_LOG_DEBUG, NULL, "http: %u: %s", status, msg);
-    root = cJSON_CreateObject();
-    if (root == NULL)
-        goto out;
-    cJSON_AddStringToObject(root, "jsonrpc", "2.0");
-    err = cJSON_AddObjectToObject(root, "error");
-    if (err == NULL)
-        goto out;
-    cJSON_AddNumberToObject(err, "code", code);
-    cJSON_AddStringToObject(err, "message", msg);
-    cJSON_AddNullToObject(root, "id");
-    text = cJSON_PrintUnformatted(root);
-out:
-    cJSON_Delete(root);
+    text = intake_refusal(why, NULL, msg);
     if (text == NULL)
         return queue_buffer(req, status, NULL, "", 0, false, NULL);
     return queue_buffer(req, status, "application/json", text, strlen(text),
@@ -1054,12 +1038,11 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
     struct http_stream *dropped = NULL;
     char *adapted = NULL;
 
-    if (st->stateless && final && json != NULL) {
-        adapted = rev_adapt_final(json, len, st->method);
-        if (adapted != NULL) {
-            json = adapted;
-            len = strlen(adapted);
-        }
+    if (final)
+        adapted = intake_answer(&st->reply, json, len);
+    if (adapted != NULL) {
+        json = adapted;
+        len = strlen(adapted);
     }
 
     pthread_mutex_lock(&s->lock);
@@ -1106,16 +1089,18 @@ static void sink_send(struct mcp_sink *sink, const char *json, size_t len,
     free(adapted);
 }
 
+/* reply: the request's (intake_reply_init); NULL for a GET stream. */
 static struct http_stream *stream_new(struct http_session *s, bool sse,
-                                      const cJSON *id, const char *method)
+                                      const cJSON *id,
+                                      const struct intake_reply *reply)
 {
     struct http_stream *st = calloc(1, sizeof(*st));
 
     if (st == NULL)
         return NULL;
     st->stateless = s->stateless;
-    if (method != NULL)
-        snprintf(st->method, sizeof(st->method), "%s", method);
+    if (reply != NULL)
+        st->reply = *reply;
     st->sink.send = sink_send;
     st->sink.retain = sink_retain;
     st->sink.release = sink_release;
@@ -1314,7 +1299,7 @@ static int check_access(struct http_req *req, bool need_token)
     const char *const *origins = (const char *const *)srv->origins;
 
     if (srv->loopback && !http_host_header_ok(host, srv->port, origins))
-        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_FORBIDDEN, INTAKE_REFUSE_SERVER,
                            "Forbidden: Host header '%.100s' is not allowed; "
                            "this server answers only to localhost, 127.0.0.1 "
                            "or [::1] (DNS-rebinding protection). Behind a "
@@ -1322,7 +1307,7 @@ static int check_access(struct http_req *req, bool need_token)
                            "server.http.allowed_origins",
                            host ? host : "(none)");
     if (!http_origin_ok(origin, origins, srv->loopback))
-        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_FORBIDDEN, INTAKE_REFUSE_SERVER,
                            "Forbidden: Origin '%.100s' is not allowed; add it "
                            "to server.http.allowed_origins to let that web "
                            "page call this server",
@@ -1330,7 +1315,7 @@ static int check_access(struct http_req *req, bool need_token)
     if (need_token && srv->auth_token != NULL) {
         const char *tok = http_bearer(hdr(req, MHD_HTTP_HEADER_AUTHORIZATION));
         if (!http_token_equal(tok, srv->auth_token))
-            return reply_error(req, MHD_HTTP_UNAUTHORIZED, JSONRPC_SERVER_ERROR,
+            return reply_error(req, MHD_HTTP_UNAUTHORIZED, INTAKE_REFUSE_SERVER,
                                "Unauthorized: this endpoint needs "
                                "'Authorization: Bearer <token>' with the "
                                "token configured in server.http.auth_token; "
@@ -1352,7 +1337,7 @@ static int caller_key(struct http_req *req, const char **key)
 
     *key = NULL;
     if (query != NULL && !srv->opts.allow_query_key)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                            "Bad Request: the api_key query parameter is "
                            "disabled on this server because URLs end up in "
                            "logs; send the key as 'X-Runloop-Api-Key: <key>' "
@@ -1382,17 +1367,17 @@ static int post_precheck(struct http_req *req)
     const char *clen = hdr(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
     if (!http_accept_ok(accept, true, true))
-        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, INTAKE_REFUSE_SERVER,
                            "Not Acceptable: the Accept header must list both "
                            "application/json and text/event-stream");
     if (!http_content_type_json(ctype))
         return reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Unsupported Media Type: send the JSON-RPC "
                            "message with Content-Type: application/json");
     if (clen != NULL && strtoull(clen, NULL, 10) > srv->opts.max_body_bytes)
         return reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Payload Too Large: the body exceeds %zu bytes "
                            "(server.http.max_body_bytes); send smaller "
                            "arguments or raise the limit",
@@ -1407,7 +1392,7 @@ static enum MHD_Result reply_rpc_error(struct http_req *req, unsigned status,
                                        const cJSON *id, int code,
                                        const char *msg, const cJSON *data)
 {
-    char *text = jsonrpc_error(id, code, msg, data);
+    char *text = intake_refusal_code(code, id, msg, data);
 
     log_msg(RLMCP_LOG_DEBUG, NULL, "http: %u: %s", status, msg);
     if (text == NULL)
@@ -1435,6 +1420,7 @@ static int post_revision(struct http_req *req, const cJSON *msg,
                                     : INTAKE_NO_SESSION;
     cJSON *data = NULL;
     char err[512];
+    char text[540];
     int code = 0;
     int ret = -1;
 
@@ -1442,12 +1428,15 @@ static int post_revision(struct http_req *req, const cJSON *msg,
     code = intake_check(msg, &h, in, err, sizeof(err), &data);
     if (code == 0)
         return -1;
-    if (!in->stateless)
-        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, code, "Bad Request: %s",
-                          err);
-    else
+    if (!in->stateless) {
+        /* A session's message: no id to answer, the refusal has id null. */
+        snprintf(text, sizeof(text), "Bad Request: %s", err);
+        ret =
+            reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, NULL, code, text, data);
+    } else {
         ret =
             reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, in->id, code, err, data);
+    }
     cJSON_Delete(data);
     return ret;
 }
@@ -1455,7 +1444,7 @@ static int post_revision(struct http_req *req, const cJSON *msg,
 /* 404 for a session id this server does not know (any more). */
 static int reply_no_session(struct http_req *req)
 {
-    return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SESSION_NOT_FOUND,
+    return reply_error(req, MHD_HTTP_NOT_FOUND, INTAKE_REFUSE_NO_SESSION,
                        "Session not found: it was deleted, expired after %u s "
                        "idle, was reclaimed while idle for a new client, or "
                        "the server restarted; send initialize to start a new "
@@ -1478,7 +1467,7 @@ static int use_session(struct http_req *req, const char *sid, const char *key)
                 "http: session %.8s…: refused a request with other "
                 "credentials than the session was opened with",
                 req->sess->id);
-        return reply_error(req, MHD_HTTP_FORBIDDEN, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_FORBIDDEN, INTAKE_REFUSE_SERVER,
                            "Forbidden: this session was opened with other "
                            "credentials; send the same Runloop key "
                            "(X-Runloop-Api-Key or Authorization) as the "
@@ -1499,7 +1488,7 @@ static int new_session(struct http_req *req, const char *key)
         return -1;
     if (why == -3)
         return reply_error(
-            req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
+            req, MHD_HTTP_TOO_MANY_REQUESTS, INTAKE_REFUSE_SERVER,
             "Too Many Requests: this client already has %u sessions, each "
             "with a request or call running "
             "(server.http.max_sessions_per_client); end one with DELETE "
@@ -1507,12 +1496,12 @@ static int new_session(struct http_req *req, const char *key)
             srv->opts.max_sessions_per_client);
     if (why == -1)
         return reply_error(
-            req, MHD_HTTP_TOO_MANY_REQUESTS, JSONRPC_SERVER_ERROR,
+            req, MHD_HTTP_TOO_MANY_REQUESTS, INTAKE_REFUSE_SERVER,
             "Too Many Requests: all %u sessions (server.http.max_sessions) "
             "have a request or call running; retry when a call finishes",
             srv->opts.max_sessions);
     return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                       JSONRPC_SERVER_ERROR,
+                       INTAKE_REFUSE_SERVER,
                        "Internal error: cannot create a session");
 }
 
@@ -1523,13 +1512,13 @@ static int post_session(struct http_req *req, bool is_init, const char *key)
 
     if (is_init) {
         if (sid != NULL)
-            return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+            return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                                "Bad Request: initialize starts a new session "
                                "and must not carry an Mcp-Session-Id header");
         return new_session(req, key);
     }
     if (sid == NULL)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                            "Bad Request: Mcp-Session-Id header is required; "
                            "send initialize first");
     return use_session(req, sid, key);
@@ -1543,7 +1532,7 @@ static enum MHD_Result post_reply_json(struct http_req *req)
     char *body = NULL;
     size_t len = 0;
     bool have = false;
-    bool init_failed = false;
+    struct intake_outcome out;
     const char *sid = NULL;
     unsigned status = MHD_HTTP_OK;
 
@@ -1555,21 +1544,17 @@ static enum MHD_Result post_reply_json(struct http_req *req)
     pthread_mutex_unlock(&s->lock);
     if (!have)
         return queue_buffer(req, MHD_HTTP_ACCEPTED, NULL, "", 0, false, NULL);
-    if (req->is_init) {
-        /* The initialize answer: an error ends the new session. */
-        cJSON *msg = cJSON_ParseWithLength(body, len);
-        init_failed = msg == NULL || cJSON_GetObjectItem(msg, "error") != NULL;
-        cJSON_Delete(msg);
+    intake_outcome(&st->reply, body, len, &out);
+    if (out.session_created)
         sid = s->id;
-    }
-    if (init_failed) {
+    if (out.session_refused)
         session_terminate(req->srv, s, "initialize failed");
-        sid = NULL;
-    }
     /* Before the client can see the answer and send its next request. */
     req_detach(req);
-    if (s->stateless)
-        status = rev_http_status(rev_error_code(body, len));
+    if (out.status == INTAKE_STATUS_MALFORMED)
+        status = MHD_HTTP_BAD_REQUEST;
+    else if (out.status == INTAKE_STATUS_UNKNOWN)
+        status = MHD_HTTP_NOT_FOUND;
     return queue_buffer(req, status, "application/json", body, len, true, sid);
 }
 
@@ -1584,7 +1569,7 @@ static enum MHD_Result post_wait_json(struct http_req *req)
     if (!done && atomic_load(&req->srv->stopping)) {
         pthread_mutex_unlock(&s->lock);
         return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Service Unavailable: the server is shutting down");
     }
     if (!done) {
@@ -1602,7 +1587,7 @@ static enum MHD_Result post_wait_json(struct http_req *req)
 /*
  * A stateless request whose handler may stream: wait for its first message.
  * A lone final answer goes out as JSON, so an error keeps its HTTP status
- * (e.g. 400 for -32021); anything else starts the SSE reply.
+ * (intake_outcome); anything else starts the SSE reply.
  */
 static enum MHD_Result post_wait_first(struct http_req *req)
 {
@@ -1615,7 +1600,7 @@ static enum MHD_Result post_wait_first(struct http_req *req)
         if (atomic_load(&req->srv->stopping)) {
             pthread_mutex_unlock(&s->lock);
             return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                               JSONRPC_SERVER_ERROR,
+                               INTAKE_REFUSE_SERVER,
                                "Service Unavailable: the server is shutting "
                                "down");
         }
@@ -1724,6 +1709,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
 {
     struct http_server *srv = req->srv;
     struct intake in;
+    struct intake_reply reply;
     const cJSON *id = NULL;
     const char *key = NULL;
     bool sse = false;
@@ -1739,7 +1725,6 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         return (enum MHD_Result)r;
     id = in.id;
     stateless = in.stateless;
-    req->is_init = in.initialize;
     if (in.listen) {
         r = listen_admit(req, id);
         if (r >= 0)
@@ -1749,7 +1734,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         req->sess = session_create_private(srv);
         if (req->sess == NULL)
             return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                               JSONRPC_SERVER_ERROR,
+                               INTAKE_REFUSE_SERVER,
                                "Internal error: no memory");
     } else {
         r = post_session(req, in.initialize, key);
@@ -1757,11 +1742,12 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
     if (r >= 0)
         return (enum MHD_Result)r;
     sse = in.streams;
-    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, in.method),
+    intake_reply_init(&reply, &in);
+    __atomic_store_n(&req->stream, stream_new(req->sess, sse, id, &reply),
                      __ATOMIC_RELEASE);
     if (req->stream == NULL)
         return reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                           JSONRPC_SERVER_ERROR, "Internal error: no memory");
+                           INTAKE_REFUSE_SERVER, "Internal error: no memory");
     if (sse) {
         /* Read from the start: attached before the first event exists, so
          * a full event store never evicts a reply that has a reader. */
@@ -1790,17 +1776,17 @@ static enum MHD_Result post_body_done(struct http_req *req)
 
     if (req->too_big)
         return reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Payload Too Large: the body exceeds %zu bytes "
                            "(server.http.max_body_bytes); send smaller "
                            "arguments or raise the limit",
                            req->srv->opts.max_body_bytes);
     msg = cJSON_ParseWithLength(strbuf_str(&req->body), req->body.len);
     if (msg == NULL)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_PARSE,
                            "Parse error: the body is not valid JSON");
     if (cJSON_IsArray(msg)) {
-        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_INVALID,
                           "Invalid Request: JSON-RPC batches are not "
                           "supported; send one message per POST");
         goto out;
@@ -1808,7 +1794,7 @@ static enum MHD_Result post_body_done(struct http_req *req)
     ver = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
     if (!cJSON_IsObject(msg) || !cJSON_IsString(ver) ||
         strcmp(ver->valuestring, "2.0") != 0) {
-        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_INVALID,
                           "Invalid Request: expected one JSON-RPC 2.0 message "
                           "object with \"jsonrpc\":\"2.0\"");
         goto out;
@@ -1844,7 +1830,7 @@ static int need_session(struct http_req *req)
     int r = 0;
 
     if (sid == NULL)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                            "Bad Request: Mcp-Session-Id header is required");
     r = caller_key(req, &key);
     if (r >= 0)
@@ -1894,7 +1880,7 @@ static enum MHD_Result get_open(struct http_req *req)
     struct http_stream *old = NULL;
     struct http_stream *lost = NULL;
 
-    st = stream_new(s, true, NULL, "GET");
+    st = stream_new(s, true, NULL, NULL);
     if (st == NULL)
         return MHD_NO;
     pthread_mutex_lock(&s->lock);
@@ -1945,31 +1931,35 @@ static enum MHD_Result handle_get(struct http_req *req)
     struct http_stream *st = NULL;
     uint64_t no = 0;
     uint64_t seq = 0;
+    char err[512];
+    char text[540];
+    int code = 0;
     int r = 0;
 
     if (!http_accept_ok(accept, false, true))
-        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_NOT_ACCEPTABLE, INTAKE_REFUSE_SERVER,
                            "Not Acceptable: GET /mcp opens an SSE stream; "
                            "send Accept: text/event-stream");
-    if (pv != NULL && !mcp_protocol_version_supported(pv))
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
-                           "Bad Request: unsupported MCP-Protocol-Version "
-                           "'%.40s'",
-                           pv);
+    code = intake_check_version(pv, err, sizeof(err));
+    if (code != 0) {
+        snprintf(text, sizeof(text), "Bad Request: %s", err);
+        return reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, NULL, code, text,
+                               NULL);
+    }
     r = need_session(req);
     if (r >= 0)
         return (enum MHD_Result)r;
     if (last == NULL)
         return get_open(req);
     if (!http_parse_event_id(last, &no, &seq))
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                            "Bad Request: Last-Event-ID '%.40s' is not an "
                            "event id of this server",
                            last);
     s = req->sess;
     st = resume_attach(req, no, seq);
     if (st == NULL)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_SERVER,
                            "Bad Request: nothing to resume after event %.40s: "
                            "that reply was delivered completely or dropped",
                            last);
@@ -2069,11 +2059,11 @@ static enum MHD_Result route_first(struct http_req *req, const char *url,
 
     if (atomic_load(&srv->stopping))
         return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Service Unavailable: the server is shutting down");
     if ((unsigned)atomic_load(&srv->connections) > srv->opts.max_connections)
         return reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                           JSONRPC_SERVER_ERROR,
+                           INTAKE_REFUSE_SERVER,
                            "Service Unavailable: %u connections are open "
                            "(server.http.max_connections); close idle "
                            "connections or retry later",
@@ -2094,7 +2084,7 @@ static enum MHD_Result route_first(struct http_req *req, const char *url,
     if (strcmp(url, "/") == 0 && strcmp(method, "GET") == 0)
         return handle_info(req, url);
     if (!mcp)
-        return reply_error(req, MHD_HTTP_NOT_FOUND, JSONRPC_SERVER_ERROR,
+        return reply_error(req, MHD_HTTP_NOT_FOUND, INTAKE_REFUSE_SERVER,
                            "Not Found: the MCP endpoint is /mcp");
     if (strcmp(method, "POST") == 0) {
         r = post_precheck(req);
@@ -2107,7 +2097,7 @@ static enum MHD_Result route_first(struct http_req *req, const char *url,
         return handle_get(req);
     if (strcmp(method, "DELETE") == 0)
         return handle_delete(req);
-    return reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_SERVER_ERROR,
+    return reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, INTAKE_REFUSE_SERVER,
                        "Method Not Allowed: /mcp takes POST, GET and DELETE");
 }
 

@@ -19,7 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "jsonrpc.h"
+#include "intake.h"
 #include "log.h"
 #include "mcp.h"
 #include "stdio_stateless.h"
@@ -166,7 +166,7 @@ static void reject_oversized(struct reader *r)
              "smaller messages (for big data use files in the devbox)",
              r->max);
     log_msg(RLMCP_LOG_WARNING, NULL, "%s", msg);
-    json = mcp_error_message(JSONRPC_INVALID_REQUEST, msg);
+    json = intake_refusal(INTAKE_REFUSE_INVALID, NULL, msg);
     if (json != NULL)
         out_send(&r->out->sink, json, strlen(json), true);
     free(json);

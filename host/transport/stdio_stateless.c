@@ -1,7 +1,6 @@
 /*
  * stdio_stateless.c - 2026-07-28 requests over stdio (stdio_stateless.h).
  */
-#define _GNU_SOURCE /* memmem */
 #include "stdio_stateless.h"
 
 #include <pthread.h>
@@ -9,11 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "dlist.h"
 #include "intake.h"
-#include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
 #include "revision.h"
@@ -34,7 +30,7 @@ struct sl_req {
     struct stdio_stateless *owner;
     struct mcp_sink *out;
     struct mcp_session *ms;
-    char method[64];
+    struct intake_reply reply;  /* how its final answer goes out */
     struct sl_req *next, *prev; /* owner->live, under owner->lock */
 };
 
@@ -69,8 +65,8 @@ static void sl_send(struct mcp_sink *sink, const char *json, size_t len,
     struct sl_req *q = (struct sl_req *)sink;
     char *adapted = NULL;
 
-    if (final && json != NULL)
-        adapted = rev_adapt_final(json, len, q->method);
+    if (final)
+        adapted = intake_answer(&q->reply, json, len);
     if (adapted != NULL)
         q->out->send(q->out, adapted, strlen(adapted), final);
     else
@@ -102,32 +98,6 @@ static void sl_release(struct mcp_sink *sink)
     owner_unref(st);
 }
 
-/* Is this line a 2026-07-28 request (intake.h)? method out (<= 63 bytes). */
-static bool is_stateless(const char *line, size_t len, bool initialized,
-                         char method[64])
-{
-    cJSON *msg = NULL;
-    struct intake in;
-    bool yes = false;
-
-    /* Most lines are not: look for the key before parsing. */
-    if (memmem(line, len, REV_META_VERSION, strlen(REV_META_VERSION)) == NULL)
-        return false;
-    msg = cJSON_ParseWithLength(line, len);
-    if (!cJSON_IsObject(msg))
-        goto out;
-    intake_read(msg, NULL,
-                initialized ? INTAKE_SESSION_OPEN : INTAKE_NO_SESSION, &in);
-    yes = in.stateless && in.id != NULL;
-    if (yes) {
-        strncpy(method, in.method, 63);
-        method[63] = '\0';
-    }
-out:
-    cJSON_Delete(msg);
-    return yes;
-}
-
 bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
                             size_t len, struct mcp_sink *out,
                             bool session_initialized)
@@ -135,17 +105,19 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
     struct mcp_request_ctx ctx = {.api_key = NULL,
                                   .revision = MCP_REV_STATELESS};
     struct sl_req *q = NULL;
-    char method[64];
+    struct intake_reply reply;
+    enum intake_session where =
+        session_initialized ? INTAKE_SESSION_OPEN : INTAKE_NO_SESSION;
     char *err = NULL;
 
-    if (st == NULL || !is_stateless(line, len, session_initialized, method))
+    if (st == NULL || !intake_line_stateless(line, len, where, &reply))
         return false;
     q = calloc(1, sizeof(*q));
     if (q != NULL)
         q->ms = mcp_session_new(st->d);
     if (q == NULL || q->ms == NULL) {
         free(q);
-        err = mcp_error_message(JSONRPC_INTERNAL_ERROR, "out of memory");
+        err = intake_refusal(INTAKE_REFUSE_INTERNAL, NULL, "out of memory");
         if (err != NULL)
             out->send(out, err, strlen(err), true);
         free(err);
@@ -155,7 +127,7 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
     q->sink.retain = sl_retain;
     q->sink.release = sl_release;
     atomic_init(&q->refs, 1); /* ours, until mcp_handle returned */
-    memcpy(q->method, method, sizeof(q->method));
+    q->reply = reply;
     q->out = out;
     if (out->retain != NULL)
         out->retain(out);
@@ -169,21 +141,6 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
     return true;
 }
 
-/* A notifications/cancelled notification (no id)? */
-static bool is_cancel(const char *line, size_t len)
-{
-    cJSON *msg = NULL;
-    struct intake in;
-
-    /* Most lines are not: look for the word before parsing. */
-    if (memmem(line, len, "cancelled", 9) == NULL)
-        return false;
-    msg = cJSON_ParseWithLength(line, len);
-    intake_read(msg, NULL, INTAKE_SESSION_OPEN, &in);
-    cJSON_Delete(msg);
-    return in.cancel;
-}
-
 void stdio_stateless_notify(struct stdio_stateless *st, const char *line,
                             size_t len)
 {
@@ -193,7 +150,7 @@ void stdio_stateless_notify(struct stdio_stateless *st, const char *line,
     struct sl_req *q = NULL;
     size_t n = 0, i = 0;
 
-    if (st == NULL || !is_cancel(line, len))
+    if (st == NULL || !intake_line_cancel(line, len))
         return;
     /* Hold each live request so none goes while it is handed the line. */
     pthread_mutex_lock(&st->lock);

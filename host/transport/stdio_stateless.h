@@ -4,11 +4,12 @@
  * A stdio process serves one 2025-11-25 session; beside it, a request that
  * carries params._meta["io.modelcontextprotocol/protocolVersion"] is a
  * 2026-07-28 request when that version is 2026-07-28 or no initialize came
- * first (an unknown version is then answered -32022). It is served without
- * initialize, on a session of its own that lives as long as the request,
- * with the revision as the dispatcher's per-request input; its final
- * answer gets what 2026-07-28 adds (resultType, caching hints). A
- * notifications/cancelled reaches these requests too.
+ * first (an unknown version is then refused, naming those supported). It
+ * is served without initialize, on a session of its own that lives as
+ * long as the request, with the revision as the dispatcher's per-request
+ * input; its final answer gets what 2026-07-28 adds (intake_answer). A
+ * notifications/cancelled reaches these requests too. Which lines are
+ * such requests, and how their answers go out, protocol/intake.c decides.
  */
 #ifndef RLMCP_HOST_STDIO_STATELESS_H
 #define RLMCP_HOST_STDIO_STATELESS_H

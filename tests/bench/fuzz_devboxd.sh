@@ -41,15 +41,17 @@ mkdir -p "$out/obj" "$out/artifacts"
 pkgs="libcjson libmicrohttpd libnghttp2 libseccomp libcurl libcrypto"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
  -Wno-unused-parameter -I$src/devboxd -I$src/devboxd/net -I$src/devboxd/rest
- -I$src/devboxd/engine -I$src/devboxd/sandbox -I$src/tests/fuzz $(pkg-config --cflags $pkgs)"
+ -I$src/devboxd/engine -I$src/devboxd/build -I$src/devboxd/images
+ -I$src/devboxd/store -I$src/devboxd/runtime -I$src/tests/fuzz $(pkg-config --cflags $pkgs)"
 cov="-fsanitize=fuzzer-no-link,address,undefined"
 link="-fsanitize=fuzzer,address,undefined"
 libs="$(pkg-config --libs $pkgs) -lhttp_parser -lpthread -lm"
 
 echo "fuzz: building devboxd with clang in $out"
 objs=()
-for f in "$src"/devboxd/*.c "$src"/devboxd/{net,rest,engine,sandbox}/*.c; do
+for f in "$src"/devboxd/*.c "$src"/devboxd/{net,rest,engine,build,images,store,runtime}/*.c; do
     [ "$(basename "$f")" = main.c ] && continue
+    [ "$(basename "$f")" = build_runtime.c ] && continue
     o="$out/obj/$(basename "$f" .c).o"
     # shellcheck disable=SC2086
     nice clang $cflags $cov -c "$f" -o "$o"

@@ -1,6 +1,6 @@
 /*
  * fuzz_devboxd_dockerfile.c - the blueprint Dockerfile buildah builds
- * (bd_prepare: parses the user's Dockerfile and writes the one buildah
+ * (buildah_dockerfile_prepare: parses the user's Dockerfile and writes the one buildah
  * gets). Input: the Dockerfile text; every FROM resolves to one image.
  */
 #include <stdint.h>
@@ -25,7 +25,7 @@ static int resolve_any(void *ctx, const char *name, char **local, char *err,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct bd_out out;
+    struct buildah_dockerfile_out out;
     cJSON *params = NULL;
     char err[512];
     char *text = NULL;
@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out; /* JSON strings hold no NUL: the API never passes one */
     memset(&out, 0, sizeof(out));
     err[0] = '\0';
-    if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) == 0) {
+    if (buildah_dockerfile_prepare(params, resolve_any, NULL, &out, err,
+                                   sizeof(err)) == 0) {
         FUZZ_REQUIRE(out.text != NULL, "no Dockerfile for buildah");
         for (i = 0; i < out.n_steps; i++) {
             FUZZ_REQUIRE(out.steps[i].emit != NULL, "step %zu emits nothing",
@@ -57,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_REQUIRE(err[0] != '\0', "a refused Dockerfile has no message");
     }
-    bd_free(&out);
+    buildah_dockerfile_free(&out);
 out:
     cJSON_Delete(params);
     free(text);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "multipart.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char ctype[1024];
     char boundary[256];
     char err[512];
-    struct mp_part parts[8];
+    struct multipart_part parts[8];
     size_t ctlen;
     size_t n = 0;
     size_t i;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz_util.h"
-#include "http.h"
+#include "http_server.h"
 #include "tunnels.h"
 
 static void check_query(const char *qs)

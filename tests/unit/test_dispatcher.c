@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,12 +22,13 @@
 
 #include "call.h"
 #include "config.h"
+#include "deadline.h"
 #include "deployment.h"
 #include "intake.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
-#include "mcp_internal.h" /* call_ref: a call kept past its answer */
+#include "call_state.h" /* call_ref: a call kept past its answer */
 #include "mcp_stdio.h"
 #include "revision.h"
 #include "registry.h"
@@ -141,6 +143,212 @@ static void deadline_after(struct timespec *ts, int ms)
     }
 }
 
+/* ---- simulated clock ---------------------------------------------------- */
+
+/*
+ * The dispatcher's clock (deadline_set_clock): time stands still unless a
+ * test moves it, so no test sleeps in real time. sim_step() moves it to
+ * the earliest waiter's time; with sim_auto(true) it jumps so once
+ * the waiters have been quiet (none came or went) for SIM_QUIET_US of real
+ * time, so sleeps, timeouts and the timer run in order without waiting.
+ * A waiter polls its condition variable in SIM_POLL_US slices: a signal
+ * (cancel, answer) wakes it as before.
+ */
+#define SIM_POLL_US 1000
+#define SIM_QUIET_US 3000
+#define SIM_START_NS (1000ull * 1000000000ull)
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* waiters came or went, time moved */
+    _Atomic uint64_t now;
+    uint64_t untils[256]; /* the waiters' times; 0: a free slot */
+    unsigned n;
+    uint64_t activity;
+    bool autorun;
+    bool stop;
+    pthread_t ticker;
+} g_sim = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .changed = PTHREAD_COND_INITIALIZER,
+    .now = SIM_START_NS,
+};
+
+static void real_after_us(struct timespec *ts, clockid_t clock, long us)
+{
+    clock_gettime(clock, ts);
+    ts->tv_nsec += us * 1000L;
+    while (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static uint64_t sim_now_ns(void *user)
+{
+    (void)user;
+    return atomic_load(&g_sim.now);
+}
+
+static int sim_slot(uint64_t until)
+{
+    int i;
+
+    pthread_mutex_lock(&g_sim.lock);
+    for (i = 0; i < 256 && g_sim.untils[i] != 0; i++)
+        ;
+    assert_true(i < 256);
+    g_sim.untils[i] = until;
+    g_sim.n++;
+    g_sim.activity++;
+    pthread_cond_broadcast(&g_sim.changed);
+    pthread_mutex_unlock(&g_sim.lock);
+    return i;
+}
+
+static void sim_unslot(int i)
+{
+    pthread_mutex_lock(&g_sim.lock);
+    g_sim.untils[i] = 0;
+    g_sim.n--;
+    g_sim.activity++;
+    pthread_cond_broadcast(&g_sim.changed);
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+static int sim_wait(void *user, pthread_cond_t *cond, pthread_mutex_t *mutex,
+                    uint64_t until)
+{
+    struct timespec slice;
+    int slot = 0;
+    int rc = ETIMEDOUT;
+
+    (void)user;
+    if (atomic_load(&g_sim.now) >= until)
+        return ETIMEDOUT;
+    slot = sim_slot(until);
+    while (atomic_load(&g_sim.now) < until) {
+        /* The dispatcher's condvars wait on CLOCK_MONOTONIC. */
+        real_after_us(&slice, CLOCK_MONOTONIC, SIM_POLL_US);
+        rc = pthread_cond_timedwait(cond, mutex, &slice);
+        if (rc == 0)
+            break;
+        rc = ETIMEDOUT;
+    }
+    sim_unslot(slot);
+    return rc;
+}
+
+static const struct deadline_clock g_sim_clock = {
+    .now_ns = sim_now_ns,
+    .wait = sim_wait,
+};
+
+/* Let time run (jumps to each waiter's time in turn), or stand still. */
+static void sim_auto(bool on)
+{
+    pthread_mutex_lock(&g_sim.lock);
+    g_sim.autorun = on;
+    pthread_cond_broadcast(&g_sim.changed);
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+/*
+ * Wait (real time, bounded) until n threads wait on the clock for a time
+ * at most within_ms from now (a sleep, not the timer's far deadline).
+ */
+static bool sim_await_waiters(unsigned n, uint32_t within_ms)
+{
+    struct timespec until;
+    uint64_t horizon = 0;
+    unsigned k = 0;
+    int i;
+
+    real_after_us(&until, CLOCK_REALTIME, 10 * 1000 * 1000);
+    pthread_mutex_lock(&g_sim.lock);
+    for (;;) {
+        horizon = atomic_load(&g_sim.now) + (uint64_t)within_ms * 1000000ull;
+        for (i = 0, k = 0; i < 256; i++) {
+            if (g_sim.untils[i] != 0 && g_sim.untils[i] <= horizon)
+                k++;
+        }
+        if (k >= n ||
+            pthread_cond_timedwait(&g_sim.changed, &g_sim.lock, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&g_sim.lock);
+    return k >= n;
+}
+
+/* Move the clock to the earliest waiter's time. */
+static void sim_jump_locked(void)
+{
+    uint64_t earliest = 0;
+    int i;
+
+    for (i = 0; i < 256; i++) {
+        if (g_sim.untils[i] != 0 &&
+            (earliest == 0 || g_sim.untils[i] < earliest))
+            earliest = g_sim.untils[i];
+    }
+    if (earliest > atomic_load(&g_sim.now))
+        atomic_store(&g_sim.now, earliest);
+    g_sim.activity++;
+    pthread_cond_broadcast(&g_sim.changed);
+}
+
+/* Move the clock to the earliest waiter's time (one step). */
+static void sim_step(void)
+{
+    pthread_mutex_lock(&g_sim.lock);
+    sim_jump_locked();
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+static void *sim_ticker(void *arg)
+{
+    struct timespec quiet;
+    uint64_t seen = 0;
+
+    (void)arg;
+    pthread_mutex_lock(&g_sim.lock);
+    while (!g_sim.stop) {
+        if (!g_sim.autorun || g_sim.n == 0) {
+            pthread_cond_wait(&g_sim.changed, &g_sim.lock);
+            continue;
+        }
+        seen = g_sim.activity;
+        real_after_us(&quiet, CLOCK_REALTIME, SIM_QUIET_US);
+        while (!g_sim.stop && g_sim.activity == seen &&
+               pthread_cond_timedwait(&g_sim.changed, &g_sim.lock, &quiet) == 0)
+            ;
+        if (!g_sim.stop && g_sim.autorun && g_sim.n > 0 &&
+            g_sim.activity == seen)
+            sim_jump_locked();
+    }
+    pthread_mutex_unlock(&g_sim.lock);
+    return NULL;
+}
+
+/* A handler's pause that is no host call: a wait on the clock alone. */
+static void sim_sleep(uint32_t ms)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c;
+    pthread_condattr_t attr;
+    uint64_t until = deadline_now_ns() + (uint64_t)ms * 1000000ull;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_lock(&m);
+    while (deadline_cond_wait(&c, &m, until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&m);
+    pthread_cond_destroy(&c);
+}
+
 typedef bool (*match_fn)(const cJSON *msg, const void *arg);
 
 /* The first captured message matching; a parsed copy, or NULL at timeout. */
@@ -190,6 +398,20 @@ static bool has_method(const cJSON *m, const void *arg)
     const cJSON *meth = cJSON_GetObjectItem(m, "method");
 
     return cJSON_IsString(meth) && strcmp(meth->valuestring, arg) == 0;
+}
+
+static size_t cap_count(struct capture *c, const char *method);
+
+/* Wait (real time, bounded) until n messages of method were captured. */
+static bool cap_wait_count(struct capture *c, const char *method, size_t n)
+{
+    int waited = 0;
+
+    while (cap_count(c, method) < n && waited < 10000) {
+        usleep(1000);
+        waited++;
+    }
+    return cap_count(c, method) >= n;
 }
 
 static size_t cap_count(struct capture *c, const char *method)
@@ -302,7 +524,7 @@ static int h_progress_join(rlmcp_call *call, const char *args, size_t len,
     CHECK(call_progress(call, 1, -1, "a") == RLMCP_OK);
     CHECK(call_progress(call, 2, -1, "b") == RLMCP_OK);
     CHECK(call_progress(call, 3, -1, "c") == RLMCP_OK);
-    usleep(300 * 1000);
+    sim_sleep(300);
     CHECK(call_progress(call, 4, -1, "d") == RLMCP_OK);
     return call_result_text(call, "joined");
 }
@@ -399,7 +621,7 @@ static int h_slow_stop(rlmcp_call *call, const char *args, size_t len, void *ud)
     /* Like never, but its clean-up takes a while after the timeout. */
     while (!call_is_cancelled(call))
         call_sleep_ms(call, 1000);
-    usleep(500 * 1000);
+    sim_sleep(500);
     return RLMCP_ECANCELLED;
 }
 
@@ -566,6 +788,8 @@ static int group_setup(void **state)
     int i;
 
     log_set_level(RLMCP_LOG_CRITICAL); /* keep the test output readable */
+    deadline_set_clock(&g_sim_clock);
+    assert_int_equal(pthread_create(&g_sim.ticker, NULL, sim_ticker, NULL), 0);
     g_reg = registry_new();
     assert_non_null(g_reg);
     add_tool("echo", h_echo,
@@ -640,6 +864,12 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
+    pthread_mutex_lock(&g_sim.lock);
+    g_sim.stop = true;
+    pthread_cond_broadcast(&g_sim.changed);
+    pthread_mutex_unlock(&g_sim.lock);
+    pthread_join(g_sim.ticker, NULL);
+    deadline_set_clock(NULL);
     registry_free(g_reg);
     return 0;
 }
@@ -663,6 +893,7 @@ static struct fx *fx_new(size_t page_size)
     o.instructions = "be nice";
     o.workers = 4;
     o.page_size = page_size;
+    sim_auto(false); /* each test moves time itself */
     f->d = mcp_create(&o, g_reg);
     assert_non_null(f->d);
     f->s = mcp_session_new(f->d);
@@ -673,8 +904,10 @@ static struct fx *fx_new(size_t page_size)
 
 static void fx_free(struct fx *f)
 {
+    sim_auto(true); /* whatever still waits ends as it would in time */
     mcp_session_free(f->s);
     mcp_destroy(f->d);
+    sim_auto(false);
     assert_int_equal(atomic_load(&g_handler_failures), 0);
     assert_int_equal(f->cap.invalid, 0);
     /* Every retain of the sink was released. */
@@ -1349,7 +1582,8 @@ static void test_cancel(void **state)
         }
     }
     assert_int_equal(mcp_inflight(f->d), 0);
-    m = cap_wait(&f->cap, is_response_to, &id, 300);
+    /* A call answers before it leaves the in-flight count: none came. */
+    m = cap_wait(&f->cap, is_response_to, &id, 0);
     assert_null(m);
 
     /* Cancel for an unknown id: ignored, nothing sent. */
@@ -1370,6 +1604,7 @@ static void test_timeout(void **state)
     cJSON *e = NULL;
 
     init_session(f, "{}");
+    sim_auto(true);
     m = call_tool(f, 1, "never", "{}");
     e = tool_error(m);
     assert_string_equal(err_field(e, "code"), "timeout");
@@ -1391,7 +1626,12 @@ static void test_id_reuse_after_answer(void **state)
     cJSON *e = NULL;
 
     init_session(f, "{}");
-    m = call_tool(f, 1, "slow_stop", "{}");
+    handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"slow_stop\"}}");
+    /* The handler sleeps, the timer waits for its timeout: up to it. */
+    assert_true(sim_await_waiters(2, 1000));
+    sim_step();
+    m = response(f, 1);
     e = tool_error(m);
     assert_string_equal(err_field(e, "code"), "timeout");
     cJSON_Delete(e);
@@ -1424,6 +1664,7 @@ static void test_progress(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
               "\"params\":{\"name\":\"progress\",\"arguments\":{\"steps\":4},"
               "\"_meta\":{\"progressToken\":\"tok-1\"}}}");
+    sim_auto(true);
     m = response(f, 1);
     assert_string_equal(first_text(m), "done");
     cJSON_Delete(m);
@@ -1523,6 +1764,12 @@ static void test_progress_join(void **state)
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
               "\"params\":{\"name\":\"progress_join\",\"_meta\":{"
               "\"progressToken\":\"t\"}}}");
+    /* The handler is quiet, the timer waits for the held-back update's
+     * interval (shorter): to its end, then until "bc" went out. */
+    assert_true(sim_await_waiters(2, 300));
+    sim_step();
+    assert_true(cap_wait_count(&f->cap, "notifications/progress", 2));
+    sim_auto(true);
     m = response(f, 1);
     assert_string_equal(first_text(m), "joined");
     cJSON_Delete(m);
@@ -1558,11 +1805,16 @@ static void test_concurrent_calls(void **state)
                "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":%d}}}",
                i + 1, ms[i]);
     /* ping while all four run. */
+    assert_true(sim_await_waiters(4, 600));
     expect_ping(f, 99);
+    /* Time moves to each sleep's end in turn; each answer is waited for
+     * before the next, so the order is the sleeps'. */
     for (i = 0; i < 4; i++) {
-        int id = (int)i + 1;
-        cJSON *m = cap_wait(&f->cap, is_response_to, &id, 10000);
+        int id = 4 - (int)i;
+        cJSON *m = NULL;
 
+        sim_step();
+        m = cap_wait(&f->cap, is_response_to, &id, 10000);
         assert_non_null(m);
         cJSON_Delete(m);
     }
@@ -1580,6 +1832,7 @@ static void test_concurrent_calls(void **state)
     /* A request id in use is refused; the first call is unaffected. */
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
               "\"params\":{\"name\":\"sleep\",\"arguments\":{\"ms\":300}}}");
+    assert_true(sim_await_waiters(1, 300));
     handle(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
               "\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"x\"}}}");
     {
@@ -1589,6 +1842,7 @@ static void test_concurrent_calls(void **state)
         assert_non_null(strstr(error_message(m), "already used"));
         cJSON_Delete(m);
         cap_clear(&f->cap);
+        sim_step();
         m = response(f, 7);
         assert_string_equal(first_text(m), "slept 300");
         cJSON_Delete(m);
@@ -1596,15 +1850,20 @@ static void test_concurrent_calls(void **state)
     fx_free(f);
 }
 
-static void run_overlapping(struct fx *f, const char *tool)
+/* Four calls of tool; waiting is how many sleep at once before time
+ * moves (the pool has four workers). */
+static void run_overlapping(struct fx *f, const char *tool, unsigned waiting)
 {
     int i;
 
+    sim_auto(false);
     for (i = 1; i <= 4; i++)
         handle(f,
                "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
                "\"params\":{\"name\":\"%s\"}}",
                i, tool);
+    assert_true(sim_await_waiters(waiting, 100));
+    sim_auto(true);
     for (i = 1; i <= 4; i++)
         cJSON_Delete(response(f, i));
     cap_clear(&f->cap);
@@ -1616,10 +1875,10 @@ static void test_serial(void **state)
 
     init_session(f, "{}");
     /* Four calls of a SERIAL tool never overlap ... */
-    run_overlapping(f, "serial_overlap");
+    run_overlapping(f, "serial_overlap", 1);
     assert_int_equal(atomic_load(&g_serial_overlap.max_running), 1);
     /* ... while the same handler without the flag does. */
-    run_overlapping(f, "parallel_overlap");
+    run_overlapping(f, "parallel_overlap", 4);
     assert_true(atomic_load(&g_parallel_overlap.max_running) > 1);
     fx_free(f);
 }
@@ -1870,6 +2129,7 @@ static void test_subscriptions(void **state)
               "\"resources/subscribe\",\"params\":{\"uri\":"
               "\"test://count/7/x\"}}");
     expect_result(f, 4);
+    sim_auto(true); /* the watch reads again after its interval */
     m = cap_wait(&f->cap, is_updated, "test://count/7/x", 20000);
     assert_non_null(m);
     cJSON_Delete(m);
@@ -1949,6 +2209,7 @@ static void test_replace_deployment(void **state)
     assert_int_equal(error_code(m = response(f, 4)), -32602);
     cJSON_Delete(m);
     /* The call from before the reload finishes on the old deployment. */
+    sim_auto(true);
     m = response(f, 2);
     assert_string_equal(
         cJSON_GetObjectItem(
@@ -2023,6 +2284,7 @@ static void test_replace_under_load(void **state)
                      0);
     mcp_session_set_notify(f->s, &f->cap.sink);
     init_session(f, "{}");
+    sim_auto(true); /* the sleeps of 2 ms end */
     atomic_init(&w.stop, false);
     assert_int_equal(pthread_create(&t, NULL, swap_main, &w), 0);
     for (i = 2; i < 202; i++) {

@@ -312,6 +312,13 @@ static void test_served_checks(void **state)
     const char *const no_session[] = {
         "Content-Type: application/json",
         "Accept: application/json, text/event-stream", NULL};
+    const char *const unknown_session[] = {
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        "Mcp-Session-Id: 0123456789abcdef0123456789abcdef", NULL};
+    const char *const old_version_get[] = {
+        "Accept: text/event-stream", "MCP-Protocol-Version: 1999-01-01",
+        "Mcp-Session-Id: 0123456789abcdef0123456789abcdef", NULL};
 
     (void)state;
     srv = http_server_start(NULL, &o, err, sizeof(err));
@@ -335,6 +342,24 @@ static void test_served_checks(void **state)
                            &b),
                      400);
     assert_non_null(strstr(b.data, "Mcp-Session-Id"));
+    assert_non_null(strstr(b.data, "\"code\":-32000"));
+    /* The protocol words each refusal (intake_refusal): its code. */
+    assert_int_equal(fetch(url, "POST", no_session, "{nope", &b), 400);
+    assert_non_null(strstr(b.data, "\"code\":-32700"));
+    assert_int_equal(fetch(url, "POST", no_session, "[]", &b), 400);
+    assert_non_null(strstr(b.data, "\"code\":-32600"));
+    assert_non_null(strstr(b.data, "batches are not supported"));
+    assert_int_equal(fetch(url, "POST", unknown_session,
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                           &b),
+                     404);
+    assert_non_null(strstr(b.data, "\"code\":-32001"));
+    /* A GET stream's MCP-Protocol-Version: the rule a POST has. */
+    assert_int_equal(fetch(url, "GET", old_version_get, NULL, &b), 400);
+    assert_non_null(strstr(b.data, "\"code\":-32000"));
+    assert_non_null(strstr(b.data, "unsupported MCP-Protocol-Version "
+                                   "'1999-01-01'; this server speaks "
+                                   "2025-11-25, 2025-06-18 and 2025-03-26"));
     assert_int_equal(fetch(url, "PUT", NULL, NULL, &b), 405);
     snprintf(url, sizeof(url), "%s/other", base);
     assert_int_equal(fetch(url, "GET", NULL, NULL, &b), 404);

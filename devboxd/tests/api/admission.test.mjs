@@ -139,7 +139,7 @@ describe('admission caps', () => {
 
   test('a bad cap setting stops devboxd with a message naming it', async () => {
     for (const [k, v] of [['RLMCP_MAX_CPUS', 'lots'], ['RLMCP_MAX_DEVBOXES', '-1'], ['RLMCP_MAX_MEMORY_GB', '0']]) {
-      await assert.rejects(engineWith({ [k]: v }), new RegExp(`${k} must be a positive number`));
+      await assert.rejects(engineWith({ [k]: v }), new RegExp(`${k}="${v}" is not a (whole )?number (from 1|above 0) (to|up to) 1000000000`));
     }
   });
 });
@@ -152,7 +152,7 @@ describe('runtime and image settings', () => {
     // included) is told to drop the setting rather than quietly given root inside.
     [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /RLMCP_DEVBOX_RUNTIME="docker": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
     [{ RLMCP_DEVBOX_RUNTIME: 'bwrap' }, /RLMCP_DEVBOX_RUNTIME="bwrap": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
-    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal or browser/],
+    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal, browser or desktop/],
     // buildah is the one builder: the native Dockerfile builder is gone.
     [{ RLMCP_BUILDER: 'native' }, /RLMCP_BUILDER="native": blueprints build with buildah only .*unset RLMCP_BUILDER/],
     // The host's /usr is no image any more.

@@ -85,8 +85,8 @@ describe('build disk limit', () => {
   });
 
   test('a bad RLMCP_BUILD_DISK_GB stops devboxd naming it', async () => {
-    for (const [v, re] of [['0.1', /RLMCP_BUILD_DISK_GB is too small: give at least 0\.25/],
-      ['lots', /RLMCP_BUILD_DISK_GB must be a positive number/]]) {
+    for (const [v, re] of [['0.1', /RLMCP_BUILD_DISK_GB="0\.1" is not a number from 0\.25 to/],
+      ['lots', /RLMCP_BUILD_DISK_GB="lots" is not a number from 0\.25 to/]]) {
       const e = new Devboxd({ env: { RLMCP_BUILD_DISK_GB: v } });
       try {
         await assert.rejects(e.start(), re);

@@ -89,6 +89,40 @@ test('non-loopback listen addresses are refused unless allowed; bad options expl
   assert.equal(r.status, 2);
 });
 
+// Settings are read once at start (devboxd/config.c): --help lists each
+// variable with its default and range, and a bad one stops devboxd before
+// it touches the state dir, naming the variable, the value and the range.
+test('--help lists every setting; a bad one is refused at start, naming it, its value and its range', () => {
+  const dir = tempDir();
+  const state = path.join(dir, 'state');
+  const clean = Object.fromEntries(Object.entries(process.env)
+    .filter(([k]) => !/^(RLMCP_|DEVBOXD_PTY_)/.test(k) || /^RLMCP_(BUILD|SOURCE)_DIR$/.test(k)));
+  const run = (env, args = ['--state-dir', state]) =>
+    spawnSync(devboxdBin, args, { env: { ...clean, ...env }, encoding: 'utf8', timeout: 30000 });
+  const help = run({ RLMCP_WARM_POOL: 'many' }, ['--help']);
+  assert.equal(help.status, 0, help.stderr); // --help whatever the environment holds
+  const names = [...help.stdout.matchAll(/^ {2}((?:RLMCP|DEVBOXD)_[A-Z_]+)\n/gm)].map((m) => m[1]);
+  for (const n of ['RLMCP_WARM_POOL', 'RLMCP_RECORD_RETENTION_DAYS', 'RLMCP_MAX_DEVBOXES', 'RLMCP_EVICTION_NOTICE_S',
+    'RLMCP_CODE_MOUNT_TIMEOUT_S', 'DEVBOXD_PTY_IDLE_TTL', 'RLMCP_UID_CLAIMS_DIR', 'RLMCP_DEVBOX_DISK']) {
+    assert.ok(names.includes(n), `--help does not list ${n}`);
+  }
+  assert.ok(names.length >= 26, `--help lists ${names.length} variables`);
+  assert.match(help.stdout, /RLMCP_WARM_POOL\n.*\n {6}default 1; a whole number from 0 to 8\n/);
+  for (const [env, re] of [
+    [{ RLMCP_WARM_POOL: '9' }, /^devboxd: RLMCP_WARM_POOL="9" is not a whole number from 0 to 8: set one, or unset it for the default \(1\)$/m],
+    [{ RLMCP_EVICTION_NOTICE_S: 'soon' }, /RLMCP_EVICTION_NOTICE_S="soon" is not a whole number from 0 to 172800/],
+    [{ DEVBOXD_PTY_PING_TIMEOUT: '0' }, /DEVBOXD_PTY_PING_TIMEOUT="0" is not a whole number from 1 to 3600/],
+    [{ RLMCP_CODE_MOUNT_TIMEOUT_S: '5s' }, /RLMCP_CODE_MOUNT_TIMEOUT_S="5s" is not a whole number from 1 to 86400/],
+    [{ RLMCP_UID_CLAIMS_DIR: 'uids' }, /RLMCP_UID_CLAIMS_DIR="uids" is not an absolute path: .*default \(\/var\/lib\/devboxd\/uids\)/],
+    [{ RLMCP_DEVBOX_DISK: 'zfs' }, /RLMCP_DEVBOX_DISK="zfs" is not one of loop, off/],
+  ]) {
+    const r = run(env);
+    assert.equal(r.status, 2, `${JSON.stringify(env)} was accepted: ${r.stderr}`);
+    assert.match(r.stderr, re);
+    assert.throws(() => statSync(state), /ENOENT/, 'the state dir was created before the settings were checked');
+  }
+});
+
 test('the default listener is DIR/devboxd.sock', async () => {
   const dir = tempDir();
   const { spawn } = await import('node:child_process');

@@ -61,9 +61,9 @@ test('the newest RLMCP_RECORD_RETENTION_MAX ended devboxes stay, older ones go',
 
 test('bad retention settings stop devboxd with a message naming them', async () => {
   for (const [k, v, re] of [
-    ['RLMCP_RECORD_RETENTION_MAX', 'many', /RLMCP_RECORD_RETENTION_MAX must be a number from 0 to 10000000, got "many"/],
-    ['RLMCP_RECORD_RETENTION_MAX', '2.5', /RLMCP_RECORD_RETENTION_MAX must be a whole number/],
-    ['RLMCP_RECORD_RETENTION_DAYS', '0', /RLMCP_RECORD_RETENTION_DAYS must be a number from 1e-05 to 36500/],
+    ['RLMCP_RECORD_RETENTION_MAX', 'many', /RLMCP_RECORD_RETENTION_MAX="many" is not a whole number from 0 to 10000000/],
+    ['RLMCP_RECORD_RETENTION_MAX', '2.5', /RLMCP_RECORD_RETENTION_MAX="2\.5" is not a whole number/],
+    ['RLMCP_RECORD_RETENTION_DAYS', '0', /RLMCP_RECORD_RETENTION_DAYS="0" is not a number from 1e-05 to 36500/],
   ]) {
     const e = new Devboxd({ env: { [k]: v } });
     await assert.rejects(e.start(), re);

@@ -83,7 +83,7 @@ test('two engines never hand out the same host id range; stale claims are taken,
 
 test('a bad RLMCP_UID_RANGE_SLOTS stops devboxd with a message naming it', async () => {
   const e = new Devboxd({ env: { ...env, RLMCP_UID_RANGE_SLOTS: '0' } });
-  await assert.rejects(e.start(), /RLMCP_UID_RANGE_SLOTS must be a whole number from 1 to 4096, got "0"/);
+  await assert.rejects(e.start(), /RLMCP_UID_RANGE_SLOTS="0" is not a whole number from 1 to 4096/);
   e.proc = null;
   await e.cleanup();
 });

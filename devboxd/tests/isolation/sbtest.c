@@ -56,6 +56,8 @@ int sbt_setup(struct sbt_env *e)
     memset(&rt, 0, sizeof(rt));
     rt.state_dir = e->state;
     rt.cgroup_name = "devboxd-test";
+    /* devboxd takes it from its settings; the suite from its environment. */
+    rt.claims_dir = getenv("RLMCP_UID_CLAIMS_DIR");
     rc = sandbox_init(&rt, err, sizeof(err));
     if (rc != 0)
         fprintf(stderr, "sandbox_init: %s\n", err);
@@ -157,12 +159,12 @@ static int run(struct sandbox *sb, const char *shell, const char *cmd,
         close(fd);
         return -1000 + rc;
     }
-    rc = sb_proc_wait(p, timeout_ms, &status);
+    rc = sandbox_exec_wait(p, timeout_ms, &status);
     if (rc == -ETIMEDOUT) {
-        sb_proc_kill(p, 9);
-        sb_proc_wait(p, 10000, &status);
+        sandbox_exec_kill(p, 9);
+        sandbox_exec_wait(p, 10000, &status);
     }
-    sb_proc_free(p);
+    sandbox_exec_free(p);
     if (out != NULL)
         *out = slurp(fd);
     close(fd);

@@ -87,11 +87,11 @@ static int run(const char *cmd, int timeout_ms, int *status)
     rc = sandbox_exec(box, &req, &p, err, sizeof(err));
     if (rc != 0)
         return rc;
-    rc = sb_proc_wait(p, timeout_ms, status);
+    rc = sandbox_exec_wait(p, timeout_ms, status);
     if (rc == 0)
-        assert_true(sb_proc_pid(p) == 0 ||
-                    sb_proc_pid(p) == 7); /* -5 and 1e300 rejected */
-    sb_proc_free(p);
+        assert_true(sandbox_exec_pid(p) == 0 ||
+                    sandbox_exec_pid(p) == 7); /* -5 and 1e300 rejected */
+    sandbox_exec_free(p);
     return rc;
 }
 

@@ -722,7 +722,8 @@ static void test_open_symlink_race(void **state)
     req.stdout_fd = req.stderr_fd = -1;
     assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), 0);
     snprintf(path, sizeof(path), "race/%s", secret_name);
-    for (i = 0; i < 20000 && sb_proc_wait(p, 0, &status) == -ETIMEDOUT; i++) {
+    for (i = 0; i < 20000 && sandbox_exec_wait(p, 0, &status) == -ETIMEDOUT;
+         i++) {
         fd = sandbox_open(box_a, path, O_RDONLY, 0);
         if (fd < 0)
             continue;
@@ -732,12 +733,12 @@ static void test_open_symlink_race(void **state)
         assert_true(contains(got, "inside"));
         opened++;
     }
-    rc = sb_proc_wait(p, T, &status);
+    rc = sandbox_exec_wait(p, T, &status);
     if (rc != 0)
         print_message("race command: wait %d, sandbox_check %d\n", rc,
                       sandbox_check(box_a));
     assert_int_equal(rc, 0);
-    sb_proc_free(p);
+    sandbox_exec_free(p);
     assert_true(opened > 0); /* the race ran while we opened */
     print_message("race: %d opens inside, 0 escapes, over %d attempts\n",
                   opened, i);
@@ -830,7 +831,7 @@ static void test_pty_session(void **state)
     req.pty_cols = 100;
     req.pty_rows = 40;
     assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), 0);
-    fd = sb_proc_pty_fd(p);
+    fd = sandbox_exec_pty_fd(p);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, cmd1, strlen(cmd1)), (ssize_t)strlen(cmd1));
     pty_read_until(fd, "mark-42", buf, sizeof(buf));
@@ -855,9 +856,9 @@ static void test_pty_session(void **state)
         assert_null(strstr(buf, "STI-OK"));
     }
     assert_int_equal(write(fd, "exit 5\n", 7), 7);
-    assert_int_equal(sb_proc_wait(p, T, &status), 0);
+    assert_int_equal(sandbox_exec_wait(p, T, &status), 0);
     assert_int_equal(status, 5);
-    sb_proc_free(p);
+    sandbox_exec_free(p);
     /* Bad sizes and named shells are refused before reaching the agent. */
     req.pty_cols = 0;
     assert_int_equal(sandbox_exec(box_a, &req, &p, err, sizeof(err)), -EINVAL);
@@ -891,8 +892,8 @@ static void *race_worker(void *arg)
         else if (fd != -ESRCH)
             bad++;
         if (sandbox_exec(sb, &req, &p, err, sizeof(err)) == 0) {
-            sb_proc_wait(p, 5000, &status);
-            sb_proc_free(p);
+            sandbox_exec_wait(p, 5000, &status);
+            sandbox_exec_free(p);
         }
         fd = sandbox_connect_tcp(sb, 9, 1000);
         if (fd >= 0)

@@ -219,10 +219,10 @@ static void test_kill_term_ends_command(void **state)
     req.stderr_fd = -1;
     assert_int_equal(sandbox_exec(box, &req, &p, err, sizeof(err)), 0);
     wait_for_output(fd, "up\n");
-    assert_int_equal(sb_proc_kill(p, SIGTERM), 0);
-    assert_int_equal(sb_proc_wait(p, T, &status), 0);
+    assert_int_equal(sandbox_exec_kill(p, SIGTERM), 0);
+    assert_int_equal(sandbox_exec_wait(p, T, &status), 0);
     assert_int_equal(status, 128 + SIGTERM);
-    sb_proc_free(p);
+    sandbox_exec_free(p);
     close(fd);
 }
 

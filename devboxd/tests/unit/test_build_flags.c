@@ -1,5 +1,5 @@
 /* Unit tests of the Dockerfile flag checks (build_flags.c) through the
- * Dockerfile buildah gets (bd_prepare): every escape of the build's mounts
+ * Dockerfile buildah gets (buildah_dockerfile_prepare): every escape of the build's mounts
  * (a cache id of .., a bind of a host path, from= a stage, a secret) is
  * refused with its line, whatever parser trick carries it (continuation
  * lines, empty and comment lines inside one, quotes, a backslash, a
@@ -31,9 +31,10 @@ static int resolve(void *ctx, const char *name, char **local, char *err,
     return 0;
 }
 
-/* bd_prepare of a Dockerfile given as C text (any bytes). */
-static int prepare_df(const char *df, const char *setup, struct bd_out *out,
-                      char *err, size_t errlen)
+/* buildah_dockerfile_prepare of a Dockerfile given as C text (any bytes). */
+static int prepare_df(const char *df, const char *setup,
+                      struct buildah_dockerfile_out *out, char *err,
+                      size_t errlen)
 {
     cJSON *params = cJSON_CreateObject();
     int rc;
@@ -45,7 +46,7 @@ static int prepare_df(const char *df, const char *setup, struct bd_out *out,
         cJSON_AddItemToArray(a, cJSON_CreateString(setup));
     }
     err[0] = '\0';
-    rc = bd_prepare(params, resolve, NULL, out, err, errlen);
+    rc = buildah_dockerfile_prepare(params, resolve, NULL, out, err, errlen);
     cJSON_Delete(params);
     return rc;
 }
@@ -214,7 +215,7 @@ static void test_refused(void **state)
         {"FROM base\nHEALTHCHECK --start-interval=1s CMD true\n",
          "HEALTHCHECK --start-interval is not allowed"},
     };
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[1024];
     size_t i;
 
@@ -273,7 +274,7 @@ static void test_allowed(void **state)
         /* An instruction's last line continued at the end is cut there. */
         {"FROM base\nRUN echo hi \\", "\nRUN echo hi \nUSER user\n"},
     };
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[1024];
     size_t i;
 
@@ -287,13 +288,13 @@ static void test_allowed(void **state)
             fail_msg("case %zu: the Dockerfile\n%s\nlacks\n%s", i, o.text,
                      want);
         }
-        bd_free(&o);
+        buildah_dockerfile_free(&o);
     }
 }
 
 static void test_caches(void **state)
 {
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[1024];
 
     (void)state;
@@ -312,7 +313,7 @@ static void test_caches(void **state)
     assert_string_equal(o.caches.v[1].id, "target_var_x");
     assert_int_equal(o.caches.v[1].uid, 0);
     assert_int_equal(o.caches.v[1].mode, 0755);
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
     assert_int_equal(o.caches.n, 0);
 }
 
@@ -327,7 +328,7 @@ static void test_setup_commands(void **state)
         " \xa0--mount=type=cache,id=../..,target=/h ls /h",
         "echo hi \\",
     };
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[512];
     size_t i;
 
@@ -338,38 +339,39 @@ static void test_setup_commands(void **state)
         if (strstr(o.text, "\nRUN sh -c \"$(printf %b '") == NULL)
             fail_msg("setup command %zu reached buildah as\n%s", i, o.text);
         check_emitted(o.text, cmds[i]);
-        bd_free(&o);
+        buildah_dockerfile_free(&o);
     }
     assert_int_equal(
         prepare_df("FROM base\n", "echo plain", &o, err, sizeof(err)), 0);
     assert_non_null(strstr(o.text, "\nRUN echo plain\n"));
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
 }
 
-/* bf_check alone: where the flags end, what follows them. */
+/* build_flags_check alone: where the flags end, what follows them. */
 static void test_rest(void **state)
 {
-    struct bf_stages st = {NULL, 0};
+    struct build_flags_stages st = {NULL, 0};
     char err[512];
     char *canon = NULL;
     const char *rest = NULL;
 
     (void)state;
-    assert_int_equal(bf_check("RUN", "  --mount=type=tmpfs,target=/t  echo --x",
-                              3, &st, NULL, &canon, &rest, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        build_flags_check("RUN", "  --mount=type=tmpfs,target=/t  echo --x", 3,
+                          &st, NULL, &canon, &rest, err, sizeof(err)),
+        0);
     assert_string_equal(canon, "--mount=type=tmpfs,target=/t");
     assert_string_equal(rest, "echo --x");
     free(canon);
-    assert_int_equal(bf_check("USER", " user", 1, &st, NULL, &canon, &rest, err,
-                              sizeof(err)),
+    assert_int_equal(build_flags_check("USER", " user", 1, &st, NULL, &canon,
+                                       &rest, err, sizeof(err)),
                      0);
     assert_string_equal(canon, "");
     assert_string_equal(rest, "user");
     free(canon);
-    assert_int_equal(
-        bf_check("RUN", "--", 7, &st, NULL, &canon, &rest, err, sizeof(err)),
-        -1);
+    assert_int_equal(build_flags_check("RUN", "--", 7, &st, NULL, &canon, &rest,
+                                       err, sizeof(err)),
+                     -1);
     assert_non_null(strstr(err, "line 7: RUN -- is not allowed"));
     assert_null(canon);
 }
@@ -378,7 +380,7 @@ static void test_rest(void **state)
 
 static int go_space(unsigned char c)
 {
-    return bf_is_space(c);
+    return build_flags_is_space(c);
 }
 
 /* buildah's (imagebuilder's) extractBuilderFlags, written again: the
@@ -516,7 +518,7 @@ static void check_emitted(const char *text, const char *input)
     free(copy);
 }
 
-/* Mutations of attack and legitimate Dockerfiles: whatever bd_prepare
+/* Mutations of attack and legitimate Dockerfiles: whatever buildah_dockerfile_prepare
  * accepts, buildah takes only canonical flags from what it emits. */
 static void test_mutations(void **state)
 {
@@ -530,7 +532,7 @@ static void test_mutations(void **state)
         "# escape=\\\nFROM base\nHEALTHCHECK --interval=3s CMD true\n",
     };
     static const char pieces[] = "\"'\\$ \t\n,=./-#<`[]x\x85\xa0";
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[1024];
     char buf[512];
     unsigned accepted = 0;
@@ -564,7 +566,7 @@ static void test_mutations(void **state)
             continue;
         accepted++;
         check_emitted(o.text, buf);
-        bd_free(&o);
+        buildah_dockerfile_free(&o);
     }
     /* The run means something only if many mutants got through. */
     assert_true(accepted > 2000);

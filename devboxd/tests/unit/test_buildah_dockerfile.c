@@ -30,21 +30,21 @@ static int resolve(void *ctx, const char *name, char **local, char *err,
     return -1;
 }
 
-static int prepare(const char *json, struct bd_out *out, char *err,
-                   size_t errlen)
+static int prepare(const char *json, struct buildah_dockerfile_out *out,
+                   char *err, size_t errlen)
 {
     cJSON *params = cJSON_Parse(json);
     int rc;
 
     assert_non_null(params);
-    rc = bd_prepare(params, resolve, NULL, out, err, errlen);
+    rc = buildah_dockerfile_prepare(params, resolve, NULL, out, err, errlen);
     cJSON_Delete(params);
     return rc;
 }
 
 static void test_rewrite(void **state)
 {
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[512] = "";
     size_t first = 0;
 
@@ -84,10 +84,10 @@ static void test_rewrite(void **state)
     assert_non_null(strstr(o.text, "USER user\nRUN echo s\nRUN sh -c "
                                    "\"$(printf %b 'a\\nb')\"\nUSER 1000\n"));
     /* Stage 1: FROM, mounts COPY, COPY --from, USER, RUN, COPY, setup... */
-    assert_int_equal(bd_stage_steps(&o, 0, &first), 2);
+    assert_int_equal(buildah_dockerfile_stage_steps(&o, 0, &first), 2);
     assert_int_equal(o.steps[first + 1].line, 4);
     assert_int_equal(o.steps[first + 1].user_step, 1);
-    assert_int_equal(bd_stage_steps(&o, 1, &first), 10);
+    assert_int_equal(buildah_dockerfile_stage_steps(&o, 1, &first), 10);
     assert_string_equal(o.steps[first + 1].text, "file_mounts");
     assert_int_equal(o.steps[first + 1].user_step, 0);
     assert_int_equal(o.steps[first + 4].line, 9);
@@ -95,27 +95,27 @@ static void test_rewrite(void **state)
                         "RUN <<EOF\necho 'it' \\\\ x\nEOF");
     assert_int_equal(o.steps[first + 8].setup, 2);
     assert_int_equal(o.user_steps, 7);
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
 
     /* No Dockerfile: FROM the base blueprint or the default. */
     assert_int_equal(
         prepare("{\"base_blueprint_name\": \"base\"}", &o, err, sizeof(err)),
         0);
     assert_string_equal(o.text, "FROM local/base\n");
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
     assert_int_equal(prepare("{\"system_setup_commands\": [\"true\"]}", &o, err,
                              sizeof(err)),
                      0);
     assert_string_equal(o.text,
                         "FROM local/starter\nUSER user\nRUN true\nUSER root\n");
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
 }
 
 /* A stage FROM an earlier stage runs that stage's steps itself: every
  * stage is FROM an image, and the final one has its base's USER. */
 static void test_stage_from_stage(void **state)
 {
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[512] = "";
     size_t first = 0;
 
@@ -137,7 +137,7 @@ static void test_stage_from_stage(void **state)
                         "RUN three\nCOPY --from=a /x /y\n"
                         "USER user\nRUN echo s\nUSER 1000\n");
     /* The copies keep their lines and step numbers for the log. */
-    assert_int_equal(bd_stage_steps(&o, 2, &first), 10);
+    assert_int_equal(buildah_dockerfile_stage_steps(&o, 2, &first), 10);
     assert_string_equal(o.steps[first].text, "FROM b");
     assert_int_equal(o.steps[first + 1].inherited, 1);
     assert_int_equal(o.steps[first + 1].line, 2);
@@ -147,7 +147,7 @@ static void test_stage_from_stage(void **state)
     assert_string_equal(o.steps[first + 4].text, "file_mounts");
     assert_int_equal(o.steps[first + 5].user_step, 4);
     assert_int_equal(o.user_steps, 6);
-    bd_free(&o);
+    buildah_dockerfile_free(&o);
 }
 
 static void test_bad_input(void **state)
@@ -179,7 +179,7 @@ static void test_bad_input(void **state)
         {"{\"file_mounts\": {\"/a/../../b\": \"x\"}}",
          "leaves the build context"},
     };
-    struct bd_out o;
+    struct buildah_dockerfile_out o;
     char err[512];
     size_t i;
 

@@ -16,7 +16,8 @@
 #include "api.h"
 #include "devbox_spec.h"
 #include "engine.h"
-#include "http.h"
+#include "http_server.h"
+#include "multipart.h"
 #include "util.h"
 
 static cJSON *validate(const char *json, int *status, char *err, size_t errlen)
@@ -215,7 +216,7 @@ static const char mp_body[] =
 
 static void test_multipart(void **state)
 {
-    struct mp_part parts[4];
+    struct multipart_part parts[4];
     char boundary[80];
     char err[256];
     size_t n = 0;
@@ -263,7 +264,7 @@ static void test_multipart(void **state)
 static void test_multipart_fuzz(void **state)
 {
     const size_t len = sizeof(mp_body) - 1;
-    struct mp_part parts[4];
+    struct multipart_part parts[4];
     char err[256];
     unsigned seed = 12345;
     int round;

@@ -17,8 +17,9 @@
 
 #include "api.h"
 #include "buildah_dockerfile.h"
-#include "http.h"
+#include "http_server.h"
 #include "http_internal.h"
+#include "multipart.h"
 #include "tunnels.h"
 
 #define ROUNDS 20000
@@ -103,7 +104,7 @@ static int resolve_any(void *ctx, const char *name, char **local, char *err,
     return *local != NULL ? 0 : -1;
 }
 
-/* The Dockerfile buildah gets (bd_prepare). */
+/* The Dockerfile buildah gets (buildah_dockerfile_prepare). */
 static void test_dockerfile_fuzz(void **state)
 {
     static const char *const seeds[] = {
@@ -127,7 +128,7 @@ static void test_dockerfile_fuzz(void **state)
     rng_state = 0x9e3779b97f4a7c15ULL;
     for (i = 0; i < ROUNDS; i++) {
         const char *seed = seeds[rng() % (sizeof(seeds) / sizeof(seeds[0]))];
-        struct bd_out out;
+        struct buildah_dockerfile_out out;
         cJSON *params = cJSON_CreateObject();
         char err[512] = "";
         size_t k;
@@ -135,10 +136,10 @@ static void test_dockerfile_fuzz(void **state)
         mutate(seed, strlen(seed), buf);
         assert_non_null(cJSON_AddStringToObject(params, "dockerfile", buf));
         memset(&out, 0, sizeof(out));
-        if (bd_prepare(params, resolve_any, NULL, &out, err, sizeof(err)) !=
-            0) {
+        if (buildah_dockerfile_prepare(params, resolve_any, NULL, &out, err,
+                                       sizeof(err)) != 0) {
             assert_true(err[0] != '\0'); /* a failure always says why */
-            bd_free(&out);
+            buildah_dockerfile_free(&out);
             cJSON_Delete(params);
             continue;
         }
@@ -148,7 +149,7 @@ static void test_dockerfile_fuzz(void **state)
             assert_non_null(out.steps[k].text);
             assert_non_null(out.steps[k].emit);
         }
-        bd_free(&out);
+        buildah_dockerfile_free(&out);
         cJSON_Delete(params);
         parsed++;
     }
@@ -245,7 +246,7 @@ static void test_multipart_fuzz(void **state)
     rng_state = 0xda3e39cb94b95bdbULL;
     for (i = 0; i < ROUNDS; i++) {
         char boundary[80];
-        struct mp_part parts[4];
+        struct multipart_part parts[4];
         char err[256];
         size_t n = 0, len, k;
         const char *ct = cts[rng() % (sizeof(cts) / sizeof(cts[0]))];

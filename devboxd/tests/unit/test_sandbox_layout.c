@@ -35,17 +35,17 @@ static int setup(void **st)
     snprintf(claims, sizeof(claims), "%s/uids", state);
     if (mkdir(claims, 0700) != 0)
         return -1;
-    memset(&sb_rt, 0, sizeof(sb_rt));
-    sb_rt.state_dir = strdup(state);
+    memset(&sandbox_rt, 0, sizeof(sandbox_rt));
+    sandbox_rt.state_dir = strdup(state);
     snprintf(claims, sizeof(claims), "%s/sandbox", state);
     if (mkdir(claims, 0700) != 0)
         return -1;
     snprintf(claims, sizeof(claims), "%s/uids", state);
-    sb_rt.claims_dir = strdup(claims);
-    sb_rt.cgroup_root = strdup("/sys/fs/cgroup");
-    sb_rt.cgroup_name = strdup("devboxd-unit");
-    sb_rt.range_slots = 4; /* few, to exercise collisions and exhaustion */
-    sb_cg_detect();
+    sandbox_rt.claims_dir = strdup(claims);
+    sandbox_rt.cgroup_root = strdup("/sys/fs/cgroup");
+    sandbox_rt.cgroup_name = strdup("devboxd-unit");
+    sandbox_rt.range_slots = 4; /* few, to exercise collisions and exhaustion */
+    sandbox_cgroup_detect();
     return 0;
 }
 
@@ -54,16 +54,16 @@ static int teardown(void **st)
     char disk[128];
 
     (void)st;
-    sb_cg_remove_parents();
+    sandbox_cgroup_remove_parents();
     /* A failed disk test leaves its disk mounted: never leave it behind. */
     snprintf(disk, sizeof(disk), "%s/diskbox", state);
     sandbox_disk_detach(disk);
-    sb_remove_tree(state);
-    free(sb_rt.state_dir);
-    free(sb_rt.claims_dir);
-    free(sb_rt.cgroup_root);
-    free(sb_rt.cgroup_name);
-    memset(&sb_rt, 0, sizeof(sb_rt));
+    sandbox_fs_remove_tree(state);
+    free(sandbox_rt.state_dir);
+    free(sandbox_rt.claims_dir);
+    free(sandbox_rt.cgroup_root);
+    free(sandbox_rt.cgroup_name);
+    memset(&sandbox_rt, 0, sizeof(sandbox_rt));
     return 0;
 }
 
@@ -98,7 +98,8 @@ static void test_layout(void **st)
 
     (void)st;
     assert_int_equal(
-        sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+        sandbox_fs_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)),
+        0);
     assert_mode(dir, "", S_IFDIR, 0700, 0);
     assert_mode(dir, "upper", S_IFDIR, 0755, 0);
     assert_mode(dir, "work", S_IFDIR, 0700, 0);
@@ -111,16 +112,17 @@ static void test_layout(void **st)
     assert_int_equal(access(f, F_OK), -1);
     free(f);
     f = path2(dir, "base/etc/hostname");
-    assert_true(sb_read_small(f, buf, sizeof(buf)) > 0);
+    assert_true(sandbox_fs_read_small(f, buf, sizeof(buf)) > 0);
     assert_string_equal(buf, "box1\n");
     free(f);
     f = path2(dir, "base/etc/resolv.conf");
-    assert_true(sb_read_small(f, buf, sizeof(buf)) > 0);
+    assert_true(sandbox_fs_read_small(f, buf, sizeof(buf)) > 0);
     assert_string_equal(buf, "nameserver 10.0.2.3\n");
     free(f);
     /* Idempotent (every start re-runs it). */
     assert_int_equal(
-        sb_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)), 0);
+        sandbox_fs_prepare_dir(dir, "box1", 300001, 300001, err, sizeof(err)),
+        0);
     free(dir);
 }
 
@@ -142,9 +144,9 @@ static void test_uid_claims(void **st)
     }
     /* Four ranges: four devboxes get distinct ones... */
     for (i = 0; i < 4; i++) {
-        assert_int_equal(
-            sb_range_claim(dirs[i], "same-id-hash", &uids[i], err, sizeof(err)),
-            0);
+        assert_int_equal(sandbox_fs_range_claim(dirs[i], "same-id-hash",
+                                                &uids[i], err, sizeof(err)),
+                         0);
         assert_true(uids[i] >= SB_RANGE_BASE &&
                     uids[i] < SB_RANGE_BASE + 4 * SB_RANGE_SIZE);
         assert_int_equal((uids[i] - SB_RANGE_BASE) % SB_RANGE_SIZE, 0);
@@ -152,18 +154,19 @@ static void test_uid_claims(void **st)
             assert_int_not_equal(uids[i], uids[j]);
     }
     /* ...the fifth is told they are all in use... */
-    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)),
-                     -EUSERS);
+    assert_int_equal(
+        sandbox_fs_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)),
+        -EUSERS);
     assert_non_null(strstr(err, "in use"));
     /* ...a devbox keeps its range across starts... */
-    assert_int_equal(sb_range_claim(dirs[2], "other", &again, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        sandbox_fs_range_claim(dirs[2], "other", &again, err, sizeof(err)), 0);
     assert_int_equal(again, uids[2]);
     /* ...and releasing frees it for the next devbox. */
-    assert_int_equal(sb_uid_release(dirs[2]), 0);
-    assert_int_equal(sb_remove_tree(dirs[2]), 0);
-    assert_int_equal(sb_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)),
-                     0);
+    assert_int_equal(sandbox_fs_uid_release(dirs[2]), 0);
+    assert_int_equal(sandbox_fs_remove_tree(dirs[2]), 0);
+    assert_int_equal(
+        sandbox_fs_range_claim(dirs[4], "x", &uids[4], err, sizeof(err)), 0);
     assert_int_equal(uids[4], uids[2]);
     for (i = 0; i < 5; i++)
         free(dirs[i]);
@@ -194,7 +197,7 @@ static void test_uid_claims_stale(void **st)
     }
     /* Three ranges held by a gone state dir, the fourth by a live record. */
     for (i = 0; i < 4; i++) {
-        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+        snprintf(claim, sizeof(claim), "%s/%u", sandbox_rt.claims_dir,
                  SB_RANGE_BASE + (unsigned)i * SB_RANGE_SIZE);
         if (i < 3)
             snprintf(owner, sizeof(owner),
@@ -210,24 +213,26 @@ static void test_uid_claims_stale(void **st)
         close(fd);
     }
     assert_int_equal(
-        sb_range_claim(dirs[0], "stale-a", &range, err, sizeof(err)), 0);
+        sandbox_fs_range_claim(dirs[0], "stale-a", &range, err, sizeof(err)),
+        0);
     assert_true(range >= SB_RANGE_BASE &&
                 range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     assert_int_equal(
-        sb_range_claim(dirs[1], "stale-b", &range, err, sizeof(err)), 0);
+        sandbox_fs_range_claim(dirs[1], "stale-b", &range, err, sizeof(err)),
+        0);
     assert_true(range >= SB_RANGE_BASE &&
                 range < SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     for (i = 0; i < 2; i++) {
-        assert_int_equal(sb_uid_release(dirs[i]), 0);
-        assert_int_equal(sb_remove_tree(dirs[i]), 0);
+        assert_int_equal(sandbox_fs_uid_release(dirs[i]), 0);
+        assert_int_equal(sandbox_fs_remove_tree(dirs[i]), 0);
         free(dirs[i]);
     }
     /* The live claim was never taken; clean up the rest. */
-    snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+    snprintf(claim, sizeof(claim), "%s/%u", sandbox_rt.claims_dir,
              SB_RANGE_BASE + 3 * SB_RANGE_SIZE);
     assert_int_equal(unlink(claim), 0);
     for (i = 0; i < 3; i++) {
-        snprintf(claim, sizeof(claim), "%s/%u", sb_rt.claims_dir,
+        snprintf(claim, sizeof(claim), "%s/%u", sandbox_rt.claims_dir,
                  SB_RANGE_BASE + (unsigned)i * SB_RANGE_SIZE);
         unlink(claim);
     }
@@ -243,9 +248,9 @@ static void test_uid_file_tampered(void **st)
     (void)st;
     assert_int_equal(mkdir(dir, 0700), 0);
     fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY);
-    assert_int_equal(sb_write_file(fd, SB_FILE_RANGE, "0\n", 0600), 0);
+    assert_int_equal(sandbox_fs_write_file(fd, SB_FILE_RANGE, "0\n", 0600), 0);
     close(fd);
-    assert_int_equal(sb_range_claim(dir, "t", &range, err, sizeof(err)),
+    assert_int_equal(sandbox_fs_range_claim(dir, "t", &range, err, sizeof(err)),
                      -EINVAL);
     assert_non_null(strstr(err, "remove it"));
     free(dir);
@@ -261,36 +266,41 @@ static void test_cgroup_limits(void **st)
     char *p = NULL;
 
     (void)st;
-    if (!sb_rt.have_ctl[SB_CG_MEMORY] || !sb_rt.have_ctl[SB_CG_PIDS]) {
+    if (!sandbox_rt.have_ctl[SB_CG_MEMORY] ||
+        !sandbox_rt.have_ctl[SB_CG_PIDS]) {
         print_message("no cgroup v1 memory/pids here: checking the rlimit "
                       "fallback path only\n");
-        assert_int_equal(sb_cg_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
-        sb_cg_remove(&cg);
+        assert_int_equal(
+            sandbox_cgroup_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
+        sandbox_cgroup_remove(&cg);
         return;
     }
-    assert_int_equal(sb_cg_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
-    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_MEMORY, "memory.limit_in_bytes"),
-                     64ULL << 20);
-    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_PIDS, "pids.max"), 77);
-    if (sb_rt.have_ctl[SB_CG_CPU])
-        assert_int_equal(sb_cg_read_u64(&cg, SB_CG_CPU, "cpu.cfs_quota_us"),
-                         50000);
-    assert_int_equal(sb_cg_pids_current(&cg), 0);
-    assert_int_equal(sb_cg_oom_kills(&cg), 0);
+    assert_int_equal(
+        sandbox_cgroup_create(&cg, "unit1", &lim, err, sizeof(err)), 0);
+    assert_int_equal(
+        sandbox_cgroup_read_u64(&cg, SB_CG_MEMORY, "memory.limit_in_bytes"),
+        64ULL << 20);
+    assert_int_equal(sandbox_cgroup_read_u64(&cg, SB_CG_PIDS, "pids.max"), 77);
+    if (sandbox_rt.have_ctl[SB_CG_CPU])
+        assert_int_equal(
+            sandbox_cgroup_read_u64(&cg, SB_CG_CPU, "cpu.cfs_quota_us"), 50000);
+    assert_int_equal(sandbox_cgroup_pids_current(&cg), 0);
+    assert_int_equal(sandbox_cgroup_oom_kills(&cg), 0);
     p = strdup(cg.path[SB_CG_PIDS]);
     assert_int_equal(stat(p, &s), 0);
-    assert_int_equal(sb_cg_kill_all(&cg, 1000),
+    assert_int_equal(sandbox_cgroup_kill_all(&cg, 1000),
                      0); /* empty group: nothing to do */
-    sb_cg_remove(&cg);
+    sandbox_cgroup_remove(&cg);
     assert_int_not_equal(stat(p, &s), 0);
     assert_null(cg.path[SB_CG_PIDS]);
     free(p);
     /* Defaults: no memory limit written, pids gets the default cap. */
     memset(&lim, 0, sizeof(lim));
-    assert_int_equal(sb_cg_create(&cg, "unit2", &lim, err, sizeof(err)), 0);
-    assert_int_equal(sb_cg_read_u64(&cg, SB_CG_PIDS, "pids.max"),
+    assert_int_equal(
+        sandbox_cgroup_create(&cg, "unit2", &lim, err, sizeof(err)), 0);
+    assert_int_equal(sandbox_cgroup_read_u64(&cg, SB_CG_PIDS, "pids.max"),
                      SB_DEFAULT_PIDS);
-    sb_cg_remove(&cg);
+    sandbox_cgroup_remove(&cg);
 }
 
 static void test_cgroup_bad_limit(void **st)
@@ -302,11 +312,11 @@ static void test_cgroup_bad_limit(void **st)
     int rc;
 
     (void)st;
-    rc = sb_cg_create(&cg, "unit3", &lim, err, sizeof(err));
+    rc = sandbox_cgroup_create(&cg, "unit3", &lim, err, sizeof(err));
     if (rc != 0)
         assert_non_null(strstr(err, "limits"));
     else
-        sb_cg_remove(&cg);
+        sandbox_cgroup_remove(&cg);
 }
 
 /* Writes to path until the disk refuses; returns the bytes written. */
@@ -412,7 +422,7 @@ static void test_disk(void **st)
     uint32_t range = 0;
 
     (void)st;
-    sb_rt.disk_on = true;
+    sandbox_rt.disk_on = true;
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES - 1, err, sizeof(err)),
         -EINVAL);
@@ -428,10 +438,11 @@ static void test_disk(void **st)
     /* Attached already: a no-op.  The range claim is recorded on the disk. */
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
-    sb_rt.range_slots = SB_RANGE_SLOTS; /* the other tests may hold the few */
-    assert_int_equal(sb_range_claim(dir, "diskbox", &range, err, sizeof(err)),
-                     0);
-    sb_rt.range_slots = 4;
+    sandbox_rt.range_slots =
+        SB_RANGE_SLOTS; /* the other tests may hold the few */
+    assert_int_equal(
+        sandbox_fs_range_claim(dir, "diskbox", &range, err, sizeof(err)), 0);
+    sandbox_rt.range_slots = 4;
     /* Past its size: ENOSPC, and the host gave the image no more. */
     written = fill(big);
     assert_true(written < SANDBOX_DISK_MIN_BYTES &&
@@ -446,10 +457,10 @@ static void test_disk(void **st)
     assert_int_equal(access(big, F_OK), 0);
     /* Disks off (no new ones): an existing disk is mounted all the same. */
     assert_int_equal(sandbox_disk_detach(dir), 0);
-    sb_rt.disk_on = false;
+    sandbox_rt.disk_on = false;
     assert_int_equal(sandbox_disk_attach(dir, 0, err, sizeof(err)), 0);
     assert_int_equal(access(big, F_OK), 0);
-    sb_rt.disk_on = true;
+    sandbox_rt.disk_on = true;
     /* Destroyed while unmounted: the claim on the disk is released too. */
     assert_int_equal(sandbox_disk_detach(dir), 0);
     assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
@@ -457,7 +468,7 @@ static void test_disk(void **st)
     assert_int_equal(access(img, F_OK), -1);
     snprintf(claim, sizeof(claim), "%s/uids/%u", state, (unsigned)range);
     assert_int_equal(access(claim, F_OK), -1);
-    sb_rt.disk_on = false;
+    sandbox_rt.disk_on = false;
     free(dir);
     free(img);
     free(big);
@@ -476,10 +487,10 @@ static void test_disk_not_made(void **st)
     int fd;
 
     (void)st;
-    sb_rt.disk_on = false;
+    sandbox_rt.disk_on = false;
     assert_int_equal(
         sandbox_disk_attach(dir, SANDBOX_DISK_MIN_BYTES, err, sizeof(err)), 0);
-    sb_rt.disk_on = true;
+    sandbox_rt.disk_on = true;
     assert_int_equal(sandbox_disk_attach(dir, 0, err, sizeof(err)), 0);
     fd = open(old, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
@@ -493,7 +504,7 @@ static void test_disk_not_made(void **st)
     assert_int_equal(access(img, F_OK), -1);
     assert_int_equal(sandbox_disk_detach(dir), 0);
     assert_int_equal(sandbox_destroy_dir(dir, err, sizeof(err)), 0);
-    sb_rt.disk_on = false;
+    sandbox_rt.disk_on = false;
     free(dir);
     free(img);
     free(old);

@@ -19,57 +19,57 @@ static void test_ids(void **state)
     char long_id[80];
 
     (void)state;
-    assert_true(sb_valid_id("dbx_31abcXYZ"));
-    assert_true(sb_valid_id("a-b_c"));
-    assert_false(sb_valid_id(NULL));
-    assert_false(sb_valid_id(""));
-    assert_false(sb_valid_id("-lead"));
-    assert_false(sb_valid_id("has space"));
-    assert_false(sb_valid_id("dot.ted"));
-    assert_false(sb_valid_id("../up"));
-    assert_false(sb_valid_id("new\nline"));
+    assert_true(sandbox_fs_valid_id("dbx_31abcXYZ"));
+    assert_true(sandbox_fs_valid_id("a-b_c"));
+    assert_false(sandbox_fs_valid_id(NULL));
+    assert_false(sandbox_fs_valid_id(""));
+    assert_false(sandbox_fs_valid_id("-lead"));
+    assert_false(sandbox_fs_valid_id("has space"));
+    assert_false(sandbox_fs_valid_id("dot.ted"));
+    assert_false(sandbox_fs_valid_id("../up"));
+    assert_false(sandbox_fs_valid_id("new\nline"));
     memset(long_id, 'a', sizeof(long_id));
     long_id[63] = '\0';
-    assert_true(sb_valid_id(long_id));
+    assert_true(sandbox_fs_valid_id(long_id));
     long_id[63] = 'a';
     long_id[64] = '\0';
-    assert_false(sb_valid_id(long_id));
+    assert_false(sandbox_fs_valid_id(long_id));
 }
 
 static void test_shell_names(void **state)
 {
     (void)state;
-    assert_true(sb_valid_shell_name("main"));
-    assert_true(sb_valid_shell_name("my-shell_2.x"));
-    assert_false(sb_valid_shell_name(NULL));
-    assert_false(sb_valid_shell_name(""));
-    assert_false(sb_valid_shell_name("."));
-    assert_false(sb_valid_shell_name(".."));
-    assert_false(sb_valid_shell_name(".hidden"));
-    assert_false(sb_valid_shell_name("a/b"));
-    assert_false(sb_valid_shell_name("a b"));
-    assert_false(sb_valid_shell_name("x$(id)"));
-    assert_false(sb_valid_shell_name(
+    assert_true(sandbox_fs_valid_shell_name("main"));
+    assert_true(sandbox_fs_valid_shell_name("my-shell_2.x"));
+    assert_false(sandbox_fs_valid_shell_name(NULL));
+    assert_false(sandbox_fs_valid_shell_name(""));
+    assert_false(sandbox_fs_valid_shell_name("."));
+    assert_false(sandbox_fs_valid_shell_name(".."));
+    assert_false(sandbox_fs_valid_shell_name(".hidden"));
+    assert_false(sandbox_fs_valid_shell_name("a/b"));
+    assert_false(sandbox_fs_valid_shell_name("a b"));
+    assert_false(sandbox_fs_valid_shell_name("x$(id)"));
+    assert_false(sandbox_fs_valid_shell_name(
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
 static void test_env_entries(void **state)
 {
     (void)state;
-    assert_true(sb_valid_env("FOO=bar"));
-    assert_true(sb_valid_env("_x1="));
-    assert_true(sb_valid_env("A=b=c"));
-    assert_false(sb_valid_env(NULL));
-    assert_false(sb_valid_env("=x"));
-    assert_false(sb_valid_env("1A=x"));
-    assert_false(sb_valid_env("NOEQUALS"));
-    assert_false(sb_valid_env("BAD-KEY=x"));
-    assert_false(sb_valid_env("SP ACE=x"));
+    assert_true(sandbox_fs_valid_env("FOO=bar"));
+    assert_true(sandbox_fs_valid_env("_x1="));
+    assert_true(sandbox_fs_valid_env("A=b=c"));
+    assert_false(sandbox_fs_valid_env(NULL));
+    assert_false(sandbox_fs_valid_env("=x"));
+    assert_false(sandbox_fs_valid_env("1A=x"));
+    assert_false(sandbox_fs_valid_env("NOEQUALS"));
+    assert_false(sandbox_fs_valid_env("BAD-KEY=x"));
+    assert_false(sandbox_fs_valid_env("SP ACE=x"));
 }
 
 static void check_rel(const char *in, const char *want)
 {
-    char *got = sb_root_relative(in);
+    char *got = sandbox_fs_root_relative(in);
 
     if (want == NULL) {
         assert_null(got);
@@ -104,13 +104,13 @@ static void test_root_relative(void **state)
 static void test_layer_paths(void **state)
 {
     (void)state;
-    assert_true(sb_valid_layer_path("/var/lib/devboxd/snapshots/s1"));
-    assert_false(sb_valid_layer_path(NULL));
-    assert_false(sb_valid_layer_path("relative/path"));
-    assert_false(sb_valid_layer_path("/a:b"));
-    assert_false(sb_valid_layer_path("/a,upperdir=/x"));
-    assert_false(sb_valid_layer_path("/a\\b"));
-    assert_false(sb_valid_layer_path("/a\nb"));
+    assert_true(sandbox_fs_valid_layer_path("/var/lib/devboxd/snapshots/s1"));
+    assert_false(sandbox_fs_valid_layer_path(NULL));
+    assert_false(sandbox_fs_valid_layer_path("relative/path"));
+    assert_false(sandbox_fs_valid_layer_path("/a:b"));
+    assert_false(sandbox_fs_valid_layer_path("/a,upperdir=/x"));
+    assert_false(sandbox_fs_valid_layer_path("/a\\b"));
+    assert_false(sandbox_fs_valid_layer_path("/a\nb"));
 }
 
 static void test_lowerdir(void **state)
@@ -133,33 +133,37 @@ static void test_lowerdir(void **state)
     layers[0] = l1;
     layers[1] = l2;
     /* Topmost first, base last. */
-    got = sb_lowerdir(layers, 2, "/srv/box/base", NULL, err, sizeof(err));
+    got =
+        sandbox_fs_lowerdir(layers, 2, "/srv/box/base", NULL, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:%s:/srv/box/base", l1, l2);
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
-    got = sb_lowerdir(NULL, 0, "/srv/box/base", NULL, err, sizeof(err));
+    got = sandbox_fs_lowerdir(NULL, 0, "/srv/box/base", NULL, err, sizeof(err));
     assert_string_equal(got, "/srv/box/base");
     free(got);
     /* Missing layer, injected option, too many layers: refused with a reason. */
     bad[0] = "/nonexistent/layer";
-    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
+    assert_null(
+        sandbox_fs_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "not a directory"));
     bad[0] = "/tmp,upperdir=/etc";
-    assert_null(sb_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
+    assert_null(
+        sandbox_fs_lowerdir(bad, 1, "/srv/box/base", NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "must be an absolute path"));
-    assert_null(sb_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base", NULL,
-                            err, sizeof(err)));
+    assert_null(sandbox_fs_lowerdir(layers, SB_MAX_LAYERS + 1, "/srv/box/base",
+                                    NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "too many"));
-    assert_null(sb_lowerdir(NULL, 0, "/srv/b:ad", NULL, err, sizeof(err)));
+    assert_null(
+        sandbox_fs_lowerdir(NULL, 0, "/srv/b:ad", NULL, err, sizeof(err)));
     /* The image is the lowest layer; a missing one is refused. */
-    got = sb_lowerdir(layers, 1, "/srv/box/base", l2, err, sizeof(err));
+    got = sandbox_fs_lowerdir(layers, 1, "/srv/box/base", l2, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:/srv/box/base:%s", l1, l2);
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
-    assert_null(sb_lowerdir(NULL, 0, "/srv/box/base", "/nonexistent/image", err,
-                            sizeof(err)));
+    assert_null(sandbox_fs_lowerdir(NULL, 0, "/srv/box/base",
+                                    "/nonexistent/image", err, sizeof(err)));
     assert_non_null(strstr(err, "image /nonexistent/image is not a directory"));
     rmdir(l1);
     rmdir(l2);
@@ -241,17 +245,18 @@ static void test_disk_image_path(void **state)
 
     (void)state;
     assert_int_equal(
-        sb_disk_image_path("/s/devboxes/d/sandbox", buf, sizeof(buf)), 0);
+        sandbox_disk_image_path("/s/devboxes/d/sandbox", buf, sizeof(buf)), 0);
     assert_string_equal(buf, "/s/devboxes/d/sandbox.img");
     /* Beside the dir, never inside it. */
-    assert_int_equal(sb_disk_image_path("/s/box//", buf, sizeof(buf)), 0);
+    assert_int_equal(sandbox_disk_image_path("/s/box//", buf, sizeof(buf)), 0);
     assert_string_equal(buf, "/s/box.img");
-    assert_int_equal(sb_disk_image_path("/", buf, sizeof(buf)), -EINVAL);
-    assert_int_equal(sb_disk_image_path("///", buf, sizeof(buf)), -EINVAL);
-    assert_int_equal(sb_disk_image_path("rel/dir", buf, sizeof(buf)), -EINVAL);
-    assert_int_equal(sb_disk_image_path(NULL, buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sandbox_disk_image_path("/", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sandbox_disk_image_path("///", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(sandbox_disk_image_path("rel/dir", buf, sizeof(buf)),
+                     -EINVAL);
+    assert_int_equal(sandbox_disk_image_path(NULL, buf, sizeof(buf)), -EINVAL);
     assert_int_equal(
-        sb_disk_image_path(
+        sandbox_disk_image_path(
             "/a/very/long/path/that/does/not/fit/in/the/buffer/x", buf, 16),
         -ENAMETOOLONG);
 }

@@ -1,5 +1,5 @@
-/* The devbox seccomp profile as runc gets it (sb_seccomp_oci), and the
- * generated /proc/meminfo text (sb_oci_meminfo_text).
+/* The devbox seccomp profile as runc gets it (sandbox_seccomp_oci), and the
+ * generated /proc/meminfo text (sandbox_oci_meminfo_text).
  *
  * libseccomp lets an unconditional rule for a call override every
  * argument-filtered rule of it (the filter then allows every socket
@@ -51,7 +51,7 @@ static void test_oci_profile_shape(void **state)
     static const char *const filtered_calls[] = {
         "socket", "socketpair",  "clone", "unshare",
         "ioctl",  "personality", NULL};
-    cJSON *s = sb_seccomp_oci();
+    cJSON *s = sandbox_seccomp_oci();
     const cJSON *rules = NULL;
     const cJSON *r;
     int plain;
@@ -111,7 +111,7 @@ static void test_meminfo_text(void **state)
     size_t n;
 
     (void)state;
-    n = sb_oci_meminfo_text(buf, sizeof(buf), 1ULL << 30, 314572800, stat);
+    n = sandbox_oci_meminfo_text(buf, sizeof(buf), 1ULL << 30, 314572800, stat);
     assert_int_equal(n, strlen(buf));
     assert_non_null(strstr(buf, "MemTotal:        1048576 kB\n"));
     assert_non_null(strstr(buf, "MemFree:          741376 kB\n"));
@@ -121,7 +121,7 @@ static void test_meminfo_text(void **state)
     assert_non_null(strstr(buf, "Shmem:                 4 kB\n"));
     assert_non_null(strstr(buf, "SwapTotal:             0 kB\n"));
     /* usage above the limit (page cache accounting) reads as full */
-    sb_oci_meminfo_text(buf, sizeof(buf), 1ULL << 30, 2ULL << 30, "");
+    sandbox_oci_meminfo_text(buf, sizeof(buf), 1ULL << 30, 2ULL << 30, "");
     assert_non_null(strstr(buf, "MemFree:               0 kB\n"));
     assert_non_null(strstr(buf, "MemAvailable:          0 kB\n"));
 }

@@ -1,4 +1,4 @@
-/* sb_oci_userns from several threads at once, as two devboxes or builds
+/* sandbox_oci_userns from several threads at once, as two devboxes or builds
  * starting together call it. Its helper child used to wait for EOF on a
  * pipe of which a child forked by another thread held a copy: two such
  * children waited on each other and both starts hung for ever. The calls
@@ -33,7 +33,7 @@ static void *calls(void *arg)
 
     (void)arg;
     for (i = 0; i < CALLS; i++) {
-        int fd = sb_oci_userns(SB_RANGE_BASE);
+        int fd = sandbox_oci_userns(SB_RANGE_BASE);
 
         if (fd < 0)
             failed++;
@@ -95,7 +95,7 @@ static void concurrent_calls_end(void **state)
         /* Hung: end it and its stuck helpers (its process group). */
         kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);
-        fail_msg("%d threads x %d sb_oci_userns calls did not end within "
+        fail_msg("%d threads x %d sandbox_oci_userns calls did not end within "
                  "%d s (helper children waiting on each other's pipes)",
                  THREADS, CALLS, BOUND_S);
     }
