@@ -81,7 +81,7 @@ set(CPACK_COMPONENT_ENGINE_DESCRIPTION
  sandboxes (namespaces, cgroups, seccomp, overlay roots), their agent and
  PTY server, and a systemd unit.")
 # Programs devboxd runs, not found by dpkg-shlibdeps.
-set(CPACK_DEBIAN_ENGINE_PACKAGE_DEPENDS "runc, mmdebstrap, bubblewrap, slirp4netns, iproute2, e2fsprogs")
+set(CPACK_DEBIAN_ENGINE_PACKAGE_DEPENDS "runc, mmdebstrap, slirp4netns, iproute2, e2fsprogs")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME runloop-mcp-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

@@ -127,7 +127,7 @@ static const struct setting settings[S_COUNT] = {
                             STR(PTY_PING_TIMEOUT_DEFAULT_S), NULL,
                             "seconds a silent PTY client is kept"},
     [S_DEVBOX_IMAGE] = {"RLMCP_DEVBOX_IMAGE", K_CHOICE, 0, 0, "starter",
-                        "starter|universal|browser",
+                        "starter|universal|browser|desktop",
                         "the image of a devbox whose create names none"},
     [S_IMAGE_CACHE] = {"RLMCP_IMAGE_CACHE", K_PATH, 0, 0,
                        BLUEPRINT_BUILDAH_DEFAULT_IMAGE_CACHE, NULL,

@@ -19,6 +19,7 @@
 
 #include "build_cache.h"
 #include "build_context.h"
+#include "build_net.h"
 #include "buildah_dockerfile.h"
 #include "code_mounts.h"
 #include "images.h"
@@ -1100,7 +1101,8 @@ static char *build_tmpdir(const char *id, double disk_gb, char *err,
 /* Starts `buildah build` of the job's Dockerfile into tag, its RUN steps
  * in a user namespace whose root is host id range. */
 static int start_build(struct blueprint_buildah_job *j, uid_t range,
-                       const char *tmp, const char *tag, const int *fds,
+                       const char *tmp, const char *tag,
+                       const struct build_net *net, const int *fds,
                        struct child *c, char *err, size_t errlen)
 {
     char *argv[160];
@@ -1123,6 +1125,19 @@ static int start_build(struct blueprint_buildah_job *j, uid_t range,
     argv[n++] = owned[n_owned++];
     argv[n++] = "--runtime-flag";
     if (asprintf(&owned[n_owned], "devboxd-runc=%s", sandbox_rt.runc_path) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    /* Every RUN step in the build's own user and network namespaces
+     * (build_net.h): the wrapper joins the one, buildah the other. */
+    argv[n++] = "--runtime-flag";
+    if (asprintf(&owned[n_owned], "devboxd-userns=%s", net->userns) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    argv[n++] = "--runtime-flag";
+    if (asprintf(&owned[n_owned], "devboxd-netns=%s", net->netns) < 0)
+        goto out;
+    argv[n++] = owned[n_owned++];
+    if (asprintf(&owned[n_owned], "--network=ns:%s", net->netns) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
     argv[n++] = "--userns-uid-map";
@@ -1572,6 +1587,7 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     struct buildah_dockerfile_out df;
     struct progress pg;
     struct sb_cgroup cg;
+    struct build_net net;
     struct child c;
     char err[1024] = "";
     char why[512] = "";
@@ -1580,6 +1596,7 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     char *sbdir = NULL;
     uid_t range = 0;
     int cache_lock = -1;
+    int have_net = 0;
     int fds[SB_CG_N];
     size_t i;
     int status;
@@ -1625,6 +1642,11 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
         jlog(j, "error", "the build disk: %s", err);
         goto out;
     }
+    if (build_net_start(&net, range, fds, err, sizeof(err)) != 0) {
+        jlog(j, "error", "%s", err);
+        goto out;
+    }
+    have_net = 1;
     if (ensure_state_store(j->state_dir) != 0) {
         jlog(j, "error", "cannot open the buildah store of %s", j->state_dir);
         goto out;
@@ -1642,7 +1664,7 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     pg.df = &df;
     pg.cur = -1;
     pg.exit_status = -1;
-    if (start_build(j, range, tmp, tag, fds, &c, err, sizeof(err)) != 0) {
+    if (start_build(j, range, tmp, tag, &net, fds, &c, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
@@ -1667,6 +1689,8 @@ out:
     for (i = 0; i < SB_CG_N; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    if (have_net)
+        build_net_stop(&net);
     sandbox_cgroup_kill_all(&cg, 5000);
     sandbox_cgroup_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */

@@ -3,7 +3,10 @@
  * devboxd-runc=<runc>`).  It adds what devboxd hides from a build to the
  * bundle's config.json and execs runc with the same arguments:
  * /proc/cmdline (the host's kernel command line, which buildah 1.28 leaves
- * visible and offers no option to mask) joins linux.maskedPaths.
+ * visible and offers no option to mask) joins linux.maskedPaths; with
+ * --devboxd-userns=PATH --devboxd-netns=PATH (the build's own namespaces,
+ * see engine/build_net.h) the step joins that user namespace, and runs
+ * only when buildah put it in that network namespace.
  * Everything else passes through unchanged. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -18,6 +21,8 @@
 #include <unistd.h>
 
 #define RUNC_FLAG "--devboxd-runc="
+#define USERNS_FLAG "--devboxd-userns="
+#define NETNS_FLAG "--devboxd-netns="
 #define CONFIG_MAX (16u << 20)
 
 static const char *const hidden[] = {"/proc/cmdline", NULL};
@@ -58,8 +63,48 @@ fail:
     return NULL;
 }
 
-/* Adds the hidden paths to bundle/config.json's linux.maskedPaths. */
-static int mask_paths(const char *bundle)
+/* The namespace entry of type in linux.namespaces, or NULL. */
+static cJSON *ns_entry(cJSON *linux_o, const char *type)
+{
+    cJSON *it = NULL;
+
+    cJSON_ArrayForEach(it,
+                       cJSON_GetObjectItemCaseSensitive(linux_o, "namespaces"))
+    {
+        const char *t =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "type"));
+
+        if (t != NULL && strcmp(t, type) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+/* The step into the build's namespaces: its user namespace joined (the
+ * step's own would not own the network namespace, and runc could not
+ * mount /sys), its network namespace checked. */
+static int join_build_ns(cJSON *linux_o, const char *userns, const char *netns)
+{
+    cJSON *user = ns_entry(linux_o, "user");
+    cJSON *net = ns_entry(linux_o, "network");
+    const char *path =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(net, "path"));
+
+    if (user == NULL || path == NULL || strcmp(path, netns) != 0) {
+        fprintf(stderr, "devboxd-build-runtime: a step outside the build's "
+                        "user or network namespace is refused\n");
+        errno = EPERM;
+        return -1;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(user, "path");
+    cJSON_AddStringToObject(user, "path", userns);
+    return 0;
+}
+
+/* Adds the hidden paths to bundle/config.json's linux.maskedPaths (and the
+ * build's namespaces when userns is set). */
+static int edit_config(const char *bundle, const char *userns,
+                       const char *netns)
 {
     char path[PATH_MAX];
     char tmp[PATH_MAX];
@@ -94,6 +139,8 @@ static int mask_paths(const char *bundle)
         goto out;
     for (i = 0; hidden[i] != NULL; i++)
         cJSON_AddItemToArray(masked, cJSON_CreateString(hidden[i]));
+    if (userns != NULL && join_build_ns(linux_o, userns, netns) != 0)
+        goto out;
     out = cJSON_PrintUnformatted(root);
     if (out == NULL)
         goto out;
@@ -107,8 +154,12 @@ static int mask_paths(const char *bundle)
 out:
     if (fd >= 0)
         close(fd);
-    if (rc != 0)
+    if (rc != 0) {
+        int saved = errno;
+
         unlink(tmp);
+        errno = saved;
+    }
     cJSON_Delete(root);
     free(text);
     free(out);
@@ -120,6 +171,8 @@ int main(int argc, char **argv)
     const char *runc = "/usr/sbin/runc";
     char **args = calloc((size_t)argc + 1, sizeof(*args));
     const char *bundle = NULL;
+    const char *userns = NULL;
+    const char *netns = NULL;
     bool creates = false;
     int i;
     int n = 1;
@@ -129,6 +182,14 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strncmp(argv[i], RUNC_FLAG, strlen(RUNC_FLAG)) == 0) {
             runc = argv[i] + strlen(RUNC_FLAG);
+            continue;
+        }
+        if (strncmp(argv[i], USERNS_FLAG, strlen(USERNS_FLAG)) == 0) {
+            userns = argv[i] + strlen(USERNS_FLAG);
+            continue;
+        }
+        if (strncmp(argv[i], NETNS_FLAG, strlen(NETNS_FLAG)) == 0) {
+            netns = argv[i] + strlen(NETNS_FLAG);
             continue;
         }
         if (strcmp(argv[i], "create") == 0 || strcmp(argv[i], "run") == 0)
@@ -142,12 +203,21 @@ int main(int argc, char **argv)
     }
     args[0] = (char *)runc;
     args[n] = NULL;
+    if ((userns == NULL) != (netns == NULL)) {
+        fprintf(stderr, "devboxd-build-runtime: --devboxd-userns and "
+                        "--devboxd-netns go together\n");
+        return 125;
+    }
+    if (creates && bundle == NULL && userns != NULL) {
+        fprintf(stderr, "devboxd-build-runtime: no --bundle to put in the "
+                        "build's namespaces\n");
+        return 125;
+    }
     /* A step whose config cannot be changed does not run. */
-    if (creates && bundle != NULL && mask_paths(bundle) != 0) {
-        fprintf(
-            stderr,
-            "devboxd-build-runtime: cannot mask paths in %s/config.json: %s\n",
-            bundle, strerror(errno));
+    if (creates && bundle != NULL && edit_config(bundle, userns, netns) != 0) {
+        fprintf(stderr,
+                "devboxd-build-runtime: cannot prepare %s/config.json: %s\n",
+                bundle, strerror(errno));
         return 125;
     }
     execv(runc, args);

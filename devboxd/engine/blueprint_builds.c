@@ -222,6 +222,10 @@ static cJSON *bp_view(const cJSON *rec)
     cJSON_AddNullToObject(v, "containerized_services");
     cJSON_AddItemToObject(v, "devbox_capabilities", cJSON_CreateArray());
     cJSON_AddFalseToObject(v, "is_public");
+    /* devboxd's extension: POST /v1/blueprints/{id}/wait_for_status
+     * answers when the build reaches a status (a client that sees this
+     * long-polls instead of polling). */
+    cJSON_AddTrueToObject(v, "supports_wait_for_status");
     /* devboxd's extension: the tags naming this build (blueprints_tag). */
     it = cJSON_GetObjectItemCaseSensitive(rec, "tags");
     cJSON_AddItemToObject(v, "tags",

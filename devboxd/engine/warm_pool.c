@@ -24,7 +24,9 @@
  * the ones devboxes were last created from. */
 #define POOL_HOT_MAX 2
 
-enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED };
+/* RELEASING: the thread is removing the entry's sandbox; it stays listed
+ * (and its layers referenced, warm_pool_refs_locked) until that is done. */
+enum entry_state { ENTRY_STARTING, ENTRY_READY, ENTRY_FAILED, ENTRY_RELEASING };
 
 /* What a sandbox is started for: the plain devbox (layers NULL), or the
  * plain devbox on a layer chain and image (a hot snapshot or blueprint). */
@@ -129,7 +131,8 @@ static int unclaimed_locked(const struct warm_pool *pool,
     int n = 0;
 
     for (e = pool->entries; e != NULL; e = e->next) {
-        if (e->claimed || e->state == ENTRY_FAILED)
+        if (e->claimed || e->state == ENTRY_FAILED ||
+            e->state == ENTRY_RELEASING)
             continue;
         if (k == NULL ? e->key.layers == NULL
                       : key_matches(&e->key, k->layers, k->image))
@@ -160,7 +163,8 @@ static struct pool_entry *stale_locked(const struct warm_pool *pool)
     for (e = pool->entries; e != NULL; e = e->next) {
         int hot = 0;
 
-        if (e->claimed || e->state == ENTRY_STARTING || e->key.layers == NULL)
+        if (e->claimed || e->state == ENTRY_STARTING ||
+            e->state == ENTRY_RELEASING || e->key.layers == NULL)
             continue;
         for (i = 0; i < pool->n_hot && !hot; i++)
             hot = key_matches(&pool->hot[i], e->key.layers, e->key.image);
@@ -359,11 +363,16 @@ static void *pool_thread(void *arg)
         const struct pool_key *hot = NULL;
 
         if (stale != NULL) {
-            unlink_locked(pool, stale);
+            /* Listed until its sandbox is gone: a snapshot delete or a
+             * devbox's end meanwhile must not free the layers under it. */
+            stale->state = ENTRY_RELEASING;
             pthread_mutex_unlock(&eng->lock);
             if (stale->sb != NULL)
                 sandbox_release(stale->sb);
             remove_files(eng, stale->id, 1);
+            pthread_mutex_lock(&eng->lock);
+            unlink_locked(pool, stale);
+            pthread_mutex_unlock(&eng->lock);
             release_chain(eng, stale->key.layers);
             entry_free(stale);
             pthread_mutex_lock(&eng->lock);
@@ -496,7 +505,7 @@ int warm_pool_claim_locked(struct engine *eng, const cJSON *spec, char *id,
     /* A ready sandbox first; else the one starting now. */
     for (e = pool->entries; e != NULL; e = e->next) {
         if (e->claimed || e->state == ENTRY_FAILED ||
-            !key_matches(&e->key, layers, image))
+            e->state == ENTRY_RELEASING || !key_matches(&e->key, layers, image))
             continue;
         if (pick == NULL || e->state == ENTRY_READY)
             pick = e;

@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #define IMAGES_MAX 8
+/* images_built asks the builder whether another process built an image at
+ * most this often, doubling from the first to the last while it is not:
+ * each ask spawns devboxd-image, which hashes the image's recipe. */
+#define IMAGES_CHECK_FIRST_MS 5000
+#define IMAGES_CHECK_MAX_MS 60000
 
 /* Runloop's public image names agents copy from its docs and examples. */
 static const struct {
@@ -40,6 +45,7 @@ static const struct {
     const char *image;
 } builtin_names[] = {
     {"runloop-mcp-browser", "browser"},
+    {"runloop-mcp-desktop", "desktop"},
 };
 
 /* One record per image: built (path), being built (a builder runs), or
@@ -50,6 +56,8 @@ struct image_state {
     char *progress_file; /* where the builder writes "PERCENT STAGE" */
     char *error;
     bool building;
+    int64_t check_at_ms;   /* images_built: no builder --check before this */
+    int64_t check_wait_ms; /* and the wait after the next one that fails */
 };
 
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -113,7 +121,7 @@ const char *images_default(void)
 static bool known_image(const char *name)
 {
     return strcmp(name, "starter") == 0 || strcmp(name, "universal") == 0 ||
-           strcmp(name, "browser") == 0;
+           strcmp(name, "browser") == 0 || strcmp(name, "desktop") == 0;
 }
 
 int images_check_default(const char *name, char *err, size_t errlen)
@@ -124,7 +132,7 @@ int images_check_default(const char *name, char *err, size_t errlen)
      * named, so a setup that still asks for it learns what to do. */
     snprintf(err, errlen,
              "RLMCP_DEVBOX_IMAGE=\"%.100s\" is not an image%s: set it to "
-             "starter (the default), universal or browser",
+             "starter (the default), universal, browser or desktop",
              name,
              strcmp(name, "host") == 0
                  ? " (devboxes no longer run on the host's /usr)"
@@ -336,7 +344,8 @@ static int image_name(const char **name, char *err, size_t errlen)
     if (known_image(*name))
         return 0;
     snprintf(err, errlen,
-             "unknown image \"%.100s\" (images: starter, universal, browser)",
+             "unknown image \"%.100s\" (images: starter, universal, browser, "
+             "desktop)",
              *name);
     return -1;
 }
@@ -426,16 +435,30 @@ bool images_built(const char *name)
     char err[256];
     char *path = NULL;
     bool built = false;
+    bool ask = false;
+    int64_t now = mono_ms();
 
     if (image_name(&name, err, sizeof(err)) != 0)
         return false;
     pthread_mutex_lock(&images_lock);
     st = state_of_locked(name);
     built = st != NULL && st->path != NULL;
+    /* Built by another process (scripts/run, scripts/test) since? Asked
+     * again only after a growing wait: an image, once built, stays. */
+    ask = !built && st != NULL && now >= st->check_at_ms;
+    if (ask) {
+        int64_t wait = st->check_wait_ms * 2;
+
+        if (wait == 0)
+            wait = IMAGES_CHECK_FIRST_MS;
+        if (wait > IMAGES_CHECK_MAX_MS)
+            wait = IMAGES_CHECK_MAX_MS;
+        st->check_wait_ms = wait;
+        st->check_at_ms = now + wait;
+    }
     pthread_mutex_unlock(&images_lock);
-    if (built || st == NULL)
+    if (!ask)
         return built;
-    /* Built by another process (scripts/run, scripts/test) since? */
     if (run_builder("--check", name, &path, err, sizeof(err)) != 0)
         return false;
     pthread_mutex_lock(&images_lock);

@@ -55,8 +55,10 @@ void images_prepare(const char *name);
  * msg says so as images_wait does.  Never blocks on a build. */
 bool images_preparing(const char *name, char *msg, size_t len);
 
-/* Whether image name (NULL = images_default()) is in the cache now: never
- * builds. */
+/* Whether image name (NULL = images_default()) is in the cache: never
+ * builds.  Known at once once built or found; while not, asks the builder
+ * whether another process built it at most every 5 s at first, the wait
+ * doubling to one minute (between asks the answer is false). */
 bool images_built(const char *name);
 
 #endif

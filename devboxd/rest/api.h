@@ -26,11 +26,16 @@ struct api_call {
     const char *id;
 };
 typedef void (*api_handler_fn)(struct engine *eng, const struct api_call *call);
-/* A row of the route table (api.c): method, pattern, handler. */
+/* Whether a route's handler reads the request body. On an API_NO_BODY
+ * route the router answers an oversized body with 413 before the handler;
+ * an API_BODY handler answers its own (its limit, its message). */
+enum api_body { API_BODY, API_NO_BODY };
+/* A row of the route table (api.c): method, pattern, handler, body. */
 struct api_route {
     const char *method;
     const char *pattern;
     api_handler_fn handler;
+    enum api_body body;
 };
 
 /* Answers an engine call: 200 with view (consumed; {} when NULL) when
@@ -147,6 +152,7 @@ void api_blueprints_create(struct engine *eng, const struct api_call *call);
 void api_blueprints_get(struct engine *eng, const struct api_call *call);
 void api_blueprints_delete(struct engine *eng, const struct api_call *call);
 void api_blueprints_tag(struct engine *eng, const struct api_call *call);
+void api_blueprints_wait(struct engine *eng, const struct api_call *call);
 void api_blueprints_logs(struct engine *eng, const struct api_call *call);
 /* MCP configs (api_mcp_configs.c). */
 void api_mcp_configs_list(struct engine *eng, const struct api_call *call);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blueprint_builds.h"
 #include "layer_records.h"
@@ -46,6 +47,99 @@ static int tag(struct engine *eng, const struct api_call *call,
 void api_blueprints_tag(struct engine *eng, const struct api_call *call)
 {
     api_with_body(eng, call, tag);
+}
+
+/* POST /v1/blueprints/{id}/wait_for_status {statuses, timeout_seconds}:
+ * devboxd's extension, shaped as the API's devbox wait_for_status.  The
+ * record is read every WAIT_STEP_MS: a waiter learns of the build's end
+ * within that of the engine. */
+#define WAIT_STEP_MS 10
+#define WAIT_DEFAULT_S 25
+#define WAIT_MAX_S 30
+
+static int wait_status(struct engine *eng, const struct api_call *call,
+                       const cJSON *body, cJSON **view, char *err,
+                       size_t errlen)
+{
+    static const char *const fields[] = {"statuses", "timeout_seconds", NULL};
+    static const char *const known[] = {
+        "queued", "provisioning",   "building", "awaiting_upload",
+        "failed", "build_complete", NULL};
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(body, "statuses");
+    const cJSON *it = NULL;
+    int64_t secs = WAIT_DEFAULT_S;
+    int64_t deadline;
+    size_t i;
+    int status;
+
+    if (util_check_fields(body, "", fields, err, errlen) != 0 ||
+        util_opt_int(body, "timeout_seconds", 1, WAIT_MAX_S, &secs, NULL, err,
+                     errlen) != 0)
+        return 400;
+    if (!cJSON_IsArray(want) || cJSON_GetArraySize(want) == 0) {
+        snprintf(err, errlen,
+                 "statuses is required: a non-empty list of blueprint "
+                 "statuses to wait for (e.g. [\"build_complete\", "
+                 "\"failed\"])");
+        return 400;
+    }
+    cJSON_ArrayForEach(it, want)
+    {
+        for (i = 0; known[i] != NULL; i++) {
+            if (cJSON_IsString(it) && strcmp(it->valuestring, known[i]) == 0)
+                break;
+        }
+        if (known[i] == NULL) {
+            snprintf(err, errlen,
+                     "statuses: each is one of queued, provisioning, "
+                     "building, awaiting_upload, failed, build_complete");
+            return 400;
+        }
+    }
+    deadline = util_now_ms() + secs * 1000;
+    for (;;) {
+        const char *now = NULL;
+        struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
+
+        status = blueprints_get(eng, call->id, view, err, errlen);
+        if (status != 0)
+            return status;
+        now = util_json_str(*view, "status");
+        cJSON_ArrayForEach(it, want)
+        {
+            if (now != NULL && strcmp(it->valuestring, now) == 0)
+                return 0;
+        }
+        if (now == NULL || strcmp(now, "failed") == 0 ||
+            strcmp(now, "build_complete") == 0) {
+            snprintf(err, errlen,
+                     "blueprint %s is %s (final) and will never reach the "
+                     "requested statuses",
+                     call->id, now != NULL ? now : "without a status");
+            status = 422;
+            break;
+        }
+        if (util_now_ms() >= deadline) {
+            snprintf(err, errlen,
+                     "the blueprint did not reach the requested status in "
+                     "time; repeat the request to keep waiting");
+            status = 408;
+            break;
+        }
+        cJSON_Delete(*view);
+        *view = NULL;
+        nanosleep(&ts, NULL);
+    }
+    cJSON_Delete(*view);
+    *view = NULL;
+    return status;
+}
+
+void api_blueprints_wait(struct engine *eng, const struct api_call *call)
+{
+    api_with_body(eng, call, wait_status);
+    if (call->resp->status == 408)
+        http_response_set_header(call->resp, "x-should-retry", "true");
 }
 
 static cJSON *view_item(const void *rec)

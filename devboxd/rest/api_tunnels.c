@@ -55,10 +55,6 @@ void api_tunnel_enable(struct engine *eng, const struct api_call *call)
 
 void api_tunnel_remove(struct engine *eng, const struct api_call *call)
 {
-    if (call->req->body_too_large) {
-        http_response_error(call->resp, 413, "request body too large");
-        return;
-    }
     tunnel_remove(eng, call->box);
     api_reply(call->resp, 0, NULL, NULL);
 }
@@ -69,10 +65,6 @@ void api_tunnel_pty(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status;
 
-    if (call->req->body_too_large) {
-        http_response_error(call->resp, 413, "request body too large");
-        return;
-    }
     status = tunnel_pty_create(eng, call->box, &view, err, sizeof(err));
     api_reply(call->resp, status, view, err);
 }
@@ -83,10 +75,6 @@ void api_ssh_key(struct engine *eng, const struct api_call *call)
     char err[ERRLEN] = "";
     int status;
 
-    if (call->req->body_too_large) {
-        http_response_error(call->resp, 413, "request body too large");
-        return;
-    }
     status = ssh_keys_create(eng, call->box, &view, err, sizeof(err));
     api_reply(call->resp, status, view, err);
 }

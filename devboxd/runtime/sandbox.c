@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -117,6 +118,189 @@ int sandbox_collect(pid_t pid, int fd, char *buf, size_t len)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* ---- confined copy ---------------------------------------------------- */
+
+/* The host's directories that make /usr usable as a root: a symlink stays
+ * a symlink (merged /usr), a directory is bound read-only. */
+static const char *const copy_root_dirs[4] = {"/bin", "/lib", "/lib64",
+                                              "/sbin"};
+
+/* What the child of sandbox_copy_tree needs, found before the fork (the
+ * child allocates nothing). */
+struct copy_job {
+    const char *src;
+    const char *dst;
+    /* For copy_root_dirs[i]: 'l' a symlink to links[i], 'd' a directory,
+     * 0 absent. */
+    char kind[4];
+    char links[4][64];
+    int errfd;
+};
+
+/* Child side: says what failed on errfd, then exits (as the launcher's
+ * child_fail). */
+static void copy_fail(int errfd, const char *what)
+{
+    char msg[200];
+    int e = errno;
+    int n = snprintf(msg, sizeof(msg), "%s: %s", what, strerror(e));
+
+    if (n > 0 && write(errfd, msg, (size_t)n) < 0) {
+        /* the exit status says it failed */
+    }
+    _exit(121);
+}
+
+/* Child side: a detached clone of the host's path, read-only, nosuid and
+ * nodev unless rw. */
+static int copy_clone(const char *path, bool rw, int errfd)
+{
+    struct mount_attr attr;
+    int fd;
+
+    fd = (int)syscall(SYS_open_tree, AT_FDCWD, path,
+                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0)
+        copy_fail(errfd, path);
+    memset(&attr, 0, sizeof(attr));
+    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (!rw && syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                       &attr, sizeof(attr)) != 0)
+        copy_fail(errfd, path);
+    return fd;
+}
+
+/* Child side: the clone fd mounted on name (created) in the dir rootfd. */
+static void copy_attach(int rootfd, int fd, const char *name, int errfd)
+{
+    if (mkdirat(rootfd, name, 0755) != 0 ||
+        move_mount(fd, "", rootfd, name, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        copy_fail(errfd, name);
+    close(fd);
+}
+
+/* Child side, between fork and exec: cp in a private root, a tmpfs that
+ * holds only /usr and the root dirs (read-only), /src (read-only) and
+ * /dst, in a mount namespace of its own.  No user namespace: cp keeps the
+ * host ids and overlay xattrs and makes whiteouts, which need root. */
+static void copy_child(const struct copy_job *job)
+{
+    static char *const argv[] = {"cp",     "-a",   "--reflink=auto",
+                                 "/src/.", "/dst", NULL};
+    static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+    int fds[4] = {-1, -1, -1, -1};
+    int usr_fd, src_fd, dst_fd;
+    int rootfd;
+    size_t i;
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sandbox_child_default_signals();
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+        copy_fail(job->errfd, "unshare");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        copy_fail(job->errfd, "make / private");
+    /* Cloned before the tmpfs covers /tmp, where src and dst may be. */
+    usr_fd = copy_clone("/usr", false, job->errfd);
+    src_fd = copy_clone(job->src, false, job->errfd);
+    dst_fd = copy_clone(job->dst, true, job->errfd);
+    for (i = 0; i < 4; i++) {
+        if (job->kind[i] == 'd')
+            fds[i] = copy_clone(copy_root_dirs[i], false, job->errfd);
+    }
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+              "mode=0755,size=64k") != 0)
+        copy_fail(job->errfd, "mount the private root");
+    rootfd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        copy_fail(job->errfd, "open the private root");
+    copy_attach(rootfd, usr_fd, "usr", job->errfd);
+    copy_attach(rootfd, src_fd, "src", job->errfd);
+    copy_attach(rootfd, dst_fd, "dst", job->errfd);
+    for (i = 0; i < 4; i++) {
+        const char *name = copy_root_dirs[i] + 1;
+
+        if (job->kind[i] == 'd')
+            copy_attach(rootfd, fds[i], name, job->errfd);
+        else if (job->kind[i] == 'l' &&
+                 symlinkat(job->links[i], rootfd, name) != 0)
+            copy_fail(job->errfd, name);
+    }
+    /* The tmpfs becomes / and the host's tree goes: no path cp resolves,
+     * a symlink the devbox swaps in included, leads out of this root. */
+    if (fchdir(rootfd) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
+        umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
+        copy_fail(job->errfd, "enter the private root");
+    /* Only /dst takes writes. */
+    if (mount(NULL, "/", NULL,
+              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              NULL) != 0)
+        copy_fail(job->errfd, "make the private root read-only");
+    execve("/usr/bin/cp", argv, envp);
+    copy_fail(job->errfd, "exec /usr/bin/cp");
+}
+
+int sandbox_copy_tree(const char *src, const char *dst, char *err,
+                      size_t errlen)
+{
+    struct copy_job job;
+    struct stat st;
+    char why[256];
+    int pp[2] = {-1, -1};
+    pid_t pid;
+    ssize_t len;
+    size_t i;
+    int status;
+    int rc = -1;
+
+    memset(&job, 0, sizeof(job));
+    job.src = src;
+    job.dst = dst;
+    for (i = 0; i < 4; i++) {
+        if (lstat(copy_root_dirs[i], &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            job.kind[i] = 'd';
+        } else if (S_ISLNK(st.st_mode)) {
+            len = readlink(copy_root_dirs[i], job.links[i],
+                           sizeof(job.links[i]) - 1);
+            if (len > 0)
+                job.kind[i] = 'l';
+        }
+    }
+    if (pipe2(pp, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot copy %s: pipe: %s", src, strerror(errno));
+        goto out;
+    }
+    job.errfd = pp[1];
+    pid = fork();
+    if (pid == 0)
+        copy_child(&job);
+    close(pp[1]);
+    pp[1] = -1;
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot copy %s: fork: %s", src, strerror(errno));
+        goto out;
+    }
+    /* The child's setup error, if any; end of file once cp is exec'd. */
+    status = sandbox_collect(pid, pp[0], why, sizeof(why));
+    if (why[0] != '\0') {
+        snprintf(err, errlen, "cannot set up the private root to copy %s: %s",
+                 src, why);
+        goto out;
+    }
+    if (status != 0) {
+        snprintf(err, errlen, "copying %s to %s failed (cp status %d)", src,
+                 dst, status);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (pp[0] >= 0)
+        close(pp[0]);
+    return rc;
 }
 
 void sandbox_shutdown_runtime(void)
@@ -389,7 +573,8 @@ static void slirp_child(const int fds[4], int devnull, uid_t uid, char **argv)
     _exit(124);
 }
 
-static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
+int sandbox_slirp_start(pid_t ns_pid, uid_t uid, struct sandbox_slirp *s,
+                        char *err, size_t errlen)
 {
     char nspath[64];
     int fds[4] = {-1, -1, -1,
@@ -419,7 +604,10 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
                     "tap0",
                     NULL};
 
-    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)sb->init_pid);
+    s->pid = 0;
+    s->pidfd = -1;
+    s->exit_w = -1;
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)ns_pid);
     fds[0] = open(nspath, O_RDONLY | O_CLOEXEC);
     if (fds[0] < 0) {
         rc = sandbox_fs_err(err, errlen, -errno,
@@ -449,10 +637,10 @@ static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
         goto out;
     }
     if (pid == 0)
-        slirp_child(fds, devnull, sb->uid, argv);
-    sb->slirp_pid = pid;
-    sb->slirp_pidfd = pidfd_open(pid, 0);
-    sb->slirp_exit_w = exit_w;
+        slirp_child(fds, devnull, uid, argv);
+    s->pid = pid;
+    s->pidfd = pidfd_open(pid, 0);
+    s->exit_w = exit_w;
     exit_w = -1;
     close(fds[3]);
     fds[3] = -1;
@@ -472,6 +660,30 @@ out:
     sandbox_close_fd(ready_r);
     sandbox_close_fd(exit_w);
     sandbox_close_fd(devnull);
+    return rc;
+}
+
+void sandbox_slirp_stop(struct sandbox_slirp *s)
+{
+    if (s->exit_w >= 0) {
+        close(s->exit_w); /* slirp4netns exits on EOF */
+        s->exit_w = -1;
+    }
+    sandbox_reap_child(s->pid, s->pidfd, 2000);
+    s->pid = 0;
+    sandbox_close_fd(s->pidfd);
+    s->pidfd = -1;
+}
+
+static int start_slirp(struct sandbox *sb, char *err, size_t errlen)
+{
+    struct sandbox_slirp s;
+    int rc = sandbox_slirp_start(sb->init_pid, sb->uid, &s, err, errlen);
+
+    /* Kept also on failure: sandbox_stop ends a half-started one. */
+    sb->slirp_pid = s.pid;
+    sb->slirp_pidfd = s.pidfd;
+    sb->slirp_exit_w = s.exit_w;
     return rc;
 }
 

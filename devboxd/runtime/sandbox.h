@@ -82,6 +82,15 @@ char *sandbox_helper_path(const char *name);
  * run first; fa gains a close action).  0 with *pid, or an errno. */
 int sandbox_spawn(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
                   char *const argv[]);
+/* cp -a --reflink=auto of the tree src into the existing dir dst, as root
+ * (host ids, modes, xattrs and overlay whiteouts kept), in a private root
+ * that holds only the host's /usr, src (read-only) and dst.  src may be the
+ * writable layer of a running devbox, which can turn any directory in it
+ * into a symlink while cp walks it: in that root such a symlink can only
+ * reach /usr, which every devbox sees anyway.  0, or -1 with err. */
+int sandbox_copy_tree(const char *src, const char *dst, char *err,
+                      size_t errlen);
+
 /* Reads fd, a child's output, into buf (len bytes, NUL-terminated, the
  * trailing line breaks dropped) until end of file or buf is full, then
  * waits for the child pid: its exit status, or 128 + the signal that ended

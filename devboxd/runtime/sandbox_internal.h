@@ -158,6 +158,18 @@ struct sb_oci_conf {
     const char *cpus; /* cpuset.cpus list ("0,2"), or NULL for all */
     bool meminfo;     /* bind the generated meminfo over /proc/meminfo */
 };
+/* slirp4netns for the network namespace of process ns_pid (outbound
+ * only, the host's loopback unreachable), run as uid where /dev/net/tun
+ * allows; as for a devbox. */
+struct sandbox_slirp {
+    pid_t pid;
+    int pidfd;
+    int exit_w; /* closing it ends slirp4netns */
+};
+int sandbox_slirp_start(pid_t ns_pid, uid_t uid, struct sandbox_slirp *s,
+                        char *err, size_t errlen);
+void sandbox_slirp_stop(struct sandbox_slirp *s); /* also of a failed start */
+
 int sandbox_oci_userns(uint32_t base); /* ids 0.. shown as base.. */
 /* ids inside.. shown as base..: a layer owned by the range at inside,
  * mounted for the devbox whose range is base. */

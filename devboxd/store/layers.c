@@ -103,99 +103,6 @@ static int chown_one(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
-/* The host's /bin, /lib, /lib64 and /sbin as bwrap arguments: a symlink
- * stays a symlink (merged /usr), a directory is bound read-only. */
-static size_t root_link_args(const char **argv, size_t n, char links[][64])
-{
-    static const char *const dirs[] = {"/bin", "/lib", "/lib64", "/sbin"};
-    struct stat st;
-    size_t i;
-    ssize_t len;
-
-    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        if (lstat(dirs[i], &st) != 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            len = readlink(dirs[i], links[i], 63);
-            if (len <= 0)
-                continue;
-            links[i][len] = '\0';
-            argv[n++] = "--symlink";
-            argv[n++] = links[i];
-        } else if (S_ISDIR(st.st_mode)) {
-            argv[n++] = "--ro-bind";
-            argv[n++] = dirs[i];
-        } else {
-            continue;
-        }
-        argv[n++] = dirs[i];
-    }
-    return n;
-}
-
-/* cp -a of src into dst, run in a private root that holds only /usr, src
- * (read-only) and dst. src may be the writable layer of a running devbox:
- * the devbox can turn any directory in it into a symlink while cp walks
- * it, and cp (root, with every capability to keep owners and overlay
- * xattrs) would then follow that symlink into the host. In this root such
- * a symlink can only reach /usr, which every devbox already sees. */
-static int run_cp(const char *src, const char *dst, char *err, size_t errlen)
-{
-    const char *bwrap = "/usr/bin/bwrap";
-    const char *argv[40];
-    char links[4][64];
-    size_t n = 0;
-    pid_t pid;
-    int status = 0;
-    int spawn_rc;
-    int rc = -1;
-
-    argv[n++] = "bwrap";
-    /* No user namespace (so not --unshare-all): cp keeps the devbox's
-     * host uids and needs them mapped. */
-    argv[n++] = "--unshare-ipc";
-    argv[n++] = "--unshare-pid";
-    argv[n++] = "--unshare-net";
-    argv[n++] = "--unshare-uts";
-    argv[n++] = "--die-with-parent";
-    argv[n++] = "--cap-add";
-    argv[n++] = "ALL";
-    argv[n++] = "--ro-bind";
-    argv[n++] = "/usr";
-    argv[n++] = "/usr";
-    n = root_link_args(argv, n, links);
-    argv[n++] = "--ro-bind";
-    argv[n++] = src;
-    argv[n++] = "/src";
-    argv[n++] = "--bind";
-    argv[n++] = dst;
-    argv[n++] = "/dst";
-    argv[n++] = "--chdir";
-    argv[n++] = "/";
-    argv[n++] = "--";
-    argv[n++] = "/usr/bin/cp";
-    argv[n++] = "-a";
-    argv[n++] = "--reflink=auto";
-    argv[n++] = "/src/.";
-    argv[n++] = "/dst";
-    argv[n] = NULL;
-    spawn_rc = sandbox_spawn(&pid, bwrap, NULL, (char *const *)argv);
-    if (spawn_rc != 0) {
-        snprintf(err, errlen, "cannot run %s: %s", bwrap, strerror(spawn_rc));
-        goto out;
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        snprintf(err, errlen, "copying %s to %s failed (cp status %d)", src,
-                 dst, status);
-        goto out;
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
 int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid,
                 char *err, size_t errlen)
 {
@@ -204,7 +111,7 @@ int layers_copy(const char *src, const char *dst, uid_t from_uid, uid_t to_uid,
                  strerror(errno));
         return -1;
     }
-    if (run_cp(src, dst, err, errlen) != 0)
+    if (sandbox_copy_tree(src, dst, err, errlen) != 0)
         return -1;
     if (from_uid == to_uid)
         return 0;
@@ -295,7 +202,7 @@ static int copy_shifted(const char *src, const char *dst, uid_t from, uid_t to,
                  strerror(errno));
         return -1;
     }
-    if (run_cp(src, dst, err, errlen) != 0)
+    if (sandbox_copy_tree(src, dst, err, errlen) != 0)
         return -1;
     drop_mount_points(dst);
     shift_from = from;

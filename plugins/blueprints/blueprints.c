@@ -260,6 +260,61 @@ static void announce(struct follow *f, const char *status)
     free(msg);
 }
 
+int bp_hold(const struct rlmcp_h *h, const struct bp *bp, const char *id,
+            uint64_t deadline, bool *used, uint64_t *waited_ms)
+{
+    struct rlmcp_h_req_opts opts = {0};
+    cJSON *body = NULL;
+    cJSON *out = NULL;
+    cJSON *st = NULL;
+    char *path = NULL;
+    char *what = NULL;
+    uint64_t now = rlmcp_h_now_ms();
+    uint32_t secs = (uint32_t)((bp->poll_ms + 999) / 1000);
+    long status = 0;
+    int rc = RLMCP_ENOMEM;
+
+    *used = false;
+    *waited_ms = 0;
+    if (now >= deadline)
+        return RLMCP_OK;
+    if ((uint64_t)secs * 1000u > deadline - now)
+        secs = (uint32_t)((deadline - now) / 1000u);
+    if (secs < 1)
+        secs = 1;
+    if (secs > 30)
+        secs = 30; /* the engine's bound */
+    path = rlmcp_h_sprintf("/v1/blueprints/%s/wait_for_status", id);
+    what = rlmcp_h_sprintf("waiting for blueprint %s", id);
+    body = cJSON_CreateObject();
+    st = cJSON_AddArrayToObject(body, "statuses");
+    if (path == NULL || what == NULL || st == NULL)
+        goto out;
+    cJSON_AddItemToArray(st, cJSON_CreateString("build_complete"));
+    cJSON_AddItemToArray(st, cJSON_CreateString("failed"));
+    cJSON_AddItemToArray(st, cJSON_CreateString("awaiting_upload"));
+    cJSON_AddNumberToObject(body, "timeout_seconds", secs);
+    opts.timeout_ms = (secs + 15) * 1000u;
+    opts.max_retries = 0; /* a 408 is the wait's end, not a failure */
+    opts.transport_unreported = true;
+    rc = rlmcp_h_request_status(h, "POST", path, body, &opts, what, &status,
+                                &out, NULL);
+    /* 2xx: ended; 408: still building; anything else (or a transport
+     * failure): the caller pauses as without the wait, and reads. */
+    *used =
+        rc == RLMCP_OK && ((status >= 200 && status <= 299) || status == 408);
+    *waited_ms =
+        status == 408 ? (uint64_t)secs * 1000u : rlmcp_h_now_ms() - now;
+    if (rc == RLMCP_EHTTP || rc == RLMCP_ETIMEDOUT)
+        rc = RLMCP_OK;
+out:
+    free(path);
+    free(what);
+    cJSON_Delete(body);
+    cJSON_Delete(out);
+    return rc;
+}
+
 /* Poll until a terminal status or the bound; *view_out: the last view. */
 static int follow_build(struct follow *f, cJSON **view_out)
 {
@@ -291,6 +346,19 @@ static int follow_build(struct follow *f, cJSON **view_out)
         if (status_terminal(st) || rlmcp_h_now_ms() >= deadline ||
             poll.slept_ms >= (uint64_t)f->bp->wait_s * 1000u)
             return RLMCP_OK;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                *view_out, "supports_wait_for_status"))) {
+            bool used = false;
+            uint64_t waited_ms = 0;
+
+            rc = bp_hold(f->h, f->bp, f->id, deadline, &used, &waited_ms);
+            if (rc != RLMCP_OK)
+                return rc;
+            if (used) {
+                poll.slept_ms += waited_ms;
+                continue;
+            }
+        }
         rc = rlmcp_h_poll_pause(f->h, &poll);
         if (rc != RLMCP_OK)
             return rc;

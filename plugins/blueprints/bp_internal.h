@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rlmcp/plugin.h"
 #include "rlmcp_helpers.h"
@@ -43,6 +44,19 @@ char *bp_failure_text(const char *id, const cJSON *view, const cJSON *logs);
 #define BP_FAILED_REMEDY                                                       \
     "Fix the failing step in dockerfile or system_setup_commands (the "        \
     "whole log: get_blueprint_logs), then call build_blueprint again."
+
+/*
+ * Where the blueprint's view says "supports_wait_for_status" (devboxd;
+ * Runloop's API has no such route and is only ever polled): instead of a
+ * pause, POST /v1/blueprints/{id}/wait_for_status, held by the engine
+ * until the build ends or for the poll interval (whole seconds, before
+ * deadline), so the end is seen as the engine reaches it. *used: it held
+ * (2xx or 408), else the caller pauses as usual (also when the backend
+ * refused); *waited_ms: the time held (the whole wait when it ran out).
+ * Returns 0 or a negative code (a cancelled call).
+ */
+int bp_hold(const struct rlmcp_h *h, const struct bp *bp, const char *id,
+            uint64_t deadline, bool *used, uint64_t *waited_ms);
 
 /* build_blueprint as an MCP task (task.c). */
 extern const struct rlmcp_task_def bp_task_def;

@@ -138,12 +138,27 @@ out:
     return rc;
 }
 
+/* tasks/result's pauses held in the engine where it offers that (see
+ * bp_hold). */
+static int hold(const struct rlmcp_h *h, void *user, const char *id,
+                const cJSON *view, uint64_t until_ms, bool *held)
+{
+    uint64_t waited_ms = 0;
+
+    *held = false;
+    if (!cJSON_IsTrue(
+            cJSON_GetObjectItemCaseSensitive(view, "supports_wait_for_status")))
+        return RLMCP_OK;
+    return bp_hold(h, user, id, until_ms, held, &waited_ms);
+}
+
 static const struct rlmcp_h_task_ops task_ops = {
     .id_arg = "blueprint_id",
     .max_wait_s = TASK_MAX_WAIT_S,
     .read = read_view,
     .ended = ended,
     .answer = answer_view,
+    .hold = hold,
 };
 
 static int task_start(rlmcp_call *call, const char *aj, size_t al, void *ud)

@@ -395,6 +395,12 @@ struct rlmcp_h_task_ops {
     /* Set the call's result from the state, ended or not. */
     int (*answer)(const struct rlmcp_h *h, void *user, const char *id,
                   const cJSON *state);
+    /* Optional: instead of the next pause, wait for the work's end in the
+     * backend (a long poll), at most until until_ms (rlmcp_h_now_ms);
+     * *held true when it did (the state is read again at once), false to
+     * pause as usual. 0, RLMCP_H_REPORTED or < 0. */
+    int (*hold)(const struct rlmcp_h *h, void *user, const char *id,
+                const cJSON *state, uint64_t until_ms, bool *held);
 };
 
 /*
@@ -432,7 +438,8 @@ int rlmcp_h_poll_pause(const struct rlmcp_h *h, struct rlmcp_h_poll *p);
 
 /*
  * The wait op: reads the state with pauses of rlmcp_h_poll (up to
- * poll_ms; sleeping through api->sleep_ms, so a cancelled call returns
+ * poll_ms, or ops->hold where it holds; sleeping through api->sleep_ms,
+ * so a cancelled call returns
  * RLMCP_ECANCELLED) until it ended or the op's "timeout_seconds" (1 to
  * ops->max_wait_s, default 60) passed, then answers the last state read:
  * at the bound a state still working, which the host asks about again.

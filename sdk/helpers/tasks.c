@@ -92,6 +92,13 @@ int rlmcp_h_task_wait(const struct rlmcp_h *h,
         if (rc != RLMCP_OK || ops->ended(state, user) ||
             rlmcp_h_now_ms() >= until)
             break;
+        if (ops->hold != NULL) {
+            bool held = false;
+
+            rc = ops->hold(h, user, id, state, until, &held);
+            if (rc != RLMCP_OK || held)
+                continue;
+        }
         rc = rlmcp_h_poll_pause(h, &poll);
     }
     /* Still working at the bound: say so; the host asks again. */

@@ -123,11 +123,12 @@ plugins:
       languages:
         python: {extension: py, command: "python3 {file}", blueprint: runloop/universal-ubuntu-24.04-x86_64}
   - name: browser
+  - name: desktop
 YAML
 "$T/scripts/run" --version --config deploy/langs.yaml </dev/null >"$tmp/out" 2>"$tmp/err"
-has "$tmp/err" "scripts/images: building the starter, universal, browser images for devboxes in the background"
-for _ in $(seq 600); do [ "$(grep -cv -- --check "$tmp/image-calls" 2>/dev/null)" = 3 ] && break; sleep 0.05; done
-if [ "$(grep -v -- --check "$tmp/image-calls" | tr '\n' ' ')" = "starter universal browser " ]; then
+has "$tmp/err" "scripts/images: building the starter, universal, browser, desktop images for devboxes in the background"
+for _ in $(seq 600); do [ "$(grep -cv -- --check "$tmp/image-calls" 2>/dev/null)" = 4 ] && break; sleep 0.05; done
+if [ "$(grep -v -- --check "$tmp/image-calls" | tr '\n' ' ')" = "starter universal browser desktop " ]; then
     pass "the deployment's images were built in order"; else fail "builder calls: $(cat "$tmp/image-calls")"; fi
 # The default deployment of a tree without one: only the default image.
 rm -f "$tmp/image-calls" "$tmp/image-built"

@@ -5,17 +5,10 @@
 // through every action, then checks the bad-input cases.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
-import { engineRequest } from './lib/engine.mjs';
+import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'browser-local.yaml');
 const LONG = { timeout: 600000 };
 
@@ -46,17 +39,6 @@ http.createServer((q, s) => {
 }).listen(8080, '127.0.0.1', () => console.log('serving'));
 `;
 
-function ping(sock) {
-  return new Promise((resolve) => {
-    const req = http.request({ socketPath: sock, method: 'GET', path: '/v1/devboxes?limit=1' }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-    });
-    req.on('error', () => resolve(false));
-    req.end();
-  });
-}
-
 // The web app another devbox serves (python http.server): a script and a
 // link by absolute path, as real apps have.
 const appPage = '<!doctype html><html><head><title>Served</title><script src="/app.js" defer></script></head>' +
@@ -65,17 +47,13 @@ const appJs = "document.getElementById('js').textContent = 'script ran';\n";
 const morePage = '<!doctype html><html><head><title>More</title></head><body><p id="m">more page</p></body></html>\n';
 
 describe('run_browser end to end (local engine, browser image)', () => {
-  let tmp;
-  let engine;
-  let engineExit;
-  let engineErr = '';
+  let stack;
   let client;
-  let hostErr = '';
   let session;
   let sock;
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 590000 });
-  const diag = (r) => `${JSON.stringify(r.content).slice(0, 2000)}\n--- host:\n${hostErr.slice(-3000)}\n--- devboxd:\n${engineErr.slice(-3000)}`;
+  const diag = (r) => `${JSON.stringify(r.content).slice(0, 2000)}\n--- host:\n${stack.host.err.slice(-3000)}\n--- devboxd:\n${stack.engine.stderr().slice(-3000)}`;
   const ok = (r) => {
     assert.notEqual(r.isError, true, diag(r));
     return r.structuredContent;
@@ -91,37 +69,12 @@ describe('run_browser end to end (local engine, browser image)', () => {
   };
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_browser.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-browser-'));
-    const state = path.join(tmp, 'state');
-    sock = path.join(state, 'devboxd.sock');
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
-    engine.stderr.on('data', (d) => { engineErr += d; });
-    engineExit = new Promise((r) => engine.on('exit', r));
-    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
-    const transport = new StdioClientTransport({
-      command: hostBin,
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    client = new Client({ name: 'browser-e2e', version: '1' });
-    await client.connect(transport);
+    stack = await startEngineAndHost({ name: 'browser', conf, plugins: ['browser'] });
+    ({ client } = stack);
+    sock = stack.engine.sock;
   });
 
-  after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
-    if (engine && engine.exitCode === null) {
-      engine.kill('SIGTERM');
-      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
-      await engineExit;
-      clearTimeout(t);
-    }
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  after(() => stack?.stop());
 
   it('starts a session with a data: URL and serves a page inside its devbox', LONG, async () => {
     const first = ok(await call('run_browser', {
@@ -334,26 +287,24 @@ describe('run_browser end to end (local engine, browser image)', () => {
     assert.equal(c.devbox_status, 'shutdown');
     // A session nobody closes (its agent forgot, or its host exited) ends
     // after idle_seconds without an action (5 s in this host's config).
-    const idle = new Client({ name: 'browser-e2e-idle', version: '1' });
-    const idleTransport = new StdioClientTransport({
-      command: hostBin,
+    const idle = await connectStdioHost({
+      name: 'browser-e2e-idle',
       args: ['--config', path.join(sourceDir, 'tests', 'e2e', 'conf', 'browser-idle.yaml')],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.dirname(sock) },
-      stderr: 'pipe',
+      env: { PATH: process.env.PATH, HOME: stack.tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: stack.state },
     });
-    idleTransport.stderr?.on('data', (d) => { hostErr += d; });
-    await idle.connect(idleTransport);
     let forgotten;
     try {
-      const first = await idle.callTool({ name: 'run_browser', arguments: { action: 'navigate', value: 'about:blank' } },
+      const first = await idle.client.callTool({ name: 'run_browser', arguments: { action: 'navigate', value: 'about:blank' } },
         undefined, { timeout: 590000 });
-      forgotten = ok(first).session_id;
+      assert.notEqual(first.isError, true, `${JSON.stringify(first.content)}\n--- idle host:\n${idle.err.slice(-3000)}`);
+      forgotten = first.structuredContent.session_id;
       ids.push(forgotten);
       // Still usable before the idle time is up.
       ok(await call('run_browser', { session_id: forgotten, action: 'get_text' }));
     } finally {
-      await idle.close();
+      await closeStdioHost(idle);
     }
+    await checkStdioHostExit(idle);
     const ended = await waitFor(async () => {
       const v = await engineRequest(sock, 'GET', `/v1/devboxes/${forgotten}`);
       return v.status === 'shutdown' ? v : null;

@@ -10,30 +10,17 @@
 // clear errors.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { sourceDir, waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'contexts-local.yaml');
 const LONG = { timeout: 600000 };
 const CALL = { timeout: Number(process.env.CTX_CALL_MS ?? 590000) };
 
-function ping(sock) {
-  return new Promise((resolve) => {
-    const req = http.request({ socketPath: sock, method: 'GET', path: '/v1/devboxes?limit=1' }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-    });
-    req.on('error', () => resolve(false));
-    req.end();
-  });
-}
+// The engine's defaults: the deployment names the contexts' image.
+const engineEnv = { RLMCP_DEVBOX_IMAGE: undefined, RLMCP_DEVBOX_RUNTIME: undefined };
 
 let apiSock;
 function post(p) {
@@ -55,27 +42,11 @@ function errorOf(r) {
 }
 
 describe('code contexts end to end (local engine, universal image)', () => {
-  let tmp;
-  let state;
-  let engine;
-  let engineExit;
-  let engineErr = '';
+  let stack;
   let client;
-  let hostErr = '';
   let ctx; // the context most tests share
-
-  async function connect() {
-    const transport = new StdioClientTransport({
-      command: hostBin,
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    const c = new Client({ name: 'contexts-e2e', version: '1' });
-    await c.connect(transport);
-    return c;
-  }
+  // What the host and devboxd logged, for a failure's message.
+  const logs = () => `${stack.host.err}\n${stack.engine.stderr()}`;
 
   async function call(name, args, opts = {}) {
     const t0 = Date.now();
@@ -88,37 +59,19 @@ describe('code contexts end to end (local engine, universal image)', () => {
 
   async function cell(code, extra = {}, opts = {}) {
     const r = await call('run_python', { context: ctx, code, ...extra }, opts);
-    assert.notEqual(r.isError, true, `run_python: ${JSON.stringify(r.content)}\n${hostErr}\n${engineErr}`);
+    assert.notEqual(r.isError, true, `run_python: ${JSON.stringify(r.content)}\n${logs()}`);
     return r;
   }
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-contexts-'));
-    state = path.join(tmp, 'state');
-    const env = { ...process.env };
-    delete env.RLMCP_DEVBOX_IMAGE;
-    delete env.RLMCP_DEVBOX_RUNTIME;
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'], env });
-    engine.stderr.on('data', (d) => { engineErr += d; });
-    engineExit = new Promise((r) => engine.on('exit', r));
-    apiSock = path.join(state, 'devboxd.sock');
-    await waitFor(() => ping(apiSock), 30000, 'devboxd to answer');
-    client = await connect();
+    stack = await startEngineAndHost({ name: 'contexts', conf, plugins: ['exec'], engineEnv });
+    ({ client } = stack);
+    apiSock = stack.engine.sock;
   });
 
   after(async () => {
-    if (process.env.CTX_DEBUG) console.error(`host:\n${hostErr.slice(-4000)}\nengine:\n${engineErr.slice(-6000)}`);
-    try { await client?.close(); } catch { /* already gone */ }
-    if (engine && engine.exitCode === null) {
-      engine.kill('SIGTERM');
-      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
-      await engineExit;
-      clearTimeout(t);
-    }
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    if (process.env.CTX_DEBUG) console.error(`host:\n${stack?.host?.err.slice(-4000)}\nengine:\n${stack?.engine?.stderr().slice(-6000)}`);
+    await stack?.stop();
   });
 
   it('lists the context tools, and context on run_python and run_code', async () => {
@@ -134,7 +87,7 @@ describe('code contexts end to end (local engine, universal image)', () => {
 
   it('creates a context and keeps state between calls', LONG, async () => {
     const r = await call('create_code_context', {});
-    assert.notEqual(r.isError, true, `create: ${JSON.stringify(r.content)}\n${hostErr}\n${engineErr}`);
+    assert.notEqual(r.isError, true, `create: ${JSON.stringify(r.content)}\n${logs()}`);
     ctx = r.structuredContent.context_id;
     assert.match(ctx, /^ctx_[0-9a-f]{8}_/);
     assert.equal(r.structuredContent.language, 'python');
@@ -230,8 +183,7 @@ describe('code contexts end to end (local engine, universal image)', () => {
   });
 
   it('the context outlives a host restart', LONG, async () => {
-    await client.close();
-    client = await connect();
+    client = await stack.reconnect();
     assert.equal((await cell('x')).structuredContent.results[0].text, '41');
   });
 
@@ -264,7 +216,7 @@ describe('code contexts end to end (local engine, universal image)', () => {
   it('deleting a context during its cell leaves the other contexts working', LONG, async () => {
     const mk = async () => {
       const r = await call('create_code_context', {});
-      assert.notEqual(r.isError, true, `create: ${JSON.stringify(r.content)}\n${hostErr}\n${engineErr}`);
+      assert.notEqual(r.isError, true, `create: ${JSON.stringify(r.content)}\n${logs()}`);
       return r.structuredContent.context_id;
     };
     const a = await mk();
@@ -285,7 +237,7 @@ describe('code contexts end to end (local engine, universal image)', () => {
     else assert.equal(ended.structuredContent.status, 'died', JSON.stringify(ended.structuredContent));
     // The gateway lived through it: the other context kept its state.
     const r = await call('run_python', { context: b, code: 'kept + 1' });
-    assert.notEqual(r.isError, true, `${JSON.stringify(r.content)}\n${engineErr.slice(-2000)}`);
+    assert.notEqual(r.isError, true, `${JSON.stringify(r.content)}\n${stack.engine.stderr().slice(-2000)}`);
     assert.equal(r.structuredContent.results[0].text, '18');
     const l = await call('list_code_contexts', {});
     const ids = l.structuredContent.contexts.map((c) => c.context_id);
@@ -334,43 +286,19 @@ describe('code contexts end to end (local engine, universal image)', () => {
 // the first create says what the image lacks, instead of a kernel that
 // cannot start.
 describe('code contexts on an image without IPython (starter)', () => {
-  let tmp;
-  let engine;
-  let engineExit;
-  let client;
+  let stack;
 
   before(async () => {
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-contexts-starter-'));
-    const state = path.join(tmp, 'state');
-    const env = { ...process.env };
-    delete env.RLMCP_DEVBOX_IMAGE;
-    delete env.RLMCP_DEVBOX_RUNTIME;
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'ignore'], env });
-    engineExit = new Promise((r) => engine.on('exit', r));
-    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
-    const transport = new StdioClientTransport({
-      command: hostBin,
-      args: ['--config', path.join(sourceDir, 'tests', 'e2e', 'conf', 'contexts-starter.yaml')],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
-      stderr: 'ignore',
+    stack = await startEngineAndHost({
+      name: 'contexts-starter', plugins: ['exec'], engineEnv,
+      conf: path.join(sourceDir, 'tests', 'e2e', 'conf', 'contexts-starter.yaml'),
     });
-    client = new Client({ name: 'contexts-starter-e2e', version: '1' });
-    await client.connect(transport);
   });
 
-  after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
-    if (engine && engine.exitCode === null) {
-      engine.kill('SIGTERM');
-      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
-      await engineExit;
-      clearTimeout(t);
-    }
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  after(() => stack?.stop());
 
   it('create_code_context names the missing modules', LONG, async () => {
-    const r = await client.callTool({ name: 'create_code_context', arguments: {} }, undefined, CALL);
+    const r = await stack.client.callTool({ name: 'create_code_context', arguments: {} }, undefined, CALL);
     const e = errorOf(r);
     assert.equal(e.code, 'unavailable');
     assert.match(e.message, /no Python module ipykernel, jupyter_client/);

@@ -7,11 +7,9 @@
 // bomb is killed within a second or two and never threatens the machine.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, requireBuilt, sourceDir } from './lib/host.mjs';
-import { engineRequest, startEngine } from './lib/engine.mjs';
+import { sourceDir } from './lib/host.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 600000 };
@@ -22,29 +20,14 @@ function ok(result) {
 }
 
 describe('a command killed by the memory limit ends alone', () => {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-oom-'));
-  const state = path.join(tmp, 'state');
-  let engine;
-  let host;
-  let call;
+  let stack;
+  const call = (name, args) => stack.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
 
   before(async () => {
-    requireBuilt();
-    engine = await startEngine(state);
-    host = await connectStdioHost({
-      name: 'exec-oom-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
-    });
-    call = (name, args) => host.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
+    stack = await startEngineAndHost({ name: 'exec-oom', conf, plugins: ['exec'] });
   }, LONG);
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   it('execute_command says out_of_memory; the next command runs; the devbox stays running', LONG, async () => {
     const box = ok(await call('create_devbox', { resource_size: 'X_SMALL' }));
@@ -63,9 +46,9 @@ describe('a command killed by the memory limit ends alone', () => {
     }
     assert.equal(ok(await call('get_devbox', { devbox_id: box.id })).status, 'running');
     // The engine's own view agrees, and logged the kill.
-    const view = await engineRequest(engine.sock, 'GET', `/v1/devboxes/${box.id}`);
+    const view = await engineRequest(stack.engine.sock, 'GET', `/v1/devboxes/${box.id}`);
     assert.equal(view.status, 'running', JSON.stringify(view));
-    const logs = await engineRequest(engine.sock, 'GET', `/v1/devboxes/${box.id}/logs`);
+    const logs = await engineRequest(stack.engine.sock, 'GET', `/v1/devboxes/${box.id}/logs`);
     assert.ok(logs.logs.some((l) => /memory limit killed a process/.test(l.message ?? '')),
       JSON.stringify(logs.logs.slice(-4)));
     ok(await call('shutdown_devbox', { devbox_id: box.id }));

@@ -13,11 +13,9 @@
 // - args is argv: an argument holding shell syntax arrives literally.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, requireBuilt, sourceDir } from './lib/host.mjs';
-import { startEngine } from './lib/engine.mjs';
+import { sourceDir } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 600000 };
@@ -46,30 +44,17 @@ function progressOutput(progress) {
 }
 
 describe('exec: full timeouts, output from the first byte, argv', () => {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-timeouts-'));
-  let engine;
-  let host;
+  let stack;
   let box;
   const call = (name, args, extra = {}) =>
-    host.client.callTool({ name, arguments: args }, undefined, { timeout: 300000, ...extra });
+    stack.client.callTool({ name, arguments: args }, undefined, { timeout: 300000, ...extra });
 
   before(async () => {
-    requireBuilt();
-    engine = await startEngine(path.join(tmp, 'state'));
-    host = await connectStdioHost({
-      name: 'exec-timeouts-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-    });
+    stack = await startEngineAndHost({ name: 'exec-timeouts', conf, plugins: ['exec'] });
     box = ok(await call('create_devbox', {})).id;
   }, LONG);
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   // Each tool with its arguments for a shell command line.
   const tools = {
@@ -131,9 +116,9 @@ describe('exec: full timeouts, output from the first byte, argv', () => {
   // execute_command as an MCP task (the SDK's task stream: create, poll,
   // result): a timeout given to the task bounds its command the same way.
   async function taskRun(args) {
-    await host.client.listTools(); // the SDK learns which tools take tasks
+    await stack.client.listTools(); // the SDK learns which tools take tasks
     const msgs = [];
-    const stream = host.client.experimental.tasks.callToolStream({ name: 'execute_command', arguments: args },
+    const stream = stack.client.experimental.tasks.callToolStream({ name: 'execute_command', arguments: args },
       undefined, { task: { ttl: 600000 }, timeout: 280000 });
     for await (const m of stream) msgs.push(m);
     assert.equal(msgs[0].type, 'taskCreated', JSON.stringify(msgs));
@@ -160,7 +145,7 @@ describe('exec: full timeouts, output from the first byte, argv', () => {
     assert.ok(took >= 2000, `answered after ${took} ms`);
     assert.ok(took < 8000, `answered after ${took} ms: it was not killed`);
     // The task completed (its command's own timeout ended it: not cancelled).
-    assert.equal((await host.client.experimental.tasks.getTask(task.taskId)).status, 'completed');
+    assert.equal((await stack.client.experimental.tasks.getTask(task.taskId)).status, 'completed');
     // Killed on the devbox: no "after", nothing left running.
     const ps = ok(await call('execute_command', { devbox_id: box, command: 'pgrep -f "sleep [8]" || echo none' }));
     assert.equal(ps.stdout, 'none\n');

@@ -4,11 +4,9 @@
 // the default user's sudo, as on Runloop).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, requireBuilt, sourceDir } from './lib/host.mjs';
-import { startEngine } from './lib/engine.mjs';
+import { sourceDir } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 600000 };
@@ -23,46 +21,16 @@ function errorOf(result) {
   return JSON.parse(result.content.find((c) => c.type === 'text').text).error;
 }
 
-// An engine with the given environment (the runtime is chosen at start) and
-// a host over stdio talking to it.
-async function setup(tmp, env) {
-  const saved = {};
-  for (const [k, v] of Object.entries(env)) { saved[k] = process.env[k]; process.env[k] = v; }
-  let engine;
-  try {
-    engine = await startEngine(path.join(tmp, 'state'));
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    }
-  }
-  const host = await connectStdioHost({
-    name: 'exec-user-e2e',
-    args: ['--config', conf],
-    env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-  });
-  const call = (name, args) => host.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
-  const box = ok(await call('create_devbox', {}));
-  return { engine, host, call, box: box.id };
-}
-
-async function teardown(s, tmp) {
-  await closeStdioHost(s?.host);
-  await s?.engine?.stop();
-  rmSync(tmp, { recursive: true, force: true });
-  await checkStdioHostExit(s?.host);
-}
-
 describe('execute_command user: root through sudo (runc runtime, starter image: the defaults)', () => {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-exec-user-'));
-  let s;
+  const s = {};
 
   before(async () => {
-    requireBuilt();
     // The engine's defaults: runc on the starter image.
-    s = await setup(tmp, {});
+    s.stack = await startEngineAndHost({ name: 'exec-user', conf, plugins: ['exec'] });
+    s.call = (name, args) => s.stack.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
+    s.box = ok(await s.call('create_devbox', {})).id;
   }, LONG);
-  after(() => teardown(s, tmp));
+  after(() => s.stack?.stop());
 
   it('runs as the default user unless asked, and as root when asked', LONG, async () => {
     let r = ok(await s.call('execute_command', { devbox_id: s.box, command: 'id -un; id -u' }));

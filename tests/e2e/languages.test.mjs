@@ -5,16 +5,10 @@
 // devbox needs no network for any of them.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { sourceDir } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'languages-local.yaml');
 const LONG = { timeout: 600000 };
 
@@ -33,61 +27,21 @@ const programs = {
   bash: 'echo "bash $((6 * 7))"\n',
 };
 
-function ping(sock) {
-  return new Promise((resolve) => {
-    const req = http.request({ socketPath: sock, method: 'GET', path: '/v1/devboxes?limit=1' }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-    });
-    req.on('error', () => resolve(false));
-    req.end();
-  });
-}
-
 describe('run_<language> tools end to end (local engine, universal image)', () => {
-  let tmp;
-  let engine;
-  let engineExit;
-  let engineErr = '';
+  let stack;
   let client;
-  let hostErr = '';
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-languages-'));
-    const state = path.join(tmp, 'state');
     // The engine's defaults: each tool's devbox gets the universal image
     // through the deployment (blueprint: runloop/universal-ubuntu-24.04-x86_64).
-    const env = { ...process.env };
-    delete env.RLMCP_DEVBOX_IMAGE;
-    delete env.RLMCP_DEVBOX_RUNTIME;
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'], env });
-    engine.stderr.on('data', (d) => { engineErr += d; });
-    engineExit = new Promise((r) => engine.on('exit', r));
-    await waitFor(() => ping(path.join(state, 'devboxd.sock')), 30000, 'devboxd to answer');
-    const transport = new StdioClientTransport({
-      command: hostBin,
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: state },
-      stderr: 'pipe',
+    stack = await startEngineAndHost({
+      name: 'languages', conf, plugins: ['exec'],
+      engineEnv: { RLMCP_DEVBOX_IMAGE: undefined, RLMCP_DEVBOX_RUNTIME: undefined },
     });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    client = new Client({ name: 'languages-e2e', version: '1' });
-    await client.connect(transport);
+    ({ client } = stack);
   });
 
-  after(async () => {
-    try { await client?.close(); } catch { /* already gone */ }
-    if (engine && engine.exitCode === null) {
-      engine.kill('SIGTERM');
-      const t = setTimeout(() => engine.kill('SIGKILL'), 30000);
-      await engineExit;
-      clearTimeout(t);
-    }
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  after(() => stack?.stop());
 
   it('lists all 11 tools', async () => {
     const { tools } = await client.listTools();
@@ -99,7 +53,7 @@ describe('run_<language> tools end to end (local engine, universal image)', () =
     it(`run_${lang} prints its output`, LONG, async () => {
       const r = await client.callTool({ name: `run_${lang}`, arguments: { code } }, undefined, { timeout: 590000 });
       const sc = r.structuredContent;
-      assert.notEqual(r.isError, true, `run_${lang}: ${JSON.stringify(r.content)}\n${hostErr}\n${engineErr}`);
+      assert.notEqual(r.isError, true, `run_${lang}: ${JSON.stringify(r.content)}\n${stack.host.err}\n${stack.engine.stderr()}`);
       assert.equal(sc.exit_code, 0, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.stdout, `${lang} 42\n`, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.language, lang);

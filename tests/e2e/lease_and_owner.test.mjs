@@ -5,11 +5,9 @@
 // runner-mcp's file_write), with their bad input.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { checkStdioHostExit, closeStdioHost, connectStdioHost, pluginDir, requireBuilt, sourceDir } from './lib/host.mjs';
-import { engineRequest, startEngine } from './lib/engine.mjs';
+import { sourceDir } from './lib/host.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 600000 };
@@ -25,33 +23,20 @@ function errorOf(result) {
 }
 
 describe('renew_devbox and write_file user', () => {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-lease-owner-'));
-  let engine;
-  let host;
+  let stack;
   let box;
-  const call = (name, args) => host.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
+  const call = (name, args) => stack.client.callTool({ name, arguments: args }, undefined, { timeout: 580000 });
   const sh = async (command) => ok(await call('execute_command', { devbox_id: box, command }));
 
   before(async () => {
-    requireBuilt();
-    engine = await startEngine(path.join(tmp, 'state'));
-    host = await connectStdioHost({
-      name: 'lease-owner-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-    });
+    stack = await startEngineAndHost({ name: 'lease-owner', conf, plugins: ['exec'] });
     box = ok(await call('create_devbox', { keep_alive_time_seconds: 900 })).id;
   }, LONG);
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   it('renew_devbox: the lifetime ends keep_alive_time_seconds from now', LONG, async () => {
-    const { tools } = await host.client.listTools();
+    const { tools } = await stack.client.listTools();
     const k = tools.find((t) => t.name === 'renew_devbox').inputSchema.properties.keep_alive_time_seconds;
     assert.equal(k.minimum, 60);
     assert.equal(k.maximum, 3600);
@@ -64,7 +49,7 @@ describe('renew_devbox and write_file user', () => {
     assert.equal(Date.parse(r.expires_at), r.expires_at_ms);
     assert.match(r.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // The engine's own record says the same.
-    const view = await engineRequest(engine.sock, 'GET', `/v1/devboxes/${box}`);
+    const view = await engineRequest(stack.engine.sock, 'GET', `/v1/devboxes/${box}`);
     assert.equal(view.lifetime_end_ms, r.expires_at_ms);
   });
 

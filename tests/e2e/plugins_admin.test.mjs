@@ -7,11 +7,10 @@
 // reference MCP server through $RL_MCP_URL with only the allowed tools.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, startEngine } from './lib/engine.mjs';
+import { sourceDir, waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 import { startEverything } from './lib/everything.mjs';
 
 const LONG = { timeout: 300000 };
@@ -29,7 +28,7 @@ function errorOf(result) {
 }
 
 describe('admin tools end to end (local engine)', () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
   let host;
@@ -42,13 +41,14 @@ describe('admin tools end to end (local engine)', () => {
   };
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_admin.so'),
-      path.join(pluginDir, 'rlmcp_lifecycle.so'), path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-admin-'));
-    const state = path.join(tmp, 'state');
-    engine = await startEngine(state);
+    stack = await startEngineAndHost({ name: 'admin', plugins: ['admin', 'lifecycle', 'exec'], conf: writeConf });
+    ({ engine, host, client } = stack);
+  });
+
+  after(() => stack?.stop());
+
+  /** The deployment on the engine's state dir. */
+  function writeConf({ tmp, state }) {
     const conf = path.join(tmp, 'admin.yaml');
     writeFileSync(conf, [
       'server:', '  name: runloop-mcp-admin-test', '  transport: stdio',
@@ -60,22 +60,8 @@ describe('admin tools end to end (local engine)', () => {
       '  - name: exec', '    config:', '      create_wait_seconds: 120',
       '',
     ].join('\n'));
-    host = await connectStdioHost({
-      name: 'admin-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
-    });
-    client = host.client;
-  });
-
-  after(async () => {
-    await closeStdioHost(host);
-    const code = await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
-    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
-  });
+    return conf;
+  }
 
   it('lists the secret tools with honest annotations', async () => {
     const { tools } = await client.listTools();

@@ -4,47 +4,14 @@
 // whose PTY server runs inside the devbox behind a PTY tunnel.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildDir, hostBin, pluginDir, waitFor } from './lib/host.mjs';
+import { waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const LONG = { timeout: 300000 };
-
-/** devboxd on its own state dir (unix socket + loopback tunnel listener). */
-async function startEngine(stateDir) {
-  const child = spawn(devboxdBin, ['--state-dir', stateDir, '--tunnel-listen', '127.0.0.1:0'],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  let exited = false;
-  let code = null;
-  const gone = new Promise((r) => child.on('exit', (c, s) => { exited = true; code = c ?? s; r(); }));
-  const pidFile = path.join(stateDir, 'devboxd.pid');
-  const tunnelPort = await waitFor(() => {
-    if (exited) throw new Error(`devboxd exited early: ${stderr}`);
-    if (!existsSync(pidFile)) return null;
-    const m = /^tunnel_port (\d+)$/m.exec(readFileSync(pidFile, 'utf8'));
-    return m ? Number(m[1]) : null;
-  }, 30000, 'devboxd to write its tunnel port');
-  return {
-    tunnelPort,
-    stderr: () => stderr,
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 30000);
-      await gone;
-      clearTimeout(t);
-      return code;
-    },
-  };
-}
 
 function ok(result) {
   assert.notEqual(result.isError, true, `tool error: ${JSON.stringify(result.content)}`);
@@ -73,11 +40,9 @@ function tunnelGet(port, key, p, token) {
 }
 
 describe('PTY session tools end to end (local engine)', () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
-  let hostErr = '';
-  let hostErrEnded = false;
   let box;
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
@@ -99,16 +64,25 @@ describe('PTY session tools end to end (local engine)', () => {
   }
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_pty.so'),
-      path.join(pluginDir, 'rlmcp_lifecycle.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-pty-'));
-    const state = path.join(tmp, 'state');
-    engine = await startEngine(state);
+    stack = await startEngineAndHost({
+      name: 'pty', plugins: ['pty', 'lifecycle'],
+      engineArgs: ['--tunnel-listen', '127.0.0.1:0'], conf: writeConf,
+    });
+    client = stack.client;
+    engine = { ...stack.engine, tunnelPort: stack.engine.pidNumber('tunnel_port') };
+    box = ok(await call('create_devbox', { name: 'pty-e2e' }));
+    assert.equal(box.status, 'running');
+  });
+
+  after(async () => {
+    try { if (box) await call('shutdown_devbox', { devbox_id: box.id }); } catch { /* reported below */ }
+    await stack?.stop();
+  });
+
+  /** The deployment on the engine's state dir; no tunnel_url_template: the
+   *  host finds devboxd's tunnel listener in the state dir's devboxd.pid. */
+  function writeConf({ tmp, state }) {
     const conf = path.join(tmp, 'pty.yaml');
-    // No tunnel_url_template: the host finds devboxd's tunnel listener in
-    // the state dir's devboxd.pid on its own.
     writeFileSync(conf, [
       'server:', '  name: runloop-mcp-pty-test', '  transport: stdio',
       'host:', '  log_level: warning',
@@ -118,33 +92,8 @@ describe('PTY session tools end to end (local engine)', () => {
       '  - name: pty',
       '',
     ].join('\n'));
-    const transport = new StdioClientTransport({
-      command: hostBin, args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (d) => { hostErr += d; });
-    transport.stderr?.on('end', () => { hostErrEnded = true; });
-    client = new Client({ name: 'pty-e2e', version: '1' });
-    try {
-      await client.connect(transport);
-    } catch (e) {
-      throw new Error(`host did not start: ${e.message}\n${hostErr}`);
-    }
-    box = ok(await call('create_devbox', { name: 'pty-e2e' }));
-    assert.equal(box.status, 'running');
-  });
-
-  after(async () => {
-    try { if (box) await call('shutdown_devbox', { devbox_id: box.id }); } catch { /* reported below */ }
-    try { await client?.close(); } catch { /* already gone */ }
-    const code = await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await waitFor(() => hostErrEnded, 15000, 'the host to exit');
-    assert.doesNotMatch(hostErr, /AddressSanitizer|LeakSanitizer|runtime error/, hostErr);
-    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
-    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
-  });
+    return conf;
+  }
 
   it('pty_connect creates a session, then reattaches to it', LONG, async () => {
     const c = ok(await call('pty_connect', { devbox_id: box.id, session_name: 'sh1', cols: 100, rows: 30 }));

@@ -8,11 +8,10 @@
 // down devbox, unknown ids).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
+import { waitFor } from './lib/host.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const LONG = { timeout: 300000 };
 
@@ -58,10 +57,9 @@ function ok(result) {
 }
 
 describe('snapshots and blueprints plugins end to end (local engine)', () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
-  let host;
   let tools; // the e2e-tools blueprint
   let box;
   let snap;
@@ -70,29 +68,18 @@ describe('snapshots and blueprints plugins end to end (local engine)', () => {
     { timeout: 280000, ...opts });
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_snapshots.so'),
-      path.join(pluginDir, 'rlmcp_blueprints.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-snapbp-'));
-    const conf = path.join(tmp, 'snapshots-blueprints.yaml');
-    writeFileSync(conf, CONF);
-    engine = await startEngine(path.join(tmp, 'state'));
-    host = await connectStdioHost({
-      name: 'snapshots-blueprints-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir,
-        RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+    stack = await startEngineAndHost({
+      name: 'snapbp', plugins: ['snapshots', 'blueprints'],
+      conf: ({ tmp }) => {
+        const conf = path.join(tmp, 'snapshots-blueprints.yaml');
+        writeFileSync(conf, CONF);
+        return conf;
+      },
     });
-    client = host.client;
+    ({ engine, client } = stack);
   });
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   it('lists every snapshots and blueprints tool', async () => {
     const { tools: list } = await client.listTools();

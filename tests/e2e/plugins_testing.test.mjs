@@ -6,54 +6,30 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { buildDir, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
-const devboxdBin = path.join(buildDir, 'bin', 'devboxd');
 const conf = path.join(sourceDir, 'conf', 'testing.yaml');
 const LONG = { timeout: 240000 };
 
 describe("conf/testing.yaml (the testing edition's surface)", () => {
+  let stack;
   let tmp;
-  let engine;
   let client;
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-testing-conf-'));
-    const state = path.join(tmp, 'state');
-    engine = spawn(devboxdBin, ['--state-dir', state], { stdio: ['ignore', 'ignore', 'inherit'] });
-    await waitFor(() => existsSync(path.join(state, 'devboxd.sock')), 30000, 'devboxd socket');
     // backend auto with no key and no base URL: the local engine on
-    // RLMCP_STATE_DIR (the one started above; the host starts none).
-    const transport = new StdioClientTransport({
-      command: hostBin,
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_STATE_DIR: state },
-      stderr: 'inherit',
+    // RLMCP_STATE_DIR (the one started here; the host starts none).
+    stack = await startEngineAndHost({
+      name: 'testing-conf', conf, env: ({ state }) => ({ RLMCP_STATE_DIR: state }),
     });
-    client = new Client({ name: 'testing-conf-e2e', version: '1' });
-    await client.connect(transport);
+    ({ tmp, client } = stack);
   });
 
-  after(async () => {
-    try { await client?.close(); } catch { /* gone */ }
-    if (engine && engine.exitCode === null) {
-      const gone = new Promise((r) => engine.once('exit', r));
-      engine.kill('SIGTERM');
-      const t = setTimeout(() => engine.kill('SIGKILL'), 20000);
-      await gone;
-      clearTimeout(t);
-    }
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  after(() => stack?.stop());
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 230000 });
   const ok = (r) => {

@@ -5,12 +5,10 @@
 // round trips, run_code reuse and clean-up, run_python/run_c and bad input.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
+import { sourceDir, waitFor } from './lib/host.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 300000 };
@@ -30,34 +28,19 @@ function ok(result) {
 }
 
 describe('plugins end to end (local engine)', () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
   let box; // a devbox shared by the tests that only need one
-  let host;
 
   const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000, ...opts });
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-plugins-'));
-    engine = await startEngine(path.join(tmp, 'state'));
-    host = await connectStdioHost({
-      name: 'plugins-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
-    });
-    client = host.client;
+    stack = await startEngineAndHost({ name: 'plugins', conf, plugins: ['exec'] });
+    ({ engine, client } = stack);
   });
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   it('lists the tools with schemas and honest annotations', async () => {
     const { tools } = await client.listTools();

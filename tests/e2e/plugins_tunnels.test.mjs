@@ -9,22 +9,13 @@
 // its tunnels live (TunnelView.url_template and a response header).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, startEngine } from './lib/engine.mjs';
+import { waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
 const LONG = { timeout: 300000 };
-
-/** devboxd on its own state dir (unix socket, or a loopback TCP port when
- *  tcp, + loopback tunnel listener). */
-async function startTunnelEngine(stateDir, tcp) {
-  const listen = tcp ? ['--listen', '127.0.0.1:0'] : [];
-  const e = await startEngine(stateDir, [...listen, '--tunnel-listen', '127.0.0.1:0']);
-  return { ...e, tunnelPort: e.pidNumber('tunnel_port'), apiPort: tcp ? e.pidNumber('port') : null };
-}
 
 /** GET a tunnel URL as given; *.localhost is pinned to 127.0.0.1 (RFC 6761). */
 function fetchUrl(url, headers = {}) {
@@ -58,30 +49,36 @@ function errorOf(result) {
 }
 
 for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd by ${mode})`, () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
-  let host;
   let box;
   let firstKey;
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_pty.so'),
-      path.join(pluginDir, 'rlmcp_lifecycle.so'), path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-tunnels-'));
-    const state = path.join(tmp, 'state');
-    engine = await startTunnelEngine(state, mode === 'url');
-    const conf = path.join(tmp, 'tunnels.yaml');
-    const env = { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir };
-    if (mode === 'url') {
+    // devboxd on a unix socket, or a loopback TCP port for 'url'; and a
+    // loopback tunnel listener.
+    const listen = mode === 'url' ? ['--listen', '127.0.0.1:0'] : [];
+    stack = await startEngineAndHost({
+      name: 'tunnels', plugins: ['pty', 'lifecycle', 'exec'],
+      engineArgs: [...listen, '--tunnel-listen', '127.0.0.1:0'], conf: writeConf,
       // As for an engine on another machine: its URL and key, no state dir.
-      env.RUNLOOP_BASE_URL = `http://127.0.0.1:${engine.apiPort}`;
-      env.RUNLOOP_API_KEY = readFileSync(path.join(state, 'api-key'), 'utf8').trim();
-    }
+      env: ({ state, engine: e }) => (mode !== 'url' ? {} : {
+        RUNLOOP_BASE_URL: `http://127.0.0.1:${e.pidNumber('port')}`,
+        RUNLOOP_API_KEY: readFileSync(path.join(state, 'api-key'), 'utf8').trim(),
+      }),
+    });
+    client = stack.client;
+    engine = { ...stack.engine, tunnelPort: stack.engine.pidNumber('tunnel_port') };
+  });
+
+  after(() => stack?.stop());
+
+  /** The deployment: the engine's state dir, or its URL for 'url'. */
+  function writeConf({ tmp, state }) {
+    const conf = path.join(tmp, 'tunnels.yaml');
     writeFileSync(conf, [
       'server:', '  name: runloop-mcp-tunnels-test', '  transport: stdio',
       'host:', '  log_level: warning',
@@ -92,22 +89,8 @@ for (const mode of ['socket', 'url']) describe(`tunnel tools end to end (devboxd
       '  - name: pty',
       '',
     ].join('\n'));
-    host = await connectStdioHost({
-      name: 'tunnels-e2e',
-      args: ['--config', conf],
-      env: env,
-    });
-    client = host.client;
-  });
-
-  after(async () => {
-    await closeStdioHost(host);
-    const code = await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
-    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
-  });
+    return conf;
+  }
 
   it('lists the tunnel tools with honest annotations', async () => {
     const { tools } = await client.listTools();

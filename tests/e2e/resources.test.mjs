@@ -7,14 +7,14 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, engineRequest, startEngine } from './lib/engine.mjs';
+import { hostBin, pluginDir, sourceDir, waitFor } from './lib/host.mjs';
+import { engineRequest, startEngine, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'plugins-local.yaml');
 const LONG = { timeout: 300000 };
@@ -37,38 +37,25 @@ async function readError(client, uri) {
 }
 
 describe('devbox resources (local engine)', () => {
-  let tmp;
+  let stack;
   let engine;
   let client;
   let box;
-  let host;
   const updates = [];
 
   const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 280000 });
 
   before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-resources-'));
-    engine = await startEngine(path.join(tmp, 'state'));
-    host = await connectStdioHost({
-      name: 'resources-e2e',
-      args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir, RLMCP_TEST_STATE_DIR: path.join(tmp, 'state') },
+    stack = await startEngineAndHost({
+      name: 'resources', conf, plugins: ['exec'],
       setup: (c) => c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); }),
     });
-    client = host.client;
+    ({ engine, client } = stack);
     box = ok(await call('create_devbox', { name: 'resources-e2e' }));
     assert.equal(box.status, 'running');
   });
 
-  after(async () => {
-    await closeStdioHost(host);
-    await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-  });
+  after(() => stack?.stop());
 
   it('lists the file and execution-output templates; subscribe is offered', async () => {
     const caps = client.getServerCapabilities();

@@ -247,6 +247,8 @@ test('the default deployment starts with its core set', async () => {
     // Every tool is in the core or in exactly one toolset.
     const all = [...first.filter((n) => !n.endsWith('_toolset') && n !== 'list_toolsets'), ...sets.flatMap((s) => s.tools)];
     assert.equal(new Set(all).size, all.length);
+    // computer (the desktop plugin) is a toolset of its own, not in the core.
+    assert.deepEqual(sets.find((s) => s.name === 'computer')?.tools, ['computer']);
     const full = spawnSync(hostBin, ['--config', path.join(sourceDir, 'conf', 'runloop-mcp.yaml'), '--list-tools'],
       { env, encoding: 'utf8' });
     const every = full.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0]).sort();

@@ -8,13 +8,12 @@
 // same client.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildDir, checkStdioHostExit, closeStdioHost, connectStdioHost, hostBin, pluginDir, waitFor } from './lib/host.mjs';
-import { devboxdBin, startEngine } from './lib/engine.mjs';
+import { waitFor } from './lib/host.mjs';
+import { startEngineAndHost } from './lib/engine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverSrc = path.join(here, '..', 'fixtures', 'ws_echo_server.py');
@@ -33,7 +32,7 @@ function errorOf(result) {
 }
 
 describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
-  let tmp;
+  let stack;
   let engine;
   let host;
   let client;
@@ -53,16 +52,8 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     return e.message;
   };
 
-  before(async () => {
-    for (const f of [hostBin, devboxdBin, path.join(pluginDir, 'rlmcp_testtools.so'),
-      path.join(pluginDir, 'rlmcp_pty.so'), path.join(pluginDir, 'rlmcp_lifecycle.so'),
-      path.join(pluginDir, 'rlmcp_exec.so')]) {
-      if (!existsSync(f)) throw new Error(`${f} is missing: build first (RLMCP_BUILD_DIR=${buildDir})`);
-    }
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'rlmcp-ws-'));
-    const state = path.join(tmp, 'state');
-    const e = await startEngine(state, ['--tunnel-listen', '127.0.0.1:0']);
-    engine = { ...e, tunnelPort: e.pidNumber('tunnel_port') };
+  /** The deployment on the engine's state dir. */
+  function writeConf({ tmp, state }) {
     const conf = path.join(tmp, 'ws.yaml');
     writeFileSync(conf, [
       'server:', '  name: runloop-mcp-ws-test', '  transport: stdio',
@@ -75,11 +66,16 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
       '  - name: testtools',
       '',
     ].join('\n'));
-    host = await connectStdioHost({
-      name: 'ws-e2e', args: ['--config', conf],
-      env: { PATH: process.env.PATH, HOME: tmp, RLMCP_PLUGIN_DIR: pluginDir },
+    return conf;
+  }
+
+  before(async () => {
+    stack = await startEngineAndHost({
+      name: 'ws', plugins: ['testtools', 'pty', 'lifecycle', 'exec'],
+      engineArgs: ['--tunnel-listen', '127.0.0.1:0'], conf: writeConf,
     });
-    client = host.client;
+    ({ host, client } = stack);
+    engine = { ...stack.engine, tunnelPort: stack.engine.pidNumber('tunnel_port') };
 
     box = ok(await call('create_devbox', { name: 'ws-e2e' }));
     const b64 = readFileSync(serverSrc).toString('base64');
@@ -97,14 +93,7 @@ describe('WebSockets to a devbox tunnel port (runloop_ws_*)', () => {
     }, 60000, 'the WebSocket server in the devbox');
   });
 
-  after(async () => {
-    await closeStdioHost(host);
-    const code = await engine?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    await checkStdioHostExit(host);
-    assert.doesNotMatch(engine?.stderr() ?? '', /AddressSanitizer|LeakSanitizer|runtime error/);
-    assert.equal(code, 0, `devboxd exit: ${engine?.stderr()}`);
-  });
+  after(() => stack?.stop());
 
   it('sends text and binary messages and gets them back', LONG, async () => {
     const r = ok(await ws({ path: '/echo?room=1', send: [

@@ -152,7 +152,7 @@ describe('runtime and image settings', () => {
     // included) is told to drop the setting rather than quietly given root inside.
     [{ RLMCP_DEVBOX_RUNTIME: 'docker' }, /RLMCP_DEVBOX_RUNTIME="docker": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
     [{ RLMCP_DEVBOX_RUNTIME: 'bwrap' }, /RLMCP_DEVBOX_RUNTIME="bwrap": devboxes run under runc only .*unset RLMCP_DEVBOX_RUNTIME/],
-    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal or browser/],
+    [{ RLMCP_DEVBOX_IMAGE: 'ubuntu' }, /RLMCP_DEVBOX_IMAGE="ubuntu" is not an image: set it to starter \(the default\), universal, browser or desktop/],
     // buildah is the one builder: the native Dockerfile builder is gone.
     [{ RLMCP_BUILDER: 'native' }, /RLMCP_BUILDER="native": blueprints build with buildah only .*unset RLMCP_BUILDER/],
     // The host's /usr is no image any more.

@@ -9,9 +9,13 @@
 // FROM, a context path that escapes) is a 400 naming what to change; a
 // failed step is named with its exit status and the output's tail; a RUN
 // step's root is a host id range claimed for the build (not the host's
-// root), released when the build ends.
+// root), released when the build ends; the steps share one network
+// namespace of the build's own (slirp4netns, the host's loopback
+// unreachable), gone when the build ends.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Devboxd, blueprintLog, blueprintSettled, claimsDir, rejectsWith, waitFor, useEngine } from './devboxd.mjs';
@@ -201,6 +205,78 @@ describe('blueprints built by buildah', () => {
     assert.doesNotMatch(r.out, /4294967295/);
     assert.equal(owner, '0:0\n');
     await client.devboxes.shutdown(box.id);
+    await client.blueprints.delete(b.id);
+  });
+
+  test("a build's RUN steps share one network namespace of its own: outbound through slirp4netns, not the host's loopback", async () => {
+    // One listener on every address: the steps reach it at the host's own
+    // address, not at slirp's gateway (the host's loopback).
+    const hostIp = Object.values(networkInterfaces()).flat()
+      .find((a) => a.family === 'IPv4' && !a.internal)?.address;
+    assert.ok(hostIp, 'the host has an IPv4 address besides loopback');
+    const seen = [];
+    const server = createServer((s) => { seen.push(s.remoteAddress); s.end('hello\n'); });
+    await new Promise((resolve) => server.listen(0, '0.0.0.0', resolve));
+    const port = server.address().port;
+    const probe = (to) => `(timeout 10 bash -c 'exec 3<>/dev/tcp/${to}/${port} && head -1 <&3' || echo refused)`;
+    try {
+      const b = await client.blueprints.create({ name: 'bh-net',
+        dockerfile: [
+          'FROM runloop/starter-x86_64',
+          'RUN readlink /proc/self/ns/net > /opt/netns1 && ip -o -4 addr show > /opt/addrs',
+          `RUN readlink /proc/self/ns/net > /opt/netns2 && ${probe('10.0.2.2')} > /opt/loopback && ` +
+            `${probe(hostIp)} > /opt/outside`,
+        ].join('\n') });
+      const done = await settled(b.id);
+      assert.equal(done.status, 'build_complete', await logText(b.id));
+      const box = await client.devboxes.createAndAwaitRunning({ blueprint_id: b.id });
+      const r = await run(box.id, 'cat /opt/netns1 /opt/netns2 /opt/loopback /opt/outside; echo ---; cat /opt/addrs');
+      await client.devboxes.shutdown(box.id);
+      const [head, addrs] = r.out.split('---\n');
+      const [ns1, ns2, loopback, outside] = head.trim().split('\n');
+      assert.match(ns1, /^net:\[\d+\]$/, r.out);
+      assert.equal(ns2, ns1, 'the two RUN steps ran in different network namespaces');
+      assert.match(addrs, /tap0\s+inet 10\.0\.2\.100\//, 'the steps are not on slirp4netns');
+      assert.doesNotMatch(addrs, /10\.88\./, 'a step is on the bridge');
+      assert.equal(loopback, 'refused', "a step reached the host's loopback");
+      assert.equal(outside, 'hello', "a step did not reach the host's address");
+      assert.equal(seen.length, 1, `connections seen: ${seen}`);
+      // Its namespace (the holder, slirp4netns) is gone with the build.
+      const left = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((pid) => {
+        try { return readlinkSync(`/proc/${pid}/ns/net`) === ns1; } catch { return false; }
+      });
+      assert.deepEqual(left, [], 'processes left in the build network namespace');
+      await client.blueprints.delete(b.id);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('wait_for_status answers as the build ends; 408 before, 422 for a status it will never reach, 400 naming bad input', async () => {
+    const waitFor_ = (id, body) => client.post(`/v1/blueprints/${id}/wait_for_status`, { body, maxRetries: 0 });
+    const b = await client.blueprints.create({ name: 'bh-wait', dockerfile: 'FROM runloop/starter-x86_64\nRUN sleep 3\n' });
+    assert.equal(b.supports_wait_for_status, true, 'the view offers the wait');
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['build_complete'], timeout_seconds: 1 }), 408,
+      /did not reach the requested status in time; repeat the request/);
+    let v = null;
+    while (v === null) {
+      try {
+        v = await waitFor_(b.id, { statuses: ['build_complete', 'failed'], timeout_seconds: 30 });
+      } catch (e) {
+        if (e.status !== 408) throw e;
+      }
+    }
+    const answered = Date.now();
+    assert.equal(v.status, 'build_complete', await logText(b.id));
+    // Read every 10 ms by the engine; generous for a loaded machine.
+    assert.ok(answered - v.build_finish_time_ms < 1500,
+      `answered ${answered - v.build_finish_time_ms} ms after the build ended`);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['building'] }), 422,
+      /is build_complete \(final\) and will never reach the requested statuses/);
+    await rejectsWith(assert, waitFor_(b.id, {}), 400, /statuses is required/);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['done'] }), 400, /each is one of queued/);
+    await rejectsWith(assert, waitFor_(b.id, { statuses: ['failed'], timeout_seconds: 99 }), 400, /timeout_seconds/);
+    await rejectsWith(assert, waitFor_('bpt_nosuchblueprint0000', { statuses: ['failed'] }), 404);
     await client.blueprints.delete(b.id);
   });
 

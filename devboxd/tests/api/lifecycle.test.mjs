@@ -423,3 +423,30 @@ describe('policies and limits', () => {
     await client.devboxes.shutdown(other.id);
   });
 });
+
+// Routes that read no body refuse one over the JSON limit in the router,
+// before they act: nothing is suspended, shut down or deleted.
+describe('an oversized body on a route that reads none', () => {
+  test('is a 413 before the route acts; a small body is ignored', async () => {
+    const client = engine.client();
+    const box = await client.devboxes.createAndAwaitRunning({ name: 'no-body' });
+    await client.secrets.create({ name: 'NO_BODY_SECRET', value: 'kept' });
+    const big = { body: JSON.stringify({ pad: 'x'.repeat(2 << 20) }), headers: { 'content-type': 'application/json' } };
+    const paths = ['suspend', 'resume', 'shutdown', 'keep_alive', 'remove_tunnel', 'create_pty_tunnel',
+      'create_ssh_key'].map((a) => `/v1/devboxes/${box.id}/${a}`).concat([
+      '/v1/secrets/NO_BODY_SECRET/delete', '/v1/blueprints/bpt_none/delete',
+      '/v1/devboxes/disk_snapshots/snp_none/delete', '/v1/mcp-configs/mcp_none/delete']);
+    for (const p of paths) {
+      const r = await engine.raw('POST', p, big);
+      assert.equal(r.status, 413, `${p}: ${r.status} ${r.text}`);
+      assert.equal(r.json?.message, 'request body too large', p);
+    }
+    assert.equal((await client.devboxes.retrieve(box.id)).status, 'running');
+    const names = (await client.secrets.list()).secrets.map((s) => s.name);
+    assert.ok(names.includes('NO_BODY_SECRET'), JSON.stringify(names));
+    // A body within the limit is not read: the route acts as without one.
+    const r = await engine.raw('POST', `/v1/devboxes/${box.id}/keep_alive`, { body: '{"ignored": true}' });
+    assert.equal(r.status, 200, r.text);
+    await client.devboxes.shutdown(box.id);
+  });
+});

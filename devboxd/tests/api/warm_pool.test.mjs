@@ -2,11 +2,15 @@
 // SDK: a plain create takes the sandbox started ahead (its id is the
 // pool's dir), a create asking for more does not, the pool refills, a
 // snapshot devboxes are created from gets a sandbox ahead on its layers,
-// and neither a clean stop nor kill -9 leaves a pool sandbox behind.
+// neither a clean stop nor kill -9 leaves a pool sandbox behind, and an
+// image another process builds later starts the pool.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Devboxd, devboxdBin, waitFor } from './devboxd.mjs';
 
@@ -178,4 +182,56 @@ test('RLMCP_WARM_POOL: 0 turns the pool off; a bad value is refused at start', a
     assert.match(r.stderr, new RegExp(`RLMCP_WARM_POOL="${bad}" is not a whole number from 0 to 8`));
   }
   spawnSync('rm', ['-rf', off.stateDir + '-bad']);
+});
+
+test('an image built later by another process starts the pool; the builder is asked ever less often', async (t) => {
+  // devboxd from a dir of its own, whose devboxd-image notes each call and
+  // runs the real one; its image cache starts empty.
+  const binDir = path.dirname(devboxdBin);
+  const realBuilder = path.join(binDir, 'devboxd-image');
+  const image = process.env.RLMCP_DEVBOX_IMAGE || 'starter';
+  const rootfs = spawnSync(realBuilder, ['--check', image], { encoding: 'utf8' }).stdout.trim();
+  if (!rootfs.startsWith('/')) {
+    t.skip(`the ${image} image is not built (devboxd-image --check ${image})`);
+    return;
+  }
+  const tmp = mkdtempSync(path.join(tmpdir(), 'devboxd-pool-image-'));
+  const bin = path.join(tmp, 'bin');
+  const cache = path.join(tmp, 'cache');
+  const calls = path.join(tmp, 'builder-calls');
+  mkdirSync(bin);
+  mkdirSync(cache);
+  for (const f of readdirSync(binDir).filter((n) => n.startsWith('devboxd-') && n !== 'devboxd-image')) {
+    symlinkSync(path.join(binDir, f), path.join(bin, f));
+  }
+  copyFileSync(devboxdBin, path.join(bin, 'devboxd'));
+  writeFileSync(path.join(bin, 'devboxd-image'), `#!/bin/sh\necho "$*" >> '${calls}'\nexec '${realBuilder}' "$@"\n`,
+    { mode: 0o755 });
+  const checks = () => (existsSync(calls) ? readFileSync(calls, 'utf8') : '').split('\n')
+    .filter((l) => l === `--check ${image}`).length;
+  const engine = new Devboxd({ env: { RLMCP_WARM_POOL: '1', RLMCP_IMAGE_CACHE: cache } });
+  engine.bin = path.join(bin, 'devboxd');
+  t.after(async () => {
+    await engine.cleanup();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  await engine.start();
+
+  // Not built: the pool waits, asking after 5, 10, 20 s... (not every 5 s).
+  await waitFor(() => checks() >= 1 || null, { timeoutMs: 30000, what: 'the first --check' });
+  await new Promise((r) => setTimeout(r, 25000));
+  const asked = checks();
+  assert.ok(asked >= 2 && asked <= 4, `${asked} --check calls in 25 s`);
+  assert.deepEqual(poolDirs(engine.stateDir), [], 'a sandbox was started ahead without the image');
+
+  // Another process builds it (here: the machine's copy appears in the cache).
+  symlinkSync(path.dirname(rootfs), path.join(cache, path.basename(path.dirname(rootfs))));
+  await waitFor(() => (readyPool(engine.stateDir).length > 0 ? true : null),
+    { timeoutMs: 150000, what: 'the pool to start once the image is there' });
+  // Found once: no more asking.
+  const after = checks();
+  await new Promise((r) => setTimeout(r, 12000));
+  assert.equal(checks(), after, 'the builder was asked again after the image was found');
+  const box = await engine.client().devboxes.createAndAwaitRunning({});
+  assert.ok(box.id.startsWith('dbx_'));
 });

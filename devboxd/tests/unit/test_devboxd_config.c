@@ -256,8 +256,8 @@ static void test_retired(void **state)
         else if (strcmp(n, "RLMCP_DEVBOX_IMAGE") == 0)
             refused(i, "host",
                     "is not an image (devboxes no longer run on the host's "
-                    "/usr): set it to starter (the default), universal or "
-                    "browser");
+                    "/usr): set it to starter (the default), universal, "
+                    "browser or desktop");
     }
     clear_env();
 }

@@ -219,6 +219,73 @@ static void build_failure_names_step(void **state)
     assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 2);
 }
 
+#define BPT_W(st)                                                              \
+    "{\"id\":\"bpt_1\",\"name\":\"py\",\"status\":\"" st                       \
+    "\",\"supports_wait_for_status\":true}"
+#define WAIT_PATH "/v1/blueprints/bpt_1/wait_for_status"
+
+/* A backend whose view offers wait_for_status (devboxd): the pauses are
+ * held by the engine until the build ends, never slept; without it (the
+ * cloud) the route is never asked; a backend refusing it is polled. */
+static void build_waits_when_offered(void **state)
+{
+    const struct fh_request *r = NULL;
+    cJSON *body = NULL;
+
+    /* A bound of 10 s: the 408 stands for a whole second held. */
+    fh_unload();
+    assert_int_equal(fh_load(rlmcp_plugin_descriptor(),
+                             "{\"build_wait_seconds\":10,"
+                             "\"poll_interval_ms\":100}"),
+                     RLMCP_OK);
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT_W("queued"));
+    fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("build_complete"));
+    fh_route("POST", WAIT_PATH, 408,
+             "{\"message\":\"did not reach the requested status\"}");
+    fh_route("POST", WAIT_PATH, 200, BPT_W("build_complete"));
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 2);
+    assert_int_equal(fh_sleep_count(), 0);
+    r = fh_find_request("POST", WAIT_PATH);
+    assert_non_null(r);
+    body = fh_request_json(r);
+    /* poll_interval_ms 100: held up to a second, for the terminal ones */
+    assert_int_equal(cJSON_GetObjectItem(body, "timeout_seconds")->valueint, 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(body, "statuses")),
+                     3);
+
+    /* The cloud's view: polled with pauses, the route never asked. */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT("queued"));
+    fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT("build_complete"));
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 0);
+    assert_int_equal(fh_sleep_count(), 1);
+
+    /* Offered but refused (404): polled as the cloud is. */
+    fh_reset();
+    fh_route("POST", "/v1/blueprints", 200, BPT_W("queued"));
+    fh_route_n("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}", 0);
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("build_complete"));
+    fh_route_n("POST", WAIT_PATH, 404, "{\"message\":\"no such route\"}", 0);
+    assert_int_equal(fh_call("build_blueprint", "{\"name\":\"py\"}"), RLMCP_OK);
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 1);
+    assert_int_equal(fh_sleep_count(), 1);
+    fh_unload();
+    setup(state);
+}
+
 static void build_bound_and_cancel(void **state)
 {
     fh_reset();
@@ -509,6 +576,20 @@ static void task_start_get_wait(void **state)
     assert_int_equal(cJSON_GetObjectItem(fh_result(), "log_lines")->valueint,
                      2);
     assert_int_equal(fh_count_requests("GET", "/v1/blueprints/bpt_1"), 4);
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 0);
+    /* wait where the engine offers wait_for_status: held there, no pause */
+    fh_reset();
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("building"));
+    fh_route("GET", "/v1/blueprints/bpt_1", 200, BPT_W("build_complete"));
+    fh_route("GET", "/v1/blueprints/bpt_1/logs", 200, "{\"logs\":[]}");
+    fh_route("POST", WAIT_PATH, 200, BPT_W("build_complete"));
+    assert_int_equal(fh_call_op("build_blueprint", "wait",
+                                "{\"blueprint_id\":\"bpt_1\","
+                                "\"timeout_seconds\":60}"),
+                     RLMCP_OK);
+    assert_string_equal(rstr("status"), "build_complete");
+    assert_int_equal(fh_count_requests("POST", WAIT_PATH), 1);
+    assert_int_equal(fh_sleep_count(), 0);
 }
 
 static void task_failed_and_deleted(void **state)
@@ -642,6 +723,7 @@ int main(void)
         cmocka_unit_test(build_request_body),
         cmocka_unit_test(build_follows_with_log_progress),
         cmocka_unit_test(build_failure_names_step),
+        cmocka_unit_test(build_waits_when_offered),
         cmocka_unit_test(build_bound_and_cancel),
         cmocka_unit_test(build_bad_input),
         cmocka_unit_test(list_get_logs_delete),
