@@ -31,10 +31,10 @@
 #define MANAGED_BY "runloop-mcp.desktop"
 #define DISPLAY_NUMBER 99
 #define CLOUD_URL_TEMPLATE "https://{port}-{tunnel_key}.tunnel.runloop.ai"
-/* Longest text to type and URL: a command stays far below the API's body
- * limit, and typing 64 KiB at 12 ms a key already takes minutes. */
-#define MAX_TEXT (64 * 1024)
-#define MAX_URL (64 * 1024)
+/* Longest command an action may send: devboxd refuses a command over
+ * 32 KiB (its agent's message limit), and the command holds desktop.sh
+ * (about 8 KiB) and the shell-quoted text and URL (a ' takes 4 bytes). */
+#define MAX_COMMAND (32 * 1024)
 #define MAX_KEYS 256
 
 /* desktop.sh's exit statuses (see its header). */
@@ -182,7 +182,7 @@ static bool url_ok(const char *s)
     size_t n = strlen(s);
     const unsigned char *p = (const unsigned char *)s;
 
-    if (n == 0 || n > MAX_URL)
+    if (n == 0)
         return false;
     for (; *p != '\0'; p++)
         if (*p <= 0x20 || *p == 0x7f)
@@ -305,12 +305,10 @@ static int parse_call(const struct dk *dk, const struct rlmcp_h *h,
                             "spaces separate keys; at most %d characters), "
                             "e.g. Return, ctrl+a, ctrl+shift+t",
                             a, MAX_KEYS);
-    if (c->text != NULL && !c->act->keys &&
-        (strlen(c->text) > MAX_TEXT || !text_typable(c->text)))
+    if (c->text != NULL && !c->act->keys && !text_typable(c->text))
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
-                            "argument 'text' must be at most %d bytes with no "
-                            "control characters but newline and tab",
-                            MAX_TEXT);
+                            "argument 'text' must have no control characters "
+                            "but newline and tab");
 
     if (strcmp(a, "scroll") == 0 && c->scroll_direction == NULL)
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
@@ -349,8 +347,7 @@ static int parse_call(const struct dk *dk, const struct rlmcp_h *h,
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
                             "argument 'url' must be an http://, https://, "
                             "file://, data: or about: URL without spaces or "
-                            "control characters, at most %d bytes",
-                            MAX_URL);
+                            "control characters");
     if (strcmp(a, "screenshot") == 0)
         c->shot = true;
     return RLMCP_OK;
@@ -935,6 +932,18 @@ static int computer(rlmcp_call *call, const char *aj, size_t al, void *ud)
     cmd = action_command(dk, &c);
     if (cmd == NULL) {
         rc = RLMCP_ENOMEM;
+        goto out;
+    }
+    /* Refused here, before a devbox is made, rather than by the API as a
+     * server error. */
+    if (strlen(cmd) > MAX_COMMAND) {
+        rc = rlmcp_h_fail_remedy(
+            &h, RLMCP_ERR_TOO_LARGE,
+            "Split the text over several type calls (or open a shorter URL).",
+            "argument 'text' or 'url' is too long: with them the action's "
+            "command is %zu bytes, over the %d a devbox runs (desktop.sh "
+            "takes %zu; each ' of text or url counts 4 bytes)",
+            strlen(cmd), MAX_COMMAND, dk_script_sh_len);
         goto out;
     }
     id = c.devbox_id;

@@ -220,6 +220,40 @@ static void text_is_quoted(void **state)
     assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/"), 1);
 }
 
+/* devboxd runs commands of up to 32 KiB: a text whose quoted form would
+ * pass that is refused before any devbox is made, one below it is sent. */
+static void text_too_long_for_a_command_is_refused(void **state)
+{
+    char *args = NULL;
+    char *text = malloc(20001);
+
+    (void)state;
+    assert_non_null(text);
+    memset(text, '\'', 9000);
+    text[9000] = '\0';
+    args = rlmcp_h_sprintf("{\"action\":\"type\",\"text\":\"%s\"}", text);
+    fh_reset();
+    fh_call("computer", args);
+    assert_string_equal(fh_error_code(), "too_large");
+    assert_non_null(strstr(fh_error_message(), "'text' or 'url' is too long"));
+    assert_non_null(strstr(fh_error_remedy(), "several type calls"));
+    assert_int_equal(fh_request_count(), 0);
+    free(args);
+
+    memset(text, 'a', 20000);
+    text[20000] = '\0';
+    args = rlmcp_h_sprintf(
+        "{\"action\":\"type\",\"devbox_id\":\"dbx_1\",\"text\":\"%s\"}",
+        text);
+    fh_reset();
+    route_exec(0, OK_LINE, "");
+    fh_call("computer", args);
+    assert_null(fh_error_code());
+    assert_true(strlen(last_command()) > 20000);
+    free(args);
+    free(text);
+}
+
 static void script_failures_are_named(void **state)
 {
     (void)state;
@@ -333,6 +367,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(failed_first_call_discards_its_devbox,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(text_is_quoted, setup, teardown),
+        cmocka_unit_test_setup_teardown(text_too_long_for_a_command_is_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(script_failures_are_named, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(screenshot_is_image_content, setup,
