@@ -928,6 +928,15 @@ static int parse_exec_args(const struct http_request *req, const cJSON *body,
             resp, 400, "'command' is required: the shell command line to run");
         return -1;
     }
+    /* The client's to fix, not a server error. */
+    if (strlen(a->command) > SANDBOX_COMMAND_MAX) {
+        http_response_error(resp, 400,
+                            "'command' is %zu bytes, longer than %d: write a "
+                            "long script to a file in the devbox and run "
+                            "that",
+                            strlen(a->command), SANDBOX_COMMAND_MAX);
+        return -1;
+    }
     if (a->shell != NULL && !valid_shell_name(a->shell)) {
         http_response_error(
             resp, 400,

@@ -178,6 +178,10 @@ int sandbox_purge(const char *id);
  * before anything else writes into dir (sandbox_start does; so must a
  * caller of sandbox_dir_owner).  Fails naming the cause when loop devices or
  * mkfs.ext4 are missing. */
+/* The longest command sandbox_exec runs: half the agent's message, the
+ * rest left for the environment (AGENT_MSG_MAX / 2, checked where both are
+ * seen). */
+#define SANDBOX_COMMAND_MAX (32 * 1024)
 #define SANDBOX_DISK_MIN_BYTES (256ULL << 20)
 int sandbox_disk_attach(const char *dir, uint64_t bytes, char *err,
                         size_t errlen);

@@ -92,16 +92,19 @@ static int send_with_fds(int sock, const char *text, const int *fds,
     return n == (ssize_t)iov.iov_len ? 0 : -EIO;
 }
 
+_Static_assert(SANDBOX_COMMAND_MAX == AGENT_MSG_MAX / 2,
+               "a command takes half an agent message");
+
 static int check_exec(const struct sb_exec *req, char *err, size_t errlen)
 {
     size_t i;
 
     if (req == NULL || req->command == NULL)
         return sandbox_fs_err(err, errlen, -EINVAL, "command is required");
-    if (strlen(req->command) > AGENT_MSG_MAX / 2)
+    if (strlen(req->command) > SANDBOX_COMMAND_MAX)
         return sandbox_fs_err(err, errlen, -E2BIG,
                               "command is longer than %d bytes",
-                              AGENT_MSG_MAX / 2);
+                              SANDBOX_COMMAND_MAX);
     if (req->shell_name != NULL &&
         !sandbox_fs_valid_shell_name(req->shell_name))
         return sandbox_fs_err(

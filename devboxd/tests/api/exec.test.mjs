@@ -197,6 +197,11 @@ describe('execution bad input', () => {
   test('missing command, bad shell name, unknown execution, bad statuses, bad last_n', async () => {
     const client = engine.client();
     await rejectsWith(assert, client.devboxes.execute(boxId, { command: '' }), 400, /'command' is required/);
+    // Over the 32 KiB a devbox runs: the client's to shorten, not a 500.
+    await rejectsWith(assert, client.devboxes.execute(boxId, { command: `echo ${'x'.repeat(32 * 1024)}` }), 400,
+      /'command' is 32773 bytes, longer than 32768: write a long script to a file/);
+    const max = await client.devboxes.execute(boxId, { command: `: ${'x'.repeat(32 * 1024 - 2)}` });
+    assert.equal(max.exit_status, 0);
     await rejectsWith(assert, client.devboxes.execute(boxId, { command: 'true', shell_name: 'a b' }), 400,
       /shell_name/);
     await rejectsWith(assert, client.devboxes.execute(boxId, { command: 'true', optimistic_timeout: 99 }), 400,
