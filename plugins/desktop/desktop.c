@@ -784,14 +784,23 @@ static char *expand(const char *tmpl, const char *key, long long port)
     return out;
 }
 
+/* The VNC password desktop.sh made: 8 letters or digits. */
+static bool vnc_password_valid(const char *s)
+{
+    return s != NULL && strlen(s) == 8 &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789") == 8;
+}
+
 /*
  * The viewer's URL: noVNC's page on the viewer port through the devbox's
  * tunnel (an open one: a browser sends no token; one is made when the
  * devbox has none). Its WebSocket path is the tunnel URL's own path (the
- * path form's /tunnel/{port}-{key}) plus websockify.
+ * path form's /tunnel/{port}-{key}) plus websockify. The VNC password goes
+ * in the fragment, which noVNC reads and no server or proxy sees.
  */
 static int viewer_url(const struct dk *dk, const struct rlmcp_h *h,
-                      const char *id, char **url_out)
+                      const char *id, const char *password, char **url_out)
 {
     char *path = rlmcp_h_sprintf("/v1/devboxes/%s", id);
     char *epath = rlmcp_h_sprintf("/v1/devboxes/%s/enable_tunnel", id);
@@ -857,8 +866,8 @@ static int viewer_url(const struct dk *dk, const struct rlmcp_h *h,
         goto out;
     *url_out = rlmcp_h_sprintf(
         "%s/vnc.html?autoconnect=1&resize=scale&"
-        "reconnect=1%s&path=%s",
-        base, dk->viewer_interactive ? "" : "&view_only=1", enc);
+        "reconnect=1%s&path=%s#password=%s",
+        base, dk->viewer_interactive ? "" : "&view_only=1", enc, password);
     rc = *url_out != NULL ? RLMCP_OK : RLMCP_ENOMEM;
 out:
     free(path);
@@ -898,7 +907,16 @@ static int finish(const struct dk *dk, const struct rlmcp_h *h,
     }
     rc = RLMCP_OK;
     if (strcmp(c->act->name, "viewer") == 0) {
-        rc = viewer_url(dk, h, id, &vurl);
+        const char *pw = str_field(reply, "viewer_password");
+
+        if (!vnc_password_valid(pw)) {
+            rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
+                              "devbox %s: the viewer started without a "
+                              "usable password",
+                              id);
+            goto out;
+        }
+        rc = viewer_url(dk, h, id, pw, &vurl);
         if (rc == RLMCP_OK) {
             cJSON_AddStringToObject(res, "viewer_url", vurl);
             cJSON_AddBoolToObject(res, "view_only", !dk->viewer_interactive);

@@ -90,16 +90,30 @@ viewer_up() {
     curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$VPORT/vnc.html"
 }
 
+# The VNC password (VNC uses 8 characters), made once per devbox: the
+# tunnel reaches every port of the devbox, and another port's URL shared
+# through the same open tunnel must not show the display.
+viewer_password() {
+    if [ ! -s "$D/viewer.pass" ]; then
+        pw=$(head -c 512 /dev/urandom | tr -dc 'A-Za-z0-9' | head -c 8)
+        [ "${#pw}" = 8 ] || die 83 "cannot make a viewer password"
+        echo "$pw" >"$D/viewer.pass" || die 83 "cannot write $D/viewer.pass"
+    fi
+    head -n 1 "$D/viewer.pass"
+}
+
 start_viewer() {
     exec 9>"$D/viewer.lock"
     flock -w 60 9 || die 81 "another call is starting the viewer"
+    vpass=$(viewer_password) || exit
     if ! viewer_up; then
         ro=
         [ "$VIEWONLY" = 1 ] && ro=-viewonly
         # VNC on the devbox's loopback only; websockify serves noVNC's page
         # and relays its WebSocket on one port, which the tunnel reaches.
         setsid x11vnc -display "$DISPLAY" -rfbport 5900 -localhost -shared \
-            -forever -nopw -quiet $ro >"$D/x11vnc.log" 2>&1 </dev/null 9>&- &
+            -forever -passwdfile "$D/viewer.pass" -quiet $ro \
+            >"$D/x11vnc.log" 2>&1 </dev/null 9>&- &
         setsid websockify --web /usr/share/novnc "127.0.0.1:$VPORT" \
             127.0.0.1:5900 >"$D/websockify.log" 2>&1 </dev/null 9>&- &
         wait_for 300 viewer_up ||
@@ -176,7 +190,9 @@ scroll)
     click "$b" "$SAMT" ;;
 wait) sleep "$DUR" ;;
 cursor_position) ;;
-viewer) start_viewer ;;
+viewer)
+    start_viewer
+    extra=",\"viewer_password\":\"$vpass\"" ;;
 *) die 82 "unknown action '$ACT'" ;;
 esac
 
@@ -195,7 +211,7 @@ if [ "$SHOT" = 1 ]; then
         fi
         mv -f "$f.tmp" "$f"
     fi
-    extra=",\"shot\":\"$f\",\"image_width\":$IW,\"image_height\":$IH"
+    extra="$extra,\"shot\":\"$f\",\"image_width\":$IW,\"image_height\":$IH"
 fi
 printf '{"ok":true,"display_width":%s,"display_height":%s,"x":%s,"y":%s%s}\n' \
     "$dw" "$dh" "${X:-0}" "${Y:-0}" "$extra"

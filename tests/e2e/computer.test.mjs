@@ -13,7 +13,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -168,6 +168,95 @@ function firstWsMessage(url) {
         clearTimeout(t);
         socket.destroy();
         resolve({ opcode: buf[0] & 0x0f, payload: buf.subarray(2, 2 + len) });
+      };
+      socket.on('data', take);
+      take(Buffer.alloc(0));
+    });
+    req.on('error', (e) => { clearTimeout(t); reject(e); });
+    req.end();
+  });
+}
+
+/** A client's WebSocket frame (masked, binary) holding data. */
+function wsFrame(data) {
+  const mask = randomBytes(4);
+  const masked = Buffer.from(data).map((b, i) => b ^ mask[i % 4]);
+  return Buffer.concat([Buffer.from([0x82, 0x80 | masked.length]), mask, masked]);
+}
+
+/** VNC authentication's answer: the challenge DES-encrypted with the
+ * password (8 bytes, each bit-reversed) as key; DES as two-key 3DES with
+ * both keys the same. */
+function vncResponse(password, challenge) {
+  const key = Buffer.alloc(8);
+  Buffer.from(password, 'latin1').copy(key, 0, 0, 8);
+  for (let i = 0; i < 8; i++) {
+    let b = key[i];
+    let r = 0;
+    for (let j = 0; j < 8; j++) { r = (r << 1) | (b & 1); b >>= 1; }
+    key[i] = r;
+  }
+  const c = createCipheriv('des-ede-ecb', Buffer.concat([key, key]), null);
+  c.setAutoPadding(false);
+  return Buffer.concat([c.update(challenge), c.final()]);
+}
+
+/**
+ * An RFB 3.8 handshake over the WebSocket at url: the server's greeting,
+ * the security types it offers and, with VNC authentication (type 2)
+ * answered with password, its SecurityResult (0: accepted).
+ */
+function rfbLogin(url, password) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname + u.search,
+      headers: {
+        Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Key': randomBytes(16).toString('base64'), 'Sec-WebSocket-Protocol': 'binary',
+      },
+    });
+    const t = setTimeout(() => { req.destroy(); reject(new Error('no RFB handshake in 30 s')); }, 30000);
+    req.on('response', (res) => { clearTimeout(t); reject(new Error(`no upgrade: HTTP ${res.statusCode}`)); res.resume(); });
+    req.on('upgrade', (res, socket, head) => {
+      let frames = head;
+      let rfb = Buffer.alloc(0); // the server's RFB bytes, frames joined
+      const seen = {};
+      const done = (v) => { clearTimeout(t); socket.destroy(); resolve(v); };
+      const step = () => {
+        if (seen.greeting === undefined) {
+          if (rfb.length < 12) return;
+          seen.greeting = rfb.subarray(0, 12).toString('latin1');
+          rfb = rfb.subarray(12);
+          socket.write(wsFrame(Buffer.from('RFB 003.008\n', 'latin1')));
+        }
+        if (seen.types === undefined) {
+          if (rfb.length < 1 || rfb.length < 1 + rfb[0]) return;
+          seen.types = [...rfb.subarray(1, 1 + rfb[0])];
+          rfb = rfb.subarray(1 + rfb[0]);
+          if (!seen.types.includes(2)) return done(seen);
+          socket.write(wsFrame([2]));
+        }
+        if (seen.result === undefined) {
+          if (!seen.answered) {
+            if (rfb.length < 16) return;
+            socket.write(wsFrame(vncResponse(password, rfb.subarray(0, 16))));
+            rfb = rfb.subarray(16);
+            seen.answered = true;
+          }
+          if (rfb.length < 4) return;
+          seen.result = rfb.readUInt32BE(0);
+          done(seen);
+        }
+      };
+      const take = (d) => {
+        frames = Buffer.concat([frames, d]);
+        while (frames.length >= 2 && frames.length >= 2 + (frames[1] & 0x7f)) {
+          const len = frames[1] & 0x7f; // the server's frames here are short
+          rfb = Buffer.concat([rfb, frames.subarray(2, 2 + len)]);
+          frames = frames.subarray(2 + len);
+        }
+        step();
       };
       socket.on('data', take);
       take(Buffer.alloc(0));
@@ -374,6 +463,14 @@ describe('computer end to end (local engine, desktop image)', () => {
     const msg = await firstWsMessage(`http://${u.host}/${wsPath}`);
     assert.equal(msg.opcode, 2, 'a binary frame');
     assert.match(msg.payload.toString('latin1'), /^RFB 003\.\d{3}\n$/);
+    // The VNC server asks for the password the URL's fragment gives noVNC
+    // (VNC authentication, type 2; never None, type 1): another port's URL
+    // through the same open tunnel does not show the display.
+    const pw = u.hash.match(/^#password=([A-Za-z0-9]{8})$/);
+    assert.ok(pw, `no password in the URL's fragment: ${u.hash}`);
+    const rfb = await rfbLogin(`http://${u.host}/${wsPath}`, pw[1]);
+    assert.deepEqual(rfb.types, [2], `security types ${JSON.stringify(rfb)}`);
+    assert.equal(rfb.result, 0, 'the password from the URL is accepted');
     // Asked again: the same tunnel, the viewer already running.
     const again = (await computer({ action: 'viewer' })).structuredContent;
     assert.equal(again.viewer_url, v.viewer_url);

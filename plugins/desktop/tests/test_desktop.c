@@ -66,6 +66,10 @@ static const char *last_command(void)
     "{\"ok\":true,\"display_width\":1024,\"display_height\":768,\"x\":5,"      \
     "\"y\":6}\n"
 
+#define VIEWER_LINE                                                            \
+    "{\"ok\":true,\"display_width\":1024,\"display_height\":768,\"x\":5,"      \
+    "\"y\":6,\"viewer_password\":\"Ab3dE6gH\"}\n"
+
 static void registers_one_long_tool(void **state)
 {
     const struct rlmcp_tool_def *t = fh_tool("computer");
@@ -243,8 +247,7 @@ static void text_too_long_for_a_command_is_refused(void **state)
     memset(text, 'a', 20000);
     text[20000] = '\0';
     args = rlmcp_h_sprintf(
-        "{\"action\":\"type\",\"devbox_id\":\"dbx_1\",\"text\":\"%s\"}",
-        text);
+        "{\"action\":\"type\",\"devbox_id\":\"dbx_1\",\"text\":\"%s\"}", text);
     fh_reset();
     route_exec(0, OK_LINE, "");
     fh_call("computer", args);
@@ -322,7 +325,7 @@ static void viewer_opens_a_tunnel(void **state)
 
     (void)state;
     fh_reset();
-    route_exec(0, OK_LINE, "");
+    route_exec(0, VIEWER_LINE, "");
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
              "{\"id\":\"dbx_1\",\"status\":\"running\"}");
     fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 200,
@@ -339,11 +342,18 @@ static void viewer_opens_a_tunnel(void **state)
         cJSON_GetStringValue(cJSON_GetObjectItem(res, "viewer_url")),
         "http://127.0.0.1:9/tunnel/6080-k1/vnc.html?autoconnect=1&"
         "resize=scale&reconnect=1&view_only=1&path=tunnel%2F6080-k1%2F"
-        "websockify");
+        "websockify#password=Ab3dE6gH");
+
+    /* A viewer without its VNC password is not handed out. */
+    fh_reset();
+    route_exec(0, OK_LINE, "");
+    fh_call("computer", "{\"action\":\"viewer\",\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_non_null(strstr(fh_error_message(), "without a usable password"));
 
     /* An authenticated tunnel stays; the call says why it cannot serve. */
     fh_reset();
-    route_exec(0, OK_LINE, "");
+    route_exec(0, VIEWER_LINE, "");
     fh_route("GET", "/v1/devboxes/dbx_1", 200,
              "{\"id\":\"dbx_1\",\"status\":\"running\",\"tunnel\":"
              "{\"tunnel_key\":\"k1\",\"auth_mode\":\"authenticated\"}}");
