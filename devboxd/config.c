@@ -283,6 +283,9 @@ static int text(int id, const char **out, char *err, size_t errlen)
     if (s->kind == K_PATH && (v[0] != '/' || n >= 4096))
         return refuse(id, v, err, errlen);
     if (s->kind == K_CHOICE) {
+        /* "loop|off" would match the whole list. */
+        if (strchr(v, '|') != NULL)
+            return refuse(id, v, err, errlen);
         for (c = s->choices; c != NULL; c = strchr(c, '|')) {
             if (*c == '|')
                 c++;

@@ -242,6 +242,22 @@ static void test_ranges(void **state)
     clear_env();
 }
 
+/* A choice is one word of the list, never a run of them. */
+static void test_choice_is_one_word(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < devboxd_config_count(); i++)
+        if (strcmp(devboxd_config_name(i), "RLMCP_DEVBOX_DISK") == 0)
+            break;
+    assert_true(i < devboxd_config_count());
+    refused(i, "loop|off", "is not one of loop, off");
+    refused(i, "|loop", "is not one of loop, off");
+    accepted(i, "off");
+    clear_env();
+}
+
 /* The messages of the retired choices, which tests and setups know. */
 static void test_retired(void **state)
 {
@@ -346,9 +362,13 @@ static void test_help_and_docs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults), cmocka_unit_test(test_values_arrive),
-        cmocka_unit_test(test_ranges),   cmocka_unit_test(test_retired),
-        cmocka_unit_test(test_flags),    cmocka_unit_test(test_help_and_docs),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_values_arrive),
+        cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_choice_is_one_word),
+        cmocka_unit_test(test_retired),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_help_and_docs),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
