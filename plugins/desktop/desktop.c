@@ -581,6 +581,13 @@ static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
         }
         if (status == 408) { /* not yet */
             cJSON_Delete(next);
+            /* Answered before its wait was up (a proxy's 408): a pause,
+             * not a loop of requests until the deadline. */
+            if (rlmcp_h_now_ms() < now + 1000u) {
+                rc = h->api->sleep_ms(h->call, 1000);
+                if (rc != RLMCP_OK)
+                    goto out;
+            }
             continue;
         }
         if (status < 200 || status > 299) {

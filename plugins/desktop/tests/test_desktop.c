@@ -257,6 +257,100 @@ static void text_too_long_for_a_command_is_refused(void **state)
     free(text);
 }
 
+/* Each failure after the command: named, and (under valgrind) nothing
+ * kept. */
+static void failures_on_the_way_are_named(void **state)
+{
+    static const unsigned char big[5000] = {0x89, 'P', 'N', 'G'};
+
+    (void)state;
+    /* Still running after the optimistic wait: waited for, 408 meaning
+     * not yet, then its result. */
+    fh_reset();
+    fh_use_fake_clock(true);
+    fh_route("POST", EXEC, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_n("POST",
+               "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=20",
+               408, "{\"message\":\"not yet\"}", 1);
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=20",
+             200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"{\\\"ok\\\":true,\\\"x\\\":1,"
+             "\\\"y\\\":2}\\n\",\"stderr\":\"\"}");
+    fh_call("computer",
+            "{\"action\":\"wait\",\"devbox_id\":\"dbx_1\",\"duration\":30}");
+    assert_null(fh_error_code());
+    assert_int_equal(cJSON_GetObjectItem(fh_result(), "y")->valueint, 2);
+
+    /* Never completing before the deadline: timeout. */
+    fh_reset();
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 20000);
+    fh_route("POST", EXEC, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_n("POST",
+               "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=20",
+               408, "{\"message\":\"not yet\"}", 0);
+    fh_call("computer",
+            "{\"action\":\"wait\",\"devbox_id\":\"dbx_1\",\"duration\":60}");
+    assert_string_equal(fh_error_code(), "timeout");
+    fh_use_fake_clock(false);
+
+    /* An answer that is not JSON. */
+    fh_reset();
+    route_exec(0, "garbage\n", "");
+    fh_call("computer", "{\"action\":\"cursor_position\","
+                        "\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "internal");
+    assert_non_null(strstr(fh_error_message(), "not JSON: garbage"));
+
+    /* The screenshot gone, then one over max_screenshot_bytes. */
+    fh_reset();
+    route_exec(0, "{\"ok\":true,\"shot\":\"/tmp/rlmcp-desktop/shot-a.png\"}\n",
+               "");
+    fh_route("POST", "/v1/devboxes/dbx_1/download_file", 404,
+             "{\"message\":\"no such file\"}");
+    fh_call("computer", "{\"action\":\"screenshot\",\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "not_found");
+    fh_unload();
+    assert_int_equal(
+        fh_load(rlmcp_plugin_descriptor(), "{\"max_screenshot_bytes\":4096}"),
+        RLMCP_OK);
+    fh_reset();
+    route_exec(0, "{\"ok\":true,\"shot\":\"/tmp/rlmcp-desktop/shot-a.png\"}\n",
+               "");
+    fh_route_bytes("POST", "/v1/devboxes/dbx_1/download_file", 200, big,
+                   sizeof(big), 0);
+    fh_call("computer", "{\"action\":\"screenshot\",\"devbox_id\":\"dbx_1\"}");
+    assert_string_equal(fh_error_code(), "too_large");
+    assert_non_null(strstr(fh_error_remedy(), "screenshot_width"));
+
+    /* The viewer's tunnel refused. */
+    fh_reset();
+    route_exec(0, VIEWER_LINE, "");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"running\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/enable_tunnel", 500,
+             "{\"message\":\"no tunnels today\"}");
+    fh_call("computer", "{\"action\":\"viewer\",\"devbox_id\":\"dbx_1\"}");
+    assert_non_null(fh_error_code());
+    assert_non_null(strstr(fh_error_message(), "no tunnels today"));
+
+    /* A new devbox that fails to start is shut down, nothing run. */
+    fh_reset();
+    fh_route("POST", "/v1/devboxes", 200, "{\"id\":\"dbx_1\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 200,
+             "{\"id\":\"dbx_1\",\"status\":\"failure\","
+             "\"failure_message\":\"no image\"}");
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    fh_call("computer", "{\"action\":\"screenshot\"}");
+    assert_string_equal(fh_error_code(), "devbox_not_running");
+    assert_non_null(strstr(fh_error_message(), "no image"));
+    assert_non_null(fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown"));
+    assert_null(fh_find_request("POST", EXEC));
+}
+
 static void script_failures_are_named(void **state)
 {
     (void)state;
@@ -379,6 +473,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(text_is_quoted, setup, teardown),
         cmocka_unit_test_setup_teardown(text_too_long_for_a_command_is_refused,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(failures_on_the_way_are_named, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(script_failures_are_named, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(screenshot_is_image_content, setup,
