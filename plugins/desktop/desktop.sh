@@ -125,11 +125,20 @@ start_viewer() {
 # Key names are xdotool's (X keysyms, "ctrl+a", "Return"); a name it does
 # not know is only a warning there, so its output is checked.
 xdo_keys() {
-    out=$(xdotool "$@" 2>&1) || die 83 "xdotool $1 failed: $out"
+    out=$(xdotool "$@" 2>&1) || { keys_release "$@"; die 83 "xdotool $1 failed: $out"; }
     case $out in
     *"No such key name"* | *"Invalid key sequence"*)
+        keys_release "$@"
         die 82 "unknown key in '$TEXT': $(echo "$out" | head -n 1)" ;;
     esac
+}
+
+# A keydown that failed may have pressed the keys it knew: released, so
+# they do not stay held for the next calls.
+keys_release() {
+    [ "$1" = keydown ] || return 0
+    shift
+    xdotool keyup "$@" >/dev/null 2>&1
 }
 
 # Modifier keys held during a click or scroll (text: e.g. "shift", "ctrl").

@@ -302,13 +302,18 @@ describe('computer end to end (local engine, desktop image)', () => {
   // the devbox itself.
   const titleIs = async (want) => {
     let seen = '';
-    await waitFor(async () => {
-      const r = ok(await call('execute_command', {
-        devbox_id: devbox, command: 'DISPLAY=:99 xdotool getactivewindow getwindowname',
-      })).structuredContent;
-      seen = r.stdout.trim();
-      return seen.startsWith(want);
-    }, 60000, `the window title "${want}" (last: "${seen}")`, 500);
+    try {
+      await waitFor(async () => {
+        const r = ok(await call('execute_command', {
+          devbox_id: devbox, command: 'DISPLAY=:99 xdotool getactivewindow getwindowname',
+        })).structuredContent;
+        seen = r.stdout.trim();
+        return seen.startsWith(want);
+      }, 60000, `the window title "${want}"`, 500);
+    } catch (e) {
+      e.message += ` (last: "${seen}")`; // seen as it was at the end
+      throw e;
+    }
   };
 
   before(async () => {
@@ -517,6 +522,17 @@ describe('computer end to end (local engine, desktop image)', () => {
     // Only xdotool knows its key names: the devbox answers for this one.
     await fails({ action: 'key', devbox_id: devbox, text: 'ctrl+nosuchkey' }, 'invalid_argument',
       /unknown key in 'ctrl\+nosuchkey'/);
+    // A click holding an unknown key presses none: typing after it is not
+    // shifted.
+    await fails({ action: 'left_click', devbox_id: devbox, coordinate: [button.x0 + 150, button.y0 + 220],
+      text: 'shift+nosuchkey' }, 'invalid_argument', /unknown key in 'shift\+nosuchkey'/);
+    await fails({ action: 'hold_key', devbox_id: devbox, text: 'shift nosuchkey', duration: 0.1 },
+      'invalid_argument', /unknown key/);
+    await computer({ action: 'left_click', coordinate: [button.x0 + 150, button.y0 + 220] });
+    await computer({ action: 'key', text: 'ctrl+a' });
+    await computer({ action: 'type', text: 'low' });
+    await computer({ action: 'key', text: 'Return' });
+    await titleIs('typed low');
     await fails({ action: 'screenshot', devbox_id: 'dbx_no_such_devbox' }, 'not_found', /dbx_no_such_devbox/);
     // A devbox without the desktop image's tools.
     const plain = ok(await call('create_devbox', { name: 'not-a-desktop' })).structuredContent;
