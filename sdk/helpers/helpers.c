@@ -539,16 +539,22 @@ int rlmcp_h_arg_int(const struct rlmcp_h *h, const cJSON *args,
 
     if (it == NULL || cJSON_IsNull(it))
         return required ? missing(h, name) : RLMCP_OK;
-    if (!cJSON_IsNumber(it) ||
-        it->valuedouble != (double)(long long)it->valuedouble)
+    if (!cJSON_IsNumber(it))
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
                             "argument '%s' must be an integer", name);
     v = it->valuedouble;
-    if (v < (double)min || v > (double)max)
+    /* The range first: converting a double beyond long long's range (or
+     * NaN) is undefined, so the integer test below may only see a value
+     * inside it.  2^63 is exact in a double; LLONG_MAX is not. */
+    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0) ||
+        v < (double)min || v > (double)max)
         return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
                             "argument '%s' must be between %lld and %lld "
-                            "(got %.0f)",
+                            "(got %.15g)",
                             name, min, max, v);
+    if (v != (double)(long long)v)
+        return rlmcp_h_fail(h, RLMCP_ERR_INVALID_ARGUMENT,
+                            "argument '%s' must be an integer", name);
     *out = (long long)v;
     return RLMCP_OK;
 }

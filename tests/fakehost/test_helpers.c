@@ -536,6 +536,78 @@ static void too_big_is_too_large(void **state)
     fh_unload();
 }
 
+/* ---- integer arguments: range before conversion ---- */
+
+static long long int_seen;
+
+static int t_int(rlmcp_call *call, const char *args, size_t len, void *ud)
+{
+    struct rlmcp_h h = {ud, call};
+    cJSON *root = cJSON_ParseWithLength(args, len);
+    int rc = rlmcp_h_arg_int(&h, root, "n", true, -5, 10, &int_seen);
+
+    cJSON_Delete(root);
+    return rlmcp_h_ret(rc);
+}
+
+static int init_int(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                    void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"int_arg", NULL, "Reads n.", OBJ,
+                                      NULL,      NULL, t_int,      false};
+
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, (void *)api, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_int = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "int_arg",
+    .version = "1",
+    .description = "one tool reading an integer argument",
+    .init = init_int,
+};
+
+/* Values beyond long long (whose conversion would be undefined) are out of
+ * range, named as sent; a fraction inside the range is not an integer. */
+static void int_argument_range_first(void **state)
+{
+    static const struct {
+        const char *args;
+        const char *message; /* NULL: accepted */
+        long long value;
+    } cases[] = {
+        {"{\"n\":7}", NULL, 7},
+        {"{\"n\":-5}", NULL, -5},
+        {"{\"n\":1e300}", "must be between -5 and 10 (got 1e+300)", 0},
+        {"{\"n\":-1e300}", "must be between -5 and 10 (got -1e+300)", 0},
+        {"{\"n\":9223372036854775808}", "must be between -5 and 10", 0},
+        {"{\"n\":11}", "must be between -5 and 10 (got 11)", 0},
+        {"{\"n\":1.5}", "argument 'n' must be an integer", 0},
+        {"{\"n\":\"3\"}", "argument 'n' must be an integer", 0},
+    };
+    size_t i;
+
+    (void)state;
+    assert_int_equal(fh_load(&desc_int, "{}"), RLMCP_OK);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int_seen = 0;
+        assert_int_equal(fh_call("int_arg", cases[i].args), RLMCP_OK);
+        if (cases[i].message == NULL) {
+            assert_null(fh_error_code());
+            assert_int_equal(int_seen, cases[i].value);
+        } else {
+            assert_string_equal(fh_error_code(), RLMCP_ERR_INVALID_ARGUMENT);
+            if (strstr(fh_error_message(), cases[i].message) == NULL)
+                fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].args,
+                         fh_error_message(), cases[i].message);
+        }
+    }
+    fh_unload();
+}
+
 /* ---- the first tool with task ops, the rest plain ---- */
 
 static const char *const pair_waiting[] = {"pair_main", NULL};
@@ -643,6 +715,7 @@ int main(void)
         cmocka_unit_test(task_wait_cancelled),
         cmocka_unit_test(delete_by_id),
         cmocka_unit_test(too_big_is_too_large),
+        cmocka_unit_test(int_argument_range_first),
         cmocka_unit_test(registers_first_as_task),
     };
 
