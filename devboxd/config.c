@@ -247,6 +247,10 @@ static int number(int id, double def, double *out, char *err, size_t errlen)
     *out = def;
     if (v == NULL)
         return 0;
+    /* Decimal digits only for a whole number: strtod alone would take
+     * "0x10" or "1e2". */
+    if (s->kind == K_WHOLE && v[strspn(v, "0123456789")] != '\0')
+        return refuse(id, v, err, errlen);
     errno = 0;
     x = strtod(v, &end);
     if (errno != 0 || end == v || *end != '\0' || !isfinite(x) || x < s->min ||

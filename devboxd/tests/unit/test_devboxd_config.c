@@ -189,6 +189,9 @@ static void test_ranges(void **state)
         if (sscanf(range, "a whole number from %lf to %lf", &lo, &hi) == 2) {
             refused(i, "many", want);
             refused(i, "1.5", want);
+            refused(i, "0x1", want); /* strtod's hex and exponent forms */
+            refused(i, "1e0", want);
+            refused(i, " 1", want);
             snprintf(v, sizeof(v), "%.0f", hi + 1);
             refused(i, v, want);
             snprintf(v, sizeof(v), "%.0f", lo - 1);
