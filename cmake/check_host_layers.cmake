@@ -36,11 +36,10 @@ set(RANKS 0 1 1 2 3 4)
 set(PUBLIC mcp.h revision.h intake.h)
 
 # The files that read the dispatcher's or a session's fields: mcp.c, and
-# call.c (a session's pending client requests), listen.c and resources.c
-# (a session's notify sink and subscriptions). A call's state is
-# call_state.h's, what a request calls back into mcp.c dispatch.h's.
-set(INTERNAL
-    protocol/mcp.c protocol/call.c protocol/listen.c protocol/resources.c)
+# listen.c and resources.c (a session's notify sink and subscriptions). A
+# call's state is call_state.h's, what a request calls back into mcp.c
+# (a session's pending client requests among them) dispatch.h's.
+set(INTERNAL protocol/mcp.c protocol/listen.c protocol/resources.c)
 
 # Includes still to move, "file:header", each with its reason above it.
 # None today.

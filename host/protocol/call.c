@@ -22,7 +22,6 @@
 #include "log.h"
 #include "call_state.h"
 #include "dispatch.h"
-#include "mcp_internal.h"
 #include "mrtr.h"
 #include "rlclient.h"
 #include "ws.h"
@@ -1011,7 +1010,7 @@ void call_log(rlmcp_call *call, int level, const char *fmt, ...)
     if (text == NULL)
         goto out;
     log_msg(level, call->plugin_name, "%s", text);
-    if (level < atomic_load(&call->s->log_level))
+    if (level < mcp_session_log_level(call->s))
         goto out;
     p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "level", mcp_level_name(level));
@@ -1049,7 +1048,7 @@ static rlclient_cancel_fn call_probe(const struct rlmcp_http_req *req)
 
 static const char *call_key(struct rlmcp_call *c)
 {
-    return c->api_key != NULL ? c->api_key : c->d->default_key;
+    return c->api_key != NULL ? c->api_key : mcp_default_key(c->d);
 }
 
 /*
@@ -1085,7 +1084,7 @@ static int note_result(struct rlmcp_call *call, int rc)
 
 static bool no_client(struct rlmcp_call *call)
 {
-    if (call->d->rl != NULL)
+    if (mcp_rlclient(call->d) != NULL)
         return false;
     log_msg(RLMCP_LOG_ERROR, call->plugin_name,
             "no Runloop API client is configured (runloop: section)");
@@ -1106,8 +1105,9 @@ int call_runloop_request(rlmcp_call *call, const struct rlmcp_http_req *req,
     if (no_client(call))
         return RLMCP_EHTTP;
     b = call_bound(call, req);
-    return note_result(call, rlclient_request_bound(call->d->rl, call_key(call),
-                                                    req, resp_out, &b));
+    return note_result(call, rlclient_request_bound(mcp_rlclient(call->d),
+                                                    call_key(call), req,
+                                                    resp_out, &b));
 }
 
 void call_http_resp_free(struct rlmcp_http_resp *resp)
@@ -1128,8 +1128,8 @@ int call_runloop_sse(rlmcp_call *call, const struct rlmcp_http_req *req,
         return RLMCP_EHTTP;
     b = call_bound(call, req);
     return note_result(call,
-                       rlclient_sse_bound(call->d->rl, call_key(call), req,
-                                          on_event, user, status_out, &b));
+                       rlclient_sse_bound(mcp_rlclient(call->d), call_key(call),
+                                          req, on_event, user, status_out, &b));
 }
 
 uint64_t call_deadline_ms(rlmcp_call *call)
@@ -1159,12 +1159,13 @@ static char *tunnel_origin(struct rlmcp_call *call,
                 "RLMCP_TUNNEL_INIT");
         return NULL;
     }
-    if (call->d->rl == NULL) {
+    if (mcp_rlclient(call->d) == NULL) {
         log_msg(RLMCP_LOG_ERROR, call->plugin_name,
                 "no Runloop API client is configured (runloop: section)");
         return NULL;
     }
-    origin = rlclient_tunnel_origin(call->d->rl, t->tunnel_key, t->port);
+    origin =
+        rlclient_tunnel_origin(mcp_rlclient(call->d), t->tunnel_key, t->port);
     if (origin == NULL)
         log_msg(RLMCP_LOG_ERROR, call->plugin_name, "tunnel: %s",
                 rlclient_last_error());
@@ -1187,9 +1188,9 @@ int call_runloop_tunnel_request(rlmcp_call *call, const struct rlmcp_tunnel *t,
     if (origin == NULL)
         return RLMCP_EINVAL;
     b = call_bound(call, req);
-    rc = note_result(call, rlclient_tunnel_request_bound(call->d->rl, origin,
-                                                         t->auth_token, req,
-                                                         resp_out, &b));
+    rc = note_result(call, rlclient_tunnel_request_bound(mcp_rlclient(call->d),
+                                                         origin, t->auth_token,
+                                                         req, resp_out, &b));
     if (rc == RLMCP_EINVAL)
         log_msg(RLMCP_LOG_ERROR, call->plugin_name, "tunnel request: %s",
                 rlclient_last_error());
@@ -1352,11 +1353,12 @@ static char *ws_origin(struct rlmcp_call *call, const struct rlmcp_tunnel *t,
         snprintf(err, errlen, "%s", WS_TOKEN_BAD);
         return NULL;
     }
-    if (call->d->rl == NULL) {
+    if (mcp_rlclient(call->d) == NULL) {
         snprintf(err, errlen, "no Runloop API client is configured");
         return NULL;
     }
-    origin = rlclient_tunnel_origin(call->d->rl, t->tunnel_key, t->port);
+    origin =
+        rlclient_tunnel_origin(mcp_rlclient(call->d), t->tunnel_key, t->port);
     if (origin == NULL)
         snprintf(err, errlen, "tunnel: %s", rlclient_last_error());
     return origin;
@@ -1575,36 +1577,6 @@ static const char *method_capability(const char *method)
     return method;
 }
 
-/* Whether the client declared the capability a method needs. */
-static bool client_allows(struct rlmcp_call *c, const char *method)
-{
-    bool ok = true;
-
-    pthread_mutex_lock(&c->s->lock);
-    if (strcmp(method, "sampling/createMessage") == 0)
-        ok = c->s->cap_sampling;
-    else if (strcmp(method, "elicitation/create") == 0)
-        ok = c->s->cap_elicitation;
-    else if (strcmp(method, "roots/list") == 0)
-        ok = c->s->cap_roots;
-    pthread_mutex_unlock(&c->s->lock);
-    return ok;
-}
-
-static void pending_unlink(struct mcp_session *s, struct pending_req *p)
-{
-    struct pending_req **pp;
-
-    pthread_mutex_lock(&s->lock);
-    for (pp = &s->pending; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-}
-
 /* Wait for the answer, the call's cancellation or the timeout. */
 static bool wait_answer(struct rlmcp_call *c, struct pending_req *p,
                         uint32_t timeout_ms)
@@ -1664,21 +1636,18 @@ static int exchange(struct rlmcp_call *call, struct pending_req *p,
 {
     bool cancelled;
 
-    pthread_mutex_lock(&call->s->lock);
-    p->next = call->s->pending;
-    call->s->pending = p;
-    pthread_mutex_unlock(&call->s->lock);
+    mcp_session_pending_add(call->s, p);
 
     flush_progress(call);
     if (!call_send(call, json, false)) {
-        pending_unlink(call->s, p);
+        mcp_session_pending_remove(call->s, p);
         return RLMCP_ECANCELLED; /* already answered: the call is over */
     }
     if (wait_answer(call, p, timeout_ms)) {
-        pending_unlink(call->s, p);
+        mcp_session_pending_remove(call->s, p);
         return RLMCP_OK;
     }
-    pending_unlink(call->s, p);
+    mcp_session_pending_remove(call->s, p);
     cancelled = atomic_load(&call->cancelled);
     cancel_client_request(call, id, cancelled ? "cancelled" : "timeout");
     return cancelled ? RLMCP_ECANCELLED : RLMCP_ETIMEDOUT;
@@ -1703,7 +1672,7 @@ int call_client_request(rlmcp_call *call, const char *method,
     if (params_json != NULL &&
         parse_object(params_json, strlen(params_json), &params) != RLMCP_OK)
         return RLMCP_EINVAL;
-    if (!client_allows(call, method)) {
+    if (!mcp_session_client_allows(call->s, method)) {
         if (call->mrtr != NULL)
             mrtr_missing_capability(call->mrtr, method_capability(method));
         cJSON_Delete(params);
@@ -1719,8 +1688,7 @@ int call_client_request(rlmcp_call *call, const char *method,
         return rc == 0 ? RLMCP_OK : rc == 1 ? RLMCP_ECANCELLED : rc;
     }
     mrtr_strip_key(params); /* the key is for input rounds only */
-    snprintf(id, sizeof(id), "rlmcp-%lu",
-             atomic_fetch_add(&call->d->next_request_id, 1) + 1);
+    snprintf(id, sizeof(id), "rlmcp-%lu", mcp_next_request_id(call->d));
     json = build_request(id, method, params); /* consumes params */
     if (asprintf(&p.id_key, "\"%s\"", id) < 0)
         p.id_key = NULL;
@@ -1800,35 +1768,6 @@ int call_prompt_message(rlmcp_call *call, const char *role,
 rlmcp_plugin *call_plugin(rlmcp_call *call)
 {
     return call != NULL ? loader_handle(call->plugin) : NULL;
-}
-
-bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
-                          cJSON *result, cJSON *error)
-{
-    struct pending_req *p = NULL;
-    bool found = false;
-
-    pthread_mutex_lock(&s->lock);
-    for (p = s->pending; p != NULL; p = p->next) {
-        if (strcmp(p->id_key, id_key) != 0)
-            continue;
-        pthread_mutex_lock(&p->call->lock);
-        if (!p->done) {
-            p->result = result;
-            p->error = error;
-            result = NULL;
-            error = NULL;
-            p->done = true;
-            pthread_cond_broadcast(&p->call->cond);
-            found = true;
-        }
-        pthread_mutex_unlock(&p->call->lock);
-        break;
-    }
-    pthread_mutex_unlock(&s->lock);
-    cJSON_Delete(result);
-    cJSON_Delete(error);
-    return found;
 }
 
 /* The ABI 1.2 services exposed_tool_name and exposed_param_name. */

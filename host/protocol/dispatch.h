@@ -37,9 +37,19 @@ void mcp_send_error(struct mcp_sink *sink, const cJSON *id, int code,
                     const cJSON *data, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* A call's request to the client (sampling, elicitation, roots): link
+ * it into its session's pending list to wait for the answer, and out. */
+struct pending_req;
+void mcp_session_pending_add(struct mcp_session *s, struct pending_req *p);
+void mcp_session_pending_remove(struct mcp_session *s, struct pending_req *p);
 /* Wake a call waiting for this answer; false when nobody waits. */
 bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
                           cJSON *result, cJSON *error);
+/* Did the client declare the capability method needs (sampling/
+ * createMessage, elicitation/create, roots/list; others: true)? */
+bool mcp_session_client_allows(struct mcp_session *s, const char *method);
+/* The lowest level sent to the client as notifications/message. */
+int mcp_session_log_level(const struct mcp_session *s);
 
 struct listen_sink;
 
@@ -58,6 +68,11 @@ struct mcp_session **mcp_listen_close(struct mcp_dispatcher *d);
  * own uses (mcp_set_default_api_key; NULL: none). */
 const char *mcp_session_label(const struct mcp_session *s);
 const char *mcp_default_key(const struct mcp_dispatcher *d);
+/* The Runloop API client calls use (NULL: none configured). */
+struct rlclient;
+struct rlclient *mcp_rlclient(const struct mcp_dispatcher *d);
+/* The id of the next request the server sends a client (1, 2, ...). */
+unsigned long mcp_next_request_id(struct mcp_dispatcher *d);
 
 /* "debug".."emergency" */
 const char *mcp_level_name(int level);

@@ -155,6 +155,88 @@ const char *mcp_default_key(const struct mcp_dispatcher *d)
     return d->default_key;
 }
 
+struct rlclient *mcp_rlclient(const struct mcp_dispatcher *d)
+{
+    return d->rl;
+}
+
+unsigned long mcp_next_request_id(struct mcp_dispatcher *d)
+{
+    return atomic_fetch_add(&d->next_request_id, 1) + 1;
+}
+
+/* Whether the client declared the capability a method needs. */
+bool mcp_session_client_allows(struct mcp_session *s, const char *method)
+{
+    bool ok = true;
+
+    pthread_mutex_lock(&s->lock);
+    if (strcmp(method, "sampling/createMessage") == 0)
+        ok = s->cap_sampling;
+    else if (strcmp(method, "elicitation/create") == 0)
+        ok = s->cap_elicitation;
+    else if (strcmp(method, "roots/list") == 0)
+        ok = s->cap_roots;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+int mcp_session_log_level(const struct mcp_session *s)
+{
+    return atomic_load(&s->log_level);
+}
+
+void mcp_session_pending_add(struct mcp_session *s, struct pending_req *p)
+{
+    pthread_mutex_lock(&s->lock);
+    p->next = s->pending;
+    s->pending = p;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void mcp_session_pending_remove(struct mcp_session *s, struct pending_req *p)
+{
+    struct pending_req **pp = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    for (pp = &s->pending; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool mcp_deliver_response(struct mcp_session *s, const char *id_key,
+                          cJSON *result, cJSON *error)
+{
+    struct pending_req *p = NULL;
+    bool found = false;
+
+    pthread_mutex_lock(&s->lock);
+    for (p = s->pending; p != NULL; p = p->next) {
+        if (strcmp(p->id_key, id_key) != 0)
+            continue;
+        pthread_mutex_lock(&p->call->lock);
+        if (!p->done) {
+            p->result = result;
+            p->error = error;
+            result = NULL;
+            error = NULL;
+            p->done = true;
+            pthread_cond_broadcast(&p->call->cond);
+            found = true;
+        }
+        pthread_mutex_unlock(&p->call->lock);
+        break;
+    }
+    pthread_mutex_unlock(&s->lock);
+    cJSON_Delete(result);
+    cJSON_Delete(error);
+    return found;
+}
+
 void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink)
 {
     struct mcp_dispatcher *d = s->d;

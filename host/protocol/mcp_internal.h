@@ -1,10 +1,10 @@
 /*
  * mcp_internal.h - the dispatcher's and the session's structs, for the
- * files that read their fields: mcp.c, call.c (a session's pending client
- * requests), listen.c and resources.c (a session's notify sink and
- * subscriptions); cmake/check_host_layers.cmake keeps that list. A call's
- * state is call_state.h's, what a request calls back into the dispatcher
- * dispatch.h's. Not for transports: they use mcp.h.
+ * files that read their fields: mcp.c, listen.c and resources.c (a
+ * session's notify sink and subscriptions); cmake/check_host_layers.cmake
+ * keeps that list. A call's state is call_state.h's, what a request calls
+ * back into the dispatcher (a session's pending client requests among
+ * them) dispatch.h's. Not for transports: they use mcp.h.
  *
  * Lock order: dispatcher lock and session lock are never held together;
  * dep_lock and sess_lock are leaves (nothing is taken while holding one);
