@@ -33,7 +33,7 @@ set(LAYERS base backend tools protocol transport app)
 set(RANKS 0 1 1 2 3 4)
 
 # What the transports and the program may use of the protocol.
-set(PUBLIC mcp.h revision.h intake.h)
+set(PUBLIC mcp.h intake.h)
 
 # The files that read the dispatcher's or a session's fields: mcp.c, and
 # listen.c and resources.c (a session's notify sink and subscriptions). A

@@ -66,6 +66,11 @@ void intake_read(const cJSON *msg, const struct intake_headers *h,
     in->cancel = in->id == NULL && is(in->method, "notifications/cancelled");
 }
 
+void intake_mark_stateless(struct mcp_request_ctx *ctx)
+{
+    ctx->revision = MCP_REV_STATELESS;
+}
+
 /* "2025-11-25, 2025-06-18 and 2025-03-26": the session-based revisions. */
 static void session_versions(char *buf, size_t len)
 {
@@ -175,6 +180,9 @@ char *intake_refusal(enum intake_refusal why, const cJSON *id,
     case INTAKE_REFUSE_INVALID:
         code = JSONRPC_INVALID_REQUEST;
         break;
+    case INTAKE_REFUSE_PARAMS:
+        code = JSONRPC_INVALID_PARAMS;
+        break;
     case INTAKE_REFUSE_INTERNAL:
         code = JSONRPC_INTERNAL_ERROR;
         break;
@@ -183,6 +191,48 @@ char *intake_refusal(enum intake_refusal why, const cJSON *id,
         break;
     }
     return jsonrpc_error(id, code, message, NULL);
+}
+
+bool intake_parse(const char *buf, size_t len, struct intake_parsed *p)
+{
+    struct jsonrpc_msg m;
+    int code = 0;
+
+    memset(p, 0, sizeof(*p));
+    code = jsonrpc_parse(buf, len, &m, &p->id, p->err, sizeof(p->err));
+    if (code == 0) {
+        p->msg = m.root; /* the caller reads the fields it needs */
+        return true;
+    }
+    p->notification = m.kind == JSONRPC_NOTIFICATION;
+    jsonrpc_msg_free(&m);
+    switch (code) {
+    case JSONRPC_PARSE_ERROR:
+        p->why = INTAKE_REFUSE_PARSE;
+        break;
+    case JSONRPC_INVALID_PARAMS:
+        p->why = INTAKE_REFUSE_PARAMS;
+        break;
+    case JSONRPC_INVALID_REQUEST:
+    default:
+        p->why = INTAKE_REFUSE_INVALID;
+        break;
+    }
+    return false;
+}
+
+char *intake_parsed_refusal(const struct intake_parsed *p)
+{
+    return intake_refusal(p->why, p->id, p->err);
+}
+
+void intake_parsed_free(struct intake_parsed *p)
+{
+    if (p == NULL)
+        return;
+    cJSON_Delete(p->msg);
+    cJSON_Delete(p->id);
+    memset(p, 0, sizeof(*p));
 }
 
 void intake_reply_init(struct intake_reply *r, const struct intake *in)

@@ -14,6 +14,8 @@
 
 #include <cjson/cJSON.h>
 
+struct mcp_request_ctx;
+
 /* subscriptions/listen streams one client may hold open at once. */
 #define INTAKE_LISTENS_PER_CLIENT 16u
 
@@ -52,6 +54,12 @@ void intake_read(const cJSON *msg, const struct intake_headers *h,
                  enum intake_session s, struct intake *in);
 
 /*
+ * Tell mcp_handle that the request in ctx is a stateless one (in->stateless,
+ * intake_line_stateless): its revision, not its session's, serves it.
+ */
+void intake_mark_stateless(struct mcp_request_ctx *ctx);
+
+/*
  * The checks its revision asks of a message before it is handled:
  * a session-based one's MCP-Protocol-Version; a stateless request's
  * params._meta, then its headers against the body, then its version.
@@ -87,8 +95,39 @@ enum intake_refusal {
     INTAKE_REFUSE_NO_SESSION, /* the session named is unknown (-32001) */
     INTAKE_REFUSE_PARSE,      /* not JSON (-32700) */
     INTAKE_REFUSE_INVALID,    /* not one JSON-RPC 2.0 message, too big */
+    INTAKE_REFUSE_PARAMS,     /* "params" is not an object (-32602) */
     INTAKE_REFUSE_INTERNAL,   /* the server failed (out of memory) */
 };
+
+/* ---- Reading bytes ---------------------------------------------------- */
+
+/*
+ * One message read from a transport's bytes, or why it is refused: not
+ * UTF-8 or not JSON, nested too deep, a batch, not an object, data after
+ * it, no "jsonrpc":"2.0", a bad "id", "method" or "params". stdio (each
+ * line, in mcp_handle) and HTTP (each POST body) read with it, so a
+ * message is refused with the same code and message on both.
+ */
+struct intake_parsed {
+    cJSON *msg; /* the message (owned); NULL when refused */
+    /* When refused: */
+    enum intake_refusal why; /* INTAKE_REFUSE_PARSE, _INVALID or _PARAMS */
+    cJSON *id;               /* the message's id when one could be read
+                              * (owned), NULL: answer with id null */
+    bool notification;       /* a notification: on a stream nobody is
+                              * answered (HTTP still refuses its POST) */
+    char err[512];           /* what is wrong and what to fix */
+};
+
+/* Read buf; false when refused (p->why, p->err). Free with
+ * intake_parsed_free either way. */
+bool intake_parse(const char *buf, size_t len, struct intake_parsed *p);
+
+/* The refusal of a message intake_parse refused, as a JSON-RPC error
+ * message; malloc'd, NULL when out of memory. */
+char *intake_parsed_refusal(const struct intake_parsed *p);
+
+void intake_parsed_free(struct intake_parsed *p);
 
 /* The JSON-RPC error message refusing a message (id as given, NULL: id
  * null). malloc'd; NULL when out of memory. */

@@ -299,22 +299,19 @@ static int classify_response(struct jsonrpc_msg *msg, const cJSON *id,
     return 0;
 }
 
-int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
-                  cJSON **bad_id, char *err, size_t errlen)
+int jsonrpc_read(cJSON *root, struct jsonrpc_msg *msg, cJSON **bad_id,
+                 char *err, size_t errlen)
 {
     const cJSON *version = NULL;
     const cJSON *id = NULL;
     const cJSON *method = NULL;
-    int rc;
+    int rc = 0;
 
     memset(msg, 0, sizeof(*msg));
+    msg->root = root;
     *bad_id = NULL;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
-    rc = parse_root(buf, len, &msg->root, err, errlen);
-    if (rc != 0)
-        return rc;
-
     id = cJSON_GetObjectItemCaseSensitive(msg->root, "id");
     if (jsonrpc_id_valid(id))
         *bad_id = cJSON_Duplicate(id, false);
@@ -334,6 +331,22 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
         *bad_id = NULL;
     }
     return rc;
+}
+
+int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
+                  cJSON **bad_id, char *err, size_t errlen)
+{
+    cJSON *root = NULL;
+    int rc = 0;
+
+    memset(msg, 0, sizeof(*msg));
+    *bad_id = NULL;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    rc = parse_root(buf, len, &root, err, errlen);
+    if (rc != 0)
+        return rc;
+    return jsonrpc_read(root, msg, bad_id, err, errlen);
 }
 
 void jsonrpc_msg_free(struct jsonrpc_msg *msg)

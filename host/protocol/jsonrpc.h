@@ -51,6 +51,12 @@ struct jsonrpc_msg {
  */
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
                   cJSON **bad_id, char *err, size_t errlen);
+/*
+ * The same checks on a message already parsed (jsonrpc_parse's root, an
+ * object): msg owns root afterwards, whatever the result.
+ */
+int jsonrpc_read(cJSON *root, struct jsonrpc_msg *msg, cJSON **bad_id,
+                 char *err, size_t errlen);
 void jsonrpc_msg_free(struct jsonrpc_msg *msg);
 
 /* Valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF)? */

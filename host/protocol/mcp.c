@@ -18,6 +18,7 @@
 #include "config.h"
 #include "deadline.h"
 #include "dlist.h"
+#include "intake.h"
 #include "jsonrpc.h"
 #include "listen.h"
 #include "loader.h"
@@ -1860,27 +1861,24 @@ static void handle_response(struct mcp_session *s, struct jsonrpc_msg *m)
     free(key);
 }
 
-bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
-                const char *msg, size_t len, struct mcp_sink *sink,
-                const struct mcp_request_ctx *ctx)
+bool mcp_handle_msg(struct mcp_dispatcher *d, struct mcp_session *s, cJSON *msg,
+                    struct mcp_sink *sink, const struct mcp_request_ctx *ctx)
 {
     struct jsonrpc_msg m;
     struct req r;
     struct deployment *dep = NULL;
     cJSON *bad_id = NULL;
     char err[512];
-    int rc;
     bool is_request = true;
+    int rc = 0;
 
-    rc = jsonrpc_parse(msg, len, &m, &bad_id, err, sizeof(err));
+    /* intake_parse checked it: this reads the fields (and fails only for
+     * a message it did not read). */
+    rc = jsonrpc_read(msg, &m, &bad_id, err, sizeof(err));
     if (rc != 0) {
-        if (m.kind == JSONRPC_NOTIFICATION) {
-            /* Nobody to answer: a notification never gets a response. */
-            log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s", err);
-            is_request = false;
-        } else {
+        is_request = m.kind != JSONRPC_NOTIFICATION;
+        if (is_request)
             mcp_send_final(sink, jsonrpc_error(bad_id, rc, err, NULL));
-        }
         goto out;
     }
     dep = mcp_deployment_get(d);
@@ -1919,7 +1917,32 @@ bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
 out:
     deployment_unref(dep);
     cJSON_Delete(bad_id);
+    m.root = NULL; /* the caller's */
     jsonrpc_msg_free(&m);
+    return is_request;
+}
+
+bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
+                const char *msg, size_t len, struct mcp_sink *sink,
+                const struct mcp_request_ctx *ctx)
+{
+    struct intake_parsed p;
+    bool is_request = true;
+
+    if (!intake_parse(msg, len, &p)) {
+        if (p.notification) {
+            /* Nobody to answer: a notification never gets a response. */
+            log_msg(RLMCP_LOG_DEBUG, NULL, "bad notification ignored: %s",
+                    p.err);
+            is_request = false;
+        } else {
+            mcp_send_final(sink, intake_parsed_refusal(&p));
+        }
+        goto out;
+    }
+    is_request = mcp_handle_msg(d, s, p.msg, sink, ctx);
+out:
+    intake_parsed_free(&p);
     return is_request;
 }
 

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct cJSON;
+
 struct registry;
 struct mcp_dispatcher;
 struct mcp_session;
@@ -139,6 +141,15 @@ void mcp_session_set_notify(struct mcp_session *s, struct mcp_sink *sink);
 bool mcp_handle(struct mcp_dispatcher *d, struct mcp_session *s,
                 const char *msg, size_t len, struct mcp_sink *sink,
                 const struct mcp_request_ctx *ctx);
+
+/*
+ * The same for a message intake_parse read (intake.h): a transport that
+ * reads the message itself hands it over without a second parse. msg
+ * stays the caller's; handling may take members out of it.
+ */
+bool mcp_handle_msg(struct mcp_dispatcher *d, struct mcp_session *s,
+                    struct cJSON *msg, struct mcp_sink *sink,
+                    const struct mcp_request_ctx *ctx);
 
 /* Stop taking calls, cancel the in-flight ones and wait up to ms. */
 void mcp_drain(struct mcp_dispatcher *d, unsigned ms);

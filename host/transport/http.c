@@ -45,7 +45,6 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "random.h"
-#include "revision.h"
 #include "secret.h"
 #include "strbuf.h"
 
@@ -1631,7 +1630,8 @@ static const char *req_header(void *user, const char *name)
  * DELETE leaves that to whoever leaves last. Returns 1 handled, 0 not (no
  * reply comes), -1 the session ended meanwhile.
  */
-static int dispatch(struct http_req *req, const char *key, bool used)
+static int dispatch(struct http_req *req, cJSON *msg, const char *key,
+                    bool used)
 {
     struct http_session *s = req->sess;
     struct mcp_request_ctx ctx = {0};
@@ -1642,7 +1642,7 @@ static int dispatch(struct http_req *req, const char *key, bool used)
     ctx.header = req_header;
     ctx.header_user = req;
     if (s->stateless)
-        ctx.revision = MCP_REV_STATELESS;
+        intake_mark_stateless(&ctx);
     pthread_mutex_lock(&s->lock);
     if (s->ms_freed) {
         /* Ended (DELETE) between the lookup and here. */
@@ -1658,8 +1658,7 @@ static int dispatch(struct http_req *req, const char *key, bool used)
     if (used)
         s->used = true;
     pthread_mutex_unlock(&s->lock);
-    handled = mcp_handle(req->srv->d, s->ms, req->body.p, req->body.len,
-                         &req->stream->sink, &ctx);
+    handled = mcp_handle_msg(req->srv->d, s->ms, msg, &req->stream->sink, &ctx);
     pthread_mutex_lock(&s->lock);
     s->handling--;
     if (s->terminated && s->handling == 0 && !s->ms_freed) {
@@ -1756,7 +1755,7 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
         req->cursor = 1;
         pthread_mutex_unlock(&req->sess->lock);
     }
-    handled = dispatch(req, key, id != NULL && !in.initialize);
+    handled = dispatch(req, msg, key, id != NULL && !in.initialize);
     if (handled < 0)
         return reply_no_session(req);
     if (handled == 0)
@@ -1770,8 +1769,8 @@ static enum MHD_Result post_dispatch(struct http_req *req, cJSON *msg)
 
 static enum MHD_Result post_body_done(struct http_req *req)
 {
-    cJSON *msg = NULL;
-    const cJSON *ver = NULL;
+    struct intake_parsed p;
+    char *text = NULL;
     enum MHD_Result ret = MHD_NO;
 
     if (req->too_big)
@@ -1781,27 +1780,21 @@ static enum MHD_Result post_body_done(struct http_req *req)
                            "(server.http.max_body_bytes); send smaller "
                            "arguments or raise the limit",
                            req->srv->opts.max_body_bytes);
-    msg = cJSON_ParseWithLength(strbuf_str(&req->body), req->body.len);
-    if (msg == NULL)
-        return reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_PARSE,
-                           "Parse error: the body is not valid JSON");
-    if (cJSON_IsArray(msg)) {
-        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_INVALID,
-                          "Invalid Request: JSON-RPC batches are not "
-                          "supported; send one message per POST");
+    /* The protocol reads the body as stdio reads a line (intake_parse):
+     * the same refusal, here with 400. */
+    if (intake_parse(strbuf_str(&req->body), req->body.len, &p)) {
+        ret = post_dispatch(req, p.msg);
         goto out;
     }
-    ver = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
-    if (!cJSON_IsObject(msg) || !cJSON_IsString(ver) ||
-        strcmp(ver->valuestring, "2.0") != 0) {
-        ret = reply_error(req, MHD_HTTP_BAD_REQUEST, INTAKE_REFUSE_INVALID,
-                          "Invalid Request: expected one JSON-RPC 2.0 message "
-                          "object with \"jsonrpc\":\"2.0\"");
-        goto out;
-    }
-    ret = post_dispatch(req, msg);
+    log_msg(RLMCP_LOG_DEBUG, NULL, "http: %u: %s", MHD_HTTP_BAD_REQUEST, p.err);
+    text = intake_parsed_refusal(&p);
+    if (text == NULL)
+        ret = queue_buffer(req, MHD_HTTP_BAD_REQUEST, NULL, "", 0, false, NULL);
+    else
+        ret = queue_buffer(req, MHD_HTTP_BAD_REQUEST, "application/json", text,
+                           strlen(text), true, NULL);
 out:
-    cJSON_Delete(msg);
+    intake_parsed_free(&p);
     return ret;
 }
 

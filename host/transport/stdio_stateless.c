@@ -12,7 +12,6 @@
 #include "intake.h"
 #include "log.h"
 #include "mcp.h"
-#include "revision.h"
 
 struct sl_req;
 
@@ -102,8 +101,7 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
                             size_t len, struct mcp_sink *out,
                             bool session_initialized)
 {
-    struct mcp_request_ctx ctx = {.api_key = NULL,
-                                  .revision = MCP_REV_STATELESS};
+    struct mcp_request_ctx ctx = {.api_key = NULL};
     struct sl_req *q = NULL;
     struct intake_reply reply;
     enum intake_session where =
@@ -112,6 +110,7 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
 
     if (st == NULL || !intake_line_stateless(line, len, where, &reply))
         return false;
+    intake_mark_stateless(&ctx);
     q = calloc(1, sizeof(*q));
     if (q != NULL)
         q->ms = mcp_session_new(st->d);
@@ -144,14 +143,14 @@ bool stdio_stateless_handle(struct stdio_stateless *st, const char *line,
 void stdio_stateless_notify(struct stdio_stateless *st, const char *line,
                             size_t len)
 {
-    struct mcp_request_ctx ctx = {.api_key = NULL,
-                                  .revision = MCP_REV_STATELESS};
+    struct mcp_request_ctx ctx = {.api_key = NULL};
     struct sl_req **held = NULL;
     struct sl_req *q = NULL;
     size_t n = 0, i = 0;
 
     if (st == NULL || !intake_line_cancel(line, len))
         return;
+    intake_mark_stateless(&ctx);
     /* Hold each live request so none goes while it is handed the line. */
     pthread_mutex_lock(&st->lock);
     for (q = st->live; q != NULL; q = q->next)

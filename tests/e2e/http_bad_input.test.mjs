@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { startHttpHost, stopHttpHost } from './lib/host.mjs';
+import { RawHost, startHttpHost, stopHttpHost } from './lib/host.mjs';
 
 const SRC = process.env.RLMCP_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
 const BUILD = process.env.RLMCP_BUILD_DIR ?? path.join(SRC, 'build');
@@ -215,8 +215,56 @@ test('malformed JSON -> 400 parse error; batches and non-2.0 -> 400', async () =
   assert.equal(JSON.parse(r.body).error.code, -32700);
   const batch = await request(S.port, { headers: JSON_HDRS, body: '[' + init() + ']' });
   assertRpcError(batch, 400, /batch/);
+  // An id that can be read is answered (as over stdio).
   const v1 = await request(S.port, { headers: JSON_HDRS, body: '{"jsonrpc":"1.0","id":1,"method":"ping"}' });
-  assertRpcError(v1, 400, /2\.0/);
+  assert.equal(v1.status, 400, v1.body);
+  assert.equal(JSON.parse(v1.body).id, 1);
+  assert.equal(JSON.parse(v1.body).error.code, -32600);
+  assert.match(JSON.parse(v1.body).error.message, /"jsonrpc" must be the string "2\.0"/);
+});
+
+// One rule reads a message on both transports (protocol/intake.c,
+// intake_parse): what is wrong with the envelope gets the same JSON-RPC
+// error, code, message and id, in a POST body (400) as in a stdio line.
+test('envelope refusals: a POST gets the error a stdio line gets', async () => {
+  const conf = writeConf('stdio-twin', {}, { ...CLOUD, api_key: 'e2e-unused-key' });
+  const stdio = new RawHost({ conf, args: ['--transport', 'stdio'], env: baseEnv() });
+  const cases = [
+    ['a batch', '[' + init() + ']'],
+    ['an empty batch', '[]'],
+    ['not an object', '"ping"'],
+    ['invalid JSON', '{"jsonrpc":"2.0","id":1,"method":'],
+    ['data after the message', '{"jsonrpc":"2.0","id":1,"method":"ping"} {}'],
+    ['no "jsonrpc"', '{"id":"nov","method":"ping"}'],
+    ['"jsonrpc" 1.0', '{"jsonrpc":"1.0","id":7,"method":"ping"}'],
+    ['a null id', '{"jsonrpc":"2.0","id":null,"method":"ping"}'],
+    ['a method that is not a string', '{"jsonrpc":"2.0","id":"m","method":5}'],
+    ['params that are not an object', '{"jsonrpc":"2.0","id":"p","method":"ping","params":[1]}'],
+  ];
+  try {
+    for (const [what, body] of cases) {
+      const before = stdio.messages.length;
+      await stdio.send(body);
+      const line = await stdio.next((x) => stdio.messages.indexOf(x) >= before && x.error !== undefined, 20000,
+        `the stdio answer to ${what}`);
+      const post = await request(S.port, { headers: JSON_HDRS, body });
+      assert.equal(post.status, 400, `${what}: status ${post.status}: ${post.body}`);
+      const b = JSON.parse(post.body);
+      assert.deepEqual(b, line, `${what}: HTTP and stdio answer alike`);
+      assert.equal(typeof b.error.message, 'string');
+      assert.ok(b.error.message.length > 20, `${what}: says what to fix: ${b.error.message}`);
+    }
+    // The batch refusal names what to do, on both.
+    const batch = await request(S.port, { headers: JSON_HDRS, body: '[]' });
+    assert.deepEqual(JSON.parse(batch.body).error, {
+      code: -32600,
+      message: 'batches are not supported since 2025-06-18; send each JSON-RPC message on its own',
+    });
+  } finally {
+    const exit = await stdio.close(30000);
+    assert.equal(exit.code, 0, stdio.stderr.slice(-2000));
+    assert.deepEqual(stdio.junk, []);
+  }
 });
 
 test('missing, unknown and deleted session ids -> 400 / 404 / 404', async () => {

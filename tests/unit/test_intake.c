@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "intake.h"
+#include "mcp.h"
 
 /* The error code of a JSON-RPC error message, or 0. */
 static int code_of(const char *json)
@@ -48,12 +49,82 @@ static void test_refusals(void **state)
     expect_refusal(INTAKE_REFUSE_NO_SESSION, -32001);
     expect_refusal(INTAKE_REFUSE_PARSE, -32700);
     expect_refusal(INTAKE_REFUSE_INVALID, -32600);
+    expect_refusal(INTAKE_REFUSE_PARAMS, -32602);
     expect_refusal(INTAKE_REFUSE_INTERNAL, -32603);
     text = intake_refusal_code(-32021, id, "missing", NULL);
     assert_non_null(strstr(text, "\"id\":7"));
     assert_int_equal(code_of(text), -32021);
     free(text);
     cJSON_Delete(id);
+}
+
+/* intake_parse refuses text with why; its refusal says what to fix. */
+static void expect_parse(const char *text, enum intake_refusal why, int code,
+                         const char *id, const char *words)
+{
+    struct intake_parsed p;
+    char *json = NULL;
+
+    assert_false(intake_parse(text, strlen(text), &p));
+    assert_null(p.msg);
+    assert_int_equal(p.why, why);
+    assert_non_null(strstr(p.err, words));
+    json = intake_parsed_refusal(&p);
+    assert_non_null(json);
+    assert_int_equal(code_of(json), code);
+    assert_non_null(strstr(json, id));
+    free(json);
+    intake_parsed_free(&p);
+}
+
+/* The one read of a message both transports use. */
+static void test_parse(void **state)
+{
+    const char *ok = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    const char *bad_note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                           "x\",\"params\":3}";
+    struct intake_parsed p;
+
+    (void)state;
+    assert_true(intake_parse(ok, strlen(ok), &p));
+    assert_non_null(p.msg);
+    assert_true(cJSON_IsObject(p.msg));
+    intake_parsed_free(&p);
+
+    expect_parse("[]", INTAKE_REFUSE_INVALID, -32600, "\"id\":null",
+                 "batches are not supported since 2025-06-18; send each "
+                 "JSON-RPC message on its own");
+    expect_parse("{\"a\":", INTAKE_REFUSE_PARSE, -32700, "\"id\":null",
+                 "invalid JSON near byte");
+    expect_parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} x",
+                 INTAKE_REFUSE_PARSE, -32700, "\"id\":null",
+                 "unexpected data after the JSON value");
+    expect_parse("7", INTAKE_REFUSE_INVALID, -32600, "\"id\":null",
+                 "must be a JSON-RPC 2.0 object");
+    expect_parse("{\"id\":\"a\",\"method\":\"ping\"}", INTAKE_REFUSE_INVALID,
+                 -32600, "\"id\":\"a\"", "\"jsonrpc\" must be the string");
+    expect_parse("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\","
+                 "\"params\":[]}",
+                 INTAKE_REFUSE_PARAMS, -32602, "\"id\":2", "must be an object");
+
+    /* A notification's refusal: nobody to answer on a stream. */
+    assert_false(intake_parse(bad_note, strlen(bad_note), &p));
+    assert_true(p.notification);
+    intake_parsed_free(&p);
+    assert_false(intake_parse("[]", 2, &p));
+    assert_false(p.notification);
+    intake_parsed_free(&p);
+}
+
+/* A transport marks a stateless request without naming its revision. */
+static void test_mark_stateless(void **state)
+{
+    struct mcp_request_ctx ctx = {0};
+
+    (void)state;
+    intake_mark_stateless(&ctx);
+    assert_non_null(ctx.revision);
+    assert_string_equal(ctx.revision, "2026-07-28");
 }
 
 static void test_version(void **state)
@@ -219,9 +290,10 @@ static void test_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_version),
-        cmocka_unit_test(test_answer),   cmocka_unit_test(test_outcome),
-        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_version),
+        cmocka_unit_test(test_answer),         cmocka_unit_test(test_outcome),
+        cmocka_unit_test(test_lines),          cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_mark_stateless),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
