@@ -333,10 +333,35 @@ int jsonrpc_read(cJSON *root, struct jsonrpc_msg *msg, cJSON **bad_id,
     return rc;
 }
 
+/* The offset of the first \u0000 escape inside a string of valid JSON,
+ * else len.  cJSON ends its strings at a NUL, so a string holding one
+ * would reach a tool cut short, silently. */
+static size_t nul_escape_at(const char *buf, size_t len)
+{
+    bool in_string = false;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (!in_string) {
+            in_string = buf[i] == '"';
+            continue;
+        }
+        if (buf[i] == '"') {
+            in_string = false;
+        } else if (buf[i] == '\\') {
+            if (i + 5 < len && memcmp(buf + i + 1, "u0000", 5) == 0)
+                return i;
+            i++; /* the escaped character */
+        }
+    }
+    return len;
+}
+
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
                   cJSON **bad_id, char *err, size_t errlen)
 {
     cJSON *root = NULL;
+    size_t nul = 0;
     int rc = 0;
 
     memset(msg, 0, sizeof(*msg));
@@ -346,7 +371,17 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg *msg,
     rc = parse_root(buf, len, &root, err, errlen);
     if (rc != 0)
         return rc;
-    return jsonrpc_read(root, msg, bad_id, err, errlen);
+    rc = jsonrpc_read(root, msg, bad_id, err, errlen);
+    nul = nul_escape_at(buf, len);
+    if (rc != 0 || nul == len)
+        return rc;
+    if (msg->id != NULL)
+        *bad_id = cJSON_Duplicate(msg->id, false);
+    errbuf_set(err, errlen,
+               "a string holds \\u0000 (byte %zu): text may not contain NUL "
+               "characters; remove it, or send binary data base64-encoded",
+               nul);
+    return JSONRPC_INVALID_PARAMS;
 }
 
 void jsonrpc_msg_free(struct jsonrpc_msg *msg)

@@ -240,6 +240,8 @@ test('envelope refusals: a POST gets the error a stdio line gets', async () => {
     ['a null id', '{"jsonrpc":"2.0","id":null,"method":"ping"}'],
     ['a method that is not a string', '{"jsonrpc":"2.0","id":"m","method":5}'],
     ['params that are not an object', '{"jsonrpc":"2.0","id":"p","method":"ping","params":[1]}'],
+    // A tool would see "a" only: refused, not cut short.
+    ['a NUL in a string', '{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"test_simple_text","arguments":{"t":"a\\u0000b"}}}'],
   ];
   try {
     for (const [what, body] of cases) {

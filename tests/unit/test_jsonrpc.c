@@ -132,6 +132,16 @@ static void test_kinds(void **state)
                      0);
     assert_int_equal(m.kind, JSONRPC_RESPONSE);
     jsonrpc_msg_free(&m);
+
+    /* A backslash, then the text "u0000": no NUL, accepted as sent. */
+    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\","
+                           "\"params\":{\"t\":\"\\\\u0000\"}}",
+                           &m, &bad_id, err),
+                     0);
+    assert_string_equal(
+        cJSON_GetObjectItemCaseSensitive(m.params, "t")->valuestring,
+        "\\u0000");
+    jsonrpc_msg_free(&m);
 }
 
 struct bad_case {
@@ -166,6 +176,13 @@ static void test_bad_inputs(void **state)
         {"{\"jsonrpc\":\"2.0\",\"result\":{}}", -32600, "\"id\"", false},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xc3\x28\"}", -32700,
          "UTF-8", false},
+        /* cJSON would end the string at the NUL: refused, not cut short. */
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+         "\"params\":{\"text\":\"a\\u0000b\"}}",
+         -32602, "holds \\u0000 (byte 65)", true},
+        {"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"k\":\"\\u0000\"}"
+         "}",
+         -32602, "NUL", false},
     };
     size_t i;
 
