@@ -643,3 +643,24 @@ char *util_shell_quote(const char *s)
     *p = '\0';
     return out;
 }
+
+size_t util_json_nul_at(const char *buf, size_t len)
+{
+    int in_string = 0;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (!in_string) {
+            in_string = buf[i] == '"';
+            continue;
+        }
+        if (buf[i] == '"') {
+            in_string = 0;
+        } else if (buf[i] == '\\') {
+            if (i + 5 < len && memcmp(buf + i + 1, "u0000", 5) == 0)
+                return i;
+            i++; /* the escaped character */
+        }
+    }
+    return len;
+}

@@ -69,6 +69,9 @@ int util_listen_tcp(const char *spec, const struct util_listen_words *w,
                     size_t errlen);
 
 /* obj's member name when it is a string, else NULL (obj may be NULL). */
+/* The offset of the first \u0000 escape inside a string of valid JSON
+ * text, else len (cJSON would end that string at the NUL). */
+size_t util_json_nul_at(const char *buf, size_t len);
 const char *util_json_str(const cJSON *obj, const char *name);
 
 /* Validation helpers: each returns 0 or -1 with a message in err naming

@@ -200,6 +200,7 @@ int api_parse_body(const struct http_request *req, struct http_response *resp,
 {
     const char *end = NULL;
     cJSON *body = NULL;
+    size_t nul = 0;
 
     *out = NULL;
     if (req->body_too_large) {
@@ -230,6 +231,16 @@ int api_parse_body(const struct http_request *req, struct http_response *resp,
         cJSON_Delete(body);
         http_response_error(resp, 400,
                             "the request body must be a JSON object");
+        return -1;
+    }
+    nul = util_json_nul_at(req->body, req->body_len);
+    if (nul < req->body_len) {
+        cJSON_Delete(body);
+        http_response_error(
+            resp, 400,
+            "a string in the request body holds \\u0000 (byte %zu), which "
+            "would be cut short here; send binary data with upload_file",
+            nul);
         return -1;
     }
     *out = body;

@@ -101,6 +101,12 @@ describe('files: confinement and bad input', () => {
     await rejectsWith(assert, client.devboxes.uploadFile(boxId, { path: 'only-path.txt' }), 400,
       /both parts/);
     await rejectsWith(assert, client.devboxes.readFileContents('dbx_missing', { file_path: 'a' }), 404);
+    // JSON carries a NUL as \u0000; the file would end before it: refused,
+    // and nothing is written.
+    await rejectsWith(assert, client.devboxes.writeFileContents(boxId, { file_path: 'nul.txt', contents: 'a\u0000b' }),
+      400, /holds \\u0000 \(byte \d+\).*upload_file/);
+    const nul = await client.devboxes.executeAndAwaitCompletion(boxId, { command: 'test -e nul.txt && echo there || echo absent' });
+    assert.equal(nul.stdout.trim(), 'absent');
   });
 
   test('an upload over the 64 MiB limit is a 413', async () => {
