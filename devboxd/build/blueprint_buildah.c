@@ -285,6 +285,60 @@ static int store_cmd(const char *state_dir, const char *const *words,
     return store_cmd_in(state_dir, NULL, words, out);
 }
 
+/* A member ("id", "layer") of the image named name in the store at root
+ * (its images.json, which the store replaces whole on each change), or NULL
+ * when the store has no image of that name. */
+static char *image_member(const char *root, const char *name,
+                          const char *member)
+{
+    char *path = NULL;
+    cJSON *images = NULL;
+    const cJSON *im = NULL;
+    char *out = NULL;
+
+    if (asprintf(&path, "%s/overlay-images/images.json", root) < 0)
+        return NULL;
+    images = util_read_json(path, 64u << 20);
+    cJSON_ArrayForEach(im, images)
+    {
+        const cJSON *n = NULL;
+
+        cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(im, "names"))
+        {
+            const char *v = util_json_str(im, member);
+
+            if (out == NULL && v != NULL && cJSON_IsString(n) &&
+                strcmp(n->valuestring, name) == 0)
+                out = strdup(v);
+        }
+    }
+    cJSON_Delete(images);
+    free(path);
+    return out;
+}
+
+static char *top_layer(const char *root, const char *name)
+{
+    return image_member(root, name, "layer");
+}
+
+/* Whether the state dir's store has an image of that name (buildah rmi of
+ * one it lacks costs a buildah run for nothing). */
+static int state_has_image(const char *state_dir, const char *name)
+{
+    char *root = NULL;
+    char *id = NULL;
+    int has;
+
+    if (asprintf(&root, "%s/buildah/storage", state_dir) < 0)
+        return 1;
+    id = image_member(root, name, "id");
+    has = id != NULL;
+    free(id);
+    free(root);
+    return has;
+}
+
 void blueprint_buildah_cleanup(const char *state_dir)
 {
     static const char *const rm[] = {"rm", "--all", NULL};
@@ -303,7 +357,7 @@ void blueprint_buildah_forget(const char *state_dir, const cJSON *rec)
     const char *img = util_json_str(rec, "buildah_image");
     const char *words[] = {"rmi", img, NULL};
 
-    if (img != NULL)
+    if (img != NULL && state_has_image(state_dir, img))
         store_cmd(state_dir, words, NULL);
 }
 
@@ -317,6 +371,48 @@ struct names {
     char *base_id;   /* or the blueprint */
     cJSON *resolved; /* {local name: {"image": x} | {"blueprint": id}} */
 };
+
+/* Engine images whose buildah image this devboxd's helper run reported
+ * ({rootfs: name}): the helper checks under its lock that the image is
+ * whole, so a later build only checks that the machine's store still
+ * lists it instead of running the helper (a shell and a buildah) again. */
+static pthread_mutex_t imported_lock = PTHREAD_MUTEX_INITIALIZER;
+static cJSON *imported;
+
+static char *imported_name(const char *rootfs)
+{
+    char *name = NULL;
+    char *root = NULL;
+    char *id = NULL;
+
+    pthread_mutex_lock(&imported_lock);
+    if (util_json_str(imported, rootfs) != NULL)
+        name = strdup(util_json_str(imported, rootfs));
+    pthread_mutex_unlock(&imported_lock);
+    if (name == NULL ||
+        asprintf(&root, "%s/buildah/storage", image_cache()) < 0) {
+        free(name);
+        return NULL;
+    }
+    id = image_member(root, name, "id");
+    if (id == NULL) {
+        free(name);
+        name = NULL;
+    }
+    free(id);
+    free(root);
+    return name;
+}
+
+static void remember_import(const char *rootfs, const char *name)
+{
+    pthread_mutex_lock(&imported_lock);
+    if (imported == NULL)
+        imported = cJSON_CreateObject();
+    cJSON_DeleteItemFromObjectCaseSensitive(imported, rootfs);
+    cJSON_AddStringToObject(imported, rootfs, name);
+    pthread_mutex_unlock(&imported_lock);
+}
 
 /* The buildah name of an engine image, importing it once per machine. */
 static int image_local(const char *image, char **local, char *err,
@@ -336,6 +432,11 @@ static int image_local(const char *image, char **local, char *err,
     if (helper == NULL || images_path(image, &rootfs, err, errlen) != 0)
         goto out;
     argv[1] = rootfs;
+    out = imported_name(rootfs);
+    if (out != NULL) {
+        rc = 0;
+        goto out;
+    }
     if (pipe2(pp, O_CLOEXEC) != 0)
         goto out;
     pid = fork();
@@ -367,6 +468,8 @@ static int image_local(const char *image, char **local, char *err,
     }
     out = strdup(buf);
     rc = out != NULL ? 0 : -1;
+    if (rc == 0)
+        remember_import(rootfs, out);
 out:
     if (pp[0] >= 0)
         close(pp[0]);
@@ -784,35 +887,6 @@ static int follow(struct blueprint_buildah_job *j, struct child *c,
 
 /* ------------------------------------------------------------- results */
 
-/* The top layer of the image named name in the store at root. */
-static char *top_layer(const char *root, const char *name)
-{
-    char *path = NULL;
-    cJSON *images = NULL;
-    const cJSON *im = NULL;
-    char *out = NULL;
-
-    if (asprintf(&path, "%s/overlay-images/images.json", root) < 0)
-        return NULL;
-    images = util_read_json(path, 64u << 20);
-    cJSON_ArrayForEach(im, images)
-    {
-        const cJSON *n = NULL;
-
-        cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(im, "names"))
-        {
-            const char *layer = util_json_str(im, "layer");
-
-            if (out == NULL && layer != NULL && cJSON_IsString(n) &&
-                strcmp(n->valuestring, name) == 0)
-                out = strdup(layer);
-        }
-    }
-    cJSON_Delete(images);
-    free(path);
-    return out;
-}
-
 static const char *parent_of(const cJSON *layers, const char *id)
 {
     const cJSON *l = NULL;
@@ -906,26 +980,85 @@ out:
     return rc;
 }
 
+/* Standard Base64 with padding of s (containers/storage's name for a
+ * big-data item whose key is not a plain file name). */
+static char *b64(const char *s)
+{
+    static const char tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t len = strlen(s);
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    size_t i, o = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)(unsigned char)s[i] << 16;
+
+        if (i + 1 < len)
+            v |= (unsigned)(unsigned char)s[i + 1] << 8;
+        if (i + 2 < len)
+            v |= (unsigned char)s[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? tab[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The OCI config document of the image named name in the store at root,
+ * read from the store's files: buildah commits an image whose id is its
+ * config's digest and keeps the config as the big-data item of that key
+ * (a `buildah inspect` would cost a buildah run). */
+static cJSON *image_config_doc(const char *root, const char *name)
+{
+    char *id = image_member(root, name, "id");
+    char *key = NULL;
+    char *enc = NULL;
+    char *path = NULL;
+    cJSON *doc = NULL;
+
+    if (id == NULL || asprintf(&key, "sha256:%s", id) < 0)
+        goto out;
+    enc = b64(key);
+    if (enc == NULL ||
+        asprintf(&path, "%s/overlay-images/%s/=%s", root, id, enc) < 0)
+        goto out;
+    doc = util_read_json(path, 16u << 20);
+out:
+    free(id);
+    free(key);
+    free(enc);
+    free(path);
+    return doc;
+}
+
 /* The built image's config: Env (without the default PATH), WorkingDir,
  * User, Entrypoint, Cmd into the record fields. */
 static int keep_config(struct blueprint_buildah_job *j, const char *disk,
                        const char *image, char *err, size_t errlen)
 {
-    const char *words[] = {"inspect", "--type", "image", image, NULL};
-    char *out = NULL;
+    char *root = NULL;
     cJSON *doc = NULL;
     const cJSON *cfg = NULL;
     const cJSON *it = NULL;
     cJSON *env = cJSON_CreateObject();
     int rc = -1;
 
-    if (store_cmd_in(j->state_dir, disk, words, &out) != 0 || out == NULL ||
-        (doc = cJSON_Parse(out)) == NULL) {
-        snprintf(err, errlen, "buildah inspect of the built image failed");
+    if (asprintf(&root, "%s/storage", disk) < 0)
+        root = NULL;
+    if (root != NULL)
+        doc = image_config_doc(root, image);
+    if (!cJSON_IsObject(doc) ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "rootfs"))) {
+        snprintf(err, errlen,
+                 "cannot read the built image's config in the build's "
+                 "store");
         goto out;
     }
-    cfg = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(doc, "OCIv1"), "config");
+    cfg = cJSON_GetObjectItemCaseSensitive(doc, "config");
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cfg, "Env"))
     {
         const char *kv = cJSON_GetStringValue(it);
@@ -948,7 +1081,7 @@ static int keep_config(struct blueprint_buildah_job *j, const char *disk,
 out:
     cJSON_Delete(env);
     cJSON_Delete(doc);
-    free(out);
+    free(root);
     return rc;
 }
 
@@ -1525,12 +1658,16 @@ static void drop_leftovers(const char *state_dir, const char *id, int failed)
     if (asprintf(&storage, "%s/buildah/storage", state_dir) < 0 ||
         stat(storage, &st) != 0)
         goto out;
-    if (asprintf(&build, BUILD_REPO "%s", id) >= 0) {
+    /* Builds commit into their disk's store, gone with the disk: only a
+     * build of an older devboxd left its image here. */
+    if (asprintf(&build, BUILD_REPO "%s", id) >= 0 &&
+        state_has_image(state_dir, build)) {
         const char *words[] = {"rmi", build, NULL};
 
         store_cmd(state_dir, words, NULL);
     }
-    if (failed && asprintf(&name, BLUEPRINT_REPO "%s", id) >= 0) {
+    if (failed && asprintf(&name, BLUEPRINT_REPO "%s", id) >= 0 &&
+        state_has_image(state_dir, name)) {
         const char *words[] = {"rmi", name, NULL};
 
         store_cmd(state_dir, words, NULL);
