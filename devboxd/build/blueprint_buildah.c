@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "blueprint_buildah.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -38,6 +39,7 @@
 #define LINE_MAX_LEN 4096
 #define OUT_MAX (4u << 20)
 #define TERM_GRACE_MS 5000
+#define STEP_OOM_LOG "step-ooms" /* in the build's temp dir */
 
 extern char **environ;
 
@@ -843,6 +845,110 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* SIGKILLs every task of group dir and of the groups below it; how many
+ * were signalled. */
+static int kill_tree(const char *dir, int depth)
+{
+    char path[4096];
+    DIR *d = NULL;
+    struct dirent *de = NULL;
+    FILE *f = NULL;
+    long pid;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    f = fopen(path, "re");
+    while (f != NULL && fscanf(f, "%ld", &pid) == 1) {
+        if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
+    }
+    if (f != NULL)
+        fclose(f);
+    d = depth < 8 ? opendir(dir) : NULL;
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        n += kill_tree(path, depth + 1);
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* Removes the (emptied) groups below dir, deepest first. */
+static void remove_below(const char *dir, int depth)
+{
+    char path[4096];
+    DIR *d = depth < 8 ? opendir(dir) : NULL;
+    struct dirent *de = NULL;
+    int tries;
+
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        remove_below(path, depth + 1);
+        /* EBUSY while killed tasks are still accounted. */
+        for (tries = 0; tries < 1000; tries++) {
+            if (rmdir(path) == 0 || errno != EBUSY)
+                break;
+            usleep(2000);
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+/* A build's RUN steps run in groups of their own below the build's
+ * (devboxd-build-runtime): when a build is stopped or abandoned, every task
+ * in the build's group and below is killed and the step groups removed in
+ * every controller, so that the build's group can go. */
+static void drop_step_groups(const char *id)
+{
+    char base[4096];
+    DIR *d = NULL;
+    struct dirent *de = NULL;
+    int tries;
+
+    if (sandbox_rt.cgroup_root == NULL || sandbox_rt.cgroup_name == NULL ||
+        id == NULL || id[0] == '\0' || id[0] == '.' || strchr(id, '/'))
+        return;
+    d = opendir(sandbox_rt.cgroup_root);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(base, sizeof(base), "%s/%s/%s/%s", sandbox_rt.cgroup_root,
+                 de->d_name, sandbox_rt.cgroup_name, id);
+        for (tries = 0; tries < 2500 && kill_tree(base, 0) > 0; tries++)
+            usleep(2000);
+        remove_below(base, 0);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+/* How many OOM kills devboxd-build-runtime noted for the build's steps
+ * (each in its own group, whose count the build's group lacks). */
+static uint64_t step_ooms(const char *tmp)
+{
+    char *path = NULL;
+    FILE *f = NULL;
+    char id[1100];
+    unsigned long long n;
+    uint64_t sum = 0;
+
+    if (asprintf(&path, "%s/" STEP_OOM_LOG, tmp) < 0)
+        return 0;
+    f = fopen(path, "re");
+    while (f != NULL && fscanf(f, "%1099s %llu", id, &n) == 2)
+        sum += n;
+    if (f != NULL)
+        fclose(f);
+    free(path);
+    return sum;
+}
+
 /* Streams buildah's output into the log until it ends; kills it when the
  * build must stop (SIGTERM to buildah, then every task of the group). */
 static int follow(struct blueprint_buildah_job *j, struct child *c,
@@ -865,6 +971,7 @@ static int follow(struct blueprint_buildah_job *j, struct child *c,
         }
         if (term_at && !killed && mono_ms() - term_at > TERM_GRACE_MS) {
             sandbox_cgroup_kill_all(cg, 5000);
+            drop_step_groups(j->id);
             killed = 1;
         }
         if (pr <= 0)
@@ -880,6 +987,7 @@ static int follow(struct blueprint_buildah_job *j, struct child *c,
     close(c->out);
     if (term_at) {
         sandbox_cgroup_kill_all(cg, 5000); /* RUN steps buildah left */
+        drop_step_groups(j->id);
         j->killed = 1;
     }
     return reap(c->pid);
@@ -1235,8 +1343,9 @@ static char *build_tmpdir(const char *id, double disk_gb, char *err,
  * in a user namespace whose root is host id range. */
 static int start_build(struct blueprint_buildah_job *j, uid_t range,
                        const char *tmp, const char *tag,
-                       const struct build_net *net, const int *fds,
-                       struct child *c, char *err, size_t errlen)
+                       const struct build_net *net, const struct sb_cgroup *cg,
+                       const int *fds, struct child *c, char *err,
+                       size_t errlen)
 {
     char *argv[160];
     char *owned[80];
@@ -1270,6 +1379,20 @@ static int start_build(struct blueprint_buildah_job *j, uid_t range,
     if (asprintf(&owned[n_owned], "devboxd-netns=%s", net->netns) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
+    /* Each step in a group of its own below the build's (build_runtime.c:
+     * runc delete removes it at once), its OOM kills noted for us. */
+    if (cg->path[SB_CG_MEMORY] != NULL) {
+        argv[n++] = "--runtime-flag";
+        if (asprintf(&owned[n_owned], "devboxd-memcg=%s",
+                     cg->path[SB_CG_MEMORY]) < 0)
+            goto out;
+        argv[n++] = owned[n_owned++];
+        argv[n++] = "--runtime-flag";
+        if (asprintf(&owned[n_owned], "devboxd-oom-log=%s/" STEP_OOM_LOG, tmp) <
+            0)
+            goto out;
+        argv[n++] = owned[n_owned++];
+    }
     if (asprintf(&owned[n_owned], "--network=ns:%s", net->netns) < 0)
         goto out;
     argv[n++] = owned[n_owned++];
@@ -1681,6 +1804,9 @@ out:
 
 void blueprint_buildah_abandon(const char *state_dir, const char *id)
 {
+    /* buildah outlives a killed devboxd: it and its steps go first. */
+    drop_step_groups(id);
+    sandbox_purge(id);
     drop_leftovers(state_dir, id, 1);
 }
 
@@ -1801,7 +1927,8 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     pg.df = &df;
     pg.cur = -1;
     pg.exit_status = -1;
-    if (start_build(j, range, tmp, tag, &net, fds, &c, err, sizeof(err)) != 0) {
+    if (start_build(j, range, tmp, tag, &net, &cg, fds, &c, err, sizeof(err)) !=
+        0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
@@ -1816,7 +1943,8 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
                  j->disk_gb);
     }
     if (status != 0 || why[0] != '\0') {
-        fail_message(j, &pg, why, sandbox_cgroup_oom_kills(&cg));
+        fail_message(j, &pg, why,
+                     sandbox_cgroup_oom_kills(&cg) + step_ooms(tmp));
         goto out;
     }
     if (keep_results(j, &nm, &df, range, tmp, tag) != 0)
@@ -1829,6 +1957,7 @@ out:
     if (have_net)
         build_net_stop(&net);
     sandbox_cgroup_kill_all(&cg, 5000);
+    drop_step_groups(j->id);
     sandbox_cgroup_remove(&cg);
     sandbox_purge(j->id); /* the groups runc made in the other controllers */
     if (cache_lock >= 0)

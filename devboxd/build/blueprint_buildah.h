@@ -73,7 +73,7 @@ void blueprint_buildah_job_free(struct blueprint_buildah_job *job);
  * dir's store (no build may run meanwhile). */
 void blueprint_buildah_cleanup(const char *state_dir);
 /* After a restart: removes what the interrupted build id left (its
- * images, its temp dir). */
+ * processes and cgroups, its images, its temp dir). */
 void blueprint_buildah_abandon(const char *state_dir, const char *id);
 /* Forgets a deleted blueprint's image. */
 void blueprint_buildah_forget(const char *state_dir, const cJSON *rec);

@@ -6,7 +6,13 @@
  * visible and offers no option to mask) joins linux.maskedPaths; with
  * --devboxd-userns=PATH --devboxd-netns=PATH (the build's own namespaces,
  * see engine/build_net.h) the step joins that user namespace, and runs
- * only when buildah put it in that network namespace.
+ * only when buildah put it in that network namespace.  With
+ * --devboxd-memcg=DIR --devboxd-oom-log=FILE each step runs in a group of
+ * its own under the build's (the build's limits bound it all the same):
+ * runc delete then removes an empty group at once instead of retrying the
+ * build's, which buildah itself keeps busy, for 150 ms; the step's group
+ * counts its OOM kills, which delete adds to FILE (DIR is the build's
+ * memory group) before the group goes.
  * Everything else passes through unchanged. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -23,6 +29,8 @@
 #define RUNC_FLAG "--devboxd-runc="
 #define USERNS_FLAG "--devboxd-userns="
 #define NETNS_FLAG "--devboxd-netns="
+#define MEMCG_FLAG "--devboxd-memcg="
+#define OOMLOG_FLAG "--devboxd-oom-log="
 #define CONFIG_MAX (16u << 20)
 
 static const char *const hidden[] = {"/proc/cmdline", NULL};
@@ -101,10 +109,91 @@ static int join_build_ns(cJSON *linux_o, const char *userns, const char *netns)
     return 0;
 }
 
+/* A runc container id (runc's own rule), safe as a group's name. */
+static bool valid_id(const char *id)
+{
+    size_t i;
+
+    if (id == NULL || id[0] == '\0' || id[0] == '.' || strlen(id) > 1024)
+        return false;
+    for (i = 0; id[i] != '\0'; i++) {
+        char c = id[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
+              c == '+'))
+            return false;
+    }
+    return true;
+}
+
+/* The step's group: linux.cgroupsPath (the build's) + "/" + its id. */
+static int step_cgroup(cJSON *linux_o, const char *id)
+{
+    const char *parent = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(linux_o, "cgroupsPath"));
+    char *path = NULL;
+    int rc = -1;
+
+    if (parent == NULL || parent[0] != '/' || !valid_id(id)) {
+        fprintf(stderr, "devboxd-build-runtime: a step without the build's "
+                        "cgroup is refused\n");
+        errno = EPERM;
+        return -1;
+    }
+    if (asprintf(&path, "%s/%s", parent, id) < 0)
+        return -1;
+    cJSON_DeleteItemFromObjectCaseSensitive(linux_o, "cgroupsPath");
+    if (cJSON_AddStringToObject(linux_o, "cgroupsPath", path) != NULL)
+        rc = 0;
+    free(path);
+    return rc;
+}
+
+/* Before runc delete removes step id's group: its OOM kills, if any,
+ * appended to log as a line "id N". */
+static void log_ooms(const char *memcg, const char *log, const char *id)
+{
+    char path[PATH_MAX];
+    char buf[512];
+    char line[1200];
+    const char *p = NULL;
+    unsigned long long n = 0;
+    ssize_t r;
+    int fd;
+
+    if (!valid_id(id))
+        return;
+    snprintf(path, sizeof(path), "%s/%s/memory.oom_control", memcg, id);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    r = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (r <= 0)
+        return;
+    buf[r] = '\0';
+    p = strstr(buf, "oom_kill ");
+    if (p != NULL)
+        n = strtoull(p + strlen("oom_kill "), NULL, 10);
+    if (n == 0)
+        return;
+    snprintf(line, sizeof(line), "%s %llu\n", id, n);
+    fd =
+        open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+        fprintf(stderr,
+                "devboxd-build-runtime: cannot note %s's OOM kills "
+                "in %s\n",
+                id, log);
+    if (fd >= 0)
+        close(fd);
+}
+
 /* Adds the hidden paths to bundle/config.json's linux.maskedPaths (and the
- * build's namespaces when userns is set). */
+ * build's namespaces when userns is set, the step's own group when id is). */
 static int edit_config(const char *bundle, const char *userns,
-                       const char *netns)
+                       const char *netns, const char *id)
 {
     char path[PATH_MAX];
     char tmp[PATH_MAX];
@@ -141,6 +230,8 @@ static int edit_config(const char *bundle, const char *userns,
         cJSON_AddItemToArray(masked, cJSON_CreateString(hidden[i]));
     if (userns != NULL && join_build_ns(linux_o, userns, netns) != 0)
         goto out;
+    if (id != NULL && step_cgroup(linux_o, id) != 0)
+        goto out;
     out = cJSON_PrintUnformatted(root);
     if (out == NULL)
         goto out;
@@ -173,7 +264,10 @@ int main(int argc, char **argv)
     const char *bundle = NULL;
     const char *userns = NULL;
     const char *netns = NULL;
+    const char *memcg = NULL;
+    const char *oom_log = NULL;
     bool creates = false;
+    bool deletes = false;
     int i;
     int n = 1;
 
@@ -192,8 +286,18 @@ int main(int argc, char **argv)
             netns = argv[i] + strlen(NETNS_FLAG);
             continue;
         }
+        if (strncmp(argv[i], MEMCG_FLAG, strlen(MEMCG_FLAG)) == 0) {
+            memcg = argv[i] + strlen(MEMCG_FLAG);
+            continue;
+        }
+        if (strncmp(argv[i], OOMLOG_FLAG, strlen(OOMLOG_FLAG)) == 0) {
+            oom_log = argv[i] + strlen(OOMLOG_FLAG);
+            continue;
+        }
         if (strcmp(argv[i], "create") == 0 || strcmp(argv[i], "run") == 0)
             creates = true;
+        if (strcmp(argv[i], "delete") == 0)
+            deletes = true;
         if ((strcmp(argv[i], "--bundle") == 0 || strcmp(argv[i], "-b") == 0) &&
             i + 1 < argc)
             bundle = argv[i + 1];
@@ -213,8 +317,18 @@ int main(int argc, char **argv)
                         "build's namespaces\n");
         return 125;
     }
+    if ((memcg == NULL) != (oom_log == NULL)) {
+        fprintf(stderr, "devboxd-build-runtime: --devboxd-memcg and "
+                        "--devboxd-oom-log go together\n");
+        return 125;
+    }
+    /* runc create|run|delete ... ID: the container's id comes last. */
+    if (deletes && memcg != NULL && n > 1)
+        log_ooms(memcg, oom_log, args[n - 1]);
     /* A step whose config cannot be changed does not run. */
-    if (creates && bundle != NULL && edit_config(bundle, userns, netns) != 0) {
+    if (creates && bundle != NULL &&
+        edit_config(bundle, userns, netns,
+                    memcg != NULL && n > 1 ? args[n - 1] : NULL) != 0) {
         fprintf(stderr,
                 "devboxd-build-runtime: cannot prepare %s/config.json: %s\n",
                 bundle, strerror(errno));

@@ -655,7 +655,6 @@ void blueprints_load_locked(struct engine *eng, cJSON *list)
         log_append(dir, "error",
                    "devboxd restarted during the build; build it again");
         free(dir);
-        sandbox_purge(util_json_str(rec, "id"));
         blueprint_buildah_abandon(eng->state_dir, util_json_str(rec, "id"));
         if (asprintf(&dir, "%s/blueprints/%s/sandbox",
                      layer_records_state_dir(), util_json_str(rec, "id")) >= 0)
