@@ -109,6 +109,9 @@ describe('build time limit', () => {
     assert.equal(done.status, 'failed');
     assert.match(await logText(b.id), /ran past its time limit of 3 s \(RLMCP_BUILD_TIMEOUT_S\)/);
     assert.deepEqual(claimsOf(engine, b.id), [], 'the build past its time kept its host ids');
+    // The killed step ran in a cgroup below the build's: none is left.
+    const left = readdirSync('/sys/fs/cgroup').filter((c) => existsSync(path.join('/sys/fs/cgroup', c, 'devboxd', b.id)));
+    assert.deepEqual(left, [], 'the killed build left cgroups');
   });
 });
 
