@@ -1844,70 +1844,33 @@ static int disk_full(const struct progress *pg, const char *disk)
            v.f_bavail < v.f_blocks / 50;
 }
 
-/* What a build holds until blueprint_buildah_finish. */
-struct teardown {
-    struct sb_cgroup cg;
-    struct build_net net;
-    int have_net;
-    int fds[SB_CG_N];
-    int cache_lock; /* the build cache's, -1 */
-    char *sbdir;    /* <dir>/sandbox: the build's host ids */
-    int failed;
-};
-
-void blueprint_buildah_finish(struct blueprint_buildah_job *j)
-{
-    struct teardown *t = j->teardown;
-    char err[1024] = "";
-    size_t i;
-
-    if (t == NULL)
-        return;
-    j->teardown = NULL;
-    for (i = 0; i < SB_CG_N; i++)
-        if (t->fds[i] >= 0)
-            close(t->fds[i]);
-    if (t->have_net)
-        build_net_stop(&t->net);
-    sandbox_cgroup_kill_all(&t->cg, 5000);
-    drop_step_groups(j->id);
-    sandbox_cgroup_remove(&t->cg);
-    sandbox_purge(j->id); /* the groups runc made in the other controllers */
-    if (t->cache_lock >= 0)
-        close(t->cache_lock); /* after the last RUN step is gone */
-    drop_leftovers(j->state_dir, j->id, t->failed);
-    if (t->sbdir != NULL &&
-        sandbox_destroy_dir(t->sbdir, err, sizeof(err)) != 0)
-        fprintf(stderr, "devboxd: build %s: %s\n", j->id, err);
-    free(t->sbdir);
-    free(t);
-}
-
 int blueprint_buildah_run(struct blueprint_buildah_job *j)
 {
     struct names nm;
     struct buildah_dockerfile_out df;
     struct progress pg;
+    struct sb_cgroup cg;
+    struct build_net net;
     struct child c;
     char err[1024] = "";
     char why[512] = "";
     char *tmp = NULL;
     char *tag = NULL;
+    char *sbdir = NULL;
     uid_t range = 0;
-    struct teardown *t = calloc(1, sizeof(*t));
+    int cache_lock = -1;
+    int have_net = 0;
+    int fds[SB_CG_N];
     size_t i;
     int status;
     int rc = -1;
 
     memset(&nm, 0, sizeof(nm));
     memset(&df, 0, sizeof(df));
+    memset(&cg, 0, sizeof(cg));
     memset(&pg, 0, sizeof(pg));
-    if (t == NULL)
-        return -1;
-    t->cache_lock = -1;
     for (i = 0; i < SB_CG_N; i++)
-        t->fds[i] = -1;
-    j->teardown = t;
+        fds[i] = -1;
     nm.resolved = cJSON_CreateObject();
     nm.job_id = j->id;
     nm.state_dir = j->state_dir;
@@ -1926,15 +1889,15 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     }
     /* RUN steps' root is a host id range of the build's, claimed as a
      * devbox's (in <dir>/sandbox, which a restart after a crash releases). */
-    if (asprintf(&t->sbdir, "%s/sandbox", j->dir) < 0 ||
-        sandbox_dir_owner(t->sbdir, j->id, &range, err, sizeof(err)) != 0) {
+    if (asprintf(&sbdir, "%s/sandbox", j->dir) < 0 ||
+        sandbox_dir_owner(sbdir, j->id, &range, err, sizeof(err)) != 0) {
         jlog(j, "error", "the build's host ids: %s", err);
         goto out;
     }
     jlog(j, "info", "RUN steps run as host ids %u-%u (root is %u)",
          (unsigned)range, (unsigned)(range + SB_RANGE_SIZE - 1),
          (unsigned)range);
-    if (make_group(j, &t->cg, t->fds, err, sizeof(err)) != 0) {
+    if (make_group(j, &cg, fds, err, sizeof(err)) != 0) {
         jlog(j, "error", "the build's cgroup: %s", err);
         goto out;
     }
@@ -1942,17 +1905,17 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
         jlog(j, "error", "the build disk: %s", err);
         goto out;
     }
-    if (build_net_start(&t->net, range, t->fds, err, sizeof(err)) != 0) {
+    if (build_net_start(&net, range, fds, err, sizeof(err)) != 0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
-    t->have_net = 1;
+    have_net = 1;
     if (ensure_state_store(j->state_dir) != 0) {
         jlog(j, "error", "cannot open the buildah store of %s", j->state_dir);
         goto out;
     }
-    if (build_cache_open(j->state_dir, tmp, range, &df.caches, &t->cache_lock,
-                         why, sizeof(why), err, sizeof(err)) != 0) {
+    if (build_cache_open(j->state_dir, tmp, range, &df.caches, &cache_lock, why,
+                         sizeof(why), err, sizeof(err)) != 0) {
         jlog(j, "error", "the build cache: %s", err);
         goto out;
     }
@@ -1964,12 +1927,12 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     pg.df = &df;
     pg.cur = -1;
     pg.exit_status = -1;
-    if (start_build(j, range, tmp, tag, &t->net, &t->cg, t->fds, &c, err,
-                    sizeof(err)) != 0) {
+    if (start_build(j, range, tmp, tag, &net, &cg, fds, &c, err, sizeof(err)) !=
+        0) {
         jlog(j, "error", "%s", err);
         goto out;
     }
-    status = follow(j, &c, &t->cg, &pg, why, sizeof(why));
+    status = follow(j, &c, &cg, &pg, why, sizeof(why));
     if (status != 0 && why[0] == '\0' && disk_full(&pg, tmp)) {
         j->out_of_disk = 1;
         snprintf(why, sizeof(why),
@@ -1981,19 +1944,28 @@ int blueprint_buildah_run(struct blueprint_buildah_job *j)
     }
     if (status != 0 || why[0] != '\0') {
         fail_message(j, &pg, why,
-                     sandbox_cgroup_oom_kills(&t->cg) + step_ooms(tmp));
+                     sandbox_cgroup_oom_kills(&cg) + step_ooms(tmp));
         goto out;
     }
     if (keep_results(j, &nm, &df, range, tmp, tag) != 0)
         goto out;
     rc = 0;
 out:
-    t->failed = rc != 0;
-    /* A failed build is torn down before it says so; a built one after
-     * (blueprint_buildah_finish): its layer and record are all a devbox
-     * of it needs. */
-    if (rc != 0)
-        blueprint_buildah_finish(j);
+    for (i = 0; i < SB_CG_N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (have_net)
+        build_net_stop(&net);
+    sandbox_cgroup_kill_all(&cg, 5000);
+    drop_step_groups(j->id);
+    sandbox_cgroup_remove(&cg);
+    sandbox_purge(j->id); /* the groups runc made in the other controllers */
+    if (cache_lock >= 0)
+        close(cache_lock); /* after the last RUN step is gone */
+    drop_leftovers(j->state_dir, j->id, rc != 0);
+    if (sbdir != NULL && sandbox_destroy_dir(sbdir, err, sizeof(err)) != 0)
+        fprintf(stderr, "devboxd: build %s: %s\n", j->id, err);
+    free(sbdir);
     free(tag);
     free(tmp);
     buildah_dockerfile_free(&df);
@@ -2003,7 +1975,6 @@ out:
 
 void blueprint_buildah_job_free(struct blueprint_buildah_job *j)
 {
-    blueprint_buildah_finish(j);
     cJSON_Delete(j->record);
     j->record = NULL;
 }

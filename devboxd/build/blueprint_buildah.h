@@ -39,7 +39,6 @@ struct blueprint_buildah_job {
     cJSON *record; /* fields for the record: layers, env, image, ... */
     int killed; /* buildah was killed: its store needs blueprint_buildah_cleanup */
     int out_of_disk; /* failed at the build disk limit */
-    void *teardown;  /* what blueprint_buildah_finish releases */
 };
 
 #define BUILDAH_PATH "/usr/bin/buildah"
@@ -67,13 +66,8 @@ void blueprint_buildah_set_records(const struct blueprint_buildah_records *r);
 /* Checks a create body's Dockerfile, FROM names and file_mounts without
  * building: 0, or -1 with err (a 400). Not under the registry lock. */
 int blueprint_buildah_check(const cJSON *params, char *err, size_t errlen);
-/* Builds; 0 with job->record set, or -1 after logging why and releasing
- * what the build held.  After a 0, the build's disk, network, cgroups and
- * host ids stay until blueprint_buildah_finish (or _job_free): the caller
- * can say the blueprint is built first. */
+/* Builds; 0 with job->record set, or -1 after logging why. */
 int blueprint_buildah_run(struct blueprint_buildah_job *job);
-/* Releases what a build still holds (nothing after a failed run). */
-void blueprint_buildah_finish(struct blueprint_buildah_job *job);
 void blueprint_buildah_job_free(struct blueprint_buildah_job *job);
 /* Removes buildah's working containers and their mounts from the state
  * dir's store (no build may run meanwhile). */

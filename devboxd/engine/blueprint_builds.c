@@ -510,15 +510,11 @@ static void build_run_buildah(struct build *b)
              "again FROM a blueprint that exists");
         ok = 0;
     }
-    if (ok) {
+    if (ok)
         blog(b, "info", "build complete");
+    if (ok)
         set_status(b, "build_complete", NULL);
-    }
-    /* A built blueprint is usable before its build's disk, network and
-     * groups are gone (the slot stays taken until then); a failed build
-     * says so only once they are. */
-    blueprint_buildah_finish(&j);
-    if (!ok)
+    else
         set_status(b, "failed", j.out_of_disk ? "out_of_disk" : "build_failed");
     if (asprintf(&ctx, "%s/build", b->dir) >= 0)
         util_rmtree(ctx);
