@@ -23,10 +23,17 @@ const runtimes = [
 const CG = '/sys/fs/cgroup';
 // The cgroups devboxd made for a sandbox id, one per controller.
 const groups = (id) => readdirSync(CG).filter((ctl) => existsSync(path.join(CG, ctl, 'devboxd', id)));
+// The command lines of the processes in id's group and the groups below it
+// (a build's RUN steps run in groups of their own below the build's).
 const procsIn = (id) => {
-  const f = path.join(CG, 'pids', 'devboxd', id, 'cgroup.procs');
-  if (!existsSync(f)) return [];
-  return readFileSync(f, 'utf8').split('\n').filter(Boolean).map((pid) => {
+  const pids = [];
+  const walk = (dir) => {
+    if (!existsSync(path.join(dir, 'cgroup.procs'))) return;
+    pids.push(...readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean));
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(path.join(dir, e.name));
+  };
+  walk(path.join(CG, 'pids', 'devboxd', id));
+  return pids.map((pid) => {
     try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(); } catch { return ''; }
   });
 };
