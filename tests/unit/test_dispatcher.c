@@ -5,6 +5,8 @@
  * server-to-client requests, resources, prompts, drain, stdio framing.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -148,21 +150,33 @@ static void deadline_after(struct timespec *ts, int ms)
 /*
  * The dispatcher's clock (deadline_set_clock): time stands still unless a
  * test moves it, so no test sleeps in real time. sim_step() moves it to
- * the earliest waiter's time; with sim_auto(true) it jumps so once
- * the waiters have been quiet (none came or went) for SIM_QUIET_US of real
- * time, so sleeps, timeouts and the timer run in order without waiting.
- * A waiter polls its condition variable in SIM_POLL_US slices: a signal
- * (cancel, answer) wakes it as before.
+ * the earliest waiter's time; with sim_auto(true) it jumps so once the
+ * waiters have been quiet (none came or went) for SIM_QUIET_US of real
+ * time and no other thread can run (sim_others_busy), so sleeps, timeouts
+ * and the timer run in order without waiting. Quiet alone is no proof on
+ * a loaded machine or under a sanitizer: a handler on its way to its 2 ms
+ * sleep may not run for longer than that, and a jump then hands the
+ * calls' deadlines their time.
+ *
+ * A waiter waits on its condition variable with no time limit: a signal
+ * (cancel, answer) wakes it, and so does the clock reaching its time (the
+ * jump broadcasts the waiter's condition variable, and the ticker again
+ * every SIM_POLL_US while the waiter has not left, should that first
+ * broadcast come before the waiter waits). A timed wait in real-time
+ * slices instead could lose a signal: glibc's pthread_cond_timedwait
+ * answers ETIMEDOUT when the signal lands as the slice ends.
  */
 #define SIM_POLL_US 1000
 #define SIM_QUIET_US 3000
 #define SIM_START_NS (1000ull * 1000000000ull)
+#define SIM_SLOTS 256
 
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t changed; /* waiters came or went, time moved */
     _Atomic uint64_t now;
-    uint64_t untils[256]; /* the waiters' times; 0: a free slot */
+    uint64_t untils[SIM_SLOTS];       /* the waiters' times; 0: a free slot */
+    pthread_cond_t *conds[SIM_SLOTS]; /* what each waiter waits on */
     unsigned n;
     uint64_t activity;
     bool autorun;
@@ -190,15 +204,16 @@ static uint64_t sim_now_ns(void *user)
     return atomic_load(&g_sim.now);
 }
 
-static int sim_slot(uint64_t until)
+static int sim_slot(uint64_t until, pthread_cond_t *cond)
 {
     int i;
 
     pthread_mutex_lock(&g_sim.lock);
-    for (i = 0; i < 256 && g_sim.untils[i] != 0; i++)
+    for (i = 0; i < SIM_SLOTS && g_sim.untils[i] != 0; i++)
         ;
-    assert_true(i < 256);
+    assert_true(i < SIM_SLOTS);
     g_sim.untils[i] = until;
+    g_sim.conds[i] = cond;
     g_sim.n++;
     g_sim.activity++;
     pthread_cond_broadcast(&g_sim.changed);
@@ -210,32 +225,52 @@ static void sim_unslot(int i)
 {
     pthread_mutex_lock(&g_sim.lock);
     g_sim.untils[i] = 0;
+    g_sim.conds[i] = NULL;
     g_sim.n--;
     g_sim.activity++;
     pthread_cond_broadcast(&g_sim.changed);
     pthread_mutex_unlock(&g_sim.lock);
 }
 
+/*
+ * Wake the waiters whose time has come; whether there were any. A slot's
+ * condition variable lives while the slot is taken: its waiter leaves the
+ * slot (under g_sim.lock) before it returns to its caller.
+ */
+static bool sim_wake_due_locked(void)
+{
+    uint64_t now = atomic_load(&g_sim.now);
+    bool any = false;
+    int i;
+
+    for (i = 0; i < SIM_SLOTS; i++) {
+        if (g_sim.untils[i] != 0 && g_sim.untils[i] <= now) {
+            pthread_cond_broadcast(g_sim.conds[i]);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/*
+ * One wait, as pthread_cond_timedwait on the simulated clock: 0 when
+ * signalled (or spuriously, which callers allow for), ETIMEDOUT once the
+ * clock reached until.
+ */
 static int sim_wait(void *user, pthread_cond_t *cond, pthread_mutex_t *mutex,
                     uint64_t until)
 {
-    struct timespec slice;
     int slot = 0;
-    int rc = ETIMEDOUT;
+    int rc = 0;
 
     (void)user;
     if (atomic_load(&g_sim.now) >= until)
         return ETIMEDOUT;
-    slot = sim_slot(until);
-    while (atomic_load(&g_sim.now) < until) {
-        /* The dispatcher's condvars wait on CLOCK_MONOTONIC. */
-        real_after_us(&slice, CLOCK_MONOTONIC, SIM_POLL_US);
-        rc = pthread_cond_timedwait(cond, mutex, &slice);
-        if (rc == 0)
-            break;
-        rc = ETIMEDOUT;
-    }
+    slot = sim_slot(until, cond);
+    rc = pthread_cond_wait(cond, mutex);
     sim_unslot(slot);
+    if (atomic_load(&g_sim.now) >= until)
+        return ETIMEDOUT;
     return rc;
 }
 
@@ -268,7 +303,7 @@ static bool sim_await_waiters(unsigned n, uint32_t within_ms)
     pthread_mutex_lock(&g_sim.lock);
     for (;;) {
         horizon = atomic_load(&g_sim.now) + (uint64_t)within_ms * 1000000ull;
-        for (i = 0, k = 0; i < 256; i++) {
+        for (i = 0, k = 0; i < SIM_SLOTS; i++) {
             if (g_sim.untils[i] != 0 && g_sim.untils[i] <= horizon)
                 k++;
         }
@@ -280,19 +315,20 @@ static bool sim_await_waiters(unsigned n, uint32_t within_ms)
     return k >= n;
 }
 
-/* Move the clock to the earliest waiter's time. */
+/* Move the clock to the earliest waiter's time and wake who waited for it. */
 static void sim_jump_locked(void)
 {
     uint64_t earliest = 0;
     int i;
 
-    for (i = 0; i < 256; i++) {
+    for (i = 0; i < SIM_SLOTS; i++) {
         if (g_sim.untils[i] != 0 &&
             (earliest == 0 || g_sim.untils[i] < earliest))
             earliest = g_sim.untils[i];
     }
     if (earliest > atomic_load(&g_sim.now))
         atomic_store(&g_sim.now, earliest);
+    sim_wake_due_locked();
     g_sim.activity++;
     pthread_cond_broadcast(&g_sim.changed);
 }
@@ -305,24 +341,83 @@ static void sim_step(void)
     pthread_mutex_unlock(&g_sim.lock);
 }
 
+/*
+ * Whether a thread of this process other than the caller is running or
+ * runnable (state R or D in /proc/self/task/TID/stat): the test sending
+ * requests, a worker starting a handler, a waiter just woken. Waiters
+ * themselves sleep in pthread_cond_wait.
+ */
+static bool sim_others_busy(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    const struct dirent *e = NULL;
+    pid_t self = gettid();
+    char path[64];
+    char stat[512];
+    const char *state = NULL;
+    bool busy = false;
+    ssize_t n;
+    pid_t tid;
+    int fd;
+
+    if (dir == NULL)
+        return false; /* no /proc: quiet alone decides, as it can */
+    while (!busy && (e = readdir(dir)) != NULL) {
+        tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* it ended meanwhile */
+        n = read(fd, stat, sizeof(stat) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        stat[n] = '\0';
+        /* "tid (comm) S ...": comm may hold spaces and parentheses. */
+        state = strrchr(stat, ')');
+        busy = state != NULL && (state[2] == 'R' || state[2] == 'D');
+    }
+    closedir(dir);
+    return busy;
+}
+
 static void *sim_ticker(void *arg)
 {
-    struct timespec quiet;
+    struct timespec t;
     uint64_t seen = 0;
+    bool busy = false;
 
     (void)arg;
     pthread_mutex_lock(&g_sim.lock);
     while (!g_sim.stop) {
+        /* A waiter whose time came and who has not left: wake it again
+         * (the jump's broadcast may have come before it waited). Time
+         * moves on only once it left. */
+        if (sim_wake_due_locked()) {
+            real_after_us(&t, CLOCK_REALTIME, SIM_POLL_US);
+            pthread_cond_timedwait(&g_sim.changed, &g_sim.lock, &t);
+            continue;
+        }
         if (!g_sim.autorun || g_sim.n == 0) {
             pthread_cond_wait(&g_sim.changed, &g_sim.lock);
             continue;
         }
         seen = g_sim.activity;
-        real_after_us(&quiet, CLOCK_REALTIME, SIM_QUIET_US);
+        real_after_us(&t, CLOCK_REALTIME, SIM_QUIET_US);
         while (!g_sim.stop && g_sim.activity == seen &&
-               pthread_cond_timedwait(&g_sim.changed, &g_sim.lock, &quiet) == 0)
+               pthread_cond_timedwait(&g_sim.changed, &g_sim.lock, &t) == 0)
             ;
-        if (!g_sim.stop && g_sim.autorun && g_sim.n > 0 &&
+        if (g_sim.stop || !g_sim.autorun || g_sim.n == 0 ||
+            g_sim.activity != seen)
+            continue;
+        /* Read unlocked: a thread blocked on g_sim.lock is on its way to
+         * a slot, not idle. */
+        pthread_mutex_unlock(&g_sim.lock);
+        busy = sim_others_busy();
+        pthread_mutex_lock(&g_sim.lock);
+        if (!busy && !g_sim.stop && g_sim.autorun && g_sim.n > 0 &&
             g_sim.activity == seen)
             sim_jump_locked();
     }
