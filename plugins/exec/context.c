@@ -196,6 +196,17 @@ static void gw_cache_drop(const char *id)
     gw_free(&old);
 }
 
+void ctx_shutdown(void)
+{
+    struct gw old = {0};
+
+    pthread_mutex_lock(&gw_cache_lock);
+    old = gw_cache;
+    memset(&gw_cache, 0, sizeof(gw_cache));
+    pthread_mutex_unlock(&gw_cache_lock);
+    gw_free(&old);
+}
+
 /* Take the tunnel of a contexts devbox view. */
 static int gw_from_view(const struct rlmcp_h *h, const cJSON *dbx, struct gw *g)
 {

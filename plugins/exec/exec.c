@@ -853,6 +853,10 @@ static void ex_shutdown(rlmcp_plugin *self, void *state)
     struct ex *ex = state;
     size_t i;
 
+    /* The gateway cache is the library's, not this instance's: emptied
+     * here all the same, as the host may unload the library next (another
+     * instance just reads its devbox again). */
+    ctx_shutdown();
     if (ex == NULL)
         return;
     for (i = 0; i < ex->n_langs; i++) {

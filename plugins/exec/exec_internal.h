@@ -253,6 +253,9 @@ int ctx_restart_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 int ctx_delete_tool(rlmcp_call *call, const char *aj, size_t al, void *ud);
 int ctx_run_cell(struct ex *ex, const struct rlmcp_h *h, const char *cid,
                  const char *code, long long timeout_ms, const char *language);
+/* Empties the cache of the last gateway used (a process-wide one: the
+ * plugin's shutdown, before the host unloads it). */
+void ctx_shutdown(void);
 /* The gateway (ctxgw.py), embedded at build time. */
 extern const unsigned char ex_ctxgw_py[];
 extern const size_t ex_ctxgw_py_len;
