@@ -311,105 +311,27 @@ static char *last_line(const char *s)
 }
 
 /*
- * Run cmd in the devbox until it completes or until_ms (monotonic) passes;
- * *view_out is the completed execution. A request the devbox refused is
- * explained as a session problem.
+ * A request about the action the devbox refused is explained as a session
+ * problem (ud: close's bool *gone).
  */
+static int exec_refused(const struct rlmcp_h *h, const char *id, long status,
+                        const char *msg, bool waiting, void *ud)
+{
+    (void)status;
+    if (waiting)
+        return explain_session(h, id, "the action's execution was lost", ud);
+    return explain_session(h, id, msg != NULL ? msg : "exec refused", ud);
+}
+
+/* Run cmd in the devbox until it completes or until_ms (monotonic) passes;
+ * *view_out is the completed execution. */
 static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
                      uint64_t until_ms, bool *gone, cJSON **view_out)
 {
-    struct rlmcp_h_req_opts o = {0};
-    cJSON *body = cJSON_CreateObject();
-    cJSON *view = NULL;
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=20", id);
-    char *msg = NULL;
-    const char *eid = NULL;
-    long status = 0;
-    uint64_t now = rlmcp_h_now_ms();
-    long long wait_s =
-        until_ms > now ? (long long)((until_ms - now) / 1000) : 1;
-    int rc = RLMCP_ENOMEM;
+    const struct rlmcp_h_exec_wait ew = {"the browser action", exec_refused,
+                                         gone};
 
-    *view_out = NULL;
-    if (body == NULL || path == NULL)
-        goto out;
-    if (wait_s > 25)
-        wait_s = 25;
-    if (wait_s < 1)
-        wait_s = 1;
-    cJSON_AddStringToObject(body, "command", cmd);
-    cJSON_AddNumberToObject(body, "optimistic_timeout", (double)wait_s);
-    o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
-    rc = rlmcp_h_request_status(h, "POST", path, body, &o,
-                                "running the browser action", &status, &view,
-                                &msg);
-    if (rc != RLMCP_OK)
-        goto out;
-    if (status < 200 || status > 299) {
-        rc = explain_session(h, id, msg != NULL ? msg : "exec refused", gone);
-        goto out;
-    }
-    eid = str_field(view, "execution_id");
-    while (!eq(str_field(view, "status"), "completed")) {
-        cJSON *next = NULL;
-        char *wpath = NULL;
-
-        now = rlmcp_h_now_ms();
-        if (eid == NULL || !rlmcp_h_id_valid(eid) || now >= until_ms) {
-            rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
-                              "the browser action did not finish in time "
-                              "(execution %s)",
-                              eid != NULL ? eid : "?");
-            goto out;
-        }
-        wait_s = (long long)((until_ms - now) / 1000);
-        wait_s = wait_s < 1 ? 1 : wait_s > 25 ? 25 : wait_s;
-        cJSON_Delete(body);
-        body = cJSON_CreateObject();
-        if (body == NULL)
-            break;
-        cJSON_AddItemToObject(
-            body, "statuses",
-            cJSON_CreateStringArray((const char *[]){"completed"}, 1));
-        cJSON_AddNumberToObject(body, "timeout_seconds", (double)wait_s);
-        wpath = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/"
-                                "wait_for_status?last_n=20",
-                                id, eid);
-        o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
-        rc = wpath != NULL
-                 ? rlmcp_h_request_status(h, "POST", wpath, body, &o,
-                                          "waiting for the browser action",
-                                          &status, &next, NULL)
-                 : RLMCP_ENOMEM;
-        free(wpath);
-        if (rc != RLMCP_OK) {
-            cJSON_Delete(next);
-            goto out;
-        }
-        if (status == 408) { /* not yet */
-            cJSON_Delete(next);
-            continue;
-        }
-        if (status < 200 || status > 299) {
-            cJSON_Delete(next);
-            rc =
-                explain_session(h, id, "the action's execution was lost", gone);
-            goto out;
-        }
-        cJSON_Delete(view);
-        view = next;
-        eid = str_field(view, "execution_id") != NULL
-                  ? str_field(view, "execution_id")
-                  : eid;
-    }
-    *view_out = view;
-    view = NULL;
-out:
-    free(path);
-    free(msg);
-    cJSON_Delete(body);
-    cJSON_Delete(view);
-    return rc;
+    return rlmcp_h_exec_wait(h, id, cmd, until_ms, &ew, view_out);
 }
 
 /* Turn the action command's outcome into the driver's reply. */

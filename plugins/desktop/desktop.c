@@ -506,110 +506,10 @@ static char *action_command(const struct dk *dk, const struct dk_call *c)
     return cmd;
 }
 
-/* Run cmd in the devbox until it completes or until_ms (monotonic) passes;
- * *view_out is the completed execution. */
-static int exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
-                     uint64_t until_ms, cJSON **view_out)
-{
-    struct rlmcp_h_req_opts o = {0};
-    cJSON *body = cJSON_CreateObject();
-    cJSON *view = NULL;
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=20", id);
-    char *msg = NULL;
-    const char *eid = NULL;
-    long status = 0;
-    uint64_t now = rlmcp_h_now_ms();
-    long long wait_s =
-        until_ms > now ? (long long)((until_ms - now) / 1000) : 1;
-    int rc = RLMCP_ENOMEM;
-
-    *view_out = NULL;
-    if (body == NULL || path == NULL)
-        goto out;
-    wait_s = wait_s < 1 ? 1 : wait_s > 25 ? 25 : wait_s;
-    cJSON_AddStringToObject(body, "command", cmd);
-    cJSON_AddNumberToObject(body, "optimistic_timeout", (double)wait_s);
-    o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
-    rc = rlmcp_h_request_status(h, "POST", path, body, &o,
-                                "running the computer action", &status, &view,
-                                &msg);
-    if (rc != RLMCP_OK)
-        goto out;
-    if (status < 200 || status > 299) {
-        rc = rlmcp_h_fail_on_devbox(h, id, status, msg,
-                                    "running the computer action");
-        goto out;
-    }
-    eid = str_field(view, "execution_id");
-    while (!eq(str_field(view, "status"), "completed")) {
-        cJSON *next = NULL;
-        char *wpath = NULL;
-
-        now = rlmcp_h_now_ms();
-        if (eid == NULL || !rlmcp_h_id_valid(eid) || now >= until_ms) {
-            rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
-                              "the computer action did not finish in time "
-                              "(execution %s in devbox %s)",
-                              eid != NULL ? eid : "?", id);
-            goto out;
-        }
-        wait_s = (long long)((until_ms - now) / 1000);
-        wait_s = wait_s < 1 ? 1 : wait_s > 25 ? 25 : wait_s;
-        cJSON_Delete(body);
-        body = cJSON_CreateObject();
-        if (body == NULL) {
-            rc = RLMCP_ENOMEM;
-            goto out;
-        }
-        cJSON_AddItemToObject(
-            body, "statuses",
-            cJSON_CreateStringArray((const char *[]){"completed"}, 1));
-        cJSON_AddNumberToObject(body, "timeout_seconds", (double)wait_s);
-        wpath = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/"
-                                "wait_for_status?last_n=20",
-                                id, eid);
-        o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
-        free(msg);
-        msg = NULL;
-        rc = rlmcp_h_request_status(h, "POST", wpath, body, &o,
-                                    "waiting for the computer action", &status,
-                                    &next, &msg);
-        free(wpath);
-        if (rc != RLMCP_OK) {
-            cJSON_Delete(next);
-            goto out;
-        }
-        if (status == 408) { /* not yet */
-            cJSON_Delete(next);
-            /* Answered before its wait was up (a proxy's 408): a pause,
-             * not a loop of requests until the deadline. */
-            if (rlmcp_h_now_ms() < now + 1000u) {
-                rc = h->api->sleep_ms(h->call, 1000);
-                if (rc != RLMCP_OK)
-                    goto out;
-            }
-            continue;
-        }
-        if (status < 200 || status > 299) {
-            cJSON_Delete(next);
-            rc = rlmcp_h_fail_on_devbox(h, id, status, msg,
-                                        "waiting for the computer action");
-            goto out;
-        }
-        cJSON_Delete(view);
-        view = next;
-        if (str_field(view, "execution_id") != NULL)
-            eid = str_field(view, "execution_id");
-    }
-    *view_out = view;
-    view = NULL;
-out:
-    free(path);
-    free(msg);
-    cJSON_Delete(body);
-    cJSON_Delete(view);
-    return rc;
-}
+/* An action runs as one command; a refusal is explained by the devbox's
+ * state (rlmcp_h_exec_wait's default). */
+static const struct rlmcp_h_exec_wait exec_how = {"the computer action", NULL,
+                                                  NULL};
 
 /* The last non-empty line of s (malloc'd). */
 static char *last_line(const char *s)
@@ -978,7 +878,8 @@ static int computer(rlmcp_call *call, const char *aj, size_t al, void *ud)
             goto out;
         id = started;
     }
-    rc = exec_wait(&h, id, cmd, rlmcp_h_now_ms() + time_left(&h), &view);
+    rc = rlmcp_h_exec_wait(&h, id, cmd, rlmcp_h_now_ms() + time_left(&h),
+                           &exec_how, &view);
     if (rc == RLMCP_OK)
         rc = read_reply(dk, &h, id, view, &reply);
     if (rc == RLMCP_OK)

@@ -1722,3 +1722,140 @@ plain:
                         msg != NULL && msg[0] ? ": " : "",
                         msg != NULL ? msg : "");
 }
+
+/* ---- exec and wait ------------------------------------------------------- */
+
+/* The seconds left until until_ms, as a wait of 1 to 25 s. */
+static long long exec_wait_s(uint64_t until_ms, uint64_t now)
+{
+    long long s = until_ms > now ? (long long)((until_ms - now) / 1000) : 1;
+
+    if (s < 1)
+        s = 1;
+    if (s > 25)
+        s = 25;
+    return s;
+}
+
+static int exec_refused(const struct rlmcp_h *h, const char *id, long status,
+                        const char *msg, bool waiting,
+                        const struct rlmcp_h_exec_wait *ew, const char *doing)
+{
+    if (ew->refused != NULL)
+        return ew->refused(h, id, status, msg, waiting, ew->ud);
+    return rlmcp_h_fail_on_devbox(h, id, status, msg, doing);
+}
+
+static const char *exec_str(const cJSON *o, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id,
+                      const char *cmd, uint64_t until_ms,
+                      const struct rlmcp_h_exec_wait *ew, cJSON **view_out)
+{
+    struct rlmcp_h_req_opts o = {0};
+    cJSON *body = cJSON_CreateObject();
+    cJSON *view = NULL;
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/execute?last_n=20", id);
+    char *running = rlmcp_h_sprintf("running %s", ew->what);
+    char *waiting = rlmcp_h_sprintf("waiting for %s", ew->what);
+    char *msg = NULL;
+    char *eid = NULL; /* a copy: it outlives the view it came from */
+    const char *st = NULL;
+    long status = 0;
+    uint64_t now = rlmcp_h_now_ms();
+    long long wait_s = exec_wait_s(until_ms, now);
+    int rc = RLMCP_ENOMEM;
+
+    *view_out = NULL;
+    if (body == NULL || path == NULL || running == NULL || waiting == NULL)
+        goto out;
+    cJSON_AddStringToObject(body, "command", cmd);
+    cJSON_AddNumberToObject(body, "optimistic_timeout", (double)wait_s);
+    o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
+    rc = rlmcp_h_request_status(h, "POST", path, body, &o, running, &status,
+                                &view, &msg);
+    if (rc != RLMCP_OK)
+        goto out;
+    if (status < 200 || status > 299) {
+        rc = exec_refused(h, id, status, msg, false, ew, running);
+        goto out;
+    }
+    if (exec_str(view, "execution_id") != NULL) {
+        eid = strdup(exec_str(view, "execution_id"));
+        if (eid == NULL) {
+            rc = RLMCP_ENOMEM;
+            goto out;
+        }
+    }
+    st = exec_str(view, "status");
+    while (st == NULL || strcmp(st, "completed") != 0) {
+        cJSON *next = NULL;
+        char *wpath = NULL;
+
+        now = rlmcp_h_now_ms();
+        if (eid == NULL || !rlmcp_h_id_valid(eid) || now >= until_ms) {
+            rc = rlmcp_h_fail(h, RLMCP_ERR_TIMEOUT,
+                              "%s did not finish in time "
+                              "(execution %s in devbox %s)",
+                              ew->what, eid != NULL ? eid : "?", id);
+            goto out;
+        }
+        wait_s = exec_wait_s(until_ms, now);
+        cJSON_Delete(body);
+        body = cJSON_CreateObject();
+        if (body == NULL) {
+            rc = RLMCP_ENOMEM;
+            goto out;
+        }
+        cJSON_AddItemToObject(
+            body, "statuses",
+            cJSON_CreateStringArray((const char *[]){"completed"}, 1));
+        cJSON_AddNumberToObject(body, "timeout_seconds", (double)wait_s);
+        wpath = rlmcp_h_sprintf("/v1/devboxes/%s/executions/%s/"
+                                "wait_for_status?last_n=20",
+                                id, eid);
+        o.timeout_ms = (uint32_t)(wait_s + 15) * 1000u;
+        free(msg);
+        msg = NULL;
+        rc = rlmcp_h_request_status(h, "POST", wpath, body, &o, waiting,
+                                    &status, &next, &msg);
+        free(wpath);
+        if (rc != RLMCP_OK) {
+            cJSON_Delete(next);
+            goto out;
+        }
+        if (status == 408) { /* not yet */
+            cJSON_Delete(next);
+            /* Answered before its wait was up (a proxy's 408): a pause,
+             * not a loop of requests until the deadline. */
+            if (rlmcp_h_now_ms() < now + 1000u) {
+                rc = h->api->sleep_ms(h->call, 1000);
+                if (rc != RLMCP_OK)
+                    goto out;
+            }
+            continue;
+        }
+        if (status < 200 || status > 299) {
+            cJSON_Delete(next);
+            rc = exec_refused(h, id, status, msg, true, ew, waiting);
+            goto out;
+        }
+        cJSON_Delete(view);
+        view = next;
+        st = exec_str(view, "status");
+    }
+    *view_out = view;
+    view = NULL;
+out:
+    free(path);
+    free(eid);
+    free(running);
+    free(waiting);
+    free(msg);
+    cJSON_Delete(body);
+    cJSON_Delete(view);
+    return rc;
+}

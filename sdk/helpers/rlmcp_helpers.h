@@ -243,6 +243,36 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
  */
 int rlmcp_h_devbox_preparing(const struct rlmcp_h *h, const cJSON *dbx);
 /*
+ * How rlmcp_h_exec_wait() names its work and explains a refusal. `what`
+ * names the work in its messages ("the computer action"): "running <what>",
+ * "waiting for <what>", "<what> did not finish in time (execution E in
+ * devbox D)". refused (optional) reports a non-2xx answer: to the execute
+ * request (waiting false; msg is the body's message or NULL) or to a wait
+ * for it (waiting true); it returns what rlmcp_h_exec_wait() then returns
+ * (RLMCP_H_REPORTED, a negative code, or 0, after which *view_out is NULL).
+ * Without it, rlmcp_h_fail_on_devbox() reports against `what`.
+ */
+struct rlmcp_h_exec_wait {
+    const char *what;
+    int (*refused)(const struct rlmcp_h *h, const char *id, long status,
+                   const char *msg, bool waiting, void *ud);
+    void *ud;
+};
+/*
+ * Run cmd in devbox id and wait until it completes or until_ms (monotonic,
+ * rlmcp_h_now_ms()) passes: POST /v1/devboxes/{id}/execute?last_n=20 with
+ * an optimistic_timeout of the time left (1 to 25 s), then long-polls
+ * POST .../executions/{eid}/wait_for_status?last_n=20 for "completed". A
+ * 408 ("not yet") answered before its wait was up (a proxy's) pauses a
+ * second instead of asking again at once. *view_out receives the completed
+ * ExecutionView (caller frees; NULL on failure). Returns 0,
+ * RLMCP_H_REPORTED (timeout after until_ms) or a negative code.
+ * Threads: the call's (it uses the call's requests and sleep_ms).
+ */
+int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id,
+                      const char *cmd, uint64_t until_ms,
+                      const struct rlmcp_h_exec_wait *ew, cJSON **view_out);
+/*
  * Report a failed operation on a devbox (HTTP `status`, message `msg`):
  * when the devbox is not running the error is devbox_not_running with a
  * remedy for its state; a missing devbox is not_found; a 409 on a devbox

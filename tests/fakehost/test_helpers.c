@@ -701,6 +701,149 @@ static void not_found_names_the_kind(void **state)
                            "pick another name"));
 }
 
+/* ---- run a command and wait for it ---- */
+
+static uint64_t ew_bound_ms;
+static bool ew_custom;
+static int ew_refusals; /* calls of the custom refusal, waiting ones * 10 */
+
+static int ew_refused(const struct rlmcp_h *h, const char *id, long status,
+                      const char *msg, bool waiting, void *ud)
+{
+    int *n = ud;
+
+    *n += waiting ? 10 : 1;
+    return rlmcp_h_fail(h, RLMCP_ERR_UNAVAILABLE, "thing %s said %ld: %s", id,
+                        status, msg != NULL ? msg : "-");
+}
+
+static int t_ew(rlmcp_call *call, const char *aj, size_t al, void *ud)
+{
+    struct rlmcp_h h = {work_api, call};
+    const struct rlmcp_h_exec_wait dflt = {"the test step", NULL, NULL};
+    const struct rlmcp_h_exec_wait custom = {"the test step", ew_refused,
+                                             &ew_refusals};
+    cJSON *view = NULL;
+    int rc;
+
+    (void)aj;
+    (void)al;
+    (void)ud;
+    rc = rlmcp_h_exec_wait(&h, "dbx_1", "echo hi",
+                           rlmcp_h_now_ms() + ew_bound_ms,
+                           ew_custom ? &custom : &dflt, &view);
+    if (rc == RLMCP_OK)
+        rc = rlmcp_h_result_json(&h, view);
+    cJSON_Delete(view);
+    return rlmcp_h_ret(rc);
+}
+
+static int init_ew(rlmcp_plugin *self, const struct rlmcp_host_api *api,
+                   void **state_out)
+{
+    const struct rlmcp_h_tool tool = {"ew", NULL, "Runs.", OBJ,
+                                      NULL, NULL, t_ew,    true};
+
+    work_api = api;
+    *state_out = NULL;
+    return rlmcp_h_register_tools(self, api, &tool, 1, NULL, 0);
+}
+
+static const struct rlmcp_plugin_desc desc_ew = {
+    .abi_major = RLMCP_ABI_MAJOR,
+    .abi_minor = RLMCP_TARGET_ABI_MINOR,
+    .struct_size = sizeof(struct rlmcp_plugin_desc),
+    .name = "ew",
+    .version = "1",
+    .description = "one tool that runs a command and waits",
+    .init = init_ew,
+};
+
+#define EW_EXEC "/v1/devboxes/dbx_1/execute?last_n=20"
+#define EW_WAIT "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=20"
+#define EW_RUNNING "{\"execution_id\":\"exe_1\",\"status\":\"running\"}"
+#define EW_DONE                                                                \
+    "{\"execution_id\":\"exe_1\",\"status\":\"completed\",\"exit_status\":0,"  \
+    "\"stdout\":\"hi\\n\"}"
+
+/* The command with the time left as its optimistic wait, then long polls;
+ * an early 408 is a pause of a second, not a request at once. */
+static void exec_wait_runs_and_waits(void **state)
+{
+    cJSON *sent = NULL;
+
+    (void)state;
+    assert_int_equal(fh_load(&desc_ew, "{}"), RLMCP_OK);
+    fh_use_fake_clock(true);
+    ew_custom = false;
+    ew_bound_ms = 60000;
+    fh_route("POST", EW_EXEC, 200, EW_RUNNING);
+    fh_route_n("POST", EW_WAIT, 408, "{\"message\":\"not yet\"}", 2);
+    fh_route("POST", EW_WAIT, 200, EW_DONE);
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(result_str("stdout"), "hi\n");
+    sent = fh_request_json(fh_find_request("POST", EW_EXEC));
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(sent, "command")), "echo hi");
+    assert_int_equal(
+        cJSON_GetObjectItem(sent, "optimistic_timeout")->valueint, 25);
+    assert_int_equal(fh_count_requests("POST", EW_WAIT), 3);
+    assert_int_equal(fh_sleep_count(), 2);
+    assert_int_equal(fh_sleep_at(0), 1000);
+
+    /* 408s until the bound: a timeout naming the execution and devbox,
+     * after about one request a second, not a busy loop. */
+    fh_reset();
+    ew_bound_ms = 10000;
+    fh_route("POST", EW_EXEC, 200, EW_RUNNING);
+    fh_route_n("POST", EW_WAIT, 408, "{\"message\":\"not yet\"}", 0);
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(),
+                           "the test step did not finish in time (execution "
+                           "exe_1 in devbox dbx_1)"));
+    assert_true(fh_count_requests("POST", EW_WAIT) <= 12);
+    assert_null(fh_result());
+    fh_use_fake_clock(false);
+    fh_unload();
+}
+
+/* A refusal: by default explained by the devbox (its state looked up);
+ * with a refused callback, that callback's report, told which request. */
+static void exec_wait_refusals(void **state)
+{
+    (void)state;
+    assert_int_equal(fh_load(&desc_ew, "{}"), RLMCP_OK);
+    ew_bound_ms = 60000;
+    ew_custom = false;
+    fh_route("POST", EW_EXEC, 404, "{\"message\":\"no devbox\"}");
+    fh_route("GET", "/v1/devboxes/dbx_1", 404, "{\"message\":\"no devbox\"}");
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_string_equal(fh_error_code(), "not_found");
+    assert_int_equal(fh_count_requests("GET", "/v1/devboxes/dbx_1"), 1);
+
+    fh_reset();
+    ew_custom = true;
+    ew_refusals = 0;
+    fh_route("POST", EW_EXEC, 400, "{\"message\":\"devbox is suspended\"}");
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_int_equal(ew_refusals, 1);
+    assert_string_equal(fh_error_code(), "unavailable");
+    assert_non_null(strstr(fh_error_message(),
+                           "thing dbx_1 said 400: devbox is suspended"));
+
+    fh_reset();
+    ew_refusals = 0;
+    fh_route("POST", EW_EXEC, 200, EW_RUNNING);
+    fh_route("POST", EW_WAIT, 404, "{\"message\":\"no execution\"}");
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_int_equal(ew_refusals, 10);
+    assert_non_null(strstr(fh_error_message(), "said 404: no execution"));
+    assert_null(fh_result());
+    fh_unload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +860,8 @@ int main(void)
         cmocka_unit_test(too_big_is_too_large),
         cmocka_unit_test(int_argument_range_first),
         cmocka_unit_test(registers_first_as_task),
+        cmocka_unit_test(exec_wait_runs_and_waits),
+        cmocka_unit_test(exec_wait_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,6 +306,49 @@ static void later_actions_reuse_the_session(void **state)
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fh_result(), "new_session")));
 }
 
+/* An action still running after the optimistic wait is waited for; an
+ * early 408 (a proxy's) pauses a second instead of asking again at once,
+ * and one that never completes is a timeout, not a busy loop. */
+static void running_actions_are_waited_for(void **state)
+{
+    static const char wait[] =
+        "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=20";
+
+    (void)state;
+    fh_reset();
+    fh_use_fake_clock(true);
+    fh_route("POST", EXEC, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_n("POST", wait, 408, "{\"message\":\"not yet\"}", 1);
+    fh_route("POST", wait, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"completed\","
+             "\"exit_status\":0,\"stdout\":\"{\\\"ok\\\":true,\\\"url\\\":"
+             "\\\"u\\\",\\\"title\\\":\\\"t\\\"}\\n\",\"stderr\":\"\"}");
+    assert_int_equal(fh_call("run_browser", "{\"action\":\"click\",\"value\":"
+                                            "\"#b\",\"session_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(fh_result(), "title")), "t");
+    assert_int_equal(fh_count_requests("POST", wait), 2);
+    assert_int_equal(fh_sleep_count(), 1);
+    assert_int_equal(fh_sleep_at(0), 1000);
+
+    fh_reset();
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 20000);
+    fh_route("POST", EXEC, 200,
+             "{\"execution_id\":\"exe_1\",\"status\":\"running\"}");
+    fh_route_n("POST", wait, 408, "{\"message\":\"not yet\"}", 0);
+    assert_int_equal(fh_call("run_browser", "{\"action\":\"click\",\"value\":"
+                                            "\"#b\",\"session_id\":\"dbx_1\"}"),
+                     RLMCP_OK);
+    assert_string_equal(fh_error_code(), "timeout");
+    assert_non_null(strstr(fh_error_message(),
+                           "the browser action did not finish in time"));
+    assert_true(fh_count_requests("POST", wait) <= 25);
+    fh_use_fake_clock(false);
+}
+
 static void request_text_cannot_end_the_here_document(void **state)
 {
     const char *cmd = NULL;
@@ -638,6 +681,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(screenshot_paths_stay_inside_the_devbox,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(first_action_starts_a_session, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(running_actions_are_waited_for, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(later_actions_reuse_the_session, setup,
                                         teardown),
