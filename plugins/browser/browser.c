@@ -180,7 +180,7 @@ static int run_browser(rlmcp_call *call, const char *aj, size_t al, void *ud)
     /* A new session whose browser never answered (or whose call was
      * cancelled meanwhile) is not left running. */
     if (rc != RLMCP_OK && started != NULL)
-        br_session_discard(&h, started);
+        rlmcp_h_devbox_discard(&h, started);
     if (rc == RLMCP_OK && gone) /* close: the devbox goes all the same */
         reply = cJSON_Parse("{\"ok\":true,\"browser_had_exited\":true}");
     if (rc == RLMCP_OK)

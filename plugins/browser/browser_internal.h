@@ -93,7 +93,5 @@ int br_session_end(const struct rlmcp_h *h, const char *id);
 int br_session_fetch(const struct br *br, const struct rlmcp_h *h,
                      const char *id, const char *path,
                      struct rlmcp_http_resp **resp_out);
-/* Best-effort shutdown of a session whose start failed. */
-void br_session_discard(const struct rlmcp_h *h, const char *id);
 
 #endif

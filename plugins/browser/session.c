@@ -33,38 +33,6 @@ static bool eq(const char *a, const char *b)
     return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
-/* Milliseconds left before the call must answer, less a margin for the
- * answer itself; a day when the host set no deadline. */
-static uint64_t time_left(const struct rlmcp_h *h)
-{
-    uint64_t deadline = 0;
-    uint64_t now = rlmcp_h_now_ms();
-
-    if (RLMCP_API_HAS(h->api, call_deadline_ms))
-        deadline = h->api->call_deadline_ms(h->call);
-    if (deadline == 0)
-        return 86400000u;
-    return deadline > now + 2000 ? deadline - now - 2000 : 0;
-}
-
-void br_session_discard(const struct rlmcp_h *h, const char *id)
-{
-    struct rlmcp_h_req_opts o = {0};
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
-    long status = 0;
-
-    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    o.timeout_ms = 10000;
-    o.max_retries = 1;
-    if (path != NULL &&
-        rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", &status,
-                               NULL, NULL) == RLMCP_OK &&
-        (status < 200 || status > 299))
-        h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
-                    "shutting down devbox %s answered HTTP %ld", id, status);
-    free(path);
-}
-
 /* ---- what a session is --------------------------------------------------- */
 
 /*
@@ -261,7 +229,7 @@ out:
         *id_out = id;
         id = NULL;
     } else if (id != NULL) {
-        br_session_discard(h, id);
+        rlmcp_h_devbox_discard(h, id);
     }
     free(id);
     return rc;
@@ -290,24 +258,6 @@ static char *action_command(const char *request, long long wait_tenths,
         "-H 'content-type: application/json' --data-binary @- "
         "http://driver/action <<'" EOF_MARK "'\n%s\n" EOF_MARK "\n",
         wait_tenths, EXIT_DRIVER_FAILED, EXIT_NO_DRIVER, max_s, request);
-}
-
-/* The last non-empty line of s (borrowed pointer into a copy). */
-static char *last_line(const char *s)
-{
-    char *copy = strdup(s != NULL ? s : "");
-    char *end = NULL;
-    char *nl = NULL;
-
-    if (copy == NULL)
-        return NULL;
-    end = copy + strlen(copy);
-    while (end > copy && (end[-1] == '\n' || end[-1] == '\r'))
-        *--end = '\0';
-    nl = strrchr(copy, '\n');
-    if (nl != NULL)
-        memmove(copy, nl + 1, strlen(nl + 1) + 1);
-    return copy;
 }
 
 /*
@@ -348,7 +298,7 @@ static int read_reply(const struct rlmcp_h *h, const char *id,
 
     switch (code) {
     case 0:
-        line = last_line(out);
+        line = rlmcp_h_last_line(out);
         *reply_out = line != NULL ? cJSON_Parse(line) : NULL;
         if (!cJSON_IsObject(*reply_out))
             rc = rlmcp_h_fail(h, RLMCP_ERR_INTERNAL,
@@ -357,7 +307,7 @@ static int read_reply(const struct rlmcp_h *h, const char *id,
                               id, line != NULL ? line : "");
         break;
     case EXIT_DRIVER_FAILED:
-        line = last_line(out);
+        line = rlmcp_h_last_line(out);
         /* In a session that worked before, its browser died since. */
         if (!new_session) {
             rc = explain_session(h, id, line != NULL ? line : "", gone);
@@ -402,7 +352,7 @@ int br_session_send(const struct br *br, const struct rlmcp_h *h,
 {
     cJSON *view = NULL;
     char *request = NULL, *cmd = NULL;
-    uint64_t left = time_left(h);
+    uint64_t left = rlmcp_h_time_left_ms(h, 2000);
     long long wait_tenths = 0;
     /* curl gives the driver the action's own bound and then some. */
     long long max_s = c->timeout_ms / 1000 + 30;

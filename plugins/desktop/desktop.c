@@ -378,24 +378,6 @@ out:
     return rc;
 }
 
-static void discard(const struct rlmcp_h *h, const char *id)
-{
-    struct rlmcp_h_req_opts o = {0};
-    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
-    long status = 0;
-
-    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
-    o.timeout_ms = 10000;
-    o.max_retries = 1;
-    if (path != NULL &&
-        rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", &status,
-                               NULL, NULL) == RLMCP_OK &&
-        (status < 200 || status > 299))
-        h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
-                    "shutting down devbox %s answered HTTP %ld", id, status);
-    free(path);
-}
-
 static int start_devbox(const struct dk *dk, const struct rlmcp_h *h,
                         char **id_out)
 {
@@ -441,7 +423,7 @@ out:
         *id_out = id;
         id = NULL;
     } else if (id != NULL) {
-        discard(h, id);
+        rlmcp_h_devbox_discard(h, id);
     }
     cJSON_Delete(view);
     free(id);
@@ -450,20 +432,6 @@ out:
 
 /* ---- one action ------------------------------------------------------------
  */
-
-/* Milliseconds left before the call must answer, less a margin for the
- * answer itself; a day when the host set no deadline. */
-static uint64_t time_left(const struct rlmcp_h *h)
-{
-    uint64_t deadline = 0;
-    uint64_t now = rlmcp_h_now_ms();
-
-    if (RLMCP_API_HAS(h->api, call_deadline_ms))
-        deadline = h->api->call_deadline_ms(h->call);
-    if (deadline == 0)
-        return 86400000u;
-    return deadline > now + 2000 ? deadline - now - 2000 : 0;
-}
 
 /* A string variable of the script, shell-quoted ("" when s is NULL). */
 static char *var(const char *name, const char *s)
@@ -511,31 +479,14 @@ static char *action_command(const struct dk *dk, const struct dk_call *c)
 static const struct rlmcp_h_exec_wait exec_how = {"the computer action", NULL,
                                                   NULL};
 
-/* The last non-empty line of s (malloc'd). */
-static char *last_line(const char *s)
-{
-    char *copy = strdup(s != NULL ? s : "");
-    char *end = NULL, *nl = NULL;
-
-    if (copy == NULL)
-        return NULL;
-    end = copy + strlen(copy);
-    while (end > copy && (end[-1] == '\n' || end[-1] == '\r'))
-        *--end = '\0';
-    nl = strrchr(copy, '\n');
-    if (nl != NULL)
-        memmove(copy, nl + 1, strlen(nl + 1) + 1);
-    return copy;
-}
-
 /* The script's outcome: its JSON line, or its failure named. */
 static int read_reply(const struct dk *dk, const struct rlmcp_h *h,
                       const char *id, const cJSON *view, cJSON **reply_out)
 {
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(view, "exit_status");
     int code = cJSON_IsNumber(ex) ? ex->valueint : -1;
-    char *out = last_line(str_field(view, "stdout"));
-    char *err = last_line(str_field(view, "stderr"));
+    char *out = rlmcp_h_last_line(str_field(view, "stdout"));
+    char *err = rlmcp_h_last_line(str_field(view, "stderr"));
     const char *why = err != NULL ? err : "";
     int rc = RLMCP_ENOMEM;
 
@@ -878,7 +829,8 @@ static int computer(rlmcp_call *call, const char *aj, size_t al, void *ud)
             goto out;
         id = started;
     }
-    rc = rlmcp_h_exec_wait(&h, id, cmd, rlmcp_h_now_ms() + time_left(&h),
+    rc = rlmcp_h_exec_wait(&h, id, cmd,
+                           rlmcp_h_now_ms() + rlmcp_h_time_left_ms(&h, 2000),
                            &exec_how, &view);
     if (rc == RLMCP_OK)
         rc = read_reply(dk, &h, id, view, &reply);
@@ -886,7 +838,7 @@ static int computer(rlmcp_call *call, const char *aj, size_t al, void *ud)
         rc = finish(dk, &h, &c, id, started != NULL, reply);
     /* A new devbox whose first action failed is not left running. */
     if (rc != RLMCP_OK && started != NULL)
-        discard(&h, started);
+        rlmcp_h_devbox_discard(&h, started);
 out:
     free(started);
     free(cmd);

@@ -1117,6 +1117,23 @@ const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len)
     return "application/octet-stream";
 }
 
+char *rlmcp_h_last_line(const char *s)
+{
+    char *copy = strdup(s != NULL ? s : "");
+    char *end = NULL;
+    char *nl = NULL;
+
+    if (copy == NULL)
+        return NULL;
+    end = copy + strlen(copy);
+    while (end > copy && (end[-1] == '\n' || end[-1] == '\r'))
+        *--end = '\0';
+    nl = strrchr(copy, '\n');
+    if (nl != NULL)
+        memmove(copy, nl + 1, strlen(nl + 1) + 1);
+    return copy;
+}
+
 char *rlmcp_h_shell_quote(const char *s)
 {
     size_t n = 2, i, o = 0;
@@ -1725,6 +1742,36 @@ plain:
 
 /* ---- exec and wait ------------------------------------------------------- */
 
+void rlmcp_h_devbox_discard(const struct rlmcp_h *h, const char *id)
+{
+    struct rlmcp_h_req_opts o = {0};
+    char *path = rlmcp_h_sprintf("/v1/devboxes/%s/shutdown", id);
+    long status = 0;
+
+    o.flags = RLMCP_HTTP_IGNORE_CANCEL;
+    o.timeout_ms = 10000;
+    o.max_retries = 1;
+    if (path != NULL &&
+        rlmcp_h_request_status(h, "POST", path, NULL, &o, "discarding", &status,
+                               NULL, NULL) == RLMCP_OK &&
+        (status < 200 || status > 299))
+        h->api->log(h->api->call_plugin(h->call), RLMCP_LOG_WARNING,
+                    "shutting down devbox %s answered HTTP %ld", id, status);
+    free(path);
+}
+
+uint64_t rlmcp_h_time_left_ms(const struct rlmcp_h *h, uint64_t margin_ms)
+{
+    uint64_t deadline = 0;
+    uint64_t now = rlmcp_h_now_ms();
+
+    if (RLMCP_API_HAS(h->api, call_deadline_ms))
+        deadline = h->api->call_deadline_ms(h->call);
+    if (deadline == 0)
+        return 86400000u;
+    return deadline > now + margin_ms ? deadline - now - margin_ms : 0;
+}
+
 /* The seconds left until until_ms, as a wait of 1 to 25 s. */
 static long long exec_wait_s(uint64_t until_ms, uint64_t now)
 {
@@ -1751,9 +1798,9 @@ static const char *exec_str(const cJSON *o, const char *key)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
-int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id,
-                      const char *cmd, uint64_t until_ms,
-                      const struct rlmcp_h_exec_wait *ew, cJSON **view_out)
+int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
+                      uint64_t until_ms, const struct rlmcp_h_exec_wait *ew,
+                      cJSON **view_out)
 {
     struct rlmcp_h_req_opts o = {0};
     cJSON *body = cJSON_CreateObject();

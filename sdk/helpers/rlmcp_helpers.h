@@ -243,6 +243,19 @@ int rlmcp_h_devbox_wait(const struct rlmcp_h *h, const char *id,
  */
 int rlmcp_h_devbox_preparing(const struct rlmcp_h *h, const cJSON *dbx);
 /*
+ * Shut down a devbox the call made and no longer wants (POST
+ * /v1/devboxes/{id}/shutdown, sent even when the call is cancelled, within
+ * 10 s and one retry). Reports nothing: a refusal is logged as a warning.
+ * Threads: the call's.
+ */
+void rlmcp_h_devbox_discard(const struct rlmcp_h *h, const char *id);
+/*
+ * Milliseconds left before the call must answer (the host's
+ * call_deadline_ms), less margin_ms for the answer itself; 0 when that has
+ * passed, a day when the host set no deadline. Threads: the call's.
+ */
+uint64_t rlmcp_h_time_left_ms(const struct rlmcp_h *h, uint64_t margin_ms);
+/*
  * How rlmcp_h_exec_wait() names its work and explains a refusal. `what`
  * names the work in its messages ("the computer action"): "running <what>",
  * "waiting for <what>", "<what> did not finish in time (execution E in
@@ -269,9 +282,9 @@ struct rlmcp_h_exec_wait {
  * RLMCP_H_REPORTED (timeout after until_ms) or a negative code.
  * Threads: the call's (it uses the call's requests and sleep_ms).
  */
-int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id,
-                      const char *cmd, uint64_t until_ms,
-                      const struct rlmcp_h_exec_wait *ew, cJSON **view_out);
+int rlmcp_h_exec_wait(const struct rlmcp_h *h, const char *id, const char *cmd,
+                      uint64_t until_ms, const struct rlmcp_h_exec_wait *ew,
+                      cJSON **view_out);
 /*
  * Report a failed operation on a devbox (HTTP `status`, message `msg`):
  * when the devbox is not running the error is devbox_not_running with a
@@ -625,6 +638,9 @@ const char *rlmcp_h_mime_guess(const char *path, const void *data, size_t len);
 
 /* Single-quote s for POSIX sh. malloc'd. */
 char *rlmcp_h_shell_quote(const char *s);
+/* The last non-empty line of s (NULL: ""), without its line end, e.g. a
+ * command's final answer in its output. malloc'd; NULL when out of memory. */
+char *rlmcp_h_last_line(const char *s);
 
 /* asprintf that returns NULL on failure. */
 char *rlmcp_h_sprintf(const char *fmt, ...) RLMCP_PRINTF(1, 2);

@@ -705,7 +705,9 @@ static void not_found_names_the_kind(void **state)
 
 static uint64_t ew_bound_ms;
 static bool ew_custom;
-static int ew_refusals; /* calls of the custom refusal, waiting ones * 10 */
+static int ew_refusals;  /* calls of the custom refusal, waiting ones * 10 */
+static bool ew_discard;  /* the tool discards dbx_1 instead */
+static uint64_t ew_left; /* rlmcp_h_time_left_ms(h, 2000) in the call */
 
 static int ew_refused(const struct rlmcp_h *h, const char *id, long status,
                       const char *msg, bool waiting, void *ud)
@@ -729,6 +731,11 @@ static int t_ew(rlmcp_call *call, const char *aj, size_t al, void *ud)
     (void)aj;
     (void)al;
     (void)ud;
+    ew_left = rlmcp_h_time_left_ms(&h, 2000);
+    if (ew_discard) {
+        rlmcp_h_devbox_discard(&h, "dbx_1");
+        return RLMCP_OK;
+    }
     rc = rlmcp_h_exec_wait(&h, "dbx_1", "echo hi",
                            rlmcp_h_now_ms() + ew_bound_ms,
                            ew_custom ? &custom : &dflt, &view);
@@ -786,8 +793,8 @@ static void exec_wait_runs_and_waits(void **state)
     sent = fh_request_json(fh_find_request("POST", EW_EXEC));
     assert_string_equal(
         cJSON_GetStringValue(cJSON_GetObjectItem(sent, "command")), "echo hi");
-    assert_int_equal(
-        cJSON_GetObjectItem(sent, "optimistic_timeout")->valueint, 25);
+    assert_int_equal(cJSON_GetObjectItem(sent, "optimistic_timeout")->valueint,
+                     25);
     assert_int_equal(fh_count_requests("POST", EW_WAIT), 3);
     assert_int_equal(fh_sleep_count(), 2);
     assert_int_equal(fh_sleep_at(0), 1000);
@@ -844,6 +851,48 @@ static void exec_wait_refusals(void **state)
     fh_unload();
 }
 
+/* A discard is sent even for a cancelled call and reports nothing; the
+ * time left is the deadline less the margin, a day without one. */
+static void discard_and_time_left(void **state)
+{
+    char *line = NULL;
+
+    (void)state;
+    assert_int_equal(fh_load(&desc_ew, "{}"), RLMCP_OK);
+    ew_discard = true;
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 409,
+             "{\"message\":\"already shut down\"}");
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 30000);
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_count_requests("POST", "/v1/devboxes/dbx_1/shutdown"),
+                     1);
+    assert_true(ew_left <= 28000 && ew_left > 20000);
+    assert_true(fh_find_request("POST", "/v1/devboxes/dbx_1/shutdown")->flags &
+                RLMCP_HTTP_IGNORE_CANCEL);
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    fh_set_deadline_ms(rlmcp_h_now_ms() + 1000);
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_int_equal(ew_left, 0);
+    fh_reset();
+    fh_route("POST", "/v1/devboxes/dbx_1/shutdown", 200, "{}");
+    assert_int_equal(fh_call("ew", NULL), RLMCP_OK);
+    assert_int_equal(ew_left, 86400000u);
+    ew_discard = false;
+    fh_unload();
+
+    line = rlmcp_h_last_line("one\ntwo\r\n\n");
+    assert_string_equal(line, "two");
+    free(line);
+    line = rlmcp_h_last_line(NULL);
+    assert_string_equal(line, "");
+    free(line);
+    line = rlmcp_h_last_line("only");
+    assert_string_equal(line, "only");
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -862,6 +911,7 @@ int main(void)
         cmocka_unit_test(registers_first_as_task),
         cmocka_unit_test(exec_wait_runs_and_waits),
         cmocka_unit_test(exec_wait_refusals),
+        cmocka_unit_test(discard_and_time_left),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
