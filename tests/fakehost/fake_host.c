@@ -1069,6 +1069,23 @@ const char *fh_init_error(void)
     return fh.init_error;
 }
 
+char *fh_init_refusal(const struct rlmcp_plugin_desc *desc,
+                      const char *config_json, const char *says)
+{
+    char *why = NULL;
+
+    if (fh_load(desc, config_json) == RLMCP_OK)
+        why = rlmcp_h_sprintf("config %s: accepted", config_json);
+    else if (fh.init_error == NULL)
+        why = rlmcp_h_sprintf("config %s: refused without an init error",
+                              config_json);
+    else if (strstr(fh.init_error, says) == NULL)
+        why = rlmcp_h_sprintf("config %s: '%s' lacks '%s'", config_json,
+                              fh.init_error, says);
+    fh_unload();
+    return why;
+}
+
 size_t fh_tool_count(void)
 {
     return fh.n_tools;

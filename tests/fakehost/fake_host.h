@@ -45,6 +45,13 @@ int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json);
 void fh_unload(void);
 /* The last set_error text from init, or NULL. */
 const char *fh_init_error(void);
+/*
+ * Load desc with a config it must refuse, its init error naming says, and
+ * unload it. NULL when so; else what happened instead (malloc'd), for the
+ * test's fail_msg("%s", ...).
+ */
+char *fh_init_refusal(const struct rlmcp_plugin_desc *desc,
+                      const char *config_json, const char *says);
 
 /* Registered tools. */
 size_t fh_tool_count(void);
