@@ -1069,20 +1069,23 @@ const char *fh_init_error(void)
     return fh.init_error;
 }
 
-char *fh_init_refusal(const struct rlmcp_plugin_desc *desc,
-                      const char *config_json, const char *says)
+char *fh_init_refusals(const struct rlmcp_plugin_desc *desc,
+                       const struct fh_bad_config *bad, size_t n)
 {
     char *why = NULL;
+    size_t i;
 
-    if (fh_load(desc, config_json) == RLMCP_OK)
-        why = rlmcp_h_sprintf("config %s: accepted", config_json);
-    else if (fh.init_error == NULL)
-        why = rlmcp_h_sprintf("config %s: refused without an init error",
-                              config_json);
-    else if (strstr(fh.init_error, says) == NULL)
-        why = rlmcp_h_sprintf("config %s: '%s' lacks '%s'", config_json,
-                              fh.init_error, says);
-    fh_unload();
+    for (i = 0; i < n && why == NULL; i++) {
+        if (fh_load(desc, bad[i].config) == RLMCP_OK)
+            why = rlmcp_h_sprintf("config %s: accepted", bad[i].config);
+        else if (fh.init_error == NULL)
+            why = rlmcp_h_sprintf("config %s: refused without an init error",
+                                  bad[i].config);
+        else if (strstr(fh.init_error, bad[i].says) == NULL)
+            why = rlmcp_h_sprintf("config %s: '%s' lacks '%s'", bad[i].config,
+                                  fh.init_error, bad[i].says);
+        fh_unload();
+    }
     return why;
 }
 

@@ -45,13 +45,18 @@ int fh_load(const struct rlmcp_plugin_desc *desc, const char *config_json);
 void fh_unload(void);
 /* The last set_error text from init, or NULL. */
 const char *fh_init_error(void);
+/* A config a plugin must refuse, and what its init error must name. */
+struct fh_bad_config {
+    const char *config;
+    const char *says;
+};
 /*
- * Load desc with a config it must refuse, its init error naming says, and
- * unload it. NULL when so; else what happened instead (malloc'd), for the
- * test's fail_msg("%s", ...).
+ * Load desc with each config it must refuse, its init error naming says,
+ * unloading it after each. NULL when all are; else what happened instead
+ * for the first that is not (malloc'd), for the test's fail_msg("%s", ...).
  */
-char *fh_init_refusal(const struct rlmcp_plugin_desc *desc,
-                      const char *config_json, const char *says);
+char *fh_init_refusals(const struct rlmcp_plugin_desc *desc,
+                       const struct fh_bad_config *bad, size_t n);
 
 /* Registered tools. */
 size_t fh_tool_count(void);

@@ -446,10 +446,7 @@ static void list_get_logs_delete(void **state)
 static void bad_config(void **state)
 {
     /* Checked by the host against schemas/config.json. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"build_wait_seconds\":0}",
          "config.build_wait_seconds: must be >= 1"},
         {"{\"poll_interval_ms\":99}",
@@ -458,16 +455,13 @@ static void bad_config(void **state)
         {"{\"build_wait_secs\":10}", "unknown property 'build_wait_secs'"},
         {"\"x\"", "config: expected object"},
     };
-    size_t i;
+    char *why = NULL;
 
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     setup(state);
 }
 

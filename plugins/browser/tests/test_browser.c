@@ -99,10 +99,7 @@ static void config_errors_fail_init(void **state)
 {
     /* The host checks schemas/config.json; the plugin the rule between
      * the two timeouts. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"blueprint_name\":\"\"}", "config.blueprint_name"},
         {"{\"blueprint_name\":7}", "config.blueprint_name: expected string"},
         {"{\"executable\":\"chromium\"}", "config.executable"},
@@ -112,17 +109,14 @@ static void config_errors_fail_init(void **state)
         {"{\"viewport_width\":10}", "config.viewport_width: must be >= 200"},
         {"{\"headless\":false}", "unknown property 'headless'"},
     };
-    size_t i;
+    char *why = NULL;
 
     (void)state;
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
 }
 

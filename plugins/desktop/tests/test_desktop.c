@@ -84,25 +84,19 @@ static void registers_one_long_tool(void **state)
 static void config_errors_fail_init(void **state)
 {
     /* The host checks schemas/config.json; the plugin the VNC port. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"display_width\":100}", "config.display_width"},
         {"{\"viewer_port\":5900}", "5900"},
         {"{\"x\":1}", "unknown property 'x'"},
     };
-    size_t i;
+    char *why = NULL;
 
     (void)state;
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(), "{}"), RLMCP_OK);
 }
 

@@ -366,25 +366,19 @@ static void upload_download_roundtrip(void **state)
 static void bad_config(void **state)
 {
     /* Checked by the host against schemas/config.json. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"max_read_bytes\":0}", "config.max_read_bytes: must be >= 1"},
         {"{\"max_list_entries\":2000000000}", "config.max_list_entries"},
         {"{\"max_write_bytes\":1.5}", "config.max_write_bytes"},
         {"{\"max_file_bytes\":5}", "unknown property 'max_file_bytes'"},
     };
-    size_t i;
+    char *why = NULL;
 
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     setup(state);
 }
 

@@ -695,10 +695,7 @@ static void enable_get_remove(void **state)
 static void config_template(void **state)
 {
     /* Checked by the host against schemas/config.json. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"tunnel_url_template\":\"https://x.localhost\"}",
          "config.tunnel_url_template"},
         {"{\"tunnel_url_template\":\"ftp://{port}-{tunnel_key}.x\"}",
@@ -710,16 +707,13 @@ static void config_template(void **state)
         {"{\"auth_mode\":\"open\"}", "unknown property 'auth_mode'"},
         {"[]", "config: expected object"},
     };
-    size_t i;
+    char *why = NULL;
 
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     assert_int_equal(fh_load(rlmcp_plugin_descriptor(),
                              "{\"tunnel_url_template\":\"http://"
                              "{port}-{tunnel_key}.localhost:8080/"

@@ -344,10 +344,7 @@ static void cancel_stops_polling(void **state)
 static void bad_config(void **state)
 {
     /* Checked by the host against schemas/config.json. */
-    static const struct {
-        const char *config;
-        const char *says;
-    } bad[] = {
+    static const struct fh_bad_config bad[] = {
         {"{\"mode\":\"fast\"}", "config.mode: must be one of \"sync\""},
         {"{\"wait_seconds\":0}", "config.wait_seconds: must be >= 1"},
         {"{\"poll_interval_ms\":5}", "config.poll_interval_ms"},
@@ -355,16 +352,13 @@ static void bad_config(void **state)
         {"{\"wait\":5}", "unknown property 'wait'"},
         {"[1]", "config: expected object"},
     };
-    size_t i;
+    char *why = NULL;
 
     fh_unload();
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *why = fh_init_refusal(rlmcp_plugin_descriptor(), bad[i].config,
-                                    bad[i].says);
-
-        if (why != NULL)
-            fail_msg("%s", why);
-    }
+    why = fh_init_refusals(rlmcp_plugin_descriptor(), bad,
+                           sizeof(bad) / sizeof(bad[0]));
+    if (why != NULL)
+        fail_msg("%s", why);
     setup(state);
 }
 
