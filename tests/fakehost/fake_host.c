@@ -1373,6 +1373,31 @@ int fh_call(const char *tool, const char *args_json)
     return rc;
 }
 
+char *fh_call_refusals(const char *tool, const struct fh_bad_call *bad,
+                       size_t n)
+{
+    char *why = NULL;
+    size_t i;
+
+    for (i = 0; i < n && why == NULL; i++) {
+        fh_reset();
+        fh_call(tool, bad[i].args);
+        if (fh_error_code() == NULL)
+            why = rlmcp_h_sprintf("%s: accepted", bad[i].args);
+        else if (strcmp(fh_error_code(), RLMCP_ERR_INVALID_ARGUMENT) != 0)
+            why =
+                rlmcp_h_sprintf("%s: %s, not invalid_argument: %s", bad[i].args,
+                                fh_error_code(), fh_error_message());
+        else if (strstr(fh_error_message(), bad[i].says) == NULL)
+            why = rlmcp_h_sprintf("%s: message '%s' lacks '%s'", bad[i].args,
+                                  fh_error_message(), bad[i].says);
+        else if (fh_request_count() != 0)
+            why = rlmcp_h_sprintf("%s: refused, but %zu request(s) sent",
+                                  bad[i].args, fh_request_count());
+    }
+    return why;
+}
+
 int fh_call_op(const char *tool, const char *op, const char *args_json)
 {
     int ti = tool_index(tool);

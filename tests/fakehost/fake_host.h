@@ -101,6 +101,20 @@ void fh_set_deadline_ms(uint64_t ms);
  */
 void fh_use_fake_clock(bool on);
 
+/* Arguments a tool must refuse, and what its message must name. */
+struct fh_bad_call {
+    const char *args;
+    const char *says;
+};
+/*
+ * Call tool (fh_reset before each) with each of the arguments it must
+ * refuse: an invalid_argument error naming says, and no request sent.
+ * NULL when all are; else what happened instead for the first that is not
+ * (malloc'd), for the test's fail_msg("%s", ...).
+ */
+char *fh_call_refusals(const char *tool, const struct fh_bad_call *bad,
+                       size_t n);
+
 /*
  * Call a tool the way the host does: the arguments (NULL: none) are
  * validated against the tool's input schema by the host's validator
