@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { sourceDir } from './lib/host.mjs';
-import { startEngineAndHost } from './lib/engine.mjs';
+import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'languages-local.yaml');
 const LONG = { timeout: 600000 };
@@ -26,6 +26,13 @@ const programs = {
   php: '<?php echo "php ", 6 * 7, "\\n";\n',
   bash: 'echo "bash $((6 * 7))"\n',
 };
+
+async function shutdownRunning(sock) {
+  const list = await engineRequest(sock, 'GET', '/v1/devboxes?status=running&limit=100');
+  for (const d of list.devboxes ?? []) {
+    await engineRequest(sock, 'POST', `/v1/devboxes/${d.id}/shutdown`);
+  }
+}
 
 describe('run_<language> tools end to end (local engine, universal image)', () => {
   let stack;
@@ -57,6 +64,10 @@ describe('run_<language> tools end to end (local engine, universal image)', () =
       assert.equal(sc.exit_code, 0, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.stdout, `${lang} 42\n`, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.language, lang);
+      // Each language keeps its devbox (keep_alive 900 s), and each promises
+      // its whole disk to the engine's disk admission: eleven at once need
+      // ~45 GiB free. Done with it here, so the run needs one at a time.
+      await shutdownRunning(path.join(stack.state, 'devboxd.sock'));
     });
   }
 });

@@ -462,8 +462,9 @@ static bool devboxd_ready(void)
     return false;
 }
 
-/* Pids of live devboxd processes whose command line names dir. */
-static int engines_for(const char *dir, int *pids, int max)
+/* Pids of live devboxd processes whose command line names dir, and (when
+ * ppids is set) their parents' pids. */
+static int devboxd_procs(const char *dir, int *pids, int *ppids, int max)
 {
     DIR *d = opendir("/proc");
     struct dirent *e = NULL;
@@ -503,12 +504,39 @@ static int engines_for(const char *dir, int *pids, int max)
             if (cmd[i] == '\0')
                 cmd[i] = ' ';
         cmd[got > 0 ? got : 0] = '\0';
-        if (strstr(cmd, dir) != NULL && n < max)
-            pids[n++] = atoi(e->d_name);
+        if (strstr(cmd, dir) != NULL && n < max) {
+            pids[n] = atoi(e->d_name);
+            if (ppids != NULL)
+                ppids[n] = atoi(rp + 4); /* ") S ppid ..." */
+            n++;
+        }
     }
     if (d != NULL)
         closedir(d);
     return n;
+}
+
+/* Pids of the engines for dir: devboxd processes whose parent is not one
+ * of them.  A child an engine forked shows the engine's name and command
+ * line until it execs (a sandbox's launcher sets up its mounts there). */
+static int engines_for(const char *dir, int *pids, int max)
+{
+    int all[32];
+    int parents[32];
+    int n = devboxd_procs(dir, all, parents, 32);
+    int found = 0;
+    int i;
+    int j;
+
+    for (i = 0; i < n; i++) {
+        bool child = false;
+
+        for (j = 0; j < n; j++)
+            child = child || parents[i] == all[j];
+        if (!child && found < max)
+            pids[found++] = all[i];
+    }
+    return found;
 }
 
 static void stop_engines(const char *dir)
