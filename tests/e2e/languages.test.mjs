@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { sourceDir } from './lib/host.mjs';
+import { sourceDir, waitFor } from './lib/host.mjs';
 import { engineRequest, startEngineAndHost } from './lib/engine.mjs';
 
 const conf = path.join(sourceDir, 'tests', 'e2e', 'conf', 'languages-local.yaml');
@@ -27,10 +27,22 @@ const programs = {
   bash: 'echo "bash $((6 * 7))"\n',
 };
 
-async function shutdownRunning(sock) {
-  const list = await engineRequest(sock, 'GET', '/v1/devboxes?status=running&limit=100');
+// run_<language> suspends its devbox after a call (code-testing purpose);
+// a suspended devbox keeps its disk. Shut every devbox down, waiting out
+// one still suspending.
+async function shutdownAll(sock) {
+  const list = await engineRequest(sock, 'GET', '/v1/devboxes?limit=100');
   for (const d of list.devboxes ?? []) {
-    await engineRequest(sock, 'POST', `/v1/devboxes/${d.id}/shutdown`);
+    if (d.status === 'shutdown' || d.status === 'failure') continue;
+    await waitFor(async () => {
+      try {
+        await engineRequest(sock, 'POST', `/v1/devboxes/${d.id}/shutdown`);
+        return true;
+      } catch (e) {
+        if (/: 4(09|00) /.test(e.message)) return false; /* still suspending */
+        throw e;
+      }
+    }, 60000, `devbox ${d.id} to shut down`, 100);
   }
 }
 
@@ -64,10 +76,10 @@ describe('run_<language> tools end to end (local engine, universal image)', () =
       assert.equal(sc.exit_code, 0, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.stdout, `${lang} 42\n`, `run_${lang} stderr: ${sc.stderr}`);
       assert.equal(sc.language, lang);
-      // Each language keeps its devbox (keep_alive 900 s), and each promises
-      // its whole disk to the engine's disk admission: eleven at once need
-      // ~45 GiB free. Done with it here, so the run needs one at a time.
-      await shutdownRunning(path.join(stack.state, 'devboxd.sock'));
+      // Each language keeps its devbox (suspended between calls), and each
+      // promises its whole disk to the engine's disk admission: eleven at
+      // once need ~45 GiB free. Done with it here: one at a time.
+      await shutdownAll(path.join(stack.state, 'devboxd.sock'));
     });
   }
 });
