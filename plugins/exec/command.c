@@ -780,6 +780,24 @@ static int start_execution(struct ex *ex, const struct rlmcp_h *h,
 }
 
 /* The finished execution's result: status, both streams, duration. */
+/* A stream that ended before the output did (reset, an answer other
+ * than 408): what the completed view holds past the streamed bytes goes
+ * out as the last progress, so progress still carries all the output. */
+static void progress_rest(const struct rlmcp_h *h, const cJSON *view,
+                          uint64_t streamed)
+{
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(view, "stdout");
+    const cJSON *cut =
+        cJSON_GetObjectItemCaseSensitive(view, "stdout_truncated");
+    size_t len = 0;
+
+    if (!cJSON_IsString(out) || cJSON_IsTrue(cut))
+        return; /* only the view's tail: where it starts is unknown */
+    len = strlen(out->valuestring);
+    if (len > streamed)
+        h->api->progress(h->call, (double)len, -1, out->valuestring + streamed);
+}
+
 static int finish_result(struct ex *ex, const struct rlmcp_h *h,
                          const struct exec_params *p, const char *eid,
                          const cJSON *view, struct rlmcp_h_capture *streamed,
@@ -790,6 +808,8 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
 
     if (result == NULL)
         return RLMCP_ENOMEM;
+    if (streamed != NULL && !stream_ok)
+        progress_rest(h, view, streamed->total);
     rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout", streamed,
                     stream_ok, result);
     if (rc == RLMCP_OK)

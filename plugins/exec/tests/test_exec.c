@@ -365,6 +365,31 @@ static void streaming_progress(void **state)
     assert_string_equal(rstr("stdout"), "1\n2\n3\n");
 }
 
+/* A stream cut off after its first chunk: the rest of the output, from
+ * the completed view, still arrives as progress before the result. */
+static void stream_cut_progress_gets_the_rest(void **state)
+{
+    const char *chunks[] = {"{\"output\":\"1\\n\",\"offset\":0}"};
+
+    fh_reset();
+    fh_route("POST", EXEC_PATH, 200, RUNNING_EXE);
+    fh_route_sse("/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates"
+                 "?offset=0",
+                 chunks, 1, 200, RLMCP_EHTTP);
+    fh_route("POST",
+             "/v1/devboxes/dbx_1/executions/exe_1/wait_for_status?last_n=1000",
+             200, DONE("1\\n2\\n3\\n", 0));
+    assert_int_equal(fh_call("execute_command",
+                             "{\"devbox_id\":\"dbx_1\",\"command\":\"x\"}"),
+                     RLMCP_OK);
+    assert_null(fh_error_code());
+    assert_int_equal(fh_progress_count(), 3);
+    assert_string_equal(fh_progress_message(1), "1\n");
+    assert_string_equal(fh_progress_message(2), "2\n3\n");
+    assert_true(fh_progress_value(2) > fh_progress_value(1));
+    assert_string_equal(rstr("stdout"), "1\n2\n3\n");
+}
+
 static void stream_reconnects_after_408(void **state)
 {
     const char *chunks[] = {"{\"output\":\"ab\",\"offset\":0}",
@@ -1482,6 +1507,7 @@ int main(void)
         cmocka_unit_test(truncation_keeps_head_and_tail),
         cmocka_unit_test(api_truncated_refetches_stream),
         cmocka_unit_test(streaming_progress),
+        cmocka_unit_test(stream_cut_progress_gets_the_rest),
         cmocka_unit_test(stream_reconnects_after_408),
         cmocka_unit_test(wait_loop_without_stream),
         cmocka_unit_test(timeout_kills),
