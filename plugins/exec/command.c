@@ -780,9 +780,10 @@ static int start_execution(struct ex *ex, const struct rlmcp_h *h,
 }
 
 /* The finished execution's result: status, both streams, duration. */
-/* A stream that ended before the output did (reset, an answer other
- * than 408): what the completed view holds past the streamed bytes goes
- * out as the last progress, so progress still carries all the output. */
+/* A stream that ended before the output did (a reset, an answer other
+ * than 408, or an end the engine sent early): what the completed view
+ * holds past the streamed bytes goes out as the last progress, so
+ * progress still carries all the output. */
 static void progress_rest(const struct rlmcp_h *h, const cJSON *view,
                           uint64_t streamed)
 {
@@ -808,7 +809,7 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
 
     if (result == NULL)
         return RLMCP_ENOMEM;
-    if (streamed != NULL && !stream_ok)
+    if (streamed != NULL)
         progress_rest(h, view, streamed->total);
     rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout", streamed,
                     stream_ok, result);
