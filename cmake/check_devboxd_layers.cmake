@@ -271,7 +271,9 @@ if(OBJECTS)
         set(odd)
         foreach(sym IN LISTS defs_${src})
             set(ok OFF)
-            if(sym STREQUAL stem)
+            # Names the compiler makes (a reserved "__" start, e.g. the
+            # ODR indicators of an AddressSanitizer build) are not ours.
+            if(sym STREQUAL stem OR sym MATCHES "^__")
                 set(ok ON)
             endif()
             foreach(prefix IN LISTS prefixes)
