@@ -781,19 +781,19 @@ static int start_execution(struct ex *ex, const struct rlmcp_h *h,
 
 /* The finished execution's result: status, both streams, duration. */
 /* A stream that ended before the output did (a reset, an answer other
- * than 408, or an end the engine sent early): what the completed view
+ * than 408, or an end the engine sent early): what the result's stdout
  * holds past the streamed bytes goes out as the last progress, so
  * progress still carries all the output. */
-static void progress_rest(const struct rlmcp_h *h, const cJSON *view,
+static void progress_rest(const struct rlmcp_h *h, const cJSON *result,
                           uint64_t streamed)
 {
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(view, "stdout");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(result, "stdout");
     const cJSON *cut =
-        cJSON_GetObjectItemCaseSensitive(view, "stdout_truncated");
+        cJSON_GetObjectItemCaseSensitive(result, "stdout_truncated");
     size_t len = 0;
 
     if (!cJSON_IsString(out) || cJSON_IsTrue(cut))
-        return; /* only the view's tail: where it starts is unknown */
+        return; /* a part of the output: where it starts is unknown */
     len = strlen(out->valuestring);
     if (len > streamed)
         h->api->progress(h->call, (double)len, -1, out->valuestring + streamed);
@@ -809,10 +809,12 @@ static int finish_result(struct ex *ex, const struct rlmcp_h *h,
 
     if (result == NULL)
         return RLMCP_ENOMEM;
-    if (streamed != NULL)
-        progress_rest(h, view, streamed->total);
     rc = add_stream(ex, h, p->devbox_id, eid, view, "stdout", streamed,
                     stream_ok, result);
+    /* The result's stdout, whole: the view's or, when the API kept only
+     * a tail, the stream read again from its start. */
+    if (rc == RLMCP_OK && streamed != NULL)
+        progress_rest(h, result, streamed->total);
     if (rc == RLMCP_OK)
         rc = add_stream(ex, h, p->devbox_id, eid, view, "stderr", NULL, false,
                         result);
