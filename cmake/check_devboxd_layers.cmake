@@ -1,7 +1,7 @@
 # check_devboxd_layers.cmake: devboxd's includes and calls point down its
 # layers (docs/design.md, "devboxd in layers").
 #
-#   util.c < runtime < store < images < build < engine < rest < net < main.c
+#   util.c < runtime < store < images < builder < engine < rest < net < main.c
 #
 # One folder per layer (util.c/util.h at the top of devboxd/ are the base,
 # main.c wires the layers together).  agent/ and ptyd/ are programs run
@@ -11,7 +11,7 @@
 # folder or a lower layer; layers of equal rank are side by side and use
 # nothing of each other.  Since every edge points down, no two layers form
 # a cycle.  Where a lower layer needs something of a higher one, the higher
-# one hands it a callback (build/ reads blueprint records and opens a build
+# one hands it a callback (builder/ reads blueprint records and opens a build
 # context's storage object through callbacks the engine sets).
 #
 #   cmake -DROOT=<devboxd dir> [-DOBJECTS=<a.o|b.o|...> -DNM=<nm>]
@@ -40,9 +40,9 @@ get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 # Folders lowest first and their ranks: equal ranks are side by side.
 # "base" is util.c and util.h, "app" is main.c and config.c (the settings
 # main.c reads once and hands to each layer).
-set(LAYERS base agent ptyd runtime store images build engine rest net app)
+set(LAYERS base agent ptyd runtime store images builder engine rest net app)
 set(RANKS 0 0 0 1 2 3 4 5 6 7 8)
-set(FOLDERS agent ptyd runtime store images build engine rest net)
+set(FOLDERS agent ptyd runtime store images builder engine rest net)
 
 # Why runtime < store and not the other way: the layer store records a
 # layer's owner as the runtime's uid range (sandbox_dir_owner,
@@ -315,7 +315,7 @@ endforeach()
 if(bad)
     list(JOIN bad "\n  " text)
     message(FATAL_ERROR "devboxd layers: a file includes or calls only its own folder and the "
-                        "layers below it (util.c < runtime < store < images < build < engine < "
+                        "layers below it (util.c < runtime < store < images < builder < engine < "
                         "rest < net < main.c): move the code to the right layer, or pass a "
                         "callback from main.c; and what it exports starts with its name:\n  ${text}")
 endif()

@@ -41,7 +41,7 @@ mkdir -p "$out/obj" "$out/artifacts"
 pkgs="libcjson libmicrohttpd libnghttp2 libseccomp libcurl libcrypto"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
  -Wno-unused-parameter -I$src/devboxd -I$src/devboxd/net -I$src/devboxd/rest
- -I$src/devboxd/engine -I$src/devboxd/build -I$src/devboxd/images
+ -I$src/devboxd/engine -I$src/devboxd/builder -I$src/devboxd/images
  -I$src/devboxd/store -I$src/devboxd/runtime -I$src/tests/fuzz $(pkg-config --cflags $pkgs)"
 cov="-fsanitize=fuzzer-no-link,address,undefined"
 link="-fsanitize=fuzzer,address,undefined"
